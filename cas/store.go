@@ -1,0 +1,387 @@
+package cas
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"lukechampine.com/blake3"
+
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Codec names how a blob's bytes are stored.
+type Codec int
+
+// Codecs, as recorded in the blobs table.
+const (
+	CodecRaw     Codec = 0 // plain bytes: compression did not pay
+	CodecZstd    Codec = 1 // one zstd frame
+	CodecChunked Codec = 2 // content in chunk rows, listed in order
+	CodecDelta   Codec = 3 // zstd frame using a base blob as dictionary
+)
+
+func (c Codec) String() string {
+	switch c {
+	case CodecRaw:
+		return "raw"
+	case CodecZstd:
+		return "zstd"
+	case CodecChunked:
+		return "chunked"
+	case CodecDelta:
+		return "delta"
+	}
+	return fmt.Sprintf("codec(%d)", int(c))
+}
+
+// MarshalText encodes a codec by name.
+func (c Codec) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// Sentinel errors, matched by code with errors.Is.
+var (
+	// ErrNotFound: no blob has the address.
+	ErrNotFound = &wserr.Error{Code: wserr.NotFound}
+	// ErrCorrupt: stored bytes do not decode to, or do not hash to, their
+	// address.
+	ErrCorrupt = &wserr.Error{Code: wserr.Corrupt}
+)
+
+// Options configure a Store. The zero value means DefaultOptions.
+type Options struct {
+	// Level is the zstd level, 1 (fastest) to 22; default 3.
+	Level int
+	// InlineMax is the largest content stored as a single row; larger
+	// content is split into content-defined chunks. Default 4 MiB; at
+	// least 1 KiB.
+	InlineMax int
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// DefaultOptions returns the defaults used for zero Options fields.
+func DefaultOptions() Options {
+	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now}
+}
+
+// Store is the content-addressable store over an index.DB. It is safe for
+// concurrent use.
+type Store struct {
+	db   *index.DB
+	opts Options
+	enc  *zstd.Encoder
+	dec  *zstd.Decoder
+	bufs sync.Pool // *[]byte of InlineMax+1 bytes for Put
+}
+
+// New returns a Store on db. It fails with store.invalid_options for bad
+// options.
+func New(db *index.DB, opts Options) (*Store, error) {
+	d := DefaultOptions()
+	if opts.Level == 0 {
+		opts.Level = d.Level
+	}
+	if opts.Level < 1 || opts.Level > 22 {
+		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "zstd level %d is not in 1..22", opts.Level)
+	}
+	if opts.InlineMax == 0 {
+		opts.InlineMax = d.InlineMax
+	}
+	if opts.InlineMax < 1<<10 || opts.InlineMax > 64<<20 {
+		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "inline max %d is not in 1 KiB..64 MiB", opts.InlineMax)
+	}
+	if opts.Now == nil {
+		opts.Now = d.Now
+	}
+	enc, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(opts.Level)),
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
+		zstd.WithEncoderCRC(false), // BLAKE3 verifies every read
+		zstd.WithZeroFrames(true))
+	if err != nil {
+		return nil, fmt.Errorf("cas: zstd encoder: %w", err)
+	}
+	dec, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
+		zstd.WithDecoderMaxMemory(128<<20))
+	if err != nil {
+		return nil, fmt.Errorf("cas: zstd decoder: %w", err)
+	}
+	s := &Store{db: db, opts: opts, enc: enc, dec: dec}
+	s.bufs.New = func() any { b := make([]byte, opts.InlineMax+1); return &b }
+	return s, nil
+}
+
+// DB returns the index the store writes to.
+func (s *Store) DB() *index.DB { return s.db }
+
+func (s *Store) now() int64 { return s.opts.Now().UnixNano() }
+
+// compress returns the stored form of b and its codec: zstd when it
+// shrinks the data by at least 1/32, raw otherwise.
+func (s *Store) compress(b []byte) ([]byte, Codec) {
+	z := s.enc.EncodeAll(b, make([]byte, 0, len(b)/2+64))
+	if len(z) < len(b)-len(b)/32 {
+		return z, CodecZstd
+	}
+	return b, CodecRaw
+}
+
+// Put stores the content read from r and returns its address. Content
+// larger than Options.InlineMax is split into chunks and streamed, so memory
+// stays bounded whatever r's length. Storing content that is already present
+// writes nothing new. On error nothing references what was written, so a
+// failed Put leaves at most garbage for gc, never a partial blob.
+func (s *Store) Put(ctx context.Context, r io.Reader) (Hash, error) {
+	bp := s.bufs.Get().(*[]byte)
+	defer s.bufs.Put(bp)
+	buf := *bp
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return s.PutBytes(ctx, nil, buf[:n])
+	case err != nil:
+		return Hash{}, fmt.Errorf("put: read: %w", err)
+	}
+	return s.putChunked(ctx, nil, io.MultiReader(bytes.NewReader(buf[:n]), r))
+}
+
+// PutBytes stores b and returns its address. If tx is not nil the rows are
+// written in it, so the blob commits with whatever references it; otherwise
+// PutBytes commits on its own.
+func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, error) {
+	if len(b) > s.opts.InlineMax {
+		return s.putChunked(ctx, tx, bytes.NewReader(b))
+	}
+	h := Sum(b)
+	if tx == nil && s.touchExisting(ctx, h) {
+		return h, nil
+	}
+	data, codec := s.compress(b)
+	err := s.update(ctx, tx, func(tx *index.Tx) error {
+		return insertBlob(ctx, tx, h, int64(len(b)), int64(len(data)), codec, data, s.now())
+	})
+	if err != nil {
+		return Hash{}, fmt.Errorf("put %s: %w", h.Short(), err)
+	}
+	return h, nil
+}
+
+// touchExisting refreshes the created time of an existing blob so a
+// concurrent gc keeps it, and reports whether it existed. It lets a
+// repeated Put skip compression.
+func (s *Store) touchExisting(ctx context.Context, h Hash) bool {
+	var ok bool
+	_ = s.db.View(ctx, func(tx *index.Tx) error {
+		var one int
+		ok = tx.GetContext(ctx, &one, `SELECT 1 FROM blobs WHERE hash = ?`, h) == nil
+		return nil
+	})
+	if !ok {
+		return false
+	}
+	var touched bool
+	err := s.db.Update(ctx, func(tx *index.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE blobs SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		touched = n == 1
+		return err
+	})
+	return err == nil && touched
+}
+
+func (s *Store) update(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) error) error {
+	if tx != nil {
+		return fn(tx)
+	}
+	return s.db.Update(ctx, fn)
+}
+
+func insertBlob(ctx context.Context, tx *index.Tx, h Hash, size, stored int64, codec Codec, data []byte, now int64) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO blobs (hash, size, stored, codec, data, created) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)`,
+		h, size, stored, int(codec), data, now)
+	return index.Translate(err)
+}
+
+type chunkRef struct {
+	Hash Hash  `db:"chunk"`
+	Off  int64 `db:"off"`
+	Size int64 `db:"size"`
+}
+
+// putChunked streams r into chunk rows, committing a few chunks per
+// transaction (or all in tx if given), then writes the blob row listing
+// them. Chunks already present are not recompressed.
+func (s *Store) putChunked(ctx context.Context, tx *index.Tx, r io.Reader) (Hash, error) {
+	whole := blake3.New(32, nil)
+	c := newChunker(r)
+	var refs []chunkRef
+	var off int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return Hash{}, fmt.Errorf("put: %w", err)
+		}
+		b, err := c.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Hash{}, fmt.Errorf("put: read: %w", err)
+		}
+		whole.Write(b)
+		ch := Sum(b)
+		if err := s.putChunk(ctx, tx, ch, b); err != nil {
+			return Hash{}, fmt.Errorf("put chunk %s: %w", ch.Short(), err)
+		}
+		refs = append(refs, chunkRef{Hash: ch, Off: off, Size: int64(len(b))})
+		off += int64(len(b))
+	}
+	var h Hash
+	whole.Sum(h[:0])
+	err := s.update(ctx, tx, func(tx *index.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO blobs (hash, size, stored, codec, data, created) VALUES (?, ?, 0, ?, NULL, ?)
+			ON CONFLICT (hash) DO NOTHING`, h, off, int(CodecChunked), s.now())
+		if err != nil {
+			return index.Translate(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			_, err := tx.ExecContext(ctx, `UPDATE blobs SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
+			return index.Translate(err)
+		}
+		for i, ref := range refs {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO blob_chunks (blob, idx, chunk, off) VALUES (?, ?, ?, ?)`,
+				h, i, ref.Hash, ref.Off); err != nil {
+				return index.Translate(err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Hash{}, fmt.Errorf("put %s: %w", h.Short(), err)
+	}
+	return h, nil
+}
+
+func (s *Store) putChunk(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
+	if tx == nil {
+		var exists bool
+		_ = s.db.View(ctx, func(rtx *index.Tx) error {
+			var one int
+			exists = rtx.GetContext(ctx, &one, `SELECT 1 FROM chunks WHERE hash = ?`, h) == nil
+			return nil
+		})
+		if exists {
+			return s.db.Update(ctx, func(tx *index.Tx) error {
+				res, err := tx.ExecContext(ctx, `UPDATE chunks SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
+				if err != nil {
+					return index.Translate(err)
+				}
+				if n, _ := res.RowsAffected(); n == 1 {
+					return nil
+				}
+				data, codec := s.compress(b) // swept meanwhile: store it again
+				return insertChunk(ctx, tx, h, int64(len(b)), data, codec, s.now())
+			})
+		}
+	}
+	data, codec := s.compress(b)
+	return s.update(ctx, tx, func(tx *index.Tx) error {
+		return insertChunk(ctx, tx, h, int64(len(b)), data, codec, s.now())
+	})
+}
+
+func insertChunk(ctx context.Context, tx *index.Tx, h Hash, size int64, data []byte, codec Codec, now int64) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO chunks (hash, size, stored, codec, data, created) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)`,
+		h, size, int64(len(data)), int(codec), data, now)
+	return index.Translate(err)
+}
+
+// Has reports whether a blob with address h is stored.
+func (s *Store) Has(ctx context.Context, h Hash) (bool, error) {
+	var n int
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &n, `SELECT count(*) FROM blobs WHERE hash = ?`, h)
+	})
+	if err != nil {
+		return false, fmt.Errorf("has %s: %w", h.Short(), err)
+	}
+	return n > 0, nil
+}
+
+// Info describes a stored blob.
+type Info struct {
+	Hash   Hash  `json:"hash"`
+	Size   int64 `json:"size"`   // plain bytes
+	Stored int64 `json:"stored"` // bytes held, chunks included
+	Codec  Codec `json:"codec"`
+	Chunks int   `json:"chunks"`
+	Base   Hash  `json:"base,omitzero"` // delta base, zero otherwise
+	Depth  int   `json:"depth"`         // delta applications to read
+}
+
+// Stat describes the blob at h. It fails with ErrNotFound if there is none.
+func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
+	var info Info
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		var row struct {
+			Size   int64 `db:"size"`
+			Stored int64 `db:"stored"`
+			Codec  int   `db:"codec"`
+			Base   Hash  `db:"base"`
+			Depth  int   `db:"depth"`
+		}
+		err := tx.GetContext(ctx, &row, `SELECT size, stored, codec, base, depth FROM blobs WHERE hash = ?`, h)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("stat", h)
+		}
+		if err != nil {
+			return err
+		}
+		info = Info{Hash: h, Size: row.Size, Stored: row.Stored, Codec: Codec(row.Codec), Base: row.Base, Depth: row.Depth}
+		if info.Codec == CodecChunked {
+			var agg struct {
+				N      int   `db:"n"`
+				Stored int64 `db:"stored"`
+			}
+			if err := tx.GetContext(ctx, &agg, `SELECT count(*) AS n, coalesce(sum(c.stored), 0) AS stored
+				FROM blob_chunks bc JOIN chunks c ON c.hash = bc.chunk WHERE bc.blob = ?`, h); err != nil {
+				return err
+			}
+			info.Chunks, info.Stored = agg.N, info.Stored+agg.Stored
+		}
+		return nil
+	})
+	if err != nil {
+		return Info{}, wrapOp("stat", h, err)
+	}
+	return info, nil
+}
+
+func notFound(op string, h Hash) error {
+	return &wserr.Error{Code: wserr.NotFound, Op: op, Path: h.String(), Msg: "no such blob"}
+}
+
+func corrupt(op string, h Hash, format string, args ...any) error {
+	return &wserr.Error{Code: wserr.Corrupt, Op: op, Path: h.String(), Msg: fmt.Sprintf(format, args...)}
+}
+
+func wrapOp(op string, h Hash, err error) error {
+	var we *wserr.Error
+	if errors.As(err, &we) {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", op, h.Short(), err)
+}

@@ -1,0 +1,82 @@
+package cas
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/wsstore/wsstore/index"
+)
+
+// Problem is one object that failed verification.
+type Problem struct {
+	Kind string `json:"kind"` // "blob" or "chunk"
+	Hash Hash   `json:"hash"`
+	Err  string `json:"error"`
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%s %s: %s", p.Kind, p.Hash, p.Err) }
+
+// VerifyReport counts what Verify checked and lists what failed.
+type VerifyReport struct {
+	Blobs    int       `json:"blobs"`
+	Chunks   int       `json:"chunks"`
+	Problems []Problem `json:"problems"`
+}
+
+// Verify re-reads and re-hashes every chunk and every blob (through Get, so
+// chunk lists and delta bases are checked too). progress, if not nil, is
+// called after each object with the count done and the total. The error is
+// for failures to run the check; what the check finds is in the report.
+func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (VerifyReport, error) {
+	var rep VerifyReport
+	var blobs, chunks []Hash
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		if err := tx.SelectContext(ctx, &chunks, `SELECT hash FROM chunks`); err != nil {
+			return err
+		}
+		return tx.SelectContext(ctx, &blobs, `SELECT hash FROM blobs`)
+	})
+	if err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
+	}
+	total := len(blobs) + len(chunks)
+	done := 0
+	for _, h := range chunks {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		if _, err := s.readChunk(ctx, h); err != nil {
+			rep.Problems = append(rep.Problems, Problem{Kind: "chunk", Hash: h, Err: err.Error()})
+		}
+		rep.Chunks++
+		done++
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	for _, h := range blobs {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		if err := s.verifyBlob(ctx, h); err != nil {
+			rep.Problems = append(rep.Problems, Problem{Kind: "blob", Hash: h, Err: err.Error()})
+		}
+		rep.Blobs++
+		done++
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	return rep, nil
+}
+
+func (s *Store) verifyBlob(ctx context.Context, h Hash) error {
+	rc, err := s.Get(ctx, h)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	_, err = io.Copy(io.Discard, rc)
+	return err
+}

@@ -1,0 +1,10 @@
+// Package index opens the store's SQLite database and runs its transactions.
+//
+// A DB holds one write connection (every write transaction is BEGIN
+// IMMEDIATE, so writers queue on SQLite's lock instead of failing halfway)
+// and a separate pool of read connections that see the last committed state
+// through WAL. Open applies pending migrations through goose's Provider and
+// refuses a store written by a newer format. Update and View run a function
+// in a transaction and roll back if it returns an error or panics; nothing a
+// failed function wrote is ever committed.
+package index

@@ -1,0 +1,129 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Tx is a transaction handed to Update and View functions. It must not be
+// used after the function returns.
+type Tx struct {
+	*sqlx.Tx
+	writable bool
+}
+
+// Writable reports whether the transaction may write.
+func (tx *Tx) Writable() bool { return tx.writable }
+
+// Update runs fn in a write transaction (BEGIN IMMEDIATE on the single write
+// connection) and commits if fn returns nil. If fn returns an error or
+// panics, the transaction is rolled back and the error returned (the panic
+// re-raised). It fails with store.read_only on a read-only DB.
+func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	if db.write == nil {
+		return wserr.New(wserr.ReadOnly, "update", "", "store opened read-only")
+	}
+	return run(ctx, db.write, true, fn)
+}
+
+// View runs fn in a read transaction on the read pool; it sees one
+// consistent committed snapshot and never blocks writers.
+func (db *DB) View(ctx context.Context, fn func(tx *Tx) error) error {
+	return run(ctx, db.read, false, fn)
+}
+
+func run(ctx context.Context, conn *sqlx.DB, writable bool, fn func(tx *Tx) error) (err error) {
+	stx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", Translate(err))
+	}
+	tx := &Tx{Tx: stx, writable: writable}
+	committed := false
+	defer func() {
+		if committed {
+			return
+		}
+		if rerr := stx.Rollback(); rerr != nil && err == nil {
+			err = fmt.Errorf("rollback: %w", rerr)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if !writable {
+		// A read transaction has nothing to commit; rolling back releases
+		// its snapshot just the same.
+		return nil
+	}
+	if err := stx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", Translate(err))
+	}
+	committed = true
+	return nil
+}
+
+// Translate maps SQLite driver errors that callers must tell apart to coded
+// errors (busy, read-only, corrupt); other errors are returned unchanged.
+func Translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return wserr.Wrap(wserr.Busy, "", "", err)
+	case sqlite3.SQLITE_READONLY:
+		return wserr.Wrap(wserr.ReadOnly, "", "", err)
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return wserr.Wrap(wserr.Corrupt, "", "", err)
+	}
+	return err
+}
+
+// IntegrityCheck runs SQLite's integrity_check and foreign_key_check and
+// returns a store.corrupt error listing what they report.
+func (db *DB) IntegrityCheck(ctx context.Context) error {
+	var problems []string
+	err := db.View(ctx, func(tx *Tx) error {
+		var rows []string
+		if err := tx.SelectContext(ctx, &rows, `PRAGMA integrity_check`); err != nil {
+			return Translate(err)
+		}
+		for _, r := range rows {
+			if r != "ok" {
+				problems = append(problems, r)
+			}
+		}
+		fk, err := tx.QueryxContext(ctx, `PRAGMA foreign_key_check`)
+		if err != nil {
+			return Translate(err)
+		}
+		defer fk.Close()
+		for fk.Next() {
+			v, err := fk.SliceScan()
+			if err != nil {
+				return err
+			}
+			problems = append(problems, fmt.Sprintf("foreign key violation: %v", v))
+		}
+		return fk.Err()
+	})
+	if err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	if len(problems) > 0 {
+		return wserr.New(wserr.Corrupt, "integrity check", "", "%s", strings.Join(problems, "; "))
+	}
+	return nil
+}

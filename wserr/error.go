@@ -1,0 +1,172 @@
+package wserr
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Code is a stable, dotted error code such as "workspace.invalid_path".
+type Code string
+
+// Model-correctable codes: the model can fix the call and go on.
+const (
+	InvalidPath                 Code = "workspace.invalid_path"
+	PathNotVisible              Code = "workspace.path_not_visible"
+	PathNotWritable             Code = "workspace.path_not_writable"
+	FileNotFound                Code = "workspace.file_not_found"
+	PathIsDirectory             Code = "workspace.path_is_directory"
+	NotADirectory               Code = "workspace.not_a_directory"
+	PatchOldStringNotFound      Code = "workspace.patch_old_string_not_found"
+	PatchOldStringNotUnique     Code = "workspace.patch_old_string_not_unique"
+	PatchNoChange               Code = "workspace.patch_no_change"
+	PatchEmptyOldString         Code = "workspace.patch_empty_old_string"
+	WriteStaleFile              Code = "workspace.write_stale_file"
+	InvalidLineRange            Code = "workspace.invalid_line_range"
+	InvalidCharRange            Code = "workspace.invalid_char_range"
+	ReadOnlyResource            Code = "workspace.read_only_resource"
+	NotText                     Code = "workspace.not_text"
+	InvalidArgument             Code = "workspace.invalid_argument"
+	SizeLimitExceeded           Code = "workspace.size_limit_exceeded"
+	PersistentWorkspaceConflict Code = "agent.persistent_workspace_conflict"
+)
+
+// Host-level codes: the store or its host cannot go on safely.
+const (
+	Internal           Code = "store.internal"
+	Corrupt            Code = "store.corrupt"
+	NotFound           Code = "store.not_found"
+	Conflict           Code = "store.conflict"
+	NewerFormat        Code = "store.newer_format"
+	InvalidOptions     Code = "store.invalid_options"
+	Busy               Code = "store.busy"
+	ReadOnly           Code = "store.read_only"
+	InvalidState       Code = "run.invalid_transition"
+	RunNotFound        Code = "run.not_found"
+	RunExists          Code = "run.exists"
+	CheckpointNotFound Code = "checkpoint.not_found"
+	InvalidManifest    Code = "manifest.invalid"
+	MissingArtifact    Code = "manifest.missing_required_artifact"
+	SinkFailed         Code = "commit.sink_failed"
+	JournalFailed      Code = "journal.write_failed"
+)
+
+// ModelCorrectable reports whether errors with code c are meant to be
+// returned to the model as a tool error rather than failing the run.
+func (c Code) ModelCorrectable() bool {
+	return strings.HasPrefix(string(c), "workspace.")
+}
+
+// Error is the store's structured error. Op names the operation ("write",
+// "patch"), Path the workspace path if any, Msg a human sentence, and Err the
+// cause, reachable with errors.Unwrap.
+type Error struct {
+	Code Code
+	Op   string
+	Path string
+	Msg  string
+	Err  error
+}
+
+// New returns an *Error with the given code and a formatted message.
+func New(code Code, op, path, format string, args ...any) *Error {
+	return &Error{Code: code, Op: op, Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an *Error with the given code whose cause is err.
+func Wrap(code Code, op, path string, err error) *Error {
+	return &Error{Code: code, Op: op, Path: path, Err: err}
+}
+
+// Error formats the error as "op path: code: message: cause".
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Op != "" {
+		b.WriteString(e.Op)
+		if e.Path != "" {
+			b.WriteString(" ")
+			b.WriteString(e.Path)
+		}
+		b.WriteString(": ")
+	} else if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(string(e.Code))
+	if e.Msg != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Msg)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Message returns the human part of the error without the code, for
+// responses that carry the code in a field of its own.
+func (e *Error) Message() string {
+	s := e.Msg
+	if e.Err != nil {
+		if s != "" {
+			s += ": "
+		}
+		s += e.Err.Error()
+	}
+	if s == "" {
+		s = string(e.Code)
+	}
+	if e.Path != "" {
+		s = e.Path + ": " + s
+	}
+	return s
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, &wserr.Error{Code: wserr.InvalidPath}) works.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code && (t.Op == "" || t.Op == e.Op) && (t.Path == "" || t.Path == e.Path)
+}
+
+// CodeOf returns the code of the first *Error in err's chain, Internal for
+// any other non-nil error, and "" for nil.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return Internal
+}
+
+// Is reports whether err carries code c.
+func Is(err error, c Code) bool {
+	var e *Error
+	for err != nil {
+		if errors.As(err, &e) {
+			if e.Code == c {
+				return true
+			}
+			err = e.Err
+			continue
+		}
+		return false
+	}
+	return false
+}
+
+// MessageOf returns the human message of err without its code.
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message()
+	}
+	return err.Error()
+}
