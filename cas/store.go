@@ -325,7 +325,7 @@ func (s *Store) Has(ctx context.Context, h Hash) (bool, error) {
 type Info struct {
 	Hash   Hash  `json:"hash"`
 	Size   int64 `json:"size"`   // plain bytes
-	Stored int64 `json:"stored"` // bytes held, chunks included
+	Stored int64 `json:"stored"` // bytes held, each distinct chunk once
 	Codec  Codec `json:"codec"`
 	Chunks int   `json:"chunks"`
 	Base   Hash  `json:"base,omitzero"` // delta base, zero otherwise
@@ -356,8 +356,12 @@ func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
 				N      int   `db:"n"`
 				Stored int64 `db:"stored"`
 			}
-			if err := tx.GetContext(ctx, &agg, `SELECT count(*) AS n, coalesce(sum(c.stored), 0) AS stored
-				FROM blob_chunks bc JOIN chunks c ON c.hash = bc.chunk WHERE bc.blob = ?`, h); err != nil {
+			// A chunk listed twice (repeated content) is held once, so
+			// stored bytes sum over distinct chunks.
+			if err := tx.GetContext(ctx, &agg, `SELECT
+				(SELECT count(*) FROM blob_chunks WHERE blob = ?) AS n,
+				(SELECT coalesce(sum(stored), 0) FROM chunks
+					WHERE hash IN (SELECT chunk FROM blob_chunks WHERE blob = ?)) AS stored`, h, h); err != nil {
 				return err
 			}
 			info.Chunks, info.Stored = agg.N, info.Stored+agg.Stored

@@ -2,7 +2,6 @@ package index
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -13,10 +12,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/pressly/goose/v3"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
-	"github.com/wsstore/wsstore/migrations"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -152,80 +149,6 @@ func (db *DB) dsn(read bool) string {
 		q.Set("_txlock", "immediate")
 	}
 	return "file:" + (&url.URL{Path: db.path}).EscapedPath() + "?" + q.Encode()
-}
-
-// migrate refuses a newer store, then applies pending migrations.
-func (db *DB) migrate(ctx context.Context) error {
-	if err := db.checkFormat(ctx, db.write); err != nil {
-		return err
-	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db.write.DB, migrations.FS,
-		goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		return fmt.Errorf("open: migrations: %w", err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("open: apply migrations: %w", err)
-	}
-	return db.checkFormat(ctx, db.write)
-}
-
-// knownVersion is the highest migration version embedded in this build.
-func knownVersion() (int64, error) {
-	entries, err := migrations.FS.ReadDir(".")
-	if err != nil {
-		return 0, err
-	}
-	var max int64
-	for _, e := range entries {
-		var v int64
-		if _, err := fmt.Sscanf(e.Name(), "%d_", &v); err == nil && v > max {
-			max = v
-		}
-	}
-	return max, nil
-}
-
-// checkFormat fails if the database records a migration version or a format
-// version this build does not know. A new, empty database passes.
-func (db *DB) checkFormat(ctx context.Context, conn *sqlx.DB) error {
-	known, err := knownVersion()
-	if err != nil {
-		return fmt.Errorf("open: %w", err)
-	}
-	var n int
-	if err := conn.GetContext(ctx, &n, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'goose_db_version'`); err != nil {
-		return fmt.Errorf("open %s: %w", db.path, Translate(err))
-	}
-	if n > 0 {
-		var v sql.NullInt64
-		if err := conn.GetContext(ctx, &v, `SELECT max(version_id) FROM goose_db_version WHERE is_applied`); err != nil {
-			return fmt.Errorf("open %s: %w", db.path, Translate(err))
-		}
-		if v.Valid && v.Int64 > known {
-			return wserr.New(wserr.NewerFormat, "open", "", "store %s has schema version %d; this build knows up to %d: upgrade wsstore", db.path, v.Int64, known)
-		}
-	}
-	if err := conn.GetContext(ctx, &n, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'`); err != nil {
-		return fmt.Errorf("open %s: %w", db.path, Translate(err))
-	}
-	if n > 0 {
-		var s string
-		err := conn.GetContext(ctx, &s, `SELECT value FROM meta WHERE key = 'format_version'`)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("open %s: %w", db.path, Translate(err))
-		}
-		if err == nil {
-			v, perr := strconv.Atoi(s)
-			if perr != nil {
-				return wserr.New(wserr.Corrupt, "open", "", "store %s has an unreadable format version %q", db.path, s)
-			}
-			if v > migrations.FormatVersion {
-				return wserr.New(wserr.NewerFormat, "open", "", "store %s has format %d; this build knows up to %d: upgrade wsstore", db.path, v, migrations.FormatVersion)
-			}
-		}
-	}
-	return nil
 }
 
 // Path returns the absolute path of the database file.

@@ -1,6 +1,7 @@
 // Package storetest opens throwaway stores for tests and proves them sound
-// when each test ends: every store it opens gets SQLite's integrity and
-// foreign-key checks and a full CAS verify in t.Cleanup.
+// when each test ends: every store it opens gets a full CAS verify and
+// SQLite's integrity and foreign-key checks in t.Cleanup, before it is
+// closed.
 package storetest
 
 import (
@@ -14,28 +15,44 @@ import (
 	"github.com/wsstore/wsstore/index"
 )
 
-// OpenDB opens a new database in a temporary directory and closes it, after
-// an integrity check, when the test ends.
+// NewPath returns the path of a database file, not yet created, in a
+// temporary directory removed when the test ends. Tests that open, close and
+// reopen a store by hand start from it and open it last with OpenDBAt.
+func NewPath(tb testing.TB) string {
+	tb.Helper()
+	return filepath.Join(tb.TempDir(), "store.db")
+}
+
+// OpenDB opens a new database in a temporary directory. When the test ends
+// it verifies every blob and chunk, integrity-checks the database and
+// closes it.
 func OpenDB(tb testing.TB, opts index.Options) *index.DB {
 	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "store.db")
+	return OpenDBAt(tb, NewPath(tb), opts)
+}
+
+// OpenDBAt opens (creating if needed) the database at path, with the same
+// checks as OpenDB when the test ends. The test must not close it itself.
+func OpenDBAt(tb testing.TB, path string, opts index.Options) *index.DB {
+	tb.Helper()
 	db, err := index.Open(context.Background(), path, opts)
 	require.NoError(tb, err)
 	tb.Cleanup(func() {
+		defer func() { require.NoError(tb, db.Close()) }()
+		s, err := cas.New(db, cas.Options{})
+		require.NoError(tb, err)
+		VerifyCAS(tb, s)
 		require.NoError(tb, db.IntegrityCheck(context.Background()), "integrity check")
-		require.NoError(tb, db.Close())
 	})
 	return db
 }
 
-// OpenCAS opens a new database and a CAS on it; when the test ends every
-// blob and chunk is re-verified, then the database integrity-checked.
+// OpenCAS opens a new database, as OpenDB does, and a CAS on it.
 func OpenCAS(tb testing.TB, opts cas.Options) (*index.DB, *cas.Store) {
 	tb.Helper()
 	db := OpenDB(tb, index.Options{})
 	s, err := cas.New(db, opts)
 	require.NoError(tb, err)
-	tb.Cleanup(func() { VerifyCAS(tb, s) })
 	return db, s
 }
 

@@ -1,0 +1,170 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Checkpoint is one saved state of a run's workspace.
+type Checkpoint struct {
+	RunID     string    `json:"runId"`
+	Seq       int64     `json:"seq"`
+	ID        string    `json:"id"`
+	Root      cas.Hash  `json:"root"`
+	Parent    string    `json:"parent,omitempty"` // id of the checkpoint this one descends from
+	Reason    string    `json:"reason"`
+	EventSeq  int64     `json:"eventSeq"` // seq of its checkpoint_created event
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// ID returns the id of checkpoint seq: cp_000001 for 1.
+func ID(seq int64) string { return fmt.Sprintf("cp_%06d", seq) }
+
+// ParseRef parses a checkpoint id ("cp_000012") or a bare sequence number
+// ("12") into a seq. It fails with workspace.invalid_argument.
+func ParseRef(s string) (int64, error) {
+	t := strings.TrimPrefix(s, "cp_")
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 1 || (t != s && len(t) < 6) {
+		return 0, wserr.New(wserr.InvalidArgument, "checkpoint", "", "%q is not a checkpoint id (cp_000001) or sequence number", s)
+	}
+	return n, nil
+}
+
+// Store creates and reads checkpoints.
+type Store struct {
+	db      *index.DB
+	trees   *vfs.Trees
+	blobs   *cas.Store
+	journal *journal.Journal
+	now     func() time.Time
+}
+
+// New returns a Store; now nil means time.Now.
+func New(db *index.DB, trees *vfs.Trees, blobs *cas.Store, j *journal.Journal, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, trees: trees, blobs: blobs, journal: j, now: now}
+}
+
+type row struct {
+	RunID     string   `db:"run_id"`
+	Seq       int64    `db:"seq"`
+	Root      cas.Hash `db:"root"`
+	ParentSeq int64    `db:"parent_seq"`
+	Reason    string   `db:"reason"`
+	EventSeq  int64    `db:"event_seq"`
+	CreatedAt int64    `db:"created_at"`
+}
+
+func (r row) checkpoint() Checkpoint {
+	c := Checkpoint{RunID: r.RunID, Seq: r.Seq, ID: ID(r.Seq), Root: r.Root, Reason: r.Reason,
+		EventSeq: r.EventSeq, CreatedAt: time.Unix(0, r.CreatedAt).UTC()}
+	if r.ParentSeq > 0 {
+		c.Parent = ID(r.ParentSeq)
+	}
+	return c
+}
+
+const cols = `run_id, seq, root, parent_seq, reason, event_seq, created_at`
+
+// Create records root as the run's next checkpoint, descending from
+// checkpoint parent (0: none), and appends its checkpoint_created event, in
+// tx. It writes exactly one checkpoint row and one event.
+func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (Checkpoint, error) {
+	if reason == "" {
+		reason = "manual"
+	}
+	if len(reason) > 200 {
+		return Checkpoint{}, wserr.New(wserr.InvalidArgument, "checkpoint", "", "reason is longer than 200 bytes")
+	}
+	var last int64
+	if err := tx.GetContext(ctx, &last, `SELECT coalesce(max(seq), 0) FROM checkpoints WHERE run_id = ?`, runID); err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: %w", index.Translate(err))
+	}
+	r := row{RunID: runID, Seq: last + 1, Root: root, ParentSeq: parent, Reason: reason, CreatedAt: s.now().UnixNano()}
+	payload := journal.CheckpointMade{CheckpointID: ID(r.Seq), Seq: r.Seq, Root: root.String(), Reason: reason}
+	if parent > 0 {
+		payload.Parent = ID(parent)
+	}
+	ev, err := s.journal.Append(ctx, tx, runID, journal.CheckpointCreated, journal.Info, payload)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	r.EventSeq = ev.Seq
+	if _, err := tx.NamedExecContext(ctx, `INSERT INTO checkpoints (`+cols+`)
+		VALUES (:run_id, :seq, :root, :parent_seq, :reason, :event_seq, :created_at)`, r); err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: %w", index.Translate(err))
+	}
+	return r.checkpoint(), nil
+}
+
+// Get returns checkpoint seq of the run, reading in tx (nil: the read
+// pool). It fails with checkpoint.not_found.
+func (s *Store) Get(ctx context.Context, tx *index.Tx, runID string, seq int64) (Checkpoint, error) {
+	var r row
+	err := s.view(ctx, tx, func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &r, `SELECT `+cols+` FROM checkpoints WHERE run_id = ? AND seq = ?`, runID, seq)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return Checkpoint{}, wserr.New(wserr.CheckpointNotFound, "checkpoint", "", "run %s has no checkpoint %s", runID, ID(seq))
+	}
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: %w", index.Translate(err))
+	}
+	return r.checkpoint(), nil
+}
+
+// List returns the run's checkpoints in order.
+func (s *Store) List(ctx context.Context, runID string) ([]Checkpoint, error) {
+	var rows []row
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT `+cols+` FROM checkpoints WHERE run_id = ? ORDER BY seq`, runID)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", index.Translate(err))
+	}
+	out := make([]Checkpoint, len(rows))
+	for i, r := range rows {
+		out[i] = r.checkpoint()
+	}
+	return out, nil
+}
+
+// Count returns how many checkpoints the run has.
+func (s *Store) Count(ctx context.Context, tx *index.Tx, runID string) (int64, error) {
+	var n int64
+	err := s.view(ctx, tx, func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &n, `SELECT count(*) FROM checkpoints WHERE run_id = ?`, runID)
+	})
+	return n, err
+}
+
+// DeleteRun deletes every checkpoint row of the run, in tx; the trees they
+// named become garbage for gc unless something else references them.
+func (s *Store) DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE run_id = ?`, runID)
+	if err != nil {
+		return 0, index.Translate(err)
+	}
+	return res.RowsAffected()
+}
+
+func (s *Store) view(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) error) error {
+	if tx != nil {
+		return fn(tx)
+	}
+	return s.db.View(ctx, fn)
+}

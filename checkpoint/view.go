@@ -1,0 +1,52 @@
+package checkpoint
+
+import (
+	"context"
+	"time"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// FileRef is one file of a checkpoint view.
+type FileRef struct {
+	Path  string   `json:"path"`
+	Hash  cas.Hash `json:"hash"` // BLAKE3-256 of the content
+	Bytes int64    `json:"bytes"`
+}
+
+// View is the checkpoint.json of seed 000 §9, derived from the checkpoint's
+// row and tree: nothing but the row is stored per checkpoint.
+type View struct {
+	ID        string    `json:"id"`
+	Seq       int64     `json:"seq"`
+	RunID     string    `json:"runId"`
+	CreatedAt time.Time `json:"createdAt"`
+	Reason    string    `json:"reason"`
+	EventSeq  int64     `json:"eventSeq"`
+	Parent    string    `json:"parent,omitempty"`
+	Root      cas.Hash  `json:"root"`
+	Files     []FileRef `json:"files"`
+}
+
+// View returns the checkpoint.json view of checkpoint seq: every file of
+// its tree with hash and size, sorted by path. It fails with
+// checkpoint.not_found.
+func (s *Store) View(ctx context.Context, runID string, seq int64) (View, error) {
+	cp, err := s.Get(ctx, nil, runID, seq)
+	if err != nil {
+		return View{}, err
+	}
+	v := View{ID: cp.ID, Seq: cp.Seq, RunID: cp.RunID, CreatedAt: cp.CreatedAt, Reason: cp.Reason,
+		EventSeq: cp.EventSeq, Parent: cp.Parent, Root: cp.Root, Files: []FileRef{}}
+	err = s.trees.Walk(ctx, nil, cp.Root, func(p vfs.Path, e vfs.Entry) error {
+		if e.Kind == vfs.KindFile {
+			v.Files = append(v.Files, FileRef{Path: p.String(), Hash: e.Hash, Bytes: e.Size})
+		}
+		return nil
+	})
+	if err != nil {
+		return View{}, err
+	}
+	return v, nil
+}

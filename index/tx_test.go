@@ -1,0 +1,272 @@
+package index_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// metaValue returns the meta value under key and whether it exists.
+func metaValue(t *testing.T, db *index.DB, key string) (string, bool) {
+	t.Helper()
+	ctx := context.Background()
+	var v string
+	err := db.View(ctx, func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &v, `SELECT value FROM meta WHERE key = ?`, key)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false
+	}
+	require.NoError(t, err)
+	return v, true
+}
+
+func TestUpdate(t *testing.T) {
+	ctx := context.Background()
+	errFail := errors.New("fn failed")
+	insert := func(tx *index.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('test.update', 'x')`)
+		return err
+	}
+	tests := []struct {
+		name      string
+		fn        func(tx *index.Tx) error
+		err       error // want errors.Is(err, this)
+		panics    bool
+		committed bool
+	}{
+		{name: "OK", fn: insert, committed: true},
+		{name: "RollbackOnError", fn: func(tx *index.Tx) error {
+			require.NoError(t, insert(tx))
+			return errFail
+		}, err: errFail},
+		{name: "RollbackOnWrappedError", fn: func(tx *index.Tx) error {
+			require.NoError(t, insert(tx))
+			return fmt.Errorf("step: %w", errFail)
+		}, err: errFail},
+		{name: "RollbackOnSQLError", fn: func(tx *index.Tx) error {
+			require.NoError(t, insert(tx))
+			return insert(tx) // duplicate key
+		}},
+		{name: "RollbackOnPanic", fn: func(tx *index.Tx) error {
+			require.NoError(t, insert(tx))
+			panic("boom")
+		}, panics: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := storetest.OpenDB(t, index.Options{})
+			switch {
+			case tt.panics:
+				assert.PanicsWithValue(t, "boom", func() { _ = db.Update(ctx, tt.fn) }, "the panic is re-raised")
+			case tt.committed:
+				assert.NoError(t, db.Update(ctx, tt.fn))
+			default:
+				err := db.Update(ctx, tt.fn)
+				require.Error(t, err)
+				if tt.err != nil {
+					assert.ErrorIs(t, err, tt.err)
+				}
+			}
+			_, ok := metaValue(t, db, "test.update")
+			assert.Equal(t, tt.committed, ok, "row committed")
+
+			// The single write connection is free again: a failed or
+			// panicking Update must not leak its transaction.
+			done := make(chan error, 1)
+			go func() {
+				done <- db.Update(ctx, func(tx *index.Tx) error {
+					_, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('test.after', 'y')`)
+					return err
+				})
+			}()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("write connection still held after Update returned")
+			}
+			v, ok := metaValue(t, db, "test.after")
+			assert.True(t, ok)
+			assert.Equal(t, "y", v)
+		})
+	}
+}
+
+func TestUpdateCanceledContext(t *testing.T) {
+	db := storetest.OpenDB(t, index.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := false
+	err := db.Update(ctx, func(tx *index.Tx) error { called = true; return nil })
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, called)
+}
+
+func TestView(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.OpenDB(t, index.Options{})
+	tests := []struct {
+		name string
+		stmt string
+	}{
+		{name: "ReadOnly/Insert", stmt: `INSERT INTO meta (key, value) VALUES ('test.view', 'x')`},
+		{name: "ReadOnly/Update", stmt: `UPDATE meta SET value = '99' WHERE key = 'format_version'`},
+		{name: "ReadOnly/Delete", stmt: `DELETE FROM meta`},
+		{name: "ReadOnly/CreateTable", stmt: `CREATE TABLE test_view (x)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := db.View(ctx, func(tx *index.Tx) error {
+				assert.False(t, tx.Writable())
+				_, err := tx.ExecContext(ctx, tt.stmt)
+				return index.Translate(err)
+			})
+			requireCode(t, err, wserr.ReadOnly)
+		})
+	}
+	_, ok := metaValue(t, db, "test.view")
+	assert.False(t, ok)
+	v, _ := metaValue(t, db, "format_version")
+	assert.NotEqual(t, "99", v)
+
+	t.Run("ErrorReturned", func(t *testing.T) {
+		errFail := errors.New("fn failed")
+		assert.ErrorIs(t, db.View(ctx, func(tx *index.Tx) error { return errFail }), errFail)
+	})
+	t.Run("PanicReraised", func(t *testing.T) {
+		assert.PanicsWithValue(t, "boom", func() {
+			_ = db.View(ctx, func(tx *index.Tx) error { panic("boom") })
+		})
+	})
+}
+
+// TestViewSnapshot shows a View sees one committed snapshot: a write
+// committed while it runs is not visible inside it, and does not wait for
+// it.
+func TestViewSnapshot(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.OpenDB(t, index.Options{})
+	var before, inside int
+	require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
+		if err := tx.GetContext(ctx, &before, `SELECT count(*) FROM meta`); err != nil {
+			return err
+		}
+		require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('test.snapshot', 'x')`)
+			return err
+		}))
+		return tx.GetContext(ctx, &inside, `SELECT count(*) FROM meta`)
+	}))
+	assert.Equal(t, before, inside)
+	_, ok := metaValue(t, db, "test.snapshot")
+	assert.True(t, ok)
+}
+
+func TestTranslate(t *testing.T) {
+	plain := errors.New("plain")
+	assert.NoError(t, index.Translate(nil))
+	assert.Same(t, plain, index.Translate(plain))
+
+	t.Run("Busy", func(t *testing.T) {
+		// Another connection (as another process would) holds the write
+		// lock longer than this handle's busy timeout.
+		ctx := context.Background()
+		path := storetest.NewPath(t)
+		storetest.OpenDBAt(t, path, index.Options{})
+		other := storetest.OpenDBAt(t, path, index.Options{BusyTimeout: time.Millisecond})
+
+		raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+		require.NoError(t, err)
+		defer raw.Close()
+		conn, err := raw.Conn(ctx)
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
+		require.NoError(t, err)
+
+		err = other.Update(ctx, func(tx *index.Tx) error { return nil })
+		requireCode(t, err, wserr.Busy)
+
+		_, err = conn.ExecContext(ctx, `ROLLBACK`)
+		require.NoError(t, err)
+		assert.NoError(t, other.Update(ctx, func(tx *index.Tx) error { return nil }))
+	})
+}
+
+// TestConcurrentUpdates runs read-modify-write transactions from many
+// goroutines on two handles of one file (as two processes would) while
+// others read. Every write transaction takes the write lock up front, so no
+// increment is lost, and waiting for the lock never surfaces as busy.
+func TestConcurrentUpdates(t *testing.T) {
+	ctx := context.Background()
+	path := storetest.NewPath(t)
+	dbs := []*index.DB{
+		storetest.OpenDBAt(t, path, index.Options{}),
+		storetest.OpenDBAt(t, path, index.Options{}),
+	}
+	require.NoError(t, dbs[0].Update(ctx, func(tx *index.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE test_counter (n INTEGER NOT NULL)`); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO test_counter (n) VALUES (0)`)
+		return err
+	}))
+
+	const writers, rounds = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*writers*rounds)
+	for w := range writers {
+		db := dbs[w%len(dbs)]
+		wg.Go(func() {
+			for range rounds {
+				errs <- db.Update(ctx, func(tx *index.Tx) error {
+					var n int
+					if err := tx.GetContext(ctx, &n, `SELECT n FROM test_counter`); err != nil {
+						return index.Translate(err)
+					}
+					_, err := tx.ExecContext(ctx, `UPDATE test_counter SET n = ?`, n+1)
+					return index.Translate(err)
+				})
+			}
+		})
+		wg.Go(func() {
+			last := -1
+			for range rounds {
+				errs <- db.View(ctx, func(tx *index.Tx) error {
+					var n int
+					if err := tx.GetContext(ctx, &n, `SELECT n FROM test_counter`); err != nil {
+						return index.Translate(err)
+					}
+					if n < last {
+						return fmt.Errorf("counter went back from %d to %d", last, n)
+					}
+					last = n
+					return nil
+				})
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+		assert.False(t, wserr.Is(err, wserr.Busy))
+	}
+	var n int
+	require.NoError(t, dbs[1].View(ctx, func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &n, `SELECT n FROM test_counter`)
+	}))
+	assert.Equal(t, writers*rounds, n)
+}

@@ -1,0 +1,70 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// DefaultPoll is how often Follow polls when its poll interval is 0.
+const DefaultPoll = 500 * time.Millisecond
+
+// Follow calls fn, in seq order, for every event of runID after afterSeq:
+// first those already journaled, then each new one as it is committed. It
+// polls with Page every poll interval (0 means DefaultPoll) and reads
+// without pausing while it is catching up, so a long backlog is delivered
+// at full speed. Pass afterSeq = Last() to see only new events.
+//
+// Follow returns when ctx is done, with ctx.Err(); when fn returns an
+// error, with that error unchanged; or when a read fails. An empty runID, a
+// negative afterSeq or poll, or a nil fn fails with
+// workspace.invalid_argument.
+//
+// Follow knows nothing of run status: it is the caller's fn (seeing
+// run_finished, say) or ctx that ends it. If the run is deleted and its id
+// reused, Follow stays silent until the new journal passes afterSeq.
+func (j *Journal) Follow(ctx context.Context, runID string, afterSeq int64, poll time.Duration, fn func(Event) error) error {
+	const op = "journal follow"
+	switch {
+	case runID == "":
+		return wserr.New(wserr.InvalidArgument, op, "", "empty run id")
+	case afterSeq < 0:
+		return wserr.New(wserr.InvalidArgument, op, "", "after seq %d is negative", afterSeq)
+	case poll < 0:
+		return wserr.New(wserr.InvalidArgument, op, "", "poll interval %s is negative", poll)
+	case fn == nil:
+		return wserr.New(wserr.InvalidArgument, op, "", "nil callback")
+	}
+	if poll == 0 {
+		poll = DefaultPoll
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		}
+		full := true
+		for full {
+			page, err := j.Page(ctx, runID, PageQuery{AfterSeq: afterSeq, Limit: MaxLimit})
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			for _, e := range page {
+				if err := fn(e); err != nil {
+					return err
+				}
+				afterSeq = e.Seq
+			}
+			full = len(page) == MaxLimit
+		}
+		timer.Reset(poll)
+	}
+}

@@ -1,0 +1,56 @@
+package journal
+
+// Typed payloads for the common events, so callers do not hand-build maps
+// and readers can decode an event's Payload with json.Unmarshal. Each
+// names the event type it goes with; Append does not enforce the pairing,
+// because the vocabulary, not the payload shape, is what stays closed.
+// Hashes are cas.Hash hex strings; keeping them as strings here keeps
+// journal independent of cas.
+
+// FileWritten is the payload of WorkspaceFileWritten.
+type FileWritten struct {
+	Path     string `json:"path"`
+	Hash     string `json:"hash"`
+	Bytes    int64  `json:"bytes"`
+	Mode     string `json:"mode"`               // how the file was written, e.g. "create", "overwrite", "append"
+	PrevHash string `json:"prevHash,omitempty"` // empty when the file is new
+}
+
+// PatchApplied is the payload of WorkspacePatchApplied.
+type PatchApplied struct {
+	Path         string `json:"path"`
+	Hash         string `json:"hash"`
+	PrevHash     string `json:"prevHash"`
+	Replacements int    `json:"replacements"`
+}
+
+// FileDeleted is the payload of WorkspaceFileDeleted.
+type FileDeleted struct {
+	Path     string `json:"path"`
+	PrevHash string `json:"prevHash"`
+}
+
+// StatusChange is the payload of StatusChanged.
+type StatusChange struct {
+	From   string `json:"from"`
+	To     string `json:"to"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// CheckpointMade is the payload of CheckpointCreated. Seq is the
+// checkpoint's own number within its run, not an event seq (the event
+// carries that already).
+type CheckpointMade struct {
+	CheckpointID string `json:"checkpointId"`
+	Seq          int64  `json:"seq"`
+	Root         string `json:"root"`
+	Reason       string `json:"reason"`
+	Parent       string `json:"parent,omitempty"` // the previous checkpoint's id; empty for the first
+}
+
+// RolledBack is the payload of WorkspaceRolledBack.
+type RolledBack struct {
+	CheckpointID string `json:"checkpointId"`
+	Root         string `json:"root"`     // the root restored
+	PrevRoot     string `json:"prevRoot"` // the root replaced
+}

@@ -1,0 +1,133 @@
+package runs
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// ChatKey is a chat's stable identity as the host knows it: the kind of
+// chat ("character", "group", …) and its stableChatId. It never contains a
+// file name or display name, so renames do not split a workspace.
+type ChatKey struct {
+	Kind         string `json:"kind"`
+	StableChatID string `json:"stableChatId"`
+}
+
+func (k ChatKey) validate() error {
+	if strings.TrimSpace(k.Kind) == "" || strings.TrimSpace(k.StableChatID) == "" {
+		return wserr.New(wserr.InvalidArgument, "chat", "", "chat kind and stableChatId are required")
+	}
+	return nil
+}
+
+// ChatWorkspaceID derives a chat workspace id from the chat's stable
+// identity: "chat_" + the first 16 hex digits of the SHA-256 of the
+// canonical JSON {"kind":…,"stableChatId":…} (keys in that order, no
+// spaces, Go's JSON string escaping).
+func ChatWorkspaceID(k ChatKey) string {
+	b, _ := json.Marshal(k) // a struct of two strings always marshals
+	sum := sha256.Sum256(b)
+	return "chat_" + hex.EncodeToString(sum[:])[:16]
+}
+
+// Chat is a chat workspace: the level shared by every run of one chat.
+type Chat struct {
+	ID             string          `json:"id"`
+	Kind           string          `json:"kind"`
+	StableChatID   string          `json:"stableChatId"`
+	ChatRef        json.RawMessage `json:"chatRef"`
+	PersistRoot    cas.Hash        `json:"persistRoot"`
+	PersistVersion int64           `json:"persistVersion"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	UpdatedAt      time.Time       `json:"updatedAt"`
+}
+
+type chatRow struct {
+	ID             string   `db:"id"`
+	Kind           string   `db:"kind"`
+	StableChatID   string   `db:"stable_chat_id"`
+	ChatRef        string   `db:"chat_ref"`
+	PersistRoot    cas.Hash `db:"persist_root"`
+	PersistVersion int64    `db:"persist_version"`
+	CreatedAt      int64    `db:"created_at"`
+	UpdatedAt      int64    `db:"updated_at"`
+}
+
+func (r chatRow) chat() Chat {
+	return Chat{ID: r.ID, Kind: r.Kind, StableChatID: r.StableChatID, ChatRef: json.RawMessage(r.ChatRef),
+		PersistRoot: r.PersistRoot, PersistVersion: r.PersistVersion,
+		CreatedAt: time.Unix(0, r.CreatedAt).UTC(), UpdatedAt: time.Unix(0, r.UpdatedAt).UTC()}
+}
+
+const chatCols = `id, kind, stable_chat_id, chat_ref, persist_root, persist_version, created_at, updated_at`
+
+func findChat(ctx context.Context, tx *index.Tx, id string) (Chat, error) {
+	var r chatRow
+	err := tx.GetContext(ctx, &r, `SELECT `+chatCols+` FROM chats WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Chat{}, wserr.New(wserr.NotFound, "chat", "", "no chat workspace %s", id)
+	}
+	if err != nil {
+		return Chat{}, index.Translate(err)
+	}
+	return r.chat(), nil
+}
+
+// ensureChat returns the chat workspace of k, creating it with an empty
+// persist layer if needed, and records ref as the latest chat reference.
+func (s *Service) ensureChat(ctx context.Context, tx *index.Tx, k ChatKey, ref json.RawMessage) (Chat, error) {
+	if _, err := s.trees.Put(ctx, tx, nil); err != nil {
+		return Chat{}, err
+	}
+	id := ChatWorkspaceID(k)
+	now := s.now().UnixNano()
+	if len(ref) == 0 {
+		ref = json.RawMessage(`{}`)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO chats (`+chatCols+`) VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET chat_ref = excluded.chat_ref, updated_at = excluded.updated_at`,
+		id, k.Kind, k.StableChatID, string(ref), vfs.EmptyTree, now, now)
+	if err != nil {
+		return Chat{}, index.Translate(err)
+	}
+	return findChat(ctx, tx, id)
+}
+
+// Chat returns the chat workspace with the given id. It fails with
+// store.not_found if there is none.
+func (s *Service) Chat(ctx context.Context, id string) (Chat, error) {
+	var c Chat
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		c, err = findChat(ctx, tx, id)
+		return err
+	})
+	return c, err
+}
+
+// Chats lists every chat workspace, newest first.
+func (s *Service) Chats(ctx context.Context) ([]Chat, error) {
+	var rows []chatRow
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT `+chatCols+` FROM chats ORDER BY created_at DESC, id`)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Chat, len(rows))
+	for i, r := range rows {
+		out[i] = r.chat()
+	}
+	return out, nil
+}

@@ -1,0 +1,121 @@
+package runs
+
+import (
+	"context"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// checkpointTx records root as the run's next checkpoint, descending from
+// parent, and makes it the run's head.
+func (s *Service) checkpointTx(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error) {
+	cp, err := s.checkpoints.Create(ctx, tx, runID, root, parent, reason)
+	if err != nil {
+		return checkpoint.Checkpoint{}, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET head_checkpoint = ? WHERE id = ?`, cp.Seq, runID); err != nil {
+		return checkpoint.Checkpoint{}, index.Translate(err)
+	}
+	return cp, nil
+}
+
+// Checkpoint records the run's live workspace as a new checkpoint: one
+// checkpoint row and one checkpoint_created event, whatever the workspace's
+// size. It fails with run.not_found, or run.invalid_transition for a run
+// that has finished.
+func (s *Service) Checkpoint(ctx context.Context, runID, reason string) (checkpoint.Checkpoint, error) {
+	var cp checkpoint.Checkpoint
+	err := s.update(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if run.Status.Final() {
+			return wserr.New(wserr.InvalidState, "checkpoint", "", "run %s is %s", runID, run.Status)
+		}
+		cp, err = s.checkpointTx(ctx, tx, runID, run.Root, run.HeadCheckpoint, reason)
+		return err
+	})
+	return cp, err
+}
+
+// RollbackOptions shape a rollback.
+type RollbackOptions struct {
+	// Pause moves a running run to paused (seed 000 §10.1); otherwise the
+	// status stays as it is.
+	Pause bool
+}
+
+// Rollback makes checkpoint seq's tree the run's live workspace: one
+// pointer swap on the run's row and a workspace_rolled_back event, whatever
+// the workspace's size. Nothing is deleted: later checkpoints stay
+// readable, and the next checkpoint records seq as its parent, so history
+// forks. The chat is not touched. It fails with checkpoint.not_found, or
+// run.invalid_transition unless the run is running, awaiting approval or
+// paused.
+func (s *Service) Rollback(ctx context.Context, runID string, seq int64, opt RollbackOptions) (Run, error) {
+	var out Run
+	err := s.update(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if !run.Status.Active() {
+			return wserr.New(wserr.InvalidState, "rollback", "", "run %s is %s: only running, awaiting_approval or paused runs roll back", runID, run.Status)
+		}
+		cp, err := s.checkpoints.Get(ctx, tx, runID, seq)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET root = ?, head_checkpoint = ?, updated_at = ? WHERE id = ?`,
+			cp.Root, cp.Seq, s.now().UnixNano(), runID); err != nil {
+			return index.Translate(err)
+		}
+		if _, err := s.journal.Append(ctx, tx, runID, journal.WorkspaceRolledBack, journal.Info,
+			journal.RolledBack{CheckpointID: cp.ID, Root: cp.Root.String(), PrevRoot: run.Root.String()}); err != nil {
+			return err
+		}
+		if opt.Pause && run.Status != Paused {
+			if err := s.setStatus(ctx, tx, runID, run.Status, Paused, "rollback to "+cp.ID); err != nil {
+				return err
+			}
+		}
+		out, err = findRun(ctx, tx, runID)
+		return err
+	})
+	return out, err
+}
+
+// Diff returns the file changes from checkpoint from to checkpoint to (0:
+// the live workspace), with unified diffs for text files. It fails with
+// checkpoint.not_found or run.not_found.
+func (s *Service) Diff(ctx context.Context, runID string, from, to int64) ([]checkpoint.FileDiff, error) {
+	var a, b cas.Hash
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		cp, err := s.checkpoints.Get(ctx, tx, runID, from)
+		if err != nil {
+			return err
+		}
+		a, b = cp.Root, run.Root
+		if to != 0 {
+			cp, err := s.checkpoints.Get(ctx, tx, runID, to)
+			if err != nil {
+				return err
+			}
+			b = cp.Root
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.checkpoints.Diff(ctx, a, b, true)
+}

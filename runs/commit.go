@@ -1,0 +1,427 @@
+package runs
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// CommitMode says what the chat sink does with the message (seed 002).
+type CommitMode string
+
+// Commit modes.
+const (
+	ModeReplace CommitMode = "replace" // replace this run's agent message
+	ModeAppend  CommitMode = "append"  // append to it; the first append creates it
+	ModeDelete  CommitMode = "delete"  // delete it (commit rollback only)
+)
+
+// ArtifactRef names a committed artifact in the agent metadata.
+type ArtifactRef struct {
+	ID   string   `json:"id"`
+	Kind string   `json:"kind"`
+	Path string   `json:"path"`
+	Hash cas.Hash `json:"hash"`
+}
+
+// AgentMetadata is extra.tauritavern.agent of seed 000 §8.
+type AgentMetadata struct {
+	RunID         string            `json:"runId"`
+	StableChatID  string            `json:"stableChatId"`
+	CheckpointID  string            `json:"checkpointId"`
+	CommitID      string            `json:"commitId"`
+	ProfileID     string            `json:"profileId"`
+	ArtifactSetID string            `json:"artifactSetId"`
+	Artifacts     []ArtifactRef     `json:"artifacts"`
+	Contents      map[string]string `json:"contents,omitempty"` // when storeArtifactsInExtra
+}
+
+// Message is an assembled chat message.
+type Message struct {
+	Body  string            `json:"mes"`
+	Extra map[string]string `json:"extra"`
+	Agent AgentMetadata     `json:"agent"`
+}
+
+// CommitRequest is what the store hands the host's ChatSink.
+type CommitRequest struct {
+	CommitID string          `json:"commitId"`
+	RunID    string          `json:"runId"`
+	ChatID   string          `json:"workspaceId"`
+	ChatRef  json.RawMessage `json:"chatRef"`
+	Mode     CommitMode      `json:"mode"`
+	Message  Message         `json:"message"`
+}
+
+// ChatSink saves messages into the host's chat, through the host's own
+// save contract: the store never writes chat files. Commit must be
+// idempotent by CommitID, since a failed commit may be retried.
+type ChatSink interface {
+	Commit(ctx context.Context, req CommitRequest) (receipt json.RawMessage, err error)
+}
+
+// SinkFunc adapts a function to ChatSink.
+type SinkFunc func(ctx context.Context, req CommitRequest) (json.RawMessage, error)
+
+// Commit calls f.
+func (f SinkFunc) Commit(ctx context.Context, req CommitRequest) (json.RawMessage, error) {
+	return f(ctx, req)
+}
+
+// CommitOptions shape a commit.
+type CommitOptions struct {
+	Mode CommitMode // replace (default) or append
+	// Path, if set, commits that one file as the body instead of the
+	// manifest's assembly (workspace.commit's path argument).
+	Path string
+}
+
+// CommitRecord is a stored commit.
+type CommitRecord struct {
+	ID           string          `json:"commitId"`
+	RunID        string          `json:"runId"`
+	Seq          int64           `json:"seq"`
+	CheckpointID string          `json:"checkpointId"`
+	Mode         CommitMode      `json:"mode"`
+	Kind         string          `json:"kind"` // commit or rollback
+	Status       string          `json:"status"`
+	Message      Message         `json:"message"`
+	Receipt      json.RawMessage `json:"receipt"`
+	Error        string          `json:"error,omitempty"`
+	CreatedAt    time.Time       `json:"createdAt"`
+}
+
+// Commit statuses.
+const (
+	CommitPending   = "pending"
+	CommitCompleted = "completed"
+	CommitFailed    = "failed"
+)
+
+// Commit assembles the run's artifacts and hands the message to sink (seed
+// 000 §8): it takes a before_commit checkpoint, assembles from that
+// checkpoint's tree, records the commit as pending with artifact_assembled
+// and chat_commit_requested events, calls the sink outside any transaction,
+// and records chat_commit_completed or chat_commit_failed. If assembly
+// fails (manifest.missing_required_artifact, …) nothing is recorded and the
+// sink is not called. If the sink fails, the error is commit.sink_failed,
+// the run stays as it was and Commit may be retried.
+func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt CommitOptions) (CommitRecord, error) {
+	mode := opt.Mode
+	if mode == "" {
+		mode = ModeReplace
+	}
+	if mode != ModeReplace && mode != ModeAppend {
+		return CommitRecord{}, wserr.New(wserr.InvalidArgument, "commit", "", "mode must be replace or append, not %q", mode)
+	}
+	if sink == nil {
+		return CommitRecord{}, wserr.New(wserr.InvalidArgument, "commit", "", "no chat sink")
+	}
+	var single *vfs.Path
+	if opt.Path != "" {
+		p, err := vfs.ParsePath(opt.Path)
+		if err != nil {
+			return CommitRecord{}, err
+		}
+		single = &p
+	}
+	var rec CommitRecord
+	var req CommitRequest
+	err := s.update(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if run.Status != Running && run.Status != AwaitingApproval {
+			return wserr.New(wserr.InvalidState, "commit", "", "run %s is %s: only running or awaiting_approval runs commit", runID, run.Status)
+		}
+		man, err := loadManifest(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		msg, err := s.assemble(ctx, tx, run, run.Root, man, single)
+		if err != nil {
+			return err
+		}
+		cp, err := s.checkpointTx(ctx, tx, runID, run.Root, run.HeadCheckpoint, "before_commit")
+		if err != nil {
+			return err
+		}
+		rec, req, err = s.recordCommit(ctx, tx, run, cp, mode, "commit", msg)
+		return err
+	})
+	if err != nil {
+		return CommitRecord{}, err
+	}
+	return s.deliver(ctx, sink, rec, req)
+}
+
+// assemble builds the message from the tree root: the single file if
+// given, else the manifest's artifacts in assembly order.
+func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.Hash, man Manifest, single *vfs.Path) (Message, error) {
+	msg := Message{Extra: map[string]string{}, Agent: AgentMetadata{RunID: run.ID, StableChatID: run.StableChatID, ProfileID: run.Profile.ID, Artifacts: []ArtifactRef{}}}
+	read := func(p vfs.Path) ([]byte, cas.Hash, bool, error) {
+		e, err := s.trees.Lookup(ctx, tx, root, p)
+		if wserr.Is(err, wserr.FileNotFound) {
+			return nil, cas.Hash{}, false, nil
+		}
+		if err != nil {
+			return nil, cas.Hash{}, false, err
+		}
+		if e.Kind != vfs.KindFile {
+			return nil, cas.Hash{}, false, wserr.New(wserr.PathIsDirectory, "commit", p.String(), "an artifact must be a file")
+		}
+		b, err := s.blobs.ReadAll(ctx, e.Hash)
+		return b, e.Hash, true, err
+	}
+	if single != nil {
+		b, h, ok, err := read(*single)
+		if err != nil {
+			return Message{}, err
+		}
+		if !ok {
+			return Message{}, wserr.New(wserr.MissingArtifact, "commit", single.String(), "the file to commit does not exist")
+		}
+		msg.Body = string(b)
+		msg.Agent.Artifacts = append(msg.Agent.Artifacts, ArtifactRef{ID: single.Base(), Kind: "body", Path: single.String(), Hash: h})
+		msg.Agent.ArtifactSetID = artifactSetID(msg.Agent.Artifacts)
+		return msg, nil
+	}
+	contents := map[string]string{}
+	var bodies []string
+	for _, a := range man.sorted() {
+		p, err := vfs.ParsePath(a.Path)
+		if err != nil {
+			return Message{}, invalidManifest("artifact %q: %s", a.ID, wserr.MessageOf(err))
+		}
+		b, h, ok, err := read(p)
+		if err != nil {
+			return Message{}, err
+		}
+		if !ok {
+			if a.Required {
+				return Message{}, wserr.New(wserr.MissingArtifact, "commit", a.Path, "required artifact %q is missing", a.ID)
+			}
+			continue
+		}
+		contents[a.ID] = string(b)
+		switch a.Target.Kind {
+		case TargetMessageBody:
+			bodies = append(bodies, string(b))
+		case TargetMessageExtra:
+			msg.Extra[a.Target.Key] = string(b)
+		case TargetHidden:
+			continue
+		}
+		msg.Agent.Artifacts = append(msg.Agent.Artifacts, ArtifactRef{ID: a.ID, Kind: a.Kind, Path: a.Path, Hash: h})
+	}
+	if tpl := man.CommitPolicy.CombineTemplate; tpl != "" {
+		msg.Body = placeholder.ReplaceAllStringFunc(tpl, func(m string) string {
+			return contents[placeholder.FindStringSubmatch(m)[1]]
+		})
+	} else {
+		msg.Body = strings.Join(bodies, "\n\n")
+	}
+	if man.CommitPolicy.StoreArtifactsInExtra {
+		msg.Agent.Contents = map[string]string{}
+		for _, a := range msg.Agent.Artifacts {
+			msg.Agent.Contents[a.ID] = contents[a.ID]
+		}
+	}
+	msg.Agent.ArtifactSetID = artifactSetID(msg.Agent.Artifacts)
+	return msg, nil
+}
+
+// artifactSetID names the set of artifact versions a message was built
+// from, so two commits of the same contents share it.
+func artifactSetID(refs []ArtifactRef) string {
+	var b strings.Builder
+	for _, r := range refs {
+		fmt.Fprintf(&b, "%s\x00%s\x00%s\n", r.ID, r.Path, r.Hash)
+	}
+	return "artifact_set_" + cas.Sum([]byte(b.String())).Short()
+}
+
+// recordCommit writes the pending commit row and its events.
+func (s *Service) recordCommit(ctx context.Context, tx *index.Tx, run Run, cp checkpoint.Checkpoint, mode CommitMode, kind string, msg Message) (CommitRecord, CommitRequest, error) {
+	var seq int64
+	if err := tx.GetContext(ctx, &seq, `SELECT coalesce(max(seq), 0) + 1 FROM commits WHERE run_id = ?`, run.ID); err != nil {
+		return CommitRecord{}, CommitRequest{}, index.Translate(err)
+	}
+	id := fmt.Sprintf("commit_%s_%04d", run.ID, seq)
+	msg.Agent.CheckpointID = cp.ID
+	msg.Agent.CommitID = id
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return CommitRecord{}, CommitRequest{}, err
+	}
+	now := s.now()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO commits (id, run_id, seq, checkpoint_seq, mode, kind, status, message, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, run.ID, seq, cp.Seq, string(mode), kind, CommitPending, string(b), now.UnixNano(), now.UnixNano()); err != nil {
+		return CommitRecord{}, CommitRequest{}, index.Translate(err)
+	}
+	if kind == "commit" {
+		if _, err := s.journal.Append(ctx, tx, run.ID, journal.ArtifactAssembled, journal.Info, map[string]any{
+			"commitId": id, "checkpointId": cp.ID, "artifactSetId": msg.Agent.ArtifactSetID, "artifacts": msg.Agent.Artifacts,
+		}); err != nil {
+			return CommitRecord{}, CommitRequest{}, err
+		}
+	}
+	if _, err := s.journal.Append(ctx, tx, run.ID, journal.ChatCommitRequested, journal.Info, map[string]any{
+		"commitId": id, "checkpointId": cp.ID, "mode": mode, "kind": kind,
+	}); err != nil {
+		return CommitRecord{}, CommitRequest{}, err
+	}
+	rec := CommitRecord{ID: id, RunID: run.ID, Seq: seq, CheckpointID: cp.ID, Mode: mode, Kind: kind, Status: CommitPending,
+		Message: msg, Receipt: json.RawMessage(`{}`), CreatedAt: now.UTC()}
+	req := CommitRequest{CommitID: id, RunID: run.ID, ChatID: run.ChatID, ChatRef: run.ChatRef, Mode: mode, Message: msg}
+	return rec, req, nil
+}
+
+// deliver calls the sink and records the outcome.
+func (s *Service) deliver(ctx context.Context, sink ChatSink, rec CommitRecord, req CommitRequest) (CommitRecord, error) {
+	receipt, sinkErr := callSink(ctx, sink, req)
+	if len(receipt) == 0 || !json.Valid(receipt) {
+		receipt = json.RawMessage(`{}`)
+	}
+	status, typ, level := CommitCompleted, journal.ChatCommitCompleted, journal.Info
+	errText := ""
+	if sinkErr != nil {
+		status, typ, level, errText = CommitFailed, journal.ChatCommitFailed, journal.Error, sinkErr.Error()
+	}
+	// The outcome is recorded even if the caller's context ended meanwhile:
+	// the sink has acted, and the journal must say so.
+	rctx := context.WithoutCancel(ctx)
+	err := s.update(rctx, func(tx *index.Tx) error {
+		if _, err := tx.ExecContext(rctx, `UPDATE commits SET status = ?, receipt = ?, error = ?, updated_at = ? WHERE id = ?`,
+			status, string(receipt), errText, s.now().UnixNano(), rec.ID); err != nil {
+			return index.Translate(err)
+		}
+		payload := map[string]any{"commitId": rec.ID, "checkpointId": rec.CheckpointID, "mode": rec.Mode, "kind": rec.Kind}
+		if errText != "" {
+			payload["error"] = errText
+		}
+		_, err := s.journal.Append(rctx, tx, rec.RunID, typ, level, payload)
+		return err
+	})
+	if err != nil {
+		return rec, fmt.Errorf("commit %s: record outcome: %w", rec.ID, err)
+	}
+	rec.Status, rec.Receipt, rec.Error = status, receipt, errText
+	if sinkErr != nil {
+		return rec, wserr.Wrap(wserr.SinkFailed, "commit", "", sinkErr)
+	}
+	return rec, nil
+}
+
+// callSink calls the sink, turning a panic into an error so the commit is
+// still recorded as failed.
+func callSink(ctx context.Context, sink ChatSink, req CommitRequest) (receipt json.RawMessage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("chat sink panicked: %v", r)
+		}
+	}()
+	return sink.Commit(ctx, req)
+}
+
+// RollbackCommit re-assembles the run's message from checkpoint seq and
+// hands the sink a replace of the committed message, or a delete when
+// opt.Delete is set (seed 000 §10.2), journaled as commit_rolled_back. The
+// run's workspace is not changed. It fails with checkpoint.not_found, the
+// assembly errors of Commit, or commit.sink_failed.
+func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, sink ChatSink, del bool) (CommitRecord, error) {
+	if sink == nil {
+		return CommitRecord{}, wserr.New(wserr.InvalidArgument, "rollback commit", "", "no chat sink")
+	}
+	var rec CommitRecord
+	var req CommitRequest
+	err := s.update(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM commits WHERE run_id = ? AND status = ?`, runID, CommitCompleted); err != nil {
+			return index.Translate(err)
+		}
+		if n == 0 {
+			return wserr.New(wserr.InvalidState, "rollback commit", "", "run %s has no completed commit to roll back", runID)
+		}
+		cp, err := s.checkpoints.Get(ctx, tx, runID, seq)
+		if err != nil {
+			return err
+		}
+		mode := ModeDelete
+		msg := Message{Extra: map[string]string{}, Agent: AgentMetadata{RunID: run.ID, StableChatID: run.StableChatID, ProfileID: run.Profile.ID, Artifacts: []ArtifactRef{}}}
+		if !del {
+			mode = ModeReplace
+			man, err := loadManifest(ctx, tx, runID)
+			if err != nil {
+				return err
+			}
+			if msg, err = s.assemble(ctx, tx, run, cp.Root, man, nil); err != nil {
+				return err
+			}
+		}
+		rec, req, err = s.recordCommit(ctx, tx, run, cp, mode, "rollback", msg)
+		if err != nil {
+			return err
+		}
+		_, err = s.journal.Append(ctx, tx, runID, journal.CommitRolledBack, journal.Info, map[string]any{
+			"commitId": rec.ID, "checkpointId": cp.ID, "mode": mode,
+		})
+		return err
+	})
+	if err != nil {
+		return CommitRecord{}, err
+	}
+	return s.deliver(ctx, sink, rec, req)
+}
+
+type commitRow struct {
+	ID            string `db:"id"`
+	RunID         string `db:"run_id"`
+	Seq           int64  `db:"seq"`
+	CheckpointSeq int64  `db:"checkpoint_seq"`
+	Mode          string `db:"mode"`
+	Kind          string `db:"kind"`
+	Status        string `db:"status"`
+	Message       string `db:"message"`
+	Receipt       string `db:"receipt"`
+	Error         string `db:"error"`
+	CreatedAt     int64  `db:"created_at"`
+}
+
+// Commits lists the run's commits in order.
+func (s *Service) Commits(ctx context.Context, runID string) ([]CommitRecord, error) {
+	var rows []commitRow
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT id, run_id, seq, checkpoint_seq, mode, kind, status, message, receipt, error, created_at
+			FROM commits WHERE run_id = ? ORDER BY seq`, runID)
+	})
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	out := make([]CommitRecord, 0, len(rows))
+	for _, r := range rows {
+		rec := CommitRecord{ID: r.ID, RunID: r.RunID, Seq: r.Seq, CheckpointID: checkpoint.ID(r.CheckpointSeq), Mode: CommitMode(r.Mode),
+			Kind: r.Kind, Status: r.Status, Receipt: json.RawMessage(r.Receipt), Error: r.Error, CreatedAt: time.Unix(0, r.CreatedAt).UTC()}
+		if err := json.Unmarshal([]byte(r.Message), &rec.Message); err != nil {
+			return nil, wserr.New(wserr.Corrupt, "commits", "", "commit %s has an unreadable message: %v", r.ID, err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}

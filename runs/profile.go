@@ -1,0 +1,80 @@
+package runs
+
+import (
+	"slices"
+
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// DefaultRoots are the workspace roots a model sees and writes by default
+// (seed 000 §13).
+var DefaultRoots = []string{"output", "scratch", "plan", "summaries", "persist"}
+
+// Reserved top-level names: input/ holds the run's materialized inputs,
+// never writable after creation and hidden from the model unless a profile
+// makes it visible.
+const (
+	InputRoot   = "input"
+	PersistRoot = "persist"
+)
+
+// Profile is the policy of a run (seed 002, Agent Profile): which roots
+// the model sees and writes, automatic checkpoints, and a size cap.
+type Profile struct {
+	ID string `json:"id"`
+	// VisibleRoots are the top-level directories the model may read;
+	// default DefaultRoots. Virtual mounts are visible in addition.
+	VisibleRoots []string `json:"visibleRoots"`
+	// WritableRoots ⊆ VisibleRoots; default DefaultRoots. input/ is never
+	// writable.
+	WritableRoots []string `json:"writableRoots"`
+	// AutoCheckpoint takes a checkpoint after each mutating operation (and
+	// at the other moments of seed 000 §9); default on.
+	AutoCheckpoint *bool `json:"autoCheckpoint,omitempty"`
+	// MaxRunBytes caps the total size of the run's live workspace; 0 means
+	// no cap. A write that would cross it fails and changes nothing.
+	MaxRunBytes int64 `json:"maxRunBytes,omitempty"`
+}
+
+// DefaultProfile returns the profile used when a run names none.
+func DefaultProfile() Profile {
+	return Profile{ID: "default", VisibleRoots: slices.Clone(DefaultRoots), WritableRoots: slices.Clone(DefaultRoots)}
+}
+
+// normalize fills defaults and validates: roots are single valid path
+// segments, writable ⊆ visible, input is never writable.
+func (p Profile) normalize() (Profile, error) {
+	if p.ID == "" {
+		p.ID = "default"
+	}
+	if p.VisibleRoots == nil {
+		p.VisibleRoots = slices.Clone(DefaultRoots)
+	}
+	if p.WritableRoots == nil {
+		p.WritableRoots = slices.Clone(p.VisibleRoots)
+		p.WritableRoots = slices.DeleteFunc(p.WritableRoots, func(r string) bool { return r == InputRoot })
+	}
+	for _, r := range append(slices.Clone(p.VisibleRoots), p.WritableRoots...) {
+		if _, err := vfs.Root().Join(r); err != nil {
+			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is not a single path segment", r)
+		}
+	}
+	for _, w := range p.WritableRoots {
+		if w == InputRoot {
+			return p, wserr.New(wserr.InvalidArgument, "profile", w, "input/ is never writable")
+		}
+		if !slices.Contains(p.VisibleRoots, w) {
+			return p, wserr.New(wserr.InvalidArgument, "profile", w, "writable root %q is not visible", w)
+		}
+	}
+	if p.MaxRunBytes < 0 {
+		return p, wserr.New(wserr.InvalidArgument, "profile", "", "maxRunBytes must not be negative")
+	}
+	return p, nil
+}
+
+func (p Profile) autoCheckpoint() bool { return p.AutoCheckpoint == nil || *p.AutoCheckpoint }
+
+func (p Profile) visible(top string) bool  { return slices.Contains(p.VisibleRoots, top) }
+func (p Profile) writable(top string) bool { return slices.Contains(p.WritableRoots, top) }

@@ -1,0 +1,355 @@
+package runs
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Run is an agent run: one send, regenerate, swipe or continue.
+type Run struct {
+	ID             string          `json:"runId"`
+	ChatID         string          `json:"workspaceId"`
+	Kind           string          `json:"kind"`
+	StableChatID   string          `json:"stableChatId"`
+	ChatRef        json.RawMessage `json:"chatRef"`
+	Profile        Profile         `json:"profile"`
+	Status         Status          `json:"status"`
+	Root           cas.Hash        `json:"root"`
+	PersistBase    cas.Hash        `json:"persistBase"`
+	PersistVersion int64           `json:"persistVersion"`
+	HeadCheckpoint int64           `json:"headCheckpoint"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	UpdatedAt      time.Time       `json:"updatedAt"`
+	FinishedAt     *time.Time      `json:"finishedAt,omitempty"`
+}
+
+type runRow struct {
+	ID             string        `db:"id"`
+	ChatID         string        `db:"chat_id"`
+	Kind           string        `db:"kind"`
+	StableChatID   string        `db:"stable_chat_id"`
+	ChatRef        string        `db:"chat_ref"`
+	Profile        string        `db:"profile"`
+	Status         string        `db:"status"`
+	Root           cas.Hash      `db:"root"`
+	PersistBase    cas.Hash      `db:"persist_base"`
+	PersistVersion int64         `db:"persist_version"`
+	HeadCheckpoint int64         `db:"head_checkpoint"`
+	CreatedAt      int64         `db:"created_at"`
+	UpdatedAt      int64         `db:"updated_at"`
+	FinishedAt     sql.NullInt64 `db:"finished_at"`
+}
+
+const runCols = `r.id, r.chat_id, c.kind, c.stable_chat_id, r.chat_ref, r.profile, r.status, r.root,
+	r.persist_base, r.persist_version, r.head_checkpoint, r.created_at, r.updated_at, r.finished_at`
+
+func (r runRow) run() (Run, error) {
+	out := Run{ID: r.ID, ChatID: r.ChatID, Kind: r.Kind, StableChatID: r.StableChatID, ChatRef: json.RawMessage(r.ChatRef),
+		Status: Status(r.Status), Root: r.Root, PersistBase: r.PersistBase, PersistVersion: r.PersistVersion,
+		HeadCheckpoint: r.HeadCheckpoint, CreatedAt: time.Unix(0, r.CreatedAt).UTC(), UpdatedAt: time.Unix(0, r.UpdatedAt).UTC()}
+	if err := json.Unmarshal([]byte(r.Profile), &out.Profile); err != nil {
+		return Run{}, wserr.New(wserr.Corrupt, "run", "", "run %s has an unreadable profile: %v", r.ID, err)
+	}
+	if r.FinishedAt.Valid {
+		t := time.Unix(0, r.FinishedAt.Int64).UTC()
+		out.FinishedAt = &t
+	}
+	return out, nil
+}
+
+func findRun(ctx context.Context, tx *index.Tx, id string) (Run, error) {
+	var r runRow
+	err := tx.GetContext(ctx, &r, `SELECT `+runCols+` FROM runs r JOIN chats c ON c.id = r.chat_id WHERE r.id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, wserr.New(wserr.RunNotFound, "run", "", "no run %q", id)
+	}
+	if err != nil {
+		return Run{}, index.Translate(err)
+	}
+	return r.run()
+}
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// CreateRequest describes a new run.
+type CreateRequest struct {
+	Chat    ChatKey         `json:"chat"`
+	ChatRef json.RawMessage `json:"chatRef,omitempty"` // the host's current reference; may change on rename
+	RunID   string          `json:"runId,omitempty"`   // default: generated
+	Profile *Profile        `json:"profile,omitempty"` // default: DefaultProfile
+	// Inputs are materialized under input/, keyed by path relative to
+	// input/ ("prompt_snapshot.json", "world/activated.md"). They are
+	// immutable for the rest of the run.
+	Inputs map[string][]byte `json:"-"`
+}
+
+// PersistSnapshot is the content of input/persist_snapshot.json: the base
+// the run's persist/ projection started from.
+type PersistSnapshot struct {
+	ChatWorkspaceID string   `json:"chatWorkspaceId"`
+	PersistRoot     cas.Hash `json:"persistRoot"`
+	PersistVersion  int64    `json:"persistVersion"`
+}
+
+// CreateRun creates a run in its chat workspace (creating that on first
+// use), materializes the inputs under input/, projects the chat's persist/
+// layer into the run by sharing its tree (O(1), nothing is copied), records
+// that base in input/persist_snapshot.json, and starts the run (status
+// running), journaling run_created and status_changed, then checkpoints the
+// initial workspace if the profile asks for it. It fails with
+// workspace.invalid_argument for a bad request, workspace.invalid_path for
+// a bad input path, and run.exists if the id is taken.
+func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error) {
+	if err := req.Chat.validate(); err != nil {
+		return Run{}, err
+	}
+	id := req.RunID
+	if id == "" {
+		id = s.newRunID()
+	}
+	if !runIDPattern.MatchString(id) {
+		return Run{}, wserr.New(wserr.InvalidArgument, "create run", "", "run id %q must be 1-128 letters, digits, '_', '-' or '.'", id)
+	}
+	prof := DefaultProfile()
+	if req.Profile != nil {
+		prof = *req.Profile
+	}
+	prof, err := prof.normalize()
+	if err != nil {
+		return Run{}, err
+	}
+	if len(req.ChatRef) > 0 && !json.Valid(req.ChatRef) {
+		return Run{}, wserr.New(wserr.InvalidArgument, "create run", "", "chatRef is not valid JSON")
+	}
+	inputs := make(map[vfs.Path][]byte, len(req.Inputs))
+	for name, b := range req.Inputs {
+		rel, err := vfs.ParsePath(name)
+		if err != nil {
+			return Run{}, err
+		}
+		p, err := vfs.ParsePath(InputRoot + "/" + rel.String())
+		if err != nil {
+			return Run{}, err
+		}
+		if p.String() == InputRoot+"/persist_snapshot.json" {
+			return Run{}, wserr.New(wserr.InvalidPath, "create run", p.String(), "input/persist_snapshot.json is written by the store")
+		}
+		inputs[p] = b
+	}
+	profJSON, err := json.Marshal(prof)
+	if err != nil {
+		return Run{}, fmt.Errorf("create run: %w", err)
+	}
+
+	var run Run
+	err = s.update(ctx, func(tx *index.Tx) error {
+		var n int
+		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM runs WHERE id = ?`, id); err != nil {
+			return index.Translate(err)
+		}
+		if n > 0 {
+			return wserr.New(wserr.RunExists, "create run", "", "run %q already exists", id)
+		}
+		chat, err := s.ensureChat(ctx, tx, req.Chat, req.ChatRef)
+		if err != nil {
+			return err
+		}
+		root, err := s.trees.Put(ctx, tx, nil)
+		if err != nil {
+			return err
+		}
+		snap, _ := json.MarshalIndent(PersistSnapshot{ChatWorkspaceID: chat.ID, PersistRoot: chat.PersistRoot, PersistVersion: chat.PersistVersion}, "", "  ")
+		inputs[vfs.MustPath(InputRoot+"/persist_snapshot.json")] = snap
+		for _, p := range slices.SortedFunc(maps.Keys(inputs), func(a, b vfs.Path) int { return cmpString(a.String(), b.String()) }) {
+			if root, err = s.setFile(ctx, tx, root, p, inputs[p]); err != nil {
+				return err
+			}
+		}
+		if chat.PersistRoot != vfs.EmptyTree {
+			pe, err := s.trees.Lookup(ctx, tx, chat.PersistRoot, vfs.Root())
+			if err != nil {
+				return err
+			}
+			pe.Kind = vfs.KindDir
+			if root, err = s.trees.Set(ctx, tx, root, vfs.MustPath(PersistRoot), &pe); err != nil {
+				return err
+			}
+		}
+		now := s.now().UnixNano()
+		ref := string(req.ChatRef)
+		if ref == "" {
+			ref = "{}"
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, chat_id, chat_ref, profile, status, root, persist_base,
+			persist_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			id, chat.ID, ref, string(profJSON), string(Created), root, chat.PersistRoot, chat.PersistVersion, now, now); err != nil {
+			return index.Translate(err)
+		}
+		if _, err := s.journal.Append(ctx, tx, id, journal.RunCreated, journal.Info, map[string]any{
+			"runId": id, "workspaceId": chat.ID, "stableChatId": chat.StableChatID, "kind": chat.Kind,
+			"profileId": prof.ID, "root": root.String(), "inputs": len(inputs),
+		}); err != nil {
+			return err
+		}
+		if err := s.setStatus(ctx, tx, id, Created, Running, "started"); err != nil {
+			return err
+		}
+		if prof.autoCheckpoint() {
+			if _, err := s.checkpointTx(ctx, tx, id, root, 0, "after_init"); err != nil {
+				return err
+			}
+		}
+		run, err = findRun(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	return run, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// setFile stores content and sets it at p in root, returning the new root.
+func (s *Service) setFile(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, content []byte) (cas.Hash, error) {
+	h, err := s.blobs.PutBytes(ctx, tx, content)
+	if err != nil {
+		return cas.Hash{}, err
+	}
+	return s.trees.Set(ctx, tx, root, p, &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: int64(len(content))})
+}
+
+// Run returns the run with the given id. It fails with run.not_found.
+func (s *Service) Run(ctx context.Context, id string) (Run, error) {
+	var r Run
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		r, err = findRun(ctx, tx, id)
+		return err
+	})
+	return r, err
+}
+
+// ListQuery filters Runs.
+type ListQuery struct {
+	ChatID string // a chat workspace id; empty: all
+	Status Status // empty: all
+	Limit  int    // 0: no limit
+}
+
+// Runs lists runs, newest first.
+func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
+	if q.Status != "" && !q.Status.Valid() {
+		return nil, wserr.New(wserr.InvalidArgument, "list runs", "", "unknown status %q", q.Status)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	var rows []runRow
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT `+runCols+` FROM runs r JOIN chats c ON c.id = r.chat_id
+			WHERE (? = '' OR r.chat_id = ?) AND (? = '' OR r.status = ?)
+			ORDER BY r.created_at DESC, r.id LIMIT ?`, q.ChatID, q.ChatID, string(q.Status), string(q.Status), limit)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	out := make([]Run, 0, len(rows))
+	for _, r := range rows {
+		run, err := r.run()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, run)
+	}
+	return out, nil
+}
+
+// SetStatus moves a run to status to, journaling status_changed (and
+// run_completed, run_failed or run_cancelled for final statuses). It fails
+// with run.invalid_transition for a move the status machine forbids.
+func (s *Service) SetStatus(ctx context.Context, runID string, to Status, reason string) error {
+	return s.update(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		return s.setStatus(ctx, tx, runID, run.Status, to, reason)
+	})
+}
+
+func (s *Service) setStatus(ctx context.Context, tx *index.Tx, runID string, from, to Status, reason string) error {
+	if err := checkTransition(runID, from, to); err != nil {
+		return err
+	}
+	now := s.now().UnixNano()
+	var finished any
+	if to.Final() {
+		finished = now
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, updated_at = ?, finished_at = coalesce(?, finished_at) WHERE id = ?`,
+		string(to), now, finished, runID); err != nil {
+		return index.Translate(err)
+	}
+	if _, err := s.journal.Append(ctx, tx, runID, journal.StatusChanged, journal.Info,
+		journal.StatusChange{From: string(from), To: string(to), Reason: reason}); err != nil {
+		return err
+	}
+	final := map[Status]journal.Type{Completed: journal.RunCompleted, Failed: journal.RunFailed, Cancelled: journal.RunCancelled}
+	if t, ok := final[to]; ok {
+		level := journal.Info
+		if to == Failed {
+			level = journal.Error
+		}
+		if _, err := s.journal.Append(ctx, tx, runID, t, level, map[string]any{"reason": reason}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteRun deletes a run with its journal and checkpoints; its blobs and
+// trees become garbage for gc unless shared. An active run (running,
+// awaiting approval, paused) must be cancelled first: deleting it fails
+// with run.invalid_transition.
+func (s *Service) DeleteRun(ctx context.Context, runID string) error {
+	return s.update(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		if run.Status.Active() || run.Status == Created {
+			return wserr.New(wserr.InvalidState, "delete run", "", "run %s is %s: cancel it first", runID, run.Status)
+		}
+		if _, err := s.checkpoints.DeleteRun(ctx, tx, runID); err != nil {
+			return err
+		}
+		if _, err := s.journal.DeleteRun(ctx, tx, runID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, runID)
+		return index.Translate(err)
+	})
+}

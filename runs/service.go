@@ -1,0 +1,103 @@
+package runs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// Options configure a Service. The zero value means the defaults.
+type Options struct {
+	// Now is the clock for rows and events; default time.Now.
+	Now func() time.Time
+	// NewRunID generates run ids when a request names none; default
+	// "run_" + 16 random hex digits.
+	NewRunID func() string
+	// Virtual holds the virtual resources every run sees (providers mounted
+	// by prefix); default none.
+	Virtual *vfs.Virtual
+}
+
+// Service is the entry point for chat workspaces and runs. It is safe for
+// concurrent use; writes serialize on the store's one write connection.
+type Service struct {
+	db          *index.DB
+	blobs       *cas.Store
+	trees       *vfs.Trees
+	journal     *journal.Journal
+	checkpoints *checkpoint.Store
+	virtual     *vfs.Virtual
+	now         func() time.Time
+	newRunID    func() string
+
+	// fault, when set by tests, is called at named points inside write
+	// transactions; an error it returns aborts the transaction there.
+	fault func(point string) error
+}
+
+// New returns a Service over the given store.
+func New(db *index.DB, blobs *cas.Store, opts Options) *Service {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NewRunID == nil {
+		opts.NewRunID = randomRunID
+	}
+	if opts.Virtual == nil {
+		opts.Virtual = vfs.NewVirtual()
+	}
+	j := journal.New(db, opts.Now)
+	trees := vfs.NewTrees(db, blobs, opts.Now)
+	return &Service{
+		db:          db,
+		blobs:       blobs,
+		trees:       trees,
+		journal:     j,
+		checkpoints: checkpoint.New(db, trees, blobs, j, opts.Now),
+		virtual:     opts.Virtual,
+		now:         opts.Now,
+		newRunID:    opts.NewRunID,
+	}
+}
+
+func randomRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "run_" + hex.EncodeToString(b[:])
+}
+
+// DB returns the index.
+func (s *Service) DB() *index.DB { return s.db }
+
+// Blobs returns the content store.
+func (s *Service) Blobs() *cas.Store { return s.blobs }
+
+// Trees returns the tree store.
+func (s *Service) Trees() *vfs.Trees { return s.trees }
+
+// Journal returns the event journal.
+func (s *Service) Journal() *journal.Journal { return s.journal }
+
+// Checkpoints returns the checkpoint store.
+func (s *Service) Checkpoints() *checkpoint.Store { return s.checkpoints }
+
+// Virtual returns the virtual resources mounted for every run.
+func (s *Service) Virtual() *vfs.Virtual { return s.virtual }
+
+func (s *Service) injected(point string) error {
+	if s.fault == nil {
+		return nil
+	}
+	return s.fault(point)
+}
+
+func (s *Service) update(ctx context.Context, fn func(tx *index.Tx) error) error {
+	return s.db.Update(ctx, fn)
+}

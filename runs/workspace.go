@@ -1,0 +1,526 @@
+package runs
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Scope says whose view of a workspace an operation takes.
+type Scope int
+
+const (
+	// ModelScope enforces the run's profile: only visible roots (and
+	// virtual mounts) can be seen, only writable roots changed. Agent tools
+	// use it.
+	ModelScope Scope = iota
+	// HostScope sees every path, input/ and runtime files included; writes
+	// are still limited to the profile's writable roots. The host and wsctl
+	// use it.
+	HostScope
+)
+
+// Workspace is one run's workspace as agent tools see it: a vfs.WriteFS
+// and vfs.SearchFS over the run's stored files and the virtual mounts. A
+// Workspace at a checkpoint is read-only.
+type Workspace struct {
+	s     *Service
+	runID string
+	scope Scope
+	at    int64 // checkpoint seq; 0 = live
+}
+
+var (
+	_ vfs.WriteFS  = (*Workspace)(nil)
+	_ vfs.SearchFS = (*Workspace)(nil)
+)
+
+// Workspace returns the live workspace of a run in the given scope. It does
+// not check that the run exists; operations fail with run.not_found.
+func (s *Service) Workspace(runID string, scope Scope) *Workspace {
+	return &Workspace{s: s, runID: runID, scope: scope}
+}
+
+// WorkspaceAt returns a read-only view of the run's workspace at checkpoint
+// seq.
+func (s *Service) WorkspaceAt(runID string, seq int64, scope Scope) *Workspace {
+	return &Workspace{s: s, runID: runID, scope: scope, at: seq}
+}
+
+// RunID returns the run this workspace belongs to.
+func (w *Workspace) RunID() string { return w.runID }
+
+// root returns the tree the workspace reads: the run's live root or the
+// checkpoint's.
+func (w *Workspace) root(ctx context.Context, tx *index.Tx) (Run, cas.Hash, error) {
+	run, err := findRun(ctx, tx, w.runID)
+	if err != nil {
+		return Run{}, cas.Hash{}, err
+	}
+	if w.at == 0 {
+		return run, run.Root, nil
+	}
+	cp, err := w.s.checkpoints.Get(ctx, tx, w.runID, w.at)
+	if err != nil {
+		return Run{}, cas.Hash{}, err
+	}
+	return run, cp.Root, nil
+}
+
+// checkVisible fails with workspace.path_not_visible if the scope may not
+// see p.
+func (w *Workspace) checkVisible(op string, run Run, p vfs.Path) error {
+	if w.scope == HostScope || p.IsRoot() {
+		return nil
+	}
+	if !run.Profile.visible(p.Top()) {
+		return wserr.New(wserr.PathNotVisible, op, p.String(), "%s/ is not visible to this run's profile (visible: %v)", p.Top(), run.Profile.VisibleRoots)
+	}
+	return nil
+}
+
+// checkWritable fails unless the run is running and p is in a writable
+// root.
+func (w *Workspace) checkWritable(op string, run Run, p vfs.Path) error {
+	if w.at != 0 {
+		return wserr.New(wserr.PathNotWritable, op, p.String(), "a checkpoint is read-only; roll back to it to change it")
+	}
+	if err := w.checkVisible(op, run, p); err != nil {
+		return err
+	}
+	if p.Top() == InputRoot {
+		return wserr.New(wserr.PathNotWritable, op, p.String(), "input/ is the run's immutable input")
+	}
+	if !run.Profile.writable(p.Top()) || p.Dir().IsRoot() {
+		return wserr.New(wserr.PathNotWritable, op, p.String(), "only files below %v may be written", run.Profile.WritableRoots)
+	}
+	if run.Status != Running {
+		return wserr.New(wserr.InvalidState, op, p.String(), "run %s is %s, not running", run.ID, run.Status)
+	}
+	return nil
+}
+
+func (w *Workspace) info(p vfs.Path, e vfs.Entry, run Run) vfs.FileInfo {
+	res := vfs.ResourceGenerated
+	if p.Top() == InputRoot {
+		res = vfs.ResourceMaterialized
+	}
+	fi := vfs.FileInfo{Path: p, Kind: e.Kind, Size: e.Size, Hash: e.Hash, Resource: res}
+	fi.Writable = w.at == 0 && p.Top() != InputRoot && run.Profile.writable(p.Top()) && !p.IsRoot() && !p.Dir().IsRoot()
+	return fi
+}
+
+// Stat describes p. It fails with workspace.file_not_found,
+// workspace.path_not_visible, or the codes of virtual resources.
+func (w *Workspace) Stat(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) {
+	if _, _, _, ok := w.s.virtual.Match(p); ok {
+		return w.s.virtual.Stat(ctx, p)
+	}
+	var fi vfs.FileInfo
+	err := w.s.db.View(ctx, func(tx *index.Tx) error {
+		run, root, err := w.root(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := w.checkVisible("stat", run, p); err != nil {
+			return err
+		}
+		e, err := w.s.trees.Lookup(ctx, tx, root, p)
+		if err != nil {
+			return err
+		}
+		fi = w.info(p, e, run)
+		return nil
+	})
+	return fi, err
+}
+
+// Read returns p's content, whole or a line or character range. It fails
+// with workspace.file_not_found, workspace.path_is_directory,
+// workspace.path_not_visible, workspace.invalid_line_range,
+// workspace.invalid_char_range or workspace.not_text.
+func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (vfs.ReadResult, error) {
+	if _, _, _, ok := w.s.virtual.Match(p); ok {
+		return w.s.virtual.Read(ctx, p, opt)
+	}
+	var fi vfs.FileInfo
+	err := w.s.db.View(ctx, func(tx *index.Tx) error {
+		run, root, err := w.root(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := w.checkVisible("read", run, p); err != nil {
+			return err
+		}
+		e, err := w.s.trees.Lookup(ctx, tx, root, p)
+		if err != nil {
+			return err
+		}
+		if e.Kind == vfs.KindDir {
+			return wserr.New(wserr.PathIsDirectory, "read", p.String(), "is a directory; list it instead")
+		}
+		fi = w.info(p, e, run)
+		return nil
+	})
+	if err != nil {
+		return vfs.ReadResult{}, err
+	}
+	b, err := w.s.blobs.ReadAll(ctx, fi.Hash)
+	if err != nil {
+		return vfs.ReadResult{}, err
+	}
+	res, err := vfs.ReadRange(p, b, opt)
+	if err != nil {
+		return vfs.ReadResult{}, err
+	}
+	res.Info = fi
+	return res, nil
+}
+
+// List returns what lies below p to depth levels. At the root, the model
+// scope sees only visible roots and virtual mounts.
+func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.FileInfo, error) {
+	if _, _, _, ok := w.s.virtual.Match(p); ok {
+		return w.s.virtual.List(ctx, p, depth)
+	}
+	var out []vfs.FileInfo
+	err := w.s.db.View(ctx, func(tx *index.Tx) error {
+		run, root, err := w.root(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := w.checkVisible("list", run, p); err != nil {
+			return err
+		}
+		ls, err := w.s.trees.List(ctx, tx, root, p, depth)
+		if err != nil {
+			return err
+		}
+		for _, l := range ls {
+			if w.checkVisible("list", run, l.Path) != nil {
+				continue
+			}
+			out = append(out, w.info(l.Path, l.Entry, run))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p.IsRoot() {
+		for _, prefix := range w.s.virtual.Prefixes() {
+			top := vfs.MustPath(prefix.Top())
+			if containsPath(out, top) {
+				continue
+			}
+			out = append(out, vfs.FileInfo{Path: top, Kind: vfs.KindDir, Resource: vfs.ResourceVirtual})
+		}
+		sortInfos(out)
+	}
+	return out, nil
+}
+
+// Write replaces or appends to p's content. With opt.ExpectedHash set it
+// fails with workspace.write_stale_file unless p's current hash (zero for a
+// missing file) matches. It fails with workspace.path_not_writable,
+// workspace.path_is_directory, workspace.read_only_resource for virtual
+// paths, and workspace.size_limit_exceeded past the profile's cap.
+func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt vfs.WriteOptions) (vfs.FileInfo, error) {
+	mode := opt.Mode
+	if mode == "" {
+		mode = vfs.Replace
+	}
+	if mode != vfs.Replace && mode != vfs.Append {
+		return vfs.FileInfo{}, wserr.New(wserr.InvalidArgument, "write", p.String(), "mode must be replace or append, not %q", mode)
+	}
+	return w.mutate(ctx, "write", p, opt.ExpectedHash, func(old []byte, exists bool) (mutation, error) {
+		next := content
+		if mode == vfs.Append && exists {
+			next = make([]byte, 0, len(old)+len(content))
+			next = append(append(next, old...), content...)
+		}
+		return mutation{content: next, event: journal.WorkspaceFileWritten, reason: "after_workspace_write",
+			payload: func(prev, h cas.Hash) any {
+				return journal.FileWritten{Path: p.String(), Hash: h.String(), Bytes: int64(len(next)), Mode: string(mode), PrevHash: hashString(prev)}
+			}}, nil
+	})
+}
+
+// Patch replaces old with new in p (exactly once unless opt.ReplaceAll).
+// It fails with the workspace.patch_* codes, workspace.file_not_found and
+// the codes of Write.
+func (w *Workspace) Patch(ctx context.Context, p vfs.Path, old, new string, opt vfs.PatchOptions) (vfs.FileInfo, error) {
+	return w.mutate(ctx, "patch", p, opt.ExpectedHash, func(cur []byte, exists bool) (mutation, error) {
+		if !exists {
+			return mutation{}, wserr.New(wserr.FileNotFound, "patch", p.String(), "no such file")
+		}
+		next, n, err := vfs.ApplyPatch(p, cur, old, new, opt.ReplaceAll)
+		if err != nil {
+			return mutation{}, err
+		}
+		return mutation{content: next, event: journal.WorkspacePatchApplied, reason: "after_workspace_patch",
+			payload: func(prev, h cas.Hash) any {
+				return journal.PatchApplied{Path: p.String(), Hash: h.String(), PrevHash: hashString(prev), Replacements: n}
+			}}, nil
+	})
+}
+
+// Remove deletes the file p. It fails with workspace.file_not_found,
+// workspace.path_is_directory and the codes of Write.
+func (w *Workspace) Remove(ctx context.Context, p vfs.Path) error {
+	_, err := w.mutate(ctx, "remove", p, cas.Hash{}, func(cur []byte, exists bool) (mutation, error) {
+		if !exists {
+			return mutation{}, wserr.New(wserr.FileNotFound, "remove", p.String(), "no such file")
+		}
+		return mutation{remove: true, event: journal.WorkspaceFileDeleted, reason: "after_workspace_delete",
+			payload: func(prev, _ cas.Hash) any {
+				return journal.FileDeleted{Path: p.String(), PrevHash: prev.String()}
+			}}, nil
+	})
+	return err
+}
+
+func hashString(h cas.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
+}
+
+// mutation is what an operation decided to do with a file.
+type mutation struct {
+	content []byte
+	remove  bool
+	event   journal.Type
+	reason  string // checkpoint reason
+	payload func(prev, next cas.Hash) any
+}
+
+// mutate runs one workspace-changing operation in one transaction: it
+// reads p's current content, lets decide compute the change, stores the
+// new blob and trees, swaps the run's root, journals the event and takes
+// the automatic checkpoint. Any failure rolls all of it back.
+func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected cas.Hash,
+	decide func(cur []byte, exists bool) (mutation, error)) (vfs.FileInfo, error) {
+	if _, _, _, ok := w.s.virtual.Match(p); ok {
+		return vfs.FileInfo{}, wserr.New(wserr.ReadOnlyResource, op, p.String(), "virtual resources are read-only; copy the content into output/ to change it")
+	}
+	if p.IsRoot() {
+		return vfs.FileInfo{}, wserr.New(wserr.PathIsDirectory, op, p.String(), "the workspace root is a directory")
+	}
+	var fi vfs.FileInfo
+	err := w.s.update(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, w.runID)
+		if err != nil {
+			return err
+		}
+		if err := w.checkWritable(op, run, p); err != nil {
+			return err
+		}
+		var prev vfs.Entry
+		exists := false
+		switch e, err := w.s.trees.Lookup(ctx, tx, run.Root, p); {
+		case err == nil && e.Kind == vfs.KindDir:
+			return wserr.New(wserr.PathIsDirectory, op, p.String(), "is a directory")
+		case err == nil:
+			prev, exists = e, true
+		case wserr.Is(err, wserr.FileNotFound):
+		default:
+			return err
+		}
+		if !expected.IsZero() && expected != prev.Hash {
+			return wserr.New(wserr.WriteStaleFile, op, p.String(), "file changed since it was read: its hash is %s, not %s", shortOrNone(prev.Hash), expected.Short())
+		}
+		var cur []byte
+		if exists {
+			if cur, err = w.s.blobs.ReadAll(ctx, prev.Hash); err != nil {
+				return err
+			}
+		}
+		m, err := decide(cur, exists)
+		if err != nil {
+			return err
+		}
+		var next *vfs.Entry
+		var h cas.Hash
+		if !m.remove {
+			if exists && bytes.Equal(cur, m.content) && op == "write" {
+				// Rewriting identical content is still a recorded step.
+				h = prev.Hash
+			} else if h, err = w.s.blobs.PutBytes(ctx, tx, m.content); err != nil {
+				return err
+			}
+			next = &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: int64(len(m.content))}
+		}
+		root, err := w.s.trees.Set(ctx, tx, run.Root, p, next)
+		if err != nil {
+			return err
+		}
+		if err := w.checkSize(ctx, tx, run, op, p, root); err != nil {
+			return err
+		}
+		if err := w.s.injected("after_tree"); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET root = ?, updated_at = ? WHERE id = ?`, root, w.s.now().UnixNano(), run.ID); err != nil {
+			return index.Translate(err)
+		}
+		if _, err := w.s.journal.Append(ctx, tx, run.ID, m.event, journal.Info, m.payload(prev.Hash, h)); err != nil {
+			return err
+		}
+		if run.Profile.autoCheckpoint() {
+			if _, err := w.s.checkpointTx(ctx, tx, run.ID, root, run.HeadCheckpoint, m.reason); err != nil {
+				return err
+			}
+		}
+		if next != nil {
+			fi = w.info(p, *next, run)
+		} else {
+			fi = w.info(p, prev, run)
+		}
+		return nil
+	})
+	return fi, err
+}
+
+func shortOrNone(h cas.Hash) string {
+	if h.IsZero() {
+		return "none (no such file)"
+	}
+	return h.Short()
+}
+
+// checkSize enforces the profile's MaxRunBytes on the new root.
+func (w *Workspace) checkSize(ctx context.Context, tx *index.Tx, run Run, op string, p vfs.Path, root cas.Hash) error {
+	if run.Profile.MaxRunBytes <= 0 {
+		return nil
+	}
+	e, err := w.s.trees.Lookup(ctx, tx, root, vfs.Root())
+	if err != nil {
+		return err
+	}
+	if e.Size > run.Profile.MaxRunBytes {
+		return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the workspace would hold %d bytes; this run's cap is %d", e.Size, run.Profile.MaxRunBytes)
+	}
+	return nil
+}
+
+// Search scores the visible text files below opt.Path (and virtual
+// resources) against query and returns the best hits.
+func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOptions) ([]vfs.Hit, error) {
+	sr, err := vfs.NewSearcher(query, opt)
+	if err != nil {
+		return nil, err
+	}
+	maxFiles := opt.MaxFiles
+	if maxFiles <= 0 {
+		maxFiles = 2000
+	}
+	type file struct {
+		p vfs.Path
+		h cas.Hash
+	}
+	var files []file
+	err = w.s.db.View(ctx, func(tx *index.Tx) error {
+		run, root, err := w.root(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := w.checkVisible("search", run, opt.Path); err != nil {
+			return err
+		}
+		start, err := w.s.trees.Lookup(ctx, tx, root, opt.Path)
+		if err != nil {
+			return err
+		}
+		if start.Kind != vfs.KindDir {
+			files = append(files, file{opt.Path, start.Hash})
+			return nil
+		}
+		return w.s.trees.Walk(ctx, tx, start.Hash, func(rel vfs.Path, e vfs.Entry) error {
+			full := joinPath(opt.Path, rel)
+			if w.checkVisible("search", run, full) != nil {
+				if e.Kind == vfs.KindDir {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if e.Kind == vfs.KindFile && len(files) < maxFiles {
+				files = append(files, file{full, e.Hash})
+			}
+			return nil
+		})
+	})
+	if err != nil && !wserr.Is(err, wserr.FileNotFound) {
+		return nil, err
+	}
+	for _, f := range files {
+		b, err := w.s.blobs.ReadAll(ctx, f.h)
+		if err != nil {
+			return nil, err
+		}
+		sr.Add(f.p, b)
+	}
+	if opt.Path.IsRoot() {
+		if err := w.searchVirtual(ctx, sr); err != nil {
+			return nil, err
+		}
+	}
+	return sr.Hits(), nil
+}
+
+// searchVirtual feeds the virtual resources' text files to sr.
+func (w *Workspace) searchVirtual(ctx context.Context, sr *vfs.Searcher) error {
+	for _, prefix := range w.s.virtual.Prefixes() {
+		infos, err := w.s.virtual.List(ctx, prefix, 64)
+		if err != nil {
+			return err
+		}
+		if len(infos) == 0 {
+			if fi, err := w.s.virtual.Stat(ctx, prefix); err == nil && fi.Kind == vfs.KindFile {
+				infos = append(infos, fi)
+			}
+		}
+		for _, fi := range infos {
+			if fi.Kind != vfs.KindFile || sr.Full() {
+				continue
+			}
+			res, err := w.s.virtual.Read(ctx, fi.Path, vfs.ReadOptions{})
+			if err != nil {
+				return err
+			}
+			sr.Add(fi.Path, res.Content)
+		}
+	}
+	return nil
+}
+
+// joinPath appends rel's segments to dir; both are already valid, so the
+// joins cannot fail.
+func joinPath(dir, rel vfs.Path) vfs.Path {
+	for _, seg := range rel.Segments() {
+		dir, _ = dir.Join(seg)
+	}
+	return dir
+}
+
+func containsPath(infos []vfs.FileInfo, p vfs.Path) bool {
+	for _, fi := range infos {
+		if fi.Path == p {
+			return true
+		}
+	}
+	return false
+}
+
+func sortInfos(infos []vfs.FileInfo) {
+	slices.SortFunc(infos, func(a, b vfs.FileInfo) int { return strings.Compare(a.Path.String(), b.Path.String()) })
+}

@@ -1,0 +1,588 @@
+package vfs
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Host mount limits.
+const (
+	// maxHostSearchFile is the largest host file Search reads: host
+	// directories hold what the user put there (build output, data dumps),
+	// and one such file must not hold a search's whole memory.
+	maxHostSearchFile = 4 << 20
+	// hostDirPerm and hostFilePerm are the modes of directories and files
+	// that writes create, before the process umask.
+	hostDirPerm  = 0o755
+	hostFilePerm = 0o644
+	// hostTempPrefix starts the name of the temporary file a write
+	// renames into place, so a user who finds one left by a crash can tell
+	// where it came from.
+	hostTempPrefix = ".wsstore-write-"
+)
+
+// hostSkipDirs are directories Search does not enter: version-control
+// metadata is large, mostly binary, and never what a query is after.
+var hostSkipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true}
+
+// HostFS is a host directory mounted into the workspace (seed 004
+// HostPaths). The store only checks boundaries: every access goes through
+// an os.Root, so no path, ".." or symlink can reach outside the directory;
+// the store never creates, chmods or cleans up the directory itself.
+//
+// Writes do create missing parent directories below the mount (through
+// os.Root.MkdirAll, so they cannot land outside it): a tool writing
+// output/report/x.md expects that on every resource kind, and the seed's
+// "no MkdirAll" is about the allow-listed directory, which OpenHost
+// requires to exist. A write goes to a temporary file in the same directory
+// that is synced and renamed over the target, so a failed write leaves
+// the old file whole; a target that is a symlink (inside the mount) is
+// instead rewritten in place, so the link survives.
+//
+// FileInfo.Resource is ResourceHost and Hash is the BLAKE3 of the content,
+// computed by Stat and Read (List leaves it zero so that listing does not
+// read every file). ModTime comes from the host. It is safe for concurrent
+// use, but the ExpectedHash guard cannot stop another process that writes
+// the same file between the check and the rename.
+type HostFS struct {
+	root     *os.Root
+	writable bool
+}
+
+var (
+	_ WriteFS  = (*HostFS)(nil)
+	_ SearchFS = (*HostFS)(nil)
+)
+
+// rootEscape is the error os.Root reports for a path that would leave the
+// root. The os package does not export it, so it is captured from the first
+// root opened; isRootEscape falls back on its text.
+var (
+	rootEscapeOnce sync.Once
+	rootEscape     error
+)
+
+func captureRootEscape(r *os.Root) {
+	rootEscapeOnce.Do(func() {
+		if _, err := r.Stat(".."); err != nil {
+			if inner := errors.Unwrap(err); inner != nil {
+				rootEscape = inner
+			}
+		}
+	})
+}
+
+func isRootEscape(err error) bool {
+	return (rootEscape != nil && errors.Is(err, rootEscape)) ||
+		strings.Contains(err.Error(), "path escapes from parent")
+}
+
+// OpenHost mounts the existing directory dir, read-only unless writable.
+// It fails with wserr.InvalidOptions if dir does not exist or is not a
+// directory; it never creates it.
+func OpenHost(dir string, writable bool) (*HostFS, error) {
+	const op = "open host"
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, wserr.Wrap(wserr.InvalidOptions, op, dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, wserr.New(wserr.InvalidOptions, op, dir, "host path is not a directory")
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, wserr.Wrap(wserr.InvalidOptions, op, dir, err)
+	}
+	captureRootEscape(root)
+	return &HostFS{root: root, writable: writable}, nil
+}
+
+// Close releases the directory handle. Calls after Close fail.
+func (h *HostFS) Close() error { return h.root.Close() }
+
+// Writable reports whether the mount accepts writes.
+func (h *HostFS) Writable() bool { return h.writable }
+
+// hostName is p as os.Root names it.
+func hostName(p Path) string {
+	if p.IsRoot() {
+		return "."
+	}
+	return filepath.FromSlash(p.s)
+}
+
+// hostError maps an error from os.Root about p to a coded error. write
+// says whether the operation changes the mount: a file where a directory
+// should be is then wserr.NotADirectory, while for reads such a path
+// simply does not exist (as in Trees.Lookup), and a permission error is
+// wserr.PathNotWritable rather than wserr.PathNotVisible.
+func hostError(op string, p Path, write bool, err error) error {
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err
+	case isRootEscape(err):
+		return wserr.New(wserr.InvalidPath, op, p.String(), "path leaves the host directory through a symlink; only files inside it can be reached")
+	case errors.Is(err, syscall.ELOOP):
+		return wserr.New(wserr.InvalidPath, op, p.String(), "too many levels of symlinks")
+	case errors.Is(err, syscall.ENOTDIR) && write:
+		return wserr.New(wserr.NotADirectory, op, p.String(), "a file is in the way where a directory must be")
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return wserr.New(wserr.FileNotFound, op, p.String(), "no such file or directory")
+	case errors.Is(err, syscall.EISDIR):
+		return isDirError(op, p)
+	case errors.Is(err, fs.ErrPermission) && write:
+		return wserr.Wrap(wserr.PathNotWritable, op, p.String(), err)
+	case errors.Is(err, fs.ErrPermission):
+		return wserr.Wrap(wserr.PathNotVisible, op, p.String(), err)
+	}
+	return wserr.Wrap(wserr.Internal, op, p.String(), err)
+}
+
+func isDirError(op string, p Path) error {
+	return wserr.New(wserr.PathIsDirectory, op, p.String(), "is a directory; list it, or name a file inside it")
+}
+
+// info builds the FileInfo of p from the host's fi.
+func (h *HostFS) info(p Path, fi fs.FileInfo) FileInfo {
+	info := FileInfo{Path: p, Kind: KindFile, Size: fi.Size(), Resource: ResourceHost, Writable: h.writable, ModTime: fi.ModTime()}
+	if fi.IsDir() {
+		info.Kind, info.Size = KindDir, 0
+	}
+	return info
+}
+
+// stat follows symlinks (inside the root) and accepts only regular files
+// and directories: reading a FIFO or a device could block or never end.
+func (h *HostFS) stat(op string, p Path, write bool) (fs.FileInfo, error) {
+	fi, err := h.root.Stat(hostName(p))
+	if err != nil {
+		return nil, hostError(op, p, write, err)
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() {
+		return nil, wserr.New(wserr.InvalidPath, op, p.String(), "is not a regular file or directory")
+	}
+	return fi, nil
+}
+
+// readFile returns the content of the regular file p.
+func (h *HostFS) readFile(op string, p Path, write bool) ([]byte, fs.FileInfo, error) {
+	fi, err := h.stat(op, p, write)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fi.IsDir() {
+		return nil, nil, isDirError(op, p)
+	}
+	f, err := h.root.Open(hostName(p))
+	if err != nil {
+		return nil, nil, hostError(op, p, write, err)
+	}
+	defer f.Close()
+	// Check the opened file again: p may have been replaced since stat.
+	if fi, err = f.Stat(); err != nil {
+		return nil, nil, hostError(op, p, write, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, wserr.New(wserr.InvalidPath, op, p.String(), "is not a regular file")
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, nil, hostError(op, p, write, err)
+	}
+	return buf.Bytes(), fi, nil
+}
+
+// Stat describes p; for a file it reads the content to give its hash. It
+// fails with wserr.FileNotFound, wserr.InvalidPath (a symlink leading out
+// of the mount, a symlink loop, a FIFO or device) or wserr.PathNotVisible
+// (the host refuses access).
+func (h *HostFS) Stat(ctx context.Context, p Path) (FileInfo, error) {
+	const op = "stat"
+	if err := ctx.Err(); err != nil {
+		return FileInfo{}, err
+	}
+	fi, err := h.stat(op, p, false)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	if fi.IsDir() {
+		return h.info(p, fi), nil
+	}
+	b, fi, err := h.readFile(op, p, false)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	info := h.info(p, fi)
+	info.Size, info.Hash = int64(len(b)), cas.Sum(b)
+	return info, nil
+}
+
+// Read reads p through ReadRange. It fails like Stat, with
+// wserr.PathIsDirectory for a directory, and with ReadRange's errors.
+func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult, error) {
+	const op = "read"
+	if err := ctx.Err(); err != nil {
+		return ReadResult{}, err
+	}
+	b, fi, err := h.readFile(op, p, false)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	res, err := ReadRange(p, b, opt)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	res.Info = h.info(p, fi)
+	res.Info.Size, res.Info.Hash = int64(len(b)), cas.Sum(b)
+	return res, nil
+}
+
+// List lists p to depth levels (0 means 1) in path order; a file lists as
+// itself. Entries follow symlinks that stay inside the mount, but List does
+// not descend into a symlinked directory (a link to an ancestor would
+// never end); it leaves out symlinks that lead outside or nowhere, FIFOs
+// and devices, and names that are not valid workspace paths, since no tool
+// could name them. It fails like Stat.
+func (h *HostFS) List(ctx context.Context, p Path, depth int) ([]FileInfo, error) {
+	const op = "list"
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if depth <= 0 {
+		depth = 1
+	}
+	fi, err := h.stat(op, p, false)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return []FileInfo{h.info(p, fi)}, nil
+	}
+	var out []FileInfo
+	err = h.walk(ctx, op, p, depth, func(info FileInfo, _ bool) error {
+		out = append(out, info)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortInfos(out)
+	return out, nil
+}
+
+// walk calls fn for the entries below the directory dir, to depth levels
+// (negative: all), with whether the entry is a symlink. fn returning
+// fs.SkipDir for a directory skips its contents; walk passes other errors
+// on.
+func (h *HostFS) walk(ctx context.Context, op string, dir Path, depth int, fn func(info FileInfo, link bool) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := h.root.Open(hostName(dir))
+	if err != nil {
+		return hostError(op, dir, false, err)
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return hostError(op, dir, false, err)
+	}
+	for _, e := range entries {
+		child, err := dir.Join(e.Name())
+		if err != nil {
+			continue // not a name a workspace path can hold
+		}
+		link := e.Type()&fs.ModeSymlink != 0
+		var fi fs.FileInfo
+		if link {
+			fi, err = h.root.Stat(hostName(child))
+		} else {
+			fi, err = e.Info()
+		}
+		if err != nil || (!fi.Mode().IsRegular() && !fi.IsDir()) {
+			continue // escaping or dangling link, FIFO, device, or gone meanwhile
+		}
+		info := h.info(child, fi)
+		err = fn(info, link)
+		if errors.Is(err, fs.SkipDir) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if info.Kind == KindDir && !link && depth != 1 {
+			if err := h.walk(ctx, op, child, depth-1, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkWritable fails with wserr.PathNotWritable on a read-only mount and
+// with wserr.InvalidPath for the mount's root, which is never a file.
+func (h *HostFS) checkWritable(op string, p Path) error {
+	if !h.writable {
+		return wserr.New(wserr.PathNotWritable, op, p.String(), "this host directory is mounted read-only")
+	}
+	if p.IsRoot() {
+		return wserr.New(wserr.InvalidPath, op, p.String(), "the mount's root is a directory; name a file inside it")
+	}
+	return nil
+}
+
+// current returns the content of the file p if it exists.
+func (h *HostFS) current(op string, p Path) (content []byte, exists bool, err error) {
+	b, _, err := h.readFile(op, p, true)
+	if wserr.Is(err, wserr.FileNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
+}
+
+// checkExpected fails with wserr.WriteStaleFile if want is set and the file
+// p (content, if it exists) does not have that hash.
+func checkExpected(op string, p Path, want cas.Hash, content []byte, exists bool) error {
+	switch {
+	case want.IsZero():
+		return nil
+	case !exists:
+		return wserr.New(wserr.WriteStaleFile, op, p.String(), "expected hash %s, but the file does not exist", want.Short())
+	}
+	if got := cas.Sum(content); got != want {
+		return wserr.New(wserr.WriteStaleFile, op, p.String(), "file has changed: its hash is %s, not the expected %s; read it again", got.Short(), want.Short())
+	}
+	return nil
+}
+
+// Write replaces or appends to the file p, creating it and its parent
+// directories inside the mount if needed. It fails with
+// wserr.PathNotWritable on a read-only mount (or when the host refuses),
+// wserr.InvalidArgument for an unknown mode, wserr.InvalidPath for the root
+// or a path leading out of the mount, wserr.PathIsDirectory if p is a
+// directory, wserr.NotADirectory if a file is in the way of a parent, and
+// wserr.WriteStaleFile if opt.ExpectedHash is set and is not the file's
+// current hash. On error the file is unchanged.
+func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOptions) (FileInfo, error) {
+	const op = "write"
+	if err := ctx.Err(); err != nil {
+		return FileInfo{}, err
+	}
+	if err := h.checkWritable(op, p); err != nil {
+		return FileInfo{}, err
+	}
+	if opt.Mode != "" && opt.Mode != Replace && opt.Mode != Append {
+		return FileInfo{}, wserr.New(wserr.InvalidArgument, op, p.String(), "unknown write mode %s; use %q or %q", quoteForError(string(opt.Mode)), Replace, Append)
+	}
+	old, exists, err := h.current(op, p)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	if err := checkExpected(op, p, opt.ExpectedHash, old, exists); err != nil {
+		return FileInfo{}, err
+	}
+	data := content
+	if opt.Mode == Append && exists {
+		data = append(old[:len(old):len(old)], content...)
+	}
+	return h.replace(ctx, op, p, data)
+}
+
+// Patch replaces old with new in the file p through ApplyPatch. It fails
+// like Write, with wserr.FileNotFound if p does not exist, and with
+// ApplyPatch's errors.
+func (h *HostFS) Patch(ctx context.Context, p Path, old, new string, opt PatchOptions) (FileInfo, error) {
+	const op = "patch"
+	if err := ctx.Err(); err != nil {
+		return FileInfo{}, err
+	}
+	if err := h.checkWritable(op, p); err != nil {
+		return FileInfo{}, err
+	}
+	cur, _, err := h.readFile(op, p, true)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	if err := checkExpected(op, p, opt.ExpectedHash, cur, true); err != nil {
+		return FileInfo{}, err
+	}
+	data, _, err := ApplyPatch(p, cur, old, new, opt.ReplaceAll)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return h.replace(ctx, op, p, data)
+}
+
+// replace makes data the content of the file p: through a synced
+// temporary file renamed over p, or in place if p is a symlink.
+func (h *HostFS) replace(ctx context.Context, op string, p Path, data []byte) (FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return FileInfo{}, err
+	}
+	name := hostName(p)
+	if dir := p.Dir(); !dir.IsRoot() {
+		if err := h.root.MkdirAll(hostName(dir), hostDirPerm); err != nil {
+			return FileInfo{}, hostError(op, dir, true, err)
+		}
+	}
+	perm := fs.FileMode(hostFilePerm)
+	keepPerm := false
+	lfi, err := h.root.Lstat(name)
+	switch {
+	case err == nil && lfi.Mode()&fs.ModeSymlink != 0:
+		if err := h.writeInPlace(name, data); err != nil {
+			return FileInfo{}, hostError(op, p, true, err)
+		}
+		return h.written(op, p, data)
+	case err == nil:
+		perm, keepPerm = lfi.Mode().Perm(), true
+	case !errors.Is(err, fs.ErrNotExist):
+		return FileInfo{}, hostError(op, p, true, err)
+	}
+	tmp := filepath.Join(filepath.Dir(name), hostTempPrefix+rand.Text())
+	f, err := h.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return FileInfo{}, hostError(op, p, true, err)
+	}
+	err = writeAndSync(f, data, perm, keepPerm)
+	if err == nil {
+		err = h.root.Rename(tmp, name)
+	}
+	if err != nil {
+		h.root.Remove(tmp)
+		return FileInfo{}, hostError(op, p, true, err)
+	}
+	return h.written(op, p, data)
+}
+
+// writeAndSync writes data to the new file f, gives it perm exactly if
+// keepPerm (the umask must not narrow an existing file's mode), syncs and
+// closes it.
+func writeAndSync(f *os.File, data []byte, perm fs.FileMode, keepPerm bool) error {
+	_, err := f.Write(data)
+	if err == nil && keepPerm {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (h *HostFS) writeInPlace(name string, data []byte) error {
+	f, err := h.root.OpenFile(name, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, bytes.NewReader(data))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// written returns the FileInfo of p just written with data.
+func (h *HostFS) written(op string, p Path, data []byte) (FileInfo, error) {
+	fi, err := h.root.Stat(hostName(p))
+	if err != nil {
+		return FileInfo{}, hostError(op, p, true, err)
+	}
+	info := h.info(p, fi)
+	info.Size, info.Hash = int64(len(data)), cas.Sum(data)
+	return info, nil
+}
+
+// Remove deletes the file p (a symlink itself, not its target). It fails
+// with wserr.PathNotWritable on a read-only mount, wserr.FileNotFound,
+// wserr.PathIsDirectory for a directory (directories are the host's to
+// manage), and wserr.InvalidPath for the root or a path leading out of the
+// mount.
+func (h *HostFS) Remove(ctx context.Context, p Path) error {
+	const op = "remove"
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := h.checkWritable(op, p); err != nil {
+		return err
+	}
+	fi, err := h.root.Stat(hostName(p))
+	if err != nil {
+		return hostError(op, p, false, err)
+	}
+	if fi.IsDir() {
+		return isDirError(op, p)
+	}
+	if err := h.root.Remove(hostName(p)); err != nil {
+		return hostError(op, p, true, err)
+	}
+	return nil
+}
+
+// Search scores the text files at or below opt.Path. It walks like List
+// (not into symlinked directories), skips version-control directories and
+// files over 4 MiB, and stops after opt.MaxFiles files. It fails with
+// wserr.InvalidArgument for a bad query or options and like Stat for
+// opt.Path; files that vanish or cannot be read during the walk are
+// skipped.
+func (h *HostFS) Search(ctx context.Context, query string, opt SearchOptions) ([]Hit, error) {
+	const op = "search"
+	s, err := NewSearcher(query, opt)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := h.stat(op, opt.Path, false)
+	if err != nil {
+		return nil, err
+	}
+	add := func(p Path, size int64) {
+		if size > maxHostSearchFile {
+			return
+		}
+		if b, _, err := h.readFile(op, p, false); err == nil {
+			s.Add(p, b)
+		}
+	}
+	if !fi.IsDir() {
+		add(opt.Path, fi.Size())
+		return s.Hits(), nil
+	}
+	err = h.walk(ctx, op, opt.Path, -1, func(info FileInfo, _ bool) error {
+		if s.Full() {
+			return fs.SkipAll
+		}
+		if info.Kind == KindDir {
+			if hostSkipDirs[info.Path.Base()] {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		add(info.Path, info.Size)
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.SkipAll) {
+		return nil, err
+	}
+	return s.Hits(), nil
+}

@@ -1,0 +1,247 @@
+package vfs
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Limits on a workspace path, in bytes. They match common file-system
+// limits (NAME_MAX, PATH_MAX) so that any accepted path can be materialised.
+const (
+	MaxPathLen    = 4096
+	MaxSegmentLen = 255
+)
+
+// maxQuotedInput bounds how much of a rejected input is echoed back in an
+// error, so a huge argument does not come back as a huge tool error.
+const maxQuotedInput = 256
+
+// Path is a validated workspace path: relative, '/'-separated, clean, valid
+// UTF-8, never escaping the root. The zero value is the root. Paths are
+// comparable with == and usable as map keys, because equal paths always have
+// the same clean spelling.
+type Path struct {
+	s string // "" for the root, else clean segments joined by '/'
+}
+
+// ParsePath validates s as a workspace path and returns it in clean form:
+// "./" segments, repeated slashes and a trailing slash are removed. It returns
+// a *wserr.Error with code wserr.InvalidPath, naming the rule that failed, if
+// s is empty, longer than MaxPathLen, not valid UTF-8, holds a NUL or other
+// ASCII control character, is absolute or UNC-like, starts with a Windows
+// drive prefix, holds a backslash, has a ".." segment or a segment longer
+// than MaxSegmentLen, or names the root itself ("." or "./"). The root is
+// only available through Root, so a tool argument can never silently target
+// the whole workspace.
+func ParsePath(s string) (Path, error) {
+	return parsePath("parse path", s)
+}
+
+// MustPath is like ParsePath but panics on error; it is for tests and
+// constants.
+func MustPath(s string) Path {
+	p, err := ParsePath(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// Root returns the workspace root, the zero Path.
+func Root() Path { return Path{} }
+
+// String returns the clean path, or "." for the root.
+func (p Path) String() string {
+	if p.s == "" {
+		return "."
+	}
+	return p.s
+}
+
+// IsRoot reports whether p is the workspace root.
+func (p Path) IsRoot() bool { return p.s == "" }
+
+// Segments returns the segments of p, or nil for the root. The slice is a
+// fresh copy the caller may modify.
+func (p Path) Segments() []string {
+	if p.s == "" {
+		return nil
+	}
+	return strings.Split(p.s, "/")
+}
+
+// Base returns the last segment of p, or "." for the root, like path.Base.
+func (p Path) Base() string {
+	if p.s == "" {
+		return "."
+	}
+	return p.s[strings.LastIndexByte(p.s, '/')+1:]
+}
+
+// Dir returns the parent of p: Root for a top-level path and for the root
+// itself, like path.Dir(".") == ".".
+func (p Path) Dir() Path {
+	i := strings.LastIndexByte(p.s, '/')
+	if i < 0 {
+		return Path{}
+	}
+	return Path{s: p.s[:i]}
+}
+
+// Join returns the child of p named name. name must be exactly one segment
+// and pass the same rules as ParsePath: unlike path.Join, "", ".", "..",
+// and names containing '/' are errors, not normalised away, because a caller
+// that passes them did not mean the path it would get. The error is a
+// *wserr.Error with code wserr.InvalidPath and op "join path".
+func (p Path) Join(name string) (Path, error) {
+	const op = "join path"
+	joined := name
+	if p.s != "" {
+		joined = p.s + "/" + name
+	}
+	switch {
+	case name == "":
+		return Path{}, invalidPath(op, joined, "name is empty")
+	case name == ".":
+		return Path{}, invalidPath(op, joined, "name is '.'; give the name of a child")
+	case strings.IndexByte(name, '/') >= 0:
+		return Path{}, invalidPath(op, joined, "name contains '/'; join one segment at a time")
+	}
+	// p is clean and name is one non-empty segment other than ".", so parsing
+	// the joined string checks exactly name's rules, the drive prefix when p
+	// is the root, and the total length.
+	return parsePath(op, joined)
+}
+
+// Top returns the first segment of p ("output" for output/main.md), or ""
+// for the root.
+func (p Path) Top() string {
+	if i := strings.IndexByte(p.s, '/'); i >= 0 {
+		return p.s[:i]
+	}
+	return p.s
+}
+
+// HasPrefix reports whether q is p or a directory above p. It compares whole
+// segments, so "out" is not a prefix of "output/x". The root is a prefix of
+// every path.
+func (p Path) HasPrefix(q Path) bool {
+	if q.s == "" || p.s == q.s {
+		return true
+	}
+	return strings.HasPrefix(p.s, q.s) && p.s[len(q.s)] == '/'
+}
+
+// MarshalText encodes p as its String form, so the root encodes as ".".
+func (p Path) MarshalText() ([]byte, error) {
+	return []byte(p.String()), nil
+}
+
+// UnmarshalText decodes a path written by MarshalText, validating it with
+// ParsePath and returning its *wserr.Error. It accepts exactly "." as the
+// root so that every Path round-trips; this adds no new way to reach the
+// root, since a JSON object that omits a Path field already leaves it at the
+// zero value, and a caller that must not act on the root has to check IsRoot
+// either way.
+func (p *Path) UnmarshalText(text []byte) error {
+	s := string(text)
+	if s == "." {
+		*p = Path{}
+		return nil
+	}
+	q, err := ParsePath(s)
+	if err != nil {
+		return err
+	}
+	*p = q
+	return nil
+}
+
+// parsePath implements ParsePath, reporting errors under op.
+func parsePath(op, s string) (Path, error) {
+	// Whole-string rules come first: they are cheap, and the length check
+	// bounds the work below.
+	if s == "" {
+		return Path{}, invalidPath(op, s, "path is empty")
+	}
+	if len(s) > MaxPathLen {
+		return Path{}, invalidPath(op, s, "path is %d bytes, longer than the limit of %d", len(s), MaxPathLen)
+	}
+	if !utf8.ValidString(s) {
+		return Path{}, invalidPath(op, s, "path is not valid UTF-8")
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == 0:
+			return Path{}, invalidPath(op, s, "path contains a NUL byte")
+		case c < 0x20 || c == 0x7f:
+			return Path{}, invalidPath(op, s, "path contains control character %U", rune(c))
+		}
+	}
+	if strings.HasPrefix(s, "//") {
+		return Path{}, invalidPath(op, s, "path starts with '//' like a UNC network path; use a path relative to the workspace root")
+	}
+	if s[0] == '/' {
+		return Path{}, invalidPath(op, s, "path is absolute; use a path relative to the workspace root")
+	}
+
+	segs := make([]string, 0, strings.Count(s, "/")+1)
+	for seg := range strings.SplitSeq(s, "/") {
+		if seg == "" || seg == "." {
+			continue // repeated, leading "./" or trailing slash: normalise away
+		}
+		// The drive check looks at the first segment that survives
+		// normalisation, so "./C:/x" cannot turn into "C:/x". It runs before
+		// the backslash check so that "C:\Users" gets the clearer message.
+		if len(segs) == 0 && hasDrivePrefix(seg) {
+			return Path{}, invalidPath(op, s, "path starts with Windows drive prefix %q; use a path relative to the workspace root", seg[:2])
+		}
+		if strings.IndexByte(seg, '\\') >= 0 {
+			return Path{}, invalidPath(op, s, "path contains a backslash; use '/' to separate segments")
+		}
+		// ".." is rejected even where it would stay inside the root, as in
+		// "a/../b": a path that mentions ".." is never what a tool meant, and
+		// a rule with no exceptions is simpler to prove than one that
+		// resolves ".." against the segments before it.
+		if seg == ".." {
+			return Path{}, invalidPath(op, s, "path contains a '..' segment; name the file from the workspace root instead")
+		}
+		if len(seg) > MaxSegmentLen {
+			return Path{}, invalidPath(op, s, "segment %d is %d bytes, longer than the limit of %d", len(segs)+1, len(seg), MaxSegmentLen)
+		}
+		segs = append(segs, seg)
+	}
+	if len(segs) == 0 {
+		return Path{}, invalidPath(op, s, "path names the workspace root; name a file or directory inside it")
+	}
+	return Path{s: strings.Join(segs, "/")}, nil
+}
+
+// hasDrivePrefix reports whether seg starts like a Windows drive, "C:" or
+// "c:foo". Only ASCII letters count, as on Windows.
+func hasDrivePrefix(seg string) bool {
+	if len(seg) < 2 || seg[1] != ':' {
+		return false
+	}
+	c := seg[0] | 0x20 // ASCII lower case
+	return 'a' <= c && c <= 'z'
+}
+
+// invalidPath returns a wserr.InvalidPath error whose Path is the input quoted,
+// so NUL, control characters and invalid UTF-8 cannot corrupt logs or
+// terminals, and cut short if it is long.
+func invalidPath(op, input, format string, args ...any) *wserr.Error {
+	return wserr.New(wserr.InvalidPath, op, quotePathInput(input), format, args...)
+}
+
+// quotePathInput quotes s with strconv.Quote, keeping at most maxQuotedInput
+// bytes of it and marking a cut with "...".
+func quotePathInput(s string) string {
+	if len(s) <= maxQuotedInput {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:maxQuotedInput]) + "..."
+}

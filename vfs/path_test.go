@@ -1,0 +1,366 @@
+package vfs
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// requireInvalidPath checks that err is a wserr.InvalidPath *wserr.Error
+// under op whose message contains msg, and returns it.
+func requireInvalidPath(t *testing.T, err error, op, msg string) *wserr.Error {
+	t.Helper()
+	require.Error(t, err)
+	var we *wserr.Error
+	require.True(t, errors.As(err, &we), "error %v (%T) is not a *wserr.Error", err, err)
+	assert.Equal(t, wserr.InvalidPath, we.Code)
+	assert.Equal(t, op, we.Op)
+	assert.Contains(t, we.Msg, msg)
+	return we
+}
+
+func TestParsePath(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("a", n) }
+	// maxPath is exactly MaxPathLen bytes: 16 segments of 254 bytes, each
+	// with its slash, then 16 bytes more.
+	maxPath := strings.Repeat(long(254)+"/", 16) + long(MaxPathLen-16*255)
+
+	ok := []struct {
+		name, in, want string
+	}{
+		{"output_main", "output/main.md", "output/main.md"},
+		{"single_segment", "README.md", "README.md"},
+		{"deep", "a/b/c/d/e.txt", "a/b/c/d/e.txt"},
+		{"double_slash", "output//main.md", "output/main.md"},
+		{"many_slashes", "a///b////c", "a/b/c"},
+		{"leading_dot_slash", "./output/x", "output/x"},
+		{"repeated_dot_slash", "././output/./x/.", "output/x"},
+		{"trailing_slash", "output/", "output"},
+		{"trailing_slashes", "output///", "output"},
+		{"dot_slash_then_dir", "./a/", "a"},
+		{"hidden_file", ".env", ".env"},
+		{"three_dots", "a/.../b", "a/.../b"},
+		{"dot_dot_prefix_name", "..foo/bar..", "..foo/bar.."},
+		{"dots_in_name", "a/b..c", "a/b..c"},
+		{"spaces", "my docs/a b.txt", "my docs/a b.txt"},
+		{"only_space_segment", " /x", " /x"},
+		{"unicode", "données/résumé.md", "données/résumé.md"},
+		{"emoji", "notes/🚀.md", "notes/🚀.md"},
+		{"c1_control_allowed", "a\u0085b", "a\u0085b"},
+		{"colon_later_segment", "a/C:/b", "a/C:/b"},
+		{"colon_not_drive", "ab:c", "ab:c"},
+		{"digit_colon", "1:x", "1:x"},
+		{"colon_first", ":x", ":x"},
+		{"non_ascii_letter_colon", "é:x", "é:x"},
+		{"tab_free_punctuation", "a-b_c+d=e(f)[g]{h}~!@#$%^&*,;'\"", "a-b_c+d=e(f)[g]{h}~!@#$%^&*,;'\""},
+		{"segment_at_limit", long(MaxSegmentLen), long(MaxSegmentLen)},
+		{"path_at_limit", maxPath, maxPath},
+	}
+	for _, tc := range ok {
+		t.Run("OK/"+tc.name, func(t *testing.T) {
+			p, err := ParsePath(tc.in)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, p.String())
+			assert.False(t, p.IsRoot())
+			// Parsing the clean form gives the same value back.
+			q, err := ParsePath(p.String())
+			require.NoError(t, err)
+			assert.Equal(t, p, q)
+		})
+	}
+
+	errs := []struct {
+		name, in, msg string
+	}{
+		// The seed's forbidden examples.
+		{"ErrDotDot/parent_secrets", "../secrets.json", "'..' segment"},
+		{"ErrAbsolute/users", "/Users/me/file", "absolute"},
+		{"ErrDrive/windows_backslashes", `C:\Users\me\file`, `drive prefix "C:"`},
+		{"ErrDotDot/escape_from_output", "output/../../chat.jsonl", "'..' segment"},
+		{"ErrNUL/scratch", "scratch/\x00bad", "NUL"},
+		{"ErrEmpty/empty", "", "empty"},
+
+		{"ErrDotDot/alone", "..", "'..' segment"},
+		{"ErrDotDot/trailing", "a/..", "'..' segment"},
+		{"ErrDotDot/trailing_slash", "a/../", "'..' segment"},
+		{"ErrDotDot/stays_inside", "a/../b", "'..' segment"},
+		{"ErrDotDot/after_dot", "./../x", "'..' segment"},
+		{"ErrDotDot/after_double_slash", "a//../b", "'..' segment"},
+		{"ErrAbsolute/root_slash", "/", "absolute"},
+		{"ErrAbsolute/slash_dot_dot", "/..", "absolute"},
+		{"ErrAbsolute/etc", "/etc/passwd", "absolute"},
+		{"ErrUNC/server", "//server/share", "UNC"},
+		{"ErrUNC/triple_slash", "///x", "UNC"},
+		{"ErrUNC/only_slashes", "//", "UNC"},
+		{"ErrDrive/upper", "C:", `drive prefix "C:"`},
+		{"ErrDrive/lower_relative", "c:foo", `drive prefix "c:"`},
+		{"ErrDrive/forward_slashes", "D:/data/x", `drive prefix "D:"`},
+		{"ErrDrive/after_dot_slash", "./z:/x", `drive prefix "z:"`},
+		{"ErrDrive/after_double_slash_dot", ".//Z:x", `drive prefix "Z:"`},
+		{"ErrBackslash/windows_separator", `output\main.md`, "backslash"},
+		{"ErrBackslash/trailing", `a\`, "backslash"},
+		{"ErrBackslash/unc", `\\server\share`, "backslash"},
+		{"ErrBackslash/leading", `\x`, "backslash"},
+		{"ErrBackslash/dot_dot", `..\secrets.json`, "backslash"},
+		{"ErrBackslash/later_segment", `a/b\..\..\c`, "backslash"},
+		{"ErrNUL/leading", "\x00", "NUL"},
+		{"ErrNUL/trailing", "a.txt\x00", "NUL"},
+		{"ErrControl/newline", "a\nb", "control character U+000A"},
+		{"ErrControl/tab", "a\tb", "control character U+0009"},
+		{"ErrControl/carriage_return", "a\r", "control character U+000D"},
+		{"ErrControl/escape", "\x1b[31m", "control character U+001B"},
+		{"ErrControl/unit_separator", "a\x1fb", "control character U+001F"},
+		{"ErrControl/delete", "a\x7f", "control character U+007F"},
+		{"ErrUTF8/lone_continuation", "a/\x80", "UTF-8"},
+		{"ErrUTF8/truncated", "a\xc3", "UTF-8"},
+		{"ErrUTF8/overlong_slash", "a\xc0\xafb", "UTF-8"},
+		{"ErrUTF8/surrogate", "\xed\xa0\x80", "UTF-8"},
+		{"ErrRoot/dot", ".", "workspace root"},
+		{"ErrRoot/dot_slash", "./", "workspace root"},
+		{"ErrRoot/dots_and_slashes", "././/.", "workspace root"},
+		{"ErrSegmentTooLong/first", long(MaxSegmentLen + 1), "segment 1 is 256 bytes"},
+		{"ErrSegmentTooLong/second", "a/" + long(300), "segment 2 is 300 bytes"},
+		{"ErrPathTooLong/one_over", maxPath + "b", "4097 bytes"},
+		{"ErrPathTooLong/dots_normalising_short", strings.Repeat("./", MaxPathLen) + "a", "bytes, longer than the limit"},
+	}
+	for _, tc := range errs {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParsePath(tc.in)
+			we := requireInvalidPath(t, err, "parse path", tc.msg)
+			assert.Equal(t, Path{}, p)
+			assert.True(t, errors.Is(err, &wserr.Error{Code: wserr.InvalidPath}))
+			if len(tc.in) <= maxQuotedInput {
+				assert.Equal(t, quotePathInput(tc.in), we.Path)
+			}
+		})
+	}
+}
+
+func TestParsePathErrorQuotesInput(t *testing.T) {
+	t.Run("OK/control_bytes_escaped", func(t *testing.T) {
+		_, err := ParsePath("scratch/\x00bad\n\xff")
+		we := requireInvalidPath(t, err, "parse path", "")
+		assert.Equal(t, `"scratch/\x00bad\n\xff"`, we.Path)
+		assert.NotContains(t, err.Error(), "\x00")
+		assert.NotContains(t, err.Error(), "\n")
+	})
+	t.Run("OK/long_input_cut", func(t *testing.T) {
+		_, err := ParsePath("/" + strings.Repeat("a", 10000))
+		we := requireInvalidPath(t, err, "parse path", "longer than the limit")
+		assert.Less(t, len(we.Path), maxQuotedInput+10)
+		assert.True(t, strings.HasSuffix(we.Path, `"...`), we.Path)
+	})
+	t.Run("OK/error_string", func(t *testing.T) {
+		_, err := ParsePath("../secrets.json")
+		require.Error(t, err)
+		assert.Equal(t,
+			`parse path "../secrets.json": workspace.invalid_path: path contains a '..' segment; name the file from the workspace root instead`,
+			err.Error())
+	})
+}
+
+func TestMustPath(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		assert.Equal(t, "output/main.md", MustPath("./output//main.md/").String())
+	})
+	t.Run("ErrPanics", func(t *testing.T) {
+		assert.Panics(t, func() { MustPath("../x") })
+		assert.Panics(t, func() { MustPath(".") })
+	})
+}
+
+func TestPathRoot(t *testing.T) {
+	r := Root()
+	assert.Equal(t, Path{}, r)
+	assert.True(t, r.IsRoot())
+	assert.Equal(t, ".", r.String())
+	assert.Nil(t, r.Segments())
+	assert.Equal(t, ".", r.Base())
+	assert.Equal(t, r, r.Dir())
+	assert.Equal(t, "", r.Top())
+	assert.True(t, r.HasPrefix(r))
+	assert.False(t, r.HasPrefix(MustPath("a")))
+	assert.False(t, MustPath("a").IsRoot())
+}
+
+func TestPathAccessors(t *testing.T) {
+	cases := []struct {
+		in, base, dir, top string
+		segs               []string
+	}{
+		{"output/main.md", "main.md", "output", "output", []string{"output", "main.md"}},
+		{"a", "a", ".", "a", []string{"a"}},
+		{"a/b/c", "c", "a/b", "a", []string{"a", "b", "c"}},
+		{".env/x y/z", "z", ".env/x y", ".env", []string{".env", "x y", "z"}},
+	}
+	for _, tc := range cases {
+		t.Run("OK/"+tc.in, func(t *testing.T) {
+			p := MustPath(tc.in)
+			assert.Equal(t, tc.base, p.Base())
+			assert.Equal(t, tc.dir, p.Dir().String())
+			assert.Equal(t, tc.top, p.Top())
+			assert.Equal(t, tc.segs, p.Segments())
+		})
+	}
+
+	t.Run("OK/segments_is_a_copy", func(t *testing.T) {
+		p := MustPath("a/b")
+		p.Segments()[0] = "x"
+		assert.Equal(t, "a/b", p.String())
+	})
+	t.Run("OK/dir_walks_to_root", func(t *testing.T) {
+		p := MustPath("a/b/c")
+		var seen []string
+		for !p.IsRoot() {
+			seen = append(seen, p.String())
+			p = p.Dir()
+		}
+		assert.Equal(t, []string{"a/b/c", "a/b", "a"}, seen)
+	})
+}
+
+func TestPathJoin(t *testing.T) {
+	ok := []struct {
+		name string
+		dir  Path
+		elem string
+		want string
+	}{
+		{"root_child", Root(), "output", "output"},
+		{"nested", MustPath("output"), "main.md", "output/main.md"},
+		{"hidden", MustPath("a/b"), ".git", "a/b/.git"},
+		{"colon_below_root", MustPath("a"), "C:", "a/C:"},
+		{"three_dots", MustPath("a"), "...", "a/..."},
+	}
+	for _, tc := range ok {
+		t.Run("OK/"+tc.name, func(t *testing.T) {
+			p, err := tc.dir.Join(tc.elem)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, p.String())
+			assert.Equal(t, tc.dir, p.Dir())
+			assert.Equal(t, tc.elem, p.Base())
+			assert.Equal(t, MustPath(tc.want), p)
+		})
+	}
+
+	errs := []struct {
+		name string
+		dir  Path
+		elem string
+		msg  string
+	}{
+		{"ErrEmpty/root", Root(), "", "name is empty"},
+		{"ErrEmpty/nested", MustPath("a"), "", "name is empty"},
+		{"ErrDot/nested", MustPath("a"), ".", "name is '.'"},
+		{"ErrDotDot/nested", MustPath("a"), "..", "'..' segment"},
+		{"ErrDotDot/root", Root(), "..", "'..' segment"},
+		{"ErrSlash/two_segments", MustPath("a"), "b/c", "contains '/'"},
+		{"ErrSlash/absolute", MustPath("a"), "/etc", "contains '/'"},
+		{"ErrSlash/trailing", MustPath("a"), "b/", "contains '/'"},
+		{"ErrBackslash/name", MustPath("a"), `b\c`, "backslash"},
+		{"ErrDrive/at_root", Root(), "C:", "drive prefix"},
+		{"ErrNUL/name", MustPath("a"), "b\x00", "NUL"},
+		{"ErrControl/name", MustPath("a"), "b\n", "control character"},
+		{"ErrUTF8/name", MustPath("a"), "\xff", "UTF-8"},
+		{"ErrSegmentTooLong/name", MustPath("a"), strings.Repeat("x", MaxSegmentLen+1), "segment 2 is 256 bytes"},
+		{"ErrPathTooLong/total", MustPath(strings.Repeat("a/", 2047) + "a"), "bb", "longer than the limit of 4096"},
+	}
+	for _, tc := range errs {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := tc.dir.Join(tc.elem)
+			requireInvalidPath(t, err, "join path", tc.msg)
+			assert.Equal(t, Path{}, p)
+		})
+	}
+}
+
+func TestPathHasPrefix(t *testing.T) {
+	cases := []struct {
+		name string
+		p, q Path
+		want bool
+	}{
+		{"OK/self", MustPath("output/x"), MustPath("output/x"), true},
+		{"OK/parent", MustPath("output/x"), MustPath("output"), true},
+		{"OK/grandparent", MustPath("a/b/c"), MustPath("a"), true},
+		{"OK/root", MustPath("a/b"), Root(), true},
+		{"OK/root_of_root", Root(), Root(), true},
+		{"OK/not_string_prefix", MustPath("output/x"), MustPath("out"), false},
+		{"OK/not_partial_segment", MustPath("a/bc"), MustPath("a/b"), false},
+		{"OK/child_is_not_prefix", MustPath("a"), MustPath("a/b"), false},
+		{"OK/sibling", MustPath("a/b"), MustPath("a/c"), false},
+		{"OK/root_has_no_prefix", Root(), MustPath("a"), false},
+		{"OK/longer_same_start", MustPath("ab"), MustPath("a"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.p.HasPrefix(tc.q))
+		})
+	}
+}
+
+func TestPathText(t *testing.T) {
+	type doc struct {
+		P Path  `json:"p"`
+		Q *Path `json:"q,omitempty"`
+	}
+
+	t.Run("OK/round_trip", func(t *testing.T) {
+		for _, p := range []Path{Root(), MustPath("output/main.md"), MustPath("données/🚀")} {
+			b, err := json.Marshal(doc{P: p})
+			require.NoError(t, err)
+			var got doc
+			require.NoError(t, json.Unmarshal(b, &got))
+			assert.Equal(t, p, got.P)
+		}
+	})
+	t.Run("OK/json_string", func(t *testing.T) {
+		b, err := json.Marshal(doc{P: MustPath("output/main.md")})
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"p":"output/main.md"}`, string(b))
+
+		b, err = json.Marshal(doc{})
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"p":"."}`, string(b))
+	})
+	t.Run("OK/unmarshal_normalises", func(t *testing.T) {
+		var got doc
+		require.NoError(t, json.Unmarshal([]byte(`{"p":"./output//main.md/"}`), &got))
+		assert.Equal(t, MustPath("output/main.md"), got.P)
+	})
+	t.Run("OK/pointer_field", func(t *testing.T) {
+		var got doc
+		require.NoError(t, json.Unmarshal([]byte(`{"p":"a","q":"b/c"}`), &got))
+		require.NotNil(t, got.Q)
+		assert.Equal(t, MustPath("b/c"), *got.Q)
+	})
+
+	errs := []struct {
+		name, in, msg string
+	}{
+		{"ErrDotDot/escape", `{"p":"../secrets.json"}`, "'..' segment"},
+		{"ErrAbsolute/users", `{"p":"/Users/me/file"}`, "absolute"},
+		{"ErrDrive/windows", `{"p":"C:\\Users\\me\\file"}`, "drive prefix"},
+		{"ErrNUL/escaped", `{"p":"scratch/\u0000bad"}`, "NUL"},
+		{"ErrEmpty/empty", `{"p":""}`, "empty"},
+		{"ErrRoot/dot_slash", `{"p":"./"}`, "workspace root"},
+	}
+	for _, tc := range errs {
+		t.Run(tc.name, func(t *testing.T) {
+			var got doc
+			err := json.Unmarshal([]byte(tc.in), &got)
+			requireInvalidPath(t, err, "parse path", tc.msg)
+			assert.True(t, wserr.Is(err, wserr.InvalidPath))
+		})
+	}
+	t.Run("ErrNotString", func(t *testing.T) {
+		var got doc
+		assert.Error(t, json.Unmarshal([]byte(`{"p":1}`), &got))
+	})
+}

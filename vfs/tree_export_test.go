@@ -1,0 +1,16 @@
+package vfs
+
+// TreeLoads returns how many trees t has loaded (from its cache or the
+// table), so tests can prove what a walk never opened.
+func TreeLoads(t *Trees) int64 { return t.loads.Load() }
+
+// SetTreeCacheSize replaces t's cache with an empty one holding about n
+// trees.
+func SetTreeCacheSize(t *Trees, n int) { t.cache = newTreeCache(n) }
+
+// TreeCacheLen returns how many trees t's cache holds.
+func TreeCacheLen(t *Trees) int {
+	t.cache.mu.Lock()
+	defer t.cache.mu.Unlock()
+	return len(t.cache.cur) + len(t.cache.old)
+}

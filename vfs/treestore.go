@@ -1,0 +1,475 @@
+package vfs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// treeCacheSize bounds how many decoded trees a Trees keeps. A workspace
+// write reads one tree per directory on its path and a diff reads the
+// changed directories, so a few thousand trees cover the hot part of many
+// workspaces at a few hundred KB.
+const treeCacheSize = 4096
+
+// Trees stores Merkle trees in the index's trees table and edits them
+// copy-on-write. Methods that take a *index.Tx read and write in it, so reads
+// inside a write transaction see its own writes; where a nil tx is allowed,
+// reads go through the read pool. Trees is safe for concurrent use.
+type Trees struct {
+	db    *index.DB
+	blobs *cas.Store
+	now   func() time.Time
+	cache treeCache
+
+	// loads counts tree loads (from the cache or the table), so tests can
+	// prove that a diff never opens an equal subtree.
+	loads atomic.Int64
+}
+
+// NewTrees returns a Trees on db whose file contents (for FS) live in blobs.
+// now stamps the created column for gc; nil means time.Now.
+func NewTrees(db *index.DB, blobs *cas.Store, now func() time.Time) *Trees {
+	if now == nil {
+		now = time.Now
+	}
+	return &Trees{db: db, blobs: blobs, now: now, cache: newTreeCache(treeCacheSize)}
+}
+
+// Put stores the tree of entries in tx and returns its address; see
+// EncodeTree for what is refused (wserr.InvalidArgument). Storing a tree
+// that exists only refreshes its created time, so a concurrent gc keeps it.
+// tx must be a write transaction (nil fails with wserr.Internal): a tree
+// commits, or rolls back, with whatever references it. Put trusts the
+// sizes of directory entries; Set keeps them right.
+func (t *Trees) Put(ctx context.Context, tx *index.Tx, entries []Entry) (cas.Hash, error) {
+	// The clone goes to the cache, so the caller keeps its slice.
+	entries = slices.Clone(entries)
+	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+	return t.put(ctx, tx, entries)
+}
+
+// put is Put for entries sorted by name that the caller hands over: they
+// go to the cache as they are and must not be modified afterwards.
+func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry) (cas.Hash, error) {
+	data, err := encodeSorted(entries)
+	if err != nil {
+		return cas.Hash{}, err
+	}
+	h := TreeHash(data)
+	if err := t.insert(ctx, tx, h, data); err != nil {
+		return cas.Hash{}, err
+	}
+	// The decoded form is right whatever becomes of tx, because it is
+	// addressed by its content; it is the row, not the cache, that a
+	// rollback takes away, and Put never trusts the cache for the row.
+	t.cache.add(h, entries)
+	return h, nil
+}
+
+// insert writes one encoded tree. It always executes, even for a tree seen
+// before: that tree may have come from a transaction that rolled back.
+func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byte) error {
+	if tx == nil {
+		return wserr.New(wserr.Internal, "put tree", "", "no transaction: trees are written inside the transaction that references them")
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO trees (hash, data, created) VALUES (?, ?, ?)
+		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)`,
+		h[:], data, t.now().UnixNano())
+	if err != nil {
+		return fmt.Errorf("put tree %s: %w", h.Short(), index.Translate(err))
+	}
+	return nil
+}
+
+// Entries returns the entries of the tree at h, sorted by name, as a copy
+// the caller may modify. tx nil reads through the read pool. EmptyTree
+// always has no entries, stored or not. A tree that is not stored, or whose
+// bytes do not decode or hash to h, fails with wserr.Corrupt: a referenced
+// tree must exist. Decoded trees are cached by address (they are immutable),
+// so a cached tree is returned without reading its row again.
+func (t *Trees) Entries(ctx context.Context, tx *index.Tx, h cas.Hash) ([]Entry, error) {
+	es, err := t.load(ctx, tx, h)
+	if err != nil || len(es) == 0 {
+		return nil, err
+	}
+	return slices.Clone(es), nil
+}
+
+// load returns the entries at h, shared with the cache: callers must not
+// modify the slice.
+func (t *Trees) load(ctx context.Context, tx *index.Tx, h cas.Hash) ([]Entry, error) {
+	t.loads.Add(1)
+	if h == EmptyTree {
+		return nil, nil
+	}
+	if es, ok := t.cache.get(h); ok {
+		return es, nil
+	}
+	var data []byte
+	read := func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &data, `SELECT data FROM trees WHERE hash = ?`, h[:])
+	}
+	var err error
+	if tx != nil {
+		err = read(tx)
+	} else {
+		err = t.db.View(ctx, read)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, wserr.New(wserr.Corrupt, "read tree", "", "tree missing: %s", h)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", h.Short(), index.Translate(err))
+	}
+	if TreeHash(data) != h {
+		return nil, wserr.New(wserr.Corrupt, "read tree", "", "tree %s does not hash to its address", h)
+	}
+	es, err := DecodeTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", h.Short(), err)
+	}
+	t.cache.add(h, es)
+	return es, nil
+}
+
+// find returns the index of name in sorted entries and whether it is there.
+func find(entries []Entry, name string) (int, bool) {
+	return slices.BinarySearchFunc(entries, name, func(e Entry, name string) int {
+		return strings.Compare(e.Name, name)
+	})
+}
+
+// totalSize returns the bytes of all files below a tree with entries es.
+func totalSize(es []Entry) (int64, error) {
+	var n int64
+	for _, e := range es {
+		if n+e.Size < n {
+			return 0, wserr.New(wserr.Corrupt, "tree size", "", "sizes overflow at %q", e.Name)
+		}
+		n += e.Size
+	}
+	return n, nil
+}
+
+// notFound is the error for a path that names nothing in a tree.
+func notFound(op string, p Path) error {
+	return wserr.New(wserr.FileNotFound, op, p.String(), "no such file or directory")
+}
+
+// Lookup returns the entry at p in the tree root. For the root itself it is
+// a directory entry with no name, Hash root and the total size. It fails with
+// wserr.FileNotFound (Path p) if p does not exist, also when a segment above
+// it is a file.
+func (t *Trees) Lookup(ctx context.Context, tx *index.Tx, root cas.Hash, p Path) (Entry, error) {
+	return t.lookup(ctx, tx, "lookup", root, p)
+}
+
+func (t *Trees) lookup(ctx context.Context, tx *index.Tx, op string, root cas.Hash, p Path) (Entry, error) {
+	es, err := t.load(ctx, tx, root)
+	if err != nil {
+		return Entry{}, err
+	}
+	if p.IsRoot() {
+		size, err := totalSize(es)
+		if err != nil {
+			return Entry{}, err
+		}
+		return Entry{Kind: KindDir, Hash: root, Size: size}, nil
+	}
+	segs := p.Segments()
+	for i, name := range segs {
+		j, ok := find(es, name)
+		if !ok {
+			return Entry{}, notFound(op, p)
+		}
+		e := es[j]
+		if i == len(segs)-1 {
+			return e, nil
+		}
+		if e.Kind != KindDir {
+			return Entry{}, notFound(op, p)
+		}
+		if es, err = t.load(ctx, tx, e.Hash); err != nil {
+			return Entry{}, err
+		}
+	}
+	panic("unreachable")
+}
+
+// Set writes e at p in the tree root, copy-on-write, and returns the new
+// root; root itself is never changed. It reads the trees on p's path and
+// writes one new tree per directory on it (root included), so its cost
+// depends on p's depth and the sizes of those directories, never on the
+// size of the workspace. e.Name is ignored: the name is p.Base().
+//
+//   - A file entry (Hash a blob, Size its bytes) creates or replaces the file
+//     and creates the directories above it. The blob is not looked up:
+//     storing it first, in the same transaction, is the caller's part of the
+//     write order (blobs, then trees, then rows).
+//   - A directory entry (Hash a stored tree) grafts that tree at p, sharing
+//     it without copying; its Size is taken from the tree. Grafting EmptyTree
+//     removes p, if present, since trees keep no empty directories.
+//   - e nil deletes p, a whole subtree if p is a directory; directories left
+//     empty are removed too, except the root.
+//
+// If nothing changes (the same entry, or EmptyTree grafted where nothing
+// is), Set writes nothing and returns root. tx must be a write transaction
+// (nil fails with wserr.Internal). Errors: wserr.InvalidPath if p is the
+// root; wserr.NotADirectory if a file is
+// where a directory must go (above p, or at p for a graft);
+// wserr.PathIsDirectory if e is a file and p is a directory;
+// wserr.FileNotFound if e is nil and p does not exist; wserr.InvalidArgument
+// for an entry of unknown kind or negative size; wserr.Corrupt if a tree
+// to read (or to graft) is missing.
+func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e *Entry) (cas.Hash, error) {
+	const op = "set"
+	if tx == nil {
+		return cas.Hash{}, wserr.New(wserr.Internal, op, p.String(), "no transaction: trees are written inside the transaction that references them")
+	}
+	if p.IsRoot() {
+		return cas.Hash{}, wserr.New(wserr.InvalidPath, op, p.String(), "the workspace root cannot be set; name a path inside it")
+	}
+	ne := Entry{Name: p.Base()}
+	del := e == nil
+	if !del {
+		ne = *e
+		ne.Name = p.Base()
+		if err := checkEntry(ne); err != nil {
+			return cas.Hash{}, wserr.Wrap(wserr.InvalidArgument, op, p.String(), err)
+		}
+		if ne.Kind == KindDir {
+			sub, err := t.load(ctx, tx, ne.Hash)
+			if err != nil {
+				return cas.Hash{}, fmt.Errorf("%s %s: graft: %w", op, p, err)
+			}
+			if len(sub) == 0 {
+				del = true
+			} else if ne.Size, err = totalSize(sub); err != nil {
+				return cas.Hash{}, err
+			}
+		}
+	}
+
+	// Read down: levels[i] holds the entries of the directory at the first
+	// i segments of p; a directory that does not exist yet reads as empty.
+	segs := p.Segments()
+	levels := make([][]Entry, len(segs))
+	es, err := t.load(ctx, tx, root)
+	if err != nil {
+		return cas.Hash{}, err
+	}
+	// graftEmpty is a delete that finds nothing to delete without error.
+	graftEmpty := del && e != nil
+	for i, name := range segs[:len(segs)-1] {
+		levels[i] = es
+		j, ok := find(es, name)
+		switch {
+		case !ok && graftEmpty:
+			return root, nil
+		case (!ok || es[j].Kind != KindDir) && e == nil:
+			return cas.Hash{}, notFound(op, p)
+		case !ok:
+			es = nil
+		case es[j].Kind != KindDir:
+			above := Path{s: strings.Join(segs[:i+1], "/")}
+			return cas.Hash{}, wserr.New(wserr.NotADirectory, op, p.String(), "%s is a file, not a directory", above)
+		default:
+			if es, err = t.load(ctx, tx, es[j].Hash); err != nil {
+				return cas.Hash{}, err
+			}
+		}
+	}
+	last := len(segs) - 1
+	levels[last] = es
+
+	// Change the leaf directory.
+	j, exists := find(es, ne.Name)
+	switch {
+	case !exists && graftEmpty:
+		return root, nil
+	case !exists && del:
+		return cas.Hash{}, notFound(op, p)
+	case graftEmpty && es[j].Kind == KindFile:
+		return cas.Hash{}, wserr.New(wserr.NotADirectory, op, p.String(), "is a file; remove it first to place a directory there")
+	case del:
+		es = slices.Delete(slices.Clone(es), j, j+1)
+	case !exists:
+		es = slices.Insert(slices.Clone(es), j, ne)
+	case es[j] == ne:
+		return root, nil
+	case ne.Kind == KindFile && es[j].Kind == KindDir:
+		return cas.Hash{}, wserr.New(wserr.PathIsDirectory, op, p.String(), "is a directory; remove it first to write a file there")
+	case ne.Kind == KindDir && es[j].Kind == KindFile:
+		return cas.Hash{}, wserr.New(wserr.NotADirectory, op, p.String(), "is a file; remove it first to place a directory there")
+	default:
+		es = slices.Clone(es)
+		es[j] = ne
+	}
+
+	// Write up: each level gets its changed child; an emptied directory
+	// disappears from its parent instead of being stored.
+	for i := last; ; i-- {
+		if i == 0 {
+			return t.put(ctx, tx, es)
+		}
+		parent := levels[i-1]
+		name := segs[i-1]
+		k, ok := find(parent, name)
+		if len(es) == 0 {
+			// Only reachable by deleting, so the directory exists.
+			es = slices.Delete(slices.Clone(parent), k, k+1)
+			continue
+		}
+		h, err := t.put(ctx, tx, es)
+		if err != nil {
+			return cas.Hash{}, err
+		}
+		size, err := totalSize(es)
+		if err != nil {
+			return cas.Hash{}, err
+		}
+		dir := Entry{Name: name, Kind: KindDir, Hash: h, Size: size}
+		if ok {
+			es = slices.Clone(parent)
+			es[k] = dir
+		} else {
+			es = slices.Insert(slices.Clone(parent), k, dir)
+		}
+	}
+}
+
+// Listed is an entry with its full path, as List returns it.
+type Listed struct {
+	Path Path `json:"path"`
+	Entry
+}
+
+// List returns the entries below the directory p in the tree root, down to
+// depth levels (1, or any depth <= 0, means the direct children), in
+// depth-first pre-order with each directory's entries sorted by name; that
+// is the order of paths compared segment by segment. If p is a file, List
+// returns that file alone. It fails with wserr.FileNotFound if p does not
+// exist.
+func (t *Trees) List(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, depth int) ([]Listed, error) {
+	if depth <= 0 {
+		depth = 1
+	}
+	e, err := t.lookup(ctx, tx, "list", root, p)
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind != KindDir {
+		return []Listed{{Path: p, Entry: e}}, nil
+	}
+	var out []Listed
+	err = t.walk(ctx, tx, p, e.Hash, depth, func(q Path, e Entry) error {
+		out = append(out, Listed{Path: q, Entry: e})
+		return nil
+	})
+	return out, err
+}
+
+// Walk calls fn for every entry of the tree root, depth-first in pre-order
+// with each directory's entries sorted by name. As in fs.WalkDir, fn
+// returning fs.SkipDir for a directory skips its contents, for a file skips
+// the rest of the file's directory, and fs.SkipAll ends the walk; Walk then
+// returns nil. Any other error from fn ends the walk and is returned.
+func (t *Trees) Walk(ctx context.Context, tx *index.Tx, root cas.Hash, fn func(p Path, e Entry) error) error {
+	err := t.walk(ctx, tx, Root(), root, -1, fn)
+	if errors.Is(err, fs.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+// walk visits the tree h at dir to depth levels (negative: all), returning
+// fs.SkipAll unchanged for Walk to swallow.
+func (t *Trees) walk(ctx context.Context, tx *index.Tx, dir Path, h cas.Hash, depth int, fn func(p Path, e Entry) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	es, err := t.load(ctx, tx, h)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		p := childPath(dir, e.Name)
+		err := fn(p, e)
+		switch {
+		case errors.Is(err, fs.SkipDir) && e.Kind == KindDir:
+			continue
+		case errors.Is(err, fs.SkipDir):
+			return nil
+		case err != nil:
+			return err
+		}
+		if e.Kind == KindDir && depth != 1 {
+			if err := t.walk(ctx, tx, p, e.Hash, depth-1, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// childPath joins a name read from a stored tree to p. Stored names passed
+// checkEntry, so they need no second validation.
+func childPath(p Path, name string) Path {
+	if p.s == "" {
+		return Path{s: name}
+	}
+	return Path{s: p.s + "/" + name}
+}
+
+// treeCache keeps decoded trees by address, up to about max of them. Trees
+// are immutable, so a cached tree is never stale. It is two generations
+// of maps rather than an exact LRU: a hit in the old generation moves the
+// tree to the new one, and when the new one is full the old one is dropped,
+// so trees used since the last turnover survive at a map lookup per hit.
+type treeCache struct {
+	mu       sync.Mutex
+	half     int
+	cur, old map[cas.Hash][]Entry
+}
+
+func newTreeCache(max int) treeCache {
+	return treeCache{half: max / 2, cur: make(map[cas.Hash][]Entry)}
+}
+
+func (c *treeCache) get(h cas.Hash) ([]Entry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if es, ok := c.cur[h]; ok {
+		return es, true
+	}
+	es, ok := c.old[h]
+	if ok {
+		c.addLocked(h, es)
+	}
+	return es, ok
+}
+
+func (c *treeCache) add(h cas.Hash, es []Entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addLocked(h, es)
+}
+
+func (c *treeCache) addLocked(h cas.Hash, es []Entry) {
+	if len(c.cur) >= c.half {
+		c.old, c.cur = c.cur, make(map[cas.Hash][]Entry, c.half)
+	}
+	c.cur[h] = es
+}
