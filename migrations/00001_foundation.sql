@@ -13,6 +13,8 @@ INSERT INTO meta (key, value) VALUES ('format_version', '1');
 -- the bytes held for this row (chunks are counted in their own rows).
 -- created is the unix time in nanoseconds the row was last written or
 -- re-used, so gc never sweeps what a concurrent writer has just put.
+-- blobs and chunks are rowid tables: their rows are large, and SQLite keeps
+-- large rows better outside the primary-key b-tree.
 CREATE TABLE blobs (
     hash    BLOB PRIMARY KEY CHECK (length(hash) = 32),
     size    INTEGER NOT NULL CHECK (size >= 0),
@@ -22,7 +24,7 @@ CREATE TABLE blobs (
     depth   INTEGER NOT NULL DEFAULT 0,
     data    BLOB,
     created INTEGER NOT NULL
-) WITHOUT ROWID;
+);
 
 -- chunks: pieces of large blobs, each addressed by BLAKE3 of its plain
 -- bytes, so equal pieces of different files are stored once.
@@ -33,7 +35,7 @@ CREATE TABLE chunks (
     codec   INTEGER NOT NULL CHECK (codec BETWEEN 0 AND 1),
     data    BLOB NOT NULL,
     created INTEGER NOT NULL
-) WITHOUT ROWID;
+);
 
 -- blob_chunks lists a chunked blob's chunks in order; off is the plain
 -- offset of the chunk in the blob.

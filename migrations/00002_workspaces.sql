@@ -1,16 +1,18 @@
 -- +goose Up
 -- trees: Merkle directories. hash is keyed BLAKE3 of data, the canonical
--- encoding of the sorted entries; created as in blobs, for gc.
+-- encoding of the sorted entries; created as in blobs, for gc. Like blobs
+-- and chunks it is a rowid table: rows run to kilobytes, which SQLite keeps
+-- better out of the primary-key b-tree.
 CREATE TABLE trees (
     hash    BLOB PRIMARY KEY CHECK (length(hash) = 32),
     data    BLOB NOT NULL,
     created INTEGER NOT NULL
-) WITHOUT ROWID;
+);
 
 -- chats: one row per chat workspace. id is derived from {kind,
 -- stableChatId}; chat_ref is the latest host reference seen (it may change
 -- on rename without changing id). persist_root is the tree of the chat's
--- persist/ layer (zero hash: empty) and persist_version counts promotions,
+-- persist/ layer (the empty tree's address when it has none) and persist_version counts promotions,
 -- for compare-and-swap.
 CREATE TABLE chats (
     id              TEXT PRIMARY KEY,

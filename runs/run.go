@@ -94,6 +94,9 @@ type CreateRequest struct {
 	// input/ ("prompt_snapshot.json", "world/activated.md"). They are
 	// immutable for the rest of the run.
 	Inputs map[string][]byte `json:"-"`
+	// Manifest is the run's commit contract; default DefaultManifest. It
+	// is validated before anything is written.
+	Manifest *Manifest `json:"manifest,omitempty"`
 }
 
 // PersistSnapshot is the content of input/persist_snapshot.json: the base
@@ -149,6 +152,17 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		}
 		inputs[p] = b
 	}
+	manJSON := ""
+	if req.Manifest != nil {
+		if err := req.Manifest.Validate(); err != nil {
+			return Run{}, err
+		}
+		b, err := json.Marshal(req.Manifest)
+		if err != nil {
+			return Run{}, fmt.Errorf("create run: %w", err)
+		}
+		manJSON = string(b)
+	}
 	profJSON, err := json.Marshal(prof)
 	if err != nil {
 		return Run{}, fmt.Errorf("create run: %w", err)
@@ -194,8 +208,8 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 			ref = "{}"
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO runs (id, chat_id, chat_ref, profile, status, root, persist_base,
-			persist_version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, chat.ID, ref, string(profJSON), string(Created), root, chat.PersistRoot, chat.PersistVersion, now, now); err != nil {
+			persist_version, manifest, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			id, chat.ID, ref, string(profJSON), string(Created), root, chat.PersistRoot, chat.PersistVersion, manJSON, now, now); err != nil {
 			return index.Translate(err)
 		}
 		if _, err := s.journal.Append(ctx, tx, id, journal.RunCreated, journal.Info, map[string]any{

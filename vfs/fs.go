@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -133,4 +134,17 @@ type WriteFS interface {
 // SearchFS is implemented by resources that can be searched.
 type SearchFS interface {
 	Search(ctx context.Context, query string, opt SearchOptions) ([]Hit, error)
+}
+
+// UnmarshalText decodes "file" or "dir".
+func (k *Kind) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "file":
+		*k = KindFile
+	case "dir":
+		*k = KindDir
+	default:
+		return fmt.Errorf("unknown kind %q", b)
+	}
+	return nil
 }

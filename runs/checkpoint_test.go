@@ -1,0 +1,292 @@
+package runs_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+func noAuto() *runs.Profile {
+	p := runs.DefaultProfile()
+	off := false
+	p.AutoCheckpoint = &off
+	return &p
+}
+
+func TestCheckpointWritesOneRowAndOneEvent(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/main.md", "hello")
+	before := map[string]int{}
+	for _, tb := range []string{"checkpoints", "events", "trees", "blobs", "chunks"} {
+		before[tb] = e.count(tb)
+	}
+	cp, err := e.svc.Checkpoint(e.ctx, r.ID, "manual")
+	require.NoError(t, err)
+	assert.Equal(t, before["checkpoints"]+1, e.count("checkpoints"))
+	assert.Equal(t, before["events"]+1, e.count("events"))
+	for _, tb := range []string{"trees", "blobs", "chunks"} {
+		assert.Equal(t, before[tb], e.count(tb), tb)
+	}
+	ev, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{AfterSeq: cp.EventSeq - 1, Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, ev, 1)
+	assert.Equal(t, journal.CheckpointCreated, ev[0].Type)
+	assert.Regexp(t, `^cp_\d{6}$`, cp.ID)
+	assert.Equal(t, checkpoint.ID(cp.Seq), cp.ID)
+}
+
+func TestAutomaticCheckpointReasons(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	ws := e.svc.Workspace(r.ID, runs.ModelScope)
+	e.write(r.ID, "output/main.md", "a b c")
+	_, err := ws.Patch(e.ctx, vfs.MustPath("output/main.md"), "b", "B", vfs.PatchOptions{})
+	require.NoError(t, err)
+	require.NoError(t, ws.Remove(e.ctx, vfs.MustPath("output/main.md")))
+	cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+	require.NoError(t, err)
+	var reasons []string
+	for _, c := range cps {
+		reasons = append(reasons, c.Reason)
+	}
+	assert.Equal(t, []string{"after_init", "after_workspace_write", "after_workspace_patch", "after_workspace_delete"}, reasons)
+	for i, c := range cps[1:] {
+		assert.Equal(t, cps[i].ID, c.Parent, "each checkpoint descends from the previous one")
+	}
+
+	t.Run("OffByProfile", func(t *testing.T) {
+		r := e.create("c2", runs.CreateRequest{Profile: noAuto()})
+		e.write(r.ID, "output/main.md", "x")
+		cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+		require.NoError(t, err)
+		assert.Empty(t, cps)
+	})
+}
+
+// bigRun creates a run whose live root holds n files below output/, built
+// bottom-up in one transaction (test setup: the write path is proven
+// elsewhere), and checkpoints it.
+func bigRun(t *testing.T, e *lifecycleEnv, chat string, n int) (runs.Run, checkpoint.Checkpoint) {
+	t.Helper()
+	r := e.create(chat, runs.CreateRequest{Profile: noAuto()})
+	trees := e.svc.Trees()
+	require.NoError(t, e.svc.DB().Update(e.ctx, func(tx *index.Tx) error {
+		root := r.Root
+		var dirs []vfs.Entry
+		for d := 0; d*100 < n; d++ {
+			var files []vfs.Entry
+			for f := d * 100; f < min(n, (d+1)*100); f++ {
+				content := []byte(fmt.Sprintf("file %d\n", f))
+				h, err := e.svc.Blobs().PutBytes(e.ctx, tx, content)
+				if err != nil {
+					return err
+				}
+				files = append(files, vfs.Entry{Name: fmt.Sprintf("f%05d.txt", f), Kind: vfs.KindFile, Hash: h, Size: int64(len(content))})
+			}
+			h, err := trees.Put(e.ctx, tx, files)
+			if err != nil {
+				return err
+			}
+			var size int64
+			for _, f := range files {
+				size += f.Size
+			}
+			dirs = append(dirs, vfs.Entry{Name: fmt.Sprintf("d%03d", d), Kind: vfs.KindDir, Hash: h, Size: size})
+		}
+		out, err := trees.Put(e.ctx, tx, dirs)
+		if err != nil {
+			return err
+		}
+		var size int64
+		for _, d := range dirs {
+			size += d.Size
+		}
+		root, err = trees.Set(e.ctx, tx, root, vfs.MustPath("output"), &vfs.Entry{Kind: vfs.KindDir, Hash: out, Size: size})
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(e.ctx, `UPDATE runs SET root = ? WHERE id = ?`, root, r.ID)
+		return err
+	}))
+	cp, err := e.svc.Checkpoint(e.ctx, r.ID, "big")
+	require.NoError(t, err)
+	return r, cp
+}
+
+// rowCounts counts the rows of every table a rollback could write.
+func rowCounts(e *lifecycleEnv) map[string]int {
+	out := map[string]int{}
+	for _, tb := range []string{"trees", "blobs", "chunks", "blob_chunks", "checkpoints", "events", "runs", "chats", "commits"} {
+		out[tb] = e.count(tb)
+	}
+	return out
+}
+
+func TestRollbackIsOneSwapWhateverTheSize(t *testing.T) {
+	e := newLifecycleEnv(t)
+	growth := map[int]map[string]int{}
+	for _, n := range []int{10, 10000} {
+		r, cp := bigRun(t, e, fmt.Sprintf("chat%d", n), n)
+		e.write(r.ID, "output/d000/f00000.txt", "changed")
+		e.write(r.ID, "scratch/new.md", "new")
+		before := rowCounts(e)
+		_, err := e.svc.Rollback(e.ctx, r.ID, cp.Seq, runs.RollbackOptions{})
+		require.NoError(t, err)
+		after := rowCounts(e)
+		diff := map[string]int{}
+		for k := range after {
+			diff[k] = after[k] - before[k]
+		}
+		growth[n] = diff
+		ws := e.svc.Workspace(r.ID, runs.HostScope)
+		assert.Equal(t, "file 0\n", e.read(ws, "output/d000/f00000.txt"))
+		_, err = ws.Stat(e.ctx, vfs.MustPath("scratch/new.md"))
+		assert.True(t, wserr.Is(err, wserr.FileNotFound))
+	}
+	assert.Equal(t, map[string]int{"trees": 0, "blobs": 0, "chunks": 0, "blob_chunks": 0, "checkpoints": 0, "events": 1, "runs": 0, "chats": 0, "commits": 0}, growth[10000])
+	assert.Equal(t, growth[10], growth[10000], "rollback writes the same rows at 10 and 10,000 files")
+}
+
+func TestReadAtCheckpointAfterRollbackAndWrites(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/main.md", "v1")
+	cp1, err := e.svc.Checkpoint(e.ctx, r.ID, "v1")
+	require.NoError(t, err)
+	e.write(r.ID, "output/main.md", "v2")
+	cp2, err := e.svc.Checkpoint(e.ctx, r.ID, "v2")
+	require.NoError(t, err)
+
+	_, err = e.svc.Rollback(e.ctx, r.ID, cp1.Seq, runs.RollbackOptions{})
+	require.NoError(t, err)
+	e.write(r.ID, "output/main.md", "v3")
+
+	assert.Equal(t, "v1", e.read(e.svc.WorkspaceAt(r.ID, cp1.Seq, runs.ModelScope), "output/main.md"))
+	assert.Equal(t, "v2", e.read(e.svc.WorkspaceAt(r.ID, cp2.Seq, runs.ModelScope), "output/main.md"), "later checkpoints stay readable")
+	assert.Equal(t, "v3", e.read(e.svc.Workspace(r.ID, runs.ModelScope), "output/main.md"))
+
+	cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+	require.NoError(t, err)
+	last := cps[len(cps)-1]
+	assert.Equal(t, cp1.ID, last.Parent, "the checkpoint after a rollback descends from the rollback target: history forks")
+
+	_, err = e.svc.WorkspaceAt(r.ID, cp1.Seq, runs.ModelScope).Write(e.ctx, vfs.MustPath("output/main.md"), []byte("x"), vfs.WriteOptions{})
+	assert.True(t, wserr.Is(err, wserr.PathNotWritable), "a checkpoint view is read-only: %v", err)
+}
+
+func TestRollbackStatus(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+	require.NoError(t, err)
+	first := cps[0].Seq
+
+	got, err := e.svc.Rollback(e.ctx, r.ID, first, runs.RollbackOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, runs.Running, got.Status)
+
+	got, err = e.svc.Rollback(e.ctx, r.ID, first, runs.RollbackOptions{Pause: true})
+	require.NoError(t, err)
+	assert.Equal(t, runs.Paused, got.Status)
+
+	_, err = e.svc.Rollback(e.ctx, r.ID, 99, runs.RollbackOptions{})
+	assert.True(t, wserr.Is(err, wserr.CheckpointNotFound))
+
+	require.NoError(t, e.svc.SetStatus(e.ctx, r.ID, runs.Cancelled, "user"))
+	before := rowCounts(e)
+	_, err = e.svc.Rollback(e.ctx, r.ID, first, runs.RollbackOptions{})
+	assert.True(t, wserr.Is(err, wserr.InvalidState))
+	assert.Equal(t, before, rowCounts(e), "a refused rollback changes nothing")
+}
+
+func TestCheckpointView(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{Inputs: map[string][]byte{"prompt_snapshot.json": []byte(`{}`)}})
+	fi := e.write(r.ID, "output/main.md", "hello")
+	cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+	require.NoError(t, err)
+	last := cps[len(cps)-1]
+	v, err := e.svc.Checkpoints().View(e.ctx, r.ID, last.Seq)
+	require.NoError(t, err)
+	assert.Equal(t, last.ID, v.ID)
+	assert.Equal(t, r.ID, v.RunID)
+	assert.Equal(t, "after_workspace_write", v.Reason)
+	assert.Equal(t, last.EventSeq, v.EventSeq)
+	var paths []string
+	for _, f := range v.Files {
+		paths = append(paths, f.Path)
+		if f.Path == "output/main.md" {
+			assert.Equal(t, fi.Hash, f.Hash)
+			assert.Equal(t, int64(5), f.Bytes)
+			assert.Equal(t, cas.Sum([]byte("hello")), f.Hash)
+		}
+	}
+	assert.Equal(t, []string{"input/persist_snapshot.json", "input/prompt_snapshot.json", "output/main.md"}, paths)
+
+	_, err = e.svc.Checkpoints().View(e.ctx, r.ID, 999)
+	assert.True(t, wserr.Is(err, wserr.CheckpointNotFound))
+}
+
+func TestDiff(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{Profile: noAuto()})
+	e.write(r.ID, "output/main.md", "one\ntwo\nthree\n")
+	e.write(r.ID, "output/gone.md", "bye\n")
+	e.write(r.ID, "output/bin.dat", "\x00\x01")
+	from, err := e.svc.Checkpoint(e.ctx, r.ID, "from")
+	require.NoError(t, err)
+	_, err = e.svc.Workspace(r.ID, runs.ModelScope).Patch(e.ctx, vfs.MustPath("output/main.md"), "two", "2", vfs.PatchOptions{})
+	require.NoError(t, err)
+	require.NoError(t, e.svc.Workspace(r.ID, runs.ModelScope).Remove(e.ctx, vfs.MustPath("output/gone.md")))
+	e.write(r.ID, "plan/plan.md", "step\n")
+	e.write(r.ID, "output/bin.dat", "\x00\x02")
+
+	check := func(t *testing.T, diffs []checkpoint.FileDiff) {
+		ops := map[string]vfs.ChangeOp{}
+		for _, d := range diffs {
+			ops[d.Path] = d.Op
+		}
+		assert.Equal(t, map[string]vfs.ChangeOp{"output/main.md": vfs.Modified, "output/gone.md": vfs.Deleted, "plan/plan.md": vfs.Added, "output/bin.dat": vfs.Modified}, ops)
+		for _, d := range diffs {
+			switch d.Path {
+			case "output/main.md":
+				assert.Equal(t, "--- a/output/main.md\n+++ b/output/main.md\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n", d.Unified)
+			case "output/bin.dat":
+				assert.True(t, d.Binary)
+				assert.Empty(t, d.Unified)
+			case "plan/plan.md":
+				assert.Equal(t, "--- a/plan/plan.md\n+++ b/plan/plan.md\n@@ -0,0 +1 @@\n+step\n", d.Unified)
+			}
+		}
+	}
+	t.Run("CheckpointToLive", func(t *testing.T) {
+		diffs, err := e.svc.Diff(e.ctx, r.ID, from.Seq, 0)
+		require.NoError(t, err)
+		check(t, diffs)
+	})
+	t.Run("CheckpointToCheckpoint", func(t *testing.T) {
+		to, err := e.svc.Checkpoint(e.ctx, r.ID, "to")
+		require.NoError(t, err)
+		diffs, err := e.svc.Diff(e.ctx, r.ID, from.Seq, to.Seq)
+		require.NoError(t, err)
+		check(t, diffs)
+		back, err := e.svc.Diff(e.ctx, r.ID, to.Seq, to.Seq)
+		require.NoError(t, err)
+		assert.Empty(t, back)
+	})
+	t.Run("ErrCheckpointNotFound", func(t *testing.T) {
+		_, err := e.svc.Diff(e.ctx, r.ID, 404, 0)
+		assert.True(t, wserr.Is(err, wserr.CheckpointNotFound))
+	})
+}

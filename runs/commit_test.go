@@ -1,0 +1,300 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// recordingSink remembers what it was handed and fails while err is set.
+type recordingSink struct {
+	got []runs.CommitRequest
+	err error
+}
+
+func (s *recordingSink) Commit(ctx context.Context, req runs.CommitRequest) (json.RawMessage, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	s.got = append(s.got, req)
+	return json.RawMessage(`{"messageId":42}`), nil
+}
+
+func seedManifest() runs.Manifest {
+	return runs.Manifest{
+		WorkspaceVersion: 1,
+		Artifacts: []runs.Artifact{
+			{ID: "main", Path: "output/main.md", Kind: "body", Target: runs.Target{Kind: runs.TargetMessageBody}, Required: true, AssemblyOrder: 10},
+			{ID: "status", Path: "output/status.md", Kind: "status", Target: runs.Target{Kind: runs.TargetMessageExtra, Key: "status_bar"}, AssemblyOrder: 20},
+			{ID: "theater", Path: "output/theater.md", Kind: "side_scene", Target: runs.Target{Kind: runs.TargetCombinedMarkdown}, AssemblyOrder: 30},
+			{ID: "notes", Path: "scratch/notes.md", Kind: "notes", Target: runs.Target{Kind: runs.TargetHidden}, AssemblyOrder: 40},
+		},
+		CommitPolicy: runs.CommitPolicy{DefaultTarget: runs.TargetMessageBody, CombineTemplate: "{{main}}\n\n---\n\n{{theater}}", StoreArtifactsInExtra: true},
+	}
+}
+
+func TestManifestJSONMatchesSeed(t *testing.T) {
+	seed := `{
+  "workspaceVersion": 1,
+  "artifacts": [
+    {"id": "main", "path": "output/main.md", "kind": "body", "target": "message_body", "required": true, "assemblyOrder": 10},
+    {"id": "status", "path": "output/status.md", "kind": "status", "target": { "message_extra": "status_bar" }, "required": false, "assemblyOrder": 20},
+    {"id": "theater", "path": "output/theater.md", "kind": "side_scene", "target": "combined_markdown", "required": false, "assemblyOrder": 30}
+  ],
+  "commitPolicy": {"defaultTarget": "message_body", "combineTemplate": "{{main}}\n\n---\n\n{{theater}}", "storeArtifactsInExtra": true}
+}`
+	m, err := runs.ParseManifest([]byte(seed))
+	require.NoError(t, err)
+	assert.Equal(t, runs.Target{Kind: runs.TargetMessageExtra, Key: "status_bar"}, m.Artifacts[1].Target)
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	assert.JSONEq(t, seed, string(b))
+}
+
+func TestManifestValidation(t *testing.T) {
+	mutate := func(f func(m *runs.Manifest)) runs.Manifest {
+		m := seedManifest()
+		f(&m)
+		return m
+	}
+	cases := map[string]runs.Manifest{
+		"ErrUnknownTarget":      mutate(func(m *runs.Manifest) { m.Artifacts[1].Target = runs.Target{Kind: "sidebar"} }),
+		"ErrInvalidPath":        mutate(func(m *runs.Manifest) { m.Artifacts[0].Path = "output/../../chat.jsonl" }),
+		"ErrAbsolutePath":       mutate(func(m *runs.Manifest) { m.Artifacts[0].Path = "/Users/me/file" }),
+		"ErrInputPath":          mutate(func(m *runs.Manifest) { m.Artifacts[0].Path = "input/prompt_snapshot.json" }),
+		"ErrDuplicateID":        mutate(func(m *runs.Manifest) { m.Artifacts[1].ID = "main" }),
+		"ErrSharedPath":         mutate(func(m *runs.Manifest) { m.Artifacts[1].Path = "output/main.md" }),
+		"ErrExtraWithoutKey":    mutate(func(m *runs.Manifest) { m.Artifacts[1].Target.Key = "" }),
+		"ErrTemplateUnknownID":  mutate(func(m *runs.Manifest) { m.CommitPolicy.CombineTemplate = "{{main}} {{nope}}" }),
+		"ErrCombinedNoTemplate": mutate(func(m *runs.Manifest) { m.CommitPolicy.CombineTemplate = "" }),
+		"ErrBadDefaultTarget":   mutate(func(m *runs.Manifest) { m.CommitPolicy.DefaultTarget = "hidden" }),
+		"ErrNoBody":             {WorkspaceVersion: 1, Artifacts: []runs.Artifact{{ID: "x", Path: "output/x.md", Target: runs.Target{Kind: runs.TargetHidden}}}},
+		"ErrNoArtifacts":        {WorkspaceVersion: 1},
+		"ErrWorkspaceVersion":   mutate(func(m *runs.Manifest) { m.WorkspaceVersion = 2 }),
+		"ErrBadArtifactID":      mutate(func(m *runs.Manifest) { m.Artifacts[0].ID = "has space" }),
+	}
+	for name, m := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := m.Validate()
+			require.Error(t, err)
+			assert.True(t, wserr.Is(err, wserr.InvalidManifest), "%v", err)
+		})
+	}
+	t.Run("OK", func(t *testing.T) {
+		assert.NoError(t, seedManifest().Validate())
+		assert.NoError(t, runs.DefaultManifest().Validate())
+	})
+	t.Run("ErrUnknownField", func(t *testing.T) {
+		_, err := runs.ParseManifest([]byte(`{"workspaceVersion":1,"artifactz":[]}`))
+		assert.True(t, wserr.Is(err, wserr.InvalidManifest))
+	})
+	t.Run("CreateRunFailsFastAndWritesNothing", func(t *testing.T) {
+		e := newLifecycleEnv(t)
+		bad := cases["ErrUnknownTarget"]
+		before := rowCounts(e)
+		_, err := e.svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, Manifest: &bad})
+		assert.True(t, wserr.Is(err, wserr.InvalidManifest))
+		assert.Equal(t, before, rowCounts(e))
+	})
+}
+
+func TestCommitAssemblesEveryTarget(t *testing.T) {
+	e := newLifecycleEnv(t)
+	m := seedManifest()
+	r := e.create("c1", runs.CreateRequest{Manifest: &m})
+	e.write(r.ID, "output/main.md", "Body")
+	e.write(r.ID, "output/status.md", "HP 10")
+	e.write(r.ID, "output/theater.md", "Scene")
+	e.write(r.ID, "scratch/notes.md", "secret")
+	sink := &recordingSink{}
+
+	rec, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+	require.Len(t, sink.got, 1)
+	msg := sink.got[0].Message
+	assert.Equal(t, "Body\n\n---\n\nScene", msg.Body)
+	assert.Equal(t, map[string]string{"status_bar": "HP 10"}, msg.Extra)
+	assert.Equal(t, runs.ModeReplace, sink.got[0].Mode)
+	assert.Equal(t, rec.ID, sink.got[0].CommitID)
+	assert.Equal(t, r.ID, msg.Agent.RunID)
+	assert.Equal(t, "c1", msg.Agent.StableChatID)
+	assert.Equal(t, "default", msg.Agent.ProfileID)
+	assert.Equal(t, rec.CheckpointID, msg.Agent.CheckpointID)
+	assert.Regexp(t, `^artifact_set_[0-9a-f]{12}$`, msg.Agent.ArtifactSetID)
+	var ids []string
+	for _, a := range msg.Agent.Artifacts {
+		ids = append(ids, a.ID)
+	}
+	assert.Equal(t, []string{"main", "status", "theater"}, ids, "hidden artifacts stay in the run")
+	assert.NotContains(t, msg.Agent.Contents, "notes")
+	assert.Equal(t, "Scene", msg.Agent.Contents["theater"])
+	assert.Equal(t, runs.CommitCompleted, rec.Status)
+	assert.JSONEq(t, `{"messageId":42}`, string(rec.Receipt))
+
+	cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+	require.NoError(t, err)
+	last := cps[len(cps)-1]
+	assert.Equal(t, "before_commit", last.Reason)
+	assert.Equal(t, last.ID, rec.CheckpointID)
+
+	evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{AfterSeq: last.EventSeq})
+	require.NoError(t, err)
+	var types []journal.Type
+	for _, ev := range evs {
+		types = append(types, ev.Type)
+	}
+	assert.Equal(t, []journal.Type{journal.ArtifactAssembled, journal.ChatCommitRequested, journal.ChatCommitCompleted}, types)
+}
+
+func TestCommitSkipsMissingOptionalArtifacts(t *testing.T) {
+	e := newLifecycleEnv(t)
+	m := seedManifest()
+	r := e.create("c1", runs.CreateRequest{Manifest: &m})
+	e.write(r.ID, "output/main.md", "Body")
+	sink := &recordingSink{}
+	_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+	require.Len(t, sink.got, 1)
+	assert.Equal(t, "Body\n\n---\n\n", sink.got[0].Message.Body)
+	assert.Empty(t, sink.got[0].Message.Extra)
+}
+
+func TestCommitMissingRequiredArtifactFailsAndSinkGetsNothing(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/other.md", "not the body")
+	sink := &recordingSink{}
+	before := rowCounts(e)
+	_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.Error(t, err)
+	assert.True(t, wserr.Is(err, wserr.MissingArtifact), "%v", err)
+	assert.Empty(t, sink.got)
+	assert.Equal(t, before, rowCounts(e), "a failed assembly records nothing")
+}
+
+func TestCommitModes(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/main.md", "part one")
+	e.write(r.ID, "output/part2.md", "part two")
+	sink := &recordingSink{}
+	_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{Mode: runs.ModeAppend})
+	require.NoError(t, err)
+	_, err = e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{Mode: runs.ModeAppend, Path: "output/part2.md"})
+	require.NoError(t, err)
+	require.Len(t, sink.got, 2)
+	assert.Equal(t, runs.ModeAppend, sink.got[1].Mode)
+	assert.Equal(t, "part two", sink.got[1].Message.Body)
+	assert.NotEqual(t, sink.got[0].CommitID, sink.got[1].CommitID)
+
+	t.Run("ErrBadMode", func(t *testing.T) {
+		_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{Mode: "merge"})
+		assert.True(t, wserr.Is(err, wserr.InvalidArgument))
+	})
+	t.Run("ErrBadPath", func(t *testing.T) {
+		_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{Path: "../secrets.json"})
+		assert.True(t, wserr.Is(err, wserr.InvalidPath))
+	})
+	t.Run("ErrMissingPath", func(t *testing.T) {
+		_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{Path: "output/none.md"})
+		assert.True(t, wserr.Is(err, wserr.MissingArtifact))
+	})
+}
+
+func TestCommitSinkFailureLeavesRunAbleToRetry(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/main.md", "Body")
+	sink := &recordingSink{err: errors.New("chat save queue busy")}
+	rec, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.Error(t, err)
+	assert.True(t, wserr.Is(err, wserr.SinkFailed))
+	assert.False(t, wserr.CodeOf(err).ModelCorrectable())
+	assert.Equal(t, runs.CommitFailed, rec.Status)
+	got, err := e.svc.Run(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, runs.Running, got.Status)
+
+	t.Run("PanicIsAFailure", func(t *testing.T) {
+		_, err := e.svc.Commit(e.ctx, r.ID, runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {
+			panic("boom")
+		}), runs.CommitOptions{})
+		assert.True(t, wserr.Is(err, wserr.SinkFailed))
+	})
+
+	sink.err = nil
+	rec, err = e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, runs.CommitCompleted, rec.Status)
+	commits, err := e.svc.Commits(e.ctx, r.ID)
+	require.NoError(t, err)
+	var statuses []string
+	for _, c := range commits {
+		statuses = append(statuses, c.Status)
+	}
+	assert.Equal(t, []string{runs.CommitFailed, runs.CommitFailed, runs.CommitCompleted}, statuses)
+	evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{Limit: 500})
+	require.NoError(t, err)
+	failed := 0
+	for _, ev := range evs {
+		if ev.Type == journal.ChatCommitFailed {
+			failed++
+			assert.Equal(t, journal.Error, ev.Level)
+		}
+	}
+	assert.Equal(t, 2, failed)
+}
+
+func TestRollbackCommittedMessage(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/main.md", "first draft")
+	sink := &recordingSink{}
+	first, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+	e.write(r.ID, "output/main.md", "second draft")
+	_, err = e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+	live, err := e.svc.Run(e.ctx, r.ID)
+	require.NoError(t, err)
+
+	seq, err := checkpointSeq(first.CheckpointID)
+	require.NoError(t, err)
+	rec, err := e.svc.RollbackCommit(e.ctx, r.ID, seq, sink, false)
+	require.NoError(t, err)
+	require.Len(t, sink.got, 3)
+	assert.Equal(t, runs.ModeReplace, sink.got[2].Mode)
+	assert.Equal(t, "first draft", sink.got[2].Message.Body)
+	assert.Equal(t, "rollback", rec.Kind)
+	after, err := e.svc.Run(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, live.Root, after.Root, "rolling back the message leaves the workspace alone")
+
+	_, err = e.svc.RollbackCommit(e.ctx, r.ID, seq, sink, true)
+	require.NoError(t, err)
+	assert.Equal(t, runs.ModeDelete, sink.got[3].Mode)
+
+	evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{Limit: 500})
+	require.NoError(t, err)
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == journal.CommitRolledBack {
+			n++
+		}
+	}
+	assert.Equal(t, 2, n)
+
+	t.Run("ErrNothingCommitted", func(t *testing.T) {
+		r2 := e.create("c2", runs.CreateRequest{})
+		_, err := e.svc.RollbackCommit(e.ctx, r2.ID, 1, sink, false)
+		assert.True(t, wserr.Is(err, wserr.InvalidState))
+	})
+}
