@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -33,12 +34,50 @@ func (k ChatKey) validate() error {
 
 // ChatWorkspaceID derives a chat workspace id from the chat's stable
 // identity: "chat_" + the first 16 hex digits of the SHA-256 of the
-// canonical JSON {"kind":…,"stableChatId":…} (keys in that order, no
-// spaces, Go's JSON string escaping).
+// canonical JSON {"kind":…,"stableChatId":…}: keys sorted, no spaces, and
+// strings escaped as RFC 8785 (JSON.stringify, serde_json) escape them, so
+// a host in any language derives the same id.
 func ChatWorkspaceID(k ChatKey) string {
-	b, _ := json.Marshal(k) // a struct of two strings always marshals
-	sum := sha256.Sum256(b)
+	var b strings.Builder
+	b.WriteString(`{"kind":`)
+	canonicalString(&b, k.Kind)
+	b.WriteString(`,"stableChatId":`)
+	canonicalString(&b, k.StableChatID)
+	b.WriteString(`}`)
+	sum := sha256.Sum256([]byte(b.String()))
 	return "chat_" + hex.EncodeToString(sum[:])[:16]
+}
+
+// canonicalString writes s as a JSON string with only the escapes RFC 8785
+// requires: quote, backslash and control characters. Invalid UTF-8 is
+// written as U+FFFD, as JSON encoders do.
+func canonicalString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			if r < 0x20 {
+				fmt.Fprintf(b, `\u%04x`, r)
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
 }
 
 // Chat is a chat workspace: the level shared by every run of one chat.

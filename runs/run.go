@@ -113,8 +113,9 @@ type PersistSnapshot struct {
 // that base in input/persist_snapshot.json, and starts the run (status
 // running), journaling run_created and status_changed, then checkpoints the
 // initial workspace if the profile asks for it. It fails with
-// workspace.invalid_argument for a bad request, workspace.invalid_path for
-// a bad input path, and run.exists if the id is taken.
+// workspace.invalid_argument for a bad request (two input keys naming the
+// same path included), workspace.invalid_path for a bad input path, and
+// run.exists if the id is taken.
 func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error) {
 	if err := req.Chat.validate(); err != nil {
 		return Run{}, err
@@ -149,6 +150,10 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		}
 		if p.String() == InputRoot+"/persist_snapshot.json" {
 			return Run{}, wserr.New(wserr.InvalidPath, "create run", p.String(), "input/persist_snapshot.json is written by the store")
+		}
+		if _, dup := inputs[p]; dup {
+			// Map order would decide which content wins.
+			return Run{}, wserr.New(wserr.InvalidArgument, "create run", p.String(), "input %s is given twice (keys that clean to the same path)", p)
 		}
 		inputs[p] = b
 	}

@@ -1,11 +1,9 @@
 package runs
 
 import (
-	"bytes"
 	"context"
 	"io/fs"
 	"slices"
-	"strings"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -140,6 +138,9 @@ func (w *Workspace) Stat(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) 
 		fi = w.info(p, e, run)
 		return nil
 	})
+	if w.besideVirtual(p, err) {
+		return w.s.virtual.Stat(ctx, p)
+	}
 	return fi, err
 }
 
@@ -170,6 +171,9 @@ func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (
 		fi = w.info(p, e, run)
 		return nil
 	})
+	if w.besideVirtual(p, err) {
+		return w.s.virtual.Read(ctx, p, opt)
+	}
 	if err != nil {
 		return vfs.ReadResult{}, err
 	}
@@ -185,8 +189,10 @@ func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (
 	return res, nil
 }
 
-// List returns what lies below p to depth levels. At the root, the model
-// scope sees only visible roots and virtual mounts.
+// List returns what lies below p to depth levels, in path order compared
+// segment by segment. At the root, the model scope sees only visible roots;
+// every scope also sees the virtual mounts and, to depth, what lies below
+// them.
 func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.FileInfo, error) {
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
 		return w.s.virtual.List(ctx, p, depth)
@@ -212,20 +218,58 @@ func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.File
 		}
 		return nil
 	})
+	if w.besideVirtual(p, err) {
+		return w.s.virtual.List(ctx, p, depth)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if p.IsRoot() {
-		for _, prefix := range w.s.virtual.Prefixes() {
-			top := vfs.MustPath(prefix.Top())
-			if containsPath(out, top) {
-				continue
+	if p.IsRoot() && len(w.s.virtual.Prefixes()) > 0 {
+		// The mounts and, as deep as asked, what lies below them; a
+		// stored entry of the same name (a directory both hold) wins.
+		vl, err := w.s.virtual.List(ctx, p, depth)
+		if err != nil {
+			return nil, err
+		}
+		stored := make(map[vfs.Path]bool, len(out))
+		for _, fi := range out {
+			stored[fi.Path] = true
+		}
+		for _, fi := range vl {
+			if !stored[fi.Path] {
+				out = append(out, fi)
 			}
-			out = append(out, vfs.FileInfo{Path: top, Kind: vfs.KindDir, Resource: vfs.ResourceVirtual})
 		}
 		sortInfos(out)
 	}
 	return out, nil
+}
+
+// besideVirtual reports whether a stored-tree operation on p that failed
+// with err should be answered by the virtual resources instead: p is not
+// served by a provider (Match handles those) but shares its top-level
+// directory with a mounted prefix, like chat/ above chat/history.tail.md,
+// and the stored tree has nothing the scope may see there. The directories
+// above a prefix and the missing paths beside it are then the virtual
+// resources' to describe, as the root listing shows them.
+func (w *Workspace) besideVirtual(p vfs.Path, err error) bool {
+	switch {
+	case err == nil || p.IsRoot():
+		return false
+	case wserr.Is(err, wserr.PathNotVisible):
+		// input/ stays hidden whatever is mounted beside it.
+		if p.Top() == InputRoot {
+			return false
+		}
+	case !wserr.Is(err, wserr.FileNotFound):
+		return false
+	}
+	for _, q := range w.s.virtual.Prefixes() {
+		if q.Top() == p.Top() {
+			return true
+		}
+	}
+	return false
 }
 
 // Write replaces or appends to p's content. With opt.ExpectedHash set it
@@ -241,9 +285,13 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 	if mode != vfs.Replace && mode != vfs.Append {
 		return vfs.FileInfo{}, wserr.New(wserr.InvalidArgument, "write", p.String(), "mode must be replace or append, not %q", mode)
 	}
-	return w.mutate(ctx, "write", p, opt.ExpectedHash, func(old []byte, exists bool) (mutation, error) {
+	return w.mutate(ctx, "write", p, opt.ExpectedHash, func(load func() ([]byte, error), exists bool) (mutation, error) {
 		next := content
 		if mode == vfs.Append && exists {
+			old, err := load()
+			if err != nil {
+				return mutation{}, err
+			}
 			next = make([]byte, 0, len(old)+len(content))
 			next = append(append(next, old...), content...)
 		}
@@ -258,9 +306,13 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 // It fails with the workspace.patch_* codes, workspace.file_not_found and
 // the codes of Write.
 func (w *Workspace) Patch(ctx context.Context, p vfs.Path, old, new string, opt vfs.PatchOptions) (vfs.FileInfo, error) {
-	return w.mutate(ctx, "patch", p, opt.ExpectedHash, func(cur []byte, exists bool) (mutation, error) {
+	return w.mutate(ctx, "patch", p, opt.ExpectedHash, func(load func() ([]byte, error), exists bool) (mutation, error) {
 		if !exists {
 			return mutation{}, wserr.New(wserr.FileNotFound, "patch", p.String(), "no such file")
+		}
+		cur, err := load()
+		if err != nil {
+			return mutation{}, err
 		}
 		next, n, err := vfs.ApplyPatch(p, cur, old, new, opt.ReplaceAll)
 		if err != nil {
@@ -276,7 +328,7 @@ func (w *Workspace) Patch(ctx context.Context, p vfs.Path, old, new string, opt 
 // Remove deletes the file p. It fails with workspace.file_not_found,
 // workspace.path_is_directory and the codes of Write.
 func (w *Workspace) Remove(ctx context.Context, p vfs.Path) error {
-	_, err := w.mutate(ctx, "remove", p, cas.Hash{}, func(cur []byte, exists bool) (mutation, error) {
+	_, err := w.mutate(ctx, "remove", p, cas.Hash{}, func(_ func() ([]byte, error), exists bool) (mutation, error) {
 		if !exists {
 			return mutation{}, wserr.New(wserr.FileNotFound, "remove", p.String(), "no such file")
 		}
@@ -309,7 +361,7 @@ type mutation struct {
 // new blob and trees, swaps the run's root, journals the event and takes
 // the automatic checkpoint. Any failure rolls all of it back.
 func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected cas.Hash,
-	decide func(cur []byte, exists bool) (mutation, error)) (vfs.FileInfo, error) {
+	decide func(load func() ([]byte, error), exists bool) (mutation, error)) (vfs.FileInfo, error) {
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
 		return vfs.FileInfo{}, wserr.New(wserr.ReadOnlyResource, op, p.String(), "virtual resources are read-only; copy the content into output/ to change it")
 	}
@@ -339,24 +391,28 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		if !expected.IsZero() && expected != prev.Hash {
 			return wserr.New(wserr.WriteStaleFile, op, p.String(), "file changed since it was read: its hash is %s, not %s", shortOrNone(prev.Hash), expected.Short())
 		}
-		var cur []byte
-		if exists {
-			if cur, err = w.s.blobs.ReadAll(ctx, prev.Hash); err != nil {
-				return err
+		// The current content is read only by operations that need it
+		// (append, patch), so replacing or removing a large file costs
+		// nothing per byte of its old version.
+		load := func() ([]byte, error) {
+			if !exists {
+				return nil, nil
 			}
+			return w.s.blobs.ReadAll(ctx, prev.Hash)
 		}
-		m, err := decide(cur, exists)
+		m, err := decide(load, exists)
 		if err != nil {
 			return err
 		}
 		var next *vfs.Entry
 		var h cas.Hash
 		if !m.remove {
-			if exists && bytes.Equal(cur, m.content) && op == "write" {
-				// Rewriting identical content is still a recorded step.
-				h = prev.Hash
-			} else if h, err = w.s.blobs.PutBytes(ctx, tx, m.content); err != nil {
-				return err
+			if h = cas.Sum(m.content); !(exists && h == prev.Hash) {
+				// Rewriting identical content is still a recorded step,
+				// but there is nothing new to store.
+				if h, err = w.s.blobs.PutBytes(ctx, tx, m.content); err != nil {
+					return err
+				}
 			}
 			next = &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: int64(len(m.content))}
 		}
@@ -398,7 +454,10 @@ func shortOrNone(h cas.Hash) string {
 	return h.Short()
 }
 
-// checkSize enforces the profile's MaxRunBytes on the new root.
+// checkSize enforces the profile's MaxRunBytes on the new root. Only a
+// change that grows the workspace past the cap is refused: inputs or the
+// persist projection may start a run above it, and then shrinking files or
+// removing them must stay possible.
 func (w *Workspace) checkSize(ctx context.Context, tx *index.Tx, run Run, op string, p vfs.Path, root cas.Hash) error {
 	if run.Profile.MaxRunBytes <= 0 {
 		return nil
@@ -407,18 +466,27 @@ func (w *Workspace) checkSize(ctx context.Context, tx *index.Tx, run Run, op str
 	if err != nil {
 		return err
 	}
-	if e.Size > run.Profile.MaxRunBytes {
+	old, err := w.s.trees.Lookup(ctx, tx, run.Root, vfs.Root())
+	if err != nil {
+		return err
+	}
+	if e.Size > run.Profile.MaxRunBytes && e.Size > old.Size {
 		return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the workspace would hold %d bytes; this run's cap is %d", e.Size, run.Profile.MaxRunBytes)
 	}
 	return nil
 }
 
 // Search scores the visible text files below opt.Path (and virtual
-// resources) against query and returns the best hits.
+// resources) against query and returns the best hits. It fails with
+// workspace.invalid_argument for a bad query or options, and like Stat
+// for opt.Path (workspace.file_not_found, workspace.path_not_visible).
 func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOptions) ([]vfs.Hit, error) {
 	sr, err := vfs.NewSearcher(query, opt)
 	if err != nil {
 		return nil, err
+	}
+	if _, _, _, ok := w.s.virtual.Match(opt.Path); ok {
+		return w.s.virtual.Search(ctx, query, opt)
 	}
 	maxFiles := opt.MaxFiles
 	if maxFiles <= 0 {
@@ -459,7 +527,10 @@ func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOpti
 			return nil
 		})
 	})
-	if err != nil && !wserr.Is(err, wserr.FileNotFound) {
+	if w.besideVirtual(opt.Path, err) {
+		return w.s.virtual.Search(ctx, query, opt)
+	}
+	if err != nil {
 		return nil, err
 	}
 	for _, f := range files {
@@ -512,15 +583,11 @@ func joinPath(dir, rel vfs.Path) vfs.Path {
 	return dir
 }
 
-func containsPath(infos []vfs.FileInfo, p vfs.Path) bool {
-	for _, fi := range infos {
-		if fi.Path == p {
-			return true
-		}
-	}
-	return false
-}
-
+// sortInfos sorts infos in the order List promises and the stored tree
+// walks in: by path compared segment by segment, so "a/x" comes before
+// "a-b" although '-' sorts before '/'.
 func sortInfos(infos []vfs.FileInfo) {
-	slices.SortFunc(infos, func(a, b vfs.FileInfo) int { return strings.Compare(a.Path.String(), b.Path.String()) })
+	slices.SortFunc(infos, func(a, b vfs.FileInfo) int {
+		return slices.Compare(a.Path.Segments(), b.Path.Segments())
+	})
 }

@@ -438,7 +438,7 @@ func (h *HostFS) replace(ctx context.Context, op string, p Path, data []byte) (F
 	name := hostName(p)
 	if dir := p.Dir(); !dir.IsRoot() {
 		if err := h.root.MkdirAll(hostName(dir), hostDirPerm); err != nil {
-			return FileInfo{}, hostError(op, dir, true, err)
+			return FileInfo{}, hostError(op, p, true, err)
 		}
 	}
 	perm := fs.FileMode(hostFilePerm)
@@ -488,8 +488,11 @@ func writeAndSync(f *os.File, data []byte, perm fs.FileMode, keepPerm bool) erro
 	return err
 }
 
+// writeInPlace rewrites the file name through a symlink. O_CREATE lets a
+// write through a dangling link create its target, which os.Root allows
+// only inside the mount.
 func (h *HostFS) writeInPlace(name string, data []byte) error {
-	f, err := h.root.OpenFile(name, os.O_WRONLY|os.O_TRUNC, 0)
+	f, err := h.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, hostFilePerm)
 	if err != nil {
 		return err
 	}

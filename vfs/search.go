@@ -14,9 +14,9 @@ import (
 
 // Search limits (SearchOptions documents the defaults).
 const (
-	DefaultMaxHits  = 20
-	MaxMaxHits      = 200
-	DefaultMaxFiles = 2000
+	defaultMaxHits  = 20
+	maxMaxHits      = 200
+	defaultMaxFiles = 2000
 
 	// maxQueryTerms bounds the distinct words of a query that count, so
 	// that a pasted paragraph cannot make every line cost hundreds of
@@ -341,16 +341,16 @@ type searchCandidate struct {
 func NewSearcher(query string, opt SearchOptions) (*Searcher, error) {
 	const op = "search"
 	switch {
-	case opt.MaxHits < 0 || opt.MaxHits > MaxMaxHits:
-		return nil, wserr.New(wserr.InvalidArgument, op, "", "maxHits %d is out of range; give 1 to %d, or 0 for %d", opt.MaxHits, MaxMaxHits, DefaultMaxHits)
+	case opt.MaxHits < 0 || opt.MaxHits > maxMaxHits:
+		return nil, wserr.New(wserr.InvalidArgument, op, "", "maxHits %d is out of range; give 1 to %d, or 0 for %d", opt.MaxHits, maxMaxHits, defaultMaxHits)
 	case opt.MaxFiles < 0:
-		return nil, wserr.New(wserr.InvalidArgument, op, "", "maxFiles %d is negative; give 0 for the default of %d", opt.MaxFiles, DefaultMaxFiles)
+		return nil, wserr.New(wserr.InvalidArgument, op, "", "maxFiles %d is negative; give 0 for the default of %d", opt.MaxFiles, defaultMaxFiles)
 	}
 	if opt.MaxHits == 0 {
-		opt.MaxHits = DefaultMaxHits
+		opt.MaxHits = defaultMaxHits
 	}
 	if opt.MaxFiles == 0 {
-		opt.MaxFiles = DefaultMaxFiles
+		opt.MaxFiles = defaultMaxFiles
 	}
 	q := newScoreQuery(Tokenize(query))
 	if len(q.terms) == 0 {

@@ -527,6 +527,15 @@ func (fp fileProvider) load(ctx context.Context, op string, p Path) ([]byte, Fil
 	}
 	b, err := fp.read(ctx)
 	if err != nil {
+		// The generator's error is about the one file this provider
+		// serves, whatever path it names; "." lets Virtual report it
+		// under the mount.
+		var e *wserr.Error
+		if errors.As(err, &e) {
+			c := *e
+			c.Path = Root().String()
+			return nil, FileInfo{}, &c
+		}
 		return nil, FileInfo{}, err
 	}
 	return b, FileInfo{Kind: KindFile, Size: int64(len(b)), Hash: cas.Sum(b), Resource: ResourceVirtual}, nil

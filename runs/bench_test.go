@@ -1,0 +1,43 @@
+package runs_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// benchWrite measures one workspace write as an agent tool makes it: a
+// small file among 100 in output/, its blob, the trees on its path, the
+// root swap and the journal event, plus the automatic checkpoint (row and
+// event) when the profile takes one, all in one transaction.
+func benchWrite(b *testing.B, autoCheckpoint bool) {
+	e := newWSEnv(b, runs.Options{})
+	e.newRun("run_bench", runs.CreateRequest{Profile: &runs.Profile{AutoCheckpoint: &autoCheckpoint}})
+	ws := e.model("run_bench")
+	paths := make([]vfs.Path, 100)
+	for i := range paths {
+		paths[i] = vfs.MustPath(fmt.Sprintf("output/chapter%02d/draft.md", i%10))
+		if i >= 10 {
+			paths[i] = vfs.MustPath(fmt.Sprintf("output/chapter%02d/notes%02d.md", i%10, i))
+		}
+	}
+	content := make([]byte, 0, 2048)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		content = fmt.Appendf(content[:0], "# Draft %d\n\nThe knight rode north at dawn, version %d.\n", i, i)
+		if _, err := ws.Write(e.ctx, paths[i%len(paths)], content, vfs.WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkWrite is a write with its journal event and automatic
+// checkpoint.
+func BenchmarkWrite(b *testing.B) { benchWrite(b, true) }
+
+// BenchmarkWriteNoCheckpoint is the same write without the checkpoint.
+func BenchmarkWriteNoCheckpoint(b *testing.B) { benchWrite(b, false) }

@@ -1,0 +1,375 @@
+package vfs_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/vfs/vfstest"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// hostFiles is a small project tree for the host conformance run.
+var hostFiles = map[string]string{
+	"README.md":           "# Project\n\nA host directory.\n",
+	"src/main.go":         "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n",
+	"src/util/strings.go": "package util\n",
+	"docs/世界书.md":         "世界书\n第二行\n第三行",
+	"docs/empty.txt":      "",
+	"assets/logo.bin":     "\x00\x01\x02\xff",
+}
+
+// writeHostTree writes files below dir.
+func writeHostTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+}
+
+// openHost mounts dir and closes it when the test ends.
+func openHost(t *testing.T, dir string, writable bool) *vfs.HostFS {
+	t.Helper()
+	h, err := vfs.OpenHost(dir, writable)
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+// hostCode checks that err carries code and names path.
+func hostCode(t *testing.T, err error, code wserr.Code, path string) *wserr.Error {
+	t.Helper()
+	var e *wserr.Error
+	require.ErrorAs(t, err, &e, "error: %v", err)
+	assert.Equal(t, code, e.Code, "error: %v", err)
+	assert.Equal(t, path, e.Path)
+	return e
+}
+
+// symlinkOrSkip makes a symlink, skipping the test where the platform or
+// its permissions do not allow one.
+func symlinkOrSkip(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Skipf("symlinks unavailable: %v", err)
+	}
+}
+
+func TestHostConformance(t *testing.T) {
+	dir := t.TempDir()
+	writeHostTree(t, dir, hostFiles)
+	vfstest.TestFS(t, openHost(t, dir, false), hostFiles)
+}
+
+func TestHostWriteConformance(t *testing.T) {
+	t.Run("AtRoot", func(t *testing.T) {
+		vfstest.TestWriteFS(t, openHost(t, t.TempDir(), true), vfs.Root())
+	})
+	t.Run("InMissingDir", func(t *testing.T) {
+		vfstest.TestWriteFS(t, openHost(t, t.TempDir(), true), vfs.MustPath("work/area"))
+	})
+}
+
+func TestOpenHost(t *testing.T) {
+	t.Run("ErrMissingDirNotCreated", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "missing")
+		_, err := vfs.OpenHost(dir, true)
+		assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "error: %v", err)
+		_, statErr := os.Stat(dir)
+		assert.True(t, os.IsNotExist(statErr), "OpenHost never creates the directory")
+	})
+	t.Run("ErrNotADirectory", func(t *testing.T) {
+		f := filepath.Join(t.TempDir(), "file")
+		require.NoError(t, os.WriteFile(f, nil, 0o644))
+		_, err := vfs.OpenHost(f, false)
+		assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "error: %v", err)
+	})
+	t.Run("ErrAfterClose", func(t *testing.T) {
+		h, err := vfs.OpenHost(t.TempDir(), false)
+		require.NoError(t, err)
+		require.NoError(t, h.Close())
+		_, err = h.Stat(t.Context(), vfs.Root())
+		assert.Error(t, err)
+	})
+}
+
+func TestHostInfo(t *testing.T) {
+	dir := t.TempDir()
+	writeHostTree(t, dir, hostFiles)
+	ctx := t.Context()
+	for _, writable := range []bool{false, true} {
+		h := openHost(t, dir, writable)
+		info, err := h.Stat(ctx, vfs.MustPath("src/main.go"))
+		require.NoError(t, err)
+		assert.Equal(t, vfs.ResourceHost, info.Resource)
+		assert.Equal(t, writable, info.Writable)
+		assert.Equal(t, cas.Sum([]byte(hostFiles["src/main.go"])), info.Hash)
+		fi, err := os.Stat(filepath.Join(dir, "src", "main.go"))
+		require.NoError(t, err)
+		assert.True(t, fi.ModTime().Equal(info.ModTime), "mod time from the host")
+
+		dirInfo, err := h.Stat(ctx, vfs.MustPath("src"))
+		require.NoError(t, err)
+		assert.Equal(t, vfs.KindDir, dirInfo.Kind)
+		assert.True(t, dirInfo.Hash.IsZero())
+	}
+}
+
+func TestHostReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	writeHostTree(t, dir, hostFiles)
+	h := openHost(t, dir, false)
+	ctx := t.Context()
+	p := vfs.MustPath("README.md")
+	_, err := h.Write(ctx, p, []byte("x"), vfs.WriteOptions{})
+	hostCode(t, err, wserr.PathNotWritable, "README.md")
+	_, err = h.Write(ctx, vfs.MustPath("new.md"), []byte("x"), vfs.WriteOptions{Mode: vfs.Append})
+	hostCode(t, err, wserr.PathNotWritable, "new.md")
+	_, err = h.Patch(ctx, p, "Project", "x", vfs.PatchOptions{})
+	hostCode(t, err, wserr.PathNotWritable, "README.md")
+	hostCode(t, h.Remove(ctx, p), wserr.PathNotWritable, "README.md")
+
+	b, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	assert.Equal(t, hostFiles["README.md"], string(b))
+	_, err = os.Stat(filepath.Join(dir, "new.md"))
+	assert.True(t, os.IsNotExist(err))
+}
+
+func TestHostWriteErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeHostTree(t, dir, hostFiles)
+	h := openHost(t, dir, true)
+	ctx := t.Context()
+
+	t.Run("ErrRoot", func(t *testing.T) {
+		_, err := h.Write(ctx, vfs.Root(), []byte("x"), vfs.WriteOptions{})
+		hostCode(t, err, wserr.InvalidPath, ".")
+		hostCode(t, h.Remove(ctx, vfs.Root()), wserr.InvalidPath, ".")
+	})
+	t.Run("ErrNotADirectory", func(t *testing.T) {
+		_, err := h.Write(ctx, vfs.MustPath("README.md/x/y.md"), []byte("x"), vfs.WriteOptions{})
+		hostCode(t, err, wserr.NotADirectory, "README.md/x/y.md")
+	})
+	t.Run("OKKeepsMode", func(t *testing.T) {
+		if runtime.GOOS == "windows" {
+			t.Skip("no Unix permission bits")
+		}
+		p := filepath.Join(dir, "private.txt")
+		require.NoError(t, os.WriteFile(p, []byte("old"), 0o600))
+		require.NoError(t, os.Chmod(p, 0o640))
+		_, err := h.Write(ctx, vfs.MustPath("private.txt"), []byte("new"), vfs.WriteOptions{})
+		require.NoError(t, err)
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "a rewrite keeps the file's mode")
+	})
+}
+
+// escapeTree makes a host directory root/ next to a secret it must not
+// reach, with symlinks that try to.
+func escapeTree(t *testing.T) (root, secret string) {
+	t.Helper()
+	base := t.TempDir()
+	root = filepath.Join(base, "root")
+	secret = filepath.Join(base, "secret.txt")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "sub"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(base, "outside"), 0o755))
+	require.NoError(t, os.WriteFile(secret, []byte("secret"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(base, "outside", "x.txt"), []byte("outside"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "inside.txt"), []byte("inside\n"), 0o644))
+	symlinkOrSkip(t, "../secret.txt", filepath.Join(root, "rel"))
+	symlinkOrSkip(t, secret, filepath.Join(root, "abs"))
+	symlinkOrSkip(t, "../../secret.txt", filepath.Join(root, "sub", "up"))
+	symlinkOrSkip(t, "../outside", filepath.Join(root, "outdir"))
+	symlinkOrSkip(t, "rel", filepath.Join(root, "chain"))
+	symlinkOrSkip(t, "inside.txt", filepath.Join(root, "ok-link"))
+	symlinkOrSkip(t, "loop-b", filepath.Join(root, "loop-a"))
+	symlinkOrSkip(t, "loop-a", filepath.Join(root, "loop-b"))
+	symlinkOrSkip(t, "missing", filepath.Join(root, "dangling"))
+	symlinkOrSkip(t, "../created-outside.txt", filepath.Join(root, "dangling-out"))
+	return root, secret
+}
+
+func TestHostSymlinkEscape(t *testing.T) {
+	root, secret := escapeTree(t)
+	h := openHost(t, root, true)
+	ctx := t.Context()
+
+	for _, p := range []string{"rel", "abs", "sub/up", "outdir/x.txt", "outdir/new.txt", "outdir/deeper/new.txt", "chain", "loop-a", "dangling-out"} {
+		t.Run("ErrInvalidPath/"+p, func(t *testing.T) {
+			path := vfs.MustPath(p)
+			_, err := h.Stat(ctx, path)
+			hostCode(t, err, wserr.InvalidPath, p)
+			_, err = h.Read(ctx, path, vfs.ReadOptions{})
+			hostCode(t, err, wserr.InvalidPath, p)
+			_, err = h.List(ctx, path, 1)
+			hostCode(t, err, wserr.InvalidPath, p)
+			_, err = h.Write(ctx, path, []byte("pwned"), vfs.WriteOptions{})
+			hostCode(t, err, wserr.InvalidPath, p)
+			_, err = h.Write(ctx, path, []byte("pwned"), vfs.WriteOptions{Mode: vfs.Append})
+			hostCode(t, err, wserr.InvalidPath, p)
+			_, err = h.Patch(ctx, path, "secret", "pwned", vfs.PatchOptions{})
+			hostCode(t, err, wserr.InvalidPath, p)
+			hostCode(t, h.Remove(ctx, path), wserr.InvalidPath, p)
+		})
+	}
+
+	b, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	assert.Equal(t, "secret", string(b), "nothing outside the mount changed")
+	b, err = os.ReadFile(filepath.Join(filepath.Dir(root), "outside", "x.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "outside", string(b))
+	for _, name := range []string{"outside/new.txt", "outside/deeper", "created-outside.txt"} {
+		_, err = os.Stat(filepath.Join(filepath.Dir(root), filepath.FromSlash(name)))
+		assert.True(t, os.IsNotExist(err), "nothing created outside the mount: %s", name)
+	}
+
+	t.Run("ListLeavesOutUnreachableLinks", func(t *testing.T) {
+		infos, err := h.List(ctx, vfs.Root(), 5)
+		require.NoError(t, err)
+		var got []string
+		for _, info := range infos {
+			got = append(got, info.Path.String()+" "+info.Kind.String())
+		}
+		assert.Equal(t, []string{"inside.txt file", "ok-link file", "sub dir"}, got)
+	})
+
+	t.Run("OKLinkInside", func(t *testing.T) {
+		res, err := h.Read(ctx, vfs.MustPath("ok-link"), vfs.ReadOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "inside\n", res.Text)
+		_, err = h.Write(ctx, vfs.MustPath("ok-link"), []byte("through the link\n"), vfs.WriteOptions{Mode: vfs.Append})
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(root, "inside.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, "inside\nthrough the link\n", string(b), "a write through a link changes its target")
+		fi, err := os.Lstat(filepath.Join(root, "ok-link"))
+		require.NoError(t, err)
+		assert.NotZero(t, fi.Mode()&os.ModeSymlink, "and the link stays a link")
+	})
+
+	t.Run("OKRemoveLinkNotTarget", func(t *testing.T) {
+		require.NoError(t, h.Remove(ctx, vfs.MustPath("ok-link")))
+		_, err := os.Lstat(filepath.Join(root, "ok-link"))
+		assert.True(t, os.IsNotExist(err))
+		_, err = os.Stat(filepath.Join(root, "inside.txt"))
+		assert.NoError(t, err)
+	})
+
+	t.Run("ErrDanglingIsNotFound", func(t *testing.T) {
+		_, err := h.Read(ctx, vfs.MustPath("dangling"), vfs.ReadOptions{})
+		hostCode(t, err, wserr.FileNotFound, "dangling")
+	})
+
+	t.Run("OKWriteThroughDanglingLinkInside", func(t *testing.T) {
+		_, err := h.Write(ctx, vfs.MustPath("dangling"), []byte("now here"), vfs.WriteOptions{})
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(root, "missing"))
+		require.NoError(t, err)
+		assert.Equal(t, "now here", string(b))
+	})
+}
+
+func TestHostListSkips(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows file names cannot hold a backslash")
+	}
+	dir := t.TempDir()
+	writeHostTree(t, dir, map[string]string{"ok.md": "ok", `back\slash.md`: "unreachable"})
+	symlinkOrSkip(t, ".", filepath.Join(dir, "self"))
+	h := openHost(t, dir, false)
+	infos, err := h.List(t.Context(), vfs.Root(), 50)
+	require.NoError(t, err)
+	var got []string
+	for _, info := range infos {
+		got = append(got, info.Path.String()+" "+info.Kind.String())
+	}
+	assert.Equal(t, []string{"ok.md file", "self dir"}, got,
+		"a name no workspace path can hold is left out; a symlinked directory is listed but not entered")
+}
+
+func TestHostSearch(t *testing.T) {
+	dir := t.TempDir()
+	writeHostTree(t, dir, map[string]string{
+		"notes/dragon.md":     "The dragon guards the sword.\n",
+		"notes/other.md":      "a dragon\n",
+		"notes/世界书.md":        "本轮激活的世界书。\n",
+		".git/objects/ab":     "dragon sword dragon sword\n",
+		"data/blob.bin":       "dragon\x00sword",
+		"unrelated/readme.md": "nothing here\n",
+	})
+	big := bytes.Repeat([]byte("dragon sword\n"), (5<<20)/13)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.txt"), big, 0o644))
+	h := openHost(t, dir, false)
+	ctx := t.Context()
+
+	t.Run("OKRanked", func(t *testing.T) {
+		hits, err := h.Search(ctx, "dragon sword", vfs.SearchOptions{})
+		require.NoError(t, err)
+		var paths []string
+		for _, hit := range hits {
+			paths = append(paths, hit.Path.String())
+		}
+		assert.Equal(t, []string{"notes/dragon.md", "notes/other.md"}, paths,
+			"best first; no version-control metadata, binary or oversized files")
+		assert.Equal(t, "The dragon guards the sword.", hits[0].Snippet)
+	})
+
+	t.Run("OKChinese", func(t *testing.T) {
+		hits, err := h.Search(ctx, "世界书", vfs.SearchOptions{Path: vfs.MustPath("notes")})
+		require.NoError(t, err)
+		require.Len(t, hits, 1)
+		assert.Equal(t, "notes/世界书.md", hits[0].Path.String())
+	})
+
+	t.Run("OKSymlinkLoopEndsWalk", func(t *testing.T) {
+		symlinkOrSkip(t, "..", filepath.Join(dir, "notes", "parent"))
+		hits, err := h.Search(ctx, "dragon", vfs.SearchOptions{Path: vfs.MustPath("notes")})
+		require.NoError(t, err)
+		assert.Len(t, hits, 2)
+	})
+
+	t.Run("OKPathIsFile", func(t *testing.T) {
+		hits, err := h.Search(ctx, "dragon", vfs.SearchOptions{Path: vfs.MustPath("notes/other.md")})
+		require.NoError(t, err)
+		require.Len(t, hits, 1)
+	})
+
+	t.Run("ErrFileNotFound", func(t *testing.T) {
+		_, err := h.Search(ctx, "dragon", vfs.SearchOptions{Path: vfs.MustPath("nowhere")})
+		hostCode(t, err, wserr.FileNotFound, "nowhere")
+	})
+
+	t.Run("ErrInvalidArgument", func(t *testing.T) {
+		_, err := h.Search(ctx, "dragon", vfs.SearchOptions{MaxHits: 1000})
+		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err))
+	})
+}
+
+func TestHostNoTempFilesLeft(t *testing.T) {
+	dir := t.TempDir()
+	h := openHost(t, dir, true)
+	ctx := t.Context()
+	for i := range 5 {
+		_, err := h.Write(ctx, vfs.MustPath("a/b.md"), []byte(strings.Repeat("x", i)), vfs.WriteOptions{})
+		require.NoError(t, err)
+	}
+	_, err := h.Patch(ctx, vfs.MustPath("a/b.md"), "x", "y", vfs.PatchOptions{ReplaceAll: true})
+	require.NoError(t, err)
+	entries, err := os.ReadDir(filepath.Join(dir, "a"))
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, "b.md", entries[0].Name())
+}
