@@ -40,6 +40,8 @@ type Store struct {
 	DB    *index.DB
 	Blobs *cas.Store
 	Runs  *runs.Service
+
+	now func() time.Time
 }
 
 // Open opens the store in dir, creating the directory and the database if
@@ -66,7 +68,11 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{Dir: dir, DB: db, Blobs: blobs, Runs: runs.New(db, blobs, opts.Runs)}, nil
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{Dir: dir, DB: db, Blobs: blobs, Runs: runs.New(db, blobs, opts.Runs), now: now}, nil
 }
 
 // Close closes the database.

@@ -258,6 +258,11 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 				del = true
 			} else if ne.Size, err = totalSize(sub); err != nil {
 				return cas.Hash{}, err
+			} else if _, err := t.put(ctx, tx, sub); err != nil {
+				// Re-writing the grafted tree's row refreshes its created
+				// time in this transaction, so a concurrent gc keeps it,
+				// and restores it if only the cache still held it.
+				return cas.Hash{}, fmt.Errorf("%s %s: graft: %w", op, p, err)
 			}
 		}
 	}

@@ -1,0 +1,186 @@
+package wsstore_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// exec runs one statement in a write transaction.
+func (e *env) exec(query string, args ...any) {
+	e.t.Helper()
+	require.NoError(e.t, e.s.DB.Update(e.ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(e.ctx, query, args...)
+		return err
+	}))
+}
+
+// stat returns what p is in the run's live workspace.
+func (e *env) stat(runID, p string) vfs.FileInfo {
+	e.t.Helper()
+	fi, err := e.s.Runs.Workspace(runID, runs.HostScope).Stat(e.ctx, vfs.MustPath(p))
+	require.NoError(e.t, err)
+	return fi
+}
+
+// alterBlob flips one byte of the stored form of the blob holding content.
+func (e *env) alterBlob(content []byte) cas.Hash {
+	e.t.Helper()
+	h := cas.Sum(content)
+	var data []byte
+	require.NoError(e.t, e.s.DB.View(e.ctx, func(tx *index.Tx) error {
+		return tx.GetContext(e.ctx, &data, `SELECT data FROM blobs WHERE hash = ?`, h)
+	}))
+	require.NotEmpty(e.t, data)
+	data[len(data)/2] ^= 0x40
+	e.exec(`UPDATE blobs SET data = ? WHERE hash = ?`, data, h)
+	return h
+}
+
+func TestFsck(t *testing.T) {
+	big := random(20, 600<<10) // chunked with InlineMax 64 KiB
+	tests := []struct {
+		name string
+		// damage breaks the store and returns the problems Fsck must
+		// report (Detail is matched as a substring).
+		damage func(e *env) []wsstore.Problem
+	}{
+		{name: "OK/Healthy", damage: func(e *env) []wsstore.Problem { return nil }},
+		{name: "OK/GarbageWithDanglingEntries", damage: func(e *env) []wsstore.Problem {
+			// Trees nothing references may name rows that are gone:
+			// garbage is never corruption.
+			e.drop("run_b")
+			e.exec(`DELETE FROM blobs WHERE hash = ?`, cas.Sum([]byte("only run b\n")))
+			return nil
+		}},
+		{name: "Blob/ByteAltered", damage: func(e *env) []wsstore.Problem {
+			h := e.alterBlob(random(1, 3000)) // scratch/shared.bin, stored raw
+			return []wsstore.Problem{{Kind: "blob", Ref: h.String(), Detail: "store.corrupt"}}
+		}},
+		{name: "Chunk/ByteAltered", damage: func(e *env) []wsstore.Problem {
+			info, err := e.s.Blobs.Stat(e.ctx, cas.Sum(big))
+			require.NoError(e.t, err)
+			require.Equal(e.t, cas.CodecChunked, info.Codec)
+			var chunk cas.Hash
+			require.NoError(e.t, e.s.DB.View(e.ctx, func(tx *index.Tx) error {
+				return tx.GetContext(e.ctx, &chunk, `SELECT chunk FROM blob_chunks WHERE blob = ? AND idx = 0`, info.Hash)
+			}))
+			e.exec(`UPDATE chunks SET data = substr(data, 1, 100) || x'00' || substr(data, 102) WHERE hash = ?`, chunk)
+			return []wsstore.Problem{
+				{Kind: "chunk", Ref: chunk.String(), Detail: "does not hash"},
+				{Kind: "blob", Ref: info.Hash.String()},
+			}
+		}},
+		{name: "Tree/NotItsAddress", damage: func(e *env) []wsstore.Problem {
+			notes := e.stat("run_a", "output/notes")
+			e.exec(`UPDATE trees SET data = x'01' WHERE hash = ?`, notes.Hash)
+			return []wsstore.Problem{{Kind: "tree", Ref: notes.Hash.String(), Detail: "does not hash to its address"}}
+		}},
+		{name: "Reference/RootMissing", damage: func(e *env) []wsstore.Problem {
+			run, err := e.s.Runs.Run(e.ctx, "run_a")
+			require.NoError(e.t, err)
+			e.exec(`DELETE FROM trees WHERE hash = ?`, run.Root)
+			return []wsstore.Problem{{Kind: "reference", Ref: run.Root.String(), Detail: "tree is missing (referenced by"}}
+		}},
+		{name: "Reference/SubtreeMissing", damage: func(e *env) []wsstore.Problem {
+			out := e.stat("run_a", "output")
+			e.exec(`DELETE FROM trees WHERE hash = ?`, out.Hash)
+			return []wsstore.Problem{{Kind: "reference", Ref: out.Hash.String(), Detail: `entry "output"`}}
+		}},
+		{name: "Reference/BlobMissing", damage: func(e *env) []wsstore.Problem {
+			h := cas.Sum([]byte("only run a\n"))
+			e.exec(`DELETE FROM blobs WHERE hash = ?`, h)
+			return []wsstore.Problem{{Kind: "reference", Ref: h.String(), Detail: `blob is missing (referenced by tree`}}
+		}},
+		{name: "Reference/ChunkMissing", damage: func(e *env) []wsstore.Problem {
+			var chunk cas.Hash
+			require.NoError(e.t, e.s.DB.View(e.ctx, func(tx *index.Tx) error {
+				return tx.GetContext(e.ctx, &chunk, `SELECT chunk FROM blob_chunks WHERE blob = ? AND idx = 0`, cas.Sum(big))
+			}))
+			// Only with foreign keys off can a listed chunk go.
+			require.NoError(e.t, e.s.DB.Exec(e.ctx, `PRAGMA foreign_keys = OFF`))
+			e.exec(`DELETE FROM chunks WHERE hash = ?`, chunk)
+			require.NoError(e.t, e.s.DB.Exec(e.ctx, `PRAGMA foreign_keys = ON`))
+			return []wsstore.Problem{
+				{Kind: "reference", Ref: chunk.String(), Detail: "chunk is missing"},
+				{Kind: "blob", Ref: cas.Sum(big).String()},
+				{Kind: "sqlite", Detail: "foreign key"},
+			}
+		}},
+		{name: "Reference/CheckpointsAndEventsOfMissingRun", damage: func(e *env) []wsstore.Problem {
+			e.exec(`INSERT INTO checkpoints (run_id, seq, root, reason, event_seq, created_at) VALUES ('ghost', 1, ?, 'x', 1, 0)`, vfs.EmptyTree)
+			e.exec(`INSERT INTO events (run_id, seq, type, level, at) VALUES ('ghost', 1, 'status_changed', 'info', 0), ('ghost', 2, 'status_changed', 'info', 0)`)
+			return []wsstore.Problem{
+				{Kind: "reference", Ref: "ghost", Detail: "1 checkpoints belong to run ghost"},
+				{Kind: "reference", Ref: "ghost", Detail: "2 events belong to run ghost"},
+			}
+		}},
+		{name: "Many/AllReported", damage: func(e *env) []wsstore.Problem {
+			h := e.alterBlob(random(1, 3000))
+			out := e.stat("run_b", "output")
+			e.exec(`DELETE FROM trees WHERE hash = ?`, out.Hash)
+			e.exec(`INSERT INTO events (run_id, seq, type, level, at) VALUES ('ghost', 1, 'status_changed', 'info', 0)`)
+			return []wsstore.Problem{
+				{Kind: "blob", Ref: h.String()},
+				{Kind: "reference", Ref: out.Hash.String()},
+				{Kind: "reference", Ref: "ghost"},
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newCorruptibleEnv(t, wsstore.Options{CAS: cas.Options{InlineMax: 64 << 10}})
+			twoRuns(e)
+			e.write("run_a", "scratch/big.bin", big)
+			want := tt.damage(e)
+
+			var phases []string
+			rep, err := e.s.Fsck(e.ctx, func(phase string, done, total int) {
+				if len(phases) == 0 || phases[len(phases)-1] != phase {
+					phases = append(phases, phase)
+				}
+			})
+
+			require.NoError(t, err)
+			assert.Equal(t, []string{"sqlite", "blobs", "trees", "references"}, phases)
+			assert.Equal(t, len(want) == 0, rep.OK(), "%v", rep.Problems)
+			for _, w := range want {
+				assert.True(t, hasProblem(rep.Problems, w), "want %+v in %v", w, rep.Problems)
+			}
+			if len(want) == 0 {
+				assert.Equal(t, []wsstore.Problem{}, rep.Problems)
+				assert.Equal(t, e.count("blobs"), rep.Blobs)
+				assert.Equal(t, e.count("chunks"), rep.Chunks)
+				assert.Equal(t, e.count("trees"), rep.Trees)
+				assert.Equal(t, e.count("runs"), rep.Runs)
+				assert.Equal(t, e.count("checkpoints"), rep.Checkpoints)
+				assert.Positive(t, rep.Chunks)
+			}
+		})
+	}
+}
+
+func hasProblem(ps []wsstore.Problem, want wsstore.Problem) bool {
+	for _, p := range ps {
+		if p.Kind == want.Kind && (want.Ref == "" || p.Ref == want.Ref) && strings.Contains(p.Detail, want.Detail) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestFsckReportJSON(t *testing.T) {
+	b, err := json.Marshal(wsstore.FsckReport{Blobs: 1, Problems: []wsstore.Problem{{Kind: "tree", Ref: "ab", Detail: "x"}}})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"blobs":1,"chunks":0,"trees":0,"runs":0,"checkpoints":0,
+		"problems":[{"kind":"tree","ref":"ab","detail":"x"}]}`, string(b))
+}

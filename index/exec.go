@@ -1,0 +1,24 @@
+package index
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Exec runs one statement on the write connection outside any transaction,
+// for what SQLite refuses inside one (VACUUM) or what acts on the whole
+// database (PRAGMA wal_checkpoint). It waits for a running Update to
+// finish; rows the statement returns are discarded. It fails with
+// store.read_only on a read-only DB and store.busy when another process
+// holds the lock past the busy timeout.
+func (db *DB) Exec(ctx context.Context, query string) error {
+	if db.write == nil {
+		return wserr.New(wserr.ReadOnly, "exec", "", "store opened read-only")
+	}
+	if _, err := db.write.ExecContext(ctx, query); err != nil {
+		return fmt.Errorf("exec: %w", Translate(err))
+	}
+	return nil
+}

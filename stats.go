@@ -1,0 +1,336 @@
+package wsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Stats describes a store's size: rows, logical bytes, stored bytes and
+// the ratios between them.
+type Stats struct {
+	Chats       int64 `json:"chats"`
+	Runs        int64 `json:"runs"`
+	Checkpoints int64 `json:"checkpoints"`
+	Events      int64 `json:"events"`
+	Blobs       int64 `json:"blobs"`
+	Chunks      int64 `json:"chunks"`
+	Trees       int64 `json:"trees"`
+	// BlobLogicalBytes is the plain size of every distinct content, each
+	// counted once (sum of blobs.size).
+	BlobLogicalBytes int64 `json:"blobLogicalBytes"`
+	// StoredBytes is what the rows hold: blobs.stored + chunks.stored +
+	// the encoded trees.
+	StoredBytes int64 `json:"storedBytes"`
+	// ReferencedBytes is the logical size as the workspaces see it: the
+	// total size of every checkpoint's tree plus every live run root's,
+	// shared content counted each time it is seen.
+	ReferencedBytes int64 `json:"referencedBytes"`
+	// DedupRatio is ReferencedBytes / BlobLogicalBytes (0 with no blobs).
+	DedupRatio float64 `json:"dedupRatio"`
+	// CompressionRatio is BlobLogicalBytes over the bytes blobs and chunks
+	// hold (0 when they hold none).
+	CompressionRatio float64 `json:"compressionRatio"`
+	// FileBytes is the size of the database file plus its write-ahead log.
+	FileBytes int64 `json:"fileBytes"`
+	// ByCodec counts blobs by codec name ("raw", "zstd", "chunked",
+	// "delta").
+	ByCodec map[string]int64 `json:"byCodec"`
+}
+
+// Stats counts the store's rows and bytes. ReferencedBytes reads only the
+// top tree of each root (a directory entry carries the total size below
+// it), so Stats costs one small read per distinct root, not a walk. It
+// fails with store.corrupt if a root tree is missing or does not decode.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	st := Stats{ByCodec: map[string]int64{}}
+	err := s.DB.View(ctx, func(tx *index.Tx) error {
+		var row struct {
+			Chats        int64 `db:"chats"`
+			Runs         int64 `db:"runs"`
+			Checkpoints  int64 `db:"checkpoints"`
+			Events       int64 `db:"events"`
+			Chunks       int64 `db:"chunks"`
+			ChunksStored int64 `db:"chunks_stored"`
+			Trees        int64 `db:"trees"`
+			TreesStored  int64 `db:"trees_stored"`
+		}
+		if err := tx.GetContext(ctx, &row, `SELECT
+			(SELECT count(*) FROM chats) AS chats,
+			(SELECT count(*) FROM runs) AS runs,
+			(SELECT count(*) FROM checkpoints) AS checkpoints,
+			(SELECT count(*) FROM events) AS events,
+			(SELECT count(*) FROM chunks) AS chunks,
+			(SELECT coalesce(sum(stored), 0) FROM chunks) AS chunks_stored,
+			(SELECT count(*) FROM trees) AS trees,
+			(SELECT coalesce(sum(length(data)), 0) FROM trees) AS trees_stored`); err != nil {
+			return index.Translate(err)
+		}
+		st.Chats, st.Runs, st.Checkpoints, st.Events = row.Chats, row.Runs, row.Checkpoints, row.Events
+		st.Chunks, st.Trees = row.Chunks, row.Trees
+
+		var blobsStored int64
+		err := scanRows(ctx, tx, `SELECT codec, count(*), coalesce(sum(size), 0), coalesce(sum(stored), 0)
+			FROM blobs GROUP BY codec`, func(rows *sqlx.Rows) error {
+			var codec cas.Codec
+			var n, size, stored int64
+			if err := rows.Scan(&codec, &n, &size, &stored); err != nil {
+				return err
+			}
+			st.ByCodec[codec.String()] = n
+			st.Blobs += n
+			st.BlobLogicalBytes += size
+			blobsStored += stored
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		st.StoredBytes = blobsStored + row.ChunksStored + row.TreesStored
+		if casBytes := blobsStored + row.ChunksStored; casBytes > 0 {
+			st.CompressionRatio = float64(st.BlobLogicalBytes) / float64(casBytes)
+		}
+
+		var roots []cas.Hash
+		if err := tx.SelectContext(ctx, &roots, `SELECT root FROM checkpoints UNION ALL SELECT root FROM runs`); err != nil {
+			return index.Translate(err)
+		}
+		g, err := newGraph(ctx, tx, nil)
+		if err != nil {
+			return err
+		}
+		defer g.close()
+		sizes := map[cas.Hash]int64{}
+		for _, h := range roots {
+			n, ok := sizes[h]
+			if !ok {
+				es, found, err := g.entries(h)
+				if err != nil {
+					return err
+				}
+				if !found {
+					return wserr.New(wserr.Corrupt, "stats", "", "root tree %s is missing: run fsck", h)
+				}
+				for _, e := range es {
+					n += e.Size
+				}
+				sizes[h] = n
+			}
+			st.ReferencedBytes += n
+		}
+		if st.BlobLogicalBytes > 0 {
+			st.DedupRatio = float64(st.ReferencedBytes) / float64(st.BlobLogicalBytes)
+		}
+		return nil
+	})
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	if st.FileBytes, err = s.fileBytes(); err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	return st, nil
+}
+
+// fileBytes returns the size of the database file plus its write-ahead
+// log (absent when the store is closed cleanly).
+func (s *Store) fileBytes() (int64, error) {
+	var n int64
+	for _, p := range []string{s.DB.Path(), s.DB.Path() + "-wal"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) && p != s.DB.Path() {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		n += fi.Size()
+	}
+	return n, nil
+}
+
+// Usage is the space one run, or one chat's persist layer, takes.
+type Usage struct {
+	ChatID string `json:"workspaceId"`
+	// RunID is empty on a chat's own row, which describes its persist
+	// layer.
+	RunID string `json:"runId,omitempty"`
+	// Files and LogicalBytes describe the live workspace (for a chat's
+	// row, the persist layer): files and their total plain size.
+	Files        int64 `json:"files"`
+	LogicalBytes int64 `json:"logicalBytes"`
+	Checkpoints  int64 `json:"checkpoints"`
+	// UniqueStoredBytes is the stored size of the blobs, chunks and trees
+	// that only this run's roots reach (live root, checkpoints, persist
+	// base) — what deleting the run and collecting garbage would free. On
+	// a chat's row, what only the persist layer reaches.
+	UniqueStoredBytes int64 `json:"uniqueStoredBytes"`
+}
+
+// DU reports space by chat workspace and run: for each chat, ordered by
+// chat id, a row for its persist layer (RunID "") followed by one row per
+// run, ordered by run id. It walks every root's objects once or twice, so
+// it costs about as much as GC's mark. It fails with store.corrupt if a
+// reachable object is missing or a tree does not decode.
+func (s *Store) DU(ctx context.Context) ([]Usage, error) {
+	var out []Usage
+	err := s.DB.View(ctx, func(tx *index.Tx) error {
+		var err error
+		out, err = du(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("du: %w", err)
+	}
+	return out, nil
+}
+
+// shared marks an object reached from more than one owner in DU.
+const shared = -1
+
+func du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
+	inv, err := loadInventory(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := loadRoots(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	g, err := newGraph(ctx, tx, inv)
+	if err != nil {
+		return nil, err
+	}
+	defer g.close()
+
+	// An owner is a run (its live root, checkpoints and persist base) or
+	// a chat's persist layer; owners are numbered from 1 in root order,
+	// which groups each owner's roots together.
+	type ownerKey struct{ chat, run string }
+	owners := map[ownerKey]int{}
+	var keys []ownerKey
+	ownerOf := make([]int, len(roots))
+	for i, r := range roots {
+		k := ownerKey{r.Chat, r.Run}
+		if r.Kind == "checkpoint" && r.Chat == "" {
+			k.chat = "\x00orphan" // a checkpoint whose run is gone still holds its objects
+		}
+		id, ok := owners[k]
+		if !ok {
+			keys = append(keys, k)
+			id = len(keys)
+			owners[k] = id
+		}
+		ownerOf[i] = id
+	}
+
+	// Each object ends labelled with its only owner or with shared. A walk
+	// stops at an object already labelled with its own owner or shared,
+	// and goes on through one labelled with another owner, relabelling it
+	// and all below it shared; so each object is visited at most twice.
+	label := map[object]int{}
+	for i, r := range roots {
+		cur := ownerOf[i]
+		visit := func(o object) bool {
+			switch l, ok := label[o]; {
+			case !ok:
+				label[o] = cur
+				return true
+			case l == cur || l == shared:
+				return false
+			default:
+				label[o] = shared
+				return true
+			}
+		}
+		if err := g.walk([]step{r.step()}, visit, badIsCorrupt("du")); err != nil {
+			return nil, err
+		}
+	}
+	unique := make([]int64, len(keys)+1)
+	for o, l := range label {
+		if l != shared {
+			unique[l] += inv.stored(o)
+		}
+	}
+
+	var cps []struct {
+		RunID string `db:"run_id"`
+		N     int64  `db:"n"`
+	}
+	if err := tx.SelectContext(ctx, &cps, `SELECT run_id, count(*) AS n FROM checkpoints GROUP BY run_id`); err != nil {
+		return nil, index.Translate(err)
+	}
+	checkpoints := map[string]int64{}
+	for _, c := range cps {
+		checkpoints[c.RunID] = c.N
+	}
+
+	// Files and size of each live root (a chat's persist root for its
+	// row), counted per path: a subtree that appears twice counts twice.
+	files := map[cas.Hash]int64{}
+	var count func(h cas.Hash) (int64, error)
+	count = func(h cas.Hash) (int64, error) {
+		if n, ok := files[h]; ok {
+			return n, nil
+		}
+		es, _, err := g.entries(h)
+		if err != nil {
+			return 0, err
+		}
+		var n int64
+		for _, e := range es {
+			if e.Kind != vfs.KindDir {
+				n++
+				continue
+			}
+			m, err := count(e.Hash)
+			if err != nil {
+				return 0, err
+			}
+			n += m
+		}
+		files[h] = n
+		return n, nil
+	}
+	var out []Usage
+	for i, r := range roots {
+		if r.Kind != "run" && r.Kind != "chat" {
+			continue
+		}
+		u := Usage{ChatID: r.Chat, RunID: r.Run, Checkpoints: checkpoints[r.Run], UniqueStoredBytes: unique[ownerOf[i]]}
+		es, _, err := g.entries(r.Hash)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			u.LogicalBytes += e.Size
+		}
+		if u.Files, err = count(r.Hash); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	// Roots came ordered by chat and run, and a chat's row has run "".
+	slices.SortStableFunc(out, func(a, b Usage) int {
+		if c := strings.Compare(a.ChatID, b.ChatID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.RunID, b.RunID)
+	})
+	if out == nil {
+		out = []Usage{}
+	}
+	return out, nil
+}
