@@ -14,11 +14,15 @@ import (
 )
 
 // Benchmarks for Put and Get over text-like and random content of four
-// sizes; b.SetBytes makes them report MB/s of plain content. Run them with
+// sizes; b.SetBytes makes them report MB/s of plain content, and "ratio" is
+// plain over stored size. A quick run:
 //
 //	go test ./cas -run XXX -bench . -benchtime 2x
 //
-// or a longer -benchtime for steadier small sizes.
+// The figures in docs/figures-cas.md come from steadier settings:
+//
+//	go test ./cas -run XXX -bench '.*/.*/(4KiB|64KiB|1MiB)$' -benchtime 1s -count 3
+//	go test ./cas -run XXX -bench '.*/.*/64MiB$' -benchtime 5x -count 2
 
 var benchSizes = []struct {
 	name string
@@ -60,7 +64,7 @@ func BenchmarkPut(b *testing.B) {
 	for _, kind := range benchKinds {
 		for _, size := range benchSizes {
 			b.Run(kind.name+"/"+size.name, func(b *testing.B) {
-				_, s := storetest.OpenCAS(b, cas.Options{})
+				s := openBench(b)
 				data := kind.gen(size.n, 1)
 				b.SetBytes(int64(size.n))
 				var i uint64
@@ -82,7 +86,7 @@ func BenchmarkGet(b *testing.B) {
 	for _, kind := range benchKinds {
 		for _, size := range benchSizes {
 			b.Run(kind.name+"/"+size.name, func(b *testing.B) {
-				_, s := storetest.OpenCAS(b, cas.Options{})
+				s := openBench(b)
 				data := kind.gen(size.n, 1)
 				h, err := s.Put(ctx, bytes.NewReader(data))
 				require.NoError(b, err)
@@ -103,6 +107,11 @@ func BenchmarkGet(b *testing.B) {
 			})
 		}
 	}
+}
+
+func openBench(b *testing.B) *cas.Store {
+	_, s := storetest.OpenCAS(b, cas.Options{})
+	return s
 }
 
 // reportRatio reports how many plain bytes each stored byte holds for the

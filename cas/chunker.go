@@ -42,8 +42,14 @@ func cut(b []byte) int {
 	return n
 }
 
-// chunker splits a stream into content-defined chunks using one buffer of
-// 2*maxChunk bytes, so memory stays bounded whatever the stream's length.
+// chunkerMin is the smallest buffer a streaming chunker takes: the
+// longest chunk, so every cut sees as many bytes as cut may look at, and
+// some more so that a refill reads more than a sliver.
+const chunkerMin = maxChunk + 1<<20
+
+// chunker splits a stream into content-defined chunks in one buffer, so
+// memory stays bounded whatever the stream's length. Boundaries depend on
+// the content only, never on the buffer's size or how reads fall.
 type chunker struct {
 	r          io.Reader
 	buf        []byte
@@ -51,8 +57,15 @@ type chunker struct {
 	eof        bool
 }
 
-func newChunker(r io.Reader) *chunker {
-	return &chunker{r: r, buf: make([]byte, 2*maxChunk)}
+// newChunker returns a chunker reading r into buf, which holds at least
+// chunkerMin bytes, the first filled of them already read from r.
+func newChunker(r io.Reader, buf []byte, filled int) *chunker {
+	return &chunker{r: r, buf: buf, end: filled}
+}
+
+// bytesChunker returns a chunker over b, which it does not modify.
+func bytesChunker(b []byte) *chunker {
+	return &chunker{buf: b, end: len(b), eof: true}
 }
 
 // next returns the next chunk, valid until the following call, or io.EOF.

@@ -10,7 +10,14 @@
 // Guarantees:
 //   - Get never returns bytes that do not hash to their address: single-row
 //     blobs are verified before the first byte is returned, chunks before
-//     each chunk's bytes are, and mismatches fail with ErrCorrupt.
+//     each chunk's bytes are, and mismatches fail with ErrCorrupt. A chunk
+//     list that names sound chunks of other content is caught by the hash
+//     of the whole, at the end: the last Read fails with ErrCorrupt instead
+//     of returning io.EOF, so a reader that checks its error never accepts
+//     the bytes. ReadAll returns no bytes with an error.
+//   - Memory is bounded whatever the content's size: a Put holds one buffer
+//     of max(5 MiB, InlineMax+1), one zstd encoder and its output, a Get
+//     one chunk. The store keeps a couple of each for the next Put.
 //   - The same content is stored once, also under concurrent Puts: every
 //     insert is an upsert on the address, on the store's single write
 //     connection.

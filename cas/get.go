@@ -31,11 +31,7 @@ func (s *Store) Get(ctx context.Context, h Hash) (io.ReadCloser, error) {
 	var row blobRow
 	var refs []chunkRef
 	err := s.db.View(ctx, func(tx *index.Tx) error {
-		err := tx.GetContext(ctx, &row, `SELECT size, codec, base, data FROM blobs WHERE hash = ?`, h)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("get", h)
-		}
-		if err != nil {
+		if err := s.scanBlob(ctx, tx, h, &row); err != nil {
 			return err
 		}
 		if Codec(row.Codec) == CodecChunked {
@@ -57,6 +53,30 @@ func (s *Store) Get(ctx context.Context, h Hash) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
+// scanBlob reads the blob row at h into row. It copies the data column out
+// of the driver's buffer once, where scanning into []byte would copy twice.
+func (s *Store) scanBlob(ctx context.Context, tx *index.Tx, h Hash, row *blobRow) error {
+	rows, err := tx.QueryContext(ctx, `SELECT size, codec, base, data FROM blobs WHERE hash = ?`, h)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return notFound("get", h)
+	}
+	var data sql.RawBytes
+	if err := rows.Scan(&row.Size, &row.Codec, &row.Base, &data); err != nil {
+		return err
+	}
+	if data != nil {
+		row.Data = bytes.Clone(data)
+	}
+	return rows.Close()
+}
+
 // ReadAll returns the whole content at h, verified. It fails with
 // ErrNotFound or ErrCorrupt as Get does.
 func (s *Store) ReadAll(ctx context.Context, h Hash) ([]byte, error) {
@@ -65,7 +85,12 @@ func (s *Store) ReadAll(ctx context.Context, h Hash) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	return io.ReadAll(rc)
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		// The bytes read so far verified, but they are not the content.
+		return nil, err
+	}
+	return b, nil
 }
 
 // decodeRow returns the verified plain bytes of a single-row blob.
@@ -88,7 +113,7 @@ func (s *Store) decode(ctx context.Context, h Hash, codec Codec, data []byte, si
 	case CodecRaw:
 		return data, nil
 	case CodecZstd:
-		b, err := s.dec.DecodeAll(data, make([]byte, 0, size))
+		b, err := s.dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
 		if err != nil {
 			return nil, corrupt("get", h, "zstd: %v", err)
 		}
@@ -97,6 +122,13 @@ func (s *Store) decode(ctx context.Context, h Hash, codec Codec, data []byte, si
 		return s.decodeDelta(ctx, h, data, size, base)
 	}
 	return nil, corrupt("get", h, "unknown codec %d", int(codec))
+}
+
+// capHint bounds the buffer allocated up front for a recorded size, which a
+// corrupt row may overstate; the decoder's own memory limit bounds the rest.
+// limit is the most a row of the kind can hold.
+func capHint(size, limit int64) int64 {
+	return max(0, min(size, limit))
 }
 
 // decodeDelta is replaced by the delta codec; until a store holds delta
@@ -113,7 +145,8 @@ type chunkReader struct {
 	h     Hash
 	size  int64
 	refs  []chunkRef
-	cur   []byte
+	bp    *[]byte // from s.bufs, reused for every chunk; nil once given back
+	cur   []byte  // what is left of the current chunk
 	off   int64
 	whole hash.Hash
 	err   error
@@ -142,22 +175,24 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 			var got Hash
 			r.whole.Sum(got[:0])
 			if r.off != r.size || got != r.h {
-				r.err = corrupt("get", r.h, "content does not hash to its address")
-			} else {
-				r.err = io.EOF
+				return 0, r.fail(corrupt("get", r.h, "content does not hash to its address"))
 			}
-			return 0, r.err
+			return 0, r.fail(io.EOF)
 		}
-		b, err := r.s.readChunk(r.ctx, r.refs[0].Hash)
+		if r.bp == nil {
+			r.bp = r.s.bufs.get()
+		}
+		b, err := r.s.readChunk(r.ctx, r.refs[0].Hash, *r.bp)
 		if err != nil {
-			r.err = fmt.Errorf("get %s: %w", r.h.Short(), err)
-			return 0, r.err
+			return 0, r.fail(fmt.Errorf("get %s: %w", r.h.Short(), err))
 		}
 		if int64(len(b)) != r.refs[0].Size {
-			r.err = corrupt("get", r.h, "chunk %s has %d bytes, want %d", r.refs[0].Hash.Short(), len(b), r.refs[0].Size)
-			return 0, r.err
+			return 0, r.fail(corrupt("get", r.h, "chunk %s has %d bytes, want %d", r.refs[0].Hash.Short(), len(b), r.refs[0].Size))
 		}
 		r.whole.Write(b)
+		if cap(b) > cap(*r.bp) {
+			*r.bp = b[:cap(b)] // grew: keep the larger buffer
+		}
 		r.cur, r.refs = b, r.refs[1:]
 	}
 	n := copy(p, r.cur)
@@ -166,41 +201,65 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (r *chunkReader) Close() error {
+// fail ends the stream with err (io.EOF at its end) and gives the buffer
+// back.
+func (r *chunkReader) fail(err error) error {
+	r.err = err
 	r.cur, r.refs = nil, nil
+	if r.bp != nil {
+		r.s.bufs.put(r.bp)
+		r.bp = nil
+	}
+	return err
+}
+
+func (r *chunkReader) Close() error {
 	if r.err == nil {
-		r.err = errors.New("read after close")
+		r.fail(errors.New("read after close"))
 	}
 	return nil
 }
 
-// readChunk returns the verified plain bytes of one chunk.
-func (s *Store) readChunk(ctx context.Context, h Hash) ([]byte, error) {
-	var row struct {
-		Size  int64  `db:"size"`
-		Codec int    `db:"codec"`
-		Data  []byte `db:"data"`
-	}
+// readChunk returns the verified plain bytes of one chunk, in dst's memory
+// if it is large enough.
+func (s *Store) readChunk(ctx context.Context, h Hash, dst []byte) ([]byte, error) {
+	var b []byte
+	found := false
 	err := s.db.View(ctx, func(tx *index.Tx) error {
-		return tx.GetContext(ctx, &row, `SELECT size, codec, data FROM chunks WHERE hash = ?`, h)
+		rows, err := tx.QueryContext(ctx, `SELECT codec, data FROM chunks WHERE hash = ?`, h)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			return rows.Err()
+		}
+		found = true
+		// The stored bytes are decoded or copied straight from the
+		// driver's buffer, so a chunk costs one copy of garbage, not two.
+		var codec int
+		var data sql.RawBytes
+		if err := rows.Scan(&codec, &data); err != nil {
+			return err
+		}
+		switch Codec(codec) {
+		case CodecRaw:
+			b = append(dst[:0], data...)
+		case CodecZstd:
+			b, err = s.dec.DecodeAll(data, dst[:0])
+			if err != nil {
+				return corrupt("read chunk", h, "zstd: %v", err)
+			}
+		default:
+			return corrupt("read chunk", h, "unknown codec %d", codec)
+		}
+		return rows.Close()
 	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, corrupt("read chunk", h, "chunk is missing")
-	}
 	if err != nil {
 		return nil, err
 	}
-	var b []byte
-	switch Codec(row.Codec) {
-	case CodecRaw:
-		b = row.Data
-	case CodecZstd:
-		b, err = s.dec.DecodeAll(row.Data, make([]byte, 0, row.Size))
-		if err != nil {
-			return nil, corrupt("read chunk", h, "zstd: %v", err)
-		}
-	default:
-		return nil, corrupt("read chunk", h, "unknown codec %d", row.Codec)
+	if !found {
+		return nil, corrupt("read chunk", h, "chunk is missing")
 	}
 	if Sum(b) != h {
 		return nil, corrupt("read chunk", h, "chunk does not hash to its address")

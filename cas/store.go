@@ -1,14 +1,12 @@
 package cas
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -67,6 +65,9 @@ type Options struct {
 	Now func() time.Time
 }
 
+// maxInline is the largest InlineMax, so no single-row blob is larger.
+const maxInline = 64 << 20
+
 // DefaultOptions returns the defaults used for zero Options fields.
 func DefaultOptions() Options {
 	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now}
@@ -77,9 +78,13 @@ func DefaultOptions() Options {
 type Store struct {
 	db   *index.DB
 	opts Options
-	enc  *zstd.Encoder
 	dec  *zstd.Decoder
-	bufs sync.Pool // *[]byte of InlineMax+1 bytes for Put
+
+	// Large things reused across Puts; each list keeps a couple, so an
+	// idle store holds about one Put's worth.
+	encs  freeList[*zstd.Encoder]
+	zbufs freeList[*[]byte] // compressed output, copied by SQLite on insert
+	bufs  freeList[*[]byte] // Put's read buffer, then its chunker's
 }
 
 // New returns a Store on db. It fails with store.invalid_options for bad
@@ -95,17 +100,25 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	if opts.InlineMax == 0 {
 		opts.InlineMax = d.InlineMax
 	}
-	if opts.InlineMax < 1<<10 || opts.InlineMax > 64<<20 {
+	if opts.InlineMax < 1<<10 || opts.InlineMax > maxInline {
 		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "inline max %d is not in 1 KiB..64 MiB", opts.InlineMax)
 	}
 	if opts.Now == nil {
 		opts.Now = d.Now
 	}
-	enc, err := zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(opts.Level)),
-		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
-		zstd.WithEncoderCRC(false), // BLAKE3 verifies every read
-		zstd.WithZeroFrames(true))
+	newEncoder := func() (*zstd.Encoder, error) {
+		return zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(opts.Level)),
+			zstd.WithEncoderConcurrency(1),
+			// A window of the largest chunk finds every match within a
+			// chunk and costs a quarter of the default's memory; an
+			// inline blob larger than that loses only distant matches.
+			zstd.WithWindowSize(maxChunk),
+			zstd.WithLowerEncoderMem(true),
+			zstd.WithEncoderCRC(false), // BLAKE3 verifies every read
+			zstd.WithZeroFrames(true))
+	}
+	enc, err := newEncoder()
 	if err != nil {
 		return nil, fmt.Errorf("cas: zstd encoder: %w", err)
 	}
@@ -115,8 +128,17 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cas: zstd decoder: %w", err)
 	}
-	s := &Store{db: db, opts: opts, enc: enc, dec: dec}
-	s.bufs.New = func() any { b := make([]byte, opts.InlineMax+1); return &b }
+	s := &Store{db: db, opts: opts, dec: dec}
+	s.encs = freeList[*zstd.Encoder]{keep: 2, free: []*zstd.Encoder{enc}, new: func() *zstd.Encoder {
+		e, err := newEncoder()
+		if err != nil {
+			panic(err) // the same options succeeded above
+		}
+		return e
+	}}
+	s.zbufs = freeList[*[]byte]{keep: 2, new: func() *[]byte { return new([]byte) }}
+	bufLen := max(chunkerMin, opts.InlineMax+1)
+	s.bufs = freeList[*[]byte]{keep: 2, new: func() *[]byte { b := make([]byte, bufLen); return &b }}
 	return s, nil
 }
 
@@ -126,13 +148,24 @@ func (s *Store) DB() *index.DB { return s.db }
 func (s *Store) now() int64 { return s.opts.Now().UnixNano() }
 
 // compress returns the stored form of b and its codec: zstd when it
-// shrinks the data by at least 1/32, raw otherwise.
-func (s *Store) compress(b []byte) ([]byte, Codec) {
-	z := s.enc.EncodeAll(b, make([]byte, 0, len(b)/2+64))
-	if len(z) < len(b)-len(b)/32 {
-		return z, CodecZstd
+// shrinks the data by at least 1/32, raw otherwise. The caller must call
+// release once it no longer needs data.
+func (s *Store) compress(b []byte) (data []byte, codec Codec, release func()) {
+	enc := s.encs.get()
+	zp := s.zbufs.get()
+	// Room for incompressible input, which zstd stores in raw blocks
+	// with a few bytes of framing, so the buffer never grows by doubling.
+	if bound := len(b) + len(b)>>10 + 1<<10; cap(*zp) < bound {
+		*zp = make([]byte, 0, bound)
 	}
-	return b, CodecRaw
+	z := enc.EncodeAll(b, (*zp)[:0])
+	s.encs.put(enc)
+	*zp = z[:0]
+	release = func() { s.zbufs.put(zp) }
+	if len(z) < len(b)-len(b)/32 {
+		return z, CodecZstd, release
+	}
+	return b, CodecRaw, release
 }
 
 // Put stores the content read from r and returns its address. Content
@@ -141,17 +174,19 @@ func (s *Store) compress(b []byte) ([]byte, Codec) {
 // writes nothing new. On error nothing references what was written, so a
 // failed Put leaves at most garbage for gc, never a partial blob.
 func (s *Store) Put(ctx context.Context, r io.Reader) (Hash, error) {
-	bp := s.bufs.Get().(*[]byte)
-	defer s.bufs.Put(bp)
+	bp := s.bufs.get()
+	defer s.bufs.put(bp)
 	buf := *bp
-	n, err := io.ReadFull(r, buf)
+	// Read one byte more than fits in a row to tell which kind this is;
+	// what was read stays in buf for the chunker to go on from.
+	n, err := io.ReadFull(r, buf[:s.opts.InlineMax+1])
 	switch {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
 		return s.PutBytes(ctx, nil, buf[:n])
 	case err != nil:
 		return Hash{}, fmt.Errorf("put: read: %w", err)
 	}
-	return s.putChunked(ctx, nil, io.MultiReader(bytes.NewReader(buf[:n]), r))
+	return s.putChunked(ctx, nil, newChunker(r, buf, n))
 }
 
 // PutBytes stores b and returns its address. If tx is not nil the rows are
@@ -159,13 +194,14 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (Hash, error) {
 // PutBytes commits on its own.
 func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, error) {
 	if len(b) > s.opts.InlineMax {
-		return s.putChunked(ctx, tx, bytes.NewReader(b))
+		return s.putChunked(ctx, tx, bytesChunker(b))
 	}
 	h := Sum(b)
 	if tx == nil && s.touchExisting(ctx, h) {
 		return h, nil
 	}
-	data, codec := s.compress(b)
+	data, codec, release := s.compress(b)
+	defer release()
 	err := s.update(ctx, tx, func(tx *index.Tx) error {
 		return insertBlob(ctx, tx, h, int64(len(b)), int64(len(data)), codec, data, s.now())
 	})
@@ -221,12 +257,11 @@ type chunkRef struct {
 	Size int64 `db:"size"`
 }
 
-// putChunked streams r into chunk rows, committing a few chunks per
+// putChunked stores the chunks c yields as chunk rows, each in its own
 // transaction (or all in tx if given), then writes the blob row listing
 // them. Chunks already present are not recompressed.
-func (s *Store) putChunked(ctx context.Context, tx *index.Tx, r io.Reader) (Hash, error) {
+func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash, error) {
 	whole := blake3.New(32, nil)
-	c := newChunker(r)
 	var refs []chunkRef
 	var off int64
 	for {
@@ -291,12 +326,14 @@ func (s *Store) putChunk(ctx context.Context, tx *index.Tx, h Hash, b []byte) er
 				if n, _ := res.RowsAffected(); n == 1 {
 					return nil
 				}
-				data, codec := s.compress(b) // swept meanwhile: store it again
+				data, codec, release := s.compress(b) // swept meanwhile: store it again
+				defer release()
 				return insertChunk(ctx, tx, h, int64(len(b)), data, codec, s.now())
 			})
 		}
 	}
-	data, codec := s.compress(b)
+	data, codec, release := s.compress(b)
+	defer release()
 	return s.update(ctx, tx, func(tx *index.Tx) error {
 		return insertChunk(ctx, tx, h, int64(len(b)), data, codec, s.now())
 	})

@@ -375,33 +375,25 @@ func TestPutFails(t *testing.T) {
 	errRead := errors.New("disk on fire")
 	tests := []struct {
 		name   string
-		r      func() io.Reader
+		r      io.Reader
 		cancel bool
 		err    error
 	}{
-		{name: "ErrRead/Immediately", r: func() io.Reader { return &failingReader{err: errRead} }, err: errRead},
-		{name: "ErrRead/Inline", r: func() io.Reader {
-			return &failingReader{r: textReader(1), n: 100 << 10, err: errRead}
-		}, err: errRead},
-		{name: "ErrRead/Chunked", r: func() io.Reader {
-			return &failingReader{r: randomReader(1), n: 13 << 20, err: errRead}
-		}, err: errRead},
-		{name: "ErrCanceled/Inline", r: func() io.Reader { return textReader(2) }, cancel: true, err: context.Canceled},
-		{name: "ErrCanceled/Chunked", r: func() io.Reader { return randomReader(2) }, cancel: true, err: context.Canceled},
+		{name: "ErrRead/Immediately", r: &failingReader{err: errRead}, err: errRead},
+		{name: "ErrRead/Inline", r: &failingReader{r: textReader(1), n: 100 << 10, err: errRead}, err: errRead},
+		{name: "ErrRead/Chunked", r: &failingReader{r: randomReader(1), n: 13 << 20, err: errRead}, err: errRead},
+		{name: "ErrCanceled/Inline", r: io.LimitReader(textReader(2), 1000), cancel: true, err: context.Canceled},
+		{name: "ErrCanceled/Chunked", r: randomReader(2), cancel: true, err: context.Canceled}, // endless
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			db, s := storetest.OpenCAS(t, cas.Options{})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			r := tt.r()
 			if tt.cancel {
 				cancel()
-				if tt.name == "ErrCanceled/Inline" {
-					r = io.LimitReader(r, 1000)
-				}
 			}
-			h, err := s.Put(ctx, r)
+			h, err := s.Put(ctx, tt.r)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, tt.err)
 			assert.True(t, h.IsZero())
@@ -457,4 +449,54 @@ func TestPutBytesInTx(t *testing.T) {
 			assert.True(t, bytes.Equal(tt.data, got))
 		})
 	}
+}
+
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	db, s := storetest.OpenCAS(t, cas.Options{})
+	for i := range 3 {
+		_, err := s.PutBytes(ctx, nil, textBytes(1000, uint64(i)))
+		require.NoError(t, err)
+	}
+	_, err := s.PutBytes(ctx, nil, randomBytes(9<<20, 1))
+	require.NoError(t, err)
+	chunks := count(t, db, `SELECT count(*) FROM chunks`)
+	require.Positive(t, chunks)
+
+	t.Run("OK", func(t *testing.T) {
+		var calls []int
+		rep, err := s.Verify(ctx, func(done, total int) {
+			assert.Equal(t, 4+chunks, total)
+			calls = append(calls, done)
+		})
+		require.NoError(t, err)
+		assert.Empty(t, rep.Problems)
+		assert.Equal(t, 4, rep.Blobs)
+		assert.Equal(t, chunks, rep.Chunks)
+		require.Len(t, calls, 4+chunks)
+		for i, d := range calls {
+			assert.Equal(t, i+1, d)
+		}
+	})
+	t.Run("ErrCanceled", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := s.Verify(cctx, nil)
+		assert.ErrorIs(t, err, context.Canceled)
+	})
+}
+
+// TestSyncFull runs the store on a database that makes every commit
+// durable before it returns.
+func TestSyncFull(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.OpenDB(t, index.Options{Synchronous: index.SyncFull})
+	s, err := cas.New(db, cas.Options{})
+	require.NoError(t, err)
+	data := textBytes(5<<20, 1)
+	h, err := s.Put(ctx, bytes.NewReader(data))
+	require.NoError(t, err)
+	got, err := s.ReadAll(ctx, h)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(data, got))
 }

@@ -42,12 +42,16 @@ func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (Ver
 	}
 	total := len(blobs) + len(chunks)
 	done := 0
+	var buf []byte
 	for _, h := range chunks {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		if _, err := s.readChunk(ctx, h); err != nil {
+		b, err := s.readChunk(ctx, h, buf)
+		if err != nil {
 			rep.Problems = append(rep.Problems, Problem{Kind: "chunk", Hash: h, Err: err.Error()})
+		} else {
+			buf = b
 		}
 		rep.Chunks++
 		done++

@@ -4,7 +4,9 @@
 // IMMEDIATE, so writers queue on SQLite's lock instead of failing halfway)
 // and a separate pool of read connections that see the last committed state
 // through WAL. Open applies pending migrations through goose's Provider and
-// refuses a store written by a newer format. Update and View run a function
+// refuses a store written by a newer format. Several processes may open
+// the same store at once: each migration is applied and recorded exactly
+// once, and the others wait for it. Update and View run a function
 // in a transaction and roll back if it returns an error or panics; nothing a
 // failed function wrote is ever committed.
 package index

@@ -32,19 +32,26 @@ var errApplied = errors.New("migration already applied by another connection")
 // version table only if it is missing, both checked in the transaction
 // that writes.
 type versionStore struct {
-	database.StoreExtender
+	database.Store
 }
+
+var _ database.StoreExtender = versionStore{}
 
 func newVersionStore() (versionStore, error) {
 	s, err := database.NewStore(database.DialectSQLite3, goose.DefaultTablename)
 	if err != nil {
 		return versionStore{}, err
 	}
-	ext, ok := s.(database.StoreExtender)
-	if !ok {
-		return versionStore{}, fmt.Errorf("goose sqlite store %T cannot check its table", s)
-	}
-	return versionStore{ext}, nil
+	return versionStore{s}, nil
+}
+
+// TableExists reports whether the version table exists. (goose's SQLite
+// dialect has no such query and would probe by reading a version.)
+func (s versionStore) TableExists(ctx context.Context, db database.DBTxConn) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`,
+		s.Tablename()).Scan(&n)
+	return n > 0, err
 }
 
 func (s versionStore) CreateVersionTable(ctx context.Context, db database.DBTxConn) error {
@@ -52,7 +59,7 @@ func (s versionStore) CreateVersionTable(ctx context.Context, db database.DBTxCo
 	if ok, err := s.TableExists(ctx, db); err != nil || ok {
 		return err
 	}
-	return s.StoreExtender.CreateVersionTable(ctx, db)
+	return s.Store.CreateVersionTable(ctx, db)
 }
 
 func (s versionStore) Insert(ctx context.Context, db database.DBTxConn, req database.InsertRequest) error {
@@ -63,7 +70,7 @@ func (s versionStore) Insert(ctx context.Context, db database.DBTxConn, req data
 	}
 	switch {
 	case n == 0:
-		return s.StoreExtender.Insert(ctx, db, req)
+		return s.Store.Insert(ctx, db, req)
 	case req.Version == 0:
 		return nil // the version table's first row, written by whoever created it
 	}
