@@ -31,12 +31,12 @@ type Checkpoint struct {
 // ID returns the id of checkpoint seq: cp_000001 for 1.
 func ID(seq int64) string { return fmt.Sprintf("cp_%06d", seq) }
 
-// ParseRef parses a checkpoint id ("cp_000012") or a bare sequence number
-// ("12") into a seq. It fails with workspace.invalid_argument.
+// ParseRef parses a checkpoint id ("cp_000012", or unpadded "cp_12") or a
+// bare sequence number ("12") into a seq. It fails with workspace.invalid_argument.
 func ParseRef(s string) (int64, error) {
 	t := strings.TrimPrefix(s, "cp_")
 	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 1 || (t != s && len(t) < 6) {
+	if err != nil || n < 1 || t == "" || t[0] < '0' || t[0] > '9' {
 		return 0, wserr.New(wserr.InvalidArgument, "checkpoint", "", "%q is not a checkpoint id (cp_000001) or sequence number", s)
 	}
 	return n, nil

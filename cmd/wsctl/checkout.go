@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+type checkoutOptions struct {
+	globals
+	at string
+}
+
+func newCheckoutCmd(a *app) *cobra.Command {
+	var o checkoutOptions
+	cmd := &cobra.Command{
+		Use:   "checkout RUN DIR",
+		Short: "Write a run's workspace files into a new directory",
+		Long: `checkout writes every file of a run's live workspace, or of a checkpoint
+with --at, into DIR, which must not exist or be empty: checkout never
+overwrites anything. Files are written through an os.Root of DIR, so no
+stored name can reach outside it.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := a.globals(cmd)
+			if err != nil {
+				return err
+			}
+			o.globals = g
+			return runCheckout(cmd.Context(), o, args)
+		},
+	}
+	cmd.Flags().StringVar(&o.at, "at", "", "check out this checkpoint instead of the live workspace")
+	return cmd
+}
+
+// checkoutResult is checkout's --json output.
+type checkoutResult struct {
+	RunID      string `json:"runId"`
+	Checkpoint string `json:"checkpointId,omitempty"`
+	Dir        string `json:"dir"`
+	Files      int    `json:"files"`
+	Dirs       int    `json:"dirs"`
+	Bytes      int64  `json:"bytes"`
+}
+
+func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
+	runID, dir := args[0], args[1]
+	at, err := parseAt(o.at)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, o.globals, readOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	infos, err := workspaceFor(st.Runs, runID, at).List(ctx, vfs.Root(), allDepth)
+	if err != nil {
+		return err
+	}
+	if err := newEmptyDir(dir); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("checkout: %w", err)
+	}
+	defer root.Close()
+
+	res := checkoutResult{RunID: runID, Dir: dir}
+	if at != 0 {
+		res.Checkpoint = checkpoint.ID(at)
+	}
+	var files []vfs.FileInfo
+	for _, fi := range infos {
+		switch {
+		case fi.Resource == vfs.ResourceVirtual || fi.Resource == vfs.ResourceHost:
+			// Not stored in the workspace: nothing to check out.
+		case fi.Kind == vfs.KindDir:
+			if err := root.MkdirAll(filepath.FromSlash(fi.Path.String()), 0o755); err != nil {
+				return fmt.Errorf("checkout: %w", err)
+			}
+			res.Dirs++
+		default:
+			files = append(files, fi)
+		}
+	}
+	bar := newProgress(o.globals)
+	defer bar.done()
+	for i, fi := range files {
+		bar.update("checkout", i, len(files))
+		n, err := checkoutFile(ctx, st.Blobs, root, fi)
+		if err != nil {
+			return err
+		}
+		res.Files++
+		res.Bytes += n
+	}
+	bar.update("checkout", len(files), len(files))
+	bar.done()
+	if o.json {
+		return writeJSON(o.out, res)
+	}
+	from := "live workspace"
+	if res.Checkpoint != "" {
+		from = res.Checkpoint
+	}
+	_, err = fmt.Fprintf(o.out, "checked out %d files (%s) of %s at %s into %s\n", res.Files, humanBytes(res.Bytes), runID, from, dir)
+	return err
+}
+
+// blobGetter is what checkout needs of the content store.
+type blobGetter interface {
+	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
+}
+
+// checkoutFile streams one stored file into root, refusing to overwrite.
+func checkoutFile(ctx context.Context, blobs blobGetter, root *os.Root, fi vfs.FileInfo) (int64, error) {
+	name := filepath.FromSlash(fi.Path.String())
+	r, err := blobs.Get(ctx, fi.Hash)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return 0, fmt.Errorf("checkout: %w", err)
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("checkout %s: %w", fi.Path, err)
+	}
+	return n, nil
+}
+
+// newEmptyDir makes sure dir is a new or empty directory, creating it (and
+// its parents) if needed. Anything else is store.conflict: checkout never
+// writes into a directory that holds files.
+func newEmptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("checkout: %w", err)
+		}
+		return nil
+	case err != nil:
+		if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
+			return wserr.New(wserr.Conflict, "checkout", dir, "exists and is not a directory")
+		}
+		return fmt.Errorf("checkout: %w", err)
+	case len(entries) > 0:
+		return wserr.New(wserr.Conflict, "checkout", dir, "directory is not empty: checkout only writes into a new or empty directory")
+	}
+	return nil
+}

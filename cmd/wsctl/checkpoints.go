@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore/checkpoint"
+)
+
+func newCheckpointsCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "checkpoints RUN",
+		Short: "List a run's checkpoints",
+		Long: `checkpoints lists a run's checkpoints in order. HEAD marks the checkpoint
+the live workspace descends from; PARENT shows where history forked after a
+rollback.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := a.globals(cmd)
+			if err != nil {
+				return err
+			}
+			return runCheckpoints(cmd.Context(), g, args)
+		},
+	}
+}
+
+func runCheckpoints(ctx context.Context, g globals, args []string) error {
+	st, err := openStore(ctx, g, readOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	run, err := st.Runs.Run(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	cps, err := st.Runs.Checkpoints().List(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	if cps == nil {
+		cps = []checkpoint.Checkpoint{}
+	}
+	if g.json {
+		return writeJSON(g.out, cps)
+	}
+	t := newTable(g.out, "ID", "HEAD", "PARENT", "REASON", "EVENT", "ROOT", "CREATED")
+	for _, c := range cps {
+		head, parent := "", c.Parent
+		if c.Seq == run.HeadCheckpoint {
+			head = "*"
+		}
+		if parent == "" {
+			parent = "-"
+		}
+		t.row(c.ID, head, parent, c.Reason, fmt.Sprint(c.EventSeq), c.Root.Short(), stamp(c.CreatedAt))
+	}
+	return t.flush()
+}

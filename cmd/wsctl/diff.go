@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore/checkpoint"
+)
+
+func newDiffCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "diff RUN FROM [TO]",
+		Short: "Show the changes between two checkpoints as unified diffs",
+		Long: `diff prints the file changes from checkpoint FROM to checkpoint TO (default:
+the live workspace; "live" names it too) as unified text diffs. Checkpoints
+are cp_000003 or 3. Binary and very large files get a one-line summary.
+With --json it prints the list of changes, each with its unified diff.`,
+		Args: rangeArgs(2, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := a.globals(cmd)
+			if err != nil {
+				return err
+			}
+			return runDiff(cmd.Context(), g, args)
+		},
+	}
+}
+
+func runDiff(ctx context.Context, g globals, args []string) error {
+	from, err := parseCheckpoint(args[1])
+	if err != nil {
+		return err
+	}
+	var to int64
+	if len(args) == 3 && !strings.EqualFold(args[2], "live") {
+		if to, err = parseCheckpoint(args[2]); err != nil {
+			return err
+		}
+	}
+	st, err := openStore(ctx, g, readOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	diffs, err := st.Runs.Diff(ctx, args[0], from, to)
+	if err != nil {
+		return err
+	}
+	if diffs == nil {
+		diffs = []checkpoint.FileDiff{}
+	}
+	if g.json {
+		return writeJSON(g.out, diffs)
+	}
+	return writeUnified(g.out, diffs)
+}

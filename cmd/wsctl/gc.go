@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+type gcOptions struct {
+	globals
+	dryRun bool
+	grace  string
+}
+
+func newGCCmd(a *app) *cobra.Command {
+	var o gcOptions
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Delete the stored files and trees no run, checkpoint or chat reaches",
+		Long: `gc deletes the blobs, chunks and trees that no root reaches (run roots,
+checkpoints, chat persist layers): what deleted runs ("wsctl rm") leave
+behind. It prints what it frees; --dry-run prints what it would free and
+deletes nothing.
+
+Unreachable rows younger than --grace (default 15m) are kept, so a writer
+that has stored a file but not yet committed the change that uses it never
+loses it. --grace 0 collects everything unreachable now: only safe when
+nothing else writes to the store.
+
+gc frees pages inside the database file; "wsctl vacuum" gives them back to
+the file system.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := a.globals(cmd)
+			if err != nil {
+				return err
+			}
+			o.globals = g
+			return runGC(cmd.Context(), o, args)
+		},
+	}
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "report what would be freed, delete nothing")
+	cmd.Flags().StringVar(&o.grace, "grace", "", "keep unreachable rows younger than this (default 15m; 0: none)")
+	return cmd
+}
+
+func runGC(ctx context.Context, o gcOptions, _ []string) error {
+	opts := wsstore.GCOptions{DryRun: o.dryRun, Now: o.now}
+	if o.grace != "" {
+		d, err := time.ParseDuration(o.grace)
+		if err != nil || d < 0 {
+			return wserr.New(wserr.InvalidArgument, "gc", "", "--grace %q is not a duration such as 15m or 0", o.grace)
+		}
+		opts.Grace = d
+		if d == 0 {
+			opts.Grace = -1 // the API's "no grace"; its zero means the default
+		}
+	}
+	st, err := openStore(ctx, o.globals, readWrite)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	bar := newProgress(o.globals)
+	opts.Progress = bar.update
+	rep, err := st.GC(ctx, opts)
+	bar.done()
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(o.out, rep)
+	}
+	t := newTable(o.out, "", "BLOBS", "CHUNKS", "TREES", "STORED")
+	freed := "freed"
+	if rep.DryRun {
+		freed = "would free"
+	}
+	row := func(label string, c wsstore.ObjectCounts, bytes string) {
+		t.row(label, fmt.Sprint(c.Blobs), fmt.Sprint(c.Chunks), fmt.Sprint(c.Trees), bytes)
+	}
+	row("reachable", rep.Reachable, "")
+	row(freed, rep.Freed, humanBytes(rep.FreedBytes))
+	row("kept (young)", rep.Kept, "")
+	if err := t.flush(); err != nil {
+		return err
+	}
+	switch {
+	case rep.DryRun:
+		_, err = fmt.Fprintln(o.out, "dry run: nothing deleted")
+	case rep.FreedBytes > 0:
+		_, err = fmt.Fprintln(o.out, "\"wsctl vacuum\" gives the freed space back to the file system")
+	}
+	return err
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+type logOptions struct {
+	globals
+	after  int64
+	limit  int
+	follow bool
+	poll   time.Duration
+}
+
+func newLogCmd(a *app) *cobra.Command {
+	var o logOptions
+	cmd := &cobra.Command{
+		Use:   "log RUN",
+		Short: "Print a run's journal (its timeline)",
+		Long: `log prints a run's journal events after --after (an event seq) as
+"seq  time  type  summary" lines; --limit N stops after N events.
+
+--follow keeps printing new events as they are committed, until the run
+ends (run_completed, run_failed or run_cancelled) or you interrupt it.
+
+--json prints JSON lines, one event per line: the events.jsonl format,
+which is also what --follow streams.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := a.globals(cmd)
+			if err != nil {
+				return err
+			}
+			o.globals = g
+			o.poll = a.followPoll
+			return runLog(cmd.Context(), o, args)
+		},
+	}
+	cmd.Flags().Int64Var(&o.after, "after", 0, "only events after this seq")
+	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most this many events (0: all)")
+	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "keep printing new events until the run ends")
+	return cmd
+}
+
+// errStopFollow ends a Follow once the run has ended or the limit is hit.
+var errStopFollow = errors.New("stop following")
+
+// finalEvent reports whether e says the run has ended.
+func finalEvent(e journal.Event) bool {
+	switch e.Type {
+	case journal.RunCompleted, journal.RunFailed, journal.RunCancelled:
+		return true
+	}
+	return false
+}
+
+func runLog(ctx context.Context, o logOptions, args []string) error {
+	if o.after < 0 || o.limit < 0 {
+		return wserr.New(wserr.InvalidArgument, "log", "", "--after and --limit must not be negative")
+	}
+	st, err := openStore(ctx, o.globals, readOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runID := args[0]
+	run, err := st.Runs.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	print := eventPrinter(o.out, o.json)
+	n := 0
+	emit := func(e journal.Event) error {
+		if err := print(e); err != nil {
+			return err
+		}
+		n++
+		if o.limit > 0 && n >= o.limit {
+			return errStopFollow
+		}
+		if o.follow && finalEvent(e) {
+			return errStopFollow
+		}
+		return nil
+	}
+	after := o.after
+	for {
+		page, err := st.Runs.Journal().Page(ctx, runID, journal.PageQuery{AfterSeq: after, Limit: journal.MaxLimit})
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			if err := emit(e); errors.Is(err, errStopFollow) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			after = e.Seq
+		}
+		if len(page) < journal.MaxLimit {
+			break
+		}
+	}
+	if !o.follow || run.Status.Final() {
+		return nil
+	}
+	err = st.Runs.Journal().Follow(ctx, runID, after, o.poll, emit)
+	if errors.Is(err, errStopFollow) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// eventPrinter prints events as timeline lines or JSON lines, each
+// written as soon as it arrives.
+func eventPrinter(w io.Writer, asJSON bool) func(journal.Event) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		return func(e journal.Event) error { return enc.Encode(e) }
+	}
+	return func(e journal.Event) error {
+		return timeline(w, []journal.Event{e})
+	}
+}

@@ -1,0 +1,19 @@
+// Command wsctl inspects, maintains and drives a wsstore store from the
+// command line: queries over runs, checkpoints and the journal, maintenance
+// (gc, vacuum, fsck), a demo session, and batch, the JSON-lines way in for
+// hosts written in other languages.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := execute(ctx, newApp(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

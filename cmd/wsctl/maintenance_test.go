@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+func TestStatsAndDU(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("demo")
+
+	out := c.ok("stats")
+	assert.Regexp(t, `(?m)^runs\s+1$`, out)
+	assert.Regexp(t, `(?m)^checkpoints\s+7$`, out)
+	assert.Regexp(t, `(?m)^blobs\s+\d+ \(`, out)
+	var s wsstore.Stats
+	c.jsonOut(&s, "stats")
+	assert.EqualValues(t, 1, s.Runs)
+	assert.EqualValues(t, 21, s.Events)
+
+	out = c.ok("du")
+	assert.Regexp(t, `CHAT\s+RUN\s+FILES\s+SIZE\s+CHECKPOINTS\s+UNIQUE`, out)
+	assert.Contains(t, out, "(persist)")
+	assert.Regexp(t, `demo_\S+\s+4\s+\d+ B\s+7\s+`, out)
+	var us []wsstore.Usage
+	c.jsonOut(&us, "du")
+	require.Len(t, us, 2)
+	assert.Equal(t, "", us[0].RunID)
+	assert.EqualValues(t, 4, us[1].Files)
+}
+
+func TestRm(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	st := c.open()
+	c.seedRun(st, "run_a")
+	c.seedRun(st, "run_b")
+	_, err := st.Runs.Finish(context.Background(), "run_b")
+	require.NoError(t, err)
+
+	errOut := c.fails(5, "rm", "run_a")
+	assert.Contains(t, errOut, "run.invalid_transition")
+	assert.Contains(t, errOut, "--force")
+	run, err := st.Runs.Run(context.Background(), "run_a")
+	require.NoError(t, err)
+	assert.Equal(t, runs.Running, run.Status, "a refused rm changes nothing")
+
+	assert.Equal(t, "deleted run run_b; \"wsctl gc\" frees the files no other run shares\n", c.ok("rm", "run_b"))
+	out := c.ok("rm", "run_a", "--force")
+	assert.Contains(t, out, "cancelled run run_a\n")
+	assert.Equal(t, "[]\n", c.ok("runs", "--json"))
+	c.fails(3, "rm", "run_a")
+	c.fails(3, "log", "run_a")
+}
+
+func TestGCFreesDeletedRunAndVacuumShrinks(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	st := c.open()
+	ctx := context.Background()
+	c.seedRun(st, "keep")
+	c.seedRun(st, "doomed")
+	big := make([]byte, 512<<10) // incompressible: stored as it is
+	_, _ = rand.Read(big)
+	fi, err := st.Runs.Workspace("doomed", runs.ModelScope).Write(ctx, vfs.MustPath("output/big.bin"), big, vfs.WriteOptions{})
+	require.NoError(t, err)
+	c.ok("rm", "doomed", "--force")
+	has := func() bool {
+		ok, err := st.Blobs.Has(ctx, fi.Hash)
+		require.NoError(t, err)
+		return ok
+	}
+
+	// The default grace keeps what was written just now.
+	var rep wsstore.GCReport
+	c.jsonOut(&rep, "gc")
+	assert.Zero(t, rep.Freed.Blobs)
+	assert.Positive(t, rep.Kept.Blobs)
+	assert.True(t, has())
+
+	out := c.ok("gc", "--dry-run", "--grace", "0")
+	assert.Regexp(t, `would free\s+\d+\s+0\s+\d+\s+5\d\d\.\d KiB`, out)
+	assert.Contains(t, out, "dry run: nothing deleted")
+	assert.True(t, has(), "a dry run deletes nothing")
+
+	out = c.ok("gc", "--grace", "0")
+	assert.Regexp(t, `(?m)^freed\s+[1-9]\d*\s+0\s+[1-9]\d*\s+5\d\d\.\d KiB$`, out)
+	assert.Contains(t, out, "wsctl vacuum")
+	assert.False(t, has(), "the deleted run's unique blob is gone")
+	assert.Equal(t, "one\ntwo\n", c.ok("cat", "keep", "output/a.md"), "what other runs use stays")
+
+	c.jsonOut(&rep, "gc", "--grace", "0")
+	assert.Zero(t, rep.FreedBytes, "nothing left to free")
+
+	var vr wsstore.VacuumReport
+	c.jsonOut(&vr, "vacuum")
+	assert.Less(t, vr.AfterBytes, vr.BeforeBytes-400<<10, "vacuum gives the freed pages back")
+	assert.Regexp(t, `^vacuum: .+ before, .+ after \(.+ freed\)\n$`, c.ok("vacuum"))
+	c.ok("fsck")
+}
+
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("demo")
+	for _, args := range [][]string{{"gc"}, {"fsck"}, {"vacuum"}, {"checkout", "RUN", "DIR"}} {
+		run := func(term bool) string {
+			c.term = term
+			a := append([]string(nil), args...)
+			if a[0] == "checkout" {
+				var list []runs.Run
+				c.jsonOut(&list, "runs")
+				a[1], a[2] = list[0].ID, filepath.Join(t.TempDir(), "co")
+			}
+			return c.ok(a...)
+		}
+		piped := run(false)
+		assert.NotContains(t, piped, "\r", "%v piped", args)
+		onTerm := run(true)
+		assert.Contains(t, onTerm, "\r", "%v on a terminal", args)
+		assert.Contains(t, onTerm, "\r\x1b[K", "%v clears its bar", args)
+		// Once the bar is erased, the result is the same as piped.
+		last := onTerm[strings.LastIndex(onTerm, "\x1b[K")+len("\x1b[K"):]
+		assert.Equal(t, strings.Count(piped, "\n"), strings.Count(last, "\n"), "%v", args)
+	}
+	c.term = false
+}
+
+func TestFsck(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("demo")
+	out := c.ok("fsck")
+	assert.Regexp(t, `^checked \d+ blobs, 0 chunks, \d+ trees, 1 runs, 7 checkpoints\nok: no problems found\n$`, out)
+	var rep wsstore.FsckReport
+	c.jsonOut(&rep, "fsck")
+	assert.Empty(t, rep.Problems)
+}
+
+// rawDB opens the store's database file directly, read-write, to damage
+// it on purpose.
+func rawDB(t *testing.T, c *cli) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(c.store, wsstore.DBName))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestFsckNamesAlteredBlob(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.skipFsck = true
+	st := c.open()
+	c.seedRun(st, "run_a")
+	fi, err := st.Runs.Workspace("run_a", runs.HostScope).Stat(context.Background(), vfs.MustPath("output/a.md"))
+	require.NoError(t, err)
+
+	db := rawDB(t, c)
+	var data []byte
+	require.NoError(t, db.QueryRow(`SELECT data FROM blobs WHERE hash = ?`, fi.Hash[:]).Scan(&data))
+	data[len(data)-1] ^= 0x20 // one byte altered
+	_, err = db.Exec(`UPDATE blobs SET data = ? WHERE hash = ?`, data, fi.Hash[:])
+	require.NoError(t, err)
+
+	stdout, errOut, code := c.run("", "fsck")
+	assert.Equal(t, 6, code)
+	assert.Regexp(t, `(?m)^blob\s+`+fi.Hash.String()+`\s+\S`, stdout, "the altered blob is named")
+	assert.Equal(t, "wsctl: fsck: store.corrupt: 1 problem found\n", errOut)
+
+	var rep wsstore.FsckReport
+	jsonOut, _, code := c.run("", "fsck", "--json")
+	assert.Equal(t, 6, code, "--json still exits non-zero")
+	require.NoError(t, json.Unmarshal([]byte(jsonOut), &rep))
+	require.Len(t, rep.Problems, 1)
+	assert.Equal(t, "blob", rep.Problems[0].Kind)
+	assert.Equal(t, fi.Hash.String(), rep.Problems[0].Ref)
+}
+
+func TestFsckNamesDanglingTree(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.skipFsck = true
+	st := c.open()
+	c.seedRun(st, "run_a")
+	cp, err := st.Runs.Checkpoints().Get(context.Background(), nil, "run_a", 2)
+	require.NoError(t, err)
+	// The tree of output/ at cp_000002: only that checkpoint reaches it.
+	e, err := st.Runs.Trees().Lookup(context.Background(), nil, cp.Root, vfs.MustPath("output"))
+	require.NoError(t, err)
+
+	_, err = rawDB(t, c).Exec(`DELETE FROM trees WHERE hash = ?`, e.Hash[:])
+	require.NoError(t, err)
+
+	stdout, _, code := c.run("", "fsck")
+	assert.Equal(t, 6, code)
+	assert.Regexp(t, `(?m)^reference\s+`+e.Hash.String()+`\s+\S`, stdout, "the missing tree is named:\n%s", stdout)
+}
+
+func TestCheckout(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.seedRun(c.open(), "run_a")
+	read := func(dir, name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		require.NoError(t, err)
+		return string(b)
+	}
+
+	dir := filepath.Join(t.TempDir(), "new", "co")
+	out := c.ok("checkout", "run_a", dir)
+	assert.Contains(t, out, "checked out 4 files")
+	assert.Equal(t, "one\ntwo\n", read(dir, "output/a.md"))
+	assert.Equal(t, "\x00\x01\x02binary", read(dir, "scratch/b.bin"))
+	assert.Equal(t, `{"messages":[]}`, read(dir, "input/prompt_snapshot.json"))
+	assert.FileExists(t, filepath.Join(dir, "input", "persist_snapshot.json"))
+
+	t.Run("At", func(t *testing.T) {
+		dir := t.TempDir() // exists, empty: fine
+		var res checkoutResult
+		c.jsonOut(&res, "checkout", "run_a", dir, "--at", "cp_000002")
+		assert.Equal(t, "cp_000002", res.Checkpoint)
+		assert.Equal(t, 3, res.Files)
+		assert.Equal(t, "one\n", read(dir, "output/a.md"))
+		assert.NoFileExists(t, filepath.Join(dir, "scratch", "b.bin"))
+	})
+	t.Run("ErrNotEmpty", func(t *testing.T) {
+		errOut := c.fails(5, "checkout", "run_a", dir)
+		assert.Contains(t, errOut, "not empty")
+		assert.Equal(t, "one\ntwo\n", read(dir, "output/a.md"))
+	})
+	t.Run("ErrFile", func(t *testing.T) {
+		f := filepath.Join(t.TempDir(), "file")
+		require.NoError(t, os.WriteFile(f, []byte("x"), 0o644))
+		c.fails(5, "checkout", "run_a", f)
+		assert.Equal(t, "x", read(filepath.Dir(f), "file"))
+	})
+	t.Run("ErrNoRun", func(t *testing.T) {
+		d := filepath.Join(t.TempDir(), "x")
+		c.fails(3, "checkout", "nope", d)
+		assert.NoDirExists(t, d, "nothing is created for a run that does not exist")
+	})
+}
+
+// hashFile returns the content address of a file, to prove it unchanged.
+func hashFile(t *testing.T, path string) cas.Hash {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return cas.Sum(b)
+}
+
+func TestNewerFormatExits7(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("demo")
+	_, err := rawDB(t, c).Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (9999, 1)`)
+	require.NoError(t, err)
+	c.skipFsck = true // this build cannot open the store any more
+	for _, args := range [][]string{{"runs"}, {"gc"}, {"demo"}, {"fsck"}} {
+		assert.Contains(t, c.fails(7, args...), "store.newer_format", "%v", args)
+	}
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+)
+
+// writeJSON prints v as indented JSON, keeping "<", ">" and "&" readable.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table prints aligned columns.
+type table struct {
+	w   io.Writer
+	buf bytes.Buffer
+	tw  *tabwriter.Writer
+}
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{w: w}
+	t.tw = tabwriter.NewWriter(&t.buf, 0, 0, 2, ' ', 0)
+	if len(header) > 0 {
+		t.row(header...)
+	}
+	return t
+}
+
+// row adds one row; cells are made single-line so the columns stay
+// aligned.
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = cell(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+// flush writes the table without the padding tabwriter leaves after a
+// last empty cell.
+func (t *table) flush() error {
+	if err := t.tw.Flush(); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	for line := range strings.Lines(t.buf.String()) {
+		out.WriteString(strings.TrimRight(line, " \n"))
+		out.WriteByte('\n')
+	}
+	t.buf.Reset()
+	_, err := t.w.Write(out.Bytes())
+	return err
+}
+
+// cell escapes control characters (tabs and newlines would break the
+// columns) the way Go quotes them.
+func cell(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) }) < 0 {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+// humanBytes formats n bytes as 512 B, 1.5 KiB, 3.2 MiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit && n > -unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f := float64(n)
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		f /= unit
+		if f < unit && f > -unit {
+			return fmt.Sprintf("%.1f %s", f, u)
+		}
+	}
+	return fmt.Sprintf("%.1f PiB", f/unit)
+}
+
+// stamp formats a time for tables: local, to the second.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// clock formats an event time for timelines.
+func clock(t time.Time) string { return t.Local().Format("15:04:05.000") }
+
+// ellipsize cuts s to at most n runes.
+func ellipsize(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// app is what every command of one invocation shares: the global flags and
+// the hooks tests replace (environment, terminal detection, clock).
+type app struct {
+	storeFlag string // --store, "" = default
+	jsonFlag  bool   // --json
+
+	getenv     func(string) string
+	goos       string
+	isTerminal func(w io.Writer) bool
+	now        func() time.Time
+	// followPoll is how often log --follow polls; tests shorten it.
+	followPoll time.Duration
+
+	// started is set once a command's own code runs: errors before that
+	// (unknown commands, bad flags, wrong argument counts) are usage errors.
+	started bool
+}
+
+func newApp() *app {
+	return &app{getenv: os.Getenv, goos: runtime.GOOS, isTerminal: fileIsTerminal, now: time.Now}
+}
+
+// fileIsTerminal reports whether w is a terminal, the test for drawing
+// progress bars: piped or redirected output stays quiet.
+func fileIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// globals are the resolved global options handed to every runX.
+type globals struct {
+	storeDir string
+	json     bool
+	out      io.Writer // command output: cmd.OutOrStdout()
+	errOut   io.Writer // diagnostics: cmd.ErrOrStderr()
+	progress bool      // out is a terminal: draw progress
+	now      func() time.Time
+}
+
+// globals resolves the global flags for cmd.
+func (a *app) globals(cmd *cobra.Command) (globals, error) {
+	dir := a.storeFlag
+	if dir == "" {
+		var err error
+		if dir, err = defaultStoreDir(a.getenv, a.goos); err != nil {
+			return globals{}, err
+		}
+	}
+	out := cmd.OutOrStdout()
+	return globals{storeDir: dir, json: a.jsonFlag, out: out, errOut: cmd.ErrOrStderr(),
+		progress: a.isTerminal(out), now: a.now}, nil
+}
+
+// defaultStoreDir is $WSSTORE_DIR, else a "wsstore" folder in the user's
+// data directory: $XDG_DATA_HOME or ~/.local/share on Linux and other
+// Unixes, ~/Library/Application Support on macOS, %LocalAppData% on
+// Windows.
+func defaultStoreDir(getenv func(string) string, goos string) (string, error) {
+	if d := getenv("WSSTORE_DIR"); d != "" {
+		return d, nil
+	}
+	noHome := wserr.New(wserr.InvalidArgument, "store", "", "cannot find the user's data directory: set WSSTORE_DIR or pass --store")
+	switch goos {
+	case "windows":
+		base := getenv("LocalAppData")
+		if base == "" {
+			return "", noHome
+		}
+		return filepath.Join(base, "wsstore"), nil
+	case "darwin", "ios":
+		home := getenv("HOME")
+		if home == "" {
+			return "", noHome
+		}
+		return filepath.Join(home, "Library", "Application Support", "wsstore"), nil
+	default:
+		// The XDG spec says a relative XDG_DATA_HOME is invalid and must
+		// be ignored.
+		if x := getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+			return filepath.Join(x, "wsstore"), nil
+		}
+		home := getenv("HOME")
+		if home == "" {
+			return "", noHome
+		}
+		return filepath.Join(home, ".local", "share", "wsstore"), nil
+	}
+}
+
+const rootLong = `wsctl inspects and maintains a wsstore store: the embedded storage engine
+for AI-agent workspaces (runs, checkpoints, journal, content-addressed files).
+
+Start with "wsctl demo": it records a short agent session in the default
+store and prints its timeline.
+
+The store is --store DIR, else $WSSTORE_DIR, else a "wsstore" folder in the
+user's data directory ($XDG_DATA_HOME or ~/.local/share on Linux,
+~/Library/Application Support on macOS, %LocalAppData% on Windows).
+Query and maintenance commands need an existing store; demo and batch
+create it.
+
+Every listing prints an aligned table, or JSON with --json. Long commands
+(gc, fsck, checkout, vacuum) draw a progress bar on a terminal and stay
+quiet when their output is piped.
+
+`
+
+// newRootCmd builds the wsctl command tree over a.
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "wsctl",
+		Short:         "Inspect, maintain and drive a wsstore store",
+		Long:          rootLong + exitStatusHelp(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			a.started = true
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&a.storeFlag, "store", "", "`DIR` of the store (default $WSSTORE_DIR, else <user data dir>/wsstore)")
+	root.PersistentFlags().BoolVar(&a.jsonFlag, "json", false, "print JSON instead of text")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		newDemoCmd(a),
+		newRunsCmd(a), newShowCmd(a), newLsCmd(a), newCatCmd(a), newCheckpointsCmd(a),
+		newDiffCmd(a), newLogCmd(a), newStatsCmd(a), newDUCmd(a), newCheckoutCmd(a), newSQLCmd(a),
+		newRmCmd(a), newGCCmd(a), newVacuumCmd(a), newFsckCmd(a),
+		newBatchCmd(a),
+	)
+	return root
+}
+
+// usageError marks a command-line mistake: exit status 2.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// execute runs wsctl with args and returns the exit status.
+func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	if !a.started {
+		err = usageError{err}
+	}
+	fmt.Fprintf(stderr, "wsctl: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) && cmd != nil {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return exitCode(err)
+}

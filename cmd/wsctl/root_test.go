@@ -1,0 +1,148 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+func TestDefaultStoreDir(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		goos string
+		env  map[string]string
+		want string
+		err  bool
+	}{
+		{"WSSTORE_DIR wins", "linux", map[string]string{"WSSTORE_DIR": "/x/store", "XDG_DATA_HOME": "/xdg", "HOME": "/h"}, "/x/store", false},
+		{"XDG_DATA_HOME", "linux", map[string]string{"XDG_DATA_HOME": "/xdg", "HOME": "/h"}, "/xdg/wsstore", false},
+		{"relative XDG_DATA_HOME ignored", "linux", map[string]string{"XDG_DATA_HOME": "rel", "HOME": "/h"}, "/h/.local/share/wsstore", false},
+		{"HOME on Linux", "linux", map[string]string{"HOME": "/h"}, "/h/.local/share/wsstore", false},
+		{"macOS", "darwin", map[string]string{"HOME": "/Users/u", "XDG_DATA_HOME": "/xdg"}, "/Users/u/Library/Application Support/wsstore", false},
+		{"Windows", "windows", map[string]string{"LocalAppData": `C:\Users\u\AppData\Local`}, filepath.Join(`C:\Users\u\AppData\Local`, "wsstore"), false},
+		{"ErrNoHome", "linux", map[string]string{}, "", true},
+		{"ErrNoLocalAppData", "windows", map[string]string{"HOME": "/h"}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := defaultStoreDir(func(k string) string { return tt.env[k] }, tt.goos)
+			if tt.err {
+				require.Error(t, err)
+				assert.Equal(t, 2, exitCode(err))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, filepath.FromSlash(tt.want), filepath.FromSlash(got))
+		})
+	}
+}
+
+func TestDefaultStoreUsedWithoutStoreFlag(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	xdg := t.TempDir()
+	a := c.app()
+	a.getenv = func(k string) string { return map[string]string{"XDG_DATA_HOME": xdg, "HOME": t.TempDir()}[k] }
+	a.goos = "linux"
+	var out, errOut strings.Builder
+	code := execute(t.Context(), a, []string{"demo"}, strings.NewReader(""), &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	assert.Contains(t, out.String(), filepath.Join(xdg, "wsstore"))
+	assert.FileExists(t, filepath.Join(xdg, "wsstore", "wsstore.db"))
+}
+
+func TestHelpDocumentsExitStatuses(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	out := c.ok("--help")
+	assert.Contains(t, out, "Exit status:")
+	for _, s := range exitStatuses {
+		assert.Contains(t, out, fmt.Sprintf("  %d  %s", s.Status, s.Meaning))
+	}
+	for _, cmd := range []string{"demo", "runs", "show", "ls", "cat", "checkpoints", "diff", "log", "stats", "du",
+		"checkout", "sql", "rm", "gc", "vacuum", "fsck", "batch"} {
+		assert.Contains(t, out, "\n  "+cmd+" ", "command %s listed", cmd)
+	}
+	assert.NoDirExists(t, c.store, "help must not create a store")
+}
+
+func TestExitCode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{errors.New("plain"), 1},
+		{wserr.New(wserr.Internal, "", "", "x"), 1},
+		{usageError{errors.New("bad flag")}, 2},
+		{wserr.New(wserr.InvalidArgument, "", "", "x"), 2},
+		{wserr.New(wserr.RunNotFound, "", "", "x"), 3},
+		{wserr.New(wserr.CheckpointNotFound, "", "", "x"), 3},
+		{wserr.New(wserr.FileNotFound, "", "", "x"), 3},
+		{wserr.New(wserr.NotFound, "", "", "x"), 3},
+		{wserr.New(wserr.InvalidPath, "", "", "x"), 4},
+		{wserr.New(wserr.PathNotWritable, "", "", "x"), 4},
+		{fmt.Errorf("wrapped: %w", wserr.New(wserr.PatchOldStringNotUnique, "", "", "x")), 4},
+		{wserr.New(wserr.InvalidState, "", "", "x"), 5},
+		{wserr.New(wserr.RunExists, "", "", "x"), 5},
+		{wserr.New(wserr.Conflict, "", "", "x"), 5},
+		{wserr.New(wserr.Corrupt, "", "", "x"), 6},
+		{wserr.New(wserr.NewerFormat, "", "", "x"), 7},
+		{wserr.New(wserr.ReadOnly, "", "", "x"), 8},
+		{wserr.New(wserr.Busy, "", "", "x"), 8},
+		{wserr.New(wserr.MissingArtifact, "", "", "x"), 9},
+		{wserr.New(wserr.SinkFailed, "", "", "x"), 9},
+		{wserr.New("something.new", "", "", "x"), 1},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, exitCode(tt.err), "%v", tt.err)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("demo")
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"UnknownCommand", []string{"frobnicate"}, 2},
+		{"UnknownFlag", []string{"runs", "--nope"}, 2},
+		{"MissingArg", []string{"show"}, 2},
+		{"TooManyArgs", []string{"cat", "a", "b", "c"}, 2},
+		{"BadFlagValue", []string{"ls", "x", "--depth", "deep"}, 2},
+		{"BadCheckpoint", []string{"diff", "x", "cp_x"}, 2},
+		{"BadStatus", []string{"runs", "--status", "sleeping"}, 2},
+		{"BadGrace", []string{"gc", "--grace", "soon"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errOut := c.fails(tt.want, tt.args...)
+			assert.True(t, strings.HasPrefix(errOut, "wsctl: "), errOut)
+		})
+	}
+}
+
+func TestQueriesNeedAStore(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	for _, args := range [][]string{{"runs"}, {"show", "r"}, {"stats"}, {"du"}, {"fsck"}, {"gc"}, {"vacuum"}, {"sql", "SELECT 1"}, {"rm", "r"}} {
+		errOut := c.fails(3, args...)
+		assert.Contains(t, errOut, "store.not_found")
+		assert.Contains(t, errOut, "wsctl demo")
+	}
+	_, err := os.Stat(c.store)
+	assert.True(t, errors.Is(err, os.ErrNotExist), "queries must not create the store")
+}

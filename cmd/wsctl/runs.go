@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+type runsOptions struct {
+	globals
+	chat   string
+	status string
+	limit  int
+}
+
+func newRunsCmd(a *app) *cobra.Command {
+	var o runsOptions
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List runs, newest first",
+		Long: `runs lists the store's runs, newest first.
+
+--chat takes a chat workspace id (chat_…) or a stableChatId (matching the
+chats of every kind with that id). --status takes one of created, running,
+awaiting_approval, paused, completed, failed, cancelled.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := a.globals(cmd)
+			if err != nil {
+				return err
+			}
+			o.globals = g
+			return runRuns(cmd.Context(), o, args)
+		},
+	}
+	cmd.Flags().StringVar(&o.chat, "chat", "", "only runs of this chat (workspace id or stableChatId)")
+	cmd.Flags().StringVar(&o.status, "status", "", "only runs in this status")
+	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most this many runs (0: all)")
+	return cmd
+}
+
+func runRuns(ctx context.Context, o runsOptions, _ []string) error {
+	if o.limit < 0 {
+		return wserr.New(wserr.InvalidArgument, "runs", "", "--limit must not be negative")
+	}
+	st, err := openStore(ctx, o.globals, readOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	q := runs.ListQuery{Status: runs.Status(o.status), Limit: o.limit}
+	var list []runs.Run
+	switch {
+	case o.chat == "" || strings.HasPrefix(o.chat, "chat_"):
+		q.ChatID = o.chat
+		if list, err = st.Runs.Runs(ctx, q); err != nil {
+			return err
+		}
+	default:
+		// A stableChatId: the chats of every kind that share it.
+		chats, err := st.Runs.Chats(ctx)
+		if err != nil {
+			return err
+		}
+		list = []runs.Run{}
+		for _, c := range chats {
+			if c.StableChatID != o.chat {
+				continue
+			}
+			q.ChatID = c.ID
+			rs, err := st.Runs.Runs(ctx, q)
+			if err != nil {
+				return err
+			}
+			list = append(list, rs...)
+		}
+	}
+	if list == nil {
+		list = []runs.Run{}
+	}
+	if o.json {
+		return writeJSON(o.out, list)
+	}
+	t := newTable(o.out, "RUN", "STATUS", "CHAT", "STABLE CHAT", "PROFILE", "HEAD", "CREATED", "UPDATED")
+	for _, r := range list {
+		head := "-"
+		if r.HeadCheckpoint > 0 {
+			head = checkpoint.ID(r.HeadCheckpoint)
+		}
+		t.row(r.ID, string(r.Status), r.ChatID, r.Kind+"/"+r.StableChatID, r.Profile.ID, head, stamp(r.CreatedAt), stamp(r.UpdatedAt))
+	}
+	return t.flush()
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+func newShowCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show a run: status, chat, profile, manifest, checkpoints, commits",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := a.globals(cmd)
+			if err != nil {
+				return err
+			}
+			return runShow(cmd.Context(), g, args)
+		},
+	}
+}
+
+// runDetails is show's --json output.
+type runDetails struct {
+	Run         runs.Run            `json:"run"`
+	Manifest    runs.Manifest       `json:"manifest"`
+	Checkpoints int                 `json:"checkpoints"`
+	Events      int64               `json:"events"`
+	Files       int                 `json:"files"`
+	Bytes       int64               `json:"bytes"`
+	Commits     []runs.CommitRecord `json:"commits"`
+}
+
+func runShow(ctx context.Context, g globals, args []string) error {
+	st, err := openStore(ctx, g, readOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	id := args[0]
+	var d runDetails
+	if d.Run, err = st.Runs.Run(ctx, id); err != nil {
+		return err
+	}
+	if d.Manifest, err = st.Runs.Manifest(ctx, id); err != nil {
+		return err
+	}
+	cps, err := st.Runs.Checkpoints().List(ctx, id)
+	if err != nil {
+		return err
+	}
+	d.Checkpoints = len(cps)
+	if d.Events, err = st.Runs.Journal().Last(ctx, nil, id); err != nil {
+		return err
+	}
+	if d.Commits, err = st.Runs.Commits(ctx, id); err != nil {
+		return err
+	}
+	files, err := st.Runs.Workspace(id, runs.HostScope).List(ctx, vfs.Root(), allDepth)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if f.Kind == vfs.KindFile {
+			d.Files++
+			d.Bytes += f.Size
+		}
+	}
+	if g.json {
+		return writeJSON(g.out, d)
+	}
+	r := d.Run
+	t := newTable(g.out)
+	t.row("run", r.ID)
+	t.row("status", string(r.Status))
+	t.row("chat", fmt.Sprintf("%s (%s/%s)", r.ChatID, r.Kind, r.StableChatID))
+	if ref := string(r.ChatRef); ref != "" && ref != "{}" {
+		t.row("chat ref", ref)
+	}
+	t.row("profile", fmt.Sprintf("%s (visible: %s; writable: %s)", r.Profile.ID,
+		strings.Join(r.Profile.VisibleRoots, ", "), strings.Join(r.Profile.WritableRoots, ", ")))
+	t.row("created", stamp(r.CreatedAt))
+	t.row("updated", stamp(r.UpdatedAt))
+	if r.FinishedAt != nil {
+		t.row("finished", stamp(*r.FinishedAt))
+	}
+	t.row("workspace", fmt.Sprintf("root %s, %d files, %s", r.Root.Short(), d.Files, humanBytes(d.Bytes)))
+	head := "none"
+	if r.HeadCheckpoint > 0 {
+		head = checkpoint.ID(r.HeadCheckpoint)
+	}
+	t.row("checkpoints", fmt.Sprintf("%d, head %s", d.Checkpoints, head))
+	t.row("events", fmt.Sprint(d.Events))
+	for i, a := range d.Manifest.Artifacts {
+		label := ""
+		if i == 0 {
+			label = "artifacts"
+		}
+		target := string(a.Target.Kind)
+		if a.Target.Key != "" {
+			target += ":" + a.Target.Key
+		}
+		req := ""
+		if a.Required {
+			req = ", required"
+		}
+		t.row(label, fmt.Sprintf("%s %s -> %s%s", a.ID, a.Path, target, req))
+	}
+	if len(d.Commits) == 0 {
+		t.row("commits", "none")
+	}
+	for i, c := range d.Commits {
+		label := ""
+		if i == 0 {
+			label = "commits"
+		}
+		t.row(label, fmt.Sprintf("%s %s %s %s from %s", c.ID, c.Kind, c.Mode, c.Status, c.CheckpointID))
+	}
+	return t.flush()
+}

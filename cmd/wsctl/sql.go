@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+func newSQLCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   `sql "SELECT …"`,
+		Short: "Run one read-only SQL query on the store's database",
+		Long: `sql runs one SELECT (or WITH, VALUES, EXPLAIN, or a read-only PRAGMA such
+as table_info) on the store's SQLite database and prints the rows as an
+aligned table, or with --json as an array of row objects (BLOBs as hex).
+
+Nothing it runs can change the store. The query runs on a connection of its
+own opened with mode=ro and query_only, inside a transaction that is always
+rolled back, under an authorizer that denies every write, DDL, ATTACH and
+writing PRAGMA; and wsctl refuses statements that do not start with one of
+the keywords above (VACUUM, ATTACH, INSERT, …) and scripts of more than one
+statement. A refused statement exits with status 8 (read-only).
+
+The tables are internal and may change between versions: use it to
+explore, not to build on.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := a.globals(cmd)
+			if err != nil {
+				return err
+			}
+			return runSQL(cmd.Context(), g, args)
+		},
+	}
+}
+
+// sqlResult is a query's columns and rows.
+type sqlResult struct {
+	cols []string
+	rows [][]any
+}
+
+func runSQL(ctx context.Context, g globals, args []string) error {
+	query := args[0]
+	if err := checkReadOnlySQL(query); err != nil {
+		return err
+	}
+	if err := storeExists(g.storeDir); err != nil {
+		return err
+	}
+	res, err := queryReadOnly(ctx, filepath.Join(g.storeDir, wsstore.DBName), query)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		out := make([]orderedRow, len(res.rows))
+		for i, r := range res.rows {
+			out[i] = orderedRow{cols: res.cols, vals: r}
+		}
+		return writeJSON(g.out, out)
+	}
+	t := newTable(g.out, res.cols...)
+	for _, r := range res.rows {
+		cells := make([]string, len(r))
+		for i, v := range r {
+			cells[i] = sqlText(v)
+		}
+		t.row(cells...)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(g.out, "(%d row%s)\n", len(res.rows), plural(int64(len(res.rows))))
+	return err
+}
+
+// queryReadOnly runs query on a connection of its own: mode=ro and
+// query_only, a transaction always rolled back, and an authorizer that
+// lets the query only read.
+func queryReadOnly(ctx context.Context, dbPath, query string) (sqlResult, error) {
+	abs, err := filepath.Abs(dbPath)
+	if err != nil {
+		return sqlResult{}, err
+	}
+	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() +
+		"?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(10000)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return sqlResult{}, fmt.Errorf("sql: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return sqlResult{}, fmt.Errorf("sql: %w", sqlError(err, nil))
+	}
+	defer conn.Close()
+
+	auth := &readAuthorizer{}
+	if err := conn.Raw(func(dc any) error {
+		r, ok := dc.(sqlite.AuthorizerRegisterer)
+		if !ok {
+			return errors.New("the sqlite driver has no authorizer")
+		}
+		return r.RegisterAuthorizer(auth.authorize)
+	}); err != nil {
+		return sqlResult{}, fmt.Errorf("sql: %w", err)
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return sqlResult{}, fmt.Errorf("sql: %w", sqlError(err, nil))
+	}
+	defer tx.Rollback() // always: nothing a query does is kept
+
+	auth.setUser(true)
+	defer auth.setUser(false)
+	rows, err := tx.QueryContext(ctx, query)
+	if err != nil {
+		return sqlResult{}, sqlError(err, auth)
+	}
+	defer rows.Close()
+	var res sqlResult
+	if res.cols, err = rows.Columns(); err != nil {
+		return sqlResult{}, sqlError(err, auth)
+	}
+	for rows.Next() {
+		vals := make([]any, len(res.cols))
+		ptrs := make([]any, len(vals))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return sqlResult{}, sqlError(err, auth)
+		}
+		res.rows = append(res.rows, vals)
+	}
+	if err := rows.Err(); err != nil {
+		return sqlResult{}, sqlError(err, auth)
+	}
+	return res, nil
+}
+
+// readAuthorizer is the SQLite authorizer of sql's connection. While the
+// user's statement compiles it allows reading, functions and read-only
+// PRAGMAs, and denies everything else; outside (the driver's BEGIN and
+// ROLLBACK) it allows all.
+type readAuthorizer struct {
+	mu     sync.Mutex
+	user   bool
+	denied string // what it denied, for the error message
+}
+
+func (a *readAuthorizer) setUser(on bool) {
+	a.mu.Lock()
+	a.user = on
+	a.mu.Unlock()
+}
+
+func (a *readAuthorizer) authorize(action sqlite.AuthorizerActionCode, arg1, arg2, dbName, _ string) sqlite.AuthorizerReturnCode {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.user {
+		return sqlite.AuthorizerOK
+	}
+	switch action {
+	case sqlite.AuthSelect, sqlite.AuthRead, sqlite.AuthFunction, sqlite.AuthRecursive:
+		return sqlite.AuthorizerOK
+	case sqlite.AuthPragma:
+		if readOnlyPragma(arg1, arg2) {
+			return sqlite.AuthorizerOK
+		}
+		if arg2 != "" {
+			a.denied = fmt.Sprintf("PRAGMA %s = %s", arg1, arg2)
+		} else {
+			a.denied = "PRAGMA " + arg1
+		}
+	default:
+		a.denied = authActionName(action)
+	}
+	return sqlite.AuthorizerDeny
+}
+
+func (a *readAuthorizer) deniedWhat() string {
+	if a == nil {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.denied
+}
+
+// Read-only PRAGMAs: introspection that takes an argument, and settings
+// that are only read when given none.
+var (
+	pragmasWithArg = map[string]bool{
+		"table_info": true, "table_xinfo": true, "table_list": true, "index_list": true, "index_info": true,
+		"index_xinfo": true, "foreign_key_list": true, "foreign_key_check": true, "integrity_check": true, "quick_check": true,
+	}
+	pragmasNoArg = map[string]bool{
+		"application_id": true, "auto_vacuum": true, "collation_list": true, "compile_options": true,
+		"data_version": true, "database_list": true, "encoding": true, "foreign_keys": true, "freelist_count": true,
+		"function_list": true, "journal_mode": true, "module_list": true, "page_count": true, "page_size": true,
+		"pragma_list": true, "query_only": true, "schema_version": true, "user_version": true, "synchronous": true,
+		"busy_timeout": true, "cache_size": true,
+	}
+)
+
+func readOnlyPragma(name, arg string) bool {
+	name = strings.ToLower(name)
+	if arg == "" {
+		return pragmasNoArg[name] || pragmasWithArg[name]
+	}
+	return pragmasWithArg[name]
+}
+
+func authActionName(a sqlite.AuthorizerActionCode) string {
+	names := map[sqlite.AuthorizerActionCode]string{
+		sqlite.AuthInsert: "INSERT", sqlite.AuthUpdate: "UPDATE", sqlite.AuthDelete: "DELETE",
+		sqlite.AuthAttach: "ATTACH", sqlite.AuthDetach: "DETACH", sqlite.AuthTransaction: "a transaction statement",
+		sqlite.AuthSavepoint: "SAVEPOINT", sqlite.AuthAlterTable: "ALTER TABLE", sqlite.AuthReindex: "REINDEX",
+		sqlite.AuthAnalyze: "ANALYZE",
+	}
+	if n, ok := names[a]; ok {
+		return n
+	}
+	return "DDL (CREATE or DROP)"
+}
+
+// sqlError codes a driver error: refusals (authorizer, read-only) are
+// store.read_only, other SQL errors (syntax, unknown table) are
+// workspace.invalid_argument.
+func sqlError(err error, auth *readAuthorizer) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_AUTH:
+		what := auth.deniedWhat()
+		if what == "" {
+			what = "the statement"
+		}
+		return wserr.New(wserr.ReadOnly, "sql", "", "refused: %s would change the store; sql only reads", what)
+	case sqlite3.SQLITE_READONLY:
+		return wserr.New(wserr.ReadOnly, "sql", "", "refused: the statement would change the store; sql only reads (%v)", err)
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return wserr.Wrap(wserr.Busy, "sql", "", err)
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return wserr.Wrap(wserr.Corrupt, "sql", "", err)
+	case sqlite3.SQLITE_ERROR:
+		return wserr.New(wserr.InvalidArgument, "sql", "", "%v", err)
+	}
+	return fmt.Errorf("sql: %w", err)
+}
+
+// sqlText renders a value for the table: NULL, hex for BLOBs.
+func sqlText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		return hex.EncodeToString(v)
+	case string:
+		return v
+	case time.Time:
+		return v.UTC().Format(time.RFC3339Nano)
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+// sqlJSON converts a value for JSON: BLOBs as hex strings.
+func sqlJSON(v any) any {
+	switch v := v.(type) {
+	case []byte:
+		return hex.EncodeToString(v)
+	case time.Time:
+		return v.UTC().Format(time.RFC3339Nano)
+	}
+	return v
+}
+
+// orderedRow is a row object whose keys keep the query's column order.
+type orderedRow struct {
+	cols []string
+	vals []any
+}
+
+func (r orderedRow) MarshalJSON() ([]byte, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, c := range r.cols {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(sqlJSON(r.vals[i]))
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return []byte(b.String()), nil
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+)
+
+// seededStore makes a store with one run and closes it, so the database
+// file is complete on its own and can be compared byte for byte.
+func seededStore(t *testing.T) *cli {
+	t.Helper()
+	c := newCLI(t)
+	st, err := wsstore.Open(context.Background(), c.store, wsstore.Options{})
+	require.NoError(t, err)
+	c.seedRun(st, "run_a")
+	require.NoError(t, st.Close())
+	return c
+}
+
+func TestSQLQueries(t *testing.T) {
+	t.Parallel()
+	c := seededStore(t)
+
+	out := c.ok("sql", "SELECT id, status FROM runs")
+	assert.Equal(t, "id     status\nrun_a  running\n(1 row)\n", out)
+
+	out = c.ok("sql", "SELECT hash, size, codec FROM blobs ORDER BY size DESC LIMIT 1", "--json")
+	var rows []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	require.Len(t, rows, 1)
+	assert.Regexp(t, `^[0-9a-f]{64}$`, rows[0]["hash"], "BLOBs print as hex")
+	assert.Less(t, strings.Index(out, `"hash"`), strings.Index(out, `"size"`), "keys keep the column order")
+	assert.Less(t, strings.Index(out, `"size"`), strings.Index(out, `"codec"`))
+
+	out = c.ok("sql", "VALUES (1, x'00ff', NULL, 'a\tb', 2.5)")
+	assert.Contains(t, out, "1        00ff     NULL     a\\tb     2.5")
+	out = c.ok("sql", "VALUES (1, x'00ff', NULL)", "--json")
+	assert.JSONEq(t, `[{"column1":1,"column2":"00ff","column3":null}]`, out)
+
+	for _, q := range []string{
+		"PRAGMA table_info(runs)",
+		"PRAGMA journal_mode",
+		"SELECT name FROM pragma_table_info('runs')",
+		"WITH r AS (SELECT id FROM runs) SELECT count(*) FROM r",
+		"  -- a comment\n  select count(*) from events;  ",
+		"EXPLAIN QUERY PLAN SELECT * FROM runs",
+	} {
+		c.ok("sql", q)
+	}
+	assert.Equal(t, "[]\n", c.ok("sql", "SELECT * FROM runs WHERE 0", "--json"))
+	assert.Contains(t, c.fails(2, "sql", "SELECT FROM WHERE"), "workspace.invalid_argument")
+	assert.Contains(t, c.fails(8, "sql", "SELEKT 1"), "refused: SELEKT statements")
+	assert.Contains(t, c.fails(2, "sql", "SELECT * FROM nosuchtable"), "no such table")
+	c.fails(2, "sql", "  ;; -- nothing")
+}
+
+// TestSQLRefusesWrites: every write, DDL, ATTACH, writing PRAGMA and
+// multi-statement script is refused with status 8, and the store's file is
+// unchanged byte for byte.
+func TestSQLRefusesWrites(t *testing.T) {
+	t.Parallel()
+	c := seededStore(t)
+	db := filepath.Join(c.store, wsstore.DBName)
+	before := hashFile(t, db)
+	other := filepath.Join(t.TempDir(), "other.db")
+
+	for _, q := range []string{
+		"INSERT INTO meta (key, value) VALUES ('x', 'y')",
+		"UPDATE runs SET status = 'failed'",
+		"DELETE FROM events",
+		"REPLACE INTO meta (key, value) VALUES ('format_version', '9')",
+		"DROP TABLE events",
+		"CREATE TABLE t (x)",
+		"CREATE TEMP TABLE t (x)",
+		"CREATE INDEX i ON runs (status)",
+		"ALTER TABLE runs ADD COLUMN x",
+		"ATTACH DATABASE '" + other + "' AS o",
+		"DETACH DATABASE main",
+		"PRAGMA query_only=0; INSERT INTO meta (key, value) VALUES ('x', 'y')",
+		"PRAGMA query_only = 0",
+		"PRAGMA journal_mode=DELETE",
+		"PRAGMA user_version = 7",
+		"PRAGMA wal_checkpoint(TRUNCATE)",
+		"PRAGMA wal_checkpoint",
+		"PRAGMA optimize",
+		"PRAGMA main.user_version = 7",
+		"VACUUM",
+		"VACUUM INTO '" + other + "'",
+		"REINDEX",
+		"ANALYZE",
+		"BEGIN",
+		"COMMIT",
+		"SAVEPOINT s",
+		"SELECT 1; SELECT 2",
+		"SELECT 1; DELETE FROM events",
+		"SELECT 1;\n-- x\nDROP TABLE runs",
+		"WITH x AS (SELECT 1) INSERT INTO meta (key, value) SELECT 'a', 'b' FROM x",
+		"WITH x AS (SELECT 1) DELETE FROM events",
+		"/* comment */ DELETE FROM events",
+		"(SELECT 1)",
+		"SELECT 'a;b'; UPDATE runs SET status = 'x'",
+		`SELECT "x"";"; DELETE FROM events`,
+	} {
+		t.Run(strings.Fields(q)[0], func(t *testing.T) {
+			errOut := c.fails(8, "sql", q)
+			assert.Contains(t, errOut, "store.read_only: refused", q)
+		})
+	}
+	assert.Equal(t, before, hashFile(t, db), "the store file is unchanged")
+	assert.NoFileExists(t, other, "no attached or vacuumed-into file was created")
+	out := c.ok("sql", "SELECT count(*) AS n FROM events")
+	assert.Regexp(t, regexp.MustCompile(`(?m)^9$`), out)
+	entries, err := os.ReadDir(c.store)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.True(t, strings.HasPrefix(e.Name(), wsstore.DBName), "no stray file %s", e.Name())
+	}
+}
+
+func TestSplitStatements(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		q    string
+		want []string
+	}{
+		{"", nil},
+		{" ; ;", nil},
+		{"select 1", []string{"select"}},
+		{"SELECT 1;", []string{"SELECT"}},
+		{"/* c */SELECT 1 -- x;\n", []string{"SELECT"}},
+		{"SELECT ';' ; VALUES(1)", []string{"SELECT", "VALUES"}},
+		{`SELECT "a;""b"`, []string{"SELECT"}},
+		{"SELECT [a;b], `c;d`", []string{"SELECT"}},
+		{"SELECT 1 /* ; */", []string{"SELECT"}},
+		{"SELECT 1 /* unterminated ; DELETE", []string{"SELECT"}},
+		{"SELECT 'unterminated ; DELETE", []string{"SELECT"}},
+		{"PRAGMA x;DELETE FROM y", []string{"PRAGMA", "DELETE"}},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, splitStatements(tt.q), "%q", tt.q)
+	}
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// readKeywords are the statements sql lets through to SQLite; the
+// authorizer and the read-only connection then stop any write they hide.
+var readKeywords = map[string]bool{"SELECT": true, "WITH": true, "VALUES": true, "EXPLAIN": true, "PRAGMA": true}
+
+// checkReadOnlySQL refuses, before anything reaches SQLite, a script of
+// more than one statement and a statement that does not start with a read
+// keyword: VACUUM INTO, say, writes a new file even on a read-only
+// connection, and SQLite's authorizer never sees it.
+func checkReadOnlySQL(query string) error {
+	stmts := splitStatements(query)
+	switch {
+	case len(stmts) == 0:
+		return wserr.New(wserr.InvalidArgument, "sql", "", "no statement given")
+	case len(stmts) > 1:
+		return wserr.New(wserr.ReadOnly, "sql", "", "refused: %d statements; sql runs exactly one read-only statement", len(stmts))
+	}
+	kw := strings.ToUpper(stmts[0])
+	if !readKeywords[kw] {
+		if kw == "" {
+			kw = "such"
+		}
+		return wserr.New(wserr.ReadOnly, "sql", "", "refused: %s statements are not read-only; sql runs SELECT, WITH, VALUES, EXPLAIN or a read-only PRAGMA", kw)
+	}
+	return nil
+}
+
+// splitStatements scans query with SQLite's lexical rules (quotes '…', "…",
+// `…` with doubled quotes as escapes, […], -- and /* */ comments) and
+// returns the first word of every non-empty statement between ';'.
+func splitStatements(query string) []string {
+	var out []string
+	inStmt := false
+	var word strings.Builder
+	wordDone := false
+	start := func() {
+		if !inStmt {
+			inStmt = true
+			word.Reset()
+			wordDone = false
+		}
+	}
+	end := func() {
+		if inStmt {
+			out = append(out, word.String())
+		}
+		inStmt = false
+	}
+	skipQuoted := func(i int, q byte) int {
+		for i++; i < len(query); i++ {
+			if query[i] == q {
+				if i+1 < len(query) && query[i+1] == q {
+					i++
+					continue
+				}
+				return i
+			}
+		}
+		return len(query)
+	}
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case c == ';':
+			end()
+		case c == '-' && i+1 < len(query) && query[i+1] == '-':
+			for i < len(query) && query[i] != '\n' {
+				i++
+			}
+			wordDone = wordDone || word.Len() > 0
+		case c == '/' && i+1 < len(query) && query[i+1] == '*':
+			j := strings.Index(query[i+2:], "*/")
+			if j < 0 {
+				i = len(query)
+			} else {
+				i += j + 3
+			}
+			wordDone = wordDone || word.Len() > 0
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			wordDone = wordDone || word.Len() > 0
+		default:
+			start()
+			switch c {
+			case '\'', '"', '`':
+				i = skipQuoted(i, c)
+				wordDone = true
+			case '[':
+				if j := strings.IndexByte(query[i:], ']'); j >= 0 {
+					i += j
+				} else {
+					i = len(query)
+				}
+				wordDone = true
+			default:
+				isWord := c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+				if !isWord {
+					wordDone = true
+				} else if !wordDone {
+					word.WriteByte(c)
+				}
+			}
+		}
+	}
+	end()
+	return out
+}

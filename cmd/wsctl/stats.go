@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newStatsCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stats",
+		Short: "Count the store's rows and bytes",
+		Long: `stats counts chats, runs, checkpoints, events and stored objects, and
+compares bytes: logical (each distinct content once), referenced (as the
+workspaces see them, shared content counted each time), stored (after
+compression and deltas) and on disk.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g, err := a.globals(cmd)
+			if err != nil {
+				return err
+			}
+			return runStats(cmd.Context(), g, args)
+		},
+	}
+}
+
+func runStats(ctx context.Context, g globals, _ []string) error {
+	st, err := openStore(ctx, g, readOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s, err := st.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		return writeJSON(g.out, s)
+	}
+	var codecs []string
+	for _, k := range slices.Sorted(maps.Keys(s.ByCodec)) {
+		codecs = append(codecs, fmt.Sprintf("%s %d", k, s.ByCodec[k]))
+	}
+	t := newTable(g.out)
+	t.row("store", g.storeDir)
+	t.row("chats", fmt.Sprint(s.Chats))
+	t.row("runs", fmt.Sprint(s.Runs))
+	t.row("checkpoints", fmt.Sprint(s.Checkpoints))
+	t.row("events", fmt.Sprint(s.Events))
+	t.row("blobs", fmt.Sprintf("%d (%s)", s.Blobs, strings.Join(codecs, ", ")))
+	t.row("chunks", fmt.Sprint(s.Chunks))
+	t.row("trees", fmt.Sprint(s.Trees))
+	t.row("referenced", humanBytes(s.ReferencedBytes)+"  as the workspaces see them")
+	t.row("logical", fmt.Sprintf("%s  each content once (dedup %.1fx)", humanBytes(s.BlobLogicalBytes), s.DedupRatio))
+	t.row("stored", fmt.Sprintf("%s  in rows (compression %.1fx)", humanBytes(s.StoredBytes), s.CompressionRatio))
+	t.row("on disk", humanBytes(s.FileBytes)+"  database and write-ahead log")
+	return t.flush()
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// openMode says how a command opens the store.
+type openMode int
+
+const (
+	// readOnly opens an existing store without a write connection:
+	// queries.
+	readOnly openMode = iota
+	// readWrite opens an existing store for writing: maintenance.
+	readWrite
+	// create opens the store, creating it if needed: demo and batch.
+	create
+)
+
+// openStore opens the store in g.storeDir. Except in create mode a missing
+// store fails with store.not_found, so a query never leaves an empty store
+// behind.
+func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, error) {
+	if mode != create {
+		if err := storeExists(g.storeDir); err != nil {
+			return nil, err
+		}
+	}
+	opts := wsstore.Options{Index: index.Options{ReadOnly: mode == readOnly}}
+	if g.now != nil {
+		opts.Now = g.now
+	}
+	return wsstore.Open(ctx, g.storeDir, opts)
+}
+
+// storeExists fails with store.not_found unless dir holds a store.
+func storeExists(dir string) error {
+	_, err := os.Stat(filepath.Join(dir, wsstore.DBName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return wserr.New(wserr.NotFound, "open store", dir, "no store here: run \"wsctl demo\" to create one, or pass --store DIR")
+	}
+	if err != nil {
+		return wserr.Wrap(wserr.Internal, "open store", dir, err)
+	}
+	return nil
+}
+
+// parseCheckpoint parses a checkpoint reference: cp_000003 or 3.
+func parseCheckpoint(s string) (int64, error) {
+	return checkpoint.ParseRef(strings.TrimSpace(s))
+}
+
+// parseAt parses an --at flag: "" is the live workspace (0).
+func parseAt(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	return parseCheckpoint(s)
+}
