@@ -47,6 +47,9 @@ type Stats struct {
 	// ByCodec counts blobs by codec name ("raw", "zstd", "chunked",
 	// "delta").
 	ByCodec map[string]int64 `json:"byCodec"`
+	// DeltaSavedBytes is what delta encoding saved: the stored bytes the
+	// delta blobs held whole, less what they hold as deltas.
+	DeltaSavedBytes int64 `json:"deltaSavedBytes"`
 }
 
 // Stats counts the store's rows and bytes. ReferencedBytes reads only the
@@ -81,13 +84,14 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		st.Chunks, st.Trees = row.Chunks, row.Trees
 
 		var blobsStored int64
-		err := scanRows(ctx, tx, `SELECT codec, count(*), coalesce(sum(size), 0), coalesce(sum(stored), 0)
+		err := scanRows(ctx, tx, `SELECT codec, count(*), coalesce(sum(size), 0), coalesce(sum(stored), 0), coalesce(sum(saved), 0)
 			FROM blobs GROUP BY codec`, func(rows *sqlx.Rows) error {
 			var codec cas.Codec
-			var n, size, stored int64
-			if err := rows.Scan(&codec, &n, &size, &stored); err != nil {
+			var n, size, stored, saved int64
+			if err := rows.Scan(&codec, &n, &size, &stored, &saved); err != nil {
 				return err
 			}
+			st.DeltaSavedBytes += saved
 			st.ByCodec[codec.String()] = n
 			st.Blobs += n
 			st.BlobLogicalBytes += size

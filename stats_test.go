@@ -2,9 +2,11 @@ package wsstore_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,6 +63,7 @@ func TestStats(t *testing.T) {
 	assert.Equal(t, blobsStored+treesStored, st.StoredBytes)
 	assert.InDelta(t, float64(st.BlobLogicalBytes)/float64(blobsStored), st.CompressionRatio, 1e-9)
 	assert.Equal(t, map[string]int64{"raw": 2, "zstd": 1}, st.ByCodec, "the JSON snapshot compresses, five bytes do not")
+	assert.Zero(t, st.DeltaSavedBytes)
 
 	var files int64
 	for _, p := range []string{e.s.DB.Path(), e.s.DB.Path() + "-wal"} {
@@ -75,7 +78,7 @@ func TestStats(t *testing.T) {
 	var keys map[string]any
 	require.NoError(t, json.Unmarshal(b, &keys))
 	assert.ElementsMatch(t, []string{"chats", "runs", "checkpoints", "events", "blobs", "chunks", "trees",
-		"blobLogicalBytes", "storedBytes", "referencedBytes", "dedupRatio", "compressionRatio", "fileBytes", "byCodec"},
+		"blobLogicalBytes", "storedBytes", "referencedBytes", "dedupRatio", "compressionRatio", "fileBytes", "byCodec", "deltaSavedBytes"},
 		slices.Collect(maps.Keys(keys)))
 }
 
@@ -154,4 +157,20 @@ func TestDUEmptyStore(t *testing.T) {
 	du, err := e.s.DU(e.ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []wsstore.Usage{}, du)
+}
+
+func TestStatsDeltaSavings(t *testing.T) {
+	e := newEnv(t)
+	e.create("chat-1", "run_a")
+	var doc []byte
+	for i := range 5 {
+		doc = append(doc, []byte(strings.Repeat(fmt.Sprintf("round %d: the keeper lit the lamp and wrote in the log. ", i), 40))...)
+		e.write("run_a", "output/main.md", doc)
+	}
+	st, err := e.s.Stats(e.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), st.ByCodec["delta"], "every older version of output/main.md is a delta against the next")
+	deltas := e.sum(`SELECT sum(stored) FROM blobs WHERE codec = 3`)
+	assert.Positive(t, st.DeltaSavedBytes)
+	assert.Less(t, deltas, st.DeltaSavedBytes, "the deltas hold less than they saved")
 }

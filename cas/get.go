@@ -131,12 +131,6 @@ func capHint(size, limit int64) int64 {
 	return max(0, min(size, limit))
 }
 
-// decodeDelta is replaced by the delta codec; until a store holds delta
-// rows, meeting one is corruption.
-func (s *Store) decodeDelta(ctx context.Context, h Hash, data []byte, size int64, base Hash) ([]byte, error) {
-	return nil, corrupt("get", h, "delta codec is not supported by this build")
-}
-
 // chunkReader streams a chunked blob, loading and verifying one chunk at a
 // time.
 type chunkReader struct {

@@ -63,6 +63,13 @@ type Options struct {
 	InlineMax int
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// MaxChain bounds the delta applications reading any version takes
+	// (see PutVersion); default 16, at least 1.
+	MaxChain int
+	// DeltaMax is the most bytes a version and its base may hold together
+	// for delta encoding (the zstd window covers both); default 32 MiB.
+	// Negative disables delta encoding.
+	DeltaMax int
 }
 
 // maxInline is the largest InlineMax, so no single-row blob is larger.
@@ -70,7 +77,7 @@ const maxInline = 64 << 20
 
 // DefaultOptions returns the defaults used for zero Options fields.
 func DefaultOptions() Options {
-	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now}
+	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20}
 }
 
 // Store is the content-addressable store over an index.DB. It is safe for
@@ -105,6 +112,18 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = d.Now
+	}
+	if opts.MaxChain == 0 {
+		opts.MaxChain = d.MaxChain
+	}
+	if opts.MaxChain < 1 || opts.MaxChain > 1000 {
+		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "max chain %d is not in 1..1000", opts.MaxChain)
+	}
+	if opts.DeltaMax == 0 {
+		opts.DeltaMax = d.DeltaMax
+	}
+	if opts.DeltaMax > 256<<20 {
+		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "delta max %d is over 256 MiB", opts.DeltaMax)
 	}
 	newEncoder := func() (*zstd.Encoder, error) {
 		return zstd.NewWriter(nil,
@@ -378,16 +397,20 @@ func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
 			Stored int64 `db:"stored"`
 			Codec  int   `db:"codec"`
 			Base   Hash  `db:"base"`
-			Depth  int   `db:"depth"`
 		}
-		err := tx.GetContext(ctx, &row, `SELECT size, stored, codec, base, depth FROM blobs WHERE hash = ?`, h)
+		err := tx.GetContext(ctx, &row, `SELECT size, stored, codec, base FROM blobs WHERE hash = ?`, h)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("stat", h)
 		}
 		if err != nil {
 			return err
 		}
-		info = Info{Hash: h, Size: row.Size, Stored: row.Stored, Codec: Codec(row.Codec), Base: row.Base, Depth: row.Depth}
+		info = Info{Hash: h, Size: row.Size, Stored: row.Stored, Codec: Codec(row.Codec), Base: row.Base}
+		if info.Codec == CodecDelta {
+			if info.Depth, err = s.chainDepth(ctx, tx, h); err != nil {
+				return err
+			}
+		}
 		if info.Codec == CodecChunked {
 			var agg struct {
 				N      int   `db:"n"`

@@ -410,7 +410,9 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 			if h = cas.Sum(m.content); !(exists && h == prev.Hash) {
 				// Rewriting identical content is still a recorded step,
 				// but there is nothing new to store.
-				if h, err = w.s.blobs.PutBytes(ctx, tx, m.content); err != nil {
+				// The previous version is the delta base: agents rewrite
+				// the same files round after round.
+				if h, err = w.s.blobs.PutVersion(ctx, tx, m.content, prev.Hash); err != nil {
 					return err
 				}
 			}

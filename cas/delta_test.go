@@ -1,0 +1,188 @@
+package cas_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
+)
+
+// draftHistory returns n versions of a growing Markdown draft: each round
+// appends a paragraph and now and then edits a line in the middle, as an
+// agent's output/main.md evolves.
+func draftHistory(n int) [][]byte {
+	r := rand.New(rand.NewPCG(42, 42))
+	words := strings.Fields("the keeper lit lamp at dusk and watched ships pass through fog while gulls cried over harbour stones night fell slowly")
+	var doc []string
+	out := make([][]byte, 0, n)
+	for i := range n {
+		var p strings.Builder
+		for range 12 + r.IntN(12) {
+			p.WriteString(words[r.IntN(len(words))])
+			p.WriteByte(' ')
+		}
+		doc = append(doc, fmt.Sprintf("## %d\n\n%s\n", i, p.String()))
+		if len(doc) > 3 && r.IntN(3) == 0 {
+			j := r.IntN(len(doc) - 1)
+			doc[j] = strings.Replace(doc[j], "the", "THE", 1)
+		}
+		out = append(out, []byte(strings.Join(doc, "\n")))
+	}
+	return out
+}
+
+func putHistory(t *testing.T, s *cas.Store, versions [][]byte) []cas.Hash {
+	t.Helper()
+	ctx := context.Background()
+	var prev cas.Hash
+	hashes := make([]cas.Hash, len(versions))
+	for i, v := range versions {
+		h, err := s.PutVersion(ctx, nil, v, prev)
+		require.NoError(t, err)
+		hashes[i], prev = h, h
+	}
+	return hashes
+}
+
+func TestDeltaHistoryReadsBackExactly(t *testing.T) {
+	ctx := context.Background()
+	db, s := storetest.OpenCAS(t, cas.Options{})
+	versions := draftHistory(500)
+	hashes := putHistory(t, s, versions)
+
+	var plain, stored int64
+	maxDepth := 0
+	for i, h := range hashes {
+		got, err := s.ReadAll(ctx, h)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(versions[i], got), "version %d", i)
+		info, err := s.Stat(ctx, h)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, info.Depth, 16, "version %d", i)
+		maxDepth = max(maxDepth, info.Depth)
+		stored += info.Stored
+		plain += info.Size
+	}
+	newest, err := s.Stat(ctx, hashes[len(hashes)-1])
+	require.NoError(t, err)
+	assert.Equal(t, cas.CodecZstd, newest.Codec, "the newest version is stored whole: reading it is a plain read")
+	assert.Equal(t, 16, maxDepth, "chains fill up to the bound")
+
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(3)), zstd.WithEncoderCRC(false))
+	require.NoError(t, err)
+	var whole int64
+	for _, v := range versions {
+		whole += int64(len(enc.EncodeAll(v, nil)))
+	}
+	t.Logf("500 versions: %d plain bytes, %d as separate zstd frames, %d stored with deltas (%.1fx smaller)", plain, whole, stored, float64(whole)/float64(stored))
+	assert.Less(t, stored*5, whole, "deltas store the history at least 5x smaller than separate frames")
+	var deltas int
+	require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &deltas, `SELECT count(*) FROM blobs WHERE codec = 3`)
+	}))
+	assert.Greater(t, deltas, 400)
+}
+
+func TestDeltaChainBound(t *testing.T) {
+	ctx := context.Background()
+	for _, bound := range []int{1, 3, 16} {
+		t.Run(fmt.Sprint(bound), func(t *testing.T) {
+			_, s := storetest.OpenCAS(t, cas.Options{MaxChain: bound})
+			hashes := putHistory(t, s, draftHistory(60))
+			deepest := 0
+			for _, h := range hashes {
+				info, err := s.Stat(ctx, h)
+				require.NoError(t, err)
+				require.LessOrEqual(t, info.Depth, bound)
+				deepest = max(deepest, info.Depth)
+			}
+			assert.Equal(t, bound, deepest)
+		})
+	}
+}
+
+func TestDeltaRevertsNeverCycle(t *testing.T) {
+	ctx := context.Background()
+	_, s := storetest.OpenCAS(t, cas.Options{})
+	v := draftHistory(3)
+	// a -> b -> a -> b -> c: every switch back re-uses an existing blob.
+	seq := [][]byte{v[0], v[1], v[0], v[1], v[2], v[0]}
+	hashes := putHistory(t, s, seq)
+	for i, h := range hashes {
+		got, err := s.ReadAll(ctx, h)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(seq[i], got))
+	}
+}
+
+func TestDeltaCorruptBaseIsDetected(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.OpenDB(t, index.Options{})
+	s, err := cas.New(db, cas.Options{})
+	require.NoError(t, err)
+	versions := draftHistory(5)
+	hashes := putHistory(t, s, versions)
+	old, err := s.Stat(ctx, hashes[0])
+	require.NoError(t, err)
+	require.Equal(t, cas.CodecDelta, old.Codec)
+
+	newest := hashes[len(hashes)-1]
+	var data []byte
+	require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &data, `SELECT data FROM blobs WHERE hash = ?`, newest)
+	}))
+	bad := bytes.Clone(data)
+	bad[len(bad)/2] ^= 0x40
+	setData := func(b []byte) {
+		require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE blobs SET data = ? WHERE hash = ?`, b, newest)
+			return err
+		}))
+	}
+	setData(bad)
+	for i, h := range hashes[:len(hashes)-1] {
+		got, err := s.ReadAll(ctx, h)
+		assert.ErrorIs(t, err, cas.ErrCorrupt, "version %d", i)
+		assert.Nil(t, got)
+		assert.Contains(t, err.Error(), newest.String(), "the error names the broken base")
+	}
+	rep, err := s.Verify(ctx, nil)
+	require.NoError(t, err)
+	assert.Len(t, rep.Problems, len(hashes), "every version resting on the broken base is reported")
+	setData(data)
+}
+
+func TestDeltaFallsBackWhenItDoesNotPay(t *testing.T) {
+	ctx := context.Background()
+	_, s := storetest.OpenCAS(t, cas.Options{})
+	r := rand.New(rand.NewPCG(1, 2))
+	a, b := make([]byte, 8000), make([]byte, 8000)
+	for i := range a {
+		a[i], b[i] = byte(r.Uint32()), byte(r.Uint32())
+	}
+	ha, err := s.PutVersion(ctx, nil, a, cas.Hash{})
+	require.NoError(t, err)
+	_, err = s.PutVersion(ctx, nil, b, ha)
+	require.NoError(t, err)
+	info, err := s.Stat(ctx, ha)
+	require.NoError(t, err)
+	assert.Equal(t, cas.CodecRaw, info.Codec, "unrelated content keeps its whole form")
+
+	t.Run("Disabled", func(t *testing.T) {
+		_, s := storetest.OpenCAS(t, cas.Options{DeltaMax: -1})
+		hashes := putHistory(t, s, draftHistory(5))
+		info, err := s.Stat(ctx, hashes[0])
+		require.NoError(t, err)
+		assert.Equal(t, cas.CodecZstd, info.Codec)
+	})
+}
