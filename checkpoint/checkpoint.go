@@ -104,8 +104,8 @@ func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	r.EventSeq = ev.Seq
-	if _, err := tx.NamedExecContext(ctx, `INSERT INTO checkpoints (`+cols+`)
-		VALUES (:run_id, :seq, :root, :parent_seq, :reason, :event_seq, :created_at)`, r); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (`+cols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		r.RunID, r.Seq, r.Root, r.ParentSeq, r.Reason, r.EventSeq, r.CreatedAt); err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", index.Translate(err))
 	}
 	return r.checkpoint(), nil

@@ -76,6 +76,7 @@ type DB struct {
 	path  string
 	opts  Options
 	write *sqlx.DB // nil when read-only
+	stmts stmtCache // statements prepared on write
 	read  *sqlx.DB
 
 	closeOnce sync.Once
@@ -163,6 +164,7 @@ func (db *DB) Close() error {
 		}
 		if db.write != nil {
 			// Fold the WAL back so the file is self-contained when closed.
+			db.stmts.close()
 			_, _ = db.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 			errs = append(errs, db.write.Close())
 		}

@@ -18,6 +18,7 @@ import (
 type Tx struct {
 	*sqlx.Tx
 	writable bool
+	cache    *stmtCache // nil for read transactions
 }
 
 // Writable reports whether the transaction may write.
@@ -31,21 +32,26 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.write == nil {
 		return wserr.New(wserr.ReadOnly, "update", "", "store opened read-only")
 	}
-	return run(ctx, db.write, true, fn)
+	err := run(ctx, db.write, &db.stmts, fn)
+	// The connection is free again: compile what the transaction ran
+	// unprepared, for the next ones.
+	db.stmts.prepare(context.WithoutCancel(ctx), db.write)
+	return err
 }
 
 // View runs fn in a read transaction on the read pool; it sees one
 // consistent committed snapshot and never blocks writers.
 func (db *DB) View(ctx context.Context, fn func(tx *Tx) error) error {
-	return run(ctx, db.read, false, fn)
+	return run(ctx, db.read, nil, fn)
 }
 
-func run(ctx context.Context, conn *sqlx.DB, writable bool, fn func(tx *Tx) error) (err error) {
+func run(ctx context.Context, conn *sqlx.DB, cache *stmtCache, fn func(tx *Tx) error) (err error) {
+	writable := cache != nil
 	stx, err := conn.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", Translate(err))
 	}
-	tx := &Tx{Tx: stx, writable: writable}
+	tx := &Tx{Tx: stx, writable: writable, cache: cache}
 	committed := false
 	defer func() {
 		if committed {

@@ -41,3 +41,33 @@ func BenchmarkWrite(b *testing.B) { benchWrite(b, true) }
 
 // BenchmarkWriteNoCheckpoint is the same write without the checkpoint.
 func BenchmarkWriteNoCheckpoint(b *testing.B) { benchWrite(b, false) }
+
+// BenchmarkCheckpoint measures a manual checkpoint: one checkpoint row and
+// its event, whatever the workspace holds.
+func BenchmarkCheckpoint(b *testing.B) {
+	e := newLifecycleEnvB(b)
+	r, err := e.svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "bench"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := e.svc.Checkpoint(e.ctx, r.ID, "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRollback measures a rollback: one pointer swap and its event.
+func BenchmarkRollback(b *testing.B) {
+	e := newLifecycleEnvB(b)
+	r, err := e.svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "bench"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := e.svc.Rollback(e.ctx, r.ID, 1, runs.RollbackOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

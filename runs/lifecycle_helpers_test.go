@@ -32,12 +32,14 @@ func (c *stepClock) Now() time.Time {
 
 // lifecycleEnv is a store with a run service on a fake clock.
 type lifecycleEnv struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	svc *runs.Service
 }
 
-func newLifecycleEnv(t *testing.T) *lifecycleEnv {
+func newLifecycleEnv(t *testing.T) *lifecycleEnv { return newLifecycleEnvB(t) }
+
+func newLifecycleEnvB(t testing.TB) *lifecycleEnv {
 	t.Helper()
 	clock := &stepClock{t: time.Date(2026, 4, 26, 0, 0, 0, 0, time.UTC)}
 	db, blobs := storetest.OpenCAS(t, cas.Options{Now: clock.Now})

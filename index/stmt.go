@@ -1,0 +1,126 @@
+package index
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Compiling SQL costs more than running the small statements the store
+// issues (a quarter of a workspace write, measured), so write transactions
+// reuse statements prepared on the single write connection. A statement
+// cannot be prepared while a transaction holds that connection, so a query
+// seen for the first time runs unprepared and is prepared once the
+// transaction has ended; from then on every transaction binds the prepared
+// statement to itself, which database/sql does without compiling again
+// because it is the same connection.
+
+// maxStmts bounds the cache; the store's own queries number a few dozen.
+const maxStmts = 256
+
+type stmtCache struct {
+	mu      sync.Mutex
+	stmts   map[string]*sqlx.Stmt
+	pending map[string]struct{}
+}
+
+// lookup returns the prepared statement for query, or nil after noting the
+// query for preparing later.
+func (c *stmtCache) lookup(query string) *sqlx.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.stmts[query]; ok {
+		return st
+	}
+	if len(c.stmts)+len(c.pending) < maxStmts {
+		if c.pending == nil {
+			c.pending = map[string]struct{}{}
+		}
+		c.pending[query] = struct{}{}
+	}
+	return nil
+}
+
+// prepare compiles the pending queries on conn, which no transaction may
+// hold. A query that fails to prepare is dropped: it runs unprepared.
+func (c *stmtCache) prepare(ctx context.Context, conn *sqlx.DB) {
+	c.mu.Lock()
+	pending := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for q := range pending {
+		st, err := conn.PreparexContext(ctx, q)
+		if err != nil {
+			continue
+		}
+		c.mu.Lock()
+		if c.stmts == nil {
+			c.stmts = map[string]*sqlx.Stmt{}
+		}
+		if _, ok := c.stmts[q]; ok {
+			st.Close()
+		} else {
+			c.stmts[q] = st
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	c.stmts = nil
+}
+
+// stmt returns query's prepared statement bound to tx, or nil if it has
+// none yet (or tx reads from the pool, where connections vary).
+func (tx *Tx) stmt(ctx context.Context, query string) *sqlx.Stmt {
+	if tx.cache == nil {
+		return nil
+	}
+	st := tx.cache.lookup(query)
+	if st == nil {
+		return nil
+	}
+	return tx.Tx.StmtxContext(ctx, st)
+}
+
+// ExecContext runs a statement in the transaction, prepared once per store.
+func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return tx.Tx.ExecContext(ctx, query, args...)
+}
+
+// GetContext scans one row into dest, like sqlx's, with a prepared
+// statement where one exists.
+func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.GetContext(ctx, dest, args...)
+	}
+	return tx.Tx.GetContext(ctx, dest, query, args...)
+}
+
+// SelectContext scans rows into dest, like sqlx's, with a prepared
+// statement where one exists.
+func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.SelectContext(ctx, dest, args...)
+	}
+	return tx.Tx.SelectContext(ctx, dest, query, args...)
+}
+
+// QueryxContext runs a query, like sqlx's, with a prepared statement where
+// one exists.
+func (tx *Tx) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.QueryxContext(ctx, args...)
+	}
+	return tx.Tx.QueryxContext(ctx, query, args...)
+}
