@@ -75,7 +75,7 @@ func (o Options) withDefaults() (Options, error) {
 type DB struct {
 	path  string
 	opts  Options
-	write *sqlx.DB // nil when read-only
+	write *sqlx.DB  // nil when read-only
 	stmts stmtCache // statements prepared on write
 	read  *sqlx.DB
 
