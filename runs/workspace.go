@@ -328,7 +328,14 @@ func (w *Workspace) Patch(ctx context.Context, p vfs.Path, old, new string, opt 
 // Remove deletes the file p. It fails with workspace.file_not_found,
 // workspace.path_is_directory and the codes of Write.
 func (w *Workspace) Remove(ctx context.Context, p vfs.Path) error {
-	_, err := w.mutate(ctx, "remove", p, cas.Hash{}, func(_ func() ([]byte, error), exists bool) (mutation, error) {
+	_, err := w.Delete(ctx, p)
+	return err
+}
+
+// Delete is Remove returning the removed file's last info, with the
+// checkpoint the removal took.
+func (w *Workspace) Delete(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) {
+	return w.mutate(ctx, "remove", p, cas.Hash{}, func(_ func() ([]byte, error), exists bool) (mutation, error) {
 		if !exists {
 			return mutation{}, wserr.New(wserr.FileNotFound, "remove", p.String(), "no such file")
 		}
@@ -337,7 +344,6 @@ func (w *Workspace) Remove(ctx context.Context, p vfs.Path) error {
 				return journal.FileDeleted{Path: p.String(), PrevHash: prev.String()}
 			}}, nil
 	})
-	return err
 }
 
 func hashString(h cas.Hash) string {
@@ -434,15 +440,17 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		if _, err := w.s.journal.Append(ctx, tx, run.ID, m.event, journal.Info, m.payload(prev.Hash, h)); err != nil {
 			return err
 		}
-		if run.Profile.autoCheckpoint() {
-			if _, err := w.s.checkpointTx(ctx, tx, run.ID, root, run.HeadCheckpoint, m.reason); err != nil {
-				return err
-			}
-		}
 		if next != nil {
 			fi = w.info(p, *next, run)
 		} else {
 			fi = w.info(p, prev, run)
+		}
+		if run.Profile.autoCheckpoint() {
+			cp, err := w.s.checkpointTx(ctx, tx, run.ID, root, run.HeadCheckpoint, m.reason)
+			if err != nil {
+				return err
+			}
+			fi.Checkpoint = cp.ID
 		}
 		return nil
 	})

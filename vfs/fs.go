@@ -50,6 +50,9 @@ type FileInfo struct {
 	Resource ResourceKind `json:"resource"`      // where it comes from
 	Writable bool         `json:"writable"`      // whether Write/Patch/Remove may succeed
 	ModTime  time.Time    `json:"modTime,omitzero"`
+	// Checkpoint, on the info a change returns, names the checkpoint a
+	// versioned store took right after that change ("" for none).
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // ReadOptions select part of a file. At most one of the ranges may be set.

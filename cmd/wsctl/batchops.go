@@ -327,10 +327,11 @@ func (b *batchSession) delete(ctx context.Context, line []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.svc.Workspace(runID, runs.ModelScope).Remove(ctx, p); err != nil {
+	fi, err := b.svc.Workspace(runID, runs.ModelScope).Delete(ctx, p)
+	if err != nil {
 		return nil, err
 	}
-	res, err := b.changed(ctx, runID, vfs.FileInfo{Path: p})
+	res, err := b.changed(ctx, runID, fi)
 	if err != nil {
 		return nil, err
 	}
@@ -338,21 +339,11 @@ func (b *batchSession) delete(ctx context.Context, line []byte) (any, error) {
 	return res, nil
 }
 
-// changed builds the answer to a committed change. The workspace API does
-// not return the automatic checkpoint it took, so it is read back from the
-// run: with automatic checkpoints on, the run's head is the checkpoint the
-// change just took.
+// changed builds the answer to a committed change, naming the automatic
+// checkpoint the change took, if any.
 func (b *batchSession) changed(ctx context.Context, runID string, fi vfs.FileInfo) (writeResult, error) {
 	size := fi.Size
-	res := writeResult{Path: fi.Path.String(), Hash: fi.Hash, Size: &size}
-	run, err := b.svc.Run(ctx, runID)
-	if err != nil {
-		return res, err
-	}
-	if auto := run.Profile.AutoCheckpoint; (auto == nil || *auto) && run.HeadCheckpoint > 0 {
-		res.CheckpointID = checkpoint.ID(run.HeadCheckpoint)
-	}
-	return res, nil
+	return writeResult{Path: fi.Path.String(), Hash: fi.Hash, Size: &size, CheckpointID: fi.Checkpoint}, nil
 }
 
 func requiredPath(s *string) (vfs.Path, error) {
