@@ -230,6 +230,21 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 	return h, nil
 }
 
+// Touch refreshes the created time of the blob at h in tx, so a gc that
+// runs after tx commits counts it as young: callers that stored a blob in
+// an earlier transaction call it in the transaction that references it.
+// It fails with ErrNotFound if the blob is gone.
+func (s *Store) Touch(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
+	res, err := tx.ExecContext(ctx, `UPDATE blobs SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
+	if err != nil {
+		return false, index.Translate(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return false, notFound("touch", h)
+	}
+	return true, nil
+}
+
 // touchExisting refreshes the created time of an existing blob so a
 // concurrent gc keeps it, and reports whether it existed. It lets a
 // repeated Put skip compression.

@@ -1,6 +1,7 @@
 package runs_test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -292,5 +293,31 @@ func TestDiff(t *testing.T) {
 	t.Run("ErrCheckpointNotFound", func(t *testing.T) {
 		_, err := e.svc.Diff(e.ctx, r.ID, 404, 0)
 		assert.True(t, wserr.Is(err, wserr.CheckpointNotFound))
+	})
+}
+
+func TestWriteFromStreamsLargeFiles(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	ws := e.svc.Workspace(r.ID, runs.ModelScope)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 600_000) // 9.6 MB: chunked
+	fi, err := ws.WriteFrom(e.ctx, vfs.MustPath("output/big.bin"), bytes.NewReader(big), vfs.WriteOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(big)), fi.Size)
+	assert.Equal(t, cas.Sum(big), fi.Hash)
+	assert.NotEmpty(t, fi.Checkpoint)
+	res, err := ws.Read(e.ctx, vfs.MustPath("output/big.bin"), vfs.ReadOptions{})
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(big, res.Content))
+
+	t.Run("ErrNotWritableStoresNothing", func(t *testing.T) {
+		before := rowCounts(e)
+		_, err := e.svc.Workspace(r.ID, runs.HostScope).WriteFrom(e.ctx, vfs.MustPath("input/x.bin"), bytes.NewReader([]byte("new content")), vfs.WriteOptions{})
+		assert.True(t, wserr.Is(err, wserr.PathNotWritable))
+		assert.Equal(t, before, rowCounts(e))
+	})
+	t.Run("ErrAppend", func(t *testing.T) {
+		_, err := ws.WriteFrom(e.ctx, vfs.MustPath("output/big.bin"), bytes.NewReader(nil), vfs.WriteOptions{Mode: vfs.Append})
+		assert.True(t, wserr.Is(err, wserr.InvalidArgument))
 	})
 }

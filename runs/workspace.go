@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"io"
 	"io/fs"
 	"slices"
 
@@ -302,6 +303,45 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 	})
 }
 
+// WriteFrom replaces p's content with what r yields, streamed into the
+// store with bounded memory whatever its size (large content is chunked,
+// and unchanged chunks of a previous version are not stored again). The
+// path is checked before anything is read; the content is stored before
+// the change's transaction, so if that fails the blob is left for gc. It
+// fails as Write does; opt.Mode must be replace.
+func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt vfs.WriteOptions) (vfs.FileInfo, error) {
+	if opt.Mode != "" && opt.Mode != vfs.Replace {
+		return vfs.FileInfo{}, wserr.New(wserr.InvalidArgument, "write", p.String(), "a streamed write replaces the file; mode must be replace")
+	}
+	if _, _, _, ok := w.s.virtual.Match(p); ok {
+		return vfs.FileInfo{}, wserr.New(wserr.ReadOnlyResource, "write", p.String(), "virtual resources are read-only; copy the content into output/ to change it")
+	}
+	err := w.s.db.View(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, w.runID)
+		if err != nil {
+			return err
+		}
+		return w.checkWritable("write", run, p)
+	})
+	if err != nil {
+		return vfs.FileInfo{}, err
+	}
+	h, err := w.s.blobs.Put(ctx, r)
+	if err != nil {
+		return vfs.FileInfo{}, err
+	}
+	info, err := w.s.blobs.Stat(ctx, h)
+	if err != nil {
+		return vfs.FileInfo{}, err
+	}
+	return w.mutate(ctx, "write", p, opt.ExpectedHash, func(_ func() ([]byte, error), _ bool) (mutation, error) {
+		return mutation{stored: &info, event: journal.WorkspaceFileWritten, reason: "after_workspace_write",
+			payload: func(prev, h cas.Hash) any {
+				return journal.FileWritten{Path: p.String(), Hash: h.String(), Bytes: info.Size, Mode: string(vfs.Replace), PrevHash: hashString(prev)}
+			}}, nil
+	})
+}
+
 // Patch replaces old with new in p (exactly once unless opt.ReplaceAll).
 // It fails with the workspace.patch_* codes, workspace.file_not_found and
 // the codes of Write.
@@ -356,6 +396,7 @@ func hashString(h cas.Hash) string {
 // mutation is what an operation decided to do with a file.
 type mutation struct {
 	content []byte
+	stored  *cas.Info // content already in the store (streamed writes)
 	remove  bool
 	event   journal.Type
 	reason  string // checkpoint reason
@@ -412,12 +453,22 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		}
 		var next *vfs.Entry
 		var h cas.Hash
-		if !m.remove {
+		switch {
+		case m.remove:
+		case m.stored != nil:
+			// Streamed in before the transaction; refresh its row so a
+			// concurrent gc keeps it now that this change references it.
+			if _, err := w.s.blobs.Touch(ctx, tx, m.stored.Hash); err != nil {
+				return err
+			}
+			h = m.stored.Hash
+			next = &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: m.stored.Size}
+		default:
 			if h = cas.Sum(m.content); !(exists && h == prev.Hash) {
 				// Rewriting identical content is still a recorded step,
-				// but there is nothing new to store.
-				// The previous version is the delta base: agents rewrite
-				// the same files round after round.
+				// but there is nothing new to store. The previous version
+				// is the delta base: agents rewrite the same files round
+				// after round.
 				if h, err = w.s.blobs.PutVersion(ctx, tx, m.content, prev.Hash); err != nil {
 					return err
 				}
