@@ -1,0 +1,119 @@
+package runs
+
+import (
+	"context"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Edit is one file change of an Apply batch: new content for Path, or its
+// removal.
+type Edit struct {
+	Path    vfs.Path
+	Content []byte
+	Remove  bool
+}
+
+// Apply makes several file changes as one step: one transaction, one
+// rewrite of each directory on the changed paths (importing a project of
+// thousands of files writes each directory once, not once per file), one
+// workspace_file_written or workspace_file_deleted event per file, and one
+// automatic checkpoint (reason after_workspace_batch) when the profile
+// takes them. Each new version is stored with its previous one as delta
+// base, as Write does. All or nothing: it fails, changing nothing, with the
+// codes of Write and Remove for the first edit that cannot apply, and with
+// workspace.invalid_argument for an empty batch or a path named twice.
+func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, error) {
+	const op = "apply"
+	if len(edits) == 0 {
+		return nil, wserr.New(wserr.InvalidArgument, op, "", "no edits")
+	}
+	for _, e := range edits {
+		if _, _, _, ok := w.s.virtual.Match(e.Path); ok {
+			return nil, wserr.New(wserr.ReadOnlyResource, op, e.Path.String(), "virtual resources are read-only; copy the content into output/ to change it")
+		}
+		if e.Path.IsRoot() {
+			return nil, wserr.New(wserr.PathIsDirectory, op, e.Path.String(), "the workspace root is a directory")
+		}
+	}
+	var infos []vfs.FileInfo
+	err := w.s.update(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, w.runID)
+		if err != nil {
+			return err
+		}
+		changes := make([]vfs.FileChange, len(edits))
+		events := make([]any, len(edits))
+		infos = make([]vfs.FileInfo, len(edits))
+		for i, e := range edits {
+			if err := w.checkWritable(op, run, e.Path); err != nil {
+				return err
+			}
+			var prev cas.Hash
+			switch cur, err := w.s.trees.Lookup(ctx, tx, run.Root, e.Path); {
+			case err == nil && cur.Kind == vfs.KindDir:
+				return wserr.New(wserr.PathIsDirectory, op, e.Path.String(), "is a directory")
+			case err == nil:
+				prev = cur.Hash
+				infos[i] = w.info(e.Path, cur, run)
+			case wserr.Is(err, wserr.FileNotFound) && e.Remove:
+				return wserr.New(wserr.FileNotFound, op, e.Path.String(), "no such file")
+			case !wserr.Is(err, wserr.FileNotFound):
+				return err
+			}
+			changes[i].Path = e.Path
+			if e.Remove {
+				events[i] = journal.FileDeleted{Path: e.Path.String(), PrevHash: prev.String()}
+				continue
+			}
+			h, err := w.s.blobs.PutVersion(ctx, tx, e.Content, prev)
+			if err != nil {
+				return err
+			}
+			entry := vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: int64(len(e.Content))}
+			changes[i].Entry = &entry
+			infos[i] = w.info(e.Path, entry, run)
+			events[i] = journal.FileWritten{Path: e.Path.String(), Hash: h.String(), Bytes: entry.Size, Mode: string(vfs.Replace), PrevHash: hashString(prev)}
+		}
+		root, err := w.s.trees.SetFiles(ctx, tx, run.Root, changes)
+		if err != nil {
+			return err
+		}
+		if err := w.checkSize(ctx, tx, run, op, edits[0].Path, root); err != nil {
+			return err
+		}
+		if err := w.s.injected("after_tree"); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET root = ?, updated_at = ? WHERE id = ?`, root, w.s.now().UnixNano(), run.ID); err != nil {
+			return index.Translate(err)
+		}
+		for i, e := range edits {
+			typ := journal.WorkspaceFileWritten
+			if e.Remove {
+				typ = journal.WorkspaceFileDeleted
+			}
+			if _, err := w.s.journal.Append(ctx, tx, run.ID, typ, journal.Info, events[i]); err != nil {
+				return err
+			}
+		}
+		if run.Profile.autoCheckpoint() {
+			cp, err := w.s.checkpointTx(ctx, tx, run.ID, root, run.HeadCheckpoint, "after_workspace_batch")
+			if err != nil {
+				return err
+			}
+			for i := range infos {
+				infos[i].Checkpoint = cp.ID
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return infos, nil
+}

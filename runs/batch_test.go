@@ -1,0 +1,72 @@
+package runs_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+func TestApplyImportsAndEditsAsOneStep(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	var edits []runs.Edit
+	for i := range 200 {
+		edits = append(edits, runs.Edit{Path: vfs.MustPath(fmt.Sprintf("output/src/d%02d/f%03d.go", i%20, i)), Content: []byte(fmt.Sprint("package p // ", i))})
+	}
+	trees, events, cps := e.count("trees"), e.count("events"), e.count("checkpoints")
+	infos, err := e.svc.Workspace(r.ID, runs.ModelScope).Apply(e.ctx, edits)
+	require.NoError(t, err)
+	require.Len(t, infos, 200)
+	assert.Equal(t, 20+3, e.count("trees")-trees, "20 leaf directories, src/, output/ and the root: each written once")
+	assert.Equal(t, 200+1, e.count("events")-events, "one event per file and the checkpoint's")
+	assert.Equal(t, 1, e.count("checkpoints")-cps)
+	assert.Equal(t, "package p // 7", e.read(e.svc.Workspace(r.ID, runs.ModelScope), "output/src/d07/f007.go"))
+	assert.Equal(t, infos[0].Checkpoint, infos[199].Checkpoint)
+
+	infos, err = e.svc.Workspace(r.ID, runs.ModelScope).Apply(e.ctx, []runs.Edit{
+		{Path: vfs.MustPath("output/src/d00/f000.go"), Content: []byte("package p // changed")},
+		{Path: vfs.MustPath("output/src/d01/f001.go"), Remove: true},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "package p // changed", e.read(e.svc.Workspace(r.ID, runs.ModelScope), "output/src/d00/f000.go"))
+	evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{BeforeSeq: 1 << 40, Limit: 3})
+	require.NoError(t, err)
+	assert.Equal(t, []journal.Type{journal.WorkspaceFileWritten, journal.WorkspaceFileDeleted, journal.CheckpointCreated},
+		[]journal.Type{evs[0].Type, evs[1].Type, evs[2].Type})
+}
+
+func TestApplyIsAllOrNothing(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/keep.md", "keep")
+	cases := map[string]struct {
+		edits []runs.Edit
+		code  wserr.Code
+	}{
+		"ErrNotWritable": {[]runs.Edit{{Path: vfs.MustPath("output/a.md"), Content: []byte("a")}, {Path: vfs.MustPath("input/x"), Content: []byte("x")}}, wserr.PathNotVisible},
+		"ErrRemoveMissing": {[]runs.Edit{{Path: vfs.MustPath("output/a.md"), Content: []byte("a")}, {Path: vfs.MustPath("output/none.md"), Remove: true}}, wserr.FileNotFound},
+		"ErrTwice":         {[]runs.Edit{{Path: vfs.MustPath("output/a.md"), Content: []byte("a")}, {Path: vfs.MustPath("output/a.md"), Content: []byte("b")}}, wserr.InvalidArgument},
+		"ErrDirectory":     {[]runs.Edit{{Path: vfs.MustPath("output"), Content: []byte("a")}}, wserr.PathNotWritable},
+		"ErrEmpty":         {nil, wserr.InvalidArgument},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := rowCounts(e)
+			run, err := e.svc.Run(e.ctx, r.ID)
+			require.NoError(t, err)
+			_, err = e.svc.Workspace(r.ID, runs.ModelScope).Apply(e.ctx, c.edits)
+			assert.True(t, wserr.Is(err, c.code), "%v", err)
+			assert.Equal(t, before, rowCounts(e), "a failed batch changes nothing")
+			after, err := e.svc.Run(e.ctx, r.ID)
+			require.NoError(t, err)
+			assert.Equal(t, run.Root, after.Root)
+		})
+	}
+}
