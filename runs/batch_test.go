@@ -50,7 +50,7 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 		edits []runs.Edit
 		code  wserr.Code
 	}{
-		"ErrNotWritable": {[]runs.Edit{{Path: vfs.MustPath("output/a.md"), Content: []byte("a")}, {Path: vfs.MustPath("input/x"), Content: []byte("x")}}, wserr.PathNotVisible},
+		"ErrNotWritable":   {[]runs.Edit{{Path: vfs.MustPath("output/a.md"), Content: []byte("a")}, {Path: vfs.MustPath("input/x"), Content: []byte("x")}}, wserr.PathNotVisible},
 		"ErrRemoveMissing": {[]runs.Edit{{Path: vfs.MustPath("output/a.md"), Content: []byte("a")}, {Path: vfs.MustPath("output/none.md"), Remove: true}}, wserr.FileNotFound},
 		"ErrTwice":         {[]runs.Edit{{Path: vfs.MustPath("output/a.md"), Content: []byte("a")}, {Path: vfs.MustPath("output/a.md"), Content: []byte("b")}}, wserr.InvalidArgument},
 		"ErrDirectory":     {[]runs.Edit{{Path: vfs.MustPath("output"), Content: []byte("a")}}, wserr.PathNotWritable},
