@@ -6,35 +6,47 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/wsstore/wsstore/index"
 )
 
-// Delta storage uses reverse deltas, as Fossil does: the newest version of
-// a file is stored whole, and when a new version arrives the previous one
-// is re-encoded as a zstd frame that uses the new version's bytes as a raw
-// dictionary. So reading the newest version (what a live workspace reads)
-// is a plain read, and older versions cost one delta application per newer
-// version between them and a whole blob.
+// Delta storage keeps the newest version of a file whole and the older
+// ones as zstd frames that use another version's bytes as a raw
+// dictionary, so reading the newest version (what a live workspace reads)
+// is a plain read and any version costs at most MaxChain delta
+// applications.
 //
-// The chain is bounded: a whole blob's depth column holds the length of the
-// longest delta chain that ends at it, and a previous version is only
-// turned into a delta if the chain through it stays within MaxChain; past
-// that it stays whole, a keyframe that starts a new chain. Only a whole blob
-// is ever re-encoded, and only against a whole blob, so chains cannot form
-// cycles: the base of a new delta has no base of its own.
+// A file's history is cut into segments. Within a segment the deltas run
+// backwards, as Fossil's do: when a new version arrives, the previous one
+// (stored whole) is re-encoded against the new one, and the segment's
+// versions chain forward to its newest, the segment's keyframe. A whole
+// blob's depth column holds the longest chain that ends at it. When the
+// chain would grow past its budget, the segment closes: its keyframe is
+// re-encoded as a forward delta against the keyframe of the segment before
+// (prevkey), and the new version starts the next segment. A keyframe i
+// segments along costs i applications, so its segment may hold MaxChain-i
+// versions; with the default 16 a history needs one whole blob per ~150
+// versions rather than one per 17, and no version ever costs more than 16.
+// When the budget runs out the keyframe stays whole and the count starts
+// again.
 //
-// A blob's address never changes: it is BLAKE3 of the plain bytes whatever
-// the codec, and every read verifies every step of the chain.
+// Every conversion checks the bound with the real cost of its base (by
+// walking its chain) and refuses a base whose chain contains the blob being
+// converted, so chains stay bounded and acyclic whatever the stored hints
+// say. A blob's address never changes: it is BLAKE3 of the plain bytes
+// whatever the codec, and every read verifies every step of the chain.
 
 // PutVersion stores b, which replaces the content at prev (a path's
 // previous version; the zero Hash for none), and returns b's address. b is
-// stored whole; prev is re-encoded as a delta against b when that saves at
+// stored whole; prev is re-encoded as a delta (against b, or against the
+// previous segment's keyframe when its segment closes) when that saves at
 // least a quarter of prev's stored bytes, both fit in Options.DeltaMax and
-// the chain stays within Options.MaxChain. A failure to build a delta only
-// leaves prev as it was; errors are those of PutBytes and of the index.
+// no version's chain grows past Options.MaxChain. A failure to build a
+// delta only leaves prev as it was; errors are those of PutBytes and of the
+// index.
 func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Hash) (Hash, error) {
 	h, err := s.PutBytes(ctx, tx, b)
 	if err != nil || prev.IsZero() || prev == h || s.opts.DeltaMax < 0 || len(b) > s.opts.InlineMax {
@@ -47,52 +59,121 @@ func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Has
 	return h, nil
 }
 
-// rebase re-encodes prev as a delta against h (whose plain bytes are cur)
-// if the rules of PutVersion allow it.
+type versionRow struct {
+	Size    int64  `db:"size"`
+	Stored  int64  `db:"stored"`
+	Codec   int    `db:"codec"`
+	Depth   int    `db:"depth"`
+	Prevkey Hash   `db:"prevkey"`
+	Data    []byte `db:"data"`
+}
+
+func whole(c int) bool { return Codec(c) == CodecRaw || Codec(c) == CodecZstd }
+
+// rebase re-encodes prev, now that h (plain bytes cur) replaces it, if the
+// rules of PutVersion allow it.
 func (s *Store) rebase(ctx context.Context, tx *index.Tx, prev, h Hash, cur []byte) error {
-	var p struct {
-		Size   int64  `db:"size"`
-		Stored int64  `db:"stored"`
-		Codec  int    `db:"codec"`
-		Depth  int    `db:"depth"`
-		Data   []byte `db:"data"`
-	}
-	err := tx.GetContext(ctx, &p, `SELECT size, stored, codec, depth, data FROM blobs WHERE hash = ?`, prev)
+	var p, n versionRow
+	err := tx.GetContext(ctx, &p, `SELECT size, stored, codec, depth, prevkey, data FROM blobs WHERE hash = ?`, prev)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return index.Translate(err)
 	}
-	whole := func(c int) bool { return Codec(c) == CodecRaw || Codec(c) == CodecZstd }
-	if !whole(p.Codec) || p.Depth+1 > s.opts.MaxChain || p.Size+int64(len(cur)) > int64(s.opts.DeltaMax) || p.Stored < 64 {
-		return nil
-	}
-	var baseCodec int
-	if err := tx.GetContext(ctx, &baseCodec, `SELECT codec FROM blobs WHERE hash = ?`, h); err != nil {
+	if err := tx.GetContext(ctx, &n, `SELECT size, stored, codec, depth, prevkey FROM blobs WHERE hash = ?`, h); err != nil {
 		return index.Translate(err)
 	}
-	if !whole(baseCodec) {
+	if !whole(p.Codec) || !whole(n.Codec) || p.Stored < 64 || p.Size > int64(s.opts.DeltaMax) {
 		return nil
 	}
 	old, err := s.decode(ctx, prev, Codec(p.Codec), p.Data, p.Size, Hash{})
 	if err != nil || Sum(old) != prev {
 		return nil // corrupt: leave it for Verify to report, never build on it
 	}
-	delta, err := encodeDelta(old, cur, s.opts.Level)
-	if err != nil || int64(len(delta)) > p.Stored-p.Stored/4 {
-		return nil
+
+	// The cost prev's segment will have once it closes: one more than its
+	// keyframe's, if it has a usable one.
+	key, keyCost := p.Prevkey, -1
+	if !key.IsZero() {
+		chain, ok := s.chainOf(ctx, tx, key)
+		if !ok || slices.Contains(chain, prev) || slices.Contains(chain, h) {
+			key = Hash{}
+		} else {
+			keyCost = len(chain) - 1
+		}
 	}
-	// Prove the delta decodes to prev before it replaces the only copy.
-	if back, err := decodeDelta(delta, cur, p.Size); err != nil || Sum(back) != prev {
-		return nil
+	budget := s.opts.MaxChain
+	if !key.IsZero() && keyCost+1 < s.opts.MaxChain {
+		budget = s.opts.MaxChain - (keyCost + 1)
+	}
+
+	if p.Depth+1 <= budget && p.Size+int64(len(cur)) <= int64(s.opts.DeltaMax) {
+		converted, err := s.encodeAgainst(ctx, tx, prev, p, old, h, cur)
+		if err != nil || converted {
+			if err == nil {
+				_, err = tx.ExecContext(ctx, `UPDATE blobs SET depth = max(depth, ?), prevkey = coalesce(prevkey, ?), created = max(created, ?)
+					WHERE hash = ?`, p.Depth+1, key, s.now(), h)
+				err = index.Translate(err)
+			}
+			return err
+		}
+	}
+
+	// prev's segment closes: prev becomes a forward delta against the
+	// previous keyframe if every version resting on it stays in bounds,
+	// and the new version starts the next segment with prev as its
+	// keyframe.
+	if !key.IsZero() && p.Depth+keyCost+1 <= s.opts.MaxChain {
+		base, err := s.ReadAll(ctx, key)
+		if err == nil && int64(len(base))+p.Size <= int64(s.opts.DeltaMax) {
+			if _, err := s.encodeAgainst(ctx, tx, prev, p, old, key, base); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE blobs SET prevkey = coalesce(prevkey, ?), created = max(created, ?) WHERE hash = ?`, prev, s.now(), h)
+	return index.Translate(err)
+}
+
+// encodeAgainst stores prev (row p, plain bytes old) as a delta against
+// base (plain bytes baseBytes) if that saves at least a quarter of its
+// stored bytes, proving first that the delta decodes back to prev.
+func (s *Store) encodeAgainst(ctx context.Context, tx *index.Tx, prev Hash, p versionRow, old []byte, base Hash, baseBytes []byte) (bool, error) {
+	delta, err := encodeDelta(old, baseBytes, s.opts.Level)
+	if err != nil || int64(len(delta)) > p.Stored-p.Stored/4 {
+		return false, nil
+	}
+	if back, err := decodeDelta(delta, baseBytes, p.Size); err != nil || Sum(back) != prev {
+		return false, nil
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE blobs SET codec = ?, base = ?, data = ?, stored = ?, saved = saved + ?
-		WHERE hash = ? AND codec IN (0, 1)`, int(CodecDelta), h, delta, len(delta), p.Stored-int64(len(delta)), prev); err != nil {
-		return index.Translate(err)
+		WHERE hash = ? AND codec IN (0, 1)`, int(CodecDelta), base, delta, len(delta), p.Stored-int64(len(delta)), prev); err != nil {
+		return false, index.Translate(err)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE blobs SET depth = max(depth, ?), created = max(created, ?) WHERE hash = ?`, p.Depth+1, s.now(), h)
-	return index.Translate(err)
+	return true, nil
+}
+
+// chainOf returns h and the bases it rests on, in order, ending at a
+// whole blob; ok is false if a link is missing or the chain is longer than
+// any valid one.
+func (s *Store) chainOf(ctx context.Context, tx *index.Tx, h Hash) ([]Hash, bool) {
+	chain := []Hash{h}
+	for len(chain) <= s.opts.MaxChain+1 {
+		var row struct {
+			Codec int  `db:"codec"`
+			Base  Hash `db:"base"`
+		}
+		if err := tx.GetContext(ctx, &row, `SELECT codec, base FROM blobs WHERE hash = ?`, h); err != nil {
+			return nil, false
+		}
+		if Codec(row.Codec) != CodecDelta {
+			return chain, whole(row.Codec)
+		}
+		h = row.Base
+		chain = append(chain, h)
+	}
+	return nil, false
 }
 
 // window returns the zstd window that covers a dictionary of n bytes and

@@ -90,7 +90,37 @@ func TestDeltaHistoryReadsBackExactly(t *testing.T) {
 	require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
 		return tx.GetContext(ctx, &deltas, `SELECT count(*) FROM blobs WHERE codec = 3`)
 	}))
-	assert.Greater(t, deltas, 400)
+	assert.Greater(t, deltas, 490)
+	assert.LessOrEqual(t, 500-deltas, 5, "keyframes chain forward, so a whole blob is needed only every ~150 versions")
+}
+
+// TestDeltaRandomRevertsStayBoundedAndReadable mixes new versions with
+// returns to earlier ones, the case where content-addressed versions
+// could chain into cycles or past the bound.
+func TestDeltaRandomRevertsStayBoundedAndReadable(t *testing.T) {
+	ctx := context.Background()
+	_, s := storetest.OpenCAS(t, cas.Options{MaxChain: 4})
+	r := rand.New(rand.NewPCG(9, 9))
+	pool := draftHistory(120)
+	var seq [][]byte
+	next := 0
+	for range 400 {
+		if next > 3 && r.IntN(3) == 0 {
+			seq = append(seq, pool[r.IntN(next)])
+		} else if next < len(pool) {
+			seq = append(seq, pool[next])
+			next++
+		}
+	}
+	hashes := putHistory(t, s, seq)
+	for i, h := range hashes {
+		got, err := s.ReadAll(ctx, h)
+		require.NoError(t, err, "write %d", i)
+		require.True(t, bytes.Equal(seq[i], got), "write %d", i)
+		info, err := s.Stat(ctx, h)
+		require.NoError(t, err)
+		require.LessOrEqual(t, info.Depth, 4, "write %d", i)
+	}
 }
 
 func TestDeltaChainBound(t *testing.T) {
