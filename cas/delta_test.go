@@ -216,3 +216,37 @@ func TestDeltaFallsBackWhenItDoesNotPay(t *testing.T) {
 		assert.Equal(t, cas.CodecZstd, info.Codec)
 	})
 }
+
+// TestPutInTransactionSkipsStoredChunks: putting a large file again inside
+// a caller's transaction, with one chunk's worth changed, stores only the
+// new chunks and leaves the stored ones' data untouched.
+func TestPutInTransactionSkipsStoredChunks(t *testing.T) {
+	ctx := context.Background()
+	db, s := storetest.OpenCAS(t, cas.Options{})
+	r := rand.New(rand.NewPCG(5, 5))
+	big := make([]byte, 12<<20)
+	for i := range big {
+		big[i] = byte('a' + r.IntN(20))
+	}
+	put := func(b []byte) {
+		require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+			_, err := s.PutBytes(ctx, tx, b)
+			return err
+		}))
+	}
+	put(big)
+	var chunks int
+	count := func() int {
+		require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
+			return tx.GetContext(ctx, &chunks, `SELECT count(*) FROM chunks`)
+		}))
+		return chunks
+	}
+	before, compressed := count(), cas.Compressions(s)
+	edited := bytes.Clone(big)
+	copy(edited[6<<20:], "an edit in the middle")
+	put(edited)
+	added := count() - before
+	assert.LessOrEqual(t, added, 2, "only the chunks around the edit are new")
+	assert.Equal(t, int64(added), cas.Compressions(s)-compressed, "stored chunks are not compressed again")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -92,6 +93,10 @@ type Store struct {
 	encs  freeList[*zstd.Encoder]
 	zbufs freeList[*[]byte] // compressed output, copied by SQLite on insert
 	bufs  freeList[*[]byte] // Put's read buffer, then its chunker's
+
+	// compressions counts compress calls, so tests can prove that stored
+	// content is not compressed again.
+	compressions atomic.Int64
 }
 
 // New returns a Store on db. It fails with store.invalid_options for bad
@@ -170,6 +175,7 @@ func (s *Store) now() int64 { return s.opts.Now().UnixNano() }
 // shrinks the data by at least 1/32, raw otherwise. The caller must call
 // release once it no longer needs data.
 func (s *Store) compress(b []byte) (data []byte, codec Codec, release func()) {
+	s.compressions.Add(1)
 	enc := s.encs.get()
 	zp := s.zbufs.get()
 	// Room for incompressible input, which zstd stores in raw blocks
@@ -218,6 +224,13 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 	h := Sum(b)
 	if tx == nil && s.touchExisting(ctx, h) {
 		return h, nil
+	}
+	if tx != nil {
+		// Stored already: refresh it with a plain UPDATE, which leaves a
+		// large row's data pages alone, and skip compressing.
+		if ok, err := s.Touch(ctx, tx, h); ok || err != nil && !errors.Is(err, ErrNotFound) {
+			return h, err
+		}
 	}
 	data, codec, release := s.compress(b)
 	defer release()
@@ -344,6 +357,17 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 }
 
 func (s *Store) putChunk(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
+	if tx != nil {
+		// Stored already: refresh it (a plain UPDATE leaves its data pages
+		// alone) and skip compressing.
+		res, err := tx.ExecContext(ctx, `UPDATE chunks SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
+		if err != nil {
+			return index.Translate(err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+	}
 	if tx == nil {
 		var exists bool
 		_ = s.db.View(ctx, func(rtx *index.Tx) error {
