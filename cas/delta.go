@@ -147,8 +147,13 @@ func (s *Store) encodeAgainst(ctx context.Context, tx *index.Tx, prev Hash, p ve
 	if back, err := decodeDelta(delta, baseBytes, p.Size); err != nil || Sum(back) != prev {
 		return false, nil
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE blobs SET codec = ?, base = ?, data = ?, stored = ?, saved = saved + ?
-		WHERE hash = ? AND codec IN (0, 1)`, int(CodecDelta), base, delta, len(delta), p.Stored-int64(len(delta)), prev); err != nil {
+	// The row is replaced rather than updated: a new row goes to the end
+	// of the table, and the old one's deletion lets SQLite merge the page
+	// it leaves nearly empty. Shrinking rows in place would leave the
+	// leaves of a history's versions mostly empty forever.
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO blobs (hash, size, stored, codec, base, depth, data, created, saved, prevkey)
+		SELECT hash, size, ?, ?, ?, depth, ?, created, saved + ?, prevkey FROM blobs WHERE hash = ? AND codec IN (0, 1)`,
+		len(delta), int(CodecDelta), base, delta, p.Stored-int64(len(delta)), prev); err != nil {
 		return false, index.Translate(err)
 	}
 	return true, nil
