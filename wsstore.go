@@ -56,6 +56,14 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 	}
+	// One clock for every package, so gc's grace is measured on the clock
+	// that stamped the rows.
+	if opts.Now == nil && opts.Runs.Now != nil {
+		opts.Now = opts.Runs.Now
+	}
+	if opts.Now == nil && opts.CAS.Now != nil {
+		opts.Now = opts.CAS.Now
+	}
 	if opts.Now != nil {
 		opts.CAS.Now, opts.Runs.Now = opts.Now, opts.Now
 	}

@@ -68,6 +68,11 @@ type versionRow struct {
 	Data    []byte `db:"data"`
 }
 
+// maxChainLimit is the largest MaxChain a store accepts. Reads guard
+// against cycles with it rather than with the MaxChain of the current
+// open, since the store may have been written with a larger one.
+const maxChainLimit = 1000
+
 func whole(c int) bool { return Codec(c) == CodecRaw || Codec(c) == CodecZstd }
 
 // rebase re-encodes prev, now that h (plain bytes cur) replaces it, if the
@@ -95,12 +100,13 @@ func (s *Store) rebase(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 	// The cost prev's segment will have once it closes: one more than its
 	// keyframe's, if it has a usable one.
 	key, keyCost := p.Prevkey, -1
+	var keyChain []Hash
 	if !key.IsZero() {
 		chain, ok := s.chainOf(ctx, tx, key)
 		if !ok || slices.Contains(chain, prev) || slices.Contains(chain, h) {
 			key = Hash{}
 		} else {
-			keyCost = len(chain) - 1
+			keyChain, keyCost = chain, len(chain)-1
 		}
 	}
 	budget := s.opts.MaxChain
@@ -127,8 +133,21 @@ func (s *Store) rebase(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 	if !key.IsZero() && p.Depth+keyCost+1 <= s.opts.MaxChain {
 		base, err := s.ReadAll(ctx, key)
 		if err == nil && int64(len(base))+p.Size <= int64(s.opts.DeltaMax) {
-			if _, err := s.encodeAgainst(ctx, tx, prev, p, old, key, base); err != nil {
+			converted, err := s.encodeAgainst(ctx, tx, prev, p, old, key, base)
+			if err != nil {
 				return err
+			}
+			// Chains now run through prev into the keyframe's chain: every
+			// link of it, down to the whole blob, records how long a chain
+			// ends there, so a later conversion of that whole blob counts
+			// them.
+			for i, link := range keyChain {
+				if !converted {
+					break
+				}
+				if _, err := tx.ExecContext(ctx, `UPDATE blobs SET depth = max(depth, ?) WHERE hash = ?`, p.Depth+1+i, link); err != nil {
+					return index.Translate(err)
+				}
 			}
 		}
 	}
@@ -231,8 +250,8 @@ type chainLink struct {
 func (s *Store) decodeDelta(ctx context.Context, h Hash, data []byte, size int64, base Hash) ([]byte, error) {
 	chain := []chainLink{{hash: h, row: blobRow{Size: size, Codec: int(CodecDelta), Base: base, Data: data}}}
 	for cur := base; ; {
-		if len(chain) > 2*s.opts.MaxChain+2 {
-			return nil, corrupt("get", h, "delta chain is longer than %d: a cycle through base %s", 2*s.opts.MaxChain+2, cur)
+		if len(chain) > maxChainLimit+1 {
+			return nil, corrupt("get", h, "delta chain is longer than any store can write (%d): a cycle through base %s", maxChainLimit, cur)
 		}
 		var row blobRow
 		err := s.db.View(ctx, func(tx *index.Tx) error {
@@ -289,7 +308,7 @@ func (s *Store) chainDepth(ctx context.Context, tx *index.Tx, h Hash) (int, erro
 		if err := tx.GetContext(ctx, &row, `SELECT codec, base FROM blobs WHERE hash = ?`, h); err != nil {
 			return depth, err
 		}
-		if Codec(row.Codec) != CodecDelta || depth > 2*s.opts.MaxChain+2 {
+		if Codec(row.Codec) != CodecDelta || depth > maxChainLimit {
 			return depth, nil
 		}
 		depth++

@@ -250,3 +250,21 @@ func TestPutInTransactionSkipsStoredChunks(t *testing.T) {
 	assert.LessOrEqual(t, added, 2, "only the chunks around the edit are new")
 	assert.Equal(t, int64(added), cas.Compressions(s)-compressed, "stored chunks are not compressed again")
 }
+
+// TestDeltaStoreReopenedWithSmallerChain: a store written with a long
+// chain bound stays readable when opened with a shorter one.
+func TestDeltaStoreReopenedWithSmallerChain(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.OpenDB(t, index.Options{})
+	long, err := cas.New(db, cas.Options{MaxChain: 100})
+	require.NoError(t, err)
+	versions := draftHistory(60)
+	hashes := putHistory(t, long, versions)
+	short, err := cas.New(db, cas.Options{MaxChain: 2})
+	require.NoError(t, err)
+	for i, h := range hashes {
+		got, err := short.ReadAll(ctx, h)
+		require.NoError(t, err, "version %d", i)
+		require.True(t, bytes.Equal(versions[i], got))
+	}
+}

@@ -2,15 +2,17 @@
 //
 // A blob's address is the BLAKE3-256 of its plain bytes (Hash), whatever
 // form it is stored in: one zstd frame, raw bytes when compression does not
-// pay, or, for content larger than Options.InlineMax, a list of
-// content-defined chunks (about 1 MiB each) stored as rows of their own so
-// that equal pieces of different files are stored once and a Put of any size
-// streams with bounded memory.
+// pay, a zstd delta against another version of the same file (PutVersion;
+// see delta.go for the bounded, acyclic chains), or, for content larger
+// than Options.InlineMax, a list of content-defined chunks (about 1 MiB
+// each) stored as rows of their own so that equal pieces of different files
+// are stored once and a Put of any size streams with bounded memory.
 //
 // Guarantees:
 //   - Get never returns bytes that do not hash to their address: single-row
 //     blobs are verified before the first byte is returned, chunks before
-//     each chunk's bytes are, and mismatches fail with ErrCorrupt. A chunk
+//     each chunk's bytes are, every version on a delta chain as it is
+//     rebuilt, and mismatches fail with ErrCorrupt. A chunk
 //     list that names sound chunks of other content is caught by the hash
 //     of the whole, at the end: the last Read fails with ErrCorrupt instead
 //     of returning io.EOF, so a reader that checks its error never accepts

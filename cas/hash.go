@@ -21,8 +21,7 @@ const ShortLen = 12
 func Sum(b []byte) Hash { return Hash(blake3.Sum256(b)) }
 
 // ParseHash parses the 64-digit lowercase or uppercase hex form of a Hash.
-// It fails with store.invalid_argument-style *wserr.Error (code
-// workspace.invalid_argument) on any other input.
+// It fails with workspace.invalid_argument on any other input.
 func ParseHash(s string) (Hash, error) {
 	var h Hash
 	if len(s) != 2*len(h) {

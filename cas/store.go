@@ -121,8 +121,8 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	if opts.MaxChain == 0 {
 		opts.MaxChain = d.MaxChain
 	}
-	if opts.MaxChain < 1 || opts.MaxChain > 1000 {
-		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "max chain %d is not in 1..1000", opts.MaxChain)
+	if opts.MaxChain < 1 || opts.MaxChain > maxChainLimit {
+		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "max chain %d is not in 1..%d", opts.MaxChain, maxChainLimit)
 	}
 	if opts.DeltaMax == 0 {
 		opts.DeltaMax = d.DeltaMax

@@ -15,7 +15,8 @@ type FileRef struct {
 	Bytes int64    `json:"bytes"`
 }
 
-// View is the checkpoint.json of seed 000 §9, derived from the checkpoint's
+// View is a checkpoint's checkpoint.json (id, seq, runId, createdAt,
+// reason, eventSeq, files with hash and bytes), derived from the checkpoint's
 // row and tree: nothing but the row is stored per checkpoint.
 type View struct {
 	ID        string    `json:"id"`

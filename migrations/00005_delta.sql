@@ -3,13 +3,10 @@
 -- was stored in before, for stats. prevkey, on a blob stored whole, names
 -- the keyframe of the previous segment of its file's history: when this
 -- blob's segment closes it becomes a delta against that keyframe (see the
--- cas package). The partial index lets gc and fsck find the deltas that
--- depend on a base without scanning every blob.
+-- cas package).
 ALTER TABLE blobs ADD COLUMN saved INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE blobs ADD COLUMN prevkey BLOB CHECK (prevkey IS NULL OR length(prevkey) = 32);
-CREATE INDEX blobs_base ON blobs (base) WHERE base IS NOT NULL;
 
 -- +goose Down
-DROP INDEX blobs_base;
 ALTER TABLE blobs DROP COLUMN prevkey;
 ALTER TABLE blobs DROP COLUMN saved;

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -28,6 +29,10 @@ type ChatKey struct {
 func (k ChatKey) validate() error {
 	if strings.TrimSpace(k.Kind) == "" || strings.TrimSpace(k.StableChatID) == "" {
 		return wserr.New(wserr.InvalidArgument, "chat", "", "chat kind and stableChatId are required")
+	}
+	if !utf8.ValidString(k.Kind) || !utf8.ValidString(k.StableChatID) {
+		// Two different invalid ids would derive the same workspace id.
+		return wserr.New(wserr.InvalidArgument, "chat", "", "chat kind and stableChatId must be valid UTF-8")
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ func (s *Service) Checkpoint(ctx context.Context, runID, reason string) (checkpo
 
 // RollbackOptions shape a rollback.
 type RollbackOptions struct {
-	// Pause moves a running run to paused (seed 000 §10.1); otherwise the
+	// Pause moves a running run to paused; otherwise the
 	// status stays as it is.
 	Pause bool
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// CommitMode says what the chat sink does with the message (seed 002).
+// CommitMode says what the chat sink does with the message.
 type CommitMode string
 
 // Commit modes.
@@ -35,7 +35,8 @@ type ArtifactRef struct {
 	Hash cas.Hash `json:"hash"`
 }
 
-// AgentMetadata is extra.tauritavern.agent of seed 000 §8.
+// AgentMetadata is what a committed message records of the run that made
+// it (the host stores it in the message's extra data).
 type AgentMetadata struct {
 	RunID         string            `json:"runId"`
 	StableChatID  string            `json:"stableChatId"`
@@ -65,8 +66,9 @@ type CommitRequest struct {
 }
 
 // ChatSink saves messages into the host's chat, through the host's own
-// save contract: the store never writes chat files. Commit must be
-// idempotent by CommitID, since a failed commit may be retried.
+// save contract: the store never writes chat files. Each call carries a
+// new CommitID, which the host may use to tell deliveries apart; after a
+// failure the run may simply Commit again.
 type ChatSink interface {
 	Commit(ctx context.Context, req CommitRequest) (receipt json.RawMessage, err error)
 }
@@ -338,7 +340,7 @@ func callSink(ctx context.Context, sink ChatSink, req CommitRequest) (receipt js
 
 // RollbackCommit re-assembles the run's message from checkpoint seq and
 // hands the sink a replace of the committed message, or a delete when
-// opt.Delete is set (seed 000 §10.2), journaled as commit_rolled_back. The
+// del is set, journaled as commit_rolled_back. The
 // run's workspace is not changed. It fails with checkpoint.not_found, the
 // assembly errors of Commit, or commit.sink_failed.
 func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, sink ChatSink, del bool) (CommitRecord, error) {

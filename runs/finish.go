@@ -21,7 +21,7 @@ type FinishResult struct {
 }
 
 // Finish completes a run and promotes its persist/ changes to the chat
-// workspace (seed 000 §13): the changes are computed against the base the
+// workspace: the changes are computed against the base the
 // run started from and applied with a compare-and-swap on the chat's
 // persist version. If another run promoted in between, changes to
 // different paths merge; a path both changed differently fails with

@@ -14,7 +14,7 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// TargetKind is where an artifact goes when a run commits (seed 000 §7).
+// TargetKind is where an artifact goes when a run commits.
 type TargetKind string
 
 // Artifact targets.
@@ -79,7 +79,8 @@ type CommitPolicy struct {
 	StoreArtifactsInExtra bool `json:"storeArtifactsInExtra"`
 }
 
-// Manifest is a run's runtime contract (seed 000 §5).
+// Manifest is a run's runtime contract: which workspace files a commit
+// assembles into a message, and how.
 type Manifest struct {
 	WorkspaceVersion int          `json:"workspaceVersion"`
 	Artifacts        []Artifact   `json:"artifacts"`

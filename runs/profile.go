@@ -7,8 +7,7 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// DefaultRoots are the workspace roots a model sees and writes by default
-// (seed 000 §13).
+// DefaultRoots are the workspace roots a model sees and writes by default.
 var DefaultRoots = []string{"output", "scratch", "plan", "summaries", "persist"}
 
 // Reserved top-level names: input/ holds the run's materialized inputs,
@@ -19,7 +18,7 @@ const (
 	PersistRoot = "persist"
 )
 
-// Profile is the policy of a run (seed 002, Agent Profile): which roots
+// Profile is the policy of a run: which roots
 // the model sees and writes, automatic checkpoints, and a size cap.
 type Profile struct {
 	ID string `json:"id"`
@@ -30,7 +29,7 @@ type Profile struct {
 	// writable.
 	WritableRoots []string `json:"writableRoots"`
 	// AutoCheckpoint takes a checkpoint after each mutating operation (and
-	// at the other moments of seed 000 §9); default on.
+	// after init and before a commit); default on.
 	AutoCheckpoint *bool `json:"autoCheckpoint,omitempty"`
 	// MaxRunBytes caps the total size of the run's live workspace; 0 means
 	// no cap. A write that would cross it fails and changes nothing.

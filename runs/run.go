@@ -307,9 +307,15 @@ func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 }
 
 // SetStatus moves a run to status to, journaling status_changed (and
-// run_completed, run_failed or run_cancelled for final statuses). It fails
-// with run.invalid_transition for a move the status machine forbids.
+// run_failed or run_cancelled for those final statuses). It fails with
+// run.invalid_transition for a move the status machine forbids, and for
+// completed: only Finish completes a run.
 func (s *Service) SetStatus(ctx context.Context, runID string, to Status, reason string) error {
+	if to == Completed {
+		// Completing promotes persist/ to the chat; a bare status change
+		// would drop those changes silently.
+		return wserr.New(wserr.InvalidState, "set status", "", "run %s: a run completes through Finish, which promotes its persist/ changes", runID)
+	}
 	return s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {

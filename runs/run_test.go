@@ -332,7 +332,12 @@ func TestDeleteRun(t *testing.T) {
 			id := "run_done_" + string(st)
 			e.newRun(id, runs.CreateRequest{})
 			e.write(id, "output/main.md", "done")
-			require.NoError(t, e.svc.SetStatus(ctx, id, st, "test"))
+			if st == runs.Completed {
+				_, err := e.svc.Finish(ctx, id)
+				require.NoError(t, err)
+			} else {
+				require.NoError(t, e.svc.SetStatus(ctx, id, st, "test"))
+			}
 			keep := e.state("run_keep")
 			chats := e.rows("chats")
 

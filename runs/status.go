@@ -5,7 +5,7 @@ import "github.com/wsstore/wsstore/wserr"
 // Status is a run's lifecycle state.
 type Status string
 
-// Run statuses (seed 002). Completed, Failed and Cancelled are final.
+// Run statuses. Completed, Failed and Cancelled are final.
 const (
 	Created          Status = "created"
 	Running          Status = "running"

@@ -85,7 +85,9 @@ func TestSetStatus(t *testing.T) {
 			continue
 		}
 		for _, to := range allStatuses {
-			legal := legalMoves[[2]runs.Status{from, to}]
+			// Only Finish completes a run (it promotes persist/); SetStatus
+			// refuses completed even where the machine allows it.
+			legal := legalMoves[[2]runs.Status{from, to}] && to != runs.Completed
 			name := fmt.Sprintf("%s/%s", from, to)
 			if !legal {
 				name = "ErrInvalidTransition/" + name
@@ -95,6 +97,11 @@ func TestSetStatus(t *testing.T) {
 				id := fmt.Sprintf("run_%03d", n)
 				e.newRun(id, runs.CreateRequest{})
 				for _, st := range pathTo(from) {
+					if st == runs.Completed {
+						_, err := e.svc.Finish(ctx, id)
+						require.NoError(t, err)
+						continue
+					}
 					require.NoError(t, e.svc.SetStatus(ctx, id, st, "setup"))
 				}
 				require.Equal(t, from, e.run(id).Status)
@@ -156,7 +163,12 @@ func TestWritesNeedRunning(t *testing.T) {
 			id := "run_" + string(st)
 			e.newRun(id, runs.CreateRequest{})
 			e.write(id, "output/main.md", "draft")
-			require.NoError(t, e.svc.SetStatus(ctx, id, st, "test"))
+			if st == runs.Completed {
+				_, err := e.svc.Finish(ctx, id)
+				require.NoError(t, err)
+			} else {
+				require.NoError(t, e.svc.SetStatus(ctx, id, st, "test"))
+			}
 			ws := e.model(id)
 			before := e.state(id)
 

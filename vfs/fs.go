@@ -30,7 +30,7 @@ func (k Kind) String() string {
 // MarshalText encodes a kind as "file" or "dir".
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
-// ResourceKind says where a resource comes from (seed 000 §3).
+// ResourceKind says where a resource comes from.
 type ResourceKind string
 
 // Resource kinds.
@@ -46,7 +46,7 @@ type FileInfo struct {
 	Path     Path         `json:"path"`
 	Kind     Kind         `json:"kind"`
 	Size     int64        `json:"size"`          // bytes; for a stored directory, of all files below it
-	Hash     cas.Hash     `json:"hash,omitzero"` // content address; zero for virtual and host resources
+	Hash     cas.Hash     `json:"hash,omitzero"` // BLAKE3 of a file's content, a stored directory's tree address; zero where not computed (host listings)
 	Resource ResourceKind `json:"resource"`      // where it comes from
 	Writable bool         `json:"writable"`      // whether Write/Patch/Remove may succeed
 	ModTime  time.Time    `json:"modTime,omitzero"`
@@ -71,7 +71,7 @@ type ReadResult struct {
 	StartLine  int      `json:"startLine"`  // first line returned (1-based), 0 if no line range
 	EndLine    int      `json:"endLine"`    // last line returned
 	TotalLines int      `json:"totalLines"` // lines in the whole file
-	Truncated  bool     `json:"truncated"`  // a range was applied
+	Truncated  bool     `json:"truncated"`  // the range left part of the file out
 }
 
 // WriteMode says whether Write replaces or appends.

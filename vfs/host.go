@@ -37,8 +37,8 @@ const (
 // metadata is large, mostly binary, and never what a query is after.
 var hostSkipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true}
 
-// HostFS is a host directory mounted into the workspace (seed 004
-// HostPaths). The store only checks boundaries: every access goes through
+// HostFS is a host directory mounted into the workspace (an allow-listed
+// host path). The store only checks boundaries: every access goes through
 // an os.Root, so no path, ".." or symlink can reach outside the directory;
 // the store never creates, chmods or cleans up the directory itself.
 //

@@ -16,8 +16,9 @@ type FileChange struct {
 }
 
 // SetFiles applies many file changes to root at once and returns the new
-// root. It has the semantics of calling Set for each change in turn, but
-// every directory on the changed paths is written once, with all its
+// root. It has the semantics of calling Set for each change in turn (except
+// that deleting below a file fails with not_a_directory where Set says
+// file_not_found), but every directory on the changed paths is written once, with all its
 // changes, so importing n files into one directory writes that directory
 // once instead of n times. Changes must name distinct paths, none below
 // another, and file entries only (grafts go through Set); otherwise it

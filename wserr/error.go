@@ -11,24 +11,23 @@ type Code string
 
 // Model-correctable codes: the model can fix the call and go on.
 const (
-	InvalidPath                 Code = "workspace.invalid_path"
-	PathNotVisible              Code = "workspace.path_not_visible"
-	PathNotWritable             Code = "workspace.path_not_writable"
-	FileNotFound                Code = "workspace.file_not_found"
-	PathIsDirectory             Code = "workspace.path_is_directory"
-	NotADirectory               Code = "workspace.not_a_directory"
-	PatchOldStringNotFound      Code = "workspace.patch_old_string_not_found"
-	PatchOldStringNotUnique     Code = "workspace.patch_old_string_not_unique"
-	PatchNoChange               Code = "workspace.patch_no_change"
-	PatchEmptyOldString         Code = "workspace.patch_empty_old_string"
-	WriteStaleFile              Code = "workspace.write_stale_file"
-	InvalidLineRange            Code = "workspace.invalid_line_range"
-	InvalidCharRange            Code = "workspace.invalid_char_range"
-	ReadOnlyResource            Code = "workspace.read_only_resource"
-	NotText                     Code = "workspace.not_text"
-	InvalidArgument             Code = "workspace.invalid_argument"
-	SizeLimitExceeded           Code = "workspace.size_limit_exceeded"
-	PersistentWorkspaceConflict Code = "agent.persistent_workspace_conflict"
+	InvalidPath             Code = "workspace.invalid_path"
+	PathNotVisible          Code = "workspace.path_not_visible"
+	PathNotWritable         Code = "workspace.path_not_writable"
+	FileNotFound            Code = "workspace.file_not_found"
+	PathIsDirectory         Code = "workspace.path_is_directory"
+	NotADirectory           Code = "workspace.not_a_directory"
+	PatchOldStringNotFound  Code = "workspace.patch_old_string_not_found"
+	PatchOldStringNotUnique Code = "workspace.patch_old_string_not_unique"
+	PatchNoChange           Code = "workspace.patch_no_change"
+	PatchEmptyOldString     Code = "workspace.patch_empty_old_string"
+	WriteStaleFile          Code = "workspace.write_stale_file"
+	InvalidLineRange        Code = "workspace.invalid_line_range"
+	InvalidCharRange        Code = "workspace.invalid_char_range"
+	ReadOnlyResource        Code = "workspace.read_only_resource"
+	NotText                 Code = "workspace.not_text"
+	InvalidArgument         Code = "workspace.invalid_argument"
+	SizeLimitExceeded       Code = "workspace.size_limit_exceeded"
 )
 
 // Host-level codes: the store or its host cannot go on safely.
@@ -49,6 +48,9 @@ const (
 	MissingArtifact    Code = "manifest.missing_required_artifact"
 	SinkFailed         Code = "commit.sink_failed"
 	JournalFailed      Code = "journal.write_failed"
+	// PersistentWorkspaceConflict: two runs changed the same persist/
+	// file differently; the host resolves it, not the model.
+	PersistentWorkspaceConflict Code = "agent.persistent_workspace_conflict"
 )
 
 // ModelCorrectable reports whether errors with code c are meant to be
