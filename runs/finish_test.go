@@ -157,3 +157,18 @@ func TestParallelFinishesMerge(t *testing.T) {
 	assert.Equal(t, int64(n), chat[0].PersistVersion)
 	assert.Len(t, e.chatPersist(chat[0].ID), n, "every run's change survives the parallel promotions")
 }
+
+func TestCancelAndDeleteRun(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "persist/memory.md", "never promoted")
+	cancelled, err := e.svc.CancelAndDeleteRun(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.True(t, cancelled)
+	_, err = e.svc.Run(e.ctx, r.ID)
+	assert.True(t, wserr.Is(err, wserr.RunNotFound))
+	assert.Empty(t, e.chatPersist(r.ChatID), "a discarded run never touches the chat's persist layer")
+
+	_, err = e.svc.CancelAndDeleteRun(e.ctx, r.ID)
+	assert.True(t, wserr.Is(err, wserr.RunNotFound))
+}

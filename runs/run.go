@@ -144,9 +144,11 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		if err != nil {
 			return Run{}, err
 		}
-		p, err := vfs.ParsePath(InputRoot + "/" + rel.String())
-		if err != nil {
-			return Run{}, err
+		p := vfs.MustPath(InputRoot)
+		for _, seg := range rel.Segments() {
+			if p, err = p.Join(seg); err != nil {
+				return Run{}, err
+			}
 		}
 		if p.String() == InputRoot+"/persist_snapshot.json" {
 			return Run{}, wserr.New(wserr.InvalidPath, "create run", p.String(), "input/persist_snapshot.json is written by the store")
@@ -360,13 +362,29 @@ func (s *Service) setStatus(ctx context.Context, tx *index.Tx, runID string, fro
 // awaiting approval, paused) must be cancelled first: deleting it fails
 // with run.invalid_transition.
 func (s *Service) DeleteRun(ctx context.Context, runID string) error {
-	return s.update(ctx, func(tx *index.Tx) error {
+	_, err := s.deleteRun(ctx, runID, false)
+	return err
+}
+
+// CancelAndDeleteRun cancels the run if it has not finished and deletes
+// it, in one transaction: it either disappears or stays as it was. It
+// reports whether the run had to be cancelled, and fails with
+// run.not_found.
+func (s *Service) CancelAndDeleteRun(ctx context.Context, runID string) (cancelled bool, err error) {
+	return s.deleteRun(ctx, runID, true)
+}
+
+func (s *Service) deleteRun(ctx context.Context, runID string, cancel bool) (cancelled bool, err error) {
+	err = s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
 			return err
 		}
-		if run.Status.Active() || run.Status == Created {
-			return wserr.New(wserr.InvalidState, "delete run", "", "run %s is %s: cancel it first", runID, run.Status)
+		if !run.Status.Final() {
+			if !cancel {
+				return wserr.New(wserr.InvalidState, "delete run", "", "run %s is %s: cancel it first", runID, run.Status)
+			}
+			cancelled = true
 		}
 		if _, err := s.checkpoints.DeleteRun(ctx, tx, runID); err != nil {
 			return err
@@ -377,4 +395,5 @@ func (s *Service) DeleteRun(ctx context.Context, runID string) error {
 		_, err = tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, runID)
 		return index.Translate(err)
 	})
+	return cancelled && err == nil, err
 }

@@ -39,18 +39,19 @@ Operations (fields with ? are optional):
               -> {path, hash, size, checkpointId?}
   append      {path, content | contentBase64, expectedHash?}   -> as write
   patch       {path, old, new, replaceAll?, expectedHash?}      -> as write
-  delete      {path}                        -> {path, checkpointId?}
+  delete      {path}                        -> {path, hash, checkpointId?}   hash: the removed content
   read        {path, at?, startLine?, endLine?}
               -> {path, content | contentBase64, hash, size, totalLines?, startLine?, endLine?, truncated?}
   list        {path?, depth?, at?}          -> {entries: [{path, kind, size, hash, resource, writable}]}
   checkpoint  {reason?}                     -> {checkpointId, seq}
-  rollback    {checkpointId | checkpointSeq, pause?}  -> {runId, root, checkpointId}
+  rollback    {checkpointId | checkpointSeq, pause?}  -> {runId, root, checkpointId, status}
   diff        {from, to?}                   -> {changes: [{path, op, unified?, binary?, ...}]}  to: default live
-  commit      {path?, mode?: replace|append} -> {commitId, checkpointId, message}
-  finish      {}                            -> {status, persistChanges}
+  commit      {path?, mode?: replace|append} -> {commitId, checkpointId, mode, message}
+  finish      {}                            -> {runId, status, persistChanges, persistVersion, merged}
   events      {afterSeq?, limit?}           -> {events: [...]}   limit: default 100, at most 500
   manifest.set {manifest: {workspaceVersion, artifacts, commitPolicy}} -> {artifacts}
-  run.status  {status, reason?}             -> {runId, status}   e.g. failed or cancelled
+  run.status  {status, reason?}             -> {runId, status}   e.g. failed or cancelled;
+                                            a run completes only through finish
 
 write, append, patch, delete, read and list act as the agent's tools: they
 see the run through its profile (model scope), so input/ and roots the

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -58,16 +57,10 @@ func runRm(ctx context.Context, o rmOptions, args []string) error {
 		return err
 	}
 	res := rmResult{RunID: id}
-	if !run.Status.Final() {
-		if !o.force {
-			return wserr.New(wserr.InvalidState, "rm", "", "run %s is %s: cancel it first, or pass --force to cancel and delete it", id, run.Status)
-		}
-		if err := st.Runs.SetStatus(ctx, id, runs.Cancelled, "cancelled by wsctl rm --force"); err != nil {
-			return err
-		}
-		res.Cancelled = true
+	if !run.Status.Final() && !o.force {
+		return wserr.New(wserr.InvalidState, "rm", "", "run %s is %s: cancel it first, or pass --force to cancel and delete it", id, run.Status)
 	}
-	if err := st.Runs.DeleteRun(ctx, id); err != nil {
+	if res.Cancelled, err = st.Runs.CancelAndDeleteRun(ctx, id); err != nil {
 		return err
 	}
 	res.Deleted = true
