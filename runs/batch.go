@@ -47,7 +47,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 			return err
 		}
 		changes := make([]vfs.FileChange, len(edits))
-		events := make([]any, len(edits))
+		events := make([]event, len(edits))
 		infos = make([]vfs.FileInfo, len(edits))
 		for i, e := range edits {
 			if err := w.checkWritable(op, run, e.Path); err != nil {
@@ -67,7 +67,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 			}
 			changes[i].Path = e.Path
 			if e.Remove {
-				events[i] = journal.FileDeleted{Path: e.Path.String(), PrevHash: prev.String()}
+				events[i] = event{journal.WorkspaceFileDeleted, journal.FileDeleted{Path: e.Path.String(), PrevHash: prev.String()}}
 				continue
 			}
 			h, err := w.s.blobs.PutVersion(ctx, tx, e.Content, prev)
@@ -77,38 +77,18 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 			entry := vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: int64(len(e.Content))}
 			changes[i].Entry = &entry
 			infos[i] = w.info(e.Path, entry, run)
-			events[i] = journal.FileWritten{Path: e.Path.String(), Hash: h.String(), Bytes: entry.Size, Mode: string(vfs.Replace), PrevHash: hashString(prev)}
+			events[i] = event{journal.WorkspaceFileWritten, journal.FileWritten{Path: e.Path.String(), Hash: h.String(), Bytes: entry.Size, Mode: string(vfs.Replace), PrevHash: hashString(prev)}}
 		}
 		root, err := w.s.trees.SetFiles(ctx, tx, run.Root, changes)
 		if err != nil {
 			return err
 		}
-		if err := w.checkSize(ctx, tx, run, op, edits[0].Path, root); err != nil {
+		cp, err := w.swapRoot(ctx, tx, run, op, edits[0].Path, root, "after_workspace_batch", events...)
+		if err != nil {
 			return err
 		}
-		if err := w.s.injected("after_tree"); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET root = ?, updated_at = ? WHERE id = ?`, root, w.s.now().UnixNano(), run.ID); err != nil {
-			return index.Translate(err)
-		}
-		for i, e := range edits {
-			typ := journal.WorkspaceFileWritten
-			if e.Remove {
-				typ = journal.WorkspaceFileDeleted
-			}
-			if _, err := w.s.journal.Append(ctx, tx, run.ID, typ, journal.Info, events[i]); err != nil {
-				return err
-			}
-		}
-		if run.Profile.autoCheckpoint() {
-			cp, err := w.s.checkpointTx(ctx, tx, run.ID, root, run.HeadCheckpoint, "after_workspace_batch")
-			if err != nil {
-				return err
-			}
-			for i := range infos {
-				infos[i].Checkpoint = cp.ID
-			}
+		for i := range infos {
+			infos[i].Checkpoint = cp
 		}
 		return nil
 	})

@@ -479,33 +479,48 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		if err != nil {
 			return err
 		}
-		if err := w.checkSize(ctx, tx, run, op, p, root); err != nil {
-			return err
-		}
-		if err := w.s.injected("after_tree"); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET root = ?, updated_at = ? WHERE id = ?`, root, w.s.now().UnixNano(), run.ID); err != nil {
-			return index.Translate(err)
-		}
-		if _, err := w.s.journal.Append(ctx, tx, run.ID, m.event, journal.Info, m.payload(prev.Hash, h)); err != nil {
-			return err
-		}
 		if next != nil {
 			fi = w.info(p, *next, run)
 		} else {
 			fi = w.info(p, prev, run)
 		}
-		if run.Profile.autoCheckpoint() {
-			cp, err := w.s.checkpointTx(ctx, tx, run.ID, root, run.HeadCheckpoint, m.reason)
-			if err != nil {
-				return err
-			}
-			fi.Checkpoint = cp.ID
-		}
-		return nil
+		fi.Checkpoint, err = w.swapRoot(ctx, tx, run, op, p, root, m.reason, event{m.event, m.payload(prev.Hash, h)})
+		return err
 	})
 	return fi, err
+}
+
+// event is a journal event a workspace change records.
+type event struct {
+	typ     journal.Type
+	payload any
+}
+
+// swapRoot is the tail of every workspace change, inside its transaction:
+// it enforces the size cap, makes root the run's live tree, journals the
+// events that record the change and takes the automatic checkpoint,
+// returning its id ("" if the profile takes none). p names the change in
+// errors.
+func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, op string, p vfs.Path, root cas.Hash, reason string, events ...event) (string, error) {
+	if err := w.checkSize(ctx, tx, run, op, p, root); err != nil {
+		return "", err
+	}
+	if err := w.s.injected("after_tree"); err != nil {
+		return "", err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET root = ?, updated_at = ? WHERE id = ?`, root, w.s.now().UnixNano(), run.ID); err != nil {
+		return "", index.Translate(err)
+	}
+	for _, ev := range events {
+		if _, err := w.s.journal.Append(ctx, tx, run.ID, ev.typ, journal.Info, ev.payload); err != nil {
+			return "", err
+		}
+	}
+	if !run.Profile.autoCheckpoint() {
+		return "", nil
+	}
+	cp, err := w.s.checkpointTx(ctx, tx, run.ID, root, run.HeadCheckpoint, reason)
+	return cp.ID, err
 }
 
 func shortOrNone(h cas.Hash) string {
