@@ -140,6 +140,22 @@ type base struct {
 	RunID string          `json:"runId"`
 }
 
+// runRequest is a request that may name the run it acts on.
+type runRequest interface{ runBase() base }
+
+func (r base) runBase() base { return r }
+
+// decodeForRun decodes a request line into a T and resolves the run it
+// acts on.
+func decodeForRun[T runRequest](b *batchSession, line []byte) (T, string, error) {
+	var req T
+	if err := decode(line, &req); err != nil {
+		return req, "", err
+	}
+	runID, err := b.run(req.runBase())
+	return req, runID, err
+}
+
 // run returns the run a request acts on.
 func (b *batchSession) run(req base) (string, error) {
 	if req.RunID != "" {
@@ -239,11 +255,7 @@ func (b *batchSession) append(ctx context.Context, line []byte) (any, error) {
 }
 
 func (b *batchSession) writeMode(ctx context.Context, line []byte, mode vfs.WriteMode) (any, error) {
-	var req writeRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[writeRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
@@ -283,11 +295,7 @@ type patchRequest struct {
 }
 
 func (b *batchSession) patch(ctx context.Context, line []byte) (any, error) {
-	var req patchRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[patchRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
@@ -315,11 +323,7 @@ type pathRequest struct {
 }
 
 func (b *batchSession) delete(ctx context.Context, line []byte) (any, error) {
-	var req pathRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[pathRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
@@ -387,11 +391,7 @@ func (b *batchSession) modelView(runID string, at *ckptRef) *runs.Workspace {
 }
 
 func (b *batchSession) read(ctx context.Context, line []byte) (any, error) {
-	var req readRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[readRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
@@ -419,11 +419,7 @@ type listRequest struct {
 }
 
 func (b *batchSession) list(ctx context.Context, line []byte) (any, error) {
-	var req listRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[listRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
@@ -454,11 +450,7 @@ type checkpointRequest struct {
 }
 
 func (b *batchSession) checkpoint(ctx context.Context, line []byte) (any, error) {
-	var req checkpointRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[checkpointRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
@@ -477,11 +469,7 @@ type rollbackRequest struct {
 }
 
 func (b *batchSession) rollback(ctx context.Context, line []byte) (any, error) {
-	var req rollbackRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[rollbackRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
@@ -511,11 +499,7 @@ type diffRequest struct {
 }
 
 func (b *batchSession) diff(ctx context.Context, line []byte) (any, error) {
-	var req diffRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[diffRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
@@ -545,11 +529,7 @@ type commitRequest struct {
 }
 
 func (b *batchSession) commit(ctx context.Context, line []byte) (any, error) {
-	var req commitRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[commitRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
@@ -596,11 +576,7 @@ type eventsRequest struct {
 }
 
 func (b *batchSession) events(ctx context.Context, line []byte) (any, error) {
-	var req eventsRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[eventsRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
@@ -620,11 +596,7 @@ type manifestRequest struct {
 }
 
 func (b *batchSession) manifestSet(ctx context.Context, line []byte) (any, error) {
-	var req manifestRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[manifestRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
@@ -648,11 +620,7 @@ type statusRequest struct {
 }
 
 func (b *batchSession) runStatus(ctx context.Context, line []byte) (any, error) {
-	var req statusRequest
-	if err := decode(line, &req); err != nil {
-		return nil, err
-	}
-	runID, err := b.run(req.base)
+	req, runID, err := decodeForRun[statusRequest](b, line)
 	if err != nil {
 		return nil, err
 	}
