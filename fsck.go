@@ -156,15 +156,7 @@ func (f *fsck) trees(ctx context.Context, tx *index.Tx, progress func(string, in
 // object resolves, and that checkpoints and events name existing runs.
 // Trees in bad were reported already and are not followed.
 func (f *fsck) references(ctx context.Context, tx *index.Tx, bad objSet, progress func(string, int, int)) error {
-	inv, err := loadInventory(ctx, tx)
-	if err != nil {
-		return err
-	}
-	roots, err := loadRoots(ctx, tx)
-	if err != nil {
-		return err
-	}
-	g, err := newGraph(ctx, tx, inv)
+	inv, roots, g, err := openGraph(ctx, tx)
 	if err != nil {
 		return err
 	}

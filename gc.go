@@ -155,15 +155,7 @@ type gcPlan struct {
 }
 
 func markGC(ctx context.Context, tx *index.Tx, cutoff int64, progress func(string, int, int)) (*gcPlan, error) {
-	inv, err := loadInventory(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	roots, err := loadRoots(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	g, err := newGraph(ctx, tx, inv)
+	inv, roots, g, err := openGraph(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
@@ -695,6 +687,25 @@ type graph struct {
 	ctx                    context.Context
 	inv                    *inventory
 	tree, blob, bc, hasChk *sqlx.Stmt
+}
+
+// openGraph reads, in tx, what gc, fsck and du all start from: the
+// inventory of objects, the roots, and a graph to walk from them. The
+// caller closes the graph.
+func openGraph(ctx context.Context, tx *index.Tx) (*inventory, []rootRef, *graph, error) {
+	inv, err := loadInventory(ctx, tx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	roots, err := loadRoots(ctx, tx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	g, err := newGraph(ctx, tx, inv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return inv, roots, g, nil
 }
 
 func newGraph(ctx context.Context, tx *index.Tx, inv *inventory) (*graph, error) {

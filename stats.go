@@ -204,15 +204,7 @@ func (s *Store) DU(ctx context.Context) ([]Usage, error) {
 const shared = -1
 
 func du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
-	inv, err := loadInventory(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	roots, err := loadRoots(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	g, err := newGraph(ctx, tx, inv)
+	inv, roots, g, err := openGraph(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
