@@ -1,0 +1,14 @@
+// Command bench runs reproducible checkpoint-heavy workloads against
+// wsstore and two baselines — a directory copy per checkpoint and a shadow
+// git repository — and reports checkpoint and rollback latency, wall time,
+// bytes on disk and peak RSS, with the ratios and the targets they are
+// held to.
+//
+//	go run ./bench                 # full scale; several minutes
+//	go run ./bench --quick         # smoke run, well under a minute
+//	go run ./bench --workloads chat,project --systems wsstore,git
+//
+// Each workload × system runs in a child process (the bench binary run
+// again with a hidden flag), so its peak RSS is its own. The report is
+// Markdown on stdout and JSON in --out.
+package main
