@@ -70,6 +70,9 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 				events[i] = event{journal.WorkspaceFileDeleted, journal.FileDeleted{Path: e.Path.String(), PrevHash: prev.String()}}
 				continue
 			}
+			if err := w.s.checkStoreRoom(op, e.Path, int64(len(e.Content))); err != nil {
+				return err
+			}
 			h, err := w.s.blobs.PutVersion(ctx, tx, e.Content, prev)
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package runs_test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -69,4 +70,29 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 			assert.Equal(t, run.Root, after.Root)
 		})
 	}
+}
+
+func TestStoreSizeCap(t *testing.T) {
+	e := newLifecycleEnv(t)
+	capped := runs.New(e.svc.DB(), e.svc.Blobs(), runs.Options{MaxStoreBytes: 1 << 20})
+	r, err := capped.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}})
+	require.NoError(t, err)
+	ws := capped.Workspace(r.ID, runs.ModelScope)
+	_, err = ws.Write(e.ctx, vfs.MustPath("output/small.md"), []byte("fits"), vfs.WriteOptions{})
+	require.NoError(t, err)
+
+	big := make([]byte, 2<<20)
+	before := rowCounts(e)
+	_, err = ws.Write(e.ctx, vfs.MustPath("output/big.bin"), big, vfs.WriteOptions{})
+	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+	_, err = ws.Apply(e.ctx, []runs.Edit{{Path: vfs.MustPath("output/big.bin"), Content: big}})
+	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+	assert.Equal(t, before, rowCounts(e), "a refused write changes nothing")
+
+	_, err = ws.WriteFrom(e.ctx, vfs.MustPath("output/big.bin"), bytes.NewReader(big), vfs.WriteOptions{})
+	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+	_, err = ws.Stat(e.ctx, vfs.MustPath("output/big.bin"))
+	assert.True(t, wserr.Is(err, wserr.FileNotFound), "a refused stream is not in the workspace")
+
+	require.NoError(t, ws.Remove(e.ctx, vfs.MustPath("output/small.md")), "removals are always allowed")
 }

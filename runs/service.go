@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
+	"os"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -11,6 +13,7 @@ import (
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // Options configure a Service. The zero value means the defaults.
@@ -23,6 +26,11 @@ type Options struct {
 	// Virtual holds the virtual resources every run sees (providers mounted
 	// by prefix); default none.
 	Virtual *vfs.Virtual
+	// MaxStoreBytes caps the store's size on disk (database and
+	// write-ahead log): a write that would bring more new content than the
+	// room left fails with workspace.size_limit_exceeded and changes
+	// nothing. Removals are always allowed. 0 means no cap.
+	MaxStoreBytes int64
 }
 
 // Service is the entry point for chat workspaces and runs. It is safe for
@@ -36,6 +44,7 @@ type Service struct {
 	virtual     *vfs.Virtual
 	now         func() time.Time
 	newRunID    func() string
+	maxStore    int64
 
 	// fault, when set by tests, is called at named points inside write
 	// transactions; an error it returns aborts the transaction there.
@@ -64,6 +73,7 @@ func New(db *index.DB, blobs *cas.Store, opts Options) *Service {
 		virtual:     opts.Virtual,
 		now:         opts.Now,
 		newRunID:    opts.NewRunID,
+		maxStore:    opts.MaxStoreBytes,
 	}
 }
 
@@ -100,4 +110,46 @@ func (s *Service) injected(point string) error {
 
 func (s *Service) update(ctx context.Context, fn func(tx *index.Tx) error) error {
 	return s.db.Update(ctx, fn)
+}
+
+// checkStoreRoom fails with workspace.size_limit_exceeded if adding bytes
+// of new content could take the store past Options.MaxStoreBytes. The
+// content is counted as it is before compression, so the check errs on the
+// side of refusing.
+func (s *Service) checkStoreRoom(op string, p vfs.Path, bytes int64) error {
+	if s.maxStore <= 0 || bytes == 0 {
+		return nil
+	}
+	size := storeSize(s)
+	if size+bytes > s.maxStore {
+		return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the store holds %d bytes of its %d-byte cap; %d more do not fit", size, s.maxStore, bytes)
+	}
+	return nil
+}
+
+func storeSize(s *Service) int64 {
+	var size int64
+	for _, f := range []string{s.db.Path(), s.db.Path() + "-wal"} {
+		if fi, err := os.Stat(f); err == nil {
+			size += fi.Size()
+		}
+	}
+	return size
+}
+
+// capReader fails a streamed write once it passes the room left in a
+// capped store, before the store takes more.
+type capReader struct {
+	r    io.Reader
+	left int64
+	p    vfs.Path
+}
+
+func (c *capReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n, wserr.New(wserr.SizeLimitExceeded, "write", c.p.String(), "the content does not fit in the store's size cap")
+	}
+	return n, err
 }

@@ -326,6 +326,15 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 	if err != nil {
 		return vfs.FileInfo{}, err
 	}
+	if w.s.maxStore > 0 {
+		// The size of a stream is known only once it is stored; a capped
+		// store takes it in bounded memory only up to the room left.
+		var room int64
+		if err := w.s.checkStoreRoom("write", p, 1); err == nil {
+			room = w.s.maxStore - storeSize(w.s)
+		}
+		r = &capReader{r: r, left: room, p: p}
+	}
 	h, err := w.s.blobs.Put(ctx, r)
 	if err != nil {
 		return vfs.FileInfo{}, err
@@ -450,6 +459,11 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		m, err := decide(load, exists)
 		if err != nil {
 			return err
+		}
+		if !m.remove && m.stored == nil {
+			if err := w.s.checkStoreRoom(op, p, int64(len(m.content))); err != nil {
+				return err
+			}
 		}
 		var next *vfs.Entry
 		var h cas.Hash
