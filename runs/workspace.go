@@ -522,19 +522,26 @@ func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, op stri
 	if err := w.s.injected("after_tree"); err != nil {
 		return "", err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET root = ?, updated_at = ? WHERE id = ?`, root, w.s.now().UnixNano(), run.ID); err != nil {
-		return "", index.Translate(err)
-	}
 	for _, ev := range events {
 		if _, err := w.s.journal.Append(ctx, tx, run.ID, ev.typ, journal.Info, ev.payload); err != nil {
 			return "", err
 		}
 	}
-	if !run.Profile.autoCheckpoint() {
-		return "", nil
+	head, cpID := run.HeadCheckpoint, ""
+	if run.Profile.autoCheckpoint() {
+		cp, err := w.s.checkpoints.Create(ctx, tx, run.ID, root, run.HeadCheckpoint, reason)
+		if err != nil {
+			return "", err
+		}
+		head, cpID = cp.Seq, cp.ID
 	}
-	cp, err := w.s.checkpointTx(ctx, tx, run.ID, root, run.HeadCheckpoint, reason)
-	return cp.ID, err
+	// One update of the run's row: the new root and, with it, the
+	// checkpoint that now heads it.
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET root = ?, head_checkpoint = ?, updated_at = ? WHERE id = ?`,
+		root, head, w.s.now().UnixNano(), run.ID); err != nil {
+		return "", index.Translate(err)
+	}
+	return cpID, nil
 }
 
 func shortOrNone(h cas.Hash) string {
