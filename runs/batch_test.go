@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 
@@ -95,4 +96,31 @@ func TestStoreSizeCap(t *testing.T) {
 	assert.True(t, wserr.Is(err, wserr.FileNotFound), "a refused stream is not in the workspace")
 
 	require.NoError(t, ws.Remove(e.ctx, vfs.MustPath("output/small.md")), "removals are always allowed")
+}
+
+func TestMaterializeVirtualResources(t *testing.T) {
+	e := newLifecycleEnv(t)
+	v := vfs.NewVirtual()
+	history := "user: hello\n"
+	require.NoError(t, v.Mount(vfs.MustPath("chat/history.tail.md"), vfs.FileProvider(func(context.Context) ([]byte, error) {
+		return []byte(history), nil
+	})))
+	svc := runs.New(e.svc.DB(), e.svc.Blobs(), runs.Options{Virtual: v})
+	r, err := svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"},
+		Materialize: []string{"chat/history.tail.md"}})
+	require.NoError(t, err)
+	history = "user: hello\nassistant: hi\n"
+
+	host := svc.Workspace(r.ID, runs.HostScope)
+	res, err := host.Read(e.ctx, vfs.MustPath("input/chat/history.tail.md"), vfs.ReadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "user: hello\n", string(res.Content), "the input keeps the content of run start")
+	assert.Equal(t, vfs.ResourceMaterialized, res.Info.Resource)
+	live, err := host.Read(e.ctx, vfs.MustPath("chat/history.tail.md"), vfs.ReadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, history, string(live.Content), "the virtual resource stays live")
+
+	_, err = svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"},
+		Materialize: []string{"chat/none.md"}})
+	assert.True(t, wserr.Is(err, wserr.FileNotFound), "%v", err)
 }

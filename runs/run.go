@@ -94,6 +94,11 @@ type CreateRequest struct {
 	// input/ ("prompt_snapshot.json", "world/activated.md"). They are
 	// immutable for the rest of the run.
 	Inputs map[string][]byte `json:"-"`
+	// Materialize names virtual resources ("chat/history.tail.md") whose
+	// content is read once, now, and fixed under input/ at the same path
+	// ("input/chat/history.tail.md"): the explicit way a virtual resource
+	// becomes part of the run's stored, checkpointed inputs.
+	Materialize []string `json:"materialize,omitempty"`
 	// Manifest is the run's commit contract; default DefaultManifest. It
 	// is validated before anything is written.
 	Manifest *Manifest `json:"manifest,omitempty"`
@@ -158,6 +163,29 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 			return Run{}, wserr.New(wserr.InvalidArgument, "create run", p.String(), "input %s is given twice (keys that clean to the same path)", p)
 		}
 		inputs[p] = b
+	}
+	for _, name := range req.Materialize {
+		v, err := vfs.ParsePath(name)
+		if err != nil {
+			return Run{}, err
+		}
+		if _, _, _, ok := s.virtual.Match(v); !ok {
+			return Run{}, wserr.New(wserr.FileNotFound, "create run", v.String(), "no virtual resource is mounted there")
+		}
+		// Read before the transaction: providers may be slow, and the
+		// write lock should not wait on them.
+		res, err := s.virtual.Read(ctx, v, vfs.ReadOptions{})
+		if err != nil {
+			return Run{}, err
+		}
+		p := vfs.MustPath(InputRoot)
+		for _, seg := range v.Segments() {
+			p, _ = p.Join(seg) // segments of a valid path join
+		}
+		if _, dup := inputs[p]; dup {
+			return Run{}, wserr.New(wserr.InvalidArgument, "create run", p.String(), "input %s is given twice", p)
+		}
+		inputs[p] = res.Content
 	}
 	manJSON := ""
 	if req.Manifest != nil {
