@@ -527,6 +527,9 @@ func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, op stri
 			return "", err
 		}
 	}
+	if err := w.s.injected("after_event"); err != nil {
+		return "", err
+	}
 	head, cpID := run.HeadCheckpoint, ""
 	if run.Profile.autoCheckpoint() {
 		cp, err := w.s.checkpoints.Create(ctx, tx, run.ID, root, run.HeadCheckpoint, reason)
