@@ -25,14 +25,9 @@ with --at, to standard output unchanged. With --json it prints
 {path, hash, size, content} (contentBase64 instead of content for files
 that are not UTF-8 text).`,
 		Args: exactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			o.globals = g
-			return runCat(cmd.Context(), o, args)
-		},
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runCat(ctx, o, args)
+		}),
 	}
 	cmd.Flags().StringVar(&o.at, "at", "", "read at this checkpoint instead of the live workspace")
 	return cmd

@@ -32,14 +32,9 @@ with --at, into DIR, which must not exist or be empty: checkout never
 overwrites anything. Files are written through an os.Root of DIR, so no
 stored name can reach outside it.`,
 		Args: exactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			o.globals = g
-			return runCheckout(cmd.Context(), o, args)
-		},
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runCheckout(ctx, o, args)
+		}),
 	}
 	cmd.Flags().StringVar(&o.at, "at", "", "check out this checkpoint instead of the live workspace")
 	return cmd

@@ -10,6 +10,7 @@ import (
 )
 
 func newCheckpointsCmd(a *app) *cobra.Command {
+	var g globals
 	return &cobra.Command{
 		Use:   "checkpoints RUN",
 		Short: "List a run's checkpoints",
@@ -17,13 +18,9 @@ func newCheckpointsCmd(a *app) *cobra.Command {
 the live workspace descends from; PARENT shows where history forked after a
 rollback.`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			return runCheckpoints(cmd.Context(), g, args)
-		},
+		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
+			return runCheckpoints(ctx, g, args)
+		}),
 	}
 }
 

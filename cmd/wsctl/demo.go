@@ -16,6 +16,7 @@ import (
 )
 
 func newDemoCmd(a *app) *cobra.Command {
+	var g globals
 	return &cobra.Command{
 		Use:   "demo",
 		Short: "Record a short agent session and print its timeline",
@@ -28,13 +29,9 @@ earlier checkpoint and writes again, sets a manifest with two artifacts,
 commits through a chat sink that prints the message, and finishes the run.
 Then it prints the run's timeline (its journal) and the final diff.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			return runDemo(cmd.Context(), g, args)
-		},
+		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
+			return runDemo(ctx, g, args)
+		}),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 )
 
 func newDiffCmd(a *app) *cobra.Command {
+	var g globals
 	return &cobra.Command{
 		Use:   "diff RUN FROM [TO]",
 		Short: "Show the changes between two checkpoints as unified diffs",
@@ -18,13 +19,9 @@ the live workspace; "live" names it too) as unified text diffs. Checkpoints
 are cp_000003 or 3. Binary and very large files get a one-line summary.
 With --json it prints the list of changes, each with its unified diff.`,
 		Args: rangeArgs(2, 3),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			return runDiff(cmd.Context(), g, args)
-		},
+		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
+			return runDiff(ctx, g, args)
+		}),
 	}
 }
 

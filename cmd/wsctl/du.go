@@ -10,6 +10,7 @@ import (
 )
 
 func newDUCmd(a *app) *cobra.Command {
+	var g globals
 	return &cobra.Command{
 		Use:   "du",
 		Short: "Show space by chat workspace and run",
@@ -18,13 +19,9 @@ runs, with the live workspace's files and size, the checkpoint count, and
 UNIQUE: the stored bytes only that run reaches, which "wsctl rm" followed
 by "wsctl gc" would free.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			return runDU(cmd.Context(), g, args)
-		},
+		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
+			return runDU(ctx, g, args)
+		}),
 	}
 }
 

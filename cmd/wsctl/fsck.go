@@ -10,6 +10,7 @@ import (
 )
 
 func newFsckCmd(a *app) *cobra.Command {
+	var g globals
 	return &cobra.Command{
 		Use:   "fsck",
 		Short: "Check the whole store; exit 6 naming each problem found",
@@ -19,13 +20,9 @@ re-hashed, every tree decoded and re-hashed, and every reference (run roots,
 checkpoints, tree entries, chunk lists, delta bases, events) resolved.
 It exits 0 when the store is sound and 6 when it found any problem.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			return runFsck(cmd.Context(), g, args)
-		},
+		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
+			return runFsck(ctx, g, args)
+		}),
 	}
 }
 

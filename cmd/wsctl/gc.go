@@ -35,14 +35,9 @@ nothing else writes to the store.
 gc frees pages inside the database file; "wsctl vacuum" gives them back to
 the file system.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			o.globals = g
-			return runGC(cmd.Context(), o, args)
-		},
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runGC(ctx, o, args)
+		}),
 	}
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "report what would be freed, delete nothing")
 	cmd.Flags().StringVar(&o.grace, "grace", "", "keep unreachable rows younger than this (default 15m; 0: none)")

@@ -25,14 +25,9 @@ func newLsCmd(a *app) *cobra.Command {
 in a run's live workspace, or at a checkpoint with --at (cp_000003 or 3).
 It shows the host's view, so input/ and every other root are included.`,
 		Args: rangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			o.globals = g
-			return runLs(cmd.Context(), o, args)
-		},
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runLs(ctx, o, args)
+		}),
 	}
 	cmd.Flags().IntVar(&o.depth, "depth", 1, "levels to list below PATH (0: all)")
 	cmd.Flags().StringVar(&o.at, "at", "", "list at this checkpoint instead of the live workspace")

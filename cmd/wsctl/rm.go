@@ -25,14 +25,9 @@ stay in the store until "wsctl gc" frees those no other run shares.
 A run that is still active (created, running, awaiting_approval, paused)
 is refused with status 5 unless --force, which cancels it first.`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			o.globals = g
-			return runRm(cmd.Context(), o, args)
-		},
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runRm(ctx, o, args)
+		}),
 	}
 	cmd.Flags().BoolVar(&o.force, "force", false, "cancel an active run, then delete it")
 	return cmd

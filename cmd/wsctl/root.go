@@ -55,6 +55,19 @@ type globals struct {
 	now      func() time.Time
 }
 
+// runWith builds a command's RunE: it resolves the global flags into *g,
+// then calls run.
+func (a *app) runWith(g *globals, run func(ctx context.Context, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		v, err := a.globals(cmd)
+		if err != nil {
+			return err
+		}
+		*g = v
+		return run(cmd.Context(), args)
+	}
+}
+
 // globals resolves the global flags for cmd.
 func (a *app) globals(cmd *cobra.Command) (globals, error) {
 	dir := a.storeFlag

@@ -29,14 +29,9 @@ func newRunsCmd(a *app) *cobra.Command {
 chats of every kind with that id). --status takes one of created, running,
 awaiting_approval, paused, completed, failed, cancelled.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			o.globals = g
-			return runRuns(cmd.Context(), o, args)
-		},
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runRuns(ctx, o, args)
+		}),
 	}
 	cmd.Flags().StringVar(&o.chat, "chat", "", "only runs of this chat (workspace id or stableChatId)")
 	cmd.Flags().StringVar(&o.status, "status", "", "only runs in this status")

@@ -13,17 +13,14 @@ import (
 )
 
 func newShowCmd(a *app) *cobra.Command {
+	var g globals
 	return &cobra.Command{
 		Use:   "show RUN",
 		Short: "Show a run: status, chat, profile, manifest, checkpoints, commits",
 		Args:  exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			return runShow(cmd.Context(), g, args)
-		},
+		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
+			return runShow(ctx, g, args)
+		}),
 	}
 }
 

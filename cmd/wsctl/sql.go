@@ -23,6 +23,7 @@ import (
 )
 
 func newSQLCmd(a *app) *cobra.Command {
+	var g globals
 	return &cobra.Command{
 		Use:   `sql "SELECT …"`,
 		Short: "Run one read-only SQL query on the store's database",
@@ -40,13 +41,9 @@ statement. A refused statement exits with status 8 (read-only).
 The tables are internal and may change between versions: use it to
 explore, not to build on.`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			return runSQL(cmd.Context(), g, args)
-		},
+		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
+			return runSQL(ctx, g, args)
+		}),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 )
 
 func newStatsCmd(a *app) *cobra.Command {
+	var g globals
 	return &cobra.Command{
 		Use:   "stats",
 		Short: "Count the store's rows and bytes",
@@ -19,13 +20,9 @@ compares bytes: logical (each distinct content once), referenced (as the
 workspaces see them, shared content counted each time), stored (after
 compression and deltas) and on disk.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			return runStats(cmd.Context(), g, args)
-		},
+		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
+			return runStats(ctx, g, args)
+		}),
 	}
 }
 

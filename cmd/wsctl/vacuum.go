@@ -8,6 +8,7 @@ import (
 )
 
 func newVacuumCmd(a *app) *cobra.Command {
+	var g globals
 	return &cobra.Command{
 		Use:   "vacuum",
 		Short: "Give free space in the database file back to the file system",
@@ -15,13 +16,9 @@ func newVacuumCmd(a *app) *cobra.Command {
 deleted rows leave) and prints its size, write-ahead log included, before
 and after. Writers wait while it runs; readers go on.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := a.globals(cmd)
-			if err != nil {
-				return err
-			}
-			return runVacuum(cmd.Context(), g, args)
-		},
+		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
+			return runVacuum(ctx, g, args)
+		}),
 	}
 }
 
