@@ -39,7 +39,8 @@ type Options struct {
 	// ReadConns is the size of the read pool; default 4.
 	ReadConns int
 	// ReadOnly opens the store without a write connection and without
-	// running migrations; Update fails with store.read_only.
+	// running migrations; Update fails with store.read_only, and a store
+	// with pending migrations is refused with store.older_format.
 	ReadOnly bool
 }
 
@@ -127,7 +128,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.read.SetMaxOpenConns(opts.ReadConns)
 	db.read.SetMaxIdleConns(opts.ReadConns)
 	if opts.ReadOnly {
-		if err := db.checkFormat(ctx, db.read); err != nil {
+		err := db.checkFormat(ctx, db.read)
+		if err == nil {
+			err = db.checkCurrent(ctx, db.read)
+		}
+		if err != nil {
 			db.Close()
 			return nil, err
 		}

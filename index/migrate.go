@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
@@ -134,6 +135,25 @@ func knownVersion() (int64, error) {
 		}
 	}
 	return max, nil
+}
+
+// checkCurrent fails with store.older_format if migrations are pending: a
+// read-only open cannot apply them, and this build's queries would meet
+// columns that are not there yet.
+func (db *DB) checkCurrent(ctx context.Context, conn *sqlx.DB) error {
+	known, err := knownVersion()
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	var v sql.NullInt64
+	err = conn.GetContext(ctx, &v, `SELECT max(version_id) FROM goose_db_version WHERE is_applied`)
+	if err != nil && !strings.Contains(err.Error(), "no such table") {
+		return fmt.Errorf("open %s: %w", db.path, Translate(err))
+	}
+	if !v.Valid || v.Int64 < known {
+		return wserr.New(wserr.OlderFormat, "open", "", "store %s has schema version %d; this build needs %d: open it once for writing to upgrade it", db.path, v.Int64, known)
+	}
+	return nil
 }
 
 // checkFormat fails if the database records a migration version or a format

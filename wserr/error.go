@@ -37,6 +37,7 @@ const (
 	NotFound           Code = "store.not_found"
 	Conflict           Code = "store.conflict"
 	NewerFormat        Code = "store.newer_format"
+	OlderFormat        Code = "store.older_format"
 	InvalidOptions     Code = "store.invalid_options"
 	Busy               Code = "store.busy"
 	ReadOnly           Code = "store.read_only"

@@ -29,7 +29,7 @@ var exitStatuses = []exitStatus{
 	{4, "model-correctable workspace error: bad path, not visible or writable, patch mismatch, …", nil, []string{"workspace."}},
 	{5, "conflict or invalid transition (active run, run exists, non-empty dir)", []wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict}, nil},
 	{6, "corruption: fsck found problems, or the store is damaged", []wserr.Code{wserr.Corrupt}, nil},
-	{7, "store written by a newer wsstore: upgrade wsctl", []wserr.Code{wserr.NewerFormat}, nil},
+	{7, "store format: written by a newer wsstore (upgrade wsctl), or an older one a read-only open cannot upgrade", []wserr.Code{wserr.NewerFormat, wserr.OlderFormat}, nil},
 	{8, "store busy or read-only (sql refuses writes with this status)", []wserr.Code{wserr.Busy, wserr.ReadOnly}, nil},
 	{9, "manifest invalid, required artifact missing, or chat sink failed", []wserr.Code{wserr.InvalidManifest, wserr.MissingArtifact, wserr.SinkFailed}, nil},
 }

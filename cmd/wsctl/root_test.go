@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -8,9 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/migrations"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -145,4 +150,23 @@ func TestQueriesNeedAStore(t *testing.T) {
 	}
 	_, err := os.Stat(c.store)
 	assert.True(t, errors.Is(err, os.ErrNotExist), "queries must not create the store")
+}
+
+// TestReadOnlyCommandsUpgradeAnOlderStore: a store an older build left at
+// an earlier schema is upgraded by a query, as by any writing command,
+// instead of failing on columns it does not have yet.
+func TestReadOnlyCommandsUpgradeAnOlderStore(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(c.store, 0o755))
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(c.store, wsstore.DBName))
+	require.NoError(t, err)
+	p, err := goose.NewProvider(goose.DialectSQLite3, raw, migrations.FS, goose.WithDisableGlobalRegistry(true))
+	require.NoError(t, err)
+	_, err = p.UpTo(context.Background(), 1)
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	out := c.ok("stats")
+	assert.Contains(t, out, "runs")
+	c.ok("fsck")
 }

@@ -40,7 +40,21 @@ func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, e
 	if g.now != nil {
 		opts.Now = g.now
 	}
-	return wsstore.Open(ctx, g.storeDir, opts)
+	st, err := wsstore.Open(ctx, g.storeDir, opts)
+	if mode == readOnly && wserr.Is(err, wserr.OlderFormat) {
+		// A store an older wsctl wrote: upgrade it as any writing command
+		// would, then open it read-only as asked.
+		up := opts
+		up.Index.ReadOnly = false
+		if st, err = wsstore.Open(ctx, g.storeDir, up); err != nil {
+			return nil, err
+		}
+		if err := st.Close(); err != nil {
+			return nil, err
+		}
+		st, err = wsstore.Open(ctx, g.storeDir, opts)
+	}
+	return st, err
 }
 
 // storeExists fails with store.not_found unless dir holds a store.
