@@ -2,10 +2,7 @@ package wsstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 	"strings"
 
@@ -141,27 +138,10 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", err)
 	}
-	if st.FileBytes, err = s.fileBytes(); err != nil {
+	if st.FileBytes, err = s.DB.FileBytes(); err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", err)
 	}
 	return st, nil
-}
-
-// fileBytes returns the size of the database file plus its write-ahead
-// log (absent when the store is closed cleanly).
-func (s *Store) fileBytes() (int64, error) {
-	var n int64
-	for _, p := range []string{s.DB.Path(), s.DB.Path() + "-wal"} {
-		fi, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) && p != s.DB.Path() {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		n += fi.Size()
-	}
-	return n, nil
 }
 
 // Usage is the space one run, or one chat's persist layer, takes.

@@ -24,7 +24,7 @@ type VacuumReport struct {
 func (s *Store) Vacuum(ctx context.Context) (VacuumReport, error) {
 	var rep VacuumReport
 	var err error
-	if rep.BeforeBytes, err = s.fileBytes(); err != nil {
+	if rep.BeforeBytes, err = s.DB.FileBytes(); err != nil {
 		return rep, fmt.Errorf("vacuum: %w", err)
 	}
 	for _, stmt := range []string{`PRAGMA wal_checkpoint(TRUNCATE)`, `VACUUM`, `PRAGMA wal_checkpoint(TRUNCATE)`} {
@@ -32,7 +32,7 @@ func (s *Store) Vacuum(ctx context.Context) (VacuumReport, error) {
 			return rep, fmt.Errorf("vacuum: %w", err)
 		}
 	}
-	if rep.AfterBytes, err = s.fileBytes(); err != nil {
+	if rep.AfterBytes, err = s.DB.FileBytes(); err != nil {
 		return rep, fmt.Errorf("vacuum: %w", err)
 	}
 	return rep, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -155,6 +156,23 @@ func (db *DB) dsn(read bool) string {
 		q.Set("_txlock", "immediate")
 	}
 	return "file:" + (&url.URL{Path: db.path}).EscapedPath() + "?" + q.Encode()
+}
+
+// FileBytes returns the size on disk of the database file plus its
+// write-ahead log (absent when the store was closed cleanly).
+func (db *DB) FileBytes() (int64, error) {
+	var n int64
+	for _, p := range []string{db.path, db.path + "-wal"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) && p != db.path {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		n += fi.Size()
+	}
+	return n, nil
 }
 
 // Path returns the absolute path of the database file.

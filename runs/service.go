@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"io"
-	"os"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -127,14 +126,11 @@ func (s *Service) checkStoreRoom(op string, p vfs.Path, bytes int64) error {
 	return nil
 }
 
+// storeSize is the store's size on disk (0 if it cannot be read, which an
+// open store's own file always can).
 func storeSize(s *Service) int64 {
-	var size int64
-	for _, f := range []string{s.db.Path(), s.db.Path() + "-wal"} {
-		if fi, err := os.Stat(f); err == nil {
-			size += fi.Size()
-		}
-	}
-	return size
+	n, _ := s.db.FileBytes()
+	return n
 }
 
 // capReader fails a streamed write once it passes the room left in a
