@@ -222,19 +222,7 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 		return s.putChunked(ctx, tx, bytesChunker(b))
 	}
 	h := Sum(b)
-	if tx == nil && s.touchExisting(ctx, h) {
-		return h, nil
-	}
-	if tx != nil {
-		// Stored already: refresh it with a plain UPDATE, which leaves a
-		// large row's data pages alone, and skip compressing.
-		if ok, err := s.Touch(ctx, tx, h); ok || err != nil && !errors.Is(err, ErrNotFound) {
-			return h, err
-		}
-	}
-	data, codec, release := s.compress(b)
-	defer release()
-	err := s.update(ctx, tx, func(tx *index.Tx) error {
+	err := s.storeOnce(ctx, tx, "blobs", h, b, func(tx *index.Tx, data []byte, codec Codec) error {
 		return insertBlob(ctx, tx, h, int64(len(b)), int64(len(data)), codec, data, s.now())
 	})
 	if err != nil {
@@ -248,40 +236,54 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 // an earlier transaction call it in the transaction that references it.
 // It fails with ErrNotFound if the blob is gone.
 func (s *Store) Touch(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE blobs SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
+	ok, err := s.touch(ctx, tx, "blobs", h)
+	if err == nil && !ok {
+		err = notFound("touch", h)
+	}
+	return ok, err
+}
+
+// touch refreshes the created time of the row at h in table ("blobs" or
+// "chunks") and reports whether there is one. It is a plain UPDATE: an
+// upsert would rewrite a large row's data pages too.
+func (s *Store) touch(ctx context.Context, tx *index.Tx, table string, h Hash) (bool, error) {
+	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
 	if err != nil {
 		return false, index.Translate(err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return false, notFound("touch", h)
-	}
-	return true, nil
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
-// touchExisting refreshes the created time of an existing blob so a
-// concurrent gc keeps it, and reports whether it existed. It lets a
-// repeated Put skip compression.
-func (s *Store) touchExisting(ctx context.Context, h Hash) bool {
-	var ok bool
-	_ = s.db.View(ctx, func(tx *index.Tx) error {
-		var one int
-		ok = tx.GetContext(ctx, &one, `SELECT 1 FROM blobs WHERE hash = ?`, h) == nil
-		return nil
-	})
-	if !ok {
-		return false
+// storeOnce stores content b at h in table unless a row is there already:
+// an existing row is only touched, so its content is never compressed
+// again. Without tx it looks on the read pool first, so repeating a Put
+// takes the write lock only for the touch.
+func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, table string, h Hash, b []byte,
+	insert func(tx *index.Tx, data []byte, codec Codec) error) error {
+	exists := true
+	if tx == nil {
+		_ = s.db.View(ctx, func(rtx *index.Tx) error {
+			var one int
+			exists = rtx.GetContext(ctx, &one, `SELECT 1 FROM `+table+` WHERE hash = ?`, h) == nil
+			return nil
+		})
 	}
-	var touched bool
-	err := s.db.Update(ctx, func(tx *index.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE blobs SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
-		if err != nil {
+	if exists {
+		var touched bool
+		err := s.update(ctx, tx, func(tx *index.Tx) error {
+			var err error
+			touched, err = s.touch(ctx, tx, table, h)
+			return err
+		})
+		if err != nil || touched {
 			return err
 		}
-		n, err := res.RowsAffected()
-		touched = n == 1
-		return err
-	})
-	return err == nil && touched
+	}
+	// Not there (or swept since the look): store it.
+	data, codec, release := s.compress(b)
+	defer release()
+	return s.update(ctx, tx, func(tx *index.Tx) error { return insert(tx, data, codec) })
 }
 
 func (s *Store) update(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) error) error {
@@ -339,8 +341,8 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 			return index.Translate(err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			_, err := tx.ExecContext(ctx, `UPDATE blobs SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
-			return index.Translate(err)
+			_, err := s.touch(ctx, tx, "blobs", h)
+			return err
 		}
 		for i, ref := range refs {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO blob_chunks (blob, idx, chunk, off) VALUES (?, ?, ?, ?)`,
@@ -357,42 +359,7 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 }
 
 func (s *Store) putChunk(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
-	if tx != nil {
-		// Stored already: refresh it (a plain UPDATE leaves its data pages
-		// alone) and skip compressing.
-		res, err := tx.ExecContext(ctx, `UPDATE chunks SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
-		if err != nil {
-			return index.Translate(err)
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			return nil
-		}
-	}
-	if tx == nil {
-		var exists bool
-		_ = s.db.View(ctx, func(rtx *index.Tx) error {
-			var one int
-			exists = rtx.GetContext(ctx, &one, `SELECT 1 FROM chunks WHERE hash = ?`, h) == nil
-			return nil
-		})
-		if exists {
-			return s.db.Update(ctx, func(tx *index.Tx) error {
-				res, err := tx.ExecContext(ctx, `UPDATE chunks SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
-				if err != nil {
-					return index.Translate(err)
-				}
-				if n, _ := res.RowsAffected(); n == 1 {
-					return nil
-				}
-				data, codec, release := s.compress(b) // swept meanwhile: store it again
-				defer release()
-				return insertChunk(ctx, tx, h, int64(len(b)), data, codec, s.now())
-			})
-		}
-	}
-	data, codec, release := s.compress(b)
-	defer release()
-	return s.update(ctx, tx, func(tx *index.Tx) error {
+	return s.storeOnce(ctx, tx, "chunks", h, b, func(tx *index.Tx, data []byte, codec Codec) error {
 		return insertChunk(ctx, tx, h, int64(len(b)), data, codec, s.now())
 	})
 }
