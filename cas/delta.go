@@ -102,8 +102,8 @@ func (s *Store) rebase(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 	key, keyCost := p.Prevkey, -1
 	var keyChain []Hash
 	if !key.IsZero() {
-		chain, ok := s.chainOf(ctx, tx, key)
-		if !ok || slices.Contains(chain, prev) || slices.Contains(chain, h) {
+		chain, err := s.chainOf(ctx, tx, key)
+		if err != nil || slices.Contains(chain, prev) || slices.Contains(chain, h) {
 			key = Hash{}
 		} else {
 			keyChain, keyCost = chain, len(chain)-1
@@ -179,25 +179,32 @@ func (s *Store) encodeAgainst(ctx context.Context, tx *index.Tx, prev Hash, p ve
 }
 
 // chainOf returns h and the bases it rests on, in order, ending at a
-// whole blob; ok is false if a link is missing or the chain is longer than
-// any valid one.
-func (s *Store) chainOf(ctx context.Context, tx *index.Tx, h Hash) ([]Hash, bool) {
+// whole blob. It fails with ErrCorrupt if a link is missing, a chain ends
+// on a chunked blob, or it is longer than any store writes (a cycle).
+func (s *Store) chainOf(ctx context.Context, tx *index.Tx, h Hash) ([]Hash, error) {
 	chain := []Hash{h}
-	for len(chain) <= s.opts.MaxChain+1 {
+	for len(chain) <= maxChainLimit+1 {
 		var row struct {
 			Codec int  `db:"codec"`
 			Base  Hash `db:"base"`
 		}
-		if err := tx.GetContext(ctx, &row, `SELECT codec, base FROM blobs WHERE hash = ?`, h); err != nil {
-			return nil, false
+		err := tx.GetContext(ctx, &row, `SELECT codec, base FROM blobs WHERE hash = ?`, h)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, corrupt("stat", chain[0], "delta base %s is missing", h)
+		}
+		if err != nil {
+			return nil, index.Translate(err)
 		}
 		if Codec(row.Codec) != CodecDelta {
-			return chain, whole(row.Codec)
+			if !whole(row.Codec) {
+				return nil, corrupt("stat", chain[0], "delta base %s is stored as %s, not whole", h, Codec(row.Codec))
+			}
+			return chain, nil
 		}
 		h = row.Base
 		chain = append(chain, h)
 	}
-	return nil, false
+	return nil, corrupt("stat", chain[0], "delta chain is longer than any store writes (%d): a cycle", maxChainLimit)
 }
 
 // window returns the zstd window that covers a dictionary of n bytes and
@@ -295,23 +302,4 @@ func (s *Store) decodeDelta(ctx context.Context, h Hash, data []byte, size int64
 		plain = next
 	}
 	return plain, nil
-}
-
-// chainDepth returns how many delta applications reading h takes.
-func (s *Store) chainDepth(ctx context.Context, tx *index.Tx, h Hash) (int, error) {
-	depth := 0
-	for {
-		var row struct {
-			Codec int  `db:"codec"`
-			Base  Hash `db:"base"`
-		}
-		if err := tx.GetContext(ctx, &row, `SELECT codec, base FROM blobs WHERE hash = ?`, h); err != nil {
-			return depth, err
-		}
-		if Codec(row.Codec) != CodecDelta || depth > maxChainLimit {
-			return depth, nil
-		}
-		depth++
-		h = row.Base
-	}
 }

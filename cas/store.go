@@ -413,9 +413,11 @@ func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
 		}
 		info = Info{Hash: h, Size: row.Size, Stored: row.Stored, Codec: Codec(row.Codec), Base: row.Base}
 		if info.Codec == CodecDelta {
-			if info.Depth, err = s.chainDepth(ctx, tx, h); err != nil {
+			chain, err := s.chainOf(ctx, tx, h)
+			if err != nil {
 				return err
 			}
+			info.Depth = len(chain) - 1
 		}
 		if info.Codec == CodecChunked {
 			var agg struct {
