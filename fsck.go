@@ -122,29 +122,45 @@ func (f *fsck) phase(name string, err error) error {
 	return fmt.Errorf("fsck: %s: %w", name, err)
 }
 
-// trees checks that every tree row hashes to its address and decodes, and
-// returns the trees that do not.
+// trees checks that every tree row decodes (a patch, through its chain of
+// bases) and hashes to its address, and returns the trees that do not.
 func (f *fsck) trees(ctx context.Context, tx *index.Tx, progress func(string, int, int)) (objSet, error) {
 	var total int
 	if err := tx.GetContext(ctx, &total, `SELECT count(*) FROM trees`); err != nil {
 		return nil, index.Translate(err)
 	}
 	progress("trees", 0, total)
+	g, err := newGraph(ctx, tx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer g.close()
 	bad := objSet{}
-	err := scanRows(ctx, tx, `SELECT hash, data FROM trees`, func(rows *sqlx.Rows) error {
+	err = scanRows(ctx, tx, `SELECT hash, data, base IS NOT NULL FROM trees`, func(rows *sqlx.Rows) error {
 		var h cas.Hash
 		var data []byte
-		if err := rows.Scan(&h, &data); err != nil {
+		var patched bool
+		if err := rows.Scan(&h, &data, &patched); err != nil {
 			return err
 		}
 		f.rep.Trees++
-		switch _, err := vfs.DecodeTree(data); {
-		case vfs.TreeHash(data) != h:
-			f.add("tree", h.String(), "does not hash to its address (it hashes to %s)", vfs.TreeHash(data))
-			bad.addNew(object{objTree, h})
-		case err != nil:
-			f.add("tree", h.String(), "does not decode: %s", wserr.MessageOf(err))
-			bad.addNew(object{objTree, h})
+		if patched {
+			if _, _, _, err := g.entries(h); err != nil {
+				if !wserr.Is(err, wserr.Corrupt) {
+					return err
+				}
+				f.add("tree", h.String(), "does not decode: %s", wserr.MessageOf(err))
+				bad.addNew(object{objTree, h})
+			}
+		} else {
+			switch _, err := vfs.DecodeTree(data); {
+			case vfs.TreeHash(data) != h:
+				f.add("tree", h.String(), "does not hash to its address (it hashes to %s)", vfs.TreeHash(data))
+				bad.addNew(object{objTree, h})
+			case err != nil:
+				f.add("tree", h.String(), "does not decode: %s", wserr.MessageOf(err))
+				bad.addNew(object{objTree, h})
+			}
 		}
 		progress("trees", f.rep.Trees, total)
 		return ctx.Err()

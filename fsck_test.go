@@ -85,6 +85,22 @@ func TestFsck(t *testing.T) {
 			e.exec(`UPDATE trees SET data = x'01' WHERE hash = ?`, notes.Hash)
 			return []wsstore.Problem{{Kind: "tree", Ref: notes.Hash.String(), Detail: "does not hash to its address"}}
 		}},
+		{name: "Tree/PatchBaseDamaged", damage: func(e *env) []wsstore.Problem {
+			// The run's root is a patch against an earlier root: damage
+			// that base, and the root no longer reads either.
+			run, err := e.s.Runs.Run(e.ctx, "run_a")
+			require.NoError(e.t, err)
+			var base cas.Hash
+			require.NoError(e.t, e.s.DB.View(e.ctx, func(tx *index.Tx) error {
+				return tx.GetContext(e.ctx, &base, `SELECT base FROM trees WHERE hash = ?`, run.Root)
+			}))
+			require.False(e.t, base.IsZero(), "the root is stored as a patch")
+			e.exec(`UPDATE trees SET data = x'01' WHERE hash = ?`, base)
+			return []wsstore.Problem{
+				{Kind: "tree", Ref: base.String()},
+				{Kind: "tree", Ref: run.Root.String(), Detail: "patch base " + base.String()},
+			}
+		}},
 		{name: "Reference/RootMissing", damage: func(e *env) []wsstore.Problem {
 			run, err := e.s.Runs.Run(e.ctx, "run_a")
 			require.NoError(e.t, err)

@@ -687,6 +687,9 @@ type graph struct {
 	ctx                    context.Context
 	inv                    *inventory
 	tree, blob, bc, hasChk *sqlx.Stmt
+	// decoded keeps the trees read so far that patches rest on, so a walk
+	// through a patch chain decodes each tree once.
+	decoded map[cas.Hash][]vfs.Entry
 }
 
 // openGraph reads, in tx, what gc, fsck and du all start from: the
@@ -709,9 +712,9 @@ func openGraph(ctx context.Context, tx *index.Tx) (*inventory, []rootRef, *graph
 }
 
 func newGraph(ctx context.Context, tx *index.Tx, inv *inventory) (*graph, error) {
-	g := &graph{ctx: ctx, inv: inv}
+	g := &graph{ctx: ctx, inv: inv, decoded: make(map[cas.Hash][]vfs.Entry)}
 	var err error
-	if g.tree, err = prepare(ctx, tx, `SELECT data FROM trees WHERE hash = ?`); err != nil {
+	if g.tree, err = prepare(ctx, tx, `SELECT data, base FROM trees WHERE hash = ?`); err != nil {
 		return nil, err
 	}
 	if inv != nil {
@@ -734,23 +737,61 @@ func newGraph(ctx context.Context, tx *index.Tx, inv *inventory) (*graph, error)
 
 func (g *graph) close() { closeStmts(g.tree, g.blob, g.bc, g.hasChk) }
 
-// entries returns the entries of tree h and whether it is stored.
+// entries returns the entries of tree h, the tree its row is a patch
+// against (the zero Hash for a whole tree) and whether it is stored.
 // EmptyTree is always there, with or without a row. A tree that does not
-// decode fails with store.corrupt.
-func (g *graph) entries(h cas.Hash) ([]vfs.Entry, bool, error) {
-	var data []byte
-	err := g.tree.QueryRowContext(g.ctx, h).Scan(&data)
+// decode, or whose patch chain does not, fails with store.corrupt.
+func (g *graph) entries(h cas.Hash) ([]vfs.Entry, cas.Hash, bool, error) {
+	return g.entriesAt(h, 0)
+}
+
+// decodedMax bounds graph.decoded; past it the map starts again, which
+// costs re-reads, never correctness.
+const decodedMax = 4096
+
+func (g *graph) entriesAt(h cas.Hash, level int) ([]vfs.Entry, cas.Hash, bool, error) {
+	var data, base []byte
+	err := g.tree.QueryRowContext(g.ctx, h).Scan(&data, &base)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, h == vfs.EmptyTree, nil
+		return nil, cas.Hash{}, h == vfs.EmptyTree, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("read tree %s: %w", h.Short(), index.Translate(err))
+		return nil, cas.Hash{}, false, fmt.Errorf("read tree %s: %w", h.Short(), index.Translate(err))
 	}
-	es, err := vfs.DecodeTree(data)
+	if base == nil {
+		es, err := vfs.DecodeTreeRow(h, data, false, nil)
+		if err != nil {
+			return nil, cas.Hash{}, true, fmt.Errorf("tree %s: %w", h, err)
+		}
+		return es, cas.Hash{}, true, nil
+	}
+	if len(base) != len(cas.Hash{}) {
+		return nil, cas.Hash{}, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: bad patch base", h)
+	}
+	b := cas.Hash(base)
+	under, ok := g.decoded[b]
+	if !ok {
+		if level >= vfs.MaxPatchChain {
+			return nil, b, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch chain longer than any store writes: a cycle", h)
+		}
+		var stored bool
+		under, _, stored, err = g.entriesAt(b, level+1)
+		switch {
+		case err != nil:
+			return nil, b, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s: %s", h, b, wserr.MessageOf(err))
+		case !stored:
+			return nil, b, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s is missing", h, b)
+		}
+		if len(g.decoded) >= decodedMax {
+			clear(g.decoded)
+		}
+		g.decoded[b] = under
+	}
+	es, err := vfs.DecodeTreeRow(h, data, true, under)
 	if err != nil {
-		return nil, true, fmt.Errorf("tree %s: %w", h, err)
+		return nil, b, true, fmt.Errorf("tree %s: %w", h, err)
 	}
-	return es, true, nil
+	return es, b, true, nil
 }
 
 // blobRefs returns what blob h references (its chunks, its delta base) and
@@ -812,7 +853,7 @@ func (g *graph) walk(starts []step, visit func(o object) bool, bad func(o object
 		var found bool
 		switch st.o.kind {
 		case objTree:
-			es, ok, err := g.entries(st.o.hash)
+			es, base, ok, err := g.entries(st.o.hash)
 			if wserr.Is(err, wserr.Corrupt) {
 				if err := bad(st.o, st.ref, err); err != nil {
 					return err
@@ -823,6 +864,9 @@ func (g *graph) walk(starts []step, visit func(o object) bool, bad func(o object
 				return err
 			}
 			found = ok
+			if !base.IsZero() {
+				stack = append(stack, step{o: object{objTree, base}, ref: ref{from: st.o, name: "patch base"}})
+			}
 			for i := len(es) - 1; i >= 0; i-- {
 				k := objBlob
 				if es[i].Kind == vfs.KindDir {

@@ -531,9 +531,84 @@ func TestGCKeepsWhatYoungGarbageReferences(t *testing.T) {
 	assert.True(t, e.has(cas.Sum(old)))
 	assert.Zero(t, rep.Freed.Blobs)
 	assert.Equal(t, 3, rep.Kept.Blobs, "young.md's, and old.md's and the input snapshot's that the young root lists")
-	assert.Positive(t, rep.Freed.Trees, "the first root and output/ are old and referenced by nothing young")
+	// The young root is patch 2 of the root's history, made against the
+	// run's first root (patch 1, old.md's root, rests on it too); the young
+	// output/ is patch 1 on the first output/. Old rows a kept patch rests
+	// on stay with it.
+	assert.Equal(t, 1, rep.Freed.Trees, "old.md's root: old, and nothing young rests on it")
+	assert.Equal(t, 5, rep.Kept.Trees, "the young root and output/, the first output/, the run's first root and its input/")
 
 	rep = e.gc(wsstore.GCOptions{Now: at(t0.Add(2 * time.Hour))})
 	assert.Zero(t, rep.Kept)
 	assert.False(t, e.has(cas.Sum(old)))
+}
+
+// TestGCKeepsPatchBases: trees no root reaches but that a reachable tree is
+// stored as a patch against are kept, the rest go, and the workspace reads
+// back from a cold cache afterwards; a damaged base stops gc.
+func TestGCKeepsPatchBases(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t: t0}
+	s, err := wsstore.Open(context.Background(), dir, wsstore.Options{Now: c.Now})
+	require.NoError(t, err)
+	e := &env{t: t, ctx: context.Background(), clock: c, s: s}
+	off := false
+	prof := runs.DefaultProfile()
+	prof.AutoCheckpoint = &off
+	_, err = s.Runs.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "run_a", Profile: &prof})
+	require.NoError(t, err)
+	want := map[string][]byte{}
+	for i := range 40 {
+		p := fmt.Sprintf("output/f%d.md", i%7)
+		want[p] = fmt.Appendf(nil, "version %d", i)
+		e.write("run_a", p, want[p])
+	}
+	var bases int
+	require.NoError(t, s.DB.View(e.ctx, func(tx *index.Tx) error {
+		return tx.GetContext(e.ctx, &bases, `SELECT count(DISTINCT base) FROM trees WHERE base IS NOT NULL`)
+	}))
+	require.Positive(t, bases)
+
+	rep := e.gc(wsstore.GCOptions{Grace: -1, Now: e.later})
+
+	assert.Positive(t, rep.Freed.Trees, "roots of earlier writes that no patch rests on")
+	var dangling int
+	require.NoError(t, s.DB.View(e.ctx, func(tx *index.Tx) error {
+		return tx.GetContext(e.ctx, &dangling, `SELECT count(*) FROM trees t WHERE base IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM trees b WHERE b.hash = t.base)`)
+	}))
+	assert.Zero(t, dangling, "every patch's base is still stored")
+	require.NoError(t, s.Close())
+
+	s, err = wsstore.Open(context.Background(), dir, wsstore.Options{Now: c.Now})
+	require.NoError(t, err)
+	defer s.Close()
+	e.s = s
+	live := e.files("run_a", 0)
+	for p, b := range want {
+		assert.Equal(t, string(b), string(live[p]), p)
+	}
+	fsck, err := s.Fsck(e.ctx, nil)
+	require.NoError(t, err)
+	assert.True(t, fsck.OK(), "%v", fsck.Problems)
+
+	// Damage the base the live root rests on: gc must refuse, deleting
+	// nothing, and name it.
+	run, err := s.Runs.Run(e.ctx, "run_a")
+	require.NoError(t, err)
+	var base cas.Hash
+	require.NoError(t, s.DB.View(e.ctx, func(tx *index.Tx) error {
+		return tx.GetContext(e.ctx, &base, `SELECT base FROM trees WHERE hash = ?`, run.Root)
+	}))
+	require.False(t, base.IsZero())
+	require.NoError(t, s.DB.Update(e.ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(e.ctx, `DELETE FROM trees WHERE hash = ?`, base)
+		return err
+	}))
+	before := e.counts()
+	_, err = s.GC(e.ctx, wsstore.GCOptions{Grace: -1})
+	require.Error(t, err)
+	assert.True(t, wserr.Is(err, wserr.Corrupt), "%v", err)
+	assert.Contains(t, err.Error(), base.String())
+	assert.Equal(t, before, e.counts(), "nothing deleted")
 }

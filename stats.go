@@ -116,7 +116,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		for _, h := range roots {
 			n, ok := sizes[h]
 			if !ok {
-				es, found, err := g.entries(h)
+				es, _, found, err := g.entries(h)
 				if err != nil {
 					return err
 				}
@@ -261,7 +261,7 @@ func du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 		if n, ok := files[h]; ok {
 			return n, nil
 		}
-		es, _, err := g.entries(h)
+		es, _, _, err := g.entries(h)
 		if err != nil {
 			return 0, err
 		}
@@ -286,7 +286,7 @@ func du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 			continue
 		}
 		u := Usage{ChatID: r.Chat, RunID: r.Run, Checkpoints: checkpoints[r.Run], UniqueStoredBytes: unique[ownerOf[i]]}
-		es, _, err := g.entries(r.Hash)
+		es, _, _, err := g.entries(r.Hash)
 		if err != nil {
 			return nil, err
 		}

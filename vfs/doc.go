@@ -7,7 +7,11 @@
 //   - Trees are Merkle directories: the canonical encoding of sorted entries
 //     addressed by keyed BLAKE3, so a tree never shares an address with a
 //     blob. A write rewrites only the trees on the path from the file to the
-//     root (copy-on-write), and a diff skips equal subtrees by hash.
+//     root (copy-on-write), and a diff skips equal subtrees by hash. A new
+//     version of a directory is stored as a patch of the entries it changed
+//     against an earlier version (skip-deltas, at most 8 patches deep; see
+//     treepatch.go), so a write costs bytes in proportion to the change,
+//     not to the size of the directories above it.
 //   - FS is the one interface agent tools call, over materialized and
 //     generated files (trees in the store), virtual resources (providers read
 //     on demand, never stored, read-only) and host mounts (os.Root).

@@ -14,3 +14,12 @@ func TreeCacheLen(t *Trees) int {
 	defer t.cache.mu.Unlock()
 	return len(t.cache.cur) + len(t.cache.old)
 }
+
+// EncodeTreePatch and ApplyTreePatch expose the patch codec; patches are
+// numbered 1.
+func EncodeTreePatch(old, cur []Entry) []byte { return encodePatch(old, cur, 1) }
+
+func ApplyTreePatch(base []Entry, patch []byte) ([]Entry, error) { return applyPatch(base, patch) }
+
+// MaxPatchDepth is the longest chain of patches a store writes.
+const MaxPatchDepth = maxPatchDepth

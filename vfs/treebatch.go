@@ -56,7 +56,7 @@ func (t *Trees) SetFiles(ctx context.Context, tx *index.Tx, root cas.Hash, chang
 	}
 	// Stage the new directories in memory first, so a change that fails
 	// leaves no row behind, then write them bottom-up.
-	var staged [][]Entry
+	var staged []stagedDir
 	es, changed, err := t.stageDir(ctx, tx, Root(), root, true, cs, 0, &staged)
 	if err != nil {
 		return cas.Hash{}, err
@@ -65,11 +65,18 @@ func (t *Trees) SetFiles(ctx context.Context, tx *index.Tx, root cas.Hash, chang
 		return root, nil
 	}
 	for _, dir := range staged {
-		if _, err := t.put(ctx, tx, dir); err != nil {
+		if _, err := t.put(ctx, tx, dir.entries, dir.old); err != nil {
 			return cas.Hash{}, err
 		}
 	}
-	return t.put(ctx, tx, es)
+	return t.put(ctx, tx, es, root)
+}
+
+// stagedDir is a directory's new entries and the stored tree they replace
+// (the zero Hash for a new directory).
+type stagedDir struct {
+	entries []Entry
+	old     cas.Hash
 }
 
 // comparePaths orders paths segment by segment, as trees list them.
@@ -81,7 +88,7 @@ func comparePaths(a, b Path) int {
 // new when exists is false) under changes, all of which lie below dir with
 // depth segments already consumed. Every new subdirectory's entries are
 // appended to staged (children before parents); dir's own are returned.
-func (t *Trees) stageDir(ctx context.Context, tx *index.Tx, dir Path, h cas.Hash, exists bool, changes []FileChange, depth int, staged *[][]Entry) ([]Entry, bool, error) {
+func (t *Trees) stageDir(ctx context.Context, tx *index.Tx, dir Path, h cas.Hash, exists bool, changes []FileChange, depth int, staged *[]stagedDir) ([]Entry, bool, error) {
 	const op = "set"
 	var es []Entry
 	if exists {
@@ -155,7 +162,7 @@ func (t *Trees) stageDir(ctx context.Context, tx *index.Tx, dir Path, h cas.Hash
 		if err != nil {
 			return nil, false, err
 		}
-		*staged = append(*staged, subEntries)
+		*staged = append(*staged, stagedDir{entries: subEntries, old: sub})
 		e := Entry{Name: name, Kind: KindDir, Hash: TreeHash(data), Size: size}
 		if ok {
 			es[j] = e

@@ -52,45 +52,98 @@ func NewTrees(db *index.DB, blobs *cas.Store, now func() time.Time) *Trees {
 // that exists only refreshes its created time, so a concurrent gc keeps it.
 // tx must be a write transaction (nil fails with wserr.Internal): a tree
 // commits, or rolls back, with whatever references it. Put trusts the
-// sizes of directory entries; Set keeps them right.
+// sizes of directory entries; Set keeps them right. Put stores the tree
+// whole; Set and SetFiles store a new version of a directory as a patch
+// against the version it replaces.
 func (t *Trees) Put(ctx context.Context, tx *index.Tx, entries []Entry) (cas.Hash, error) {
 	// The clone goes to the cache, so the caller keeps its slice.
 	entries = slices.Clone(entries)
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
-	return t.put(ctx, tx, entries)
+	return t.put(ctx, tx, entries, cas.Hash{})
 }
 
 // put is Put for entries sorted by name that the caller hands over: they
-// go to the cache as they are and must not be modified afterwards.
-func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry) (cas.Hash, error) {
+// go to the cache as they are and must not be modified afterwards. old is
+// the tree these entries replace (the zero Hash for none): when it is
+// stored, the new tree is stored as a patch against it if that is smaller
+// and old's own chain leaves room (maxPatchDepth).
+func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.Hash) (cas.Hash, error) {
 	data, err := encodeSorted(entries)
 	if err != nil {
 		return cas.Hash{}, err
 	}
 	h := TreeHash(data)
-	if err := t.insert(ctx, tx, h, data); err != nil {
+	n := node{entries: entries}
+	stored := data
+	if !old.IsZero() && old != EmptyTree && old != h {
+		if p, base, seq := t.patchFor(ctx, tx, old, entries); p != nil && patchWorth(len(p), len(data)) {
+			stored, n.base, n.seq = p, base, seq
+		}
+	}
+	same, err := t.insert(ctx, tx, h, stored, n.base)
+	if err != nil {
 		return cas.Hash{}, err
 	}
 	// The decoded form is right whatever becomes of tx, because it is
 	// addressed by its content; it is the row, not the cache, that a
 	// rollback takes away, and Put never trusts the cache for the row.
-	t.cache.add(h, entries)
+	// The version number is the row's only if the row is the one just
+	// written (a tree stored before has its own place in some history),
+	// and a wrong one could let a chain outgrow its bound: such a tree is
+	// left to load.
+	if same {
+		t.cache.add(h, n)
+	}
 	return h, nil
 }
 
-// insert writes one encoded tree. It always executes, even for a tree seen
-// before: that tree may have come from a transaction that rolled back.
-func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byte) error {
+// patchFor returns the patch that would store entries as the version after
+// old, with its base and number, or a nil patch if the next version is to
+// be whole: the history is long enough, or old's chain does not read (a
+// tree that no longer loads only means this one is stored whole; old was
+// read by the same write, so it is normally cached).
+func (t *Trees) patchFor(ctx context.Context, tx *index.Tx, old cas.Hash, entries []Entry) ([]byte, cas.Hash, int) {
+	o, err := t.node(ctx, tx, old)
+	seq := o.seq + 1
+	if err != nil || seq >= maxPatchSeq {
+		return nil, cas.Hash{}, 0
+	}
+	// Walk old's chain down to version skipBase(seq), which is on it: the
+	// chain of n clears n's low bits one at a time.
+	want, at := skipBase(seq), old
+	for o.seq != want {
+		if o.seq < want || o.base.IsZero() {
+			return nil, cas.Hash{}, 0 // not a chain this package wrote
+		}
+		at = o.base
+		if o, err = t.node(ctx, tx, at); err != nil {
+			return nil, cas.Hash{}, 0
+		}
+	}
+	return encodePatch(o.entries, entries, seq), at, seq
+}
+
+// insert writes one stored tree (data a patch against base, or the whole
+// encoding when base is zero). It always executes, even for a tree seen
+// before: that tree may have come from a transaction that rolled back. It
+// reports whether the row now holds this form: a tree stored before keeps
+// its own form and only has its created time refreshed.
+func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byte, base cas.Hash) (bool, error) {
 	if tx == nil {
-		return wserr.New(wserr.Internal, "put tree", "", "no transaction: trees are written inside the transaction that references them")
+		return false, wserr.New(wserr.Internal, "put tree", "", "no transaction: trees are written inside the transaction that references them")
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO trees (hash, data, created) VALUES (?, ?, ?)
-		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)`,
-		h[:], data, t.now().UnixNano())
+	var want, kept []byte
+	if !base.IsZero() {
+		want = base[:]
+	}
+	err := tx.GetContext(ctx, &kept, `INSERT INTO trees (hash, data, base, created) VALUES (?, ?, ?, ?)
+		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)
+		RETURNING base`,
+		h[:], data, want, t.now().UnixNano())
 	if err != nil {
-		return fmt.Errorf("put tree %s: %w", h.Short(), index.Translate(err))
+		return false, fmt.Errorf("put tree %s: %w", h.Short(), index.Translate(err))
 	}
-	return nil
+	return string(kept) == string(want), nil
 }
 
 // Entries returns the entries of the tree at h, sorted by name, as a copy
@@ -107,41 +160,111 @@ func (t *Trees) Entries(ctx context.Context, tx *index.Tx, h cas.Hash) ([]Entry,
 	return slices.Clone(es), nil
 }
 
+// node is a decoded tree and its place in its directory's history: the
+// version number of its patch (0 for a whole tree) and the tree the patch
+// is against.
+type node struct {
+	entries []Entry
+	seq     int
+	base    cas.Hash
+}
+
 // load returns the entries at h, shared with the cache: callers must not
 // modify the slice.
 func (t *Trees) load(ctx context.Context, tx *index.Tx, h cas.Hash) ([]Entry, error) {
 	t.loads.Add(1)
+	n, err := t.node(ctx, tx, h)
+	return n.entries, err
+}
+
+// node returns the decoded tree at h from the cache or its row, following
+// the row's patch chain to a whole tree. A missing or damaged tree, on the
+// chain or at h, fails with wserr.Corrupt naming it.
+func (t *Trees) node(ctx context.Context, tx *index.Tx, h cas.Hash) (node, error) {
 	if h == EmptyTree {
-		return nil, nil
+		return node{}, nil
 	}
-	if es, ok := t.cache.get(h); ok {
-		return es, nil
+	if n, ok := t.cache.get(h); ok {
+		return n, nil
 	}
-	var data []byte
-	read := func(tx *index.Tx) error {
-		return tx.GetContext(ctx, &data, `SELECT data FROM trees WHERE hash = ?`, h[:])
+	// Read down the chain to a cached or whole tree, then decode back up.
+	type row struct {
+		hash cas.Hash
+		data []byte
+		base []byte
 	}
-	var err error
-	if tx != nil {
-		err = read(tx)
-	} else {
-		err = t.db.View(ctx, read)
+	var chain []row
+	var below node
+	for cur := h; ; {
+		if len(chain) > MaxPatchChain {
+			return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch chain longer than any store writes (%d): a cycle", h, MaxPatchChain)
+		}
+		var r row
+		var data, base []byte
+		read := func(tx *index.Tx) error {
+			return tx.QueryRowContext(ctx, `SELECT data, base FROM trees WHERE hash = ?`, cur[:]).Scan(&data, &base)
+		}
+		var err error
+		if tx != nil {
+			err = read(tx)
+		} else {
+			err = t.db.View(ctx, read)
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			if cur == h {
+				return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree missing: %s", h)
+			}
+			return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s is missing", h, cur)
+		}
+		if err != nil {
+			return node{}, fmt.Errorf("read tree %s: %w", cur.Short(), index.Translate(err))
+		}
+		r.hash, r.data, r.base = cur, data, base
+		chain = append(chain, r)
+		if base == nil {
+			break
+		}
+		if len(base) != hashLen {
+			return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: bad patch base", cur)
+		}
+		next := cas.Hash(base)
+		if n, ok := t.cache.get(next); ok {
+			below = n
+			break
+		}
+		cur = next
 	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, wserr.New(wserr.Corrupt, "read tree", "", "tree missing: %s", h)
+	for i := len(chain) - 1; i >= 0; i-- {
+		r := chain[i]
+		n := node{}
+		if r.base != nil {
+			seq, _, err := patchSeq(r.data)
+			if err == nil && seq <= below.seq {
+				err = wserr.New(wserr.Corrupt, "read tree", "", "patch number %d does not follow its base's %d", seq, below.seq)
+			}
+			if err != nil {
+				return node{}, treeErr(h, r.hash, err)
+			}
+			n.seq, n.base = seq, cas.Hash(r.base)
+		}
+		es, err := DecodeTreeRow(r.hash, r.data, r.base != nil, below.entries)
+		if err != nil {
+			return node{}, treeErr(h, r.hash, err)
+		}
+		n.entries = es
+		t.cache.add(r.hash, n)
+		below = n
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read tree %s: %w", h.Short(), index.Translate(err))
+	return below, nil
+}
+
+// treeErr is the error for a tree h that does not read because the row of
+// tree bad, h itself or a base of its patch chain, does not decode.
+func treeErr(h, bad cas.Hash, err error) error {
+	if bad == h {
+		return fmt.Errorf("read tree %s: %w", h.Short(), err)
 	}
-	if TreeHash(data) != h {
-		return nil, wserr.New(wserr.Corrupt, "read tree", "", "tree %s does not hash to its address", h)
-	}
-	es, err := DecodeTree(data)
-	if err != nil {
-		return nil, fmt.Errorf("read tree %s: %w", h.Short(), err)
-	}
-	t.cache.add(h, es)
-	return es, nil
+	return wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s: %s", h, bad, wserr.MessageOf(err))
 }
 
 // find returns the index of name in sorted entries and whether it is there.
@@ -258,7 +381,7 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 				del = true
 			} else if ne.Size, err = totalSize(sub); err != nil {
 				return cas.Hash{}, err
-			} else if _, err := t.put(ctx, tx, sub); err != nil {
+			} else if _, err := t.put(ctx, tx, sub, cas.Hash{}); err != nil {
 				// Re-writing the grafted tree's row refreshes its created
 				// time in this transaction, so a concurrent gc keeps it,
 				// and restores it if only the cache still held it.
@@ -271,6 +394,8 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 	// i segments of p; a directory that does not exist yet reads as empty.
 	segs := p.Segments()
 	levels := make([][]Entry, len(segs))
+	olds := make([]cas.Hash, len(segs)) // the stored tree of each level, if any
+	olds[0] = root
 	es, err := t.load(ctx, tx, root)
 	if err != nil {
 		return cas.Hash{}, err
@@ -291,6 +416,7 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 			above := Path{s: strings.Join(segs[:i+1], "/")}
 			return cas.Hash{}, wserr.New(wserr.NotADirectory, op, p.String(), "%s is a file, not a directory", above)
 		default:
+			olds[i+1] = es[j].Hash
 			if es, err = t.load(ctx, tx, es[j].Hash); err != nil {
 				return cas.Hash{}, err
 			}
@@ -327,7 +453,7 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 	// disappears from its parent instead of being stored.
 	for i := last; ; i-- {
 		if i == 0 {
-			return t.put(ctx, tx, es)
+			return t.put(ctx, tx, es, olds[0])
 		}
 		parent := levels[i-1]
 		name := segs[i-1]
@@ -337,7 +463,7 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 			es = slices.Delete(slices.Clone(parent), k, k+1)
 			continue
 		}
-		h, err := t.put(ctx, tx, es)
+		h, err := t.put(ctx, tx, es, olds[i])
 		if err != nil {
 			return cas.Hash{}, err
 		}
@@ -446,35 +572,35 @@ func childPath(p Path, name string) Path {
 type treeCache struct {
 	mu       sync.Mutex
 	half     int
-	cur, old map[cas.Hash][]Entry
+	cur, old map[cas.Hash]node
 }
 
 func newTreeCache(max int) treeCache {
-	return treeCache{half: max / 2, cur: make(map[cas.Hash][]Entry)}
+	return treeCache{half: max / 2, cur: make(map[cas.Hash]node)}
 }
 
-func (c *treeCache) get(h cas.Hash) ([]Entry, bool) {
+func (c *treeCache) get(h cas.Hash) (node, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if es, ok := c.cur[h]; ok {
-		return es, true
+	if n, ok := c.cur[h]; ok {
+		return n, true
 	}
-	es, ok := c.old[h]
+	n, ok := c.old[h]
 	if ok {
-		c.addLocked(h, es)
+		c.addLocked(h, n)
 	}
-	return es, ok
+	return n, ok
 }
 
-func (c *treeCache) add(h cas.Hash, es []Entry) {
+func (c *treeCache) add(h cas.Hash, n node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.addLocked(h, es)
+	c.addLocked(h, n)
 }
 
-func (c *treeCache) addLocked(h cas.Hash, es []Entry) {
+func (c *treeCache) addLocked(h cas.Hash, n node) {
 	if len(c.cur) >= c.half {
-		c.old, c.cur = c.cur, make(map[cas.Hash][]Entry, c.half)
+		c.old, c.cur = c.cur, make(map[cas.Hash]node, c.half)
 	}
-	c.cur[h] = es
+	c.cur[h] = n
 }
