@@ -1,0 +1,61 @@
+package index
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/migrations"
+)
+
+// TestTreePatchesMigrationDownRefusesPatches: going back below the
+// migration that allows patched trees fails, changing nothing, while any
+// patched tree exists, and works once none does.
+func TestTreePatchesMigrationDownRefusesPatches(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	db, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	raw, err := sqlx.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	defer raw.Close()
+	h := func(b byte) []byte { x := make([]byte, 32); x[0] = b; return x }
+	_, err = raw.ExecContext(ctx, `INSERT INTO trees (hash, data, created) VALUES (?, x'01', 0), (?, x'0101', 0)`, h(1), h(2))
+	require.NoError(t, err)
+	_, err = raw.ExecContext(ctx, `UPDATE trees SET base = ? WHERE hash = ?`, h(1), h(2))
+	require.NoError(t, err)
+
+	store, err := newVersionStore()
+	require.NoError(t, err)
+	p, err := goose.NewProvider(goose.DialectCustom, raw.DB, migrations.FS, goose.WithStore(store), goose.WithDisableGlobalRegistry(true))
+	require.NoError(t, err)
+	format := func() string {
+		var s string
+		require.NoError(t, raw.GetContext(ctx, &s, `SELECT value FROM meta WHERE key = 'format_version'`))
+		return s
+	}
+	require.Equal(t, "2", format())
+
+	_, err = p.DownTo(ctx, 5)
+	require.Error(t, err, "a patched tree exists")
+	v, err := p.GetDBVersion(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 6, v)
+	assert.Equal(t, "2", format())
+
+	_, err = raw.ExecContext(ctx, `DELETE FROM trees WHERE base IS NOT NULL`)
+	require.NoError(t, err)
+	_, err = p.DownTo(ctx, 5)
+	require.NoError(t, err)
+	assert.Equal(t, "1", format())
+	var n int
+	require.NoError(t, raw.GetContext(ctx, &n, `SELECT count(*) FROM trees`))
+	assert.Equal(t, 1, n, "whole trees stay")
+}
