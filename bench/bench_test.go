@@ -84,6 +84,8 @@ func TestChatReport(t *testing.T) {
 	assert.Contains(t, names, "peak RSS (large)")
 	assert.Equal(t, "N/A", names["peak RSS (large)"], "no large case ran")
 	assert.NotEqual(t, "N/A", names["bytes on disk vs dircopy (chat)"])
+	assert.Contains(t, names, "bytes on disk vs git after gc (chat)")
+	assert.Contains(t, names, "bytes on disk vs git after gc (project)")
 
 	var md bytes.Buffer
 	writeMarkdown(&md, rep)

@@ -249,6 +249,30 @@ func buildReport(mode string, seed uint64, sc Scale, results []Result) Report {
 			rep.Targets = append(rep.Targets, na(name, goal))
 		}
 	}
+	// The delta storage issue's goals: the store as it lives (before its
+	// own gc) against git's repository and checkout after `git gc`.
+	for _, d := range []struct {
+		w, goal string
+		max     float64
+	}{
+		{"chat", "wsstore at most half of the shadow git repository after git gc", 0.5},
+		{"project", "wsstore below the shadow git repository after git gc", 1},
+	} {
+		name := "bytes on disk vs git after gc (" + d.w + ")"
+		ws, ok1 := find(d.w, "wsstore")
+		g, ok2 := find(d.w, "git")
+		if !ok1 || !ok2 || g.DiskAfterGCBytes == 0 {
+			rep.Targets = append(rep.Targets, na(name, d.goal))
+			continue
+		}
+		x := div(ws.DiskBytes, g.DiskAfterGCBytes)
+		pass := x <= d.max
+		if d.max == 1 {
+			pass = x < 1
+		}
+		rep.Targets = append(rep.Targets, Target{Name: name, Goal: d.goal, Value: x, Status: status(pass),
+			Measured: fmt.Sprintf("%.2f× (%s vs %s; wsstore after its gc %s)", x, fmtBytes(ws.DiskBytes), fmtBytes(g.DiskAfterGCBytes), fmtBytes(ws.DiskAfterGCBytes))})
+	}
 	{
 		name, goal := "peak RSS (large)", "wsstore under 128 MiB on the large-file workload"
 		if l, ok := find("large", "wsstore"); ok && l.PeakRSSBytes > 0 {
