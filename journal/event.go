@@ -2,8 +2,11 @@ package journal
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
+
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // Level is the severity of an event.
@@ -110,16 +113,22 @@ type row struct {
 	Type    string `db:"type"`
 	Level   string `db:"level"`
 	At      int64  `db:"at"`
-	Payload string `db:"payload"`
+	Payload []byte `db:"payload"` // plain JSON text or packed (packed.go)
 }
 
-func (r row) event() Event {
+// event returns the row as an Event. A payload that does not decode fails
+// with store.corrupt naming the run and seq.
+func (r row) event(op string) (Event, error) {
+	payload, err := decodePayload(r.Payload)
+	if err != nil {
+		return Event{}, &wserr.Error{Code: wserr.Corrupt, Op: op, Msg: fmt.Sprintf("run %s seq %d", r.RunID, r.Seq), Err: err}
+	}
 	return Event{
 		RunID:   r.RunID,
 		Seq:     r.Seq,
 		Type:    Type(r.Type),
 		Level:   Level(r.Level),
 		At:      time.Unix(0, r.At).UTC(),
-		Payload: json.RawMessage(r.Payload),
-	}
+		Payload: json.RawMessage(payload),
+	}, nil
 }

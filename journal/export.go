@@ -14,7 +14,8 @@ import (
 // run's last event as of the start of the export, so a run that is still
 // appending yields a consistent prefix rather than a moving target. A run
 // without events writes nothing. An empty runID fails with
-// workspace.invalid_argument; a write error on w is returned wrapped.
+// workspace.invalid_argument, a stored payload that does not decode with
+// store.corrupt (as in Page); a write error on w is returned wrapped.
 func (j *Journal) Export(ctx context.Context, runID string, w io.Writer) error {
 	last, err := j.Last(ctx, nil, runID)
 	if err != nil {

@@ -35,9 +35,11 @@ func New(db *index.DB, now func() time.Time) *Journal {
 // and a read-only one with store.read_only. The seq is the run's highest
 // seq plus one (1 for a new run). payload is marshalled with encoding/json
 // and must encode to a JSON object; nil (or a nil map or pointer, which
-// encode to null) stores "{}". An empty runID, an unknown typ or level, or
-// a payload that is not an object fails with workspace.invalid_argument.
-// A failed write is journal.write_failed, wrapping the cause.
+// encode to null) stores "{}". The payload is stored packed (see the
+// package doc); readers get back exactly the JSON the returned event
+// holds. An empty runID, an unknown typ or level, or a payload that is not
+// an object fails with workspace.invalid_argument. A failed write is
+// journal.write_failed, wrapping the cause.
 func (j *Journal) Append(ctx context.Context, tx *index.Tx, runID string, typ Type, level Level, payload any) (Event, error) {
 	const op = "journal append"
 	if err := checkWriteTx(op, tx); err != nil {
@@ -60,6 +62,12 @@ func (j *Journal) Append(ctx context.Context, tx *index.Tx, runID string, typ Ty
 	// one a later read returns (no monotonic reading, no zone).
 	at := time.Unix(0, j.now().UnixNano()).UTC()
 
+	// A packed payload is bound as []byte, so SQLite stores it as a BLOB
+	// (the column's TEXT affinity leaves BLOBs alone); a plain one as TEXT.
+	var stored any = string(body)
+	if p, packed := encodePayload(body); packed {
+		stored = p
+	}
 	// One statement: the seq is read and the row written under the same
 	// write lock, and "ORDER BY seq DESC LIMIT 1" is a single seek to the
 	// end of the run's range of the primary key.
@@ -67,7 +75,7 @@ func (j *Journal) Append(ctx context.Context, tx *index.Tx, runID string, typ Ty
 	err = tx.GetContext(ctx, &seq, `INSERT INTO events (run_id, seq, type, level, at, payload)
 		VALUES (?1, coalesce((SELECT seq FROM events WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1), 0) + 1, ?2, ?3, ?4, ?5)
 		RETURNING seq`,
-		runID, string(typ), string(level), at.UnixNano(), string(body))
+		runID, string(typ), string(level), at.UnixNano(), stored)
 	if err != nil {
 		return Event{}, wserr.Wrap(wserr.JournalFailed, op, "", fmt.Errorf("run %s: %w", runID, index.Translate(err)))
 	}

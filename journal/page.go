@@ -55,7 +55,8 @@ func (q PageQuery) normalize() (PageQuery, error) {
 // Page returns the events of runID that q selects, in ascending seq order;
 // an empty, non-nil slice when there are none. It reads the last committed
 // state. An empty runID, a negative bound or a Limit outside 0..MaxLimit
-// fails with workspace.invalid_argument.
+// fails with workspace.invalid_argument; a stored payload that does not
+// decode, with store.corrupt naming its run and seq.
 func (j *Journal) Page(ctx context.Context, runID string, q PageQuery) ([]Event, error) {
 	if runID == "" {
 		return nil, wserr.New(wserr.InvalidArgument, "journal page", "", "empty run id")
@@ -73,7 +74,9 @@ func (j *Journal) Page(ctx context.Context, runID string, q PageQuery) ([]Event,
 	}
 	events := make([]Event, len(rows))
 	for i, r := range rows {
-		events[i] = r.event()
+		if events[i], err = r.event("journal page"); err != nil {
+			return nil, err
+		}
 	}
 	return events, nil
 }

@@ -38,6 +38,11 @@ writing PRAGMA; and wsctl refuses statements that do not start with one of
 the keywords above (VACUUM, ATTACH, INSERT, …) and scripts of more than one
 statement. A refused statement exits with status 8 (read-only).
 
+The events table stores most payloads packed, as BLOBs; payload_json(payload)
+returns any payload as JSON text, for SQLite's JSON functions:
+
+  wsctl sql "SELECT seq, json_extract(payload_json(payload), '$.path') FROM events"
+
 The tables are internal and may change between versions: use it to
 explore, not to build on.`,
 		Args: exactArgs(1),

@@ -150,3 +150,50 @@ func TestSplitStatements(t *testing.T) {
 		assert.Equal(t, tt.want, splitStatements(tt.q), "%q", tt.q)
 	}
 }
+
+// TestSQLPayloadJSON: payload_json gives every event's payload as the JSON
+// text wsctl log prints, packed or not, so SQLite's JSON functions work on
+// it through the read-only connection.
+func TestSQLPayloadJSON(t *testing.T) {
+	t.Parallel()
+	c := seededStore(t)
+
+	var stored []struct {
+		Type   string `json:"type"`
+		Stored string `json:"stored"`
+	}
+	c.jsonOut(&stored, "sql", "SELECT type, typeof(payload) AS stored FROM events WHERE run_id = 'run_a' ORDER BY seq")
+	require.NotEmpty(t, stored)
+	for _, s := range stored {
+		if s.Type == "workspace_file_written" {
+			assert.Equal(t, "blob", s.Stored, "a payload with hashes is stored packed")
+		}
+	}
+
+	out := c.ok("sql", "SELECT json_extract(payload_json(payload), '$.path') AS path FROM events WHERE type = 'workspace_file_written' ORDER BY seq")
+	assert.Equal(t, "path\noutput/a.md\noutput/a.md\nscratch/b.bin\n(3 rows)\n", out)
+
+	type event struct {
+		Seq     int64           `json:"seq"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	var logged []event
+	for _, line := range strings.Split(strings.TrimSpace(c.ok("log", "run_a", "--json")), "\n") {
+		var e event
+		require.NoError(t, json.Unmarshal([]byte(line), &e), line)
+		logged = append(logged, e)
+	}
+	var rows []struct {
+		Seq     int64  `json:"seq"`
+		Payload string `json:"payload"`
+	}
+	c.jsonOut(&rows, "sql", "SELECT seq, payload_json(payload) AS payload FROM events WHERE run_id = 'run_a' ORDER BY seq")
+	require.Len(t, rows, len(logged))
+	for i, r := range rows {
+		assert.Equal(t, logged[i].Seq, r.Seq)
+		assert.Equal(t, string(logged[i].Payload), r.Payload, "seq %d", r.Seq)
+		assert.True(t, json.Valid([]byte(r.Payload)), "seq %d", r.Seq)
+	}
+	assert.Regexp(t, `"hash":"[0-9a-f]{64}"`, c.ok("sql", "SELECT payload_json(payload) FROM events WHERE type = 'workspace_file_written'"),
+		"hashes come back as hex")
+}
