@@ -80,6 +80,9 @@ type DB struct {
 	write *sqlx.DB  // nil when read-only
 	stmts stmtCache // statements prepared on write
 	read  *sqlx.DB
+	// readStmts are prepared on the read pool; database/sql prepares
+	// each again, once, on every pool connection a transaction uses.
+	readStmts stmtCache
 
 	closeOnce sync.Once
 	closeErr  error
@@ -183,6 +186,7 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		var errs []error
 		if db.read != nil {
+			db.readStmts.close()
 			errs = append(errs, db.read.Close())
 		}
 		if db.write != nil {

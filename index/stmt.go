@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -15,7 +16,9 @@ import (
 // seen for the first time runs unprepared and is prepared once the
 // transaction has ended; from then on every transaction binds the prepared
 // statement to itself, which database/sql does without compiling again
-// because it is the same connection.
+// because it is the same connection. Read transactions do the same on the
+// read pool: a statement prepared there is compiled again, once, on each
+// pool connection a transaction binds it to.
 
 // maxStmts bounds the cache; the store's own queries number a few dozen.
 const maxStmts = 256
@@ -77,8 +80,24 @@ func (c *stmtCache) close() {
 	c.stmts = nil
 }
 
+// prepareIdle is prepare for the read pool, where other readers may hold
+// every connection (and the caller may be inside a read transaction of
+// its own): it waits for a free connection only briefly, leaving the
+// queries pending for a later turn rather than stalling a reader.
+func (c *stmtCache) prepareIdle(ctx context.Context, pool *sqlx.DB) {
+	c.mu.Lock()
+	n := len(c.pending)
+	c.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Millisecond)
+	defer cancel()
+	c.prepare(ctx, pool)
+}
+
 // stmt returns query's prepared statement bound to tx, or nil if it has
-// none yet (or tx reads from the pool, where connections vary).
+// none yet.
 func (tx *Tx) stmt(ctx context.Context, query string) *sqlx.Stmt {
 	if tx.cache == nil {
 		return nil

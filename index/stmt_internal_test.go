@@ -51,3 +51,60 @@ func TestWriteStatementsArePreparedOnce(t *testing.T) {
 	}))
 	assert.Equal(t, []string{"a", "c"}, keys, "the rolled-back insert is gone, the others committed")
 }
+
+// TestReadStatementsArePreparedOnce: a query run in a read transaction is
+// prepared after it and reused, on any pool connection, with the same
+// results; preparing never waits long for a pool whose connections are all
+// held, and leaves the query to run unprepared until a later turn.
+func TestReadStatementsArePreparedOnce(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"), Options{ReadConns: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	const q = `SELECT value FROM meta WHERE key = ?`
+	read := func() string {
+		var v string
+		require.NoError(t, db.View(ctx, func(tx *Tx) error { return tx.GetContext(ctx, &v, q, "format_version") }))
+		return v
+	}
+
+	want := read()
+	db.readStmts.mu.Lock()
+	first := db.readStmts.stmts[q]
+	db.readStmts.mu.Unlock()
+	require.NotNil(t, first, "prepared once the transaction ended")
+	assert.Equal(t, want, read())
+	db.readStmts.mu.Lock()
+	assert.Same(t, first, db.readStmts.stmts[q])
+	db.readStmts.mu.Unlock()
+
+	// Hold the only read connection while another query waits to be
+	// prepared: prepareIdle gives up instead of waiting for it.
+	const q2 = `SELECT count(*) FROM meta`
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- db.View(ctx, func(tx *Tx) error {
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	assert.Nil(t, db.readStmts.lookup(q2), "not prepared yet: noted as pending")
+	db.readStmts.prepareIdle(ctx, db.read)
+	db.readStmts.mu.Lock()
+	_, prepared := db.readStmts.stmts[q2]
+	db.readStmts.mu.Unlock()
+	assert.False(t, prepared, "no connection was free")
+	close(release)
+	require.NoError(t, <-done)
+
+	var n int
+	require.NoError(t, db.View(ctx, func(tx *Tx) error { return tx.GetContext(ctx, &n, q2) }))
+	assert.Positive(t, n)
+	db.readStmts.mu.Lock()
+	_, prepared = db.readStmts.stmts[q2]
+	db.readStmts.mu.Unlock()
+	assert.True(t, prepared, "prepared on a later turn")
+}

@@ -18,7 +18,7 @@ import (
 type Tx struct {
 	*sqlx.Tx
 	writable bool
-	cache    *stmtCache // nil for read transactions
+	cache    *stmtCache
 }
 
 // Writable reports whether the transaction may write.
@@ -32,7 +32,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.write == nil {
 		return wserr.New(wserr.ReadOnly, "update", "", "store opened read-only")
 	}
-	err := run(ctx, db.write, &db.stmts, fn)
+	err := run(ctx, db.write, true, &db.stmts, fn)
 	// The connection is free again: compile what the transaction ran
 	// unprepared, for the next ones.
 	db.stmts.prepare(context.WithoutCancel(ctx), db.write)
@@ -42,11 +42,12 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // View runs fn in a read transaction on the read pool; it sees one
 // consistent committed snapshot and never blocks writers.
 func (db *DB) View(ctx context.Context, fn func(tx *Tx) error) error {
-	return run(ctx, db.read, nil, fn)
+	err := run(ctx, db.read, false, &db.readStmts, fn)
+	db.readStmts.prepareIdle(ctx, db.read)
+	return err
 }
 
-func run(ctx context.Context, conn *sqlx.DB, cache *stmtCache, fn func(tx *Tx) error) (err error) {
-	writable := cache != nil
+func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, fn func(tx *Tx) error) (err error) {
 	stx, err := conn.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", Translate(err))

@@ -1,9 +1,19 @@
 -- +goose Up
 -- A tree row may hold a patch against another tree, its base, instead of
 -- the tree's whole encoding (see the vfs package): a write then stores the
--- entries it changed, not the whole directory. Older builds cannot read
--- such rows, so the format version moves to 2.
-ALTER TABLE trees ADD COLUMN base BLOB CHECK (base IS NULL OR length(base) = 32);
+-- entries it changed, not the whole directory. Rows are then small, so the
+-- table is keyed by hash alone (WITHOUT ROWID): one b-tree instead of a
+-- table and an index on hash. Older builds cannot read patched rows, so the
+-- format version moves to 2.
+CREATE TABLE trees_keyed (
+    hash    BLOB PRIMARY KEY CHECK (length(hash) = 32),
+    data    BLOB NOT NULL,
+    base    BLOB CHECK (base IS NULL OR length(base) = 32),
+    created INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO trees_keyed (hash, data, created) SELECT hash, data, created FROM trees;
+DROP TABLE trees;
+ALTER TABLE trees_keyed RENAME TO trees;
 UPDATE meta SET value = '2' WHERE key = 'format_version';
 
 -- +goose Down
@@ -13,5 +23,12 @@ UPDATE meta SET value = '2' WHERE key = 'format_version';
 CREATE TEMP TABLE patched_trees (n INTEGER CHECK (n = 0));
 INSERT INTO patched_trees SELECT count(*) FROM trees WHERE base IS NOT NULL;
 DROP TABLE patched_trees;
-ALTER TABLE trees DROP COLUMN base;
+CREATE TABLE trees_rowid (
+    hash    BLOB PRIMARY KEY CHECK (length(hash) = 32),
+    data    BLOB NOT NULL,
+    created INTEGER NOT NULL
+);
+INSERT INTO trees_rowid (hash, data, created) SELECT hash, data, created FROM trees;
+DROP TABLE trees;
+ALTER TABLE trees_rowid RENAME TO trees;
 UPDATE meta SET value = '1' WHERE key = 'format_version';

@@ -77,7 +77,6 @@ func EncodeTree(entries []Entry) ([]byte, error) {
 
 // encodeSorted encodes entries already sorted by name.
 func encodeSorted(entries []Entry) ([]byte, error) {
-	n := 1
 	for i, e := range entries {
 		if err := checkEntry(e); err != nil {
 			return nil, wserr.Wrap(wserr.InvalidArgument, "encode tree", "", err)
@@ -85,6 +84,15 @@ func encodeSorted(entries []Entry) ([]byte, error) {
 		if i > 0 && entries[i-1].Name == e.Name {
 			return nil, wserr.New(wserr.InvalidArgument, "encode tree", "", "duplicate name %q", e.Name)
 		}
+	}
+	return encodeValid(entries), nil
+}
+
+// encodeValid encodes entries known to be valid and sorted by name, such
+// as those of a verified tree with checked changes applied.
+func encodeValid(entries []Entry) []byte {
+	n := 1
+	for _, e := range entries {
 		n += 1 + binary.MaxVarintLen64 + len(e.Name) + hashLen + binary.MaxVarintLen64
 	}
 	b := make([]byte, 0, n)
@@ -96,7 +104,7 @@ func encodeSorted(entries []Entry) ([]byte, error) {
 		b = append(b, e.Hash[:]...)
 		b = binary.AppendUvarint(b, uint64(e.Size))
 	}
-	return b, nil
+	return b
 }
 
 func sortedByName(entries []Entry) bool {

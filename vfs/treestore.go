@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -187,72 +186,80 @@ func (t *Trees) node(ctx context.Context, tx *index.Tx, h cas.Hash) (node, error
 	if n, ok := t.cache.get(h); ok {
 		return n, nil
 	}
-	// Read down the chain to a cached or whole tree, then decode back up.
+	if tx == nil {
+		// One read transaction for the whole chain.
+		var n node
+		err := t.db.View(ctx, func(tx *index.Tx) error {
+			var err error
+			n, err = t.node(ctx, tx, h)
+			return err
+		})
+		return n, err
+	}
+	// Read the chain down to a whole tree in one query (a cold read needs
+	// all of it; it is at most maxPatchDepth patches), keep it down to the
+	// first tree the cache holds, then decode back up.
 	type row struct {
-		hash cas.Hash
-		data []byte
-		base []byte
+		Hash cas.Hash `db:"hash"`
+		Data []byte   `db:"data"`
+		Base []byte   `db:"base"`
+	}
+	var rows []row
+	err := tx.SelectContext(ctx, &rows, `
+		WITH RECURSIVE chain (hash, data, base, n) AS (
+			SELECT hash, data, base, 0 FROM trees WHERE hash = ?
+			UNION ALL
+			SELECT t.hash, t.data, t.base, c.n + 1 FROM trees t JOIN chain c ON t.hash = c.base
+			WHERE c.n < ?
+		)
+		SELECT hash, data, base FROM chain ORDER BY n`, h[:], MaxPatchChain)
+	if err != nil {
+		return node{}, fmt.Errorf("read tree %s: %w", h.Short(), index.Translate(err))
+	}
+	if len(rows) == 0 {
+		return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree missing: %s", h)
 	}
 	var chain []row
 	var below node
-	for cur := h; ; {
-		if len(chain) > MaxPatchChain {
-			return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch chain longer than any store writes (%d): a cycle", h, MaxPatchChain)
-		}
-		var r row
-		var data, base []byte
-		read := func(tx *index.Tx) error {
-			return tx.QueryRowContext(ctx, `SELECT data, base FROM trees WHERE hash = ?`, cur[:]).Scan(&data, &base)
-		}
-		var err error
-		if tx != nil {
-			err = read(tx)
-		} else {
-			err = t.db.View(ctx, read)
-		}
-		if errors.Is(err, sql.ErrNoRows) {
-			if cur == h {
-				return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree missing: %s", h)
-			}
-			return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s is missing", h, cur)
-		}
-		if err != nil {
-			return node{}, fmt.Errorf("read tree %s: %w", cur.Short(), index.Translate(err))
-		}
-		r.hash, r.data, r.base = cur, data, base
+	for k, r := range rows {
 		chain = append(chain, r)
-		if base == nil {
+		if r.Base == nil {
 			break
 		}
-		if len(base) != hashLen {
-			return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: bad patch base", cur)
+		if len(r.Base) != hashLen {
+			return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: bad patch base", r.Hash)
 		}
-		next := cas.Hash(base)
+		next := cas.Hash(r.Base)
 		if n, ok := t.cache.get(next); ok {
 			below = n
 			break
 		}
-		cur = next
+		if k == len(rows)-1 {
+			if len(rows) > MaxPatchChain {
+				return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch chain longer than any store writes (%d): a cycle", h, MaxPatchChain)
+			}
+			return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s is missing", h, next)
+		}
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		r := chain[i]
 		n := node{}
-		if r.base != nil {
-			seq, _, err := patchSeq(r.data)
+		if r.Base != nil {
+			seq, _, err := patchSeq(r.Data)
 			if err == nil && seq <= below.seq {
 				err = wserr.New(wserr.Corrupt, "read tree", "", "patch number %d does not follow its base's %d", seq, below.seq)
 			}
 			if err != nil {
-				return node{}, treeErr(h, r.hash, err)
+				return node{}, treeErr(h, r.Hash, err)
 			}
-			n.seq, n.base = seq, cas.Hash(r.base)
+			n.seq, n.base = seq, cas.Hash(r.Base)
 		}
-		es, err := DecodeTreeRow(r.hash, r.data, r.base != nil, below.entries)
+		es, err := DecodeTreeRow(r.Hash, r.Data, r.Base != nil, below.entries)
 		if err != nil {
-			return node{}, treeErr(h, r.hash, err)
+			return node{}, treeErr(h, r.Hash, err)
 		}
 		n.entries = es
-		t.cache.add(r.hash, n)
+		t.cache.add(r.Hash, n)
 		below = n
 	}
 	return below, nil

@@ -493,6 +493,28 @@ func BenchmarkTreeSet(b *testing.B) {
 	}
 }
 
+// BenchmarkTreeLookupCold reads a file entry three directories deep with
+// an empty cache: four tree rows (or patch chains) read and decoded.
+func BenchmarkTreeLookupCold(b *testing.B) {
+	env := newTreeEnv(b, cas.Options{})
+	root := env.buildLarge(b)
+	p := vfs.MustPath("d2/e3/f4/file050")
+	for i := range 50 { // give the path's directories patch chains
+		e := vfs.Entry{Kind: vfs.KindFile, Hash: cas.Sum(fmt.Appendf(nil, "%d", i)), Size: int64(i)}
+		env.update(b, func(tx *index.Tx) error {
+			var err error
+			root, err = env.trees.Set(env.ctx, tx, root, p, &e)
+			return err
+		})
+	}
+	for b.Loop() {
+		cold := vfs.NewTrees(env.db, env.blobs, nil)
+		if _, err := cold.Lookup(env.ctx, nil, root, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func TestTreesList(t *testing.T) {
 	env := newTreeEnv(t, cas.Options{})
 	root := env.build(t, map[string]string{
