@@ -119,6 +119,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.write.SetMaxIdleConns(1)
 		db.write.SetConnMaxLifetime(0)
 		db.write.SetConnMaxIdleTime(0)
+		if err := db.connect(ctx, db.write); err != nil {
+			db.write.Close()
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
 		if err := db.migrate(ctx); err != nil {
 			db.write.Close()
 			return nil, err
@@ -142,6 +146,25 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}
 	return db, nil
+}
+
+// connect opens conn's first connection, retrying while SQLite reports
+// the file busy, up to the busy timeout: the first connections to a new
+// store race to switch it to WAL, and SQLite refuses the losers at once
+// rather than through the busy handler.
+func (db *DB) connect(ctx context.Context, conn *sqlx.DB) error {
+	deadline := time.Now().Add(db.opts.BusyTimeout)
+	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		err := Translate(conn.PingContext(ctx))
+		if err == nil || !wserr.Is(err, wserr.Busy) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+	}
 }
 
 func (db *DB) dsn(read bool) string {
