@@ -678,6 +678,10 @@ func (r ref) String() string {
 type step struct {
 	o   object
 	ref ref
+	// asBase marks a tree reached only as the base of a patch: its row
+	// must stay, for its bytes, but what its entries name is not needed
+	// to read the patched tree.
+	asBase bool
 }
 
 // graph reads what objects reference, inside one transaction. With an
@@ -690,6 +694,10 @@ type graph struct {
 	// decoded keeps the trees read so far that patches rest on, so a walk
 	// through a patch chain decodes each tree once.
 	decoded map[cas.Hash][]vfs.Entry
+	// entriesDue holds the trees visited only as patch bases, whose
+	// entries a later visit as a tree (in any walk on this graph) must
+	// still follow, though the visit function has seen them.
+	entriesDue map[cas.Hash]bool
 }
 
 // openGraph reads, in tx, what gc, fsck and du all start from: the
@@ -712,7 +720,7 @@ func openGraph(ctx context.Context, tx *index.Tx) (*inventory, []rootRef, *graph
 }
 
 func newGraph(ctx context.Context, tx *index.Tx, inv *inventory) (*graph, error) {
-	g := &graph{ctx: ctx, inv: inv, decoded: make(map[cas.Hash][]vfs.Entry)}
+	g := &graph{ctx: ctx, inv: inv, decoded: make(map[cas.Hash][]vfs.Entry), entriesDue: make(map[cas.Hash]bool)}
 	var err error
 	if g.tree, err = prepare(ctx, tx, `SELECT data, base FROM trees WHERE hash = ?`); err != nil {
 		return nil, err
@@ -832,7 +840,10 @@ func (g *graph) hasChunk(h cas.Hash) (bool, error) {
 
 // walk visits, depth first, every object reachable from starts. visit is
 // called for each object reached and returns whether to follow its
-// references (false: seen before, or not wanted). bad is called, with what
+// references (false: seen before, or not wanted). A tree a patch rests on
+// is reached as a patch base: its row is needed and so is its own base,
+// but not what its entries name, which are followed only if some walk on
+// this graph reaches the tree as a tree. bad is called, with what
 // referred to it, for a followed object that is not stored (err nil) or is
 // a tree that does not decode (err says why); it returns nil to go on
 // without following the object, or an error to stop the walk.
@@ -847,7 +858,11 @@ func (g *graph) walk(starts []step, visit func(o object) bool, bad func(o object
 		}
 		st := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if !visit(st.o) {
+		first := visit(st.o)
+		// A tree seen before only as a patch base has its entries to
+		// follow once it is reached as a tree.
+		due := !first && st.o.kind == objTree && !st.asBase && g.entriesDue[st.o.hash]
+		if !first && !due {
 			continue
 		}
 		var found bool
@@ -864,9 +879,14 @@ func (g *graph) walk(starts []step, visit func(o object) bool, bad func(o object
 				return err
 			}
 			found = ok
-			if !base.IsZero() {
-				stack = append(stack, step{o: object{objTree, base}, ref: ref{from: st.o, name: "patch base"}})
+			if first && !base.IsZero() {
+				stack = append(stack, step{o: object{objTree, base}, ref: ref{from: st.o, name: "patch base"}, asBase: true})
 			}
+			if st.asBase {
+				g.entriesDue[st.o.hash] = true
+				break
+			}
+			delete(g.entriesDue, st.o.hash)
 			for i := len(es) - 1; i >= 0; i-- {
 				k := objBlob
 				if es[i].Kind == vfs.KindDir {

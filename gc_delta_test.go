@@ -76,3 +76,49 @@ func TestFsckNamesABrokenDeltaBase(t *testing.T) {
 	}
 	assert.True(t, named, "the delta's problem names its broken base: %v", rep.Problems)
 }
+
+// TestDeltaHistoryGoesOnAfterGC: gc collects the older versions of a file
+// no checkpoint reaches any more, among them versions the history would
+// re-encode next; later writes go on with the versions that are left,
+// every chain stays within the bound and everything reads back.
+func TestDeltaHistoryGoesOnAfterGC(t *testing.T) {
+	e := newEnv(t)
+	e.create("chat-1", "run_a")
+	draft := "# draft\n\n"
+	var versions []string
+	write := func(n int) {
+		for range n {
+			draft += fmt.Sprintf("paragraph %d: the keeper lit the lamp and watched the ships pass.\n", len(versions))
+			versions = append(versions, draft)
+			e.write("run_a", "output/main.md", []byte(draft))
+		}
+	}
+	write(11) // version 11: versions 8 and 10 are open
+	// Keep only the live workspace: every checkpoint goes, and with them
+	// the older versions, which gc may now collect.
+	require.NoError(t, e.s.DB.Update(e.ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(e.ctx, `DELETE FROM checkpoints WHERE run_id = 'run_a'`)
+		return err
+	}))
+	e.collect()
+	assert.False(t, e.has(cas.Sum([]byte(versions[7]))), "version 8 was collected")
+
+	write(30)
+	for i, v := range versions {
+		h := cas.Sum([]byte(v))
+		if !e.has(h) {
+			continue
+		}
+		b, err := e.s.Blobs.ReadAll(e.ctx, h)
+		require.NoError(t, err, "version %d", i+1)
+		assert.Equal(t, v, string(b))
+		info, err := e.s.Blobs.Stat(e.ctx, h)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, info.Depth, 16)
+	}
+	var wholes int
+	require.NoError(t, e.s.DB.View(e.ctx, func(tx *index.Tx) error {
+		return tx.GetContext(e.ctx, &wholes, `SELECT count(*) FROM blobs WHERE codec != 3 AND gen > 0`)
+	}))
+	assert.Equal(t, 1, wholes, "one history, whole only at its newest version")
+}

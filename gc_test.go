@@ -578,6 +578,20 @@ func TestGCKeepsPatchBases(t *testing.T) {
 			AND NOT EXISTS (SELECT 1 FROM trees b WHERE b.hash = t.base)`)
 	}))
 	assert.Zero(t, dangling, "every patch's base is still stored")
+	// A base is kept for its bytes only: the earlier versions of the
+	// files its entries name are freed.
+	liveBlobs := map[cas.Hash]bool{}
+	for _, b := range e.files("run_a", 0) {
+		liveBlobs[cas.Sum(b)] = true
+	}
+	var stored []cas.Hash
+	require.NoError(t, s.DB.View(e.ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(e.ctx, &stored, `SELECT hash FROM blobs`)
+	}))
+	assert.Len(t, stored, len(liveBlobs))
+	for _, h := range stored {
+		assert.True(t, liveBlobs[h], "blob %s is not a live file", h.Short())
+	}
 	require.NoError(t, s.Close())
 
 	s, err = wsstore.Open(context.Background(), dir, wsstore.Options{Now: c.Now})

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"slices"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -14,58 +13,86 @@ import (
 )
 
 // Delta storage keeps the newest version of a file whole and the older
-// ones as zstd frames that use another version's bytes as a raw
-// dictionary, so reading the newest version (what a live workspace reads)
-// is a plain read and any version costs at most MaxChain delta
-// applications.
+// ones as zstd frames that use a newer version's bytes as a raw dictionary
+// (reverse deltas, as Fossil's), so reading the newest version (what a live
+// workspace reads) is a plain read, and a version that grew from an older
+// one makes the older one nearly free: it is a prefix or a near copy.
 //
-// A file's history is cut into segments. Within a segment the deltas run
-// backwards, as Fossil's do: when a new version arrives, the previous one
-// (stored whole) is re-encoded against the new one, and the segment's
-// versions chain forward to its newest, the segment's keyframe. A whole
-// blob's depth column holds the longest chain that ends at it. When the
-// chain would grow past its budget, the segment closes: its keyframe is
-// re-encoded as a forward delta against the keyframe of the segment before
-// (prevkey), and the new version starts the next segment. A keyframe i
-// segments along costs i applications, so its segment may hold MaxChain-i
-// versions; with the default 16 a history needs one whole blob per ~150
-// versions rather than one per 17, and no version ever costs more than 16.
-// When the budget runs out the keyframe stays whole and the count starts
-// again.
+// The versions of a history are numbered from 1 (the gen column), and the
+// chains follow a binary counter, so that any version costs at most about
+// 2·log2(n) applications without ever storing an older version whole:
 //
-// Every conversion checks the bound with the real cost of its base (by
-// walking its chain) and refuses a base whose chain contains the blob being
-// converted, so chains stay bounded and acyclic whatever the stored hints
-// say. A blob's address never changes: it is BLAKE3 of the plain bytes
-// whatever the codec, and every read verifies every step of the chain.
+//   - Version v's level is the number of trailing zero bits of v, and its
+//     parent P(v) is v rounded up to the next multiple of 2^(level+1): 1,
+//     2 and 3 rest on 4, 4 and 6 on 8, 8 and 12 on 16, and so on.
+//   - While P(v) does not exist yet, v is open: the open versions, at most
+//     one per level, chain from the oldest (highest level) to the newest,
+//     which is whole; the newest version's row lists them (opens).
+//   - When version n arrives, the previous one joins the open chain, and
+//     every open version whose parent is n (the newest ones of the chain)
+//     is re-encoded against n, as is the open version just above them, so
+//     the chain stays linked to the newest. On average that is two
+//     re-encodings per version, each from bytes at hand: the open chain is
+//     decoded from the previous version upwards.
+//
+// The longest chain of a history whose newest version is n is then
+// exactly bits(n) + popcount(n) - 2 (chainBound); a version whose number
+// would take it past Options.MaxChain starts a new history, leaving the
+// previous newest version whole. With the default 16 that is one whole
+// blob per 766 versions, against one per 17 for plain chains of reverse
+// deltas.
+//
+// A version is re-encoded as a delta only when that is smaller than its
+// whole form by a quarter, both fit in Options.DeltaMax, and the delta is
+// proven to decode back first; otherwise it stays (or becomes) whole, which
+// only ever shortens chains. Only a version PutVersion has just stored for
+// the first time joins a history: content stored before (a revert, a copy
+// of another file) leaves every row as it is, so chains never form a cycle.
+// A blob's address never changes: it is BLAKE3 of the plain bytes whatever
+// the codec, and every read verifies every step of the chain.
 
 // PutVersion stores b, which replaces the content at prev (a path's
 // previous version; the zero Hash for none), and returns b's address. b is
-// stored whole; prev is re-encoded as a delta (against b, or against the
-// previous segment's keyframe when its segment closes) when that saves at
-// least a quarter of prev's stored bytes, both fit in Options.DeltaMax and
-// no version's chain grows past Options.MaxChain. A failure to build a
-// delta only leaves prev as it was; errors are those of PutBytes and of the
-// index.
+// stored whole and prev, with the older versions of its history that the
+// scheme above moves, is re-encoded as a delta against b. A failure to
+// build a delta only leaves a version as it was; errors are those of
+// PutBytes and of the index.
 func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Hash) (Hash, error) {
 	h, err := s.PutBytes(ctx, tx, b)
 	if err != nil || prev.IsZero() || prev == h || s.opts.DeltaMax < 0 || len(b) > s.opts.InlineMax {
 		return h, err
 	}
-	err = s.update(ctx, tx, func(tx *index.Tx) error { return s.rebase(ctx, tx, prev, h, b) })
+	err = s.update(ctx, tx, func(tx *index.Tx) error { return s.extend(ctx, tx, prev, h, b) })
 	if err != nil {
 		return Hash{}, fmt.Errorf("put %s: delta of %s: %w", h.Short(), prev.Short(), err)
 	}
 	return h, nil
 }
 
+// versionRow is what the history scheme reads of a blob's row.
 type versionRow struct {
-	Size    int64  `db:"size"`
-	Stored  int64  `db:"stored"`
-	Codec   int    `db:"codec"`
-	Depth   int    `db:"depth"`
-	Prevkey Hash   `db:"prevkey"`
-	Data    []byte `db:"data"`
+	Hash   Hash   `db:"hash"`
+	Size   int64  `db:"size"`
+	Stored int64  `db:"stored"`
+	Saved  int64  `db:"saved"`
+	Codec  int    `db:"codec"`
+	Base   Hash   `db:"base"`
+	Depth  int    `db:"depth"`
+	Gen    int64  `db:"gen"`
+	Head   bool   `db:"head"`
+	Opens  []byte `db:"opens"`
+	Data   []byte `db:"data"`
+}
+
+const versionCols = `hash, size, stored, saved, codec, base, depth, gen, opens IS NOT NULL AS head, opens, data`
+
+func (s *Store) versionRow(ctx context.Context, tx *index.Tx, h Hash) (versionRow, bool, error) {
+	var r versionRow
+	err := tx.GetContext(ctx, &r, `SELECT `+versionCols+` FROM blobs WHERE hash = ?`, h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, false, nil
+	}
+	return r, err == nil, index.Translate(err)
 }
 
 // maxChainLimit is the largest MaxChain a store accepts. Reads guard
@@ -75,107 +102,217 @@ const maxChainLimit = 1000
 
 func whole(c int) bool { return Codec(c) == CodecRaw || Codec(c) == CodecZstd }
 
-// rebase re-encodes prev, now that h (plain bytes cur) replaces it, if the
-// rules of PutVersion allow it.
-func (s *Store) rebase(ctx context.Context, tx *index.Tx, prev, h Hash, cur []byte) error {
-	var p, n versionRow
-	err := tx.GetContext(ctx, &p, `SELECT size, stored, codec, depth, prevkey, data FROM blobs WHERE hash = ?`, prev)
-	if errors.Is(err, sql.ErrNoRows) {
+// chainBound is the longest chain in a history whose newest version is n.
+func chainBound(n int64) int {
+	if n < 2 {
+		return 0
+	}
+	return bits.Len64(uint64(n)) + bits.OnesCount64(uint64(n)) - 2
+}
+
+// parent is the version that version v of a history rests on for good.
+func parent(v int64) int64 {
+	m := int64(1) << (bits.TrailingZeros64(uint64(v)) + 1)
+	return (v/m + 1) * m
+}
+
+// extend makes h (plain bytes cur, just stored) the newest version of
+// prev's history, if the rules above allow it.
+func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []byte) error {
+	p, ok, err := s.versionRow(ctx, tx, prev)
+	if err != nil || !ok {
+		return err
+	}
+	n, ok, err := s.versionRow(ctx, tx, h)
+	if err != nil || !ok {
+		return err
+	}
+	if !whole(n.Codec) || n.Gen != 0 || n.Head || n.Depth != 0 || !whole(p.Codec) {
+		// h was stored before (a revert, a copy) or prev is not the whole
+		// newest version of anything: leave every row as it is.
 		return nil
 	}
-	if err != nil {
-		return index.Translate(err)
+	// The history h extends, as its versions in chain order (oldest
+	// first) and h's number in it.
+	var members []versionRow
+	gen := int64(2)
+	switch {
+	case p.Head:
+		gen = p.Gen + 1
+		if members, ok, err = s.openRows(ctx, tx, p.Opens); err != nil {
+			return err
+		}
+	case p.Gen == 0 && p.Depth == 0:
+		p.Gen, ok = 1, true // prev starts a history
+	default:
+		ok = false // prev belongs to a history it does not lead
 	}
-	if err := tx.GetContext(ctx, &n, `SELECT size, stored, codec, depth, prevkey FROM blobs WHERE hash = ?`, h); err != nil {
-		return index.Translate(err)
+	if !ok || chainBound(gen) > s.opts.MaxChain {
+		// prev's history is left as it is, prev whole; h starts anew.
+		return s.setHistory(ctx, tx, prev, p.Gen, h, 1, nil)
 	}
-	if !whole(p.Codec) || !whole(n.Codec) || p.Stored < 64 || p.Size > int64(s.opts.DeltaMax) {
-		return nil
+	members = append(members, p)
+
+	// The members whose parent is h close onto it, and so does the last
+	// member that stays open (its next one closes); they form a suffix,
+	// decoded from prev upwards, each from the one below it, and
+	// re-encoded against h.
+	first := len(members) - 1
+	for first > 0 && parent(members[first].Gen) == gen {
+		first--
 	}
-	old, err := s.decode(ctx, prev, Codec(p.Codec), p.Data, p.Size, Hash{})
-	if err != nil || Sum(old) != prev {
+	plain, err := s.decode(ctx, prev, Codec(p.Codec), p.Data, p.Size, Hash{})
+	if err != nil || Sum(plain) != prev {
 		return nil // corrupt: leave it for Verify to report, never build on it
 	}
-
-	// The cost prev's segment will have once it closes: one more than its
-	// keyframe's, if it has a usable one.
-	key, keyCost := p.Prevkey, -1
-	var keyChain []Hash
-	if !key.IsZero() {
-		chain, err := s.chainOf(ctx, tx, key)
-		if err != nil || slices.Contains(chain, prev) || slices.Contains(chain, h) {
-			key = Hash{}
-		} else {
-			keyChain, keyCost = chain, len(chain)-1
+	// One codec for every member re-encoded against h, sized for the
+	// largest; members that would not fit in DeltaMax with h get none.
+	var codec *deltaCodec
+	var largest int64
+	for _, m := range members[first:] {
+		if m.Size+int64(len(cur)) <= int64(s.opts.DeltaMax) {
+			largest = max(largest, m.Size)
 		}
 	}
-	budget := s.opts.MaxChain
-	if !key.IsZero() && keyCost+1 < s.opts.MaxChain {
-		budget = s.opts.MaxChain - (keyCost + 1)
+	if largest > 0 {
+		if codec, err = newDeltaCodec(cur, largest, s.opts.Level); err != nil {
+			codec = nil
+		} else {
+			defer codec.close()
+		}
 	}
-
-	if p.Depth+1 <= budget && p.Size+int64(len(cur)) <= int64(s.opts.DeltaMax) {
-		converted, err := s.encodeAgainst(ctx, tx, prev, p, old, h, cur)
-		if err != nil || converted {
-			if err == nil {
-				_, err = tx.ExecContext(ctx, `UPDATE blobs SET depth = max(depth, ?), prevkey = coalesce(prevkey, ?), created = max(created, ?)
-					WHERE hash = ?`, p.Depth+1, key, s.now(), h)
-				err = index.Translate(err)
+	broken := -1
+	for i := len(members) - 1; i >= first; i-- {
+		m := members[i]
+		if i < len(members)-1 {
+			if plain, err = s.memberBytes(ctx, m, members[i+1].Hash, plain); err != nil {
+				// m does not read, nor does any older member resting on
+				// it: they leave the history, which goes on without them.
+				broken = i
+				break
 			}
+		}
+		c := codec
+		if m.Size+int64(len(cur)) > int64(s.opts.DeltaMax) {
+			c = nil
+		}
+		if err := s.rebaseOnto(ctx, tx, m, plain, h, c); err != nil {
 			return err
 		}
 	}
-
-	// prev's segment closes: prev becomes a forward delta against the
-	// previous keyframe if every version resting on it stays in bounds,
-	// and the new version starts the next segment with prev as its
-	// keyframe.
-	if !key.IsZero() && p.Depth+keyCost+1 <= s.opts.MaxChain {
-		base, err := s.ReadAll(ctx, key)
-		if err == nil && int64(len(base))+p.Size <= int64(s.opts.DeltaMax) {
-			converted, err := s.encodeAgainst(ctx, tx, prev, p, old, key, base)
-			if err != nil {
-				return err
-			}
-			// Chains now run through prev into the keyframe's chain: every
-			// link of it, down to the whole blob, records how long a chain
-			// ends there, so a later conversion of that whole blob counts
-			// them.
-			for i, link := range keyChain {
-				if !converted {
-					break
-				}
-				if _, err := tx.ExecContext(ctx, `UPDATE blobs SET depth = max(depth, ?) WHERE hash = ?`, p.Depth+1+i, link); err != nil {
-					return index.Translate(err)
-				}
-			}
+	var stillOpen []Hash
+	for i, m := range members {
+		if i > broken && parent(m.Gen) != gen {
+			stillOpen = append(stillOpen, m.Hash)
 		}
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE blobs SET prevkey = coalesce(prevkey, ?), created = max(created, ?) WHERE hash = ?`, prev, s.now(), h)
+	return s.setHistory(ctx, tx, prev, p.Gen, h, gen, stillOpen)
+}
+
+// openRows reads the rows an opens list names, in its order. A version
+// gc has collected since is skipped: nothing still stored rests on it, or
+// gc would have kept it. ok is false if the list is damaged or names a
+// version that belongs to no history.
+func (s *Store) openRows(ctx context.Context, tx *index.Tx, opens []byte) ([]versionRow, bool, error) {
+	if len(opens)%len(Hash{}) != 0 {
+		return nil, false, nil
+	}
+	var rows []versionRow
+	for i := 0; i < len(opens); i += len(Hash{}) {
+		r, ok, err := s.versionRow(ctx, tx, Hash(opens[i:i+len(Hash{})]))
+		switch {
+		case err != nil:
+			return nil, false, err
+		case !ok:
+			continue
+		case r.Gen == 0:
+			return nil, false, nil
+		}
+		rows = append(rows, r)
+	}
+	return rows, true, nil
+}
+
+// memberBytes returns the plain bytes of member m of a history, using
+// below, the plain bytes of the member next in the chain (next), when m is
+// a delta against it.
+func (s *Store) memberBytes(ctx context.Context, m versionRow, next Hash, below []byte) ([]byte, error) {
+	var b []byte
+	var err error
+	switch {
+	case whole(m.Codec):
+		b, err = s.decode(ctx, m.Hash, Codec(m.Codec), m.Data, m.Size, Hash{})
+	case Codec(m.Codec) == CodecDelta && m.Base == next:
+		b, err = decodeDelta(m.Data, below, m.Size)
+	default:
+		b, err = s.ReadAll(ctx, m.Hash)
+	}
+	if err == nil && Sum(b) != m.Hash {
+		err = corrupt("put", m.Hash, "content does not hash to its address")
+	}
+	return b, err
+}
+
+// rebaseOnto stores member m (plain bytes old) as a delta against base
+// (through codec; nil when the two would not fit in DeltaMax together)
+// when that is a quarter smaller than its whole form and proven to decode
+// back; a member stored as a delta against
+// another base that cannot be re-encoded so is stored whole instead, since
+// its chain must no longer run through its old base.
+func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, m versionRow, old []byte, base Hash, codec *deltaCodec) error {
+	if m.Base == base {
+		return nil
+	}
+	var delta []byte
+	if codec != nil && m.Size >= 64 {
+		delta = codec.encode(old, m.Hash)
+	}
+	if whole(m.Codec) {
+		if delta == nil || int64(len(delta)) > m.Stored-m.Stored/4 {
+			return nil // stays whole, which ends every chain through it
+		}
+		return s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
+	}
+	// A delta's row was stored whole first, and saved tracks every change
+	// since, so stored + saved is the size of its whole form.
+	if w := m.Stored + m.Saved; delta != nil && int64(len(delta)) <= max(m.Stored, w-w/4) {
+		return s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
+	}
+	data, c, release := s.compress(old)
+	defer release()
+	if delta != nil && int64(len(delta)) <= int64(len(data))-int64(len(data))/4 {
+		return s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
+	}
+	return s.replaceRow(ctx, tx, m, c, Hash{}, data)
+}
+
+// replaceRow stores m's content anew as data in codec (against base for a
+// delta). The row is replaced rather than updated: a new row goes to the
+// end of the table, and the old one's deletion lets SQLite merge the page
+// it leaves nearly empty; shrinking rows in place would leave the leaves
+// of a history's versions mostly empty for good.
+func (s *Store) replaceRow(ctx context.Context, tx *index.Tx, m versionRow, codec Codec, base Hash, data []byte) error {
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO blobs (hash, size, stored, codec, base, depth, data, created, saved, prevkey, gen, opens)
+		SELECT hash, size, ?, ?, ?, depth, ?, created, saved + ?, prevkey, gen, opens FROM blobs WHERE hash = ?`,
+		len(data), int(codec), base, data, m.Stored-int64(len(data)), m.Hash)
 	return index.Translate(err)
 }
 
-// encodeAgainst stores prev (row p, plain bytes old) as a delta against
-// base (plain bytes baseBytes) if that saves at least a quarter of its
-// stored bytes, proving first that the delta decodes back to prev.
-func (s *Store) encodeAgainst(ctx context.Context, tx *index.Tx, prev Hash, p versionRow, old []byte, base Hash, baseBytes []byte) (bool, error) {
-	delta, err := encodeDelta(old, baseBytes, s.opts.Level)
-	if err != nil || int64(len(delta)) > p.Stored-p.Stored/4 {
-		return false, nil
+// setHistory records prev (number pgen) as no longer the newest version of
+// its history and h as the newest of one, with number gen and the open
+// versions opens, oldest first.
+func (s *Store) setHistory(ctx context.Context, tx *index.Tx, prev Hash, pgen int64, h Hash, gen int64, opens []Hash) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE blobs SET gen = ?, opens = NULL WHERE hash = ?`, pgen, prev); err != nil {
+		return index.Translate(err)
 	}
-	if back, err := decodeDelta(delta, baseBytes, p.Size); err != nil || Sum(back) != prev {
-		return false, nil
+	// A zero-length BLOB, not NULL, marks the newest version of a history
+	// with nothing open.
+	list := make([]byte, 0, len(opens)*len(Hash{}))
+	for _, o := range opens {
+		list = append(list, o[:]...)
 	}
-	// The row is replaced rather than updated: a new row goes to the end
-	// of the table, and the old one's deletion lets SQLite merge the page
-	// it leaves nearly empty. Shrinking rows in place would leave the
-	// leaves of a history's versions mostly empty forever.
-	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO blobs (hash, size, stored, codec, base, depth, data, created, saved, prevkey)
-		SELECT hash, size, ?, ?, ?, depth, ?, created, saved + ?, prevkey FROM blobs WHERE hash = ? AND codec IN (0, 1)`,
-		len(delta), int(CodecDelta), base, delta, p.Stored-int64(len(delta)), prev); err != nil {
-		return false, index.Translate(err)
-	}
-	return true, nil
+	_, err := tx.ExecContext(ctx, `UPDATE blobs SET gen = ?, opens = ?, created = max(created, ?) WHERE hash = ?`, gen, list, s.now(), h)
+	return index.Translate(err)
 }
 
 // chainOf returns h and the bases it rests on, in order, ending at a
@@ -215,19 +352,54 @@ func window(n, m int) int {
 	return 1 << bits.Len(uint(w-1))
 }
 
-func encodeDelta(content, base []byte, level int) ([]byte, error) {
+// deltaCodec encodes and decodes deltas against one base, so that the
+// versions a write re-encodes against the new version index its bytes as
+// a dictionary once rather than once each.
+type deltaCodec struct {
+	enc *zstd.Encoder
+	dec *zstd.Decoder
+}
+
+// newDeltaCodec returns a codec for contents of up to maxContent bytes
+// against base; the caller closes it.
+func newDeltaCodec(base []byte, maxContent int64, level int) (*deltaCodec, error) {
+	w := window(len(base), int(capHint(maxContent, maxInline)))
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderDictRaw(0, base),
 		zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
 		zstd.WithEncoderConcurrency(1),
-		zstd.WithWindowSize(window(len(base), len(content))),
+		zstd.WithWindowSize(w),
 		zstd.WithEncoderCRC(false),
 		zstd.WithZeroFrames(true))
 	if err != nil {
 		return nil, err
 	}
-	defer enc.Close()
-	return enc.EncodeAll(content, make([]byte, 0, len(content)/4+64)), nil
+	dec, err := zstd.NewReader(nil,
+		zstd.WithDecoderDictRaw(0, base),
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxWindow(uint64(w)),
+		zstd.WithDecoderMaxMemory(uint64(maxInline)))
+	if err != nil {
+		enc.Close()
+		return nil, err
+	}
+	return &deltaCodec{enc: enc, dec: dec}, nil
+}
+
+// encode returns content as a delta against the base, proven to decode
+// back to bytes whose address is h; nil if it does not.
+func (c *deltaCodec) encode(content []byte, h Hash) []byte {
+	d := c.enc.EncodeAll(content, make([]byte, 0, len(content)/4+64))
+	back, err := c.dec.DecodeAll(d, make([]byte, 0, len(content)))
+	if err != nil || Sum(back) != h {
+		return nil
+	}
+	return d
+}
+
+func (c *deltaCodec) close() {
+	c.enc.Close()
+	c.dec.Close()
 }
 
 func decodeDelta(data, base []byte, size int64) ([]byte, error) {
