@@ -45,7 +45,10 @@ import (
 // A version is re-encoded as a delta only when that is smaller than its
 // whole form by a quarter, both fit in Options.DeltaMax, and the delta is
 // proven to decode back first; otherwise it stays (or becomes) whole, which
-// only ever shortens chains. Only a version PutVersion has just stored for
+// only ever shortens chains. Content that drifts (a log cut to a fixed
+// size) shares little with a parent hundreds of versions later, so such a
+// history keeps its high-level versions whole; content that grows, as
+// drafts do, costs a few dozen bytes per older version. Only a version PutVersion has just stored for
 // the first time joins a history: content stored before (a revert, a copy
 // of another file) leaves every row as it is, so chains never form a cycle.
 // A blob's address never changes: it is BLAKE3 of the plain bytes whatever
@@ -145,7 +148,10 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 	case p.Gen == 0 && p.Depth == 0:
 		p.Gen, ok = 1, true // prev starts a history
 	default:
-		ok = false // prev belongs to a history it does not lead
+		// prev belongs to a history it does not lead, or is a keyframe
+		// that chains of an earlier build's scheme end at (depth): its
+		// chains are not this scheme's to bound.
+		ok = false
 	}
 	if !ok || chainBound(gen) > s.opts.MaxChain {
 		// prev's history is left as it is, prev whole; h starts anew.

@@ -344,3 +344,31 @@ func TestDeltaHistoryGoesOnPastABrokenVersion(t *testing.T) {
 		return err
 	}))
 }
+
+// TestDeltaLegacyKeyframeStaysWhole: a whole version that chains of an
+// earlier build's scheme end at (depth > 0, no history number) is not
+// re-encoded, since its chains are not bounded by this scheme; the new
+// version starts a history of its own, which then grows as usual.
+func TestDeltaLegacyKeyframeStaysWhole(t *testing.T) {
+	ctx := context.Background()
+	db, s := storetest.OpenCAS(t, cas.Options{})
+	v := draftHistory(3)
+	old, err := s.PutBytes(ctx, nil, v[0])
+	require.NoError(t, err)
+	require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE blobs SET depth = 15 WHERE hash = ?`, old)
+		return err
+	}))
+	h1, err := s.PutVersion(ctx, nil, v[1], old)
+	require.NoError(t, err)
+	h2, err := s.PutVersion(ctx, nil, v[2], h1)
+	require.NoError(t, err)
+
+	info, err := s.Stat(ctx, old)
+	require.NoError(t, err)
+	assert.Equal(t, cas.CodecZstd, info.Codec, "the legacy keyframe stays whole")
+	info, err = s.Stat(ctx, h1)
+	require.NoError(t, err)
+	assert.Equal(t, cas.CodecDelta, info.Codec)
+	assert.Equal(t, h2, info.Base, "the new history grows as usual")
+}
