@@ -22,10 +22,7 @@ func TestReadOnlyOpenRefusesPendingMigrations(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	raw, err := sqlx.Open("sqlite", "file:"+path)
 	require.NoError(t, err)
-	store, err := newVersionStore()
-	require.NoError(t, err)
-	p, err := goose.NewProvider(goose.DialectCustom, raw.DB, migrations.FS, goose.WithStore(store), goose.WithDisableGlobalRegistry(true))
-	require.NoError(t, err)
+	p := testProvider(t, raw)
 	_, err = p.UpTo(ctx, 1)
 	require.NoError(t, err)
 	require.NoError(t, raw.Close())
@@ -40,4 +37,15 @@ func TestReadOnlyOpenRefusesPendingMigrations(t *testing.T) {
 	ro, err := Open(ctx, path, Options{ReadOnly: true})
 	require.NoError(t, err)
 	require.NoError(t, ro.Close())
+}
+
+// testProvider returns a goose provider of the store's migrations on raw,
+// with the store's own version table, for tests that migrate by hand.
+func testProvider(t *testing.T, raw *sqlx.DB) *goose.Provider {
+	t.Helper()
+	store, err := newVersionStore()
+	require.NoError(t, err)
+	p, err := goose.NewProvider(goose.DialectCustom, raw.DB, migrations.FS, goose.WithStore(store), goose.WithDisableGlobalRegistry(true))
+	require.NoError(t, err)
+	return p
 }

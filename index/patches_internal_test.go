@@ -6,11 +6,8 @@ import (
 	"testing"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/wsstore/wsstore/migrations"
 )
 
 // TestTreePatchesMigrationDownRefusesPatches: going back below the
@@ -32,10 +29,7 @@ func TestTreePatchesMigrationDownRefusesPatches(t *testing.T) {
 	_, err = raw.ExecContext(ctx, `UPDATE trees SET base = ? WHERE hash = ?`, h(1), h(2))
 	require.NoError(t, err)
 
-	store, err := newVersionStore()
-	require.NoError(t, err)
-	p, err := goose.NewProvider(goose.DialectCustom, raw.DB, migrations.FS, goose.WithStore(store), goose.WithDisableGlobalRegistry(true))
-	require.NoError(t, err)
+	p := testProvider(t, raw)
 	format := func() string {
 		var s string
 		require.NoError(t, raw.GetContext(ctx, &s, `SELECT value FROM meta WHERE key = 'format_version'`))
