@@ -101,6 +101,19 @@ func TestFsck(t *testing.T) {
 				{Kind: "tree", Ref: run.Root.String(), Detail: "patch base " + base.String()},
 			}
 		}},
+		{name: "Tree/PatchNumberOutOfOrder", damage: func(e *env) []wsstore.Problem {
+			// A patch whose number does not exceed its base's: the bytes
+			// still decode, but the chain is not one a store writes.
+			var h cas.Hash
+			require.NoError(e.t, e.s.DB.View(e.ctx, func(tx *index.Tx) error {
+				return tx.GetContext(e.ctx, &h, `SELECT t.hash FROM trees t JOIN trees b ON t.base = b.hash
+					WHERE b.base IS NOT NULL ORDER BY t.hash LIMIT 1`)
+			}))
+			require.False(e.t, h.IsZero(), "a patch against a patch")
+			e.exec(`UPDATE trees SET data = substr(data, 1, 1) || (SELECT substr(b.data, 2, 1) FROM trees b
+				WHERE b.hash = trees.base) || substr(data, 3) WHERE hash = ?`, h)
+			return []wsstore.Problem{{Kind: "tree", Ref: h.String(), Detail: "does not follow its base"}}
+		}},
 		{name: "Reference/RootMissing", damage: func(e *env) []wsstore.Problem {
 			run, err := e.s.Runs.Run(e.ctx, "run_a")
 			require.NoError(e.t, err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -152,6 +153,10 @@ type gcPlan struct {
 	garbage   []object
 	reachable ObjectCounts
 	keptCount ObjectCounts
+	// due holds the trees marked only as patch bases: their entries were
+	// not followed, and must be if a root or a young row turns out to
+	// need the tree itself.
+	due map[cas.Hash]bool
 }
 
 func markGC(ctx context.Context, tx *index.Tx, cutoff int64, progress func(string, int, int)) (*gcPlan, error) {
@@ -199,10 +204,17 @@ func markGC(ctx context.Context, tx *index.Tx, cutoff int64, progress func(strin
 			old = append(old, step{o: o})
 		}
 	}
-	visitKept := func(o object) bool { return !p.marked.has(o) && p.kept.addNew(o) }
-	if err := g.walk(young, visitKept, skipBad); err != nil {
+	// A tree marked only as a patch base but written again since the
+	// cutoff may be about to be referenced as a tree: what it names stays.
+	due, err := youngDue(g, created, cutoff)
+	if err != nil {
 		return nil, err
 	}
+	visitKept := func(o object) bool { return !p.marked.has(o) && p.kept.addNew(o) }
+	if err := g.walk(append(young, due...), visitKept, skipBad); err != nil {
+		return nil, err
+	}
+	p.due = maps.Clone(g.entriesDue)
 	for o := range p.kept {
 		if inv.has(o) {
 			p.keptCount.add(o.kind)
@@ -252,6 +264,7 @@ func (p *gcPlan) sweep(ctx context.Context, tx *index.Tx, progress func(string, 
 		return rep, err
 	}
 	defer g.close()
+	g.entriesDue = maps.Clone(p.due)
 	// reached is what the current roots reach beyond the snapshot's
 	// marks; young is what rows re-used since the snapshot reference.
 	reached, young := objSet{}, objSet{}
@@ -290,6 +303,11 @@ func (p *gcPlan) sweep(ctx context.Context, tx *index.Tx, progress func(string, 
 			refreshed = append(refreshed, step{o: o})
 		}
 	}
+	due, err := youngDue(g, created, p.cutoff)
+	if err != nil {
+		return rep, err
+	}
+	refreshed = append(refreshed, due...)
 	if err := g.walk(refreshed, protect(young), skipBad); err != nil {
 		return rep, err
 	}
@@ -404,6 +422,23 @@ func (r *createdReader) get(o object) (int64, bool, error) {
 }
 
 func (r *createdReader) close() { closeStmts(r.blobs, r.chunks, r.trees) }
+
+// youngDue returns, as steps to walk as trees, the trees g has reached only
+// as patch bases that were written at or after cutoff.
+func youngDue(g *graph, created *createdReader, cutoff int64) ([]step, error) {
+	var out []step
+	for h := range g.entriesDue {
+		o := object{objTree, h}
+		c, ok, err := created.get(o)
+		if err != nil {
+			return nil, err
+		}
+		if ok && c >= cutoff {
+			out = append(out, step{o: o})
+		}
+	}
+	return out, nil
+}
 
 func prepare(ctx context.Context, tx *index.Tx, query string) (*sqlx.Stmt, error) {
 	st, err := tx.PreparexContext(ctx, query)
@@ -693,7 +728,7 @@ type graph struct {
 	tree, blob, bc, hasChk *sqlx.Stmt
 	// decoded keeps the trees read so far that patches rest on, so a walk
 	// through a patch chain decodes each tree once.
-	decoded map[cas.Hash][]vfs.Entry
+	decoded map[cas.Hash]decodedTree
 	// entriesDue holds the trees visited only as patch bases, whose
 	// entries a later visit as a tree (in any walk on this graph) must
 	// still follow, though the visit function has seen them.
@@ -720,7 +755,7 @@ func openGraph(ctx context.Context, tx *index.Tx) (*inventory, []rootRef, *graph
 }
 
 func newGraph(ctx context.Context, tx *index.Tx, inv *inventory) (*graph, error) {
-	g := &graph{ctx: ctx, inv: inv, decoded: make(map[cas.Hash][]vfs.Entry), entriesDue: make(map[cas.Hash]bool)}
+	g := &graph{ctx: ctx, inv: inv, decoded: make(map[cas.Hash]decodedTree), entriesDue: make(map[cas.Hash]bool)}
 	var err error
 	if g.tree, err = prepare(ctx, tx, `SELECT data, base FROM trees WHERE hash = ?`); err != nil {
 		return nil, err
@@ -758,48 +793,66 @@ func (g *graph) entries(h cas.Hash) ([]vfs.Entry, cas.Hash, bool, error) {
 const decodedMax = 4096
 
 func (g *graph) entriesAt(h cas.Hash, level int) ([]vfs.Entry, cas.Hash, bool, error) {
+	t, ok, err := g.treeAt(h, level)
+	return t.entries, t.base, ok, err
+}
+
+// decodedTree is a tree read through its patch chain: its entries, the
+// tree its patch is against and its patch number (0 when stored whole).
+type decodedTree struct {
+	entries []vfs.Entry
+	base    cas.Hash
+	seq     int
+}
+
+func (g *graph) treeAt(h cas.Hash, level int) (decodedTree, bool, error) {
 	var data, base []byte
 	err := g.tree.QueryRowContext(g.ctx, h).Scan(&data, &base)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, cas.Hash{}, h == vfs.EmptyTree, nil
+		return decodedTree{}, h == vfs.EmptyTree, nil
 	}
 	if err != nil {
-		return nil, cas.Hash{}, false, fmt.Errorf("read tree %s: %w", h.Short(), index.Translate(err))
+		return decodedTree{}, false, fmt.Errorf("read tree %s: %w", h.Short(), index.Translate(err))
 	}
 	if base == nil {
 		es, err := vfs.DecodeTreeRow(h, data, false, nil)
 		if err != nil {
-			return nil, cas.Hash{}, true, fmt.Errorf("tree %s: %w", h, err)
+			return decodedTree{}, true, fmt.Errorf("tree %s: %w", h, err)
 		}
-		return es, cas.Hash{}, true, nil
+		return decodedTree{entries: es}, true, nil
 	}
 	if len(base) != len(cas.Hash{}) {
-		return nil, cas.Hash{}, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: bad patch base", h)
+		return decodedTree{}, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: bad patch base", h)
 	}
-	b := cas.Hash(base)
-	under, ok := g.decoded[b]
+	t := decodedTree{base: cas.Hash(base)}
+	if t.seq, err = vfs.PatchNumber(data); err != nil {
+		return t, true, fmt.Errorf("tree %s: %w", h, err)
+	}
+	under, ok := g.decoded[t.base]
 	if !ok {
 		if level >= vfs.MaxPatchChain {
-			return nil, b, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch chain longer than any store writes: a cycle", h)
+			return t, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch chain longer than any store writes: a cycle", h)
 		}
 		var stored bool
-		under, _, stored, err = g.entriesAt(b, level+1)
+		under, stored, err = g.treeAt(t.base, level+1)
 		switch {
 		case err != nil:
-			return nil, b, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s: %s", h, b, wserr.MessageOf(err))
+			return t, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s: %s", h, t.base, wserr.MessageOf(err))
 		case !stored:
-			return nil, b, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s is missing", h, b)
+			return t, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s is missing", h, t.base)
 		}
 		if len(g.decoded) >= decodedMax {
 			clear(g.decoded)
 		}
-		g.decoded[b] = under
+		g.decoded[t.base] = under
 	}
-	es, err := vfs.DecodeTreeRow(h, data, true, under)
-	if err != nil {
-		return nil, b, true, fmt.Errorf("tree %s: %w", h, err)
+	if t.seq <= under.seq {
+		return t, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch number %d does not follow its base's %d", h, t.seq, under.seq)
 	}
-	return es, b, true, nil
+	if t.entries, err = vfs.DecodeTreeRow(h, data, true, under.entries); err != nil {
+		return t, true, fmt.Errorf("tree %s: %w", h, err)
+	}
+	return t, true, nil
 }
 
 // blobRefs returns what blob h references (its chunks, its delta base) and

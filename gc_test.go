@@ -626,3 +626,59 @@ func TestGCKeepsPatchBases(t *testing.T) {
 	assert.Contains(t, err.Error(), base.String())
 	assert.Equal(t, before, e.counts(), "nothing deleted")
 }
+
+// TestGCSweepFollowsABaseGraftedMeanwhile: a tree gc marked only as the
+// base of a patch (its entries not needed) is grafted into a live root
+// between mark and sweep. Sweep must then keep what the tree names: the
+// store stays sound.
+func TestGCSweepFollowsABaseGraftedMeanwhile(t *testing.T) {
+	e := newEnv(t)
+	off := false
+	prof := runs.DefaultProfile()
+	prof.AutoCheckpoint = &off
+	_, err := e.s.Runs.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "run_a", Profile: &prof})
+	require.NoError(t, err)
+	for i := range 8 {
+		e.write("run_a", fmt.Sprintf("output/f%d.md", i), fmt.Appendf(nil, "file %d", i))
+	}
+	for i := range 12 {
+		e.write("run_a", "output/a.md", fmt.Appendf(nil, "unrelated content number %d %d", i, i*7919))
+	}
+	run, err := e.s.Runs.Run(e.ctx, "run_a")
+	require.NoError(t, err)
+	out, err := e.s.Runs.Trees().Lookup(e.ctx, nil, run.Root, vfs.MustPath("output"))
+	require.NoError(t, err)
+	var base cas.Hash
+	require.NoError(t, e.s.DB.View(e.ctx, func(tx *index.Tx) error {
+		return tx.GetContext(e.ctx, &base, `SELECT base FROM trees WHERE hash = ?`, out.Hash)
+	}))
+	require.False(t, base.IsZero(), "output/ is a patch")
+
+	e.clock.Set(t0.Add(time.Hour))
+	grafted := false
+	progress := func(phase string, done, total int) {
+		if phase != "sweep" || grafted {
+			return
+		}
+		grafted = true
+		// A writer restores the older output/ next to the live one.
+		require.NoError(t, e.s.DB.Update(e.ctx, func(tx *index.Tx) error {
+			ge := vfs.Entry{Kind: vfs.KindDir, Hash: base}
+			root, err := e.s.Runs.Trees().Set(e.ctx, tx, run.Root, vfs.MustPath("restored"), &ge)
+			if err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(e.ctx, `UPDATE runs SET root = ? WHERE id = 'run_a'`, root)
+			return err
+		}))
+	}
+	_, err = e.s.GC(e.ctx, wsstore.GCOptions{Grace: 30 * time.Minute, Now: at(t0.Add(time.Hour)), Progress: progress})
+	require.NoError(t, err)
+	require.True(t, grafted)
+	rep, err := e.s.Fsck(e.ctx, nil)
+	require.NoError(t, err)
+	assert.True(t, rep.OK(), "fsck after gc: %v", rep.Problems)
+	for p, b := range e.files("run_a", 0) {
+		assert.NotEmpty(t, b, p)
+	}
+}

@@ -153,11 +153,11 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 		// chains are not this scheme's to bound.
 		ok = false
 	}
-	if !ok || chainBound(gen) > s.opts.MaxChain {
+	members = append(members, p)
+	if !ok || !linked(members) || chainBound(gen) > s.opts.MaxChain {
 		// prev's history is left as it is, prev whole; h starts anew.
 		return s.setHistory(ctx, tx, prev, p.Gen, h, 1, nil)
 	}
-	members = append(members, p)
 
 	// The members whose parent is h close onto it, and so does the last
 	// member that stays open (its next one closes); they form a suffix,
@@ -213,6 +213,25 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 		}
 	}
 	return s.setHistory(ctx, tx, prev, p.Gen, h, gen, stillOpen)
+}
+
+// linked reports whether members (the open versions, oldest first, then
+// the newest) form the chain the scheme builds: numbers rising, every open
+// version's parent still to come, and each open version stored whole or as
+// a delta against the next. A list that names a row which has since left
+// the history (collected, then stored again by another) fails it.
+func linked(members []versionRow) bool {
+	newest := members[len(members)-1]
+	for i, m := range members[:len(members)-1] {
+		next := members[i+1]
+		if m.Gen >= next.Gen || parent(m.Gen) <= newest.Gen {
+			return false
+		}
+		if !whole(m.Codec) && (Codec(m.Codec) != CodecDelta || m.Base != next.Hash) {
+			return false
+		}
+	}
+	return true
 }
 
 // openRows reads the rows an opens list names, in its order. A version

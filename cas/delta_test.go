@@ -372,3 +372,70 @@ func TestDeltaLegacyKeyframeStaysWhole(t *testing.T) {
 	assert.Equal(t, cas.CodecDelta, info.Codec)
 	assert.Equal(t, h2, info.Base, "the new history grows as usual")
 }
+
+// TestDeltaHistoryIgnoresAVersionThatLeftIt: an open version of one
+// history is collected, and the same bytes come back as a version of
+// another history. The first history must not take that row back (it
+// would re-encode the other history's version and stretch its chains):
+// it starts anew, and every chain of both stays within the bound.
+func TestDeltaHistoryIgnoresAVersionThatLeftIt(t *testing.T) {
+	ctx := context.Background()
+	db, s := storetest.OpenCAS(t, cas.Options{MaxChain: 4})
+	a := draftHistory(12)
+	ha := putHistory(t, s, a[:7]) // version 7: versions 4 and 6 are open
+	require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+		// Collected: version 4, and the versions resting on it.
+		_, err := tx.ExecContext(ctx, `DELETE FROM blobs WHERE hash IN (?, ?, ?, ?)`, ha[0], ha[1], ha[2], ha[3])
+		return err
+	}))
+	// Another history stores version 4's bytes again, as its second
+	// version, and goes on.
+	b := [][]byte{[]byte(strings.Repeat("another file entirely\n", 20)), a[3]}
+	for i := range 6 {
+		b = append(b, append(bytes.Clone(a[3]), fmt.Appendf(nil, "\nmore of b %d\n", i)...))
+	}
+	hb := putHistory(t, s, b[:3])
+	// Both histories go on, interleaved.
+	prevA, prevB := ha[6], hb[2]
+	all := map[cas.Hash][]byte{}
+	for i, v := range a[:7] {
+		all[ha[i]] = v
+	}
+	for i, v := range b[:3] {
+		all[hb[i]] = v
+	}
+	ofA := map[cas.Hash]bool{}
+	for _, h := range ha {
+		ofA[h] = true
+	}
+	for i := range 5 {
+		var err error
+		prevA, err = s.PutVersion(ctx, nil, a[7+i], prevA)
+		require.NoError(t, err)
+		all[prevA], ofA[prevA] = a[7+i], true
+		info, err := s.Stat(ctx, hb[1])
+		require.NoError(t, err)
+		require.False(t, ofA[info.Base], "write %d of a: b's version is not re-encoded against one of a's", i)
+		prevB, err = s.PutVersion(ctx, nil, b[3+i], prevB)
+		require.NoError(t, err)
+		all[prevB] = b[3+i]
+	}
+	for h, want := range all {
+		if ok, err := s.Has(ctx, h); err != nil || !ok {
+			require.NoError(t, err)
+			continue // collected above
+		}
+		got, err := s.ReadAll(ctx, h)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(want, got))
+		info, err := s.Stat(ctx, h)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, info.Depth, 4)
+	}
+	// Leave a sound store for the integrity check at cleanup: the rows
+	// resting on the deleted ones are unreadable.
+	require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM blobs`)
+		return err
+	}))
+}

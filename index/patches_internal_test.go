@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestTreePatchesMigrationDownRefusesPatches: going back below the
-// migration that allows patched trees fails, changing nothing, while any
-// patched tree exists, and works once none does.
+// TestTreePatchesMigrationDownRefusesPatches: going back below format 2
+// fails, changing nothing, while any patched tree or packed event payload
+// exists, and works once none does.
 func TestTreePatchesMigrationDownRefusesPatches(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s.db")
@@ -45,6 +45,14 @@ func TestTreePatchesMigrationDownRefusesPatches(t *testing.T) {
 	assert.Equal(t, "2", format())
 
 	_, err = raw.ExecContext(ctx, `DELETE FROM trees WHERE base IS NOT NULL`)
+	require.NoError(t, err)
+	_, err = raw.ExecContext(ctx, `INSERT INTO events (run_id, seq, type, level, at, payload) VALUES ('r', 1, 'x', 'info', 0, x'0102')`)
+	require.NoError(t, err)
+	_, err = p.DownTo(ctx, 5)
+	require.Error(t, err, "a packed event payload exists")
+	assert.Equal(t, "2", format())
+
+	_, err = raw.ExecContext(ctx, `DELETE FROM events`)
 	require.NoError(t, err)
 	_, err = p.DownTo(ctx, 5)
 	require.NoError(t, err)

@@ -102,11 +102,21 @@ func (tx *Tx) stmt(ctx context.Context, query string) *sqlx.Stmt {
 	if tx.cache == nil {
 		return nil
 	}
+	// database/sql keeps every statement bound to a transaction until it
+	// ends, so each is bound once per transaction, however often it runs.
+	if st, ok := tx.bound[query]; ok {
+		return st
+	}
 	st := tx.cache.lookup(query)
 	if st == nil {
 		return nil
 	}
-	return tx.Tx.StmtxContext(ctx, st)
+	st = tx.Tx.StmtxContext(ctx, st)
+	if tx.bound == nil {
+		tx.bound = map[string]*sqlx.Stmt{}
+	}
+	tx.bound[query] = st
+	return st
 }
 
 // ExecContext runs a statement in the transaction, prepared once per store.

@@ -53,9 +53,10 @@ func TestWriteStatementsArePreparedOnce(t *testing.T) {
 }
 
 // TestReadStatementsArePreparedOnce: a query run in a read transaction is
-// prepared after it and reused, on any pool connection, with the same
-// results; preparing never waits long for a pool whose connections are all
-// held, and leaves the query to run unprepared until a later turn.
+// prepared after it and reused by later ones, with the same results, bound
+// once per transaction however often it runs; preparing gives up on a
+// pool whose connections are all held, and leaves the query to run
+// unprepared until a later turn.
 func TestReadStatementsArePreparedOnce(t *testing.T) {
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"), Options{ReadConns: 1})
@@ -77,6 +78,16 @@ func TestReadStatementsArePreparedOnce(t *testing.T) {
 	db.readStmts.mu.Lock()
 	assert.Same(t, first, db.readStmts.stmts[q])
 	db.readStmts.mu.Unlock()
+	require.NoError(t, db.View(ctx, func(tx *Tx) error {
+		for range 1000 {
+			var v string
+			if err := tx.GetContext(ctx, &v, q, "format_version"); err != nil {
+				return err
+			}
+		}
+		assert.Len(t, tx.bound, 1, "bound once, not once per run")
+		return nil
+	}))
 
 	// Hold the only read connection while another query waits to be
 	// prepared: prepareIdle gives up instead of waiting for it.

@@ -19,6 +19,7 @@ type Tx struct {
 	*sqlx.Tx
 	writable bool
 	cache    *stmtCache
+	bound    map[string]*sqlx.Stmt // cache's statements bound to this transaction
 }
 
 // Writable reports whether the transaction may write.

@@ -110,6 +110,13 @@ func patchSeq(patch []byte) (int, []byte, error) {
 	return int(seq), patch[1+k:], nil
 }
 
+// PatchNumber returns the version number a stored patch carries (see
+// above); a patch that does not start with one fails with wserr.Corrupt.
+func PatchNumber(patch []byte) (int, error) {
+	seq, _, err := patchSeq(patch)
+	return seq, err
+}
+
 // applyPatch returns base with patch applied. base is not modified. A
 // patch that does not parse, is not in strict name order, deletes a name
 // base lacks or changes nothing fails with wserr.Corrupt: encodePatch never

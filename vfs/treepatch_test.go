@@ -155,6 +155,11 @@ func TestTreeWriteCostsTheChangeNotTheDirectory(t *testing.T) {
 			perWrite := (env.storedBytes(t) - whole) / writes
 			t.Logf("%d bytes of trees per write into a directory whose whole encoding takes %d", perWrite, whole)
 			assert.Less(t, perWrite, whole/20)
+			var wholes int
+			require.NoError(t, env.db.View(env.ctx, func(tx *index.Tx) error {
+				return tx.GetContext(env.ctx, &wholes, `SELECT count(*) FROM trees WHERE base IS NULL AND length(data) > 40000`)
+			}))
+			assert.Equal(t, 2, wholes, "src/wide whole at its first version and again at 256")
 			assert.LessOrEqual(t, env.maxChain(t), vfs.MaxPatchDepth)
 
 			// A cold Trees reads every file back through the chains.
@@ -279,4 +284,41 @@ func FuzzApplyTreePatch(f *testing.F) {
 			assert.Equal(t, es, back)
 		}
 	})
+}
+
+// TestTreePatchHistoriesMeetAtOneTree: two histories of a directory reach
+// the same content at different places (patch 4 of one, patch 2 of the
+// other, both against version 0). The tree keeps the place it was stored
+// at first, the next version is numbered from that place, and every tree
+// reads back from a cold cache.
+func TestTreePatchHistoriesMeetAtOneTree(t *testing.T) {
+	env := newTreeEnv(t, cas.Options{})
+	batch := map[string]*string{}
+	for i := range 10 {
+		batch[fmt.Sprintf("d/f%d", i)] = ptr("0")
+	}
+	r0, err := env.setFiles(t, vfs.EmptyTree, batch)
+	require.NoError(t, err)
+	rA := r0
+	for i, c := range []string{"a1", "a2", "a3", "a4"} {
+		rA, err = env.set(t, rA, fmt.Sprintf("d/f%d", i), &c)
+		require.NoError(t, err)
+	}
+	r1, err := env.set(t, r0, "d/f0", ptr("a1"))
+	require.NoError(t, err)
+	rB, err := env.setFiles(t, r1, map[string]*string{"d/f1": ptr("a2"), "d/f2": ptr("a3"), "d/f3": ptr("a4")})
+	require.NoError(t, err)
+	require.Equal(t, rA, rB, "the two histories meet")
+	rN, err := env.set(t, rB, "d/f4", ptr("b"))
+	require.NoError(t, err)
+
+	cold := newTreeEnv(t, cas.Options{})
+	cold.db, cold.blobs = env.db, env.blobs
+	cold.trees = vfs.NewTrees(env.db, env.blobs, nil)
+	for _, root := range []cas.Hash{r0, r1, rA, rN} {
+		_, err := cold.trees.List(env.ctx, nil, root, vfs.Root(), 0)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, "b", cold.files(t, rN)["d/f4"])
+	assert.LessOrEqual(t, env.maxChain(t), vfs.MaxPatchDepth)
 }

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -79,70 +80,106 @@ func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.
 			stored, n.base, n.seq = p, base, seq
 		}
 	}
-	same, err := t.insert(ctx, tx, h, stored, n.base)
+	seq, base, err := t.insert(ctx, tx, h, stored, n.base)
 	if err != nil {
 		return cas.Hash{}, err
 	}
 	// The decoded form is right whatever becomes of tx, because it is
 	// addressed by its content; it is the row, not the cache, that a
 	// rollback takes away, and Put never trusts the cache for the row.
-	// The version number is the row's only if the row is the one just
-	// written (a tree stored before has its own place in some history),
-	// and a wrong one could let a chain outgrow its bound: such a tree is
-	// left to load.
-	if same {
-		t.cache.add(h, n)
-	}
+	// The cached place in a history is the row's: a tree stored before
+	// keeps its own.
+	n.seq, n.base = seq, base
+	t.cache.add(h, n)
 	return h, nil
 }
 
 // patchFor returns the patch that would store entries as the version after
 // old, with its base and number, or a nil patch if the next version is to
 // be whole: the history is long enough, or old's chain does not read (a
-// tree that no longer loads only means this one is stored whole; old was
-// read by the same write, so it is normally cached).
+// tree that no longer loads only means this one is stored whole). The
+// chain is read from the rows in tx, never from the cache: another
+// history, or another handle on the store, may have stored a tree of the
+// same content in another place.
 func (t *Trees) patchFor(ctx context.Context, tx *index.Tx, old cas.Hash, entries []Entry) ([]byte, cas.Hash, int) {
-	o, err := t.node(ctx, tx, old)
-	seq := o.seq + 1
-	if err != nil || seq >= maxPatchSeq {
+	seq, base, err := t.place(ctx, tx, old)
+	next := seq + 1
+	if err != nil || next >= maxPatchSeq {
 		return nil, cas.Hash{}, 0
 	}
-	// Walk old's chain down to version skipBase(seq), which is on it: the
+	// Walk old's chain down to version skipBase(next), which is on it: the
 	// chain of n clears n's low bits one at a time.
-	want, at := skipBase(seq), old
-	for o.seq != want {
-		if o.seq < want || o.base.IsZero() {
+	want, at := skipBase(next), old
+	for seq != want {
+		if seq < want || base.IsZero() {
 			return nil, cas.Hash{}, 0 // not a chain this package wrote
 		}
-		at = o.base
-		if o, err = t.node(ctx, tx, at); err != nil {
+		at = base
+		if seq, base, err = t.place(ctx, tx, at); err != nil {
 			return nil, cas.Hash{}, 0
 		}
 	}
-	return encodePatch(o.entries, entries, seq), at, seq
+	o, err := t.node(ctx, tx, at)
+	if err != nil {
+		return nil, cas.Hash{}, 0
+	}
+	return encodePatch(o.entries, entries, next), at, next
+}
+
+// place reads where the tree at h stands in its directory's history: its
+// patch number (0 when stored whole) and the tree its patch is against.
+func (t *Trees) place(ctx context.Context, tx *index.Tx, h cas.Hash) (int, cas.Hash, error) {
+	var head, base []byte
+	err := tx.QueryRowContext(ctx, `SELECT substr(data, 1, ?), base FROM trees WHERE hash = ?`, placeHead, h[:]).Scan(&head, &base)
+	if err != nil {
+		return 0, cas.Hash{}, err
+	}
+	return placeOf(head, base)
+}
+
+// placeHead is how many leading bytes of a patch hold its number.
+const placeHead = 1 + binary.MaxVarintLen64
+
+// placeOf parses a row's place from its base and the first bytes of its
+// data.
+func placeOf(head, base []byte) (int, cas.Hash, error) {
+	if base == nil {
+		return 0, cas.Hash{}, nil
+	}
+	if len(base) != hashLen {
+		return 0, cas.Hash{}, wserr.New(wserr.Corrupt, "read tree", "", "bad patch base")
+	}
+	seq, _, err := patchSeq(head)
+	return seq, cas.Hash(base), err
 }
 
 // insert writes one stored tree (data a patch against base, or the whole
 // encoding when base is zero). It always executes, even for a tree seen
 // before: that tree may have come from a transaction that rolled back. It
-// reports whether the row now holds this form: a tree stored before keeps
-// its own form and only has its created time refreshed.
-func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byte, base cas.Hash) (bool, error) {
+// returns the place in a history the row now holds: this one, or that of
+// a tree stored before, which keeps its own form and only has its created
+// time refreshed.
+func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byte, base cas.Hash) (int, cas.Hash, error) {
 	if tx == nil {
-		return false, wserr.New(wserr.Internal, "put tree", "", "no transaction: trees are written inside the transaction that references them")
+		return 0, cas.Hash{}, wserr.New(wserr.Internal, "put tree", "", "no transaction: trees are written inside the transaction that references them")
 	}
-	var want, kept []byte
+	var b []byte
 	if !base.IsZero() {
-		want = base[:]
+		b = base[:]
 	}
-	err := tx.GetContext(ctx, &kept, `INSERT INTO trees (hash, data, base, created) VALUES (?, ?, ?, ?)
+	var head, kept []byte
+	err := tx.QueryRowContext(ctx, `INSERT INTO trees (hash, data, base, created) VALUES (?, ?, ?, ?)
 		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)
-		RETURNING base`,
-		h[:], data, want, t.now().UnixNano())
+		RETURNING substr(data, 1, ?), base`,
+		h[:], data, b, t.now().UnixNano(), placeHead).Scan(&head, &kept)
 	if err != nil {
-		return false, fmt.Errorf("put tree %s: %w", h.Short(), index.Translate(err))
+		return 0, cas.Hash{}, fmt.Errorf("put tree %s: %w", h.Short(), index.Translate(err))
 	}
-	return string(kept) == string(want), nil
+	seq, kb, err := placeOf(head, kept)
+	if err != nil {
+		return 0, cas.Hash{}, fmt.Errorf("put tree %s: %w", h.Short(), err)
+	}
+	return seq, kb, nil
 }
 
 // Entries returns the entries of the tree at h, sorted by name, as a copy
@@ -241,18 +278,33 @@ func (t *Trees) node(ctx context.Context, tx *index.Tx, h cas.Hash) (node, error
 			return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s is missing", h, next)
 		}
 	}
+	// Every row's number comes from the rows read, also below a tree the
+	// cache supplied: numbers must fall along a chain.
+	seqs := make([]int, len(chain)+1)
+	for i := range chain {
+		if chain[i].Base == nil {
+			break
+		}
+		seq, _, err := patchSeq(chain[i].Data)
+		if err != nil {
+			return node{}, treeErr(h, chain[i].Hash, err)
+		}
+		seqs[i] = seq
+		if i+1 == len(chain) && i+1 < len(rows) && rows[i+1].Base != nil {
+			if seqs[i+1], _, err = patchSeq(rows[i+1].Data); err != nil {
+				return node{}, treeErr(h, rows[i+1].Hash, err)
+			}
+		}
+	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		r := chain[i]
 		n := node{}
 		if r.Base != nil {
-			seq, _, err := patchSeq(r.Data)
-			if err == nil && seq <= below.seq {
-				err = wserr.New(wserr.Corrupt, "read tree", "", "patch number %d does not follow its base's %d", seq, below.seq)
-			}
-			if err != nil {
+			if seqs[i] <= seqs[i+1] {
+				err := wserr.New(wserr.Corrupt, "read tree", "", "patch number %d does not follow its base's %d", seqs[i], seqs[i+1])
 				return node{}, treeErr(h, r.Hash, err)
 			}
-			n.seq, n.base = seq, cas.Hash(r.Base)
+			n.seq, n.base = seqs[i], cas.Hash(r.Base)
 		}
 		es, err := DecodeTreeRow(r.Hash, r.Data, r.Base != nil, below.entries)
 		if err != nil {
