@@ -145,6 +145,15 @@ func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ..
 	return tx.Tx.SelectContext(ctx, dest, query, args...)
 }
 
+// QueryRowContext runs a query that returns at most one row, like
+// database/sql's, with a prepared statement where one exists.
+func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return tx.Tx.QueryRowContext(ctx, query, args...)
+}
+
 // QueryxContext runs a query, like sqlx's, with a prepared statement where
 // one exists.
 func (tx *Tx) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {

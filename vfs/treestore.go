@@ -97,18 +97,42 @@ func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.
 // patchFor returns the patch that would store entries as the version after
 // old, with its base and number, or a nil patch if the next version is to
 // be whole: the history is long enough, or old's chain does not read (a
-// tree that no longer loads only means this one is stored whole). The
-// chain is read from the rows in tx, never from the cache: another
-// history, or another handle on the store, may have stored a tree of the
-// same content in another place.
+// tree that no longer loads only means this one is stored whole).
+//
+// The new row is sound if its base's row holds number skipBase(next): its
+// chain is then one longer than the base's. The base is found through the
+// cache (one lookup per step) and its number checked against its row; if
+// the cache disagrees with the rows (another handle on the store may have
+// stored a tree of the same content in another place), the chain is read
+// from the rows.
 func (t *Trees) patchFor(ctx context.Context, tx *index.Tx, old cas.Hash, entries []Entry) ([]byte, cas.Hash, int) {
+	o, err := t.node(ctx, tx, old)
+	if err != nil {
+		return nil, cas.Hash{}, 0
+	}
+	next := o.seq + 1
+	want, at := skipBase(next), old
+	for o.seq != want && o.seq > want && !o.base.IsZero() {
+		at = o.base
+		if o, err = t.node(ctx, tx, at); err != nil {
+			break
+		}
+	}
+	if err == nil && o.seq == want && next < maxPatchSeq {
+		if seq, _, err := t.place(ctx, tx, at); err == nil && seq == want {
+			return encodePatch(o.entries, entries, next), at, next
+		}
+	}
+	return t.patchFromRows(ctx, tx, old, entries)
+}
+
+// patchFromRows is patchFor with the chain read from the rows in tx.
+func (t *Trees) patchFromRows(ctx context.Context, tx *index.Tx, old cas.Hash, entries []Entry) ([]byte, cas.Hash, int) {
 	seq, base, err := t.place(ctx, tx, old)
 	next := seq + 1
 	if err != nil || next >= maxPatchSeq {
 		return nil, cas.Hash{}, 0
 	}
-	// Walk old's chain down to version skipBase(next), which is on it: the
-	// chain of n clears n's low bits one at a time.
 	want, at := skipBase(next), old
 	for seq != want {
 		if seq < want || base.IsZero() {
@@ -130,7 +154,8 @@ func (t *Trees) patchFor(ctx context.Context, tx *index.Tx, old cas.Hash, entrie
 // patch number (0 when stored whole) and the tree its patch is against.
 func (t *Trees) place(ctx context.Context, tx *index.Tx, h cas.Hash) (int, cas.Hash, error) {
 	var head, base []byte
-	err := tx.QueryRowContext(ctx, `SELECT substr(data, 1, ?), base FROM trees WHERE hash = ?`, placeHead, h[:]).Scan(&head, &base)
+	err := tx.QueryRowContext(ctx, `SELECT CASE WHEN base IS NULL THEN NULL ELSE substr(data, 1, ?) END, base FROM trees WHERE hash = ?`,
+		placeHead, h[:]).Scan(&head, &base)
 	if err != nil {
 		return 0, cas.Hash{}, err
 	}
