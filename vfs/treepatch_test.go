@@ -322,3 +322,61 @@ func TestTreePatchHistoriesMeetAtOneTree(t *testing.T) {
 	assert.Equal(t, "b", cold.files(t, rN)["d/f4"])
 	assert.LessOrEqual(t, env.maxChain(t), vfs.MaxPatchDepth)
 }
+
+// TestTreePatchBaseCheckedAgainstRows: a Trees whose cache holds a tree's
+// old place in a history (another handle collected the chain and stored
+// the tree again, whole) still writes a sound patch: the base it finds
+// through the cache is checked against the rows, and the chain is read
+// from them when they disagree.
+func TestTreePatchBaseCheckedAgainstRows(t *testing.T) {
+	env := newTreeEnv(t, cas.Options{})
+	// d: version 0 (whole) to 4 (a patch against 0).
+	root, err := env.setFiles(t, vfs.EmptyTree, map[string]*string{"d/a": ptr("1"), "d/b": ptr("1"), "d/c": ptr("1")})
+	require.NoError(t, err)
+	for _, c := range []string{"2", "3", "4", "5"} {
+		root, err = env.set(t, root, "d/a", ptr(c))
+		require.NoError(t, err)
+	}
+	d := mustLookup(t, env, env.trees, root, "d")
+	es, err := env.trees.Entries(env.ctx, nil, d.Hash)
+	require.NoError(t, err)
+	// Another handle: every tree goes, then d and the root come back
+	// whole.
+	other := vfs.NewTrees(env.db, env.blobs, nil)
+	env.update(t, func(tx *index.Tx) error {
+		if _, err := tx.ExecContext(env.ctx, `DELETE FROM trees`); err != nil {
+			return err
+		}
+		h, err := other.Put(env.ctx, tx, es)
+		require.Equal(t, d.Hash, h)
+		if err != nil {
+			return err
+		}
+		h, err = other.Put(env.ctx, tx, []vfs.Entry{d})
+		require.Equal(t, root, h)
+		return err
+	})
+
+	// The cache says d is version 4, so the next is 5 against d itself;
+	// its row says d is whole, so the next is version 1.
+	next, err := env.set(t, root, "d/b", ptr("2"))
+	require.NoError(t, err)
+	var data []byte
+	require.NoError(t, env.db.View(env.ctx, func(tx *index.Tx) error {
+		return tx.GetContext(env.ctx, &data, `SELECT data FROM trees WHERE base = ?`, d.Hash[:])
+	}))
+	n, err := vfs.PatchNumber(data)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "numbered from the row's place, not the cache's")
+	cold := vfs.NewTrees(env.db, env.blobs, nil)
+	got, err := cold.Entries(env.ctx, nil, mustLookup(t, env, cold, next, "d").Hash)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	assert.Equal(t, cas.Sum([]byte("2")), got[1].Hash)
+	var dangling int
+	require.NoError(t, env.db.View(env.ctx, func(tx *index.Tx) error {
+		return tx.GetContext(env.ctx, &dangling, `SELECT count(*) FROM trees t WHERE base IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM trees b WHERE b.hash = t.base)`)
+	}))
+	assert.Zero(t, dangling)
+}
