@@ -213,3 +213,17 @@ func TestLargeDocSplice(t *testing.T) {
 	}
 	assert.True(t, strings.Contains(string(want[:200]), " "), "the base text is words")
 }
+
+func TestFmtBytes(t *testing.T) {
+	for n, want := range map[int64]string{
+		512:         "512 B",
+		1536:        "1.5 KiB",
+		1004 * 1024: "1004 KiB",
+		1023 * 1024: "1023 KiB",
+		1024 * 1024: "1 MiB",
+		1100 * 1024: "1.07 MiB",
+		5 << 30:     "5 GiB",
+	} {
+		assert.Equal(t, want, fmtBytes(n), "%d", n)
+	}
+}

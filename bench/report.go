@@ -464,5 +464,9 @@ func fmtBytes(n int64) string {
 		v /= unit
 		u++
 	}
+	if v >= 999.5 {
+		// %.3g would print 1.00e+03: show whole units instead.
+		return fmt.Sprintf("%.0f %s", v, []string{"B", "KiB", "MiB", "GiB", "TiB"}[u])
+	}
 	return fmt.Sprintf("%.3g %s", v, []string{"B", "KiB", "MiB", "GiB", "TiB"}[u])
 }

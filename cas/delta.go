@@ -48,9 +48,14 @@ import (
 // only ever shortens chains. Content that drifts (a log cut to a fixed
 // size) shares little with a parent hundreds of versions later, so such a
 // history keeps its high-level versions whole; content that grows, as
-// drafts do, costs a few dozen bytes per older version. Only a version PutVersion has just stored for
-// the first time joins a history: content stored before (a revert, a copy
-// of another file) leaves every row as it is, so chains never form a cycle.
+// drafts do, costs a few dozen bytes per older version.
+//
+// Only a version PutVersion stores for the first time joins a history:
+// content stored before (a revert, a copy of another file) leaves every
+// row as it is, so chains never form a cycle. The new version takes the
+// row position (rowid) of the version it replaces once that one is
+// re-encoded, so its bytes fill the room the old whole version leaves in
+// the table's pages rather than leave it empty until a vacuum.
 // A blob's address never changes: it is BLAKE3 of the plain bytes whatever
 // the codec, and every read verifies every step of the chain.
 
@@ -61,15 +66,51 @@ import (
 // build a delta only leaves a version as it was; errors are those of
 // PutBytes and of the index.
 func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Hash) (Hash, error) {
-	h, err := s.PutBytes(ctx, tx, b)
-	if err != nil || prev.IsZero() || prev == h || s.opts.DeltaMax < 0 || len(b) > s.opts.InlineMax {
-		return h, err
+	if prev.IsZero() || s.opts.DeltaMax < 0 || len(b) > s.opts.InlineMax {
+		return s.PutBytes(ctx, tx, b)
 	}
-	err = s.update(ctx, tx, func(tx *index.Tx) error { return s.extend(ctx, tx, prev, h, b) })
+	h := Sum(b)
+	if prev == h {
+		return s.PutBytes(ctx, tx, b)
+	}
+	err := s.update(ctx, tx, func(tx *index.Tx) error {
+		stored, err := s.touch(ctx, tx, "blobs", h)
+		if err != nil {
+			return err
+		}
+		var fresh *newBlob
+		if !stored {
+			data, codec, release := s.compress(b)
+			defer release()
+			fresh = &newBlob{data: data, codec: codec}
+		}
+		return s.extend(ctx, tx, prev, h, b, fresh)
+	})
 	if err != nil {
 		return Hash{}, fmt.Errorf("put %s: delta of %s: %w", h.Short(), prev.Short(), err)
 	}
 	return h, nil
+}
+
+// newBlob is the stored form of a version PutVersion has yet to insert.
+type newBlob struct {
+	data  []byte
+	codec Codec
+}
+
+// insertVersion inserts the new version h (plain bytes cur) at rowid slot,
+// or where SQLite puts a new row for slot 0; nothing for fresh nil.
+func (s *Store) insertVersion(ctx context.Context, tx *index.Tx, h Hash, cur []byte, fresh *newBlob, slot int64) error {
+	if fresh == nil {
+		return nil
+	}
+	var rowid any
+	if slot != 0 {
+		rowid = slot
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO blobs (rowid, hash, size, stored, codec, data, created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		rowid, h, len(cur), len(fresh.data), int(fresh.codec), fresh.data, s.now())
+	return index.Translate(err)
 }
 
 // versionRow is what the history scheme reads of a blob's row.
@@ -121,19 +162,23 @@ func parent(v int64) int64 {
 
 // extend makes h (plain bytes cur, just stored) the newest version of
 // prev's history, if the rules above allow it.
-func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []byte) error {
+func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []byte, fresh *newBlob) error {
+	if fresh == nil {
+		// h was stored before: it may still start a history if it belongs
+		// to none (a row of an earlier build), never join one.
+		n, ok, err := s.versionRow(ctx, tx, h)
+		if err != nil || !ok || !whole(n.Codec) || n.Gen != 0 || n.Head || n.Depth != 0 {
+			return err
+		}
+	}
 	p, ok, err := s.versionRow(ctx, tx, prev)
-	if err != nil || !ok {
+	if err != nil {
 		return err
 	}
-	n, ok, err := s.versionRow(ctx, tx, h)
-	if err != nil || !ok {
-		return err
-	}
-	if !whole(n.Codec) || n.Gen != 0 || n.Head || n.Depth != 0 || !whole(p.Codec) {
-		// h was stored before (a revert, a copy) or prev is not the whole
-		// newest version of anything: leave every row as it is.
-		return nil
+	if !ok || !whole(p.Codec) {
+		// prev is not the whole newest version of anything: leave every
+		// row as it is.
+		return s.insertVersion(ctx, tx, h, cur, fresh, 0)
 	}
 	// The history h extends, as its versions in chain order (oldest
 	// first) and h's number in it.
@@ -156,6 +201,9 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 	members = append(members, p)
 	if !ok || !linked(members) || chainBound(gen) > s.opts.MaxChain {
 		// prev's history is left as it is, prev whole; h starts anew.
+		if err := s.insertVersion(ctx, tx, h, cur, fresh, 0); err != nil {
+			return err
+		}
 		return s.setHistory(ctx, tx, prev, p.Gen, h, 1, nil)
 	}
 
@@ -169,7 +217,8 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 	}
 	plain, err := s.decode(ctx, prev, Codec(p.Codec), p.Data, p.Size, Hash{})
 	if err != nil || Sum(plain) != prev {
-		return nil // corrupt: leave it for Verify to report, never build on it
+		// corrupt: leave it for Verify to report, never build on it
+		return s.insertVersion(ctx, tx, h, cur, fresh, 0)
 	}
 	// One codec for every member re-encoded against h, sized for the
 	// largest; members that would not fit in DeltaMax with h get none.
@@ -187,6 +236,7 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 			defer codec.close()
 		}
 	}
+	var slot int64 // prev's row position, once prev is re-encoded
 	broken := -1
 	for i := len(members) - 1; i >= first; i-- {
 		m := members[i]
@@ -202,8 +252,18 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 		if m.Size+int64(len(cur)) > int64(s.opts.DeltaMax) {
 			c = nil
 		}
-		if err := s.rebaseOnto(ctx, tx, m, plain, h, c); err != nil {
+		var rowid int64
+		if i == len(members)-1 && fresh != nil {
+			if err := tx.GetContext(ctx, &rowid, `SELECT rowid FROM blobs WHERE hash = ?`, m.Hash); err != nil {
+				return index.Translate(err)
+			}
+		}
+		replaced, err := s.rebaseOnto(ctx, tx, m, plain, h, c)
+		if err != nil {
 			return err
+		}
+		if replaced {
+			slot = rowid
 		}
 	}
 	var stillOpen []Hash
@@ -211,6 +271,9 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 		if i > broken && parent(m.Gen) != gen {
 			stillOpen = append(stillOpen, m.Hash)
 		}
+	}
+	if err := s.insertVersion(ctx, tx, h, cur, fresh, slot); err != nil {
+		return err
 	}
 	return s.setHistory(ctx, tx, prev, p.Gen, h, gen, stillOpen)
 }
@@ -284,9 +347,9 @@ func (s *Store) memberBytes(ctx context.Context, m versionRow, next Hash, below 
 // back; a member stored as a delta against
 // another base that cannot be re-encoded so is stored whole instead, since
 // its chain must no longer run through its old base.
-func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, m versionRow, old []byte, base Hash, codec *deltaCodec) error {
+func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, m versionRow, old []byte, base Hash, codec *deltaCodec) (bool, error) {
 	if m.Base == base {
-		return nil
+		return false, nil
 	}
 	var delta []byte
 	if codec != nil && m.Size >= 64 {
@@ -294,21 +357,21 @@ func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, m versionRow, old 
 	}
 	if whole(m.Codec) {
 		if delta == nil || int64(len(delta)) > m.Stored-m.Stored/4 {
-			return nil // stays whole, which ends every chain through it
+			return false, nil // stays whole, which ends every chain through it
 		}
-		return s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
+		return true, s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
 	}
 	// A delta's row was stored whole first, and saved tracks every change
 	// since, so stored + saved is the size of its whole form.
 	if w := m.Stored + m.Saved; delta != nil && int64(len(delta)) <= max(m.Stored, w-w/4) {
-		return s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
+		return true, s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
 	}
 	data, c, release := s.compress(old)
 	defer release()
 	if delta != nil && int64(len(delta)) <= int64(len(data))-int64(len(data))/4 {
-		return s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
+		return true, s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
 	}
-	return s.replaceRow(ctx, tx, m, c, Hash{}, data)
+	return true, s.replaceRow(ctx, tx, m, c, Hash{}, data)
 }
 
 // replaceRow stores m's content anew as data in codec (against base for a

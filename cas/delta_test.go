@@ -439,3 +439,19 @@ func TestDeltaHistoryIgnoresAVersionThatLeftIt(t *testing.T) {
 		return err
 	}))
 }
+
+// TestDeltaHistoryLeavesLittleRoomBehind: a history re-encodes each whole
+// version as a delta when the next arrives; the new version takes the old
+// one's row position, so the room the whole version leaves in the blob
+// table's pages is filled again rather than left empty until a vacuum.
+func TestDeltaHistoryLeavesLittleRoomBehind(t *testing.T) {
+	ctx := context.Background()
+	db, s := storetest.OpenCAS(t, cas.Options{})
+	putHistory(t, s, draftHistory(300))
+	var pages, unused int64
+	require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT sum(pgsize), sum(unused) FROM dbstat WHERE name = 'blobs'`).Scan(&pages, &unused)
+	}))
+	t.Logf("blob table: %d bytes of pages, %d unused", pages, unused)
+	assert.Less(t, unused*5, pages, "less than a fifth of the table's pages is empty room")
+}
