@@ -160,8 +160,10 @@ func parent(v int64) int64 {
 	return (v/m + 1) * m
 }
 
-// extend makes h (plain bytes cur, just stored) the newest version of
-// prev's history, if the rules above allow it.
+// extend makes h (plain bytes cur) the newest version of prev's history,
+// if the rules above allow it. fresh is h's stored form when no row holds
+// h yet: extend inserts it, at prev's row position once prev is
+// re-encoded; nil means h is stored already.
 func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []byte, fresh *newBlob) error {
 	if fresh == nil {
 		// h was stored before: it may still start a history if it belongs

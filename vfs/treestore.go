@@ -64,9 +64,10 @@ func (t *Trees) Put(ctx context.Context, tx *index.Tx, entries []Entry) (cas.Has
 
 // put is Put for entries sorted by name that the caller hands over: they
 // go to the cache as they are and must not be modified afterwards. old is
-// the tree these entries replace (the zero Hash for none): when it is
-// stored, the new tree is stored as a patch against it if that is smaller
-// and old's own chain leaves room (maxPatchDepth).
+// the tree these entries replace (the zero Hash for none): the new tree is
+// stored as the next version of old's directory, a patch against the
+// version the skip-delta numbering names (treepatch.go), when that is
+// smaller than the whole encoding.
 func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.Hash) (cas.Hash, error) {
 	data, err := encodeSorted(entries)
 	if err != nil {
@@ -112,7 +113,7 @@ func (t *Trees) patchFor(ctx context.Context, tx *index.Tx, old cas.Hash, entrie
 	}
 	next := o.seq + 1
 	want, at := skipBase(next), old
-	for o.seq != want && o.seq > want && !o.base.IsZero() {
+	for o.seq > want && !o.base.IsZero() {
 		at = o.base
 		if o, err = t.node(ctx, tx, at); err != nil {
 			break
