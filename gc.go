@@ -785,17 +785,13 @@ func (g *graph) close() { closeStmts(g.tree, g.blob, g.bc, g.hasChk) }
 // EmptyTree is always there, with or without a row. A tree that does not
 // decode, or whose patch chain does not, fails with store.corrupt.
 func (g *graph) entries(h cas.Hash) ([]vfs.Entry, cas.Hash, bool, error) {
-	return g.entriesAt(h, 0)
+	t, ok, err := g.treeAt(h, 0)
+	return t.entries, t.base, ok, err
 }
 
 // decodedMax bounds graph.decoded; past it the map starts again, which
 // costs re-reads, never correctness.
 const decodedMax = 4096
-
-func (g *graph) entriesAt(h cas.Hash, level int) ([]vfs.Entry, cas.Hash, bool, error) {
-	t, ok, err := g.treeAt(h, level)
-	return t.entries, t.base, ok, err
-}
 
 // decodedTree is a tree read through its patch chain: its entries, the
 // tree its patch is against and its patch number (0 when stored whole).
