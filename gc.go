@@ -811,7 +811,7 @@ func (g *graph) treeAt(h cas.Hash, level int) (decodedTree, bool, error) {
 		return decodedTree{}, false, fmt.Errorf("read tree %s: %w", h.Short(), index.Translate(err))
 	}
 	if base == nil {
-		es, err := vfs.DecodeTreeRow(h, data, false, nil)
+		es, _, err := vfs.DecodeTreeRow(h, data, false, nil, 0)
 		if err != nil {
 			return decodedTree{}, true, fmt.Errorf("tree %s: %w", h, err)
 		}
@@ -821,9 +821,6 @@ func (g *graph) treeAt(h cas.Hash, level int) (decodedTree, bool, error) {
 		return decodedTree{}, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: bad patch base", h)
 	}
 	t := decodedTree{base: cas.Hash(base)}
-	if t.seq, err = vfs.PatchNumber(data); err != nil {
-		return t, true, fmt.Errorf("tree %s: %w", h, err)
-	}
 	under, ok := g.decoded[t.base]
 	if !ok {
 		if level >= vfs.MaxPatchChain {
@@ -842,10 +839,7 @@ func (g *graph) treeAt(h cas.Hash, level int) (decodedTree, bool, error) {
 		}
 		g.decoded[t.base] = under
 	}
-	if t.seq <= under.seq {
-		return t, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch number %d does not follow its base's %d", h, t.seq, under.seq)
-	}
-	if t.entries, err = vfs.DecodeTreeRow(h, data, true, under.entries); err != nil {
+	if t.entries, t.seq, err = vfs.DecodeTreeRow(h, data, true, under.entries, under.seq); err != nil {
 		return t, true, fmt.Errorf("tree %s: %w", h, err)
 	}
 	return t, true, nil

@@ -37,6 +37,7 @@ func TestApplyImportsAndEditsAsOneStep(t *testing.T) {
 		{Path: vfs.MustPath("output/src/d01/f001.go"), Remove: true},
 	})
 	require.NoError(t, err)
+	assert.Len(t, infos, 2, "one result per edit, the removal's too")
 	assert.Equal(t, "package p // changed", e.read(e.svc.Workspace(r.ID, runs.ModelScope), "output/src/d00/f000.go"))
 	evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{BeforeSeq: 1 << 40, Limit: 3})
 	require.NoError(t, err)

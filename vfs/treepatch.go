@@ -184,29 +184,39 @@ func applyPatch(base []Entry, patch []byte) ([]Entry, error) {
 	return append(out, base[i:]...), nil
 }
 
-// DecodeTreeRow returns the entries of the tree at h from its stored row:
-// data is the canonical encoding when the row has no base, or a patch
-// against the entries of the row's base tree (isPatch true, base those
-// entries). Either way it checks that the canonical encoding of the result
-// hashes to h. Failures are *wserr.Error with code wserr.Corrupt. The
-// store's gc and fsck read rows with it; Trees reads through its cache.
-func DecodeTreeRow(h cas.Hash, data []byte, isPatch bool, base []Entry) ([]Entry, error) {
+// DecodeTreeRow returns the entries of the tree at h from its stored row,
+// and the row's patch number (0 for a whole tree): data is the canonical
+// encoding when the row has no base, or a patch against the entries of the
+// row's base tree (isPatch true, base those entries, baseSeq the base's
+// patch number, which the patch's must exceed). Either way it checks that
+// the canonical encoding of the result hashes to h. Failures are
+// *wserr.Error with code wserr.Corrupt. The store's gc and fsck read rows
+// with it; Trees reads through its cache.
+func DecodeTreeRow(h cas.Hash, data []byte, isPatch bool, base []Entry, baseSeq int) ([]Entry, int, error) {
 	if !isPatch {
 		if TreeHash(data) != h {
-			return nil, wserr.New(wserr.Corrupt, "read tree", "", "tree %s does not hash to its address", h)
+			return nil, 0, wserr.New(wserr.Corrupt, "read tree", "", "tree %s does not hash to its address", h)
 		}
-		return DecodeTree(data)
+		es, err := DecodeTree(data)
+		return es, 0, err
+	}
+	seq, _, err := patchSeq(data)
+	if err != nil {
+		return nil, 0, err
+	}
+	if seq <= baseSeq {
+		return nil, 0, wserr.New(wserr.Corrupt, "read tree", "", "patch number %d does not follow its base's %d", seq, baseSeq)
 	}
 	// base is a verified tree and applyPatch checks every entry it adds and
 	// keeps the names in order, so the result needs no second check.
 	es, err := applyPatch(base, data)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if TreeHash(encodeValid(es)) != h {
-		return nil, wserr.New(wserr.Corrupt, "read tree", "", "tree %s does not hash to its address once patched", h)
+		return nil, 0, wserr.New(wserr.Corrupt, "read tree", "", "tree %s does not hash to its address once patched", h)
 	}
-	return es, nil
+	return es, seq, nil
 }
 
 // patchWorth reports whether a patch of np bytes (plus its base's address

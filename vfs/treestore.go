@@ -304,41 +304,26 @@ func (t *Trees) node(ctx context.Context, tx *index.Tx, h cas.Hash) (node, error
 			return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s is missing", h, next)
 		}
 	}
-	// Every row's number comes from the rows read, also below a tree the
-	// cache supplied: numbers must fall along a chain.
-	seqs := make([]int, len(chain)+1)
-	for i := range chain {
-		if chain[i].Base == nil {
-			break
-		}
-		seq, _, err := patchSeq(chain[i].Data)
-		if err != nil {
-			return node{}, treeErr(h, chain[i].Hash, err)
-		}
-		seqs[i] = seq
-		if i+1 == len(chain) && i+1 < len(rows) && rows[i+1].Base != nil {
-			if seqs[i+1], _, err = patchSeq(rows[i+1].Data); err != nil {
-				return node{}, treeErr(h, rows[i+1].Hash, err)
-			}
+	// The number of the tree the chain rests on comes from its row, also
+	// when the cache supplies its entries: numbers must rise along a chain.
+	baseSeq := 0
+	if last := len(chain) - 1; chain[last].Base != nil && last+1 < len(rows) && rows[last+1].Base != nil {
+		if baseSeq, err = PatchNumber(rows[last+1].Data); err != nil {
+			return node{}, treeErr(h, rows[last+1].Hash, err)
 		}
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		r := chain[i]
-		n := node{}
-		if r.Base != nil {
-			if seqs[i] <= seqs[i+1] {
-				err := wserr.New(wserr.Corrupt, "read tree", "", "patch number %d does not follow its base's %d", seqs[i], seqs[i+1])
-				return node{}, treeErr(h, r.Hash, err)
-			}
-			n.seq, n.base = seqs[i], cas.Hash(r.Base)
-		}
-		es, err := DecodeTreeRow(r.Hash, r.Data, r.Base != nil, below.entries)
+		es, seq, err := DecodeTreeRow(r.Hash, r.Data, r.Base != nil, below.entries, baseSeq)
 		if err != nil {
 			return node{}, treeErr(h, r.Hash, err)
 		}
-		n.entries = es
+		n := node{entries: es, seq: seq}
+		if r.Base != nil {
+			n.base = cas.Hash(r.Base)
+		}
 		t.cache.add(r.Hash, n)
-		below = n
+		below, baseSeq = n, seq
 	}
 	return below, nil
 }
