@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,6 +35,9 @@ type wsstoreSystem struct {
 	// streamed counts writes streamed through Workspace.WriteFrom.
 	streamed int
 	gc       *wsstore.GCReport
+	// tables is how the store's pages are spent as it lives, read at the
+	// first measure after Close.
+	tables string
 }
 
 func (s *wsstoreSystem) Name() string { return "wsstore" }
@@ -218,7 +222,54 @@ func (s *wsstoreSystem) DiskBytes() (int64, error) {
 		return 0, errors.New("wsstore: measure disk after Close")
 	}
 	_, n, err := diskUsage(s.dir)
+	if err == nil && s.tables == "" {
+		s.tables, err = tableBytes(filepath.Join(s.dir, "wsstore.db"))
+	}
 	return n, err
+}
+
+// tableBytes says how a closed store's pages are spent, from SQLite's
+// dbstat table: the tables and indexes over one page, largest first, then
+// the others together and the free pages.
+func tableBytes(path string) (string, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT name, pgsize FROM dbstat WHERE aggregate = TRUE ORDER BY pgsize DESC, name`)
+	if err != nil {
+		return "", fmt.Errorf("dbstat: %w", err)
+	}
+	defer rows.Close()
+	var parts []string
+	var small, smallBytes, pageSize int64
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+		return "", err
+	}
+	for rows.Next() {
+		var name string
+		var size int64
+		if err := rows.Scan(&name, &size); err != nil {
+			return "", err
+		}
+		if size > pageSize {
+			parts = append(parts, name+" "+fmtBytes(size))
+		} else {
+			small++
+			smallBytes += size
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	var free int64
+	if err := db.QueryRow(`PRAGMA freelist_count`).Scan(&free); err != nil {
+		return "", err
+	}
+	parts = append(parts, fmt.Sprintf("%d others of one page each %s", small, fmtBytes(smallBytes)),
+		"free pages "+fmtBytes(free*pageSize))
+	return strings.Join(parts, ", "), nil
 }
 
 func (s *wsstoreSystem) Close() error {
@@ -253,6 +304,9 @@ func (s *wsstoreSystem) Notes() []string {
 	var notes []string
 	if s.streamed > 0 {
 		notes = append(notes, fmt.Sprintf("%d writes were streamed through Workspace.WriteFrom (an edit streams the current content from the store through the edits into it)", s.streamed))
+	}
+	if s.tables != "" {
+		notes = append(notes, "as it lives, by table and index (SQLite dbstat): "+s.tables)
 	}
 	if g := s.gc; g != nil {
 		notes = append(notes, fmt.Sprintf("gc (no grace) then vacuum: freed %d blobs, %d chunks, %d trees (%s stored); reachable %d blobs, %d chunks, %d trees",
