@@ -157,6 +157,9 @@ type gcPlan struct {
 	// not followed, and must be if a root or a young row turns out to
 	// need the tree itself.
 	due map[cas.Hash]bool
+	// gens holds each garbage blob's number in its version history as
+	// the snapshot saw it.
+	gens map[cas.Hash]int64
 }
 
 func markGC(ctx context.Context, tx *index.Tx, cutoff int64, progress func(string, int, int)) (*gcPlan, error) {
@@ -166,7 +169,7 @@ func markGC(ctx context.Context, tx *index.Tx, cutoff int64, progress func(strin
 	}
 	defer g.close()
 
-	p := &gcPlan{cutoff: cutoff, inv: inv, marked: objSet{}, kept: objSet{}}
+	p := &gcPlan{cutoff: cutoff, inv: inv, marked: objSet{}, kept: objSet{}, gens: map[cas.Hash]int64{}}
 	for i, r := range roots {
 		if err := g.walk([]step{r.step()}, p.marked.addNew, badIsCorrupt("gc")); err != nil {
 			return nil, err
@@ -202,6 +205,11 @@ func markGC(ctx context.Context, tx *index.Tx, cutoff int64, progress func(strin
 			young = append(young, step{o: o})
 		default:
 			old = append(old, step{o: o})
+			if o.kind == objBlob {
+				if p.gens[o.hash], err = created.blobGen(o.hash); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	// A tree marked only as a patch base but written again since the
@@ -301,6 +309,20 @@ func (p *gcPlan) sweep(ctx context.Context, tx *index.Tx, progress func(string, 
 		}
 		if ok && c >= p.cutoff {
 			refreshed = append(refreshed, step{o: o})
+			continue
+		}
+		// A blob stored before may have become the newest version of a
+		// history since (cas: PutVersion), and the versions it replaced,
+		// reachable or not, may now be deltas against it. Its number is
+		// what says so, whatever the writer's clock.
+		if ok && o.kind == objBlob {
+			gen, err := created.blobGen(o.hash)
+			if err != nil {
+				return rep, err
+			}
+			if gen != p.gens[o.hash] {
+				refreshed = append(refreshed, step{o: o})
+			}
 		}
 	}
 	due, err := youngDue(g, created, p.cutoff)
@@ -384,10 +406,11 @@ func (d *deleter) delete(o object, cutoff int64) (int64, bool, error) {
 
 func (d *deleter) close() { closeStmts(d.blobs, d.chunks, d.trees) }
 
-// createdReader reads the created time of single rows.
+// createdReader reads the created time of single rows, and a blob's
+// number in its version history.
 type createdReader struct {
-	ctx                  context.Context
-	blobs, chunks, trees *sqlx.Stmt
+	ctx                       context.Context
+	blobs, chunks, trees, gen *sqlx.Stmt
 }
 
 func newCreatedReader(ctx context.Context, tx *index.Tx) (*createdReader, error) {
@@ -401,6 +424,10 @@ func newCreatedReader(ctx context.Context, tx *index.Tx) (*createdReader, error)
 		return nil, err
 	}
 	if r.trees, err = prepare(ctx, tx, `SELECT created FROM trees WHERE hash = ?`); err != nil {
+		r.close()
+		return nil, err
+	}
+	if r.gen, err = prepare(ctx, tx, `SELECT gen FROM blobs WHERE hash = ?`); err != nil {
 		r.close()
 		return nil, err
 	}
@@ -421,7 +448,18 @@ func (r *createdReader) get(o object) (int64, bool, error) {
 	return c, true, nil
 }
 
-func (r *createdReader) close() { closeStmts(r.blobs, r.chunks, r.trees) }
+// blobGen returns blob h's number in its version history (0 for none, or
+// when h is not stored).
+func (r *createdReader) blobGen(h cas.Hash) (int64, error) {
+	var g int64
+	err := r.gen.QueryRowContext(r.ctx, h).Scan(&g)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("read blob %s: %w", h.Short(), index.Translate(err))
+	}
+	return g, nil
+}
+
+func (r *createdReader) close() { closeStmts(r.blobs, r.chunks, r.trees, r.gen) }
 
 // youngDue returns, as steps to walk as trees, the trees g has reached only
 // as patch bases that were written at or after cutoff.

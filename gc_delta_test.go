@@ -1,16 +1,23 @@
 package wsstore_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 )
 
 // TestGCKeepsDeltaBases: a version another run still reaches is stored as
@@ -121,4 +128,156 @@ func TestDeltaHistoryGoesOnAfterGC(t *testing.T) {
 		return tx.GetContext(e.ctx, &wholes, `SELECT count(*) FROM blobs WHERE codec != 3 AND gen > 0`)
 	}))
 	assert.Equal(t, 1, wholes, "one history, whole only at its newest version")
+}
+
+// TestGCKeepsABaseMadeDuringTheSweep: between mark and sweep, a writer
+// stores content X over P, where X was garbage in the snapshot (stored by
+// a deleted run), so P, reachable, becomes a delta against X. The writer
+// then moves on (a rollback to P, or a newer version) and no root names X
+// any more. With no grace and the writer's clock behind gc's, X's age
+// cannot save it: sweep must see that X became the newest version of a
+// history and keep it, or P stops reading.
+func TestGCKeepsABaseMadeDuringTheSweep(t *testing.T) {
+	body := func(tag string) []byte {
+		var b strings.Builder
+		for i := range 200 {
+			fmt.Fprintf(&b, "line %d of the keeper's log: lamp %d lit at dusk\n", i, i*i%97)
+		}
+		b.WriteString(tag)
+		return []byte(b.String())
+	}
+	P, X := body("version P\n"), body("version X\n")
+	tests := []struct {
+		name    string
+		moveOn func(e *env, cp checkpoint.Checkpoint)
+	}{
+		{name: "RollbackToP", moveOn: func(e *env, cp checkpoint.Checkpoint) {
+			_, err := e.s.Runs.Rollback(e.ctx, "run_a", cp.Seq, runs.RollbackOptions{})
+			require.NoError(e.t, err)
+		}},
+		{name: "NewerVersion", moveOn: func(e *env, _ checkpoint.Checkpoint) {
+			e.write("run_a", "output/f.md", body("version Y, brand new\n"))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			// Checkpoints only when asked, so that no checkpoint holds X.
+			off := false
+			prof := runs.DefaultProfile()
+			prof.AutoCheckpoint = &off
+			_, err := e.s.Runs.CreateRun(e.ctx, runs.CreateRequest{
+				Chat: runs.ChatKey{Kind: "character", StableChatID: "chat-1"}, RunID: "run_a", Profile: &prof,
+			})
+			require.NoError(t, err)
+			e.write("run_a", "output/f.md", P)
+			cp, err := e.s.Runs.Checkpoint(e.ctx, "run_a", "keep P")
+			require.NoError(t, err)
+			e.create("chat-2", "run_b")
+			e.write("run_b", "output/g.md", X)
+			e.drop("run_b")
+
+			raced := false
+			progress := func(phase string, done, total int) {
+				if phase != "sweep" || done != 0 {
+					return
+				}
+				raced = true
+				e.write("run_a", "output/f.md", X)
+				info, err := e.s.Blobs.Stat(e.ctx, cas.Sum(P))
+				require.NoError(t, err)
+				require.Equal(t, cas.CodecDelta, info.Codec)
+				require.Equal(t, cas.Sum(X), info.Base, "P now rests on X")
+				tt.moveOn(e, cp)
+			}
+			rep, err := e.s.GC(e.ctx, wsstore.GCOptions{Grace: -1, Now: at(t0.Add(2 * time.Hour)), Progress: progress})
+			require.NoError(t, err)
+			require.True(t, raced)
+			assert.Positive(t, rep.Kept.Blobs, "X is kept")
+
+			got, err := e.s.Blobs.ReadAll(e.ctx, cas.Sum(P))
+			require.NoError(t, err, "P is reachable from run_a")
+			require.Equal(t, P, got)
+			// The next collection sees X as the base it now is.
+			_, err = e.s.GC(e.ctx, wsstore.GCOptions{Grace: -1, Now: at(t0.Add(3 * time.Hour))})
+			require.NoError(t, err)
+			got, err = e.s.Blobs.ReadAll(e.ctx, cas.Sum(P))
+			require.NoError(t, err)
+			require.Equal(t, P, got)
+		})
+	}
+}
+
+// TestGCDeltaReadsConcurrent reads a checkpointed version of a file over
+// and over while a run keeps writing new versions of it (each re-encodes
+// older ones as deltas against the newest, freeing their former bases) and
+// gc collects with no grace. A read sees one state of the store from the
+// version down to the whole blob it rests on, so it never finds a base
+// missing.
+func TestGCDeltaReadsConcurrent(t *testing.T) {
+	s := storetest.OpenStore(t)
+	ctx := context.Background()
+	off := false
+	prof := runs.DefaultProfile()
+	prof.AutoCheckpoint = &off
+	_, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "run_a", Profile: &prof})
+	require.NoError(t, err)
+	ws := s.Runs.Workspace("run_a", runs.HostScope)
+	p := vfs.MustPath("output/draft.md")
+	draft := []byte("# Draft\n")
+	version := func(i int) []byte {
+		draft = fmt.Appendf(draft, "Paragraph %d: the keeper lit lamp %d at dusk and logged it.\n", i, i*i%97)
+		return bytes.Clone(draft)
+	}
+	var held [][]byte // versions checkpoints hold
+	for i := range 4 {
+		b := version(i)
+		_, err := ws.Write(ctx, p, b, vfs.WriteOptions{})
+		require.NoError(t, err)
+		_, err = s.Runs.Checkpoint(ctx, "run_a", fmt.Sprintf("v%d", i))
+		require.NoError(t, err)
+		held = append(held, b)
+	}
+
+	const writes = 200
+	done := make(chan struct{})
+	var writeErr error
+	go func() {
+		defer close(done)
+		for i := range writes {
+			if _, err := ws.Write(ctx, p, version(4+i), vfs.WriteOptions{}); err != nil {
+				writeErr = err
+				return
+			}
+		}
+	}()
+	gcDone := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-done:
+				gcDone <- nil
+				return
+			default:
+			}
+			if _, err := s.GC(ctx, wsstore.GCOptions{Grace: -1}); err != nil {
+				gcDone <- err
+				return
+			}
+		}
+	}()
+	for reading := true; reading; {
+		select {
+		case <-done:
+			reading = false
+		default:
+		}
+		for _, b := range held {
+			got, err := s.Blobs.ReadAll(ctx, cas.Sum(b))
+			require.NoError(t, err)
+			require.Equal(t, b, got)
+		}
+	}
+	require.NoError(t, <-gcDone)
+	require.NoError(t, writeErr)
 }

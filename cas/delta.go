@@ -52,10 +52,17 @@ import (
 //
 // Only a version PutVersion stores for the first time joins a history:
 // content stored before (a revert, a copy of another file) leaves every
-// row as it is, so chains never form a cycle. The new version takes the
-// row position (rowid) of the version it replaces once that one is
-// re-encoded, so its bytes fill the room the old whole version leaves in
-// the table's pages rather than leave it empty until a vacuum.
+// row as it is, so chains never form a cycle. When a write re-encodes
+// only the version it replaces, the new version takes that version's row
+// position (rowid), so its bytes fill the room the old whole version
+// leaves in the table's pages rather than leave it empty until a vacuum.
+// When older versions move too (every other write), the new version goes
+// after them: measured on 300 drafts, and on the bench's chat store,
+// that leaves less empty room than taking the slot every time (8.5 KB
+// against 12.5 KB of a 53 KB table).
+// A row becomes another's delta base only as the newest version of a write,
+// and that write changes its number (gen): a collector that saw the row
+// unreferenced can tell, by its number, that it may be a base now.
 // A blob's address never changes: it is BLAKE3 of the plain bytes whatever
 // the codec, and every read verifies every step of the chain.
 
@@ -162,7 +169,7 @@ func parent(v int64) int64 {
 
 // extend makes h (plain bytes cur) the newest version of prev's history,
 // if the rules above allow it. fresh is h's stored form when no row holds
-// h yet: extend inserts it, at prev's row position once prev is
+// h yet: extend inserts it, at prev's row position when prev alone is
 // re-encoded; nil means h is stored already.
 func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []byte, fresh *newBlob) error {
 	if fresh == nil {
@@ -238,7 +245,9 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 			defer codec.close()
 		}
 	}
-	var slot int64 // prev's row position, once prev is re-encoded
+	// slot is prev's row position once prev is re-encoded, unless an
+	// older member is re-encoded too (see the doc above).
+	var slot int64
 	broken := -1
 	for i := len(members) - 1; i >= first; i-- {
 		m := members[i]
@@ -264,8 +273,12 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 		if err != nil {
 			return err
 		}
-		if replaced {
+		switch {
+		case !replaced:
+		case i == len(members)-1:
 			slot = rowid
+		default:
+			slot = 0
 		}
 	}
 	var stillOpen []Hash
@@ -513,31 +526,51 @@ type chainLink struct {
 }
 
 // decodeDelta returns the plain bytes of the delta blob h (stored as data
-// against base). It walks the bases to a whole blob, then applies the
-// deltas back up, verifying every version on the way, so a corrupted or
-// missing base fails with ErrCorrupt naming that base.
+// against base). It reads the bases down to a whole blob in one read
+// transaction, so a writer and gc working meanwhile cannot make the chain
+// look broken, then applies the deltas back up, verifying every version
+// on the way: a corrupted or missing base fails with ErrCorrupt naming
+// that base.
 func (s *Store) decodeDelta(ctx context.Context, h Hash, data []byte, size int64, base Hash) ([]byte, error) {
-	chain := []chainLink{{hash: h, row: blobRow{Size: size, Codec: int(CodecDelta), Base: base, Data: data}}}
-	for cur := base; ; {
+	var chain []chainLink
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		chain, err = readChain(ctx, tx, h, blobRow{Size: size, Codec: int(CodecDelta), Base: base, Data: data})
+		return err
+	})
+	if err != nil {
+		return nil, wrapOp("get", h, err)
+	}
+	return s.applyChain(ctx, h, chain)
+}
+
+// readChain reads, in tx, the rows from the delta blob h (row) down its
+// bases to the whole blob it rests on.
+func readChain(ctx context.Context, tx *index.Tx, h Hash, row blobRow) ([]chainLink, error) {
+	chain := []chainLink{{hash: h, row: row}}
+	for cur := row.Base; ; {
 		if len(chain) > maxChainLimit+1 {
 			return nil, corrupt("get", h, "delta chain is longer than any store can write (%d): a cycle through base %s", maxChainLimit, cur)
 		}
 		var row blobRow
-		err := s.db.View(ctx, func(tx *index.Tx) error {
-			return tx.GetContext(ctx, &row, `SELECT size, codec, base, data FROM blobs WHERE hash = ?`, cur)
-		})
+		err := tx.GetContext(ctx, &row, `SELECT size, codec, base, data FROM blobs WHERE hash = ?`, cur)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, corrupt("get", h, "delta base %s is missing", cur)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("get %s: base %s: %w", h.Short(), cur.Short(), err)
+			return nil, fmt.Errorf("base %s: %w", cur.Short(), index.Translate(err))
 		}
 		chain = append(chain, chainLink{hash: cur, row: row})
 		if Codec(row.Codec) != CodecDelta {
-			break
+			return chain, nil
 		}
 		cur = row.Base
 	}
+}
+
+// applyChain decodes the whole blob a chain rests on and applies the
+// deltas back up to chain[0], verifying every version.
+func (s *Store) applyChain(ctx context.Context, h Hash, chain []chainLink) ([]byte, error) {
 	last := chain[len(chain)-1]
 	if c := Codec(last.row.Codec); c != CodecRaw && c != CodecZstd {
 		return nil, corrupt("get", h, "delta base %s is stored as %s, not whole", last.hash, c)

@@ -455,3 +455,57 @@ func TestDeltaHistoryLeavesLittleRoomBehind(t *testing.T) {
 	t.Logf("blob table: %d bytes of pages, %d unused", pages, unused)
 	assert.Less(t, unused*5, pages, "less than a fifth of the table's pages is empty room")
 }
+
+// TestDeltaNewVersionTakesItsPredecessorsRow: when a write re-encodes only
+// the version it replaces, the new version is stored at that version's row
+// position; when it re-encodes older open versions too, the new version
+// goes after them, at the end of the table.
+func TestDeltaNewVersionTakesItsPredecessorsRow(t *testing.T) {
+	ctx := context.Background()
+	db, s := storetest.OpenCAS(t, cas.Options{})
+	type row struct {
+		Hash  cas.Hash `db:"hash"`
+		Rowid int64    `db:"rowid"`
+		Data  []byte   `db:"data"`
+	}
+	rows := func() map[cas.Hash]row {
+		var rs []row
+		require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
+			return tx.SelectContext(ctx, &rs, `SELECT hash, rowid, data FROM blobs`)
+		}))
+		m := map[cas.Hash]row{}
+		for _, r := range rs {
+			m[r.Hash] = r
+		}
+		return m
+	}
+	versions := draftHistory(64)
+	prev, err := s.PutBytes(ctx, nil, versions[0])
+	require.NoError(t, err)
+	took, after := 0, 0
+	for i, v := range versions[1:] {
+		before := rows()
+		h, err := s.PutVersion(ctx, nil, v, prev)
+		require.NoError(t, err)
+		now := rows()
+		var others int // older versions this write re-encoded
+		var last int64
+		for k, r := range before {
+			last = max(last, r.Rowid)
+			if k != prev && !bytes.Equal(now[k].Data, r.Data) {
+				others++
+			}
+		}
+		require.NotEqual(t, before[prev].Data, now[prev].Data, "version %d re-encodes the one it replaces", i+1)
+		if others == 0 {
+			took++
+			assert.Equal(t, before[prev].Rowid, now[h].Rowid, "version %d", i+1)
+		} else {
+			after++
+			assert.Greater(t, now[h].Rowid, last, "version %d", i+1)
+		}
+		prev = h
+	}
+	assert.Positive(t, took)
+	assert.Positive(t, after)
+}

@@ -30,23 +30,37 @@ type blobRow struct {
 func (s *Store) Get(ctx context.Context, h Hash) (io.ReadCloser, error) {
 	var row blobRow
 	var refs []chunkRef
+	var chain []chainLink // a delta's rows down to a whole blob
 	err := s.db.View(ctx, func(tx *index.Tx) error {
 		if err := s.scanBlob(ctx, tx, h, &row); err != nil {
 			return err
 		}
-		if Codec(row.Codec) == CodecChunked {
+		switch Codec(row.Codec) {
+		case CodecChunked:
 			return tx.SelectContext(ctx, &refs, `SELECT bc.chunk, bc.off, c.size FROM blob_chunks bc
 				JOIN chunks c ON c.hash = bc.chunk WHERE bc.blob = ? ORDER BY bc.idx`, h)
+		case CodecDelta:
+			var err error
+			chain, err = readChain(ctx, tx, h, row)
+			return err
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, wrapOp("get", h, err)
 	}
-	if Codec(row.Codec) == CodecChunked {
+	var b []byte
+	switch Codec(row.Codec) {
+	case CodecChunked:
 		return s.newChunkReader(ctx, h, row.Size, refs)
+	case CodecDelta:
+		b, err = s.applyChain(ctx, h, chain)
+	default:
+		b, err = s.decode(ctx, h, Codec(row.Codec), row.Data, row.Size, row.Base)
 	}
-	b, err := s.decodeRow(ctx, h, row)
+	if err == nil {
+		err = checkPlain(h, b, row.Size)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -93,19 +107,15 @@ func (s *Store) ReadAll(ctx context.Context, h Hash) ([]byte, error) {
 	return b, nil
 }
 
-// decodeRow returns the verified plain bytes of a single-row blob.
-func (s *Store) decodeRow(ctx context.Context, h Hash, row blobRow) ([]byte, error) {
-	b, err := s.decode(ctx, h, Codec(row.Codec), row.Data, row.Size, row.Base)
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) != row.Size {
-		return nil, corrupt("get", h, "decoded %d bytes, want %d", len(b), row.Size)
+// checkPlain verifies the plain bytes b decoded for h, of recorded size.
+func checkPlain(h Hash, b []byte, size int64) error {
+	if int64(len(b)) != size {
+		return corrupt("get", h, "decoded %d bytes, want %d", len(b), size)
 	}
 	if Sum(b) != h {
-		return nil, corrupt("get", h, "content does not hash to its address")
+		return corrupt("get", h, "content does not hash to its address")
 	}
-	return b, nil
+	return nil
 }
 
 func (s *Store) decode(ctx context.Context, h Hash, codec Codec, data []byte, size int64, base Hash) ([]byte, error) {
