@@ -148,7 +148,7 @@ func TestGCKeepsABaseMadeDuringTheSweep(t *testing.T) {
 	}
 	P, X := body("version P\n"), body("version X\n")
 	tests := []struct {
-		name    string
+		name   string
 		moveOn func(e *env, cp checkpoint.Checkpoint)
 	}{
 		{name: "RollbackToP", moveOn: func(e *env, cp checkpoint.Checkpoint) {
