@@ -163,13 +163,7 @@ func TestGCKeepsABaseMadeDuringTheSweep(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			// Checkpoints only when asked, so that no checkpoint holds X.
-			off := false
-			prof := runs.DefaultProfile()
-			prof.AutoCheckpoint = &off
-			_, err := e.s.Runs.CreateRun(e.ctx, runs.CreateRequest{
-				Chat: runs.ChatKey{Kind: "character", StableChatID: "chat-1"}, RunID: "run_a", Profile: &prof,
-			})
-			require.NoError(t, err)
+			createManual(t, e.s, "chat-1", "run_a")
 			e.write("run_a", "output/f.md", P)
 			cp, err := e.s.Runs.Checkpoint(e.ctx, "run_a", "keep P")
 			require.NoError(t, err)
@@ -217,11 +211,7 @@ func TestGCKeepsABaseMadeDuringTheSweep(t *testing.T) {
 func TestGCDeltaReadsConcurrent(t *testing.T) {
 	s := storetest.OpenStore(t)
 	ctx := context.Background()
-	off := false
-	prof := runs.DefaultProfile()
-	prof.AutoCheckpoint = &off
-	_, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "run_a", Profile: &prof})
-	require.NoError(t, err)
+	createManual(t, s, "c", "run_a")
 	ws := s.Runs.Workspace("run_a", runs.HostScope)
 	p := vfs.MustPath("output/draft.md")
 	draft := []byte("# Draft\n")

@@ -467,11 +467,7 @@ func TestGCReportJSON(t *testing.T) {
 func TestGCWithConcurrentWriters(t *testing.T) {
 	s := storetest.OpenStore(t)
 	ctx := context.Background()
-	off := false
-	prof := runs.DefaultProfile()
-	prof.AutoCheckpoint = &off
-	_, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "run_a", Profile: &prof})
-	require.NoError(t, err)
+	createManual(t, s, "c", "run_a")
 	ws := s.Runs.Workspace("run_a", runs.HostScope)
 
 	const writes, files = 300, 4
@@ -515,11 +511,7 @@ func TestGCWithConcurrentWriters(t *testing.T) {
 // survives a collection names a row it deleted.
 func TestGCKeepsWhatYoungGarbageReferences(t *testing.T) {
 	e := newEnv(t)
-	off := false
-	prof := runs.DefaultProfile()
-	prof.AutoCheckpoint = &off
-	_, err := e.s.Runs.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "run_a", Profile: &prof})
-	require.NoError(t, err)
+	createManual(t, e.s, "c", "run_a")
 	old := []byte("written at t0")
 	e.write("run_a", "output/old.md", old)
 	e.clock.Set(t0.Add(time.Hour))
@@ -552,11 +544,7 @@ func TestGCKeepsPatchBases(t *testing.T) {
 	s, err := wsstore.Open(context.Background(), dir, wsstore.Options{Now: c.Now})
 	require.NoError(t, err)
 	e := &env{t: t, ctx: context.Background(), clock: c, s: s}
-	off := false
-	prof := runs.DefaultProfile()
-	prof.AutoCheckpoint = &off
-	_, err = s.Runs.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "run_a", Profile: &prof})
-	require.NoError(t, err)
+	createManual(t, s, "c", "run_a")
 	want := map[string][]byte{}
 	for i := range 40 {
 		p := fmt.Sprintf("output/f%d.md", i%7)
@@ -633,11 +621,7 @@ func TestGCKeepsPatchBases(t *testing.T) {
 // store stays sound.
 func TestGCSweepFollowsABaseGraftedMeanwhile(t *testing.T) {
 	e := newEnv(t)
-	off := false
-	prof := runs.DefaultProfile()
-	prof.AutoCheckpoint = &off
-	_, err := e.s.Runs.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "run_a", Profile: &prof})
-	require.NoError(t, err)
+	createManual(t, e.s, "c", "run_a")
 	for i := range 8 {
 		e.write("run_a", fmt.Sprintf("output/f%d.md", i), fmt.Appendf(nil, "file %d", i))
 	}
@@ -681,4 +665,17 @@ func TestGCSweepFollowsABaseGraftedMeanwhile(t *testing.T) {
 	for p, b := range e.files("run_a", 0) {
 		assert.NotEmpty(t, b, p)
 	}
+}
+
+// createManual creates a run that takes checkpoints only when asked, so
+// that every version it overwrites is garbage at once.
+func createManual(t *testing.T, s *wsstore.Store, chat, runID string) {
+	t.Helper()
+	off := false
+	prof := runs.DefaultProfile()
+	prof.AutoCheckpoint = &off
+	_, err := s.Runs.CreateRun(context.Background(), runs.CreateRequest{
+		Chat: runs.ChatKey{Kind: "character", StableChatID: chat}, RunID: runID, Profile: &prof,
+	})
+	require.NoError(t, err)
 }
