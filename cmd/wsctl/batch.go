@@ -22,19 +22,48 @@ send one request and wait for its answer before sending the next. A
 response with "ok": true is sent only after the change is committed.
 The store is created if it does not exist. batch exits 0 at the end of its
 input; errors of single requests are reported in their responses only.
+An interrupt (SIGINT, SIGTERM) ends batch with exit status 130 and
+batch.interrupted on standard error; a request in flight is answered with
+batch.interrupted instead of ok, and no further line is read.
 
 Request:   {"op": NAME, "runId"?: RUN, "id"?: ANY, ...fields}
 Responses: {"op": NAME, "id"?: ANY, "ok": true, "result": {...}}
            {"op": NAME, "id"?: ANY, "ok": false, "error": {"code": CODE, "message": TEXT}}
 
-"id", if given, is echoed unchanged. Operations act on the run the last
-run.create created, unless they name "runId" (which does not change that
-default). Paths are workspace paths ("output/main.md"). Checkpoints are
-"cp_000003" or 3. Unknown fields are refused, so a typo cannot pass silently.
+"id", if given, is echoed unchanged, unless the line is not JSON or the id
+itself is refused. Operations act on the run the last run.create created,
+unless they name "runId" (which does not change that default). Paths are
+workspace paths ("output/main.md"). Checkpoints are "cp_000003" or 3.
+
+Requests are read strictly, so a typo cannot pass silently: field names are
+case-sensitive and unknown ones are refused, at every level; no object may
+hold a key twice; values must have the JSON type their field needs (null
+counts as absent); a line must be UTF-8, and a string may not escape a lone
+UTF-16 surrogate ("\ud800": a character beyond U+FFFF is escaped as a
+pair, "\ud83d\ude00"). The error message names the field ("chat.kind").
 
 Operations (fields with ? are optional):
   run.create  {chat: {kind, stableChatId}, chatRef?, runId?, profile?, inputs?: {path: text}}
               -> {runId, workspaceId}      inputs land under input/
+      chat         the host's chat: two non-empty strings. Every run of
+                   one chat shares its workspace (workspaceId) and persist/.
+      chatRef      any JSON value by which the host finds the chat, e.g.
+                   {"characterId": "keeper", "fileName": "Keeper.jsonl"};
+                   default {}. Unlike chat it may change from run to run
+                   (a renamed chat file): the run keeps its own (wsctl
+                   show prints it), the chat the latest.
+      profile      what the agent (write, read, list, …) may see and do:
+                   {id?, visibleRoots?, writableRoots?, autoCheckpoint?, maxRunBytes?}
+        id             a name for the profile; default "default"
+        visibleRoots   top-level directories the agent may read, e.g.
+                       ["output", "scratch"]; default output, scratch,
+                       plan, summaries, persist (add "input" to show input/)
+        writableRoots  those of visibleRoots it may write; default all of
+                       them but input, which is never writable
+        autoCheckpoint true or false: a checkpoint after each change; default true
+        maxRunBytes    an integer: the most bytes the live workspace may
+                       hold; a write that would cross it is refused; 0 (the
+                       default): no cap
   write       {path, content | contentBase64, expectedHash?}
               -> {path, hash, size, checkpointId?}
   append      {path, content | contentBase64, expectedHash?}   -> as write
@@ -43,13 +72,27 @@ Operations (fields with ? are optional):
   read        {path, at?, startLine?, endLine?}
               -> {path, content | contentBase64, hash, size, totalLines?, startLine?, endLine?, truncated?}
   list        {path?, depth?, at?}          -> {entries: [{path, kind, size, hash, resource, writable}]}
+              path: default the root. depth: how many levels below path
+              to list, an integer; default 1, the direct entries (0 is 1
+              too); 2 adds their children, and so on
   checkpoint  {reason?}                     -> {checkpointId, seq}
   rollback    {checkpointId | checkpointSeq, pause?}  -> {runId, root, checkpointId, status}
   diff        {from, to?}                   -> {changes: [{path, op, unified?, binary?, ...}]}  to: default live
+              unified: the text wsctl diff prints, with git's headers
+              ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one)
   commit      {path?, mode?: replace|append} -> {commitId, checkpointId, mode, message}
   finish      {}                            -> {runId, status, persistChanges, persistVersion, merged}
   events      {afterSeq?, limit?}           -> {events: [...]}   limit: default 100, at most 500
-  manifest.set {manifest: {workspaceVersion, artifacts, commitPolicy}} -> {artifacts}
+  manifest.set {manifest}                   -> {artifacts}
+      manifest     {workspaceVersion: 1, artifacts: [ARTIFACT, …], commitPolicy?}
+        ARTIFACT     {id, path, kind?, target, required?, assemblyOrder?}
+                     target: "message_body", "combined_markdown", "hidden"
+                     or {"message_extra": KEY}; assemblyOrder: an integer
+        commitPolicy {defaultTarget?: "message_body", combineTemplate?, storeArtifactsInExtra?}
+                     combineTemplate: text where {{id}} stands for that
+                     artifact's content
+                   a manifest that is invalid, or has a field unknown or
+                   of the wrong type, is refused with manifest.invalid
   run.status  {status, reason?}             -> {runId, status}   e.g. failed or cancelled;
                                             a run completes only through finish
 
@@ -65,14 +108,18 @@ message in the response ("message": {mes, extra, agent}) and succeeds, so
 the host saves it into its chat itself.
 
 Error codes are the store's (workspace.invalid_path, workspace.path_not_writable,
-run.not_found, run.invalid_transition, checkpoint.not_found, …) plus:
-  batch.invalid_json     the line is not JSON (blank lines too: every line
-                         gets its answer)
+run.not_found, run.invalid_transition, checkpoint.not_found,
+manifest.invalid, …) plus:
+  batch.invalid_json     the line is not JSON, or not UTF-8 (blank lines
+                         too: every line gets its answer)
   batch.unknown_op       op names no operation (op is echoed)
   batch.invalid_request  not an object, op missing or not a string, a field
-                         missing, unknown or of the wrong type, no run yet
+                         missing, unknown (names are case-sensitive), given
+                         twice or of the wrong type, a lone surrogate
+                         escape, no run yet
   batch.line_too_long    the line is longer than 64 MiB (it is skipped)
-When op cannot be read, the response's op is "".`
+  batch.interrupted      an interrupt stopped the request (see above)
+When op cannot be read, or op itself is refused, the response's op is "".`
 
 // Batch error codes, in addition to the store's.
 const (
@@ -80,7 +127,14 @@ const (
 	codeUnknownOp      wserr.Code = "batch.unknown_op"
 	codeInvalidRequest wserr.Code = "batch.invalid_request"
 	codeLineTooLong    wserr.Code = "batch.line_too_long"
+	codeInterrupted    wserr.Code = "batch.interrupted"
 )
+
+// errInterrupted is the error of a batch, or of the request in flight,
+// that an interrupt (SIGINT, SIGTERM) ended.
+func errInterrupted(what string) error {
+	return wserr.New(codeInterrupted, "batch", "", "interrupted: %s", what)
+}
 
 // maxBatchLine bounds one request line.
 const maxBatchLine = 64 << 20
@@ -134,11 +188,15 @@ func runBatch(ctx context.Context, o batchOptions, _ []string) error {
 		var ok bool
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return errInterrupted("no more requests are read")
 		case l, ok = <-lines:
 		}
 		if !ok {
 			return nil
+		}
+		if ctx.Err() != nil {
+			// Both were ready: the interrupt wins, the line stays unread.
+			return errInterrupted("no more requests are read")
 		}
 		if l.err != nil {
 			return fmt.Errorf("batch: read: %w", l.err)

@@ -7,7 +7,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // resp is a decoded response line.
@@ -178,6 +181,7 @@ func TestBatchMalformedLines(t *testing.T) {
 		{`null`, "", "batch.invalid_request"},
 		{`{}`, "", "batch.invalid_request"},
 		{`{"op":42}`, "", "batch.invalid_request"},
+		{`{"op":null}`, "", "batch.invalid_request"},
 		{`{"op":"explode"}`, "explode", "batch.unknown_op"},
 		{`{"op":"write"}`, "write", "batch.invalid_request"},
 		{`{"op":"write","path":"output/a.md"}`, "write", "batch.invalid_request"},
@@ -323,23 +327,264 @@ func TestBatchAnswersEachLineBeforeTheNext(t *testing.T) {
 }
 
 // TestBatchInterrupted ends the batch when its context ends, even while it
-// waits for input.
+// waits for input: exit status 130 and batch.interrupted on stderr.
 func TestBatchInterrupted(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	inR, inW := io.Pipe()
 	defer inW.Close()
-	var out syncBuffer
+	outR, outW := io.Pipe()
+	var errOut syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- execute(ctx, c.app(), []string{"--store", c.store, "batch"}, inR, &out, io.Discard) }()
+	go func() {
+		done <- execute(ctx, c.app(), []string{"--store", c.store, "batch"}, inR, outW, &errOut)
+		outW.Close()
+	}()
 	_, err := io.WriteString(inW, `{"op":"run.create","chat":{"kind":"k","stableChatId":"s"}}`+"\n")
 	require.NoError(t, err)
-	cancel()
-	assert.NotEqual(t, 0, <-done)
+	answer, err := bufio.NewReader(outR).ReadString('\n')
+	require.NoError(t, err)
+	assert.Contains(t, answer, `"ok":true`)
+	cancel() // while the batch waits for the next line
+	assert.Equal(t, 130, <-done)
+	assert.Equal(t, "wsctl: batch: batch.interrupted: interrupted: no more requests are read\n", errOut.String())
+}
+
+// TestBatchInterruptedInFlight interrupts a write while it runs: its
+// answer says so with batch.interrupted, not store.internal, the write is
+// not committed, and the batch ends with exit status 130.
+func TestBatchInterruptedInFlight(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var interrupt atomic.Bool
+	a := c.app()
+	a.now = func() time.Time {
+		if interrupt.Load() {
+			cancel() // the store reads the clock inside the write's transaction
+		}
+		return time.Now()
+	}
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	outR, outW := io.Pipe()
+	var errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(ctx, a, []string{"--store", c.store, "batch"}, inR, outW, &errOut)
+		outW.Close()
+	}()
+	answers := bufio.NewReader(outR)
+	ask := func(line string) resp {
+		t.Helper()
+		_, err := io.WriteString(inW, line+"\n")
+		require.NoError(t, err)
+		got, err := answers.ReadString('\n')
+		require.NoError(t, err)
+		var r resp
+		require.NoError(t, json.Unmarshal([]byte(got), &r))
+		return r
+	}
+	r := ask(`{"op":"run.create","chat":{"kind":"k","stableChatId":"s"},"runId":"r"}`)
+	require.True(t, r.OK, "%+v", r.Error)
+	interrupt.Store(true)
+	r = ask(`{"op":"write","id":9,"path":"output/a.md","content":"x"}`)
+	assert.Equal(t, "write", r.Op)
+	assert.JSONEq(t, `9`, string(r.ID))
+	assert.Equal(t, "batch.interrupted", r.code(), "%+v", r.Error)
+	assert.Equal(t, 130, <-done)
+	assert.Contains(t, errOut.String(), "batch.interrupted")
+	_, err := c.open().Runs.Workspace("r", runs.HostScope).Read(context.Background(), vfs.MustPath("output/a.md"), vfs.ReadOptions{})
+	assert.True(t, wserr.Is(err, wserr.FileNotFound), "the interrupted write is not committed: %v", err)
 }
 
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestBatchStrictRequests sends requests that encoding/json alone would
+// read leniently (changed bytes, case-folded or repeated fields) or
+// explain in Go's terms. Each is refused with a message that names the
+// field in JSON's terms, and none changes the workspace.
+func TestBatchStrictRequests(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	setup := []string{
+		`{"op":"run.create","chat":{"kind":"k","stableChatId":"s"},"runId":"r"}`,
+		`{"op":"write","path":"output/a.md","content":"orig"}`,
+	}
+	cases := []struct {
+		name string
+		line string
+		op   string
+		code string
+		msg  string // the message contains it
+		id   string // the id echoed, "" for none
+	}{
+		{"ErrInvalidUTF8InContent", "{\"op\":\"write\",\"path\":\"output/a.md\",\"content\":\"\xff\"}", "", "batch.invalid_json", "UTF-8", ""},
+		{"ErrInvalidUTF8InPath", "{\"op\":\"write\",\"path\":\"output/a\xc3.md\",\"content\":\"x\"}", "", "batch.invalid_json", "UTF-8", ""},
+		{"ErrInvalidUTF8InID", "{\"op\":\"delete\",\"id\":\"\xfe\xff\",\"path\":\"output/a.md\"}", "", "batch.invalid_json", "UTF-8", ""},
+		{"ErrLoneHighSurrogate", `{"op":"write","path":"output/a.md","content":"\ud800"}`, "write", "batch.invalid_request", `field "content" holds \ud800, a lone UTF-16 surrogate`, ""},
+		{"ErrLoneLowSurrogate", `{"op":"write","path":"output/a.md","content":"x\uDC00y"}`, "write", "batch.invalid_request", `\uDC00`, ""},
+		{"ErrHighSurrogateBeforeNonSurrogate", `{"op":"write","path":"output/a.md","content":"\ud800\u0041"}`, "write", "batch.invalid_request", `\ud800`, ""},
+		{"ErrReversedSurrogates", `{"op":"write","path":"output/a.md","content":"\udc00\ud800"}`, "write", "batch.invalid_request", `\udc00`, ""},
+		{"ErrSurrogateInPath", `{"op":"write","path":"output/\ud800a.md","content":"x"}`, "write", "batch.invalid_request", `field "path"`, ""},
+		{"ErrSurrogateInNestedValue", `{"op":"run.create","chat":{"kind":"k","stableChatId":"\udfff"}}`, "run.create", "batch.invalid_request", `field "chat.stableChatId"`, ""},
+		{"ErrSurrogateInFieldName", `{"op":"write","path":"output/a.md","content":"x","\ud800":1}`, "write", "batch.invalid_request", "a field name", ""},
+		{"ErrSurrogateInID", `{"op":"write","id":"\ud800","path":"output/a.md","content":"x"}`, "write", "batch.invalid_request", `field "id"`, ""},
+		{"ErrSurrogateInOp", `{"op":"write\ud800","path":"output/a.md","content":"x"}`, "", "batch.invalid_request", `field "op"`, ""},
+		{"OKSurrogatePair", `{"op":"write","id":7,"path":"output/b.md","content":"\ud83d\ude00"}`, "write", "", "", "7"},
+		{"OKEscapedBackslash", `{"op":"write","id":"\\ud800","path":"output/c.md","content":"\\ud800\\\\\udbff\udfff"}`, "write", "", "", `"\\ud800"`},
+		{"ErrDuplicateOp", `{"op":"write","op":"delete","path":"output/a.md","content":"x"}`, "", "batch.invalid_request", `field "op" appears more than once`, ""},
+		{"ErrDuplicateOpUnknownLast", `{"op":"delete","op":"explode","path":"output/a.md"}`, "", "batch.invalid_request", `field "op" appears more than once`, ""},
+		{"ErrDuplicatePath", `{"op":"delete","id":1,"path":"output/b.md","path":"output/a.md"}`, "delete", "batch.invalid_request", `field "path" appears more than once`, "1"},
+		{"ErrDuplicateContent", `{"op":"write","path":"output/a.md","content":"x","content":"y"}`, "write", "batch.invalid_request", `field "content"`, ""},
+		{"ErrDuplicateNested", `{"op":"run.create","chat":{"kind":"k","kind":"j","stableChatId":"s"}}`, "run.create", "batch.invalid_request", `field "chat.kind" appears more than once`, ""},
+		{"ErrDuplicateInChatRef", `{"op":"run.create","chat":{"kind":"k","stableChatId":"t"},"chatRef":{"file":"a","file":"b"}}`, "run.create", "batch.invalid_request", `field "chatRef.file"`, ""},
+		{"ErrDuplicateInputs", `{"op":"run.create","chat":{"kind":"k","stableChatId":"t"},"inputs":{"a.md":"x","a.md":"y"}}`, "run.create", "batch.invalid_request", `field "inputs.a.md"`, ""},
+		{"ErrDuplicateInID", `{"op":"write","id":{"n":1,"n":2},"path":"output/a.md","content":"x"}`, "write", "batch.invalid_request", `field "id.n"`, ""},
+		{"ErrDuplicateID", `{"op":"write","id":1,"id":2,"path":"output/a.md","content":"x"}`, "write", "batch.invalid_request", `field "id"`, ""},
+		{"ErrCaseFoldedPath", `{"op":"delete","id":2,"Path":"output/a.md"}`, "delete", "batch.invalid_request", `unknown field "Path": field names are case-sensitive, this one is "path"`, "2"},
+		{"ErrUpperCasePath", `{"op":"delete","PATH":"output/a.md"}`, "delete", "batch.invalid_request", `unknown field "PATH"`, ""},
+		{"ErrUpperCaseContent", `{"op":"write","path":"output/a.md","CONTENT":"x"}`, "write", "batch.invalid_request", `unknown field "CONTENT"`, ""},
+		{"ErrUpperCaseID", `{"op":"write","ID":3,"path":"output/a.md","content":"x"}`, "write", "batch.invalid_request", `unknown field "ID"`, ""},
+		{"ErrCaseFoldedRunID", `{"op":"write","runid":"r","path":"output/a.md","content":"x"}`, "write", "batch.invalid_request", `unknown field "runid"`, ""},
+		{"ErrCaseFoldedNested", `{"op":"run.create","chat":{"Kind":"k","stableChatId":"t"}}`, "run.create", "batch.invalid_request", `unknown field "chat.Kind"`, ""},
+		{"ErrCaseFoldedProfile", `{"op":"run.create","chat":{"kind":"k","stableChatId":"t"},"profile":{"visibleroots":["output"]}}`, "run.create", "batch.invalid_request", `unknown field "profile.visibleroots"`, ""},
+		{"ErrUnknownManifestField", `{"op":"manifest.set","manifest":{"workspaceVersion":1,"artifacts":[{"id":"main","Path":"output/a.md","target":"message_body"}]}}`, "manifest.set", "manifest.invalid", `unknown field "manifest.artifacts[0].Path"`, ""},
+		{"ErrDuplicateInManifestTarget", `{"op":"manifest.set","manifest":{"workspaceVersion":1,"artifacts":[{"id":"main","path":"output/a.md","target":{"message_extra":"a","message_extra":"b"}}]}}`, "manifest.set", "batch.invalid_request", `field "manifest.artifacts[0].target.message_extra"`, ""},
+		{"ErrRunIDNotString", `{"op":"write","runId":5,"path":"output/a.md","content":"x"}`, "write", "batch.invalid_request", `field "runId" must be a string, not a number`, ""},
+		{"ErrPathNotString", `{"op":"write","path":42,"content":"x"}`, "write", "batch.invalid_request", `field "path" must be a string, not a number`, ""},
+		{"ErrDepthNotInteger", `{"op":"list","depth":1.5}`, "list", "batch.invalid_request", `field "depth" must be an integer, not 1.5`, ""},
+		{"ErrDepthOutOfRange", `{"op":"list","depth":1e400}`, "list", "batch.invalid_request", `field "depth" must be an integer, not 1e400`, ""},
+		{"ErrStartLineString", `{"op":"read","path":"output/a.md","startLine":"one"}`, "read", "batch.invalid_request", `field "startLine" must be an integer, not a string`, ""},
+		{"ErrReplaceAllString", `{"op":"patch","path":"output/a.md","old":"o","new":"n","replaceAll":"yes"}`, "patch", "batch.invalid_request", `field "replaceAll" must be true or false, not a string`, ""},
+		{"ErrChatNotObject", `{"op":"run.create","chat":["k","s"]}`, "run.create", "batch.invalid_request", `field "chat" must be an object, not an array`, ""},
+		{"ErrRootsNotStrings", `{"op":"run.create","chat":{"kind":"k","stableChatId":"t"},"profile":{"visibleRoots":[1]}}`, "run.create", "batch.invalid_request", `field "profile.visibleRoots[0]" must be a string, not a number`, ""},
+		{"ErrInputNotString", `{"op":"run.create","chat":{"kind":"k","stableChatId":"t"},"inputs":{"a.md":{}}}`, "run.create", "batch.invalid_request", `field "inputs.a.md" must be a string, not an object`, ""},
+		{"ErrManifestNotObject", `{"op":"manifest.set","manifest":"x"}`, "manifest.set", "manifest.invalid", `field "manifest" must be an object, not a string`, ""},
+		{"ErrArtifactsNotArray", `{"op":"manifest.set","manifest":{"workspaceVersion":1,"artifacts":{}}}`, "manifest.set", "manifest.invalid", `field "manifest.artifacts" must be an array, not an object`, ""},
+	}
+	lines := append([]string(nil), setup...)
+	for _, tc := range cases {
+		lines = append(lines, tc.line)
+	}
+	lines = append(lines, `{"op":"read","path":"output/a.md"}`, `{"op":"read","path":"output/c.md"}`)
+	rs := c.batch(strings.Join(lines, "\n") + "\n")
+	require.Len(t, rs, len(lines), "one response per line")
+	for i := range setup {
+		require.True(t, rs[i].OK, "%+v", rs[i].Error)
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rs[len(setup)+i]
+			assert.Equal(t, tc.op, r.Op)
+			assert.Equal(t, tc.code, r.code(), "%+v", r.Error)
+			if tc.id == "" {
+				assert.Nil(t, r.ID, "no id echoed")
+			} else {
+				assert.JSONEq(t, tc.id, string(r.ID))
+			}
+			if r.Error == nil {
+				return
+			}
+			assert.Contains(t, r.Error.Message, tc.msg)
+			for _, goTerm := range []string{"Go ", "json:", "base.", "runs.", "[]string", "int64", "float64"} {
+				assert.NotContains(t, r.Error.Message, goTerm, "the message speaks JSON")
+			}
+		})
+	}
+	last := rs[len(rs)-2:]
+	assert.Equal(t, "orig", last[0].Result["content"], "no refused request changed anything")
+	assert.Equal(t, `\ud800\\`+"\U0010FFFF", last[1].Result["content"], "escaped backslashes are not escapes")
+	assert.Equal(t, "\U0001F600", c.ok("cat", "r", "output/b.md"))
+}
+
+// TestBatchDiffHeaders: batch's diff gives the same unified text as wsctl
+// diff, text or --json, with git's /dev/null headers for added and deleted
+// files.
+func TestBatchDiffHeaders(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	setup := []string{
+		`{"op":"run.create","chat":{"kind":"k","stableChatId":"s"},"runId":"r"}`, // cp_000001
+		`{"op":"write","path":"output/a.md","content":"one\n"}`,                  // cp_000002
+		`{"op":"write","path":"output/a.md","content":"two\n"}`,                  // cp_000003
+		`{"op":"delete","path":"output/a.md"}`,                                   // cp_000004
+	}
+	cases := []struct {
+		name, from, to string
+		op             string
+		header         string
+	}{
+		{"Added", "1", "2", "added", "--- /dev/null\n+++ b/output/a.md\n"},
+		{"Modified", "2", "3", "modified", "--- a/output/a.md\n+++ b/output/a.md\n"},
+		{"Deleted", "3", "4", "deleted", "--- a/output/a.md\n+++ /dev/null\n"},
+	}
+	lines := append([]string(nil), setup...)
+	for _, tc := range cases {
+		lines = append(lines, `{"op":"diff","from":`+tc.from+`,"to":`+tc.to+`}`)
+	}
+	rs := c.batch(strings.Join(lines, "\n") + "\n")
+	require.Len(t, rs, len(lines))
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rs[len(setup)+i]
+			require.True(t, r.OK, "%+v", r.Error)
+			changes := r.Result["changes"].([]any)
+			require.Len(t, changes, 1)
+			change := changes[0].(map[string]any)
+			assert.Equal(t, tc.op, change["op"])
+			unified := change["unified"].(string)
+			assert.True(t, strings.HasPrefix(unified, tc.header), "batch: %q", unified)
+
+			assert.Equal(t, c.ok("diff", "r", tc.from, tc.to), unified, "wsctl diff prints the same text")
+			var cli []map[string]any
+			c.jsonOut(&cli, "diff", "r", tc.from, tc.to)
+			require.Len(t, cli, 1)
+			assert.Equal(t, unified, cli[0]["unified"], "wsctl diff --json gives the same text")
+		})
+	}
+}
+
+// TestBatchHelpGivesEveryField: batch --help names every operation and
+// every field a request of it may hold, at every level, as the README
+// promises; fields are found by reflection, so a new one cannot go
+// undocumented.
+func TestBatchHelpGivesEveryField(t *testing.T) {
+	t.Parallel()
+	requests := map[string][]any{
+		"run.create": {createRequest{}, runs.Profile{}, runs.ChatKey{}},
+		"write":      {writeRequest{}}, "append": {writeRequest{}}, "patch": {patchRequest{}},
+		"delete": {pathRequest{}}, "read": {readRequest{}}, "list": {listRequest{}},
+		"checkpoint": {checkpointRequest{}}, "rollback": {rollbackRequest{}}, "diff": {diffRequest{}},
+		"commit": {commitRequest{}}, "finish": {base{}}, "events": {eventsRequest{}},
+		"manifest.set": {manifestRequest{}, runs.Manifest{}, runs.Artifact{}, runs.CommitPolicy{}},
+		"run.status":   {statusRequest{}},
+	}
+	c := newCLI(t)
+	help := c.ok("batch", "--help")
+	for op := range batchOps {
+		require.Contains(t, requests, op, "the test knows op %s", op)
+	}
+	for op, types := range requests {
+		assert.Contains(t, help, "\n  "+op+" ", "op %s", op)
+		for _, v := range types {
+			for name := range jsonFields(reflect.TypeOf(v), nil) {
+				assert.Regexp(t, `[^A-Za-z]`+name+`[^A-Za-z]`, help, "%s: field %s", op, name)
+			}
+		}
+	}
+	for _, want := range []string{
+		"chatRef      any JSON value", // its shape
+		"depth: how many levels below path", "default 1, the direct entries",
+		"visibleRoots   top-level directories", "writableRoots  those of visibleRoots",
+		"autoCheckpoint true or false", "maxRunBytes    an integer",
+		"batch.interrupted", "exit status 130",
+	} {
+		assert.Contains(t, help, want)
+	}
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
@@ -53,6 +55,11 @@ func (b *batchSession) handle(ctx context.Context, line []byte) (resp batchRespo
 	if len(bytes.TrimSpace(line)) == 0 {
 		return errorResponse("", nil, wserr.New(codeInvalidJSON, "", "", "empty line: every line must hold one JSON request object"))
 	}
+	if !utf8.Valid(line) {
+		// encoding/json would replace the bad bytes with U+FFFD, changing
+		// paths and content; JSON text is UTF-8.
+		return errorResponse("", nil, wserr.New(codeInvalidJSON, "", "", "the line is not valid UTF-8 (at byte %d)", invalidUTF8At(line)))
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(line, &fields); err != nil {
 		var syn *json.SyntaxError
@@ -62,12 +69,17 @@ func (b *batchSession) handle(ctx context.Context, line []byte) (resp batchRespo
 		return errorResponse("", nil, wserr.New(codeInvalidRequest, "", "", "a request must be a JSON object with an \"op\""))
 	}
 	id := fields["id"]
+	// Keys given twice and lone surrogates, anywhere in the line, before
+	// op is trusted: {"op":"write","op":"delete"} must not run a delete.
+	if err := checkJSON(line, nil, ""); err != nil {
+		return refuse(fields, id, err)
+	}
 	rawOp, ok := fields["op"]
 	if !ok {
 		return errorResponse("", id, wserr.New(codeInvalidRequest, "", "", "missing \"op\""))
 	}
 	var op string
-	if err := json.Unmarshal(rawOp, &op); err != nil {
+	if err := json.Unmarshal(rawOp, &op); err != nil || string(rawOp) == "null" {
 		return errorResponse("", id, wserr.New(codeInvalidRequest, "", "", "\"op\" must be a string"))
 	}
 	h, ok := batchOps[op]
@@ -81,9 +93,46 @@ func (b *batchSession) handle(ctx context.Context, line []byte) (resp batchRespo
 	}()
 	result, err := h(b, ctx, line)
 	if err != nil {
+		var fe *fieldError
+		if errors.As(err, &fe) && fe.inField("id") {
+			id = nil
+		}
+		if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			err = errInterrupted("the request was stopped before it was done")
+		}
 		return errorResponse(op, id, err)
 	}
 	return batchResponse{Op: op, ID: id, OK: true, Result: result}
+}
+
+// refuse answers a line checkJSON refused. The answer names the op unless
+// the op is what is wrong, and echoes the id unless the id is.
+func refuse(fields map[string]json.RawMessage, id json.RawMessage, err error) batchResponse {
+	var fe *fieldError
+	if !errors.As(err, &fe) {
+		return errorResponse("", nil, wserr.Wrap(codeInvalidJSON, "", "", err))
+	}
+	var op string
+	if !fe.inField("op") {
+		json.Unmarshal(fields["op"], &op) // not a string: op stays ""
+	}
+	if fe.inField("id") {
+		id = nil
+	}
+	return errorResponse(op, id, wserr.New(codeInvalidRequest, "", "", "%s", fe.Msg))
+}
+
+// invalidUTF8At returns the offset of the first byte of b that is not
+// valid UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // jsonMessage drops encoding/json's "json: " prefix.
@@ -95,9 +144,17 @@ func invalidRequest(format string, args ...any) error {
 	return wserr.New(codeInvalidRequest, "", "", format, args...)
 }
 
-// decode reads line into req strictly: unknown fields and wrong types are
-// batch.invalid_request.
+// decode reads line into req strictly: a field name that is not req's
+// (spelled exactly), a key given twice, a lone surrogate escape or a value
+// of the wrong type is batch.invalid_request naming the field.
 func decode(line []byte, req any) error {
+	if err := checkJSON(line, reflect.TypeOf(req), ""); err != nil {
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			return wserr.Wrap(codeInvalidRequest, "", "", fe)
+		}
+		return invalidRequest("%s", jsonMessage(err))
+	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(req); err != nil {
@@ -105,32 +162,9 @@ func decode(line []byte, req any) error {
 		if errors.As(err, &we) {
 			return err // from a field's own UnmarshalJSON
 		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return invalidRequest("field %q must be %s, not %s", te.Field, jsonType(te.Type.Kind().String()), te.Value)
-		}
 		return invalidRequest("%s", jsonMessage(err))
 	}
 	return nil
-}
-
-// jsonType names a Go kind the way a JSON host thinks of it.
-func jsonType(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "int", "int64", "int32", "uint", "uint64", "float64":
-		return "a number"
-	case "map", "struct":
-		return "an object"
-	case "slice", "array":
-		return "an array"
-	case "ptr":
-		return "a value of another type"
-	}
-	return kind
 }
 
 // base holds the fields every request may carry.
@@ -514,10 +548,7 @@ func (b *batchSession) diff(ctx context.Context, line []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if changes == nil {
-		changes = []checkpoint.FileDiff{}
-	}
-	return map[string]any{"changes": changes}, nil
+	return map[string]any{"changes": gitHeaders(changes)}, nil
 }
 
 // ---- commit, finish, events, manifest.set, run.status
@@ -600,8 +631,11 @@ func (b *batchSession) manifestSet(ctx context.Context, line []byte) (any, error
 	if err != nil {
 		return nil, err
 	}
-	if len(req.Manifest) == 0 {
+	if len(req.Manifest) == 0 || string(req.Manifest) == "null" {
 		return nil, invalidRequest("missing \"manifest\"")
+	}
+	if err := checkJSON(req.Manifest, reflect.TypeFor[runs.Manifest](), "manifest"); err != nil {
+		return nil, wserr.Wrap(wserr.InvalidManifest, "manifest", "", err)
 	}
 	m, err := runs.ParseManifest(req.Manifest)
 	if err != nil {

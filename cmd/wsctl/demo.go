@@ -156,7 +156,7 @@ func runDemo(ctx context.Context, g globals, _ []string) error {
 		return err
 	}
 	if g.json {
-		return writeJSON(g.out, demoResult{RunID: run.ID, WorkspaceID: run.ChatID, Store: g.storeDir, Commit: rec, Events: events, Diff: diff})
+		return writeJSON(g.out, demoResult{RunID: run.ID, WorkspaceID: run.ChatID, Store: g.storeDir, Commit: rec, Events: events, Diff: gitHeaders(diff)})
 	}
 	fmt.Fprintf(g.out, "\ntimeline (wsctl log %s):\n", run.ID)
 	if err := timeline(g.out, events); err != nil {

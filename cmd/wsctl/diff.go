@@ -49,7 +49,7 @@ func runDiff(ctx context.Context, g globals, args []string) error {
 		diffs = []checkpoint.FileDiff{}
 	}
 	if g.json {
-		return writeJSON(g.out, diffs)
+		return writeJSON(g.out, gitHeaders(diffs))
 	}
 	return writeUnified(g.out, diffs)
 }

@@ -9,22 +9,32 @@ import (
 	"github.com/wsstore/wsstore/vfs"
 )
 
-// writeUnified prints file diffs as unified text, the way git diff does:
-// /dev/null stands for the missing side of an added or deleted file, and
-// files without a text diff get one line saying why.
+// gitHeaders returns diffs with git's file headers: /dev/null stands for
+// the missing side of an added or deleted file ("--- /dev/null" where the
+// store writes "--- a/PATH"). Both ways in, wsctl diff and batch's diff,
+// show diffs through it, so a host sees the same text either way.
+func gitHeaders(diffs []checkpoint.FileDiff) []checkpoint.FileDiff {
+	out := make([]checkpoint.FileDiff, len(diffs))
+	for i, d := range diffs {
+		switch d.Op {
+		case vfs.Added:
+			d.Unified = strings.Replace(d.Unified, "--- a/"+d.Path+"\n", "--- /dev/null\n", 1)
+		case vfs.Deleted:
+			d.Unified = strings.Replace(d.Unified, "+++ b/"+d.Path+"\n", "+++ /dev/null\n", 1)
+		}
+		out[i] = d
+	}
+	return out
+}
+
+// writeUnified prints file diffs (through gitHeaders) as unified text, the
+// way git diff does; files without a text diff get one line saying why.
 func writeUnified(w io.Writer, diffs []checkpoint.FileDiff) error {
-	for _, d := range diffs {
+	for _, d := range gitHeaders(diffs) {
 		var err error
 		switch {
 		case d.Unified != "":
-			u := d.Unified
-			switch d.Op {
-			case vfs.Added:
-				u = strings.Replace(u, "--- a/"+d.Path+"\n", "--- /dev/null\n", 1)
-			case vfs.Deleted:
-				u = strings.Replace(u, "+++ b/"+d.Path+"\n", "+++ /dev/null\n", 1)
-			}
-			_, err = io.WriteString(w, u)
+			_, err = io.WriteString(w, d.Unified)
 		case d.Binary:
 			_, err = fmt.Fprintf(w, "Binary file %s %s (%s -> %s)\n", d.Path, d.Op, humanBytes(d.OldSize), humanBytes(d.NewSize))
 		case d.OldSize == 0 && d.NewSize == 0:

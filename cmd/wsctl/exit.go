@@ -24,7 +24,7 @@ type exitStatus struct {
 var exitStatuses = []exitStatus{
 	{0, "ok", nil, nil},
 	{1, "internal or unexpected error", []wserr.Code{wserr.Internal, wserr.JournalFailed}, nil},
-	{2, "usage: bad command line or invalid argument", []wserr.Code{wserr.InvalidArgument, wserr.InvalidOptions}, nil},
+	{2, "usage: bad command line, invalid argument or --store", []wserr.Code{wserr.InvalidArgument, wserr.InvalidOptions}, nil},
 	{3, "not found: store, run, checkpoint or file", []wserr.Code{wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound, wserr.FileNotFound}, nil},
 	{4, "model-correctable workspace error: bad path, not visible or writable, patch mismatch, …", nil, []string{"workspace."}},
 	{5, "conflict or invalid transition (active run, run exists, non-empty dir)", []wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict}, nil},
@@ -32,6 +32,8 @@ var exitStatuses = []exitStatus{
 	{7, "store format: written by a newer wsstore (upgrade wsctl), or an older one a read-only open cannot upgrade", []wserr.Code{wserr.NewerFormat, wserr.OlderFormat}, nil},
 	{8, "store busy or read-only (sql refuses writes with this status)", []wserr.Code{wserr.Busy, wserr.ReadOnly}, nil},
 	{9, "manifest invalid, required artifact missing, or chat sink failed", []wserr.Code{wserr.InvalidManifest, wserr.MissingArtifact, wserr.SinkFailed}, nil},
+	// 128 + SIGINT's number, as shells report a process SIGINT ended.
+	{130, "interrupted: batch stopped by SIGINT or SIGTERM", []wserr.Code{codeInterrupted}, nil},
 }
 
 // exitCode maps err to its exit status through exitStatuses.

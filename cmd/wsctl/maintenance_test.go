@@ -114,12 +114,15 @@ func TestGCFreesDeletedRunAndVacuumShrinks(t *testing.T) {
 	c.ok("fsck")
 }
 
+// TestProgressOnlyOnATerminal: long commands draw their bar on stderr
+// when it is a terminal, and stdout holds only the result, --json or not.
 func TestProgressOnlyOnATerminal(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	c.ok("demo")
-	for _, args := range [][]string{{"gc"}, {"fsck"}, {"vacuum"}, {"checkout", "RUN", "DIR"}} {
-		run := func(term bool) string {
+	for _, args := range [][]string{{"gc"}, {"fsck"}, {"vacuum"}, {"checkout", "RUN", "DIR"},
+		{"gc", "--json"}, {"fsck", "--json"}, {"vacuum", "--json"}, {"checkout", "RUN", "DIR", "--json"}} {
+		run := func(term bool) (string, string) {
 			c.term = term
 			a := append([]string(nil), args...)
 			if a[0] == "checkout" {
@@ -127,16 +130,23 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 				c.jsonOut(&list, "runs")
 				a[1], a[2] = list[0].ID, filepath.Join(t.TempDir(), "co")
 			}
-			return c.ok(a...)
+			out, errOut, code := c.run("", a...)
+			require.Equal(t, 0, code, "%v: %s", a, errOut)
+			return out, errOut
 		}
-		piped := run(false)
+		piped, pipedErr := run(false)
 		assert.NotContains(t, piped, "\r", "%v piped", args)
-		onTerm := run(true)
+		assert.Empty(t, pipedErr, "%v piped", args)
+		out, onTerm := run(true)
 		assert.Contains(t, onTerm, "\r", "%v on a terminal", args)
 		assert.Contains(t, onTerm, "\r\x1b[K", "%v clears its bar", args)
-		// Once the bar is erased, the result is the same as piped.
-		last := onTerm[strings.LastIndex(onTerm, "\x1b[K")+len("\x1b[K"):]
-		assert.Equal(t, strings.Count(piped, "\n"), strings.Count(last, "\n"), "%v", args)
+		assert.True(t, strings.HasSuffix(onTerm, "\r\x1b[K"), "%v leaves stderr clean", args)
+		assert.NotContains(t, out, "\r", "%v: no bar on stdout", args)
+		assert.NotContains(t, out, "\x1b", "%v: no control codes on stdout", args)
+		assert.Equal(t, strings.Count(piped, "\n"), strings.Count(out, "\n"), "%v", args)
+		if args[len(args)-1] == "--json" {
+			assert.True(t, json.Valid([]byte(out)), "%v: stdout is the JSON alone: %q", args, out)
+		}
 	}
 	c.term = false
 }

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// progress draws a one-line bar, redrawn in place with '\r', while long
-// work runs on a terminal. When the output is not a terminal it draws
-// nothing, so piped output holds only the result.
+// progress draws a one-line bar, redrawn in place with '\r', on standard
+// error while long work runs, when standard error is a terminal. It never
+// draws on standard output, so that holds only the result (text or
+// --json), terminal or not.
 type progress struct {
 	w    io.Writer
 	on   bool
@@ -20,7 +21,7 @@ type progress struct {
 const barWidth = 24
 
 func newProgress(g globals) *progress {
-	return &progress{w: g.out, on: g.progress}
+	return &progress{w: g.errOut, on: g.progress}
 }
 
 // update shows phase with done of total; with no total it shows the count,

@@ -39,7 +39,7 @@ func newApp() *app {
 }
 
 // fileIsTerminal reports whether w is a terminal, the test for drawing
-// progress bars: piped or redirected output stays quiet.
+// progress bars on stderr: redirected diagnostics stay quiet.
 func fileIsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
@@ -51,7 +51,7 @@ type globals struct {
 	json     bool
 	out      io.Writer // command output: cmd.OutOrStdout()
 	errOut   io.Writer // diagnostics: cmd.ErrOrStderr()
-	progress bool      // out is a terminal: draw progress
+	progress bool      // errOut is a terminal: draw progress on it
 	now      func() time.Time
 }
 
@@ -77,9 +77,9 @@ func (a *app) globals(cmd *cobra.Command) (globals, error) {
 			return globals{}, err
 		}
 	}
-	out := cmd.OutOrStdout()
-	return globals{storeDir: dir, json: a.jsonFlag, out: out, errOut: cmd.ErrOrStderr(),
-		progress: a.isTerminal(out), now: a.now}, nil
+	errOut := cmd.ErrOrStderr()
+	return globals{storeDir: dir, json: a.jsonFlag, out: cmd.OutOrStdout(), errOut: errOut,
+		progress: a.isTerminal(errOut), now: a.now}, nil
 }
 
 // defaultStoreDir is $WSSTORE_DIR, else a "wsstore" folder in the user's
@@ -131,8 +131,8 @@ Query and maintenance commands need an existing store; demo and batch
 create it.
 
 Every listing prints an aligned table, or JSON with --json. Long commands
-(gc, fsck, checkout, vacuum) draw a progress bar on a terminal and stay
-quiet when their output is piped.
+(gc, fsck, checkout, vacuum) draw a progress bar on standard error when it
+is a terminal, never on standard output, which holds only the result.
 
 `
 

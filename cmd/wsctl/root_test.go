@@ -170,3 +170,28 @@ func TestReadOnlyCommandsUpgradeAnOlderStore(t *testing.T) {
 	assert.Contains(t, out, "runs")
 	c.ok("fsck")
 }
+
+// TestStorePathIsAFile: a --store that names a file, or lies below one,
+// is a bad command line for every command, whether it reads, writes or
+// creates the store, and the file is left alone.
+func TestStorePathIsAFile(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "afile")
+	require.NoError(t, os.WriteFile(file, []byte("not a store"), 0o644))
+	for _, store := range []string{file, filepath.Join(file, "sub")} {
+		for _, args := range [][]string{{"batch"}, {"demo"}, {"runs"}, {"sql", "SELECT 1"}, {"gc"}, {"fsck"}, {"stats", "--json"}} {
+			t.Run(strings.Join(append([]string{filepath.Base(store)}, args...), " "), func(t *testing.T) {
+				c := newCLI(t)
+				c.store = store
+				out, errOut, code := c.run(`{"op":"finish"}`+"\n", args...)
+				assert.Equal(t, 2, code, "stderr %s", errOut)
+				assert.Empty(t, out)
+				assert.Contains(t, errOut, "wsctl: open store "+store+": store.invalid_options: ")
+				assert.NotContains(t, errOut, "mkdir")
+			})
+		}
+	}
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, "not a store", string(b))
+}

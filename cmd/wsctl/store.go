@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/checkpoint"
@@ -31,10 +32,12 @@ const (
 // store fails with store.not_found, so a query never leaves an empty store
 // behind.
 func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, error) {
-	if mode != create {
-		if err := storeExists(g.storeDir); err != nil {
-			return nil, err
-		}
+	check := storeExists
+	if mode == create {
+		check = checkStoreDir
+	}
+	if err := check(g.storeDir); err != nil {
+		return nil, err
 	}
 	opts := wsstore.Options{Index: index.Options{ReadOnly: mode == readOnly}}
 	if g.now != nil {
@@ -57,8 +60,26 @@ func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, e
 	return st, err
 }
 
-// storeExists fails with store.not_found unless dir holds a store.
+// checkStoreDir fails with store.invalid_options (exit status 2, a bad
+// --store) when dir is a file or lies below one: no command can open or
+// create a store there, whether it only reads or creates.
+func checkStoreDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return wserr.New(wserr.InvalidOptions, "open store", dir, "is a file: --store names the store's directory")
+	case errors.Is(err, syscall.ENOTDIR):
+		return wserr.New(wserr.InvalidOptions, "open store", dir, "a parent of the store directory is a file")
+	}
+	return nil
+}
+
+// storeExists fails with store.not_found unless dir holds a store, and
+// as checkStoreDir does if dir cannot hold one.
 func storeExists(dir string) error {
+	if err := checkStoreDir(dir); err != nil {
+		return err
+	}
 	_, err := os.Stat(filepath.Join(dir, wsstore.DBName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return wserr.New(wserr.NotFound, "open store", dir, "no store here: run \"wsctl demo\" to create one, or pass --store DIR")
