@@ -39,7 +39,9 @@ func New(db *index.DB, now func() time.Time) *Journal {
 // package doc); readers get back exactly the JSON the returned event
 // holds. An empty runID, an unknown typ or level, or a payload that is not
 // an object fails with workspace.invalid_argument. A failed write is
-// journal.write_failed, wrapping the cause.
+// journal.write_failed, wrapping the cause, unless ctx ended (ctx's error)
+// or the store gave a code of its own (store.busy, store.read_only,
+// store.corrupt).
 func (j *Journal) Append(ctx context.Context, tx *index.Tx, runID string, typ Type, level Level, payload any) (Event, error) {
 	const op = "journal append"
 	if err := checkWriteTx(op, tx); err != nil {
@@ -77,7 +79,13 @@ func (j *Journal) Append(ctx context.Context, tx *index.Tx, runID string, typ Ty
 		RETURNING seq`,
 		runID, string(typ), string(level), at.UnixNano(), stored)
 	if err != nil {
-		return Event{}, wserr.Wrap(wserr.JournalFailed, op, "", fmt.Errorf("run %s: %w", runID, index.Translate(err)))
+		err = fmt.Errorf("run %s: %w", runID, index.Translate(err))
+		if ctx.Err() != nil || wserr.CodeOf(err) != wserr.Internal {
+			// The caller gave up, or the store said why (busy, read-only,
+			// corrupt): that is the error, not the journal.
+			return Event{}, fmt.Errorf("%s: %w", op, err)
+		}
+		return Event{}, wserr.Wrap(wserr.JournalFailed, op, "", err)
 	}
 	return Event{RunID: runID, Seq: seq, Type: typ, Level: level, At: at, Payload: body}, nil
 }

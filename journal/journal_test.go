@@ -274,6 +274,39 @@ func TestAppendErrors(t *testing.T) {
 		assert.Equal(t, wserr.ReadOnly, wserr.CodeOf(err), "%v", err)
 	})
 
+	t.Run("ErrWriteFailed", func(t *testing.T) {
+		// The events table refuses the row, as a full disk would.
+		require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+			_, err := tx.ExecContext(ctx, `CREATE TEMP TRIGGER refuse BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no room'); END`)
+			return err
+		}))
+		defer func() {
+			require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+				_, err := tx.ExecContext(ctx, `DROP TRIGGER temp.refuse`)
+				return err
+			}))
+		}()
+		err := db.Update(ctx, func(tx *index.Tx) error {
+			_, err := j.Append(ctx, tx, "run_a", journal.RunCreated, journal.Info, nil)
+			return err
+		})
+		assert.Equal(t, wserr.JournalFailed, wserr.CodeOf(err), "%v", err)
+		assert.ErrorContains(t, err, "no room")
+	})
+
+	t.Run("ErrCallerGaveUp", func(t *testing.T) {
+		// A cancelled context is the caller's doing, not a journal
+		// failure (which would fail the run).
+		cctx, cancel := context.WithCancel(ctx)
+		err := db.Update(ctx, func(tx *index.Tx) error {
+			cancel()
+			_, err := j.Append(cctx, tx, "run_a", journal.RunCreated, journal.Info, nil)
+			return err
+		})
+		require.ErrorIs(t, err, context.Canceled)
+		assert.False(t, wserr.Is(err, wserr.JournalFailed), "%v", err)
+	})
+
 	last, err := j.Last(ctx, nil, "run_a")
 	require.NoError(t, err)
 	assert.Zero(t, last, "no failed append wrote anything")

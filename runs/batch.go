@@ -46,6 +46,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 		if err != nil {
 			return err
 		}
+		room := w.s.roomCheck(op) // for the batch's contents together
 		changes := make([]vfs.FileChange, len(edits))
 		events := make([]event, len(edits))
 		infos = make([]vfs.FileInfo, len(edits))
@@ -70,7 +71,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 				events[i] = event{journal.WorkspaceFileDeleted, journal.FileDeleted{Path: e.Path.String(), PrevHash: prev.String()}}
 				continue
 			}
-			if err := w.s.checkStoreRoom(op, e.Path, int64(len(e.Content))); err != nil {
+			if err := room(e.Path, int64(len(e.Content))); err != nil {
 				return err
 			}
 			h, err := w.s.blobs.PutVersion(ctx, tx, e.Content, prev)

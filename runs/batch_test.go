@@ -89,6 +89,17 @@ func TestStoreSizeCap(t *testing.T) {
 	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
 	_, err = ws.Apply(e.ctx, []runs.Edit{{Path: vfs.MustPath("output/big.bin"), Content: big}})
 	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+	// Each of two edits fits in the room left, the two together do not.
+	size, err := e.svc.DB().FileBytes()
+	require.NoError(t, err)
+	part := (1<<20 - size) * 2 / 3
+	require.Positive(t, part)
+	_, err = ws.Apply(e.ctx, []runs.Edit{
+		{Path: vfs.MustPath("output/a.bin"), Content: make([]byte, part)},
+		{Path: vfs.MustPath("output/b.bin"), Content: make([]byte, part)},
+	})
+	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+	assert.ErrorContains(t, err, "output/b.bin")
 	assert.Equal(t, before, rowCounts(e), "a refused write changes nothing")
 
 	_, err = ws.WriteFrom(e.ctx, vfs.MustPath("output/big.bin"), bytes.NewReader(big), vfs.WriteOptions{})

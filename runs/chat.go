@@ -129,19 +129,22 @@ func findChat(ctx context.Context, tx *index.Tx, id string) (Chat, error) {
 }
 
 // ensureChat returns the chat workspace of k, creating it with an empty
-// persist layer if needed, and records ref as the latest chat reference.
+// persist layer if needed, and records ref, if given, as the latest chat
+// reference: a run created without one leaves the chat's as it is.
 func (s *Service) ensureChat(ctx context.Context, tx *index.Tx, k ChatKey, ref json.RawMessage) (Chat, error) {
 	if _, err := s.trees.Put(ctx, tx, nil); err != nil {
 		return Chat{}, err
 	}
 	id := ChatWorkspaceID(k)
 	now := s.now().UnixNano()
-	if len(ref) == 0 {
+	given := len(ref) > 0
+	if !given {
 		ref = json.RawMessage(`{}`)
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO chats (`+chatCols+`) VALUES (?, ?, ?, ?, ?, 0, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET chat_ref = excluded.chat_ref, updated_at = excluded.updated_at`,
-		id, k.Kind, k.StableChatID, string(ref), vfs.EmptyTree, now, now)
+		ON CONFLICT (id) DO UPDATE SET chat_ref = CASE WHEN ? THEN excluded.chat_ref ELSE chat_ref END,
+			updated_at = excluded.updated_at`,
+		id, k.Kind, k.StableChatID, string(ref), vfs.EmptyTree, now, now, given)
 	if err != nil {
 		return Chat{}, index.Translate(err)
 	}

@@ -79,6 +79,13 @@ func TestChatRename(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, list, 2)
 
+	// A run created without a reference leaves the chat's as it is.
+	e.newRun("run_d", runs.CreateRequest{Chat: key})
+	chat, err = e.svc.Chat(ctx, id)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(refB), string(chat.ChatRef), "no reference given, none recorded")
+	assert.JSONEq(t, `{}`, string(e.run("run_d").ChatRef))
+
 	t.Run("NoRefKeepsEmptyObject", func(t *testing.T) {
 		r := e.newRun("run_c", runs.CreateRequest{Chat: runs.ChatKey{Kind: "group", StableChatID: "g1"}})
 		assert.JSONEq(t, `{}`, string(r.ChatRef))

@@ -116,14 +116,25 @@ func (s *Service) update(ctx context.Context, fn func(tx *index.Tx) error) error
 // content is counted as it is before compression, so the check errs on the
 // side of refusing.
 func (s *Service) checkStoreRoom(op string, p vfs.Path, bytes int64) error {
-	if s.maxStore <= 0 || bytes == 0 {
-		return nil
+	return s.roomCheck(op)(p, bytes)
+}
+
+// roomCheck returns checkStoreRoom for the contents of one change: each
+// call adds its bytes to those of the calls before, all measured against
+// the store's size when roomCheck was called.
+func (s *Service) roomCheck(op string) func(p vfs.Path, bytes int64) error {
+	if s.maxStore <= 0 {
+		return func(vfs.Path, int64) error { return nil }
 	}
 	size := storeSize(s)
-	if size+bytes > s.maxStore {
-		return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the store holds %d bytes of its %d-byte cap; %d more do not fit", size, s.maxStore, bytes)
+	var total int64
+	return func(p vfs.Path, bytes int64) error {
+		total += bytes
+		if bytes > 0 && size+total > s.maxStore {
+			return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the store holds %d bytes of its %d-byte cap; %d more do not fit", size, s.maxStore, total)
+		}
+		return nil
 	}
-	return nil
 }
 
 // storeSize is the store's size on disk (0 if it cannot be read, which an
@@ -133,19 +144,19 @@ func storeSize(s *Service) int64 {
 	return n
 }
 
-// capReader fails a streamed write once it passes the room left in a
-// capped store, before the store takes more.
+// capReader fails a streamed write with err once it passes left bytes
+// (the room left under a cap), before the store takes more.
 type capReader struct {
 	r    io.Reader
 	left int64
-	p    vfs.Path
+	err  error
 }
 
 func (c *capReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.left -= int64(n)
 	if c.left < 0 {
-		return n, wserr.New(wserr.SizeLimitExceeded, "write", c.p.String(), "the content does not fit in the store's size cap")
+		return n, c.err
 	}
 	return n, err
 }

@@ -307,8 +307,10 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 // store with bounded memory whatever its size (large content is chunked,
 // and unchanged chunks of a previous version are not stored again). The
 // path is checked before anything is read; the content is stored before
-// the change's transaction, so if that fails the blob is left for gc. It
-// fails as Write does; opt.Mode must be replace.
+// the change's transaction, so if that fails the blob is left for gc. A
+// stream is read only up to the room the run's cap (Profile.MaxRunBytes)
+// and the store's cap leave, so a refused stream leaves at most that much
+// for gc. It fails as Write does; opt.Mode must be replace.
 func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt vfs.WriteOptions) (vfs.FileInfo, error) {
 	if opt.Mode != "" && opt.Mode != vfs.Replace {
 		return vfs.FileInfo{}, wserr.New(wserr.InvalidArgument, "write", p.String(), "a streamed write replaces the file; mode must be replace")
@@ -316,24 +318,38 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
 		return vfs.FileInfo{}, wserr.New(wserr.ReadOnlyResource, "write", p.String(), "virtual resources are read-only; copy the content into output/ to change it")
 	}
+	runRoom := int64(-1) // no cap
+	var runCap int64
 	err := w.s.db.View(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, w.runID)
 		if err != nil {
 			return err
 		}
-		return w.checkWritable("write", run, p)
+		if err := w.checkWritable("write", run, p); err != nil {
+			return err
+		}
+		if runCap = run.Profile.MaxRunBytes; runCap > 0 {
+			runRoom, err = w.roomFor(ctx, tx, run, p)
+		}
+		return err
 	})
 	if err != nil {
 		return vfs.FileInfo{}, err
 	}
+	// The size of a stream is known only once it is stored; under a cap
+	// it is read, in bounded memory, only up to the room left. The
+	// change's transaction checks the caps again.
+	if runRoom >= 0 {
+		r = &capReader{r: r, left: runRoom, err: wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
+			"the workspace would hold more than this run's cap of %d bytes", runCap)}
+	}
 	if w.s.maxStore > 0 {
-		// The size of a stream is known only once it is stored; a capped
-		// store takes it in bounded memory only up to the room left.
 		var room int64
 		if err := w.s.checkStoreRoom("write", p, 1); err == nil {
 			room = w.s.maxStore - storeSize(w.s)
 		}
-		r = &capReader{r: r, left: room, p: p}
+		r = &capReader{r: r, left: room, err: wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
+			"the content does not fit in the store's size cap")}
 	}
 	h, err := w.s.blobs.Put(ctx, r)
 	if err != nil {
@@ -552,6 +568,24 @@ func shortOrNone(h cas.Hash) string {
 		return "none (no such file)"
 	}
 	return h.Short()
+}
+
+// roomFor returns how many bytes a new content of file p may have under
+// run's MaxRunBytes (which must be set): checkSize allows a workspace up to
+// the cap, or up to its present size if that is larger.
+func (w *Workspace) roomFor(ctx context.Context, tx *index.Tx, run Run, p vfs.Path) (int64, error) {
+	total, err := w.s.trees.Lookup(ctx, tx, run.Root, vfs.Root())
+	if err != nil {
+		return 0, err
+	}
+	var cur int64 // what p holds now, which the new content replaces
+	switch e, err := w.s.trees.Lookup(ctx, tx, run.Root, p); {
+	case err == nil && e.Kind == vfs.KindFile:
+		cur = e.Size
+	case err != nil && !wserr.Is(err, wserr.FileNotFound) && !wserr.Is(err, wserr.NotADirectory):
+		return 0, err
+	}
+	return max(run.Profile.MaxRunBytes, total.Size) - (total.Size - cur), nil
 }
 
 // checkSize enforces the profile's MaxRunBytes on the new root. Only a

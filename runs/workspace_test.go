@@ -1,9 +1,11 @@
 package runs_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"sync"
@@ -537,6 +539,18 @@ func TestWorkspaceSizeLimit(t *testing.T) {
 		assert.Equal(t, before, e.state("run_cap"))
 		_, err = ws.Write(ctx, P("output/main.md"), []byte(strings.Repeat("c", 100)), vfs.WriteOptions{})
 		require.NoError(t, err, "replacing with the same size stays at the cap")
+
+		// A stream is read only up to the room the cap leaves, and a
+		// refused one leaves nothing behind.
+		_, err = ws.WriteFrom(ctx, P("output/main.md"), strings.NewReader(strings.Repeat("d", 100)), vfs.WriteOptions{})
+		require.NoError(t, err, "a stream that replaces a file with as many bytes fits")
+		before = e.state("run_cap")
+		big := &countingReader{r: bytes.NewReader(make([]byte, 8<<20))}
+		_, err = ws.WriteFrom(ctx, P("output/main.md"), big, vfs.WriteOptions{})
+		we = requireModelError(t, err, wserr.SizeLimitExceeded)
+		assert.Contains(t, we.Msg, fmt.Sprint(baseEntry.Size+100))
+		assert.Equal(t, before, e.state("run_cap"), "nothing of the stream is stored")
+		assert.Less(t, big.n, int64(1<<20), "the stream is read no further than the room and one read")
 	})
 
 	t.Run("ShrinkingIsAlwaysAllowed", func(t *testing.T) {
@@ -1030,4 +1044,17 @@ func TestWorkspaceSearch(t *testing.T) {
 		_, err = model.Search(ctx, "sword", vfs.SearchOptions{Path: P("output/nothing-here")})
 		requireModelError(t, err, wserr.FileNotFound)
 	})
+}
+
+// countingReader counts the bytes read from r, at most 64 KiB a read as a
+// pipe or socket gives them.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b[:min(len(b), 64<<10)])
+	c.n += int64(n)
+	return n, err
 }
