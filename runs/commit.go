@@ -117,8 +117,15 @@ const (
 // and chat_commit_requested events, calls the sink outside any transaction,
 // and records chat_commit_completed or chat_commit_failed. If assembly
 // fails (manifest.missing_required_artifact, …) nothing is recorded and the
-// sink is not called. If the sink fails, the error is commit.sink_failed,
-// the run stays as it was and Commit may be retried.
+// sink is not called. With opt.Path the model names the one file to
+// commit, and the model's rules apply: a path outside the profile's
+// visible roots fails with workspace.path_not_visible, one under input/ or
+// in a virtual mount with workspace.invalid_path, a missing file with
+// workspace.file_not_found. If the sink fails, the error is
+// commit.sink_failed, the run stays as it was and Commit may be retried.
+// If the run is deleted while the sink runs, nothing more is recorded and
+// the error is run.not_found; the record returned carries the sink's
+// receipt, so the host can find what its sink saved.
 func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt CommitOptions) (CommitRecord, error) {
 	mode := opt.Mode
 	if mode == "" {
@@ -138,8 +145,7 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 		}
 		single = &p
 	}
-	var rec CommitRecord
-	var req CommitRequest
+	var pc pendingCommit
 	err := s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
@@ -147,6 +153,11 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 		}
 		if run.Status != Running && run.Status != AwaitingApproval {
 			return wserr.New(wserr.InvalidState, "commit", "", "run %s is %s: only running or awaiting_approval runs commit", runID, run.Status)
+		}
+		if single != nil {
+			if err := s.checkCommitPath(run, *single); err != nil {
+				return err
+			}
 		}
 		man, err := loadManifest(ctx, tx, runID)
 		if err != nil {
@@ -160,13 +171,29 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 		if err != nil {
 			return err
 		}
-		rec, req, err = s.recordCommit(ctx, tx, run, cp, mode, "commit", msg)
+		pc, err = s.recordCommit(ctx, tx, run, cp, mode, "commit", msg)
 		return err
 	})
 	if err != nil {
 		return CommitRecord{}, err
 	}
-	return s.deliver(ctx, sink, rec, req)
+	return s.deliver(ctx, sink, pc)
+}
+
+// checkCommitPath applies to the file the model names for a commit the
+// rules a manifest's artifacts and the model's view of the workspace obey:
+// the model commits only a stored file it can see, never the run's input.
+func (s *Service) checkCommitPath(run Run, p vfs.Path) error {
+	if _, _, _, ok := s.virtual.Match(p); ok {
+		return wserr.New(wserr.InvalidPath, "commit", p.String(), "a virtual resource is not stored in the workspace; write what should be committed to a file under %v", run.Profile.WritableRoots)
+	}
+	if !run.Profile.visible(p.Top()) {
+		return wserr.New(wserr.PathNotVisible, "commit", p.String(), "%s/ is not visible to this run's profile (visible: %v)", p.Top(), run.Profile.VisibleRoots)
+	}
+	if p.Top() == InputRoot {
+		return wserr.New(wserr.InvalidPath, "commit", p.String(), "input/ holds the run's inputs, which are never committed")
+	}
+	return nil
 }
 
 // assemble builds the message from the tree root: the single file if
@@ -193,7 +220,9 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 			return Message{}, err
 		}
 		if !ok {
-			return Message{}, wserr.New(wserr.MissingArtifact, "commit", single.String(), "the file to commit does not exist")
+			// The model named the file: a mistyped path is for it to fix,
+			// not a broken manifest.
+			return Message{}, wserr.New(wserr.FileNotFound, "commit", single.String(), "the file to commit does not exist")
 		}
 		msg.Body = string(b)
 		msg.Agent.Artifacts = append(msg.Agent.Artifacts, ArtifactRef{ID: single.Base(), Kind: "body", Path: single.String(), Hash: h})
@@ -255,45 +284,62 @@ func artifactSetID(refs []ArtifactRef) string {
 	return "artifact_set_" + cas.Sum([]byte(b.String())).Short()
 }
 
+// pendingCommit is a commit recorded as pending, with what deliver needs
+// to find that very row again.
+type pendingCommit struct {
+	rec CommitRecord
+	req CommitRequest
+	// runCreated is the run's created_at. A run deleted while its sink runs
+	// and created again under the same id numbers its commits from 1 again,
+	// so the commit id alone may name the new run's row; the run's and the
+	// row's creation times tell the two apart.
+	runCreated int64
+}
+
 // recordCommit writes the pending commit row and its events.
-func (s *Service) recordCommit(ctx context.Context, tx *index.Tx, run Run, cp checkpoint.Checkpoint, mode CommitMode, kind string, msg Message) (CommitRecord, CommitRequest, error) {
+func (s *Service) recordCommit(ctx context.Context, tx *index.Tx, run Run, cp checkpoint.Checkpoint, mode CommitMode, kind string, msg Message) (pendingCommit, error) {
 	var seq int64
 	if err := tx.GetContext(ctx, &seq, `SELECT coalesce(max(seq), 0) + 1 FROM commits WHERE run_id = ?`, run.ID); err != nil {
-		return CommitRecord{}, CommitRequest{}, index.Translate(err)
+		return pendingCommit{}, index.Translate(err)
 	}
 	id := fmt.Sprintf("commit_%s_%04d", run.ID, seq)
 	msg.Agent.CheckpointID = cp.ID
 	msg.Agent.CommitID = id
 	b, err := json.Marshal(msg)
 	if err != nil {
-		return CommitRecord{}, CommitRequest{}, err
+		return pendingCommit{}, err
 	}
 	now := s.now()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO commits (id, run_id, seq, checkpoint_seq, mode, kind, status, message, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, id, run.ID, seq, cp.Seq, string(mode), kind, CommitPending, string(b), now.UnixNano(), now.UnixNano()); err != nil {
-		return CommitRecord{}, CommitRequest{}, index.Translate(err)
+		return pendingCommit{}, index.Translate(err)
 	}
 	if kind == "commit" {
 		if _, err := s.journal.Append(ctx, tx, run.ID, journal.ArtifactAssembled, journal.Info, map[string]any{
 			"commitId": id, "checkpointId": cp.ID, "artifactSetId": msg.Agent.ArtifactSetID, "artifacts": msg.Agent.Artifacts,
 		}); err != nil {
-			return CommitRecord{}, CommitRequest{}, err
+			return pendingCommit{}, err
 		}
 	}
 	if _, err := s.journal.Append(ctx, tx, run.ID, journal.ChatCommitRequested, journal.Info, map[string]any{
 		"commitId": id, "checkpointId": cp.ID, "mode": mode, "kind": kind,
 	}); err != nil {
-		return CommitRecord{}, CommitRequest{}, err
+		return pendingCommit{}, err
 	}
 	rec := CommitRecord{ID: id, RunID: run.ID, Seq: seq, CheckpointID: cp.ID, Mode: mode, Kind: kind, Status: CommitPending,
 		Message: msg, Receipt: json.RawMessage(`{}`), CreatedAt: now.UTC()}
 	req := CommitRequest{CommitID: id, RunID: run.ID, ChatID: run.ChatID, ChatRef: run.ChatRef, Mode: mode, Message: msg}
-	return rec, req, nil
+	return pendingCommit{rec: rec, req: req, runCreated: run.CreatedAt.UnixNano()}, nil
 }
 
-// deliver calls the sink and records the outcome.
-func (s *Service) deliver(ctx context.Context, sink ChatSink, rec CommitRecord, req CommitRequest) (CommitRecord, error) {
-	receipt, sinkErr := callSink(ctx, sink, req)
+// deliver calls the sink and records the outcome on pc's row, in one
+// transaction with its event (and, for a rollback the sink saved,
+// commit_rolled_back: seed 000 §10.2 appends it after the save). If the
+// row is gone (the run was deleted meanwhile, maybe created anew under the
+// same id), nothing is written and the error is run.not_found.
+func (s *Service) deliver(ctx context.Context, sink ChatSink, pc pendingCommit) (CommitRecord, error) {
+	rec := pc.rec
+	receipt, sinkErr := callSink(ctx, sink, pc.req)
 	if len(receipt) == 0 || !json.Valid(receipt) {
 		receipt = json.RawMessage(`{}`)
 	}
@@ -306,17 +352,47 @@ func (s *Service) deliver(ctx context.Context, sink ChatSink, rec CommitRecord, 
 	// the sink has acted, and the journal must say so.
 	rctx := context.WithoutCancel(ctx)
 	err := s.update(rctx, func(tx *index.Tx) error {
-		if _, err := tx.ExecContext(rctx, `UPDATE commits SET status = ?, receipt = ?, error = ?, updated_at = ? WHERE id = ?`,
-			status, string(receipt), errText, s.now().UnixNano(), rec.ID); err != nil {
+		res, err := tx.ExecContext(rctx, `UPDATE commits SET status = ?, receipt = ?, error = ?, updated_at = ?
+			WHERE id = ? AND run_id = ? AND status = ? AND created_at = ?
+			AND EXISTS (SELECT 1 FROM runs WHERE id = commits.run_id AND created_at = ?)`,
+			status, string(receipt), errText, s.now().UnixNano(),
+			rec.ID, rec.RunID, CommitPending, rec.CreatedAt.UnixNano(), pc.runCreated)
+		if err != nil {
 			return index.Translate(err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return index.Translate(err)
+		}
+		if n == 0 {
+			// Only deleting the run removes a commit row, and only this
+			// call moves it from pending: the run is gone.
+			return errCommitGone
 		}
 		payload := map[string]any{"commitId": rec.ID, "checkpointId": rec.CheckpointID, "mode": rec.Mode, "kind": rec.Kind}
 		if errText != "" {
 			payload["error"] = errText
 		}
-		_, err := s.journal.Append(rctx, tx, rec.RunID, typ, level, payload)
+		if _, err := s.journal.Append(rctx, tx, rec.RunID, typ, level, payload); err != nil {
+			return err
+		}
+		if sinkErr == nil && rec.Kind == "rollback" {
+			_, err = s.journal.Append(rctx, tx, rec.RunID, journal.CommitRolledBack, journal.Info, map[string]any{
+				"commitId": rec.ID, "checkpointId": rec.CheckpointID, "mode": rec.Mode,
+			})
+		}
 		return err
 	})
+	if errors.Is(err, errCommitGone) {
+		rec.Receipt = receipt
+		saved := "the chat sink saved the message"
+		if sinkErr != nil {
+			saved = "the chat sink failed"
+		}
+		e := wserr.New(wserr.RunNotFound, "commit", "", "run %s was deleted while its commit %s was being saved (%s); nothing is recorded", rec.RunID, rec.ID, saved)
+		e.Err = sinkErr
+		return rec, e
+	}
 	if err != nil {
 		return rec, fmt.Errorf("commit %s: record outcome: %w", rec.ID, err)
 	}
@@ -326,6 +402,10 @@ func (s *Service) deliver(ctx context.Context, sink ChatSink, rec CommitRecord, 
 	}
 	return rec, nil
 }
+
+// errCommitGone rolls back deliver's transaction when the commit row is no
+// longer there to complete; deliver reports it as run.not_found.
+var errCommitGone = errors.New("commit row gone")
 
 // callSink calls the sink, turning a panic into an error so the commit is
 // still recorded as failed.
@@ -340,15 +420,16 @@ func callSink(ctx context.Context, sink ChatSink, req CommitRequest) (receipt js
 
 // RollbackCommit re-assembles the run's message from checkpoint seq and
 // hands the sink a replace of the committed message, or a delete when
-// del is set, journaled as commit_rolled_back. The
-// run's workspace is not changed. It fails with checkpoint.not_found, the
-// assembly errors of Commit, or commit.sink_failed.
+// del is set. Once the sink has saved it, commit_rolled_back is journaled
+// with the commit's completion; a failed save journals only
+// chat_commit_failed. The run's workspace is not changed. It fails with
+// checkpoint.not_found, the assembly errors of Commit, commit.sink_failed,
+// or run.not_found (also when the run is deleted while the sink runs).
 func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, sink ChatSink, del bool) (CommitRecord, error) {
 	if sink == nil {
 		return CommitRecord{}, wserr.New(wserr.InvalidArgument, "rollback commit", "", "no chat sink")
 	}
-	var rec CommitRecord
-	var req CommitRequest
+	var pc pendingCommit
 	err := s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
@@ -377,19 +458,13 @@ func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, s
 				return err
 			}
 		}
-		rec, req, err = s.recordCommit(ctx, tx, run, cp, mode, "rollback", msg)
-		if err != nil {
-			return err
-		}
-		_, err = s.journal.Append(ctx, tx, runID, journal.CommitRolledBack, journal.Info, map[string]any{
-			"commitId": rec.ID, "checkpointId": cp.ID, "mode": mode,
-		})
+		pc, err = s.recordCommit(ctx, tx, run, cp, mode, "rollback", msg)
 		return err
 	})
 	if err != nil {
 		return CommitRecord{}, err
 	}
-	return s.deliver(ctx, sink, rec, req)
+	return s.deliver(ctx, sink, pc)
 }
 
 type commitRow struct {

@@ -385,19 +385,21 @@ func (s *Service) setStatus(ctx context.Context, tx *index.Tx, runID string, fro
 	return nil
 }
 
-// DeleteRun deletes a run with its journal and checkpoints; its blobs and
-// trees become garbage for gc unless shared. An active run (running,
-// awaiting approval, paused) must be cancelled first: deleting it fails
-// with run.invalid_transition.
+// DeleteRun deletes a run with its journal, checkpoints and commits; its
+// blobs and trees become garbage for gc unless shared. An active run
+// (running, awaiting approval, paused) must be cancelled first: deleting
+// it fails with run.invalid_transition. A commit whose sink is still
+// saving does not hold the deletion up: that commit then records nothing
+// and fails with run.not_found.
 func (s *Service) DeleteRun(ctx context.Context, runID string) error {
 	_, err := s.deleteRun(ctx, runID, false)
 	return err
 }
 
 // CancelAndDeleteRun cancels the run if it has not finished and deletes
-// it, in one transaction: it either disappears or stays as it was. It
-// reports whether the run had to be cancelled, and fails with
-// run.not_found.
+// it, in one transaction: it either disappears or stays as it was. As with
+// DeleteRun, a commit still saving does not hold it up. It reports whether
+// the run had to be cancelled, and fails with run.not_found.
 func (s *Service) CancelAndDeleteRun(ctx context.Context, runID string) (cancelled bool, err error) {
 	return s.deleteRun(ctx, runID, true)
 }

@@ -98,7 +98,9 @@ Operations (fields with ? are optional):
 
 write, append, patch, delete, read and list act as the agent's tools: they
 see the run through its profile (model scope), so input/ and roots the
-profile hides are refused with model-correctable workspace.* codes. A write
+profile hides are refused with model-correctable workspace.* codes. So is
+commit's path: a file the model cannot see, or one under input/, is
+refused, and a missing one is workspace.file_not_found. A write
 that changes the workspace takes a checkpoint when the profile asks for
 automatic checkpoints (the default); checkpointId names it. read and list
 take "at" to look at a checkpoint instead of the live workspace.

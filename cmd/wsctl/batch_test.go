@@ -216,7 +216,8 @@ func TestBatchMalformedLines(t *testing.T) {
 		{`{"op":"write","path":"output/big.md","content":"` + big + `"}`, "write", ""}, // a 1 MiB line
 		{`{"op":"write","path":"output/a.md","content":"fine"}`, "write", ""},
 		{`{"op":"patch","path":"output/a.md","old":"x","new":"y"}`, "patch", "workspace.patch_old_string_not_found"},
-		{`{"op":"commit","path":"output/nope.md"}`, "commit", "manifest.missing_required_artifact"},
+		{`{"op":"commit","path":"output/nope.md"}`, "commit", "workspace.file_not_found"},
+		{`{"op":"commit","path":"input/persist_snapshot.json"}`, "commit", "workspace.path_not_visible"},
 		{`{"op":"commit","mode":"sideways"}`, "commit", "workspace.invalid_argument"},
 		{`{"op":"events","limit":100000}`, "events", "workspace.invalid_argument"},
 		{`{"op":"finish"}`, "finish", ""},
