@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -177,6 +178,21 @@ func placeOf(head, base []byte) (int, cas.Hash, error) {
 	}
 	seq, _, err := patchSeq(head)
 	return seq, cas.Hash(base), err
+}
+
+// ensureStored makes sure the tree at h (entries es) has a row, writing it
+// whole only if it has none: the cache may hold a tree that gc deleted
+// since. A row that exists is left as it is, however wide: once this
+// transaction commits, gc finds the tree through what references it, so
+// it needs no fresher created time.
+func (t *Trees) ensureStored(ctx context.Context, tx *index.Tx, h cas.Hash, es []Entry) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM trees WHERE hash = ?`, h[:]).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		_, err = t.put(ctx, tx, es, cas.Hash{})
+		return err
+	}
+	return index.Translate(err)
 }
 
 // insert writes one stored tree (data a patch against base, or the whole
@@ -451,10 +467,7 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 				del = true
 			} else if ne.Size, err = totalSize(sub); err != nil {
 				return cas.Hash{}, err
-			} else if _, err := t.put(ctx, tx, sub, cas.Hash{}); err != nil {
-				// Re-writing the grafted tree's row refreshes its created
-				// time in this transaction, so a concurrent gc keeps it,
-				// and restores it if only the cache still held it.
+			} else if err := t.ensureStored(ctx, tx, ne.Hash, sub); err != nil {
 				return cas.Hash{}, fmt.Errorf("%s %s: graft: %w", op, p, err)
 			}
 		}

@@ -438,6 +438,46 @@ func TestTreesSetGraft(t *testing.T) {
 		_, err := graft(dst, "x", vfs.Entry{Kind: vfs.KindDir, Hash: cas.Sum([]byte("no such tree"))})
 		requireCode(t, err, wserr.Corrupt)
 	})
+	// row reads the grafted tree's stored row.
+	type treeRow struct {
+		Data    []byte `db:"data"`
+		Created int64  `db:"created"`
+	}
+	row := func(h cas.Hash) (r treeRow, err error) {
+		err = env.db.View(env.ctx, func(tx *index.Tx) error {
+			return tx.GetContext(env.ctx, &r, `SELECT data, created FROM trees WHERE hash = ?`, h[:])
+		})
+		return r, err
+	}
+	t.Run("OKLeavesTheGraftedRowAsItIs", func(t *testing.T) {
+		// Grafting costs the path to the graft, not the grafted tree's
+		// width: its row is neither encoded nor written again.
+		before, err := row(lib.Hash)
+		require.NoError(t, err)
+		env.clock = env.clock.Add(time.Hour)
+		_, err = graft(dst, "vendor/again", lib)
+		require.NoError(t, err)
+		after, err := row(lib.Hash)
+		require.NoError(t, err)
+		assert.Equal(t, before, after)
+	})
+	t.Run("OKRestoresARowOnlyTheCacheHolds", func(t *testing.T) {
+		// gc deleted the row; this Trees still has the tree cached.
+		_, err := env.trees.Lookup(env.ctx, nil, lib.Hash, vfs.Root())
+		require.NoError(t, err)
+		require.NoError(t, env.db.Update(env.ctx, func(tx *index.Tx) error {
+			_, err := tx.ExecContext(env.ctx, `DELETE FROM trees WHERE hash = ?`, lib.Hash[:])
+			return err
+		}))
+		got, err := graft(dst, "vendor/lib", lib)
+		require.NoError(t, err)
+		_, err = row(lib.Hash)
+		require.NoError(t, err, "the grafted tree is stored again")
+		cold := vfs.NewTrees(env.db, env.blobs, nil)
+		files, err := cold.Lookup(env.ctx, nil, got, vfs.MustPath("vendor/lib/sub/b.go"))
+		require.NoError(t, err)
+		assert.Equal(t, int64(3), files.Size)
+	})
 }
 
 // TestTreesSetCopyOnWriteRows proves that a write in a 10,000-file
