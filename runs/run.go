@@ -9,6 +9,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -316,11 +317,25 @@ func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 	if limit <= 0 {
 		limit = -1
 	}
+	// Only the filters given go into the query, so a chat's runs come
+	// from the runs_chat index (chat_id, created_at) and a status's from
+	// runs_status, not from a scan of every run.
+	var where []string
+	var args []any
+	if q.ChatID != "" {
+		where, args = append(where, "r.chat_id = ?"), append(args, q.ChatID)
+	}
+	if q.Status != "" {
+		where, args = append(where, "r.status = ?"), append(args, string(q.Status))
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = "WHERE " + strings.Join(where, " AND ")
+	}
 	var rows []runRow
 	err := s.db.View(ctx, func(tx *index.Tx) error {
 		return tx.SelectContext(ctx, &rows, `SELECT `+runCols+` FROM runs r JOIN chats c ON c.id = r.chat_id
-			WHERE (? = '' OR r.chat_id = ?) AND (? = '' OR r.status = ?)
-			ORDER BY r.created_at DESC, r.id LIMIT ?`, q.ChatID, q.ChatID, string(q.Status), string(q.Status), limit)
+			`+cond+` ORDER BY r.created_at DESC, r.id LIMIT ?`, append(args, limit)...)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
