@@ -243,16 +243,30 @@ func (s *Store) Touch(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
 	return ok, err
 }
 
+// touchFresh is how recent a row's created time may be for touch to leave
+// it as it is. An UPDATE rewrites the whole record, data included (up to
+// InlineMax bytes), and content stored a moment ago, as a streamed write's
+// is before the transaction that references it, needs no newer time: gc's
+// grace is minutes (wsstore.DefaultGCGrace).
+const touchFresh = int64(time.Second)
+
 // touch refreshes the created time of the row at h in table ("blobs" or
-// "chunks") and reports whether there is one. It is a plain UPDATE: an
-// upsert would rewrite a large row's data pages too.
+// "chunks"), unless it is under touchFresh old, and reports whether there
+// is one.
 func (s *Store) touch(ctx context.Context, tx *index.Tx, table string, h Hash) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET created = max(created, ?) WHERE hash = ?`, s.now(), h)
+	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET created = ?1 WHERE hash = ?2 AND created < ?1 - ?3`, s.now(), h, touchFresh)
 	if err != nil {
 		return false, index.Translate(err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return n == 1, err
+	}
+	var one int
+	err = tx.GetContext(ctx, &one, `SELECT 1 FROM `+table+` WHERE hash = ?`, h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, index.Translate(err)
 }
 
 // storeOnce stores content b at h in table unless a row is there already:

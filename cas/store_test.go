@@ -213,6 +213,42 @@ func TestDedup(t *testing.T) {
 	}
 }
 
+// TestTouchLeavesAFreshRowAlone: Touch refreshes an old row's created time
+// but leaves a row stored under a second ago as it is (rewriting it would
+// write its whole content again), and reports a missing blob.
+func TestTouchLeavesAFreshRowAlone(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Unix(1_700_000_000, 0)
+	db, s := storetest.OpenCAS(t, cas.Options{Now: func() time.Time { return clock }})
+	h, err := s.PutBytes(ctx, nil, textBytes(64<<10, 2))
+	require.NoError(t, err)
+	created := func() int64 { return int64(count(t, db, `SELECT created FROM blobs WHERE hash = ?`, h)) }
+	touch := func(h cas.Hash) (ok bool, err error) {
+		err = db.Update(ctx, func(tx *index.Tx) error {
+			ok, err = s.Touch(ctx, tx, h)
+			return err
+		})
+		return ok, err
+	}
+	stored := clock.UnixNano()
+
+	clock = clock.Add(900 * time.Millisecond)
+	ok, err := touch(h)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, stored, created(), "stored under a second ago: left as it is")
+
+	clock = clock.Add(time.Hour)
+	ok, err = touch(h)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, clock.UnixNano(), created(), "an older row is refreshed")
+
+	ok, err = touch(cas.Sum([]byte("never stored")))
+	assert.False(t, ok)
+	assert.ErrorIs(t, err, cas.ErrNotFound)
+}
+
 // TestCodecChoice checks the stored form: zstd where it pays, raw where it
 // does not, and that Stat reports it.
 func TestCodecChoice(t *testing.T) {
