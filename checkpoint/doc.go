@@ -6,6 +6,9 @@
 // the caller's transaction: its cost does not depend on the workspace's
 // size. Reading a file at a checkpoint walks that checkpoint's tree, so it
 // returns the bytes of that moment whatever happened to the live workspace
-// since. Checkpoints are never rewritten; they are deleted only with their
-// run. Ids are cp_000001, cp_000002, … per run.
+// since. Checkpoints are never rewritten. They are deleted with their run,
+// or, oldest first, by a cap on how many a run keeps (Prune), in the
+// transaction of the checkpoint that crossed it and recorded by a
+// checkpoints_pruned event; a pruned checkpoint reads as checkpoint.not_found,
+// and its seq is never reused. Ids are cp_000001, cp_000002, … per run.
 package checkpoint

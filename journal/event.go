@@ -65,6 +65,7 @@ const (
 	WorkspacePatchApplied Type = "workspace_patch_applied"
 	WorkspaceFileDeleted  Type = "workspace_file_deleted"
 	CheckpointCreated     Type = "checkpoint_created"
+	CheckpointsPruned     Type = "checkpoints_pruned" // a run's checkpoint cap deleted its oldest
 	WorkspaceRolledBack   Type = "workspace_rolled_back"
 )
 
@@ -84,7 +85,7 @@ var types = []Type{
 	RunCreated, RunCompleted, RunFailed, RunCancelled, StatusChanged, RunFinished,
 	ContextAssembled, ModelRequestCreated, ModelCompleted, ModelResponseStored,
 	ToolCallRequested, ToolCallCompleted, ToolCallFailed,
-	WorkspaceFileWritten, WorkspacePatchApplied, WorkspaceFileDeleted, CheckpointCreated, WorkspaceRolledBack,
+	WorkspaceFileWritten, WorkspacePatchApplied, WorkspaceFileDeleted, CheckpointCreated, CheckpointsPruned, WorkspaceRolledBack,
 	ArtifactAssembled, ChatCommitRequested, ChatCommitCompleted, ChatCommitFailed, CommitRolledBack,
 	PersistentChangesCommitted, ManifestSet,
 }

@@ -48,6 +48,14 @@ type CheckpointMade struct {
 	Parent       string `json:"parent,omitempty"` // the previous checkpoint's id; empty for the first
 }
 
+// Pruned is the payload of CheckpointsPruned: the checkpoints a run's cap
+// (its profile's maxCheckpoints) deleted, oldest first, right after the
+// checkpoint_created event of the checkpoint that took the run past it.
+type Pruned struct {
+	CheckpointIDs  []string `json:"checkpointIds"`
+	MaxCheckpoints int      `json:"maxCheckpoints"`
+}
+
 // RolledBack is the payload of WorkspaceRolledBack.
 type RolledBack struct {
 	CheckpointID string `json:"checkpointId"`

@@ -11,7 +11,8 @@ import (
 )
 
 // checkpointTx records root as the run's next checkpoint, descending from
-// parent, and makes it the run's head.
+// parent, makes it the run's head, and holds the run to its profile's
+// MaxCheckpoints (capCheckpoints).
 func (s *Service) checkpointTx(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error) {
 	cp, err := s.checkpoints.Create(ctx, tx, runID, root, parent, reason)
 	if err != nil {
@@ -20,13 +21,47 @@ func (s *Service) checkpointTx(ctx context.Context, tx *index.Tx, runID string, 
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET head_checkpoint = ? WHERE id = ?`, cp.Seq, runID); err != nil {
 		return checkpoint.Checkpoint{}, index.Translate(err)
 	}
+	// Callers hold the run's row already, but not all of them pass it on;
+	// reading the one field through the primary key costs less than
+	// decoding the whole profile.
+	var limit int
+	if err := tx.GetContext(ctx, &limit, `SELECT coalesce(json_extract(profile, '$.maxCheckpoints'), 0) FROM runs WHERE id = ?`, runID); err != nil {
+		return checkpoint.Checkpoint{}, index.Translate(err)
+	}
+	if err := s.capCheckpoints(ctx, tx, runID, limit, cp.Seq); err != nil {
+		return checkpoint.Checkpoint{}, err
+	}
 	return cp, nil
+}
+
+// capCheckpoints holds the run to limit checkpoints (its profile's
+// MaxCheckpoints; 0: no cap) right after checkpoint keep was created in
+// tx: the oldest go, but never keep nor one a commit refers to, and a
+// checkpoints_pruned event, after keep's checkpoint_created, names them.
+// Every checkpoint a run takes, explicit or automatic, passes here.
+func (s *Service) capCheckpoints(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64) error {
+	_, err := s.checkpoints.Prune(ctx, tx, runID, limit, keep, commitPins)
+	return err
+}
+
+// commitPins is a checkpoint.Pinned: a commit row names the checkpoint its
+// message was assembled from, and a host may ask for that tree again (a
+// rollback of the commit, an audit), so a cap never deletes it. It reads
+// the run's commits, which are few: one per commit or commit rollback.
+func commitPins(ctx context.Context, tx *index.Tx, runID string) ([]int64, error) {
+	var seqs []int64
+	if err := tx.SelectContext(ctx, &seqs, `SELECT DISTINCT checkpoint_seq FROM commits WHERE run_id = ?`, runID); err != nil {
+		return nil, index.Translate(err)
+	}
+	return seqs, nil
 }
 
 // Checkpoint records the run's live workspace as a new checkpoint: one
 // checkpoint row and one checkpoint_created event, whatever the workspace's
-// size. It fails with run.not_found, or run.invalid_transition for a run
-// that has finished.
+// size. If that takes the run past its profile's MaxCheckpoints, the
+// oldest checkpoints no commit refers to are deleted in the same
+// transaction and a checkpoints_pruned event names them. It fails with
+// run.not_found, or run.invalid_transition for a run that has finished.
 func (s *Service) Checkpoint(ctx context.Context, runID, reason string) (checkpoint.Checkpoint, error) {
 	var cp checkpoint.Checkpoint
 	err := s.update(ctx, func(tx *index.Tx) error {
@@ -53,8 +88,9 @@ type RollbackOptions struct {
 // Rollback makes checkpoint seq's tree the run's live workspace: one
 // pointer swap on the run's row and a workspace_rolled_back event, whatever
 // the workspace's size. Nothing is deleted: later checkpoints stay
-// readable, and the next checkpoint records seq as its parent, so history
-// forks. The chat is not touched. It fails with checkpoint.not_found, or
+// readable (until the run's MaxCheckpoints prunes them as the oldest), and
+// the next checkpoint records seq as its parent, so history forks. The
+// chat is not touched. It fails with checkpoint.not_found, or
 // run.invalid_transition unless the run is running, awaiting approval or
 // paused.
 func (s *Service) Rollback(ctx context.Context, runID string, seq int64, opt RollbackOptions) (Run, error) {

@@ -18,8 +18,8 @@ const (
 	PersistRoot = "persist"
 )
 
-// Profile is the policy of a run: which roots
-// the model sees and writes, automatic checkpoints, and a size cap.
+// Profile is the policy of a run: which roots the model sees and writes,
+// automatic checkpoints, a size cap and a cap on checkpoints.
 type Profile struct {
 	ID string `json:"id"`
 	// VisibleRoots are the top-level directories the model may read;
@@ -34,6 +34,12 @@ type Profile struct {
 	// MaxRunBytes caps the total size of the run's live workspace; 0 means
 	// no cap. A write that would cross it fails and changes nothing.
 	MaxRunBytes int64 `json:"maxRunBytes,omitempty"`
+	// MaxCheckpoints caps how many checkpoints the run keeps; 0 means no
+	// cap. A checkpoint that takes the run past it deletes the oldest in
+	// the same transaction, recorded by a checkpoints_pruned event. A
+	// checkpoint a commit was assembled from is never deleted, so a run
+	// whose commits pin more than the cap stays above it.
+	MaxCheckpoints int `json:"maxCheckpoints,omitempty"`
 }
 
 // DefaultProfile returns the profile used when a run names none.
@@ -42,7 +48,8 @@ func DefaultProfile() Profile {
 }
 
 // normalize fills defaults and validates: roots are single valid path
-// segments, writable ⊆ visible, input is never writable.
+// segments, writable ⊆ visible, input is never writable, caps are not
+// negative.
 func (p Profile) normalize() (Profile, error) {
 	if p.ID == "" {
 		p.ID = "default"
@@ -69,6 +76,9 @@ func (p Profile) normalize() (Profile, error) {
 	}
 	if p.MaxRunBytes < 0 {
 		return p, wserr.New(wserr.InvalidArgument, "profile", "", "maxRunBytes must not be negative")
+	}
+	if p.MaxCheckpoints < 0 {
+		return p, wserr.New(wserr.InvalidArgument, "profile", "", "maxCheckpoints must not be negative")
 	}
 	return p, nil
 }

@@ -528,9 +528,9 @@ type event struct {
 
 // swapRoot is the tail of every workspace change, inside its transaction:
 // it enforces the size cap, makes root the run's live tree, journals the
-// events that record the change and takes the automatic checkpoint,
-// returning its id ("" if the profile takes none). p names the change in
-// errors.
+// events that record the change and takes the automatic checkpoint (held
+// to the profile's MaxCheckpoints), returning its id ("" if the profile
+// takes none). p names the change in errors.
 func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, op string, p vfs.Path, root cas.Hash, reason string, events ...event) (string, error) {
 	if err := w.checkSize(ctx, tx, run, op, p, root); err != nil {
 		return "", err
@@ -550,6 +550,9 @@ func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, op stri
 	if run.Profile.autoCheckpoint() {
 		cp, err := w.s.checkpoints.Create(ctx, tx, run.ID, root, run.HeadCheckpoint, reason)
 		if err != nil {
+			return "", err
+		}
+		if err := w.s.capCheckpoints(ctx, tx, run.ID, run.Profile.MaxCheckpoints, cp.Seq); err != nil {
 			return "", err
 		}
 		head, cpID = cp.Seq, cp.ID

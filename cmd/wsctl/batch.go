@@ -53,7 +53,8 @@ Operations (fields with ? are optional):
                    (a renamed chat file): the run keeps its own (wsctl
                    show prints it), the chat the latest.
       profile      what the agent (write, read, list, …) may see and do:
-                   {id?, visibleRoots?, writableRoots?, autoCheckpoint?, maxRunBytes?}
+                   {id?, visibleRoots?, writableRoots?, autoCheckpoint?,
+                    maxRunBytes?, maxCheckpoints?}
         id             a name for the profile; default "default"
         visibleRoots   top-level directories the agent may read, e.g.
                        ["output", "scratch"]; default output, scratch,
@@ -64,6 +65,12 @@ Operations (fields with ? are optional):
         maxRunBytes    an integer: the most bytes the live workspace may
                        hold; a write that would cross it is refused; 0 (the
                        default): no cap
+        maxCheckpoints an integer: the most checkpoints the run keeps; a
+                       checkpoint past it deletes the oldest, recorded by a
+                       checkpoints_pruned event, and those read as
+                       checkpoint.not_found; a checkpoint a commit was made
+                       from is never deleted, even if that keeps the run
+                       above the cap; 0 (the default): no cap
   write       {path, content | contentBase64, expectedHash?}
               -> {path, hash, size, checkpointId?}
   append      {path, content | contentBase64, expectedHash?}   -> as write

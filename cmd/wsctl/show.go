@@ -81,8 +81,12 @@ func runShow(ctx context.Context, g globals, args []string) error {
 	if ref := string(r.ChatRef); ref != "" && ref != "{}" {
 		t.row("chat ref", ref)
 	}
-	t.row("profile", fmt.Sprintf("%s (visible: %s; writable: %s)", r.Profile.ID,
-		strings.Join(r.Profile.VisibleRoots, ", "), strings.Join(r.Profile.WritableRoots, ", ")))
+	prof := fmt.Sprintf("%s (visible: %s; writable: %s", r.Profile.ID,
+		strings.Join(r.Profile.VisibleRoots, ", "), strings.Join(r.Profile.WritableRoots, ", "))
+	if n := r.Profile.MaxCheckpoints; n > 0 {
+		prof += fmt.Sprintf("; keeps at most %d checkpoint%s", n, plural(int64(n)))
+	}
+	t.row("profile", prof+")")
 	t.row("created", stamp(r.CreatedAt))
 	t.row("updated", stamp(r.UpdatedAt))
 	if r.FinishedAt != nil {

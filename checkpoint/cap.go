@@ -1,0 +1,102 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Pinned lists, in tx, the checkpoints of a run that a cap must not
+// delete because something else refers to them (a commit assembled from
+// one). Prune calls it only when the run is over its cap, so a run under
+// its cap pays nothing for it. Seqs it names that do not exist are
+// ignored.
+type Pinned func(ctx context.Context, tx *index.Tx, runID string) ([]int64, error)
+
+// The queries of Prune go through the primary key (run_id, seq): the count
+// and the oldest-first walk visit only the run's rows, which the cap keeps
+// at its size (plus pins and the one just created), and each delete
+// touches one row. A test holds them to that with EXPLAIN QUERY PLAN.
+const (
+	countSQL  = `SELECT count(*) FROM checkpoints WHERE run_id = ?`
+	oldestSQL = `SELECT seq FROM checkpoints WHERE run_id = ? ORDER BY seq LIMIT ?`
+	deleteSQL = `DELETE FROM checkpoints WHERE run_id = ? AND seq = ?`
+)
+
+// Prune deletes the run's oldest checkpoints, in tx, until it holds at
+// most limit (0 or less: no cap, nothing is done), and records the
+// deletion in one checkpoints_pruned event naming every checkpoint it
+// deleted. It never deletes checkpoint keep (the one just created) nor one
+// that pinned names: when those alone are more than limit, the run stays
+// above its cap rather than lose one. It returns the seqs deleted, oldest
+// first; nil, and no event, when nothing was over the cap.
+//
+// Only rows go: the checkpoint_created events of the deleted checkpoints
+// stay in the journal, which is append-only, and their trees become
+// garbage for gc unless something else still reaches them. Reading,
+// diffing or rolling back to a deleted checkpoint then fails with
+// checkpoint.not_found, as for any checkpoint that never existed. The cost
+// grows with the checkpoints deleted and the run's pins, not with how many
+// checkpoints the run has ever taken.
+//
+// It fails with workspace.invalid_argument for a negative limit, or with
+// the errors of pinned and of the journal.
+func (s *Store) Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned Pinned) ([]int64, error) {
+	if limit < 0 {
+		return nil, wserr.New(wserr.InvalidArgument, "prune checkpoints", "", "the cap %d is negative", limit)
+	}
+	if limit == 0 {
+		return nil, nil
+	}
+	var n int64
+	if err := tx.GetContext(ctx, &n, countSQL, runID); err != nil {
+		return nil, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
+	}
+	excess := n - int64(limit)
+	if excess <= 0 {
+		return nil, nil
+	}
+	skip := map[int64]bool{keep: true}
+	if pinned != nil {
+		pins, err := pinned(ctx, tx, runID)
+		if err != nil {
+			return nil, fmt.Errorf("prune checkpoints: %w", err)
+		}
+		for _, p := range pins {
+			skip[p] = true
+		}
+	}
+	// The oldest excess checkpoints that are not skipped lie among the
+	// oldest excess+len(skip).
+	var oldest []int64
+	if err := tx.SelectContext(ctx, &oldest, oldestSQL, runID, excess+int64(len(skip))); err != nil {
+		return nil, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
+	}
+	var pruned []int64
+	for _, seq := range oldest {
+		if int64(len(pruned)) == excess {
+			break
+		}
+		if skip[seq] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, deleteSQL, runID, seq); err != nil {
+			return nil, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
+		}
+		pruned = append(pruned, seq)
+	}
+	if len(pruned) == 0 {
+		return nil, nil
+	}
+	payload := journal.Pruned{CheckpointIDs: make([]string, len(pruned)), MaxCheckpoints: limit}
+	for i, seq := range pruned {
+		payload.CheckpointIDs[i] = ID(seq)
+	}
+	if _, err := s.journal.Append(ctx, tx, runID, journal.CheckpointsPruned, journal.Info, payload); err != nil {
+		return nil, fmt.Errorf("prune checkpoints: %w", err)
+	}
+	return pruned, nil
+}

@@ -1,0 +1,202 @@
+package checkpoint_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// capEnv is a checkpoint store on a fresh database with a fixed clock.
+type capEnv struct {
+	t   *testing.T
+	ctx context.Context
+	db  *index.DB
+	j   *journal.Journal
+	cps *checkpoint.Store
+}
+
+func newCapEnv(t *testing.T) *capEnv {
+	t.Helper()
+	now := func() time.Time { return time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC) }
+	db, blobs := storetest.OpenCAS(t, cas.Options{Now: now})
+	j := journal.New(db, now)
+	return &capEnv{t: t, ctx: context.Background(), db: db, j: j,
+		cps: checkpoint.New(db, vfs.NewTrees(db, blobs, now), blobs, j, now)}
+}
+
+// take creates n checkpoints of the run, all of the empty tree.
+func (e *capEnv) take(runID string, n int) {
+	e.t.Helper()
+	require.NoError(e.t, e.db.Update(e.ctx, func(tx *index.Tx) error {
+		for range n {
+			if _, err := e.cps.Create(e.ctx, tx, runID, vfs.EmptyTree, 0, "step"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+func (e *capEnv) seqs(runID string) []int64 {
+	e.t.Helper()
+	cps, err := e.cps.List(e.ctx, runID)
+	require.NoError(e.t, err)
+	out := []int64{}
+	for _, c := range cps {
+		out = append(out, c.Seq)
+	}
+	return out
+}
+
+func pins(seqs ...int64) checkpoint.Pinned {
+	return func(context.Context, *index.Tx, string) ([]int64, error) { return seqs, nil }
+}
+
+func TestPrune(t *testing.T) {
+	cases := []struct {
+		name   string
+		taken  int
+		limit  int
+		pinned []int64
+		pruned []int64 // nil: nothing pruned, no event
+		left   []int64
+	}{
+		{"OKNoCap", 5, 0, nil, nil, []int64{1, 2, 3, 4, 5}},
+		{"OKUnderCap", 4, 5, nil, nil, []int64{1, 2, 3, 4}},
+		{"OKAtCap", 5, 5, nil, nil, []int64{1, 2, 3, 4, 5}},
+		{"OKOneOver", 4, 3, nil, []int64{1}, []int64{2, 3, 4}},
+		{"OKManyOver", 6, 2, nil, []int64{1, 2, 3, 4}, []int64{5, 6}},
+		{"OKSkipsPins", 5, 3, []int64{1, 3}, []int64{2, 4}, []int64{1, 3, 5}},
+		{"OKIgnoresMissingPins", 4, 3, []int64{99}, []int64{1}, []int64{2, 3, 4}},
+		{"OKPinsAboveCap", 4, 1, []int64{1, 2}, []int64{3}, []int64{1, 2, 4}},
+		{"OKAllPinned", 3, 1, []int64{1, 2}, nil, []int64{1, 2, 3}},
+		{"OKNewestIsKept", 2, 1, []int64{1}, nil, []int64{1, 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newCapEnv(t)
+			e.take("run_a", tc.taken)
+			e.take("run_b", 3)
+			var pruned []int64
+			var events int
+			require.NoError(t, e.db.Update(e.ctx, func(tx *index.Tx) error {
+				before, err := e.j.Last(e.ctx, tx, "run_a")
+				if err != nil {
+					return err
+				}
+				if pruned, err = e.cps.Prune(e.ctx, tx, "run_a", tc.limit, int64(tc.taken), pins(tc.pinned...)); err != nil {
+					return err
+				}
+				after, err := e.j.Last(e.ctx, tx, "run_a")
+				events = int(after - before)
+				return err
+			}))
+			assert.Equal(t, tc.pruned, pruned)
+			assert.Equal(t, tc.left, e.seqs("run_a"))
+			assert.Equal(t, []int64{1, 2, 3}, e.seqs("run_b"), "another run is not touched")
+			if tc.pruned == nil {
+				assert.Zero(t, events, "nothing pruned, nothing recorded")
+				return
+			}
+			require.Equal(t, 1, events)
+			evs, err := e.j.Page(e.ctx, "run_a", journal.PageQuery{AfterSeq: int64(tc.taken)})
+			require.NoError(t, err)
+			require.Len(t, evs, 1)
+			assert.Equal(t, journal.CheckpointsPruned, evs[0].Type)
+			var p journal.Pruned
+			require.NoError(t, json.Unmarshal(evs[0].Payload, &p))
+			want := journal.Pruned{MaxCheckpoints: tc.limit}
+			for _, s := range tc.pruned {
+				want.CheckpointIDs = append(want.CheckpointIDs, checkpoint.ID(s))
+			}
+			assert.Equal(t, want, p)
+		})
+	}
+
+	t.Run("ErrNegativeCap", func(t *testing.T) {
+		e := newCapEnv(t)
+		e.take("run_a", 2)
+		err := e.db.Update(e.ctx, func(tx *index.Tx) error {
+			_, err := e.cps.Prune(e.ctx, tx, "run_a", -1, 2, nil)
+			return err
+		})
+		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err))
+		assert.Equal(t, []int64{1, 2}, e.seqs("run_a"))
+	})
+
+	t.Run("OKPinsAskedOnlyOverCap", func(t *testing.T) {
+		e := newCapEnv(t)
+		e.take("run_a", 3)
+		asked := 0
+		count := func(context.Context, *index.Tx, string) ([]int64, error) { asked++; return nil, nil }
+		require.NoError(t, e.db.Update(e.ctx, func(tx *index.Tx) error {
+			_, err := e.cps.Prune(e.ctx, tx, "run_a", 3, 3, count)
+			return err
+		}))
+		assert.Zero(t, asked)
+	})
+
+	t.Run("OKSeqsAreNotReused", func(t *testing.T) {
+		e := newCapEnv(t)
+		e.take("run_a", 3)
+		require.NoError(t, e.db.Update(e.ctx, func(tx *index.Tx) error {
+			_, err := e.cps.Prune(e.ctx, tx, "run_a", 1, 3, nil)
+			return err
+		}))
+		e.take("run_a", 1)
+		assert.Equal(t, []int64{3, 4}, e.seqs("run_a"))
+	})
+}
+
+// TestPruneQueriesUseThePrimaryKey: every statement Prune runs searches
+// the checkpoints table by its primary key (run_id, seq), in key order, so
+// it reads only the run's rows, and the oldest first, never the table.
+func TestPruneQueriesUseThePrimaryKey(t *testing.T) {
+	e := newCapEnv(t)
+	e.take("run_a", 5)
+	e.take("run_b", 5)
+	args := map[string][]any{"count": {"run_a"}, "oldest": {"run_a", 2}, "delete": {"run_a", 1}}
+	for name, q := range checkpoint.PruneQueries {
+		t.Run(name, func(t *testing.T) {
+			type step struct {
+				ID, Parent, NotUsed int
+				Detail              string
+			}
+			var plan []step
+			require.NoError(t, e.db.View(e.ctx, func(tx *index.Tx) error {
+				rows, err := tx.QueryxContext(e.ctx, `EXPLAIN QUERY PLAN `+q, args[name]...)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var p step
+					if err := rows.Scan(&p.ID, &p.Parent, &p.NotUsed, &p.Detail); err != nil {
+						return err
+					}
+					plan = append(plan, p)
+				}
+				return rows.Err()
+			}))
+			require.NotEmpty(t, plan)
+			for _, p := range plan {
+				assert.Contains(t, p.Detail, "USING PRIMARY KEY (run_id=?", "%s", q)
+				assert.False(t, strings.HasPrefix(p.Detail, "SCAN"), "%s: %s", q, p.Detail)
+				assert.NotContains(t, p.Detail, "TEMP B-TREE", "%s sorts in key order", q)
+			}
+		})
+	}
+}

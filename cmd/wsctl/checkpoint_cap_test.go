@@ -1,0 +1,39 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBatchCheckpointCap: run.create takes profile.maxCheckpoints; a
+// checkpoint past it prunes the oldest, which then read as
+// checkpoint.not_found; the log records the pruning and show prints the cap.
+func TestBatchCheckpointCap(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	rs := c.batch(strings.Join([]string{
+		`{"op":"run.create","chat":{"kind":"character","stableChatId":"s1"},"runId":"b1","profile":{"maxCheckpoints":2}}`,
+		`{"op":"write","path":"output/main.md","content":"one"}`,
+		`{"op":"write","path":"output/main.md","content":"two"}`,
+		`{"op":"read","path":"output/main.md","at":"cp_000001"}`,
+		`{"op":"read","path":"output/main.md","at":"cp_000002"}`,
+		`{"op":"run.create","chat":{"kind":"character","stableChatId":"s2"},"profile":{"maxCheckpoints":-1}}`,
+	}, "\n") + "\n")
+	require.Len(t, rs, 6)
+	for _, r := range rs[:3] {
+		require.True(t, r.OK, "%s: %+v", r.Op, r.Error)
+	}
+	assert.Equal(t, "cp_000003", rs[2].Result["checkpointId"])
+	assert.Equal(t, "checkpoint.not_found", rs[3].code(), "cp_000001 was pruned")
+	assert.True(t, rs[4].OK, "cp_000002 is kept")
+	assert.Equal(t, "one", rs[4].Result["content"])
+	assert.Equal(t, "workspace.invalid_argument", rs[5].code())
+
+	assert.Contains(t, c.ok("log", "b1"), "checkpoints_pruned")
+	assert.Contains(t, c.ok("show", "b1"), "keeps at most 2 checkpoints")
+	assert.Contains(t, c.ok("show", "b1"), "checkpoints  2, head cp_000003")
+	assert.Contains(t, c.ok("show", "b1", "--json"), `"maxCheckpoints": 2`)
+}
