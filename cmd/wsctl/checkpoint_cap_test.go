@@ -33,6 +33,7 @@ func TestBatchCheckpointCap(t *testing.T) {
 	assert.Equal(t, "workspace.invalid_argument", rs[5].code())
 
 	assert.Contains(t, c.ok("log", "b1"), "checkpoints_pruned")
+	assert.Contains(t, c.ok("log", "b1"), "cp_000001 (keeps at most 2)")
 	assert.Contains(t, c.ok("show", "b1"), "keeps at most 2 checkpoints")
 	assert.Contains(t, c.ok("show", "b1"), "checkpoints  2, head cp_000003")
 	assert.Contains(t, c.ok("show", "b1", "--json"), `"maxCheckpoints": 2`)

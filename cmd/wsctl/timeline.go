@@ -59,6 +59,16 @@ func summarize(e journal.Event) string {
 		s = str("path")
 	case journal.WorkspaceRolledBack:
 		s = "to " + str("checkpointId")
+	case journal.CheckpointsPruned:
+		var ids []string
+		if cs, ok := p["checkpointIds"].([]any); ok {
+			for _, c := range cs {
+				if id, ok := c.(string); ok {
+					ids = append(ids, id)
+				}
+			}
+		}
+		s = fmt.Sprintf("%s (keeps at most %d)", strings.Join(ids, ", "), num("maxCheckpoints"))
 	case journal.ManifestSet:
 		n := num("artifacts")
 		s = fmt.Sprintf("%d artifact%s", n, plural(n))
