@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -145,8 +146,13 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 		}
 		single = &p
 	}
+	unlock, err := s.lockSaves(ctx, runID)
+	if err != nil {
+		return CommitRecord{}, err
+	}
+	defer unlock()
 	var pc pendingCommit
-	err := s.update(ctx, func(tx *index.Tx) error {
+	err = s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -429,8 +435,13 @@ func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, s
 	if sink == nil {
 		return CommitRecord{}, wserr.New(wserr.InvalidArgument, "rollback commit", "", "no chat sink")
 	}
+	unlock, err := s.lockSaves(ctx, runID)
+	if err != nil {
+		return CommitRecord{}, err
+	}
+	defer unlock()
 	var pc pendingCommit
-	err := s.update(ctx, func(tx *index.Tx) error {
+	err = s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -465,6 +476,67 @@ func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, s
 		return CommitRecord{}, err
 	}
 	return s.deliver(ctx, sink, pc)
+}
+
+// lockSaves waits until no other commit of this Service is saving to the
+// chat of run runID, and returns what ends its turn: seed 000 wants a
+// chat's saves serialized, and a host's sink need not expect two calls at
+// once for one chat. The turn spans the whole commit, from recording it as
+// pending to recording its outcome, so giving up while waiting (ctx)
+// records nothing. Commits made by other processes on the same store are
+// not serialized with these.
+func (s *Service) lockSaves(ctx context.Context, runID string) (func(), error) {
+	var chatID string
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, runID)
+		chatID = run.ChatID
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.saves.lock(ctx, chatID)
+}
+
+// chatLocks hands out one turn at a time per chat.
+type chatLocks struct {
+	mu    sync.Mutex
+	turns map[string]*chatTurn
+}
+
+type chatTurn struct {
+	ch    chan struct{} // holds a token while someone has the turn
+	users int           // holders and waiters; the entry goes at 0
+}
+
+// lock waits for chatID's turn, or for ctx to end, and returns the
+// function that ends the turn.
+func (l *chatLocks) lock(ctx context.Context, chatID string) (func(), error) {
+	l.mu.Lock()
+	if l.turns == nil {
+		l.turns = map[string]*chatTurn{}
+	}
+	t := l.turns[chatID]
+	if t == nil {
+		t = &chatTurn{ch: make(chan struct{}, 1)}
+		l.turns[chatID] = t
+	}
+	t.users++
+	l.mu.Unlock()
+	leave := func() {
+		l.mu.Lock()
+		if t.users--; t.users == 0 {
+			delete(l.turns, chatID)
+		}
+		l.mu.Unlock()
+	}
+	select {
+	case t.ch <- struct{}{}:
+		return func() { <-t.ch; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
 }
 
 type commitRow struct {

@@ -116,9 +116,12 @@ func TestCommitOfDeletedRun(t *testing.T) {
 // TestCommitOfDeletedRunLeavesItsSuccessorAlone deletes the run while its
 // sink runs and creates one under the same id whose own commit, with the
 // same commit id, is still pending when the first sink returns: the late
-// outcome must not complete the new run's commit.
+// outcome must not complete the new run's commit. The new commit comes
+// from another Service on the same store, as from another process: one
+// Service saves to a chat one commit at a time.
 func TestCommitOfDeletedRunLeavesItsSuccessorAlone(t *testing.T) {
 	e := newStoreEnv(t)
+	other := runs.New(e.svc.DB(), e.svc.Blobs(), runs.Options{})
 	e.create("c1", runs.CreateRequest{RunID: "run_x"})
 	e.write("run_x", "output/main.md", "first life")
 
@@ -140,7 +143,7 @@ func TestCommitOfDeletedRunLeavesItsSuccessorAlone(t *testing.T) {
 		e.write("run_x", "output/main.md", "second life")
 		go func() {
 			defer close(done)
-			rec, err := e.svc.Commit(context.Background(), "run_x", waiting, runs.CommitOptions{})
+			rec, err := other.Commit(context.Background(), "run_x", waiting, runs.CommitOptions{})
 			second <- result{rec, err}
 		}()
 		select {

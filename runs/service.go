@@ -44,6 +44,8 @@ type Service struct {
 	now         func() time.Time
 	newRunID    func() string
 	maxStore    int64
+	// saves serializes the chat sink calls of this Service per chat.
+	saves chatLocks
 
 	// fault, when set by tests, is called at named points inside write
 	// transactions; an error it returns aborts the transaction there.
