@@ -483,8 +483,8 @@ func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, s
 // chat's saves serialized, and a host's sink need not expect two calls at
 // once for one chat. The turn spans the whole commit, from recording it as
 // pending to recording its outcome, so giving up while waiting (ctx)
-// records nothing. Commits made by other processes on the same store are
-// not serialized with these.
+// records nothing; meanwhile Finish refuses the run. Commits made by other
+// processes on the same store are not serialized with these.
 func (s *Service) lockSaves(ctx context.Context, runID string) (func(), error) {
 	var chatID string
 	err := s.db.View(ctx, func(tx *index.Tx) error {
@@ -495,13 +495,15 @@ func (s *Service) lockSaves(ctx context.Context, runID string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.saves.lock(ctx, chatID)
+	return s.saves.lock(ctx, chatID, runID)
 }
 
-// chatLocks hands out one turn at a time per chat.
+// chatLocks hands out one turn at a time per chat, and knows which runs
+// have a commit waiting for or holding a turn.
 type chatLocks struct {
-	mu    sync.Mutex
-	turns map[string]*chatTurn
+	mu     sync.Mutex
+	turns  map[string]*chatTurn
+	saving map[string]int // run id: its commits in lock
 }
 
 type chatTurn struct {
@@ -510,11 +512,12 @@ type chatTurn struct {
 }
 
 // lock waits for chatID's turn, or for ctx to end, and returns the
-// function that ends the turn.
-func (l *chatLocks) lock(ctx context.Context, chatID string) (func(), error) {
+// function that ends the turn. runID counts as saving from the call until
+// that function runs (or lock fails).
+func (l *chatLocks) lock(ctx context.Context, chatID, runID string) (func(), error) {
 	l.mu.Lock()
 	if l.turns == nil {
-		l.turns = map[string]*chatTurn{}
+		l.turns, l.saving = map[string]*chatTurn{}, map[string]int{}
 	}
 	t := l.turns[chatID]
 	if t == nil {
@@ -522,11 +525,15 @@ func (l *chatLocks) lock(ctx context.Context, chatID string) (func(), error) {
 		l.turns[chatID] = t
 	}
 	t.users++
+	l.saving[runID]++
 	l.mu.Unlock()
 	leave := func() {
 		l.mu.Lock()
 		if t.users--; t.users == 0 {
 			delete(l.turns, chatID)
+		}
+		if l.saving[runID]--; l.saving[runID] == 0 {
+			delete(l.saving, runID)
 		}
 		l.mu.Unlock()
 	}
@@ -537,6 +544,13 @@ func (l *chatLocks) lock(ctx context.Context, chatID string) (func(), error) {
 		leave()
 		return nil, ctx.Err()
 	}
+}
+
+// isSaving reports whether a commit of runID holds or waits for a turn.
+func (l *chatLocks) isSaving(runID string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.saving[runID] > 0
 }
 
 type commitRow struct {

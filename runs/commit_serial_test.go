@@ -3,6 +3,7 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // TestCommitSavesOneAtATimePerChatConcurrent commits from several runs of
@@ -97,4 +100,41 @@ func TestCommitSavesOfOtherChatsDoNotWait(t *testing.T) {
 	require.NoError(t, <-done)
 	_, err = e.svc.Commit(ctx, a2.ID, &recordingSink{}, runs.CommitOptions{})
 	require.NoError(t, err, "the chat's turn is free again")
+}
+
+// TestFinishRefusedWhileCommitting: Finish called while the run's commit
+// is being saved (here, from the sink itself) is refused and changes
+// nothing, since the save may still fail and only an active run can commit
+// again; once Commit returns, Finish goes through, after the commit's
+// outcome in the journal.
+func TestFinishRefusedWhileCommitting(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/main.md", "body")
+	var during error
+	sink := runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {
+		_, during = e.svc.Finish(context.Background(), r.ID)
+		return nil, errors.New("chat save failed")
+	})
+	_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	requireHostError(t, err, wserr.SinkFailed)
+	requireHostError(t, during, wserr.InvalidState)
+	run, err := e.svc.Run(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, runs.Running, run.Status, "the run can commit again")
+
+	_, err = e.svc.Commit(e.ctx, r.ID, &recordingSink{}, runs.CommitOptions{})
+	require.NoError(t, err)
+	_, err = e.svc.Finish(e.ctx, r.ID)
+	require.NoError(t, err)
+	evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{Limit: journal.MaxLimit})
+	require.NoError(t, err)
+	var order []journal.Type
+	for _, ev := range evs {
+		switch ev.Type {
+		case journal.ChatCommitFailed, journal.ChatCommitCompleted, journal.RunCompleted:
+			order = append(order, ev.Type)
+		}
+	}
+	assert.Equal(t, []journal.Type{journal.ChatCommitFailed, journal.ChatCommitCompleted, journal.RunCompleted}, order)
 }

@@ -28,8 +28,13 @@ type FinishResult struct {
 // agent.persistent_workspace_conflict naming the paths, and then nothing
 // changes (the run stays as it was, so the host can resolve and retry or
 // fail it). Failed, cancelled or unfinished runs never touch the chat's
-// persist layer.
+// persist layer. While this Service is committing the run (its sink may
+// still fail, and only an active run can commit again), Finish fails with
+// run.invalid_transition.
 func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error) {
+	if s.saves.isSaving(runID) {
+		return FinishResult{}, wserr.New(wserr.InvalidState, "finish", "", "run %s has a commit being saved: finish it once Commit returns", runID)
+	}
 	var res FinishResult
 	err := s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
