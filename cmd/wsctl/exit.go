@@ -33,7 +33,7 @@ var exitStatuses = []exitStatus{
 	{8, "store busy or read-only (sql refuses writes with this status)", []wserr.Code{wserr.Busy, wserr.ReadOnly}, nil},
 	{9, "manifest invalid, required artifact missing, or chat sink failed", []wserr.Code{wserr.InvalidManifest, wserr.MissingArtifact, wserr.SinkFailed}, nil},
 	// 128 + SIGINT's number, as shells report a process SIGINT ended.
-	{130, "interrupted: batch stopped by SIGINT or SIGTERM", []wserr.Code{codeInterrupted}, nil},
+	{130, "interrupted: stopped by SIGINT or SIGTERM", []wserr.Code{codeInterrupted, codeStopped}, nil},
 }
 
 // exitCode maps err to its exit status through exitStatuses.

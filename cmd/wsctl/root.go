@@ -168,6 +168,10 @@ type usageError struct{ error }
 func (e usageError) Unwrap() error { return e.error }
 
 // execute runs wsctl with args and returns the exit status.
+// codeStopped is the error of a command (other than batch, whose requests
+// answer batch.interrupted) that SIGINT or SIGTERM stopped.
+const codeStopped wserr.Code = "wsctl.interrupted"
+
 func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd(a)
 	root.SetArgs(args)
@@ -180,6 +184,11 @@ func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout
 	}
 	if !a.started {
 		err = usageError{err}
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) && !wserr.Is(err, codeInterrupted) {
+		// SIGINT or SIGTERM stopped the command midway; what it had
+		// committed stays, the rest rolled back.
+		err = wserr.New(codeStopped, cmd.Name(), "", "interrupted")
 	}
 	fmt.Fprintf(stderr, "wsctl: %v\n", err)
 	var ue usageError

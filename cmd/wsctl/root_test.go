@@ -195,3 +195,21 @@ func TestStorePathIsAFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "not a store", string(b))
 }
+
+// TestInterruptedCommand: a command that SIGINT or SIGTERM stops midway (a
+// cancelled context) ends with wsctl.interrupted and exit status 130, not
+// an uncoded "context canceled".
+func TestInterruptedCommand(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("demo")
+	for _, args := range [][]string{{"gc"}, {"fsck"}, {"stats"}, {"vacuum"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			out, errOut, code := c.runCtx(ctx, strings.NewReader(""), args...)
+			assert.Equal(t, 130, code, "stdout %s stderr %s", out, errOut)
+			assert.Contains(t, errOut, "wsctl.interrupted")
+		})
+	}
+}
