@@ -23,8 +23,9 @@ response with "ok": true is sent only after the change is committed.
 The store is created if it does not exist. batch exits 0 at the end of its
 input; errors of single requests are reported in their responses only.
 An interrupt (SIGINT, SIGTERM) ends batch with exit status 130 and
-batch.interrupted on standard error; a request in flight is answered with
-batch.interrupted instead of ok, and no further line is read.
+batch.interrupted on standard error; a request in flight that it stops
+before its change commits is answered with batch.interrupted instead of
+ok, and no further line is read.
 
 Request:   {"op": NAME, "runId"?: RUN, "id"?: ANY, ...fields}
 Responses: {"op": NAME, "id"?: ANY, "ok": true, "result": {...}}
@@ -40,7 +41,8 @@ case-sensitive and unknown ones are refused, at every level; no object may
 hold a key twice; values must have the JSON type their field needs (null
 counts as absent); a line must be UTF-8, and a string may not escape a lone
 UTF-16 surrogate ("\ud800": a character beyond U+FFFF is escaped as a
-pair, "\ud83d\ude00"). The error message names the field ("chat.kind").
+pair, "\ud83d\ude00"); values nest at most 64 levels deep. The error
+message names the field ("chat.kind").
 
 Operations (fields with ? are optional):
   run.create  {chat: {kind, stableChatId}, chatRef?, runId?, profile?, inputs?: {path: text}}
@@ -125,7 +127,7 @@ manifest.invalid, …) plus:
   batch.invalid_request  not an object, op missing or not a string, a field
                          missing, unknown (names are case-sensitive), given
                          twice or of the wrong type, a lone surrogate
-                         escape, no run yet
+                         escape, nested over 64 levels, no run yet
   batch.line_too_long    the line is longer than 64 MiB (it is skipped)
   batch.interrupted      an interrupt stopped the request (see above)
 When op cannot be read, or op itself is refused, the response's op is "".`

@@ -37,12 +37,56 @@ func (e *fieldError) inField(field string) bool {
 // every value has the JSON type t's field needs (null is always allowed,
 // as the absence of a value). A nil t, an interface, json.RawMessage and
 // types with their own UnmarshalJSON take any value, still without
-// duplicate keys or lone surrogates. Errors are *fieldError; prefix names
-// data itself ("manifest"), "" for a whole request.
+// duplicate keys or lone surrogates. Values nest at most maxJSONDepth
+// deep. Errors are *fieldError; prefix names data itself ("manifest"), ""
+// for a whole request. The cost grows with the length of data only.
 func checkJSON(data []byte, t reflect.Type, prefix string) error {
 	w := &jsonWalker{dec: json.NewDecoder(bytes.NewReader(data)), data: data}
 	w.dec.UseNumber()
-	return w.value(t, prefix)
+	var root *jsonPath
+	if prefix != "" {
+		root = &jsonPath{key: prefix}
+	}
+	return w.value(t, root, 0)
+}
+
+// maxJSONDepth bounds how deep a request's values nest: requests are
+// shallow, and free-form values (chatRef, id) have no use for more.
+const maxJSONDepth = 64
+
+// jsonPath names a value inside a request, one link per level; the name
+// is spelled out only for an error, so a walk costs O(1) per value
+// however deep it goes.
+type jsonPath struct {
+	parent *jsonPath
+	key    string
+	index  int // for an array element, whose key is ""
+	elem   bool
+}
+
+func (p *jsonPath) field(key string) *jsonPath { return &jsonPath{parent: p, key: key} }
+func (p *jsonPath) item(i int) *jsonPath       { return &jsonPath{parent: p, index: i, elem: true} }
+
+// String spells the path as a host writes it: "chat.kind", "roots[0]".
+func (p *jsonPath) String() string {
+	var parts []*jsonPath
+	for q := p; q != nil; q = q.parent {
+		parts = append(parts, q)
+	}
+	var b strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		q := parts[i]
+		switch {
+		case q.elem:
+			fmt.Fprintf(&b, "[%d]", q.index)
+		case b.Len() > 0:
+			b.WriteString(".")
+			b.WriteString(q.key)
+		default:
+			b.WriteString(q.key)
+		}
+	}
+	return b.String()
 }
 
 type jsonWalker struct {
@@ -124,8 +168,8 @@ func shapeOf(t reflect.Type) (shape, reflect.Type) {
 	return anyShape, nil
 }
 
-// value checks the next value against t.
-func (w *jsonWalker) value(t reflect.Type, field string) error {
+// value checks the next value, at path p and nesting depth, against t.
+func (w *jsonWalker) value(t reflect.Type, p *jsonPath, depth int) error {
 	tok, raw, err := w.token()
 	if err != nil {
 		return err
@@ -135,16 +179,20 @@ func (w *jsonWalker) value(t reflect.Type, field string) error {
 	case nil:
 		return nil
 	case json.Delim:
+		if depth == maxJSONDepth {
+			field := p.String()
+			return &fieldError{field, fmt.Sprintf("field %q nests deeper than %d levels", field, maxJSONDepth)}
+		}
 		switch {
 		case tok == '{' && (want == anyShape || want == objectShape):
-			return w.object(t, field)
+			return w.object(t, p, depth+1)
 		case tok == '[' && (want == anyShape || want == arrayShape):
 			var elem reflect.Type
 			if t != nil {
 				elem = t.Elem()
 			}
 			for i := 0; w.dec.More(); i++ {
-				if err := w.value(elem, fmt.Sprintf("%s[%d]", field, i)); err != nil {
+				if err := w.value(elem, p.item(i), depth+1); err != nil {
 					return err
 				}
 			}
@@ -155,26 +203,27 @@ func (w *jsonWalker) value(t reflect.Type, field string) error {
 		if tok == '[' {
 			got = "an array"
 		}
-		return mismatch(field, want, got)
+		return mismatch(p.String(), want, got)
 	case string:
-		if err := checkEscapes(raw, field, fmt.Sprintf("field %q", field)); err != nil {
-			return err
+		if bad, ok := loneSurrogate(raw); ok {
+			field := p.String()
+			return surrogateError(field, fmt.Sprintf("field %q", field), bad)
 		}
 		if want != anyShape && want != stringShape {
-			return mismatch(field, want, "a string")
+			return mismatch(p.String(), want, "a string")
 		}
 	case bool:
 		if want != anyShape && want != boolShape {
-			return mismatch(field, want, strconv.FormatBool(tok))
+			return mismatch(p.String(), want, strconv.FormatBool(tok))
 		}
 	case json.Number:
-		return checkNumber(tok, t, want, field)
+		return checkNumber(tok, t, want, p)
 	}
 	return nil
 }
 
 // object checks an object's keys and values; its '{' is read.
-func (w *jsonWalker) object(t reflect.Type, field string) error {
+func (w *jsonWalker) object(t reflect.Type, p *jsonPath, depth int) error {
 	var fields map[string]reflect.Type
 	if t != nil && t.Kind() == reflect.Struct {
 		fields = jsonFields(t, nil)
@@ -186,18 +235,16 @@ func (w *jsonWalker) object(t reflect.Type, field string) error {
 			return err
 		}
 		key := tok.(string)
-		where := "a field name"
-		if field != "" {
-			where = fmt.Sprintf("a field name in %q", field)
+		if bad, ok := loneSurrogate(raw); ok {
+			field, where := p.String(), "a field name"
+			if field != "" {
+				where = fmt.Sprintf("a field name in %q", field)
+			}
+			return surrogateError(field, where, bad)
 		}
-		if err := checkEscapes(raw, field, where); err != nil {
-			return err
-		}
-		name := key
-		if field != "" {
-			name = field + "." + key
-		}
+		at := p.field(key)
 		if seen[key] {
+			name := at.String()
 			return &fieldError{name, fmt.Sprintf("field %q appears more than once", name)}
 		}
 		seen[key] = true
@@ -206,13 +253,13 @@ func (w *jsonWalker) object(t reflect.Type, field string) error {
 		case fields != nil:
 			ft, ok := fields[key]
 			if !ok {
-				return unknownField(name, key, fields)
+				return unknownField(at.String(), key, fields)
 			}
 			vt = ft
 		case t != nil:
 			vt = t.Elem() // a map
 		}
-		if err := w.value(vt, name); err != nil {
+		if err := w.value(vt, at, depth); err != nil {
 			return err
 		}
 	}
@@ -261,12 +308,14 @@ func mismatch(field string, want shape, got string) error {
 	return &fieldError{field, fmt.Sprintf("field %q must be %s, not %s", field, shapeNames[want], got)}
 }
 
-// checkNumber checks a number against an integer or number field.
-func checkNumber(n json.Number, t reflect.Type, want shape, field string) error {
+// checkNumber checks a number, at p, against an integer or number field.
+func checkNumber(n json.Number, t reflect.Type, want shape, p *jsonPath) error {
+	if want == anyShape {
+		return nil
+	}
+	field := p.String()
 	var err error
 	switch {
-	case want == anyShape:
-		return nil
 	case want == numberShape:
 		_, err = strconv.ParseFloat(n.String(), t.Bits())
 	case want != integerShape:
@@ -287,15 +336,11 @@ func checkNumber(n json.Number, t reflect.Type, want shape, field string) error 
 	return nil
 }
 
-// checkEscapes refuses a \u escape in raw (a string literal, maybe after
-// separators; where names it for the message) that decodes to no character: a high surrogate not followed
-// by a low one, or a low surrogate alone. encoding/json would silently
-// turn it into U+FFFD.
-func checkEscapes(raw []byte, field, where string) error {
-	if bad, ok := loneSurrogate(raw); ok {
-		return &fieldError{field, fmt.Sprintf("%s holds %s, a lone UTF-16 surrogate: a JSON string must escape a character outside the BMP as a surrogate pair", where, bad)}
-	}
-	return nil
+// surrogateError refuses bad, a \u escape in the string where names that
+// decodes to no character: a high surrogate not followed by a low one, or
+// a low surrogate alone. encoding/json would silently turn it into U+FFFD.
+func surrogateError(field, where, bad string) error {
+	return &fieldError{field, fmt.Sprintf("%s holds %s, a lone UTF-16 surrogate: a JSON string must escape a character outside the BMP as a surrogate pair", where, bad)}
 }
 
 // loneSurrogate returns the first \u escape in raw, JSON text, that is a

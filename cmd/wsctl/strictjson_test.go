@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzCheckJSON: checkJSON never panics on valid JSON, and whatever it
@@ -40,4 +44,44 @@ func FuzzCheckJSON(f *testing.F) {
 			t.Fatalf("checkJSON accepted %q, which decodes with a replacement character", data)
 		}
 	})
+}
+
+// nested returns an object nested depth levels deep, each level under a
+// key of keyLen bytes.
+func nested(depth, keyLen int) []byte {
+	key := strings.Repeat("k", keyLen)
+	return []byte(strings.Repeat(`{"`+key+`":`, depth) + "1" + strings.Repeat("}", depth))
+}
+
+// TestCheckJSONDepth: a value may nest maxJSONDepth levels; one level more
+// is refused, naming where, rather than walked at any cost.
+func TestCheckJSONDepth(t *testing.T) {
+	require.NoError(t, checkJSON(nested(maxJSONDepth, 1), nil, ""))
+	err := checkJSON(nested(maxJSONDepth+1, 1), nil, "")
+	var fe *fieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Contains(t, fe.Msg, "nests deeper than 64 levels")
+	assert.Equal(t, strings.Repeat("k.", maxJSONDepth-1)+"k", fe.Field)
+	err = checkJSON([]byte(strings.Repeat("[", 1000)+strings.Repeat("]", 1000)), nil, "")
+	require.ErrorAs(t, err, &fe)
+}
+
+// TestCheckJSONCostGrowsWithTheInput: the bytes checkJSON allocates grow
+// with the length of the line, not with its depth times its length (a
+// path spelled out at every level would cost depth² × key length).
+func TestCheckJSONCostGrowsWithTheInput(t *testing.T) {
+	alloc := func(line []byte) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		require.NoError(t, checkJSON(line, nil, ""))
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	for _, depth := range []int{8, 64} {
+		line := nested(depth, 10<<10)
+		got := alloc(line)
+		t.Logf("depth %d, %d-byte line: %d bytes allocated", depth, len(line), got)
+		assert.Less(t, got, uint64(8*len(line)), "depth %d", depth)
+	}
 }
