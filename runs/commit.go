@@ -478,13 +478,14 @@ func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, s
 	return s.deliver(ctx, sink, pc)
 }
 
-// lockSaves waits until no other commit of this Service is saving to the
-// chat of run runID, and returns what ends its turn: seed 000 wants a
-// chat's saves serialized, and a host's sink need not expect two calls at
-// once for one chat. The turn spans the whole commit, from recording it as
-// pending to recording its outcome, so giving up while waiting (ctx)
-// records nothing; meanwhile Finish refuses the run. Commits made by other
-// processes on the same store are not serialized with these.
+// lockSaves takes the turn to save to the chat of run runID and returns
+// what ends it: seed 000 wants a chat's saves serialized, and a host's
+// sink need not expect two calls at once for one chat. The turn spans the
+// whole commit, from recording it as pending to recording its outcome;
+// meanwhile Finish refuses the run. A commit that finds the turn taken
+// fails at once with store.busy and records nothing: waiting would hang a
+// sink that commits to its own chat. Commits made by other processes on
+// the same store are not serialized with these.
 func (s *Service) lockSaves(ctx context.Context, runID string) (func(), error) {
 	var chatID string
 	err := s.db.View(ctx, func(tx *index.Tx) error {
@@ -495,62 +496,46 @@ func (s *Service) lockSaves(ctx context.Context, runID string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.saves.lock(ctx, chatID, runID)
+	unlock, ok := s.saves.tryLock(chatID, runID)
+	if !ok {
+		return nil, wserr.New(wserr.Busy, "commit", "", "chat %s is saving another commit: retry once it is done", chatID)
+	}
+	return unlock, nil
 }
 
 // chatLocks hands out one turn at a time per chat, and knows which runs
-// have a commit waiting for or holding a turn.
+// hold one.
 type chatLocks struct {
 	mu     sync.Mutex
-	turns  map[string]*chatTurn
-	saving map[string]int // run id: its commits in lock
+	chats  map[string]bool // chat id: its turn is taken
+	saving map[string]bool // run id: a commit of it holds its chat's turn
 }
 
-type chatTurn struct {
-	ch    chan struct{} // holds a token while someone has the turn
-	users int           // holders and waiters; the entry goes at 0
-}
-
-// lock waits for chatID's turn, or for ctx to end, and returns the
-// function that ends the turn. runID counts as saving from the call until
-// that function runs (or lock fails).
-func (l *chatLocks) lock(ctx context.Context, chatID, runID string) (func(), error) {
+// tryLock takes chatID's turn for run runID if it is free, and returns
+// the function that ends it.
+func (l *chatLocks) tryLock(chatID, runID string) (func(), bool) {
 	l.mu.Lock()
-	if l.turns == nil {
-		l.turns, l.saving = map[string]*chatTurn{}, map[string]int{}
+	defer l.mu.Unlock()
+	if l.chats[chatID] {
+		return nil, false
 	}
-	t := l.turns[chatID]
-	if t == nil {
-		t = &chatTurn{ch: make(chan struct{}, 1)}
-		l.turns[chatID] = t
+	if l.chats == nil {
+		l.chats, l.saving = map[string]bool{}, map[string]bool{}
 	}
-	t.users++
-	l.saving[runID]++
-	l.mu.Unlock()
-	leave := func() {
+	l.chats[chatID], l.saving[runID] = true, true
+	return func() {
 		l.mu.Lock()
-		if t.users--; t.users == 0 {
-			delete(l.turns, chatID)
-		}
-		if l.saving[runID]--; l.saving[runID] == 0 {
-			delete(l.saving, runID)
-		}
-		l.mu.Unlock()
-	}
-	select {
-	case t.ch <- struct{}{}:
-		return func() { <-t.ch; leave() }, nil
-	case <-ctx.Done():
-		leave()
-		return nil, ctx.Err()
-	}
+		defer l.mu.Unlock()
+		delete(l.chats, chatID)
+		delete(l.saving, runID)
+	}, true
 }
 
-// isSaving reports whether a commit of runID holds or waits for a turn.
+// isSaving reports whether a commit of runID holds its chat's turn.
 func (l *chatLocks) isSaving(runID string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.saving[runID] > 0
+	return l.saving[runID]
 }
 
 type commitRow struct {
