@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
@@ -17,22 +18,25 @@ import (
 type Pinned func(ctx context.Context, tx *index.Tx, runID string) ([]int64, error)
 
 // The queries of Prune go through the primary key (run_id, seq): the count
-// and the oldest-first walk visit only the run's rows, which the cap keeps
-// at its size (plus pins and the one just created), and each delete
+// and the read of the run's rows visit only that run's rows, which the cap
+// keeps at its size (plus pins and the one just created), and each delete
 // touches one row. A test holds them to that with EXPLAIN QUERY PLAN.
 const (
 	countSQL  = `SELECT count(*) FROM checkpoints WHERE run_id = ?`
-	oldestSQL = `SELECT seq FROM checkpoints WHERE run_id = ? ORDER BY seq LIMIT ?`
+	rowsSQL   = `SELECT seq, parent_seq FROM checkpoints WHERE run_id = ? ORDER BY seq`
 	deleteSQL = `DELETE FROM checkpoints WHERE run_id = ? AND seq = ?`
 )
 
 // Prune deletes the run's oldest checkpoints, in tx, until it holds at
 // most limit (0 or less: no cap, nothing is done), and records the
 // deletion in one checkpoints_pruned event naming every checkpoint it
-// deleted. It never deletes checkpoint keep (the one just created) nor one
-// that pinned names: when those alone are more than limit, the run stays
-// above its cap rather than lose one. It returns the seqs deleted, oldest
-// first; nil, and no event, when nothing was over the cap.
+// deleted. Checkpoints off the line that leads to keep (the one just
+// created: its parent, the parent's parent, …) go first, oldest first,
+// then the oldest on that line: after a rollback, the abandoned branch
+// goes before the checkpoint the run went back to. It never deletes keep
+// nor one that pinned names: when those alone are more than limit, the
+// run stays above its cap rather than lose one. It returns the seqs
+// deleted, oldest first; nil, and no event, when nothing was over the cap.
 //
 // Only rows go: the checkpoint_created events of the deleted checkpoints
 // stay in the journal, which is append-only, and their trees become
@@ -69,28 +73,46 @@ func (s *Store) Prune(ctx context.Context, tx *index.Tx, runID string, limit int
 			skip[p] = true
 		}
 	}
-	// The oldest excess checkpoints that are not skipped lie among the
-	// oldest excess+len(skip).
-	var oldest []int64
-	if err := tx.SelectContext(ctx, &oldest, oldestSQL, runID, excess+int64(len(skip))); err != nil {
+	var rows []struct {
+		Seq    int64 `db:"seq"`
+		Parent int64 `db:"parent_seq"`
+	}
+	if err := tx.SelectContext(ctx, &rows, rowsSQL, runID); err != nil {
 		return nil, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
 	}
-	var pruned []int64
-	for _, seq := range oldest {
-		if int64(len(pruned)) == excess {
-			break
+	parent := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		parent[r.Seq] = r.Parent
+	}
+	line := map[int64]bool{} // keep and its ancestors that still exist
+	for seq := keep; !line[seq]; seq = parent[seq] {
+		if _, ok := parent[seq]; !ok {
+			break // pruned before, or 0: the line ends
 		}
-		if skip[seq] {
-			continue
+		line[seq] = true
+	}
+	var off, on []int64 // candidates off and on keep's line, oldest first
+	for _, r := range rows {
+		switch {
+		case skip[r.Seq]:
+		case line[r.Seq]:
+			on = append(on, r.Seq)
+		default:
+			off = append(off, r.Seq)
 		}
+	}
+	victims := append(off, on...)
+	victims = victims[:min(int64(len(victims)), excess)]
+	if len(victims) == 0 {
+		return nil, nil
+	}
+	slices.Sort(victims)
+	for _, seq := range victims {
 		if _, err := tx.ExecContext(ctx, deleteSQL, runID, seq); err != nil {
 			return nil, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
 		}
-		pruned = append(pruned, seq)
 	}
-	if len(pruned) == 0 {
-		return nil, nil
-	}
+	pruned := victims
 	payload := journal.Pruned{CheckpointIDs: make([]string, len(pruned)), MaxCheckpoints: limit}
 	for i, seq := range pruned {
 		payload.CheckpointIDs[i] = ID(seq)

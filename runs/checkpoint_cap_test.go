@@ -288,3 +288,31 @@ func TestPrunedCheckpointIsNotFound(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), got.HeadCheckpoint, "a refused rollback moves nothing")
 }
+
+// TestCheckpointCapAfterRollback: after a rollback, the checkpoints of the
+// branch rolled away from go before the one the run went back to, which
+// the live workspace descends from; once none is left off that line, the
+// oldest on it goes.
+func TestCheckpointCapAfterRollback(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{Profile: capped(3, true)})
+	for i := 2; i <= 5; i++ {
+		e.write(r.ID, "output/main.md", fmt.Sprint("draft ", i))
+	}
+	require.Equal(t, []string{"cp_000003", "cp_000004", "cp_000005"}, e.checkpointIDs(r.ID))
+	_, err := e.svc.Rollback(e.ctx, r.ID, 3, runs.RollbackOptions{})
+	require.NoError(t, err)
+
+	steps := []struct {
+		write string
+		want  []string
+	}{
+		{"branch 1", []string{"cp_000003", "cp_000005", "cp_000006"}}, // cp 4, off the line, goes first
+		{"branch 2", []string{"cp_000003", "cp_000006", "cp_000007"}}, // then cp 5
+		{"branch 3", []string{"cp_000006", "cp_000007", "cp_000008"}}, // then the oldest on the line
+	}
+	for _, s := range steps {
+		e.write(r.ID, "output/main.md", s.write)
+		assert.Equal(t, s.want, e.checkpointIDs(r.ID), "after %q", s.write)
+	}
+}

@@ -88,9 +88,9 @@ type RollbackOptions struct {
 // Rollback makes checkpoint seq's tree the run's live workspace: one
 // pointer swap on the run's row and a workspace_rolled_back event, whatever
 // the workspace's size. Nothing is deleted: later checkpoints stay
-// readable (until the run's MaxCheckpoints prunes them as the oldest), and
-// the next checkpoint records seq as its parent, so history forks. The
-// chat is not touched. It fails with checkpoint.not_found, or
+// readable (a run's MaxCheckpoints prunes them before seq and its
+// ancestors), and the next checkpoint records seq as its parent, so
+// history forks. The chat is not touched. It fails with checkpoint.not_found, or
 // run.invalid_transition unless the run is running, awaiting approval or
 // paused.
 func (s *Service) Rollback(ctx context.Context, runID string, seq int64, opt RollbackOptions) (Run, error) {
