@@ -38,8 +38,9 @@ workspace paths ("output/main.md"). Checkpoints are "cp_000003" or 3.
 
 Requests are read strictly, so a typo cannot pass silently: field names are
 case-sensitive and unknown ones are refused, at every level; no object may
-hold a key twice; values must have the JSON type their field needs (null
-counts as absent); a line must be UTF-8, and a string may not escape a lone
+hold a key twice; values must have the JSON type their field needs (a
+null field counts as absent; an entry of inputs or of a list of strings may
+not be null); a line must be UTF-8, and a string may not escape a lone
 UTF-16 surrogate ("\ud800": a character beyond U+FFFF is escaped as a
 pair, "\ud83d\ude00"); values nest at most 64 levels deep. The error
 message names the field ("chat.kind").

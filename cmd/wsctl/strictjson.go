@@ -47,7 +47,7 @@ func checkJSON(data []byte, t reflect.Type, prefix string) error {
 	if prefix != "" {
 		root = &jsonPath{key: prefix}
 	}
-	return w.value(t, root, 0)
+	return w.value(t, root, 0, true)
 }
 
 // maxJSONDepth bounds how deep a request's values nest: requests are
@@ -169,7 +169,10 @@ func shapeOf(t reflect.Type) (shape, reflect.Type) {
 }
 
 // value checks the next value, at path p and nesting depth, against t.
-func (w *jsonWalker) value(t reflect.Type, p *jsonPath, depth int) error {
+// null stands for an absent field; where nothing can be absent (an element
+// of an array or a map that holds no nulls), nullOK is false and null is
+// refused.
+func (w *jsonWalker) value(t reflect.Type, p *jsonPath, depth int, nullOK bool) error {
 	tok, raw, err := w.token()
 	if err != nil {
 		return err
@@ -177,6 +180,9 @@ func (w *jsonWalker) value(t reflect.Type, p *jsonPath, depth int) error {
 	want, t := shapeOf(t)
 	switch tok := tok.(type) {
 	case nil:
+		if !nullOK && want != anyShape {
+			return mismatch(p.String(), want, "null")
+		}
 		return nil
 	case json.Delim:
 		if depth == maxJSONDepth {
@@ -192,7 +198,7 @@ func (w *jsonWalker) value(t reflect.Type, p *jsonPath, depth int) error {
 				elem = t.Elem()
 			}
 			for i := 0; w.dec.More(); i++ {
-				if err := w.value(elem, p.item(i), depth+1); err != nil {
+				if err := w.value(elem, p.item(i), depth+1, nullable(elem)); err != nil {
 					return err
 				}
 			}
@@ -249,6 +255,7 @@ func (w *jsonWalker) object(t reflect.Type, p *jsonPath, depth int) error {
 		}
 		seen[key] = true
 		var vt reflect.Type
+		nullOK := true
 		switch {
 		case fields != nil:
 			ft, ok := fields[key]
@@ -258,13 +265,21 @@ func (w *jsonWalker) object(t reflect.Type, p *jsonPath, depth int) error {
 			vt = ft
 		case t != nil:
 			vt = t.Elem() // a map
+			nullOK = nullable(vt)
 		}
-		if err := w.value(vt, at, depth); err != nil {
+		if err := w.value(vt, at, depth, nullOK); err != nil {
 			return err
 		}
 	}
 	_, _, err := w.token()
 	return err
+}
+
+// nullable reports whether a map value or array element of Go type t can
+// hold null: a pointer, an interface or raw JSON can, a string cannot
+// (encoding/json would store "" where the host sent nothing).
+func nullable(t reflect.Type) bool {
+	return t == nil || t.Kind() == reflect.Pointer || t.Kind() == reflect.Interface || t == reflect.TypeFor[json.RawMessage]()
 }
 
 // jsonFields returns the JSON names of t's fields with their types,

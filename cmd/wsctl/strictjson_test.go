@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -83,5 +84,30 @@ func TestCheckJSONCostGrowsWithTheInput(t *testing.T) {
 		got := alloc(line)
 		t.Logf("depth %d, %d-byte line: %d bytes allocated", depth, len(line), got)
 		assert.Less(t, got, uint64(8*len(line)), "depth %d", depth)
+	}
+}
+
+// TestCheckJSONNull: null stands for an absent field, so a field may be
+// null; an entry of a map of strings or an element of a list of strings
+// cannot be absent, and null there is refused rather than read as "".
+func TestCheckJSONNull(t *testing.T) {
+	type req struct {
+		Name   string            `json:"name"`
+		Inputs map[string]string `json:"inputs"`
+		Roots  []string          `json:"roots"`
+		Ref    json.RawMessage   `json:"ref"`
+		Extra  map[string]any    `json:"extra"`
+	}
+	typ := reflect.TypeFor[req]()
+	for _, ok := range []string{
+		`{"name":null}`, `{"inputs":null}`, `{"roots":null}`, `{"ref":null}`, `{"ref":{"a":null}}`, `{"extra":{"a":null}}`,
+	} {
+		assert.NoError(t, checkJSON([]byte(ok), typ, ""), ok)
+	}
+	for bad, field := range map[string]string{`{"inputs":{"a.md":null}}`: "inputs.a.md", `{"roots":["output",null]}`: "roots[1]"} {
+		var fe *fieldError
+		require.ErrorAs(t, checkJSON([]byte(bad), typ, ""), &fe, bad)
+		assert.Equal(t, field, fe.Field)
+		assert.Contains(t, fe.Msg, "must be a string, not null")
 	}
 }
