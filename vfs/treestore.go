@@ -180,17 +180,16 @@ func placeOf(head, base []byte) (int, cas.Hash, error) {
 	return seq, cas.Hash(base), err
 }
 
-// ensureStored makes sure the tree at h (entries es) has a row, writing it
-// whole only if it has none: the cache may hold a tree that gc deleted
-// since. A row that exists is left as it is, however wide: once this
-// transaction commits, gc finds the tree through what references it, so
-// it needs no fresher created time.
-func (t *Trees) ensureStored(ctx context.Context, tx *index.Tx, h cas.Hash, es []Entry) error {
+// requireStored fails with wserr.Corrupt unless the tree at h has a row.
+// The cache may still hold a tree that gc collected since, and perhaps
+// the trees below it too: a graft must not make a root name it. A row that
+// exists is left as it is, however wide: once this transaction commits,
+// gc finds the tree through what references it.
+func (t *Trees) requireStored(ctx context.Context, tx *index.Tx, h cas.Hash) error {
 	var one int
 	err := tx.QueryRowContext(ctx, `SELECT 1 FROM trees WHERE hash = ?`, h[:]).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		_, err = t.put(ctx, tx, es, cas.Hash{})
-		return err
+		return wserr.New(wserr.Corrupt, "read tree", "", "tree missing: %s (collected by gc?)", h)
 	}
 	return index.Translate(err)
 }
@@ -467,7 +466,7 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 				del = true
 			} else if ne.Size, err = totalSize(sub); err != nil {
 				return cas.Hash{}, err
-			} else if err := t.ensureStored(ctx, tx, ne.Hash, sub); err != nil {
+			} else if err := t.requireStored(ctx, tx, ne.Hash); err != nil {
 				return cas.Hash{}, fmt.Errorf("%s %s: graft: %w", op, p, err)
 			}
 		}
