@@ -288,25 +288,8 @@ func TestBatchAnswersEachLineBeforeTheNext(t *testing.T) {
 	c := newCLI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		code := execute(ctx, c.app(), []string{"--store", c.store, "batch"}, inR, outW, io.Discard)
-		outW.Close()
-		done <- code
-	}()
-	answers := bufio.NewReader(outR)
-	ask := func(line string) resp {
-		t.Helper()
-		_, err := io.WriteString(inW, line+"\n")
-		require.NoError(t, err)
-		got, err := answers.ReadString('\n')
-		require.NoError(t, err)
-		var r resp
-		require.NoError(t, json.Unmarshal([]byte(got), &r))
-		return r
-	}
+	b := startBatch(t, ctx, c.app(), c.store, io.Discard)
+	ask := b.ask
 	r := ask(`{"op":"run.create","chat":{"kind":"k","stableChatId":"s"},"runId":"p1"}`)
 	require.True(t, r.OK, "%+v", r.Error)
 	st := c.open()
@@ -321,10 +304,10 @@ func TestBatchAnswersEachLineBeforeTheNext(t *testing.T) {
 	assert.Equal(t, "batch.unknown_op", r.code())
 	r = ask(`{"op":"read","path":"output/a.md"}`)
 	assert.Equal(t, "third\n", r.Result["content"])
-	require.NoError(t, inW.Close())
-	_, err := answers.ReadString('\n')
+	require.NoError(t, b.in.Close())
+	_, err := b.answers.ReadString('\n')
 	assert.ErrorIs(t, err, io.EOF, "no answer without a request")
-	assert.Equal(t, 0, <-done)
+	assert.Equal(t, 0, <-b.done)
 }
 
 // TestBatchInterrupted ends the batch when its context ends, even while it
@@ -368,26 +351,10 @@ func TestBatchInterruptedInFlight(t *testing.T) {
 		}
 		return time.Now()
 	}
-	inR, inW := io.Pipe()
-	defer inW.Close()
-	outR, outW := io.Pipe()
 	var errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- execute(ctx, a, []string{"--store", c.store, "batch"}, inR, outW, &errOut)
-		outW.Close()
-	}()
-	answers := bufio.NewReader(outR)
-	ask := func(line string) resp {
-		t.Helper()
-		_, err := io.WriteString(inW, line+"\n")
-		require.NoError(t, err)
-		got, err := answers.ReadString('\n')
-		require.NoError(t, err)
-		var r resp
-		require.NoError(t, json.Unmarshal([]byte(got), &r))
-		return r
-	}
+	b := startBatch(t, ctx, a, c.store, &errOut)
+	defer b.in.Close()
+	ask := b.ask
 	r := ask(`{"op":"run.create","chat":{"kind":"k","stableChatId":"s"},"runId":"r"}`)
 	require.True(t, r.OK, "%+v", r.Error)
 	interrupt.Store(true)
@@ -395,10 +362,44 @@ func TestBatchInterruptedInFlight(t *testing.T) {
 	assert.Equal(t, "write", r.Op)
 	assert.JSONEq(t, `9`, string(r.ID))
 	assert.Equal(t, "batch.interrupted", r.code(), "%+v", r.Error)
-	assert.Equal(t, 130, <-done)
+	assert.Equal(t, 130, <-b.done)
 	assert.Contains(t, errOut.String(), "batch.interrupted")
 	_, err := c.open().Runs.Workspace("r", runs.HostScope).Read(context.Background(), vfs.MustPath("output/a.md"), vfs.ReadOptions{})
 	assert.True(t, wserr.Is(err, wserr.FileNotFound), "the interrupted write is not committed: %v", err)
+}
+
+// liveBatch is a wsctl batch running over pipes, as a host drives it.
+type liveBatch struct {
+	t       *testing.T
+	in      *io.PipeWriter
+	answers *bufio.Reader
+	done    chan int // the exit status, once batch ends
+}
+
+// startBatch runs wsctl --store store batch with app a until ctx ends or
+// its input is closed; stderr goes to errOut.
+func startBatch(t *testing.T, ctx context.Context, a *app, store string, errOut io.Writer) *liveBatch {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	b := &liveBatch{t: t, in: inW, answers: bufio.NewReader(outR), done: make(chan int, 1)}
+	go func() {
+		code := execute(ctx, a, []string{"--store", store, "batch"}, inR, outW, errOut)
+		outW.Close()
+		b.done <- code
+	}()
+	return b
+}
+
+// ask sends one request line and returns its answer.
+func (b *liveBatch) ask(line string) resp {
+	b.t.Helper()
+	_, err := io.WriteString(b.in, line+"\n")
+	require.NoError(b.t, err)
+	got, err := b.answers.ReadString('\n')
+	require.NoError(b.t, err)
+	var r resp
+	require.NoError(b.t, json.Unmarshal([]byte(got), &r))
+	return r
 }
 
 func quote(s string) string {
