@@ -867,6 +867,10 @@ func (g *graph) treeAt(h cas.Hash, level int) (decodedTree, bool, error) {
 		var stored bool
 		under, stored, err = g.treeAt(t.base, level+1)
 		switch {
+		case err != nil && !wserr.Is(err, wserr.Corrupt):
+			// Not the store's doing (a cancelled ctx, a failed read): say
+			// so rather than call the tree corrupt.
+			return t, true, fmt.Errorf("read tree %s: patch base %s: %w", h.Short(), t.base.Short(), err)
 		case err != nil:
 			return t, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s: %s", h, t.base, wserr.MessageOf(err))
 		case !stored:

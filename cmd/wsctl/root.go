@@ -167,11 +167,19 @@ type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }
 
-// execute runs wsctl with args and returns the exit status.
+// commandName names cmd for an error ("wsctl" when none ran).
+func (a *app) commandName(cmd *cobra.Command) string {
+	if cmd == nil {
+		return "wsctl"
+	}
+	return cmd.Name()
+}
+
 // codeStopped is the error of a command (other than batch, whose requests
 // answer batch.interrupted) that SIGINT or SIGTERM stopped.
 const codeStopped wserr.Code = "wsctl.interrupted"
 
+// execute runs wsctl with args and returns the exit status.
 func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd(a)
 	root.SetArgs(args)
@@ -185,13 +193,14 @@ func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout
 	if !a.started {
 		err = usageError{err}
 	}
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) && !wserr.Is(err, codeInterrupted) {
-		// SIGINT or SIGTERM stopped the command midway; what it had
-		// committed stays, the rest rolled back.
-		err = wserr.New(codeStopped, cmd.Name(), "", "interrupted")
+	var ue usageError
+	if ctx.Err() != nil && !errors.As(err, &ue) && !wserr.Is(err, codeInterrupted) {
+		// SIGINT or SIGTERM stopped the command midway, and whatever it
+		// failed with then (a cancelled read, a statement closed under
+		// it) comes from that; what it had committed stays.
+		err = wserr.New(codeStopped, a.commandName(cmd), "", "interrupted")
 	}
 	fmt.Fprintf(stderr, "wsctl: %v\n", err)
-	var ue usageError
 	if errors.As(err, &ue) && cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}

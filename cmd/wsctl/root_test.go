@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/assert"
@@ -211,5 +212,33 @@ func TestInterruptedCommand(t *testing.T) {
 			assert.Equal(t, 130, code, "stdout %s stderr %s", out, errOut)
 			assert.Contains(t, errOut, "wsctl.interrupted")
 		})
+	}
+}
+
+// TestInterruptedMidway cancels maintenance commands at moments spread
+// over their work on a store of 1,000 files: whatever they were doing
+// (reading a tree, a statement closed under them), they end with exit
+// status 0 (done first) or 130, never as an internal error or as
+// corruption.
+func TestInterruptedMidway(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	var in strings.Builder
+	in.WriteString(`{"op":"run.create","chat":{"kind":"character","stableChatId":"big"}}` + "\n")
+	for i := range 1000 {
+		fmt.Fprintf(&in, `{"op":"write","path":"output/d%02d/f%04d.md","content":"content %d %s"}`+"\n", i%50, i, i, strings.Repeat("x", i%200))
+	}
+	for _, r := range c.batch(in.String()) {
+		require.True(t, r.OK, "%+v", r.Error)
+	}
+	for _, args := range [][]string{{"gc"}, {"fsck"}, {"vacuum"}, {"stats"}, {"du"}} {
+		for d := time.Duration(0); d <= 20*time.Millisecond; d += 2 * time.Millisecond {
+			ctx, cancel := context.WithCancel(context.Background())
+			stop := time.AfterFunc(d, cancel)
+			_, errOut, code := c.runCtx(ctx, strings.NewReader(""), args...)
+			stop.Stop()
+			cancel()
+			assert.Contains(t, []int{0, 130}, code, "%v cancelled after %v: %s", args, d, strings.TrimSpace(errOut))
+		}
 	}
 }
