@@ -25,6 +25,7 @@ const (
 	countSQL  = `SELECT count(*) FROM checkpoints WHERE run_id = ?`
 	rowsSQL   = `SELECT seq, parent_seq FROM checkpoints WHERE run_id = ? ORDER BY seq`
 	deleteSQL = `DELETE FROM checkpoints WHERE run_id = ? AND seq = ?`
+	relinkSQL = `UPDATE checkpoints SET parent_seq = ? WHERE run_id = ? AND parent_seq = ?`
 )
 
 // Prune deletes the run's oldest checkpoints, in tx, until it holds at
@@ -33,18 +34,21 @@ const (
 // deleted. Checkpoints off the line that leads to keep (the one just
 // created: its parent, the parent's parent, …) go first, oldest first,
 // then the oldest on that line: after a rollback, the abandoned branch
-// goes before the checkpoint the run went back to. It never deletes keep
-// nor one that pinned names: when those alone are more than limit, the
-// run stays above its cap rather than lose one. It returns the seqs
-// deleted, oldest first; nil, and no event, when nothing was over the cap.
+// goes before the checkpoint the run went back to. The children of a
+// deleted checkpoint take its parent as theirs, so the line runs on past
+// it. It never deletes keep nor one that pinned names: when those alone
+// are more than limit, the run stays above its cap rather than lose one.
+// It returns the seqs deleted, oldest first; nil, and no event, when
+// nothing was over the cap.
 //
 // Only rows go: the checkpoint_created events of the deleted checkpoints
 // stay in the journal, which is append-only, and their trees become
 // garbage for gc unless something else still reaches them. Reading,
 // diffing or rolling back to a deleted checkpoint then fails with
-// checkpoint.not_found, as for any checkpoint that never existed. The cost
-// grows with the checkpoints deleted and the run's pins, not with how many
-// checkpoints the run has ever taken.
+// checkpoint.not_found, as for any checkpoint that never existed. It reads
+// the run's rows, which the cap keeps at limit plus pins plus one, so the
+// cost grows with the cap, not with how many checkpoints the run has ever
+// taken.
 //
 // It fails with workspace.invalid_argument for a negative limit, or with
 // the errors of pinned and of the journal.
@@ -101,18 +105,27 @@ func (s *Store) Prune(ctx context.Context, tx *index.Tx, runID string, limit int
 			off = append(off, r.Seq)
 		}
 	}
-	victims := append(off, on...)
-	victims = victims[:min(int64(len(victims)), excess)]
-	if len(victims) == 0 {
+	pruned := slices.Concat(off, on)
+	pruned = pruned[:min(int64(len(pruned)), excess)]
+	if len(pruned) == 0 {
 		return nil, nil
 	}
-	slices.Sort(victims)
-	for _, seq := range victims {
+	slices.Sort(pruned)
+	for _, seq := range pruned {
 		if _, err := tx.ExecContext(ctx, deleteSQL, runID, seq); err != nil {
 			return nil, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
 		}
+		// Oldest first, so a parent pruned earlier has already handed
+		// its own parent down to this one.
+		if _, err := tx.ExecContext(ctx, relinkSQL, parent[seq], runID, seq); err != nil {
+			return nil, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
+		}
+		for c, p := range parent {
+			if p == seq {
+				parent[c] = parent[seq]
+			}
+		}
 	}
-	pruned := victims
 	payload := journal.Pruned{CheckpointIDs: make([]string, len(pruned)), MaxCheckpoints: limit}
 	for i, seq := range pruned {
 		payload.CheckpointIDs[i] = ID(seq)

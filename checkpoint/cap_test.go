@@ -168,7 +168,7 @@ func TestPruneQueriesUseThePrimaryKey(t *testing.T) {
 	e := newCapEnv(t)
 	e.take("run_a", 5)
 	e.take("run_b", 5)
-	args := map[string][]any{"count": {"run_a"}, "rows": {"run_a"}, "delete": {"run_a", 1}}
+	args := map[string][]any{"count": {"run_a"}, "rows": {"run_a"}, "delete": {"run_a", 1}, "relink": {0, "run_a", 1}}
 	for name, q := range checkpoint.PruneQueries {
 		t.Run(name, func(t *testing.T) {
 			type step struct {

@@ -22,7 +22,7 @@ type Checkpoint struct {
 	Seq       int64     `json:"seq"`
 	ID        string    `json:"id"`
 	Root      cas.Hash  `json:"root"`
-	Parent    string    `json:"parent,omitempty"` // id of the checkpoint this one descends from
+	Parent    string    `json:"parent,omitempty"` // id of the checkpoint this one descends from: the nearest one a cap has not pruned
 	Reason    string    `json:"reason"`
 	EventSeq  int64     `json:"eventSeq"` // seq of its checkpoint_created event
 	CreatedAt time.Time `json:"createdAt"`

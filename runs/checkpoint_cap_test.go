@@ -161,10 +161,10 @@ func TestCheckpointCapPrunesOldest(t *testing.T) {
 }
 
 // TestCheckpointCapCostDoesNotGrow proves by counting rows that a
-// checkpoint past the cap deletes exactly one checkpoint row and appends
-// one event more than an uncapped checkpoint, and that this is the same
-// at the 10th checkpoint as at the 200th: the cost follows what is
-// pruned, not the run's history.
+// checkpoint past the cap deletes exactly one checkpoint row, gives its
+// child its parent and appends one event more than an uncapped
+// checkpoint, and that this is the same at the 10th checkpoint as at the
+// 200th: the cost follows what is pruned, not the run's history.
 func TestCheckpointCapCostDoesNotGrow(t *testing.T) {
 	const limit = 3
 	e := newLifecycleEnv(t)
@@ -199,13 +199,13 @@ func TestCheckpointCapCostDoesNotGrow(t *testing.T) {
 		}
 	}
 	assert.Equal(t, cost{
-		Changes:     uncapped.Changes + 2, // the deleted row and the checkpoints_pruned event
+		Changes:     uncapped.Changes + 3, // the deleted row, its child's parent and the checkpoints_pruned event
 		Events:      uncapped.Events + 1,
 		Checkpoints: limit,
 		Pruned:      []string{checkpoint.ID(10 - limit)},
 	}, costs[10])
 	assert.Equal(t, cost{
-		Changes:     uncapped.Changes + 2,
+		Changes:     uncapped.Changes + 3,
 		Events:      uncapped.Events + 1,
 		Checkpoints: limit,
 		Pruned:      []string{checkpoint.ID(200 - limit)},
@@ -315,4 +315,30 @@ func TestCheckpointCapAfterRollback(t *testing.T) {
 		e.write(r.ID, "output/main.md", s.write)
 		assert.Equal(t, s.want, e.checkpointIDs(r.ID), "after %q", s.write)
 	}
+}
+
+// TestCheckpointCapLineRunsPastAPrunedParent: a checkpoint whose parent
+// was pruned takes the parent's parent, so the line from the live
+// workspace back to the checkpoints it descends from is kept whole, and
+// the abandoned branch goes first even then.
+func TestCheckpointCapLineRunsPastAPrunedParent(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{Profile: capped(3, true)})
+	e.write(r.ID, "output/main.md", "two")
+	e.write(r.ID, "output/main.md", "three")
+	require.Equal(t, []string{"cp_000001", "cp_000002", "cp_000003"}, e.checkpointIDs(r.ID))
+	rollback := func(seq int64) {
+		_, err := e.svc.Rollback(e.ctx, r.ID, seq, runs.RollbackOptions{})
+		require.NoError(t, err)
+	}
+	rollback(1)
+	e.write(r.ID, "output/main.md", "four") // cp 4 on 1: cp 2 is off its line
+	require.Equal(t, []string{"cp_000001", "cp_000003", "cp_000004"}, e.checkpointIDs(r.ID))
+	cp3, err := e.svc.Checkpoints().Get(e.ctx, nil, r.ID, 3)
+	require.NoError(t, err)
+	assert.Equal(t, "cp_000001", cp3.Parent, "cp 3 descends from cp 1 once cp 2 is gone")
+
+	rollback(3)
+	e.write(r.ID, "output/main.md", "five") // cp 5 on 3, on 1: cp 4 is off the line
+	assert.Equal(t, []string{"cp_000001", "cp_000003", "cp_000005"}, e.checkpointIDs(r.ID))
 }
