@@ -126,7 +126,9 @@ const (
 // commit.sink_failed, the run stays as it was and Commit may be retried.
 // If the run is deleted while the sink runs, nothing more is recorded and
 // the error is run.not_found; the record returned carries the sink's
-// receipt, so the host can find what its sink saved.
+// receipt, so the host can find what its sink saved. While this Service
+// saves another commit to the same chat, Commit fails at once with
+// store.busy and records nothing (see lockSaves).
 func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt CommitOptions) (CommitRecord, error) {
 	mode := opt.Mode
 	if mode == "" {
@@ -430,7 +432,8 @@ func callSink(ctx context.Context, sink ChatSink, req CommitRequest) (receipt js
 // with the commit's completion; a failed save journals only
 // chat_commit_failed. The run's workspace is not changed. It fails with
 // checkpoint.not_found, the assembly errors of Commit, commit.sink_failed,
-// or run.not_found (also when the run is deleted while the sink runs).
+// run.not_found (also when the run is deleted while the sink runs), or
+// store.busy as Commit does.
 func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, sink ChatSink, del bool) (CommitRecord, error) {
 	if sink == nil {
 		return CommitRecord{}, wserr.New(wserr.InvalidArgument, "rollback commit", "", "no chat sink")
@@ -508,7 +511,7 @@ func (s *Service) lockSaves(ctx context.Context, runID string) (func(), error) {
 type chatLocks struct {
 	mu     sync.Mutex
 	chats  map[string]bool // chat id: its turn is taken
-	saving map[string]bool // run id: a commit of it holds its chat's turn
+	saving map[string]int  // run id: its commits holding a turn (a run deleted and created again may have two)
 }
 
 // tryLock takes chatID's turn for run runID if it is free, and returns
@@ -520,14 +523,17 @@ func (l *chatLocks) tryLock(chatID, runID string) (func(), bool) {
 		return nil, false
 	}
 	if l.chats == nil {
-		l.chats, l.saving = map[string]bool{}, map[string]bool{}
+		l.chats, l.saving = map[string]bool{}, map[string]int{}
 	}
-	l.chats[chatID], l.saving[runID] = true, true
+	l.chats[chatID] = true
+	l.saving[runID]++
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		delete(l.chats, chatID)
-		delete(l.saving, runID)
+		if l.saving[runID]--; l.saving[runID] == 0 {
+			delete(l.saving, runID)
+		}
 	}, true
 }
 
@@ -535,7 +541,7 @@ func (l *chatLocks) tryLock(chatID, runID string) (func(), bool) {
 func (l *chatLocks) isSaving(runID string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.saving[runID]
+	return l.saving[runID] > 0
 }
 
 type commitRow struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
@@ -139,4 +140,34 @@ func TestFinishRefusedWhileCommitting(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []journal.Type{journal.ChatCommitFailed, journal.ChatCommitCompleted, journal.RunCompleted}, order)
+}
+
+// TestFinishAndCommitConcurrent lines a Finish and a Commit of one run up
+// behind another writer, Finish first: whichever runs second must see the
+// first, so they never both succeed (a run completed while its commit is
+// still to be saved could not commit again if the save failed).
+func TestFinishAndCommitConcurrent(t *testing.T) {
+	for attempt := range 10 {
+		e := newLifecycleEnv(t)
+		r := e.create("c", runs.CreateRequest{})
+		e.write(r.ID, "output/main.md", "body")
+
+		hold, held := make(chan struct{}), make(chan struct{})
+		go e.svc.DB().Update(context.Background(), func(*index.Tx) error { close(held); <-hold; return nil })
+		<-held
+		finished := make(chan error, 1)
+		go func() { _, err := e.svc.Finish(e.ctx, r.ID); finished <- err }()
+		time.Sleep(10 * time.Millisecond) // Finish is queued behind the writer
+		committed := make(chan error, 1)
+		go func() {
+			_, err := e.svc.Commit(e.ctx, r.ID, &recordingSink{}, runs.CommitOptions{})
+			committed <- err
+		}()
+		time.Sleep(10 * time.Millisecond) // Commit holds the chat's turn and is queued too
+		close(hold)
+		ferr, cerr := <-finished, <-committed
+		assert.False(t, ferr == nil && cerr == nil, "attempt %d: Finish and Commit both succeeded", attempt)
+		assert.True(t, ferr == nil || wserr.Is(ferr, wserr.InvalidState), "%v", ferr)
+		assert.True(t, cerr == nil || wserr.Is(cerr, wserr.InvalidState), "%v", cerr)
+	}
 }

@@ -32,11 +32,14 @@ type FinishResult struct {
 // still fail, and only an active run can commit again), Finish fails with
 // run.invalid_transition.
 func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error) {
-	if s.saves.isSaving(runID) {
-		return FinishResult{}, wserr.New(wserr.InvalidState, "finish", "", "run %s has a commit being saved: finish it once Commit returns", runID)
-	}
 	var res FinishResult
 	err := s.update(ctx, func(tx *index.Tx) error {
+		// Asked inside the write transaction: a commit takes its turn
+		// before its own transaction and keeps it until its outcome is
+		// recorded, so none can slip in between the check and the finish.
+		if s.saves.isSaving(runID) {
+			return wserr.New(wserr.InvalidState, "finish", "", "run %s has a commit being saved: finish it once Commit returns", runID)
+		}
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
 			return err

@@ -34,8 +34,8 @@ func (e *fieldError) inField(field string) bool {
 // checkJSON checks that data, one valid JSON value, fits t: objects where t
 // is a struct hold only the struct's JSON field names, exactly as spelled;
 // no object holds a key twice; no string escapes a lone surrogate; and
-// every value has the JSON type t's field needs (null is always allowed,
-// as the absence of a value). A nil t, an interface, json.RawMessage and
+// every value has the JSON type t's field needs (null stands for an absent
+// field, and is refused where nothing can be absent: see value). A nil t, an interface, json.RawMessage and
 // types with their own UnmarshalJSON take any value, still without
 // duplicate keys or lone surrogates. Values nest at most maxJSONDepth
 // deep. Errors are *fieldError; prefix names data itself ("manifest"), ""
