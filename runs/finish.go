@@ -149,8 +149,15 @@ func (s *Service) mergePersist(ctx context.Context, tx *index.Tx, run Run, their
 		return cas.Hash{}, wserr.New(wserr.PersistentWorkspaceConflict, "finish", "",
 			"another run changed the same persist/ files since this run started: %s", strings.Join(conflicts, ", "))
 	}
+	// Deletions first: where this run turned a directory into a file,
+	// the directory's files must go before the file can take its place
+	// (Diff lists the file first).
+	ordered := slices.Clone(ours)
+	slices.SortStableFunc(ordered, func(a, b vfs.Change) int {
+		return cmpBool(a.Op != vfs.Deleted, b.Op != vfs.Deleted)
+	})
 	root := theirs
-	for _, c := range ours {
+	for _, c := range ordered {
 		if _, ok := byPath[c.Path]; ok {
 			continue // both made the same change
 		}
@@ -171,4 +178,15 @@ func (s *Service) mergePersist(ctx context.Context, tx *index.Tx, run Run, their
 		root = next
 	}
 	return root, nil
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }

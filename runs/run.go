@@ -113,6 +113,29 @@ type PersistSnapshot struct {
 	PersistVersion  int64    `json:"persistVersion"`
 }
 
+// addInput adds content b at input/rel to inputs. It fails with
+// workspace.invalid_path if input/rel is not a valid path (too long once
+// under input/) or is input/persist_snapshot.json, which the store
+// writes, and with workspace.invalid_argument if two inputs land on the
+// same path (map order would decide which content wins).
+func addInput(inputs map[vfs.Path][]byte, rel vfs.Path, b []byte) error {
+	p := vfs.MustPath(InputRoot)
+	for _, seg := range rel.Segments() {
+		var err error
+		if p, err = p.Join(seg); err != nil {
+			return err
+		}
+	}
+	if p.String() == InputRoot+"/persist_snapshot.json" {
+		return wserr.New(wserr.InvalidPath, "create run", p.String(), "input/persist_snapshot.json is written by the store")
+	}
+	if _, dup := inputs[p]; dup {
+		return wserr.New(wserr.InvalidArgument, "create run", p.String(), "input %s is given twice (names that clean to the same path)", p)
+	}
+	inputs[p] = b
+	return nil
+}
+
 // CreateRun creates a run in its chat workspace (creating that on first
 // use), materializes the inputs under input/, projects the chat's persist/
 // layer into the run by sharing its tree (O(1), nothing is copied), records
@@ -144,26 +167,15 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 	if len(req.ChatRef) > 0 && !json.Valid(req.ChatRef) {
 		return Run{}, wserr.New(wserr.InvalidArgument, "create run", "", "chatRef is not valid JSON")
 	}
-	inputs := make(map[vfs.Path][]byte, len(req.Inputs))
+	inputs := make(map[vfs.Path][]byte, len(req.Inputs)+len(req.Materialize))
 	for name, b := range req.Inputs {
 		rel, err := vfs.ParsePath(name)
 		if err != nil {
 			return Run{}, err
 		}
-		p := vfs.MustPath(InputRoot)
-		for _, seg := range rel.Segments() {
-			if p, err = p.Join(seg); err != nil {
-				return Run{}, err
-			}
+		if err := addInput(inputs, rel, b); err != nil {
+			return Run{}, err
 		}
-		if p.String() == InputRoot+"/persist_snapshot.json" {
-			return Run{}, wserr.New(wserr.InvalidPath, "create run", p.String(), "input/persist_snapshot.json is written by the store")
-		}
-		if _, dup := inputs[p]; dup {
-			// Map order would decide which content wins.
-			return Run{}, wserr.New(wserr.InvalidArgument, "create run", p.String(), "input %s is given twice (keys that clean to the same path)", p)
-		}
-		inputs[p] = b
 	}
 	for _, name := range req.Materialize {
 		v, err := vfs.ParsePath(name)
@@ -179,14 +191,9 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		if err != nil {
 			return Run{}, err
 		}
-		p := vfs.MustPath(InputRoot)
-		for _, seg := range v.Segments() {
-			p, _ = p.Join(seg) // segments of a valid path join
+		if err := addInput(inputs, v, res.Content); err != nil {
+			return Run{}, err
 		}
-		if _, dup := inputs[p]; dup {
-			return Run{}, wserr.New(wserr.InvalidArgument, "create run", p.String(), "input %s is given twice", p)
-		}
-		inputs[p] = res.Content
 	}
 	manJSON := ""
 	if req.Manifest != nil {
@@ -223,7 +230,11 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		}
 		snap, _ := json.MarshalIndent(PersistSnapshot{ChatWorkspaceID: chat.ID, PersistRoot: chat.PersistRoot, PersistVersion: chat.PersistVersion}, "", "  ")
 		inputs[vfs.MustPath(InputRoot+"/persist_snapshot.json")] = snap
+		room := s.roomCheck("create run") // the inputs together, against the store's cap
 		for _, p := range slices.SortedFunc(maps.Keys(inputs), func(a, b vfs.Path) int { return cmpString(a.String(), b.String()) }) {
+			if err := room(p, int64(len(inputs[p]))); err != nil {
+				return err
+			}
 			if root, err = s.setFile(ctx, tx, root, p, inputs[p]); err != nil {
 				return err
 			}
