@@ -76,6 +76,9 @@ Operations (fields with ? are optional):
                        above the cap; 0 (the default): no cap
   write       {path, content | contentBase64, expectedHash?}
               -> {path, hash, size, checkpointId?}
+              expectedHash: the file's hash as last read (64 hex digits; not
+              the zero hash): the write fails with workspace.write_stale_file
+              if the file changed since
   append      {path, content | contentBase64, expectedHash?}   -> as write
   patch       {path, old, new, replaceAll?, expectedHash?}      -> as write
   delete      {path}                        -> {path, hash, checkpointId?}   hash: the removed content
@@ -221,6 +224,12 @@ func runBatch(ctx context.Context, o batchOptions, _ []string) error {
 		}
 		if err := writeResponse(w, resp); err != nil {
 			return fmt.Errorf("batch: write: %w", err)
+		}
+		if ctx.Err() != nil {
+			// Checked before the next line: once input has ended, the
+			// select below could take the closed channel over ctx.Done
+			// and end the batch as if nothing had interrupted it.
+			return errInterrupted("no more requests are read")
 		}
 	}
 }

@@ -368,6 +368,35 @@ func TestBatchInterruptedInFlight(t *testing.T) {
 	assert.True(t, wserr.Is(err, wserr.FileNotFound), "the interrupted write is not committed: %v", err)
 }
 
+// TestBatchInterruptedAtEndOfInput interrupts the last request of an
+// input that has ended: the batch must still end with exit status 130 and
+// say so, not take the end of input as a normal end (both are ready at
+// once, so this runs many times).
+func TestBatchInterruptedAtEndOfInput(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.batch(`{"op":"run.create","chat":{"kind":"k","stableChatId":"s"},"runId":"r"}` + "\n")
+	for i := range 30 {
+		ctx, cancel := context.WithCancel(context.Background())
+		var interrupt atomic.Bool
+		a := c.app()
+		a.now = func() time.Time {
+			if interrupt.Load() {
+				cancel()
+			}
+			return time.Now()
+		}
+		interrupt.Store(true)
+		var out, errOut bytes.Buffer
+		code := execute(ctx, a, []string{"--store", c.store, "batch"},
+			strings.NewReader(`{"op":"write","runId":"r","path":"output/a.md","content":"x"}`+"\n"), &out, &errOut)
+		cancel()
+		assert.Contains(t, out.String(), "batch.interrupted", "run %d", i)
+		require.Equal(t, 130, code, "run %d: stderr %q", i, errOut.String())
+		assert.Contains(t, errOut.String(), "batch.interrupted")
+	}
+}
+
 // liveBatch is a wsctl batch running over pipes, as a host drives it.
 type liveBatch struct {
 	t       *testing.T
@@ -449,6 +478,9 @@ func TestBatchStrictRequests(t *testing.T) {
 		{"ErrDuplicateInputs", `{"op":"run.create","chat":{"kind":"k","stableChatId":"t"},"inputs":{"a.md":"x","a.md":"y"}}`, "run.create", "batch.invalid_request", `field "inputs.a.md"`, ""},
 		{"ErrDuplicateInID", `{"op":"write","id":{"n":1,"n":2},"path":"output/a.md","content":"x"}`, "write", "batch.invalid_request", `field "id.n"`, ""},
 		{"ErrDuplicateID", `{"op":"write","id":1,"id":2,"path":"output/a.md","content":"x"}`, "write", "batch.invalid_request", `field "id"`, ""},
+		{"ErrZeroExpectedHash", `{"op":"write","path":"output/a.md","content":"x","expectedHash":"` + strings.Repeat("0", 64) + `"}`, "write", "batch.invalid_request", `field "expectedHash" is the zero hash`, ""},
+		{"ErrChatKindMissing", `{"op":"run.create","chat":{"stableChatId":"t"}}`, "run.create", "batch.invalid_request", `missing "chat.kind"`, ""},
+		{"ErrChatIDEmpty", `{"op":"run.create","chat":{"kind":"k","stableChatId":""}}`, "run.create", "batch.invalid_request", `missing "chat.stableChatId"`, ""},
 		{"ErrCaseFoldedPath", `{"op":"delete","id":2,"Path":"output/a.md"}`, "delete", "batch.invalid_request", `unknown field "Path": field names are case-sensitive, this one is "path"`, "2"},
 		{"ErrUpperCasePath", `{"op":"delete","PATH":"output/a.md"}`, "delete", "batch.invalid_request", `unknown field "PATH"`, ""},
 		{"ErrUpperCaseContent", `{"op":"write","path":"output/a.md","CONTENT":"x"}`, "write", "batch.invalid_request", `unknown field "CONTENT"`, ""},

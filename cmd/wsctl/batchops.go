@@ -250,6 +250,12 @@ func (b *batchSession) runCreate(ctx context.Context, line []byte) (any, error) 
 	if req.Chat == nil {
 		return nil, invalidRequest("missing \"chat\": {kind, stableChatId}")
 	}
+	if req.Chat.Kind == "" {
+		return nil, invalidRequest("missing \"chat.kind\"")
+	}
+	if req.Chat.StableChatID == "" {
+		return nil, invalidRequest("missing \"chat.stableChatId\"")
+	}
 	inputs := make(map[string][]byte, len(req.Inputs))
 	for k, v := range req.Inputs {
 		inputs[k] = []byte(v)
@@ -395,7 +401,13 @@ func optionalHash(s string) (cas.Hash, error) {
 	if s == "" {
 		return cas.Hash{}, nil
 	}
-	return cas.ParseHash(s)
+	h, err := cas.ParseHash(s)
+	if err == nil && h.IsZero() {
+		// The zero hash means "no guard" to the store: a host that sends
+		// it must not get a write that checks nothing.
+		return h, invalidRequest("field \"expectedHash\" is the zero hash, which names no content: leave the field out to write unguarded")
+	}
+	return h, err
 }
 
 // ---- read, list

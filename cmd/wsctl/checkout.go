@@ -68,6 +68,14 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	if err := newEmptyDir(dir); err != nil {
 		return err
 	}
+	done := false
+	defer func() {
+		if !done {
+			// dir was new or empty: what is in it now is this checkout's,
+			// and half a workspace is worse than none.
+			clearDir(dir)
+		}
+	}()
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return fmt.Errorf("checkout: %w", err)
@@ -105,6 +113,7 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	}
 	bar.update("checkout", len(files), len(files))
 	bar.done()
+	done = true
 	if o.json {
 		return writeJSON(o.out, res)
 	}
@@ -146,6 +155,14 @@ func checkoutFile(ctx context.Context, blobs blobGetter, root *os.Root, fi vfs.F
 // newEmptyDir makes sure dir is a new or empty directory, creating it (and
 // its parents) if needed. Anything else is store.conflict: checkout never
 // writes into a directory that holds files.
+// clearDir removes what is in dir, leaving dir itself.
+func clearDir(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}
+
 func newEmptyDir(dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {

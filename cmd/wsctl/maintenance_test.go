@@ -265,6 +265,21 @@ func TestCheckout(t *testing.T) {
 		c.fails(3, "checkout", "nope", d)
 		assert.NoDirExists(t, d, "nothing is created for a run that does not exist")
 	})
+	t.Run("ErrMidwayLeavesNothing", func(t *testing.T) {
+		// A blob that no longer reads stops the checkout after the files
+		// before it were written: they are removed again.
+		c := newCLI(t)
+		c.seedRun(c.open(), "run_a")
+		_, err := rawDB(t, c).Exec(`UPDATE blobs SET data = CAST('damaged' AS BLOB) WHERE hash = ?`, cas.Sum([]byte("\x00\x01\x02binary")))
+		require.NoError(t, err)
+		c.skipFsck = true
+		dir := t.TempDir()
+		errOut := c.fails(6, "checkout", "run_a", dir)
+		assert.Contains(t, errOut, "store.corrupt")
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "a failed checkout leaves the directory as it found it")
+	})
 }
 
 // hashFile returns the content address of a file, to prove it unchanged.
