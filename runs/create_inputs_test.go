@@ -68,26 +68,3 @@ func TestCreateRunInputsRespectTheStoreCap(t *testing.T) {
 		Inputs: map[string][]byte{"small.md": []byte("fits")}})
 	require.NoError(t, err)
 }
-
-// TestFinishMergesADirectoryTurnedIntoAFile: a run that replaces
-// persist/notes/ (a directory) by a file persist/notes promotes over a run
-// that changed only another file meanwhile: no path was changed by both.
-func TestFinishMergesADirectoryTurnedIntoAFile(t *testing.T) {
-	e := newLifecycleEnv(t)
-	seed := e.create("c1", runs.CreateRequest{})
-	e.write(seed.ID, "persist/notes/a.md", "a")
-	e.write(seed.ID, "persist/other.md", "o")
-	_, err := e.svc.Finish(e.ctx, seed.ID)
-	require.NoError(t, err)
-
-	a := e.create("c1", runs.CreateRequest{})
-	b := e.create("c1", runs.CreateRequest{})
-	require.NoError(t, e.svc.Workspace(a.ID, runs.ModelScope).Remove(e.ctx, vfs.MustPath("persist/notes/a.md")))
-	e.write(a.ID, "persist/notes", "now a file")
-	e.write(b.ID, "persist/other.md", "o2")
-	_, err = e.svc.Finish(e.ctx, b.ID)
-	require.NoError(t, err)
-	_, err = e.svc.Finish(e.ctx, a.ID)
-	require.NoError(t, err, "no path was changed by both runs")
-	assert.Equal(t, map[string]string{"notes": "now a file", "other.md": "o2"}, e.chatPersist(a.ChatID))
-}

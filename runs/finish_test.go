@@ -1,6 +1,8 @@
 package runs_test
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,13 +60,21 @@ func TestFinishPromotesPersist(t *testing.T) {
 	})
 }
 
+// promote writes files (path: content) into a run of chat and finishes
+// it, so that later runs of the chat start from them.
+func (e *lifecycleEnv) promote(chat string, files map[string]string) {
+	e.t.Helper()
+	r := e.create(chat, runs.CreateRequest{})
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		e.write(r.ID, p, files[p])
+	}
+	_, err := e.svc.Finish(e.ctx, r.ID)
+	require.NoError(e.t, err)
+}
+
 func TestConcurrentRunsMergePersist(t *testing.T) {
 	e := newLifecycleEnv(t)
-	seed := e.create("c1", runs.CreateRequest{})
-	e.write(seed.ID, "persist/shared.md", "v0")
-	e.write(seed.ID, "persist/old.md", "old")
-	_, err := e.svc.Finish(e.ctx, seed.ID)
-	require.NoError(t, err)
+	e.promote("c1", map[string]string{"persist/shared.md": "v0", "persist/old.md": "old"})
 
 	a := e.create("c1", runs.CreateRequest{})
 	b := e.create("c1", runs.CreateRequest{})
@@ -74,7 +84,7 @@ func TestConcurrentRunsMergePersist(t *testing.T) {
 	e.write(b.ID, "persist/shared.md", "same edit")
 	require.NoError(t, e.svc.Workspace(b.ID, runs.ModelScope).Remove(e.ctx, vfs.MustPath("persist/old.md")))
 
-	_, err = e.svc.Finish(e.ctx, a.ID)
+	_, err := e.svc.Finish(e.ctx, a.ID)
 	require.NoError(t, err)
 	res, err := e.svc.Finish(e.ctx, b.ID)
 	require.NoError(t, err)
@@ -171,4 +181,23 @@ func TestCancelAndDeleteRun(t *testing.T) {
 
 	_, err = e.svc.CancelAndDeleteRun(e.ctx, r.ID)
 	assert.True(t, wserr.Is(err, wserr.RunNotFound))
+}
+
+// TestFinishMergesADirectoryTurnedIntoAFile: a run that replaces
+// persist/notes/ (a directory) by a file persist/notes promotes over a run
+// that changed only another file meanwhile: no path was changed by both.
+func TestFinishMergesADirectoryTurnedIntoAFile(t *testing.T) {
+	e := newLifecycleEnv(t)
+	e.promote("c1", map[string]string{"persist/notes/a.md": "a", "persist/other.md": "o"})
+
+	a := e.create("c1", runs.CreateRequest{})
+	b := e.create("c1", runs.CreateRequest{})
+	require.NoError(t, e.svc.Workspace(a.ID, runs.ModelScope).Remove(e.ctx, vfs.MustPath("persist/notes/a.md")))
+	e.write(a.ID, "persist/notes", "now a file")
+	e.write(b.ID, "persist/other.md", "o2")
+	_, err := e.svc.Finish(e.ctx, b.ID)
+	require.NoError(t, err)
+	_, err = e.svc.Finish(e.ctx, a.ID)
+	require.NoError(t, err, "no path was changed by both runs")
+	assert.Equal(t, map[string]string{"notes": "now a file", "other.md": "o2"}, e.chatPersist(a.ChatID))
 }
