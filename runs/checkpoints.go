@@ -11,21 +11,14 @@ import (
 )
 
 // checkpointTx records root as the run's next checkpoint, descending from
-// parent, makes it the run's head, and holds the run to its profile's
-// MaxCheckpoints (capCheckpoints).
-func (s *Service) checkpointTx(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error) {
+// parent, makes it the run's head, and holds the run to limit, its
+// profile's MaxCheckpoints (capCheckpoints).
+func (s *Service) checkpointTx(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, limit int) (checkpoint.Checkpoint, error) {
 	cp, err := s.checkpoints.Create(ctx, tx, runID, root, parent, reason)
 	if err != nil {
 		return checkpoint.Checkpoint{}, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE runs SET head_checkpoint = ? WHERE id = ?`, cp.Seq, runID); err != nil {
-		return checkpoint.Checkpoint{}, index.Translate(err)
-	}
-	// Callers hold the run's row already, but not all of them pass it on;
-	// reading the one field through the primary key costs less than
-	// decoding the whole profile.
-	var limit int
-	if err := tx.GetContext(ctx, &limit, `SELECT coalesce(json_extract(profile, '$.maxCheckpoints'), 0) FROM runs WHERE id = ?`, runID); err != nil {
 		return checkpoint.Checkpoint{}, index.Translate(err)
 	}
 	if err := s.capCheckpoints(ctx, tx, runID, limit, cp.Seq); err != nil {
@@ -72,7 +65,7 @@ func (s *Service) Checkpoint(ctx context.Context, runID, reason string) (checkpo
 		if run.Status.Final() {
 			return wserr.New(wserr.InvalidState, "checkpoint", "", "run %s is %s", runID, run.Status)
 		}
-		cp, err = s.checkpointTx(ctx, tx, runID, run.Root, run.HeadCheckpoint, reason)
+		cp, err = s.checkpointTx(ctx, tx, runID, run.Root, run.HeadCheckpoint, reason, run.Profile.MaxCheckpoints)
 		return err
 	})
 	return cp, err

@@ -175,7 +175,7 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 		if err != nil {
 			return err
 		}
-		cp, err := s.checkpointTx(ctx, tx, runID, run.Root, run.HeadCheckpoint, "before_commit")
+		cp, err := s.checkpointTx(ctx, tx, runID, run.Root, run.HeadCheckpoint, "before_commit", run.Profile.MaxCheckpoints)
 		if err != nil {
 			return err
 		}
