@@ -148,6 +148,39 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 		}
 		single = &p
 	}
+	return s.commitThrough(ctx, runID, sink, func(tx *index.Tx) (pendingCommit, error) {
+		run, err := findRun(ctx, tx, runID)
+		if err != nil {
+			return pendingCommit{}, err
+		}
+		if run.Status != Running && run.Status != AwaitingApproval {
+			return pendingCommit{}, wserr.New(wserr.InvalidState, "commit", "", "run %s is %s: only running or awaiting_approval runs commit", runID, run.Status)
+		}
+		if single != nil {
+			if err := s.checkCommitPath(run, *single); err != nil {
+				return pendingCommit{}, err
+			}
+		}
+		man, err := loadManifest(ctx, tx, runID)
+		if err != nil {
+			return pendingCommit{}, err
+		}
+		msg, err := s.assemble(ctx, tx, run, run.Root, man, single)
+		if err != nil {
+			return pendingCommit{}, err
+		}
+		cp, err := s.checkpointTx(ctx, tx, runID, run.Root, run.HeadCheckpoint, "before_commit", run.Profile.MaxCheckpoints)
+		if err != nil {
+			return pendingCommit{}, err
+		}
+		return s.recordCommit(ctx, tx, run, cp, mode, "commit", msg)
+	})
+}
+
+// commitThrough takes the turn to save to run runID's chat (lockSaves),
+// records a pending commit with record in one write transaction, hands it
+// to sink and records the outcome (deliver).
+func (s *Service) commitThrough(ctx context.Context, runID string, sink ChatSink, record func(tx *index.Tx) (pendingCommit, error)) (CommitRecord, error) {
 	unlock, err := s.lockSaves(ctx, runID)
 	if err != nil {
 		return CommitRecord{}, err
@@ -155,31 +188,8 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 	defer unlock()
 	var pc pendingCommit
 	err = s.update(ctx, func(tx *index.Tx) error {
-		run, err := findRun(ctx, tx, runID)
-		if err != nil {
-			return err
-		}
-		if run.Status != Running && run.Status != AwaitingApproval {
-			return wserr.New(wserr.InvalidState, "commit", "", "run %s is %s: only running or awaiting_approval runs commit", runID, run.Status)
-		}
-		if single != nil {
-			if err := s.checkCommitPath(run, *single); err != nil {
-				return err
-			}
-		}
-		man, err := loadManifest(ctx, tx, runID)
-		if err != nil {
-			return err
-		}
-		msg, err := s.assemble(ctx, tx, run, run.Root, man, single)
-		if err != nil {
-			return err
-		}
-		cp, err := s.checkpointTx(ctx, tx, runID, run.Root, run.HeadCheckpoint, "before_commit", run.Profile.MaxCheckpoints)
-		if err != nil {
-			return err
-		}
-		pc, err = s.recordCommit(ctx, tx, run, cp, mode, "commit", msg)
+		var err error
+		pc, err = record(tx)
 		return err
 	})
 	if err != nil {
@@ -438,27 +448,21 @@ func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, s
 	if sink == nil {
 		return CommitRecord{}, wserr.New(wserr.InvalidArgument, "rollback commit", "", "no chat sink")
 	}
-	unlock, err := s.lockSaves(ctx, runID)
-	if err != nil {
-		return CommitRecord{}, err
-	}
-	defer unlock()
-	var pc pendingCommit
-	err = s.update(ctx, func(tx *index.Tx) error {
+	return s.commitThrough(ctx, runID, sink, func(tx *index.Tx) (pendingCommit, error) {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
-			return err
+			return pendingCommit{}, err
 		}
 		var n int
 		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM commits WHERE run_id = ? AND status = ?`, runID, CommitCompleted); err != nil {
-			return index.Translate(err)
+			return pendingCommit{}, index.Translate(err)
 		}
 		if n == 0 {
-			return wserr.New(wserr.InvalidState, "rollback commit", "", "run %s has no completed commit to roll back", runID)
+			return pendingCommit{}, wserr.New(wserr.InvalidState, "rollback commit", "", "run %s has no completed commit to roll back", runID)
 		}
 		cp, err := s.checkpoints.Get(ctx, tx, runID, seq)
 		if err != nil {
-			return err
+			return pendingCommit{}, err
 		}
 		mode := ModeDelete
 		msg := Message{Extra: map[string]string{}, Agent: AgentMetadata{RunID: run.ID, StableChatID: run.StableChatID, ProfileID: run.Profile.ID, Artifacts: []ArtifactRef{}}}
@@ -466,19 +470,14 @@ func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, s
 			mode = ModeReplace
 			man, err := loadManifest(ctx, tx, runID)
 			if err != nil {
-				return err
+				return pendingCommit{}, err
 			}
 			if msg, err = s.assemble(ctx, tx, run, cp.Root, man, nil); err != nil {
-				return err
+				return pendingCommit{}, err
 			}
 		}
-		pc, err = s.recordCommit(ctx, tx, run, cp, mode, "rollback", msg)
-		return err
+		return s.recordCommit(ctx, tx, run, cp, mode, "rollback", msg)
 	})
-	if err != nil {
-		return CommitRecord{}, err
-	}
-	return s.deliver(ctx, sink, pc)
 }
 
 // lockSaves takes the turn to save to the chat of run runID and returns
