@@ -42,7 +42,7 @@ func TestGCFreesWhatOnlyPrunedCheckpointsReached(t *testing.T) {
 			rep := e.gc(wsstore.GCOptions{Grace: -1, Now: e.later})
 			assert.Equal(t, tc.freed, rep.Freed.Blobs)
 
-			cps, err := e.s.Runs.Checkpoints().List(e.ctx, "run_a")
+			cps, err := e.s.Checkpoints.List(e.ctx, "run_a")
 			require.NoError(t, err)
 			if tc.limit > 0 {
 				require.Len(t, cps, tc.limit)

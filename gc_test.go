@@ -167,7 +167,7 @@ func (e *env) requireReadable(runID string, want map[string][]byte) {
 	for p, b := range want {
 		assert.True(e.t, bytes.Equal(b, live[p]), "%s of %s", p, runID)
 	}
-	cps, err := e.s.Runs.Checkpoints().List(e.ctx, runID)
+	cps, err := e.s.Checkpoints.List(e.ctx, runID)
 	require.NoError(e.t, err)
 	require.NotEmpty(e.t, cps)
 	for _, cp := range cps {
@@ -630,7 +630,7 @@ func TestGCSweepFollowsABaseGraftedMeanwhile(t *testing.T) {
 	}
 	run, err := e.s.Runs.Run(e.ctx, "run_a")
 	require.NoError(t, err)
-	out, err := e.s.Runs.Trees().Lookup(e.ctx, nil, run.Root, vfs.MustPath("output"))
+	out, err := e.s.Trees.Lookup(e.ctx, nil, run.Root, vfs.MustPath("output"))
 	require.NoError(t, err)
 	var base cas.Hash
 	require.NoError(t, e.s.DB.View(e.ctx, func(tx *index.Tx) error {
@@ -648,7 +648,7 @@ func TestGCSweepFollowsABaseGraftedMeanwhile(t *testing.T) {
 		// A writer restores the older output/ next to the live one.
 		require.NoError(t, e.s.DB.Update(e.ctx, func(tx *index.Tx) error {
 			ge := vfs.Entry{Kind: vfs.KindDir, Hash: base}
-			root, err := e.s.Runs.Trees().Set(e.ctx, tx, run.Root, vfs.MustPath("restored"), &ge)
+			root, err := e.s.Trees.Set(e.ctx, tx, run.Root, vfs.MustPath("restored"), &ge)
 			if err != nil {
 				return err
 			}

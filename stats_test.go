@@ -108,7 +108,7 @@ func TestDU(t *testing.T) {
 	e.collect()
 	snap := func(run string) int64 { return e.stat(run, "input/persist_snapshot.json").Size }
 	checkpoints := func(run string) int64 {
-		cps, err := e.s.Runs.Checkpoints().List(e.ctx, run)
+		cps, err := e.s.Checkpoints.List(e.ctx, run)
 		require.NoError(t, err)
 		return int64(len(cps))
 	}

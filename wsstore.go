@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 )
 
 // DBName is the name of the database file inside a store directory.
@@ -19,26 +22,43 @@ const DBName = "wsstore.db"
 // Options configure Open. The zero value means every package's defaults.
 type Options struct {
 	Index index.Options
-	CAS   cas.Options
-	Runs  runs.Options
-	// Now is the clock shared by every package; default time.Now. It
-	// overrides CAS.Now and Runs.Now when set.
+	// CAS configures the content store. Its Now is ignored: Open sets it
+	// to the store's clock.
+	CAS cas.Options
+	// Runs configures the run service. Its Now is ignored: Open sets it
+	// to the store's clock. A nil Virtual means Open mounts none, and
+	// Store.Virtual is the empty set the service sees.
+	Runs runs.Options
+	// Now is the store's one clock, default time.Now. Every part reads
+	// it: blob and tree rows, runs, chats, checkpoints and journal events
+	// are stamped with it, and gc measures its grace on it, so rows are
+	// never judged by a clock other than the one that wrote them.
 	Now func() time.Time
 }
 
-// Store is an open store directory.
+// Store is an open store directory: the parts Open built over its one
+// database, wired together. Callers use the parts directly (the journal
+// to page events, the checkpoint store to list checkpoints); every change
+// to a run goes through Runs.
 type Store struct {
-	Dir   string
-	DB    *index.DB
-	Blobs *cas.Store
-	Runs  *runs.Service
+	Dir         string
+	DB          *index.DB
+	Blobs       *cas.Store
+	Trees       *vfs.Trees
+	Journal     *journal.Journal
+	Checkpoints *checkpoint.Store
+	Runs        *runs.Service
+	// Virtual holds the virtual resources every run sees.
+	Virtual *vfs.Virtual
 
 	now func() time.Time
 }
 
 // Open opens the store in dir, creating the directory and the database if
-// needed and applying pending migrations. It fails with store.newer_format
-// for a store written by a newer build.
+// needed and applying pending migrations, and builds every part over it:
+// it is the one place they are made, so each part sees the same database
+// and the same clock. It fails with store.newer_format for a store written
+// by a newer build.
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("open store: empty directory")
@@ -48,16 +68,13 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 	}
-	// One clock for every package, so gc's grace is measured on the clock
-	// that stamped the rows.
-	if opts.Now == nil && opts.Runs.Now != nil {
-		opts.Now = opts.Runs.Now
+	now := opts.Now
+	if now == nil {
+		now = time.Now
 	}
-	if opts.Now == nil && opts.CAS.Now != nil {
-		opts.Now = opts.CAS.Now
-	}
-	if opts.Now != nil {
-		opts.CAS.Now, opts.Runs.Now = opts.Now, opts.Now
+	opts.CAS.Now, opts.Runs.Now = now, now
+	if opts.Runs.Virtual == nil {
+		opts.Runs.Virtual = vfs.NewVirtual()
 	}
 	db, err := index.Open(ctx, filepath.Join(dir, DBName), opts.Index)
 	if err != nil {
@@ -68,11 +85,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	return &Store{Dir: dir, DB: db, Blobs: blobs, Runs: runs.New(db, blobs, opts.Runs), now: now}, nil
+	trees := vfs.NewTrees(db, blobs, now)
+	j := journal.New(db, now)
+	cps := checkpoint.New(db, trees, blobs, j, now)
+	svc := runs.New(runs.Deps{DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps}, opts.Runs)
+	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
+		Runs: svc, Virtual: opts.Runs.Virtual, now: now}, nil
 }
 
 // Close closes the database.

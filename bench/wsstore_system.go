@@ -160,7 +160,7 @@ func (s *wsstoreSystem) tree() (fs.FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.st.Runs.Trees().FS(s.ctx, run.Root), nil
+	return s.st.Trees.FS(s.ctx, run.Root), nil
 }
 
 func (s *wsstoreSystem) Checkpoint(label string) (string, error) {

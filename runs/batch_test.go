@@ -39,7 +39,7 @@ func TestApplyImportsAndEditsAsOneStep(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, infos, 2, "one result per edit, the removal's too")
 	assert.Equal(t, "package p // changed", e.read(e.svc.Workspace(r.ID, runs.ModelScope), "output/src/d00/f000.go"))
-	evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{BeforeSeq: 1 << 40, Limit: 3})
+	evs, err := e.st.Journal.Page(e.ctx, r.ID, journal.PageQuery{BeforeSeq: 1 << 40, Limit: 3})
 	require.NoError(t, err)
 	assert.Equal(t, []journal.Type{journal.WorkspaceFileWritten, journal.WorkspaceFileDeleted, journal.CheckpointCreated},
 		[]journal.Type{evs[0].Type, evs[1].Type, evs[2].Type})
@@ -76,7 +76,7 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 
 func TestStoreSizeCap(t *testing.T) {
 	e := newLifecycleEnv(t)
-	capped := runs.New(e.svc.DB(), e.svc.Blobs(), runs.Options{MaxStoreBytes: 1 << 20})
+	capped := e.service(runs.Options{MaxStoreBytes: 1 << 20})
 	r, err := capped.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}})
 	require.NoError(t, err)
 	ws := capped.Workspace(r.ID, runs.ModelScope)
@@ -90,7 +90,7 @@ func TestStoreSizeCap(t *testing.T) {
 	_, err = ws.Apply(e.ctx, []runs.Edit{{Path: vfs.MustPath("output/big.bin"), Content: big}})
 	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
 	// Each of two edits fits in the room left, the two together do not.
-	size, err := e.svc.DB().FileBytes()
+	size, err := e.st.DB.FileBytes()
 	require.NoError(t, err)
 	part := (1<<20 - size) * 2 / 3
 	require.Positive(t, part)
@@ -117,7 +117,7 @@ func TestMaterializeVirtualResources(t *testing.T) {
 	require.NoError(t, v.Mount(vfs.MustPath("chat/history.tail.md"), vfs.FileProvider(func(context.Context) ([]byte, error) {
 		return []byte(history), nil
 	})))
-	svc := runs.New(e.svc.DB(), e.svc.Blobs(), runs.Options{Virtual: v})
+	svc := e.service(runs.Options{Virtual: v})
 	r, err := svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"},
 		Materialize: []string{"chat/history.tail.md"}})
 	require.NoError(t, err)

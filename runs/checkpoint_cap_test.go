@@ -28,7 +28,7 @@ func capped(n int, auto bool) *runs.Profile {
 // checkpointIDs lists the ids of the run's checkpoints, oldest first.
 func (e *lifecycleEnv) checkpointIDs(runID string) []string {
 	e.t.Helper()
-	cps, err := e.svc.Checkpoints().List(e.ctx, runID)
+	cps, err := e.st.Checkpoints.List(e.ctx, runID)
 	require.NoError(e.t, err)
 	ids := []string{}
 	for _, c := range cps {
@@ -40,7 +40,7 @@ func (e *lifecycleEnv) checkpointIDs(runID string) []string {
 // eventsAfter returns the run's events after seq.
 func (e *lifecycleEnv) eventsAfter(runID string, seq int64) []journal.Event {
 	e.t.Helper()
-	evs, err := e.svc.Journal().Page(e.ctx, runID, journal.PageQuery{AfterSeq: seq, Limit: journal.MaxLimit})
+	evs, err := e.st.Journal.Page(e.ctx, runID, journal.PageQuery{AfterSeq: seq, Limit: journal.MaxLimit})
 	require.NoError(e.t, err)
 	return evs
 }
@@ -48,7 +48,7 @@ func (e *lifecycleEnv) eventsAfter(runID string, seq int64) []journal.Event {
 // lastSeq is the seq of the run's last event.
 func (e *lifecycleEnv) lastSeq(runID string) int64 {
 	e.t.Helper()
-	n, err := e.svc.Journal().Last(e.ctx, nil, runID)
+	n, err := e.st.Journal.Last(e.ctx, nil, runID)
 	require.NoError(e.t, err)
 	return n
 }
@@ -59,7 +59,7 @@ func (e *lifecycleEnv) lastSeq(runID string) int64 {
 func (e *lifecycleEnv) changes() int64 {
 	e.t.Helper()
 	var n int64
-	require.NoError(e.t, e.svc.DB().Update(e.ctx, func(tx *index.Tx) error {
+	require.NoError(e.t, e.st.DB.Update(e.ctx, func(tx *index.Tx) error {
 		return tx.GetContext(e.ctx, &n, `SELECT total_changes()`)
 	}))
 	return n
@@ -267,8 +267,8 @@ func TestPrunedCheckpointIsNotFound(t *testing.T) {
 		name string
 		do   func() error
 	}{
-		{"Get", func() error { _, err := e.svc.Checkpoints().Get(e.ctx, nil, r.ID, 1); return err }},
-		{"View", func() error { _, err := e.svc.Checkpoints().View(e.ctx, r.ID, 1); return err }},
+		{"Get", func() error { _, err := e.st.Checkpoints.Get(e.ctx, nil, r.ID, 1); return err }},
+		{"View", func() error { _, err := e.st.Checkpoints.View(e.ctx, r.ID, 1); return err }},
 		{"Read", func() error {
 			_, err := e.svc.WorkspaceAt(r.ID, 1, runs.HostScope).Read(e.ctx, vfs.MustPath("input/persist_snapshot.json"), vfs.ReadOptions{})
 			return err
@@ -334,7 +334,7 @@ func TestCheckpointCapLineRunsPastAPrunedParent(t *testing.T) {
 	rollback(1)
 	e.write(r.ID, "output/main.md", "four") // cp 4 on 1: cp 2 is off its line
 	require.Equal(t, []string{"cp_000001", "cp_000003", "cp_000004"}, e.checkpointIDs(r.ID))
-	cp3, err := e.svc.Checkpoints().Get(e.ctx, nil, r.ID, 3)
+	cp3, err := e.st.Checkpoints.Get(e.ctx, nil, r.ID, 3)
 	require.NoError(t, err)
 	assert.Equal(t, "cp_000001", cp3.Parent, "cp 3 descends from cp 1 once cp 2 is gone")
 

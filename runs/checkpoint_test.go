@@ -39,7 +39,7 @@ func TestCheckpointWritesOneRowAndOneEvent(t *testing.T) {
 	for _, tb := range []string{"trees", "blobs", "chunks"} {
 		assert.Equal(t, before[tb], e.count(tb), tb)
 	}
-	ev, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{AfterSeq: cp.EventSeq - 1, Limit: 1})
+	ev, err := e.st.Journal.Page(e.ctx, r.ID, journal.PageQuery{AfterSeq: cp.EventSeq - 1, Limit: 1})
 	require.NoError(t, err)
 	require.Len(t, ev, 1)
 	assert.Equal(t, journal.CheckpointCreated, ev[0].Type)
@@ -59,7 +59,7 @@ func TestAutomaticCheckpointReasons(t *testing.T) {
 	fi, err = ws.Delete(e.ctx, vfs.MustPath("output/main.md"))
 	require.NoError(t, err)
 	assert.Equal(t, "cp_000004", fi.Checkpoint)
-	cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+	cps, err := e.st.Checkpoints.List(e.ctx, r.ID)
 	require.NoError(t, err)
 	var reasons []string
 	for _, c := range cps {
@@ -73,7 +73,7 @@ func TestAutomaticCheckpointReasons(t *testing.T) {
 	t.Run("OffByProfile", func(t *testing.T) {
 		r := e.create("c2", runs.CreateRequest{Profile: noAuto()})
 		e.write(r.ID, "output/main.md", "x")
-		cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+		cps, err := e.st.Checkpoints.List(e.ctx, r.ID)
 		require.NoError(t, err)
 		assert.Empty(t, cps)
 	})
@@ -85,15 +85,15 @@ func TestAutomaticCheckpointReasons(t *testing.T) {
 func bigRun(t *testing.T, e *lifecycleEnv, chat string, n int) (runs.Run, checkpoint.Checkpoint) {
 	t.Helper()
 	r := e.create(chat, runs.CreateRequest{Profile: noAuto()})
-	trees := e.svc.Trees()
-	require.NoError(t, e.svc.DB().Update(e.ctx, func(tx *index.Tx) error {
+	trees := e.st.Trees
+	require.NoError(t, e.st.DB.Update(e.ctx, func(tx *index.Tx) error {
 		root := r.Root
 		var dirs []vfs.Entry
 		for d := 0; d*100 < n; d++ {
 			var files []vfs.Entry
 			for f := d * 100; f < min(n, (d+1)*100); f++ {
 				content := []byte(fmt.Sprintf("file %d\n", f))
-				h, err := e.svc.Blobs().PutBytes(e.ctx, tx, content)
+				h, err := e.st.Blobs.PutBytes(e.ctx, tx, content)
 				if err != nil {
 					return err
 				}
@@ -181,7 +181,7 @@ func TestReadAtCheckpointAfterRollbackAndWrites(t *testing.T) {
 	assert.Equal(t, "v2", e.read(e.svc.WorkspaceAt(r.ID, cp2.Seq, runs.ModelScope), "output/main.md"), "later checkpoints stay readable")
 	assert.Equal(t, "v3", e.read(e.svc.Workspace(r.ID, runs.ModelScope), "output/main.md"))
 
-	cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+	cps, err := e.st.Checkpoints.List(e.ctx, r.ID)
 	require.NoError(t, err)
 	last := cps[len(cps)-1]
 	assert.Equal(t, cp1.ID, last.Parent, "the checkpoint after a rollback descends from the rollback target: history forks")
@@ -193,7 +193,7 @@ func TestReadAtCheckpointAfterRollbackAndWrites(t *testing.T) {
 func TestRollbackStatus(t *testing.T) {
 	e := newLifecycleEnv(t)
 	r := e.create("c1", runs.CreateRequest{})
-	cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+	cps, err := e.st.Checkpoints.List(e.ctx, r.ID)
 	require.NoError(t, err)
 	first := cps[0].Seq
 
@@ -219,10 +219,10 @@ func TestCheckpointView(t *testing.T) {
 	e := newLifecycleEnv(t)
 	r := e.create("c1", runs.CreateRequest{Inputs: map[string][]byte{"prompt_snapshot.json": []byte(`{}`)}})
 	fi := e.write(r.ID, "output/main.md", "hello")
-	cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+	cps, err := e.st.Checkpoints.List(e.ctx, r.ID)
 	require.NoError(t, err)
 	last := cps[len(cps)-1]
-	v, err := e.svc.Checkpoints().View(e.ctx, r.ID, last.Seq)
+	v, err := e.st.Checkpoints.View(e.ctx, r.ID, last.Seq)
 	require.NoError(t, err)
 	assert.Equal(t, last.ID, v.ID)
 	assert.Equal(t, r.ID, v.RunID)
@@ -239,7 +239,7 @@ func TestCheckpointView(t *testing.T) {
 	}
 	assert.Equal(t, []string{"input/persist_snapshot.json", "input/prompt_snapshot.json", "output/main.md"}, paths)
 
-	_, err = e.svc.Checkpoints().View(e.ctx, r.ID, 999)
+	_, err = e.st.Checkpoints.View(e.ctx, r.ID, 999)
 	assert.True(t, wserr.Is(err, wserr.CheckpointNotFound))
 }
 

@@ -10,16 +10,27 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// checkpointTx records root as the run's next checkpoint, descending from
-// parent, makes it the run's head, and holds the run to limit, its
-// profile's MaxCheckpoints (capCheckpoints).
+// checkpointTx records root, the run's live tree, as the run's next
+// checkpoint, descending from parent, makes it the run's head, and holds
+// the run to limit, its profile's MaxCheckpoints (newCheckpoint).
 func (s *Service) checkpointTx(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, limit int) (checkpoint.Checkpoint, error) {
-	cp, err := s.checkpoints.Create(ctx, tx, runID, root, parent, reason)
+	cp, err := s.newCheckpoint(ctx, tx, runID, root, parent, reason, limit)
 	if err != nil {
 		return checkpoint.Checkpoint{}, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET head_checkpoint = ? WHERE id = ?`, cp.Seq, runID); err != nil {
-		return checkpoint.Checkpoint{}, index.Translate(err)
+	if err := s.moveHead(ctx, tx, runID, root, cp.Seq, false); err != nil {
+		return checkpoint.Checkpoint{}, err
+	}
+	return cp, nil
+}
+
+// newCheckpoint records root as the run's next checkpoint, descending
+// from parent, and holds the run to limit (capCheckpoints). The caller
+// moves the run's head to it.
+func (s *Service) newCheckpoint(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, limit int) (checkpoint.Checkpoint, error) {
+	cp, err := s.checkpoints.Create(ctx, tx, runID, root, parent, reason)
+	if err != nil {
+		return checkpoint.Checkpoint{}, err
 	}
 	if err := s.capCheckpoints(ctx, tx, runID, limit, cp.Seq); err != nil {
 		return checkpoint.Checkpoint{}, err
@@ -100,9 +111,8 @@ func (s *Service) Rollback(ctx context.Context, runID string, seq int64, opt Rol
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET root = ?, head_checkpoint = ?, updated_at = ? WHERE id = ?`,
-			cp.Root, cp.Seq, s.now().UnixNano(), runID); err != nil {
-			return index.Translate(err)
+		if err := s.moveHead(ctx, tx, runID, cp.Root, cp.Seq, true); err != nil {
+			return err
 		}
 		if _, err := s.journal.Append(ctx, tx, runID, journal.WorkspaceRolledBack, journal.Info,
 			journal.RolledBack{CheckpointID: cp.ID, Root: cp.Root.String(), PrevRoot: run.Root.String()}); err != nil {

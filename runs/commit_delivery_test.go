@@ -5,28 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/index"
-	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
 )
-
-// newStoreEnv is newLifecycleEnv on a whole store: the Fsck that
-// storetest runs when the test ends also proves that no row or journal
-// event outlives its run.
-func newStoreEnv(t *testing.T) *lifecycleEnv {
-	t.Helper()
-	clock := &stepClock{t: time.Date(2026, 4, 26, 0, 0, 0, 0, time.UTC)}
-	st := storetest.OpenStoreWith(t, wsstore.Options{Now: clock.Now})
-	return &lifecycleEnv{t: t, ctx: context.Background(), svc: st.Runs}
-}
 
 // orphanRows counts the rows that name a run that does not exist.
 func orphanRows(e *lifecycleEnv) map[string]int {
@@ -34,7 +21,7 @@ func orphanRows(e *lifecycleEnv) map[string]int {
 	out := map[string]int{}
 	for _, table := range []string{"events", "checkpoints", "commits"} {
 		var n int
-		require.NoError(e.t, e.svc.DB().View(e.ctx, func(tx *index.Tx) error {
+		require.NoError(e.t, e.st.DB.View(e.ctx, func(tx *index.Tx) error {
 			return tx.GetContext(e.ctx, &n, `SELECT count(*) FROM `+table+` WHERE run_id NOT IN (SELECT id FROM runs)`)
 		}))
 		out[table] = n
@@ -67,7 +54,7 @@ func TestCommitOfDeletedRun(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newStoreEnv(t)
+			e := newLifecycleEnv(t)
 			e.create("c1", runs.CreateRequest{RunID: "run_x"})
 			e.write("run_x", "output/main.md", "hello")
 			var cp int64
@@ -102,7 +89,7 @@ func TestCommitOfDeletedRun(t *testing.T) {
 			assert.Equal(t, map[string]int{"events": 0, "checkpoints": 0, "commits": 0}, orphanRows(e))
 
 			again := e.create("c1", runs.CreateRequest{RunID: "run_x"})
-			evs, err := e.svc.Journal().Page(e.ctx, again.ID, journal.PageQuery{Limit: journal.MaxLimit})
+			evs, err := e.st.Journal.Page(e.ctx, again.ID, journal.PageQuery{Limit: journal.MaxLimit})
 			require.NoError(t, err)
 			require.NotEmpty(t, evs)
 			assert.Equal(t, journal.RunCreated, evs[0].Type, "a run created under the same id starts its own journal")
@@ -120,8 +107,8 @@ func TestCommitOfDeletedRun(t *testing.T) {
 // from another Service on the same store, as from another process: one
 // Service saves to a chat one commit at a time.
 func TestCommitOfDeletedRunLeavesItsSuccessorAlone(t *testing.T) {
-	e := newStoreEnv(t)
-	other := runs.New(e.svc.DB(), e.svc.Blobs(), runs.Options{})
+	e := newLifecycleEnv(t)
+	other := e.service(runs.Options{})
 	e.create("c1", runs.CreateRequest{RunID: "run_x"})
 	e.write("run_x", "output/main.md", "first life")
 
@@ -172,7 +159,7 @@ func TestCommitOfDeletedRunLeavesItsSuccessorAlone(t *testing.T) {
 	assert.JSONEq(t, `{"messageId":2}`, string(commits[0].Receipt))
 	assert.Equal(t, "second life", commits[0].Message.Body)
 
-	evs, err := e.svc.Journal().Page(e.ctx, "run_x", journal.PageQuery{Limit: journal.MaxLimit})
+	evs, err := e.st.Journal.Page(e.ctx, "run_x", journal.PageQuery{Limit: journal.MaxLimit})
 	require.NoError(t, err)
 	completed := 0
 	for i, ev := range evs {

@@ -22,7 +22,7 @@ func TestCommitPath(t *testing.T) {
 	require.NoError(t, v.Mount(vfs.MustPath("chat/history.tail.md"), vfs.FileProvider(func(context.Context) ([]byte, error) {
 		return []byte("user: hello\n"), nil
 	})))
-	e.svc = runs.New(e.svc.DB(), e.svc.Blobs(), runs.Options{Virtual: v})
+	e.svc = e.service(runs.Options{Virtual: v})
 	inputs := map[string][]byte{"prompt_snapshot.json": []byte(`{"system":"secret prompt"}`)}
 	narrow := e.create("c1", runs.CreateRequest{Inputs: inputs,
 		Profile: &runs.Profile{ID: "writer", VisibleRoots: []string{"output", "scratch"}}})

@@ -40,7 +40,7 @@ func TestRollbackCommitJournalsOnlyASavedRollback(t *testing.T) {
 			require.NoError(t, err)
 			seq, err := checkpointSeq(first.CheckpointID)
 			require.NoError(t, err)
-			before, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{Limit: journal.MaxLimit})
+			before, err := e.st.Journal.Page(e.ctx, r.ID, journal.PageQuery{Limit: journal.MaxLimit})
 			require.NoError(t, err)
 			lastSeq := before[len(before)-1].Seq
 
@@ -53,7 +53,7 @@ func TestRollbackCommitJournalsOnlyASavedRollback(t *testing.T) {
 				assert.Equal(t, runs.CommitCompleted, rec.Status)
 			}
 
-			evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{AfterSeq: lastSeq})
+			evs, err := e.st.Journal.Page(e.ctx, r.ID, journal.PageQuery{AfterSeq: lastSeq})
 			require.NoError(t, err)
 			var types []journal.Type
 			for _, ev := range evs {

@@ -130,7 +130,7 @@ func TestFinishRefusedWhileCommitting(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.svc.Finish(e.ctx, r.ID)
 	require.NoError(t, err)
-	evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{Limit: journal.MaxLimit})
+	evs, err := e.st.Journal.Page(e.ctx, r.ID, journal.PageQuery{Limit: journal.MaxLimit})
 	require.NoError(t, err)
 	var order []journal.Type
 	for _, ev := range evs {
@@ -153,7 +153,7 @@ func TestFinishAndCommitConcurrent(t *testing.T) {
 		e.write(r.ID, "output/main.md", "body")
 
 		hold, held := make(chan struct{}), make(chan struct{})
-		go e.svc.DB().Update(context.Background(), func(*index.Tx) error { close(held); <-hold; return nil })
+		go e.st.DB.Update(context.Background(), func(*index.Tx) error { close(held); <-hold; return nil })
 		<-held
 		finished := make(chan error, 1)
 		go func() { _, err := e.svc.Finish(e.ctx, r.ID); finished <- err }()

@@ -139,13 +139,13 @@ func TestCommitAssemblesEveryTarget(t *testing.T) {
 	assert.Equal(t, runs.CommitCompleted, rec.Status)
 	assert.JSONEq(t, `{"messageId":42}`, string(rec.Receipt))
 
-	cps, err := e.svc.Checkpoints().List(e.ctx, r.ID)
+	cps, err := e.st.Checkpoints.List(e.ctx, r.ID)
 	require.NoError(t, err)
 	last := cps[len(cps)-1]
 	assert.Equal(t, "before_commit", last.Reason)
 	assert.Equal(t, last.ID, rec.CheckpointID)
 
-	evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{AfterSeq: last.EventSeq})
+	evs, err := e.st.Journal.Page(e.ctx, r.ID, journal.PageQuery{AfterSeq: last.EventSeq})
 	require.NoError(t, err)
 	var types []journal.Type
 	for _, ev := range evs {
@@ -233,7 +233,7 @@ func TestCommitSinkFailureLeavesRunAbleToRetry(t *testing.T) {
 		statuses = append(statuses, c.Status)
 	}
 	assert.Equal(t, []string{runs.CommitFailed, runs.CommitFailed, runs.CommitCompleted}, statuses)
-	evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{Limit: 500})
+	evs, err := e.st.Journal.Page(e.ctx, r.ID, journal.PageQuery{Limit: 500})
 	require.NoError(t, err)
 	failed := 0
 	for _, ev := range evs {
@@ -274,7 +274,7 @@ func TestRollbackCommittedMessage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, runs.ModeDelete, sink.got[3].Mode)
 
-	evs, err := e.svc.Journal().Page(e.ctx, r.ID, journal.PageQuery{Limit: 500})
+	evs, err := e.st.Journal.Page(e.ctx, r.ID, journal.PageQuery{Limit: 500})
 	require.NoError(t, err)
 	n := 0
 	for _, ev := range evs {

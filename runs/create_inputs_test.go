@@ -5,12 +5,10 @@ import (
 	"crypto/rand"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
@@ -36,9 +34,8 @@ func TestCreateRunMaterializeRules(t *testing.T) {
 	require.NoError(t, v.Mount(vfs.MustPath("persist_snapshot.json"), vfs.FileProvider(func(context.Context) ([]byte, error) {
 		return []byte(`{"from":"provider"}`), nil
 	})))
-	now := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
-	db, blobs := storetest.OpenCAS(t, cas.Options{Now: now})
-	svc := runs.New(db, blobs, runs.Options{Now: now, Virtual: v})
+	st, _ := openStore(t, runs.Options{Virtual: v})
+	svc, db := st.Runs, st.DB
 	ctx := context.Background()
 
 	for name, materialize := range map[string]string{"ErrTooLongUnderInput": "q/" + long, "ErrSnapshotName": "persist_snapshot.json"} {
@@ -56,7 +53,7 @@ func TestCreateRunMaterializeRules(t *testing.T) {
 // storing nothing.
 func TestCreateRunInputsRespectTheStoreCap(t *testing.T) {
 	e := newLifecycleEnv(t)
-	capped := runs.New(e.svc.DB(), e.svc.Blobs(), runs.Options{MaxStoreBytes: 1 << 20})
+	capped := e.service(runs.Options{MaxStoreBytes: 1 << 20})
 	big := make([]byte, 4<<20)
 	rand.Read(big)
 	before := rowCounts(e)

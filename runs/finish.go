@@ -95,9 +95,6 @@ func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error
 				return err
 			}
 		}
-		if err := s.injected("after_promote"); err != nil {
-			return err
-		}
 		if err := s.setStatus(ctx, tx, runID, Running, Completed, "finished"); err != nil {
 			return err
 		}

@@ -18,9 +18,9 @@ func (e *lifecycleEnv) chatPersist(chatID string) map[string]string {
 	c, err := e.svc.Chat(e.ctx, chatID)
 	require.NoError(e.t, err)
 	out := map[string]string{}
-	require.NoError(e.t, e.svc.Trees().Walk(e.ctx, nil, c.PersistRoot, func(p vfs.Path, en vfs.Entry) error {
+	require.NoError(e.t, e.st.Trees.Walk(e.ctx, nil, c.PersistRoot, func(p vfs.Path, en vfs.Entry) error {
 		if en.Kind == vfs.KindFile {
-			b, err := e.svc.Blobs().ReadAll(e.ctx, en.Hash)
+			b, err := e.st.Blobs.ReadAll(e.ctx, en.Hash)
 			require.NoError(e.t, err)
 			out[p.String()] = string(b)
 		}

@@ -25,7 +25,7 @@ func allEvents(t testing.TB, e *wsEnv, runID string) []journal.Event {
 		if len(out) > 0 {
 			after = out[len(out)-1].Seq
 		}
-		page, err := e.svc.Journal().Page(e.ctx, runID, journal.PageQuery{AfterSeq: after, Limit: journal.MaxLimit})
+		page, err := e.st.Journal.Page(e.ctx, runID, journal.PageQuery{AfterSeq: after, Limit: journal.MaxLimit})
 		require.NoError(t, err)
 		if len(page) == 0 {
 			return out
@@ -97,7 +97,7 @@ func TestJournalPerOperation(t *testing.T) {
 	decode(evs[9], &del)
 	assert.Equal(t, journal.FileDeleted{Path: "output/main.md", PrevHash: v3.Hash.String()}, del)
 
-	cps, err := e.svc.Checkpoints().List(ctx, "run_a")
+	cps, err := e.st.Checkpoints.List(ctx, "run_a")
 	require.NoError(t, err)
 	require.Len(t, cps, 6)
 	reasons := []string{"after_init", "after_workspace_write", "after_workspace_write", "after_workspace_patch", "after_workspace_delete", "before_commit"}
@@ -179,7 +179,7 @@ func TestJournalConcurrentRuns(t *testing.T) {
 		// run_created, status_changed, checkpoint_created, then an event
 		// and a checkpoint per write.
 		assert.Len(t, evs, 3+2*writes, id)
-		n, err := e.svc.Checkpoints().Count(e.ctx, nil, id)
+		n, err := e.st.Checkpoints.Count(e.ctx, nil, id)
 		require.NoError(t, err)
 		assert.EqualValues(t, 1+writes, n, id)
 	}

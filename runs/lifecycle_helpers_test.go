@@ -2,53 +2,59 @@ package runs_test
 
 import (
 	"context"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/checkpoint"
-	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 )
 
-// stepClock is a fake clock that advances one millisecond per reading, so
-// timestamps are deterministic and strictly increasing.
-type stepClock struct {
-	mu sync.Mutex
-	t  time.Time
+// openStore opens the whole store every runs test works on (checked by
+// storetest when the test ends) on a fake clock; opts configure its run
+// service.
+func openStore(tb testing.TB, opts runs.Options) (*wsstore.Store, *storetest.Clock) {
+	tb.Helper()
+	clock := storetest.NewClock()
+	return storetest.OpenStoreWith(tb, wsstore.Options{Now: clock.Now, Runs: opts}), clock
 }
 
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Millisecond)
-	return c.t
+// deps are st's parts, for another Service on the same store (as from
+// another process, with other options, or over parts that fail on
+// purpose).
+func deps(st *wsstore.Store) runs.Deps {
+	return runs.Deps{DB: st.DB, Blobs: st.Blobs, Trees: st.Trees, Journal: st.Journal, Checkpoints: st.Checkpoints}
 }
 
-// lifecycleEnv is a store with a run service on a fake clock.
+// lifecycleEnv is a store with a run service on a fake clock; the run
+// service names runs run_a, run_b, … when a request names none.
 type lifecycleEnv struct {
-	t   testing.TB
-	ctx context.Context
-	svc *runs.Service
+	t     testing.TB
+	ctx   context.Context
+	st    *wsstore.Store
+	clock *storetest.Clock
+	svc   *runs.Service
 }
 
 func newLifecycleEnv(t *testing.T) *lifecycleEnv { return newLifecycleEnvB(t) }
 
 func newLifecycleEnvB(t testing.TB) *lifecycleEnv {
 	t.Helper()
-	clock := &stepClock{t: time.Date(2026, 4, 26, 0, 0, 0, 0, time.UTC)}
-	db, blobs := storetest.OpenCAS(t, cas.Options{Now: clock.Now})
 	n := 0
-	svc := runs.New(db, blobs, runs.Options{Now: clock.Now, NewRunID: func() string {
+	st, clock := openStore(t, runs.Options{NewRunID: func() string {
 		n++
 		return "run_" + string(rune('a'+n-1))
 	}})
-	return &lifecycleEnv{t: t, ctx: context.Background(), svc: svc}
+	return &lifecycleEnv{t: t, ctx: context.Background(), st: st, clock: clock, svc: st.Runs}
+}
+
+// service returns another Service on e's store and clock, with opts.
+func (e *lifecycleEnv) service(opts runs.Options) *runs.Service {
+	opts.Now = e.clock.Now
+	return runs.New(deps(e.st), opts)
 }
 
 func (e *lifecycleEnv) create(chat string, req runs.CreateRequest) runs.Run {
@@ -75,11 +81,7 @@ func (e *lifecycleEnv) read(ws *runs.Workspace, path string) string {
 
 func (e *lifecycleEnv) count(table string) int {
 	e.t.Helper()
-	var n int
-	require.NoError(e.t, e.svc.DB().View(e.ctx, func(tx *index.Tx) error {
-		return tx.GetContext(e.ctx, &n, `SELECT count(*) FROM `+table)
-	}))
-	return n
+	return storetest.CountRows(e.t, e.st.DB, table)
 }
 
 func checkpointSeq(id string) (int64, error) { return checkpoint.ParseRef(id) }

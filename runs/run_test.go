@@ -85,7 +85,7 @@ func TestCreateRun(t *testing.T) {
 	})
 
 	t.Run("Journal", func(t *testing.T) {
-		evs, err := e.svc.Journal().Page(ctx, "run_a", journal.PageQuery{})
+		evs, err := e.st.Journal.Page(ctx, "run_a", journal.PageQuery{})
 		require.NoError(t, err)
 		require.Len(t, evs, 3)
 		assert.Equal(t, []journal.Type{journal.RunCreated, journal.StatusChanged, journal.CheckpointCreated}, eventTypes(evs))
@@ -97,7 +97,7 @@ func TestCreateRun(t *testing.T) {
 		var sc journal.StatusChange
 		require.NoError(t, json.Unmarshal(evs[1].Payload, &sc))
 		assert.Equal(t, journal.StatusChange{From: "created", To: "running", Reason: "started"}, sc)
-		cp, err := e.svc.Checkpoints().Get(ctx, nil, "run_a", 1)
+		cp, err := e.st.Checkpoints.Get(ctx, nil, "run_a", 1)
 		require.NoError(t, err)
 		assert.Equal(t, r.Root, cp.Root)
 		assert.Equal(t, "after_init", cp.Reason)
@@ -108,7 +108,7 @@ func TestCreateRun(t *testing.T) {
 		off := false
 		r := e.newRun("run_nocp", runs.CreateRequest{Profile: &runs.Profile{AutoCheckpoint: &off}})
 		assert.Zero(t, r.HeadCheckpoint)
-		n, err := e.svc.Checkpoints().Count(ctx, nil, "run_nocp")
+		n, err := e.st.Checkpoints.Count(ctx, nil, "run_nocp")
 		require.NoError(t, err)
 		assert.Zero(t, n)
 	})
@@ -280,7 +280,7 @@ func TestPersistProjection(t *testing.T) {
 		chat runs.Chat
 	}{{rs, smallChat}, {rb, bigChat}} {
 		assert.Equal(t, "Alice likes tea.\n", e.read(e.model(tc.run.ID), "persist/memory.md"))
-		pe, err := e.svc.Trees().Lookup(ctx, nil, tc.run.Root, vfs.MustPath("persist"))
+		pe, err := e.st.Trees.Lookup(ctx, nil, tc.run.Root, vfs.MustPath("persist"))
 		require.NoError(t, err)
 		assert.Equal(t, tc.chat.PersistRoot, pe.Hash, "the run's persist/ is the chat's layer, shared")
 		assert.Equal(t, tc.chat.PersistRoot, tc.run.PersistBase)
@@ -344,10 +344,10 @@ func TestDeleteRun(t *testing.T) {
 			require.NoError(t, e.svc.DeleteRun(ctx, id))
 			_, err := e.svc.Run(ctx, id)
 			requireHostError(t, err, wserr.RunNotFound)
-			last, err := e.svc.Journal().Last(ctx, nil, id)
+			last, err := e.st.Journal.Last(ctx, nil, id)
 			require.NoError(t, err)
 			assert.Zero(t, last, "the journal goes with the run")
-			n, err := e.svc.Checkpoints().Count(ctx, nil, id)
+			n, err := e.st.Checkpoints.Count(ctx, nil, id)
 			require.NoError(t, err)
 			assert.Zero(t, n, "so do the checkpoints")
 			assert.Equal(t, chats, e.rows("chats"), "the chat workspace stays")
@@ -362,7 +362,7 @@ func TestDeleteRun(t *testing.T) {
 
 	t.Run("IDReusableAfterDelete", func(t *testing.T) {
 		r := e.newRun("run_done_completed", runs.CreateRequest{})
-		last, err := e.svc.Journal().Last(ctx, nil, r.ID)
+		last, err := e.st.Journal.Last(ctx, nil, r.ID)
 		require.NoError(t, err)
 		assert.EqualValues(t, 3, last, "a new journal starts at 1")
 		_, err = e.model(r.ID).Stat(ctx, vfs.MustPath("output/main.md"))

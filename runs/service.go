@@ -17,7 +17,8 @@ import (
 
 // Options configure a Service. The zero value means the defaults.
 type Options struct {
-	// Now is the clock for rows and events; default time.Now.
+	// Now is the clock for rows and events; default time.Now. wsstore.Open
+	// sets it to the store's one clock, the one every other part reads.
 	Now func() time.Time
 	// NewRunID generates run ids when a request names none; default
 	// "run_" + 16 random hex digits.
@@ -32,28 +33,80 @@ type Options struct {
 	MaxStoreBytes int64
 }
 
+// Blobs is the content store as runs uses it: file contents go in (whole,
+// streamed, or as the next version of a file) and come out verified. A
+// *cas.Store is one.
+type Blobs interface {
+	Put(ctx context.Context, r io.Reader) (cas.Hash, error)
+	PutBytes(ctx context.Context, tx *index.Tx, b []byte) (cas.Hash, error)
+	PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev cas.Hash) (cas.Hash, error)
+	Touch(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
+	ReadAll(ctx context.Context, h cas.Hash) ([]byte, error)
+	Stat(ctx context.Context, h cas.Hash) (cas.Info, error)
+}
+
+// Trees is the Merkle tree store as runs uses it: workspaces are roots it
+// reads and changes copy-on-write. A *vfs.Trees is one.
+type Trees interface {
+	Put(ctx context.Context, tx *index.Tx, entries []vfs.Entry) (cas.Hash, error)
+	Lookup(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path) (vfs.Entry, error)
+	Set(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, e *vfs.Entry) (cas.Hash, error)
+	SetFiles(ctx context.Context, tx *index.Tx, root cas.Hash, changes []vfs.FileChange) (cas.Hash, error)
+	List(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int) ([]vfs.Listed, error)
+	Walk(ctx context.Context, tx *index.Tx, root cas.Hash, fn func(p vfs.Path, e vfs.Entry) error) error
+	Diff(ctx context.Context, tx *index.Tx, a, b cas.Hash) ([]vfs.Change, error)
+}
+
+// Journal is the event log as runs uses it: every change appends the
+// events that record it in the change's own transaction. A
+// *journal.Journal is one.
+type Journal interface {
+	Append(ctx context.Context, tx *index.Tx, runID string, typ journal.Type, level journal.Level, payload any) (journal.Event, error)
+	DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error)
+}
+
+// Checkpoints is the checkpoint store as runs uses it. A
+// *checkpoint.Store is one.
+type Checkpoints interface {
+	Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error)
+	Get(ctx context.Context, tx *index.Tx, runID string, seq int64) (checkpoint.Checkpoint, error)
+	Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned checkpoint.Pinned) ([]int64, error)
+	Diff(ctx context.Context, a, b cas.Hash, text bool) ([]checkpoint.FileDiff, error)
+	DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error)
+}
+
+// Deps are the parts of a store a Service works through. wsstore.Open
+// builds them over one database and wires them; a Service owns none of
+// them and never hands them out. Every field is required.
+type Deps struct {
+	// DB holds the tables runs owns (chats, runs, commits) and the
+	// transactions every change runs in; the other parts write in the
+	// same transaction.
+	DB          *index.DB
+	Blobs       Blobs
+	Trees       Trees
+	Journal     Journal
+	Checkpoints Checkpoints
+}
+
 // Service is the entry point for chat workspaces and runs. It is safe for
 // concurrent use; writes serialize on the store's one write connection.
 type Service struct {
 	db          *index.DB
-	blobs       *cas.Store
-	trees       *vfs.Trees
-	journal     *journal.Journal
-	checkpoints *checkpoint.Store
+	blobs       Blobs
+	trees       Trees
+	journal     Journal
+	checkpoints Checkpoints
 	virtual     *vfs.Virtual
 	now         func() time.Time
 	newRunID    func() string
 	maxStore    int64
 	// saves serializes the chat sink calls of this Service per chat.
 	saves chatLocks
-
-	// fault, when set by tests, is called at named points inside write
-	// transactions; an error it returns aborts the transaction there.
-	fault func(point string) error
 }
 
-// New returns a Service over the given store.
-func New(db *index.DB, blobs *cas.Store, opts Options) *Service {
+// New returns a Service over the parts in deps, which must all be set.
+func New(deps Deps, opts Options) *Service {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -63,14 +116,12 @@ func New(db *index.DB, blobs *cas.Store, opts Options) *Service {
 	if opts.Virtual == nil {
 		opts.Virtual = vfs.NewVirtual()
 	}
-	j := journal.New(db, opts.Now)
-	trees := vfs.NewTrees(db, blobs, opts.Now)
 	return &Service{
-		db:          db,
-		blobs:       blobs,
-		trees:       trees,
-		journal:     j,
-		checkpoints: checkpoint.New(db, trees, blobs, j, opts.Now),
+		db:          deps.DB,
+		blobs:       deps.Blobs,
+		trees:       deps.Trees,
+		journal:     deps.Journal,
+		checkpoints: deps.Checkpoints,
 		virtual:     opts.Virtual,
 		now:         opts.Now,
 		newRunID:    opts.NewRunID,
@@ -82,31 +133,6 @@ func randomRunID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return "run_" + hex.EncodeToString(b[:])
-}
-
-// DB returns the index.
-func (s *Service) DB() *index.DB { return s.db }
-
-// Blobs returns the content store.
-func (s *Service) Blobs() *cas.Store { return s.blobs }
-
-// Trees returns the tree store.
-func (s *Service) Trees() *vfs.Trees { return s.trees }
-
-// Journal returns the event journal.
-func (s *Service) Journal() *journal.Journal { return s.journal }
-
-// Checkpoints returns the checkpoint store.
-func (s *Service) Checkpoints() *checkpoint.Store { return s.checkpoints }
-
-// Virtual returns the virtual resources mounted for every run.
-func (s *Service) Virtual() *vfs.Virtual { return s.virtual }
-
-func (s *Service) injected(point string) error {
-	if s.fault == nil {
-		return nil
-	}
-	return s.fault(point)
 }
 
 func (s *Service) update(ctx context.Context, fn func(tx *index.Tx) error) error {

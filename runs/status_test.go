@@ -122,7 +122,7 @@ func TestSetStatus(t *testing.T) {
 				assert.Equal(t, before.Root, r.Root, "a status change leaves the workspace alone")
 				assert.Equal(t, before.Checkpoints, e.state(id).Checkpoints)
 
-				evs, err := e.svc.Journal().Page(ctx, id, journal.PageQuery{AfterSeq: before.LastSeq})
+				evs, err := e.st.Journal.Page(ctx, id, journal.PageQuery{AfterSeq: before.LastSeq})
 				require.NoError(t, err)
 				want := []journal.Type{journal.StatusChanged}
 				if ft, ok := finalEvent[to]; ok {

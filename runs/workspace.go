@@ -535,33 +535,23 @@ func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, op stri
 	if err := w.checkSize(ctx, tx, run, op, p, root); err != nil {
 		return "", err
 	}
-	if err := w.s.injected("after_tree"); err != nil {
-		return "", err
-	}
 	for _, ev := range events {
 		if _, err := w.s.journal.Append(ctx, tx, run.ID, ev.typ, journal.Info, ev.payload); err != nil {
 			return "", err
 		}
 	}
-	if err := w.s.injected("after_event"); err != nil {
-		return "", err
-	}
 	head, cpID := run.HeadCheckpoint, ""
 	if run.Profile.autoCheckpoint() {
-		cp, err := w.s.checkpoints.Create(ctx, tx, run.ID, root, run.HeadCheckpoint, reason)
+		cp, err := w.s.newCheckpoint(ctx, tx, run.ID, root, run.HeadCheckpoint, reason, run.Profile.MaxCheckpoints)
 		if err != nil {
-			return "", err
-		}
-		if err := w.s.capCheckpoints(ctx, tx, run.ID, run.Profile.MaxCheckpoints, cp.Seq); err != nil {
 			return "", err
 		}
 		head, cpID = cp.Seq, cp.ID
 	}
 	// One update of the run's row: the new root and, with it, the
 	// checkpoint that now heads it.
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET root = ?, head_checkpoint = ?, updated_at = ? WHERE id = ?`,
-		root, head, w.s.now().UnixNano(), run.ID); err != nil {
-		return "", index.Translate(err)
+	if err := w.s.moveHead(ctx, tx, run.ID, root, head, true); err != nil {
+		return "", err
 	}
 	return cpID, nil
 }

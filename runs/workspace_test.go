@@ -17,46 +17,32 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/vfs/vfstest"
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// wsClock is a fake clock that moves one millisecond per reading, so rows
-// and events get distinct, deterministic times.
-type wsClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *wsClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Millisecond)
-	return c.t
-}
-
 // wsEnv is a throwaway store (verified when the test ends, see storetest)
 // with a run service on a fake clock.
 type wsEnv struct {
-	tb  testing.TB
-	ctx context.Context
-	svc *runs.Service
-	db  *index.DB
+	tb    testing.TB
+	ctx   context.Context
+	st    *wsstore.Store
+	clock *storetest.Clock
+	svc   *runs.Service
+	db    *index.DB
 }
 
 func newWSEnv(tb testing.TB, opts runs.Options) *wsEnv {
 	tb.Helper()
-	clock := &wsClock{t: time.Date(2026, 4, 26, 0, 0, 0, 0, time.UTC)}
-	db, blobs := storetest.OpenCAS(tb, cas.Options{Now: clock.Now})
-	if opts.Now == nil {
-		opts.Now = clock.Now
-	}
-	return &wsEnv{tb: tb, ctx: context.Background(), svc: runs.New(db, blobs, opts), db: db}
+	st, clock := openStore(tb, opts)
+	return &wsEnv{tb: tb, ctx: context.Background(), st: st, clock: clock, svc: st.Runs, db: st.DB}
 }
 
 // testChat is the chat every run of these tests belongs to unless it names
@@ -124,9 +110,9 @@ type runState struct {
 func (e *wsEnv) state(runID string) runState {
 	e.tb.Helper()
 	r := e.run(runID)
-	last, err := e.svc.Journal().Last(e.ctx, nil, runID)
+	last, err := e.st.Journal.Last(e.ctx, nil, runID)
 	require.NoError(e.tb, err)
-	cps, err := e.svc.Checkpoints().Count(e.ctx, nil, runID)
+	cps, err := e.st.Checkpoints.Count(e.ctx, nil, runID)
 	require.NoError(e.tb, err)
 	return runState{Root: r.Root, Status: r.Status, HeadCheckpoint: r.HeadCheckpoint, UpdatedAt: r.UpdatedAt,
 		LastSeq: last, Checkpoints: cps, Trees: e.rows("trees"), Blobs: e.rows("blobs"),
@@ -523,7 +509,7 @@ func TestWorkspaceSizeLimit(t *testing.T) {
 
 	e.newRun("run_probe", runs.CreateRequest{})
 	base := e.run("run_probe").Root
-	baseEntry, err := e.svc.Trees().Lookup(ctx, nil, base, vfs.Root())
+	baseEntry, err := e.st.Trees.Lookup(ctx, nil, base, vfs.Root())
 	require.NoError(t, err)
 
 	t.Run("UpToTheCap", func(t *testing.T) {
@@ -562,7 +548,7 @@ func TestWorkspaceSizeLimit(t *testing.T) {
 		e.newRun("run_over", runs.CreateRequest{Profile: &runs.Profile{MaxRunBytes: 1000}})
 		ws := e.model("run_over")
 		size := func() int64 {
-			en, err := e.svc.Trees().Lookup(ctx, nil, e.run("run_over").Root, vfs.Root())
+			en, err := e.st.Trees.Lookup(ctx, nil, e.run("run_over").Root, vfs.Root())
 			require.NoError(t, err)
 			return en.Size
 		}
@@ -599,10 +585,10 @@ func TestWorkspaceHostErrors(t *testing.T) {
 
 	t.Run("InjectedFault", func(t *testing.T) {
 		boom := errors.New("disk on fire")
-		runs.SetFault(e.svc, func(point string) error { return boom })
-		t.Cleanup(func() { runs.SetFault(e.svc, nil) })
+		svc, faults := faultyService(e.st, e.clock, runs.Options{})
+		faults.fail(anyAppend, boom)
 		before := e.state("run_a")
-		_, err := ws.Write(ctx, vfs.MustPath("output/main.md"), []byte("changed"), vfs.WriteOptions{})
+		_, err := svc.Workspace("run_a", runs.ModelScope).Write(ctx, vfs.MustPath("output/main.md"), []byte("changed"), vfs.WriteOptions{})
 		require.ErrorIs(t, err, boom)
 		var we *wserr.Error
 		assert.False(t, errors.As(err, &we) && we.Code.ModelCorrectable(), "a fault is not the model's to fix")
@@ -649,24 +635,19 @@ func TestWorkspaceAtomicity(t *testing.T) {
 	ctx := e.ctx
 	e.newRun("run_a", runs.CreateRequest{})
 	e.write("run_a", "output/main.md", "v1")
-	ws := e.model("run_a")
-
-	var points []string
-	runs.SetFault(e.svc, func(point string) error {
-		points = append(points, point)
-		if point == "after_tree" {
-			return errors.New("crash between the trees and the event")
-		}
-		return nil
-	})
+	// The journal fails every append: the trees and the blob are written,
+	// the root has not moved.
+	svc, faults := faultyService(e.st, e.clock, runs.Options{})
+	faults.fail(anyAppend, errors.New("crash between the trees and the event"))
+	ws := svc.Workspace("run_a", runs.ModelScope)
 	content := []byte("content that exists nowhere else")
 	p := vfs.MustPath("output/deep/new/file.md")
 	before := e.state("run_a")
 	_, err := ws.Write(ctx, p, content, vfs.WriteOptions{})
 	require.Error(t, err)
-	assert.Contains(t, points, "after_tree")
+	assert.Equal(t, []string{string(journal.WorkspaceFileWritten)}, faults.calls(), "the write got as far as its event")
 	assert.Equal(t, before, e.state("run_a"), "root, journal, checkpoints and row counts are as before")
-	has, err := e.svc.Blobs().Has(ctx, cas.Sum(content))
+	has, err := e.st.Blobs.Has(ctx, cas.Sum(content))
 	require.NoError(t, err)
 	assert.False(t, has, "the blob written in the failed transaction is gone")
 	_, err = ws.Stat(ctx, p)
@@ -686,12 +667,12 @@ func TestWorkspaceAtomicity(t *testing.T) {
 	// The same write succeeds once the fault is gone: the trees the failed
 	// transaction built (and that the tree cache may remember) are written
 	// again, so every tree the new root names is stored.
-	runs.SetFault(e.svc, nil)
+	faults.clear()
 	_, err = ws.Write(ctx, p, content, vfs.WriteOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, string(content), e.read(ws, p.String()))
 	r := e.run("run_a")
-	require.NoError(t, fstest.TestFS(e.svc.Trees().FS(ctx, r.Root), "output/main.md", p.String()))
+	require.NoError(t, fstest.TestFS(e.st.Trees.FS(ctx, r.Root), "output/main.md", p.String()))
 }
 
 // TestWorkspaceConcurrentAppends proves a write is a read-modify-write in
@@ -808,7 +789,7 @@ func TestWorkspaceResourceKinds(t *testing.T) {
 
 		cp, err := e.svc.Checkpoint(ctx, "run_a", "probe")
 		require.NoError(t, err)
-		view, err := e.svc.Checkpoints().View(ctx, "run_a", cp.Seq)
+		view, err := e.st.Checkpoints.View(ctx, "run_a", cp.Seq)
 		require.NoError(t, err)
 		for _, f := range view.Files {
 			assert.NotContains(t, []string{"skills", "chat"}, vfs.MustPath(f.Path).Top(), "checkpoints hold no virtual file")
@@ -884,13 +865,13 @@ func TestTreeFSConformance(t *testing.T) {
 	e.write("run_a", "plan/plan.md", "1. write\n")
 
 	live := e.run("run_a").Root
-	fsys := e.svc.Trees().FS(ctx, live)
+	fsys := e.st.Trees.FS(ctx, live)
 	require.NoError(t, fstest.TestFS(fsys, "input/prompt_snapshot.json", "input/persist_snapshot.json",
 		"output/main.md", "output/parts/one.md", "scratch/bin.dat", "plan/plan.md"))
 
-	c, err := e.svc.Checkpoints().Get(ctx, nil, "run_a", cp)
+	c, err := e.st.Checkpoints.Get(ctx, nil, "run_a", cp)
 	require.NoError(t, err)
-	cpfs := e.svc.Trees().FS(ctx, c.Root)
+	cpfs := e.st.Trees.FS(ctx, c.Root)
 	require.NoError(t, fstest.TestFS(cpfs, "input/prompt_snapshot.json", "output/main.md", "output/parts/one.md", "scratch/bin.dat"))
 	old, err := fs.ReadFile(cpfs, "output/main.md")
 	require.NoError(t, err)
@@ -938,7 +919,7 @@ func installBulkOutput(t *testing.T, e *wsEnv, runID string, n int) {
 		contents := make([]vfs.Entry, 100)
 		for i := range contents {
 			b := fmt.Appendf(nil, "file content %d\n", i)
-			h, err := e.svc.Blobs().PutBytes(ctx, tx, b)
+			h, err := e.st.Blobs.PutBytes(ctx, tx, b)
 			require.NoError(t, err)
 			contents[i] = vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: int64(len(b))}
 		}
@@ -953,16 +934,16 @@ func installBulkOutput(t *testing.T, e *wsEnv, runID string, n int) {
 				es = append(es, en)
 				size += en.Size
 			}
-			h, err := e.svc.Trees().Put(ctx, tx, es)
+			h, err := e.st.Trees.Put(ctx, tx, es)
 			require.NoError(t, err)
-			root, err = e.svc.Trees().Set(ctx, tx, root, vfs.MustPath(fmt.Sprintf("output/d%03d", d)), &vfs.Entry{Kind: vfs.KindDir, Hash: h, Size: size})
+			root, err = e.st.Trees.Set(ctx, tx, root, vfs.MustPath(fmt.Sprintf("output/d%03d", d)), &vfs.Entry{Kind: vfs.KindDir, Hash: h, Size: size})
 			require.NoError(t, err)
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE runs SET root = ? WHERE id = ?`, root, runID)
 		return err
 	}))
 	var files int
-	require.NoError(t, e.svc.Trees().Walk(ctx, nil, e.run(runID).Root, func(p vfs.Path, en vfs.Entry) error {
+	require.NoError(t, e.st.Trees.Walk(ctx, nil, e.run(runID).Root, func(p vfs.Path, en vfs.Entry) error {
 		if en.Kind == vfs.KindFile && p.Top() == "output" {
 			files++
 		}

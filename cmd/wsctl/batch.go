@@ -189,7 +189,7 @@ func runBatch(ctx context.Context, o batchOptions, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	b := &batchSession{svc: st.Runs}
+	b := &batchSession{svc: st.Runs, journal: st.Journal}
 
 	// Lines are read on their own goroutine so that an interrupt ends the
 	// batch even while it waits for input.

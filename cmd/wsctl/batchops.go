@@ -22,6 +22,7 @@ import (
 // requests act on by default.
 type batchSession struct {
 	svc     *runs.Service
+	journal *journal.Journal
 	current string // the run the last run.create created
 }
 
@@ -626,7 +627,7 @@ func (b *batchSession) events(ctx context.Context, line []byte) (any, error) {
 	if _, err := b.svc.Run(ctx, runID); err != nil {
 		return nil, err
 	}
-	evs, err := b.svc.Journal().Page(ctx, runID, journal.PageQuery{AfterSeq: req.AfterSeq, Limit: req.Limit})
+	evs, err := b.journal.Page(ctx, runID, journal.PageQuery{AfterSeq: req.AfterSeq, Limit: req.Limit})
 	if err != nil {
 		return nil, err
 	}

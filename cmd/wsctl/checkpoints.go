@@ -34,7 +34,7 @@ func runCheckpoints(ctx context.Context, g globals, args []string) error {
 	if err != nil {
 		return err
 	}
-	cps, err := st.Runs.Checkpoints().List(ctx, run.ID)
+	cps, err := st.Checkpoints.List(ctx, run.ID)
 	if err != nil {
 		return err
 	}

@@ -147,7 +147,7 @@ func runDemo(ctx context.Context, g globals, _ []string) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 
-	events, err := allEvents(ctx, svc, run.ID, 0)
+	events, err := allEvents(ctx, st.Journal, run.ID, 0)
 	if err != nil {
 		return err
 	}
@@ -172,10 +172,10 @@ func runDemo(ctx context.Context, g globals, _ []string) error {
 
 // allEvents returns every event of the run after afterSeq, paging through
 // the journal.
-func allEvents(ctx context.Context, svc *runs.Service, runID string, afterSeq int64) ([]journal.Event, error) {
+func allEvents(ctx context.Context, j *journal.Journal, runID string, afterSeq int64) ([]journal.Event, error) {
 	var out []journal.Event
 	for {
-		page, err := svc.Journal().Page(ctx, runID, journal.PageQuery{AfterSeq: afterSeq, Limit: journal.MaxLimit})
+		page, err := j.Page(ctx, runID, journal.PageQuery{AfterSeq: afterSeq, Limit: journal.MaxLimit})
 		if err != nil {
 			return nil, err
 		}

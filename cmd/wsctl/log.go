@@ -94,7 +94,7 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 	}
 	after := o.after
 	for {
-		page, err := st.Runs.Journal().Page(ctx, runID, journal.PageQuery{AfterSeq: after, Limit: journal.MaxLimit})
+		page, err := st.Journal.Page(ctx, runID, journal.PageQuery{AfterSeq: after, Limit: journal.MaxLimit})
 		if err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 	if !o.follow || run.Status.Final() {
 		return nil
 	}
-	err = st.Runs.Journal().Follow(ctx, runID, after, o.poll, emit)
+	err = st.Journal.Follow(ctx, runID, after, o.poll, emit)
 	if errors.Is(err, errStopFollow) || errors.Is(err, context.Canceled) {
 		return nil
 	}

@@ -208,10 +208,10 @@ func TestFsckNamesDanglingTree(t *testing.T) {
 	c.skipFsck = true
 	st := c.open()
 	c.seedRun(st, "run_a")
-	cp, err := st.Runs.Checkpoints().Get(context.Background(), nil, "run_a", 2)
+	cp, err := st.Checkpoints.Get(context.Background(), nil, "run_a", 2)
 	require.NoError(t, err)
 	// The tree of output/ at cp_000002: only that checkpoint reaches it.
-	e, err := st.Runs.Trees().Lookup(context.Background(), nil, cp.Root, vfs.MustPath("output"))
+	e, err := st.Trees.Lookup(context.Background(), nil, cp.Root, vfs.MustPath("output"))
 	require.NoError(t, err)
 
 	_, err = rawDB(t, c).Exec(`DELETE FROM trees WHERE hash = ?`, e.Hash[:])

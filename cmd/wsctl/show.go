@@ -49,12 +49,12 @@ func runShow(ctx context.Context, g globals, args []string) error {
 	if d.Manifest, err = st.Runs.Manifest(ctx, id); err != nil {
 		return err
 	}
-	cps, err := st.Runs.Checkpoints().List(ctx, id)
+	cps, err := st.Checkpoints.List(ctx, id)
 	if err != nil {
 		return err
 	}
 	d.Checkpoints = len(cps)
-	if d.Events, err = st.Runs.Journal().Last(ctx, nil, id); err != nil {
+	if d.Events, err = st.Journal.Last(ctx, nil, id); err != nil {
 		return err
 	}
 	if d.Commits, err = st.Runs.Commits(ctx, id); err != nil {
