@@ -2,9 +2,11 @@ package maint_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,15 +32,64 @@ var (
 	_ maint.EventRuns       = (*journal.Journal)(nil)
 )
 
-func newMaintainer(s *wsstore.Store) *maint.Maintainer {
-	return maint.New(maint.Parts{
-		DB:          s.DB,
-		Blobs:       s.Blobs,
-		Trees:       s.Runs.Trees(),
-		Runs:        s.Runs,
-		Checkpoints: s.Runs.Checkpoints(),
-		Events:      s.Runs.Journal(),
-	})
+// parts returns the owners of s as maint's parts.
+func parts(s *wsstore.Store) maint.Parts {
+	p := maint.Parts{DB: s.DB, Blobs: s.Blobs, Runs: s.Runs}
+	p.Trees, p.Checkpoints, p.Events = s.Runs.Trees(), s.Runs.Checkpoints(), s.Runs.Journal()
+	return p
+}
+
+func newMaintainer(s *wsstore.Store) *maint.Maintainer { return maint.New(parts(s)) }
+
+// twoRuns opens a store with one chat and two runs that write a file of
+// their own each and one file both hold.
+func twoRuns(t *testing.T) *wsstore.Store {
+	t.Helper()
+	s := storetest.OpenStore(t)
+	createRun(t, s, "chat-1", "run_a")
+	createRun(t, s, "chat-1", "run_b")
+	write(t, s, "run_a", "output/a.md", "only a\n")
+	write(t, s, "run_b", "output/b.md", "only b\n")
+	write(t, s, "run_b", "output/shared.md", "both\n")
+	write(t, s, "run_a", "output/shared.md", "both\n")
+	return s
+}
+
+// failingTreeSweep is a tree store whose sweep fails after deleting what
+// it was given, as an I/O error at the end of a sweep would.
+type failingTreeSweep struct{ maint.Trees }
+
+var errSweep = errors.New("disk gone")
+
+func (f failingTreeSweep) SweepTrees(ctx context.Context, tx *index.Tx, hs []cas.Hash, cutoff int64, fn func(int, int64, bool) error) error {
+	if err := f.Trees.SweepTrees(ctx, tx, hs, cutoff, fn); err != nil {
+		return err
+	}
+	return errSweep
+}
+
+// TestGCSweepAllOrNothing: a sweep that fails part way deletes nothing,
+// blobs swept before the failure included.
+func TestGCSweepAllOrNothing(t *testing.T) {
+	s := twoRuns(t)
+	ctx := context.Background()
+	require.NoError(t, s.Runs.SetStatus(ctx, "run_b", runs.Cancelled, "test"))
+	require.NoError(t, s.Runs.DeleteRun(ctx, "run_b"))
+	p := parts(s)
+	p.Trees = failingTreeSweep{p.Trees}
+	m := maint.New(p)
+	later := func() time.Time { return time.Now().Add(time.Hour) }
+	plan, err := m.GC(ctx, maint.GCOptions{DryRun: true, Grace: -1, Now: later})
+	require.NoError(t, err)
+	require.Positive(t, plan.Freed.Blobs)
+	require.Positive(t, plan.Freed.Trees)
+
+	_, err = m.GC(ctx, maint.GCOptions{Grace: -1, Now: later})
+
+	require.ErrorIs(t, err, errSweep)
+	again, err := newMaintainer(s).GC(ctx, maint.GCOptions{DryRun: true, Grace: -1, Now: later})
+	require.NoError(t, err)
+	assert.Equal(t, plan, again, "nothing was deleted")
 }
 
 func createRun(t *testing.T, s *wsstore.Store, chat, runID string) {
@@ -58,14 +109,8 @@ func write(t *testing.T, s *wsstore.Store, runID, path, content string) {
 // TestMaintainerOverOwners: a Maintainer built from the owners alone finds
 // what the store's own maintenance finds.
 func TestMaintainerOverOwners(t *testing.T) {
-	s := storetest.OpenStore(t)
+	s := twoRuns(t)
 	ctx := context.Background()
-	createRun(t, s, "chat-1", "run_a")
-	createRun(t, s, "chat-1", "run_b")
-	write(t, s, "run_a", "output/a.md", "only a\n")
-	write(t, s, "run_b", "output/b.md", "only b\n")
-	write(t, s, "run_b", "output/shared.md", "both\n")
-	write(t, s, "run_a", "output/shared.md", "both\n")
 	m := newMaintainer(s)
 
 	rep, err := m.Fsck(ctx, nil)

@@ -190,14 +190,10 @@ func (t *Trees) SweepTrees(ctx context.Context, tx *index.Tx, hs []cas.Hash, cut
 	for i, h := range hs {
 		var n int64
 		err := st.QueryRowContext(ctx, h, cutoff).Scan(&n)
-		deleted := true
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			n, deleted = 0, false
-		case err != nil:
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("delete tree %s: %w", h.Short(), index.Translate(err))
 		}
-		if err := fn(i, n, deleted); err != nil {
+		if err := fn(i, n, err == nil); err != nil {
 			return err
 		}
 	}
