@@ -57,10 +57,10 @@ const maxPatchSeq = 1 << maxPatchDepth
 // skipBase returns the version a patch numbered n is made against.
 func skipBase(n int) int { return n & (n - 1) }
 
-// MaxPatchChain is the longest patch chain a read follows before it calls
+// maxPatchChain is the longest patch chain a read follows before it calls
 // the store corrupt. It is far above the depth a store writes (8), so it
 // only ever stops a cycle that a damaged store could hold.
-const MaxPatchChain = 64
+const maxPatchChain = 64
 
 // encodePatch returns patch number seq, which turns old into cur, both
 // sorted by name and valid.
@@ -184,15 +184,15 @@ func applyPatch(base []Entry, patch []byte) ([]Entry, error) {
 	return append(out, base[i:]...), nil
 }
 
-// DecodeTreeRow returns the entries of the tree at h from its stored row,
+// decodeTreeRow returns the entries of the tree at h from its stored row,
 // and the row's patch number (0 for a whole tree): data is the canonical
 // encoding when the row has no base, or a patch against the entries of the
 // row's base tree (isPatch true, base those entries, baseSeq the base's
 // patch number, which the patch's must exceed). Either way it checks that
 // the canonical encoding of the result hashes to h. Failures are
-// *wserr.Error with code wserr.Corrupt. The store's gc and fsck read rows
-// with it; Trees reads through its cache.
-func DecodeTreeRow(h cas.Hash, data []byte, isPatch bool, base []Entry, baseSeq int) ([]Entry, int, error) {
+// *wserr.Error with code wserr.Corrupt. Trees reads through its cache;
+// RowReader (for gc and fsck) reads the rows as they are.
+func decodeTreeRow(h cas.Hash, data []byte, isPatch bool, base []Entry, baseSeq int) ([]Entry, int, error) {
 	if !isPatch {
 		if TreeHash(data) != h {
 			return nil, 0, wserr.New(wserr.Corrupt, "read tree", "", "tree %s does not hash to its address", h)

@@ -290,7 +290,7 @@ func (t *Trees) node(ctx context.Context, tx *index.Tx, h cas.Hash) (node, error
 			SELECT t.hash, t.data, t.base, c.n + 1 FROM trees t JOIN chain c ON t.hash = c.base
 			WHERE c.n < ?
 		)
-		SELECT hash, data, base FROM chain ORDER BY n`, h[:], MaxPatchChain)
+		SELECT hash, data, base FROM chain ORDER BY n`, h[:], maxPatchChain)
 	if err != nil {
 		return node{}, fmt.Errorf("read tree %s: %w", h.Short(), index.Translate(err))
 	}
@@ -313,8 +313,8 @@ func (t *Trees) node(ctx context.Context, tx *index.Tx, h cas.Hash) (node, error
 			break
 		}
 		if k == len(rows)-1 {
-			if len(rows) > MaxPatchChain {
-				return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch chain longer than any store writes (%d): a cycle", h, MaxPatchChain)
+			if len(rows) > maxPatchChain {
+				return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch chain longer than any store writes (%d): a cycle", h, maxPatchChain)
 			}
 			return node{}, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s is missing", h, next)
 		}
@@ -329,7 +329,7 @@ func (t *Trees) node(ctx context.Context, tx *index.Tx, h cas.Hash) (node, error
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		r := chain[i]
-		es, seq, err := DecodeTreeRow(r.Hash, r.Data, r.Base != nil, below.entries, baseSeq)
+		es, seq, err := decodeTreeRow(r.Hash, r.Data, r.Base != nil, below.entries, baseSeq)
 		if err != nil {
 			return node{}, treeErr(h, r.Hash, err)
 		}

@@ -1,14 +1,13 @@
-package wsstore
+package maint
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-
-	"github.com/jmoiron/sqlx"
+	"slices"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
-	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -49,7 +48,8 @@ func (r FsckReport) OK() bool { return len(r.Problems) == 0 }
 // the first:
 //
 //   - SQLite's integrity and foreign-key checks;
-//   - every blob and chunk is re-read and re-hashed (cas.Store.Verify);
+//   - every blob and chunk is re-read and re-hashed (the content store's
+//     Verify);
 //   - every tree row hashes to its address and decodes;
 //   - every reference resolves: each root (run roots and persist bases,
 //     checkpoint roots, chat persist roots) is a stored tree, each entry of
@@ -64,20 +64,20 @@ func (r FsckReport) OK() bool { return len(r.Problems) == 0 }
 // "trees", "references"), the work done and the total. The error is only
 // for a check that cannot run (a cancelled ctx, an I/O failure); what the
 // checks find, including SQLite reporting corruption, is in the report.
-func (s *Store) Fsck(ctx context.Context, progress func(phase string, done, total int)) (FsckReport, error) {
+func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done, total int)) (FsckReport, error) {
 	if progress == nil {
 		progress = func(string, int, int) {}
 	}
-	f := &fsck{rep: FsckReport{Problems: []Problem{}}}
+	f := &fsck{m: m, rep: FsckReport{Problems: []Problem{}}}
 
 	progress("sqlite", 0, 1)
-	if err := f.phase("sqlite", s.DB.IntegrityCheck(ctx)); err != nil {
+	if err := f.phase("sqlite", m.p.DB.IntegrityCheck(ctx)); err != nil {
 		return f.rep, err
 	}
 	progress("sqlite", 1, 1)
 
 	progress("blobs", 0, 0)
-	vr, err := s.Blobs.Verify(ctx, func(done, total int) { progress("blobs", done, total) })
+	vr, err := m.p.Blobs.Verify(ctx, func(done, total int) { progress("blobs", done, total) })
 	if err := f.phase("blobs", err); err != nil {
 		return f.rep, err
 	}
@@ -88,7 +88,7 @@ func (s *Store) Fsck(ctx context.Context, progress func(phase string, done, tota
 
 	// Trees and references are read in one snapshot, so a concurrent
 	// writer cannot make a reference look dangling.
-	err = s.DB.View(ctx, func(tx *index.Tx) error {
+	err = m.p.DB.View(ctx, func(tx *index.Tx) error {
 		bad, err := f.trees(ctx, tx, progress)
 		if err != nil {
 			return err
@@ -102,6 +102,7 @@ func (s *Store) Fsck(ctx context.Context, progress func(phase string, done, tota
 }
 
 type fsck struct {
+	m   *Maintainer
 	rep FsckReport
 }
 
@@ -125,46 +126,13 @@ func (f *fsck) phase(name string, err error) error {
 // trees checks that every tree row decodes (a patch, through its chain of
 // bases) and hashes to its address, and returns the trees that do not.
 func (f *fsck) trees(ctx context.Context, tx *index.Tx, progress func(string, int, int)) (objSet, error) {
-	var total int
-	if err := tx.GetContext(ctx, &total, `SELECT count(*) FROM trees`); err != nil {
-		return nil, index.Translate(err)
-	}
-	progress("trees", 0, total)
-	g, err := newGraph(ctx, tx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer g.close()
 	bad := objSet{}
-	err = scanRows(ctx, tx, `SELECT hash, data, base IS NOT NULL FROM trees`, func(rows *sqlx.Rows) error {
-		var h cas.Hash
-		var data []byte
-		var patched bool
-		if err := rows.Scan(&h, &data, &patched); err != nil {
-			return err
-		}
-		f.rep.Trees++
-		if patched {
-			if _, _, _, err := g.entries(h); err != nil {
-				if !wserr.Is(err, wserr.Corrupt) {
-					return err
-				}
-				f.add("tree", h.String(), "does not decode: %s", wserr.MessageOf(err))
-				bad.addNew(object{objTree, h})
-			}
-		} else {
-			switch _, err := vfs.DecodeTree(data); {
-			case vfs.TreeHash(data) != h:
-				f.add("tree", h.String(), "does not hash to its address (it hashes to %s)", vfs.TreeHash(data))
-				bad.addNew(object{objTree, h})
-			case err != nil:
-				f.add("tree", h.String(), "does not decode: %s", wserr.MessageOf(err))
-				bad.addNew(object{objTree, h})
-			}
-		}
-		progress("trees", f.rep.Trees, total)
-		return ctx.Err()
-	})
+	n, err := f.m.p.Trees.VerifyTreeRows(ctx, tx, func(done, total int) { progress("trees", done, total) },
+		func(h cas.Hash, detail string) {
+			f.add("tree", h.String(), "%s", detail)
+			bad.addNew(object{objTree, h})
+		})
+	f.rep.Trees = n
 	return bad, err
 }
 
@@ -172,7 +140,7 @@ func (f *fsck) trees(ctx context.Context, tx *index.Tx, progress func(string, in
 // object resolves, and that checkpoints and events name existing runs.
 // Trees in bad were reported already and are not followed.
 func (f *fsck) references(ctx context.Context, tx *index.Tx, bad objSet, progress func(string, int, int)) error {
-	inv, roots, g, err := openGraph(ctx, tx)
+	inv, rs, g, err := f.m.openGraph(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -192,12 +160,12 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, bad objSet, progres
 		}
 		return nil
 	}
-	progress("references", 0, len(roots))
-	for i, r := range roots {
-		if err := g.walk([]step{r.step()}, visit, report); err != nil {
+	progress("references", 0, len(rs.roots))
+	for i := range rs.roots {
+		if err := g.walk([]step{rs.roots[i].step()}, visit, report); err != nil {
 			return err
 		}
-		progress("references", i+1, len(roots))
+		progress("references", i+1, len(rs.roots))
 	}
 
 	// Chunk lists and delta bases of every blob, reachable or not: a blob
@@ -216,24 +184,37 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, bad objSet, progres
 		}
 	}
 
-	var orphans []struct {
-		What  string `db:"what"`
-		RunID string `db:"run_id"`
-		N     int    `db:"n"`
+	// Rows of runs that do not exist: checkpoints first, then events, each
+	// by run id.
+	type orphan struct {
+		runID string
+		n     int64
 	}
-	if err := tx.SelectContext(ctx, &orphans, `
-		SELECT 'checkpoints' AS what, run_id, count(*) AS n FROM checkpoints
-			WHERE run_id NOT IN (SELECT id FROM runs) GROUP BY run_id
-		UNION ALL SELECT 'events', run_id, count(*) FROM events
-			WHERE run_id NOT IN (SELECT id FROM runs) GROUP BY run_id
-		ORDER BY 1, 2`); err != nil {
-		return index.Translate(err)
+	var cps, events []orphan
+	for runID, n := range rs.checkpoints {
+		if _, ok := rs.runChat[runID]; !ok {
+			cps = append(cps, orphan{runID, n})
+		}
 	}
-	for _, o := range orphans {
-		f.add("reference", o.RunID, "%d %s belong to run %s, which does not exist", o.N, o.What, o.RunID)
+	err = f.m.p.Events.EachRunEvents(ctx, tx, func(runID string, n int64) error {
+		if _, ok := rs.runChat[runID]; !ok {
+			events = append(events, orphan{runID, n})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if err := tx.GetContext(ctx, &f.rep.Runs, `SELECT count(*) FROM runs`); err != nil {
-		return index.Translate(err)
+	byRun := func(a, b orphan) int { return cmp.Compare(a.runID, b.runID) }
+	slices.SortFunc(cps, byRun)
+	slices.SortFunc(events, byRun)
+	for _, o := range cps {
+		f.add("reference", o.runID, "%d %s belong to run %s, which does not exist", o.n, "checkpoints", o.runID)
 	}
-	return index.Translate(tx.GetContext(ctx, &f.rep.Checkpoints, `SELECT count(*) FROM checkpoints`))
+	for _, o := range events {
+		f.add("reference", o.runID, "%d %s belong to run %s, which does not exist", o.n, "events", o.runID)
+	}
+	f.rep.Runs = len(rs.runChat)
+	f.rep.Checkpoints = int(rs.checkpointCount())
+	return nil
 }

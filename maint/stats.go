@@ -1,12 +1,10 @@
-package wsstore
+package maint
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/jmoiron/sqlx"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -53,66 +51,58 @@ type Stats struct {
 // top tree of each root (a directory entry carries the total size below
 // it), so Stats costs one small read per distinct root, not a walk. It
 // fails with store.corrupt if a root tree is missing or does not decode.
-func (s *Store) Stats(ctx context.Context) (Stats, error) {
+func (m *Maintainer) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{ByCodec: map[string]int64{}}
-	err := s.DB.View(ctx, func(tx *index.Tx) error {
-		var row struct {
-			Chats        int64 `db:"chats"`
-			Runs         int64 `db:"runs"`
-			Checkpoints  int64 `db:"checkpoints"`
-			Events       int64 `db:"events"`
-			Chunks       int64 `db:"chunks"`
-			ChunksStored int64 `db:"chunks_stored"`
-			Trees        int64 `db:"trees"`
-			TreesStored  int64 `db:"trees_stored"`
+	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
+		rs, err := m.loadRoots(ctx, tx)
+		if err != nil {
+			return err
 		}
-		if err := tx.GetContext(ctx, &row, `SELECT
-			(SELECT count(*) FROM chats) AS chats,
-			(SELECT count(*) FROM runs) AS runs,
-			(SELECT count(*) FROM checkpoints) AS checkpoints,
-			(SELECT count(*) FROM events) AS events,
-			(SELECT count(*) FROM chunks) AS chunks,
-			(SELECT coalesce(sum(stored), 0) FROM chunks) AS chunks_stored,
-			(SELECT count(*) FROM trees) AS trees,
-			(SELECT coalesce(sum(length(data)), 0) FROM trees) AS trees_stored`); err != nil {
-			return index.Translate(err)
-		}
-		st.Chats, st.Runs, st.Checkpoints, st.Events = row.Chats, row.Runs, row.Checkpoints, row.Events
-		st.Chunks, st.Trees = row.Chunks, row.Trees
-
-		var blobsStored int64
-		err := scanRows(ctx, tx, `SELECT codec, count(*), coalesce(sum(size), 0), coalesce(sum(stored), 0), coalesce(sum(saved), 0)
-			FROM blobs GROUP BY codec`, func(rows *sqlx.Rows) error {
-			var codec cas.Codec
-			var n, size, stored, saved int64
-			if err := rows.Scan(&codec, &n, &size, &stored, &saved); err != nil {
-				return err
-			}
-			st.DeltaSavedBytes += saved
-			st.ByCodec[codec.String()] = n
-			st.Blobs += n
-			st.BlobLogicalBytes += size
-			blobsStored += stored
+		st.Chats, st.Runs, st.Checkpoints = int64(rs.chats), int64(len(rs.runChat)), rs.checkpointCount()
+		err = m.p.Events.EachRunEvents(ctx, tx, func(_ string, n int64) error {
+			st.Events += n
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		st.StoredBytes = blobsStored + row.ChunksStored + row.TreesStored
-		if casBytes := blobsStored + row.ChunksStored; casBytes > 0 {
+		var treesStored int64
+		if st.Trees, treesStored, err = m.p.Trees.TreeUsage(ctx, tx); err != nil {
+			return err
+		}
+		u, err := m.p.Blobs.Usage(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var blobsStored int64
+		for _, c := range u.ByCodec {
+			st.DeltaSavedBytes += c.Saved
+			st.ByCodec[c.Codec.String()] = c.Blobs
+			st.Blobs += c.Blobs
+			st.BlobLogicalBytes += c.Size
+			blobsStored += c.Stored
+		}
+		st.Chunks = u.Chunks
+		st.StoredBytes = blobsStored + u.ChunksStored + treesStored
+		if casBytes := blobsStored + u.ChunksStored; casBytes > 0 {
 			st.CompressionRatio = float64(st.BlobLogicalBytes) / float64(casBytes)
 		}
 
-		var roots []cas.Hash
-		if err := tx.SelectContext(ctx, &roots, `SELECT root FROM checkpoints UNION ALL SELECT root FROM runs`); err != nil {
-			return index.Translate(err)
-		}
-		g, err := newGraph(ctx, tx, nil)
+		g, err := m.newGraph(ctx, tx, nil)
 		if err != nil {
 			return err
 		}
 		defer g.close()
 		sizes := map[cas.Hash]int64{}
+		// Checkpoint roots, then live run roots.
+		var roots []cas.Hash
+		for _, kind := range []string{"checkpoint", "run"} {
+			for _, r := range rs.roots {
+				if r.Kind == kind {
+					roots = append(roots, r.Hash)
+				}
+			}
+		}
 		for _, h := range roots {
 			n, ok := sizes[h]
 			if !ok {
@@ -138,7 +128,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", err)
 	}
-	if st.FileBytes, err = s.DB.FileBytes(); err != nil {
+	if st.FileBytes, err = m.p.DB.FileBytes(); err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", err)
 	}
 	return st, nil
@@ -167,11 +157,11 @@ type Usage struct {
 // run, ordered by run id. It walks every root's objects once or twice, so
 // it costs about as much as GC's mark. It fails with store.corrupt if a
 // reachable object is missing or a tree does not decode.
-func (s *Store) DU(ctx context.Context) ([]Usage, error) {
+func (m *Maintainer) DU(ctx context.Context) ([]Usage, error) {
 	var out []Usage
-	err := s.DB.View(ctx, func(tx *index.Tx) error {
+	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
 		var err error
-		out, err = du(ctx, tx)
+		out, err = m.du(ctx, tx)
 		return err
 	})
 	if err != nil {
@@ -183,12 +173,13 @@ func (s *Store) DU(ctx context.Context) ([]Usage, error) {
 // shared marks an object reached from more than one owner in DU.
 const shared = -1
 
-func du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
-	inv, roots, g, err := openGraph(ctx, tx)
+func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
+	inv, rs, g, err := m.openGraph(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
 	defer g.close()
+	roots := rs.roots
 
 	// An owner is a run (its live root, checkpoints and persist base) or
 	// a chat's persist layer; owners are numbered from 1 in root order,
@@ -216,7 +207,7 @@ func du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 	// and goes on through one labelled with another owner, relabelling it
 	// and all below it shared; so each object is visited at most twice.
 	label := map[object]int{}
-	for i, r := range roots {
+	for i := range roots {
 		cur := ownerOf[i]
 		visit := func(o object) bool {
 			switch l, ok := label[o]; {
@@ -230,7 +221,7 @@ func du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 				return true
 			}
 		}
-		if err := g.walk([]step{r.step()}, visit, badIsCorrupt("du")); err != nil {
+		if err := g.walk([]step{roots[i].step()}, visit, badIsCorrupt("du")); err != nil {
 			return nil, err
 		}
 	}
@@ -239,18 +230,6 @@ func du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 		if l != shared {
 			unique[l] += inv.stored(o)
 		}
-	}
-
-	var cps []struct {
-		RunID string `db:"run_id"`
-		N     int64  `db:"n"`
-	}
-	if err := tx.SelectContext(ctx, &cps, `SELECT run_id, count(*) AS n FROM checkpoints GROUP BY run_id`); err != nil {
-		return nil, index.Translate(err)
-	}
-	checkpoints := map[string]int64{}
-	for _, c := range cps {
-		checkpoints[c.RunID] = c.N
 	}
 
 	// Files and size of each live root (a chat's persist root for its
@@ -285,7 +264,7 @@ func du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 		if r.Kind != "run" && r.Kind != "chat" {
 			continue
 		}
-		u := Usage{ChatID: r.Chat, RunID: r.Run, Checkpoints: checkpoints[r.Run], UniqueStoredBytes: unique[ownerOf[i]]}
+		u := Usage{ChatID: r.Chat, RunID: r.Run, Checkpoints: rs.checkpoints[r.Run], UniqueStoredBytes: unique[ownerOf[i]]}
 		es, _, _, err := g.entries(r.Hash)
 		if err != nil {
 			return nil, err

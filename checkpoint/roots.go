@@ -1,0 +1,41 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+)
+
+// EachRoot calls fn, in tx, with the run, seq and root tree of every
+// checkpoint, ordered by run and seq: the roots gc keeps and fsck checks.
+// It reads checkpoints whose run is gone too, since they still hold their
+// trees. The error is fn's or a failed read.
+func (s *Store) EachRoot(ctx context.Context, tx *index.Tx, fn func(runID string, seq int64, root cas.Hash) error) error {
+	rows, err := tx.QueryxContext(ctx, `SELECT run_id, seq, root FROM checkpoints ORDER BY run_id, seq`)
+	if err != nil {
+		return fmt.Errorf("read checkpoint roots: %w", index.Translate(err))
+	}
+	return eachRow(rows, func(rows *sqlx.Rows) error {
+		var runID string
+		var seq int64
+		var root cas.Hash
+		if err := rows.Scan(&runID, &seq, &root); err != nil {
+			return fmt.Errorf("read checkpoint roots: %w", index.Translate(err))
+		}
+		return fn(runID, seq, root)
+	})
+}
+
+func eachRow(rows *sqlx.Rows, fn func(rows *sqlx.Rows) error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return index.Translate(rows.Err())
+}

@@ -1,0 +1,502 @@
+package maint
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// The object graph, shared by GC, Fsck, Stats and DU.
+
+// objKind names the kinds of stored object.
+type objKind uint8
+
+const (
+	objTree objKind = iota + 1
+	objBlob
+	objChunk
+)
+
+func (k objKind) String() string {
+	switch k {
+	case objTree:
+		return "tree"
+	case objBlob:
+		return "blob"
+	case objChunk:
+		return "chunk"
+	}
+	return fmt.Sprintf("object(%d)", int(k))
+}
+
+// object is one stored object: a tree, blob or chunk row.
+type object struct {
+	kind objKind
+	hash cas.Hash
+}
+
+type objSet map[object]struct{}
+
+func (s objSet) has(o object) bool { _, ok := s[o]; return ok }
+
+// addNew adds o and reports whether it was not there yet.
+func (s objSet) addNew(o object) bool {
+	if _, ok := s[o]; ok {
+		return false
+	}
+	s[o] = struct{}{}
+	return true
+}
+
+// rowMeta is what the graph needs of any row: its stored size and its
+// created time.
+type rowMeta struct {
+	stored, created int64
+}
+
+// blobMeta is what the graph needs of a blob row.
+type blobMeta struct {
+	rowMeta
+	codec cas.Codec
+	base  cas.Hash // delta base; zero for none
+	gen   int64    // number in its version history
+}
+
+// inventory lists every stored object, read in one transaction. The owners
+// read no stored bytes to list them.
+type inventory struct {
+	blobs      map[cas.Hash]blobMeta
+	chunks     map[cas.Hash]rowMeta
+	trees      map[cas.Hash]rowMeta
+	blobChunks map[cas.Hash][]cas.Hash
+}
+
+func (m *Maintainer) loadInventory(ctx context.Context, tx *index.Tx) (*inventory, error) {
+	inv := &inventory{
+		blobs:      map[cas.Hash]blobMeta{},
+		chunks:     map[cas.Hash]rowMeta{},
+		trees:      map[cas.Hash]rowMeta{},
+		blobChunks: map[cas.Hash][]cas.Hash{},
+	}
+	err := m.p.Blobs.EachBlobRecord(ctx, tx, func(r cas.BlobRecord) error {
+		inv.blobs[r.Hash] = blobMeta{rowMeta: rowMeta{r.Stored, r.Created}, codec: r.Codec, base: r.Base, gen: r.Gen}
+		if len(r.Chunks) > 0 {
+			inv.blobChunks[r.Hash] = r.Chunks
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = m.p.Blobs.EachChunkRecord(ctx, tx, func(r cas.ChunkRecord) error {
+		inv.chunks[r.Hash] = rowMeta{r.Stored, r.Created}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = m.p.Trees.EachTreeRecord(ctx, tx, func(r vfs.TreeRecord) error {
+		inv.trees[r.Hash] = rowMeta{r.Stored, r.Created}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return inv, nil
+}
+
+// row returns o's row and whether it is stored.
+func (inv *inventory) row(o object) (rowMeta, bool) {
+	switch o.kind {
+	case objBlob:
+		b, ok := inv.blobs[o.hash]
+		return b.rowMeta, ok
+	case objChunk:
+		r, ok := inv.chunks[o.hash]
+		return r, ok
+	case objTree:
+		r, ok := inv.trees[o.hash]
+		return r, ok
+	}
+	return rowMeta{}, false
+}
+
+// has reports whether o is stored.
+func (inv *inventory) has(o object) bool {
+	_, ok := inv.row(o)
+	return ok
+}
+
+// stored returns o's stored bytes (0 if it is not stored).
+func (inv *inventory) stored(o object) int64 {
+	r, _ := inv.row(o)
+	return r.stored
+}
+
+// all yields every stored object.
+func (inv *inventory) all() func(yield func(object) bool) {
+	return func(yield func(object) bool) {
+		for h := range inv.blobs {
+			if !yield(object{objBlob, h}) {
+				return
+			}
+		}
+		for h := range inv.chunks {
+			if !yield(object{objChunk, h}) {
+				return
+			}
+		}
+		for h := range inv.trees {
+			if !yield(object{objTree, h}) {
+				return
+			}
+		}
+	}
+}
+
+// rootRef is one root: a tree some row holds on to.
+type rootRef struct {
+	Kind  string // "run" (live root), "base" (persist base), "checkpoint", "chat" (persist root)
+	Chat  string // chat id ("" for a checkpoint whose run is gone)
+	Run   string // run id ("" for a chat's persist root)
+	Seq   int64  // checkpoint seq
+	Hash  cas.Hash
+	index int // position in the list, for owners in DU
+}
+
+func (r rootRef) String() string {
+	switch r.Kind {
+	case "run":
+		return "run " + r.Run + " root"
+	case "base":
+		return "run " + r.Run + " persist base"
+	case "checkpoint":
+		return "checkpoint " + r.Run + "/" + checkpoint.ID(r.Seq)
+	case "chat":
+		return "chat " + r.Chat + " persist root"
+	}
+	return r.Kind + " " + r.Run
+}
+
+func (r *rootRef) step() step {
+	return step{o: object{objTree, r.Hash}, ref: ref{root: r}}
+}
+
+// rootSet is every root, ordered by chat, run, kind and seq, with what
+// the owners said on the way about runs and checkpoints.
+type rootSet struct {
+	roots []rootRef
+	// runChat maps each run to its chat.
+	runChat map[string]string
+	chats   int
+	// checkpoints counts checkpoints by run, runs that are gone too.
+	checkpoints map[string]int64
+}
+
+func (rs *rootSet) checkpointCount() int64 {
+	var n int64
+	for _, c := range rs.checkpoints {
+		n += c
+	}
+	return n
+}
+
+// loadRoots lists every root in tx. The chat of a checkpoint is its run's.
+func (m *Maintainer) loadRoots(ctx context.Context, tx *index.Tx) (*rootSet, error) {
+	rs := &rootSet{runChat: map[string]string{}, checkpoints: map[string]int64{}}
+	err := m.p.Runs.EachRunRoot(ctx, tx, func(runID, chatID string, root, base cas.Hash) error {
+		rs.runChat[runID] = chatID
+		rs.roots = append(rs.roots,
+			rootRef{Kind: "run", Chat: chatID, Run: runID, Hash: root},
+			rootRef{Kind: "base", Chat: chatID, Run: runID, Hash: base})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read roots: %w", err)
+	}
+	err = m.p.Checkpoints.EachRoot(ctx, tx, func(runID string, seq int64, root cas.Hash) error {
+		rs.checkpoints[runID]++
+		rs.roots = append(rs.roots, rootRef{Kind: "checkpoint", Chat: rs.runChat[runID], Run: runID, Seq: seq, Hash: root})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read roots: %w", err)
+	}
+	err = m.p.Runs.EachChatRoot(ctx, tx, func(chatID string, root cas.Hash) error {
+		rs.chats++
+		rs.roots = append(rs.roots, rootRef{Kind: "chat", Chat: chatID, Hash: root})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read roots: %w", err)
+	}
+	slices.SortStableFunc(rs.roots, func(a, b rootRef) int {
+		if c := strings.Compare(a.Chat, b.Chat); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Run, b.Run); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	for i := range rs.roots {
+		rs.roots[i].index = i
+	}
+	return rs, nil
+}
+
+// ref says what refers to an object, for messages: a root, or an object
+// and (for a tree) the entry's name.
+type ref struct {
+	root *rootRef
+	from object
+	name string
+}
+
+func (r ref) String() string {
+	switch {
+	case r.root != nil:
+		return r.root.String()
+	case r.from.kind == objTree:
+		return fmt.Sprintf("tree %s entry %q", r.from.hash, r.name)
+	case r.from.kind != 0:
+		return fmt.Sprintf("%s %s (%s)", r.from.kind, r.from.hash, r.name)
+	}
+	return "nothing"
+}
+
+// step is an object to visit and what led to it.
+type step struct {
+	o   object
+	ref ref
+	// asBase marks a tree reached only as the base of a patch: its row
+	// must stay, for its bytes, but what its entries name is not needed
+	// to read the patched tree.
+	asBase bool
+}
+
+// graph reads what objects reference, inside one transaction. With an
+// inventory it answers questions about blobs and chunks from memory;
+// without one it asks the owners, so it sees the transaction's latest
+// state.
+type graph struct {
+	ctx  context.Context
+	inv  *inventory
+	rows *vfs.RowReader
+	recs *cas.Records // nil with an inventory
+	// entriesDue holds the trees visited only as patch bases, whose
+	// entries a later visit as a tree (in any walk on this graph) must
+	// still follow, though the visit function has seen them.
+	entriesDue map[cas.Hash]bool
+}
+
+// openGraph reads, in tx, what gc, fsck and du all start from: the
+// inventory of objects, the roots, and a graph to walk from them. The
+// caller closes the graph.
+func (m *Maintainer) openGraph(ctx context.Context, tx *index.Tx) (*inventory, *rootSet, *graph, error) {
+	inv, err := m.loadInventory(ctx, tx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	roots, err := m.loadRoots(ctx, tx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	g, err := m.newGraph(ctx, tx, inv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return inv, roots, g, nil
+}
+
+func (m *Maintainer) newGraph(ctx context.Context, tx *index.Tx, inv *inventory) (*graph, error) {
+	g := &graph{ctx: ctx, inv: inv, entriesDue: make(map[cas.Hash]bool)}
+	var err error
+	if g.rows, err = m.p.Trees.OpenRowReader(ctx, tx); err != nil {
+		return nil, err
+	}
+	if inv != nil {
+		return g, nil
+	}
+	if g.recs, err = m.p.Blobs.OpenRecords(ctx, tx); err != nil {
+		g.close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *graph) close() {
+	if g.rows != nil {
+		g.rows.Close()
+	}
+	if g.recs != nil {
+		g.recs.Close()
+	}
+}
+
+// entries returns the entries of tree h, the tree its row is a patch
+// against (the zero Hash for a whole tree) and whether it is stored.
+// EmptyTree is always there, with or without a row. A tree that does not
+// decode, or whose patch chain does not, fails with store.corrupt.
+func (g *graph) entries(h cas.Hash) ([]vfs.Entry, cas.Hash, bool, error) {
+	return g.rows.Refs(h)
+}
+
+// created returns o's created time and whether o is stored.
+func (g *graph) created(o object) (int64, bool, error) {
+	if g.inv != nil {
+		r, ok := g.inv.row(o)
+		return r.created, ok, nil
+	}
+	switch o.kind {
+	case objTree:
+		return g.rows.Created(o.hash)
+	case objBlob:
+		b, ok, err := g.recs.Blob(o.hash)
+		return b.Created, ok, err
+	case objChunk:
+		c, ok, err := g.recs.Chunk(o.hash)
+		return c.Created, ok, err
+	}
+	return 0, false, nil
+}
+
+// blobGen returns blob h's number in its version history (0 for none, or
+// when h is not stored).
+func (g *graph) blobGen(h cas.Hash) (int64, error) {
+	if g.inv != nil {
+		return g.inv.blobs[h].gen, nil
+	}
+	b, _, err := g.recs.Blob(h)
+	return b.Gen, err
+}
+
+// blobRefs returns what blob h references (its chunks, its delta base) and
+// whether it is stored.
+func (g *graph) blobRefs(h cas.Hash) (base cas.Hash, chunks []cas.Hash, ok bool, err error) {
+	if g.inv != nil {
+		m, ok := g.inv.blobs[h]
+		return m.base, g.inv.blobChunks[h], ok, nil
+	}
+	b, ok, err := g.recs.Blob(h)
+	return b.Base, b.Chunks, ok, err
+}
+
+func (g *graph) hasChunk(h cas.Hash) (bool, error) {
+	if g.inv != nil {
+		_, ok := g.inv.chunks[h]
+		return ok, nil
+	}
+	_, ok, err := g.recs.Chunk(h)
+	return ok, err
+}
+
+// walk visits, depth first, every object reachable from starts. visit is
+// called for each object reached and returns whether to follow its
+// references (false: seen before, or not wanted). A tree a patch rests on
+// is reached as a patch base: its row is needed and so is its own base,
+// but not what its entries name, which are followed only if some walk on
+// this graph reaches the tree as a tree. bad is called, with what
+// referred to it, for a followed object that is not stored (err nil) or is
+// a tree that does not decode (err says why); it returns nil to go on
+// without following the object, or an error to stop the walk.
+func (g *graph) walk(starts []step, visit func(o object) bool, bad func(o object, r ref, err error) error) error {
+	stack := slices.Clone(starts)
+	slices.Reverse(stack)
+	for n := 0; len(stack) > 0; n++ {
+		if n%1024 == 0 {
+			if err := g.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		st := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		first := visit(st.o)
+		// A tree seen before only as a patch base has its entries to
+		// follow once it is reached as a tree.
+		due := !first && st.o.kind == objTree && !st.asBase && g.entriesDue[st.o.hash]
+		if !first && !due {
+			continue
+		}
+		var found bool
+		switch st.o.kind {
+		case objTree:
+			es, base, ok, err := g.entries(st.o.hash)
+			if wserr.Is(err, wserr.Corrupt) {
+				if err := bad(st.o, st.ref, err); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			found = ok
+			if first && !base.IsZero() {
+				stack = append(stack, step{o: object{objTree, base}, ref: ref{from: st.o, name: "patch base"}, asBase: true})
+			}
+			if st.asBase {
+				g.entriesDue[st.o.hash] = true
+				break
+			}
+			delete(g.entriesDue, st.o.hash)
+			for i := len(es) - 1; i >= 0; i-- {
+				k := objBlob
+				if es[i].Kind == vfs.KindDir {
+					k = objTree
+				}
+				stack = append(stack, step{o: object{k, es[i].Hash}, ref: ref{from: st.o, name: es[i].Name}})
+			}
+		case objBlob:
+			base, chunks, ok, err := g.blobRefs(st.o.hash)
+			if err != nil {
+				return err
+			}
+			found = ok
+			if !base.IsZero() {
+				stack = append(stack, step{o: object{objBlob, base}, ref: ref{from: st.o, name: "delta base"}})
+			}
+			for i := len(chunks) - 1; i >= 0; i-- {
+				stack = append(stack, step{o: object{objChunk, chunks[i]}, ref: ref{from: st.o, name: fmt.Sprintf("chunk %d", i)}})
+			}
+		case objChunk:
+			ok, err := g.hasChunk(st.o.hash)
+			if err != nil {
+				return err
+			}
+			found = ok
+		}
+		if !found {
+			if err := bad(st.o, st.ref, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// badIsCorrupt stops a walk from the roots at a missing or undecodable
+// object: what lies below it is unknown, so nothing may be deleted.
+func badIsCorrupt(op string) func(o object, r ref, err error) error {
+	return func(o object, r ref, err error) error {
+		if err != nil {
+			return wserr.New(wserr.Corrupt, op, "", "%s %s (referenced by %s) does not decode: %s; run fsck", o.kind, o.hash, r, wserr.MessageOf(err))
+		}
+		return wserr.New(wserr.Corrupt, op, "", "%s %s is missing (referenced by %s); run fsck", o.kind, o.hash, r)
+	}
+}
+
+// skipBad ignores a missing or undecodable object: below garbage, it is
+// no problem.
+func skipBad(object, ref, error) error { return nil }

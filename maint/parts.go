@@ -1,0 +1,137 @@
+package maint
+
+import (
+	"context"
+	"time"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// The parts maintenance composes, each implemented by the package that owns
+// the tables behind it. Methods that take a *index.Tx read or write in the
+// caller's transaction, so one phase of gc or fsck sees one snapshot.
+
+// DB runs the transactions a phase works in and checks the database as a
+// whole; *index.DB implements it.
+type DB interface {
+	View(ctx context.Context, fn func(tx *index.Tx) error) error
+	Update(ctx context.Context, fn func(tx *index.Tx) error) error
+	IntegrityCheck(ctx context.Context) error
+	FileBytes() (int64, error)
+}
+
+// RunRoots lists the trees runs and chat workspaces hold on to: each run's
+// live root and persist base, each chat's persist root; *runs.Service
+// implements it.
+type RunRoots interface {
+	EachRunRoot(ctx context.Context, tx *index.Tx, fn func(runID, chatID string, root, persistBase cas.Hash) error) error
+	EachChatRoot(ctx context.Context, tx *index.Tx, fn func(chatID string, persistRoot cas.Hash) error) error
+}
+
+// CheckpointRoots lists each checkpoint's root tree with its run;
+// *checkpoint.Store implements it.
+type CheckpointRoots interface {
+	EachRoot(ctx context.Context, tx *index.Tx, fn func(runID string, seq int64, root cas.Hash) error) error
+}
+
+// EventRuns counts the journal's events by run, so fsck can find events of
+// runs that do not exist; *journal.Journal implements it.
+type EventRuns interface {
+	EachRunEvents(ctx context.Context, tx *index.Tx, fn func(runID string, events int64) error) error
+}
+
+// BlobInventory lists every blob and chunk row with its size, created time
+// and references, and totals them.
+type BlobInventory interface {
+	EachBlobRecord(ctx context.Context, tx *index.Tx, fn func(cas.BlobRecord) error) error
+	EachChunkRecord(ctx context.Context, tx *index.Tx, fn func(cas.ChunkRecord) error) error
+	Usage(ctx context.Context, tx *index.Tx) (cas.Usage, error)
+}
+
+// BlobReferences reads single blob and chunk rows as the transaction sees
+// them: a blob's chunks, delta base and number in its version history.
+type BlobReferences interface {
+	OpenRecords(ctx context.Context, tx *index.Tx) (*cas.Records, error)
+}
+
+// BlobSweeper deletes given blobs and chunks older than a cutoff.
+type BlobSweeper interface {
+	SweepBlobs(ctx context.Context, tx *index.Tx, hs []cas.Hash, cutoff int64, fn func(i int, freed int64, deleted bool) error) error
+	SweepChunks(ctx context.Context, tx *index.Tx, hs []cas.Hash, cutoff int64, fn func(i int, freed int64, deleted bool) error) error
+}
+
+// BlobVerifier re-reads and re-hashes every stored blob and chunk.
+type BlobVerifier interface {
+	Verify(ctx context.Context, progress func(done, total int)) (cas.VerifyReport, error)
+}
+
+// Blobs is what maintenance needs of the content store; *cas.Store
+// implements it.
+type Blobs interface {
+	BlobInventory
+	BlobReferences
+	BlobSweeper
+	BlobVerifier
+}
+
+// TreeInventory lists every tree row with its size and created time, and
+// totals them.
+type TreeInventory interface {
+	EachTreeRecord(ctx context.Context, tx *index.Tx, fn func(vfs.TreeRecord) error) error
+	TreeUsage(ctx context.Context, tx *index.Tx) (rows, stored int64, err error)
+}
+
+// TreeReferences reads trees from their rows: entries and patch base.
+type TreeReferences interface {
+	OpenRowReader(ctx context.Context, tx *index.Tx) (*vfs.RowReader, error)
+}
+
+// TreeSweeper deletes given trees older than a cutoff.
+type TreeSweeper interface {
+	SweepTrees(ctx context.Context, tx *index.Tx, hs []cas.Hash, cutoff int64, fn func(i int, freed int64, deleted bool) error) error
+}
+
+// TreeVerifier checks that every tree row decodes and hashes to its
+// address.
+type TreeVerifier interface {
+	VerifyTreeRows(ctx context.Context, tx *index.Tx, progress func(done, total int), problem func(h cas.Hash, detail string)) (int, error)
+}
+
+// Trees is what maintenance needs of the tree store; *vfs.Trees implements
+// it.
+type Trees interface {
+	TreeInventory
+	TreeReferences
+	TreeSweeper
+	TreeVerifier
+}
+
+// Parts are the owners a Maintainer composes. Every field is required but
+// Now, which defaults to time.Now.
+type Parts struct {
+	DB          DB
+	Blobs       Blobs
+	Trees       Trees
+	Runs        RunRoots
+	Checkpoints CheckpointRoots
+	Events      EventRuns
+	// Now is the clock GC's grace is measured on when GCOptions.Now is
+	// nil: the clock that stamps the rows.
+	Now func() time.Time
+}
+
+// Maintainer runs gc, fsck, stats and du over one store. It holds no state
+// of its own, so it is safe for concurrent use as far as its parts are.
+type Maintainer struct {
+	p Parts
+}
+
+// New returns a Maintainer over p.
+func New(p Parts) *Maintainer {
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	return &Maintainer{p: p}
+}

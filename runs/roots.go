@@ -1,0 +1,52 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+)
+
+// EachRunRoot calls fn, in tx, with every run's id, chat, live root and
+// persist base, ordered by run id: roots gc keeps and fsck checks. The
+// error is fn's or a failed read.
+func (s *Service) EachRunRoot(ctx context.Context, tx *index.Tx, fn func(runID, chatID string, root, persistBase cas.Hash) error) error {
+	rows, err := tx.QueryxContext(ctx, `SELECT id, chat_id, root, persist_base FROM runs ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("read run roots: %w", index.Translate(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, chat string
+		var root, base cas.Hash
+		if err := rows.Scan(&id, &chat, &root, &base); err != nil {
+			return fmt.Errorf("read run roots: %w", index.Translate(err))
+		}
+		if err := fn(id, chat, root, base); err != nil {
+			return err
+		}
+	}
+	return index.Translate(rows.Err())
+}
+
+// EachChatRoot calls fn, in tx, with every chat workspace's id and persist
+// root, ordered by chat id. The error is fn's or a failed read.
+func (s *Service) EachChatRoot(ctx context.Context, tx *index.Tx, fn func(chatID string, persistRoot cas.Hash) error) error {
+	rows, err := tx.QueryxContext(ctx, `SELECT id, persist_root FROM chats ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("read chat roots: %w", index.Translate(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var root cas.Hash
+		if err := rows.Scan(&id, &root); err != nil {
+			return fmt.Errorf("read chat roots: %w", index.Translate(err))
+		}
+		if err := fn(id, root); err != nil {
+			return err
+		}
+	}
+	return index.Translate(rows.Err())
+}
