@@ -30,43 +30,30 @@ type (
 	Usage = maint.Usage
 )
 
-// maintenance composes the store's parts for maint.
-func (s *Store) maintenance() *maint.Maintainer {
-	return maint.New(maint.Parts{
-		DB:          s.DB,
-		Blobs:       s.Blobs,
-		Trees:       s.Runs.Trees(),
-		Runs:        s.Runs,
-		Checkpoints: s.Runs.Checkpoints(),
-		Events:      s.Runs.Journal(),
-		Now:         s.now,
-	})
-}
-
 // GC deletes the blobs, chunks and trees no root reaches, never what a
 // root or a concurrent writer needs (maint.Maintainer.GC). It fails with
 // store.corrupt, deleting nothing, if a reachable object is missing or
 // does not decode.
 func (s *Store) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
-	return s.maintenance().GC(ctx, opt)
+	return s.maint.GC(ctx, opt)
 }
 
 // Fsck checks the whole store and reports every problem, never stopping at
 // the first (maint.Maintainer.Fsck). The error is only for a check that
 // cannot run.
 func (s *Store) Fsck(ctx context.Context, progress func(phase string, done, total int)) (FsckReport, error) {
-	return s.maintenance().Fsck(ctx, progress)
+	return s.maint.Fsck(ctx, progress)
 }
 
 // Stats counts the store's rows and bytes (maint.Maintainer.Stats). It
 // fails with store.corrupt if a root tree is missing or does not decode.
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
-	return s.maintenance().Stats(ctx)
+	return s.maint.Stats(ctx)
 }
 
 // DU reports space by chat workspace and run (maint.Maintainer.DU). It
 // fails with store.corrupt if a reachable object is missing or a tree
 // does not decode.
 func (s *Store) DU(ctx context.Context) ([]Usage, error) {
-	return s.maintenance().DU(ctx)
+	return s.maint.DU(ctx)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/maint"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 )
@@ -51,7 +52,7 @@ type Store struct {
 	// Virtual holds the virtual resources every run sees.
 	Virtual *vfs.Virtual
 
-	now func() time.Time
+	maint *maint.Maintainer
 }
 
 // Open opens the store in dir, creating the directory and the database if
@@ -89,8 +90,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	j := journal.New(db, now)
 	cps := checkpoint.New(db, trees, blobs, j, now)
 	svc := runs.New(runs.Deps{DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps}, opts.Runs)
+	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Now: now})
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
-		Runs: svc, Virtual: opts.Runs.Virtual, now: now}, nil
+		Runs: svc, Virtual: opts.Runs.Virtual, maint: m}, nil
 }
 
 // Close closes the database.
