@@ -230,7 +230,7 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		}
 		snap, _ := json.MarshalIndent(PersistSnapshot{ChatWorkspaceID: chat.ID, PersistRoot: chat.PersistRoot, PersistVersion: chat.PersistVersion}, "", "  ")
 		inputs[vfs.MustPath(InputRoot+"/persist_snapshot.json")] = snap
-		room := s.roomCheck("create run") // the inputs together, against the store's cap
+		room := s.roomCheck(ctx, tx, "create run") // the inputs together, against the store's cap
 		for _, p := range slices.SortedFunc(maps.Keys(inputs), func(a, b vfs.Path) int { return cmpString(a.String(), b.String()) }) {
 			if err := room(p, int64(len(inputs[p]))); err != nil {
 				return err
