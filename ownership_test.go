@@ -32,6 +32,8 @@ var tableOwners = map[string]string{
 	"chats":       "runs",
 	"runs":        "runs",
 	"commits":     "runs",
+	"policies":    "runs",
+	"deletions":   "runs",
 }
 
 // migrationTables are names that exist only while a migration rebuilds a
