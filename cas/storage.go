@@ -19,6 +19,7 @@ const (
 	KindChunk Kind = 1
 )
 
+// String returns "blob" or "chunk", as verify reports name them.
 func (k Kind) String() string {
 	switch k {
 	case KindBlob:
