@@ -20,14 +20,16 @@ import (
 // which decodes the request and returns the result object.
 type op struct {
 	name    string
-	request []any // zero values of its request and nested object types
-	help    string
+	request []any // zero values of its request type and the object types nested in it
 	handle  func(s *Session, ctx context.Context, r request) (any, error)
+	help    string // its lines in Help; a test checks that they name every field
 }
 
 // ops are the operations, in the order help lists them.
 var ops = []op{
-	{"run.create", []any{createRequest{}, runs.ChatKey{}, runs.Profile{}}, `  run.create  {chat: {kind, stableChatId}, chatRef?, runId?, profile?, inputs?: {path: text}}
+	{
+		name: "run.create", request: []any{createRequest{}, runs.ChatKey{}, runs.Profile{}}, handle: (*Session).runCreate,
+		help: `  run.create  {chat: {kind, stableChatId}, chatRef?, runId?, profile?, inputs?: {path: text}}
               -> {runId, workspaceId}      inputs land under input/
       chat         the host's chat: two non-empty strings. Every run of
                    one chat shares its workspace (workspaceId) and persist/.
@@ -54,30 +56,69 @@ var ops = []op{
                        checkpoints_pruned event, and those read as
                        checkpoint.not_found; a checkpoint a commit was made
                        from is never deleted, even if that keeps the run
-                       above the cap; 0 (the default): no cap`, (*Session).runCreate},
-	{"write", []any{writeRequest{}}, `  write       {path, content | contentBase64, expectedHash?}
+                       above the cap; 0 (the default): no cap`,
+	},
+	{
+		name: "write", request: []any{writeRequest{}}, handle: (*Session).write,
+		help: `  write       {path, content | contentBase64, expectedHash?}
               -> {path, hash, size, checkpointId?}
               expectedHash: the file's hash as last read (64 hex digits; not
               the zero hash): the write fails with workspace.write_stale_file
-              if the file changed since`, (*Session).write},
-	{"append", []any{writeRequest{}}, `  append      {path, content | contentBase64, expectedHash?}   -> as write`, (*Session).append},
-	{"patch", []any{patchRequest{}}, `  patch       {path, old, new, replaceAll?, expectedHash?}      -> as write`, (*Session).patch},
-	{"delete", []any{pathRequest{}}, `  delete      {path}                        -> {path, hash, checkpointId?}   hash: the removed content`, (*Session).delete},
-	{"read", []any{readRequest{}}, `  read        {path, at?, startLine?, endLine?}
-              -> {path, content | contentBase64, hash, size, totalLines?, startLine?, endLine?, truncated?}`, (*Session).read},
-	{"list", []any{listRequest{}}, `  list        {path?, depth?, at?}          -> {entries: [{path, kind, size, hash, resource, writable}]}
+              if the file changed since`,
+	},
+	{
+		name: "append", request: []any{writeRequest{}}, handle: (*Session).append,
+		help: `  append      {path, content | contentBase64, expectedHash?}   -> as write`,
+	},
+	{
+		name: "patch", request: []any{patchRequest{}}, handle: (*Session).patch,
+		help: `  patch       {path, old, new, replaceAll?, expectedHash?}      -> as write`,
+	},
+	{
+		name: "delete", request: []any{pathRequest{}}, handle: (*Session).delete,
+		help: `  delete      {path}                        -> {path, hash, checkpointId?}   hash: the removed content`,
+	},
+	{
+		name: "read", request: []any{readRequest{}}, handle: (*Session).read,
+		help: `  read        {path, at?, startLine?, endLine?}
+              -> {path, content | contentBase64, hash, size, totalLines?, startLine?, endLine?, truncated?}`,
+	},
+	{
+		name: "list", request: []any{listRequest{}}, handle: (*Session).list,
+		help: `  list        {path?, depth?, at?}          -> {entries: [{path, kind, size, hash, resource, writable}]}
               path: default the root. depth: how many levels below path
               to list, an integer; default 1, the direct entries (0 is 1
-              too); 2 adds their children, and so on`, (*Session).list},
-	{"checkpoint", []any{checkpointRequest{}}, `  checkpoint  {reason?}                     -> {checkpointId, seq}`, (*Session).checkpoint},
-	{"rollback", []any{rollbackRequest{}}, `  rollback    {checkpointId | checkpointSeq, pause?}  -> {runId, root, checkpointId, status}`, (*Session).rollback},
-	{"diff", []any{diffRequest{}}, `  diff        {from, to?}                   -> {changes: [{path, op, unified?, binary?, ...}]}  to: default live
+              too); 2 adds their children, and so on`,
+	},
+	{
+		name: "checkpoint", request: []any{checkpointRequest{}}, handle: (*Session).checkpoint,
+		help: `  checkpoint  {reason?}                     -> {checkpointId, seq}`,
+	},
+	{
+		name: "rollback", request: []any{rollbackRequest{}}, handle: (*Session).rollback,
+		help: `  rollback    {checkpointId | checkpointSeq, pause?}  -> {runId, root, checkpointId, status}`,
+	},
+	{
+		name: "diff", request: []any{diffRequest{}}, handle: (*Session).diff,
+		help: `  diff        {from, to?}                   -> {changes: [{path, op, unified?, binary?, ...}]}  to: default live
               unified: the text wsctl diff prints, with git's headers
-              ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one)`, (*Session).diff},
-	{"commit", []any{commitRequest{}}, `  commit      {path?, mode?: replace|append} -> {commitId, checkpointId, mode, message}`, (*Session).commit},
-	{"finish", []any{base{}}, `  finish      {}                            -> {runId, status, persistChanges, persistVersion, merged}`, (*Session).finish},
-	{"events", []any{eventsRequest{}}, `  events      {afterSeq?, limit?}           -> {events: [...]}   limit: default 100, at most 500`, (*Session).events},
-	{"manifest.set", []any{manifestRequest{}, runs.Manifest{}, runs.Artifact{}, runs.CommitPolicy{}}, `  manifest.set {manifest}                   -> {artifacts}
+              ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one)`,
+	},
+	{
+		name: "commit", request: []any{commitRequest{}}, handle: (*Session).commit,
+		help: `  commit      {path?, mode?: replace|append} -> {commitId, checkpointId, mode, message}`,
+	},
+	{
+		name: "finish", request: []any{base{}}, handle: (*Session).finish,
+		help: `  finish      {}                            -> {runId, status, persistChanges, persistVersion, merged}`,
+	},
+	{
+		name: "events", request: []any{eventsRequest{}}, handle: (*Session).events,
+		help: `  events      {afterSeq?, limit?}           -> {events: [...]}   limit: default 100, at most 500`,
+	},
+	{
+		name: "manifest.set", request: []any{manifestRequest{}, runs.Manifest{}, runs.Artifact{}, runs.CommitPolicy{}}, handle: (*Session).manifestSet,
+		help: `  manifest.set {manifest}                   -> {artifacts}
       manifest     {workspaceVersion: 1, artifacts: [ARTIFACT, …], commitPolicy?}
         ARTIFACT     {id, path, kind?, target, required?, assemblyOrder?}
                      target: "message_body", "combined_markdown", "hidden"
@@ -86,9 +127,13 @@ var ops = []op{
                      combineTemplate: text where {{id}} stands for that
                      artifact's content
                    a manifest that is invalid, or has a field unknown or
-                   of the wrong type, is refused with manifest.invalid`, (*Session).manifestSet},
-	{"run.status", []any{statusRequest{}}, `  run.status  {status, reason?}             -> {runId, status}   e.g. failed or cancelled;
-                                            a run completes only through finish`, (*Session).runStatus},
+                   of the wrong type, is refused with manifest.invalid`,
+	},
+	{
+		name: "run.status", request: []any{statusRequest{}}, handle: (*Session).runStatus,
+		help: `  run.status  {status, reason?}             -> {runId, status}   e.g. failed or cancelled;
+                                            a run completes only through finish`,
+	},
 }
 
 // opsByName are ops by name.

@@ -19,6 +19,10 @@ import (
 // and free-form values (chatRef, id) have no use for more.
 const maxDepth = 64
 
+// maxSyntaxDepth is the nesting encoding/json takes for JSON at all: a
+// line nested deeper is not JSON to it, whatever the strict rules say.
+const maxSyntaxDepth = 10000
+
 // kind is the JSON type of a node.
 type kind uint8
 
@@ -236,6 +240,9 @@ func (s *scanner) value() bool {
 	n := node{start: int32(s.pos), next: i + 1}
 	switch {
 	case c == '{' || c == '[':
+		if len(s.stack) == maxSyntaxDepth {
+			return false
+		}
 		if s.strict == nil && len(s.stack) == maxDepth {
 			field := s.path(true)
 			s.strict = &fieldError{field, fmt.Sprintf("field %q nests deeper than %d levels", field, maxDepth)}

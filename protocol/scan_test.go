@@ -86,6 +86,11 @@ func TestScanDepth(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	err = check([]byte(strings.Repeat("[", 1000)+strings.Repeat("]", 999)), nil)
 	assert.IsType(t, errSyntax{}, err, "a line that is not JSON is that first, however deep")
+	err = check([]byte(strings.Repeat("[", maxSyntaxDepth)+strings.Repeat("]", maxSyntaxDepth)), nil)
+	require.ErrorAs(t, err, &fe, "as deep as encoding/json reads")
+	err = check([]byte(strings.Repeat("[", maxSyntaxDepth+1)+strings.Repeat("]", maxSyntaxDepth+1)), nil)
+	assert.IsType(t, errSyntax{}, err, "deeper than encoding/json reads")
+	assert.False(t, json.Valid([]byte(strings.Repeat("[", maxSyntaxDepth+1)+strings.Repeat("]", maxSyntaxDepth+1))))
 }
 
 // TestScanCostGrowsWithTheInput: the bytes a line's checks allocate grow

@@ -84,22 +84,21 @@ func LineTooLong(max int) Response {
 	return ErrorResponse("", nil, wserr.New(CodeLineTooLong, "", "", "line is longer than %d bytes; skipped", max))
 }
 
-// WriteResponse writes r as one line of JSON to w. A result that cannot be
-// encoded still gets its line, a store.internal error. It returns w's
-// error.
+// WriteResponse writes r as one line of JSON to w, in one Write. A result
+// that cannot be encoded still gets its line, a store.internal error. It
+// returns w's error.
 func WriteResponse(w io.Writer, r Response) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(r); err != nil {
-		var marshal *json.MarshalerError
-		var unsupported *json.UnsupportedValueError
-		var unsupportedType *json.UnsupportedTypeError
-		if !errors.As(err, &marshal) && !errors.As(err, &unsupported) && !errors.As(err, &unsupportedType) {
+		b.Reset()
+		if err := enc.Encode(ErrorResponse(r.Op, r.ID, wserr.Wrap(wserr.Internal, "batch", "", err))); err != nil {
 			return err
 		}
-		return enc.Encode(ErrorResponse(r.Op, r.ID, wserr.Wrap(wserr.Internal, "batch", "", err)))
 	}
-	return nil
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // Handle answers one request line (without its line ending). It never
