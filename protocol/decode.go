@@ -89,6 +89,26 @@ var shapeNames = map[shape]string{
 	boolShape:    "true or false",
 }
 
+// rawJSON is a field's JSON that its handler decodes from the tree itself
+// (request.decodeField): unlike a json.RawMessage, whose nodes the scanner
+// may skip, the tree keeps what it holds.
+type rawJSON json.RawMessage
+
+// UnmarshalJSON keeps a copy of b.
+func (r *rawJSON) UnmarshalJSON(b []byte) error {
+	*r = append((*r)[:0], b...)
+	return nil
+}
+
+// takesRaw reports whether a field of type t only takes its value's bytes
+// (through its own UnmarshalJSON), so nothing decodes what the value holds.
+func takesRaw(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() != reflect.Interface && t != reflect.TypeFor[rawJSON]() && reflect.PointerTo(t).Implements(unmarshalerType)
+}
+
 var (
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
@@ -135,7 +155,7 @@ func shapeOf(t reflect.Type) (shape, reflect.Type) {
 // hold null: a pointer, an interface or raw JSON can, a string cannot
 // (encoding/json would store "" where the host sent nothing).
 func nullable(t reflect.Type) bool {
-	return t == nil || t.Kind() == reflect.Pointer || t.Kind() == reflect.Interface || t == rawMessageType
+	return t == nil || t.Kind() == reflect.Pointer || t.Kind() == reflect.Interface || t == rawMessageType || t == reflect.TypeFor[rawJSON]()
 }
 
 // value checks node i against t and stores it in v (of type t).
@@ -180,6 +200,9 @@ func (d *decoder) store(i int32, v reflect.Value) error {
 			d.unmarshal = err
 		}
 		return nil
+	}
+	if n.opaque {
+		panic(fmt.Sprintf("protocol: %q was scanned as raw JSON but decodes into %v", d.pathString(), v.Type()))
 	}
 	if ut != nil {
 		if n.kind != kindString {

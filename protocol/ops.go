@@ -613,7 +613,7 @@ func (s *Session) events(ctx context.Context, r request) (any, error) {
 
 type manifestRequest struct {
 	base
-	Manifest json.RawMessage `json:"manifest"`
+	Manifest rawJSON `json:"manifest"`
 }
 
 func (s *Session) manifestSet(ctx context.Context, r request) (any, error) {

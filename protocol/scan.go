@@ -44,6 +44,7 @@ type node struct {
 	next       int32 // the index just past this node's subtree
 	kind       kind
 	esc        bool // a string or key with escapes: decode before use
+	opaque     bool // a container scanned without nodes for its children
 }
 
 // fieldError is a JSON value that does not fit its request. Field names
@@ -62,11 +63,12 @@ func (e *fieldError) inField(field string) bool {
 
 // frame is an open container while scanning.
 type frame struct {
-	node  int32 // its node
-	obj   bool
-	count int32 // members or elements so far
-	key   int32 // an object's current member name (a node)
-	seen  map[string]struct{}
+	node   int32 // its node, -1 inside an opaque container
+	obj    bool
+	opaque bool  // no nodes for what it holds
+	count  int32 // members or elements so far
+	key    node  // an object's current member name
+	seen   map[string]struct{}
 }
 
 // tree is a scanned line.
@@ -82,6 +84,13 @@ type scanner struct {
 	pos    int
 	stack  []frame
 	strict *fieldError // the first repeated key, lone surrogate or too deep nesting
+	// opaque, if set, is asked about each member of the top-level object
+	// whose value is a container, with the top-level "op" if one came
+	// before (else nil): true means nothing will decode what the container
+	// holds, only take its bytes (an id), so the scanner checks it without
+	// keeping nodes for it.
+	opaque func(op, key []byte) bool
+	op     int32 // the first top-level "op" string so far, -1 for none
 }
 
 // errSyntax marks a line that is not JSON; encoding/json then names the
@@ -95,7 +104,7 @@ func (errSyntax) Error() string { return "invalid JSON" }
 // of the strict rules (nil if none); the tree is complete either way.
 // The work and the nodes grow with len(data) only.
 func (s *scanner) scan(data []byte) error {
-	s.data, s.pos, s.strict = data, 0, nil
+	s.data, s.pos, s.strict, s.op = data, 0, nil, -1
 	s.nodes = s.nodes[:0]
 	s.stack = s.stack[:0]
 	if len(data) > 1<<31-1 {
@@ -119,8 +128,10 @@ func (s *scanner) scan(data []byte) error {
 		switch {
 		case c == closer:
 			s.pos++
-			s.nodes[f.node].end = int32(s.pos)
-			s.nodes[f.node].next = int32(len(s.nodes))
+			if f.node >= 0 {
+				s.nodes[f.node].end = int32(s.pos)
+				s.nodes[f.node].next = int32(len(s.nodes))
+			}
 			s.stack = s.stack[:len(s.stack)-1]
 			continue
 		case c == ',' && f.count > 0:
@@ -177,9 +188,11 @@ func (s *scanner) member(f *frame) bool {
 		return false
 	}
 	k := int32(len(s.nodes))
-	s.nodes = append(s.nodes, node{start: int32(start), end: int32(s.pos), next: k + 1, kind: kindKey, esc: esc})
-	f = &s.stack[len(s.stack)-1]
-	f.key = k
+	key := node{start: int32(start), end: int32(s.pos), next: k + 1, kind: kindKey, esc: esc}
+	f.key = key
+	if !f.opaque {
+		s.nodes = append(s.nodes, key)
+	}
 	if s.strict == nil {
 		if bad != "" {
 			field, where := s.path(false), "a field name"
@@ -187,7 +200,7 @@ func (s *scanner) member(f *frame) bool {
 				where = fmt.Sprintf("a field name in %q", field)
 			}
 			s.strict = surrogateError(field, where, bad)
-		} else if s.repeated(f, k) {
+		} else if s.repeated(f, k, key) {
 			name := s.path(true)
 			s.strict = &fieldError{name, fmt.Sprintf("field %q appears more than once", name)}
 		}
@@ -205,9 +218,13 @@ func (s *scanner) member(f *frame) bool {
 // into a set: below it, comparing with each earlier name is cheaper.
 const smallObject = 8
 
-// repeated reports whether the object of f already holds key k.
-func (s *scanner) repeated(f *frame, k int32) bool {
-	name := s.key(k)
+// repeated reports whether the object of f already holds key, node k
+// unless f is opaque.
+func (s *scanner) repeated(f *frame, k int32, key node) bool {
+	name := s.text(key)
+	if f.opaque && f.seen == nil {
+		f.seen = map[string]struct{}{}
+	}
 	if f.seen != nil {
 		if _, ok := f.seen[string(name)]; ok {
 			return true
@@ -227,7 +244,7 @@ func (s *scanner) repeated(f *frame, k int32) bool {
 	for i := f.node + 1; i < k; i = s.nodes[i+1].next {
 		f.seen[string(s.key(i))] = struct{}{}
 	}
-	return s.repeated(f, k)
+	return s.repeated(f, k, key)
 }
 
 // value reads one value at s.pos, opening a frame for a container.
@@ -238,6 +255,7 @@ func (s *scanner) value() bool {
 	}
 	i := int32(len(s.nodes))
 	n := node{start: int32(s.pos), next: i + 1}
+	inOpaque := len(s.stack) > 0 && s.stack[len(s.stack)-1].opaque
 	switch {
 	case c == '{' || c == '[':
 		if len(s.stack) == maxSyntaxDepth {
@@ -252,8 +270,21 @@ func (s *scanner) value() bool {
 		if c == '{' {
 			n.kind = kindObject
 		}
-		s.nodes = append(s.nodes, n)
-		s.stack = append(s.stack, frame{node: i, obj: c == '{', key: -1})
+		f := frame{node: i, obj: c == '{', opaque: inOpaque}
+		if inOpaque {
+			f.node = -1
+		} else {
+			if len(s.stack) == 1 && s.stack[0].obj && s.opaque != nil {
+				var op []byte
+				if s.op >= 0 {
+					op = s.text(s.nodes[s.op])
+				}
+				n.opaque = s.opaque(op, s.text(s.stack[0].key))
+			}
+			f.opaque = n.opaque
+			s.nodes = append(s.nodes, n)
+		}
+		s.stack = append(s.stack, f)
 		return true
 	case c == '"':
 		esc, bad, ok := s.str()
@@ -281,6 +312,12 @@ func (s *scanner) value() bool {
 		return false
 	}
 	n.end = int32(s.pos)
+	if inOpaque {
+		return ok
+	}
+	if n.kind == kindString && s.op < 0 && len(s.stack) == 1 && s.stack[0].obj && string(s.text(s.stack[0].key)) == "op" {
+		s.op = i
+	}
 	s.nodes = append(s.nodes, n)
 	return ok
 }
@@ -429,7 +466,7 @@ func (s *scanner) path(member bool) string {
 		if b.Len() > 0 {
 			b.WriteString(".")
 		}
-		b.Write(s.key(f.key))
+		b.Write(s.text(f.key))
 	}
 	return b.String()
 }

@@ -199,3 +199,35 @@ func TestDecodeMatchesEncodingJSON(t *testing.T) {
 		assert.Equal(t, want, got, line)
 	}
 }
+
+// TestOpaqueFields: the fields a session scans without nodes are ones no
+// op decodes: every op takes its id as raw JSON, and the manifest, which
+// manifest.set decodes from the tree, keeps its nodes.
+func TestOpaqueFields(t *testing.T) {
+	for _, o := range ops {
+		f, ok := fieldsOf(reflect.TypeOf(o.request[0])).byName["id"]
+		require.True(t, ok, "op %s", o.name)
+		assert.True(t, takesRaw(f.typ), "op %s: id", o.name)
+	}
+	assert.True(t, opaqueField([]byte("run.create"), []byte("chatRef")))
+	assert.True(t, opaqueField([]byte("write"), []byte("chatRef")), "an unknown field is refused by name")
+	assert.True(t, opaqueField([]byte("explode"), []byte("anything")))
+	assert.False(t, opaqueField([]byte("manifest.set"), []byte("manifest")))
+	assert.False(t, opaqueField([]byte("run.create"), []byte("profile")))
+	assert.False(t, opaqueField(nil, []byte("chatRef")), "before op, only id is known to be raw")
+
+	s := NewSession(Backend{})
+	wide := []byte(`{"op":"finish","runId":"r","id":[` + strings.Repeat(`{"a":[0,"x"]},`, 1<<14) + `0]}`)
+	require.NoError(t, s.scan.scan(wide))
+	assert.Len(t, s.scan.nodes, 7, "the root, and the names and values of op, runId and id")
+	id := s.scan.tree.member(0, "id")
+	assert.Equal(t, wide[strings.Index(string(wide), `[`):len(wide)-1], s.scan.raw(id))
+
+	err := s.scan.scan([]byte(`{"op":"finish","id":[{"a":1},{"b":[{"c":1,"c":2}]}]}`))
+	var fe *fieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, `field "id[1].b[0].c" appears more than once`, fe.Msg, "raw JSON is checked all the same")
+	err = s.scan.scan([]byte(`{"id":{"x":["\udc00"]},"op":"finish"}`))
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "id.x[0]", fe.Field)
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -54,7 +55,29 @@ type Session struct {
 
 // NewSession returns a session over b with no current run.
 func NewSession(b Backend) *Session {
-	return &Session{backend: b}
+	s := &Session{backend: b}
+	s.scan.opaque = opaqueField
+	return s
+}
+
+// opaqueField reports whether the value of a request's top-level field key
+// is only taken as raw JSON, never decoded, when the request's op is op
+// (nil: not known yet): an id always is; so is a field the op reads
+// through its own UnmarshalJSON (chatRef), one the op has not (it is
+// refused by name), and every field of an op that does not exist.
+func opaqueField(op, key []byte) bool {
+	if string(key) == "id" {
+		return true
+	}
+	if op == nil {
+		return false
+	}
+	o, ok := opsByName[string(op)]
+	if !ok {
+		return true
+	}
+	f, ok := fieldsOf(reflect.TypeOf(o.request[0])).byName[string(key)]
+	return !ok || takesRaw(f.typ)
 }
 
 // Response is one response line.
