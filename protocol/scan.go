@@ -100,9 +100,10 @@ type errSyntax struct{}
 func (errSyntax) Error() string { return "invalid JSON" }
 
 // scan reads data, one JSON value with optional white space around it.
-// It returns errSyntax if data is not JSON, else the first *fieldError
-// of the strict rules (nil if none); the tree is complete either way.
-// The work and the nodes grow with len(data) only.
+// It returns errSyntax if data is not JSON (the tree is then partial),
+// else the first *fieldError of the strict rules (nil if none), with the
+// tree complete either way. The work and the nodes grow with len(data)
+// only.
 func (s *scanner) scan(data []byte) error {
 	s.data, s.pos, s.strict, s.op = data, 0, nil, -1
 	s.nodes = s.nodes[:0]
