@@ -2,10 +2,10 @@ package cas
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math/bits"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -71,9 +71,10 @@ import (
 // stored whole and prev, with the older versions of its history that the
 // scheme above moves, is re-encoded as a delta against b. A failure to
 // build a delta only leaves a version as it was; errors are those of
-// PutBytes and of the index.
+// PutBytes, of the storage and of the index. Over a Storage without the
+// HistoryStorage ability PutVersion is PutBytes.
 func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Hash) (Hash, error) {
-	if prev.IsZero() || s.opts.DeltaMax < 0 || len(b) > s.opts.InlineMax {
+	if prev.IsZero() || s.opts.DeltaMax < 0 || len(b) > s.opts.InlineMax || s.hist == nil {
 		return s.PutBytes(ctx, tx, b)
 	}
 	h := Sum(b)
@@ -81,7 +82,7 @@ func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Has
 		return s.PutBytes(ctx, tx, b)
 	}
 	err := s.update(ctx, tx, func(tx *index.Tx) error {
-		stored, err := s.touch(ctx, tx, "blobs", h)
+		stored, err := s.hist.Touch(ctx, tx, KindBlob, h, s.clock())
 		if err != nil {
 			return err
 		}
@@ -105,45 +106,24 @@ type newBlob struct {
 	codec Codec
 }
 
-// insertVersion inserts the new version h (plain bytes cur) at rowid slot,
-// or where SQLite puts a new row for slot 0; nothing for fresh nil.
-func (s *Store) insertVersion(ctx context.Context, tx *index.Tx, h Hash, cur []byte, fresh *newBlob, slot int64) error {
+// insertVersion inserts the new version h (plain bytes cur) at slot, or
+// where the storage puts a new object for slot 0; nothing for fresh nil.
+func (s *Store) insertVersion(ctx context.Context, tx *index.Tx, h Hash, cur []byte, fresh *newBlob, slot Slot) error {
 	if fresh == nil {
 		return nil
 	}
-	var rowid any
-	if slot != 0 {
-		rowid = slot
-	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO blobs (rowid, hash, size, stored, codec, data, created) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		rowid, h, len(cur), len(fresh.data), int(fresh.codec), fresh.data, s.now())
-	return index.Translate(err)
+	return s.hist.PutAt(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(cur)), Stored: int64(len(fresh.data)),
+		Codec: fresh.codec, Data: fresh.data, Created: s.clock()}, slot)
 }
 
-// versionRow is what the history scheme reads of a blob's row.
-type versionRow struct {
-	Hash   Hash   `db:"hash"`
-	Size   int64  `db:"size"`
-	Stored int64  `db:"stored"`
-	Saved  int64  `db:"saved"`
-	Codec  int    `db:"codec"`
-	Base   Hash   `db:"base"`
-	Depth  int    `db:"depth"`
-	Gen    int64  `db:"gen"`
-	Head   bool   `db:"head"`
-	Opens  []byte `db:"opens"`
-	Data   []byte `db:"data"`
-}
-
-const versionCols = `hash, size, stored, saved, codec, base, depth, gen, opens IS NOT NULL AS head, opens, data`
-
-func (s *Store) versionRow(ctx context.Context, tx *index.Tx, h Hash) (versionRow, bool, error) {
-	var r versionRow
-	err := tx.GetContext(ctx, &r, `SELECT `+versionCols+` FROM blobs WHERE hash = ?`, h)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, false, nil
+// version reads the blob at h with its history; ok is false if there is
+// none.
+func (s *Store) version(ctx context.Context, tx *index.Tx, h Hash) (Version, bool, error) {
+	v, err := s.hist.Version(ctx, tx, h)
+	if errors.Is(err, ErrNotFound) {
+		return v, false, nil
 	}
-	return r, err == nil, index.Translate(err)
+	return v, err == nil, err
 }
 
 // maxChainLimit is the largest MaxChain a store accepts. Reads guard
@@ -151,7 +131,7 @@ func (s *Store) versionRow(ctx context.Context, tx *index.Tx, h Hash) (versionRo
 // open, since the store may have been written with a larger one.
 const maxChainLimit = 1000
 
-func whole(c int) bool { return Codec(c) == CodecRaw || Codec(c) == CodecZstd }
+func whole(c Codec) bool { return c == CodecRaw || c == CodecZstd }
 
 // chainBound is the longest chain in a history whose newest version is n.
 func chainBound(n int64) int {
@@ -175,12 +155,12 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 	if fresh == nil {
 		// h was stored before: it may still start a history if it belongs
 		// to none (a row of an earlier build), never join one.
-		n, ok, err := s.versionRow(ctx, tx, h)
+		n, ok, err := s.version(ctx, tx, h)
 		if err != nil || !ok || !whole(n.Codec) || n.Gen != 0 || n.Head || n.Depth != 0 {
 			return err
 		}
 	}
-	p, ok, err := s.versionRow(ctx, tx, prev)
+	p, ok, err := s.version(ctx, tx, prev)
 	if err != nil {
 		return err
 	}
@@ -191,12 +171,12 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 	}
 	// The history h extends, as its versions in chain order (oldest
 	// first) and h's number in it.
-	var members []versionRow
+	var members []Version
 	gen := int64(2)
 	switch {
 	case p.Head:
 		gen = p.Gen + 1
-		if members, ok, err = s.openRows(ctx, tx, p.Opens); err != nil {
+		if members, ok, err = s.openRows(ctx, tx, p); err != nil {
 			return err
 		}
 	case p.Gen == 0 && p.Depth == 0:
@@ -224,7 +204,7 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 	for first > 0 && parent(members[first].Gen) == gen {
 		first--
 	}
-	plain, err := s.decode(ctx, prev, Codec(p.Codec), p.Data, p.Size, Hash{})
+	plain, err := s.decode(ctx, prev, p.Codec, p.Data, p.Size, Hash{})
 	if err != nil || Sum(plain) != prev {
 		// corrupt: leave it for Verify to report, never build on it
 		return s.insertVersion(ctx, tx, h, cur, fresh, 0)
@@ -247,7 +227,7 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 	}
 	// slot is prev's row position once prev is re-encoded, unless an
 	// older member is re-encoded too (see the doc above).
-	var slot int64
+	var slot Slot
 	broken := -1
 	for i := len(members) - 1; i >= first; i-- {
 		m := members[i]
@@ -263,12 +243,6 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 		if m.Size+int64(len(cur)) > int64(s.opts.DeltaMax) {
 			c = nil
 		}
-		var rowid int64
-		if i == len(members)-1 && fresh != nil {
-			if err := tx.GetContext(ctx, &rowid, `SELECT rowid FROM blobs WHERE hash = ?`, m.Hash); err != nil {
-				return index.Translate(err)
-			}
-		}
 		replaced, err := s.rebaseOnto(ctx, tx, m, plain, h, c)
 		if err != nil {
 			return err
@@ -276,7 +250,9 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 		switch {
 		case !replaced:
 		case i == len(members)-1:
-			slot = rowid
+			if fresh != nil {
+				slot = m.Slot
+			}
 		default:
 			slot = 0
 		}
@@ -298,31 +274,31 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 // version's parent still to come, and each open version stored whole or as
 // a delta against the next. A list that names a row which has since left
 // the history (collected, then stored again by another) fails it.
-func linked(members []versionRow) bool {
+func linked(members []Version) bool {
 	newest := members[len(members)-1]
 	for i, m := range members[:len(members)-1] {
 		next := members[i+1]
 		if m.Gen >= next.Gen || parent(m.Gen) <= newest.Gen {
 			return false
 		}
-		if !whole(m.Codec) && (Codec(m.Codec) != CodecDelta || m.Base != next.Hash) {
+		if !whole(m.Codec) && (m.Codec != CodecDelta || m.Base != next.Hash) {
 			return false
 		}
 	}
 	return true
 }
 
-// openRows reads the rows an opens list names, in its order. A version
-// gc has collected since is skipped: nothing still stored rests on it, or
-// gc would have kept it. ok is false if the list is damaged or names a
-// version that belongs to no history.
-func (s *Store) openRows(ctx context.Context, tx *index.Tx, opens []byte) ([]versionRow, bool, error) {
-	if len(opens)%len(Hash{}) != 0 {
+// openRows reads the versions head's open list names, in its order. A
+// version gc has collected since is skipped: nothing still stored rests on
+// it, or gc would have kept it. ok is false if the list is damaged or names
+// a version that belongs to no history.
+func (s *Store) openRows(ctx context.Context, tx *index.Tx, head Version) ([]Version, bool, error) {
+	if head.Unreadable {
 		return nil, false, nil
 	}
-	var rows []versionRow
-	for i := 0; i < len(opens); i += len(Hash{}) {
-		r, ok, err := s.versionRow(ctx, tx, Hash(opens[i:i+len(Hash{})]))
+	var rows []Version
+	for _, o := range head.Opens {
+		r, ok, err := s.version(ctx, tx, o)
 		switch {
 		case err != nil:
 			return nil, false, err
@@ -339,13 +315,13 @@ func (s *Store) openRows(ctx context.Context, tx *index.Tx, opens []byte) ([]ver
 // memberBytes returns the plain bytes of member m of a history, using
 // below, the plain bytes of the member next in the chain (next), when m is
 // a delta against it.
-func (s *Store) memberBytes(ctx context.Context, m versionRow, next Hash, below []byte) ([]byte, error) {
+func (s *Store) memberBytes(ctx context.Context, m Version, next Hash, below []byte) ([]byte, error) {
 	var b []byte
 	var err error
 	switch {
 	case whole(m.Codec):
-		b, err = s.decode(ctx, m.Hash, Codec(m.Codec), m.Data, m.Size, Hash{})
-	case Codec(m.Codec) == CodecDelta && m.Base == next:
+		b, err = s.decode(ctx, m.Hash, m.Codec, m.Data, m.Size, Hash{})
+	case m.Codec == CodecDelta && m.Base == next:
 		b, err = decodeDelta(m.Data, below, m.Size)
 	default:
 		b, err = s.ReadAll(ctx, m.Hash)
@@ -362,7 +338,7 @@ func (s *Store) memberBytes(ctx context.Context, m versionRow, next Hash, below 
 // back; a member stored as a delta against
 // another base that cannot be re-encoded so is stored whole instead, since
 // its chain must no longer run through its old base.
-func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, m versionRow, old []byte, base Hash, codec *deltaCodec) (bool, error) {
+func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, m Version, old []byte, base Hash, codec *deltaCodec) (bool, error) {
 	if m.Base == base {
 		return false, nil
 	}
@@ -390,32 +366,19 @@ func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, m versionRow, old 
 }
 
 // replaceRow stores m's content anew as data in codec (against base for a
-// delta). The row is replaced rather than updated: a new row goes to the
-// end of the table, and the old one's deletion lets SQLite merge the page
-// it leaves nearly empty; shrinking rows in place would leave the leaves
-// of a history's versions mostly empty for good.
-func (s *Store) replaceRow(ctx context.Context, tx *index.Tx, m versionRow, codec Codec, base Hash, data []byte) error {
-	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO blobs (hash, size, stored, codec, base, depth, data, created, saved, prevkey, gen, opens)
-		SELECT hash, size, ?, ?, ?, depth, ?, created, saved + ?, prevkey, gen, opens FROM blobs WHERE hash = ?`,
-		len(data), int(codec), base, data, m.Stored-int64(len(data)), m.Hash)
-	return index.Translate(err)
+// delta).
+func (s *Store) replaceRow(ctx context.Context, tx *index.Tx, m Version, codec Codec, base Hash, data []byte) error {
+	return s.hist.Reencode(ctx, tx, m.Hash, codec, base, data)
 }
 
 // setHistory records prev (number pgen) as no longer the newest version of
 // its history and h as the newest of one, with number gen and the open
 // versions opens, oldest first.
 func (s *Store) setHistory(ctx context.Context, tx *index.Tx, prev Hash, pgen int64, h Hash, gen int64, opens []Hash) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE blobs SET gen = ?, opens = NULL WHERE hash = ?`, pgen, prev); err != nil {
-		return index.Translate(err)
+	if err := s.hist.SetHistory(ctx, tx, prev, History{Gen: pgen}, time.Time{}); err != nil {
+		return err
 	}
-	// A zero-length BLOB, not NULL, marks the newest version of a history
-	// with nothing open.
-	list := make([]byte, 0, len(opens)*len(Hash{}))
-	for _, o := range opens {
-		list = append(list, o[:]...)
-	}
-	_, err := tx.ExecContext(ctx, `UPDATE blobs SET gen = ?, opens = ?, created = max(created, ?) WHERE hash = ?`, gen, list, s.now(), h)
-	return index.Translate(err)
+	return s.hist.SetHistory(ctx, tx, h, History{Gen: gen, Head: true, Opens: opens}, s.clock())
 }
 
 // chainOf returns h and the bases it rests on, in order, ending at a
@@ -424,24 +387,20 @@ func (s *Store) setHistory(ctx context.Context, tx *index.Tx, prev Hash, pgen in
 func (s *Store) chainOf(ctx context.Context, tx *index.Tx, h Hash) ([]Hash, error) {
 	chain := []Hash{h}
 	for len(chain) <= maxChainLimit+1 {
-		var row struct {
-			Codec int  `db:"codec"`
-			Base  Hash `db:"base"`
-		}
-		err := tx.GetContext(ctx, &row, `SELECT codec, base FROM blobs WHERE hash = ?`, h)
-		if errors.Is(err, sql.ErrNoRows) {
+		o, err := s.st.Stat(ctx, tx, KindBlob, h)
+		if errors.Is(err, ErrNotFound) {
 			return nil, corrupt("stat", chain[0], "delta base %s is missing", h)
 		}
 		if err != nil {
-			return nil, index.Translate(err)
+			return nil, err
 		}
-		if Codec(row.Codec) != CodecDelta {
-			if !whole(row.Codec) {
-				return nil, corrupt("stat", chain[0], "delta base %s is stored as %s, not whole", h, Codec(row.Codec))
+		if o.Codec != CodecDelta {
+			if !whole(o.Codec) {
+				return nil, corrupt("stat", chain[0], "delta base %s is stored as %s, not whole", h, o.Codec)
 			}
 			return chain, nil
 		}
-		h = row.Base
+		h = o.Base
 		chain = append(chain, h)
 	}
 	return nil, corrupt("stat", chain[0], "delta chain is longer than any store writes (%d): a cycle", maxChainLimit)
@@ -518,13 +477,6 @@ func decodeDelta(data, base []byte, size int64) ([]byte, error) {
 	return dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
 }
 
-// chainLink is one blob on the way from a delta to the whole blob it
-// finally rests on.
-type chainLink struct {
-	hash Hash
-	row  blobRow
-}
-
 // decodeDelta returns the plain bytes of the delta blob h (stored as data
 // against base). It reads the bases down to a whole blob in one read
 // transaction, so a writer and gc working meanwhile cannot make the chain
@@ -532,10 +484,10 @@ type chainLink struct {
 // on the way: a corrupted or missing base fails with ErrCorrupt naming
 // that base.
 func (s *Store) decodeDelta(ctx context.Context, h Hash, data []byte, size int64, base Hash) ([]byte, error) {
-	var chain []chainLink
+	var chain []Object
 	err := s.db.View(ctx, func(tx *index.Tx) error {
 		var err error
-		chain, err = readChain(ctx, tx, h, blobRow{Size: size, Codec: int(CodecDelta), Base: base, Data: data})
+		chain, err = s.readChain(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: size, Codec: CodecDelta, Base: base, Data: data})
 		return err
 	})
 	if err != nil {
@@ -544,55 +496,60 @@ func (s *Store) decodeDelta(ctx context.Context, h Hash, data []byte, size int64
 	return s.applyChain(ctx, h, chain)
 }
 
-// readChain reads, in tx, the rows from the delta blob h (row) down its
+// readChain reads, in tx, the objects from the delta blob row down its
 // bases to the whole blob it rests on.
-func readChain(ctx context.Context, tx *index.Tx, h Hash, row blobRow) ([]chainLink, error) {
-	chain := []chainLink{{hash: h, row: row}}
+func (s *Store) readChain(ctx context.Context, tx *index.Tx, row Object) ([]Object, error) {
+	h := row.Hash
+	chain := []Object{row}
 	for cur := row.Base; ; {
 		if len(chain) > maxChainLimit+1 {
 			return nil, corrupt("get", h, "delta chain is longer than any store can write (%d): a cycle through base %s", maxChainLimit, cur)
 		}
-		var row blobRow
-		err := tx.GetContext(ctx, &row, `SELECT size, codec, base, data FROM blobs WHERE hash = ?`, cur)
-		if errors.Is(err, sql.ErrNoRows) {
+		var link Object
+		err := s.st.Get(ctx, tx, KindBlob, cur, func(o Object) error {
+			link = o
+			link.Data = cloneData(o.Data)
+			return nil
+		})
+		if errors.Is(err, ErrNotFound) {
 			return nil, corrupt("get", h, "delta base %s is missing", cur)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("base %s: %w", cur.Short(), index.Translate(err))
+			return nil, fmt.Errorf("base %s: %w", cur.Short(), err)
 		}
-		chain = append(chain, chainLink{hash: cur, row: row})
-		if Codec(row.Codec) != CodecDelta {
+		chain = append(chain, link)
+		if link.Codec != CodecDelta {
 			return chain, nil
 		}
-		cur = row.Base
+		cur = link.Base
 	}
 }
 
 // applyChain decodes the whole blob a chain rests on and applies the
 // deltas back up to chain[0], verifying every version.
-func (s *Store) applyChain(ctx context.Context, h Hash, chain []chainLink) ([]byte, error) {
+func (s *Store) applyChain(ctx context.Context, h Hash, chain []Object) ([]byte, error) {
 	last := chain[len(chain)-1]
-	if c := Codec(last.row.Codec); c != CodecRaw && c != CodecZstd {
-		return nil, corrupt("get", h, "delta base %s is stored as %s, not whole", last.hash, c)
+	if c := last.Codec; c != CodecRaw && c != CodecZstd {
+		return nil, corrupt("get", h, "delta base %s is stored as %s, not whole", last.Hash, c)
 	}
-	plain, err := s.decode(ctx, last.hash, Codec(last.row.Codec), last.row.Data, last.row.Size, Hash{})
-	if err == nil && Sum(plain) != last.hash {
-		err = corrupt("get", last.hash, "content does not hash to its address")
+	plain, err := s.decode(ctx, last.Hash, last.Codec, last.Data, last.Size, Hash{})
+	if err == nil && Sum(plain) != last.Hash {
+		err = corrupt("get", last.Hash, "content does not hash to its address")
 	}
 	if err != nil {
-		return nil, corrupt("get", h, "delta base %s: %v", last.hash, err)
+		return nil, corrupt("get", h, "delta base %s: %v", last.Hash, err)
 	}
 	for i := len(chain) - 2; i >= 0; i-- {
 		l := chain[i]
-		next, err := decodeDelta(l.row.Data, plain, l.row.Size)
-		if err == nil && Sum(next) != l.hash {
+		next, err := decodeDelta(l.Data, plain, l.Size)
+		if err == nil && Sum(next) != l.Hash {
 			err = errors.New("content does not hash to its address")
 		}
 		if err != nil {
 			if i == 0 {
-				return nil, corrupt("get", h, "delta against %s: %v", chain[1].hash, err)
+				return nil, corrupt("get", h, "delta against %s: %v", chain[1].Hash, err)
 			}
-			return nil, corrupt("get", h, "delta base %s: %v", l.hash, err)
+			return nil, corrupt("get", h, "delta base %s: %v", l.Hash, err)
 		}
 		plain = next
 	}

@@ -52,3 +52,27 @@ func BenchmarkReadVersion(b *testing.B) {
 		read(b, deltas, dh[deepest], len(versions[deepest]))
 	})
 }
+
+// BenchmarkPutVersion saves a 16 KiB text over and over, each version a
+// small edit of the one before, as an agent's writes to one file are: every
+// version is stored whole and the ones before it re-encoded as deltas.
+func BenchmarkPutVersion(b *testing.B) {
+	ctx := context.Background()
+	_, s := storetest.OpenCAS(b, cas.Options{})
+	doc := textBytes(16<<10, 1)
+	b.SetBytes(int64(len(doc)))
+	var prev cas.Hash
+	var i uint64
+	for b.Loop() {
+		i++
+		off := int(i*4099) % (len(doc) - 8)
+		for k, v := 0, i; k < 8; k, v = k+1, v/26 {
+			doc[off+k] = 'a' + byte(v%26)
+		}
+		h, err := s.PutVersion(ctx, nil, doc, prev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev = h
+	}
+}

@@ -3,7 +3,6 @@ package cas
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"hash"
@@ -14,49 +13,44 @@ import (
 	"github.com/wsstore/wsstore/index"
 )
 
-type blobRow struct {
-	Size  int64  `db:"size"`
-	Codec int    `db:"codec"`
-	Base  Hash   `db:"base"`
-	Data  []byte `db:"data"`
-}
-
 // Get returns a reader of the content at h. Content stored in one row is
 // decoded and verified before the first byte is returned; chunked content
 // is verified chunk by chunk before each chunk's bytes are returned, and as
 // a whole at the end. Any mismatch is an error matching ErrCorrupt, so bytes
-// that do not hash to their address are never returned as good. Get fails
-// with ErrNotFound if there is no blob at h.
+// that do not hash to their address are never returned as good, whatever
+// the storage hands back. Get fails with ErrNotFound if there is no blob at
+// h, and with the storage's error if it fails to read.
 func (s *Store) Get(ctx context.Context, h Hash) (io.ReadCloser, error) {
-	var row blobRow
-	var refs []chunkRef
-	var chain []chainLink // a delta's rows down to a whole blob
+	var row Object
+	var chain []Object // a delta's objects down to a whole blob
 	err := s.db.View(ctx, func(tx *index.Tx) error {
-		if err := s.scanBlob(ctx, tx, h, &row); err != nil {
+		err := s.st.Get(ctx, tx, KindBlob, h, func(o Object) error {
+			row = o
+			// One copy out of the storage's buffer, decoded below once the
+			// read transaction is done.
+			row.Data = cloneData(o.Data)
+			return nil
+		})
+		if errors.Is(err, ErrNotFound) {
+			return notFound("get", h)
+		}
+		if err != nil || row.Codec != CodecDelta {
 			return err
 		}
-		switch Codec(row.Codec) {
-		case CodecChunked:
-			return tx.SelectContext(ctx, &refs, `SELECT bc.chunk, bc.off, c.size FROM blob_chunks bc
-				JOIN chunks c ON c.hash = bc.chunk WHERE bc.blob = ? ORDER BY bc.idx`, h)
-		case CodecDelta:
-			var err error
-			chain, err = readChain(ctx, tx, h, row)
-			return err
-		}
-		return nil
+		chain, err = s.readChain(ctx, tx, row)
+		return err
 	})
 	if err != nil {
 		return nil, wrapOp("get", h, err)
 	}
 	var b []byte
-	switch Codec(row.Codec) {
+	switch row.Codec {
 	case CodecChunked:
-		return s.newChunkReader(ctx, h, row.Size, refs)
+		return s.newChunkReader(ctx, h, row.Size, row.Chunks)
 	case CodecDelta:
 		b, err = s.applyChain(ctx, h, chain)
 	default:
-		b, err = s.decode(ctx, h, Codec(row.Codec), row.Data, row.Size, row.Base)
+		b, err = s.decode(ctx, h, row.Codec, row.Data, row.Size, row.Base)
 	}
 	if err == nil {
 		err = checkPlain(h, b, row.Size)
@@ -65,30 +59,6 @@ func (s *Store) Get(ctx context.Context, h Hash) (io.ReadCloser, error) {
 		return nil, err
 	}
 	return io.NopCloser(bytes.NewReader(b)), nil
-}
-
-// scanBlob reads the blob row at h into row. It copies the data column out
-// of the driver's buffer once, where scanning into []byte would copy twice.
-func (s *Store) scanBlob(ctx context.Context, tx *index.Tx, h Hash, row *blobRow) error {
-	rows, err := tx.QueryContext(ctx, `SELECT size, codec, base, data FROM blobs WHERE hash = ?`, h)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return notFound("get", h)
-	}
-	var data sql.RawBytes
-	if err := rows.Scan(&row.Size, &row.Codec, &row.Base, &data); err != nil {
-		return err
-	}
-	if data != nil {
-		row.Data = bytes.Clone(data)
-	}
-	return rows.Close()
 }
 
 // ReadAll returns the whole content at h, verified. It fails with
@@ -148,7 +118,7 @@ type chunkReader struct {
 	s     *Store
 	h     Hash
 	size  int64
-	refs  []chunkRef
+	refs  []ChunkRef
 	bp    *[]byte // from s.bufs, reused for every chunk; nil once given back
 	cur   []byte  // what is left of the current chunk
 	off   int64
@@ -156,9 +126,12 @@ type chunkReader struct {
 	err   error
 }
 
-func (s *Store) newChunkReader(ctx context.Context, h Hash, size int64, refs []chunkRef) (*chunkReader, error) {
+func (s *Store) newChunkReader(ctx context.Context, h Hash, size int64, refs []ChunkRef) (*chunkReader, error) {
 	var total int64
 	for _, r := range refs {
+		if r.Size < 0 {
+			return nil, corrupt("get", h, "chunk %s is missing", r.Hash)
+		}
 		if r.Off != total {
 			return nil, corrupt("get", h, "chunk list has a gap at offset %d", total)
 		}
@@ -228,42 +201,30 @@ func (r *chunkReader) Close() error {
 // if it is large enough.
 func (s *Store) readChunk(ctx context.Context, h Hash, dst []byte) ([]byte, error) {
 	var b []byte
-	found := false
 	err := s.db.View(ctx, func(tx *index.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT codec, data FROM chunks WHERE hash = ?`, h)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		if !rows.Next() {
-			return rows.Err()
-		}
-		found = true
 		// The stored bytes are decoded or copied straight from the
-		// driver's buffer, so a chunk costs one copy of garbage, not two.
-		var codec int
-		var data sql.RawBytes
-		if err := rows.Scan(&codec, &data); err != nil {
-			return err
-		}
-		switch Codec(codec) {
-		case CodecRaw:
-			b = append(dst[:0], data...)
-		case CodecZstd:
-			b, err = s.dec.DecodeAll(data, dst[:0])
-			if err != nil {
-				return corrupt("read chunk", h, "zstd: %v", err)
+		// storage's buffer, so a chunk costs one copy of garbage, not two.
+		return s.st.Get(ctx, tx, KindChunk, h, func(o Object) error {
+			var err error
+			switch o.Codec {
+			case CodecRaw:
+				b = append(dst[:0], o.Data...)
+			case CodecZstd:
+				b, err = s.dec.DecodeAll(o.Data, dst[:0])
+				if err != nil {
+					return corrupt("read chunk", h, "zstd: %v", err)
+				}
+			default:
+				return corrupt("read chunk", h, "unknown codec %d", int(o.Codec))
 			}
-		default:
-			return corrupt("read chunk", h, "unknown codec %d", codec)
-		}
-		return rows.Close()
+			return nil
+		})
 	})
+	if errors.Is(err, ErrNotFound) {
+		return nil, corrupt("read chunk", h, "chunk is missing")
+	}
 	if err != nil {
 		return nil, err
-	}
-	if !found {
-		return nil, corrupt("read chunk", h, "chunk is missing")
 	}
 	if Sum(b) != h {
 		return nil, corrupt("read chunk", h, "chunk does not hash to its address")

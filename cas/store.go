@@ -2,7 +2,6 @@ package cas
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -71,6 +70,10 @@ type Options struct {
 	// for delta encoding (the zstd window covers both); default 32 MiB.
 	// Negative disables delta encoding.
 	DeltaMax int
+	// Storage is where blobs and chunks are kept; default the SQLite
+	// tables of the DB given to New (SQLiteStorage). Without the
+	// HistoryStorage ability PutVersion stores every version whole.
+	Storage Storage
 }
 
 // maxInline is the largest InlineMax, so no single-row blob is larger.
@@ -81,12 +84,15 @@ func DefaultOptions() Options {
 	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20}
 }
 
-// Store is the content-addressable store over an index.DB. It is safe for
-// concurrent use.
+// Store is the content-addressable store: its metadata and transactions
+// are an index.DB's, its objects a Storage's (by default that DB's own
+// tables). It is safe for concurrent use.
 type Store struct {
 	db   *index.DB
 	opts Options
 	dec  *zstd.Decoder
+	st   Storage
+	hist HistoryStorage // st's history ability; nil without it
 
 	// Large things reused across Puts; each list keeps a couple, so an
 	// idle store holds about one Put's worth.
@@ -99,7 +105,7 @@ type Store struct {
 	compressions atomic.Int64
 }
 
-// New returns a Store on db. It fails with store.invalid_options for bad
+// New returns a Store on db, keeping objects in opts.Storage. It fails with store.invalid_options for bad
 // options.
 func New(db *index.DB, opts Options) (*Store, error) {
 	d := DefaultOptions()
@@ -152,7 +158,11 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cas: zstd decoder: %w", err)
 	}
-	s := &Store{db: db, opts: opts, dec: dec}
+	if opts.Storage == nil {
+		opts.Storage = NewSQLiteStorage()
+	}
+	s := &Store{db: db, opts: opts, dec: dec, st: opts.Storage}
+	s.hist, _ = opts.Storage.(HistoryStorage)
 	s.encs = freeList[*zstd.Encoder]{keep: 2, free: []*zstd.Encoder{enc}, new: func() *zstd.Encoder {
 		e, err := newEncoder()
 		if err != nil {
@@ -170,6 +180,8 @@ func New(db *index.DB, opts Options) (*Store, error) {
 func (s *Store) DB() *index.DB { return s.db }
 
 func (s *Store) now() int64 { return s.opts.Now().UnixNano() }
+
+func (s *Store) clock() time.Time { return s.opts.Now() }
 
 // compress returns the stored form of b and its codec: zstd when it
 // shrinks the data by at least 1/32, raw otherwise. The caller must call
@@ -214,16 +226,18 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (Hash, error) {
 	return s.putChunked(ctx, nil, newChunker(r, buf, n))
 }
 
-// PutBytes stores b and returns its address. If tx is not nil the rows are
-// written in it, so the blob commits with whatever references it; otherwise
-// PutBytes commits on its own.
+// PutBytes stores b and returns its address. If tx is not nil the objects
+// are written in it, so the blob commits with whatever references it;
+// otherwise PutBytes commits on its own. Errors are the storage's and the
+// index's.
 func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, error) {
 	if len(b) > s.opts.InlineMax {
 		return s.putChunked(ctx, tx, bytesChunker(b))
 	}
 	h := Sum(b)
-	err := s.storeOnce(ctx, tx, "blobs", h, b, func(tx *index.Tx, data []byte, codec Codec) error {
-		return insertBlob(ctx, tx, h, int64(len(b)), int64(len(data)), codec, data, s.now())
+	err := s.storeOnce(ctx, tx, KindBlob, h, b, func(tx *index.Tx, data []byte, codec Codec) error {
+		return s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(b)), Stored: int64(len(data)),
+			Codec: codec, Data: data, Created: s.clock()})
 	})
 	if err != nil {
 		return Hash{}, fmt.Errorf("put %s: %w", h.Short(), err)
@@ -234,52 +248,27 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 // Touch refreshes the created time of the blob at h in tx, so a gc that
 // runs after tx commits counts it as young: callers that stored a blob in
 // an earlier transaction call it in the transaction that references it.
-// It fails with ErrNotFound if the blob is gone.
+// A blob written under TouchSlack ago is left as it is. It fails with
+// ErrNotFound if the blob is gone.
 func (s *Store) Touch(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
-	ok, err := s.touch(ctx, tx, "blobs", h)
+	ok, err := s.st.Touch(ctx, tx, KindBlob, h, s.clock())
 	if err == nil && !ok {
 		err = notFound("touch", h)
 	}
 	return ok, err
 }
 
-// touchFresh is how recent a row's created time may be for touch to leave
-// it as it is. An UPDATE rewrites the whole record, data included (up to
-// InlineMax bytes), and content stored a moment ago, as a streamed write's
-// is before the transaction that references it, needs no newer time: gc's
-// grace is minutes (wsstore.DefaultGCGrace).
-const touchFresh = int64(time.Second)
-
-// touch refreshes the created time of the row at h in table ("blobs" or
-// "chunks"), unless it is under touchFresh old, and reports whether there
-// is one.
-func (s *Store) touch(ctx context.Context, tx *index.Tx, table string, h Hash) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET created = ?1 WHERE hash = ?2 AND created < ?1 - ?3`, s.now(), h, touchFresh)
-	if err != nil {
-		return false, index.Translate(err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return n == 1, err
-	}
-	var one int
-	err = tx.GetContext(ctx, &one, `SELECT 1 FROM `+table+` WHERE hash = ?`, h)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, index.Translate(err)
-}
-
-// storeOnce stores content b at h in table unless a row is there already:
-// an existing row is only touched, so its content is never compressed
-// again. Without tx it looks on the read pool first, so repeating a Put
-// takes the write lock only for the touch.
-func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, table string, h Hash, b []byte,
+// storeOnce stores content b at h as an object of kind unless one is there
+// already: an existing object is only touched, so its content is never
+// compressed again. Without tx it looks on the read pool first, so
+// repeating a Put takes the write lock only for the touch.
+func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, b []byte,
 	insert func(tx *index.Tx, data []byte, codec Codec) error) error {
 	exists := true
 	if tx == nil {
 		_ = s.db.View(ctx, func(rtx *index.Tx) error {
-			var one int
-			exists = rtx.GetContext(ctx, &one, `SELECT 1 FROM `+table+` WHERE hash = ?`, h) == nil
+			ok, err := s.st.Has(ctx, rtx, kind, h)
+			exists = ok && err == nil
 			return nil
 		})
 	}
@@ -287,7 +276,7 @@ func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, table string, h Has
 		var touched bool
 		err := s.update(ctx, tx, func(tx *index.Tx) error {
 			var err error
-			touched, err = s.touch(ctx, tx, table, h)
+			touched, err = s.st.Touch(ctx, tx, kind, h, s.clock())
 			return err
 		})
 		if err != nil || touched {
@@ -307,25 +296,12 @@ func (s *Store) update(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) 
 	return s.db.Update(ctx, fn)
 }
 
-func insertBlob(ctx context.Context, tx *index.Tx, h Hash, size, stored int64, codec Codec, data []byte, now int64) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO blobs (hash, size, stored, codec, data, created) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)`,
-		h, size, stored, int(codec), data, now)
-	return index.Translate(err)
-}
-
-type chunkRef struct {
-	Hash Hash  `db:"chunk"`
-	Off  int64 `db:"off"`
-	Size int64 `db:"size"`
-}
-
-// putChunked stores the chunks c yields as chunk rows, each in its own
-// transaction (or all in tx if given), then writes the blob row listing
-// them. Chunks already present are not recompressed.
+// putChunked stores the chunks c yields as chunk objects, each in its own
+// transaction (or all in tx if given), then the blob object listing them.
+// Chunks already present are not recompressed.
 func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash, error) {
 	whole := blake3.New(32, nil)
-	var refs []chunkRef
+	var refs []ChunkRef
 	var off int64
 	for {
 		if err := ctx.Err(); err != nil {
@@ -343,28 +319,13 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 		if err := s.putChunk(ctx, tx, ch, b); err != nil {
 			return Hash{}, fmt.Errorf("put chunk %s: %w", ch.Short(), err)
 		}
-		refs = append(refs, chunkRef{Hash: ch, Off: off, Size: int64(len(b))})
+		refs = append(refs, ChunkRef{Hash: ch, Off: off, Size: int64(len(b))})
 		off += int64(len(b))
 	}
 	var h Hash
 	whole.Sum(h[:0])
 	err := s.update(ctx, tx, func(tx *index.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO blobs (hash, size, stored, codec, data, created) VALUES (?, ?, 0, ?, NULL, ?)
-			ON CONFLICT (hash) DO NOTHING`, h, off, int(CodecChunked), s.now())
-		if err != nil {
-			return index.Translate(err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			_, err := s.touch(ctx, tx, "blobs", h)
-			return err
-		}
-		for i, ref := range refs {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO blob_chunks (blob, idx, chunk, off) VALUES (?, ?, ?, ?)`,
-				h, i, ref.Hash, ref.Off); err != nil {
-				return index.Translate(err)
-			}
-		}
-		return nil
+		return s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: off, Codec: CodecChunked, Chunks: refs, Created: s.clock()})
 	})
 	if err != nil {
 		return Hash{}, fmt.Errorf("put %s: %w", h.Short(), err)
@@ -373,28 +334,24 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 }
 
 func (s *Store) putChunk(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
-	return s.storeOnce(ctx, tx, "chunks", h, b, func(tx *index.Tx, data []byte, codec Codec) error {
-		return insertChunk(ctx, tx, h, int64(len(b)), data, codec, s.now())
+	return s.storeOnce(ctx, tx, KindChunk, h, b, func(tx *index.Tx, data []byte, codec Codec) error {
+		return s.st.Put(ctx, tx, Object{Kind: KindChunk, Hash: h, Size: int64(len(b)), Stored: int64(len(data)),
+			Codec: codec, Data: data, Created: s.clock()})
 	})
-}
-
-func insertChunk(ctx context.Context, tx *index.Tx, h Hash, size int64, data []byte, codec Codec, now int64) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO chunks (hash, size, stored, codec, data, created) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)`,
-		h, size, int64(len(data)), int(codec), data, now)
-	return index.Translate(err)
 }
 
 // Has reports whether a blob with address h is stored.
 func (s *Store) Has(ctx context.Context, h Hash) (bool, error) {
-	var n int
+	var ok bool
 	err := s.db.View(ctx, func(tx *index.Tx) error {
-		return tx.GetContext(ctx, &n, `SELECT count(*) FROM blobs WHERE hash = ?`, h)
+		var err error
+		ok, err = s.st.Has(ctx, tx, KindBlob, h)
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("has %s: %w", h.Short(), err)
 	}
-	return n > 0, nil
+	return ok, nil
 }
 
 // Info describes a stored blob.
@@ -408,24 +365,19 @@ type Info struct {
 	Depth  int   `json:"depth"`         // delta applications to read
 }
 
-// Stat describes the blob at h. It fails with ErrNotFound if there is none.
+// Stat describes the blob at h. It fails with ErrNotFound if there is none,
+// and with ErrCorrupt if a delta's chain of bases is broken.
 func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
 	var info Info
 	err := s.db.View(ctx, func(tx *index.Tx) error {
-		var row struct {
-			Size   int64 `db:"size"`
-			Stored int64 `db:"stored"`
-			Codec  int   `db:"codec"`
-			Base   Hash  `db:"base"`
-		}
-		err := tx.GetContext(ctx, &row, `SELECT size, stored, codec, base FROM blobs WHERE hash = ?`, h)
-		if errors.Is(err, sql.ErrNoRows) {
+		o, err := s.st.Stat(ctx, tx, KindBlob, h)
+		if errors.Is(err, ErrNotFound) {
 			return notFound("stat", h)
 		}
 		if err != nil {
 			return err
 		}
-		info = Info{Hash: h, Size: row.Size, Stored: row.Stored, Codec: Codec(row.Codec), Base: row.Base}
+		info = Info{Hash: h, Size: o.Size, Stored: o.Stored, Codec: o.Codec, Base: o.Base}
 		if info.Codec == CodecDelta {
 			chain, err := s.chainOf(ctx, tx, h)
 			if err != nil {
@@ -434,19 +386,24 @@ func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
 			info.Depth = len(chain) - 1
 		}
 		if info.Codec == CodecChunked {
-			var agg struct {
-				N      int   `db:"n"`
-				Stored int64 `db:"stored"`
-			}
+			info.Chunks = len(o.Chunks)
 			// A chunk listed twice (repeated content) is held once, so
 			// stored bytes sum over distinct chunks.
-			if err := tx.GetContext(ctx, &agg, `SELECT
-				(SELECT count(*) FROM blob_chunks WHERE blob = ?) AS n,
-				(SELECT coalesce(sum(stored), 0) FROM chunks
-					WHERE hash IN (SELECT chunk FROM blob_chunks WHERE blob = ?)) AS stored`, h, h); err != nil {
-				return err
+			seen := make(map[Hash]bool, len(o.Chunks))
+			for _, ref := range o.Chunks {
+				if seen[ref.Hash] {
+					continue
+				}
+				seen[ref.Hash] = true
+				c, err := s.st.Stat(ctx, tx, KindChunk, ref.Hash)
+				if errors.Is(err, ErrNotFound) {
+					continue // Verify reports it
+				}
+				if err != nil {
+					return err
+				}
+				info.Stored += c.Stored
 			}
-			info.Chunks, info.Stored = agg.N, info.Stored+agg.Stored
 		}
 		return nil
 	})

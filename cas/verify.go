@@ -32,10 +32,16 @@ func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (Ver
 	var rep VerifyReport
 	var blobs, chunks []Hash
 	err := s.db.View(ctx, func(tx *index.Tx) error {
-		if err := tx.SelectContext(ctx, &chunks, `SELECT hash FROM chunks`); err != nil {
+		if err := s.st.Iterate(ctx, tx, KindChunk, func(o Object) error {
+			chunks = append(chunks, o.Hash)
+			return nil
+		}); err != nil {
 			return err
 		}
-		return tx.SelectContext(ctx, &blobs, `SELECT hash FROM blobs`)
+		return s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
+			blobs = append(blobs, o.Hash)
+			return nil
+		})
 	})
 	if err != nil {
 		return rep, fmt.Errorf("verify: %w", err)

@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 
 	"github.com/spf13/cobra"
 
-	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/vfs"
 )
 
@@ -33,28 +32,6 @@ that are not UTF-8 text).`,
 	return cmd
 }
 
-// fileContent is a file as JSON shows it: text as content, anything else
-// as contentBase64.
-type fileContent struct {
-	Path          string   `json:"path"`
-	Hash          cas.Hash `json:"hash"`
-	Size          int64    `json:"size"`
-	Content       *string  `json:"content,omitempty"`
-	ContentBase64 *string  `json:"contentBase64,omitempty"`
-}
-
-func newFileContent(p vfs.Path, h cas.Hash, b []byte) fileContent {
-	fc := fileContent{Path: p.String(), Hash: h, Size: int64(len(b))}
-	if vfs.IsText(b) {
-		s := string(b)
-		fc.Content = &s
-	} else {
-		s := base64.StdEncoding.EncodeToString(b)
-		fc.ContentBase64 = &s
-	}
-	return fc
-}
-
 func runCat(ctx context.Context, o catOptions, args []string) error {
 	at, err := parseAt(o.at)
 	if err != nil {
@@ -74,7 +51,7 @@ func runCat(ctx context.Context, o catOptions, args []string) error {
 		return err
 	}
 	if o.json {
-		return writeJSON(o.out, newFileContent(p, res.Info.Hash, res.Content))
+		return writeJSON(o.out, protocol.NewFileContent(p, res.Info.Hash, res.Content))
 	}
 	_, err = o.out.Write(res.Content)
 	return err

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/protocol"
 )
 
 func newDiffCmd(a *app) *cobra.Command {
@@ -49,7 +50,7 @@ func runDiff(ctx context.Context, g globals, args []string) error {
 		diffs = []checkpoint.FileDiff{}
 	}
 	if g.json {
-		return writeJSON(g.out, gitHeaders(diffs))
+		return writeJSON(g.out, protocol.GitHeaders(diffs))
 	}
 	return writeUnified(g.out, diffs)
 }

@@ -3,34 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/wsstore/wsstore/checkpoint"
-	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/protocol"
 )
 
-// gitHeaders returns diffs with git's file headers: /dev/null stands for
-// the missing side of an added or deleted file ("--- /dev/null" where the
-// store writes "--- a/PATH"). Both ways in, wsctl diff and batch's diff,
-// show diffs through it, so a host sees the same text either way.
-func gitHeaders(diffs []checkpoint.FileDiff) []checkpoint.FileDiff {
-	out := make([]checkpoint.FileDiff, len(diffs))
-	for i, d := range diffs {
-		switch d.Op {
-		case vfs.Added:
-			d.Unified = strings.Replace(d.Unified, "--- a/"+d.Path+"\n", "--- /dev/null\n", 1)
-		case vfs.Deleted:
-			d.Unified = strings.Replace(d.Unified, "+++ b/"+d.Path+"\n", "+++ /dev/null\n", 1)
-		}
-		out[i] = d
-	}
-	return out
-}
-
-// writeUnified prints file diffs (through gitHeaders) as unified text, the
+// writeUnified prints file diffs (through protocol.GitHeaders) as unified text, the
 // way git diff does; files without a text diff get one line saying why.
 func writeUnified(w io.Writer, diffs []checkpoint.FileDiff) error {
-	for _, d := range gitHeaders(diffs) {
+	for _, d := range protocol.GitHeaders(diffs) {
 		var err error
 		switch {
 		case d.Unified != "":

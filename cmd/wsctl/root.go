@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -177,7 +178,7 @@ func (a *app) commandName(cmd *cobra.Command) string {
 
 // codeStopped is the error of a command (other than batch, whose requests
 // answer batch.interrupted) that SIGINT or SIGTERM stopped.
-const codeStopped wserr.Code = "wsctl.interrupted"
+const codeStopped = protocol.CodeStopped
 
 // execute runs wsctl with args and returns the exit status.
 func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

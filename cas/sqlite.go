@@ -1,0 +1,347 @@
+package cas
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/wsstore/wsstore/index"
+)
+
+// SQLiteStorage keeps objects in the index's own tables: blobs (with the
+// delta-history columns), chunks and blob_chunks, which no other package
+// names. It has no state of its own: every call runs in the caller's
+// transaction, whose statements the index prepares once per store. It
+// implements HistoryStorage.
+type SQLiteStorage struct{}
+
+// NewSQLiteStorage returns the Storage a Store uses by default.
+func NewSQLiteStorage() *SQLiteStorage { return &SQLiteStorage{} }
+
+var _ HistoryStorage = (*SQLiteStorage)(nil)
+
+func table(k Kind) string {
+	if k == KindChunk {
+		return "chunks"
+	}
+	return "blobs"
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n) }
+
+// nonNil keeps an empty stored form an empty BLOB rather than NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// Put stores o, as Storage.Put says.
+func (*SQLiteStorage) Put(ctx context.Context, tx *index.Tx, o Object) error {
+	if o.Kind == KindChunk {
+		_, err := tx.ExecContext(ctx, `INSERT INTO chunks (hash, size, stored, codec, data, created) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)`,
+			o.Hash, o.Size, int64(len(o.Data)), int(o.Codec), nonNil(o.Data), nanos(o.Created))
+		return index.Translate(err)
+	}
+	if o.Codec != CodecChunked {
+		return putBlobRow(ctx, tx, o, 0)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO blobs (hash, size, stored, codec, data, created) VALUES (?, ?, 0, ?, NULL, ?)
+			ON CONFLICT (hash) DO NOTHING`, o.Hash, o.Size, int(CodecChunked), nanos(o.Created))
+	if err != nil {
+		return index.Translate(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		_, err := touchRow(ctx, tx, "blobs", o.Hash, nanos(o.Created))
+		return err
+	}
+	for i, ref := range o.Chunks {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO blob_chunks (blob, idx, chunk, off) VALUES (?, ?, ?, ?)`,
+			o.Hash, i, ref.Hash, ref.Off); err != nil {
+			return index.Translate(err)
+		}
+	}
+	return nil
+}
+
+// putBlobRow inserts a single-row blob at rowid slot (0: where SQLite puts
+// a new row), or raises the created time of the row already there.
+func putBlobRow(ctx context.Context, tx *index.Tx, o Object, slot Slot) error {
+	var err error
+	if slot == 0 {
+		_, err = tx.ExecContext(ctx, `INSERT INTO blobs (hash, size, stored, codec, base, data, created) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)`,
+			o.Hash, o.Size, int64(len(o.Data)), int(o.Codec), o.Base, nonNil(o.Data), nanos(o.Created))
+	} else {
+		_, err = tx.ExecContext(ctx, `INSERT INTO blobs (rowid, hash, size, stored, codec, base, data, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)`,
+			int64(slot), o.Hash, o.Size, int64(len(o.Data)), int(o.Codec), o.Base, nonNil(o.Data), nanos(o.Created))
+	}
+	return index.Translate(err)
+}
+
+// Get calls fn with the object at h, as Storage.Get says. Data is the
+// driver's buffer, so a reader that decodes it straight away copies the
+// stored bytes no more than once.
+func (*SQLiteStorage) Get(ctx context.Context, tx *index.Tx, kind Kind, h Hash, fn func(o Object) error) error {
+	q := `SELECT size, stored, codec, base, created, data FROM blobs WHERE hash = ?`
+	if kind == KindChunk {
+		q = `SELECT size, stored, codec, NULL AS base, created, data FROM chunks WHERE hash = ?`
+	}
+	rows, err := tx.QueryxContext(ctx, q, h)
+	if err != nil {
+		return index.Translate(err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return index.Translate(err)
+		}
+		return notFound("get", h)
+	}
+	o := Object{Kind: kind, Hash: h}
+	var codec int
+	var created int64
+	var data sql.RawBytes
+	if err := rows.Scan(&o.Size, &o.Stored, &codec, &o.Base, &created, &data); err != nil {
+		return index.Translate(err)
+	}
+	o.Codec, o.Created = Codec(codec), fromNanos(created)
+	if data != nil {
+		o.Data = data
+	}
+	if kind == KindBlob && o.Codec == CodecChunked {
+		// The chunk list is read after the row's cursor is done with.
+		if err := rows.Close(); err != nil {
+			return index.Translate(err)
+		}
+		if o.Chunks, err = chunkList(ctx, tx, h); err != nil {
+			return err
+		}
+	}
+	if err := fn(o); err != nil {
+		return err
+	}
+	return index.Translate(rows.Close())
+}
+
+func chunkList(ctx context.Context, tx *index.Tx, h Hash) ([]ChunkRef, error) {
+	var refs []ChunkRef
+	err := tx.SelectContext(ctx, &refs, `SELECT bc.chunk, bc.off, coalesce(c.size, -1) AS size FROM blob_chunks bc
+		LEFT JOIN chunks c ON c.hash = bc.chunk WHERE bc.blob = ? ORDER BY bc.idx`, h)
+	return refs, index.Translate(err)
+}
+
+// Has reports whether an object of kind is stored at h.
+func (*SQLiteStorage) Has(ctx context.Context, tx *index.Tx, kind Kind, h Hash) (bool, error) {
+	var one int
+	err := tx.GetContext(ctx, &one, `SELECT 1 FROM `+table(kind)+` WHERE hash = ?`, h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, index.Translate(err)
+}
+
+type statRow struct {
+	Size    int64 `db:"size"`
+	Stored  int64 `db:"stored"`
+	Codec   int   `db:"codec"`
+	Base    Hash  `db:"base"`
+	Created int64 `db:"created"`
+}
+
+func (r statRow) object(kind Kind, h Hash) Object {
+	return Object{Kind: kind, Hash: h, Size: r.Size, Stored: r.Stored, Codec: Codec(r.Codec), Base: r.Base, Created: fromNanos(r.Created)}
+}
+
+// Stat returns the object at h without its data.
+func (*SQLiteStorage) Stat(ctx context.Context, tx *index.Tx, kind Kind, h Hash) (Object, error) {
+	q := `SELECT size, stored, codec, base, created FROM blobs WHERE hash = ?`
+	if kind == KindChunk {
+		q = `SELECT size, stored, codec, NULL AS base, created FROM chunks WHERE hash = ?`
+	}
+	var r statRow
+	err := tx.GetContext(ctx, &r, q, h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Object{}, notFound("stat", h)
+	}
+	if err != nil {
+		return Object{}, index.Translate(err)
+	}
+	o := r.object(kind, h)
+	if kind == KindBlob && o.Codec == CodecChunked {
+		if o.Chunks, err = chunkList(ctx, tx, h); err != nil {
+			return Object{}, err
+		}
+	}
+	return o, nil
+}
+
+// Touch raises the created time of the object at h, leaving a row written
+// under TouchSlack ago as it is.
+func (*SQLiteStorage) Touch(ctx context.Context, tx *index.Tx, kind Kind, h Hash, now time.Time) (bool, error) {
+	return touchRow(ctx, tx, table(kind), h, nanos(now))
+}
+
+func touchRow(ctx context.Context, tx *index.Tx, table string, h Hash, now int64) (bool, error) {
+	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET created = ?1 WHERE hash = ?2 AND created < ?1 - ?3`, now, h, int64(TouchSlack))
+	if err != nil {
+		return false, index.Translate(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return n == 1, err
+	}
+	var one int
+	err = tx.GetContext(ctx, &one, `SELECT 1 FROM `+table+` WHERE hash = ?`, h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, index.Translate(err)
+}
+
+// Delete removes the object at h if it is older than cutoff; a chunk that
+// a blob lists stays.
+func (*SQLiteStorage) Delete(ctx context.Context, tx *index.Tx, kind Kind, h Hash, cutoff time.Time) (int64, bool, error) {
+	q := `DELETE FROM blobs WHERE hash = ? AND created < ? RETURNING stored`
+	if kind == KindChunk {
+		q = `DELETE FROM chunks WHERE hash = ?1 AND created < ?2
+		AND NOT EXISTS (SELECT 1 FROM blob_chunks WHERE chunk = ?1) RETURNING stored`
+	}
+	var stored int64
+	err := tx.QueryRowContext(ctx, q, h, nanos(cutoff)).Scan(&stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, index.Translate(err)
+	}
+	return stored, true, nil
+}
+
+// iteratePage is how many rows Iterate reads at a time; fn runs between
+// pages, with no cursor open, so it may use the transaction.
+const iteratePage = 512
+
+// Iterate calls fn with every object of kind, in hash order.
+func (*SQLiteStorage) Iterate(ctx context.Context, tx *index.Tx, kind Kind, fn func(o Object) error) error {
+	q := `SELECT hash, size, stored, codec, base, created FROM blobs WHERE hash > ? ORDER BY hash LIMIT ?`
+	if kind == KindChunk {
+		q = `SELECT hash, size, stored, codec, NULL AS base, created FROM chunks WHERE hash > ? ORDER BY hash LIMIT ?`
+	}
+	// Every hash sorts after the empty BLOB, so the first page starts at
+	// the beginning.
+	after := []byte{}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var page []struct {
+			Hash Hash `db:"hash"`
+			statRow
+		}
+		if err := tx.SelectContext(ctx, &page, q, after, iteratePage); err != nil {
+			return index.Translate(err)
+		}
+		for _, r := range page {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(r.object(kind, r.Hash)); err != nil {
+				return err
+			}
+		}
+		if len(page) < iteratePage {
+			return nil
+		}
+		last := page[len(page)-1].Hash
+		after = last[:]
+	}
+}
+
+// versionCols are what Version reads of a blob's row.
+const versionCols = `rowid, size, stored, codec, base, created, data, saved, depth, gen, opens IS NOT NULL AS head, opens`
+
+// Version returns the blob at h with its history.
+func (*SQLiteStorage) Version(ctx context.Context, tx *index.Tx, h Hash) (Version, error) {
+	var r struct {
+		Rowid int64 `db:"rowid"`
+		statRow
+		Data  []byte `db:"data"`
+		Saved int64  `db:"saved"`
+		Depth int    `db:"depth"`
+		Gen   int64  `db:"gen"`
+		Head  bool   `db:"head"`
+		Opens []byte `db:"opens"`
+	}
+	err := tx.GetContext(ctx, &r, `SELECT `+versionCols+` FROM blobs WHERE hash = ?`, h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Version{}, notFound("version", h)
+	}
+	if err != nil {
+		return Version{}, index.Translate(err)
+	}
+	v := Version{Object: r.object(KindBlob, h), Saved: r.Saved, Depth: r.Depth, Slot: Slot(r.Rowid)}
+	v.Data = r.Data
+	v.Gen, v.Head = r.Gen, r.Head
+	if len(r.Opens)%len(Hash{}) != 0 {
+		v.Unreadable = true
+		return v, nil
+	}
+	for i := 0; i < len(r.Opens); i += len(Hash{}) {
+		v.Opens = append(v.Opens, Hash(r.Opens[i:i+len(Hash{})]))
+	}
+	return v, nil
+}
+
+// Reencode replaces the blob row at h with one holding data in codec. The
+// row is replaced rather than updated: a new row goes to the end of the
+// table, and the old one's deletion lets SQLite merge the page it leaves
+// nearly empty; shrinking rows in place would leave the leaves of a
+// history's versions mostly empty for good.
+func (*SQLiteStorage) Reencode(ctx context.Context, tx *index.Tx, h Hash, codec Codec, base Hash, data []byte) error {
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO blobs (hash, size, stored, codec, base, depth, data, created, saved, prevkey, gen, opens)
+		SELECT hash, size, ?1, ?2, ?3, depth, ?4, created, saved + stored - ?1, prevkey, gen, opens FROM blobs WHERE hash = ?5`,
+		len(data), int(codec), base, nonNil(data), h)
+	return index.Translate(err)
+}
+
+// PutAt stores the single-row blob o at rowid slot.
+func (*SQLiteStorage) PutAt(ctx context.Context, tx *index.Tx, o Object, slot Slot) error {
+	return putBlobRow(ctx, tx, o, slot)
+}
+
+// SetHistory records hist on the blob row at h.
+func (*SQLiteStorage) SetHistory(ctx context.Context, tx *index.Tx, h Hash, hist History, created time.Time) error {
+	// A zero-length BLOB, not NULL, marks the head of a history with
+	// nothing open.
+	var opens any
+	if hist.Head {
+		list := make([]byte, 0, len(hist.Opens)*len(Hash{}))
+		for _, o := range hist.Opens {
+			list = append(list, o[:]...)
+		}
+		opens = list
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE blobs SET gen = ?, opens = ?, created = max(created, ?) WHERE hash = ?`,
+		hist.Gen, opens, nanos(created), h)
+	return index.Translate(err)
+}
+
+// cloneData copies the stored form out of a Get callback's buffer.
+func cloneData(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return bytes.Clone(b)
+}

@@ -1,0 +1,79 @@
+package protocol
+
+import "strings"
+
+// Help is the protocol's reference for hosts, as wsctl batch --help
+// prints it: how lines are read and answered, every operation with its
+// fields (from the op table), and the error codes.
+func Help() string {
+	var b strings.Builder
+	b.WriteString(helpIntro)
+	for _, o := range ops {
+		b.WriteString("\n")
+		b.WriteString(o.help)
+	}
+	b.WriteString("\n")
+	b.WriteString(helpOutro)
+	return b.String()
+}
+
+const helpIntro = `batch is the way in for hosts written in other languages: it reads JSON
+requests from standard input, one per line, and writes exactly one JSON
+response line per request line to standard output, in order. Each response
+is written and flushed as soon as its request is handled, so a host may
+send one request and wait for its answer before sending the next. A
+response with "ok": true is sent only after the change is committed.
+The store is created if it does not exist. batch exits 0 at the end of its
+input; errors of single requests are reported in their responses only.
+An interrupt (SIGINT, SIGTERM) ends batch with exit status 130 and
+batch.interrupted on standard error; a request in flight that it stops
+before its change commits is answered with batch.interrupted instead of
+ok, and no further line is read.
+
+Request:   {"op": NAME, "runId"?: RUN, "id"?: ANY, ...fields}
+Responses: {"op": NAME, "id"?: ANY, "ok": true, "result": {...}}
+           {"op": NAME, "id"?: ANY, "ok": false, "error": {"code": CODE, "message": TEXT}}
+
+"id", if given, is echoed unchanged, unless the line is not JSON or the id
+itself is refused. Operations act on the run the last run.create created,
+unless they name "runId" (which does not change that default). Paths are
+workspace paths ("output/main.md"). Checkpoints are "cp_000003" or 3.
+
+Requests are read strictly, so a typo cannot pass silently: field names are
+case-sensitive and unknown ones are refused, at every level; no object may
+hold a key twice; values must have the JSON type their field needs (a
+null field counts as absent; an entry of inputs or of a list of strings may
+not be null); a line must be UTF-8, and a string may not escape a lone
+UTF-16 surrogate ("\ud800": a character beyond U+FFFF is escaped as a
+pair, "\ud83d\ude00"); values nest at most 64 levels deep. The error
+message names the field ("chat.kind").
+
+Operations (fields with ? are optional):`
+
+const helpOutro = `
+write, append, patch, delete, read and list act as the agent's tools: they
+see the run through its profile (model scope), so input/ and roots the
+profile hides are refused with model-correctable workspace.* codes. So is
+commit's path: a file the model cannot see, or one under input/, is
+refused, and a missing one is workspace.file_not_found. A write
+that changes the workspace takes a checkpoint when the profile asks for
+automatic checkpoints (the default); checkpointId names it. read and list
+take "at" to look at a checkpoint instead of the live workspace.
+
+commit has no chat to deliver to: batch's chat sink records the assembled
+message in the response ("message": {mes, extra, agent}) and succeeds, so
+the host saves it into its chat itself.
+
+Error codes are the store's (workspace.invalid_path, workspace.path_not_writable,
+run.not_found, run.invalid_transition, checkpoint.not_found,
+manifest.invalid, …) plus:
+  batch.invalid_json     the line is not JSON, or not UTF-8 (blank lines
+                         too: every line gets its answer)
+  batch.unknown_op       op names no operation (op is echoed)
+  batch.invalid_request  not an object, op missing or not a string, a field
+                         missing, unknown (names are case-sensitive), given
+                         twice or of the wrong type, a lone surrogate
+                         escape, nested over 64 levels, no run yet
+  batch.line_too_long    the line is longer than 64 MiB (it is skipped)
+  batch.interrupted      an interrupt stopped the request (see above)
+When op cannot be read, or op itself is refused, the response's op is "".`

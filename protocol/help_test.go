@@ -1,0 +1,39 @@
+package protocol
+
+import (
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestHelpGivesEveryField: each operation's help names every field its
+// request may hold, at every level; fields are found by reflection over
+// the types the op table lists, so a new one cannot go undocumented, and
+// Help lists every operation in the table.
+func TestHelpGivesEveryField(t *testing.T) {
+	help := Help()
+	names := map[string]bool{}
+	for _, o := range ops {
+		require.False(t, names[o.name], "op %s listed once", o.name)
+		names[o.name] = true
+		assert.True(t, strings.HasPrefix(o.help, "  "+o.name+" "), "op %s: its help starts with its name", o.name)
+		assert.Contains(t, help, "\n"+o.help+"\n", "op %s", o.name)
+		require.NotEmpty(t, o.request, "op %s", o.name)
+		for _, v := range o.request {
+			for _, name := range fieldsOf(reflect.TypeOf(v)).names {
+				if name == "op" || name == "id" || (name == "runId" && o.name != "run.create") {
+					continue // every request's, documented once above the operations
+				}
+				assert.Regexp(t, `[^A-Za-z]`+regexp.QuoteMeta(name)+`[^A-Za-z]`, o.help, "%s: field %s", o.name, name)
+			}
+		}
+	}
+	assert.Len(t, opsByName, len(ops))
+	for _, common := range []string{`"op": NAME`, `"runId"?: RUN`, `"id"?: ANY`} {
+		assert.Contains(t, help, common)
+	}
+}

@@ -1,0 +1,664 @@
+package protocol
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// op is one operation: its name, the Go types that spell its request
+// (the request and the objects nested in it), its help, and its handler,
+// which decodes the request and returns the result object.
+type op struct {
+	name    string
+	request []any // zero values of its request type and the object types nested in it
+	handle  func(s *Session, ctx context.Context, r request) (any, error)
+	help    string // its lines in Help; a test checks that they name every field
+}
+
+// ops are the operations, in the order help lists them.
+var ops = []op{
+	{
+		name: "run.create", request: []any{createRequest{}, runs.ChatKey{}, runs.Profile{}}, handle: (*Session).runCreate,
+		help: `  run.create  {chat: {kind, stableChatId}, chatRef?, runId?, profile?, inputs?: {path: text}}
+              -> {runId, workspaceId}      inputs land under input/
+      chat         the host's chat: two non-empty strings. Every run of
+                   one chat shares its workspace (workspaceId) and persist/.
+      chatRef      any JSON value by which the host finds the chat, e.g.
+                   {"characterId": "keeper", "fileName": "Keeper.jsonl"};
+                   default {}. Unlike chat it may change from run to run
+                   (a renamed chat file): the run keeps its own (wsctl
+                   show prints it), the chat the latest.
+      profile      what the agent (write, read, list, …) may see and do:
+                   {id?, visibleRoots?, writableRoots?, autoCheckpoint?,
+                    maxRunBytes?, maxCheckpoints?}
+        id             a name for the profile; default "default"
+        visibleRoots   top-level directories the agent may read, e.g.
+                       ["output", "scratch"]; default output, scratch,
+                       plan, summaries, persist (add "input" to show input/)
+        writableRoots  those of visibleRoots it may write; default all of
+                       them but input, which is never writable
+        autoCheckpoint true or false: a checkpoint after each change; default true
+        maxRunBytes    an integer: the most bytes the live workspace may
+                       hold; a write that would cross it is refused; 0 (the
+                       default): no cap
+        maxCheckpoints an integer: the most checkpoints the run keeps; a
+                       checkpoint past it deletes the oldest, recorded by a
+                       checkpoints_pruned event, and those read as
+                       checkpoint.not_found; a checkpoint a commit was made
+                       from is never deleted, even if that keeps the run
+                       above the cap; 0 (the default): no cap`,
+	},
+	{
+		name: "write", request: []any{writeRequest{}}, handle: (*Session).write,
+		help: `  write       {path, content | contentBase64, expectedHash?}
+              -> {path, hash, size, checkpointId?}
+              expectedHash: the file's hash as last read (64 hex digits; not
+              the zero hash): the write fails with workspace.write_stale_file
+              if the file changed since`,
+	},
+	{
+		name: "append", request: []any{writeRequest{}}, handle: (*Session).append,
+		help: `  append      {path, content | contentBase64, expectedHash?}   -> as write`,
+	},
+	{
+		name: "patch", request: []any{patchRequest{}}, handle: (*Session).patch,
+		help: `  patch       {path, old, new, replaceAll?, expectedHash?}      -> as write`,
+	},
+	{
+		name: "delete", request: []any{pathRequest{}}, handle: (*Session).delete,
+		help: `  delete      {path}                        -> {path, hash, checkpointId?}   hash: the removed content`,
+	},
+	{
+		name: "read", request: []any{readRequest{}}, handle: (*Session).read,
+		help: `  read        {path, at?, startLine?, endLine?}
+              -> {path, content | contentBase64, hash, size, totalLines?, startLine?, endLine?, truncated?}`,
+	},
+	{
+		name: "list", request: []any{listRequest{}}, handle: (*Session).list,
+		help: `  list        {path?, depth?, at?}          -> {entries: [{path, kind, size, hash, resource, writable}]}
+              path: default the root. depth: how many levels below path
+              to list, an integer; default 1, the direct entries (0 is 1
+              too); 2 adds their children, and so on`,
+	},
+	{
+		name: "checkpoint", request: []any{checkpointRequest{}}, handle: (*Session).checkpoint,
+		help: `  checkpoint  {reason?}                     -> {checkpointId, seq}`,
+	},
+	{
+		name: "rollback", request: []any{rollbackRequest{}}, handle: (*Session).rollback,
+		help: `  rollback    {checkpointId | checkpointSeq, pause?}  -> {runId, root, checkpointId, status}`,
+	},
+	{
+		name: "diff", request: []any{diffRequest{}}, handle: (*Session).diff,
+		help: `  diff        {from, to?}                   -> {changes: [{path, op, unified?, binary?, ...}]}  to: default live
+              unified: the text wsctl diff prints, with git's headers
+              ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one)`,
+	},
+	{
+		name: "commit", request: []any{commitRequest{}}, handle: (*Session).commit,
+		help: `  commit      {path?, mode?: replace|append} -> {commitId, checkpointId, mode, message}`,
+	},
+	{
+		name: "finish", request: []any{base{}}, handle: (*Session).finish,
+		help: `  finish      {}                            -> {runId, status, persistChanges, persistVersion, merged}`,
+	},
+	{
+		name: "events", request: []any{eventsRequest{}}, handle: (*Session).events,
+		help: `  events      {afterSeq?, limit?}           -> {events: [...]}   limit: default 100, at most 500`,
+	},
+	{
+		name: "manifest.set", request: []any{manifestRequest{}, runs.Manifest{}, runs.Artifact{}, runs.CommitPolicy{}}, handle: (*Session).manifestSet,
+		help: `  manifest.set {manifest}                   -> {artifacts}
+      manifest     {workspaceVersion: 1, artifacts: [ARTIFACT, …], commitPolicy?}
+        ARTIFACT     {id, path, kind?, target, required?, assemblyOrder?}
+                     target: "message_body", "combined_markdown", "hidden"
+                     or {"message_extra": KEY}; assemblyOrder: an integer
+        commitPolicy {defaultTarget?: "message_body", combineTemplate?, storeArtifactsInExtra?}
+                     combineTemplate: text where {{id}} stands for that
+                     artifact's content
+                   a manifest that is invalid, or has a field unknown or
+                   of the wrong type, is refused with manifest.invalid`,
+	},
+	{
+		name: "run.status", request: []any{statusRequest{}}, handle: (*Session).runStatus,
+		help: `  run.status  {status, reason?}             -> {runId, status}   e.g. failed or cancelled;
+                                            a run completes only through finish`,
+	},
+}
+
+// opsByName are ops by name.
+var opsByName = func() map[string]*op {
+	m := make(map[string]*op, len(ops))
+	for i := range ops {
+		m[ops[i].name] = &ops[i]
+	}
+	return m
+}()
+
+// base holds the fields every request may carry.
+type base struct {
+	Op    string          `json:"op"`
+	ID    json.RawMessage `json:"id"`
+	RunID string          `json:"runId"`
+}
+
+// runRequest is a request that may name the run it acts on.
+type runRequest interface{ runBase() base }
+
+func (r base) runBase() base { return r }
+
+// decodeForRun decodes a request line into a T and resolves the run it
+// acts on.
+func decodeForRun[T runRequest](s *Session, r request) (T, string, error) {
+	var req T
+	if err := r.decode(&req); err != nil {
+		return req, "", err
+	}
+	runID, err := s.run(req.runBase())
+	return req, runID, err
+}
+
+// run returns the run a request acts on.
+func (s *Session) run(req base) (string, error) {
+	if req.RunID != "" {
+		return req.RunID, nil
+	}
+	if s.current == "" {
+		return "", invalidRequest("no run: send run.create first, or name \"runId\"")
+	}
+	return s.current, nil
+}
+
+// ckptRef is a checkpoint given as "cp_000003", "3" or 3.
+type ckptRef struct {
+	seq  int64
+	live bool // "live": the live workspace (diff's to)
+}
+
+func (c *ckptRef) UnmarshalJSON(b []byte) error {
+	var n int64
+	if err := json.Unmarshal(b, &n); err == nil {
+		if n < 1 {
+			return invalidRequest("checkpoint %d: checkpoints count from 1", n)
+		}
+		c.seq = n
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return invalidRequest("a checkpoint is \"cp_000003\" or a number")
+	}
+	if strings.EqualFold(s, "live") {
+		c.live = true
+		return nil
+	}
+	seq, err := checkpoint.ParseRef(s)
+	if err != nil {
+		return err
+	}
+	c.seq = seq
+	return nil
+}
+
+// ---- run.create
+
+type createRequest struct {
+	base
+	Chat    *runs.ChatKey     `json:"chat"`
+	ChatRef json.RawMessage   `json:"chatRef"`
+	Profile *runs.Profile     `json:"profile"`
+	Inputs  map[string]string `json:"inputs"`
+}
+
+func (s *Session) runCreate(ctx context.Context, r request) (any, error) {
+	var req createRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	if req.Chat == nil {
+		return nil, invalidRequest("missing \"chat\": {kind, stableChatId}")
+	}
+	if req.Chat.Kind == "" {
+		return nil, invalidRequest("missing \"chat.kind\"")
+	}
+	if req.Chat.StableChatID == "" {
+		return nil, invalidRequest("missing \"chat.stableChatId\"")
+	}
+	inputs := make(map[string][]byte, len(req.Inputs))
+	for k, v := range req.Inputs {
+		inputs[k] = []byte(v)
+	}
+	run, err := s.backend.Runs.CreateRun(ctx, runs.CreateRequest{Chat: *req.Chat, ChatRef: req.ChatRef, RunID: req.RunID, Profile: req.Profile, Inputs: inputs})
+	if err != nil {
+		return nil, err
+	}
+	s.current = run.ID
+	return map[string]any{"runId": run.ID, "workspaceId": run.ChatID}, nil
+}
+
+// ---- write, append, patch, delete
+
+type writeRequest struct {
+	base
+	Path          *string `json:"path"`
+	Content       *string `json:"content"`
+	ContentBase64 *string `json:"contentBase64"`
+	ExpectedHash  string  `json:"expectedHash"`
+}
+
+// writeResult is the answer to a workspace change.
+type writeResult struct {
+	Path         string   `json:"path"`
+	Hash         cas.Hash `json:"hash,omitzero"`
+	Size         *int64   `json:"size,omitempty"`
+	CheckpointID string   `json:"checkpointId,omitempty"`
+}
+
+func (s *Session) write(ctx context.Context, r request) (any, error) {
+	return s.writeMode(ctx, r, vfs.Replace)
+}
+
+func (s *Session) append(ctx context.Context, r request) (any, error) {
+	return s.writeMode(ctx, r, vfs.Append)
+}
+
+func (s *Session) writeMode(ctx context.Context, r request, mode vfs.WriteMode) (any, error) {
+	req, runID, err := decodeForRun[writeRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := requiredPath(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	var content []byte
+	switch {
+	case (req.Content == nil) == (req.ContentBase64 == nil):
+		return nil, invalidRequest("give exactly one of \"content\" and \"contentBase64\"")
+	case req.Content != nil:
+		content = []byte(*req.Content)
+	default:
+		if content, err = base64.StdEncoding.DecodeString(*req.ContentBase64); err != nil {
+			return nil, invalidRequest("contentBase64: %v", err)
+		}
+	}
+	expected, err := optionalHash(req.ExpectedHash)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := s.backend.Runs.Workspace(runID, runs.ModelScope).Write(ctx, p, content, vfs.WriteOptions{Mode: mode, ExpectedHash: expected})
+	if err != nil {
+		return nil, err
+	}
+	return s.changed(ctx, runID, fi)
+}
+
+type patchRequest struct {
+	base
+	Path         *string `json:"path"`
+	Old          *string `json:"old"`
+	New          *string `json:"new"`
+	ReplaceAll   bool    `json:"replaceAll"`
+	ExpectedHash string  `json:"expectedHash"`
+}
+
+func (s *Session) patch(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[patchRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := requiredPath(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	if req.Old == nil || req.New == nil {
+		return nil, invalidRequest("patch needs \"old\" and \"new\"")
+	}
+	expected, err := optionalHash(req.ExpectedHash)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := s.backend.Runs.Workspace(runID, runs.ModelScope).Patch(ctx, p, *req.Old, *req.New, vfs.PatchOptions{ReplaceAll: req.ReplaceAll, ExpectedHash: expected})
+	if err != nil {
+		return nil, err
+	}
+	return s.changed(ctx, runID, fi)
+}
+
+type pathRequest struct {
+	base
+	Path *string `json:"path"`
+}
+
+func (s *Session) delete(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[pathRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := requiredPath(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := s.backend.Runs.Workspace(runID, runs.ModelScope).Delete(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.changed(ctx, runID, fi)
+	if err != nil {
+		return nil, err
+	}
+	res.Size = nil
+	return res, nil
+}
+
+// changed builds the answer to a committed change, naming the automatic
+// checkpoint the change took, if any.
+func (s *Session) changed(ctx context.Context, runID string, fi vfs.FileInfo) (writeResult, error) {
+	size := fi.Size
+	return writeResult{Path: fi.Path.String(), Hash: fi.Hash, Size: &size, CheckpointID: fi.Checkpoint}, nil
+}
+
+func requiredPath(s *string) (vfs.Path, error) {
+	if s == nil {
+		return vfs.Path{}, invalidRequest("missing \"path\"")
+	}
+	return vfs.ParsePath(*s)
+}
+
+func optionalHash(s string) (cas.Hash, error) {
+	if s == "" {
+		return cas.Hash{}, nil
+	}
+	h, err := cas.ParseHash(s)
+	if err == nil && h.IsZero() {
+		// The zero hash means "no guard" to the store: a host that sends
+		// it must not get a write that checks nothing.
+		return h, invalidRequest("field \"expectedHash\" is the zero hash, which names no content: leave the field out to write unguarded")
+	}
+	return h, err
+}
+
+// ---- read, list
+
+type readRequest struct {
+	base
+	Path      *string  `json:"path"`
+	At        *ckptRef `json:"at"`
+	StartLine int      `json:"startLine"`
+	EndLine   int      `json:"endLine"`
+}
+
+type readResult struct {
+	FileContent
+	TotalLines int  `json:"totalLines,omitempty"`
+	StartLine  int  `json:"startLine,omitempty"`
+	EndLine    int  `json:"endLine,omitempty"`
+	Truncated  bool `json:"truncated,omitempty"`
+}
+
+// modelView returns the agent's view of a run, live or at a checkpoint.
+func (s *Session) modelView(runID string, at *ckptRef) *runs.Workspace {
+	if at == nil || at.live {
+		return s.backend.Runs.Workspace(runID, runs.ModelScope)
+	}
+	return s.backend.Runs.WorkspaceAt(runID, at.seq, runs.ModelScope)
+}
+
+func (s *Session) read(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[readRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := requiredPath(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.modelView(runID, req.At).Read(ctx, p, vfs.ReadOptions{StartLine: req.StartLine, EndLine: req.EndLine})
+	if err != nil {
+		return nil, err
+	}
+	out := readResult{FileContent: NewFileContent(p, res.Info.Hash, res.Content), TotalLines: res.TotalLines}
+	out.Size = res.Info.Size
+	if req.StartLine != 0 || req.EndLine != 0 {
+		out.StartLine, out.EndLine, out.Truncated = res.StartLine, res.EndLine, res.Truncated
+	}
+	return out, nil
+}
+
+type listRequest struct {
+	base
+	Path  *string  `json:"path"`
+	Depth int      `json:"depth"`
+	At    *ckptRef `json:"at"`
+}
+
+func (s *Session) list(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[listRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	p := vfs.Root()
+	if req.Path != nil && *req.Path != "" && *req.Path != "." {
+		if p, err = vfs.ParsePath(*req.Path); err != nil {
+			return nil, err
+		}
+	}
+	if req.Depth < 0 {
+		return nil, wserr.New(wserr.InvalidArgument, "list", "", "depth must not be negative")
+	}
+	entries, err := s.modelView(runID, req.At).List(ctx, p, req.Depth)
+	if err != nil {
+		return nil, err
+	}
+	if entries == nil {
+		entries = []vfs.FileInfo{}
+	}
+	return map[string]any{"entries": entries}, nil
+}
+
+// ---- checkpoint, rollback, diff
+
+type checkpointRequest struct {
+	base
+	Reason string `json:"reason"`
+}
+
+func (s *Session) checkpoint(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[checkpointRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := s.backend.Runs.Checkpoint(ctx, runID, req.Reason)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"checkpointId": cp.ID, "seq": cp.Seq}, nil
+}
+
+type rollbackRequest struct {
+	base
+	CheckpointID  *ckptRef `json:"checkpointId"`
+	CheckpointSeq *int64   `json:"checkpointSeq"`
+	Pause         bool     `json:"pause"`
+}
+
+func (s *Session) rollback(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[rollbackRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	var seq int64
+	switch {
+	case (req.CheckpointID == nil) == (req.CheckpointSeq == nil):
+		return nil, invalidRequest("give exactly one of \"checkpointId\" and \"checkpointSeq\"")
+	case req.CheckpointID != nil:
+		if req.CheckpointID.live {
+			return nil, invalidRequest("rollback needs a checkpoint, not live")
+		}
+		seq = req.CheckpointID.seq
+	default:
+		seq = *req.CheckpointSeq
+	}
+	run, err := s.backend.Runs.Rollback(ctx, runID, seq, runs.RollbackOptions{Pause: req.Pause})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"runId": run.ID, "root": run.Root, "checkpointId": checkpoint.ID(seq), "status": run.Status}, nil
+}
+
+type diffRequest struct {
+	base
+	From *ckptRef `json:"from"`
+	To   *ckptRef `json:"to"`
+}
+
+func (s *Session) diff(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[diffRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	if req.From == nil || req.From.live {
+		return nil, invalidRequest("diff needs \"from\": a checkpoint")
+	}
+	var to int64
+	if req.To != nil && !req.To.live {
+		to = req.To.seq
+	}
+	changes, err := s.backend.Runs.Diff(ctx, runID, req.From.seq, to)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"changes": GitHeaders(changes)}, nil
+}
+
+// ---- commit, finish, events, manifest.set, run.status
+
+type commitRequest struct {
+	base
+	Path string          `json:"path"`
+	Mode runs.CommitMode `json:"mode"`
+}
+
+func (s *Session) commit(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[commitRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	// batch has no chat: the sink accepts the message, which the response
+	// delivers to the host.
+	var delivered *runs.Message
+	sink := runs.SinkFunc(func(_ context.Context, cr runs.CommitRequest) (json.RawMessage, error) {
+		m := cr.Message
+		delivered = &m
+		return json.RawMessage(`{"deliveredIn":"batch response"}`), nil
+	})
+	rec, err := s.backend.Runs.Commit(ctx, runID, sink, runs.CommitOptions{Mode: req.Mode, Path: req.Path})
+	if err != nil {
+		return nil, err
+	}
+	msg := rec.Message
+	if delivered != nil {
+		msg = *delivered
+	}
+	return map[string]any{"commitId": rec.ID, "checkpointId": rec.CheckpointID, "mode": rec.Mode, "message": msg}, nil
+}
+
+func (s *Session) finish(ctx context.Context, r request) (any, error) {
+	var req base
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	runID, err := s.run(req)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.backend.Runs.Finish(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"runId": res.Run.ID, "status": res.Run.Status, "persistChanges": res.PersistChanges,
+		"persistVersion": res.PersistVersion, "merged": res.Merged}, nil
+}
+
+type eventsRequest struct {
+	base
+	AfterSeq int64 `json:"afterSeq"`
+	Limit    int   `json:"limit"`
+}
+
+func (s *Session) events(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[eventsRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.backend.Runs.Run(ctx, runID); err != nil {
+		return nil, err
+	}
+	evs, err := s.backend.Journal.Page(ctx, runID, journal.PageQuery{AfterSeq: req.AfterSeq, Limit: req.Limit})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"events": evs}, nil
+}
+
+type manifestRequest struct {
+	base
+	Manifest rawJSON `json:"manifest"`
+}
+
+func (s *Session) manifestSet(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[manifestRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Manifest) == 0 || string(req.Manifest) == "null" {
+		return nil, invalidRequest("missing \"manifest\"")
+	}
+	// The manifest is read from the line's tree, as runs.ParseManifest
+	// would read its bytes, and validated the same way.
+	var m runs.Manifest
+	if err := r.decodeField("manifest", &m); err != nil {
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			return nil, wserr.Wrap(wserr.InvalidManifest, "manifest", "", err)
+		}
+		return nil, wserr.New(wserr.InvalidManifest, "manifest", "", "%v", err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.backend.Runs.SetManifest(ctx, runID, m); err != nil {
+		return nil, err
+	}
+	return map[string]any{"artifacts": len(m.Artifacts)}, nil
+}
+
+type statusRequest struct {
+	base
+	Status *runs.Status `json:"status"`
+	Reason string       `json:"reason"`
+}
+
+func (s *Session) runStatus(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[statusRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	if req.Status == nil {
+		return nil, invalidRequest("missing \"status\"")
+	}
+	if err := s.backend.Runs.SetStatus(ctx, runID, *req.Status, req.Reason); err != nil {
+		return nil, err
+	}
+	return map[string]any{"runId": runID, "status": *req.Status}, nil
+}

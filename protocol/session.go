@@ -1,0 +1,273 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// RunService is what the operations ask of the store's runs: exactly the
+// methods of *runs.Service they call.
+type RunService interface {
+	CreateRun(ctx context.Context, req runs.CreateRequest) (runs.Run, error)
+	Run(ctx context.Context, id string) (runs.Run, error)
+	Workspace(runID string, scope runs.Scope) *runs.Workspace
+	WorkspaceAt(runID string, seq int64, scope runs.Scope) *runs.Workspace
+	Checkpoint(ctx context.Context, runID, reason string) (checkpoint.Checkpoint, error)
+	Rollback(ctx context.Context, runID string, seq int64, opt runs.RollbackOptions) (runs.Run, error)
+	Diff(ctx context.Context, runID string, from, to int64) ([]checkpoint.FileDiff, error)
+	Commit(ctx context.Context, runID string, sink runs.ChatSink, opt runs.CommitOptions) (runs.CommitRecord, error)
+	Finish(ctx context.Context, runID string) (runs.FinishResult, error)
+	SetManifest(ctx context.Context, runID string, m runs.Manifest) error
+	SetStatus(ctx context.Context, runID string, to runs.Status, reason string) error
+}
+
+// JournalPager pages a run's journal, for the events operation.
+type JournalPager interface {
+	Page(ctx context.Context, runID string, q journal.PageQuery) ([]journal.Event, error)
+}
+
+// Backend is the store a session acts on.
+type Backend struct {
+	Runs    RunService
+	Journal JournalPager
+}
+
+// Session is one conversation with a host: the store, and the run that
+// later requests act on by default (the one the last run.create created).
+// Requests of one session are handled one at a time, in order; a Session
+// is not safe for concurrent use.
+type Session struct {
+	backend Backend
+	current string
+	scan    scanner // reused from line to line
+}
+
+// NewSession returns a session over b with no current run.
+func NewSession(b Backend) *Session {
+	s := &Session{backend: b}
+	s.scan.opaque = opaqueField
+	return s
+}
+
+// opaqueField reports whether the value of a request's top-level field key
+// is only taken as raw JSON, never decoded, when the request's op is op
+// (nil: not known yet): an id always is; so is a field the op reads
+// through its own UnmarshalJSON (chatRef), one the op has not (it is
+// refused by name), and every field of an op that does not exist.
+func opaqueField(op, key []byte) bool {
+	if string(key) == "id" {
+		return true
+	}
+	if op == nil {
+		return false
+	}
+	o, ok := opsByName[string(op)]
+	if !ok {
+		return true
+	}
+	f, ok := fieldsOf(reflect.TypeOf(o.request[0])).byName[string(key)]
+	return !ok || takesRaw(f.typ)
+}
+
+// Response is one response line.
+type Response struct {
+	Op     string          `json:"op"`
+	ID     json.RawMessage `json:"id,omitempty"`
+	OK     bool            `json:"ok"`
+	Result any             `json:"result,omitempty"`
+	Error  *ErrorBody      `json:"error,omitempty"`
+}
+
+// ErrorBody is a failed response's error: its code and a message for
+// people.
+type ErrorBody struct {
+	Code    wserr.Code `json:"code"`
+	Message string     `json:"message"`
+}
+
+// ErrorResponse answers op (id echoed) with err's code and message.
+func ErrorResponse(op string, id json.RawMessage, err error) Response {
+	return Response{Op: op, ID: id, OK: false, Error: &ErrorBody{Code: wserr.CodeOf(err), Message: wserr.MessageOf(err)}}
+}
+
+// LineTooLong answers a line longer than max bytes, which the reader
+// skipped without reading it into memory (CodeLineTooLong).
+func LineTooLong(max int) Response {
+	return ErrorResponse("", nil, wserr.New(CodeLineTooLong, "", "", "line is longer than %d bytes; skipped", max))
+}
+
+// WriteResponse writes r as one line of JSON to w, in one Write. A result
+// that cannot be encoded still gets its line, a store.internal error. It
+// returns w's error.
+func WriteResponse(w io.Writer, r Response) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		b.Reset()
+		if err := enc.Encode(ErrorResponse(r.Op, r.ID, wserr.Wrap(wserr.Internal, "batch", "", err))); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// Handle answers one request line (without its line ending). It never
+// panics: a panic in an operation becomes a store.internal response, so
+// one bad request cannot end the session. A request that ctx stops before
+// its change commits is answered with CodeInterrupted.
+func (s *Session) Handle(ctx context.Context, line []byte) (resp Response) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return ErrorResponse("", nil, wserr.New(CodeInvalidJSON, "", "", "empty line: every line must hold one JSON request object"))
+	}
+	if !utf8.Valid(line) {
+		// encoding/json would replace the bad bytes with U+FFFD, changing
+		// paths and content; JSON text is UTF-8.
+		return ErrorResponse("", nil, wserr.New(CodeInvalidJSON, "", "", "the line is not valid UTF-8 (at byte %d)", invalidUTF8At(line)))
+	}
+	defer s.release()
+	t := &s.scan.tree
+	err := s.scan.scan(line)
+	if errors.As(err, new(errSyntax)) {
+		return ErrorResponse("", nil, wserr.New(CodeInvalidJSON, "", "", "%s", syntaxMessage(line)))
+	}
+	root := t.nodes[0]
+	if root.kind != kindObject && root.kind != kindNull {
+		return ErrorResponse("", nil, wserr.New(CodeInvalidRequest, "", "", "a request must be a JSON object with an \"op\""))
+	}
+	var id json.RawMessage
+	opNode := int32(-1)
+	if root.kind == kindObject {
+		if n := t.member(0, "id"); n >= 0 {
+			id = append(json.RawMessage(nil), t.raw(n)...)
+		}
+		opNode = t.member(0, "op")
+	}
+	// Keys given twice and lone surrogates, anywhere in the line, before
+	// op is trusted: {"op":"write","op":"delete"} must not run a delete.
+	if err != nil {
+		return refuse(t, opNode, id, err.(*fieldError))
+	}
+	if opNode < 0 {
+		return ErrorResponse("", id, wserr.New(CodeInvalidRequest, "", "", "missing \"op\""))
+	}
+	if t.nodes[opNode].kind != kindString {
+		return ErrorResponse("", id, wserr.New(CodeInvalidRequest, "", "", "\"op\" must be a string"))
+	}
+	op := string(t.text(t.nodes[opNode]))
+	o, ok := opsByName[op]
+	if !ok {
+		return ErrorResponse(op, id, wserr.New(CodeUnknownOp, "", "", "unknown op %q (batch --help lists them)", op))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			resp = ErrorResponse(op, id, wserr.New(wserr.Internal, op, "", "panic: %v", r))
+		}
+	}()
+	result, err := o.handle(s, ctx, request{t})
+	if err != nil {
+		var fe *fieldError
+		if errors.As(err, &fe) && fe.inField("id") {
+			id = nil
+		}
+		if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			err = Interrupted("the request was stopped before it was done")
+		}
+		return ErrorResponse(op, id, err)
+	}
+	return Response{Op: op, ID: id, OK: true, Result: result}
+}
+
+// release drops the references a handled line left in the scanner, and
+// the node array itself after a large line.
+func (s *Session) release() {
+	s.scan.data = nil
+	if cap(s.scan.nodes) > 1<<16 {
+		s.scan.nodes = nil
+	}
+	if cap(s.scan.stack) > maxDepth*2 {
+		s.scan.stack = nil
+	}
+}
+
+// refuse answers a line the scanner refused. The answer names the op
+// unless the op is what is wrong, and echoes the id unless the id is.
+func refuse(t *tree, opNode int32, id json.RawMessage, fe *fieldError) Response {
+	var op string
+	if !fe.inField("op") && opNode >= 0 && t.nodes[opNode].kind == kindString {
+		op = string(t.text(t.nodes[opNode]))
+	}
+	if fe.inField("id") {
+		id = nil
+	}
+	return ErrorResponse(op, id, wserr.New(CodeInvalidRequest, "", "", "%s", fe.Msg))
+}
+
+// syntaxMessage explains why line, valid UTF-8, is not JSON, in
+// encoding/json's words (the words hosts have always seen).
+func syntaxMessage(line []byte) string {
+	var v json.RawMessage
+	if err := json.Unmarshal(line, &v); err != nil {
+		return strings.TrimPrefix(err.Error(), "json: ")
+	}
+	return "invalid JSON"
+}
+
+// invalidUTF8At returns the offset of the first byte of b that is not
+// valid UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// request is a scanned request line, handed to its operation.
+type request struct{ t *tree }
+
+// decode reads the line into req, a pointer to the op's request type,
+// strictly: a field name that is not req's (spelled exactly) or a value of
+// the wrong type is batch.invalid_request naming the field.
+func (r request) decode(req any) error {
+	if err := decode(r.t, 0, req); err != nil {
+		var fe *fieldError
+		var we *wserr.Error
+		switch {
+		case errors.As(err, &fe):
+			return wserr.Wrap(CodeInvalidRequest, "", "", fe)
+		case errors.As(err, &we):
+			return err // from a field's own UnmarshalJSON
+		}
+		return invalidRequest("%s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+// decodeField reads the request's top-level field name, known to be there,
+// into v, strictly, naming fields below it ("manifest.artifacts[0].id").
+func (r request) decodeField(name string, v any) error {
+	var key int32 = -1
+	r.t.members(0, func(k, _ int32) bool {
+		if string(r.t.key(k)) == name {
+			key = k
+		}
+		return true
+	})
+	return decode(r.t, key+1, v, step{key: key})
+}

@@ -1,0 +1,109 @@
+package protocol_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/protocol"
+)
+
+// line encodes r as WriteResponse writes it, without the newline.
+func line(t testing.TB, r protocol.Response) string {
+	var b bytes.Buffer
+	require.NoError(t, protocol.WriteResponse(&b, r))
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// TestHandleRefuses: lines refused before they reach the store get the
+// exact answers hosts have always had.
+func TestHandleRefuses(t *testing.T) {
+	s := protocol.NewSession(protocol.Backend{})
+	ctx := context.Background()
+	tests := []struct{ name, line, want string }{
+		{"ErrEmpty", " ", `{"op":"","ok":false,"error":{"code":"batch.invalid_json","message":"empty line: every line must hold one JSON request object"}}`},
+		{"ErrUTF8", "{\"op\":\"x\xff\"}", `{"op":"","ok":false,"error":{"code":"batch.invalid_json","message":"the line is not valid UTF-8 (at byte 8)"}}`},
+		{"ErrSyntax", `{"op":"write",`, `{"op":"","ok":false,"error":{"code":"batch.invalid_json","message":"unexpected end of JSON input"}}`},
+		{"ErrTrailing", `{"op":"write"} x`, `{"op":"","ok":false,"error":{"code":"batch.invalid_json","message":"invalid character 'x' after top-level value"}}`},
+		{"ErrSyntaxBeatsRepeatedKey", `{"a":1,"a":2,`, `{"op":"","ok":false,"error":{"code":"batch.invalid_json","message":"unexpected end of JSON input"}}`},
+		{"ErrNotObject", `["\ud800"]`, `{"op":"","ok":false,"error":{"code":"batch.invalid_request","message":"a request must be a JSON object with an \"op\""}}`},
+		{"ErrNull", `null`, `{"op":"","ok":false,"error":{"code":"batch.invalid_request","message":"missing \"op\""}}`},
+		{"ErrNoOp", `{"id":3}`, `{"op":"","id":3,"ok":false,"error":{"code":"batch.invalid_request","message":"missing \"op\""}}`},
+		{"ErrOpNotString", `{"op":null,"id":"a"}`, `{"op":"","id":"a","ok":false,"error":{"code":"batch.invalid_request","message":"\"op\" must be a string"}}`},
+		{"ErrUnknownOp", `{"op":"explode","id":{ "n" : 1 }}`, `{"op":"explode","id":{"n":1},"ok":false,"error":{"code":"batch.unknown_op","message":"unknown op \"explode\" (batch --help lists them)"}}`},
+		{"ErrRepeatedKeyNamesLaterOp", `{"path":"a","path":"b","op":"delete","id":1}`, `{"op":"delete","id":1,"ok":false,"error":{"code":"batch.invalid_request","message":"field \"path\" appears more than once"}}`},
+		{"ErrRepeatedOp", `{"op":"write","op":"delete"}`, `{"op":"","ok":false,"error":{"code":"batch.invalid_request","message":"field \"op\" appears more than once"}}`},
+		{"ErrSurrogateInID", `{"op":"finish","id":[1,{"x":"\udc00"}]}`, `{"op":"finish","ok":false,"error":{"code":"batch.invalid_request","message":"field \"id[1].x\" holds \\udc00, a lone UTF-16 surrogate: a JSON string must escape a character outside the BMP as a surrogate pair"}}`},
+		{"ErrTypeBeforeUnmarshaler", `{"op":"read","at":"yesterday","path":1}`, `{"op":"read","ok":false,"error":{"code":"batch.invalid_request","message":"field \"path\" must be a string, not a number"}}`},
+		{"ErrUnmarshaler", `{"op":"read","at":0,"path":"output/a.md"}`, `{"op":"read","ok":false,"error":{"code":"batch.invalid_request","message":"checkpoint 0: checkpoints count from 1"}}`},
+		{"ErrCaseFolded", `{"op":"delete","id":2,"Path":"output/a.md"}`, `{"op":"delete","id":2,"ok":false,"error":{"code":"batch.invalid_request","message":"unknown field \"Path\": field names are case-sensitive, this one is \"path\""}}`},
+		{"ErrNoRun", `{"op":"write","path":"output/a.md","content":"x"}`, `{"op":"write","ok":false,"error":{"code":"batch.invalid_request","message":"no run: send run.create first, or name \"runId\""}}`},
+		{"ErrManifestField", `{"op":"manifest.set","runId":"r","manifest":{"workspaceVersion":1,"artifacts":[{"id":"main","Path":"x"}]}}`, `{"op":"manifest.set","ok":false,"error":{"code":"manifest.invalid","message":"unknown field \"manifest.artifacts[0].Path\": field names are case-sensitive, this one is \"path\""}}`},
+		{"ErrManifestTarget", `{"op":"manifest.set","runId":"r","manifest":{"workspaceVersion":1,"artifacts":[{"id":"main","path":"output/a.md","target":5}]}}`, `{"op":"manifest.set","ok":false,"error":{"code":"manifest.invalid","message":"target must be a string or {\"message_extra\": key}"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, line(t, s.Handle(ctx, []byte(tt.line))))
+		})
+	}
+}
+
+// panicking is a backend whose every call panics.
+type panicking struct{ protocol.RunService }
+
+// TestHandleNeverPanics: a panic in an operation is a store.internal
+// answer naming the op, with the id echoed.
+func TestHandleNeverPanics(t *testing.T) {
+	s := protocol.NewSession(protocol.Backend{Runs: panicking{}})
+	r := s.Handle(context.Background(), []byte(`{"op":"run.create","id":5,"chat":{"kind":"k","stableChatId":"s"}}`))
+	assert.Equal(t, "run.create", r.Op)
+	assert.JSONEq(t, `5`, string(r.ID))
+	require.NotNil(t, r.Error)
+	assert.Equal(t, "store.internal", string(r.Error.Code))
+	assert.Contains(t, r.Error.Message, "panic:")
+}
+
+// openSession opens a store in a temporary directory and a session over
+// it with a run, r, created.
+func openSession(tb testing.TB) *protocol.Session {
+	st, err := wsstore.Open(context.Background(), tb.TempDir(), wsstore.Options{})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { st.Close() })
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal})
+	r := s.Handle(context.Background(), []byte(`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"},"profile":{"autoCheckpoint":false}}`))
+	require.True(tb, r.OK, "%+v", r.Error)
+	return s
+}
+
+// writeLine is a write request as a host sends it: an id, a path and a
+// kilobyte of Markdown with escapes.
+var writeLine = []byte(`{"op":"write","id":17,"path":"output/main.md","content":"` +
+	strings.Repeat(`# Title\n\nSome text, \"quoted\", and a tab\there.\n`, 20) + `"}`)
+
+func TestHandleWrite(t *testing.T) {
+	s := openSession(t)
+	r := s.Handle(context.Background(), writeLine)
+	require.True(t, r.OK, "%+v", r.Error)
+	r = s.Handle(context.Background(), []byte(`{"op":"read","path":"output/main.md"}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	assert.Contains(t, line(t, r), `"content":"# Title\n\nSome text, \"quoted\", and a tab\there.\n# Title`)
+}
+
+// BenchmarkHandleWrite answers a write line end to end: one scan of the
+// line, one walk of its tree, the store's write.
+func BenchmarkHandleWrite(b *testing.B) {
+	s := openSession(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(writeLine)))
+	for b.Loop() {
+		if r := s.Handle(ctx, writeLine); !r.OK {
+			b.Fatal(r.Error)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package protocol
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// The protocol's error codes, in addition to the store's.
+const (
+	CodeInvalidJSON    wserr.Code = "batch.invalid_json"    // the line is not JSON, or not UTF-8
+	CodeUnknownOp      wserr.Code = "batch.unknown_op"      // op names no operation
+	CodeInvalidRequest wserr.Code = "batch.invalid_request" // a request that does not fit its op
+	CodeLineTooLong    wserr.Code = "batch.line_too_long"   // a line over the reader's limit
+	CodeInterrupted    wserr.Code = "batch.interrupted"     // an interrupt stopped the request or the session
+	// CodeStopped is a command (other than a session, whose requests answer
+	// CodeInterrupted) that an interrupt stopped.
+	CodeStopped wserr.Code = "wsctl.interrupted"
+)
+
+// Interrupted is the error (CodeInterrupted) of a session, or of the
+// request in flight, that an interrupt (SIGINT, SIGTERM) ended; what says
+// what the interrupt stopped.
+func Interrupted(what string) error {
+	return wserr.New(CodeInterrupted, "batch", "", "interrupted: %s", what)
+}
+
+func invalidRequest(format string, args ...any) error {
+	return wserr.New(CodeInvalidRequest, "", "", format, args...)
+}
+
+// Status is one row of a status table: the status, what it means, and the
+// error codes that map to it (exact codes first, then code prefixes).
+type Status struct {
+	Status   int
+	Meaning  string
+	Codes    []wserr.Code
+	Prefixes []string
+}
+
+// ExitStatuses is the one table that maps error codes to the exit statuses
+// of wsctl; its help is generated from it. Codes not listed map to 1.
+var ExitStatuses = []Status{
+	{0, "ok", nil, nil},
+	{1, "internal or unexpected error", []wserr.Code{wserr.Internal, wserr.JournalFailed}, nil},
+	{2, "usage: bad command line, invalid argument or --store", []wserr.Code{wserr.InvalidArgument, wserr.InvalidOptions}, nil},
+	{3, "not found: store, run, checkpoint or file", []wserr.Code{wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound, wserr.FileNotFound}, nil},
+	{4, "model-correctable workspace error: bad path, not visible or writable, patch mismatch, …", nil, []string{"workspace."}},
+	{5, "conflict or invalid transition (active run, run exists, non-empty dir)", []wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict}, nil},
+	{6, "corruption: fsck found problems, or the store is damaged", []wserr.Code{wserr.Corrupt}, nil},
+	{7, "store format: written by a newer wsstore (upgrade wsctl), or an older one a read-only open cannot upgrade", []wserr.Code{wserr.NewerFormat, wserr.OlderFormat}, nil},
+	{8, "store busy or read-only (sql refuses writes with this status)", []wserr.Code{wserr.Busy, wserr.ReadOnly}, nil},
+	{9, "manifest invalid, required artifact missing, or chat sink failed", []wserr.Code{wserr.InvalidManifest, wserr.MissingArtifact, wserr.SinkFailed}, nil},
+	// 128 + SIGINT's number, as shells report a process SIGINT ended.
+	{130, "interrupted: stopped by SIGINT or SIGTERM", []wserr.Code{CodeInterrupted, CodeStopped}, nil},
+}
+
+// HTTPStatuses is the one table that maps error codes to HTTP statuses:
+// 4xx for what the caller (a host, or the model through it) can correct,
+// 5xx for what it cannot. Codes not listed map to 500.
+var HTTPStatuses = []Status{
+	{http.StatusBadRequest, "the request is not JSON, names no op, or does not fit its op",
+		[]wserr.Code{CodeInvalidJSON, CodeInvalidRequest, CodeUnknownOp, wserr.InvalidArgument, wserr.InvalidOptions}, nil},
+	{http.StatusForbidden, "the store is read-only", []wserr.Code{wserr.ReadOnly}, nil},
+	{http.StatusNotFound, "no such store, run, checkpoint or file",
+		[]wserr.Code{wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound, wserr.FileNotFound}, nil},
+	{http.StatusConflict, "conflict or invalid transition; a write guarded by a stale hash",
+		[]wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.WriteStaleFile}, nil},
+	{http.StatusRequestEntityTooLarge, "the request is too long", []wserr.Code{CodeLineTooLong}, nil},
+	{http.StatusUnprocessableEntity, "model-correctable workspace error, or an invalid manifest or missing artifact",
+		[]wserr.Code{wserr.InvalidManifest, wserr.MissingArtifact}, []string{"workspace."}},
+	{http.StatusInternalServerError, "internal error, corruption, a failed journal write, or a store format this build cannot use",
+		[]wserr.Code{wserr.Internal, wserr.JournalFailed, wserr.Corrupt, wserr.NewerFormat, wserr.OlderFormat}, nil},
+	{http.StatusBadGateway, "the chat sink failed", []wserr.Code{wserr.SinkFailed}, nil},
+	{http.StatusServiceUnavailable, "the store is busy, or an interrupt stopped the request",
+		[]wserr.Code{wserr.Busy, CodeInterrupted, CodeStopped}, nil},
+}
+
+// ExitStatus maps code to its exit status through ExitStatuses: 0 for no
+// code, 1 for one the table does not list.
+func ExitStatus(code wserr.Code) int {
+	if code == "" {
+		return 0
+	}
+	return lookup(ExitStatuses, code, 1)
+}
+
+// HTTPStatus maps code to its HTTP status through HTTPStatuses: 200 for
+// no code, 500 for one the table does not list.
+func HTTPStatus(code wserr.Code) int {
+	if code == "" {
+		return http.StatusOK
+	}
+	return lookup(HTTPStatuses, code, http.StatusInternalServerError)
+}
+
+// lookup finds code in table: an exact code first, then a prefix.
+func lookup(table []Status, code wserr.Code, otherwise int) int {
+	for _, s := range table {
+		if slices.Contains(s.Codes, code) {
+			return s.Status
+		}
+	}
+	for _, s := range table {
+		for _, p := range s.Prefixes {
+			if strings.HasPrefix(string(code), p) {
+				return s.Status
+			}
+		}
+	}
+	return otherwise
+}
