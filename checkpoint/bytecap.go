@@ -182,5 +182,3 @@ func (s *Store) PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxB
 	}
 	return pruned, freed, nil
 }
-
-
