@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
@@ -51,6 +52,9 @@ type Store struct {
 	Runs        *runs.Service
 	// Virtual holds the virtual resources every run sees.
 	Virtual *vfs.Virtual
+	// Actors holds the per-actor artifact spaces (seed 004's
+	// workspace/{actor}/), in the same content and tree stores.
+	Actors *actors.Spaces
 
 	maint *maint.Maintainer
 }
@@ -90,9 +94,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	j := journal.New(db, now)
 	cps := checkpoint.New(db, trees, blobs, j, now)
 	svc := runs.New(runs.Deps{DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps}, opts.Runs)
+	sp := actors.New(db, blobs, trees, now)
 	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Now: now})
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
-		Runs: svc, Virtual: opts.Runs.Virtual, maint: m}, nil
+		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, maint: m}, nil
 }
 
 // Close closes the database.
