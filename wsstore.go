@@ -95,7 +95,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	cps := checkpoint.New(db, trees, blobs, j, now)
 	svc := runs.New(runs.Deps{DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps}, opts.Runs)
 	sp := actors.New(db, blobs, trees, now)
-	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Now: now})
+	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Actors: sp, Now: now})
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
 		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, maint: m}, nil
 }
