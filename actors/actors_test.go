@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -241,9 +244,15 @@ func TestCellSession(t *testing.T) {
 	s := openStore(t)
 	const big = 200 << 20
 	gen := newGenerator(big)
-	c, err := s.Actors.Upload(ctx, "alice", "data/big.bin", gen)
-	require.NoError(t, err)
+	var c actors.Change
+	peak := heapGrowth(func() {
+		var err error
+		c, err = s.Actors.Upload(ctx, "alice", "data/big.bin", gen)
+		require.NoError(t, err)
+	})
 	assert.Equal(t, int64(big), c.Bytes)
+	t.Logf("heap grew by at most %d MiB during the upload", peak>>20)
+	assert.Less(t, peak, uint64(64<<20), "the upload streams: heap stays bounded whatever the size")
 	for i := range 1000 {
 		upload(t, s, "bob", fmt.Sprintf("notes/%02d/note-%04d.md", i%10, i), fmt.Sprintf("note %d\n", i))
 	}
@@ -268,8 +277,12 @@ func TestCellSession(t *testing.T) {
 	rc, e, err := s.Actors.Download(ctx, "alice", "data/big.bin")
 	require.NoError(t, err)
 	assert.Equal(t, int64(big), e.Size)
-	n, err := io.Copy(&compareWriter{t: t, want: newGenerator(big)}, rc)
-	require.NoError(t, err)
+	var n int64
+	peak = heapGrowth(func() {
+		n, err = io.Copy(&compareWriter{t: t, want: newGenerator(big)}, rc)
+		require.NoError(t, err)
+	})
+	assert.Less(t, peak, uint64(64<<20), "the download streams")
 	require.NoError(t, rc.Close())
 	assert.Equal(t, int64(big), n)
 
@@ -287,6 +300,44 @@ func TestCellSession(t *testing.T) {
 	st, err = s.Actors.Stats(ctx, "bob")
 	require.NoError(t, err)
 	assert.Zero(t, st.Files)
+}
+
+// heapGrowth runs fn and returns the most the live heap grew above its
+// level before fn, sampled with runtime.ReadMemStats every few
+// milliseconds and once at the end.
+func heapGrowth(fn func()) uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var peak atomic.Uint64
+	sample := func() {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapAlloc > base && ms.HeapAlloc-base > peak.Load() {
+			peak.Store(ms.HeapAlloc - base)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				sample()
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	<-done
+	sample()
+	return peak.Load()
 }
 
 // generator streams n bytes of deterministic text without holding them.
