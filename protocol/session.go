@@ -41,6 +41,8 @@ type JournalPager interface {
 type Backend struct {
 	Runs    RunService
 	Journal JournalPager
+	// Actors serves the actor.* ops; nil refuses them.
+	Actors ActorSpaces
 }
 
 // Session is one conversation with a host: the store, and the run that

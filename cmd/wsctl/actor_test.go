@@ -68,3 +68,35 @@ func TestActorCommands(t *testing.T) {
 		assert.True(t, strings.Contains(errOut, "device name"), errOut)
 	})
 }
+
+func TestActorBatchOps(t *testing.T) {
+	c := newCLI(t)
+	in := strings.Join([]string{
+		`{"op":"actor.upload","id":1,"actor":"alice","path":"reports/weekly.md","content":"# weekly"}`,
+		`{"op":"actor.upload","id":2,"actor":"alice","path":"bin/x.dat","contentBase64":"AAEC/w=="}`,
+		`{"op":"actor.upload","id":3,"actor":"bob","path":"temp/a.md","content":"a"}`,
+		`{"op":"actor.ls","id":4,"actor":"alice","depth":2}`,
+		`{"op":"actor.download","id":5,"actor":"alice","path":"reports/weekly.md"}`,
+		`{"op":"actor.download","id":6,"actor":"alice","path":"bin/x.dat"}`,
+		`{"op":"actor.stats","id":7,"actor":"alice"}`,
+		`{"op":"actor.rm-prefix","id":8,"actor":"bob","prefix":"temp/"}`,
+		`{"op":"actor.rm","id":9,"actor":"alice","path":"bin"}`,
+		`{"op":"actor.gc","id":10}`,
+		`{"op":"actor.ls","id":11,"actor":"../x"}`,
+		`{"op":"actor.upload","id":12,"actor":"alice","path":"aux.md","content":"x"}`,
+	}, "\n") + "\n"
+	out, errOut, code := c.run(in, "batch")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 12, "stdout %s stderr %s", out, errOut)
+	assert.Equal(t, 0, code, "batch goes on past failed requests")
+	for i := 0; i < 10; i++ {
+		assert.Contains(t, lines[i], `"ok":true`, lines[i])
+	}
+	assert.Contains(t, lines[3], `"reports/weekly.md"`)
+	assert.Contains(t, lines[4], `"content":"# weekly"`)
+	assert.Contains(t, lines[5], `"contentBase64":"AAEC/w=="`)
+	assert.Contains(t, lines[6], `"files":2`)
+	assert.Contains(t, lines[7], `"files":1`)
+	assert.Contains(t, lines[10], "workspace.invalid_actor")
+	assert.Contains(t, lines[11], "workspace.invalid_path")
+}
