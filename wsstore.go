@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
@@ -58,6 +59,9 @@ type Store struct {
 	Runs        *runs.Service
 	// Virtual holds the virtual resources every run sees.
 	Virtual *vfs.Virtual
+	// Actors holds the per-actor artifact spaces (seed 004's
+	// workspace/{actor}/), in the same content and tree stores.
+	Actors *actors.Spaces
 
 	maint        *maint.Maintainer
 	reclaimGrace time.Duration
@@ -110,10 +114,11 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	// both exist.
 	rec := &reclaimer{db: db, grace: opts.ReclaimGrace}
 	svc := runs.New(runs.Deps{DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps, Reclaim: rec}, opts.Runs)
-	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Now: now})
+	sp := actors.New(db, blobs, trees, now)
+	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Actors: sp, Now: now})
 	rec.m = m
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
-		Runs: svc, Virtual: opts.Runs.Virtual, maint: m, reclaimGrace: opts.ReclaimGrace}, nil
+		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, maint: m, reclaimGrace: opts.ReclaimGrace}, nil
 }
 
 // Close closes the database.

@@ -48,8 +48,11 @@ type Retention interface {
 // Backend is the store a session acts on. Retention may be nil: the
 // retention operations then fail with store.invalid_options.
 type Backend struct {
-	Runs      RunService
-	Journal   JournalPager
+	Runs    RunService
+	Journal JournalPager
+	// Actors serves the actor.* ops; nil refuses them.
+	Actors ActorSpaces
+	// Retention serves prune, chat.delete and policy.set; nil refuses them.
 	Retention Retention
 }
 
