@@ -15,6 +15,7 @@ import (
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/maint"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/tokens"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -62,6 +63,8 @@ type Store struct {
 	// Actors holds the per-actor artifact spaces (seed 004's
 	// workspace/{actor}/), in the same content and tree stores.
 	Actors *actors.Spaces
+	// Tokens holds the bearer tokens the HTTP API accepts.
+	Tokens *tokens.Store
 
 	maint        *maint.Maintainer
 	reclaimGrace time.Duration
@@ -118,7 +121,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Actors: sp, Now: now})
 	rec.m = m
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
-		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, maint: m, reclaimGrace: opts.ReclaimGrace}, nil
+		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Tokens: tokens.New(db, now), maint: m, reclaimGrace: opts.ReclaimGrace}, nil
 }
 
 // Close closes the database.
