@@ -74,7 +74,7 @@ func TestOps(t *testing.T) {
 				resp, b := s.do(http.MethodPost, s.url("/v1/op"), s.full, strings.NewReader(tc.body))
 				assert.Equal(t, tc.status, resp.StatusCode, "%s", b)
 				var m struct {
-					OK    bool `json:"ok"`
+					OK    bool                  `json:"ok"`
 					Error struct{ Code string } `json:"error"`
 				}
 				require.NoError(t, json.Unmarshal(b, &m))

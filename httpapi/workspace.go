@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"mime"
@@ -155,25 +156,41 @@ func firstFile(r *http.Request, body io.Reader) (io.Reader, error) {
 	}
 }
 
-// upload stores body as actor's file p. A busy store is retried: before
-// the body was read, with the body; once it was read whole, with the
-// content the store already holds under its hash (Put is idempotent), so
-// the client need not send it again. A store busy half-way through the
-// body is answered busy: the bytes are gone.
+// replayable is the largest upload held in memory so that it can be sent
+// to the store again after a busy failure.
+const replayable = 1 << 20
+
+// upload stores body as actor's file p. A busy store is retried: a body
+// of up to replayable bytes is held and sent again; a larger one streams,
+// and once read whole is sent again from the content the store already
+// holds under its hash (Put is idempotent). A larger body the store was
+// busy for before it held it whole is answered busy: its bytes are gone.
 func (h *Handler) upload(r *http.Request, actor, p string, body io.Reader) (actors.Change, error) {
-	hb := &hashingReader{r: body, h: blake3.New(32, nil)}
+	head, err := io.ReadAll(io.LimitReader(body, replayable+1))
+	if err != nil {
+		return actors.Change{}, err
+	}
 	var c actors.Change
+	if len(head) <= replayable {
+		err := h.retry(r.Context(), func() (err error) {
+			c, err = h.b.Actors.Upload(r.Context(), actor, p, bytes.NewReader(head))
+			return err
+		})
+		return c, err
+	}
+	hb := &hashingReader{r: body, h: blake3.New(32, nil)}
+	hb.h.Write(head)
 	first := true
-	err := h.retry(r.Context(), func() (err error) {
-		var src io.Reader = hb
-		switch {
-		case first:
-			first = false
-		case hb.eof:
+	err = h.retry(r.Context(), func() (err error) {
+		src := io.MultiReader(bytes.NewReader(head), hb)
+		if !first {
+			if !hb.eof {
+				return wserr.New(wserr.Busy, "upload", p, "the store was busy part-way through the upload; send it again")
+			}
 			var sum cas.Hash
 			copy(sum[:], hb.h.Sum(nil))
 			if ok, err := h.b.Blobs.Has(r.Context(), sum); err != nil || !ok {
-				return wserr.New(wserr.Busy, "upload", p, "the store stayed busy while the upload was stored")
+				return wserr.New(wserr.Busy, "upload", p, "the store was busy before it held the upload; send it again")
 			}
 			rc, err := h.b.Blobs.Get(r.Context(), sum)
 			if err != nil {
@@ -181,9 +198,8 @@ func (h *Handler) upload(r *http.Request, actor, p string, body io.Reader) (acto
 			}
 			defer rc.Close()
 			src = rc
-		case hb.n > 0:
-			return wserr.New(wserr.Busy, "upload", p, "the store was busy part-way through the upload; send it again")
 		}
+		first = false
 		c, err = h.b.Actors.Upload(r.Context(), actor, p, src)
 		return err
 	})
