@@ -288,7 +288,7 @@ func (r *recorder) store(p vfs.Path, b []byte) error {
 	if r.has(p) {
 		return wserr.New(wserr.InvalidArgument, r.op, p.String(), "%s is already recorded in run %s", p, r.run.ID)
 	}
-	if err := r.s.checkStoreRoom(r.op, p, int64(len(b))); err != nil {
+	if err := r.s.roomCheck(r.ctx, r.tx, r.op)(p, int64(len(b))); err != nil {
 		return err
 	}
 	h, err := r.s.blobs.PutBytes(r.ctx, r.tx, b)
