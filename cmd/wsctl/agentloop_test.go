@@ -201,4 +201,33 @@ func TestBatchAgentLoop(t *testing.T) {
 	assert.Equal(t, 0, <-b.done)
 	out := c.ok("fsck")
 	assert.Contains(t, out, "ok")
+
+	// The timeline names each record on its line; show names the last.
+	log := c.ok("log", "loop")
+	for _, want := range []string{
+		`context_assembled\s+2 sources: prompt_snapshot, world_info, 3 messages`,
+		`model_request_created\s+round 1, m-1, 3 messages`,
+		`model_completed\s+round 1, tool_calls, 2 tool calls`,
+		`model_response_stored\s+round 2 -> model-responses/round-002.json`,
+		`tool_call_requested\s+call_1 workspace.write \(round 1\)`,
+		`tool_call_completed\s+call_1 workspace.write -> tool-results/call_1.json`,
+		`tool_call_failed\s+call_2 workspace.apply_patch: workspace.patch_old_string_not_found`,
+	} {
+		assert.Regexp(t, want, log)
+	}
+	show := c.ok("show", "loop")
+	assert.Regexp(t, `last tool call\s+tool_call_completed \(seq \d+\): call_3 workspace.search`, show)
+	assert.Regexp(t, `last model round\s+model_response_stored \(seq \d+\): round 2`, show)
+	var views []struct {
+		ID    string `json:"id"`
+		Files []struct {
+			Path  string `json:"path"`
+			Hash  string `json:"hash"`
+			Bytes int64  `json:"bytes"`
+		} `json:"files"`
+	}
+	c.jsonOut(&views, "checkpoints", "loop")
+	require.NotEmpty(t, views)
+	assert.Len(t, views[0].Files, 2, "cp_000001: input/ only")
+	assert.Equal(t, "input/persist_snapshot.json", views[0].Files[0].Path)
 }
