@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"os"
 	"reflect"
 	"testing"
 
@@ -106,5 +107,18 @@ func TestOpsCoverGoAPI(t *testing.T) {
 	}
 	for name, why := range notOps {
 		assert.Equal(t, "", goOps[name], "%s: in notOps (%s) but mapped to an op", name, why)
+	}
+}
+
+// TestREADMEListsEveryOp: README's batch section names every op of the
+// table with its fields, as the first line of its help gives them.
+func TestREADMEListsEveryOp(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Skip("no README next to the module")
+	}
+	readme := string(b)
+	for _, o := range ops {
+		assert.Contains(t, readme, "- `"+o.name+"` `", "README lists op %s", o.name)
 	}
 }
