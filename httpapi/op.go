@@ -16,8 +16,11 @@ import (
 // send. An op not listed, a new one included, counts as a change: a
 // read-only token is refused it until it is listed here.
 var readOps = map[string]bool{
-	"read": true, "list": true, "diff": true, "events": true,
-	"search": true, "runs.list": true, "run.show": true, "stats": true, "checkpoint.view": true,
+	"read": true, "list": true, "stat": true, "search": true, "diff": true, "events": true,
+	"run.show": true, "runs.list": true, "runs.diff": true, "manifest.get": true,
+	"checkpoint.view": true, "checkpoints.list": true, "commits.list": true,
+	"chat.show": true, "chats.list": true, "policy.get": true, "deletions": true,
+	"stats": true, "du": true, "fsck": true, "host.list": true, "host.read": true,
 	"actor.ls": true, "actor.download": true, "actor.stats": true,
 }
 
