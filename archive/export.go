@@ -184,6 +184,11 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 		if err := a.reach(ctx, tx, p, r.PersistBase); err != nil {
 			return err
 		}
+		if !r.Records.IsZero() {
+			if err := a.reach(ctx, tx, p, r.Records); err != nil {
+				return err
+			}
+		}
 		if err := put(Record{Run: &r}); err != nil {
 			return err
 		}

@@ -441,6 +441,11 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			if err := im.tree("run "+r.ID, r.PersistBase); err != nil {
 				return err
 			}
+			if !r.Records.IsZero() {
+				if err := im.tree("run "+r.ID, r.Records); err != nil {
+					return err
+				}
+			}
 			im.sum.Runs++
 			added, err := im.a.p.Runs.ImportRun(ctx, tx, r)
 			if err := im.outcome("run", r.ID, added, err); err != nil {

@@ -39,6 +39,8 @@ type RunRecord struct {
 	CreatedAt      int64    `json:"createdAt" db:"created_at"`
 	UpdatedAt      int64    `json:"updatedAt" db:"updated_at"`
 	FinishedAt     *int64   `json:"finishedAt,omitempty" db:"finished_at"`
+	// Records is the run's records tree, zero while nothing is recorded.
+	Records cas.Hash `json:"records,omitzero" db:"records"`
 }
 
 // CommitRow is a commits row as an archive carries it: every column.
@@ -58,7 +60,7 @@ type CommitRow struct {
 }
 
 const runRecordCols = `id, chat_id, chat_ref, profile, status, root, persist_base, persist_version,
-	head_checkpoint, manifest, created_at, updated_at, finished_at`
+	head_checkpoint, manifest, created_at, updated_at, finished_at, records`
 
 const commitRowCols = `id, run_id, seq, checkpoint_seq, mode, kind, status, message, receipt, error, created_at, updated_at`
 
@@ -201,8 +203,13 @@ func (s *Service) ImportRun(ctx context.Context, tx *index.Tx, r RunRecord) (add
 	if _, err := findChat(ctx, tx, r.ChatID); err != nil {
 		return false, fmt.Errorf("%s %s: %w", op, r.ID, err)
 	}
-	_, err = tx.NamedExecContext(ctx, `INSERT INTO runs (`+runRecordCols+`) VALUES (:id, :chat_id, :chat_ref, :profile,
-		:status, :root, :persist_base, :persist_version, :head_checkpoint, :manifest, :created_at, :updated_at, :finished_at)`, r)
+	var records any
+	if !r.Records.IsZero() {
+		records = r.Records
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO runs (`+runRecordCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.ChatID, r.ChatRef, r.Profile, r.Status, r.Root, r.PersistBase, r.PersistVersion, r.HeadCheckpoint,
+		r.Manifest, r.CreatedAt, r.UpdatedAt, r.FinishedAt, records)
 	if err != nil {
 		return false, fmt.Errorf("%s %s: %w", op, r.ID, index.Translate(err))
 	}
