@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore/archive"
-	"github.com/wsstore/wsstore/wserr"
 )
 
 type exportOptions struct {
@@ -54,40 +51,19 @@ func runExport(ctx context.Context, o exportOptions, args []string) error {
 	defer st.Close()
 	bar := newProgress(o.globals)
 	opt := archive.Options{Progress: func(p archive.Progress) { bar.update(p.Phase, int(p.Done), int(p.Total)) }}
-	out, report := o.out, o.out
-	var tmp *os.File
+	var sum archive.Summary
+	report := o.out
 	if args[0] == "-" {
 		// The archive is standard output: the summary goes to standard
 		// error, so the two never mix.
 		report = o.errOut
+		sum, err = st.Archive.Export(ctx, o.out, o.scope, opt)
 	} else {
-		if tmp, err = os.CreateTemp(filepath.Dir(args[0]), "."+filepath.Base(args[0])+".*"); err != nil {
-			return wserr.Wrap(wserr.InvalidArgument, "export", args[0], err)
-		}
-		defer func() {
-			if tmp != nil {
-				tmp.Close()
-				os.Remove(tmp.Name())
-			}
-		}()
-		out = tmp
+		sum, err = st.ExportFile(ctx, args[0], o.scope, opt)
 	}
-	sum, err := st.Archive.Export(ctx, out, o.scope, opt)
 	bar.done()
 	if err != nil {
 		return err
-	}
-	if tmp != nil {
-		if err := tmp.Sync(); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		if err := tmp.Close(); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		if err := os.Rename(tmp.Name(), args[0]); err != nil {
-			return fmt.Errorf("export: %w", err)
-		}
-		tmp = nil
 	}
 	return writeArchiveSummary(report, o.json, "exported", sum)
 }
