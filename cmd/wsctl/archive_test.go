@@ -49,6 +49,17 @@ func TestExportImport(t *testing.T) {
 	require.Equal(t, 0, code, errBuf.String())
 	assert.NotContains(t, outBuf.String(), `"added"`)
 
+	t.Run("Batch", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "batch.wsar")
+		out, errOut, code := desk.run(`{"op":"export","path":"`+path+`","runs":["r1"]}`+"\n", "batch")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, `"ok":true`)
+		other := newCLI(t)
+		out, errOut, code = other.run(`{"op":"import","path":"`+path+`"}`+"\n", "batch")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, `"added":["chat `)
+	})
+
 	t.Run("Refusals", func(t *testing.T) {
 		assert.Contains(t, desk.fails(2, "export", "--actor", "alice", "--skip-workspace", file), "workspace.invalid_argument")
 		assert.Contains(t, desk.fails(2, "export", file), "workspace.invalid_argument")
