@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
@@ -65,6 +66,9 @@ type Store struct {
 	Actors *actors.Spaces
 	// Tokens holds the bearer tokens the HTTP API accepts.
 	Tokens *tokens.Store
+	// Archive exports and imports archives of runs, chats, actor spaces
+	// and the whole store (docs/archive.md).
+	Archive *archive.Archiver
 
 	maint        *maint.Maintainer
 	reclaimGrace time.Duration
@@ -120,8 +124,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	sp := actors.New(db, blobs, trees, now)
 	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Actors: sp, Now: now})
 	rec.m = m
+	arc := archive.New(archive.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Journal: j, Actors: sp, Now: now})
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
-		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Tokens: tokens.New(db, now), maint: m, reclaimGrace: opts.ReclaimGrace}, nil
+		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Tokens: tokens.New(db, now), Archive: arc, maint: m, reclaimGrace: opts.ReclaimGrace}, nil
 }
 
 // Close closes the database.

@@ -18,6 +18,8 @@ type access struct {
 	store bool
 	// anyToken: any valid token may (help, a refusal of its own).
 	anyToken bool
+	// op is the protocol op a /v1/op request names, if any.
+	op string
 }
 
 // authorize authenticates r's bearer token and checks it allows a; on

@@ -79,12 +79,15 @@ type Backend struct {
 	Blobs       Blobs
 }
 
-// FromStore returns the backend over an open store.
+// FromStore returns the backend over an open store: every op wsctl batch
+// serves, but export and import, which name files on the server's host
+// (see hostFileOps).
 func FromStore(st *wsstore.Store) Backend {
 	return Backend{
 		Tokens: st.Tokens, Actors: st.Actors, GC: st,
-		Protocol: protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Retention: st.Runs},
-		Runs:     st.Runs, Checkpoints: st.Checkpoints, Journal: st.Journal, Blobs: st.Blobs,
+		Protocol: protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Retention: st.Runs,
+			Records: st.Runs, Host: st.Runs, Checkpoints: st.Checkpoints, Store: st},
+		Runs: st.Runs, Checkpoints: st.Checkpoints, Journal: st.Journal, Blobs: st.Blobs,
 	}
 }
 

@@ -24,6 +24,12 @@ var readOps = map[string]bool{
 	"actor.ls": true, "actor.download": true, "actor.stats": true,
 }
 
+// hostFileOps are the ops that read or write a file on the host by its
+// path (an archive): over HTTP they would hand the server's file system
+// to its clients, so they are refused; wsctl batch, wsctl export and
+// wsctl import serve them.
+var hostFileOps = map[string]bool{"export": true, "import": true}
+
 // opAccess is what the request line asks of its token. Only the top-level
 // "op" and "actor" are looked at; a line that does not decode asks the
 // most (a change, beyond one actor), so a token is never checked for less
@@ -39,7 +45,7 @@ func opAccess(line []byte) access {
 	if json.Unmarshal(fields["op"], &op) != nil {
 		return access{write: true, store: true}
 	}
-	a := access{write: !readOps[op], store: true}
+	a := access{write: !readOps[op], store: true, op: op}
 	if strings.HasPrefix(op, "actor.") {
 		if raw, ok := fields["actor"]; ok && json.Unmarshal(raw, &actor) == nil && actor != "" {
 			a.store, a.actor = false, actor
@@ -66,7 +72,12 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	line = bytes.TrimSpace(line)
-	if _, ok := h.authorize(w, r, opAccess(line)); !ok {
+	a := opAccess(line)
+	if _, ok := h.authorize(w, r, a); !ok {
+		return
+	}
+	if a.op != "" && hostFileOps[a.op] {
+		writeResponse(w, protocol.ErrorResponse(a.op, nil, forbidden("%s names a file on the server's host: it is not served over HTTP (use wsctl %s)", a.op, a.op)))
 		return
 	}
 	var resp protocol.Response

@@ -83,6 +83,21 @@ func TestOps(t *testing.T) {
 			})
 		}
 	})
+	t.Run("HostFileOpsRefused", func(t *testing.T) {
+		for _, op := range []string{"export", "import"} {
+			status, m := s.op(s.full, map[string]any{"op": op, "path": "/tmp/x.wsar", "all": true})
+			assert.Equal(t, http.StatusForbidden, status, "%v", m)
+			assert.Equal(t, "auth.forbidden", m["error"].(map[string]any)["code"])
+		}
+	})
+	t.Run("Parity", func(t *testing.T) {
+		res := s.mustOp(map[string]any{"op": "runs.list"})
+		assert.NotEmpty(t, res)
+		res = s.mustOp(map[string]any{"op": "checkpoints.list", "runId": "r1"})
+		assert.NotEmpty(t, res)
+		res = s.mustOp(map[string]any{"op": "stats"})
+		assert.NotEmpty(t, res)
+	})
 	t.Run("TooLong", func(t *testing.T) {
 		small := newServer(t, httpapi.Options{MaxRequestBytes: 100})
 		body := `{"op":"actor.upload","actor":"a","path":"x","content":"` + strings.Repeat("x", 200) + `"}`
