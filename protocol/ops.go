@@ -40,7 +40,8 @@ var ops = []op{
                    show prints it), the chat the latest.
       profile      what the agent (write, read, list, …) may see and do:
                    {id?, visibleRoots?, writableRoots?, autoCheckpoint?,
-                    maxRunBytes?, maxCheckpoints?}
+                    maxRunBytes?, maxCheckpoints?, keepScratch?,
+                    allowPaths?, primaryRoot?}
         id             a name for the profile; default "default"
         visibleRoots   top-level directories the agent may read, e.g.
                        ["output", "scratch"]; default output, scratch,
@@ -56,7 +57,23 @@ var ops = []op{
                        checkpoints_pruned event, and those read as
                        checkpoint.not_found; a checkpoint a commit was made
                        from is never deleted, even if that keeps the run
-                       above the cap; 0 (the default): no cap`,
+                       above the cap; 0 (the default): no cap
+        keepScratch    {completed?, failed?, cancelled?}: booleans, whether
+                       a run ending so keeps scratch/; default false for
+                       completed, true for failed and cancelled. Otherwise
+                       scratch/ leaves the workspace and its checkpoints
+                       when the run ends (a scratch_collected event)
+        allowPaths     host directories the run reaches as host/NAME/…:
+                       [{path, name?, writable?}] or bare path strings;
+                       path absolute and existing (the store creates no
+                       host directory), name default its last element,
+                       writable default false. Boundaries only: no
+                       symlink or .. leaves one; never checkpointed,
+                       exported or collected
+        primaryRoot    the active project: an absolute path inside
+                       allowPaths, or host/NAME/… or output/…; default
+                       allowPaths[0], else output; any other place fails
+                       with workspace.path_not_allowed`,
 	},
 	{
 		name: "write", request: []any{writeRequest{}}, handle: (*Session).write,
@@ -131,8 +148,11 @@ var ops = []op{
 	},
 	{
 		name: "run.status", request: []any{statusRequest{}}, handle: (*Session).runStatus,
-		help: `  run.status  {status, reason?}             -> {runId, status}   e.g. failed or cancelled;
-                                            a run completes only through finish`,
+		help: `  run.status  {status?, reason?}            -> {runId, status, primaryRoot}
+              status: e.g. failed or cancelled (a run completes only
+              through finish); without it, reports the run as it is.
+              primaryRoot: the run's active project {source, path,
+              hostPath?}: source explicit, allowPaths or artifact`,
 	},
 }
 
@@ -654,11 +674,14 @@ func (s *Session) runStatus(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.Status == nil {
-		return nil, invalidRequest("missing \"status\"")
+	if req.Status != nil {
+		if err := s.backend.Runs.SetStatus(ctx, runID, *req.Status, req.Reason); err != nil {
+			return nil, err
+		}
 	}
-	if err := s.backend.Runs.SetStatus(ctx, runID, *req.Status, req.Reason); err != nil {
+	run, err := s.backend.Runs.Run(ctx, runID)
+	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"runId": runID, "status": *req.Status}, nil
+	return map[string]any{"runId": runID, "status": run.Status, "primaryRoot": run.PrimaryRoot}, nil
 }
