@@ -40,24 +40,32 @@ var ops = []op{
                    show prints it), the chat the latest.
       profile      what the agent (write, read, list, …) may see and do:
                    {id?, visibleRoots?, writableRoots?, autoCheckpoint?,
-                    maxRunBytes?, maxCheckpoints?, keepScratch?,
-                    allowPaths?, primaryRoot?}
+                    maxRunBytes?, maxCheckpoints?, maxCheckpointBytes?,
+                    keepScratch?, allowPaths?, primaryRoot?}
         id             a name for the profile; default "default"
         visibleRoots   top-level directories the agent may read, e.g.
                        ["output", "scratch"]; default output, scratch,
-                       plan, summaries, persist (add "input" to show input/)
+                       plan, summaries, persist; input and the runtime names
+                       (tool-args, tool-results, model-responses,
+                       checkpoints, events.jsonl, manifest.json) are
+                       refused: the model never sees them
         writableRoots  those of visibleRoots it may write; default all of
                        them but input, which is never writable
         autoCheckpoint true or false: a checkpoint after each change; default true
-        maxRunBytes    an integer: the most bytes the live workspace may
-                       hold; a write that would cross it is refused; 0 (the
-                       default): no cap
+        maxRunBytes    an integer: the most bytes the run may add to its
+                       workspace (input/ and the persist/ it inherited do
+                       not count); a write that would cross it is refused;
+                       0 (the default): no cap
         maxCheckpoints an integer: the most checkpoints the run keeps; a
                        checkpoint past it deletes the oldest, recorded by a
                        checkpoints_pruned event, and those read as
                        checkpoint.not_found; a checkpoint a commit was made
                        from is never deleted, even if that keeps the run
                        above the cap; 0 (the default): no cap
+        maxCheckpointBytes an integer: the most bytes the run's checkpoints
+                       may keep beyond its live tree; past it the oldest go,
+                       as for maxCheckpoints; 0 (the default): the chat's
+                       maxCheckpointBytesPerRun, if any
         keepScratch    {completed?, failed?, cancelled?}: booleans, whether
                        a run ending so keeps scratch/; default false for
                        completed, true for failed and cancelled. Otherwise
@@ -148,11 +156,38 @@ var ops = []op{
 	},
 	{
 		name: "run.status", request: []any{statusRequest{}}, handle: (*Session).runStatus,
-		help: `  run.status  {status?, reason?}            -> {runId, status, primaryRoot}
+		help: `  run.status  {status, reason?}             -> {runId, status, primaryRoot}
               status: e.g. failed or cancelled (a run completes only
-              through finish); without it, reports the run as it is.
-              primaryRoot: the run's active project {source, path,
-              hostPath?}: source explicit, allowPaths or artifact`,
+              through finish). primaryRoot: the run's active project
+              {source, path, hostPath?}, source explicit, allowPaths or
+              artifact; run.show reports it too`,
+	},
+	{
+		name: "prune", request: []any{pruneRequest{}}, handle: (*Session).prune,
+		help: `  prune       {dryRun?, workspaceId?}       -> {dryRun, runs: [{runId, workspaceId, status, reason, logId}],
+                                                checkpoints: [{runId, checkpointIds, bytes}], bytesFreed}
+              applies the retention policy (policy.set) to every chat, or
+              to workspaceId's; each deletion names the setting that made
+              it (reason) and is in the deletion log (wsctl deletions)`,
+	},
+	{
+		name: "chat.delete", request: []any{chatDeleteRequest{}, runs.ChatKey{}}, handle: (*Session).chatDelete,
+		help: `  chat.delete {chats: [{kind, stableChatId}, …], force?}
+              -> {chats: [{chat, workspaceId, found, runs, cancelled, logId}], bytesFreed}
+              deletes each chat's workspace with its runs, persist/ and
+              commits, all or none; while a run of them is active it fails
+              with chat.active_run, unless force, which cancels them first.
+              A chat with no workspace comes back with found false`,
+	},
+	{
+		name: "policy.set", request: []any{policyRequest{}, runs.Policy{}}, handle: (*Session).policySet,
+		help: `  policy.set  {workspaceId?, policy}        -> {scope, policy}   workspaceId: that chat's
+              overrides; default the store's
+      policy       {keepCompletedRuns?, keepFailedRuns?, maxRunWorkspacesPerChat?,
+                    maxCheckpointBytesPerRun?, autoPruneAfterDays?, maxStoreBytes?}
+                   integers; a field left out inherits (a chat's from the
+                   store's; the store's: off). maxStoreBytes is the store's
+                   cap on stored bytes, store only`,
 	},
 }
 
@@ -674,10 +709,11 @@ func (s *Session) runStatus(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.Status != nil {
-		if err := s.backend.Runs.SetStatus(ctx, runID, *req.Status, req.Reason); err != nil {
-			return nil, err
-		}
+	if req.Status == nil {
+		return nil, invalidRequest("missing \"status\"")
+	}
+	if err := s.backend.Runs.SetStatus(ctx, runID, *req.Status, req.Reason); err != nil {
+		return nil, err
 	}
 	run, err := s.backend.Runs.Run(ctx, runID)
 	if err != nil {

@@ -10,9 +10,10 @@ import (
 // DefaultRoots are the workspace roots a model sees and writes by default.
 var DefaultRoots = []string{"output", "scratch", "plan", "summaries", "persist"}
 
-// Reserved top-level names: input/ holds the run's materialized inputs,
-// never writable after creation and hidden from the model unless a profile
-// makes it visible.
+// Top-level names with a fixed role: input/ holds the run's materialized
+// inputs, never writable after creation and hidden from the model (it is
+// one of ReservedRoots); persist/ is the run's projection of its chat's
+// persist layer.
 const (
 	InputRoot   = "input"
 	PersistRoot = "persist"
@@ -25,8 +26,8 @@ type Profile struct {
 	// VisibleRoots are the top-level directories the model may read;
 	// default DefaultRoots. Virtual mounts are visible in addition.
 	VisibleRoots []string `json:"visibleRoots"`
-	// WritableRoots ⊆ VisibleRoots; default DefaultRoots. input/ is never
-	// writable.
+	// WritableRoots ⊆ VisibleRoots; default DefaultRoots. No root of
+	// ReservedRoots may be visible or writable.
 	WritableRoots []string `json:"writableRoots"`
 	// AutoCheckpoint takes a checkpoint after each mutating operation (and
 	// after init and before a commit); default on.
@@ -40,6 +41,12 @@ type Profile struct {
 	// checkpoint a commit was assembled from is never deleted, so a run
 	// whose commits pin more than the cap stays above it.
 	MaxCheckpoints int `json:"maxCheckpoints,omitempty"`
+	// MaxCheckpointBytes caps the bytes the run's checkpoints keep beyond
+	// its live tree (checkpoint.Store.Retained); 0 means its chat's
+	// maxCheckpointBytesPerRun, if any. Past it the oldest go, as for
+	// MaxCheckpoints, in the transaction of the checkpoint that crossed
+	// it, recorded in the journal and the deletion log.
+	MaxCheckpointBytes int64 `json:"maxCheckpointBytes,omitempty"`
 	// KeepScratch says which ended runs keep their scratch/; nil keeps
 	// the defaults (seed 000 §11): collected when the run completes, kept
 	// for debugging when it fails or is cancelled. See scratch.go.
@@ -60,8 +67,9 @@ func DefaultProfile() Profile {
 }
 
 // normalize fills defaults and validates: roots are single valid path
-// segments, writable ⊆ visible, input is never writable, caps are not
-// negative.
+// segments, none of ReservedRoots, writable ⊆ visible, caps are not
+// negative. A bad profile fails with workspace.invalid_argument naming
+// the root.
 func (p Profile) normalize() (Profile, error) {
 	if p.ID == "" {
 		p.ID = "default"
@@ -78,16 +86,21 @@ func (p Profile) normalize() (Profile, error) {
 			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is not a single path segment", r)
 		}
 	}
-	for _, w := range p.WritableRoots {
-		if w == InputRoot {
-			return p, wserr.New(wserr.InvalidArgument, "profile", w, "input/ is never writable")
+	for _, r := range append(slices.Clone(p.VisibleRoots), p.WritableRoots...) {
+		if slices.Contains(ReservedRoots, r) {
+			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is reserved: the run's inputs and runtime records (%v) are hidden from the model, never visible or writable", r, ReservedRoots)
 		}
+	}
+	for _, w := range p.WritableRoots {
 		if !slices.Contains(p.VisibleRoots, w) {
 			return p, wserr.New(wserr.InvalidArgument, "profile", w, "writable root %q is not visible", w)
 		}
 	}
 	if p.MaxRunBytes < 0 {
 		return p, wserr.New(wserr.InvalidArgument, "profile", "", "maxRunBytes must not be negative")
+	}
+	if p.MaxCheckpointBytes < 0 {
+		return p, wserr.New(wserr.InvalidArgument, "profile", "", "maxCheckpointBytes must not be negative")
 	}
 	if p.MaxCheckpoints < 0 {
 		return p, wserr.New(wserr.InvalidArgument, "profile", "", "maxCheckpoints must not be negative")
