@@ -71,7 +71,7 @@ type Checkpoints interface {
 	Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error)
 	Get(ctx context.Context, tx *index.Tx, runID string, seq int64) (checkpoint.Checkpoint, error)
 	Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned checkpoint.Pinned) ([]int64, error)
-	Diff(ctx context.Context, a, b cas.Hash, text bool) ([]checkpoint.FileDiff, error)
+	Diff(ctx context.Context, a, b cas.Hash, opts checkpoint.DiffOptions) ([]checkpoint.FileDiff, error)
 	DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error)
 }
 
