@@ -34,6 +34,8 @@ var tableOwners = map[string]string{
 	"commits":       "runs",
 	"actor_spaces":  "actors",
 	"actor_changes": "actors",
+	"policies":      "runs",
+	"deletions":     "runs",
 }
 
 // migrationTables are names that exist only while a migration rebuilds a

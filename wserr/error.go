@@ -54,6 +54,9 @@ const (
 	MissingArtifact    Code = "manifest.missing_required_artifact"
 	SinkFailed         Code = "commit.sink_failed"
 	JournalFailed      Code = "journal.write_failed"
+	// ChatActiveRun: a chat workspace cannot be deleted while a run of
+	// it is active; cancel the run, or force the deletion.
+	ChatActiveRun Code = "chat.active_run"
 	// PersistentWorkspaceConflict: two runs changed the same persist/
 	// file differently; the host resolves it, not the model.
 	PersistentWorkspaceConflict Code = "agent.persistent_workspace_conflict"
