@@ -58,6 +58,7 @@ type Blobs interface {
 	Put(ctx context.Context, r io.Reader) (cas.Hash, error)
 	PutBytes(ctx context.Context, tx *index.Tx, b []byte) (cas.Hash, error)
 	PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev cas.Hash) (cas.Hash, error)
+	PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev cas.Hash, prevBytes []byte) (cas.Hash, error)
 	Touch(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
 	ReadAll(ctx context.Context, h cas.Hash) ([]byte, error)
 	Stat(ctx context.Context, h cas.Hash) (cas.Info, error)
