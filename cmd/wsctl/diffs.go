@@ -16,7 +16,7 @@ func writeUnified(w io.Writer, diffs []checkpoint.FileDiff) error {
 		switch {
 		case d.Unified != "":
 			if _, err = io.WriteString(w, d.Unified); err == nil && d.Truncated {
-				_, err = fmt.Fprintf(w, "(%s: %d more hunks left out at the response limit)\n", d.Path, d.OmittedHunks)
+				_, err = fmt.Fprintf(w, "(%s: %d hunk(s) left out at the response limit)\n", d.Path, d.OmittedHunks)
 			}
 		case d.Truncated:
 			_, err = fmt.Fprintf(w, "File %s %s (%s -> %s): diff left out at the response limit\n", d.Path, d.Op, humanBytes(d.OldSize), humanBytes(d.NewSize))
