@@ -93,6 +93,7 @@ func (s *Store) decode(ctx context.Context, h Hash, codec Codec, data []byte, si
 	case CodecRaw:
 		return data, nil
 	case CodecZstd:
+		s.decodes.Add(1)
 		b, err := s.dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
 		if err != nil {
 			return nil, corrupt("get", h, "zstd: %v", err)

@@ -125,9 +125,11 @@ var ops = []op{
 	},
 	{
 		name: "diff", request: []any{diffRequest{}}, handle: (*Session).diff,
-		help: `  diff        {from, to?}                   -> {changes: [{path, op, unified?, binary?, ...}]}  to: default live
+		help: `  diff        {from, to?, maxBytes?}        -> {changes: [{path, op, unified?, binary?, truncated?, omittedHunks?, ...}]}  to: default live
               unified: the text wsctl diff prints, with git's headers
-              ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one)`,
+              ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one)
+              maxBytes: cap on the unified text of the response (default 8 MiB); a file it cut
+              has truncated: true and omittedHunks: hunks left out (0: its whole text)`,
 	},
 	{
 		name: "commit", request: []any{commitRequest{}}, handle: (*Session).commit,
@@ -589,8 +591,9 @@ func (s *Session) rollback(ctx context.Context, r request) (any, error) {
 
 type diffRequest struct {
 	base
-	From *ckptRef `json:"from"`
-	To   *ckptRef `json:"to"`
+	From     *ckptRef `json:"from"`
+	To       *ckptRef `json:"to"`
+	MaxBytes int      `json:"maxBytes"`
 }
 
 func (s *Session) diff(ctx context.Context, r request) (any, error) {
@@ -605,7 +608,7 @@ func (s *Session) diff(ctx context.Context, r request) (any, error) {
 	if req.To != nil && !req.To.live {
 		to = req.To.seq
 	}
-	changes, err := s.backend.Runs.Diff(ctx, runID, req.From.seq, to)
+	changes, err := s.backend.Runs.Diff(ctx, runID, req.From.seq, to, runs.DiffOptions{MaxBytes: req.MaxBytes})
 	if err != nil {
 		return nil, err
 	}

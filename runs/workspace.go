@@ -564,11 +564,16 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		// The current content is read only by operations that need it
 		// (append, patch), so replacing or removing a large file costs
 		// nothing per byte of its old version.
+		// What it read is handed to the content store, so the previous
+		// version is decoded once per change.
+		var loaded []byte
 		load := func() ([]byte, error) {
 			if !exists {
 				return nil, nil
 			}
-			return w.s.blobs.ReadAll(ctx, prev.Hash)
+			b, err := w.s.blobs.ReadAll(ctx, prev.Hash)
+			loaded = b
+			return b, err
 		}
 		m, err := decide(load, exists)
 		if err != nil {
@@ -592,14 +597,12 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 			h = m.stored.Hash
 			next = &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: m.stored.Size}
 		default:
-			if h = cas.Sum(m.content); !(exists && h == prev.Hash) {
-				// Rewriting identical content is still a recorded step,
-				// but there is nothing new to store. The previous version
-				// is the delta base: agents rewrite the same files round
-				// after round.
-				if h, err = w.s.blobs.PutVersion(ctx, tx, m.content, prev.Hash); err != nil {
-					return err
-				}
+			// The previous version is the delta base: agents rewrite the
+			// same files round after round. The store hashes the content
+			// (once); rewriting identical content is still a recorded
+			// step, with nothing new stored.
+			if h, err = w.s.blobs.PutVersionFrom(ctx, tx, m.content, prev.Hash, loaded); err != nil {
+				return err
 			}
 			next = &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: int64(len(m.content))}
 		}
