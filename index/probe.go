@@ -2,6 +2,8 @@ package index
 
 import (
 	"context"
+	"database/sql"
+	"strconv"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -132,4 +134,32 @@ func (db *DB) probeErr(err error) error {
 		return wserr.Wrap(wserr.NotAStore, "open", db.path, err)
 	}
 	return fmt.Errorf("open %s: %w", db.path, Translate(err))
+}
+
+// CheckStore fails with store.not_a_store unless the database holds the
+// tables every wsstore store has, and with store.corrupt if its format
+// version is missing or unreadable: fsck's first check, so a database that
+// is not a store is never reported sound.
+func (db *DB) CheckStore(ctx context.Context) error {
+	return db.View(ctx, func(tx *Tx) error {
+		var n int
+		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('goose_db_version', 'meta')`); err != nil {
+			return fmt.Errorf("check store: %w", Translate(err))
+		}
+		if n < 2 {
+			return wserr.New(wserr.NotAStore, "check store", "", "%s holds no wsstore store", db.path)
+		}
+		var v string
+		err := tx.GetContext(ctx, &v, `SELECT value FROM meta WHERE key = 'format_version'`)
+		if err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return wserr.New(wserr.Corrupt, "check store", "", "%s has no format version", db.path)
+			}
+			return fmt.Errorf("check store: %w", Translate(err))
+		}
+		if _, err := strconv.Atoi(v); err != nil {
+			return wserr.New(wserr.Corrupt, "check store", "", "%s has an unreadable format version %q", db.path, v)
+		}
+		return nil
+	})
 }
