@@ -3,9 +3,9 @@ package wsstore_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"

@@ -2,14 +2,14 @@ package index
 
 import (
 	"context"
-	"database/sql"
-	"strconv"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 
 	"github.com/jmoiron/sqlx"
 	sqlite3 "modernc.org/sqlite/lib"
