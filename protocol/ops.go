@@ -44,7 +44,10 @@ var ops = []op{
         id             a name for the profile; default "default"
         visibleRoots   top-level directories the agent may read, e.g.
                        ["output", "scratch"]; default output, scratch,
-                       plan, summaries, persist (add "input" to show input/)
+                       plan, summaries, persist; input and the runtime names
+                       (tool-args, tool-results, model-responses,
+                       checkpoints, events.jsonl, manifest.json) are
+                       refused: the model never sees them
         writableRoots  those of visibleRoots it may write; default all of
                        them but input, which is never writable
         autoCheckpoint true or false: a checkpoint after each change; default true
@@ -138,6 +141,22 @@ var ops = []op{
 		name: "run.status", request: []any{statusRequest{}}, handle: (*Session).runStatus,
 		help: `  run.status  {status, reason?}             -> {runId, status}   e.g. failed or cancelled;
                                             a run completes only through finish`,
+	},
+	{
+		name: "export", request: []any{exportRequest{}}, handle: (*Session).export,
+		help: `  export      {path, runs?, chats?, actors?, all?, skipWorkspace?}
+              -> {objects, blobs, trees, bytes, archiveBytes, chats, runs, actors, events, seconds}
+              writes an archive (docs/archive.md) of the runs, chat
+              workspaces (by workspaceId, with their runs), actor spaces or
+              the whole store to the file path on the host; scratch/ is
+              never exported; skipWorkspace leaves actor spaces out`,
+	},
+	{
+		name: "import", request: []any{importRequest{}}, handle: (*Session).importArchive,
+		help: `  import      {path}                        -> as export, with added, unchanged, conflicts: [{kind, id, reason}]
+              verifies the whole archive before any row is visible: a
+              damaged one fails with archive.corrupt, another version with
+              archive.unsupported_version, and nothing is imported`,
 	},
 	{
 		name: "prune", request: []any{pruneRequest{}}, handle: (*Session).prune,
