@@ -65,7 +65,9 @@ func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, fn
 		}
 	}()
 	if err := fn(tx); err != nil {
-		return err
+		// Whatever path the driver's error took up through fn, it leaves
+		// with its code: corruption, a full disk, a lock held too long.
+		return Translate(err)
 	}
 	if !writable {
 		// A read transaction has nothing to commit; rolling back releases
@@ -123,10 +125,10 @@ func sqliteCode(err error) int {
 }
 
 // translateOS codes the file-system errors a caller must tell apart: a
-// read-only file system or a file it may not write, and a full disk.
+// read-only file system and a full disk.
 func translateOS(err error) error {
 	switch {
-	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+	case errors.Is(err, syscall.EROFS):
 		return wserr.Wrap(wserr.ReadOnly, "", "", err)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return wserr.Wrap(wserr.DiskFull, "", "", err)
