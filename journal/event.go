@@ -121,7 +121,7 @@ type row struct {
 // event returns the row as an Event. A payload that does not decode fails
 // with store.corrupt naming the run and seq.
 func (r row) event(op string) (Event, error) {
-	payload, err := decodePayload(r.Payload)
+	payload, err := decodeEventPayload(r.Payload)
 	if err != nil {
 		return Event{}, &wserr.Error{Code: wserr.Corrupt, Op: op, Msg: fmt.Sprintf("run %s seq %d", r.RunID, r.Seq), Err: err}
 	}
@@ -133,4 +133,17 @@ func (r row) event(op string) (Event, error) {
 		At:      time.Unix(0, r.At).UTC(),
 		Payload: json.RawMessage(payload),
 	}, nil
+}
+
+// decodeEventPayload returns the JSON text of a stored payload and fails
+// unless it is one JSON object, as Append wrote it.
+func decodeEventPayload(stored []byte) ([]byte, error) {
+	payload, err := decodePayload(stored)
+	if err != nil {
+		return nil, err
+	}
+	if len(payload) == 0 || payload[0] != '{' || !json.Valid(payload) {
+		return nil, fmt.Errorf("payload is not a JSON object")
+	}
+	return payload, nil
 }
