@@ -46,6 +46,7 @@ func TestHTTPStatus(t *testing.T) {
 		{CodeInvalidRequest, http.StatusBadRequest},
 		{CodeUnknownOp, http.StatusBadRequest},
 		{wserr.InvalidArgument, http.StatusBadRequest},
+		{CodeInvalidArgument, http.StatusBadRequest},
 		{wserr.RunNotFound, http.StatusNotFound},
 		{wserr.FileNotFound, http.StatusNotFound},
 		{wserr.CheckpointNotFound, http.StatusNotFound},
@@ -76,5 +77,6 @@ func TestExitStatus(t *testing.T) {
 	assert.Equal(t, 3, ExitStatus(wserr.FileNotFound), "an exact code before a prefix")
 	assert.Equal(t, 130, ExitStatus(CodeInterrupted))
 	assert.Equal(t, 130, ExitStatus(CodeStopped))
+	assert.Equal(t, 2, ExitStatus(CodeInvalidArgument), "a command-line mistake is a usage error")
 	assert.Equal(t, 1, ExitStatus("something.new"))
 }

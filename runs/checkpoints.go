@@ -129,8 +129,12 @@ func (s *Service) Rollback(ctx context.Context, runID string, seq int64, opt Rol
 	return out, err
 }
 
-// Diff returns the file changes from checkpoint from to checkpoint to (0:
-// the live workspace), with unified diffs for text files. It fails with
+// Live names the live workspace where a checkpoint sequence number is
+// expected (Diff's from and to): checkpoints are numbered from 1.
+const Live int64 = 0
+
+// Diff returns the file changes from checkpoint from to checkpoint to
+// (Live: the live workspace), with unified diffs for text files. It fails with
 // checkpoint.not_found or run.not_found.
 func (s *Service) Diff(ctx context.Context, runID string, from, to int64) ([]checkpoint.FileDiff, error) {
 	var a, b cas.Hash

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -31,12 +32,13 @@ func newCheckoutCmd(a *app) *cobra.Command {
 with --at, into DIR, which must not exist or be empty: checkout never
 overwrites anything. Files are written through an os.Root of DIR, so no
 stored name can reach outside it.`,
-		Args: exactArgs(2),
+		Args:              exactArgs(2),
+		ValidArgsFunction: a.runArgs(),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runCheckout(ctx, o, args)
 		}),
 	}
-	cmd.Flags().StringVar(&o.at, "at", "", "check out this checkpoint instead of the live workspace")
+	a.atFlag(cmd, &o.at, "check out this checkpoint instead of the live workspace")
 	return cmd
 }
 
@@ -51,7 +53,7 @@ type checkoutResult struct {
 }
 
 func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
-	runID, dir := args[0], args[1]
+	dir := args[1]
 	at, err := parseAt(o.at)
 	if err != nil {
 		return err
@@ -61,7 +63,15 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
-	infos, err := workspaceFor(st.Runs, runID, at).List(ctx, vfs.Root(), allDepth)
+	runID, err := resolveRun(ctx, st, args[0])
+	if err != nil {
+		return err
+	}
+	seq, err := at.resolve(ctx, st, runID)
+	if err != nil {
+		return err
+	}
+	infos, err := workspaceFor(st.Runs, runID, seq).List(ctx, vfs.Root(), allDepth)
 	if err != nil {
 		return err
 	}
@@ -83,8 +93,8 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	defer root.Close()
 
 	res := checkoutResult{RunID: runID, Dir: dir}
-	if at != 0 {
-		res.Checkpoint = checkpoint.ID(at)
+	if seq != runs.Live {
+		res.Checkpoint = checkpoint.ID(seq)
 	}
 	var files []vfs.FileInfo
 	for _, fi := range infos {

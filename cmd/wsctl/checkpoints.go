@@ -17,7 +17,8 @@ func newCheckpointsCmd(a *app) *cobra.Command {
 		Long: `checkpoints lists a run's checkpoints in order. HEAD marks the checkpoint
 the live workspace descends from; PARENT shows where history forked after a
 rollback.`,
-		Args: exactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: a.runArgs(),
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
 			return runCheckpoints(ctx, g, args)
 		}),
@@ -30,7 +31,11 @@ func runCheckpoints(ctx context.Context, g globals, args []string) error {
 		return err
 	}
 	defer st.Close()
-	run, err := st.Runs.Run(ctx, args[0])
+	runID, err := resolveRun(ctx, st, args[0])
+	if err != nil {
+		return err
+	}
+	run, err := st.Runs.Run(ctx, runID)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func checkReadOnlySQL(query string) error {
 	stmts := splitStatements(query)
 	switch {
 	case len(stmts) == 0:
-		return wserr.New(wserr.InvalidArgument, "sql", "", "no statement given")
+		return argError("sql", "no statement given")
 	case len(stmts) > 1:
 		return wserr.New(wserr.ReadOnly, "sql", "", "refused: %d statements; sql runs exactly one read-only statement", len(stmts))
 	}
