@@ -195,16 +195,12 @@ func runDemo(ctx context.Context, g globals, temp bool) error {
 		return err
 	}
 	if temp {
-		_, err = fmt.Fprint(g.out, "\nthe temporary store is gone when demo ends; to keep a run and look at it:\n"+
-			"  wsctl demo --store ./demo-store\n"+
-			"  wsctl --store ./demo-store runs     (then: show latest, log latest, cat latest output/main.md)\n"+
-			"  rm -r ./demo-store                  (removes that store again)\n")
+		_, err = fmt.Fprint(g.out, "\nnot kept (a temporary store): \"wsctl demo --store ./demo-store\" keeps the run for \"wsctl --store ./demo-store runs\", show latest, cat latest output/main.md; \"rm -r ./demo-store\" removes it\n")
 		return err
 	}
 	q := shellQuote(g.storeDir)
-	_, err = fmt.Fprintf(g.out, "\nnext: wsctl --store %s runs | show %s | cat latest output/main.md\n"+
-		"the run stays in %s: \"wsctl --store %s rm %s\" deletes it; removing the directory removes the store\n",
-		q, run.ID, g.storeDir, q, run.ID)
+	_, err = fmt.Fprintf(g.out, "\nnext: wsctl --store %s runs | show %s | cat latest output/main.md; the run stays there until \"wsctl --store %s rm %s\"\n",
+		q, run.ID, q, run.ID)
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -28,6 +29,8 @@ type app struct {
 	goos       string
 	isTerminal func(w io.Writer) bool
 	now        func() time.Time
+	// readBuildInfo is debug.ReadBuildInfo: what version reports.
+	readBuildInfo func() (*debug.BuildInfo, bool)
 	// followPoll is how often log --follow polls; tests shorten it.
 	followPoll time.Duration
 
@@ -37,7 +40,7 @@ type app struct {
 }
 
 func newApp() *app {
-	return &app{getenv: os.Getenv, goos: runtime.GOOS, isTerminal: fileIsTerminal, now: time.Now}
+	return &app{getenv: os.Getenv, goos: runtime.GOOS, isTerminal: fileIsTerminal, now: time.Now, readBuildInfo: debug.ReadBuildInfo}
 }
 
 // fileIsTerminal reports whether w is a terminal, the test for drawing
@@ -148,7 +151,7 @@ func newRootCmd(a *app) *cobra.Command {
 		Use:           "wsctl",
 		Short:         "Inspect, maintain and drive a wsstore store",
 		Long:          strings.TrimRight(rootLong, "\n"),
-		Version:       versionString(),
+		Version:       currentBuild(a.readBuildInfo).String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

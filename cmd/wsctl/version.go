@@ -24,13 +24,10 @@ type buildInfo struct {
 	Platform string `json:"platform"`
 }
 
-// readBuildInfo is debug.ReadBuildInfo; tests replace it.
-var readBuildInfo = debug.ReadBuildInfo
-
 // currentBuild reads the build info stamped into the binary. A binary
 // built by go build or go install in a git clone carries vcs.*; go run and
 // go test do not, and a build outside a clone neither.
-func currentBuild() buildInfo {
+func currentBuild(readBuildInfo func() (*debug.BuildInfo, bool)) buildInfo {
 	b := buildInfo{Module: modulePath, Version: "(unknown)", Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	bi, ok := readBuildInfo()
 	if !ok {
@@ -72,14 +69,11 @@ func (b buildInfo) String() string {
 		}
 		s.WriteString(")")
 	} else {
-		s.WriteString(" (no commit stamped: built by go run or outside a git clone)")
+		s.WriteString(" (no commit stamped: go run, -buildvcs=false, or a build outside a git clone)")
 	}
 	fmt.Fprintf(&s, " %s %s %s", b.Module, b.Go, b.Platform)
 	return s.String()
 }
-
-// versionString is wsctl --version's line.
-func versionString() string { return currentBuild().String() }
 
 func newVersionCmd(a *app) *cobra.Command {
 	return &cobra.Command{
@@ -92,7 +86,7 @@ time, whether the tree had uncommitted changes, and the Go version. With
 It never opens a store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b := currentBuild()
+			b := currentBuild(a.readBuildInfo)
 			if a.jsonFlag {
 				return writeJSON(cmd.OutOrStdout(), b)
 			}
