@@ -9,6 +9,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/term v0.48.0
+	golang.org/x/text v0.44.0
 	lukechampine.com/blake3 v1.4.1
 	modernc.org/sqlite v1.62.0
 )

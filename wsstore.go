@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
@@ -15,6 +16,7 @@ import (
 	"github.com/wsstore/wsstore/maint"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // DBName is the name of the database file inside a store directory.
@@ -35,6 +37,12 @@ type Options struct {
 	// are stamped with it, and gc measures its grace on it, so rows are
 	// never judged by a clock other than the one that wrote them.
 	Now func() time.Time
+	// Profile is "" (a desktop or server store) or ProfileMobile.
+	Profile string
+	// ReclaimGrace is the grace of the collection that follows deletions
+	// (see GCOptions.Grace): zero means DefaultGCGrace, negative none, for
+	// a store nothing else writes to while it runs.
+	ReclaimGrace time.Duration
 }
 
 // Store is an open store directory: the parts Open built over its one
@@ -51,8 +59,12 @@ type Store struct {
 	Runs        *runs.Service
 	// Virtual holds the virtual resources every run sees.
 	Virtual *vfs.Virtual
+	// Actors holds the per-actor artifact spaces (seed 004's
+	// workspace/{actor}/), in the same content and tree stores.
+	Actors *actors.Spaces
 
-	maint *maint.Maintainer
+	maint        *maint.Maintainer
+	reclaimGrace time.Duration
 }
 
 // Open opens the store in dir, creating the directory and the database if
@@ -89,10 +101,24 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	trees := vfs.NewTrees(db, blobs, now)
 	j := journal.New(db, now)
 	cps := checkpoint.New(db, trees, blobs, j, now)
-	svc := runs.New(runs.Deps{DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps}, opts.Runs)
-	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Now: now})
+	switch opts.Profile {
+	case "":
+	case ProfileMobile:
+		opts.Runs.Mobile = true
+	default:
+		db.Close()
+		return nil, wserr.New(wserr.InvalidOptions, "open store", "", "unknown profile %q (want %q or none)", opts.Profile, ProfileMobile)
+	}
+	// The service reclaims space after deletions through maintenance,
+	// which lists the service's roots: the reclaimer is filled in once
+	// both exist.
+	rec := &reclaimer{db: db, grace: opts.ReclaimGrace}
+	svc := runs.New(runs.Deps{DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps, Reclaim: rec}, opts.Runs)
+	sp := actors.New(db, blobs, trees, now)
+	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Actors: sp, Now: now})
+	rec.m = m
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
-		Runs: svc, Virtual: opts.Runs.Virtual, maint: m}, nil
+		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, maint: m, reclaimGrace: opts.ReclaimGrace}, nil
 }
 
 // Close closes the database.

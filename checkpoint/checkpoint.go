@@ -82,7 +82,9 @@ const cols = `run_id, seq, root, parent_seq, reason, event_seq, created_at`
 
 // Create records root as the run's next checkpoint, descending from
 // checkpoint parent (0: none), and appends its checkpoint_created event, in
-// tx. It writes exactly one checkpoint row and one event.
+// tx. It writes exactly one checkpoint row and one event. The row also
+// records what the step from parent made dead (see Retained), found by a
+// diff of the two trees, which costs what changed.
 func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (Checkpoint, error) {
 	if reason == "" {
 		reason = "manual"
@@ -90,11 +92,19 @@ func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas
 	if len(reason) > 200 {
 		return Checkpoint{}, wserr.New(wserr.InvalidArgument, "checkpoint", "", "reason is longer than 200 bytes")
 	}
-	var last int64
-	if err := tx.GetContext(ctx, &last, `SELECT coalesce(max(seq), 0) FROM checkpoints WHERE run_id = ?`, runID); err != nil {
+	var last struct {
+		Seq int64 `db:"seq"`
+		Cum int64 `db:"cum_dead"`
+	}
+	err := tx.GetContext(ctx, &last, newestSQL, runID)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", index.Translate(err))
 	}
-	r := row{RunID: runID, Seq: last + 1, Root: root, ParentSeq: parent, Reason: reason, CreatedAt: s.now().UnixNano()}
+	dead, err := s.deadBytes(ctx, tx, runID, parent, root)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	r := row{RunID: runID, Seq: last.Seq + 1, Root: root, ParentSeq: parent, Reason: reason, CreatedAt: s.now().UnixNano()}
 	payload := journal.CheckpointMade{CheckpointID: ID(r.Seq), Seq: r.Seq, Root: root.String(), Reason: reason}
 	if parent > 0 {
 		payload.Parent = ID(parent)
@@ -104,8 +114,8 @@ func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	r.EventSeq = ev.Seq
-	if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (`+cols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		r.RunID, r.Seq, r.Root, r.ParentSeq, r.Reason, r.EventSeq, r.CreatedAt); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (`+cols+`, dead_bytes, cum_dead) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.RunID, r.Seq, r.Root, r.ParentSeq, r.Reason, r.EventSeq, r.CreatedAt, dead, last.Cum+dead); err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", index.Translate(err))
 	}
 	return r.checkpoint(), nil

@@ -76,6 +76,7 @@ func (o Options) withDefaults() (Options, error) {
 // DB is an open store database.
 type DB struct {
 	path  string
+	fresh bool // the file did not exist when Open began
 	opts  Options
 	write *sqlx.DB  // nil when read-only
 	stmts stmtCache // statements prepared on write
@@ -110,6 +111,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}
 	db := &DB{path: abs, opts: opts}
+	_, statErr := os.Stat(abs)
+	db.fresh = errors.Is(statErr, fs.ErrNotExist)
 	if !opts.ReadOnly {
 		db.write, err = sqlx.Open("sqlite", db.dsn(false))
 		if err != nil {
@@ -177,6 +180,12 @@ func (db *DB) dsn(read bool) string {
 			q.Set("mode", "ro")
 		}
 	} else {
+		if db.fresh {
+			// Before the first page is written, so a new database gives
+			// freed pages back with IncrementalVacuum; an existing one
+			// keeps its setting until a VACUUM rebuilds it.
+			q.Add("_pragma", "auto_vacuum(INCREMENTAL)")
+		}
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous("+string(db.opts.Synchronous)+")")
 		q.Set("_txlock", "immediate")

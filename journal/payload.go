@@ -53,7 +53,12 @@ type CheckpointMade struct {
 // checkpoint_created event of the checkpoint that took the run past it.
 type Pruned struct {
 	CheckpointIDs  []string `json:"checkpointIds"`
-	MaxCheckpoints int      `json:"maxCheckpoints"`
+	MaxCheckpoints int      `json:"maxCheckpoints,omitempty"`
+	// MaxCheckpointBytes and FreedBytes are set when the byte cap
+	// (maxCheckpointBytesPerRun) pruned: the cap and what the pruned
+	// checkpoints held beyond the ones kept.
+	MaxCheckpointBytes int64 `json:"maxCheckpointBytes,omitempty"`
+	FreedBytes         int64 `json:"freedBytes,omitempty"`
 }
 
 // RolledBack is the payload of WorkspaceRolledBack.

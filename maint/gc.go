@@ -153,6 +153,9 @@ type gcPlan struct {
 	// gens holds each garbage blob's number in its version history as
 	// the snapshot saw it.
 	gens map[cas.Hash]int64
+	// keep is what sweep found reachable or refreshed beyond the marks,
+	// with all it references: the rows a later step must keep too.
+	keep objSet
 }
 
 func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, cutoff int64, progress func(string, int, int)) (*gcPlan, error) {
@@ -355,6 +358,9 @@ func (m *Maintainer) sweep(ctx context.Context, tx *index.Tx, p *gcPlan, progres
 			return rep, err
 		}
 	}
+	p.keep = objSet{}
+	maps.Copy(p.keep, reached)
+	maps.Copy(p.keep, young)
 	return rep, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/wsstore/wsstore/cas"
@@ -164,8 +165,9 @@ func (inv *inventory) all() func(yield func(object) bool) {
 
 // rootRef is one root: a tree some row holds on to.
 type rootRef struct {
-	Kind  string // "run" (live root), "base" (persist base), "checkpoint", "chat" (persist root)
-	Chat  string // chat id ("" for a checkpoint whose run is gone)
+	Kind  string // "run" (live root), "base" (persist base), "checkpoint", "chat" (persist root), "actor" (an actor space's version)
+	Chat  string // chat id ("" for a checkpoint whose run is gone, and for an actor)
+	Actor string // actor name, for an actor space's root
 	Run   string // run id ("" for a chat's persist root)
 	Seq   int64  // checkpoint seq
 	Hash  cas.Hash
@@ -182,6 +184,8 @@ func (r rootRef) String() string {
 		return "checkpoint " + r.Run + "/" + checkpoint.ID(r.Seq)
 	case "chat":
 		return "chat " + r.Chat + " persist root"
+	case "actor":
+		return "actor " + r.Actor + " version " + strconv.FormatInt(r.Seq, 10)
 	}
 	return r.Kind + " " + r.Run
 }
@@ -238,6 +242,15 @@ func (m *Maintainer) loadRoots(ctx context.Context, tx *index.Tx) (*rootSet, err
 	if err != nil {
 		return nil, fmt.Errorf("read roots: %w", err)
 	}
+	if m.p.Actors != nil {
+		err = m.p.Actors.EachActorRoot(ctx, tx, func(actor string, seq int64, root cas.Hash) error {
+			rs.roots = append(rs.roots, rootRef{Kind: "actor", Actor: actor, Seq: seq, Hash: root})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read roots: %w", err)
+		}
+	}
 	slices.SortStableFunc(rs.roots, func(a, b rootRef) int {
 		if c := strings.Compare(a.Chat, b.Chat); c != 0 {
 			return c
@@ -246,6 +259,9 @@ func (m *Maintainer) loadRoots(ctx context.Context, tx *index.Tx) (*rootSet, err
 			return c
 		}
 		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Actor, b.Actor); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Seq, b.Seq)
@@ -378,8 +394,7 @@ func (g *graph) blobGen(h cas.Hash) (int64, error) {
 	if g.inv != nil {
 		return g.inv.blobs[h].gen, nil
 	}
-	b, _, err := g.recs.Blob(h)
-	return b.Gen, err
+	return g.recs.Gen(h)
 }
 
 // blobRefs returns what blob h references (its chunks, its delta base) and

@@ -35,7 +35,7 @@ var (
 // parts returns the owners of s as maint's parts.
 func parts(s *wsstore.Store) maint.Parts {
 	p := maint.Parts{DB: s.DB, Blobs: s.Blobs, Runs: s.Runs}
-	p.Trees, p.Checkpoints, p.Events = s.Trees, s.Checkpoints, s.Journal
+	p.Trees, p.Checkpoints, p.Events, p.Actors = s.Trees, s.Checkpoints, s.Journal, s.Actors
 	return p
 }
 

@@ -36,6 +36,12 @@ type CheckpointRoots interface {
 	EachRoot(ctx context.Context, tx *index.Tx, fn func(runID string, seq int64, root cas.Hash) error) error
 }
 
+// ActorRoots lists the trees actor spaces hold on to: each space's live
+// root and each version not pruned; *actors.Spaces implements it.
+type ActorRoots interface {
+	EachActorRoot(ctx context.Context, tx *index.Tx, fn func(actor string, seq int64, root cas.Hash) error) error
+}
+
 // EventRuns counts the journal's events by run, so fsck can find events of
 // runs that do not exist; *journal.Journal implements it.
 type EventRuns interface {
@@ -109,7 +115,8 @@ type Trees interface {
 }
 
 // Parts are the owners a Maintainer composes. Every field is required but
-// Now, which defaults to time.Now.
+// Actors (nil: a store without actor spaces) and Now, which defaults to
+// time.Now.
 type Parts struct {
 	DB          DB
 	Blobs       Blobs
@@ -117,6 +124,7 @@ type Parts struct {
 	Runs        RunRoots
 	Checkpoints CheckpointRoots
 	Events      EventRuns
+	Actors      ActorRoots
 	// Now is the clock GC's grace is measured on when GCOptions.Now is
 	// nil: the clock that stamps the rows.
 	Now func() time.Time

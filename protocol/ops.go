@@ -40,7 +40,7 @@ var ops = []op{
                    show prints it), the chat the latest.
       profile      what the agent (write, read, list, …) may see and do:
                    {id?, visibleRoots?, writableRoots?, autoCheckpoint?,
-                    maxRunBytes?, maxCheckpoints?}
+                    maxRunBytes?, maxCheckpoints?, maxCheckpointBytes?}
         id             a name for the profile; default "default"
         visibleRoots   top-level directories the agent may read, e.g.
                        ["output", "scratch"]; default output, scratch,
@@ -48,15 +48,20 @@ var ops = []op{
         writableRoots  those of visibleRoots it may write; default all of
                        them but input, which is never writable
         autoCheckpoint true or false: a checkpoint after each change; default true
-        maxRunBytes    an integer: the most bytes the live workspace may
-                       hold; a write that would cross it is refused; 0 (the
-                       default): no cap
+        maxRunBytes    an integer: the most bytes the run may add to its
+                       workspace (input/ and the persist/ it inherited do
+                       not count); a write that would cross it is refused;
+                       0 (the default): no cap
         maxCheckpoints an integer: the most checkpoints the run keeps; a
                        checkpoint past it deletes the oldest, recorded by a
                        checkpoints_pruned event, and those read as
                        checkpoint.not_found; a checkpoint a commit was made
                        from is never deleted, even if that keeps the run
-                       above the cap; 0 (the default): no cap`,
+                       above the cap; 0 (the default): no cap
+        maxCheckpointBytes an integer: the most bytes the run's checkpoints
+                       may keep beyond its live tree; past it the oldest go,
+                       as for maxCheckpoints; 0 (the default): the chat's
+                       maxCheckpointBytesPerRun, if any`,
 	},
 	{
 		name: "write", request: []any{writeRequest{}}, handle: (*Session).write,
@@ -133,6 +138,33 @@ var ops = []op{
 		name: "run.status", request: []any{statusRequest{}}, handle: (*Session).runStatus,
 		help: `  run.status  {status, reason?}             -> {runId, status}   e.g. failed or cancelled;
                                             a run completes only through finish`,
+	},
+	{
+		name: "prune", request: []any{pruneRequest{}}, handle: (*Session).prune,
+		help: `  prune       {dryRun?, workspaceId?}       -> {dryRun, runs: [{runId, workspaceId, status, reason, logId}],
+                                                checkpoints: [{runId, checkpointIds, bytes}], bytesFreed}
+              applies the retention policy (policy.set) to every chat, or
+              to workspaceId's; each deletion names the setting that made
+              it (reason) and is in the deletion log (wsctl deletions)`,
+	},
+	{
+		name: "chat.delete", request: []any{chatDeleteRequest{}, runs.ChatKey{}}, handle: (*Session).chatDelete,
+		help: `  chat.delete {chats: [{kind, stableChatId}, …], force?}
+              -> {chats: [{chat, workspaceId, found, runs, cancelled, logId}], bytesFreed}
+              deletes each chat's workspace with its runs, persist/ and
+              commits, all or none; while a run of them is active it fails
+              with chat.active_run, unless force, which cancels them first.
+              A chat with no workspace comes back with found false`,
+	},
+	{
+		name: "policy.set", request: []any{policyRequest{}, runs.Policy{}}, handle: (*Session).policySet,
+		help: `  policy.set  {workspaceId?, policy}        -> {scope, policy}   workspaceId: that chat's
+              overrides; default the store's
+      policy       {keepCompletedRuns?, keepFailedRuns?, maxRunWorkspacesPerChat?,
+                    maxCheckpointBytesPerRun?, autoPruneAfterDays?, maxStoreBytes?}
+                   integers; a field left out inherits (a chat's from the
+                   store's; the store's: off). maxStoreBytes is the store's
+                   cap on stored bytes, store only`,
 	},
 }
 

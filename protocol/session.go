@@ -37,10 +37,23 @@ type JournalPager interface {
 	Page(ctx context.Context, runID string, q journal.PageQuery) ([]journal.Event, error)
 }
 
-// Backend is the store a session acts on.
+// Retention is what the retention operations (prune, chat.delete,
+// policy.set) ask of the store's runs; *runs.Service implements it.
+type Retention interface {
+	Prune(ctx context.Context, opt runs.PruneOptions) (runs.PruneReport, error)
+	DeleteChats(ctx context.Context, keys []runs.ChatKey, force bool) (runs.DeleteChatsResult, error)
+	SetPolicy(ctx context.Context, scope string, p runs.Policy) error
+}
+
+// Backend is the store a session acts on. Retention may be nil: the
+// retention operations then fail with store.invalid_options.
 type Backend struct {
 	Runs    RunService
 	Journal JournalPager
+	// Actors serves the actor.* ops; nil refuses them.
+	Actors ActorSpaces
+	// Retention serves prune, chat.delete and policy.set; nil refuses them.
+	Retention Retention
 }
 
 // Session is one conversation with a host: the store, and the run that

@@ -46,7 +46,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 		if err != nil {
 			return err
 		}
-		room := w.s.roomCheck(op) // for the batch's contents together
+		room := w.s.roomCheck(ctx, tx, op) // for the batch's contents together
 		changes := make([]vfs.FileChange, len(edits))
 		events := make([]event, len(edits))
 		infos = make([]vfs.FileInfo, len(edits))
@@ -55,11 +55,12 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 				return err
 			}
 			var prev cas.Hash
+			var prevSize int64
 			switch cur, err := w.s.trees.Lookup(ctx, tx, run.Root, e.Path); {
 			case err == nil && cur.Kind == vfs.KindDir:
 				return wserr.New(wserr.PathIsDirectory, op, e.Path.String(), "is a directory")
 			case err == nil:
-				prev = cur.Hash
+				prev, prevSize = cur.Hash, cur.Size
 				infos[i] = w.info(e.Path, cur, run)
 			case wserr.Is(err, wserr.FileNotFound) && e.Remove:
 				return wserr.New(wserr.FileNotFound, op, e.Path.String(), "no such file")
@@ -71,7 +72,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 				events[i] = event{journal.WorkspaceFileDeleted, journal.FileDeleted{Path: e.Path.String(), PrevHash: prev.String()}}
 				continue
 			}
-			if err := room(e.Path, int64(len(e.Content))); err != nil {
+			if err := room(e.Path, int64(len(e.Content))-prevSize); err != nil {
 				return err
 			}
 			h, err := w.s.blobs.PutVersion(ctx, tx, e.Content, prev)

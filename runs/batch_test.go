@@ -90,7 +90,7 @@ func TestStoreSizeCap(t *testing.T) {
 	_, err = ws.Apply(e.ctx, []runs.Edit{{Path: vfs.MustPath("output/big.bin"), Content: big}})
 	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
 	// Each of two edits fits in the room left, the two together do not.
-	size, err := e.st.DB.FileBytes()
+	size, err := e.st.DB.UsedBytes(e.ctx)
 	require.NoError(t, err)
 	part := (1<<20 - size) * 2 / 3
 	require.Positive(t, part)

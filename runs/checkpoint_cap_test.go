@@ -199,13 +199,13 @@ func TestCheckpointCapCostDoesNotGrow(t *testing.T) {
 		}
 	}
 	assert.Equal(t, cost{
-		Changes:     uncapped.Changes + 3, // the deleted row, its child's parent and the checkpoints_pruned event
+		Changes:     uncapped.Changes + 4, // the deleted row, its child's parent, the checkpoints_pruned event and the deletion-log row
 		Events:      uncapped.Events + 1,
 		Checkpoints: limit,
 		Pruned:      []string{checkpoint.ID(10 - limit)},
 	}, costs[10])
 	assert.Equal(t, cost{
-		Changes:     uncapped.Changes + 3,
+		Changes:     uncapped.Changes + 4,
 		Events:      uncapped.Events + 1,
 		Checkpoints: limit,
 		Pruned:      []string{checkpoint.ID(200 - limit)},

@@ -104,6 +104,7 @@ func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error
 	if err != nil {
 		return FinishResult{}, err
 	}
+	s.afterFinal(ctx, res.Run.ChatID)
 	return res, nil
 }
 

@@ -40,6 +40,12 @@ type Profile struct {
 	// checkpoint a commit was assembled from is never deleted, so a run
 	// whose commits pin more than the cap stays above it.
 	MaxCheckpoints int `json:"maxCheckpoints,omitempty"`
+	// MaxCheckpointBytes caps the bytes the run's checkpoints keep beyond
+	// its live tree (checkpoint.Store.Retained); 0 means its chat's
+	// maxCheckpointBytesPerRun, if any. Past it the oldest go, as for
+	// MaxCheckpoints, in the transaction of the checkpoint that crossed
+	// it, recorded in the journal and the deletion log.
+	MaxCheckpointBytes int64 `json:"maxCheckpointBytes,omitempty"`
 }
 
 // DefaultProfile returns the profile used when a run names none.
@@ -76,6 +82,9 @@ func (p Profile) normalize() (Profile, error) {
 	}
 	if p.MaxRunBytes < 0 {
 		return p, wserr.New(wserr.InvalidArgument, "profile", "", "maxRunBytes must not be negative")
+	}
+	if p.MaxCheckpointBytes < 0 {
+		return p, wserr.New(wserr.InvalidArgument, "profile", "", "maxCheckpointBytes must not be negative")
 	}
 	if p.MaxCheckpoints < 0 {
 		return p, wserr.New(wserr.InvalidArgument, "profile", "", "maxCheckpoints must not be negative")

@@ -230,7 +230,7 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		}
 		snap, _ := json.MarshalIndent(PersistSnapshot{ChatWorkspaceID: chat.ID, PersistRoot: chat.PersistRoot, PersistVersion: chat.PersistVersion}, "", "  ")
 		inputs[vfs.MustPath(InputRoot+"/persist_snapshot.json")] = snap
-		room := s.roomCheck("create run") // the inputs together, against the store's cap
+		room := s.roomCheck(ctx, tx, "create run") // the inputs together, against the store's cap
 		for _, p := range slices.SortedFunc(maps.Keys(inputs), func(a, b vfs.Path) int { return cmpString(a.String(), b.String()) }) {
 			if err := room(p, int64(len(inputs[p]))); err != nil {
 				return err
@@ -372,13 +372,19 @@ func (s *Service) SetStatus(ctx context.Context, runID string, to Status, reason
 		// would drop those changes silently.
 		return wserr.New(wserr.InvalidState, "set status", "", "run %s: a run completes through Finish, which promotes its persist/ changes", runID)
 	}
-	return s.update(ctx, func(tx *index.Tx) error {
+	var chatID string
+	err := s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
 			return err
 		}
+		chatID = run.ChatID
 		return s.setStatus(ctx, tx, runID, run.Status, to, reason)
 	})
+	if err == nil && to.Final() {
+		s.afterFinal(ctx, chatID)
+	}
+	return err
 }
 
 func (s *Service) setStatus(ctx context.Context, tx *index.Tx, runID string, from, to Status, reason string) error {
@@ -411,8 +417,10 @@ func (s *Service) setStatus(ctx context.Context, tx *index.Tx, runID string, fro
 	return nil
 }
 
-// DeleteRun deletes a run with its journal, checkpoints and commits; its
-// blobs and trees become garbage for gc unless shared. An active run
+// DeleteRun deletes a run with its journal, checkpoints and commits,
+// records it in the deletion log and, when automatic pruning is on
+// (Options.AutoPrune), reclaims the space (Deps.Reclaim); otherwise its
+// blobs and trees wait for gc or Reclaim. An active run
 // (running, awaiting approval, paused) must be cancelled first: deleting
 // it fails with run.invalid_transition. A commit whose sink is still
 // saving does not hold the deletion up: that commit then records nothing
@@ -431,6 +439,7 @@ func (s *Service) CancelAndDeleteRun(ctx context.Context, runID string) (cancell
 }
 
 func (s *Service) deleteRun(ctx context.Context, runID string, cancel bool) (cancelled bool, err error) {
+	var logID int64
 	err = s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
@@ -442,14 +451,21 @@ func (s *Service) deleteRun(ctx context.Context, runID string, cancel bool) (can
 			}
 			cancelled = true
 		}
-		if _, err := s.checkpoints.DeleteRun(ctx, tx, runID); err != nil {
+		if err := s.deleteRunTx(ctx, tx, runID); err != nil {
 			return err
 		}
-		if _, err := s.journal.DeleteRun(ctx, tx, runID); err != nil {
-			return err
+		reason := "requested"
+		if cancelled {
+			reason = "forced"
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, runID)
-		return index.Translate(err)
+		logID, err = s.logDeletion(ctx, tx, DeletedRun, run.ChatID, runID, reason, map[string]any{"status": run.Status}, 0)
+		return err
 	})
-	return cancelled && err == nil, err
+	if err != nil {
+		return false, err
+	}
+	if s.autoPrune(ctx) {
+		_, err = s.reclaimAfter(ctx, []int64{logID})
+	}
+	return cancelled, err
 }

@@ -26,11 +26,29 @@ type Options struct {
 	// Virtual holds the virtual resources every run sees (providers mounted
 	// by prefix); default none.
 	Virtual *vfs.Virtual
-	// MaxStoreBytes caps the store's size on disk (database and
-	// write-ahead log): a write that would bring more new content than the
-	// room left fails with workspace.size_limit_exceeded and changes
-	// nothing. Removals are always allowed. 0 means no cap.
+	// MaxStoreBytes caps the store's stored bytes (the database pages
+	// that hold data; free pages and the write-ahead log do not count): a
+	// write that would bring more new content than the room left fails
+	// with workspace.size_limit_exceeded and changes nothing. A change
+	// that shrinks the store (a removal, a smaller replacement) is always
+	// allowed. 0 means the store setting (Policy.MaxStoreBytes), if any.
 	MaxStoreBytes int64
+	// Mobile is the mobile profile: MobilePolicy under the store's own
+	// policy, and automatic pruning on.
+	Mobile bool
+	// AutoPrune, when set, says whether a run that completes, fails or is
+	// cancelled prunes its chat by the retention policy right after (and
+	// the store then reclaims the space). Default: on for the mobile
+	// profile and for a store with a store cap, off otherwise.
+	AutoPrune *bool
+}
+
+// Reclaimer collects the garbage deletions leave and gives the space back
+// to the file system, in bounded steps, returning the stored bytes freed;
+// wsstore.Open provides one built on maintenance. Called after a deletion
+// commits, never inside a transaction.
+type Reclaimer interface {
+	Reclaim(ctx context.Context) (int64, error)
 }
 
 // Blobs is the content store as runs uses it: file contents go in (whole,
@@ -72,6 +90,7 @@ type Checkpoints interface {
 	Get(ctx context.Context, tx *index.Tx, runID string, seq int64) (checkpoint.Checkpoint, error)
 	Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned checkpoint.Pinned) ([]int64, error)
 	Diff(ctx context.Context, a, b cas.Hash, text bool) ([]checkpoint.FileDiff, error)
+	PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxBytes int64, keep int64, pinned checkpoint.Pinned) ([]int64, int64, error)
 	DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error)
 }
 
@@ -87,20 +106,27 @@ type Deps struct {
 	Trees       Trees
 	Journal     Journal
 	Checkpoints Checkpoints
+	// Reclaim, if not nil, runs after deletions (run, chat, prune) to
+	// give their space back; its bytes are recorded in the deletion log.
+	Reclaim Reclaimer
 }
 
 // Service is the entry point for chat workspaces and runs. It is safe for
 // concurrent use; writes serialize on the store's one write connection.
 type Service struct {
-	db          *index.DB
-	blobs       Blobs
-	trees       Trees
-	journal     Journal
-	checkpoints Checkpoints
-	virtual     *vfs.Virtual
-	now         func() time.Time
-	newRunID    func() string
-	maxStore    int64
+	db           *index.DB
+	blobs        Blobs
+	trees        Trees
+	journal      Journal
+	checkpoints  Checkpoints
+	virtual      *vfs.Virtual
+	now          func() time.Time
+	newRunID     func() string
+	maxStore     int64
+	mobile       bool
+	autoPruneOpt *bool
+	reclaim      Reclaimer
+	policies     policyCache
 	// saves serializes the chat sink calls of this Service per chat.
 	saves chatLocks
 }
@@ -117,15 +143,18 @@ func New(deps Deps, opts Options) *Service {
 		opts.Virtual = vfs.NewVirtual()
 	}
 	return &Service{
-		db:          deps.DB,
-		blobs:       deps.Blobs,
-		trees:       deps.Trees,
-		journal:     deps.Journal,
-		checkpoints: deps.Checkpoints,
-		virtual:     opts.Virtual,
-		now:         opts.Now,
-		newRunID:    opts.NewRunID,
-		maxStore:    opts.MaxStoreBytes,
+		db:           deps.DB,
+		blobs:        deps.Blobs,
+		trees:        deps.Trees,
+		journal:      deps.Journal,
+		checkpoints:  deps.Checkpoints,
+		virtual:      opts.Virtual,
+		now:          opts.Now,
+		newRunID:     opts.NewRunID,
+		maxStore:     opts.MaxStoreBytes,
+		mobile:       opts.Mobile,
+		autoPruneOpt: opts.AutoPrune,
+		reclaim:      deps.Reclaim,
 	}
 }
 
@@ -139,37 +168,40 @@ func (s *Service) update(ctx context.Context, fn func(tx *index.Tx) error) error
 	return s.db.Update(ctx, fn)
 }
 
-// checkStoreRoom fails with workspace.size_limit_exceeded if adding bytes
-// of new content could take the store past Options.MaxStoreBytes. The
-// content is counted as it is before compression, so the check errs on the
-// side of refusing.
-func (s *Service) checkStoreRoom(op string, p vfs.Path, bytes int64) error {
-	return s.roomCheck(op)(p, bytes)
-}
-
-// roomCheck returns checkStoreRoom for the contents of one change: each
-// call adds its bytes to those of the calls before, all measured against
-// the store's size when roomCheck was called.
-func (s *Service) roomCheck(op string) func(p vfs.Path, bytes int64) error {
-	if s.maxStore <= 0 {
+// roomCheck returns, for the contents of one change made in tx, a check
+// that fails with workspace.size_limit_exceeded once they could take the
+// store past its cap (maxStoreBytes): each call adds its bytes (new
+// content less what it replaces, so a change that shrinks the store adds
+// nothing and is never refused) to those of the calls before, all
+// measured against the store's stored bytes (index.Tx.UsedBytes: pages
+// holding data, so space freed by deletions counts at once). The content
+// is counted as it is before compression, so the check errs on the side of
+// refusing.
+func (s *Service) roomCheck(ctx context.Context, tx *index.Tx, op string) func(p vfs.Path, bytes int64) error {
+	limit := s.maxStoreBytes(ctx)
+	if limit <= 0 {
 		return func(vfs.Path, int64) error { return nil }
 	}
-	size := storeSize(s)
+	size, _ := tx.UsedBytes(ctx) // an open store's own pages can always be counted
 	var total int64
 	return func(p vfs.Path, bytes int64) error {
 		total += bytes
-		if bytes > 0 && size+total > s.maxStore {
-			return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the store holds %d bytes of its %d-byte cap; %d more do not fit", size, s.maxStore, total)
+		if bytes > 0 && size+total > limit {
+			return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the store holds %d bytes of its %d-byte cap; %d more do not fit", size, limit, total)
 		}
 		return nil
 	}
 }
 
-// storeSize is the store's size on disk (0 if it cannot be read, which an
-// open store's own file always can).
-func storeSize(s *Service) int64 {
-	n, _ := s.db.FileBytes()
-	return n
+// storeRoom returns the bytes left under the store cap and whether there
+// is a cap.
+func (s *Service) storeRoom(ctx context.Context) (int64, bool) {
+	limit := s.maxStoreBytes(ctx)
+	if limit <= 0 {
+		return 0, false
+	}
+	used, _ := s.db.UsedBytes(ctx)
+	return max(limit-used, 0), true
 }
 
 // capReader fails a streamed write with err once it passes left bytes

@@ -343,11 +343,7 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 		r = &capReader{r: r, left: runRoom, err: wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
 			"the workspace would hold more than this run's cap of %d bytes", runCap)}
 	}
-	if w.s.maxStore > 0 {
-		var room int64
-		if err := w.s.checkStoreRoom("write", p, 1); err == nil {
-			room = w.s.maxStore - storeSize(w.s)
-		}
+	if room, ok := w.s.storeRoom(ctx); ok {
 		r = &capReader{r: r, left: room, err: wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
 			"the content does not fit in the store's size cap")}
 	}
@@ -477,7 +473,7 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 			return err
 		}
 		if !m.remove && m.stored == nil {
-			if err := w.s.checkStoreRoom(op, p, int64(len(m.content))); err != nil {
+			if err := w.s.roomCheck(ctx, tx, op)(p, int64(len(m.content))-prev.Size); err != nil {
 				return err
 			}
 		}
@@ -563,11 +559,52 @@ func shortOrNone(h cas.Hash) string {
 	return h.Short()
 }
 
+// inherited returns the bytes of root that the run did not add itself:
+// its input/ (fixed at creation: the host's inputs and
+// input/persist_snapshot.json) and the chat's persist/ layer it started
+// from (run.PersistBase). The run cap counts only the rest, so a chat
+// whose persist/ layer has grown past a run's cap still starts runs that
+// can write.
+func (w *Workspace) inherited(ctx context.Context, tx *index.Tx, run Run, root cas.Hash) (int64, error) {
+	var n int64
+	switch e, err := w.s.trees.Lookup(ctx, tx, root, vfs.MustPath(InputRoot)); {
+	case err == nil:
+		n += e.Size
+	case !wserr.Is(err, wserr.FileNotFound):
+		return 0, err
+	}
+	if run.PersistBase != vfs.EmptyTree && !run.PersistBase.IsZero() {
+		e, err := w.s.trees.Lookup(ctx, tx, run.PersistBase, vfs.Root())
+		if err != nil {
+			return 0, err
+		}
+		n += e.Size
+	}
+	return n, nil
+}
+
+// added returns the bytes of root the run added itself (see inherited):
+// the workspace's size less what it inherited, never negative. A run that
+// removes or shrinks inherited files may write as many bytes of its own
+// before its cap bites: the workspace stays within what it started with
+// plus the cap.
+func (w *Workspace) added(ctx context.Context, tx *index.Tx, run Run, root cas.Hash) (int64, error) {
+	total, err := w.s.trees.Lookup(ctx, tx, root, vfs.Root())
+	if err != nil {
+		return 0, err
+	}
+	inh, err := w.inherited(ctx, tx, run, root)
+	if err != nil {
+		return 0, err
+	}
+	return max(total.Size-inh, 0), nil
+}
+
 // roomFor returns how many bytes a new content of file p may have under
-// run's MaxRunBytes (which must be set): checkSize allows a workspace up to
-// the cap, or up to its present size if that is larger.
+// run's MaxRunBytes (which must be set): checkSize allows the run's own
+// bytes up to the cap, or up to their present amount if that is larger.
 func (w *Workspace) roomFor(ctx context.Context, tx *index.Tx, run Run, p vfs.Path) (int64, error) {
-	total, err := w.s.trees.Lookup(ctx, tx, run.Root, vfs.Root())
+	own, err := w.added(ctx, tx, run, run.Root)
 	if err != nil {
 		return 0, err
 	}
@@ -578,27 +615,27 @@ func (w *Workspace) roomFor(ctx context.Context, tx *index.Tx, run Run, p vfs.Pa
 	case err != nil && !wserr.Is(err, wserr.FileNotFound) && !wserr.Is(err, wserr.NotADirectory):
 		return 0, err
 	}
-	return max(run.Profile.MaxRunBytes, total.Size) - (total.Size - cur), nil
+	return max(run.Profile.MaxRunBytes, own) - own + cur, nil
 }
 
-// checkSize enforces the profile's MaxRunBytes on the new root. Only a
-// change that grows the workspace past the cap is refused: inputs or the
-// persist projection may start a run above it, and then shrinking files or
-// removing them must stay possible.
+// checkSize enforces the profile's MaxRunBytes on the new root: the bytes
+// the run added itself (added: inputs and the persist/ layer it inherited
+// do not count) may not grow past the cap. Only a change that grows them
+// past it is refused, so shrinking files or removing them stays possible.
 func (w *Workspace) checkSize(ctx context.Context, tx *index.Tx, run Run, op string, p vfs.Path, root cas.Hash) error {
 	if run.Profile.MaxRunBytes <= 0 {
 		return nil
 	}
-	e, err := w.s.trees.Lookup(ctx, tx, root, vfs.Root())
+	now, err := w.added(ctx, tx, run, root)
 	if err != nil {
 		return err
 	}
-	old, err := w.s.trees.Lookup(ctx, tx, run.Root, vfs.Root())
+	before, err := w.added(ctx, tx, run, run.Root)
 	if err != nil {
 		return err
 	}
-	if e.Size > run.Profile.MaxRunBytes && e.Size > old.Size {
-		return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the workspace would hold %d bytes; this run's cap is %d", e.Size, run.Profile.MaxRunBytes)
+	if now > run.Profile.MaxRunBytes && now > before {
+		return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the run would hold %d bytes of its own (inputs and the inherited persist/ layer not counted); its cap is %d", now, run.Profile.MaxRunBytes)
 	}
 	return nil
 }

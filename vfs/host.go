@@ -23,9 +23,8 @@ const (
 	// directories hold what the user put there (build output, data dumps),
 	// and one such file must not hold a search's whole memory.
 	maxHostSearchFile = 4 << 20
-	// hostDirPerm and hostFilePerm are the modes of directories and files
-	// that writes create, before the process umask.
-	hostDirPerm  = 0o755
+	// hostFilePerm is the mode of files that writes create, before the
+	// process umask. Writes create no directories.
 	hostFilePerm = 0o644
 	// hostTempPrefix starts the name of the temporary file a write
 	// renames into place, so a user who finds one left by a crash can tell
@@ -42,14 +41,15 @@ var hostSkipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true}
 // an os.Root, so no path, ".." or symlink can reach outside the directory;
 // the store never creates, chmods or cleans up the directory itself.
 //
-// Writes do create missing parent directories below the mount (through
-// os.Root.MkdirAll, so they cannot land outside it): a tool writing
-// output/report/x.md expects that on every resource kind, and the seed's
-// "no MkdirAll" is about the allow-listed directory, which OpenHost
-// requires to exist. A write goes to a temporary file in the same directory
+// The store never creates a directory on the host (seed 004 INV-IO-07:
+// boundaries only, never MkdirAll, Chmod, GC or Export): a write whose
+// parent directory does not exist fails with workspace.file_not_found and
+// creates nothing. A write goes to a temporary file in the same directory
 // that is synced and renamed over the target, so a failed write leaves
-// the old file whole; a target that is a symlink (inside the mount) is
-// instead rewritten in place, so the link survives.
+// the old file whole; the temporary file gets the target's mode, so the
+// rename keeps it, and no existing file's mode is changed. A target that
+// is a symlink (inside the mount) is instead rewritten in place, so the
+// link survives.
 //
 // FileInfo.Resource is ResourceHost and Hash is the BLAKE3 of the content,
 // computed by Stat and Read (List leaves it zero so that listing does not
@@ -437,8 +437,14 @@ func (h *HostFS) replace(ctx context.Context, op string, p Path, data []byte) (F
 	}
 	name := hostName(p)
 	if dir := p.Dir(); !dir.IsRoot() {
-		if err := h.root.MkdirAll(hostName(dir), hostDirPerm); err != nil {
+		fi, err := h.root.Stat(hostName(dir))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return FileInfo{}, wserr.New(wserr.FileNotFound, op, p.String(), "directory %s does not exist on the host; the store creates no host directory", dir)
+		case err != nil:
 			return FileInfo{}, hostError(op, p, true, err)
+		case !fi.IsDir():
+			return FileInfo{}, wserr.New(wserr.NotADirectory, op, p.String(), "%s is a file, not a directory", dir)
 		}
 	}
 	perm := fs.FileMode(hostFilePerm)

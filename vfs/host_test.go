@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -71,13 +72,50 @@ func TestHostConformance(t *testing.T) {
 	vfstest.TestFS(t, openHost(t, dir, false), hostFiles)
 }
 
+// TestHostWriteConformance runs the write suite on a host mount. The suite
+// writes below directories it has not made, which every stored kind
+// creates; the store never creates a host directory, so the suite's host
+// (the test, playing the user) makes them first.
 func TestHostWriteConformance(t *testing.T) {
 	t.Run("AtRoot", func(t *testing.T) {
-		vfstest.TestWriteFS(t, openHost(t, t.TempDir(), true), vfs.Root())
+		dir := t.TempDir()
+		vfstest.TestWriteFS(t, hostWithParents{openHost(t, dir, true), dir}, vfs.Root())
 	})
 	t.Run("InMissingDir", func(t *testing.T) {
-		vfstest.TestWriteFS(t, openHost(t, t.TempDir(), true), vfs.MustPath("work/area"))
+		dir := t.TempDir()
+		vfstest.TestWriteFS(t, hostWithParents{openHost(t, dir, true), dir}, vfs.MustPath("work/area"))
 	})
+}
+
+// hostWithParents makes the parent directories of a write on the host, as
+// a user would, before the mount writes.
+type hostWithParents struct {
+	*vfs.HostFS
+	dir string
+}
+
+func (h hostWithParents) Write(ctx context.Context, p vfs.Path, content []byte, opt vfs.WriteOptions) (vfs.FileInfo, error) {
+	if d := p.Dir(); !d.IsRoot() {
+		if fi, err := os.Stat(filepath.Join(h.dir, filepath.FromSlash(d.String()))); err != nil || fi.IsDir() {
+			_ = os.MkdirAll(filepath.Join(h.dir, filepath.FromSlash(d.String())), 0o755)
+		}
+	}
+	return h.HostFS.Write(ctx, p, content, opt)
+}
+
+// TestHostWriteCreatesNoDirectory: a write below a missing directory fails
+// with file_not_found and leaves the host as it was (seed 004 INV-IO-07).
+func TestHostWriteCreatesNoDirectory(t *testing.T) {
+	dir := t.TempDir()
+	h := openHost(t, dir, true)
+	_, err := h.Write(t.Context(), vfs.MustPath("new/deeper/file.md"), []byte("x"), vfs.WriteOptions{})
+	hostCode(t, err, wserr.FileNotFound, "new/deeper/file.md")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "no directory, no temporary file")
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "new"), 0o755))
+	_, err = h.Write(t.Context(), vfs.MustPath("new/file.md"), []byte("x"), vfs.WriteOptions{})
+	require.NoError(t, err, "a directory the host made is written into")
 }
 
 func TestOpenHost(t *testing.T) {
@@ -360,6 +398,7 @@ func TestHostSearch(t *testing.T) {
 
 func TestHostNoTempFilesLeft(t *testing.T) {
 	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "a"), 0o755))
 	h := openHost(t, dir, true)
 	ctx := t.Context()
 	for i := range 5 {

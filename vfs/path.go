@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -36,9 +38,23 @@ type Path struct {
 // than MaxSegmentLen, or names the root itself ("." or "./"). The root is
 // only available through Root, so a tool argument can never silently target
 // the whole workspace.
+//
+// It also refuses names that another platform would treat specially, so
+// any accepted path checks out the same on Windows, macOS and Linux: a
+// segment that is a Windows device name with or without an extension
+// (CON, PRN, AUX, NUL, COM0-9, LPT0-9: "aux.md", "LPT9.txt"), a ':' (an
+// NTFS alternate data stream such as "main.md:ads", or the macOS path
+// separator), a segment ending in '.' or ' ' (Windows drops them), bidi
+// controls and zero-width characters (they make a name read as another),
+// and Unicode not in NFC (macOS and Windows would fold it onto the NFC
+// spelling, so two names could collide on a checkout); the message gives
+// the NFC spelling to use.
 func ParsePath(s string) (Path, error) {
 	return parsePath("parse path", s)
 }
+
+// parsePath implements ParsePath, reporting errors under op.
+func parsePath(op, s string) (Path, error) { return parseRules(op, s, true) }
 
 // MustPath is like ParsePath but panics on error; it is for tests and
 // constants.
@@ -160,8 +176,10 @@ func (p *Path) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// parsePath implements ParsePath, reporting errors under op.
-func parsePath(op, s string) (Path, error) {
+// parseRules checks s against the path contract. platform adds the rules
+// about names other platforms treat specially; stored trees are decoded
+// without them, so a tree written before they existed still reads.
+func parseRules(op, s string, platform bool) (Path, error) {
 	// Whole-string rules come first: they are cheap, and the length check
 	// bounds the work below.
 	if s == "" {
@@ -180,6 +198,12 @@ func parsePath(op, s string) (Path, error) {
 		case c < 0x20 || c == 0x7f:
 			return Path{}, invalidPath(op, s, "path contains control character %U", rune(c))
 		}
+	}
+	if r, name, ok := invisibleRune(s); platform && ok {
+		return Path{}, invalidPath(op, s, "path contains %s %U, which makes a name read as another", name, r)
+	}
+	if platform && !norm.NFC.IsNormalString(s) {
+		return Path{}, invalidPath(op, s, "path is not in Unicode normal form NFC, so it could collide with another spelling on checkout; use %q", norm.NFC.String(s))
 	}
 	if strings.HasPrefix(s, "//") {
 		return Path{}, invalidPath(op, s, "path starts with '//' like a UNC network path; use a path relative to the workspace root")
@@ -212,12 +236,66 @@ func parsePath(op, s string) (Path, error) {
 		if len(seg) > MaxSegmentLen {
 			return Path{}, invalidPath(op, s, "segment %d is %d bytes, longer than the limit of %d", len(segs)+1, len(seg), MaxSegmentLen)
 		}
+		if reason := platformHazard(seg); platform && reason != "" {
+			return Path{}, invalidPath(op, s, "segment %q %s", seg, reason)
+		}
 		segs = append(segs, seg)
 	}
 	if len(segs) == 0 {
 		return Path{}, invalidPath(op, s, "path names the workspace root; name a file or directory inside it")
 	}
 	return Path{s: strings.Join(segs, "/")}, nil
+}
+
+// windowsDevices are the names Windows reserves in every directory,
+// whatever the extension.
+var windowsDevices = map[string]bool{"CON": true, "PRN": true, "AUX": true, "NUL": true,
+	"CONIN$": true, "CONOUT$": true}
+
+// platformHazard says why seg would not check out as itself on Windows or
+// macOS, or returns "".
+func platformHazard(seg string) string {
+	if strings.IndexByte(seg, ':') >= 0 {
+		return "contains ':', an alternate data stream on Windows and a separator on macOS"
+	}
+	if last := seg[len(seg)-1]; last == '.' || last == ' ' {
+		return "ends with a dot or a space, which Windows drops"
+	}
+	stem := seg
+	if i := strings.IndexByte(stem, '.'); i >= 0 {
+		stem = stem[:i]
+	}
+	stem = strings.ToUpper(strings.TrimRight(stem, " "))
+	if windowsDevices[stem] || isNumberedDevice(stem) {
+		return "is a device name Windows reserves (" + stem + "), with any extension"
+	}
+	return ""
+}
+
+// isNumberedDevice reports whether stem is COM0-9 or LPT0-9, the digit
+// also as a superscript 1, 2 or 3 as Windows reads them.
+func isNumberedDevice(stem string) bool {
+	if len(stem) < 4 || (stem[:3] != "COM" && stem[:3] != "LPT") {
+		return false
+	}
+	switch d := stem[3:]; d {
+	case "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "\u00b9", "\u00b2", "\u00b3":
+		return true
+	}
+	return false
+}
+
+// invisibleRune finds the first bidi control or zero-width character in s.
+func invisibleRune(s string) (rune, string, bool) {
+	for _, r := range s {
+		switch {
+		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
+			return r, "bidi control", true
+		case r >= 0x200B && r <= 0x200D, r == 0x2060, r == 0xFEFF, r == 0x180E:
+			return r, "zero-width character", true
+		}
+	}
+	return 0, "", false
 }
 
 // hasDrivePrefix reports whether seg starts like a Windows drive, "C:" or

@@ -28,6 +28,11 @@ const (
 	NotText                 Code = "workspace.not_text"
 	InvalidArgument         Code = "workspace.invalid_argument"
 	SizeLimitExceeded       Code = "workspace.size_limit_exceeded"
+	// InvalidActor: an actor name that is not one valid path segment.
+	InvalidActor Code = "workspace.invalid_actor"
+	// PathNotAllowed: a host path outside the allow-list, or a write aimed
+	// where the Cell rules forbid it (scratch, /tmp, outside the cell).
+	PathNotAllowed Code = "workspace.path_not_allowed"
 )
 
 // Host-level codes: the store or its host cannot go on safely.
@@ -49,6 +54,9 @@ const (
 	MissingArtifact    Code = "manifest.missing_required_artifact"
 	SinkFailed         Code = "commit.sink_failed"
 	JournalFailed      Code = "journal.write_failed"
+	// ChatActiveRun: a chat workspace cannot be deleted while a run of
+	// it is active; cancel the run, or force the deletion.
+	ChatActiveRun Code = "chat.active_run"
 	// PersistentWorkspaceConflict: two runs changed the same persist/
 	// file differently; the host resolves it, not the model.
 	PersistentWorkspaceConflict Code = "agent.persistent_workspace_conflict"

@@ -24,6 +24,8 @@ import (
 type app struct {
 	storeFlag string // --store, "" = default
 	jsonFlag  bool   // --json
+	maxStore  int64  // --max-store-bytes, 0 = the store setting
+	profile   string // --profile, "" or "mobile"
 
 	getenv     func(string) string
 	goos       string
@@ -58,6 +60,8 @@ type globals struct {
 	errOut   io.Writer // diagnostics: cmd.ErrOrStderr()
 	progress bool      // errOut is a terminal: draw progress on it
 	now      func() time.Time
+	maxStore int64
+	profile  string
 }
 
 // runWith builds a command's RunE: it resolves the global flags into *g,
@@ -84,7 +88,7 @@ func (a *app) globals(cmd *cobra.Command) (globals, error) {
 	}
 	errOut := cmd.ErrOrStderr()
 	return globals{storeDir: dir, json: a.jsonFlag, out: cmd.OutOrStdout(), errOut: errOut,
-		progress: a.isTerminal(errOut), now: a.now}, nil
+		progress: a.isTerminal(errOut), now: a.now, maxStore: a.maxStore, profile: a.profile}, nil
 }
 
 // defaultStoreDir is $WSSTORE_DIR, else a "wsstore" folder in the user's
@@ -164,13 +168,15 @@ func newRootCmd(a *app) *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.storeFlag, "store", "", "`DIR` of the store (default $WSSTORE_DIR, else <user data dir>/wsstore)")
 	root.PersistentFlags().BoolVar(&a.jsonFlag, "json", false, "print JSON instead of text")
+	root.PersistentFlags().Int64Var(&a.maxStore, "max-store-bytes", 0, "cap the store's stored `BYTES` for this command (0: the store setting, see \"wsctl policy\")")
+	root.PersistentFlags().StringVar(&a.profile, "profile", "", "store profile: \"mobile\" prunes by the mobile retention defaults after every run")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newInitCmd(a), newDemoCmd(a), newVersionCmd(a),
 		newRunsCmd(a), newShowCmd(a), newLsCmd(a), newCatCmd(a), newCheckpointsCmd(a),
 		newDiffCmd(a), newLogCmd(a), newStatsCmd(a), newDUCmd(a), newCheckoutCmd(a), newSQLCmd(a),
-		newRmCmd(a), newGCCmd(a), newVacuumCmd(a), newFsckCmd(a),
-		newBatchCmd(a),
+		newRmCmd(a), newRmChatCmd(a), newPruneCmd(a), newDeletionsCmd(a), newPolicyCmd(a), newGCCmd(a), newVacuumCmd(a), newFsckCmd(a),
+		newBatchCmd(a), newActorCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,61 @@
+package actors
+
+import (
+	"strings"
+
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// MaxActorLen bounds an actor name in bytes: short enough to be a directory
+// name on every platform and a key in logs.
+const MaxActorLen = 128
+
+// ParseActor validates name as an actor name and returns it. An actor
+// name is one workspace path segment, so it obeys every rule of
+// vfs.ParsePath (no separators, no "." or "..", no control, bidi or
+// zero-width characters, no name another platform reserves, NFC) and is at
+// most MaxActorLen bytes. It fails with wserr.InvalidActor, naming the rule.
+func ParseActor(name string) (string, error) {
+	const op = "parse actor"
+	switch {
+	case name == "":
+		return "", wserr.New(wserr.InvalidActor, op, "", "actor name is empty")
+	case len(name) > MaxActorLen:
+		return "", wserr.New(wserr.InvalidActor, op, "", "actor name is %d bytes, longer than the limit of %d", len(name), MaxActorLen)
+	case strings.ContainsAny(name, `/\`):
+		return "", wserr.New(wserr.InvalidActor, op, name, "actor name contains a path separator")
+	case name == "." || name == "..":
+		return "", wserr.New(wserr.InvalidActor, op, name, "actor name is %q", name)
+	}
+	p, err := vfs.ParsePath(name)
+	if err != nil {
+		var we *wserr.Error
+		msg := err.Error()
+		if e, ok := err.(*wserr.Error); ok {
+			we = e
+			msg = we.Msg
+		}
+		return "", wserr.New(wserr.InvalidActor, op, quote(name), "actor name is not a valid path segment: %s", msg)
+	}
+	if p.String() != name {
+		return "", wserr.New(wserr.InvalidActor, op, quote(name), "actor name is not in normal form (want %q)", p.String())
+	}
+	return name, nil
+}
+
+func quote(s string) string {
+	if len(s) > MaxActorLen {
+		s = s[:MaxActorLen] + "..."
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// parsePath validates a file path inside a space: "" and "." name the
+// space's root where allowRoot, and are refused otherwise.
+func parsePath(s string, allowRoot bool) (vfs.Path, error) {
+	if allowRoot && (s == "" || s == "." || s == "/") {
+		return vfs.Root(), nil
+	}
+	return vfs.ParsePath(s)
+}

@@ -1,0 +1,390 @@
+package actors_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+func openStore(t *testing.T) *wsstore.Store {
+	return storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+}
+
+func upload(t *testing.T, s *wsstore.Store, actor, path, content string) actors.Change {
+	t.Helper()
+	c, err := s.Actors.Upload(context.Background(), actor, path, strings.NewReader(content))
+	require.NoError(t, err)
+	return c
+}
+
+func download(t *testing.T, s *wsstore.Store, actor, path string) string {
+	t.Helper()
+	rc, _, err := s.Actors.Download(context.Background(), actor, path)
+	require.NoError(t, err)
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func paths(ls []vfs.Listed) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.Path.String())
+	}
+	return out
+}
+
+func TestUploadDownloadList(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	c := upload(t, s, "alice", "reports/weekly.md", "# weekly")
+	assert.Equal(t, int64(1), c.Seq)
+	assert.Equal(t, actors.OpUpload, c.Op)
+	assert.Equal(t, int64(8), c.Bytes)
+	upload(t, s, "alice", "reports/2026/q1.md", "q1")
+	upload(t, s, "alice", "notes/meeting.md", "meeting")
+	upload(t, s, "bob", "drafts/contract-v2.md", "contract")
+
+	assert.Equal(t, "# weekly", download(t, s, "alice", "reports/weekly.md"))
+
+	ls, err := s.Actors.List(ctx, "alice", "", 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"notes", "notes/meeting.md", "reports", "reports/2026", "reports/weekly.md"}, paths(ls))
+	ls, err = s.Actors.List(ctx, "alice", "reports/", 1)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"reports/2026", "reports/weekly.md"}, paths(ls))
+
+	t.Run("ActorsAreIsolated", func(t *testing.T) {
+		ls, err := s.Actors.List(ctx, "bob", ".", 5)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"drafts", "drafts/contract-v2.md"}, paths(ls))
+		_, _, err = s.Actors.Download(ctx, "bob", "reports/weekly.md")
+		assert.True(t, wserr.Is(err, wserr.FileNotFound), "%v", err)
+	})
+	t.Run("UnknownActorIsEmpty", func(t *testing.T) {
+		ls, err := s.Actors.List(ctx, "carol", "", 1)
+		require.NoError(t, err)
+		assert.Empty(t, ls)
+		st, err := s.Actors.Stats(ctx, "carol")
+		require.NoError(t, err)
+		assert.Zero(t, st.Files)
+	})
+	t.Run("SameContentRecordsNothing", func(t *testing.T) {
+		c := upload(t, s, "alice", "notes/meeting.md", "meeting")
+		assert.Zero(t, c.Seq)
+	})
+	t.Run("ErrPathIsDirectory", func(t *testing.T) {
+		_, _, err := s.Actors.Download(ctx, "alice", "reports")
+		assert.True(t, wserr.Is(err, wserr.PathIsDirectory), "%v", err)
+		_, err = s.Actors.Upload(ctx, "alice", "reports", strings.NewReader("x"))
+		assert.True(t, wserr.Is(err, wserr.PathIsDirectory), "%v", err)
+	})
+	t.Run("ErrNotADirectory", func(t *testing.T) {
+		_, err := s.Actors.Upload(ctx, "alice", "notes/meeting.md/x", strings.NewReader("x"))
+		assert.True(t, wserr.Is(err, wserr.NotADirectory), "%v", err)
+	})
+	t.Run("ErrUploadRoot", func(t *testing.T) {
+		_, err := s.Actors.Upload(ctx, "alice", ".", strings.NewReader("x"))
+		assert.True(t, wserr.Is(err, wserr.InvalidPath), "%v", err)
+	})
+}
+
+func TestParseActor(t *testing.T) {
+	for _, ok := range []string{"alice", "bob-2", "user@example.com", "Ünïcode"} {
+		_, err := actors.ParseActor(ok)
+		assert.NoError(t, err, ok)
+	}
+	for _, bad := range []string{"", ".", "..", "a/b", `a\b`, "../alice", "a\x00", "CON", "nul.txt", "a:b", "alice.", "alice ",
+		"a\u202eb", "a\u200bb", "e\u0301", strings.Repeat("a", actors.MaxActorLen+1)} {
+		_, err := actors.ParseActor(bad)
+		assert.True(t, wserr.Is(err, wserr.InvalidActor), "%q: %v", bad, err)
+	}
+	s := openStore(t)
+	_, err := s.Actors.Upload(context.Background(), "../etc", "x", strings.NewReader("x"))
+	assert.True(t, wserr.Is(err, wserr.InvalidActor), "%v", err)
+	_, err = s.Actors.List(context.Background(), "a/b", "", 1)
+	assert.True(t, wserr.Is(err, wserr.InvalidActor), "%v", err)
+}
+
+func TestDeleteAndPrefix(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	for _, p := range []string{"temp/a.txt", "temp/sub/b.txt", "temp.md", "temp2/c.txt", "keep/temp.md", "reports/2025-01.md", "reports/2025-02.md", "reports/2026-01.md"} {
+		upload(t, s, "alice", p, p)
+	}
+	c, err := s.Actors.DeleteByPrefix(ctx, "alice", "temp/")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), c.Files)
+	assert.Equal(t, actors.OpDeletePrefix, c.Op)
+	c, err = s.Actors.DeleteByPrefix(ctx, "alice", "reports/2025-")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), c.Files)
+	c, err = s.Actors.DeleteByPrefix(ctx, "alice", "temp")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), c.Files, "temp.md and temp2/c.txt")
+	c, err = s.Actors.DeleteByPrefix(ctx, "alice", "nothing/here")
+	require.NoError(t, err)
+	assert.Zero(t, c.Seq)
+	ls, err := s.Actors.List(ctx, "alice", "", 5)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"keep", "keep/temp.md", "reports", "reports/2026-01.md"}, paths(ls))
+
+	_, err = s.Actors.DeleteByPrefix(ctx, "alice", "")
+	assert.True(t, wserr.Is(err, wserr.InvalidPath), "%v", err)
+	_, err = s.Actors.DeleteByPrefix(ctx, "alice", "../")
+	assert.True(t, wserr.Is(err, wserr.InvalidPath), "%v", err)
+
+	c, err = s.Actors.Delete(ctx, "alice", "reports")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), c.Files)
+	_, err = s.Actors.Delete(ctx, "alice", "reports")
+	assert.True(t, wserr.Is(err, wserr.FileNotFound), "%v", err)
+}
+
+func TestJournalAndDiff(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	upload(t, s, "alice", "a.md", "one")
+	upload(t, s, "alice", "b.md", "two")
+	upload(t, s, "alice", "a.md", "one, edited")
+	_, err := s.Actors.Delete(ctx, "alice", "b.md")
+	require.NoError(t, err)
+
+	cs, err := s.Actors.Changes(ctx, "alice", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, cs, 4)
+	for i, c := range cs {
+		assert.Equal(t, int64(i+1), c.Seq)
+		assert.False(t, c.Root.IsZero())
+	}
+	assert.Equal(t, []actors.Op{actors.OpUpload, actors.OpUpload, actors.OpUpload, actors.OpDelete}, []actors.Op{cs[0].Op, cs[1].Op, cs[2].Op, cs[3].Op})
+	assert.True(t, cs[1].Created.Before(cs[2].Created), "stamped by the injected clock")
+	page, err := s.Actors.Changes(ctx, "alice", 2, 1)
+	require.NoError(t, err)
+	require.Len(t, page, 1)
+	assert.Equal(t, int64(3), page[0].Seq)
+
+	d, err := s.Actors.Diff(ctx, "alice", 2, 4)
+	require.NoError(t, err)
+	require.Len(t, d, 2)
+	assert.Equal(t, "a.md", d[0].Path.String())
+	assert.Equal(t, vfs.Modified, d[0].Op)
+	assert.Equal(t, "b.md", d[1].Path.String())
+	assert.Equal(t, vfs.Deleted, d[1].Op)
+
+	ls, err := s.Actors.ListAt(ctx, "alice", 2, "", 1)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.md", "b.md"}, paths(ls))
+
+	t.Run("GCPrunesOldVersions", func(t *testing.T) {
+		rep, err := s.Actors.GC(ctx, actors.GCOptions{KeepVersions: 2})
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), rep.Pruned)
+		_, err = s.Actors.Diff(ctx, "alice", 1, 4)
+		assert.True(t, wserr.Is(err, wserr.NotFound), "%v", err)
+		_, err = s.Actors.Diff(ctx, "alice", 3, 4)
+		assert.NoError(t, err)
+		cs, err := s.Actors.Changes(ctx, "alice", 0, 0)
+		require.NoError(t, err)
+		require.Len(t, cs, 5, "the journal keeps every change and records the gc")
+		assert.Equal(t, actors.OpGC, cs[4].Op)
+		rep, err = s.Actors.GC(ctx, actors.GCOptions{KeepVersions: 2})
+		require.NoError(t, err)
+		assert.Zero(t, rep.Pruned, "a second gc has nothing to prune and records nothing")
+		st, err := s.Actors.Stats(ctx, "alice")
+		require.NoError(t, err)
+		assert.Equal(t, int64(5), st.Seq)
+		assert.Equal(t, int64(2), st.Versions)
+	})
+}
+
+// TestStoreGCKeepsActorSpaces shows actor spaces are gc roots: the store's
+// gc keeps every live file, and frees what only pruned versions held.
+func TestStoreGCKeepsActorSpaces(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	upload(t, s, "alice", "a.md", "first version")
+	upload(t, s, "alice", "a.md", "second version")
+	upload(t, s, "bob", "b.md", "bob's")
+	rep, err := s.GC(ctx, wsstore.GCOptions{Grace: -1})
+	require.NoError(t, err)
+	assert.Zero(t, rep.Freed.Blobs, "every version is still held")
+
+	_, rep, err = s.ActorGC(ctx, actors.GCOptions{}, wsstore.GCOptions{Grace: -1})
+	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Freed.Blobs, "the first version of a.md only a pruned version held")
+	assert.Equal(t, "second version", download(t, s, "alice", "a.md"))
+	assert.Equal(t, "bob's", download(t, s, "bob", "b.md"))
+}
+
+// TestCellSession is seed 004's session: two actors, a 200 MiB upload
+// generated as it streams, 1,000 small files, lists at depth 2, stats,
+// delete by prefix and gc.
+func TestCellSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("uploads 200 MiB")
+	}
+	ctx := context.Background()
+	s := openStore(t)
+	const big = 200 << 20
+	gen := newGenerator(big)
+	var c actors.Change
+	peak := heapGrowth(func() {
+		var err error
+		c, err = s.Actors.Upload(ctx, "alice", "data/big.bin", gen)
+		require.NoError(t, err)
+	})
+	assert.Equal(t, int64(big), c.Bytes)
+	t.Logf("heap grew by at most %d MiB during the upload", peak>>20)
+	assert.Less(t, peak, uint64(64<<20), "the upload streams: heap stays bounded whatever the size")
+	for i := range 1000 {
+		upload(t, s, "bob", fmt.Sprintf("notes/%02d/note-%04d.md", i%10, i), fmt.Sprintf("note %d\n", i))
+	}
+	upload(t, s, "alice", "reports/weekly.md", "weekly")
+
+	ls, err := s.Actors.List(ctx, "bob", "", 2)
+	require.NoError(t, err)
+	assert.Len(t, ls, 11, "notes and its ten directories")
+	ls, err = s.Actors.List(ctx, "bob", "notes/03", 2)
+	require.NoError(t, err)
+	assert.Len(t, ls, 100)
+
+	st, err := s.Actors.Stats(ctx, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), st.Files)
+	assert.Equal(t, int64(big+6), st.Bytes)
+	st, err = s.Actors.Stats(ctx, "bob")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1000), st.Files)
+
+	// The download streams and is checked against the generator's bytes.
+	rc, e, err := s.Actors.Download(ctx, "alice", "data/big.bin")
+	require.NoError(t, err)
+	assert.Equal(t, int64(big), e.Size)
+	var n int64
+	peak = heapGrowth(func() {
+		n, err = io.Copy(&compareWriter{t: t, want: newGenerator(big)}, rc)
+		require.NoError(t, err)
+	})
+	assert.Less(t, peak, uint64(64<<20), "the download streams")
+	require.NoError(t, rc.Close())
+	assert.Equal(t, int64(big), n)
+
+	c, err = s.Actors.DeleteByPrefix(ctx, "bob", "notes/0")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1000), c.Files)
+	c, err = s.Actors.DeleteByPrefix(ctx, "alice", "data/")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), c.Files)
+
+	_, rep, err := s.ActorGC(ctx, actors.GCOptions{}, wsstore.GCOptions{Grace: -1})
+	require.NoError(t, err)
+	assert.Positive(t, rep.Freed.Chunks, "the big file's chunks are freed")
+	assert.Equal(t, "weekly", download(t, s, "alice", "reports/weekly.md"))
+	st, err = s.Actors.Stats(ctx, "bob")
+	require.NoError(t, err)
+	assert.Zero(t, st.Files)
+}
+
+// heapGrowth runs fn and returns the most the live heap grew above its
+// level before fn, sampled with runtime.ReadMemStats every few
+// milliseconds and once at the end.
+func heapGrowth(fn func()) uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var peak atomic.Uint64
+	sample := func() {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapAlloc > base && ms.HeapAlloc-base > peak.Load() {
+			peak.Store(ms.HeapAlloc - base)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				sample()
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	<-done
+	sample()
+	return peak.Load()
+}
+
+// generator streams n bytes of deterministic text without holding them.
+type generator struct {
+	left, line int64
+	pending    []byte
+}
+
+func newGenerator(n int64) *generator { return &generator{left: n} }
+
+func (g *generator) Read(b []byte) (int, error) {
+	if g.left == 0 {
+		return 0, io.EOF
+	}
+	n := 0
+	for n < len(b) && g.left > 0 {
+		if len(g.pending) == 0 {
+			g.line++
+			g.pending = fmt.Appendf(g.pending[:0], "line %d: %x the quick brown fox\n", g.line, g.line*2654435761)
+		}
+		k := copy(b[n:], g.pending)
+		if int64(k) > g.left {
+			k = int(g.left)
+		}
+		g.pending = g.pending[k:]
+		n += k
+		g.left -= int64(k)
+	}
+	return n, nil
+}
+
+// compareWriter fails the test at the first byte that differs from want.
+type compareWriter struct {
+	t    *testing.T
+	want io.Reader
+	buf  []byte
+}
+
+func (w *compareWriter) Write(b []byte) (int, error) {
+	if cap(w.buf) < len(b) {
+		w.buf = make([]byte, len(b))
+	}
+	want := w.buf[:len(b)]
+	_, err := io.ReadFull(w.want, want)
+	require.NoError(w.t, err)
+	if !bytes.Equal(want, b) {
+		return 0, fmt.Errorf("downloaded bytes differ from the uploaded ones")
+	}
+	return len(b), nil
+}

@@ -1,0 +1,356 @@
+package actors
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// DeleteByPrefix removes, in one change, everything in actor's space whose
+// path starts with prefix: "temp/" removes the directory temp, "temp"
+// also removes temp.md and temp2/, "reports/2025-" the files of reports/
+// whose names start with "2025-". What the prefix names up to its last
+// segment must be a valid path. A prefix that matches nothing records
+// nothing (Seq 0). Errors: wserr.InvalidActor, wserr.InvalidPath (also for
+// an empty prefix: delete the actor's files by name instead).
+func (s *Spaces) DeleteByPrefix(ctx context.Context, actor, prefix string) (Change, error) {
+	actor, err := ParseActor(actor)
+	if err != nil {
+		return Change{}, err
+	}
+	dirOnly := strings.HasSuffix(prefix, "/")
+	p, err := vfs.ParsePath(strings.TrimSuffix(prefix, "/"))
+	if err != nil {
+		return Change{}, err
+	}
+	var c Change
+	err = s.db.Update(ctx, func(tx *index.Tx) error {
+		sp, exists, err := findSpace(ctx, tx, actor)
+		if err != nil {
+			return err
+		}
+		parent, err := s.trees.Lookup(ctx, tx, sp.Root, p.Dir())
+		if wserr.Is(err, wserr.FileNotFound) {
+			c = Change{Actor: actor, Op: OpDeletePrefix, Path: prefix}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if parent.Kind != vfs.KindDir {
+			c = Change{Actor: actor, Op: OpDeletePrefix, Path: prefix}
+			return nil
+		}
+		children, err := s.trees.List(ctx, tx, sp.Root, p.Dir(), 1)
+		if err != nil {
+			return err
+		}
+		root := sp.Root
+		var files []vfs.FileChange
+		var nfiles, nbytes int64
+		for _, e := range children {
+			name := e.Path.Base()
+			match := strings.HasPrefix(name, p.Base())
+			if dirOnly {
+				match = name == p.Base() && e.Kind == vfs.KindDir
+			}
+			if !match {
+				continue
+			}
+			n, err := s.countFiles(ctx, tx, e.Entry)
+			if err != nil {
+				return err
+			}
+			nfiles, nbytes = nfiles+n, nbytes+e.Size
+			if e.Kind == vfs.KindFile {
+				files = append(files, vfs.FileChange{Path: e.Path})
+				continue
+			}
+			if root, err = s.trees.Set(ctx, tx, root, e.Path, nil); err != nil {
+				return err
+			}
+		}
+		if root, err = setFiles(ctx, tx, s.trees, root, files); err != nil {
+			return err
+		}
+		c, err = s.record(ctx, tx, sp, exists, root, Change{Op: OpDeletePrefix, Path: prefix, Files: nfiles, Bytes: nbytes})
+		return err
+	})
+	return c, err
+}
+
+// fileBatcher is the optional ability to apply many file changes at once;
+// *vfs.Trees has it. Without it the changes apply one by one.
+type fileBatcher interface {
+	SetFiles(ctx context.Context, tx *index.Tx, root cas.Hash, changes []vfs.FileChange) (cas.Hash, error)
+}
+
+func setFiles(ctx context.Context, tx *index.Tx, t Trees, root cas.Hash, changes []vfs.FileChange) (cas.Hash, error) {
+	if len(changes) == 0 {
+		return root, nil
+	}
+	if b, ok := t.(fileBatcher); ok {
+		return b.SetFiles(ctx, tx, root, changes)
+	}
+	var err error
+	for _, c := range changes {
+		if root, err = t.Set(ctx, tx, root, c.Path, c.Entry); err != nil {
+			return cas.Hash{}, err
+		}
+	}
+	return root, nil
+}
+
+// Stats is the use of one actor's space.
+type Stats struct {
+	Actor string `json:"actor"`
+	// Files and Dirs count the live tree's files and directories; Bytes
+	// totals the files' sizes.
+	Files int64 `json:"files"`
+	Dirs  int64 `json:"dirs"`
+	Bytes int64 `json:"bytes"`
+	// Seq is the last change; Versions counts the changes whose version
+	// is still held (not pruned by GC).
+	Seq      int64    `json:"seq"`
+	Versions int64    `json:"versions"`
+	Root     cas.Hash `json:"root"`
+}
+
+// Stats counts actor's space. An actor with no space has zero stats.
+// Errors: wserr.InvalidActor; wserr.Corrupt if a tree is missing.
+func (s *Spaces) Stats(ctx context.Context, actor string) (Stats, error) {
+	actor, err := ParseActor(actor)
+	if err != nil {
+		return Stats{}, err
+	}
+	st := Stats{Actor: actor}
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		sp, _, err := findSpace(ctx, tx, actor)
+		if err != nil {
+			return err
+		}
+		st.Seq, st.Root = sp.Seq, sp.Root
+		if err := tx.GetContext(ctx, &st.Versions, `SELECT count(*) FROM actor_changes WHERE actor = ? AND root IS NOT NULL`, actor); err != nil {
+			return index.Translate(err)
+		}
+		return s.trees.Walk(ctx, tx, sp.Root, func(_ vfs.Path, e vfs.Entry) error {
+			if e.Kind == vfs.KindDir {
+				st.Dirs++
+			} else {
+				st.Files++
+				st.Bytes += e.Size
+			}
+			return nil
+		})
+	})
+	return st, err
+}
+
+// Actors lists every actor that has a space, by name.
+func (s *Spaces) Actors(ctx context.Context) ([]Space, error) {
+	var rows []spaceRow
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated FROM actor_spaces ORDER BY actor`)
+	})
+	if err != nil {
+		return nil, index.Translate(err)
+	}
+	out := make([]Space, len(rows))
+	for i, r := range rows {
+		out[i] = r.space()
+	}
+	return out, nil
+}
+
+// Changes pages actor's journal: the changes after afterSeq in seq order,
+// at most limit of them (limit <= 0: all). Errors: wserr.InvalidActor.
+func (s *Spaces) Changes(ctx context.Context, actor string, afterSeq int64, limit int) ([]Change, error) {
+	actor, err := ParseActor(actor)
+	if err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = -1
+	}
+	var rows []changeRow
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT actor, seq, op, path, files, bytes, root, created FROM actor_changes
+			WHERE actor = ? AND seq > ? ORDER BY seq LIMIT ?`, actor, afterSeq, limit)
+	})
+	if err != nil {
+		return nil, index.Translate(err)
+	}
+	out := make([]Change, len(rows))
+	for i, r := range rows {
+		out[i] = r.change()
+	}
+	return out, nil
+}
+
+// version returns the root of actor's space after change seq: the empty
+// tree for seq 0, the live root for the last seq.
+func version(ctx context.Context, tx *index.Tx, actor string, seq int64) (cas.Hash, error) {
+	if seq == 0 {
+		return vfs.EmptyTree, nil
+	}
+	var root cas.Hash
+	err := tx.GetContext(ctx, &root, `SELECT root FROM actor_changes WHERE actor = ? AND seq = ?`, actor, seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return cas.Hash{}, wserr.New(wserr.NotFound, "actor version", "", "actor %s has no change %d", actor, seq)
+	}
+	if err != nil {
+		return cas.Hash{}, index.Translate(err)
+	}
+	if root.IsZero() {
+		return cas.Hash{}, wserr.New(wserr.NotFound, "actor version", "", "actor %s's version %d was pruned by gc", actor, seq)
+	}
+	return root, nil
+}
+
+// ListAt is List on the version after change seq (0: the empty space).
+// Errors: those of List, and wserr.NotFound for a change that does not
+// exist or whose version GC pruned.
+func (s *Spaces) ListAt(ctx context.Context, actor string, seq int64, path string, depth int) ([]vfs.Listed, error) {
+	actor, err := ParseActor(actor)
+	if err != nil {
+		return nil, err
+	}
+	p, err := parsePath(path, true)
+	if err != nil {
+		return nil, err
+	}
+	var out []vfs.Listed
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		root, err := version(ctx, tx, actor, seq)
+		if err != nil {
+			return err
+		}
+		out, err = s.trees.List(ctx, tx, root, p, depth)
+		return err
+	})
+	return out, err
+}
+
+// Diff returns the file changes from the version after change from to the
+// version after change to (0: the empty space), sorted by path. Errors:
+// wserr.InvalidActor; wserr.NotFound for a change that does not exist or
+// whose version GC pruned.
+func (s *Spaces) Diff(ctx context.Context, actor string, from, to int64) ([]vfs.Change, error) {
+	actor, err := ParseActor(actor)
+	if err != nil {
+		return nil, err
+	}
+	var out []vfs.Change
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		a, err := version(ctx, tx, actor, from)
+		if err != nil {
+			return err
+		}
+		b, err := version(ctx, tx, actor, to)
+		if err != nil {
+			return err
+		}
+		out, err = s.trees.Diff(ctx, tx, a, b)
+		return err
+	})
+	return out, err
+}
+
+// GCOptions configure GC.
+type GCOptions struct {
+	// Actor limits GC to one actor's space; "" means every actor.
+	Actor string
+	// KeepVersions is how many of the newest versions of each space keep
+	// their trees; default 1, the live version alone.
+	KeepVersions int
+}
+
+// GCReport says what GC pruned.
+type GCReport struct {
+	Actors int   `json:"actors"`
+	Pruned int64 `json:"pruned"`
+}
+
+// GC prunes the old versions of actor spaces: every version but the
+// newest KeepVersions stops holding its tree, so the store's gc can free
+// the files no other root shares. The journal keeps every change; a
+// pruned version lists and diffs as store.not_found. Each space that lost
+// versions records a gc change, which is not a version itself. GC deletes no blob or tree itself: that
+// is the store's gc, which sees the versions left as roots. Errors:
+// wserr.InvalidActor, wserr.InvalidArgument for a negative KeepVersions.
+func (s *Spaces) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
+	if opt.KeepVersions < 0 {
+		return GCReport{}, wserr.New(wserr.InvalidArgument, "actor gc", "", "keepVersions %d is negative", opt.KeepVersions)
+	}
+	if opt.KeepVersions == 0 {
+		opt.KeepVersions = 1
+	}
+	if opt.Actor != "" {
+		if _, err := ParseActor(opt.Actor); err != nil {
+			return GCReport{}, err
+		}
+	}
+	var rep GCReport
+	err := s.db.Update(ctx, func(tx *index.Tx) error {
+		rep = GCReport{}
+		var rows []spaceRow
+		if err := tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated FROM actor_spaces
+			WHERE ?1 = '' OR actor = ?1 ORDER BY actor`, opt.Actor); err != nil {
+			return index.Translate(err)
+		}
+		for _, sp := range rows {
+			res, err := tx.ExecContext(ctx, `UPDATE actor_changes SET root = NULL
+				WHERE actor = ?1 AND root IS NOT NULL AND seq NOT IN (
+					SELECT seq FROM actor_changes WHERE actor = ?1 AND root IS NOT NULL ORDER BY seq DESC LIMIT ?2)`,
+				sp.Actor, opt.KeepVersions)
+			if err != nil {
+				return index.Translate(err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return index.Translate(err)
+			}
+			if n == 0 {
+				continue
+			}
+			if _, err := s.record(ctx, tx, sp, true, sp.Root, Change{Op: OpGC, Files: n}); err != nil {
+				return err
+			}
+			rep.Actors++
+			rep.Pruned += n
+		}
+		return nil
+	})
+	return rep, err
+}
+
+// EachActorRoot calls fn, in tx, for every tree actor spaces hold on to:
+// each space's live root (seq is its last change) and each version not
+// pruned. These are gc roots.
+func (s *Spaces) EachActorRoot(ctx context.Context, tx *index.Tx, fn func(actor string, seq int64, root cas.Hash) error) error {
+	rows, err := tx.QueryxContext(ctx, `SELECT actor, seq, root FROM actor_spaces
+		UNION ALL SELECT actor, seq, root FROM actor_changes WHERE root IS NOT NULL ORDER BY 1, 2`)
+	if err != nil {
+		return fmt.Errorf("actor roots: %w", index.Translate(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var actor string
+		var seq int64
+		var root cas.Hash
+		if err := rows.Scan(&actor, &seq, &root); err != nil {
+			return fmt.Errorf("actor roots: %w", index.Translate(err))
+		}
+		if err := fn(actor, seq, root); err != nil {
+			return err
+		}
+	}
+	return index.Translate(rows.Err())
+}

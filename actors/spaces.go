@@ -1,0 +1,344 @@
+package actors
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// DB runs transactions; *index.DB implements it.
+type DB interface {
+	View(ctx context.Context, fn func(tx *index.Tx) error) error
+	Update(ctx context.Context, fn func(tx *index.Tx) error) error
+}
+
+// Blobs stores and reads file contents as streams; *cas.Store implements
+// it.
+type Blobs interface {
+	Put(ctx context.Context, r io.Reader) (cas.Hash, error)
+	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
+	Touch(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
+}
+
+// Trees reads and rewrites Merkle trees; *vfs.Trees implements it.
+type Trees interface {
+	Lookup(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path) (vfs.Entry, error)
+	Set(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, e *vfs.Entry) (cas.Hash, error)
+	List(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int) ([]vfs.Listed, error)
+	Walk(ctx context.Context, tx *index.Tx, root cas.Hash, fn func(p vfs.Path, e vfs.Entry) error) error
+	Diff(ctx context.Context, tx *index.Tx, a, b cas.Hash) ([]vfs.Change, error)
+}
+
+// Spaces is the set of actor spaces of one store. It holds no state of its
+// own beyond its parts, so it is safe for concurrent use.
+type Spaces struct {
+	db    DB
+	blobs Blobs
+	trees Trees
+	now   func() time.Time
+}
+
+// New returns the actor spaces over db, storing contents in blobs and
+// trees, stamping rows with now (time.Now if nil).
+func New(db DB, blobs Blobs, trees Trees, now func() time.Time) *Spaces {
+	if now == nil {
+		now = time.Now
+	}
+	return &Spaces{db: db, blobs: blobs, trees: trees, now: now}
+}
+
+// Op names what a change did.
+type Op string
+
+// Change operations.
+const (
+	OpUpload       Op = "upload"
+	OpDelete       Op = "delete"
+	OpDeletePrefix Op = "delete_prefix"
+	OpGC           Op = "gc"
+)
+
+// Change is one record of an actor's journal: what changed, how many files
+// and bytes it touched, and the version (root tree) after it. Root is zero
+// once GC pruned the version. Seq 0 means nothing was recorded: the call
+// changed nothing.
+type Change struct {
+	Actor   string    `json:"actor"`
+	Seq     int64     `json:"seq"`
+	Op      Op        `json:"op"`
+	Path    string    `json:"path"`
+	Files   int64     `json:"files"`
+	Bytes   int64     `json:"bytes"`
+	Root    cas.Hash  `json:"root,omitzero"`
+	Created time.Time `json:"created"`
+}
+
+// Space is one actor's space as its row holds it.
+type Space struct {
+	Actor   string    `json:"actor"`
+	Root    cas.Hash  `json:"root"`
+	Seq     int64     `json:"seq"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+type spaceRow struct {
+	Actor   string   `db:"actor"`
+	Root    cas.Hash `db:"root"`
+	Seq     int64    `db:"seq"`
+	Created int64    `db:"created"`
+	Updated int64    `db:"updated"`
+}
+
+func (r spaceRow) space() Space {
+	return Space{Actor: r.Actor, Root: r.Root, Seq: r.Seq,
+		Created: time.Unix(0, r.Created).UTC(), Updated: time.Unix(0, r.Updated).UTC()}
+}
+
+type changeRow struct {
+	Actor   string   `db:"actor"`
+	Seq     int64    `db:"seq"`
+	Op      string   `db:"op"`
+	Path    string   `db:"path"`
+	Files   int64    `db:"files"`
+	Bytes   int64    `db:"bytes"`
+	Root    cas.Hash `db:"root"`
+	Created int64    `db:"created"`
+}
+
+func (r changeRow) change() Change {
+	return Change{Actor: r.Actor, Seq: r.Seq, Op: Op(r.Op), Path: r.Path, Files: r.Files, Bytes: r.Bytes,
+		Root: r.Root, Created: time.Unix(0, r.Created).UTC()}
+}
+
+// findSpace reads actor's row in tx; an actor without one has an empty
+// space at seq 0.
+func findSpace(ctx context.Context, tx *index.Tx, actor string) (spaceRow, bool, error) {
+	var r spaceRow
+	err := tx.GetContext(ctx, &r, `SELECT actor, root, seq, created, updated FROM actor_spaces WHERE actor = ?`, actor)
+	if errors.Is(err, sql.ErrNoRows) {
+		return spaceRow{Actor: actor, Root: vfs.EmptyTree}, false, nil
+	}
+	if err != nil {
+		return spaceRow{}, false, fmt.Errorf("actor %s: %w", actor, index.Translate(err))
+	}
+	return r, true, nil
+}
+
+// record moves actor's root to root and appends the change that did it,
+// in tx; a gc change leaves the root where it is. A change that leaves the root as it was records nothing and
+// returns a Change with Seq 0.
+func (s *Spaces) record(ctx context.Context, tx *index.Tx, sp spaceRow, exists bool, root cas.Hash, c Change) (Change, error) {
+	if root == sp.Root && c.Op != OpGC {
+		return Change{Actor: sp.Actor, Op: c.Op, Path: c.Path, Root: root}, nil
+	}
+	now := s.now().UnixNano()
+	c.Actor, c.Seq, c.Root, c.Created = sp.Actor, sp.Seq+1, root, time.Unix(0, now).UTC()
+	var version any = root
+	if c.Op == OpGC {
+		// A gc change prunes versions and is not one itself.
+		version, c.Root = nil, cas.Hash{}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO actor_changes (actor, seq, op, path, files, bytes, root, created)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, c.Actor, c.Seq, string(c.Op), c.Path, c.Files, c.Bytes, version, now); err != nil {
+		return Change{}, fmt.Errorf("record %s change: %w", c.Op, index.Translate(err))
+	}
+	var err error
+	if exists {
+		_, err = tx.ExecContext(ctx, `UPDATE actor_spaces SET root = ?, seq = ?, updated = ? WHERE actor = ?`, root, c.Seq, now, c.Actor)
+	} else {
+		_, err = tx.ExecContext(ctx, `INSERT INTO actor_spaces (actor, root, seq, created, updated) VALUES (?, ?, ?, ?, ?)`,
+			c.Actor, root, c.Seq, now, now)
+	}
+	if err != nil {
+		return Change{}, fmt.Errorf("move actor %s root: %w", c.Actor, index.Translate(err))
+	}
+	return c, nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// Upload stores the content read from r as the file path of actor's
+// space, creating the directories above it, and records the change. The
+// content streams through the content store in chunks, so memory stays
+// bounded whatever its size; it is read to the end before the space
+// changes, so a failed read changes nothing. Uploading the content a file
+// already has records nothing (Seq 0). Errors: wserr.InvalidActor,
+// wserr.InvalidPath (path, or the root), wserr.NotADirectory when a file
+// is where a directory must go, wserr.PathIsDirectory when path is a
+// directory; a read error of r is returned wrapped.
+func (s *Spaces) Upload(ctx context.Context, actor, path string, r io.Reader) (Change, error) {
+	actor, err := ParseActor(actor)
+	if err != nil {
+		return Change{}, err
+	}
+	p, err := parsePath(path, false)
+	if err != nil {
+		return Change{}, err
+	}
+	cr := &countingReader{r: r}
+	h, err := s.blobs.Put(ctx, cr)
+	if err != nil {
+		return Change{}, fmt.Errorf("upload %s: %w", p, err)
+	}
+	var c Change
+	err = s.db.Update(ctx, func(tx *index.Tx) error {
+		if _, err := s.blobs.Touch(ctx, tx, h); err != nil {
+			return err
+		}
+		sp, exists, err := findSpace(ctx, tx, actor)
+		if err != nil {
+			return err
+		}
+		root, err := s.trees.Set(ctx, tx, sp.Root, p, &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: cr.n})
+		if err != nil {
+			return err
+		}
+		c, err = s.record(ctx, tx, sp, exists, root, Change{Op: OpUpload, Path: p.String(), Files: 1, Bytes: cr.n})
+		return err
+	})
+	return c, err
+}
+
+// Stat returns the entry at path in actor's space ("" or "." for the
+// root). Errors: wserr.InvalidActor, wserr.InvalidPath,
+// wserr.FileNotFound.
+func (s *Spaces) Stat(ctx context.Context, actor, path string) (vfs.Entry, error) {
+	actor, err := ParseActor(actor)
+	if err != nil {
+		return vfs.Entry{}, err
+	}
+	p, err := parsePath(path, true)
+	if err != nil {
+		return vfs.Entry{}, err
+	}
+	var e vfs.Entry
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		sp, _, err := findSpace(ctx, tx, actor)
+		if err != nil {
+			return err
+		}
+		e, err = s.trees.Lookup(ctx, tx, sp.Root, p)
+		return err
+	})
+	return e, err
+}
+
+// Download returns a stream of the file path of actor's space and its
+// entry (size, hash). The stream verifies the content as it goes: bytes
+// that do not hash to their address are an error, never returned. The
+// caller closes it. Errors: wserr.InvalidActor, wserr.InvalidPath,
+// wserr.FileNotFound, wserr.PathIsDirectory.
+func (s *Spaces) Download(ctx context.Context, actor, path string) (io.ReadCloser, vfs.Entry, error) {
+	if _, err := parsePath(path, false); err != nil {
+		return nil, vfs.Entry{}, err
+	}
+	e, err := s.Stat(ctx, actor, path)
+	if err != nil {
+		return nil, vfs.Entry{}, err
+	}
+	if e.Kind != vfs.KindFile {
+		return nil, vfs.Entry{}, wserr.New(wserr.PathIsDirectory, "download", path, "is a directory; list it, or download a file below it")
+	}
+	rc, err := s.blobs.Get(ctx, e.Hash)
+	if err != nil {
+		return nil, vfs.Entry{}, fmt.Errorf("download %s: %w", path, err)
+	}
+	return rc, e, nil
+}
+
+// List returns the entries below path in actor's space ("" or "." for the
+// root) down to depth levels (depth <= 0: the direct children), in
+// depth-first order with names sorted; a file path lists that file alone.
+// An actor with no space lists nothing at its root. Errors:
+// wserr.InvalidActor, wserr.InvalidPath, wserr.FileNotFound.
+func (s *Spaces) List(ctx context.Context, actor, path string, depth int) ([]vfs.Listed, error) {
+	actor, err := ParseActor(actor)
+	if err != nil {
+		return nil, err
+	}
+	p, err := parsePath(path, true)
+	if err != nil {
+		return nil, err
+	}
+	var out []vfs.Listed
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		sp, _, err := findSpace(ctx, tx, actor)
+		if err != nil {
+			return err
+		}
+		out, err = s.trees.List(ctx, tx, sp.Root, p, depth)
+		return err
+	})
+	return out, err
+}
+
+// Delete removes the file or directory path (a whole subtree) from
+// actor's space and records the change. Errors: wserr.InvalidActor,
+// wserr.InvalidPath (also for the root: use DeleteByPrefix),
+// wserr.FileNotFound.
+func (s *Spaces) Delete(ctx context.Context, actor, path string) (Change, error) {
+	actor, err := ParseActor(actor)
+	if err != nil {
+		return Change{}, err
+	}
+	p, err := parsePath(path, false)
+	if err != nil {
+		return Change{}, err
+	}
+	var c Change
+	err = s.db.Update(ctx, func(tx *index.Tx) error {
+		sp, exists, err := findSpace(ctx, tx, actor)
+		if err != nil {
+			return err
+		}
+		e, err := s.trees.Lookup(ctx, tx, sp.Root, p)
+		if err != nil {
+			return err
+		}
+		files, err := s.countFiles(ctx, tx, e)
+		if err != nil {
+			return err
+		}
+		root, err := s.trees.Set(ctx, tx, sp.Root, p, nil)
+		if err != nil {
+			return err
+		}
+		c, err = s.record(ctx, tx, sp, exists, root, Change{Op: OpDelete, Path: p.String(), Files: files, Bytes: e.Size})
+		return err
+	})
+	return c, err
+}
+
+// countFiles counts the files at or below e.
+func (s *Spaces) countFiles(ctx context.Context, tx *index.Tx, e vfs.Entry) (int64, error) {
+	if e.Kind == vfs.KindFile {
+		return 1, nil
+	}
+	var n int64
+	err := s.trees.Walk(ctx, tx, e.Hash, func(_ vfs.Path, e vfs.Entry) error {
+		if e.Kind == vfs.KindFile {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,184 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+)
+
+// The byte cap reads a run's oldest and newest checkpoint and deletes one
+// row at a time, each through the primary key (run_id, seq): its cost is
+// the checkpoints it deletes, not how many the run holds. A test holds
+// them to that with EXPLAIN QUERY PLAN.
+const (
+	newestSQL = `SELECT seq, cum_dead FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1`
+	oldestSQL = `SELECT seq, cum_dead FROM checkpoints WHERE run_id = ? ORDER BY seq LIMIT 1`
+	parentSQL = `SELECT root FROM checkpoints WHERE run_id = ? AND seq = ?`
+)
+
+// deadBytes returns the stored bytes of the file versions that checkpoint
+// parent's tree holds and root does not (the old side of every change
+// from one to the other, unless the same content is still in root): what
+// deleting the parent, once everything older is gone, gives back. A
+// parent that is 0 or gone counts nothing.
+func (s *Store) deadBytes(ctx context.Context, tx *index.Tx, runID string, parent int64, root cas.Hash) (int64, error) {
+	if parent <= 0 {
+		return 0, nil
+	}
+	var proot cas.Hash
+	err := tx.GetContext(ctx, &proot, parentSQL, runID, parent)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, index.Translate(err)
+	}
+	if proot == root {
+		return 0, nil
+	}
+	changes, err := s.trees.Diff(ctx, tx, proot, root)
+	if err != nil {
+		return 0, err
+	}
+	live := map[cas.Hash]bool{}
+	for _, c := range changes {
+		if !c.New.Hash.IsZero() {
+			live[c.New.Hash] = true
+		}
+	}
+	var dead int64
+	seen := map[cas.Hash]bool{}
+	for _, c := range changes {
+		h := c.Old.Hash
+		if h.IsZero() || live[h] || seen[h] {
+			continue
+		}
+		seen[h] = true
+		info, err := s.blobs.Stat(ctx, h)
+		switch {
+		case err == nil:
+			dead += info.Stored
+		case errors.Is(err, cas.ErrNotFound):
+			// Stored in this very transaction, not yet visible to the
+			// read pool: count its plain size.
+			dead += c.Old.Size
+		default:
+			return 0, err
+		}
+	}
+	return dead, nil
+}
+
+// Retained returns the bytes the run's checkpoints keep beyond its newest
+// one: the file versions later checkpoints replaced or removed, counted as
+// stored (a version kept as a small delta counts small), which is what
+// pruning every checkpoint but the newest would give back. It reads two
+// rows, whatever the run's history. Runs whose rows predate the measure
+// count 0 for them.
+func (s *Store) Retained(ctx context.Context, tx *index.Tx, runID string) (int64, error) {
+	var out int64
+	err := s.view(ctx, tx, func(tx *index.Tx) error {
+		var err error
+		out, err = retained(ctx, tx, runID)
+		return err
+	})
+	return out, err
+}
+
+type edge struct {
+	Seq int64 `db:"seq"`
+	Cum int64 `db:"cum_dead"`
+}
+
+func ends(ctx context.Context, tx *index.Tx, runID string) (oldest, newest edge, ok bool, err error) {
+	if err = tx.GetContext(ctx, &oldest, oldestSQL, runID); errors.Is(err, sql.ErrNoRows) {
+		return oldest, newest, false, nil
+	}
+	if err != nil {
+		return oldest, newest, false, index.Translate(err)
+	}
+	if err = tx.GetContext(ctx, &newest, newestSQL, runID); err != nil {
+		return oldest, newest, false, index.Translate(err)
+	}
+	return oldest, newest, true, nil
+}
+
+func retained(ctx context.Context, tx *index.Tx, runID string) (int64, error) {
+	o, n, ok, err := ends(ctx, tx, runID)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return max(n.Cum-o.Cum, 0), nil
+}
+
+// PruneBytes deletes the run's oldest checkpoints, in tx, while what they
+// keep beyond the newest (Retained) is more than maxBytes (0 or less: no
+// cap), and records the deletion in one checkpoints_pruned event. It stops
+// at keep (the checkpoint just created) and at a checkpoint pinned names,
+// so a run whose oldest checkpoint a commit refers to stays above its
+// cap rather than lose it, or lose history out of order. Each deletion
+// costs a few row reads through the primary key, so a checkpoint pays for
+// what it prunes, not for the run's history. The children of a deleted
+// checkpoint keep its seq as their parent, which then reads as pruned.
+//
+// It returns the seqs deleted, oldest first, and the bytes their deletion
+// gives back by the measure of Retained; nil and 0, with no event, when
+// the run is within the cap. It fails with the errors of pinned and of the
+// journal.
+func (s *Store) PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxBytes int64, keep int64, pinned Pinned) ([]int64, int64, error) {
+	if maxBytes <= 0 {
+		return nil, 0, nil
+	}
+	var pruned []int64
+	var freed int64
+	var pins map[int64]bool
+	for {
+		o, n, ok, err := ends(ctx, tx, runID)
+		if err != nil {
+			return nil, 0, fmt.Errorf("prune checkpoints: %w", err)
+		}
+		if !ok || n.Cum-o.Cum <= maxBytes || o.Seq == keep || o.Seq == n.Seq {
+			break
+		}
+		if pins == nil {
+			pins = map[int64]bool{}
+			if pinned != nil {
+				ps, err := pinned(ctx, tx, runID)
+				if err != nil {
+					return nil, 0, fmt.Errorf("prune checkpoints: %w", err)
+				}
+				for _, p := range ps {
+					pins[p] = true
+				}
+			}
+		}
+		if pins[o.Seq] {
+			break
+		}
+		var next edge
+		if err := tx.GetContext(ctx, &next, `SELECT seq, cum_dead FROM checkpoints WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT 1`, runID, o.Seq); err != nil {
+			return nil, 0, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
+		}
+		if _, err := tx.ExecContext(ctx, deleteSQL, runID, o.Seq); err != nil {
+			return nil, 0, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
+		}
+		pruned = append(pruned, o.Seq)
+		freed += next.Cum - o.Cum
+	}
+	if len(pruned) == 0 {
+		return nil, 0, nil
+	}
+	payload := journal.Pruned{CheckpointIDs: make([]string, len(pruned)), MaxCheckpointBytes: maxBytes, FreedBytes: freed}
+	for i, seq := range pruned {
+		payload.CheckpointIDs[i] = ID(seq)
+	}
+	if _, err := s.journal.Append(ctx, tx, runID, journal.CheckpointsPruned, journal.Info, payload); err != nil {
+		return nil, 0, fmt.Errorf("prune checkpoints: %w", err)
+	}
+	return pruned, freed, nil
+}

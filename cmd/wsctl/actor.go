@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+type actorOptions struct {
+	globals
+	depth int
+	keep  int
+	grace string
+	in    io.Reader
+}
+
+// newActorCmd builds "wsctl actor", seed 004's Workspace API on the
+// command line: one subcommand per operation of actors.Spaces.
+func newActorCmd(a *app) *cobra.Command {
+	var o actorOptions
+	cmd := &cobra.Command{
+		Use:   "actor",
+		Short: "List, upload, download and delete the files of an actor's artifact space",
+		Long: `actor works on per-actor artifact spaces (seed 004's workspace/{actor}/):
+a versioned tree per actor, stored in the same content store as runs, with
+a journal of its own. Uploads and downloads stream, whatever the size.
+
+  wsctl actor ls ACTOR [PATH] [--depth N] [--json]
+  wsctl actor upload ACTOR PATH [FILE|-]     reads FILE, or stdin
+  wsctl actor download ACTOR PATH [FILE|-]   writes stdout, or FILE
+  wsctl actor rm ACTOR PATH
+  wsctl actor rm-prefix ACTOR PREFIX         "temp/" removes temp/; "temp" also temp.md
+  wsctl actor stats ACTOR [--json]
+  wsctl actor gc [ACTOR] [--keep N] [--grace D]
+
+Actor names are one path segment (no '/', no '..'), and paths follow the
+workspace path rules; both are refused with status 4.`,
+	}
+	sub := func(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, o actorOptions, args []string) error) *cobra.Command {
+		c := &cobra.Command{Use: use, Short: short, Args: args}
+		c.RunE = a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			o.in = c.InOrStdin()
+			return run(ctx, o, args)
+		})
+		return c
+	}
+	ls := sub("ls ACTOR [PATH]", "List an actor's files", rangeArgs(1, 2), runActorLs)
+	ls.Flags().IntVar(&o.depth, "depth", 1, "levels to list below PATH")
+	gc := sub("gc [ACTOR]", "Prune old versions of actor spaces, then free what no root holds", rangeArgs(0, 1), runActorGC)
+	gc.Flags().IntVar(&o.keep, "keep", 1, "newest versions of each space to keep")
+	gc.Flags().StringVar(&o.grace, "grace", "", "keep unreachable rows younger than this (default 15m; 0: none)")
+	cmd.AddCommand(ls,
+		sub("upload ACTOR PATH [FILE|-]", "Upload FILE (or stdin) as PATH", rangeArgs(2, 3), runActorUpload),
+		sub("download ACTOR PATH [FILE|-]", "Download PATH to stdout (or FILE)", rangeArgs(2, 3), runActorDownload),
+		sub("rm ACTOR PATH", "Delete a file or directory", exactArgs(2), runActorRm),
+		sub("rm-prefix ACTOR PREFIX", "Delete everything whose path starts with PREFIX", exactArgs(2), runActorRmPrefix),
+		sub("stats ACTOR", "Count an actor's files and bytes", exactArgs(1), runActorStats),
+		gc)
+	return cmd
+}
+
+func runActorLs(ctx context.Context, o actorOptions, args []string) error {
+	st, err := openStore(ctx, o.globals, readOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	path := ""
+	if len(args) > 1 {
+		path = args[1]
+	}
+	ls, err := st.Actors.List(ctx, args[0], path, o.depth)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		if ls == nil {
+			ls = []vfs.Listed{}
+		}
+		return writeJSON(o.out, ls)
+	}
+	t := newTable(o.out, "KIND", "SIZE", "PATH")
+	for _, l := range ls {
+		name := l.Path.String()
+		if l.Kind.String() == "dir" {
+			name += "/"
+		}
+		t.row(l.Kind.String(), humanBytes(l.Size), name)
+	}
+	return t.flush()
+}
+
+func runActorUpload(ctx context.Context, o actorOptions, args []string) error {
+	in := o.in
+	if len(args) > 2 && args[2] != "-" {
+		f, err := os.Open(args[2])
+		if err != nil {
+			return wserr.Wrap(wserr.InvalidArgument, "actor upload", "", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	st, err := openStore(ctx, o.globals, create)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	c, err := st.Actors.Upload(ctx, args[0], args[1], in)
+	if err != nil {
+		return err
+	}
+	return printChange(o, c)
+}
+
+func runActorDownload(ctx context.Context, o actorOptions, args []string) (err error) {
+	st, err := openStore(ctx, o.globals, readOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rc, _, err := st.Actors.Download(ctx, args[0], args[1])
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if len(args) < 3 || args[2] == "-" {
+		_, err = io.Copy(o.out, rc)
+		return err
+	}
+	// A temporary file beside FILE, renamed over it once whole, so a failed
+	// download leaves FILE as it was.
+	dst := args[2]
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".wsctl-*")
+	if err != nil {
+		return wserr.Wrap(wserr.InvalidArgument, "actor download", "", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = io.Copy(tmp, rc); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+func runActorRm(ctx context.Context, o actorOptions, args []string) error {
+	st, err := openStore(ctx, o.globals, readWrite)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	c, err := st.Actors.Delete(ctx, args[0], args[1])
+	if err != nil {
+		return err
+	}
+	return printChange(o, c)
+}
+
+func runActorRmPrefix(ctx context.Context, o actorOptions, args []string) error {
+	st, err := openStore(ctx, o.globals, readWrite)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	c, err := st.Actors.DeleteByPrefix(ctx, args[0], args[1])
+	if err != nil {
+		return err
+	}
+	return printChange(o, c)
+}
+
+// printChange reports one recorded change of an actor's space.
+func printChange(o actorOptions, c actors.Change) error {
+	if o.json {
+		return writeJSON(o.out, c)
+	}
+	if c.Seq == 0 {
+		_, err := fmt.Fprintf(o.out, "%s %s: nothing changed\n", c.Op, c.Path)
+		return err
+	}
+	_, err := fmt.Fprintf(o.out, "%s %s: %d files, %s (change %d)\n", c.Op, c.Path, c.Files, humanBytes(c.Bytes), c.Seq)
+	return err
+}
+
+func runActorStats(ctx context.Context, o actorOptions, args []string) error {
+	st, err := openStore(ctx, o.globals, readOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	s, err := st.Actors.Stats(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(o.out, s)
+	}
+	t := newTable(o.out, "ACTOR", "FILES", "DIRS", "BYTES", "CHANGES", "VERSIONS")
+	t.row(s.Actor, strconv.FormatInt(s.Files, 10), strconv.FormatInt(s.Dirs, 10), humanBytes(s.Bytes),
+		strconv.FormatInt(s.Seq, 10), strconv.FormatInt(s.Versions, 10))
+	return t.flush()
+}
+
+// actorGCResult is "actor gc"'s --json output.
+type actorGCResult struct {
+	Pruned actors.GCReport  `json:"pruned"`
+	GC     wsstore.GCReport `json:"gc"`
+}
+
+func runActorGC(ctx context.Context, o actorOptions, args []string) error {
+	opt := actors.GCOptions{KeepVersions: o.keep}
+	if len(args) > 0 {
+		opt.Actor = args[0]
+	}
+	if o.keep < 1 {
+		return wserr.New(wserr.InvalidArgument, "actor gc", "", "--keep %d: keep at least the live version", o.keep)
+	}
+	gc := wsstore.GCOptions{Now: o.now}
+	if o.grace != "" {
+		d, err := time.ParseDuration(o.grace)
+		if err != nil || d < 0 {
+			return wserr.New(wserr.InvalidArgument, "actor gc", "", "--grace %q is not a duration such as 15m or 0", o.grace)
+		}
+		gc.Grace = d
+		if d == 0 {
+			gc.Grace = -1
+		}
+	}
+	st, err := openStore(ctx, o.globals, readWrite)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	pruned, rep, err := st.ActorGC(ctx, opt, gc)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(o.out, actorGCResult{Pruned: pruned, GC: rep})
+	}
+	_, err = fmt.Fprintf(o.out, "pruned %d versions of %d actors; freed %d blobs, %d chunks, %d trees (%s)\n",
+		pruned.Pruned, pruned.Actors, rep.Freed.Blobs, rep.Freed.Chunks, rep.Freed.Trees, humanBytes(rep.FreedBytes))
+	return err
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+func TestActorCommands(t *testing.T) {
+	c := newCLI(t)
+	out, errOut, code := c.run("# weekly\n", "actor", "upload", "alice", "reports/weekly.md")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "upload reports/weekly.md: 1 files")
+
+	src := filepath.Join(t.TempDir(), "q1.md")
+	require.NoError(t, os.WriteFile(src, []byte("q1 numbers"), 0o644))
+	c.ok("actor", "upload", "alice", "reports/2026/q1.md", src)
+	c.ok("actor", "upload", "alice", "temp/scratch.txt", src)
+	_, _, code = c.run("bob's", "actor", "upload", "bob", "drafts/contract.md", "-")
+	require.Equal(t, 0, code)
+
+	var ls []vfs.Listed
+	c.jsonOut(&ls, "actor", "ls", "alice", "", "--depth", "2")
+	var names []string
+	for _, l := range ls {
+		names = append(names, l.Path.String())
+	}
+	assert.Equal(t, []string{"reports", "reports/2026", "reports/weekly.md", "temp", "temp/scratch.txt"}, names)
+	assert.Contains(t, c.ok("actor", "ls", "alice", "reports"), "reports/weekly.md")
+
+	assert.Equal(t, "# weekly\n", c.ok("actor", "download", "alice", "reports/weekly.md"))
+	dst := filepath.Join(t.TempDir(), "out.md")
+	c.ok("actor", "download", "alice", "reports/2026/q1.md", dst)
+	b, err := os.ReadFile(dst)
+	require.NoError(t, err)
+	assert.Equal(t, "q1 numbers", string(b))
+
+	var st actors.Stats
+	c.jsonOut(&st, "actor", "stats", "alice")
+	assert.Equal(t, int64(3), st.Files)
+	assert.Contains(t, c.ok("actor", "stats", "bob"), "bob")
+
+	assert.Contains(t, c.ok("actor", "rm-prefix", "alice", "temp/"), "1 files")
+	c.ok("actor", "rm", "alice", "reports/2026")
+	c.fails(3, "actor", "rm", "alice", "reports/2026")
+	c.fails(3, "actor", "download", "alice", "nope.md", dst)
+	b, err = os.ReadFile(dst)
+	require.NoError(t, err)
+	assert.Equal(t, "q1 numbers", string(b), "a failed download leaves FILE as it was")
+
+	assert.Contains(t, c.ok("actor", "gc", "--grace", "0"), "pruned")
+	assert.Equal(t, "# weekly\n", c.ok("actor", "download", "alice", "reports/weekly.md"))
+	assert.Equal(t, "bob's", c.ok("actor", "download", "bob", "drafts/contract.md"))
+
+	t.Run("ErrInvalidNames", func(t *testing.T) {
+		errOut := c.fails(4, "actor", "ls", "../alice")
+		assert.Contains(t, errOut, "workspace.invalid_actor")
+		_, errOut, code := c.run("x", "actor", "upload", "alice", "CON")
+		assert.Equal(t, 4, code)
+		assert.Contains(t, errOut, "workspace.invalid_path")
+		assert.True(t, strings.Contains(errOut, "device name"), errOut)
+	})
+}
+
+func TestActorBatchOps(t *testing.T) {
+	c := newCLI(t)
+	in := strings.Join([]string{
+		`{"op":"actor.upload","id":1,"actor":"alice","path":"reports/weekly.md","content":"# weekly"}`,
+		`{"op":"actor.upload","id":2,"actor":"alice","path":"bin/x.dat","contentBase64":"AAEC/w=="}`,
+		`{"op":"actor.upload","id":3,"actor":"bob","path":"temp/a.md","content":"a"}`,
+		`{"op":"actor.ls","id":4,"actor":"alice","depth":2}`,
+		`{"op":"actor.download","id":5,"actor":"alice","path":"reports/weekly.md"}`,
+		`{"op":"actor.download","id":6,"actor":"alice","path":"bin/x.dat"}`,
+		`{"op":"actor.stats","id":7,"actor":"alice"}`,
+		`{"op":"actor.rm-prefix","id":8,"actor":"bob","prefix":"temp/"}`,
+		`{"op":"actor.rm","id":9,"actor":"alice","path":"bin"}`,
+		`{"op":"actor.gc","id":10}`,
+		`{"op":"actor.ls","id":11,"actor":"../x"}`,
+		`{"op":"actor.upload","id":12,"actor":"alice","path":"aux.md","content":"x"}`,
+	}, "\n") + "\n"
+	out, errOut, code := c.run(in, "batch")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 12, "stdout %s stderr %s", out, errOut)
+	assert.Equal(t, 0, code, "batch goes on past failed requests")
+	for i := 0; i < 10; i++ {
+		assert.Contains(t, lines[i], `"ok":true`, lines[i])
+	}
+	assert.Contains(t, lines[3], `"reports/weekly.md"`)
+	assert.Contains(t, lines[4], `"content":"# weekly"`)
+	assert.Contains(t, lines[5], `"contentBase64":"AAEC/w=="`)
+	assert.Contains(t, lines[6], `"files":2`)
+	assert.Contains(t, lines[7], `"files":1`)
+	assert.Contains(t, lines[10], "workspace.invalid_actor")
+	assert.Contains(t, lines[11], "workspace.invalid_path")
+}

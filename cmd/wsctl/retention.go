@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+type pruneOptions struct {
+	globals
+	dryRun bool
+	chat   string
+}
+
+func newPruneCmd(a *app) *cobra.Command {
+	var o pruneOptions
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "Apply the retention policy: delete the runs and checkpoints it names",
+		Long: `prune applies the retention policy ("wsctl policy") to every chat, or to
+--chat's: finished runs past keepCompletedRuns, keepFailedRuns,
+maxRunWorkspacesPerChat or autoPruneAfterDays are deleted, and runs are held
+to maxCheckpointBytesPerRun. Active runs and checkpoints a commit refers to
+are never deleted. Each deletion is in the deletion log ("wsctl
+deletions") with the setting that made it; the space is then reclaimed in
+bounded steps, without "wsctl gc" or "wsctl vacuum".`,
+		Args: exactArgs(0),
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runPrune(ctx, o)
+		}),
+	}
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
+	cmd.Flags().StringVar(&o.chat, "chat", "", "only this chat `WORKSPACE` id")
+	return cmd
+}
+
+func runPrune(ctx context.Context, o pruneOptions) error {
+	st, err := openStore(ctx, o.globals, readWrite)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := st.Runs.Prune(ctx, runs.PruneOptions{DryRun: o.dryRun, ChatID: o.chat})
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(o.out, rep)
+	}
+	verb := "deleted"
+	if rep.DryRun {
+		verb = "would delete"
+	}
+	for _, r := range rep.Runs {
+		fmt.Fprintf(o.out, "%s run %s (%s, %s) by %s\n", verb, r.RunID, r.ChatID, r.Status, r.Reason)
+	}
+	for _, c := range rep.Checkpoints {
+		fmt.Fprintf(o.out, "%s %d checkpoints of run %s (%d bytes) by maxCheckpointBytesPerRun\n", verb, len(c.CheckpointIDs), c.RunID, c.Bytes)
+	}
+	_, err = fmt.Fprintf(o.out, "%d runs, %d runs' checkpoints; %d bytes freed\n", len(rep.Runs), len(rep.Checkpoints), rep.BytesFreed)
+	return err
+}
+
+type rmChatOptions struct {
+	globals
+	force bool
+}
+
+func newRmChatCmd(a *app) *cobra.Command {
+	var o rmChatOptions
+	cmd := &cobra.Command{
+		Use:   "rm-chat KIND:STABLE_CHAT_ID...",
+		Short: "Delete chat workspaces with their runs, persist layer and commits",
+		Long: `rm-chat deletes the workspace of each chat named by its stable key
+(kind:stableChatId, e.g. character:abc123), with all its runs, journals,
+checkpoints, commits and persist/ layer: all of them or none. A chat the
+store never saw is reported and is no error. While a run of them is active
+it fails with chat.active_run (status 5) and changes nothing, unless
+--force, which cancels those runs first. Each deletion is in the deletion
+log; the space is reclaimed right after.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return wserr.New(wserr.InvalidArgument, "rm-chat", "", "name at least one chat as KIND:STABLE_CHAT_ID")
+			}
+			return nil
+		},
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runRmChat(ctx, o, args)
+		}),
+	}
+	cmd.Flags().BoolVar(&o.force, "force", false, "cancel active runs of the chats, then delete")
+	return cmd
+}
+
+func runRmChat(ctx context.Context, o rmChatOptions, args []string) error {
+	keys := make([]runs.ChatKey, len(args))
+	for i, a := range args {
+		kind, id, ok := strings.Cut(a, ":")
+		if !ok || kind == "" || id == "" {
+			return wserr.New(wserr.InvalidArgument, "rm-chat", "", "%q is not KIND:STABLE_CHAT_ID", a)
+		}
+		keys[i] = runs.ChatKey{Kind: kind, StableChatID: id}
+	}
+	st, err := openStore(ctx, o.globals, readWrite)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	res, err := st.Runs.DeleteChats(ctx, keys, o.force)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(o.out, res)
+	}
+	for _, c := range res.Chats {
+		if !c.Found {
+			fmt.Fprintf(o.out, "no workspace for %s:%s\n", c.Chat.Kind, c.Chat.StableChatID)
+			continue
+		}
+		fmt.Fprintf(o.out, "deleted chat %s (%s:%s): %d runs, %d cancelled\n", c.WorkspaceID, c.Chat.Kind, c.Chat.StableChatID, len(c.Runs), len(c.Cancelled))
+	}
+	_, err = fmt.Fprintf(o.out, "%d bytes freed\n", res.BytesFreed)
+	return err
+}
+
+type deletionsOptions struct {
+	globals
+	after int64
+	limit int
+}
+
+func newDeletionsCmd(a *app) *cobra.Command {
+	var o deletionsOptions
+	cmd := &cobra.Command{
+		Use:   "deletions",
+		Short: "List the store's deletion log",
+		Long: `deletions lists every deletion the store made: runs, chats, checkpoints
+pruned by a cap and the reclaims after them, with why (the setting or the
+request), when, and the bytes freed. The log outlives what it names.`,
+		Args: exactArgs(0),
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runDeletions(ctx, o)
+		}),
+	}
+	cmd.Flags().Int64Var(&o.after, "after", 0, "only entries after this `ID`")
+	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most `N` entries (0: all)")
+	return cmd
+}
+
+func runDeletions(ctx context.Context, o deletionsOptions) error {
+	st, err := openStore(ctx, o.globals, readOnly)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ds, err := st.Runs.Deletions(ctx, o.after, o.limit)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		if ds == nil {
+			ds = []runs.Deletion{}
+		}
+		return writeJSON(o.out, ds)
+	}
+	tw := tabwriter.NewWriter(o.out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAT\tKIND\tWORKSPACE\tRUN\tREASON\tBYTES FREED")
+	for _, d := range ds {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\n", d.ID, d.At.Format("2006-01-02T15:04:05Z"), d.Kind, d.ChatID, d.RunID, d.Reason, d.BytesFreed)
+	}
+	return tw.Flush()
+}
+
+type policyOptions struct {
+	globals
+	chat string
+	set  []string
+}
+
+func newPolicyCmd(a *app) *cobra.Command {
+	var o policyOptions
+	cmd := &cobra.Command{
+		Use:   "policy [--set NAME=VALUE]...",
+		Short: "Show or set the retention policy and the store cap",
+		Long: `policy prints the retention policy of the store, or of --chat (its
+overrides and what applies), and with --set changes it: keepCompletedRuns,
+keepFailedRuns, maxRunWorkspacesPerChat, maxCheckpointBytesPerRun,
+autoPruneAfterDays, and for the store maxStoreBytes. A value "-" unsets the
+setting (a chat then inherits the store's). Setting nothing deletes
+nothing: "wsctl prune", or the next run to finish when pruning is
+automatic, applies it.`,
+		Args: exactArgs(0),
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runPolicy(ctx, o)
+		}),
+	}
+	cmd.Flags().StringVar(&o.chat, "chat", "", "the chat `WORKSPACE` id (default: the store)")
+	cmd.Flags().StringArrayVar(&o.set, "set", nil, "set `NAME=VALUE` (an integer, or - to unset)")
+	return cmd
+}
+
+func runPolicy(ctx context.Context, o policyOptions) error {
+	mode := readOnly
+	if len(o.set) > 0 {
+		mode = readWrite
+	}
+	st, err := openStore(ctx, o.globals, mode)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	scope := o.chat
+	if scope == "" {
+		scope = runs.StoreScope
+	}
+	p, err := st.Runs.Policy(ctx, scope)
+	if err != nil {
+		return err
+	}
+	for _, kv := range o.set {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			return wserr.New(wserr.InvalidArgument, "policy", "", "%q is not NAME=VALUE", kv)
+		}
+		if err := setPolicyField(&p, name, val); err != nil {
+			return err
+		}
+	}
+	if len(o.set) > 0 {
+		if err := st.Runs.SetPolicy(ctx, scope, p); err != nil {
+			return err
+		}
+	}
+	eff, err := st.Runs.EffectivePolicy(ctx, o.chat)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"scope": scope, "policy": p, "effective": eff}
+	if o.json {
+		return writeJSON(o.out, out)
+	}
+	show := func(name string, v any) { fmt.Fprintf(o.out, "%-26s %v\n", name, v) }
+	for _, f := range policyFields(eff) {
+		show(f.name, f.val)
+	}
+	return nil
+}
+
+type policyField struct {
+	name string
+	val  string
+}
+
+func policyFields(p runs.Policy) []policyField {
+	i := func(v *int) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprint(*v)
+	}
+	i64 := func(v *int64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprint(*v)
+	}
+	return []policyField{{"keepCompletedRuns", i(p.KeepCompletedRuns)}, {"keepFailedRuns", i(p.KeepFailedRuns)},
+		{"maxRunWorkspacesPerChat", i(p.MaxRunWorkspacesPerChat)}, {"maxCheckpointBytesPerRun", i64(p.MaxCheckpointBytesPerRun)},
+		{"autoPruneAfterDays", i(p.AutoPruneAfterDays)}, {"maxStoreBytes", i64(p.MaxStoreBytes)}}
+}
+
+func setPolicyField(p *runs.Policy, name, val string) error {
+	var n int64
+	unset := val == "-"
+	if !unset {
+		if _, err := fmt.Sscan(val, &n); err != nil {
+			return wserr.New(wserr.InvalidArgument, "policy", "", "%s=%q: not an integer", name, val)
+		}
+	}
+	ip := func() *int {
+		if unset {
+			return nil
+		}
+		v := int(n)
+		return &v
+	}
+	i64 := func() *int64 {
+		if unset {
+			return nil
+		}
+		return &n
+	}
+	switch name {
+	case "keepCompletedRuns":
+		p.KeepCompletedRuns = ip()
+	case "keepFailedRuns":
+		p.KeepFailedRuns = ip()
+	case "maxRunWorkspacesPerChat":
+		p.MaxRunWorkspacesPerChat = ip()
+	case "maxCheckpointBytesPerRun":
+		p.MaxCheckpointBytesPerRun = i64()
+	case "autoPruneAfterDays":
+		p.AutoPruneAfterDays = ip()
+	case "maxStoreBytes":
+		p.MaxStoreBytes = i64()
+	default:
+		return wserr.New(wserr.InvalidArgument, "policy", "", "unknown setting %q", name)
+	}
+	return nil
+}

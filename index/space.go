@@ -1,0 +1,83 @@
+package index
+
+import (
+	"context"
+	"fmt"
+)
+
+// UsedBytes returns the bytes of the database's pages that hold data:
+// page_count less the free pages, times the page size, as tx sees them.
+// Unlike FileBytes it drops as soon as a deletion commits, before any page
+// is given back to the file system, so a cap measured on it never refuses
+// a change that shrinks the store.
+func (tx *Tx) UsedBytes(ctx context.Context) (int64, error) {
+	var pages, free, size int64
+	for _, q := range []struct {
+		sql string
+		dst *int64
+	}{{`PRAGMA page_count`, &pages}, {`PRAGMA freelist_count`, &free}, {`PRAGMA page_size`, &size}} {
+		if err := tx.GetContext(ctx, q.dst, q.sql); err != nil {
+			return 0, fmt.Errorf("used bytes: %w", Translate(err))
+		}
+	}
+	return (pages - free) * size, nil
+}
+
+// UsedBytes is Tx.UsedBytes on a read snapshot of the latest commit.
+func (db *DB) UsedBytes(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.View(ctx, func(tx *Tx) error {
+		var err error
+		n, err = tx.UsedBytes(ctx)
+		return err
+	})
+	return n, err
+}
+
+// AutoVacuum reports whether the database gives free pages back with
+// IncrementalVacuum (auto_vacuum = INCREMENTAL). A store created before
+// the setting existed has it off until its next VACUUM.
+func (db *DB) AutoVacuum(ctx context.Context) (bool, error) {
+	var mode int
+	err := db.View(ctx, func(tx *Tx) error {
+		return tx.GetContext(ctx, &mode, `PRAGMA auto_vacuum`)
+	})
+	if err != nil {
+		return false, fmt.Errorf("auto vacuum: %w", Translate(err))
+	}
+	return mode == 2, nil
+}
+
+// IncrementalVacuum gives up to pages free pages back to the file system
+// in one short write (PRAGMA incremental_vacuum(pages)) and returns how
+// many free pages are left. On a database without auto_vacuum =
+// INCREMENTAL it does nothing. The file shrinks when the write-ahead log
+// is next folded in (Checkpoint). It fails with store.read_only on a
+// read-only DB and store.busy as Update does.
+func (db *DB) IncrementalVacuum(ctx context.Context, pages int) (int64, error) {
+	var left int64
+	err := db.Update(ctx, func(tx *Tx) error {
+		rows, err := tx.QueryContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, max(pages, 1)))
+		if err != nil {
+			return Translate(err)
+		}
+		for rows.Next() {
+		}
+		if err := rows.Close(); err != nil {
+			return Translate(err)
+		}
+		return tx.GetContext(ctx, &left, `PRAGMA freelist_count`)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("incremental vacuum: %w", err)
+	}
+	return left, nil
+}
+
+// Checkpoint folds the write-ahead log into the database file and
+// truncates the log (PRAGMA wal_checkpoint(TRUNCATE)), so pages given back
+// by IncrementalVacuum leave the file. Readers holding old snapshots may
+// keep part of the log; it is then folded on a later call.
+func (db *DB) Checkpoint(ctx context.Context) error {
+	return db.Exec(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+}

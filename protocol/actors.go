@@ -1,0 +1,251 @@
+package protocol
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// ActorSpaces is what the actor ops need of actor spaces; *actors.Spaces
+// implements it.
+type ActorSpaces interface {
+	List(ctx context.Context, actor, path string, depth int) ([]vfs.Listed, error)
+	Upload(ctx context.Context, actor, path string, r io.Reader) (actors.Change, error)
+	Download(ctx context.Context, actor, path string) (io.ReadCloser, vfs.Entry, error)
+	Delete(ctx context.Context, actor, path string) (actors.Change, error)
+	DeleteByPrefix(ctx context.Context, actor, prefix string) (actors.Change, error)
+	Stats(ctx context.Context, actor string) (actors.Stats, error)
+	GC(ctx context.Context, opt actors.GCOptions) (actors.GCReport, error)
+}
+
+// MaxActorDownload bounds the file an actor.download line carries: a
+// response is one JSON line held whole, so larger files go through
+// "wsctl actor download", which streams.
+const MaxActorDownload = 16 << 20
+
+// actorOps are the ops on actor spaces (seed 004's Workspace API).
+var actorOps = []op{
+	{
+		name: "actor.ls", request: []any{actorLsRequest{}}, handle: (*Session).actorLs,
+		help: `  actor.ls  {actor, path?, depth?}           -> {entries: [{path, name, kind, size, hash}]}
+                                            an actor's files below path to depth levels`,
+	},
+	{
+		name: "actor.upload", request: []any{actorUploadRequest{}}, handle: (*Session).actorUpload,
+		help: `  actor.upload  {actor, path, content?, contentBase64?}  -> {actor, seq, op, path, files, bytes, root, created}
+                                            content is text; contentBase64 carries bytes`,
+	},
+	{
+		name: "actor.download", request: []any{actorPathRequest{}}, handle: (*Session).actorDownload,
+		help: `  actor.download  {actor, path}             -> {size, hash, content | contentBase64}
+                                            files up to 16 MiB; "wsctl actor download" streams any size`,
+	},
+	{
+		name: "actor.rm", request: []any{actorPathRequest{}}, handle: (*Session).actorRm,
+		help: `  actor.rm  {actor, path}                   -> the change, as actor.upload`,
+	},
+	{
+		name: "actor.rm-prefix", request: []any{actorPrefixRequest{}}, handle: (*Session).actorRmPrefix,
+		help: `  actor.rm-prefix  {actor, prefix}          -> the change; "temp/" removes temp/, "temp" also temp.md`,
+	},
+	{
+		name: "actor.stats", request: []any{actorNameRequest{}}, handle: (*Session).actorStats,
+		help: `  actor.stats  {actor}                      -> {actor, files, dirs, bytes, seq, versions, root}`,
+	},
+	{
+		name: "actor.gc", request: []any{actorGCRequest{}}, handle: (*Session).actorGC,
+		help: `  actor.gc  {actor?, keepVersions?}         -> {actors, pruned}   prunes old versions;
+                                            "wsctl gc" then frees what they held`,
+	},
+}
+
+func init() {
+	ops = append(ops, actorOps...)
+	for i := range ops {
+		opsByName[ops[i].name] = &ops[i]
+	}
+}
+
+type actorLsRequest struct {
+	base
+	Actor string `json:"actor"`
+	Path  string `json:"path"`
+	Depth int    `json:"depth"`
+}
+
+type actorPathRequest struct {
+	base
+	Actor string `json:"actor"`
+	Path  string `json:"path"`
+}
+
+type actorNameRequest struct {
+	base
+	Actor string `json:"actor"`
+}
+
+type actorUploadRequest struct {
+	base
+	Actor         string  `json:"actor"`
+	Path          string  `json:"path"`
+	Content       *string `json:"content"`
+	ContentBase64 *string `json:"contentBase64"`
+}
+
+type actorPrefixRequest struct {
+	base
+	Actor  string `json:"actor"`
+	Prefix string `json:"prefix"`
+}
+
+type actorGCRequest struct {
+	base
+	Actor        string `json:"actor"`
+	KeepVersions int    `json:"keepVersions"`
+}
+
+func (s *Session) actors() (ActorSpaces, error) {
+	if s.backend.Actors == nil {
+		return nil, wserr.New(wserr.Internal, "actor", "", "this session has no actor spaces")
+	}
+	return s.backend.Actors, nil
+}
+
+func (s *Session) actorLs(ctx context.Context, r request) (any, error) {
+	var req actorLsRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	a, err := s.actors()
+	if err != nil {
+		return nil, err
+	}
+	if req.Depth < 0 {
+		return nil, wserr.New(wserr.InvalidArgument, "actor.ls", "", "depth must not be negative")
+	}
+	ls, err := a.List(ctx, req.Actor, req.Path, req.Depth)
+	if err != nil {
+		return nil, err
+	}
+	if ls == nil {
+		ls = []vfs.Listed{}
+	}
+	return map[string]any{"entries": ls}, nil
+}
+
+func (s *Session) actorUpload(ctx context.Context, r request) (any, error) {
+	var req actorUploadRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	a, err := s.actors()
+	if err != nil {
+		return nil, err
+	}
+	var body io.Reader
+	switch {
+	case req.Content != nil && req.ContentBase64 != nil:
+		return nil, invalidRequest("give content or contentBase64, not both")
+	case req.Content != nil:
+		body = strings.NewReader(*req.Content)
+	case req.ContentBase64 != nil:
+		body = base64.NewDecoder(base64.StdEncoding, strings.NewReader(*req.ContentBase64))
+	default:
+		return nil, invalidRequest("actor.upload needs content or contentBase64")
+	}
+	c, err := a.Upload(ctx, req.Actor, req.Path, body)
+	if err != nil {
+		var ce base64.CorruptInputError
+		if errors.As(err, &ce) {
+			return nil, invalidRequest("contentBase64 is not standard base64: %v", ce)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func (s *Session) actorDownload(ctx context.Context, r request) (any, error) {
+	var req actorPathRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	a, err := s.actors()
+	if err != nil {
+		return nil, err
+	}
+	rc, e, err := a.Download(ctx, req.Actor, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if e.Size > MaxActorDownload {
+		return nil, wserr.New(wserr.SizeLimitExceeded, "actor.download", req.Path,
+			"the file is %d bytes, more than a batch line carries (%d); use wsctl actor download, which streams", e.Size, MaxActorDownload)
+	}
+	b, err := io.ReadAll(io.LimitReader(rc, MaxActorDownload+1))
+	if err != nil {
+		return nil, err
+	}
+	res := map[string]any{"size": e.Size, "hash": e.Hash}
+	if utf8.Valid(b) {
+		res["content"] = string(b)
+	} else {
+		res["contentBase64"] = base64.StdEncoding.EncodeToString(b)
+	}
+	return res, nil
+}
+
+func (s *Session) actorRm(ctx context.Context, r request) (any, error) {
+	var req actorPathRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	a, err := s.actors()
+	if err != nil {
+		return nil, err
+	}
+	return a.Delete(ctx, req.Actor, req.Path)
+}
+
+func (s *Session) actorRmPrefix(ctx context.Context, r request) (any, error) {
+	var req actorPrefixRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	a, err := s.actors()
+	if err != nil {
+		return nil, err
+	}
+	return a.DeleteByPrefix(ctx, req.Actor, req.Prefix)
+}
+
+func (s *Session) actorStats(ctx context.Context, r request) (any, error) {
+	var req actorNameRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	a, err := s.actors()
+	if err != nil {
+		return nil, err
+	}
+	return a.Stats(ctx, req.Actor)
+}
+
+func (s *Session) actorGC(ctx context.Context, r request) (any, error) {
+	var req actorGCRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	a, err := s.actors()
+	if err != nil {
+		return nil, err
+	}
+	return a.GC(ctx, actors.GCOptions{Actor: req.Actor, KeepVersions: req.KeepVersions})
+}

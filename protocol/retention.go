@@ -1,0 +1,82 @@
+package protocol
+
+import (
+	"context"
+
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+type pruneRequest struct {
+	base
+	DryRun      bool   `json:"dryRun"`
+	WorkspaceID string `json:"workspaceId"`
+}
+
+type chatDeleteRequest struct {
+	base
+	Chats []runs.ChatKey `json:"chats"`
+	Force bool           `json:"force"`
+}
+
+type policyRequest struct {
+	base
+	WorkspaceID string       `json:"workspaceId"`
+	Policy      *runs.Policy `json:"policy"`
+}
+
+func (s *Session) retention() (Retention, error) {
+	if s.backend.Retention == nil {
+		return nil, wserr.New(wserr.InvalidOptions, "retention", "", "this session has no retention service")
+	}
+	return s.backend.Retention, nil
+}
+
+func (s *Session) prune(ctx context.Context, r request) (any, error) {
+	var req pruneRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	ret, err := s.retention()
+	if err != nil {
+		return nil, err
+	}
+	return ret.Prune(ctx, runs.PruneOptions{DryRun: req.DryRun, ChatID: req.WorkspaceID})
+}
+
+func (s *Session) chatDelete(ctx context.Context, r request) (any, error) {
+	var req chatDeleteRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	if len(req.Chats) == 0 {
+		return nil, invalidRequest("missing \"chats\": name at least one {kind, stableChatId}")
+	}
+	ret, err := s.retention()
+	if err != nil {
+		return nil, err
+	}
+	return ret.DeleteChats(ctx, req.Chats, req.Force)
+}
+
+func (s *Session) policySet(ctx context.Context, r request) (any, error) {
+	var req policyRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	if req.Policy == nil {
+		return nil, invalidRequest("missing \"policy\"")
+	}
+	ret, err := s.retention()
+	if err != nil {
+		return nil, err
+	}
+	scope := req.WorkspaceID
+	if scope == "" {
+		scope = runs.StoreScope
+	}
+	if err := ret.SetPolicy(ctx, scope, *req.Policy); err != nil {
+		return nil, err
+	}
+	return map[string]any{"scope": scope, "policy": req.Policy}, nil
+}

@@ -1,0 +1,282 @@
+package wsstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+type retEnv struct {
+	t     *testing.T
+	ctx   context.Context
+	s     *wsstore.Store
+	clock *storetest.Clock
+}
+
+func newRetEnv(t *testing.T, opts wsstore.Options) *retEnv {
+	clock := storetest.NewClock()
+	opts.Now = clock.Now
+	if opts.ReclaimGrace == 0 {
+		opts.ReclaimGrace = -1
+	}
+	return &retEnv{t: t, ctx: context.Background(), s: storetest.OpenStoreWith(t, opts), clock: clock}
+}
+
+func (e *retEnv) run(chat, id string, prof *runs.Profile) runs.Run {
+	r, err := e.s.Runs.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: chat}, RunID: id, Profile: prof})
+	require.NoError(e.t, err)
+	return r
+}
+
+func (e *retEnv) write(runID, path, content string) error {
+	_, err := e.s.Runs.Workspace(runID, runs.ModelScope).Write(e.ctx, vfs.MustPath(path), []byte(content), vfs.WriteOptions{})
+	return err
+}
+
+func (e *retEnv) finish(runID string) {
+	_, err := e.s.Runs.Finish(e.ctx, runID)
+	require.NoError(e.t, err)
+}
+
+func (e *retEnv) runIDs() []string {
+	rs, err := e.s.Runs.Runs(e.ctx, runs.ListQuery{})
+	require.NoError(e.t, err)
+	var ids []string
+	for _, r := range rs {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+func (e *retEnv) deletions() []runs.Deletion {
+	ds, err := e.s.Runs.Deletions(e.ctx, 0, 0)
+	require.NoError(e.t, err)
+	return ds
+}
+
+// TestRunCapIgnoresInheritedPersist: a chat whose persist/ layer is larger
+// than a run's cap still starts runs that can write.
+func TestRunCapIgnoresInheritedPersist(t *testing.T) {
+	e := newRetEnv(t, wsstore.Options{})
+	e.run("c", "run_1", nil)
+	require.NoError(t, e.write("run_1", "persist/mem.md", strings.Repeat("m", 400)))
+	e.finish("run_1")
+	e.run("c", "run_2", &runs.Profile{MaxRunBytes: 500})
+	require.NoError(t, e.write("run_2", "output/a.md", "hello"), "the first 5-byte write of the run fits its cap")
+	err := e.write("run_2", "output/b.md", strings.Repeat("x", 500))
+	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+}
+
+// TestDeleteChatWithActiveRunIsRefused: refused with chat.active_run,
+// changing nothing; forced, it cancels, deletes and records.
+func TestDeleteChatWithActiveRunIsRefused(t *testing.T) {
+	e := newRetEnv(t, wsstore.Options{})
+	e.run("c", "run_done", nil)
+	require.NoError(t, e.write("run_done", "persist/p.md", "keep"))
+	e.finish("run_done")
+	e.run("c", "run_live", nil)
+	e.run("other", "run_other", nil)
+	tables := []string{"chats", "runs", "events", "checkpoints", "commits", "deletions", "trees", "blobs"}
+	counts := func() map[string]int {
+		m := map[string]int{}
+		for _, tb := range tables {
+			m[tb] = storetest.CountRows(t, e.s.DB, tb)
+		}
+		return m
+	}
+	before := counts()
+	key := runs.ChatKey{Kind: "character", StableChatID: "c"}
+	_, err := e.s.Runs.DeleteChats(e.ctx, []runs.ChatKey{key}, false)
+	require.True(t, wserr.Is(err, wserr.ChatActiveRun), "%v", err)
+	assert.Equal(t, before, counts(), "a refused deletion changes nothing")
+
+	res, err := e.s.Runs.DeleteChats(e.ctx, []runs.ChatKey{key, {Kind: "character", StableChatID: "never"}}, true)
+	require.NoError(t, err)
+	require.Len(t, res.Chats, 2)
+	assert.ElementsMatch(t, []string{"run_done", "run_live"}, res.Chats[0].Runs)
+	assert.Equal(t, []string{"run_live"}, res.Chats[0].Cancelled)
+	assert.False(t, res.Chats[1].Found)
+	assert.Equal(t, []string{"run_other"}, e.runIDs(), "only the named chat's runs go")
+	_, err = e.s.Runs.Chat(e.ctx, runs.ChatWorkspaceID(key))
+	assert.True(t, wserr.Is(err, wserr.NotFound))
+	ds := e.deletions()
+	require.Len(t, ds, 2)
+	assert.Equal(t, runs.DeletedChat, ds[0].Kind)
+	assert.Equal(t, "forced", ds[0].Reason)
+	assert.Contains(t, string(ds[0].Detail), "run_live")
+	assert.Equal(t, runs.Reclaimed, ds[1].Kind)
+	assert.Positive(t, ds[1].BytesFreed, "the chat's persist layer and runs were swept")
+	storetest.RequireSound(t, e.s)
+}
+
+// TestRetentionSettingsDeleteWhatTheyName: each setting deletes exactly
+// the runs it names, never an active one, and logs the setting.
+func TestRetentionSettingsDeleteWhatTheyName(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy runs.Policy
+		want   map[string]string // deleted run -> reason
+	}{
+		{"KeepCompletedRuns", runs.Policy{KeepCompletedRuns: ptr(1)}, map[string]string{"r1": "keepCompletedRuns", "r2": "keepCompletedRuns"}},
+		{"KeepFailedRuns", runs.Policy{KeepFailedRuns: ptr(1)}, map[string]string{"f1": "keepFailedRuns"}},
+		{"MaxRunWorkspacesPerChat", runs.Policy{MaxRunWorkspacesPerChat: ptr(3)}, map[string]string{"r1": "maxRunWorkspacesPerChat", "f1": "maxRunWorkspacesPerChat", "r2": "maxRunWorkspacesPerChat"}},
+		{"AutoPruneAfterDays", runs.Policy{AutoPruneAfterDays: ptr(2)}, map[string]string{"r1": "autoPruneAfterDays", "f1": "autoPruneAfterDays"}},
+		{"Unset", runs.Policy{}, map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newRetEnv(t, wsstore.Options{})
+			// Oldest first: r1 (completed), f1 (failed), r2, f2 (cancelled),
+			// r3 (completed), live (running); r1 and f1 are 3 days old.
+			for _, id := range []string{"r1", "f1", "r2", "f2", "r3", "live"} {
+				e.run("c", id, nil)
+				require.NoError(t, e.write(id, "output/a.md", "content of "+id))
+				switch id[0] {
+				case 'r':
+					e.finish(id)
+				case 'f':
+					status := runs.Failed
+					if id == "f2" {
+						status = runs.Cancelled
+					}
+					require.NoError(t, e.s.Runs.SetStatus(e.ctx, id, status, "test"))
+				}
+				if id == "f1" {
+					e.clock.Advance(3 * 24 * time.Hour)
+				}
+			}
+			require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, tc.policy))
+			dry, err := e.s.Runs.Prune(e.ctx, runs.PruneOptions{DryRun: true})
+			require.NoError(t, err)
+			assert.Len(t, dry.Runs, len(tc.want))
+			assert.Len(t, e.runIDs(), 6, "a dry run deletes nothing")
+			rep, err := e.s.Runs.Prune(e.ctx, runs.PruneOptions{})
+			require.NoError(t, err)
+			got := map[string]string{}
+			for _, r := range rep.Runs {
+				got[r.RunID] = r.Reason
+			}
+			assert.Equal(t, tc.want, got)
+			assert.Contains(t, e.runIDs(), "live", "an active run is never pruned")
+			logged := map[string]string{}
+			for _, d := range e.deletions() {
+				if d.Kind == runs.DeletedRun {
+					logged[d.RunID] = d.Reason
+				}
+			}
+			assert.Equal(t, tc.want, logged, "every deletion is in the log with its setting")
+			storetest.RequireSound(t, e.s)
+		})
+	}
+}
+
+// TestChatPolicyOverridesStore: a chat's own setting wins over the
+// store's for that chat only.
+func TestChatPolicyOverridesStore(t *testing.T) {
+	e := newRetEnv(t, wsstore.Options{})
+	for _, chat := range []string{"a", "b"} {
+		for i := range 3 {
+			id := fmt.Sprintf("%s%d", chat, i)
+			e.run(chat, id, nil)
+			e.finish(id)
+		}
+	}
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{KeepCompletedRuns: ptr(1)}))
+	chatA := runs.ChatWorkspaceID(runs.ChatKey{Kind: "character", StableChatID: "a"})
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, chatA, runs.Policy{KeepCompletedRuns: ptr(2)}))
+	_, err := e.s.Runs.Prune(e.ctx, runs.PruneOptions{})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"a2", "a1", "b2"}, e.runIDs())
+}
+
+// TestCheckpointByteCap: a run's checkpoints keep at most
+// maxCheckpointBytesPerRun beyond its live tree; the oldest go, recorded
+// in the journal and the deletion log, and the reads stay bounded.
+func TestCheckpointByteCap(t *testing.T) {
+	e := newRetEnv(t, wsstore.Options{})
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxCheckpointBytesPerRun: ptr(int64(3000))}))
+	r := e.run("c", "run_1", nil)
+	for i := range 40 {
+		// Incompressible-ish content, so stored bytes are close to plain.
+		rng := rand.New(rand.NewPCG(uint64(i), 1))
+		b := make([]byte, 600)
+		for j := range b {
+			b[j] = byte('a' + rng.IntN(26))
+		}
+		require.NoError(t, e.write(r.ID, "output/a.md", string(b)))
+	}
+	ret, err := e.s.Checkpoints.Retained(e.ctx, nil, r.ID)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, ret, int64(3000), "the run's checkpoints stay within the cap")
+	cps, err := e.s.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Less(t, len(cps), 41, "old checkpoints were pruned")
+	assert.Equal(t, int64(41), cps[len(cps)-1].Seq, "the newest is kept")
+	var pruned int
+	for _, d := range e.deletions() {
+		if d.Kind == runs.DeletedCheckpoints {
+			assert.Equal(t, "maxCheckpointBytesPerRun", d.Reason)
+			assert.Positive(t, d.BytesFreed)
+			pruned++
+		}
+	}
+	assert.Positive(t, pruned)
+	storetest.RequireSound(t, e.s)
+}
+
+// TestStoreStaysUnderCapAndShrinks: 200 runs over 20 chats with a store
+// cap and a retention policy stay under the cap, and the file shrinks after
+// pruning with no manual gc or vacuum.
+func TestStoreStaysUnderCapAndShrinks(t *testing.T) {
+	const limit = 6 << 20
+	e := newRetEnv(t, wsstore.Options{Runs: runs.Options{MaxStoreBytes: limit}})
+	ok, err := e.s.DB.AutoVacuum(e.ctx)
+	require.NoError(t, err)
+	require.True(t, ok, "a new store gives free pages back")
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{KeepCompletedRuns: ptr(2), KeepFailedRuns: ptr(1)}))
+	var peak int64
+	for i := range 200 {
+		id := fmt.Sprintf("run_%03d", i)
+		e.run(fmt.Sprintf("chat%02d", i%20), id, nil)
+		body := fmt.Sprintf("%d-%s", i, strings.Repeat(fmt.Sprintf("%08x", i*2654435761), 2000))
+		require.NoError(t, e.write(id, "output/main.md", body))
+		require.NoError(t, e.write(id, "output/main.md", body+"\nmore"))
+		if i%7 == 0 {
+			require.NoError(t, e.s.Runs.SetStatus(e.ctx, id, runs.Failed, "test"))
+		} else {
+			e.finish(id)
+		}
+		used, err := e.s.DB.UsedBytes(e.ctx)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, used, int64(limit), "after run %d", i)
+		peak = max(peak, used)
+	}
+	assert.LessOrEqual(t, len(e.runIDs()), 20*3, "retention keeps at most 2 completed and 1 failed run per chat")
+	file, err := e.s.DB.FileBytes()
+	require.NoError(t, err)
+
+	// Tighten the policy: the file gives the space back by itself.
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{KeepCompletedRuns: ptr(0), KeepFailedRuns: ptr(0)}))
+	rep, err := e.s.Runs.Prune(e.ctx, runs.PruneOptions{})
+	require.NoError(t, err)
+	assert.NotEmpty(t, rep.Runs)
+	assert.Positive(t, rep.BytesFreed)
+	after, err := e.s.DB.FileBytes()
+	require.NoError(t, err)
+	assert.Less(t, after, file/2, "the file shrinks after pruning (%d -> %d bytes)", file, after)
+	t.Logf("peak stored %d bytes; file %d -> %d bytes", peak, file, after)
+	storetest.RequireSound(t, e.s)
+}

@@ -1,0 +1,455 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Deletion kinds in the deletion log.
+const (
+	DeletedRun         = "run"
+	DeletedChat        = "chat"
+	DeletedCheckpoints = "checkpoints"
+	// Reclaimed records the collection that followed deletions: the
+	// stored bytes it freed.
+	Reclaimed = "reclaim"
+)
+
+// Deletion is one entry of the store's deletion log. It outlives what it
+// names: deleting a run deletes its journal, never its entries here.
+type Deletion struct {
+	ID     int64     `json:"id"`
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind"`
+	ChatID string    `json:"workspaceId,omitempty"`
+	RunID  string    `json:"runId,omitempty"`
+	// Reason is why: the retention setting that named it
+	// ("keepCompletedRuns", "maxCheckpointBytesPerRun", …), "requested"
+	// or "forced" for a host's deletion, "after deletions" for a reclaim.
+	Reason string          `json:"reason"`
+	Detail json.RawMessage `json:"detail"`
+	// BytesFreed is the stored bytes given back: for a reclaim, what its
+	// collection swept; for pruned checkpoints, what they held beyond
+	// the ones kept (checkpoint.Store.Retained).
+	BytesFreed int64 `json:"bytesFreed"`
+}
+
+type deletionRow struct {
+	ID     int64  `db:"id"`
+	At     int64  `db:"at"`
+	Kind   string `db:"kind"`
+	ChatID string `db:"chat_id"`
+	RunID  string `db:"run_id"`
+	Reason string `db:"reason"`
+	Detail string `db:"detail"`
+	Bytes  int64  `db:"bytes_freed"`
+}
+
+func (s *Service) logDeletion(ctx context.Context, tx *index.Tx, kind, chatID, runID, reason string, detail any, bytes int64) (int64, error) {
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return 0, fmt.Errorf("log deletion: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO deletions (at, kind, chat_id, run_id, reason, detail, bytes_freed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		s.now().UnixNano(), kind, chatID, runID, reason, string(b), bytes)
+	if err != nil {
+		return 0, index.Translate(err)
+	}
+	return res.LastInsertId()
+}
+
+// Deletions lists the deletion log, oldest first, after entry afterID
+// (0: from the start), at most limit entries (0: all).
+func (s *Service) Deletions(ctx context.Context, afterID int64, limit int) ([]Deletion, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	var rows []deletionRow
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT id, at, kind, chat_id, run_id, reason, detail, bytes_freed
+			FROM deletions WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list deletions: %w", index.Translate(err))
+	}
+	out := make([]Deletion, len(rows))
+	for i, r := range rows {
+		out[i] = Deletion{ID: r.ID, At: time.Unix(0, r.At).UTC(), Kind: r.Kind, ChatID: r.ChatID, RunID: r.RunID,
+			Reason: r.Reason, Detail: json.RawMessage(r.Detail), BytesFreed: r.Bytes}
+	}
+	return out, nil
+}
+
+// reclaimAfter runs the Reclaimer, if any, after the deletions logged as
+// ids committed, and logs what it freed. Its failure leaves the garbage
+// for the next reclaim or gc and is returned.
+func (s *Service) reclaimAfter(ctx context.Context, ids []int64) (int64, error) {
+	if s.reclaim == nil || len(ids) == 0 {
+		return 0, nil
+	}
+	freed, err := s.reclaim.Reclaim(ctx)
+	if err != nil {
+		return 0, err
+	}
+	err = s.update(ctx, func(tx *index.Tx) error {
+		_, err := s.logDeletion(ctx, tx, Reclaimed, "", "", "after deletions", map[string]any{"deletions": ids}, freed)
+		return err
+	})
+	return freed, err
+}
+
+// capBytes holds run to its checkpoint byte cap (its profile's
+// MaxCheckpointBytes, else its chat's maxCheckpointBytesPerRun) right
+// after checkpoint keep was created in tx, and logs what it pruned.
+func (s *Service) capBytes(ctx context.Context, tx *index.Tx, runID string, keep int64) error {
+	var prof string
+	var chatID string
+	if err := tx.QueryRowxContext(ctx, `SELECT profile, chat_id FROM runs WHERE id = ?`, runID).Scan(&prof, &chatID); err != nil {
+		return index.Translate(err)
+	}
+	var p Profile
+	_ = json.Unmarshal([]byte(prof), &p)
+	limit, reason := p.MaxCheckpointBytes, "maxCheckpointBytes"
+	if limit <= 0 {
+		pol, err := s.effectivePolicy(ctx, tx, chatID)
+		if err != nil {
+			return err
+		}
+		if pol.MaxCheckpointBytesPerRun == nil {
+			return nil
+		}
+		limit, reason = *pol.MaxCheckpointBytesPerRun, "maxCheckpointBytesPerRun"
+	}
+	pruned, freed, err := s.checkpoints.PruneBytes(ctx, tx, runID, limit, keep, commitPins)
+	if err != nil || len(pruned) == 0 {
+		return err
+	}
+	_, err = s.logDeletion(ctx, tx, DeletedCheckpoints, chatID, runID, reason, checkpointIDs(pruned, limit), freed)
+	return err
+}
+
+func checkpointIDs(seqs []int64, limit int64) map[string]any {
+	ids := make([]string, len(seqs))
+	for i, q := range seqs {
+		ids[i] = checkpoint.ID(q)
+	}
+	return map[string]any{"checkpointIds": ids, "limit": limit}
+}
+
+// ChatDeletion says what DeleteChats did with one chat.
+type ChatDeletion struct {
+	Chat        ChatKey  `json:"chat"`
+	WorkspaceID string   `json:"workspaceId"`
+	Found       bool     `json:"found"`
+	Runs        []string `json:"runs"`
+	Cancelled   []string `json:"cancelled"`
+	LogID       int64    `json:"logId,omitempty"`
+}
+
+// DeleteChatsResult is what DeleteChats deleted and the bytes the reclaim
+// after it freed.
+type DeleteChatsResult struct {
+	Chats      []ChatDeletion `json:"chats"`
+	BytesFreed int64          `json:"bytesFreed"`
+}
+
+// DeleteChats deletes the chat workspaces of keys (one chat, or every chat
+// of a character or group being deleted) with all their runs, journals,
+// checkpoints, commits, persist layers and policies, in one transaction,
+// and records each in the deletion log; then the store reclaims the space
+// (Deps.Reclaim). A key with no workspace (an old chat the store never
+// saw) is reported as not found and is no error. While any run of those
+// chats is active the whole call fails with chat.active_run and changes
+// nothing, unless force: then those runs are cancelled first (journaled,
+// and named in the log entry) and deleted with the rest. It fails with
+// workspace.invalid_argument for an invalid key.
+func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (DeleteChatsResult, error) {
+	var res DeleteChatsResult
+	for _, k := range keys {
+		if err := k.validate(); err != nil {
+			return res, err
+		}
+	}
+	var ids []int64
+	err := s.update(ctx, func(tx *index.Tx) error {
+		res.Chats, ids = nil, nil
+		for _, k := range keys {
+			d := ChatDeletion{Chat: k, WorkspaceID: ChatWorkspaceID(k), Runs: []string{}, Cancelled: []string{}}
+			if _, err := findChat(ctx, tx, d.WorkspaceID); wserr.Is(err, wserr.NotFound) {
+				res.Chats = append(res.Chats, d)
+				continue
+			} else if err != nil {
+				return err
+			}
+			d.Found = true
+			var rows []struct {
+				ID     string `db:"id"`
+				Status string `db:"status"`
+			}
+			if err := tx.SelectContext(ctx, &rows, `SELECT id, status FROM runs WHERE chat_id = ? ORDER BY created_at, id`, d.WorkspaceID); err != nil {
+				return index.Translate(err)
+			}
+			for _, r := range rows {
+				if Status(r.Status).Final() {
+					continue
+				}
+				if !force {
+					return wserr.New(wserr.ChatActiveRun, "delete chat", "", "chat %s has run %s %s: cancel it first, or force the deletion", d.WorkspaceID, r.ID, r.Status)
+				}
+				if err := s.setStatus(ctx, tx, r.ID, Status(r.Status), Cancelled, "chat deleted"); err != nil {
+					return err
+				}
+				d.Cancelled = append(d.Cancelled, r.ID)
+			}
+			for _, r := range rows {
+				if err := s.deleteRunTx(ctx, tx, r.ID); err != nil {
+					return err
+				}
+				d.Runs = append(d.Runs, r.ID)
+			}
+			for _, q := range []string{`DELETE FROM policies WHERE scope = ?`, `DELETE FROM chats WHERE id = ?`} {
+				if _, err := tx.ExecContext(ctx, q, d.WorkspaceID); err != nil {
+					return index.Translate(err)
+				}
+			}
+			reason := "requested"
+			if len(d.Cancelled) > 0 {
+				reason = "forced"
+			}
+			id, err := s.logDeletion(ctx, tx, DeletedChat, d.WorkspaceID, "", reason,
+				map[string]any{"kind": k.Kind, "stableChatId": k.StableChatID, "runs": d.Runs, "cancelled": d.Cancelled}, 0)
+			if err != nil {
+				return err
+			}
+			d.LogID = id
+			ids = append(ids, id)
+			res.Chats = append(res.Chats, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return DeleteChatsResult{}, err
+	}
+	res.BytesFreed, err = s.reclaimAfter(ctx, ids)
+	return res, err
+}
+
+// deleteRunTx deletes a run's rows: checkpoints, journal, commits (by
+// cascade) and the run.
+func (s *Service) deleteRunTx(ctx context.Context, tx *index.Tx, runID string) error {
+	if _, err := s.checkpoints.DeleteRun(ctx, tx, runID); err != nil {
+		return err
+	}
+	if _, err := s.journal.DeleteRun(ctx, tx, runID); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, runID)
+	return index.Translate(err)
+}
+
+// PruneOptions shape a Prune.
+type PruneOptions struct {
+	// DryRun reports what would be deleted and deletes nothing.
+	DryRun bool
+	// ChatID limits the pass to one chat workspace; empty: every chat.
+	ChatID string
+}
+
+// PrunedRun is one run a retention pass deleted, or would delete.
+type PrunedRun struct {
+	RunID  string `json:"runId"`
+	ChatID string `json:"workspaceId"`
+	Status Status `json:"status"`
+	// Reason is the setting that named it.
+	Reason string `json:"reason"`
+	LogID  int64  `json:"logId,omitempty"`
+}
+
+// PrunedCheckpoints is the checkpoints of one run a pass deleted.
+type PrunedCheckpoints struct {
+	RunID         string   `json:"runId"`
+	CheckpointIDs []string `json:"checkpointIds"`
+	Bytes         int64    `json:"bytes"`
+}
+
+// PruneReport is what a retention pass did (or, dry, would do).
+type PruneReport struct {
+	DryRun      bool                `json:"dryRun"`
+	Runs        []PrunedRun         `json:"runs"`
+	Checkpoints []PrunedCheckpoints `json:"checkpoints"`
+	BytesFreed  int64               `json:"bytesFreed"`
+}
+
+// Prune applies the retention policy (EffectivePolicy of each chat):
+// deletes the finished runs keepCompletedRuns, keepFailedRuns,
+// maxRunWorkspacesPerChat and autoPruneAfterDays name, oldest beyond each
+// count first, each run in a transaction of its own with its deletion-log
+// entry naming the setting; then holds every remaining run to
+// maxCheckpointBytesPerRun; then reclaims the space (Deps.Reclaim). Active
+// runs are never deleted, nor runs with a commit still pending delivery,
+// nor a checkpoint a commit refers to. Settings left unset delete nothing.
+func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
+	rep := PruneReport{DryRun: opt.DryRun, Runs: []PrunedRun{}, Checkpoints: []PrunedCheckpoints{}}
+	var chats []string
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		if opt.ChatID != "" {
+			chats = []string{opt.ChatID}
+			return nil
+		}
+		return tx.SelectContext(ctx, &chats, `SELECT id FROM chats ORDER BY id`)
+	})
+	if err != nil {
+		return rep, fmt.Errorf("prune: %w", index.Translate(err))
+	}
+	var ids []int64
+	for _, chatID := range chats {
+		doomed, keep, err := s.pruneCandidates(ctx, chatID)
+		if err != nil {
+			return rep, err
+		}
+		for _, d := range doomed {
+			if !opt.DryRun {
+				err := s.update(ctx, func(tx *index.Tx) error {
+					run, err := findRun(ctx, tx, d.RunID)
+					if err != nil {
+						return err
+					}
+					if !run.Status.Final() || s.saves.isSaving(d.RunID) {
+						return errSkip
+					}
+					if err := s.deleteRunTx(ctx, tx, d.RunID); err != nil {
+						return err
+					}
+					d.LogID, err = s.logDeletion(ctx, tx, DeletedRun, chatID, d.RunID, d.Reason, map[string]any{"status": d.Status}, 0)
+					return err
+				})
+				if err == errSkip || wserr.Is(err, wserr.RunNotFound) {
+					continue
+				}
+				if err != nil {
+					return rep, err
+				}
+				ids = append(ids, d.LogID)
+			}
+			rep.Runs = append(rep.Runs, d)
+		}
+		if opt.DryRun {
+			continue
+		}
+		for _, runID := range keep {
+			var pc PrunedCheckpoints
+			err := s.update(ctx, func(tx *index.Tx) error {
+				run, err := findRun(ctx, tx, runID)
+				if err != nil {
+					return err
+				}
+				limit := run.Profile.MaxCheckpointBytes
+				if limit <= 0 {
+					pol, err := s.effectivePolicy(ctx, tx, chatID)
+					if err != nil || pol.MaxCheckpointBytesPerRun == nil {
+						return err
+					}
+					limit = *pol.MaxCheckpointBytesPerRun
+				}
+				seqs, freed, err := s.checkpoints.PruneBytes(ctx, tx, runID, limit, run.HeadCheckpoint, commitPins)
+				if err != nil || len(seqs) == 0 {
+					return err
+				}
+				pc = PrunedCheckpoints{RunID: runID, CheckpointIDs: checkpointIDs(seqs, limit)["checkpointIds"].([]string), Bytes: freed}
+				id, err := s.logDeletion(ctx, tx, DeletedCheckpoints, chatID, runID, "maxCheckpointBytesPerRun", checkpointIDs(seqs, limit), freed)
+				ids = append(ids, id)
+				return err
+			})
+			if err != nil {
+				return rep, err
+			}
+			if pc.RunID != "" {
+				rep.Checkpoints = append(rep.Checkpoints, pc)
+			}
+		}
+	}
+	rep.BytesFreed, err = s.reclaimAfter(ctx, ids)
+	return rep, err
+}
+
+var errSkip = fmt.Errorf("skip")
+
+// pruneCandidates returns the finished runs of chat the policy deletes,
+// with the setting that names each, and the runs it keeps.
+func (s *Service) pruneCandidates(ctx context.Context, chatID string) ([]PrunedRun, []string, error) {
+	var pol Policy
+	var rows []struct {
+		ID       string `db:"id"`
+		Status   string `db:"status"`
+		Finished *int64 `db:"finished_at"`
+	}
+	var pending []string
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		if pol, err = s.effectivePolicy(ctx, tx, chatID); err != nil {
+			return err
+		}
+		if err := tx.SelectContext(ctx, &pending, `SELECT DISTINCT c.run_id FROM commits c JOIN runs r ON r.id = c.run_id
+			WHERE r.chat_id = ? AND c.status = ?`, chatID, CommitPending); err != nil {
+			return index.Translate(err)
+		}
+		return index.Translate(tx.SelectContext(ctx, &rows, `SELECT id, status, finished_at FROM runs WHERE chat_id = ?
+			ORDER BY created_at DESC, id DESC`, chatID))
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("prune: %w", err)
+	}
+	var doomed []PrunedRun
+	var keep []string
+	var completed, failed int
+	cutoff := int64(-1)
+	if pol.AutoPruneAfterDays != nil {
+		cutoff = s.now().Add(-time.Duration(*pol.AutoPruneAfterDays) * 24 * time.Hour).UnixNano()
+	}
+	for i, r := range rows {
+		st := Status(r.Status)
+		reason := ""
+		switch st {
+		case Completed:
+			completed++
+			if pol.KeepCompletedRuns != nil && completed > *pol.KeepCompletedRuns {
+				reason = "keepCompletedRuns"
+			}
+		case Failed, Cancelled:
+			failed++
+			if pol.KeepFailedRuns != nil && failed > *pol.KeepFailedRuns {
+				reason = "keepFailedRuns"
+			}
+		}
+		if reason == "" && st.Final() && pol.MaxRunWorkspacesPerChat != nil && i >= *pol.MaxRunWorkspacesPerChat {
+			reason = "maxRunWorkspacesPerChat"
+		}
+		if reason == "" && st.Final() && cutoff >= 0 && r.Finished != nil && *r.Finished < cutoff {
+			reason = "autoPruneAfterDays"
+		}
+		if reason == "" || !st.Final() || slices.Contains(pending, r.ID) {
+			keep = append(keep, r.ID)
+			continue
+		}
+		doomed = append(doomed, PrunedRun{RunID: r.ID, ChatID: chatID, Status: st, Reason: reason})
+	}
+	slices.Reverse(doomed) // oldest first
+	return doomed, keep, nil
+}
+
+// afterFinal prunes chatID when automatic pruning is on, after a run of
+// it reached a final status. A failure leaves everything as it was for
+// the next pass; the run's own change has committed either way.
+func (s *Service) afterFinal(ctx context.Context, chatID string) {
+	if !s.autoPrune(ctx) {
+		return
+	}
+	_, _ = s.Prune(ctx, PruneOptions{ChatID: chatID})
+}

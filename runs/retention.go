@@ -1,0 +1,253 @@
+package runs
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// StoreScope is the scope of the store-wide policy in SetPolicy and
+// Policy; any other scope is a chat workspace id.
+const StoreScope = "*"
+
+// Policy is a retention policy and the store's caps. Every field is
+// optional: a chat's policy overrides the store's field by field, and a
+// field neither sets is off (nothing is deleted for it), so the default
+// keeps everything, as a conservative store should. Counts are per chat
+// workspace; a run that is still active is never deleted, nor a
+// checkpoint a commit refers to.
+type Policy struct {
+	// KeepCompletedRuns keeps the newest N completed runs of a chat and
+	// deletes the older ones.
+	KeepCompletedRuns *int `json:"keepCompletedRuns,omitempty"`
+	// KeepFailedRuns keeps the newest N failed or cancelled runs of a
+	// chat and deletes the older ones.
+	KeepFailedRuns *int `json:"keepFailedRuns,omitempty"`
+	// MaxRunWorkspacesPerChat keeps at most N runs in a chat, counting
+	// active ones, by deleting its oldest finished runs.
+	MaxRunWorkspacesPerChat *int `json:"maxRunWorkspacesPerChat,omitempty"`
+	// MaxCheckpointBytesPerRun caps the bytes a run's checkpoints keep
+	// beyond its live tree (checkpoint.Store.Retained): past it the oldest
+	// go, in the transaction of the checkpoint that crossed it. A run's
+	// Profile.MaxCheckpointBytes overrides it.
+	MaxCheckpointBytesPerRun *int64 `json:"maxCheckpointBytesPerRun,omitempty"`
+	// AutoPruneAfterDays deletes runs that finished more than N days ago.
+	AutoPruneAfterDays *int `json:"autoPruneAfterDays,omitempty"`
+	// MaxStoreBytes caps the store's stored bytes (store scope only;
+	// Options.MaxStoreBytes, when set, wins).
+	MaxStoreBytes *int64 `json:"maxStoreBytes,omitempty"`
+}
+
+// over returns p with every field o sets taken from o.
+func (p Policy) over(o Policy) Policy {
+	pick := func(a, b *int) *int {
+		if b != nil {
+			return b
+		}
+		return a
+	}
+	pick64 := func(a, b *int64) *int64 {
+		if b != nil {
+			return b
+		}
+		return a
+	}
+	return Policy{
+		KeepCompletedRuns:        pick(p.KeepCompletedRuns, o.KeepCompletedRuns),
+		KeepFailedRuns:           pick(p.KeepFailedRuns, o.KeepFailedRuns),
+		MaxRunWorkspacesPerChat:  pick(p.MaxRunWorkspacesPerChat, o.MaxRunWorkspacesPerChat),
+		MaxCheckpointBytesPerRun: pick64(p.MaxCheckpointBytesPerRun, o.MaxCheckpointBytesPerRun),
+		AutoPruneAfterDays:       pick(p.AutoPruneAfterDays, o.AutoPruneAfterDays),
+		MaxStoreBytes:            pick64(p.MaxStoreBytes, o.MaxStoreBytes),
+	}
+}
+
+func (p Policy) validate(scope string) error {
+	for name, v := range map[string]*int{"keepCompletedRuns": p.KeepCompletedRuns, "keepFailedRuns": p.KeepFailedRuns,
+		"maxRunWorkspacesPerChat": p.MaxRunWorkspacesPerChat, "autoPruneAfterDays": p.AutoPruneAfterDays} {
+		if v != nil && *v < 0 {
+			return wserr.New(wserr.InvalidArgument, "policy", "", "%s must not be negative", name)
+		}
+	}
+	if p.AutoPruneAfterDays != nil && *p.AutoPruneAfterDays == 0 {
+		return wserr.New(wserr.InvalidArgument, "policy", "", "autoPruneAfterDays must be at least 1")
+	}
+	for name, v := range map[string]*int64{"maxCheckpointBytesPerRun": p.MaxCheckpointBytesPerRun, "maxStoreBytes": p.MaxStoreBytes} {
+		if v != nil && *v < 0 {
+			return wserr.New(wserr.InvalidArgument, "policy", "", "%s must not be negative", name)
+		}
+	}
+	if p.MaxStoreBytes != nil && scope != StoreScope {
+		return wserr.New(wserr.InvalidArgument, "policy", "", "maxStoreBytes is a store setting, not a chat's")
+	}
+	return nil
+}
+
+// MobilePolicy is the store-wide policy a store opened with the mobile
+// profile (Options.Mobile) uses for every field its own policy leaves
+// unset: bounded, and still keeping recent failures to debug.
+func MobilePolicy() Policy {
+	i := func(n int) *int { return &n }
+	b := int64(8 << 20)
+	return Policy{KeepCompletedRuns: i(20), KeepFailedRuns: i(5), MaxRunWorkspacesPerChat: i(30),
+		MaxCheckpointBytesPerRun: &b, AutoPruneAfterDays: i(30)}
+}
+
+// policyCache holds the store-wide policy row as this Service last read
+// or wrote it: every write reads the store cap, which should cost no
+// query. A policy set by another process is seen when the store is next
+// opened.
+type policyCache struct {
+	mu     sync.Mutex
+	loaded bool
+	store  Policy
+}
+
+func readPolicy(ctx context.Context, tx *index.Tx, scope string) (Policy, bool, error) {
+	var raw string
+	err := tx.GetContext(ctx, &raw, `SELECT policy FROM policies WHERE scope = ?`, scope)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Policy{}, false, nil
+	}
+	if err != nil {
+		return Policy{}, false, index.Translate(err)
+	}
+	var p Policy
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		return Policy{}, false, wserr.New(wserr.Corrupt, "policy", "", "policy %s is unreadable: %v", scope, err)
+	}
+	return p, true, nil
+}
+
+// storePolicy returns the store-wide policy row (cached), under the mobile
+// defaults when the store has the mobile profile.
+func (s *Service) storePolicy(ctx context.Context, tx *index.Tx) (Policy, error) {
+	s.policies.mu.Lock()
+	defer s.policies.mu.Unlock()
+	if !s.policies.loaded {
+		var p Policy
+		var err error
+		if tx != nil {
+			p, _, err = readPolicy(ctx, tx, StoreScope)
+		} else {
+			err = s.db.View(ctx, func(tx *index.Tx) error {
+				p, _, err = readPolicy(ctx, tx, StoreScope)
+				return err
+			})
+		}
+		if err != nil {
+			return Policy{}, err
+		}
+		s.policies.store, s.policies.loaded = p, true
+	}
+	base := Policy{}
+	if s.mobile {
+		base = MobilePolicy()
+	}
+	return base.over(s.policies.store), nil
+}
+
+// SetPolicy replaces the policy of scope: StoreScope for the store-wide
+// default, or a chat workspace id for that chat's overrides (nil fields
+// inherit the store's). It does not prune: Prune, or the next automatic
+// pass, applies it. It fails with workspace.invalid_argument for a
+// negative setting or a store-only field on a chat, and store.not_found
+// for a chat that does not exist.
+func (s *Service) SetPolicy(ctx context.Context, scope string, p Policy) error {
+	if err := p.validate(scope); err != nil {
+		return err
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("set policy: %w", err)
+	}
+	err = s.update(ctx, func(tx *index.Tx) error {
+		if scope != StoreScope {
+			if _, err := findChat(ctx, tx, scope); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO policies (scope, policy, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (scope) DO UPDATE SET policy = excluded.policy, updated_at = excluded.updated_at`,
+			scope, string(b), s.now().UnixNano())
+		return index.Translate(err)
+	})
+	if err == nil && scope == StoreScope {
+		s.policies.mu.Lock()
+		s.policies.store, s.policies.loaded = p, true
+		s.policies.mu.Unlock()
+	}
+	return err
+}
+
+// Policy returns the policy set for scope (StoreScope or a chat id) as
+// stored, without inheritance; the zero Policy when none is set.
+func (s *Service) Policy(ctx context.Context, scope string) (Policy, error) {
+	var p Policy
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		p, _, err = readPolicy(ctx, tx, scope)
+		return err
+	})
+	return p, err
+}
+
+// EffectivePolicy returns the policy that applies to chat id: the store's
+// (with the mobile defaults under it) overridden by the chat's own. An
+// empty id gives the store's.
+func (s *Service) EffectivePolicy(ctx context.Context, chatID string) (Policy, error) {
+	var p Policy
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		p, err = s.effectivePolicy(ctx, tx, chatID)
+		return err
+	})
+	return p, err
+}
+
+func (s *Service) effectivePolicy(ctx context.Context, tx *index.Tx, chatID string) (Policy, error) {
+	base, err := s.storePolicy(ctx, tx)
+	if err != nil {
+		return Policy{}, err
+	}
+	if chatID == "" {
+		return base, nil
+	}
+	own, _, err := readPolicy(ctx, tx, chatID)
+	if err != nil {
+		return Policy{}, err
+	}
+	return base.over(own), nil
+}
+
+// maxStoreBytes is the store cap in force: Options.MaxStoreBytes, else
+// the store setting; 0: none.
+func (s *Service) maxStoreBytes(ctx context.Context) int64 {
+	if s.maxStore > 0 {
+		return s.maxStore
+	}
+	p, err := s.storePolicy(ctx, nil)
+	if err != nil || p.MaxStoreBytes == nil {
+		return 0
+	}
+	return *p.MaxStoreBytes
+}
+
+// autoPrune reports whether a run reaching a final status prunes its chat.
+func (s *Service) autoPrune(ctx context.Context) bool {
+	if s.autoPruneOpt != nil {
+		return *s.autoPruneOpt
+	}
+	return s.mobile || s.maxStoreBytes(ctx) > 0
+}
+
+var _ = time.Second
+var _ = slices.Contains[[]string]
