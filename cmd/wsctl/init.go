@@ -57,7 +57,7 @@ func runInit(ctx context.Context, g globals) error {
 		return writeJSON(g.out, res)
 	}
 	if res.Created {
-		_, err = fmt.Fprintf(g.out, "created an empty store in %s\nnext: wsctl demo --store %s (records a sample run there) | wsctl batch\n", g.storeDir, shellQuote(g.storeDir))
+		_, err = fmt.Fprintf(g.out, "created an empty store in %s\nnext: wsctl batch (a host drives it) | wsctl demo --store ./demo-store (a sample run to look at, kept apart)\n", g.storeDir)
 		return err
 	}
 	_, err = fmt.Fprintf(g.out, "%s already holds a store (%d run%s): nothing changed\n", g.storeDir, res.Runs, plural(int64(res.Runs)))
