@@ -32,7 +32,7 @@ func newCheckoutCmd(a *app) *cobra.Command {
 with --at, into DIR, which must not exist or be empty: checkout never
 overwrites anything. Files are written through an os.Root of DIR, so no
 stored name can reach outside it.`,
-		Args:              exactArgs(2),
+		Args: exactArgs(2),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if len(args) == 1 {
 				return nil, cobra.ShellCompDirectiveFilterDirs // DIR: a directory on the host
