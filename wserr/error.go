@@ -60,6 +60,21 @@ const (
 	// PersistentWorkspaceConflict: two runs changed the same persist/
 	// file differently; the host resolves it, not the model.
 	PersistentWorkspaceConflict Code = "agent.persistent_workspace_conflict"
+	// ArchiveCorrupt: an archive being imported is truncated, tampered
+	// with or inconsistent; nothing of it was made visible.
+	ArchiveCorrupt Code = "archive.corrupt"
+	// ArchiveUnsupportedVersion: an archive of a format version this build
+	// does not read; nothing of it was made visible.
+	ArchiveUnsupportedVersion Code = "archive.unsupported_version"
+)
+
+// Access codes of the HTTP API.
+const (
+	// Unauthorized: no bearer token, or one that is unknown or revoked.
+	Unauthorized Code = "auth.unauthorized"
+	// Forbidden: a valid token that may not do what the request asks (a
+	// read-only token writing, a token for other actors).
+	Forbidden Code = "auth.forbidden"
 )
 
 // ModelCorrectable reports whether errors with code c are meant to be
