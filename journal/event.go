@@ -67,6 +67,7 @@ const (
 	CheckpointCreated     Type = "checkpoint_created"
 	CheckpointsPruned     Type = "checkpoints_pruned" // a run's checkpoint cap deleted its oldest
 	WorkspaceRolledBack   Type = "workspace_rolled_back"
+	ScratchCollected      Type = "scratch_collected" // an ended run's scratch/ left its workspace and checkpoints
 )
 
 // Output assembly, chat commit and persistent changes.
@@ -85,7 +86,7 @@ var types = []Type{
 	RunCreated, RunCompleted, RunFailed, RunCancelled, StatusChanged, RunFinished,
 	ContextAssembled, ModelRequestCreated, ModelCompleted, ModelResponseStored,
 	ToolCallRequested, ToolCallCompleted, ToolCallFailed,
-	WorkspaceFileWritten, WorkspacePatchApplied, WorkspaceFileDeleted, CheckpointCreated, CheckpointsPruned, WorkspaceRolledBack,
+	WorkspaceFileWritten, WorkspacePatchApplied, WorkspaceFileDeleted, CheckpointCreated, CheckpointsPruned, WorkspaceRolledBack, ScratchCollected,
 	ArtifactAssembled, ChatCommitRequested, ChatCommitCompleted, ChatCommitFailed, CommitRolledBack,
 	PersistentChangesCommitted, ManifestSet,
 }

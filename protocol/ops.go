@@ -40,7 +40,8 @@ var ops = []op{
                    show prints it), the chat the latest.
       profile      what the agent (write, read, list, …) may see and do:
                    {id?, visibleRoots?, writableRoots?, autoCheckpoint?,
-                    maxRunBytes?, maxCheckpoints?, maxCheckpointBytes?}
+                    maxRunBytes?, maxCheckpoints?, maxCheckpointBytes?,
+                    keepScratch?, allowPaths?, primaryRoot?}
         id             a name for the profile; default "default"
         visibleRoots   top-level directories the agent may read, e.g.
                        ["output", "scratch"]; default output, scratch,
@@ -64,7 +65,23 @@ var ops = []op{
         maxCheckpointBytes an integer: the most bytes the run's checkpoints
                        may keep beyond its live tree; past it the oldest go,
                        as for maxCheckpoints; 0 (the default): the chat's
-                       maxCheckpointBytesPerRun, if any`,
+                       maxCheckpointBytesPerRun, if any
+        keepScratch    {completed?, failed?, cancelled?}: booleans, whether
+                       a run ending so keeps scratch/; default false for
+                       completed, true for failed and cancelled. Otherwise
+                       scratch/ leaves the workspace and its checkpoints
+                       when the run ends (a scratch_collected event)
+        allowPaths     host directories the run reaches as host/NAME/…:
+                       [{path, name?, writable?}] or bare path strings;
+                       path absolute and existing (the store creates no
+                       host directory), name default its last element,
+                       writable default false. Boundaries only: no
+                       symlink or .. leaves one; never checkpointed,
+                       exported or collected
+        primaryRoot    the active project: an absolute path inside
+                       allowPaths, or host/NAME/… or output/…; default
+                       allowPaths[0], else output; any other place fails
+                       with workspace.path_not_allowed`,
 	},
 	{
 		name: "write", request: []any{writeRequest{}}, handle: (*Session).write,
@@ -139,8 +156,11 @@ var ops = []op{
 	},
 	{
 		name: "run.status", request: []any{statusRequest{}}, handle: (*Session).runStatus,
-		help: `  run.status  {status, reason?}             -> {runId, status}   e.g. failed or cancelled;
-                                            a run completes only through finish`,
+		help: `  run.status  {status, reason?}             -> {runId, status, primaryRoot}
+              status: e.g. failed or cancelled (a run completes only
+              through finish). primaryRoot: the run's active project
+              {source, path, hostPath?}, source explicit, allowPaths or
+              artifact; run.show reports it too`,
 	},
 	{
 		name: "export", request: []any{exportRequest{}}, handle: (*Session).export,
@@ -711,5 +731,9 @@ func (s *Session) runStatus(ctx context.Context, r request) (any, error) {
 	if err := s.backend.Runs.SetStatus(ctx, runID, *req.Status, req.Reason); err != nil {
 		return nil, err
 	}
-	return map[string]any{"runId": runID, "status": *req.Status}, nil
+	run, err := s.backend.Runs.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"runId": runID, "status": run.Status, "primaryRoot": run.PrimaryRoot}, nil
 }

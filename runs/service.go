@@ -92,6 +92,7 @@ type Checkpoints interface {
 	Diff(ctx context.Context, a, b cas.Hash, text bool) ([]checkpoint.FileDiff, error)
 	PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxBytes int64, keep int64, pinned checkpoint.Pinned) ([]int64, int64, error)
 	DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error)
+	RewriteRoots(ctx context.Context, tx *index.Tx, runID string, fn func(root cas.Hash) (cas.Hash, error)) (int64, error)
 }
 
 // Deps are the parts of a store a Service works through. wsstore.Open

@@ -72,7 +72,7 @@ func TestEndToEnd(t *testing.T) {
 	// and leaves nothing behind.
 	out, errOut, code := wsctl(withStore, "", "demo")
 	require.Equal(t, 0, code, errOut)
-	assert.Less(t, strings.Count(out, "\n"), 40)
+	assert.Less(t, strings.Count(out, "\n"), 41)
 	assert.Contains(t, out, "timeline")
 	assert.Contains(t, out, "run_completed")
 	assert.NoFileExists(t, filepath.Join(store, "wsstore.db"), "demo leaves the default store alone")
