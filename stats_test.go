@@ -61,6 +61,8 @@ func TestStats(t *testing.T) {
 	blobsStored := e.sum(`SELECT sum(stored) FROM blobs`)
 	treesStored := e.sum(`SELECT sum(length(data)) FROM trees`)
 	assert.Equal(t, blobsStored+treesStored, st.StoredBytes)
+	assert.Equal(t, blobsStored, st.ContentStoredBytes)
+	assert.Equal(t, treesStored, st.TreeStoredBytes)
 	assert.InDelta(t, float64(st.BlobLogicalBytes)/float64(blobsStored), st.CompressionRatio, 1e-9)
 	assert.Equal(t, map[string]int64{"raw": 2, "zstd": 1}, st.ByCodec, "the JSON snapshot compresses, five bytes do not")
 	assert.Zero(t, st.DeltaSavedBytes)
@@ -78,7 +80,7 @@ func TestStats(t *testing.T) {
 	var keys map[string]any
 	require.NoError(t, json.Unmarshal(b, &keys))
 	assert.ElementsMatch(t, []string{"chats", "runs", "checkpoints", "events", "blobs", "chunks", "trees",
-		"blobLogicalBytes", "storedBytes", "referencedBytes", "dedupRatio", "compressionRatio", "fileBytes", "byCodec", "deltaSavedBytes"},
+		"blobLogicalBytes", "storedBytes", "contentStoredBytes", "treeStoredBytes", "referencedBytes", "dedupRatio", "compressionRatio", "fileBytes", "byCodec", "deltaSavedBytes"},
 		slices.Collect(maps.Keys(keys)))
 }
 

@@ -28,6 +28,11 @@ type Stats struct {
 	// StoredBytes is what the rows hold: blobs.stored + chunks.stored +
 	// the encoded trees.
 	StoredBytes int64 `json:"storedBytes"`
+	// ContentStoredBytes is the part of StoredBytes that file contents
+	// take: blobs.stored + chunks.stored, what CompressionRatio divides by.
+	ContentStoredBytes int64 `json:"contentStoredBytes"`
+	// TreeStoredBytes is the part of StoredBytes the encoded trees take.
+	TreeStoredBytes int64 `json:"treeStoredBytes"`
 	// ReferencedBytes is the logical size as the workspaces see it: the
 	// total size of every checkpoint's tree plus every live run root's,
 	// shared content counted each time it is seen.
@@ -83,9 +88,10 @@ func (m *Maintainer) Stats(ctx context.Context) (Stats, error) {
 			blobsStored += c.Stored
 		}
 		st.Chunks = u.Chunks
-		st.StoredBytes = blobsStored + u.ChunksStored + treesStored
-		if casBytes := blobsStored + u.ChunksStored; casBytes > 0 {
-			st.CompressionRatio = float64(st.BlobLogicalBytes) / float64(casBytes)
+		st.ContentStoredBytes, st.TreeStoredBytes = blobsStored+u.ChunksStored, treesStored
+		st.StoredBytes = st.ContentStoredBytes + st.TreeStoredBytes
+		if st.ContentStoredBytes > 0 {
+			st.CompressionRatio = float64(st.BlobLogicalBytes) / float64(st.ContentStoredBytes)
 		}
 
 		g, err := m.newGraph(ctx, tx, nil)

@@ -18,6 +18,12 @@ const (
 	// CodeStopped is a command (other than a session, whose requests answer
 	// CodeInterrupted) that an interrupt stopped.
 	CodeStopped wserr.Code = "wsctl.interrupted"
+	// CodeInvalidArgument is a command-line argument or flag value wsctl
+	// cannot use (a malformed run or checkpoint reference, a negative
+	// --limit, an ambiguous run prefix, no user data directory): a mistake
+	// of whoever typed the command, never one to hand to a model, unlike
+	// workspace.invalid_argument.
+	CodeInvalidArgument wserr.Code = "wsctl.invalid_argument"
 )
 
 // Interrupted is the error (CodeInterrupted) of a session, or of the
@@ -45,7 +51,7 @@ type Status struct {
 var ExitStatuses = []Status{
 	{0, "ok", nil, nil},
 	{1, "internal or unexpected error", []wserr.Code{wserr.Internal, wserr.JournalFailed}, nil},
-	{2, "usage: bad command line, invalid argument or --store", []wserr.Code{wserr.InvalidArgument, wserr.InvalidOptions}, nil},
+	{2, "usage: bad command line, invalid argument or --store", []wserr.Code{wserr.InvalidArgument, wserr.InvalidOptions, CodeInvalidArgument}, nil},
 	{3, "not found: store, run, checkpoint or file", []wserr.Code{wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound, wserr.FileNotFound}, nil},
 	{4, "model-correctable workspace error: bad path, not visible or writable, patch mismatch, …", nil, []string{"workspace."}},
 	{5, "conflict or invalid transition (active run, run exists, non-empty dir)", []wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.ChatActiveRun}, nil},
@@ -62,7 +68,7 @@ var ExitStatuses = []Status{
 // 5xx for what it cannot. Codes not listed map to 500.
 var HTTPStatuses = []Status{
 	{http.StatusBadRequest, "the request is not JSON, names no op, or does not fit its op",
-		[]wserr.Code{CodeInvalidJSON, CodeInvalidRequest, CodeUnknownOp, wserr.InvalidArgument, wserr.InvalidOptions}, nil},
+		[]wserr.Code{CodeInvalidJSON, CodeInvalidRequest, CodeUnknownOp, wserr.InvalidArgument, wserr.InvalidOptions, CodeInvalidArgument}, nil},
 	{http.StatusUnauthorized, "no bearer token, or an unknown or revoked one", []wserr.Code{wserr.Unauthorized}, nil},
 	{http.StatusForbidden, "the store is read-only, or the token may not do this (read-only, other actors)", []wserr.Code{wserr.ReadOnly, wserr.Forbidden}, nil},
 	{http.StatusNotFound, "no such store, run, checkpoint or file",

@@ -46,6 +46,7 @@ func TestHTTPStatus(t *testing.T) {
 		{CodeInvalidRequest, http.StatusBadRequest},
 		{CodeUnknownOp, http.StatusBadRequest},
 		{wserr.InvalidArgument, http.StatusBadRequest},
+		{CodeInvalidArgument, http.StatusBadRequest},
 		{wserr.RunNotFound, http.StatusNotFound},
 		{wserr.FileNotFound, http.StatusNotFound},
 		{wserr.CheckpointNotFound, http.StatusNotFound},
@@ -80,5 +81,6 @@ func TestExitStatus(t *testing.T) {
 	assert.Equal(t, 130, ExitStatus(CodeStopped))
 	assert.Equal(t, 6, ExitStatus(wserr.NotAStore))
 	assert.Equal(t, 8, ExitStatus(wserr.DiskFull))
+	assert.Equal(t, 2, ExitStatus(CodeInvalidArgument), "a command-line mistake is a usage error")
 	assert.Equal(t, 1, ExitStatus("something.new"))
 }

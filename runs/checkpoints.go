@@ -137,6 +137,10 @@ func (s *Service) Rollback(ctx context.Context, runID string, seq int64, opt Rol
 	return out, err
 }
 
+// Live names the live workspace where a checkpoint sequence number is
+// expected (Diff's from and to): checkpoints are numbered from 1.
+const Live int64 = 0
+
 // DiffOptions bound what Service.Diff returns.
 type DiffOptions struct {
 	// MaxBytes caps the unified text of the response (0:
@@ -145,8 +149,8 @@ type DiffOptions struct {
 	MaxBytes int
 }
 
-// Diff returns the file changes from checkpoint from to checkpoint to (0:
-// the live workspace), with unified diffs for text files within
+// Diff returns the file changes from checkpoint from to checkpoint to
+// (Live: the live workspace), with unified diffs for text files within
 // opts.MaxBytes. It fails with checkpoint.not_found, run.not_found or, for
 // a negative MaxBytes, workspace.invalid_argument.
 func (s *Service) Diff(ctx context.Context, runID string, from, to int64, opts DiffOptions) ([]checkpoint.FileDiff, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -106,7 +107,7 @@ func runActorUpload(ctx context.Context, o actorOptions, args []string) error {
 	if len(args) > 2 && args[2] != "-" {
 		f, err := os.Open(args[2])
 		if err != nil {
-			return wserr.Wrap(wserr.InvalidArgument, "actor upload", "", err)
+			return wserr.Wrap(protocol.CodeInvalidArgument, "actor upload", "", err)
 		}
 		defer f.Close()
 		in = f
@@ -143,7 +144,7 @@ func runActorDownload(ctx context.Context, o actorOptions, args []string) (err e
 	dst := args[2]
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".wsctl-*")
 	if err != nil {
-		return wserr.Wrap(wserr.InvalidArgument, "actor download", "", err)
+		return wserr.Wrap(protocol.CodeInvalidArgument, "actor download", "", err)
 	}
 	defer func() {
 		if err != nil {
@@ -230,13 +231,13 @@ func runActorGC(ctx context.Context, o actorOptions, args []string) error {
 		opt.Actor = args[0]
 	}
 	if o.keep < 1 {
-		return wserr.New(wserr.InvalidArgument, "actor gc", "", "--keep %d: keep at least the live version", o.keep)
+		return wserr.New(protocol.CodeInvalidArgument, "actor gc", "", "--keep %d: keep at least the live version", o.keep)
 	}
 	gc := wsstore.GCOptions{Now: o.now}
 	if o.grace != "" {
 		d, err := time.ParseDuration(o.grace)
 		if err != nil || d < 0 {
-			return wserr.New(wserr.InvalidArgument, "actor gc", "", "--grace %q is not a duration such as 15m or 0", o.grace)
+			return wserr.New(protocol.CodeInvalidArgument, "actor gc", "", "--grace %q is not a duration such as 15m or 0", o.grace)
 		}
 		gc.Grace = d
 		if d == 0 {

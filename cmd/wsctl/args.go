@@ -1,9 +1,21 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // allDepth is a List depth that reaches every level of any real tree.
@@ -22,4 +34,300 @@ func rangeArgs(min, max int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// argError is a command-line argument or flag value wsctl cannot use:
+// wsctl.invalid_argument, exit status 2. It is never
+// workspace.invalid_argument, which tells a host to hand the error to its
+// model.
+func argError(op, format string, args ...any) error {
+	return wserr.New(protocol.CodeInvalidArgument, op, "", format, args...)
+}
+
+// asArgError re-codes an error the library gave for a value parsed from
+// the command line (a path, a checkpoint id) as argError: the value came
+// from whoever typed the command, not from a model.
+func asArgError(op string, err error) error {
+	var we *wserr.Error
+	if err == nil || !errors.As(err, &we) || !strings.HasPrefix(string(we.Code), "workspace.") {
+		return err
+	}
+	msg := we.Msg
+	if msg == "" && we.Err != nil {
+		msg = we.Err.Error()
+	}
+	return wserr.New(protocol.CodeInvalidArgument, op, we.Path, "%s", msg)
+}
+
+// parsePathArg parses a workspace path given on the command line.
+func parsePathArg(op, s string) (vfs.Path, error) {
+	p, err := vfs.ParsePath(s)
+	return p, asArgError(op, err)
+}
+
+// latestRun names the newest run wherever a run is named.
+const latestRun = "latest"
+
+// resolveRun turns a run reference into a run id: a run's full id, latest
+// (the newest run), or a prefix of exactly one run's id. It fails with
+// run.not_found when nothing matches and wsctl.invalid_argument when a
+// prefix matches several runs (naming them).
+func resolveRun(ctx context.Context, st *wsstore.Store, ref string) (string, error) {
+	if ref == "" {
+		return "", argError("run", "empty run id")
+	}
+	if _, err := st.Runs.Run(ctx, ref); err == nil {
+		return ref, nil
+	} else if !wserr.Is(err, wserr.RunNotFound) {
+		return "", err
+	}
+	if ref == latestRun {
+		list, err := st.Runs.Runs(ctx, runs.ListQuery{Limit: 1})
+		if err != nil {
+			return "", err
+		}
+		if len(list) == 0 {
+			return "", wserr.New(wserr.RunNotFound, "run", "", "latest: the store has no runs")
+		}
+		return list[0].ID, nil
+	}
+	ids, err := runIDs(ctx, st)
+	if err != nil {
+		return "", err
+	}
+	var match []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, ref) {
+			match = append(match, id)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return "", wserr.New(wserr.RunNotFound, "run", "", "no run id is or starts with %q", ref)
+	case 1:
+		return match[0], nil
+	}
+	slices.Sort(match)
+	shown := match
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], "…")
+	}
+	return "", argError("run", "%q is a prefix of %d run ids (%s): give more of the id", ref, len(match), strings.Join(shown, ", "))
+}
+
+// runIDs lists every run id, newest first.
+func runIDs(ctx context.Context, st *wsstore.Store) ([]string, error) {
+	list, err := st.Runs.Runs(ctx, runs.ListQuery{})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(list))
+	for i, r := range list {
+		ids[i] = r.ID
+	}
+	return ids, nil
+}
+
+// cpRef is a parsed checkpoint reference: a sequence number (cp_000003,
+// 3), HEAD~back (HEAD is HEAD~0: the checkpoint the run is at), or the live
+// workspace.
+type cpRef struct {
+	seq  int64
+	head bool
+	back int
+	live bool
+}
+
+// checkpointRefHelp says what a checkpoint reference may be, for --help.
+const checkpointRefHelp = "cp_000003, 3, HEAD (the checkpoint the run is at) or HEAD~N (N parents back)"
+
+// parseCheckpointRef parses a checkpoint reference given on the command
+// line: cp_000003, 3, HEAD or HEAD~N (case-insensitive), and "live" when
+// allowLive. It fails with wsctl.invalid_argument.
+func parseCheckpointRef(s string, allowLive bool) (cpRef, error) {
+	t := strings.TrimSpace(s)
+	if allowLive && strings.EqualFold(t, "live") {
+		return cpRef{live: true}, nil
+	}
+	if len(t) >= 4 && strings.EqualFold(t[:4], "HEAD") {
+		rest := t[4:]
+		if rest == "" {
+			return cpRef{head: true}, nil
+		}
+		if rest[0] == '~' || rest[0] == '^' {
+			digits := rest[1:]
+			if digits == "" {
+				return cpRef{head: true, back: len(rest)}, nil // HEAD~ and HEAD^ are HEAD~1
+			}
+			n, err := strconv.Atoi(digits)
+			if err == nil && n >= 0 && rest[0] == '~' && digits[0] >= '0' && digits[0] <= '9' {
+				return cpRef{head: true, back: n}, nil
+			}
+		}
+		return cpRef{}, argError("checkpoint", "%q is not a checkpoint: use %s", s, checkpointRefHelp)
+	}
+	seq, err := checkpoint.ParseRef(t)
+	if err != nil {
+		return cpRef{}, argError("checkpoint", "%q is not a checkpoint: use %s", s, checkpointRefHelp)
+	}
+	return cpRef{seq: seq}, nil
+}
+
+// parseAt parses an --at flag: "" (and "live") is the live workspace.
+func parseAt(s string) (cpRef, error) {
+	if s == "" {
+		return cpRef{live: true}, nil
+	}
+	return parseCheckpointRef(s, true)
+}
+
+// resolve returns the checkpoint r names in run runID, 0 for the live
+// workspace (runs.Live). HEAD~N follows each checkpoint's parent, so after
+// a rollback it walks the branch the run is on. It fails with
+// checkpoint.not_found when the run has no checkpoint there.
+func (r cpRef) resolve(ctx context.Context, st *wsstore.Store, runID string) (int64, error) {
+	switch {
+	case r.live:
+		return runs.Live, nil
+	case !r.head:
+		return r.seq, nil
+	}
+	run, err := st.Runs.Run(ctx, runID)
+	if err != nil {
+		return 0, err
+	}
+	if run.HeadCheckpoint == 0 {
+		return 0, wserr.New(wserr.CheckpointNotFound, "checkpoint", "", "run %s has no checkpoint yet: HEAD names none", runID)
+	}
+	seq := run.HeadCheckpoint
+	if r.back == 0 {
+		return seq, nil
+	}
+	cps, err := st.Checkpoints.List(ctx, runID)
+	if err != nil {
+		return 0, err
+	}
+	parent := map[int64]string{}
+	for _, c := range cps {
+		parent[c.Seq] = c.Parent
+	}
+	for i := 0; i < r.back; i++ {
+		p := parent[seq]
+		if p == "" {
+			return 0, wserr.New(wserr.CheckpointNotFound, "checkpoint", "", "HEAD~%d: %s is the oldest checkpoint left on run %s's branch, %d back", r.back, checkpoint.ID(seq), runID, i)
+		}
+		if seq, err = checkpoint.ParseRef(p); err != nil {
+			return 0, err
+		}
+	}
+	return seq, nil
+}
+
+// runStatuses are the values runs --status takes, in lifecycle order.
+var runStatuses = []runs.Status{runs.Created, runs.Running, runs.AwaitingApproval, runs.Paused, runs.Completed, runs.Failed, runs.Cancelled}
+
+// completeRuns completes a run argument with the store's run ids (and
+// latest), newest first; it offers nothing when the store cannot be
+// opened.
+func (a *app) completeRuns(cmd *cobra.Command, toComplete string) []cobra.Completion {
+	st, ok := a.completionStore(cmd)
+	if !ok {
+		return nil
+	}
+	defer st.Close()
+	ids, err := runIDs(cmd.Context(), st)
+	if err != nil {
+		return nil
+	}
+	out := []cobra.Completion{}
+	if strings.HasPrefix(latestRun, toComplete) {
+		out = append(out, cobra.CompletionWithDesc(latestRun, "the newest run"))
+	}
+	for _, id := range ids {
+		if strings.HasPrefix(id, toComplete) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// completeCheckpoints completes a checkpoint argument of run runRef with
+// its checkpoint ids (newest first) and HEAD, and live when allowLive.
+func (a *app) completeCheckpoints(cmd *cobra.Command, runRef, toComplete string, allowLive bool) []cobra.Completion {
+	st, ok := a.completionStore(cmd)
+	if !ok {
+		return nil
+	}
+	defer st.Close()
+	runID, err := resolveRun(cmd.Context(), st, runRef)
+	if err != nil {
+		return nil
+	}
+	cps, err := st.Checkpoints.List(cmd.Context(), runID)
+	if err != nil {
+		return nil
+	}
+	var out []cobra.Completion
+	for _, c := range []struct{ v, desc string }{{"HEAD", "the checkpoint the run is at"}, {"live", "the live workspace"}} {
+		if (c.v != "live" || allowLive) && strings.HasPrefix(c.v, toComplete) {
+			out = append(out, cobra.CompletionWithDesc(c.v, c.desc))
+		}
+	}
+	for i := len(cps) - 1; i >= 0; i-- {
+		if strings.HasPrefix(cps[i].ID, toComplete) {
+			out = append(out, cobra.CompletionWithDesc(cps[i].ID, cps[i].Reason))
+		}
+	}
+	return out
+}
+
+// completionStore opens the store the command line names for reading, for
+// completion; ok is false when there is none.
+func (a *app) completionStore(cmd *cobra.Command) (*wsstore.Store, bool) {
+	g, err := a.globals(cmd)
+	if err != nil || storeExists(g.storeDir) != nil {
+		return nil, false
+	}
+	g.now = nil
+	st, err := openStore(cmd.Context(), g, readOnly)
+	if err != nil {
+		return nil, false
+	}
+	return st, true
+}
+
+// runArgs completes the first argument with run ids, and the second (when
+// cpArg) with the run's checkpoints; other arguments get file completion
+// off.
+func (a *app) runArgs(cpArgs ...int) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return a.completeRuns(cmd, toComplete), cobra.ShellCompDirectiveNoFileComp
+		}
+		if slices.Contains(cpArgs, len(args)) {
+			return a.completeCheckpoints(cmd, args[0], toComplete, len(args) > 1), cobra.ShellCompDirectiveNoFileComp
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// atFlag registers --at on cmd (a checkpoint of the run named by the first
+// argument) with completion of that run's checkpoints.
+func (a *app) atFlag(cmd *cobra.Command, target *string, usage string) {
+	cmd.Flags().StringVar(target, "at", "", usage+" ("+checkpointRefHelp+")")
+	_ = cmd.RegisterFlagCompletionFunc("at", func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return a.completeCheckpoints(cmd, args[0], toComplete, true), cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// statusList is runStatuses for a message: "created, running, …".
+func statusList() string {
+	s := make([]string, len(runStatuses))
+	for i, st := range runStatuses {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
 }

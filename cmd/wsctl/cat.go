@@ -23,12 +23,13 @@ func newCatCmd(a *app) *cobra.Command {
 with --at, to standard output unchanged. With --json it prints
 {path, hash, size, content} (contentBase64 instead of content for files
 that are not UTF-8 text).`,
-		Args: exactArgs(2),
+		Args:              exactArgs(2),
+		ValidArgsFunction: a.runArgs(),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runCat(ctx, o, args)
 		}),
 	}
-	cmd.Flags().StringVar(&o.at, "at", "", "read at this checkpoint instead of the live workspace")
+	a.atFlag(cmd, &o.at, "read at this checkpoint instead of the live workspace")
 	return cmd
 }
 
@@ -37,7 +38,7 @@ func runCat(ctx context.Context, o catOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := vfs.ParsePath(args[1])
+	p, err := parsePathArg("cat", args[1])
 	if err != nil {
 		return err
 	}
@@ -46,7 +47,15 @@ func runCat(ctx context.Context, o catOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
-	res, err := workspaceFor(st.Runs, args[0], at).Read(ctx, p, vfs.ReadOptions{})
+	runID, err := resolveRun(ctx, st, args[0])
+	if err != nil {
+		return err
+	}
+	seq, err := at.resolve(ctx, st, runID)
+	if err != nil {
+		return err
+	}
+	res, err := workspaceFor(st.Runs, runID, seq).Read(ctx, p, vfs.ReadOptions{})
 	if err != nil {
 		return err
 	}

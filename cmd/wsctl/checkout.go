@@ -34,11 +34,17 @@ overwrites anything. Files are written through an os.Root of DIR, so no
 stored name can reach outside it. The scratch domain (scratch/) is never
 checked out, nor are virtual resources or allowed host paths (host/).`,
 		Args: exactArgs(2),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) == 1 {
+				return nil, cobra.ShellCompDirectiveFilterDirs // DIR: a directory on the host
+			}
+			return a.runArgs()(cmd, args, toComplete)
+		},
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runCheckout(ctx, o, args)
 		}),
 	}
-	cmd.Flags().StringVar(&o.at, "at", "", "check out this checkpoint instead of the live workspace")
+	a.atFlag(cmd, &o.at, "check out this checkpoint instead of the live workspace")
 	return cmd
 }
 
@@ -53,7 +59,7 @@ type checkoutResult struct {
 }
 
 func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
-	runID, dir := args[0], args[1]
+	dir := args[1]
 	at, err := parseAt(o.at)
 	if err != nil {
 		return err
@@ -63,7 +69,15 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
-	infos, err := workspaceFor(st.Runs, runID, at).List(ctx, vfs.Root(), allDepth)
+	runID, err := resolveRun(ctx, st, args[0])
+	if err != nil {
+		return err
+	}
+	seq, err := at.resolve(ctx, st, runID)
+	if err != nil {
+		return err
+	}
+	infos, err := workspaceFor(st.Runs, runID, seq).List(ctx, vfs.Root(), allDepth)
 	if err != nil {
 		return err
 	}
@@ -85,8 +99,8 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	defer root.Close()
 
 	res := checkoutResult{RunID: runID, Dir: dir}
-	if at != 0 {
-		res.Checkpoint = checkpoint.ID(at)
+	if seq != runs.Live {
+		res.Checkpoint = checkpoint.ID(seq)
 	}
 	var files []vfs.FileInfo
 	for _, fi := range infos {

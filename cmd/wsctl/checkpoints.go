@@ -18,7 +18,8 @@ func newCheckpointsCmd(a *app) *cobra.Command {
 the live workspace descends from; PARENT shows where history forked after a
 rollback. With --json each checkpoint is its checkpoint.json: the same
 fields and the files of its tree, each with hash and bytes.`,
-		Args: exactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: a.runArgs(),
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
 			return runCheckpoints(ctx, g, args)
 		}),
@@ -31,7 +32,11 @@ func runCheckpoints(ctx context.Context, g globals, args []string) error {
 		return err
 	}
 	defer st.Close()
-	run, err := st.Runs.Run(ctx, args[0])
+	runID, err := resolveRun(ctx, st, args[0])
+	if err != nil {
+		return err
+	}
+	run, err := st.Runs.Run(ctx, runID)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -20,9 +22,14 @@ func newDemoCmd(a *app) *cobra.Command {
 	var g globals
 	return &cobra.Command{
 		Use:   "demo",
-		Short: "Record a short agent session and print its timeline",
-		Long: `demo plays a short agent session against the store, creating the store if
-needed: it creates a run (with a fresh id, so it can run again and again)
+		Short: "Record a short agent session in a temporary store and print its timeline",
+		Long: `demo plays a short agent session. Without --store it runs in a new
+temporary store that it removes when it ends, so it never touches the
+default store; with --store DIR it records the run in DIR (creating the
+store if needed), where it stays for "wsctl runs", "show", "log" and the
+rest, until "wsctl rm RUN" (or removing DIR).
+
+The session: it creates a run (with a fresh id, so it can run again and again)
 in the chat "demo-chat" with input/prompt_snapshot.json, writes
 output/main.md and output/status.md, patches main.md, writes
 scratch/notes.md (every change takes a checkpoint), rolls back to an
@@ -30,9 +37,23 @@ earlier checkpoint and writes again, sets a manifest with two artifacts,
 commits through a chat sink that prints the message, and finishes the run.
 Then it prints the run's timeline (its journal) and the final diff.`,
 		Args: cobra.NoArgs,
-		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
-			return runDemo(ctx, g, args)
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			temp := a.storeFlag == ""
+			if temp {
+				dir, err := os.MkdirTemp("", "wsctl-demo-")
+				if err != nil {
+					return fmt.Errorf("demo: %w", err)
+				}
+				defer os.RemoveAll(dir)
+				a.storeFlag = filepath.Join(dir, "store")
+				defer func() { a.storeFlag = "" }()
+			}
+			var err error
+			if g, err = a.globals(cmd); err != nil {
+				return err
+			}
+			return runDemo(cmd.Context(), g, temp)
+		},
 	}
 }
 
@@ -60,7 +81,9 @@ type demoResult struct {
 	Diff        []checkpoint.FileDiff `json:"diff"`
 }
 
-func runDemo(ctx context.Context, g globals, _ []string) error {
+// runDemo plays the session in g.storeDir; temp says the store is a
+// temporary one that goes when demo ends.
+func runDemo(ctx context.Context, g globals, temp bool) error {
 	st, err := openStore(ctx, g, create)
 	if err != nil {
 		return err
@@ -81,7 +104,11 @@ func runDemo(ctx context.Context, g globals, _ []string) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	if !g.json {
-		fmt.Fprintf(g.out, "wsctl demo: one agent run recorded in %s\n", g.storeDir)
+		if temp {
+			fmt.Fprintf(g.out, "wsctl demo: one agent run in a temporary store (%s), removed when demo ends\n", g.storeDir)
+		} else {
+			fmt.Fprintf(g.out, "wsctl demo: one agent run recorded in %s\n", g.storeDir)
+		}
 		fmt.Fprintf(g.out, "run %s in chat %s (%s/%s)\n", run.ID, run.ChatID, demoChat.Kind, demoChat.StableChatID)
 	}
 
@@ -152,7 +179,7 @@ func runDemo(ctx context.Context, g globals, _ []string) error {
 	if err != nil {
 		return err
 	}
-	diff, err := svc.Diff(ctx, run.ID, 1, 0, runs.DiffOptions{})
+	diff, err := svc.Diff(ctx, run.ID, 1, runs.Live, runs.DiffOptions{})
 	if err != nil {
 		return err
 	}
@@ -167,7 +194,13 @@ func runDemo(ctx context.Context, g globals, _ []string) error {
 	if err := writeUnified(g.out, diff); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(g.out, "\nnext: wsctl runs | wsctl show %s | wsctl cat %s output/main.md\n", run.ID, run.ID)
+	if temp {
+		_, err = fmt.Fprint(g.out, "\nnot kept (a temporary store): \"wsctl demo --store ./demo-store\" keeps the run for \"wsctl --store ./demo-store runs\", show latest, cat latest output/main.md; \"rm -r ./demo-store\" removes it\n")
+		return err
+	}
+	q := shellQuote(g.storeDir)
+	_, err = fmt.Fprintf(g.out, "\nnext: wsctl --store %s runs | show %s | cat latest output/main.md; the run stays there until \"wsctl --store %s rm %s\"\n",
+		q, run.ID, q, run.ID)
 	return err
 }
 

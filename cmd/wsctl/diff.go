@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,11 +17,14 @@ func newDiffCmd(a *app) *cobra.Command {
 		Use:   "diff RUN FROM [TO]",
 		Short: "Show the changes between two checkpoints as unified diffs",
 		Long: `diff prints the file changes from checkpoint FROM to checkpoint TO (default:
-the live workspace; "live" names it too) as unified text diffs. Checkpoints
-are cp_000003 or 3. Binary and very large files get a one-line summary.
-With --json it prints the list of changes, each with its unified diff.
---max-bytes caps the diff text (default 8 MiB); what it leaves out is named.`,
-		Args: rangeArgs(2, 3),
+the live workspace; "live" names it too) as unified text diffs. A checkpoint
+is cp_000003 or 3, HEAD (the one the run is at) or HEAD~N (N parents back);
+RUN is a run id, a unique prefix of one, or "latest". Binary and very large
+files get a one-line summary. With --json it prints the list of changes,
+each with its unified diff. --max-bytes caps the diff text (default 8 MiB);
+what it leaves out is named.`,
+		Args:              rangeArgs(2, 3),
+		ValidArgsFunction: a.runArgs(1, 2),
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
 			return runDiff(ctx, g, args, maxBytes)
 		}),
@@ -32,13 +34,13 @@ With --json it prints the list of changes, each with its unified diff.
 }
 
 func runDiff(ctx context.Context, g globals, args []string, maxBytes int) error {
-	from, err := parseCheckpoint(args[1])
+	fromRef, err := parseCheckpointRef(args[1], false)
 	if err != nil {
 		return err
 	}
-	var to int64
-	if len(args) == 3 && !strings.EqualFold(args[2], "live") {
-		if to, err = parseCheckpoint(args[2]); err != nil {
+	toRef := cpRef{live: true}
+	if len(args) == 3 {
+		if toRef, err = parseCheckpointRef(args[2], true); err != nil {
 			return err
 		}
 	}
@@ -47,7 +49,19 @@ func runDiff(ctx context.Context, g globals, args []string, maxBytes int) error 
 		return err
 	}
 	defer st.Close()
-	diffs, err := st.Runs.Diff(ctx, args[0], from, to, runs.DiffOptions{MaxBytes: maxBytes})
+	runID, err := resolveRun(ctx, st, args[0])
+	if err != nil {
+		return err
+	}
+	from, err := fromRef.resolve(ctx, st, runID)
+	if err != nil {
+		return err
+	}
+	to, err := toRef.resolve(ctx, st, runID)
+	if err != nil {
+		return err
+	}
+	diffs, err := st.Runs.Diff(ctx, runID, from, to, runs.DiffOptions{MaxBytes: maxBytes})
 	if err != nil {
 		return err
 	}

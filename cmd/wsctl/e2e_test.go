@@ -33,7 +33,10 @@ func TestEndToEnd(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
 	}
+	// -buildvcs=auto, whatever GOFLAGS says, so the binary carries the
+	// commit as a go install in a clone does by default.
 	build := exec.Command(goBin, "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=auto")
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run(), "go build")
 
@@ -65,17 +68,45 @@ func TestEndToEnd(t *testing.T) {
 		return out.String(), errOut.String(), code
 	}
 
-	// wsctl demo on a machine with no store.
+	// wsctl demo on a machine with no store: it runs in a temporary one
+	// and leaves nothing behind.
 	out, errOut, code := wsctl(withStore, "", "demo")
 	require.Equal(t, 0, code, errOut)
 	assert.Less(t, strings.Count(out, "\n"), 41)
 	assert.Contains(t, out, "timeline")
 	assert.Contains(t, out, "run_completed")
-	assert.FileExists(t, filepath.Join(store, "wsstore.db"))
+	assert.NoFileExists(t, filepath.Join(store, "wsstore.db"), "demo leaves the default store alone")
 
-	out, errOut, code = wsctl(withStore, "", "runs")
+	// The version names the commit the binary was built from.
+	out, errOut, code = wsctl(withStore, "", "--version")
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "wsctl "), out)
+	// The go command stamps a clone, whose .git is a directory (not a
+	// linked worktree's .git file), when git can read it.
+	if fi, err := os.Stat(filepath.Join("..", "..", ".git")); err == nil && fi.IsDir() {
+		if rev, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+			assert.Contains(t, out, "commit "+strings.TrimSpace(string(rev)))
+		}
+	}
+
+	// wsctl init && wsctl demo --store X: the default store is made and
+	// stays empty; the demo's run is in X.
+	other := filepath.Join(tmp, "demo-store")
+	out, errOut, code = wsctl(withStore, "", "init")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "created an empty store in "+store)
+	assert.FileExists(t, filepath.Join(store, "wsstore.db"))
+	_, errOut, code = wsctl(withStore, "", "demo", "--store", other)
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code = wsctl(withStore, "", "runs", "--json")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "[]\n", out, "the default store stays empty")
+	out, errOut, code = wsctl(withStore, "", "--store", other, "runs")
 	require.Equal(t, 0, code, errOut)
 	assert.Regexp(t, `(?m)^demo_\S+\s+completed\s+chat_`, out)
+	out, errOut, code = wsctl(withStore, "", "--store", other, "cat", "latest", "output/main.md")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "The keeper lit the lamp at dusk.\n", out)
 
 	out, errOut, code = wsctl(withStore, "", "fsck")
 	require.Equal(t, 0, code, errOut)
@@ -131,7 +162,7 @@ func TestEndToEnd(t *testing.T) {
 	assert.Contains(t, errOut, "refused")
 	out, _, code = wsctl(withStore, "", "sql", "SELECT count(*) AS runs FROM runs", "--json")
 	require.Equal(t, 0, code)
-	assert.JSONEq(t, `[{"runs":2}]`, out)
+	assert.JSONEq(t, `[{"runs":1}]`, out)
 
 	_, _, code = wsctl(withStore, "", "frobnicate")
 	assert.Equal(t, 2, code)
@@ -140,7 +171,7 @@ func TestEndToEnd(t *testing.T) {
 	assert.Contains(t, out, "Exit status:")
 
 	// Without WSSTORE_DIR the store goes to the user's data directory.
-	out, errOut, code = wsctl(env, "", "demo")
+	out, errOut, code = wsctl(env, "", "init")
 	require.Equal(t, 0, code, errOut)
 	var def string
 	switch runtime.GOOS {

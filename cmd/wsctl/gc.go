@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore"
-	"github.com/wsstore/wsstore/wserr"
 )
 
 type gcOptions struct {
@@ -49,7 +48,7 @@ func runGC(ctx context.Context, o gcOptions, _ []string) error {
 	if o.grace != "" {
 		d, err := time.ParseDuration(o.grace)
 		if err != nil || d < 0 {
-			return wserr.New(wserr.InvalidArgument, "gc", "", "--grace %q is not a duration such as 15m or 0", o.grace)
+			return argError("gc", "--grace %q is not a duration such as 15m or 0", o.grace)
 		}
 		opts.Grace = d
 		if d == 0 {

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore/journal"
-	"github.com/wsstore/wsstore/wserr"
 )
 
 type logOptions struct {
@@ -34,7 +33,8 @@ ends (run_completed, run_failed or run_cancelled) or you interrupt it.
 
 --json prints JSON lines, one event per line: the events.jsonl format,
 which is also what --follow streams.`,
-		Args: exactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: a.runArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g, err := a.globals(cmd)
 			if err != nil {
@@ -65,14 +65,17 @@ func finalEvent(e journal.Event) bool {
 
 func runLog(ctx context.Context, o logOptions, args []string) error {
 	if o.after < 0 || o.limit < 0 {
-		return wserr.New(wserr.InvalidArgument, "log", "", "--after and --limit must not be negative")
+		return argError("log", "--after and --limit must not be negative")
 	}
 	st, err := openStore(ctx, o.globals, readOnly)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	runID := args[0]
+	runID, err := resolveRun(ctx, st, args[0])
+	if err != nil {
+		return err
+	}
 	run, err := st.Runs.Run(ctx, runID)
 	if err != nil {
 		return err

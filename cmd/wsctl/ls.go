@@ -7,12 +7,12 @@ import (
 
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
-	"github.com/wsstore/wsstore/wserr"
 )
 
 type lsOptions struct {
 	globals
 	depth int
+	all   bool
 	at    string
 }
 
@@ -23,14 +23,20 @@ func newLsCmd(a *app) *cobra.Command {
 		Short: "List a run's workspace files (host view: input/ included)",
 		Long: `ls lists the files and directories below PATH (default: the workspace root)
 in a run's live workspace, or at a checkpoint with --at (cp_000003 or 3).
-It shows the host's view, so input/ and every other root are included.`,
-		Args: rangeArgs(1, 2),
+It shows the host's view, so input/ and every other root are included.
+
+--depth N lists N levels below PATH: 1 (the default, and what 0 means too,
+as in batch's list op) the direct entries, 2 their children too, and so
+on; -R lists every level.`,
+		Args:              rangeArgs(1, 2),
+		ValidArgsFunction: a.runArgs(),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runLs(ctx, o, args)
 		}),
 	}
-	cmd.Flags().IntVar(&o.depth, "depth", 1, "levels to list below PATH (0: all)")
-	cmd.Flags().StringVar(&o.at, "at", "", "list at this checkpoint instead of the live workspace")
+	cmd.Flags().IntVar(&o.depth, "depth", 1, "levels to list below PATH (0 is 1, as in batch list)")
+	cmd.Flags().BoolVarP(&o.all, "recursive", "R", false, "list every level below PATH")
+	a.atFlag(cmd, &o.at, "list at this checkpoint instead of the live workspace")
 	return cmd
 }
 
@@ -47,12 +53,12 @@ func parseOptionalPath(args []string, i int) (vfs.Path, error) {
 	if len(args) <= i || args[i] == "" || args[i] == "." || args[i] == "/" {
 		return vfs.Root(), nil
 	}
-	return vfs.ParsePath(args[i])
+	return parsePathArg("ls", args[i])
 }
 
 func runLs(ctx context.Context, o lsOptions, args []string) error {
 	if o.depth < 0 {
-		return wserr.New(wserr.InvalidArgument, "ls", "", "--depth must not be negative")
+		return argError("ls", "--depth must not be negative")
 	}
 	at, err := parseAt(o.at)
 	if err != nil {
@@ -67,11 +73,19 @@ func runLs(ctx context.Context, o lsOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
+	runID, err := resolveRun(ctx, st, args[0])
+	if err != nil {
+		return err
+	}
+	seq, err := at.resolve(ctx, st, runID)
+	if err != nil {
+		return err
+	}
 	depth := o.depth
-	if depth == 0 {
+	if o.all {
 		depth = allDepth
 	}
-	infos, err := workspaceFor(st.Runs, args[0], at).List(ctx, p, depth)
+	infos, err := workspaceFor(st.Runs, runID, seq).List(ctx, p, depth)
 	if err != nil {
 		return err
 	}

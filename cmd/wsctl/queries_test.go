@@ -83,7 +83,12 @@ func TestLs(t *testing.T) {
 	assert.Contains(t, out, "output/")
 	assert.NotContains(t, out, "output/a.md", "depth 1 lists the roots only")
 
-	out = c.ok("ls", "run_a", "--depth", "0")
+	// Depth 0 means what it means in batch list: the direct entries.
+	assert.Equal(t, out, c.ok("ls", "run_a", "--depth", "0"))
+	out = c.ok("ls", "run_a", "--depth", "2")
+	assert.Contains(t, out, "input/prompt_snapshot.json")
+	assert.Equal(t, out, c.ok("ls", "run_a", "-R"), "two levels are all there is")
+	out = c.ok("ls", "run_a", "--recursive")
 	assert.Contains(t, out, "input/prompt_snapshot.json")
 	assert.Regexp(t, `file\s+8 B\s+[0-9a-f]{12}\s+generated\s+yes\s+output/a.md`, out)
 
@@ -101,7 +106,9 @@ func TestLs(t *testing.T) {
 
 	assert.Contains(t, c.fails(3, "ls", "run_a", "plan"), "workspace.file_not_found")
 	assert.Contains(t, c.fails(3, "ls", "run_a", "--at", "99"), "checkpoint.not_found")
-	assert.Contains(t, c.fails(4, "ls", "run_a", "../x"), "workspace.invalid_path")
+	// A path typed on the command line is the typist's mistake, not a
+	// model's.
+	assert.Contains(t, c.fails(2, "ls", "run_a", "../x"), "wsctl.invalid_argument")
 }
 
 func TestCat(t *testing.T) {

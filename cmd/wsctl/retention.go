@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -86,7 +87,7 @@ it fails with chat.active_run (status 5) and changes nothing, unless
 log; the space is reclaimed right after.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return wserr.New(wserr.InvalidArgument, "rm-chat", "", "name at least one chat as KIND:STABLE_CHAT_ID")
+				return wserr.New(protocol.CodeInvalidArgument, "rm-chat", "", "name at least one chat as KIND:STABLE_CHAT_ID")
 			}
 			return nil
 		},
@@ -103,7 +104,7 @@ func runRmChat(ctx context.Context, o rmChatOptions, args []string) error {
 	for i, a := range args {
 		kind, id, ok := strings.Cut(a, ":")
 		if !ok || kind == "" || id == "" {
-			return wserr.New(wserr.InvalidArgument, "rm-chat", "", "%q is not KIND:STABLE_CHAT_ID", a)
+			return wserr.New(protocol.CodeInvalidArgument, "rm-chat", "", "%q is not KIND:STABLE_CHAT_ID", a)
 		}
 		keys[i] = runs.ChatKey{Kind: kind, StableChatID: id}
 	}
@@ -227,7 +228,7 @@ func runPolicy(ctx context.Context, o policyOptions) error {
 	for _, kv := range o.set {
 		name, val, ok := strings.Cut(kv, "=")
 		if !ok {
-			return wserr.New(wserr.InvalidArgument, "policy", "", "%q is not NAME=VALUE", kv)
+			return wserr.New(protocol.CodeInvalidArgument, "policy", "", "%q is not NAME=VALUE", kv)
 		}
 		if err := setPolicyField(&p, name, val); err != nil {
 			return err
@@ -281,7 +282,7 @@ func setPolicyField(p *runs.Policy, name, val string) error {
 	unset := val == "-"
 	if !unset {
 		if _, err := fmt.Sscan(val, &n); err != nil {
-			return wserr.New(wserr.InvalidArgument, "policy", "", "%s=%q: not an integer", name, val)
+			return wserr.New(protocol.CodeInvalidArgument, "policy", "", "%s=%q: not an integer", name, val)
 		}
 	}
 	ip := func() *int {
@@ -311,7 +312,7 @@ func setPolicyField(p *runs.Policy, name, val string) error {
 	case "maxStoreBytes":
 		p.MaxStoreBytes = i64()
 	default:
-		return wserr.New(wserr.InvalidArgument, "policy", "", "unknown setting %q", name)
+		return wserr.New(protocol.CodeInvalidArgument, "policy", "", "unknown setting %q", name)
 	}
 	return nil
 }

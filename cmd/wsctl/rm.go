@@ -24,7 +24,8 @@ stay in the store until "wsctl gc" frees those no other run shares.
 
 A run that is still active (created, running, awaiting_approval, paused)
 is refused with status 5 unless --force, which cancels it first.`,
-		Args: exactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: a.runArgs(),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runRm(ctx, o, args)
 		}),
@@ -46,7 +47,10 @@ func runRm(ctx context.Context, o rmOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
-	id := args[0]
+	id, err := resolveRun(ctx, st, args[0])
+	if err != nil {
+		return err
+	}
 	run, err := st.Runs.Run(ctx, id)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -32,6 +33,8 @@ type app struct {
 	goos       string
 	isTerminal func(w io.Writer) bool
 	now        func() time.Time
+	// readBuildInfo is debug.ReadBuildInfo: what version reports.
+	readBuildInfo func() (*debug.BuildInfo, bool)
 	// followPoll is how often log --follow polls; tests shorten it.
 	followPoll time.Duration
 
@@ -41,7 +44,7 @@ type app struct {
 }
 
 func newApp() *app {
-	return &app{getenv: os.Getenv, goos: runtime.GOOS, isTerminal: fileIsTerminal, now: time.Now}
+	return &app{getenv: os.Getenv, goos: runtime.GOOS, isTerminal: fileIsTerminal, now: time.Now, readBuildInfo: debug.ReadBuildInfo}
 }
 
 // fileIsTerminal reports whether w is a terminal, the test for drawing
@@ -100,7 +103,7 @@ func defaultStoreDir(getenv func(string) string, goos string) (string, error) {
 	if d := getenv("WSSTORE_DIR"); d != "" {
 		return d, nil
 	}
-	noHome := wserr.New(wserr.InvalidArgument, "store", "", "cannot find the user's data directory: set WSSTORE_DIR or pass --store")
+	noHome := argError("store", "cannot find the user's data directory: set WSSTORE_DIR or pass --store")
 	switch goos {
 	case "windows":
 		base := getenv("LocalAppData")
@@ -131,13 +134,17 @@ func defaultStoreDir(getenv func(string) string, goos string) (string, error) {
 const rootLong = `wsctl inspects and maintains a wsstore store: the embedded storage engine
 for AI-agent workspaces (runs, checkpoints, journal, content-addressed files).
 
-Start with "wsctl demo": it records a short agent session in the default
-store and prints its timeline.
+Start with "wsctl demo": it records a short agent session in a temporary
+store, prints its timeline and removes the store (--store DIR keeps it).
+"wsctl init" creates an empty store.
+
+Runs are named by their id, a unique prefix of one, or "latest" (the newest
+run); checkpoints by cp_000003, 3, HEAD (the one the run is at) or HEAD~N.
 
 The store is --store DIR, else $WSSTORE_DIR, else a "wsstore" folder in the
 user's data directory ($XDG_DATA_HOME or ~/.local/share on Linux,
 ~/Library/Application Support on macOS, %LocalAppData% on Windows).
-Query and maintenance commands need an existing store; demo and batch
+Query and maintenance commands need an existing store; init and batch
 create it.
 
 Every listing prints an aligned table, or JSON with --json. Long commands
@@ -151,7 +158,8 @@ func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "wsctl",
 		Short:         "Inspect, maintain and drive a wsstore store",
-		Long:          rootLong + exitStatusHelp(),
+		Long:          strings.TrimRight(rootLong, "\n"),
+		Version:       currentBuild(a.readBuildInfo).String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -159,6 +167,9 @@ func newRootCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+	// The root's help lists the commands and flags, then the exit statuses.
+	root.SetHelpTemplate(rootHelpTemplate)
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&a.storeFlag, "store", "", "`DIR` of the store (default $WSSTORE_DIR, else <user data dir>/wsstore)")
 	root.PersistentFlags().BoolVar(&a.jsonFlag, "json", false, "print JSON instead of text")
 	root.PersistentFlags().StringVar(&a.syncMode, "synchronous", "normal", "durability of each commit: \"normal\" (a power loss may lose the last commits, never consistency) or \"full\" (every acknowledged change survives a power loss; each commit waits for the disk)")
@@ -166,7 +177,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.PersistentFlags().StringVar(&a.profile, "profile", "", "store profile: \"mobile\" prunes by the mobile retention defaults after every run")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
-		newDemoCmd(a),
+		newInitCmd(a), newDemoCmd(a), newVersionCmd(a),
 		newRunsCmd(a), newShowCmd(a), newLsCmd(a), newCatCmd(a), newCheckpointsCmd(a),
 		newDiffCmd(a), newLogCmd(a), newStatsCmd(a), newDUCmd(a), newCheckoutCmd(a), newSQLCmd(a),
 		newRmCmd(a), newRmChatCmd(a), newPruneCmd(a), newDeletionsCmd(a), newPolicyCmd(a), newGCCmd(a), newVacuumCmd(a), newFsckCmd(a),
@@ -174,6 +185,13 @@ func newRootCmd(a *app) *cobra.Command {
 	)
 	return root
 }
+
+// rootHelpTemplate is cobra's help template, with the exit statuses after
+// the usage on the root command only.
+var rootHelpTemplate = `{{with (or .Long .Short)}}{{. | trimTrailingWhitespaces}}
+
+{{end}}{{if or .Runnable .HasSubCommands}}{{.UsageString}}{{end}}{{if not .HasParent}}
+` + exitStatusHelp() + "\n{{end}}"
 
 // usageError marks a command-line mistake: exit status 2.
 type usageError struct{ error }

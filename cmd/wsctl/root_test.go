@@ -60,7 +60,7 @@ func TestDefaultStoreUsedWithoutStoreFlag(t *testing.T) {
 	a.getenv = func(k string) string { return map[string]string{"XDG_DATA_HOME": xdg, "HOME": t.TempDir()}[k] }
 	a.goos = "linux"
 	var out, errOut strings.Builder
-	code := execute(t.Context(), a, []string{"demo"}, strings.NewReader(""), &out, &errOut)
+	code := execute(t.Context(), a, []string{"init"}, strings.NewReader(""), &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	assert.Contains(t, out.String(), filepath.Join(xdg, "wsstore"))
 	assert.FileExists(t, filepath.Join(xdg, "wsstore", "wsstore.db"))
@@ -147,7 +147,7 @@ func TestQueriesNeedAStore(t *testing.T) {
 	for _, args := range [][]string{{"runs"}, {"show", "r"}, {"stats"}, {"du"}, {"fsck"}, {"gc"}, {"vacuum"}, {"sql", "SELECT 1"}, {"rm", "r"}} {
 		errOut := c.fails(3, args...)
 		assert.Contains(t, errOut, "store.not_found")
-		assert.Contains(t, errOut, "wsctl demo")
+		assert.Contains(t, errOut, "wsctl init")
 	}
 	_, err := os.Stat(c.store)
 	assert.True(t, errors.Is(err, os.ErrNotExist), "queries must not create the store")

@@ -8,7 +8,6 @@ import (
 
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/runs"
-	"github.com/wsstore/wsstore/wserr"
 )
 
 type runsOptions struct {
@@ -35,13 +34,23 @@ awaiting_approval, paused, completed, failed, cancelled.`,
 	}
 	cmd.Flags().StringVar(&o.chat, "chat", "", "only runs of this chat (workspace id or stableChatId)")
 	cmd.Flags().StringVar(&o.status, "status", "", "only runs in this status")
+	_ = cmd.RegisterFlagCompletionFunc("status", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		out := make([]cobra.Completion, len(runStatuses))
+		for i, s := range runStatuses {
+			out[i] = string(s)
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
 	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most this many runs (0: all)")
 	return cmd
 }
 
 func runRuns(ctx context.Context, o runsOptions, _ []string) error {
 	if o.limit < 0 {
-		return wserr.New(wserr.InvalidArgument, "runs", "", "--limit must not be negative")
+		return argError("runs", "--limit must not be negative")
+	}
+	if o.status != "" && !runs.Status(o.status).Valid() {
+		return argError("runs", "--status %q is not a status: use one of %s", o.status, statusList())
 	}
 	st, err := openStore(ctx, o.globals, readOnly)
 	if err != nil {

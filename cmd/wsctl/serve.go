@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -114,7 +115,7 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return wserr.Wrap(wserr.InvalidArgument, "serve", "", err)
+		return wserr.Wrap(protocol.CodeInvalidArgument, "serve", "", err)
 	}
 	// Requests keep running past the interrupt: shutdown lets them finish.
 	base := context.WithoutCancel(ctx)

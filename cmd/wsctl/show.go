@@ -16,9 +16,10 @@ import (
 func newShowCmd(a *app) *cobra.Command {
 	var g globals
 	return &cobra.Command{
-		Use:   "show RUN",
-		Short: "Show a run: status, chat, profile, manifest, checkpoints, commits",
-		Args:  exactArgs(1),
+		Use:               "show RUN",
+		Short:             "Show a run: status, chat, profile, manifest, checkpoints, commits",
+		Args:              exactArgs(1),
+		ValidArgsFunction: a.runArgs(),
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
 			return runShow(ctx, g, args)
 		}),
@@ -75,7 +76,10 @@ func runShow(ctx context.Context, g globals, args []string) error {
 		return err
 	}
 	defer st.Close()
-	id := args[0]
+	id, err := resolveRun(ctx, st, args[0])
+	if err != nil {
+		return err
+	}
 	var d runDetails
 	if d.Run, err = st.Runs.Run(ctx, id); err != nil {
 		return err

@@ -266,7 +266,7 @@ func sqlError(err error, auth *readAuthorizer) error {
 	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
 		return wserr.Wrap(wserr.Corrupt, "sql", "", err)
 	case sqlite3.SQLITE_ERROR:
-		return wserr.New(wserr.InvalidArgument, "sql", "", "%v", err)
+		return argError("sql", "%v", err)
 	}
 	return fmt.Errorf("sql: %w", err)
 }

@@ -1,7 +1,13 @@
 package main
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -18,12 +24,17 @@ func checkReadOnlySQL(query string) error {
 	stmts := splitStatements(query)
 	switch {
 	case len(stmts) == 0:
-		return wserr.New(wserr.InvalidArgument, "sql", "", "no statement given")
+		return argError("sql", "no statement given")
 	case len(stmts) > 1:
 		return wserr.New(wserr.ReadOnly, "sql", "", "refused: %d statements; sql runs exactly one read-only statement", len(stmts))
 	}
 	kw := strings.ToUpper(stmts[0])
 	if !readKeywords[kw] {
+		// SQLite's own word first: a typo (SELEC 1) is a syntax error to
+		// fix, not a write to refuse.
+		if err := sqlSyntaxError(query); err != nil {
+			return err
+		}
 		if kw == "" {
 			kw = "such"
 		}
@@ -110,4 +121,33 @@ func splitStatements(query string) []string {
 	}
 	end()
 	return out
+}
+
+// sqlSyntaxError compiles query, without running it, on an empty
+// in-memory database and returns SQLite's error when it is not valid SQL
+// at all (a syntax error, an unrecognized token, incomplete input), as
+// wsctl.invalid_argument. Errors that depend on the schema (no such table)
+// are left to the real query; compiling writes nothing anywhere.
+func sqlSyntaxError(query string) error {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		return nil
+	}
+	defer db.Close()
+	stmt, err := db.PrepareContext(context.Background(), query)
+	if err == nil {
+		stmt.Close()
+		return nil
+	}
+	var se *sqlite.Error
+	if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_ERROR {
+		return nil
+	}
+	msg := se.Error()
+	for _, syntax := range []string{"syntax error", "unrecognized token", "incomplete input"} {
+		if strings.Contains(msg, syntax) {
+			return argError("sql", "%s", msg)
+		}
+	}
+	return nil
 }

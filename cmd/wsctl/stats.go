@@ -51,10 +51,23 @@ func runStats(ctx context.Context, g globals, _ []string) error {
 	t.row("events", fmt.Sprint(s.Events))
 	t.row("blobs", fmt.Sprintf("%d (%s)", s.Blobs, strings.Join(codecs, ", ")))
 	t.row("chunks", fmt.Sprint(s.Chunks))
-	t.row("trees", fmt.Sprint(s.Trees))
-	t.row("referenced", humanBytes(s.ReferencedBytes)+"  as the workspaces see them")
-	t.row("logical", fmt.Sprintf("%s  each content once (dedup %.1fx)", humanBytes(s.BlobLogicalBytes), s.DedupRatio))
-	t.row("stored", fmt.Sprintf("%s  in rows (compression %.1fx)", humanBytes(s.StoredBytes), s.CompressionRatio))
+	t.row("trees", fmt.Sprintf("%d (%s stored)", s.Trees, humanBytes(s.TreeStoredBytes)))
+	// Each ratio sits on the line of the two figures it divides.
+	t.row("referenced", humanBytes(s.ReferencedBytes)+"  as the workspaces see them, shared content counted each time")
+	t.row("logical", fmt.Sprintf("%s  each content once (dedup %s: %s referenced / %s)",
+		humanBytes(s.BlobLogicalBytes), ratio(s.DedupRatio), humanBytes(s.ReferencedBytes), humanBytes(s.BlobLogicalBytes)))
+	t.row("contents", fmt.Sprintf("%s  stored for the %s logical (compression and deltas %s: %s / %s)",
+		humanBytes(s.ContentStoredBytes), humanBytes(s.BlobLogicalBytes), ratio(s.CompressionRatio), humanBytes(s.BlobLogicalBytes), humanBytes(s.ContentStoredBytes)))
+	t.row("stored", fmt.Sprintf("%s  in rows: %s contents + %s trees", humanBytes(s.StoredBytes), humanBytes(s.ContentStoredBytes), humanBytes(s.TreeStoredBytes)))
 	t.row("on disk", humanBytes(s.FileBytes)+"  database and write-ahead log")
 	return t.flush()
+}
+
+// ratio renders a ratio as stats prints it: "3.0x", "-" when there is
+// nothing to divide.
+func ratio(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fx", r)
 }

@@ -6,11 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/wsstore/wsstore"
-	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -83,23 +81,10 @@ func storeExists(dir string) error {
 	}
 	_, err := os.Stat(filepath.Join(dir, wsstore.DBName))
 	if errors.Is(err, fs.ErrNotExist) {
-		return wserr.New(wserr.NotFound, "open store", dir, "no store here: run \"wsctl demo\" to create one, or pass --store DIR")
+		return wserr.New(wserr.NotFound, "open store", dir, "no store here: run \"wsctl init\" to create one (\"wsctl init DIR\" elsewhere), or pass --store DIR")
 	}
 	if err != nil {
 		return wserr.Wrap(wserr.Internal, "open store", dir, err)
 	}
 	return nil
-}
-
-// parseCheckpoint parses a checkpoint reference: cp_000003 or 3.
-func parseCheckpoint(s string) (int64, error) {
-	return checkpoint.ParseRef(strings.TrimSpace(s))
-}
-
-// parseAt parses an --at flag: "" is the live workspace (0).
-func parseAt(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	return parseCheckpoint(s)
 }

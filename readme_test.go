@@ -1,0 +1,65 @@
+package wsstore_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// readmeTestCommand is the README's test command, which .ci/run calls too.
+const readmeTestCommand = `go test ./... && go test -race . ./index ./cas ./journal ./runs ./vfs -run 'Concurrent|Parallel|Gapless'`
+
+// TestREADMEStartsWithTheTwoCommands: the README's first code block is
+// the demo and the test command, and CI runs exactly that test command.
+func TestREADMEStartsWithTheTwoCommands(t *testing.T) {
+	readme := readmeFile(t, "README.md")
+	m := regexp.MustCompile("(?s)```[a-z]*\n(.*?)```").FindStringSubmatch(readme)
+	require.NotNil(t, m)
+	assert.Equal(t, "go run ./cmd/wsctl demo\n"+readmeTestCommand+"\n", m[1])
+
+	var last string
+	for _, l := range strings.Split(readmeFile(t, filepath.Join(".ci", "run")), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			last = l
+		}
+	}
+	assert.Equal(t, readmeTestCommand, last, ".ci/run ends with the README's test command")
+}
+
+// TestREADMEQuotesTheExample: the README's embedding code is Example in
+// example_test.go, imports and all, so what it shows compiles and runs.
+func TestREADMEQuotesTheExample(t *testing.T) {
+	readme := readmeFile(t, "README.md")
+	src := readmeFile(t, "example_test.go")
+	imp := src[strings.Index(src, "import ("):]
+	imp = imp[:strings.Index(imp, "\n)\n")+3]
+	fn := src[strings.Index(src, "func Example() {"):]
+	fn = fn[:strings.Index(fn, "\n}\n")+3]
+	assert.Contains(t, readme, "```go\n"+imp+"\n"+fn+"```\n", "the README quotes example_test.go's imports and Example verbatim")
+}
+
+// TestREADMELinksResolve: every relative link of the README and docs/
+// names a file that exists.
+func TestREADMELinksResolve(t *testing.T) {
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	for _, doc := range append([]string{"README.md", "CHANGELOG.md"}, docs...) {
+		for _, m := range regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`).FindAllStringSubmatch(readmeFile(t, doc), -1) {
+			target := filepath.Join(filepath.Dir(doc), m[1])
+			_, err := os.Stat(target)
+			assert.NoError(t, err, "%s links to %s", doc, m[1])
+		}
+	}
+}
+
+func readmeFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	return string(b)
+}
