@@ -22,20 +22,24 @@ import (
 // tableOwners names the one package (by directory) whose SQL may name each
 // table. Every other package goes through the owner's API.
 var tableOwners = map[string]string{
-	"meta":          "index",
-	"blobs":         "cas",
-	"chunks":        "cas",
-	"blob_chunks":   "cas",
-	"trees":         "vfs",
-	"events":        "journal",
-	"checkpoints":   "checkpoint",
-	"chats":         "runs",
-	"runs":          "runs",
-	"commits":       "runs",
-	"actor_spaces":  "actors",
-	"actor_changes": "actors",
-	"policies":      "runs",
-	"deletions":     "runs",
+	"meta":           "index",
+	"blobs":          "cas",
+	"chunks":         "cas",
+	"blob_chunks":    "cas",
+	"trees":          "vfs",
+	"events":         "journal",
+	"checkpoints":    "checkpoint",
+	"chats":          "runs",
+	"runs":           "runs",
+	"commits":        "runs",
+	"actor_spaces":   "actors",
+	"actor_changes":  "actors",
+	"policies":       "runs",
+	"deletions":      "runs",
+	"remote_objects": "remote",
+	"remote_chunks":  "remote",
+	"remote_cache":   "remote",
+	"remote_indexes": "remote",
 }
 
 // migrationTables are names that exist only while a migration rebuilds a

@@ -47,8 +47,13 @@ func (s *Server) Close() { s.srv.Close() }
 // dies mid-request does.
 func (s *Server) CloseClientConnections() { s.srv.CloseClientConnections() }
 
+// Drop is the status a fault function returns to cut the connection
+// instead of answering.
+const Drop = -1
+
 // SetFault makes every request for which fn returns a non-zero status fail
-// with that status before it is handled; nil clears it.
+// with that status (or, Drop, with a cut connection) before it is handled;
+// nil clears it.
 func (s *Server) SetFault(fn func(r *http.Request) int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -126,7 +131,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fault := s.fault
 	s.mu.Unlock()
 	if fault != nil {
-		if st := fault(r); st != 0 {
+		if st := fault(r); st == Drop {
+			// Read part of the body, then cut the connection, as a
+			// server killed mid-upload does.
+			_, _ = io.CopyN(io.Discard, r.Body, 16)
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					conn.Close()
+					return
+				}
+			}
+			panic(http.ErrAbortHandler)
+		} else if st != 0 {
 			_, _ = io.Copy(io.Discard, r.Body)
 			writeError(w, st, codeFor(st))
 			return
