@@ -24,6 +24,7 @@ type app struct {
 	jsonFlag  bool   // --json
 	maxStore  int64  // --max-store-bytes, 0 = the store setting
 	profile   string // --profile, "" or "mobile"
+	blobs     string // --blobs, "" = blobs in the database
 
 	getenv     func(string) string
 	goos       string
@@ -58,6 +59,7 @@ type globals struct {
 	now      func() time.Time
 	maxStore int64
 	profile  string
+	blobs    string
 }
 
 // runWith builds a command's RunE: it resolves the global flags into *g,
@@ -84,7 +86,7 @@ func (a *app) globals(cmd *cobra.Command) (globals, error) {
 	}
 	errOut := cmd.ErrOrStderr()
 	return globals{storeDir: dir, json: a.jsonFlag, out: cmd.OutOrStdout(), errOut: errOut,
-		progress: a.isTerminal(errOut), now: a.now, maxStore: a.maxStore, profile: a.profile}, nil
+		progress: a.isTerminal(errOut), now: a.now, maxStore: a.maxStore, profile: a.profile, blobs: a.blobs}, nil
 }
 
 // defaultStoreDir is $WSSTORE_DIR, else a "wsstore" folder in the user's
@@ -158,13 +160,14 @@ func newRootCmd(a *app) *cobra.Command {
 	root.PersistentFlags().BoolVar(&a.jsonFlag, "json", false, "print JSON instead of text")
 	root.PersistentFlags().Int64Var(&a.maxStore, "max-store-bytes", 0, "cap the store's stored `BYTES` for this command (0: the store setting, see \"wsctl policy\")")
 	root.PersistentFlags().StringVar(&a.profile, "profile", "", "store profile: \"mobile\" prunes by the mobile retention defaults after every run")
+	root.PersistentFlags().StringVar(&a.blobs, "blobs", "", "keep blobs on an S3-compatible object store: `URL` s3://bucket/prefix?endpoint=…&region=… (give it every time for that store)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newDemoCmd(a),
 		newRunsCmd(a), newShowCmd(a), newLsCmd(a), newCatCmd(a), newCheckpointsCmd(a),
 		newDiffCmd(a), newLogCmd(a), newStatsCmd(a), newDUCmd(a), newCheckoutCmd(a), newSQLCmd(a),
 		newRmCmd(a), newRmChatCmd(a), newPruneCmd(a), newDeletionsCmd(a), newPolicyCmd(a), newGCCmd(a), newVacuumCmd(a), newFsckCmd(a),
-		newBatchCmd(a), newActorCmd(a), newExportCmd(a), newImportCmd(a),
+		newBatchCmd(a), newActorCmd(a), newPushCmd(a), newPullCmd(a), newExportCmd(a), newImportCmd(a),
 	)
 	return root
 }
