@@ -39,7 +39,6 @@ var tableOwners = map[string]string{
 	"remote_objects": "remote",
 	"remote_chunks":  "remote",
 	"remote_cache":   "remote",
-	"remote_indexes": "remote",
 }
 
 // migrationTables are names that exist only while a migration rebuilds a

@@ -19,7 +19,6 @@ CREATE TABLE remote_objects (
     sum     BLOB,
     PRIMARY KEY (kind, hash)
 ) WITHOUT ROWID;
-CREATE INDEX remote_objects_pending ON remote_objects (kind, hash) WHERE pack IS NULL;
 
 -- remote_chunks lists a chunked blob's chunks in order, as blob_chunks
 -- does for the SQLite tier.
@@ -33,22 +32,18 @@ CREATE TABLE remote_chunks (
 CREATE INDEX remote_chunks_chunk ON remote_chunks (chunk);
 
 -- remote_cache holds stored forms on this device: every object until it is
--- pushed, and what reads in write transactions fetched since.
+-- pushed, and what reads in write transactions fetched since. Rows of kind
+-- 2, with empty data, name the index objects of the object store (by the
+-- hash in their key) whose entries this device has taken in, so each is
+-- read once.
 CREATE TABLE remote_cache (
     kind INTEGER NOT NULL,
     hash BLOB NOT NULL,
     data BLOB NOT NULL,
     PRIMARY KEY (kind, hash)
-);
-
--- remote_indexes names the index objects of the object store whose
--- entries this device has taken in (pull), so each is read once.
-CREATE TABLE remote_indexes (
-    key TEXT PRIMARY KEY
 ) WITHOUT ROWID;
 
 -- +goose Down
-DROP TABLE remote_indexes;
 DROP TABLE remote_cache;
 DROP TABLE remote_chunks;
 DROP TABLE remote_objects;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -150,7 +151,7 @@ func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending) (int
 				return index.Translate(err)
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO remote_indexes (key) VALUES (?)`, ikey)
+		_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO remote_cache (kind, hash, data) VALUES (2, ?, x'')`, idxHash(ikey))
 		return index.Translate(err)
 	})
 	return len(objs), bytes, err
@@ -188,7 +189,7 @@ func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 	for _, key := range keys {
 		var seen int
 		err := db.View(ctx, func(tx *index.Tx) error {
-			return tx.GetContext(ctx, &seen, `SELECT count(*) FROM remote_indexes WHERE key = ?`, key)
+			return tx.GetContext(ctx, &seen, `SELECT count(*) FROM remote_cache WHERE kind = 2 AND hash = ?`, idxHash(key))
 		})
 		if err != nil {
 			return st, fmt.Errorf("pull: %w", index.Translate(err))
@@ -234,7 +235,7 @@ func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 					}
 				}
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO remote_indexes (key) VALUES (?)`, key)
+			_, err := tx.ExecContext(ctx, `INSERT INTO remote_cache (kind, hash, data) VALUES (2, ?, x'')`, idxHash(key))
 			return index.Translate(err)
 		})
 		if err != nil {
@@ -260,4 +261,14 @@ func (s *Storage) Evict(ctx context.Context, db *index.DB) (int64, error) {
 		return nil
 	})
 	return n, err
+}
+
+// idxHash is the hash an index key names, as its remote_cache row (kind
+// 2) records it; a key not of the layout's form yields a hash of the key.
+func idxHash(key string) []byte {
+	if h, err := cas.ParseHash(strings.TrimPrefix(key, indexDir)); err == nil {
+		return h[:]
+	}
+	h := cas.Sum([]byte(key))
+	return h[:]
 }

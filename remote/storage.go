@@ -72,7 +72,7 @@ func (o Options) withDefaults() Options {
 // Storage is the remote blob tier: a cas.Storage whose objects live on an
 // S3-compatible object store, gathered into write-once packs, with its
 // index (and the bytes not pushed yet) in the store's SQLite database,
-// tables remote_objects, remote_chunks, remote_cache and remote_indexes,
+// tables remote_objects, remote_chunks and remote_cache,
 // which no other package names.
 //
 // Put records the object and keeps its stored form in remote_cache, in
