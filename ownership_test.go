@@ -39,6 +39,7 @@ var tableOwners = map[string]string{
 	"remote_objects": "remote",
 	"remote_chunks":  "remote",
 	"remote_cache":   "remote",
+	"tokens":         "tokens",
 }
 
 // migrationTables are names that exist only while a migration rebuilds a
