@@ -246,6 +246,9 @@ func TestStoreStaysUnderCapAndShrinks(t *testing.T) {
 	ok, err := e.s.DB.AutoVacuum(e.ctx)
 	require.NoError(t, err)
 	require.True(t, ok, "a new store gives free pages back")
+	// The empty schema's pages are no part of what pruning can give back.
+	empty, err := e.s.DB.FileBytes()
+	require.NoError(t, err)
 	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{KeepCompletedRuns: ptr(2), KeepFailedRuns: ptr(1)}))
 	var peak int64
 	for i := range 200 {
@@ -276,7 +279,7 @@ func TestStoreStaysUnderCapAndShrinks(t *testing.T) {
 	assert.Positive(t, rep.BytesFreed)
 	after, err := e.s.DB.FileBytes()
 	require.NoError(t, err)
-	assert.Less(t, after, file/2, "the file shrinks after pruning (%d -> %d bytes)", file, after)
+	assert.Less(t, after-empty, (file-empty)/2, "the file shrinks after pruning (%d -> %d bytes, %d empty)", file, after, empty)
 	t.Logf("peak stored %d bytes; file %d -> %d bytes", peak, file, after)
 	storetest.RequireSound(t, e.s)
 }

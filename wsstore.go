@@ -15,6 +15,7 @@ import (
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/maint"
+	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/tokens"
 	"github.com/wsstore/wsstore/vfs"
@@ -41,6 +42,15 @@ type Options struct {
 	Now func() time.Time
 	// Profile is "" (a desktop or server store) or ProfileMobile.
 	Profile string
+	// Blobs, when set, is the s3:// URL of a remote blob tier (see
+	// remote.ParseURL): blobs and chunks are then kept on that object
+	// store, in packs, with their index and a cache in this database, in
+	// place of CAS.Storage. A store must be opened with the same Blobs
+	// every time: objects of one tier are not seen through another.
+	Blobs string
+	// Remote configures the remote tier Blobs names. Its Now is ignored:
+	// Open sets it to the store's clock.
+	Remote remote.Options
 	// ReclaimGrace is the grace of the collection that follows deletions
 	// (see GCOptions.Grace): zero means DefaultGCGrace, negative none, for
 	// a store nothing else writes to while it runs.
@@ -69,6 +79,10 @@ type Store struct {
 	// Archive exports and imports archives of runs, chats, actor spaces
 	// and the whole store (docs/archive.md).
 	Archive *archive.Archiver
+	// Remote is the remote blob tier when Options.Blobs named one, else
+	// nil: Push uploads what is pending, Pull takes in other devices'
+	// objects.
+	Remote *remote.Storage
 
 	maint        *maint.Maintainer
 	reclaimGrace time.Duration
@@ -93,6 +107,15 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		now = time.Now
 	}
 	opts.CAS.Now, opts.Runs.Now = now, now
+	var rem *remote.Storage
+	if opts.Blobs != "" {
+		opts.Remote.Now = now
+		var err error
+		if rem, err = remote.Open(ctx, opts.Blobs, opts.Remote); err != nil {
+			return nil, err
+		}
+		opts.CAS.Storage = rem
+	}
 	if opts.Runs.Virtual == nil {
 		opts.Runs.Virtual = vfs.NewVirtual()
 	}
@@ -126,7 +149,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	rec.m = m
 	arc := archive.New(archive.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Journal: j, Actors: sp, Now: now})
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
-		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Tokens: tokens.New(db, now), Archive: arc, maint: m, reclaimGrace: opts.ReclaimGrace}, nil
+		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Tokens: tokens.New(db, now), Archive: arc, Remote: rem,
+		maint: m, reclaimGrace: opts.ReclaimGrace}, nil
 }
 
 // Close closes the database.

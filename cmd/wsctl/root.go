@@ -28,6 +28,7 @@ type app struct {
 	maxStore  int64  // --max-store-bytes, 0 = the store setting
 	syncMode  string // --synchronous: normal or full
 	profile   string // --profile, "" or "mobile"
+	blobs     string // --blobs, "" = blobs in the database
 
 	getenv     func(string) string
 	goos       string
@@ -65,6 +66,7 @@ type globals struct {
 	maxStore int64
 	profile  string
 	sync     index.Synchronous
+	blobs    string
 }
 
 // runWith builds a command's RunE: it resolves the global flags into *g,
@@ -92,7 +94,7 @@ func (a *app) globals(cmd *cobra.Command) (globals, error) {
 	errOut := cmd.ErrOrStderr()
 	return globals{storeDir: dir, json: a.jsonFlag, out: cmd.OutOrStdout(), errOut: errOut,
 		progress: a.isTerminal(errOut), now: a.now, maxStore: a.maxStore, profile: a.profile,
-		sync: index.Synchronous(strings.ToUpper(a.syncMode))}, nil
+		sync: index.Synchronous(strings.ToUpper(a.syncMode)), blobs: a.blobs}, nil
 }
 
 // defaultStoreDir is $WSSTORE_DIR, else a "wsstore" folder in the user's
@@ -175,6 +177,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.PersistentFlags().StringVar(&a.syncMode, "synchronous", "normal", "durability of each commit: \"normal\" (a power loss may lose the last commits, never consistency) or \"full\" (every acknowledged change survives a power loss; each commit waits for the disk)")
 	root.PersistentFlags().Int64Var(&a.maxStore, "max-store-bytes", 0, "cap the store's stored `BYTES` for this command (0: the store setting, see \"wsctl policy\")")
 	root.PersistentFlags().StringVar(&a.profile, "profile", "", "store profile: \"mobile\" prunes by the mobile retention defaults after every run")
+	root.PersistentFlags().StringVar(&a.blobs, "blobs", "", "keep blobs on an S3-compatible object store: `URL` s3://bucket/prefix?endpoint=…&region=… (give it every time for that store)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newInitCmd(a), newDemoCmd(a), newVersionCmd(a),
@@ -182,6 +185,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newDiffCmd(a), newLogCmd(a), newStatsCmd(a), newDUCmd(a), newCheckoutCmd(a), newSQLCmd(a),
 		newRmCmd(a), newRmChatCmd(a), newPruneCmd(a), newDeletionsCmd(a), newPolicyCmd(a), newGCCmd(a), newVacuumCmd(a), newFsckCmd(a),
 		newBatchCmd(a), newActorCmd(a), newExportCmd(a), newImportCmd(a), newServeCmd(a), newTokenCmd(a),
+		newPushCmd(a), newPullCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+func newPushCmd(a *app) *cobra.Command {
+	var g globals
+	return &cobra.Command{
+		Use:   "push",
+		Short: "Upload the blobs not yet on the object store --blobs names",
+		Long: `push uploads every blob and chunk the store recorded but has not uploaded
+yet, gathered into packs, to the object store --blobs names. A push that
+fails (the store unreachable: exit status 8) keeps what landed; the next
+one uploads only the rest. Blobs stay cached locally.`,
+		Args: cobra.NoArgs,
+		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
+			return runPush(ctx, g, args)
+		}),
+	}
+}
+
+func newPullCmd(a *app) *cobra.Command {
+	var g globals
+	return &cobra.Command{
+		Use:   "pull",
+		Short: "Take in the blobs other devices pushed to the object store --blobs names",
+		Long: `pull reads the object store's index objects this store has not read yet, so
+that every blob another device pushed there can be read here (its bytes are
+fetched, and verified, on first read).`,
+		Args: cobra.NoArgs,
+		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
+			return runPull(ctx, g, args)
+		}),
+	}
+}
+
+// openRemote opens the store for writing and fails with
+// store.invalid_options unless --blobs names a remote tier.
+func openRemote(ctx context.Context, g globals, op string) (*wsstore.Store, error) {
+	if g.blobs == "" {
+		return nil, usageError{wserr.New(wserr.InvalidOptions, op, "", "needs --blobs s3://bucket/prefix")}
+	}
+	return openStore(ctx, g, create)
+}
+
+func runPush(ctx context.Context, g globals, _ []string) error {
+	st, err := openRemote(ctx, g, "push")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := st.Remote.Push(ctx, st.DB)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		return writeJSON(g.out, rep)
+	}
+	_, err = fmt.Fprintf(g.out, "push: %d packs (%d objects, %s), %d chunk lists\n",
+		rep.Packs, rep.Objects, humanBytes(rep.Bytes), rep.Chunked)
+	return err
+}
+
+func runPull(ctx context.Context, g globals, _ []string) error {
+	st, err := openRemote(ctx, g, "pull")
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := st.Remote.Pull(ctx, st.DB)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		return writeJSON(g.out, rep)
+	}
+	_, err = fmt.Fprintf(g.out, "pull: %d index objects, %d new objects\n", rep.Indexes, rep.Objects)
+	return err
+}

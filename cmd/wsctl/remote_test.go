@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/remote/s3fake"
+)
+
+// TestBlobsOnObjectStore: a store whose blobs live on an object store
+// records a session, pushes its blobs in packs, and, with its local cache
+// dropped, passes fsck reading every blob back from the packs.
+func TestBlobsOnObjectStore(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	url := "s3://wsstore/desk?endpoint=" + srv.URL + "&region=us-east-1"
+
+	c := newCLI(t)
+	c.skipFsck = true // the cleanup's fsck opens without --blobs
+	c.ok("--blobs", url, "demo")
+	assert.Zero(t, srv.Count("PUT"))
+	var rep remote.PushStats
+	c.jsonOut(&rep, "--blobs", url, "push")
+	assert.Greater(t, rep.Objects, 0)
+	assert.Equal(t, 2*rep.Packs+min(rep.Chunked, 1), srv.Count("PUT"))
+	c.jsonOut(&rep, "--blobs", url, "push")
+	assert.Zero(t, rep.Objects, "nothing left to push")
+
+	st, err := wsstore.Open(context.Background(), c.store, wsstore.Options{Blobs: url})
+	require.NoError(t, err)
+	defer st.Close()
+	n, err := st.Remote.Evict(context.Background(), st.DB)
+	require.NoError(t, err)
+	assert.Greater(t, n, int64(0))
+	gets := srv.Count("GET")
+	fr, err := st.Fsck(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Empty(t, fr.Problems)
+	assert.Greater(t, srv.Count("GET"), gets, "fsck read the blobs from the object store")
+
+	errOut := c.fails(2, "push")
+	assert.Contains(t, errOut, "--blobs")
+}

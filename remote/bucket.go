@@ -1,0 +1,181 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// bucket is what the tier asks of an object store: write-once puts,
+// (ranged) gets and listing. Keys are relative to the location's prefix.
+type bucket interface {
+	// put stores data at key unless an object is there already, which
+	// is success too (keys name their content). It reports whether this
+	// call wrote it.
+	put(ctx context.Context, key string, data []byte) (bool, error)
+	// get returns n bytes of the object at key from off; n < 0 means to
+	// its end. A missing object fails with ErrMissing.
+	get(ctx context.Context, key string, off, n int64) ([]byte, error)
+	// list calls fn with every key under prefix, in key order.
+	list(ctx context.Context, prefix string, fn func(key string) error) error
+}
+
+// s3Bucket is a bucket on an S3-compatible store through aws-sdk-go-v2.
+type s3Bucket struct {
+	cl     *s3.Client
+	loc    Location
+	puts   atomic.Int64 // objects this process wrote
+	exists atomic.Int64 // puts answered "already there"
+}
+
+// newS3Bucket builds the client: credentials from the environment or the
+// shared AWS files (config.LoadDefaultConfig), the standard retryer with
+// exponential backoff and jitter, checksums only where S3 requires them
+// (S3-compatible servers differ on the newer ones).
+func newS3Bucket(ctx context.Context, loc Location, opts Options) (*s3Bucket, error) {
+	var lo []func(*config.LoadOptions) error
+	if loc.Region != "" {
+		lo = append(lo, config.WithRegion(loc.Region))
+	}
+	if loc.Profile != "" {
+		lo = append(lo, config.WithSharedConfigProfile(loc.Profile))
+	}
+	if opts.HTTPClient != nil {
+		lo = append(lo, config.WithHTTPClient(opts.HTTPClient))
+	}
+	lo = append(lo, config.WithRetryer(func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = opts.MaxAttempts
+			o.MaxBackoff = opts.MaxBackoff
+			o.Backoff = retry.NewExponentialJitterBackoff(opts.MaxBackoff)
+			o.RateLimiter = ratelimit.None
+		})
+	}))
+	cfg, err := config.LoadDefaultConfig(ctx, lo...)
+	if err != nil {
+		return nil, wserr.Wrap(wserr.InvalidOptions, "remote", loc.String(), err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	cl := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if loc.Endpoint != "" {
+			o.BaseEndpoint = aws.String(loc.Endpoint)
+			o.UsePathStyle = true
+		}
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	})
+	return &s3Bucket{cl: cl, loc: loc}, nil
+}
+
+func status(err error) int {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+// unavailable wraps a transport or server error after the retryer gave
+// up: store.busy, something to retry later, never a verdict on the data.
+func unavailable(op, key string, err error) error {
+	return fmt.Errorf("%w: %w", wserr.Wrap(wserr.Busy, op, key, err), ErrUnavailable)
+}
+
+// missing is the error of a get whose object the store does not have.
+func missing(key string) error {
+	return fmt.Errorf("%w: %w", wserr.New(wserr.Corrupt, "remote get", key, "object missing from the object store"), ErrMissing)
+}
+
+func (b *s3Bucket) put(ctx context.Context, key string, data []byte) (bool, error) {
+	_, err := b.cl.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:        aws.String(b.loc.Bucket),
+		Key:           aws.String(b.loc.Prefix + key),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+		IfNoneMatch:   aws.String("*"),
+	})
+	switch {
+	case err == nil:
+		b.puts.Add(1)
+		return true, nil
+	case status(err) == http.StatusPreconditionFailed:
+		b.exists.Add(1)
+		return false, nil
+	case ctx.Err() != nil:
+		return false, fmt.Errorf("put %s: %w", key, ctx.Err())
+	}
+	return false, unavailable("remote put", key, err)
+}
+
+func (b *s3Bucket) get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.loc.Prefix + key)}
+	if n == 0 {
+		return []byte{}, nil
+	}
+	if off > 0 || n > 0 {
+		end := ""
+		if n > 0 {
+			end = fmt.Sprint(off + n - 1)
+		}
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%s", off, end))
+	}
+	out, err := b.cl.GetObject(ctx, in)
+	switch {
+	case err == nil:
+	case status(err) == http.StatusNotFound:
+		return nil, missing(key)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("get %s: %w", key, ctx.Err())
+	default:
+		return nil, unavailable("remote get", key, err)
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(out.Body)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("get %s: %w", key, ctx.Err())
+		}
+		return nil, unavailable("remote get", key, err)
+	}
+	return data, nil
+}
+
+func (b *s3Bucket) list(ctx context.Context, prefix string, fn func(key string) error) error {
+	p := s3.NewListObjectsV2Paginator(b.cl, &s3.ListObjectsV2Input{
+		Bucket: aws.String(b.loc.Bucket), Prefix: aws.String(b.loc.Prefix + prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("list %s: %w", prefix, ctx.Err())
+			}
+			return unavailable("remote list", prefix, err)
+		}
+		for _, o := range page.Contents {
+			if err := fn(strings.TrimPrefix(aws.ToString(o.Key), b.loc.Prefix)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// defaultMaxBackoff bounds the wait between retries of one request.
+const defaultMaxBackoff = 2 * time.Second

@@ -1,0 +1,118 @@
+package remote
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wsstore/wsstore/cas"
+)
+
+// Object-store layout under the location's prefix (see docs/remote.md):
+//
+//	data/HH/HASH   a pack: stored forms back to back, then its index
+//	               (JSON), then the index's length (4 bytes, big endian)
+//	index/HASH     the same index, alone, so a device with nothing reads
+//	               the indexes without the packs
+//
+// HASH is the BLAKE3-256 of the object's own bytes (HH its first byte in
+// hex), so every key names its content and is written once.
+const (
+	dataDir  = "data/"
+	indexDir = "index/"
+)
+
+// packIndex lists what one pack holds, or (Pack "") chunked blobs, whose
+// chunk lists are all they are.
+type packIndex struct {
+	Version int     `json:"version"`
+	Pack    string  `json:"pack,omitempty"`
+	Objects []entry `json:"objects"`
+}
+
+// entry is one object of a packIndex.
+type entry struct {
+	Kind   cas.Kind   `json:"kind"`
+	Hash   cas.Hash   `json:"hash"`
+	Size   int64      `json:"size"`
+	Codec  cas.Codec  `json:"-"`
+	CodecN int        `json:"codec"`
+	Base   *cas.Hash  `json:"base,omitempty"`
+	Off    int64      `json:"off"`
+	Len    int64      `json:"len"`
+	Sum    *cas.Hash  `json:"sum,omitempty"`
+	Chunks []chunkRef `json:"chunks,omitempty"`
+}
+
+type chunkRef struct {
+	Hash cas.Hash `json:"hash"`
+	Off  int64    `json:"off"`
+}
+
+const indexVersion = 1
+
+// packKey names a pack by the hash of its bytes.
+func packKey(h cas.Hash) string { s := h.String(); return dataDir + s[:2] + "/" + s }
+
+// indexKey names an index object by the hash of its bytes.
+func indexKey(h cas.Hash) string { return indexDir + h.String() }
+
+// buildPack lays out objs (stored forms in order) as a pack and returns its
+// bytes and its index (Pack filled in).
+func buildPack(objs []cas.Object) ([]byte, packIndex) {
+	idx := packIndex{Version: indexVersion}
+	var n int
+	for _, o := range objs {
+		n += len(o.Data)
+	}
+	pack := make([]byte, 0, n+len(objs)*200)
+	for _, o := range objs {
+		e := newEntry(o)
+		e.Off, e.Len = int64(len(pack)), int64(len(o.Data))
+		sum := cas.Sum(o.Data)
+		e.Sum = &sum
+		pack = append(pack, o.Data...)
+		idx.Objects = append(idx.Objects, e)
+	}
+	trailer, _ := json.Marshal(idx) // entries marshal without error
+	pack = append(pack, trailer...)
+	pack = binary.BigEndian.AppendUint32(pack, uint32(len(trailer)))
+	idx.Pack = packKey(cas.Sum(pack))
+	return pack, idx
+}
+
+func newEntry(o cas.Object) entry {
+	e := entry{Kind: o.Kind, Hash: o.Hash, Size: o.Size, Codec: o.Codec, CodecN: int(o.Codec)}
+	if !o.Base.IsZero() {
+		b := o.Base
+		e.Base = &b
+	}
+	for _, c := range o.Chunks {
+		e.Chunks = append(e.Chunks, chunkRef{Hash: c.Hash, Off: c.Off})
+	}
+	return e
+}
+
+func encodeIndex(idx packIndex) ([]byte, string) {
+	b, _ := json.Marshal(idx)
+	return b, indexKey(cas.Sum(b))
+}
+
+// decodeIndex parses an index object, refusing one that does not hash to
+// its key or names an unknown version.
+func decodeIndex(key string, b []byte) (packIndex, error) {
+	if indexKey(cas.Sum(b)) != key {
+		return packIndex{}, corrupt(key, "index object does not hash to its key")
+	}
+	var idx packIndex
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return packIndex{}, corrupt(key, fmt.Sprintf("index object: %v", err))
+	}
+	if idx.Version != indexVersion {
+		return packIndex{}, corrupt(key, fmt.Sprintf("index version %d (want %d)", idx.Version, indexVersion))
+	}
+	for i := range idx.Objects {
+		idx.Objects[i].Codec = cas.Codec(idx.Objects[i].CodecN)
+	}
+	return idx, nil
+}

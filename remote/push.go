@@ -1,0 +1,274 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+)
+
+// upload writes objs to the object store as one pack (or, chunked, as an
+// index of chunk lists alone) and then its index object, and returns the
+// index. Both keys name their content, so an upload that a failure cut
+// short is finished by the next one, and a 412 on either is success.
+func (s *Storage) upload(ctx context.Context, objs []cas.Object, chunked bool) (packIndex, error) {
+	var idx packIndex
+	if chunked {
+		idx = packIndex{Version: indexVersion}
+		for _, o := range objs {
+			idx.Objects = append(idx.Objects, newEntry(o))
+		}
+	} else {
+		var pack []byte
+		pack, idx = buildPack(objs)
+		if _, err := s.b.put(ctx, idx.Pack, pack); err != nil {
+			return packIndex{}, err
+		}
+	}
+	b, key := encodeIndex(idx)
+	if _, err := s.b.put(ctx, key, b); err != nil {
+		return packIndex{}, err
+	}
+	return idx, nil
+}
+
+// PushStats says what a Push did.
+type PushStats struct {
+	// Packs and Objects count the packs written and the objects they
+	// hold; Chunked counts the chunked blobs whose lists were indexed.
+	Packs, Objects, Chunked int
+	// Bytes counts the stored bytes uploaded.
+	Bytes int64
+	// Pending counts what is left to push (0 unless Push failed).
+	Pending int
+}
+
+type pending struct {
+	Kind   cas.Kind `db:"kind"`
+	Hash   cas.Hash `db:"hash"`
+	Stored int64    `db:"stored"`
+	Codec  int      `db:"codec"`
+}
+
+// Push uploads every object recorded but not pushed yet: single objects
+// gathered into packs of about PackSize, chunks before the chunked blobs
+// that list them. Each pack is recorded as pushed in its own transaction
+// once it and its index are on the object store, so a Push that fails
+// (ErrUnavailable, ctx) keeps what landed, and the next one uploads only
+// the rest. Objects stay in the cache; Evict drops them.
+func (s *Storage) Push(ctx context.Context, db *index.DB) (PushStats, error) {
+	s.push.Lock()
+	defer s.push.Unlock()
+	var st PushStats
+	var todo []pending
+	if err := db.View(ctx, func(tx *index.Tx) error {
+		return index.Translate(tx.SelectContext(ctx, &todo, `SELECT kind, hash, stored, codec FROM remote_objects
+			WHERE pack IS NULL ORDER BY kind DESC, hash`))
+	}); err != nil {
+		return st, fmt.Errorf("push: %w", err)
+	}
+	var groups [][]pending
+	var chunked []pending
+	var cur []pending
+	var size int64
+	for _, p := range todo {
+		if p.Kind == cas.KindBlob && cas.Codec(p.Codec) == cas.CodecChunked {
+			chunked = append(chunked, p)
+			continue
+		}
+		if len(cur) > 0 && size+p.Stored > int64(s.opts.PackSize) {
+			groups = append(groups, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, p)
+		size += p.Stored
+	}
+	if len(cur) > 0 {
+		groups = append(groups, cur)
+	}
+	for len(chunked) > 0 {
+		n := min(len(chunked), 1000)
+		groups = append(groups, chunked[:n])
+		chunked = chunked[n:]
+	}
+	for i, g := range groups {
+		n, bytes, err := s.pushGroup(ctx, db, g)
+		if err != nil {
+			for _, rest := range groups[i:] {
+				st.Pending += len(rest)
+			}
+			return st, fmt.Errorf("push: %w", err)
+		}
+		isChunked := g[0].Kind == cas.KindBlob && cas.Codec(g[0].Codec) == cas.CodecChunked
+		if isChunked {
+			st.Chunked += n
+		} else if n > 0 {
+			st.Packs++
+			st.Objects += n
+			st.Bytes += bytes
+		}
+	}
+	return st, nil
+}
+
+// pushGroup uploads one group and records it, skipping objects deleted
+// since Push listed them.
+func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending) (int, int64, error) {
+	chunked := g[0].Kind == cas.KindBlob && cas.Codec(g[0].Codec) == cas.CodecChunked
+	var objs []cas.Object
+	var bytes int64
+	if err := db.View(ctx, func(tx *index.Tx) error {
+		for _, p := range g {
+			err := s.Get(ctx, tx, p.Kind, p.Hash, func(o cas.Object) error {
+				o.Data = nonNil(append([]byte(nil), o.Data...))
+				objs = append(objs, o)
+				bytes += int64(len(o.Data))
+				return nil
+			})
+			if err != nil && !errors.Is(err, cas.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return 0, 0, err
+	}
+	if len(objs) == 0 {
+		return 0, 0, nil
+	}
+	idx, err := s.upload(ctx, objs, chunked)
+	if err != nil {
+		return 0, 0, err
+	}
+	_, ikey := encodeIndex(idx)
+	err = db.Update(ctx, func(tx *index.Tx) error {
+		for _, e := range idx.Objects {
+			if _, err := tx.ExecContext(ctx, `UPDATE remote_objects SET pack = ?, off = ?, sum = ? WHERE kind = ? AND hash = ? AND pack IS NULL`,
+				idx.Pack, e.Off, e.Sum, int(e.Kind), e.Hash); err != nil {
+				return index.Translate(err)
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO remote_cache (kind, hash, data) VALUES (2, ?, x'')`, idxHash(ikey))
+		return index.Translate(err)
+	})
+	return len(objs), bytes, err
+}
+
+// Pending returns how many objects are recorded but not pushed.
+func (s *Storage) Pending(ctx context.Context, db *index.DB) (int, error) {
+	var n int
+	err := db.View(ctx, func(tx *index.Tx) error {
+		return index.Translate(tx.GetContext(ctx, &n, `SELECT count(*) FROM remote_objects WHERE pack IS NULL`))
+	})
+	return n, err
+}
+
+// PullStats says what a Pull did.
+type PullStats struct {
+	// Indexes counts the index objects read, Objects the objects they
+	// added to the local index.
+	Indexes, Objects int
+}
+
+// Pull takes in the index objects of the object store this store has not
+// read yet: every object another device pushed becomes readable here
+// (fetched from its pack on first read). An object recorded here already
+// keeps its record. A damaged index object fails with store.corrupt; the
+// ones read before it stay taken in.
+func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
+	s.push.Lock()
+	defer s.push.Unlock()
+	var st PullStats
+	var keys []string
+	if err := s.b.list(ctx, indexDir, func(key string) error { keys = append(keys, key); return nil }); err != nil {
+		return st, fmt.Errorf("pull: %w", err)
+	}
+	for _, key := range keys {
+		var seen int
+		err := db.View(ctx, func(tx *index.Tx) error {
+			return tx.GetContext(ctx, &seen, `SELECT count(*) FROM remote_cache WHERE kind = 2 AND hash = ?`, idxHash(key))
+		})
+		if err != nil {
+			return st, fmt.Errorf("pull: %w", index.Translate(err))
+		}
+		if seen > 0 {
+			continue
+		}
+		b, err := s.b.get(ctx, key, 0, -1)
+		if err != nil {
+			return st, fmt.Errorf("pull: %w", err)
+		}
+		idx, err := decodeIndex(key, b)
+		if err != nil {
+			return st, fmt.Errorf("pull: %w", err)
+		}
+		now := nanos(s.opts.Now())
+		var added int
+		err = db.Update(ctx, func(tx *index.Tx) error {
+			for _, e := range idx.Objects {
+				pack := idx.Pack
+				var sum any
+				if e.Sum != nil {
+					sum = *e.Sum
+				}
+				var base any
+				if e.Base != nil {
+					base = *e.Base
+				}
+				res, err := tx.ExecContext(ctx, `INSERT INTO remote_objects (kind, hash, size, stored, codec, base, created, pack, off, sum)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+					int(e.Kind), e.Hash, e.Size, e.Len, e.CodecN, base, now, pack, e.Off, sum)
+				if err != nil {
+					return index.Translate(err)
+				}
+				if n, _ := res.RowsAffected(); n == 0 {
+					continue
+				}
+				added++
+				for i, c := range e.Chunks {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO remote_chunks (blob, idx, chunk, off) VALUES (?, ?, ?, ?)`,
+						e.Hash, i, c.Hash, c.Off); err != nil {
+						return index.Translate(err)
+					}
+				}
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO remote_cache (kind, hash, data) VALUES (2, ?, x'')`, idxHash(key))
+			return index.Translate(err)
+		})
+		if err != nil {
+			return st, fmt.Errorf("pull: %w", err)
+		}
+		st.Indexes++
+		st.Objects += added
+	}
+	return st, nil
+}
+
+// Evict drops the cached bytes of every pushed object and returns how many
+// it dropped; reads fetch them from the object store again.
+func (s *Storage) Evict(ctx context.Context, db *index.DB) (int64, error) {
+	var n int64
+	err := db.Update(ctx, func(tx *index.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM remote_cache WHERE EXISTS (SELECT 1 FROM remote_objects o
+			WHERE o.kind = remote_cache.kind AND o.hash = remote_cache.hash AND o.pack IS NOT NULL AND o.pack != '')`)
+		if err != nil {
+			return index.Translate(err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return n, err
+}
+
+// idxHash is the hash an index key names, as its remote_cache row (kind
+// 2) records it; a key not of the layout's form yields a hash of the key.
+func idxHash(key string) []byte {
+	if h, err := cas.ParseHash(strings.TrimPrefix(key, indexDir)); err == nil {
+		return h[:]
+	}
+	h := cas.Sum([]byte(key))
+	return h[:]
+}

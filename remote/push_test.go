@@ -1,0 +1,319 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/remote/s3fake"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// device is one store's database and content store over a remote tier.
+type device struct {
+	db    *index.DB
+	st    *remote.Storage
+	blobs *cas.Store
+}
+
+func newDevice(t *testing.T, endpoint, bucket string, opts remote.Options) *device {
+	t.Helper()
+	db := openDB(t)
+	st := openStorage(t, endpoint, bucket, "store", opts)
+	blobs, err := cas.New(db, cas.Options{Storage: st, InlineMax: 4 << 10})
+	require.NoError(t, err)
+	return &device{db: db, st: st, blobs: blobs}
+}
+
+// contents makes n files: small text ones and, every tenth, one large
+// enough to be chunked.
+func contents(n int) [][]byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	var out [][]byte
+	for i := range n {
+		size := 200 + r.IntN(2000)
+		if i%10 == 9 {
+			size = 20 << 10
+		}
+		b := make([]byte, size)
+		for j := range b {
+			b[j] = byte('a' + r.IntN(8))
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func (d *device) put(t *testing.T, files [][]byte) []cas.Hash {
+	t.Helper()
+	var hs []cas.Hash
+	for _, f := range files {
+		h, err := d.blobs.Put(context.Background(), bytes.NewReader(f))
+		require.NoError(t, err)
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+func (d *device) requireAll(t *testing.T, hs []cas.Hash, files [][]byte) {
+	t.Helper()
+	for i, h := range hs {
+		got, err := d.blobs.ReadAll(context.Background(), h)
+		require.NoError(t, err, "file %d", i)
+		require.Equal(t, files[i], got, "file %d", i)
+	}
+}
+
+func TestPushPull(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	a := newDevice(t, srv.URL, "bkt", remote.Options{PackSize: 16 << 10})
+	files := contents(60)
+	hs := a.put(t, files)
+	n, err := a.st.Pending(ctx, a.db)
+	require.NoError(t, err)
+	assert.Greater(t, n, 60, "blobs and chunks wait in the cache")
+	assert.Zero(t, srv.Count("PUT"), "a put does not touch the network")
+
+	st, err := a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	assert.Greater(t, st.Packs, 3, "small objects are gathered into packs of about PackSize")
+	assert.Less(t, st.Packs, n/3)
+	assert.Equal(t, 6, st.Chunked)
+	assert.Zero(t, st.Pending)
+	assert.Equal(t, 2*st.Packs+1, srv.Count("PUT"), "a pack and its index each, and one index of chunk lists")
+	left, err := a.st.Pending(ctx, a.db)
+	require.NoError(t, err)
+	assert.Zero(t, left)
+	for _, k := range srv.Keys("bkt", "store/") {
+		assert.True(t, strings.HasPrefix(k, "store/data/") || strings.HasPrefix(k, "store/index/"), k)
+	}
+
+	// A push with nothing pending writes nothing.
+	st, err = a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	assert.Zero(t, st.Packs+st.Chunked)
+
+	// Reads after eviction come from the packs, range by range.
+	evicted, err := a.st.Evict(ctx, a.db)
+	require.NoError(t, err)
+	assert.Equal(t, int64(n-6), evicted, "every object but the chunk lists had bytes cached")
+	gets := srv.Count("GET")
+	a.requireAll(t, hs, files)
+	assert.Greater(t, srv.Count("GET"), gets)
+
+	// A second device with nothing pulls the indexes and reads every file.
+	b := newDevice(t, srv.URL, "bkt", remote.Options{})
+	ps, err := b.st.Pull(ctx, b.db)
+	require.NoError(t, err)
+	assert.Equal(t, n0(t, a), ps.Objects)
+	b.requireAll(t, hs, files)
+	ps, err = b.st.Pull(ctx, b.db)
+	require.NoError(t, err)
+	assert.Zero(t, ps.Indexes, "an index is read once")
+}
+
+// n0 counts the objects a device records.
+func n0(t *testing.T, d *device) int {
+	var n int
+	for _, k := range []cas.Kind{cas.KindBlob, cas.KindChunk} {
+		require.NoError(t, d.db.View(context.Background(), func(tx *index.Tx) error {
+			return d.st.Iterate(context.Background(), tx, k, func(cas.Object) error { n++; return nil })
+		}))
+	}
+	return n
+}
+
+// TestPushResumes cuts the connection mid-upload after some packs landed:
+// Push fails with ErrUnavailable (store.busy), every file stays readable
+// from the cache, and the next Push uploads only what did not land.
+func TestPushResumes(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	a := newDevice(t, srv.URL, "bkt", remote.Options{PackSize: 8 << 10})
+	files := contents(80)
+	hs := a.put(t, files)
+
+	var puts atomic.Int64
+	srv.SetFault(func(r *http.Request) int {
+		if r.Method == http.MethodPut && puts.Add(1) > 9 {
+			return s3fake.Drop
+		}
+		return 0
+	})
+	st, err := a.st.Push(ctx, a.db)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, remote.ErrUnavailable)
+	assert.True(t, wserr.Is(err, wserr.Busy), "coded store.busy: %v", err)
+	assert.Greater(t, st.Pending, 0)
+	landed := srv.Count("PUT")
+	assert.Equal(t, 9, landed)
+	a.requireAll(t, hs, files)
+
+	srv.SetFault(nil)
+	st2, err := a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	written, existed := a.st.Uploads()
+	total := srv.Count("PUT")
+	assert.Equal(t, int64(total), written, "every PUT the server took was one this device wrote")
+	assert.Equal(t, int64(1), existed, "the pack whose index was cut off is offered again, and found there")
+	assert.Equal(t, 2*(st.Packs+st2.Packs)+1, total, "nothing that landed is uploaded twice")
+	n, err := a.st.Pending(ctx, a.db)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+
+	b := newDevice(t, srv.URL, "bkt", remote.Options{})
+	_, err = b.st.Pull(ctx, b.db)
+	require.NoError(t, err)
+	b.requireAll(t, hs, files)
+}
+
+// TestRetries: a server error on the first attempts of each request is
+// retried with backoff, and the push succeeds.
+func TestRetries(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	a := newDevice(t, srv.URL, "bkt", remote.Options{MaxAttempts: 4})
+	files := contents(5)
+	a.put(t, files)
+	var n atomic.Int64
+	srv.SetFault(func(r *http.Request) int {
+		if n.Add(1)%2 == 1 {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	})
+	_, err := a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	assert.Equal(t, 2, srv.Count("PUT"))
+}
+
+// TestConditionalWrite: a device pushing objects already on the object
+// store gets a 412 for each key and takes it as success.
+func TestConditionalWrite(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	files := contents(20)
+	a := newDevice(t, srv.URL, "bkt", remote.Options{})
+	a.put(t, files)
+	_, err := a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	puts := srv.Count("PUT")
+
+	b := newDevice(t, srv.URL, "bkt", remote.Options{})
+	hs := b.put(t, files)
+	_, err = b.st.Push(ctx, b.db)
+	require.NoError(t, err)
+	written, existed := b.st.Uploads()
+	assert.Zero(t, written, "the same content makes the same packs")
+	assert.Equal(t, int64(puts), existed)
+	assert.Equal(t, puts, srv.Count("PUT"))
+	_, err = b.st.Evict(ctx, b.db)
+	require.NoError(t, err)
+	b.requireAll(t, hs, files)
+}
+
+// TestDamagedObjects: a pack that went missing fails reads with
+// ErrMissing, one whose bytes changed with cas.ErrCorrupt, both coded
+// store.corrupt; neither is cached, and a read after repair succeeds.
+func TestDamagedObjects(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	a := newDevice(t, srv.URL, "bkt", remote.Options{})
+	files := contents(3)
+	hs := a.put(t, files)
+	_, err := a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	_, err = a.st.Evict(ctx, a.db)
+	require.NoError(t, err)
+	packs := srv.Keys("bkt", "store/data/")
+	require.Len(t, packs, 1)
+	orig, _ := srv.Object("bkt", packs[0])
+
+	srv.SetObject("bkt", packs[0], nil)
+	_, err = a.blobs.ReadAll(ctx, hs[0])
+	assert.ErrorIs(t, err, remote.ErrMissing)
+	assert.ErrorIs(t, err, cas.ErrCorrupt)
+
+	bad := bytes.Clone(orig)
+	bad[3] ^= 0xff
+	srv.SetObject("bkt", packs[0], bad)
+	_, err = a.blobs.ReadAll(ctx, hs[0])
+	assert.ErrorIs(t, err, cas.ErrCorrupt)
+	assert.NotErrorIs(t, err, remote.ErrMissing)
+
+	srv.SetObject("bkt", packs[0], orig)
+	a.requireAll(t, hs, files)
+
+	// A damaged index object is refused by Pull.
+	idx := srv.Keys("bkt", "store/index/")
+	require.NotEmpty(t, idx)
+	srv.SetObject("bkt", idx[0], []byte(`{"version":1}`))
+	b := newDevice(t, srv.URL, "bkt", remote.Options{})
+	_, err = b.st.Pull(ctx, b.db)
+	assert.ErrorIs(t, err, cas.ErrCorrupt)
+}
+
+// TestMotoKilledMidPush kills a real S3 server (moto) while a push is
+// uploading: Push fails with ErrUnavailable, every file stays readable
+// from the cache, and after a restart the push completes.
+func TestMotoKilledMidPush(t *testing.T) {
+	testEnv(t)
+	m := s3fake.StartMoto(t)
+	m.CreateBucket("wsstore-kill")
+	ctx := context.Background()
+	a := newDevice(t, m.URL, "wsstore-kill", remote.Options{PackSize: 2 << 10})
+	files := contents(300)
+	hs := a.put(t, files)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if w, _ := a.st.Uploads(); w >= 4 {
+				m.Stop()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	_, err := a.st.Push(ctx, a.db)
+	<-done
+	require.Error(t, err)
+	assert.ErrorIs(t, err, remote.ErrUnavailable)
+	assert.True(t, wserr.Is(err, wserr.Busy))
+	left, err := a.st.Pending(ctx, a.db)
+	require.NoError(t, err)
+	assert.Greater(t, left, 0)
+	a.requireAll(t, hs, files)
+
+	// moto keeps objects in memory: the restarted server is empty, so
+	// this push starts a new bucket with what was pending.
+	m.Start()
+	m.CreateBucket("wsstore-kill")
+	_, err = a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	left, err = a.st.Pending(ctx, a.db)
+	require.NoError(t, err)
+	assert.Zero(t, left)
+}

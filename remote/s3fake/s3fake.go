@@ -1,0 +1,266 @@
+// Package s3fake is an in-process S3-compatible object store for tests:
+// path-style buckets with PutObject (honouring If-None-Match: *),
+// GetObject (with a byte Range), HeadObject, DeleteObject, CreateBucket
+// and ListObjectsV2 — what the remote tier calls. It keeps objects in
+// memory, counts the requests of each method, and lets a test inject
+// faults: a status for chosen requests, a lost or altered object.
+package s3fake
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Server is a fake object store. Its zero value is not usable: call New.
+type Server struct {
+	// URL is the endpoint to configure clients with (http://127.0.0.1:…).
+	URL string
+
+	srv     *httptest.Server
+	mu      sync.Mutex
+	buckets map[string]map[string][]byte
+	counts  map[string]int
+	fault   func(r *http.Request) int
+}
+
+// New starts a fake store on a loopback port with bucket created. Close
+// stops it.
+func New(bucket string) *Server {
+	s := &Server{buckets: map[string]map[string][]byte{bucket: {}}, counts: map[string]int{}}
+	s.srv = httptest.NewServer(s)
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// CloseClientConnections drops every open connection, as a server that
+// dies mid-request does.
+func (s *Server) CloseClientConnections() { s.srv.CloseClientConnections() }
+
+// Drop is the status a fault function returns to cut the connection
+// instead of answering.
+const Drop = -1
+
+// SetFault makes every request for which fn returns a non-zero status fail
+// with that status (or, Drop, with a cut connection) before it is handled;
+// nil clears it.
+func (s *Server) SetFault(fn func(r *http.Request) int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fault = fn
+}
+
+// Count returns how many requests of method (PUT, GET, …) succeeded.
+func (s *Server) Count(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[method]
+}
+
+// Keys returns the keys in bucket under prefix, sorted.
+func (s *Server) Keys(bucket, prefix string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for k := range s.buckets[bucket] {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Object returns a copy of the object at key and whether there is one.
+func (s *Server) Object(bucket, key string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.buckets[bucket][key]
+	return bytes.Clone(b), ok
+}
+
+// SetObject replaces (or, with nil, removes) the object at key, as damage
+// the store did not make.
+func (s *Server) SetObject(bucket, key string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if data == nil {
+		delete(s.buckets[bucket], key)
+		return
+	}
+	s.buckets[bucket][key] = bytes.Clone(data)
+}
+
+type errorBody struct {
+	XMLName xml.Name `xml:"Error"`
+	Code    string   `xml:"Code"`
+	Message string   `xml:"Message"`
+}
+
+func writeError(w http.ResponseWriter, status int, code string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	_ = xml.NewEncoder(w).Encode(errorBody{Code: code, Message: code})
+}
+
+func codeFor(status int) string {
+	switch status {
+	case http.StatusPreconditionFailed:
+		return "PreconditionFailed"
+	case http.StatusNotFound:
+		return "NoSuchKey"
+	case http.StatusServiceUnavailable:
+		return "SlowDown"
+	}
+	return "InternalError"
+}
+
+// ServeHTTP handles one path-style request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	fault := s.fault
+	s.mu.Unlock()
+	if fault != nil {
+		if st := fault(r); st == Drop {
+			// Read part of the body, then cut the connection, as a
+			// server killed mid-upload does.
+			_, _ = io.CopyN(io.Discard, r.Body, 16)
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					conn.Close()
+					return
+				}
+			}
+			panic(http.ErrAbortHandler)
+		} else if st != 0 {
+			_, _ = io.Copy(io.Discard, r.Body)
+			writeError(w, st, codeFor(st))
+			return
+		}
+	}
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	objs, ok := s.buckets[bucket]
+	if !ok && !(r.Method == http.MethodPut && key == "") {
+		writeError(w, http.StatusNotFound, "NoSuchBucket")
+		return
+	}
+	ok = true
+	switch {
+	case r.Method == http.MethodPut && key == "":
+		if objs == nil {
+			s.buckets[bucket] = map[string][]byte{}
+		}
+	case r.Method == http.MethodGet && key == "":
+		s.list(w, r, objs)
+	case r.Method == http.MethodPut:
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "IncompleteBody")
+			return
+		}
+		if n, err := strconv.Atoi(r.Header.Get("Content-Length")); err == nil && n != len(body) {
+			writeError(w, http.StatusBadRequest, "IncompleteBody")
+			return
+		}
+		if _, exists := objs[key]; exists && r.Header.Get("If-None-Match") == "*" {
+			writeError(w, http.StatusPreconditionFailed, "PreconditionFailed")
+			return
+		}
+		objs[key] = body
+		w.Header().Set("ETag", `"`+strconv.Itoa(len(body))+`"`)
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		data, exists := objs[key]
+		if !exists {
+			if r.Method == http.MethodHead {
+				w.WriteHeader(http.StatusNotFound)
+			} else {
+				writeError(w, http.StatusNotFound, "NoSuchKey")
+			}
+			return
+		}
+		status := http.StatusOK
+		if rg := r.Header.Get("Range"); rg != "" && r.Method == http.MethodGet {
+			var from, to int
+			if _, err := fmt.Sscanf(rg, "bytes=%d-%d", &from, &to); err != nil || from > to || from >= len(data) {
+				writeError(w, http.StatusRequestedRangeNotSatisfiable, "InvalidRange")
+				return
+			}
+			to = min(to, len(data)-1)
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, to, len(data)))
+			data, status = data[from:to+1], http.StatusPartialContent
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(status)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(data)
+		}
+	case r.Method == http.MethodDelete:
+		delete(objs, key)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		ok = false
+		writeError(w, http.StatusNotImplemented, "NotImplemented")
+	}
+	if ok {
+		s.counts[r.Method]++
+	}
+}
+
+type listResult struct {
+	XMLName               xml.Name    `xml:"ListBucketResult"`
+	Prefix                string      `xml:"Prefix"`
+	KeyCount              int         `xml:"KeyCount"`
+	MaxKeys               int         `xml:"MaxKeys"`
+	IsTruncated           bool        `xml:"IsTruncated"`
+	NextContinuationToken string      `xml:"NextContinuationToken,omitempty"`
+	Contents              []listEntry `xml:"Contents"`
+}
+
+type listEntry struct {
+	Key  string `xml:"Key"`
+	Size int    `xml:"Size"`
+}
+
+// list answers ListObjectsV2; the continuation token is the last key
+// returned.
+func (s *Server) list(w http.ResponseWriter, r *http.Request, objs map[string][]byte) {
+	q := r.URL.Query()
+	prefix, after := q.Get("prefix"), q.Get("continuation-token")
+	if sa := q.Get("start-after"); sa > after {
+		after = sa
+	}
+	maxKeys := 1000
+	if n, err := strconv.Atoi(q.Get("max-keys")); err == nil && n > 0 && n < maxKeys {
+		maxKeys = n
+	}
+	var keys []string
+	for k := range objs {
+		if strings.HasPrefix(k, prefix) && k > after {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	res := listResult{Prefix: prefix, MaxKeys: maxKeys}
+	if len(keys) > maxKeys {
+		keys = keys[:maxKeys]
+		res.IsTruncated, res.NextContinuationToken = true, keys[len(keys)-1]
+	}
+	for _, k := range keys {
+		res.Contents = append(res.Contents, listEntry{Key: k, Size: len(objs[k])})
+	}
+	res.KeyCount = len(keys)
+	w.Header().Set("Content-Type", "application/xml")
+	_ = xml.NewEncoder(w).Encode(res)
+}

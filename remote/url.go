@@ -1,0 +1,73 @@
+package remote
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Location names where a remote tier keeps its objects, as an s3:// URL
+// gives it: s3://BUCKET/PREFIX?endpoint=URL&region=NAME&profile=NAME.
+// Without an endpoint the SDK's AWS default applies; with one, requests
+// are path-style (what S3-compatible servers expect).
+type Location struct {
+	Bucket string
+	// Prefix is prepended to every key; empty, or ending in "/".
+	Prefix   string
+	Endpoint string
+	Region   string
+	// Profile names a profile of the shared AWS config and credentials
+	// files; empty means AWS_PROFILE or "default".
+	Profile string
+}
+
+// ParseURL parses an s3:// URL into a Location. It fails with
+// store.invalid_options for another scheme, a missing bucket or an
+// unknown query parameter.
+func ParseURL(s string) (Location, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return Location{}, wserr.Wrap(wserr.InvalidOptions, "remote url", s, err)
+	}
+	if u.Scheme != "s3" {
+		return Location{}, wserr.New(wserr.InvalidOptions, "remote url", s, "scheme %q: want s3://bucket/prefix", u.Scheme)
+	}
+	if u.Host == "" {
+		return Location{}, wserr.New(wserr.InvalidOptions, "remote url", s, "no bucket: want s3://bucket/prefix")
+	}
+	loc := Location{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/")}
+	if loc.Prefix != "" {
+		loc.Prefix += "/"
+	}
+	for k, v := range u.Query() {
+		switch k {
+		case "endpoint":
+			loc.Endpoint = v[0]
+		case "region":
+			loc.Region = v[0]
+		case "profile":
+			loc.Profile = v[0]
+		default:
+			return Location{}, wserr.New(wserr.InvalidOptions, "remote url", s, "unknown parameter %q (want endpoint, region, profile)", k)
+		}
+	}
+	return loc, nil
+}
+
+// String returns the location as an s3:// URL.
+func (l Location) String() string {
+	u := url.URL{Scheme: "s3", Host: l.Bucket, Path: "/" + strings.TrimSuffix(l.Prefix, "/")}
+	q := url.Values{}
+	if l.Endpoint != "" {
+		q.Set("endpoint", l.Endpoint)
+	}
+	if l.Region != "" {
+		q.Set("region", l.Region)
+	}
+	if l.Profile != "" {
+		q.Set("profile", l.Profile)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
