@@ -2,27 +2,27 @@ package cas
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-
-	"github.com/jmoiron/sqlx"
+	"slices"
+	"time"
 
 	"github.com/wsstore/wsstore/index"
 )
 
-// What maintenance (gc, fsck, stats, du) needs of the blob rows: an
-// inventory, each blob's references, a sweep and totals. Every method reads
-// or writes in the caller's transaction, so a collection sees one snapshot;
-// none reads a row's data.
+// What maintenance (gc, fsck, stats, du) needs of the stored objects: an
+// inventory, each blob's references, a sweep and totals. Every method goes
+// through the Store's Storage in the caller's transaction, so a collection
+// sees one snapshot whatever keeps the objects; none reads an object's
+// data but Usage over a HistoryStorage without UsageStorage.
 
-// BlobRecord is a blob row as maintenance sees it, without its bytes.
+// BlobRecord is a blob as maintenance sees it, without its bytes.
 type BlobRecord struct {
 	Hash   Hash
 	Codec  Codec
-	Stored int64 // bytes the row holds
-	// Created is the row's created time in Unix nanoseconds; writers
-	// refresh it whenever they re-use the row.
+	Stored int64 // bytes the stored form holds
+	// Created is the blob's created time in Unix nanoseconds; writers
+	// refresh it whenever they re-use the blob.
 	Created int64
 	// Base is the blob a delta is made against; zero for none.
 	Base Hash
@@ -30,55 +30,82 @@ type BlobRecord struct {
 	// write that makes the blob the newest version of a history changes
 	// it, whatever the writer's clock, so a collector that sees it change
 	// knows older versions may now be deltas against the blob.
+	// EachBlobRecord fills it; Records.Blob leaves it 0 (Records.Gen
+	// reads it).
 	Gen int64
 	// Chunks lists a chunked blob's chunks in order.
 	Chunks []Hash
 }
 
-// ChunkRecord is a chunk row as maintenance sees it, without its bytes.
+// ChunkRecord is a chunk as maintenance sees it, without its bytes.
 type ChunkRecord struct {
 	Hash    Hash
 	Stored  int64
 	Created int64 // Unix nanoseconds
 }
 
-// EachBlobRecord calls fn with every blob row in tx, in no set order. The
-// error is fn's or a failed read.
-func (s *Store) EachBlobRecord(ctx context.Context, tx *index.Tx, fn func(BlobRecord) error) error {
-	chunks := map[Hash][]Hash{}
-	err := scanEach(ctx, tx, `SELECT blob, chunk FROM blob_chunks ORDER BY blob, idx`, func(rows *sqlx.Rows) error {
-		var b, c Hash
-		if err := rows.Scan(&b, &c); err != nil {
-			return err
-		}
-		chunks[b] = append(chunks[b], c)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read blob chunks: %w", err)
+func blobRecord(o Object) BlobRecord {
+	r := BlobRecord{Hash: o.Hash, Codec: o.Codec, Stored: o.Stored, Created: nanos(o.Created), Base: o.Base}
+	for _, c := range o.Chunks {
+		r.Chunks = append(r.Chunks, c.Hash)
 	}
-	err = scanEach(ctx, tx, `SELECT hash, codec, stored, created, base, gen FROM blobs`, func(rows *sqlx.Rows) error {
-		var r BlobRecord
-		if err := rows.Scan(&r.Hash, &r.Codec, &r.Stored, &r.Created, &r.Base, &r.Gen); err != nil {
-			return err
+	return r
+}
+
+// EachBlobRecord calls fn with every blob in tx, in no set order: the
+// Storage's Iterate, with the chunk lists of chunked blobs and, from a
+// HistoryStorage, the history numbers. The error is fn's or a failed read.
+func (s *Store) EachBlobRecord(ctx context.Context, tx *index.Tx, fn func(BlobRecord) error) error {
+	gens := map[Hash]int64{}
+	if s.hist != nil {
+		err := s.hist.Gens(ctx, tx, func(h Hash, gen int64) error {
+			gens[h] = gen
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read blob gens: %w", err)
 		}
-		r.Chunks = chunks[r.Hash]
+	}
+	// Chunked blobs are the few over InlineMax; their lists are read
+	// after the iteration, in one batch.
+	var chunked []BlobRecord
+	err := s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
+		r := blobRecord(o)
+		r.Gen = gens[o.Hash]
+		if o.Codec == CodecChunked {
+			chunked = append(chunked, r)
+			return nil
+		}
 		return fn(r)
 	})
 	if err != nil {
 		return fmt.Errorf("read blobs: %w", err)
 	}
+	if len(chunked) == 0 {
+		return nil
+	}
+	b, err := s.batch(ctx, tx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	for _, r := range chunked {
+		o, err := b.Stat(ctx, KindBlob, r.Hash)
+		if err != nil {
+			return fmt.Errorf("read blob %s chunks: %w", r.Hash.Short(), err)
+		}
+		r.Chunks = blobRecord(o).Chunks
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// EachChunkRecord calls fn with every chunk row in tx, in no set order.
+// EachChunkRecord calls fn with every chunk in tx, in no set order.
 func (s *Store) EachChunkRecord(ctx context.Context, tx *index.Tx, fn func(ChunkRecord) error) error {
-	err := scanEach(ctx, tx, `SELECT hash, stored, created FROM chunks`, func(rows *sqlx.Rows) error {
-		var r ChunkRecord
-		if err := rows.Scan(&r.Hash, &r.Stored, &r.Created); err != nil {
-			return err
-		}
-		return fn(r)
+	err := s.st.Iterate(ctx, tx, KindChunk, func(o Object) error {
+		return fn(ChunkRecord{Hash: o.Hash, Stored: o.Stored, Created: nanos(o.Created)})
 	})
 	if err != nil {
 		return fmt.Errorf("read chunks: %w", err)
@@ -86,100 +113,133 @@ func (s *Store) EachChunkRecord(ctx context.Context, tx *index.Tx, fn func(Chunk
 	return nil
 }
 
-// Records reads single blob and chunk rows in one transaction, with
-// statements prepared once: a sweep re-reads many rows as they are once it
-// holds the write lock. Close it before the transaction ends.
+// batch returns the Storage's own Batch if it has the ability, else one
+// that calls its methods.
+func (s *Store) batch(ctx context.Context, tx *index.Tx) (Batch, error) {
+	if b, ok := s.st.(Batcher); ok {
+		batch, err := b.Batch(ctx, tx)
+		if err != nil {
+			return nil, fmt.Errorf("open batch: %w", err)
+		}
+		return batch, nil
+	}
+	return &storageBatch{st: s.st, hist: s.hist, tx: tx}, nil
+}
+
+// storageBatch is the Batch of a Storage without the ability: each call
+// is the Storage's own.
+type storageBatch struct {
+	st   Storage
+	hist HistoryStorage
+	tx   *index.Tx
+}
+
+func (b *storageBatch) Stat(ctx context.Context, kind Kind, h Hash) (Object, error) {
+	return b.st.Stat(ctx, b.tx, kind, h)
+}
+
+func (b *storageBatch) Gen(ctx context.Context, h Hash) (int64, error) {
+	if b.hist == nil {
+		_, err := b.st.Stat(ctx, b.tx, KindBlob, h)
+		return 0, err
+	}
+	v, err := b.hist.Version(ctx, b.tx, h)
+	return v.Gen, err
+}
+
+func (b *storageBatch) Delete(ctx context.Context, kind Kind, h Hash, cutoff time.Time) (int64, bool, error) {
+	return b.st.Delete(ctx, b.tx, kind, h, cutoff)
+}
+
+func (b *storageBatch) Close() error { return nil }
+
+// Records reads single blobs and chunks in one transaction, through the
+// Storage's Batch where it has one: a sweep re-reads many objects as they
+// are once it holds the write lock. Close it before the transaction ends.
 type Records struct {
-	ctx                 context.Context
-	blob, chunks, chunk *sqlx.Stmt
+	ctx context.Context
+	b   Batch
 }
 
 // OpenRecords returns a Records reading in tx.
 func (s *Store) OpenRecords(ctx context.Context, tx *index.Tx) (*Records, error) {
-	r := &Records{ctx: ctx}
-	var err error
-	if r.blob, err = prepareStmt(ctx, tx, `SELECT codec, stored, created, base, gen FROM blobs WHERE hash = ?`); err != nil {
+	b, err := s.batch(ctx, tx)
+	if err != nil {
 		return nil, err
 	}
-	if r.chunks, err = prepareStmt(ctx, tx, `SELECT chunk FROM blob_chunks WHERE blob = ? ORDER BY idx`); err != nil {
-		r.Close()
-		return nil, err
-	}
-	if r.chunk, err = prepareStmt(ctx, tx, `SELECT stored, created FROM chunks WHERE hash = ?`); err != nil {
-		r.Close()
-		return nil, err
-	}
-	return r, nil
+	return &Records{ctx: ctx, b: b}, nil
 }
 
-// Blob returns blob h's row and whether it is stored.
+// Blob returns blob h's record, Gen left 0, and whether it is stored.
 func (r *Records) Blob(h Hash) (BlobRecord, bool, error) {
-	b := BlobRecord{Hash: h}
-	err := r.blob.QueryRowContext(r.ctx, h).Scan(&b.Codec, &b.Stored, &b.Created, &b.Base, &b.Gen)
-	if errors.Is(err, sql.ErrNoRows) {
+	o, err := r.b.Stat(r.ctx, KindBlob, h)
+	if errors.Is(err, ErrNotFound) {
 		return BlobRecord{}, false, nil
 	}
 	if err != nil {
-		return BlobRecord{}, false, fmt.Errorf("read blob %s: %w", h.Short(), index.Translate(err))
+		return BlobRecord{}, false, fmt.Errorf("read blob %s: %w", h.Short(), err)
 	}
-	if b.Codec == CodecChunked {
-		if err := r.chunks.SelectContext(r.ctx, &b.Chunks, h); err != nil {
-			return BlobRecord{}, false, fmt.Errorf("read blob %s chunks: %w", h.Short(), index.Translate(err))
-		}
-	}
-	return b, true, nil
+	return blobRecord(o), true, nil
 }
 
-// Chunk returns chunk h's row and whether it is stored.
+// Gen returns blob h's number in its version history: 0 when it belongs
+// to none or is not stored.
+func (r *Records) Gen(h Hash) (int64, error) {
+	gen, err := r.b.Gen(r.ctx, h)
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read blob %s gen: %w", h.Short(), err)
+	}
+	return gen, nil
+}
+
+// Chunk returns chunk h's record and whether it is stored.
 func (r *Records) Chunk(h Hash) (ChunkRecord, bool, error) {
-	c := ChunkRecord{Hash: h}
-	err := r.chunk.QueryRowContext(r.ctx, h).Scan(&c.Stored, &c.Created)
-	if errors.Is(err, sql.ErrNoRows) {
+	o, err := r.b.Stat(r.ctx, KindChunk, h)
+	if errors.Is(err, ErrNotFound) {
 		return ChunkRecord{}, false, nil
 	}
 	if err != nil {
-		return ChunkRecord{}, false, fmt.Errorf("read chunk %s: %w", h.Short(), index.Translate(err))
+		return ChunkRecord{}, false, fmt.Errorf("read chunk %s: %w", h.Short(), err)
 	}
-	return c, true, nil
+	return ChunkRecord{Hash: h, Stored: o.Stored, Created: nanos(o.Created)}, true, nil
 }
 
-// Close releases the statements.
-func (r *Records) Close() { closeEach(r.blob, r.chunks, r.chunk) }
+// Close releases what the reads hold.
+func (r *Records) Close() { _ = r.b.Close() }
 
-// SweepBlobs deletes, in tx (a write transaction), each blob of hs whose
-// row was created before cutoff (Unix nanoseconds), and calls fn with its
+// SweepBlobs deletes, in tx (a write transaction), each blob of hs
+// created before cutoff (Unix nanoseconds), and calls fn with its
 // position in hs, the stored bytes freed and whether it was deleted; a
 // blob kept is one refreshed since, or not stored. Deleting a blob deletes
 // its chunk list, so sweep blobs before the chunks they listed.
 func (s *Store) SweepBlobs(ctx context.Context, tx *index.Tx, hs []Hash, cutoff int64, fn func(i int, freed int64, deleted bool) error) error {
-	return sweepEach(ctx, tx, "blob", `DELETE FROM blobs WHERE hash = ? AND created < ? RETURNING stored`, hs, cutoff, fn)
+	return s.sweep(ctx, tx, KindBlob, hs, cutoff, fn)
 }
 
 // SweepChunks is SweepBlobs for chunks, which it also keeps while any blob
-// lists them (a blob written since the caller's snapshot may).
+// lists them (a blob written since the caller's snapshot may): the
+// Storage's Delete promises it.
 func (s *Store) SweepChunks(ctx context.Context, tx *index.Tx, hs []Hash, cutoff int64, fn func(i int, freed int64, deleted bool) error) error {
-	return sweepEach(ctx, tx, "chunk", `DELETE FROM chunks WHERE hash = ?1 AND created < ?2
-		AND NOT EXISTS (SELECT 1 FROM blob_chunks WHERE chunk = ?1) RETURNING stored`, hs, cutoff, fn)
+	return s.sweep(ctx, tx, KindChunk, hs, cutoff, fn)
 }
 
-func sweepEach(ctx context.Context, tx *index.Tx, kind, query string, hs []Hash, cutoff int64, fn func(int, int64, bool) error) error {
+func (s *Store) sweep(ctx context.Context, tx *index.Tx, kind Kind, hs []Hash, cutoff int64, fn func(int, int64, bool) error) error {
 	if len(hs) == 0 {
 		return nil
 	}
-	st, err := prepareStmt(ctx, tx, query)
+	b, err := s.batch(ctx, tx)
 	if err != nil {
 		return err
 	}
-	defer closeEach(st)
+	defer b.Close()
+	before := time.Unix(0, cutoff)
 	for i, h := range hs {
-		var n int64
-		err := st.QueryRowContext(ctx, h, cutoff).Scan(&n)
-		deleted := true
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			n, deleted = 0, false
-		case err != nil:
-			return fmt.Errorf("delete %s %s: %w", kind, h.Short(), index.Translate(err))
+		n, deleted, err := b.Delete(ctx, kind, h, before)
+		if err != nil {
+			return fmt.Errorf("delete %s %s: %w", kind, h.Short(), err)
 		}
 		if err := fn(i, n, deleted); err != nil {
 			return err
@@ -188,71 +248,70 @@ func sweepEach(ctx context.Context, tx *index.Tx, kind, query string, hs []Hash,
 	return nil
 }
 
-// CodecUsage totals the blob rows of one codec.
+// CodecUsage totals the blobs of one codec.
 type CodecUsage struct {
 	Codec  Codec
 	Blobs  int64
 	Size   int64 // plain bytes
-	Stored int64 // bytes the rows hold
-	// Saved is what delta encoding saved: the bytes the rows held whole,
+	Stored int64 // bytes the stored forms hold
+	// Saved is what delta encoding saved: the bytes the blobs held whole,
 	// less what they hold as deltas.
 	Saved int64
 }
 
-// Usage totals what the blob and chunk rows hold.
+// Usage totals what the blobs and chunks hold.
 type Usage struct {
-	ByCodec      []CodecUsage // in codec order
+	ByCodec      []CodecUsage // in codec order, codecs with no blob left out
 	Chunks       int64
 	ChunksStored int64
 }
 
-// Usage totals the blob and chunk rows in tx.
+// Usage totals the blobs and chunks in tx: the Storage's own totals if it
+// is a UsageStorage, else a sum over Iterate.
 func (s *Store) Usage(ctx context.Context, tx *index.Tx) (Usage, error) {
+	if us, ok := s.st.(UsageStorage); ok {
+		return us.Usage(ctx, tx)
+	}
+	return s.iterateUsage(ctx, tx)
+}
+
+func (s *Store) iterateUsage(ctx context.Context, tx *index.Tx) (Usage, error) {
 	var u Usage
-	err := scanEach(ctx, tx, `SELECT codec, count(*), coalesce(sum(size), 0), coalesce(sum(stored), 0), coalesce(sum(saved), 0)
-		FROM blobs GROUP BY codec ORDER BY codec`, func(rows *sqlx.Rows) error {
-		var c CodecUsage
-		if err := rows.Scan(&c.Codec, &c.Blobs, &c.Size, &c.Stored, &c.Saved); err != nil {
-			return err
+	by := map[Codec]*CodecUsage{}
+	var codecs []Codec
+	err := s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
+		c := by[o.Codec]
+		if c == nil {
+			c = &CodecUsage{Codec: o.Codec}
+			by[o.Codec] = c
+			codecs = append(codecs, o.Codec)
 		}
-		u.ByCodec = append(u.ByCodec, c)
+		c.Blobs++
+		c.Size += o.Size
+		c.Stored += o.Stored
+		if s.hist != nil {
+			v, err := s.hist.Version(ctx, tx, o.Hash)
+			if err != nil {
+				return err
+			}
+			c.Saved += v.Saved
+		}
 		return nil
 	})
 	if err != nil {
 		return Usage{}, fmt.Errorf("blob usage: %w", err)
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(stored), 0) FROM chunks`).Scan(&u.Chunks, &u.ChunksStored); err != nil {
-		return Usage{}, fmt.Errorf("chunk usage: %w", index.Translate(err))
+	slices.Sort(codecs)
+	for _, c := range codecs {
+		u.ByCodec = append(u.ByCodec, *by[c])
+	}
+	err = s.st.Iterate(ctx, tx, KindChunk, func(o Object) error {
+		u.Chunks++
+		u.ChunksStored += o.Stored
+		return nil
+	})
+	if err != nil {
+		return Usage{}, fmt.Errorf("chunk usage: %w", err)
 	}
 	return u, nil
-}
-
-func scanEach(ctx context.Context, tx *index.Tx, query string, fn func(rows *sqlx.Rows) error) error {
-	rows, err := tx.QueryxContext(ctx, query)
-	if err != nil {
-		return index.Translate(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows); err != nil {
-			return index.Translate(err)
-		}
-	}
-	return index.Translate(rows.Err())
-}
-
-func prepareStmt(ctx context.Context, tx *index.Tx, query string) (*sqlx.Stmt, error) {
-	st, err := tx.PreparexContext(ctx, query)
-	if err != nil {
-		return nil, fmt.Errorf("prepare: %w", index.Translate(err))
-	}
-	return st, nil
-}
-
-func closeEach(stmts ...*sqlx.Stmt) {
-	for _, st := range stmts {
-		if st != nil {
-			_ = st.Close()
-		}
-	}
 }

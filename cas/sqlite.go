@@ -5,7 +5,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/wsstore/wsstore/index"
 )
@@ -14,8 +17,13 @@ import (
 // delta-history columns), chunks and blob_chunks, which no other package
 // names. It has no state of its own: every call runs in the caller's
 // transaction, whose statements the index prepares once per store. It
-// implements HistoryStorage.
+// implements HistoryStorage, Batcher and UsageStorage.
 type SQLiteStorage struct{}
+
+var (
+	_ Batcher      = (*SQLiteStorage)(nil)
+	_ UsageStorage = (*SQLiteStorage)(nil)
+)
 
 // NewSQLiteStorage returns the Storage a Store uses by default.
 func NewSQLiteStorage() *SQLiteStorage { return &SQLiteStorage{} }
@@ -136,10 +144,12 @@ func (*SQLiteStorage) Get(ctx context.Context, tx *index.Tx, kind Kind, h Hash, 
 	return index.Translate(rows.Close())
 }
 
+const chunkListQuery = `SELECT bc.chunk, bc.off, coalesce(c.size, -1) AS size FROM blob_chunks bc
+		LEFT JOIN chunks c ON c.hash = bc.chunk WHERE bc.blob = ? ORDER BY bc.idx`
+
 func chunkList(ctx context.Context, tx *index.Tx, h Hash) ([]ChunkRef, error) {
 	var refs []ChunkRef
-	err := tx.SelectContext(ctx, &refs, `SELECT bc.chunk, bc.off, coalesce(c.size, -1) AS size FROM blob_chunks bc
-		LEFT JOIN chunks c ON c.hash = bc.chunk WHERE bc.blob = ? ORDER BY bc.idx`, h)
+	err := tx.SelectContext(ctx, &refs, chunkListQuery, h)
 	return refs, index.Translate(err)
 }
 
@@ -213,13 +223,21 @@ func touchRow(ctx context.Context, tx *index.Tx, table string, h Hash, now int64
 // Delete removes the object at h if it is older than cutoff; a chunk that
 // a blob lists stays.
 func (*SQLiteStorage) Delete(ctx context.Context, tx *index.Tx, kind Kind, h Hash, cutoff time.Time) (int64, bool, error) {
-	q := `DELETE FROM blobs WHERE hash = ? AND created < ? RETURNING stored`
+	return scanDeleted(tx.QueryRowContext(ctx, deleteQuery(kind), h, nanos(cutoff)))
+}
+
+func deleteQuery(kind Kind) string {
 	if kind == KindChunk {
-		q = `DELETE FROM chunks WHERE hash = ?1 AND created < ?2
+		return `DELETE FROM chunks WHERE hash = ?1 AND created < ?2
 		AND NOT EXISTS (SELECT 1 FROM blob_chunks WHERE chunk = ?1) RETURNING stored`
 	}
+	return `DELETE FROM blobs WHERE hash = ? AND created < ? RETURNING stored`
+}
+
+// scanDeleted reads what a delete query's RETURNING clause gave.
+func scanDeleted(row *sql.Row) (int64, bool, error) {
 	var stored int64
-	err := tx.QueryRowContext(ctx, q, h, nanos(cutoff)).Scan(&stored)
+	err := row.Scan(&stored)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -246,18 +264,15 @@ func (*SQLiteStorage) Iterate(ctx context.Context, tx *index.Tx, kind Kind, fn f
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var page []struct {
-			Hash Hash `db:"hash"`
-			statRow
+		page, err := iteratePageRows(ctx, tx, q, kind, after)
+		if err != nil {
+			return err
 		}
-		if err := tx.SelectContext(ctx, &page, q, after, iteratePage); err != nil {
-			return index.Translate(err)
-		}
-		for _, r := range page {
+		for _, o := range page {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := fn(r.object(kind, r.Hash)); err != nil {
+			if err := fn(o); err != nil {
 				return err
 			}
 		}
@@ -267,6 +282,32 @@ func (*SQLiteStorage) Iterate(ctx context.Context, tx *index.Tx, kind Kind, fn f
 		last := page[len(page)-1].Hash
 		after = last[:]
 	}
+}
+
+// iteratePageRows reads one page of Iterate's query. It scans by column,
+// not by struct: maintenance inventories every object, and sqlx's
+// reflection cost more than SQLite's reading.
+func iteratePageRows(ctx context.Context, tx *index.Tx, q string, kind Kind, after []byte) ([]Object, error) {
+	rows, err := tx.QueryxContext(ctx, q, after, iteratePage)
+	if err != nil {
+		return nil, index.Translate(err)
+	}
+	defer rows.Close()
+	page := make([]Object, 0, iteratePage)
+	for rows.Next() {
+		o := Object{Kind: kind}
+		var codec int
+		var created int64
+		if err := rows.Scan(&o.Hash, &o.Size, &o.Stored, &codec, &o.Base, &created); err != nil {
+			return nil, index.Translate(err)
+		}
+		o.Codec, o.Created = Codec(codec), fromNanos(created)
+		page = append(page, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, index.Translate(err)
+	}
+	return page, index.Translate(rows.Close())
 }
 
 // versionCols are what Version reads of a blob's row.
@@ -344,4 +385,131 @@ func cloneData(b []byte) []byte {
 		return nil
 	}
 	return bytes.Clone(b)
+}
+
+// Gens lists the history numbers of the blobs in a history. They are read
+// whole before fn runs, so fn may use tx.
+func (*SQLiteStorage) Gens(ctx context.Context, tx *index.Tx, fn func(h Hash, gen int64) error) error {
+	var rows []struct {
+		Hash Hash  `db:"hash"`
+		Gen  int64 `db:"gen"`
+	}
+	if err := tx.SelectContext(ctx, &rows, `SELECT hash, gen FROM blobs WHERE gen > 0`); err != nil {
+		return index.Translate(err)
+	}
+	for _, r := range rows {
+		if err := fn(r.Hash, r.Gen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Usage totals the rows with one aggregate query per table.
+func (*SQLiteStorage) Usage(ctx context.Context, tx *index.Tx) (Usage, error) {
+	var u Usage
+	var rows []struct {
+		Codec  int   `db:"codec"`
+		Blobs  int64 `db:"blobs"`
+		Size   int64 `db:"size"`
+		Stored int64 `db:"stored"`
+		Saved  int64 `db:"saved"`
+	}
+	err := tx.SelectContext(ctx, &rows, `SELECT codec, count(*) AS blobs, coalesce(sum(size), 0) AS size,
+		coalesce(sum(stored), 0) AS stored, coalesce(sum(saved), 0) AS saved FROM blobs GROUP BY codec ORDER BY codec`)
+	if err != nil {
+		return Usage{}, fmt.Errorf("blob usage: %w", index.Translate(err))
+	}
+	for _, r := range rows {
+		u.ByCodec = append(u.ByCodec, CodecUsage{Codec: Codec(r.Codec), Blobs: r.Blobs, Size: r.Size, Stored: r.Stored, Saved: r.Saved})
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(stored), 0) FROM chunks`).Scan(&u.Chunks, &u.ChunksStored); err != nil {
+		return Usage{}, fmt.Errorf("chunk usage: %w", index.Translate(err))
+	}
+	return u, nil
+}
+
+// Batch returns a batch whose statements are prepared in tx on first use
+// and reused for every later call.
+func (*SQLiteStorage) Batch(ctx context.Context, tx *index.Tx) (Batch, error) {
+	return &sqliteBatch{tx: tx, stmts: map[string]*sqlx.Stmt{}}, nil
+}
+
+type sqliteBatch struct {
+	tx    *index.Tx
+	stmts map[string]*sqlx.Stmt
+}
+
+func (b *sqliteBatch) stmt(ctx context.Context, query string) (*sqlx.Stmt, error) {
+	if st, ok := b.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := b.tx.PreparexContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", index.Translate(err))
+	}
+	b.stmts[query] = st
+	return st, nil
+}
+
+func (b *sqliteBatch) Stat(ctx context.Context, kind Kind, h Hash) (Object, error) {
+	q := `SELECT size, stored, codec, base, created FROM blobs WHERE hash = ?`
+	if kind == KindChunk {
+		q = `SELECT size, stored, codec, NULL AS base, created FROM chunks WHERE hash = ?`
+	}
+	st, err := b.stmt(ctx, q)
+	if err != nil {
+		return Object{}, err
+	}
+	var r statRow
+	err = st.GetContext(ctx, &r, h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Object{}, notFound("stat", h)
+	}
+	if err != nil {
+		return Object{}, index.Translate(err)
+	}
+	o := r.object(kind, h)
+	if kind == KindBlob && o.Codec == CodecChunked {
+		st, err := b.stmt(ctx, chunkListQuery)
+		if err != nil {
+			return Object{}, err
+		}
+		if err := st.SelectContext(ctx, &o.Chunks, h); err != nil {
+			return Object{}, index.Translate(err)
+		}
+	}
+	return o, nil
+}
+
+func (b *sqliteBatch) Gen(ctx context.Context, h Hash) (int64, error) {
+	st, err := b.stmt(ctx, `SELECT gen FROM blobs WHERE hash = ?`)
+	if err != nil {
+		return 0, err
+	}
+	var gen int64
+	err = st.QueryRowContext(ctx, h).Scan(&gen)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, notFound("gen", h)
+	}
+	return gen, index.Translate(err)
+}
+
+func (b *sqliteBatch) Delete(ctx context.Context, kind Kind, h Hash, cutoff time.Time) (int64, bool, error) {
+	st, err := b.stmt(ctx, deleteQuery(kind))
+	if err != nil {
+		return 0, false, err
+	}
+	return scanDeleted(st.QueryRowContext(ctx, h, nanos(cutoff)))
+}
+
+func (b *sqliteBatch) Close() error {
+	var first error
+	for _, st := range b.stmts {
+		if err := st.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	b.stmts = nil
+	return first
 }

@@ -109,11 +109,14 @@ type Storage interface {
 	Touch(ctx context.Context, tx *index.Tx, kind Kind, h Hash, now time.Time) (bool, error)
 	// Delete removes the object of kind at h if it was created before
 	// cutoff, and reports the bytes it held and whether it went. It never
-	// removes a chunk that a stored blob lists; a blob goes with its chunk
-	// list, not its chunks.
+	// removes a chunk that a blob stored as tx sees it lists (one put in
+	// tx, or since the caller last looked, included), whatever its age:
+	// maintenance relies on it to keep chunks a concurrent writer's blob
+	// needs. A blob goes with its chunk list, not its chunks.
 	Delete(ctx context.Context, tx *index.Tx, kind Kind, h Hash, cutoff time.Time) (stored int64, deleted bool, err error)
-	// Iterate calls fn with every object of kind, as Stat returns it but
-	// without Chunks, in no promised order, each exactly once. fn may use
+	// Iterate calls fn with every object of kind stored as tx sees it,
+	// with its created time, as Stat returns it but without Chunks, in no
+	// promised order, each exactly once. fn may use
 	// tx, also to delete the object it was given. Iterate stops at fn's
 	// first error and returns it.
 	Iterate(ctx context.Context, tx *index.Tx, kind Kind, fn func(o Object) error) error
@@ -146,6 +149,48 @@ type HistoryStorage interface {
 	// time to created unless that is zero. A hist that is not Head clears
 	// the open list.
 	SetHistory(ctx context.Context, tx *index.Tx, h Hash, hist History, created time.Time) error
+	// Gens calls fn with the hash and history number of every blob that
+	// belongs to a history (Gen above 0), each once, in no promised
+	// order; blobs in none are left out. A collector compares the numbers
+	// its snapshot saw with those its sweep sees (see BlobRecord.Gen). fn
+	// may use tx; Gens stops at fn's first error and returns it.
+	Gens(ctx context.Context, tx *index.Tx, fn func(h Hash, gen int64) error) error
+}
+
+// Batcher is the optional ability of a Storage to make many single-object
+// calls in one transaction for less than each costs on its own: a sweep
+// re-reads and deletes thousands of objects in its write transaction.
+// Maintenance checks for it by type assertion and otherwise calls the
+// Storage's own methods, with the same results. SQLiteStorage's batch
+// prepares its statements once in tx, which the index's statement cache
+// cannot do in a process's first write transaction.
+type Batcher interface {
+	// Batch returns a Batch working in tx; Close it before tx ends.
+	Batch(ctx context.Context, tx *index.Tx) (Batch, error)
+}
+
+// Batch makes single-object calls in the transaction it was opened in,
+// with the contracts of the Storage methods of the same names.
+type Batch interface {
+	// Stat is Storage.Stat.
+	Stat(ctx context.Context, kind Kind, h Hash) (Object, error)
+	// Gen returns the history number of the blob at h (History.Gen), 0
+	// when it belongs to no history or the storage keeps none. It fails
+	// with ErrNotFound when there is no blob at h.
+	Gen(ctx context.Context, h Hash) (int64, error)
+	// Delete is Storage.Delete.
+	Delete(ctx context.Context, kind Kind, h Hash, cutoff time.Time) (stored int64, deleted bool, err error)
+	// Close releases what the batch holds.
+	Close() error
+}
+
+// UsageStorage is the optional ability of a Storage to total what it
+// holds without visiting each object, as Store.Usage reports it. Without
+// it Store.Usage iterates (and, over a HistoryStorage, reads each blob's
+// Version for its Saved count).
+type UsageStorage interface {
+	// Usage totals the objects stored as tx sees them.
+	Usage(ctx context.Context, tx *index.Tx) (Usage, error)
 }
 
 // History is where a blob stands in the history of a file's versions.

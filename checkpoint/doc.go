@@ -1,5 +1,9 @@
 // Package checkpoint implements checkpoints of run workspaces.
 //
+// It owns the checkpoints table: runs takes, reads, prunes and deletes
+// checkpoints through a Store, and maintenance reads their roots through
+// EachRoot.
+//
 // A run's live workspace is a Merkle tree root held on the run's row, and
 // trees are immutable, so a checkpoint is one row (run, seq, root, parent,
 // reason, eventSeq, createdAt) written with its checkpoint_created event in

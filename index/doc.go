@@ -1,5 +1,10 @@
 // Package index opens the store's SQLite database and runs its transactions.
 //
+// It owns the meta table (the store's format version) and nothing else:
+// each other table belongs to the package whose SQL alone names it (cas,
+// vfs, journal, checkpoint, runs, actors), and a Tx carries their SQL
+// without knowing it.
+//
 // A DB holds one write connection (every write transaction is BEGIN
 // IMMEDIATE, so writers queue on SQLite's lock instead of failing halfway)
 // and a separate pool of read connections that see the last committed state

@@ -1,5 +1,9 @@
 // Package journal implements the append-only event log of agent runs.
 //
+// It owns the events table: no other package reads or writes it, and
+// every other part reaches a run's events through Append, Page, Export and
+// Follow.
+//
 // Every run has its own sequence of events numbered from 1 without gaps.
 // An event is appended in the same write transaction as the change it
 // records, so a crash leaves both or neither, and a transaction that rolls

@@ -394,8 +394,7 @@ func (g *graph) blobGen(h cas.Hash) (int64, error) {
 	if g.inv != nil {
 		return g.inv.blobs[h].gen, nil
 	}
-	b, _, err := g.recs.Blob(h)
-	return b.Gen, err
+	return g.recs.Gen(h)
 }
 
 // blobRefs returns what blob h references (its chunks, its delta base) and

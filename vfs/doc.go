@@ -1,5 +1,7 @@
 // Package vfs presents every kind of workspace resource through one
 // interface, and owns the structures that make a workspace cheap to version.
+// It owns the trees table; maintenance reads tree rows only through its
+// record readers, sweeps and checks (treemaint.go).
 //
 //   - Path is the WorkspacePath contract: a validated relative path. Paths
 //     are parsed once, at the boundary; nothing else joins strings into

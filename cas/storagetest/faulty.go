@@ -28,6 +28,7 @@ const (
 	Reencode   Method = "Reencode"
 	PutAt      Method = "PutAt"
 	SetHistory Method = "SetHistory"
+	Gens       Method = "Gens"
 )
 
 // ErrInjected is the error a Fault without Err fails with.
@@ -37,7 +38,7 @@ var ErrInjected = errors.New("storagetest: injected fault")
 type Call struct {
 	Method Method
 	Kind   cas.Kind
-	Hash   cas.Hash // zero for Iterate
+	Hash   cas.Hash // zero for Iterate and Gens
 	// N counts the calls of Method the wrapper has seen, this one
 	// included.
 	N int
@@ -144,7 +145,9 @@ func (f *Fault) err(m Method, h cas.Hash) error {
 
 // NewFaulty wraps s so that the faults armed on the returned Faults fail
 // its calls. The wrapper has s's HistoryStorage ability exactly when s
-// has it. With no fault armed it behaves as s does.
+// has it, and none of s's other optional abilities (cas.Batcher,
+// cas.UsageStorage), so every call the Store makes goes through a method
+// a fault can fail. With no fault armed it behaves as s does.
 func NewFaulty(s cas.Storage) (cas.Storage, *Faults) {
 	fs := &Faults{}
 	f := &faulty{inner: s, fs: fs}
@@ -237,6 +240,8 @@ func (f *faulty) Iterate(ctx context.Context, tx *index.Tx, kind cas.Kind, fn fu
 	return f.do(Iterate, kind, cas.Hash{}, func() error { return f.inner.Iterate(ctx, tx, kind, fn) })
 }
 
+var _ cas.HistoryStorage = (*faultyHistory)(nil)
+
 type faultyHistory struct {
 	*faulty
 	hist cas.HistoryStorage
@@ -270,4 +275,8 @@ func (f *faultyHistory) PutAt(ctx context.Context, tx *index.Tx, o cas.Object, s
 
 func (f *faultyHistory) SetHistory(ctx context.Context, tx *index.Tx, h cas.Hash, hist cas.History, created time.Time) error {
 	return f.do(SetHistory, cas.KindBlob, h, func() error { return f.hist.SetHistory(ctx, tx, h, hist, created) })
+}
+
+func (f *faultyHistory) Gens(ctx context.Context, tx *index.Tx, fn func(h cas.Hash, gen int64) error) error {
+	return f.do(Gens, cas.KindBlob, cas.Hash{}, func() error { return f.hist.Gens(ctx, tx, fn) })
 }

@@ -22,8 +22,9 @@ import (
 type Open func(t *testing.T) (*index.DB, cas.Storage)
 
 // Run runs the conformance suite against the Storage open returns, one
-// fresh instance per subtest. The HistoryStorage subtests run only when
-// the implementation has that ability.
+// fresh instance per subtest. The subtests of an optional ability
+// (HistoryStorage, Batcher, UsageStorage) run only when the
+// implementation has it.
 func Run(t *testing.T, open Open) {
 	tests := []struct {
 		name string
@@ -47,6 +48,11 @@ func Run(t *testing.T, open Open) {
 		{"ContextCanceled", testCanceled},
 		{"History", testHistory},
 		{"HistoryRollback", testHistoryRollback},
+		{"IterateSeesTx", testIterateSeesTx},
+		{"DeleteKeepsChunkListedInTx", testDeleteChunkListedInTx},
+		{"Gens", testGens},
+		{"Batch", testBatch},
+		{"Usage", testUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -686,4 +692,201 @@ func testHistoryRollback(t *testing.T, e *env) {
 	requireSame(t, old, v.Object, true)
 	assert.Equal(t, cas.History{}, v.History)
 	assert.False(t, e.has(t, cas.KindBlob, newer.Hash))
+}
+
+// testIterateSeesTx: Iterate sees exactly what tx sees, created times as
+// raised, objects put and deleted in tx included; maintenance inventories
+// with it.
+func testIterateSeesTx(t *testing.T, e *env) {
+	a := object(cas.KindBlob, []byte("a"), t0)
+	b := object(cas.KindBlob, []byte("b"), t0)
+	e.put(t, a, b)
+	c := object(cas.KindBlob, []byte("c"), t0.Add(time.Minute))
+	later := t0.Add(time.Hour)
+	e.update(t, func(tx *index.Tx) error {
+		require.NoError(t, e.st.Put(e.ctx, tx, c))
+		_, err := e.st.Touch(e.ctx, tx, cas.KindBlob, a.Hash, later)
+		require.NoError(t, err)
+		_, deleted, err := e.st.Delete(e.ctx, tx, cas.KindBlob, b.Hash, t0.Add(time.Second))
+		require.NoError(t, err)
+		require.True(t, deleted)
+		got := map[cas.Hash]time.Time{}
+		require.NoError(t, e.st.Iterate(e.ctx, tx, cas.KindBlob, func(o cas.Object) error {
+			got[o.Hash] = o.Created
+			return nil
+		}))
+		require.Len(t, got, 2, "a and c, not b")
+		assert.False(t, got[a.Hash].Before(later.Add(-cas.TouchSlack)), "a touched: created %v", got[a.Hash])
+		assert.True(t, got[c.Hash].Equal(c.Created), "c created %v", got[c.Hash])
+		return nil
+	})
+	all := e.all(t, cas.KindBlob)
+	assert.Len(t, all, 2)
+	assert.NotContains(t, all, b.Hash)
+}
+
+// testDeleteChunkListedInTx: the chunk rule holds for a blob put in the
+// deleting transaction, and for a chunk two blobs list while either is
+// stored.
+func testDeleteChunkListedInTx(t *testing.T, e *env) {
+	shared := randomData(100, 7)
+	chunks, blob := chunked([][]byte{shared, randomData(100, 8)}, t0)
+	e.put(t, chunks...)
+	cutoff := t0.Add(time.Hour)
+	e.update(t, func(tx *index.Tx) error {
+		require.NoError(t, e.st.Put(e.ctx, tx, blob))
+		for _, c := range chunks {
+			_, deleted, err := e.st.Delete(e.ctx, tx, cas.KindChunk, c.Hash, cutoff)
+			require.NoError(t, err)
+			assert.False(t, deleted, "a chunk listed by a blob put in tx stays")
+		}
+		return nil
+	})
+	chunks2, other := chunked([][]byte{shared, randomData(100, 9)}, t0)
+	e.put(t, append(chunks2[1:], other)...)
+	e.update(t, func(tx *index.Tx) error {
+		_, deleted, err := e.st.Delete(e.ctx, tx, cas.KindBlob, blob.Hash, cutoff)
+		require.NoError(t, err)
+		require.True(t, deleted)
+		_, deleted, err = e.st.Delete(e.ctx, tx, cas.KindChunk, chunks[0].Hash, cutoff)
+		require.NoError(t, err)
+		assert.False(t, deleted, "the other blob still lists the shared chunk")
+		_, deleted, err = e.st.Delete(e.ctx, tx, cas.KindChunk, chunks[1].Hash, cutoff)
+		require.NoError(t, err)
+		assert.True(t, deleted, "no blob lists it any more")
+		return nil
+	})
+	assert.Len(t, e.all(t, cas.KindChunk), 2)
+}
+
+// testGens: the history numbers SetHistory records are what Gens lists,
+// and only those.
+func testGens(t *testing.T, e *env) {
+	hs := e.history(t)
+	old := object(cas.KindBlob, []byte("old version"), t0)
+	head := object(cas.KindBlob, []byte("head version"), t0)
+	none := object(cas.KindBlob, []byte("in no history"), t0)
+	e.put(t, old, head, none)
+	e.update(t, func(tx *index.Tx) error {
+		require.NoError(t, hs.SetHistory(e.ctx, tx, old.Hash, cas.History{Gen: 1}, time.Time{}))
+		return hs.SetHistory(e.ctx, tx, head.Hash, cas.History{Gen: 2, Head: true, Opens: []cas.Hash{old.Hash}}, time.Time{})
+	})
+	got := map[cas.Hash]int64{}
+	e.view(t, func(tx *index.Tx) error {
+		return hs.Gens(e.ctx, tx, func(h cas.Hash, gen int64) error {
+			assert.NotContains(t, got, h, "gens lists each blob once")
+			got[h] = gen
+			return nil
+		})
+	})
+	assert.Equal(t, map[cas.Hash]int64{old.Hash: 1, head.Hash: 2}, got)
+	stop := errors.New("stop")
+	err := e.db.View(e.ctx, func(tx *index.Tx) error {
+		return hs.Gens(e.ctx, tx, func(cas.Hash, int64) error { return stop })
+	})
+	assert.ErrorIs(t, err, stop)
+}
+
+// testBatch: a Batch answers as the Storage's own methods do.
+func testBatch(t *testing.T, e *env) {
+	b, ok := e.st.(cas.Batcher)
+	if !ok {
+		t.Skip("the storage has no batch ability")
+	}
+	chunks, blob := chunked([][]byte{randomData(100, 1), randomData(100, 2)}, t0)
+	raw := object(cas.KindBlob, []byte("raw"), t0)
+	young := object(cas.KindBlob, []byte("young"), t0.Add(time.Hour))
+	e.put(t, append(chunks, blob, raw, young)...)
+	missing := cas.Sum([]byte("missing"))
+	cutoff := t0.Add(time.Minute)
+	e.update(t, func(tx *index.Tx) error {
+		batch, err := b.Batch(e.ctx, tx)
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, batch.Close()) }()
+		for range 2 { // the second round reuses what the first set up
+			for _, o := range append(chunks, blob, raw, young) {
+				want, err := e.st.Stat(e.ctx, tx, o.Kind, o.Hash)
+				require.NoError(t, err)
+				got, err := batch.Stat(e.ctx, o.Kind, o.Hash)
+				require.NoError(t, err)
+				requireSame(t, want, got, false)
+				assert.Equal(t, want.Chunks, got.Chunks)
+			}
+			_, err = batch.Stat(e.ctx, cas.KindChunk, missing)
+			assert.ErrorIs(t, err, cas.ErrNotFound)
+			gen, err := batch.Gen(e.ctx, raw.Hash)
+			require.NoError(t, err)
+			assert.Zero(t, gen)
+			_, err = batch.Gen(e.ctx, missing)
+			assert.ErrorIs(t, err, cas.ErrNotFound)
+		}
+		_, deleted, err := batch.Delete(e.ctx, cas.KindChunk, chunks[0].Hash, cutoff)
+		require.NoError(t, err)
+		assert.False(t, deleted, "a listed chunk stays")
+		_, deleted, err = batch.Delete(e.ctx, cas.KindBlob, young.Hash, cutoff)
+		require.NoError(t, err)
+		assert.False(t, deleted, "a young blob stays")
+		stored, deleted, err := batch.Delete(e.ctx, cas.KindBlob, raw.Hash, cutoff)
+		require.NoError(t, err)
+		assert.True(t, deleted)
+		assert.Equal(t, raw.Stored, stored)
+		return nil
+	})
+	assert.False(t, e.has(t, cas.KindBlob, raw.Hash))
+	if hs, ok := e.st.(cas.HistoryStorage); ok {
+		e.update(t, func(tx *index.Tx) error {
+			return hs.SetHistory(e.ctx, tx, young.Hash, cas.History{Gen: 3, Head: true}, time.Time{})
+		})
+		e.view(t, func(tx *index.Tx) error {
+			batch, err := b.Batch(e.ctx, tx)
+			require.NoError(t, err)
+			defer batch.Close()
+			gen, err := batch.Gen(e.ctx, young.Hash)
+			require.NoError(t, err)
+			assert.Equal(t, int64(3), gen, "a read batch sees the history number")
+			return nil
+		})
+	}
+}
+
+// testUsage: a UsageStorage's totals are the sums over what Iterate (and
+// Version, for Saved) sees.
+func testUsage(t *testing.T, e *env) {
+	us, ok := e.st.(cas.UsageStorage)
+	if !ok {
+		t.Skip("the storage has no usage ability")
+	}
+	var empty cas.Usage
+	e.view(t, func(tx *index.Tx) error {
+		var err error
+		empty, err = us.Usage(e.ctx, tx)
+		return err
+	})
+	assert.Equal(t, cas.Usage{}, empty)
+	chunks, blob := chunked([][]byte{randomData(100, 1), randomData(300, 2)}, t0)
+	z := object(cas.KindBlob, []byte("zstd form"), t0)
+	z.Codec = cas.CodecZstd
+	objs := append(chunks, blob, z, object(cas.KindBlob, []byte("raw 1"), t0), object(cas.KindBlob, []byte("raw 22"), t0))
+	e.put(t, objs...)
+	if hs, ok := e.st.(cas.HistoryStorage); ok {
+		e.update(t, func(tx *index.Tx) error {
+			return hs.Reencode(e.ctx, tx, z.Hash, cas.CodecDelta, blob.Hash, []byte("d"))
+		})
+	}
+	var got cas.Usage
+	e.view(t, func(tx *index.Tx) error {
+		var err error
+		got, err = us.Usage(e.ctx, tx)
+		return err
+	})
+	want := cas.Usage{Chunks: 2, ChunksStored: 400}
+	want.ByCodec = []cas.CodecUsage{{Codec: cas.CodecRaw, Blobs: 2, Size: 11, Stored: 11}}
+	if _, ok := e.st.(cas.HistoryStorage); ok {
+		want.ByCodec = append(want.ByCodec, cas.CodecUsage{Codec: cas.CodecChunked, Blobs: 1, Size: 400},
+			cas.CodecUsage{Codec: cas.CodecDelta, Blobs: 1, Size: z.Size, Stored: 1, Saved: z.Stored - 1})
+	} else {
+		want.ByCodec = append(want.ByCodec, cas.CodecUsage{Codec: cas.CodecZstd, Blobs: 1, Size: z.Size, Stored: z.Stored},
+			cas.CodecUsage{Codec: cas.CodecChunked, Blobs: 1, Size: 400})
+	}
+	assert.Equal(t, want, got)
 }
