@@ -387,23 +387,11 @@ func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
 		}
 		if info.Codec == CodecChunked {
 			info.Chunks = len(o.Chunks)
-			// A chunk listed twice (repeated content) is held once, so
-			// stored bytes sum over distinct chunks.
-			seen := make(map[Hash]bool, len(o.Chunks))
-			for _, ref := range o.Chunks {
-				if seen[ref.Hash] {
-					continue
-				}
-				seen[ref.Hash] = true
-				c, err := s.st.Stat(ctx, tx, KindChunk, ref.Hash)
-				if errors.Is(err, ErrNotFound) {
-					continue // Verify reports it
-				}
-				if err != nil {
-					return err
-				}
-				info.Stored += c.Stored
+			n, err := s.chunkBytes(ctx, tx, o.Chunks)
+			if err != nil {
+				return err
 			}
+			info.Stored += n
 		}
 		return nil
 	})
@@ -411,6 +399,52 @@ func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
 		return Info{}, wrapOp("stat", h, err)
 	}
 	return info, nil
+}
+
+// StoredBytes returns the bytes blob h takes as stored, read in tx (so a
+// write transaction sees its own rows): the row's stored size, plus, for a
+// chunked blob, its distinct chunks'. Unlike Stat it does not walk a
+// delta's chain. It fails with ErrNotFound if there is no such blob.
+func (s *Store) StoredBytes(ctx context.Context, tx *index.Tx, h Hash) (int64, error) {
+	o, err := s.st.Stat(ctx, tx, KindBlob, h)
+	if errors.Is(err, ErrNotFound) {
+		return 0, notFound("stat", h)
+	}
+	if err != nil {
+		return 0, wrapOp("stat", h, err)
+	}
+	n := o.Stored
+	if o.Codec == CodecChunked {
+		c, err := s.chunkBytes(ctx, tx, o.Chunks)
+		if err != nil {
+			return 0, wrapOp("stat", h, err)
+		}
+		n += c
+	}
+	return n, nil
+}
+
+// chunkBytes sums the stored bytes of the distinct chunks of refs: a chunk
+// listed twice (repeated content) is held once. A missing chunk counts
+// nothing; Verify reports it.
+func (s *Store) chunkBytes(ctx context.Context, tx *index.Tx, refs []ChunkRef) (int64, error) {
+	var n int64
+	seen := make(map[Hash]bool, len(refs))
+	for _, ref := range refs {
+		if seen[ref.Hash] {
+			continue
+		}
+		seen[ref.Hash] = true
+		c, err := s.st.Stat(ctx, tx, KindChunk, ref.Hash)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		n += c.Stored
+	}
+	return n, nil
 }
 
 func notFound(op string, h Hash) error {

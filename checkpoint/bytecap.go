@@ -67,14 +67,13 @@ func (s *Store) deadBytes(ctx context.Context, tx *index.Tx, prev, root cas.Hash
 			continue
 		}
 		seen[h] = true
-		info, err := s.blobs.Stat(ctx, h)
+		n, err := s.blobs.StoredBytes(ctx, tx, h)
 		switch {
 		case err == nil:
-			dead += info.Stored
+			dead += n
 		case errors.Is(err, cas.ErrNotFound):
-			// Stored in this very transaction, not yet visible to the
-			// read pool: count its plain size.
-			dead += c.Old.Size
+			// Gone already (a rollback made the version garbage and gc
+			// took it): nothing left to give back.
 		default:
 			return 0, err
 		}

@@ -67,3 +67,65 @@ type RolledBack struct {
 	Root         string `json:"root"`     // the root restored
 	PrevRoot     string `json:"prevRoot"` // the root replaced
 }
+
+// ContextSource is one part of an assembled model context: where it came
+// from (e.g. "prompt_snapshot", "world_info", "persist") and its size.
+type ContextSource struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes,omitempty"`
+	Tokens int64  `json:"tokens,omitempty"`
+}
+
+// ContextAssembledPayload is the payload of ContextAssembled: what went
+// into the model's context before its first round.
+type ContextAssembledPayload struct {
+	Sources  []ContextSource `json:"sources"`
+	Messages int             `json:"messages,omitempty"`
+	Tokens   int64           `json:"tokens,omitempty"`
+}
+
+// ModelRequest is the payload of ModelRequestCreated: round Round of the
+// model loop was sent.
+type ModelRequest struct {
+	Round    int    `json:"round"`
+	Model    string `json:"model,omitempty"`
+	Messages int    `json:"messages,omitempty"`
+	Tools    int    `json:"tools,omitempty"`
+}
+
+// ModelDone is the payload of ModelCompleted: the model answered round
+// Round.
+type ModelDone struct {
+	Round        int      `json:"round"`
+	FinishReason string   `json:"finishReason,omitempty"`
+	InputTokens  int64    `json:"inputTokens,omitempty"`
+	OutputTokens int64    `json:"outputTokens,omitempty"`
+	ToolCallIDs  []string `json:"toolCallIds,omitempty"` // the tool calls the answer asks for
+}
+
+// RecordStored is the payload of ModelResponseStored and part of the tool
+// call payloads: a file the host recorded beside the run's workspace, at
+// Path (e.g. "model-responses/round-001.json"), with its content's hash
+// and size.
+type RecordStored struct {
+	Round int    `json:"round,omitempty"`
+	Path  string `json:"path"`
+	Hash  string `json:"hash"`
+	Bytes int64  `json:"bytes"`
+}
+
+// ToolCall is the payload of ToolCallRequested, ToolCallCompleted and
+// ToolCallFailed: the call's id and tool, and the file that holds its
+// arguments (tool-args/<id>.json) or its result (tool-results/<id>.json).
+// A failed call carries the error's code and message as the model was told
+// them.
+type ToolCall struct {
+	ToolCallID string `json:"toolCallId"`
+	Name       string `json:"name"`
+	Round      int    `json:"round,omitempty"`
+	Path       string `json:"path"`
+	Hash       string `json:"hash"`
+	Bytes      int64  `json:"bytes"`
+	Code       string `json:"code,omitempty"`
+	Message    string `json:"message,omitempty"`
+}

@@ -165,7 +165,7 @@ func (inv *inventory) all() func(yield func(object) bool) {
 
 // rootRef is one root: a tree some row holds on to.
 type rootRef struct {
-	Kind  string // "run" (live root), "base" (persist base), "checkpoint", "chat" (persist root), "actor" (an actor space's version)
+	Kind  string // "run" (live root), "base" (persist base), "records", "checkpoint", "chat" (persist root), "actor" (an actor space's version)
 	Chat  string // chat id ("" for a checkpoint whose run is gone, and for an actor)
 	Actor string // actor name, for an actor space's root
 	Run   string // run id ("" for a chat's persist root)
@@ -180,6 +180,8 @@ func (r rootRef) String() string {
 		return "run " + r.Run + " root"
 	case "base":
 		return "run " + r.Run + " persist base"
+	case "records":
+		return "run " + r.Run + " records"
 	case "checkpoint":
 		return "checkpoint " + r.Run + "/" + checkpoint.ID(r.Seq)
 	case "chat":
@@ -221,6 +223,13 @@ func (m *Maintainer) loadRoots(ctx context.Context, tx *index.Tx) (*rootSet, err
 		rs.roots = append(rs.roots,
 			rootRef{Kind: "run", Chat: chatID, Run: runID, Hash: root},
 			rootRef{Kind: "base", Chat: chatID, Run: runID, Hash: base})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read roots: %w", err)
+	}
+	err = m.p.Runs.EachRecordsRoot(ctx, tx, func(runID string, root cas.Hash) error {
+		rs.roots = append(rs.roots, rootRef{Kind: "records", Chat: rs.runChat[runID], Run: runID, Hash: root})
 		return nil
 	})
 	if err != nil {

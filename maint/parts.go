@@ -23,10 +23,11 @@ type DB interface {
 }
 
 // RunRoots lists the trees runs and chat workspaces hold on to: each run's
-// live root and persist base, each chat's persist root; *runs.Service
-// implements it.
+// live root, persist base and records tree, each chat's persist root;
+// *runs.Service implements it.
 type RunRoots interface {
 	EachRunRoot(ctx context.Context, tx *index.Tx, fn func(runID, chatID string, root, persistBase cas.Hash) error) error
+	EachRecordsRoot(ctx context.Context, tx *index.Tx, fn func(runID string, records cas.Hash) error) error
 	EachChatRoot(ctx context.Context, tx *index.Tx, fn func(chatID string, persistRoot cas.Hash) error) error
 }
 

@@ -44,7 +44,10 @@ var ops = []op{
         id             a name for the profile; default "default"
         visibleRoots   top-level directories the agent may read, e.g.
                        ["output", "scratch"]; default output, scratch,
-                       plan, summaries, persist (add "input" to show input/)
+                       plan, summaries, persist; input and the runtime names
+                       (tool-args, tool-results, model-responses,
+                       checkpoints, events.jsonl, manifest.json) are
+                       refused: the model never sees them
         writableRoots  those of visibleRoots it may write; default all of
                        them but input, which is never writable
         autoCheckpoint true or false: a checkpoint after each change; default true

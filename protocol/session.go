@@ -54,6 +54,17 @@ type Backend struct {
 	Actors ActorSpaces
 	// Retention serves prune, chat.delete and policy.set; nil refuses them.
 	Retention Retention
+	// Records serves the record ops (context.assembled, model.request,
+	// model.response, tool.call, tool.result); nil refuses them.
+	Records Recorder
+	// Host serves the host-side run ops (runs.list, run.delete,
+	// commit.rollback, runs.diff, materialize, …); nil refuses them.
+	Host HostRuns
+	// Checkpoints serves checkpoints.list and checkpoint.view; nil
+	// refuses them.
+	Checkpoints CheckpointViews
+	// Store serves stats, gc, fsck, du and reclaim; nil refuses them.
+	Store Maintenance
 }
 
 // Session is one conversation with a host: the store, and the run that

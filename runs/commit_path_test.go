@@ -29,7 +29,7 @@ func TestCommitPath(t *testing.T) {
 	e.write(narrow.ID, "output/main.md", "the answer")
 	e.write(narrow.ID, "output/dir/nested.md", "x")
 	open := e.create("c2", runs.CreateRequest{Inputs: inputs,
-		Profile: &runs.Profile{ID: "inspector", VisibleRoots: []string{"input", "output"}, WritableRoots: []string{"output"}}})
+		Profile: &runs.Profile{ID: "inspector", VisibleRoots: []string{"output", "plan"}, WritableRoots: []string{"output"}}})
 
 	cases := []struct {
 		name  string
@@ -46,7 +46,9 @@ func TestCommitPath(t *testing.T) {
 		{"ErrHiddenRoot", narrow.ID, "plan/plan.md", wserr.PathNotVisible},
 		{"ErrTopLevelFile", narrow.ID, "main.md", wserr.PathNotVisible},
 		{"ErrVirtual", narrow.ID, "chat/history.tail.md", wserr.InvalidPath},
-		{"ErrVisibleInput", open.ID, "input/prompt_snapshot.json", wserr.InvalidPath},
+		{"ErrInputInWiderProfile", open.ID, "input/prompt_snapshot.json", wserr.PathNotVisible},
+		{"ErrRuntimeRecord", open.ID, "tool-args/call_1.json", wserr.PathNotVisible},
+		{"ErrManifestFile", open.ID, "manifest.json", wserr.PathNotVisible},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

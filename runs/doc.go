@@ -20,6 +20,12 @@
 // row: all of it commits or none of it does, so a failure of any part, the
 // journal's or the checkpoint store's included, leaves the store as it
 // was. Rows and events are stamped with Options.Now, the store's one
-// clock. Model-correctable failures are *wserr.Error values with the
+// clock. Beside the live workspace each run holds a records tree: what
+// the host recorded of its tool calls and model rounds (tool-args/,
+// tool-results/, model-responses/), each file with its journal event in
+// one transaction, readable only in HostScope with manifest.json and
+// checkpoints/<id>/checkpoint.json; rollbacks and checkpoints leave it
+// alone, and no profile can show it, or input/, to the model.
+// Model-correctable failures are *wserr.Error values with the
 // workspace.* codes and change nothing.
 package runs

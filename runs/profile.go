@@ -10,9 +10,10 @@ import (
 // DefaultRoots are the workspace roots a model sees and writes by default.
 var DefaultRoots = []string{"output", "scratch", "plan", "summaries", "persist"}
 
-// Reserved top-level names: input/ holds the run's materialized inputs,
-// never writable after creation and hidden from the model unless a profile
-// makes it visible.
+// Top-level names with a fixed role: input/ holds the run's materialized
+// inputs, never writable after creation and hidden from the model (it is
+// one of ReservedRoots); persist/ is the run's projection of its chat's
+// persist layer.
 const (
 	InputRoot   = "input"
 	PersistRoot = "persist"
@@ -25,8 +26,8 @@ type Profile struct {
 	// VisibleRoots are the top-level directories the model may read;
 	// default DefaultRoots. Virtual mounts are visible in addition.
 	VisibleRoots []string `json:"visibleRoots"`
-	// WritableRoots ⊆ VisibleRoots; default DefaultRoots. input/ is never
-	// writable.
+	// WritableRoots ⊆ VisibleRoots; default DefaultRoots. No root of
+	// ReservedRoots may be visible or writable.
 	WritableRoots []string `json:"writableRoots"`
 	// AutoCheckpoint takes a checkpoint after each mutating operation (and
 	// after init and before a commit); default on.
@@ -54,8 +55,9 @@ func DefaultProfile() Profile {
 }
 
 // normalize fills defaults and validates: roots are single valid path
-// segments, writable ⊆ visible, input is never writable, caps are not
-// negative.
+// segments, none of ReservedRoots, writable ⊆ visible, caps are not
+// negative. A bad profile fails with workspace.invalid_argument naming
+// the root.
 func (p Profile) normalize() (Profile, error) {
 	if p.ID == "" {
 		p.ID = "default"
@@ -72,10 +74,12 @@ func (p Profile) normalize() (Profile, error) {
 			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is not a single path segment", r)
 		}
 	}
-	for _, w := range p.WritableRoots {
-		if w == InputRoot {
-			return p, wserr.New(wserr.InvalidArgument, "profile", w, "input/ is never writable")
+	for _, r := range append(slices.Clone(p.VisibleRoots), p.WritableRoots...) {
+		if slices.Contains(ReservedRoots, r) {
+			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is reserved: the run's inputs and runtime records (%v) are hidden from the model, never visible or writable", r, ReservedRoots)
 		}
+	}
+	for _, w := range p.WritableRoots {
 		if !slices.Contains(p.VisibleRoots, w) {
 			return p, wserr.New(wserr.InvalidArgument, "profile", w, "writable root %q is not visible", w)
 		}

@@ -50,3 +50,26 @@ func (s *Service) EachChatRoot(ctx context.Context, tx *index.Tx, fn func(chatID
 	}
 	return index.Translate(rows.Err())
 }
+
+// EachRecordsRoot calls fn, in tx, with the records tree of every run
+// that has one (tool-args/, tool-results/, model-responses/), ordered by
+// run id: roots gc keeps and fsck checks beside the live roots. The error
+// is fn's or a failed read.
+func (s *Service) EachRecordsRoot(ctx context.Context, tx *index.Tx, fn func(runID string, records cas.Hash) error) error {
+	rows, err := tx.QueryxContext(ctx, `SELECT id, records FROM runs WHERE records IS NOT NULL ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("read records roots: %w", index.Translate(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var root cas.Hash
+		if err := rows.Scan(&id, &root); err != nil {
+			return fmt.Errorf("read records roots: %w", index.Translate(err))
+		}
+		if err := fn(id, root); err != nil {
+			return err
+		}
+	}
+	return index.Translate(rows.Err())
+}

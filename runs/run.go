@@ -32,9 +32,12 @@ type Run struct {
 	PersistBase    cas.Hash        `json:"persistBase"`
 	PersistVersion int64           `json:"persistVersion"`
 	HeadCheckpoint int64           `json:"headCheckpoint"`
-	CreatedAt      time.Time       `json:"createdAt"`
-	UpdatedAt      time.Time       `json:"updatedAt"`
-	FinishedAt     *time.Time      `json:"finishedAt,omitempty"`
+	// Records is the tree of what the host recorded (tool-args/,
+	// tool-results/, model-responses/); zero until the first record.
+	Records    cas.Hash   `json:"records,omitzero"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	UpdatedAt  time.Time  `json:"updatedAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 }
 
 type runRow struct {
@@ -49,18 +52,19 @@ type runRow struct {
 	PersistBase    cas.Hash      `db:"persist_base"`
 	PersistVersion int64         `db:"persist_version"`
 	HeadCheckpoint int64         `db:"head_checkpoint"`
+	Records        cas.Hash      `db:"records"`
 	CreatedAt      int64         `db:"created_at"`
 	UpdatedAt      int64         `db:"updated_at"`
 	FinishedAt     sql.NullInt64 `db:"finished_at"`
 }
 
 const runCols = `r.id, r.chat_id, c.kind, c.stable_chat_id, r.chat_ref, r.profile, r.status, r.root,
-	r.persist_base, r.persist_version, r.head_checkpoint, r.created_at, r.updated_at, r.finished_at`
+	r.persist_base, r.persist_version, r.head_checkpoint, r.records, r.created_at, r.updated_at, r.finished_at`
 
 func (r runRow) run() (Run, error) {
 	out := Run{ID: r.ID, ChatID: r.ChatID, Kind: r.Kind, StableChatID: r.StableChatID, ChatRef: json.RawMessage(r.ChatRef),
 		Status: Status(r.Status), Root: r.Root, PersistBase: r.PersistBase, PersistVersion: r.PersistVersion,
-		HeadCheckpoint: r.HeadCheckpoint, CreatedAt: time.Unix(0, r.CreatedAt).UTC(), UpdatedAt: time.Unix(0, r.UpdatedAt).UTC()}
+		HeadCheckpoint: r.HeadCheckpoint, Records: r.Records, CreatedAt: time.Unix(0, r.CreatedAt).UTC(), UpdatedAt: time.Unix(0, r.UpdatedAt).UTC()}
 	if err := json.Unmarshal([]byte(r.Profile), &out.Profile); err != nil {
 		return Run{}, wserr.New(wserr.Corrupt, "run", "", "run %s has an unreadable profile: %v", r.ID, err)
 	}

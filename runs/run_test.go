@@ -192,14 +192,27 @@ func TestCreateRunErrors(t *testing.T) {
 		}
 	})
 
-	t.Run("VisibleInputProfile", func(t *testing.T) {
-		// A profile may show input/ to the model; it still cannot write it.
-		r := e.newRun("run_inputs_visible", runs.CreateRequest{Profile: &runs.Profile{VisibleRoots: []string{"output", "input"}},
-			Inputs: map[string][]byte{"prompt_snapshot.json": []byte("{}")}})
-		assert.Equal(t, []string{"output"}, r.Profile.WritableRoots, "input/ is dropped from the default writable roots")
-		assert.Equal(t, "{}", e.read(e.model(r.ID), "input/prompt_snapshot.json"))
-		_, err := e.model(r.ID).Write(ctx, vfs.MustPath("input/prompt_snapshot.json"), []byte("x"), vfs.WriteOptions{})
-		requireModelError(t, err, wserr.PathNotWritable)
+	t.Run("ErrReservedRootProfile", func(t *testing.T) {
+		// input/ and the runtime records stay hidden from the model, whatever
+		// the profile says: each is refused by name and nothing is written.
+		for _, root := range runs.ReservedRoots {
+			for name, prof := range map[string]runs.Profile{
+				"Visible":  {VisibleRoots: []string{"output", root}, WritableRoots: []string{"output"}},
+				"Writable": {VisibleRoots: []string{"output", root}, WritableRoots: []string{"output", root}},
+			} {
+				before := snapshot()
+				_, err := e.svc.CreateRun(ctx, runs.CreateRequest{Chat: testChat, RunID: "run_reserved", Profile: &prof})
+				we := requireModelError(t, err, wserr.InvalidArgument)
+				assert.Equal(t, root, we.Path, "%s %s", name, root)
+				assert.Contains(t, we.Error(), "reserved")
+				assert.Equal(t, before, snapshot(), "%s %s", name, root)
+			}
+		}
+		r := e.newRun("run_inputs_hidden", runs.CreateRequest{Inputs: map[string][]byte{"prompt_snapshot.json": []byte("{}")}})
+		_, err := e.model(r.ID).Read(ctx, vfs.MustPath("input/prompt_snapshot.json"), vfs.ReadOptions{})
+		requireModelError(t, err, wserr.PathNotVisible)
+		_, err = e.model(r.ID).Write(ctx, vfs.MustPath("input/prompt_snapshot.json"), []byte("x"), vfs.WriteOptions{})
+		requireModelError(t, err, wserr.PathNotVisible)
 	})
 
 	t.Run("ErrDuplicateInput", func(t *testing.T) {

@@ -98,6 +98,9 @@ func (w *Workspace) checkWritable(op string, run Run, p vfs.Path) error {
 	if p.Top() == InputRoot {
 		return wserr.New(wserr.PathNotWritable, op, p.String(), "input/ is the run's immutable input")
 	}
+	if slices.Contains(ReservedRoots, p.Top()) {
+		return wserr.New(wserr.PathNotWritable, op, p.String(), "%s is the run's runtime record: the store writes it, never a workspace change", p.Top())
+	}
 	if !run.Profile.writable(p.Top()) || p.Dir().IsRoot() {
 		return wserr.New(wserr.PathNotWritable, op, p.String(), "only files below %v may be written", run.Profile.WritableRoots)
 	}
@@ -129,6 +132,13 @@ func (w *Workspace) Stat(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) 
 		if err != nil {
 			return err
 		}
+		if v, ok, err := w.runtime(ctx, tx, run, p); ok {
+			if err != nil {
+				return err
+			}
+			fi, err = w.runtimeStat(ctx, tx, v, p)
+			return err
+		}
 		if err := w.checkVisible("stat", run, p); err != nil {
 			return err
 		}
@@ -154,15 +164,30 @@ func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (
 		return w.s.virtual.Read(ctx, p, opt)
 	}
 	var fi vfs.FileInfo
+	var gen []byte // a derived runtime file's content
 	err := w.s.db.View(ctx, func(tx *index.Tx) error {
 		run, root, err := w.root(ctx, tx)
 		if err != nil {
 			return err
 		}
+		var e vfs.Entry
+		if v, ok, err := w.runtime(ctx, tx, run, p); ok {
+			if err != nil {
+				return err
+			}
+			if fi, err = w.runtimeStat(ctx, tx, v, p); err != nil {
+				return err
+			}
+			if fi.Kind == vfs.KindDir {
+				return wserr.New(wserr.PathIsDirectory, "read", p.String(), "is a directory; list it instead")
+			}
+			gen = v.gen
+			return nil
+		}
 		if err := w.checkVisible("read", run, p); err != nil {
 			return err
 		}
-		e, err := w.s.trees.Lookup(ctx, tx, root, p)
+		e, err = w.s.trees.Lookup(ctx, tx, root, p)
 		if err != nil {
 			return err
 		}
@@ -178,9 +203,11 @@ func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (
 	if err != nil {
 		return vfs.ReadResult{}, err
 	}
-	b, err := w.s.blobs.ReadAll(ctx, fi.Hash)
-	if err != nil {
-		return vfs.ReadResult{}, err
+	b := gen
+	if b == nil {
+		if b, err = w.s.blobs.ReadAll(ctx, fi.Hash); err != nil {
+			return vfs.ReadResult{}, err
+		}
 	}
 	res, err := vfs.ReadRange(p, b, opt)
 	if err != nil {
@@ -204,6 +231,13 @@ func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.File
 		if err != nil {
 			return err
 		}
+		if v, ok, err := w.runtime(ctx, tx, run, p); ok {
+			if err != nil {
+				return err
+			}
+			out, err = w.runtimeList(ctx, tx, v, p, depth)
+			return err
+		}
 		if err := w.checkVisible("list", run, p); err != nil {
 			return err
 		}
@@ -216,6 +250,14 @@ func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.File
 				continue
 			}
 			out = append(out, w.info(l.Path, l.Entry, run))
+		}
+		if p.IsRoot() && w.scope == HostScope {
+			rt, err := w.runtimeRoots(ctx, tx, run, depth)
+			if err != nil {
+				return err
+			}
+			out = append(out, rt...)
+			sortInfos(out)
 		}
 		return nil
 	})

@@ -55,7 +55,8 @@ func runBatch(ctx context.Context, o batchOptions, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	b := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Retention: st.Runs})
+	b := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Retention: st.Runs,
+		Records: st.Runs, Host: st.Runs, Checkpoints: st.Checkpoints, Store: st})
 
 	// Lines are read on their own goroutine so that an interrupt ends the
 	// batch even while it waits for input.

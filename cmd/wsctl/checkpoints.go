@@ -16,7 +16,8 @@ func newCheckpointsCmd(a *app) *cobra.Command {
 		Short: "List a run's checkpoints",
 		Long: `checkpoints lists a run's checkpoints in order. HEAD marks the checkpoint
 the live workspace descends from; PARENT shows where history forked after a
-rollback.`,
+rollback. With --json each checkpoint is its checkpoint.json: the same
+fields and the files of its tree, each with hash and bytes.`,
 		Args: exactArgs(1),
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
 			return runCheckpoints(ctx, g, args)
@@ -42,7 +43,17 @@ func runCheckpoints(ctx context.Context, g globals, args []string) error {
 		cps = []checkpoint.Checkpoint{}
 	}
 	if g.json {
-		return writeJSON(g.out, cps)
+		// Each checkpoint's checkpoint.json (seed 000 §13): the row's
+		// fields and the files of its tree.
+		views := make([]checkpoint.View, 0, len(cps))
+		for _, c := range cps {
+			v, err := st.Checkpoints.View(ctx, run.ID, c.Seq)
+			if err != nil {
+				return err
+			}
+			views = append(views, v)
+		}
+		return writeJSON(g.out, views)
 	}
 	t := newTable(g.out, "ID", "HEAD", "PARENT", "REASON", "EVENT", "ROOT", "CREATED")
 	for _, c := range cps {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 )
@@ -33,6 +34,39 @@ type runDetails struct {
 	Files       int                 `json:"files"`
 	Bytes       int64               `json:"bytes"`
 	Commits     []runs.CommitRecord `json:"commits"`
+	// LastToolCall and LastModelRound are the latest tool call and model
+	// round events the host recorded (tool_call_*, model_*), if any.
+	LastToolCall   *journal.Event `json:"lastToolCall,omitempty"`
+	LastModelRound *journal.Event `json:"lastModelRound,omitempty"`
+}
+
+// lastRecords finds, paging the journal back from its end, the latest
+// tool call event and the latest model round event of run id.
+func lastRecords(ctx context.Context, j *journal.Journal, id string, d *runDetails) error {
+	before := int64(0)
+	for d.LastToolCall == nil || d.LastModelRound == nil {
+		evs, err := j.Page(ctx, id, journal.PageQuery{BeforeSeq: before, Limit: journal.MaxLimit})
+		if err != nil || len(evs) == 0 {
+			return err
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			e := evs[i]
+			switch e.Type {
+			case journal.ToolCallRequested, journal.ToolCallCompleted, journal.ToolCallFailed:
+				if d.LastToolCall == nil {
+					d.LastToolCall = &e
+				}
+			case journal.ModelRequestCreated, journal.ModelCompleted, journal.ModelResponseStored:
+				if d.LastModelRound == nil {
+					d.LastModelRound = &e
+				}
+			}
+		}
+		if before = evs[0].Seq; before <= 1 {
+			return nil
+		}
+	}
+	return nil
 }
 
 func runShow(ctx context.Context, g globals, args []string) error {
@@ -64,7 +98,14 @@ func runShow(ctx context.Context, g globals, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := lastRecords(ctx, st.Journal, id, &d); err != nil {
+		return err
+	}
 	for _, f := range files {
+		switch f.Path.Top() {
+		case runs.ToolArgsRoot, runs.ToolResultsRoot, runs.ModelResponsesRoot:
+			continue // the host's records, beside the workspace
+		}
 		if f.Kind == vfs.KindFile {
 			d.Files++
 			d.Bytes += f.Size
@@ -99,6 +140,14 @@ func runShow(ctx context.Context, g globals, args []string) error {
 	}
 	t.row("checkpoints", fmt.Sprintf("%d, head %s", d.Checkpoints, head))
 	t.row("events", fmt.Sprint(d.Events))
+	for _, last := range []struct {
+		label string
+		e     *journal.Event
+	}{{"last tool call", d.LastToolCall}, {"last model round", d.LastModelRound}} {
+		if last.e != nil {
+			t.row(last.label, fmt.Sprintf("%s (seq %d): %s", last.e.Type, last.e.Seq, summarize(*last.e)))
+		}
+	}
 	for i, a := range d.Manifest.Artifacts {
 		label := ""
 		if i == 0 {

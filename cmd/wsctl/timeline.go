@@ -90,6 +90,51 @@ func summarize(e journal.Event) string {
 		s = str("commitId")
 	case journal.ChatCommitFailed:
 		s = str("commitId") + ": " + str("error")
+	case journal.ContextAssembled:
+		var names []string
+		if ss, ok := p["sources"].([]any); ok {
+			for _, src := range ss {
+				if m, ok := src.(map[string]any); ok {
+					if n, ok := m["name"].(string); ok {
+						names = append(names, n)
+					}
+				}
+			}
+		}
+		s = fmt.Sprintf("%d source%s", len(names), plural(int64(len(names))))
+		if len(names) > 0 {
+			s += ": " + strings.Join(names, ", ")
+		}
+		if n := num("messages"); n > 0 {
+			s += fmt.Sprintf(", %d message%s", n, plural(n))
+		}
+	case journal.ModelRequestCreated:
+		s = fmt.Sprintf("round %d", num("round"))
+		if m := str("model"); m != "" {
+			s += ", " + m
+		}
+		if n := num("messages"); n > 0 {
+			s += fmt.Sprintf(", %d message%s", n, plural(n))
+		}
+	case journal.ModelCompleted:
+		s = fmt.Sprintf("round %d", num("round"))
+		if r := str("finishReason"); r != "" {
+			s += ", " + r
+		}
+		if ids, ok := p["toolCallIds"].([]any); ok && len(ids) > 0 {
+			s += fmt.Sprintf(", %d tool call%s", len(ids), plural(int64(len(ids))))
+		}
+	case journal.ModelResponseStored:
+		s = fmt.Sprintf("round %d -> %s, %s", num("round"), str("path"), humanBytes(num("bytes")))
+	case journal.ToolCallRequested:
+		s = fmt.Sprintf("%s %s", str("toolCallId"), str("name"))
+		if r := num("round"); r > 0 {
+			s += fmt.Sprintf(" (round %d)", r)
+		}
+	case journal.ToolCallCompleted:
+		s = strings.TrimSpace(fmt.Sprintf("%s %s", str("toolCallId"), str("name"))) + " -> " + str("path")
+	case journal.ToolCallFailed:
+		s = strings.TrimSpace(fmt.Sprintf("%s %s", str("toolCallId"), str("name"))) + ": " + str("code")
 	case journal.PersistentChangesCommitted:
 		var n int
 		if ps, ok := p["paths"].([]any); ok {

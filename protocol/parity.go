@@ -1,0 +1,816 @@
+package protocol
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"time"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// HostRuns is what the host-side run ops (listing, showing and deleting
+// runs and chats, rolling back commits, comparing runs, materializing
+// virtual resources) ask of the store's runs; *runs.Service implements it.
+type HostRuns interface {
+	Runs(ctx context.Context, q runs.ListQuery) ([]runs.Run, error)
+	DeleteRun(ctx context.Context, runID string) error
+	CancelAndDeleteRun(ctx context.Context, runID string) (bool, error)
+	RollbackCommit(ctx context.Context, runID string, seq int64, sink runs.ChatSink, del bool) (runs.CommitRecord, error)
+	Commits(ctx context.Context, runID string) ([]runs.CommitRecord, error)
+	Manifest(ctx context.Context, runID string) (runs.Manifest, error)
+	Chat(ctx context.Context, id string) (runs.Chat, error)
+	Chats(ctx context.Context) ([]runs.Chat, error)
+	DiffRuns(ctx context.Context, from, to runs.TreeRef) ([]checkpoint.FileDiff, error)
+	Materialize(ctx context.Context, runID string, paths []vfs.Path) ([]vfs.FileInfo, error)
+	Deletions(ctx context.Context, afterID int64, limit int) ([]runs.Deletion, error)
+	Policy(ctx context.Context, scope string) (runs.Policy, error)
+	EffectivePolicy(ctx context.Context, chatID string) (runs.Policy, error)
+}
+
+// CheckpointViews lists a run's checkpoints and reads each one's
+// checkpoint.json view; *checkpoint.Store implements it.
+type CheckpointViews interface {
+	List(ctx context.Context, runID string) ([]checkpoint.Checkpoint, error)
+	View(ctx context.Context, runID string, seq int64) (checkpoint.View, error)
+}
+
+// Maintenance is the store-wide maintenance the stats, gc, fsck, du and
+// reclaim ops run; *wsstore.Store implements it.
+type Maintenance interface {
+	Stats(ctx context.Context) (wsstore.Stats, error)
+	GC(ctx context.Context, opt wsstore.GCOptions) (wsstore.GCReport, error)
+	Fsck(ctx context.Context, progress func(phase string, done, total int)) (wsstore.FsckReport, error)
+	DU(ctx context.Context) ([]wsstore.Usage, error)
+	Reclaim(ctx context.Context) (wsstore.ReclaimReport, error)
+}
+
+// parityOps are the ops that give a host in another language what the Go
+// API gives an embedding one (TestOpsCoverGoAPI keeps them in step).
+var parityOps = []op{
+	{
+		name: "search", request: []any{searchRequest{}}, handle: (*Session).search,
+		help: `  search      {query, path?, limit?}        -> {hits: [{path, score, startLine, endLine, snippet}]}
+              the agent's search over the text files it may see; limit:
+              default 20, at most 200`,
+	},
+	{
+		name: "apply", request: []any{applyRequest{}, applyEdit{}}, handle: (*Session).apply,
+		help: `  apply       {edits: [{path, content | contentBase64 | remove: true}]}
+              -> {files: [{path, hash, size}], checkpointId?}
+              many files as one step: one transaction, one event per file,
+              one checkpoint; all or nothing`,
+	},
+	{
+		name: "stat", request: []any{statRequest{}}, handle: (*Session).stat,
+		help: `  stat        {path, at?}                   -> {path, kind, size, hash, resource, writable}`,
+	},
+	{
+		name: "host.read", request: []any{readRequest{}}, handle: (*Session).hostRead,
+		help: `  host.read   {path, at?, startLine?, endLine?}  -> as read
+              the host's view: input/, tool-args/, tool-results/,
+              model-responses/, manifest.json and
+              checkpoints/<checkpointId>/checkpoint.json (and that
+              checkpoint's files below it), which the model never sees`,
+	},
+	{
+		name: "host.list", request: []any{listRequest{}}, handle: (*Session).hostList,
+		help: `  host.list   {path?, depth?, at?}          -> as list, in the host's view`,
+	},
+	{
+		name: "commit.rollback", request: []any{commitRollbackRequest{}}, handle: (*Session).commitRollback,
+		help: `  commit.rollback {checkpointId, delete?}   -> {commitId, checkpointId, mode, message}
+              replaces the committed message with the one checkpointId
+              assembles (delete: true: deletes it); message as commit's`,
+	},
+	{
+		name: "commits.list", request: []any{base{}}, handle: (*Session).commitsList,
+		help: `  commits.list {}                           -> {commits: [{commitId, seq, checkpointId, mode, kind, status, ...}]}`,
+	},
+	{
+		name: "runs.list", request: []any{runsListRequest{}}, handle: (*Session).runsList,
+		help: `  runs.list   {workspaceId?, status?, limit?}  -> {runs: [RUN, …]}   newest first`,
+	},
+	{
+		name: "run.show", request: []any{base{}}, handle: (*Session).runShow,
+		help: `  run.show    {}                            -> RUN: {runId, workspaceId, status, profile, root, headCheckpoint, …}`,
+	},
+	{
+		name: "run.delete", request: []any{runDeleteRequest{}}, handle: (*Session).runDelete,
+		help: `  run.delete  {cancel?}                     -> {runId, deleted, cancelled}
+              an active run is refused (run.invalid_transition) unless
+              cancel is true, which cancels and deletes it in one step`,
+	},
+	{
+		name: "chats.list", request: []any{base{}}, handle: (*Session).chatsList,
+		help: `  chats.list  {}                            -> {chats: [{id, kind, stableChatId, persistRoot, persistVersion, …}]}`,
+	},
+	{
+		name: "chat.show", request: []any{chatShowRequest{}}, handle: (*Session).chatShow,
+		help: `  chat.show   {workspaceId}                 -> {id, kind, stableChatId, …}`,
+	},
+	{
+		name: "manifest.get", request: []any{base{}}, handle: (*Session).manifestGet,
+		help: `  manifest.get {}                           -> {manifest}`,
+	},
+	{
+		name: "checkpoints.list", request: []any{base{}}, handle: (*Session).checkpointsList,
+		help: `  checkpoints.list {}                       -> {checkpoints: [{id, seq, root, parent?, reason, eventSeq, createdAt}]}`,
+	},
+	{
+		name: "checkpoint.view", request: []any{checkpointViewRequest{}}, handle: (*Session).checkpointView,
+		help: `  checkpoint.view {checkpointId}            -> checkpoint.json: {id, seq, runId, createdAt, reason, eventSeq, parent?, root, files: [{path, hash, bytes}]}`,
+	},
+	{
+		name: "runs.diff", request: []any{runsDiffRequest{}}, handle: (*Session).runsDiff,
+		help: `  runs.diff   {fromRunId?, from?, toRunId?, to?}  -> as diff
+              compares two runs (or one): from and to are checkpoints or
+              "live" (the default); each run defaults to the request's`,
+	},
+	{
+		name: "materialize", request: []any{materializeRequest{}}, handle: (*Session).materialize,
+		help: `  materialize {paths: [VIRTUAL, …]}          -> {files: [{path, hash, size, checkpointId?}]}
+              fixes each virtual resource's content now under input/ at
+              the same path; an input that exists already is refused`,
+	},
+	{
+		name: "deletions", request: []any{deletionsRequest{}}, handle: (*Session).deletions,
+		help: `  deletions   {afterId?, limit?}            -> {deletions: [...]}   the deletion log`,
+	},
+	{
+		name: "policy.get", request: []any{policyGetRequest{}}, handle: (*Session).policyGet,
+		help: `  policy.get  {workspaceId?, effective?}    -> {policy}   the store's policy, or a chat's;
+                                            effective: a chat's as it applies`,
+	},
+	{
+		name: "stats", request: []any{base{}}, handle: (*Session).stats,
+		help: `  stats       {}                            -> as wsctl stats --json`,
+	},
+	{
+		name: "gc", request: []any{gcRequest{}}, handle: (*Session).gc,
+		help: `  gc          {dryRun?, graceSeconds?}      -> as wsctl gc --json   graceSeconds:
+                                            keep unreachable rows younger than this`,
+	},
+	{
+		name: "fsck", request: []any{base{}}, handle: (*Session).fsck,
+		help: `  fsck        {}                            -> {ok, problems, ...}   as wsctl fsck --json`,
+	},
+	{
+		name: "du", request: []any{base{}}, handle: (*Session).du,
+		help: `  du          {}                            -> {usage: [...]}   as wsctl du --json`,
+	},
+	{
+		name: "reclaim", request: []any{base{}}, handle: (*Session).reclaim,
+		help: `  reclaim     {}                            -> {gc, fileBytesBefore, fileBytesAfter, ...}`,
+	},
+}
+
+func init() {
+	ops = append(ops, parityOps...)
+	for i := range ops {
+		opsByName[ops[i].name] = &ops[i]
+	}
+}
+
+func (s *Session) hostRuns() (HostRuns, error) {
+	if s.backend.Host == nil {
+		return nil, wserr.New(wserr.InvalidOptions, "host", "", "this session serves no host run operations")
+	}
+	return s.backend.Host, nil
+}
+
+func (s *Session) maintenance() (Maintenance, error) {
+	if s.backend.Store == nil {
+		return nil, wserr.New(wserr.InvalidOptions, "maintenance", "", "this session serves no maintenance")
+	}
+	return s.backend.Store, nil
+}
+
+func (s *Session) checkpointViews() (CheckpointViews, error) {
+	if s.backend.Checkpoints == nil {
+		return nil, wserr.New(wserr.InvalidOptions, "checkpoints", "", "this session serves no checkpoint views")
+	}
+	return s.backend.Checkpoints, nil
+}
+
+// runOnly decodes a request that carries nothing but the common fields
+// and returns its run.
+func (s *Session) runOnly(r request) (string, error) {
+	var req base
+	if err := r.decode(&req); err != nil {
+		return "", err
+	}
+	return s.run(req)
+}
+
+// ---- search, apply, stat, host.read, host.list
+
+type searchRequest struct {
+	base
+	Query *string `json:"query"`
+	Path  *string `json:"path"`
+	Limit int     `json:"limit"`
+}
+
+func (s *Session) search(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[searchRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	if req.Query == nil {
+		return nil, invalidRequest("missing \"query\"")
+	}
+	opt := vfs.SearchOptions{MaxHits: req.Limit}
+	if req.Path != nil && *req.Path != "" && *req.Path != "." {
+		if opt.Path, err = vfs.ParsePath(*req.Path); err != nil {
+			return nil, err
+		}
+	}
+	hits, err := s.backend.Runs.Workspace(runID, runs.ModelScope).Search(ctx, *req.Query, opt)
+	if err != nil {
+		return nil, err
+	}
+	if hits == nil {
+		hits = []vfs.Hit{}
+	}
+	return map[string]any{"hits": hits}, nil
+}
+
+type applyRequest struct {
+	base
+	Edits []applyEdit `json:"edits"`
+}
+
+type applyEdit struct {
+	Path          *string `json:"path"`
+	Content       *string `json:"content"`
+	ContentBase64 *string `json:"contentBase64"`
+	Remove        bool    `json:"remove"`
+}
+
+func (s *Session) apply(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[applyRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Edits) == 0 {
+		return nil, invalidRequest("missing \"edits\": at least one {path, content}")
+	}
+	edits := make([]runs.Edit, len(req.Edits))
+	for i, e := range req.Edits {
+		p, err := requiredPath(e.Path)
+		if err != nil {
+			return nil, err
+		}
+		edits[i] = runs.Edit{Path: p, Remove: e.Remove}
+		n := 0
+		for _, set := range []bool{e.Content != nil, e.ContentBase64 != nil, e.Remove} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return nil, invalidRequest("edits[%d]: give exactly one of \"content\", \"contentBase64\" and \"remove\": true", i)
+		}
+		switch {
+		case e.Content != nil:
+			edits[i].Content = []byte(*e.Content)
+		case e.ContentBase64 != nil:
+			if edits[i].Content, err = base64.StdEncoding.DecodeString(*e.ContentBase64); err != nil {
+				return nil, invalidRequest("edits[%d].contentBase64: %v", i, err)
+			}
+		}
+	}
+	infos, err := s.backend.Runs.Workspace(runID, runs.ModelScope).Apply(ctx, edits)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]writeResult, len(infos))
+	cp := ""
+	for i, fi := range infos {
+		size := fi.Size
+		files[i] = writeResult{Path: fi.Path.String(), Hash: fi.Hash, Size: &size}
+		cp = fi.Checkpoint
+	}
+	return map[string]any{"files": files, "checkpointId": cp}, nil
+}
+
+type statRequest struct {
+	base
+	Path *string  `json:"path"`
+	At   *ckptRef `json:"at"`
+}
+
+func (s *Session) stat(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[statRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := requiredPath(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	return s.modelView(runID, req.At).Stat(ctx, p)
+}
+
+// hostView returns the host's view of a run, live or at a checkpoint.
+func (s *Session) hostView(runID string, at *ckptRef) *runs.Workspace {
+	if at == nil || at.live {
+		return s.backend.Runs.Workspace(runID, runs.HostScope)
+	}
+	return s.backend.Runs.WorkspaceAt(runID, at.seq, runs.HostScope)
+}
+
+func (s *Session) hostRead(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[readRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	p, err := requiredPath(req.Path)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.hostView(runID, req.At).Read(ctx, p, vfs.ReadOptions{StartLine: req.StartLine, EndLine: req.EndLine})
+	if err != nil {
+		return nil, err
+	}
+	out := readResult{FileContent: NewFileContent(p, res.Info.Hash, res.Content), TotalLines: res.TotalLines}
+	out.Size = res.Info.Size
+	if req.StartLine != 0 || req.EndLine != 0 {
+		out.StartLine, out.EndLine, out.Truncated = res.StartLine, res.EndLine, res.Truncated
+	}
+	return out, nil
+}
+
+func (s *Session) hostList(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[listRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	p := vfs.Root()
+	if req.Path != nil && *req.Path != "" && *req.Path != "." {
+		if p, err = vfs.ParsePath(*req.Path); err != nil {
+			return nil, err
+		}
+	}
+	if req.Depth < 0 {
+		return nil, wserr.New(wserr.InvalidArgument, "list", "", "depth must not be negative")
+	}
+	entries, err := s.hostView(runID, req.At).List(ctx, p, req.Depth)
+	if err != nil {
+		return nil, err
+	}
+	if entries == nil {
+		entries = []vfs.FileInfo{}
+	}
+	return map[string]any{"entries": entries}, nil
+}
+
+// ---- commit.rollback, commits.list
+
+type commitRollbackRequest struct {
+	base
+	CheckpointID *ckptRef `json:"checkpointId"`
+	Delete       bool     `json:"delete"`
+}
+
+func (s *Session) commitRollback(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[commitRollbackRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	if req.CheckpointID == nil || req.CheckpointID.live {
+		return nil, invalidRequest("commit.rollback needs \"checkpointId\": a checkpoint")
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	var delivered *runs.Message
+	sink := runs.SinkFunc(func(_ context.Context, cr runs.CommitRequest) (json.RawMessage, error) {
+		m := cr.Message
+		delivered = &m
+		return json.RawMessage(`{"deliveredIn":"batch response"}`), nil
+	})
+	rec, err := h.RollbackCommit(ctx, runID, req.CheckpointID.seq, sink, req.Delete)
+	if err != nil {
+		return nil, err
+	}
+	msg := rec.Message
+	if delivered != nil {
+		msg = *delivered
+	}
+	return map[string]any{"commitId": rec.ID, "checkpointId": rec.CheckpointID, "mode": rec.Mode, "message": msg}, nil
+}
+
+func (s *Session) commitsList(ctx context.Context, r request) (any, error) {
+	runID, err := s.runOnly(r)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := h.Commits(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if cs == nil {
+		cs = []runs.CommitRecord{}
+	}
+	return map[string]any{"commits": cs}, nil
+}
+
+// ---- runs.list, run.show, run.delete, chats.list, chat.show, manifest.get
+
+type runsListRequest struct {
+	base
+	WorkspaceID string      `json:"workspaceId"`
+	Status      runs.Status `json:"status"`
+	Limit       int         `json:"limit"`
+}
+
+func (s *Session) runsList(ctx context.Context, r request) (any, error) {
+	var req runsListRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	if req.RunID != "" {
+		return nil, invalidRequest("runs.list lists runs; it takes no \"runId\"")
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := h.Runs(ctx, runs.ListQuery{ChatID: req.WorkspaceID, Status: req.Status, Limit: req.Limit})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"runs": rs}, nil
+}
+
+func (s *Session) runShow(ctx context.Context, r request) (any, error) {
+	runID, err := s.runOnly(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.backend.Runs.Run(ctx, runID)
+}
+
+type runDeleteRequest struct {
+	base
+	Cancel bool `json:"cancel"`
+}
+
+func (s *Session) runDelete(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[runDeleteRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	cancelled := false
+	if req.Cancel {
+		cancelled, err = h.CancelAndDeleteRun(ctx, runID)
+	} else {
+		err = h.DeleteRun(ctx, runID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s.current == runID {
+		s.current = ""
+	}
+	return map[string]any{"runId": runID, "deleted": true, "cancelled": cancelled}, nil
+}
+
+func (s *Session) chatsList(ctx context.Context, r request) (any, error) {
+	var req base
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := h.Chats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cs == nil {
+		cs = []runs.Chat{}
+	}
+	return map[string]any{"chats": cs}, nil
+}
+
+type chatShowRequest struct {
+	base
+	WorkspaceID *string `json:"workspaceId"`
+}
+
+func (s *Session) chatShow(ctx context.Context, r request) (any, error) {
+	var req chatShowRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	if req.WorkspaceID == nil {
+		return nil, invalidRequest("missing \"workspaceId\"")
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	return h.Chat(ctx, *req.WorkspaceID)
+}
+
+func (s *Session) manifestGet(ctx context.Context, r request) (any, error) {
+	runID, err := s.runOnly(r)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	m, err := h.Manifest(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"manifest": m}, nil
+}
+
+// ---- checkpoints.list, checkpoint.view, runs.diff, materialize
+
+func (s *Session) checkpointsList(ctx context.Context, r request) (any, error) {
+	runID, err := s.runOnly(r)
+	if err != nil {
+		return nil, err
+	}
+	cv, err := s.checkpointViews()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.backend.Runs.Run(ctx, runID); err != nil {
+		return nil, err
+	}
+	cps, err := cv.List(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if cps == nil {
+		cps = []checkpoint.Checkpoint{}
+	}
+	return map[string]any{"checkpoints": cps}, nil
+}
+
+type checkpointViewRequest struct {
+	base
+	CheckpointID *ckptRef `json:"checkpointId"`
+}
+
+func (s *Session) checkpointView(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[checkpointViewRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	if req.CheckpointID == nil || req.CheckpointID.live {
+		return nil, invalidRequest("checkpoint.view needs \"checkpointId\": a checkpoint")
+	}
+	cv, err := s.checkpointViews()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.backend.Runs.Run(ctx, runID); err != nil {
+		return nil, err
+	}
+	return cv.View(ctx, runID, req.CheckpointID.seq)
+}
+
+type runsDiffRequest struct {
+	base
+	FromRunID string   `json:"fromRunId"`
+	From      *ckptRef `json:"from"`
+	ToRunID   string   `json:"toRunId"`
+	To        *ckptRef `json:"to"`
+}
+
+func (s *Session) runsDiff(ctx context.Context, r request) (any, error) {
+	var req runsDiffRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	ref := func(runID string, c *ckptRef) (runs.TreeRef, error) {
+		if runID == "" {
+			var err error
+			if runID, err = s.run(req.base); err != nil {
+				return runs.TreeRef{}, err
+			}
+		}
+		t := runs.TreeRef{RunID: runID}
+		if c != nil && !c.live {
+			t.Seq = c.seq
+		}
+		return t, nil
+	}
+	from, err := ref(req.FromRunID, req.From)
+	if err != nil {
+		return nil, err
+	}
+	to, err := ref(req.ToRunID, req.To)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	changes, err := h.DiffRuns(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"changes": GitHeaders(changes)}, nil
+}
+
+type materializeRequest struct {
+	base
+	Paths []string `json:"paths"`
+}
+
+func (s *Session) materialize(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[materializeRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Paths) == 0 {
+		return nil, invalidRequest("missing \"paths\": the virtual resources to fix under input/")
+	}
+	paths := make([]vfs.Path, len(req.Paths))
+	for i, p := range req.Paths {
+		if paths[i], err = vfs.ParsePath(p); err != nil {
+			return nil, err
+		}
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	infos, err := h.Materialize(ctx, runID, paths)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]writeResult, len(infos))
+	for i, fi := range infos {
+		size := fi.Size
+		files[i] = writeResult{Path: fi.Path.String(), Hash: fi.Hash, Size: &size, CheckpointID: fi.Checkpoint}
+	}
+	return map[string]any{"files": files}, nil
+}
+
+// ---- deletions, policy.get
+
+type deletionsRequest struct {
+	base
+	AfterID int64 `json:"afterId"`
+	Limit   int   `json:"limit"`
+}
+
+func (s *Session) deletions(ctx context.Context, r request) (any, error) {
+	var req deletionsRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	ds, err := h.Deletions(ctx, req.AfterID, req.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if ds == nil {
+		ds = []runs.Deletion{}
+	}
+	return map[string]any{"deletions": ds}, nil
+}
+
+type policyGetRequest struct {
+	base
+	WorkspaceID string `json:"workspaceId"`
+	Effective   bool   `json:"effective"`
+}
+
+func (s *Session) policyGet(ctx context.Context, r request) (any, error) {
+	var req policyGetRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	var p runs.Policy
+	if req.Effective {
+		if req.WorkspaceID == "" {
+			return nil, invalidRequest("effective needs \"workspaceId\": the chat it applies to")
+		}
+		p, err = h.EffectivePolicy(ctx, req.WorkspaceID)
+	} else {
+		p, err = h.Policy(ctx, req.WorkspaceID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"policy": p}, nil
+}
+
+// ---- stats, gc, fsck, du, reclaim
+
+func (s *Session) stats(ctx context.Context, r request) (any, error) {
+	if err := r.decode(&base{}); err != nil {
+		return nil, err
+	}
+	m, err := s.maintenance()
+	if err != nil {
+		return nil, err
+	}
+	return m.Stats(ctx)
+}
+
+type gcRequest struct {
+	base
+	DryRun       bool     `json:"dryRun"`
+	GraceSeconds *float64 `json:"graceSeconds"`
+}
+
+func (s *Session) gc(ctx context.Context, r request) (any, error) {
+	var req gcRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	m, err := s.maintenance()
+	if err != nil {
+		return nil, err
+	}
+	opt := wsstore.GCOptions{DryRun: req.DryRun}
+	if req.GraceSeconds != nil {
+		if *req.GraceSeconds < 0 {
+			return nil, invalidRequest("graceSeconds must not be negative")
+		}
+		opt.Grace = time.Duration(*req.GraceSeconds * float64(time.Second))
+		if opt.Grace == 0 {
+			opt.Grace = -1 // no grace: GCOptions reads zero as the default
+		}
+	}
+	return m.GC(ctx, opt)
+}
+
+func (s *Session) fsck(ctx context.Context, r request) (any, error) {
+	if err := r.decode(&base{}); err != nil {
+		return nil, err
+	}
+	m, err := s.maintenance()
+	if err != nil {
+		return nil, err
+	}
+	rep, err := m.Fsck(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"ok": rep.OK(), "report": rep}, nil
+}
+
+func (s *Session) du(ctx context.Context, r request) (any, error) {
+	if err := r.decode(&base{}); err != nil {
+		return nil, err
+	}
+	m, err := s.maintenance()
+	if err != nil {
+		return nil, err
+	}
+	u, err := m.DU(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if u == nil {
+		u = []wsstore.Usage{}
+	}
+	return map[string]any{"usage": u}, nil
+}
+
+func (s *Session) reclaim(ctx context.Context, r request) (any, error) {
+	if err := r.decode(&base{}); err != nil {
+		return nil, err
+	}
+	m, err := s.maintenance()
+	if err != nil {
+		return nil, err
+	}
+	return m.Reclaim(ctx)
+}

@@ -1,0 +1,124 @@
+package protocol
+
+import (
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/runs"
+)
+
+// goOps maps each exported method of the host-facing Go API to the op that
+// serves it in batch. A method with "" is intentionally not an op; notOps
+// says why.
+var goOps = map[string]string{
+	// *runs.Service
+	"Service.CreateRun":           "run.create",
+	"Service.Run":                 "run.show",
+	"Service.Runs":                "runs.list",
+	"Service.SetStatus":           "run.status",
+	"Service.DeleteRun":           "run.delete",
+	"Service.CancelAndDeleteRun":  "run.delete",
+	"Service.Chat":                "chat.show",
+	"Service.Chats":               "chats.list",
+	"Service.Checkpoint":          "checkpoint",
+	"Service.Rollback":            "rollback",
+	"Service.Diff":                "diff",
+	"Service.DiffRuns":            "runs.diff",
+	"Service.Commit":              "commit",
+	"Service.RollbackCommit":      "commit.rollback",
+	"Service.Commits":             "commits.list",
+	"Service.Finish":              "finish",
+	"Service.SetManifest":         "manifest.set",
+	"Service.Manifest":            "manifest.get",
+	"Service.Materialize":         "materialize",
+	"Service.RecordContext":       "context.assembled",
+	"Service.RecordModelRequest":  "model.request",
+	"Service.RecordModelResponse": "model.response",
+	"Service.RecordToolCall":      "tool.call",
+	"Service.RecordToolResult":    "tool.result",
+	"Service.Prune":               "prune",
+	"Service.DeleteChats":         "chat.delete",
+	"Service.SetPolicy":           "policy.set",
+	"Service.Policy":              "policy.get",
+	"Service.EffectivePolicy":     "policy.get",
+	"Service.Deletions":           "deletions",
+	"Service.Workspace":           "",
+	"Service.WorkspaceAt":         "",
+	"Service.EachRunRoot":         "",
+	"Service.EachChatRoot":        "",
+	"Service.EachRecordsRoot":     "",
+	// *runs.Workspace
+	"Workspace.Stat":      "stat",
+	"Workspace.Read":      "read",
+	"Workspace.List":      "list",
+	"Workspace.Write":     "write",
+	"Workspace.WriteFrom": "write",
+	"Workspace.Patch":     "patch",
+	"Workspace.Delete":    "delete",
+	"Workspace.Remove":    "delete",
+	"Workspace.Search":    "search",
+	"Workspace.Apply":     "apply",
+	"Workspace.RunID":     "",
+	// *wsstore.Store
+	"Store.Stats":   "stats",
+	"Store.GC":      "gc",
+	"Store.Fsck":    "fsck",
+	"Store.DU":      "du",
+	"Store.Reclaim": "reclaim",
+	"Store.ActorGC": "actor.gc",
+	"Store.Vacuum":  "",
+	"Store.Close":   "",
+}
+
+// notOps says why a Go method is not an op of its own.
+var notOps = map[string]string{
+	"Service.Workspace":       "a view: its methods are the ops (read, write, …; host.read and host.list for the host scope)",
+	"Service.WorkspaceAt":     "a view at a checkpoint: read, list and stat take \"at\"",
+	"Service.EachRunRoot":     "maintenance reads roots inside its own transaction; gc, fsck and du are the ops",
+	"Service.EachChatRoot":    "as EachRunRoot",
+	"Service.EachRecordsRoot": "as EachRunRoot",
+	"Workspace.RunID":         "an accessor of the view",
+	"Store.Vacuum":            "rewrites the whole database file, which every other reader holds open: wsctl vacuum, run alone",
+	"Store.Close":             "the session's end closes the store",
+}
+
+// TestOpsCoverGoAPI: every exported method of *runs.Service,
+// *runs.Workspace and *wsstore.Store is served by an op, or is listed in
+// notOps with the reason, so a new Go operation without an op fails here.
+func TestOpsCoverGoAPI(t *testing.T) {
+	for _, v := range []any{&runs.Service{}, &runs.Workspace{}, &wsstore.Store{}} {
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumMethod() {
+			name := typ.Elem().Name() + "." + typ.Method(i).Name
+			op, ok := goOps[name]
+			if !assert.True(t, ok, "%s has no op: add one to the op table, or to goOps and notOps with the reason", name) {
+				continue
+			}
+			if op == "" {
+				assert.NotEmpty(t, notOps[name], "%s is not an op: notOps must say why", name)
+				continue
+			}
+			assert.Contains(t, opsByName, op, "%s: op %s is not in the table", name, op)
+		}
+	}
+	for name, why := range notOps {
+		assert.Equal(t, "", goOps[name], "%s: in notOps (%s) but mapped to an op", name, why)
+	}
+}
+
+// TestREADMEListsEveryOp: README's batch section names every op of the
+// table with its fields, as the first line of its help gives them.
+func TestREADMEListsEveryOp(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Skip("no README next to the module")
+	}
+	readme := string(b)
+	for _, o := range ops {
+		assert.Contains(t, readme, "- `"+o.name+"` `", "README lists op %s", o.name)
+	}
+}

@@ -1,0 +1,143 @@
+package runs_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+func TestRecords(t *testing.T) {
+	e := newWSEnv(t, runs.Options{})
+	r := e.newRun("run_rec", runs.CreateRequest{})
+	ctx := e.ctx
+
+	_, err := e.svc.RecordContext(ctx, r.ID, runs.ContextRecord{Sources: []journal.ContextSource{{Name: "prompt_snapshot", Bytes: 120}}, Messages: 4})
+	require.NoError(t, err)
+	_, err = e.svc.RecordModelRequest(ctx, r.ID, runs.ModelRequestRecord{Round: 1, Model: "m"})
+	require.NoError(t, err)
+	resp := json.RawMessage(`{"choices": [ {"message": {"tool_calls": 1}} ]}`)
+	rec, err := e.svc.RecordModelResponse(ctx, r.ID, runs.ModelResponseRecord{Round: 1, Response: resp, ToolCallIDs: []string{"call_1"}})
+	require.NoError(t, err)
+	assert.Equal(t, "model-responses/round-001.json", rec.Path.String())
+	assert.Equal(t, cas.Sum(resp), rec.Hash)
+	args := json.RawMessage(`{"path":"output/main.md",  "content":"x"}`)
+	_, err = e.svc.RecordToolCall(ctx, r.ID, runs.ToolCallRecord{ID: "call_1", Name: "workspace.write", Round: 1, Args: args})
+	require.NoError(t, err)
+	e.write(r.ID, "output/main.md", "x")
+	_, err = e.svc.RecordToolResult(ctx, r.ID, runs.ToolResultRecord{ID: "call_1", Name: "workspace.write", Result: json.RawMessage(`{"ok":true}`)})
+	require.NoError(t, err)
+
+	t.Run("HostReadsTheBytesSent", func(t *testing.T) {
+		assert.Equal(t, string(resp), e.read(e.host(r.ID), "model-responses/round-001.json"))
+		assert.Equal(t, string(args), e.read(e.host(r.ID), "tool-args/call_1.json"))
+		assert.Equal(t, `{"ok":true}`, e.read(e.host(r.ID), "tool-results/call_1.json"))
+		ls, err := e.host(r.ID).List(ctx, vfs.Root(), 2)
+		require.NoError(t, err)
+		var paths []string
+		for _, fi := range ls {
+			paths = append(paths, fi.Path.String())
+		}
+		assert.Subset(t, paths, []string{"tool-args", "tool-args/call_1.json", "tool-results/call_1.json", "model-responses/round-001.json", "output/main.md"})
+	})
+
+	t.Run("ModelSeesNone", func(t *testing.T) {
+		for _, p := range []string{"tool-args/call_1.json", "tool-results/call_1.json", "model-responses/round-001.json", "manifest.json", "checkpoints/cp_000001/checkpoint.json"} {
+			_, err := e.model(r.ID).Read(ctx, vfs.MustPath(p), vfs.ReadOptions{})
+			requireModelError(t, err, wserr.PathNotVisible)
+			_, err = e.model(r.ID).Write(ctx, vfs.MustPath(p), []byte("x"), vfs.WriteOptions{})
+			requireModelError(t, err, wserr.PathNotVisible)
+			_, err = e.host(r.ID).Write(ctx, vfs.MustPath(p), []byte("x"), vfs.WriteOptions{})
+			requireModelError(t, err, wserr.PathNotWritable)
+		}
+		ls, err := e.model(r.ID).List(ctx, vfs.Root(), 3)
+		require.NoError(t, err)
+		for _, fi := range ls {
+			assert.NotContains(t, runs.ReservedRoots, fi.Path.Top())
+		}
+	})
+
+	t.Run("ManifestAndCheckpointFiles", func(t *testing.T) {
+		var m runs.Manifest
+		require.NoError(t, json.Unmarshal([]byte(e.read(e.host(r.ID), "manifest.json")), &m))
+		assert.Equal(t, runs.DefaultManifest(), m)
+		want, err := e.st.Checkpoints.View(ctx, r.ID, 2)
+		require.NoError(t, err)
+		var got checkpoint.View
+		require.NoError(t, json.Unmarshal([]byte(e.read(e.host(r.ID), "checkpoints/cp_000002/checkpoint.json")), &got))
+		assert.Equal(t, want, got)
+		assert.Equal(t, "x", e.read(e.host(r.ID), "checkpoints/cp_000002/output/main.md"))
+		ls, err := e.host(r.ID).List(ctx, vfs.MustPath("checkpoints/cp_000002"), 0)
+		require.NoError(t, err)
+		require.NotEmpty(t, ls)
+		assert.Equal(t, "checkpoints/cp_000002/checkpoint.json", ls[0].Path.String())
+		_, err = e.host(r.ID).Read(ctx, vfs.MustPath("checkpoints/cp_000099/checkpoint.json"), vfs.ReadOptions{})
+		requireHostError(t, err, wserr.CheckpointNotFound)
+	})
+
+	t.Run("RollbackKeepsRecords", func(t *testing.T) {
+		_, err := e.svc.Rollback(ctx, r.ID, 1, runs.RollbackOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, string(args), e.read(e.host(r.ID), "tool-args/call_1.json"))
+	})
+
+	t.Run("ErrRefusedWritesNothing", func(t *testing.T) {
+		before := e.state(r.ID)
+		for name, fn := range map[string]func() error{
+			"DuplicateCall": func() error {
+				_, err := e.svc.RecordToolCall(ctx, r.ID, runs.ToolCallRecord{ID: "call_1", Name: "t", Args: json.RawMessage(`{}`)})
+				return err
+			},
+			"ResultWithoutCall": func() error {
+				_, err := e.svc.RecordToolResult(ctx, r.ID, runs.ToolResultRecord{ID: "call_9", Result: json.RawMessage(`{}`)})
+				return err
+			},
+			"SecondResult": func() error {
+				_, err := e.svc.RecordToolResult(ctx, r.ID, runs.ToolResultRecord{ID: "call_1", Result: json.RawMessage(`{}`)})
+				return err
+			},
+			"BadID": func() error {
+				_, err := e.svc.RecordToolCall(ctx, r.ID, runs.ToolCallRecord{ID: "../x", Name: "t", Args: json.RawMessage(`{}`)})
+				return err
+			},
+			"ArgsNotJSON": func() error {
+				_, err := e.svc.RecordToolCall(ctx, r.ID, runs.ToolCallRecord{ID: "c", Name: "t", Args: json.RawMessage(`{`)})
+				return err
+			},
+			"RoundAnswered": func() error {
+				_, err := e.svc.RecordModelResponse(ctx, r.ID, runs.ModelResponseRecord{Round: 1, Response: json.RawMessage(`{}`)})
+				return err
+			},
+			"RoundZero": func() error {
+				_, err := e.svc.RecordModelRequest(ctx, r.ID, runs.ModelRequestRecord{})
+				return err
+			},
+		} {
+			requireModelError(t, fnErr(fn), wserr.InvalidArgument)
+			assert.Equal(t, before, e.state(r.ID), name)
+		}
+	})
+
+	t.Run("ErrRunNotActive", func(t *testing.T) {
+		_, err := e.svc.RecordToolCall(ctx, "run_missing", runs.ToolCallRecord{ID: "c", Name: "t", Args: json.RawMessage(`{}`)})
+		requireHostError(t, err, wserr.RunNotFound)
+		_, err = e.svc.Finish(ctx, r.ID)
+		require.NoError(t, err)
+		before := e.state(r.ID)
+		_, err = e.svc.RecordToolCall(ctx, r.ID, runs.ToolCallRecord{ID: "c2", Name: "t", Args: json.RawMessage(`{}`)})
+		requireHostError(t, err, wserr.InvalidState)
+		_, err = e.svc.RecordContext(ctx, r.ID, runs.ContextRecord{})
+		requireHostError(t, err, wserr.InvalidState)
+		assert.Equal(t, before, e.state(r.ID))
+	})
+}
+
+func fnErr(fn func() error) error { return fn() }

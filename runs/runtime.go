@@ -1,0 +1,184 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// runtimeView is where a runtime path of the host's view lives: a path in
+// a stored tree (the records tree, a checkpoint's tree), or a file the
+// store derives (manifest.json, checkpoint.json).
+type runtimeView struct {
+	root   cas.Hash // the tree that holds rel
+	rel    vfs.Path // p within root
+	prefix vfs.Path // what rel's paths are below in the host's view
+	gen    []byte   // derived content, when the path names a derived file
+	// extra is a derived file listed beside the entries of a checkpoint's
+	// directory (its checkpoint.json).
+	extra *vfs.FileInfo
+}
+
+// runtime resolves p, for the host scope, when it names a runtime file:
+// tool-args/, tool-results/ and model-responses/ are read from the run's
+// records tree, manifest.json is the run's manifest, and
+// checkpoints/<checkpoint-id>/ holds that checkpoint's checkpoint.json and
+// files (seed 000 §13). ok is false for every other path, and for every
+// path in the model scope, which sees none of them.
+func (w *Workspace) runtime(ctx context.Context, tx *index.Tx, run Run, p vfs.Path) (v runtimeView, ok bool, err error) {
+	if w.scope != HostScope || p.IsRoot() {
+		return v, false, nil
+	}
+	segs := p.Segments()
+	switch top := segs[0]; {
+	case isRecordRoot(top):
+		root := run.Records
+		if root.IsZero() {
+			root = vfs.EmptyTree
+		}
+		return runtimeView{root: root, rel: p, prefix: vfs.Root()}, true, nil
+	case top == ManifestFile && len(segs) == 1:
+		m, err := loadManifest(ctx, tx, run.ID)
+		if err != nil {
+			return v, true, err
+		}
+		b, err := json.MarshalIndent(m, "", "  ")
+		if err != nil {
+			return v, true, fmt.Errorf("manifest.json: %w", err)
+		}
+		return runtimeView{gen: append(b, '\n')}, true, nil
+	case top == CheckpointsRoot:
+		if len(segs) == 1 {
+			return v, true, wserr.New(wserr.InvalidArgument, "read", p.String(), "name a checkpoint: checkpoints/cp_000001/ (wsctl checkpoints lists them)")
+		}
+		seq, err := checkpoint.ParseRef(segs[1])
+		if err != nil {
+			return v, true, wserr.New(wserr.FileNotFound, "read", p.String(), "no checkpoint %q", segs[1])
+		}
+		cp, err := w.s.checkpoints.Get(ctx, tx, run.ID, seq)
+		if err != nil {
+			return v, true, err
+		}
+		dir := child(vfs.MustPath(CheckpointsRoot), segs[1])
+		if len(segs) == 3 && segs[2] == CheckpointFile {
+			b, err := w.checkpointView(ctx, tx, cp)
+			return runtimeView{gen: b}, true, err
+		}
+		rel := vfs.Root()
+		for _, s := range segs[2:] {
+			rel = child(rel, s)
+		}
+		v = runtimeView{root: cp.Root, rel: rel, prefix: dir}
+		if len(segs) == 2 {
+			b, err := w.checkpointView(ctx, tx, cp)
+			if err != nil {
+				return v, true, err
+			}
+			v.extra = &vfs.FileInfo{Path: child(dir, CheckpointFile), Kind: vfs.KindFile, Size: int64(len(b)), Hash: cas.Sum(b), Resource: vfs.ResourceVirtual}
+		}
+		return v, true, nil
+	}
+	return v, false, nil
+}
+
+// checkpointView is cp's checkpoint.json, as checkpoint.Store.View
+// derives it.
+func (w *Workspace) checkpointView(ctx context.Context, tx *index.Tx, cp checkpoint.Checkpoint) ([]byte, error) {
+	v := checkpoint.View{ID: cp.ID, Seq: cp.Seq, RunID: cp.RunID, CreatedAt: cp.CreatedAt, Reason: cp.Reason,
+		EventSeq: cp.EventSeq, Parent: cp.Parent, Root: cp.Root, Files: []checkpoint.FileRef{}}
+	err := w.s.trees.Walk(ctx, tx, cp.Root, func(p vfs.Path, e vfs.Entry) error {
+		if e.Kind == vfs.KindFile {
+			v.Files = append(v.Files, checkpoint.FileRef{Path: p.String(), Hash: e.Hash, Bytes: e.Size})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint.json: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// full is rel's path in the host's view.
+func (v runtimeView) full(rel vfs.Path) vfs.Path { return joinPath(v.prefix, rel) }
+
+// info describes a runtime entry: stored runtime files are read-only to
+// every scope, written only by the records and checkpoints that own them.
+func (v runtimeView) info(p vfs.Path, e vfs.Entry) vfs.FileInfo {
+	return vfs.FileInfo{Path: p, Kind: e.Kind, Size: e.Size, Hash: e.Hash, Resource: vfs.ResourceMaterialized}
+}
+
+// genInfo describes a derived runtime file.
+func (v runtimeView) genInfo(p vfs.Path) vfs.FileInfo {
+	return vfs.FileInfo{Path: p, Kind: vfs.KindFile, Size: int64(len(v.gen)), Hash: cas.Sum(v.gen), Resource: vfs.ResourceVirtual}
+}
+
+// stat describes p in v.
+func (w *Workspace) runtimeStat(ctx context.Context, tx *index.Tx, v runtimeView, p vfs.Path) (vfs.FileInfo, error) {
+	if v.gen != nil {
+		return v.genInfo(p), nil
+	}
+	e, err := w.s.trees.Lookup(ctx, tx, v.root, v.rel)
+	if err != nil {
+		return vfs.FileInfo{}, err
+	}
+	fi := v.info(p, e)
+	if v.extra != nil {
+		fi.Size += v.extra.Size
+	}
+	return fi, nil
+}
+
+// runtimeList lists what lies below p in v to depth levels.
+func (w *Workspace) runtimeList(ctx context.Context, tx *index.Tx, v runtimeView, p vfs.Path, depth int) ([]vfs.FileInfo, error) {
+	if v.gen != nil {
+		return []vfs.FileInfo{v.genInfo(p)}, nil
+	}
+	ls, err := w.s.trees.List(ctx, tx, v.root, v.rel, depth)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]vfs.FileInfo, 0, len(ls)+1)
+	if v.extra != nil {
+		out = append(out, *v.extra)
+	}
+	for _, l := range ls {
+		out = append(out, v.info(v.full(l.Path), l.Entry))
+	}
+	sortInfos(out)
+	return out, nil
+}
+
+// runtimeRoots lists, for a host listing of the root, the records tree's
+// entries to depth levels. The derived files (manifest.json,
+// checkpoints/) are read by name, not listed: a listing shows what is
+// stored.
+func (w *Workspace) runtimeRoots(ctx context.Context, tx *index.Tx, run Run, depth int) ([]vfs.FileInfo, error) {
+	if w.scope != HostScope || run.Records.IsZero() {
+		return nil, nil
+	}
+	ls, err := w.s.trees.List(ctx, tx, run.Records, vfs.Root(), depth)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]vfs.FileInfo, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, vfs.FileInfo{Path: l.Path, Kind: l.Entry.Kind, Size: l.Entry.Size, Hash: l.Entry.Hash, Resource: vfs.ResourceMaterialized})
+	}
+	return out, nil
+}
+
+// child is p/seg for a seg taken from a valid path, which cannot fail.
+func child(p vfs.Path, seg string) vfs.Path {
+	q, _ := p.Join(seg)
+	return q
+}
