@@ -41,8 +41,7 @@ const (
 // restored to an earlier content) counts each time it leaves; a version
 // another root also reaches (another run or chat, a commit, a persist
 // layer, a pinned checkpoint: content is stored once) counts though
-// pruning frees nothing of it; a version stored in the same transaction
-// counts its plain size, not its stored size. Tree rows are not counted.
+// pruning frees nothing of it. Tree rows are not counted.
 // Erring high means the cap prunes early, never that a run keeps more
 // than its cap of file content.
 func (s *Store) deadBytes(ctx context.Context, tx *index.Tx, prev, root cas.Hash) (int64, error) {
