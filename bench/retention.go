@@ -104,7 +104,9 @@ type RetentionResult struct {
 	// RunsKept and CheckpointsKept are what the store holds at the end.
 	RunsKept        int `json:"runs_kept"`
 	CheckpointsKept int `json:"checkpoints_kept"`
-	Checkpoints     int `json:"checkpoints_taken"`
+	// Checkpoints is how many the runs took: one when created, one
+	// after every mutation.
+	Checkpoints int `json:"checkpoints_taken"`
 	// StoredBytes is the pages holding data at the end (index.DB.UsedBytes);
 	// PeakStoredBytes the most after any run.
 	StoredBytes     int64 `json:"stored_bytes"`
@@ -240,7 +242,7 @@ func retentionStore(ctx context.Context, cfg caseConfig, variant string) (Retent
 			return rr, 0, fmt.Errorf("verify %s: output/main.md differs", run.ID)
 		}
 	}
-	rr.Checkpoints = muts // one automatic checkpoint a mutation
+	rr.Checkpoints = rr.Runs + muts // one when the run is created, one after every mutation
 	ds, err := st.Runs.Deletions(ctx, 0, 0)
 	if err != nil {
 		return rr, 0, err
