@@ -93,3 +93,36 @@ func TestCollectStepsKeepsRowsReusedBetweenSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestCollectStepsGrowWithRoots: each step reads every root again, so a
+// store with many roots takes steps of at least one row per
+// RootsPerStepObject roots, not opt.Objects: fewer steps than rows.
+func TestCollectStepsGrowWithRoots(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.OpenStore(t)
+	createRun(t, s, "chat-1", "run_keep")
+	for i := range 60 { // a checkpoint each: 60 roots and more
+		write(t, s, "run_keep", "output/a.md", fmt.Sprintf("version %d\n", i))
+	}
+	createRun(t, s, "chat-2", "run_old")
+	for i := range 10 {
+		write(t, s, "run_old", fmt.Sprintf("output/d%d/f.md", i), fmt.Sprintf("old %d\n", i))
+	}
+	require.NoError(t, s.Runs.SetStatus(ctx, "run_old", runs.Cancelled, "test"))
+	require.NoError(t, s.Runs.DeleteRun(ctx, "run_old"))
+
+	steps := 0
+	rep, err := newMaintainer(s).CollectSteps(ctx, maint.StepOptions{Objects: 1, GCOptions: maint.GCOptions{
+		Grace: -1, Now: func() time.Time { return time.Now().Add(time.Hour) },
+		Progress: func(phase string, done, total int) {
+			if phase == "step" {
+				steps = total
+			}
+		},
+	}})
+	require.NoError(t, err)
+	freed := rep.Freed.Blobs + rep.Freed.Chunks + rep.Freed.Trees
+	require.Greater(t, freed, 10)
+	assert.Less(t, steps, freed, "steps of more than one row: the roots set their size")
+	storetest.RequireSound(t, s)
+}
