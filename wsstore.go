@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
@@ -62,6 +63,9 @@ type Store struct {
 	// Actors holds the per-actor artifact spaces (seed 004's
 	// workspace/{actor}/), in the same content and tree stores.
 	Actors *actors.Spaces
+	// Archive exports and imports archives of runs, chats, actor spaces
+	// and the whole store (docs/archive.md).
+	Archive *archive.Archiver
 
 	maint        *maint.Maintainer
 	reclaimGrace time.Duration
@@ -117,8 +121,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	sp := actors.New(db, blobs, trees, now)
 	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Actors: sp, Now: now})
 	rec.m = m
+	arc := archive.New(archive.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Journal: j, Actors: sp, Now: now})
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
-		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, maint: m, reclaimGrace: opts.ReclaimGrace}, nil
+		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Archive: arc, maint: m, reclaimGrace: opts.ReclaimGrace}, nil
 }
 
 // Close closes the database.

@@ -143,6 +143,22 @@ var ops = []op{
                                             a run completes only through finish`,
 	},
 	{
+		name: "export", request: []any{exportRequest{}}, handle: (*Session).export,
+		help: `  export      {path, runs?, chats?, actors?, all?, skipWorkspace?}
+              -> {objects, blobs, trees, bytes, archiveBytes, chats, runs, actors, events, seconds}
+              writes an archive (docs/archive.md) of the runs, chat
+              workspaces (by workspaceId, with their runs), actor spaces or
+              the whole store to the file path on the host; scratch/ is
+              never exported; skipWorkspace leaves actor spaces out`,
+	},
+	{
+		name: "import", request: []any{importRequest{}}, handle: (*Session).importArchive,
+		help: `  import      {path}                        -> as export, with added, unchanged, conflicts: [{kind, id, reason}]
+              verifies the whole archive before any row is visible: a
+              damaged one fails with archive.corrupt, another version with
+              archive.unsupported_version, and nothing is imported`,
+	},
+	{
 		name: "prune", request: []any{pruneRequest{}}, handle: (*Session).prune,
 		help: `  prune       {dryRun?, workspaceId?}       -> {dryRun, runs: [{runId, workspaceId, status, reason, logId}],
                                                 checkpoints: [{runId, checkpointIds, bytes}], bytesFreed}

@@ -65,6 +65,8 @@ type Backend struct {
 	Checkpoints CheckpointViews
 	// Store serves stats, gc, fsck, du and reclaim; nil refuses them.
 	Store Maintenance
+	// Archives serves export and import; nil refuses them.
+	Archives Archives
 }
 
 // Session is one conversation with a host: the store, and the run that

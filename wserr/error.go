@@ -60,6 +60,12 @@ const (
 	// PersistentWorkspaceConflict: two runs changed the same persist/
 	// file differently; the host resolves it, not the model.
 	PersistentWorkspaceConflict Code = "agent.persistent_workspace_conflict"
+	// ArchiveCorrupt: an archive being imported is truncated, tampered
+	// with or inconsistent; nothing of it was made visible.
+	ArchiveCorrupt Code = "archive.corrupt"
+	// ArchiveUnsupportedVersion: an archive of a format version this build
+	// does not read; nothing of it was made visible.
+	ArchiveUnsupportedVersion Code = "archive.unsupported_version"
 )
 
 // ModelCorrectable reports whether errors with code c are meant to be

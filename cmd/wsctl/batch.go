@@ -56,7 +56,7 @@ func runBatch(ctx context.Context, o batchOptions, _ []string) error {
 	}
 	defer st.Close()
 	b := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Retention: st.Runs,
-		Records: st.Runs, Host: st.Runs, Checkpoints: st.Checkpoints, Store: st})
+		Records: st.Runs, Host: st.Runs, Checkpoints: st.Checkpoints, Store: st, Archives: st})
 
 	// Lines are read on their own goroutine so that an interrupt ends the
 	// batch even while it waits for input.

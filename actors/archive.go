@@ -1,0 +1,121 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// SpaceRecord is an actor_spaces row as an archive carries it: every
+// column, times in Unix nanoseconds.
+type SpaceRecord struct {
+	Actor   string   `json:"actor"`
+	Root    cas.Hash `json:"root"`
+	Seq     int64    `json:"seq"`
+	Created int64    `json:"created"`
+	Updated int64    `json:"updated"`
+}
+
+// ChangeRecord is an actor_changes row as an archive carries it: every
+// column; a zero Root is a version GC pruned.
+type ChangeRecord struct {
+	Actor   string   `json:"actor"`
+	Seq     int64    `json:"seq"`
+	Op      string   `json:"op"`
+	Path    string   `json:"path"`
+	Files   int64    `json:"files"`
+	Bytes   int64    `json:"bytes"`
+	Root    cas.Hash `json:"root,omitzero"`
+	Created int64    `json:"created"`
+}
+
+// ExportSpace returns actor's row in tx, for an archive; exists is false
+// for an actor without one (an empty space nothing was ever written to).
+// A name that is not an actor fails with workspace.invalid_actor.
+func (s *Spaces) ExportSpace(ctx context.Context, tx *index.Tx, actor string) (rec SpaceRecord, exists bool, err error) {
+	if actor, err = ParseActor(actor); err != nil {
+		return SpaceRecord{}, false, err
+	}
+	r, exists, err := findSpace(ctx, tx, actor)
+	if err != nil || !exists {
+		return SpaceRecord{}, false, err
+	}
+	return SpaceRecord(r), true, nil
+}
+
+// EachSpaceRecord calls fn, in tx, with every actor space's row, ordered by
+// actor. The error is fn's or a failed read.
+func (s *Spaces) EachSpaceRecord(ctx context.Context, tx *index.Tx, fn func(SpaceRecord) error) error {
+	var rows []spaceRow
+	if err := tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated FROM actor_spaces ORDER BY actor`); err != nil {
+		return fmt.Errorf("export actor spaces: %w", index.Translate(err))
+	}
+	for _, r := range rows {
+		if err := fn(SpaceRecord(r)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExportChanges returns actor's journal rows in tx, ordered by seq.
+func (s *Spaces) ExportChanges(ctx context.Context, tx *index.Tx, actor string) ([]ChangeRecord, error) {
+	var rows []changeRow
+	err := tx.SelectContext(ctx, &rows, `SELECT actor, seq, op, path, files, bytes, root, created FROM actor_changes
+		WHERE actor = ? ORDER BY seq`, actor)
+	if err != nil {
+		return nil, fmt.Errorf("export actor changes %s: %w", actor, index.Translate(err))
+	}
+	out := make([]ChangeRecord, len(rows))
+	for i, r := range rows {
+		out[i] = ChangeRecord(r)
+	}
+	return out, nil
+}
+
+// ImportSpace writes r in tx unless the actor has a space already, and
+// reports added when it wrote the row; the caller then writes the actor's
+// changes in the same tx. An existing space at the same root and seq is
+// the same space (nothing written); one that differs fails with
+// store.conflict. A name that is not an actor fails with store.corrupt.
+func (s *Spaces) ImportSpace(ctx context.Context, tx *index.Tx, r SpaceRecord) (added bool, err error) {
+	const op = "import actor space"
+	if name, err := ParseActor(r.Actor); err != nil || name != r.Actor {
+		return false, wserr.New(wserr.Corrupt, op, "", "invalid actor %q", r.Actor)
+	}
+	old, exists, err := findSpace(ctx, tx, r.Actor)
+	if err != nil {
+		return false, err
+	}
+	if exists {
+		if old.Root == r.Root && old.Seq == r.Seq {
+			return false, nil
+		}
+		return false, wserr.New(wserr.Conflict, op, "", "actor %s exists at version %d, archive holds version %d", r.Actor, old.Seq, r.Seq)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO actor_spaces (actor, root, seq, created, updated) VALUES (?, ?, ?, ?, ?)`,
+		r.Actor, r.Root, r.Seq, r.Created, r.Updated)
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", op, r.Actor, index.Translate(err))
+	}
+	return true, nil
+}
+
+// ImportChange writes c in tx, for a space ImportSpace has just added. A
+// row that does not insert (a seq written already) fails with
+// store.corrupt.
+func (s *Spaces) ImportChange(ctx context.Context, tx *index.Tx, c ChangeRecord) error {
+	var root any
+	if !c.Root.IsZero() {
+		root = c.Root
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO actor_changes (actor, seq, op, path, files, bytes, root, created)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, c.Actor, c.Seq, c.Op, c.Path, c.Files, c.Bytes, root, c.Created)
+	if err != nil {
+		return wserr.Wrap(wserr.Corrupt, "import actor change", "", fmt.Errorf("actor %s seq %d: %w", c.Actor, c.Seq, index.Translate(err)))
+	}
+	return nil
+}

@@ -1,0 +1,61 @@
+package wsstore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// ExportFile writes an archive of what scope selects (Archive.Export) to
+// the file at path on the host's file system. The archive is written
+// beside path and renamed onto it once complete and synced, so a failed
+// export leaves no partial file and never a truncated one in path's
+// place. It fails as Export does, and with workspace.invalid_argument if
+// path's directory cannot take the file.
+func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope, opt archive.Options) (archive.Summary, error) {
+	const op = "export"
+	if path == "" {
+		return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, "", "empty path")
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return archive.Summary{}, wserr.Wrap(wserr.InvalidArgument, op, path, err)
+	}
+	defer func() {
+		if tmp != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	sum, err := s.Archive.Export(ctx, tmp, scope, opt)
+	if err != nil {
+		return archive.Summary{}, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return archive.Summary{}, fmt.Errorf("%s %s: %w", op, path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return archive.Summary{}, fmt.Errorf("%s %s: %w", op, path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return archive.Summary{}, fmt.Errorf("%s %s: %w", op, path, err)
+	}
+	tmp = nil
+	return sum, nil
+}
+
+// ImportFile imports the archive in the file at path on the host's file
+// system (Archive.Import). It fails as Import does, and with
+// store.not_found if there is no file at path.
+func (s *Store) ImportFile(ctx context.Context, path string, opt archive.Options) (archive.Summary, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return archive.Summary{}, wserr.Wrap(wserr.NotFound, "import", path, err)
+	}
+	defer f.Close()
+	return s.Archive.Import(ctx, f, opt)
+}

@@ -1,0 +1,186 @@
+package archive
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// The parts an archive reads and writes through, each implemented by the
+// package that owns the tables behind it.
+
+// DB runs transactions; *index.DB implements it.
+type DB interface {
+	View(ctx context.Context, fn func(tx *index.Tx) error) error
+	Update(ctx context.Context, fn func(tx *index.Tx) error) error
+}
+
+// Blobs streams file contents out and in; *cas.Store implements it.
+type Blobs interface {
+	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
+	Put(ctx context.Context, r io.Reader) (cas.Hash, error)
+	Has(ctx context.Context, h cas.Hash) (bool, error)
+}
+
+// Trees reads and stores Merkle trees; *vfs.Trees implements it.
+type Trees interface {
+	Entries(ctx context.Context, tx *index.Tx, h cas.Hash) ([]vfs.Entry, error)
+	Put(ctx context.Context, tx *index.Tx, entries []vfs.Entry) (cas.Hash, error)
+}
+
+// Runs exports and imports chat, run and commit rows; *runs.Service
+// implements it.
+type Runs interface {
+	ExportChat(ctx context.Context, tx *index.Tx, id string) (runs.ChatRecord, error)
+	EachChatRecord(ctx context.Context, tx *index.Tx, fn func(runs.ChatRecord) error) error
+	ExportRun(ctx context.Context, tx *index.Tx, id string) (runs.RunRecord, error)
+	EachRunRecord(ctx context.Context, tx *index.Tx, chatID string, fn func(runs.RunRecord) error) error
+	ExportCommits(ctx context.Context, tx *index.Tx, runID string) ([]runs.CommitRow, error)
+	ImportChat(ctx context.Context, tx *index.Tx, c runs.ChatRecord) (bool, error)
+	ImportRun(ctx context.Context, tx *index.Tx, r runs.RunRecord) (bool, error)
+	ImportCommit(ctx context.Context, tx *index.Tx, c runs.CommitRow) error
+}
+
+// Checkpoints exports and imports checkpoint rows; *checkpoint.Store
+// implements it.
+type Checkpoints interface {
+	ExportRecords(ctx context.Context, tx *index.Tx, runID string) ([]checkpoint.Record, error)
+	ImportRecord(ctx context.Context, tx *index.Tx, r checkpoint.Record) error
+}
+
+// Journal exports and imports events; *journal.Journal implements it.
+type Journal interface {
+	ExportEvents(ctx context.Context, tx *index.Tx, runID string, fn func(journal.Event) error) error
+	ImportEvent(ctx context.Context, tx *index.Tx, e journal.Event) error
+}
+
+// Actors exports and imports actor spaces and their journals;
+// *actors.Spaces implements it.
+type Actors interface {
+	ExportSpace(ctx context.Context, tx *index.Tx, actor string) (actors.SpaceRecord, bool, error)
+	EachSpaceRecord(ctx context.Context, tx *index.Tx, fn func(actors.SpaceRecord) error) error
+	ExportChanges(ctx context.Context, tx *index.Tx, actor string) ([]actors.ChangeRecord, error)
+	ImportSpace(ctx context.Context, tx *index.Tx, r actors.SpaceRecord) (bool, error)
+	ImportChange(ctx context.Context, tx *index.Tx, c actors.ChangeRecord) error
+}
+
+// Parts are what New wires an Archiver from.
+type Parts struct {
+	DB          DB
+	Blobs       Blobs
+	Trees       Trees
+	Runs        Runs
+	Checkpoints Checkpoints
+	Journal     Journal
+	Actors      Actors
+	// Now is the clock the manifest is stamped with and summaries are
+	// timed by; nil means time.Now.
+	Now func() time.Time
+}
+
+// Archiver exports and imports archives of one store. It holds no state of
+// its own beyond its parts, so it is safe for concurrent use.
+type Archiver struct {
+	p Parts
+}
+
+// New returns an Archiver over p.
+func New(p Parts) *Archiver {
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	return &Archiver{p: p}
+}
+
+// Scope selects what an export holds. Runs bring their chat workspace's
+// row (and persist layer) with them; chats bring every run of theirs. All
+// selects every chat, run and actor space.
+type Scope struct {
+	Runs   []string `json:"runs,omitempty"`
+	Chats  []string `json:"chats,omitempty"`
+	Actors []string `json:"actors,omitempty"`
+	All    bool     `json:"all,omitempty"`
+	// SkipWorkspace leaves actor spaces out (seed 004's
+	// ExportOpts.SkipWorkspace); a scope it would leave empty is refused.
+	SkipWorkspace bool `json:"skipWorkspace,omitempty"`
+}
+
+// Progress is a report of long work: the phase, and done of total in
+// that phase's unit (bytes for blobs, objects for trees, rows for
+// records; total 0 when not known).
+type Progress struct {
+	Phase string
+	Done  int64
+	Total int64
+}
+
+// Options configure an export or an import. The zero value is the
+// default: no progress reports.
+type Options struct {
+	// Progress, if set, is called as work advances, from the calling
+	// goroutine.
+	Progress func(Progress)
+}
+
+// Conflict is one object an import left as it was because the store holds
+// another version of it.
+type Conflict struct {
+	Kind   string `json:"kind"` // chat, run or actor
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Summary reports an export or an import.
+type Summary struct {
+	// Objects is blobs plus trees; Bytes the plain bytes of the blobs.
+	Objects int64 `json:"objects"`
+	Blobs   int64 `json:"blobs"`
+	Trees   int64 `json:"trees"`
+	Bytes   int64 `json:"bytes"`
+	// ArchiveBytes is the size of the archive written or read.
+	ArchiveBytes int64 `json:"archiveBytes"`
+	Chats        int   `json:"chats"`
+	Runs         int   `json:"runs"`
+	Actors       int   `json:"actors"`
+	Events       int64 `json:"events"`
+	// On import: NewObjects counts the blobs new to the store; Added,
+	// Unchanged and Conflicts name each chat, run and actor space as new,
+	// held already, or held otherwise (left as it was).
+	NewObjects int64      `json:"newObjects,omitempty"`
+	Added      []string   `json:"added,omitempty"`
+	Unchanged  []string   `json:"unchanged,omitempty"`
+	Conflicts  []Conflict `json:"conflicts,omitempty"`
+	// Seconds is the wall time the work took, by the archiver's clock.
+	Seconds float64 `json:"seconds"`
+}
+
+// countingWriter and countingReader measure the archive's bytes.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}

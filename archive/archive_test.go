@@ -1,0 +1,283 @@
+package archive_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+func open(t testing.TB) *wsstore.Store {
+	t.Helper()
+	return storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, CAS: cas.Options{InlineMax: 64 << 10}})
+}
+
+func random(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, seed))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.UintN(256))
+	}
+	return b
+}
+
+// populate fills s with two chats (runs r1 and r2 in one, r3 in the other),
+// files with several versions, scratch files, a large chunked file, a
+// commit, and two actor spaces.
+func populate(t testing.TB, s *wsstore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	mk := func(chat, id string) {
+		_, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: chat}, RunID: id,
+			Inputs: map[string][]byte{"prompt_snapshot.json": []byte(`{"prompt":"` + id + `"}`)}})
+		require.NoError(t, err)
+	}
+	write := func(id, p string, b []byte) {
+		_, err := s.Runs.Workspace(id, runs.HostScope).Write(ctx, vfs.MustPath(p), b, vfs.WriteOptions{})
+		require.NoError(t, err)
+	}
+	mk("c1", "r1")
+	mk("c1", "r2")
+	mk("c2", "r3")
+	doc := "# Report\n"
+	for i := range 5 {
+		doc += strings.Repeat("line of the report, ", i+3) + "\n"
+		write("r1", "output/main.md", []byte(doc))
+	}
+	write("r1", "scratch/tmp.bin", random(1, 5000))
+	write("r1", "plan/steps.md", []byte("1. write\n2. commit\n"))
+	write("r1", "output/big.bin", random(2, 300<<10))
+	_, err := s.Runs.Commit(ctx, "r1", runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {
+		return json.RawMessage(`{"messageId":"m1"}`), nil
+	}), runs.CommitOptions{})
+	require.NoError(t, err)
+	write("r2", "output/report.md", []byte("# Other\n"))
+	write("r2", "scratch/notes.txt", []byte("scratch only"))
+	write("r3", "output/a.txt", []byte("a"))
+	_, err = s.Runs.Workspace("r3", runs.HostScope).Delete(ctx, vfs.MustPath("output/a.txt"))
+	require.NoError(t, err)
+	for _, up := range []struct{ actor, path, body string }{
+		{"alice", "reports/weekly.md", "week 1"},
+		{"alice", "reports/weekly.md", "week 1 and 2"},
+		{"alice", "notes/meeting.md", "notes"},
+		{"bob", "drafts/contract-v2.md", "contract"},
+	} {
+		_, err := s.Actors.Upload(ctx, up.actor, up.path, strings.NewReader(up.body))
+		require.NoError(t, err)
+	}
+	_, err = s.Actors.Delete(ctx, "alice", "notes/meeting.md")
+	require.NoError(t, err)
+}
+
+// files lists every file below root by path, without a top-level
+// scratch/, which an archive never holds.
+func files(t testing.TB, s *wsstore.Store, root cas.Hash) map[string]cas.Hash {
+	t.Helper()
+	out := map[string]cas.Hash{}
+	require.NoError(t, s.Trees.Walk(context.Background(), nil, root, func(p vfs.Path, e vfs.Entry) error {
+		if p.String() == "scratch" {
+			return fs.SkipDir
+		}
+		if e.Kind == vfs.KindFile {
+			out[p.String()] = e.Hash
+		}
+		return nil
+	}))
+	return out
+}
+
+// runView is what a round trip must keep of a run.
+type runView struct {
+	Run         runs.Run
+	Files       map[string]cas.Hash
+	Checkpoints []checkpoint.Checkpoint
+	AtEach      []map[string]cas.Hash
+	Commits     []runs.CommitRecord
+	Events      string
+}
+
+type storeView struct {
+	Chats  map[string]runs.Chat
+	Runs   map[string]runView
+	Actors map[string]any
+}
+
+// view reads what the round trip compares: every file at every checkpoint
+// and of every actor version, every journal event, every row.
+func view(t testing.TB, s *wsstore.Store) storeView {
+	t.Helper()
+	ctx := context.Background()
+	v := storeView{Chats: map[string]runs.Chat{}, Runs: map[string]runView{}, Actors: map[string]any{}}
+	chats, err := s.Runs.Chats(ctx)
+	require.NoError(t, err)
+	for _, c := range chats {
+		v.Chats[c.ID] = c
+	}
+	rs, err := s.Runs.Runs(ctx, runs.ListQuery{})
+	require.NoError(t, err)
+	for _, r := range rs {
+		rv := runView{Run: r, Files: files(t, s, r.Root)}
+		rv.Run.Root = cas.Hash{}
+		cps, err := s.Checkpoints.List(ctx, r.ID)
+		require.NoError(t, err)
+		for _, c := range cps {
+			rv.AtEach = append(rv.AtEach, files(t, s, c.Root))
+			c.Root = cas.Hash{}
+			rv.Checkpoints = append(rv.Checkpoints, c)
+		}
+		rv.Commits, err = s.Runs.Commits(ctx, r.ID)
+		require.NoError(t, err)
+		var ev bytes.Buffer
+		require.NoError(t, s.Journal.Export(ctx, r.ID, &ev))
+		rv.Events = ev.String()
+		v.Runs[r.ID] = rv
+	}
+	spaces, err := s.Actors.Actors(ctx)
+	require.NoError(t, err)
+	for _, sp := range spaces {
+		changes, err := s.Actors.Changes(ctx, sp.Actor, 0, 0)
+		require.NoError(t, err)
+		var versions []map[string]cas.Hash
+		for _, c := range changes {
+			if !c.Root.IsZero() {
+				versions = append(versions, files(t, s, c.Root))
+			}
+		}
+		v.Actors[sp.Actor] = map[string]any{"space": sp, "changes": changes, "files": files(t, s, sp.Root), "versions": versions}
+	}
+	return v
+}
+
+// only keeps the parts of v that scope selects.
+func only(v storeView, chats, runIDs, actors []string) storeView {
+	out := storeView{Chats: map[string]runs.Chat{}, Runs: map[string]runView{}, Actors: map[string]any{}}
+	for _, id := range chats {
+		out.Chats[id] = v.Chats[id]
+	}
+	for _, id := range runIDs {
+		out.Runs[id] = v.Runs[id]
+	}
+	for _, a := range actors {
+		out.Actors[a] = v.Actors[a]
+	}
+	return out
+}
+
+func export(t testing.TB, s *wsstore.Store, scope archive.Scope) ([]byte, archive.Summary) {
+	t.Helper()
+	var buf bytes.Buffer
+	sum, err := s.Archive.Export(context.Background(), &buf, scope, archive.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(buf.Len()), sum.ArchiveBytes)
+	return buf.Bytes(), sum
+}
+
+func TestRoundTrip(t *testing.T) {
+	src := open(t)
+	populate(t, src)
+	all := view(t, src)
+	chat1 := runs.ChatWorkspaceID(runs.ChatKey{Kind: "character", StableChatID: "c1"})
+	chat2 := runs.ChatWorkspaceID(runs.ChatKey{Kind: "character", StableChatID: "c2"})
+	for _, tc := range []struct {
+		name  string
+		scope archive.Scope
+		want  storeView
+	}{
+		{"Run", archive.Scope{Runs: []string{"r1"}}, only(all, []string{chat1}, []string{"r1"}, nil)},
+		{"Chat", archive.Scope{Chats: []string{chat1}}, only(all, []string{chat1}, []string{"r1", "r2"}, nil)},
+		{"Actor", archive.Scope{Actors: []string{"alice"}}, only(all, nil, nil, []string{"alice"})},
+		{"Store", archive.Scope{All: true}, only(all, []string{chat1, chat2}, []string{"r1", "r2", "r3"}, []string{"alice", "bob"})},
+		{"StoreSkipWorkspace", archive.Scope{All: true, SkipWorkspace: true}, only(all, []string{chat1, chat2}, []string{"r1", "r2", "r3"}, nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			arc, sum := export(t, src, tc.scope)
+			assert.Equal(t, len(tc.want.Runs), sum.Runs)
+			assert.NotContains(t, string(arc), "scratch only", "scratch is never exported")
+			dst := open(t)
+			got, err := dst.Archive.Import(context.Background(), bytes.NewReader(arc), archive.Options{})
+			require.NoError(t, err)
+			assert.Empty(t, got.Conflicts)
+			assert.Equal(t, sum.Objects, got.Objects)
+			assert.Equal(t, sum.Bytes, got.Bytes)
+			assert.Equal(t, tc.want, view(t, dst))
+
+			// Importing again adds nothing.
+			again, err := dst.Archive.Import(context.Background(), bytes.NewReader(arc), archive.Options{})
+			require.NoError(t, err)
+			assert.Empty(t, again.Added)
+			assert.Empty(t, again.Conflicts)
+			assert.Zero(t, again.NewObjects)
+			assert.Equal(t, tc.want, view(t, dst))
+
+			// The imported store exports the same archive content.
+			arc2, sum2 := export(t, dst, tc.scope)
+			assert.Equal(t, sum.Objects, sum2.Objects)
+			assert.Equal(t, len(arc), len(arc2))
+		})
+	}
+}
+
+func TestImportReportsConflicts(t *testing.T) {
+	ctx := context.Background()
+	src := open(t)
+	populate(t, src)
+	arc, _ := export(t, src, archive.Scope{All: true})
+	dst := open(t)
+	_, err := dst.Archive.Import(ctx, bytes.NewReader(arc), archive.Options{})
+	require.NoError(t, err)
+	_, err = dst.Runs.Workspace("r2", runs.HostScope).Write(ctx, vfs.MustPath("output/local.md"), []byte("local"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	_, err = dst.Actors.Upload(ctx, "bob", "drafts/local.md", strings.NewReader("local"))
+	require.NoError(t, err)
+	before := view(t, dst)
+
+	sum, err := dst.Archive.Import(ctx, bytes.NewReader(arc), archive.Options{})
+	require.NoError(t, err)
+	var ids []string
+	for _, c := range sum.Conflicts {
+		ids = append(ids, c.Kind+" "+c.ID)
+	}
+	assert.ElementsMatch(t, []string{"run r2", "actor bob"}, ids)
+	assert.Empty(t, sum.Added)
+	assert.Equal(t, before, view(t, dst), "a conflict overwrites nothing")
+}
+
+func TestExportRefusesEmptyScopes(t *testing.T) {
+	s := open(t)
+	populate(t, s)
+	for name, scope := range map[string]archive.Scope{
+		"Nothing":              {},
+		"ActorSkipWorkspace":   {Actors: []string{"alice"}, SkipWorkspace: true},
+		"SkipWorkspaceNoChats": {All: true, SkipWorkspace: true, Actors: []string{"bob"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if name == "SkipWorkspaceNoChats" {
+				e := open(t)
+				_, err := e.Actors.Upload(context.Background(), "bob", "a.md", strings.NewReader("a"))
+				require.NoError(t, err)
+				_, err = e.Archive.Export(context.Background(), &bytes.Buffer{}, scope, archive.Options{})
+				assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+				return
+			}
+			_, err := s.Archive.Export(context.Background(), &bytes.Buffer{}, scope, archive.Options{})
+			assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+		})
+	}
+	_, err := s.Archive.Export(context.Background(), &bytes.Buffer{}, archive.Scope{Runs: []string{"nope"}}, archive.Options{})
+	assert.True(t, wserr.Is(err, wserr.RunNotFound), "%v", err)
+}

@@ -1,0 +1,460 @@
+package archive
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// scratchRoot is the top-level directory of a run that is never exported.
+const scratchRoot = "scratch"
+
+// plan is what an export holds, gathered in one read transaction: the
+// rows, spooled to a temporary file as JSON lines, and every address they
+// reach.
+type plan struct {
+	m        Manifest
+	spool    *os.File
+	spooled  int64
+	events   int64
+	blobs    map[cas.Hash]int64
+	trees    map[cas.Hash]bool
+	order    []cas.Hash               // trees, children before parents
+	made     map[cas.Hash][]vfs.Entry // run roots without scratch/, not stored
+	stripped map[cas.Hash]cas.Hash    // a run root → the root exported for it
+}
+
+// Export writes an archive of what scope selects to w, front to back. The
+// rows are read in one read transaction, so the archive is one consistent
+// state of them; blobs stream from the content store, so memory holds
+// addresses, never contents. Rows are spooled to a temporary file while
+// the blobs are written, because a tar entry states its size first.
+//
+// A scope that selects nothing (no flag, or SkipWorkspace leaving it
+// empty) fails with workspace.invalid_argument; a run, chat or actor that
+// does not exist with run.not_found or store.not_found; a write error on
+// w is returned wrapped, and w then holds a truncated archive that import
+// refuses.
+func (a *Archiver) Export(ctx context.Context, w io.Writer, scope Scope, opt Options) (Summary, error) {
+	start := a.p.Now()
+	if err := checkScope(scope); err != nil {
+		return Summary{}, err
+	}
+	spool, err := os.CreateTemp("", "wsstore-export-*.jsonl")
+	if err != nil {
+		return Summary{}, fmt.Errorf("export: %w", err)
+	}
+	defer func() {
+		spool.Close()
+		os.Remove(spool.Name())
+	}()
+	p := &plan{spool: spool, blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{},
+		made: map[cas.Hash][]vfs.Entry{}, stripped: map[cas.Hash]cas.Hash{}}
+	p.m = Manifest{Format: FormatName, Version: Version, CreatedAt: start.UTC(), Scope: scope,
+		Chats: []string{}, Runs: []string{}, Actors: []string{}}
+	report(opt, "scan", 0, 0)
+	if err := a.p.DB.View(ctx, func(tx *index.Tx) error { return a.gather(ctx, tx, p, scope) }); err != nil {
+		return Summary{}, err
+	}
+	if len(p.m.Chats) == 0 && len(p.m.Actors) == 0 {
+		return Summary{}, wserr.New(wserr.InvalidArgument, "export", "", "the scope selects nothing to export")
+	}
+	cw := &countingWriter{w: w}
+	sum, err := a.write(ctx, cw, p, opt)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum.ArchiveBytes = cw.n
+	sum.Seconds = a.p.Now().Sub(start).Seconds()
+	return sum, nil
+}
+
+func checkScope(s Scope) error {
+	const op = "export"
+	if !s.All && len(s.Runs) == 0 && len(s.Chats) == 0 && len(s.Actors) == 0 {
+		return wserr.New(wserr.InvalidArgument, op, "", "nothing selected: name runs, chats or actors, or all")
+	}
+	if s.SkipWorkspace && !s.All && len(s.Runs) == 0 && len(s.Chats) == 0 {
+		return wserr.New(wserr.InvalidArgument, op, "", "skipping the workspace leaves nothing of the actors selected")
+	}
+	return nil
+}
+
+func report(opt Options, phase string, done, total int64) {
+	if opt.Progress != nil {
+		opt.Progress(Progress{Phase: phase, Done: done, Total: total})
+	}
+}
+
+// gather reads the rows scope selects, spools them, and collects every
+// tree and blob they reach.
+func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scope) error {
+	bw := bufio.NewWriter(p.spool)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	put := func(r Record) error {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("export: spool: %w", err)
+		}
+		return nil
+	}
+
+	// Runs first, by chat: a run brings its chat, a chat its runs.
+	var rs []runs.RunRecord
+	chats := map[string]bool{}
+	seenRun := map[string]bool{}
+	addRun := func(r runs.RunRecord) error {
+		if !seenRun[r.ID] {
+			seenRun[r.ID] = true
+			chats[r.ChatID] = true
+			rs = append(rs, r)
+		}
+		return nil
+	}
+	if scope.All {
+		if err := a.p.Runs.EachChatRecord(ctx, tx, func(c runs.ChatRecord) error { chats[c.ID] = true; return nil }); err != nil {
+			return err
+		}
+		if err := a.p.Runs.EachRunRecord(ctx, tx, "", addRun); err != nil {
+			return err
+		}
+	}
+	for _, id := range scope.Chats {
+		if _, err := a.p.Runs.ExportChat(ctx, tx, id); err != nil {
+			return err
+		}
+		chats[id] = true
+		if err := a.p.Runs.EachRunRecord(ctx, tx, id, addRun); err != nil {
+			return err
+		}
+	}
+	for _, id := range scope.Runs {
+		r, err := a.p.Runs.ExportRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		addRun(r)
+	}
+	slices.SortFunc(rs, func(x, y runs.RunRecord) int {
+		if x.ID < y.ID {
+			return -1
+		}
+		if x.ID > y.ID {
+			return 1
+		}
+		return 0
+	})
+
+	ids := make([]string, 0, len(chats))
+	for id := range chats {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		c, err := a.p.Runs.ExportChat(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := a.reach(ctx, tx, p, c.PersistRoot); err != nil {
+			return err
+		}
+		if err := put(Record{Chat: &c}); err != nil {
+			return err
+		}
+		p.m.Chats = append(p.m.Chats, id)
+	}
+	for _, r := range rs {
+		var err error
+		if r.Root, err = a.runRoot(ctx, tx, p, r.Root); err != nil {
+			return err
+		}
+		if err := a.reach(ctx, tx, p, r.PersistBase); err != nil {
+			return err
+		}
+		if !r.Records.IsZero() {
+			if err := a.reach(ctx, tx, p, r.Records); err != nil {
+				return err
+			}
+		}
+		if err := put(Record{Run: &r}); err != nil {
+			return err
+		}
+		p.m.Runs = append(p.m.Runs, r.ID)
+		cps, err := a.p.Checkpoints.ExportRecords(ctx, tx, r.ID)
+		if err != nil {
+			return err
+		}
+		for _, c := range cps {
+			if c.Root, err = a.runRoot(ctx, tx, p, c.Root); err != nil {
+				return err
+			}
+			if err := put(Record{Checkpoint: &c}); err != nil {
+				return err
+			}
+		}
+		commits, err := a.p.Runs.ExportCommits(ctx, tx, r.ID)
+		if err != nil {
+			return err
+		}
+		for _, c := range commits {
+			if err := put(Record{Commit: &c}); err != nil {
+				return err
+			}
+		}
+		err = a.p.Journal.ExportEvents(ctx, tx, r.ID, func(e journal.Event) error {
+			p.events++
+			return put(Record{Event: &e})
+		})
+		if err != nil {
+			return err
+		}
+	}
+
+	// Actor spaces, unless the workspace is skipped.
+	if !scope.SkipWorkspace {
+		var spaces []actors.SpaceRecord
+		if scope.All {
+			if err := a.p.Actors.EachSpaceRecord(ctx, tx, func(s actors.SpaceRecord) error { spaces = append(spaces, s); return nil }); err != nil {
+				return err
+			}
+		}
+		for _, name := range scope.Actors {
+			s, ok, err := a.p.Actors.ExportSpace(ctx, tx, name)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return wserr.New(wserr.NotFound, "export", "", "actor %s has no workspace", name)
+			}
+			if !slices.ContainsFunc(spaces, func(x actors.SpaceRecord) bool { return x.Actor == s.Actor }) {
+				spaces = append(spaces, s)
+			}
+		}
+		for _, s := range spaces {
+			if err := a.reach(ctx, tx, p, s.Root); err != nil {
+				return err
+			}
+			if err := put(Record{Space: &s}); err != nil {
+				return err
+			}
+			p.m.Actors = append(p.m.Actors, s.Actor)
+			changes, err := a.p.Actors.ExportChanges(ctx, tx, s.Actor)
+			if err != nil {
+				return err
+			}
+			for _, c := range changes {
+				if !c.Root.IsZero() {
+					if err := a.reach(ctx, tx, p, c.Root); err != nil {
+						return err
+					}
+				}
+				if err := put(Record{Change: &c}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("export: spool: %w", err)
+	}
+	off, err := p.spool.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return fmt.Errorf("export: spool: %w", err)
+	}
+	p.spooled = off
+	return nil
+}
+
+// runRoot returns the root exported for a run's root: the same tree
+// without its top-level scratch/ entry, which is never exported; the tree
+// itself when it has none. Either way what it reaches joins the plan.
+func (a *Archiver) runRoot(ctx context.Context, tx *index.Tx, p *plan, root cas.Hash) (cas.Hash, error) {
+	if h, ok := p.stripped[root]; ok {
+		return h, nil
+	}
+	es, err := a.p.Trees.Entries(ctx, tx, root)
+	if err != nil {
+		return cas.Hash{}, err
+	}
+	i := slices.IndexFunc(es, func(e vfs.Entry) bool { return e.Name == scratchRoot })
+	if i < 0 {
+		p.stripped[root] = root
+		return root, a.reach(ctx, tx, p, root)
+	}
+	es = slices.Delete(es, i, i+1)
+	b, err := vfs.EncodeTree(es)
+	if err != nil {
+		return cas.Hash{}, err
+	}
+	h := vfs.TreeHash(b)
+	p.stripped[root] = h
+	if p.trees[h] {
+		return h, nil
+	}
+	p.made[h] = es
+	for _, e := range es {
+		if err := a.reachEntry(ctx, tx, p, e); err != nil {
+			return cas.Hash{}, err
+		}
+	}
+	p.trees[h] = true
+	p.order = append(p.order, h)
+	return h, nil
+}
+
+// reach adds tree h and everything below it to the plan, children first.
+func (a *Archiver) reach(ctx context.Context, tx *index.Tx, p *plan, h cas.Hash) error {
+	if p.trees[h] {
+		return nil
+	}
+	es, err := a.p.Trees.Entries(ctx, tx, h)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if err := a.reachEntry(ctx, tx, p, e); err != nil {
+			return err
+		}
+	}
+	p.trees[h] = true
+	p.order = append(p.order, h)
+	return nil
+}
+
+func (a *Archiver) reachEntry(ctx context.Context, tx *index.Tx, p *plan, e vfs.Entry) error {
+	if e.Kind == vfs.KindDir {
+		return a.reach(ctx, tx, p, e.Hash)
+	}
+	if _, ok := p.blobs[e.Hash]; !ok {
+		p.blobs[e.Hash] = e.Size
+		p.m.Blobs = append(p.m.Blobs, BlobRef{Hash: e.Hash, Size: e.Size})
+		p.m.Bytes += e.Size
+	}
+	return nil
+}
+
+// write writes the planned archive to w.
+func (a *Archiver) write(ctx context.Context, w io.Writer, p *plan, opt Options) (Summary, error) {
+	p.m.Trees = p.order
+	if p.m.Blobs == nil {
+		p.m.Blobs = []BlobRef{}
+	}
+	d := newDigest()
+	tw := tar.NewWriter(w)
+	entry := func(name string, size int64) (io.Writer, error) {
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: 0o644, ModTime: p.m.CreatedAt, Format: tar.FormatPAX}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, fmt.Errorf("export: write %s: %w", name, err)
+		}
+		d.entry(name, size)
+		return io.MultiWriter(tw, d), nil
+	}
+	whole := func(name string, b []byte) error {
+		ew, err := entry(name, int64(len(b)))
+		if err != nil {
+			return err
+		}
+		if _, err := ew.Write(b); err != nil {
+			return fmt.Errorf("export: write %s: %w", name, err)
+		}
+		return nil
+	}
+
+	mb, err := json.Marshal(p.m)
+	if err != nil {
+		return Summary{}, fmt.Errorf("export: manifest: %w", err)
+	}
+	if err := whole(manifestName, mb); err != nil {
+		return Summary{}, err
+	}
+	var done int64
+	for _, b := range p.m.Blobs {
+		if err := ctx.Err(); err != nil {
+			return Summary{}, err
+		}
+		if err := a.writeBlob(ctx, entry, b); err != nil {
+			return Summary{}, err
+		}
+		done += b.Size
+		report(opt, "blobs", done, p.m.Bytes)
+	}
+	for i, h := range p.order {
+		es, ok := p.made[h]
+		if !ok {
+			if es, err = a.p.Trees.Entries(ctx, nil, h); err != nil {
+				return Summary{}, err
+			}
+		}
+		b, err := vfs.EncodeTree(es)
+		if err != nil {
+			return Summary{}, err
+		}
+		if vfs.TreeHash(b) != h {
+			return Summary{}, wserr.New(wserr.Corrupt, "export", "", "tree %s does not encode to its address", h.Short())
+		}
+		if err := whole(treePrefix+h.String(), b); err != nil {
+			return Summary{}, err
+		}
+		report(opt, "trees", int64(i+1), int64(len(p.order)))
+	}
+	if _, err := p.spool.Seek(0, io.SeekStart); err != nil {
+		return Summary{}, fmt.Errorf("export: spool: %w", err)
+	}
+	ew, err := entry(recordsName, p.spooled)
+	if err != nil {
+		return Summary{}, err
+	}
+	if n, err := io.Copy(ew, io.LimitReader(p.spool, p.spooled)); err != nil || n != p.spooled {
+		return Summary{}, fmt.Errorf("export: write records: %d of %d bytes: %v", n, p.spooled, err)
+	}
+	eb, err := json.Marshal(End{Entries: d.entries, Digest: d.sum()})
+	if err != nil {
+		return Summary{}, err
+	}
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: endName, Size: int64(len(eb)), Mode: 0o644, ModTime: p.m.CreatedAt, Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return Summary{}, fmt.Errorf("export: write end: %w", err)
+	}
+	if _, err := tw.Write(eb); err != nil {
+		return Summary{}, fmt.Errorf("export: write end: %w", err)
+	}
+	if err := tw.Close(); err != nil {
+		return Summary{}, fmt.Errorf("export: %w", err)
+	}
+	nb, nt := int64(len(p.m.Blobs)), int64(len(p.order))
+	return Summary{Objects: nb + nt, Blobs: nb, Trees: nt, Bytes: p.m.Bytes, Chats: len(p.m.Chats),
+		Runs: len(p.m.Runs), Actors: len(p.m.Actors), Events: p.events}, nil
+}
+
+func (a *Archiver) writeBlob(ctx context.Context, entry func(string, int64) (io.Writer, error), b BlobRef) error {
+	rc, err := a.p.Blobs.Get(ctx, b.Hash)
+	if err != nil {
+		return fmt.Errorf("export: blob %s: %w", b.Hash.Short(), err)
+	}
+	defer rc.Close()
+	ew, err := entry(blobPrefix+b.Hash.String(), b.Size)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(ew, io.LimitReader(rc, b.Size+1))
+	if err != nil {
+		return fmt.Errorf("export: blob %s: %w", b.Hash.Short(), err)
+	}
+	if n != b.Size {
+		return wserr.New(wserr.Corrupt, "export", "", "blob %s holds %d bytes, its tree says %d", b.Hash.Short(), n, b.Size)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package archive
+
+import (
+	"encoding/binary"
+	"hash"
+	"time"
+
+	"lukechampine.com/blake3"
+
+	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/runs"
+)
+
+// FormatName is the manifest's format field: what makes a tar file a
+// wsstore archive.
+const FormatName = "wsstore-archive"
+
+// Version is the format version this build writes and the only one it
+// reads.
+const Version = 1
+
+// Entry names, in the order they appear.
+const (
+	manifestName = "wsstore-archive.json"
+	blobPrefix   = "blobs/"
+	treePrefix   = "trees/"
+	recordsName  = "records.jsonl"
+	endName      = "end.json"
+)
+
+// Limits on entries import reads whole: a manifest or a tree larger than
+// these is refused as corrupt rather than read into memory.
+const (
+	maxManifestBytes = 256 << 20
+	maxTreeBytes     = 64 << 20
+)
+
+// Manifest is the archive's first entry: what it is, what it holds, and
+// every blob and tree address with the blob's size.
+type Manifest struct {
+	Format    string    `json:"format"`
+	Version   int       `json:"version"`
+	CreatedAt time.Time `json:"createdAt"`
+	Scope     Scope     `json:"scope"`
+	Chats     []string  `json:"chats"`
+	Runs      []string  `json:"runs"`
+	Actors    []string  `json:"actors"`
+	// Bytes is the plain size of all blobs.
+	Bytes int64      `json:"bytes"`
+	Blobs []BlobRef  `json:"blobs"`
+	Trees []cas.Hash `json:"trees"`
+}
+
+// BlobRef is one blob of the manifest.
+type BlobRef struct {
+	Hash cas.Hash `json:"hash"`
+	Size int64    `json:"size"`
+}
+
+// Record is one line of records.jsonl: exactly one field is set.
+type Record struct {
+	Chat       *runs.ChatRecord     `json:"chat,omitempty"`
+	Run        *runs.RunRecord      `json:"run,omitempty"`
+	Checkpoint *checkpoint.Record   `json:"checkpoint,omitempty"`
+	Commit     *runs.CommitRow      `json:"commit,omitempty"`
+	Event      *journal.Event       `json:"event,omitempty"`
+	Space      *actors.SpaceRecord  `json:"actor,omitempty"`
+	Change     *actors.ChangeRecord `json:"change,omitempty"`
+}
+
+func (r Record) fields() int {
+	n := 0
+	for _, set := range []bool{r.Chat != nil, r.Run != nil, r.Checkpoint != nil, r.Commit != nil, r.Event != nil, r.Space != nil, r.Change != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// End is the last entry: the number of entries before it and the digest
+// over them.
+type End struct {
+	Entries int64  `json:"entries"`
+	Digest  string `json:"digest"`
+}
+
+// digest is the running BLAKE3 over every entry before end.json: for each,
+// its name, a zero byte, its size as 8 bytes big-endian, and its content.
+// It catches damage the addresses cannot (a flipped byte in a row).
+type digest struct {
+	h       hash.Hash
+	entries int64
+}
+
+func newDigest() *digest { return &digest{h: blake3.New(32, nil)} }
+
+func (d *digest) entry(name string, size int64) {
+	d.entries++
+	d.h.Write([]byte(name))
+	var b [9]byte
+	binary.BigEndian.PutUint64(b[1:], uint64(size))
+	d.h.Write(b[:])
+}
+
+func (d *digest) Write(p []byte) (int, error) { return d.h.Write(p) }
+
+func (d *digest) sum() string {
+	var h cas.Hash
+	copy(h[:], d.h.Sum(nil))
+	return h.String()
+}

@@ -1,0 +1,594 @@
+package archive
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"lukechampine.com/blake3"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// treeBatch is how many trees one write transaction of an import stores.
+const treeBatch = 256
+
+// corrupt is the error of an archive that fails verification.
+func corrupt(format string, args ...any) error {
+	return wserr.New(wserr.ArchiveCorrupt, "import", "", format, args...)
+}
+
+// reading wraps an error of the archive's reader: a short or malformed tar
+// stream is a corrupt archive; ctx ending is ctx's error.
+func reading(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var we *wserr.Error
+	if errors.As(err, &we) {
+		return err
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return wserr.Wrap(wserr.ArchiveCorrupt, "import", "", fmt.Errorf("%s: %w", what, err))
+}
+
+// importer is the state of one import: what the manifest promised and what
+// has verified so far.
+type importer struct {
+	a      *Archiver
+	opt    Options
+	tr     *tar.Reader
+	d      *digest
+	m      Manifest
+	blobs  map[cas.Hash]int64 // promised blobs and their sizes
+	trees  map[cas.Hash]bool  // promised trees
+	gotB   map[cas.Hash]bool
+	gotT   map[cas.Hash]int64 // verified trees and the bytes of files below them
+	sum    Summary
+	hdr    *tar.Header // the entry read ahead, nil at the end
+	chats  map[string]bool
+	runIDs map[string]bool
+	actors map[string]bool
+}
+
+// Import reads the archive r front to back and adds what it holds to the
+// store. Every blob is verified against its address as it streams into the
+// content store, every tree against its own and its entries against what
+// came before it, every row against the trees it names, and the whole
+// against the end entry's digest; the rows are written in one transaction
+// that commits only after all of that passed. So a truncated or tampered
+// archive (archive.corrupt) or one of another version
+// (archive.unsupported_version) leaves no visible row; the blobs and trees
+// it stored before the damage showed are unreferenced and gc collects them.
+//
+// Import is idempotent: what the store has already (a blob, a tree, a chat
+// with the same persist state, a run or actor space with the same row) is
+// kept and counted Unchanged. A run or actor space that exists with other
+// content, or a chat whose persist state differs, is left as it is and
+// listed in Summary.Conflicts; the rest is imported. A failed write is the
+// store's error.
+func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summary, error) {
+	start := a.p.Now()
+	cr := &countingReader{r: r}
+	im := &importer{a: a, opt: opt, tr: tar.NewReader(cr), d: newDigest(),
+		blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{}, gotB: map[cas.Hash]bool{}, gotT: map[cas.Hash]int64{},
+		chats: map[string]bool{}, runIDs: map[string]bool{}, actors: map[string]bool{}}
+	if err := im.manifest(ctx); err != nil {
+		return Summary{}, err
+	}
+	if err := im.readBlobs(ctx); err != nil {
+		return Summary{}, err
+	}
+	if err := im.readTrees(ctx); err != nil {
+		return Summary{}, err
+	}
+	if err := a.p.DB.Update(ctx, func(tx *index.Tx) error { return im.records(ctx, tx) }); err != nil {
+		return Summary{}, err
+	}
+	im.sum.ArchiveBytes = cr.n
+	im.sum.Seconds = a.p.Now().Sub(start).Seconds()
+	return im.sum, nil
+}
+
+// next reads the next entry's header into im.hdr (nil at the end of the
+// stream) and starts its digest. Only regular files are part of the
+// format.
+func (im *importer) next(ctx context.Context) error {
+	hdr, err := im.tr.Next()
+	if err == io.EOF {
+		im.hdr = nil
+		return nil
+	}
+	if err != nil {
+		return reading(ctx, "read entry", err)
+	}
+	if hdr.Typeflag != tar.TypeReg || hdr.Size < 0 {
+		return corrupt("entry %q is not a regular file", hdr.Name)
+	}
+	im.hdr = hdr
+	if hdr.Name != endName {
+		im.d.entry(hdr.Name, hdr.Size)
+	}
+	return nil
+}
+
+// body returns the current entry's content as a reader that feeds the
+// digest.
+func (im *importer) body() io.Reader { return io.TeeReader(im.tr, im.d) }
+
+// whole reads the current entry, refusing one over limit.
+func (im *importer) whole(ctx context.Context, limit int64) ([]byte, error) {
+	if im.hdr.Size > limit {
+		return nil, corrupt("entry %q is %d bytes, over the limit of %d", im.hdr.Name, im.hdr.Size, limit)
+	}
+	b, err := io.ReadAll(im.body())
+	if err != nil {
+		return nil, reading(ctx, im.hdr.Name, err)
+	}
+	if int64(len(b)) != im.hdr.Size {
+		return nil, corrupt("entry %q is short", im.hdr.Name)
+	}
+	return b, nil
+}
+
+func (im *importer) manifest(ctx context.Context) error {
+	if err := im.next(ctx); err != nil {
+		return err
+	}
+	if im.hdr == nil || im.hdr.Name != manifestName {
+		return corrupt("not a wsstore archive: the first entry is not %s", manifestName)
+	}
+	b, err := im.whole(ctx, maxManifestBytes)
+	if err != nil {
+		return err
+	}
+	var head struct {
+		Format  string `json:"format"`
+		Version int    `json:"version"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil || head.Format != FormatName {
+		return corrupt("not a wsstore archive: unreadable manifest")
+	}
+	if head.Version != Version {
+		return wserr.New(wserr.ArchiveUnsupportedVersion, "import", "", "archive format version %d; this build reads version %d", head.Version, Version)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&im.m); err != nil {
+		return corrupt("manifest: %v", err)
+	}
+	for _, br := range im.m.Blobs {
+		if _, dup := im.blobs[br.Hash]; dup || br.Size < 0 {
+			return corrupt("manifest: blob %s listed twice or with a negative size", br.Hash.Short())
+		}
+		im.blobs[br.Hash] = br.Size
+	}
+	for _, h := range im.m.Trees {
+		if im.trees[h] {
+			return corrupt("manifest: tree %s listed twice", h.Short())
+		}
+		im.trees[h] = true
+	}
+	for _, id := range im.m.Chats {
+		im.chats[id] = false
+	}
+	for _, id := range im.m.Runs {
+		im.runIDs[id] = false
+	}
+	for _, id := range im.m.Actors {
+		im.actors[id] = false
+	}
+	return im.next(ctx)
+}
+
+// entryHash parses the address in the current entry's name after prefix.
+func (im *importer) entryHash(prefix string) (cas.Hash, bool, error) {
+	if im.hdr == nil || !strings.HasPrefix(im.hdr.Name, prefix) {
+		return cas.Hash{}, false, nil
+	}
+	h, err := cas.ParseHash(strings.TrimPrefix(im.hdr.Name, prefix))
+	if err != nil {
+		return cas.Hash{}, false, corrupt("entry %q: not an address", im.hdr.Name)
+	}
+	return h, true, nil
+}
+
+func (im *importer) readBlobs(ctx context.Context) error {
+	var done int64
+	for {
+		h, ok, err := im.entryHash(blobPrefix)
+		if err != nil || !ok {
+			return err
+		}
+		size, promised := im.blobs[h]
+		if !promised || im.gotB[h] {
+			return corrupt("blob %s is not in the manifest, or there twice", h.Short())
+		}
+		if im.hdr.Size != size {
+			return corrupt("blob %s is %d bytes, the manifest says %d", h.Short(), im.hdr.Size, size)
+		}
+		fresh, err := im.blob(ctx, h)
+		if err != nil {
+			return err
+		}
+		im.gotB[h] = true
+		im.sum.Blobs++
+		im.sum.Bytes += size
+		if fresh {
+			im.sum.NewObjects++
+		}
+		done += size
+		report(im.opt, "blobs", done, im.m.Bytes)
+		if err := im.next(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// blob verifies the current entry against h and stores it, unless the
+// store has it: then the bytes are only hashed. fresh reports a blob new
+// to the store.
+func (im *importer) blob(ctx context.Context, h cas.Hash) (fresh bool, err error) {
+	has, err := im.a.p.Blobs.Has(ctx, h)
+	if err != nil {
+		return false, err
+	}
+	r := &countingReader{r: im.body()}
+	var got cas.Hash
+	if has {
+		hh := blake3.New(32, nil)
+		if _, err := io.Copy(hh, r); err != nil {
+			return false, reading(ctx, im.hdr.Name, err)
+		}
+		copy(got[:], hh.Sum(nil))
+	} else if got, err = im.a.p.Blobs.Put(ctx, r); err != nil {
+		if wserr.CodeOf(err) == wserr.ArchiveCorrupt || ctx.Err() != nil {
+			return false, err
+		}
+		// Put reads the archive: a short entry surfaces here.
+		if r.n != im.hdr.Size {
+			return false, reading(ctx, im.hdr.Name, err)
+		}
+		return false, err
+	}
+	if r.n != im.hdr.Size {
+		return false, corrupt("blob %s is short", h.Short())
+	}
+	if got != h {
+		return false, corrupt("blob %s does not hash to its address", h.Short())
+	}
+	return !has, nil
+}
+
+func (im *importer) readTrees(ctx context.Context) error {
+	var pending [][]vfs.Entry
+	var want []cas.Hash
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		err := im.a.p.DB.Update(ctx, func(tx *index.Tx) error {
+			for i, es := range pending {
+				h, err := im.a.p.Trees.Put(ctx, tx, es)
+				if err != nil {
+					return err
+				}
+				if h != want[i] {
+					return corrupt("tree %s does not store at its address", want[i].Short())
+				}
+			}
+			return nil
+		})
+		pending, want = pending[:0], want[:0]
+		return err
+	}
+	for {
+		h, ok, err := im.entryHash(treePrefix)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if err := flush(); err != nil {
+				return err
+			}
+			for b := range im.blobs {
+				if !im.gotB[b] {
+					return corrupt("blob %s of the manifest is missing", b.Short())
+				}
+			}
+			for t := range im.trees {
+				if _, ok := im.gotT[t]; !ok {
+					return corrupt("tree %s of the manifest is missing", t.Short())
+				}
+			}
+			return nil
+		}
+		if !im.trees[h] {
+			return corrupt("tree %s is not in the manifest", h.Short())
+		}
+		if _, dup := im.gotT[h]; dup {
+			return corrupt("tree %s is there twice", h.Short())
+		}
+		b, err := im.whole(ctx, maxTreeBytes)
+		if err != nil {
+			return err
+		}
+		if vfs.TreeHash(b) != h {
+			return corrupt("tree %s does not hash to its address", h.Short())
+		}
+		es, err := vfs.DecodeTree(b)
+		if err != nil {
+			return corrupt("tree %s: %v", h.Short(), err)
+		}
+		var total int64
+		for _, e := range es {
+			switch e.Kind {
+			case vfs.KindFile:
+				if !im.gotB[e.Hash] || im.blobs[e.Hash] != e.Size {
+					return corrupt("tree %s: file %s is not a blob of the archive of its size", h.Short(), e.Name)
+				}
+			case vfs.KindDir:
+				sub, ok := im.gotT[e.Hash]
+				if !ok || sub != e.Size {
+					return corrupt("tree %s: directory %s is not a tree before it of its size", h.Short(), e.Name)
+				}
+			}
+			total += e.Size
+		}
+		im.gotT[h] = total
+		im.sum.Trees++
+		pending, want = append(pending, es), append(want, h)
+		if len(pending) == treeBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		report(im.opt, "trees", im.sum.Trees, int64(len(im.trees)))
+		if err := im.next(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// tree checks that a row's tree came in the archive.
+func (im *importer) tree(what string, h cas.Hash) error {
+	if _, ok := im.gotT[h]; !ok {
+		return corrupt("%s names tree %s, which the archive does not hold", what, h.Short())
+	}
+	return nil
+}
+
+// records writes the rows in tx, then checks the end entry: an error
+// anywhere rolls every row back.
+func (im *importer) records(ctx context.Context, tx *index.Tx) error {
+	if im.hdr == nil || im.hdr.Name != recordsName {
+		return corrupt("entry %s missing", recordsName)
+	}
+	dec := json.NewDecoder(im.body())
+	dec.DisallowUnknownFields()
+	var (
+		run      string // the run whose rows follow, "" if skipped
+		actor    string
+		lastRun  string
+		lastAct  string
+		rows     int64
+		kindDone = 0 // 0 chats, 1 runs, 2 actors: the sections in order
+	)
+	for {
+		var rec Record
+		err := dec.Decode(&rec)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var syn *json.SyntaxError
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &syn) || errors.As(err, &typ) || strings.Contains(err.Error(), "unknown field") {
+				return corrupt("records: %v", err)
+			}
+			return reading(ctx, recordsName, err)
+		}
+		if rec.fields() != 1 {
+			return corrupt("records: a line holds %d rows, want one", rec.fields())
+		}
+		rows++
+		switch {
+		case rec.Chat != nil:
+			c := *rec.Chat
+			if kindDone > 0 {
+				return corrupt("records: chat %s out of order", c.ID)
+			}
+			seen, listed := im.chats[c.ID]
+			if !listed || seen {
+				return corrupt("records: chat %s is not in the manifest, or there twice", c.ID)
+			}
+			im.chats[c.ID] = true
+			if err := im.tree("chat "+c.ID, c.PersistRoot); err != nil {
+				return err
+			}
+			im.sum.Chats++
+			added, err := im.a.p.Runs.ImportChat(ctx, tx, c)
+			if err := im.outcome("chat", c.ID, added, err); err != nil {
+				return err
+			}
+		case rec.Run != nil:
+			r := *rec.Run
+			if kindDone > 1 {
+				return corrupt("records: run %s out of order", r.ID)
+			}
+			kindDone = 1
+			seen, listed := im.runIDs[r.ID]
+			if !listed || seen || r.ID <= lastRun {
+				return corrupt("records: run %s is not in the manifest, out of order or there twice", r.ID)
+			}
+			im.runIDs[r.ID], lastRun = true, r.ID
+			if _, ok := im.chats[r.ChatID]; !ok {
+				return corrupt("records: run %s belongs to chat %s, which the archive does not hold", r.ID, r.ChatID)
+			}
+			if err := im.tree("run "+r.ID, r.Root); err != nil {
+				return err
+			}
+			if err := im.tree("run "+r.ID, r.PersistBase); err != nil {
+				return err
+			}
+			if !r.Records.IsZero() {
+				if err := im.tree("run "+r.ID, r.Records); err != nil {
+					return err
+				}
+			}
+			im.sum.Runs++
+			added, err := im.a.p.Runs.ImportRun(ctx, tx, r)
+			if err := im.outcome("run", r.ID, added, err); err != nil {
+				return err
+			}
+			run = ""
+			if added {
+				run = r.ID
+			}
+		case rec.Checkpoint != nil:
+			c := *rec.Checkpoint
+			if kindDone != 1 || c.RunID != lastRun {
+				return corrupt("records: checkpoint of run %s out of place", c.RunID)
+			}
+			if err := im.tree("checkpoint", c.Root); err != nil {
+				return err
+			}
+			if run != "" {
+				if err := im.a.p.Checkpoints.ImportRecord(ctx, tx, c); err != nil {
+					return err
+				}
+			}
+		case rec.Commit != nil:
+			c := *rec.Commit
+			if kindDone != 1 || c.RunID != lastRun {
+				return corrupt("records: commit of run %s out of place", c.RunID)
+			}
+			if run != "" {
+				if err := im.a.p.Runs.ImportCommit(ctx, tx, c); err != nil {
+					return err
+				}
+			}
+		case rec.Event != nil:
+			e := *rec.Event
+			if kindDone != 1 || e.RunID != lastRun {
+				return corrupt("records: event of run %s out of place", e.RunID)
+			}
+			im.sum.Events++
+			if run != "" {
+				if err := im.a.p.Journal.ImportEvent(ctx, tx, e); err != nil {
+					return err
+				}
+			}
+		case rec.Space != nil:
+			s := *rec.Space
+			kindDone = 2
+			seen, listed := im.actors[s.Actor]
+			if !listed || seen {
+				return corrupt("records: actor %s is not in the manifest, or there twice", s.Actor)
+			}
+			im.actors[s.Actor], lastAct = true, s.Actor
+			if err := im.tree("actor "+s.Actor, s.Root); err != nil {
+				return err
+			}
+			im.sum.Actors++
+			added, err := im.a.p.Actors.ImportSpace(ctx, tx, s)
+			if err := im.outcome("actor", s.Actor, added, err); err != nil {
+				return err
+			}
+			actor = ""
+			if added {
+				actor = s.Actor
+			}
+		case rec.Change != nil:
+			c := *rec.Change
+			if kindDone != 2 || c.Actor != lastAct {
+				return corrupt("records: change of actor %s out of place", c.Actor)
+			}
+			if !c.Root.IsZero() {
+				if err := im.tree("actor change", c.Root); err != nil {
+					return err
+				}
+			}
+			if actor != "" {
+				if err := im.a.p.Actors.ImportChange(ctx, tx, c); err != nil {
+					return err
+				}
+			}
+		}
+		report(im.opt, "records", rows, 0)
+	}
+	// The decoder may stop short of the entry's end (trailing spaces):
+	// the digest covers every byte.
+	if _, err := io.Copy(io.Discard, im.body()); err != nil {
+		return reading(ctx, recordsName, err)
+	}
+	for kind, set := range map[string]map[string]bool{"chat": im.chats, "run": im.runIDs, "actor": im.actors} {
+		for id, seen := range set {
+			if !seen {
+				return corrupt("%s %s of the manifest has no row", kind, id)
+			}
+		}
+	}
+	return im.end(ctx)
+}
+
+// outcome files an object's import result; a conflict is reported, not an
+// error.
+func (im *importer) outcome(kind, id string, added bool, err error) error {
+	name := kind + " " + id
+	switch {
+	case err == nil && added:
+		im.sum.Added = append(im.sum.Added, name)
+	case err == nil:
+		im.sum.Unchanged = append(im.sum.Unchanged, name)
+	case wserr.Is(err, wserr.Conflict):
+		im.sum.Conflicts = append(im.sum.Conflicts, Conflict{Kind: kind, ID: id, Reason: wserr.MessageOf(err)})
+	case wserr.Is(err, wserr.Corrupt):
+		return wserr.Wrap(wserr.ArchiveCorrupt, "import", "", err)
+	default:
+		return err
+	}
+	return nil
+}
+
+// end checks the end entry against the digest and that nothing follows.
+func (im *importer) end(ctx context.Context) error {
+	sum, n := im.d.sum(), im.d.entries
+	if err := im.next(ctx); err != nil {
+		return err
+	}
+	if im.hdr == nil || im.hdr.Name != endName {
+		return corrupt("entry %s missing: the archive is truncated", endName)
+	}
+	b, err := im.whole(ctx, 4096)
+	if err != nil {
+		return err
+	}
+	var e End
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return corrupt("end: %v", err)
+	}
+	if e.Entries != n || e.Digest != sum {
+		return corrupt("the archive's digest does not match its content")
+	}
+	if err := im.next(ctx); err != nil {
+		return err
+	}
+	if im.hdr != nil {
+		return corrupt("entry %q after the end", im.hdr.Name)
+	}
+	im.sum.Objects = im.sum.Blobs + im.sum.Trees
+	return nil
+}

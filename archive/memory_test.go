@@ -1,0 +1,128 @@
+package archive_test
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// noise is an endless reader of pseudo-random bytes, n of them.
+type noise struct {
+	r *rand.ChaCha8
+	n int64
+}
+
+func (z *noise) Read(p []byte) (int, error) {
+	if z.n <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > z.n {
+		p = p[:z.n]
+	}
+	z.r.Read(p)
+	z.n -= int64(len(p))
+	return len(p), nil
+}
+
+// heapPeak samples the heap in use while fn runs and returns the most it
+// grew above what was in use before.
+func heapPeak(t *testing.T, fn func()) uint64 {
+	t.Helper()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > base && ms.HeapInuse-base > peak.Load() {
+				peak.Store(ms.HeapInuse - base)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	wg.Wait()
+	return peak.Load()
+}
+
+// TestMemoryBounded streams a large file through export and import and
+// checks that the heap stays far below its size. The size is 256 MiB,
+// or WSSTORE_ARCHIVE_TEST_MIB mebibytes (1024 for the 1 GiB store).
+func TestMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams a large file")
+	}
+	mib := int64(256)
+	if s := os.Getenv("WSSTORE_ARCHIVE_TEST_MIB"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		require.NoError(t, err)
+		mib = n
+	}
+	size := mib << 20
+	const limit = 64 << 20
+	ctx := context.Background()
+	src := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "big"}, RunID: "big"})
+	require.NoError(t, err)
+	_, err = src.Runs.Workspace("big", runs.HostScope).WriteFrom(ctx, vfs.MustPath("output/big.bin"),
+		&noise{r: rand.NewChaCha8([32]byte{1}), n: size}, vfs.WriteOptions{})
+	require.NoError(t, err)
+
+	path := filepath.Join(t.TempDir(), "big.wsar")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	var sum archive.Summary
+	grew := heapPeak(t, func() {
+		sum, err = src.Archive.Export(ctx, f, archive.Scope{All: true}, archive.Options{})
+	})
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	assert.Greater(t, sum.ArchiveBytes, size)
+	t.Logf("export of %d MiB: heap grew %d MiB at most", mib, grew>>20)
+	assert.Less(t, grew, uint64(limit), "export heap")
+
+	dst := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	f, err = os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	grew = heapPeak(t, func() {
+		sum, err = dst.Archive.Import(ctx, f, archive.Options{})
+	})
+	require.NoError(t, err)
+	t.Logf("import of %d MiB: heap grew %d MiB at most", mib, grew>>20)
+	assert.Less(t, grew, uint64(limit), "import heap")
+	fi, err := dst.Runs.Workspace("big", runs.HostScope).Stat(ctx, vfs.MustPath("output/big.bin"))
+	require.NoError(t, err)
+	assert.Equal(t, size, fi.Size)
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/archive"
+)
+
+// TestExportImport moves a store to another one the way the README shows:
+// export --all to a file, import it, and again through a pipe.
+func TestExportImport(t *testing.T) {
+	desk := newCLI(t)
+	st := desk.open()
+	desk.seedRun(st, "r1")
+	_, err := st.Actors.Upload(context.Background(), "alice", "reports/weekly.md", strings.NewReader("week"))
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+
+	file := filepath.Join(t.TempDir(), "store.wsar")
+	var exp archive.Summary
+	desk.jsonOut(&exp, "export", "--all", file)
+	assert.Equal(t, 1, exp.Runs)
+	assert.Equal(t, 1, exp.Actors)
+	_, err = os.Stat(file)
+	require.NoError(t, err)
+
+	phone := newCLI(t)
+	var imp archive.Summary
+	phone.jsonOut(&imp, "import", file)
+	assert.Equal(t, exp.Objects, imp.Objects)
+	assert.Contains(t, imp.Added, "run r1")
+	assert.Contains(t, phone.ok("cat", "r1", "output/a.md"), "one\ntwo")
+	assert.NotContains(t, phone.ok("ls", "r1"), "scratch", "scratch is never exported")
+
+	// Through a pipe: export - | import -. Importing again adds nothing.
+	out, errOut, code := desk.run("", "export", "--run", "r1", "-")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "exported 1 chats, 1 runs")
+	var outBuf, errBuf bytes.Buffer
+	code = execute(context.Background(), phone.app(), []string{"--store", phone.store, "import", "-", "--json"}, strings.NewReader(out), &outBuf, &errBuf)
+	require.Equal(t, 0, code, errBuf.String())
+	assert.NotContains(t, outBuf.String(), `"added"`)
+
+	t.Run("Batch", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "batch.wsar")
+		out, errOut, code := desk.run(`{"op":"export","path":"`+path+`","runs":["r1"]}`+"\n", "batch")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, `"ok":true`)
+		other := newCLI(t)
+		out, errOut, code = other.run(`{"op":"import","path":"`+path+`"}`+"\n", "batch")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, `"added":["chat `)
+	})
+
+	t.Run("Refusals", func(t *testing.T) {
+		assert.Contains(t, desk.fails(2, "export", "--actor", "alice", "--skip-workspace", file), "workspace.invalid_argument")
+		assert.Contains(t, desk.fails(2, "export", file), "workspace.invalid_argument")
+		bad := filepath.Join(t.TempDir(), "bad.wsar")
+		b, err := os.ReadFile(file)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(bad, b[:len(b)/2], 0o644))
+		other := newCLI(t)
+		assert.Contains(t, other.fails(6, "import", bad), "archive.corrupt")
+	})
+}

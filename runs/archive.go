@@ -1,0 +1,238 @@
+package runs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// ChatRecord is a chats row as an archive carries it: every column, times
+// in Unix nanoseconds, so an import writes back exactly what was read.
+type ChatRecord struct {
+	ID             string   `json:"id"`
+	Kind           string   `json:"kind"`
+	StableChatID   string   `json:"stableChatId"`
+	ChatRef        string   `json:"chatRef"`
+	PersistRoot    cas.Hash `json:"persistRoot"`
+	PersistVersion int64    `json:"persistVersion"`
+	CreatedAt      int64    `json:"createdAt"`
+	UpdatedAt      int64    `json:"updatedAt"`
+}
+
+// RunRecord is a runs row as an archive carries it: every column.
+type RunRecord struct {
+	ID             string   `json:"id" db:"id"`
+	ChatID         string   `json:"chatId" db:"chat_id"`
+	ChatRef        string   `json:"chatRef" db:"chat_ref"`
+	Profile        string   `json:"profile" db:"profile"`
+	Status         string   `json:"status" db:"status"`
+	Root           cas.Hash `json:"root" db:"root"`
+	PersistBase    cas.Hash `json:"persistBase" db:"persist_base"`
+	PersistVersion int64    `json:"persistVersion" db:"persist_version"`
+	HeadCheckpoint int64    `json:"headCheckpoint" db:"head_checkpoint"`
+	Manifest       string   `json:"manifest" db:"manifest"`
+	CreatedAt      int64    `json:"createdAt" db:"created_at"`
+	UpdatedAt      int64    `json:"updatedAt" db:"updated_at"`
+	FinishedAt     *int64   `json:"finishedAt,omitempty" db:"finished_at"`
+	// Records is the run's records tree, zero while nothing is recorded.
+	Records cas.Hash `json:"records,omitzero" db:"records"`
+}
+
+// CommitRow is a commits row as an archive carries it: every column.
+type CommitRow struct {
+	ID            string `json:"id" db:"id"`
+	RunID         string `json:"runId" db:"run_id"`
+	Seq           int64  `json:"seq" db:"seq"`
+	CheckpointSeq int64  `json:"checkpointSeq" db:"checkpoint_seq"`
+	Mode          string `json:"mode" db:"mode"`
+	Kind          string `json:"kind" db:"kind"`
+	Status        string `json:"status" db:"status"`
+	Message       string `json:"message" db:"message"`
+	Receipt       string `json:"receipt" db:"receipt"`
+	Error         string `json:"error" db:"error"`
+	CreatedAt     int64  `json:"createdAt" db:"created_at"`
+	UpdatedAt     int64  `json:"updatedAt" db:"updated_at"`
+}
+
+const runRecordCols = `id, chat_id, chat_ref, profile, status, root, persist_base, persist_version,
+	head_checkpoint, manifest, created_at, updated_at, finished_at, records`
+
+const commitRowCols = `id, run_id, seq, checkpoint_seq, mode, kind, status, message, receipt, error, created_at, updated_at`
+
+// ExportChat returns the chat workspace id's row in tx, for an archive. It
+// fails with store.not_found if there is none.
+func (s *Service) ExportChat(ctx context.Context, tx *index.Tx, id string) (ChatRecord, error) {
+	var r chatRow
+	err := tx.GetContext(ctx, &r, `SELECT `+chatCols+` FROM chats WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ChatRecord{}, wserr.New(wserr.NotFound, "export chat", "", "no chat workspace %s", id)
+	}
+	if err != nil {
+		return ChatRecord{}, fmt.Errorf("export chat %s: %w", id, index.Translate(err))
+	}
+	return ChatRecord(r), nil
+}
+
+// EachChatRecord calls fn, in tx, with every chat workspace's row, ordered
+// by id. The error is fn's or a failed read.
+func (s *Service) EachChatRecord(ctx context.Context, tx *index.Tx, fn func(ChatRecord) error) error {
+	var ids []string
+	if err := tx.SelectContext(ctx, &ids, `SELECT id FROM chats ORDER BY id`); err != nil {
+		return fmt.Errorf("export chats: %w", index.Translate(err))
+	}
+	for _, id := range ids {
+		c, err := s.ExportChat(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExportRun returns run id's row in tx, for an archive. It fails with
+// run.not_found if there is none.
+func (s *Service) ExportRun(ctx context.Context, tx *index.Tx, id string) (RunRecord, error) {
+	var r RunRecord
+	err := tx.GetContext(ctx, &r, `SELECT `+runRecordCols+` FROM runs WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return RunRecord{}, wserr.New(wserr.RunNotFound, "export run", "", "no run %q", id)
+	}
+	if err != nil {
+		return RunRecord{}, fmt.Errorf("export run %s: %w", id, index.Translate(err))
+	}
+	return r, nil
+}
+
+// EachRunRecord calls fn, in tx, with the row of every run of chatID ("" for
+// every run), ordered by id. The error is fn's or a failed read.
+func (s *Service) EachRunRecord(ctx context.Context, tx *index.Tx, chatID string, fn func(RunRecord) error) error {
+	var ids []string
+	err := tx.SelectContext(ctx, &ids, `SELECT id FROM runs WHERE ? = '' OR chat_id = ? ORDER BY id`, chatID, chatID)
+	if err != nil {
+		return fmt.Errorf("export runs: %w", index.Translate(err))
+	}
+	for _, id := range ids {
+		r, err := s.ExportRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExportCommits returns run id's commit rows in tx, ordered by seq.
+func (s *Service) ExportCommits(ctx context.Context, tx *index.Tx, runID string) ([]CommitRow, error) {
+	var out []CommitRow
+	err := tx.SelectContext(ctx, &out, `SELECT `+commitRowCols+` FROM commits WHERE run_id = ? ORDER BY seq`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("export commits %s: %w", runID, index.Translate(err))
+	}
+	return out, nil
+}
+
+// ImportChat writes c in tx unless a chat workspace with its id exists. It
+// reports added when it wrote the row. An existing chat with the same
+// identity and persist layer (root and version) is the same chat; its
+// timestamps and chat reference stay as they are. One whose persist layer
+// differs fails with store.conflict, and nothing is written: an import never
+// overwrites a persist state.
+func (s *Service) ImportChat(ctx context.Context, tx *index.Tx, c ChatRecord) (added bool, err error) {
+	const op = "import chat"
+	if c.ID == "" || c.ID != ChatWorkspaceID(ChatKey{Kind: c.Kind, StableChatID: c.StableChatID}) {
+		return false, wserr.New(wserr.Corrupt, op, "", "chat id %q does not derive from its kind and stable id", c.ID)
+	}
+	old, err := s.ExportChat(ctx, tx, c.ID)
+	switch {
+	case err == nil:
+		if old.Kind == c.Kind && old.StableChatID == c.StableChatID && old.PersistRoot == c.PersistRoot && old.PersistVersion == c.PersistVersion {
+			return false, nil
+		}
+		return false, wserr.New(wserr.Conflict, op, "", "chat workspace %s exists with persist version %d, archive holds version %d", c.ID, old.PersistVersion, c.PersistVersion)
+	case !wserr.Is(err, wserr.NotFound):
+		return false, err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO chats (`+chatCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.Kind, c.StableChatID, c.ChatRef, c.PersistRoot, c.PersistVersion, c.CreatedAt, c.UpdatedAt)
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", op, c.ID, index.Translate(err))
+	}
+	return true, nil
+}
+
+// ImportRun writes r in tx unless a run with its id exists; its chat must
+// exist already. It reports added when it wrote the row, and then the
+// caller writes the run's checkpoints, commits and events in the same tx.
+// An existing run with an identical row is the same run (nothing written);
+// one that differs fails with store.conflict. A run whose profile or
+// manifest does not parse fails with store.corrupt.
+func (s *Service) ImportRun(ctx context.Context, tx *index.Tx, r RunRecord) (added bool, err error) {
+	const op = "import run"
+	if !runIDPattern.MatchString(r.ID) {
+		return false, wserr.New(wserr.Corrupt, op, "", "invalid run id %q", r.ID)
+	}
+	rr := runRow{ID: r.ID, Profile: r.Profile, FinishedAt: sql.NullInt64{}}
+	if _, err := rr.run(); err != nil {
+		return false, wserr.New(wserr.Corrupt, op, "", "run %s: unreadable profile", r.ID)
+	}
+	if r.Manifest != "" {
+		if _, err := ParseManifest([]byte(r.Manifest)); err != nil {
+			return false, wserr.New(wserr.Corrupt, op, "", "run %s: unreadable manifest: %v", r.ID, err)
+		}
+	}
+	old, err := s.ExportRun(ctx, tx, r.ID)
+	switch {
+	case err == nil:
+		if sameRun(old, r) {
+			return false, nil
+		}
+		return false, wserr.New(wserr.Conflict, op, "", "run %s exists with other content", r.ID)
+	case !wserr.Is(err, wserr.RunNotFound):
+		return false, err
+	}
+	if _, err := findChat(ctx, tx, r.ChatID); err != nil {
+		return false, fmt.Errorf("%s %s: %w", op, r.ID, err)
+	}
+	var records any
+	if !r.Records.IsZero() {
+		records = r.Records
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO runs (`+runRecordCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.ChatID, r.ChatRef, r.Profile, r.Status, r.Root, r.PersistBase, r.PersistVersion, r.HeadCheckpoint,
+		r.Manifest, r.CreatedAt, r.UpdatedAt, r.FinishedAt, records)
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", op, r.ID, index.Translate(err))
+	}
+	return true, nil
+}
+
+func sameRun(a, b RunRecord) bool {
+	fa, fb := a.FinishedAt, b.FinishedAt
+	a.FinishedAt, b.FinishedAt = nil, nil
+	if a != b {
+		return false
+	}
+	return (fa == nil) == (fb == nil) && (fa == nil || *fa == *fb)
+}
+
+// ImportCommit writes c in tx, for a run ImportRun has just added. It
+// fails with store.corrupt if the commit's run is not c.RunID's or its row
+// does not insert (a duplicate id or seq).
+func (s *Service) ImportCommit(ctx context.Context, tx *index.Tx, c CommitRow) error {
+	_, err := tx.NamedExecContext(ctx, `INSERT INTO commits (`+commitRowCols+`) VALUES (:id, :run_id, :seq,
+		:checkpoint_seq, :mode, :kind, :status, :message, :receipt, :error, :created_at, :updated_at)`, c)
+	if err != nil {
+		return wserr.Wrap(wserr.Corrupt, "import commit", "", fmt.Errorf("commit %s of run %s: %w", c.ID, c.RunID, index.Translate(err)))
+	}
+	return nil
+}
