@@ -36,6 +36,7 @@ var tableOwners = map[string]string{
 	"actor_changes": "actors",
 	"policies":      "runs",
 	"deletions":     "runs",
+	"tokens":        "tokens",
 }
 
 // migrationTables are names that exist only while a migration rebuilds a

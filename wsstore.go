@@ -16,6 +16,7 @@ import (
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/maint"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/tokens"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -63,6 +64,8 @@ type Store struct {
 	// Actors holds the per-actor artifact spaces (seed 004's
 	// workspace/{actor}/), in the same content and tree stores.
 	Actors *actors.Spaces
+	// Tokens holds the bearer tokens the HTTP API accepts.
+	Tokens *tokens.Store
 	// Archive exports and imports archives of runs, chats, actor spaces
 	// and the whole store (docs/archive.md).
 	Archive *archive.Archiver
@@ -123,7 +126,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	rec.m = m
 	arc := archive.New(archive.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Journal: j, Actors: sp, Now: now})
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
-		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Archive: arc, maint: m, reclaimGrace: opts.ReclaimGrace}, nil
+		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Tokens: tokens.New(db, now), Archive: arc, maint: m, reclaimGrace: opts.ReclaimGrace}, nil
 }
 
 // Close closes the database.

@@ -63,7 +63,8 @@ var ExitStatuses = []Status{
 var HTTPStatuses = []Status{
 	{http.StatusBadRequest, "the request is not JSON, names no op, or does not fit its op",
 		[]wserr.Code{CodeInvalidJSON, CodeInvalidRequest, CodeUnknownOp, wserr.InvalidArgument, wserr.InvalidOptions}, nil},
-	{http.StatusForbidden, "the store is read-only", []wserr.Code{wserr.ReadOnly}, nil},
+	{http.StatusUnauthorized, "no bearer token, or an unknown or revoked one", []wserr.Code{wserr.Unauthorized}, nil},
+	{http.StatusForbidden, "the store is read-only, or the token may not do this (read-only, other actors)", []wserr.Code{wserr.ReadOnly, wserr.Forbidden}, nil},
 	{http.StatusNotFound, "no such store, run, checkpoint or file",
 		[]wserr.Code{wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound, wserr.FileNotFound}, nil},
 	{http.StatusConflict, "conflict or invalid transition; a write guarded by a stale hash",

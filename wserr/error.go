@@ -68,6 +68,15 @@ const (
 	ArchiveUnsupportedVersion Code = "archive.unsupported_version"
 )
 
+// Access codes of the HTTP API.
+const (
+	// Unauthorized: no bearer token, or one that is unknown or revoked.
+	Unauthorized Code = "auth.unauthorized"
+	// Forbidden: a valid token that may not do what the request asks (a
+	// read-only token writing, a token for other actors).
+	Forbidden Code = "auth.forbidden"
+)
+
 // ModelCorrectable reports whether errors with code c are meant to be
 // returned to the model as a tool error rather than failing the run.
 func (c Code) ModelCorrectable() bool {

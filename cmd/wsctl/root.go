@@ -164,7 +164,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newRunsCmd(a), newShowCmd(a), newLsCmd(a), newCatCmd(a), newCheckpointsCmd(a),
 		newDiffCmd(a), newLogCmd(a), newStatsCmd(a), newDUCmd(a), newCheckoutCmd(a), newSQLCmd(a),
 		newRmCmd(a), newRmChatCmd(a), newPruneCmd(a), newDeletionsCmd(a), newPolicyCmd(a), newGCCmd(a), newVacuumCmd(a), newFsckCmd(a),
-		newBatchCmd(a), newActorCmd(a), newExportCmd(a), newImportCmd(a),
+		newBatchCmd(a), newActorCmd(a), newExportCmd(a), newImportCmd(a), newServeCmd(a), newTokenCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// defaultListen is where wsctl serve listens without --listen: loopback.
+const defaultListen = "127.0.0.1:7433"
+
+type serveOptions struct {
+	globals
+	listen          string
+	allowRemote     bool
+	corsOrigins     []string
+	maxRequest      int64
+	maxUpload       int64
+	readTimeout     time.Duration
+	writeTimeout    time.Duration
+	idleTimeout     time.Duration
+	shutdownTimeout time.Duration
+	busyDeadline    time.Duration
+	// ready, if set, is called with the address once the server listens
+	// (tests).
+	ready func(addr string)
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API: seed 004's Workspace endpoints and the batch op table",
+		Long: `serve answers HTTP on --listen (default ` + defaultListen + `, loopback; any other
+address needs --allow-remote). Every endpoint but GET /healthz needs a
+bearer token from "wsctl token create".
+
+  GET    /workspace/files?actor=&path=&depth=
+  GET    /workspace/file?actor=&path=             the file, streamed
+  POST   /workspace/upload?actor=&path=           the body (or a multipart file), streamed
+  DELETE /workspace/file?actor=&path=
+  GET    /workspace/stats?actor=
+  POST   /workspace/gc?actor=&keepVersions=       prune versions, then gc the store
+  DELETE /workspace/delete-by-prefix?actor=&prefix=
+  POST   /v1/op                                   one batch request -> one response
+  GET    /v1/ops                                  the op table (batch --help)
+  GET    /v1/runs/{run}[/checkpoints]
+  GET    /v1/runs/{run}/files?path=&depth=&at=
+  GET    /v1/runs/{run}/file?path=&at=            a file, live or at a checkpoint
+  GET    /v1/runs/{run}/diff?from=&to=
+  GET    /v1/runs/{run}/events?afterSeq=&beforeSeq=&limit=
+  GET    /v1/runs/{run}/events/follow?afterSeq=&wait=
+                                  long poll; server-sent events with
+                                  "Accept: text/event-stream"
+
+Errors are {"error": {"code", "message"}} with the status of the code
+(401 without a valid token, 403 when the token may not). Over HTTP there is
+no current run: op requests name their run ("runId").
+
+Each request is logged on standard error. SIGINT or SIGTERM stop accepting
+connections and let the requests in flight finish (--shutdown-timeout).
+With --json the startup line on standard output is JSON with the address.`,
+		Args: exactArgs(0),
+	}
+	cmd.RunE = a.runWith(&o.globals, func(ctx context.Context, args []string) error { return runServe(ctx, o, args) })
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", defaultListen, "`ADDR` to listen on (host:port; port 0 picks one)")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a --listen address that is not loopback")
+	f.StringArrayVar(&o.corsOrigins, "cors-origin", nil, "allow browser calls from `ORIGIN` (repeatable; \"*\": any); default none")
+	f.Int64Var(&o.maxRequest, "max-request-bytes", httpapi.DefaultMaxRequestBytes, "largest op request body")
+	f.Int64Var(&o.maxUpload, "max-upload-bytes", 0, "largest upload (0: no limit; uploads stream)")
+	f.DurationVar(&o.readTimeout, "read-timeout", time.Minute, "time to read a request (uploads: extended while bytes flow)")
+	f.DurationVar(&o.writeTimeout, "write-timeout", 2*time.Minute, "time to write a response (downloads and follows: extended while bytes flow)")
+	f.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
+	f.DurationVar(&o.busyDeadline, "busy-deadline", httpapi.DefaultBusyDeadline, "how long a request retries a busy store")
+	return cmd
+}
+
+// isLoopback reports whether host names only the loopback interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func runServe(ctx context.Context, o serveOptions, _ []string) error {
+	host, _, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return usageError{fmt.Errorf("--listen %q: %v", o.listen, err)}
+	}
+	if !isLoopback(host) && !o.allowRemote {
+		return usageError{fmt.Errorf("--listen %q is not a loopback address: pass --allow-remote to serve other machines", o.listen)}
+	}
+	st, err := openStore(ctx, o.globals, create)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	h := httpapi.New(httpapi.FromStore(st), httpapi.Options{
+		MaxRequestBytes: o.maxRequest, MaxUploadBytes: o.maxUpload, BusyDeadline: o.busyDeadline,
+		CORSOrigins: o.corsOrigins, AccessLog: o.errOut,
+	})
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return wserr.Wrap(wserr.InvalidArgument, "serve", "", err)
+	}
+	// Requests keep running past the interrupt: shutdown lets them finish.
+	base := context.WithoutCancel(ctx)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       o.readTimeout,
+		WriteTimeout:      o.writeTimeout,
+		IdleTimeout:       o.idleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	srv.RegisterOnShutdown(h.Close)
+	addr := ln.Addr().String()
+	if o.json {
+		// One line, so a host reading the output line by line gets it whole.
+		b, _ := json.Marshal(map[string]any{"listen": addr, "url": "http://" + addr, "store": o.storeDir})
+		if _, err := fmt.Fprintf(o.out, "%s\n", b); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(o.out, "wsctl serve: listening on http://%s (store %s)\n", addr, o.storeDir)
+	}
+	if o.ready != nil {
+		o.ready(addr)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(base, o.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintln(o.errOut, "wsctl serve: stopped")
+	return nil
+}

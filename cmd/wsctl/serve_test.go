@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestToken(t *testing.T) {
+	c := newCLI(t)
+	out := c.ok("token", "create", "--actor", "alice", "--read-only", "--name", "viewer")
+	tok := lastLine(out)
+	assert.True(t, strings.HasPrefix(tok, "wst_"), out)
+	assert.NotContains(t, tok, " ", "the token alone on its last line")
+	var ls []struct {
+		ID       string   `json:"id"`
+		Name     string   `json:"name"`
+		Actors   []string `json:"actors"`
+		ReadOnly bool     `json:"readOnly"`
+		Revoked  *string  `json:"revoked"`
+	}
+	c.jsonOut(&ls, "token", "ls")
+	require.Len(t, ls, 1)
+	assert.Equal(t, []string{"alice"}, ls[0].Actors)
+	assert.True(t, ls[0].ReadOnly)
+	assert.Nil(t, ls[0].Revoked)
+	assert.NotContains(t, c.ok("token", "ls"), tok[len(tok)-20:], "ls never shows a secret")
+	c.ok("token", "revoke", ls[0].ID)
+	c.jsonOut(&ls, "token", "ls")
+	assert.NotNil(t, ls[0].Revoked)
+	c.fails(3, "token", "revoke", "nope")
+	c.fails(4, "token", "create", "--actor", "../x")
+}
+
+func TestServeRefusesRemoteWithoutFlag(t *testing.T) {
+	c := newCLI(t)
+	errOut := c.fails(2, "serve", "--listen", "0.0.0.0:0")
+	assert.Contains(t, errOut, "--allow-remote")
+	c.fails(2, "serve", "--listen", ":0")
+}
+
+// TestServe runs wsctl serve on a loopback port: the --json startup line
+// names the address, requests are served and logged, and SIGINT (the
+// context) lets the request in flight finish before the server stops.
+func TestServe(t *testing.T) {
+	c := newCLI(t)
+	tok := lastLine(c.ok("token", "create"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	errOut := &syncWriter{w: &strings.Builder{}}
+	done := make(chan int, 1)
+	go func() {
+		code := execute(ctx, c.app(), []string{"--store", c.store, "serve", "--listen", "127.0.0.1:0", "--json"}, strings.NewReader(""), outW, errOut)
+		outW.Close()
+		done <- code
+	}()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	require.NoError(t, err)
+	go io.Copy(io.Discard, outR)
+	var start struct{ Listen, URL string }
+	require.NoError(t, json.Unmarshal([]byte(line), &start), line)
+	assert.True(t, strings.HasPrefix(start.Listen, "127.0.0.1:"))
+
+	req := func(method, path string, body io.Reader) (*http.Response, error) {
+		r, err := http.NewRequest(method, start.URL+path, body)
+		require.NoError(t, err)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return http.DefaultClient.Do(r)
+	}
+	resp, err := http.Get(start.URL + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	// An upload in flight when the interrupt comes is finished.
+	bodyR, bodyW := io.Pipe()
+	got := make(chan *http.Response, 1)
+	go func() {
+		resp, err := req(http.MethodPost, "/workspace/upload?actor=alice&path=slow.md", bodyR)
+		assert.NoError(t, err)
+		got <- resp
+	}()
+	_, err = bodyW.Write([]byte("first half, "))
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond) // the request is in flight
+	cancel()
+	time.Sleep(100 * time.Millisecond) // the shutdown has begun
+	_, err = bodyW.Write([]byte("second half"))
+	require.NoError(t, err)
+	require.NoError(t, bodyW.Close())
+	resp = <-got
+	require.NotNil(t, resp)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, 0, <-done)
+	assert.Contains(t, errOut.String(), `"/workspace/upload?actor=alice&path=slow.md" 200`)
+	assert.Contains(t, errOut.String(), "stopped")
+	assert.Equal(t, "first half, second half", c.ok("actor", "download", "alice", "slow.md"))
+}
+
+// syncWriter serializes writes: the server logs from many goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.(*strings.Builder).String()
+}

@@ -1,0 +1,156 @@
+package httpapi_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/tokens"
+)
+
+// endpoint is one request of the authorization matrix: on actor bob's
+// space (or a run), a change or a read.
+type endpoint struct {
+	name   string
+	method string
+	path   string
+	kv     []string
+	body   string
+	write  bool
+	store  bool // beyond one actor: runs, every actor's gc
+}
+
+func matrixEndpoints() []endpoint {
+	op := func(name, body string, write, store bool) endpoint {
+		return endpoint{name: "op/" + name, method: http.MethodPost, path: "/v1/op", body: body, write: write, store: store}
+	}
+	return []endpoint{
+		{name: "files", method: http.MethodGet, path: "/workspace/files", kv: []string{"actor", "bob"}},
+		{name: "file", method: http.MethodGet, path: "/workspace/file", kv: []string{"actor", "bob", "path", "keep.md"}},
+		{name: "upload", method: http.MethodPost, path: "/workspace/upload", kv: []string{"actor", "bob", "path", "new.md"}, body: "x", write: true},
+		{name: "delete", method: http.MethodDelete, path: "/workspace/file", kv: []string{"actor", "bob", "path", "keep.md"}, write: true},
+		{name: "stats", method: http.MethodGet, path: "/workspace/stats", kv: []string{"actor", "bob"}},
+		{name: "gc", method: http.MethodPost, path: "/workspace/gc", kv: []string{"actor", "bob"}, write: true},
+		{name: "gc-all", method: http.MethodPost, path: "/workspace/gc", write: true, store: true},
+		{name: "delete-by-prefix", method: http.MethodDelete, path: "/workspace/delete-by-prefix", kv: []string{"actor", "bob", "prefix", "k"}, write: true},
+		{name: "ops-help", method: http.MethodGet, path: "/v1/ops"},
+		{name: "run", method: http.MethodGet, path: "/v1/runs/r1", store: true},
+		{name: "checkpoints", method: http.MethodGet, path: "/v1/runs/r1/checkpoints", store: true},
+		{name: "run-files", method: http.MethodGet, path: "/v1/runs/r1/files", store: true},
+		{name: "run-file", method: http.MethodGet, path: "/v1/runs/r1/file", kv: []string{"path", "output/answer.md"}, store: true},
+		{name: "diff", method: http.MethodGet, path: "/v1/runs/r1/diff", kv: []string{"from", "1"}, store: true},
+		{name: "events", method: http.MethodGet, path: "/v1/runs/r1/events", store: true},
+		{name: "follow", method: http.MethodGet, path: "/v1/runs/r1/events/follow", kv: []string{"wait", "1ms"}, store: true},
+		op("read", `{"op":"read","runId":"r1","path":"output/answer.md"}`, false, true),
+		op("write", `{"op":"write","runId":"r1","path":"output/answer.md","content":"pwned"}`, true, true),
+		op("run.create", `{"op":"run.create","runId":"r9","chat":{"kind":"c","stableChatId":"z"}}`, true, true),
+		op("actor.ls", `{"op":"actor.ls","actor":"bob"}`, false, false),
+		op("actor.download", `{"op":"actor.download","actor":"bob","path":"keep.md"}`, false, false),
+		op("actor.upload", `{"op":"actor.upload","actor":"bob","path":"new.md","content":"x"}`, true, false),
+		op("actor.rm", `{"op":"actor.rm","actor":"bob","path":"keep.md"}`, true, false),
+		op("actor.gc-all", `{"op":"actor.gc"}`, true, true),
+		op("actor.upload-dup-key", `{"op":"actor.upload","actor":"alice","actor":"bob","path":"new.md","content":"x"}`, true, false),
+		op("garbage", `{"op":`, true, true),
+	}
+}
+
+// TestAuthorizationMatrix: for every endpoint, a request with no token, a
+// malformed one, a wrong secret, a revoked token, a read-only token
+// changing something, and a token for actor alice touching bob's space or
+// a run: none succeeds, and nothing changes. The same requests with a
+// token that may succeed are not refused.
+func TestAuthorizationMatrix(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	ctx := context.Background()
+	s.newRun("r1")
+	s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", "bob", "path", "keep.md"), strings.NewReader("bob's"))
+
+	revokedTok := s.token(tokens.Spec{})
+	revoked, err := s.st.Tokens.List(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.st.Tokens.Revoke(ctx, revoked[len(revoked)-1].ID))
+	readOnly := s.token(tokens.Spec{ReadOnly: true})
+	alice := s.token(tokens.Spec{Actors: []string{"alice"}})
+	bobRO := s.token(tokens.Spec{Actors: []string{"bob"}, ReadOnly: true})
+	bob := s.token(tokens.Spec{Actors: []string{"bob"}})
+	id, _, _ := strings.Cut(strings.TrimPrefix(s.full, tokens.Prefix), "_")
+	wrongSecret := tokens.Prefix + id + "_" + strings.Repeat("A", 43)
+
+	type tokenCase struct {
+		name, token string
+		refuses     func(e endpoint) bool
+		status      int
+	}
+	always := func(endpoint) bool { return true }
+	cases := []tokenCase{
+		{"NoToken", "", always, http.StatusUnauthorized},
+		{"Malformed", "not-a-token", always, http.StatusUnauthorized},
+		{"WrongSecret", wrongSecret, always, http.StatusUnauthorized},
+		{"Revoked", revokedTok, always, http.StatusUnauthorized},
+		{"ReadOnlyWriting", readOnly, func(e endpoint) bool { return e.write }, http.StatusForbidden},
+		{"ActorAOnB", alice, func(e endpoint) bool { return e.name != "ops-help" }, http.StatusForbidden},
+		{"ActorBReadOnlyWriting", bobRO, func(e endpoint) bool { return e.write || e.store }, http.StatusForbidden},
+		{"ActorBBeyondB", bob, func(e endpoint) bool { return e.store }, http.StatusForbidden},
+	}
+	send := func(e endpoint, tok string) (*http.Response, []byte) {
+		var body io.Reader
+		if e.body != "" {
+			body = strings.NewReader(e.body)
+		}
+		return s.do(e.method, s.url(e.path, e.kv...), tok, body)
+	}
+	state := func() string {
+		_, a := s.do(http.MethodGet, s.url("/workspace/files", "actor", "bob", "depth", "9"), s.full, nil)
+		_, b := s.do(http.MethodGet, s.url("/v1/runs/r1/events"), s.full, nil)
+		_, c := s.do(http.MethodGet, s.url("/v1/runs/r9"), s.full, nil)
+		return string(a) + string(b) + string(c)
+	}
+	before := state()
+	unauthorizedSuccesses, refusals := 0, 0
+	for _, tc := range cases {
+		for _, e := range matrixEndpoints() {
+			if !tc.refuses(e) {
+				continue
+			}
+			t.Run(tc.name+"/"+e.name, func(t *testing.T) {
+				resp, b := send(e, tc.token)
+				refusals++
+				if resp.StatusCode < 300 {
+					unauthorizedSuccesses++
+				}
+				assert.Equal(t, tc.status, resp.StatusCode, "%s", b)
+				code := errCode(t, b)
+				if tc.status == http.StatusUnauthorized {
+					assert.Equal(t, "auth.unauthorized", code)
+					assert.NotEmpty(t, resp.Header.Get("WWW-Authenticate"))
+				} else {
+					assert.Equal(t, "auth.forbidden", code)
+				}
+			})
+		}
+	}
+	assert.Zero(t, unauthorizedSuccesses, "unauthorized successes")
+	assert.Greater(t, refusals, 100)
+	assert.Equal(t, before, state(), "no refused request changed anything")
+
+	// The controls: a token that may do it is not refused.
+	for _, e := range matrixEndpoints() {
+		t.Run("Allowed/"+e.name, func(t *testing.T) {
+			tok := bob
+			if e.store || e.name == "ops-help" {
+				tok = s.full
+			}
+			if e.name == "op/garbage" {
+				tok = s.full
+			}
+			resp, b := send(e, tok)
+			assert.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, resp.StatusCode, "%s", b)
+		})
+	}
+}

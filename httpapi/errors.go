@@ -1,0 +1,47 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// errorBody is every error's body: {"error": {"code", "message"}}.
+type errorBody struct {
+	Error protocol.ErrorBody `json:"error"`
+}
+
+// writeError answers err with its code's HTTP status (protocol.HTTPStatus)
+// and the error body.
+func writeError(w http.ResponseWriter, err error) {
+	code := wserr.CodeOf(err)
+	status := protocol.HTTPStatus(code)
+	if code == wserr.Unauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="wsstore"`)
+	}
+	writeJSON(w, status, errorBody{Error: protocol.ErrorBody{Code: code, Message: wserr.MessageOf(err)}})
+}
+
+// writeJSON answers v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func errNoRoute(r *http.Request) error {
+	return wserr.New(wserr.NotFound, "http", "", "no endpoint %s %s", r.Method, r.URL.Path)
+}
+
+func badRequest(format string, args ...any) error {
+	return wserr.New(wserr.InvalidArgument, "http", "", format, args...)
+}
+
+func forbidden(format string, args ...any) error {
+	return wserr.New(wserr.Forbidden, "auth", "", format, args...)
+}

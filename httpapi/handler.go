@@ -1,0 +1,225 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/tokens"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// Verifier checks bearer tokens; *tokens.Store implements it.
+type Verifier interface {
+	Verify(ctx context.Context, token string) (tokens.Token, error)
+}
+
+// ActorSpaces is what the Workspace endpoints ask of actor spaces;
+// *actors.Spaces implements it.
+type ActorSpaces interface {
+	List(ctx context.Context, actor, path string, depth int) ([]vfs.Listed, error)
+	Upload(ctx context.Context, actor, path string, r io.Reader) (actors.Change, error)
+	Download(ctx context.Context, actor, path string) (io.ReadCloser, vfs.Entry, error)
+	Delete(ctx context.Context, actor, path string) (actors.Change, error)
+	DeleteByPrefix(ctx context.Context, actor, prefix string) (actors.Change, error)
+	Stats(ctx context.Context, actor string) (actors.Stats, error)
+}
+
+// Collector is seed 004's Workspace GC: prune actors' old versions, then
+// collect the store; *wsstore.Store implements it.
+type Collector interface {
+	ActorGC(ctx context.Context, opt actors.GCOptions, gc wsstore.GCOptions) (actors.GCReport, wsstore.GCReport, error)
+}
+
+// RunReader is what the run views read; *runs.Service implements it.
+type RunReader interface {
+	Run(ctx context.Context, id string) (runs.Run, error)
+	Workspace(runID string, scope runs.Scope) *runs.Workspace
+	WorkspaceAt(runID string, seq int64, scope runs.Scope) *runs.Workspace
+	Diff(ctx context.Context, runID string, from, to int64) ([]checkpoint.FileDiff, error)
+}
+
+// CheckpointLister lists a run's checkpoints; *checkpoint.Store
+// implements it.
+type CheckpointLister interface {
+	List(ctx context.Context, runID string) ([]checkpoint.Checkpoint, error)
+}
+
+// JournalReader pages and follows a run's journal; *journal.Journal
+// implements it.
+type JournalReader interface {
+	Page(ctx context.Context, runID string, q journal.PageQuery) ([]journal.Event, error)
+	Follow(ctx context.Context, runID string, afterSeq int64, poll time.Duration, fn func(journal.Event) error) error
+}
+
+// Blobs reads stored contents as streams; *cas.Store implements it.
+type Blobs interface {
+	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
+	Has(ctx context.Context, h cas.Hash) (bool, error)
+}
+
+// Backend is the store the handler serves. Every field is required.
+type Backend struct {
+	Tokens      Verifier
+	Actors      ActorSpaces
+	GC          Collector
+	Protocol    protocol.Backend
+	Runs        RunReader
+	Checkpoints CheckpointLister
+	Journal     JournalReader
+	Blobs       Blobs
+}
+
+// FromStore returns the backend over an open store: every op wsctl batch
+// serves, but export and import, which name files on the server's host
+// (see hostFileOps).
+func FromStore(st *wsstore.Store) Backend {
+	return Backend{
+		Tokens: st.Tokens, Actors: st.Actors, GC: st,
+		Protocol: protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Retention: st.Runs,
+			Records: st.Runs, Host: st.Runs, Checkpoints: st.Checkpoints, Store: st},
+		Runs: st.Runs, Checkpoints: st.Checkpoints, Journal: st.Journal, Blobs: st.Blobs,
+	}
+}
+
+// Options configure the handler. The zero value means the defaults.
+type Options struct {
+	// MaxRequestBytes bounds a JSON request body (an op request);
+	// default DefaultMaxRequestBytes, batch's longest line.
+	MaxRequestBytes int64
+	// MaxUploadBytes bounds an upload; 0: no bound, uploads stream.
+	MaxUploadBytes int64
+	// BusyDeadline is how long a request retries a busy store before it
+	// answers store.busy; default DefaultBusyDeadline.
+	BusyDeadline time.Duration
+	// CORSOrigins are the origins a browser may call the API from ("*":
+	// any). None: no CORS headers, so browsers on other origins are
+	// refused.
+	CORSOrigins []string
+	// FollowPoll is how often a journal follow polls; default 200ms.
+	FollowPoll time.Duration
+	// MaxWait bounds a long poll's wait; default 60s.
+	MaxWait time.Duration
+	// Heartbeat is how often a server-sent events stream sends a comment
+	// line while nothing happens; default 15s.
+	Heartbeat time.Duration
+	// IOTimeout is how long an upload or download may make no progress
+	// before it is cut; it extends the server's read and write deadlines
+	// as bytes flow, so a large transfer is not cut by them. Default 60s;
+	// negative: the server's deadlines apply unchanged.
+	IOTimeout time.Duration
+	// AccessLog receives one line per request; nil: none.
+	AccessLog io.Writer
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxRequestBytes = 64 << 20
+	DefaultBusyDeadline    = 30 * time.Second
+)
+
+func (o Options) withDefaults() Options {
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.BusyDeadline <= 0 {
+		o.BusyDeadline = DefaultBusyDeadline
+	}
+	if o.FollowPoll <= 0 {
+		o.FollowPoll = 200 * time.Millisecond
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 60 * time.Second
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 15 * time.Second
+	}
+	if o.IOTimeout == 0 {
+		o.IOTimeout = 60 * time.Second
+	}
+	return o
+}
+
+// Handler serves the API. It is safe for concurrent use: reads run in
+// parallel, writes queue on the store's one writer.
+type Handler struct {
+	b    Backend
+	opts Options
+	mux  *http.ServeMux
+
+	// closing ends the streams that would otherwise never finish (journal
+	// follows), so a graceful shutdown can complete.
+	closeOnce sync.Once
+	closing   chan struct{}
+}
+
+// New returns the handler over b.
+func New(b Backend, opts Options) *Handler {
+	h := &Handler{b: b, opts: opts.withDefaults(), mux: http.NewServeMux(), closing: make(chan struct{})}
+	h.routes()
+	return h
+}
+
+// Close ends the journal follows in flight and refuses new ones, so that
+// http.Server.Shutdown, which waits for every request, can finish;
+// register it with Server.RegisterOnShutdown. Other requests are not
+// touched: they finish.
+func (h *Handler) Close() {
+	h.closeOnce.Do(func() { close(h.closing) })
+}
+
+func (h *Handler) routes() {
+	m := h.mux
+	m.HandleFunc("GET /healthz", h.healthz)
+
+	m.HandleFunc("GET /workspace/files", h.wsFiles)
+	m.HandleFunc("GET /workspace/file", h.wsDownload)
+	m.HandleFunc("POST /workspace/upload", h.wsUpload)
+	m.HandleFunc("DELETE /workspace/file", h.wsDelete)
+	m.HandleFunc("GET /workspace/stats", h.wsStats)
+	m.HandleFunc("POST /workspace/gc", h.wsGC)
+	m.HandleFunc("DELETE /workspace/delete-by-prefix", h.wsDeletePrefix)
+
+	m.HandleFunc("POST /v1/op", h.op)
+	m.HandleFunc("GET /v1/ops", h.opsHelp)
+
+	m.HandleFunc("GET /v1/runs/{run}", h.run)
+	m.HandleFunc("GET /v1/runs/{run}/checkpoints", h.checkpoints)
+	m.HandleFunc("GET /v1/runs/{run}/files", h.runFiles)
+	m.HandleFunc("GET /v1/runs/{run}/file", h.runFile)
+	m.HandleFunc("GET /v1/runs/{run}/diff", h.runDiff)
+	m.HandleFunc("GET /v1/runs/{run}/events", h.events)
+	m.HandleFunc("GET /v1/runs/{run}/events/follow", h.follow)
+
+	m.HandleFunc("/", h.notFound)
+}
+
+// ServeHTTP serves one request: CORS, the access log, then the route.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	lw := &logWriter{ResponseWriter: w, status: http.StatusOK}
+	start := time.Now()
+	if h.opts.AccessLog != nil {
+		defer func() { h.logRequest(r, lw, start) }()
+	}
+	if h.cors(lw, r) {
+		return
+	}
+	h.mux.ServeHTTP(lw, r)
+}
+
+func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+}
+
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, errNoRoute(r))
+}

@@ -1,0 +1,52 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// logWriter records what a response sent, for the access log.
+type logWriter struct {
+	http.ResponseWriter
+	status  int
+	bytes   int64
+	written bool
+	token   string // the id of the token that authenticated the request
+}
+
+func (w *logWriter) WriteHeader(status int) {
+	if !w.written {
+		w.status, w.written = status, true
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *logWriter) Write(b []byte) (int, error) {
+	w.written = true
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Flush sends what is buffered: server-sent events need it.
+func (w *logWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *logWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequest writes the access log line of r: when, who, what, how it
+// ended. The token is named by its id, never its secret.
+func (h *Handler) logRequest(r *http.Request, w *logWriter, start time.Time) {
+	tok := w.token
+	if tok == "" {
+		tok = "-"
+	}
+	fmt.Fprintf(h.opts.AccessLog, "%s %s %s %q %d %d %s token=%s\n",
+		start.UTC().Format(time.RFC3339Nano), r.RemoteAddr, r.Method, r.URL.RequestURI(),
+		w.status, w.bytes, time.Since(start).Round(time.Microsecond), tok)
+}

@@ -1,0 +1,115 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// readOps are the ops that change nothing, which a read-only token may
+// send. An op not listed, a new one included, counts as a change: a
+// read-only token is refused it until it is listed here.
+var readOps = map[string]bool{
+	"read": true, "list": true, "stat": true, "search": true, "diff": true, "events": true,
+	"run.show": true, "runs.list": true, "runs.diff": true, "manifest.get": true,
+	"checkpoint.view": true, "checkpoints.list": true, "commits.list": true,
+	"chat.show": true, "chats.list": true, "policy.get": true, "deletions": true,
+	"stats": true, "du": true, "fsck": true, "host.list": true, "host.read": true,
+	"actor.ls": true, "actor.download": true, "actor.stats": true,
+}
+
+// hostFileOps are the ops that read or write a file on the host by its
+// path (an archive): over HTTP they would hand the server's file system
+// to its clients, so they are refused; wsctl batch, wsctl export and
+// wsctl import serve them.
+var hostFileOps = map[string]bool{"export": true, "import": true}
+
+// opAccess is what the request line asks of its token. Only the top-level
+// "op" and "actor" are looked at; a line that does not decode asks the
+// most (a change, beyond one actor), so a token is never checked for less
+// than the session then does: the session refuses every line whose keys
+// repeat or whose fields it does not know, which this decoding would read
+// differently.
+func opAccess(line []byte) access {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(line, &fields) != nil {
+		return access{write: true, store: true}
+	}
+	var op, actor string
+	if json.Unmarshal(fields["op"], &op) != nil {
+		return access{write: true, store: true}
+	}
+	a := access{write: !readOps[op], store: true, op: op}
+	if strings.HasPrefix(op, "actor.") {
+		if raw, ok := fields["actor"]; ok && json.Unmarshal(raw, &actor) == nil && actor != "" {
+			a.store, a.actor = false, actor
+		}
+	}
+	return a
+}
+
+// POST /v1/op: one request object of the host protocol (wsctl batch's
+// line) in the body, one response object back, with the HTTP status of
+// its code. Each request has a session of its own, so there is no
+// current run: a request names its run with "runId".
+func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
+	line, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		if _, ok := h.authorize(w, r, access{anyToken: true}); ok {
+			writeResponse(w, protocol.LineTooLong(int(h.opts.MaxRequestBytes)))
+		}
+		return
+	}
+	if err != nil {
+		writeError(w, badRequest("read the request: %v", err))
+		return
+	}
+	line = bytes.TrimSpace(line)
+	a := opAccess(line)
+	if _, ok := h.authorize(w, r, a); !ok {
+		return
+	}
+	if a.op != "" && hostFileOps[a.op] {
+		writeResponse(w, protocol.ErrorResponse(a.op, nil, forbidden("%s names a file on the server's host: it is not served over HTTP (use wsctl %s)", a.op, a.op)))
+		return
+	}
+	var resp protocol.Response
+	_ = h.retry(r.Context(), func() error {
+		resp = protocol.NewSession(h.b.Protocol).Handle(r.Context(), line)
+		if resp.Error != nil && resp.Error.Code == wserr.Busy {
+			return wserr.New(wserr.Busy, "", "", "busy")
+		}
+		return nil
+	})
+	writeResponse(w, resp)
+}
+
+// writeResponse answers a protocol response with the status of its code.
+func writeResponse(w http.ResponseWriter, resp protocol.Response) {
+	status := http.StatusOK
+	if resp.Error != nil {
+		status = protocol.HTTPStatus(resp.Error.Code)
+	}
+	var b bytes.Buffer
+	_ = protocol.WriteResponse(&b, resp)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+// GET /v1/ops: the op table's help, as wsctl batch --help prints it.
+func (h *Handler) opsHelp(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.authorize(w, r, access{anyToken: true}); !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, protocol.Help())
+}

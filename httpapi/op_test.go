@@ -1,0 +1,227 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/httpapi"
+)
+
+// newRun creates run id with one written file, checkpointed.
+func (s *server) newRun(id string) {
+	s.t.Helper()
+	s.mustOp(map[string]any{"op": "run.create", "runId": id, "chat": map[string]any{"kind": "chat", "stableChatId": "c-" + id}})
+	s.mustOp(map[string]any{"op": "write", "runId": id, "path": "output/answer.md", "content": "v1\n"})
+}
+
+func TestOps(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	s.newRun("r1")
+	s.mustOp(map[string]any{"op": "write", "runId": "r1", "path": "output/answer.md", "content": "v2\n"})
+
+	t.Run("Read", func(t *testing.T) {
+		res := s.mustOp(map[string]any{"op": "read", "runId": "r1", "path": "output/answer.md"})
+		assert.Equal(t, "v2\n", res["content"])
+		res = s.mustOp(map[string]any{"op": "read", "runId": "r1", "path": "output/answer.md", "at": 2})
+		assert.Equal(t, "v1\n", res["content"])
+	})
+	t.Run("ListCheckpointDiffEvents", func(t *testing.T) {
+		res := s.mustOp(map[string]any{"op": "list", "runId": "r1", "path": "output"})
+		assert.Len(t, res["entries"], 1)
+		res = s.mustOp(map[string]any{"op": "checkpoint", "runId": "r1", "reason": "manual"})
+		assert.NotEmpty(t, res["checkpointId"])
+		res = s.mustOp(map[string]any{"op": "diff", "runId": "r1", "from": 2})
+		assert.Len(t, res["changes"], 1)
+		res = s.mustOp(map[string]any{"op": "events", "runId": "r1", "limit": 2})
+		assert.Len(t, res["events"], 2)
+	})
+	t.Run("Actor", func(t *testing.T) {
+		s.mustOp(map[string]any{"op": "actor.upload", "actor": "alice", "path": "a.md", "content": "hi"})
+		res := s.mustOp(map[string]any{"op": "actor.download", "actor": "alice", "path": "a.md"})
+		assert.Equal(t, "hi", res["content"])
+		res = s.mustOp(map[string]any{"op": "actor.stats", "actor": "alice"})
+		assert.Equal(t, float64(1), res["files"])
+	})
+	t.Run("IDEchoed", func(t *testing.T) {
+		status, m := s.op(s.full, map[string]any{"op": "read", "id": 7, "runId": "r1", "path": "output/answer.md"})
+		assert.Equal(t, http.StatusOK, status)
+		assert.Equal(t, float64(7), m["id"])
+	})
+	t.Run("Errors", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			body   string
+			status int
+			code   string
+		}{
+			{"InvalidJSON", `{"op":`, http.StatusBadRequest, "batch.invalid_json"},
+			{"UnknownOp", `{"op":"nope"}`, http.StatusBadRequest, "batch.unknown_op"},
+			{"UnknownField", `{"op":"read","runId":"r1","path":"output/answer.md","bogus":1}`, http.StatusBadRequest, "batch.invalid_request"},
+			{"NoCurrentRun", `{"op":"read","path":"output/answer.md"}`, http.StatusBadRequest, "batch.invalid_request"},
+			{"RunNotFound", `{"op":"read","runId":"zz","path":"output/answer.md"}`, http.StatusNotFound, "run.not_found"},
+			{"PathNotVisible", `{"op":"write","runId":"r1","path":"input/x","content":"x"}`, http.StatusUnprocessableEntity, "workspace.path_not_visible"},
+			{"StaleHash", `{"op":"write","runId":"r1","path":"output/answer.md","content":"x","expectedHash":"` + strings.Repeat("ab", 32) + `"}`, http.StatusConflict, "workspace.write_stale_file"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				resp, b := s.do(http.MethodPost, s.url("/v1/op"), s.full, strings.NewReader(tc.body))
+				assert.Equal(t, tc.status, resp.StatusCode, "%s", b)
+				var m struct {
+					OK    bool                  `json:"ok"`
+					Error struct{ Code string } `json:"error"`
+				}
+				require.NoError(t, json.Unmarshal(b, &m))
+				assert.False(t, m.OK)
+				assert.Equal(t, tc.code, m.Error.Code)
+			})
+		}
+	})
+	t.Run("HostFileOpsRefused", func(t *testing.T) {
+		for _, op := range []string{"export", "import"} {
+			status, m := s.op(s.full, map[string]any{"op": op, "path": "/tmp/x.wsar", "all": true})
+			assert.Equal(t, http.StatusForbidden, status, "%v", m)
+			assert.Equal(t, "auth.forbidden", m["error"].(map[string]any)["code"])
+		}
+	})
+	t.Run("Parity", func(t *testing.T) {
+		res := s.mustOp(map[string]any{"op": "runs.list"})
+		assert.NotEmpty(t, res)
+		res = s.mustOp(map[string]any{"op": "checkpoints.list", "runId": "r1"})
+		assert.NotEmpty(t, res)
+		res = s.mustOp(map[string]any{"op": "stats"})
+		assert.NotEmpty(t, res)
+	})
+	t.Run("TooLong", func(t *testing.T) {
+		small := newServer(t, httpapi.Options{MaxRequestBytes: 100})
+		body := `{"op":"actor.upload","actor":"a","path":"x","content":"` + strings.Repeat("x", 200) + `"}`
+		resp, b := small.do(http.MethodPost, small.url("/v1/op"), small.full, strings.NewReader(body))
+		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", b)
+		assert.Contains(t, string(b), "batch.line_too_long")
+	})
+	t.Run("Help", func(t *testing.T) {
+		resp, b := s.do(http.MethodGet, s.url("/v1/ops"), s.full, nil)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Contains(t, string(b), "run.create")
+	})
+}
+
+func TestRunViews(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	s.newRun("r1")
+	s.mustOp(map[string]any{"op": "write", "runId": "r1", "path": "output/answer.md", "content": "v2\n"})
+
+	t.Run("Run", func(t *testing.T) {
+		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1"), nil)
+		assert.Equal(t, "r1", m["runId"])
+		resp, b := s.do(http.MethodGet, s.url("/v1/runs/zz"), s.full, nil)
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+		assert.Equal(t, "run.not_found", errCode(t, b))
+	})
+	t.Run("Checkpoints", func(t *testing.T) {
+		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/checkpoints"), nil)
+		assert.Len(t, m["checkpoints"], 3)
+	})
+	t.Run("Files", func(t *testing.T) {
+		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "path", "output"), nil)
+		assert.Len(t, m["entries"], 1)
+	})
+	t.Run("FileAtCheckpoint", func(t *testing.T) {
+		_, b := s.do(http.MethodGet, s.url("/v1/runs/r1/file", "path", "output/answer.md"), s.full, nil)
+		assert.Equal(t, "v2\n", string(b))
+		_, b = s.do(http.MethodGet, s.url("/v1/runs/r1/file", "path", "output/answer.md", "at", "cp_000002"), s.full, nil)
+		assert.Equal(t, "v1\n", string(b))
+		resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/file", "path", "output/answer.md", "at", "cp_000001"), s.full, nil)
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+		assert.Equal(t, "workspace.file_not_found", errCode(t, b))
+		resp, b = s.do(http.MethodGet, s.url("/v1/runs/r1/file", "path", "output"), s.full, nil)
+		assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+		assert.Equal(t, "workspace.path_is_directory", errCode(t, b))
+	})
+	t.Run("Diff", func(t *testing.T) {
+		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/diff", "from", "2", "to", "3"), nil)
+		ch := m["changes"].([]any)
+		require.Len(t, ch, 1)
+		assert.Contains(t, ch[0].(map[string]any)["unified"], "+v2")
+	})
+	t.Run("EventsPaged", func(t *testing.T) {
+		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events", "limit", "2"), nil)
+		require.Len(t, m["events"], 2)
+		next := m["next"].(float64)
+		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events", "afterSeq", "2", "limit", "2"), nil)
+		assert.Equal(t, float64(3), m["events"].([]any)[0].(map[string]any)["seq"])
+		assert.Equal(t, float64(2), next)
+	})
+	t.Run("FollowLongPoll", func(t *testing.T) {
+		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events"), nil)
+		last := m["events"].([]any)[len(m["events"].([]any))-1].(map[string]any)["seq"].(float64)
+		got := make(chan map[string]any, 1)
+		go func() {
+			got <- s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events/follow", "afterSeq", jsonNum(last), "wait", "20s"), nil)
+		}()
+		s.mustOp(map[string]any{"op": "write", "runId": "r1", "path": "output/more.md", "content": "x"})
+		m = <-got
+		evs := m["events"].([]any)
+		require.NotEmpty(t, evs)
+		assert.Equal(t, last+1, evs[0].(map[string]any)["seq"])
+		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events/follow", "afterSeq", "1000", "wait", "1ms"), nil)
+		assert.Empty(t, m["events"], "nothing new before the wait ends")
+	})
+	t.Run("FollowSSE", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodGet, s.url("/v1/runs/r1/events/follow", "afterSeq", "1"), nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+s.full)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := s.srv.Client().Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+		sc := bufio.NewScanner(resp.Body)
+		nextID := func() string {
+			for sc.Scan() {
+				if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+					return id
+				}
+			}
+			return ""
+		}
+		assert.Equal(t, "2", nextID(), "events after afterSeq, in order")
+		assert.Equal(t, "3", nextID())
+		s.mustOp(map[string]any{"op": "write", "runId": "r1", "path": "output/sse.md", "content": "x"})
+		page := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events"), nil)["events"].([]any)
+		last := jsonNum(page[len(page)-1].(map[string]any)["seq"].(float64))
+		var ids []string
+		for id := nextID(); id != ""; id = nextID() {
+			ids = append(ids, id)
+			if id == last {
+				break
+			}
+		}
+		assert.Equal(t, last, ids[len(ids)-1], "the new events arrive on the stream")
+		// Close ends the stream, so a server can shut down.
+		s.h.Close()
+		done := make(chan struct{})
+		go func() {
+			for sc.Scan() {
+			}
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream did not end on Close")
+		}
+	})
+}
+
+func jsonNum(f float64) string {
+	b, _ := json.Marshal(f)
+	return string(bytes.TrimSpace(b))
+}

@@ -1,0 +1,372 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Read-only views of a run, for a browser that wants no protocol: they
+// take the host's view (every path, input/ included), as wsctl does.
+// They need a token not limited to actors.
+
+// readRun authorizes a run view and returns the run's id.
+func (h *Handler) readRun(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if _, ok := h.authorize(w, r, access{store: true}); !ok {
+		return "", false
+	}
+	return r.PathValue("run"), true
+}
+
+// GET /v1/runs/{run}: the run.
+func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.readRun(w, r)
+	if !ok {
+		return
+	}
+	var run runs.Run
+	err := h.retry(r.Context(), func() (err error) {
+		run, err = h.b.Runs.Run(r.Context(), id)
+		return err
+	})
+	answer(w, run, err)
+}
+
+// GET /v1/runs/{run}/checkpoints: the run's checkpoints, oldest first.
+func (h *Handler) checkpoints(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.readRun(w, r)
+	if !ok {
+		return
+	}
+	var cps []checkpoint.Checkpoint
+	err := h.retry(r.Context(), func() (err error) {
+		if _, err = h.b.Runs.Run(r.Context(), id); err != nil {
+			return err
+		}
+		cps, err = h.b.Checkpoints.List(r.Context(), id)
+		return err
+	})
+	if cps == nil {
+		cps = []checkpoint.Checkpoint{}
+	}
+	answer(w, map[string]any{"checkpoints": cps}, err)
+}
+
+// view returns the run's workspace at ?at= (a checkpoint, cp_000003 or
+// 3; "" or live: the live workspace).
+func (h *Handler) view(r *http.Request, id string) (*runs.Workspace, error) {
+	at := r.URL.Query().Get("at")
+	if at == "" || strings.EqualFold(at, "live") {
+		return h.b.Runs.Workspace(id, runs.HostScope), nil
+	}
+	seq, err := checkpoint.ParseRef(at)
+	if err != nil {
+		return nil, err
+	}
+	return h.b.Runs.WorkspaceAt(id, seq, runs.HostScope), nil
+}
+
+// pathParam parses ?path=, "" being the root where root is allowed.
+func pathParam(r *http.Request, root bool) (vfs.Path, error) {
+	s := r.URL.Query().Get("path")
+	if root && (s == "" || s == "." || s == "/") {
+		return vfs.Root(), nil
+	}
+	return vfs.ParsePath(s)
+}
+
+// GET /v1/runs/{run}/files?path=&depth=&at=: the entries below path.
+func (h *Handler) runFiles(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.readRun(w, r)
+	if !ok {
+		return
+	}
+	ws, err := h.view(r, id)
+	var p vfs.Path
+	if err == nil {
+		p, err = pathParam(r, true)
+	}
+	var depth int
+	if err == nil {
+		depth, err = intParam(r.URL.Query().Get("depth"), "depth")
+	}
+	var ls []vfs.FileInfo
+	if err == nil {
+		err = h.retry(r.Context(), func() (err error) {
+			ls, err = ws.List(r.Context(), p, depth)
+			return err
+		})
+	}
+	if ls == nil {
+		ls = []vfs.FileInfo{}
+	}
+	answer(w, map[string]any{"entries": ls}, err)
+}
+
+// GET /v1/runs/{run}/file?path=&at=: a file's bytes, live or at a
+// checkpoint, streamed.
+func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.readRun(w, r)
+	if !ok {
+		return
+	}
+	ws, err := h.view(r, id)
+	var p vfs.Path
+	if err == nil {
+		p, err = pathParam(r, false)
+	}
+	var fi vfs.FileInfo
+	if err == nil {
+		err = h.retry(r.Context(), func() (err error) {
+			fi, err = ws.Stat(r.Context(), p)
+			return err
+		})
+	}
+	if err == nil && fi.Kind != vfs.KindFile {
+		_, err = ws.Read(r.Context(), p, vfs.ReadOptions{}) // the error a directory gets
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if fi.Hash.IsZero() {
+		// Not stored (a virtual resource): read on demand, whole.
+		res, err := ws.Read(r.Context(), p, vfs.ReadOptions{})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		h.sendFile(w, r, p.String(), res.Info.Hash, int64(len(res.Content)), strings.NewReader(string(res.Content)))
+		return
+	}
+	rc, err := h.b.Blobs.Get(r.Context(), fi.Hash)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer rc.Close()
+	h.sendFile(w, r, p.String(), fi.Hash, fi.Size, rc)
+}
+
+// GET /v1/runs/{run}/diff?from=&to=: what changed between two checkpoints
+// (to: default the live workspace), as the diff op answers.
+func (h *Handler) runDiff(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.readRun(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	if q.Get("from") == "" {
+		writeError(w, badRequest("diff needs ?from=: a checkpoint"))
+		return
+	}
+	from, err := checkpoint.ParseRef(q.Get("from"))
+	var to int64
+	if err == nil && q.Get("to") != "" && !strings.EqualFold(q.Get("to"), "live") {
+		to, err = checkpoint.ParseRef(q.Get("to"))
+	}
+	var changes []checkpoint.FileDiff
+	if err == nil {
+		err = h.retry(r.Context(), func() (err error) {
+			changes, err = h.b.Runs.Diff(r.Context(), id, from, to)
+			return err
+		})
+	}
+	answer(w, map[string]any{"changes": protocol.GitHeaders(changes)}, err)
+}
+
+// eventQuery parses ?afterSeq=&beforeSeq=&limit=.
+func eventQuery(r *http.Request) (journal.PageQuery, error) {
+	var q journal.PageQuery
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"afterSeq", &q.AfterSeq}, {"beforeSeq", &q.BeforeSeq}} {
+		if s := r.URL.Query().Get(f.name); s != "" && err == nil {
+			if *f.dst, err = strconv.ParseInt(s, 10, 64); err != nil {
+				err = badRequest("%s must be an integer, not %q", f.name, s)
+			}
+		}
+	}
+	if err == nil {
+		q.Limit, err = intParam(r.URL.Query().Get("limit"), "limit")
+	}
+	return q, err
+}
+
+// GET /v1/runs/{run}/events?afterSeq=&beforeSeq=&limit=: a page of the
+// journal, and the afterSeq of the next page (0: this was the last).
+func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.readRun(w, r)
+	if !ok {
+		return
+	}
+	q, err := eventQuery(r)
+	var evs []journal.Event
+	if err == nil {
+		err = h.retry(r.Context(), func() (err error) {
+			if _, err = h.b.Runs.Run(r.Context(), id); err != nil {
+				return err
+			}
+			evs, err = h.b.Journal.Page(r.Context(), id, q)
+			return err
+		})
+	}
+	if evs == nil {
+		evs = []journal.Event{}
+	}
+	res := map[string]any{"events": evs}
+	if lim := q.Limit; len(evs) > 0 && (lim == 0 && len(evs) == journal.DefaultLimit || len(evs) == lim) {
+		res["next"] = evs[len(evs)-1].Seq
+	}
+	answer(w, res, err)
+}
+
+// GET /v1/runs/{run}/events/follow?afterSeq=&wait=: the journal as it
+// grows. With "Accept: text/event-stream" a stream of server-sent events
+// (id: seq, event: type, data: the event), resumed after Last-Event-ID,
+// until the client goes or the server shuts down. Otherwise a long poll:
+// the events after afterSeq as soon as there is one, or none once wait
+// (default 30s, at most MaxWait) has passed.
+func (h *Handler) follow(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.readRun(w, r)
+	if !ok {
+		return
+	}
+	q, err := eventQuery(r)
+	if err == nil && q.AfterSeq == 0 {
+		if s := r.Header.Get("Last-Event-ID"); s != "" {
+			if q.AfterSeq, err = strconv.ParseInt(s, 10, 64); err != nil {
+				err = badRequest("Last-Event-ID must be an event's seq, not %q", s)
+			}
+		}
+	}
+	if err == nil {
+		err = h.retry(r.Context(), func() error { _, err := h.b.Runs.Run(r.Context(), id); return err })
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-h.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		h.stream(ctx, w, id, q.AfterSeq)
+		return
+	}
+	wait := 30 * time.Second
+	if s := r.URL.Query().Get("wait"); s != "" {
+		if wait, err = time.ParseDuration(s); err != nil || wait < 0 {
+			writeError(w, badRequest("wait must be a duration such as 30s, not %q", s))
+			return
+		}
+	}
+	wait = min(wait, h.opts.MaxWait)
+	if q.Limit == 0 {
+		q.Limit = journal.MaxLimit
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		evs, err := h.b.Journal.Page(ctx, id, journal.PageQuery{AfterSeq: q.AfterSeq, Limit: q.Limit})
+		if err != nil && ctx.Err() == nil {
+			writeError(w, err)
+			return
+		}
+		if len(evs) > 0 || ctx.Err() != nil || !time.Now().Before(deadline) {
+			if evs == nil {
+				evs = []journal.Event{}
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"events": evs})
+			return
+		}
+		t := time.NewTimer(min(h.opts.FollowPoll, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// stream sends the run's events after afterSeq as server-sent events until
+// ctx ends, with a comment line every Heartbeat while nothing happens.
+func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, id string, afterSeq int64) {
+	rc := http.NewResponseController(w)
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	extend := func() { _ = rc.SetWriteDeadline(time.Now().Add(h.opts.Heartbeat * 2)) }
+	extend()
+	_, _ = io.WriteString(w, ": following "+id+"\n\n")
+	_ = rc.Flush()
+	events := make(chan journal.Event)
+	done := make(chan error, 1)
+	go func() {
+		done <- h.b.Journal.Follow(ctx, id, afterSeq, h.opts.FollowPoll, func(e journal.Event) error {
+			select {
+			case events <- e:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	beat := time.NewTicker(h.opts.Heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case e := <-events:
+			b, _ := json.Marshal(e)
+			extend()
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, b); err != nil {
+				return
+			}
+			_ = rc.Flush()
+		case <-beat.C:
+			extend()
+			if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
+				return
+			}
+			_ = rc.Flush()
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				b, _ := json.Marshal(errorBody{Error: protocol.ErrorBody{Code: wserr.CodeOf(err), Message: wserr.MessageOf(err)}})
+				fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
+				_ = rc.Flush()
+			}
+			return
+		}
+	}
+}
+
+// answer writes v, or err if there is one.
+func answer(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}

@@ -1,0 +1,64 @@
+package httpapi
+
+import (
+	"io"
+	"net/http"
+	"time"
+)
+
+// progressReader extends the connection's read deadline by IOTimeout as
+// the body flows, so the server's read timeout cuts a stalled upload but
+// not a large one. Without a deadline to extend (a host's own server
+// without timeouts, a test recorder) it reads as r does.
+func (h *Handler) progressReader(w http.ResponseWriter, r io.Reader) io.Reader {
+	if h.opts.IOTimeout < 0 {
+		return r
+	}
+	rc := http.NewResponseController(w)
+	return &deadlineReader{r: r, extend: func(t time.Time) error { return rc.SetReadDeadline(t) }, every: h.opts.IOTimeout}
+}
+
+// progressWriter is progressReader for a response body.
+func (h *Handler) progressWriter(w http.ResponseWriter) io.Writer {
+	if h.opts.IOTimeout < 0 {
+		return w
+	}
+	rc := http.NewResponseController(w)
+	return &deadlineWriter{w: w, extend: func(t time.Time) error { return rc.SetWriteDeadline(t) }, every: h.opts.IOTimeout}
+}
+
+type deadlineReader struct {
+	r      io.Reader
+	extend func(time.Time) error
+	every  time.Duration
+	last   time.Time
+	off    bool // the writer has no deadline to extend
+}
+
+func (d *deadlineReader) Read(b []byte) (int, error) {
+	if !d.off {
+		if now := time.Now(); now.Sub(d.last) > d.every/4 {
+			d.last = now
+			d.off = d.extend(now.Add(d.every)) != nil
+		}
+	}
+	return d.r.Read(b)
+}
+
+type deadlineWriter struct {
+	w      io.Writer
+	extend func(time.Time) error
+	every  time.Duration
+	last   time.Time
+	off    bool
+}
+
+func (d *deadlineWriter) Write(b []byte) (int, error) {
+	if !d.off {
+		if now := time.Now(); now.Sub(d.last) > d.every/4 {
+			d.last = now
+			d.off = d.extend(now.Add(d.every)) != nil
+		}
+	}
+	return d.w.Write(b)
+}

@@ -1,0 +1,322 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"lukechampine.com/blake3"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Seed 004's Workspace API. Every endpoint names its actor (?actor=);
+// the token must allow it.
+
+// GET /workspace/files?actor=&path=&depth=: the actor's entries below
+// path (default the root), depth levels down (default 1).
+func (h *Handler) wsFiles(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	actor := q.Get("actor")
+	if _, ok := h.authorize(w, r, access{actor: actor}); !ok {
+		return
+	}
+	depth, err := intParam(q.Get("depth"), "depth")
+	if err == nil && depth < 0 {
+		err = badRequest("depth must not be negative")
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var ls []vfs.Listed
+	err = h.retry(r.Context(), func() (err error) {
+		ls, err = h.b.Actors.List(r.Context(), actor, q.Get("path"), depth)
+		return err
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if ls == nil {
+		ls = []vfs.Listed{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"actor": actor, "entries": ls})
+}
+
+// GET /workspace/file?actor=&path=: the file's bytes, streamed, with its
+// hash as ETag.
+func (h *Handler) wsDownload(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	actor, p := q.Get("actor"), q.Get("path")
+	if _, ok := h.authorize(w, r, access{actor: actor}); !ok {
+		return
+	}
+	var rc io.ReadCloser
+	var e vfs.Entry
+	err := h.retry(r.Context(), func() (err error) {
+		rc, e, err = h.b.Actors.Download(r.Context(), actor, p)
+		return err
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer rc.Close()
+	h.sendFile(w, r, p, e.Hash, e.Size, rc)
+}
+
+// sendFile streams a stored file of size bytes whose content hashes to
+// h. A conditional request with the same ETag gets 304. A read error
+// half-way (corrupt bytes) aborts the connection, so the client sees a
+// truncated response, never wrong bytes.
+func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, sum cas.Hash, size int64, rc io.Reader) {
+	etag := `"` + sum.String() + `"`
+	hd := w.Header()
+	hd.Set("ETag", etag)
+	hd.Set("X-Content-Hash", sum.String())
+	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	ct := mime.TypeByExtension(path.Ext(name))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	hd.Set("Content-Type", ct)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Content-Length", strconv.FormatInt(size, 10))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if _, err := io.Copy(h.progressWriter(w), rc); err != nil {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// POST /workspace/upload?actor=&path=: the body (or the first file of a
+// multipart form) becomes the file, streamed to the store.
+func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	actor, p := q.Get("actor"), q.Get("path")
+	if _, ok := h.authorize(w, r, access{write: true, actor: actor}); !ok {
+		return
+	}
+	var body io.Reader = r.Body
+	if h.opts.MaxUploadBytes > 0 {
+		body = http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes)
+	}
+	body = h.progressReader(w, body)
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		part, err := firstFile(r, body)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		body = part
+	}
+	c, err := h.upload(r, actor, p, body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			err = wserr.New(wserr.SizeLimitExceeded, "upload", p, "the upload is larger than this server takes (%d bytes)", mbe.Limit)
+		}
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// firstFile returns the first file part of r's multipart body, read from
+// body.
+func firstFile(r *http.Request, body io.Reader) (io.Reader, error) {
+	r.Body = io.NopCloser(body)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, badRequest("multipart body: %v", err)
+	}
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			return nil, badRequest("the multipart body holds no file part")
+		}
+		if part.FileName() != "" || part.FormName() == "file" {
+			return part, nil
+		}
+	}
+}
+
+// replayable is the largest upload held in memory so that it can be sent
+// to the store again after a busy failure.
+const replayable = 1 << 20
+
+// upload stores body as actor's file p. A busy store is retried: a body
+// of up to replayable bytes is held and sent again; a larger one streams,
+// and once read whole is sent again from the content the store already
+// holds under its hash (Put is idempotent). A larger body the store was
+// busy for before it held it whole is answered busy: its bytes are gone.
+func (h *Handler) upload(r *http.Request, actor, p string, body io.Reader) (actors.Change, error) {
+	head, err := io.ReadAll(io.LimitReader(body, replayable+1))
+	if err != nil {
+		return actors.Change{}, err
+	}
+	var c actors.Change
+	if len(head) <= replayable {
+		err := h.retry(r.Context(), func() (err error) {
+			c, err = h.b.Actors.Upload(r.Context(), actor, p, bytes.NewReader(head))
+			return err
+		})
+		return c, err
+	}
+	hb := &hashingReader{r: body, h: blake3.New(32, nil)}
+	hb.h.Write(head)
+	first := true
+	err = h.retry(r.Context(), func() (err error) {
+		src := io.MultiReader(bytes.NewReader(head), hb)
+		if !first {
+			if !hb.eof {
+				return wserr.New(wserr.Busy, "upload", p, "the store was busy part-way through the upload; send it again")
+			}
+			var sum cas.Hash
+			copy(sum[:], hb.h.Sum(nil))
+			if ok, err := h.b.Blobs.Has(r.Context(), sum); err != nil || !ok {
+				return wserr.New(wserr.Busy, "upload", p, "the store was busy before it held the upload; send it again")
+			}
+			rc, err := h.b.Blobs.Get(r.Context(), sum)
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			src = rc
+		}
+		first = false
+		c, err = h.b.Actors.Upload(r.Context(), actor, p, src)
+		return err
+	})
+	return c, err
+}
+
+// hashingReader hashes what it reads and notes the end.
+type hashingReader struct {
+	r   io.Reader
+	h   *blake3.Hasher
+	n   int64
+	eof bool
+}
+
+func (hr *hashingReader) Read(b []byte) (int, error) {
+	n, err := hr.r.Read(b)
+	hr.h.Write(b[:n])
+	hr.n += int64(n)
+	if err == io.EOF {
+		hr.eof = true
+	}
+	return n, err
+}
+
+// DELETE /workspace/file?actor=&path=: removes the file, or the directory
+// and everything below it.
+func (h *Handler) wsDelete(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	actor := q.Get("actor")
+	if _, ok := h.authorize(w, r, access{write: true, actor: actor}); !ok {
+		return
+	}
+	var c actors.Change
+	err := h.retry(r.Context(), func() (err error) {
+		c, err = h.b.Actors.Delete(r.Context(), actor, q.Get("path"))
+		return err
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// GET /workspace/stats?actor=: the actor's files, bytes and versions.
+func (h *Handler) wsStats(w http.ResponseWriter, r *http.Request) {
+	actor := r.URL.Query().Get("actor")
+	if _, ok := h.authorize(w, r, access{actor: actor}); !ok {
+		return
+	}
+	var st actors.Stats
+	err := h.retry(r.Context(), func() (err error) {
+		st, err = h.b.Actors.Stats(r.Context(), actor)
+		return err
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// POST /workspace/gc?actor=&keepVersions=: prunes old versions (of one
+// actor, or of all: then the token must not be limited to actors) and
+// collects the store.
+func (h *Handler) wsGC(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	actor := q.Get("actor")
+	if _, ok := h.authorize(w, r, access{write: true, actor: actor, store: actor == ""}); !ok {
+		return
+	}
+	keep, err := intParam(q.Get("keepVersions"), "keepVersions")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var pruned actors.GCReport
+	var rep wsstore.GCReport
+	err = h.retry(r.Context(), func() (err error) {
+		pruned, rep, err = h.b.GC.ActorGC(r.Context(), actors.GCOptions{Actor: actor, KeepVersions: keep}, wsstore.GCOptions{})
+		return err
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pruned": pruned, "gc": rep})
+}
+
+// DELETE /workspace/delete-by-prefix?actor=&prefix=: removes, in one
+// change, every path that starts with prefix.
+func (h *Handler) wsDeletePrefix(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	actor := q.Get("actor")
+	if _, ok := h.authorize(w, r, access{write: true, actor: actor}); !ok {
+		return
+	}
+	var c actors.Change
+	err := h.retry(r.Context(), func() (err error) {
+		c, err = h.b.Actors.DeleteByPrefix(r.Context(), actor, q.Get("prefix"))
+		return err
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// intParam parses an integer query parameter; "" is 0.
+func intParam(s, name string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, badRequest("%s must be an integer, not %q", name, s)
+	}
+	return n, nil
+}

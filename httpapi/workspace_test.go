@@ -1,0 +1,162 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/httpapi"
+)
+
+func TestHealthzNeedsNoToken(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	resp, b := s.do(http.MethodGet, s.url("/healthz"), "", nil)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.JSONEq(t, `{"ok":true}`, string(b))
+}
+
+func TestWorkspaceEndpoints(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	up := func(actor, path, content string) map[string]any {
+		return s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", actor, "path", path), strings.NewReader(content))
+	}
+
+	t.Run("Upload", func(t *testing.T) {
+		c := up("alice", "reports/weekly.md", "weekly")
+		assert.Equal(t, "upload", c["op"])
+		assert.Equal(t, float64(1), c["seq"])
+		up("alice", "reports/daily.md", "daily")
+		up("alice", "notes/meeting.md", "meeting")
+		up("alice", "temp/a.txt", "a")
+		up("alice", "temp/b.txt", "b")
+		up("bob", "drafts/contract-v2.md", "contract")
+	})
+	t.Run("UploadMultipart", func(t *testing.T) {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		require.NoError(t, mw.WriteField("note", "ignored"))
+		fw, err := mw.CreateFormFile("file", "x.bin")
+		require.NoError(t, err)
+		_, _ = fw.Write([]byte("from a form"))
+		require.NoError(t, mw.Close())
+		resp, b := s.do(http.MethodPost, s.url("/workspace/upload", "actor", "bob", "path", "form.bin"), s.full, &body,
+			"Content-Type", mw.FormDataContentType())
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+		_, got := s.do(http.MethodGet, s.url("/workspace/file", "actor", "bob", "path", "form.bin"), s.full, nil)
+		assert.Equal(t, "from a form", string(got))
+	})
+	t.Run("Files", func(t *testing.T) {
+		m := s.okJSON(http.MethodGet, s.url("/workspace/files", "actor", "alice", "path", "reports/", "depth", "2"), nil)
+		var paths []string
+		for _, e := range m["entries"].([]any) {
+			paths = append(paths, e.(map[string]any)["path"].(string))
+		}
+		assert.Equal(t, []string{"reports/daily.md", "reports/weekly.md"}, paths)
+		m = s.okJSON(http.MethodGet, s.url("/workspace/files", "actor", "alice"), nil)
+		assert.Len(t, m["entries"], 3, "depth 1 by default: notes, reports, temp")
+		m = s.okJSON(http.MethodGet, s.url("/workspace/files", "actor", "carol"), nil)
+		assert.Empty(t, m["entries"], "an actor with no space lists nothing")
+	})
+	t.Run("FilesBadDepth", func(t *testing.T) {
+		resp, b := s.do(http.MethodGet, s.url("/workspace/files", "actor", "alice", "depth", "x"), s.full, nil)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		assert.Equal(t, "workspace.invalid_argument", errCode(t, b))
+	})
+	t.Run("Download", func(t *testing.T) {
+		resp, b := s.do(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", "reports/weekly.md"), s.full, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "weekly", string(b))
+		assert.Equal(t, "6", resp.Header.Get("Content-Length"))
+		assert.Contains(t, resp.Header.Get("Content-Type"), "markdown")
+		etag := resp.Header.Get("ETag")
+		require.NotEmpty(t, etag)
+		resp, _ = s.do(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", "reports/weekly.md"), s.full, nil, "If-None-Match", etag)
+		assert.Equal(t, http.StatusNotModified, resp.StatusCode)
+		resp, b = s.do(http.MethodHead, s.url("/workspace/file", "actor", "alice", "path", "reports/weekly.md"), s.full, nil)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Empty(t, b)
+	})
+	t.Run("DownloadErrors", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, actor, path string
+			status            int
+			code              string
+		}{
+			{"FileNotFound", "alice", "nope.md", http.StatusNotFound, "workspace.file_not_found"},
+			{"PathIsDirectory", "alice", "reports", http.StatusUnprocessableEntity, "workspace.path_is_directory"},
+			{"InvalidPath", "alice", "../etc/passwd", http.StatusUnprocessableEntity, "workspace.invalid_path"},
+			{"InvalidActor", "../x", "a", http.StatusUnprocessableEntity, "workspace.invalid_actor"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				resp, b := s.do(http.MethodGet, s.url("/workspace/file", "actor", tc.actor, "path", tc.path), s.full, nil)
+				assert.Equal(t, tc.status, resp.StatusCode, "%s", b)
+				assert.Equal(t, tc.code, errCode(t, b))
+				assert.Contains(t, resp.Header.Get("Content-Type"), "application/json")
+			})
+		}
+	})
+	t.Run("Stats", func(t *testing.T) {
+		m := s.okJSON(http.MethodGet, s.url("/workspace/stats", "actor", "alice"), nil)
+		assert.Equal(t, float64(5), m["files"])
+	})
+	t.Run("DeleteFile", func(t *testing.T) {
+		c := s.okJSON(http.MethodDelete, s.url("/workspace/file", "actor", "alice", "path", "notes/meeting.md"), nil)
+		assert.Equal(t, "delete", c["op"])
+		resp, _ := s.do(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", "notes/meeting.md"), s.full, nil)
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	})
+	t.Run("DeleteByPrefix", func(t *testing.T) {
+		c := s.okJSON(http.MethodDelete, s.url("/workspace/delete-by-prefix", "actor", "alice", "prefix", "temp/"), nil)
+		assert.Equal(t, float64(2), c["files"])
+		m := s.okJSON(http.MethodGet, s.url("/workspace/stats", "actor", "alice"), nil)
+		assert.Equal(t, float64(2), m["files"])
+	})
+	t.Run("GC", func(t *testing.T) {
+		m := s.okJSON(http.MethodPost, s.url("/workspace/gc", "actor", "alice"), nil)
+		assert.Contains(t, m, "pruned")
+		assert.Contains(t, m, "gc")
+		m = s.okJSON(http.MethodPost, s.url("/workspace/gc"), nil)
+		assert.Contains(t, m, "pruned")
+		_, b := s.do(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", "reports/weekly.md"), s.full, nil)
+		assert.Equal(t, "weekly", string(b), "gc keeps live files")
+	})
+	t.Run("UnknownEndpoint", func(t *testing.T) {
+		resp, b := s.do(http.MethodGet, s.url("/workspace/nope"), s.full, nil)
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+		assert.Equal(t, "store.not_found", errCode(t, b))
+	})
+}
+
+func TestUploadLimit(t *testing.T) {
+	s := newServer(t, httpapi.Options{MaxUploadBytes: 1000})
+	resp, b := s.do(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", "big"), s.full, newGenerator(5000))
+	assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	assert.Equal(t, "workspace.size_limit_exceeded", errCode(t, b))
+	m := s.okJSON(http.MethodGet, s.url("/workspace/stats", "actor", "a"), nil)
+	assert.Equal(t, float64(0), m["files"], "nothing was stored")
+}
+
+func TestCORS(t *testing.T) {
+	t.Run("OffByDefault", func(t *testing.T) {
+		s := newServer(t, httpapi.Options{})
+		resp, _ := s.do(http.MethodGet, s.url("/workspace/stats", "actor", "a"), s.full, nil, "Origin", "http://app.example")
+		assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+		resp, _ = s.do(http.MethodOptions, s.url("/workspace/stats"), "", nil, "Origin", "http://app.example", "Access-Control-Request-Method", "GET")
+		assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+	})
+	t.Run("Configured", func(t *testing.T) {
+		s := newServer(t, httpapi.Options{CORSOrigins: []string{"http://app.example"}})
+		resp, _ := s.do(http.MethodGet, s.url("/workspace/stats", "actor", "a"), s.full, nil, "Origin", "http://app.example")
+		assert.Equal(t, "http://app.example", resp.Header.Get("Access-Control-Allow-Origin"))
+		resp, _ = s.do(http.MethodOptions, s.url("/workspace/stats"), "", nil, "Origin", "http://app.example", "Access-Control-Request-Method", "GET")
+		assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+		assert.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), "Authorization")
+		resp, _ = s.do(http.MethodGet, s.url("/workspace/stats", "actor", "a"), s.full, nil, "Origin", "http://evil.example")
+		assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+	})
+}
