@@ -153,6 +153,14 @@ func TestFsck(t *testing.T) {
 				{Kind: "reference", Ref: "ghost", Detail: "2 events belong to run ghost"},
 			}
 		}},
+		{name: "Event/GarbagePayload", damage: func(e *env) []wsstore.Problem {
+			e.exec(`UPDATE events SET payload = CAST('{"path": "out' AS BLOB) WHERE run_id = 'run_a' AND seq = 2`)
+			e.exec(`UPDATE events SET payload = x'07ff' WHERE run_id = 'run_b' AND seq = 1`)
+			return []wsstore.Problem{
+				{Kind: "event", Ref: "run_a#2", Detail: "not a JSON object"},
+				{Kind: "event", Ref: "run_b#1", Detail: "payload"},
+			}
+		}},
 		{name: "Many/AllReported", damage: func(e *env) []wsstore.Problem {
 			h := e.alterBlob(random(1, 3000))
 			out := e.stat("run_b", "output")
@@ -180,7 +188,7 @@ func TestFsck(t *testing.T) {
 			})
 
 			require.NoError(t, err)
-			assert.Equal(t, []string{"sqlite", "blobs", "trees", "references"}, phases)
+			assert.Equal(t, []string{"sqlite", "blobs", "trees", "references", "journal"}, phases)
 			assert.Equal(t, len(want) == 0, rep.OK(), "%v", rep.Problems)
 			for _, w := range want {
 				assert.True(t, hasProblem(rep.Problems, w), "want %+v in %v", w, rep.Problems)
@@ -210,6 +218,6 @@ func hasProblem(ps []wsstore.Problem, want wsstore.Problem) bool {
 func TestFsckReportJSON(t *testing.T) {
 	b, err := json.Marshal(wsstore.FsckReport{Blobs: 1, Problems: []wsstore.Problem{{Kind: "tree", Ref: "ab", Detail: "x"}}})
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"blobs":1,"chunks":0,"trees":0,"runs":0,"checkpoints":0,
+	assert.JSONEq(t, `{"blobs":1,"chunks":0,"trees":0,"runs":0,"checkpoints":0,"events":0,
 		"problems":[{"kind":"tree","ref":"ab","detail":"x"}]}`, string(b))
 }

@@ -30,7 +30,7 @@ func testSystems(t *testing.T) []string {
 		return systemNames
 	}
 	t.Log("git is not installed: skipping the git baseline")
-	return []string{"wsstore", "dircopy"}
+	return []string{"wsstore", "wsctl", "dircopy"}
 }
 
 // TestChatReport runs the chat workload at a tiny scale on every system,
@@ -98,6 +98,9 @@ func TestChatReport(t *testing.T) {
 func TestWorkloadsVerify(t *testing.T) {
 	for _, w := range []string{"project", "large"} {
 		for _, sys := range testSystems(t) {
+			if skipCase(w, sys) != "" {
+				continue
+			}
 			t.Run(w+"/"+sys, func(t *testing.T) {
 				res, err := runCase(context.Background(), caseConfig{Workload: w, System: sys, Dir: t.TempDir(), Seed: 7, Scale: tinyScale})
 				require.NoError(t, err)

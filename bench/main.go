@@ -136,11 +136,24 @@ func runParent(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	_, haveGit := gitAvailable()
+	if slices.Contains(systems, "wsctl") {
+		// Built once, here: a build in the case's process would count
+		// the compiler's memory as the case's peak RSS.
+		bin, err := buildWsctl(ctx, scratch)
+		if err != nil {
+			return err
+		}
+		os.Setenv(wsctlBinEnv, bin)
+	}
 
 	var results []Result
 	failed := 0
 	for _, w := range workloads {
 		for _, s := range systems {
+			if why := skipCase(w, s); why != "" {
+				results = append(results, Result{Workload: w, System: s, Skipped: why})
+				continue
+			}
 			if s == "git" && !haveGit {
 				results = append(results, Result{Workload: w, System: s, Skipped: "git not found on PATH"})
 				continue

@@ -280,6 +280,45 @@ func buildReport(mode string, seed uint64, sc Scale, results []Result) Report {
 		rep.Targets = append(rep.Targets, Target{Name: name, Goal: d.goal, Value: x, Status: status(pass),
 			Measured: fmt.Sprintf("%.2f× (%s vs %s; wsstore after its gc %s)", x, fmtBytes(ws.DiskBytes), fmtBytes(g.DiskAfterGCBytes), fmtBytes(ws.DiskAfterGCBytes))})
 	}
+	// Through `wsctl batch`, as a host drives the store: the whole
+	// session's wall against git, and a write's p50 on chat.
+	for _, d := range []struct {
+		w   string
+		min float64
+	}{{"chat", 25}, {"project", 10}} {
+		name, goal := "whole session through wsctl batch vs git ("+d.w+")", fmt.Sprintf("wsctl batch at least %.0f× faster than the shadow git repository", d.min)
+		c, ok1 := find(d.w, "wsctl")
+		g, ok2 := find(d.w, "git")
+		if !ok1 || !ok2 {
+			rep.Targets = append(rep.Targets, na(name, goal))
+			continue
+		}
+		x := div(g.WallNs, c.WallNs)
+		rep.Targets = append(rep.Targets, Target{Name: name, Goal: goal, Value: x, Status: status(x >= d.min),
+			Measured: fmt.Sprintf("%.1f× faster (%s vs %s)", x, fmtDur(c.WallNs), fmtDur(g.WallNs))})
+	}
+	{
+		name, goal := "write plus checkpoint p50 through wsctl batch (chat)", "at most 0.3 ms"
+		if c, ok := find("chat", "wsctl"); ok {
+			v := c.ApplyP50 + c.CheckpointP50
+			rep.Targets = append(rep.Targets, Target{Name: name, Goal: goal, Value: float64(v), Status: status(v <= 300_000),
+				Measured: fmt.Sprintf("%s (apply p50 %s, p99 %s; checkpoint p50 %s, p99 %s)", fmtDur(v), fmtDur(c.ApplyP50), fmtDur(c.ApplyP99), fmtDur(c.CheckpointP50), fmtDur(c.CheckpointP99))})
+		} else {
+			rep.Targets = append(rep.Targets, na(name, goal))
+		}
+	}
+	for _, w := range []string{"chat", "project"} {
+		name, goal := "bytes on disk vs git after gc, no gc of ours ("+w+", wsctl)", "the store at most git's repository and checkout after git gc"
+		c, ok1 := find(w, "wsctl")
+		g, ok2 := find(w, "git")
+		if !ok1 || !ok2 || g.DiskAfterGCBytes == 0 {
+			rep.Targets = append(rep.Targets, na(name, goal))
+			continue
+		}
+		x := div(c.DiskBytes, g.DiskAfterGCBytes)
+		rep.Targets = append(rep.Targets, Target{Name: name, Goal: goal, Value: x, Status: status(x <= 1),
+			Measured: fmt.Sprintf("%.2f× (%s vs %s)", x, fmtBytes(c.DiskBytes), fmtBytes(g.DiskAfterGCBytes))})
+	}
 	{
 		name, goal := "peak RSS (large)", "wsstore under 128 MiB on the large-file workload"
 		if l, ok := find("large", "wsstore"); ok && l.PeakRSSBytes > 0 {

@@ -36,18 +36,24 @@ type collector interface {
 	GC() error
 }
 
-var systemNames = []string{"wsstore", "dircopy", "git"}
+var systemNames = []string{"wsstore", "wsctl", "dircopy", "git"}
 
 func newSystem(ctx context.Context, name string) (System, error) {
 	switch name {
 	case "wsstore":
 		return &wsstoreSystem{ctx: ctx}, nil
+	case "wsctl":
+		bin, err := wsctlBinary(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &wsctlSystem{wsstoreSystem: wsstoreSystem{ctx: ctx}, bin: bin}, nil
 	case "dircopy":
 		return &dirCopy{}, nil
 	case "git":
 		return &gitRepo{}, nil
 	}
-	return nil, fmt.Errorf("unknown system %q (want one of wsstore, dircopy, git)", name)
+	return nil, fmt.Errorf("unknown system %q (want one of wsstore, wsctl, dircopy, git)", name)
 }
 
 // caseConfig names one workload on one system.

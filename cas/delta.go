@@ -74,12 +74,26 @@ import (
 // PutBytes, of the storage and of the index. Over a Storage without the
 // HistoryStorage ability PutVersion is PutBytes.
 func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Hash) (Hash, error) {
+	return s.PutVersionFrom(ctx, tx, b, prev, nil)
+}
+
+// PutVersionFrom is PutVersion for a caller that already holds prev's
+// content (prevBytes, as ReadAll returned it: an append or a patch reads
+// it to build b), so prev is not decoded a second time; nil prevBytes
+// reads it as PutVersion does. Bytes that are not prev's content cannot
+// corrupt the store: every delta built from them is proven to decode back
+// to its address before it is stored, so they only cost the history its
+// deltas. b is hashed once and compressed at most once.
+func (s *Store) PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev Hash, prevBytes []byte) (Hash, error) {
 	if prev.IsZero() || s.opts.DeltaMax < 0 || len(b) > s.opts.InlineMax || s.hist == nil {
 		return s.PutBytes(ctx, tx, b)
 	}
-	h := Sum(b)
+	h := s.sum(b)
 	if prev == h {
-		return s.PutBytes(ctx, tx, b)
+		if err := s.putHashed(ctx, tx, h, b); err != nil {
+			return Hash{}, err
+		}
+		return h, nil
 	}
 	err := s.update(ctx, tx, func(tx *index.Tx) error {
 		stored, err := s.hist.Touch(ctx, tx, KindBlob, h, s.clock())
@@ -92,7 +106,7 @@ func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Has
 			defer release()
 			fresh = &newBlob{data: data, codec: codec}
 		}
-		return s.extend(ctx, tx, prev, h, b, fresh)
+		return s.extend(ctx, tx, prev, prevBytes, h, b, fresh)
 	})
 	if err != nil {
 		return Hash{}, fmt.Errorf("put %s: delta of %s: %w", h.Short(), prev.Short(), err)
@@ -150,8 +164,9 @@ func parent(v int64) int64 {
 // extend makes h (plain bytes cur) the newest version of prev's history,
 // if the rules above allow it. fresh is h's stored form when no row holds
 // h yet: extend inserts it, at prev's row position when prev alone is
-// re-encoded; nil means h is stored already.
-func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []byte, fresh *newBlob) error {
+// re-encoded; nil means h is stored already. prevBytes, when not nil, are
+// prev's content as the caller read it.
+func (s *Store) extend(ctx context.Context, tx *index.Tx, prev Hash, prevBytes []byte, h Hash, cur []byte, fresh *newBlob) error {
 	if fresh == nil {
 		// h was stored before: it may still start a history if it belongs
 		// to none (a row of an earlier build), never join one.
@@ -204,10 +219,15 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev, h Hash, cur []by
 	for first > 0 && parent(members[first].Gen) == gen {
 		first--
 	}
-	plain, err := s.decode(ctx, prev, p.Codec, p.Data, p.Size, Hash{})
-	if err != nil || Sum(plain) != prev {
-		// corrupt: leave it for Verify to report, never build on it
-		return s.insertVersion(ctx, tx, h, cur, fresh, 0)
+	// prev's bytes are decoded only if the caller does not hold them;
+	// either way every delta built from them proves it decodes back.
+	plain := prevBytes
+	if plain == nil || int64(len(plain)) != p.Size {
+		plain, err = s.decode(ctx, prev, p.Codec, p.Data, p.Size, Hash{})
+		if err != nil || Sum(plain) != prev {
+			// corrupt: leave it for Verify to report, never build on it
+			return s.insertVersion(ctx, tx, h, cur, fresh, 0)
+		}
 	}
 	// One codec for every member re-encoded against h, sized for the
 	// largest; members that would not fit in DeltaMax with h get none.

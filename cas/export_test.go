@@ -2,3 +2,9 @@ package cas
 
 // Compressions reports how many times s compressed content.
 func Compressions(s *Store) int64 { return s.compressions.Load() }
+
+// Hashes reports how many times s hashed content it was given to store.
+func Hashes(s *Store) int64 { return s.hashes.Load() }
+
+// Decodes reports how many times s decompressed a whole blob.
+func Decodes(s *Store) int64 { return s.decodes.Load() }

@@ -21,9 +21,24 @@ import (
 // the storage hands back. Get fails with ErrNotFound if there is no blob at
 // h, and with the storage's error if it fails to read.
 func (s *Store) Get(ctx context.Context, h Hash) (io.ReadCloser, error) {
+	return s.get(ctx, nil, h)
+}
+
+// viewIn runs fn in tx, or in a read transaction of its own when tx is nil.
+func (s *Store) viewIn(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) error) error {
+	if tx != nil {
+		return fn(tx)
+	}
+	return s.db.View(ctx, fn)
+}
+
+// get is Get reading in tx (every chunk of a chunked blob too, so the
+// reader must be drained before tx ends), or in transactions of its own
+// when tx is nil.
+func (s *Store) get(ctx context.Context, in *index.Tx, h Hash) (io.ReadCloser, error) {
 	var row Object
 	var chain []Object // a delta's objects down to a whole blob
-	err := s.db.View(ctx, func(tx *index.Tx) error {
+	err := s.viewIn(ctx, in, func(tx *index.Tx) error {
 		err := s.st.Get(ctx, tx, KindBlob, h, func(o Object) error {
 			row = o
 			// One copy out of the storage's buffer, decoded below once the
@@ -46,7 +61,7 @@ func (s *Store) Get(ctx context.Context, h Hash) (io.ReadCloser, error) {
 	var b []byte
 	switch row.Codec {
 	case CodecChunked:
-		return s.newChunkReader(ctx, h, row.Size, row.Chunks)
+		return s.newChunkReader(ctx, in, h, row.Size, row.Chunks)
 	case CodecDelta:
 		b, err = s.applyChain(ctx, h, chain)
 	default:
@@ -93,6 +108,7 @@ func (s *Store) decode(ctx context.Context, h Hash, codec Codec, data []byte, si
 	case CodecRaw:
 		return data, nil
 	case CodecZstd:
+		s.decodes.Add(1)
 		b, err := s.dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
 		if err != nil {
 			return nil, corrupt("get", h, "zstd: %v", err)
@@ -115,6 +131,7 @@ func capHint(size, limit int64) int64 {
 // time.
 type chunkReader struct {
 	ctx   context.Context
+	tx    *index.Tx // nil: each chunk in a read transaction of its own
 	s     *Store
 	h     Hash
 	size  int64
@@ -126,7 +143,7 @@ type chunkReader struct {
 	err   error
 }
 
-func (s *Store) newChunkReader(ctx context.Context, h Hash, size int64, refs []ChunkRef) (*chunkReader, error) {
+func (s *Store) newChunkReader(ctx context.Context, tx *index.Tx, h Hash, size int64, refs []ChunkRef) (*chunkReader, error) {
 	var total int64
 	for _, r := range refs {
 		if r.Size < 0 {
@@ -140,7 +157,7 @@ func (s *Store) newChunkReader(ctx context.Context, h Hash, size int64, refs []C
 	if total != size {
 		return nil, corrupt("get", h, "chunks hold %d bytes, want %d", total, size)
 	}
-	return &chunkReader{ctx: ctx, s: s, h: h, size: size, refs: refs, whole: blake3.New(32, nil)}, nil
+	return &chunkReader{ctx: ctx, tx: tx, s: s, h: h, size: size, refs: refs, whole: blake3.New(32, nil)}, nil
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
@@ -159,7 +176,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 		if r.bp == nil {
 			r.bp = r.s.bufs.get()
 		}
-		b, err := r.s.readChunk(r.ctx, r.refs[0].Hash, *r.bp)
+		b, err := r.s.readChunk(r.ctx, r.tx, r.refs[0].Hash, *r.bp)
 		if err != nil {
 			return 0, r.fail(fmt.Errorf("get %s: %w", r.h.Short(), err))
 		}
@@ -198,10 +215,10 @@ func (r *chunkReader) Close() error {
 }
 
 // readChunk returns the verified plain bytes of one chunk, in dst's memory
-// if it is large enough.
-func (s *Store) readChunk(ctx context.Context, h Hash, dst []byte) ([]byte, error) {
+// if it is large enough, read in tx (nil: a read transaction of its own).
+func (s *Store) readChunk(ctx context.Context, in *index.Tx, h Hash, dst []byte) ([]byte, error) {
 	var b []byte
-	err := s.db.View(ctx, func(tx *index.Tx) error {
+	err := s.viewIn(ctx, in, func(tx *index.Tx) error {
 		// The stored bytes are decoded or copied straight from the
 		// storage's buffer, so a chunk costs one copy of garbage, not two.
 		return s.st.Get(ctx, tx, KindChunk, h, func(o Object) error {

@@ -103,6 +103,9 @@ type Store struct {
 	// compressions counts compress calls, so tests can prove that stored
 	// content is not compressed again.
 	compressions atomic.Int64
+	// hashes counts the content a Put hashed (sum), and decodes the whole
+	// blobs decoded (decode), for the same kind of proof.
+	hashes, decodes atomic.Int64
 }
 
 // New returns a Store on db, keeping objects in opts.Storage. It fails with store.invalid_options for bad
@@ -234,15 +237,30 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 	if len(b) > s.opts.InlineMax {
 		return s.putChunked(ctx, tx, bytesChunker(b))
 	}
-	h := Sum(b)
+	h := s.sum(b)
+	if err := s.putHashed(ctx, tx, h, b); err != nil {
+		return Hash{}, err
+	}
+	return h, nil
+}
+
+// putHashed stores b, of address h, as one blob object.
+func (s *Store) putHashed(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
 	err := s.storeOnce(ctx, tx, KindBlob, h, b, func(tx *index.Tx, data []byte, codec Codec) error {
 		return s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(b)), Stored: int64(len(data)),
 			Codec: codec, Data: data, Created: s.clock()})
 	})
 	if err != nil {
-		return Hash{}, fmt.Errorf("put %s: %w", h.Short(), err)
+		return fmt.Errorf("put %s: %w", h.Short(), err)
 	}
-	return h, nil
+	return nil
+}
+
+// sum is the address of content a Put stores, counted so tests can prove
+// a write hashes its content once.
+func (s *Store) sum(b []byte) Hash {
+	s.hashes.Add(1)
+	return Sum(b)
 }
 
 // Touch refreshes the created time of the blob at h in tx, so a gc that

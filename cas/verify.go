@@ -25,25 +25,36 @@ type VerifyReport struct {
 }
 
 // Verify re-reads and re-hashes every chunk and every blob (through Get, so
-// chunk lists and delta bases are checked too). progress, if not nil, is
-// called after each object with the count done and the total. The error is
-// for failures to run the check; what the check finds is in the report.
+// chunk lists and delta bases are checked too), all in one read
+// transaction: a concurrent writer or gc cannot make an object look
+// missing or broken. progress, if not nil, is called after each object
+// with the count done and the total. The error is for failures to run the
+// check; what the check finds is in the report.
 func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (VerifyReport, error) {
 	var rep VerifyReport
-	var blobs, chunks []Hash
 	err := s.db.View(ctx, func(tx *index.Tx) error {
-		if err := s.st.Iterate(ctx, tx, KindChunk, func(o Object) error {
-			chunks = append(chunks, o.Hash)
-			return nil
-		}); err != nil {
-			return err
-		}
-		return s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
-			blobs = append(blobs, o.Hash)
-			return nil
-		})
+		var err error
+		rep, err = s.VerifyTx(ctx, tx, progress)
+		return err
 	})
-	if err != nil {
+	return rep, err
+}
+
+// VerifyTx is Verify reading the snapshot of tx, for a caller that checks
+// more than blobs in the same snapshot.
+func (s *Store) VerifyTx(ctx context.Context, tx *index.Tx, progress func(done, total int)) (VerifyReport, error) {
+	var rep VerifyReport
+	var blobs, chunks []Hash
+	if err := s.st.Iterate(ctx, tx, KindChunk, func(o Object) error {
+		chunks = append(chunks, o.Hash)
+		return nil
+	}); err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
+	}
+	if err := s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
+		blobs = append(blobs, o.Hash)
+		return nil
+	}); err != nil {
 		return rep, fmt.Errorf("verify: %w", err)
 	}
 	total := len(blobs) + len(chunks)
@@ -53,7 +64,7 @@ func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (Ver
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		b, err := s.readChunk(ctx, h, buf)
+		b, err := s.readChunk(ctx, tx, h, buf)
 		if err != nil {
 			rep.Problems = append(rep.Problems, Problem{Kind: "chunk", Hash: h, Err: err.Error()})
 		} else {
@@ -69,7 +80,7 @@ func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (Ver
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		if err := s.verifyBlob(ctx, h); err != nil {
+		if err := s.verifyBlob(ctx, tx, h); err != nil {
 			rep.Problems = append(rep.Problems, Problem{Kind: "blob", Hash: h, Err: err.Error()})
 		}
 		rep.Blobs++
@@ -81,8 +92,8 @@ func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (Ver
 	return rep, nil
 }
 
-func (s *Store) verifyBlob(ctx context.Context, h Hash) error {
-	rc, err := s.Get(ctx, h)
+func (s *Store) verifyBlob(ctx context.Context, tx *index.Tx, h Hash) error {
+	rc, err := s.get(ctx, tx, h)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // FileDiff is one changed file between two trees.
@@ -21,14 +22,44 @@ type FileDiff struct {
 	// files.
 	Unified string `json:"unified,omitempty"`
 	Binary  bool   `json:"binary,omitempty"`
+	// Truncated says the response limit (DiffOptions.MaxBytes) cut this
+	// file's text: OmittedHunks hunks were left out of Unified, or, when
+	// OmittedHunks is 0, the whole text was (the limit was reached by the
+	// files before it).
+	Truncated    bool `json:"truncated,omitempty"`
+	OmittedHunks int  `json:"omittedHunks,omitempty"`
 }
 
 // MaxDiffBytes is the largest file side Diff renders as text.
 const MaxDiffBytes = 1 << 20
 
+// DefaultDiffMaxBytes is the response limit on the unified text of one
+// Diff when DiffOptions.MaxBytes is 0.
+const DefaultDiffMaxBytes = 8 << 20
+
+// DiffOptions say what Diff renders; the zero value lists changes without
+// text.
+type DiffOptions struct {
+	// Text renders unified diffs of text files.
+	Text bool
+	// MaxBytes caps the unified text of the whole response, so a huge
+	// diff costs a bounded answer; 0 means DefaultDiffMaxBytes. Hunks and
+	// files past it are left out and marked with FileDiff.Truncated.
+	MaxBytes int
+}
+
 // Diff returns the file changes from tree a to tree b, skipping equal
-// subtrees by hash, with unified diffs of text files when text is true.
-func (s *Store) Diff(ctx context.Context, a, b cas.Hash, text bool) ([]FileDiff, error) {
+// subtrees by hash, with unified diffs of text files when opts.Text is
+// set. It fails with workspace.invalid_argument for a negative MaxBytes,
+// and with the errors of reading the trees and blobs.
+func (s *Store) Diff(ctx context.Context, a, b cas.Hash, opts DiffOptions) ([]FileDiff, error) {
+	if opts.MaxBytes < 0 {
+		return nil, wserr.New(wserr.InvalidArgument, "diff", "", "the response limit %d is negative", opts.MaxBytes)
+	}
+	budget := opts.MaxBytes
+	if budget == 0 {
+		budget = DefaultDiffMaxBytes
+	}
 	changes, err := s.trees.Diff(ctx, nil, a, b)
 	if err != nil {
 		return nil, err
@@ -36,8 +67,8 @@ func (s *Store) Diff(ctx context.Context, a, b cas.Hash, text bool) ([]FileDiff,
 	out := make([]FileDiff, 0, len(changes))
 	for _, c := range changes {
 		d := FileDiff{Path: c.Path.String(), Op: c.Op, OldHash: c.Old.Hash, NewHash: c.New.Hash, OldSize: c.Old.Size, NewSize: c.New.Size}
-		if text {
-			if err := s.renderText(ctx, &d); err != nil {
+		if opts.Text {
+			if err := s.renderText(ctx, &d, &budget); err != nil {
 				return nil, err
 			}
 		}
@@ -46,8 +77,13 @@ func (s *Store) Diff(ctx context.Context, a, b cas.Hash, text bool) ([]FileDiff,
 	return out, nil
 }
 
-func (s *Store) renderText(ctx context.Context, d *FileDiff) error {
+// renderText fills d's text within *budget bytes and takes what it used.
+func (s *Store) renderText(ctx context.Context, d *FileDiff, budget *int) error {
 	if d.OldSize > MaxDiffBytes || d.NewSize > MaxDiffBytes {
+		return nil
+	}
+	if *budget <= 0 {
+		d.Truncated = d.OldSize+d.NewSize > 0
 		return nil
 	}
 	read := func(h cas.Hash) ([]byte, error) {
@@ -68,7 +104,14 @@ func (s *Store) renderText(ctx context.Context, d *FileDiff) error {
 		d.Binary = true
 		return nil
 	}
-	d.Unified = Unified(d.Path, string(ob), string(nb))
+	text, omitted := unified(d.Path, string(ob), string(nb), *budget)
+	if omitted > 0 {
+		d.Truncated, d.OmittedHunks = true, omitted
+		*budget = 0
+	} else {
+		*budget -= len(text)
+	}
+	d.Unified = text
 	return nil
 }
 

@@ -5,26 +5,36 @@ import (
 	"strings"
 )
 
-// maxDiffLines bounds the line count Unified diffs in full; past it the
-// O(N·D) search could cost too much, and a summary is returned instead.
+// maxDiffLines bounds the line count Unified diffs in full. Memory stays
+// linear in the line count whatever the inputs, but time is O((N+M)·D), so
+// past it a summary is returned instead.
 const maxDiffLines = 20000
 
 // Unified returns a unified diff (3 lines of context) turning a into b,
-// with "--- a/path" and "+++ b/path" headers; "" when they are equal.
+// with "--- a/path" and "+++ b/path" headers; "" when they are equal. Its
+// memory is linear in the number of lines of a and b.
 func Unified(path string, a, b string) string {
+	text, _ := unified(path, a, b, 0)
+	return text
+}
+
+// unified is Unified with a cap on the output: when limit > 0, hunks that
+// would take the text past limit bytes are left out, and their count is
+// returned. The headers are always written.
+func unified(path string, a, b string, limit int) (string, int) {
 	if a == b {
-		return ""
+		return "", 0
 	}
 	al, bl := splitLines(a), splitLines(b)
 	var out strings.Builder
 	fmt.Fprintf(&out, "--- a/%s\n+++ b/%s\n", path, path)
 	if len(al)+len(bl) > maxDiffLines {
 		fmt.Fprintf(&out, "@@ -1,%d +1,%d @@ (too many lines to diff: %d → %d)\n", len(al), len(bl), len(al), len(bl))
-		return out.String()
+		return out.String(), 0
 	}
 	ops := diffLines(al, bl)
-	writeHunks(&out, ops, al, bl, 3)
-	return out.String()
+	omitted := writeHunks(&out, ops, al, bl, 3, limit)
+	return out.String(), omitted
 }
 
 // splitLines splits s after each '\n', keeping the newline; a missing
@@ -55,81 +65,171 @@ type edit struct {
 	a, b int // line index in a (for equal/del) and b (for equal/ins)
 }
 
-// diffLines is Myers' O(N·D) greedy algorithm with the trace kept for the
-// backward pass.
+// diffLines returns a shortest edit script turning a into b, with the
+// deletions of each changed run before its insertions. Lines are first
+// numbered, and lines found on one side only are set aside: they can never
+// match, so the longest common subsequence of what remains is that of a
+// and b, and a rewrite that shares no line costs no search at all. The
+// search is Myers' linear-space refinement (divide and conquer on the
+// middle snake), so memory is O(N+M) rather than the O((N+M)·D) of keeping
+// the trace.
 func diffLines(a, b []string) []edit {
-	n, m := len(a), len(b)
-	max := n + m
-	off := max + 1
-	v := make([]int, 2*max+2)
-	var trace [][]int
-	for d := 0; d <= max; d++ {
-		trace = append(trace, append([]int(nil), v...))
-		for k := -d; k <= d; k += 2 {
-			var x int
-			if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
-				x = v[off+k+1]
-			} else {
-				x = v[off+k-1] + 1
-			}
-			y := x - k
-			for x < n && y < m && a[x] == b[y] {
-				x, y = x+1, y+1
-			}
-			v[off+k] = x
-			if x >= n && y >= m {
-				return backtrack(trace, a, b, off, d)
-			}
+	ids := make(map[string]int, len(a))
+	ai := make([]int, len(a))
+	for i, l := range a {
+		id, ok := ids[l]
+		if !ok {
+			id = len(ids)
+			ids[l] = id
+		}
+		ai[i] = id
+	}
+	inB := make([]bool, len(ids))
+	bi := make([]int, len(b))
+	for i, l := range b {
+		id, ok := ids[l]
+		if !ok {
+			id = -1
+		} else {
+			inB[id] = true
+		}
+		bi[i] = id
+	}
+	// Keep only lines present on both sides, remembering where each came from.
+	var ra, rb, ia, ib []int
+	for i, id := range ai {
+		if inB[id] {
+			ra, ia = append(ra, id), append(ia, i)
 		}
 	}
-	return nil
-}
+	for i, id := range bi {
+		if id >= 0 {
+			rb, ib = append(rb, id), append(ib, i)
+		}
+	}
+	m := &myers{a: ra, b: rb}
+	size := 2*(len(ra)+len(rb)) + 4
+	m.vf, m.vb = make([]int, size), make([]int, size)
+	m.compare(0, len(ra), 0, len(rb))
 
-func backtrack(trace [][]int, a, b []string, off, d int) []edit {
-	x, y := len(a), len(b)
-	var rev []edit
-	for ; d > 0; d-- {
-		v := trace[d]
-		k := x - y
-		var pk int
-		if k == -d || (k != d && v[off+k-1] < v[off+k+1]) {
-			pk = k + 1
-		} else {
-			pk = k - 1
+	out := make([]edit, 0, max(len(a), len(b))+len(m.matches)/2)
+	x, y := 0, 0
+	flush := func(ux, uy int) {
+		for ; x < ux; x++ {
+			out = append(out, edit{opDel, x, y})
 		}
-		px := v[off+pk]
-		py := px - pk
-		for x > px && y > py {
-			x, y = x-1, y-1
-			rev = append(rev, edit{opEqual, x, y})
-		}
-		if x == px {
-			y--
-			rev = append(rev, edit{opIns, x, y})
-		} else {
-			x--
-			rev = append(rev, edit{opDel, x, y})
+		for ; y < uy; y++ {
+			out = append(out, edit{opIns, x, y})
 		}
 	}
-	for x > 0 && y > 0 {
-		x, y = x-1, y-1
-		rev = append(rev, edit{opEqual, x, y})
+	for _, p := range m.matches {
+		mx, my := ia[p[0]], ib[p[1]]
+		flush(mx, my)
+		out = append(out, edit{opEqual, x, y})
+		x, y = x+1, y+1
 	}
-	out := make([]edit, len(rev))
-	for i, e := range rev {
-		out[len(rev)-1-i] = e
-	}
+	flush(len(a), len(b))
 	return out
 }
 
-// writeHunks groups edits into hunks with ctx lines of context.
-func writeHunks(out *strings.Builder, ops []edit, a, b []string, ctx int) {
+// myers finds a longest common subsequence of a and b; vf and vb are the
+// forward and reverse frontiers, reused by every step of the recursion.
+type myers struct {
+	a, b    []int
+	vf, vb  []int
+	matches [][2]int // matched (a, b) index pairs, ascending
+}
+
+func (m *myers) match(x, y, n int) {
+	for i := range n {
+		m.matches = append(m.matches, [2]int{x + i, y + i})
+	}
+}
+
+// compare records the matches of a[a0:a1] against b[b0:b1] in order.
+func (m *myers) compare(a0, a1, b0, b1 int) {
+	pre := 0
+	for a0+pre < a1 && b0+pre < b1 && m.a[a0+pre] == m.b[b0+pre] {
+		pre++
+	}
+	m.match(a0, b0, pre)
+	a0, b0 = a0+pre, b0+pre
+	suf := 0
+	for a1-suf > a0 && b1-suf > b0 && m.a[a1-1-suf] == m.b[b1-1-suf] {
+		suf++
+	}
+	a1, b1 = a1-suf, b1-suf
+	if a0 < a1 && b0 < b1 {
+		// Both sides are non-empty and differ at both ends, so D ≥ 2 and
+		// each half below has a strictly smaller D: the recursion ends.
+		x, y, u, v := m.middleSnake(a0, a1, b0, b1)
+		m.compare(a0, x, b0, y)
+		m.match(x, y, u-x)
+		m.compare(u, a1, v, b1)
+	}
+	m.match(a1, b1, suf)
+}
+
+// middleSnake returns the snake (x, y)→(u, v) in the middle of a shortest
+// edit path from (a0, b0) to (a1, b1), searching from both ends at once.
+func (m *myers) middleSnake(a0, a1, b0, b1 int) (x, y, u, v int) {
+	n, mm := a1-a0, b1-b0
+	delta := n - mm
+	odd := delta&1 != 0
+	dmax := (n + mm + 1) / 2
+	off := dmax + 1
+	vf, vb := m.vf, m.vb
+	vf[off+1], vb[off+1] = 0, 0
+	for d := 0; d <= dmax; d++ {
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && vf[off+k-1] < vf[off+k+1]) {
+				x = vf[off+k+1]
+			} else {
+				x = vf[off+k-1] + 1
+			}
+			y := x - k
+			sx, sy := x, y
+			for x < n && y < mm && m.a[a0+x] == m.b[b0+y] {
+				x, y = x+1, y+1
+			}
+			vf[off+k] = x
+			if odd && k >= delta-(d-1) && k <= delta+(d-1) && x+vb[off+delta-k] >= n {
+				return a0 + sx, b0 + sy, a0 + x, b0 + y
+			}
+		}
+		for k := -d; k <= d; k += 2 {
+			var x int
+			if k == -d || (k != d && vb[off+k-1] < vb[off+k+1]) {
+				x = vb[off+k+1]
+			} else {
+				x = vb[off+k-1] + 1
+			}
+			y := x - k
+			sx, sy := x, y
+			for x < n && y < mm && m.a[a1-1-x] == m.b[b1-1-y] {
+				x, y = x+1, y+1
+			}
+			vb[off+k] = x
+			if !odd && delta-k >= -d && delta-k <= d && x+vf[off+delta-k] >= n {
+				return a0 + n - x, b0 + mm - y, a0 + n - sx, b0 + mm - sy
+			}
+		}
+	}
+	panic("checkpoint: middle snake not found")
+}
+
+// writeHunks groups edits into hunks with ctx lines of context. When
+// limit > 0 it stops before the first hunk that would take out past limit
+// bytes and returns how many hunks it left out.
+func writeHunks(out *strings.Builder, ops []edit, a, b []string, ctx, limit int) int {
+	omitted := 0
 	for i := 0; i < len(ops); {
 		for i < len(ops) && ops[i].kind == opEqual {
 			i++
 		}
 		if i == len(ops) {
-			return
+			return omitted
 		}
 		start := max(i-ctx, 0)
 		end := i
@@ -148,16 +248,25 @@ func writeHunks(out *strings.Builder, ops []edit, a, b []string, ctx int) {
 			}
 			end = run
 		}
+		i = end
+		if omitted > 0 {
+			omitted++
+			continue
+		}
 		aStart, bStart, aLen, bLen := -1, -1, 0, 0
+		size := 0
 		for _, e := range ops[start:end] {
 			switch e.kind {
 			case opEqual:
 				aLen++
 				bLen++
+				size += 1 + len(a[e.a])
 			case opDel:
 				aLen++
+				size += 1 + len(a[e.a])
 			case opIns:
 				bLen++
+				size += 1 + len(b[e.b])
 			}
 			if aStart < 0 && e.kind != opIns {
 				aStart = e.a
@@ -172,7 +281,12 @@ func writeHunks(out *strings.Builder, ops []edit, a, b []string, ctx int) {
 		if bStart < 0 {
 			bStart = ops[start].b
 		}
-		fmt.Fprintf(out, "@@ -%s +%s @@\n", hunkRange(aStart, aLen), hunkRange(bStart, bLen))
+		header := fmt.Sprintf("@@ -%s +%s @@\n", hunkRange(aStart, aLen), hunkRange(bStart, bLen))
+		if limit > 0 && out.Len()+len(header)+size > limit {
+			omitted++
+			continue
+		}
+		out.WriteString(header)
 		for _, e := range ops[start:end] {
 			line := ""
 			switch e.kind {
@@ -184,8 +298,8 @@ func writeHunks(out *strings.Builder, ops []edit, a, b []string, ctx int) {
 			out.WriteByte(byte(e.kind))
 			out.WriteString(line)
 		}
-		i = end
 	}
+	return omitted
 }
 
 func hunkRange(start, n int) string {

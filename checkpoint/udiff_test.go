@@ -3,9 +3,11 @@ package checkpoint_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,5 +92,133 @@ func TestUnifiedRoundTrip(t *testing.T) {
 			continue
 		}
 		require.Equal(t, b, apply(t, a, d), "case %d:\n%s", i, d)
+	}
+}
+
+// changed counts the deleted and inserted lines of a unified diff.
+func changed(diff string) int {
+	n := 0
+	for i, l := range strings.SplitAfter(diff, "\n") {
+		if i >= 2 && l != "" && (l[0] == '-' || l[0] == '+') {
+			n++
+		}
+	}
+	return n
+}
+
+// minEdits is the shortest edit distance (deletions plus insertions) by
+// dynamic programming over the longest common subsequence.
+func minEdits(a, b string) int {
+	al, bl := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
+	al, bl = al[:len(al)-1], bl[:len(bl)-1]
+	lcs := make([][]int, len(al)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(bl)+1)
+	}
+	for i := len(al) - 1; i >= 0; i-- {
+		for j := len(bl) - 1; j >= 0; j-- {
+			if al[i] == bl[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	return len(al) + len(bl) - 2*lcs[0][0]
+}
+
+func TestUnifiedIsShortest(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	gen := func(alphabet int) string {
+		var b strings.Builder
+		for range r.IntN(60) {
+			fmt.Fprintf(&b, "l%d\n", r.IntN(alphabet))
+		}
+		return b.String()
+	}
+	for i := range 400 {
+		alphabet := 2 + i%12
+		a, b := gen(alphabet), gen(alphabet)
+		d := checkpoint.Unified("f", a, b)
+		require.Equal(t, b, apply(t, a, d), "case %d", i)
+		require.Equal(t, minEdits(a, b), changed(d), "case %d:\n%s", i, d)
+	}
+}
+
+// rewrite returns two n-line files that differ on every line but share
+// the short lines code has in plenty (blank lines, closing braces), the
+// shape that makes a quadratic-memory diff blow up.
+func rewrite(n int) (string, string) {
+	var a, b strings.Builder
+	for i := range n {
+		switch i % 5 {
+		case 3:
+			a.WriteString("}\n")
+			b.WriteString("}\n")
+		case 4:
+			a.WriteString("\n")
+			b.WriteString("\n")
+		default:
+			fmt.Fprintf(&a, "old line %d of the first version\n", i)
+			fmt.Fprintf(&b, "new line %d of the second version\n", i)
+		}
+	}
+	return a.String(), b.String()
+}
+
+func TestUnifiedRewriteHeapBounded(t *testing.T) {
+	for _, shape := range []struct {
+		name   string
+		second func(string) string
+	}{
+		{"SharedShortLines", func(b string) string { return b }},
+		{"NothingShared", func(b string) string {
+			return strings.ReplaceAll(strings.ReplaceAll(b, "}\n", "};\n"), "\n\n", "\n#\n")
+		}},
+	} {
+		t.Run(shape.name, func(t *testing.T) {
+			a, b := rewrite(10000)
+			b = shape.second(b)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			stop := make(chan struct{})
+			peak := make(chan uint64)
+			go func() {
+				var top uint64
+				var ms runtime.MemStats
+				for {
+					runtime.ReadMemStats(&ms)
+					top = max(top, ms.HeapAlloc)
+					select {
+					case <-stop:
+						peak <- top
+						return
+					case <-time.After(time.Millisecond):
+					}
+				}
+			}()
+			d := checkpoint.Unified("f", a, b)
+			runtime.ReadMemStats(&after)
+			close(stop)
+			top := max(<-peak, after.HeapAlloc)
+			require.Equal(t, b, apply(t, a, d))
+			// TotalAlloc bounds every heap peak of the call from above,
+			// whatever the sampling missed.
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "bytes allocated")
+			assert.Less(t, top-min(top, before.HeapAlloc), uint64(64<<20), "heap growth")
+		})
+	}
+}
+
+func BenchmarkUnifiedRewrite(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		x, y := rewrite(n)
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				checkpoint.Unified("f", x, y)
+			}
+		})
 	}
 }

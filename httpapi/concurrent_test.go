@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,7 +16,12 @@ import (
 	"github.com/wsstore/wsstore/httpapi"
 )
 
-// TestConcurrentClients: 16 clients on loopback, for a few seconds, mix
+// soak runs TestConcurrentClients at the full size: 32 clients
+// for 30 seconds.
+var soak = flag.Bool("httpapi.soak", false, "run the concurrent-clients test with 32 clients for 30 s")
+
+// TestConcurrentClients: 16 clients (32 with
+// -httpapi.soak) on loopback, for 3 s (30 s), mix
 // uploads, downloads, listings, op writes and reads, and gc. Every
 // acknowledged change is there at the end, every request succeeds, and
 // none is answered busy.
@@ -23,7 +29,10 @@ func TestConcurrentClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for seconds")
 	}
-	const clients = 16
+	clients, span := 16, 3*time.Second
+	if *soak {
+		clients, span = 32, 30*time.Second
+	}
 	s := newServer(t, httpapi.Options{})
 	for r := range 4 {
 		s.newRun(fmt.Sprintf("r%d", r))
@@ -58,7 +67,7 @@ func TestConcurrentClients(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
 	}
-	stop := time.Now().Add(3 * time.Second)
+	stop := time.Now().Add(span)
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() {

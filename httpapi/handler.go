@@ -45,7 +45,7 @@ type RunReader interface {
 	Run(ctx context.Context, id string) (runs.Run, error)
 	Workspace(runID string, scope runs.Scope) *runs.Workspace
 	WorkspaceAt(runID string, seq int64, scope runs.Scope) *runs.Workspace
-	Diff(ctx context.Context, runID string, from, to int64) ([]checkpoint.FileDiff, error)
+	Diff(ctx context.Context, runID string, from, to int64, opts runs.DiffOptions) ([]checkpoint.FileDiff, error)
 }
 
 // CheckpointLister lists a run's checkpoints; *checkpoint.Store

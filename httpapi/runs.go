@@ -181,7 +181,7 @@ func (h *Handler) runDiff(w http.ResponseWriter, r *http.Request) {
 	var changes []checkpoint.FileDiff
 	if err == nil {
 		err = h.retry(r.Context(), func() (err error) {
-			changes, err = h.b.Runs.Diff(r.Context(), id, from, to)
+			changes, err = h.b.Runs.Diff(r.Context(), id, from, to, runs.DiffOptions{})
 			return err
 		})
 	}

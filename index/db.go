@@ -76,7 +76,7 @@ func (o Options) withDefaults() (Options, error) {
 // DB is an open store database.
 type DB struct {
 	path  string
-	fresh bool // the file did not exist when Open began
+	fresh bool // a new database that create is making
 	opts  Options
 	write *sqlx.DB  // nil when read-only
 	stmts stmtCache // statements prepared on write
@@ -89,10 +89,13 @@ type DB struct {
 	closeErr  error
 }
 
-// Open opens (creating if needed) the SQLite database at path, applies
-// pending migrations and checks the store format. It fails with
-// store.newer_format if the store was written by a newer build and with
-// store.invalid_options for bad options.
+// Open opens the SQLite database at path, applies pending migrations and
+// checks the store format. A missing file is created as a new store (not
+// when ReadOnly); an existing one is never written over: a file that is
+// empty or not a wsstore store fails with store.not_a_store and one that is
+// damaged or truncated with store.corrupt, both left untouched. It fails
+// with store.newer_format if the store was written by a newer build and
+// with store.invalid_options for bad options.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -105,14 +108,19 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if opts.ReadOnly {
-		if _, err := os.Stat(abs); err != nil {
-			return nil, fmt.Errorf("open %s: %w", path, err)
-		}
-	}
 	db := &DB{path: abs, opts: opts}
 	_, statErr := os.Stat(abs)
-	db.fresh = errors.Is(statErr, fs.ErrNotExist)
+	if errors.Is(statErr, fs.ErrNotExist) {
+		if opts.ReadOnly {
+			return nil, fmt.Errorf("open %s: %w", path, statErr)
+		}
+		if err := create(ctx, abs, opts); err != nil {
+			return nil, err
+		}
+	}
+	if err := db.probe(ctx); err != nil {
+		return nil, err
+	}
 	if !opts.ReadOnly {
 		db.write, err = sqlx.Open("sqlite", db.dsn(false))
 		if err != nil {
@@ -168,6 +176,15 @@ func (db *DB) connect(ctx context.Context, conn *sqlx.DB) error {
 		case <-time.After(delay):
 		}
 	}
+}
+
+// probeDSN opens the file read-only and sets nothing, so probing writes
+// no byte of a file that may not be a store.
+func (db *DB) probeDSN() string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(db.opts.BusyTimeout.Milliseconds(), 10)+")")
+	q.Set("mode", "ro")
+	return "file:" + (&url.URL{Path: db.path}).EscapedPath() + "?" + q.Encode()
 }
 
 func (db *DB) dsn(read bool) string {

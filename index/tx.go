@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	"github.com/jmoiron/sqlx"
 	"modernc.org/sqlite"
@@ -64,7 +65,9 @@ func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, fn
 		}
 	}()
 	if err := fn(tx); err != nil {
-		return err
+		// Whatever path the driver's error took up through fn, it leaves
+		// with its code: corruption, a full disk, a lock held too long.
+		return Translate(err)
 	}
 	if !writable {
 		// A read transaction has nothing to commit; rolling back releases
@@ -84,17 +87,51 @@ func Translate(err error) error {
 	if err == nil {
 		return nil
 	}
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
+	if _, ok := errors.AsType[*wserr.Error](err); ok {
 		return err
 	}
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return translateOS(err)
+	}
 	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL:
+		return wserr.Wrap(wserr.DiskFull, "", "", err)
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		return wserr.Wrap(wserr.Busy, "", "", err)
 	case sqlite3.SQLITE_READONLY:
 		return wserr.Wrap(wserr.ReadOnly, "", "", err)
 	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
 		return wserr.Wrap(wserr.Corrupt, "", "", err)
+	case sqlite3.SQLITE_IOERR:
+		if se.Code() == sqlite3.SQLITE_IOERR_WRITE || se.Code() == sqlite3.SQLITE_IOERR_FSYNC {
+			// SQLite reports a full disk met while writing its log this way.
+			if errors.Is(err, syscall.ENOSPC) {
+				return wserr.Wrap(wserr.DiskFull, "", "", err)
+			}
+		}
+	}
+	return err
+}
+
+// sqliteCode returns the primary result code of the SQLite error in err's
+// chain, or 0.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+// translateOS codes the file-system errors a caller must tell apart: a
+// read-only file system and a full disk.
+func translateOS(err error) error {
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		return wserr.Wrap(wserr.ReadOnly, "", "", err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return wserr.Wrap(wserr.DiskFull, "", "", err)
 	}
 	return err
 }

@@ -67,6 +67,7 @@ const (
 	CheckpointCreated     Type = "checkpoint_created"
 	CheckpointsPruned     Type = "checkpoints_pruned" // a run's checkpoint cap deleted its oldest
 	WorkspaceRolledBack   Type = "workspace_rolled_back"
+	ScratchCollected      Type = "scratch_collected" // an ended run's scratch/ left its workspace and checkpoints
 )
 
 // Output assembly, chat commit and persistent changes.
@@ -93,7 +94,7 @@ var types = []Type{
 	RunCreated, RunCompleted, RunFailed, RunCancelled, StatusChanged, RunFinished,
 	ContextAssembled, ModelRequestCreated, ModelCompleted, ModelResponseStored,
 	ToolCallRequested, ToolCallCompleted, ToolCallFailed,
-	WorkspaceFileWritten, WorkspacePatchApplied, WorkspaceFileDeleted, CheckpointCreated, CheckpointsPruned, WorkspaceRolledBack,
+	WorkspaceFileWritten, WorkspacePatchApplied, WorkspaceFileDeleted, CheckpointCreated, CheckpointsPruned, WorkspaceRolledBack, ScratchCollected,
 	ArtifactAssembled, ChatCommitRequested, ChatCommitCompleted, ChatCommitFailed, CommitRolledBack,
 	PersistentChangesCommitted, ManifestSet,
 	RetentionFailed,
@@ -129,7 +130,7 @@ type row struct {
 // event returns the row as an Event. A payload that does not decode fails
 // with store.corrupt naming the run and seq.
 func (r row) event(op string) (Event, error) {
-	payload, err := decodePayload(r.Payload)
+	payload, err := decodeEventPayload(r.Payload)
 	if err != nil {
 		return Event{}, &wserr.Error{Code: wserr.Corrupt, Op: op, Msg: fmt.Sprintf("run %s seq %d", r.RunID, r.Seq), Err: err}
 	}
@@ -141,4 +142,17 @@ func (r row) event(op string) (Event, error) {
 		At:      time.Unix(0, r.At).UTC(),
 		Payload: json.RawMessage(payload),
 	}, nil
+}
+
+// decodeEventPayload returns the JSON text of a stored payload and fails
+// unless it is one JSON object, as Append wrote it.
+func decodeEventPayload(stored []byte) ([]byte, error) {
+	payload, err := decodePayload(stored)
+	if err != nil {
+		return nil, err
+	}
+	if len(payload) == 0 || payload[0] != '{' || !json.Valid(payload) {
+		return nil, fmt.Errorf("payload is not a JSON object")
+	}
+	return payload, nil
 }

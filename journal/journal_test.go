@@ -319,7 +319,7 @@ func TestVocabulary(t *testing.T) {
 		"run_created", "run_completed", "run_failed", "run_cancelled", "status_changed", "run_finished",
 		"context_assembled", "model_request_created", "model_completed", "model_response_stored",
 		"tool_call_requested", "tool_call_completed", "tool_call_failed",
-		"workspace_file_written", "workspace_patch_applied", "workspace_file_deleted", "checkpoint_created", "checkpoints_pruned", "workspace_rolled_back",
+		"workspace_file_written", "workspace_patch_applied", "workspace_file_deleted", "checkpoint_created", "checkpoints_pruned", "workspace_rolled_back", "scratch_collected",
 		"artifact_assembled", "chat_commit_requested", "chat_commit_completed", "chat_commit_failed", "commit_rolled_back",
 		"persistent_changes_committed", "manifest_set",
 		"retention_failed",

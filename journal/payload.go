@@ -61,6 +61,19 @@ type Pruned struct {
 	FreedBytes         int64 `json:"freedBytes,omitempty"`
 }
 
+// Collected is the payload of ScratchCollected: what a run's
+// scratch/ held when the run ended (Bytes, Files, counted on the live
+// workspace), the final status that collected it, and how many of the
+// run's checkpoints were rewritten without it.
+type Collected struct {
+	Status      string `json:"status"`
+	Bytes       int64  `json:"bytes"`
+	Files       int64  `json:"files"`
+	Checkpoints int64  `json:"checkpoints"`
+	Root        string `json:"root"`     // the live root without scratch/
+	PrevRoot    string `json:"prevRoot"` // the live root it replaced
+}
+
 // RolledBack is the payload of WorkspaceRolledBack.
 type RolledBack struct {
 	CheckpointID string `json:"checkpointId"`

@@ -16,7 +16,9 @@ type Problem struct {
 	// Kind is "blob" or "chunk" (stored bytes do not decode or hash to
 	// their address), "tree" (a tree row does not hash to its address or
 	// does not decode), "reference" (something names an object or run that
-	// does not exist) or "sqlite" (SQLite's own checks).
+	// does not exist), "event" (a journal payload that does not decode; Ref
+	// is run#seq) or "sqlite" (SQLite's own checks, and a database that is
+	// not a store).
 	Kind string `json:"kind"`
 	// Ref is the object's hash, for a missing object the missing hash, or
 	// the run id of rows that name a missing run.
@@ -38,6 +40,7 @@ type FsckReport struct {
 	Trees       int       `json:"trees"`
 	Runs        int       `json:"runs"`
 	Checkpoints int       `json:"checkpoints"`
+	Events      int       `json:"events"`
 	Problems    []Problem `json:"problems"`
 }
 
@@ -57,11 +60,15 @@ func (r FsckReport) OK() bool { return len(r.Problems) == 0 }
 //     chunks and each delta blob's base are stored, and every checkpoint and
 //     event belongs to an existing run.
 //
+// Before anything it checks the database is a wsstore store; everything
+// after SQLite's checks is read in one snapshot, so a concurrent gc or
+// writer never produces a report. It also decodes every journal payload.
+//
 // Entries of trees no root reaches are not checked: such trees are
 // garbage for GC, never corruption.
 //
 // progress, if not nil, is called with the phase ("sqlite", "blobs",
-// "trees", "references"), the work done and the total. The error is only
+// "trees", "references", "journal"), the work done and the total. The error is only
 // for a check that cannot run (a cancelled ctx, an I/O failure); what the
 // checks find, including SQLite reporting corruption, is in the report.
 func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done, total int)) (FsckReport, error) {
@@ -70,32 +77,51 @@ func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done,
 	}
 	f := &fsck{m: m, rep: FsckReport{Problems: []Problem{}}}
 
+	// A database that is not a store has nothing else to check.
+	if err := m.p.DB.CheckStore(ctx); err != nil {
+		if wserr.Is(err, wserr.NotAStore) || wserr.Is(err, wserr.Corrupt) {
+			f.add("sqlite", "", "%s", wserr.MessageOf(err))
+			return f.rep, nil
+		}
+		return f.rep, fmt.Errorf("fsck: %w", err)
+	}
+
 	progress("sqlite", 0, 1)
 	if err := f.phase("sqlite", m.p.DB.IntegrityCheck(ctx)); err != nil {
 		return f.rep, err
 	}
 	progress("sqlite", 1, 1)
 
-	progress("blobs", 0, 0)
-	vr, err := m.p.Blobs.Verify(ctx, func(done, total int) { progress("blobs", done, total) })
-	if err := f.phase("blobs", err); err != nil {
-		return f.rep, err
-	}
-	f.rep.Blobs, f.rep.Chunks = vr.Blobs, vr.Chunks
-	for _, p := range vr.Problems {
-		f.add(p.Kind, p.Hash.String(), "%s", p.Err)
-	}
-
-	// Trees and references are read in one snapshot, so a concurrent
-	// writer cannot make a reference look dangling.
-	err = m.p.DB.View(ctx, func(tx *index.Tx) error {
-		bad, err := f.trees(ctx, tx, progress)
-		if err != nil {
+	// Blobs, trees, references and the journal are read in one snapshot,
+	// so neither a concurrent writer nor gc can make an object look
+	// missing or a reference dangling: what fsck reports is wrong in the
+	// committed state it read.
+	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
+		progress("blobs", 0, 0)
+		vr, err := m.p.Blobs.VerifyTx(ctx, tx, func(done, total int) { progress("blobs", done, total) })
+		if err := f.phase("blobs", err); err != nil {
 			return err
 		}
-		return f.references(ctx, tx, bad, progress)
+		f.rep.Blobs, f.rep.Chunks = vr.Blobs, vr.Chunks
+		for _, p := range vr.Problems {
+			f.add(p.Kind, p.Hash.String(), "%s", p.Err)
+		}
+		bad, err := f.trees(ctx, tx, progress)
+		if err := f.phase("trees", err); err != nil {
+			return err
+		}
+		if err := f.phase("references", f.references(ctx, tx, bad, progress)); err != nil {
+			return err
+		}
+		progress("journal", 0, 0)
+		n, err := m.p.Events.VerifyPayloads(ctx, tx, func(runID string, seq int64, detail string) error {
+			f.add("event", fmt.Sprintf("%s#%d", runID, seq), "%s", detail)
+			return nil
+		})
+		f.rep.Events = n
+		return f.phase("journal", err)
 	})
-	if err := f.phase("trees and references", err); err != nil {
+	if err != nil {
 		return f.rep, err
 	}
 	return f.rep, nil

@@ -19,6 +19,7 @@ type DB interface {
 	View(ctx context.Context, fn func(tx *index.Tx) error) error
 	Update(ctx context.Context, fn func(tx *index.Tx) error) error
 	IntegrityCheck(ctx context.Context) error
+	CheckStore(ctx context.Context) error
 	FileBytes() (int64, error)
 }
 
@@ -44,9 +45,13 @@ type ActorRoots interface {
 }
 
 // EventRuns counts the journal's events by run, so fsck can find events of
-// runs that do not exist; *journal.Journal implements it.
+// runs that do not exist, and decodes every payload; *journal.Journal
+// implements it.
 type EventRuns interface {
 	EachRunEvents(ctx context.Context, tx *index.Tx, fn func(runID string, events int64) error) error
+	// VerifyPayloads calls bad for each event whose payload does not
+	// decode, and returns how many events it read.
+	VerifyPayloads(ctx context.Context, tx *index.Tx, bad func(runID string, seq int64, detail string) error) (int, error)
 }
 
 // BlobInventory lists every blob and chunk row with its size, created time
@@ -71,7 +76,7 @@ type BlobSweeper interface {
 
 // BlobVerifier re-reads and re-hashes every stored blob and chunk.
 type BlobVerifier interface {
-	Verify(ctx context.Context, progress func(done, total int)) (cas.VerifyReport, error)
+	VerifyTx(ctx context.Context, tx *index.Tx, progress func(done, total int)) (cas.VerifyReport, error)
 }
 
 // Blobs is what maintenance needs of the content store; *cas.Store

@@ -40,7 +40,8 @@ var ops = []op{
                    show prints it), the chat the latest.
       profile      what the agent (write, read, list, …) may see and do:
                    {id?, visibleRoots?, writableRoots?, autoCheckpoint?,
-                    maxRunBytes?, maxCheckpoints?, maxCheckpointBytes?}
+                    maxRunBytes?, maxCheckpoints?, maxCheckpointBytes?,
+                    keepScratch?, allowPaths?, primaryRoot?}
         id             a name for the profile; default "default"
         visibleRoots   top-level directories the agent may read, e.g.
                        ["output", "scratch"]; default output, scratch,
@@ -64,7 +65,23 @@ var ops = []op{
         maxCheckpointBytes an integer: the most bytes the run's checkpoints
                        may keep beyond its live tree; past it the oldest go,
                        as for maxCheckpoints; 0 (the default): the chat's
-                       maxCheckpointBytesPerRun, if any`,
+                       maxCheckpointBytesPerRun, if any
+        keepScratch    {completed?, failed?, cancelled?}: booleans, whether
+                       a run ending so keeps scratch/; default false for
+                       completed, true for failed and cancelled. Otherwise
+                       scratch/ leaves the workspace and its checkpoints
+                       when the run ends (a scratch_collected event)
+        allowPaths     host directories the run reaches as host/NAME/…:
+                       [{path, name?, writable?}] or bare path strings;
+                       path absolute and existing (the store creates no
+                       host directory), name default its last element,
+                       writable default false. Boundaries only: no
+                       symlink or .. leaves one; never checkpointed,
+                       exported or collected
+        primaryRoot    the active project: an absolute path inside
+                       allowPaths, or host/NAME/… or output/…; default
+                       allowPaths[0], else output; any other place fails
+                       with workspace.path_not_allowed`,
 	},
 	{
 		name: "write", request: []any{writeRequest{}}, handle: (*Session).write,
@@ -108,9 +125,11 @@ var ops = []op{
 	},
 	{
 		name: "diff", request: []any{diffRequest{}}, handle: (*Session).diff,
-		help: `  diff        {from, to?}                   -> {changes: [{path, op, unified?, binary?, ...}]}  to: default live
+		help: `  diff        {from, to?, maxBytes?}        -> {changes: [{path, op, unified?, binary?, truncated?, omittedHunks?, ...}]}  to: default live
               unified: the text wsctl diff prints, with git's headers
-              ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one)`,
+              ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one)
+              maxBytes: cap on the unified text of the response (default 8 MiB); a file it cut
+              has truncated: true and omittedHunks: hunks left out (0: its whole text)`,
 	},
 	{
 		name: "commit", request: []any{commitRequest{}}, handle: (*Session).commit,
@@ -139,8 +158,11 @@ var ops = []op{
 	},
 	{
 		name: "run.status", request: []any{statusRequest{}}, handle: (*Session).runStatus,
-		help: `  run.status  {status, reason?}             -> {runId, status}   e.g. failed or cancelled;
-                                            a run completes only through finish`,
+		help: `  run.status  {status, reason?}             -> {runId, status, primaryRoot}
+              status: e.g. failed or cancelled (a run completes only
+              through finish). primaryRoot: the run's active project
+              {source, path, hostPath?}, source explicit, allowPaths or
+              artifact; run.show reports it too`,
 	},
 	{
 		name: "export", request: []any{exportRequest{}}, handle: (*Session).export,
@@ -569,8 +591,9 @@ func (s *Session) rollback(ctx context.Context, r request) (any, error) {
 
 type diffRequest struct {
 	base
-	From *ckptRef `json:"from"`
-	To   *ckptRef `json:"to"`
+	From     *ckptRef `json:"from"`
+	To       *ckptRef `json:"to"`
+	MaxBytes int      `json:"maxBytes"`
 }
 
 func (s *Session) diff(ctx context.Context, r request) (any, error) {
@@ -585,7 +608,7 @@ func (s *Session) diff(ctx context.Context, r request) (any, error) {
 	if req.To != nil && !req.To.live {
 		to = req.To.seq
 	}
-	changes, err := s.backend.Runs.Diff(ctx, runID, req.From.seq, to)
+	changes, err := s.backend.Runs.Diff(ctx, runID, req.From.seq, to, runs.DiffOptions{MaxBytes: req.MaxBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -711,5 +734,9 @@ func (s *Session) runStatus(ctx context.Context, r request) (any, error) {
 	if err := s.backend.Runs.SetStatus(ctx, runID, *req.Status, req.Reason); err != nil {
 		return nil, err
 	}
-	return map[string]any{"runId": runID, "status": *req.Status}, nil
+	run, err := s.backend.Runs.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"runId": runID, "status": run.Status, "primaryRoot": run.PrimaryRoot}, nil
 }

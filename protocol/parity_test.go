@@ -18,6 +18,7 @@ var goOps = map[string]string{
 	// *runs.Service
 	"Service.CreateRun":           "run.create",
 	"Service.Run":                 "run.show",
+	"Service.HostPath":            "run.hostpath",
 	"Service.Runs":                "runs.list",
 	"Service.SetStatus":           "run.status",
 	"Service.DeleteRun":           "run.delete",

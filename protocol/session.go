@@ -25,7 +25,7 @@ type RunService interface {
 	WorkspaceAt(runID string, seq int64, scope runs.Scope) *runs.Workspace
 	Checkpoint(ctx context.Context, runID, reason string) (checkpoint.Checkpoint, error)
 	Rollback(ctx context.Context, runID string, seq int64, opt runs.RollbackOptions) (runs.Run, error)
-	Diff(ctx context.Context, runID string, from, to int64) ([]checkpoint.FileDiff, error)
+	Diff(ctx context.Context, runID string, from, to int64, opts runs.DiffOptions) ([]checkpoint.FileDiff, error)
 	Commit(ctx context.Context, runID string, sink runs.ChatSink, opt runs.CommitOptions) (runs.CommitRecord, error)
 	Finish(ctx context.Context, runID string) (runs.FinishResult, error)
 	SetManifest(ctx context.Context, runID string, m runs.Manifest) error

@@ -63,6 +63,8 @@ func TestHTTPStatus(t *testing.T) {
 		{wserr.Internal, http.StatusInternalServerError},
 		{wserr.Corrupt, http.StatusInternalServerError},
 		{wserr.JournalFailed, http.StatusInternalServerError},
+		{wserr.NotAStore, http.StatusInternalServerError},
+		{wserr.DiskFull, http.StatusInsufficientStorage},
 		{"something.new", http.StatusInternalServerError},
 	}
 	for _, tt := range tests {
@@ -76,5 +78,7 @@ func TestExitStatus(t *testing.T) {
 	assert.Equal(t, 3, ExitStatus(wserr.FileNotFound), "an exact code before a prefix")
 	assert.Equal(t, 130, ExitStatus(CodeInterrupted))
 	assert.Equal(t, 130, ExitStatus(CodeStopped))
+	assert.Equal(t, 6, ExitStatus(wserr.NotAStore))
+	assert.Equal(t, 8, ExitStatus(wserr.DiskFull))
 	assert.Equal(t, 1, ExitStatus("something.new"))
 }

@@ -71,3 +71,42 @@ func BenchmarkRollback(b *testing.B) {
 		}
 	}
 }
+
+// benchWrite4K measures a change to a 4 KB Markdown file that an agent
+// keeps rewriting, with its automatic checkpoint: a replace that edits a
+// line, or an append of a line (which reads the previous version).
+func benchWrite4K(b *testing.B, mode vfs.WriteMode) {
+	e := newWSEnv(b, runs.Options{})
+	e.newRun("run_bench", runs.CreateRequest{})
+	ws := e.model("run_bench")
+	p := vfs.MustPath("output/main.md")
+	doc := make([]byte, 0, 1<<20)
+	for i := 0; len(doc) < 4096; i++ {
+		doc = fmt.Appendf(doc, "Paragraph %d: the keeper lit the lamp at dusk and watched the ships.\n", i)
+	}
+	if _, err := ws.Write(e.ctx, p, doc, vfs.WriteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		var err error
+		if mode == vfs.Append {
+			_, err = ws.Write(e.ctx, p, fmt.Appendf(nil, "Round %d adds a line.\n", i), vfs.WriteOptions{Mode: vfs.Append})
+		} else {
+			line := fmt.Appendf(nil, "Paragraph %d: round %d", i%50, i)
+			copy(doc[(i%50)*70:], line)
+			_, err = ws.Write(e.ctx, p, doc, vfs.WriteOptions{})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkWrite4K replaces a 4 KB file with a one-line edit.
+func BenchmarkWrite4K(b *testing.B) { benchWrite4K(b, vfs.Replace) }
+
+// BenchmarkAppend4K appends a line to a file of 4 KB and growing.
+func BenchmarkAppend4K(b *testing.B) { benchWrite4K(b, vfs.Append) }

@@ -274,8 +274,8 @@ func TestPrunedCheckpointIsNotFound(t *testing.T) {
 			_, err := e.svc.WorkspaceAt(r.ID, 1, runs.HostScope).Read(e.ctx, vfs.MustPath("input/persist_snapshot.json"), vfs.ReadOptions{})
 			return err
 		}},
-		{"DiffFrom", func() error { _, err := e.svc.Diff(e.ctx, r.ID, 1, 0); return err }},
-		{"DiffTo", func() error { _, err := e.svc.Diff(e.ctx, r.ID, 2, 1); return err }},
+		{"DiffFrom", func() error { _, err := e.svc.Diff(e.ctx, r.ID, 1, 0, runs.DiffOptions{}); return err }},
+		{"DiffTo", func() error { _, err := e.svc.Diff(e.ctx, r.ID, 2, 1, runs.DiffOptions{}); return err }},
 		{"Rollback", func() error { _, err := e.svc.Rollback(e.ctx, r.ID, 1, runs.RollbackOptions{}); return err }},
 	}
 	for _, tc := range cases {

@@ -3,6 +3,7 @@ package runs_test
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -276,23 +277,68 @@ func TestDiff(t *testing.T) {
 		}
 	}
 	t.Run("CheckpointToLive", func(t *testing.T) {
-		diffs, err := e.svc.Diff(e.ctx, r.ID, from.Seq, 0)
+		diffs, err := e.svc.Diff(e.ctx, r.ID, from.Seq, 0, runs.DiffOptions{})
 		require.NoError(t, err)
 		check(t, diffs)
 	})
 	t.Run("CheckpointToCheckpoint", func(t *testing.T) {
 		to, err := e.svc.Checkpoint(e.ctx, r.ID, "to")
 		require.NoError(t, err)
-		diffs, err := e.svc.Diff(e.ctx, r.ID, from.Seq, to.Seq)
+		diffs, err := e.svc.Diff(e.ctx, r.ID, from.Seq, to.Seq, runs.DiffOptions{})
 		require.NoError(t, err)
 		check(t, diffs)
-		back, err := e.svc.Diff(e.ctx, r.ID, to.Seq, to.Seq)
+		back, err := e.svc.Diff(e.ctx, r.ID, to.Seq, to.Seq, runs.DiffOptions{})
 		require.NoError(t, err)
 		assert.Empty(t, back)
 	})
 	t.Run("ErrCheckpointNotFound", func(t *testing.T) {
-		_, err := e.svc.Diff(e.ctx, r.ID, 404, 0)
+		_, err := e.svc.Diff(e.ctx, r.ID, 404, 0, runs.DiffOptions{})
 		assert.True(t, wserr.Is(err, wserr.CheckpointNotFound))
+	})
+}
+
+func TestDiffResponseLimit(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{Profile: noAuto()})
+	var a, b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&a, "line %d\n", i)
+		if i%10 == 0 {
+			fmt.Fprintf(&b, "changed %d\n", i)
+		} else {
+			fmt.Fprintf(&b, "line %d\n", i)
+		}
+	}
+	e.write(r.ID, "output/big.md", a.String())
+	e.write(r.ID, "plan/small.md", "x\n")
+	from, err := e.svc.Checkpoint(e.ctx, r.ID, "from")
+	require.NoError(t, err)
+	e.write(r.ID, "output/big.md", b.String())
+	e.write(r.ID, "plan/small.md", "y\n")
+
+	full, err := e.svc.Diff(e.ctx, r.ID, from.Seq, 0, runs.DiffOptions{})
+	require.NoError(t, err)
+	require.Len(t, full, 2)
+	assert.False(t, full[0].Truncated)
+	hunks := strings.Count(full[0].Unified, "\n@@ ")
+	require.Equal(t, 20, hunks)
+
+	t.Run("CutsAtAHunk", func(t *testing.T) {
+		diffs, err := e.svc.Diff(e.ctx, r.ID, from.Seq, 0, runs.DiffOptions{MaxBytes: len(full[0].Unified) / 2})
+		require.NoError(t, err)
+		require.Len(t, diffs, 2)
+		big, small := diffs[0], diffs[1]
+		assert.True(t, big.Truncated)
+		assert.LessOrEqual(t, len(big.Unified), len(full[0].Unified)/2)
+		assert.True(t, strings.HasPrefix(full[0].Unified, big.Unified), "the kept hunks are the first ones, whole")
+		assert.Equal(t, hunks, strings.Count(big.Unified, "\n@@ ")+big.OmittedHunks)
+		assert.True(t, small.Truncated, "the limit was reached before this file")
+		assert.Empty(t, small.Unified)
+		assert.Zero(t, small.OmittedHunks)
+	})
+	t.Run("ErrNegative", func(t *testing.T) {
+		_, err := e.svc.Diff(e.ctx, r.ID, from.Seq, 0, runs.DiffOptions{MaxBytes: -1})
+		assert.True(t, wserr.Is(err, wserr.InvalidArgument))
 	})
 }
 

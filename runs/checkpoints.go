@@ -141,10 +141,19 @@ func (s *Service) Rollback(ctx context.Context, runID string, seq int64, opt Rol
 	return out, err
 }
 
+// DiffOptions bound what Service.Diff returns.
+type DiffOptions struct {
+	// MaxBytes caps the unified text of the response (0:
+	// checkpoint.DefaultDiffMaxBytes); what it leaves out is marked with
+	// FileDiff.Truncated.
+	MaxBytes int
+}
+
 // Diff returns the file changes from checkpoint from to checkpoint to (0:
-// the live workspace), with unified diffs for text files. It fails with
-// checkpoint.not_found or run.not_found.
-func (s *Service) Diff(ctx context.Context, runID string, from, to int64) ([]checkpoint.FileDiff, error) {
+// the live workspace), with unified diffs for text files within
+// opts.MaxBytes. It fails with checkpoint.not_found, run.not_found or, for
+// a negative MaxBytes, workspace.invalid_argument.
+func (s *Service) Diff(ctx context.Context, runID string, from, to int64, opts DiffOptions) ([]checkpoint.FileDiff, error) {
 	var a, b cas.Hash
 	err := s.db.View(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
@@ -168,5 +177,5 @@ func (s *Service) Diff(ctx context.Context, runID string, from, to int64) ([]che
 	if err != nil {
 		return nil, err
 	}
-	return s.checkpoints.Diff(ctx, a, b, true)
+	return s.checkpoints.Diff(ctx, a, b, checkpoint.DiffOptions{Text: true, MaxBytes: opts.MaxBytes})
 }

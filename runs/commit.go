@@ -211,6 +211,12 @@ func (s *Service) checkCommitPath(run Run, p vfs.Path) error {
 	if p.Top() == InputRoot {
 		return wserr.New(wserr.InvalidPath, "commit", p.String(), "input/ holds the run's inputs, which are never committed")
 	}
+	if p.Top() == ScratchRoot {
+		return wserr.New(wserr.InvalidPath, "commit", p.String(), "scratch/ is the run's scratch domain, which is never committed; write what should be committed under %s/", ArtifactRoot)
+	}
+	if p.Top() == HostRoot && len(run.Profile.AllowPaths) > 0 {
+		return wserr.New(wserr.InvalidPath, "commit", p.String(), "host/ holds allowed host paths, which are not stored and never committed")
+	}
 	return nil
 }
 

@@ -35,7 +35,7 @@ func seedManifest() runs.Manifest {
 			{ID: "main", Path: "output/main.md", Kind: "body", Target: runs.Target{Kind: runs.TargetMessageBody}, Required: true, AssemblyOrder: 10},
 			{ID: "status", Path: "output/status.md", Kind: "status", Target: runs.Target{Kind: runs.TargetMessageExtra, Key: "status_bar"}, AssemblyOrder: 20},
 			{ID: "theater", Path: "output/theater.md", Kind: "side_scene", Target: runs.Target{Kind: runs.TargetCombinedMarkdown}, AssemblyOrder: 30},
-			{ID: "notes", Path: "scratch/notes.md", Kind: "notes", Target: runs.Target{Kind: runs.TargetHidden}, AssemblyOrder: 40},
+			{ID: "notes", Path: "plan/notes.md", Kind: "notes", Target: runs.Target{Kind: runs.TargetHidden}, AssemblyOrder: 40},
 		},
 		CommitPolicy: runs.CommitPolicy{DefaultTarget: runs.TargetMessageBody, CombineTemplate: "{{main}}\n\n---\n\n{{theater}}", StoreArtifactsInExtra: true},
 	}
@@ -70,6 +70,7 @@ func TestManifestValidation(t *testing.T) {
 		"ErrInvalidPath":        mutate(func(m *runs.Manifest) { m.Artifacts[0].Path = "output/../../chat.jsonl" }),
 		"ErrAbsolutePath":       mutate(func(m *runs.Manifest) { m.Artifacts[0].Path = "/Users/me/file" }),
 		"ErrInputPath":          mutate(func(m *runs.Manifest) { m.Artifacts[0].Path = "input/prompt_snapshot.json" }),
+		"ErrScratchPath":        mutate(func(m *runs.Manifest) { m.Artifacts[3].Path = "scratch/notes.md" }),
 		"ErrDuplicateID":        mutate(func(m *runs.Manifest) { m.Artifacts[1].ID = "main" }),
 		"ErrSharedPath":         mutate(func(m *runs.Manifest) { m.Artifacts[1].Path = "output/main.md" }),
 		"ErrExtraWithoutKey":    mutate(func(m *runs.Manifest) { m.Artifacts[1].Target.Key = "" }),
@@ -113,7 +114,7 @@ func TestCommitAssemblesEveryTarget(t *testing.T) {
 	e.write(r.ID, "output/main.md", "Body")
 	e.write(r.ID, "output/status.md", "HP 10")
 	e.write(r.ID, "output/theater.md", "Scene")
-	e.write(r.ID, "scratch/notes.md", "secret")
+	e.write(r.ID, "plan/notes.md", "secret")
 	sink := &recordingSink{}
 
 	rec, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})

@@ -35,7 +35,7 @@ func (s *Service) DiffRuns(ctx context.Context, from, to TreeRef) ([]checkpoint.
 	if err != nil {
 		return nil, err
 	}
-	return s.checkpoints.Diff(ctx, a, b, true)
+	return s.checkpoints.Diff(ctx, a, b, checkpoint.DiffOptions{Text: true})
 }
 
 func (s *Service) treeOf(ctx context.Context, tx *index.Tx, ref TreeRef) (cas.Hash, error) {

@@ -28,4 +28,12 @@
 // alone, and no profile can show it, or input/, to the model.
 // Model-correctable failures are *wserr.Error values with the
 // workspace.* codes and change nothing.
+//
+// A run's scratch/ is collected when it ends (unless its profile keeps
+// it): removed from the live tree and from every checkpoint's root in the
+// transaction of the final status, recorded by scratch_collected, so gc
+// frees it. It is never committed. A profile's allowed host paths appear
+// as host/<name>/…, reached through vfs.OpenHost: boundaries only, never
+// stored, checkpointed or collected. Run.PrimaryRoot is the run's active
+// project (seed 004's fallback chain).
 package runs

@@ -133,6 +133,9 @@ func (m Manifest) Validate() error {
 		if p.Top() == InputRoot || p.Dir().IsRoot() {
 			return invalidManifest("artifact %q: path %q must be a file below a workspace root other than input/", a.ID, a.Path)
 		}
+		if p.Top() == ScratchRoot || p.Top() == HostRoot {
+			return invalidManifest("artifact %q: path %q is in %s/, which is never committed", a.ID, a.Path, p.Top())
+		}
 		if other, ok := paths[p.String()]; ok {
 			return invalidManifest("artifacts %q and %q share path %q", other, a.ID, a.Path)
 		}

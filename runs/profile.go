@@ -47,6 +47,18 @@ type Profile struct {
 	// MaxCheckpoints, in the transaction of the checkpoint that crossed
 	// it, recorded in the journal and the deletion log.
 	MaxCheckpointBytes int64 `json:"maxCheckpointBytes,omitempty"`
+	// KeepScratch says which ended runs keep their scratch/; nil keeps
+	// the defaults (seed 000 §11): collected when the run completes, kept
+	// for debugging when it fails or is cancelled. See scratch.go.
+	KeepScratch *KeepScratch `json:"keepScratch,omitempty"`
+	// AllowPaths are the host directories the run reaches below host/
+	// (seed 004 HostPaths): boundaries only, see hostpaths.go.
+	AllowPaths []HostPath `json:"allowPaths,omitempty"`
+	// PrimaryRoot is the run's active project: a host directory inside
+	// AllowPaths or a workspace path inside output/ or host/; empty falls
+	// back to AllowPaths[0], then output/. Run.PrimaryRoot reports the
+	// result.
+	PrimaryRoot string `json:"primaryRoot,omitempty"`
 }
 
 // DefaultProfile returns the profile used when a run names none.
@@ -93,7 +105,7 @@ func (p Profile) normalize() (Profile, error) {
 	if p.MaxCheckpoints < 0 {
 		return p, wserr.New(wserr.InvalidArgument, "profile", "", "maxCheckpoints must not be negative")
 	}
-	return p, nil
+	return p.normalizeHost()
 }
 
 func (p Profile) autoCheckpoint() bool { return p.AutoCheckpoint == nil || *p.AutoCheckpoint }

@@ -38,6 +38,9 @@ type Run struct {
 	CreatedAt  time.Time  `json:"createdAt"`
 	UpdatedAt  time.Time  `json:"updatedAt"`
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	// PrimaryRoot is the run's active project, resolved from its profile
+	// (seed 004's fallback chain; see Profile.Primary).
+	PrimaryRoot PrimaryRoot `json:"primaryRoot"`
 }
 
 type runRow struct {
@@ -72,6 +75,9 @@ func (r runRow) run() (Run, error) {
 		t := time.Unix(0, r.FinishedAt.Int64).UTC()
 		out.FinishedAt = &t
 	}
+	// Validated when the run was created; a profile written before
+	// primary roots existed falls back like any profile without one.
+	out.PrimaryRoot, _ = out.Profile.Primary()
 	return out, nil
 }
 
@@ -417,6 +423,7 @@ func (s *Service) setStatus(ctx context.Context, tx *index.Tx, runID string, fro
 		if _, err := s.journal.Append(ctx, tx, runID, t, level, map[string]any{"reason": reason}); err != nil {
 			return err
 		}
+		return s.collectScratch(ctx, tx, runID, to)
 	}
 	return nil
 }

@@ -58,6 +58,7 @@ type Blobs interface {
 	Put(ctx context.Context, r io.Reader) (cas.Hash, error)
 	PutBytes(ctx context.Context, tx *index.Tx, b []byte) (cas.Hash, error)
 	PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev cas.Hash) (cas.Hash, error)
+	PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev cas.Hash, prevBytes []byte) (cas.Hash, error)
 	Touch(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
 	ReadAll(ctx context.Context, h cas.Hash) ([]byte, error)
 	Stat(ctx context.Context, h cas.Hash) (cas.Info, error)
@@ -89,9 +90,10 @@ type Checkpoints interface {
 	Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error)
 	Get(ctx context.Context, tx *index.Tx, runID string, seq int64) (checkpoint.Checkpoint, error)
 	Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned checkpoint.Pinned) ([]int64, error)
-	Diff(ctx context.Context, a, b cas.Hash, text bool) ([]checkpoint.FileDiff, error)
+	Diff(ctx context.Context, a, b cas.Hash, opts checkpoint.DiffOptions) ([]checkpoint.FileDiff, error)
 	PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxBytes int64, keep int64, pinned checkpoint.Pinned) ([]int64, int64, error)
 	DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error)
+	RewriteRoots(ctx context.Context, tx *index.Tx, runID string, fn func(root cas.Hash) (cas.Hash, error)) (int64, error)
 }
 
 // Deps are the parts of a store a Service works through. wsstore.Open

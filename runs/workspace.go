@@ -123,6 +123,13 @@ func (w *Workspace) info(p vfs.Path, e vfs.Entry, run Run) vfs.FileInfo {
 // Stat describes p. It fails with workspace.file_not_found,
 // workspace.path_not_visible, or the codes of virtual resources.
 func (w *Workspace) Stat(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) {
+	if t, ok, err := w.host(ctx, "stat", p); ok {
+		if err != nil {
+			return vfs.FileInfo{}, err
+		}
+		defer t.close()
+		return t.stat(ctx)
+	}
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
 		return w.s.virtual.Stat(ctx, p)
 	}
@@ -160,6 +167,13 @@ func (w *Workspace) Stat(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) 
 // workspace.path_not_visible, workspace.invalid_line_range,
 // workspace.invalid_char_range or workspace.not_text.
 func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (vfs.ReadResult, error) {
+	if t, ok, err := w.host(ctx, "read", p); ok {
+		if err != nil {
+			return vfs.ReadResult{}, err
+		}
+		defer t.close()
+		return t.read(ctx, opt)
+	}
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
 		return w.s.virtual.Read(ctx, p, opt)
 	}
@@ -222,10 +236,18 @@ func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (
 // every scope also sees the virtual mounts and, to depth, what lies below
 // them.
 func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.FileInfo, error) {
+	if t, ok, err := w.host(ctx, "list", p); ok {
+		if err != nil {
+			return nil, err
+		}
+		defer t.close()
+		return t.list(ctx, w, depth)
+	}
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
 		return w.s.virtual.List(ctx, p, depth)
 	}
 	var out []vfs.FileInfo
+	hosted := false
 	err := w.s.db.View(ctx, func(tx *index.Tx) error {
 		run, root, err := w.root(ctx, tx)
 		if err != nil {
@@ -251,6 +273,13 @@ func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.File
 			}
 			out = append(out, w.info(l.Path, l.Entry, run))
 		}
+		if p.IsRoot() && w.at == 0 && len(run.Profile.AllowPaths) > 0 {
+			// Only the directories that reach the allowed host paths:
+			// what those hold is listed by naming them, so a listing of
+			// the whole workspace (show, checkout) never walks a host
+			// directory.
+			out, hosted = append(out, hostDirs(run.Profile, depth)...), true
+		}
 		if p.IsRoot() && w.scope == HostScope {
 			rt, err := w.runtimeRoots(ctx, tx, run, depth)
 			if err != nil {
@@ -261,6 +290,9 @@ func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.File
 		}
 		return nil
 	})
+	if hosted {
+		sortInfos(out)
+	}
 	if w.besideVirtual(p, err) {
 		return w.s.virtual.List(ctx, p, depth)
 	}
@@ -328,6 +360,13 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 	if mode != vfs.Replace && mode != vfs.Append {
 		return vfs.FileInfo{}, wserr.New(wserr.InvalidArgument, "write", p.String(), "mode must be replace or append, not %q", mode)
 	}
+	if t, ok, err := w.host(ctx, "write", p); ok {
+		if err != nil {
+			return vfs.FileInfo{}, err
+		}
+		defer t.close()
+		return t.write(ctx, p, content, opt)
+	}
 	return w.mutate(ctx, "write", p, opt.ExpectedHash, func(load func() ([]byte, error), exists bool) (mutation, error) {
 		next := content
 		if mode == vfs.Append && exists {
@@ -356,6 +395,13 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt vfs.WriteOptions) (vfs.FileInfo, error) {
 	if opt.Mode != "" && opt.Mode != vfs.Replace {
 		return vfs.FileInfo{}, wserr.New(wserr.InvalidArgument, "write", p.String(), "a streamed write replaces the file; mode must be replace")
+	}
+	if t, ok, err := w.host(ctx, "write", p); ok {
+		if err != nil {
+			return vfs.FileInfo{}, err
+		}
+		defer t.close()
+		return t.writeFrom(ctx, p, r, opt)
 	}
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
 		return vfs.FileInfo{}, wserr.New(wserr.ReadOnlyResource, "write", p.String(), "virtual resources are read-only; copy the content into output/ to change it")
@@ -409,6 +455,13 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 // It fails with the workspace.patch_* codes, workspace.file_not_found and
 // the codes of Write.
 func (w *Workspace) Patch(ctx context.Context, p vfs.Path, old, new string, opt vfs.PatchOptions) (vfs.FileInfo, error) {
+	if t, ok, err := w.host(ctx, "patch", p); ok {
+		if err != nil {
+			return vfs.FileInfo{}, err
+		}
+		defer t.close()
+		return t.patch(ctx, p, old, new, opt)
+	}
 	return w.mutate(ctx, "patch", p, opt.ExpectedHash, func(load func() ([]byte, error), exists bool) (mutation, error) {
 		if !exists {
 			return mutation{}, wserr.New(wserr.FileNotFound, "patch", p.String(), "no such file")
@@ -438,6 +491,13 @@ func (w *Workspace) Remove(ctx context.Context, p vfs.Path) error {
 // Delete is Remove returning the removed file's last info, with the
 // checkpoint the removal took.
 func (w *Workspace) Delete(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) {
+	if t, ok, err := w.host(ctx, "remove", p); ok {
+		if err != nil {
+			return vfs.FileInfo{}, err
+		}
+		defer t.close()
+		return t.remove(ctx, p)
+	}
 	return w.mutate(ctx, "remove", p, cas.Hash{}, func(_ func() ([]byte, error), exists bool) (mutation, error) {
 		if !exists {
 			return mutation{}, wserr.New(wserr.FileNotFound, "remove", p.String(), "no such file")
@@ -504,11 +564,16 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		// The current content is read only by operations that need it
 		// (append, patch), so replacing or removing a large file costs
 		// nothing per byte of its old version.
+		// What it read is handed to the content store, so the previous
+		// version is decoded once per change.
+		var loaded []byte
 		load := func() ([]byte, error) {
 			if !exists {
 				return nil, nil
 			}
-			return w.s.blobs.ReadAll(ctx, prev.Hash)
+			b, err := w.s.blobs.ReadAll(ctx, prev.Hash)
+			loaded = b
+			return b, err
 		}
 		m, err := decide(load, exists)
 		if err != nil {
@@ -532,14 +597,12 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 			h = m.stored.Hash
 			next = &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: m.stored.Size}
 		default:
-			if h = cas.Sum(m.content); !(exists && h == prev.Hash) {
-				// Rewriting identical content is still a recorded step,
-				// but there is nothing new to store. The previous version
-				// is the delta base: agents rewrite the same files round
-				// after round.
-				if h, err = w.s.blobs.PutVersion(ctx, tx, m.content, prev.Hash); err != nil {
-					return err
-				}
+			// The previous version is the delta base: agents rewrite the
+			// same files round after round. The store hashes the content
+			// (once); rewriting identical content is still a recorded
+			// step, with nothing new stored.
+			if h, err = w.s.blobs.PutVersionFrom(ctx, tx, m.content, prev.Hash, loaded); err != nil {
+				return err
 			}
 			next = &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: int64(len(m.content))}
 		}
@@ -690,6 +753,13 @@ func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOpti
 	sr, err := vfs.NewSearcher(query, opt)
 	if err != nil {
 		return nil, err
+	}
+	if t, ok, err := w.host(ctx, "search", opt.Path); ok {
+		if err != nil {
+			return nil, err
+		}
+		defer t.close()
+		return t.search(ctx, query, opt)
 	}
 	if _, _, _, ok := w.s.virtual.Match(opt.Path); ok {
 		return w.s.virtual.Search(ctx, query, opt)

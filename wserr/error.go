@@ -37,15 +37,21 @@ const (
 
 // Host-level codes: the store or its host cannot go on safely.
 const (
-	Internal           Code = "store.internal"
-	Corrupt            Code = "store.corrupt"
-	NotFound           Code = "store.not_found"
-	Conflict           Code = "store.conflict"
-	NewerFormat        Code = "store.newer_format"
-	OlderFormat        Code = "store.older_format"
-	InvalidOptions     Code = "store.invalid_options"
-	Busy               Code = "store.busy"
-	ReadOnly           Code = "store.read_only"
+	Internal       Code = "store.internal"
+	Corrupt        Code = "store.corrupt"
+	NotFound       Code = "store.not_found"
+	Conflict       Code = "store.conflict"
+	NewerFormat    Code = "store.newer_format"
+	OlderFormat    Code = "store.older_format"
+	InvalidOptions Code = "store.invalid_options"
+	Busy           Code = "store.busy"
+	ReadOnly       Code = "store.read_only"
+	// NotAStore: the store's database file exists but is empty, is not
+	// SQLite, or holds no wsstore store; it is refused and left untouched.
+	NotAStore Code = "store.not_a_store"
+	// DiskFull: a write met a full disk or quota; it changed nothing, and
+	// the store works again once space frees.
+	DiskFull           Code = "store.disk_full"
 	InvalidState       Code = "run.invalid_transition"
 	RunNotFound        Code = "run.not_found"
 	RunExists          Code = "run.exists"

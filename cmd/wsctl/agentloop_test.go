@@ -111,7 +111,7 @@ func TestBatchAgentLoop(t *testing.T) {
 		for _, seed := range []string{"chat_commit_requested", "chat_commit_completed", "commit_rolled_back", "persistent_changes_committed", "run_completed"} {
 			assert.Contains(t, rest, seed)
 		}
-		assert.Equal(t, "run_completed", rest[len(rest)-1])
+		assert.Equal(t, []string{"run_completed", "scratch_collected"}, rest[len(rest)-2:], "finishing collects scratch/ last")
 	})
 
 	t.Run("HiddenFilesHoldTheBytesSent", func(t *testing.T) {
@@ -141,9 +141,9 @@ func TestBatchAgentLoop(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal([]byte(r.Result["content"].(string)), &view))
 		assert.Equal(t, applyCP, view.ID)
-		assert.Len(t, view.Files, 54, "input/ (2 files), output/main.md, persist/facts.md and 50 notes")
+		assert.Len(t, view.Files, 4, "input/ (2 files), output/main.md, persist/facts.md: the 50 scratch notes were collected when the run finished")
 		r = ok(`{"op":"checkpoint.view","checkpointId":` + quote(applyCP) + `}`)
-		assert.Len(t, r.Result["files"], 54)
+		assert.Len(t, r.Result["files"], 4)
 		r = ok(`{"op":"fsck"}`)
 		assert.Equal(t, true, r.Result["ok"])
 	})

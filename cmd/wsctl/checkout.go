@@ -13,6 +13,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -30,7 +31,8 @@ func newCheckoutCmd(a *app) *cobra.Command {
 		Long: `checkout writes every file of a run's live workspace, or of a checkpoint
 with --at, into DIR, which must not exist or be empty: checkout never
 overwrites anything. Files are written through an os.Root of DIR, so no
-stored name can reach outside it.`,
+stored name can reach outside it. The scratch domain (scratch/) is never
+checked out, nor are virtual resources or allowed host paths (host/).`,
 		Args: exactArgs(2),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runCheckout(ctx, o, args)
@@ -91,6 +93,9 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 		switch {
 		case fi.Resource == vfs.ResourceVirtual || fi.Resource == vfs.ResourceHost:
 			// Not stored in the workspace: nothing to check out.
+		case fi.Path.Top() == runs.ScratchRoot:
+			// The scratch domain is never exported, whether the run is
+			// still active or kept it after failing.
 		case fi.Kind == vfs.KindDir:
 			if err := root.MkdirAll(filepath.FromSlash(fi.Path.String()), 0o755); err != nil {
 				return fmt.Errorf("checkout: %w", err)

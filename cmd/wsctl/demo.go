@@ -152,7 +152,7 @@ func runDemo(ctx context.Context, g globals, _ []string) error {
 	if err != nil {
 		return err
 	}
-	diff, err := svc.Diff(ctx, run.ID, 1, 0)
+	diff, err := svc.Diff(ctx, run.ID, 1, 0, runs.DiffOptions{})
 	if err != nil {
 		return err
 	}

@@ -8,25 +8,30 @@ import (
 
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/runs"
 )
 
 func newDiffCmd(a *app) *cobra.Command {
 	var g globals
-	return &cobra.Command{
+	var maxBytes int
+	cmd := &cobra.Command{
 		Use:   "diff RUN FROM [TO]",
 		Short: "Show the changes between two checkpoints as unified diffs",
 		Long: `diff prints the file changes from checkpoint FROM to checkpoint TO (default:
 the live workspace; "live" names it too) as unified text diffs. Checkpoints
 are cp_000003 or 3. Binary and very large files get a one-line summary.
-With --json it prints the list of changes, each with its unified diff.`,
+With --json it prints the list of changes, each with its unified diff.
+--max-bytes caps the diff text (default 8 MiB); what it leaves out is named.`,
 		Args: rangeArgs(2, 3),
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
-			return runDiff(ctx, g, args)
+			return runDiff(ctx, g, args, maxBytes)
 		}),
 	}
+	cmd.Flags().IntVar(&maxBytes, "max-bytes", 0, "cap on the diff text; hunks and files past it are left out and named (0: 8 MiB)")
+	return cmd
 }
 
-func runDiff(ctx context.Context, g globals, args []string) error {
+func runDiff(ctx context.Context, g globals, args []string, maxBytes int) error {
 	from, err := parseCheckpoint(args[1])
 	if err != nil {
 		return err
@@ -42,7 +47,7 @@ func runDiff(ctx context.Context, g globals, args []string) error {
 		return err
 	}
 	defer st.Close()
-	diffs, err := st.Runs.Diff(ctx, args[0], from, to)
+	diffs, err := st.Runs.Diff(ctx, args[0], from, to, runs.DiffOptions{MaxBytes: maxBytes})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,11 @@ func writeUnified(w io.Writer, diffs []checkpoint.FileDiff) error {
 		var err error
 		switch {
 		case d.Unified != "":
-			_, err = io.WriteString(w, d.Unified)
+			if _, err = io.WriteString(w, d.Unified); err == nil && d.Truncated {
+				_, err = fmt.Fprintf(w, "(%s: %d hunk(s) left out at the response limit)\n", d.Path, d.OmittedHunks)
+			}
+		case d.Truncated:
+			_, err = fmt.Fprintf(w, "File %s %s (%s -> %s): diff left out at the response limit\n", d.Path, d.Op, humanBytes(d.OldSize), humanBytes(d.NewSize))
 		case d.Binary:
 			_, err = fmt.Fprintf(w, "Binary file %s %s (%s -> %s)\n", d.Path, d.Op, humanBytes(d.OldSize), humanBytes(d.NewSize))
 		case d.OldSize == 0 && d.NewSize == 0:

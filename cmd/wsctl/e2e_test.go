@@ -68,7 +68,7 @@ func TestEndToEnd(t *testing.T) {
 	// wsctl demo on a machine with no store.
 	out, errOut, code := wsctl(withStore, "", "demo")
 	require.Equal(t, 0, code, errOut)
-	assert.Less(t, strings.Count(out, "\n"), 40)
+	assert.Less(t, strings.Count(out, "\n"), 41)
 	assert.Contains(t, out, "timeline")
 	assert.Contains(t, out, "run_completed")
 	assert.FileExists(t, filepath.Join(store, "wsstore.db"))

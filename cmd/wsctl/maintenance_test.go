@@ -31,7 +31,7 @@ func TestStatsAndDU(t *testing.T) {
 	var s wsstore.Stats
 	c.jsonOut(&s, "stats")
 	assert.EqualValues(t, 1, s.Runs)
-	assert.EqualValues(t, 21, s.Events)
+	assert.EqualValues(t, 22, s.Events) // scratch_collected included
 
 	out = c.ok("du")
 	assert.Regexp(t, `CHAT\s+RUN\s+FILES\s+SIZE\s+CHECKPOINTS\s+UNIQUE`, out)
@@ -234,9 +234,9 @@ func TestCheckout(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "new", "co")
 	out := c.ok("checkout", "run_a", dir)
-	assert.Contains(t, out, "checked out 4 files")
+	assert.Contains(t, out, "checked out 3 files")
 	assert.Equal(t, "one\ntwo\n", read(dir, "output/a.md"))
-	assert.Equal(t, "\x00\x01\x02binary", read(dir, "scratch/b.bin"))
+	assert.NoDirExists(t, filepath.Join(dir, "scratch"), "the scratch domain is never exported")
 	assert.Equal(t, `{"messages":[]}`, read(dir, "input/prompt_snapshot.json"))
 	assert.FileExists(t, filepath.Join(dir, "input", "persist_snapshot.json"))
 
@@ -270,7 +270,7 @@ func TestCheckout(t *testing.T) {
 		// before it were written: they are removed again.
 		c := newCLI(t)
 		c.seedRun(c.open(), "run_a")
-		_, err := rawDB(t, c).Exec(`UPDATE blobs SET data = CAST('damaged' AS BLOB) WHERE hash = ?`, cas.Sum([]byte("\x00\x01\x02binary")))
+		_, err := rawDB(t, c).Exec(`UPDATE blobs SET data = CAST('damaged' AS BLOB) WHERE hash = ?`, cas.Sum([]byte("one\ntwo\n")))
 		require.NoError(t, err)
 		c.skipFsck = true
 		dir := t.TempDir()

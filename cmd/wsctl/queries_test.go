@@ -173,6 +173,10 @@ func TestDiff(t *testing.T) {
 
 	c.fails(3, "diff", "run_a", "9")
 	c.fails(2, "diff", "run_a", "zero")
+
+	out = c.ok("diff", "run_a", "1", "--max-bytes", "10")
+	assert.Contains(t, out, "--- /dev/null\n+++ b/output/a.md\n(output/a.md: 1 hunk(s) left out at the response limit)\n", "a cut file names what it left out")
+	assert.Contains(t, out, "File scratch/b.bin added (0 B -> 9 B): diff left out at the response limit\n")
 }
 
 func TestLog(t *testing.T) {

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -23,6 +25,7 @@ type app struct {
 	storeFlag string // --store, "" = default
 	jsonFlag  bool   // --json
 	maxStore  int64  // --max-store-bytes, 0 = the store setting
+	syncMode  string // --synchronous: normal or full
 	profile   string // --profile, "" or "mobile"
 
 	getenv     func(string) string
@@ -58,6 +61,7 @@ type globals struct {
 	now      func() time.Time
 	maxStore int64
 	profile  string
+	sync     index.Synchronous
 }
 
 // runWith builds a command's RunE: it resolves the global flags into *g,
@@ -84,7 +88,8 @@ func (a *app) globals(cmd *cobra.Command) (globals, error) {
 	}
 	errOut := cmd.ErrOrStderr()
 	return globals{storeDir: dir, json: a.jsonFlag, out: cmd.OutOrStdout(), errOut: errOut,
-		progress: a.isTerminal(errOut), now: a.now, maxStore: a.maxStore, profile: a.profile}, nil
+		progress: a.isTerminal(errOut), now: a.now, maxStore: a.maxStore, profile: a.profile,
+		sync: index.Synchronous(strings.ToUpper(a.syncMode))}, nil
 }
 
 // defaultStoreDir is $WSSTORE_DIR, else a "wsstore" folder in the user's
@@ -156,6 +161,7 @@ func newRootCmd(a *app) *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&a.storeFlag, "store", "", "`DIR` of the store (default $WSSTORE_DIR, else <user data dir>/wsstore)")
 	root.PersistentFlags().BoolVar(&a.jsonFlag, "json", false, "print JSON instead of text")
+	root.PersistentFlags().StringVar(&a.syncMode, "synchronous", "normal", "durability of each commit: \"normal\" (a power loss may lose the last commits, never consistency) or \"full\" (every acknowledged change survives a power loss; each commit waits for the disk)")
 	root.PersistentFlags().Int64Var(&a.maxStore, "max-store-bytes", 0, "cap the store's stored `BYTES` for this command (0: the store setting, see \"wsctl policy\")")
 	root.PersistentFlags().StringVar(&a.profile, "profile", "", "store profile: \"mobile\" prunes by the mobile retention defaults after every run")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })

@@ -128,6 +128,11 @@ func runShow(ctx context.Context, g globals, args []string) error {
 		prof += fmt.Sprintf("; keeps at most %d checkpoint%s", n, plural(int64(n)))
 	}
 	t.row("profile", prof+")")
+	primary := fmt.Sprintf("%s (%s)", r.PrimaryRoot.Path, r.PrimaryRoot.Source)
+	if r.PrimaryRoot.HostPath != "" {
+		primary = fmt.Sprintf("%s = %s (%s)", r.PrimaryRoot.Path, r.PrimaryRoot.HostPath, r.PrimaryRoot.Source)
+	}
+	t.row("primary", primary)
 	t.row("created", stamp(r.CreatedAt))
 	t.row("updated", stamp(r.UpdatedAt))
 	if r.FinishedAt != nil {

@@ -39,7 +39,7 @@ func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, e
 	if err := check(g.storeDir); err != nil {
 		return nil, err
 	}
-	opts := wsstore.Options{Index: index.Options{ReadOnly: mode == readOnly}, Profile: g.profile}
+	opts := wsstore.Options{Index: index.Options{ReadOnly: mode == readOnly, Synchronous: g.sync}, Profile: g.profile}
 	opts.Runs.MaxStoreBytes = g.maxStore
 	if g.now != nil {
 		opts.Now = g.now

@@ -69,6 +69,9 @@ func summarize(e journal.Event) string {
 			}
 		}
 		s = fmt.Sprintf("%s (keeps at most %d)", strings.Join(ids, ", "), num("maxCheckpoints"))
+	case journal.ScratchCollected:
+		n, c := num("files"), num("checkpoints")
+		s = fmt.Sprintf("scratch/: %d file%s, %s; %d checkpoint%s rewritten", n, plural(n), humanBytes(num("bytes")), c, plural(c))
 	case journal.ManifestSet:
 		n := num("artifacts")
 		s = fmt.Sprintf("%d artifact%s", n, plural(n))

@@ -1,0 +1,165 @@
+package index
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+
+	"github.com/jmoiron/sqlx"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// A store file either does not exist or is a whole store: create builds
+// the new database under a temporary name and links it into place only
+// once its migrations are applied, so an existing file that is empty,
+// cut short or foreign is never mistaken for a store being made and is
+// refused by probe instead of being written over.
+
+// create makes a new store database at path. If another opener links
+// its own first, create returns nil and leaves that one in place.
+func create(ctx context.Context, path string, opts Options) error {
+	var suffix [6]byte
+	_, _ = rand.Read(suffix[:])
+	tmp := path + ".new-" + hex.EncodeToString(suffix[:])
+	defer func() {
+		for _, p := range []string{tmp, tmp + "-wal", tmp + "-shm", tmp + "-journal"} {
+			_ = os.Remove(p)
+		}
+	}()
+	db := &DB{path: tmp, fresh: true, opts: opts}
+	var err error
+	if db.write, err = sqlx.Open("sqlite", db.dsn(false)); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	db.write.SetMaxOpenConns(1)
+	err = db.connect(ctx, db.write)
+	if err == nil {
+		err = db.migrate(ctx)
+	}
+	if err == nil {
+		// A self-contained file: nothing of the new store is left in a
+		// log beside the temporary name.
+		_, err = db.write.ExecContext(ctx, `PRAGMA journal_mode=DELETE`)
+		err = Translate(err)
+	}
+	if cerr := db.write.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create %s: %w", path, translateOS(err))
+	}
+	return nil
+}
+
+// probe checks, through a read-only connection that writes nothing, that
+// the existing file at path is a wsstore store. It fails with
+// store.not_a_store for an empty file, a file that is not SQLite, or an
+// SQLite database without the store's tables, and with store.corrupt for
+// a damaged or truncated one.
+func (db *DB) probe(ctx context.Context) error {
+	fi, err := os.Stat(db.path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", db.path, translateOS(err))
+	}
+	if fi.Size() == 0 {
+		return wserr.New(wserr.NotAStore, "open", "", "%s is an empty file, not a store: it is left as it is", db.path)
+	}
+	// A read-only connection to a file in WAL mode makes the log and its
+	// index beside it, empty; take away those it made, so a refused file
+	// is left as it was found.
+	var made []string
+	for _, p := range []string{db.path + "-wal", db.path + "-shm"} {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			made = append(made, p)
+		}
+	}
+	conn, err := sqlx.Open("sqlite", db.probeDSN())
+	if err != nil {
+		return fmt.Errorf("open %s: %w", db.path, err)
+	}
+	refused := true
+	defer func() {
+		conn.Close()
+		if !refused {
+			return
+		}
+		for _, p := range made {
+			if fi, err := os.Stat(p); err == nil && (fi.Size() == 0 || p == db.path+"-shm") {
+				_ = os.Remove(p)
+			}
+		}
+	}()
+	conn.SetMaxOpenConns(1)
+	var tables []string
+	err = conn.SelectContext(ctx, &tables, `SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('goose_db_version', 'meta')`)
+	if err != nil {
+		return db.probeErr(err)
+	}
+	if len(tables) < 2 {
+		return wserr.New(wserr.NotAStore, "open", "", "%s is an SQLite database but not a wsstore store: it is left as it is", db.path)
+	}
+	// A file cut short still opens; its header says how long it was.
+	// With a non-empty log, pages past the file's end may live there.
+	if wal, err := os.Stat(db.path + "-wal"); err != nil || wal.Size() == 0 {
+		var pages, size int64
+		if err := conn.GetContext(ctx, &pages, `PRAGMA page_count`); err != nil {
+			return db.probeErr(err)
+		}
+		if err := conn.GetContext(ctx, &size, `PRAGMA page_size`); err != nil {
+			return db.probeErr(err)
+		}
+		if fi, err := os.Stat(db.path); err == nil && fi.Size() < pages*size {
+			return wserr.New(wserr.Corrupt, "open", "", "%s is truncated: %d bytes of %d", db.path, fi.Size(), pages*size)
+		}
+	}
+	refused = false
+	return nil
+}
+
+// probeErr codes an error of probe's queries: a file that is not a
+// database is not a store; anything else is translated as usual.
+func (db *DB) probeErr(err error) error {
+	if sqliteCode(err) == sqlite3.SQLITE_NOTADB {
+		return wserr.Wrap(wserr.NotAStore, "open", db.path, err)
+	}
+	return fmt.Errorf("open %s: %w", db.path, Translate(err))
+}
+
+// CheckStore fails with store.not_a_store unless the database holds the
+// tables every wsstore store has, and with store.corrupt if its format
+// version is missing or unreadable: fsck's first check, so a database that
+// is not a store is never reported sound.
+func (db *DB) CheckStore(ctx context.Context) error {
+	return db.View(ctx, func(tx *Tx) error {
+		var n int
+		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('goose_db_version', 'meta')`); err != nil {
+			return fmt.Errorf("check store: %w", Translate(err))
+		}
+		if n < 2 {
+			return wserr.New(wserr.NotAStore, "check store", "", "%s holds no wsstore store", db.path)
+		}
+		var v string
+		err := tx.GetContext(ctx, &v, `SELECT value FROM meta WHERE key = 'format_version'`)
+		if err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return wserr.New(wserr.Corrupt, "check store", "", "%s has no format version", db.path)
+			}
+			return fmt.Errorf("check store: %w", Translate(err))
+		}
+		if _, err := strconv.Atoi(v); err != nil {
+			return wserr.New(wserr.Corrupt, "check store", "", "%s has an unreadable format version %q", db.path, v)
+		}
+		return nil
+	})
+}

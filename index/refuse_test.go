@@ -1,0 +1,106 @@
+package index_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// TestOpenRefusesWhatIsNotAStore: an existing database file that is
+// empty, not SQLite, a foreign SQLite database or a store cut short is
+// refused with its code, by a writing and a read-only open alike, and no
+// byte of it changes; no log files are left beside it.
+func TestOpenRefusesWhatIsNotAStore(t *testing.T) {
+	ctx := context.Background()
+	store := func(t *testing.T) []byte {
+		path := storetest.NewPath(t)
+		db, err := index.Open(ctx, path, index.Options{})
+		require.NoError(t, err)
+		require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+			_, err := tx.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200)
+				INSERT INTO meta (key, value) SELECT 'pad' || i, hex(randomblob(1500)) FROM n`)
+			return err
+		}))
+		require.NoError(t, db.Close())
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		return b
+	}
+	foreign := func(t *testing.T, stmts ...string) []byte {
+		path := storetest.NewPath(t)
+		rawExec(t, path, stmts...)
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		return b
+	}
+	garbage := make([]byte, 16384)
+	_, _ = rand.Read(garbage)
+	tests := []struct {
+		name    string
+		content func(t *testing.T) []byte
+		code    wserr.Code
+	}{
+		{"NotAStore/Empty", func(*testing.T) []byte { return nil }, wserr.NotAStore},
+		{"NotAStore/Garbage", func(*testing.T) []byte { return garbage }, wserr.NotAStore},
+		{"NotAStore/ZeroedHeader", func(t *testing.T) []byte {
+			b := store(t)
+			clear(b[:100])
+			return b
+		}, wserr.NotAStore},
+		{"NotAStore/ForeignSQLite", func(t *testing.T) []byte {
+			return foreign(t, `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`, `INSERT INTO notes (body) VALUES ('mine')`)
+		}, wserr.NotAStore},
+		{"NotAStore/EmptySQLite", func(t *testing.T) []byte { return foreign(t, `PRAGMA user_version = 7`) }, wserr.NotAStore},
+		{"Corrupt/Truncated", func(t *testing.T) []byte {
+			b := store(t)
+			return b[:len(b)/2]
+		}, wserr.Corrupt},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			content := tt.content(t)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "store.db")
+			require.NoError(t, os.WriteFile(path, content, 0o644))
+			for _, readOnly := range []bool{false, true} {
+				db, err := index.Open(ctx, path, index.Options{ReadOnly: readOnly})
+				if err == nil {
+					db.Close()
+				}
+				requireCode(t, err, tt.code)
+				got, err := os.ReadFile(path)
+				require.NoError(t, err)
+				assert.True(t, bytes.Equal(content, got), "read-only %v: the file changed", readOnly)
+				entries, err := os.ReadDir(dir)
+				require.NoError(t, err)
+				assert.Len(t, entries, 1, "only the file itself: %v", entries)
+			}
+		})
+	}
+}
+
+// TestOpenCreatesWhole: a new store appears under its name only whole, and
+// the temporary file it was built in is gone.
+func TestOpenCreatesWhole(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "store.db")
+	db, err := index.Open(ctx, path, index.Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, "store.db", entries[0].Name())
+	storetest.OpenDBAt(t, path, index.Options{ReadOnly: true})
+}

@@ -1,0 +1,83 @@
+package protocol_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/protocol"
+)
+
+// openAutoSession is a session on a run whose profile takes automatic
+// checkpoints, with the store to count them in.
+func openAutoSession(t *testing.T) (*protocol.Session, *wsstore.Store) {
+	st, err := wsstore.Open(context.Background(), t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal})
+	r := s.Handle(context.Background(), []byte(`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"}}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	return s, st
+}
+
+func checkpointsTaken(t *testing.T, st *wsstore.Store) int {
+	cps, err := st.Checkpoints.List(context.Background(), "r")
+	require.NoError(t, err)
+	return len(cps)
+}
+
+// TestOneRequestOneCheckpoint: an apply request that changes many files
+// takes one automatic checkpoint, not one per file.
+func TestOneRequestOneCheckpoint(t *testing.T) {
+	s, st := openAutoSession(t)
+	ctx := context.Background()
+	var edits []string
+	for i := range 300 {
+		edits = append(edits, fmt.Sprintf(`{"path":"output/src/d%02d/f%03d.md","content":"file %d\n"}`, i%12, i, i))
+	}
+	before := checkpointsTaken(t, st)
+	r := s.Handle(ctx, []byte(`{"op":"apply","edits":[`+strings.Join(edits, ",")+`]}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	assert.Equal(t, 1, checkpointsTaken(t, st)-before)
+
+	r = s.Handle(ctx, []byte(`{"op":"write","path":"output/one.md","content":"x\n"}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	assert.Equal(t, 2, checkpointsTaken(t, st)-before, "a single write takes its own")
+}
+
+// TestDiffMaxBytes: the diff op's maxBytes cuts the text at a hunk and
+// says what it left out.
+func TestDiffMaxBytes(t *testing.T) {
+	s, _ := openAutoSession(t)
+	ctx := context.Background()
+	var a, b strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&a, "line %d\\n", i)
+		if i%10 == 0 {
+			fmt.Fprintf(&b, "changed %d\\n", i)
+		} else {
+			fmt.Fprintf(&b, "line %d\\n", i)
+		}
+	}
+	r := s.Handle(ctx, []byte(`{"op":"write","path":"output/big.md","content":"`+a.String()+`"}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	require.Contains(t, line(t, r), `"checkpointId":"cp_`)
+	cp := "1"
+	r = s.Handle(ctx, []byte(`{"op":"write","path":"output/big.md","content":"`+b.String()+`"}`))
+	require.True(t, r.OK, "%+v", r.Error)
+
+	r = s.Handle(ctx, []byte(`{"op":"diff","from":`+cp+`,"maxBytes":400}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	out := line(t, r)
+	assert.Contains(t, out, `"truncated":true`)
+	assert.Contains(t, out, `"omittedHunks":`)
+
+	r = s.Handle(ctx, []byte(`{"op":"diff","from":`+cp+`,"maxBytes":-1}`))
+	require.False(t, r.OK)
+	assert.Equal(t, "workspace.invalid_argument", string(r.Error.Code))
+}

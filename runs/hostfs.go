@@ -1,0 +1,256 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// hostTarget is a path below host/ of a live workspace whose profile
+// allows host paths: the run, the allowed path it falls in (fs nil for
+// host/ itself) and the path inside it.
+type hostTarget struct {
+	run   Run
+	hp    HostPath
+	fs    *vfs.HostFS
+	mount vfs.Path // host/<name>
+	rel   vfs.Path
+}
+
+// host routes p to an allowed host path. It reports false, reading
+// nothing, for a path outside host/; and false for a checkpoint view
+// (host directories are not versioned, so a checkpoint holds none) or a
+// run whose profile allows none, so such paths stay the stored tree's.
+// The caller closes the target. A name under host/ no profile entry has
+// fails with workspace.file_not_found.
+func (w *Workspace) host(ctx context.Context, op string, p vfs.Path) (*hostTarget, bool, error) {
+	if p.Top() != HostRoot || w.at != 0 {
+		return nil, false, nil
+	}
+	var run Run
+	err := w.s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		run, err = findRun(ctx, tx, w.runID)
+		return err
+	})
+	if err != nil {
+		return nil, true, err
+	}
+	if len(run.Profile.AllowPaths) == 0 {
+		return nil, false, nil
+	}
+	t := &hostTarget{run: run}
+	segs := p.Segments()
+	if len(segs) == 1 {
+		return t, true, nil
+	}
+	hp, ok := run.Profile.hostByName(segs[1])
+	if !ok {
+		return nil, true, wserr.New(wserr.FileNotFound, op, p.String(), "no allowed host path is named %q (host/ holds: %s)", segs[1], run.Profile.allowList())
+	}
+	t.hp, t.mount = hp, vfs.MustPath(HostRoot+"/"+hp.Name)
+	for _, s := range segs[2:] {
+		t.rel, _ = t.rel.Join(s)
+	}
+	if t.fs, err = vfs.OpenHost(hp.Path, hp.Writable); err != nil {
+		return nil, true, wserr.New(wserr.FileNotFound, op, p.String(), "allowed host path %s cannot be opened: %s", hp.Path, wserr.MessageOf(err))
+	}
+	return t, true, nil
+}
+
+func (t *hostTarget) close() {
+	if t.fs != nil {
+		t.fs.Close()
+	}
+}
+
+// info rebases a HostFS FileInfo to its workspace path.
+func (t *hostTarget) info(fi vfs.FileInfo) vfs.FileInfo {
+	fi.Path = joinPath(t.mount, fi.Path)
+	fi.Writable = fi.Writable && t.run.Status == Running && !fi.Path.Dir().IsRoot()
+	return fi
+}
+
+// err rebases a HostFS error's path to the workspace path.
+func (t *hostTarget) err(err error) error {
+	var e *wserr.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	if rel, perr := vfs.ParsePath(c.Path); perr == nil {
+		c.Path = joinPath(t.mount, rel).String()
+	} else if c.Path == "" || c.Path == "." {
+		c.Path = t.mount.String()
+	}
+	return &c
+}
+
+// dirs are the directories host/ and host/<name>, which exist only to
+// reach the allowed paths, to depth levels below root.
+func hostDirs(prof Profile, depth int) []vfs.FileInfo {
+	out := []vfs.FileInfo{{Path: vfs.MustPath(HostRoot), Kind: vfs.KindDir, Resource: vfs.ResourceHost}}
+	if depth != 1 {
+		for _, h := range prof.AllowPaths {
+			out = append(out, vfs.FileInfo{Path: vfs.MustPath(HostRoot + "/" + h.Name), Kind: vfs.KindDir, Resource: vfs.ResourceHost})
+		}
+	}
+	return out
+}
+
+func (t *hostTarget) stat(ctx context.Context) (vfs.FileInfo, error) {
+	if t.fs == nil {
+		return hostDirs(t.run.Profile, 1)[0], nil
+	}
+	fi, err := t.fs.Stat(ctx, t.rel)
+	if err != nil {
+		return vfs.FileInfo{}, t.err(err)
+	}
+	return t.info(fi), nil
+}
+
+func (t *hostTarget) read(ctx context.Context, opt vfs.ReadOptions) (vfs.ReadResult, error) {
+	if t.fs == nil {
+		return vfs.ReadResult{}, wserr.New(wserr.PathIsDirectory, "read", HostRoot, "is a directory; list it instead")
+	}
+	res, err := t.fs.Read(ctx, t.rel, opt)
+	if err != nil {
+		return vfs.ReadResult{}, t.err(err)
+	}
+	res.Info = t.info(res.Info)
+	return res, nil
+}
+
+// list lists a host directory. host/ lists the allowed paths (and, to
+// depth, what they hold).
+func (t *hostTarget) list(ctx context.Context, w *Workspace, depth int) ([]vfs.FileInfo, error) {
+	if t.fs == nil {
+		if depth <= 0 {
+			depth = 1
+		}
+		out := hostDirs(t.run.Profile, 2)[1:]
+		if depth > 1 {
+			var deeper []vfs.FileInfo
+			for _, d := range out {
+				ls, err := w.List(ctx, d.Path, depth-1)
+				if err != nil {
+					return nil, err
+				}
+				deeper = append(deeper, ls...)
+			}
+			out = append(out, deeper...)
+			sortInfos(out)
+		}
+		return out, nil
+	}
+	ls, err := t.fs.List(ctx, t.rel, depth)
+	if err != nil {
+		return nil, t.err(err)
+	}
+	for i := range ls {
+		ls[i] = t.info(ls[i])
+	}
+	return ls, nil
+}
+
+// checkWrite refuses a write to host/ itself, or by a run that is not
+// running, before the HostFS refuses what it must (a read-only path, the
+// mount's root, an escape).
+func (t *hostTarget) checkWrite(op string, p vfs.Path) error {
+	if t.fs == nil {
+		return wserr.New(wserr.PathNotWritable, op, p.String(), "host/ lists the allowed host paths; write below host/<name>/")
+	}
+	if t.run.Status != Running {
+		return wserr.New(wserr.InvalidState, op, p.String(), "run %s is %s, not running", t.run.ID, t.run.Status)
+	}
+	if !t.hp.Writable {
+		return wserr.New(wserr.PathNotWritable, op, p.String(), "the allowed host path %s is read-only for this run", t.hp.Path)
+	}
+	return nil
+}
+
+func (t *hostTarget) write(ctx context.Context, p vfs.Path, content []byte, opt vfs.WriteOptions) (vfs.FileInfo, error) {
+	if err := t.checkWrite("write", p); err != nil {
+		return vfs.FileInfo{}, err
+	}
+	fi, err := t.fs.Write(ctx, t.rel, content, opt)
+	if err != nil {
+		return vfs.FileInfo{}, t.err(err)
+	}
+	return t.info(fi), nil
+}
+
+// writeFrom reads r whole: a host file is written through a temporary
+// file renamed into place, not through the content store, so it has no
+// streamed path of its own.
+func (t *hostTarget) writeFrom(ctx context.Context, p vfs.Path, r io.Reader, opt vfs.WriteOptions) (vfs.FileInfo, error) {
+	if err := t.checkWrite("write", p); err != nil {
+		return vfs.FileInfo{}, err
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return vfs.FileInfo{}, err
+	}
+	return t.write(ctx, p, b, opt)
+}
+
+func (t *hostTarget) patch(ctx context.Context, p vfs.Path, old, new string, opt vfs.PatchOptions) (vfs.FileInfo, error) {
+	if err := t.checkWrite("patch", p); err != nil {
+		return vfs.FileInfo{}, err
+	}
+	fi, err := t.fs.Patch(ctx, t.rel, old, new, opt)
+	if err != nil {
+		return vfs.FileInfo{}, t.err(err)
+	}
+	return t.info(fi), nil
+}
+
+func (t *hostTarget) remove(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) {
+	if err := t.checkWrite("remove", p); err != nil {
+		return vfs.FileInfo{}, err
+	}
+	fi, err := t.fs.Stat(ctx, t.rel)
+	if err != nil {
+		return vfs.FileInfo{}, t.err(err)
+	}
+	if err := t.fs.Remove(ctx, t.rel); err != nil {
+		return vfs.FileInfo{}, t.err(err)
+	}
+	return t.info(fi), nil
+}
+
+func (t *hostTarget) search(ctx context.Context, query string, opt vfs.SearchOptions) ([]vfs.Hit, error) {
+	if t.fs == nil {
+		return nil, wserr.New(wserr.InvalidArgument, "search", HostRoot, "search below host/<name>/, one allowed host path at a time")
+	}
+	opt.Path = t.rel
+	hits, err := t.fs.Search(ctx, query, opt)
+	if err != nil {
+		return nil, t.err(err)
+	}
+	for i := range hits {
+		hits[i].Path = joinPath(t.mount, hits[i].Path)
+	}
+	return hits, nil
+}
+
+// HostPath maps an absolute host path to the workspace path the run
+// reaches it by (host/<name>/…), so a host that speaks in host paths
+// (seed 004) can address the workspace. It fails with run.not_found,
+// workspace.invalid_path for a relative path, and
+// workspace.path_not_allowed for a path in the system's temporary
+// directory or outside every allowed host path of the run's profile.
+// Symlinks are not resolved here: every access goes through os.Root,
+// which refuses those that lead out.
+func (s *Service) HostPath(ctx context.Context, runID, abs string) (vfs.Path, error) {
+	run, err := s.Run(ctx, runID)
+	if err != nil {
+		return vfs.Path{}, err
+	}
+	p, _, err := run.Profile.hostWorkspacePath("host path", abs)
+	return p, err
+}

@@ -1,0 +1,201 @@
+package runs
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// HostRoot is the top-level directory below which a run reaches its
+// profile's allowed host directories: host/<name>/… is the file … of the
+// host directory the profile names <name>. It is reserved in a profile
+// that allows host paths.
+const HostRoot = "host"
+
+// ArtifactRoot is the run's artifact space (seed 004's ArtifactDir): the
+// files commits assemble from, and the last fallback of PrimaryRoot.
+const ArtifactRoot = "output"
+
+// HostPath is one allowed host directory (seed 004 HostPaths). The store
+// only checks boundaries: every access goes through an os.Root of Path,
+// so no "..", absolute name or symlink reaches outside it; it never
+// creates, chmods, collects, checkpoints, exports or gc's anything there.
+// In JSON a HostPath is an object or, for a read-only one named after its
+// last element, just the path string.
+type HostPath struct {
+	// Path is the host directory, absolute; it must exist when the run is
+	// created (the store creates no host directory).
+	Path string `json:"path"`
+	// Name is the directory below host/ it appears as; default the last
+	// element of Path. Names are single path segments, unique per profile.
+	Name string `json:"name,omitempty"`
+	// Writable lets the run write and remove files through it (seed 004
+	// INV-IO-02: writes land only in the workspace or an allowed host
+	// path). Default read-only.
+	Writable bool `json:"writable,omitempty"`
+}
+
+// UnmarshalJSON accepts a HostPath object or a bare path string.
+func (h *HostPath) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '"' {
+		*h = HostPath{}
+		return json.Unmarshal(t, &h.Path)
+	}
+	type plain HostPath
+	return json.Unmarshal(b, (*plain)(h))
+}
+
+// PrimaryRoot is a run's active project (seed 004 PrimaryRoot), what a
+// host shows as the project the agent works in.
+type PrimaryRoot struct {
+	// Source says how it was chosen: "explicit" (Profile.PrimaryRoot),
+	// "allowPaths" (the first allowed host directory) or "artifact" (the
+	// run's output/).
+	Source string `json:"source"`
+	// Path is its workspace path: host/<name>/… or output/….
+	Path string `json:"path"`
+	// HostPath is the host directory it names, for a host path.
+	HostPath string `json:"hostPath,omitempty"`
+}
+
+// normalizeHost validates the host paths and the primary root: each
+// allowed path absolute, an existing directory, not the system's
+// temporary directory itself, with a unique valid name; host/ not a
+// stored root; the primary root inside AllowPaths or the artifact space.
+// It fails with workspace.invalid_argument, or workspace.path_not_allowed
+// for a path the Cell rules refuse.
+func (p Profile) normalizeHost() (Profile, error) {
+	const op = "profile"
+	if len(p.AllowPaths) > 0 && (slices.Contains(p.VisibleRoots, HostRoot) || slices.Contains(p.WritableRoots, HostRoot)) {
+		return p, wserr.New(wserr.InvalidArgument, op, HostRoot, "host/ holds the allowed host paths; it cannot also be a stored root")
+	}
+	p.AllowPaths = slices.Clone(p.AllowPaths)
+	names := map[string]bool{}
+	for i, h := range p.AllowPaths {
+		if !filepath.IsAbs(h.Path) {
+			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q is not absolute", h.Path)
+		}
+		h.Path = filepath.Clean(h.Path)
+		if h.Path == filepath.Clean(os.TempDir()) {
+			return p, wserr.New(wserr.PathNotAllowed, op, h.Path, "the system's temporary directory is not a place for a run's writes")
+		}
+		fi, err := os.Stat(h.Path)
+		switch {
+		case err != nil:
+			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q is not an existing directory (the store creates none): %v", h.Path, err)
+		case !fi.IsDir():
+			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q is not a directory", h.Path)
+		}
+		if h.Name == "" {
+			h.Name = filepath.Base(h.Path)
+		}
+		if _, err := vfs.Root().Join(h.Name); err != nil {
+			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "host path name %q is not a single path segment; name it with \"name\"", h.Name)
+		}
+		if names[h.Name] {
+			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "two allowed host paths are named %q; name one with \"name\"", h.Name)
+		}
+		names[h.Name] = true
+		p.AllowPaths[i] = h
+	}
+	if _, err := p.Primary(); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// Primary resolves the profile's primary root through seed 004's
+// fallback chain: PrimaryRoot if set, else the first allowed host path,
+// else the artifact space output/. An explicit one must lie within an
+// allowed host path (an absolute host path, or host/<name>/…) or within
+// output/; anything else fails with workspace.path_not_allowed.
+func (p Profile) Primary() (PrimaryRoot, error) {
+	switch {
+	case p.PrimaryRoot != "":
+	case len(p.AllowPaths) > 0:
+		h := p.AllowPaths[0]
+		return PrimaryRoot{Source: "allowPaths", Path: HostRoot + "/" + h.Name, HostPath: h.Path}, nil
+	default:
+		return PrimaryRoot{Source: "artifact", Path: ArtifactRoot}, nil
+	}
+	const op = "profile"
+	if filepath.IsAbs(p.PrimaryRoot) {
+		wp, _, err := p.hostWorkspacePath(op, p.PrimaryRoot)
+		if err != nil {
+			return PrimaryRoot{}, wserr.New(wserr.PathNotAllowed, op, p.PrimaryRoot, "primaryRoot must lie within allowPaths or output/: %s", wserr.MessageOf(err))
+		}
+		return PrimaryRoot{Source: "explicit", Path: wp.String(), HostPath: filepath.Clean(p.PrimaryRoot)}, nil
+	}
+	wp, err := vfs.ParsePath(p.PrimaryRoot)
+	if err != nil {
+		return PrimaryRoot{}, err
+	}
+	if wp.Top() == ArtifactRoot {
+		return PrimaryRoot{Source: "explicit", Path: wp.String()}, nil
+	}
+	if wp.Top() == HostRoot && len(wp.Segments()) >= 2 {
+		if h, ok := p.hostByName(wp.Segments()[1]); ok {
+			rel := strings.Join(wp.Segments()[2:], "/")
+			return PrimaryRoot{Source: "explicit", Path: wp.String(), HostPath: filepath.Join(h.Path, filepath.FromSlash(rel))}, nil
+		}
+	}
+	return PrimaryRoot{}, wserr.New(wserr.PathNotAllowed, op, p.PrimaryRoot, "primaryRoot must lie within allowPaths (%s) or the artifact space %s/", p.allowList(), ArtifactRoot)
+}
+
+func (p Profile) hostByName(name string) (HostPath, bool) {
+	for _, h := range p.AllowPaths {
+		if h.Name == name {
+			return h, true
+		}
+	}
+	return HostPath{}, false
+}
+
+func (p Profile) allowList() string {
+	if len(p.AllowPaths) == 0 {
+		return "none"
+	}
+	var s []string
+	for _, h := range p.AllowPaths {
+		s = append(s, h.Path)
+	}
+	return strings.Join(s, ", ")
+}
+
+// hostWorkspacePath maps the absolute host path abs to its workspace path
+// host/<name>/… under the allowed host path that holds it (lexically,
+// after cleaning; symlinks are os.Root's to refuse when the path is
+// used). It fails with workspace.path_not_allowed for a path in the
+// system's temporary directory or outside every allowed path, and with
+// workspace.invalid_path for a name no workspace path can hold.
+func (p Profile) hostWorkspacePath(op, abs string) (vfs.Path, HostPath, error) {
+	if !filepath.IsAbs(abs) {
+		return vfs.Path{}, HostPath{}, wserr.New(wserr.InvalidPath, op, abs, "a host path must be absolute")
+	}
+	abs = filepath.Clean(abs)
+	for _, h := range p.AllowPaths {
+		rel, err := filepath.Rel(h.Path, abs)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			continue
+		}
+		wp := vfs.MustPath(HostRoot + "/" + h.Name)
+		if rel != "." {
+			r, err := vfs.ParsePath(filepath.ToSlash(rel))
+			if err != nil {
+				return vfs.Path{}, HostPath{}, err
+			}
+			wp = joinPath(wp, r)
+		}
+		return wp, h, nil
+	}
+	if tmp := filepath.Clean(os.TempDir()); abs == tmp || strings.HasPrefix(abs, tmp+string(filepath.Separator)) {
+		return vfs.Path{}, HostPath{}, wserr.New(wserr.PathNotAllowed, op, abs, "%s is the system's temporary directory: writes land only in the workspace or an allowed host path (%s)", tmp, p.allowList())
+	}
+	return vfs.Path{}, HostPath{}, wserr.New(wserr.PathNotAllowed, op, abs, "outside every allowed host path (%s)", p.allowList())
+}

@@ -1,0 +1,278 @@
+package runs_test
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// hostEnv is a run whose profile allows one writable host directory
+// (proj) and one read-only one (docs), next to a directory outside both.
+type hostEnv struct {
+	*lifecycleEnv
+	proj, docs, outside string
+	run                 runs.Run
+}
+
+func newHostEnv(t *testing.T) *hostEnv {
+	t.Helper()
+	base := t.TempDir()
+	h := &hostEnv{lifecycleEnv: newLifecycleEnv(t),
+		proj: filepath.Join(base, "proj"), docs: filepath.Join(base, "docs"), outside: filepath.Join(base, "outside")}
+	for _, d := range []string{h.proj, h.docs, h.outside} {
+		require.NoError(t, os.Mkdir(d, 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(h.proj, "main.go"), []byte("package main\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(h.docs, "readme.md"), []byte("docs\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(h.outside, "secret.txt"), []byte("secret\n"), 0o644))
+	require.NoError(t, os.Symlink(h.outside, filepath.Join(h.proj, "escape")))
+	prof := runs.DefaultProfile()
+	prof.AllowPaths = []runs.HostPath{{Path: h.proj, Writable: true}, {Path: h.docs}}
+	h.run = h.create("host-chat", runs.CreateRequest{Profile: &prof})
+	return h
+}
+
+func (h *hostEnv) ws() *runs.Workspace { return h.svc.Workspace(h.run.ID, runs.ModelScope) }
+
+// snapshot lists every name below dir with its mode and content, to prove
+// a refused operation changed nothing there.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		require.NoError(t, err)
+		fi, err := os.Lstat(p)
+		require.NoError(t, err)
+		v := fi.Mode().String()
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			v += " " + string(b)
+		}
+		out[p] = v
+		return nil
+	}))
+	return out
+}
+
+func TestHostPathReadWrite(t *testing.T) {
+	h := newHostEnv(t)
+	ws := h.ws()
+
+	assert.Equal(t, "package main\n", h.read(ws, "host/proj/main.go"))
+	fi, err := ws.Write(h.ctx, vfs.MustPath("host/proj/main.go"), []byte("package main // edited\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, vfs.ResourceHost, fi.Resource)
+	assert.Equal(t, "host/proj/main.go", fi.Path.String())
+	b, err := os.ReadFile(filepath.Join(h.proj, "main.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "package main // edited\n", string(b), "the write landed on the host")
+	st, err := os.Stat(filepath.Join(h.proj, "main.go"))
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o600), st.Mode().Perm(), "no mode is changed")
+
+	_, err = ws.Patch(h.ctx, vfs.MustPath("host/proj/main.go"), "edited", "patched", vfs.PatchOptions{})
+	require.NoError(t, err)
+	_, err = ws.Write(h.ctx, vfs.MustPath("host/proj/new.md"), []byte("new\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	_, err = ws.Delete(h.ctx, vfs.MustPath("host/proj/new.md"))
+	require.NoError(t, err)
+	assert.NoFileExists(t, filepath.Join(h.proj, "new.md"))
+
+	t.Run("Listing", func(t *testing.T) {
+		ls, err := ws.List(h.ctx, vfs.Root(), 2)
+		require.NoError(t, err)
+		var paths []string
+		for _, fi := range ls {
+			if fi.Path.Top() == runs.HostRoot {
+				paths = append(paths, fi.Path.String())
+			}
+		}
+		assert.Equal(t, []string{"host", "host/docs", "host/proj"}, paths, "the root shows the way to the host paths, not what they hold")
+		ls, err = ws.List(h.ctx, vfs.MustPath("host/proj"), 1)
+		require.NoError(t, err)
+		var names []string
+		for _, fi := range ls {
+			names = append(names, fi.Path.String())
+		}
+		assert.Contains(t, names, "host/proj/main.go")
+	})
+	t.Run("ErrReadOnlyPath", func(t *testing.T) {
+		before := snapshot(t, h.docs)
+		_, err := ws.Write(h.ctx, vfs.MustPath("host/docs/readme.md"), []byte("x"), vfs.WriteOptions{})
+		assert.True(t, wserr.Is(err, wserr.PathNotWritable), "%v", err)
+		assert.Equal(t, before, snapshot(t, h.docs))
+	})
+	t.Run("ErrUnknownName", func(t *testing.T) {
+		_, err := ws.Stat(h.ctx, vfs.MustPath("host/nope/x"))
+		assert.True(t, wserr.Is(err, wserr.FileNotFound), "%v", err)
+	})
+	t.Run("NeverCheckpointed", func(t *testing.T) {
+		cp, err := h.svc.Checkpoint(h.ctx, h.run.ID, "test")
+		require.NoError(t, err)
+		_, err = h.svc.WorkspaceAt(h.run.ID, cp.Seq, runs.HostScope).Stat(h.ctx, vfs.MustPath("host/proj/main.go"))
+		assert.True(t, wserr.Is(err, wserr.FileNotFound), "a checkpoint holds no host file: %v", err)
+	})
+}
+
+// TestHostPathEscapesRefused: a symlink leading out of an allowed path,
+// or a ".." or absolute path aimed outside, is refused and nothing
+// outside changes.
+func TestHostPathEscapesRefused(t *testing.T) {
+	h := newHostEnv(t)
+	ws := h.ws()
+	outside := snapshot(t, h.outside)
+
+	_, err := ws.Write(h.ctx, vfs.MustPath("host/proj/escape/secret.txt"), []byte("pwned"), vfs.WriteOptions{})
+	assert.True(t, wserr.Is(err, wserr.InvalidPath), "%v", err)
+	_, err = ws.Write(h.ctx, vfs.MustPath("host/proj/escape/new.txt"), []byte("pwned"), vfs.WriteOptions{})
+	assert.True(t, wserr.Is(err, wserr.InvalidPath), "%v", err)
+	_, err = ws.Read(h.ctx, vfs.MustPath("host/proj/escape/secret.txt"), vfs.ReadOptions{})
+	assert.True(t, wserr.Is(err, wserr.InvalidPath), "%v", err)
+	err = ws.Remove(h.ctx, vfs.MustPath("host/proj/escape/secret.txt"))
+	assert.Error(t, err)
+
+	_, err = vfs.ParsePath("host/proj/../../outside/secret.txt")
+	assert.True(t, wserr.Is(err, wserr.InvalidPath), "a workspace path cannot hold ..: %v", err)
+	_, err = h.svc.HostPath(h.ctx, h.run.ID, filepath.Join(h.proj, "..", "outside", "secret.txt"))
+	assert.True(t, wserr.Is(err, wserr.PathNotAllowed), "%v", err)
+
+	assert.Equal(t, outside, snapshot(t, h.outside), "nothing outside changed")
+}
+
+// TestHostPathCreatesNoDirectory: neither a run's creation nor a write
+// makes a host directory.
+func TestHostPathCreatesNoDirectory(t *testing.T) {
+	h := newHostEnv(t)
+	_, err := h.ws().Write(h.ctx, vfs.MustPath("host/proj/newdir/file.md"), []byte("x"), vfs.WriteOptions{})
+	assert.True(t, wserr.Is(err, wserr.FileNotFound), "%v", err)
+	assert.NoDirExists(t, filepath.Join(h.proj, "newdir"))
+
+	missing := filepath.Join(t.TempDir(), "missing", "deeper")
+	prof := runs.DefaultProfile()
+	prof.AllowPaths = []runs.HostPath{{Path: missing, Writable: true}}
+	_, err = h.svc.CreateRun(h.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "m"}, Profile: &prof})
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+	assert.NoDirExists(t, filepath.Dir(missing), "a run naming a missing host path creates nothing")
+}
+
+func TestHostPathAfterRunEnds(t *testing.T) {
+	h := newHostEnv(t)
+	h.write(h.run.ID, "scratch/tmp.md", "x")
+	before := snapshot(t, h.proj)
+	_, err := h.svc.Finish(h.ctx, h.run.ID)
+	require.NoError(t, err)
+	assert.Equal(t, before, snapshot(t, h.proj), "collecting scratch never touches a host path")
+	_, err = h.ws().Write(h.ctx, vfs.MustPath("host/proj/main.go"), []byte("late"), vfs.WriteOptions{})
+	assert.True(t, wserr.Is(err, wserr.InvalidState), "%v", err)
+	assert.Equal(t, before, snapshot(t, h.proj))
+}
+
+func TestHostPathResolve(t *testing.T) {
+	h := newHostEnv(t)
+	p, err := h.svc.HostPath(h.ctx, h.run.ID, filepath.Join(h.proj, "cmd", "x.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "host/proj/cmd/x.go", p.String())
+	p, err = h.svc.HostPath(h.ctx, h.run.ID, h.docs)
+	require.NoError(t, err)
+	assert.Equal(t, "host/docs", p.String())
+
+	for name, abs := range map[string]string{
+		"ErrTmp":     filepath.Join(os.TempDir(), "elsewhere.txt"),
+		"ErrOutside": h.outside,
+		"ErrSibling": h.proj + "-other/x",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := h.svc.HostPath(h.ctx, h.run.ID, abs)
+			assert.True(t, wserr.Is(err, wserr.PathNotAllowed), "%v", err)
+		})
+	}
+	_, err = h.svc.HostPath(h.ctx, h.run.ID, "relative/x")
+	assert.True(t, wserr.Is(err, wserr.InvalidPath), "%v", err)
+}
+
+func TestHostPathProfileValidation(t *testing.T) {
+	e := newLifecycleEnv(t)
+	dir := t.TempDir()
+	other := filepath.Join(t.TempDir(), filepath.Base(dir))
+	require.NoError(t, os.Mkdir(other, 0o755))
+	file := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	cases := map[string]struct {
+		mutate func(p *runs.Profile)
+		code   wserr.Code
+	}{
+		"ErrRelative": {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: "rel/dir"}} }, wserr.InvalidArgument},
+		"ErrFile":     {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: file}} }, wserr.InvalidArgument},
+		"ErrTempDir":  {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: os.TempDir()}} }, wserr.PathNotAllowed},
+		"ErrSameName": {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir}, {Path: other}} }, wserr.InvalidArgument},
+		"ErrBadName":  {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir, Name: "a/b"}} }, wserr.InvalidArgument},
+		"ErrHostAsRoot": {func(p *runs.Profile) {
+			p.AllowPaths = []runs.HostPath{{Path: dir}}
+			p.VisibleRoots = append(p.VisibleRoots, "host")
+		}, wserr.InvalidArgument},
+		"ErrPrimaryOut":   {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir}}; p.PrimaryRoot = other }, wserr.PathNotAllowed},
+		"ErrPrimaryPlan":  {func(p *runs.Profile) { p.PrimaryRoot = "plan/x" }, wserr.PathNotAllowed},
+		"ErrPrimaryHost":  {func(p *runs.Profile) { p.PrimaryRoot = "host/nope" }, wserr.PathNotAllowed},
+		"ErrPrimaryTmp":   {func(p *runs.Profile) { p.PrimaryRoot = os.TempDir() }, wserr.PathNotAllowed},
+		"OKNamedTwice":    {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir}, {Path: other, Name: "other"}} }, ""},
+		"OKPrimaryOutput": {func(p *runs.Profile) { p.PrimaryRoot = "output/site" }, ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			prof := runs.DefaultProfile()
+			tc.mutate(&prof)
+			_, err := e.svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: name}, Profile: &prof})
+			if tc.code == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.True(t, wserr.Is(err, tc.code), "%v", err)
+		})
+	}
+}
+
+// TestPrimaryRoot: seed 004's fallback chain, explicit, then
+// allowPaths[0], then the artifact space, as the run reports it.
+func TestPrimaryRoot(t *testing.T) {
+	e := newLifecycleEnv(t)
+	proj, docs := t.TempDir(), t.TempDir()
+	sub := filepath.Join(proj, "app")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	for name, tc := range map[string]struct {
+		allow   []runs.HostPath
+		primary string
+		want    runs.PrimaryRoot
+	}{
+		"Artifact":       {nil, "", runs.PrimaryRoot{Source: "artifact", Path: "output"}},
+		"FirstAllowPath": {[]runs.HostPath{{Path: docs, Name: "docs"}, {Path: proj, Name: "proj"}}, "", runs.PrimaryRoot{Source: "allowPaths", Path: "host/docs", HostPath: docs}},
+		"ExplicitHost":   {[]runs.HostPath{{Path: docs, Name: "docs"}, {Path: proj, Name: "proj"}}, sub, runs.PrimaryRoot{Source: "explicit", Path: "host/proj/app", HostPath: sub}},
+		"ExplicitByName": {[]runs.HostPath{{Path: proj, Name: "proj"}}, "host/proj/app", runs.PrimaryRoot{Source: "explicit", Path: "host/proj/app", HostPath: sub}},
+		"ExplicitOutput": {[]runs.HostPath{{Path: proj, Name: "proj"}}, "output/site", runs.PrimaryRoot{Source: "explicit", Path: "output/site"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			prof := runs.DefaultProfile()
+			prof.AllowPaths, prof.PrimaryRoot = tc.allow, tc.primary
+			r := e.create(name, runs.CreateRequest{Profile: &prof})
+			assert.Equal(t, tc.want, r.PrimaryRoot)
+			again, err := e.svc.Run(e.ctx, r.ID)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, again.PrimaryRoot, "stored with the run")
+		})
+	}
+}
+
+func TestHostPathJSON(t *testing.T) {
+	var p runs.Profile
+	require.NoError(t, json.Unmarshal([]byte(`{"allowPaths": ["/a/b", {"path": "/c", "name": "see", "writable": true}]}`), &p))
+	assert.Equal(t, []runs.HostPath{{Path: "/a/b"}, {Path: "/c", Name: "see", Writable: true}}, p.AllowPaths)
+}
