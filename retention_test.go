@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
@@ -281,5 +282,83 @@ func TestStoreStaysUnderCapAndShrinks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, after-empty, (file-empty)/2, "the file shrinks after pruning (%d -> %d bytes, %d empty)", file, after, empty)
 	t.Logf("peak stored %d bytes; file %d -> %d bytes", peak, file, after)
+	storetest.RequireSound(t, e.s)
+}
+
+// TestCheckpointByteCapAfterRollback: a run that writes, rolls back and
+// writes again keeps what each abandoned branch wrote in its checkpoints;
+// the byte cap counts it, so such a run stays within its cap too, and the
+// checkpoints it prunes hand their parents to their children.
+func TestCheckpointByteCapAfterRollback(t *testing.T) {
+	e := newRetEnv(t, wsstore.Options{})
+	const limit = 3000
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxCheckpointBytesPerRun: ptr(int64(limit))}))
+	r := e.run("c", "run_1", nil)
+	random := func(seed uint64) string {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		b := make([]byte, 600)
+		for j := range b {
+			b[j] = byte('a' + rng.IntN(26))
+		}
+		return string(b)
+	}
+	require.NoError(t, e.write(r.ID, "output/base.md", "base"))
+	cps, err := e.s.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	target := cps[len(cps)-1].Seq
+	const branches = 30
+	for i := range branches {
+		// Each branch writes a new file, then goes back and checkpoints
+		// there: the file lives on only in the branch's checkpoint.
+		require.NoError(t, e.write(r.ID, fmt.Sprintf("output/branch%02d.md", i), random(uint64(i))))
+		_, err = e.s.Runs.Rollback(e.ctx, r.ID, target, runs.RollbackOptions{})
+		require.NoError(t, err)
+		cp, err := e.s.Runs.Checkpoint(e.ctx, r.ID, "back")
+		require.NoError(t, err)
+		target = cp.Seq
+	}
+	ret, err := e.s.Checkpoints.Retained(e.ctx, nil, r.ID)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, ret, int64(limit))
+
+	// What the remaining checkpoints really hold beyond the live tree:
+	// the branch files, at their stored size. Retained never counts less.
+	head, err := e.s.Runs.Run(e.ctx, r.ID)
+	require.NoError(t, err)
+	files := func(root cas.Hash) []vfs.Listed {
+		ls, err := e.s.Trees.List(e.ctx, nil, root, vfs.MustPath("output"), 0)
+		require.NoError(t, err)
+		return ls
+	}
+	live := map[cas.Hash]bool{}
+	for _, f := range files(head.Root) {
+		live[f.Hash] = true
+	}
+	cps, err = e.s.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	held := map[cas.Hash]bool{}
+	ids := map[string]bool{}
+	for _, c := range cps {
+		ids[c.ID] = true
+		for _, f := range files(c.Root) {
+			if !live[f.Hash] {
+				held[f.Hash] = true
+			}
+		}
+	}
+	var heldBytes int64
+	for h := range held {
+		info, err := e.s.Blobs.Stat(e.ctx, h)
+		require.NoError(t, err)
+		heldBytes += info.Stored
+	}
+	assert.LessOrEqual(t, heldBytes, ret, "Retained is an upper bound of what the checkpoints hold")
+	assert.Less(t, len(held), branches, "abandoned branches count against the cap: not every branch is kept")
+	assert.NotEmpty(t, held, "the newest branches are still there")
+	for _, c := range cps {
+		if c.Parent != "" {
+			assert.True(t, ids[c.Parent], "%s names parent %s, which was pruned", c.ID, c.Parent)
+		}
+	}
 	storetest.RequireSound(t, e.s)
 }

@@ -22,7 +22,7 @@ import (
 // is above the store's 4 MiB inline limit, so it is chunked.
 var tinyScale = Scale{ChatRounds: 10, ChatPromptBytes: 8 << 10, ChatWorldBytes: 16 << 10,
 	ProjectFiles: 40, ProjectDirs: 4, ProjectBinaries: 1, ProjectBinBytes: 64 << 10, ProjectSteps: 6,
-	LargeBytes: 6 << 20, LargeSteps: 3}
+	LargeBytes: 6 << 20, LargeSteps: 3, RetentionRuns: 30, RetentionChats: 3, RetentionRounds: 2}
 
 // testSystems are the systems to run: git only where it is installed.
 func testSystems(t *testing.T) []string {
@@ -229,4 +229,36 @@ func TestFmtBytes(t *testing.T) {
 	} {
 		assert.Equal(t, want, fmtBytes(n), "%d", n)
 	}
+}
+
+// TestRetentionWorkload runs the retention workload at a tiny scale: on
+// wsstore both stores replay every run and verify the runs they kept, the
+// policy store keeps fewer runs and less than the store that keeps
+// everything, and the report carries both; the baselines are skipped.
+func TestRetentionWorkload(t *testing.T) {
+	res, err := runCase(context.Background(), caseConfig{Workload: retentionWorkload, System: "wsstore", Dir: t.TempDir(), Seed: 7, Scale: tinyScale})
+	require.NoError(t, err)
+	require.True(t, res.Verified)
+	require.Len(t, res.Retention, 2)
+	none, pol := res.Retention[0], res.Retention[1]
+	assert.Equal(t, "no policy", none.Variant)
+	assert.Equal(t, tinyScale.RetentionRuns, none.Runs)
+	assert.Equal(t, tinyScale.RetentionRuns, none.RunsKept, "nothing is deleted without a policy")
+	assert.Zero(t, none.Deletions)
+	assert.Equal(t, tinyScale.RetentionRuns, pol.Runs)
+	assert.LessOrEqual(t, pol.RunsKept, tinyScale.RetentionChats*(3+1), "keepCompletedRuns 3 and keepFailedRuns 1 per chat")
+	assert.Positive(t, pol.Deletions)
+	assert.Positive(t, pol.BytesFreed)
+	assert.Less(t, pol.StoredBytes, none.StoredBytes)
+
+	skipped, err := runCase(context.Background(), caseConfig{Workload: retentionWorkload, System: "dircopy", Dir: t.TempDir(), Seed: 7, Scale: tinyScale})
+	require.NoError(t, err)
+	assert.NotEmpty(t, skipped.Skipped)
+
+	rep := buildReport("test", 7, tinyScale, []Result{res, skipped})
+	var md bytes.Buffer
+	writeMarkdown(&md, rep)
+	assert.Contains(t, md.String(), "## retention")
+	assert.Contains(t, md.String(), "| wsstore | policy | 30 |")
+	assert.Contains(t, md.String(), "stored bytes with the retention policy vs without (retention)")
 }

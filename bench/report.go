@@ -63,6 +63,9 @@ type Result struct {
 	// ElapsedNs is the whole case, generation and verification included.
 	ElapsedNs int64    `json:"elapsed_ns"`
 	Notes     []string `json:"notes,omitempty"`
+	// Retention holds the retention workload's stores, without and with
+	// the policy.
+	Retention []RetentionResult `json:"retention,omitempty"`
 }
 
 func (r Result) ok() bool { return r.Skipped == "" && r.Error == "" }
@@ -231,6 +234,9 @@ func buildReport(mode string, seed uint64, sc Scale, results []Result) Report {
 		}
 	}
 	for _, w := range workloadNames {
+		if w == retentionWorkload {
+			continue // wsstore only: its target compares its two stores
+		}
 		ws, ok := find(w, "wsstore")
 		name, goal := "bytes on disk vs dircopy ("+w+")", "wsstore at most 1/100 of the directory copy"
 		if d, ok2 := find(w, "dircopy"); ok && ok2 {
@@ -249,6 +255,7 @@ func buildReport(mode string, seed uint64, sc Scale, results []Result) Report {
 			rep.Targets = append(rep.Targets, na(name, goal))
 		}
 	}
+	rep.Targets = append(rep.Targets, retentionTarget(find))
 	// The delta storage issue's goals: the store as it lives (before its
 	// own gc) against git's repository and checkout after `git gc`.
 	for _, d := range []struct {
@@ -365,6 +372,10 @@ func writeMarkdown(w io.Writer, rep Report) {
 			}
 		}
 		if len(rs) == 0 {
+			continue
+		}
+		if wname == retentionWorkload {
+			writeRetentionMarkdown(w, rep.Workloads[wname], rs)
 			continue
 		}
 		fmt.Fprintf(w, "## %s\n\n%s.\n\n", wname, rep.Workloads[wname])

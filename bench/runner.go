@@ -84,6 +84,9 @@ const (
 // Only the system's own calls are timed; generating ops and expected
 // hashes is not.
 func runCase(ctx context.Context, cfg caseConfig) (Result, error) {
+	if cfg.Workload == retentionWorkload {
+		return runRetention(ctx, cfg)
+	}
 	start := time.Now()
 	res := Result{Workload: cfg.Workload, System: cfg.System}
 	wl, err := newWorkload(cfg.Workload, cfg.Seed, cfg.Scale)

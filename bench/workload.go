@@ -163,16 +163,19 @@ type Scale struct {
 	ProjectSteps    int   `json:"project_steps"`
 	LargeBytes      int64 `json:"large_bytes"`
 	LargeSteps      int   `json:"large_steps"`
+	RetentionRuns   int   `json:"retention_runs"`
+	RetentionChats  int   `json:"retention_chats"`
+	RetentionRounds int   `json:"retention_rounds"`
 }
 
 // FullScale is the scale the issue fixes; QuickScale is for smoke runs.
 var (
 	FullScale = Scale{ChatRounds: 300, ChatPromptBytes: 150 << 10, ChatWorldBytes: 300 << 10,
 		ProjectFiles: 5000, ProjectDirs: 250, ProjectBinaries: 4, ProjectBinBytes: 1 << 20, ProjectSteps: 100,
-		LargeBytes: 256 << 20, LargeSteps: 20}
+		LargeBytes: 256 << 20, LargeSteps: 20, RetentionRuns: 200, RetentionChats: 20, RetentionRounds: 6}
 	QuickScale = Scale{ChatRounds: 60, ChatPromptBytes: 150 << 10, ChatWorldBytes: 300 << 10,
 		ProjectFiles: 500, ProjectDirs: 25, ProjectBinaries: 4, ProjectBinBytes: 1 << 20, ProjectSteps: 20,
-		LargeBytes: 16 << 20, LargeSteps: 5}
+		LargeBytes: 16 << 20, LargeSteps: 5, RetentionRuns: 200, RetentionChats: 20, RetentionRounds: 3}
 )
 
 // Workload is a named, deterministic sequence of ops.
@@ -185,7 +188,7 @@ type Workload struct {
 	Gen func(emit func(Op) error) error
 }
 
-var workloadNames = []string{"chat", "project", "large"}
+var workloadNames = []string{"chat", "project", "large", retentionWorkload}
 
 // newWorkload returns the named workload.
 func newWorkload(name string, seed uint64, sc Scale) (Workload, error) {
@@ -205,6 +208,9 @@ func newWorkload(name string, seed uint64, sc Scale) (Workload, error) {
 			Desc: fmt.Sprintf("one %s text file, then %d checkpoints after a few small in-place edits each (and an occasional insertion), plus the initial checkpoint",
 				fmtBytes(sc.LargeBytes), sc.LargeSteps),
 			Gen: func(emit func(Op) error) error { return largeOps(seed, sc, emit) }}, nil
+	case retentionWorkload:
+		return Workload{Name: name, Desc: retentionDesc(sc),
+			Gen: func(emit func(Op) error) error { return retentionOps(seed, sc, emit) }}, nil
 	}
 	return Workload{}, fmt.Errorf("unknown workload %q (want one of %s)", name, strings.Join(workloadNames, ", "))
 }

@@ -12,36 +12,43 @@ import (
 )
 
 // The byte cap reads a run's oldest and newest checkpoint and deletes one
-// row at a time, each through the primary key (run_id, seq): its cost is
-// the checkpoints it deletes, not how many the run holds. A test holds
-// them to that with EXPLAIN QUERY PLAN.
+// row at a time through the primary key (run_id, seq), handing the
+// deleted row's parent to its children through the index on (run_id,
+// parent_seq): its cost is the checkpoints it deletes, not how many the
+// run holds. A test holds them to that with EXPLAIN QUERY PLAN.
 const (
-	newestSQL = `SELECT seq, cum_dead FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1`
-	oldestSQL = `SELECT seq, cum_dead FROM checkpoints WHERE run_id = ? ORDER BY seq LIMIT 1`
-	parentSQL = `SELECT root FROM checkpoints WHERE run_id = ? AND seq = ?`
+	newestSQL = `SELECT seq, cum_dead, parent_seq FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1`
+	oldestSQL = `SELECT seq, cum_dead, parent_seq FROM checkpoints WHERE run_id = ? ORDER BY seq LIMIT 1`
+	nextSQL   = `SELECT seq, cum_dead, parent_seq FROM checkpoints WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT 1`
+	lastSQL   = `SELECT seq, cum_dead, root FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1`
 )
 
-// deadBytes returns the stored bytes of the file versions that checkpoint
-// parent's tree holds and root does not (the old side of every change
-// from one to the other, unless the same content is still in root): what
-// deleting the parent, once everything older is gone, gives back. A
-// parent that is 0 or gone counts nothing.
-func (s *Store) deadBytes(ctx context.Context, tx *index.Tx, runID string, parent int64, root cas.Hash) (int64, error) {
-	if parent <= 0 {
+// deadBytes returns the stored bytes of the file versions that prev, the
+// root of the run's newest checkpoint before this one, holds and root
+// does not (the old side of every change from one to the other, unless
+// the same content is still in root). The step is taken from the newest
+// checkpoint by seq, not from the parent: after a rollback, the versions
+// the abandoned branch wrote are in the newest checkpoint and not in the
+// new one, and they count here; diffing against the parent would never
+// count them, and a run that rolls back again and again would keep ever
+// more than its cap. A zero prev (the run's first checkpoint) counts
+// nothing.
+//
+// The sum of these over the run (Retained) is what the byte cap holds. It
+// never counts less than pruning every checkpoint but the newest would
+// give back of file contents, and counts more in exactly these cases: a
+// version that leaves the workspace and comes back (a rollback, or a file
+// restored to an earlier content) counts each time it leaves; a version
+// another root also reaches (another run or chat, a commit, a persist
+// layer, a pinned checkpoint: content is stored once) counts though
+// pruning frees nothing of it. Tree rows are not counted.
+// Erring high means the cap prunes early, never that a run keeps more
+// than its cap of file content.
+func (s *Store) deadBytes(ctx context.Context, tx *index.Tx, prev, root cas.Hash) (int64, error) {
+	if prev.IsZero() || prev == root {
 		return 0, nil
 	}
-	var proot cas.Hash
-	err := tx.GetContext(ctx, &proot, parentSQL, runID, parent)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, index.Translate(err)
-	}
-	if proot == root {
-		return 0, nil
-	}
-	changes, err := s.trees.Diff(ctx, tx, proot, root)
+	changes, err := s.trees.Diff(ctx, tx, prev, root)
 	if err != nil {
 		return 0, err
 	}
@@ -90,8 +97,9 @@ func (s *Store) Retained(ctx context.Context, tx *index.Tx, runID string) (int64
 }
 
 type edge struct {
-	Seq int64 `db:"seq"`
-	Cum int64 `db:"cum_dead"`
+	Seq    int64 `db:"seq"`
+	Cum    int64 `db:"cum_dead"`
+	Parent int64 `db:"parent_seq"`
 }
 
 func ends(ctx context.Context, tx *index.Tx, runID string) (oldest, newest edge, ok bool, err error) {
@@ -123,7 +131,7 @@ func retained(ctx context.Context, tx *index.Tx, runID string) (int64, error) {
 // cap rather than lose it, or lose history out of order. Each deletion
 // costs a few row reads through the primary key, so a checkpoint pays for
 // what it prunes, not for the run's history. The children of a deleted
-// checkpoint keep its seq as their parent, which then reads as pruned.
+// checkpoint take its parent as theirs, as with Prune.
 //
 // It returns the seqs deleted, oldest first, and the bytes their deletion
 // gives back by the measure of Retained; nil and 0, with no event, when
@@ -160,10 +168,13 @@ func (s *Store) PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxB
 			break
 		}
 		var next edge
-		if err := tx.GetContext(ctx, &next, `SELECT seq, cum_dead FROM checkpoints WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT 1`, runID, o.Seq); err != nil {
+		if err := tx.GetContext(ctx, &next, nextSQL, runID, o.Seq); err != nil {
 			return nil, 0, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
 		}
 		if _, err := tx.ExecContext(ctx, deleteSQL, runID, o.Seq); err != nil {
+			return nil, 0, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
+		}
+		if _, err := tx.ExecContext(ctx, relinkSQL, o.Parent, runID, o.Seq); err != nil {
 			return nil, 0, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
 		}
 		pruned = append(pruned, o.Seq)

@@ -17,15 +17,17 @@ import (
 // ignored.
 type Pinned func(ctx context.Context, tx *index.Tx, runID string) ([]int64, error)
 
-// The queries of Prune go through the primary key (run_id, seq): the count
-// and the read of the run's rows visit only that run's rows, which the cap
-// keeps at its size (plus pins and the one just created), and each delete
-// touches one row. A test holds them to that with EXPLAIN QUERY PLAN.
+// The queries of Prune go through the primary key (run_id, seq) or the
+// index on (run_id, parent_seq): the count and the read of the run's rows
+// visit only that run's rows, which the cap keeps at its size (plus pins
+// and the one just created), each delete touches one row, and each relink
+// the deleted row's children. A test holds them to that with EXPLAIN
+// QUERY PLAN.
 const (
 	countSQL  = `SELECT count(*) FROM checkpoints WHERE run_id = ?`
 	rowsSQL   = `SELECT seq, parent_seq FROM checkpoints WHERE run_id = ? ORDER BY seq`
 	deleteSQL = `DELETE FROM checkpoints WHERE run_id = ? AND seq = ?`
-	relinkSQL = `UPDATE checkpoints SET parent_seq = ? WHERE run_id = ? AND parent_seq = ?`
+	relinkSQL = `UPDATE checkpoints INDEXED BY checkpoints_parent SET parent_seq = ? WHERE run_id = ? AND parent_seq = ?`
 )
 
 // Prune deletes the run's oldest checkpoints, in tx, until it holds at

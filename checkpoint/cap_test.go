@@ -193,9 +193,60 @@ func TestPruneQueriesUseThePrimaryKey(t *testing.T) {
 			}))
 			require.NotEmpty(t, plan)
 			for _, p := range plan {
-				assert.Contains(t, p.Detail, "USING PRIMARY KEY (run_id=?", "%s", q)
+				switch name {
+				case "relink":
+					assert.Contains(t, p.Detail, "USING INDEX checkpoints_parent (run_id=? AND parent_seq=?)", "%s", q)
+				case "count":
+					assert.Regexp(t, `USING (PRIMARY KEY|COVERING INDEX checkpoints_parent) \(run_id=\?`, p.Detail, "%s", q)
+				default:
+					assert.Contains(t, p.Detail, "USING PRIMARY KEY (run_id=?", "%s", q)
+				}
 				assert.False(t, strings.HasPrefix(p.Detail, "SCAN"), "%s: %s", q, p.Detail)
 				assert.NotContains(t, p.Detail, "TEMP B-TREE", "%s sorts in key order", q)
+			}
+		})
+	}
+}
+
+// TestPruneBytesQueriesUseTheKeys: every statement of the byte cap, in
+// PruneBytes and in Create's measure, searches the checkpoints table by
+// the primary key or, for handing a deleted row's parent to its children,
+// by the (run_id, parent_seq) index: it reads the rows it names, never the
+// run's history, which the byte cap does not bound.
+func TestPruneBytesQueriesUseTheKeys(t *testing.T) {
+	e := newCapEnv(t)
+	e.take("run_a", 5)
+	e.take("run_b", 5)
+	args := map[string][]any{"newest": {"run_a"}, "oldest": {"run_a"}, "next": {"run_a", 1}, "last": {"run_a"},
+		"delete": {"run_a", 1}, "relink": {0, "run_a", 1}}
+	for name, q := range checkpoint.PruneBytesQueries {
+		t.Run(name, func(t *testing.T) {
+			var details []string
+			require.NoError(t, e.db.View(e.ctx, func(tx *index.Tx) error {
+				rows, err := tx.QueryxContext(e.ctx, `EXPLAIN QUERY PLAN `+q, args[name]...)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					var id, parent, notUsed int
+					var detail string
+					if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+						return err
+					}
+					details = append(details, detail)
+				}
+				return rows.Err()
+			}))
+			require.NotEmpty(t, details)
+			for _, d := range details {
+				if name == "relink" {
+					assert.Contains(t, d, "USING INDEX checkpoints_parent (run_id=? AND parent_seq=?)", "%s", q)
+				} else {
+					assert.Contains(t, d, "USING PRIMARY KEY (run_id=?", "%s", q)
+				}
+				assert.False(t, strings.HasPrefix(d, "SCAN"), "%s: %s", q, d)
+				assert.NotContains(t, d, "TEMP B-TREE", "%s sorts in key order", q)
 			}
 		})
 	}

@@ -83,8 +83,8 @@ const cols = `run_id, seq, root, parent_seq, reason, event_seq, created_at`
 // Create records root as the run's next checkpoint, descending from
 // checkpoint parent (0: none), and appends its checkpoint_created event, in
 // tx. It writes exactly one checkpoint row and one event. The row also
-// records what the step from parent made dead (see Retained), found by a
-// diff of the two trees, which costs what changed.
+// records what the step from the run's newest checkpoint made dead (see
+// Retained), found by a diff of the two trees, which costs what changed.
 func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (Checkpoint, error) {
 	if reason == "" {
 		reason = "manual"
@@ -93,14 +93,15 @@ func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas
 		return Checkpoint{}, wserr.New(wserr.InvalidArgument, "checkpoint", "", "reason is longer than 200 bytes")
 	}
 	var last struct {
-		Seq int64 `db:"seq"`
-		Cum int64 `db:"cum_dead"`
+		Seq  int64    `db:"seq"`
+		Cum  int64    `db:"cum_dead"`
+		Root cas.Hash `db:"root"`
 	}
-	err := tx.GetContext(ctx, &last, newestSQL, runID)
+	err := tx.GetContext(ctx, &last, lastSQL, runID)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", index.Translate(err))
 	}
-	dead, err := s.deadBytes(ctx, tx, runID, parent, root)
+	dead, err := s.deadBytes(ctx, tx, last.Root, root)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 	}

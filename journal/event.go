@@ -81,6 +81,14 @@ const (
 	ManifestSet                Type = "manifest_set"
 )
 
+// Retention.
+const (
+	// RetentionFailed records, on the run whose end started it, an
+	// automatic retention pass that failed; what it deleted before failing
+	// is in the store's deletion log.
+	RetentionFailed Type = "retention_failed"
+)
+
 // types lists the vocabulary in the order the constants are declared.
 var types = []Type{
 	RunCreated, RunCompleted, RunFailed, RunCancelled, StatusChanged, RunFinished,
@@ -89,6 +97,7 @@ var types = []Type{
 	WorkspaceFileWritten, WorkspacePatchApplied, WorkspaceFileDeleted, CheckpointCreated, CheckpointsPruned, WorkspaceRolledBack, ScratchCollected,
 	ArtifactAssembled, ChatCommitRequested, ChatCommitCompleted, ChatCommitFailed, CommitRolledBack,
 	PersistentChangesCommitted, ManifestSet,
+	RetentionFailed,
 }
 
 // Types returns every known event type, for help texts, filters and tests.

@@ -322,6 +322,7 @@ func TestVocabulary(t *testing.T) {
 		"workspace_file_written", "workspace_patch_applied", "workspace_file_deleted", "checkpoint_created", "checkpoints_pruned", "workspace_rolled_back", "scratch_collected",
 		"artifact_assembled", "chat_commit_requested", "chat_commit_completed", "chat_commit_failed", "commit_rolled_back",
 		"persistent_changes_committed", "manifest_set",
+		"retention_failed",
 	}
 	assert.ElementsMatch(t, want, journal.Types())
 	for _, typ := range journal.Types() {

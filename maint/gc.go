@@ -156,6 +156,8 @@ type gcPlan struct {
 	// keep is what sweep found reachable or refreshed beyond the marks,
 	// with all it references: the rows a later step must keep too.
 	keep objSet
+	// roots is how many roots the snapshot held.
+	roots int
 }
 
 func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, cutoff int64, progress func(string, int, int)) (*gcPlan, error) {
@@ -165,7 +167,7 @@ func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, cutoff int64, pro
 	}
 	defer g.close()
 
-	p := &gcPlan{cutoff: cutoff, inv: inv, marked: objSet{}, kept: objSet{}, gens: map[cas.Hash]int64{}}
+	p := &gcPlan{cutoff: cutoff, inv: inv, marked: objSet{}, kept: objSet{}, gens: map[cas.Hash]int64{}, roots: len(rs.roots)}
 	for i := range rs.roots {
 		if err := g.walk([]step{rs.roots[i].step()}, p.marked.addNew, badIsCorrupt("gc")); err != nil {
 			return nil, err

@@ -13,11 +13,18 @@ import (
 // when StepOptions.Objects is zero.
 const DefaultStepObjects = 256
 
+// RootsPerStepObject bounds how many steps a CollectSteps takes for the
+// roots it has: a step deletes at least one row for every
+// RootsPerStepObject roots (see CollectSteps).
+const RootsPerStepObject = 4
+
 // StepOptions configure CollectSteps.
 type StepOptions struct {
 	GCOptions
 	// Objects is the most rows one step deletes, in one write
-	// transaction; 0 means DefaultStepObjects.
+	// transaction; 0 means DefaultStepObjects. A store with more than
+	// RootsPerStepObject × Objects roots deletes up to one row per
+	// RootsPerStepObject roots a step instead.
 	Objects int
 }
 
@@ -32,6 +39,20 @@ type StepOptions struct {
 // hash finds all it needs. A row a step keeps protects what it references
 // in the steps after. The report sums the steps'. It fails as GC does; a
 // step that fails deletes nothing, and the steps before it stay done.
+//
+// Mark walks the whole graph once. Each step then reads the current roots
+// again (a writer may have added one that reaches a row of the step), but
+// descends only into what the snapshot did not mark, so a step costs its
+// rows plus one read per root. So that a full collection does not cost
+// steps × roots, a step deletes at least roots/RootsPerStepObject rows:
+// with g garbage rows and r roots, the steps read at most
+// g×RootsPerStepObject + r root rows in all, linear in the store, and no
+// step's write transaction costs more than a few times its own root read.
+//
+// opt.Progress, if set, is called with the phase "mark" before mark, and
+// "step" with the steps done and their number after each step has
+// committed, outside any transaction: it may write (a host showing
+// progress, or a test writing between steps).
 func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCReport, error) {
 	n := opt.Objects
 	if n <= 0 {
@@ -49,6 +70,11 @@ func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCRepor
 		grace = 0
 	}
 	cutoff := now().Add(-grace).UnixNano()
+	progress := opt.Progress
+	if progress == nil {
+		progress = func(string, int, int) {}
+	}
+	progress("mark", 0, 0)
 	var plan *gcPlan
 	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
 		var err error
@@ -63,9 +89,11 @@ func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCRepor
 	if opt.DryRun {
 		return plan.dryRun(), nil
 	}
+	n = max(n, plan.roots/RootsPerStepObject)
 	total := GCReport{Reachable: plan.reachable, Kept: plan.keptCount}
 	all := plan.garbage
-	for start := 0; start < len(all); start += n {
+	steps := (len(all) + n - 1) / n
+	for start, done := 0, 0; start < len(all); start += n {
 		step := *plan
 		step.garbage = nil
 		for _, o := range all[start:min(start+n, len(all))] {
@@ -94,6 +122,8 @@ func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCRepor
 		// What this step kept, and all it references, stays kept in
 		// the steps after.
 		maps.Copy(plan.kept, step.keep)
+		done++
+		progress("step", done, steps)
 	}
 	return total, nil
 }

@@ -3,6 +3,7 @@ package runs_test
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -341,4 +342,77 @@ func TestCheckpointCapLineRunsPastAPrunedParent(t *testing.T) {
 	rollback(3)
 	e.write(r.ID, "output/main.md", "five") // cp 5 on 3, on 1: cp 4 is off the line
 	assert.Equal(t, []string{"cp_000001", "cp_000003", "cp_000005"}, e.checkpointIDs(r.ID))
+}
+
+// TestCheckpointByteCapCostDoesNotGrow proves by counting rows that a
+// checkpoint past the byte cap deletes exactly one checkpoint row, hands
+// its parent to its child, and appends one event and one deletion-log row
+// more than an uncapped checkpoint, and that this is the same at the 10th
+// checkpoint as at the 200th: the byte cap's cost follows what it prunes,
+// not the run's history (TestPruneBytesQueriesUseTheKeys, in checkpoint,
+// holds the rows it reads to the keys).
+func TestCheckpointByteCapCostDoesNotGrow(t *testing.T) {
+	// Each step replaces output/a.bin with 1000 incompressible bytes,
+	// stored raw: every checkpoint makes exactly 1000 stored bytes dead.
+	const size, limit = 1000, 2500
+	e := newLifecycleEnv(t)
+	free := e.create("c1", runs.CreateRequest{Profile: noAuto()})
+	prof := noAuto()
+	prof.MaxCheckpointBytes = limit
+	r := e.create("c2", runs.CreateRequest{Profile: prof})
+	step := 0
+	content := func() string {
+		step++
+		rng := rand.New(rand.NewPCG(uint64(step), 3))
+		b := make([]byte, size)
+		for i := range b {
+			b[i] = byte(rng.UintN(256))
+		}
+		return string(b)
+	}
+
+	type cost struct {
+		Changes     int64 // rows inserted, updated or deleted
+		Events      int   // events appended
+		Checkpoints int   // checkpoint rows of the run afterwards
+		Pruned      []string
+	}
+	measure := func(runID string) cost {
+		e.write(runID, "output/a.bin", content())
+		before, since := e.changes(), e.lastSeq(runID)
+		_, err := e.svc.Checkpoint(e.ctx, runID, "step")
+		require.NoError(t, err)
+		c := cost{Changes: e.changes() - before, Checkpoints: len(e.checkpointIDs(runID))}
+		evs := e.eventsAfter(runID, since)
+		c.Events = len(evs)
+		if len(evs) == 2 {
+			c.Pruned = prunedPayload(t, evs[1]).CheckpointIDs
+		}
+		return c
+	}
+
+	measure(free.ID)
+	uncapped := measure(free.ID) // a checkpoint with a parent to diff against
+	costs := map[int]cost{}
+	for n := 1; n <= 200; n++ {
+		c := measure(r.ID)
+		if n == 10 || n == 200 {
+			costs[n] = c
+		}
+	}
+	// Retained after checkpoint n is 1000 × (checkpoints kept − 1): the
+	// cap of 2500 keeps three.
+	const kept = 3
+	for _, n := range []int{10, 200} {
+		assert.Equal(t, cost{
+			Changes:     uncapped.Changes + 4, // the deleted row, its child's parent, the checkpoints_pruned event and the deletion-log row
+			Events:      uncapped.Events + 1,
+			Checkpoints: kept,
+			Pruned:      []string{checkpoint.ID(int64(n - kept))},
+		}, costs[n], "checkpoint %d", n)
+	}
+	cps, err := e.st.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Empty(t, cps[0].Parent, "the oldest kept took its pruned parent's parent: none")
+	assert.Equal(t, cps[0].ID, cps[1].Parent)
 }

@@ -44,16 +44,20 @@ func (s *Service) newCheckpoint(ctx context.Context, tx *index.Tx, runID string,
 // checkpoints_pruned event, after keep's checkpoint_created, names them.
 // Every checkpoint a run takes, explicit or automatic, passes here.
 func (s *Service) capCheckpoints(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64) error {
+	var prof, chatID string
+	if err := tx.QueryRowxContext(ctx, `SELECT profile, chat_id FROM runs WHERE id = ?`, runID).Scan(&prof, &chatID); err != nil {
+		return index.Translate(err)
+	}
 	seqs, err := s.checkpoints.Prune(ctx, tx, runID, limit, keep, commitPins)
 	if err != nil {
 		return err
 	}
 	if len(seqs) > 0 {
-		if _, err := s.logDeletion(ctx, tx, DeletedCheckpoints, "", runID, "maxCheckpoints", checkpointIDs(seqs, int64(limit)), 0); err != nil {
+		if _, err := s.logDeletion(ctx, tx, DeletedCheckpoints, chatID, runID, "maxCheckpoints", checkpointIDs(seqs, int64(limit)), 0); err != nil {
 			return err
 		}
 	}
-	return s.capBytes(ctx, tx, runID, keep)
+	return s.capBytes(ctx, tx, runID, chatID, prof, keep)
 }
 
 // commitPins is a checkpoint.Pinned: a commit row names the checkpoint its

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -20,6 +21,9 @@ const (
 	// Reclaimed records the collection that followed deletions: the
 	// stored bytes it freed.
 	Reclaimed = "reclaim"
+	// RetentionFailed records an automatic retention pass that failed
+	// after it had deleted the run whose end started it (see Finish).
+	RetentionFailed = "retention_failed"
 )
 
 // Deletion is one entry of the store's deletion log. It outlives what it
@@ -105,15 +109,11 @@ func (s *Service) reclaimAfter(ctx context.Context, ids []int64) (int64, error) 
 	return freed, err
 }
 
-// capBytes holds run to its checkpoint byte cap (its profile's
-// MaxCheckpointBytes, else its chat's maxCheckpointBytesPerRun) right
-// after checkpoint keep was created in tx, and logs what it pruned.
-func (s *Service) capBytes(ctx context.Context, tx *index.Tx, runID string, keep int64) error {
-	var prof string
-	var chatID string
-	if err := tx.QueryRowxContext(ctx, `SELECT profile, chat_id FROM runs WHERE id = ?`, runID).Scan(&prof, &chatID); err != nil {
-		return index.Translate(err)
-	}
+// capBytes holds run, of chat chatID and with profile JSON prof, to its
+// checkpoint byte cap (its profile's MaxCheckpointBytes, else its chat's
+// maxCheckpointBytesPerRun) right after checkpoint keep was created in
+// tx, and logs what it pruned.
+func (s *Service) capBytes(ctx context.Context, tx *index.Tx, runID, chatID, prof string, keep int64) error {
 	var p Profile
 	_ = json.Unmarshal([]byte(prof), &p)
 	limit, reason := p.MaxCheckpointBytes, "maxCheckpointBytes"
@@ -444,12 +444,31 @@ func (s *Service) pruneCandidates(ctx context.Context, chatID string) ([]PrunedR
 	return doomed, keep, nil
 }
 
-// afterFinal prunes chatID when automatic pruning is on, after a run of
-// it reached a final status. A failure leaves everything as it was for
-// the next pass; the run's own change has committed either way.
-func (s *Service) afterFinal(ctx context.Context, chatID string) {
+// afterFinal prunes chatID when automatic pruning is on, after its run
+// runID reached a final status. The run's own change has committed
+// whatever the pass does, so a failure does not fail the call that ended
+// the run: it is journaled on that run as a retention_failed warning
+// naming the error's code, or, when the pass had already deleted that
+// run, recorded in the deletion log as a "retention_failed" entry. What
+// the pass deleted before failing stays deleted and logged; the rest
+// waits for the next pass.
+func (s *Service) afterFinal(ctx context.Context, runID, chatID string) {
 	if !s.autoPrune(ctx) {
 		return
 	}
-	_, _ = s.Prune(ctx, PruneOptions{ChatID: chatID})
+	_, perr := s.Prune(ctx, PruneOptions{ChatID: chatID})
+	if perr == nil {
+		return
+	}
+	detail := map[string]any{"workspaceId": chatID, "code": string(wserr.CodeOf(perr)), "error": perr.Error()}
+	_ = s.update(context.WithoutCancel(ctx), func(tx *index.Tx) error {
+		if _, err := findRun(ctx, tx, runID); wserr.Is(err, wserr.RunNotFound) {
+			_, err := s.logDeletion(ctx, tx, RetentionFailed, chatID, runID, "automatic", detail, 0)
+			return err
+		} else if err != nil {
+			return err
+		}
+		_, err := s.journal.Append(ctx, tx, runID, journal.RetentionFailed, journal.Warn, detail)
+		return err
+	})
 }

@@ -30,7 +30,9 @@ type FinishResult struct {
 // fail it). Failed, cancelled or unfinished runs never touch the chat's
 // persist layer. While this Service is committing the run (its sink may
 // still fail, and only an active run can commit again), Finish fails with
-// run.invalid_transition.
+// run.invalid_transition. When automatic pruning is on, the chat is
+// pruned after the run completes; a failure of that pass does not fail
+// Finish, and is journaled on the run as a retention_failed warning.
 func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error) {
 	var res FinishResult
 	err := s.update(ctx, func(tx *index.Tx) error {
@@ -104,7 +106,7 @@ func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error
 	if err != nil {
 		return FinishResult{}, err
 	}
-	s.afterFinal(ctx, res.Run.ChatID)
+	s.afterFinal(ctx, runID, res.Run.ChatID)
 	return res, nil
 }
 

@@ -392,7 +392,7 @@ func (s *Service) SetStatus(ctx context.Context, runID string, to Status, reason
 		return s.setStatus(ctx, tx, runID, run.Status, to, reason)
 	})
 	if err == nil && to.Final() {
-		s.afterFinal(ctx, chatID)
+		s.afterFinal(ctx, runID, chatID)
 	}
 	return err
 }
