@@ -13,8 +13,8 @@ import (
 // checkpointTx records root, the run's live tree, as the run's next
 // checkpoint, descending from parent, makes it the run's head, and holds
 // the run to limit, its profile's MaxCheckpoints (newCheckpoint).
-func (s *Service) checkpointTx(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, limit int) (checkpoint.Checkpoint, error) {
-	cp, err := s.newCheckpoint(ctx, tx, runID, root, parent, reason, limit)
+func (s *Service) checkpointTx(ctx context.Context, tx *index.Tx, runID string, caps runCaps, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error) {
+	cp, err := s.newCheckpoint(ctx, tx, runID, caps, root, parent, reason)
 	if err != nil {
 		return checkpoint.Checkpoint{}, err
 	}
@@ -24,15 +24,24 @@ func (s *Service) checkpointTx(ctx context.Context, tx *index.Tx, runID string, 
 	return cp, nil
 }
 
+// runCaps is what holds a run's checkpoints in check: its profile (the
+// count and byte caps it sets) and its chat (whose policy may set the
+// byte cap). Callers pass what they already read of the run, so a
+// checkpoint reads the run's row once.
+type runCaps struct {
+	chatID  string
+	profile *Profile
+}
+
 // newCheckpoint records root as the run's next checkpoint, descending
-// from parent, and holds the run to limit (capCheckpoints). The caller
+// from parent, and holds the run to its caps (capCheckpoints). The caller
 // moves the run's head to it.
-func (s *Service) newCheckpoint(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, limit int) (checkpoint.Checkpoint, error) {
+func (s *Service) newCheckpoint(ctx context.Context, tx *index.Tx, runID string, caps runCaps, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error) {
 	cp, err := s.checkpoints.Create(ctx, tx, runID, root, parent, reason)
 	if err != nil {
 		return checkpoint.Checkpoint{}, err
 	}
-	if err := s.capCheckpoints(ctx, tx, runID, limit, cp.Seq); err != nil {
+	if err := s.capCheckpoints(ctx, tx, runID, caps, cp.Seq); err != nil {
 		return checkpoint.Checkpoint{}, err
 	}
 	return cp, nil
@@ -43,21 +52,18 @@ func (s *Service) newCheckpoint(ctx context.Context, tx *index.Tx, runID string,
 // tx: the oldest go, but never keep nor one a commit refers to, and a
 // checkpoints_pruned event, after keep's checkpoint_created, names them.
 // Every checkpoint a run takes, explicit or automatic, passes here.
-func (s *Service) capCheckpoints(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64) error {
-	var prof, chatID string
-	if err := tx.QueryRowxContext(ctx, `SELECT profile, chat_id FROM runs WHERE id = ?`, runID).Scan(&prof, &chatID); err != nil {
-		return index.Translate(err)
-	}
+func (s *Service) capCheckpoints(ctx context.Context, tx *index.Tx, runID string, caps runCaps, keep int64) error {
+	limit := caps.profile.MaxCheckpoints
 	seqs, err := s.checkpoints.Prune(ctx, tx, runID, limit, keep, commitPins)
 	if err != nil {
 		return err
 	}
 	if len(seqs) > 0 {
-		if _, err := s.logDeletion(ctx, tx, DeletedCheckpoints, chatID, runID, "maxCheckpoints", checkpointIDs(seqs, int64(limit)), 0); err != nil {
+		if _, err := s.logDeletion(ctx, tx, DeletedCheckpoints, caps.chatID, runID, "maxCheckpoints", checkpointIDs(seqs, int64(limit)), 0); err != nil {
 			return err
 		}
 	}
-	return s.capBytes(ctx, tx, runID, chatID, prof, keep)
+	return s.capBytes(ctx, tx, runID, caps, keep)
 }
 
 // commitPins is a checkpoint.Pinned: a commit row names the checkpoint its
@@ -88,7 +94,7 @@ func (s *Service) Checkpoint(ctx context.Context, runID, reason string) (checkpo
 		if run.Status.Final() {
 			return wserr.New(wserr.InvalidState, "checkpoint", "", "run %s is %s", runID, run.Status)
 		}
-		cp, err = s.checkpointTx(ctx, tx, runID, run.Root, run.HeadCheckpoint, reason, run.Profile.MaxCheckpoints)
+		cp, err = s.checkpointTx(ctx, tx, runID, run.caps(), run.Root, run.HeadCheckpoint, reason)
 		return err
 	})
 	return cp, err
@@ -183,3 +189,6 @@ func (s *Service) Diff(ctx context.Context, runID string, from, to int64, opts D
 	}
 	return s.checkpoints.Diff(ctx, a, b, checkpoint.DiffOptions{Text: true, MaxBytes: opts.MaxBytes})
 }
+
+// caps returns what holds the run's checkpoints in check.
+func (r *Run) caps() runCaps { return runCaps{chatID: r.ChatID, profile: &r.Profile} }

@@ -169,7 +169,7 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 		if err != nil {
 			return pendingCommit{}, err
 		}
-		cp, err := s.checkpointTx(ctx, tx, runID, run.Root, run.HeadCheckpoint, "before_commit", run.Profile.MaxCheckpoints)
+		cp, err := s.checkpointTx(ctx, tx, runID, run.caps(), run.Root, run.HeadCheckpoint, "before_commit")
 		if err != nil {
 			return pendingCommit{}, err
 		}

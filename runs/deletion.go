@@ -113,10 +113,9 @@ func (s *Service) reclaimAfter(ctx context.Context, ids []int64) (int64, error) 
 // checkpoint byte cap (its profile's MaxCheckpointBytes, else its chat's
 // maxCheckpointBytesPerRun) right after checkpoint keep was created in
 // tx, and logs what it pruned.
-func (s *Service) capBytes(ctx context.Context, tx *index.Tx, runID, chatID, prof string, keep int64) error {
-	var p Profile
-	_ = json.Unmarshal([]byte(prof), &p)
-	limit, reason := p.MaxCheckpointBytes, "maxCheckpointBytes"
+func (s *Service) capBytes(ctx context.Context, tx *index.Tx, runID string, caps runCaps, keep int64) error {
+	chatID := caps.chatID
+	limit, reason := caps.profile.MaxCheckpointBytes, "maxCheckpointBytes"
 	if limit <= 0 {
 		pol, err := s.effectivePolicy(ctx, tx, chatID)
 		if err != nil {

@@ -279,7 +279,7 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 			return err
 		}
 		if prof.autoCheckpoint() {
-			if _, err := s.checkpointTx(ctx, tx, id, root, 0, "after_init", prof.MaxCheckpoints); err != nil {
+			if _, err := s.checkpointTx(ctx, tx, id, runCaps{chatID: chat.ID, profile: &prof}, root, 0, "after_init"); err != nil {
 				return err
 			}
 		}

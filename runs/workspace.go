@@ -643,7 +643,7 @@ func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, op stri
 	}
 	head, cpID := run.HeadCheckpoint, ""
 	if run.Profile.autoCheckpoint() {
-		cp, err := w.s.newCheckpoint(ctx, tx, run.ID, root, run.HeadCheckpoint, reason, run.Profile.MaxCheckpoints)
+		cp, err := w.s.newCheckpoint(ctx, tx, run.ID, run.caps(), root, run.HeadCheckpoint, reason)
 		if err != nil {
 			return "", err
 		}
