@@ -123,6 +123,16 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rem == nil {
+		remoteStore, err := remote.InUse(ctx, db)
+		if err == nil && remoteStore {
+			err = wserr.New(wserr.InvalidOptions, "open store", dir, "the store keeps its file contents on a remote blob tier: open it with that tier's URL (Options.Blobs, wsctl --blobs)")
+		}
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	blobs, err := cas.New(db, opts.CAS)
 	if err != nil {
 		db.Close()

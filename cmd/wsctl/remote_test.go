@@ -50,4 +50,11 @@ func TestBlobsOnObjectStore(t *testing.T) {
 
 	errOut := c.fails(2, "push")
 	assert.Contains(t, errOut, "--blobs")
+	// Without its tier the store's contents would look missing, and new
+	// ones would land in SQLite beside them: every command refuses it.
+	for _, args := range [][]string{{"runs"}, {"fsck"}, {"gc"}} {
+		errOut = c.fails(2, args...)
+		assert.Contains(t, errOut, "store.invalid_options", args)
+		assert.Contains(t, errOut, "remote blob tier", args)
+	}
 }
