@@ -481,13 +481,24 @@ type readResult struct {
 
 // modelView returns the agent's view of a run, live or at a checkpoint.
 func (s *Session) modelView(runID string, at *ckptRef) *runs.Workspace {
+	return s.view(runID, at, runs.ModelScope)
+}
+
+// view returns a run's workspace as scope sees it, live or at a
+// checkpoint.
+func (s *Session) view(runID string, at *ckptRef, scope runs.Scope) *runs.Workspace {
 	if at == nil || at.live {
-		return s.backend.Runs.Workspace(runID, runs.ModelScope)
+		return s.backend.Runs.Workspace(runID, scope)
 	}
-	return s.backend.Runs.WorkspaceAt(runID, at.seq, runs.ModelScope)
+	return s.backend.Runs.WorkspaceAt(runID, at.seq, scope)
 }
 
 func (s *Session) read(ctx context.Context, r request) (any, error) {
+	return s.readIn(ctx, r, runs.ModelScope)
+}
+
+// readIn answers read (the model's view) and host.read (the host's).
+func (s *Session) readIn(ctx context.Context, r request, scope runs.Scope) (any, error) {
 	req, runID, err := decodeForRun[readRequest](s, r)
 	if err != nil {
 		return nil, err
@@ -496,7 +507,7 @@ func (s *Session) read(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.modelView(runID, req.At).Read(ctx, p, vfs.ReadOptions{StartLine: req.StartLine, EndLine: req.EndLine})
+	res, err := s.view(runID, req.At, scope).Read(ctx, p, vfs.ReadOptions{StartLine: req.StartLine, EndLine: req.EndLine})
 	if err != nil {
 		return nil, err
 	}
@@ -516,6 +527,11 @@ type listRequest struct {
 }
 
 func (s *Session) list(ctx context.Context, r request) (any, error) {
+	return s.listIn(ctx, r, runs.ModelScope)
+}
+
+// listIn answers list (the model's view) and host.list (the host's).
+func (s *Session) listIn(ctx context.Context, r request, scope runs.Scope) (any, error) {
 	req, runID, err := decodeForRun[listRequest](s, r)
 	if err != nil {
 		return nil, err
@@ -529,7 +545,7 @@ func (s *Session) list(ctx context.Context, r request) (any, error) {
 	if req.Depth < 0 {
 		return nil, wserr.New(wserr.InvalidArgument, "list", "", "depth must not be negative")
 	}
-	entries, err := s.modelView(runID, req.At).List(ctx, p, req.Depth)
+	entries, err := s.view(runID, req.At, scope).List(ctx, p, req.Depth)
 	if err != nil {
 		return nil, err
 	}

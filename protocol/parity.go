@@ -317,57 +317,12 @@ func (s *Session) stat(ctx context.Context, r request) (any, error) {
 	return s.modelView(runID, req.At).Stat(ctx, p)
 }
 
-// hostView returns the host's view of a run, live or at a checkpoint.
-func (s *Session) hostView(runID string, at *ckptRef) *runs.Workspace {
-	if at == nil || at.live {
-		return s.backend.Runs.Workspace(runID, runs.HostScope)
-	}
-	return s.backend.Runs.WorkspaceAt(runID, at.seq, runs.HostScope)
-}
-
 func (s *Session) hostRead(ctx context.Context, r request) (any, error) {
-	req, runID, err := decodeForRun[readRequest](s, r)
-	if err != nil {
-		return nil, err
-	}
-	p, err := requiredPath(req.Path)
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.hostView(runID, req.At).Read(ctx, p, vfs.ReadOptions{StartLine: req.StartLine, EndLine: req.EndLine})
-	if err != nil {
-		return nil, err
-	}
-	out := readResult{FileContent: NewFileContent(p, res.Info.Hash, res.Content), TotalLines: res.TotalLines}
-	out.Size = res.Info.Size
-	if req.StartLine != 0 || req.EndLine != 0 {
-		out.StartLine, out.EndLine, out.Truncated = res.StartLine, res.EndLine, res.Truncated
-	}
-	return out, nil
+	return s.readIn(ctx, r, runs.HostScope)
 }
 
 func (s *Session) hostList(ctx context.Context, r request) (any, error) {
-	req, runID, err := decodeForRun[listRequest](s, r)
-	if err != nil {
-		return nil, err
-	}
-	p := vfs.Root()
-	if req.Path != nil && *req.Path != "" && *req.Path != "." {
-		if p, err = vfs.ParsePath(*req.Path); err != nil {
-			return nil, err
-		}
-	}
-	if req.Depth < 0 {
-		return nil, wserr.New(wserr.InvalidArgument, "list", "", "depth must not be negative")
-	}
-	entries, err := s.hostView(runID, req.At).List(ctx, p, req.Depth)
-	if err != nil {
-		return nil, err
-	}
-	if entries == nil {
-		entries = []vfs.FileInfo{}
-	}
-	return map[string]any{"entries": entries}, nil
+	return s.listIn(ctx, r, runs.HostScope)
 }
 
 // ---- commit.rollback, commits.list
