@@ -134,10 +134,7 @@ func (s *Session) actorLs(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ls == nil {
-		ls = []vfs.Listed{}
-	}
-	return map[string]any{"entries": ls}, nil
+	return listed("entries", ls), nil
 }
 
 func (s *Session) actorUpload(ctx context.Context, r request) (any, error) {

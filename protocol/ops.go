@@ -479,6 +479,15 @@ type readResult struct {
 	Truncated  bool `json:"truncated,omitempty"`
 }
 
+// listed is a listing's result: key names the list, which is [] rather
+// than null when empty, so a host can always iterate it.
+func listed[T any](key string, xs []T) map[string]any {
+	if xs == nil {
+		xs = []T{}
+	}
+	return map[string]any{key: xs}
+}
+
 // modelView returns the agent's view of a run, live or at a checkpoint.
 func (s *Session) modelView(runID string, at *ckptRef) *runs.Workspace {
 	return s.view(runID, at, runs.ModelScope)
@@ -549,10 +558,7 @@ func (s *Session) listIn(ctx context.Context, r request, scope runs.Scope) (any,
 	if err != nil {
 		return nil, err
 	}
-	if entries == nil {
-		entries = []vfs.FileInfo{}
-	}
-	return map[string]any{"entries": entries}, nil
+	return listed("entries", entries), nil
 }
 
 // ---- checkpoint, rollback, diff

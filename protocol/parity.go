@@ -234,10 +234,7 @@ func (s *Session) search(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if hits == nil {
-		hits = []vfs.Hit{}
-	}
-	return map[string]any{"hits": hits}, nil
+	return listed("hits", hits), nil
 }
 
 type applyRequest struct {
@@ -375,10 +372,7 @@ func (s *Session) commitsList(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cs == nil {
-		cs = []runs.CommitRecord{}
-	}
-	return map[string]any{"commits": cs}, nil
+	return listed("commits", cs), nil
 }
 
 // ---- runs.list, run.show, run.delete, chats.list, chat.show, manifest.get
@@ -459,10 +453,7 @@ func (s *Session) chatsList(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cs == nil {
-		cs = []runs.Chat{}
-	}
-	return map[string]any{"chats": cs}, nil
+	return listed("chats", cs), nil
 }
 
 type chatShowRequest struct {
@@ -519,10 +510,7 @@ func (s *Session) checkpointsList(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cps == nil {
-		cps = []checkpoint.Checkpoint{}
-	}
-	return map[string]any{"checkpoints": cps}, nil
+	return listed("checkpoints", cps), nil
 }
 
 type checkpointViewRequest struct {
@@ -649,10 +637,7 @@ func (s *Session) deletions(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ds == nil {
-		ds = []runs.Deletion{}
-	}
-	return map[string]any{"deletions": ds}, nil
+	return listed("deletions", ds), nil
 }
 
 type policyGetRequest struct {
@@ -753,10 +738,7 @@ func (s *Session) du(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if u == nil {
-		u = []wsstore.Usage{}
-	}
-	return map[string]any{"usage": u}, nil
+	return listed("usage", u), nil
 }
 
 func (s *Session) reclaim(ctx context.Context, r request) (any, error) {
