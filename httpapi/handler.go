@@ -29,6 +29,7 @@ type ActorSpaces interface {
 	List(ctx context.Context, actor, path string, depth int) ([]vfs.Listed, error)
 	Upload(ctx context.Context, actor, path string, r io.Reader) (actors.Change, error)
 	Download(ctx context.Context, actor, path string) (io.ReadCloser, vfs.Entry, error)
+	Stat(ctx context.Context, actor, path string) (vfs.Entry, error)
 	Delete(ctx context.Context, actor, path string) (actors.Change, error)
 	DeleteByPrefix(ctx context.Context, actor, prefix string) (actors.Change, error)
 	Stats(ctx context.Context, actor string) (actors.Stats, error)
@@ -61,9 +62,11 @@ type JournalReader interface {
 	Follow(ctx context.Context, runID string, afterSeq int64, poll time.Duration, fn func(journal.Event) error) error
 }
 
-// Blobs reads stored contents as streams; *cas.Store implements it.
+// Blobs reads stored contents as streams, whole or a range of them;
+// *cas.Store implements it.
 type Blobs interface {
 	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
+	GetRange(ctx context.Context, h cas.Hash, off, n int64) (io.ReadCloser, error)
 	Has(ctx context.Context, h cas.Hash) (bool, error)
 }
 
