@@ -65,7 +65,7 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.op != "" && hostFileOps[a.op] {
-		writeResponse(w, protocol.ErrorResponse(a.op, nil, forbidden("%s names a file on the server's host: it is not served over HTTP (use wsctl %s)", a.op, a.op)))
+		writeResponse(w, protocol.ErrorResponse(a.op, nil, forbidden("%s names a file on the server's host, which /v1/op does not touch: stream the archive with GET /v1/export or POST /v1/import", a.op)))
 		return
 	}
 	var resp protocol.Response
