@@ -46,7 +46,7 @@ address needs --allow-remote). Every endpoint but GET /healthz needs a
 bearer token from "wsctl token create".
 
   GET    /workspace/files?actor=&path=&depth=
-  GET    /workspace/file?actor=&path=             the file, streamed
+  GET    /workspace/file?actor=&path=             the file, streamed (Range, If-None-Match)
   POST   /workspace/upload?actor=&path=           the body (or a multipart file), streamed
   DELETE /workspace/file?actor=&path=
   GET    /workspace/stats?actor=
@@ -54,9 +54,13 @@ bearer token from "wsctl token create".
   DELETE /workspace/delete-by-prefix?actor=&prefix=
   POST   /v1/op                                   one batch request -> one response
   GET    /v1/ops                                  the op table (batch --help)
+  GET    /v1/export?run=&chat=&actor=&all=&skipWorkspace=
+                                  an archive, streamed; its summary in
+                                  the Wsstore-Summary trailer
+  POST   /v1/import                               the body is an archive -> its summary
   GET    /v1/runs/{run}[/checkpoints]
   GET    /v1/runs/{run}/files?path=&depth=&at=
-  GET    /v1/runs/{run}/file?path=&at=            a file, live or at a checkpoint
+  GET    /v1/runs/{run}/file?path=&at=            a file, live or at a checkpoint (Range, If-None-Match)
   GET    /v1/runs/{run}/diff?from=&to=
   GET    /v1/runs/{run}/events?afterSeq=&beforeSeq=&limit=
   GET    /v1/runs/{run}/events/follow?afterSeq=&wait=
