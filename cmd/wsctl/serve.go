@@ -134,6 +134,8 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 	h := httpapi.New(httpapi.FromStore(st), httpapi.Options{
 		MaxRequestBytes: o.maxRequest, MaxUploadBytes: o.maxUpload, BusyDeadline: o.busyDeadline,
 		CORSOrigins: o.corsOrigins, AccessLog: o.errOut,
+		// Beside the store, on the disk that takes the upload anyway.
+		SpoolDir: st.Dir,
 	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
