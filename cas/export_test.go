@@ -8,3 +8,6 @@ func Hashes(s *Store) int64 { return s.hashes.Load() }
 
 // Decodes reports how many times s decompressed a whole blob.
 func Decodes(s *Store) int64 { return s.decodes.Load() }
+
+// ChunkReads reports how many chunks s read.
+func ChunkReads(s *Store) int64 { return s.chunkReads.Load() }

@@ -11,6 +11,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // Get returns a reader of the content at h. Content stored in one row is
@@ -22,6 +23,64 @@ import (
 // h, and with the storage's error if it fails to read.
 func (s *Store) Get(ctx context.Context, h Hash) (io.ReadCloser, error) {
 	return s.get(ctx, nil, h)
+}
+
+// GetRange returns a reader of the n bytes of the content at h that start
+// at offset off (n < 0: up to the end); a range past the end is cut at
+// the end. Chunked content reads only the chunks the range overlaps, each
+// verified against its own address before its bytes are returned (the
+// whole content's hash needs every byte, so only a read of it all checks
+// it); content stored in one row is decoded and verified whole, then
+// sliced. It fails as Get does, and with workspace.invalid_argument for a negative off.
+func (s *Store) GetRange(ctx context.Context, h Hash, off, n int64) (io.ReadCloser, error) {
+	if off < 0 {
+		return nil, &wserr.Error{Code: wserr.InvalidArgument, Op: "get", Path: h.String(), Msg: fmt.Sprintf("negative offset %d", off)}
+	}
+	var row Object
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		err := s.st.Get(ctx, tx, KindBlob, h, func(o Object) error {
+			row = o
+			row.Data = nil
+			return nil
+		})
+		if errors.Is(err, ErrNotFound) {
+			return notFound("get", h)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, wrapOp("get", h, err)
+	}
+	if row.Codec != CodecChunked {
+		rc, err := s.Get(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		return sliceReader(rc, off, n)
+	}
+	r, err := s.newChunkReader(ctx, nil, h, row.Size, row.Chunks)
+	if err != nil {
+		return nil, err
+	}
+	r.seek(off, n)
+	return r, nil
+}
+
+// sliceReader returns the n bytes of rc from off (n < 0: to the end),
+// closing rc when it is closed.
+func sliceReader(rc io.ReadCloser, off, n int64) (io.ReadCloser, error) {
+	if _, err := io.CopyN(io.Discard, rc, off); err != nil && err != io.EOF {
+		rc.Close()
+		return nil, err
+	}
+	var r io.Reader = rc
+	if n >= 0 {
+		r = io.LimitReader(rc, n)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{r, rc}, nil
 }
 
 // viewIn runs fn in tx, or in a read transaction of its own when tx is nil.
@@ -139,8 +198,35 @@ type chunkReader struct {
 	bp    *[]byte // from s.bufs, reused for every chunk; nil once given back
 	cur   []byte  // what is left of the current chunk
 	off   int64
-	whole hash.Hash
-	err   error
+	whole hash.Hash // nil for a range: its bytes cannot be checked whole
+	// skip is how many bytes of the next chunk read precede the range;
+	// left how many the range still holds (-1: up to the end).
+	skip, left int64
+	err        error
+}
+
+// seek makes r a reader of the n bytes from off (n < 0: to the end): the
+// chunks before off are never read.
+func (r *chunkReader) seek(off, n int64) {
+	r.whole, r.left = nil, n
+	if off >= r.size {
+		r.refs, r.off = nil, r.size
+		return
+	}
+	i := 0
+	for i+1 < len(r.refs) && r.refs[i+1].Off <= off {
+		i++
+	}
+	r.skip = off - r.refs[i].Off
+	r.refs, r.off = r.refs[i:], off
+	if n >= 0 {
+		// Drop the chunks past the range.
+		j := 0
+		for j < len(r.refs) && r.refs[j].Off < off+n {
+			j++
+		}
+		r.refs = r.refs[:j]
+	}
 }
 
 func (s *Store) newChunkReader(ctx context.Context, tx *index.Tx, h Hash, size int64, refs []ChunkRef) (*chunkReader, error) {
@@ -157,15 +243,21 @@ func (s *Store) newChunkReader(ctx context.Context, tx *index.Tx, h Hash, size i
 	if total != size {
 		return nil, corrupt("get", h, "chunks hold %d bytes, want %d", total, size)
 	}
-	return &chunkReader{ctx: ctx, tx: tx, s: s, h: h, size: size, refs: refs, whole: blake3.New(32, nil)}, nil
+	return &chunkReader{ctx: ctx, tx: tx, s: s, h: h, size: size, refs: refs, whole: blake3.New(32, nil), left: -1}, nil
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}
+	if r.left == 0 {
+		return 0, r.fail(io.EOF)
+	}
 	for len(r.cur) == 0 {
 		if len(r.refs) == 0 {
+			if r.whole == nil {
+				return 0, r.fail(io.EOF)
+			}
 			var got Hash
 			r.whole.Sum(got[:0])
 			if r.off != r.size || got != r.h {
@@ -183,13 +275,22 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 		if int64(len(b)) != r.refs[0].Size {
 			return 0, r.fail(corrupt("get", r.h, "chunk %s has %d bytes, want %d", r.refs[0].Hash.Short(), len(b), r.refs[0].Size))
 		}
-		r.whole.Write(b)
+		if r.whole != nil {
+			r.whole.Write(b)
+		}
 		if cap(b) > cap(*r.bp) {
 			*r.bp = b[:cap(b)] // grew: keep the larger buffer
 		}
-		r.cur, r.refs = b, r.refs[1:]
+		r.cur, r.refs = b[min(r.skip, int64(len(b))):], r.refs[1:]
+		r.skip = 0
+	}
+	if r.left >= 0 && int64(len(p)) > r.left {
+		p = p[:r.left]
 	}
 	n := copy(p, r.cur)
+	if r.left > 0 {
+		r.left -= int64(n)
+	}
 	r.cur = r.cur[n:]
 	r.off += int64(n)
 	return n, nil
@@ -217,6 +318,7 @@ func (r *chunkReader) Close() error {
 // readChunk returns the verified plain bytes of one chunk, in dst's memory
 // if it is large enough, read in tx (nil: a read transaction of its own).
 func (s *Store) readChunk(ctx context.Context, in *index.Tx, h Hash, dst []byte) ([]byte, error) {
+	s.chunkReads.Add(1)
 	var b []byte
 	err := s.viewIn(ctx, in, func(tx *index.Tx) error {
 		// The stored bytes are decoded or copied straight from the

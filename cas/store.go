@@ -106,6 +106,9 @@ type Store struct {
 	// hashes counts the content a Put hashed (sum), and decodes the whole
 	// blobs decoded (decode), for the same kind of proof.
 	hashes, decodes atomic.Int64
+	// chunkReads counts the chunks read, so tests can prove a range
+	// read leaves the others alone.
+	chunkReads atomic.Int64
 }
 
 // New returns a Store on db, keeping objects in opts.Storage. It fails with store.invalid_options for bad

@@ -29,6 +29,7 @@ type ActorSpaces interface {
 	List(ctx context.Context, actor, path string, depth int) ([]vfs.Listed, error)
 	Upload(ctx context.Context, actor, path string, r io.Reader) (actors.Change, error)
 	Download(ctx context.Context, actor, path string) (io.ReadCloser, vfs.Entry, error)
+	Stat(ctx context.Context, actor, path string) (vfs.Entry, error)
 	Delete(ctx context.Context, actor, path string) (actors.Change, error)
 	DeleteByPrefix(ctx context.Context, actor, prefix string) (actors.Change, error)
 	Stats(ctx context.Context, actor string) (actors.Stats, error)
@@ -61,10 +62,10 @@ type JournalReader interface {
 	Follow(ctx context.Context, runID string, afterSeq int64, poll time.Duration, fn func(journal.Event) error) error
 }
 
-// Blobs reads stored contents as streams; *cas.Store implements it.
+// Blobs reads ranges of stored contents as streams; *cas.Store
+// implements it.
 type Blobs interface {
-	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
-	Has(ctx context.Context, h cas.Hash) (bool, error)
+	GetRange(ctx context.Context, h cas.Hash, off, n int64) (io.ReadCloser, error)
 }
 
 // Backend is the store the handler serves. Every field is required.
@@ -77,17 +78,18 @@ type Backend struct {
 	Checkpoints CheckpointLister
 	Journal     JournalReader
 	Blobs       Blobs
+	Archive     Archiver
 }
 
 // FromStore returns the backend over an open store: every op wsctl batch
-// serves, but export and import, which name files on the server's host
-// (see hostFileOps).
+// serves (export and import as streams: GET /v1/export, POST /v1/import,
+// rather than as ops naming files on the server's host; see hostFileOps).
 func FromStore(st *wsstore.Store) Backend {
 	return Backend{
 		Tokens: st.Tokens, Actors: st.Actors, GC: st,
 		Protocol: protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Retention: st.Runs,
 			Records: st.Runs, Host: st.Runs, Checkpoints: st.Checkpoints, Store: st},
-		Runs: st.Runs, Checkpoints: st.Checkpoints, Journal: st.Journal, Blobs: st.Blobs,
+		Runs: st.Runs, Checkpoints: st.Checkpoints, Journal: st.Journal, Blobs: st.Blobs, Archive: st.Archive,
 	}
 }
 
@@ -117,6 +119,11 @@ type Options struct {
 	// as bytes flow, so a large transfer is not cut by them. Default 60s;
 	// negative: the server's deadlines apply unchanged.
 	IOTimeout time.Duration
+	// SpoolDir is where an upload or import larger than 1 MiB is copied
+	// as it streams, so that it can be sent to a busy store again; the
+	// copy is removed once stored. Default: the system's temporary
+	// directory.
+	SpoolDir string
 	// AccessLog receives one line per request; nil: none.
 	AccessLog io.Writer
 }
@@ -191,6 +198,8 @@ func (h *Handler) routes() {
 
 	m.HandleFunc("POST /v1/op", h.op)
 	m.HandleFunc("GET /v1/ops", h.opsHelp)
+	m.HandleFunc("GET /v1/export", h.export)
+	m.HandleFunc("POST /v1/import", h.importArchive)
 
 	m.HandleFunc("GET /v1/runs/{run}", h.run)
 	m.HandleFunc("GET /v1/runs/{run}/checkpoints", h.checkpoints)

@@ -1,11 +1,14 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"flag"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,4 +66,45 @@ func TestLargeUploadDownload(t *testing.T) {
 	assert.False(t, cw.differ, "the downloaded bytes are the uploaded ones")
 	assert.Less(t, growth, uint64(64<<20), "the download streams")
 	t.Logf("download: heap grew by at most %d MiB", growth>>20)
+}
+
+// slowReader yields n pieces of a KiB, one every pause.
+type slowReader struct {
+	n     int
+	pause time.Duration
+}
+
+func (s *slowReader) Read(b []byte) (int, error) {
+	if s.n == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(s.pause)
+	s.n--
+	return copy(b, bytes.Repeat([]byte("x"), min(len(b), 1024))), nil
+}
+
+// TestSlowUploadOutlastsTimeouts: an upload that keeps flowing is taken,
+// and answered, however far it outlasts the server's read and write
+// timeouts, which the server set when the request arrived.
+func TestSlowUploadOutlastsTimeouts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes a second and a half")
+	}
+	s := newServer(t, httpapi.Options{IOTimeout: 2 * time.Second})
+	s.srv.Close()
+	srv := httptest.NewUnstartedServer(s.h)
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	s.srv = srv
+	req, err := http.NewRequest(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "slow.txt"), &slowReader{n: 15, pause: 100 * time.Millisecond})
+	require.NoError(t, err)
+	req.ContentLength = -1
+	req.Header.Set("Authorization", "Bearer "+s.full)
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	assert.Contains(t, string(b), `"bytes":15360`)
 }

@@ -12,22 +12,10 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// readOps are the ops that change nothing, which a read-only token may
-// send. An op not listed, a new one included, counts as a change: a
-// read-only token is refused it until it is listed here.
-var readOps = map[string]bool{
-	"read": true, "list": true, "stat": true, "search": true, "diff": true, "events": true,
-	"run.show": true, "runs.list": true, "runs.diff": true, "manifest.get": true,
-	"checkpoint.view": true, "checkpoints.list": true, "commits.list": true,
-	"chat.show": true, "chats.list": true, "policy.get": true, "deletions": true,
-	"stats": true, "du": true, "fsck": true, "host.list": true, "host.read": true,
-	"actor.ls": true, "actor.download": true, "actor.stats": true,
-}
-
 // hostFileOps are the ops that read or write a file on the host by its
 // path (an archive): over HTTP they would hand the server's file system
-// to its clients, so they are refused; wsctl batch, wsctl export and
-// wsctl import serve them.
+// to its clients, so /v1/op refuses them; GET /v1/export and POST
+// /v1/import stream the archive in the request or the response instead.
 var hostFileOps = map[string]bool{"export": true, "import": true}
 
 // opAccess is what the request line asks of its token. Only the top-level
@@ -45,7 +33,7 @@ func opAccess(line []byte) access {
 	if json.Unmarshal(fields["op"], &op) != nil {
 		return access{write: true, store: true}
 	}
-	a := access{write: !readOps[op], store: true, op: op}
+	a := access{write: !protocol.ReadOnly(op), store: true, op: op}
 	if strings.HasPrefix(op, "actor.") {
 		if raw, ok := fields["actor"]; ok && json.Unmarshal(raw, &actor) == nil && actor != "" {
 			a.store, a.actor = false, actor
@@ -77,7 +65,7 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.op != "" && hostFileOps[a.op] {
-		writeResponse(w, protocol.ErrorResponse(a.op, nil, forbidden("%s names a file on the server's host: it is not served over HTTP (use wsctl %s)", a.op, a.op)))
+		writeResponse(w, protocol.ErrorResponse(a.op, nil, forbidden("%s names a file on the server's host, which /v1/op does not touch: stream the archive with GET /v1/export or POST /v1/import", a.op)))
 		return
 	}
 	var resp protocol.Response

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/protocol"
@@ -117,7 +119,8 @@ func (h *Handler) runFiles(w http.ResponseWriter, r *http.Request) {
 }
 
 // GET /v1/runs/{run}/file?path=&at=: a file's bytes, live or at a
-// checkpoint, streamed.
+// checkpoint, streamed; one byte range (Range:) is read alone, and the
+// ETag is the content hash (sendFile).
 func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 	id, ok := h.readRun(w, r)
 	if !ok {
@@ -149,16 +152,13 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		h.sendFile(w, r, p.String(), res.Info.Hash, int64(len(res.Content)), strings.NewReader(string(res.Content)))
+		content := res.Content
+		h.sendFile(w, r, p.String(), cas.Sum(content), int64(len(content)), func(off, n int64) (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(content[off : off+n])), nil
+		})
 		return
 	}
-	rc, err := h.b.Blobs.Get(r.Context(), fi.Hash)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer rc.Close()
-	h.sendFile(w, r, p.String(), fi.Hash, fi.Size, rc)
+	h.sendFile(w, r, p.String(), fi.Hash, fi.Size, h.blobRange(r, fi.Hash))
 }
 
 // GET /v1/runs/{run}/diff?from=&to=: what changed between two checkpoints

@@ -8,14 +8,21 @@ import (
 
 // progressReader extends the connection's read deadline by IOTimeout as
 // the body flows, so the server's read timeout cuts a stalled upload but
-// not a large one. Without a deadline to extend (a host's own server
-// without timeouts, a test recorder) it reads as r does.
+// not a large one. It extends the write deadline too, which the server
+// set when the request arrived: the answer is written once the body is
+// read, however long that took. Without a deadline to extend (a host's
+// own server without timeouts, a test recorder) it reads as r does.
 func (h *Handler) progressReader(w http.ResponseWriter, r io.Reader) io.Reader {
 	if h.opts.IOTimeout < 0 {
 		return r
 	}
 	rc := http.NewResponseController(w)
-	return &deadlineReader{r: r, extend: func(t time.Time) error { return rc.SetReadDeadline(t) }, every: h.opts.IOTimeout}
+	return &deadlineReader{r: r, every: h.opts.IOTimeout, extend: func(t time.Time) error {
+		if err := rc.SetReadDeadline(t); err != nil {
+			return err
+		}
+		return rc.SetWriteDeadline(t)
+	}}
 }
 
 // progressWriter is progressReader for a response body.

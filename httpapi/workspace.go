@@ -3,14 +3,11 @@ package httpapi
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"path"
 	"strconv"
-	"strings"
-
-	"lukechampine.com/blake3"
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/actors"
@@ -54,53 +51,36 @@ func (h *Handler) wsFiles(w http.ResponseWriter, r *http.Request) {
 }
 
 // GET /workspace/file?actor=&path=: the file's bytes, streamed, with its
-// hash as ETag.
+// hash as ETag; one byte range (Range:) is read alone (sendFile).
 func (h *Handler) wsDownload(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	actor, p := q.Get("actor"), q.Get("path")
 	if _, ok := h.authorize(w, r, access{actor: actor}); !ok {
 		return
 	}
-	var rc io.ReadCloser
 	var e vfs.Entry
 	err := h.retry(r.Context(), func() (err error) {
-		rc, e, err = h.b.Actors.Download(r.Context(), actor, p)
+		if e, err = h.b.Actors.Stat(r.Context(), actor, p); err == nil && e.Kind != vfs.KindFile {
+			// The refusal Download gives a directory (or the root).
+			var rc io.ReadCloser
+			if rc, _, err = h.b.Actors.Download(r.Context(), actor, p); err == nil {
+				rc.Close()
+				err = wserr.New(wserr.PathIsDirectory, "download", p, "is a directory")
+			}
+		}
 		return err
 	})
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	defer rc.Close()
-	h.sendFile(w, r, p, e.Hash, e.Size, rc)
+	h.sendFile(w, r, p, e.Hash, e.Size, h.blobRange(r, e.Hash))
 }
 
-// sendFile streams a stored file of size bytes whose content hashes to
-// h. A conditional request with the same ETag gets 304. A read error
-// half-way (corrupt bytes) aborts the connection, so the client sees a
-// truncated response, never wrong bytes.
-func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, sum cas.Hash, size int64, rc io.Reader) {
-	etag := `"` + sum.String() + `"`
-	hd := w.Header()
-	hd.Set("ETag", etag)
-	hd.Set("X-Content-Hash", sum.String())
-	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	ct := mime.TypeByExtension(path.Ext(name))
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	hd.Set("Content-Type", ct)
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Content-Length", strconv.FormatInt(size, 10))
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return
-	}
-	if _, err := io.Copy(h.progressWriter(w), rc); err != nil {
-		panic(http.ErrAbortHandler)
+// blobRange opens ranges of the stored content sum.
+func (h *Handler) blobRange(r *http.Request, sum cas.Hash) opener {
+	return func(off, n int64) (io.ReadCloser, error) {
+		return h.b.Blobs.GetRange(r.Context(), sum, off, n)
 	}
 }
 
@@ -157,71 +137,40 @@ func firstFile(r *http.Request, body io.Reader) (io.Reader, error) {
 }
 
 // replayable is the largest upload held in memory so that it can be sent
-// to the store again after a busy failure.
+// to the store again after a busy failure; a larger one is spooled to a
+// temporary file as it streams (spool).
 const replayable = 1 << 20
 
-// upload stores body as actor's file p. A busy store is retried: a body
-// of up to replayable bytes is held and sent again; a larger one streams,
-// and once read whole is sent again from the content the store already
-// holds under its hash (Put is idempotent). A larger body the store was
-// busy for before it held it whole is answered busy: its bytes are gone.
+// upload stores body as actor's file p, retrying a busy store until the
+// busy deadline.
 func (h *Handler) upload(r *http.Request, actor, p string, body io.Reader) (actors.Change, error) {
-	head, err := io.ReadAll(io.LimitReader(body, replayable+1))
-	if err != nil {
-		return actors.Change{}, err
-	}
 	var c actors.Change
-	if len(head) <= replayable {
-		err := h.retry(r.Context(), func() (err error) {
-			c, err = h.b.Actors.Upload(r.Context(), actor, p, bytes.NewReader(head))
-			return err
-		})
-		return c, err
-	}
-	hb := &hashingReader{r: body, h: blake3.New(32, nil)}
-	hb.h.Write(head)
-	first := true
-	err = h.retry(r.Context(), func() (err error) {
-		src := io.MultiReader(bytes.NewReader(head), hb)
-		if !first {
-			if !hb.eof {
-				return wserr.New(wserr.Busy, "upload", p, "the store was busy part-way through the upload; send it again")
-			}
-			var sum cas.Hash
-			copy(sum[:], hb.h.Sum(nil))
-			if ok, err := h.b.Blobs.Has(r.Context(), sum); err != nil || !ok {
-				return wserr.New(wserr.Busy, "upload", p, "the store was busy before it held the upload; send it again")
-			}
-			rc, err := h.b.Blobs.Get(r.Context(), sum)
-			if err != nil {
-				return err
-			}
-			defer rc.Close()
-			src = rc
-		}
-		first = false
+	err := h.replaying(r, body, func(src io.Reader) (err error) {
 		c, err = h.b.Actors.Upload(r.Context(), actor, p, src)
 		return err
 	})
 	return c, err
 }
 
-// hashingReader hashes what it reads and notes the end.
-type hashingReader struct {
-	r   io.Reader
-	h   *blake3.Hasher
-	n   int64
-	eof bool
-}
-
-func (hr *hashingReader) Read(b []byte) (int, error) {
-	n, err := hr.r.Read(b)
-	hr.h.Write(b[:n])
-	hr.n += int64(n)
-	if err == io.EOF {
-		hr.eof = true
+// replaying calls fn with body, and again with body from its first byte
+// each time fn fails with a busy store, until the busy deadline (retry). A
+// body of up to replayable bytes is held in memory; a larger one is
+// spooled to a temporary file in Options.SpoolDir as fn reads it, so
+// memory stays bounded. fn must commit nothing when it fails busy.
+func (h *Handler) replaying(r *http.Request, body io.Reader, fn func(io.Reader) error) error {
+	head, err := io.ReadAll(io.LimitReader(body, replayable+1))
+	if err != nil {
+		return err
 	}
-	return n, err
+	if len(head) <= replayable {
+		return h.retry(r.Context(), func() error { return fn(bytes.NewReader(head)) })
+	}
+	sp, err := newSpool(h.opts.SpoolDir, io.MultiReader(bytes.NewReader(head), body))
+	if err != nil {
+		return wserr.Wrap(wserr.Internal, "upload", "", fmt.Errorf("spool the body: %w", err))
+	}
+	defer sp.Close()
+	return h.retry(r.Context(), func() error { return fn(sp.reader()) })
 }
 
 // DELETE /workspace/file?actor=&path=: removes the file, or the directory

@@ -33,34 +33,34 @@ const MaxActorDownload = 16 << 20
 // actorOps are the ops on actor spaces (seed 004's Workspace API).
 var actorOps = []op{
 	{
-		name: "actor.ls", request: []any{actorLsRequest{}}, handle: (*Session).actorLs,
+		name: "actor.ls", access: reads, request: []any{actorLsRequest{}}, handle: (*Session).actorLs,
 		help: `  actor.ls  {actor, path?, depth?}           -> {entries: [{path, name, kind, size, hash}]}
                                             an actor's files below path to depth levels`,
 	},
 	{
-		name: "actor.upload", request: []any{actorUploadRequest{}}, handle: (*Session).actorUpload,
+		name: "actor.upload", access: writes, request: []any{actorUploadRequest{}}, handle: (*Session).actorUpload,
 		help: `  actor.upload  {actor, path, content?, contentBase64?}  -> {actor, seq, op, path, files, bytes, root, created}
                                             content is text; contentBase64 carries bytes`,
 	},
 	{
-		name: "actor.download", request: []any{actorPathRequest{}}, handle: (*Session).actorDownload,
+		name: "actor.download", access: reads, request: []any{actorPathRequest{}}, handle: (*Session).actorDownload,
 		help: `  actor.download  {actor, path}             -> {size, hash, content | contentBase64}
                                             files up to 16 MiB; "wsctl actor download" streams any size`,
 	},
 	{
-		name: "actor.rm", request: []any{actorPathRequest{}}, handle: (*Session).actorRm,
+		name: "actor.rm", access: writes, request: []any{actorPathRequest{}}, handle: (*Session).actorRm,
 		help: `  actor.rm  {actor, path}                   -> the change, as actor.upload`,
 	},
 	{
-		name: "actor.rm-prefix", request: []any{actorPrefixRequest{}}, handle: (*Session).actorRmPrefix,
+		name: "actor.rm-prefix", access: writes, request: []any{actorPrefixRequest{}}, handle: (*Session).actorRmPrefix,
 		help: `  actor.rm-prefix  {actor, prefix}          -> the change; "temp/" removes temp/, "temp" also temp.md`,
 	},
 	{
-		name: "actor.stats", request: []any{actorNameRequest{}}, handle: (*Session).actorStats,
+		name: "actor.stats", access: reads, request: []any{actorNameRequest{}}, handle: (*Session).actorStats,
 		help: `  actor.stats  {actor}                      -> {actor, files, dirs, bytes, seq, versions, root}`,
 	},
 	{
-		name: "actor.gc", request: []any{actorGCRequest{}}, handle: (*Session).actorGC,
+		name: "actor.gc", access: writes, request: []any{actorGCRequest{}}, handle: (*Session).actorGC,
 		help: `  actor.gc  {actor?, keepVersions?}         -> {actors, pruned}   prunes old versions;
                                             "wsctl gc" then frees what they held`,
 	},

@@ -14,6 +14,39 @@ func Help() string {
 	}
 	b.WriteString("\n")
 	b.WriteString(helpOutro)
+	b.WriteString("\n\n")
+	b.WriteString(readOnlyHelp())
+	return b.String()
+}
+
+// readOnlyHelp lists the operations that change nothing in the store,
+// wrapped to the width of the rest of the help.
+func readOnlyHelp() string {
+	var b strings.Builder
+	line := "Read-only operations (the rest may change the store; a read-only token of\nwsctl serve may send only these):"
+	b.WriteString(line)
+	width := 0
+	first := true
+	for _, o := range ops {
+		if o.access != reads {
+			continue
+		}
+		word := o.name
+		if !first {
+			word = ", " + word
+		}
+		if width+len(word) > 72 {
+			b.WriteString(",\n ")
+			word, width = " "+o.name, 1
+		} else if first {
+			b.WriteString("\n ")
+			word, width = " "+o.name, 1
+		}
+		b.WriteString(word)
+		width += len(word)
+		first = false
+	}
+	b.WriteString(".")
 	return b.String()
 }
 

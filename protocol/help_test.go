@@ -37,3 +37,21 @@ func TestHelpGivesEveryField(t *testing.T) {
 		assert.Contains(t, help, common)
 	}
 }
+
+// TestEveryOpDeclaresAccess: each op says whether it reads or writes, so
+// a new op cannot be let through to a read-only token by omission; Ops
+// and ReadOnly report it.
+func TestEveryOpDeclaresAccess(t *testing.T) {
+	for _, o := range ops {
+		assert.Contains(t, []access{reads, writes}, o.access, "op %s", o.name)
+	}
+	infos := Ops()
+	require.Len(t, infos, len(ops))
+	for _, info := range infos {
+		assert.Equal(t, info.ReadOnly, ReadOnly(info.Name), info.Name)
+	}
+	assert.True(t, ReadOnly("read"))
+	assert.False(t, ReadOnly("write"))
+	assert.False(t, ReadOnly("nope"), "an unknown op is never read-only")
+	assert.Contains(t, Help(), "Read-only operations")
+}

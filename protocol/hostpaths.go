@@ -17,7 +17,7 @@ type hostPathResolver interface {
 // hostPathOps serve a host that speaks in host paths (seed 004).
 var hostPathOps = []op{
 	{
-		name: "run.hostpath", request: []any{hostPathRequest{}}, handle: (*Session).runHostPath,
+		name: "run.hostpath", access: reads, request: []any{hostPathRequest{}}, handle: (*Session).runHostPath,
 		help: `  run.hostpath {hostPath}                   -> {path}   the workspace path (host/NAME/…)
               by which the run reaches an absolute host path in its
               profile's allowPaths; workspace.path_not_allowed for the

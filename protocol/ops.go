@@ -20,7 +20,8 @@ import (
 // which decodes the request and returns the result object.
 type op struct {
 	name    string
-	request []any // zero values of its request type and the object types nested in it
+	access  access // reads or writes: every op declares which
+	request []any  // zero values of its request type and the object types nested in it
 	handle  func(s *Session, ctx context.Context, r request) (any, error)
 	help    string // its lines in Help; a test checks that they name every field
 }
@@ -28,7 +29,7 @@ type op struct {
 // ops are the operations, in the order help lists them.
 var ops = []op{
 	{
-		name: "run.create", request: []any{createRequest{}, runs.ChatKey{}, runs.Profile{}}, handle: (*Session).runCreate,
+		name: "run.create", access: writes, request: []any{createRequest{}, runs.ChatKey{}, runs.Profile{}}, handle: (*Session).runCreate,
 		help: `  run.create  {chat: {kind, stableChatId}, chatRef?, runId?, profile?, inputs?: {path: text}}
               -> {runId, workspaceId}      inputs land under input/
       chat         the host's chat: two non-empty strings. Every run of
@@ -84,7 +85,7 @@ var ops = []op{
                        with workspace.path_not_allowed`,
 	},
 	{
-		name: "write", request: []any{writeRequest{}}, handle: (*Session).write,
+		name: "write", access: writes, request: []any{writeRequest{}}, handle: (*Session).write,
 		help: `  write       {path, content | contentBase64, expectedHash?}
               -> {path, hash, size, checkpointId?}
               expectedHash: the file's hash as last read (64 hex digits; not
@@ -92,39 +93,39 @@ var ops = []op{
               if the file changed since`,
 	},
 	{
-		name: "append", request: []any{writeRequest{}}, handle: (*Session).append,
+		name: "append", access: writes, request: []any{writeRequest{}}, handle: (*Session).append,
 		help: `  append      {path, content | contentBase64, expectedHash?}   -> as write`,
 	},
 	{
-		name: "patch", request: []any{patchRequest{}}, handle: (*Session).patch,
+		name: "patch", access: writes, request: []any{patchRequest{}}, handle: (*Session).patch,
 		help: `  patch       {path, old, new, replaceAll?, expectedHash?}      -> as write`,
 	},
 	{
-		name: "delete", request: []any{pathRequest{}}, handle: (*Session).delete,
+		name: "delete", access: writes, request: []any{pathRequest{}}, handle: (*Session).delete,
 		help: `  delete      {path}                        -> {path, hash, checkpointId?}   hash: the removed content`,
 	},
 	{
-		name: "read", request: []any{readRequest{}}, handle: (*Session).read,
+		name: "read", access: reads, request: []any{readRequest{}}, handle: (*Session).read,
 		help: `  read        {path, at?, startLine?, endLine?}
               -> {path, content | contentBase64, hash, size, totalLines?, startLine?, endLine?, truncated?}`,
 	},
 	{
-		name: "list", request: []any{listRequest{}}, handle: (*Session).list,
+		name: "list", access: reads, request: []any{listRequest{}}, handle: (*Session).list,
 		help: `  list        {path?, depth?, at?}          -> {entries: [{path, kind, size, hash, resource, writable}]}
               path: default the root. depth: how many levels below path
               to list, an integer; default 1, the direct entries (0 is 1
               too); 2 adds their children, and so on`,
 	},
 	{
-		name: "checkpoint", request: []any{checkpointRequest{}}, handle: (*Session).checkpoint,
+		name: "checkpoint", access: writes, request: []any{checkpointRequest{}}, handle: (*Session).checkpoint,
 		help: `  checkpoint  {reason?}                     -> {checkpointId, seq}`,
 	},
 	{
-		name: "rollback", request: []any{rollbackRequest{}}, handle: (*Session).rollback,
+		name: "rollback", access: writes, request: []any{rollbackRequest{}}, handle: (*Session).rollback,
 		help: `  rollback    {checkpointId | checkpointSeq, pause?}  -> {runId, root, checkpointId, status}`,
 	},
 	{
-		name: "diff", request: []any{diffRequest{}}, handle: (*Session).diff,
+		name: "diff", access: reads, request: []any{diffRequest{}}, handle: (*Session).diff,
 		help: `  diff        {from, to?, maxBytes?}        -> {changes: [{path, op, unified?, binary?, truncated?, omittedHunks?, ...}]}  to: default live
               unified: the text wsctl diff prints, with git's headers
               ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one)
@@ -132,19 +133,19 @@ var ops = []op{
               has truncated: true and omittedHunks: hunks left out (0: its whole text)`,
 	},
 	{
-		name: "commit", request: []any{commitRequest{}}, handle: (*Session).commit,
+		name: "commit", access: writes, request: []any{commitRequest{}}, handle: (*Session).commit,
 		help: `  commit      {path?, mode?: replace|append} -> {commitId, checkpointId, mode, message}`,
 	},
 	{
-		name: "finish", request: []any{base{}}, handle: (*Session).finish,
+		name: "finish", access: writes, request: []any{base{}}, handle: (*Session).finish,
 		help: `  finish      {}                            -> {runId, status, persistChanges, persistVersion, merged}`,
 	},
 	{
-		name: "events", request: []any{eventsRequest{}}, handle: (*Session).events,
+		name: "events", access: reads, request: []any{eventsRequest{}}, handle: (*Session).events,
 		help: `  events      {afterSeq?, limit?}           -> {events: [...]}   limit: default 100, at most 500`,
 	},
 	{
-		name: "manifest.set", request: []any{manifestRequest{}, runs.Manifest{}, runs.Artifact{}, runs.CommitPolicy{}}, handle: (*Session).manifestSet,
+		name: "manifest.set", access: writes, request: []any{manifestRequest{}, runs.Manifest{}, runs.Artifact{}, runs.CommitPolicy{}}, handle: (*Session).manifestSet,
 		help: `  manifest.set {manifest}                   -> {artifacts}
       manifest     {workspaceVersion: 1, artifacts: [ARTIFACT, …], commitPolicy?}
         ARTIFACT     {id, path, kind?, target, required?, assemblyOrder?}
@@ -157,7 +158,7 @@ var ops = []op{
                    of the wrong type, is refused with manifest.invalid`,
 	},
 	{
-		name: "run.status", request: []any{statusRequest{}}, handle: (*Session).runStatus,
+		name: "run.status", access: writes, request: []any{statusRequest{}}, handle: (*Session).runStatus,
 		help: `  run.status  {status, reason?}             -> {runId, status, primaryRoot}
               status: e.g. failed or cancelled (a run completes only
               through finish). primaryRoot: the run's active project
@@ -165,7 +166,7 @@ var ops = []op{
               artifact; run.show reports it too`,
 	},
 	{
-		name: "export", request: []any{exportRequest{}}, handle: (*Session).export,
+		name: "export", access: reads, request: []any{exportRequest{}}, handle: (*Session).export,
 		help: `  export      {path, runs?, chats?, actors?, all?, skipWorkspace?}
               -> {objects, blobs, trees, bytes, archiveBytes, chats, runs, actors, events, seconds}
               writes an archive (docs/archive.md) of the runs, chat
@@ -174,14 +175,14 @@ var ops = []op{
               never exported; skipWorkspace leaves actor spaces out`,
 	},
 	{
-		name: "import", request: []any{importRequest{}}, handle: (*Session).importArchive,
+		name: "import", access: writes, request: []any{importRequest{}}, handle: (*Session).importArchive,
 		help: `  import      {path}                        -> as export, with added, unchanged, conflicts: [{kind, id, reason}]
               verifies the whole archive before any row is visible: a
               damaged one fails with archive.corrupt, another version with
               archive.unsupported_version, and nothing is imported`,
 	},
 	{
-		name: "prune", request: []any{pruneRequest{}}, handle: (*Session).prune,
+		name: "prune", access: writes, request: []any{pruneRequest{}}, handle: (*Session).prune,
 		help: `  prune       {dryRun?, workspaceId?}       -> {dryRun, runs: [{runId, workspaceId, status, reason, logId}],
                                                 checkpoints: [{runId, checkpointIds, bytes}], bytesFreed}
               applies the retention policy (policy.set) to every chat, or
@@ -189,7 +190,7 @@ var ops = []op{
               it (reason) and is in the deletion log (wsctl deletions)`,
 	},
 	{
-		name: "chat.delete", request: []any{chatDeleteRequest{}, runs.ChatKey{}}, handle: (*Session).chatDelete,
+		name: "chat.delete", access: writes, request: []any{chatDeleteRequest{}, runs.ChatKey{}}, handle: (*Session).chatDelete,
 		help: `  chat.delete {chats: [{kind, stableChatId}, …], force?}
               -> {chats: [{chat, workspaceId, found, runs, cancelled, logId}], bytesFreed}
               deletes each chat's workspace with its runs, persist/ and
@@ -198,7 +199,7 @@ var ops = []op{
               A chat with no workspace comes back with found false`,
 	},
 	{
-		name: "policy.set", request: []any{policyRequest{}, runs.Policy{}}, handle: (*Session).policySet,
+		name: "policy.set", access: writes, request: []any{policyRequest{}, runs.Policy{}}, handle: (*Session).policySet,
 		help: `  policy.set  {workspaceId?, policy}        -> {scope, policy}   workspaceId: that chat's
               overrides; default the store's
       policy       {keepCompletedRuns?, keepFailedRuns?, maxRunWorkspacesPerChat?,
@@ -207,6 +208,44 @@ var ops = []op{
                    store's; the store's: off). maxStoreBytes is the store's
                    cap on stored bytes, store only`,
 	},
+}
+
+// access is what an op does to the store.
+type access int
+
+const (
+	_ access = iota
+	// reads: the op changes nothing in the store (export writes only
+	// its archive, outside the store).
+	reads
+	// writes: the op may change the store.
+	writes
+)
+
+// OpInfo describes one operation of the op table.
+type OpInfo struct {
+	// Name is the op's name, as a request's "op" spells it.
+	Name string
+	// ReadOnly: the op changes nothing in the store, so a read-only token
+	// may send it.
+	ReadOnly bool
+}
+
+// Ops returns every operation of the op table, in the order Help lists
+// them.
+func Ops() []OpInfo {
+	out := make([]OpInfo, len(ops))
+	for i, o := range ops {
+		out[i] = OpInfo{Name: o.name, ReadOnly: o.access == reads}
+	}
+	return out
+}
+
+// ReadOnly reports whether the op named name changes nothing in the
+// store; false for a name that is no op.
+func ReadOnly(name string) bool {
+	o, ok := opsByName[name]
+	return ok && o.access == reads
 }
 
 // opsByName are ops by name.

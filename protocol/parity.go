@@ -53,24 +53,24 @@ type Maintenance interface {
 // API gives an embedding one (TestOpsCoverGoAPI keeps them in step).
 var parityOps = []op{
 	{
-		name: "search", request: []any{searchRequest{}}, handle: (*Session).search,
+		name: "search", access: reads, request: []any{searchRequest{}}, handle: (*Session).search,
 		help: `  search      {query, path?, limit?}        -> {hits: [{path, score, startLine, endLine, snippet}]}
               the agent's search over the text files it may see; limit:
               default 20, at most 200`,
 	},
 	{
-		name: "apply", request: []any{applyRequest{}, applyEdit{}}, handle: (*Session).apply,
+		name: "apply", access: writes, request: []any{applyRequest{}, applyEdit{}}, handle: (*Session).apply,
 		help: `  apply       {edits: [{path, content | contentBase64 | remove: true}]}
               -> {files: [{path, hash, size}], checkpointId?}
               many files as one step: one transaction, one event per file,
               one checkpoint; all or nothing`,
 	},
 	{
-		name: "stat", request: []any{statRequest{}}, handle: (*Session).stat,
+		name: "stat", access: reads, request: []any{statRequest{}}, handle: (*Session).stat,
 		help: `  stat        {path, at?}                   -> {path, kind, size, hash, resource, writable}`,
 	},
 	{
-		name: "host.read", request: []any{readRequest{}}, handle: (*Session).hostRead,
+		name: "host.read", access: reads, request: []any{readRequest{}}, handle: (*Session).hostRead,
 		help: `  host.read   {path, at?, startLine?, endLine?}  -> as read
               the host's view: input/, tool-args/, tool-results/,
               model-responses/, manifest.json and
@@ -78,93 +78,93 @@ var parityOps = []op{
               checkpoint's files below it), which the model never sees`,
 	},
 	{
-		name: "host.list", request: []any{listRequest{}}, handle: (*Session).hostList,
+		name: "host.list", access: reads, request: []any{listRequest{}}, handle: (*Session).hostList,
 		help: `  host.list   {path?, depth?, at?}          -> as list, in the host's view`,
 	},
 	{
-		name: "commit.rollback", request: []any{commitRollbackRequest{}}, handle: (*Session).commitRollback,
+		name: "commit.rollback", access: writes, request: []any{commitRollbackRequest{}}, handle: (*Session).commitRollback,
 		help: `  commit.rollback {checkpointId, delete?}   -> {commitId, checkpointId, mode, message}
               replaces the committed message with the one checkpointId
               assembles (delete: true: deletes it); message as commit's`,
 	},
 	{
-		name: "commits.list", request: []any{base{}}, handle: (*Session).commitsList,
+		name: "commits.list", access: reads, request: []any{base{}}, handle: (*Session).commitsList,
 		help: `  commits.list {}                           -> {commits: [{commitId, seq, checkpointId, mode, kind, status, ...}]}`,
 	},
 	{
-		name: "runs.list", request: []any{runsListRequest{}}, handle: (*Session).runsList,
+		name: "runs.list", access: reads, request: []any{runsListRequest{}}, handle: (*Session).runsList,
 		help: `  runs.list   {workspaceId?, status?, limit?}  -> {runs: [RUN, …]}   newest first`,
 	},
 	{
-		name: "run.show", request: []any{base{}}, handle: (*Session).runShow,
+		name: "run.show", access: reads, request: []any{base{}}, handle: (*Session).runShow,
 		help: `  run.show    {}                            -> RUN: {runId, workspaceId, status, profile, root, headCheckpoint, …}`,
 	},
 	{
-		name: "run.delete", request: []any{runDeleteRequest{}}, handle: (*Session).runDelete,
+		name: "run.delete", access: writes, request: []any{runDeleteRequest{}}, handle: (*Session).runDelete,
 		help: `  run.delete  {cancel?}                     -> {runId, deleted, cancelled}
               an active run is refused (run.invalid_transition) unless
               cancel is true, which cancels and deletes it in one step`,
 	},
 	{
-		name: "chats.list", request: []any{base{}}, handle: (*Session).chatsList,
+		name: "chats.list", access: reads, request: []any{base{}}, handle: (*Session).chatsList,
 		help: `  chats.list  {}                            -> {chats: [{id, kind, stableChatId, persistRoot, persistVersion, …}]}`,
 	},
 	{
-		name: "chat.show", request: []any{chatShowRequest{}}, handle: (*Session).chatShow,
+		name: "chat.show", access: reads, request: []any{chatShowRequest{}}, handle: (*Session).chatShow,
 		help: `  chat.show   {workspaceId}                 -> {id, kind, stableChatId, …}`,
 	},
 	{
-		name: "manifest.get", request: []any{base{}}, handle: (*Session).manifestGet,
+		name: "manifest.get", access: reads, request: []any{base{}}, handle: (*Session).manifestGet,
 		help: `  manifest.get {}                           -> {manifest}`,
 	},
 	{
-		name: "checkpoints.list", request: []any{base{}}, handle: (*Session).checkpointsList,
+		name: "checkpoints.list", access: reads, request: []any{base{}}, handle: (*Session).checkpointsList,
 		help: `  checkpoints.list {}                       -> {checkpoints: [{id, seq, root, parent?, reason, eventSeq, createdAt}]}`,
 	},
 	{
-		name: "checkpoint.view", request: []any{checkpointViewRequest{}}, handle: (*Session).checkpointView,
+		name: "checkpoint.view", access: reads, request: []any{checkpointViewRequest{}}, handle: (*Session).checkpointView,
 		help: `  checkpoint.view {checkpointId}            -> checkpoint.json: {id, seq, runId, createdAt, reason, eventSeq, parent?, root, files: [{path, hash, bytes}]}`,
 	},
 	{
-		name: "runs.diff", request: []any{runsDiffRequest{}}, handle: (*Session).runsDiff,
+		name: "runs.diff", access: reads, request: []any{runsDiffRequest{}}, handle: (*Session).runsDiff,
 		help: `  runs.diff   {fromRunId?, from?, toRunId?, to?}  -> as diff
               compares two runs (or one): from and to are checkpoints or
               "live" (the default); each run defaults to the request's`,
 	},
 	{
-		name: "materialize", request: []any{materializeRequest{}}, handle: (*Session).materialize,
+		name: "materialize", access: writes, request: []any{materializeRequest{}}, handle: (*Session).materialize,
 		help: `  materialize {paths: [VIRTUAL, …]}          -> {files: [{path, hash, size, checkpointId?}]}
               fixes each virtual resource's content now under input/ at
               the same path; an input that exists already is refused`,
 	},
 	{
-		name: "deletions", request: []any{deletionsRequest{}}, handle: (*Session).deletions,
+		name: "deletions", access: reads, request: []any{deletionsRequest{}}, handle: (*Session).deletions,
 		help: `  deletions   {afterId?, limit?}            -> {deletions: [...]}   the deletion log`,
 	},
 	{
-		name: "policy.get", request: []any{policyGetRequest{}}, handle: (*Session).policyGet,
+		name: "policy.get", access: reads, request: []any{policyGetRequest{}}, handle: (*Session).policyGet,
 		help: `  policy.get  {workspaceId?, effective?}    -> {policy}   the store's policy, or a chat's;
                                             effective: a chat's as it applies`,
 	},
 	{
-		name: "stats", request: []any{base{}}, handle: (*Session).stats,
+		name: "stats", access: reads, request: []any{base{}}, handle: (*Session).stats,
 		help: `  stats       {}                            -> as wsctl stats --json`,
 	},
 	{
-		name: "gc", request: []any{gcRequest{}}, handle: (*Session).gc,
+		name: "gc", access: writes, request: []any{gcRequest{}}, handle: (*Session).gc,
 		help: `  gc          {dryRun?, graceSeconds?}      -> as wsctl gc --json   graceSeconds:
                                             keep unreachable rows younger than this`,
 	},
 	{
-		name: "fsck", request: []any{base{}}, handle: (*Session).fsck,
+		name: "fsck", access: reads, request: []any{base{}}, handle: (*Session).fsck,
 		help: `  fsck        {}                            -> {ok, problems, ...}   as wsctl fsck --json`,
 	},
 	{
-		name: "du", request: []any{base{}}, handle: (*Session).du,
+		name: "du", access: reads, request: []any{base{}}, handle: (*Session).du,
 		help: `  du          {}                            -> {usage: [...]}   as wsctl du --json`,
 	},
 	{
-		name: "reclaim", request: []any{base{}}, handle: (*Session).reclaim,
+		name: "reclaim", access: writes, request: []any{base{}}, handle: (*Session).reclaim,
 		help: `  reclaim     {}                            -> {gc, fileBytesBefore, fileBytesAfter, ...}`,
 	},
 }

@@ -24,17 +24,17 @@ type Recorder interface {
 // beside its workspace: context, model rounds and tool calls.
 var recordOps = []op{
 	{
-		name: "context.assembled", request: []any{contextRequest{}, journal.ContextSource{}}, handle: (*Session).contextAssembled,
+		name: "context.assembled", access: writes, request: []any{contextRequest{}, journal.ContextSource{}}, handle: (*Session).contextAssembled,
 		help: `  context.assembled {sources?: [{name, bytes?, tokens?}], messages?, tokens?}  -> {seq}
               journals context_assembled: what the model's context holds`,
 	},
 	{
-		name: "model.request", request: []any{modelRequestRequest{}}, handle: (*Session).modelRequest,
+		name: "model.request", access: writes, request: []any{modelRequestRequest{}}, handle: (*Session).modelRequest,
 		help: `  model.request {round, model?, messages?, tools?}  -> {seq}
               journals model_request_created for round (from 1)`,
 	},
 	{
-		name: "model.response", request: []any{modelResponseRequest{}}, handle: (*Session).modelResponse,
+		name: "model.response", access: writes, request: []any{modelResponseRequest{}}, handle: (*Session).modelResponse,
 		help: `  model.response {round, response, finishReason?, inputTokens?, outputTokens?, toolCallIds?}
               -> {path, hash, size, seq}
               stores response (any JSON, byte for byte) at
@@ -42,13 +42,13 @@ var recordOps = []op{
               and model_response_stored`,
 	},
 	{
-		name: "tool.call", request: []any{toolCallRequest{}}, handle: (*Session).toolCall,
+		name: "tool.call", access: writes, request: []any{toolCallRequest{}}, handle: (*Session).toolCall,
 		help: `  tool.call   {toolCallId, name, args, round?}  -> {path, hash, size, seq}
               stores args (any JSON, byte for byte) at
               tool-args/<toolCallId>.json and journals tool_call_requested`,
 	},
 	{
-		name: "tool.result", request: []any{toolResultRequest{}, runs.ToolError{}}, handle: (*Session).toolResult,
+		name: "tool.result", access: writes, request: []any{toolResultRequest{}, runs.ToolError{}}, handle: (*Session).toolResult,
 		help: `  tool.result {toolCallId, result, name?, error?: {code, message?}}
               -> {path, hash, size, seq}
               stores result at tool-results/<toolCallId>.json and journals

@@ -24,6 +24,9 @@ const (
 	// of whoever typed the command, never one to hand to a model, unlike
 	// workspace.invalid_argument.
 	CodeInvalidArgument wserr.Code = "wsctl.invalid_argument"
+	// CodeRangeNotSatisfiable is an HTTP Range request for bytes the file
+	// does not hold (wsctl serve).
+	CodeRangeNotSatisfiable wserr.Code = "http.range_not_satisfiable"
 )
 
 // Interrupted is the error (CodeInterrupted) of a session, or of the
@@ -76,6 +79,7 @@ var HTTPStatuses = []Status{
 	{http.StatusConflict, "conflict or invalid transition; a write guarded by a stale hash",
 		[]wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.WriteStaleFile, wserr.ChatActiveRun}, nil},
 	{http.StatusRequestEntityTooLarge, "the request is too long", []wserr.Code{CodeLineTooLong}, nil},
+	{http.StatusRequestedRangeNotSatisfiable, "a Range request for bytes the file does not hold", []wserr.Code{CodeRangeNotSatisfiable}, nil},
 	{http.StatusUnprocessableEntity, "model-correctable workspace error, an invalid manifest or missing artifact, or an archive that is corrupt or of an unsupported version",
 		[]wserr.Code{wserr.InvalidManifest, wserr.MissingArtifact, wserr.ArchiveCorrupt, wserr.ArchiveUnsupportedVersion}, []string{"workspace."}},
 	{http.StatusInternalServerError, "internal error, corruption, a failed journal write, a database file that is not a store, or a store format this build cannot use",

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +20,14 @@ import (
 
 // defaultListen is where wsctl serve listens without --listen: loopback.
 const defaultListen = "127.0.0.1:7433"
+
+// defaultMemoryLimit is serve's soft limit of the Go runtime's memory
+// (debug.SetMemoryLimit). A transfer's garbage (chunk buffers, copies out
+// of SQLite) would otherwise let the heap double past its live size
+// before a collection; the limit keeps the process's resident memory
+// bounded at little cost while what is live stays below it, and is soft:
+// it never fails an allocation.
+const defaultMemoryLimit = 32 << 20
 
 type serveOptions struct {
 	globals
@@ -31,6 +41,7 @@ type serveOptions struct {
 	idleTimeout     time.Duration
 	shutdownTimeout time.Duration
 	busyDeadline    time.Duration
+	memoryLimit     int64
 	// ready, if set, is called with the address once the server listens
 	// (tests).
 	ready func(addr string)
@@ -46,7 +57,7 @@ address needs --allow-remote). Every endpoint but GET /healthz needs a
 bearer token from "wsctl token create".
 
   GET    /workspace/files?actor=&path=&depth=
-  GET    /workspace/file?actor=&path=             the file, streamed
+  GET    /workspace/file?actor=&path=             the file, streamed (Range, If-None-Match)
   POST   /workspace/upload?actor=&path=           the body (or a multipart file), streamed
   DELETE /workspace/file?actor=&path=
   GET    /workspace/stats?actor=
@@ -54,9 +65,13 @@ bearer token from "wsctl token create".
   DELETE /workspace/delete-by-prefix?actor=&prefix=
   POST   /v1/op                                   one batch request -> one response
   GET    /v1/ops                                  the op table (batch --help)
+  GET    /v1/export?run=&chat=&actor=&all=&skipWorkspace=
+                                  an archive, streamed; its summary in
+                                  the Wsstore-Summary trailer
+  POST   /v1/import                               the body is an archive -> its summary
   GET    /v1/runs/{run}[/checkpoints]
   GET    /v1/runs/{run}/files?path=&depth=&at=
-  GET    /v1/runs/{run}/file?path=&at=            a file, live or at a checkpoint
+  GET    /v1/runs/{run}/file?path=&at=            a file, live or at a checkpoint (Range, If-None-Match)
   GET    /v1/runs/{run}/diff?from=&to=
   GET    /v1/runs/{run}/events?afterSeq=&beforeSeq=&limit=
   GET    /v1/runs/{run}/events/follow?afterSeq=&wait=
@@ -84,6 +99,7 @@ With --json the startup line on standard output is JSON with the address.`,
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	f.DurationVar(&o.busyDeadline, "busy-deadline", httpapi.DefaultBusyDeadline, "how long a request retries a busy store")
+	f.Int64Var(&o.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit in `BYTES` of the Go runtime's memory, so garbage is collected before the process grows (0: none; GOMEMLIMIT, if set, wins)")
 	return cmd
 }
 
@@ -104,6 +120,12 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 	if !isLoopback(host) && !o.allowRemote {
 		return usageError{fmt.Errorf("--listen %q is not a loopback address: pass --allow-remote to serve other machines", o.listen)}
 	}
+	if o.memoryLimit < 0 {
+		return usageError{fmt.Errorf("--memory-limit %d: must not be negative", o.memoryLimit)}
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && o.memoryLimit > 0 {
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.memoryLimit))
+	}
 	st, err := openStore(ctx, o.globals, create)
 	if err != nil {
 		return err
@@ -112,6 +134,8 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 	h := httpapi.New(httpapi.FromStore(st), httpapi.Options{
 		MaxRequestBytes: o.maxRequest, MaxUploadBytes: o.maxUpload, BusyDeadline: o.busyDeadline,
 		CORSOrigins: o.corsOrigins, AccessLog: o.errOut,
+		// Beside the store, on the disk that takes the upload anyway.
+		SpoolDir: st.Dir,
 	})
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {

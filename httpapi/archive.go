@@ -1,0 +1,169 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/tokens"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Archiver writes and reads archives as streams; *archive.Archiver
+// implements it.
+type Archiver interface {
+	Export(ctx context.Context, w io.Writer, scope archive.Scope, opt archive.Options) (archive.Summary, error)
+	Import(ctx context.Context, r io.Reader, opt archive.Options) (archive.Summary, error)
+}
+
+// SummaryTrailer is the trailer of an export's response that holds its
+// summary as JSON (the body is the archive).
+const SummaryTrailer = "Wsstore-Summary"
+
+// GET /v1/export?run=&chat=&actor=&all=&skipWorkspace=: an archive
+// (docs/archive.md) of what wsctl export's flags of the same names select
+// (run, chat and actor repeat), streamed as the body; its summary comes in
+// the Wsstore-Summary trailer. A token limited to actors may export only
+// those actors' spaces. An error before the first byte is answered with
+// its code; one after it aborts the response, so the client sees a
+// truncated archive, which import refuses.
+func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	scope := archive.Scope{Runs: q["run"], Chats: q["chat"], Actors: q["actor"]}
+	var err error
+	if scope.All, err = boolParam(q.Get("all"), "all"); err == nil {
+		scope.SkipWorkspace, err = boolParam(q.Get("skipWorkspace"), "skipWorkspace")
+	}
+	t, ok := h.authorize(w, r, access{anyToken: true})
+	if !ok {
+		return
+	}
+	if err == nil {
+		err = mayExport(t, scope)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	aw := &archiveWriter{w: w, progress: h.progressWriter(w)}
+	var sum archive.Summary
+	err = h.retry(r.Context(), func() (err error) {
+		// Busy is retried only before the first byte went out.
+		sum, err = h.b.Archive.Export(r.Context(), aw, scope, archive.Options{})
+		if err != nil && aw.started {
+			err = abortError{err}
+		}
+		return err
+	})
+	if errors.As(err, new(abortError)) {
+		panic(http.ErrAbortHandler)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	aw.start() // an empty archive still gets its headers
+	b, _ := json.Marshal(sum)
+	w.Header().Set(SummaryTrailer, string(b))
+}
+
+// abortError is an export that failed after its first byte went out.
+type abortError struct{ error }
+
+// mayExport checks that t may read everything scope selects: a token
+// limited to actors, only those actors' spaces. Errors: wserr.Forbidden.
+func mayExport(t tokens.Token, scope archive.Scope) error {
+	if t.AllActors() {
+		return nil
+	}
+	if scope.All || len(scope.Runs) > 0 || len(scope.Chats) > 0 {
+		return forbidden("this token is limited to actors %s: it may export only their spaces (?actor=)", strings.Join(t.Actors, ", "))
+	}
+	for _, a := range scope.Actors {
+		if !t.AllowsActor(a) {
+			return forbidden("this token may not export actor %q", a)
+		}
+	}
+	return nil
+}
+
+// archiveWriter sends the export's headers with its first byte, so that
+// an export refused before it writes anything gets an error response.
+type archiveWriter struct {
+	w        http.ResponseWriter
+	progress io.Writer
+	started  bool
+}
+
+func (a *archiveWriter) start() {
+	if a.started {
+		return
+	}
+	a.started = true
+	hd := a.w.Header()
+	hd.Set("Content-Type", "application/x-tar")
+	hd.Set("Content-Disposition", `attachment; filename="wsstore-export.wsar"`)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Trailer", SummaryTrailer)
+	a.w.WriteHeader(http.StatusOK)
+}
+
+func (a *archiveWriter) Write(p []byte) (int, error) {
+	a.start()
+	return a.progress.Write(p)
+}
+
+// POST /v1/import: the body is an archive, streamed into the store; the
+// answer is its summary, as wsctl import --json prints it. Everything is
+// verified before anything is visible: a damaged archive fails with
+// archive.corrupt, another version with archive.unsupported_version, and
+// nothing is imported. Objects the store holds otherwise are left as they
+// are and listed in the summary's conflicts, answered 409 store.conflict
+// (with the summary) once the rest is imported, as wsctl import exits 5.
+// It needs a write token not limited to actors: an archive may hold
+// anything.
+func (h *Handler) importArchive(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.authorize(w, r, access{write: true, store: true}); !ok {
+		return
+	}
+	var body io.Reader = r.Body
+	if h.opts.MaxUploadBytes > 0 {
+		body = http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes)
+	}
+	var sum archive.Summary
+	err := h.replaying(r, h.progressReader(w, body), func(src io.Reader) (err error) {
+		sum, err = h.b.Archive.Import(r.Context(), src, archive.Options{})
+		return err
+	})
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			err = wserr.New(wserr.SizeLimitExceeded, "import", "", "the archive is larger than this server takes (%d bytes)", mbe.Limit)
+		}
+		writeError(w, err)
+		return
+	}
+	if len(sum.Conflicts) > 0 {
+		err := wserr.New(wserr.Conflict, "import", "", "%d objects conflict with the store and were left as they are", len(sum.Conflicts))
+		writeJSON(w, http.StatusConflict, map[string]any{"error": map[string]any{"code": wserr.CodeOf(err), "message": wserr.MessageOf(err)}, "result": sum})
+		return
+	}
+	writeJSON(w, http.StatusOK, sum)
+}
+
+// boolParam parses a boolean query parameter; "" is false.
+func boolParam(s, name string) (bool, error) {
+	if s == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, badRequest("%s must be true or false, not %q", name, s)
+	}
+	return b, nil
+}

@@ -1,0 +1,132 @@
+package httpapi_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/tokens"
+)
+
+// export GETs /v1/export with token and the query kv, and returns the
+// status, the body and the summary trailer.
+func (s *server) export(token string, kv ...string) (int, []byte, map[string]any) {
+	s.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.url("/v1/export", kv...), nil)
+	require.NoError(s.t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := s.srv.Client().Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(s.t, err)
+	var sum map[string]any
+	if v := resp.Trailer.Get(httpapi.SummaryTrailer); v != "" {
+		require.NoError(s.t, json.Unmarshal([]byte(v), &sum), v)
+	}
+	return resp.StatusCode, b, sum
+}
+
+// TestArchive: GET /v1/export streams an archive that POST /v1/import
+// takes into another store, with wsctl export's and import's codes, and
+// tokens may export only what they may read and import only if they may
+// write everything.
+func TestArchive(t *testing.T) {
+	a := newServer(t, httpapi.Options{})
+	a.newRun("r1")
+	a.okJSON(http.MethodPost, a.url("/workspace/upload", "actor", "alice", "path", "notes.md"), bytes.NewReader([]byte("alice's")))
+	a.okJSON(http.MethodPost, a.url("/workspace/upload", "actor", "bob", "path", "notes.md"), bytes.NewReader([]byte("bob's")))
+
+	status, arc, sum := a.export(a.full, "all", "true")
+	require.Equal(t, http.StatusOK, status, "%s", arc)
+	require.NotNil(t, sum, "the summary trailer")
+	assert.Equal(t, float64(1), sum["runs"])
+	assert.Equal(t, float64(2), sum["actors"])
+	assert.Equal(t, float64(len(arc)), sum["archiveBytes"])
+	first, err := tar.NewReader(bytes.NewReader(arc)).Next()
+	require.NoError(t, err)
+	assert.Equal(t, "wsstore-archive.json", first.Name)
+
+	b := newServer(t, httpapi.Options{})
+	t.Run("Import", func(t *testing.T) {
+		m := b.okJSON(http.MethodPost, b.url("/v1/import"), bytes.NewReader(arc))
+		assert.Equal(t, float64(1), m["runs"])
+		res := b.mustOp(map[string]any{"op": "read", "runId": "r1", "path": "output/answer.md"})
+		assert.Equal(t, "v1\n", res["content"])
+		_, body := b.do(http.MethodGet, b.url("/workspace/file", "actor", "bob", "path", "notes.md"), b.full, nil)
+		assert.Equal(t, "bob's", string(body))
+		m = b.okJSON(http.MethodPost, b.url("/v1/import"), bytes.NewReader(arc))
+		assert.Len(t, m["unchanged"], 4, "importing again changes nothing: %v", m)
+	})
+	t.Run("ErrConflict", func(t *testing.T) {
+		c := newServer(t, httpapi.Options{})
+		c.newRun("r1")
+		c.mustOp(map[string]any{"op": "write", "runId": "r1", "path": "output/answer.md", "content": "other\n"})
+		_, one, _ := a.export(a.full, "run", "r1")
+		resp, body := c.do(http.MethodPost, c.url("/v1/import"), c.full, bytes.NewReader(one))
+		assert.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
+		assert.Equal(t, "store.conflict", errCode(t, body))
+		assert.Contains(t, string(body), `"conflicts"`, "the summary comes with the conflict")
+	})
+	t.Run("ErrCorrupt", func(t *testing.T) {
+		resp, body := b.do(http.MethodPost, b.url("/v1/import"), b.full, bytes.NewReader(arc[:len(arc)/2]))
+		assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s", body)
+		assert.Equal(t, "archive.corrupt", errCode(t, body))
+	})
+	t.Run("ExportErrors", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			kv     []string
+			status int
+			code   string
+		}{
+			{"ErrNothingSelected", nil, http.StatusBadRequest, "workspace.invalid_argument"},
+			{"ErrRunNotFound", []string{"run", "zz"}, http.StatusNotFound, "run.not_found"},
+			{"ErrBadBool", []string{"all", "maybe"}, http.StatusBadRequest, "workspace.invalid_argument"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				status, body, _ := a.export(a.full, tc.kv...)
+				assert.Equal(t, tc.status, status, "%s", body)
+				assert.Equal(t, tc.code, errCode(t, body))
+			})
+		}
+	})
+	t.Run("Tokens", func(t *testing.T) {
+		ro := a.token(tokens.Spec{Name: "ro", ReadOnly: true})
+		alice := a.token(tokens.Spec{Name: "alice", Actors: []string{"alice"}})
+		for _, tc := range []struct {
+			name   string
+			token  string
+			kv     []string
+			status int
+		}{
+			{"ReadOnlyExportsAll", ro, []string{"all", "true"}, http.StatusOK},
+			{"ActorTokenExportsItsActor", alice, []string{"actor", "alice"}, http.StatusOK},
+			{"ErrActorTokenOtherActor", alice, []string{"actor", "alice", "actor", "bob"}, http.StatusForbidden},
+			{"ErrActorTokenAll", alice, []string{"all", "true"}, http.StatusForbidden},
+			{"ErrActorTokenRun", alice, []string{"run", "r1"}, http.StatusForbidden},
+			{"ErrNoToken", "", []string{"all", "true"}, http.StatusUnauthorized},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				status, body, _ := a.export(tc.token, tc.kv...)
+				assert.Equal(t, tc.status, status, "%.200s", body)
+			})
+		}
+		for _, tc := range []struct {
+			name  string
+			token string
+		}{{"ErrReadOnlyImports", ro}, {"ErrActorTokenImports", alice}, {"ErrNoToken", ""}} {
+			t.Run(tc.name, func(t *testing.T) {
+				resp, body := a.do(http.MethodPost, a.url("/v1/import"), tc.token, bytes.NewReader(arc))
+				assert.Contains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, resp.StatusCode, "%s", body)
+			})
+		}
+	})
+}
