@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -33,7 +34,7 @@ func awsTestEnv(t *testing.T) {
 }
 
 // writeRuns writes n runs named prefix-NN in chat, each with a few
-// checkpointed edits; every fifth run also holds a file large enough to
+// checkpointed edits; every tenth run also holds a file large enough to
 // be chunked.
 func writeRuns(t *testing.T, st *wsstore.Store, chat, prefix string, n int) {
 	t.Helper()
@@ -54,11 +55,10 @@ func writeRuns(t *testing.T, st *wsstore.Store, chat, prefix string, n int) {
 		require.NoError(t, err)
 		_, err = ws.Write(ctx, vfs.MustPath("output/notes/"+id+".txt"), bytes.Repeat([]byte(id+" note\n"), 40), vfs.WriteOptions{})
 		require.NoError(t, err)
-		if i%5 == 4 {
-			big := make([]byte, 6<<20)
-			for j := range big {
-				big[j] = byte('a' + (j*7+i)%23)
-			}
+		if i%10 == 9 {
+			big := make([]byte, 5<<20)
+			rnd := rand.NewChaCha8([32]byte{byte(i)})
+			_, _ = rnd.Read(big)
 			_, err = ws.Write(ctx, vfs.MustPath("output/big.bin"), big, vfs.WriteOptions{})
 			require.NoError(t, err)
 		}
@@ -133,7 +133,7 @@ func TestReplicateRestore(t *testing.T) {
 	require.NoError(t, rep.Sync(ctx))
 	require.NoError(t, rep.Close(ctx))
 	want := contents(t, a)
-	require.Len(t, want, 364, "20 journals, 5 checkpoints each, every file of each")
+	require.Len(t, want, 18*17+2*23, "20 journals and every file of every checkpoint: 5 checkpoints of 16 files in all, 6 of 22 where a big file was written")
 
 	dirB := t.TempDir()
 	require.NoError(t, replica.Restore(ctx, metaURL, filepath.Join(dirB, wsstore.DBName), replica.Options{}))

@@ -88,6 +88,7 @@ type Store struct {
 
 	maint        *maint.Maintainer
 	reclaimGrace time.Duration
+	now          func() time.Time
 }
 
 // Open opens the store in dir, creating the directory and the database if
@@ -151,7 +152,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	arc := archive.New(archive.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Journal: j, Actors: sp, Now: now})
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
 		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Tokens: tokens.New(db, now), Archive: arc, Remote: rem,
-		maint: m, reclaimGrace: opts.ReclaimGrace}, nil
+		maint: m, reclaimGrace: opts.ReclaimGrace, now: now}, nil
 }
 
 // openTier opens the remote blob tier the store uses: the one opts.Blobs

@@ -28,3 +28,9 @@ func SetSetting(ctx context.Context, tx *Tx, key, value string) error {
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
 	return Translate(err)
 }
+
+// DeleteSetting removes the setting under key, if there is one.
+func DeleteSetting(ctx context.Context, tx *Tx, key string) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE key = ?`, key)
+	return Translate(err)
+}
