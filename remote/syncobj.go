@@ -187,4 +187,3 @@ func (s *Storage) Fetch(ctx context.Context, a Archive) ([]byte, error) {
 	}
 	return b, nil
 }
-
