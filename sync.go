@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -39,7 +40,9 @@ type SyncReport struct {
 // persist/ layers move by compare-and-swap, and one promoted on both is a
 // named conflict); then publishes its own archive, metadata only (blobs
 // are on the tier), under a new write-once key. Conflicts are reported
-// in SyncReport, not failed: the rest is synced. It fails with
+// in SyncReport, not failed: the rest is synced. With the archive it
+// publishes the list of every object the store records, which
+// ReclaimRemote spares. It fails with
 // store.invalid_options for a store without a remote tier, store.busy
 // when the object store cannot be reached (what was done stays done; run
 // it again), and store.corrupt or archive.corrupt for damaged objects.
@@ -75,6 +78,9 @@ func (s *Store) Sync(ctx context.Context) (SyncReport, error) {
 		if err != nil {
 			return rep, err
 		}
+		if err := s.recoverBlobs(ctx, b); err != nil {
+			return rep, fmt.Errorf("sync: archive of device %s: %w", d, err)
+		}
 		sum, err := s.Archive.Import(ctx, bytes.NewReader(b), archive.Options{Merge: true})
 		if err != nil {
 			return rep, fmt.Errorf("sync: archive of device %s: %w", d, err)
@@ -90,10 +96,8 @@ func (s *Store) Sync(ctx context.Context) (SyncReport, error) {
 	}
 	var buf bytes.Buffer
 	_, err = s.Archive.Export(ctx, &buf, archive.Scope{All: true}, archive.Options{BlobsElsewhere: true})
-	if wserr.Is(err, wserr.InvalidArgument) {
-		return rep, nil // nothing to publish
-	}
-	if err != nil {
+	empty := wserr.Is(err, wserr.InvalidArgument) // nothing to publish but the object list
+	if err != nil && !empty {
 		return rep, err
 	}
 	// Blobs written since the first push, which the archive may name.
@@ -105,10 +109,54 @@ func (s *Store) Sync(ctx context.Context) (SyncReport, error) {
 	rep.Pushed.Objects += more.Objects
 	rep.Pushed.Chunked += more.Chunked
 	rep.Pushed.Bytes += more.Bytes
+	// The list of what this store records, which remote reclaim spares.
+	if _, err := s.Remote.PublishObjects(ctx, s.DB, dev, s.now()); err != nil {
+		return rep, err
+	}
+	if empty {
+		return rep, nil
+	}
 	pub, err := s.Remote.Publish(ctx, dev, s.now(), buf.Bytes())
 	if err != nil {
 		return rep, err
 	}
 	rep.Published = pub.Key
 	return rep, nil
+}
+
+// ReclaimRemote removes from the store's remote tier the packs no device
+// uses and the devices' superseded archives, within opts' bounds (see
+// remote.Storage.Reclaim and docs/remote.md). It fails with
+// store.invalid_options for a store without a remote tier.
+func (s *Store) ReclaimRemote(ctx context.Context, opts remote.ReclaimOptions) (remote.ReclaimStats, error) {
+	if s.Remote == nil {
+		return remote.ReclaimStats{}, wserr.New(wserr.InvalidOptions, "reclaim remote", s.Dir, "the store has no remote blob tier (--blobs)")
+	}
+	return s.Remote.Reclaim(ctx, s.DB, opts)
+}
+
+// recoverBlobs records again the blobs the archive b names that this
+// store has no record of: its gc drops the records of blobs nothing here
+// uses (the other side of a conflict, a run deleted here), which another
+// device's archive may still name.
+func (s *Store) recoverBlobs(ctx context.Context, b []byte) error {
+	m, err := archive.ReadManifest(ctx, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	var missing []cas.Hash
+	for _, br := range m.Blobs {
+		has, err := s.Blobs.Has(ctx, br.Hash)
+		if err != nil {
+			return err
+		}
+		if !has {
+			missing = append(missing, br.Hash)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = s.Remote.Recover(ctx, s.DB, missing)
+	return err
 }

@@ -193,7 +193,7 @@ func TestTwoDeviceSync(t *testing.T) {
 	ctx := context.Background()
 	u := "s3://wsstore/team?endpoint=" + ep.URL
 	open := func(dir string) *wsstore.Store {
-		st, err := wsstore.Open(ctx, dir, wsstore.Options{Blobs: u, Remote: remote.Options{PackSize: 4 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
+		st, err := wsstore.Open(ctx, dir, wsstore.Options{Blobs: u, Remote: remote.Options{PackSize: 64 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
 		require.NoError(t, err)
 		t.Cleanup(func() { st.Close() })
 		return st
@@ -237,8 +237,8 @@ func TestTwoDeviceSync(t *testing.T) {
 	assert.Empty(t, twice, "no key was uploaded twice")
 	again := ep.status(http.StatusPreconditionFailed)
 	assert.LessOrEqual(t, again, 2, "at most the pack in flight and its index are offered again, and answered 412")
-	assert.Equal(t, 2*repA.Pushed.Packs+min(repA.Pushed.Chunked, 1)+1, after-before+again,
-		"the second sync uploads the rest of the packs with their indexes, the chunk lists and the archive, nothing more")
+	assert.Equal(t, 2*repA.Pushed.Packs+min(repA.Pushed.Chunked, 1)+2, after-before+again,
+		"the second sync uploads the rest of the packs with their indexes, the chunk lists, the object list and the archive, nothing more")
 	left, err = a.Remote.Pending(ctx, a.DB)
 	require.NoError(t, err)
 	assert.Zero(t, left)
@@ -292,14 +292,58 @@ func TestTwoDeviceSync(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, fr.Problems)
 
+	// Remote space: a run both devices deleted (and collected) leaves a
+	// pack no device names; reclaim removes it and nothing else.
+	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(m.URL), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	packs := func() int {
+		out, err := cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("wsstore"), Prefix: aws.String("team/data/")})
+		require.NoError(t, err)
+		return len(out.Contents)
+	}
+	_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "chat-a"}, RunID: "run-doomed",
+		Inputs: map[string][]byte{"prompt_snapshot.json": []byte(`{"doomed":true}`)}})
+	require.NoError(t, err)
+	edit(t, a, "run-doomed", "gone.md", "only the doomed run holds this\n")
+	_, err = a.Sync(ctx)
+	require.NoError(t, err)
+	_, err = b.Sync(ctx)
+	require.NoError(t, err)
+	withDoomed := packs()
+	for _, st := range []*wsstore.Store{a, b} {
+		_, err := st.Runs.CancelAndDeleteRun(ctx, "run-doomed")
+		require.NoError(t, err)
+		_, err = st.GC(ctx, wsstore.GCOptions{Grace: -1})
+		require.NoError(t, err)
+	}
+	rec, err := a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1})
+	require.NoError(t, err)
+	assert.Zero(t, rec.Packs, "B's newest object list still names the doomed run's objects")
+	_, err = b.Sync(ctx)
+	require.NoError(t, err)
+	_, err = a.Sync(ctx)
+	require.NoError(t, err)
+	rec, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1, Max: 100})
+	require.NoError(t, err)
+	assert.Equal(t, 1, rec.Packs, "the pack of the doomed run's blobs")
+	assert.Greater(t, rec.Archives, 0, "superseded archives and object lists")
+	assert.Equal(t, withDoomed-1, packs())
+	for _, st := range []*wsstore.Store{a, b} {
+		_, err = st.Remote.Evict(ctx, st.DB)
+		require.NoError(t, err)
+		fr, err = st.Fsck(ctx, nil)
+		require.NoError(t, err)
+		assert.Empty(t, fr.Problems, "every file still reads from the object store")
+	}
+	_, err = b.Sync(ctx)
+	require.NoError(t, err, "the archives left are the newest of each device")
+
 	// A damaged archive on the object store is refused, coded, and
 	// nothing is taken in.
 	c := open(t.TempDir())
 	all, err := c.Remote.Archives(ctx)
 	require.NoError(t, err)
 	latest := remote.Latest(all)[repA.Device]
-	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(m.URL), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 	_, err = cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("wsstore"), Key: aws.String("team/" + latest.Key),
 		Body: strings.NewReader("not an archive")})
 	require.NoError(t, err)

@@ -649,3 +649,16 @@ func (im *importer) end(ctx context.Context) error {
 	im.sum.Objects = im.sum.Blobs + im.sum.Trees
 	return nil
 }
+
+// ReadManifest reads the manifest at the head of the archive r, checked
+// as Import checks it, without importing anything: what the archive holds
+// and every blob it names. It fails as Import does for a stream that is
+// not an archive of this version.
+func ReadManifest(ctx context.Context, r io.Reader) (Manifest, error) {
+	im := &importer{tr: tar.NewReader(r), d: newDigest(), blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{},
+		chats: map[string]bool{}, runIDs: map[string]bool{}, actors: map[string]bool{}}
+	if err := im.manifest(ctx); err != nil {
+		return Manifest{}, err
+	}
+	return im.m, nil
+}

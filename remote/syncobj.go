@@ -99,12 +99,15 @@ func SetSeen(ctx context.Context, db *index.DB, device, key string) error {
 	})
 }
 
-// Archive names one device's metadata archive on the object store.
+// Archive names one device's metadata archive (.tar), or its list of the
+// objects its store records (.objects), on the object store.
 type Archive struct {
 	Key    string    `json:"key"`
 	Device string    `json:"device"`
 	At     time.Time `json:"at"`
 	Hash   cas.Hash  `json:"hash"`
+	// Objects marks an object list rather than an archive.
+	Objects bool `json:"objects,omitempty"`
 }
 
 func parseArchiveKey(key string) (Archive, bool) {
@@ -117,8 +120,12 @@ func parseArchiveKey(key string) (Archive, bool) {
 		return Archive{}, false
 	}
 	stem, ok := strings.CutSuffix(name, ".tar")
+	objects := false
 	if !ok {
-		return Archive{}, false
+		if stem, ok = strings.CutSuffix(name, ".objects"); !ok {
+			return Archive{}, false
+		}
+		objects = true
 	}
 	ns, hs, ok := strings.Cut(stem, "-")
 	if !ok {
@@ -132,15 +139,19 @@ func parseArchiveKey(key string) (Archive, bool) {
 	if err != nil {
 		return Archive{}, false
 	}
-	return Archive{Key: key, Device: dev, At: time.Unix(0, n).UTC(), Hash: h}, true
+	return Archive{Key: key, Device: dev, At: time.Unix(0, n).UTC(), Hash: h, Objects: objects}, true
 }
 
 // Publish writes data, a metadata archive of device's store, to the
 // object store under a new write-once key, and returns its name. A
 // failure to reach the store is store.busy.
 func (s *Storage) Publish(ctx context.Context, device string, at time.Time, data []byte) (Archive, error) {
+	return s.publish(ctx, device, at, data, ".tar")
+}
+
+func (s *Storage) publish(ctx context.Context, device string, at time.Time, data []byte, ext string) (Archive, error) {
 	h := cas.Sum(data)
-	a := Archive{Key: fmt.Sprintf("%s%s/%020d-%s.tar", syncDir, device, at.UnixNano(), h), Device: device, At: at.UTC(), Hash: h}
+	a := Archive{Key: fmt.Sprintf("%s%s/%020d-%s%s", syncDir, device, at.UnixNano(), h, ext), Device: device, At: at.UTC(), Hash: h, Objects: ext == ".objects"}
 	if _, err := s.b.put(ctx, a.Key, data); err != nil {
 		return Archive{}, fmt.Errorf("publish: %w", err)
 	}
@@ -151,7 +162,7 @@ func (s *Storage) Publish(ctx context.Context, device string, at time.Time, data
 // first for each device.
 func (s *Storage) Archives(ctx context.Context) ([]Archive, error) {
 	var out []Archive
-	err := s.b.list(ctx, syncDir, func(key string) error {
+	err := s.b.list(ctx, syncDir, func(key string, _ time.Time) error {
 		if a, ok := parseArchiveKey(key); ok {
 			out = append(out, a)
 		}
@@ -163,10 +174,16 @@ func (s *Storage) Archives(ctx context.Context) ([]Archive, error) {
 	return out, nil
 }
 
-// Latest returns the newest archive of each device.
-func Latest(all []Archive) map[string]Archive {
+// Latest returns the newest archive of each device (object lists left
+// out).
+func Latest(all []Archive) map[string]Archive { return latest(all, false) }
+
+func latest(all []Archive, objects bool) map[string]Archive {
 	out := map[string]Archive{}
 	for _, a := range all {
+		if a.Objects != objects {
+			continue
+		}
 		if cur, ok := out[a.Device]; !ok || a.Key > cur.Key {
 			out[a.Device] = a
 		}

@@ -229,8 +229,9 @@ type listResult struct {
 }
 
 type listEntry struct {
-	Key  string `xml:"Key"`
-	Size int    `xml:"Size"`
+	Key          string `xml:"Key"`
+	Size         int    `xml:"Size"`
+	LastModified string `xml:"LastModified,omitempty"`
 }
 
 // list answers ListObjectsV2; the continuation token is the last key
