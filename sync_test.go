@@ -2,6 +2,7 @@ package wsstore_test
 
 import (
 	"context"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -338,8 +339,8 @@ func TestTwoDeviceSync(t *testing.T) {
 	_, err = b.Sync(ctx)
 	require.NoError(t, err, "the archives left are the newest of each device")
 
-	// A damaged archive on the object store is refused, coded, and
-	// nothing is taken in.
+	// A damaged archive on the object store is refused, coded, and not
+	// taken as read.
 	c := open(t.TempDir())
 	all, err := c.Remote.Archives(ctx)
 	require.NoError(t, err)
@@ -351,5 +352,28 @@ func TestTwoDeviceSync(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, wserr.Is(err, wserr.Corrupt), "store.corrupt: %v", err)
 	assert.ErrorIs(t, err, cas.ErrCorrupt)
-	assert.Empty(t, runIDs(t, c))
+	seen, err := remote.Seen(ctx, c.DB)
+	require.NoError(t, err)
+	assert.NotContains(t, seen, repA.Device, "the damaged archive is not taken as read")
+
+	// A pack missing from the object store: reads of its objects fail,
+	// coded (fsck names them), nothing is cached in their place.
+	out, err := cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("wsstore"), Prefix: aws.String("team/data/")})
+	require.NoError(t, err)
+	require.NotEmpty(t, out.Contents)
+	for _, o := range out.Contents {
+		_, err = cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("wsstore"), Key: o.Key})
+		require.NoError(t, err)
+	}
+	_, err = b.Remote.Evict(ctx, b.DB)
+	require.NoError(t, err)
+	cps, err := b.Checkpoints.List(ctx, "run-a-00")
+	require.NoError(t, err)
+	_, err = fs.ReadFile(b.Trees.FS(ctx, cps[len(cps)-1].Root), "input/prompt_snapshot.json")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, remote.ErrMissing)
+	assert.True(t, wserr.Is(err, wserr.Corrupt), "store.corrupt: %v", err)
+	fr, err = b.Fsck(ctx, nil)
+	require.NoError(t, err)
+	assert.NotEmpty(t, fr.Problems)
 }
