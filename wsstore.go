@@ -45,8 +45,10 @@ type Options struct {
 	// Blobs, when set, is the s3:// URL of a remote blob tier (see
 	// remote.ParseURL): blobs and chunks are then kept on that object
 	// store, in packs, with their index and a cache in this database, in
-	// place of CAS.Storage. A store must be opened with the same Blobs
-	// every time: objects of one tier are not seen through another.
+	// place of CAS.Storage. The store records the URL (a meta row), so
+	// later opens may leave Blobs empty; a URL of another bucket or
+	// prefix than the recorded one is refused (store.invalid_options):
+	// objects of one tier are not seen through another.
 	Blobs string
 	// Remote configures the remote tier Blobs names. Its Now is ignored:
 	// Open sets it to the store's clock.
@@ -86,6 +88,7 @@ type Store struct {
 
 	maint        *maint.Maintainer
 	reclaimGrace time.Duration
+	now          func() time.Time
 }
 
 // Open opens the store in dir, creating the directory and the database if
@@ -106,16 +109,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	opts.CAS.Now, opts.Runs.Now = now, now
-	var rem *remote.Storage
-	if opts.Blobs != "" {
-		opts.Remote.Now = now
-		var err error
-		if rem, err = remote.Open(ctx, opts.Blobs, opts.Remote); err != nil {
-			return nil, err
-		}
-		opts.CAS.Storage = rem
-	}
+	opts.Now, opts.CAS.Now, opts.Runs.Now = now, now, now
 	if opts.Runs.Virtual == nil {
 		opts.Runs.Virtual = vfs.NewVirtual()
 	}
@@ -123,15 +117,13 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rem == nil {
-		remoteStore, err := remote.InUse(ctx, db)
-		if err == nil && remoteStore {
-			err = wserr.New(wserr.InvalidOptions, "open store", dir, "the store keeps its file contents on a remote blob tier: open it with that tier's URL (Options.Blobs, wsctl --blobs)")
-		}
-		if err != nil {
-			db.Close()
-			return nil, err
-		}
+	rem, err := openTier(ctx, db, dir, opts)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if rem != nil {
+		opts.CAS.Storage = rem
 	}
 	blobs, err := cas.New(db, opts.CAS)
 	if err != nil {
@@ -160,7 +152,46 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	arc := archive.New(archive.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Journal: j, Actors: sp, Now: now})
 	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
 		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Tokens: tokens.New(db, now), Archive: arc, Remote: rem,
-		maint: m, reclaimGrace: opts.ReclaimGrace}, nil
+		maint: m, reclaimGrace: opts.ReclaimGrace, now: now}, nil
+}
+
+// openTier opens the remote blob tier the store uses: the one opts.Blobs
+// names, recorded in the store (when it can write) so that later opens
+// need no URL, else the one the store recorded, else none. A URL of
+// another tier than the recorded one, or a store with objects on a tier
+// it recorded no URL of, fails with store.invalid_options. Opening does
+// not contact the object store: a device offline still opens its store.
+func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*remote.Storage, error) {
+	recorded, err := remote.Recorded(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	url := opts.Blobs
+	switch {
+	case url != "" && !opts.Index.ReadOnly:
+		if err := remote.Record(ctx, db, url); err != nil {
+			return nil, err
+		}
+	case url != "" && recorded != "":
+		loc, err := remote.ParseURL(url)
+		if err != nil {
+			return nil, err
+		}
+		if err := remote.SameTier(recorded, loc); err != nil {
+			return nil, err
+		}
+	case url == "" && recorded != "":
+		url = recorded
+	case url == "":
+		inUse, err := remote.InUse(ctx, db)
+		if err == nil && inUse {
+			err = wserr.New(wserr.InvalidOptions, "open store", dir, "the store keeps its file contents on a remote blob tier: open it with that tier's URL (Options.Blobs, wsctl --blobs)")
+		}
+		return nil, err
+	}
+	o := opts.Remote
+	o.Now = opts.Now
+	return remote.Open(ctx, url, o)
 }
 
 // Close closes the database.

@@ -47,6 +47,8 @@ type Runs interface {
 	ImportChat(ctx context.Context, tx *index.Tx, c runs.ChatRecord) (bool, error)
 	ImportRun(ctx context.Context, tx *index.Tx, r runs.RunRecord) (bool, error)
 	ImportCommit(ctx context.Context, tx *index.Tx, c runs.CommitRow) error
+	MergeRun(ctx context.Context, tx *index.Tx, r runs.RunRecord) error
+	MergePersist(ctx context.Context, tx *index.Tx, from, to runs.ChatRecord) error
 }
 
 // Checkpoints exports and imports checkpoint rows; *checkpoint.Store
@@ -128,6 +130,20 @@ type Options struct {
 	// Progress, if set, is called as work advances, from the calling
 	// goroutine.
 	Progress func(Progress)
+	// BlobsElsewhere (export) leaves the blob entries out: the manifest
+	// still lists every blob, which an import then requires the store to
+	// hold already (a remote blob tier both stores share, pulled first).
+	// Sync carries metadata this way.
+	BlobsElsewhere bool
+	// Merge (import) reconciles instead of keeping every local object as
+	// it is: a run the store holds an earlier state of (its journal a
+	// prefix of the archive's) is brought forward; one the store holds a
+	// later state of stays; one written on both sides since they parted
+	// is a conflict. A chat whose persist layer the archive promoted from
+	// the store's version is brought forward through compare-and-swap;
+	// one promoted on both sides is a conflict. Summary.Updated names what
+	// was brought forward.
+	Merge bool
 }
 
 // Conflict is one object an import left as it was because the store holds
@@ -157,6 +173,7 @@ type Summary struct {
 	NewObjects int64      `json:"newObjects,omitempty"`
 	Added      []string   `json:"added,omitempty"`
 	Unchanged  []string   `json:"unchanged,omitempty"`
+	Updated    []string   `json:"updated,omitempty"`
 	Conflicts  []Conflict `json:"conflicts,omitempty"`
 	// Seconds is the wall time the work took, by the archiver's clock.
 	Seconds float64 `json:"seconds"`

@@ -64,7 +64,7 @@ func (a *Archiver) Export(ctx context.Context, w io.Writer, scope Scope, opt Opt
 	p := &plan{spool: spool, blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{},
 		made: map[cas.Hash][]vfs.Entry{}, stripped: map[cas.Hash]cas.Hash{}}
 	p.m = Manifest{Format: FormatName, Version: Version, CreatedAt: start.UTC(), Scope: scope,
-		Chats: []string{}, Runs: []string{}, Actors: []string{}}
+		Chats: []string{}, Runs: []string{}, Actors: []string{}, BlobsElsewhere: opt.BlobsElsewhere}
 	report(opt, "scan", 0, 0)
 	if err := a.p.DB.View(ctx, func(tx *index.Tx) error { return a.gather(ctx, tx, p, scope) }); err != nil {
 		return Summary{}, err
@@ -384,6 +384,9 @@ func (a *Archiver) write(ctx context.Context, w io.Writer, p *plan, opt Options)
 	for _, b := range p.m.Blobs {
 		if err := ctx.Err(); err != nil {
 			return Summary{}, err
+		}
+		if p.m.BlobsElsewhere {
+			continue
 		}
 		if err := a.writeBlob(ctx, entry, b); err != nil {
 			return Summary{}, err

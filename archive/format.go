@@ -52,6 +52,9 @@ type Manifest struct {
 	Bytes int64      `json:"bytes"`
 	Blobs []BlobRef  `json:"blobs"`
 	Trees []cas.Hash `json:"trees"`
+	// BlobsElsewhere says the archive holds no blob entries: its blobs
+	// are on a blob tier writer and reader share (Options.BlobsElsewhere).
+	BlobsElsewhere bool `json:"blobsElsewhere,omitempty"`
 }
 
 // BlobRef is one blob of the manifest.

@@ -59,6 +59,7 @@ type importer struct {
 	chats  map[string]bool
 	runIDs map[string]bool
 	actors map[string]bool
+	merge  mergeState
 }
 
 // Import reads the archive r front to back and adds what it holds to the
@@ -204,6 +205,9 @@ func (im *importer) entryHash(prefix string) (cas.Hash, bool, error) {
 }
 
 func (im *importer) readBlobs(ctx context.Context) error {
+	if im.m.BlobsElsewhere {
+		return im.blobsElsewhere(ctx)
+	}
 	var done int64
 	for {
 		h, ok, err := im.entryHash(blobPrefix)
@@ -233,6 +237,31 @@ func (im *importer) readBlobs(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// blobsElsewhere checks that the store holds every blob of a manifest
+// whose blobs are not in the archive; one it lacks fails with
+// archive.corrupt.
+func (im *importer) blobsElsewhere(ctx context.Context) error {
+	for _, br := range im.m.Blobs {
+		has, err := im.a.p.Blobs.Has(ctx, br.Hash)
+		if err != nil {
+			return err
+		}
+		if !has {
+			return corrupt("blob %s is neither in the archive nor in the store (pull the blob tier first)", br.Hash.Short())
+		}
+		im.gotB[br.Hash] = true
+		im.sum.Blobs++
+		im.sum.Bytes += br.Size
+	}
+	if h, ok, err := im.entryHash(blobPrefix); err != nil || ok {
+		if err == nil {
+			err = corrupt("blob %s in an archive whose manifest says its blobs are elsewhere", h.Short())
+		}
+		return err
+	}
+	return nil
 }
 
 // blob verifies the current entry against h and stores it, unless the
@@ -418,6 +447,10 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			}
 			im.sum.Chats++
 			added, err := im.a.p.Runs.ImportChat(ctx, tx, c)
+			if im.opt.Merge && wserr.Is(err, wserr.Conflict) {
+				im.merge.chats = append(im.merge.chats, c)
+				continue
+			}
 			if err := im.outcome("chat", c.ID, added, err); err != nil {
 				return err
 			}
@@ -447,7 +480,16 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				}
 			}
 			im.sum.Runs++
+			if err := im.flushRun(ctx, tx); err != nil {
+				return err
+			}
+			im.merge.noteBase(r)
 			added, err := im.a.p.Runs.ImportRun(ctx, tx, r)
+			if im.opt.Merge && wserr.Is(err, wserr.Conflict) {
+				im.merge.run = &mergeRun{rec: r}
+				run = ""
+				continue
+			}
 			if err := im.outcome("run", r.ID, added, err); err != nil {
 				return err
 			}
@@ -467,6 +509,8 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				if err := im.a.p.Checkpoints.ImportRecord(ctx, tx, c); err != nil {
 					return err
 				}
+			} else if im.merge.run != nil {
+				im.merge.run.cps = append(im.merge.run.cps, c)
 			}
 		case rec.Commit != nil:
 			c := *rec.Commit
@@ -477,6 +521,8 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				if err := im.a.p.Runs.ImportCommit(ctx, tx, c); err != nil {
 					return err
 				}
+			} else if im.merge.run != nil {
+				im.merge.run.commits = append(im.merge.run.commits, c)
 			}
 		case rec.Event != nil:
 			e := *rec.Event
@@ -488,9 +534,14 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				if err := im.a.p.Journal.ImportEvent(ctx, tx, e); err != nil {
 					return err
 				}
+			} else if im.merge.run != nil {
+				im.merge.run.events = append(im.merge.run.events, e)
 			}
 		case rec.Space != nil:
 			s := *rec.Space
+			if err := im.flushRun(ctx, tx); err != nil {
+				return err
+			}
 			kindDone = 2
 			seen, listed := im.actors[s.Actor]
 			if !listed || seen {
@@ -526,6 +577,12 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			}
 		}
 		report(im.opt, "records", rows, 0)
+	}
+	if err := im.flushRun(ctx, tx); err != nil {
+		return err
+	}
+	if err := im.flushChats(ctx, tx); err != nil {
+		return err
 	}
 	// The decoder may stop short of the entry's end (trailing spaces):
 	// the digest covers every byte.
@@ -591,4 +648,17 @@ func (im *importer) end(ctx context.Context) error {
 	}
 	im.sum.Objects = im.sum.Blobs + im.sum.Trees
 	return nil
+}
+
+// ReadManifest reads the manifest at the head of the archive r, checked
+// as Import checks it, without importing anything: what the archive holds
+// and every blob it names. It fails as Import does for a stream that is
+// not an archive of this version.
+func ReadManifest(ctx context.Context, r io.Reader) (Manifest, error) {
+	im := &importer{tr: tar.NewReader(r), d: newDigest(), blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{},
+		chats: map[string]bool{}, runIDs: map[string]bool{}, actors: map[string]bool{}}
+	if err := im.manifest(ctx); err != nil {
+		return Manifest{}, err
+	}
+	return im.m, nil
 }

@@ -239,8 +239,12 @@ func (db *DB) Close() error {
 			errs = append(errs, db.read.Close())
 		}
 		if db.write != nil {
-			// Fold the WAL back so the file is self-contained when closed.
+			// Fold the WAL back so the file is self-contained when closed,
+			// without waiting long on readers that hold it (another
+			// process, or Litestream's replication, which keeps a read
+			// transaction open): what they hold is folded later.
 			db.stmts.close()
+			_, _ = db.write.Exec(`PRAGMA busy_timeout = 100`)
 			_, _ = db.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 			errs = append(errs, db.write.Close())
 		}

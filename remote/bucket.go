@@ -31,8 +31,11 @@ type bucket interface {
 	// get returns n bytes of the object at key from off; n < 0 means to
 	// its end. A missing object fails with ErrMissing.
 	get(ctx context.Context, key string, off, n int64) ([]byte, error)
-	// list calls fn with every key under prefix, in key order.
-	list(ctx context.Context, prefix string, fn func(key string) error) error
+	// list calls fn with every key under prefix, in key order, and the
+	// time the object was written (zero when the store does not say).
+	list(ctx context.Context, prefix string, fn func(key string, mod time.Time) error) error
+	// remove deletes the object at key; a missing one is success.
+	remove(ctx context.Context, key string) error
 }
 
 // s3Bucket is a bucket on an S3-compatible store through aws-sdk-go-v2.
@@ -157,7 +160,18 @@ func (b *s3Bucket) get(ctx context.Context, key string, off, n int64) ([]byte, e
 	return data, nil
 }
 
-func (b *s3Bucket) list(ctx context.Context, prefix string, fn func(key string) error) error {
+func (b *s3Bucket) remove(ctx context.Context, key string) error {
+	_, err := b.cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.loc.Prefix + key)})
+	switch {
+	case err == nil, status(err) == http.StatusNotFound:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("delete %s: %w", key, ctx.Err())
+	}
+	return unavailable("remote delete", key, err)
+}
+
+func (b *s3Bucket) list(ctx context.Context, prefix string, fn func(key string, mod time.Time) error) error {
 	p := s3.NewListObjectsV2Paginator(b.cl, &s3.ListObjectsV2Input{
 		Bucket: aws.String(b.loc.Bucket), Prefix: aws.String(b.loc.Prefix + prefix)})
 	for p.HasMorePages() {
@@ -169,7 +183,7 @@ func (b *s3Bucket) list(ctx context.Context, prefix string, fn func(key string) 
 			return unavailable("remote list", prefix, err)
 		}
 		for _, o := range page.Contents {
-			if err := fn(strings.TrimPrefix(aws.ToString(o.Key), b.loc.Prefix)); err != nil {
+			if err := fn(strings.TrimPrefix(aws.ToString(o.Key), b.loc.Prefix), aws.ToTime(o.LastModified)); err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // InUse reports whether the store at db keeps objects on a remote tier:
@@ -18,4 +19,61 @@ func InUse(ctx context.Context, db *index.DB) (bool, error) {
 		return false, index.Translate(err)
 	}
 	return n > 0, nil
+}
+
+// settingKey is the meta key under which a store records its tier's URL.
+const settingKey = "remote.blobs"
+
+// Recorded returns the URL of the remote tier the store at db recorded
+// (Record), or "" when it recorded none.
+func Recorded(ctx context.Context, db *index.DB) (string, error) {
+	var url string
+	err := db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		url, _, err = index.Setting(ctx, tx, settingKey)
+		return err
+	})
+	return url, err
+}
+
+// Record records url as the store's remote tier, so that opening it
+// without a URL uses this one. A store that recorded a tier of another
+// bucket or prefix fails with store.invalid_options: its objects are not
+// seen through another tier. The same tier at another endpoint, region
+// or profile (a second device reaches the same bucket by another name)
+// replaces the record.
+func Record(ctx context.Context, db *index.DB, url string) error {
+	loc, err := ParseURL(url)
+	if err != nil {
+		return err
+	}
+	return db.Update(ctx, func(tx *index.Tx) error {
+		old, ok, err := index.Setting(ctx, tx, settingKey)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := SameTier(old, loc); err != nil {
+				return err
+			}
+			if old == url {
+				return nil
+			}
+		}
+		return index.SetSetting(ctx, tx, settingKey, url)
+	})
+}
+
+// SameTier fails with store.invalid_options unless the recorded URL names
+// the tier at loc (the same bucket and prefix).
+func SameTier(recorded string, loc Location) error {
+	old, err := ParseURL(recorded)
+	if err != nil {
+		return err
+	}
+	if old.Bucket != loc.Bucket || old.Prefix != loc.Prefix {
+		return wserr.New(wserr.InvalidOptions, "open store", loc.String(),
+			"the store keeps its file contents on the remote tier s3://%s/%s, not this one", old.Bucket, old.Prefix)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -183,7 +184,7 @@ func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 	defer s.push.Unlock()
 	var st PullStats
 	var keys []string
-	if err := s.b.list(ctx, indexDir, func(key string) error { keys = append(keys, key); return nil }); err != nil {
+	if err := s.b.list(ctx, indexDir, func(key string, _ time.Time) error { keys = append(keys, key); return nil }); err != nil {
 		return st, fmt.Errorf("pull: %w", err)
 	}
 	for _, key := range keys {
@@ -209,30 +210,12 @@ func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 		var added int
 		err = db.Update(ctx, func(tx *index.Tx) error {
 			for _, e := range idx.Objects {
-				pack := idx.Pack
-				var sum any
-				if e.Sum != nil {
-					sum = *e.Sum
-				}
-				var base any
-				if e.Base != nil {
-					base = *e.Base
-				}
-				res, err := tx.ExecContext(ctx, `INSERT INTO remote_objects (kind, hash, size, stored, codec, base, created, pack, off, sum)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-					int(e.Kind), e.Hash, e.Size, e.Len, e.CodecN, base, now, pack, e.Off, sum)
+				ok, err := recordEntry(ctx, tx, e, idx.Pack, now)
 				if err != nil {
-					return index.Translate(err)
+					return err
 				}
-				if n, _ := res.RowsAffected(); n == 0 {
-					continue
-				}
-				added++
-				for i, c := range e.Chunks {
-					if _, err := tx.ExecContext(ctx, `INSERT INTO remote_chunks (blob, idx, chunk, off) VALUES (?, ?, ?, ?)`,
-						e.Hash, i, c.Hash, c.Off); err != nil {
-						return index.Translate(err)
-					}
+				if ok {
+					added++
 				}
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO remote_cache (kind, hash, data) VALUES (2, ?, x'')`, idxHash(key))
@@ -245,6 +228,95 @@ func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 		st.Objects += added
 	}
 	return st, nil
+}
+
+// Recover finds the objects want names (blobs, with the chunks of the
+// chunked ones) in the object store's index objects, read whether taken in
+// before or not, and records those the store lacks, so they are readable
+// again (the store's gc may have dropped records another device's
+// archive still names). It returns how many it recorded; a blob no index
+// lists stays missing.
+func (s *Storage) Recover(ctx context.Context, db *index.DB, want []cas.Hash) (int, error) {
+	s.push.Lock()
+	defer s.push.Unlock()
+	type found struct {
+		e    entry
+		pack string
+	}
+	all := map[string]found{}
+	err := s.b.list(ctx, indexDir, func(key string, _ time.Time) error {
+		b, err := s.b.get(ctx, key, 0, -1)
+		if err != nil {
+			return err
+		}
+		idx, err := decodeIndex(key, b)
+		if err != nil {
+			return err
+		}
+		for _, e := range idx.Objects {
+			all[objectName(e.Kind, e.Hash)] = found{e, idx.Pack}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover: %w", err)
+	}
+	var pick []found
+	for _, h := range want {
+		f, ok := all[objectName(cas.KindBlob, h)]
+		if !ok {
+			continue
+		}
+		pick = append(pick, f)
+		for _, c := range f.e.Chunks {
+			if cf, ok := all[objectName(cas.KindChunk, c.Hash)]; ok {
+				pick = append(pick, cf)
+			}
+		}
+	}
+	n := 0
+	now := nanos(s.opts.Now())
+	err = db.Update(ctx, func(tx *index.Tx) error {
+		for _, f := range pick {
+			added, err := recordEntry(ctx, tx, f.e, f.pack, now)
+			if err != nil {
+				return err
+			}
+			if added {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// recordEntry records one index entry as Pull does, unless the store has
+// a record of it; it reports whether it added one.
+func recordEntry(ctx context.Context, tx *index.Tx, e entry, pack string, now int64) (bool, error) {
+	var sum, base any
+	if e.Sum != nil {
+		sum = *e.Sum
+	}
+	if e.Base != nil {
+		base = *e.Base
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO remote_objects (kind, hash, size, stored, codec, base, created, pack, off, sum)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		int(e.Kind), e.Hash, e.Size, e.Len, e.CodecN, base, now, pack, e.Off, sum)
+	if err != nil {
+		return false, index.Translate(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	for i, c := range e.Chunks {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO remote_chunks (blob, idx, chunk, off) VALUES (?, ?, ?, ?)`,
+			e.Hash, i, c.Hash, c.Off); err != nil {
+			return false, index.Translate(err)
+		}
+	}
+	return true, nil
 }
 
 // Evict drops the cached bytes of every pushed object and returns how many

@@ -236,3 +236,52 @@ func (s *Service) ImportCommit(ctx context.Context, tx *index.Tx, c CommitRow) e
 	}
 	return nil
 }
+
+// MergeRun replaces the row of the run r names with r, in tx, for a sync
+// that found the store's state of the run an earlier state of r's (the
+// caller appends the new checkpoints, commits and events in the same tx).
+// A run the store lacks fails with run.not_found, one whose profile or
+// manifest does not parse with store.corrupt.
+func (s *Service) MergeRun(ctx context.Context, tx *index.Tx, r RunRecord) error {
+	const op = "merge run"
+	rr := runRow{ID: r.ID, Profile: r.Profile}
+	if _, err := rr.run(); err != nil {
+		return wserr.New(wserr.Corrupt, op, "", "run %s: unreadable profile", r.ID)
+	}
+	if r.Manifest != "" {
+		if _, err := ParseManifest([]byte(r.Manifest)); err != nil {
+			return wserr.New(wserr.Corrupt, op, "", "run %s: unreadable manifest: %v", r.ID, err)
+		}
+	}
+	var records any
+	if !r.Records.IsZero() {
+		records = r.Records
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE runs SET chat_ref = ?, status = ?, root = ?, head_checkpoint = ?, manifest = ?,
+		updated_at = ?, finished_at = ?, records = ? WHERE id = ? AND chat_id = ?`,
+		r.ChatRef, r.Status, r.Root, r.HeadCheckpoint, r.Manifest, r.UpdatedAt, r.FinishedAt, records, r.ID, r.ChatID)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, r.ID, index.Translate(err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return wserr.New(wserr.RunNotFound, op, "", "run %s of chat %s", r.ID, r.ChatID)
+	}
+	return nil
+}
+
+// MergePersist moves the chat workspace's persist layer from the state
+// from to the state to, in tx, by the same compare-and-swap a promotion
+// uses: it fails with store.conflict, changing nothing, unless the chat
+// is still at from's version and root.
+func (s *Service) MergePersist(ctx context.Context, tx *index.Tx, from, to ChatRecord) error {
+	res, err := tx.ExecContext(ctx, `UPDATE chats SET persist_root = ?, persist_version = ?, updated_at = max(updated_at, ?)
+		WHERE id = ? AND persist_version = ? AND persist_root = ?`,
+		to.PersistRoot, to.PersistVersion, to.UpdatedAt, from.ID, from.PersistVersion, from.PersistRoot)
+	if err != nil {
+		return fmt.Errorf("merge persist %s: %w", from.ID, index.Translate(err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return wserr.New(wserr.Conflict, "merge persist", "", "chat workspace %s: persist/ changed here meanwhile", from.ID)
+	}
+	return nil
+}

@@ -42,12 +42,22 @@ fetched, and verified, on first read).`,
 }
 
 // openRemote opens the store for writing and fails with
-// store.invalid_options unless --blobs names a remote tier.
+// store.invalid_options unless it has a remote tier (--blobs, or the one
+// it recorded).
 func openRemote(ctx context.Context, g globals, op string) (*wsstore.Store, error) {
+	mode := create
 	if g.blobs == "" {
-		return nil, usageError{wserr.New(wserr.InvalidOptions, op, "", "needs --blobs s3://bucket/prefix")}
+		mode = readWrite // no URL: only a store that recorded one will do
 	}
-	return openStore(ctx, g, create)
+	st, err := openStore(ctx, g, mode)
+	if err != nil {
+		return nil, err
+	}
+	if st.Remote == nil {
+		st.Close()
+		return nil, usageError{wserr.New(wserr.InvalidOptions, op, "", "needs --blobs s3://bucket/prefix (the store has recorded no remote tier)")}
+	}
+	return st, nil
 }
 
 func runPush(ctx context.Context, g globals, _ []string) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/s3fake"
 )
@@ -48,12 +49,33 @@ func TestBlobsOnObjectStore(t *testing.T) {
 	assert.Empty(t, fr.Problems)
 	assert.Greater(t, srv.Count("GET"), gets, "fsck read the blobs from the object store")
 
-	errOut := c.fails(2, "push")
-	assert.Contains(t, errOut, "--blobs")
-	// Without its tier the store's contents would look missing, and new
-	// ones would land in SQLite beside them: every command refuses it.
+	// The store recorded its tier: commands need no --blobs, and one
+	// naming another bucket or prefix is refused.
+	c.skipFsck = false
+	c.ok("runs")
+	c.jsonOut(&rep, "push")
+	assert.Zero(t, rep.Objects)
+	other := "s3://wsstore/other?endpoint=" + srv.URL + "&region=us-east-1"
+	for _, args := range [][]string{{"runs"}, {"fsck"}, {"push"}} {
+		errOut := c.fails(2, append([]string{"--blobs", other}, args...)...)
+		assert.Contains(t, errOut, "store.invalid_options", args)
+		assert.Contains(t, errOut, "remote tier", args)
+	}
+	// The same tier by another endpoint name is the same tier.
+	c.ok("--blobs", "s3://wsstore/desk?endpoint="+srv.URL+"/&region=us-east-1", "runs")
+
+	// A store with objects on a tier but no record of it (written before
+	// stores recorded their tier) is refused without --blobs.
+	raw, err := wsstore.Open(context.Background(), c.store, wsstore.Options{})
+	require.NoError(t, err)
+	require.NoError(t, raw.DB.Update(context.Background(), func(tx *index.Tx) error {
+		_, err := tx.ExecContext(context.Background(), `DELETE FROM meta WHERE key = 'remote.blobs'`)
+		return err
+	}))
+	require.NoError(t, raw.Close())
+	c.skipFsck = true
 	for _, args := range [][]string{{"runs"}, {"fsck"}, {"gc"}} {
-		errOut = c.fails(2, args...)
+		errOut := c.fails(2, args...)
 		assert.Contains(t, errOut, "store.invalid_options", args)
 		assert.Contains(t, errOut, "remote blob tier", args)
 	}

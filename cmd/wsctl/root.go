@@ -185,7 +185,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newDiffCmd(a), newLogCmd(a), newStatsCmd(a), newDUCmd(a), newCheckoutCmd(a), newSQLCmd(a),
 		newRmCmd(a), newRmChatCmd(a), newPruneCmd(a), newDeletionsCmd(a), newPolicyCmd(a), newGCCmd(a), newVacuumCmd(a), newFsckCmd(a),
 		newBatchCmd(a), newActorCmd(a), newExportCmd(a), newImportCmd(a), newServeCmd(a), newTokenCmd(a),
-		newPushCmd(a), newPullCmd(a),
+		newPushCmd(a), newPullCmd(a), newReplicateCmd(a), newRestoreCmd(a), newSyncCmd(a), newReclaimRemoteCmd(a),
 	)
 	return root
 }

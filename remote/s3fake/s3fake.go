@@ -192,8 +192,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		status := http.StatusOK
 		if rg := r.Header.Get("Range"); rg != "" && r.Method == http.MethodGet {
-			var from, to int
-			if _, err := fmt.Sscanf(rg, "bytes=%d-%d", &from, &to); err != nil || from > to || from >= len(data) {
+			// bytes=FROM-TO, or bytes=FROM- to the end.
+			from, to := 0, len(data)-1
+			fs, ts, _ := strings.Cut(strings.TrimPrefix(rg, "bytes="), "-")
+			var err error
+			if from, err = strconv.Atoi(fs); err == nil && ts != "" {
+				to, err = strconv.Atoi(ts)
+			}
+			if err != nil || from > to || from >= len(data) {
 				writeError(w, http.StatusRequestedRangeNotSatisfiable, "InvalidRange")
 				return
 			}
@@ -229,8 +235,9 @@ type listResult struct {
 }
 
 type listEntry struct {
-	Key  string `xml:"Key"`
-	Size int    `xml:"Size"`
+	Key          string `xml:"Key"`
+	Size         int    `xml:"Size"`
+	LastModified string `xml:"LastModified,omitempty"`
 }
 
 // list answers ListObjectsV2; the continuation token is the last key

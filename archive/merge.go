@@ -1,0 +1,168 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// mergeRun is a run the store holds another state of, with the rows the
+// archive holds for it, kept until its last row is read (Options.Merge).
+type mergeRun struct {
+	rec     runs.RunRecord
+	cps     []checkpoint.Record
+	commits []runs.CommitRow
+	events  []journal.Event
+}
+
+// mergeState is what a merging import keeps across the records: the run
+// being gathered, the chats whose persist layers differ, and the persist
+// base each version of each chat had, by the archive's runs.
+type mergeState struct {
+	run   *mergeRun
+	chats []runs.ChatRecord
+	bases map[string]map[int64]cas.Hash // chat → persist version → base
+}
+
+func (m *mergeState) noteBase(r runs.RunRecord) {
+	if m.bases == nil {
+		m.bases = map[string]map[int64]cas.Hash{}
+	}
+	if m.bases[r.ChatID] == nil {
+		m.bases[r.ChatID] = map[int64]cas.Hash{}
+	}
+	m.bases[r.ChatID][r.PersistVersion] = r.PersistBase
+}
+
+func sameEvent(a, b journal.Event) bool {
+	if a.Seq != b.Seq || a.Type != b.Type || a.Level != b.Level || !a.At.Equal(b.At) {
+		return false
+	}
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a.Payload) != nil || json.Compact(&cb, b.Payload) != nil {
+		return bytes.Equal(a.Payload, b.Payload)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// flushRun settles the gathered run: the store's journal of it a prefix
+// of the archive's brings the run forward (the new checkpoints, commits
+// and events appended, the row replaced); the archive's a prefix of the
+// store's (the store is ahead, or level) leaves it; journals that part
+// are a conflict: the run was written on two devices.
+func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
+	mr := im.merge.run
+	if mr == nil {
+		return nil
+	}
+	im.merge.run = nil
+	id := mr.rec.ID
+	var local []journal.Event
+	if err := im.a.p.Journal.ExportEvents(ctx, tx, id, func(e journal.Event) error {
+		local = append(local, e)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i := range min(len(local), len(mr.events)) {
+		if !sameEvent(local[i], mr.events[i]) {
+			return im.outcome("run", id, false, wserr.New(wserr.Conflict, "merge run", "",
+				"run %s was written on two devices: the journals part at event %d", id, i+1))
+		}
+	}
+	if len(mr.events) <= len(local) {
+		return im.outcome("run", id, false, nil)
+	}
+	if err := im.a.p.Runs.MergeRun(ctx, tx, mr.rec); err != nil {
+		return err
+	}
+	have, err := im.a.p.Checkpoints.ExportRecords(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	var top int64
+	for _, c := range have {
+		top = max(top, c.Seq)
+	}
+	for _, c := range mr.cps {
+		if c.Seq > top {
+			if err := im.a.p.Checkpoints.ImportRecord(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+	}
+	commits, err := im.a.p.Runs.ExportCommits(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, c := range commits {
+		known[c.ID] = true
+	}
+	for _, c := range mr.commits {
+		if !known[c.ID] {
+			if err := im.a.p.Runs.ImportCommit(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range mr.events[len(local):] {
+		if err := im.a.p.Journal.ImportEvent(ctx, tx, e); err != nil {
+			return err
+		}
+	}
+	im.sum.Updated = append(im.sum.Updated, "run "+id)
+	return nil
+}
+
+// flushChats settles the chats whose persist layers differ. The archive's
+// promotion started from the store's state (a run of the archive began at
+// the store's version from the store's root): the store's layer moves
+// forward by compare-and-swap. The store's started from the archive's:
+// the store is ahead and stays. Otherwise persist/ was promoted on both
+// devices since they parted: a conflict, named, and both layers stay.
+func (im *importer) flushChats(ctx context.Context, tx *index.Tx) error {
+	for _, c := range im.merge.chats {
+		local, err := im.a.p.Runs.ExportChat(ctx, tx, c.ID)
+		if err != nil {
+			return err
+		}
+		conflict := wserr.New(wserr.Conflict, "merge chat", "", "chat workspace %s: persist/ was promoted on two devices (here version %d, there version %d)",
+			c.ID, local.PersistVersion, c.PersistVersion)
+		switch {
+		case c.PersistVersion > local.PersistVersion:
+			base, ok := im.merge.bases[c.ID][local.PersistVersion]
+			if !ok || base != local.PersistRoot {
+				err = conflict
+				break
+			}
+			if err = im.a.p.Runs.MergePersist(ctx, tx, local, c); err == nil {
+				im.sum.Updated = append(im.sum.Updated, "chat "+c.ID)
+				continue
+			}
+		case c.PersistVersion < local.PersistVersion:
+			ahead := false
+			err = im.a.p.Runs.EachRunRecord(ctx, tx, c.ID, func(r runs.RunRecord) error {
+				ahead = ahead || (r.PersistVersion == c.PersistVersion && r.PersistBase == c.PersistRoot)
+				return nil
+			})
+			if err == nil && !ahead {
+				err = conflict
+			}
+		default:
+			err = conflict
+		}
+		if err := im.outcome("chat", c.ID, false, err); err != nil {
+			return fmt.Errorf("merge chat %s: %w", c.ID, err)
+		}
+	}
+	return nil
+}

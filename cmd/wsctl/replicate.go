@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/remote/replica"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+type replicateOptions struct {
+	globals
+	to       string
+	interval time.Duration
+	once     bool
+}
+
+func newReplicateCmd(a *app) *cobra.Command {
+	var o replicateOptions
+	cmd := &cobra.Command{
+		Use:   "replicate [--to URL] [--interval D] [--once]",
+		Short: "Replicate the store's database to an object store through Litestream, until stopped",
+		Long: `replicate ships every transaction of the store's SQLite database to an
+S3-compatible object store with Litestream (embedded), until SIGINT or
+SIGTERM, then ships what is left and exits 0. Each --interval (default
+10s) it also pushes the blobs not yet on the store's remote tier, so a
+restored copy reads its files from there. --once does one round and exits.
+
+--to is the replica's s3:// URL; the default is the store's blob tier with
+"meta" added to its prefix. One device replicates to one URL: a second
+device that also writes uses "wsctl sync", never the same replica.
+"wsctl restore --from URL DIR" builds a store from it (docs/remote.md).`,
+		Args: cobra.NoArgs,
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runReplicate(ctx, o)
+		}),
+	}
+	cmd.Flags().StringVar(&o.to, "to", "", "replica `URL` s3://bucket/prefix?endpoint=… (default: the blob tier's, prefix + meta)")
+	cmd.Flags().DurationVar(&o.interval, "interval", 10*time.Second, "how often to push blobs and sync the replica")
+	cmd.Flags().BoolVar(&o.once, "once", false, "do one round and exit")
+	return cmd
+}
+
+// metaURL is the default replica URL of a store: its blob tier's location
+// with "meta" appended to the prefix.
+func metaURL(st *wsstore.Store) (string, error) {
+	if st.Remote == nil {
+		return "", usageError{wserr.New(wserr.InvalidOptions, "replicate", "", "needs --to s3://bucket/prefix, or a store with a remote blob tier (--blobs)")}
+	}
+	loc := st.Remote.Location()
+	loc.Prefix = strings.TrimSuffix(loc.Prefix, "/") + "/meta/"
+	loc.Prefix = strings.TrimPrefix(loc.Prefix, "/")
+	return loc.String(), nil
+}
+
+func runReplicate(ctx context.Context, o replicateOptions) error {
+	st, err := openStore(ctx, o.globals, readWrite)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	to := o.to
+	if to == "" {
+		if to, err = metaURL(st); err != nil {
+			return err
+		}
+	} else if _, err := remote.ParseURL(to); err != nil {
+		return usageError{err}
+	}
+	rep, err := replica.Start(ctx, st.DB.Path(), to, replica.Options{Interval: min(o.interval, time.Second)})
+	if err != nil {
+		return err
+	}
+	rounds := 0
+	round := func(ctx context.Context) error {
+		if st.Remote != nil {
+			if _, err := st.Remote.Push(ctx, st.DB); err != nil {
+				return err
+			}
+		}
+		if err := rep.Sync(ctx); err != nil {
+			return err
+		}
+		rounds++
+		return nil
+	}
+	err = round(ctx)
+	if !o.once && err == nil {
+		t := time.NewTicker(o.interval)
+		for err == nil {
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+				err = round(ctx)
+				continue
+			}
+			break
+		}
+		t.Stop()
+		if ctx.Err() != nil {
+			// Stopped by a signal: the final round below is the last word.
+			err = round(context.WithoutCancel(ctx))
+		}
+	}
+	if cerr := rep.Close(context.WithoutCancel(ctx)); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(o.out, map[string]any{"replica": to, "rounds": rounds})
+	}
+	_, err = fmt.Fprintf(o.out, "replicate: %d rounds to %s\n", rounds, to)
+	return err
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/remote/replica"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+type restoreOptions struct {
+	globals
+	from   string
+	verify bool
+}
+
+func newRestoreCmd(a *app) *cobra.Command {
+	var o restoreOptions
+	cmd := &cobra.Command{
+		Use:   "restore --from URL [--verify] DIR",
+		Short: "Build a store in DIR from a replica that wsctl replicate wrote",
+		Long: `restore builds a store in DIR, which must hold none, from the Litestream
+replica at --from (the URL "wsctl replicate" wrote to), at the latest
+transaction the replica holds. The restored store keeps the blob tier URL
+its source recorded; --blobs names the same tier by another endpoint.
+It then takes in the blob index of the tier (as "wsctl pull" does), so
+blobs pushed after the replica's last transaction are known too.
+
+--verify then reads every file of every run and checkpoint back from the
+object store and checks it (fsck); a problem exits 6.`,
+		Args: exactArgs(1),
+		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			return runRestore(ctx, o, args)
+		}),
+	}
+	cmd.Flags().StringVar(&o.from, "from", "", "the replica's `URL` s3://bucket/prefix?endpoint=…")
+	cmd.Flags().BoolVar(&o.verify, "verify", false, "read back and check every file after restoring")
+	return cmd
+}
+
+func runRestore(ctx context.Context, o restoreOptions, args []string) error {
+	if o.from == "" {
+		return usageError{wserr.New(wserr.InvalidOptions, "restore", "", "needs --from s3://bucket/prefix")}
+	}
+	dir := args[0]
+	if err := checkStoreDir(dir); err != nil {
+		return err
+	}
+	if err := replica.Restore(ctx, o.from, filepath.Join(dir, wsstore.DBName), replica.Options{}); err != nil {
+		return err
+	}
+	st, err := wsstore.Open(ctx, dir, wsstore.Options{Index: index.Options{Synchronous: o.sync}, Blobs: o.blobs})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// The replica carries its source's device id: this store syncs as a
+	// device of its own.
+	if err := remote.ResetDevice(ctx, st.DB); err != nil {
+		return err
+	}
+	pulled := 0
+	if st.Remote != nil {
+		rep, err := st.Remote.Pull(ctx, st.DB)
+		if err != nil {
+			return err
+		}
+		pulled = rep.Objects
+	}
+	rs, err := st.Runs.Runs(ctx, runs.ListQuery{})
+	if err != nil {
+		return err
+	}
+	problems := 0
+	if o.verify {
+		fr, err := st.Fsck(ctx, nil)
+		if err != nil {
+			return err
+		}
+		problems = len(fr.Problems)
+		for _, p := range fr.Problems {
+			fmt.Fprintf(o.errOut, "restore: %v\n", p)
+		}
+	}
+	if o.json {
+		if err := writeJSON(o.out, map[string]any{"dir": dir, "runs": len(rs), "pulledObjects": pulled, "verified": o.verify, "problems": problems}); err != nil {
+			return err
+		}
+	} else if _, err := fmt.Fprintf(o.out, "restore: %d runs into %s (%d objects pulled)\n", len(rs), dir, pulled); err != nil {
+		return err
+	}
+	if problems > 0 {
+		return wserr.New(wserr.Corrupt, "restore", dir, "%d problems found reading the restored store back", problems)
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/remote/s3fake"
+)
+
+func awsEnv(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_CA_BUNDLE", "")
+}
+
+func (c *cli) runIDs() []string {
+	c.t.Helper()
+	var rs []struct {
+		ID string `json:"id"`
+	}
+	c.jsonOut(&rs, "runs")
+	var ids []string
+	for _, r := range rs {
+		ids = append(ids, r.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// TestSyncTwoStores: two stores (two devices) sync through one object
+// store with wsctl alone: the second starts from nothing, both write,
+// and both end with the same runs.
+func TestSyncTwoStores(t *testing.T) {
+	awsEnv(t)
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	url := "s3://wsstore/team?endpoint=" + srv.URL + "&region=us-east-1"
+	desk, phone := newCLI(t), newCLI(t)
+	desk.ok("--blobs", url, "demo")
+	var rep wsstore.SyncReport
+	desk.jsonOut(&rep, "sync")
+	assert.NotEmpty(t, rep.Published)
+	phone.jsonOut(&rep, "--blobs", url, "sync")
+	assert.NotEmpty(t, rep.Added)
+	assert.Equal(t, desk.runIDs(), phone.runIDs())
+
+	desk.ok("demo")
+	phone.ok("demo")
+	desk.ok("sync")
+	phone.ok("sync")
+	desk.ok("sync")
+	assert.Equal(t, desk.runIDs(), phone.runIDs())
+	assert.Len(t, desk.runIDs(), 3)
+	desk.ok("reclaim-remote", "--dry-run")
+
+	// Sync needs a tier.
+	other := newCLI(t)
+	other.ok("init")
+	errOut := other.fails(2, "sync")
+	assert.Contains(t, errOut, "store.invalid_options")
+}
+
+// TestReplicateRestoreCLI: replicate --once ships the database through
+// Litestream; restore builds a store from it that reads every run back
+// from the object store.
+func TestReplicateRestoreCLI(t *testing.T) {
+	awsEnv(t)
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	url := "s3://wsstore/desk?endpoint=" + srv.URL + "&region=us-east-1"
+	desk := newCLI(t)
+	desk.ok("--blobs", url, "demo")
+	desk.ok("replicate", "--once")
+	assert.NotEmpty(t, srv.Keys("wsstore", "desk/meta/"), "Litestream's files under the tier's prefix + meta")
+
+	dir := filepath.Join(t.TempDir(), "restored")
+	var rep struct {
+		Runs     int  `json:"runs"`
+		Verified bool `json:"verified"`
+		Problems int  `json:"problems"`
+	}
+	desk.jsonOut(&rep, "restore", "--from", "s3://wsstore/desk/meta?endpoint="+srv.URL, "--verify", dir)
+	assert.Equal(t, 1, rep.Runs)
+	assert.True(t, rep.Verified)
+	assert.Zero(t, rep.Problems)
+	restored := &cli{t: t, store: dir, env: map[string]string{}}
+	assert.Equal(t, desk.runIDs(), restored.runIDs())
+
+	// Continuous: a signal (the context) stops it after its last round,
+	// with exit 0, and what was written meanwhile is on the replica.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		_, _, code := desk.runCtx(ctx, strings.NewReader(""), "replicate", "--interval", "10s")
+		done <- code
+	}()
+	desk.ok("demo")
+	cancel()
+	assert.Equal(t, 0, <-done)
+	dir2 := filepath.Join(t.TempDir(), "restored2")
+	desk.jsonOut(&rep, "restore", "--from", "s3://wsstore/desk/meta?endpoint="+srv.URL, dir2)
+	assert.Equal(t, 2, rep.Runs, "the run written while replicate ran")
+
+	errOut := desk.fails(2, "restore", "--from", "s3://wsstore/desk/meta?endpoint="+srv.URL, dir)
+	assert.Contains(t, errOut, "store.invalid_options")
+	errOut = desk.fails(3, "restore", "--from", "s3://wsstore/nothing?endpoint="+srv.URL, filepath.Join(t.TempDir(), "x"))
+	assert.Contains(t, errOut, "store.not_found")
+}
