@@ -34,8 +34,12 @@ const (
 type Options struct {
 	// Synchronous is SyncNormal (default) or SyncFull.
 	Synchronous Synchronous
-	// BusyTimeout is how long a connection waits for SQLite's lock before
-	// failing; default 10s.
+	// BusyTimeout is the deadline a write waits for the write lock
+	// another process holds before it fails with store.busy; default 30s.
+	// Writers queue meanwhile: the write connection asks SQLite for the
+	// lock in short attempts and retries BEGIN IMMEDIATE with a jittered
+	// backoff, so a waiting writer is not starved by busier processes.
+	// Readers wait up to the same deadline for the rare locks they need.
 	BusyTimeout time.Duration
 	// ReadConns is the size of the read pool; default 4.
 	ReadConns int
@@ -47,7 +51,7 @@ type Options struct {
 
 // DefaultOptions returns the options Open uses for zero fields.
 func DefaultOptions() Options {
-	return Options{Synchronous: SyncNormal, BusyTimeout: 10 * time.Second, ReadConns: 4}
+	return Options{Synchronous: SyncNormal, BusyTimeout: 30 * time.Second, ReadConns: 4}
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -164,18 +168,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 // store race to switch it to WAL, and SQLite refuses the losers at once
 // rather than through the busy handler.
 func (db *DB) connect(ctx context.Context, conn *sqlx.DB) error {
-	deadline := time.Now().Add(db.opts.BusyTimeout)
-	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
-		err := Translate(conn.PingContext(ctx))
-		if err == nil || !wserr.Is(err, wserr.Busy) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-	}
+	return db.whileBusy(ctx, func() error { return Translate(conn.PingContext(ctx)) })
 }
 
 // probeDSN opens the file read-only and sets nothing, so probing writes
@@ -189,7 +182,12 @@ func (db *DB) probeDSN() string {
 
 func (db *DB) dsn(read bool) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(db.opts.BusyTimeout.Milliseconds(), 10)+")")
+	wait := db.opts.BusyTimeout
+	if !read {
+		// One attempt at the lock; beginWrite retries up to BusyTimeout.
+		wait = min(wait, writeAttempt)
+	}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(wait.Milliseconds(), 10)+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	if read {
 		q.Add("_pragma", "query_only(1)")
