@@ -81,6 +81,9 @@ func (o Options) withDefaults() (Options, error) {
 type DB struct {
 	path  string
 	fresh bool // a new database that create is making
+	// immutable: the file cannot be written (a read-only file system), so
+	// it is opened with immutable=1, without locks or a log index.
+	immutable bool
 	opts  Options
 	write *sqlx.DB  // nil when read-only
 	stmts stmtCache // statements prepared on write
@@ -99,7 +102,9 @@ type DB struct {
 // empty or not a wsstore store fails with store.not_a_store and one that is
 // damaged or truncated with store.corrupt, both left untouched. It fails
 // with store.newer_format if the store was written by a newer build and
-// with store.invalid_options for bad options.
+// with store.invalid_options for bad options. A file on a read-only file
+// system, or one this user may not write, fails with store.read_only
+// unless ReadOnly, which reads it as immutable.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -121,6 +126,18 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		if err := create(ctx, abs, opts); err != nil {
 			return nil, err
 		}
+	}
+	if !writable(abs) {
+		if !opts.ReadOnly {
+			return nil, wserr.New(wserr.ReadOnly, "open", "", "%s is on a read-only file system or not writable by this user: it can be read, not changed", abs)
+		}
+		// Nothing can change the file, and SQLite could not make the
+		// write-ahead log's index beside it: read it as immutable, which
+		// takes no lock and needs no other file.
+		if wal, err := os.Stat(abs + "-wal"); err == nil && wal.Size() > 0 {
+			return nil, wserr.New(wserr.ReadOnly, "open", "", "%s has a write-ahead log that is not folded in, and neither can be written here: open it once where it is writable", abs)
+		}
+		db.immutable = true
 	}
 	if err := db.probe(ctx); err != nil {
 		return nil, err
@@ -177,6 +194,9 @@ func (db *DB) probeDSN() string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(db.opts.BusyTimeout.Milliseconds(), 10)+")")
 	q.Set("mode", "ro")
+	if db.immutable {
+		q.Set("immutable", "1")
+	}
 	return "file:" + (&url.URL{Path: db.path}).EscapedPath() + "?" + q.Encode()
 }
 
@@ -193,6 +213,9 @@ func (db *DB) dsn(read bool) string {
 		q.Add("_pragma", "query_only(1)")
 		if db.opts.ReadOnly {
 			q.Set("mode", "ro")
+		}
+		if db.immutable {
+			q.Set("immutable", "1")
 		}
 	} else {
 		if db.fresh {

@@ -140,9 +140,12 @@ func sqliteCode(err error) int {
 }
 
 // translateOS codes the file-system errors a caller must tell apart: a
-// read-only file system and a full disk.
+// read-only file system and a full disk; and SQLite's corruption errors
+// that reach here as text only, a library having flattened them with %v.
 func translateOS(err error) error {
-	switch {
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "database disk image is malformed"), strings.Contains(msg, "file is not a database"):
+		return wserr.Wrap(wserr.Corrupt, "", "", err)
 	case errors.Is(err, syscall.EROFS):
 		return wserr.Wrap(wserr.ReadOnly, "", "", err)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):

@@ -270,3 +270,13 @@ func TestConcurrentUpdates(t *testing.T) {
 	}))
 	assert.Equal(t, writers*rounds, n)
 }
+
+// TestTranslateCorruptionText: SQLite's corruption errors that a library
+// flattened into text still leave with store.corrupt.
+func TestTranslateCorruptionText(t *testing.T) {
+	for _, msg := range []string{"step: database disk image is malformed", "open: file is not a database (26)"} {
+		err := index.Translate(fmt.Errorf("wrapped flat: %v", errors.New(msg)))
+		assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), msg)
+	}
+	assert.Equal(t, wserr.Internal, wserr.CodeOf(index.Translate(errors.New("other"))))
+}

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 var (
@@ -72,3 +76,56 @@ func exitStatusOf(err error) int {
 	}
 	return -1
 }
+
+// binCLI runs the built wsctl on one store.
+type binCLI struct {
+	t     *testing.T
+	bin   string
+	store string
+}
+
+// run runs wsctl --store store args with stdin and returns stdout, stderr
+// and the exit status.
+func (c binCLI) run(stdin string, args ...string) (string, string, int) {
+	c.t.Helper()
+	cmd := exec.Command(c.bin, append([]string{"--store", c.store}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	status := exitStatusOf(err)
+	require.NotEqual(c.t, -1, status, "%v: %v", args, err)
+	return out.String(), errOut.String(), status
+}
+
+// batch runs one batch session and returns each response's error code
+// ("" for ok), in order.
+func (c binCLI) batch(lines ...string) []string {
+	c.t.Helper()
+	out, errOut, status := c.run(strings.Join(lines, "\n")+"\n", "batch")
+	require.Equal(c.t, 0, status, errOut)
+	var codes []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct {
+			OK    bool `json:"ok"`
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		require.NoError(c.t, json.Unmarshal([]byte(l), &r), l)
+		if !r.OK && r.Error.Code == "" {
+			r.Error.Code = "?"
+		}
+		codes = append(codes, r.Error.Code)
+	}
+	require.Len(c.t, codes, len(lines), out)
+	return codes
+}
+
+func writeLine(run, path, content string) string {
+	b, _ := json.Marshal(map[string]any{"op": "write", "runId": run, "path": path, "content": content})
+	return string(b)
+}
+
+const createLine = `{"op":"run.create","chat":{"kind":"character","stableChatId":"f"},"runId":"r"}`

@@ -104,7 +104,7 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 	if !isLoopback(host) && !o.allowRemote {
 		return usageError{fmt.Errorf("--listen %q is not a loopback address: pass --allow-remote to serve other machines", o.listen)}
 	}
-	st, err := openStore(ctx, o.globals, create)
+	st, err := openServing(ctx, o.globals)
 	if err != nil {
 		return err
 	}
