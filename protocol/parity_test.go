@@ -73,16 +73,17 @@ var goOps = map[string]string{
 	"Workspace.Apply":     "apply",
 	"Workspace.RunID":     "",
 	// *wsstore.Store
-	"Store.Stats":      "stats",
-	"Store.GC":         "gc",
-	"Store.Fsck":       "fsck",
-	"Store.DU":         "du",
-	"Store.Reclaim":    "reclaim",
-	"Store.ActorGC":    "actor.gc",
-	"Store.ExportFile": "export",
-	"Store.ImportFile": "import",
-	"Store.Vacuum":     "",
-	"Store.Close":      "",
+	"Store.Stats":        "stats",
+	"Store.GC":           "gc",
+	"Store.CollectSteps": "gc",
+	"Store.Fsck":         "fsck",
+	"Store.DU":           "du",
+	"Store.Reclaim":      "reclaim",
+	"Store.ActorGC":      "actor.gc",
+	"Store.ExportFile":   "export",
+	"Store.ImportFile":   "import",
+	"Store.Vacuum":       "",
+	"Store.Close":        "",
 }
 
 // notOps says why a Go method is not an op of its own.
