@@ -38,6 +38,18 @@ func (s *Store) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	return s.maint.GC(ctx, opt)
 }
 
+// GCStepOptions configure CollectSteps; see maint.StepOptions.
+type GCStepOptions = maint.StepOptions
+
+// CollectSteps is GC in bounded steps (maint.Maintainer.CollectSteps):
+// mark reads one snapshot without blocking writers, then each step is one
+// short write transaction deleting at most opt.Objects rows, so writers
+// wait for a step, never for the whole sweep. It fails as GC does; the
+// steps before a failed one stay done.
+func (s *Store) CollectSteps(ctx context.Context, opt GCStepOptions) (GCReport, error) {
+	return s.maint.CollectSteps(ctx, opt)
+}
+
 // Fsck checks the whole store and reports every problem, never stopping at
 // the first (maint.Maintainer.Fsck). The error is only for a check that
 // cannot run.

@@ -42,6 +42,16 @@ func ParseRef(s string) (int64, error) {
 	return n, nil
 }
 
+// CheckSeq fails with workspace.invalid_argument unless seq is a
+// checkpoint number, 1 or more: every way in (the Go API, batch, HTTP and
+// wsctl) refuses 0 and negative numbers alike, before looking anything up.
+func CheckSeq(seq int64) error {
+	if seq < 1 {
+		return wserr.New(wserr.InvalidArgument, "checkpoint", "", "checkpoint %d: checkpoints count from 1", seq)
+	}
+	return nil
+}
+
 // Store creates and reads checkpoints.
 type Store struct {
 	db      *index.DB
@@ -123,8 +133,13 @@ func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas
 }
 
 // Get returns checkpoint seq of the run, reading in tx (nil: the read
-// pool). It fails with checkpoint.not_found.
+// pool). It fails with checkpoint.not_found, and with
+// workspace.invalid_argument for a number below 1: checkpoints count from
+// 1, so 0 or a negative number is a mistake, not a checkpoint gone.
 func (s *Store) Get(ctx context.Context, tx *index.Tx, runID string, seq int64) (Checkpoint, error) {
+	if err := CheckSeq(seq); err != nil {
+		return Checkpoint{}, err
+	}
 	var r row
 	err := s.view(ctx, tx, func(tx *index.Tx) error {
 		return tx.GetContext(ctx, &r, `SELECT `+cols+` FROM checkpoints WHERE run_id = ? AND seq = ?`, runID, seq)

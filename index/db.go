@@ -34,8 +34,12 @@ const (
 type Options struct {
 	// Synchronous is SyncNormal (default) or SyncFull.
 	Synchronous Synchronous
-	// BusyTimeout is how long a connection waits for SQLite's lock before
-	// failing; default 10s.
+	// BusyTimeout is the deadline a write waits for the write lock
+	// another process holds before it fails with store.busy; default 30s.
+	// Writers queue meanwhile: the write connection asks SQLite for the
+	// lock in short attempts and retries BEGIN IMMEDIATE with a jittered
+	// backoff, so a waiting writer is not starved by busier processes.
+	// Readers wait up to the same deadline for the rare locks they need.
 	BusyTimeout time.Duration
 	// ReadConns is the size of the read pool; default 4.
 	ReadConns int
@@ -47,7 +51,7 @@ type Options struct {
 
 // DefaultOptions returns the options Open uses for zero fields.
 func DefaultOptions() Options {
-	return Options{Synchronous: SyncNormal, BusyTimeout: 10 * time.Second, ReadConns: 4}
+	return Options{Synchronous: SyncNormal, BusyTimeout: 30 * time.Second, ReadConns: 4}
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -77,6 +81,9 @@ func (o Options) withDefaults() (Options, error) {
 type DB struct {
 	path  string
 	fresh bool // a new database that create is making
+	// immutable: the file cannot be written (a read-only file system), so
+	// it is opened with immutable=1, without locks or a log index.
+	immutable bool
 	opts  Options
 	write *sqlx.DB  // nil when read-only
 	stmts stmtCache // statements prepared on write
@@ -95,7 +102,9 @@ type DB struct {
 // empty or not a wsstore store fails with store.not_a_store and one that is
 // damaged or truncated with store.corrupt, both left untouched. It fails
 // with store.newer_format if the store was written by a newer build and
-// with store.invalid_options for bad options.
+// with store.invalid_options for bad options. A file on a read-only file
+// system, or one this user may not write, fails with store.read_only
+// unless ReadOnly, which reads it as immutable.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -117,6 +126,18 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		if err := create(ctx, abs, opts); err != nil {
 			return nil, err
 		}
+	}
+	if !writable(abs) {
+		if !opts.ReadOnly {
+			return nil, wserr.New(wserr.ReadOnly, "open", "", "%s is on a read-only file system or not writable by this user: it can be read, not changed", abs)
+		}
+		// Nothing can change the file, and SQLite could not make the
+		// write-ahead log's index beside it: read it as immutable, which
+		// takes no lock and needs no other file.
+		if wal, err := os.Stat(abs + "-wal"); err == nil && wal.Size() > 0 {
+			return nil, wserr.New(wserr.ReadOnly, "open", "", "%s has a write-ahead log that is not folded in, and neither can be written here: open it once where it is writable", abs)
+		}
+		db.immutable = true
 	}
 	if err := db.probe(ctx); err != nil {
 		return nil, err
@@ -164,18 +185,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 // store race to switch it to WAL, and SQLite refuses the losers at once
 // rather than through the busy handler.
 func (db *DB) connect(ctx context.Context, conn *sqlx.DB) error {
-	deadline := time.Now().Add(db.opts.BusyTimeout)
-	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
-		err := Translate(conn.PingContext(ctx))
-		if err == nil || !wserr.Is(err, wserr.Busy) || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-	}
+	return db.whileBusy(ctx, func() error { return Translate(conn.PingContext(ctx)) })
 }
 
 // probeDSN opens the file read-only and sets nothing, so probing writes
@@ -184,17 +194,28 @@ func (db *DB) probeDSN() string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(db.opts.BusyTimeout.Milliseconds(), 10)+")")
 	q.Set("mode", "ro")
+	if db.immutable {
+		q.Set("immutable", "1")
+	}
 	return "file:" + (&url.URL{Path: db.path}).EscapedPath() + "?" + q.Encode()
 }
 
 func (db *DB) dsn(read bool) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(db.opts.BusyTimeout.Milliseconds(), 10)+")")
+	wait := db.opts.BusyTimeout
+	if !read {
+		// One attempt at the lock; beginWrite retries up to BusyTimeout.
+		wait = min(wait, writeAttempt)
+	}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(wait.Milliseconds(), 10)+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	if read {
 		q.Add("_pragma", "query_only(1)")
 		if db.opts.ReadOnly {
 			q.Set("mode", "ro")
+		}
+		if db.immutable {
+			q.Set("immutable", "1")
 		}
 	} else {
 		if db.fresh {

@@ -17,8 +17,12 @@ func (db *DB) Exec(ctx context.Context, query string) error {
 	if db.write == nil {
 		return wserr.New(wserr.ReadOnly, "exec", "", "store opened read-only")
 	}
-	if _, err := db.write.ExecContext(ctx, query); err != nil {
-		return fmt.Errorf("exec: %w", Translate(err))
+	err := db.whileBusy(ctx, func() error {
+		_, err := db.write.ExecContext(ctx, query)
+		return Translate(err)
+	})
+	if err != nil {
+		return fmt.Errorf("exec: %w", err)
 	}
 	return nil
 }

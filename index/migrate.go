@@ -100,7 +100,14 @@ func (db *DB) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("open: migrations: %w", err)
 		}
-		_, err = p.Up(ctx)
+		// Each migration takes the write lock: wait for it as Update does.
+		err = db.whileBusy(ctx, func() error {
+			_, err := p.Up(ctx)
+			if err != nil && wserr.Is(Translate(err), wserr.Busy) {
+				return Translate(err)
+			}
+			return err
+		})
 		if err == nil {
 			return db.checkFormat(ctx, db.write)
 		}

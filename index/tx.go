@@ -27,14 +27,16 @@ type Tx struct {
 func (tx *Tx) Writable() bool { return tx.writable }
 
 // Update runs fn in a write transaction (BEGIN IMMEDIATE on the single write
-// connection) and commits if fn returns nil. If fn returns an error or
+// connection) and commits if fn returns nil. While another process holds
+// the write lock it waits, up to Options.BusyTimeout, before failing with
+// store.busy. If fn returns an error or
 // panics, the transaction is rolled back and the error returned (the panic
 // re-raised). It fails with store.read_only on a read-only DB.
 func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.write == nil {
 		return wserr.New(wserr.ReadOnly, "update", "", "store opened read-only")
 	}
-	err := run(ctx, db.write, true, &db.stmts, fn)
+	err := run(ctx, db.write, true, &db.stmts, fn, db.whileBusy)
 	// The connection is free again: compile what the transaction ran
 	// unprepared, for the next ones.
 	db.stmts.prepare(context.WithoutCancel(ctx), db.write)
@@ -44,13 +46,26 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // View runs fn in a read transaction on the read pool; it sees one
 // consistent committed snapshot and never blocks writers.
 func (db *DB) View(ctx context.Context, fn func(tx *Tx) error) error {
-	err := run(ctx, db.read, false, &db.readStmts, fn)
+	err := run(ctx, db.read, false, &db.readStmts, fn, nil)
 	db.readStmts.prepareIdle(ctx, db.read)
 	return err
 }
 
-func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, fn func(tx *Tx) error) (err error) {
-	stx, err := conn.BeginTxx(ctx, nil)
+// run runs fn in a transaction on conn. A write transaction's BEGIN
+// IMMEDIATE is retried through retry while another process holds the lock.
+func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, fn func(tx *Tx) error,
+	retry func(context.Context, func() error) error) (err error) {
+	var stx *sqlx.Tx
+	begin := func() error {
+		var err error
+		stx, err = conn.BeginTxx(ctx, nil)
+		return Translate(err)
+	}
+	if retry != nil {
+		err = retry(ctx, begin)
+	} else {
+		err = begin()
+	}
 	if err != nil {
 		return fmt.Errorf("begin: %w", Translate(err))
 	}
@@ -125,9 +140,12 @@ func sqliteCode(err error) int {
 }
 
 // translateOS codes the file-system errors a caller must tell apart: a
-// read-only file system and a full disk.
+// read-only file system and a full disk; and SQLite's corruption errors
+// that reach here as text only, a library having flattened them with %v.
 func translateOS(err error) error {
-	switch {
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "database disk image is malformed"), strings.Contains(msg, "file is not a database"):
+		return wserr.Wrap(wserr.Corrupt, "", "", err)
 	case errors.Is(err, syscall.EROFS):
 		return wserr.Wrap(wserr.ReadOnly, "", "", err)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):

@@ -270,3 +270,44 @@ func TestConcurrentUpdates(t *testing.T) {
 	}))
 	assert.Equal(t, writers*rounds, n)
 }
+
+// TestTranslateCorruptionText: SQLite's corruption errors that a library
+// flattened into text still leave with store.corrupt.
+func TestTranslateCorruptionText(t *testing.T) {
+	for _, msg := range []string{"step: database disk image is malformed", "open: file is not a database (26)"} {
+		err := index.Translate(fmt.Errorf("wrapped flat: %v", errors.New(msg)))
+		assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), msg)
+	}
+	assert.Equal(t, wserr.Internal, wserr.CodeOf(index.Translate(errors.New("other"))))
+}
+
+// TestWriterQueuesPastOneAttempt: a write lock another process holds for
+// many of the write connection's short attempts at it is waited out (the
+// retry loop around BEGIN IMMEDIATE), and the update commits; store.busy
+// comes only once the busy timeout has passed.
+func TestWriterQueuesPastOneAttempt(t *testing.T) {
+	ctx := context.Background()
+	path := storetest.NewPath(t)
+	db := storetest.OpenDBAt(t, path, index.Options{})
+	raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	require.NoError(t, err)
+	defer raw.Close()
+	conn, err := raw.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
+	require.NoError(t, err)
+
+	attempts := 0
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		// Held across several attempts: each waits at most 50 ms.
+		time.Sleep(400 * time.Millisecond)
+		_, _ = conn.ExecContext(ctx, `ROLLBACK`)
+	}()
+	err = db.Update(ctx, func(tx *index.Tx) error { attempts++; return nil })
+	<-released
+	require.NoError(t, err, "the writer queued until the lock was free")
+	assert.Equal(t, 1, attempts, "fn runs once, after the lock is taken")
+}

@@ -316,7 +316,7 @@ func (c *ckptRef) UnmarshalJSON(b []byte) error {
 	}
 	seq, err := checkpoint.ParseRef(s)
 	if err != nil {
-		return err
+		return invalidRequest("checkpoint %q: a checkpoint is \"cp_000003\" or a number from 1", s)
 	}
 	c.seq = seq
 	return nil
@@ -642,6 +642,9 @@ func (s *Session) rollback(ctx context.Context, r request) (any, error) {
 		seq = req.CheckpointID.seq
 	default:
 		seq = *req.CheckpointSeq
+		if seq < 1 {
+			return nil, invalidRequest("checkpoint %d: checkpoints count from 1", seq)
+		}
 	}
 	run, err := s.backend.Runs.Rollback(ctx, runID, seq, runs.RollbackOptions{Pause: req.Pause})
 	if err != nil {

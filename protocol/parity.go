@@ -44,6 +44,7 @@ type CheckpointViews interface {
 type Maintenance interface {
 	Stats(ctx context.Context) (wsstore.Stats, error)
 	GC(ctx context.Context, opt wsstore.GCOptions) (wsstore.GCReport, error)
+	CollectSteps(ctx context.Context, opt wsstore.GCStepOptions) (wsstore.GCReport, error)
 	Fsck(ctx context.Context, progress func(phase string, done, total int)) (wsstore.FsckReport, error)
 	DU(ctx context.Context) ([]wsstore.Usage, error)
 	Reclaim(ctx context.Context) (wsstore.ReclaimReport, error)
@@ -708,7 +709,11 @@ func (s *Session) gc(ctx context.Context, r request) (any, error) {
 			opt.Grace = -1 // no grace: GCOptions reads zero as the default
 		}
 	}
-	return m.GC(ctx, opt)
+	if opt.DryRun {
+		return m.GC(ctx, opt)
+	}
+	// In steps, as wsctl gc sweeps: writers wait for one step at a time.
+	return m.CollectSteps(ctx, wsstore.GCStepOptions{GCOptions: opt})
 }
 
 func (s *Session) fsck(ctx context.Context, r request) (any, error) {

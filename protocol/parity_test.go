@@ -77,6 +77,7 @@ var goOps = map[string]string{
 	// *wsstore.Store
 	"Store.Stats":         "stats",
 	"Store.GC":            "gc",
+	"Store.CollectSteps":  "gc",
 	"Store.Fsck":          "fsck",
 	"Store.DU":            "du",
 	"Store.Reclaim":       "reclaim",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -61,6 +62,10 @@ type Fault struct {
 	// Corrupt, for Get and Version, fails nothing: the call returns
 	// Corrupt's result in place of the stored Data (a copy is passed in).
 	Corrupt func(data []byte) []byte
+	// Short, for Put and PutAt, makes a write cut short: the first half
+	// of the object's Data goes through to the wrapped storage, then the
+	// call fails with Err, default io.ErrShortWrite.
+	Short bool
 }
 
 type armed struct {
@@ -177,7 +182,38 @@ func (f *faulty) do(m Method, kind cas.Kind, h cas.Hash, call func() error) erro
 }
 
 func (f *faulty) Put(ctx context.Context, tx *index.Tx, o cas.Object) error {
-	return f.do(Put, o.Kind, o.Hash, func() error { return f.inner.Put(ctx, tx, o) })
+	put := func(o cas.Object) error { return f.inner.Put(ctx, tx, o) }
+	return f.doPut(Put, o, put)
+}
+
+// doPut runs put as do runs a call, and cuts it short for a Short fault.
+func (f *faulty) doPut(m Method, o cas.Object, put func(cas.Object) error) error {
+	fault := f.fs.match(m, o.Kind, o.Hash)
+	switch {
+	case fault == nil || fault.Corrupt != nil:
+		return put(o)
+	case fault.Short:
+		return fault.short(m, o, put)
+	case fault.After:
+		if err := put(o); err != nil {
+			return err
+		}
+	}
+	return fault.err(m, o.Hash)
+}
+
+// short makes the write of o that fault cuts short: half of its data
+// through put, then the fault's error.
+func (fault *Fault) short(m Method, o cas.Object, put func(cas.Object) error) error {
+	half := o
+	half.Data = o.Data[:len(o.Data)/2]
+	if err := put(half); err != nil {
+		return err
+	}
+	if fault.Err == nil {
+		return fmt.Errorf("%s %s: %w", m, o.Hash.Short(), io.ErrShortWrite)
+	}
+	return fault.err(m, o.Hash)
 }
 
 func (f *faulty) Get(ctx context.Context, tx *index.Tx, kind cas.Kind, h cas.Hash, fn func(o cas.Object) error) error {
@@ -270,7 +306,7 @@ func (f *faultyHistory) Reencode(ctx context.Context, tx *index.Tx, h cas.Hash, 
 }
 
 func (f *faultyHistory) PutAt(ctx context.Context, tx *index.Tx, o cas.Object, slot cas.Slot) error {
-	return f.do(PutAt, o.Kind, o.Hash, func() error { return f.hist.PutAt(ctx, tx, o, slot) })
+	return f.doPut(PutAt, o, func(o cas.Object) error { return f.hist.PutAt(ctx, tx, o, slot) })
 }
 
 func (f *faultyHistory) SetHistory(ctx context.Context, tx *index.Tx, h cas.Hash, hist cas.History, created time.Time) error {

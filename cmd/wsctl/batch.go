@@ -50,7 +50,7 @@ type batchLine struct {
 }
 
 func runBatch(ctx context.Context, o batchOptions, _ []string) error {
-	st, err := openStore(ctx, o.globals, create)
+	st, err := openServing(ctx, o.globals)
 	if err != nil {
 		return err
 	}

@@ -195,7 +195,7 @@ func TestBatchMalformedLines(t *testing.T) {
 		{`{"op":"list","depth":1.5}`, "list", "batch.invalid_request"},
 		{`{"op":"rollback"}`, "rollback", "batch.invalid_request"},
 		{`{"op":"rollback","checkpointId":"cp_000001","checkpointSeq":1}`, "rollback", "batch.invalid_request"},
-		{`{"op":"rollback","checkpointId":"yesterday"}`, "rollback", "workspace.invalid_argument"},
+		{`{"op":"rollback","checkpointId":"yesterday"}`, "rollback", "batch.invalid_request"},
 		{`{"op":"diff"}`, "diff", "batch.invalid_request"},
 		{`{"op":"run.create"}`, "run.create", "batch.invalid_request"},
 		{`{"op":"write","path":"input/prompt.json","content":"x"}`, "write", "workspace.path_not_visible"},

@@ -31,6 +31,8 @@ that has stored a file but not yet committed the change that uses it never
 loses it. --grace 0 collects everything unreachable now: only safe when
 nothing else writes to the store.
 
+It sweeps in steps of at most 256 rows, each one short write, so writers
+in other processes wait for a step at a time, never for the whole sweep.
 gc frees pages inside the database file; "wsctl vacuum" gives them back to
 the file system.`,
 		Args: cobra.NoArgs,
@@ -62,7 +64,14 @@ func runGC(ctx context.Context, o gcOptions, _ []string) error {
 	defer st.Close()
 	bar := newProgress(o.globals)
 	opts.Progress = bar.update
-	rep, err := st.GC(ctx, opts)
+	var rep wsstore.GCReport
+	if opts.DryRun {
+		rep, err = st.GC(ctx, opts)
+	} else {
+		// In steps, so writers of other processes wait for one short
+		// step at a time, never for the whole sweep.
+		rep, err = st.CollectSteps(ctx, wsstore.GCStepOptions{GCOptions: opts})
+	}
 	bar.done()
 	if err != nil {
 		return err

@@ -126,7 +126,7 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && o.memoryLimit > 0 {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.memoryLimit))
 	}
-	st, err := openStore(ctx, o.globals, create)
+	st, err := openServing(ctx, o.globals)
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,18 @@ func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, e
 	return st, err
 }
 
+// openServing opens the store for a session that serves requests (batch,
+// serve), creating it if needed. A store that exists but cannot be
+// written (a read-only file system) is opened read-only instead, so reads
+// are still served and each change is refused with store.read_only.
+func openServing(ctx context.Context, g globals) (*wsstore.Store, error) {
+	st, err := openStore(ctx, g, create)
+	if wserr.Is(err, wserr.ReadOnly) && storeExists(g.storeDir) == nil {
+		return openStore(ctx, g, readOnly)
+	}
+	return st, err
+}
+
 // checkStoreDir fails with store.invalid_options (exit status 2, a bad
 // --store) when dir is a file or lies below one: no command can open or
 // create a store there, whether it only reads or creates.

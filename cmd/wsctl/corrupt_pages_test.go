@@ -1,0 +1,125 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// chunkPages returns the numbers of the database pages of type kind
+// ("overflow", "leaf") that hold the chunks table, and the page size.
+func chunkPages(t *testing.T, dbPath, kind string) ([]int64, int64) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro")
+	require.NoError(t, err)
+	defer db.Close()
+	var size int64
+	require.NoError(t, db.QueryRow(`PRAGMA page_size`).Scan(&size))
+	rows, err := db.Query(`SELECT pageno FROM dbstat WHERE name = 'chunks' AND pagetype = ? ORDER BY pageno`, kind)
+	require.NoError(t, err)
+	defer rows.Close()
+	var pages []int64
+	for rows.Next() {
+		var p int64
+		require.NoError(t, rows.Scan(&p))
+		pages = append(pages, p)
+	}
+	require.NoError(t, rows.Err())
+	require.NotEmpty(t, pages, "chunks has %s pages", kind)
+	return pages, size
+}
+
+// TestDamagedPagesUnderAChunkedFileAreCorrupt: pages under a file stored
+// in chunks that are zeroed, overwritten with noise, or cut off the end
+// of the database file make every path that reads them fail with
+// store.corrupt (exit status 6): cat, checkout, batch's read and fsck;
+// never a raw driver error with status 1.
+func TestDamagedPagesUnderAChunkedFileAreCorrupt(t *testing.T) {
+	bin := wsctlBinary(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	big := make([]byte, 6<<20)
+	for i := range big {
+		big[i] = "abcdefghij \n"[rng.IntN(12)]
+	}
+	damages := []struct {
+		name   string
+		damage func(t *testing.T, f *os.File, dbPath string)
+	}{
+		{"ZeroedOverflowPages", func(t *testing.T, f *os.File, dbPath string) {
+			pages, size := chunkPages(t, dbPath, "overflow")
+			for _, p := range pages[len(pages)/2 : len(pages)/2+4] {
+				_, err := f.WriteAt(make([]byte, size), (p-1)*size)
+				require.NoError(t, err)
+			}
+		}},
+		{"OverwrittenOverflowPages", func(t *testing.T, f *os.File, dbPath string) {
+			pages, size := chunkPages(t, dbPath, "overflow")
+			noise := make([]byte, size)
+			for _, p := range pages[len(pages)/3 : len(pages)/3+4] {
+				for i := range noise {
+					noise[i] = byte(rng.Uint32())
+				}
+				_, err := f.WriteAt(noise, (p-1)*size)
+				require.NoError(t, err)
+			}
+		}},
+		{"ZeroedLeafPage", func(t *testing.T, f *os.File, dbPath string) {
+			pages, size := chunkPages(t, dbPath, "leaf")
+			_, err := f.WriteAt(make([]byte, size), (pages[len(pages)/2]-1)*size)
+			require.NoError(t, err)
+		}},
+		{"OverwrittenLeafPage", func(t *testing.T, f *os.File, dbPath string) {
+			pages, size := chunkPages(t, dbPath, "leaf")
+			noise := make([]byte, size)
+			for i := range noise {
+				noise[i] = byte(rng.Uint32())
+			}
+			_, err := f.WriteAt(noise, (pages[len(pages)/2]-1)*size)
+			require.NoError(t, err)
+		}},
+		{"Truncated", func(t *testing.T, f *os.File, dbPath string) {
+			fi, err := f.Stat()
+			require.NoError(t, err)
+			require.NoError(t, f.Truncate(fi.Size()*3/5))
+		}},
+	}
+	for _, d := range damages {
+		t.Run(d.name, func(t *testing.T) {
+			c := binCLI{t: t, bin: bin, store: filepath.Join(t.TempDir(), "store")}
+			b, _ := json.Marshal(map[string]any{"op": "write", "runId": "r", "path": "output/big.md", "content": string(big)})
+			require.Equal(t, []string{"", ""}, c.batch(createLine, string(b)))
+			dbPath := filepath.Join(c.store, "wsstore.db")
+			f, err := os.OpenFile(dbPath, os.O_RDWR, 0)
+			require.NoError(t, err)
+			d.damage(t, f, dbPath)
+			require.NoError(t, f.Close())
+
+			for _, args := range [][]string{
+				{"cat", "r", "output/big.md"},
+				{"checkout", "r", filepath.Join(t.TempDir(), "out")},
+				{"fsck"},
+			} {
+				_, errOut, status := c.run("", args...)
+				assert.Equal(t, 6, status, "%v: %s", args, errOut)
+				assert.Contains(t, errOut, "store.corrupt", "%v", args)
+			}
+			out, errOut, status := c.run(`{"op":"read","runId":"r","path":"output/big.md"}`+"\n", "batch")
+			if status == 0 {
+				var r struct {
+					Error struct{ Code string } `json:"error"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+				assert.Equal(t, "store.corrupt", r.Error.Code, out)
+			} else {
+				assert.Equal(t, 6, status, "batch: %s", errOut)
+				assert.Contains(t, errOut, "store.corrupt")
+			}
+		})
+	}
+}

@@ -1,0 +1,137 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// mountTmpfs mounts a tmpfs of size bytes on a new directory and unmounts
+// it when the test ends. It skips the test where this process may not
+// mount (not root, or no CAP_SYS_ADMIN in its namespace).
+func mountTmpfs(t *testing.T, size int64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "mnt")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+// TestReadOnlyStoreIsReadNotChanged: a store on a read-only file system
+// (a tmpfs remounted read-only) or in a directory this user may not write
+// (chmod; root passes permissions, so that case runs only as another
+// user) is served to every reading command, fsck included, and every
+// change is refused with store.read_only (exit status 8), batch's too,
+// while batch still answers reads.
+func TestReadOnlyStoreIsReadNotChanged(t *testing.T) {
+	bin := wsctlBinary(t)
+	for _, how := range []string{"mount", "chmod"} {
+		t.Run(how, func(t *testing.T) {
+			var base string
+			if how == "mount" {
+				base = mountTmpfs(t, 64<<20)
+			} else {
+				if os.Geteuid() == 0 {
+					t.Skip("root writes whatever the permissions say")
+				}
+				base = t.TempDir()
+			}
+			c := binCLI{t: t, bin: bin, store: filepath.Join(base, "store")}
+			codes := c.batch(createLine, writeLine("r", "output/a.md", "alpha\n"), `{"op":"finish","runId":"r"}`)
+			require.Equal(t, []string{"", "", ""}, codes)
+			if how == "mount" {
+				require.NoError(t, syscall.Mount("", base, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""))
+			} else {
+				require.NoError(t, os.Chmod(filepath.Join(c.store, "wsstore.db"), 0o444))
+				require.NoError(t, os.Chmod(c.store, 0o555))
+				t.Cleanup(func() { _ = os.Chmod(c.store, 0o755) })
+			}
+			before, err := os.ReadDir(c.store)
+			require.NoError(t, err)
+
+			out, errOut, status := c.run("", "cat", "r", "output/a.md")
+			assert.Equal(t, 0, status, errOut)
+			assert.Equal(t, "alpha\n", out)
+			for _, args := range [][]string{{"runs"}, {"ls", "r"}, {"log", "r"}, {"checkpoints", "r"}, {"stats"}, {"du"}, {"fsck"}, {"show", "r"}} {
+				_, errOut, status := c.run("", args...)
+				assert.Equal(t, 0, status, "%v: %s", args, errOut)
+			}
+			for _, args := range [][]string{{"gc"}, {"vacuum"}, {"rm", "r"}, {"init"}} {
+				_, errOut, status := c.run("", args...)
+				assert.Equal(t, 8, status, "%v: %s", args, errOut)
+				assert.Contains(t, errOut, "store.read_only", "%v", args)
+			}
+			codes = c.batch(`{"op":"read","runId":"r","path":"output/a.md"}`, writeLine("r", "output/b.md", "no\n"),
+				`{"op":"run.create","chat":{"kind":"character","stableChatId":"f"},"runId":"r2"}`)
+			assert.Equal(t, []string{"", "store.read_only", "store.read_only"}, codes)
+			after, err := os.ReadDir(c.store)
+			require.NoError(t, err)
+			assert.Equal(t, len(before), len(after), "nothing made beside the store")
+		})
+	}
+}
+
+// TestDiskFullOnASmallFilesystem: on a tmpfs filled up but for a little
+// room, a write that does not fit is refused with store.disk_full and
+// changes nothing: fsck finds the store sound and the files as they were;
+// once space frees, the same write succeeds.
+func TestDiskFullOnASmallFilesystem(t *testing.T) {
+	bin := wsctlBinary(t)
+	base := mountTmpfs(t, 16<<20)
+	c := binCLI{t: t, bin: bin, store: filepath.Join(base, "store")}
+	require.Equal(t, []string{"", ""}, c.batch(createLine, writeLine("r", "output/a.md", "alpha\n")))
+
+	// Fill the file system, then give back a little room: enough to open
+	// the store, not enough for the big write.
+	filler := filepath.Join(base, "filler")
+	f, err := os.Create(filler)
+	require.NoError(t, err)
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			require.True(t, errors.Is(err, syscall.ENOSPC), "%v", err)
+			break
+		}
+	}
+	fi, err := f.Stat()
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(fi.Size()-256<<10))
+	require.NoError(t, f.Close())
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	big := make([]byte, 3<<20)
+	for i := range big {
+		big[i] = byte('a' + rng.IntN(26))
+		if rng.IntN(50) == 0 {
+			big[i] = '\n'
+		}
+	}
+	for _, content := range []string{string(big), string(big[:1<<20])} {
+		codes := c.batch(writeLine("r", "output/big.md", content))
+		assert.Equal(t, []string{"store.disk_full"}, codes)
+	}
+	_, errOut, status := c.run("", "fsck")
+	assert.Equal(t, 0, status, errOut)
+	_, errOut, status = c.run("", "cat", "r", "output/big.md")
+	assert.Equal(t, 3, status, "the refused write left nothing: %s", errOut)
+	out, errOut, status := c.run("", "cat", "r", "output/a.md")
+	assert.Equal(t, 0, status, errOut)
+	assert.Equal(t, "alpha\n", out)
+
+	require.NoError(t, os.Remove(filler))
+	assert.Equal(t, []string{""}, c.batch(writeLine("r", "output/big.md", string(big))), "works again once space frees")
+	_, errOut, status = c.run("", "fsck")
+	assert.Equal(t, 0, status, errOut)
+}

@@ -1,0 +1,35 @@
+package index
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// writeAttempt is how long one attempt at the write lock waits in SQLite's
+// own busy handler. SQLite's handler sleeps up to 100 ms between polls, so
+// a writer that waits in it alone loses the lock again and again to
+// processes that poll sooner; short attempts retried with a jittered
+// backoff queue writers more fairly.
+const writeAttempt = 50 * time.Millisecond
+
+// whileBusy calls try until it returns something other than store.busy,
+// sleeping a jittered, growing delay (up to 20 ms) between calls, and
+// gives up with try's store.busy once the busy timeout has passed since
+// the first call.
+func (db *DB) whileBusy(ctx context.Context, try func() error) error {
+	deadline := time.Now().Add(db.opts.BusyTimeout)
+	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
+		err := try()
+		if err == nil || !wserr.Is(err, wserr.Busy) || !time.Now().Before(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay/2 + rand.N(delay)):
+		}
+	}
+}
