@@ -11,6 +11,7 @@ import (
 	"lukechampine.com/blake3"
 
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // Get returns a reader of the content at h. Content stored in one row is
@@ -21,7 +22,22 @@ import (
 // the storage hands back. Get fails with ErrNotFound if there is no blob at
 // h, and with the storage's error if it fails to read.
 func (s *Store) Get(ctx context.Context, h Hash) (io.ReadCloser, error) {
-	return s.get(ctx, nil, h)
+	return s.get(ctx, nil, h, 0)
+}
+
+// GetAt returns a reader of the content at h from byte off on, reading
+// only what lies there: for chunked content, the chunks from the one that
+// holds off, each verified against its own address as Get verifies them
+// (the whole content's hash is checked only when off is 0 and the reader
+// is drained); content stored in one row is decoded and verified whole,
+// as Get does. An off at or past the end gives an empty reader. GetAt
+// fails as Get does, and with workspace.invalid_argument for a negative
+// off.
+func (s *Store) GetAt(ctx context.Context, h Hash, off int64) (io.ReadCloser, error) {
+	if off < 0 {
+		return nil, wserr.New(wserr.InvalidArgument, "get", h.Short(), "offset %d is negative", off)
+	}
+	return s.get(ctx, nil, h, off)
 }
 
 // viewIn runs fn in tx, or in a read transaction of its own when tx is nil.
@@ -35,7 +51,7 @@ func (s *Store) viewIn(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) 
 // get is Get reading in tx (every chunk of a chunked blob too, so the
 // reader must be drained before tx ends), or in transactions of its own
 // when tx is nil.
-func (s *Store) get(ctx context.Context, in *index.Tx, h Hash) (io.ReadCloser, error) {
+func (s *Store) get(ctx context.Context, in *index.Tx, h Hash, off int64) (io.ReadCloser, error) {
 	var row Object
 	var chain []Object // a delta's objects down to a whole blob
 	err := s.viewIn(ctx, in, func(tx *index.Tx) error {
@@ -61,7 +77,12 @@ func (s *Store) get(ctx context.Context, in *index.Tx, h Hash) (io.ReadCloser, e
 	var b []byte
 	switch row.Codec {
 	case CodecChunked:
-		return s.newChunkReader(ctx, in, h, row.Size, row.Chunks)
+		cr, err := s.newChunkReader(ctx, in, h, row.Size, row.Chunks)
+		if err != nil {
+			return nil, err
+		}
+		cr.seek(off)
+		return cr, nil
 	case CodecDelta:
 		b, err = s.applyChain(ctx, h, chain)
 	default:
@@ -73,7 +94,7 @@ func (s *Store) get(ctx context.Context, in *index.Tx, h Hash) (io.ReadCloser, e
 	if err != nil {
 		return nil, err
 	}
-	return io.NopCloser(bytes.NewReader(b)), nil
+	return io.NopCloser(bytes.NewReader(b[min(off, int64(len(b))):])), nil
 }
 
 // ReadAll returns the whole content at h, verified. It fails with
@@ -139,8 +160,26 @@ type chunkReader struct {
 	bp    *[]byte // from s.bufs, reused for every chunk; nil once given back
 	cur   []byte  // what is left of the current chunk
 	off   int64
-	whole hash.Hash
+	whole hash.Hash // nil once the reader seeked: the whole is not read
+	skip  int64     // bytes of the next chunk to drop (seek)
 	err   error
+}
+
+// seek moves the reader, not yet read from, to byte off of the content:
+// the chunks before the one that holds off are never read.
+func (r *chunkReader) seek(off int64) {
+	if off <= 0 {
+		return
+	}
+	r.whole = nil
+	off = min(off, r.size)
+	for len(r.refs) > 0 && r.refs[0].Off+r.refs[0].Size <= off {
+		r.refs = r.refs[1:]
+	}
+	r.off = off
+	if len(r.refs) > 0 {
+		r.skip = off - r.refs[0].Off
+	}
 }
 
 func (s *Store) newChunkReader(ctx context.Context, tx *index.Tx, h Hash, size int64, refs []ChunkRef) (*chunkReader, error) {
@@ -166,10 +205,14 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	}
 	for len(r.cur) == 0 {
 		if len(r.refs) == 0 {
-			var got Hash
-			r.whole.Sum(got[:0])
-			if r.off != r.size || got != r.h {
-				return 0, r.fail(corrupt("get", r.h, "content does not hash to its address"))
+			if r.whole != nil {
+				var got Hash
+				r.whole.Sum(got[:0])
+				if r.off != r.size || got != r.h {
+					return 0, r.fail(corrupt("get", r.h, "content does not hash to its address"))
+				}
+			} else if r.off != r.size {
+				return 0, r.fail(corrupt("get", r.h, "chunks end at %d bytes, want %d", r.off, r.size))
 			}
 			return 0, r.fail(io.EOF)
 		}
@@ -183,11 +226,14 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 		if int64(len(b)) != r.refs[0].Size {
 			return 0, r.fail(corrupt("get", r.h, "chunk %s has %d bytes, want %d", r.refs[0].Hash.Short(), len(b), r.refs[0].Size))
 		}
-		r.whole.Write(b)
+		if r.whole != nil {
+			r.whole.Write(b)
+		}
 		if cap(b) > cap(*r.bp) {
 			*r.bp = b[:cap(b)] // grew: keep the larger buffer
 		}
-		r.cur, r.refs = b, r.refs[1:]
+		r.cur, r.refs = b[r.skip:], r.refs[1:]
+		r.skip = 0
 	}
 	n := copy(p, r.cur)
 	r.cur = r.cur[n:]

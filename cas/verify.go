@@ -93,7 +93,7 @@ func (s *Store) VerifyTx(ctx context.Context, tx *index.Tx, progress func(done, 
 }
 
 func (s *Store) verifyBlob(ctx context.Context, tx *index.Tx, h Hash) error {
-	rc, err := s.get(ctx, tx, h)
+	rc, err := s.get(ctx, tx, h, 0)
 	if err != nil {
 		return err
 	}
