@@ -10,9 +10,9 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// TextPrefix is how much of a large file ReadRangeFrom looks at to decide
+// textPrefixLen is how much of a large file ReadRangeFrom looks at to decide
 // whether it is text before it reads a range of it.
-const TextPrefix = 64 << 10
+const textPrefixLen = 64 << 10
 
 // ReadRangeFrom is ReadRange for content streamed from r, size bytes long,
 // holding at most limit bytes of it in memory. Content of at most limit
@@ -21,7 +21,7 @@ const TextPrefix = 64 << 10
 //
 //   - without a range it is refused with wserr.SizeLimitExceeded (the
 //     message says to ask for a line range or to stream the file);
-//   - whether it is text is decided from its first TextPrefix bytes
+//   - whether it is text is decided from its first 64 KiB
 //     (wserr.NotText otherwise), and the range returned must itself be
 //     text;
 //   - r is read only up to the end of the range, so TotalLines is known
@@ -52,8 +52,8 @@ func ReadRangeFrom(p Path, r io.Reader, size int64, opt ReadOptions, limit int) 
 		return ReadResult{}, wserr.New(wserr.SizeLimitExceeded, op, p.String(),
 			"the file is %d bytes, more than a read returns (%d); read a line range of it, or stream it whole (wsctl cat)", size, limit)
 	}
-	br := bufio.NewReaderSize(r, TextPrefix)
-	prefix, err := br.Peek(TextPrefix)
+	br := bufio.NewReaderSize(r, textPrefixLen)
+	prefix, err := br.Peek(textPrefixLen)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 		return ReadResult{}, err
 	}
@@ -81,7 +81,7 @@ func ReadRangeFrom(p Path, r io.Reader, size int64, opt ReadOptions, limit int) 
 // textPrefix reports whether b, the start of a file, is text up to an
 // incomplete last rune.
 func textPrefix(b []byte) bool {
-	var c TextCheck
+	var c textCheck
 	c.Write(b)
 	return !c.bad
 }
@@ -228,16 +228,16 @@ func streamChars(p Path, br *bufio.Reader, start, end, limit int) (ReadResult, e
 	return res, nil
 }
 
-// TextCheck tells, as bytes are written to it in any pieces, whether the
+// textCheck tells, as bytes are written to it in any pieces, whether the
 // whole is text as IsText says, in constant memory.
-type TextCheck struct {
+type textCheck struct {
 	pend []byte // an incomplete rune at the end of the last write
 	buf  []byte
 	bad  bool
 }
 
 // Write takes the next bytes; it never fails.
-func (c *TextCheck) Write(p []byte) (int, error) {
+func (c *textCheck) Write(p []byte) (int, error) {
 	if c.bad {
 		return len(p), nil
 	}
@@ -268,7 +268,7 @@ func (c *TextCheck) Write(p []byte) (int, error) {
 }
 
 // Text reports whether everything written is text.
-func (c *TextCheck) Text() bool { return !c.bad && len(c.pend) == 0 }
+func (c *textCheck) Text() bool { return !c.bad && len(c.pend) == 0 }
 
 // CheckPatch checks a patch of the content r streams as ApplyPatch checks
 // it, reading r once and holding none of it, and returns the number of
@@ -278,7 +278,7 @@ func CheckPatch(p Path, r io.Reader, old, new string, replaceAll bool) (int, err
 	if err := checkPatch(p, old, new); err != nil {
 		return 0, err
 	}
-	n, text, err := CountMatches(r, []byte(old))
+	n, text, err := countMatches(r, []byte(old))
 	if err != nil {
 		return 0, err
 	}
@@ -291,12 +291,12 @@ func CheckPatch(p Path, r io.Reader, old, new string, replaceAll bool) (int, err
 	return n, nil
 }
 
-// CountMatches streams r and returns how often old occurs in it, counted
+// countMatches streams r and returns how often old occurs in it, counted
 // as bytes.Count counts (without overlaps, from the left), and whether the
 // whole is text (IsText), in memory of a buffer and len(old). old must not
 // be empty.
-func CountMatches(r io.Reader, old []byte) (n int, text bool, err error) {
-	var c TextCheck
+func countMatches(r io.Reader, old []byte) (n int, text bool, err error) {
+	var c textCheck
 	sc := newMatchScanner(io.TeeReader(r, &c), old)
 	for !sc.eof {
 		if err := sc.step(func(seg []byte, match bool) {
@@ -311,7 +311,7 @@ func CountMatches(r io.Reader, old []byte) (n int, text bool, err error) {
 }
 
 // ReplaceReader returns a reader of r's content with every occurrence of
-// old (as CountMatches counts them) replaced by new, holding a buffer and
+// old (as countMatches counts them) replaced by new, holding a buffer and
 // len(old) bytes whatever r's length. old must not be empty.
 func ReplaceReader(r io.Reader, old, new []byte) io.Reader {
 	return &replacer{sc: newMatchScanner(r, old), new: new}
@@ -365,7 +365,7 @@ type matchScanner struct {
 }
 
 func newMatchScanner(r io.Reader, old []byte) *matchScanner {
-	return &matchScanner{r: r, old: old, buf: make([]byte, 0, max(TextPrefix, 2*len(old)))}
+	return &matchScanner{r: r, old: old, buf: make([]byte, 0, max(textPrefixLen, 2*len(old)))}
 }
 
 // step reads once more and hands fn, in order, the plain runs (match

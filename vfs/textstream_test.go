@@ -36,7 +36,7 @@ func TestTextCheckMatchesIsText(t *testing.T) {
 	}
 	for _, in := range inputs {
 		for _, piece := range []int{1, 2, 3, 7, 4096} {
-			var c TextCheck
+			var c textCheck
 			for b := in; len(b) > 0; {
 				n := min(piece, len(b))
 				c.Write(b[:n])
@@ -59,7 +59,7 @@ func TestStreamedPatchMatchesBytes(t *testing.T) {
 			if name == "OneByte" && len(old) > 100 {
 				continue
 			}
-			n, text, err := CountMatches(wrap(bytes.NewReader(content)), []byte(old))
+			n, text, err := countMatches(wrap(bytes.NewReader(content)), []byte(old))
 			require.NoError(t, err)
 			assert.Equal(t, bytes.Count(content, []byte(old)), n, "%s %q", name, old)
 			assert.True(t, text)
@@ -93,7 +93,7 @@ func TestReadRangeFromLarge(t *testing.T) {
 		assert.Equal(t, 20, res.EndLine)
 		assert.True(t, res.Truncated)
 		assert.True(t, res.TotalLinesUnknown)
-		assert.LessOrEqual(t, n, int64(TextPrefix+4096), "read only the prefix and the range")
+		assert.LessOrEqual(t, n, int64(textPrefixLen+4096), "read only the prefix and the range")
 	})
 	t.Run("OK/LinesCutAtLimit", func(t *testing.T) {
 		res, _, err := read(ReadOptions{StartLine: 5})
@@ -133,7 +133,7 @@ func TestReadRangeFromLarge(t *testing.T) {
 		r := &countingReader{r: bytes.NewReader(bin)}
 		_, err := ReadRangeFrom(p, r, int64(len(bin)), ReadOptions{StartLine: 1, EndLine: 2}, limit)
 		assert.True(t, wserr.Is(err, wserr.NotText), "%v", err)
-		assert.LessOrEqual(t, r.n, int64(TextPrefix), "decided from a prefix")
+		assert.LessOrEqual(t, r.n, int64(textPrefixLen), "decided from a prefix")
 	})
 	t.Run("ErrLongLine", func(t *testing.T) {
 		long := bytes.Repeat([]byte("y"), 100<<10)
