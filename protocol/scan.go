@@ -73,9 +73,9 @@ func (e *fieldError) inField(field string) bool {
 type frame struct {
 	node   int32 // its node, -1 inside an opaque container
 	obj    bool
-	opaque bool  // no nodes for what it holds
-	count  int32 // members or elements so far
-	key    node  // an object's current member name
+	opaque bool     // no nodes for what it holds
+	count  int32    // members or elements so far
+	key    node     // an object's current member name
 	seen   *nameSet // the names of a large object
 }
 
