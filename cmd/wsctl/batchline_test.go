@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"flag"
-	"os"
 	"strings"
 	"testing"
 
@@ -56,5 +55,4 @@ func TestBatchLineMemory(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(string(r.out), "\n"))
 	assert.Contains(t, string(r.out), `"ok":false`)
 	t.Logf("a %d MiB line of %d keys: peak RSS %.1f MiB; answer %.200s", len(line)>>20, keys, float64(r.hwm)/(1<<20), r.out)
-	_ = os.Stderr
 }
