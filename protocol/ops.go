@@ -107,7 +107,13 @@ var ops = []op{
 	{
 		name: "read", access: reads, request: []any{readRequest{}}, handle: (*Session).read,
 		help: `  read        {path, at?, startLine?, endLine?}
-              -> {path, content | contentBase64, hash, size, totalLines?, startLine?, endLine?, truncated?}`,
+              -> {path, content | contentBase64, hash, size, totalLines?, startLine?, endLine?, truncated?, totalLinesUnknown?}
+              a read returns at most 16 MiB: a larger file is refused
+              whole (workspace.size_limit_exceeded) and read by line
+              range, only up to the range's end (totalLinesUnknown: the
+              end of the file was not read), the range cut to the whole
+              lines that fit (truncated, endLine the last one returned);
+              wsctl cat streams a file of any size`,
 	},
 	{
 		name: "list", access: reads, request: []any{listRequest{}}, handle: (*Session).list,
@@ -516,6 +522,9 @@ type readResult struct {
 	StartLine  int  `json:"startLine,omitempty"`
 	EndLine    int  `json:"endLine,omitempty"`
 	Truncated  bool `json:"truncated,omitempty"`
+	// TotalLinesUnknown: a range of a large file was read without reading
+	// the file to its end.
+	TotalLinesUnknown bool `json:"totalLinesUnknown,omitempty"`
 }
 
 // listed is a listing's result: key names the list, which is [] rather
@@ -563,6 +572,7 @@ func (s *Session) readIn(ctx context.Context, r request, scope runs.Scope) (any,
 	out.Size = res.Info.Size
 	if req.StartLine != 0 || req.EndLine != 0 {
 		out.StartLine, out.EndLine, out.Truncated = res.StartLine, res.EndLine, res.Truncated
+		out.TotalLinesUnknown = res.TotalLinesUnknown
 	}
 	return out, nil
 }

@@ -65,6 +65,7 @@ var goOps = map[string]string{
 	// *runs.Workspace
 	"Workspace.Stat":      "stat",
 	"Workspace.Read":      "read",
+	"Workspace.Open":      "",
 	"Workspace.List":      "list",
 	"Workspace.Write":     "write",
 	"Workspace.WriteFrom": "write",
@@ -94,6 +95,7 @@ var goOps = map[string]string{
 var notOps = map[string]string{
 	"Service.Workspace":       "a view: its methods are the ops (read, write, …; host.read and host.list for the host scope)",
 	"Service.WorkspaceAt":     "a view at a checkpoint: read, list and stat take \"at\"",
+	"Workspace.Open":          "a stream of any size, which a batch line cannot carry; read takes line ranges, wsctl cat streams",
 	"Service.EachRunRoot":     "maintenance reads roots inside its own transaction; gc, fsck and du are the ops",
 	"Service.EachChatRoot":    "as EachRunRoot",
 	"Service.EachRecordsRoot": "as EachRunRoot",

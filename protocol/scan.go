@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -18,6 +19,13 @@ import (
 // maxDepth bounds how deep a request's values nest: requests are shallow,
 // and free-form values (chatRef, id) have no use for more.
 const maxDepth = 64
+
+// MaxValues bounds the values and member names one request line holds:
+// the scanner keeps a few words for each, so the bound caps what a line
+// costs beyond its own bytes. A line over it is refused
+// (batch.invalid_request) without building the rest of its tree; the
+// largest real requests (an apply of 100,000 files) hold a quarter of it.
+const MaxValues = 1 << 21
 
 // maxSyntaxDepth is the nesting encoding/json takes for JSON at all: a
 // line nested deeper is not JSON to it, whatever the strict rules say.
@@ -65,10 +73,10 @@ func (e *fieldError) inField(field string) bool {
 type frame struct {
 	node   int32 // its node, -1 inside an opaque container
 	obj    bool
-	opaque bool  // no nodes for what it holds
-	count  int32 // members or elements so far
-	key    node  // an object's current member name
-	seen   map[string]struct{}
+	opaque bool     // no nodes for what it holds
+	count  int32    // members or elements so far
+	key    node     // an object's current member name
+	seen   *nameSet // the names of a large object
 }
 
 // tree is a scanned line.
@@ -91,6 +99,8 @@ type scanner struct {
 	// keeping nodes for it.
 	opaque func(op, key []byte) bool
 	op     int32 // the first top-level "op" string so far, -1 for none
+	values int   // values and member names so far
+	capped bool  // values passed MaxValues: no more nodes
 }
 
 // errSyntax marks a line that is not JSON; encoding/json then names the
@@ -106,6 +116,7 @@ func (errSyntax) Error() string { return "invalid JSON" }
 // only.
 func (s *scanner) scan(data []byte) error {
 	s.data, s.pos, s.strict, s.op = data, 0, nil, -1
+	s.values, s.capped = 0, false
 	s.nodes = s.nodes[:0]
 	s.stack = s.stack[:0]
 	if len(data) > 1<<31-1 {
@@ -191,6 +202,7 @@ func (s *scanner) member(f *frame) bool {
 	k := int32(len(s.nodes))
 	key := node{start: int32(start), end: int32(s.pos), next: k + 1, kind: kindKey, esc: esc}
 	f.key = key
+	s.count()
 	if !f.opaque {
 		s.nodes = append(s.nodes, key)
 	}
@@ -222,18 +234,14 @@ const smallObject = 8
 // repeated reports whether the object of f already holds key, node k
 // unless f is opaque.
 func (s *scanner) repeated(f *frame, k int32, key node) bool {
-	name := s.text(key)
 	if f.opaque && f.seen == nil {
-		f.seen = map[string]struct{}{}
+		f.seen = &nameSet{seed: maphash.MakeSeed()}
 	}
 	if f.seen != nil {
-		if _, ok := f.seen[string(name)]; ok {
-			return true
-		}
-		f.seen[string(name)] = struct{}{}
-		return false
+		return f.seen.add(&s.tree, key)
 	}
 	if f.count < smallObject {
+		name := s.text(key)
 		for i := f.node + 1; i < k; i = s.nodes[i+1].next {
 			if bytes.Equal(s.key(i), name) {
 				return true
@@ -241,11 +249,86 @@ func (s *scanner) repeated(f *frame, k int32, key node) bool {
 		}
 		return false
 	}
-	f.seen = make(map[string]struct{}, 2*smallObject)
+	f.seen = &nameSet{seed: maphash.MakeSeed()}
 	for i := f.node + 1; i < k; i = s.nodes[i+1].next {
-		f.seen[string(s.key(i))] = struct{}{}
+		f.seen.add(&s.tree, s.nodes[i])
 	}
 	return s.repeated(f, k, key)
+}
+
+// nameSet holds the member names of a large object, to find a repeated
+// one: open addressing over the names' places in the line, about 20 bytes
+// a name, a fraction of what a map of strings costs.
+type nameSet struct {
+	seed  maphash.Seed
+	names []nameRef
+	slots []int32 // 1 + an index into names; 0 is empty
+}
+
+// nameRef is a member name's place in the line.
+type nameRef struct {
+	start, end int32
+	esc        bool
+}
+
+func (r nameRef) node() node { return node{start: r.start, end: r.end, esc: r.esc, kind: kindKey} }
+
+// add adds key's name and reports whether the set held it already.
+func (ns *nameSet) add(t *tree, key node) bool {
+	if 2*(len(ns.names)+1) > len(ns.slots) {
+		ns.grow(t)
+	}
+	name := t.text(key)
+	if ns.find(t, name) {
+		return true
+	}
+	ns.names = append(ns.names, nameRef{key.start, key.end, key.esc})
+	ns.place(name, int32(len(ns.names)))
+	return false
+}
+
+func (ns *nameSet) find(t *tree, name []byte) bool {
+	mask := uint64(len(ns.slots) - 1)
+	for i := maphash.Bytes(ns.seed, name) & mask; ns.slots[i] != 0; i = (i + 1) & mask {
+		if bytes.Equal(t.text(ns.names[ns.slots[i]-1].node()), name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (ns *nameSet) place(name []byte, ref int32) {
+	mask := uint64(len(ns.slots) - 1)
+	i := maphash.Bytes(ns.seed, name) & mask
+	for ns.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	ns.slots[i] = ref
+}
+
+// grow doubles the slots and places every name again.
+func (ns *nameSet) grow(t *tree) {
+	ns.slots = make([]int32, max(4*smallObject, 2*len(ns.slots)))
+	for i, r := range ns.names {
+		ns.place(t.text(r.node()), int32(i+1))
+	}
+}
+
+// count counts a value or member name toward MaxValues; past it the line
+// is refused, and nothing more gets a node (nor a check of repeated
+// names: the line is refused already), so the answer may lack the id
+// if it comes after that point.
+func (s *scanner) count() {
+	if s.values++; s.values <= MaxValues || s.capped {
+		return
+	}
+	s.capped = true
+	if s.strict == nil {
+		s.strict = &fieldError{"", fmt.Sprintf("the request holds more than %d values and field names; send it as several smaller requests", MaxValues)}
+	}
+	for i := range s.stack {
+		s.stack[i].opaque = true
+	}
 }
 
 // value reads one value at s.pos, opening a frame for a container.
@@ -254,6 +337,7 @@ func (s *scanner) value() bool {
 	if !ok {
 		return false
 	}
+	s.count()
 	i := int32(len(s.nodes))
 	n := node{start: int32(s.pos), next: i + 1}
 	inOpaque := len(s.stack) > 0 && s.stack[len(s.stack)-1].opaque
@@ -271,7 +355,7 @@ func (s *scanner) value() bool {
 		if c == '{' {
 			n.kind = kindObject
 		}
-		f := frame{node: i, obj: c == '{', opaque: inOpaque}
+		f := frame{node: i, obj: c == '{', opaque: inOpaque || s.capped}
 		if inOpaque {
 			f.node = -1
 		} else {
@@ -282,7 +366,7 @@ func (s *scanner) value() bool {
 				}
 				n.opaque = s.opaque(op, s.text(s.stack[0].key))
 			}
-			f.opaque = n.opaque
+			f.opaque = f.opaque || n.opaque
 			s.nodes = append(s.nodes, n)
 		}
 		s.stack = append(s.stack, f)

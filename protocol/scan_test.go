@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"runtime"
 	"strings"
@@ -230,4 +231,37 @@ func TestOpaqueFields(t *testing.T) {
 	err = s.scan.scan([]byte(`{"id":{"x":["\udc00"]},"op":"finish"}`))
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "id.x[0]", fe.Field)
+}
+
+// TestScanMaxValues: a line of more than MaxValues values and names is
+// refused, and what lies past the bound gets no nodes, so the tree stays
+// bounded whatever the line holds; a repeated name in a large object is
+// still found below the bound.
+func TestScanMaxValues(t *testing.T) {
+	line := func(keys int, dup bool) []byte {
+		var b bytes.Buffer
+		b.WriteString(`{"op":"stat","x":{`)
+		for i := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"k%d":0`, i)
+		}
+		if dup {
+			b.WriteString(`,"k7":1`)
+		}
+		b.WriteString("}}")
+		return b.Bytes()
+	}
+	var s scanner
+	err := s.scan(line(MaxValues/2+10, false))
+	var fe *fieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Contains(t, fe.Msg, "more than 2097152 values")
+	assert.LessOrEqual(t, len(s.nodes), MaxValues+1, "no nodes past the bound")
+
+	err = s.scan(line(100000, true))
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, `field "x.k7" appears more than once`, fe.Msg)
+	require.NoError(t, s.scan(line(100000, false)))
 }

@@ -27,6 +27,10 @@ const (
 	// CodeRangeNotSatisfiable is an HTTP Range request for bytes the file
 	// does not hold (wsctl serve).
 	CodeRangeNotSatisfiable wserr.Code = "http.range_not_satisfiable"
+
+	// CodeQueryLimit is a wsctl sql query stopped for going over its
+	// --max-memory or --timeout.
+	CodeQueryLimit wserr.Code = "wsctl.query_limit"
 )
 
 // Interrupted is the error (CodeInterrupted) of a session, or of the
@@ -54,7 +58,7 @@ type Status struct {
 var ExitStatuses = []Status{
 	{0, "ok", nil, nil},
 	{1, "internal or unexpected error", []wserr.Code{wserr.Internal, wserr.JournalFailed}, nil},
-	{2, "usage: bad command line, invalid argument or --store", []wserr.Code{wserr.InvalidArgument, wserr.InvalidOptions, CodeInvalidArgument}, nil},
+	{2, "usage: bad command line, invalid argument or --store; a sql query over its --max-memory or --timeout", []wserr.Code{wserr.InvalidArgument, wserr.InvalidOptions, CodeInvalidArgument, CodeQueryLimit}, nil},
 	{3, "not found: store, run, checkpoint or file", []wserr.Code{wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound, wserr.FileNotFound}, nil},
 	{4, "model-correctable workspace error: bad path, not visible or writable, patch mismatch, …", nil, []string{"workspace."}},
 	{5, "conflict or invalid transition (active run, run exists, non-empty dir)", []wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.ChatActiveRun}, nil},
@@ -71,7 +75,7 @@ var ExitStatuses = []Status{
 // 5xx for what it cannot. Codes not listed map to 500.
 var HTTPStatuses = []Status{
 	{http.StatusBadRequest, "the request is not JSON, names no op, or does not fit its op",
-		[]wserr.Code{CodeInvalidJSON, CodeInvalidRequest, CodeUnknownOp, wserr.InvalidArgument, wserr.InvalidOptions, CodeInvalidArgument}, nil},
+		[]wserr.Code{CodeInvalidJSON, CodeInvalidRequest, CodeUnknownOp, wserr.InvalidArgument, wserr.InvalidOptions, CodeInvalidArgument, CodeQueryLimit}, nil},
 	{http.StatusUnauthorized, "no bearer token, or an unknown or revoked one", []wserr.Code{wserr.Unauthorized}, nil},
 	{http.StatusForbidden, "the store is read-only, or the token may not do this (read-only, other actors)", []wserr.Code{wserr.ReadOnly, wserr.Forbidden}, nil},
 	{http.StatusNotFound, "no such store, run, checkpoint or file",

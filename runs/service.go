@@ -61,6 +61,7 @@ type Blobs interface {
 	PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev cas.Hash, prevBytes []byte) (cas.Hash, error)
 	Touch(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
 	ReadAll(ctx context.Context, h cas.Hash) ([]byte, error)
+	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
 	Stat(ctx context.Context, h cas.Hash) (cas.Info, error)
 }
 

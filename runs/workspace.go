@@ -177,14 +177,36 @@ func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
 		return w.s.virtual.Read(ctx, p, opt)
 	}
-	var fi vfs.FileInfo
-	var gen []byte // a derived runtime file's content
-	err := w.s.db.View(ctx, func(tx *index.Tx) error {
+	fi, gen, err := w.lookupFile(ctx, "read", p)
+	if w.besideVirtual(p, err) {
+		return w.s.virtual.Read(ctx, p, opt)
+	}
+	if err != nil {
+		return vfs.ReadResult{}, err
+	}
+	var res vfs.ReadResult
+	if gen != nil {
+		res, err = vfs.ReadRange(p, gen, opt)
+	} else {
+		res, err = w.readStored(ctx, p, fi, opt)
+	}
+	if err != nil {
+		return vfs.ReadResult{}, err
+	}
+	res.Info = fi
+	return res, nil
+}
+
+// lookupFile finds the file p in the workspace's tree, or among the
+// runtime files (gen then holds a derived one's content). It fails with
+// workspace.file_not_found, workspace.path_is_directory or
+// workspace.path_not_visible.
+func (w *Workspace) lookupFile(ctx context.Context, op string, p vfs.Path) (fi vfs.FileInfo, gen []byte, err error) {
+	err = w.s.db.View(ctx, func(tx *index.Tx) error {
 		run, root, err := w.root(ctx, tx)
 		if err != nil {
 			return err
 		}
-		var e vfs.Entry
 		if v, ok, err := w.runtime(ctx, tx, run, p); ok {
 			if err != nil {
 				return err
@@ -193,42 +215,25 @@ func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (
 				return err
 			}
 			if fi.Kind == vfs.KindDir {
-				return wserr.New(wserr.PathIsDirectory, "read", p.String(), "is a directory; list it instead")
+				return wserr.New(wserr.PathIsDirectory, op, p.String(), "is a directory; list it instead")
 			}
 			gen = v.gen
 			return nil
 		}
-		if err := w.checkVisible("read", run, p); err != nil {
+		if err := w.checkVisible(op, run, p); err != nil {
 			return err
 		}
-		e, err = w.s.trees.Lookup(ctx, tx, root, p)
+		e, err := w.s.trees.Lookup(ctx, tx, root, p)
 		if err != nil {
 			return err
 		}
 		if e.Kind == vfs.KindDir {
-			return wserr.New(wserr.PathIsDirectory, "read", p.String(), "is a directory; list it instead")
+			return wserr.New(wserr.PathIsDirectory, op, p.String(), "is a directory; list it instead")
 		}
 		fi = w.info(p, e, run)
 		return nil
 	})
-	if w.besideVirtual(p, err) {
-		return w.s.virtual.Read(ctx, p, opt)
-	}
-	if err != nil {
-		return vfs.ReadResult{}, err
-	}
-	b := gen
-	if b == nil {
-		if b, err = w.s.blobs.ReadAll(ctx, fi.Hash); err != nil {
-			return vfs.ReadResult{}, err
-		}
-	}
-	res, err := vfs.ReadRange(p, b, opt)
-	if err != nil {
-		return vfs.ReadResult{}, err
-	}
-	res.Info = fi
-	return res, nil
+	return fi, gen, err
 }
 
 // List returns what lies below p to depth levels, in path order compared
@@ -367,6 +372,11 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 		defer t.close()
 		return t.write(ctx, p, content, opt)
 	}
+	if mode == vfs.Append {
+		if base, ok := w.largeBase(ctx, "write", p); ok {
+			return w.appendLarge(ctx, p, base, content, opt)
+		}
+	}
 	return w.mutate(ctx, "write", p, opt.ExpectedHash, func(load func() ([]byte, error), exists bool) (mutation, error) {
 		next := content
 		if mode == vfs.Append && exists {
@@ -462,6 +472,9 @@ func (w *Workspace) Patch(ctx context.Context, p vfs.Path, old, new string, opt 
 		defer t.close()
 		return t.patch(ctx, p, old, new, opt)
 	}
+	if base, ok := w.largeBase(ctx, "patch", p); ok {
+		return w.patchLarge(ctx, p, base, old, new, opt)
+	}
 	return w.mutate(ctx, "patch", p, opt.ExpectedHash, func(load func() ([]byte, error), exists bool) (mutation, error) {
 		if !exists {
 			return mutation{}, wserr.New(wserr.FileNotFound, "patch", p.String(), "no such file")
@@ -520,10 +533,13 @@ func hashString(h cas.Hash) string {
 type mutation struct {
 	content []byte
 	stored  *cas.Info // content already in the store (streamed writes)
-	remove  bool
-	event   journal.Type
-	reason  string // checkpoint reason
-	payload func(prev, next cas.Hash) any
+	// checkRoom holds stored content to the store cap as content is held
+	// (a streamed write is held to it as it is read instead).
+	checkRoom bool
+	remove    bool
+	event     journal.Type
+	reason    string // checkpoint reason
+	payload   func(prev, next cas.Hash) any
 }
 
 // mutate runs one workspace-changing operation in one transaction: it
@@ -579,8 +595,12 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		if err != nil {
 			return err
 		}
-		if !m.remove && m.stored == nil {
-			if err := w.s.roomCheck(ctx, tx, op)(p, int64(len(m.content))-prev.Size); err != nil {
+		if !m.remove && (m.stored == nil || m.checkRoom) {
+			size := int64(len(m.content))
+			if m.stored != nil {
+				size = m.stored.Size
+			}
+			if err := w.s.roomCheck(ctx, tx, op)(p, size-prev.Size); err != nil {
 				return err
 			}
 		}

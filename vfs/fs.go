@@ -72,6 +72,10 @@ type ReadResult struct {
 	EndLine    int      `json:"endLine"`    // last line returned
 	TotalLines int      `json:"totalLines"` // lines in the whole file
 	Truncated  bool     `json:"truncated"`  // the range left part of the file out
+	// TotalLinesUnknown is set when a range of a large file was read
+	// without reading the file to its end, so TotalLines (then 0) is not
+	// known.
+	TotalLinesUnknown bool `json:"totalLinesUnknown,omitempty"`
 }
 
 // WriteMode says whether Write replaces or appends.

@@ -203,25 +203,15 @@ func countNoun(n int, noun string) string {
 // is false (the message says how often).
 func ApplyPatch(p Path, content []byte, old, new string, replaceAll bool) ([]byte, int, error) {
 	const op = "patch"
-	switch {
-	case !IsText(content):
-		return nil, 0, wserr.New(wserr.NotText, op, p.String(),
-			"file is not UTF-8 text and cannot be patched; write it whole instead")
-	case old == "":
-		return nil, 0, wserr.New(wserr.PatchEmptyOldString, op, p.String(),
-			"oldString is empty; quote the text to replace, or write the file to add text")
-	case old == new:
-		return nil, 0, wserr.New(wserr.PatchNoChange, op, p.String(),
-			"oldString and newString are the same; nothing to change")
+	if !IsText(content) {
+		return nil, 0, notTextPatch(p)
+	}
+	if err := checkPatch(p, old, new); err != nil {
+		return nil, 0, err
 	}
 	n := bytes.Count(content, []byte(old))
-	switch {
-	case n == 0:
-		return nil, 0, wserr.New(wserr.PatchOldStringNotFound, op, p.String(),
-			"oldString not found; read the file again and quote it exactly, including whitespace and line endings")
-	case n > 1 && !replaceAll:
-		return nil, 0, wserr.New(wserr.PatchOldStringNotUnique, op, p.String(),
-			"oldString occurs %d times; add surrounding text to make it unique, or set replaceAll", n)
+	if err := checkMatches(p, n, replaceAll); err != nil {
+		return nil, 0, err
 	}
 	limit := 1
 	if replaceAll {
@@ -235,4 +225,35 @@ func ApplyPatch(p Path, content []byte, old, new string, replaceAll bool) ([]byt
 		n = 1
 	}
 	return out, n, nil
+}
+
+func notTextPatch(p Path) error {
+	return wserr.New(wserr.NotText, "patch", p.String(),
+		"file is not UTF-8 text and cannot be patched; write it whole instead")
+}
+
+// checkPatch checks a patch's strings as ApplyPatch does.
+func checkPatch(p Path, old, new string) error {
+	switch {
+	case old == "":
+		return wserr.New(wserr.PatchEmptyOldString, "patch", p.String(),
+			"oldString is empty; quote the text to replace, or write the file to add text")
+	case old == new:
+		return wserr.New(wserr.PatchNoChange, "patch", p.String(),
+			"oldString and newString are the same; nothing to change")
+	}
+	return nil
+}
+
+// checkMatches checks that n occurrences of oldString may be replaced.
+func checkMatches(p Path, n int, replaceAll bool) error {
+	switch {
+	case n == 0:
+		return wserr.New(wserr.PatchOldStringNotFound, "patch", p.String(),
+			"oldString not found; read the file again and quote it exactly, including whitespace and line endings")
+	case n > 1 && !replaceAll:
+		return wserr.New(wserr.PatchOldStringNotUnique, "patch", p.String(),
+			"oldString occurs %d times; add surrounding text to make it unique, or set replaceAll", n)
+	}
+	return nil
 }

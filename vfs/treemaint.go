@@ -58,9 +58,15 @@ func (t *Trees) TreeUsage(ctx context.Context, tx *index.Tx) (rows, stored int64
 	return rows, stored, nil
 }
 
-// rowMemoMax bounds RowReader's memo of decoded patch bases; past it the
-// memo starts again, which costs re-reads, never correctness.
-const rowMemoMax = 4096
+// rowMemoMax bounds RowReader's memo of decoded patch bases, in trees and
+// in the entries they hold together (a few hundred bytes each, so a store
+// of large directories costs tens of megabytes, not a copy of every
+// version); past either the memo starts again, which costs re-reads,
+// never correctness.
+const (
+	rowMemoMax        = 4096
+	rowMemoEntriesMax = 1 << 17
+)
 
 // rowTree is a tree read through its patch chain: its entries, the tree
 // its patch is against and its patch number (0 when stored whole).
@@ -78,6 +84,7 @@ type RowReader struct {
 	ctx           context.Context
 	tree, created *sqlx.Stmt
 	decoded       map[cas.Hash]rowTree
+	memoEntries   int // entries the trees in decoded hold
 }
 
 // OpenRowReader returns a RowReader reading in tx.
@@ -163,10 +170,12 @@ func (r *RowReader) treeAt(h cas.Hash, level int) (rowTree, bool, error) {
 		case !stored:
 			return t, true, wserr.New(wserr.Corrupt, "read tree", "", "tree %s: patch base %s is missing", h, t.base)
 		}
-		if len(r.decoded) >= rowMemoMax {
+		if len(r.decoded) >= rowMemoMax || r.memoEntries+len(under.entries) > rowMemoEntriesMax {
 			clear(r.decoded)
+			r.memoEntries = 0
 		}
 		r.decoded[t.base] = under
+		r.memoEntries += len(under.entries)
 	}
 	if t.entries, t.seq, err = decodeTreeRow(h, data, true, under.entries, under.seq); err != nil {
 		return t, true, fmt.Errorf("tree %s: %w", h, err)

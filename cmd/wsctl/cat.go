@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -20,9 +21,11 @@ func newCatCmd(a *app) *cobra.Command {
 		Use:   "cat RUN PATH",
 		Short: "Print a file of a run's workspace",
 		Long: `cat writes the bytes of PATH in a run's live workspace, or at a checkpoint
-with --at, to standard output unchanged. With --json it prints
-{path, hash, size, content} (contentBase64 instead of content for files
-that are not UTF-8 text).`,
+with --at, to standard output unchanged, streamed: a file of any size
+costs a chunk of memory. With --json it prints {path, hash, size,
+content} (contentBase64 instead of content for files that are not UTF-8
+text); a JSON answer carries at most 16 MiB, and a larger file is refused
+with workspace.size_limit_exceeded (read it without --json).`,
 		Args:              exactArgs(2),
 		ValidArgsFunction: a.runArgs(),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
@@ -55,13 +58,19 @@ func runCat(ctx context.Context, o catOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := workspaceFor(st.Runs, runID, seq).Read(ctx, p, vfs.ReadOptions{})
+	ws := workspaceFor(st.Runs, runID, seq)
+	if o.json {
+		res, err := ws.Read(ctx, p, vfs.ReadOptions{})
+		if err != nil {
+			return err
+		}
+		return writeJSON(o.out, protocol.NewFileContent(p, res.Info.Hash, res.Content))
+	}
+	rc, _, err := ws.Open(ctx, p)
 	if err != nil {
 		return err
 	}
-	if o.json {
-		return writeJSON(o.out, protocol.NewFileContent(p, res.Info.Hash, res.Content))
-	}
-	_, err = o.out.Write(res.Content)
+	defer rc.Close()
+	_, err = io.Copy(o.out, rc)
 	return err
 }

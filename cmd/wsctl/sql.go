@@ -19,12 +19,26 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/wserr"
+)
+
+// sqlLimits bound what one query may take.
+type sqlLimits struct {
+	maxMemory int64         // bytes; see the --max-memory help
+	timeout   time.Duration // 0: none
+}
+
+// Defaults of wsctl sql's limits.
+const (
+	defaultSQLMaxMemory = 256 << 20
+	defaultSQLTimeout   = 30 * time.Second
 )
 
 func newSQLCmd(a *app) *cobra.Command {
 	var g globals
-	return &cobra.Command{
+	lim := sqlLimits{maxMemory: defaultSQLMaxMemory, timeout: defaultSQLTimeout}
+	cmd := &cobra.Command{
 		Use:   `sql "SELECT …"`,
 		Short: "Run one read-only SQL query on the store's database",
 		Long: `sql runs one SELECT (or WITH, VALUES, EXPLAIN, or a read-only PRAGMA such
@@ -43,13 +57,24 @@ returns any payload as JSON text, for SQLite's JSON functions:
 
   wsctl sql "SELECT seq, json_extract(payload_json(payload), '$.path') FROM events"
 
+A query runs under limits: --timeout (default 30s) stops it when it runs
+longer, and --max-memory (default 256 MiB) bounds what it holds: SQLite's
+page cache for the query takes at most a quarter of it and any one value
+(a string or BLOB it makes, such as randomblob(N)) a quarter, sorts spill
+to temporary files, and the rows wsctl holds to print take at most half
+(counted as printed, BLOBs as hex). A query over either limit stops and
+exits with status 2, code wsctl.query_limit.
+
 The tables are internal and may change between versions: use it to
 explore, not to build on.`,
 		Args: exactArgs(1),
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
-			return runSQL(ctx, g, args)
+			return runSQL(ctx, g, lim, args)
 		}),
 	}
+	cmd.Flags().Int64Var(&lim.maxMemory, "max-memory", lim.maxMemory, "bound the `BYTES` the query may hold (at least 1 MiB)")
+	cmd.Flags().DurationVar(&lim.timeout, "timeout", lim.timeout, "stop the query after this long (0: no limit)")
+	return cmd
 }
 
 // sqlResult is a query's columns and rows.
@@ -58,15 +83,21 @@ type sqlResult struct {
 	rows [][]any
 }
 
-func runSQL(ctx context.Context, g globals, args []string) error {
+func runSQL(ctx context.Context, g globals, lim sqlLimits, args []string) error {
 	query := args[0]
+	if lim.maxMemory < 1<<20 {
+		return argError("sql", "--max-memory %d is under 1 MiB", lim.maxMemory)
+	}
+	if lim.timeout < 0 {
+		return argError("sql", "--timeout %s is negative", lim.timeout)
+	}
 	if err := checkReadOnlySQL(query); err != nil {
 		return err
 	}
 	if err := storeExists(g.storeDir); err != nil {
 		return err
 	}
-	res, err := queryReadOnly(ctx, filepath.Join(g.storeDir, wsstore.DBName), query)
+	res, err := queryReadOnly(ctx, filepath.Join(g.storeDir, wsstore.DBName), query, lim)
 	if err != nil {
 		return err
 	}
@@ -94,14 +125,20 @@ func runSQL(ctx context.Context, g globals, args []string) error {
 
 // queryReadOnly runs query on a connection of its own: mode=ro and
 // query_only, a transaction always rolled back, and an authorizer that
-// lets the query only read.
-func queryReadOnly(ctx context.Context, dbPath, query string) (sqlResult, error) {
+// lets the query only read; under lim (see the command's help).
+func queryReadOnly(ctx context.Context, dbPath, query string, lim sqlLimits) (sqlResult, error) {
+	if lim.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, lim.timeout)
+		defer cancel()
+	}
 	abs, err := filepath.Abs(dbPath)
 	if err != nil {
 		return sqlResult{}, err
 	}
 	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() +
-		"?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(10000)"
+		"?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(10000)&_pragma=temp_store(1)" +
+		fmt.Sprintf("&_pragma=cache_size(-%d)", max(lim.maxMemory/4>>10, 1))
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return sqlResult{}, fmt.Errorf("sql: %w", err)
@@ -124,6 +161,24 @@ func queryReadOnly(ctx context.Context, dbPath, query string) (sqlResult, error)
 	}); err != nil {
 		return sqlResult{}, fmt.Errorf("sql: %w", err)
 	}
+	// Any one string or BLOB the query makes: SQLite refuses a larger
+	// one (SQLITE_TOOBIG) before it allocates it.
+	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, int(min(lim.maxMemory/4, 1<<30))); err != nil {
+		return sqlResult{}, fmt.Errorf("sql: %w", err)
+	}
+	limitErr := func(err error) error {
+		if ctx.Err() == context.DeadlineExceeded {
+			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query ran longer than --timeout %s", lim.timeout)
+		}
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_TOOBIG {
+			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query makes a value over %d bytes, a quarter of --max-memory %d", lim.maxMemory/4, lim.maxMemory)
+		}
+		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOMEM {
+			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query ran out of memory (--max-memory %d)", lim.maxMemory)
+		}
+		return sqlError(err, auth)
+	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return sqlResult{}, fmt.Errorf("sql: %w", sqlError(err, nil))
@@ -134,13 +189,14 @@ func queryReadOnly(ctx context.Context, dbPath, query string) (sqlResult, error)
 	defer auth.setUser(false)
 	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
-		return sqlResult{}, sqlError(err, auth)
+		return sqlResult{}, limitErr(err)
 	}
 	defer rows.Close()
 	var res sqlResult
 	if res.cols, err = rows.Columns(); err != nil {
-		return sqlResult{}, sqlError(err, auth)
+		return sqlResult{}, limitErr(err)
 	}
+	held, budget := int64(0), lim.maxMemory/2
 	for rows.Next() {
 		vals := make([]any, len(res.cols))
 		ptrs := make([]any, len(vals))
@@ -148,14 +204,32 @@ func queryReadOnly(ctx context.Context, dbPath, query string) (sqlResult, error)
 			ptrs[i] = &vals[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return sqlResult{}, sqlError(err, auth)
+			return sqlResult{}, limitErr(err)
+		}
+		for _, v := range vals {
+			held += heldSize(v)
+		}
+		if held > budget {
+			return sqlResult{}, wserr.New(protocol.CodeQueryLimit, "sql", "", "the result is over %d bytes, half of --max-memory %d; select fewer rows or columns (LIMIT, length(x) for large values)", budget, lim.maxMemory)
 		}
 		res.rows = append(res.rows, vals)
 	}
 	if err := rows.Err(); err != nil {
-		return sqlResult{}, sqlError(err, auth)
+		return sqlResult{}, limitErr(err)
 	}
 	return res, nil
+}
+
+// heldSize is about what a value costs to hold and print: its printed
+// length, BLOBs as hex, and a value's own overhead.
+func heldSize(v any) int64 {
+	switch v := v.(type) {
+	case []byte:
+		return 16 + 3*int64(len(v)) // the bytes and their hex
+	case string:
+		return 16 + 2*int64(len(v))
+	}
+	return 32
 }
 
 // readAuthorizer is the SQLite authorizer of sql's connection. While the

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestSQLLimits: a query that makes a huge value, returns a huge result or
+// runs too long stops with wsctl.query_limit (exit status 2) before it
+// costs what it asks for; within the limits it runs.
+func TestSQLLimits(t *testing.T) {
+	c := seededStore(t)
+	tests := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"ErrHugeValue", []string{"sql", "SELECT length(randomblob(900000000))"}, "a value over"},
+		{"ErrHugeValueSmallLimit", []string{"sql", "--max-memory", "4194304", "SELECT randomblob(2000000)"}, "a value over"},
+		{"ErrHugeResult", []string{"sql", "--max-memory", "8388608",
+			"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 100) SELECT randomblob(100000) FROM n"}, "the result is over"},
+		{"ErrTimeout", []string{"sql", "--timeout", "200ms",
+			"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n) SELECT count(*) FROM n"}, "--timeout 200ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errOut := c.fails(2, tt.args...)
+			assert.Contains(t, errOut, "wsctl.query_limit")
+			assert.Contains(t, errOut, tt.msg)
+		})
+	}
+	t.Run("OK", func(t *testing.T) {
+		out := c.ok("sql", "--max-memory", "4194304", "SELECT length(randomblob(500000))")
+		assert.Contains(t, out, "500000")
+	})
+	t.Run("ErrBadFlags", func(t *testing.T) {
+		c.fails(2, "sql", "--max-memory", "10", "SELECT 1")
+		c.fails(2, "sql", "--timeout", "-1s", "SELECT 1")
+	})
+}
+
+// TestSQLMemory: the query that once took 11 GB is stopped before it
+// allocates, in a wsctl process whose peak RSS stays small.
+func TestSQLMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs wsctl as a child")
+	}
+	c := seededStore(t)
+	r := childRun(t, c.store, "", nil, "sql", "SELECT randomblob(900000000)")
+	assert.Equal(t, 2, r.code, r.err)
+	assert.Contains(t, r.err, "wsctl.query_limit")
+	t.Logf("sql randomblob(900000000): peak RSS %.1f MiB", float64(r.hwm)/(1<<20))
+	assert.Less(t, r.hwm, int64(64<<20))
+}

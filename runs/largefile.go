@@ -1,0 +1,188 @@
+package runs
+
+import (
+	"bytes"
+	"context"
+	"io"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// MaxReadBytes is the most content one Read returns: a larger file is read
+// by line or char range (only up to the range's end, the range cut to
+// this many bytes) or streamed whole with Open, so a read never holds a
+// large file in memory.
+const MaxReadBytes = 16 << 20
+
+// largeFile is the size above which append and patch stream a file's
+// current content into its next version instead of holding both in
+// memory; below it they store the version as a delta of the previous one.
+const largeFile = 8 << 20
+
+// streamRetries bounds how often a streamed append or patch is built again
+// because the file changed while it was built.
+const streamRetries = 3
+
+// readStored reads the stored file fi as opt asks, holding at most
+// MaxReadBytes of it.
+func (w *Workspace) readStored(ctx context.Context, p vfs.Path, fi vfs.FileInfo, opt vfs.ReadOptions) (vfs.ReadResult, error) {
+	rc, err := w.s.blobs.Get(ctx, fi.Hash)
+	if err != nil {
+		return vfs.ReadResult{}, err
+	}
+	defer rc.Close()
+	return vfs.ReadRangeFrom(p, rc, fi.Size, opt, MaxReadBytes)
+}
+
+// Open returns p's whole content as a stream, read with bounded memory
+// whatever the file's size, and p's info; the caller closes it. The
+// stream verifies what it returns as the content store's reads do, so it
+// may fail with store.corrupt part way. Open fails as Read does.
+func (w *Workspace) Open(ctx context.Context, p vfs.Path) (io.ReadCloser, vfs.FileInfo, error) {
+	whole := func() (io.ReadCloser, vfs.FileInfo, error) {
+		res, err := w.Read(ctx, p, vfs.ReadOptions{})
+		if err != nil {
+			return nil, vfs.FileInfo{}, err
+		}
+		return io.NopCloser(bytes.NewReader(res.Content)), res.Info, nil
+	}
+	if t, ok, err := w.host(ctx, "read", p); ok {
+		if err == nil {
+			t.close()
+		}
+		return whole()
+	}
+	if _, _, _, ok := w.s.virtual.Match(p); ok {
+		return whole()
+	}
+	fi, gen, err := w.lookupFile(ctx, "read", p)
+	if w.besideVirtual(p, err) {
+		return whole()
+	}
+	if err != nil {
+		return nil, vfs.FileInfo{}, err
+	}
+	if gen != nil {
+		return io.NopCloser(bytes.NewReader(gen)), fi, nil
+	}
+	rc, err := w.s.blobs.Get(ctx, fi.Hash)
+	if err != nil {
+		return nil, vfs.FileInfo{}, err
+	}
+	return rc, fi, nil
+}
+
+// largeBase returns p's entry if p is a stored file larger than largeFile
+// that op may change. Anything else (a small or missing file, a path op
+// may not change, a failure) is left to mutate to handle and report.
+func (w *Workspace) largeBase(ctx context.Context, op string, p vfs.Path) (vfs.Entry, bool) {
+	if _, _, _, ok := w.s.virtual.Match(p); ok || p.IsRoot() {
+		return vfs.Entry{}, false
+	}
+	var base vfs.Entry
+	err := w.s.db.View(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, w.runID)
+		if err != nil {
+			return err
+		}
+		if err := w.checkWritable(op, run, p); err != nil {
+			return err
+		}
+		base, err = w.s.trees.Lookup(ctx, tx, run.Root, p)
+		return err
+	})
+	return base, err == nil && base.Kind == vfs.KindFile && base.Size > largeFile
+}
+
+// streamVersion stores the next version of the large file p, built by
+// next from a reader of its current content base, outside any
+// transaction and in bounded memory, then makes it p's content as mutate
+// does (m.stored is filled in). If p changes while the version is built,
+// it is built again from the new content, unless expected (the caller's
+// ExpectedHash) is set; if p is then no longer a large file, small makes
+// the change instead.
+func (w *Workspace) streamVersion(ctx context.Context, op string, p vfs.Path, base vfs.Entry, expected cas.Hash,
+	next func(cur io.Reader) (io.Reader, mutation, error), small func() (vfs.FileInfo, error)) (vfs.FileInfo, error) {
+	for attempt := 0; ; attempt++ {
+		if !expected.IsZero() && expected != base.Hash {
+			return vfs.FileInfo{}, wserr.New(wserr.WriteStaleFile, op, p.String(), "file changed since it was read: its hash is %s, not %s", base.Hash.Short(), expected.Short())
+		}
+		info, m, err := w.buildVersion(ctx, base, next)
+		if err != nil {
+			return vfs.FileInfo{}, err
+		}
+		m.stored, m.checkRoom = &info, true
+		fi, err := w.mutate(ctx, op, p, base.Hash, func(func() ([]byte, error), bool) (mutation, error) {
+			return m, nil
+		})
+		if !wserr.Is(err, wserr.WriteStaleFile) || !expected.IsZero() || attempt == streamRetries {
+			return fi, err
+		}
+		var ok bool
+		if base, ok = w.largeBase(ctx, op, p); !ok {
+			return small()
+		}
+	}
+}
+
+// buildVersion stores what next makes of base's content.
+func (w *Workspace) buildVersion(ctx context.Context, base vfs.Entry, next func(cur io.Reader) (io.Reader, mutation, error)) (cas.Info, mutation, error) {
+	rc, err := w.s.blobs.Get(ctx, base.Hash)
+	if err != nil {
+		return cas.Info{}, mutation{}, err
+	}
+	defer rc.Close()
+	r, m, err := next(rc)
+	if err != nil {
+		return cas.Info{}, mutation{}, err
+	}
+	h, err := w.s.blobs.Put(ctx, r)
+	if err != nil {
+		return cas.Info{}, mutation{}, err
+	}
+	info, err := w.s.blobs.Stat(ctx, h)
+	return info, m, err
+}
+
+// appendLarge appends content to the large file p, whose current entry
+// is base: the new version is the old content streamed with content
+// after it, so the chunks the two share are stored once and neither is
+// held in memory.
+func (w *Workspace) appendLarge(ctx context.Context, p vfs.Path, base vfs.Entry, content []byte, opt vfs.WriteOptions) (vfs.FileInfo, error) {
+	return w.streamVersion(ctx, "write", p, base, opt.ExpectedHash, func(cur io.Reader) (io.Reader, mutation, error) {
+		size := base.Size + int64(len(content))
+		return io.MultiReader(cur, bytes.NewReader(content)), mutation{event: journal.WorkspaceFileWritten, reason: "after_workspace_write",
+			payload: func(prev, h cas.Hash) any {
+				return journal.FileWritten{Path: p.String(), Hash: h.String(), Bytes: size, Mode: string(vfs.Append), PrevHash: hashString(prev)}
+			}}, nil
+	}, func() (vfs.FileInfo, error) {
+		return w.Write(ctx, p, content, opt)
+	})
+}
+
+// patchLarge patches the large file p, whose current entry is base, in
+// two streamed passes over its content: one checks the patch as
+// vfs.ApplyPatch does, the other stores the patched version.
+func (w *Workspace) patchLarge(ctx context.Context, p vfs.Path, base vfs.Entry, old, new string, opt vfs.PatchOptions) (vfs.FileInfo, error) {
+	return w.streamVersion(ctx, "patch", p, base, opt.ExpectedHash, func(cur io.Reader) (io.Reader, mutation, error) {
+		rc, err := w.s.blobs.Get(ctx, base.Hash)
+		if err != nil {
+			return nil, mutation{}, err
+		}
+		n, err := vfs.CheckPatch(p, rc, old, new, opt.ReplaceAll)
+		rc.Close()
+		if err != nil {
+			return nil, mutation{}, err
+		}
+		return vfs.ReplaceReader(cur, []byte(old), []byte(new)), mutation{event: journal.WorkspacePatchApplied, reason: "after_workspace_patch",
+			payload: func(prev, h cas.Hash) any {
+				return journal.PatchApplied{Path: p.String(), Hash: h.String(), PrevHash: hashString(prev), Replacements: n}
+			}}, nil
+	}, func() (vfs.FileInfo, error) {
+		return w.Patch(ctx, p, old, new, opt)
+	})
+}

@@ -1,0 +1,87 @@
+package runs_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/cas/storagetest"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// numberedLines returns about n bytes of lines "line %07d ...\n" from 1.
+func numberedLines(n int) []byte {
+	var b bytes.Buffer
+	for i := 1; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "line %07d: some words to make the line longer, %d\n", i, i*31%977)
+	}
+	return b.Bytes()
+}
+
+// TestLargeFileReadsOnlyWhatTheyReturn: a line range of a file over
+// MaxReadBytes reads the chunks that hold it, not the file; a whole read
+// is refused; append and patch give what they give on a small file, and
+// Open streams the whole.
+func TestLargeFileReadsOnlyWhatTheyReturn(t *testing.T) {
+	ctx := context.Background()
+	storage, faults := storagetest.NewFaulty(cas.NewSQLiteStorage())
+	st := storetest.OpenStoreWith(t, wsstore.Options{CAS: cas.Options{Storage: storage}})
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "big"}, RunID: "big"})
+	require.NoError(t, err)
+	ws := st.Runs.Workspace("big", runs.HostScope)
+	p := vfs.MustPath("output/big.log")
+	content := numberedLines(runs.MaxReadBytes + 4<<20)
+	_, err = ws.WriteFrom(ctx, p, bytes.NewReader(content), vfs.WriteOptions{})
+	require.NoError(t, err)
+
+	gets := func(fn func()) int {
+		before := faults.Calls(storagetest.Get)
+		fn()
+		return faults.Calls(storagetest.Get) - before
+	}
+	var res vfs.ReadResult
+	n := gets(func() {
+		res, err = ws.Read(ctx, p, vfs.ReadOptions{StartLine: 10, EndLine: 12})
+	})
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(res.Content, []byte("line 0000010:")))
+	assert.Equal(t, 3, bytes.Count(res.Content, []byte("\n")))
+	assert.True(t, res.TotalLinesUnknown)
+	assert.LessOrEqual(t, n, 3, "the blob row and the first chunk or two, of %d MiB", len(content)>>20)
+
+	n = gets(func() {
+		_, err = ws.Read(ctx, p, vfs.ReadOptions{})
+	})
+	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+	assert.LessOrEqual(t, n, 1, "refused before reading content")
+
+	_, err = ws.Write(ctx, p, []byte("END\n"), vfs.WriteOptions{Mode: vfs.Append})
+	require.NoError(t, err)
+	content = append(content, "END\n"...)
+	_, err = ws.Patch(ctx, p, "line 0000100:", "LINE 0000100:", vfs.PatchOptions{})
+	require.NoError(t, err)
+	content = bytes.Replace(content, []byte("line 0000100:"), []byte("LINE 0000100:"), 1)
+	_, err = ws.Patch(ctx, p, "some words", "x", vfs.PatchOptions{})
+	assert.True(t, wserr.Is(err, wserr.PatchOldStringNotUnique), "%v", err)
+	_, err = ws.Patch(ctx, p, "no such text", "x", vfs.PatchOptions{})
+	assert.True(t, wserr.Is(err, wserr.PatchOldStringNotFound), "%v", err)
+
+	rc, fi, err := ws.Open(ctx, p)
+	require.NoError(t, err)
+	got, err := io.ReadAll(rc)
+	require.NoError(t, rc.Close())
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(content)), fi.Size)
+	assert.True(t, bytes.Equal(content, got), "append and patch streamed the right content")
+	assert.Equal(t, cas.Sum(content), fi.Hash)
+}
