@@ -8,3 +8,6 @@ func Hashes(s *Store) int64 { return s.hashes.Load() }
 
 // Decodes reports how many times s decompressed a whole blob.
 func Decodes(s *Store) int64 { return s.decodes.Load() }
+
+// DictLoads counts the dictionaries s read from storage and built codecs for.
+func DictLoads(s *Store) int64 { return s.dictLoads.Load() }
