@@ -17,7 +17,8 @@ import (
 // most of its bytes teaching itself the words and the entropy tables that
 // every other small file of the store shares. So the Store trains a zstd
 // dictionary from its own small blobs and compresses every blob of at most
-// Options.DictMax bytes with the newest one (CodecDict).
+// Options.DictMax bytes with the newest one: a CodecZstd blob whose Base is
+// not zero is a zstd frame compressed with the dictionary at Base.
 //
 // A dictionary is stored as a blob of its own (its address the BLAKE3 of
 // its bytes, stored whole with plain zstd) and listed in the dicts table,
