@@ -4,8 +4,8 @@
 // form it is stored in: one zstd frame, raw bytes when compression does not
 // pay, one zstd frame compressed with a dictionary trained from the store's
 // own small blobs (see dict.go), a zstd delta against another version of
-// the same file (PutVersion;
-// see delta.go for the bounded, acyclic chains), or, for content larger
+// the same file (PutVersion; see delta.go for the bounded, acyclic
+// chains), or, for content larger
 // than Options.InlineMax, a list of content-defined chunks (about 1 MiB
 // each) stored as objects of their own so that equal pieces of different
 // files are stored once and a Put of any size streams with bounded memory.
