@@ -102,12 +102,15 @@ func (s *Store) PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev
 		}
 		var fresh *newBlob
 		if !stored {
-			data, codec, release := s.compress(b)
+			f, release := s.compressBlob(b)
 			defer release()
-			fresh = &newBlob{data: data, codec: codec}
+			fresh = &newBlob{storedForm: f}
 		}
 		return s.extend(ctx, tx, prev, prevBytes, h, b, fresh)
 	})
+	if err == nil {
+		err = s.trainIfDue(ctx, tx)
+	}
 	if err != nil {
 		return Hash{}, fmt.Errorf("put %s: delta of %s: %w", h.Short(), prev.Short(), err)
 	}
@@ -116,8 +119,7 @@ func (s *Store) PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev
 
 // newBlob is the stored form of a version PutVersion has yet to insert.
 type newBlob struct {
-	data  []byte
-	codec Codec
+	storedForm
 }
 
 // insertVersion inserts the new version h (plain bytes cur) at slot, or
@@ -126,8 +128,13 @@ func (s *Store) insertVersion(ctx context.Context, tx *index.Tx, h Hash, cur []b
 	if fresh == nil {
 		return nil
 	}
+	release, err := s.settleDict(ctx, tx, cur, &fresh.storedForm)
+	defer release()
+	if err != nil {
+		return err
+	}
 	return s.hist.PutAt(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(cur)), Stored: int64(len(fresh.data)),
-		Codec: fresh.codec, Data: fresh.data, Created: s.clock()}, slot)
+		Codec: fresh.codec, Base: fresh.base, Data: fresh.data, Created: s.clock()}, slot)
 }
 
 // version reads the blob at h with its history; ok is false if there is
@@ -223,7 +230,7 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev Hash, prevBytes [
 	// either way every delta built from them proves it decodes back.
 	plain := prevBytes
 	if plain == nil || int64(len(plain)) != p.Size {
-		plain, err = s.decode(ctx, prev, p.Codec, p.Data, p.Size, Hash{})
+		plain, err = s.decode(ctx, prev, p.Codec, p.Data, p.Size, p.Base)
 		if err != nil || Sum(plain) != prev {
 			// corrupt: leave it for Verify to report, never build on it
 			return s.insertVersion(ctx, tx, h, cur, fresh, 0)
@@ -340,7 +347,7 @@ func (s *Store) memberBytes(ctx context.Context, m Version, next Hash, below []b
 	var err error
 	switch {
 	case whole(m.Codec):
-		b, err = s.decode(ctx, m.Hash, m.Codec, m.Data, m.Size, Hash{})
+		b, err = s.decode(ctx, m.Hash, m.Codec, m.Data, m.Size, m.Base)
 	case m.Codec == CodecDelta && m.Base == next:
 		b, err = decodeDelta(m.Data, below, m.Size)
 	default:
@@ -552,7 +559,7 @@ func (s *Store) applyChain(ctx context.Context, h Hash, chain []Object) ([]byte,
 	if c := last.Codec; c != CodecRaw && c != CodecZstd {
 		return nil, corrupt("get", h, "delta base %s is stored as %s, not whole", last.Hash, c)
 	}
-	plain, err := s.decode(ctx, last.Hash, last.Codec, last.Data, last.Size, Hash{})
+	plain, err := s.decode(ctx, last.Hash, last.Codec, last.Data, last.Size, last.Base)
 	if err == nil && Sum(plain) != last.Hash {
 		err = corrupt("get", last.Hash, "content does not hash to its address")
 	}

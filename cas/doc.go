@@ -2,13 +2,15 @@
 //
 // A blob's address is the BLAKE3-256 of its plain bytes (Hash), whatever
 // form it is stored in: one zstd frame, raw bytes when compression does not
-// pay, a zstd delta against another version of the same file (PutVersion;
-// see delta.go for the bounded, acyclic chains), or, for content larger
+// pay, one zstd frame compressed with a dictionary trained from the store's
+// own small blobs (see dict.go), a zstd delta against another version of
+// the same file (PutVersion; see delta.go for the bounded, acyclic
+// chains), or, for content larger
 // than Options.InlineMax, a list of content-defined chunks (about 1 MiB
 // each) stored as objects of their own so that equal pieces of different
 // files are stored once and a Put of any size streams with bounded memory.
 //
-// The package owns the blobs, chunks and blob_chunks tables; no other
+// The package owns the blobs, chunks, blob_chunks and dicts tables; no other
 // package's SQL names them. Store holds the codecs, chunking, delta
 // histories and verification, and keeps stored objects through a Storage
 // (storage.go): put, get, has, stat, touch, delete and iterate over objects

@@ -11,3 +11,5 @@ func Decodes(s *Store) int64 { return s.decodes.Load() }
 
 // ChunkReads reports how many chunks s read.
 func ChunkReads(s *Store) int64 { return s.chunkReads.Load() }
+// DictLoads counts the dictionaries s read from storage and built codecs for.
+func DictLoads(s *Store) int64 { return s.dictLoads.Load() }

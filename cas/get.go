@@ -167,6 +167,9 @@ func (s *Store) decode(ctx context.Context, h Hash, codec Codec, data []byte, si
 	case CodecRaw:
 		return data, nil
 	case CodecZstd:
+		if !base.IsZero() {
+			return s.decodeDict(ctx, h, data, size, base)
+		}
 		s.decodes.Add(1)
 		b, err := s.dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
 		if err != nil {

@@ -22,7 +22,7 @@ type Codec int
 // Codecs, as recorded in the blobs table.
 const (
 	CodecRaw     Codec = 0 // plain bytes: compression did not pay
-	CodecZstd    Codec = 1 // one zstd frame
+	CodecZstd    Codec = 1 // one zstd frame, with the dictionary blob Base when not zero
 	CodecChunked Codec = 2 // content in chunk rows, listed in order
 	CodecDelta   Codec = 3 // zstd frame using a base blob as dictionary
 )
@@ -70,6 +70,16 @@ type Options struct {
 	// for delta encoding (the zstd window covers both); default 32 MiB.
 	// Negative disables delta encoding.
 	DeltaMax int
+	// DictMax is the largest content compressed with the store's trained
+	// zstd dictionary (see dict.go); default 32 KiB, at most InlineMax.
+	// Negative disables dictionaries: none is trained or used for new
+	// blobs (blobs stored with one still read).
+	DictMax int
+	// DictTrainAfter is how many small blobs (of at most DictMax bytes) a
+	// Store inserts before it trains the store's first dictionary; later
+	// ones are trained after three times as many as the store held when
+	// the newest was. Default 64; negative trains only on TrainDict.
+	DictTrainAfter int
 	// Storage is where blobs and chunks are kept; default the SQLite
 	// tables of the DB given to New (SQLiteStorage). Without the
 	// HistoryStorage ability PutVersion stores every version whole.
@@ -81,7 +91,7 @@ const maxInline = 64 << 20
 
 // DefaultOptions returns the defaults used for zero Options fields.
 func DefaultOptions() Options {
-	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20}
+	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20, DictMax: 32 << 10, DictTrainAfter: 64}
 }
 
 // Store is the content-addressable store: its metadata and transactions
@@ -93,6 +103,8 @@ type Store struct {
 	dec  *zstd.Decoder
 	st   Storage
 	hist HistoryStorage // st's history ability; nil without it
+	// dicts holds the trained dictionaries this Store has loaded.
+	dicts dicts
 
 	// Large things reused across Puts; each list keeps a couple, so an
 	// idle store holds about one Put's worth.
@@ -109,6 +121,8 @@ type Store struct {
 	// chunkReads counts the chunks read, so tests can prove a range
 	// read leaves the others alone.
 	chunkReads atomic.Int64
+	// dictLoads counts the dictionaries read from storage and built.
+	dictLoads atomic.Int64
 }
 
 // New returns a Store on db, keeping objects in opts.Storage. It fails with store.invalid_options for bad
@@ -142,6 +156,15 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	if opts.DeltaMax > 256<<20 {
 		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "delta max %d is over 256 MiB", opts.DeltaMax)
 	}
+	if opts.DictMax == 0 {
+		opts.DictMax = min(d.DictMax, opts.InlineMax)
+	}
+	if opts.DictMax > opts.InlineMax {
+		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "dict max %d is over inline max %d", opts.DictMax, opts.InlineMax)
+	}
+	if opts.DictTrainAfter == 0 {
+		opts.DictTrainAfter = d.DictTrainAfter
+	}
 	newEncoder := func() (*zstd.Encoder, error) {
 		return zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(opts.Level)),
@@ -169,6 +192,7 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, opts: opts, dec: dec, st: opts.Storage}
 	s.hist, _ = opts.Storage.(HistoryStorage)
+	s.dicts.loaded = map[Hash]*dictCodec{}
 	s.encs = freeList[*zstd.Encoder]{keep: 2, free: []*zstd.Encoder{enc}, new: func() *zstd.Encoder {
 		e, err := newEncoder()
 		if err != nil {
@@ -244,14 +268,22 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 	if err := s.putHashed(ctx, tx, h, b); err != nil {
 		return Hash{}, err
 	}
+	if err := s.trainIfDue(ctx, tx); err != nil {
+		return Hash{}, fmt.Errorf("put %s: %w", h.Short(), err)
+	}
 	return h, nil
 }
 
 // putHashed stores b, of address h, as one blob object.
 func (s *Store) putHashed(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
-	err := s.storeOnce(ctx, tx, KindBlob, h, b, func(tx *index.Tx, data []byte, codec Codec) error {
-		return s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(b)), Stored: int64(len(data)),
-			Codec: codec, Data: data, Created: s.clock()})
+	err := s.storeOnce(ctx, tx, KindBlob, h, b, func(tx *index.Tx, f storedForm) error {
+		release, err := s.settleDict(ctx, tx, b, &f)
+		defer release()
+		if err != nil {
+			return err
+		}
+		return s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(b)), Stored: int64(len(f.data)),
+			Codec: f.codec, Base: f.base, Data: f.data, Created: s.clock()})
 	})
 	if err != nil {
 		return fmt.Errorf("put %s: %w", h.Short(), err)
@@ -282,9 +314,10 @@ func (s *Store) Touch(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
 // storeOnce stores content b at h as an object of kind unless one is there
 // already: an existing object is only touched, so its content is never
 // compressed again. Without tx it looks on the read pool first, so
-// repeating a Put takes the write lock only for the touch.
+// repeating a Put takes the write lock only for the touch. A blob's
+// content is compressed as compressBlob does, a chunk's plainly.
 func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, b []byte,
-	insert func(tx *index.Tx, data []byte, codec Codec) error) error {
+	insert func(tx *index.Tx, f storedForm) error) error {
 	exists := true
 	if tx == nil {
 		_ = s.db.View(ctx, func(rtx *index.Tx) error {
@@ -305,9 +338,15 @@ func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, 
 		}
 	}
 	// Not there (or swept since the look): store it.
-	data, codec, release := s.compress(b)
+	var f storedForm
+	var release func()
+	if kind == KindBlob {
+		f, release = s.compressBlob(b)
+	} else {
+		f.data, f.codec, release = s.compress(b)
+	}
 	defer release()
-	return s.update(ctx, tx, func(tx *index.Tx) error { return insert(tx, data, codec) })
+	return s.update(ctx, tx, func(tx *index.Tx) error { return insert(tx, f) })
 }
 
 func (s *Store) update(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) error) error {
@@ -355,9 +394,9 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 }
 
 func (s *Store) putChunk(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
-	return s.storeOnce(ctx, tx, KindChunk, h, b, func(tx *index.Tx, data []byte, codec Codec) error {
-		return s.st.Put(ctx, tx, Object{Kind: KindChunk, Hash: h, Size: int64(len(b)), Stored: int64(len(data)),
-			Codec: codec, Data: data, Created: s.clock()})
+	return s.storeOnce(ctx, tx, KindChunk, h, b, func(tx *index.Tx, f storedForm) error {
+		return s.st.Put(ctx, tx, Object{Kind: KindChunk, Hash: h, Size: int64(len(b)), Stored: int64(len(f.data)),
+			Codec: f.codec, Data: f.data, Created: s.clock()})
 	})
 }
 
@@ -382,7 +421,7 @@ type Info struct {
 	Stored int64 `json:"stored"` // bytes held, each distinct chunk once
 	Codec  Codec `json:"codec"`
 	Chunks int   `json:"chunks"`
-	Base   Hash  `json:"base,omitzero"` // delta base, zero otherwise
+	Base   Hash  `json:"base,omitzero"` // delta base or zstd dictionary, zero otherwise
 	Depth  int   `json:"depth"`         // delta applications to read
 }
 

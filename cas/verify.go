@@ -10,7 +10,7 @@ import (
 
 // Problem is one object that failed verification.
 type Problem struct {
-	Kind string `json:"kind"` // "blob" or "chunk"
+	Kind string `json:"kind"` // "blob", "chunk" or "dict"
 	Hash Hash   `json:"hash"`
 	Err  string `json:"error"`
 }
@@ -21,11 +21,13 @@ func (p Problem) String() string { return fmt.Sprintf("%s %s: %s", p.Kind, p.Has
 type VerifyReport struct {
 	Blobs    int       `json:"blobs"`
 	Chunks   int       `json:"chunks"`
+	Dicts    int       `json:"dicts"`
 	Problems []Problem `json:"problems"`
 }
 
 // Verify re-reads and re-hashes every chunk and every blob (through Get, so
-// chunk lists and delta bases are checked too), all in one read
+// chunk lists, delta bases and dictionaries are checked too) and checks
+// that every listed dictionary is one, all in one read
 // transaction: a concurrent writer or gc cannot make an object look
 // missing or broken. progress, if not nil, is called after each object
 // with the count done and the total. The error is for failures to run the
@@ -55,6 +57,9 @@ func (s *Store) VerifyTx(ctx context.Context, tx *index.Tx, progress func(done, 
 		blobs = append(blobs, o.Hash)
 		return nil
 	}); err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
+	}
+	if err := s.verifyDicts(ctx, tx, &rep); err != nil {
 		return rep, fmt.Errorf("verify: %w", err)
 	}
 	total := len(blobs) + len(chunks)

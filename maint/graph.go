@@ -165,7 +165,7 @@ func (inv *inventory) all() func(yield func(object) bool) {
 
 // rootRef is one root: a tree some row holds on to.
 type rootRef struct {
-	Kind  string // "run" (live root), "base" (persist base), "records", "checkpoint", "chat" (persist root), "actor" (an actor space's version)
+	Kind  string // "run" (live root), "base" (persist base), "records", "checkpoint", "chat" (persist root), "actor" (an actor space's version), "dict" (a listed dictionary, a blob)
 	Chat  string // chat id ("" for a checkpoint whose run is gone, and for an actor)
 	Actor string // actor name, for an actor space's root
 	Run   string // run id ("" for a chat's persist root)
@@ -188,11 +188,16 @@ func (r rootRef) String() string {
 		return "chat " + r.Chat + " persist root"
 	case "actor":
 		return "actor " + r.Actor + " version " + strconv.FormatInt(r.Seq, 10)
+	case "dict":
+		return "dictionary " + strconv.FormatInt(r.Seq, 10)
 	}
 	return r.Kind + " " + r.Run
 }
 
 func (r *rootRef) step() step {
+	if r.Kind == "dict" {
+		return step{o: object{objBlob, r.Hash}, ref: ref{root: r}}
+	}
 	return step{o: object{objTree, r.Hash}, ref: ref{root: r}}
 }
 
@@ -254,6 +259,15 @@ func (m *Maintainer) loadRoots(ctx context.Context, tx *index.Tx) (*rootSet, err
 	if m.p.Actors != nil {
 		err = m.p.Actors.EachActorRoot(ctx, tx, func(actor string, seq int64, root cas.Hash) error {
 			rs.roots = append(rs.roots, rootRef{Kind: "actor", Actor: actor, Seq: seq, Hash: root})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read roots: %w", err)
+		}
+	}
+	if d, ok := m.p.Blobs.(DictRoots); ok {
+		err = d.EachDict(ctx, tx, func(di cas.DictInfo) error {
+			rs.roots = append(rs.roots, rootRef{Kind: "dict", Seq: di.ID, Hash: di.Hash})
 			return nil
 		})
 		if err != nil {
@@ -406,15 +420,15 @@ func (g *graph) blobGen(h cas.Hash) (int64, error) {
 	return g.recs.Gen(h)
 }
 
-// blobRefs returns what blob h references (its chunks, its delta base) and
-// whether it is stored.
-func (g *graph) blobRefs(h cas.Hash) (base cas.Hash, chunks []cas.Hash, ok bool, err error) {
+// blobRefs returns what blob h references (its chunks, its delta base or
+// dictionary) with its codec, and whether it is stored.
+func (g *graph) blobRefs(h cas.Hash) (codec cas.Codec, base cas.Hash, chunks []cas.Hash, ok bool, err error) {
 	if g.inv != nil {
 		m, ok := g.inv.blobs[h]
-		return m.base, g.inv.blobChunks[h], ok, nil
+		return m.codec, m.base, g.inv.blobChunks[h], ok, nil
 	}
 	b, ok, err := g.recs.Blob(h)
-	return b.Base, b.Chunks, ok, err
+	return b.Codec, b.Base, b.Chunks, ok, err
 }
 
 func (g *graph) hasChunk(h cas.Hash) (bool, error) {
@@ -483,13 +497,17 @@ func (g *graph) walk(starts []step, visit func(o object) bool, bad func(o object
 				stack = append(stack, step{o: object{k, es[i].Hash}, ref: ref{from: st.o, name: es[i].Name}})
 			}
 		case objBlob:
-			base, chunks, ok, err := g.blobRefs(st.o.hash)
+			codec, base, chunks, ok, err := g.blobRefs(st.o.hash)
 			if err != nil {
 				return err
 			}
 			found = ok
 			if !base.IsZero() {
-				stack = append(stack, step{o: object{objBlob, base}, ref: ref{from: st.o, name: "delta base"}})
+				name := "delta base"
+				if codec == cas.CodecZstd {
+					name = "dictionary"
+				}
+				stack = append(stack, step{o: object{objBlob, base}, ref: ref{from: st.o, name: name}})
 			}
 			for i := len(chunks) - 1; i >= 0; i-- {
 				stack = append(stack, step{o: object{objChunk, chunks[i]}, ref: ref{from: st.o, name: fmt.Sprintf("chunk %d", i)}})

@@ -162,7 +162,7 @@ func (p *gcPlan) referrersFirst(ctx context.Context, m *Maintainer, tx *index.Tx
 				out = append(out, object{k, e.Hash})
 			}
 		case objBlob:
-			base, chunks, _, err := g.blobRefs(o.hash)
+			_, base, chunks, _, err := g.blobRefs(o.hash)
 			if err != nil {
 				return err
 			}

@@ -79,6 +79,13 @@ type BlobVerifier interface {
 	VerifyTx(ctx context.Context, tx *index.Tx, progress func(done, total int)) (cas.VerifyReport, error)
 }
 
+// DictRoots is the optional ability of Blobs to list the dictionaries it
+// keeps as roots: each is a blob no other root may reach yet, kept while
+// listed; *cas.Store implements it.
+type DictRoots interface {
+	EachDict(ctx context.Context, tx *index.Tx, fn func(cas.DictInfo) error) error
+}
+
 // Blobs is what maintenance needs of the content store; *cas.Store
 // implements it.
 type Blobs interface {

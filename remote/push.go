@@ -66,8 +66,11 @@ func (s *Storage) Push(ctx context.Context, db *index.DB) (PushStats, error) {
 	var st PushStats
 	var todo []pending
 	if err := db.View(ctx, func(tx *index.Tx) error {
+		// Objects that name a base (a dictionary) go after those that
+		// name none, so a push that stops part way never leaves another
+		// device a blob whose dictionary it cannot read.
 		return index.Translate(tx.SelectContext(ctx, &todo, `SELECT kind, hash, stored, codec FROM remote_objects
-			WHERE pack IS NULL ORDER BY kind DESC, hash`))
+			WHERE pack IS NULL ORDER BY kind DESC, base IS NOT NULL, hash`))
 	}); err != nil {
 		return st, fmt.Errorf("push: %w", err)
 	}

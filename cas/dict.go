@@ -1,0 +1,658 @@
+package cas
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Small blobs compress poorly one by one: a zstd frame of a few KiB spends
+// most of its bytes teaching itself the words and the entropy tables that
+// every other small file of the store shares. So the Store trains a zstd
+// dictionary from its own small blobs and compresses every blob of at most
+// Options.DictMax bytes with the newest one: a CodecZstd blob whose Base is
+// not zero is a zstd frame compressed with the dictionary at Base.
+//
+// A dictionary is stored as a blob of its own (its address the BLAKE3 of
+// its bytes, stored whole with plain zstd) and listed in the dicts table,
+// oldest first. A blob compressed with it names it as its Base, as a delta
+// names its base, so every Storage keeps the reference without knowing
+// what it is, gc keeps a dictionary while any blob it keeps uses it, and a
+// remote tier carries dictionaries like any other blob. Every listed
+// dictionary is a gc root (EachDict), so a dictionary just trained is kept
+// before any blob uses it. A blob's address stays the BLAKE3 of its plain
+// bytes; reads decode with the dictionary and verify as always.
+//
+// New small blobs use the newest listed dictionary, checked in the
+// transaction that inserts them, so a dictionary another process has
+// trained since is picked up, and PruneDicts (which unlists only older
+// dictionaries no blob uses, in a write transaction of its own) can never
+// unlist one a blob is about to name.
+//
+// Training is automatic and bounded: once this Store has inserted
+// Options.DictTrainAfter small blobs with no dictionary, or three times as
+// many as the store held when the newest one was trained, the write that
+// crosses the line trains a new one in its own transaction from at most
+// dictMaxSamples small blobs, and keeps it only if it pays for its own
+// bytes. The samples it read are re-encoded with it where that saves, so
+// the blobs written before it exist gain too. Dictionary, row and
+// re-encodings commit or roll back together with the write.
+
+const (
+	// dictMaxSamples bounds the blobs a training reads.
+	dictMaxSamples = 128
+	// dictMaxBytes bounds a dictionary's length (its history, the bytes
+	// matches may refer to).
+	dictMaxBytes = 64 << 10
+	// dictMinBlob is the smallest blob worth compressing or sampling.
+	dictMinBlob = 64
+	// dictContentMax bounds the bytes of one sample used for the
+	// dictionary's entropy statistics.
+	dictContentMax = 8 << 10
+	// dictCacheMax bounds the dictionaries kept loaded.
+	dictCacheMax = 16
+)
+
+// DictInfo describes one trained dictionary.
+type DictInfo struct {
+	// ID numbers the dictionaries of a store from 1, oldest first.
+	ID   int64 `json:"id" db:"id"`
+	Hash Hash  `json:"hash" db:"hash"`
+	// Size is the dictionary's length in bytes.
+	Size int64 `json:"size" db:"size"`
+	// Samples counts the blobs it was trained from, Blobs the small blobs
+	// the store held then.
+	Samples int64 `json:"samples" db:"samples"`
+	Blobs   int64 `json:"blobs" db:"blobs"`
+	// Created is when it was trained, in Unix nanoseconds.
+	Created int64 `json:"created" db:"created"`
+}
+
+// dictCodec compresses and decompresses with one dictionary. Its decoder
+// and encoders are built once, when the dictionary is first used, and kept
+// for every later read and write.
+type dictCodec struct {
+	info DictInfo
+	dec  *zstd.Decoder
+	encs freeList[*zstd.Encoder]
+}
+
+// dicts is a Store's view of its dictionaries.
+type dicts struct {
+	mu     sync.Mutex
+	loaded map[Hash]*dictCodec
+	newest *dictCodec // nil: none known
+	known  bool       // newest was read from the table at least once
+	// since counts the small blobs this Store inserted since newest
+	// changed; a training is due at due.
+	since, due int
+}
+
+// storedForm is a blob's content as it is to be stored.
+type storedForm struct {
+	data  []byte
+	codec Codec
+	base  Hash // the dictionary of a form compressed with one
+	// tried is the dictionary compression used, whether or not it paid
+	// (zero: none); the insert checks it is still the newest.
+	tried Hash
+}
+
+func (s *Store) dictsOn() bool { return s.opts.DictMax > 0 }
+
+// small reports whether content of n bytes is compressed with the
+// dictionary.
+func (s *Store) small(n int) bool { return s.dictsOn() && n >= dictMinBlob && n <= s.opts.DictMax }
+
+// compressBlob returns the stored form of blob content b: with the newest
+// dictionary this Store knows when b is small, else as compress does. The
+// caller calls release once it no longer needs the form's data.
+func (s *Store) compressBlob(b []byte) (storedForm, func()) {
+	if !s.small(len(b)) {
+		data, codec, release := s.compress(b)
+		return storedForm{data: data, codec: codec}, release
+	}
+	s.dicts.mu.Lock()
+	dc := s.dicts.newest
+	s.dicts.mu.Unlock()
+	return s.compressWith(dc, b)
+}
+
+// compressWith compresses b with dc (plain zstd for nil): zstd with dc's
+// dictionary as base when that shrinks b by 1/32, raw otherwise.
+func (s *Store) compressWith(dc *dictCodec, b []byte) (storedForm, func()) {
+	if dc == nil {
+		data, codec, release := s.compress(b)
+		return storedForm{data: data, codec: codec}, release
+	}
+	s.compressions.Add(1)
+	enc := dc.encs.get()
+	zp := s.zbufs.get()
+	if bound := len(b) + len(b)>>10 + 1<<10; cap(*zp) < bound {
+		*zp = make([]byte, 0, bound)
+	}
+	z := enc.EncodeAll(b, (*zp)[:0])
+	dc.encs.put(enc)
+	*zp = z[:0]
+	release := func() { s.zbufs.put(zp) }
+	f := storedForm{data: b, codec: CodecRaw, tried: dc.info.Hash}
+	if len(z) < len(b)-len(b)/32 {
+		f.data, f.codec, f.base = z, CodecZstd, dc.info.Hash
+	}
+	return f, release
+}
+
+// settleDict makes f, the stored form of small content b about to be
+// inserted in tx, use the newest dictionary listed as tx sees it,
+// compressing b again if this Store's view was stale, and counts the
+// insert towards the next training. The new form's buffer is released
+// when tx's caller calls the returned func.
+func (s *Store) settleDict(ctx context.Context, tx *index.Tx, b []byte, f *storedForm) (func(), error) {
+	nop := func() {}
+	if !s.small(len(b)) {
+		return nop, nil
+	}
+	newest, ok, err := newestDict(ctx, tx)
+	if err != nil {
+		return nop, err
+	}
+	s.dicts.mu.Lock()
+	s.dicts.since++
+	s.dicts.mu.Unlock()
+	if newest.Hash == f.tried {
+		return nop, nil
+	}
+	var dc *dictCodec
+	if ok {
+		if dc, err = s.loadDict(ctx, tx, newest); err != nil {
+			// A listed dictionary that does not load is fsck's to report;
+			// the blob is stored without it.
+			dc = nil
+		}
+	}
+	s.setNewest(dc)
+	nf, release := s.compressWith(dc, b)
+	*f = nf
+	return release, nil
+}
+
+// setNewest records dc as the newest dictionary and resets the count to
+// the next training when it changes.
+func (s *Store) setNewest(dc *dictCodec) {
+	s.dicts.mu.Lock()
+	defer s.dicts.mu.Unlock()
+	first := !s.dicts.known
+	s.dicts.known = true
+	if !first && s.dicts.newest == dc {
+		return
+	}
+	s.dicts.newest = dc
+	s.dicts.since = 0
+	s.dicts.due = s.trainDue(dc)
+}
+
+// trainDue is the number of small blobs inserted after dc at which the
+// next training is due: 0 for never.
+func (s *Store) trainDue(dc *dictCodec) int {
+	if s.opts.DictTrainAfter < 0 {
+		return 0
+	}
+	if dc == nil {
+		return s.opts.DictTrainAfter
+	}
+	return max(s.opts.DictTrainAfter, 3*int(dc.info.Blobs))
+}
+
+// newestDict returns the newest listed dictionary in tx; ok is false when
+// there is none.
+func newestDict(ctx context.Context, tx *index.Tx) (DictInfo, bool, error) {
+	var d DictInfo
+	err := tx.GetContext(ctx, &d, `SELECT id, hash, size, samples, blobs, created FROM dicts ORDER BY id DESC LIMIT 1`)
+	if errors.Is(err, sql.ErrNoRows) {
+		return DictInfo{}, false, nil
+	}
+	if err != nil {
+		return DictInfo{}, false, fmt.Errorf("read newest dictionary: %w", index.Translate(err))
+	}
+	return d, true, nil
+}
+
+// loadDict returns the codec of dictionary info.Hash, built from its blob
+// read in tx (nil: a read transaction of its own) the first time it is
+// used. It fails with ErrCorrupt when the blob is missing, is not stored
+// whole, does not hash to its address or is not a dictionary.
+func (s *Store) loadDict(ctx context.Context, tx *index.Tx, info DictInfo) (*dictCodec, error) {
+	h := info.Hash
+	s.dicts.mu.Lock()
+	dc := s.dicts.loaded[h]
+	if dc != nil && dc.info.ID == 0 && info.ID != 0 {
+		dc.info = info // first loaded by a read, which knows only the hash
+	}
+	s.dicts.mu.Unlock()
+	if dc != nil {
+		return dc, nil
+	}
+	var b []byte
+	err := s.viewIn(ctx, tx, func(tx *index.Tx) error {
+		var err error
+		b, err = s.readDictBytes(ctx, tx, h)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.dictLoads.Add(1)
+	return s.cacheDict(info, b)
+}
+
+// cacheDict builds and keeps the codec of dictionary b.
+func (s *Store) cacheDict(info DictInfo, b []byte) (*dictCodec, error) {
+	dec, err := zstd.NewReader(nil,
+		zstd.WithDecoderDicts(b),
+		zstd.WithDecoderConcurrency(2),
+		zstd.WithDecoderMaxMemory(uint64(maxInline)))
+	if err != nil {
+		return nil, corrupt("get", info.Hash, "not a zstd dictionary: %v", err)
+	}
+	newEnc := func() (*zstd.Encoder, error) {
+		return zstd.NewWriter(nil,
+			zstd.WithEncoderDict(b),
+			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(s.opts.Level)),
+			zstd.WithEncoderConcurrency(1),
+			zstd.WithWindowSize(dictWindow),
+			zstd.WithLowerEncoderMem(true),
+			zstd.WithEncoderCRC(false),
+			zstd.WithZeroFrames(true))
+	}
+	enc, err := newEnc()
+	if err != nil {
+		return nil, corrupt("get", info.Hash, "not a zstd dictionary: %v", err)
+	}
+	dc := &dictCodec{info: info, dec: dec}
+	dc.encs = freeList[*zstd.Encoder]{keep: 2, free: []*zstd.Encoder{enc}, new: func() *zstd.Encoder {
+		e, err := newEnc()
+		if err != nil {
+			panic(err) // the same dictionary built one above
+		}
+		return e
+	}}
+	s.dicts.mu.Lock()
+	defer s.dicts.mu.Unlock()
+	if old := s.dicts.loaded[info.Hash]; old != nil {
+		return old, nil
+	}
+	if len(s.dicts.loaded) >= dictCacheMax {
+		// Drop any but the newest; a reader still holding it finishes.
+		for h, d := range s.dicts.loaded {
+			if d != s.dicts.newest {
+				delete(s.dicts.loaded, h)
+				break
+			}
+		}
+	}
+	s.dicts.loaded[info.Hash] = dc
+	return dc, nil
+}
+
+// dictWindow is the zstd window of dictionary compression: room for the
+// largest dictionary and the largest small blob.
+const dictWindow = 512 << 10
+
+// decodeDict returns the plain bytes of data, compressed with the
+// dictionary at dict.
+func (s *Store) decodeDict(ctx context.Context, h Hash, data []byte, size int64, dict Hash) ([]byte, error) {
+	if dict.IsZero() {
+		return nil, corrupt("get", h, "dictionary-compressed blob names no dictionary")
+	}
+	dc, err := s.loadDict(ctx, nil, DictInfo{Hash: dict})
+	if err != nil {
+		return nil, corrupt("get", h, "dictionary %s: %s", dict.Short(), wserr.MessageOf(err))
+	}
+	s.decodes.Add(1)
+	b, err := dc.dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
+	if err != nil {
+		return nil, corrupt("get", h, "zstd with dictionary %s: %v", dict.Short(), err)
+	}
+	return b, nil
+}
+
+// EachDict calls fn with every listed dictionary in tx, oldest first:
+// maintenance's roots, since a dictionary is kept while it is listed.
+func (s *Store) EachDict(ctx context.Context, tx *index.Tx, fn func(DictInfo) error) error {
+	var ds []DictInfo
+	if err := tx.SelectContext(ctx, &ds, `SELECT id, hash, size, samples, blobs, created FROM dicts ORDER BY id`); err != nil {
+		return fmt.Errorf("read dictionaries: %w", index.Translate(err))
+	}
+	for _, d := range ds {
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Dicts lists the store's dictionaries, oldest first.
+func (s *Store) Dicts(ctx context.Context) ([]DictInfo, error) {
+	var ds []DictInfo
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return s.EachDict(ctx, tx, func(d DictInfo) error { ds = append(ds, d); return nil })
+	})
+	return ds, err
+}
+
+// trainIfDue trains a dictionary in tx (nil: a write transaction of its
+// own) when this Store's inserts have made one due. A training that fails
+// or does not pay leaves the store as it was; only an error of tx's
+// connection or ctx is returned.
+func (s *Store) trainIfDue(ctx context.Context, tx *index.Tx) error {
+	s.dicts.mu.Lock()
+	if !s.dicts.known && s.dictsOn() {
+		s.dicts.due = s.trainDue(nil)
+	}
+	due := s.dictsOn() && s.dicts.due > 0 && s.dicts.since >= s.dicts.due
+	if due {
+		// Not again until as many more inserts, whatever the outcome.
+		s.dicts.since = 0
+	}
+	s.dicts.mu.Unlock()
+	if !due {
+		return nil
+	}
+	var ok bool
+	err := s.update(ctx, tx, func(tx *index.Tx) error {
+		var err error
+		_, ok, err = s.train(ctx, tx)
+		return err
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil || !ok {
+		// Content a dictionary does not help (or a store too small for
+		// one) is tried again only after twice as many inserts, so the
+		// trainings' reads stay a small share of the writes'.
+		s.dicts.mu.Lock()
+		s.dicts.due *= 2
+		s.dicts.mu.Unlock()
+	}
+	return nil
+}
+
+// TrainDict trains a dictionary from the store's small blobs now, in a
+// write transaction of its own, and returns it; ok is false when there are
+// too few small blobs or the dictionary would not pay for its own bytes
+// (nothing is written then). Errors are the storage's and the index's.
+func (s *Store) TrainDict(ctx context.Context) (info DictInfo, ok bool, err error) {
+	if !s.dictsOn() {
+		return DictInfo{}, false, nil
+	}
+	err = s.db.Update(ctx, func(tx *index.Tx) error {
+		info, ok, err = s.train(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return DictInfo{}, false, fmt.Errorf("train dictionary: %w", err)
+	}
+	return info, ok, nil
+}
+
+// sample is one small blob read for training.
+type sample struct {
+	o     Object
+	plain []byte
+}
+
+// train builds a dictionary from the small blobs in tx and, if it pays,
+// stores it, lists it and re-encodes the samples with it.
+func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error) {
+	listed := map[Hash]bool{}
+	if err := s.EachDict(ctx, tx, func(d DictInfo) error { listed[d.Hash] = true; return nil }); err != nil {
+		return DictInfo{}, false, err
+	}
+	var cands []Object
+	var smallBytes int64
+	err := s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
+		if whole(o.Codec) && s.small(int(o.Size)) && !listed[o.Hash] {
+			cands = append(cands, o)
+			smallBytes += o.Size
+		}
+		return nil
+	})
+	if err != nil {
+		return DictInfo{}, false, fmt.Errorf("list samples: %w", err)
+	}
+	if len(cands) < 8 {
+		return DictInfo{}, false, nil
+	}
+	// Evenly over the hash order, which is no order of the content.
+	var samples []sample
+	n := min(len(cands), dictMaxSamples)
+	for i := range n {
+		o := cands[i*len(cands)/n]
+		b, err := s.readWhole(ctx, tx, o)
+		if err != nil {
+			continue // fsck's to report
+		}
+		samples = append(samples, sample{o: o, plain: b})
+	}
+	if len(samples) < 8 {
+		return DictInfo{}, false, nil
+	}
+	// Every other sample goes into the history (the bytes matches refer
+	// to), the rest into the entropy statistics.
+	budget := int(min(int64(dictMaxBytes), max(8<<10, smallBytes/8)))
+	piece := max(256, min(2<<10, 2*budget/len(samples)))
+	var history []byte
+	var contents [][]byte
+	var contentBytes int64
+	for i, sm := range samples {
+		if i%2 == 0 && len(history) < budget {
+			history = append(history, sm.plain[:min(len(sm.plain), piece, budget-len(history))]...)
+			continue
+		}
+		c := sm.plain[:min(len(sm.plain), dictContentMax)]
+		contents = append(contents, c)
+		contentBytes += int64(len(c))
+	}
+	prev, hasPrev, err := newestDict(ctx, tx)
+	if err != nil {
+		return DictInfo{}, false, err
+	}
+	id := prev.ID + 1
+	b, err := zstd.BuildDict(zstd.BuildDictOptions{
+		ID:       uint32(1<<15 + id),
+		Contents: contents,
+		History:  history,
+		Offsets:  [3]int{1, 4, 8},
+		Level:    zstd.EncoderLevelFromZstd(s.opts.Level),
+	})
+	if err != nil {
+		return DictInfo{}, false, nil // too little to learn from
+	}
+	h := Sum(b)
+	info := DictInfo{ID: id, Hash: h, Size: int64(len(b)), Samples: int64(len(samples)), Blobs: int64(len(cands)), Created: s.now()}
+	dc, err := s.cacheDict(info, b)
+	if err != nil {
+		return DictInfo{}, false, nil
+	}
+	// It pays if what it saves on the contents, scaled to the store's
+	// small blobs, is over twice its own stored bytes, and it does better
+	// than the dictionary it would replace.
+	var prevDC *dictCodec
+	if hasPrev {
+		prevDC, _ = s.loadDict(ctx, tx, prev)
+	}
+	var plainZ, newZ, prevZ int64
+	for _, c := range contents {
+		plainZ += s.formLen(nil, c)
+		newZ += s.formLen(dc, c)
+		if prevDC != nil {
+			prevZ += s.formLen(prevDC, c)
+		}
+	}
+	data, codec, release := s.compress(b)
+	defer release()
+	saved := (plainZ - newZ) * smallBytes / max(1, contentBytes)
+	if saved < int64(len(data)) || (prevDC != nil && newZ >= prevZ-prevZ/50) {
+		s.dropDict(h)
+		return DictInfo{}, false, nil
+	}
+	if err := s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(b)), Stored: int64(len(data)),
+		Codec: codec, Data: data, Created: s.clock()}); err != nil {
+		s.dropDict(h)
+		return DictInfo{}, false, fmt.Errorf("store dictionary: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO dicts (id, hash, size, samples, blobs, created) VALUES (?, ?, ?, ?, ?, ?)`,
+		info.ID, info.Hash, info.Size, info.Samples, info.Blobs, info.Created); err != nil {
+		s.dropDict(h)
+		return DictInfo{}, false, fmt.Errorf("list dictionary: %w", index.Translate(err))
+	}
+	s.setNewest(dc)
+	if s.hist != nil {
+		for _, sm := range samples {
+			if err := s.recode(ctx, tx, dc, sm); err != nil {
+				return DictInfo{}, false, err
+			}
+		}
+	}
+	return info, true, nil
+}
+
+// formLen is the stored length of c compressed with dc (nil: plain zstd).
+func (s *Store) formLen(dc *dictCodec, c []byte) int64 {
+	f, release := s.compressWith(dc, c)
+	defer release()
+	return int64(len(f.data))
+}
+
+// dropDict forgets a dictionary that was built but not kept.
+func (s *Store) dropDict(h Hash) {
+	s.dicts.mu.Lock()
+	defer s.dicts.mu.Unlock()
+	if d := s.dicts.loaded[h]; d != nil && d != s.dicts.newest {
+		delete(s.dicts.loaded, h)
+	}
+}
+
+// recode stores sample sm anew with dc when that saves at least 1/16 of
+// its stored bytes.
+func (s *Store) recode(ctx context.Context, tx *index.Tx, dc *dictCodec, sm sample) error {
+	if sm.o.Base == dc.info.Hash {
+		return nil
+	}
+	f, release := s.compressWith(dc, sm.plain)
+	defer release()
+	if f.base.IsZero() || int64(len(f.data)) > sm.o.Stored-sm.o.Stored/16 {
+		return nil
+	}
+	if err := s.hist.Reencode(ctx, tx, sm.o.Hash, f.codec, f.base, f.data); err != nil {
+		return fmt.Errorf("re-encode %s: %w", sm.o.Hash.Short(), err)
+	}
+	return nil
+}
+
+// readWhole returns the verified plain bytes of o, a blob stored whole,
+// read in tx.
+func (s *Store) readWhole(ctx context.Context, tx *index.Tx, o Object) ([]byte, error) {
+	var b []byte
+	err := s.st.Get(ctx, tx, KindBlob, o.Hash, func(g Object) error {
+		if !whole(g.Codec) {
+			return corrupt("get", o.Hash, "not stored whole")
+		}
+		var err error
+		b, err = s.decode(ctx, o.Hash, g.Codec, g.Data, g.Size, g.Base)
+		if g.Codec == CodecRaw {
+			b = cloneData(b)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPlain(o.Hash, b, o.Size); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// PruneDicts unlists, in a write transaction of its own, every dictionary
+// but the newest that no blob uses, and returns how many it unlisted; gc
+// then collects their blobs. It reads every blob's record. Errors are the
+// storage's and the index's.
+func (s *Store) PruneDicts(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.Update(ctx, func(tx *index.Tx) error {
+		var ds []DictInfo
+		if err := s.EachDict(ctx, tx, func(d DictInfo) error { ds = append(ds, d); return nil }); err != nil {
+			return err
+		}
+		if len(ds) < 2 {
+			return nil
+		}
+		used := map[Hash]bool{}
+		err := s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
+			if o.Codec == CodecZstd && !o.Base.IsZero() {
+				used[o.Base] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, d := range ds[:len(ds)-1] {
+			if used[d.Hash] {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM dicts WHERE id = ?`, d.ID); err != nil {
+				return index.Translate(err)
+			}
+			s.dropDict(d.Hash)
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune dictionaries: %w", err)
+	}
+	return n, nil
+}
+
+// verifyDicts reports each listed dictionary that does not load.
+func (s *Store) verifyDicts(ctx context.Context, tx *index.Tx, rep *VerifyReport) error {
+	return s.EachDict(ctx, tx, func(d DictInfo) error {
+		rep.Dicts++
+		if _, err := s.readDictBytes(ctx, tx, d.Hash); err != nil {
+			rep.Problems = append(rep.Problems, Problem{Kind: "dict", Hash: d.Hash, Err: err.Error()})
+		}
+		return nil
+	})
+}
+
+// readDictBytes reads and verifies the bytes of dictionary h in tx.
+func (s *Store) readDictBytes(ctx context.Context, tx *index.Tx, h Hash) ([]byte, error) {
+	o, err := s.st.Stat(ctx, tx, KindBlob, h)
+	if errors.Is(err, ErrNotFound) {
+		return nil, corrupt("get", h, "dictionary is missing")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !whole(o.Codec) || !o.Base.IsZero() {
+		return nil, corrupt("get", h, "dictionary is stored as %s against %s, not whole", o.Codec, o.Base.Short())
+	}
+	b, err := s.readWhole(ctx, tx, o)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zstd.InspectDictionary(b); err != nil {
+		return nil, corrupt("get", h, "not a zstd dictionary: %v", err)
+	}
+	return b, nil
+}
