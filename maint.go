@@ -28,7 +28,21 @@ type (
 	Stats = maint.Stats
 	// Usage is the space one run, or one chat's persist layer, takes.
 	Usage = maint.Usage
+	// StepOptions configure a collection in steps; see maint.StepOptions.
+	StepOptions = maint.StepOptions
+	// CandidateReport says what CollectCandidates did; see
+	// maint.CandidateReport.
+	CandidateReport = maint.CandidateReport
 )
+
+// CollectCandidates collects, in steps, only what deletions recorded as
+// candidates (maint.Maintainer.CollectCandidates): what Reclaim does
+// before it gives pages back. opt.Progress is called with "step" after
+// each step has committed, outside any transaction. It fails with
+// maint.ErrNeedsMark over a blob tier that cannot look references up.
+func (s *Store) CollectCandidates(ctx context.Context, opt StepOptions) (CandidateReport, error) {
+	return s.maint.CollectCandidates(ctx, opt)
+}
 
 // GC deletes the blobs, chunks and trees no root reaches, never what a
 // root or a concurrent writer needs (maint.Maintainer.GC). It fails with

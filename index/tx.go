@@ -21,6 +21,7 @@ type Tx struct {
 	writable bool
 	cache    *stmtCache
 	bound    map[string]*sqlx.Stmt // cache's statements bound to this transaction
+	trace    func(query string)
 }
 
 // Writable reports whether the transaction may write.
@@ -34,7 +35,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.write == nil {
 		return wserr.New(wserr.ReadOnly, "update", "", "store opened read-only")
 	}
-	err := run(ctx, db.write, true, &db.stmts, fn)
+	err := run(ctx, db.write, true, &db.stmts, db.opts.Trace, fn)
 	// The connection is free again: compile what the transaction ran
 	// unprepared, for the next ones.
 	db.stmts.prepare(context.WithoutCancel(ctx), db.write)
@@ -44,17 +45,17 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // View runs fn in a read transaction on the read pool; it sees one
 // consistent committed snapshot and never blocks writers.
 func (db *DB) View(ctx context.Context, fn func(tx *Tx) error) error {
-	err := run(ctx, db.read, false, &db.readStmts, fn)
+	err := run(ctx, db.read, false, &db.readStmts, db.opts.Trace, fn)
 	db.readStmts.prepareIdle(ctx, db.read)
 	return err
 }
 
-func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, fn func(tx *Tx) error) (err error) {
+func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, trace func(string), fn func(tx *Tx) error) (err error) {
 	stx, err := conn.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", Translate(err))
 	}
-	tx := &Tx{Tx: stx, writable: writable, cache: cache}
+	tx := &Tx{Tx: stx, writable: writable, cache: cache, trace: trace}
 	committed := false
 	defer func() {
 		if committed {

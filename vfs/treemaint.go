@@ -193,6 +193,11 @@ func (t *Trees) SweepTrees(ctx context.Context, tx *index.Tx, hs []cas.Hash, cut
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("delete tree %s: %w", h.Short(), index.Translate(err))
 		}
+		if err == nil {
+			if _, err := deleteRefs(ctx, tx, h); err != nil {
+				return err
+			}
+		}
 		if err := fn(i, n, err == nil); err != nil {
 			return err
 		}

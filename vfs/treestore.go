@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -219,6 +220,12 @@ func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byt
 	seq, kb, err := placeOf(head, kept)
 	if err != nil {
 		return 0, cas.Hash{}, fmt.Errorf("put tree %s: %w", h.Short(), err)
+	}
+	// A row stored before in another form listed what it names then.
+	if bytes.Equal(kept, b) {
+		if err := insertRefs(ctx, tx, h, data, b); err != nil {
+			return 0, cas.Hash{}, fmt.Errorf("put tree: %w", err)
+		}
 	}
 	return seq, kb, nil
 }
