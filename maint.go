@@ -45,11 +45,31 @@ func (s *Store) CollectCandidates(ctx context.Context, opt StepOptions) (Candida
 }
 
 // GC deletes the blobs, chunks and trees no root reaches, never what a
-// root or a concurrent writer needs (maint.Maintainer.GC). It fails with
+// root or a concurrent writer needs (maint.Maintainer.GC), and forgets the
+// candidates deletions recorded a grace before it began, which its mark
+// judged. It fails with
 // store.corrupt, deleting nothing, if a reachable object is missing or
 // does not decode.
 func (s *Store) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
-	return s.maint.GC(ctx, opt)
+	now := s.maint.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	grace := opt.Grace
+	switch {
+	case grace == 0:
+		grace = DefaultGCGrace
+	case grace < 0:
+		grace = 0
+	}
+	start := now().Add(-grace)
+	rep, err := s.maint.GC(ctx, opt)
+	if err != nil || opt.DryRun {
+		return rep, err
+	}
+	// The mark judged every candidate recorded a grace before it began:
+	// what such a candidate names was old enough to go.
+	return rep, s.maint.DropCandidatesDue(ctx, start)
 }
 
 // Fsck checks the whole store and reports every problem, never stopping at

@@ -48,21 +48,24 @@ type reclaimer struct {
 }
 
 func (r *reclaimer) Reclaim(ctx context.Context) (int64, error) {
-	rep, err := reclaim(ctx, r.db, r.m, r.grace, true)
+	rep, err := reclaim(ctx, r.db, r.m, r.grace, true, false)
 	return rep.GC.FreedBytes, err
 }
 
 // ReclaimCandidates is runs.CandidateReclaimer: Reclaim unless the store
 // would need a full mark.
 func (r *reclaimer) ReclaimCandidates(ctx context.Context) (int64, bool, error) {
-	rep, err := reclaim(ctx, r.db, r.m, r.grace, false)
+	rep, err := reclaim(ctx, r.db, r.m, r.grace, false, false)
 	if errors.Is(err, maint.ErrNeedsMark) {
 		return 0, false, nil
 	}
 	return rep.GC.FreedBytes, true, err
 }
 
-func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.Duration, mark bool) (ReclaimReport, error) {
+// reclaim collects (marking the store only if mark and the parts need it)
+// and gives free pages back: always if vacuum, else only when the
+// collection freed something.
+func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.Duration, mark, vacuum bool) (ReclaimReport, error) {
 	var rep ReclaimReport
 	var err error
 	if rep.FileBytesBefore, err = db.FileBytes(); err != nil {
@@ -88,7 +91,9 @@ func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.
 	if rep.AutoVacuum, err = db.AutoVacuum(ctx); err != nil {
 		return rep, fmt.Errorf("reclaim: %w", err)
 	}
-	if rep.AutoVacuum {
+	// After a deletion, a collection that freed nothing left no pages to
+	// give back; those others freed wait for the next that frees some.
+	if rep.AutoVacuum && (vacuum || rep.Marked || rep.GC.FreedBytes > 0) {
 		// Each step is one short write; a store with many free pages
 		// gives them back a step at a time, writers between steps.
 		for {
@@ -124,5 +129,5 @@ func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.
 // deleting by other means. It fails as GC does, and with store.read_only
 // on a store opened read-only.
 func (s *Store) Reclaim(ctx context.Context) (ReclaimReport, error) {
-	return reclaim(ctx, s.DB, s.maint, s.reclaimGrace, true)
+	return reclaim(ctx, s.DB, s.maint, s.reclaimGrace, true, true)
 }

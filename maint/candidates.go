@@ -34,9 +34,7 @@ type TreeCandidates interface {
 	TreeCreated(ctx context.Context, tx *index.Tx, h cas.Hash) (int64, bool, error)
 	DeleteTree(ctx context.Context, tx *index.Tx, h cas.Hash, cutoff int64) (int64, []vfs.Candidate, bool, error)
 	AddCandidates(ctx context.Context, tx *index.Tx, cs []vfs.Candidate, due int64) error
-	DueCandidates(ctx context.Context, tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error)
-	DeferCandidate(ctx context.Context, tx *index.Tx, c vfs.Candidate, due int64) error
-	DropCandidate(ctx context.Context, tx *index.Tx, c vfs.Candidate) error
+	TakeCandidates(ctx context.Context, tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error)
 	DropCandidatesDue(ctx context.Context, tx *index.Tx, due int64) error
 }
 
@@ -134,10 +132,18 @@ func (m *Maintainer) CollectCandidates(ctx context.Context, opt StepOptions) (Ca
 	if progress == nil {
 		progress = func(string, int, int) {}
 	}
-	for done := false; !done; {
+	var ready bool
+	if err := m.p.DB.View(ctx, func(tx *index.Tx) error {
+		var err error
+		ready, err = tc.RefsReady(ctx, tx)
+		return err
+	}); err != nil {
+		return rep, fmt.Errorf("gc: tree refs: %w", err)
+	}
+	for !ready {
 		if err := m.p.DB.Update(ctx, func(tx *index.Tx) error {
 			var err error
-			done, err = tc.BackfillRefs(ctx, tx, n)
+			ready, err = tc.BackfillRefs(ctx, tx, n)
 			return err
 		}); err != nil {
 			return rep, fmt.Errorf("gc: tree refs: %w", err)
@@ -158,11 +164,13 @@ func (m *Maintainer) CollectCandidates(ctx context.Context, opt StepOptions) (Ca
 		if err != nil {
 			return c.rep, fmt.Errorf("gc: collect candidates: %w", err)
 		}
+		if c.rep.Checked > 0 || more {
+			c.rep.Steps++
+			progress("step", c.rep.Steps, 0)
+		}
 		if !more {
 			return c.rep, nil
 		}
-		c.rep.Steps++
-		progress("step", c.rep.Steps, 0)
 	}
 }
 
@@ -173,15 +181,17 @@ type collector struct {
 	holders []TreeHolder
 	grace   time.Duration
 	rep     CandidateReport
+	added   bool // the step recorded new candidates
 }
 
-// step checks up to n due candidates in tx and reports whether there were
-// any.
+// step checks up to n due candidates in tx and reports whether more may
+// be due: the step was full, or it recorded new candidates.
 func (c *collector) step(ctx context.Context, tx *index.Tx, now int64, n int) (bool, error) {
-	cs, err := c.tc.DueCandidates(ctx, tx, now, n)
+	cs, err := c.tc.TakeCandidates(ctx, tx, now, n)
 	if err != nil || len(cs) == 0 {
 		return false, err
 	}
+	c.added = false
 	recs, err := c.m.p.Blobs.OpenRecords(ctx, tx)
 	if err != nil {
 		return false, err
@@ -190,35 +200,38 @@ func (c *collector) step(ctx context.Context, tx *index.Tx, now int64, n int) (b
 	cutoff := now - int64(c.grace)
 	for _, cand := range cs {
 		c.rep.Checked++
+		if cand.Kind == vfs.CandidateTree && cand.Hash == vfs.EmptyTree {
+			continue // always there, row or not
+		}
+		held, err := c.held(ctx, tx, cand)
+		if err != nil {
+			return false, err
+		}
+		if held {
+			continue
+		}
+		// Delete checks the age itself; only a row it kept needs its
+		// created time, to wait out the grace.
+		deleted, err := c.delete(ctx, tx, recs, cand, cutoff, now)
+		if err != nil || deleted {
+			if err != nil {
+				return false, err
+			}
+			continue
+		}
 		created, stored, err := c.created(ctx, tx, recs, cand)
 		if err != nil {
 			return false, err
 		}
-		held := false
-		if stored {
-			if held, err = c.held(ctx, tx, cand); err != nil {
-				return false, err
-			}
-		}
-		switch {
-		case !stored || held:
-		case created >= cutoff:
+		if stored && created >= cutoff {
 			c.rep.Deferred++
 			c.rep.Kept.add(objOf(cand.Kind))
-			if err := c.tc.DeferCandidate(ctx, tx, cand, created+int64(c.grace)); err != nil {
+			if err := c.tc.AddCandidates(ctx, tx, []vfs.Candidate{cand}, created+int64(c.grace)); err != nil {
 				return false, err
 			}
-			continue
-		default:
-			if err := c.delete(ctx, tx, recs, cand, cutoff, now); err != nil {
-				return false, err
-			}
-		}
-		if err := c.tc.DropCandidate(ctx, tx, cand); err != nil {
-			return false, err
 		}
 	}
-	return true, nil
+	return len(cs) == n || c.added, nil
 }
 
 func objOf(k vfs.CandidateKind) objKind {
@@ -270,9 +283,10 @@ func (c *collector) held(ctx context.Context, tx *index.Tx, cand vfs.Candidate) 
 	return true, nil
 }
 
-// delete deletes the unreferenced candidate and records what it named as
-// the next candidates, due now.
-func (c *collector) delete(ctx context.Context, tx *index.Tx, recs *cas.Records, cand vfs.Candidate, cutoff, now int64) error {
+// delete deletes the unreferenced candidate if it is stored and older
+// than cutoff, records what it named as the next candidates, due now, and
+// reports whether it went.
+func (c *collector) delete(ctx context.Context, tx *index.Tx, recs *cas.Records, cand vfs.Candidate, cutoff, now int64) (bool, error) {
 	var next []vfs.Candidate
 	var freed int64
 	var deleted bool
@@ -281,12 +295,12 @@ func (c *collector) delete(ctx context.Context, tx *index.Tx, recs *cas.Records,
 	case vfs.CandidateTree:
 		freed, next, deleted, err = c.tc.DeleteTree(ctx, tx, cand.Hash, cutoff)
 	case vfs.CandidateBlob:
-		var r cas.BlobRecord
-		if r, _, err = recs.Blob(cand.Hash); err != nil {
-			return err
+		r, ok, err := recs.Blob(cand.Hash)
+		if err != nil || !ok || r.Created >= cutoff {
+			return false, err
 		}
 		if freed, deleted, err = c.br.DeleteObject(ctx, tx, cas.KindBlob, cand.Hash, cutoff); err != nil {
-			return err
+			return false, err
 		}
 		if !r.Base.IsZero() {
 			next = append(next, vfs.Candidate{Kind: vfs.CandidateBlob, Hash: r.Base})
@@ -298,11 +312,12 @@ func (c *collector) delete(ctx context.Context, tx *index.Tx, recs *cas.Records,
 		freed, deleted, err = c.br.DeleteObject(ctx, tx, cas.KindChunk, cand.Hash, cutoff)
 	}
 	if err != nil || !deleted {
-		return err
+		return false, err
 	}
 	c.rep.Freed.add(objOf(cand.Kind))
 	c.rep.FreedBytes += freed
-	return c.tc.AddCandidates(ctx, tx, next, now)
+	c.added = c.added || len(next) > 0
+	return true, c.tc.AddCandidates(ctx, tx, next, now)
 }
 
 // DropCandidatesDue forgets every candidate due at or before due, after a

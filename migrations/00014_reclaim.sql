@@ -4,18 +4,19 @@
 -- index, instead of marking the whole store.
 
 -- tree_refs lists what each tree row names: every entry of a whole tree,
--- or the entries a patch sets and the patch's base (kind 1 tree, 2 blob),
--- so "does a stored tree name X" is one index lookup. Trees stored before
--- this migration get theirs from a backfill in bounded steps
--- (tree_refs_backfill holds its position); until it is done, reclaim marks
--- the whole store as before.
+-- or the entries a patch sets and the patch's base, so "does a stored tree
+-- name X" is one lookup in its primary key. child is the first 8 bytes of
+-- X's address as a big-endian integer: a row is small, and two addresses
+-- sharing a prefix only make a lookup answer yes where it could say no
+-- (the object is kept, never lost); parent is the tree row's whole address,
+-- so each row belongs to one tree. Trees stored before this migration get
+-- theirs from a backfill in bounded steps (tree_refs_backfill holds its
+-- position); until it is done, the first reclaim fills them in.
 CREATE TABLE tree_refs (
+    child  INTEGER NOT NULL,
     parent BLOB NOT NULL,
-    child  BLOB NOT NULL,
-    kind   INTEGER NOT NULL CHECK (kind IN (1, 2)),
-    PRIMARY KEY (parent, child)
+    PRIMARY KEY (child, parent)
 ) WITHOUT ROWID;
-CREATE INDEX tree_refs_child ON tree_refs (child);
 
 CREATE TABLE tree_refs_backfill (
     id    INTEGER PRIMARY KEY CHECK (id = 1),

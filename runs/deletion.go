@@ -374,20 +374,42 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 		if opt.DryRun {
 			continue
 		}
-		for _, runID := range keep {
+		// Most runs are within their cap: find those that are not on
+		// the read pool, so the others cost no write transaction.
+		var over []string
+		err = s.db.View(ctx, func(tx *index.Tx) error {
+			over = nil
+			for _, runID := range keep {
+				limit, err := s.byteCap(ctx, tx, runID, chatID)
+				if err != nil || limit <= 0 {
+					if wserr.Is(err, wserr.RunNotFound) {
+						continue
+					}
+					return err
+				}
+				kept, err := s.checkpoints.Retained(ctx, tx, runID)
+				if err != nil {
+					return err
+				}
+				if kept > limit {
+					over = append(over, runID)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return rep, err
+		}
+		for _, runID := range over {
 			var pc PrunedCheckpoints
 			err := s.update(ctx, func(tx *index.Tx) error {
 				run, err := findRun(ctx, tx, runID)
 				if err != nil {
 					return err
 				}
-				limit := run.Profile.MaxCheckpointBytes
-				if limit <= 0 {
-					pol, err := s.effectivePolicy(ctx, tx, chatID)
-					if err != nil || pol.MaxCheckpointBytesPerRun == nil {
-						return err
-					}
-					limit = *pol.MaxCheckpointBytesPerRun
+				limit, err := s.byteCap(ctx, tx, runID, chatID)
+				if err != nil || limit <= 0 {
+					return err
 				}
 				seqs, freed, err := s.checkpoints.PruneBytes(ctx, tx, runID, limit, run.HeadCheckpoint, commitPins)
 				if err != nil || len(seqs) == 0 {
@@ -411,6 +433,24 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 }
 
 var errSkip = fmt.Errorf("skip")
+
+// byteCap returns the checkpoint byte cap of run runID of chat chatID: its
+// profile's MaxCheckpointBytes, else the chat's maxCheckpointBytesPerRun;
+// 0 for none.
+func (s *Service) byteCap(ctx context.Context, tx *index.Tx, runID, chatID string) (int64, error) {
+	run, err := findRun(ctx, tx, runID)
+	if err != nil {
+		return 0, err
+	}
+	if run.Profile.MaxCheckpointBytes > 0 {
+		return run.Profile.MaxCheckpointBytes, nil
+	}
+	pol, err := s.effectivePolicy(ctx, tx, chatID)
+	if err != nil || pol.MaxCheckpointBytesPerRun == nil {
+		return 0, err
+	}
+	return *pol.MaxCheckpointBytesPerRun, nil
+}
 
 // pruneCandidates returns the finished runs of chat the policy deletes,
 // with the setting that names each, and the runs it keeps.

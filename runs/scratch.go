@@ -70,9 +70,11 @@ func (s *Service) collectScratch(ctx context.Context, tx *index.Tx, runID string
 	if run.Profile.keepsScratch(to) {
 		return nil
 	}
-	// The root without scratch/ is stored whole, not as a patch against
-	// the root with it: a patch would keep that root, and so the scratch
-	// tree, named by a stored row.
+	// A root without scratch/ is stored as the next version of the root
+	// rewritten before it (the first whole), never as a patch against the
+	// root with scratch/: that would keep the old root, and so the
+	// scratch tree, named by a stored row.
+	var prev cas.Hash
 	without := func(root cas.Hash) (cas.Hash, bool, error) {
 		es, err := s.trees.Entries(ctx, tx, root)
 		if err != nil {
@@ -82,7 +84,16 @@ func (s *Service) collectScratch(ctx context.Context, tx *index.Tx, runID string
 		if i < 0 {
 			return root, false, nil
 		}
-		next, err := s.trees.Put(ctx, tx, slices.Delete(es, i, i+1))
+		es = slices.Delete(es, i, i+1)
+		var next cas.Hash
+		if prev.IsZero() {
+			next, err = s.trees.Put(ctx, tx, es)
+		} else {
+			next, err = s.trees.PutNext(ctx, tx, es, prev)
+		}
+		if err == nil {
+			prev = next
+		}
 		return next, true, err
 	}
 	var payload journal.Collected

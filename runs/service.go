@@ -78,6 +78,7 @@ type Blobs interface {
 type Trees interface {
 	Put(ctx context.Context, tx *index.Tx, entries []vfs.Entry) (cas.Hash, error)
 	Entries(ctx context.Context, tx *index.Tx, h cas.Hash) ([]vfs.Entry, error)
+	PutNext(ctx context.Context, tx *index.Tx, entries []vfs.Entry, prev cas.Hash) (cas.Hash, error)
 	Lookup(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path) (vfs.Entry, error)
 	Set(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, e *vfs.Entry) (cas.Hash, error)
 	SetFiles(ctx context.Context, tx *index.Tx, root cas.Hash, changes []vfs.FileChange) (cas.Hash, error)
@@ -105,6 +106,7 @@ type Checkpoints interface {
 	Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned checkpoint.Pinned) ([]int64, error)
 	Diff(ctx context.Context, a, b cas.Hash, opts checkpoint.DiffOptions) ([]checkpoint.FileDiff, error)
 	PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxBytes int64, keep int64, pinned checkpoint.Pinned) ([]int64, int64, error)
+	Retained(ctx context.Context, tx *index.Tx, runID string) (int64, error)
 	DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error)
 	RewriteRoots(ctx context.Context, tx *index.Tx, runID string, fn func(root cas.Hash) (cas.Hash, error)) (int64, error)
 }

@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -24,7 +25,7 @@ import (
 // tree kept only as a patch base stays until that tree goes or a full gc
 // runs.
 
-// Kinds in tree_refs and gc_candidates.
+// Kinds in gc_candidates.
 const (
 	refTree  = 1
 	refBlob  = 2
@@ -99,19 +100,32 @@ func patchSets(patch []byte) ([]Entry, error) {
 	return out, nil
 }
 
+// refKey is the key tree_refs lists an object under: the first 8 bytes of
+// its address. Two objects sharing a key only make TreeNamed answer yes for
+// both while either is named.
+func refKey(h cas.Hash) int64 { return int64(binary.BigEndian.Uint64(h[:8])) }
+
+// uniqueRefs returns the distinct keys of refs.
+func uniqueRefs(refs []Candidate) []int64 {
+	seen := make(map[int64]bool, len(refs))
+	out := make([]int64, 0, len(refs))
+	for _, r := range refs {
+		if k := refKey(r.Hash); !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // insertRefs records what the row of tree h names.
 func insertRefs(ctx context.Context, tx *index.Tx, h cas.Hash, data, base []byte) error {
 	refs, err := rowRefs(data, base)
 	if err != nil {
 		return fmt.Errorf("tree %s: %w", h.Short(), err)
 	}
-	seen := make(map[Candidate]bool, len(refs))
-	for _, r := range refs {
-		if seen[r] {
-			continue
-		}
-		seen[r] = true
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (parent, child, kind) VALUES (?, ?, ?)`, h[:], r.Hash[:], int(r.Kind)); err != nil {
+	for _, k := range uniqueRefs(refs) {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (child, parent) VALUES (?, ?)`, k, h[:]); err != nil {
 			return fmt.Errorf("tree %s: refs: %w", h.Short(), index.Translate(err))
 		}
 	}
@@ -122,7 +136,7 @@ func insertRefs(ctx context.Context, tx *index.Tx, h cas.Hash, data, base []byte
 // a patch base (see above: false proves that no stored tree needs h).
 func (t *Trees) TreeNamed(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error) {
 	var ok bool
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tree_refs WHERE child = ?)`, h[:]).Scan(&ok); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM tree_refs WHERE child = ?)`, refKey(h)).Scan(&ok); err != nil {
 		return false, fmt.Errorf("tree refs: %w", index.Translate(err))
 	}
 	return ok, nil
@@ -231,10 +245,12 @@ func (t *Trees) AddCandidates(ctx context.Context, tx *index.Tx, cs []Candidate,
 	return nil
 }
 
-// DueCandidates returns up to limit candidates due at or before now,
-// earliest first.
-func (t *Trees) DueCandidates(ctx context.Context, tx *index.Tx, now int64, limit int) ([]Candidate, error) {
-	rows, err := tx.QueryxContext(ctx, `SELECT hash, kind FROM gc_candidates WHERE due <= ? ORDER BY due LIMIT ?`, now, limit)
+// TakeCandidates removes and returns, in tx, up to limit candidates due
+// at or before now, earliest first; the caller records again (AddCandidates)
+// any it keeps for later.
+func (t *Trees) TakeCandidates(ctx context.Context, tx *index.Tx, now int64, limit int) ([]Candidate, error) {
+	rows, err := tx.QueryxContext(ctx, `DELETE FROM gc_candidates WHERE (hash, kind) IN (
+		SELECT hash, kind FROM gc_candidates WHERE due <= ? ORDER BY due LIMIT ?) RETURNING hash, kind`, now, limit)
 	if err != nil {
 		return nil, fmt.Errorf("gc candidates: %w", index.Translate(err))
 	}
@@ -250,18 +266,6 @@ func (t *Trees) DueCandidates(ctx context.Context, tx *index.Tx, now int64, limi
 		out = append(out, c)
 	}
 	return out, index.Translate(rows.Err())
-}
-
-// DeferCandidate makes c due at due instead.
-func (t *Trees) DeferCandidate(ctx context.Context, tx *index.Tx, c Candidate, due int64) error {
-	_, err := tx.ExecContext(ctx, `UPDATE gc_candidates SET due = ? WHERE hash = ? AND kind = ?`, due, c.Hash[:], int(c.Kind))
-	return index.Translate(err)
-}
-
-// DropCandidate removes c from the candidates.
-func (t *Trees) DropCandidate(ctx context.Context, tx *index.Tx, c Candidate) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM gc_candidates WHERE hash = ? AND kind = ?`, c.Hash[:], int(c.Kind))
-	return index.Translate(err)
 }
 
 // DropCandidatesDue removes every candidate due at or before due: a full
@@ -294,36 +298,33 @@ func (t *Trees) TreeCreated(ctx context.Context, tx *index.Tx, h cas.Hash) (int6
 // DeleteTree deletes, in tx, tree h's row if it was created before cutoff
 // (Unix nanoseconds), with its list of what it names, and returns the
 // stored bytes freed, what the row named (the candidates its deletion
-// makes) and whether it went. The caller has made sure nothing names h.
+// makes) and whether it went. The caller has made sure nothing names h. A
+// row that does not decode is deleted all the same: it names nothing
+// anyone can read, and what it listed stays until a full gc.
 func (t *Trees) DeleteTree(ctx context.Context, tx *index.Tx, h cas.Hash, cutoff int64) (int64, []Candidate, bool, error) {
-	var n int64
-	err := tx.QueryRowContext(ctx, `DELETE FROM trees WHERE hash = ? AND created < ? RETURNING length(data)`, h[:], cutoff).Scan(&n)
+	var data, base []byte
+	err := tx.QueryRowContext(ctx, `DELETE FROM trees WHERE hash = ? AND created < ? RETURNING data, base`, h[:], cutoff).Scan(&data, &base)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil, false, nil
 	}
 	if err != nil {
 		return 0, nil, false, fmt.Errorf("delete tree %s: %w", h.Short(), index.Translate(err))
 	}
-	children, err := deleteRefs(ctx, tx, h)
-	return n, children, err == nil, err
+	children, err := deleteRefs(ctx, tx, h, data, base)
+	return int64(len(data)), children, err == nil, err
 }
 
-// deleteRefs deletes the list of what tree h's row named and returns it.
-func deleteRefs(ctx context.Context, tx *index.Tx, h cas.Hash) ([]Candidate, error) {
-	rows, err := tx.QueryxContext(ctx, `DELETE FROM tree_refs WHERE parent = ? RETURNING child, kind`, h[:])
+// deleteRefs deletes the list of what tree h's row (data, base) named and
+// returns what it named.
+func deleteRefs(ctx context.Context, tx *index.Tx, h cas.Hash, data, base []byte) ([]Candidate, error) {
+	refs, err := rowRefs(data, base)
 	if err != nil {
-		return nil, fmt.Errorf("delete tree %s refs: %w", h.Short(), index.Translate(err))
+		return nil, nil
 	}
-	defer rows.Close()
-	var out []Candidate
-	for rows.Next() {
-		var c Candidate
-		var k int
-		if err := rows.Scan(&c.Hash, &k); err != nil {
+	for _, k := range uniqueRefs(refs) {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM tree_refs WHERE child = ? AND parent = ?`, k, h[:]); err != nil {
 			return nil, fmt.Errorf("delete tree %s refs: %w", h.Short(), index.Translate(err))
 		}
-		c.Kind = CandidateKind(k)
-		out = append(out, c)
 	}
-	return out, index.Translate(rows.Err())
+	return refs, nil
 }

@@ -64,6 +64,18 @@ func (t *Trees) Put(ctx context.Context, tx *index.Tx, entries []Entry) (cas.Has
 	return t.put(ctx, tx, entries, cas.Hash{})
 }
 
+// PutNext is Put of entries as the next version of the directory that
+// tree prev holds: stored as a patch against prev's history when that is
+// smaller, as Set stores a directory it changes. A caller rewriting many
+// versions of a directory (scratch collection rewrites every checkpoint's
+// root) chains them this way among themselves, so no new row rests on a
+// version being replaced.
+func (t *Trees) PutNext(ctx context.Context, tx *index.Tx, entries []Entry, prev cas.Hash) (cas.Hash, error) {
+	entries = slices.Clone(entries)
+	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+	return t.put(ctx, tx, entries, prev)
+}
+
 // put is Put for entries sorted by name that the caller hands over: they
 // go to the cache as they are and must not be modified afterwards. old is
 // the tree these entries replace (the zero Hash for none): the new tree is
