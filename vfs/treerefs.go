@@ -275,13 +275,6 @@ func (t *Trees) DropCandidatesDue(ctx context.Context, tx *index.Tx, due int64) 
 	return index.Translate(err)
 }
 
-// CandidateCount returns how many candidates wait, due or not.
-func (t *Trees) CandidateCount(ctx context.Context, tx *index.Tx) (int64, error) {
-	var n int64
-	err := tx.GetContext(ctx, &n, `SELECT count(*) FROM gc_candidates`)
-	return n, index.Translate(err)
-}
-
 // TreeCreated returns tree h's created time and whether it has a row.
 func (t *Trees) TreeCreated(ctx context.Context, tx *index.Tx, h cas.Hash) (int64, bool, error) {
 	var c int64
