@@ -28,14 +28,48 @@ type (
 	Stats = maint.Stats
 	// Usage is the space one run, or one chat's persist layer, takes.
 	Usage = maint.Usage
+	// StepOptions configure a collection in steps; see maint.StepOptions.
+	StepOptions = maint.StepOptions
+	// CandidateReport says what CollectCandidates did; see
+	// maint.CandidateReport.
+	CandidateReport = maint.CandidateReport
 )
 
+// CollectCandidates collects, in steps, only what deletions recorded as
+// candidates (maint.Maintainer.CollectCandidates): what Reclaim does
+// before it gives pages back. opt.Progress is called with "step" after
+// each step has committed, outside any transaction. It fails with
+// maint.ErrNeedsMark over a blob tier that cannot look references up.
+func (s *Store) CollectCandidates(ctx context.Context, opt StepOptions) (CandidateReport, error) {
+	return s.maint.CollectCandidates(ctx, opt)
+}
+
 // GC deletes the blobs, chunks and trees no root reaches, never what a
-// root or a concurrent writer needs (maint.Maintainer.GC). It fails with
+// root or a concurrent writer needs (maint.Maintainer.GC), and forgets the
+// candidates deletions recorded a grace before it began, which its mark
+// judged. It fails with
 // store.corrupt, deleting nothing, if a reachable object is missing or
 // does not decode.
 func (s *Store) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
-	return s.maint.GC(ctx, opt)
+	now := s.maint.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	grace := opt.Grace
+	switch {
+	case grace == 0:
+		grace = DefaultGCGrace
+	case grace < 0:
+		grace = 0
+	}
+	start := now().Add(-grace)
+	rep, err := s.maint.GC(ctx, opt)
+	if err != nil || opt.DryRun {
+		return rep, err
+	}
+	// The mark judged every candidate recorded a grace before it began:
+	// what such a candidate names was old enough to go.
+	return rep, s.maint.DropCandidatesDue(ctx, start)
 }
 
 // GCStepOptions configure CollectSteps; see maint.StepOptions.

@@ -2,6 +2,7 @@ package wsstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,6 +27,12 @@ type ReclaimReport struct {
 	// write-ahead log around the reclaim.
 	FileBytesBefore int64 `json:"fileBytesBefore"`
 	FileBytesAfter  int64 `json:"fileBytesAfter"`
+	// Marked is true when the collection had to mark the whole store
+	// (maint.ErrNeedsMark: a blob tier that cannot look references up);
+	// false when it checked only the candidates deletions left
+	// (maint.Maintainer.CollectCandidates), Checked of them.
+	Marked  bool `json:"marked"`
+	Checked int  `json:"checked"`
 	// AutoVacuum is false for a store created before incremental vacuum:
 	// its free pages are reused but not given back until a Vacuum, which
 	// switches it on.
@@ -41,23 +48,52 @@ type reclaimer struct {
 }
 
 func (r *reclaimer) Reclaim(ctx context.Context) (int64, error) {
-	rep, err := reclaim(ctx, r.db, r.m, r.grace)
+	rep, err := reclaim(ctx, r.db, r.m, r.grace, true, false)
 	return rep.GC.FreedBytes, err
 }
 
-func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.Duration) (ReclaimReport, error) {
+// ReclaimCandidates is runs.CandidateReclaimer: Reclaim unless the store
+// would need a full mark.
+func (r *reclaimer) ReclaimCandidates(ctx context.Context) (int64, bool, error) {
+	rep, err := reclaim(ctx, r.db, r.m, r.grace, false, false)
+	if errors.Is(err, maint.ErrNeedsMark) {
+		return 0, false, nil
+	}
+	return rep.GC.FreedBytes, true, err
+}
+
+// reclaim collects (marking the store only if mark and the parts need it)
+// and gives free pages back: always if vacuum, else only when the
+// collection freed something.
+func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.Duration, mark, vacuum bool) (ReclaimReport, error) {
 	var rep ReclaimReport
 	var err error
 	if rep.FileBytesBefore, err = db.FileBytes(); err != nil {
 		return rep, fmt.Errorf("reclaim: %w", err)
 	}
-	if rep.GC, err = m.CollectSteps(ctx, maint.StepOptions{GCOptions: maint.GCOptions{Grace: grace}}); err != nil {
+	opt := maint.StepOptions{GCOptions: maint.GCOptions{Grace: grace}}
+	cr, err := m.CollectCandidates(ctx, opt)
+	rep.GC, rep.Checked = cr.GCReport, cr.Checked
+	switch {
+	case errors.Is(err, maint.ErrNeedsMark) && mark:
+		// Every candidate due before the mark is judged by it.
+		start := m.Now()
+		rep.Marked = true
+		if rep.GC, err = m.CollectSteps(ctx, opt); err != nil {
+			return rep, fmt.Errorf("reclaim: %w", err)
+		}
+		if err := m.DropCandidatesDue(ctx, start); err != nil {
+			return rep, fmt.Errorf("reclaim: %w", err)
+		}
+	case err != nil:
 		return rep, fmt.Errorf("reclaim: %w", err)
 	}
 	if rep.AutoVacuum, err = db.AutoVacuum(ctx); err != nil {
 		return rep, fmt.Errorf("reclaim: %w", err)
 	}
-	if rep.AutoVacuum {
+	// After a deletion, a collection that freed nothing left no pages to
+	// give back; those others freed wait for the next that frees some.
+	if rep.AutoVacuum && (vacuum || rep.Marked || rep.GC.FreedBytes > 0) {
 		// Each step is one short write; a store with many free pages
 		// gives them back a step at a time, writers between steps.
 		for {
@@ -79,13 +115,19 @@ func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.
 	return rep, nil
 }
 
-// Reclaim collects the garbage deletions left, in bounded steps
-// (maint.Maintainer.CollectSteps with Options.ReclaimGrace), and gives the
+// Reclaim collects the garbage deletions left, in bounded steps: it checks
+// only the objects deleted rows referenced, and what those named in turn
+// (maint.Maintainer.CollectCandidates with Options.ReclaimGrace), so it
+// costs what the deletions left, not the store; over a blob tier that
+// cannot look references up it marks the store instead
+// (maint.Maintainer.CollectSteps). Garbage no deletion recorded (a live
+// tree replaced without a checkpoint, an older file version that only a
+// patch base still names) waits for GC. It gives the
 // free pages back to the file system a step at a time (incremental
 // vacuum), without the stop-the-world pass of GC plus Vacuum. Deleting a
 // run or chat and pruning call it on their own; a host calls it after
 // deleting by other means. It fails as GC does, and with store.read_only
 // on a store opened read-only.
 func (s *Store) Reclaim(ctx context.Context) (ReclaimReport, error) {
-	return reclaim(ctx, s.DB, s.maint, s.reclaimGrace)
+	return reclaim(ctx, s.DB, s.maint, s.reclaimGrace, true, true)
 }

@@ -306,6 +306,16 @@ func (s *Spaces) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 			return index.Translate(err)
 		}
 		for _, sp := range rows {
+			var pruned []cas.Hash
+			if err := tx.SelectContext(ctx, &pruned, `SELECT root FROM actor_changes
+				WHERE actor = ?1 AND root IS NOT NULL AND seq NOT IN (
+					SELECT seq FROM actor_changes WHERE actor = ?1 AND root IS NOT NULL ORDER BY seq DESC LIMIT ?2)`,
+				sp.Actor, opt.KeepVersions); err != nil {
+				return index.Translate(err)
+			}
+			if err := s.trees.Orphaned(ctx, tx, pruned...); err != nil {
+				return err
+			}
 			res, err := tx.ExecContext(ctx, `UPDATE actor_changes SET root = NULL
 				WHERE actor = ?1 AND root IS NOT NULL AND seq NOT IN (
 					SELECT seq FROM actor_changes WHERE actor = ?1 AND root IS NOT NULL ORDER BY seq DESC LIMIT ?2)`,
@@ -353,4 +363,16 @@ func (s *Spaces) EachActorRoot(ctx context.Context, tx *index.Tx, fn func(actor 
 		}
 	}
 	return index.Translate(rows.Err())
+}
+
+// HoldsTree reports whether an actor space's live root or a version not
+// pruned is tree h, through the indexes on the root columns.
+func (s *Spaces) HoldsTree(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error) {
+	var ok bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM actor_spaces WHERE root = ?1)
+		OR EXISTS (SELECT 1 FROM actor_changes WHERE root = ?1)`, h).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("actor roots: %w", index.Translate(err))
+	}
+	return ok, nil
 }

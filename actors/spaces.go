@@ -35,6 +35,9 @@ type Trees interface {
 	List(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int) ([]vfs.Listed, error)
 	Walk(ctx context.Context, tx *index.Tx, root cas.Hash, fn func(p vfs.Path, e vfs.Entry) error) error
 	Diff(ctx context.Context, tx *index.Tx, a, b cas.Hash) ([]vfs.Change, error)
+	// Orphaned records, in tx, trees the versions pruned in tx held, for
+	// the next collection to check.
+	Orphaned(ctx context.Context, tx *index.Tx, roots ...cas.Hash) error
 }
 
 // Spaces is the set of actor spaces of one store. It holds no state of its

@@ -15,3 +15,6 @@ func peakRSS(*os.ProcessState) int64 { return 0 }
 
 // selfPeakRSS is not measured on this platform.
 func selfPeakRSS() int64 { return 0 }
+
+// selfCPU returns 0: CPU time is measured on unix only.
+func selfCPU() int64 { return 0 }

@@ -45,3 +45,13 @@ func selfPeakRSS() int64 {
 	}
 	return int64(n) << 10
 }
+
+// selfCPU returns the CPU time (user plus system) this process has used so
+// far, in nanoseconds.
+func selfCPU() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}

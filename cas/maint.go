@@ -315,3 +315,33 @@ func (s *Store) iterateUsage(ctx context.Context, tx *index.Tx) (Usage, error) {
 	}
 	return u, nil
 }
+
+// TellsReferences reports whether the Store's Storage can answer
+// Referenced (ReferenceStorage).
+func (s *Store) TellsReferences() bool {
+	_, ok := s.st.(ReferenceStorage)
+	return ok
+}
+
+// Referenced reports whether a stored blob names the object of kind at h
+// (as its delta base, or in its chunk list). It fails with
+// errors.ErrUnsupported over a Storage that cannot tell (TellsReferences).
+func (s *Store) Referenced(ctx context.Context, tx *index.Tx, kind Kind, h Hash) (bool, error) {
+	rs, ok := s.st.(ReferenceStorage)
+	if !ok {
+		return false, errors.ErrUnsupported
+	}
+	return rs.Referenced(ctx, tx, kind, h)
+}
+
+// DeleteObject deletes, in tx (a write transaction), the object of kind
+// at h if it was created before cutoff (Unix nanoseconds), as the
+// Storage's Delete does (a chunk a stored blob lists stays), and returns
+// the stored bytes freed and whether it went.
+func (s *Store) DeleteObject(ctx context.Context, tx *index.Tx, kind Kind, h Hash, cutoff int64) (int64, bool, error) {
+	n, ok, err := s.st.Delete(ctx, tx, kind, h, time.Unix(0, cutoff))
+	if err != nil {
+		return 0, false, fmt.Errorf("delete %s %s: %w", kind, h.Short(), err)
+	}
+	return n, ok, nil
+}

@@ -513,3 +513,17 @@ func (b *sqliteBatch) Close() error {
 	b.stmts = nil
 	return first
 }
+
+// Referenced is ReferenceStorage.Referenced: one lookup in the index on
+// blobs.base or on blob_chunks.chunk.
+func (*SQLiteStorage) Referenced(ctx context.Context, tx *index.Tx, kind Kind, h Hash) (bool, error) {
+	q := `SELECT EXISTS (SELECT 1 FROM blobs WHERE base = ?)`
+	if kind == KindChunk {
+		q = `SELECT EXISTS (SELECT 1 FROM blob_chunks WHERE chunk = ?)`
+	}
+	var ok bool
+	if err := tx.QueryRowContext(ctx, q, h[:]).Scan(&ok); err != nil {
+		return false, fmt.Errorf("references of %s %s: %w", kind, h.Short(), index.Translate(err))
+	}
+	return ok, nil
+}

@@ -228,3 +228,14 @@ type Version struct {
 // Slot is an implementation's position of a stored object (SQLite: its
 // rowid), opaque to the Store.
 type Slot int64
+
+// ReferenceStorage is the optional ability of a Storage to say, through
+// an index, whether a stored blob names an object: a blob as its delta
+// base, a chunk in its chunk list. A collection after a deletion checks
+// each object it doubts that way instead of reading every blob; over a
+// Storage without it, maintenance marks the whole store instead.
+type ReferenceStorage interface {
+	// Referenced reports whether a blob stored as tx sees it names the
+	// object of kind at h.
+	Referenced(ctx context.Context, tx *index.Tx, kind Kind, h Hash) (bool, error)
+}

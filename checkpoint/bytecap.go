@@ -171,8 +171,8 @@ func (s *Store) PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxB
 		if err := tx.GetContext(ctx, &next, nextSQL, runID, o.Seq); err != nil {
 			return nil, 0, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
 		}
-		if _, err := tx.ExecContext(ctx, deleteSQL, runID, o.Seq); err != nil {
-			return nil, 0, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
+		if err := s.deleteRow(ctx, tx, runID, o.Seq); err != nil {
+			return nil, 0, fmt.Errorf("prune checkpoints: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, relinkSQL, o.Parent, runID, o.Seq); err != nil {
 			return nil, 0, fmt.Errorf("prune checkpoints: %w", index.Translate(err))

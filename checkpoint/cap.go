@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/wserr"
@@ -26,7 +27,7 @@ type Pinned func(ctx context.Context, tx *index.Tx, runID string) ([]int64, erro
 const (
 	countSQL  = `SELECT count(*) FROM checkpoints WHERE run_id = ?`
 	rowsSQL   = `SELECT seq, parent_seq FROM checkpoints WHERE run_id = ? ORDER BY seq`
-	deleteSQL = `DELETE FROM checkpoints WHERE run_id = ? AND seq = ?`
+	deleteSQL = `DELETE FROM checkpoints WHERE run_id = ? AND seq = ? RETURNING root`
 	relinkSQL = `UPDATE checkpoints INDEXED BY checkpoints_parent SET parent_seq = ? WHERE run_id = ? AND parent_seq = ?`
 )
 
@@ -114,8 +115,8 @@ func (s *Store) Prune(ctx context.Context, tx *index.Tx, runID string, limit int
 	}
 	slices.Sort(pruned)
 	for _, seq := range pruned {
-		if _, err := tx.ExecContext(ctx, deleteSQL, runID, seq); err != nil {
-			return nil, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
+		if err := s.deleteRow(ctx, tx, runID, seq); err != nil {
+			return nil, fmt.Errorf("prune checkpoints: %w", err)
 		}
 		// Oldest first, so a parent pruned earlier has already handed
 		// its own parent down to this one.
@@ -136,4 +137,14 @@ func (s *Store) Prune(ctx context.Context, tx *index.Tx, runID string, limit int
 		return nil, fmt.Errorf("prune checkpoints: %w", err)
 	}
 	return pruned, nil
+}
+
+// deleteRow deletes checkpoint seq of the run, in tx, and records its root
+// as a candidate for the next collection.
+func (s *Store) deleteRow(ctx context.Context, tx *index.Tx, runID string, seq int64) error {
+	var root cas.Hash
+	if err := tx.QueryRowContext(ctx, deleteSQL, runID, seq).Scan(&root); err != nil {
+		return index.Translate(err)
+	}
+	return s.trees.Orphaned(ctx, tx, root)
 }

@@ -179,13 +179,30 @@ func (s *Store) Count(ctx context.Context, tx *index.Tx, runID string) (int64, e
 }
 
 // DeleteRun deletes every checkpoint row of the run, in tx; the trees they
-// named become garbage for gc unless something else references them.
+// named become garbage for gc unless something else references them, and
+// are recorded as candidates for the next collection.
 func (s *Store) DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error) {
-	res, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE run_id = ?`, runID)
-	if err != nil {
+	var roots []cas.Hash
+	if err := tx.SelectContext(ctx, &roots, `DELETE FROM checkpoints WHERE run_id = ? RETURNING root`, runID); err != nil {
 		return 0, index.Translate(err)
 	}
-	return res.RowsAffected()
+	if err := s.trees.Orphaned(ctx, tx, dedup(roots)...); err != nil {
+		return 0, err
+	}
+	return int64(len(roots)), nil
+}
+
+// dedup returns hs without repeats, in first-seen order.
+func dedup(hs []cas.Hash) []cas.Hash {
+	seen := make(map[cas.Hash]bool, len(hs))
+	out := hs[:0]
+	for _, h := range hs {
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func (s *Store) view(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) error) error {

@@ -39,3 +39,13 @@ func eachRow(rows *sqlx.Rows, fn func(rows *sqlx.Rows) error) error {
 	}
 	return index.Translate(rows.Err())
 }
+
+// HoldsTree reports whether a checkpoint's root is tree h, through the
+// index on the root column.
+func (s *Store) HoldsTree(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error) {
+	var ok bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM checkpoints WHERE root = ?)`, h).Scan(&ok); err != nil {
+		return false, fmt.Errorf("checkpoint roots: %w", index.Translate(err))
+	}
+	return ok, nil
+}

@@ -47,6 +47,12 @@ type Options struct {
 	// running migrations; Update fails with store.read_only, and a store
 	// with pending migrations is refused with store.older_format.
 	ReadOnly bool
+	// Trace, if set, is called with the text of every statement a
+	// transaction runs through Tx's methods (ExecContext, GetContext,
+	// SelectContext, QueryRowContext, QueryxContext), from the goroutine
+	// running it: tests count a call's statements and check their query
+	// plans with it.
+	Trace func(query string)
 }
 
 // DefaultOptions returns the options Open uses for zero fields.

@@ -99,6 +99,9 @@ func (c *stmtCache) prepareIdle(ctx context.Context, pool *sqlx.DB) {
 // stmt returns query's prepared statement bound to tx, or nil if it has
 // none yet.
 func (tx *Tx) stmt(ctx context.Context, query string) *sqlx.Stmt {
+	if tx.trace != nil {
+		tx.trace(query)
+	}
 	if tx.cache == nil {
 		return nil
 	}

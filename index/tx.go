@@ -21,6 +21,7 @@ type Tx struct {
 	writable bool
 	cache    *stmtCache
 	bound    map[string]*sqlx.Stmt // cache's statements bound to this transaction
+	trace    func(query string)
 }
 
 // Writable reports whether the transaction may write.
@@ -36,7 +37,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.write == nil {
 		return wserr.New(wserr.ReadOnly, "update", "", "store opened read-only")
 	}
-	err := run(ctx, db.write, true, &db.stmts, fn, db.whileBusy)
+	err := run(ctx, db.write, true, &db.stmts, db.opts.Trace, fn, db.whileBusy)
 	// The connection is free again: compile what the transaction ran
 	// unprepared, for the next ones.
 	db.stmts.prepare(context.WithoutCancel(ctx), db.write)
@@ -46,14 +47,14 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // View runs fn in a read transaction on the read pool; it sees one
 // consistent committed snapshot and never blocks writers.
 func (db *DB) View(ctx context.Context, fn func(tx *Tx) error) error {
-	err := run(ctx, db.read, false, &db.readStmts, fn, nil)
+	err := run(ctx, db.read, false, &db.readStmts, db.opts.Trace, fn, nil)
 	db.readStmts.prepareIdle(ctx, db.read)
 	return err
 }
 
 // run runs fn in a transaction on conn. A write transaction's BEGIN
 // IMMEDIATE is retried through retry while another process holds the lock.
-func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, fn func(tx *Tx) error,
+func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, trace func(string), fn func(tx *Tx) error,
 	retry func(context.Context, func() error) error) (err error) {
 	var stx *sqlx.Tx
 	begin := func() error {
@@ -69,7 +70,7 @@ func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, fn
 	if err != nil {
 		return fmt.Errorf("begin: %w", Translate(err))
 	}
-	tx := &Tx{Tx: stx, writable: writable, cache: cache}
+	tx := &Tx{Tx: stx, writable: writable, cache: cache, trace: trace}
 	committed := false
 	defer func() {
 		if committed {

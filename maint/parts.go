@@ -149,6 +149,9 @@ type Maintainer struct {
 	p Parts
 }
 
+// Now returns the time on the Maintainer's clock (Parts.Now).
+func (m *Maintainer) Now() time.Time { return m.p.Now() }
+
 // New returns a Maintainer over p.
 func New(p Parts) *Maintainer {
 	if p.Now == nil {

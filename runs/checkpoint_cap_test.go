@@ -200,13 +200,13 @@ func TestCheckpointCapCostDoesNotGrow(t *testing.T) {
 		}
 	}
 	assert.Equal(t, cost{
-		Changes:     uncapped.Changes + 4, // the deleted row, its child's parent, the checkpoints_pruned event and the deletion-log row
+		Changes:     uncapped.Changes + 5, // the deleted row, its child's parent, the checkpoints_pruned event, the deletion-log row and its root as a gc candidate
 		Events:      uncapped.Events + 1,
 		Checkpoints: limit,
 		Pruned:      []string{checkpoint.ID(10 - limit)},
 	}, costs[10])
 	assert.Equal(t, cost{
-		Changes:     uncapped.Changes + 4,
+		Changes:     uncapped.Changes + 5,
 		Events:      uncapped.Events + 1,
 		Checkpoints: limit,
 		Pruned:      []string{checkpoint.ID(200 - limit)},
@@ -405,7 +405,7 @@ func TestCheckpointByteCapCostDoesNotGrow(t *testing.T) {
 	const kept = 3
 	for _, n := range []int{10, 200} {
 		assert.Equal(t, cost{
-			Changes:     uncapped.Changes + 4, // the deleted row, its child's parent, the checkpoints_pruned event and the deletion-log row
+			Changes:     uncapped.Changes + 5, // the deleted row, its child's parent, the checkpoints_pruned event, the deletion-log row and its root as a gc candidate
 			Events:      uncapped.Events + 1,
 			Checkpoints: kept,
 			Pruned:      []string{checkpoint.ID(int64(n - kept))},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
@@ -18,6 +19,10 @@ const (
 	DeletedRun         = "run"
 	DeletedChat        = "chat"
 	DeletedCheckpoints = "checkpoints"
+	// DeletedScratch records an ended run's scratch/ leaving its
+	// workspace and checkpoints (collectScratch); the reclaim after it
+	// records the bytes.
+	DeletedScratch = "scratch"
 	// Reclaimed records the collection that followed deletions: the
 	// stored bytes it freed.
 	Reclaimed = "reclaim"
@@ -102,11 +107,29 @@ func (s *Service) reclaimAfter(ctx context.Context, ids []int64) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	err = s.update(ctx, func(tx *index.Tx) error {
+	return freed, s.logReclaim(ctx, ids, freed)
+}
+
+// reclaimCandidates collects what the deletions before it recorded as
+// candidates (a run's collected scratch/), when the Reclaimer can without
+// marking the store, and logs what it freed, if anything.
+func (s *Service) reclaimCandidates(ctx context.Context) (int64, error) {
+	cr, ok := s.reclaim.(CandidateReclaimer)
+	if !ok {
+		return 0, nil
+	}
+	freed, ok, err := cr.ReclaimCandidates(ctx)
+	if err != nil || !ok || freed == 0 {
+		return 0, err
+	}
+	return freed, s.logReclaim(ctx, []int64{}, freed)
+}
+
+func (s *Service) logReclaim(ctx context.Context, ids []int64, freed int64) error {
+	return s.update(ctx, func(tx *index.Tx) error {
 		_, err := s.logDeletion(ctx, tx, Reclaimed, "", "", "after deletions", map[string]any{"deletions": ids}, freed)
 		return err
 	})
-	return freed, err
 }
 
 // capBytes holds run, of chat chatID and with profile JSON prof, to its
@@ -213,10 +236,15 @@ func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (
 				}
 				d.Runs = append(d.Runs, r.ID)
 			}
-			for _, q := range []string{`DELETE FROM policies WHERE scope = ?`, `DELETE FROM chats WHERE id = ?`} {
-				if _, err := tx.ExecContext(ctx, q, d.WorkspaceID); err != nil {
-					return index.Translate(err)
-				}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM policies WHERE scope = ?`, d.WorkspaceID); err != nil {
+				return index.Translate(err)
+			}
+			var persist cas.Hash
+			if err := tx.QueryRowContext(ctx, `DELETE FROM chats WHERE id = ? RETURNING persist_root`, d.WorkspaceID).Scan(&persist); err != nil {
+				return index.Translate(err)
+			}
+			if err := s.trees.Orphaned(ctx, tx, persist); err != nil {
+				return err
 			}
 			reason := "requested"
 			if len(d.Cancelled) > 0 {
@@ -249,8 +277,12 @@ func (s *Service) deleteRunTx(ctx context.Context, tx *index.Tx, runID string) e
 	if _, err := s.journal.DeleteRun(ctx, tx, runID); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, runID)
-	return index.Translate(err)
+	var root, base, records cas.Hash
+	err := tx.QueryRowContext(ctx, `DELETE FROM runs WHERE id = ? RETURNING root, persist_base, records`, runID).Scan(&root, &base, &records)
+	if err != nil {
+		return index.Translate(err)
+	}
+	return s.trees.Orphaned(ctx, tx, root, base, records)
 }
 
 // PruneOptions shape a Prune.
@@ -342,20 +374,42 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 		if opt.DryRun {
 			continue
 		}
-		for _, runID := range keep {
+		// Most runs are within their cap: find those that are not on
+		// the read pool, so the others cost no write transaction.
+		var over []string
+		err = s.db.View(ctx, func(tx *index.Tx) error {
+			over = nil
+			for _, runID := range keep {
+				limit, err := s.byteCap(ctx, tx, runID, chatID)
+				if err != nil || limit <= 0 {
+					if wserr.Is(err, wserr.RunNotFound) {
+						continue
+					}
+					return err
+				}
+				kept, err := s.checkpoints.Retained(ctx, tx, runID)
+				if err != nil {
+					return err
+				}
+				if kept > limit {
+					over = append(over, runID)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return rep, err
+		}
+		for _, runID := range over {
 			var pc PrunedCheckpoints
 			err := s.update(ctx, func(tx *index.Tx) error {
 				run, err := findRun(ctx, tx, runID)
 				if err != nil {
 					return err
 				}
-				limit := run.Profile.MaxCheckpointBytes
-				if limit <= 0 {
-					pol, err := s.effectivePolicy(ctx, tx, chatID)
-					if err != nil || pol.MaxCheckpointBytesPerRun == nil {
-						return err
-					}
-					limit = *pol.MaxCheckpointBytesPerRun
+				limit, err := s.byteCap(ctx, tx, runID, chatID)
+				if err != nil || limit <= 0 {
+					return err
 				}
 				seqs, freed, err := s.checkpoints.PruneBytes(ctx, tx, runID, limit, run.HeadCheckpoint, commitPins)
 				if err != nil || len(seqs) == 0 {
@@ -379,6 +433,24 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 }
 
 var errSkip = fmt.Errorf("skip")
+
+// byteCap returns the checkpoint byte cap of run runID of chat chatID: its
+// profile's MaxCheckpointBytes, else the chat's maxCheckpointBytesPerRun;
+// 0 for none.
+func (s *Service) byteCap(ctx context.Context, tx *index.Tx, runID, chatID string) (int64, error) {
+	run, err := findRun(ctx, tx, runID)
+	if err != nil {
+		return 0, err
+	}
+	if run.Profile.MaxCheckpointBytes > 0 {
+		return run.Profile.MaxCheckpointBytes, nil
+	}
+	pol, err := s.effectivePolicy(ctx, tx, chatID)
+	if err != nil || pol.MaxCheckpointBytesPerRun == nil {
+		return 0, err
+	}
+	return *pol.MaxCheckpointBytesPerRun, nil
+}
 
 // pruneCandidates returns the finished runs of chat the policy deletes,
 // with the setting that names each, and the runs it keeps.
@@ -455,7 +527,12 @@ func (s *Service) afterFinal(ctx context.Context, runID, chatID string) {
 	if !s.autoPrune(ctx) {
 		return
 	}
-	_, perr := s.Prune(ctx, PruneOptions{ChatID: chatID})
+	rep, perr := s.Prune(ctx, PruneOptions{ChatID: chatID})
+	if perr == nil && len(rep.Runs) == 0 && len(rep.Checkpoints) == 0 {
+		// Nothing deleted, so Prune reclaimed nothing: what the run's
+		// end left (its scratch/) is collected here.
+		_, perr = s.reclaimCandidates(ctx)
+	}
 	if perr == nil {
 		return
 	}

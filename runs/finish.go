@@ -87,6 +87,11 @@ func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error
 				return wserr.New(wserr.Conflict, "finish", "", "chat %s persist layer changed during promotion", chat.ID)
 			}
 			res.PersistVersion = chat.PersistVersion + 1
+			// The runs that started from the old persist layer hold it
+			// as their base; once they go, it may be garbage.
+			if err := s.trees.Orphaned(ctx, tx, chat.PersistRoot); err != nil {
+				return err
+			}
 			paths := make([]string, len(changes))
 			for i, c := range changes {
 				paths[i] = c.Path.String()

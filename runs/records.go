@@ -337,6 +337,11 @@ func (s *Service) record(ctx context.Context, runID, op string, fn func(tx *inde
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET records = ?, updated_at = ? WHERE id = ?`, r.root, s.now().UnixNano(), runID); err != nil {
 				return index.Translate(err)
 			}
+			// Nothing else holds a records tree: the one replaced is
+			// garbage.
+			if err := s.trees.Orphaned(ctx, tx, start); err != nil {
+				return err
+			}
 		}
 		out = r.out
 		return nil

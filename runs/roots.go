@@ -73,3 +73,18 @@ func (s *Service) EachRecordsRoot(ctx context.Context, tx *index.Tx, fn func(run
 	}
 	return index.Translate(rows.Err())
 }
+
+// HoldsTree reports whether a run (its live root, persist base or records)
+// or a chat (its persist root) holds tree h, through the indexes on those
+// columns: what a collection after a deletion asks of each tree it doubts.
+func (s *Service) HoldsTree(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error) {
+	var ok bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE root = ?1)
+		OR EXISTS (SELECT 1 FROM runs WHERE persist_base = ?1)
+		OR EXISTS (SELECT 1 FROM runs WHERE records = ?1)
+		OR EXISTS (SELECT 1 FROM chats WHERE persist_root = ?1)`, h).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("run roots: %w", index.Translate(err))
+	}
+	return ok, nil
+}

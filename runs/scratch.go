@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"slices"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -69,14 +70,30 @@ func (s *Service) collectScratch(ctx context.Context, tx *index.Tx, runID string
 	if run.Profile.keepsScratch(to) {
 		return nil
 	}
+	// A root without scratch/ is stored as the next version of the root
+	// rewritten before it (the first whole), never as a patch against the
+	// root with scratch/: that would keep the old root, and so the
+	// scratch tree, named by a stored row.
+	var prev cas.Hash
 	without := func(root cas.Hash) (cas.Hash, bool, error) {
-		switch _, err := s.trees.Lookup(ctx, tx, root, scratchPath); {
-		case wserr.Is(err, wserr.FileNotFound):
-			return root, false, nil
-		case err != nil:
+		es, err := s.trees.Entries(ctx, tx, root)
+		if err != nil {
 			return cas.Hash{}, false, err
 		}
-		next, err := s.trees.Set(ctx, tx, root, scratchPath, nil)
+		i := slices.IndexFunc(es, func(e vfs.Entry) bool { return e.Name == ScratchRoot })
+		if i < 0 {
+			return root, false, nil
+		}
+		es = slices.Delete(es, i, i+1)
+		var next cas.Hash
+		if prev.IsZero() {
+			next, err = s.trees.Put(ctx, tx, es)
+		} else {
+			next, err = s.trees.PutNext(ctx, tx, es, prev)
+		}
+		if err == nil {
+			prev = next
+		}
 		return next, true, err
 	}
 	var payload journal.Collected
@@ -117,6 +134,15 @@ func (s *Service) collectScratch(ctx context.Context, tx *index.Tx, runID string
 	if err := s.moveHead(ctx, tx, runID, root, run.HeadCheckpoint, false); err != nil {
 		return err
 	}
-	_, err = s.journal.Append(ctx, tx, runID, journal.ScratchCollected, journal.Info, payload)
+	if live {
+		if err := s.trees.Orphaned(ctx, tx, run.Root); err != nil {
+			return err
+		}
+	}
+	if _, err = s.journal.Append(ctx, tx, runID, journal.ScratchCollected, journal.Info, payload); err != nil {
+		return err
+	}
+	_, err = s.logDeletion(ctx, tx, DeletedScratch, run.ChatID, runID, "scratch collected at "+string(to),
+		map[string]any{"files": payload.Files, "bytes": payload.Bytes, "checkpoints": n}, 0)
 	return err
 }

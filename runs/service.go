@@ -51,6 +51,15 @@ type Reclaimer interface {
 	Reclaim(ctx context.Context) (int64, error)
 }
 
+// CandidateReclaimer is the optional ability of a Reclaimer to collect
+// only what deletions recorded as candidates, at a cost that grows with
+// them and never with the store; it reports false, and does nothing, when
+// it cannot (the store would need a full mark). A run's end uses it to
+// free its collected scratch/ even when retention deleted nothing.
+type CandidateReclaimer interface {
+	ReclaimCandidates(ctx context.Context) (freed int64, ok bool, err error)
+}
+
 // Blobs is the content store as runs uses it: file contents go in (whole,
 // streamed, or as the next version of a file) and come out verified. A
 // *cas.Store is one.
@@ -69,12 +78,17 @@ type Blobs interface {
 // reads and changes copy-on-write. A *vfs.Trees is one.
 type Trees interface {
 	Put(ctx context.Context, tx *index.Tx, entries []vfs.Entry) (cas.Hash, error)
+	Entries(ctx context.Context, tx *index.Tx, h cas.Hash) ([]vfs.Entry, error)
+	PutNext(ctx context.Context, tx *index.Tx, entries []vfs.Entry, prev cas.Hash) (cas.Hash, error)
 	Lookup(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path) (vfs.Entry, error)
 	Set(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, e *vfs.Entry) (cas.Hash, error)
 	SetFiles(ctx context.Context, tx *index.Tx, root cas.Hash, changes []vfs.FileChange) (cas.Hash, error)
 	List(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int) ([]vfs.Listed, error)
 	Walk(ctx context.Context, tx *index.Tx, root cas.Hash, fn func(p vfs.Path, e vfs.Entry) error) error
 	Diff(ctx context.Context, tx *index.Tx, a, b cas.Hash) ([]vfs.Change, error)
+	// Orphaned records, in tx, trees the run rows deleted or rewritten in
+	// tx held, for the next collection to check.
+	Orphaned(ctx context.Context, tx *index.Tx, roots ...cas.Hash) error
 }
 
 // Journal is the event log as runs uses it: every change appends the
@@ -93,6 +107,7 @@ type Checkpoints interface {
 	Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned checkpoint.Pinned) ([]int64, error)
 	Diff(ctx context.Context, a, b cas.Hash, opts checkpoint.DiffOptions) ([]checkpoint.FileDiff, error)
 	PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxBytes int64, keep int64, pinned checkpoint.Pinned) ([]int64, int64, error)
+	Retained(ctx context.Context, tx *index.Tx, runID string) (int64, error)
 	DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error)
 	RewriteRoots(ctx context.Context, tx *index.Tx, runID string, fn func(root cas.Hash) (cas.Hash, error)) (int64, error)
 }

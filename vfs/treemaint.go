@@ -191,18 +191,23 @@ func (t *Trees) SweepTrees(ctx context.Context, tx *index.Tx, hs []cas.Hash, cut
 	if len(hs) == 0 {
 		return nil
 	}
-	st, err := tx.PreparexContext(ctx, `DELETE FROM trees WHERE hash = ? AND created < ? RETURNING length(data)`)
+	st, err := tx.PreparexContext(ctx, `DELETE FROM trees WHERE hash = ? AND created < ? RETURNING data, base`)
 	if err != nil {
 		return fmt.Errorf("prepare: %w", index.Translate(err))
 	}
 	defer st.Close()
 	for i, h := range hs {
-		var n int64
-		err := st.QueryRowContext(ctx, h, cutoff).Scan(&n)
+		var data, base []byte
+		err := st.QueryRowContext(ctx, h, cutoff).Scan(&data, &base)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("delete tree %s: %w", h.Short(), index.Translate(err))
 		}
-		if err := fn(i, n, err == nil); err != nil {
+		if err == nil {
+			if _, err := deleteRefs(ctx, tx, h, data, base); err != nil {
+				return err
+			}
+		}
+		if err := fn(i, int64(len(data)), err == nil); err != nil {
 			return err
 		}
 	}

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -61,6 +62,18 @@ func (t *Trees) Put(ctx context.Context, tx *index.Tx, entries []Entry) (cas.Has
 	entries = slices.Clone(entries)
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 	return t.put(ctx, tx, entries, cas.Hash{})
+}
+
+// PutNext is Put of entries as the next version of the directory that
+// tree prev holds: stored as a patch against prev's history when that is
+// smaller, as Set stores a directory it changes. A caller rewriting many
+// versions of a directory (scratch collection rewrites every checkpoint's
+// root) chains them this way among themselves, so no new row rests on a
+// version being replaced.
+func (t *Trees) PutNext(ctx context.Context, tx *index.Tx, entries []Entry, prev cas.Hash) (cas.Hash, error) {
+	entries = slices.Clone(entries)
+	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+	return t.put(ctx, tx, entries, prev)
 }
 
 // put is Put for entries sorted by name that the caller hands over: they
@@ -219,6 +232,12 @@ func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byt
 	seq, kb, err := placeOf(head, kept)
 	if err != nil {
 		return 0, cas.Hash{}, fmt.Errorf("put tree %s: %w", h.Short(), err)
+	}
+	// A row stored before in another form listed what it names then.
+	if bytes.Equal(kept, b) {
+		if err := insertRefs(ctx, tx, h, data, b); err != nil {
+			return 0, cas.Hash{}, fmt.Errorf("put tree: %w", err)
+		}
 	}
 	return seq, kb, nil
 }

@@ -1,0 +1,333 @@
+package maint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// ErrNeedsMark is CollectCandidates' error when a part cannot answer its
+// questions through an index (a blob storage without
+// cas.ReferenceStorage, a root owner without HoldsTree): the store must be
+// marked whole (CollectSteps) instead.
+var ErrNeedsMark = errors.New("gc: the store's parts cannot check single objects; mark the whole store")
+
+// TreeHolder is the ability of a root owner (runs, checkpoints, actor
+// spaces) to say whether its rows hold tree h as a root, through an index.
+type TreeHolder interface {
+	HoldsTree(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
+}
+
+// TreeCandidates is the tree store's side of collecting after deletions:
+// the candidates deletions recorded, whether a stored tree names an
+// object, and deleting one tree with the list of what it named;
+// *vfs.Trees implements it.
+type TreeCandidates interface {
+	RefsReady(ctx context.Context, tx *index.Tx) (bool, error)
+	BackfillRefs(ctx context.Context, tx *index.Tx, limit int) (bool, error)
+	TreeNamed(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
+	TreeCreated(ctx context.Context, tx *index.Tx, h cas.Hash) (int64, bool, error)
+	DeleteTree(ctx context.Context, tx *index.Tx, h cas.Hash, cutoff int64) (int64, []vfs.Candidate, bool, error)
+	AddCandidates(ctx context.Context, tx *index.Tx, cs []vfs.Candidate, due int64) error
+	TakeCandidates(ctx context.Context, tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error)
+	DropCandidatesDue(ctx context.Context, tx *index.Tx, due int64) error
+}
+
+// BlobReferrers is the content store's side: whether a stored blob names
+// a blob (delta base) or chunk, and deleting one object; *cas.Store
+// implements it.
+type BlobReferrers interface {
+	TellsReferences() bool
+	Referenced(ctx context.Context, tx *index.Tx, kind cas.Kind, h cas.Hash) (bool, error)
+	DeleteObject(ctx context.Context, tx *index.Tx, kind cas.Kind, h cas.Hash, cutoff int64) (int64, bool, error)
+}
+
+// CandidateReport says what CollectCandidates did.
+type CandidateReport struct {
+	GCReport
+	// Checked counts the candidates examined, Deferred those kept for
+	// their age (checked again once the grace has passed), Steps the
+	// write transactions.
+	Checked  int `json:"checked"`
+	Deferred int `json:"deferred"`
+	Steps    int `json:"steps"`
+}
+
+// candidateParts returns the parts CollectCandidates composes, or
+// ErrNeedsMark.
+func (m *Maintainer) candidateParts() (TreeCandidates, BlobReferrers, []TreeHolder, error) {
+	tc, ok := m.p.Trees.(TreeCandidates)
+	if !ok {
+		return nil, nil, nil, ErrNeedsMark
+	}
+	br, ok := m.p.Blobs.(BlobReferrers)
+	if !ok || !br.TellsReferences() {
+		return nil, nil, nil, ErrNeedsMark
+	}
+	var holders []TreeHolder
+	for _, p := range []any{m.p.Runs, m.p.Checkpoints} {
+		h, ok := p.(TreeHolder)
+		if !ok {
+			return nil, nil, nil, ErrNeedsMark
+		}
+		holders = append(holders, h)
+	}
+	if m.p.Actors != nil {
+		h, ok := m.p.Actors.(TreeHolder)
+		if !ok {
+			return nil, nil, nil, ErrNeedsMark
+		}
+		holders = append(holders, h)
+	}
+	return tc, br, holders, nil
+}
+
+// CollectCandidates is the collection that follows deletions: it checks
+// only the objects the deleting transactions recorded as candidates (the
+// trees their rows held) and, for each it deletes, what that object named,
+// so its cost grows with what the deletions left unreferenced, not with
+// the store. Each candidate is checked against every possible referrer by
+// an index lookup: the root owners (TreeHolder), the tree rows (a tree row
+// lists what it names), the blobs (delta bases, chunk lists). One that is
+// referenced is dropped (whoever drops that reference later records it
+// again); one younger than the grace waits until the grace has passed; the
+// rest are deleted. It works in steps of at most opt.Objects candidates,
+// each one write transaction that checks, deletes and records the next
+// candidates together, so a crash leaves the queue as the last committed
+// step did, and writers go on between steps. Since every check runs under
+// the write lock, it sees whatever writers committed before it, a blob
+// that became a delta base included.
+//
+// A store created before the lists of what trees name has them filled in
+// first, in steps of opt.Objects trees (once). It fails with ErrNeedsMark
+// when a part cannot answer through an index, and as GC does otherwise; a
+// step that fails deletes nothing, and the steps before it stay done.
+func (m *Maintainer) CollectCandidates(ctx context.Context, opt StepOptions) (CandidateReport, error) {
+	var rep CandidateReport
+	tc, br, holders, err := m.candidateParts()
+	if err != nil {
+		return rep, err
+	}
+	n := opt.Objects
+	if n <= 0 {
+		n = DefaultStepObjects
+	}
+	now := opt.Now
+	if now == nil {
+		now = m.p.Now
+	}
+	grace := opt.Grace
+	switch {
+	case grace == 0:
+		grace = DefaultGCGrace
+	case grace < 0:
+		grace = 0
+	}
+	progress := opt.Progress
+	if progress == nil {
+		progress = func(string, int, int) {}
+	}
+	var ready bool
+	if err := m.p.DB.View(ctx, func(tx *index.Tx) error {
+		var err error
+		ready, err = tc.RefsReady(ctx, tx)
+		return err
+	}); err != nil {
+		return rep, fmt.Errorf("gc: tree refs: %w", err)
+	}
+	for !ready {
+		if err := m.p.DB.Update(ctx, func(tx *index.Tx) error {
+			var err error
+			ready, err = tc.BackfillRefs(ctx, tx, n)
+			return err
+		}); err != nil {
+			return rep, fmt.Errorf("gc: tree refs: %w", err)
+		}
+	}
+	c := collector{m: m, tc: tc, br: br, holders: holders, grace: grace}
+	for {
+		more := false
+		err := m.p.DB.Update(ctx, func(tx *index.Tx) error {
+			step := c.rep
+			var err error
+			more, err = c.step(ctx, tx, now().UnixNano(), n)
+			if err != nil {
+				c.rep = step // the step rolls back
+			}
+			return err
+		})
+		if err != nil {
+			return c.rep, fmt.Errorf("gc: collect candidates: %w", err)
+		}
+		if c.rep.Checked > 0 || more {
+			c.rep.Steps++
+			progress("step", c.rep.Steps, 0)
+		}
+		if !more {
+			return c.rep, nil
+		}
+	}
+}
+
+type collector struct {
+	m       *Maintainer
+	tc      TreeCandidates
+	br      BlobReferrers
+	holders []TreeHolder
+	grace   time.Duration
+	rep     CandidateReport
+	added   bool // the step recorded new candidates
+}
+
+// step checks up to n due candidates in tx and reports whether more may
+// be due: the step was full, or it recorded new candidates.
+func (c *collector) step(ctx context.Context, tx *index.Tx, now int64, n int) (bool, error) {
+	cs, err := c.tc.TakeCandidates(ctx, tx, now, n)
+	if err != nil || len(cs) == 0 {
+		return false, err
+	}
+	c.added = false
+	recs, err := c.m.p.Blobs.OpenRecords(ctx, tx)
+	if err != nil {
+		return false, err
+	}
+	defer recs.Close()
+	cutoff := now - int64(c.grace)
+	for _, cand := range cs {
+		c.rep.Checked++
+		if cand.Kind == vfs.CandidateTree && cand.Hash == vfs.EmptyTree {
+			continue // always there, row or not
+		}
+		held, err := c.held(ctx, tx, cand)
+		if err != nil {
+			return false, err
+		}
+		if held {
+			continue
+		}
+		// Delete checks the age itself; only a row it kept needs its
+		// created time, to wait out the grace.
+		deleted, err := c.delete(ctx, tx, recs, cand, cutoff, now)
+		if err != nil || deleted {
+			if err != nil {
+				return false, err
+			}
+			continue
+		}
+		created, stored, err := c.created(ctx, tx, recs, cand)
+		if err != nil {
+			return false, err
+		}
+		if stored && created >= cutoff {
+			c.rep.Deferred++
+			c.rep.Kept.add(objOf(cand.Kind))
+			if err := c.tc.AddCandidates(ctx, tx, []vfs.Candidate{cand}, created+int64(c.grace)); err != nil {
+				return false, err
+			}
+		}
+	}
+	return len(cs) == n || c.added, nil
+}
+
+func objOf(k vfs.CandidateKind) objKind {
+	switch k {
+	case vfs.CandidateTree:
+		return objTree
+	case vfs.CandidateBlob:
+		return objBlob
+	}
+	return objChunk
+}
+
+// created returns the candidate's created time and whether it is stored.
+func (c *collector) created(ctx context.Context, tx *index.Tx, recs *cas.Records, cand vfs.Candidate) (int64, bool, error) {
+	switch cand.Kind {
+	case vfs.CandidateTree:
+		if cand.Hash == vfs.EmptyTree {
+			return 0, false, nil // always there, row or not
+		}
+		return c.tc.TreeCreated(ctx, tx, cand.Hash)
+	case vfs.CandidateBlob:
+		r, ok, err := recs.Blob(cand.Hash)
+		return r.Created, ok, err
+	case vfs.CandidateChunk:
+		r, ok, err := recs.Chunk(cand.Hash)
+		return r.Created, ok, err
+	}
+	return 0, false, nil
+}
+
+// held reports whether anything stored references the candidate.
+func (c *collector) held(ctx context.Context, tx *index.Tx, cand vfs.Candidate) (bool, error) {
+	switch cand.Kind {
+	case vfs.CandidateTree:
+		for _, h := range c.holders {
+			if ok, err := h.HoldsTree(ctx, tx, cand.Hash); err != nil || ok {
+				return ok, err
+			}
+		}
+		return c.tc.TreeNamed(ctx, tx, cand.Hash)
+	case vfs.CandidateBlob:
+		if ok, err := c.tc.TreeNamed(ctx, tx, cand.Hash); err != nil || ok {
+			return ok, err
+		}
+		return c.br.Referenced(ctx, tx, cas.KindBlob, cand.Hash)
+	case vfs.CandidateChunk:
+		return c.br.Referenced(ctx, tx, cas.KindChunk, cand.Hash)
+	}
+	return true, nil
+}
+
+// delete deletes the unreferenced candidate if it is stored and older
+// than cutoff, records what it named as the next candidates, due now, and
+// reports whether it went.
+func (c *collector) delete(ctx context.Context, tx *index.Tx, recs *cas.Records, cand vfs.Candidate, cutoff, now int64) (bool, error) {
+	var next []vfs.Candidate
+	var freed int64
+	var deleted bool
+	var err error
+	switch cand.Kind {
+	case vfs.CandidateTree:
+		freed, next, deleted, err = c.tc.DeleteTree(ctx, tx, cand.Hash, cutoff)
+	case vfs.CandidateBlob:
+		r, ok, err := recs.Blob(cand.Hash)
+		if err != nil || !ok || r.Created >= cutoff {
+			return false, err
+		}
+		if freed, deleted, err = c.br.DeleteObject(ctx, tx, cas.KindBlob, cand.Hash, cutoff); err != nil {
+			return false, err
+		}
+		if !r.Base.IsZero() {
+			next = append(next, vfs.Candidate{Kind: vfs.CandidateBlob, Hash: r.Base})
+		}
+		for _, ch := range r.Chunks {
+			next = append(next, vfs.Candidate{Kind: vfs.CandidateChunk, Hash: ch})
+		}
+	case vfs.CandidateChunk:
+		freed, deleted, err = c.br.DeleteObject(ctx, tx, cas.KindChunk, cand.Hash, cutoff)
+	}
+	if err != nil || !deleted {
+		return false, err
+	}
+	c.rep.Freed.add(objOf(cand.Kind))
+	c.rep.FreedBytes += freed
+	c.added = c.added || len(next) > 0
+	return true, c.tc.AddCandidates(ctx, tx, next, now)
+}
+
+// DropCandidatesDue forgets every candidate due at or before due, after a
+// full collection that marked the store later than that has judged them.
+func (m *Maintainer) DropCandidatesDue(ctx context.Context, due time.Time) error {
+	tc, ok := m.p.Trees.(TreeCandidates)
+	if !ok {
+		return nil
+	}
+	return m.p.DB.Update(ctx, func(tx *index.Tx) error {
+		return tc.DropCandidatesDue(ctx, tx, due.UnixNano())
+	})
+}
