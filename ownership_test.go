@@ -26,6 +26,7 @@ var tableOwners = map[string]string{
 	"blobs":          "cas",
 	"chunks":         "cas",
 	"blob_chunks":    "cas",
+	"blob_reencodes": "cas",
 	"trees":          "vfs",
 	"events":         "journal",
 	"checkpoints":    "checkpoint",

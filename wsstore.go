@@ -86,6 +86,9 @@ type Store struct {
 
 	maint        *maint.Maintainer
 	reclaimGrace time.Duration
+	// stopReencoder ends the background re-encoding of older versions
+	// (cas.Store.StartReencoder); nil on a read-only store.
+	stopReencoder func()
 }
 
 // Open opens the store in dir, creating the directory and the database if
@@ -158,10 +161,21 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Actors: sp, Now: now})
 	rec.m = m
 	arc := archive.New(archive.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Journal: j, Actors: sp, Now: now})
-	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
+	st := &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
 		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Tokens: tokens.New(db, now), Archive: arc, Remote: rem,
-		maint: m, reclaimGrace: opts.ReclaimGrace}, nil
+		maint: m, reclaimGrace: opts.ReclaimGrace}
+	if !opts.Index.ReadOnly {
+		st.stopReencoder = blobs.StartReencoder()
+	}
+	return st, nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.DB.Close() }
+// Close stops the background re-encoding of older versions (what is
+// still queued stays queued for the next Open) and closes the database.
+func (s *Store) Close() error {
+	if s.stopReencoder != nil {
+		s.stopReencoder()
+		s.stopReencoder = nil
+	}
+	return s.DB.Close()
+}

@@ -8,3 +8,7 @@ func Hashes(s *Store) int64 { return s.hashes.Load() }
 
 // Decodes reports how many times s decompressed a whole blob.
 func Decodes(s *Store) int64 { return s.decodes.Load() }
+
+// StalePlans reports how many queued re-encodings s had to plan again in
+// their write transaction.
+func StalePlans(s *Store) int64 { return s.stalePlans.Load() }

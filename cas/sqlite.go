@@ -362,6 +362,12 @@ func (*SQLiteStorage) PutAt(ctx context.Context, tx *index.Tx, o Object, slot Sl
 	return putBlobRow(ctx, tx, o, slot)
 }
 
+// moveTo moves the blob row at h to rowid slot, unless a row holds it.
+func (*SQLiteStorage) moveTo(ctx context.Context, tx *index.Tx, h Hash, slot Slot) error {
+	_, err := tx.ExecContext(ctx, `UPDATE OR IGNORE blobs SET rowid = ? WHERE hash = ?`, int64(slot), h)
+	return index.Translate(err)
+}
+
 // SetHistory records hist on the blob row at h.
 func (*SQLiteStorage) SetHistory(ctx context.Context, tx *index.Tx, h Hash, hist History, created time.Time) error {
 	// A zero-length BLOB, not NULL, marks the head of a history with

@@ -70,6 +70,16 @@ type Options struct {
 	// for delta encoding (the zstd window covers both); default 32 MiB.
 	// Negative disables delta encoding.
 	DeltaMax int
+	// InlineDeltas re-encodes the older versions a PutVersion moves
+	// inside the write's transaction. By default (false) the write stores
+	// its version whole and queues the re-encoding for Reencode, which
+	// does it in transactions of its own (see reencode.go).
+	InlineDeltas bool
+	// MaxPending is the most queued re-encodings a write leaves: a write
+	// that finds more does the oldest itself, so the queue, and what it
+	// keeps whole, stay bounded when writes outpace Reencode. Default
+	// 256; negative is the default.
+	MaxPending int
 	// Storage is where blobs and chunks are kept; default the SQLite
 	// tables of the DB given to New (SQLiteStorage). Without the
 	// HistoryStorage ability PutVersion stores every version whole.
@@ -81,7 +91,7 @@ const maxInline = 64 << 20
 
 // DefaultOptions returns the defaults used for zero Options fields.
 func DefaultOptions() Options {
-	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20}
+	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20, MaxPending: 256}
 }
 
 // Store is the content-addressable store: its metadata and transactions
@@ -100,12 +110,19 @@ type Store struct {
 	zbufs freeList[*[]byte] // compressed output, copied by SQLite on insert
 	bufs  freeList[*[]byte] // Put's read buffer, then its chunker's
 
+	// kick wakes the background re-encoder (StartReencoder) after a
+	// write queued work.
+	kick chan struct{}
+
 	// compressions counts compress calls, so tests can prove that stored
 	// content is not compressed again.
 	compressions atomic.Int64
 	// hashes counts the content a Put hashed (sum), and decodes the whole
 	// blobs decoded (decode), for the same kind of proof.
 	hashes, decodes atomic.Int64
+	// stalePlans counts queued re-encodings whose plan the store had
+	// moved past by the time it was to be stored.
+	stalePlans atomic.Int64
 }
 
 // New returns a Store on db, keeping objects in opts.Storage. It fails with store.invalid_options for bad
@@ -136,6 +153,9 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	if opts.DeltaMax == 0 {
 		opts.DeltaMax = d.DeltaMax
 	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = d.MaxPending
+	}
 	if opts.DeltaMax > 256<<20 {
 		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "delta max %d is over 256 MiB", opts.DeltaMax)
 	}
@@ -164,7 +184,7 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	if opts.Storage == nil {
 		opts.Storage = NewSQLiteStorage()
 	}
-	s := &Store{db: db, opts: opts, dec: dec, st: opts.Storage}
+	s := &Store{db: db, opts: opts, dec: dec, st: opts.Storage, kick: make(chan struct{}, 1)}
 	s.hist, _ = opts.Storage.(HistoryStorage)
 	s.encs = freeList[*zstd.Encoder]{keep: 2, free: []*zstd.Encoder{enc}, new: func() *zstd.Encoder {
 		e, err := newEncoder()

@@ -1,0 +1,308 @@
+package cas
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wsstore/wsstore/index"
+)
+
+// A write (PutVersion) stores its new version whole and leaves the
+// re-encoding of the versions it replaces to a queue, the blob_reencodes
+// table: one job per write, naming the new version and the one it
+// replaced, added in the write's transaction. A job is exactly the step
+// an inline write takes (extend in delta.go), taken later: jobs run
+// oldest first, each in one transaction that also deletes it, so after
+// every commit the store is in a state the inline scheme passes through
+// (its state some writes ago, the newer versions whole and in no history
+// yet), and every read's chain stays within MaxChain at every moment.
+//
+// The slow part of a job (decoding the versions, building and proving the
+// deltas) runs in a read transaction; the write transaction that follows
+// checks that every row the plan read is as it was and then only stores
+// what the plan built. A row that changed meanwhile (gc collected it,
+// another process ran the job) makes the job run again inside the write
+// transaction, on the store as it is.
+//
+// A crash loses nothing: a job and its re-encodings commit together, and
+// a job whose rows are gone is dropped. Collection stays safe by the
+// history-number rule (BlobRecord.Gen): a job makes older versions deltas
+// against the new version only in the transaction that makes it the
+// newest of a history and so changes its number.
+
+// reencodeJob is one queued write: blob replaced prev.
+type reencodeJob struct {
+	ID   int64 `db:"id"`
+	Blob Hash  `db:"blob"`
+	Prev Hash  `db:"prev"`
+}
+
+// queueReencode queues the re-encoding a write of h over prev leaves, in
+// the write's transaction, and when the queue is over MaxPending runs
+// the oldest jobs in it.
+func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO blob_reencodes (blob, prev) VALUES (?, ?)`, h, prev); err != nil {
+		return index.Translate(err)
+	}
+	var n int
+	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM blob_reencodes`); err != nil {
+		return index.Translate(err)
+	}
+	for ; n > s.opts.MaxPending; n-- {
+		job, ok, err := firstJob(ctx, tx)
+		if err != nil || !ok {
+			return err
+		}
+		if _, err := deleteJob(ctx, tx, job.ID); err != nil {
+			return err
+		}
+		if err := s.runJob(ctx, tx, s.hist, job); err != nil {
+			return err
+		}
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func firstJob(ctx context.Context, tx *index.Tx) (reencodeJob, bool, error) {
+	var job reencodeJob
+	err := tx.GetContext(ctx, &job, `SELECT id, blob, prev FROM blob_reencodes ORDER BY id LIMIT 1`)
+	if errors.Is(err, sql.ErrNoRows) {
+		return job, false, nil
+	}
+	return job, err == nil, index.Translate(err)
+}
+
+func deleteJob(ctx context.Context, tx *index.Tx, id int64) (bool, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM blob_reencodes WHERE id = ?`, id)
+	if err != nil {
+		return false, index.Translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// PendingReencodes returns how many writes' re-encodings are queued.
+func (s *Store) PendingReencodes(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return index.Translate(tx.GetContext(ctx, &n, `SELECT count(*) FROM blob_reencodes`))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pending re-encodings: %w", err)
+	}
+	return n, nil
+}
+
+// Reencode runs up to limit queued re-encodings (every one for limit 0 or
+// less), oldest first, each in a write transaction of its own, and
+// returns how many it ran. It stops early when ctx is done. A failed job
+// stays queued and its error is returned; errors are the storage's and
+// the index's.
+func (s *Store) Reencode(ctx context.Context, limit int) (int, error) {
+	if s.hist == nil {
+		return 0, nil
+	}
+	done := 0
+	for limit <= 0 || done < limit {
+		if err := ctx.Err(); err != nil {
+			return done, err
+		}
+		ok, err := s.reencodeOne(ctx)
+		if err != nil {
+			return done, fmt.Errorf("re-encode: %w", err)
+		}
+		if !ok {
+			break
+		}
+		done++
+	}
+	return done, nil
+}
+
+// reencodeOne runs the oldest job; false when there is none.
+func (s *Store) reencodeOne(ctx context.Context) (bool, error) {
+	var job reencodeJob
+	var found bool
+	plan := &planner{HistoryStorage: s.hist}
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		if job, found, err = firstJob(ctx, tx); err != nil || !found {
+			return err
+		}
+		return s.runJob(ctx, tx, plan, job)
+	})
+	if err != nil || !found {
+		return false, err
+	}
+	err = s.db.Update(ctx, func(tx *index.Tx) error {
+		if ok, err := deleteJob(ctx, tx, job.ID); err != nil || !ok {
+			return err // another process ran it
+		}
+		same, err := plan.unchanged(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if !same {
+			s.stalePlans.Add(1)
+			return s.runJob(ctx, tx, s.hist, job)
+		}
+		return plan.apply(ctx, tx)
+	})
+	return err == nil, err
+}
+
+// runJob takes, in tx through hs, the step the write of job.Blob over
+// job.Prev left queued, as extend does for a version stored before. A job
+// whose new version is gone, belongs to a history already (the same
+// content was written again), or does not read is dropped.
+func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job reencodeJob) error {
+	n, ok, err := s.version(ctx, tx, hs, job.Blob)
+	if err != nil || !ok || !whole(n.Codec) || n.Gen != 0 || n.Head || n.Depth != 0 {
+		return err
+	}
+	cur, err := s.decode(ctx, n.Hash, n.Codec, n.Data, n.Size, Hash{})
+	if err != nil || Sum(cur) != job.Blob {
+		return nil // corrupt: Verify reports it; nothing builds on it
+	}
+	return s.extend(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
+}
+
+// planner is the HistoryStorage a job is planned through in a read
+// transaction: reads pass through and are remembered, writes are kept
+// for apply.
+type planner struct {
+	HistoryStorage
+	read []readRow
+	ops  []func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error
+}
+
+// readRow is a row the plan read as it was, or its absence.
+type readRow struct {
+	h     Hash
+	v     Version
+	found bool
+}
+
+func (p *planner) Version(ctx context.Context, tx *index.Tx, h Hash) (Version, error) {
+	v, err := p.HistoryStorage.Version(ctx, tx, h)
+	if err == nil || errors.Is(err, ErrNotFound) {
+		p.read = append(p.read, readRow{h: h, v: v, found: err == nil})
+	}
+	return v, err
+}
+
+func (p *planner) Reencode(_ context.Context, _ *index.Tx, h Hash, codec Codec, base Hash, data []byte) error {
+	data = bytes.Clone(data)
+	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
+		return hs.Reencode(ctx, tx, h, codec, base, data)
+	})
+	return nil
+}
+
+func (p *planner) PutAt(_ context.Context, _ *index.Tx, o Object, slot Slot) error {
+	o.Data = bytes.Clone(o.Data)
+	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
+		return hs.PutAt(ctx, tx, o, slot)
+	})
+	return nil
+}
+
+func (p *planner) SetHistory(_ context.Context, _ *index.Tx, h Hash, hist History, created time.Time) error {
+	hist.Opens = slices.Clone(hist.Opens)
+	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
+		return hs.SetHistory(ctx, tx, h, hist, created)
+	})
+	return nil
+}
+
+// slotMover is the ability of the package's own storage to move a stored
+// blob to the row position a re-encoding in the same transaction freed,
+// as PutAt places a new one.
+type slotMover interface {
+	moveTo(ctx context.Context, tx *index.Tx, h Hash, slot Slot) error
+}
+
+func (p *planner) moveTo(_ context.Context, _ *index.Tx, h Hash, slot Slot) error {
+	if _, ok := p.HistoryStorage.(slotMover); !ok {
+		return nil
+	}
+	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
+		return hs.(slotMover).moveTo(ctx, tx, h, slot)
+	})
+	return nil
+}
+
+// unchanged reports whether every row the plan read is, in tx, as it was.
+func (p *planner) unchanged(ctx context.Context, tx *index.Tx) (bool, error) {
+	for _, r := range p.read {
+		v, err := p.HistoryStorage.Version(ctx, tx, r.h)
+		found := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return false, err
+		}
+		if found != r.found || (found && !sameRow(v, r.v)) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// sameRow compares what a plan depends on: everything but the created
+// time, which writers raise as they re-use a row.
+func sameRow(a, b Version) bool {
+	return a.Slot == b.Slot && a.Size == b.Size && a.Stored == b.Stored && a.Codec == b.Codec && a.Base == b.Base &&
+		a.Saved == b.Saved && a.Depth == b.Depth && a.Gen == b.Gen && a.Head == b.Head &&
+		a.Unreadable == b.Unreadable && slices.Equal(a.Opens, b.Opens) && bytes.Equal(a.Data, b.Data)
+}
+
+// apply makes the plan's writes in tx.
+func (p *planner) apply(ctx context.Context, tx *index.Tx) error {
+	for _, op := range p.ops {
+		if err := op(ctx, tx, p.HistoryStorage); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reencodePoll is how often the background re-encoder looks at the queue
+// when no write woke it: a write's transaction may commit after its kick.
+const reencodePoll = 200 * time.Millisecond
+
+// StartReencoder runs Reencode in the background until stop is called:
+// woken by every write that queues work, and every reencodePoll. A job
+// that fails is tried again at the next wake. stop waits for the job in
+// progress to end; jobs left in the queue stay there for the next run.
+func (s *Store) StartReencoder() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(reencodePoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.kick:
+			case <-t.C:
+			}
+			_, _ = s.Reencode(ctx, 0)
+		}
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
