@@ -170,12 +170,14 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	return st, nil
 }
 
-// Close stops the background re-encoding of older versions (what is
-// still queued stays queued for the next Open) and closes the database.
+// Close stops the background re-encoding of older versions, runs what is
+// still queued (at most cas.Options.MaxPending writes' worth; a failure
+// leaves it queued for the next Open) and closes the database.
 func (s *Store) Close() error {
 	if s.stopReencoder != nil {
 		s.stopReencoder()
 		s.stopReencoder = nil
+		_, _ = s.Blobs.Reencode(context.Background(), 0)
 	}
 	return s.DB.Close()
 }
