@@ -103,7 +103,12 @@ func (s *Store) PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev
 			return err
 		}
 		var fresh *newBlob
-		if !stored {
+		switch {
+		case stored:
+		case !s.opts.InlineDeltas && s.storesRaw(len(b)):
+			// its job compresses it (reencode.go)
+			fresh = &newBlob{data: b, codec: CodecRaw}
+		default:
 			data, codec, release := s.compress(b)
 			defer release()
 			fresh = &newBlob{data: data, codec: codec}
@@ -135,7 +140,7 @@ func (s *Store) insertVersion(ctx context.Context, tx *index.Tx, hs HistoryStora
 	if fresh == nil {
 		// h is stored already (a queued job's version): it moves to slot
 		// where the storage can move rows.
-		if m, ok := hs.(slotMover); ok && slot != 0 {
+		if m, ok := hs.(rowStorage); ok && slot != 0 {
 			return m.moveTo(ctx, tx, h, slot)
 		}
 		return nil

@@ -174,6 +174,21 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 	if err != nil || Sum(cur) != job.Blob {
 		return nil // corrupt: Verify reports it; nothing builds on it
 	}
+	if rs, ok := hs.(rowStorage); ok && n.Codec == CodecRaw {
+		// The write stored it raw; whatever the history does with it,
+		// its whole form is compressed from now on.
+		data, codec, release := s.compress(cur)
+		err := func() error {
+			defer release()
+			if codec == CodecRaw {
+				return nil
+			}
+			return rs.compressRaw(ctx, tx, n.Hash, codec, data)
+		}()
+		if err != nil {
+			return err
+		}
+	}
 	return s.extend(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
 }
 
@@ -225,21 +240,47 @@ func (p *planner) SetHistory(_ context.Context, _ *index.Tx, h Hash, hist Histor
 	return nil
 }
 
-// slotMover is the ability of the package's own storage to move a stored
-// blob to the row position a re-encoding in the same transaction freed,
-// as PutAt places a new one.
-type slotMover interface {
+// rowStorage is what the package's own storage can do beyond
+// HistoryStorage for a queued version: move its row to the position a
+// re-encoding in the same transaction freed (as PutAt places a new one),
+// and replace the raw form a write stored by a compressed one, leaving
+// its Saved count as it is (compression is not what a delta saved).
+type rowStorage interface {
 	moveTo(ctx context.Context, tx *index.Tx, h Hash, slot Slot) error
+	compressRaw(ctx context.Context, tx *index.Tx, h Hash, codec Codec, data []byte) error
 }
 
 func (p *planner) moveTo(_ context.Context, _ *index.Tx, h Hash, slot Slot) error {
-	if _, ok := p.HistoryStorage.(slotMover); !ok {
+	if _, ok := p.HistoryStorage.(rowStorage); !ok {
 		return nil
 	}
 	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
-		return hs.(slotMover).moveTo(ctx, tx, h, slot)
+		return hs.(rowStorage).moveTo(ctx, tx, h, slot)
 	})
 	return nil
+}
+
+func (p *planner) compressRaw(_ context.Context, _ *index.Tx, h Hash, codec Codec, data []byte) error {
+	if _, ok := p.HistoryStorage.(rowStorage); !ok {
+		return nil
+	}
+	data = bytes.Clone(data)
+	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
+		return hs.(rowStorage).compressRaw(ctx, tx, h, codec, data)
+	})
+	return nil
+}
+
+// rawMax is the largest new version a queued write stores raw, leaving
+// its compression to its job: the newest version of a file that is
+// written again is re-encoded as a delta by the next job anyway, and the
+// queue's bound (MaxPending) then bounds what is held raw.
+const rawMax = 64 << 10
+
+// storesRaw reports whether a queued write of n bytes stores them raw.
+func (s *Store) storesRaw(n int) bool {
+	_, ok := s.hist.(rowStorage)
+	return ok && n <= rawMax
 }
 
 // unchanged reports whether every row the plan read is, in tx, as it was.

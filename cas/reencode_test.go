@@ -213,3 +213,42 @@ func TestReencodePlanGoesStale(t *testing.T) {
 		})
 	}
 }
+
+// TestQueuedWriteLeavesCompressionToItsJob: over the package's own
+// storage a queued write of a small file stores it raw, compressing
+// nothing; its job compresses it once, and reads are the same throughout.
+func TestQueuedWriteLeavesCompressionToItsJob(t *testing.T) {
+	ctx := context.Background()
+	_, s := storetest.OpenCAS(t, cas.Options{})
+	versions := draftHistory(3)
+	h0, err := s.PutVersion(ctx, nil, versions[0], cas.Hash{})
+	require.NoError(t, err)
+	for i, v := range versions[1:] {
+		before := cas.Compressions(s)
+		h, err := s.PutVersion(ctx, nil, v, h0)
+		require.NoError(t, err)
+		assert.Zero(t, cas.Compressions(s)-before, "the write compresses nothing")
+		info, err := s.Stat(ctx, h)
+		require.NoError(t, err)
+		assert.Equal(t, cas.CodecRaw, info.Codec)
+		got, err := s.ReadAll(ctx, h)
+		require.NoError(t, err)
+		require.Equal(t, versions[i+1], got)
+
+		before = cas.Compressions(s)
+		n, err := s.Reencode(ctx, 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		assert.Equal(t, int64(1), cas.Compressions(s)-before, "its job compresses it once")
+		info, err = s.Stat(ctx, h)
+		require.NoError(t, err)
+		assert.Equal(t, cas.CodecZstd, info.Codec)
+		got, err = s.ReadAll(ctx, h)
+		require.NoError(t, err)
+		require.Equal(t, versions[i+1], got)
+		prevInfo, err := s.Stat(ctx, h0)
+		require.NoError(t, err)
+		assert.Equal(t, cas.CodecDelta, prevInfo.Codec)
+		h0 = h
+	}
+}
