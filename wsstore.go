@@ -172,12 +172,22 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 
 // Close stops the background re-encoding of older versions, runs what is
 // still queued (at most cas.Options.MaxPending writes' worth; a failure
-// leaves it queued for the next Open) and closes the database.
+// leaves it queued for the next Open), gives back the pages the forms it
+// replaced held, and closes the database.
 func (s *Store) Close() error {
 	if s.stopReencoder != nil {
 		s.stopReencoder()
 		s.stopReencoder = nil
-		_, _ = s.Blobs.Reencode(context.Background(), 0)
+		ctx := context.Background()
+		if n, _ := s.Blobs.Reencode(ctx, 0); n > 0 {
+			// Nothing writes after this to fill them again.
+			for {
+				left, err := s.DB.IncrementalVacuum(ctx, DefaultVacuumPages)
+				if err != nil || left == 0 {
+					break
+				}
+			}
+		}
 	}
 	return s.DB.Close()
 }

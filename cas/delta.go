@@ -258,7 +258,7 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, hs HistoryStorage, pre
 		}
 	}
 	if largest > 0 {
-		if codec, err = newDeltaCodec(cur, largest, s.opts.Level); err != nil {
+		if codec, err = newDeltaCodec(cur, largest); err != nil {
 			codec = nil
 		} else {
 			defer codec.close()
@@ -461,11 +461,15 @@ type deltaCodec struct {
 
 // newDeltaCodec returns a codec for contents of up to maxContent bytes
 // against base; the caller closes it.
-func newDeltaCodec(base []byte, maxContent int64, level int) (*deltaCodec, error) {
+func newDeltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 	w := window(len(base), int(capHint(maxContent, maxInline)))
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderDictRaw(0, base),
-		zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
+		// The fastest level: a delta against a near copy is mostly long
+		// matches, which it finds as well, and it indexes the dictionary
+		// in a fraction of the memory a higher level clears and fills
+		// for every base.
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithEncoderConcurrency(1),
 		zstd.WithWindowSize(w),
 		zstd.WithEncoderCRC(false),

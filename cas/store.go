@@ -55,7 +55,8 @@ var (
 
 // Options configure a Store. The zero value means DefaultOptions.
 type Options struct {
-	// Level is the zstd level, 1 (fastest) to 22; default 3.
+	// Level is the zstd level of whole blobs, 1 (fastest) to 22; default
+	// 3. Deltas use zstd's fastest level.
 	Level int
 	// InlineMax is the largest content stored as a single row; larger
 	// content is split into content-defined chunks. Default 4 MiB; at
