@@ -117,7 +117,11 @@ func (s *Store) PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev
 			if err := s.insertVersion(ctx, tx, s.hist, h, b, fresh, 0); err != nil {
 				return err
 			}
-			return s.queueReencode(ctx, tx, h, prev)
+			raw := 0
+			if fresh != nil && fresh.codec == CodecRaw {
+				raw = len(fresh.data)
+			}
+			return s.queueReencode(ctx, tx, h, prev, raw)
 		}
 		return s.extend(ctx, tx, s.hist, prev, prevBytes, h, b, fresh)
 	})

@@ -43,18 +43,28 @@ type reencodeJob struct {
 	Prev Hash  `db:"prev"`
 }
 
+// maxPendingRaw bounds the bytes queued writes hold uncompressed.
+const maxPendingRaw = 16 << 20
+
 // queueReencode queues the re-encoding a write of h over prev leaves, in
-// the write's transaction, and when the queue is over MaxPending runs
-// the oldest jobs in it.
-func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO blob_reencodes (blob, prev) VALUES (?, ?)`, h, prev); err != nil {
+// the write's transaction (raw: the bytes it stored uncompressed), and
+// while the queue holds more than MaxPending jobs or maxPendingRaw raw
+// bytes runs the oldest jobs in it.
+func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, raw int) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO blob_reencodes (blob, prev, raw) VALUES (?, ?, ?)`, h, prev, raw); err != nil {
 		return index.Translate(err)
 	}
-	var n int
-	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM blob_reencodes`); err != nil {
-		return index.Translate(err)
-	}
-	for ; n > s.opts.MaxPending; n-- {
+	for {
+		var q struct {
+			N   int   `db:"n"`
+			Raw int64 `db:"raw"`
+		}
+		if err := tx.GetContext(ctx, &q, `SELECT count(*) AS n, coalesce(sum(raw), 0) AS raw FROM blob_reencodes`); err != nil {
+			return index.Translate(err)
+		}
+		if q.N <= s.opts.MaxPending && q.Raw <= maxPendingRaw {
+			break
+		}
 		job, ok, err := firstJob(ctx, tx)
 		if err != nil || !ok {
 			return err
@@ -274,8 +284,8 @@ func (p *planner) compressRaw(_ context.Context, _ *index.Tx, h Hash, codec Code
 // rawMax is the largest new version a queued write stores raw, leaving
 // its compression to its job: the newest version of a file that is
 // written again is re-encoded as a delta by the next job anyway, and the
-// queue's bound (MaxPending) then bounds what is held raw.
-const rawMax = 64 << 10
+// queue's bounds (MaxPending, maxPendingRaw) bound what is held raw.
+const rawMax = 1 << 20
 
 // storesRaw reports whether a queued write of n bytes stores them raw.
 func (s *Store) storesRaw(n int) bool {

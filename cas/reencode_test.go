@@ -66,7 +66,7 @@ func TestQueuedReencodingMatchesInline(t *testing.T) {
 	var next [2]int
 	var prev [2]cas.Hash
 	want := map[cas.Hash][]byte{}
-	for step := range 150 {
+	for step := range 80 {
 		f := r.IntN(2)
 		var b []byte
 		if next[f] > 3 && r.IntN(4) == 0 {
@@ -83,7 +83,7 @@ func TestQueuedReencodingMatchesInline(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, h, ih)
 		prev[f], want[h] = h, b
-		if step%5 == 0 {
+		if step%10 == 0 {
 			requireBounded(t, queued, want, bound, step)
 		}
 		_, err = queued.Reencode(ctx, r.IntN(3))

@@ -77,8 +77,9 @@ type Options struct {
 	// does it in transactions of its own (see reencode.go).
 	InlineDeltas bool
 	// MaxPending is the most queued re-encodings a write leaves: a write
-	// that finds more does the oldest itself, so the queue, and what it
-	// keeps whole, stay bounded when writes outpace Reencode. Default
+	// that finds more, or more than 16 MiB of versions that queued writes
+	// stored uncompressed, does the oldest itself, so the queue, and what
+	// it keeps whole, stay bounded when writes outpace Reencode. Default
 	// 256; negative is the default.
 	MaxPending int
 	// Storage is where blobs and chunks are kept; default the SQLite
