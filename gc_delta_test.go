@@ -34,6 +34,7 @@ func TestGCKeepsDeltaBases(t *testing.T) {
 	e.write("run_b", "output/main.md", v(1))
 	e.write("run_b", "output/main.md", v(2))
 	e.write("run_b", "output/other.md", []byte("only in b, nothing depends on it"))
+	e.settle()
 
 	v1, v2 := cas.Sum(v(1)), cas.Sum(v(2))
 	info, err := e.s.Blobs.Stat(e.ctx, v1)
@@ -64,6 +65,7 @@ func TestFsckNamesABrokenDeltaBase(t *testing.T) {
 	e.create("chat-1", "run_a")
 	e.write("run_a", "output/main.md", v1)
 	e.write("run_a", "output/main.md", v2)
+	e.settle()
 	base := cas.Sum(v2)
 	info, err := e.s.Blobs.Stat(e.ctx, cas.Sum(v1))
 	require.NoError(t, err)
@@ -178,6 +180,7 @@ func TestGCKeepsABaseMadeDuringTheSweep(t *testing.T) {
 				}
 				raced = true
 				e.write("run_a", "output/f.md", X)
+				e.settle()
 				info, err := e.s.Blobs.Stat(e.ctx, cas.Sum(P))
 				require.NoError(t, err)
 				require.Equal(t, cas.CodecDelta, info.Codec)
@@ -200,6 +203,63 @@ func TestGCKeepsABaseMadeDuringTheSweep(t *testing.T) {
 			require.Equal(t, P, got)
 		})
 	}
+}
+
+// TestGCKeepsABaseAQueuedJobMade: the write of X over P commits after
+// gc's snapshot (during its mark) and only queues P's re-encoding; the
+// job runs before the sweep, making P, reachable, a delta against X, which
+// the snapshot saw as garbage outside any history. The writer then rolls
+// back to P, so no root names X. With no grace and the writer's clock
+// behind gc's, only X's history number, changed by the job, can tell the
+// sweep to keep it.
+func TestGCKeepsABaseAQueuedJobMade(t *testing.T) {
+	body := func(tag string) []byte {
+		var b strings.Builder
+		for i := range 200 {
+			fmt.Fprintf(&b, "line %d of the keeper's log: lamp %d lit at dusk\n", i, i*i%97)
+		}
+		b.WriteString(tag)
+		return []byte(b.String())
+	}
+	P, X := body("version P\n"), body("version X\n")
+	e := newEnv(t)
+	createManual(t, e.s, "chat-1", "run_a")
+	e.write("run_a", "output/f.md", P)
+	cp, err := e.s.Runs.Checkpoint(e.ctx, "run_a", "keep P")
+	require.NoError(t, err)
+	e.create("chat-2", "run_b")
+	e.write("run_b", "output/g.md", X)
+	e.drop("run_b")
+
+	var wrote, ran bool
+	progress := func(phase string, done, total int) {
+		switch {
+		case phase == "mark" && done > 0 && !wrote:
+			// inside the mark's read transaction: after its snapshot
+			wrote = true
+			e.write("run_a", "output/f.md", X)
+		case phase == "sweep" && done == 0 && !ran:
+			ran = true
+			e.settle()
+			info, err := e.s.Blobs.Stat(e.ctx, cas.Sum(P))
+			require.NoError(t, err)
+			require.Equal(t, cas.Sum(X), info.Base, "P now rests on X")
+			_, err = e.s.Runs.Rollback(e.ctx, "run_a", cp.Seq, runs.RollbackOptions{})
+			require.NoError(t, err)
+		}
+	}
+	rep, err := e.s.GC(e.ctx, wsstore.GCOptions{Grace: -1, Now: at(t0.Add(2 * time.Hour)), Progress: progress})
+	require.NoError(t, err)
+	require.True(t, wrote && ran)
+	assert.Positive(t, rep.Kept.Blobs, "X is kept")
+	got, err := e.s.Blobs.ReadAll(e.ctx, cas.Sum(P))
+	require.NoError(t, err, "P is reachable from run_a")
+	require.Equal(t, P, got)
+	_, err = e.s.GC(e.ctx, wsstore.GCOptions{Grace: -1, Now: at(t0.Add(3 * time.Hour))})
+	require.NoError(t, err)
+	got, err = e.s.Blobs.ReadAll(e.ctx, cas.Sum(P))
+	require.NoError(t, err)
+	require.Equal(t, P, got)
 }
 
 // TestGCDeltaReadsConcurrent reads a checkpointed version of a file over

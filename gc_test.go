@@ -91,6 +91,14 @@ func (e *env) write(runID, path string, content []byte) vfs.FileInfo {
 	return fi
 }
 
+// settle runs the re-encodings writes queued (the background step may
+// have run some already), so the test sees the store as they leave it.
+func (e *env) settle() {
+	e.t.Helper()
+	_, err := e.s.Blobs.Reencode(e.ctx, 0)
+	require.NoError(e.t, err)
+}
+
 // drop cancels and deletes a run.
 func (e *env) drop(runID string) {
 	e.t.Helper()

@@ -2,6 +2,7 @@ package wsstore
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/wsstore/wsstore/maint"
 )
@@ -51,6 +52,14 @@ func (s *Store) CollectCandidates(ctx context.Context, opt StepOptions) (Candida
 // store.corrupt, deleting nothing, if a reachable object is missing or
 // does not decode.
 func (s *Store) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
+	if !opt.DryRun && s.stopReencoder != nil {
+		// Queued re-encodings first: what they free is the space a
+		// collection is run for, and the gc after them sees the final
+		// chains.
+		if _, err := s.Blobs.Reencode(ctx, 0); err != nil {
+			return GCReport{}, fmt.Errorf("gc: %w", err)
+		}
+	}
 	now := s.maint.Now
 	if opt.Now != nil {
 		now = opt.Now

@@ -27,6 +27,7 @@ var tableOwners = map[string]string{
 	"chunks":             "cas",
 	"blob_chunks":        "cas",
 	"dicts":              "cas",
+	"blob_reencodes":     "cas",
 	"trees":              "vfs",
 	"tree_refs":          "vfs",
 	"tree_refs_backfill": "vfs",

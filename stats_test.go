@@ -169,6 +169,7 @@ func TestStatsDeltaSavings(t *testing.T) {
 		doc = append(doc, []byte(strings.Repeat(fmt.Sprintf("round %d: the keeper lit the lamp and wrote in the log. ", i), 40))...)
 		e.write("run_a", "output/main.md", doc)
 	}
+	e.settle()
 	st, err := e.s.Stats(e.ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), st.ByCodec["delta"], "every older version of output/main.md is a delta against the next")

@@ -89,6 +89,9 @@ type Store struct {
 	maint        *maint.Maintainer
 	reclaimGrace time.Duration
 	now          func() time.Time
+	// stopReencoder ends the background re-encoding of older versions
+	// (cas.Store.StartReencoder); nil on a read-only store.
+	stopReencoder func()
 }
 
 // Open opens the store in dir, creating the directory and the database if
@@ -150,9 +153,13 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Actors: sp, Now: now})
 	rec.m = m
 	arc := archive.New(archive.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Journal: j, Actors: sp, Now: now})
-	return &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
+	st := &Store{Dir: dir, DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps,
 		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Tokens: tokens.New(db, now), Archive: arc, Remote: rem,
-		maint: m, reclaimGrace: opts.ReclaimGrace, now: now}, nil
+		maint: m, reclaimGrace: opts.ReclaimGrace, now: now}
+	if !opts.Index.ReadOnly {
+		st.stopReencoder = blobs.StartReencoder()
+	}
+	return st, nil
 }
 
 // openTier opens the remote blob tier the store uses: the one opts.Blobs
@@ -194,5 +201,24 @@ func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*rem
 	return remote.Open(ctx, url, o)
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.DB.Close() }
+// Close stops the background re-encoding of older versions, runs what is
+// still queued (at most cas.Options.MaxPending writes' worth; a failure
+// leaves it queued for the next Open), gives back the pages the forms it
+// replaced held, and closes the database.
+func (s *Store) Close() error {
+	if s.stopReencoder != nil {
+		s.stopReencoder()
+		s.stopReencoder = nil
+		ctx := context.Background()
+		if n, _ := s.Blobs.Reencode(ctx, 0); n > 0 {
+			// Nothing writes after this to fill them again.
+			for {
+				left, err := s.DB.IncrementalVacuum(ctx, DefaultVacuumPages)
+				if err != nil || left == 0 {
+					break
+				}
+			}
+		}
+	}
+	return s.DB.Close()
+}

@@ -51,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&o.out, "out", filepath.Join("bench", "out", "report.json"), "JSON report file (directories are created)")
 	fl.Uint64Var(&o.seed, "seed", defaultSeed, "workload seed")
 	fl.BoolVar(&o.keep, "keep", false, "keep each system's scratch directory instead of removing it after measuring")
-	fl.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each wsstore child to this file, suffixed with the workload name")
+	fl.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each wsstore child (and of each wsctl batch process) to this file, suffixed with the workload name")
 	fl.StringVar(&o.memprofile, "memprofile", "", "write a heap profile of each wsstore child to this file, suffixed with the workload name")
 	fl.StringVar(&o.child, "child", "", "internal: run one workload/system and write its result to -child-out")
 	fl.StringVar(&o.childOut, "child-out", "", "internal: result file of a child")
@@ -205,6 +205,10 @@ func runChildProcess(ctx context.Context, exe string, o options, w, s, dir strin
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if s == "wsctl" && o.cpuprofile != "" {
+		// the wsctl batch child the case runs profiles itself
+		cmd.Env = append(os.Environ(), "WSCTL_CPUPROFILE="+suffixed(o.cpuprofile, w+"-wsctl"))
+	}
 	start := time.Now()
 	runErr := cmd.Run()
 	if b, err := os.ReadFile(out); err == nil {

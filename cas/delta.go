@@ -69,10 +69,12 @@ import (
 // PutVersion stores b, which replaces the content at prev (a path's
 // previous version; the zero Hash for none), and returns b's address. b is
 // stored whole and prev, with the older versions of its history that the
-// scheme above moves, is re-encoded as a delta against b. A failure to
-// build a delta only leaves a version as it was; errors are those of
-// PutBytes, of the storage and of the index. Over a Storage without the
-// HistoryStorage ability PutVersion is PutBytes.
+// scheme above moves, is re-encoded as a delta against b: by default
+// later, by Reencode (reencode.go), from a queue the write adds to in its
+// transaction; with Options.InlineDeltas in the write's transaction. A
+// failure to build a delta only leaves a version as it was; errors are
+// those of PutBytes, of the storage and of the index. Over a Storage
+// without the HistoryStorage ability PutVersion is PutBytes.
 func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Hash) (Hash, error) {
 	return s.PutVersionFrom(ctx, tx, b, prev, nil)
 }
@@ -101,12 +103,28 @@ func (s *Store) PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev
 			return err
 		}
 		var fresh *newBlob
-		if !stored {
+		switch {
+		case stored:
+		case !s.opts.InlineDeltas && s.storesRaw(len(b)):
+			// its job compresses it (reencode.go), unless a dictionary
+			// is in use (insertVersion settles it)
+			fresh = &newBlob{storedForm: storedForm{data: b, codec: CodecRaw}}
+		default:
 			f, release := s.compressBlob(b)
 			defer release()
 			fresh = &newBlob{storedForm: f}
 		}
-		return s.extend(ctx, tx, prev, prevBytes, h, b, fresh)
+		if !s.opts.InlineDeltas {
+			if err := s.insertVersion(ctx, tx, s.hist, h, b, fresh, 0); err != nil {
+				return err
+			}
+			raw := 0
+			if fresh != nil && fresh.codec == CodecRaw {
+				raw = len(fresh.data)
+			}
+			return s.queueReencode(ctx, tx, h, prev, raw)
+		}
+		return s.extend(ctx, tx, s.hist, prev, prevBytes, h, b, fresh)
 	})
 	if err == nil {
 		err = s.trainIfDue(ctx, tx)
@@ -123,9 +141,15 @@ type newBlob struct {
 }
 
 // insertVersion inserts the new version h (plain bytes cur) at slot, or
-// where the storage puts a new object for slot 0; nothing for fresh nil.
-func (s *Store) insertVersion(ctx context.Context, tx *index.Tx, h Hash, cur []byte, fresh *newBlob, slot Slot) error {
+// where the storage puts a new object for slot 0; for fresh nil it only
+// moves h to slot.
+func (s *Store) insertVersion(ctx context.Context, tx *index.Tx, hs HistoryStorage, h Hash, cur []byte, fresh *newBlob, slot Slot) error {
 	if fresh == nil {
+		// h is stored already (a queued job's version): it moves to slot
+		// where the storage can move rows.
+		if m, ok := hs.(rowStorage); ok && slot != 0 {
+			return m.moveTo(ctx, tx, h, slot)
+		}
 		return nil
 	}
 	release, err := s.settleDict(ctx, tx, cur, &fresh.storedForm)
@@ -133,14 +157,14 @@ func (s *Store) insertVersion(ctx context.Context, tx *index.Tx, h Hash, cur []b
 	if err != nil {
 		return err
 	}
-	return s.hist.PutAt(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(cur)), Stored: int64(len(fresh.data)),
+	return hs.PutAt(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(cur)), Stored: int64(len(fresh.data)),
 		Codec: fresh.codec, Base: fresh.base, Data: fresh.data, Created: s.clock()}, slot)
 }
 
 // version reads the blob at h with its history; ok is false if there is
 // none.
-func (s *Store) version(ctx context.Context, tx *index.Tx, h Hash) (Version, bool, error) {
-	v, err := s.hist.Version(ctx, tx, h)
+func (s *Store) version(ctx context.Context, tx *index.Tx, hs HistoryStorage, h Hash) (Version, bool, error) {
+	v, err := hs.Version(ctx, tx, h)
 	if errors.Is(err, ErrNotFound) {
 		return v, false, nil
 	}
@@ -173,23 +197,23 @@ func parent(v int64) int64 {
 // h yet: extend inserts it, at prev's row position when prev alone is
 // re-encoded; nil means h is stored already. prevBytes, when not nil, are
 // prev's content as the caller read it.
-func (s *Store) extend(ctx context.Context, tx *index.Tx, prev Hash, prevBytes []byte, h Hash, cur []byte, fresh *newBlob) error {
+func (s *Store) extend(ctx context.Context, tx *index.Tx, hs HistoryStorage, prev Hash, prevBytes []byte, h Hash, cur []byte, fresh *newBlob) error {
 	if fresh == nil {
 		// h was stored before: it may still start a history if it belongs
 		// to none (a row of an earlier build), never join one.
-		n, ok, err := s.version(ctx, tx, h)
+		n, ok, err := s.version(ctx, tx, hs, h)
 		if err != nil || !ok || !whole(n.Codec) || n.Gen != 0 || n.Head || n.Depth != 0 {
 			return err
 		}
 	}
-	p, ok, err := s.version(ctx, tx, prev)
+	p, ok, err := s.version(ctx, tx, hs, prev)
 	if err != nil {
 		return err
 	}
 	if !ok || !whole(p.Codec) {
 		// prev is not the whole newest version of anything: leave every
 		// row as it is.
-		return s.insertVersion(ctx, tx, h, cur, fresh, 0)
+		return s.insertVersion(ctx, tx, hs, h, cur, fresh, 0)
 	}
 	// The history h extends, as its versions in chain order (oldest
 	// first) and h's number in it.
@@ -198,7 +222,7 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev Hash, prevBytes [
 	switch {
 	case p.Head:
 		gen = p.Gen + 1
-		if members, ok, err = s.openRows(ctx, tx, p); err != nil {
+		if members, ok, err = s.openRows(ctx, tx, hs, p); err != nil {
 			return err
 		}
 	case p.Gen == 0 && p.Depth == 0:
@@ -212,10 +236,10 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev Hash, prevBytes [
 	members = append(members, p)
 	if !ok || !linked(members) || chainBound(gen) > s.opts.MaxChain {
 		// prev's history is left as it is, prev whole; h starts anew.
-		if err := s.insertVersion(ctx, tx, h, cur, fresh, 0); err != nil {
+		if err := s.insertVersion(ctx, tx, hs, h, cur, fresh, 0); err != nil {
 			return err
 		}
-		return s.setHistory(ctx, tx, prev, p.Gen, h, 1, nil)
+		return s.setHistory(ctx, tx, hs, prev, p.Gen, h, 1, nil)
 	}
 
 	// The members whose parent is h close onto it, and so does the last
@@ -233,7 +257,7 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev Hash, prevBytes [
 		plain, err = s.decode(ctx, prev, p.Codec, p.Data, p.Size, p.Base)
 		if err != nil || Sum(plain) != prev {
 			// corrupt: leave it for Verify to report, never build on it
-			return s.insertVersion(ctx, tx, h, cur, fresh, 0)
+			return s.insertVersion(ctx, tx, hs, h, cur, fresh, 0)
 		}
 	}
 	// One codec for every member re-encoded against h, sized for the
@@ -246,7 +270,7 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev Hash, prevBytes [
 		}
 	}
 	if largest > 0 {
-		if codec, err = newDeltaCodec(cur, largest, s.opts.Level); err != nil {
+		if codec, err = newDeltaCodec(cur, largest); err != nil {
 			codec = nil
 		} else {
 			defer codec.close()
@@ -270,16 +294,14 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev Hash, prevBytes [
 		if m.Size+int64(len(cur)) > int64(s.opts.DeltaMax) {
 			c = nil
 		}
-		replaced, err := s.rebaseOnto(ctx, tx, m, plain, h, c)
+		replaced, err := s.rebaseOnto(ctx, tx, hs, m, plain, h, c)
 		if err != nil {
 			return err
 		}
 		switch {
 		case !replaced:
 		case i == len(members)-1:
-			if fresh != nil {
-				slot = m.Slot
-			}
+			slot = m.Slot
 		default:
 			slot = 0
 		}
@@ -290,10 +312,10 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, prev Hash, prevBytes [
 			stillOpen = append(stillOpen, m.Hash)
 		}
 	}
-	if err := s.insertVersion(ctx, tx, h, cur, fresh, slot); err != nil {
+	if err := s.insertVersion(ctx, tx, hs, h, cur, fresh, slot); err != nil {
 		return err
 	}
-	return s.setHistory(ctx, tx, prev, p.Gen, h, gen, stillOpen)
+	return s.setHistory(ctx, tx, hs, prev, p.Gen, h, gen, stillOpen)
 }
 
 // linked reports whether members (the open versions, oldest first, then
@@ -319,13 +341,13 @@ func linked(members []Version) bool {
 // version gc has collected since is skipped: nothing still stored rests on
 // it, or gc would have kept it. ok is false if the list is damaged or names
 // a version that belongs to no history.
-func (s *Store) openRows(ctx context.Context, tx *index.Tx, head Version) ([]Version, bool, error) {
+func (s *Store) openRows(ctx context.Context, tx *index.Tx, hs HistoryStorage, head Version) ([]Version, bool, error) {
 	if head.Unreadable {
 		return nil, false, nil
 	}
 	var rows []Version
 	for _, o := range head.Opens {
-		r, ok, err := s.version(ctx, tx, o)
+		r, ok, err := s.version(ctx, tx, hs, o)
 		switch {
 		case err != nil:
 			return nil, false, err
@@ -365,7 +387,7 @@ func (s *Store) memberBytes(ctx context.Context, m Version, next Hash, below []b
 // back; a member stored as a delta against
 // another base that cannot be re-encoded so is stored whole instead, since
 // its chain must no longer run through its old base.
-func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, m Version, old []byte, base Hash, codec *deltaCodec) (bool, error) {
+func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, hs HistoryStorage, m Version, old []byte, base Hash, codec *deltaCodec) (bool, error) {
 	if m.Base == base {
 		return false, nil
 	}
@@ -377,35 +399,35 @@ func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, m Version, old []b
 		if delta == nil || int64(len(delta)) > m.Stored-m.Stored/4 {
 			return false, nil // stays whole, which ends every chain through it
 		}
-		return true, s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
+		return true, s.replaceRow(ctx, tx, hs, m, CodecDelta, base, delta)
 	}
 	// A delta's row was stored whole first, and saved tracks every change
 	// since, so stored + saved is the size of its whole form.
 	if w := m.Stored + m.Saved; delta != nil && int64(len(delta)) <= max(m.Stored, w-w/4) {
-		return true, s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
+		return true, s.replaceRow(ctx, tx, hs, m, CodecDelta, base, delta)
 	}
 	data, c, release := s.compress(old)
 	defer release()
 	if delta != nil && int64(len(delta)) <= int64(len(data))-int64(len(data))/4 {
-		return true, s.replaceRow(ctx, tx, m, CodecDelta, base, delta)
+		return true, s.replaceRow(ctx, tx, hs, m, CodecDelta, base, delta)
 	}
-	return true, s.replaceRow(ctx, tx, m, c, Hash{}, data)
+	return true, s.replaceRow(ctx, tx, hs, m, c, Hash{}, data)
 }
 
 // replaceRow stores m's content anew as data in codec (against base for a
 // delta).
-func (s *Store) replaceRow(ctx context.Context, tx *index.Tx, m Version, codec Codec, base Hash, data []byte) error {
-	return s.hist.Reencode(ctx, tx, m.Hash, codec, base, data)
+func (s *Store) replaceRow(ctx context.Context, tx *index.Tx, hs HistoryStorage, m Version, codec Codec, base Hash, data []byte) error {
+	return hs.Reencode(ctx, tx, m.Hash, codec, base, data)
 }
 
 // setHistory records prev (number pgen) as no longer the newest version of
 // its history and h as the newest of one, with number gen and the open
 // versions opens, oldest first.
-func (s *Store) setHistory(ctx context.Context, tx *index.Tx, prev Hash, pgen int64, h Hash, gen int64, opens []Hash) error {
-	if err := s.hist.SetHistory(ctx, tx, prev, History{Gen: pgen}, time.Time{}); err != nil {
+func (s *Store) setHistory(ctx context.Context, tx *index.Tx, hs HistoryStorage, prev Hash, pgen int64, h Hash, gen int64, opens []Hash) error {
+	if err := hs.SetHistory(ctx, tx, prev, History{Gen: pgen}, time.Time{}); err != nil {
 		return err
 	}
-	return s.hist.SetHistory(ctx, tx, h, History{Gen: gen, Head: true, Opens: opens}, s.clock())
+	return hs.SetHistory(ctx, tx, h, History{Gen: gen, Head: true, Opens: opens}, s.clock())
 }
 
 // chainOf returns h and the bases it rests on, in order, ending at a
@@ -451,11 +473,15 @@ type deltaCodec struct {
 
 // newDeltaCodec returns a codec for contents of up to maxContent bytes
 // against base; the caller closes it.
-func newDeltaCodec(base []byte, maxContent int64, level int) (*deltaCodec, error) {
+func newDeltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 	w := window(len(base), int(capHint(maxContent, maxInline)))
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderDictRaw(0, base),
-		zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(level)),
+		// The fastest level: a delta against a near copy is mostly long
+		// matches, which it finds as well, and it indexes the dictionary
+		// in a fraction of the memory a higher level clears and fills
+		// for every base.
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithEncoderConcurrency(1),
 		zstd.WithWindowSize(w),
 		zstd.WithEncoderCRC(false),

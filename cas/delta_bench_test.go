@@ -76,3 +76,30 @@ func BenchmarkPutVersion(b *testing.B) {
 		prev = h
 	}
 }
+
+// BenchmarkPutVersionQueued is BenchmarkPutVersion with each write's
+// queued re-encoding run after it: the write plus the background work
+// it leaves.
+func BenchmarkPutVersionQueued(b *testing.B) {
+	ctx := context.Background()
+	_, s := storetest.OpenCAS(b, cas.Options{})
+	doc := textBytes(4<<10, 1)
+	b.SetBytes(int64(len(doc)))
+	var prev cas.Hash
+	var i uint64
+	for b.Loop() {
+		i++
+		off := int(i*4099) % (len(doc) - 8)
+		for k, v := 0, i; k < 8; k, v = k+1, v/26 {
+			doc[off+k] = 'a' + byte(v%26)
+		}
+		h, err := s.PutVersion(ctx, nil, doc, prev)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Reencode(ctx, 0); err != nil {
+			b.Fatal(err)
+		}
+		prev = h
+	}
+}

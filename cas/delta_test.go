@@ -41,13 +41,23 @@ func draftHistory(n int) [][]byte {
 	return out
 }
 
+// putVersion is PutVersion followed by the re-encoding it queued, so the
+// test sees the store as the scheme leaves it after the write.
+func putVersion(ctx context.Context, s *cas.Store, b []byte, prev cas.Hash) (cas.Hash, error) {
+	h, err := s.PutVersion(ctx, nil, b, prev)
+	if err == nil {
+		_, err = s.Reencode(ctx, 0)
+	}
+	return h, err
+}
+
 func putHistory(t *testing.T, s *cas.Store, versions [][]byte) []cas.Hash {
 	t.Helper()
 	ctx := context.Background()
 	var prev cas.Hash
 	hashes := make([]cas.Hash, len(versions))
 	for i, v := range versions {
-		h, err := s.PutVersion(ctx, nil, v, prev)
+		h, err := putVersion(ctx, s, v, prev)
 		require.NoError(t, err)
 		hashes[i], prev = h, h
 	}
@@ -233,9 +243,9 @@ func TestDeltaFallsBackWhenItDoesNotPay(t *testing.T) {
 	for i := range a {
 		a[i], b[i] = byte(r.Uint32()), byte(r.Uint32())
 	}
-	ha, err := s.PutVersion(ctx, nil, a, cas.Hash{})
+	ha, err := putVersion(ctx, s, a, cas.Hash{})
 	require.NoError(t, err)
-	_, err = s.PutVersion(ctx, nil, b, ha)
+	_, err = putVersion(ctx, s, b, ha)
 	require.NoError(t, err)
 	info, err := s.Stat(ctx, ha)
 	require.NoError(t, err)
@@ -323,7 +333,7 @@ func TestDeltaHistoryGoesOnPastABrokenVersion(t *testing.T) {
 		return err
 	}))
 
-	h8, err := s.PutVersion(ctx, nil, versions[7], hashes[6])
+	h8, err := putVersion(ctx, s, versions[7], hashes[6])
 	require.NoError(t, err)
 	for i, h := range []cas.Hash{h8, hashes[6]} {
 		got, err := s.ReadAll(ctx, h)
@@ -359,9 +369,9 @@ func TestDeltaLegacyKeyframeStaysWhole(t *testing.T) {
 		_, err := tx.ExecContext(ctx, `UPDATE blobs SET depth = 15 WHERE hash = ?`, old)
 		return err
 	}))
-	h1, err := s.PutVersion(ctx, nil, v[1], old)
+	h1, err := putVersion(ctx, s, v[1], old)
 	require.NoError(t, err)
-	h2, err := s.PutVersion(ctx, nil, v[2], h1)
+	h2, err := putVersion(ctx, s, v[2], h1)
 	require.NoError(t, err)
 
 	info, err := s.Stat(ctx, old)
@@ -410,13 +420,13 @@ func TestDeltaHistoryIgnoresAVersionThatLeftIt(t *testing.T) {
 	}
 	for i := range 5 {
 		var err error
-		prevA, err = s.PutVersion(ctx, nil, a[7+i], prevA)
+		prevA, err = putVersion(ctx, s, a[7+i], prevA)
 		require.NoError(t, err)
 		all[prevA], ofA[prevA] = a[7+i], true
 		info, err := s.Stat(ctx, hb[1])
 		require.NoError(t, err)
 		require.False(t, ofA[info.Base], "write %d of a: b's version is not re-encoded against one of a's", i)
-		prevB, err = s.PutVersion(ctx, nil, b[3+i], prevB)
+		prevB, err = putVersion(ctx, s, b[3+i], prevB)
 		require.NoError(t, err)
 		all[prevB] = b[3+i]
 	}
@@ -462,7 +472,7 @@ func TestDeltaHistoryLeavesLittleRoomBehind(t *testing.T) {
 // goes after them, at the end of the table.
 func TestDeltaNewVersionTakesItsPredecessorsRow(t *testing.T) {
 	ctx := context.Background()
-	db, s := storetest.OpenCAS(t, cas.Options{})
+	db, s := storetest.OpenCAS(t, cas.Options{InlineDeltas: true})
 	type row struct {
 		Hash  cas.Hash `db:"hash"`
 		Rowid int64    `db:"rowid"`
@@ -485,7 +495,7 @@ func TestDeltaNewVersionTakesItsPredecessorsRow(t *testing.T) {
 	took, after := 0, 0
 	for i, v := range versions[1:] {
 		before := rows()
-		h, err := s.PutVersion(ctx, nil, v, prev)
+		h, err := putVersion(ctx, s, v, prev)
 		require.NoError(t, err)
 		now := rows()
 		var others int // older versions this write re-encoded

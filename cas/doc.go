@@ -32,6 +32,11 @@
 //   - Writes given a transaction (PutBytes, PutVersion, Touch) commit or
 //     roll back with it: a failed write leaves no part of the blob, and a
 //     failed PutVersion leaves the previous version as it was.
+//   - A PutVersion stores its version whole and queues the re-encoding of
+//     the older versions it moves (reencode.go); the queue is run in
+//     order, a job per transaction, so every read's chain stays within
+//     Options.MaxChain at every moment, and a crash leaves the queue as
+//     the last commit left it.
 //   - Memory is bounded whatever the content's size: a Put holds one buffer
 //     of max(5 MiB, InlineMax+1), one zstd encoder and its output, a Get
 //     one chunk. The store keeps a couple of each for the next Put.

@@ -11,5 +11,10 @@ func Decodes(s *Store) int64 { return s.decodes.Load() }
 
 // ChunkReads reports how many chunks s read.
 func ChunkReads(s *Store) int64 { return s.chunkReads.Load() }
+
 // DictLoads counts the dictionaries s read from storage and built codecs for.
 func DictLoads(s *Store) int64 { return s.dictLoads.Load() }
+
+// StalePlans reports how many queued re-encodings s had to plan again in
+// their write transaction.
+func StalePlans(s *Store) int64 { return s.stalePlans.Load() }

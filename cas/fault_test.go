@@ -76,8 +76,8 @@ func TestFailedWriteLeavesNothing(t *testing.T) {
 	}
 }
 
-// TestFailedVersionWriteRollsBackItsDelta: when any storage write of a
-// PutVersion fails, the re-encoding of the previous version as a delta
+// TestFailedVersionWriteRollsBackItsDelta: with InlineDeltas, when any
+// storage write of a PutVersion fails, the re-encoding of the previous version as a delta
 // rolls back with the new version: the previous version is whole and
 // unchanged, the new one absent.
 func TestFailedVersionWriteRollsBackItsDelta(t *testing.T) {
@@ -87,7 +87,7 @@ func TestFailedVersionWriteRollsBackItsDelta(t *testing.T) {
 	for _, m := range []storagetest.Method{storagetest.Reencode, storagetest.PutAt, storagetest.SetHistory} {
 		t.Run(string(m), func(t *testing.T) {
 			for _, inTx := range []bool{false, true} {
-				_, s, faults := openFaulty(t, cas.Options{})
+				_, s, faults := openFaulty(t, cas.Options{InlineDeltas: true})
 				h1, err := s.PutVersion(ctx, nil, v1, cas.Hash{})
 				require.NoError(t, err)
 				before, err := s.Stat(ctx, h1)
@@ -132,6 +132,71 @@ func TestFailedVersionWriteRollsBackItsDelta(t *testing.T) {
 	}
 }
 
+// TestFailedReencodeStaysQueued: a queued re-encoding whose storage write
+// fails (as a crash in its transaction would) rolls back whole: the
+// previous version is as it was, the new one reads, and the job is still
+// queued; run again once the storage works, it makes the delta, once. A
+// failure of the write itself leaves neither the version nor a job.
+func TestFailedReencodeStaysQueued(t *testing.T) {
+	ctx := context.Background()
+	v1 := textBytes(16<<10, 5)
+	v2 := append(bytes.Clone(v1), []byte("\none more paragraph at the end of the draft\n")...)
+	for _, m := range []storagetest.Method{storagetest.Reencode, storagetest.SetHistory, storagetest.PutAt} {
+		t.Run(string(m), func(t *testing.T) {
+			_, s, faults := openFaulty(t, cas.Options{})
+			h1, err := s.PutVersion(ctx, nil, v1, cas.Hash{})
+			require.NoError(t, err)
+			before, err := s.Stat(ctx, h1)
+			require.NoError(t, err)
+			faults.Add(storagetest.Fault{Method: m, After: true, When: func(c storagetest.Call) bool {
+				return m != storagetest.SetHistory || c.Hash == cas.Sum(v2)
+			}})
+			h2, err := s.PutVersion(ctx, nil, v2, h1)
+			pending, perr := s.PendingReencodes(ctx)
+			require.NoError(t, perr)
+			if m == storagetest.PutAt {
+				// The write's own insert failed: nothing of it is left.
+				require.ErrorIs(t, err, storagetest.ErrInjected)
+				assert.Zero(t, pending, "no job for a write that did not commit")
+				ok, err := s.Has(ctx, cas.Sum(v2))
+				require.NoError(t, err)
+				assert.False(t, ok)
+				return
+			}
+			require.NoError(t, err, "the write itself only stores the new version")
+			require.Equal(t, 1, pending)
+			n, err := s.Reencode(ctx, 0)
+			require.ErrorIs(t, err, storagetest.ErrInjected)
+			assert.Zero(t, n)
+			require.Equal(t, 1, faults.Fired())
+
+			after, err := s.Stat(ctx, h1)
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "the previous version is as it was")
+			for h, want := range map[cas.Hash][]byte{h1: v1, h2: v2} {
+				got, err := s.ReadAll(ctx, h)
+				require.NoError(t, err)
+				assert.True(t, bytes.Equal(want, got))
+			}
+			pending, err = s.PendingReencodes(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, 1, pending, "the job is still queued")
+
+			faults.Clear()
+			n, err = s.Reencode(ctx, 0)
+			require.NoError(t, err)
+			assert.Equal(t, 1, n)
+			delta, err := s.Stat(ctx, h1)
+			require.NoError(t, err)
+			assert.Equal(t, cas.CodecDelta, delta.Codec, "once the storage works, the delta is made")
+			assert.Equal(t, h2, delta.Base)
+			n, err = s.Reencode(ctx, 0)
+			require.NoError(t, err)
+			assert.Zero(t, n, "done once")
+		})
+	}
+}
+
 // TestFailedReadIsAnError: a storage read that fails surfaces as an error
 // from every read of the Store, never as bytes.
 func TestFailedReadIsAnError(t *testing.T) {
@@ -144,9 +209,9 @@ func TestFailedReadIsAnError(t *testing.T) {
 	require.NoError(t, err)
 	chunked, err := s.Put(ctx, bytes.NewReader(big))
 	require.NoError(t, err)
-	h1, err := s.PutVersion(ctx, nil, v1, cas.Hash{})
+	h1, err := putVersion(ctx, s, v1, cas.Hash{})
 	require.NoError(t, err)
-	_, err = s.PutVersion(ctx, nil, v2, h1)
+	_, err = putVersion(ctx, s, v2, h1)
 	require.NoError(t, err)
 	info, err := s.Stat(ctx, h1)
 	require.NoError(t, err)
@@ -228,9 +293,9 @@ func TestCorruptBytesFromStorage(t *testing.T) {
 	require.NoError(t, err)
 	chunked, err := s.Put(ctx, bytes.NewReader(randomBytes(3<<20, 12)))
 	require.NoError(t, err)
-	h1, err := s.PutVersion(ctx, nil, v1, cas.Hash{})
+	h1, err := putVersion(ctx, s, v1, cas.Hash{})
 	require.NoError(t, err)
-	h2, err := s.PutVersion(ctx, nil, v2, h1)
+	h2, err := putVersion(ctx, s, v2, h1)
 	require.NoError(t, err)
 	for h, c := range map[cas.Hash]cas.Codec{raw: cas.CodecRaw, zst: cas.CodecZstd, chunked: cas.CodecChunked, h1: cas.CodecDelta} {
 		info, err := s.Stat(ctx, h)

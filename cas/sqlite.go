@@ -362,6 +362,20 @@ func (*SQLiteStorage) PutAt(ctx context.Context, tx *index.Tx, o Object, slot Sl
 	return putBlobRow(ctx, tx, o, slot)
 }
 
+// moveTo moves the blob row at h to rowid slot, unless a row holds it.
+func (*SQLiteStorage) moveTo(ctx context.Context, tx *index.Tx, h Hash, slot Slot) error {
+	_, err := tx.ExecContext(ctx, `UPDATE OR IGNORE blobs SET rowid = ? WHERE hash = ?`, int64(slot), h)
+	return index.Translate(err)
+}
+
+// compressRaw replaces the raw stored form of the blob at h by data in
+// codec, leaving its Saved count and row position as they are.
+func (*SQLiteStorage) compressRaw(ctx context.Context, tx *index.Tx, h Hash, codec Codec, data []byte) error {
+	_, err := tx.ExecContext(ctx, `UPDATE blobs SET codec = ?, stored = ?, data = ? WHERE hash = ? AND codec = 0`,
+		int(codec), len(data), nonNil(data), h)
+	return index.Translate(err)
+}
+
 // SetHistory records hist on the blob row at h.
 func (*SQLiteStorage) SetHistory(ctx context.Context, tx *index.Tx, h Hash, hist History, created time.Time) error {
 	// A zero-length BLOB, not NULL, marks the head of a history with

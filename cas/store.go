@@ -55,7 +55,8 @@ var (
 
 // Options configure a Store. The zero value means DefaultOptions.
 type Options struct {
-	// Level is the zstd level, 1 (fastest) to 22; default 3.
+	// Level is the zstd level of whole blobs, 1 (fastest) to 22; default
+	// 3. Deltas use zstd's fastest level.
 	Level int
 	// InlineMax is the largest content stored as a single row; larger
 	// content is split into content-defined chunks. Default 4 MiB; at
@@ -80,6 +81,17 @@ type Options struct {
 	// ones are trained after three times as many as the store held when
 	// the newest was. Default 64; negative trains only on TrainDict.
 	DictTrainAfter int
+	// InlineDeltas re-encodes the older versions a PutVersion moves
+	// inside the write's transaction. By default (false) the write stores
+	// its version whole and queues the re-encoding for Reencode, which
+	// does it in transactions of its own (see reencode.go).
+	InlineDeltas bool
+	// MaxPending is the most queued re-encodings a write leaves: a write
+	// that finds more, or more than 16 MiB of versions that queued writes
+	// stored uncompressed, does the oldest itself, so the queue, and what
+	// it keeps whole, stay bounded when writes outpace Reencode. Default
+	// 256; negative is the default.
+	MaxPending int
 	// Storage is where blobs and chunks are kept; default the SQLite
 	// tables of the DB given to New (SQLiteStorage). Without the
 	// HistoryStorage ability PutVersion stores every version whole.
@@ -91,7 +103,7 @@ const maxInline = 64 << 20
 
 // DefaultOptions returns the defaults used for zero Options fields.
 func DefaultOptions() Options {
-	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20, DictMax: 32 << 10, DictTrainAfter: 64}
+	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20, DictMax: 32 << 10, DictTrainAfter: 64, MaxPending: 256}
 }
 
 // Store is the content-addressable store: its metadata and transactions
@@ -112,6 +124,10 @@ type Store struct {
 	zbufs freeList[*[]byte] // compressed output, copied by SQLite on insert
 	bufs  freeList[*[]byte] // Put's read buffer, then its chunker's
 
+	// kick wakes the background re-encoder (StartReencoder) after a
+	// write queued work.
+	kick chan struct{}
+
 	// compressions counts compress calls, so tests can prove that stored
 	// content is not compressed again.
 	compressions atomic.Int64
@@ -123,6 +139,9 @@ type Store struct {
 	chunkReads atomic.Int64
 	// dictLoads counts the dictionaries read from storage and built.
 	dictLoads atomic.Int64
+	// stalePlans counts queued re-encodings whose plan the store had
+	// moved past by the time it was to be stored.
+	stalePlans atomic.Int64
 }
 
 // New returns a Store on db, keeping objects in opts.Storage. It fails with store.invalid_options for bad
@@ -152,6 +171,9 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	}
 	if opts.DeltaMax == 0 {
 		opts.DeltaMax = d.DeltaMax
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = d.MaxPending
 	}
 	if opts.DeltaMax > 256<<20 {
 		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "delta max %d is over 256 MiB", opts.DeltaMax)
@@ -190,7 +212,7 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	if opts.Storage == nil {
 		opts.Storage = NewSQLiteStorage()
 	}
-	s := &Store{db: db, opts: opts, dec: dec, st: opts.Storage}
+	s := &Store{db: db, opts: opts, dec: dec, st: opts.Storage, kick: make(chan struct{}, 1)}
 	s.hist, _ = opts.Storage.(HistoryStorage)
 	s.dicts.loaded = map[Hash]*dictCodec{}
 	s.encs = freeList[*zstd.Encoder]{keep: 2, free: []*zstd.Encoder{enc}, new: func() *zstd.Encoder {

@@ -28,10 +28,24 @@ func (w work) minus(o work) work {
 // TestWriteCostIsItsOwn holds a write of a new version to one hash and one
 // compression of its content and one inserted row, round after round, and
 // a write whose caller holds the previous version's bytes (an append) to
-// no decompression at all.
+// no decompression at all, whether re-encoding is queued or inline.
 func TestWriteCostIsItsOwn(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Queued", true: "Inline"}[inline], func(t *testing.T) {
+			testWriteCost(t, inline)
+		})
+	}
+}
+
+// testWriteCost is TestWriteCostIsItsOwn with the re-encoding inside the
+// write or queued; a queued write decodes nothing, even for a replace.
+func testWriteCost(t *testing.T, inline bool) {
 	ctx := context.Background()
-	_, s, faults := openFaulty(t, cas.Options{})
+	_, s, faults := openFaulty(t, cas.Options{InlineDeltas: inline})
+	replaceDecodes := int64(0)
+	if inline {
+		replaceDecodes = 1
+	}
 	var doc strings.Builder
 	for i := range 40 {
 		fmt.Fprintf(&doc, "line %d of a 4 KB file, the kind an agent rewrites round after round\n", i)
@@ -58,7 +72,7 @@ func TestWriteCostIsItsOwn(t *testing.T) {
 		_, err := s.PutVersion(ctx, nil, edited, prev)
 		require.NoError(t, err)
 		got := measure(s, faults).minus(before)
-		assert.Equal(t, work{hashes: 1, compressions: 1, decodes: 1, inserts: 1}, got)
+		assert.Equal(t, work{hashes: 1, compressions: 1, decodes: replaceDecodes, inserts: 1}, got)
 	})
 	t.Run("SameContentStoresNothing", func(t *testing.T) {
 		same := edited
@@ -80,6 +94,8 @@ func TestWriteCostIsItsOwn(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, h, cas.Sum(got))
 		}
+		_, err = s.Reencode(ctx, 0)
+		require.NoError(t, err)
 		rep, err := s.Verify(ctx, nil)
 		require.NoError(t, err)
 		assert.Empty(t, rep.Problems)

@@ -90,10 +90,10 @@ type DB struct {
 	// immutable: the file cannot be written (a read-only file system), so
 	// it is opened with immutable=1, without locks or a log index.
 	immutable bool
-	opts  Options
-	write *sqlx.DB  // nil when read-only
-	stmts stmtCache // statements prepared on write
-	read  *sqlx.DB
+	opts      Options
+	write     *sqlx.DB  // nil when read-only
+	stmts     stmtCache // statements prepared on write
+	read      *sqlx.DB
 	// readStmts are prepared on the read pool; database/sql prepares
 	// each again, once, on every pool connection a transaction uses.
 	readStmts stmtCache

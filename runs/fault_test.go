@@ -176,6 +176,8 @@ func TestFailureAfterEventsLeavesNothing(t *testing.T) {
 	assert.Equal(t, v2, e.read(e.svc.Workspace(r.ID, runs.ModelScope), "output/main.md"))
 
 	e.write(r.ID, "output/main.md", v2+" and a third")
+	_, err = e.st.Blobs.Reencode(e.ctx, 0) // what the write queued
+	require.NoError(t, err)
 	info, err = e.st.Blobs.Stat(e.ctx, cas.Sum([]byte(v2)))
 	require.NoError(t, err)
 	assert.Equal(t, cas.CodecDelta, info.Codec, "the same write, committed, does turn v2 into a delta")

@@ -4,12 +4,41 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
+// cpuProfileEnv names a file to write a CPU profile of the whole command
+// to, for diagnosing a host's session (the bench sets it with
+// --cpuprofile); unset, nothing is profiled.
+const cpuProfileEnv = "WSCTL_CPUPROFILE"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile := startProfile()
 	code := execute(ctx, newApp(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	os.Exit(code)
+}
+
+// startProfile starts the CPU profile cpuProfileEnv asks for and returns
+// what ends it.
+func startProfile() func() {
+	path := os.Getenv(cpuProfileEnv)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }

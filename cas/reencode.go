@@ -1,0 +1,359 @@
+package cas
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wsstore/wsstore/index"
+)
+
+// A write (PutVersion) stores its new version whole and leaves the
+// re-encoding of the versions it replaces to a queue, the blob_reencodes
+// table: one job per write, naming the new version and the one it
+// replaced, added in the write's transaction. A job is exactly the step
+// an inline write takes (extend in delta.go), taken later: jobs run
+// oldest first, each in one transaction that also deletes it, so after
+// every commit the store is in a state the inline scheme passes through
+// (its state some writes ago, the newer versions whole and in no history
+// yet), and every read's chain stays within MaxChain at every moment.
+//
+// The slow part of a job (decoding the versions, building and proving the
+// deltas) runs in a read transaction; the write transaction that follows
+// checks that every row the plan read is as it was and then only stores
+// what the plan built. A row that changed meanwhile (gc collected it,
+// another process ran the job) makes the job run again inside the write
+// transaction, on the store as it is.
+//
+// A crash loses nothing: a job and its re-encodings commit together, and
+// a job whose rows are gone is dropped. Collection stays safe by the
+// history-number rule (BlobRecord.Gen): a job makes older versions deltas
+// against the new version only in the transaction that makes it the
+// newest of a history and so changes its number.
+
+// reencodeJob is one queued write: blob replaced prev.
+type reencodeJob struct {
+	ID   int64 `db:"id"`
+	Blob Hash  `db:"blob"`
+	Prev Hash  `db:"prev"`
+}
+
+// maxPendingRaw bounds the bytes queued writes hold uncompressed.
+const maxPendingRaw = 16 << 20
+
+// queueReencode queues the re-encoding a write of h over prev leaves, in
+// the write's transaction (raw: the bytes it stored uncompressed), and
+// while the queue holds more than MaxPending jobs or maxPendingRaw raw
+// bytes runs the oldest jobs in it.
+func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, raw int) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO blob_reencodes (blob, prev, raw) VALUES (?, ?, ?)`, h, prev, raw); err != nil {
+		return index.Translate(err)
+	}
+	for {
+		var q struct {
+			N   int   `db:"n"`
+			Raw int64 `db:"raw"`
+		}
+		if err := tx.GetContext(ctx, &q, `SELECT count(*) AS n, coalesce(sum(raw), 0) AS raw FROM blob_reencodes`); err != nil {
+			return index.Translate(err)
+		}
+		if q.N <= s.opts.MaxPending && q.Raw <= maxPendingRaw {
+			break
+		}
+		job, ok, err := firstJob(ctx, tx)
+		if err != nil || !ok {
+			return err
+		}
+		if _, err := deleteJob(ctx, tx, job.ID); err != nil {
+			return err
+		}
+		if err := s.runJob(ctx, tx, s.hist, job); err != nil {
+			return err
+		}
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func firstJob(ctx context.Context, tx *index.Tx) (reencodeJob, bool, error) {
+	var job reencodeJob
+	err := tx.GetContext(ctx, &job, `SELECT id, blob, prev FROM blob_reencodes ORDER BY id LIMIT 1`)
+	if errors.Is(err, sql.ErrNoRows) {
+		return job, false, nil
+	}
+	return job, err == nil, index.Translate(err)
+}
+
+func deleteJob(ctx context.Context, tx *index.Tx, id int64) (bool, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM blob_reencodes WHERE id = ?`, id)
+	if err != nil {
+		return false, index.Translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// PendingReencodes returns how many writes' re-encodings are queued.
+func (s *Store) PendingReencodes(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return index.Translate(tx.GetContext(ctx, &n, `SELECT count(*) FROM blob_reencodes`))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pending re-encodings: %w", err)
+	}
+	return n, nil
+}
+
+// Reencode runs up to limit queued re-encodings (every one for limit 0 or
+// less), oldest first, each in a write transaction of its own, and
+// returns how many it ran. It stops early when ctx is done. A failed job
+// stays queued and its error is returned; errors are the storage's and
+// the index's.
+func (s *Store) Reencode(ctx context.Context, limit int) (int, error) {
+	if s.hist == nil {
+		return 0, nil
+	}
+	done := 0
+	for limit <= 0 || done < limit {
+		if err := ctx.Err(); err != nil {
+			return done, err
+		}
+		ok, err := s.reencodeOne(ctx)
+		if err != nil {
+			return done, fmt.Errorf("re-encode: %w", err)
+		}
+		if !ok {
+			break
+		}
+		done++
+	}
+	return done, nil
+}
+
+// reencodeOne runs the oldest job; false when there is none.
+func (s *Store) reencodeOne(ctx context.Context) (bool, error) {
+	var job reencodeJob
+	var found bool
+	plan := &planner{HistoryStorage: s.hist}
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		if job, found, err = firstJob(ctx, tx); err != nil || !found {
+			return err
+		}
+		return s.runJob(ctx, tx, plan, job)
+	})
+	if err != nil || !found {
+		return false, err
+	}
+	err = s.db.Update(ctx, func(tx *index.Tx) error {
+		if ok, err := deleteJob(ctx, tx, job.ID); err != nil || !ok {
+			return err // another process ran it
+		}
+		same, err := plan.unchanged(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if !same {
+			s.stalePlans.Add(1)
+			return s.runJob(ctx, tx, s.hist, job)
+		}
+		return plan.apply(ctx, tx)
+	})
+	return err == nil, err
+}
+
+// runJob takes, in tx through hs, the step the write of job.Blob over
+// job.Prev left queued, as extend does for a version stored before. A job
+// whose new version is gone, belongs to a history already (the same
+// content was written again), or does not read is dropped.
+func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job reencodeJob) error {
+	n, ok, err := s.version(ctx, tx, hs, job.Blob)
+	if err != nil || !ok || !whole(n.Codec) || n.Gen != 0 || n.Head || n.Depth != 0 {
+		return err
+	}
+	cur, err := s.decode(ctx, n.Hash, n.Codec, n.Data, n.Size, n.Base)
+	if err != nil || Sum(cur) != job.Blob {
+		return nil // corrupt: Verify reports it; nothing builds on it
+	}
+	if rs, ok := hs.(rowStorage); ok && n.Codec == CodecRaw {
+		// The write stored it raw; whatever the history does with it,
+		// its whole form is compressed from now on.
+		data, codec, release := s.compress(cur)
+		err := func() error {
+			defer release()
+			if codec == CodecRaw {
+				return nil
+			}
+			return rs.compressRaw(ctx, tx, n.Hash, codec, data)
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return s.extend(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
+}
+
+// planner is the HistoryStorage a job is planned through in a read
+// transaction: reads pass through and are remembered, writes are kept
+// for apply.
+type planner struct {
+	HistoryStorage
+	read []readRow
+	ops  []func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error
+}
+
+// readRow is a row the plan read as it was, or its absence.
+type readRow struct {
+	h     Hash
+	v     Version
+	found bool
+}
+
+func (p *planner) Version(ctx context.Context, tx *index.Tx, h Hash) (Version, error) {
+	v, err := p.HistoryStorage.Version(ctx, tx, h)
+	if err == nil || errors.Is(err, ErrNotFound) {
+		p.read = append(p.read, readRow{h: h, v: v, found: err == nil})
+	}
+	return v, err
+}
+
+func (p *planner) Reencode(_ context.Context, _ *index.Tx, h Hash, codec Codec, base Hash, data []byte) error {
+	data = bytes.Clone(data)
+	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
+		return hs.Reencode(ctx, tx, h, codec, base, data)
+	})
+	return nil
+}
+
+func (p *planner) PutAt(_ context.Context, _ *index.Tx, o Object, slot Slot) error {
+	o.Data = bytes.Clone(o.Data)
+	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
+		return hs.PutAt(ctx, tx, o, slot)
+	})
+	return nil
+}
+
+func (p *planner) SetHistory(_ context.Context, _ *index.Tx, h Hash, hist History, created time.Time) error {
+	hist.Opens = slices.Clone(hist.Opens)
+	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
+		return hs.SetHistory(ctx, tx, h, hist, created)
+	})
+	return nil
+}
+
+// rowStorage is what the package's own storage can do beyond
+// HistoryStorage for a queued version: move its row to the position a
+// re-encoding in the same transaction freed (as PutAt places a new one),
+// and replace the raw form a write stored by a compressed one, leaving
+// its Saved count as it is (compression is not what a delta saved).
+type rowStorage interface {
+	moveTo(ctx context.Context, tx *index.Tx, h Hash, slot Slot) error
+	compressRaw(ctx context.Context, tx *index.Tx, h Hash, codec Codec, data []byte) error
+}
+
+func (p *planner) moveTo(_ context.Context, _ *index.Tx, h Hash, slot Slot) error {
+	if _, ok := p.HistoryStorage.(rowStorage); !ok {
+		return nil
+	}
+	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
+		return hs.(rowStorage).moveTo(ctx, tx, h, slot)
+	})
+	return nil
+}
+
+func (p *planner) compressRaw(_ context.Context, _ *index.Tx, h Hash, codec Codec, data []byte) error {
+	if _, ok := p.HistoryStorage.(rowStorage); !ok {
+		return nil
+	}
+	data = bytes.Clone(data)
+	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
+		return hs.(rowStorage).compressRaw(ctx, tx, h, codec, data)
+	})
+	return nil
+}
+
+// rawMax is the largest new version a queued write stores raw, leaving
+// its compression to its job: the newest version of a file that is
+// written again is re-encoded as a delta by the next job anyway, and the
+// queue's bounds (MaxPending, maxPendingRaw) bound what is held raw.
+const rawMax = 1 << 20
+
+// storesRaw reports whether a queued write of n bytes stores them raw.
+func (s *Store) storesRaw(n int) bool {
+	_, ok := s.hist.(rowStorage)
+	return ok && n <= rawMax
+}
+
+// unchanged reports whether every row the plan read is, in tx, as it was.
+func (p *planner) unchanged(ctx context.Context, tx *index.Tx) (bool, error) {
+	for _, r := range p.read {
+		v, err := p.HistoryStorage.Version(ctx, tx, r.h)
+		found := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return false, err
+		}
+		if found != r.found || (found && !sameRow(v, r.v)) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// sameRow compares what a plan depends on: everything but the created
+// time, which writers raise as they re-use a row.
+func sameRow(a, b Version) bool {
+	return a.Slot == b.Slot && a.Size == b.Size && a.Stored == b.Stored && a.Codec == b.Codec && a.Base == b.Base &&
+		a.Saved == b.Saved && a.Depth == b.Depth && a.Gen == b.Gen && a.Head == b.Head &&
+		a.Unreadable == b.Unreadable && slices.Equal(a.Opens, b.Opens) && bytes.Equal(a.Data, b.Data)
+}
+
+// apply makes the plan's writes in tx.
+func (p *planner) apply(ctx context.Context, tx *index.Tx) error {
+	for _, op := range p.ops {
+		if err := op(ctx, tx, p.HistoryStorage); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reencodePoll is how often the background re-encoder looks at the queue
+// when no write woke it: a write's transaction may commit after its kick.
+const reencodePoll = 200 * time.Millisecond
+
+// StartReencoder runs Reencode in the background until stop is called:
+// woken by every write that queues work, and every reencodePoll. A job
+// that fails is tried again at the next wake. stop waits for the job in
+// progress to end; jobs left in the queue stay there for the next run.
+func (s *Store) StartReencoder() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(reencodePoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.kick:
+			case <-t.C:
+			}
+			_, _ = s.Reencode(ctx, 0)
+		}
+	}()
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
