@@ -44,8 +44,11 @@ func cut(b []byte) int {
 
 // chunkerMin is the smallest buffer a streaming chunker takes: the
 // longest chunk, so every cut sees as many bytes as cut may look at, and
-// some more so that a refill reads more than a sliver.
-const chunkerMin = maxChunk + 1<<20
+// a little more so that a refill reads more than a sliver. A refill
+// moves what is left to the front, which costs far less than the
+// compression of the chunk it follows, so the slack is kept small: it is
+// held for the whole of every large Put.
+const chunkerMin = maxChunk + 64<<10
 
 // chunker splits a stream into content-defined chunks in one buffer, so
 // memory stays bounded whatever the stream's length. Boundaries depend on

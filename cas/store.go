@@ -98,6 +98,9 @@ type Options struct {
 	Storage Storage
 }
 
+// encoderWindow is the zstd window of whole blobs and chunks.
+const encoderWindow = 2 << 20
+
 // maxInline is the largest InlineMax, so no single-row blob is larger.
 const maxInline = 64 << 20
 
@@ -191,10 +194,10 @@ func New(db *index.DB, opts Options) (*Store, error) {
 		return zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(opts.Level)),
 			zstd.WithEncoderConcurrency(1),
-			// A window of the largest chunk finds every match within a
-			// chunk and costs a quarter of the default's memory; an
-			// inline blob larger than that loses only distant matches.
-			zstd.WithWindowSize(maxChunk),
+			// zstd's own level 3 uses a 2 MiB window for large input:
+			// matches further back than that within a 4 MiB chunk are
+			// rare, and the encoder keeps a window's worth of history.
+			zstd.WithWindowSize(encoderWindow),
 			zstd.WithLowerEncoderMem(true),
 			zstd.WithEncoderCRC(false), // BLAKE3 verifies every read
 			zstd.WithZeroFrames(true))
@@ -242,10 +245,14 @@ func (s *Store) compress(b []byte) (data []byte, codec Codec, release func()) {
 	s.compressions.Add(1)
 	enc := s.encs.get()
 	zp := s.zbufs.get()
-	// Room for incompressible input, which zstd stores in raw blocks
-	// with a few bytes of framing, so the buffer never grows by doubling.
-	if bound := len(b) + len(b)>>10 + 1<<10; cap(*zp) < bound {
-		*zp = make([]byte, 0, bound)
+	if need := zbound(len(b)); cap(*zp) < need {
+		// A buffer for a chunk is made for the largest chunk, so a stream
+		// of chunks allocates it once rather than again for every chunk
+		// larger than all before it.
+		if len(b) >= minChunk && len(b) <= maxChunk {
+			need = zbound(maxChunk)
+		}
+		*zp = make([]byte, 0, need)
 	}
 	z := enc.EncodeAll(b, (*zp)[:0])
 	s.encs.put(enc)
@@ -256,6 +263,11 @@ func (s *Store) compress(b []byte) (data []byte, codec Codec, release func()) {
 	}
 	return b, CodecRaw, release
 }
+
+// zbound is the room compress gives n bytes: zstd stores incompressible
+// input in raw blocks with a few bytes of framing, so the output buffer
+// never grows by doubling.
+func zbound(n int) int { return n + n>>10 + 1<<10 }
 
 // Put stores the content read from r and returns its address. Content
 // larger than Options.InlineMax is split into chunks and streamed, so memory

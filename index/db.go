@@ -206,6 +206,9 @@ func (db *DB) probeDSN() string {
 	return "file:" + (&url.URL{Path: db.path}).EscapedPath() + "?" + q.Encode()
 }
 
+// cacheKiB is the page cache of each connection, in KiB.
+const cacheKiB = 1024
+
 func (db *DB) dsn(read bool) string {
 	q := url.Values{}
 	wait := db.opts.BusyTimeout
@@ -215,6 +218,11 @@ func (db *DB) dsn(read bool) string {
 	}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(wait.Milliseconds(), 10)+")")
 	q.Add("_pragma", "foreign_keys(1)")
+	// SQLite's page cache holds each 4 KiB page in an 8 KiB slot of the
+	// allocator, so the default 2 MB cache costs 4 MB of memory per
+	// connection, most of it overflow pages of large blobs passing
+	// through; the metadata a transaction touches fits in far less.
+	q.Add("_pragma", "cache_size("+strconv.Itoa(-cacheKiB)+")")
 	if read {
 		q.Add("_pragma", "query_only(1)")
 		if db.opts.ReadOnly {

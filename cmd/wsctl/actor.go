@@ -103,6 +103,7 @@ func runActorLs(ctx context.Context, o actorOptions, args []string) error {
 }
 
 func runActorUpload(ctx context.Context, o actorOptions, args []string) error {
+	defer streaming()()
 	in := o.in
 	if len(args) > 2 && args[2] != "-" {
 		f, err := os.Open(args[2])
@@ -125,6 +126,7 @@ func runActorUpload(ctx context.Context, o actorOptions, args []string) error {
 }
 
 func runActorDownload(ctx context.Context, o actorOptions, args []string) (err error) {
+	defer streaming()()
 	st, err := openStore(ctx, o.globals, readOnly)
 	if err != nil {
 		return err

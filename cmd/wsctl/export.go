@@ -44,6 +44,7 @@ failed export leaves no partial archive. "wsctl import" reads it.`,
 }
 
 func runExport(ctx context.Context, o exportOptions, args []string) error {
+	defer streaming()()
 	st, err := openStore(ctx, o.globals, readOnly)
 	if err != nil {
 		return err

@@ -43,6 +43,7 @@ after the rest is imported).`,
 }
 
 func runImport(ctx context.Context, o importOptions, args []string) error {
+	defer streaming()()
 	in := o.in
 	if args[0] != "-" {
 		f, err := os.Open(args[0])
