@@ -32,7 +32,9 @@ type tracer struct {
 func (tr *tracer) trace(q string) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if !tr.on {
+	if !tr.on || strings.Contains(q, "blob_reencodes") {
+		// The background re-encoder looks for work on its own clock; the
+		// stores traced re-encode inline, so it never finds any.
 		return
 	}
 	tr.stmts = append(tr.stmts, q)
@@ -57,6 +59,7 @@ func (tr *tracer) end() []string {
 func openTraced(t *testing.T, opts wsstore.Options) (*retEnv, *tracer) {
 	tr := &tracer{}
 	opts.Index.Trace = tr.trace
+	opts.CAS.InlineDeltas = true
 	return newRetEnv(t, opts), tr
 }
 
@@ -265,6 +268,8 @@ func TestReclaimKeepsABaseMadeSinceTheDeletion(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, e.write("run_a", "output/f.md", X))
+	_, err = e.s.Blobs.Reencode(e.ctx, 0) // the write queued P's delta
+	require.NoError(t, err)
 	info, err := e.s.Blobs.Stat(e.ctx, cas.Sum([]byte(P)))
 	require.NoError(t, err)
 	require.Equal(t, cas.Sum([]byte(X)), info.Base, "P now rests on X")

@@ -224,6 +224,16 @@ func newestDict(ctx context.Context, tx *index.Tx) (DictInfo, bool, error) {
 	return d, true, nil
 }
 
+// dictListed reports whether the blob at h is a dictionary the store
+// lists.
+func dictListed(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
+	var n int
+	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM dicts WHERE hash = ?`, h); err != nil {
+		return false, fmt.Errorf("look up dictionary %s: %w", h.Short(), index.Translate(err))
+	}
+	return n > 0, nil
+}
+
 // loadDict returns the codec of dictionary info.Hash, built from its blob
 // read in tx (nil: a read transaction of its own) the first time it is
 // used. It fails with ErrCorrupt when the blob is missing, is not stored

@@ -331,6 +331,14 @@ func (s *Store) Referenced(ctx context.Context, tx *index.Tx, kind Kind, h Hash)
 	if !ok {
 		return false, errors.ErrUnsupported
 	}
+	if kind == KindBlob {
+		// A listed dictionary is a root of its own: the blobs compressed
+		// with it are not all it is kept for.
+		listed, err := dictListed(ctx, tx, h)
+		if err != nil || listed {
+			return listed, err
+		}
+	}
 	return rs.Referenced(ctx, tx, kind, h)
 }
 

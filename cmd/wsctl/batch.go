@@ -50,6 +50,7 @@ type batchLine struct {
 }
 
 func runBatch(ctx context.Context, o batchOptions, _ []string) error {
+	defer softMemoryLimit(defaultMemoryLimit)()
 	st, err := openServing(ctx, o.globals)
 	if err != nil {
 		return err

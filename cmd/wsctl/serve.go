@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -123,9 +121,7 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 	if o.memoryLimit < 0 {
 		return usageError{fmt.Errorf("--memory-limit %d: must not be negative", o.memoryLimit)}
 	}
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && o.memoryLimit > 0 {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(o.memoryLimit))
-	}
+	defer softMemoryLimit(o.memoryLimit)()
 	st, err := openServing(ctx, o.globals)
 	if err != nil {
 		return err

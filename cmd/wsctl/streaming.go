@@ -24,3 +24,18 @@ func streaming() (restore func()) {
 	old := debug.SetGCPercent(streamingGCPercent)
 	return func() { debug.SetGCPercent(old) }
 }
+
+// softMemoryLimit sets limit as the Go runtime's soft memory limit
+// (debug.SetMemoryLimit), unless the environment sets GOMEMLIMIT or limit
+// is 0, and returns the function that restores the previous one. batch
+// and serve run under it: a request that streams a large file makes
+// garbage at the rate it reads, and the limit has it collected before
+// the heap doubles past what is live, at no cost while the heap stays
+// well below it.
+func softMemoryLimit(limit int64) (restore func()) {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set || limit <= 0 {
+		return func() {}
+	}
+	old := debug.SetMemoryLimit(limit)
+	return func() { debug.SetMemoryLimit(old) }
+}
