@@ -60,7 +60,10 @@ func metaURL(st *wsstore.Store) (string, error) {
 }
 
 func runReplicate(ctx context.Context, o replicateOptions) error {
-	st, err := openStore(ctx, o.globals, readWrite)
+	// A signal stops replication after a last round, whenever it comes:
+	// opening, starting and the first round do not watch for it.
+	steady := context.WithoutCancel(ctx)
+	st, err := openStore(steady, o.globals, readWrite)
 	if err != nil {
 		return err
 	}
@@ -73,7 +76,7 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 	} else if _, err := remote.ParseURL(to); err != nil {
 		return usageError{err}
 	}
-	rep, err := replica.Start(ctx, st.DB.Path(), to, replica.Options{Interval: min(o.interval, time.Second)})
+	rep, err := replica.Start(steady, st.DB.Path(), to, replica.Options{Interval: min(o.interval, time.Second)})
 	if err != nil {
 		return err
 	}
@@ -90,7 +93,7 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 		rounds++
 		return nil
 	}
-	err = round(ctx)
+	err = round(steady)
 	if !o.once && err == nil {
 		t := time.NewTicker(o.interval)
 		for err == nil {
@@ -105,10 +108,10 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 		t.Stop()
 		if ctx.Err() != nil {
 			// Stopped by a signal: the final round below is the last word.
-			err = round(context.WithoutCancel(ctx))
+			err = round(steady)
 		}
 	}
-	if cerr := rep.Close(context.WithoutCancel(ctx)); err == nil {
+	if cerr := rep.Close(steady); err == nil {
 		err = cerr
 	}
 	if err != nil {
