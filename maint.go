@@ -64,14 +64,7 @@ func (s *Store) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	if opt.Now != nil {
 		now = opt.Now
 	}
-	grace := opt.Grace
-	switch {
-	case grace == 0:
-		grace = DefaultGCGrace
-	case grace < 0:
-		grace = 0
-	}
-	start := now().Add(-grace)
+	start := now().Add(-maint.Grace(opt.Grace))
 	rep, err := s.maint.GC(ctx, opt)
 	if err != nil || opt.DryRun {
 		return rep, err

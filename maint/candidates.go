@@ -117,21 +117,8 @@ func (m *Maintainer) CollectCandidates(ctx context.Context, opt StepOptions) (Ca
 	if n <= 0 {
 		n = DefaultStepObjects
 	}
-	now := opt.Now
-	if now == nil {
-		now = m.p.Now
-	}
-	grace := opt.Grace
-	switch {
-	case grace == 0:
-		grace = DefaultGCGrace
-	case grace < 0:
-		grace = 0
-	}
-	progress := opt.Progress
-	if progress == nil {
-		progress = func(string, int, int) {}
-	}
+	now, grace := m.clock(opt.Now), Grace(opt.Grace)
+	progress := orNoProgress(opt.Progress)
 	var ready bool
 	if err := m.p.DB.View(ctx, func(tx *index.Tx) error {
 		var err error

@@ -73,6 +73,34 @@ type GCReport struct {
 	Kept ObjectCounts `json:"keptYoung"`
 }
 
+// Grace is the grace a collection gives objects younger than it: g, with
+// 0 meaning DefaultGCGrace and a negative g none at all.
+func Grace(g time.Duration) time.Duration {
+	switch {
+	case g == 0:
+		return DefaultGCGrace
+	case g < 0:
+		return 0
+	}
+	return g
+}
+
+// clock is the clock a collection reads: now, or m's when now is nil.
+func (m *Maintainer) clock(now func() time.Time) func() time.Time {
+	if now == nil {
+		return m.p.Now
+	}
+	return now
+}
+
+// orNoProgress is progress, or a callback that reports nothing for nil.
+func orNoProgress(progress func(string, int, int)) func(string, int, int) {
+	if progress == nil {
+		return func(string, int, int) {}
+	}
+	return progress
+}
+
 // GC deletes the blobs, chunks and trees that no root reaches: mark and
 // sweep. The roots are every run's live root and persist base, every
 // checkpoint's root and every chat's persist root. Mark reads one consistent
@@ -91,21 +119,8 @@ type GCReport struct {
 // from a root is missing or a reachable tree does not decode: the walk
 // could not know what lies below it. Fsck names every such problem.
 func (m *Maintainer) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
-	now := opt.Now
-	if now == nil {
-		now = m.p.Now
-	}
-	grace := opt.Grace
-	switch {
-	case grace == 0:
-		grace = DefaultGCGrace
-	case grace < 0:
-		grace = 0
-	}
-	progress := opt.Progress
-	if progress == nil {
-		progress = func(string, int, int) {}
-	}
+	now, grace := m.clock(opt.Now), Grace(opt.Grace)
+	progress := orNoProgress(opt.Progress)
 	cutoff := now().Add(-grace).UnixNano()
 
 	progress("mark", 0, 0)

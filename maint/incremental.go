@@ -58,22 +58,9 @@ func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCRepor
 	if n <= 0 {
 		n = DefaultStepObjects
 	}
-	now := opt.Now
-	if now == nil {
-		now = m.p.Now
-	}
-	grace := opt.Grace
-	switch {
-	case grace == 0:
-		grace = DefaultGCGrace
-	case grace < 0:
-		grace = 0
-	}
+	now, grace := m.clock(opt.Now), Grace(opt.Grace)
 	cutoff := now().Add(-grace).UnixNano()
-	progress := opt.Progress
-	if progress == nil {
-		progress = func(string, int, int) {}
-	}
+	progress := orNoProgress(opt.Progress)
 	progress("mark", 0, 0)
 	var plan *gcPlan
 	err := m.p.DB.View(ctx, func(tx *index.Tx) error {

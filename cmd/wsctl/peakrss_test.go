@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -35,18 +34,7 @@ func TestPeakRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and streams files of tens of MiB")
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build wsctl with")
-	}
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "wsctl")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
-	}
-	build := exec.Command(goBin, "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run(), "go build")
+	bin := wsctlBinary(t)
 	if _, err := rss.Peak(exec.Command(bin, "version")); errors.Is(err, rss.ErrUnsupported) {
 		t.Skip(err)
 	}
