@@ -81,7 +81,10 @@ func TestPeakRSS(t *testing.T) {
 		t.Logf("%-15s peak RSS %5.1f MiB (small input), %5.1f MiB (large input)", op, mib(small[op]), mib(large[op]))
 		assert.Less(t, small[op], int64(rssLimit), op)
 		assert.Less(t, large[op], int64(rssLimit), op)
-		assert.Less(t, large[op]-small[op], int64(8<<20), "%s: the peak grows with the input", op)
+		// Holding the input would add the 48 MiB between the sizes; the
+		// allocators' caches and the collector's pacing settle a few MiB
+		// higher on a longer stream, so a third of that is the bound.
+		assert.Less(t, large[op]-small[op], int64(16<<20), "%s: the peak grows with the input", op)
 	}
 }
 
