@@ -203,15 +203,19 @@ func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*rem
 
 // Close stops the background re-encoding of older versions, runs what is
 // still queued (at most cas.Options.MaxPending writes' worth; a failure
-// leaves it queued for the next Open), gives back the pages the forms it
-// replaced held, and closes the database.
+// leaves it queued for the next Open), gives the database's free pages
+// back to the file system in short steps (the pages the replaced forms
+// held are most of them), and closes the database.
 func (s *Store) Close() error {
 	if s.stopReencoder != nil {
 		s.stopReencoder()
 		s.stopReencoder = nil
 		ctx := context.Background()
-		if n, _ := s.Blobs.Reencode(ctx, 0); n > 0 {
-			// Nothing writes after this to fill them again.
+		_, _ = s.Blobs.Reencode(ctx, 0)
+		// What re-encoding freed, here or in the background, goes back
+		// to the file system: nothing of this Store writes after this to
+		// fill the pages again.
+		if free, err := s.DB.FreePages(ctx); err == nil && free > 0 {
 			for {
 				left, err := s.DB.IncrementalVacuum(ctx, DefaultVacuumPages)
 				if err != nil || left == 0 {

@@ -34,6 +34,19 @@ func (db *DB) UsedBytes(ctx context.Context) (int64, error) {
 	return n, err
 }
 
+// FreePages returns how many of the database's pages are free, as the
+// latest commit left them.
+func (db *DB) FreePages(ctx context.Context) (int64, error) {
+	var free int64
+	err := db.View(ctx, func(tx *Tx) error {
+		return tx.GetContext(ctx, &free, `PRAGMA freelist_count`)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("free pages: %w", Translate(err))
+	}
+	return free, nil
+}
+
 // AutoVacuum reports whether the database gives free pages back with
 // IncrementalVacuum (auto_vacuum = INCREMENTAL). A store created before
 // the setting existed has it off until its next VACUUM.
