@@ -33,8 +33,10 @@ nothing else writes to the store.
 
 It sweeps in steps of at most 256 rows, each one short write, so writers
 in other processes wait for a step at a time, never for the whole sweep.
-gc frees pages inside the database file; "wsctl vacuum" gives them back to
-the file system.`,
+gc frees pages inside the database file; closing the store gives them back
+to the file system in short steps on a store made with incremental
+auto-vacuum (every store this build creates), and "wsctl vacuum" rebuilds
+older stores whole.`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runGC(ctx, o, args)
@@ -97,7 +99,7 @@ func runGC(ctx context.Context, o gcOptions, _ []string) error {
 	case rep.DryRun:
 		_, err = fmt.Fprintln(o.out, "dry run: nothing deleted")
 	case rep.FreedBytes > 0:
-		_, err = fmt.Fprintln(o.out, "\"wsctl vacuum\" gives the freed space back to the file system")
+		_, err = fmt.Fprintln(o.out, "freed pages go back to the file system as the store closes (\"wsctl vacuum\" for a store made before incremental auto-vacuum)")
 	}
 	return err
 }

@@ -98,6 +98,8 @@ func TestGCFreesDeletedRunAndVacuumShrinks(t *testing.T) {
 	assert.Contains(t, out, "dry run: nothing deleted")
 	assert.True(t, has(), "a dry run deletes nothing")
 
+	var before wsstore.VacuumReport
+	c.jsonOut(&before, "vacuum") // the file while it holds the blob
 	out = c.ok("gc", "--grace", "0")
 	assert.Regexp(t, `(?m)^freed\s+[1-9]\d*\s+0\s+[1-9]\d*\s+5\d\d\.\d KiB$`, out)
 	assert.Contains(t, out, "wsctl vacuum")
@@ -109,7 +111,10 @@ func TestGCFreesDeletedRunAndVacuumShrinks(t *testing.T) {
 
 	var vr wsstore.VacuumReport
 	c.jsonOut(&vr, "vacuum")
-	assert.Less(t, vr.AfterBytes, vr.BeforeBytes-400<<10, "vacuum gives the freed pages back")
+	// gc's Close gives the freed pages back already; vacuum finds the
+	// file that small or makes it so.
+	assert.Less(t, vr.AfterBytes, before.AfterBytes-400<<10, "the freed pages are given back")
+	assert.LessOrEqual(t, vr.AfterBytes, vr.BeforeBytes)
 	assert.Regexp(t, `^vacuum: .+ before, .+ after \(.+ freed\)\n$`, c.ok("vacuum"))
 	c.ok("fsck")
 }
