@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/wsstore/wsstore"
@@ -176,21 +178,9 @@ func (h *Handler) replaying(r *http.Request, body io.Reader, fn func(io.Reader) 
 // DELETE /workspace/file?actor=&path=: removes the file, or the directory
 // and everything below it.
 func (h *Handler) wsDelete(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	actor := q.Get("actor")
-	if _, ok := h.authorize(w, r, access{write: true, actor: actor}); !ok {
-		return
-	}
-	var c actors.Change
-	err := h.retry(r.Context(), func() (err error) {
-		c, err = h.b.Actors.Delete(r.Context(), actor, q.Get("path"))
-		return err
+	h.actorChange(w, r, func(ctx context.Context, actor string, q url.Values) (actors.Change, error) {
+		return h.b.Actors.Delete(ctx, actor, q.Get("path"))
 	})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, c)
 }
 
 // GET /workspace/stats?actor=: the actor's files, bytes and versions.
@@ -241,6 +231,15 @@ func (h *Handler) wsGC(w http.ResponseWriter, r *http.Request) {
 // DELETE /workspace/delete-by-prefix?actor=&prefix=: removes, in one
 // change, every path that starts with prefix.
 func (h *Handler) wsDeletePrefix(w http.ResponseWriter, r *http.Request) {
+	h.actorChange(w, r, func(ctx context.Context, actor string, q url.Values) (actors.Change, error) {
+		return h.b.Actors.DeleteByPrefix(ctx, actor, q.Get("prefix"))
+	})
+}
+
+// actorChange answers a request that changes the space of the actor its
+// query names: authorized for writing to that actor, change retried
+// while the store is busy, the change recorded as the answer.
+func (h *Handler) actorChange(w http.ResponseWriter, r *http.Request, change func(ctx context.Context, actor string, q url.Values) (actors.Change, error)) {
 	q := r.URL.Query()
 	actor := q.Get("actor")
 	if _, ok := h.authorize(w, r, access{write: true, actor: actor}); !ok {
@@ -248,7 +247,7 @@ func (h *Handler) wsDeletePrefix(w http.ResponseWriter, r *http.Request) {
 	}
 	var c actors.Change
 	err := h.retry(r.Context(), func() (err error) {
-		c, err = h.b.Actors.DeleteByPrefix(r.Context(), actor, q.Get("prefix"))
+		c, err = change(r.Context(), actor, q)
 		return err
 	})
 	if err != nil {
