@@ -5,11 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -243,9 +240,9 @@ func TestCellSession(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
 	const big = 200 << 20
-	gen := newGenerator(big)
+	gen := storetest.Text(big)
 	var c actors.Change
-	peak := heapGrowth(func() {
+	peak := storetest.HeapGrowth(func() {
 		var err error
 		c, err = s.Actors.Upload(ctx, "alice", "data/big.bin", gen)
 		require.NoError(t, err)
@@ -278,8 +275,8 @@ func TestCellSession(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(big), e.Size)
 	var n int64
-	peak = heapGrowth(func() {
-		n, err = io.Copy(&compareWriter{t: t, want: newGenerator(big)}, rc)
+	peak = storetest.HeapGrowth(func() {
+		n, err = io.Copy(&compareWriter{t: t, want: storetest.Text(big)}, rc)
 		require.NoError(t, err)
 	})
 	assert.Less(t, peak, uint64(64<<20), "the download streams")
@@ -300,73 +297,6 @@ func TestCellSession(t *testing.T) {
 	st, err = s.Actors.Stats(ctx, "bob")
 	require.NoError(t, err)
 	assert.Zero(t, st.Files)
-}
-
-// heapGrowth runs fn and returns the most the live heap grew above its
-// level before fn, sampled with runtime.ReadMemStats every few
-// milliseconds and once at the end.
-func heapGrowth(fn func()) uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	var peak atomic.Uint64
-	sample := func() {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if ms.HeapAlloc > base && ms.HeapAlloc-base > peak.Load() {
-			peak.Store(ms.HeapAlloc - base)
-		}
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				sample()
-			}
-		}
-	}()
-	fn()
-	close(stop)
-	<-done
-	sample()
-	return peak.Load()
-}
-
-// generator streams n bytes of deterministic text without holding them.
-type generator struct {
-	left, line int64
-	pending    []byte
-}
-
-func newGenerator(n int64) *generator { return &generator{left: n} }
-
-func (g *generator) Read(b []byte) (int, error) {
-	if g.left == 0 {
-		return 0, io.EOF
-	}
-	n := 0
-	for n < len(b) && g.left > 0 {
-		if len(g.pending) == 0 {
-			g.line++
-			g.pending = fmt.Appendf(g.pending[:0], "line %d: %x the quick brown fox\n", g.line, g.line*2654435761)
-		}
-		k := copy(b[n:], g.pending)
-		if int64(k) > g.left {
-			k = int(g.left)
-		}
-		g.pending = g.pending[k:]
-		n += k
-		g.left -= int64(k)
-	}
-	return n, nil
 }
 
 // compareWriter fails the test at the first byte that differs from want.

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,69 +129,6 @@ func errCode(t *testing.T, b []byte) string {
 	require.NoError(t, json.Unmarshal(b, &e), "%s", b)
 	require.NotEmpty(t, e.Error.Message, "%s", b)
 	return e.Error.Code
-}
-
-// heapGrowth runs fn and returns the most the live heap grew above its
-// level before fn, sampled with runtime.ReadMemStats every few
-// milliseconds and once at the end.
-func heapGrowth(fn func()) uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	var peak atomic.Uint64
-	sample := func() {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if ms.HeapAlloc > base && ms.HeapAlloc-base > peak.Load() {
-			peak.Store(ms.HeapAlloc - base)
-		}
-	}
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				sample()
-			}
-		}
-	}()
-	fn()
-	close(stop)
-	<-done
-	sample()
-	return peak.Load()
-}
-
-// generator streams n bytes of deterministic text without holding them.
-type generator struct {
-	left, line int64
-	pending    []byte
-}
-
-func newGenerator(n int64) *generator { return &generator{left: n} }
-
-func (g *generator) Read(b []byte) (int, error) {
-	if g.left == 0 {
-		return 0, io.EOF
-	}
-	n := 0
-	for n < len(b) && g.left > 0 {
-		if len(g.pending) == 0 {
-			g.line++
-			g.pending = fmt.Appendf(g.pending[:0], "line %d: %x the quick brown fox\n", g.line, g.line*2654435761)
-		}
-		k := min(copy(b[n:], g.pending), int(g.left))
-		g.pending = g.pending[k:]
-		n += k
-		g.left -= int64(k)
-	}
-	return n, nil
 }
 
 // compareWriter counts the bytes written and notes whether they differ

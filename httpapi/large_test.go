@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/internal/storetest"
 )
 
 var huge = flag.Bool("httpapi.huge", false, "upload and download 1 GiB instead of 256 MiB")
@@ -34,8 +35,8 @@ func TestLargeUploadDownload(t *testing.T) {
 
 	var resp *http.Response
 	var body []byte
-	growth := heapGrowth(func() {
-		req, err := http.NewRequest(http.MethodPost, u, newGenerator(size))
+	growth := storetest.HeapGrowth(func() {
+		req, err := http.NewRequest(http.MethodPost, u, storetest.Text(size))
 		require.NoError(t, err)
 		req.ContentLength = -1 // chunked: the size is not announced
 		req.Header.Set("Authorization", "Bearer "+s.full)
@@ -49,14 +50,14 @@ func TestLargeUploadDownload(t *testing.T) {
 	t.Logf("upload: heap grew by at most %d MiB", growth>>20)
 
 	var cw *compareWriter
-	growth = heapGrowth(func() {
+	growth = storetest.HeapGrowth(func() {
 		req, err := http.NewRequest(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", "data/big.log"), nil)
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+s.full)
 		resp, err = s.srv.Client().Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
-		cw = &compareWriter{want: newGenerator(size)}
+		cw = &compareWriter{want: storetest.Text(size)}
 		_, err = io.Copy(cw, resp.Body)
 		require.NoError(t, err)
 	})

@@ -61,7 +61,7 @@ func TestRange(t *testing.T) {
 	require.NoError(t, err)
 	s := &server{t: t, st: st, srv: srv, full: tok}
 
-	content, err := io.ReadAll(newGenerator(9 << 20)) // chunked: over the 4 MiB inline limit
+	content, err := io.ReadAll(storetest.Text(9 << 20)) // chunked: over the 4 MiB inline limit
 	require.NoError(t, err)
 	s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "big.log"), bytes.NewReader(content))
 	s.newRun("r1")

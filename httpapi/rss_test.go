@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/internal/storetest"
 )
 
 // vmHWM returns the peak resident set size of process pid, in bytes
@@ -143,14 +145,14 @@ func TestServeRSS(t *testing.T) {
 		}
 	}
 
-	resp := c.do(t, http.MethodPost, "/workspace/upload?actor=alice&path=big.log", newGenerator(size))
+	resp := c.do(t, http.MethodPost, "/workspace/upload?actor=alice&path=big.log", storetest.Text(size))
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 	peak("upload")
 
 	resp = c.do(t, http.MethodGet, "/workspace/file?actor=alice&path=big.log", nil)
-	cw := &compareWriter{want: newGenerator(size)}
+	cw := &compareWriter{want: storetest.Text(size)}
 	_, err := io.Copy(cw, resp.Body)
 	resp.Body.Close()
 	require.NoError(t, err)

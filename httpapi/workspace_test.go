@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/internal/storetest"
 )
 
 func TestHealthzNeedsNoToken(t *testing.T) {
@@ -134,7 +135,7 @@ func TestWorkspaceEndpoints(t *testing.T) {
 
 func TestUploadLimit(t *testing.T) {
 	s := newServer(t, httpapi.Options{MaxUploadBytes: 1000})
-	resp, b := s.do(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", "big"), s.full, newGenerator(5000))
+	resp, b := s.do(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", "big"), s.full, storetest.Text(5000))
 	assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 	assert.Equal(t, "workspace.size_limit_exceeded", errCode(t, b))
 	m := s.okJSON(http.MethodGet, s.url("/workspace/stats", "actor", "a"), nil)
