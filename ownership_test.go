@@ -44,6 +44,10 @@ var tableOwners = map[string]string{
 	"remote_objects":     "remote",
 	"remote_chunks":      "remote",
 	"remote_cache":       "remote",
+	"remote_dropped":     "remote",
+	"sync_items":         "remote",
+	"sync_devices":       "remote",
+	"sync_tombstones":    "remote",
 	"tokens":             "tokens",
 }
 

@@ -3,11 +3,18 @@ package wsstore
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -18,36 +25,50 @@ type SyncReport struct {
 	// Pushed and Pulled are the blob tier's push and pull.
 	Pushed remote.PushStats `json:"pushed"`
 	Pulled remote.PullStats `json:"pulled"`
-	// TookIn names the other devices' archives read; Added, Updated and
+	// TookIn names the other devices' segments read; Added, Updated and
 	// Unchanged the chats, runs and actor spaces they brought, as
-	// "run ID"; Conflicts what was left as it was, by name.
+	// "run ID"; Deleted what their tombstones deleted here; Conflicts
+	// what was left as it was, by name.
 	TookIn    []string           `json:"tookIn"`
 	Added     []string           `json:"added"`
 	Updated   []string           `json:"updated"`
 	Unchanged int                `json:"unchanged"`
+	Deleted   []string           `json:"deleted"`
 	Conflicts []archive.Conflict `json:"conflicts"`
-	// Published is the key of the archive this store wrote ("" when it
-	// holds nothing to publish).
-	Published string `json:"published"`
+	// Published is the key of the segment this store wrote ("" when it
+	// had nothing new to say), Base whether it was a base segment, and
+	// SegmentBytes its size; Sent names what it carried, as "run ID",
+	// and Tombstones the deletions.
+	Published    string   `json:"published"`
+	Base         bool     `json:"base,omitempty"`
+	SegmentBytes int64    `json:"segmentBytes"`
+	Sent         []string `json:"sent"`
+	Tombstones   []string `json:"tombstones"`
 }
 
 // Sync reconciles the store with every other store that syncs through its
-// remote blob tier (docs/remote.md, "Sync"): it pushes its blobs and pulls
-// the others' (a union: blobs are immutable); takes in the newest
-// metadata archive of every other device, merging by id (archive
-// Options.Merge: a run is brought forward when this store holds an
-// earlier state of it, one written on both devices is a named conflict;
-// persist/ layers move by compare-and-swap, and one promoted on both is a
-// named conflict); then publishes its own archive, metadata only (blobs
-// are on the tier), under a new write-once key. Conflicts are reported
-// in SyncReport, not failed: the rest is synced. With the archive it
-// publishes the list of every object the store records, which
-// ReclaimRemote spares. It fails with
-// store.invalid_options for a store without a remote tier, store.busy
-// when the object store cannot be reached (what was done stays done; run
-// it again), and store.corrupt or archive.corrupt for damaged objects.
-func (s *Store) Sync(ctx context.Context) (SyncReport, error) {
-	rep := SyncReport{TookIn: []string{}, Added: []string{}, Updated: []string{}, Conflicts: []archive.Conflict{}}
+// remote blob tier (docs/remote.md, "Sync"), holding a sync lock on the
+// object store meanwhile. It pushes its blobs and pulls the others'; takes
+// in every other device's segments it has not read (from the newest base
+// on for a device it never read), each a metadata archive of what that
+// device changed, merged by id (archive Options.Merge: a run, persist/
+// layer or actor space is brought forward when this store holds an
+// earlier state of it; one written on both devices is a named conflict),
+// and the deletions it published (a chat or run deleted here unless this
+// store changed it since, which is a named conflict; one a later segment
+// brings back is deleted again); then publishes one segment of its own:
+// what changed here since its last sync, its deletions and the change of
+// its object set, under a new write-once key. A base segment, the whole
+// store, is written instead when the deltas since the last one outgrow
+// it, so a device starting from nothing reads O(store). Conflicts are
+// reported in SyncReport, not failed. It fails with store.invalid_options
+// for a store without a remote tier, store.busy when the object store
+// cannot be reached or another device holds the reclaim lease (what was
+// done stays done; run it again), and store.corrupt or archive.corrupt
+// for damaged objects.
+func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
+	rep = SyncReport{TookIn: []string{}, Added: []string{}, Updated: []string{}, Deleted: []string{},
+		Conflicts: []archive.Conflict{}, Sent: []string{}, Tombstones: []string{}}
 	if s.Remote == nil {
 		return rep, wserr.New(wserr.InvalidOptions, "sync", s.Dir, "the store has no remote blob tier (--blobs)")
 	}
@@ -56,83 +77,468 @@ func (s *Store) Sync(ctx context.Context) (SyncReport, error) {
 		return rep, err
 	}
 	rep.Device = dev
+	release, err := s.Remote.LockSync(ctx, dev)
+	if err != nil {
+		return rep, err
+	}
+	defer func() {
+		if rerr := release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+			err = fmt.Errorf("sync: release the lock: %w", rerr)
+		}
+	}()
+	if ok, err := remote.Registered(ctx, s.DB, dev); err != nil {
+		return rep, err
+	} else if !ok {
+		if err := s.Remote.RegisterDevice(ctx, dev); err != nil {
+			return rep, err
+		}
+		if err := remote.SetRegistered(ctx, s.DB, dev); err != nil {
+			return rep, err
+		}
+	}
 	if rep.Pushed, err = s.Remote.Push(ctx, s.DB); err != nil {
 		return rep, err
 	}
 	if rep.Pulled, err = s.Remote.Pull(ctx, s.DB); err != nil {
 		return rep, err
 	}
-	all, err := s.Remote.Archives(ctx)
+	applied, err := s.Remote.Applied(ctx, s.DB)
 	if err != nil {
 		return rep, err
 	}
-	seen, err := remote.Seen(ctx, s.DB)
+	devs, err := s.Remote.Devices(ctx)
 	if err != nil {
 		return rep, err
 	}
-	for d, a := range remote.Latest(all) {
-		if d == dev || seen[d] == a.Key {
+	for _, d := range devs {
+		if d == dev {
 			continue
 		}
-		b, err := s.Remote.Fetch(ctx, a)
+		segs, err := s.Remote.Segments(ctx, d, applied[d])
 		if err != nil {
 			return rep, err
 		}
-		if err := s.recoverBlobs(ctx, b); err != nil {
-			return rep, fmt.Errorf("sync: archive of device %s: %w", d, err)
+		for _, seg := range remote.FromBase(segs) {
+			if err := s.takeIn(ctx, seg, &rep); err != nil {
+				return rep, fmt.Errorf("sync: segment %s: %w", seg.Key, err)
+			}
+			rep.TookIn = append(rep.TookIn, seg.Key)
 		}
-		sum, err := s.Archive.Import(ctx, bytes.NewReader(b), archive.Options{Merge: true})
+	}
+	return rep, s.publish(ctx, dev, &rep)
+}
+
+// syncState is the state of one chat, run or actor space now, as
+// remote.Item records it.
+func (s *Store) currentItems(ctx context.Context) (map[string]remote.Item, error) {
+	out := map[string]remote.Item{}
+	err := s.DB.View(ctx, func(tx *index.Tx) error {
+		if err := s.Runs.EachChatRecord(ctx, tx, func(c runs.ChatRecord) error {
+			it := remote.Item{Kind: "chat", ID: c.ID, FP: fingerprint(c, 0)}
+			out[it.Name()] = it
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := s.Runs.EachRunRecord(ctx, tx, "", func(r runs.RunRecord) error {
+			last, err := s.Journal.Last(ctx, tx, r.ID)
+			if err != nil {
+				return err
+			}
+			it := remote.Item{Kind: "run", ID: r.ID, Parent: r.ChatID, Seq: last, FP: fingerprint(r, last)}
+			out[it.Name()] = it
+			return nil
+		}); err != nil {
+			return err
+		}
+		return s.Actors.EachSpaceRecord(ctx, tx, func(a actors.SpaceRecord) error {
+			it := remote.Item{Kind: "actor", ID: a.Actor, Seq: a.Seq, FP: fingerprint(a, a.Seq)}
+			out[it.Name()] = it
+			return nil
+		})
+	})
+	return out, err
+}
+
+// fingerprint is what a sync compares to find what changed: the row and
+// its journal length.
+func fingerprint(row any, n int64) cas.Hash {
+	b, _ := json.Marshal(struct {
+		Row any   `json:"row"`
+		N   int64 `json:"n"`
+	}{row, n})
+	return cas.Sum(b)
+}
+
+// eventHash identifies one event as archive's merge compares them.
+func eventHash(e journal.Event) cas.Hash {
+	var p bytes.Buffer
+	if json.Compact(&p, e.Payload) != nil {
+		p.Reset()
+		p.Write(e.Payload)
+	}
+	return cas.Sum(fmt.Appendf(nil, "%s\x00%d\x00%s\x00%s\x00%d\x00%s", e.RunID, e.Seq, e.Type, e.Level, e.At.UnixNano(), p.Bytes()))
+}
+
+// lastEvent returns the seq and hash of run id's last event.
+func (s *Store) lastEvent(ctx context.Context, tx *index.Tx, id string) (int64, cas.Hash, error) {
+	var last journal.Event
+	err := s.Journal.ExportEvents(ctx, tx, id, func(e journal.Event) error { last = e; return nil })
+	if err != nil || last.Seq == 0 {
+		return 0, cas.Hash{}, err
+	}
+	return last.Seq, eventHash(last), nil
+}
+
+// withLast fills in the run items' Last.
+func (s *Store) withLast(ctx context.Context, items []remote.Item) error {
+	return s.DB.View(ctx, func(tx *index.Tx) error {
+		for i, it := range items {
+			if it.Kind != "run" {
+				continue
+			}
+			seq, h, err := s.lastEvent(ctx, tx, it.ID)
+			if err != nil {
+				return err
+			}
+			items[i].Seq, items[i].Last = seq, h
+		}
+		return nil
+	})
+}
+
+// takeIn reads one segment of another device and takes in its archive
+// and its tombstones.
+func (s *Store) takeIn(ctx context.Context, seg remote.Segment, rep *SyncReport) error {
+	h, arch, err := s.Remote.FetchSegment(ctx, seg)
+	if err != nil {
+		return err
+	}
+	var brought []string
+	if len(arch) > 0 {
+		if err := s.recoverBlobs(ctx, arch); err != nil {
+			return err
+		}
+		sum, err := s.Archive.Import(ctx, bytes.NewReader(arch), archive.Options{Merge: true})
 		if err != nil {
-			return rep, fmt.Errorf("sync: archive of device %s: %w", d, err)
+			return err
 		}
-		if err := remote.SetSeen(ctx, s.DB, d, a.Key); err != nil {
-			return rep, err
-		}
-		rep.TookIn = append(rep.TookIn, a.Key)
 		rep.Added = append(rep.Added, sum.Added...)
 		rep.Updated = append(rep.Updated, sum.Updated...)
 		rep.Unchanged += len(sum.Unchanged)
 		rep.Conflicts = append(rep.Conflicts, sum.Conflicts...)
+		brought = append(append(brought, sum.Added...), sum.Updated...)
 	}
-	var buf bytes.Buffer
-	_, err = s.Archive.Export(ctx, &buf, archive.Scope{All: true}, archive.Options{BlobsElsewhere: true})
-	empty := wserr.Is(err, wserr.InvalidArgument) // nothing to publish but the object list
-	if err != nil && !empty {
-		return rep, err
+	cur, err := s.currentItems(ctx)
+	if err != nil {
+		return err
+	}
+	synced, err := s.Remote.Items(ctx, s.DB)
+	if err != nil {
+		return err
+	}
+	t := remote.TakenIn{Segment: seg, Tombstones: h.Tombstones}
+	var items []remote.Item
+	for _, name := range brought {
+		if it, ok := cur[name]; ok {
+			items = append(items, it)
+			synced[name] = it
+		}
+	}
+	if err := s.withLast(ctx, items); err != nil {
+		return err
+	}
+	for _, it := range items {
+		synced[it.Name()] = it
+	}
+	t.Items = items
+	// This segment's tombstones, runs before chats; then the tombstones
+	// known before of what the segment brought back.
+	tombs := slices.Clone(h.Tombstones)
+	for _, name := range brought {
+		kind, id, _ := strings.Cut(name, " ")
+		if kind != "run" && kind != "chat" {
+			continue
+		}
+		old, ok, err := s.Remote.FindTombstone(ctx, s.DB, kind, id)
+		if err != nil {
+			return err
+		}
+		if ok && !slices.ContainsFunc(tombs, func(x remote.Tombstone) bool { return x.Kind == kind && x.ID == id }) {
+			tombs = append(tombs, old)
+		}
+	}
+	slices.SortStableFunc(tombs, func(a, b remote.Tombstone) int {
+		return strings.Compare(b.Kind, a.Kind) // "run" before "chat"
+	})
+	for _, tb := range tombs {
+		gone, err := s.applyTombstone(ctx, tb, cur, synced, rep)
+		if err != nil {
+			return err
+		}
+		if gone {
+			name := tb.Kind + " " + tb.ID
+			rep.Deleted = append(rep.Deleted, name)
+			t.Drop = append(t.Drop, remote.Item{Kind: tb.Kind, ID: tb.ID})
+			t.Items = slices.DeleteFunc(t.Items, func(it remote.Item) bool { return it.Name() == name })
+			delete(cur, name)
+		}
+	}
+	return s.Remote.RecordTakenIn(ctx, s.DB, t)
+}
+
+// applyTombstone deletes the chat or run tb names, unless this store
+// changed it since it last synced, or holds a later state of it than the
+// deleting device had: that is a conflict, reported, and it stays. It
+// reports whether it deleted something.
+func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, synced map[string]remote.Item, rep *SyncReport) (bool, error) {
+	name := tb.Kind + " " + tb.ID
+	now, ok := cur[name]
+	if !ok {
+		return false, nil
+	}
+	conflict := func(format string, args ...any) (bool, error) {
+		rep.Conflicts = append(rep.Conflicts, archive.Conflict{Kind: tb.Kind, ID: tb.ID,
+			Reason: fmt.Sprintf("deleted on device %s, ", tb.Device) + fmt.Sprintf(format, args...)})
+		return false, nil
+	}
+	switch tb.Kind {
+	case "run":
+		var last cas.Hash
+		if err := s.DB.View(ctx, func(tx *index.Tx) error {
+			var err error
+			_, last, err = s.lastEvent(ctx, tx, tb.ID)
+			return err
+		}); err != nil {
+			return false, err
+		}
+		prev, known := synced[name]
+		switch {
+		case now.Seq == tb.Seq && last == tb.Last:
+		case now.Seq == tb.Seq:
+			return conflict("but the journals part at event %d", now.Seq)
+		case now.Seq > tb.Seq:
+			return conflict("having seen %d events; here it has %d", tb.Seq, now.Seq)
+		case !known || prev.FP != now.FP:
+			return conflict("but it was written here since this device last synced it")
+		}
+		err := s.Runs.DeleteRun(ctx, tb.ID)
+		switch {
+		case wserr.Is(err, wserr.RunNotFound):
+			return false, nil
+		case wserr.Is(err, wserr.InvalidState):
+			return conflict("but it is active here")
+		}
+		return err == nil, err
+	case "chat":
+		var left []string
+		if err := s.DB.View(ctx, func(tx *index.Tx) error {
+			return s.Runs.EachRunRecord(ctx, tx, tb.ID, func(r runs.RunRecord) error { left = append(left, r.ID); return nil })
+		}); err != nil {
+			return false, err
+		}
+		if len(left) > 0 {
+			return conflict("but here it holds runs the deletion did not: %s", strings.Join(left, ", "))
+		}
+		var key runs.ChatKey
+		if err := json.Unmarshal(tb.Detail, &key); err != nil || runs.ChatWorkspaceID(key) != tb.ID {
+			return false, wserr.New(wserr.Corrupt, "sync", tb.ID, "tombstone of chat %s names no chat key", tb.ID)
+		}
+		res, err := s.Runs.DeleteChats(ctx, []runs.ChatKey{key}, false)
+		if err != nil {
+			return false, err
+		}
+		return len(res.Chats) == 1 && res.Chats[0].Found, nil
+	}
+	return false, nil
+}
+
+// publish writes the store's segment: what changed since its last sync
+// (or, when the deltas have outgrown the last base, all of it), its new
+// deletions, and the change of its object set.
+func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error {
+	synced, err := s.Remote.Items(ctx, s.DB)
+	if err != nil {
+		return err
+	}
+	// Deletions first: what they name is gone from cur.
+	cursor, err := remote.DeletionCursor(ctx, s.DB)
+	if err != nil {
+		return err
+	}
+	dels, err := s.Runs.Deletions(ctx, cursor, 0)
+	if err != nil {
+		return err
+	}
+	var tombs []remote.Tombstone
+	var drop []remote.Item
+	tomb := func(kind, id string, d runs.Deletion, detail json.RawMessage) error {
+		it, ok := synced[kind+" "+id]
+		if !ok {
+			return nil // never synced: no other device holds it from here
+		}
+		delete(synced, it.Name())
+		drop = append(drop, it)
+		if old, ok, err := s.Remote.FindTombstone(ctx, s.DB, kind, id); err != nil || (ok && old.Device != dev) {
+			return err // deleted here because another device's tombstone said so
+		}
+		tombs = append(tombs, remote.Tombstone{Kind: kind, ID: id, Parent: it.Parent, Seq: it.Seq, Last: it.Last,
+			Device: dev, At: d.At, Detail: detail})
+		rep.Tombstones = append(rep.Tombstones, kind+" "+id)
+		return nil
+	}
+	for _, d := range dels {
+		cursor = d.ID
+		switch d.Kind {
+		case runs.DeletedRun:
+			if err := tomb("run", d.RunID, d, nil); err != nil {
+				return err
+			}
+		case runs.DeletedChat:
+			var det struct {
+				Kind         string   `json:"kind"`
+				StableChatID string   `json:"stableChatId"`
+				Runs         []string `json:"runs"`
+			}
+			if err := json.Unmarshal(d.Detail, &det); err != nil {
+				return wserr.New(wserr.Corrupt, "sync", d.ChatID, "unreadable deletion log entry %d", d.ID)
+			}
+			for _, r := range det.Runs {
+				if err := tomb("run", r, d, nil); err != nil {
+					return err
+				}
+			}
+			key, _ := json.Marshal(runs.ChatKey{Kind: det.Kind, StableChatID: det.StableChatID})
+			if err := tomb("chat", d.ChatID, d, key); err != nil {
+				return err
+			}
+		}
+	}
+	cur, err := s.currentItems(ctx)
+	if err != nil {
+		return err
+	}
+	var changed []remote.Item
+	for name, it := range cur {
+		if old, ok := synced[name]; !ok || old.FP != it.FP {
+			changed = append(changed, it)
+		}
+	}
+	slices.SortFunc(changed, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
+	size, since, hasBase, err := remote.LastBase(ctx, s.DB)
+	if err != nil {
+		return err
+	}
+	delta, err := s.exportItems(ctx, changed)
+	if err != nil {
+		return err
+	}
+	added, dropped, err := s.Remote.ObjectDelta(ctx, s.DB, false)
+	if err != nil {
+		return err
+	}
+	if hasBase && len(delta) == 0 && len(tombs) == 0 && len(added) == 0 && len(dropped) == 0 {
+		return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: remote.Segment{}, Drop: drop, Deletions: cursor})
+	}
+	h := remote.SegmentHeader{Device: dev, At: s.now().UTC(), Tombstones: tombs, Added: added, Dropped: dropped}
+	items := changed
+	base := !hasBase || since+int64(len(delta)) > size
+	if base {
+		h.Base = true
+		all := make([]remote.Item, 0, len(cur))
+		for _, it := range cur {
+			all = append(all, it)
+		}
+		slices.SortFunc(all, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
+		if delta, err = s.exportItems(ctx, all); err != nil {
+			return err
+		}
+		items = all
+		if h.Added, h.Dropped, err = s.Remote.ObjectDelta(ctx, s.DB, true); err != nil {
+			return err
+		}
+		own, err := s.Remote.OwnTombstones(ctx, s.DB, dev)
+		if err != nil {
+			return err
+		}
+		h.Tombstones = append(own, tombs...)
+	}
+	if err := s.withLast(ctx, items); err != nil {
+		return err
 	}
 	// Blobs written since the first push, which the archive may name.
 	more, err := s.Remote.Push(ctx, s.DB)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	rep.Pushed.Packs += more.Packs
 	rep.Pushed.Objects += more.Objects
 	rep.Pushed.Chunked += more.Chunked
 	rep.Pushed.Bytes += more.Bytes
-	// The list of what this store records, which remote reclaim spares.
-	if _, err := s.Remote.PublishObjects(ctx, s.DB, dev, s.now()); err != nil {
-		return rep, err
+	if more.Packs+more.Chunked > 0 {
+		// The pushed objects join the set this segment announces.
+		if h.Added, _, err = s.Remote.ObjectDelta(ctx, s.DB, h.Base); err != nil {
+			return err
+		}
 	}
-	if empty {
-		return rep, nil
-	}
-	pub, err := s.Remote.Publish(ctx, dev, s.now(), buf.Bytes())
+	seg, err := s.Remote.PublishSegment(ctx, h, delta)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	rep.Published = pub.Key
-	return rep, nil
+	rep.Published, rep.Base = seg.Key, seg.Base
+	rep.SegmentBytes = int64(len(delta))
+	for _, it := range changed {
+		rep.Sent = append(rep.Sent, it.Name())
+	}
+	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: int64(len(delta)), Items: items, Drop: drop,
+		Tombstones: tombs, Added: h.Added, Dropped: h.Dropped, Deletions: cursor})
+}
+
+// exportItems writes a metadata archive (blobs elsewhere) of items: runs
+// with their chats, chats no run of which changed, actor spaces. None
+// gives no archive.
+func (s *Store) exportItems(ctx context.Context, items []remote.Item) ([]byte, error) {
+	var scope archive.Scope
+	runChats := map[string]bool{}
+	for _, it := range items {
+		if it.Kind == "run" {
+			scope.Runs = append(scope.Runs, it.ID)
+			runChats[it.Parent] = true
+		}
+	}
+	for _, it := range items {
+		switch {
+		case it.Kind == "chat" && !runChats[it.ID]:
+			scope.Chats = append(scope.Chats, it.ID)
+		case it.Kind == "actor":
+			scope.Actors = append(scope.Actors, it.ID)
+		}
+	}
+	if len(scope.Runs)+len(scope.Chats)+len(scope.Actors) == 0 {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if _, err := s.Archive.Export(ctx, &buf, scope, archive.Options{BlobsElsewhere: true}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // ReclaimRemote removes from the store's remote tier the packs no device
-// uses and the devices' superseded archives, within opts' bounds (see
-// remote.Storage.Reclaim and docs/remote.md). It fails with
-// store.invalid_options for a store without a remote tier.
+// uses and the devices' superseded segments, within opts' bounds, holding
+// the tier's reclaim lease (see remote.Storage.Reclaim and
+// docs/remote.md). It fails with store.invalid_options for a store
+// without a remote tier, store.busy wrapping remote.ErrLocked while a
+// device syncs or another reclaims.
 func (s *Store) ReclaimRemote(ctx context.Context, opts remote.ReclaimOptions) (remote.ReclaimStats, error) {
 	if s.Remote == nil {
 		return remote.ReclaimStats{}, wserr.New(wserr.InvalidOptions, "reclaim remote", s.Dir, "the store has no remote blob tier (--blobs)")
 	}
-	return s.Remote.Reclaim(ctx, s.DB, opts)
+	dev, err := remote.Device(ctx, s.DB)
+	if err != nil {
+		return remote.ReclaimStats{}, err
+	}
+	return s.Remote.Reclaim(ctx, s.DB, dev, opts)
 }
 
 // recoverBlobs records again the blobs the archive b names that this

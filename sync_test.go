@@ -239,7 +239,7 @@ func TestTwoDeviceSync(t *testing.T) {
 	again := ep.status(http.StatusPreconditionFailed)
 	assert.LessOrEqual(t, again, 2, "at most the pack in flight and its index are offered again, and answered 412")
 	assert.Equal(t, 2*repA.Pushed.Packs+min(repA.Pushed.Chunked, 1)+2, after-before+again,
-		"the second sync uploads the rest of the packs with their indexes, the chunk lists, the object list and the archive, nothing more")
+		"the second sync uploads its lock, the rest of the packs with their indexes, the chunk lists and its segment, nothing more")
 	left, err = a.Remote.Pending(ctx, a.DB)
 	require.NoError(t, err)
 	assert.Zero(t, left)
@@ -327,7 +327,6 @@ func TestTwoDeviceSync(t *testing.T) {
 	rec, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1, Max: 100})
 	require.NoError(t, err)
 	assert.Equal(t, 1, rec.Packs, "the pack of the doomed run's blobs")
-	assert.Greater(t, rec.Archives, 0, "superseded archives and object lists")
 	assert.Equal(t, withDoomed-1, packs())
 	for _, st := range []*wsstore.Store{a, b} {
 		_, err = st.Remote.Evict(ctx, st.DB)
@@ -342,19 +341,20 @@ func TestTwoDeviceSync(t *testing.T) {
 	// A damaged archive on the object store is refused, coded, and not
 	// taken as read.
 	c := open(t.TempDir())
-	all, err := c.Remote.Archives(ctx)
+	segs, err := c.Remote.Segments(ctx, repA.Device, "")
 	require.NoError(t, err)
-	latest := remote.Latest(all)[repA.Device]
-	_, err = cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("wsstore"), Key: aws.String("team/" + latest.Key),
-		Body: strings.NewReader("not an archive")})
+	base := remote.FromBase(segs)[0]
+	require.True(t, base.Base)
+	_, err = cl.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("wsstore"), Key: aws.String("team/" + base.Key),
+		Body: strings.NewReader("not a segment")})
 	require.NoError(t, err)
 	_, err = c.Sync(ctx)
 	require.Error(t, err)
 	assert.True(t, wserr.Is(err, wserr.Corrupt), "store.corrupt: %v", err)
 	assert.ErrorIs(t, err, cas.ErrCorrupt)
-	seen, err := remote.Seen(ctx, c.DB)
+	applied, err := c.Remote.Applied(ctx, c.DB)
 	require.NoError(t, err)
-	assert.NotContains(t, seen, repA.Device, "the damaged archive is not taken as read")
+	assert.NotContains(t, applied, repA.Device, "the damaged segment is not taken as read")
 
 	// A pack missing from the object store: reads of its objects fail,
 	// coded (fsck names them), nothing is cached in their place.

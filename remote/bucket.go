@@ -31,9 +31,10 @@ type bucket interface {
 	// get returns n bytes of the object at key from off; n < 0 means to
 	// its end. A missing object fails with ErrMissing.
 	get(ctx context.Context, key string, off, n int64) ([]byte, error)
-	// list calls fn with every key under prefix, in key order, and the
-	// time the object was written (zero when the store does not say).
-	list(ctx context.Context, prefix string, fn func(key string, mod time.Time) error) error
+	// list calls fn with every key under prefix after the key after
+	// ("" for all), in key order, and the time the object was written
+	// (zero when the store does not say).
+	list(ctx context.Context, prefix, after string, fn func(key string, mod time.Time) error) error
 	// remove deletes the object at key; a missing one is success.
 	remove(ctx context.Context, key string) error
 }
@@ -171,9 +172,12 @@ func (b *s3Bucket) remove(ctx context.Context, key string) error {
 	return unavailable("remote delete", key, err)
 }
 
-func (b *s3Bucket) list(ctx context.Context, prefix string, fn func(key string, mod time.Time) error) error {
-	p := s3.NewListObjectsV2Paginator(b.cl, &s3.ListObjectsV2Input{
-		Bucket: aws.String(b.loc.Bucket), Prefix: aws.String(b.loc.Prefix + prefix)})
+func (b *s3Bucket) list(ctx context.Context, prefix, after string, fn func(key string, mod time.Time) error) error {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(b.loc.Bucket), Prefix: aws.String(b.loc.Prefix + prefix)}
+	if after != "" {
+		in.StartAfter = aws.String(b.loc.Prefix + after)
+	}
+	p := s3.NewListObjectsV2Paginator(b.cl, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {

@@ -187,7 +187,7 @@ func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 	defer s.push.Unlock()
 	var st PullStats
 	var keys []string
-	if err := s.b.list(ctx, indexDir, func(key string, _ time.Time) error { keys = append(keys, key); return nil }); err != nil {
+	if err := s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error { keys = append(keys, key); return nil }); err != nil {
 		return st, fmt.Errorf("pull: %w", err)
 	}
 	for _, key := range keys {
@@ -247,7 +247,7 @@ func (s *Storage) Recover(ctx context.Context, db *index.DB, want []cas.Hash) (i
 		pack string
 	}
 	all := map[string]found{}
-	err := s.b.list(ctx, indexDir, func(key string, _ time.Time) error {
+	err := s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error {
 		b, err := s.b.get(ctx, key, 0, -1)
 		if err != nil {
 			return err

@@ -2,25 +2,27 @@ package remote
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
-	"github.com/wsstore/wsstore/wserr"
 )
 
-// objectList is a device's .objects entry: every object its store
-// records, as "KIND:HASH" (0 blob, 1 chunk).
-type objectList struct {
-	Version int      `json:"version"`
-	Device  string   `json:"device"`
-	Objects []string `json:"objects"`
-}
-
 func objectName(kind cas.Kind, h cas.Hash) string { return fmt.Sprintf("%d:%s", int(kind), h) }
+
+func parseObjectName(name string) (cas.Kind, cas.Hash, bool) {
+	ks, hs, ok := strings.Cut(name, ":")
+	if !ok || (ks != "0" && ks != "1") {
+		return 0, cas.Hash{}, false
+	}
+	h, err := cas.ParseHash(hs)
+	if err != nil {
+		return 0, cas.Hash{}, false
+	}
+	return cas.Kind(ks[0] - '0'), h, true
+}
 
 // recorded returns every object the store at db records, by objectName.
 func (s *Storage) recorded(ctx context.Context, db *index.DB) (map[string]bool, error) {
@@ -39,23 +41,40 @@ func (s *Storage) recorded(ctx context.Context, db *index.DB) (map[string]bool, 
 	return out, err
 }
 
-// PublishObjects writes the list of every object the store at db records
-// under device's name (sync/DEVICE/NANOS-HASH.objects), write-once. Reclaim
-// never removes an object the newest list of any device names.
-func (s *Storage) PublishObjects(ctx context.Context, db *index.DB, device string, at time.Time) (Archive, error) {
-	rec, err := s.recorded(ctx, db)
+// objectSets folds every device's object set from its newest base
+// segment through its newest segment, and returns the union, with the
+// segments older than each device's newest base.
+func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, superseded []Segment, err error) {
+	named = map[string]bool{}
+	devs, err := s.Devices(ctx)
 	if err != nil {
-		return Archive{}, err
+		return nil, nil, err
 	}
-	l := objectList{Version: 1, Device: device, Objects: make([]string, 0, len(rec))}
-	for k := range rec {
-		l.Objects = append(l.Objects, k)
+	for _, d := range devs {
+		segs, err := s.Segments(ctx, d, "")
+		if err != nil {
+			return nil, nil, err
+		}
+		from := FromBase(segs)
+		superseded = append(superseded, segs[:len(segs)-len(from)]...)
+		set := map[string]bool{}
+		for _, seg := range from {
+			h, err := s.readHeader(ctx, seg)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, o := range h.Dropped {
+				delete(set, o)
+			}
+			for _, o := range h.Added {
+				set[o] = true
+			}
+		}
+		for o := range set {
+			named[o] = true
+		}
 	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		return Archive{}, err
-	}
-	return s.publish(ctx, device, at, b, ".objects")
+	return named, superseded, nil
 }
 
 // ReclaimOptions configure Reclaim. The zero value means the defaults
@@ -75,9 +94,9 @@ type ReclaimOptions struct {
 // ReclaimStats says what Reclaim removed (or, DryRun, would remove).
 type ReclaimStats struct {
 	// Packs counts the packs removed, Indexes their index objects (and
-	// those of chunk lists), Archives the superseded archives and object
-	// lists of devices.
-	Packs, Indexes, Archives int
+	// those of chunk lists), Segments the devices' superseded sync
+	// segments, Locks the expired sync locks.
+	Packs, Indexes, Segments, Locks int
 	// Kept counts the index objects looked at and kept.
 	Kept int
 	// More says Max stopped the call with more to remove.
@@ -85,19 +104,21 @@ type ReclaimStats struct {
 }
 
 // Reclaim removes from the object store what no store uses, within a
-// bound (docs/remote.md, "Reclaiming space"). A pack goes, with its index,
-// when its index is older than the grace and none of its objects is named
-// by the newest object list of any device (PublishObjects; Sync publishes
-// one each time) or recorded by this store; a device's archives and object
-// lists other than its newest go once older than the grace. The object
-// store must say when each object was written (LastModified): one it
-// does not is kept. A failure to reach the store is store.busy; what was
-// removed stays removed, index objects before their packs, so no device
-// learns of a pack that is gone.
-func (s *Storage) Reclaim(ctx context.Context, db *index.DB, opts ReclaimOptions) (ReclaimStats, error) {
+// bound (docs/remote.md, "Reclaiming space"), holding the exclusive
+// reclaim lease as device: it fails with store.busy wrapping ErrLocked
+// while another device reclaims or any device syncs. A pack goes, with
+// its index, when its index is older than the grace and none of its
+// objects is in the object set of any device (folded from the device's
+// newest base segment through its newest segment: every object its store
+// records as of its last sync) or recorded by this store; a device's
+// segments older than its newest base go once older than the grace, and
+// so do expired sync locks. The object store must say when each object
+// was written (LastModified): one it does not is kept. A failure to reach
+// the store is store.busy; what was removed stays removed, index objects
+// before their packs, so no device learns of a pack that is gone.
+func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts ReclaimOptions) (st ReclaimStats, err error) {
 	s.push.Lock()
 	defer s.push.Unlock()
-	var st ReclaimStats
 	grace := opts.Grace
 	switch {
 	case grace == 0:
@@ -108,28 +129,26 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, opts ReclaimOptions
 	if opts.Max <= 0 {
 		opts.Max = 1000
 	}
+	release, err := s.lockReclaim(ctx, device)
+	if err != nil {
+		return st, err
+	}
+	defer func() {
+		if rerr := release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+			err = fmt.Errorf("reclaim: release the lease: %w", rerr)
+		}
+	}()
 	cutoff := s.opts.Now().Add(-grace)
 	named, err := s.recorded(ctx, db)
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
-	all, err := s.Archives(ctx)
+	sets, superseded, err := s.objectSets(ctx)
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
-	lists := latest(all, true)
-	for _, a := range lists {
-		b, err := s.Fetch(ctx, a)
-		if err != nil {
-			return st, fmt.Errorf("reclaim: %w", err)
-		}
-		var l objectList
-		if err := json.Unmarshal(b, &l); err != nil || l.Version != 1 {
-			return st, wserr.New(wserr.Corrupt, "reclaim", a.Key, "unreadable object list")
-		}
-		for _, o := range l.Objects {
-			named[o] = true
-		}
+	for o := range sets {
+		named[o] = true
 	}
 	remove := func(key string) error {
 		if opts.DryRun {
@@ -143,7 +162,7 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, opts ReclaimOptions
 		mod time.Time
 	}
 	var idx []old
-	if err := s.b.list(ctx, indexDir, func(key string, mod time.Time) error {
+	if err := s.b.list(ctx, indexDir, "", func(key string, mod time.Time) error {
 		idx = append(idx, old{key, mod})
 		return nil
 	}); err != nil {
@@ -187,26 +206,29 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, opts ReclaimOptions
 			budget--
 		}
 	}
-	newest := map[string]bool{}
-	for _, a := range Latest(all) {
-		newest[a.Key] = true
-	}
-	for _, a := range lists {
-		newest[a.Key] = true
-	}
-	for _, a := range all {
-		if newest[a.Key] || !a.At.Before(cutoff) || !strings.HasPrefix(a.Key, syncDir) {
+	for _, seg := range superseded {
+		if !seg.At.Before(cutoff) {
 			continue
 		}
 		if budget <= 0 {
 			st.More = true
 			break
 		}
-		if err := remove(a.Key); err != nil {
+		if err := remove(seg.Key); err != nil {
 			return st, fmt.Errorf("reclaim: %w", err)
 		}
-		st.Archives++
+		st.Segments++
 		budget--
+	}
+	stale, err := s.expiredSyncLocks(ctx)
+	if err != nil {
+		return st, fmt.Errorf("reclaim: %w", err)
+	}
+	for _, k := range stale {
+		if err := remove(k); err != nil {
+			return st, fmt.Errorf("reclaim: %w", err)
+		}
+		st.Locks++
 	}
 	return st, nil
 }

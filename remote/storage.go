@@ -47,8 +47,13 @@ type Options struct {
 	MaxBackoff time.Duration
 	// HTTPClient, when set, carries the requests (tests).
 	HTTPClient *http.Client
-	// Now stamps objects Pull takes in; default time.Now.
+	// Now stamps objects Pull takes in and the locks on the object
+	// store; default time.Now.
 	Now func() time.Time
+	// LockTTL is how long a sync lock or a reclaim lease holds unless
+	// released (a device that crashed holding one blocks the other kind
+	// that long); default one hour.
+	LockTTL time.Duration
 }
 
 const defaultPackSize = 8 << 20
@@ -65,6 +70,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.LockTTL <= 0 {
+		o.LockTTL = defaultLockTTL
 	}
 	return o
 }
@@ -341,18 +349,25 @@ func (s *Storage) Delete(ctx context.Context, tx *index.Tx, kind cas.Kind, h cas
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
-	q := `DELETE FROM remote_objects WHERE kind = 0 AND hash = ?1 AND created < ?2 RETURNING stored`
+	q := `DELETE FROM remote_objects WHERE kind = 0 AND hash = ?1 AND created < ?2 RETURNING stored, listed`
 	if kind == cas.KindChunk {
 		q = `DELETE FROM remote_objects WHERE kind = 1 AND hash = ?1 AND created < ?2
-		AND NOT EXISTS (SELECT 1 FROM remote_chunks WHERE chunk = ?1) RETURNING stored`
+		AND NOT EXISTS (SELECT 1 FROM remote_chunks WHERE chunk = ?1) RETURNING stored, listed`
 	}
-	var stored int64
-	err := tx.QueryRowContext(ctx, q, h, nanos(cutoff)).Scan(&stored)
+	var stored, listed int64
+	err := tx.QueryRowContext(ctx, q, h, nanos(cutoff)).Scan(&stored, &listed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, index.Translate(err)
+	}
+	if listed != 0 {
+		// The device's published object set names it: the next sync
+		// segment says it is gone (reclaim reads it).
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO remote_dropped (kind, hash) VALUES (?, ?)`, int(kind), h); err != nil {
+			return 0, false, index.Translate(err)
+		}
 	}
 	if kind == cas.KindBlob {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM remote_chunks WHERE blob = ?`, h); err != nil {

@@ -3,11 +3,11 @@ package remote
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -15,16 +15,17 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// syncDir holds every device's metadata archives:
-// sync/DEVICE/NANOS-HASH.tar, NANOS the publishing time (20 digits, so
-// keys sort by it) and HASH the BLAKE3 of the archive's bytes.
-const syncDir = "sync/"
+// Meta keys of the sync state besides its tables.
+const (
+	deviceKey    = "remote.device"          // the store's device id
+	baseKey      = "remote.sync.base"       // {"size","since"}: the last base's bytes and the deltas' since
+	deletionsKey = "remote.sync.deletions"  // the last deletion-log id published
+	oldSeenKey   = "remote.seen"            // the archives of the first sync format
+	registeredAt = "remote.sync.registered" // the device id registered under devices/
+)
 
-// deviceKey is the meta key of the store's device id.
-const deviceKey = "remote.device"
-
-// Device returns the id under which the store publishes its metadata
-// archives, made (16 hex digits, random) and recorded on first use.
+// Device returns the id under which the store publishes its sync
+// segments, made (16 hex digits, random) and recorded on first use.
 func Device(ctx context.Context, db *index.DB) (string, error) {
 	var id string
 	err := db.Update(ctx, func(tx *index.Tx) error {
@@ -43,164 +44,342 @@ func Device(ctx context.Context, db *index.DB) (string, error) {
 	return id, err
 }
 
-// seenKey is the meta key of the archives taken in: a JSON object from
-// device id to the key of its last archive taken in.
-const seenKey = "remote.seen"
-
-// ResetDevice forgets the store's device id and what it has taken in
-// from other devices, so a store restored from another device's replica
-// publishes as a device of its own.
+// ResetDevice forgets the store's device id and what it published under
+// it, so a store restored from another device's replica publishes as a
+// device of its own, starting with a base segment. What it took in from
+// other devices and the deletions it knows stay: the restored database
+// holds their effect.
 func ResetDevice(ctx context.Context, db *index.DB) error {
 	return db.Update(ctx, func(tx *index.Tx) error {
-		if err := index.DeleteSetting(ctx, tx, deviceKey); err != nil {
-			return err
+		for _, k := range []string{deviceKey, baseKey, oldSeenKey, registeredAt} {
+			if err := index.DeleteSetting(ctx, tx, k); err != nil {
+				return err
+			}
 		}
-		return index.DeleteSetting(ctx, tx, seenKey)
-	})
-}
-
-func seen(ctx context.Context, tx *index.Tx) (map[string]string, error) {
-	m := map[string]string{}
-	v, ok, err := index.Setting(ctx, tx, seenKey)
-	if err != nil || !ok {
-		return m, err
-	}
-	if err := json.Unmarshal([]byte(v), &m); err != nil {
-		return nil, wserr.New(wserr.Corrupt, "sync", seenKey, "unreadable setting: %v", err)
-	}
-	return m, nil
-}
-
-// Seen returns, for each device, the key of its last archive the store
-// took in.
-func Seen(ctx context.Context, db *index.DB) (map[string]string, error) {
-	var m map[string]string
-	err := db.View(ctx, func(tx *index.Tx) error {
-		var err error
-		m, err = seen(ctx, tx)
-		return err
-	})
-	return m, err
-}
-
-// SetSeen records that the store took in the archive at key of device.
-func SetSeen(ctx context.Context, db *index.DB, device, key string) error {
-	return db.Update(ctx, func(tx *index.Tx) error {
-		m, err := seen(ctx, tx)
-		if err != nil {
-			return err
-		}
-		m[device] = key
-		b, err := json.Marshal(m)
-		if err != nil {
-			return err
-		}
-		return index.SetSetting(ctx, tx, seenKey, string(b))
-	})
-}
-
-// Archive names one device's metadata archive (.tar), or its list of the
-// objects its store records (.objects), on the object store.
-type Archive struct {
-	Key    string    `json:"key"`
-	Device string    `json:"device"`
-	At     time.Time `json:"at"`
-	Hash   cas.Hash  `json:"hash"`
-	// Objects marks an object list rather than an archive.
-	Objects bool `json:"objects,omitempty"`
-}
-
-func parseArchiveKey(key string) (Archive, bool) {
-	rest, ok := strings.CutPrefix(key, syncDir)
-	if !ok {
-		return Archive{}, false
-	}
-	dev, name, ok := strings.Cut(rest, "/")
-	if !ok || dev == "" {
-		return Archive{}, false
-	}
-	stem, ok := strings.CutSuffix(name, ".tar")
-	objects := false
-	if !ok {
-		if stem, ok = strings.CutSuffix(name, ".objects"); !ok {
-			return Archive{}, false
-		}
-		objects = true
-	}
-	ns, hs, ok := strings.Cut(stem, "-")
-	if !ok {
-		return Archive{}, false
-	}
-	n, err := strconv.ParseInt(ns, 10, 64)
-	if err != nil {
-		return Archive{}, false
-	}
-	h, err := cas.ParseHash(hs)
-	if err != nil {
-		return Archive{}, false
-	}
-	return Archive{Key: key, Device: dev, At: time.Unix(0, n).UTC(), Hash: h, Objects: objects}, true
-}
-
-// Publish writes data, a metadata archive of device's store, to the
-// object store under a new write-once key, and returns its name. A
-// failure to reach the store is store.busy.
-func (s *Storage) Publish(ctx context.Context, device string, at time.Time, data []byte) (Archive, error) {
-	return s.publish(ctx, device, at, data, ".tar")
-}
-
-func (s *Storage) publish(ctx context.Context, device string, at time.Time, data []byte, ext string) (Archive, error) {
-	h := cas.Sum(data)
-	a := Archive{Key: fmt.Sprintf("%s%s/%020d-%s%s", syncDir, device, at.UnixNano(), h, ext), Device: device, At: at.UTC(), Hash: h, Objects: ext == ".objects"}
-	if _, err := s.b.put(ctx, a.Key, data); err != nil {
-		return Archive{}, fmt.Errorf("publish: %w", err)
-	}
-	return a, nil
-}
-
-// Archives returns every metadata archive on the object store, oldest
-// first for each device.
-func (s *Storage) Archives(ctx context.Context) ([]Archive, error) {
-	var out []Archive
-	err := s.b.list(ctx, syncDir, func(key string, _ time.Time) error {
-		if a, ok := parseArchiveKey(key); ok {
-			out = append(out, a)
+		for _, q := range []string{`DELETE FROM sync_items`, `DELETE FROM remote_dropped`, `UPDATE remote_objects SET listed = 0 WHERE listed != 0`} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return index.Translate(err)
+			}
 		}
 		return nil
 	})
+}
+
+// remoteKey names the tier in the sync tables: bucket and prefix.
+func (s *Storage) remoteKey() string { return s.loc.Bucket + "/" + s.loc.Prefix }
+
+// Item is the state of one chat, run or actor space as the store last
+// published it to the tier or took it in from there.
+type Item struct {
+	Kind   string   `db:"kind"` // "chat", "run" or "actor"
+	ID     string   `db:"id"`
+	Parent string   `db:"parent"` // a run's chat
+	FP     cas.Hash `db:"fp"`     // fingerprint of the row and its journal length
+	Seq    int64    `db:"seq"`    // a run's last journal seq, an actor's version
+	Last   cas.Hash `db:"last"`   // the hash of a run's last event
+}
+
+// Name is "KIND ID", as archive summaries name objects.
+func (it Item) Name() string { return it.Kind + " " + it.ID }
+
+// Items returns every item of the tier's sync state, by Name.
+func (s *Storage) Items(ctx context.Context, db *index.DB) (map[string]Item, error) {
+	var rows []Item
+	err := db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT kind, id, parent, fp, seq, last FROM sync_items WHERE remote = ?`, s.remoteKey())
+	})
 	if err != nil {
-		return nil, fmt.Errorf("list archives: %w", err)
+		return nil, index.Translate(err)
+	}
+	out := make(map[string]Item, len(rows))
+	for _, r := range rows {
+		out[r.Name()] = r
 	}
 	return out, nil
 }
 
-// Latest returns the newest archive of each device (object lists left
-// out).
-func Latest(all []Archive) map[string]Archive { return latest(all, false) }
-
-func latest(all []Archive, objects bool) map[string]Archive {
-	out := map[string]Archive{}
-	for _, a := range all {
-		if a.Objects != objects {
-			continue
+// LastBase returns the bytes of the last base segment the store published
+// and of the deltas since; ok is false before its first.
+func LastBase(ctx context.Context, db *index.DB) (size, since int64, ok bool, err error) {
+	err = db.View(ctx, func(tx *index.Tx) error {
+		v, found, err := index.Setting(ctx, tx, baseKey)
+		if err != nil || !found {
+			return err
 		}
-		if cur, ok := out[a.Device]; !ok || a.Key > cur.Key {
-			out[a.Device] = a
+		var b struct{ Size, Since int64 }
+		if err := json.Unmarshal([]byte(v), &b); err != nil {
+			return wserr.New(wserr.Corrupt, "sync", baseKey, "unreadable setting: %v", err)
 		}
-	}
-	return out
+		size, since, ok = b.Size, b.Since, true
+		return nil
+	})
+	return size, since, ok, err
 }
 
-// Fetch returns the bytes of the archive a, checked against the hash its
-// key names: other bytes fail with store.corrupt, a missing object with
-// store.corrupt wrapping ErrMissing.
-func (s *Storage) Fetch(ctx context.Context, a Archive) ([]byte, error) {
-	b, err := s.b.get(ctx, a.Key, 0, -1)
+// DeletionCursor returns the id of the last deletion-log entry the store
+// published (0: none).
+func DeletionCursor(ctx context.Context, db *index.DB) (int64, error) {
+	var n int64
+	err := db.View(ctx, func(tx *index.Tx) error {
+		v, ok, err := index.Setting(ctx, tx, deletionsKey)
+		if err != nil || !ok {
+			return err
+		}
+		n, err = strconv.ParseInt(v, 10, 64)
+		return err
+	})
+	return n, err
+}
+
+// Registered reports whether the store registered device under devices/.
+func Registered(ctx context.Context, db *index.DB, device string) (bool, error) {
+	var ok bool
+	err := db.View(ctx, func(tx *index.Tx) error {
+		v, found, err := index.Setting(ctx, tx, registeredAt)
+		ok = found && v == device
+		return err
+	})
+	return ok, err
+}
+
+// SetRegistered records that device is registered under devices/.
+func SetRegistered(ctx context.Context, db *index.DB, device string) error {
+	return db.Update(ctx, func(tx *index.Tx) error { return index.SetSetting(ctx, tx, registeredAt, device) })
+}
+
+// Applied returns, for each other device, the key of its last segment the
+// store took in from the tier.
+func (s *Storage) Applied(ctx context.Context, db *index.DB) (map[string]string, error) {
+	var rows []struct {
+		Device string `db:"device"`
+		Key    string `db:"last_key"`
+	}
+	err := db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT device, last_key FROM sync_devices WHERE remote = ?`, s.remoteKey())
+	})
 	if err != nil {
-		return nil, fmt.Errorf("fetch archive: %w", err)
+		return nil, index.Translate(err)
 	}
-	if cas.Sum(b) != a.Hash {
-		return nil, fmt.Errorf("%w: %w", corrupt(a.Key, "the archive does not hash to its key"), cas.ErrCorrupt)
+	out := map[string]string{}
+	for _, r := range rows {
+		out[r.Device] = r.Key
 	}
-	return b, nil
+	return out, nil
+}
+
+// TakenIn is what the store records after it took in one segment: the
+// segment, the items it brought (their state now), and its tombstones.
+type TakenIn struct {
+	Segment    Segment
+	Items      []Item
+	Drop       []Item // items deleted here by the segment's tombstones
+	Tombstones []Tombstone
+}
+
+// RecordTakenIn records t in one transaction.
+func (s *Storage) RecordTakenIn(ctx context.Context, db *index.DB, t TakenIn) error {
+	return db.Update(ctx, func(tx *index.Tx) error {
+		if err := s.putItems(ctx, tx, t.Items, t.Drop); err != nil {
+			return err
+		}
+		if err := s.putTombstones(ctx, tx, t.Tombstones); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO sync_devices (remote, device, last_key) VALUES (?, ?, ?)
+			ON CONFLICT (remote, device) DO UPDATE SET last_key = excluded.last_key`, s.remoteKey(), t.Segment.Device, t.Segment.Key)
+		return index.Translate(err)
+	})
+}
+
+func (s *Storage) putItems(ctx context.Context, tx *index.Tx, items, drop []Item) error {
+	for _, it := range drop {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sync_items WHERE remote = ? AND kind = ? AND id = ?`, s.remoteKey(), it.Kind, it.ID); err != nil {
+			return index.Translate(err)
+		}
+	}
+	for _, it := range items {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_items (remote, kind, id, parent, fp, seq, last) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (remote, kind, id) DO UPDATE SET parent = excluded.parent, fp = excluded.fp, seq = excluded.seq, last = excluded.last`,
+			s.remoteKey(), it.Kind, it.ID, it.Parent, it.FP, it.Seq, baseArg(it.Last)); err != nil {
+			return index.Translate(err)
+		}
+	}
+	return nil
+}
+
+func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombstone) error {
+	for _, t := range ts {
+		detail := string(t.Detail)
+		if detail == "" {
+			detail = "{}"
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_tombstones (remote, kind, id, parent, seq, last, device, at, detail)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (remote, kind, id) DO UPDATE SET parent = excluded.parent,
+			seq = excluded.seq, last = excluded.last, device = excluded.device, at = excluded.at, detail = excluded.detail`,
+			s.remoteKey(), t.Kind, t.ID, t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detail); err != nil {
+			return index.Translate(err)
+		}
+	}
+	return nil
+}
+
+type tombRow struct {
+	Kind   string   `db:"kind"`
+	ID     string   `db:"id"`
+	Parent string   `db:"parent"`
+	Seq    int64    `db:"seq"`
+	Last   cas.Hash `db:"last"`
+	Device string   `db:"device"`
+	At     int64    `db:"at"`
+	Detail string   `db:"detail"`
+}
+
+func (r tombRow) tombstone() Tombstone {
+	return Tombstone{Kind: r.Kind, ID: r.ID, Parent: r.Parent, Seq: r.Seq, Last: r.Last, Device: r.Device,
+		At: time.Unix(0, r.At).UTC(), Detail: json.RawMessage(r.Detail)}
+}
+
+// FindTombstone returns the tombstone of the chat or run kind/id the
+// store knows, if any.
+func (s *Storage) FindTombstone(ctx context.Context, db *index.DB, kind, id string) (Tombstone, bool, error) {
+	var r tombRow
+	err := db.View(ctx, func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &r, `SELECT kind, id, parent, seq, last, device, at, detail
+			FROM sync_tombstones WHERE remote = ? AND kind = ? AND id = ?`, s.remoteKey(), kind, id)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return Tombstone{}, false, nil
+	}
+	if err != nil {
+		return Tombstone{}, false, index.Translate(err)
+	}
+	return r.tombstone(), true, nil
+}
+
+// OwnTombstones returns every tombstone device published, for a base
+// segment.
+func (s *Storage) OwnTombstones(ctx context.Context, db *index.DB, device string) ([]Tombstone, error) {
+	var rows []tombRow
+	err := db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT kind, id, parent, seq, last, device, at, detail
+			FROM sync_tombstones WHERE remote = ? AND device = ? ORDER BY at, kind, id`, s.remoteKey(), device)
+	})
+	if err != nil {
+		return nil, index.Translate(err)
+	}
+	out := make([]Tombstone, len(rows))
+	for i, r := range rows {
+		out[i] = r.tombstone()
+	}
+	return out, nil
+}
+
+// ObjectDelta returns the change of the store's object set since its last
+// published segment ("KIND:HASH"): the records not listed yet, and those
+// dropped after they were. With all it returns every record as added and
+// nothing dropped, for a base.
+func (s *Storage) ObjectDelta(ctx context.Context, db *index.DB, all bool) (added, dropped []string, err error) {
+	added, dropped = []string{}, []string{}
+	err = db.View(ctx, func(tx *index.Tx) error {
+		q := `SELECT kind, hash FROM remote_objects WHERE listed = 0 ORDER BY kind, hash`
+		if all {
+			q = `SELECT kind, hash FROM remote_objects ORDER BY kind, hash`
+		}
+		var rows []struct {
+			Kind cas.Kind `db:"kind"`
+			Hash cas.Hash `db:"hash"`
+		}
+		if err := tx.SelectContext(ctx, &rows, q); err != nil {
+			return index.Translate(err)
+		}
+		for _, r := range rows {
+			added = append(added, objectName(r.Kind, r.Hash))
+		}
+		if all {
+			return nil
+		}
+		rows = rows[:0]
+		if err := tx.SelectContext(ctx, &rows, `SELECT kind, hash FROM remote_dropped ORDER BY kind, hash`); err != nil {
+			return index.Translate(err)
+		}
+		for _, r := range rows {
+			dropped = append(dropped, objectName(r.Kind, r.Hash))
+		}
+		return nil
+	})
+	return added, dropped, err
+}
+
+// Published is what the store records after it published a segment.
+type Published struct {
+	Segment Segment
+	// Bytes is the segment's size; a base restarts the count of delta
+	// bytes, a delta adds to it.
+	Bytes      int64
+	Items      []Item
+	Drop       []Item
+	Tombstones []Tombstone
+	// Added and Dropped are the header's object changes, now listed.
+	Added, Dropped []string
+	// Deletions is the last deletion-log id the segment covers.
+	Deletions int64
+}
+
+// RecordPublished records p in one transaction.
+func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published) error {
+	return db.Update(ctx, func(tx *index.Tx) error {
+		if err := s.putItems(ctx, tx, p.Items, p.Drop); err != nil {
+			return err
+		}
+		if err := s.putTombstones(ctx, tx, p.Tombstones); err != nil {
+			return err
+		}
+		for _, name := range p.Added {
+			kind, h, ok := parseObjectName(name)
+			if !ok {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE remote_objects SET listed = 1 WHERE kind = ? AND hash = ?`, int(kind), h); err != nil {
+				return index.Translate(err)
+			}
+			if p.Segment.Base {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM remote_dropped WHERE kind = ? AND hash = ?`, int(kind), h); err != nil {
+					return index.Translate(err)
+				}
+			}
+		}
+		if p.Segment.Base {
+			// The base lists the whole set: what was dropped before it
+			// is not in it.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM remote_dropped`); err != nil {
+				return index.Translate(err)
+			}
+		}
+		for _, name := range p.Dropped {
+			kind, h, ok := parseObjectName(name)
+			if !ok {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM remote_dropped WHERE kind = ? AND hash = ?`, int(kind), h); err != nil {
+				return index.Translate(err)
+			}
+		}
+		size, since := p.Bytes, int64(0)
+		if !p.Segment.Base {
+			v, ok, err := index.Setting(ctx, tx, baseKey)
+			if err != nil {
+				return err
+			}
+			var b struct{ Size, Since int64 }
+			if ok {
+				_ = json.Unmarshal([]byte(v), &b)
+			}
+			size, since = b.Size, b.Since+p.Bytes
+		}
+		bb, _ := json.Marshal(struct{ Size, Since int64 }{size, since})
+		if err := index.SetSetting(ctx, tx, baseKey, string(bb)); err != nil {
+			return err
+		}
+		return index.SetSetting(ctx, tx, deletionsKey, strconv.FormatInt(p.Deletions, 10))
+	})
 }

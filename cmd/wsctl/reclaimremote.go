@@ -19,13 +19,14 @@ func newReclaimRemoteCmd(a *app) *cobra.Command {
 	var o reclaimRemoteOptions
 	cmd := &cobra.Command{
 		Use:   "reclaim-remote [--grace D] [--max N] [--dry-run]",
-		Short: "Remove from the object store the packs no device uses, and superseded sync archives",
+		Short: "Remove from the object store the packs no device uses, and superseded sync segments",
 		Long: `reclaim-remote removes from the store's remote tier, at most --max objects
-a call: packs (with their index objects) older than --grace that no object
-of the newest object list of any syncing device names, nor this store
-records; and each device's archives and object lists other than its
-newest, once older than --grace. Run it when every device has synced
-since it last pulled, and while none is syncing (docs/remote.md).`,
+a call: packs (with their index objects) older than --grace that no
+device's object set (as its sync segments publish it) names, nor this
+store records; each device's segments before its newest base, once older
+than --grace; and expired sync locks. It holds the tier's exclusive
+reclaim lease meanwhile, and refuses (store.busy, exit 8) while another
+device reclaims or any device syncs (docs/remote.md, "Reclaiming space").`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runReclaimRemote(ctx, o)
@@ -54,7 +55,7 @@ func runReclaimRemote(ctx context.Context, o reclaimRemoteOptions) error {
 	if o.opts.DryRun {
 		verb = "would remove"
 	}
-	_, err = fmt.Fprintf(o.out, "reclaim-remote: %s %d packs, %d index objects, %d archives; kept %d index objects%s\n",
-		verb, rep.Packs, rep.Indexes, rep.Archives, rep.Kept, map[bool]string{true: "; more left (run again)", false: ""}[rep.More])
+	_, err = fmt.Fprintf(o.out, "reclaim-remote: %s %d packs, %d index objects, %d segments, %d expired sync locks; kept %d index objects%s\n",
+		verb, rep.Packs, rep.Indexes, rep.Segments, rep.Locks, rep.Kept, map[bool]string{true: "; more left (run again)", false: ""}[rep.More])
 	return err
 }

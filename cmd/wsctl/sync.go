@@ -17,12 +17,16 @@ func newSyncCmd(a *app) *cobra.Command {
 		Long: `sync reconciles this store with every other store syncing through the
 remote tier REMOTE (an s3:// URL as --blobs takes; default the tier the
 store recorded). It pushes this store's blobs and pulls the others'; takes
-in the newest metadata archive every other device published, merging runs,
-checkpoints and journals by id and persist/ layers by compare-and-swap;
-then publishes its own. A run written on two devices, or a persist/ layer
-promoted on both, is left as it is on each side and named as a conflict
-(exit 5); the rest is synced. A store restored with "wsctl restore" syncs
-as a device of its own (docs/remote.md).`,
+in the sync segments of every other device it has not read, merging runs,
+checkpoints and journals by id, persist/ layers by compare-and-swap and
+actor spaces by version, and deleting what they say was deleted; then
+publishes one segment of its own with what changed here since its last
+sync. A run written on two devices, a persist/ layer promoted or an actor
+space changed on both, or something deleted on one and changed on the
+other, is left as it is on each side and named as a conflict (exit 5);
+the rest is synced. While another device reclaims remote space it fails
+with store.busy (exit 8). A store restored with "wsctl restore" syncs as
+a device of its own (docs/remote.md).`,
 		Args: rangeArgs(0, 1),
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
 			if len(args) == 1 {
@@ -47,8 +51,9 @@ func runSync(ctx context.Context, g globals) error {
 		if err := writeJSON(g.out, rep); err != nil {
 			return err
 		}
-	} else if _, err := fmt.Fprintf(g.out, "sync: device %s; pushed %d objects, pulled %d; took in %d archives: %d added, %d updated, %d unchanged, %d conflicts\n",
-		rep.Device, rep.Pushed.Objects, rep.Pulled.Objects, len(rep.TookIn), len(rep.Added), len(rep.Updated), rep.Unchanged, len(rep.Conflicts)); err != nil {
+	} else if _, err := fmt.Fprintf(g.out, "sync: device %s; pushed %d objects, pulled %d; took in %d segments: %d added, %d updated, %d unchanged, %d deleted, %d conflicts; sent %d changes and %d deletions (%d bytes%s)\n",
+		rep.Device, rep.Pushed.Objects, rep.Pulled.Objects, len(rep.TookIn), len(rep.Added), len(rep.Updated), rep.Unchanged, len(rep.Deleted), len(rep.Conflicts),
+		len(rep.Sent), len(rep.Tombstones), rep.SegmentBytes, map[bool]string{true: ", a base", false: ""}[rep.Base]); err != nil {
 		return err
 	}
 	if len(rep.Conflicts) > 0 {
