@@ -96,6 +96,9 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 			return rep, err
 		}
 	}
+	if err := s.collectDeletions(ctx, dev); err != nil {
+		return rep, err
+	}
 	if rep.Pushed, err = s.Remote.Push(ctx, s.DB); err != nil {
 		return rep, err
 	}
@@ -322,12 +325,12 @@ func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, sy
 		case !known || prev.FP != now.FP:
 			return conflict("but it was written here since this device last synced it")
 		}
-		err := s.Runs.DeleteRun(ctx, tb.ID)
-		switch {
-		case wserr.Is(err, wserr.RunNotFound):
+		// The state here is the one the deleting device deleted (or an
+		// earlier one): an active run here is that device's, cancelled
+		// with it.
+		_, err := s.Runs.CancelAndDeleteRun(ctx, tb.ID)
+		if wserr.Is(err, wserr.RunNotFound) {
 			return false, nil
-		case wserr.Is(err, wserr.InvalidState):
-			return conflict("but it is active here")
 		}
 		return err == nil, err
 	case "chat":
@@ -353,21 +356,20 @@ func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, sy
 	return false, nil
 }
 
-// publish writes the store's segment: what changed since its last sync
-// (or, when the deltas have outgrown the last base, all of it), its new
-// deletions, and the change of its object set.
-func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error {
+// collectDeletions turns the store's deletion-log entries since the last
+// sync into tombstones of the chats and runs it had synced, recorded as
+// pending until a segment carries them.
+func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 	synced, err := s.Remote.Items(ctx, s.DB)
 	if err != nil {
 		return err
 	}
-	// Deletions first: what they name is gone from cur.
 	cursor, err := remote.DeletionCursor(ctx, s.DB)
 	if err != nil {
 		return err
 	}
 	dels, err := s.Runs.Deletions(ctx, cursor, 0)
-	if err != nil {
+	if err != nil || len(dels) == 0 {
 		return err
 	}
 	var tombs []remote.Tombstone
@@ -384,7 +386,6 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 		}
 		tombs = append(tombs, remote.Tombstone{Kind: kind, ID: id, Parent: it.Parent, Seq: it.Seq, Last: it.Last,
 			Device: dev, At: d.At, Detail: detail})
-		rep.Tombstones = append(rep.Tombstones, kind+" "+id)
 		return nil
 	}
 	for _, d := range dels {
@@ -414,6 +415,24 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 			}
 		}
 	}
+	return s.Remote.RecordDeletions(ctx, s.DB, tombs, drop, cursor)
+}
+
+// publish writes the store's segment: what changed since its last sync
+// (or, when the deltas have outgrown the last base, all of it), its new
+// deletions, and the change of its object set.
+func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error {
+	synced, err := s.Remote.Items(ctx, s.DB)
+	if err != nil {
+		return err
+	}
+	tombs, err := s.Remote.PendingTombstones(ctx, s.DB)
+	if err != nil {
+		return err
+	}
+	for _, tb := range tombs {
+		rep.Tombstones = append(rep.Tombstones, tb.Kind+" "+tb.ID)
+	}
 	cur, err := s.currentItems(ctx)
 	if err != nil {
 		return err
@@ -438,7 +457,7 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 		return err
 	}
 	if hasBase && len(delta) == 0 && len(tombs) == 0 && len(added) == 0 && len(dropped) == 0 {
-		return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: remote.Segment{}, Drop: drop, Deletions: cursor})
+		return nil
 	}
 	h := remote.SegmentHeader{Device: dev, At: s.now().UTC(), Tombstones: tombs, Added: added, Dropped: dropped}
 	items := changed
@@ -457,11 +476,10 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 		if h.Added, h.Dropped, err = s.Remote.ObjectDelta(ctx, s.DB, true); err != nil {
 			return err
 		}
-		own, err := s.Remote.OwnTombstones(ctx, s.DB, dev)
-		if err != nil {
+		// Every tombstone of this device, the pending ones included.
+		if h.Tombstones, err = s.Remote.OwnTombstones(ctx, s.DB, dev); err != nil {
 			return err
 		}
-		h.Tombstones = append(own, tombs...)
 	}
 	if err := s.withLast(ctx, items); err != nil {
 		return err
@@ -490,8 +508,8 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 	for _, it := range changed {
 		rep.Sent = append(rep.Sent, it.Name())
 	}
-	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: int64(len(delta)), Items: items, Drop: drop,
-		Tombstones: tombs, Added: h.Added, Dropped: h.Dropped, Deletions: cursor})
+	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: int64(len(delta)), Items: items,
+		Tombstones: h.Tombstones, Added: h.Added, Dropped: h.Dropped})
 }
 
 // exportItems writes a metadata archive (blobs elsewhere) of items: runs

@@ -119,3 +119,24 @@ func (s *Spaces) ImportChange(ctx context.Context, tx *index.Tx, c ChangeRecord)
 	}
 	return nil
 }
+
+// MergeSpace moves actor r.Actor's space to r's root and version, in tx,
+// for a sync that found the store's state of the space an earlier state
+// of r's (the caller appends the new changes in the same tx). It fails
+// with store.conflict, changing nothing, unless the space is still at
+// version from, and with store.corrupt for a name that is not an actor.
+func (s *Spaces) MergeSpace(ctx context.Context, tx *index.Tx, from int64, r SpaceRecord) error {
+	const op = "merge actor space"
+	if name, err := ParseActor(r.Actor); err != nil || name != r.Actor {
+		return wserr.New(wserr.Corrupt, op, "", "invalid actor %q", r.Actor)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE actor_spaces SET root = ?, seq = ?, updated = max(updated, ?) WHERE actor = ? AND seq = ?`,
+		r.Root, r.Seq, r.Updated, r.Actor, from)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, r.Actor, index.Translate(err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return wserr.New(wserr.Conflict, op, "", "actor %s: its space changed here meanwhile", r.Actor)
+	}
+	return nil
+}

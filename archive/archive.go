@@ -72,6 +72,7 @@ type Actors interface {
 	ExportChanges(ctx context.Context, tx *index.Tx, actor string) ([]actors.ChangeRecord, error)
 	ImportSpace(ctx context.Context, tx *index.Tx, r actors.SpaceRecord) (bool, error)
 	ImportChange(ctx context.Context, tx *index.Tx, c actors.ChangeRecord) error
+	MergeSpace(ctx context.Context, tx *index.Tx, from int64, r actors.SpaceRecord) error
 }
 
 // Parts are what New wires an Archiver from.
@@ -141,8 +142,10 @@ type Options struct {
 	// later state of stays; one written on both sides since they parted
 	// is a conflict. A chat whose persist layer the archive promoted from
 	// the store's version is brought forward through compare-and-swap;
-	// one promoted on both sides is a conflict. Summary.Updated names what
-	// was brought forward.
+	// one promoted on both sides is a conflict. An actor space whose
+	// journal in the store is a prefix of the archive's is brought
+	// forward the same way; one changed on both sides is a conflict.
+	// Summary.Updated names what was brought forward.
 	Merge bool
 }
 

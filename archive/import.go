@@ -542,6 +542,9 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			if err := im.flushRun(ctx, tx); err != nil {
 				return err
 			}
+			if err := im.flushSpace(ctx, tx); err != nil {
+				return err
+			}
 			kindDone = 2
 			seen, listed := im.actors[s.Actor]
 			if !listed || seen {
@@ -553,6 +556,11 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			}
 			im.sum.Actors++
 			added, err := im.a.p.Actors.ImportSpace(ctx, tx, s)
+			if im.opt.Merge && wserr.Is(err, wserr.Conflict) {
+				im.merge.space = &mergeSpace{rec: s}
+				actor = ""
+				continue
+			}
 			if err := im.outcome("actor", s.Actor, added, err); err != nil {
 				return err
 			}
@@ -574,11 +582,16 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				if err := im.a.p.Actors.ImportChange(ctx, tx, c); err != nil {
 					return err
 				}
+			} else if im.merge.space != nil {
+				im.merge.space.changes = append(im.merge.space.changes, c)
 			}
 		}
 		report(im.opt, "records", rows, 0)
 	}
 	if err := im.flushRun(ctx, tx); err != nil {
+		return err
+	}
+	if err := im.flushSpace(ctx, tx); err != nil {
 		return err
 	}
 	if err := im.flushChats(ctx, tx); err != nil {

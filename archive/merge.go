@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
@@ -23,11 +24,19 @@ type mergeRun struct {
 	events  []journal.Event
 }
 
+// mergeSpace is an actor space the store holds another state of, with
+// the changes the archive holds for it (Options.Merge).
+type mergeSpace struct {
+	rec     actors.SpaceRecord
+	changes []actors.ChangeRecord
+}
+
 // mergeState is what a merging import keeps across the records: the run
 // being gathered, the chats whose persist layers differ, and the persist
 // base each version of each chat had, by the archive's runs.
 type mergeState struct {
 	run   *mergeRun
+	space *mergeSpace
 	chats []runs.ChatRecord
 	bases map[string]map[int64]cas.Hash // chat → persist version → base
 }
@@ -164,5 +173,52 @@ func (im *importer) flushChats(ctx context.Context, tx *index.Tx) error {
 			return fmt.Errorf("merge chat %s: %w", c.ID, err)
 		}
 	}
+	return nil
+}
+
+// sameChange compares two changes of an actor's journal; the root is left
+// out, since gc prunes versions on each device on its own.
+func sameChange(a, b actors.ChangeRecord) bool {
+	return a.Seq == b.Seq && a.Op == b.Op && a.Path == b.Path && a.Files == b.Files && a.Bytes == b.Bytes && a.Created == b.Created
+}
+
+// flushSpace settles the gathered actor space as flushRun settles a run:
+// the store's journal of it a prefix of the archive's brings it forward
+// (the row moved by compare-and-swap on its version, the new changes
+// appended); the archive's a prefix of the store's leaves it; journals
+// that part are a conflict: the space was changed on two devices.
+func (im *importer) flushSpace(ctx context.Context, tx *index.Tx) error {
+	ms := im.merge.space
+	if ms == nil {
+		return nil
+	}
+	im.merge.space = nil
+	actor := ms.rec.Actor
+	local, err := im.a.p.Actors.ExportChanges(ctx, tx, actor)
+	if err != nil {
+		return err
+	}
+	for i := range min(len(local), len(ms.changes)) {
+		if !sameChange(local[i], ms.changes[i]) {
+			return im.outcome("actor", actor, false, wserr.New(wserr.Conflict, "merge actor space", "",
+				"actor %s was changed on two devices: the journals part at version %d", actor, i+1))
+		}
+	}
+	if len(ms.changes) <= len(local) {
+		return im.outcome("actor", actor, false, nil)
+	}
+	cur, _, err := im.a.p.Actors.ExportSpace(ctx, tx, actor)
+	if err != nil {
+		return err
+	}
+	if err := im.a.p.Actors.MergeSpace(ctx, tx, cur.Seq, ms.rec); err != nil {
+		return im.outcome("actor", actor, false, err)
+	}
+	for _, c := range ms.changes[len(local):] {
+		if err := im.a.p.Actors.ImportChange(ctx, tx, c); err != nil {
+			return err
+		}
+	}
+	im.sum.Updated = append(im.sum.Updated, "actor "+actor)
 	return nil
 }

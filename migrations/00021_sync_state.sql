@@ -39,7 +39,8 @@ CREATE TABLE sync_devices (
 -- sync_tombstones: the deletions of chats and runs the store published or
 -- took in, with the state the deleting device last synced (seq, last), so
 -- a copy of the object another device still sends is deleted again, not
--- brought back. detail is JSON (a chat's kind and stable id).
+-- brought back. detail is JSON (a chat's kind and stable id); pending marks
+-- one of the store's own that no published segment carries yet.
 CREATE TABLE sync_tombstones (
     remote TEXT NOT NULL,
     kind   TEXT NOT NULL,
@@ -50,6 +51,7 @@ CREATE TABLE sync_tombstones (
     device TEXT NOT NULL,
     at     INTEGER NOT NULL,
     detail TEXT NOT NULL DEFAULT '{}',
+    pending INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (remote, kind, id)
 ) WITHOUT ROWID;
 

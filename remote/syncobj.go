@@ -182,7 +182,7 @@ func (s *Storage) RecordTakenIn(ctx context.Context, db *index.DB, t TakenIn) er
 		if err := s.putItems(ctx, tx, t.Items, t.Drop); err != nil {
 			return err
 		}
-		if err := s.putTombstones(ctx, tx, t.Tombstones); err != nil {
+		if err := s.putTombstones(ctx, tx, t.Tombstones, false); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO sync_devices (remote, device, last_key) VALUES (?, ?, ?)
@@ -207,20 +207,45 @@ func (s *Storage) putItems(ctx context.Context, tx *index.Tx, items, drop []Item
 	return nil
 }
 
-func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombstone) error {
+func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombstone, pending bool) error {
 	for _, t := range ts {
 		detail := string(t.Detail)
 		if detail == "" {
 			detail = "{}"
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_tombstones (remote, kind, id, parent, seq, last, device, at, detail)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (remote, kind, id) DO UPDATE SET parent = excluded.parent,
-			seq = excluded.seq, last = excluded.last, device = excluded.device, at = excluded.at, detail = excluded.detail`,
-			s.remoteKey(), t.Kind, t.ID, t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detail); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_tombstones (remote, kind, id, parent, seq, last, device, at, detail, pending)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (remote, kind, id) DO UPDATE SET parent = excluded.parent,
+			seq = excluded.seq, last = excluded.last, device = excluded.device, at = excluded.at, detail = excluded.detail,
+			pending = excluded.pending`,
+			s.remoteKey(), t.Kind, t.ID, t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detail, pending); err != nil {
 			return index.Translate(err)
 		}
 	}
 	return nil
+}
+
+// RecordDeletions records ts, the store's own tombstones of deletions up
+// to the deletion-log entry cursor, as pending (the next published
+// segment carries them), and forgets the items they name, in one
+// transaction. Taken in before the other devices' segments, they delete
+// again what a segment written before them brings back.
+func (s *Storage) RecordDeletions(ctx context.Context, db *index.DB, ts []Tombstone, drop []Item, cursor int64) error {
+	return db.Update(ctx, func(tx *index.Tx) error {
+		if err := s.putItems(ctx, tx, nil, drop); err != nil {
+			return err
+		}
+		if err := s.putTombstones(ctx, tx, ts, true); err != nil {
+			return err
+		}
+		return index.SetSetting(ctx, tx, deletionsKey, strconv.FormatInt(cursor, 10))
+	})
+}
+
+// PendingTombstones returns the store's own tombstones no published
+// segment carries yet.
+func (s *Storage) PendingTombstones(ctx context.Context, db *index.DB) ([]Tombstone, error) {
+	return s.tombstones(ctx, db, `SELECT kind, id, parent, seq, last, device, at, detail
+		FROM sync_tombstones WHERE remote = ? AND pending != 0 ORDER BY at, kind, id`, s.remoteKey())
 }
 
 type tombRow struct {
@@ -259,11 +284,13 @@ func (s *Storage) FindTombstone(ctx context.Context, db *index.DB, kind, id stri
 // OwnTombstones returns every tombstone device published, for a base
 // segment.
 func (s *Storage) OwnTombstones(ctx context.Context, db *index.DB, device string) ([]Tombstone, error) {
+	return s.tombstones(ctx, db, `SELECT kind, id, parent, seq, last, device, at, detail
+		FROM sync_tombstones WHERE remote = ? AND device = ? ORDER BY at, kind, id`, s.remoteKey(), device)
+}
+
+func (s *Storage) tombstones(ctx context.Context, db *index.DB, q string, args ...any) ([]Tombstone, error) {
 	var rows []tombRow
-	err := db.View(ctx, func(tx *index.Tx) error {
-		return tx.SelectContext(ctx, &rows, `SELECT kind, id, parent, seq, last, device, at, detail
-			FROM sync_tombstones WHERE remote = ? AND device = ? ORDER BY at, kind, id`, s.remoteKey(), device)
-	})
+	err := db.View(ctx, func(tx *index.Tx) error { return tx.SelectContext(ctx, &rows, q, args...) })
 	if err != nil {
 		return nil, index.Translate(err)
 	}
@@ -321,8 +348,6 @@ type Published struct {
 	Tombstones []Tombstone
 	// Added and Dropped are the header's object changes, now listed.
 	Added, Dropped []string
-	// Deletions is the last deletion-log id the segment covers.
-	Deletions int64
 }
 
 // RecordPublished records p in one transaction.
@@ -331,8 +356,11 @@ func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published
 		if err := s.putItems(ctx, tx, p.Items, p.Drop); err != nil {
 			return err
 		}
-		if err := s.putTombstones(ctx, tx, p.Tombstones); err != nil {
-			return err
+		for _, t := range p.Tombstones {
+			if _, err := tx.ExecContext(ctx, `UPDATE sync_tombstones SET pending = 0 WHERE remote = ? AND kind = ? AND id = ? AND device = ?`,
+				s.remoteKey(), t.Kind, t.ID, t.Device); err != nil {
+				return index.Translate(err)
+			}
 		}
 		for _, name := range p.Added {
 			kind, h, ok := parseObjectName(name)
@@ -377,9 +405,6 @@ func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published
 			size, since = b.Size, b.Since+p.Bytes
 		}
 		bb, _ := json.Marshal(struct{ Size, Since int64 }{size, since})
-		if err := index.SetSetting(ctx, tx, baseKey, string(bb)); err != nil {
-			return err
-		}
-		return index.SetSetting(ctx, tx, deletionsKey, strconv.FormatInt(p.Deletions, 10))
+		return index.SetSetting(ctx, tx, baseKey, string(bb))
 	})
 }

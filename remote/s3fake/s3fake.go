@@ -2,7 +2,7 @@
 // path-style buckets with PutObject (honouring If-None-Match: *),
 // GetObject (with a byte Range), HeadObject, DeleteObject, CreateBucket
 // and ListObjectsV2 — what the remote tier calls. It keeps objects in
-// memory, counts the requests of each method, and lets a test inject
+// memory, counts the requests of each method and the bytes they carry, and lets a test inject
 // faults: a status for chosen requests, a lost or altered object.
 package s3fake
 
@@ -28,13 +28,14 @@ type Server struct {
 	mu      sync.Mutex
 	buckets map[string]map[string][]byte
 	counts  map[string]int
+	bytes   map[string]int64
 	fault   func(r *http.Request) int
 }
 
 // New starts a fake store on a loopback port with bucket created. Close
 // stops it.
 func New(bucket string) *Server {
-	s := &Server{buckets: map[string]map[string][]byte{bucket: {}}, counts: map[string]int{}}
+	s := &Server{buckets: map[string]map[string][]byte{bucket: {}}, counts: map[string]int{}, bytes: map[string]int64{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	return s
@@ -65,6 +66,14 @@ func (s *Server) Count(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.counts[method]
+}
+
+// Bytes returns how many object bytes the requests of method (PUT, GET)
+// that succeeded carried: the bodies stored, the bodies (or ranges) sent.
+func (s *Server) Bytes(method string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bytes[method]
 }
 
 // Keys returns the keys in bucket under prefix, sorted.
@@ -179,6 +188,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		objs[key] = body
+		s.bytes[r.Method] += int64(len(body))
 		w.Header().Set("ETag", `"`+strconv.Itoa(len(body))+`"`)
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		data, exists := objs[key]
@@ -211,6 +221,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		if r.Method == http.MethodGet {
 			_, _ = w.Write(data)
+			s.bytes[r.Method] += int64(len(data))
 		}
 	case r.Method == http.MethodDelete:
 		delete(objs, key)

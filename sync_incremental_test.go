@@ -1,0 +1,306 @@
+package wsstore_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/remote/s3fake"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// fakeTier starts the in-process object store and returns a function
+// that opens a store on it in a new directory.
+func fakeTier(t *testing.T) (*s3fake.Server, func() *wsstore.Store) {
+	t.Helper()
+	awsTestEnv(t)
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	u := "s3://wsstore/team?endpoint=" + srv.URL
+	return srv, func() *wsstore.Store {
+		st, err := wsstore.Open(context.Background(), t.TempDir(), wsstore.Options{Blobs: u,
+			Remote: remote.Options{PackSize: 64 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
+		require.NoError(t, err)
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+}
+
+// smallRuns writes n runs named prefix-NN in chat, each a few small
+// checkpointed files.
+func smallRuns(t *testing.T, st *wsstore.Store, chat, prefix string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		id := fmt.Sprintf("%s-%02d", prefix, i)
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: chat}, RunID: id,
+			Inputs: map[string][]byte{"prompt_snapshot.json": []byte(fmt.Sprintf(`{"run":%q}`, id))}})
+		require.NoError(t, err)
+		ws := st.Runs.Workspace(id, runs.ModelScope)
+		for j := range 3 {
+			_, err = ws.Write(ctx, vfs.MustPath(fmt.Sprintf("output/%d.md", j)), []byte(strings.Repeat(id+" line\n", 20+j)), vfs.WriteOptions{})
+			require.NoError(t, err)
+		}
+	}
+}
+
+func syncOK(t *testing.T, st *wsstore.Store) wsstore.SyncReport {
+	t.Helper()
+	rep, err := st.Sync(context.Background())
+	require.NoError(t, err)
+	return rep
+}
+
+func runsOf(rep wsstore.SyncReport, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "run ") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestSyncIncremental: a sync after one new run uploads that run, not the
+// store, and the other device reads only that segment.
+func TestSyncIncremental(t *testing.T) {
+	srv, open := fakeTier(t)
+	a, b := open(), open()
+	smallRuns(t, a, "chat-a", "run-a", 20)
+
+	first := syncOK(t, a)
+	require.True(t, first.Base, "a device's first segment is a base")
+	assert.Len(t, runsOf(first, first.Sent), 20)
+	full := first.SegmentBytes
+	rb := syncOK(t, b)
+	assert.Len(t, runsOf(rb, rb.Added), 20)
+
+	smallRuns(t, a, "chat-a", "run-new", 1)
+	puts, putBytes := srv.Count("PUT"), srv.Bytes("PUT")
+	rep := syncOK(t, a)
+	assert.False(t, rep.Base)
+	assert.Equal(t, []string{"run run-new-00"}, runsOf(rep, rep.Sent), "only the new run is sent")
+	assert.Less(t, rep.SegmentBytes*8, full, "the segment holds one run of 21: %d bytes against %d", rep.SegmentBytes, full)
+	assert.Equal(t, 4, srv.Count("PUT")-puts, "the lock, one pack, its index and the segment")
+	sent := srv.Bytes("PUT") - putBytes
+	t.Logf("base segment %d bytes; after one run: segment %d bytes, %d bytes PUT in all", full, rep.SegmentBytes, sent)
+	assert.Less(t, sent*4, full, "what the sync uploads grows with the change")
+
+	gets, getBytes := srv.Count("GET"), srv.Bytes("GET")
+	rb = syncOK(t, b)
+	assert.Len(t, rb.TookIn, 1, "B reads A's one new segment")
+	assert.Equal(t, []string{"run run-new-00"}, runsOf(rb, rb.Added))
+	assert.Empty(t, rb.Conflicts)
+	t.Logf("B's second sync: %d GETs, %d bytes", srv.Count("GET")-gets, srv.Bytes("GET")-getBytes)
+	assert.Less(t, (srv.Bytes("GET")-getBytes)*4, full)
+	assert.Equal(t, runIDs(t, a), runIDs(t, b))
+
+	// Nothing changed: no segment, only the lock.
+	puts = srv.Count("PUT")
+	rep = syncOK(t, a)
+	assert.Empty(t, rep.Published)
+	assert.Equal(t, 1, srv.Count("PUT")-puts)
+	rb = syncOK(t, b)
+	assert.Empty(t, rb.TookIn)
+	assert.Empty(t, rb.Published, "what B took in is not sent back")
+}
+
+// TestSyncDeletions: a run or chat deleted on one device is deleted on
+// the other after both sync, stays deleted, also for a device that starts
+// later; a deletion racing an edit is a named conflict on both sides.
+func TestSyncDeletions(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	smallRuns(t, a, "chat-1", "r", 3)
+	smallRuns(t, a, "chat-2", "q", 1)
+	syncOK(t, a)
+	syncOK(t, b)
+	require.Equal(t, runIDs(t, a), runIDs(t, b))
+
+	_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
+	require.NoError(t, err)
+	chat2 := runs.ChatKey{Kind: "character", StableChatID: "chat-2"}
+	_, err = a.Runs.DeleteChats(ctx, []runs.ChatKey{chat2}, true)
+	require.NoError(t, err)
+	chat2ID := runs.ChatWorkspaceID(chat2)
+
+	rep := syncOK(t, a)
+	assert.ElementsMatch(t, []string{"run r-00", "run q-00", "chat " + chat2ID}, rep.Tombstones)
+	rb := syncOK(t, b)
+	assert.ElementsMatch(t, []string{"run r-00", "run q-00", "chat " + chat2ID}, rb.Deleted)
+	assert.Empty(t, rb.Conflicts)
+	assert.Equal(t, []string{"r-01", "r-02"}, runIDs(t, b))
+	assert.NoError(t, b.DB.View(ctx, func(tx *index.Tx) error {
+		_, err := b.Runs.ExportChat(ctx, tx, chat2ID)
+		assert.True(t, wserr.Is(err, wserr.NotFound), "the chat is gone on B: %v", err)
+		return nil
+	}))
+
+	for range 2 {
+		syncOK(t, a)
+		syncOK(t, b)
+	}
+	assert.Equal(t, []string{"r-01", "r-02"}, runIDs(t, a), "nothing comes back")
+	assert.Equal(t, []string{"r-01", "r-02"}, runIDs(t, b))
+
+	// A device that starts now reads B's base, which still holds r-00,
+	// and A's tombstone: r-00 stays deleted.
+	c := open()
+	rc := syncOK(t, c)
+	assert.Empty(t, rc.Conflicts)
+	assert.Equal(t, []string{"r-01", "r-02"}, runIDs(t, c))
+
+	// Deleted on A, written on B meanwhile: a conflict, named on both
+	// sides, and B's edit is not lost.
+	_, err = a.Runs.CancelAndDeleteRun(ctx, "r-01")
+	require.NoError(t, err)
+	edit(t, b, "r-01", "late.md", "written on B while A deleted the run\n")
+	syncOK(t, a)
+	rb = syncOK(t, b)
+	assert.Equal(t, []string{"run r-01"}, conflictNames(rb.Conflicts))
+	assert.Contains(t, rb.Conflicts[0].Reason, "deleted on device")
+	assert.Contains(t, runIDs(t, b), "r-01")
+	rep = syncOK(t, a)
+	assert.Equal(t, []string{"run r-01"}, conflictNames(rep.Conflicts), "A names it too as B's edit comes back")
+	assert.Contains(t, runIDs(t, a), "r-01")
+	f, err := a.Runs.Workspace("r-01", runs.ModelScope).Read(ctx, vfs.MustPath("output/late.md"), vfs.ReadOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, string(f.Content), "written on B")
+}
+
+// TestSyncActorSpaces: a space changed on one device fast-forwards the
+// other; changed on both, it is a named conflict and each keeps its own.
+func TestSyncActorSpaces(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	up := func(st *wsstore.Store, path, text string) {
+		t.Helper()
+		_, err := st.Actors.Upload(ctx, "alice", path, strings.NewReader(text))
+		require.NoError(t, err)
+	}
+	read := func(st *wsstore.Store, path string) string {
+		t.Helper()
+		rc, _, err := st.Actors.Download(ctx, "alice", path)
+		require.NoError(t, err)
+		defer rc.Close()
+		bs, err := io.ReadAll(rc)
+		require.NoError(t, err)
+		return string(bs)
+	}
+	up(a, "notes/one.md", "one\n")
+	syncOK(t, a)
+	rb := syncOK(t, b)
+	assert.Contains(t, rb.Added, "actor alice")
+
+	up(a, "notes/two.md", "two\n")
+	syncOK(t, a)
+	rb = syncOK(t, b)
+	assert.Contains(t, rb.Updated, "actor alice", "B fast-forwards to A's version")
+	assert.Empty(t, rb.Conflicts)
+	assert.Equal(t, "two\n", read(b, "notes/two.md"))
+
+	up(b, "notes/three.md", "three from B\n")
+	syncOK(t, b)
+	ra := syncOK(t, a)
+	assert.Contains(t, ra.Updated, "actor alice", "and back")
+	assert.Equal(t, "three from B\n", read(a, "notes/three.md"))
+
+	up(a, "notes/both.md", "A\n")
+	up(b, "notes/both.md", "B\n")
+	syncOK(t, a)
+	rb = syncOK(t, b)
+	assert.Equal(t, []string{"actor alice"}, conflictNames(rb.Conflicts))
+	ra = syncOK(t, a)
+	assert.Equal(t, []string{"actor alice"}, conflictNames(ra.Conflicts))
+	assert.Equal(t, "A\n", read(a, "notes/both.md"))
+	assert.Equal(t, "B\n", read(b, "notes/both.md"))
+}
+
+// TestSyncReclaimLocks: reclaim refuses while a device syncs, a sync
+// refuses while a reclaim lease is live, and an expired lease is taken
+// over.
+func TestSyncReclaimLocks(t *testing.T) {
+	srv, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	smallRuns(t, a, "chat-1", "r", 2)
+	syncOK(t, a)
+	syncOK(t, b)
+
+	dev, err := remote.Device(ctx, b.DB)
+	require.NoError(t, err)
+	release, err := b.Remote.LockSync(ctx, dev)
+	require.NoError(t, err)
+	_, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1})
+	assert.True(t, wserr.Is(err, wserr.Busy), "store.busy while B syncs: %v", err)
+	assert.ErrorIs(t, err, remote.ErrLocked)
+	assert.Empty(t, srv.Keys("wsstore", "team/locks/reclaim/"), "the lease is given back")
+	require.NoError(t, release(ctx))
+	_, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1})
+	require.NoError(t, err)
+
+	lease := func(expires time.Time) {
+		srv.SetObject("wsstore", "team/locks/reclaim/00000000000000000007",
+			[]byte(fmt.Sprintf(`{"device":"elsewhere","at":%q,"expires":%q}`, time.Now().UTC().Format(time.RFC3339Nano), expires.UTC().Format(time.RFC3339Nano))))
+	}
+	lease(time.Now().Add(time.Hour))
+	_, err = b.Sync(ctx)
+	assert.True(t, wserr.Is(err, wserr.Busy), "store.busy while another device reclaims: %v", err)
+	assert.ErrorIs(t, err, remote.ErrLocked)
+	assert.Empty(t, srv.Keys("wsstore", "team/locks/sync/"), "the sync gave its lock back")
+	_, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1})
+	assert.ErrorIs(t, err, remote.ErrLocked, "one lease at a time")
+
+	lease(time.Now().Add(-time.Minute))
+	syncOK(t, b)
+	_, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1})
+	require.NoError(t, err, "an expired lease is taken over")
+	assert.Empty(t, srv.Keys("wsstore", "team/locks/"), "lease 8 released, lease 7 removed")
+}
+
+// TestSyncCompaction: once the deltas outgrow the base a device writes a
+// new base; reclaim removes the segments before it; a device that starts
+// then reads the base and what follows, and ends equal.
+func TestSyncCompaction(t *testing.T) {
+	srv, open := fakeTier(t)
+	ctx := context.Background()
+	a := open()
+	smallRuns(t, a, "chat-1", "base", 3)
+	require.True(t, syncOK(t, a).Base)
+	bases := 0
+	for i := range 12 {
+		smallRuns(t, a, "chat-1", fmt.Sprintf("more%02d", i), 1)
+		if syncOK(t, a).Base {
+			bases++
+		}
+	}
+	require.Positive(t, bases, "the deltas outgrew the base")
+	dev, err := remote.Device(ctx, a.DB)
+	require.NoError(t, err)
+	segs, err := a.Remote.Segments(ctx, dev, "")
+	require.NoError(t, err)
+	from := remote.FromBase(segs)
+	rec, err := a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1})
+	require.NoError(t, err)
+	assert.Equal(t, len(segs)-len(from), rec.Segments, "the segments before the newest base")
+	assert.Len(t, srv.Keys("wsstore", "team/sync/"+dev+"/"), len(from))
+
+	c := open()
+	rc := syncOK(t, c)
+	assert.Len(t, rc.TookIn, len(from))
+	assert.Equal(t, runIDs(t, a), runIDs(t, c))
+	requireSame(t, contents(t, a), contents(t, c))
+}
