@@ -180,6 +180,45 @@ func TestSyncDeletions(t *testing.T) {
 	assert.Contains(t, string(f.Content), "written on B")
 }
 
+// TestSyncPrunedCheckpoints: checkpoints the run's cap pruned on the
+// writing device go on the other one too when the run is brought forward.
+func TestSyncPrunedCheckpoints(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	p := runs.DefaultProfile()
+	p.MaxCheckpoints = 3
+	_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "chat-1"}, RunID: "capped", Profile: &p})
+	require.NoError(t, err)
+	for i := range 3 {
+		edit(t, a, "capped", "main.md", fmt.Sprintf("draft %d\n", i))
+	}
+	ids := func(st *wsstore.Store) []string {
+		cps, err := st.Checkpoints.List(ctx, "capped")
+		require.NoError(t, err)
+		var out []string
+		for _, c := range cps {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	syncOK(t, a)
+	syncOK(t, b)
+	require.Equal(t, ids(a), ids(b))
+	before := ids(b)
+	for i := range 3 {
+		edit(t, a, "capped", "main.md", fmt.Sprintf("later draft %d\n", i))
+	}
+	syncOK(t, a)
+	rb := syncOK(t, b)
+	assert.Contains(t, rb.Updated, "run capped")
+	assert.Equal(t, ids(a), ids(b), "B holds exactly A's checkpoints")
+	assert.NotEqual(t, before[0], ids(b)[0], "the oldest were pruned on B too")
+	fr, err := b.Fsck(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, fr.Problems)
+}
+
 // TestSyncActorSpaces: a space changed on one device fast-forwards the
 // other; changed on both, it is a named conflict and each keeps its own.
 func TestSyncActorSpaces(t *testing.T) {

@@ -56,6 +56,7 @@ type Runs interface {
 type Checkpoints interface {
 	ExportRecords(ctx context.Context, tx *index.Tx, runID string) ([]checkpoint.Record, error)
 	ImportRecord(ctx context.Context, tx *index.Tx, r checkpoint.Record) error
+	DeleteRecords(ctx context.Context, tx *index.Tx, runID string, seqs []int64) error
 }
 
 // Journal exports and imports events; *journal.Journal implements it.

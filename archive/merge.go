@@ -64,7 +64,8 @@ func sameEvent(a, b journal.Event) bool {
 
 // flushRun settles the gathered run: the store's journal of it a prefix
 // of the archive's brings the run forward (the new checkpoints, commits
-// and events appended, the row replaced); the archive's a prefix of the
+// and events appended, the checkpoints the writer pruned deleted, the row
+// replaced); the archive's a prefix of the
 // store's (the store is ahead, or level) leaves it; journals that part
 // are a conflict: the run was written on two devices.
 func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
@@ -101,11 +102,26 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 	for _, c := range have {
 		top = max(top, c.Seq)
 	}
+	theirs := map[int64]bool{}
 	for _, c := range mr.cps {
+		theirs[c.Seq] = true
 		if c.Seq > top {
 			if err := im.a.p.Checkpoints.ImportRecord(ctx, tx, c); err != nil {
 				return err
 			}
+		}
+	}
+	// A checkpoint held here that the writer no longer holds was pruned
+	// there (its journal, of which this store's is a prefix, says so).
+	var pruned []int64
+	for _, c := range have {
+		if !theirs[c.Seq] {
+			pruned = append(pruned, c.Seq)
+		}
+	}
+	if len(pruned) > 0 {
+		if err := im.a.p.Checkpoints.DeleteRecords(ctx, tx, id, pruned); err != nil {
+			return err
 		}
 	}
 	commits, err := im.a.p.Runs.ExportCommits(ctx, tx, id)

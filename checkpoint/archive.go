@@ -2,7 +2,10 @@ package checkpoint
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -46,6 +49,31 @@ func (s *Store) ImportRecord(ctx context.Context, tx *index.Tx, r Record) error 
 		:parent_seq, :reason, :event_seq, :created_at, :dead_bytes, :cum_dead)`, r)
 	if err != nil {
 		return wserr.Wrap(wserr.Corrupt, "import checkpoint", "", fmt.Errorf("run %s seq %d: %w", r.RunID, r.Seq, index.Translate(err)))
+	}
+	return nil
+}
+
+// DeleteRecords deletes the checkpoints seqs of runID in tx, as a prune
+// does (oldest first, each one's children taking its parent, its root a
+// candidate for collection), for a sync bringing forward a run whose
+// writer pruned them. A seq the run does not hold is skipped; no event is
+// appended (the writer's checkpoints_pruned event comes with the run).
+func (s *Store) DeleteRecords(ctx context.Context, tx *index.Tx, runID string, seqs []int64) error {
+	for _, seq := range slices.Sorted(slices.Values(seqs)) {
+		var parent int64
+		err := tx.GetContext(ctx, &parent, `SELECT parent_seq FROM checkpoints WHERE run_id = ? AND seq = ?`, runID, seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("delete checkpoints %s: %w", runID, index.Translate(err))
+		}
+		if err := s.deleteRow(ctx, tx, runID, seq); err != nil {
+			return fmt.Errorf("delete checkpoints %s: %w", runID, err)
+		}
+		if _, err := tx.ExecContext(ctx, relinkSQL, parent, runID, seq); err != nil {
+			return fmt.Errorf("delete checkpoints %s: %w", runID, index.Translate(err))
+		}
 	}
 	return nil
 }
