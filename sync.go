@@ -131,8 +131,57 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 	return rep, s.publish(ctx, dev, &rep)
 }
 
-// syncState is the state of one chat, run or actor space now, as
-// remote.Item records it.
+// itemsOf returns the state now of the chats, runs and actor spaces
+// names names ("KIND ID"), as currentItems would, leaving out those that
+// do not exist.
+func (s *Store) itemsOf(ctx context.Context, names []string) (map[string]remote.Item, error) {
+	out := map[string]remote.Item{}
+	err := s.DB.View(ctx, func(tx *index.Tx) error {
+		for _, name := range names {
+			kind, id, _ := strings.Cut(name, " ")
+			var it remote.Item
+			switch kind {
+			case "chat":
+				c, err := s.Runs.ExportChat(ctx, tx, id)
+				if wserr.Is(err, wserr.NotFound) {
+					continue
+				} else if err != nil {
+					return err
+				}
+				it = remote.Item{Kind: kind, ID: id, FP: fingerprint(c, 0)}
+			case "run":
+				r, err := s.Runs.ExportRun(ctx, tx, id)
+				if wserr.Is(err, wserr.RunNotFound) {
+					continue
+				} else if err != nil {
+					return err
+				}
+				last, err := s.Journal.Last(ctx, tx, id)
+				if err != nil {
+					return err
+				}
+				it = remote.Item{Kind: kind, ID: id, Parent: r.ChatID, Seq: last, FP: fingerprint(r, last)}
+			case "actor":
+				a, ok, err := s.Actors.ExportSpace(ctx, tx, id)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+				it = remote.Item{Kind: kind, ID: id, Seq: a.Seq, FP: fingerprint(a, a.Seq)}
+			default:
+				continue
+			}
+			out[name] = it
+		}
+		return nil
+	})
+	return out, err
+}
+
+// currentItems returns the state now of every chat, run and actor space,
+// as remote.Item records it, by name.
 func (s *Store) currentItems(ctx context.Context) (map[string]remote.Item, error) {
 	out := map[string]remote.Item{}
 	err := s.DB.View(ctx, func(tx *index.Tx) error {
@@ -232,11 +281,17 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, rep *SyncReport)
 		rep.Conflicts = append(rep.Conflicts, sum.Conflicts...)
 		brought = append(append(brought, sum.Added...), sum.Updated...)
 	}
-	cur, err := s.currentItems(ctx)
+	// Only what the segment names is looked at: taking in costs what
+	// the segment holds.
+	names := slices.Clone(brought)
+	for _, tb := range h.Tombstones {
+		names = append(names, tb.Kind+" "+tb.ID)
+	}
+	cur, err := s.itemsOf(ctx, names)
 	if err != nil {
 		return err
 	}
-	synced, err := s.Remote.Items(ctx, s.DB)
+	synced, err := s.Remote.ItemsNamed(ctx, s.DB, names)
 	if err != nil {
 		return err
 	}
@@ -360,16 +415,39 @@ func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, sy
 // sync into tombstones of the chats and runs it had synced, recorded as
 // pending until a segment carries them.
 func (s *Store) collectDeletions(ctx context.Context, dev string) error {
-	synced, err := s.Remote.Items(ctx, s.DB)
-	if err != nil {
-		return err
-	}
 	cursor, err := remote.DeletionCursor(ctx, s.DB)
 	if err != nil {
 		return err
 	}
 	dels, err := s.Runs.Deletions(ctx, cursor, 0)
 	if err != nil || len(dels) == 0 {
+		return err
+	}
+	type chatDetail struct {
+		Kind         string   `json:"kind"`
+		StableChatID string   `json:"stableChatId"`
+		Runs         []string `json:"runs"`
+	}
+	details := map[int64]chatDetail{}
+	var names []string
+	for _, d := range dels {
+		switch d.Kind {
+		case runs.DeletedRun:
+			names = append(names, "run "+d.RunID)
+		case runs.DeletedChat:
+			var det chatDetail
+			if err := json.Unmarshal(d.Detail, &det); err != nil {
+				return wserr.New(wserr.Corrupt, "sync", d.ChatID, "unreadable deletion log entry %d", d.ID)
+			}
+			details[d.ID] = det
+			names = append(names, "chat "+d.ChatID)
+			for _, r := range det.Runs {
+				names = append(names, "run "+r)
+			}
+		}
+	}
+	synced, err := s.Remote.ItemsNamed(ctx, s.DB, names)
+	if err != nil {
 		return err
 	}
 	var tombs []remote.Tombstone
@@ -396,14 +474,7 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 				return err
 			}
 		case runs.DeletedChat:
-			var det struct {
-				Kind         string   `json:"kind"`
-				StableChatID string   `json:"stableChatId"`
-				Runs         []string `json:"runs"`
-			}
-			if err := json.Unmarshal(d.Detail, &det); err != nil {
-				return wserr.New(wserr.Corrupt, "sync", d.ChatID, "unreadable deletion log entry %d", d.ID)
-			}
+			det := details[d.ID]
 			for _, r := range det.Runs {
 				if err := tomb("run", r, d, nil); err != nil {
 					return err

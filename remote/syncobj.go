@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -96,6 +97,29 @@ func (s *Storage) Items(ctx context.Context, db *index.DB) (map[string]Item, err
 		out[r.Name()] = r
 	}
 	return out, nil
+}
+
+// ItemsNamed returns the items of the tier's sync state that names
+// ("KIND ID") name, by Name.
+func (s *Storage) ItemsNamed(ctx context.Context, db *index.DB, names []string) (map[string]Item, error) {
+	out := map[string]Item{}
+	err := db.View(ctx, func(tx *index.Tx) error {
+		for _, name := range names {
+			kind, id, _ := strings.Cut(name, " ")
+			var it Item
+			err := tx.GetContext(ctx, &it, `SELECT kind, id, parent, fp, seq, last FROM sync_items WHERE remote = ? AND kind = ? AND id = ?`,
+				s.remoteKey(), kind, id)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return index.Translate(err)
+			}
+			out[name] = it
+		}
+		return nil
+	})
+	return out, err
 }
 
 // LastBase returns the bytes of the last base segment the store published
