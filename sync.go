@@ -77,7 +77,7 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 		return rep, err
 	}
 	rep.Device = dev
-	release, err := s.Remote.LockSync(ctx, dev)
+	release, err := s.lockAndRegister(ctx, dev)
 	if err != nil {
 		return rep, err
 	}
@@ -86,16 +86,6 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 			err = fmt.Errorf("sync: release the lock: %w", rerr)
 		}
 	}()
-	if ok, err := remote.Registered(ctx, s.DB, dev); err != nil {
-		return rep, err
-	} else if !ok {
-		if err := s.Remote.RegisterDevice(ctx, dev); err != nil {
-			return rep, err
-		}
-		if err := remote.SetRegistered(ctx, s.DB, dev); err != nil {
-			return rep, err
-		}
-	}
 	if err := s.collectDeletions(ctx, dev); err != nil {
 		return rep, err
 	}
@@ -129,6 +119,62 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 		}
 	}
 	return rep, s.publish(ctx, dev, &rep)
+}
+
+// PullRemote pulls the other devices' index objects (remote.Storage.Pull)
+// under a sync lock and publishes the change of the store's object set in
+// a segment of its own (no metadata), so that what the store came to
+// record is protected from ReclaimRemote at once, not only after its next
+// sync. It fails as Sync does.
+func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error) {
+	if s.Remote == nil {
+		return st, wserr.New(wserr.InvalidOptions, "pull", s.Dir, "the store has no remote blob tier (--blobs)")
+	}
+	dev, err := remote.Device(ctx, s.DB)
+	if err != nil {
+		return st, err
+	}
+	release, err := s.lockAndRegister(ctx, dev)
+	if err != nil {
+		return st, err
+	}
+	defer func() {
+		if rerr := release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+			err = fmt.Errorf("pull: release the lock: %w", rerr)
+		}
+	}()
+	if st, err = s.Remote.Pull(ctx, s.DB); err != nil {
+		return st, err
+	}
+	added, dropped, err := s.Remote.ObjectDelta(ctx, s.DB, false)
+	if err != nil || len(added)+len(dropped) == 0 {
+		return st, err
+	}
+	seg, err := s.Remote.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: s.now().UTC(), Added: added, Dropped: dropped}, nil)
+	if err != nil {
+		return st, err
+	}
+	return st, s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Added: added, Dropped: dropped})
+}
+
+// lockAndRegister takes dev's sync lock on the object store and registers
+// the device on its first sync.
+func (s *Store) lockAndRegister(ctx context.Context, dev string) (func(context.Context) error, error) {
+	release, err := s.Remote.LockSync(ctx, dev)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := remote.Registered(ctx, s.DB, dev)
+	if err == nil && !ok {
+		if err = s.Remote.RegisterDevice(ctx, dev); err == nil {
+			err = remote.SetRegistered(ctx, s.DB, dev)
+		}
+	}
+	if err != nil {
+		_ = release(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return release, nil
 }
 
 // itemsOf returns the state now of the chats, runs and actor spaces

@@ -305,6 +305,23 @@ func TestSyncReclaimLocks(t *testing.T) {
 
 	lease(time.Now().Add(-time.Minute))
 	syncOK(t, b)
+
+	// A pull on its own publishes what the store now records, so reclaim
+	// keeps it.
+	c := open()
+	pulled, err := c.PullRemote(ctx)
+	require.NoError(t, err)
+	require.Positive(t, pulled.Objects)
+	cdev, err := remote.Device(ctx, c.DB)
+	require.NoError(t, err)
+	segs, err := c.Remote.Segments(ctx, cdev, "")
+	require.NoError(t, err)
+	require.Len(t, segs, 1)
+	h, arch, err := c.Remote.FetchSegment(ctx, segs[0])
+	require.NoError(t, err)
+	assert.Empty(t, arch, "no metadata")
+	assert.Len(t, h.Added, pulled.Objects)
+
 	_, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1})
 	require.NoError(t, err, "an expired lease is taken over")
 	assert.Empty(t, srv.Keys("wsstore", "team/locks/"), "lease 8 released, lease 7 removed")

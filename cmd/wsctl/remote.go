@@ -33,7 +33,9 @@ func newPullCmd(a *app) *cobra.Command {
 		Short: "Take in the blobs other devices pushed to the object store --blobs names",
 		Long: `pull reads the object store's index objects this store has not read yet, so
 that every blob another device pushed there can be read here (its bytes are
-fetched, and verified, on first read).`,
+fetched, and verified, on first read). It holds a sync lock meanwhile and
+publishes what the store now records, so reclaim-remote on another device
+keeps it (docs/remote.md).`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
 			return runPull(ctx, g, args)
@@ -84,7 +86,7 @@ func runPull(ctx context.Context, g globals, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	rep, err := st.Remote.Pull(ctx, st.DB)
+	rep, err := st.PullRemote(ctx)
 	if err != nil {
 		return err
 	}

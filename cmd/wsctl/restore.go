@@ -68,7 +68,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) error {
 	}
 	pulled := 0
 	if st.Remote != nil {
-		rep, err := st.Remote.Pull(ctx, st.DB)
+		rep, err := st.PullRemote(ctx)
 		if err != nil {
 			return err
 		}
