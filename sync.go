@@ -580,10 +580,14 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 	items := changed
 	base := !hasBase || since+int64(len(delta)) > size
 	if base {
+		// A base carries what this device sent last of each object:
+		// what it only took in is in the sending device's segments.
 		h.Base = true
 		all := make([]remote.Item, 0, len(cur))
-		for _, it := range cur {
-			all = append(all, it)
+		for name, it := range cur {
+			if old, ok := synced[name]; !ok || old.FP != it.FP || old.Sent {
+				all = append(all, it)
+			}
 		}
 		slices.SortFunc(all, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
 		if delta, err = s.exportItems(ctx, all); err != nil {
@@ -600,6 +604,9 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 	}
 	if err := s.withLast(ctx, items); err != nil {
 		return err
+	}
+	for i := range items {
+		items[i].Sent = true
 	}
 	// Blobs written since the first push, which the archive may name.
 	more, err := s.Remote.Push(ctx, s.DB)

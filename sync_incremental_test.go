@@ -128,6 +128,11 @@ func TestSyncDeletions(t *testing.T) {
 	syncOK(t, a)
 	syncOK(t, b)
 	require.Equal(t, runIDs(t, a), runIDs(t, b))
+	// B continues r-00 and A takes that in: B's segments now hold r-00
+	// too.
+	edit(t, b, "r-00", "b.md", "B's turn\n")
+	syncOK(t, b)
+	assert.Contains(t, syncOK(t, a).Updated, "run r-00")
 
 	_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
 	require.NoError(t, err)
@@ -155,8 +160,8 @@ func TestSyncDeletions(t *testing.T) {
 	assert.Equal(t, []string{"r-01", "r-02"}, runIDs(t, a), "nothing comes back")
 	assert.Equal(t, []string{"r-01", "r-02"}, runIDs(t, b))
 
-	// A device that starts now reads B's base, which still holds r-00,
-	// and A's tombstone: r-00 stays deleted.
+	// A device that starts now reads segments of A and of B that hold
+	// r-00 and A's tombstone, in whichever order: r-00 stays deleted.
 	c := open()
 	rc := syncOK(t, c)
 	assert.Empty(t, rc.Conflicts)

@@ -15,7 +15,9 @@ CREATE TABLE remote_dropped (
 -- and actor space as the store last published it there or took it in
 -- from there: fp the fingerprint of the row and its journal length, seq
 -- the journal's last seq (run) or the version (actor), last the hash of
--- the run's last event, parent the run's chat.
+-- the run's last event, parent the run's chat; sent is 1 when that state
+-- is one the store published (so its base segments carry it), 0 when it
+-- took it in.
 CREATE TABLE sync_items (
     remote TEXT NOT NULL,
     kind   TEXT NOT NULL,
@@ -24,6 +26,7 @@ CREATE TABLE sync_items (
     fp     BLOB NOT NULL,
     seq    INTEGER NOT NULL DEFAULT 0,
     last   BLOB,
+    sent   INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (remote, kind, id)
 ) WITHOUT ROWID;
 

@@ -54,10 +54,11 @@ type SegmentHeader struct {
 	Version int       `json:"version"`
 	Device  string    `json:"device"`
 	At      time.Time `json:"at"`
-	// Base says the segment stands for the device's whole state: its
-	// archive holds every chat, run and actor space, Added every object
-	// the device records, Tombstones every deletion it published. A
-	// device taking it in may skip the device's segments before it.
+	// Base says the segment stands for all the device's segments before
+	// it: its archive holds every chat, run and actor space whose state
+	// the device sent last, Added every object the device records,
+	// Tombstones every deletion it published. A device taking it in may
+	// skip the device's segments before it.
 	Base bool `json:"base,omitempty"`
 	// Archive is the length of the metadata archive after the header (0:
 	// none, nothing changed but deletions or objects).
