@@ -154,7 +154,7 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 	if err != nil {
 		return st, err
 	}
-	return st, s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Added: added, Dropped: dropped})
+	return st, s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Added: added, Dropped: dropped})
 }
 
 // lockAndRegister takes dev's sync lock on the object store and registers
@@ -632,7 +632,7 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 	for _, it := range changed {
 		rep.Sent = append(rep.Sent, it.Name())
 	}
-	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: int64(len(delta)), Items: items,
+	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Items: items,
 		Tombstones: h.Tombstones, Added: h.Added, Dropped: h.Dropped})
 }
 

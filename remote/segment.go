@@ -78,6 +78,8 @@ type Segment struct {
 	At     time.Time `json:"at"`
 	Hash   cas.Hash  `json:"hash"`
 	Base   bool      `json:"base,omitempty"`
+	// Size is the segment's length, known to PublishSegment only.
+	Size int64 `json:"size,omitempty"`
 }
 
 func parseSegmentKey(key string) (Segment, bool) {
@@ -135,7 +137,7 @@ func (s *Storage) PublishSegment(ctx context.Context, h SegmentHeader, archive [
 		ext = ".base.seg"
 	}
 	seg := Segment{Key: fmt.Sprintf("%s%s/%020d-%s%s", syncDir, h.Device, h.At.UnixNano(), sum, ext),
-		Device: h.Device, At: h.At.UTC(), Hash: sum, Base: h.Base}
+		Device: h.Device, At: h.At.UTC(), Hash: sum, Base: h.Base, Size: int64(len(data))}
 	if _, err := s.b.put(ctx, seg.Key, data); err != nil {
 		return Segment{}, fmt.Errorf("publish segment: %w", err)
 	}
