@@ -240,6 +240,32 @@ func testSyncDeletions(t *testing.T, tr tier) {
 	assert.Contains(t, string(f.Content), "written on B")
 }
 
+// TestSyncRetention: runs retention deleted on one device are deleted on
+// the other.
+func TestSyncRetention(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	smallRuns(t, a, "chat-r", "done", 3)
+	for i := range 3 {
+		_, err := a.Runs.Finish(ctx, fmt.Sprintf("done-%02d", i))
+		require.NoError(t, err)
+	}
+	syncOK(t, a)
+	syncOK(t, b)
+	require.Equal(t, []string{"done-00", "done-01", "done-02"}, runIDs(t, b))
+	keep := 1
+	require.NoError(t, a.Runs.SetPolicy(ctx, "*", runs.Policy{KeepCompletedRuns: &keep}))
+	pr, err := a.Runs.Prune(ctx, runs.PruneOptions{})
+	require.NoError(t, err)
+	require.Len(t, pr.Runs, 2)
+	syncOK(t, a)
+	rb := syncOK(t, b)
+	assert.Len(t, rb.Deleted, 2)
+	assert.Equal(t, runIDs(t, a), runIDs(t, b))
+	assert.Len(t, runIDs(t, b), 1)
+}
+
 // TestSyncPrunedCheckpoints: checkpoints the run's cap pruned on the
 // writing device go on the other one too when the run is brought forward.
 func TestSyncPrunedCheckpoints(t *testing.T) {
