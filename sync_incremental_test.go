@@ -238,6 +238,21 @@ func testSyncDeletions(t *testing.T, tr tier) {
 	f, err := a.Runs.Workspace("r-01", runs.ModelScope).Read(ctx, vfs.MustPath("output/late.md"), vfs.ReadOptions{})
 	require.NoError(t, err)
 	assert.Contains(t, string(f.Content), "written on B")
+
+	// A chat deleted on A while B started a run in it: a conflict, and
+	// B's run stays.
+	smallRuns(t, a, "chat-3", "s", 1)
+	syncOK(t, a)
+	syncOK(t, b)
+	chat3 := runs.ChatKey{Kind: "character", StableChatID: "chat-3"}
+	_, err = a.Runs.DeleteChats(ctx, []runs.ChatKey{chat3}, true)
+	require.NoError(t, err)
+	smallRuns(t, b, "chat-3", "late", 1)
+	syncOK(t, a)
+	rb = syncOK(t, b)
+	assert.Equal(t, []string{"chat " + runs.ChatWorkspaceID(chat3)}, conflictNames(rb.Conflicts))
+	assert.Contains(t, runIDs(t, b), "late-00")
+	assert.NotContains(t, runIDs(t, b), "s-00", "the run A deleted with the chat goes")
 }
 
 // TestSyncRetention: runs retention deleted on one device are deleted on
