@@ -91,6 +91,7 @@ var goOps = map[string]string{
 	"Store.Close":             "",
 	"Store.Sync":              "",
 	"Store.ReclaimRemote":     "",
+	"Store.PullRemote":        "",
 }
 
 // notOps says why a Go method is not an op of its own.
@@ -115,6 +116,7 @@ var notOps = map[string]string{
 	"Service.MergePersist":    "as MergeRun",
 	"Store.Sync":              "talks to the object store for minutes, outside a host's session: wsctl sync",
 	"Store.ReclaimRemote":     "removes objects other devices may share, run by hand: wsctl reclaim-remote",
+	"Store.PullRemote":        "talks to the object store, outside a host's session: wsctl pull",
 	"Workspace.RunID":         "an accessor of the view",
 	"Store.Vacuum":            "rewrites the whole database file, which every other reader holds open: wsctl vacuum, run alone",
 	"Store.Close":             "the session's end closes the store",
