@@ -319,7 +319,7 @@ func TestTwoDeviceSync(t *testing.T) {
 	}
 	rec, err := a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1})
 	require.NoError(t, err)
-	assert.Zero(t, rec.Packs, "B's newest object list still names the doomed run's objects")
+	assert.Zero(t, rec.Packs, "B's object set, as its last segment states it, still names the doomed run's objects")
 	_, err = b.Sync(ctx)
 	require.NoError(t, err)
 	_, err = a.Sync(ctx)
