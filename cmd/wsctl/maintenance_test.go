@@ -171,7 +171,9 @@ func TestFsck(t *testing.T) {
 // it on purpose.
 func rawDB(t *testing.T, c *cli) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(c.store, wsstore.DBName))
+	// The store may be open beside it, its background step writing: wait
+	// for the lock as the store's own connections do.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(c.store, wsstore.DBName)+"?_pragma=busy_timeout(10000)")
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db
