@@ -212,7 +212,12 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, hs HistoryStorage, pre
 	}
 	if !ok || !whole(p.Codec) {
 		// prev is not the whole newest version of anything: leave every
-		// row as it is.
+		// row as it is (compressed, if its write left it raw).
+		if ok {
+			if err := s.settleRaw(ctx, tx, hs, p); err != nil {
+				return err
+			}
+		}
 		return s.insertVersion(ctx, tx, hs, h, cur, fresh, 0)
 	}
 	// The history h extends, as its versions in chain order (oldest
@@ -236,6 +241,9 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, hs HistoryStorage, pre
 	members = append(members, p)
 	if !ok || !linked(members) || chainBound(gen) > s.opts.MaxChain {
 		// prev's history is left as it is, prev whole; h starts anew.
+		if err := s.settleRaw(ctx, tx, hs, p); err != nil {
+			return err
+		}
 		if err := s.insertVersion(ctx, tx, hs, h, cur, fresh, 0); err != nil {
 			return err
 		}
@@ -395,6 +403,24 @@ func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 	if codec != nil && m.Size >= 64 {
 		delta = codec.encode(old, m.Hash)
 	}
+	if m.Codec == CodecRaw {
+		// Its write left it raw (a later write replaced it before its
+		// job ran): a delta of a near copy is a few bytes, which no
+		// whole form beats; otherwise the delta must beat the
+		// compressed form as it would beat a stored one.
+		if delta != nil && int64(len(delta)) <= m.Size/rawDeltaRatio {
+			return true, s.replaceRow(ctx, tx, hs, m, CodecDelta, base, delta)
+		}
+		data, c, release := s.compress(old)
+		defer release()
+		if delta != nil && int64(len(delta)) <= int64(len(data))-int64(len(data))/4 {
+			return true, s.replaceRow(ctx, tx, hs, m, CodecDelta, base, delta)
+		}
+		if rs, ok := hs.(rowStorage); ok && c != CodecRaw {
+			return false, rs.compressRaw(ctx, tx, m.Hash, c, data)
+		}
+		return false, nil
+	}
 	if whole(m.Codec) {
 		if delta == nil || int64(len(delta)) > m.Stored-m.Stored/4 {
 			return false, nil // stays whole, which ends every chain through it
@@ -413,6 +439,10 @@ func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 	}
 	return true, s.replaceRow(ctx, tx, hs, m, c, Hash{}, data)
 }
+
+// rawDeltaRatio: a delta at most 1/rawDeltaRatio of a raw version's size
+// replaces it without the version being compressed first to compare.
+const rawDeltaRatio = 32
 
 // replaceRow stores m's content anew as data in codec (against base for a
 // delta).

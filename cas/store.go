@@ -87,10 +87,11 @@ type Options struct {
 	// does it in transactions of its own (see reencode.go).
 	InlineDeltas bool
 	// MaxPending is the most queued re-encodings a write leaves: a write
-	// that finds more, or more than 16 MiB of versions that queued writes
+	// that finds more, or more than 64 MiB of versions that queued writes
 	// stored uncompressed, does the oldest itself, so the queue, and what
-	// it keeps whole, stay bounded when writes outpace Reencode. Default
-	// 256; negative is the default.
+	// it keeps whole, stay bounded when writes outpace Reencode (the
+	// background re-encoder waits for the store to be idle). Default
+	// 1024; negative is the default.
 	MaxPending int
 	// Storage is where blobs and chunks are kept; default the SQLite
 	// tables of the DB given to New (SQLiteStorage). Without the
@@ -106,7 +107,7 @@ const maxInline = 64 << 20
 
 // DefaultOptions returns the defaults used for zero Options fields.
 func DefaultOptions() Options {
-	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20, DictMax: 32 << 10, DictTrainAfter: 64, MaxPending: 256}
+	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20, DictMax: 32 << 10, DictTrainAfter: 64, MaxPending: 1024}
 }
 
 // Store is the content-addressable store: its metadata and transactions
