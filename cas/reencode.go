@@ -51,18 +51,26 @@ const maxPendingRaw = 64 << 20
 // while the queue holds more than MaxPending jobs or maxPendingRaw raw
 // bytes runs the oldest jobs in it.
 func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, raw int) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO blob_reencodes (blob, prev, raw) VALUES (?, ?, ?)`, h, prev, raw); err != nil {
+	// The queue's bounds come from its first and last rows: jobs leave it
+	// oldest first, so its ids have no holes, and upto sums raw.
+	var last struct {
+		ID   int64 `db:"id"`
+		Upto int64 `db:"upto"`
+	}
+	if err := tx.GetContext(ctx, &last, `INSERT INTO blob_reencodes (blob, prev, raw, upto)
+		VALUES (?1, ?2, ?3, ?3 + coalesce((SELECT upto FROM blob_reencodes ORDER BY id DESC LIMIT 1), 0))
+		RETURNING id, upto`, h, prev, raw); err != nil {
 		return index.Translate(err)
 	}
 	for {
-		var q struct {
-			N   int   `db:"n"`
-			Raw int64 `db:"raw"`
+		var first struct {
+			ID     int64 `db:"id"`
+			Before int64 `db:"before"`
 		}
-		if err := tx.GetContext(ctx, &q, `SELECT count(*) AS n, coalesce(sum(raw), 0) AS raw FROM blob_reencodes`); err != nil {
+		if err := tx.GetContext(ctx, &first, `SELECT id, upto - raw AS before FROM blob_reencodes ORDER BY id LIMIT 1`); err != nil {
 			return index.Translate(err)
 		}
-		if q.N <= s.opts.MaxPending && q.Raw <= maxPendingRaw {
+		if last.ID-first.ID+1 <= int64(s.opts.MaxPending) && last.Upto-first.Before <= maxPendingRaw {
 			break
 		}
 		job, ok, err := firstJob(ctx, tx)

@@ -205,18 +205,20 @@ func (*SQLiteStorage) Touch(ctx context.Context, tx *index.Tx, kind Kind, h Hash
 }
 
 func touchRow(ctx context.Context, tx *index.Tx, table string, h Hash, now int64) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET created = ?1 WHERE hash = ?2 AND created < ?1 - ?3`, now, h, int64(TouchSlack))
-	if err != nil {
-		return false, index.Translate(err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return n == 1, err
-	}
-	var one int
-	err = tx.GetContext(ctx, &one, `SELECT 1 FROM `+table+` WHERE hash = ?`, h)
+	// One statement for what a write meets most: content not stored yet,
+	// or stored a moment ago.
+	var created int64
+	err := tx.GetContext(ctx, &created, `SELECT created FROM `+table+` WHERE hash = ?`, h)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
+	if err != nil {
+		return false, index.Translate(err)
+	}
+	if created >= now-int64(TouchSlack) {
+		return true, nil
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE `+table+` SET created = ?1 WHERE hash = ?2 AND created < ?1`, now, h)
 	return err == nil, index.Translate(err)
 }
 
