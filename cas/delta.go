@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -278,10 +279,10 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, hs HistoryStorage, pre
 		}
 	}
 	if largest > 0 {
-		if codec, err = newDeltaCodec(cur, largest); err != nil {
+		if codec, err = s.deltaCodec(cur, largest); err != nil {
 			codec = nil
 		} else {
-			defer codec.close()
+			defer s.releaseDeltaCodec(codec)
 		}
 	}
 	// slot is prev's row position once prev is re-encoded, unless an
@@ -497,8 +498,63 @@ func window(n, m int) int {
 // versions a write re-encodes against the new version index its bytes as
 // a dictionary once rather than once each.
 type deltaCodec struct {
-	enc *zstd.Encoder
-	dec *zstd.Decoder
+	enc    *zstd.Encoder
+	dec    *zstd.Decoder
+	window int
+}
+
+// maxPooledWindow is the largest delta window whose codec is kept for the
+// next base: an idle codec holds its last base and a window of history.
+const maxPooledWindow = 2 << 20
+
+// deltaCodecs keeps an idle codec per window size (a window cannot change
+// when a codec is given a new base), so a stream of jobs reuses the
+// encoder's tables and buffers instead of allocating and zeroing them for
+// every base.
+type deltaCodecs struct {
+	mu   sync.Mutex
+	idle map[int]*deltaCodec
+}
+
+// deltaCodec returns a codec for contents of up to maxContent bytes
+// against base, an idle one given base when there is one; the caller
+// hands it back with releaseDeltaCodec.
+func (s *Store) deltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
+	w := window(len(base), int(capHint(maxContent, maxInline)))
+	s.deltas.mu.Lock()
+	c := s.deltas.idle[w]
+	delete(s.deltas.idle, w)
+	s.deltas.mu.Unlock()
+	if c == nil {
+		return newDeltaCodec(base, maxContent)
+	}
+	if err := c.enc.ResetWithOptions(nil, zstd.WithEncoderDictRaw(0, base)); err != nil {
+		c.close()
+		return newDeltaCodec(base, maxContent)
+	}
+	if err := c.dec.ResetWithOptions(nil, zstd.WithDecoderDictRaw(0, base)); err != nil {
+		c.close()
+		return newDeltaCodec(base, maxContent)
+	}
+	return c, nil
+}
+
+// releaseDeltaCodec keeps c for the next base of its window, or closes it.
+func (s *Store) releaseDeltaCodec(c *deltaCodec) {
+	if c.window > maxPooledWindow {
+		c.close()
+		return
+	}
+	s.deltas.mu.Lock()
+	if s.deltas.idle == nil {
+		s.deltas.idle = map[int]*deltaCodec{}
+	}
+	old := s.deltas.idle[c.window]
+	s.deltas.idle[c.window] = c
+	s.deltas.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
 }
 
 // newDeltaCodec returns a codec for contents of up to maxContent bytes
@@ -528,7 +584,7 @@ func newDeltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 		enc.Close()
 		return nil, err
 	}
-	return &deltaCodec{enc: enc, dec: dec}, nil
+	return &deltaCodec{enc: enc, dec: dec, window: w}, nil
 }
 
 // encode returns content as a delta against the base, proven to decode

@@ -128,6 +128,9 @@ type Store struct {
 	zbufs freeList[*[]byte] // compressed output, copied by SQLite on insert
 	bufs  freeList[*[]byte] // Put's read buffer, then its chunker's
 
+	// deltas keeps delta codecs for the next re-encoding.
+	deltas deltaCodecs
+
 	// kick wakes the background re-encoder (StartReencoder) after a
 	// write queued work.
 	kick chan struct{}
