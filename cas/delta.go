@@ -1,6 +1,7 @@
 package cas
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -88,12 +89,86 @@ func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Has
 // to its address before it is stored, so they only cost the history its
 // deltas. b is hashed once and compressed at most once.
 func (s *Store) PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev Hash, prevBytes []byte) (Hash, error) {
-	if prev.IsZero() || s.opts.DeltaMax < 0 || len(b) > s.opts.InlineMax || s.hist == nil {
+	if !s.versioned(len(b), prev) {
 		return s.PutBytes(ctx, tx, b)
 	}
-	h := s.sum(b)
+	return s.putVersion(ctx, tx, b, s.sum(b), prev, prevBytes, nil)
+}
+
+// versioned reports whether a write of n bytes over prev joins prev's
+// history (else it is a plain PutBytes).
+func (s *Store) versioned(n int, prev Hash) bool {
+	return !prev.IsZero() && s.opts.DeltaMax >= 0 && n <= s.opts.InlineMax && s.hist != nil
+}
+
+// Prepared is content made ready for a write outside its transaction:
+// hashed, and compressed where the write would compress it, so that a
+// batch of writes does that work before taking the write lock and on
+// every core.
+type Prepared struct {
+	b       []byte
+	h       Hash
+	prev    Hash
+	form    *storedForm // nil: compressed in the write, if at all
+}
+
+// Hash returns the prepared content's address.
+func (p *Prepared) Hash() Hash { return p.h }
+
+
+// Prepare hashes b and compresses it as a write over prev (the path's
+// previous version as the caller last saw it, zero for none) would:
+// whole content that starts no history is compressed, a version that
+// joins one is left to its re-encoding. It does no I/O and is safe for
+// concurrent use; content too large for one row is left to the write.
+// The caller passes the result to PutPrepared.
+func (s *Store) Prepare(b []byte, prev Hash) *Prepared {
+	p := &Prepared{b: b, prev: prev}
+	if len(b) > s.opts.InlineMax {
+		return p
+	}
+	p.h = s.sum(b)
+	if s.versioned(len(b), prev) && (s.opts.InlineDeltas || s.storesRaw(len(b))) {
+		return p
+	}
+	f, release := s.compressBlob(b)
+	if f.codec != CodecRaw {
+		// an exact copy, so a batch holds no more than its content's
+		// compressed size
+		f.data = bytes.Clone(f.data)
+	}
+	release()
+	p.form = &f
+	return p
+}
+
+// PutPrepared stores p's content in tx as PutVersion(ctx, tx, content,
+// prev) would, using what Prepare did: the content is not hashed again,
+// and its compressed form is used unless prev differs from the one p was
+// prepared over in a way that changes the stored form. Errors are those of
+// PutVersion.
+func (s *Store) PutPrepared(ctx context.Context, tx *index.Tx, p *Prepared, prev Hash) (Hash, error) {
+	b := p.b
+	if len(b) > s.opts.InlineMax {
+		return s.PutBytes(ctx, tx, b)
+	}
+	if !s.versioned(len(b), prev) {
+		if err := s.putHashed(ctx, tx, p.h, b, p.form); err != nil {
+			return Hash{}, err
+		}
+		if err := s.trainIfDue(ctx, tx); err != nil {
+			return Hash{}, fmt.Errorf("put %s: %w", p.h.Short(), err)
+		}
+		return p.h, nil
+	}
+	return s.putVersion(ctx, tx, b, p.h, prev, nil, p.form)
+}
+
+// putVersion is PutVersionFrom for content b of address h; pre, when not
+// nil, is b's whole stored form compressed already.
+func (s *Store) putVersion(ctx context.Context, tx *index.Tx, b []byte, h, prev Hash, prevBytes []byte, pre *storedForm) (Hash, error) {
 	if prev == h {
-		if err := s.putHashed(ctx, tx, h, b); err != nil {
+		if err := s.putHashed(ctx, tx, h, b, pre); err != nil {
 			return Hash{}, err
 		}
 		return h, nil
@@ -110,6 +185,8 @@ func (s *Store) PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev
 			// its job compresses it (reencode.go), unless a dictionary
 			// is in use (insertVersion settles it)
 			fresh = &newBlob{storedForm: storedForm{data: b, codec: CodecRaw}}
+		case pre != nil:
+			fresh = &newBlob{storedForm: *pre}
 		default:
 			f, release := s.compressBlob(b)
 			defer release()

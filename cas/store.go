@@ -303,7 +303,7 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 		return s.putChunked(ctx, tx, bytesChunker(b))
 	}
 	h := s.sum(b)
-	if err := s.putHashed(ctx, tx, h, b); err != nil {
+	if err := s.putHashed(ctx, tx, h, b, nil); err != nil {
 		return Hash{}, err
 	}
 	if err := s.trainIfDue(ctx, tx); err != nil {
@@ -312,9 +312,10 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 	return h, nil
 }
 
-// putHashed stores b, of address h, as one blob object.
-func (s *Store) putHashed(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
-	err := s.storeOnce(ctx, tx, KindBlob, h, b, func(tx *index.Tx, f storedForm) error {
+// putHashed stores b, of address h, as one blob object; pre, when not
+// nil, is its stored form compressed already (Prepare).
+func (s *Store) putHashed(ctx context.Context, tx *index.Tx, h Hash, b []byte, pre *storedForm) error {
+	err := s.storeOnce(ctx, tx, KindBlob, h, b, pre, func(tx *index.Tx, f storedForm) error {
 		release, err := s.settleDict(ctx, tx, b, &f)
 		defer release()
 		if err != nil {
@@ -354,7 +355,7 @@ func (s *Store) Touch(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
 // compressed again. Without tx it looks on the read pool first, so
 // repeating a Put takes the write lock only for the touch. A blob's
 // content is compressed as compressBlob does, a chunk's plainly.
-func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, b []byte,
+func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, b []byte, pre *storedForm,
 	insert func(tx *index.Tx, f storedForm) error) error {
 	exists := true
 	if tx == nil {
@@ -378,9 +379,12 @@ func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, 
 	// Not there (or swept since the look): store it.
 	var f storedForm
 	var release func()
-	if kind == KindBlob {
+	switch {
+	case pre != nil:
+		f, release = *pre, func() {}
+	case kind == KindBlob:
 		f, release = s.compressBlob(b)
-	} else {
+	default:
 		f.data, f.codec, release = s.compress(b)
 	}
 	defer release()
@@ -432,7 +436,7 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 }
 
 func (s *Store) putChunk(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
-	return s.storeOnce(ctx, tx, KindChunk, h, b, func(tx *index.Tx, f storedForm) error {
+	return s.storeOnce(ctx, tx, KindChunk, h, b, nil, func(tx *index.Tx, f storedForm) error {
 		return s.st.Put(ctx, tx, Object{Kind: KindChunk, Hash: h, Size: int64(len(b)), Stored: int64(len(f.data)),
 			Codec: f.codec, Data: f.data, Created: s.clock()})
 	})
