@@ -106,15 +106,14 @@ func (s *Store) versioned(n int, prev Hash) bool {
 // batch of writes does that work before taking the write lock and on
 // every core.
 type Prepared struct {
-	b       []byte
-	h       Hash
-	prev    Hash
-	form    *storedForm // nil: compressed in the write, if at all
+	b    []byte
+	h    Hash
+	prev Hash
+	form *storedForm // nil: compressed in the write, if at all
 }
 
 // Hash returns the prepared content's address.
 func (p *Prepared) Hash() Hash { return p.h }
-
 
 // Prepare hashes b and compresses it as a write over prev (the path's
 // previous version as the caller last saw it, zero for none) would:

@@ -58,7 +58,7 @@ func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, r
 		Upto int64 `db:"upto"`
 	}
 	if err := tx.GetContext(ctx, &last, `INSERT INTO blob_reencodes (blob, prev, raw, upto)
-		VALUES (?1, ?2, ?3, ?3 + coalesce((SELECT upto FROM blob_reencodes ORDER BY id DESC LIMIT 1), 0))
+		VALUES (?1, ?2, ?3, ?3 + coalesce((SELECT upto FROM blob_reencodes WHERE id = (SELECT max(id) FROM blob_reencodes)), 0))
 		RETURNING id, upto`, h, prev, raw); err != nil {
 		return index.Translate(err)
 	}
@@ -67,7 +67,7 @@ func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, r
 			ID     int64 `db:"id"`
 			Before int64 `db:"before"`
 		}
-		if err := tx.GetContext(ctx, &first, `SELECT id, upto - raw AS before FROM blob_reencodes ORDER BY id LIMIT 1`); err != nil {
+		if err := tx.GetContext(ctx, &first, `SELECT id, upto - raw AS before FROM blob_reencodes WHERE id = (SELECT min(id) FROM blob_reencodes)`); err != nil {
 			return index.Translate(err)
 		}
 		if last.ID-first.ID+1 <= int64(s.opts.MaxPending) && last.Upto-first.Before <= maxPendingRaw {
@@ -388,16 +388,15 @@ func (p *planner) apply(ctx context.Context, tx *index.Tx) error {
 // when no write woke it: a write's transaction may commit after its kick.
 const reencodePoll = 200 * time.Millisecond
 
-// reencodeIdle is how long the database must have begun no write
-// transaction before the background re-encoder takes a job: a session
-// that sends its next request within it (a checkpoint after its write,
-// the next tool call) never waits for a job or shares a core with one.
+// reencodeIdle is the default Options.ReencodeIdle: a session that sends
+// its next request within it (a checkpoint after its write, the next tool
+// call) never waits for a job or shares a core with one.
 const reencodeIdle = 30 * time.Millisecond
 
 // StartReencoder runs queued re-encodings in the background until stop is
 // called: woken by every write that queues work, and every reencodePoll,
 // it takes jobs one at a time, each in a transaction of its own, only
-// while the store is idle: after reencodeIdle without a write transaction
+// while the store is idle: after Options.ReencodeIdle without a write transaction
 // of anyone else, and again straight after a job only if none began
 // meanwhile. A job that fails is tried again at the next wake. stop waits
 // for the job in progress to end; jobs left in the queue stay there for
@@ -429,11 +428,12 @@ func (s *Store) StartReencoder() (stop func()) {
 // reencodeWhileIdle runs queued jobs while nothing else writes, until the
 // queue is empty, a job fails or ctx is done.
 func (s *Store) reencodeWhileIdle(ctx context.Context) {
-	idle := time.NewTimer(reencodeIdle)
+	wait := s.opts.ReencodeIdle
+	idle := time.NewTimer(wait)
 	defer idle.Stop()
 	for {
 		seen := s.db.Writes()
-		idle.Reset(reencodeIdle)
+		idle.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return

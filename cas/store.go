@@ -93,6 +93,11 @@ type Options struct {
 	// background re-encoder waits for the store to be idle). Default
 	// 1024; negative is the default.
 	MaxPending int
+	// ReencodeIdle is how long the store must begin no write transaction
+	// before the background re-encoder (StartReencoder) takes a queued
+	// job, so that a session's requests never wait for one. Default
+	// 30 ms; zero or negative is the default.
+	ReencodeIdle time.Duration
 	// Storage is where blobs and chunks are kept; default the SQLite
 	// tables of the DB given to New (SQLiteStorage). Without the
 	// HistoryStorage ability PutVersion stores every version whole.
@@ -181,6 +186,9 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	}
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = d.MaxPending
+	}
+	if opts.ReencodeIdle <= 0 {
+		opts.ReencodeIdle = reencodeIdle
 	}
 	if opts.DeltaMax > 256<<20 {
 		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "delta max %d is over 256 MiB", opts.DeltaMax)
