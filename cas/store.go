@@ -516,6 +516,18 @@ func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
 // chunked blob, its distinct chunks'. Unlike Stat it does not walk a
 // delta's chain. It fails with ErrNotFound if there is no such blob.
 func (s *Store) StoredBytes(ctx context.Context, tx *index.Tx, h Hash) (int64, error) {
+	if ss, ok := s.st.(storedSizer); ok {
+		n, whole, err := ss.storedSize(ctx, tx, h)
+		if errors.Is(err, ErrNotFound) {
+			return 0, notFound("stat", h)
+		}
+		if err != nil {
+			return 0, wrapOp("stat", h, err)
+		}
+		if whole {
+			return n, nil
+		}
+	}
 	o, err := s.st.Stat(ctx, tx, KindBlob, h)
 	if errors.Is(err, ErrNotFound) {
 		return 0, notFound("stat", h)
