@@ -279,10 +279,22 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, hs HistoryStorage, pre
 		// h was stored before: it may still start a history if it belongs
 		// to none (a row of an earlier build), never join one.
 		n, ok, err := s.version(ctx, tx, hs, h)
-		if err != nil || !ok || !whole(n.Codec) || n.Gen != 0 || n.Head || n.Depth != 0 {
+		if err != nil || !ok || !startsHistory(n) {
 			return err
 		}
 	}
+	return s.extendFrom(ctx, tx, hs, prev, prevBytes, h, cur, fresh)
+}
+
+// startsHistory reports whether stored version n belongs to no history
+// and may start one.
+func startsHistory(n Version) bool {
+	return whole(n.Codec) && n.Gen == 0 && !n.Head && n.Depth == 0
+}
+
+// extendFrom is extend once a stored h (fresh nil) is known to start a
+// history.
+func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage, prev Hash, prevBytes []byte, h Hash, cur []byte, fresh *newBlob) error {
 	p, ok, err := s.version(ctx, tx, hs, prev)
 	if err != nil {
 		return err

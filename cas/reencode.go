@@ -188,7 +188,7 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 	if err != nil {
 		return err
 	}
-	if !ok || !whole(n.Codec) || n.Gen != 0 || n.Head || n.Depth != 0 {
+	if !ok || !startsHistory(n) {
 		return s.settlePrev(ctx, tx, hs, job.Prev)
 	}
 	cur, err := s.decode(ctx, n.Hash, n.Codec, n.Data, n.Size, n.Base)
@@ -206,7 +206,7 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 			return err
 		}
 		if later {
-			return s.extend(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
+			return s.extendFrom(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
 		}
 		data, codec, release := s.compress(cur)
 		err = func() error {
@@ -220,7 +220,7 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 			return err
 		}
 	}
-	return s.extend(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
+	return s.extendFrom(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
 }
 
 // replacedLater reports whether a job queued after job replaces its new
