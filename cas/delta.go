@@ -589,6 +589,9 @@ type deltaCodec struct {
 	enc    *zstd.Encoder
 	dec    *zstd.Decoder
 	window int
+	// out and back are encode's buffers, kept across bases: a delta of
+	// a near copy is a few bytes, the proof decodes a whole version.
+	out, back []byte
 }
 
 // maxPooledWindow is the largest delta window whose codec is kept for the
@@ -629,6 +632,12 @@ func (s *Store) deltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 
 // releaseDeltaCodec keeps c for the next base of its window, or closes it.
 func (s *Store) releaseDeltaCodec(c *deltaCodec) {
+	if cap(c.back) > maxPooledWindow {
+		c.back = nil
+	}
+	if cap(c.out) > maxPooledWindow {
+		c.out = nil
+	}
 	if c.window > maxPooledWindow {
 		c.close()
 		return
@@ -678,12 +687,17 @@ func newDeltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 // encode returns content as a delta against the base, proven to decode
 // back to bytes whose address is h; nil if it does not.
 func (c *deltaCodec) encode(content []byte, h Hash) []byte {
-	d := c.enc.EncodeAll(content, make([]byte, 0, len(content)/4+64))
-	back, err := c.dec.DecodeAll(d, make([]byte, 0, len(content)))
+	d := c.enc.EncodeAll(content, c.out[:0])
+	c.out = d[:0]
+	if cap(c.back) < len(content) {
+		c.back = make([]byte, 0, len(content))
+	}
+	back, err := c.dec.DecodeAll(d, c.back[:0])
+	c.back = back[:0]
 	if err != nil || Sum(back) != h {
 		return nil
 	}
-	return d
+	return bytes.Clone(d)
 }
 
 func (c *deltaCodec) close() {
