@@ -202,8 +202,9 @@ func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*rem
 }
 
 // Close stops the background re-encoding of older versions, runs what is
-// still queued (at most cas.Options.MaxPending writes' worth; a failure
-// leaves it queued for the next Open), gives the database's free pages
+// still queued (at most cas.Options.MaxPending writes' worth, a batch of
+// them per transaction; a failure leaves the rest queued for the next
+// Open), gives the database's free pages
 // back to the file system in short steps (the pages the replaced forms
 // held are most of them), and closes the database.
 func (s *Store) Close() error {
@@ -211,7 +212,7 @@ func (s *Store) Close() error {
 		s.stopReencoder()
 		s.stopReencoder = nil
 		ctx := context.Background()
-		_, _ = s.Blobs.Reencode(ctx, 0)
+		_, _ = s.Blobs.Drain(ctx)
 		// What re-encoding freed, here or in the background, goes back
 		// to the file system: nothing of this Store writes after this to
 		// fill the pages again.

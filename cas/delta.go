@@ -1,10 +1,12 @@
 package cas
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/bits"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -87,12 +89,85 @@ func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Has
 // to its address before it is stored, so they only cost the history its
 // deltas. b is hashed once and compressed at most once.
 func (s *Store) PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev Hash, prevBytes []byte) (Hash, error) {
-	if prev.IsZero() || s.opts.DeltaMax < 0 || len(b) > s.opts.InlineMax || s.hist == nil {
+	if !s.versioned(len(b), prev) {
 		return s.PutBytes(ctx, tx, b)
 	}
-	h := s.sum(b)
+	return s.putVersion(ctx, tx, b, s.sum(b), prev, prevBytes, nil)
+}
+
+// versioned reports whether a write of n bytes over prev joins prev's
+// history (else it is a plain PutBytes).
+func (s *Store) versioned(n int, prev Hash) bool {
+	return !prev.IsZero() && s.opts.DeltaMax >= 0 && n <= s.opts.InlineMax && s.hist != nil
+}
+
+// Prepared is content made ready for a write outside its transaction:
+// hashed, and compressed where the write would compress it, so that a
+// batch of writes does that work before taking the write lock and on
+// every core.
+type Prepared struct {
+	b    []byte
+	h    Hash
+	prev Hash
+	form *storedForm // nil: compressed in the write, if at all
+}
+
+// Hash returns the prepared content's address.
+func (p *Prepared) Hash() Hash { return p.h }
+
+// Prepare hashes b and compresses it as a write over prev (the path's
+// previous version as the caller last saw it, zero for none) would:
+// whole content that starts no history is compressed, a version that
+// joins one is left to its re-encoding. It does no I/O and is safe for
+// concurrent use; content too large for one row is left to the write.
+// The caller passes the result to PutPrepared.
+func (s *Store) Prepare(b []byte, prev Hash) *Prepared {
+	p := &Prepared{b: b, prev: prev}
+	if len(b) > s.opts.InlineMax {
+		return p
+	}
+	p.h = s.sum(b)
+	if s.versioned(len(b), prev) && (s.opts.InlineDeltas || s.storesRaw(len(b))) {
+		return p
+	}
+	f, release := s.compressBlob(b)
+	if f.codec != CodecRaw {
+		// an exact copy, so a batch holds no more than its content's
+		// compressed size
+		f.data = bytes.Clone(f.data)
+	}
+	release()
+	p.form = &f
+	return p
+}
+
+// PutPrepared stores p's content in tx as PutVersion(ctx, tx, content,
+// prev) would, using what Prepare did: the content is not hashed again,
+// and its compressed form is used unless prev differs from the one p was
+// prepared over in a way that changes the stored form. Errors are those of
+// PutVersion.
+func (s *Store) PutPrepared(ctx context.Context, tx *index.Tx, p *Prepared, prev Hash) (Hash, error) {
+	b := p.b
+	if len(b) > s.opts.InlineMax {
+		return s.PutBytes(ctx, tx, b)
+	}
+	if !s.versioned(len(b), prev) {
+		if err := s.putHashed(ctx, tx, p.h, b, p.form); err != nil {
+			return Hash{}, err
+		}
+		if err := s.trainIfDue(ctx, tx); err != nil {
+			return Hash{}, fmt.Errorf("put %s: %w", p.h.Short(), err)
+		}
+		return p.h, nil
+	}
+	return s.putVersion(ctx, tx, b, p.h, prev, nil, p.form)
+}
+
+// putVersion is PutVersionFrom for content b of address h; pre, when not
+// nil, is b's whole stored form compressed already.
+func (s *Store) putVersion(ctx context.Context, tx *index.Tx, b []byte, h, prev Hash, prevBytes []byte, pre *storedForm) (Hash, error) {
 	if prev == h {
-		if err := s.putHashed(ctx, tx, h, b); err != nil {
+		if err := s.putHashed(ctx, tx, h, b, pre); err != nil {
 			return Hash{}, err
 		}
 		return h, nil
@@ -109,6 +184,8 @@ func (s *Store) PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev
 			// its job compresses it (reencode.go), unless a dictionary
 			// is in use (insertVersion settles it)
 			fresh = &newBlob{storedForm: storedForm{data: b, codec: CodecRaw}}
+		case pre != nil:
+			fresh = &newBlob{storedForm: *pre}
 		default:
 			f, release := s.compressBlob(b)
 			defer release()
@@ -202,17 +279,34 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, hs HistoryStorage, pre
 		// h was stored before: it may still start a history if it belongs
 		// to none (a row of an earlier build), never join one.
 		n, ok, err := s.version(ctx, tx, hs, h)
-		if err != nil || !ok || !whole(n.Codec) || n.Gen != 0 || n.Head || n.Depth != 0 {
+		if err != nil || !ok || !startsHistory(n) {
 			return err
 		}
 	}
+	return s.extendFrom(ctx, tx, hs, prev, prevBytes, h, cur, fresh)
+}
+
+// startsHistory reports whether stored version n belongs to no history
+// and may start one.
+func startsHistory(n Version) bool {
+	return whole(n.Codec) && n.Gen == 0 && !n.Head && n.Depth == 0
+}
+
+// extendFrom is extend once a stored h (fresh nil) is known to start a
+// history.
+func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage, prev Hash, prevBytes []byte, h Hash, cur []byte, fresh *newBlob) error {
 	p, ok, err := s.version(ctx, tx, hs, prev)
 	if err != nil {
 		return err
 	}
 	if !ok || !whole(p.Codec) {
 		// prev is not the whole newest version of anything: leave every
-		// row as it is.
+		// row as it is (compressed, if its write left it raw).
+		if ok {
+			if err := s.settleRaw(ctx, tx, hs, p); err != nil {
+				return err
+			}
+		}
 		return s.insertVersion(ctx, tx, hs, h, cur, fresh, 0)
 	}
 	// The history h extends, as its versions in chain order (oldest
@@ -236,6 +330,9 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, hs HistoryStorage, pre
 	members = append(members, p)
 	if !ok || !linked(members) || chainBound(gen) > s.opts.MaxChain {
 		// prev's history is left as it is, prev whole; h starts anew.
+		if err := s.settleRaw(ctx, tx, hs, p); err != nil {
+			return err
+		}
 		if err := s.insertVersion(ctx, tx, hs, h, cur, fresh, 0); err != nil {
 			return err
 		}
@@ -270,10 +367,10 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, hs HistoryStorage, pre
 		}
 	}
 	if largest > 0 {
-		if codec, err = newDeltaCodec(cur, largest); err != nil {
+		if codec, err = s.deltaCodec(cur, largest); err != nil {
 			codec = nil
 		} else {
-			defer codec.close()
+			defer s.releaseDeltaCodec(codec)
 		}
 	}
 	// slot is prev's row position once prev is re-encoded, unless an
@@ -395,6 +492,24 @@ func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 	if codec != nil && m.Size >= 64 {
 		delta = codec.encode(old, m.Hash)
 	}
+	if m.Codec == CodecRaw {
+		// Its write left it raw (a later write replaced it before its
+		// job ran): a delta of a near copy is a few bytes, which no
+		// whole form beats; otherwise the delta must beat the
+		// compressed form as it would beat a stored one.
+		if delta != nil && int64(len(delta)) <= m.Size/rawDeltaRatio {
+			return true, s.replaceRow(ctx, tx, hs, m, CodecDelta, base, delta)
+		}
+		data, c, release := s.compress(old)
+		defer release()
+		if delta != nil && int64(len(delta)) <= int64(len(data))-int64(len(data))/4 {
+			return true, s.replaceRow(ctx, tx, hs, m, CodecDelta, base, delta)
+		}
+		if rs, ok := hs.(rowStorage); ok && c != CodecRaw {
+			return false, rs.compressRaw(ctx, tx, m.Hash, c, data)
+		}
+		return false, nil
+	}
 	if whole(m.Codec) {
 		if delta == nil || int64(len(delta)) > m.Stored-m.Stored/4 {
 			return false, nil // stays whole, which ends every chain through it
@@ -413,6 +528,10 @@ func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 	}
 	return true, s.replaceRow(ctx, tx, hs, m, c, Hash{}, data)
 }
+
+// rawDeltaRatio: a delta at most 1/rawDeltaRatio of a raw version's size
+// replaces it without the version being compressed first to compare.
+const rawDeltaRatio = 32
 
 // replaceRow stores m's content anew as data in codec (against base for a
 // delta).
@@ -467,8 +586,72 @@ func window(n, m int) int {
 // versions a write re-encodes against the new version index its bytes as
 // a dictionary once rather than once each.
 type deltaCodec struct {
-	enc *zstd.Encoder
-	dec *zstd.Decoder
+	enc    *zstd.Encoder
+	dec    *zstd.Decoder
+	window int
+	// out and back are encode's buffers, kept across bases: a delta of
+	// a near copy is a few bytes, the proof decodes a whole version.
+	out, back []byte
+}
+
+// maxPooledWindow is the largest delta window whose codec is kept for the
+// next base: an idle codec holds its last base and a window of history.
+const maxPooledWindow = 2 << 20
+
+// deltaCodecs keeps an idle codec per window size (a window cannot change
+// when a codec is given a new base), so a stream of jobs reuses the
+// encoder's tables and buffers instead of allocating and zeroing them for
+// every base.
+type deltaCodecs struct {
+	mu   sync.Mutex
+	idle map[int]*deltaCodec
+}
+
+// deltaCodec returns a codec for contents of up to maxContent bytes
+// against base, an idle one given base when there is one; the caller
+// hands it back with releaseDeltaCodec.
+func (s *Store) deltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
+	w := window(len(base), int(capHint(maxContent, maxInline)))
+	s.deltas.mu.Lock()
+	c := s.deltas.idle[w]
+	delete(s.deltas.idle, w)
+	s.deltas.mu.Unlock()
+	if c == nil {
+		return newDeltaCodec(base, maxContent)
+	}
+	if err := c.enc.ResetWithOptions(nil, zstd.WithEncoderDictRaw(0, base)); err != nil {
+		c.close()
+		return newDeltaCodec(base, maxContent)
+	}
+	if err := c.dec.ResetWithOptions(nil, zstd.WithDecoderDictRaw(0, base)); err != nil {
+		c.close()
+		return newDeltaCodec(base, maxContent)
+	}
+	return c, nil
+}
+
+// releaseDeltaCodec keeps c for the next base of its window, or closes it.
+func (s *Store) releaseDeltaCodec(c *deltaCodec) {
+	if cap(c.back) > maxPooledWindow {
+		c.back = nil
+	}
+	if cap(c.out) > maxPooledWindow {
+		c.out = nil
+	}
+	if c.window > maxPooledWindow {
+		c.close()
+		return
+	}
+	s.deltas.mu.Lock()
+	if s.deltas.idle == nil {
+		s.deltas.idle = map[int]*deltaCodec{}
+	}
+	old := s.deltas.idle[c.window]
+	s.deltas.idle[c.window] = c
+	s.deltas.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
 }
 
 // newDeltaCodec returns a codec for contents of up to maxContent bytes
@@ -498,18 +681,23 @@ func newDeltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 		enc.Close()
 		return nil, err
 	}
-	return &deltaCodec{enc: enc, dec: dec}, nil
+	return &deltaCodec{enc: enc, dec: dec, window: w}, nil
 }
 
 // encode returns content as a delta against the base, proven to decode
 // back to bytes whose address is h; nil if it does not.
 func (c *deltaCodec) encode(content []byte, h Hash) []byte {
-	d := c.enc.EncodeAll(content, make([]byte, 0, len(content)/4+64))
-	back, err := c.dec.DecodeAll(d, make([]byte, 0, len(content)))
+	d := c.enc.EncodeAll(content, c.out[:0])
+	c.out = d[:0]
+	if cap(c.back) < len(content) {
+		c.back = make([]byte, 0, len(content))
+	}
+	back, err := c.dec.DecodeAll(d, c.back[:0])
+	c.back = back[:0]
 	if err != nil || Sum(back) != h {
 		return nil
 	}
-	return d
+	return bytes.Clone(d)
 }
 
 func (c *deltaCodec) close() {

@@ -34,7 +34,8 @@
 //     failed PutVersion leaves the previous version as it was.
 //   - A PutVersion stores its version whole and queues the re-encoding of
 //     the older versions it moves (reencode.go); the queue is run in
-//     order, a job per transaction, so every read's chain stays within
+//     order, a job per transaction while the store is idle (a batch per
+//     transaction in Drain), so every read's chain stays within
 //     Options.MaxChain at every moment, and a crash leaves the queue as
 //     the last commit left it.
 //   - Memory is bounded whatever the content's size: a Put holds one buffer

@@ -44,25 +44,33 @@ type reencodeJob struct {
 }
 
 // maxPendingRaw bounds the bytes queued writes hold uncompressed.
-const maxPendingRaw = 16 << 20
+const maxPendingRaw = 64 << 20
 
 // queueReencode queues the re-encoding a write of h over prev leaves, in
 // the write's transaction (raw: the bytes it stored uncompressed), and
 // while the queue holds more than MaxPending jobs or maxPendingRaw raw
 // bytes runs the oldest jobs in it.
 func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, raw int) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO blob_reencodes (blob, prev, raw) VALUES (?, ?, ?)`, h, prev, raw); err != nil {
+	// The queue's bounds come from its first and last rows: jobs leave it
+	// oldest first, so its ids have no holes, and upto sums raw.
+	var last struct {
+		ID   int64 `db:"id"`
+		Upto int64 `db:"upto"`
+	}
+	if err := tx.GetContext(ctx, &last, `INSERT INTO blob_reencodes (blob, prev, raw, upto)
+		VALUES (?1, ?2, ?3, ?3 + coalesce((SELECT upto FROM blob_reencodes WHERE id = (SELECT max(id) FROM blob_reencodes)), 0))
+		RETURNING id, upto`, h, prev, raw); err != nil {
 		return index.Translate(err)
 	}
 	for {
-		var q struct {
-			N   int   `db:"n"`
-			Raw int64 `db:"raw"`
+		var first struct {
+			ID     int64 `db:"id"`
+			Before int64 `db:"before"`
 		}
-		if err := tx.GetContext(ctx, &q, `SELECT count(*) AS n, coalesce(sum(raw), 0) AS raw FROM blob_reencodes`); err != nil {
+		if err := tx.GetContext(ctx, &first, `SELECT id, upto - raw AS before FROM blob_reencodes WHERE id = (SELECT min(id) FROM blob_reencodes)`); err != nil {
 			return index.Translate(err)
 		}
-		if q.N <= s.opts.MaxPending && q.Raw <= maxPendingRaw {
+		if last.ID-first.ID+1 <= int64(s.opts.MaxPending) && last.Upto-first.Before <= maxPendingRaw {
 			break
 		}
 		job, ok, err := firstJob(ctx, tx)
@@ -177,8 +185,11 @@ func (s *Store) reencodeOne(ctx context.Context) (bool, error) {
 // content was written again), or does not read is dropped.
 func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job reencodeJob) error {
 	n, ok, err := s.version(ctx, tx, hs, job.Blob)
-	if err != nil || !ok || !whole(n.Codec) || n.Gen != 0 || n.Head || n.Depth != 0 {
+	if err != nil {
 		return err
+	}
+	if !ok || !startsHistory(n) {
+		return s.settlePrev(ctx, tx, hs, job.Prev)
 	}
 	cur, err := s.decode(ctx, n.Hash, n.Codec, n.Data, n.Size, n.Base)
 	if err != nil || Sum(cur) != job.Blob {
@@ -186,9 +197,19 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 	}
 	if rs, ok := hs.(rowStorage); ok && n.Codec == CodecRaw {
 		// The write stored it raw; whatever the history does with it,
-		// its whole form is compressed from now on.
+		// its whole form is compressed from now on, unless a later
+		// queued write replaced it: that write's job makes it a delta
+		// (or compresses it, settleRaw), so compressing it now would be
+		// work thrown away.
+		later, err := replacedLater(ctx, tx, job)
+		if err != nil {
+			return err
+		}
+		if later {
+			return s.extendFrom(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
+		}
 		data, codec, release := s.compress(cur)
-		err := func() error {
+		err = func() error {
 			defer release()
 			if codec == CodecRaw {
 				return nil
@@ -199,7 +220,44 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 			return err
 		}
 	}
-	return s.extend(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
+	return s.extendFrom(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
+}
+
+// replacedLater reports whether a job queued after job replaces its new
+// version.
+func replacedLater(ctx context.Context, tx *index.Tx, job reencodeJob) (bool, error) {
+	var n int
+	err := tx.GetContext(ctx, &n, `SELECT count(*) FROM blob_reencodes WHERE prev = ? AND id > ?`, job.Blob, job.ID)
+	return n > 0, index.Translate(err)
+}
+
+// settlePrev compresses the version at h if it is still stored raw: a job
+// that leaves its replaced version whole must not leave it raw, since the
+// job of that version's own write left its compression to this one.
+func (s *Store) settlePrev(ctx context.Context, tx *index.Tx, hs HistoryStorage, h Hash) error {
+	if _, ok := hs.(rowStorage); !ok || h.IsZero() {
+		return nil
+	}
+	p, ok, err := s.version(ctx, tx, hs, h)
+	if err != nil || !ok {
+		return err
+	}
+	return s.settleRaw(ctx, tx, hs, p)
+}
+
+// settleRaw compresses version p if it is stored raw (its plain bytes are
+// its data), where compression pays.
+func (s *Store) settleRaw(ctx context.Context, tx *index.Tx, hs HistoryStorage, p Version) error {
+	rs, ok := hs.(rowStorage)
+	if !ok || p.Codec != CodecRaw {
+		return nil
+	}
+	data, codec, release := s.compress(p.Data)
+	defer release()
+	if codec == CodecRaw {
+		return nil
+	}
+	return rs.compressRaw(ctx, tx, p.Hash, codec, data)
 }
 
 // planner is the HistoryStorage a job is planned through in a read
@@ -330,10 +388,19 @@ func (p *planner) apply(ctx context.Context, tx *index.Tx) error {
 // when no write woke it: a write's transaction may commit after its kick.
 const reencodePoll = 200 * time.Millisecond
 
-// StartReencoder runs Reencode in the background until stop is called:
-// woken by every write that queues work, and every reencodePoll. A job
-// that fails is tried again at the next wake. stop waits for the job in
-// progress to end; jobs left in the queue stay there for the next run.
+// reencodeIdle is the default Options.ReencodeIdle: a session that sends
+// its next request within it (a checkpoint after its write, the next tool
+// call) never waits for a job or shares a core with one.
+const reencodeIdle = 30 * time.Millisecond
+
+// StartReencoder runs queued re-encodings in the background until stop is
+// called: woken by every write that queues work, and every reencodePoll,
+// it takes jobs one at a time, each in a transaction of its own, only
+// while the store is idle: after Options.ReencodeIdle without a write transaction
+// of anyone else, and again straight after a job only if none began
+// meanwhile. A job that fails is tried again at the next wake. stop waits
+// for the job in progress to end; jobs left in the queue stay there for
+// Drain (Close runs it) or the next run.
 func (s *Store) StartReencoder() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -349,11 +416,83 @@ func (s *Store) StartReencoder() (stop func()) {
 			case <-s.kick:
 			case <-t.C:
 			}
-			_, _ = s.Reencode(ctx, 0)
+			s.reencodeWhileIdle(ctx)
 		}
 	}()
 	return func() {
 		cancel()
 		wg.Wait()
+	}
+}
+
+// reencodeWhileIdle runs queued jobs while nothing else writes, until the
+// queue is empty, a job fails or ctx is done.
+func (s *Store) reencodeWhileIdle(ctx context.Context) {
+	wait := s.opts.ReencodeIdle
+	idle := time.NewTimer(wait)
+	defer idle.Stop()
+	for {
+		seen := s.db.Writes()
+		idle.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-idle.C:
+		}
+		for s.db.Writes() == seen {
+			ok, err := s.reencodeOne(ctx)
+			if err != nil || !ok {
+				return
+			}
+			// the job's own write transaction
+			seen++
+		}
+	}
+}
+
+// drainBatch is the most queued jobs Drain runs in one transaction.
+const drainBatch = 32
+
+// Drain runs every queued re-encoding, oldest first, and returns how many
+// it ran: a batch of jobs per write transaction, each job done directly on
+// the store as the transaction finds it (Reencode plans each outside the
+// write lock instead, which costs a second pass). It is for a caller that
+// wants the queue empty now, such as a store that closes. It stops early
+// when ctx is done; errors are the storage's and the index's, and leave
+// the failed batch queued.
+func (s *Store) Drain(ctx context.Context) (int, error) {
+	if s.hist == nil {
+		return 0, nil
+	}
+	done := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return done, err
+		}
+		n := 0
+		err := s.db.Update(ctx, func(tx *index.Tx) error {
+			n = 0
+			for n < drainBatch {
+				job, ok, err := firstJob(ctx, tx)
+				if err != nil || !ok {
+					return err
+				}
+				if _, err := deleteJob(ctx, tx, job.ID); err != nil {
+					return err
+				}
+				if err := s.runJob(ctx, tx, s.hist, job); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return done, fmt.Errorf("re-encode: %w", err)
+		}
+		done += n
+		if n < drainBatch {
+			return done, nil
+		}
 	}
 }

@@ -175,6 +175,30 @@ func (r statRow) object(kind Kind, h Hash) Object {
 	return Object{Kind: kind, Hash: h, Size: r.Size, Stored: r.Stored, Codec: Codec(r.Codec), Base: r.Base, Created: fromNanos(r.Created)}
 }
 
+// storedSizer is a Storage that reads a blob's stored size without the
+// rest of its row (StoredBytes); whole is false for a chunked blob, whose
+// chunks the caller adds.
+type storedSizer interface {
+	storedSize(ctx context.Context, tx *index.Tx, h Hash) (n int64, whole bool, err error)
+}
+
+// storedSize reads only the columns before a blob row's data: reading
+// created, which follows it, walks every overflow page of a large row.
+func (*SQLiteStorage) storedSize(ctx context.Context, tx *index.Tx, h Hash) (int64, bool, error) {
+	var r struct {
+		Stored int64 `db:"stored"`
+		Codec  int   `db:"codec"`
+	}
+	err := tx.GetContext(ctx, &r, `SELECT stored, codec FROM blobs WHERE hash = ?`, h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, notFound("stat", h)
+	}
+	if err != nil {
+		return 0, false, index.Translate(err)
+	}
+	return r.Stored, Codec(r.Codec) != CodecChunked, nil
+}
+
 // Stat returns the object at h without its data.
 func (*SQLiteStorage) Stat(ctx context.Context, tx *index.Tx, kind Kind, h Hash) (Object, error) {
 	q := `SELECT size, stored, codec, base, created FROM blobs WHERE hash = ?`
@@ -205,18 +229,20 @@ func (*SQLiteStorage) Touch(ctx context.Context, tx *index.Tx, kind Kind, h Hash
 }
 
 func touchRow(ctx context.Context, tx *index.Tx, table string, h Hash, now int64) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET created = ?1 WHERE hash = ?2 AND created < ?1 - ?3`, now, h, int64(TouchSlack))
-	if err != nil {
-		return false, index.Translate(err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return n == 1, err
-	}
-	var one int
-	err = tx.GetContext(ctx, &one, `SELECT 1 FROM `+table+` WHERE hash = ?`, h)
+	// One statement for what a write meets most: content not stored yet,
+	// or stored a moment ago.
+	var created int64
+	err := tx.GetContext(ctx, &created, `SELECT created FROM `+table+` WHERE hash = ?`, h)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
+	if err != nil {
+		return false, index.Translate(err)
+	}
+	if created >= now-int64(TouchSlack) {
+		return true, nil
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE `+table+` SET created = ?1 WHERE hash = ?2 AND created < ?1`, now, h)
 	return err == nil, index.Translate(err)
 }
 

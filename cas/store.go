@@ -87,11 +87,17 @@ type Options struct {
 	// does it in transactions of its own (see reencode.go).
 	InlineDeltas bool
 	// MaxPending is the most queued re-encodings a write leaves: a write
-	// that finds more, or more than 16 MiB of versions that queued writes
+	// that finds more, or more than 64 MiB of versions that queued writes
 	// stored uncompressed, does the oldest itself, so the queue, and what
-	// it keeps whole, stay bounded when writes outpace Reencode. Default
-	// 256; negative is the default.
+	// it keeps whole, stay bounded when writes outpace Reencode (the
+	// background re-encoder waits for the store to be idle). Default
+	// 1024; negative is the default.
 	MaxPending int
+	// ReencodeIdle is how long the store must begin no write transaction
+	// before the background re-encoder (StartReencoder) takes a queued
+	// job, so that a session's requests never wait for one. Default
+	// 30 ms; zero or negative is the default.
+	ReencodeIdle time.Duration
 	// Storage is where blobs and chunks are kept; default the SQLite
 	// tables of the DB given to New (SQLiteStorage). Without the
 	// HistoryStorage ability PutVersion stores every version whole.
@@ -106,7 +112,7 @@ const maxInline = 64 << 20
 
 // DefaultOptions returns the defaults used for zero Options fields.
 func DefaultOptions() Options {
-	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20, DictMax: 32 << 10, DictTrainAfter: 64, MaxPending: 256}
+	return Options{Level: 3, InlineMax: 4 << 20, Now: time.Now, MaxChain: 16, DeltaMax: 32 << 20, DictMax: 32 << 10, DictTrainAfter: 64, MaxPending: 1024}
 }
 
 // Store is the content-addressable store: its metadata and transactions
@@ -126,6 +132,9 @@ type Store struct {
 	encs  freeList[*zstd.Encoder]
 	zbufs freeList[*[]byte] // compressed output, copied by SQLite on insert
 	bufs  freeList[*[]byte] // Put's read buffer, then its chunker's
+
+	// deltas keeps delta codecs for the next re-encoding.
+	deltas deltaCodecs
 
 	// kick wakes the background re-encoder (StartReencoder) after a
 	// write queued work.
@@ -177,6 +186,9 @@ func New(db *index.DB, opts Options) (*Store, error) {
 	}
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = d.MaxPending
+	}
+	if opts.ReencodeIdle <= 0 {
+		opts.ReencodeIdle = reencodeIdle
 	}
 	if opts.DeltaMax > 256<<20 {
 		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "delta max %d is over 256 MiB", opts.DeltaMax)
@@ -299,7 +311,7 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 		return s.putChunked(ctx, tx, bytesChunker(b))
 	}
 	h := s.sum(b)
-	if err := s.putHashed(ctx, tx, h, b); err != nil {
+	if err := s.putHashed(ctx, tx, h, b, nil); err != nil {
 		return Hash{}, err
 	}
 	if err := s.trainIfDue(ctx, tx); err != nil {
@@ -308,9 +320,10 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 	return h, nil
 }
 
-// putHashed stores b, of address h, as one blob object.
-func (s *Store) putHashed(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
-	err := s.storeOnce(ctx, tx, KindBlob, h, b, func(tx *index.Tx, f storedForm) error {
+// putHashed stores b, of address h, as one blob object; pre, when not
+// nil, is its stored form compressed already (Prepare).
+func (s *Store) putHashed(ctx context.Context, tx *index.Tx, h Hash, b []byte, pre *storedForm) error {
+	err := s.storeOnce(ctx, tx, KindBlob, h, b, pre, func(tx *index.Tx, f storedForm) error {
 		release, err := s.settleDict(ctx, tx, b, &f)
 		defer release()
 		if err != nil {
@@ -350,7 +363,7 @@ func (s *Store) Touch(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
 // compressed again. Without tx it looks on the read pool first, so
 // repeating a Put takes the write lock only for the touch. A blob's
 // content is compressed as compressBlob does, a chunk's plainly.
-func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, b []byte,
+func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, b []byte, pre *storedForm,
 	insert func(tx *index.Tx, f storedForm) error) error {
 	exists := true
 	if tx == nil {
@@ -374,9 +387,12 @@ func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, 
 	// Not there (or swept since the look): store it.
 	var f storedForm
 	var release func()
-	if kind == KindBlob {
+	switch {
+	case pre != nil:
+		f, release = *pre, func() {}
+	case kind == KindBlob:
 		f, release = s.compressBlob(b)
-	} else {
+	default:
 		f.data, f.codec, release = s.compress(b)
 	}
 	defer release()
@@ -428,7 +444,7 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 }
 
 func (s *Store) putChunk(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
-	return s.storeOnce(ctx, tx, KindChunk, h, b, func(tx *index.Tx, f storedForm) error {
+	return s.storeOnce(ctx, tx, KindChunk, h, b, nil, func(tx *index.Tx, f storedForm) error {
 		return s.st.Put(ctx, tx, Object{Kind: KindChunk, Hash: h, Size: int64(len(b)), Stored: int64(len(f.data)),
 			Codec: f.codec, Data: f.data, Created: s.clock()})
 	})
@@ -500,6 +516,18 @@ func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
 // chunked blob, its distinct chunks'. Unlike Stat it does not walk a
 // delta's chain. It fails with ErrNotFound if there is no such blob.
 func (s *Store) StoredBytes(ctx context.Context, tx *index.Tx, h Hash) (int64, error) {
+	if ss, ok := s.st.(storedSizer); ok {
+		n, whole, err := ss.storedSize(ctx, tx, h)
+		if errors.Is(err, ErrNotFound) {
+			return 0, notFound("stat", h)
+		}
+		if err != nil {
+			return 0, wrapOp("stat", h, err)
+		}
+		if whole {
+			return n, nil
+		}
+	}
 	o, err := s.st.Stat(ctx, tx, KindBlob, h)
 	if errors.Is(err, ErrNotFound) {
 		return 0, notFound("stat", h)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -98,9 +99,17 @@ type DB struct {
 	// each again, once, on every pool connection a transaction uses.
 	readStmts stmtCache
 
+	// writes counts the write transactions begun (Writes).
+	writes atomic.Uint64
+
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// Writes returns how many write transactions this DB has begun since it
+// was opened, so background work can tell whether the store has been idle
+// (the count did not move) while it waited.
+func (db *DB) Writes() uint64 { return db.writes.Load() }
 
 // Open opens the SQLite database at path, applies pending migrations and
 // checks the store format. A missing file is created as a new store (not

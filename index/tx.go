@@ -37,6 +37,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.write == nil {
 		return wserr.New(wserr.ReadOnly, "update", "", "store opened read-only")
 	}
+	db.writes.Add(1)
 	err := run(ctx, db.write, true, &db.stmts, db.opts.Trace, fn, db.whileBusy)
 	// The connection is free again: compile what the transaction ran
 	// unprepared, for the next ones.

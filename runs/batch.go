@@ -2,6 +2,9 @@ package runs
 
 import (
 	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -40,6 +43,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 			return nil, wserr.New(wserr.PathIsDirectory, op, e.Path.String(), "the workspace root is a directory")
 		}
 	}
+	prepared := w.prepare(ctx, edits)
 	var infos []vfs.FileInfo
 	err := w.s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, w.runID)
@@ -75,7 +79,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 			if err := room(e.Path, int64(len(e.Content))-prevSize); err != nil {
 				return err
 			}
-			h, err := w.s.blobs.PutVersion(ctx, tx, e.Content, prev)
+			h, err := w.s.blobs.PutPrepared(ctx, tx, prepared[i], prev)
 			if err != nil {
 				return err
 			}
@@ -101,4 +105,45 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 		return nil, err
 	}
 	return infos, nil
+}
+
+// prepare hashes and compresses the batch's contents before its
+// transaction, on every core: the paths' current versions are looked up
+// in one read transaction (the write transaction looks again, and a
+// version that changed meanwhile only costs its compression being done
+// there), then the contents are prepared by one worker per core.
+func (w *Workspace) prepare(ctx context.Context, edits []Edit) []*cas.Prepared {
+	prevs := make([]cas.Hash, len(edits))
+	_ = w.s.db.View(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, w.runID)
+		if err != nil {
+			return err
+		}
+		for i, e := range edits {
+			if cur, err := w.s.trees.Lookup(ctx, tx, run.Root, e.Path); err == nil && cur.Kind == vfs.KindFile {
+				prevs[i] = cur.Hash
+			}
+		}
+		return nil
+	})
+	out := make([]*cas.Prepared, len(edits))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(edits)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(edits) {
+					return
+				}
+				if !edits[i].Remove {
+					out[i] = w.s.blobs.Prepare(edits[i].Content, prevs[i])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }

@@ -3,6 +3,7 @@ package runs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 
 	"github.com/wsstore/wsstore/cas"
@@ -22,6 +23,12 @@ const MaxReadBytes = 16 << 20
 // current content into its next version instead of holding both in
 // memory; below it they store the version as a delta of the previous one.
 const largeFile = 8 << 20
+
+// errLargeFile is what mutate's load returns for a file larger than
+// largeFile: the change rolls back and is made by streaming instead, so
+// the check costs a small file's change nothing beyond its own
+// transaction.
+var errLargeFile = errors.New("large file: streamed")
 
 // streamRetries bounds how often a streamed append or patch is built again
 // because the file changed while it was built.

@@ -68,6 +68,8 @@ type Blobs interface {
 	PutBytes(ctx context.Context, tx *index.Tx, b []byte) (cas.Hash, error)
 	PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev cas.Hash) (cas.Hash, error)
 	PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev cas.Hash, prevBytes []byte) (cas.Hash, error)
+	Prepare(b []byte, prev cas.Hash) *cas.Prepared
+	PutPrepared(ctx context.Context, tx *index.Tx, p *cas.Prepared, prev cas.Hash) (cas.Hash, error)
 	Touch(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
 	ReadAll(ctx context.Context, h cas.Hash) ([]byte, error)
 	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)

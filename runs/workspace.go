@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"slices"
@@ -372,12 +373,7 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 		defer t.close()
 		return t.write(ctx, p, content, opt)
 	}
-	if mode == vfs.Append {
-		if base, ok := w.largeBase(ctx, "write", p); ok {
-			return w.appendLarge(ctx, p, base, content, opt)
-		}
-	}
-	return w.mutate(ctx, "write", p, opt.ExpectedHash, func(load func() ([]byte, error), exists bool) (mutation, error) {
+	fi, err := w.mutate(ctx, "write", p, opt.ExpectedHash, func(load func() ([]byte, error), exists bool) (mutation, error) {
 		next := content
 		if mode == vfs.Append && exists {
 			old, err := load()
@@ -392,6 +388,13 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 				return journal.FileWritten{Path: p.String(), Hash: h.String(), Bytes: int64(len(next)), Mode: string(mode), PrevHash: hashString(prev)}
 			}}, nil
 	})
+	if errors.Is(err, errLargeFile) {
+		if base, ok := w.largeBase(ctx, "write", p); ok {
+			return w.appendLarge(ctx, p, base, content, opt)
+		}
+		return w.Write(ctx, p, content, opt) // no longer large
+	}
+	return fi, err
 }
 
 // WriteFrom replaces p's content with what r yields, streamed into the
@@ -472,10 +475,7 @@ func (w *Workspace) Patch(ctx context.Context, p vfs.Path, old, new string, opt 
 		defer t.close()
 		return t.patch(ctx, p, old, new, opt)
 	}
-	if base, ok := w.largeBase(ctx, "patch", p); ok {
-		return w.patchLarge(ctx, p, base, old, new, opt)
-	}
-	return w.mutate(ctx, "patch", p, opt.ExpectedHash, func(load func() ([]byte, error), exists bool) (mutation, error) {
+	fi, err := w.mutate(ctx, "patch", p, opt.ExpectedHash, func(load func() ([]byte, error), exists bool) (mutation, error) {
 		if !exists {
 			return mutation{}, wserr.New(wserr.FileNotFound, "patch", p.String(), "no such file")
 		}
@@ -492,6 +492,13 @@ func (w *Workspace) Patch(ctx context.Context, p vfs.Path, old, new string, opt 
 				return journal.PatchApplied{Path: p.String(), Hash: h.String(), PrevHash: hashString(prev), Replacements: n}
 			}}, nil
 	})
+	if errors.Is(err, errLargeFile) {
+		if base, ok := w.largeBase(ctx, "patch", p); ok {
+			return w.patchLarge(ctx, p, base, old, new, opt)
+		}
+		return w.Patch(ctx, p, old, new, opt) // no longer large
+	}
+	return fi, err
 }
 
 // Remove deletes the file p. It fails with workspace.file_not_found,
@@ -586,6 +593,11 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		load := func() ([]byte, error) {
 			if !exists {
 				return nil, nil
+			}
+			if prev.Size > largeFile {
+				// streamed instead (largefile.go): the caller sees
+				// errLargeFile once this transaction is rolled back
+				return nil, errLargeFile
 			}
 			b, err := w.s.blobs.ReadAll(ctx, prev.Hash)
 			loaded = b
