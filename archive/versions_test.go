@@ -181,3 +181,63 @@ func TestImportStoresDeltas(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeImportStoresDeltas brings a run forward with a merging import:
+// the versions its new checkpoints replace, the last one the receiving
+// store already held among them, end up deltas as in the source.
+func TestMergeImportStoresDeltas(t *testing.T) {
+	ctx := context.Background()
+	opts := wsstore.Options{Now: storetest.NewClock().Now, CAS: cas.Options{InlineMax: 64 << 10, DictMax: -1}}
+	src := storetest.OpenStoreWith(t, opts)
+	dst := storetest.OpenStoreWith(t, opts)
+	_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c1"}, RunID: "r1"})
+	require.NoError(t, err)
+	var draft string
+	step := func(i int) {
+		draft += fmt.Sprintf("Paragraph %d of the draft: %x\n", i, random(uint64(i), 150))
+		_, err := src.Runs.Workspace("r1", runs.HostScope).Write(ctx, vfs.MustPath("output/draft.md"), []byte(draft), vfs.WriteOptions{})
+		require.NoError(t, err)
+		_, err = src.Runs.Checkpoint(ctx, "r1", "step")
+		require.NoError(t, err)
+	}
+	for i := range 10 {
+		step(i)
+	}
+	arc, _ := export(t, src, archive.Scope{Runs: []string{"r1"}})
+	_, err = dst.Archive.Import(ctx, bytes.NewReader(arc), archive.Options{})
+	require.NoError(t, err)
+	_, err = dst.Blobs.Reencode(ctx, 0)
+	require.NoError(t, err)
+	for i := 10; i < 30; i++ {
+		step(i)
+	}
+	_, err = src.Blobs.Reencode(ctx, 0)
+	require.NoError(t, err)
+	arc, _ = export(t, src, archive.Scope{Runs: []string{"r1"}})
+	sum, err := dst.Archive.Import(ctx, bytes.NewReader(arc), archive.Options{Merge: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"run r1"}, sum.Updated)
+	pending, err := dst.Blobs.PendingReencodes(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 20, pending, "one re-encoding per version the new checkpoints replace")
+	_, err = dst.Blobs.Reencode(ctx, 0)
+	require.NoError(t, err)
+
+	want, got := blobRecords(t, src), blobRecords(t, dst)
+	deltas := 0
+	seen := map[cas.Hash]bool{}
+	for _, at := range view(t, src).Runs["r1"].AtEach {
+		h := at["output/draft.md"]
+		if h.IsZero() || seen[h] {
+			continue
+		}
+		seen[h] = true
+		assert.Equal(t, want[h].Codec, got[h].Codec, "version %s: codec", h.Short())
+		assert.Equal(t, want[h].Stored, got[h].Stored, "version %s: stored bytes", h.Short())
+		if got[h].Codec == cas.CodecDelta {
+			deltas++
+		}
+	}
+	assert.Equal(t, 29, deltas, "every version of the draft but the newest is a delta")
+	assert.Equal(t, view(t, src), view(t, dst))
+}
