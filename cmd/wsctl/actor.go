@@ -118,7 +118,6 @@ func runActorUpload(ctx context.Context, o actorOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
-	dropCodePages()
 	c, err := st.Actors.Upload(ctx, args[0], args[1], in)
 	if err != nil {
 		return err
@@ -133,7 +132,6 @@ func runActorDownload(ctx context.Context, o actorOptions, args []string) (err e
 		return err
 	}
 	defer st.Close()
-	dropCodePages()
 	rc, _, err := st.Actors.Download(ctx, args[0], args[1])
 	if err != nil {
 		return err

@@ -50,7 +50,6 @@ func runExport(ctx context.Context, o exportOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
-	dropCodePages()
 	bar := newProgress(o.globals)
 	opt := archive.Options{Progress: func(p archive.Progress) { bar.update(p.Phase, int(p.Done), int(p.Total)) }}
 	var sum archive.Summary

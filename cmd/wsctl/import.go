@@ -58,7 +58,6 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
-	dropCodePages()
 	bar := newProgress(o.globals)
 	opt := archive.Options{Progress: func(p archive.Progress) { bar.update(p.Phase, int(p.Done), int(p.Total)) }}
 	sum, err := st.Archive.Import(ctx, in, opt)
