@@ -60,6 +60,7 @@ type importer struct {
 	runIDs map[string]bool
 	actors map[string]bool
 	merge  mergeState
+	lin    *lineage // the added run whose versions are being queued
 }
 
 // Import reads the archive r front to back and adds what it holds to the
@@ -71,6 +72,12 @@ type importer struct {
 // archive (archive.corrupt) or one of another version
 // (archive.unsupported_version) leaves no visible row; the blobs and trees
 // it stored before the damage showed are unreferenced and gc collects them.
+//
+// Every file version an added run's checkpoints replace is queued for
+// re-encoding as a delta against the version that replaced it, in the
+// archive's order, as the writes that made them queued it in the source
+// store (versions.go): once the store's background step or Close has run
+// the jobs, the histories take about what they take there.
 //
 // Import is idempotent: what the store has already (a blob, a tree, a chat
 // with the same persist state, a run or actor space with the same row) is
@@ -480,6 +487,9 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				}
 			}
 			im.sum.Runs++
+			if err := im.endLineage(ctx, tx); err != nil {
+				return err
+			}
 			if err := im.flushRun(ctx, tx); err != nil {
 				return err
 			}
@@ -496,6 +506,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			run = ""
 			if added {
 				run = r.ID
+				im.startRun(r)
 			}
 		case rec.Checkpoint != nil:
 			c := *rec.Checkpoint
@@ -507,6 +518,9 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			}
 			if run != "" {
 				if err := im.a.p.Checkpoints.ImportRecord(ctx, tx, c); err != nil {
+					return err
+				}
+				if err := im.checkpointVersions(ctx, tx, c.Seq, c.ParentSeq, c.Root); err != nil {
 					return err
 				}
 			} else if im.merge.run != nil {
@@ -539,6 +553,9 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			}
 		case rec.Space != nil:
 			s := *rec.Space
+			if err := im.endLineage(ctx, tx); err != nil {
+				return err
+			}
 			if err := im.flushRun(ctx, tx); err != nil {
 				return err
 			}
@@ -587,6 +604,9 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			}
 		}
 		report(im.opt, "records", rows, 0)
+	}
+	if err := im.endLineage(ctx, tx); err != nil {
+		return err
 	}
 	if err := im.flushRun(ctx, tx); err != nil {
 		return err

@@ -99,14 +99,21 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 		return err
 	}
 	var top int64
+	// The new checkpoints' versions are queued as an added run's are
+	// (versions.go), against the checkpoints the store holds.
+	im.startRun(mr.rec)
 	for _, c := range have {
 		top = max(top, c.Seq)
+		im.lin.roots[c.Seq] = c.Root
 	}
 	theirs := map[int64]bool{}
 	for _, c := range mr.cps {
 		theirs[c.Seq] = true
 		if c.Seq > top {
 			if err := im.a.p.Checkpoints.ImportRecord(ctx, tx, c); err != nil {
+				return err
+			}
+			if err := im.checkpointVersions(ctx, tx, c.Seq, c.ParentSeq, c.Root); err != nil {
 				return err
 			}
 		}
@@ -123,6 +130,9 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 		if err := im.a.p.Checkpoints.DeleteRecords(ctx, tx, id, pruned); err != nil {
 			return err
 		}
+	}
+	if err := im.endLineage(ctx, tx); err != nil {
+		return err
 	}
 	commits, err := im.a.p.Runs.ExportCommits(ctx, tx, id)
 	if err != nil {

@@ -6,9 +6,9 @@ import "io"
 // a cut falls where the hash of the last 64 bytes matches a mask, so an edit
 // in a large file changes only the chunks around it and the rest dedup.
 const (
-	minChunk  = 256 << 10
-	maxChunk  = 4 << 20
-	chunkMask = 1<<20 - 1 // about 1 MiB average beyond minChunk
+	minChunk  = 128 << 10
+	maxChunk  = 2 << 20
+	chunkMask = 1<<19 - 1 // about 512 KiB average beyond minChunk
 )
 
 var gear = func() (g [256]uint64) {

@@ -186,10 +186,10 @@ func TestCorruption(t *testing.T) {
 		},
 		{
 			name:       "ErrCorrupt/ChunkListSwapped",
-			data:       bytes.Repeat(randomBytes(4<<10, 3), 3<<10), // 12 MiB: three equal 4 MiB chunks
+			data:       bytes.Repeat(randomBytes(4<<10, 3), 3<<9), // 6 MiB: three equal 2 MiB chunks
 			lateDetect: true,
 			spoil: func(t *testing.T, db *index.DB, s *cas.Store, h cas.Hash) (func(), []string) {
-				other, err := s.PutBytes(context.Background(), nil, bytes.Repeat(randomBytes(4<<10, 4), 3<<10))
+				other, err := s.PutBytes(context.Background(), nil, bytes.Repeat(randomBytes(4<<10, 4), 3<<9))
 				require.NoError(t, err)
 				l, lo := chunkList(t, db, h), chunkList(t, db, other)
 				require.Len(t, l, 3)

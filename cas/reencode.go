@@ -91,6 +91,21 @@ func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, r
 	return nil
 }
 
+// QueueReencode queues in tx the re-encoding a PutVersion of h over prev
+// leaves, for versions stored already (an import stores a path's versions
+// whole, then learns their order): when the job runs, h becomes the
+// newest version of prev's history and prev a delta against it, as if h
+// had been written over prev, where the rules of delta.go allow it; a job
+// they do not allow is dropped. It does nothing over a Storage without
+// the HistoryStorage ability, with deltas off, or for h equal to prev.
+// Errors are the index's.
+func (s *Store) QueueReencode(ctx context.Context, tx *index.Tx, h, prev Hash) error {
+	if s.hist == nil || s.opts.DeltaMax < 0 || prev.IsZero() || h == prev {
+		return nil
+	}
+	return s.queueReencode(ctx, tx, h, prev, 0)
+}
+
 func firstJob(ctx context.Context, tx *index.Tx) (reencodeJob, bool, error) {
 	var job reencodeJob
 	err := tx.GetContext(ctx, &job, `SELECT id, blob, prev FROM blob_reencodes ORDER BY id LIMIT 1`)
