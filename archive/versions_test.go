@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,8 +101,10 @@ func TestImportStoresDeltas(t *testing.T) {
 		cas   cas.Options
 		exact bool
 	}{
-		{"NoDictionary", cas.Options{InlineMax: 64 << 10, DictMax: -1}, true},
-		{"Defaults", cas.Options{InlineMax: 64 << 10}, false},
+		// An idle time of an hour keeps the background step out, so the
+		// queue holds what the import queued until Close drains it.
+		{"NoDictionary", cas.Options{InlineMax: 64 << 10, DictMax: -1, ReencodeIdle: time.Hour}, true},
+		{"Defaults", cas.Options{InlineMax: 64 << 10, ReencodeIdle: time.Hour}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -187,7 +190,7 @@ func TestImportStoresDeltas(t *testing.T) {
 // store already held among them, end up deltas as in the source.
 func TestMergeImportStoresDeltas(t *testing.T) {
 	ctx := context.Background()
-	opts := wsstore.Options{Now: storetest.NewClock().Now, CAS: cas.Options{InlineMax: 64 << 10, DictMax: -1}}
+	opts := wsstore.Options{Now: storetest.NewClock().Now, CAS: cas.Options{InlineMax: 64 << 10, DictMax: -1, ReencodeIdle: time.Hour}}
 	src := storetest.OpenStoreWith(t, opts)
 	dst := storetest.OpenStoreWith(t, opts)
 	_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c1"}, RunID: "r1"})
