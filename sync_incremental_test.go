@@ -463,3 +463,60 @@ func TestSyncCompaction(t *testing.T) {
 	assert.Equal(t, runIDs(t, a), runIDs(t, c))
 	requireSame(t, contents(t, a), contents(t, c))
 }
+
+// TestSyncPullNoListing: after a device has read the tier once, a pull or
+// a sync learns the new packs from the segments it reads, without
+// listing index/.
+func TestSyncPullNoListing(t *testing.T) {
+	srv, open := fakeTier(t)
+	ctx := context.Background()
+	a, b, c := open(), open(), open()
+	for i := range 4 {
+		smallRuns(t, a, "chat-a", fmt.Sprintf("run-%d", i), 5)
+		syncOK(t, a)
+	}
+	packs := len(srv.Keys("wsstore", "team/index/"))
+	require.GreaterOrEqual(t, packs, 4)
+	indexLists := func() int { n, _ := srv.Lists("team/index/"); return n }
+
+	// Devices that read A from nothing (its base) list index/ once.
+	lists := indexLists()
+	st, err := open().PullRemote(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, packs, st.Indexes)
+	assert.Equal(t, 1, indexLists()-lists, "a device pulling from nothing lists index/")
+	for _, d := range []*wsstore.Store{b, c} {
+		lists = indexLists()
+		assert.Equal(t, packs, syncOK(t, d).Pulled.Indexes)
+		assert.Equal(t, 1, indexLists()-lists, "a device reading a base lists index/")
+	}
+	// Each has read the others' first segments.
+	syncOK(t, b)
+	syncOK(t, c)
+
+	smallRuns(t, a, "chat-a", "run-new", 1)
+	syncOK(t, a)
+	require.Greater(t, len(srv.Keys("wsstore", "team/index/")), packs)
+
+	lists = indexLists()
+	st, err = b.PullRemote(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Indexes, "B takes in the new pack's index")
+	assert.Zero(t, indexLists()-lists, "B's pull lists no index/")
+	rep := syncOK(t, b)
+	assert.Equal(t, []string{"run run-new-00"}, runsOf(rep, rep.Added))
+	assert.Zero(t, rep.Pulled.Indexes, "the pull took it in already")
+	rep = syncOK(t, c)
+	assert.Equal(t, []string{"run run-new-00"}, runsOf(rep, rep.Added))
+	assert.Equal(t, 1, rep.Pulled.Indexes)
+	assert.Zero(t, indexLists()-lists, "nor do the syncs")
+
+	// What they learned reads from the object store.
+	for _, st := range []*wsstore.Store{b, c} {
+		_, err := st.Remote.Evict(ctx, st.DB)
+		require.NoError(t, err)
+		got, err := st.Runs.Workspace("run-new-00", runs.ModelScope).Read(ctx, vfs.MustPath("output/0.md"), vfs.ReadOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, strings.Repeat("run-new-00 line\n", 20), string(got.Content))
+	}
+}
