@@ -392,8 +392,12 @@ func eventHash(e journal.Event) cas.Hash {
 
 // lastEvent returns the seq and hash of run id's last event.
 func (s *Store) lastEvent(ctx context.Context, tx *index.Tx, id string) (int64, cas.Hash, error) {
+	n, err := s.Journal.Last(ctx, tx, id)
+	if err != nil || n == 0 {
+		return 0, cas.Hash{}, err
+	}
 	var last journal.Event
-	err := s.Journal.ExportEvents(ctx, tx, id, func(e journal.Event) error { last = e; return nil })
+	err = s.Journal.ExportEventsAfter(ctx, tx, id, n-1, func(e journal.Event) error { last = e; return nil })
 	if err != nil || last.Seq == 0 {
 		return 0, cas.Hash{}, err
 	}
@@ -484,12 +488,19 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 		return strings.Compare(b.Kind, a.Kind) // "run" before "chat"
 	})
 	for _, tb := range tombs {
+		conflicts := len(rep.Conflicts)
 		gone, err := s.applyTombstone(ctx, tb, cur, synced, rep)
 		if err != nil {
 			return err
 		}
+		name := tb.Kind + " " + tb.ID
+		if it, ok := cur[name]; ok && tb.Kind == "run" && len(rep.Conflicts) > conflicts && !slices.Contains(brought, name) {
+			// Kept here against a deletion: the deleting device no longer
+			// holds the run, so the next segment sends it whole.
+			it.FP, it.Sent = cas.Sum([]byte("resend")), false
+			t.Items = append(slices.DeleteFunc(t.Items, func(x remote.Item) bool { return x.Name() == name }), it)
+		}
 		if gone {
-			name := tb.Kind + " " + tb.ID
 			rep.Deleted = append(rep.Deleted, name)
 			t.Drop = append(t.Drop, remote.Item{Kind: tb.Kind, ID: tb.ID})
 			t.Items = slices.DeleteFunc(t.Items, func(it remote.Item) bool { return it.Name() == name })
@@ -673,7 +684,15 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 	if err != nil {
 		return err
 	}
-	delta, err := s.exportItems(ctx, changed)
+	// A run this device sent last goes from the event the tier has on:
+	// whoever took in its segments holds the run up to there.
+	from := map[string]int64{}
+	for _, it := range changed {
+		if old, ok := synced[it.Name()]; ok && it.Kind == "run" && old.Sent && old.Seq > 0 && it.Seq >= old.Seq {
+			from[it.ID] = old.Seq
+		}
+	}
+	delta, err := s.exportItems(ctx, changed, from)
 	if err != nil {
 		return err
 	}
@@ -698,7 +717,7 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 			}
 		}
 		slices.SortFunc(all, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
-		if delta, err = s.exportItems(ctx, all); err != nil {
+		if delta, err = s.exportItems(ctx, all, nil); err != nil {
 			return err
 		}
 		items = all
@@ -752,10 +771,10 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 }
 
 // exportItems writes a metadata archive (blobs elsewhere) of items: runs
-// with their chats, chats no run of which changed, actor spaces. None
-// gives no archive.
-func (s *Store) exportItems(ctx context.Context, items []remote.Item) ([]byte, error) {
-	var scope archive.Scope
+// with their chats (those in from from that journal seq on), chats no run
+// of which changed, actor spaces. None gives no archive.
+func (s *Store) exportItems(ctx context.Context, items []remote.Item, from map[string]int64) ([]byte, error) {
+	scope := archive.Scope{From: from}
 	runChats := map[string]bool{}
 	for _, it := range items {
 		if it.Kind == "run" {

@@ -520,3 +520,42 @@ func TestSyncPullNoListing(t *testing.T) {
 		assert.Equal(t, strings.Repeat("run-new-00 line\n", 20), string(got.Content))
 	}
 }
+
+// TestSyncRunTail: a run that gains one event after many travels as that
+// event (and its anchor), not as its whole journal; the other device
+// brings its copy forward from it.
+func TestSyncRunTail(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	smallRuns(t, a, "chat-a", "long", 1)
+	for i := range 300 {
+		edit(t, a, "long-00", "log.md", fmt.Sprintf("turn %d\n", i))
+	}
+	whole := syncOK(t, a)
+	require.True(t, whole.Base)
+	syncOK(t, b)
+	events := func(st *wsstore.Store) int64 {
+		var n int64
+		require.NoError(t, st.DB.View(ctx, func(tx *index.Tx) error {
+			var err error
+			n, err = st.Journal.Last(ctx, tx, "long-00")
+			return err
+		}))
+		return n
+	}
+	require.Greater(t, events(a), int64(300))
+
+	edit(t, a, "long-00", "log.md", "turn 301\n")
+	rep := syncOK(t, a)
+	require.False(t, rep.Base)
+	t.Logf("%d events: the base segment (the run whole) %d bytes; the segment of one event more %d bytes", events(a), whole.SegmentBytes, rep.SegmentBytes)
+	assert.Less(t, rep.SegmentBytes*10, whole.SegmentBytes, "the segment carries the new event, not the journal")
+	rb := syncOK(t, b)
+	assert.Equal(t, []string{"run long-00"}, rb.Updated)
+	assert.Empty(t, rb.Conflicts)
+	assert.Equal(t, events(a), events(b))
+	got, err := b.Runs.Workspace("long-00", runs.ModelScope).Read(ctx, vfs.MustPath("output/log.md"), vfs.ReadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "turn 301\n", string(got.Content))
+}
