@@ -1,6 +1,7 @@
 package wsstore_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/s3fake"
@@ -558,4 +560,41 @@ func TestSyncRunTail(t *testing.T) {
 	got, err := b.Runs.Workspace("long-00", runs.ModelScope).Read(ctx, vfs.MustPath("output/log.md"), vfs.ReadOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "turn 301\n", string(got.Content))
+
+	// An archive holding a run from an event on merges only.
+	var buf bytes.Buffer
+	_, err = a.Archive.Export(ctx, &buf, archive.Scope{Runs: []string{"long-00"}, From: map[string]int64{"long-00": events(a)}},
+		archive.Options{BlobsElsewhere: true})
+	require.NoError(t, err)
+	_, err = b.Archive.Import(ctx, bytes.NewReader(buf.Bytes()), archive.Options{})
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+}
+
+// TestSyncRunTailMissing: a tail reaching a device that deleted the run
+// is a named conflict there; the writing device, told of the deletion,
+// sends the run whole, and the deleting device takes it back in.
+func TestSyncRunTailMissing(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	smallRuns(t, a, "chat-a", "r", 1)
+	syncOK(t, a)
+	syncOK(t, b)
+	_, err := b.Runs.CancelAndDeleteRun(ctx, "r-00")
+	require.NoError(t, err)
+	edit(t, a, "r-00", "more.md", "A's turn\n")
+	syncOK(t, a)
+
+	rb := syncOK(t, b)
+	require.Len(t, rb.Conflicts, 1)
+	assert.Equal(t, "run", rb.Conflicts[0].Kind)
+	assert.Contains(t, rb.Conflicts[0].Reason, "does not hold it")
+	assert.NotContains(t, runIDs(t, b), "r-00")
+
+	ra := syncOK(t, a)
+	require.Len(t, ra.Conflicts, 1, "A names the deletion it did not apply")
+	assert.Equal(t, []string{"run r-00"}, runsOf(ra, ra.Sent), "and sends the run whole")
+	rb = syncOK(t, b)
+	assert.Equal(t, []string{"run r-00"}, runsOf(rb, rb.Added))
+	assert.Equal(t, runIDs(t, a), runIDs(t, b))
 }
