@@ -6,6 +6,8 @@
 CREATE TABLE sync_indexes (
     hash BLOB NOT NULL PRIMARY KEY
 ) WITHOUT ROWID;
+-- What the store took in before: its next segment names it.
+INSERT INTO sync_indexes (hash) SELECT hash FROM remote_cache WHERE kind = 2;
 
 -- indexed_key: the last segment of each other device whose index objects
 -- the store took in (a pull reads segment headers after it); at least

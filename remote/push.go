@@ -225,6 +225,9 @@ func (s *Storage) pullIndexes(ctx context.Context, db *index.DB, keys []string) 
 			continue
 		}
 		b, err := s.b.get(ctx, key, 0, -1)
+		if errors.Is(err, ErrMissing) {
+			continue // reclaimed since it was listed or named: no device uses its objects
+		}
 		if err != nil {
 			return st, fmt.Errorf("pull: %w", err)
 		}
