@@ -48,6 +48,7 @@ var tableOwners = map[string]string{
 	"sync_items":         "remote",
 	"sync_devices":       "remote",
 	"sync_tombstones":    "remote",
+	"sync_indexes":       "remote",
 	"tokens":             "tokens",
 }
 

@@ -92,9 +92,6 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 	if rep.Pushed, err = s.Remote.Push(ctx, s.DB); err != nil {
 		return rep, err
 	}
-	if rep.Pulled, err = s.Remote.Pull(ctx, s.DB); err != nil {
-		return rep, err
-	}
 	applied, err := s.Remote.Applied(ctx, s.DB)
 	if err != nil {
 		return rep, err
@@ -103,6 +100,10 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 	if err != nil {
 		return rep, err
 	}
+	// Every listing of segments comes before a listing of index/, so
+	// that listing holds the index objects of every segment listed.
+	var todo []remote.Segment
+	var listAll bool
 	for _, d := range devs {
 		if d == dev {
 			continue
@@ -111,12 +112,30 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 		if err != nil {
 			return rep, err
 		}
-		for _, seg := range remote.FromBase(segs) {
-			if err := s.takeIn(ctx, seg, &rep); err != nil {
-				return rep, fmt.Errorf("sync: segment %s: %w", seg.Key, err)
-			}
-			rep.TookIn = append(rep.TookIn, seg.Key)
+		segs = remote.FromBase(segs)
+		// A device read from its base on: the base names no index
+		// objects, and the deltas skipped for it are not read.
+		listAll = listAll || len(segs) > 0 && (segs[0].Base || applied[d] == "")
+		todo = append(todo, segs...)
+	}
+	pull := &pulls{s: s, st: &rep.Pulled}
+	if listAll {
+		if err := pull.all(ctx); err != nil {
+			return rep, err
 		}
+	}
+	for _, seg := range todo {
+		h, arch, err := s.Remote.FetchSegment(ctx, seg)
+		if err == nil {
+			err = pull.of(ctx, h)
+		}
+		if err == nil {
+			err = s.takeIn(ctx, seg, h, arch, &rep)
+		}
+		if err != nil {
+			return rep, fmt.Errorf("sync: segment %s: %w", seg.Key, err)
+		}
+		rep.TookIn = append(rep.TookIn, seg.Key)
 	}
 	return rep, s.publish(ctx, dev, &rep)
 }
@@ -143,18 +162,111 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 			err = fmt.Errorf("pull: release the lock: %w", rerr)
 		}
 	}()
-	if st, err = s.Remote.Pull(ctx, s.DB); err != nil {
+	if err := s.pullIndexes(ctx, dev, &st); err != nil {
 		return st, err
 	}
 	added, dropped, err := s.Remote.ObjectDelta(ctx, s.DB, false)
 	if err != nil || len(added)+len(dropped) == 0 {
 		return st, err
 	}
-	seg, err := s.Remote.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: s.now().UTC(), Added: added, Dropped: dropped}, nil)
+	idx, err := s.Remote.PendingIndexes(ctx, s.DB)
 	if err != nil {
 		return st, err
 	}
-	return st, s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Added: added, Dropped: dropped})
+	seg, err := s.Remote.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: s.now().UTC(), Added: added, Dropped: dropped, Indexes: &idx}, nil)
+	if err != nil {
+		return st, err
+	}
+	return st, s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Added: added, Dropped: dropped, Indexes: idx})
+}
+
+// pulls takes in index objects for one sync or pull: those segment
+// headers name, or, once, every one on the object store.
+type pulls struct {
+	s    *Store
+	st   *remote.PullStats
+	full bool
+}
+
+// all lists index/ and takes in what is new, once.
+func (p *pulls) all(ctx context.Context) error {
+	if p.full {
+		return nil
+	}
+	st, err := p.s.Remote.Pull(ctx, p.s.DB)
+	p.add(st)
+	p.full = err == nil
+	return err
+}
+
+// of takes in the index objects h names; a header naming none (a base, a
+// segment of an older build) lists index/ instead.
+func (p *pulls) of(ctx context.Context, h remote.SegmentHeader) error {
+	if h.Indexes == nil {
+		return p.all(ctx)
+	}
+	st, err := p.s.Remote.PullIndexes(ctx, p.s.DB, *h.Indexes)
+	p.add(st)
+	return err
+}
+
+func (p *pulls) add(st remote.PullStats) {
+	p.st.Indexes += st.Indexes
+	p.st.Objects += st.Objects
+}
+
+// pullIndexes takes in the index objects of the other devices' segments
+// after those whose index objects the store took in: it reads their
+// headers, not their archives, and lists index/ only for a device it
+// never read or one that wrote a base since.
+func (s *Store) pullIndexes(ctx context.Context, dev string, st *remote.PullStats) error {
+	indexed, err := s.Remote.Indexed(ctx, s.DB)
+	if err != nil {
+		return err
+	}
+	devs, err := s.Remote.Devices(ctx)
+	if err != nil {
+		return err
+	}
+	pull := &pulls{s: s, st: st}
+	var listAll bool
+	segs := map[string][]remote.Segment{}
+	for _, d := range devs {
+		if d == dev {
+			continue
+		}
+		ss, err := s.Remote.Segments(ctx, d, indexed[d])
+		if err != nil {
+			return err
+		}
+		segs[d] = ss
+		listAll = listAll || indexed[d] == "" || slices.ContainsFunc(ss, func(g remote.Segment) bool { return g.Base })
+	}
+	if listAll {
+		if err := pull.all(ctx); err != nil {
+			return err
+		}
+	}
+	for _, d := range devs {
+		for _, seg := range segs[d] {
+			if pull.full {
+				break
+			}
+			h, err := s.Remote.ReadHeader(ctx, seg)
+			if err == nil {
+				err = pull.of(ctx, h)
+			}
+			if err != nil {
+				return fmt.Errorf("pull: segment %s: %w", seg.Key, err)
+			}
+		}
+		if n := len(segs[d]); n > 0 {
+			if err := s.Remote.RecordIndexed(ctx, s.DB, d, segs[d][n-1].Key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // lockAndRegister takes dev's sync lock on the object store and registers
@@ -280,8 +392,12 @@ func eventHash(e journal.Event) cas.Hash {
 
 // lastEvent returns the seq and hash of run id's last event.
 func (s *Store) lastEvent(ctx context.Context, tx *index.Tx, id string) (int64, cas.Hash, error) {
+	n, err := s.Journal.Last(ctx, tx, id)
+	if err != nil || n == 0 {
+		return 0, cas.Hash{}, err
+	}
 	var last journal.Event
-	err := s.Journal.ExportEvents(ctx, tx, id, func(e journal.Event) error { last = e; return nil })
+	err = s.Journal.ExportEventsAfter(ctx, tx, id, n-1, func(e journal.Event) error { last = e; return nil })
 	if err != nil || last.Seq == 0 {
 		return 0, cas.Hash{}, err
 	}
@@ -307,11 +423,7 @@ func (s *Store) withLast(ctx context.Context, items []remote.Item) error {
 
 // takeIn reads one segment of another device and takes in its archive
 // and its tombstones.
-func (s *Store) takeIn(ctx context.Context, seg remote.Segment, rep *SyncReport) error {
-	h, arch, err := s.Remote.FetchSegment(ctx, seg)
-	if err != nil {
-		return err
-	}
+func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch []byte, rep *SyncReport) error {
 	var brought []string
 	if len(arch) > 0 {
 		if err := s.recoverBlobs(ctx, arch); err != nil {
@@ -376,12 +488,19 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, rep *SyncReport)
 		return strings.Compare(b.Kind, a.Kind) // "run" before "chat"
 	})
 	for _, tb := range tombs {
+		conflicts := len(rep.Conflicts)
 		gone, err := s.applyTombstone(ctx, tb, cur, synced, rep)
 		if err != nil {
 			return err
 		}
+		name := tb.Kind + " " + tb.ID
+		if it, ok := cur[name]; ok && tb.Kind == "run" && len(rep.Conflicts) > conflicts && !slices.Contains(brought, name) {
+			// Kept here against a deletion: the deleting device no longer
+			// holds the run, so the next segment sends it whole.
+			it.FP, it.Sent = cas.Sum([]byte("resend")), false
+			t.Items = append(slices.DeleteFunc(t.Items, func(x remote.Item) bool { return x.Name() == name }), it)
+		}
 		if gone {
-			name := tb.Kind + " " + tb.ID
 			rep.Deleted = append(rep.Deleted, name)
 			t.Drop = append(t.Drop, remote.Item{Kind: tb.Kind, ID: tb.ID})
 			t.Items = slices.DeleteFunc(t.Items, func(it remote.Item) bool { return it.Name() == name })
@@ -565,7 +684,15 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 	if err != nil {
 		return err
 	}
-	delta, err := s.exportItems(ctx, changed)
+	// A run this device sent last goes from the event the tier has on:
+	// whoever took in its segments holds the run up to there.
+	from := map[string]int64{}
+	for _, it := range changed {
+		if old, ok := synced[it.Name()]; ok && it.Kind == "run" && old.Sent && old.Seq > 0 && it.Seq >= old.Seq {
+			from[it.ID] = old.Seq
+		}
+	}
+	delta, err := s.exportItems(ctx, changed, from)
 	if err != nil {
 		return err
 	}
@@ -590,7 +717,7 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 			}
 		}
 		slices.SortFunc(all, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
-		if delta, err = s.exportItems(ctx, all); err != nil {
+		if delta, err = s.exportItems(ctx, all, nil); err != nil {
 			return err
 		}
 		items = all
@@ -623,6 +750,13 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 			return err
 		}
 	}
+	var idx []string
+	if !h.Base {
+		if idx, err = s.Remote.PendingIndexes(ctx, s.DB); err != nil {
+			return err
+		}
+		h.Indexes = &idx
+	}
 	seg, err := s.Remote.PublishSegment(ctx, h, delta)
 	if err != nil {
 		return err
@@ -633,14 +767,14 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 		rep.Sent = append(rep.Sent, it.Name())
 	}
 	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Items: items,
-		Tombstones: h.Tombstones, Added: h.Added, Dropped: h.Dropped})
+		Tombstones: h.Tombstones, Added: h.Added, Dropped: h.Dropped, Indexes: idx})
 }
 
 // exportItems writes a metadata archive (blobs elsewhere) of items: runs
-// with their chats, chats no run of which changed, actor spaces. None
-// gives no archive.
-func (s *Store) exportItems(ctx context.Context, items []remote.Item) ([]byte, error) {
-	var scope archive.Scope
+// with their chats (those in from from that journal seq on), chats no run
+// of which changed, actor spaces. None gives no archive.
+func (s *Store) exportItems(ctx context.Context, items []remote.Item, from map[string]int64) ([]byte, error) {
+	scope := archive.Scope{From: from}
 	runChats := map[string]bool{}
 	for _, it := range items {
 		if it.Kind == "run" {

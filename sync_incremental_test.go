@@ -1,6 +1,7 @@
 package wsstore_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/s3fake"
@@ -462,4 +464,137 @@ func TestSyncCompaction(t *testing.T) {
 	assert.Len(t, rc.TookIn, len(from))
 	assert.Equal(t, runIDs(t, a), runIDs(t, c))
 	requireSame(t, contents(t, a), contents(t, c))
+}
+
+// TestSyncPullNoListing: after a device has read the tier once, a pull or
+// a sync learns the new packs from the segments it reads, without
+// listing index/.
+func TestSyncPullNoListing(t *testing.T) {
+	srv, open := fakeTier(t)
+	ctx := context.Background()
+	a, b, c := open(), open(), open()
+	for i := range 4 {
+		smallRuns(t, a, "chat-a", fmt.Sprintf("run-%d", i), 5)
+		syncOK(t, a)
+	}
+	packs := len(srv.Keys("wsstore", "team/index/"))
+	require.GreaterOrEqual(t, packs, 4)
+	indexLists := func() int { n, _ := srv.Lists("team/index/"); return n }
+
+	// Devices that read A from nothing (its base) list index/ once.
+	lists := indexLists()
+	st, err := open().PullRemote(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, packs, st.Indexes)
+	assert.Equal(t, 1, indexLists()-lists, "a device pulling from nothing lists index/")
+	for _, d := range []*wsstore.Store{b, c} {
+		lists = indexLists()
+		assert.Equal(t, packs, syncOK(t, d).Pulled.Indexes)
+		assert.Equal(t, 1, indexLists()-lists, "a device reading a base lists index/")
+	}
+	// Each has read the others' first segments.
+	syncOK(t, b)
+	syncOK(t, c)
+
+	smallRuns(t, a, "chat-a", "run-new", 1)
+	syncOK(t, a)
+	require.Greater(t, len(srv.Keys("wsstore", "team/index/")), packs)
+
+	lists = indexLists()
+	st, err = b.PullRemote(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Indexes, "B takes in the new pack's index")
+	assert.Zero(t, indexLists()-lists, "B's pull lists no index/")
+	rep := syncOK(t, b)
+	assert.Equal(t, []string{"run run-new-00"}, runsOf(rep, rep.Added))
+	assert.Zero(t, rep.Pulled.Indexes, "the pull took it in already")
+	rep = syncOK(t, c)
+	assert.Equal(t, []string{"run run-new-00"}, runsOf(rep, rep.Added))
+	assert.Equal(t, 1, rep.Pulled.Indexes)
+	assert.Zero(t, indexLists()-lists, "nor do the syncs")
+
+	// What they learned reads from the object store.
+	for _, st := range []*wsstore.Store{b, c} {
+		_, err := st.Remote.Evict(ctx, st.DB)
+		require.NoError(t, err)
+		got, err := st.Runs.Workspace("run-new-00", runs.ModelScope).Read(ctx, vfs.MustPath("output/0.md"), vfs.ReadOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, strings.Repeat("run-new-00 line\n", 20), string(got.Content))
+	}
+}
+
+// TestSyncRunTail: a run that gains one event after many travels as that
+// event (and its anchor), not as its whole journal; the other device
+// brings its copy forward from it.
+func TestSyncRunTail(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	smallRuns(t, a, "chat-a", "long", 1)
+	for i := range 300 {
+		edit(t, a, "long-00", "log.md", fmt.Sprintf("turn %d\n", i))
+	}
+	whole := syncOK(t, a)
+	require.True(t, whole.Base)
+	syncOK(t, b)
+	events := func(st *wsstore.Store) int64 {
+		var n int64
+		require.NoError(t, st.DB.View(ctx, func(tx *index.Tx) error {
+			var err error
+			n, err = st.Journal.Last(ctx, tx, "long-00")
+			return err
+		}))
+		return n
+	}
+	require.Greater(t, events(a), int64(300))
+
+	edit(t, a, "long-00", "log.md", "turn 301\n")
+	rep := syncOK(t, a)
+	require.False(t, rep.Base)
+	t.Logf("%d events: the base segment (the run whole) %d bytes; the segment of one event more %d bytes", events(a), whole.SegmentBytes, rep.SegmentBytes)
+	assert.Less(t, rep.SegmentBytes*10, whole.SegmentBytes, "the segment carries the new event, not the journal")
+	rb := syncOK(t, b)
+	assert.Equal(t, []string{"run long-00"}, rb.Updated)
+	assert.Empty(t, rb.Conflicts)
+	assert.Equal(t, events(a), events(b))
+	got, err := b.Runs.Workspace("long-00", runs.ModelScope).Read(ctx, vfs.MustPath("output/log.md"), vfs.ReadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "turn 301\n", string(got.Content))
+
+	// An archive holding a run from an event on merges only.
+	var buf bytes.Buffer
+	_, err = a.Archive.Export(ctx, &buf, archive.Scope{Runs: []string{"long-00"}, From: map[string]int64{"long-00": events(a)}},
+		archive.Options{BlobsElsewhere: true})
+	require.NoError(t, err)
+	_, err = b.Archive.Import(ctx, bytes.NewReader(buf.Bytes()), archive.Options{})
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+}
+
+// TestSyncRunTailMissing: a tail reaching a device that deleted the run
+// is a named conflict there; the writing device, told of the deletion,
+// sends the run whole, and the deleting device takes it back in.
+func TestSyncRunTailMissing(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	smallRuns(t, a, "chat-a", "r", 1)
+	syncOK(t, a)
+	syncOK(t, b)
+	_, err := b.Runs.CancelAndDeleteRun(ctx, "r-00")
+	require.NoError(t, err)
+	edit(t, a, "r-00", "more.md", "A's turn\n")
+	syncOK(t, a)
+
+	rb := syncOK(t, b)
+	require.Len(t, rb.Conflicts, 1)
+	assert.Equal(t, "run", rb.Conflicts[0].Kind)
+	assert.Contains(t, rb.Conflicts[0].Reason, "does not hold it")
+	assert.NotContains(t, runIDs(t, b), "r-00")
+
+	ra := syncOK(t, a)
+	require.Len(t, ra.Conflicts, 1, "A names the deletion it did not apply")
+	assert.Equal(t, []string{"run r-00"}, runsOf(ra, ra.Sent), "and sends the run whole")
+	rb = syncOK(t, b)
+	assert.Equal(t, []string{"run r-00"}, runsOf(rb, rb.Added))
+	assert.Equal(t, runIDs(t, a), runIDs(t, b))
 }

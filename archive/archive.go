@@ -61,7 +61,7 @@ type Checkpoints interface {
 
 // Journal exports and imports events; *journal.Journal implements it.
 type Journal interface {
-	ExportEvents(ctx context.Context, tx *index.Tx, runID string, fn func(journal.Event) error) error
+	ExportEventsAfter(ctx context.Context, tx *index.Tx, runID string, after int64, fn func(journal.Event) error) error
 	ImportEvent(ctx context.Context, tx *index.Tx, e journal.Event) error
 }
 
@@ -112,6 +112,12 @@ type Scope struct {
 	Chats  []string `json:"chats,omitempty"`
 	Actors []string `json:"actors,omitempty"`
 	All    bool     `json:"all,omitempty"`
+	// From holds runs from a journal seq on (an archive for a store that
+	// holds each such run up to that seq, imported with Merge): of run
+	// ID, the events from From[ID] (the anchor, which the importing store
+	// must hold as it is) on and the checkpoints made at or after it, led
+	// by a RunTail record. A run not named, or 0, goes whole.
+	From map[string]int64 `json:"from,omitempty"`
 	// SkipWorkspace leaves actor spaces out (seed 004's
 	// ExportOpts.SkipWorkspace); a scope it would leave empty is refused.
 	SkipWorkspace bool `json:"skipWorkspace,omitempty"`

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
@@ -189,14 +190,25 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 				return err
 			}
 		}
-		if err := put(Record{Run: &r}); err != nil {
-			return err
-		}
-		p.m.Runs = append(p.m.Runs, r.ID)
 		cps, err := a.p.Checkpoints.ExportRecords(ctx, tx, r.ID)
 		if err != nil {
 			return err
 		}
+		from := scope.From[r.ID]
+		if from > 0 {
+			t := RunTail{RunID: r.ID, From: from, Checkpoints: make([]int64, 0, len(cps))}
+			for _, c := range cps {
+				t.Checkpoints = append(t.Checkpoints, c.Seq)
+			}
+			cps = slices.DeleteFunc(cps, func(c checkpoint.Record) bool { return c.EventSeq < from })
+			if err := put(Record{Tail: &t}); err != nil {
+				return err
+			}
+		}
+		if err := put(Record{Run: &r}); err != nil {
+			return err
+		}
+		p.m.Runs = append(p.m.Runs, r.ID)
 		for _, c := range cps {
 			if c.Root, err = a.runRoot(ctx, tx, p, c.Root); err != nil {
 				return err
@@ -214,7 +226,7 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 				return err
 			}
 		}
-		err = a.p.Journal.ExportEvents(ctx, tx, r.ID, func(e journal.Event) error {
+		err = a.p.Journal.ExportEventsAfter(ctx, tx, r.ID, max(from-1, 0), func(e journal.Event) error {
 			p.events++
 			return put(Record{Event: &e})
 		})

@@ -72,11 +72,22 @@ type Record struct {
 	Event      *journal.Event       `json:"event,omitempty"`
 	Space      *actors.SpaceRecord  `json:"actor,omitempty"`
 	Change     *actors.ChangeRecord `json:"change,omitempty"`
+	Tail       *RunTail             `json:"tail,omitempty"`
+}
+
+// RunTail leads the rows of a run an archive holds from a journal seq on
+// (Scope.From): the seq of its first event (the anchor) and the seq of
+// every checkpoint the writer holds, so the importer deletes those it
+// pruned.
+type RunTail struct {
+	RunID       string  `json:"runId"`
+	From        int64   `json:"from"`
+	Checkpoints []int64 `json:"checkpoints"`
 }
 
 func (r Record) fields() int {
 	n := 0
-	for _, set := range []bool{r.Chat != nil, r.Run != nil, r.Checkpoint != nil, r.Commit != nil, r.Event != nil, r.Space != nil, r.Change != nil} {
+	for _, set := range []bool{r.Chat != nil, r.Run != nil, r.Checkpoint != nil, r.Commit != nil, r.Event != nil, r.Space != nil, r.Change != nil, r.Tail != nil} {
 		if set {
 			n++
 		}

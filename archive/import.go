@@ -414,6 +414,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 	dec.DisallowUnknownFields()
 	var (
 		run      string // the run whose rows follow, "" if skipped
+		tail     *RunTail
 		actor    string
 		lastRun  string
 		lastAct  string
@@ -461,9 +462,18 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			if err := im.outcome("chat", c.ID, added, err); err != nil {
 				return err
 			}
+		case rec.Tail != nil:
+			if kindDone > 1 || tail != nil {
+				return corrupt("records: tail of run %s out of order", rec.Tail.RunID)
+			}
+			if !im.opt.Merge {
+				return wserr.New(wserr.InvalidArgument, "import", "",
+					"the archive holds run %s from event %d on only: it merges into a store that holds the run (Options.Merge)", rec.Tail.RunID, rec.Tail.From)
+			}
+			tail = rec.Tail
 		case rec.Run != nil:
 			r := *rec.Run
-			if kindDone > 1 {
+			if kindDone > 1 || (tail != nil && tail.RunID != r.ID) {
 				return corrupt("records: run %s out of order", r.ID)
 			}
 			kindDone = 1
@@ -494,6 +504,21 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				return err
 			}
 			im.merge.noteBase(r)
+			if t := tail; t != nil {
+				// Only a run held here is brought forward by a tail.
+				tail, run = nil, ""
+				_, err := im.a.p.Runs.ExportRun(ctx, tx, r.ID)
+				if wserr.Is(err, wserr.RunNotFound) {
+					err = wserr.New(wserr.Conflict, "merge run", "", "run %s: the archive holds it from event %d on, and this store does not hold it", r.ID, t.From)
+				} else if err == nil {
+					im.merge.run = &mergeRun{rec: r, tail: t}
+					continue
+				}
+				if err := im.outcome("run", r.ID, false, err); err != nil {
+					return err
+				}
+				continue
+			}
 			added, err := im.a.p.Runs.ImportRun(ctx, tx, r)
 			if im.opt.Merge && wserr.Is(err, wserr.Conflict) {
 				im.merge.run = &mergeRun{rec: r}
@@ -604,6 +629,12 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			}
 		}
 		report(im.opt, "records", rows, 0)
+		if tail != nil && rec.Tail == nil {
+			return corrupt("records: tail of run %s not followed by the run", tail.RunID)
+		}
+	}
+	if tail != nil {
+		return corrupt("records: tail of run %s not followed by the run", tail.RunID)
 	}
 	if err := im.endLineage(ctx, tx); err != nil {
 		return err

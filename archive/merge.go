@@ -22,6 +22,7 @@ type mergeRun struct {
 	cps     []checkpoint.Record
 	commits []runs.CommitRow
 	events  []journal.Event
+	tail    *RunTail // the archive holds the run from tail.From on
 }
 
 // mergeSpace is an actor space the store holds another state of, with
@@ -75,24 +76,35 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 	}
 	im.merge.run = nil
 	id := mr.rec.ID
+	// A tail is compared from its anchor on: local holds the events
+	// after off, as mr.events are.
+	var off int64
+	if mr.tail != nil {
+		off = mr.tail.From - 1
+		if len(mr.events) == 0 || mr.events[0].Seq != mr.tail.From {
+			return im.outcome("run", id, false, wserr.New(wserr.Corrupt, "merge run", "",
+				"run %s: the archive holds it from event %d on but starts with another", id, mr.tail.From))
+		}
+	}
 	var local []journal.Event
-	if err := im.a.p.Journal.ExportEvents(ctx, tx, id, func(e journal.Event) error {
+	if err := im.a.p.Journal.ExportEventsAfter(ctx, tx, id, off, func(e journal.Event) error {
 		local = append(local, e)
 		return nil
 	}); err != nil {
 		return err
 	}
+	if mr.tail != nil && len(local) == 0 {
+		return im.outcome("run", id, false, wserr.New(wserr.Conflict, "merge run", "",
+			"run %s: the archive holds it from event %d on, and this store holds fewer events", id, mr.tail.From))
+	}
 	for i := range min(len(local), len(mr.events)) {
 		if !sameEvent(local[i], mr.events[i]) {
 			return im.outcome("run", id, false, wserr.New(wserr.Conflict, "merge run", "",
-				"run %s was written on two devices: the journals part at event %d", id, i+1))
+				"run %s was written on two devices: the journals part at event %d", id, off+int64(i)+1))
 		}
 	}
 	if len(mr.events) <= len(local) {
 		return im.outcome("run", id, false, nil)
-	}
-	if err := im.a.p.Runs.MergeRun(ctx, tx, mr.rec); err != nil {
-		return err
 	}
 	have, err := im.a.p.Checkpoints.ExportRecords(ctx, tx, id)
 	if err != nil {
@@ -109,6 +121,22 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 	theirs := map[int64]bool{}
 	for _, c := range mr.cps {
 		theirs[c.Seq] = true
+	}
+	if mr.tail != nil {
+		// The writer's checkpoints after the ones held here are all in
+		// the tail, else this store lacks some.
+		for _, seq := range mr.tail.Checkpoints {
+			if seq > top && !theirs[seq] {
+				return im.outcome("run", id, false, wserr.New(wserr.Conflict, "merge run", "",
+					"run %s: the archive holds it from event %d on, and this store lacks its checkpoint %d", id, mr.tail.From, seq))
+			}
+			theirs[seq] = true
+		}
+	}
+	if err := im.a.p.Runs.MergeRun(ctx, tx, mr.rec); err != nil {
+		return err
+	}
+	for _, c := range mr.cps {
 		if c.Seq > top {
 			if err := im.a.p.Checkpoints.ImportRecord(ctx, tx, c); err != nil {
 				return err

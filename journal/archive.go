@@ -15,10 +15,16 @@ import (
 // workspace.invalid_argument, a stored payload that does not decode with
 // store.corrupt; fn's error ends the walk and is returned.
 func (j *Journal) ExportEvents(ctx context.Context, tx *index.Tx, runID string, fn func(Event) error) error {
+	return j.ExportEventsAfter(ctx, tx, runID, 0, fn)
+}
+
+// ExportEventsAfter is ExportEvents for the events after seq after only:
+// it reads those rows, not the journal before them.
+func (j *Journal) ExportEventsAfter(ctx context.Context, tx *index.Tx, runID string, after int64, fn func(Event) error) error {
 	if runID == "" {
 		return wserr.New(wserr.InvalidArgument, "journal export events", "", "empty run id")
 	}
-	for after := int64(0); ; {
+	for {
 		var rows []row
 		if err := selectPage(ctx, tx, runID, PageQuery{AfterSeq: after, Limit: MaxLimit}, &rows); err != nil {
 			return fmt.Errorf("journal export events %s: %w", runID, index.Translate(err))

@@ -155,8 +155,7 @@ func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending) (int
 				return index.Translate(err)
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO remote_cache (kind, hash, data) VALUES (2, ?, x'')`, idxHash(ikey))
-		return index.Translate(err)
+		return tookIn(ctx, tx, ikey)
 	})
 	return len(objs), bytes, err
 }
@@ -185,11 +184,35 @@ type PullStats struct {
 func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 	s.push.Lock()
 	defer s.push.Unlock()
-	var st PullStats
 	var keys []string
 	if err := s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error { keys = append(keys, key); return nil }); err != nil {
-		return st, fmt.Errorf("pull: %w", err)
+		return PullStats{}, fmt.Errorf("pull: %w", err)
 	}
+	return s.pullIndexes(ctx, db, keys)
+}
+
+// PullIndexes takes in the index objects keys names ("index/HASH", as a
+// segment header lists them) that this store has not read yet, as Pull
+// does, without listing the object store. A key that does not name an
+// index object is store.corrupt.
+func (s *Storage) PullIndexes(ctx context.Context, db *index.DB, keys []string) (PullStats, error) {
+	s.push.Lock()
+	defer s.push.Unlock()
+	for _, k := range keys {
+		if h, ok := strings.CutPrefix(k, indexDir); !ok || !isHash(h) {
+			return PullStats{}, fmt.Errorf("pull: %w", corrupt(k, "not the key of an index object"))
+		}
+	}
+	return s.pullIndexes(ctx, db, keys)
+}
+
+func isHash(s string) bool {
+	_, err := cas.ParseHash(s)
+	return err == nil
+}
+
+func (s *Storage) pullIndexes(ctx context.Context, db *index.DB, keys []string) (PullStats, error) {
+	var st PullStats
 	for _, key := range keys {
 		var seen int
 		err := db.View(ctx, func(tx *index.Tx) error {
@@ -202,6 +225,9 @@ func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 			continue
 		}
 		b, err := s.b.get(ctx, key, 0, -1)
+		if errors.Is(err, ErrMissing) {
+			continue // reclaimed since it was listed or named: no device uses its objects
+		}
 		if err != nil {
 			return st, fmt.Errorf("pull: %w", err)
 		}
@@ -221,8 +247,7 @@ func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 					added++
 				}
 			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO remote_cache (kind, hash, data) VALUES (2, ?, x'')`, idxHash(key))
-			return index.Translate(err)
+			return tookIn(ctx, tx, key)
 		})
 		if err != nil {
 			return st, fmt.Errorf("pull: %w", err)
@@ -231,6 +256,16 @@ func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 		st.Objects += added
 	}
 	return st, nil
+}
+
+// tookIn records that the store holds the entries of index object key
+// (pushed or pulled here), and that its next segment names it.
+func tookIn(ctx context.Context, tx *index.Tx, key string) error {
+	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO remote_cache (kind, hash, data) VALUES (2, ?, x'')`, idxHash(key)); err != nil {
+		return index.Translate(err)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO sync_indexes (hash) VALUES (?)`, idxHash(key))
+	return index.Translate(err)
 }
 
 // Recover finds the objects want names (blobs, with the chunks of the

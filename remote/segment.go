@@ -69,6 +69,12 @@ type SegmentHeader struct {
 	// blob, 1 chunk): Dropped first, then Added.
 	Added   []string `json:"added"`
 	Dropped []string `json:"dropped"`
+	// Indexes names the index objects ("index/HASH") the device pushed
+	// or took in since its previous segment, so a reader learns the new
+	// packs without listing index/. Nil (absent) in a base, whose readers
+	// list index/ once, and in segments of builds before it; empty when
+	// there are none.
+	Indexes *[]string `json:"indexes,omitempty"`
 }
 
 // Segment names one segment on the object store.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -212,10 +213,72 @@ func (s *Storage) RecordTakenIn(ctx context.Context, db *index.DB, t TakenIn) er
 		if err := s.putTombstones(ctx, tx, t.Tombstones, false); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO sync_devices (remote, device, last_key) VALUES (?, ?, ?)
-			ON CONFLICT (remote, device) DO UPDATE SET last_key = excluded.last_key`, s.remoteKey(), t.Segment.Device, t.Segment.Key)
+		_, err := tx.ExecContext(ctx, `INSERT INTO sync_devices (remote, device, last_key, indexed_key) VALUES (?, ?, ?, ?)
+			ON CONFLICT (remote, device) DO UPDATE SET last_key = excluded.last_key,
+			indexed_key = max(indexed_key, excluded.indexed_key)`, s.remoteKey(), t.Segment.Device, t.Segment.Key, t.Segment.Key)
 		return index.Translate(err)
 	})
+}
+
+// Indexed returns, for each other device, the key of its last segment
+// whose index objects the store took in (a sync's or a pull's): a pull
+// reads the headers of the segments after it.
+func (s *Storage) Indexed(ctx context.Context, db *index.DB) (map[string]string, error) {
+	var rows []struct {
+		Device  string `db:"device"`
+		Last    string `db:"last_key"`
+		Indexed string `db:"indexed_key"`
+	}
+	err := db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT device, last_key, indexed_key FROM sync_devices WHERE remote = ?`, s.remoteKey())
+	})
+	if err != nil {
+		return nil, index.Translate(err)
+	}
+	out := map[string]string{}
+	for _, r := range rows {
+		out[r.Device] = max(r.Last, r.Indexed)
+	}
+	return out, nil
+}
+
+// RecordIndexed records that the store took in the index objects of
+// device's segments up to key, its metadata left to a sync.
+func (s *Storage) RecordIndexed(ctx context.Context, db *index.DB, device, key string) error {
+	return db.Update(ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO sync_devices (remote, device, last_key, indexed_key) VALUES (?, ?, '', ?)
+			ON CONFLICT (remote, device) DO UPDATE SET indexed_key = max(indexed_key, excluded.indexed_key)`,
+			s.remoteKey(), device, key)
+		return index.Translate(err)
+	})
+}
+
+// PendingIndexes returns the index objects ("index/HASH") the store
+// pushed or took in that none of its segments named yet, sorted.
+func (s *Storage) PendingIndexes(ctx context.Context, db *index.DB) ([]string, error) {
+	var rows []cas.Hash
+	err := db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT hash FROM sync_indexes ORDER BY hash`)
+	})
+	if err != nil {
+		return nil, index.Translate(err)
+	}
+	out := make([]string, len(rows))
+	for i, h := range rows {
+		out[i] = indexKey(h)
+	}
+	return out, nil
+}
+
+// ReadHeader returns the header of seg, reading only as much of the
+// object as it takes (the hash of the whole is not checked; a header that
+// does not decode is store.corrupt).
+func (s *Storage) ReadHeader(ctx context.Context, seg Segment) (SegmentHeader, error) {
+	h, err := s.readHeader(ctx, seg)
+	if err != nil {
+		return SegmentHeader{}, fmt.Errorf("read segment header: %w", err)
+	}
+	return h, nil
 }
 
 func (s *Storage) putItems(ctx context.Context, tx *index.Tx, items, drop []Item) error {
@@ -376,6 +439,9 @@ type Published struct {
 	Tombstones []Tombstone
 	// Added and Dropped are the header's object changes, now listed.
 	Added, Dropped []string
+	// Indexes are the index objects the header named, now announced
+	// (a base announces all).
+	Indexes []string
 }
 
 // RecordPublished records p in one transaction.
@@ -417,6 +483,17 @@ func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM remote_dropped WHERE kind = ? AND hash = ?`, int(kind), h); err != nil {
+				return index.Translate(err)
+			}
+		}
+		if p.Segment.Base {
+			// Readers of a base list index/.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM sync_indexes`); err != nil {
+				return index.Translate(err)
+			}
+		}
+		for _, k := range p.Indexes {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM sync_indexes WHERE hash = ?`, idxHash(k)); err != nil {
 				return index.Translate(err)
 			}
 		}

@@ -29,13 +29,14 @@ type Server struct {
 	buckets map[string]map[string][]byte
 	counts  map[string]int
 	bytes   map[string]int64
+	lists   map[string][2]int // by prefix: requests, keys returned
 	fault   func(r *http.Request) int
 }
 
 // New starts a fake store on a loopback port with bucket created. Close
 // stops it.
 func New(bucket string) *Server {
-	s := &Server{buckets: map[string]map[string][]byte{bucket: {}}, counts: map[string]int{}, bytes: map[string]int64{}}
+	s := &Server{buckets: map[string]map[string][]byte{bucket: {}}, counts: map[string]int{}, bytes: map[string]int64{}, lists: map[string][2]int{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	return s
@@ -74,6 +75,21 @@ func (s *Server) Bytes(method string) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.bytes[method]
+}
+
+// Lists returns how many list requests (ListObjectsV2, each page one)
+// asked for a prefix starting with prefix, and how many keys they
+// returned in all.
+func (s *Server) Lists(prefix string) (requests, keys int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, n := range s.lists {
+		if strings.HasPrefix(p, prefix) {
+			requests += n[0]
+			keys += n[1]
+		}
+	}
+	return requests, keys
 }
 
 // Keys returns the keys in bucket under prefix, sorted.
@@ -279,6 +295,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, objs map[string][]
 		res.Contents = append(res.Contents, listEntry{Key: k, Size: len(objs[k])})
 	}
 	res.KeyCount = len(keys)
+	n := s.lists[prefix]
+	s.lists[prefix] = [2]int{n[0] + 1, n[1] + len(keys)}
 	w.Header().Set("Content-Type", "application/xml")
 	_ = xml.NewEncoder(w).Encode(res)
 }
