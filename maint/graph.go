@@ -44,123 +44,32 @@ type object struct {
 	hash cas.Hash
 }
 
-type objSet map[object]struct{}
-
-func (s objSet) has(o object) bool { _, ok := s[o]; return ok }
-
-// addNew adds o and reports whether it was not there yet.
-func (s objSet) addNew(o object) bool {
-	if _, ok := s[o]; ok {
-		return false
-	}
-	s[o] = struct{}{}
-	return true
-}
-
 // rowMeta is what the graph needs of any row: its stored size and its
 // created time.
 type rowMeta struct {
 	stored, created int64
 }
 
-// blobMeta is what the graph needs of a blob row.
-type blobMeta struct {
-	rowMeta
-	codec cas.Codec
-	base  cas.Hash // delta base; zero for none
-	gen   int64    // number in its version history
-}
-
-// inventory lists every stored object, read in one transaction. The owners
-// read no stored bytes to list them.
-type inventory struct {
-	blobs      map[cas.Hash]blobMeta
-	chunks     map[cas.Hash]rowMeta
-	trees      map[cas.Hash]rowMeta
-	blobChunks map[cas.Hash][]cas.Hash
-}
-
-func (m *Maintainer) loadInventory(ctx context.Context, tx *index.Tx) (*inventory, error) {
-	inv := &inventory{
-		blobs:      map[cas.Hash]blobMeta{},
-		chunks:     map[cas.Hash]rowMeta{},
-		trees:      map[cas.Hash]rowMeta{},
-		blobChunks: map[cas.Hash][]cas.Hash{},
-	}
+// eachRow calls fn with every stored object and its row, read in tx a page
+// at a time through the owners' inventories (blobs, chunks, then trees),
+// so nothing is held across objects. For a blob, rec is its record (chunk
+// list included); nil for others. fn may read through tx.
+func (m *Maintainer) eachRow(ctx context.Context, tx *index.Tx, fn func(o object, r rowMeta, rec *cas.BlobRecord) error) error {
 	err := m.p.Blobs.EachBlobRecord(ctx, tx, func(r cas.BlobRecord) error {
-		inv.blobs[r.Hash] = blobMeta{rowMeta: rowMeta{r.Stored, r.Created}, codec: r.Codec, base: r.Base, gen: r.Gen}
-		if len(r.Chunks) > 0 {
-			inv.blobChunks[r.Hash] = r.Chunks
-		}
-		return nil
+		return fn(object{objBlob, r.Hash}, rowMeta{r.Stored, r.Created}, &r)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	err = m.p.Blobs.EachChunkRecord(ctx, tx, func(r cas.ChunkRecord) error {
-		inv.chunks[r.Hash] = rowMeta{r.Stored, r.Created}
-		return nil
+		return fn(object{objChunk, r.Hash}, rowMeta{r.Stored, r.Created}, nil)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	err = m.p.Trees.EachTreeRecord(ctx, tx, func(r vfs.TreeRecord) error {
-		inv.trees[r.Hash] = rowMeta{r.Stored, r.Created}
-		return nil
+	return m.p.Trees.EachTreeRecord(ctx, tx, func(r vfs.TreeRecord) error {
+		return fn(object{objTree, r.Hash}, rowMeta{r.Stored, r.Created}, nil)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return inv, nil
-}
-
-// row returns o's row and whether it is stored.
-func (inv *inventory) row(o object) (rowMeta, bool) {
-	switch o.kind {
-	case objBlob:
-		b, ok := inv.blobs[o.hash]
-		return b.rowMeta, ok
-	case objChunk:
-		r, ok := inv.chunks[o.hash]
-		return r, ok
-	case objTree:
-		r, ok := inv.trees[o.hash]
-		return r, ok
-	}
-	return rowMeta{}, false
-}
-
-// has reports whether o is stored.
-func (inv *inventory) has(o object) bool {
-	_, ok := inv.row(o)
-	return ok
-}
-
-// stored returns o's stored bytes (0 if it is not stored).
-func (inv *inventory) stored(o object) int64 {
-	r, _ := inv.row(o)
-	return r.stored
-}
-
-// all yields every stored object.
-func (inv *inventory) all() func(yield func(object) bool) {
-	return func(yield func(object) bool) {
-		for h := range inv.blobs {
-			if !yield(object{objBlob, h}) {
-				return
-			}
-		}
-		for h := range inv.chunks {
-			if !yield(object{objChunk, h}) {
-				return
-			}
-		}
-		for h := range inv.trees {
-			if !yield(object{objTree, h}) {
-				return
-			}
-		}
-	}
 }
 
 // rootRef is one root: a tree some row holds on to.
@@ -325,48 +234,38 @@ type step struct {
 	asBase bool
 }
 
-// graph reads what objects reference, inside one transaction. With an
-// inventory it answers questions about blobs and chunks from memory;
-// without one it asks the owners, so it sees the transaction's latest
-// state.
+// graph reads what objects reference, inside one transaction, asking the
+// owners for each object it reaches, so it sees the transaction's state
+// and holds no copy of the store.
 type graph struct {
 	ctx  context.Context
-	inv  *inventory
 	rows *vfs.RowReader
-	recs *cas.Records // nil with an inventory
+	recs *cas.Records
 	// entriesDue holds the trees visited only as patch bases, whose
 	// entries a later visit as a tree (in any walk on this graph) must
 	// still follow, though the visit function has seen them.
 	entriesDue map[cas.Hash]bool
 }
 
-// openGraph reads, in tx, what gc, fsck and du all start from: the
-// inventory of objects, the roots, and a graph to walk from them. The
-// caller closes the graph.
-func (m *Maintainer) openGraph(ctx context.Context, tx *index.Tx) (*inventory, *rootSet, *graph, error) {
-	inv, err := m.loadInventory(ctx, tx)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+// openGraph reads, in tx, what gc, fsck and du all start from: the roots,
+// and a graph to walk from them. The caller closes the graph.
+func (m *Maintainer) openGraph(ctx context.Context, tx *index.Tx) (*rootSet, *graph, error) {
 	roots, err := m.loadRoots(ctx, tx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	g, err := m.newGraph(ctx, tx, inv)
+	g, err := m.newGraph(ctx, tx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return inv, roots, g, nil
+	return roots, g, nil
 }
 
-func (m *Maintainer) newGraph(ctx context.Context, tx *index.Tx, inv *inventory) (*graph, error) {
-	g := &graph{ctx: ctx, inv: inv, entriesDue: make(map[cas.Hash]bool)}
+func (m *Maintainer) newGraph(ctx context.Context, tx *index.Tx) (*graph, error) {
+	g := &graph{ctx: ctx, entriesDue: make(map[cas.Hash]bool)}
 	var err error
 	if g.rows, err = m.p.Trees.OpenRowReader(ctx, tx); err != nil {
 		return nil, err
-	}
-	if inv != nil {
-		return g, nil
 	}
 	if g.recs, err = m.p.Blobs.OpenRecords(ctx, tx); err != nil {
 		g.close()
@@ -394,10 +293,6 @@ func (g *graph) entries(h cas.Hash) ([]vfs.Entry, cas.Hash, bool, error) {
 
 // created returns o's created time and whether o is stored.
 func (g *graph) created(o object) (int64, bool, error) {
-	if g.inv != nil {
-		r, ok := g.inv.row(o)
-		return r.created, ok, nil
-	}
 	switch o.kind {
 	case objTree:
 		return g.rows.Created(o.hash)
@@ -414,42 +309,32 @@ func (g *graph) created(o object) (int64, bool, error) {
 // blobGen returns blob h's number in its version history (0 for none, or
 // when h is not stored).
 func (g *graph) blobGen(h cas.Hash) (int64, error) {
-	if g.inv != nil {
-		return g.inv.blobs[h].gen, nil
-	}
 	return g.recs.Gen(h)
 }
 
 // blobRefs returns what blob h references (its chunks, its delta base or
 // dictionary) with its codec, and whether it is stored.
 func (g *graph) blobRefs(h cas.Hash) (codec cas.Codec, base cas.Hash, chunks []cas.Hash, ok bool, err error) {
-	if g.inv != nil {
-		m, ok := g.inv.blobs[h]
-		return m.codec, m.base, g.inv.blobChunks[h], ok, nil
-	}
 	b, ok, err := g.recs.Blob(h)
 	return b.Codec, b.Base, b.Chunks, ok, err
 }
 
 func (g *graph) hasChunk(h cas.Hash) (bool, error) {
-	if g.inv != nil {
-		_, ok := g.inv.chunks[h]
-		return ok, nil
-	}
 	_, ok, err := g.recs.Chunk(h)
 	return ok, err
 }
 
 // walk visits, depth first, every object reachable from starts. visit is
 // called for each object reached and returns whether to follow its
-// references (false: seen before, or not wanted). A tree a patch rests on
+// references (false: seen before, or not wanted), or an error that stops
+// the walk. A tree a patch rests on
 // is reached as a patch base: its row is needed and so is its own base,
 // but not what its entries name, which are followed only if some walk on
 // this graph reaches the tree as a tree. bad is called, with what
 // referred to it, for a followed object that is not stored (err nil) or is
 // a tree that does not decode (err says why); it returns nil to go on
 // without following the object, or an error to stop the walk.
-func (g *graph) walk(starts []step, visit func(o object) bool, bad func(o object, r ref, err error) error) error {
+func (g *graph) walk(starts []step, visit func(o object) (bool, error), bad func(o object, r ref, err error) error) error {
 	stack := slices.Clone(starts)
 	slices.Reverse(stack)
 	for n := 0; len(stack) > 0; n++ {
@@ -460,7 +345,10 @@ func (g *graph) walk(starts []step, visit func(o object) bool, bad func(o object
 		}
 		st := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		first := visit(st.o)
+		first, err := visit(st.o)
+		if err != nil {
+			return err
+		}
 		// A tree seen before only as a patch base has its entries to
 		// follow once it is reached as a tree.
 		due := !first && st.o.kind == objTree && !st.asBase && g.entriesDue[st.o.hash]

@@ -94,7 +94,7 @@ func (m *Maintainer) Stats(ctx context.Context) (Stats, error) {
 			st.CompressionRatio = float64(st.BlobLogicalBytes) / float64(st.ContentStoredBytes)
 		}
 
-		g, err := m.newGraph(ctx, tx, nil)
+		g, err := m.newGraph(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -112,6 +112,9 @@ func (m *Maintainer) Stats(ctx context.Context) (Stats, error) {
 		for _, h := range roots {
 			n, ok := sizes[h]
 			if !ok {
+				if len(sizes) >= memoMax {
+					clear(sizes) // a memo, bounded: a re-read costs a row
+				}
 				es, _, found, err := g.entries(h)
 				if err != nil {
 					return err
@@ -179,12 +182,20 @@ func (m *Maintainer) DU(ctx context.Context) ([]Usage, error) {
 // shared marks an object reached from more than one owner in DU.
 const shared = -1
 
+// memoMax bounds the memos Stats and DU keep of what they read of a tree
+// (its size, its file count), so their memory does not grow with the
+// store; past it a memo starts again, which costs re-reads, never
+// correctness.
+const memoMax = 1 << 14
+
 func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
-	inv, rs, g, err := m.openGraph(ctx, tx)
+	rs, g, err := m.openGraph(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
 	defer g.close()
+	w := newWork(ctx)
+	defer w.close()
 	roots := rs.roots
 
 	// An owner is a run (its live root, checkpoints and persist base) or
@@ -212,19 +223,19 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 	// stops at an object already labelled with its own owner or shared,
 	// and goes on through one labelled with another owner, relabelling it
 	// and all below it shared; so each object is visited at most twice.
-	label := map[object]int{}
+	label := w.newMap()
 	for i := range roots {
-		cur := ownerOf[i]
-		visit := func(o object) bool {
-			switch l, ok := label[o]; {
+		cur := int64(ownerOf[i])
+		visit := func(o object) (bool, error) {
+			switch l, ok, err := label.get(o); {
+			case err != nil:
+				return false, err
 			case !ok:
-				label[o] = cur
-				return true
+				return true, label.set(o, cur)
 			case l == cur || l == shared:
-				return false
+				return false, nil
 			default:
-				label[o] = shared
-				return true
+				return true, label.set(o, shared)
 			}
 		}
 		if err := g.walk([]step{roots[i].step()}, visit, badIsCorrupt("du")); err != nil {
@@ -232,10 +243,15 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 		}
 	}
 	unique := make([]int64, len(keys)+1)
-	for o, l := range label {
-		if l != shared {
-			unique[l] += inv.stored(o)
+	err = m.eachRow(ctx, tx, func(o object, r rowMeta, _ *cas.BlobRecord) error {
+		l, ok, err := label.get(o)
+		if ok && l != shared {
+			unique[l] += r.stored
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	// Files and size of each live root (a chat's persist root for its
@@ -245,6 +261,9 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 	count = func(h cas.Hash) (int64, error) {
 		if n, ok := files[h]; ok {
 			return n, nil
+		}
+		if len(files) >= memoMax {
+			clear(files) // a memo, bounded: a re-read costs a row
 		}
 		es, _, _, err := g.entries(h)
 		if err != nil {
