@@ -132,10 +132,18 @@ func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done,
 type fsck struct {
 	m   *Maintainer
 	rep FsckReport
+	// held, when not nil, takes the problems found, to be reported after
+	// those of a later check.
+	held *[]Problem
 }
 
 func (f *fsck) add(kind, ref, format string, args ...any) {
-	f.rep.Problems = append(f.rep.Problems, Problem{Kind: kind, Ref: ref, Detail: fmt.Sprintf(format, args...)})
+	p := Problem{Kind: kind, Ref: ref, Detail: fmt.Sprintf(format, args...)}
+	if f.held != nil {
+		*f.held = append(*f.held, p)
+		return
+	}
+	f.rep.Problems = append(f.rep.Problems, p)
 }
 
 // phase turns an error that says the store is corrupt into a problem, so
@@ -201,6 +209,9 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 		}
 		return err
 	}
+	// Trees are read as the walk reaches them, blobs in the pass over
+	// their rows below.
+	g.leafBlobs = true
 	progress("references", 0, len(rs.roots))
 	for i := range rs.roots {
 		if err := g.walk([]step{rs.roots[i].step()}, visit, report); err != nil {
@@ -208,11 +219,24 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 		}
 		progress("references", i+1, len(rs.roots))
 	}
+	g.leafBlobs = false
 
 	// Chunk lists and delta bases of every blob, reachable or not: a blob
-	// that exists must be readable.
+	// that exists must be readable. What the pass finds is reported after
+	// the reachable blobs that are missing, as a walk reading every blob
+	// would have found those first.
+	var later []Problem
+	f.held = &later
+	defer func() { f.held = nil }()
+	stored := 0
 	err = f.m.p.Blobs.EachBlobRecord(ctx, tx, func(r cas.BlobRecord) error {
 		blob := object{objBlob, r.Hash}
+		if ok, err := seen.has(blob); err != nil || ok {
+			if err != nil {
+				return err
+			}
+			stored++
+		}
 		for i, c := range r.Chunks {
 			ok, err := g.hasChunk(c)
 			if err != nil {
@@ -229,8 +253,12 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 			if err != nil {
 				return err
 			}
+			name := "delta base"
+			if r.Codec == cas.CodecZstd {
+				name = "dictionary"
+			}
 			if !ok {
-				return report(object{objBlob, r.Base}, ref{from: blob, name: "delta base"}, nil)
+				return report(object{objBlob, r.Base}, ref{from: blob, name: name}, nil)
 			}
 		}
 		return nil
@@ -238,6 +266,24 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 	if err != nil {
 		return err
 	}
+	f.held = nil
+	// A blob the walk reached that the rows do not hold is missing: walk
+	// again, reading every blob, to name it and what refers to it.
+	if stored != seen.added.Blobs {
+		again := w.newMap()
+		visit := func(o object) (bool, error) {
+			if isBad, err := bad.has(o); err != nil || isBad {
+				return false, err
+			}
+			return again.addNew(o)
+		}
+		for i := range rs.roots {
+			if err := g.walk([]step{rs.roots[i].step()}, visit, report); err != nil {
+				return err
+			}
+		}
+	}
+	f.rep.Problems = append(f.rep.Problems, later...)
 	// Rows of runs that do not exist: checkpoints first, then events, each
 	// by run id.
 	type orphan struct {

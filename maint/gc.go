@@ -185,12 +185,17 @@ func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, w *work, cutoff i
 	defer g.close()
 
 	p := &gcPlan{w: w, cutoff: cutoff, marked: w.newMap(), kept: w.newMap(), garbage: w.newMap(), roots: len(rs.roots)}
+	// Trees are read as the walk reaches them; blobs only in the pass
+	// over their rows below, which follows the delta bases and chunks of
+	// those marked.
+	g.leafBlobs = true
 	for i := range rs.roots {
 		if err := g.walk([]step{rs.roots[i].step()}, p.marked.addNew, badIsCorrupt("gc")); err != nil {
 			return nil, err
 		}
 		progress("mark", i+1, len(rs.roots))
 	}
+	g.leafBlobs = false
 
 	// Unreachable rows younger than the cutoff stay, and so does all they
 	// reference: a writer may be about to reference them, and a surviving
@@ -201,13 +206,16 @@ func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, w *work, cutoff i
 		}
 		return p.kept.addNew(o)
 	}
-	err = m.eachRow(ctx, tx, func(o object, r rowMeta, _ *cas.BlobRecord) error {
+	err = m.eachRow(ctx, tx, func(o object, r rowMeta, rec *cas.BlobRecord) error {
 		marked, err := p.marked.has(o)
 		switch {
 		case err != nil:
 			return err
 		case marked:
 			p.reachable.add(o.kind)
+			if rec != nil {
+				return followBlob(g, rec, p.marked.addNew, badIsCorrupt("gc"))
+			}
 		case r.created >= cutoff:
 			return g.walk([]step{{o: o}}, visitKept, skipBad)
 		}
@@ -215,6 +223,11 @@ func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, w *work, cutoff i
 	})
 	if err != nil {
 		return nil, err
+	}
+	// A marked blob or chunk the rows did not hold is missing: walk again,
+	// reading every blob, to name it.
+	if p.marked.added.Blobs != p.reachable.Blobs || p.marked.added.Chunks != p.reachable.Chunks {
+		return nil, missingReachable(g, rs, "gc")
 	}
 	// A tree marked only as a patch base but written again since the
 	// cutoff may be about to be referenced as a tree: what it names stays.

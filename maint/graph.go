@@ -1,6 +1,7 @@
 package maint
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -130,9 +131,21 @@ func (rs *rootSet) checkpointCount() int64 {
 }
 
 // loadRoots lists every root in tx. The chat of a checkpoint is its run's.
+// The roots are held in memory, about 120 bytes each: they grow with the
+// checkpoints, not with the objects they reach.
 func (m *Maintainer) loadRoots(ctx context.Context, tx *index.Tx) (*rootSet, error) {
 	rs := &rootSet{runChat: map[string]string{}, checkpoints: map[string]int64{}}
+	// A run's id comes with each of its checkpoints: one copy serves all.
+	ids := map[string]string{}
+	intern := func(s string) string {
+		if v, ok := ids[s]; ok {
+			return v
+		}
+		ids[s] = s
+		return s
+	}
 	err := m.p.Runs.EachRunRoot(ctx, tx, func(runID, chatID string, root, base cas.Hash) error {
+		runID, chatID = intern(runID), intern(chatID)
 		rs.runChat[runID] = chatID
 		rs.roots = append(rs.roots,
 			rootRef{Kind: "run", Chat: chatID, Run: runID, Hash: root},
@@ -150,6 +163,7 @@ func (m *Maintainer) loadRoots(ctx context.Context, tx *index.Tx) (*rootSet, err
 		return nil, fmt.Errorf("read roots: %w", err)
 	}
 	err = m.p.Checkpoints.EachRoot(ctx, tx, func(runID string, seq int64, root cas.Hash) error {
+		runID = intern(runID)
 		rs.checkpoints[runID]++
 		rs.roots = append(rs.roots, rootRef{Kind: "checkpoint", Chat: rs.runChat[runID], Run: runID, Seq: seq, Hash: root})
 		return nil
@@ -245,6 +259,11 @@ type graph struct {
 	// entries a later visit as a tree (in any walk on this graph) must
 	// still follow, though the visit function has seen them.
 	entriesDue map[cas.Hash]bool
+	// leafBlobs makes a walk visit blobs without reading them: neither
+	// whether they are stored nor what they reference. A pass over the
+	// blob rows then does that for the blobs visited (see blobPass),
+	// reading them in order rather than one query each.
+	leafBlobs bool
 }
 
 // openGraph reads, in tx, what gc, fsck and du all start from: the roots,
@@ -355,6 +374,9 @@ func (g *graph) walk(starts []step, visit func(o object) (bool, error), bad func
 		if !first && !due {
 			continue
 		}
+		if st.o.kind == objBlob && g.leafBlobs {
+			continue
+		}
 		var found bool
 		switch st.o.kind {
 		case objTree:
@@ -430,3 +452,46 @@ func badIsCorrupt(op string) func(o object, r ref, err error) error {
 // skipBad ignores a missing or undecodable object: below garbage, it is
 // no problem.
 func skipBad(object, ref, error) error { return nil }
+
+// followBlob does for blob rec, visited by a walk that left blobs as
+// leaves, what the walk would have done next: it visits rec's delta base
+// or dictionary and its chunks. A pass over the blob rows in hash order
+// meets a base of a later hash in its turn; one it has passed already is
+// walked from here, reading its row.
+func followBlob(g *graph, rec *cas.BlobRecord, visit func(o object) (bool, error), bad func(o object, r ref, err error) error) error {
+	from := object{objBlob, rec.Hash}
+	for _, c := range rec.Chunks {
+		if _, err := visit(object{objChunk, c}); err != nil {
+			return err
+		}
+	}
+	if rec.Base.IsZero() {
+		return nil
+	}
+	base := object{objBlob, rec.Base}
+	if bytes.Compare(rec.Base[:], rec.Hash[:]) > 0 {
+		_, err := visit(base)
+		return err
+	}
+	name := "delta base"
+	if rec.Codec == cas.CodecZstd {
+		name = "dictionary"
+	}
+	return g.walk([]step{{o: base, ref: ref{from: from, name: name}}}, visit, bad)
+}
+
+// missingReachable walks from every root again, reading every object, and
+// returns the store.corrupt error for the first reachable object that is
+// missing: called when a walk that left blobs as leaves marked more blobs
+// or chunks than the rows hold.
+func missingReachable(g *graph, rs *rootSet, op string) error {
+	w := newWork(g.ctx)
+	defer w.close()
+	seen := w.newMap()
+	for i := range rs.roots {
+		if err := g.walk([]step{rs.roots[i].step()}, seen.addNew, badIsCorrupt(op)); err != nil {
+			return err
+		}
+	}
+	return wserr.New(wserr.Corrupt, op, "", "a reachable blob or chunk is missing; run fsck")
+}

@@ -12,9 +12,9 @@ import (
 
 // spillAfter is how many objects a work set holds in memory before the
 // rest goes to a scratch database on disk (index.Scratch): about 60 bytes
-// an object, so a set costs at most a few megabytes whatever the store
-// holds. Tests lower it to prove what holds beyond it.
-var spillAfter = 1 << 16
+// an object, so a set costs at most about 16 MiB whatever the store holds.
+// Below it a set costs a map lookup an object; beyond it, a query. Tests lower it to prove what holds beyond it.
+var spillAfter = 1 << 18
 
 // work is what one maintenance operation keeps beside the store: its work
 // sets, and the scratch database they spill to, opened when the first
@@ -39,6 +39,8 @@ type objMap struct {
 	w    *work
 	mem  map[object]int64
 	disk *index.ScratchMap
+	// added counts the objects add added, by kind.
+	added ObjectCounts
 }
 
 func (w *work) newMap() *objMap { return &objMap{w: w, mem: map[object]int64{}} }
@@ -97,8 +99,13 @@ func (m *objMap) add(o object, v int64) (bool, error) {
 		return false, nil
 	}
 	if m.disk != nil {
-		return m.disk.Add(m.w.ctx, o.key(), v)
+		added, err := m.disk.Add(m.w.ctx, o.key(), v)
+		if added {
+			m.added.add(o.kind)
+		}
+		return added, err
 	}
+	m.added.add(o.kind)
 	m.mem[o] = v
 	if len(m.mem) > spillAfter {
 		return true, m.spill()

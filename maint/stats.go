@@ -1,6 +1,7 @@
 package maint
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -224,34 +225,89 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 	// and goes on through one labelled with another owner, relabelling it
 	// and all below it shared; so each object is visited at most twice.
 	label := w.newMap()
+	labelled := ObjectCounts{}
+	// merge labels o with owner l, or shared if another owner labelled it,
+	// and reports whether its label changed.
+	merge := func(o object, l int64) (bool, error) {
+		switch old, ok, err := label.get(o); {
+		case err != nil:
+			return false, err
+		case !ok:
+			labelled.add(o.kind)
+			return true, label.set(o, l)
+		case old == l || old == shared:
+			return false, nil
+		default:
+			return true, label.set(o, shared)
+		}
+	}
+	// Trees are read as the walks reach them; blobs in the pass over
+	// their rows below, which hands each blob's label to its delta base
+	// and chunks.
+	g.leafBlobs = true
 	for i := range roots {
 		cur := int64(ownerOf[i])
-		visit := func(o object) (bool, error) {
-			switch l, ok, err := label.get(o); {
-			case err != nil:
-				return false, err
-			case !ok:
-				return true, label.set(o, cur)
-			case l == cur || l == shared:
-				return false, nil
-			default:
-				return true, label.set(o, shared)
-			}
-		}
+		visit := func(o object) (bool, error) { return merge(o, cur) }
 		if err := g.walk([]step{roots[i].step()}, visit, badIsCorrupt("du")); err != nil {
 			return nil, err
 		}
 	}
+	g.leafBlobs = false
+	// spread hands blob h's label l to what it references; a base of a
+	// later hash gets it from the pass in its turn, one passed already
+	// from here.
+	var spread func(h, base cas.Hash, chunks []cas.Hash, l int64) error
+	spread = func(h, base cas.Hash, chunks []cas.Hash, l int64) error {
+		for _, c := range chunks {
+			if _, err := merge(object{objChunk, c}, l); err != nil {
+				return err
+			}
+		}
+		if base.IsZero() {
+			return nil
+		}
+		changed, err := merge(object{objBlob, base}, l)
+		if err != nil || !changed || bytes.Compare(base[:], h[:]) > 0 {
+			return err
+		}
+		nl, _, err := label.get(object{objBlob, base})
+		if err != nil {
+			return err
+		}
+		_, bb, bc, ok, err := g.blobRefs(base)
+		if err != nil || !ok {
+			return err // a missing base fails the count below
+		}
+		return spread(base, bb, bc, nl)
+	}
+	err = m.p.Blobs.EachBlobRecord(ctx, tx, func(r cas.BlobRecord) error {
+		l, ok, err := label.get(object{objBlob, r.Hash})
+		if err != nil || !ok {
+			return err
+		}
+		return spread(r.Hash, r.Base, r.Chunks, l)
+	})
+	if err != nil {
+		return nil, err
+	}
 	unique := make([]int64, len(keys)+1)
+	var stored ObjectCounts
 	err = m.eachRow(ctx, tx, func(o object, r rowMeta, _ *cas.BlobRecord) error {
 		l, ok, err := label.get(o)
-		if ok && l != shared {
-			unique[l] += r.stored
+		if ok {
+			stored.add(o.kind)
+			if l != shared {
+				unique[l] += r.stored
+			}
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	// A labelled blob or chunk the rows did not hold is missing.
+	if stored.Blobs != labelled.Blobs || stored.Chunks != labelled.Chunks {
+		return nil, missingReachable(g, rs, "du")
 	}
 
 	// Files and size of each live root (a chat's persist root for its
