@@ -45,24 +45,20 @@ func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (Ver
 // VerifyTx is Verify reading the snapshot of tx, for a caller that checks
 // more than blobs in the same snapshot. It verifies each object as the
 // Storage's Iterate hands it over, so its memory does not grow with the
-// store; a first pass counts the objects for progress.
+// store; the Storage's totals (UsageStorage), or a first pass, count the
+// objects for progress.
 func (s *Store) VerifyTx(ctx context.Context, tx *index.Tx, progress func(done, total int)) (VerifyReport, error) {
 	var rep VerifyReport
-	total := 0
-	for _, kind := range []Kind{KindChunk, KindBlob} {
-		if err := s.st.Iterate(ctx, tx, kind, func(Object) error {
-			total++
-			return nil
-		}); err != nil {
-			return rep, fmt.Errorf("verify: %w", err)
-		}
+	total, err := s.count(ctx, tx)
+	if err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
 	}
 	if err := s.verifyDicts(ctx, tx, &rep); err != nil {
 		return rep, fmt.Errorf("verify: %w", err)
 	}
 	done := 0
 	var buf []byte
-	err := s.st.Iterate(ctx, tx, KindChunk, func(o Object) error {
+	err = s.st.Iterate(ctx, tx, KindChunk, func(o Object) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -110,4 +106,29 @@ func (s *Store) verifyBlob(ctx context.Context, tx *index.Tx, h Hash) error {
 	defer rc.Close()
 	_, err = io.Copy(io.Discard, rc)
 	return err
+}
+
+// count returns how many blobs and chunks tx holds.
+func (s *Store) count(ctx context.Context, tx *index.Tx) (int, error) {
+	if us, ok := s.st.(UsageStorage); ok {
+		u, err := us.Usage(ctx, tx)
+		if err != nil {
+			return 0, err
+		}
+		n := u.Chunks
+		for _, c := range u.ByCodec {
+			n += c.Blobs
+		}
+		return int(n), nil
+	}
+	total := 0
+	for _, kind := range []Kind{KindChunk, KindBlob} {
+		if err := s.st.Iterate(ctx, tx, kind, func(Object) error {
+			total++
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
 }

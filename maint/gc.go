@@ -212,7 +212,6 @@ func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, w *work, cutoff i
 		case err != nil:
 			return err
 		case marked:
-			p.reachable.add(o.kind)
 			if rec != nil {
 				return followBlob(g, rec, p.marked.addNew, badIsCorrupt("gc"))
 			}
@@ -224,11 +223,6 @@ func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, w *work, cutoff i
 	if err != nil {
 		return nil, err
 	}
-	// A marked blob or chunk the rows did not hold is missing: walk again,
-	// reading every blob, to name it.
-	if p.marked.added.Blobs != p.reachable.Blobs || p.marked.added.Chunks != p.reachable.Chunks {
-		return nil, missingReachable(g, rs, "gc")
-	}
 	// A tree marked only as a patch base but written again since the
 	// cutoff may be about to be referenced as a tree: what it names stays.
 	due, err := youngDue(g, cutoff)
@@ -239,8 +233,13 @@ func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, w *work, cutoff i
 		return nil, err
 	}
 	p.due = maps.Clone(g.entriesDue)
+	// Marking is complete now (a delta base of an earlier hash is marked
+	// after the pass has met its row): count and sort the rows.
 	err = m.eachRow(ctx, tx, func(o object, r rowMeta, _ *cas.BlobRecord) error {
 		if marked, err := p.marked.has(o); err != nil || marked {
+			if marked {
+				p.reachable.add(o.kind)
+			}
 			return err
 		}
 		kept, err := p.kept.has(o)
@@ -269,6 +268,11 @@ func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, w *work, cutoff i
 	})
 	if err != nil {
 		return nil, err
+	}
+	// A marked blob or chunk the rows do not hold is missing: walk again,
+	// reading every blob, to name it.
+	if p.marked.added.Blobs != p.reachable.Blobs || p.marked.added.Chunks != p.reachable.Chunks {
+		return nil, missingReachable(g, rs, "gc")
 	}
 	return p, nil
 }
