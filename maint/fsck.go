@@ -132,18 +132,10 @@ func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done,
 type fsck struct {
 	m   *Maintainer
 	rep FsckReport
-	// held, when not nil, takes the problems found, to be reported after
-	// those of a later check.
-	held *[]Problem
 }
 
 func (f *fsck) add(kind, ref, format string, args ...any) {
-	p := Problem{Kind: kind, Ref: ref, Detail: fmt.Sprintf(format, args...)}
-	if f.held != nil {
-		*f.held = append(*f.held, p)
-		return
-	}
-	f.rep.Problems = append(f.rep.Problems, p)
+	f.rep.Problems = append(f.rep.Problems, Problem{Kind: kind, Ref: ref, Detail: fmt.Sprintf(format, args...)})
 }
 
 // phase turns an error that says the store is corrupt into a problem, so
@@ -225,9 +217,19 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 	// that exists must be readable. What the pass finds is reported after
 	// the reachable blobs that are missing, as a walk reading every blob
 	// would have found those first.
-	var later []Problem
-	f.held = &later
-	defer func() { f.held = nil }()
+	type missingRef struct {
+		o object
+		r ref
+	}
+	var later []missingRef
+	passMissing := w.newMap()
+	reportLater := func(o object, r ref) error {
+		added, err := passMissing.addNew(o)
+		if added {
+			later = append(later, missingRef{o, r})
+		}
+		return err
+	}
 	stored := 0
 	err = f.m.p.Blobs.EachBlobRecord(ctx, tx, func(r cas.BlobRecord) error {
 		blob := object{objBlob, r.Hash}
@@ -243,7 +245,7 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 				return err
 			}
 			if !ok {
-				if err := report(object{objChunk, c}, ref{from: blob, name: fmt.Sprintf("chunk %d", i)}, nil); err != nil {
+				if err := reportLater(object{objChunk, c}, ref{from: blob, name: fmt.Sprintf("chunk %d", i)}); err != nil {
 					return err
 				}
 			}
@@ -258,7 +260,7 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 				name = "dictionary"
 			}
 			if !ok {
-				return report(object{objBlob, r.Base}, ref{from: blob, name: name}, nil)
+				return reportLater(object{objBlob, r.Base}, ref{from: blob, name: name})
 			}
 		}
 		return nil
@@ -266,7 +268,6 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 	if err != nil {
 		return err
 	}
-	f.held = nil
 	// A blob the walk reached that the rows do not hold is missing: walk
 	// again, reading every blob, to name it and what refers to it.
 	if stored != seen.added.Blobs {
@@ -283,7 +284,11 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 			}
 		}
 	}
-	f.rep.Problems = append(f.rep.Problems, later...)
+	for _, m := range later {
+		if err := report(m.o, m.r, nil); err != nil {
+			return err
+		}
+	}
 	// Rows of runs that do not exist: checkpoints first, then events, each
 	// by run id.
 	type orphan struct {
