@@ -88,6 +88,7 @@ var goOps = map[string]string{
 	"Store.ExportFile":        "export",
 	"Store.ImportFile":        "import",
 	"Store.Vacuum":            "",
+	"Store.VacuumWith":        "",
 	"Store.Close":             "",
 	"Store.Sync":              "",
 	"Store.ReclaimRemote":     "",
@@ -116,7 +117,8 @@ var notOps = map[string]string{
 	"Store.Sync":              "talks to the object store for minutes, outside a host's session: wsctl sync",
 	"Store.ReclaimRemote":     "removes objects other devices may share, run by hand: wsctl reclaim-remote",
 	"Workspace.RunID":         "an accessor of the view",
-	"Store.Vacuum":            "rewrites the whole database file, which every other reader holds open: wsctl vacuum, run alone",
+	"Store.Vacuum":            "gives the file's free pages back, maintenance run by hand: wsctl vacuum",
+	"Store.VacuumWith":        "Vacuum with its options (--full rebuilds the whole file): wsctl vacuum",
 	"Store.Close":             "the session's end closes the store",
 }
 
