@@ -331,3 +331,52 @@ func TestGCDeltaReadsConcurrent(t *testing.T) {
 	require.NoError(t, <-gcDone)
 	require.NoError(t, writeErr)
 }
+
+// TestGCKeepsDeltaBasesOnEitherSideInHashOrder: as TestGCKeepsDeltaBases,
+// with many files, so that some bases sort before the delta that needs
+// them and some after: mark reads blobs in hash order and must follow a
+// base it has passed already as well as one still to come. gc's steps,
+// whole gc and du all see every base reachable.
+func TestGCKeepsDeltaBasesOnEitherSideInHashOrder(t *testing.T) {
+	e := newEnv(t)
+	v := func(f, n int) []byte {
+		return []byte(strings.Repeat(fmt.Sprintf("file %d, draft line %d of the keeper's log\n", f, n), 60) + strings.Repeat("shared paragraph\n", 40))
+	}
+	e.create("chat-1", "run_a")
+	e.create("chat-1", "run_b")
+	const files = 16
+	for f := range files {
+		p := fmt.Sprintf("output/f%02d.md", f)
+		e.write("run_a", p, v(f, 1))
+		e.write("run_b", p, v(f, 1))
+		e.write("run_b", p, v(f, 2))
+	}
+	e.settle()
+	var before, after int
+	for f := range files {
+		info, err := e.s.Blobs.Stat(e.ctx, cas.Sum(v(f, 1)))
+		require.NoError(t, err)
+		require.Equal(t, cas.CodecDelta, info.Codec)
+		if h := cas.Sum(v(f, 1)); bytes.Compare(info.Base[:], h[:]) < 0 {
+			before++
+		} else {
+			after++
+		}
+	}
+	require.Positive(t, before, "some bases sort before their delta")
+	require.Positive(t, after, "some bases sort after their delta")
+
+	e.drop("run_b")
+	_, err := e.s.DU(e.ctx)
+	require.NoError(t, err)
+	dry := e.gc(wsstore.GCOptions{DryRun: true, Grace: -1, Now: e.later})
+	e.collect()
+
+	want := map[string][]byte{}
+	for f := range files {
+		assert.True(t, e.has(cas.Sum(v(f, 2))), "file %d: the base of a version run_a reaches is kept", f)
+		want[fmt.Sprintf("output/f%02d.md", f)] = v(f, 1)
+	}
+	assert.GreaterOrEqual(t, dry.Reachable.Blobs, 2*files, "every base counts as reachable")
+	e.requireReadable("run_a", want)
+}

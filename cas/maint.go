@@ -30,8 +30,7 @@ type BlobRecord struct {
 	// write that makes the blob the newest version of a history changes
 	// it, whatever the writer's clock, so a collector that sees it change
 	// knows older versions may now be deltas against the blob.
-	// EachBlobRecord fills it; Records.Blob leaves it 0 (Records.Gen
-	// reads it).
+	// EachBlobRecord and Records.Blob leave it 0; Records.Gen reads it.
 	Gen int64
 	// Chunks lists a chunked blob's chunks in order.
 	Chunks []Hash
@@ -53,51 +52,37 @@ func blobRecord(o Object) BlobRecord {
 }
 
 // EachBlobRecord calls fn with every blob in tx, in no set order: the
-// Storage's Iterate, with the chunk lists of chunked blobs and, from a
-// HistoryStorage, the history numbers. The error is fn's or a failed read.
+// Storage's Iterate, with the chunk lists of chunked blobs (read as each
+// comes, since Iterate's fn may use tx). Gen is left 0: Records.Gen reads
+// it for the blobs a collector needs it of. Nothing is gathered across
+// blobs, so memory does not grow with the store. The error is fn's or a
+// failed read.
 func (s *Store) EachBlobRecord(ctx context.Context, tx *index.Tx, fn func(BlobRecord) error) error {
-	gens := map[Hash]int64{}
-	if s.hist != nil {
-		err := s.hist.Gens(ctx, tx, func(h Hash, gen int64) error {
-			gens[h] = gen
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("read blob gens: %w", err)
+	var b Batch
+	defer func() {
+		if b != nil {
+			_ = b.Close()
 		}
-	}
-	// Chunked blobs are the few over InlineMax; their lists are read
-	// after the iteration, in one batch.
-	var chunked []BlobRecord
+	}()
 	err := s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
 		r := blobRecord(o)
-		r.Gen = gens[o.Hash]
 		if o.Codec == CodecChunked {
-			chunked = append(chunked, r)
-			return nil
+			if b == nil {
+				var err error
+				if b, err = s.batch(ctx, tx); err != nil {
+					return err
+				}
+			}
+			o, err := b.Stat(ctx, KindBlob, r.Hash)
+			if err != nil {
+				return fmt.Errorf("read blob %s chunks: %w", r.Hash.Short(), err)
+			}
+			r.Chunks = blobRecord(o).Chunks
 		}
 		return fn(r)
 	})
 	if err != nil {
 		return fmt.Errorf("read blobs: %w", err)
-	}
-	if len(chunked) == 0 {
-		return nil
-	}
-	b, err := s.batch(ctx, tx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	for _, r := range chunked {
-		o, err := b.Stat(ctx, KindBlob, r.Hash)
-		if err != nil {
-			return fmt.Errorf("read blob %s chunks: %w", r.Hash.Short(), err)
-		}
-		r.Chunks = blobRecord(o).Chunks
-		if err := fn(r); err != nil {
-			return err
-		}
 	}
 	return nil
 }

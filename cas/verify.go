@@ -43,35 +43,28 @@ func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (Ver
 }
 
 // VerifyTx is Verify reading the snapshot of tx, for a caller that checks
-// more than blobs in the same snapshot.
+// more than blobs in the same snapshot. It verifies each object as the
+// Storage's Iterate hands it over, so its memory does not grow with the
+// store; the Storage's totals (UsageStorage), or a first pass, count the
+// objects for progress.
 func (s *Store) VerifyTx(ctx context.Context, tx *index.Tx, progress func(done, total int)) (VerifyReport, error) {
 	var rep VerifyReport
-	var blobs, chunks []Hash
-	if err := s.st.Iterate(ctx, tx, KindChunk, func(o Object) error {
-		chunks = append(chunks, o.Hash)
-		return nil
-	}); err != nil {
-		return rep, fmt.Errorf("verify: %w", err)
-	}
-	if err := s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
-		blobs = append(blobs, o.Hash)
-		return nil
-	}); err != nil {
+	total, err := s.count(ctx, tx)
+	if err != nil {
 		return rep, fmt.Errorf("verify: %w", err)
 	}
 	if err := s.verifyDicts(ctx, tx, &rep); err != nil {
 		return rep, fmt.Errorf("verify: %w", err)
 	}
-	total := len(blobs) + len(chunks)
 	done := 0
 	var buf []byte
-	for _, h := range chunks {
+	err = s.st.Iterate(ctx, tx, KindChunk, func(o Object) error {
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return err
 		}
-		b, err := s.readChunk(ctx, tx, h, buf)
+		b, err := s.readChunk(ctx, tx, o.Hash, buf)
 		if err != nil {
-			rep.Problems = append(rep.Problems, Problem{Kind: "chunk", Hash: h, Err: err.Error()})
+			rep.Problems = append(rep.Problems, Problem{Kind: "chunk", Hash: o.Hash, Err: err.Error()})
 		} else {
 			buf = b
 		}
@@ -80,19 +73,27 @@ func (s *Store) VerifyTx(ctx context.Context, tx *index.Tx, progress func(done, 
 		if progress != nil {
 			progress(done, total)
 		}
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
 	}
-	for _, h := range blobs {
+	err = s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return err
 		}
-		if err := s.verifyBlob(ctx, tx, h); err != nil {
-			rep.Problems = append(rep.Problems, Problem{Kind: "blob", Hash: h, Err: err.Error()})
+		if err := s.verifyBlob(ctx, tx, o.Hash); err != nil {
+			rep.Problems = append(rep.Problems, Problem{Kind: "blob", Hash: o.Hash, Err: err.Error()})
 		}
 		rep.Blobs++
 		done++
 		if progress != nil {
 			progress(done, total)
 		}
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("verify: %w", err)
 	}
 	return rep, nil
 }
@@ -105,4 +106,29 @@ func (s *Store) verifyBlob(ctx context.Context, tx *index.Tx, h Hash) error {
 	defer rc.Close()
 	_, err = io.Copy(io.Discard, rc)
 	return err
+}
+
+// count returns how many blobs and chunks tx holds.
+func (s *Store) count(ctx context.Context, tx *index.Tx) (int, error) {
+	if us, ok := s.st.(UsageStorage); ok {
+		u, err := us.Usage(ctx, tx)
+		if err != nil {
+			return 0, err
+		}
+		n := u.Chunks
+		for _, c := range u.ByCodec {
+			n += c.Blobs
+		}
+		return int(n), nil
+	}
+	total := 0
+	for _, kind := range []Kind{KindChunk, KindBlob} {
+		if err := s.st.Iterate(ctx, tx, kind, func(Object) error {
+			total++
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+	}
+	return total, nil
 }

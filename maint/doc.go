@@ -27,4 +27,12 @@
 //     nothing.
 //   - Fsck reports every problem it finds, never stopping at the first; its
 //     error is only for a check that cannot run.
+//   - Memory does not grow with the objects a store holds. The owners'
+//     inventories are read a page at a time and each object is asked of
+//     its owner as a walk reaches it; the sets a walk keeps (marks, labels,
+//     the garbage and its order) hold up to 65,536 objects in memory and
+//     the rest in a scratch database on disk (index.Scratch), which the
+//     operation deletes when it ends. What stays in memory grows with the
+//     roots (about 120 bytes a checkpoint) and, bounded, with memos of
+//     decoded trees.
 package maint

@@ -96,6 +96,8 @@ func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done,
 	// so neither a concurrent writer nor gc can make an object look
 	// missing or a reference dangling: what fsck reports is wrong in the
 	// committed state it read.
+	w := newWork(ctx)
+	defer w.close()
 	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
 		progress("blobs", 0, 0)
 		vr, err := m.p.Blobs.VerifyTx(ctx, tx, func(done, total int) { progress("blobs", done, total) })
@@ -106,11 +108,11 @@ func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done,
 		for _, p := range vr.Problems {
 			f.add(p.Kind, p.Hash.String(), "%s", p.Err)
 		}
-		bad, err := f.trees(ctx, tx, progress)
+		bad, err := f.trees(ctx, tx, w, progress)
 		if err := f.phase("trees", err); err != nil {
 			return err
 		}
-		if err := f.phase("references", f.references(ctx, tx, bad, progress)); err != nil {
+		if err := f.phase("references", f.references(ctx, tx, w, bad, progress)); err != nil {
 			return err
 		}
 		progress("journal", 0, 0)
@@ -151,41 +153,57 @@ func (f *fsck) phase(name string, err error) error {
 
 // trees checks that every tree row decodes (a patch, through its chain of
 // bases) and hashes to its address, and returns the trees that do not.
-func (f *fsck) trees(ctx context.Context, tx *index.Tx, progress func(string, int, int)) (objSet, error) {
-	bad := objSet{}
-	n, err := f.m.p.Trees.VerifyTreeRows(ctx, tx, func(done, total int) { progress("trees", done, total) },
+func (f *fsck) trees(ctx context.Context, tx *index.Tx, w *work, progress func(string, int, int)) (*objMap, error) {
+	bad := w.newMap()
+	var err error
+	n, verr := f.m.p.Trees.VerifyTreeRows(ctx, tx, func(done, total int) { progress("trees", done, total) },
 		func(h cas.Hash, detail string) {
 			f.add("tree", h.String(), "%s", detail)
-			bad.addNew(object{objTree, h})
+			if _, aerr := bad.addNew(object{objTree, h}); aerr != nil && err == nil {
+				err = aerr
+			}
 		})
 	f.rep.Trees = n
+	if verr != nil {
+		return bad, verr
+	}
 	return bad, err
 }
 
 // references checks that every root and every reference of a reachable
 // object resolves, and that checkpoints and events name existing runs.
 // Trees in bad were reported already and are not followed.
-func (f *fsck) references(ctx context.Context, tx *index.Tx, bad objSet, progress func(string, int, int)) error {
-	inv, rs, g, err := f.m.openGraph(ctx, tx)
+func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMap, progress func(string, int, int)) error {
+	rs, g, err := f.m.openGraph(ctx, tx)
 	if err != nil {
 		return err
 	}
 	defer g.close()
 
-	seen := objSet{}
-	missing := objSet{}
-	visit := func(o object) bool { return !bad.has(o) && seen.addNew(o) }
+	seen := w.newMap()
+	missing := w.newMap()
+	visit := func(o object) (bool, error) {
+		if isBad, err := bad.has(o); err != nil || isBad {
+			return false, err
+		}
+		return seen.addNew(o)
+	}
 	report := func(o object, r ref, err error) error {
-		switch {
-		case err != nil:
+		if err != nil {
 			// Not expected: the trees phase put every tree that does not
 			// decode in bad, and both phases read one snapshot.
 			f.add("tree", o.hash.String(), "does not decode: %s", wserr.MessageOf(err))
-		case missing.addNew(o):
+			return nil
+		}
+		added, err := missing.addNew(o)
+		if added {
 			f.add("reference", o.hash.String(), "%s is missing (referenced by %s)", o.kind, r)
 		}
-		return nil
+		return err
 	}
+	// Trees are read as the walk reaches them, blobs in the pass over
+	// their rows below.
+	g.leafBlobs = true
 	progress("references", 0, len(rs.roots))
 	for i := range rs.roots {
 		if err := g.walk([]step{rs.roots[i].step()}, visit, report); err != nil {
@@ -193,23 +211,84 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, bad objSet, progres
 		}
 		progress("references", i+1, len(rs.roots))
 	}
+	g.leafBlobs = false
 
 	// Chunk lists and delta bases of every blob, reachable or not: a blob
-	// that exists must be readable.
-	for h, m := range inv.blobs {
-		blob := object{objBlob, h}
-		for i, c := range inv.blobChunks[h] {
-			if _, ok := inv.chunks[c]; !ok {
-				_ = report(object{objChunk, c}, ref{from: blob, name: fmt.Sprintf("chunk %d", i)}, nil)
+	// that exists must be readable. What the pass finds is reported after
+	// the reachable blobs that are missing, as a walk reading every blob
+	// would have found those first.
+	type missingRef struct {
+		o object
+		r ref
+	}
+	var later []missingRef
+	passMissing := w.newMap()
+	reportLater := func(o object, r ref) error {
+		added, err := passMissing.addNew(o)
+		if added {
+			later = append(later, missingRef{o, r})
+		}
+		return err
+	}
+	stored := 0
+	err = f.m.p.Blobs.EachBlobRecord(ctx, tx, func(r cas.BlobRecord) error {
+		blob := object{objBlob, r.Hash}
+		if ok, err := seen.has(blob); err != nil || ok {
+			if err != nil {
+				return err
+			}
+			stored++
+		}
+		for i, c := range r.Chunks {
+			ok, err := g.hasChunk(c)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				if err := reportLater(object{objChunk, c}, ref{from: blob, name: fmt.Sprintf("chunk %d", i)}); err != nil {
+					return err
+				}
 			}
 		}
-		if !m.base.IsZero() {
-			if _, ok := inv.blobs[m.base]; !ok {
-				_ = report(object{objBlob, m.base}, ref{from: blob, name: "delta base"}, nil)
+		if !r.Base.IsZero() {
+			_, _, _, ok, err := g.blobRefs(r.Base)
+			if err != nil {
+				return err
+			}
+			name := "delta base"
+			if r.Codec == cas.CodecZstd {
+				name = "dictionary"
+			}
+			if !ok {
+				return reportLater(object{objBlob, r.Base}, ref{from: blob, name: name})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// A blob the walk reached that the rows do not hold is missing: walk
+	// again, reading every blob, to name it and what refers to it.
+	if stored != seen.added.Blobs {
+		again := w.newMap()
+		visit := func(o object) (bool, error) {
+			if isBad, err := bad.has(o); err != nil || isBad {
+				return false, err
+			}
+			return again.addNew(o)
+		}
+		for i := range rs.roots {
+			if err := g.walk([]step{rs.roots[i].step()}, visit, report); err != nil {
+				return err
 			}
 		}
 	}
-
+	for _, m := range later {
+		if err := report(m.o, m.r, nil); err != nil {
+			return err
+		}
+	}
 	// Rows of runs that do not exist: checkpoints first, then events, each
 	// by run id.
 	type orphan struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -124,10 +123,12 @@ func (m *Maintainer) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	cutoff := now().Add(-grace).UnixNano()
 
 	progress("mark", 0, 0)
+	w := newWork(ctx)
+	defer w.close()
 	var plan *gcPlan
 	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
 		var err error
-		plan, err = m.markGC(ctx, tx, cutoff, progress)
+		plan, err = m.markGC(ctx, tx, w, cutoff, progress)
 		return err
 	})
 	if err != nil {
@@ -140,7 +141,7 @@ func (m *Maintainer) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	progress("sweep", 0, plan.candidates())
 	err = m.p.DB.Update(ctx, func(tx *index.Tx) error {
 		var err error
-		rep, err = m.sweep(ctx, tx, plan, progress)
+		rep, err = m.sweep(ctx, tx, plan, plan.garbage, progress)
 		return err
 	})
 	if err != nil {
@@ -149,76 +150,78 @@ func (m *Maintainer) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	return rep, nil
 }
 
-// gcPlan is what mark found: what to keep and what to delete.
+// gcPlan is what mark found: what to keep and what to delete. Its sets
+// are work sets (objMap), in memory up to a bound and on disk beyond, so a
+// collection's memory does not grow with the store.
 type gcPlan struct {
+	w      *work
 	cutoff int64
-	inv    *inventory
 	// marked is everything reachable from the roots in the snapshot; kept
 	// is everything unreachable but young, with what it references.
-	marked, kept objSet
-	// garbage lists the unreachable old objects, in delete order: blobs,
-	// chunks, trees.
-	garbage   []object
+	marked, kept *objMap
+	// garbage holds the unreachable old objects, each with its number in
+	// its version history as the snapshot saw it (blobs; 0 for others),
+	// in delete order: blobs, chunks, trees.
+	garbage   *objMap
+	nGarbage  int
 	reachable ObjectCounts
 	keptCount ObjectCounts
+	// freed and freedBytes are what deleting the garbage would free.
+	freed      ObjectCounts
+	freedBytes int64
 	// due holds the trees marked only as patch bases: their entries were
 	// not followed, and must be if a root or a young row turns out to
 	// need the tree itself.
 	due map[cas.Hash]bool
-	// gens holds each garbage blob's number in its version history as
-	// the snapshot saw it.
-	gens map[cas.Hash]int64
-	// keep is what sweep found reachable or refreshed beyond the marks,
-	// with all it references: the rows a later step must keep too.
-	keep objSet
 	// roots is how many roots the snapshot held.
 	roots int
 }
 
-func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, cutoff int64, progress func(string, int, int)) (*gcPlan, error) {
-	inv, rs, g, err := m.openGraph(ctx, tx)
+func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, w *work, cutoff int64, progress func(string, int, int)) (*gcPlan, error) {
+	rs, g, err := m.openGraph(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
 	defer g.close()
 
-	p := &gcPlan{cutoff: cutoff, inv: inv, marked: objSet{}, kept: objSet{}, gens: map[cas.Hash]int64{}, roots: len(rs.roots)}
+	p := &gcPlan{w: w, cutoff: cutoff, marked: w.newMap(), kept: w.newMap(), garbage: w.newMap(), roots: len(rs.roots)}
+	// Trees are read as the walk reaches them; blobs only in the pass
+	// over their rows below, which follows the delta bases and chunks of
+	// those marked.
+	g.leafBlobs = true
 	for i := range rs.roots {
 		if err := g.walk([]step{rs.roots[i].step()}, p.marked.addNew, badIsCorrupt("gc")); err != nil {
 			return nil, err
 		}
 		progress("mark", i+1, len(rs.roots))
 	}
-	for o := range p.marked {
-		if inv.has(o) {
-			p.reachable.add(o.kind)
-		}
-	}
+	g.leafBlobs = false
 
 	// Unreachable rows younger than the cutoff stay, and so does all they
 	// reference: a writer may be about to reference them, and a surviving
 	// tree or blob must never name a deleted row.
-	var young, old []step
-	for o := range inv.all() {
-		if p.marked.has(o) {
-			continue
+	visitKept := func(o object) (bool, error) {
+		if marked, err := p.marked.has(o); err != nil || marked {
+			return false, err
 		}
-		c, ok, err := g.created(o)
-		if err != nil {
-			return nil, err
-		}
+		return p.kept.addNew(o)
+	}
+	err = m.eachRow(ctx, tx, func(o object, r rowMeta, rec *cas.BlobRecord) error {
+		marked, err := p.marked.has(o)
 		switch {
-		case !ok:
-		case c >= cutoff:
-			young = append(young, step{o: o})
-		default:
-			old = append(old, step{o: o})
-			if o.kind == objBlob {
-				if p.gens[o.hash], err = g.blobGen(o.hash); err != nil {
-					return nil, err
-				}
+		case err != nil:
+			return err
+		case marked:
+			if rec != nil {
+				return followBlob(g, rec, p.marked.addNew, badIsCorrupt("gc"))
 			}
+		case r.created >= cutoff:
+			return g.walk([]step{{o: o}}, visitKept, skipBad)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// A tree marked only as a patch base but written again since the
 	// cutoff may be about to be referenced as a tree: what it names stays.
@@ -226,56 +229,79 @@ func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, cutoff int64, pro
 	if err != nil {
 		return nil, err
 	}
-	visitKept := func(o object) bool { return !p.marked.has(o) && p.kept.addNew(o) }
-	if err := g.walk(append(young, due...), visitKept, skipBad); err != nil {
+	if err := g.walk(due, visitKept, skipBad); err != nil {
 		return nil, err
 	}
 	p.due = maps.Clone(g.entriesDue)
-	for o := range p.kept {
-		if inv.has(o) {
+	// Marking is complete now (a delta base of an earlier hash is marked
+	// after the pass has met its row): count and sort the rows.
+	err = m.eachRow(ctx, tx, func(o object, r rowMeta, _ *cas.BlobRecord) error {
+		if marked, err := p.marked.has(o); err != nil || marked {
+			if marked {
+				p.reachable.add(o.kind)
+			}
+			return err
+		}
+		kept, err := p.kept.has(o)
+		switch {
+		case err != nil:
+			return err
+		case kept:
 			p.keptCount.add(o.kind)
+			return nil
+		case r.created >= cutoff:
+			return nil
 		}
-	}
-	for _, st := range old {
-		if !p.kept.has(st.o) {
-			p.garbage = append(p.garbage, st.o)
+		var gen int64
+		if o.kind == objBlob {
+			if gen, err = g.blobGen(o.hash); err != nil {
+				return err
+			}
 		}
+		if _, err := p.garbage.add(o, gen); err != nil {
+			return err
+		}
+		p.nGarbage++
+		p.freed.add(o.kind)
+		p.freedBytes += r.stored
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	sortForSweep(p.garbage)
+	// A marked blob or chunk the rows do not hold is missing: walk again,
+	// reading every blob, to name it.
+	if p.marked.added.Blobs != p.reachable.Blobs || p.marked.added.Chunks != p.reachable.Chunks {
+		return nil, missingReachable(g, rs, "gc")
+	}
 	return p, nil
 }
 
-// sortForSweep orders objects blobs first, then chunks, then trees: a blob
-// row's deletion cascades to its chunk list, which must be gone before the
-// chunks it names can go.
-func sortForSweep(objs []object) {
-	rank := map[objKind]int{objBlob: 0, objChunk: 1, objTree: 2}
-	slices.SortFunc(objs, func(a, b object) int {
-		if r := rank[a.kind] - rank[b.kind]; r != 0 {
-			return r
-		}
-		return slices.Compare(a.hash[:], b.hash[:])
-	})
-}
-
-func (p *gcPlan) candidates() int { return len(p.garbage) }
+func (p *gcPlan) candidates() int { return p.nGarbage }
 
 func (p *gcPlan) dryRun() GCReport {
-	rep := GCReport{DryRun: true, Reachable: p.reachable, Kept: p.keptCount}
-	for _, o := range p.garbage {
-		rep.Freed.add(o.kind)
-		rep.FreedBytes += p.inv.stored(o)
-	}
-	return rep
+	return GCReport{DryRun: true, Reachable: p.reachable, Kept: p.keptCount, Freed: p.freed, FreedBytes: p.freedBytes}
 }
+
+// protected reports whether the snapshot marked o or kept it (with what
+// an earlier step kept since).
+func (p *gcPlan) protected(o object) (bool, error) {
+	if ok, err := p.marked.has(o); err != nil || ok {
+		return ok, err
+	}
+	return p.kept.has(o)
+}
+
+// sweepBatch is how many rows sweep hands an owner's sweep at a time.
+const sweepBatch = 1024
 
 // sweep deletes the garbage in tx, the write transaction, after checking
 // it against the store as it is now: writers may have committed since the
 // snapshot. Everything reachable from the current roots, and everything a
 // refreshed row references, is kept.
-func (m *Maintainer) sweep(ctx context.Context, tx *index.Tx, p *gcPlan, progress func(string, int, int)) (GCReport, error) {
+func (m *Maintainer) sweep(ctx context.Context, tx *index.Tx, p *gcPlan, garbage *objMap, progress func(string, int, int)) (GCReport, error) {
 	rep := GCReport{Reachable: p.reachable, Kept: p.keptCount}
-	g, err := m.newGraph(ctx, tx, nil)
+	g, err := m.newGraph(ctx, tx)
 	if err != nil {
 		return rep, err
 	}
@@ -283,10 +309,16 @@ func (m *Maintainer) sweep(ctx context.Context, tx *index.Tx, p *gcPlan, progres
 	g.entriesDue = maps.Clone(p.due)
 	// reached is what the current roots reach beyond the snapshot's
 	// marks; young is what rows re-used since the snapshot reference.
-	reached, young := objSet{}, objSet{}
-	protect := func(set objSet) func(o object) bool {
-		return func(o object) bool {
-			return !p.marked.has(o) && !p.kept.has(o) && !reached.has(o) && set.addNew(o)
+	reached, young := p.w.newMap(), p.w.newMap()
+	protect := func(set *objMap) func(o object) (bool, error) {
+		return func(o object) (bool, error) {
+			if ok, err := p.protected(o); err != nil || ok {
+				return false, err
+			}
+			if ok, err := reached.has(o); err != nil || ok {
+				return false, err
+			}
+			return set.addNew(o)
 		}
 	}
 	rs, err := m.loadRoots(ctx, tx)
@@ -302,17 +334,19 @@ func (m *Maintainer) sweep(ctx context.Context, tx *index.Tx, p *gcPlan, progres
 	// A row re-used since the snapshot is young again: keep it and what it
 	// references.
 	var refreshed []step
-	for _, o := range p.garbage {
-		if reached.has(o) {
-			continue
+	total := 0
+	err = garbage.each(func(o object, snapGen int64) error {
+		total++
+		if ok, err := reached.has(o); err != nil || ok {
+			return err
 		}
 		c, ok, err := g.created(o)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		if ok && c >= p.cutoff {
 			refreshed = append(refreshed, step{o: o})
-			continue
+			return nil
 		}
 		// A blob stored before may have become the newest version of a
 		// history since (cas: PutVersion), and the versions it replaced,
@@ -321,12 +355,16 @@ func (m *Maintainer) sweep(ctx context.Context, tx *index.Tx, p *gcPlan, progres
 		if ok && o.kind == objBlob {
 			gen, err := g.blobGen(o.hash)
 			if err != nil {
-				return rep, err
+				return err
 			}
-			if gen != p.gens[o.hash] {
+			if gen != snapGen {
 				refreshed = append(refreshed, step{o: o})
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return rep, err
 	}
 	due, err := youngDue(g, p.cutoff)
 	if err != nil {
@@ -344,40 +382,66 @@ func (m *Maintainer) sweep(ctx context.Context, tx *index.Tx, p *gcPlan, progres
 		objBlob: m.p.Blobs.SweepBlobs, objChunk: m.p.Blobs.SweepChunks, objTree: m.p.Trees.SweepTrees,
 	}
 	done := 0
-	for seg := range segments(p.garbage) {
-		kind := seg[0].kind
-		var doomed []cas.Hash
-		for _, o := range seg {
-			switch {
-			case reached.has(o):
-				rep.Reachable.add(o.kind)
-			case young.has(o):
-				rep.Kept.add(o.kind)
-			default:
-				doomed = append(doomed, o.hash)
-				continue
-			}
-			done++
-			progress("sweep", done, len(p.garbage))
-		}
-		err := sweeps[kind](ctx, tx, doomed, p.cutoff, func(_ int, n int64, deleted bool) error {
+	var kind objKind
+	var doomed []cas.Hash
+	flush := func() error {
+		k := kind
+		err := sweeps[k](ctx, tx, doomed, p.cutoff, func(_ int, n int64, deleted bool) error {
 			if deleted {
-				rep.Freed.add(kind)
+				rep.Freed.add(k)
 				rep.FreedBytes += n
 			} else {
-				rep.Kept.add(kind)
+				rep.Kept.add(k)
 			}
 			done++
-			progress("sweep", done, len(p.garbage))
+			progress("sweep", done, total)
 			return nil
 		})
-		if err != nil {
+		doomed = doomed[:0]
+		return err
+	}
+	err = garbage.each(func(o object, _ int64) error {
+		if len(doomed) > 0 && (o.kind != kind || len(doomed) == sweepBatch) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		kind = o.kind
+		if ok, err := reached.has(o); err != nil || ok {
+			if ok {
+				rep.Reachable.add(o.kind)
+				done++
+				progress("sweep", done, total)
+			}
+			return err
+		}
+		if ok, err := young.has(o); err != nil || ok {
+			if ok {
+				rep.Kept.add(o.kind)
+				done++
+				progress("sweep", done, total)
+			}
+			return err
+		}
+		doomed = append(doomed, o.hash)
+		return nil
+	})
+	if err == nil && len(doomed) > 0 {
+		err = flush()
+	}
+	if err != nil {
+		return rep, err
+	}
+	// What this sweep kept, and all it references, stays kept in the
+	// steps after (CollectSteps).
+	for _, set := range []*objMap{reached, young} {
+		if err := set.each(func(o object, _ int64) error {
+			_, err := p.kept.addNew(o)
+			return err
+		}); err != nil {
 			return rep, err
 		}
 	}
-	p.keep = objSet{}
-	maps.Copy(p.keep, reached)
-	maps.Copy(p.keep, young)
 	return rep, nil
 }
 

@@ -1,6 +1,7 @@
 package maint
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -44,123 +45,32 @@ type object struct {
 	hash cas.Hash
 }
 
-type objSet map[object]struct{}
-
-func (s objSet) has(o object) bool { _, ok := s[o]; return ok }
-
-// addNew adds o and reports whether it was not there yet.
-func (s objSet) addNew(o object) bool {
-	if _, ok := s[o]; ok {
-		return false
-	}
-	s[o] = struct{}{}
-	return true
-}
-
 // rowMeta is what the graph needs of any row: its stored size and its
 // created time.
 type rowMeta struct {
 	stored, created int64
 }
 
-// blobMeta is what the graph needs of a blob row.
-type blobMeta struct {
-	rowMeta
-	codec cas.Codec
-	base  cas.Hash // delta base; zero for none
-	gen   int64    // number in its version history
-}
-
-// inventory lists every stored object, read in one transaction. The owners
-// read no stored bytes to list them.
-type inventory struct {
-	blobs      map[cas.Hash]blobMeta
-	chunks     map[cas.Hash]rowMeta
-	trees      map[cas.Hash]rowMeta
-	blobChunks map[cas.Hash][]cas.Hash
-}
-
-func (m *Maintainer) loadInventory(ctx context.Context, tx *index.Tx) (*inventory, error) {
-	inv := &inventory{
-		blobs:      map[cas.Hash]blobMeta{},
-		chunks:     map[cas.Hash]rowMeta{},
-		trees:      map[cas.Hash]rowMeta{},
-		blobChunks: map[cas.Hash][]cas.Hash{},
-	}
+// eachRow calls fn with every stored object and its row, read in tx a page
+// at a time through the owners' inventories (blobs, chunks, then trees),
+// so nothing is held across objects. For a blob, rec is its record (chunk
+// list included); nil for others. fn may read through tx.
+func (m *Maintainer) eachRow(ctx context.Context, tx *index.Tx, fn func(o object, r rowMeta, rec *cas.BlobRecord) error) error {
 	err := m.p.Blobs.EachBlobRecord(ctx, tx, func(r cas.BlobRecord) error {
-		inv.blobs[r.Hash] = blobMeta{rowMeta: rowMeta{r.Stored, r.Created}, codec: r.Codec, base: r.Base, gen: r.Gen}
-		if len(r.Chunks) > 0 {
-			inv.blobChunks[r.Hash] = r.Chunks
-		}
-		return nil
+		return fn(object{objBlob, r.Hash}, rowMeta{r.Stored, r.Created}, &r)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	err = m.p.Blobs.EachChunkRecord(ctx, tx, func(r cas.ChunkRecord) error {
-		inv.chunks[r.Hash] = rowMeta{r.Stored, r.Created}
-		return nil
+		return fn(object{objChunk, r.Hash}, rowMeta{r.Stored, r.Created}, nil)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	err = m.p.Trees.EachTreeRecord(ctx, tx, func(r vfs.TreeRecord) error {
-		inv.trees[r.Hash] = rowMeta{r.Stored, r.Created}
-		return nil
+	return m.p.Trees.EachTreeRecord(ctx, tx, func(r vfs.TreeRecord) error {
+		return fn(object{objTree, r.Hash}, rowMeta{r.Stored, r.Created}, nil)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return inv, nil
-}
-
-// row returns o's row and whether it is stored.
-func (inv *inventory) row(o object) (rowMeta, bool) {
-	switch o.kind {
-	case objBlob:
-		b, ok := inv.blobs[o.hash]
-		return b.rowMeta, ok
-	case objChunk:
-		r, ok := inv.chunks[o.hash]
-		return r, ok
-	case objTree:
-		r, ok := inv.trees[o.hash]
-		return r, ok
-	}
-	return rowMeta{}, false
-}
-
-// has reports whether o is stored.
-func (inv *inventory) has(o object) bool {
-	_, ok := inv.row(o)
-	return ok
-}
-
-// stored returns o's stored bytes (0 if it is not stored).
-func (inv *inventory) stored(o object) int64 {
-	r, _ := inv.row(o)
-	return r.stored
-}
-
-// all yields every stored object.
-func (inv *inventory) all() func(yield func(object) bool) {
-	return func(yield func(object) bool) {
-		for h := range inv.blobs {
-			if !yield(object{objBlob, h}) {
-				return
-			}
-		}
-		for h := range inv.chunks {
-			if !yield(object{objChunk, h}) {
-				return
-			}
-		}
-		for h := range inv.trees {
-			if !yield(object{objTree, h}) {
-				return
-			}
-		}
-	}
 }
 
 // rootRef is one root: a tree some row holds on to.
@@ -221,9 +131,21 @@ func (rs *rootSet) checkpointCount() int64 {
 }
 
 // loadRoots lists every root in tx. The chat of a checkpoint is its run's.
+// The roots are held in memory, about 120 bytes each: they grow with the
+// checkpoints, not with the objects they reach.
 func (m *Maintainer) loadRoots(ctx context.Context, tx *index.Tx) (*rootSet, error) {
 	rs := &rootSet{runChat: map[string]string{}, checkpoints: map[string]int64{}}
+	// A run's id comes with each of its checkpoints: one copy serves all.
+	ids := map[string]string{}
+	intern := func(s string) string {
+		if v, ok := ids[s]; ok {
+			return v
+		}
+		ids[s] = s
+		return s
+	}
 	err := m.p.Runs.EachRunRoot(ctx, tx, func(runID, chatID string, root, base cas.Hash) error {
+		runID, chatID = intern(runID), intern(chatID)
 		rs.runChat[runID] = chatID
 		rs.roots = append(rs.roots,
 			rootRef{Kind: "run", Chat: chatID, Run: runID, Hash: root},
@@ -241,6 +163,7 @@ func (m *Maintainer) loadRoots(ctx context.Context, tx *index.Tx) (*rootSet, err
 		return nil, fmt.Errorf("read roots: %w", err)
 	}
 	err = m.p.Checkpoints.EachRoot(ctx, tx, func(runID string, seq int64, root cas.Hash) error {
+		runID = intern(runID)
 		rs.checkpoints[runID]++
 		rs.roots = append(rs.roots, rootRef{Kind: "checkpoint", Chat: rs.runChat[runID], Run: runID, Seq: seq, Hash: root})
 		return nil
@@ -325,48 +248,43 @@ type step struct {
 	asBase bool
 }
 
-// graph reads what objects reference, inside one transaction. With an
-// inventory it answers questions about blobs and chunks from memory;
-// without one it asks the owners, so it sees the transaction's latest
-// state.
+// graph reads what objects reference, inside one transaction, asking the
+// owners for each object it reaches, so it sees the transaction's state
+// and holds no copy of the store.
 type graph struct {
 	ctx  context.Context
-	inv  *inventory
 	rows *vfs.RowReader
-	recs *cas.Records // nil with an inventory
+	recs *cas.Records
 	// entriesDue holds the trees visited only as patch bases, whose
 	// entries a later visit as a tree (in any walk on this graph) must
 	// still follow, though the visit function has seen them.
 	entriesDue map[cas.Hash]bool
+	// leafBlobs makes a walk visit blobs without reading them: neither
+	// whether they are stored nor what they reference. A pass over the
+	// blob rows then does that for the blobs visited (see blobPass),
+	// reading them in order rather than one query each.
+	leafBlobs bool
 }
 
-// openGraph reads, in tx, what gc, fsck and du all start from: the
-// inventory of objects, the roots, and a graph to walk from them. The
-// caller closes the graph.
-func (m *Maintainer) openGraph(ctx context.Context, tx *index.Tx) (*inventory, *rootSet, *graph, error) {
-	inv, err := m.loadInventory(ctx, tx)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+// openGraph reads, in tx, what gc, fsck and du all start from: the roots,
+// and a graph to walk from them. The caller closes the graph.
+func (m *Maintainer) openGraph(ctx context.Context, tx *index.Tx) (*rootSet, *graph, error) {
 	roots, err := m.loadRoots(ctx, tx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	g, err := m.newGraph(ctx, tx, inv)
+	g, err := m.newGraph(ctx, tx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return inv, roots, g, nil
+	return roots, g, nil
 }
 
-func (m *Maintainer) newGraph(ctx context.Context, tx *index.Tx, inv *inventory) (*graph, error) {
-	g := &graph{ctx: ctx, inv: inv, entriesDue: make(map[cas.Hash]bool)}
+func (m *Maintainer) newGraph(ctx context.Context, tx *index.Tx) (*graph, error) {
+	g := &graph{ctx: ctx, entriesDue: make(map[cas.Hash]bool)}
 	var err error
 	if g.rows, err = m.p.Trees.OpenRowReader(ctx, tx); err != nil {
 		return nil, err
-	}
-	if inv != nil {
-		return g, nil
 	}
 	if g.recs, err = m.p.Blobs.OpenRecords(ctx, tx); err != nil {
 		g.close()
@@ -394,10 +312,6 @@ func (g *graph) entries(h cas.Hash) ([]vfs.Entry, cas.Hash, bool, error) {
 
 // created returns o's created time and whether o is stored.
 func (g *graph) created(o object) (int64, bool, error) {
-	if g.inv != nil {
-		r, ok := g.inv.row(o)
-		return r.created, ok, nil
-	}
 	switch o.kind {
 	case objTree:
 		return g.rows.Created(o.hash)
@@ -414,42 +328,32 @@ func (g *graph) created(o object) (int64, bool, error) {
 // blobGen returns blob h's number in its version history (0 for none, or
 // when h is not stored).
 func (g *graph) blobGen(h cas.Hash) (int64, error) {
-	if g.inv != nil {
-		return g.inv.blobs[h].gen, nil
-	}
 	return g.recs.Gen(h)
 }
 
 // blobRefs returns what blob h references (its chunks, its delta base or
 // dictionary) with its codec, and whether it is stored.
 func (g *graph) blobRefs(h cas.Hash) (codec cas.Codec, base cas.Hash, chunks []cas.Hash, ok bool, err error) {
-	if g.inv != nil {
-		m, ok := g.inv.blobs[h]
-		return m.codec, m.base, g.inv.blobChunks[h], ok, nil
-	}
 	b, ok, err := g.recs.Blob(h)
 	return b.Codec, b.Base, b.Chunks, ok, err
 }
 
 func (g *graph) hasChunk(h cas.Hash) (bool, error) {
-	if g.inv != nil {
-		_, ok := g.inv.chunks[h]
-		return ok, nil
-	}
 	_, ok, err := g.recs.Chunk(h)
 	return ok, err
 }
 
 // walk visits, depth first, every object reachable from starts. visit is
 // called for each object reached and returns whether to follow its
-// references (false: seen before, or not wanted). A tree a patch rests on
+// references (false: seen before, or not wanted), or an error that stops
+// the walk. A tree a patch rests on
 // is reached as a patch base: its row is needed and so is its own base,
 // but not what its entries name, which are followed only if some walk on
 // this graph reaches the tree as a tree. bad is called, with what
 // referred to it, for a followed object that is not stored (err nil) or is
 // a tree that does not decode (err says why); it returns nil to go on
 // without following the object, or an error to stop the walk.
-func (g *graph) walk(starts []step, visit func(o object) bool, bad func(o object, r ref, err error) error) error {
+func (g *graph) walk(starts []step, visit func(o object) (bool, error), bad func(o object, r ref, err error) error) error {
 	stack := slices.Clone(starts)
 	slices.Reverse(stack)
 	for n := 0; len(stack) > 0; n++ {
@@ -460,11 +364,17 @@ func (g *graph) walk(starts []step, visit func(o object) bool, bad func(o object
 		}
 		st := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		first := visit(st.o)
+		first, err := visit(st.o)
+		if err != nil {
+			return err
+		}
 		// A tree seen before only as a patch base has its entries to
 		// follow once it is reached as a tree.
 		due := !first && st.o.kind == objTree && !st.asBase && g.entriesDue[st.o.hash]
 		if !first && !due {
+			continue
+		}
+		if st.o.kind == objBlob && g.leafBlobs {
 			continue
 		}
 		var found bool
@@ -542,3 +452,46 @@ func badIsCorrupt(op string) func(o object, r ref, err error) error {
 // skipBad ignores a missing or undecodable object: below garbage, it is
 // no problem.
 func skipBad(object, ref, error) error { return nil }
+
+// followBlob does for blob rec, visited by a walk that left blobs as
+// leaves, what the walk would have done next: it visits rec's delta base
+// or dictionary and its chunks. A pass over the blob rows in hash order
+// meets a base of a later hash in its turn; one it has passed already is
+// walked from here, reading its row.
+func followBlob(g *graph, rec *cas.BlobRecord, visit func(o object) (bool, error), bad func(o object, r ref, err error) error) error {
+	from := object{objBlob, rec.Hash}
+	for _, c := range rec.Chunks {
+		if _, err := visit(object{objChunk, c}); err != nil {
+			return err
+		}
+	}
+	if rec.Base.IsZero() {
+		return nil
+	}
+	base := object{objBlob, rec.Base}
+	if bytes.Compare(rec.Base[:], rec.Hash[:]) > 0 {
+		_, err := visit(base)
+		return err
+	}
+	name := "delta base"
+	if rec.Codec == cas.CodecZstd {
+		name = "dictionary"
+	}
+	return g.walk([]step{{o: base, ref: ref{from: from, name: name}}}, visit, bad)
+}
+
+// missingReachable walks from every root again, reading every object, and
+// returns the store.corrupt error for the first reachable object that is
+// missing: called when a walk that left blobs as leaves marked more blobs
+// or chunks than the rows hold.
+func missingReachable(g *graph, rs *rootSet, op string) error {
+	w := newWork(g.ctx)
+	defer w.close()
+	seen := w.newMap()
+	for i := range rs.roots {
+		if err := g.walk([]step{rs.roots[i].step()}, seen.addNew, badIsCorrupt(op)); err != nil {
+			return err
+		}
+	}
+	return wserr.New(wserr.Corrupt, op, "", "a reachable blob or chunk is missing; run fsck")
+}

@@ -3,7 +3,6 @@ package maint
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/vfs"
@@ -62,13 +61,20 @@ func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCRepor
 	cutoff := now().Add(-grace).UnixNano()
 	progress := orNoProgress(opt.Progress)
 	progress("mark", 0, 0)
+	w := newWork(ctx)
+	defer w.close()
 	var plan *gcPlan
+	var order *objList
 	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
 		var err error
-		if plan, err = m.markGC(ctx, tx, cutoff, func(string, int, int) {}); err != nil {
+		if plan, err = m.markGC(ctx, tx, w, cutoff, func(string, int, int) {}); err != nil {
 			return err
 		}
-		return plan.referrersFirst(ctx, m, tx)
+		if opt.DryRun {
+			return nil
+		}
+		order, err = plan.referrersFirst(ctx, m, tx)
+		return err
 	})
 	if err != nil {
 		return GCReport{}, fmt.Errorf("gc: mark: %w", err)
@@ -78,22 +84,35 @@ func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCRepor
 	}
 	n = max(n, plan.roots/RootsPerStepObject)
 	total := GCReport{Reachable: plan.reachable, Kept: plan.keptCount}
-	all := plan.garbage
-	steps := (len(all) + n - 1) / n
-	for start, done := 0, 0; start < len(all); start += n {
-		step := *plan
-		step.garbage = nil
-		for _, o := range all[start:min(start+n, len(all))] {
-			if plan.kept.has(o) {
+	all := order.len()
+	steps := (all + n - 1) / n
+	for start, done := 0, 0; start < all; start += n {
+		garbage := w.newMap()
+		for i := start; i < min(start+n, all); i++ {
+			o, err := order.at(i)
+			if err != nil {
+				return total, fmt.Errorf("gc: sweep: %w", err)
+			}
+			kept, err := plan.kept.has(o)
+			if err != nil {
+				return total, fmt.Errorf("gc: sweep: %w", err)
+			}
+			if kept {
 				total.Kept.add(o.kind)
 				continue
 			}
-			step.garbage = append(step.garbage, o)
+			gen, _, err := plan.garbage.get(o)
+			if err == nil {
+				_, err = garbage.add(o, gen)
+			}
+			if err != nil {
+				return total, fmt.Errorf("gc: sweep: %w", err)
+			}
 		}
 		var rep GCReport
 		err := m.p.DB.Update(ctx, func(tx *index.Tx) error {
 			var err error
-			rep, err = m.sweep(ctx, tx, &step, func(string, int, int) {})
+			rep, err = m.sweep(ctx, tx, plan, garbage, func(string, int, int) {})
 			return err
 		})
 		if err != nil {
@@ -106,37 +125,31 @@ func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCRepor
 		total.Kept.Blobs += rep.Kept.Blobs - plan.keptCount.Blobs
 		total.Kept.Chunks += rep.Kept.Chunks - plan.keptCount.Chunks
 		total.Kept.Trees += rep.Kept.Trees - plan.keptCount.Trees
-		// What this step kept, and all it references, stays kept in
-		// the steps after.
-		maps.Copy(plan.kept, step.keep)
 		done++
 		progress("step", done, steps)
 	}
 	return total, nil
 }
 
-// referrersFirst orders p.garbage so that every object comes before the
-// garbage objects it references (Kahn's algorithm over the references
-// among garbage), reading each garbage object's references in tx.
-func (p *gcPlan) referrersFirst(ctx context.Context, m *Maintainer, tx *index.Tx) error {
-	g, err := m.newGraph(ctx, tx, p.inv)
+// referrersFirst returns the garbage in an order where every object comes
+// before the garbage objects it references (Kahn's algorithm over the
+// references among garbage), reading each garbage object's references in
+// tx, twice, rather than holding them: its work sets spill to disk like
+// the plan's.
+func (p *gcPlan) referrersFirst(ctx context.Context, m *Maintainer, tx *index.Tx) (*objList, error) {
+	g, err := m.newGraph(ctx, tx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer g.close()
-	in := make(map[object]bool, len(p.garbage))
-	for _, o := range p.garbage {
-		in[o] = true
-	}
-	refs := make(map[object][]object, len(p.garbage))
-	indeg := make(map[object]int, len(p.garbage))
-	for _, o := range p.garbage {
+	// refs calls fn once with each garbage object o references.
+	refs := func(o object, fn func(r object) error) error {
 		var out []object
 		switch o.kind {
 		case objTree:
 			es, base, _, err := g.entries(o.hash)
 			if err != nil {
-				continue // an undecodable garbage tree names nothing we keep
+				return nil // an undecodable garbage tree names nothing we keep
 			}
 			if !base.IsZero() {
 				out = append(out, object{objTree, base})
@@ -162,30 +175,66 @@ func (p *gcPlan) referrersFirst(ctx context.Context, m *Maintainer, tx *index.Tx
 		}
 		seen := map[object]bool{}
 		for _, r := range out {
-			if in[r] && !seen[r] {
-				seen[r] = true
-				refs[o] = append(refs[o], r)
-				indeg[r]++
+			if seen[r] {
+				continue
+			}
+			seen[r] = true
+			if in, err := p.garbage.has(r); err != nil || !in {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if err := fn(r); err != nil {
+				return err
 			}
 		}
+		return nil
 	}
-	order := make([]object, 0, len(p.garbage))
-	var queue []object
-	for _, o := range p.garbage { // sorted for sweep: a stable start
-		if indeg[o] == 0 {
-			queue = append(queue, o)
-		}
-	}
-	for len(queue) > 0 {
-		o := queue[0]
-		queue = queue[1:]
-		order = append(order, o)
-		for _, r := range refs[o] {
-			if indeg[r]--; indeg[r] == 0 {
-				queue = append(queue, r)
+	indeg := p.w.newMap()
+	err = p.garbage.each(func(o object, _ int64) error {
+		return refs(o, func(r object) error {
+			d, _, err := indeg.get(r)
+			if err != nil {
+				return err
 			}
+			return indeg.set(r, d+1)
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	order := p.w.newList()
+	err = p.garbage.each(func(o object, _ int64) error { // in sweep order: a stable start
+		if d, _, err := indeg.get(o); err != nil || d > 0 {
+			return err
+		}
+		return order.push(o)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < order.len(); i++ {
+		o, err := order.at(i)
+		if err != nil {
+			return nil, err
+		}
+		err = refs(o, func(r object) error {
+			d, _, err := indeg.get(r)
+			if err != nil {
+				return err
+			}
+			if err := indeg.set(r, d-1); err != nil {
+				return err
+			}
+			if d == 1 {
+				return order.push(r)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
-	p.garbage = order
-	return nil
+	return order, nil
 }

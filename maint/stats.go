@@ -1,6 +1,7 @@
 package maint
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -94,7 +95,7 @@ func (m *Maintainer) Stats(ctx context.Context) (Stats, error) {
 			st.CompressionRatio = float64(st.BlobLogicalBytes) / float64(st.ContentStoredBytes)
 		}
 
-		g, err := m.newGraph(ctx, tx, nil)
+		g, err := m.newGraph(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -112,6 +113,9 @@ func (m *Maintainer) Stats(ctx context.Context) (Stats, error) {
 		for _, h := range roots {
 			n, ok := sizes[h]
 			if !ok {
+				if len(sizes) >= memoMax {
+					clear(sizes) // a memo, bounded: a re-read costs a row
+				}
 				es, _, found, err := g.entries(h)
 				if err != nil {
 					return err
@@ -179,12 +183,20 @@ func (m *Maintainer) DU(ctx context.Context) ([]Usage, error) {
 // shared marks an object reached from more than one owner in DU.
 const shared = -1
 
+// memoMax bounds the memos Stats and DU keep of what they read of a tree
+// (its size, its file count), so their memory does not grow with the
+// store; past it a memo starts again, which costs re-reads, never
+// correctness.
+const memoMax = 1 << 14
+
 func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
-	inv, rs, g, err := m.openGraph(ctx, tx)
+	rs, g, err := m.openGraph(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
 	defer g.close()
+	w := newWork(ctx)
+	defer w.close()
 	roots := rs.roots
 
 	// An owner is a run (its live root, checkpoints and persist base) or
@@ -212,30 +224,90 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 	// stops at an object already labelled with its own owner or shared,
 	// and goes on through one labelled with another owner, relabelling it
 	// and all below it shared; so each object is visited at most twice.
-	label := map[object]int{}
-	for i := range roots {
-		cur := ownerOf[i]
-		visit := func(o object) bool {
-			switch l, ok := label[o]; {
-			case !ok:
-				label[o] = cur
-				return true
-			case l == cur || l == shared:
-				return false
-			default:
-				label[o] = shared
-				return true
-			}
+	label := w.newMap()
+	labelled := ObjectCounts{}
+	// merge labels o with owner l, or shared if another owner labelled it,
+	// and reports whether its label changed.
+	merge := func(o object, l int64) (bool, error) {
+		switch old, ok, err := label.get(o); {
+		case err != nil:
+			return false, err
+		case !ok:
+			labelled.add(o.kind)
+			return true, label.set(o, l)
+		case old == l || old == shared:
+			return false, nil
+		default:
+			return true, label.set(o, shared)
 		}
+	}
+	// Trees are read as the walks reach them; blobs in the pass over
+	// their rows below, which hands each blob's label to its delta base
+	// and chunks.
+	g.leafBlobs = true
+	for i := range roots {
+		cur := int64(ownerOf[i])
+		visit := func(o object) (bool, error) { return merge(o, cur) }
 		if err := g.walk([]step{roots[i].step()}, visit, badIsCorrupt("du")); err != nil {
 			return nil, err
 		}
 	}
-	unique := make([]int64, len(keys)+1)
-	for o, l := range label {
-		if l != shared {
-			unique[l] += inv.stored(o)
+	g.leafBlobs = false
+	// spread hands blob h's label l to what it references; a base of a
+	// later hash gets it from the pass in its turn, one passed already
+	// from here.
+	var spread func(h, base cas.Hash, chunks []cas.Hash, l int64) error
+	spread = func(h, base cas.Hash, chunks []cas.Hash, l int64) error {
+		for _, c := range chunks {
+			if _, err := merge(object{objChunk, c}, l); err != nil {
+				return err
+			}
 		}
+		if base.IsZero() {
+			return nil
+		}
+		changed, err := merge(object{objBlob, base}, l)
+		if err != nil || !changed || bytes.Compare(base[:], h[:]) > 0 {
+			return err
+		}
+		nl, _, err := label.get(object{objBlob, base})
+		if err != nil {
+			return err
+		}
+		_, bb, bc, ok, err := g.blobRefs(base)
+		if err != nil || !ok {
+			return err // a missing base fails the count below
+		}
+		return spread(base, bb, bc, nl)
+	}
+	err = m.p.Blobs.EachBlobRecord(ctx, tx, func(r cas.BlobRecord) error {
+		l, ok, err := label.get(object{objBlob, r.Hash})
+		if err != nil || !ok {
+			return err
+		}
+		return spread(r.Hash, r.Base, r.Chunks, l)
+	})
+	if err != nil {
+		return nil, err
+	}
+	unique := make([]int64, len(keys)+1)
+	var stored ObjectCounts
+	err = m.eachRow(ctx, tx, func(o object, r rowMeta, _ *cas.BlobRecord) error {
+		l, ok, err := label.get(o)
+		if ok {
+			stored.add(o.kind)
+			if l != shared {
+				unique[l] += r.stored
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A labelled blob or chunk the rows did not hold is missing.
+	if stored.Blobs != labelled.Blobs || stored.Chunks != labelled.Chunks {
+		return nil, missingReachable(g, rs, "du")
 	}
 
 	// Files and size of each live root (a chat's persist root for its
@@ -245,6 +317,9 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 	count = func(h cas.Hash) (int64, error) {
 		if n, ok := files[h]; ok {
 			return n, nil
+		}
+		if len(files) >= memoMax {
+			clear(files) // a memo, bounded: a re-read costs a row
 		}
 		es, _, _, err := g.entries(h)
 		if err != nil {

@@ -88,6 +88,7 @@ var goOps = map[string]string{
 	"Store.ExportFile":        "export",
 	"Store.ImportFile":        "import",
 	"Store.Vacuum":            "",
+	"Store.VacuumWith":        "",
 	"Store.Close":             "",
 	"Store.Sync":              "",
 	"Store.ReclaimRemote":     "",
@@ -118,7 +119,8 @@ var notOps = map[string]string{
 	"Store.ReclaimRemote":     "removes objects other devices may share, run by hand: wsctl reclaim-remote",
 	"Store.PullRemote":        "talks to the object store, outside a host's session: wsctl pull",
 	"Workspace.RunID":         "an accessor of the view",
-	"Store.Vacuum":            "rewrites the whole database file, which every other reader holds open: wsctl vacuum, run alone",
+	"Store.Vacuum":            "gives the file's free pages back, maintenance run by hand: wsctl vacuum",
+	"Store.VacuumWith":        "Vacuum with its options (--full rebuilds the whole file): wsctl vacuum",
 	"Store.Close":             "the session's end closes the store",
 }
 

@@ -66,3 +66,42 @@ func TestMaintenanceMemory(t *testing.T) {
 		})
 	}
 }
+
+var maintObjects = flag.Int("wsctl.maintobjects", 0, "measure fsck, gc, stats and du on a store of this many files, written 10,000 at a time (e.g. 1000000)")
+
+// TestMaintenanceMemoryAtScale runs fsck, gc, stats and du in wsctl
+// children on a store of -wsctl.maintobjects files (1,000 to a directory,
+// 10,000 a change, one checkpoint each) and records their peak RSS, which
+// must stay under 256 MiB: their memory does not grow with the objects.
+func TestMaintenanceMemoryAtScale(t *testing.T) {
+	if *maintObjects == 0 {
+		t.Skip("-wsctl.maintobjects N builds a store of N files")
+	}
+	ctx := context.Background()
+	c := newCLI(t)
+	st := c.open()
+	run := c.seedRun(st, "run_many")
+	ws := st.Runs.Workspace(run.ID, runs.HostScope)
+	n := *maintObjects
+	for i := 0; i < n; i += 10000 {
+		var edits []runs.Edit
+		for j := i; j < min(i+10000, n); j++ {
+			edits = append(edits, runs.Edit{
+				Path:    vfs.MustPath(fmt.Sprintf("output/d%04d/f%07d.txt", j/1000, j)),
+				Content: fmt.Appendf(nil, "file %d: some text that differs %d\n", j, j*7919),
+			})
+		}
+		_, err := ws.Apply(ctx, edits)
+		require.NoError(t, err)
+	}
+	stats, err := st.Stats(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	t.Logf("%d files: %d blobs, %d trees, %d checkpoints", n, stats.Blobs, stats.Trees, stats.Checkpoints)
+	for _, cmd := range []string{"stats", "du", "fsck", "gc"} {
+		r := childRun(t, c.store, "", nil, cmd)
+		require.Equal(t, 0, r.code, r.err)
+		t.Logf("%s on %d files: peak RSS %.1f MiB", cmd, n, float64(r.hwm)/(1<<20))
+		assert.Less(t, r.hwm, int64(256<<20), "%s peak RSS", cmd)
+	}
+}
