@@ -193,6 +193,12 @@ func (s *Store) setNewest(dc *dictCodec) {
 	if !first && s.dicts.newest == dc {
 		return
 	}
+	if prev := s.dicts.newest; prev != nil && prev != dc {
+		// Only the newest dictionary compresses: the encoders of the one
+		// it replaces (a megabyte or more of tables each) go, while its
+		// decoder stays for the blobs it compressed.
+		prev.encs.drop()
+	}
 	s.dicts.newest = dc
 	s.dicts.since = 0
 	s.dicts.due = s.trainDue(dc)

@@ -33,3 +33,10 @@ func (l *freeList[T]) put(v T) {
 		l.free = append(l.free, v)
 	}
 }
+
+// drop lets the collector have every kept value and any put back later.
+func (l *freeList[T]) drop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.free, l.keep = nil, 0
+}
