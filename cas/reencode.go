@@ -73,14 +73,7 @@ func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, r
 		if last.ID-first.ID+1 <= int64(s.opts.MaxPending) && last.Upto-first.Before <= maxPendingRaw {
 			break
 		}
-		job, ok, err := firstJob(ctx, tx)
-		if err != nil || !ok {
-			return err
-		}
-		if _, err := deleteJob(ctx, tx, job.ID); err != nil {
-			return err
-		}
-		if err := s.runJob(ctx, tx, s.hist, job); err != nil {
+		if ok, err := s.runFirstJob(ctx, tx); err != nil || !ok {
 			return err
 		}
 	}
@@ -113,6 +106,19 @@ func firstJob(ctx context.Context, tx *index.Tx) (reencodeJob, bool, error) {
 		return job, false, nil
 	}
 	return job, err == nil, index.Translate(err)
+}
+
+// runFirstJob takes the oldest job off the queue and runs it in tx; false
+// when the queue is empty.
+func (s *Store) runFirstJob(ctx context.Context, tx *index.Tx) (bool, error) {
+	job, ok, err := firstJob(ctx, tx)
+	if err != nil || !ok {
+		return false, err
+	}
+	if _, err := deleteJob(ctx, tx, job.ID); err != nil {
+		return false, err
+	}
+	return true, s.runJob(ctx, tx, s.hist, job)
 }
 
 func deleteJob(ctx context.Context, tx *index.Tx, id int64) (bool, error) {
@@ -488,14 +494,7 @@ func (s *Store) Drain(ctx context.Context) (int, error) {
 		err := s.db.Update(ctx, func(tx *index.Tx) error {
 			n = 0
 			for n < drainBatch {
-				job, ok, err := firstJob(ctx, tx)
-				if err != nil || !ok {
-					return err
-				}
-				if _, err := deleteJob(ctx, tx, job.ID); err != nil {
-					return err
-				}
-				if err := s.runJob(ctx, tx, s.hist, job); err != nil {
+				if ok, err := s.runFirstJob(ctx, tx); err != nil || !ok {
 					return err
 				}
 				n++
