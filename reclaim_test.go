@@ -169,23 +169,7 @@ func queryPlans(t *testing.T, e *retEnv, stmts []string) []string {
 		for i := range args {
 			args[i] = make([]byte, 32)
 		}
-		var lines []string
-		require.NoError(t, e.s.DB.View(e.ctx, func(tx *index.Tx) error {
-			rows, err := tx.QueryxContext(e.ctx, "EXPLAIN QUERY PLAN "+q, args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					return err
-				}
-				lines = append(lines, detail)
-			}
-			return rows.Err()
-		}), q)
+		lines := storetest.QueryPlan(t, e.s.DB, q, args...)
 		out = append(out, q+"\n  "+strings.Join(lines, "\n  "))
 	}
 	require.NotEmpty(t, out)

@@ -174,23 +174,7 @@ func TestQueuedWriteStatementsDoNotGrowWithTheQueue(t *testing.T) {
 		if !strings.Contains(q, "blob_reencodes") {
 			continue
 		}
-		var plan []string
-		require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
-			rows, err := tx.QueryxContext(ctx, "EXPLAIN QUERY PLAN "+q, make([]byte, 32), make([]byte, 32), 0)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					return err
-				}
-				plan = append(plan, detail)
-			}
-			return rows.Err()
-		}))
+		plan := storetest.QueryPlan(t, db, q, make([]byte, 32), make([]byte, 32), 0)
 		assert.NotRegexp(t, scan, strings.Join(plan, "\n"), q)
 	}
 }

@@ -171,38 +171,19 @@ func TestPruneQueriesUseThePrimaryKey(t *testing.T) {
 	args := map[string][]any{"count": {"run_a"}, "rows": {"run_a"}, "delete": {"run_a", 1}, "relink": {0, "run_a", 1}}
 	for name, q := range checkpoint.PruneQueries {
 		t.Run(name, func(t *testing.T) {
-			type step struct {
-				ID, Parent, NotUsed int
-				Detail              string
-			}
-			var plan []step
-			require.NoError(t, e.db.View(e.ctx, func(tx *index.Tx) error {
-				rows, err := tx.QueryxContext(e.ctx, `EXPLAIN QUERY PLAN `+q, args[name]...)
-				if err != nil {
-					return err
-				}
-				defer rows.Close()
-				for rows.Next() {
-					var p step
-					if err := rows.Scan(&p.ID, &p.Parent, &p.NotUsed, &p.Detail); err != nil {
-						return err
-					}
-					plan = append(plan, p)
-				}
-				return rows.Err()
-			}))
+			plan := storetest.QueryPlan(t, e.db, q, args[name]...)
 			require.NotEmpty(t, plan)
-			for _, p := range plan {
+			for _, d := range plan {
 				switch name {
 				case "relink":
-					assert.Contains(t, p.Detail, "USING INDEX checkpoints_parent (run_id=? AND parent_seq=?)", "%s", q)
+					assert.Contains(t, d, "USING INDEX checkpoints_parent (run_id=? AND parent_seq=?)", "%s", q)
 				case "count":
-					assert.Regexp(t, `USING (PRIMARY KEY|COVERING INDEX checkpoints_parent) \(run_id=\?`, p.Detail, "%s", q)
+					assert.Regexp(t, `USING (PRIMARY KEY|COVERING INDEX checkpoints_parent) \(run_id=\?`, d, "%s", q)
 				default:
-					assert.Contains(t, p.Detail, "USING PRIMARY KEY (run_id=?", "%s", q)
+					assert.Contains(t, d, "USING PRIMARY KEY (run_id=?", "%s", q)
 				}
-				assert.False(t, strings.HasPrefix(p.Detail, "SCAN"), "%s: %s", q, p.Detail)
-				assert.NotContains(t, p.Detail, "TEMP B-TREE", "%s sorts in key order", q)
+				assert.False(t, strings.HasPrefix(d, "SCAN"), "%s: %s", q, d)
+				assert.NotContains(t, d, "TEMP B-TREE", "%s sorts in key order", q)
 			}
 		})
 	}
@@ -221,23 +202,7 @@ func TestPruneBytesQueriesUseTheKeys(t *testing.T) {
 		"delete": {"run_a", 1}, "relink": {0, "run_a", 1}}
 	for name, q := range checkpoint.PruneBytesQueries {
 		t.Run(name, func(t *testing.T) {
-			var details []string
-			require.NoError(t, e.db.View(e.ctx, func(tx *index.Tx) error {
-				rows, err := tx.QueryxContext(e.ctx, `EXPLAIN QUERY PLAN `+q, args[name]...)
-				if err != nil {
-					return err
-				}
-				defer rows.Close()
-				for rows.Next() {
-					var id, parent, notUsed int
-					var detail string
-					if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
-						return err
-					}
-					details = append(details, detail)
-				}
-				return rows.Err()
-			}))
+			details := storetest.QueryPlan(t, e.db, q, args[name]...)
 			require.NotEmpty(t, details)
 			for _, d := range details {
 				if name == "relink" {

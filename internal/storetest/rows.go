@@ -19,3 +19,28 @@ func CountRows(tb testing.TB, db *index.DB, table string) int {
 	}), "count rows of %s", table)
 	return n
 }
+
+// QueryPlan returns the detail column of SQLite's EXPLAIN QUERY PLAN for
+// q run with args, one line per step, read from the last committed state.
+func QueryPlan(tb testing.TB, db *index.DB, q string, args ...any) []string {
+	tb.Helper()
+	var plan []string
+	ctx := context.Background()
+	require.NoError(tb, db.View(ctx, func(tx *index.Tx) error {
+		rows, err := tx.QueryxContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				return err
+			}
+			plan = append(plan, detail)
+		}
+		return rows.Err()
+	}), "explain %s", q)
+	return plan
+}
