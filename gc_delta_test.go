@@ -140,15 +140,7 @@ func TestDeltaHistoryGoesOnAfterGC(t *testing.T) {
 // cannot save it: sweep must see that X became the newest version of a
 // history and keep it, or P stops reading.
 func TestGCKeepsABaseMadeDuringTheSweep(t *testing.T) {
-	body := func(tag string) []byte {
-		var b strings.Builder
-		for i := range 200 {
-			fmt.Fprintf(&b, "line %d of the keeper's log: lamp %d lit at dusk\n", i, i*i%97)
-		}
-		b.WriteString(tag)
-		return []byte(b.String())
-	}
-	P, X := body("version P\n"), body("version X\n")
+	P, X := keeperLog("version P\n"), keeperLog("version X\n")
 	tests := []struct {
 		name   string
 		moveOn func(e *env, cp checkpoint.Checkpoint)
@@ -158,7 +150,7 @@ func TestGCKeepsABaseMadeDuringTheSweep(t *testing.T) {
 			require.NoError(e.t, err)
 		}},
 		{name: "NewerVersion", moveOn: func(e *env, _ checkpoint.Checkpoint) {
-			e.write("run_a", "output/f.md", body("version Y, brand new\n"))
+			e.write("run_a", "output/f.md", keeperLog("version Y, brand new\n"))
 		}},
 	}
 	for _, tt := range tests {
@@ -213,15 +205,7 @@ func TestGCKeepsABaseMadeDuringTheSweep(t *testing.T) {
 // behind gc's, only X's history number, changed by the job, can tell the
 // sweep to keep it.
 func TestGCKeepsABaseAQueuedJobMade(t *testing.T) {
-	body := func(tag string) []byte {
-		var b strings.Builder
-		for i := range 200 {
-			fmt.Fprintf(&b, "line %d of the keeper's log: lamp %d lit at dusk\n", i, i*i%97)
-		}
-		b.WriteString(tag)
-		return []byte(b.String())
-	}
-	P, X := body("version P\n"), body("version X\n")
+	P, X := keeperLog("version P\n"), keeperLog("version X\n")
 	e := newEnv(t)
 	createManual(t, e.s, "chat-1", "run_a")
 	e.write("run_a", "output/f.md", P)
@@ -379,4 +363,15 @@ func TestGCKeepsDeltaBasesOnEitherSideInHashOrder(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, dry.Reachable.Blobs, 2*files, "every base counts as reachable")
 	e.requireReadable("run_a", want)
+}
+
+// keeperLog is a 200-line text ending in tag: two of them differ only in
+// their last line, so each is a good delta base for the other.
+func keeperLog(tag string) []byte {
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, "line %d of the keeper's log: lamp %d lit at dusk\n", i, i*i%97)
+	}
+	b.WriteString(tag)
+	return []byte(b.String())
 }

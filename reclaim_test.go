@@ -233,14 +233,7 @@ func TestReclaimInterruptedAnywhere(t *testing.T) {
 // that run moves on (a rollback to P). X is a candidate, and no tree names
 // it any more, but P rests on it: the reclaim must keep it.
 func TestReclaimKeepsABaseMadeSinceTheDeletion(t *testing.T) {
-	body := func(tag string) string {
-		var b strings.Builder
-		for i := range 200 {
-			fmt.Fprintf(&b, "line %d of the keeper's log: lamp %d lit at dusk\n", i, i*i%97)
-		}
-		return b.String() + tag
-	}
-	P, X := body("version P\n"), body("version X\n")
+	P, X := string(keeperLog("version P\n")), string(keeperLog("version X\n"))
 	e := newRetEnv(t, wsstore.Options{})
 	createManual(t, e.s, "chat-1", "run_a")
 	require.NoError(t, e.write("run_a", "output/f.md", P))
