@@ -83,12 +83,14 @@ func (w *Workspace) Open(ctx context.Context, p vfs.Path) (io.ReadCloser, vfs.Fi
 	return rc, fi, nil
 }
 
-// largeBase returns p's entry if p is a stored file larger than largeFile
-// that op may change. Anything else (a small or missing file, a path op
-// may not change, a failure) is left to mutate to handle and report.
-func (w *Workspace) largeBase(ctx context.Context, op string, p vfs.Path) (vfs.Entry, bool) {
+// largeBase returns p's entry and true if p is a stored file larger than
+// largeFile that op may change; false for a small or missing file or a
+// virtual path, which mutate handles. A path op may not change and a
+// failure to read the run are returned, so a caller that falls back to
+// mutate never goes round again on a persistent error.
+func (w *Workspace) largeBase(ctx context.Context, op string, p vfs.Path) (vfs.Entry, bool, error) {
 	if _, _, _, ok := w.s.virtual.Match(p); ok || p.IsRoot() {
-		return vfs.Entry{}, false
+		return vfs.Entry{}, false, nil
 	}
 	var base vfs.Entry
 	err := w.s.db.View(ctx, func(tx *index.Tx) error {
@@ -102,7 +104,13 @@ func (w *Workspace) largeBase(ctx context.Context, op string, p vfs.Path) (vfs.E
 		base, err = w.s.trees.Lookup(ctx, tx, run.Root, p)
 		return err
 	})
-	return base, err == nil && base.Kind == vfs.KindFile && base.Size > largeFile
+	if wserr.Is(err, wserr.FileNotFound) {
+		return vfs.Entry{}, false, nil
+	}
+	if err != nil {
+		return vfs.Entry{}, false, err
+	}
+	return base, base.Kind == vfs.KindFile && base.Size > largeFile, nil
 }
 
 // streamVersion stores the next version of the large file p, built by
@@ -130,7 +138,9 @@ func (w *Workspace) streamVersion(ctx context.Context, op string, p vfs.Path, ba
 			return fi, err
 		}
 		var ok bool
-		if base, ok = w.largeBase(ctx, op, p); !ok {
+		if base, ok, err = w.largeBase(ctx, op, p); err != nil {
+			return vfs.FileInfo{}, err
+		} else if !ok {
 			return small()
 		}
 	}

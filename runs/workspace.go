@@ -389,7 +389,11 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 			}}, nil
 	})
 	if errors.Is(err, errLargeFile) {
-		if base, ok := w.largeBase(ctx, "write", p); ok {
+		base, ok, err := w.largeBase(ctx, "write", p)
+		if err != nil {
+			return vfs.FileInfo{}, err
+		}
+		if ok {
 			return w.appendLarge(ctx, p, base, content, opt)
 		}
 		return w.Write(ctx, p, content, opt) // no longer large
@@ -493,7 +497,11 @@ func (w *Workspace) Patch(ctx context.Context, p vfs.Path, old, new string, opt 
 			}}, nil
 	})
 	if errors.Is(err, errLargeFile) {
-		if base, ok := w.largeBase(ctx, "patch", p); ok {
+		base, ok, err := w.largeBase(ctx, "patch", p)
+		if err != nil {
+			return vfs.FileInfo{}, err
+		}
+		if ok {
 			return w.patchLarge(ctx, p, base, old, new, opt)
 		}
 		return w.Patch(ctx, p, old, new, opt) // no longer large
