@@ -13,11 +13,16 @@ import (
 // --cpuprofile); unset, nothing is profiled.
 const cpuProfileEnv = "WSCTL_CPUPROFILE"
 
+// memProfileEnv names a file to write an allocation profile of the whole
+// command to when it ends; unset, none is written.
+const memProfileEnv = "WSCTL_MEMPROFILE"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stopProfile := startProfile()
 	code := execute(ctx, newApp(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stopProfile()
+	writeMemProfile()
 	stop()
 	os.Exit(code)
 }
@@ -41,4 +46,18 @@ func startProfile() func() {
 		pprof.StopCPUProfile()
 		f.Close()
 	}
+}
+
+// writeMemProfile writes the allocation profile memProfileEnv asks for.
+func writeMemProfile() {
+	path := os.Getenv(memProfileEnv)
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup("allocs").WriteTo(f, 0)
 }
