@@ -24,13 +24,22 @@ buffer config handler request response context index record stream parser token 
 the of and to in is that for it as was with be by on not this are or from at which but have an`)
 
 // note returns small file i: a few hundred bytes to 4 KiB of prose.
-func note(i int) []byte {
+func note(i int) []byte { return noteOf(i, noteWords) }
+
+// laterNoteWords is the vocabulary of notes written after the content
+// drifted.
+var laterNoteWords = strings.Fields(`ledger voyage quarry beacon tundra falcon glacier spindle pewter saffron
+lattice furnace parlor tavern caravan migrate stitch harvest kindle scatter weave polish mend render commit
+rebase shard lease ticket replica a so up out if about who get go me when make can like time no just him`)
+
+// noteOf is note i written with the words of vocab.
+func noteOf(i int, vocab []string) []byte {
 	r := rand.New(rand.NewPCG(11, uint64(i)))
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Note %d\n\n", i)
 	for size := 200 + r.IntN(4<<10); b.Len() < size; {
 		for range 6 + r.IntN(12) {
-			b.WriteString(noteWords[r.IntN(len(noteWords))] + " ")
+			b.WriteString(vocab[r.IntN(len(vocab))] + " ")
 		}
 		b.WriteString(".\n")
 	}
@@ -57,8 +66,9 @@ func TestGCKeepsDictionariesInUse(t *testing.T) {
 	d1, ok, err := e.s.Blobs.TrainDict(e.ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
+	// run_b writes after the content drifted: a new dictionary pays.
 	for i := 60; i < 300; i++ {
-		e.write("run_b", fmt.Sprintf("output/notes/%03d.md", i), note(i))
+		e.write("run_b", fmt.Sprintf("output/notes/%03d.md", i), noteOf(i, laterNoteWords))
 	}
 	d2, ok, err := e.s.Blobs.TrainDict(e.ctx)
 	require.NoError(t, err)
@@ -73,7 +83,7 @@ func TestGCKeepsDictionariesInUse(t *testing.T) {
 	e.collect()
 	require.True(t, e.has(d1.Hash), "blobs gc keeps are compressed with it")
 	e.requireReadable("run_a", map[string][]byte{"output/notes/007.md": note(7)})
-	e.requireReadable("run_b", map[string][]byte{"output/notes/100.md": note(100)})
+	e.requireReadable("run_b", map[string][]byte{"output/notes/100.md": noteOf(100, laterNoteWords)})
 	rep, err := e.s.Fsck(e.ctx, nil)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Problems)

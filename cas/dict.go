@@ -280,7 +280,7 @@ func (s *Store) cacheDict(info DictInfo, b []byte) (*dictCodec, error) {
 	newEnc := func() (*zstd.Encoder, error) {
 		return zstd.NewWriter(nil,
 			zstd.WithEncoderDict(b),
-			zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(s.opts.Level)),
+			zstd.WithEncoderLevel(dictLevel),
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(dictWindow),
 			zstd.WithLowerEncoderMem(true),
@@ -316,6 +316,14 @@ func (s *Store) cacheDict(info DictInfo, b []byte) (*dictCodec, error) {
 	s.dicts.loaded[info.Hash] = dc
 	return dc, nil
 }
+
+// dictLevel is the zstd level of dictionary compression, whatever
+// Options.Level says. Before each frame an encoder restores the match
+// tables the dictionary primes; at the default level those are 1.25 MiB,
+// which for a blob of a few KiB costs more than compressing it (measured
+// here: 190 µs against 80 µs for 4 KiB of prose, 160 µs against 42 µs for
+// 1 KiB), for frames about 5% smaller.
+const dictLevel = zstd.SpeedFastest
 
 // dictWindow is the zstd window of dictionary compression: room for the
 // largest dictionary and the largest small blob.
@@ -487,7 +495,7 @@ func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error)
 		Contents: contents,
 		History:  history,
 		Offsets:  [3]int{1, 4, 8},
-		Level:    zstd.EncoderLevelFromZstd(s.opts.Level),
+		Level:    dictLevel,
 	})
 	if err != nil {
 		return DictInfo{}, false, nil // too little to learn from

@@ -33,9 +33,20 @@ retry parse render encode decode commit resolve update delete insert north south
 
 // smallFile returns file i of the corpus: a note or a pseudo-source file
 // of 300 B to 6 KiB.
-func smallFile(i int) []byte {
+func smallFile(i int) []byte { return smallFileOf(i, dictWords) }
+
+// laterWords is the vocabulary of a store whose content has drifted since
+// its first dictionary was trained.
+var laterWords = strings.Fields(`a so up out if about who get which go me when make can like time no just him
+know take people into year your good some could them see other than then now look only come its over think
+also back after use two how our work first well way even new want because any these give day most us ledger
+voyage quarry beacon tundra falcon glacier spindle pewter saffron lattice furnace parlor tavern caravan
+migrate stitch harvest kindle scatter weave polish mend render commit rebase shard lease ticket replica`)
+
+// smallFileOf is smallFile i written with the words of vocab.
+func smallFileOf(i int, vocab []string) []byte {
 	r := rand.New(rand.NewPCG(7, uint64(i)))
-	w := func() string { return dictWords[r.IntN(len(dictWords))] }
+	w := func() string { return vocab[r.IntN(len(vocab))] }
 	var b bytes.Buffer
 	size := 300 + r.IntN(6<<10)
 	if i%2 == 0 {
@@ -344,10 +355,11 @@ func TestPruneDicts(t *testing.T) {
 	first, ok, err := s.TrainDict(ctx)
 	require.NoError(t, err)
 	require.True(t, ok)
-	// Many more blobs make a better dictionary, which re-encodes the
-	// samples it reads; blobs it did not sample keep the first.
+	// Many more blobs, written since the content drifted, make a better
+	// dictionary, which re-encodes the samples it reads; blobs it did not
+	// sample keep the first.
 	for i := 60; i < 400; i++ {
-		_, err := s.PutBytes(ctx, nil, smallFile(i))
+		_, err := s.PutBytes(ctx, nil, smallFileOf(i, laterWords))
 		require.NoError(t, err)
 	}
 	second, ok, err := s.TrainDict(ctx)
