@@ -49,6 +49,9 @@ func TestChatReport(t *testing.T) {
 			assert.GreaterOrEqual(t, len(res.RollbackSamplesNs), minRollbacks)
 			assert.Equal(t, 1, len(res.RollbackSamplesNs)%2, "rollbacks end at the middle checkpoint")
 			assert.Positive(t, res.DiskBytes)
+			assert.Positive(t, res.SmallWrites, "the status, summary and note writes")
+			// wsctl's run takes every checkpoint in its mutation's request.
+			assert.Equal(t, sys == "wsctl", res.AutoCheckpoint)
 			results = append(results, res)
 		})
 	}

@@ -56,6 +56,18 @@ func newSystem(ctx context.Context, name string) (System, error) {
 	return nil, fmt.Errorf("unknown system %q (want one of wsstore, wsctl, dircopy, git)", name)
 }
 
+// autoCheckpointer is a System that can have a run take a checkpoint
+// after every mutation by itself, in the mutation's own step; Checkpoint
+// then returns the one the last mutation took.
+type autoCheckpointer interface {
+	autoCheckpoint()
+}
+
+// smallWrite is the largest whole-file write counted among the small
+// ones (Result.SmallWriteP50): the status, summary and note files of the
+// chat workload, a few KiB each.
+const smallWrite = 8 << 10
+
 // caseConfig names one workload on one system.
 type caseConfig struct {
 	Workload string
@@ -109,9 +121,13 @@ func runCase(ctx context.Context, cfg caseConfig) (Result, error) {
 		}
 	}()
 
+	if a, ok := sys.(autoCheckpointer); ok && wl.EveryMutation {
+		a.autoCheckpoint()
+		res.AutoCheckpoint = true
+	}
 	var tr Tracker
 	var ids []string
-	var applyNs, cpNs []int64
+	var applyNs, cpNs, smallNs []int64
 	err = wl.Gen(func(op Op) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -132,6 +148,9 @@ func runCase(ctx context.Context, cfg caseConfig) (Result, error) {
 		}
 		err := sys.Apply(op)
 		applyNs = append(applyNs, int64(time.Since(t)))
+		if op.Kind == OpWrite && !op.Input && op.Src == nil && len(op.Data) <= smallWrite {
+			smallNs = append(smallNs, applyNs[len(applyNs)-1])
+		}
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", op.Kind, op.Path, err)
 		}
@@ -147,6 +166,9 @@ func runCase(ctx context.Context, cfg caseConfig) (Result, error) {
 	res.CheckpointP50, res.CheckpointP99 = percentile(cpNs, 50), percentile(cpNs, 99)
 	res.CheckpointMax = slices.Max(cpNs)
 	res.ApplyP50, res.ApplyP99 = percentile(applyNs, 50), percentile(applyNs, 99)
+	if len(smallNs) > 0 {
+		res.SmallWrites, res.SmallWriteP50, res.SmallWriteP99 = len(smallNs), percentile(smallNs, 50), percentile(smallNs, 99)
+	}
 	res.RollbackTo = (len(ids)-1)/2 + 1
 
 	// Roll back to the middle, the last and the middle checkpoint again,

@@ -186,6 +186,10 @@ type Workload struct {
 	// Gen calls emit with every op in order; the sequence depends only on
 	// the seed and the scale. An error from emit stops it and is returned.
 	Gen func(emit func(Op) error) error
+	// EveryMutation says a checkpoint follows every mutation, as a run
+	// with automatic checkpoints takes them: a system that can take
+	// them so (autoCheckpointer) takes each in its mutation's request.
+	EveryMutation bool
 }
 
 var workloadNames = []string{"chat", "project", "large", retentionWorkload}
@@ -197,7 +201,7 @@ func newWorkload(name string, seed uint64, sc Scale) (Workload, error) {
 		return Workload{Name: name,
 			Desc: fmt.Sprintf("one run, %d rounds, %d checkpoints (one after every mutation); inputs of %s and %s written once",
 				sc.ChatRounds, 2*sc.ChatRounds, fmtBytes(int64(sc.ChatPromptBytes)), fmtBytes(int64(sc.ChatWorldBytes))),
-			Gen: func(emit func(Op) error) error { return chatOps(seed, sc, emit) }}, nil
+			Gen: func(emit func(Op) error) error { return chatOps(seed, sc, emit) }, EveryMutation: true}, nil
 	case "project":
 		return Workload{Name: name,
 			Desc: fmt.Sprintf("%d text files in %d directories plus %d × %s binaries, imported one directory per batch, then %d checkpoints after editing 3 files each (plus the import checkpoint)",

@@ -27,7 +27,10 @@ import (
 // includes encoding the request, the pipe both ways, the protocol's
 // decoding and the response. Inputs go in run.create; a batch is one
 // apply request; checkpoints and rollbacks are the checkpoint and
-// rollback ops. Positional edits (the large workload) have no batch op.
+// rollback ops, except in a workload that checkpoints after every
+// mutation (chat), whose run has automatic checkpoints: each mutation's
+// request takes its checkpoint, in its transaction, as a host's run
+// does by default. Positional edits (the large workload) have no batch op.
 // Verify, disk and gc read the same store directory in-process, as the
 // wsstore system does.
 type wsctlSystem struct {
@@ -39,7 +42,13 @@ type wsctlSystem struct {
 	out    *bufio.Reader
 	inputs map[string]string
 	begun  bool
+	// auto has the run take a checkpoint after every mutation, in the
+	// mutation's request; lastCP is the one the last mutation took.
+	auto   bool
+	lastCP string
 }
+
+func (s *wsctlSystem) autoCheckpoint() { s.auto = true }
 
 // wsctlBinEnv names the wsctl binary the parent built for the cases.
 const wsctlBinEnv = "WSBENCH_WSCTL"
@@ -163,7 +172,7 @@ func (s *wsctlSystem) start() error {
 	s.begun = true
 	_, err := s.ask(map[string]any{"op": "run.create", "runId": benchRunID,
 		"chat":    runs.ChatKey{Kind: "bench", StableChatID: "bench-chat"},
-		"profile": map[string]any{"autoCheckpoint": false},
+		"profile": map[string]any{"autoCheckpoint": s.auto},
 		"inputs":  s.inputs})
 	return err
 }
@@ -179,44 +188,60 @@ func (s *wsctlSystem) Apply(op Op) error {
 	if err := s.start(); err != nil {
 		return err
 	}
+	var res json.RawMessage
 	var err error
 	switch op.Kind {
 	case OpWrite:
 		if op.Src != nil {
 			return fmt.Errorf("wsctl: %s is too large for a batch line", op.Path)
 		}
-		_, err = s.ask(content(map[string]any{"op": "write", "path": op.Path}, op.Data))
+		res, err = s.ask(content(map[string]any{"op": "write", "path": op.Path}, op.Data))
 	case OpAppend:
-		_, err = s.ask(content(map[string]any{"op": "append", "path": op.Path}, op.Data))
+		res, err = s.ask(content(map[string]any{"op": "append", "path": op.Path}, op.Data))
 	case OpPatch:
-		_, err = s.ask(map[string]any{"op": "patch", "path": op.Path, "old": op.Old, "new": op.New})
+		res, err = s.ask(map[string]any{"op": "patch", "path": op.Path, "old": op.Old, "new": op.New})
 	case OpDelete:
-		_, err = s.ask(map[string]any{"op": "delete", "path": op.Path})
+		res, err = s.ask(map[string]any{"op": "delete", "path": op.Path})
 	case OpBatch:
 		edits := make([]map[string]any, len(op.Batch))
 		for i, w := range op.Batch {
 			edits[i] = content(map[string]any{"path": w.Path}, w.Data)
 		}
-		_, err = s.ask(map[string]any{"op": "apply", "edits": edits})
+		res, err = s.ask(map[string]any{"op": "apply", "edits": edits})
 	default:
 		err = fmt.Errorf("wsctl: no batch op for %s", op.Kind)
 	}
-	return err
+	if err != nil || !s.auto {
+		return err
+	}
+	var r struct {
+		CheckpointID string `json:"checkpointId"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return err
+	}
+	s.lastCP = r.CheckpointID
+	return nil
 }
 
 func (s *wsctlSystem) Checkpoint(label string) (string, error) {
 	if err := s.start(); err != nil {
 		return "", err
 	}
-	res, err := s.ask(map[string]any{"op": "checkpoint", "reason": label})
-	if err != nil {
-		return "", err
-	}
 	var r struct {
 		CheckpointID string `json:"checkpointId"`
 	}
-	if err := json.Unmarshal(res, &r); err != nil {
-		return "", err
+	// A run with automatic checkpoints took this one in the mutation's
+	// request; one that changed nothing needs its own.
+	r.CheckpointID, s.lastCP = s.lastCP, ""
+	if r.CheckpointID == "" {
+		res, err := s.ask(map[string]any{"op": "checkpoint", "reason": label})
+		if err != nil {
+			return "", err
+		}
+		if err := json.Unmarshal(res, &r); err != nil {
+			return "", err
+		}
 	}
 	seq, err := strconv.ParseInt(strings.TrimLeft(strings.TrimPrefix(r.CheckpointID, "cp_"), "0"), 10, 64)
 	if err != nil {
