@@ -357,8 +357,10 @@ func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 			return s.insertVersion(ctx, tx, hs, h, cur, fresh, 0)
 		}
 	}
-	// One codec for every member re-encoded against h, sized for the
-	// largest; members that would not fit in DeltaMax with h get none.
+	// A member that differs from h in one place becomes an edit
+	// (edit.go); the others share one zstd codec against h, sized for the
+	// largest and built when the first of them needs it. Members that
+	// would not fit in DeltaMax with h get neither.
 	var codec *deltaCodec
 	var largest int64
 	for _, m := range members[first:] {
@@ -366,12 +368,30 @@ func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 			largest = max(largest, m.Size)
 		}
 	}
-	if largest > 0 {
-		if codec, err = s.deltaCodec(cur, largest); err != nil {
-			codec = nil
-		} else {
-			defer s.releaseDeltaCodec(codec)
+	defer func() {
+		if codec != nil {
+			s.releaseDeltaCodec(codec)
 		}
+	}()
+	deltaOf := func(m Version, old []byte) []byte {
+		if m.Base == h || m.Size < 64 || m.Size+int64(len(cur)) > int64(s.opts.DeltaMax) {
+			return nil
+		}
+		if d, ok := encodeEdit(old, cur); ok {
+			return d
+		}
+		if codec == nil && largest > 0 {
+			c, err := s.deltaCodec(cur, largest)
+			if err != nil {
+				largest = 0
+				return nil
+			}
+			codec = c
+		}
+		if codec == nil {
+			return nil
+		}
+		return codec.encode(old, m.Hash)
 	}
 	// slot is prev's row position once prev is re-encoded, unless an
 	// older member is re-encoded too (see the doc above).
@@ -387,11 +407,7 @@ func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 				break
 			}
 		}
-		c := codec
-		if m.Size+int64(len(cur)) > int64(s.opts.DeltaMax) {
-			c = nil
-		}
-		replaced, err := s.rebaseOnto(ctx, tx, hs, m, plain, h, c)
+		replaced, err := s.rebaseOnto(ctx, tx, hs, m, plain, h, deltaOf(m, plain))
 		if err != nil {
 			return err
 		}
@@ -478,19 +494,15 @@ func (s *Store) memberBytes(ctx context.Context, m Version, next Hash, below []b
 	return b, err
 }
 
-// rebaseOnto stores member m (plain bytes old) as a delta against base
-// (through codec; nil when the two would not fit in DeltaMax together)
-// when that is a quarter smaller than its whole form and proven to decode
-// back; a member stored as a delta against
+// rebaseOnto stores member m (plain bytes old) as delta, its delta
+// against base (nil when there is none: the two would not fit in DeltaMax
+// together, or it did not decode back), when that is a quarter smaller
+// than its whole form; a member stored as a delta against
 // another base that cannot be re-encoded so is stored whole instead, since
 // its chain must no longer run through its old base.
-func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, hs HistoryStorage, m Version, old []byte, base Hash, codec *deltaCodec) (bool, error) {
+func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, hs HistoryStorage, m Version, old []byte, base Hash, delta []byte) (bool, error) {
 	if m.Base == base {
 		return false, nil
-	}
-	var delta []byte
-	if codec != nil && m.Size >= 64 {
-		delta = codec.encode(old, m.Hash)
 	}
 	if m.Codec == CodecRaw {
 		// Its write left it raw (a later write replaced it before its
@@ -706,6 +718,9 @@ func (c *deltaCodec) close() {
 }
 
 func decodeDelta(data, base []byte, size int64) ([]byte, error) {
+	if isEdit(data) {
+		return decodeEdit(data, base, size)
+	}
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderDictRaw(0, base),
 		zstd.WithDecoderConcurrency(1),

@@ -477,11 +477,12 @@ func TestDeltaNewVersionTakesItsPredecessorsRow(t *testing.T) {
 		Hash  cas.Hash `db:"hash"`
 		Rowid int64    `db:"rowid"`
 		Data  []byte   `db:"data"`
+		Base  []byte   `db:"base"`
 	}
 	rows := func() map[cas.Hash]row {
 		var rs []row
 		require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
-			return tx.SelectContext(ctx, &rs, `SELECT hash, rowid, data FROM blobs`)
+			return tx.SelectContext(ctx, &rs, `SELECT hash, rowid, data, base FROM blobs`)
 		}))
 		m := map[cas.Hash]row{}
 		for _, r := range rs {
@@ -502,7 +503,10 @@ func TestDeltaNewVersionTakesItsPredecessorsRow(t *testing.T) {
 		var last int64
 		for k, r := range before {
 			last = max(last, r.Rowid)
-			if k != prev && !bytes.Equal(now[k].Data, r.Data) {
+			// An edit against the new version can keep its bytes: an
+			// older version that is a prefix of both is the same edit of
+			// either, and only its base changes.
+			if k != prev && (!bytes.Equal(now[k].Data, r.Data) || !bytes.Equal(now[k].Base, r.Base)) {
 				others++
 			}
 		}
@@ -518,4 +522,54 @@ func TestDeltaNewVersionTakesItsPredecessorsRow(t *testing.T) {
 	}
 	assert.Positive(t, took)
 	assert.Positive(t, after)
+}
+
+// TestAppendedHistoryIsEdits: a file that only grows by appends keeps its
+// older versions as edits (the prefix of the next version, no zstd frame),
+// each read back exactly and verified; damage to an edit is corruption.
+func TestAppendedHistoryIsEdits(t *testing.T) {
+	ctx := context.Background()
+	db, s := storetest.OpenCAS(t, cas.Options{InlineDeltas: true})
+	var versions [][]byte
+	var doc []byte
+	for i := range 40 {
+		doc = fmt.Appendf(bytes.Clone(doc), "## Part %d\n\nThe keeper lit the lamp at dusk, round %d, and watched the ships.\n", i, i)
+		versions = append(versions, doc)
+	}
+	hashes := putHistory(t, s, versions)
+	for i, h := range hashes {
+		b, err := s.ReadAll(ctx, h)
+		require.NoError(t, err)
+		require.Equal(t, versions[i], b, "version %d", i)
+	}
+	var edits, zstdDeltas int
+	require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
+		if err := tx.GetContext(ctx, &edits, `SELECT count(*) FROM blobs WHERE codec = 3 AND substr(data, 1, 4) = CAST(? AS BLOB)`, []byte("wsE\x01")); err != nil {
+			return err
+		}
+		return tx.GetContext(ctx, &zstdDeltas, `SELECT count(*) FROM blobs WHERE codec = 3 AND substr(data, 1, 4) != CAST(? AS BLOB)`, []byte("wsE\x01"))
+	}))
+	assert.Equal(t, len(versions)-1, edits, "every version but the newest is an edit")
+	assert.Zero(t, zstdDeltas)
+
+	// An edit that no longer fits its base fails the read, never returns
+	// other bytes, and so does a version whose chain runs through it
+	// (version 5 rests on version 6: delta.go).
+	var data []byte
+	require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &data, `SELECT data FROM blobs WHERE hash = ?`, hashes[5])
+	}))
+	setData := func(b []byte) {
+		require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE blobs SET data = ? WHERE hash = ?`, b, hashes[5])
+			return err
+		}))
+	}
+	setData(append(bytes.Clone(data), 'x'))
+	for _, i := range []int{5, 4} {
+		b, err := s.ReadAll(ctx, hashes[i])
+		assert.ErrorIs(t, err, cas.ErrCorrupt, "version %d", i+1)
+		assert.Nil(t, b)
+	}
+	setData(data)
 }

@@ -3,9 +3,10 @@
 // A blob's address is the BLAKE3-256 of its plain bytes (Hash), whatever
 // form it is stored in: one zstd frame, raw bytes when compression does not
 // pay, one zstd frame compressed with a dictionary trained from the store's
-// own small blobs (see dict.go), a zstd delta against another version of
-// the same file (PutVersion; see delta.go for the bounded, acyclic
-// chains), or, for content larger
+// own small blobs (see dict.go), a delta against another version of the
+// same file, as a zstd frame or, when the two differ in one place by a few
+// bytes, as an edit (PutVersion; see delta.go for the bounded, acyclic
+// chains, edit.go for edits), or, for content larger
 // than Options.InlineMax, a list of content-defined chunks (about 1 MiB
 // each) stored as objects of their own so that equal pieces of different
 // files are stored once and a Put of any size streams with bounded memory.

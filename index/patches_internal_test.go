@@ -35,7 +35,7 @@ func TestTreePatchesMigrationDownRefusesPatches(t *testing.T) {
 		require.NoError(t, raw.GetContext(ctx, &s, `SELECT value FROM meta WHERE key = 'format_version'`))
 		return s
 	}
-	require.Equal(t, "2", format())
+	require.Equal(t, "3", format())
 
 	_, err = p.DownTo(ctx, 5)
 	require.Error(t, err, "a patched tree exists")
@@ -60,4 +60,43 @@ func TestTreePatchesMigrationDownRefusesPatches(t *testing.T) {
 	var n int
 	require.NoError(t, raw.GetContext(ctx, &n, `SELECT count(*) FROM trees`))
 	assert.Equal(t, 1, n, "whole trees stay")
+}
+
+// TestEditDeltasMigrationDownRefusesEdits: going back below format 3
+// fails, changing nothing, while any delta row holds an edit, and works
+// once none does.
+func TestEditDeltasMigrationDownRefusesEdits(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.db")
+	db, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	raw, err := sqlx.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	defer raw.Close()
+	h := func(b byte) []byte { x := make([]byte, 32); x[0] = b; return x }
+	_, err = raw.ExecContext(ctx, `INSERT INTO blobs (hash, size, stored, codec, base, data, created) VALUES (?, 3, 3, 0, NULL, x'616263', 0), (?, 2, 7, 3, ?, x'77734501020000', 0)`, h(1), h(2), h(1))
+	require.NoError(t, err)
+
+	p := testProvider(t, raw)
+	format := func() string {
+		var s string
+		require.NoError(t, raw.GetContext(ctx, &s, `SELECT value FROM meta WHERE key = 'format_version'`))
+		return s
+	}
+	latest, err := p.GetDBVersion(ctx)
+	require.NoError(t, err)
+	_, err = p.Down(ctx)
+	require.Error(t, err, "an edit exists")
+	v, err := p.GetDBVersion(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, latest, v)
+	assert.Equal(t, "3", format())
+
+	_, err = raw.ExecContext(ctx, `UPDATE blobs SET data = x'28b52ffd' WHERE hash = ?`, h(2))
+	require.NoError(t, err)
+	_, err = p.Down(ctx)
+	require.NoError(t, err, "a zstd delta is format 2's")
+	assert.Equal(t, "2", format())
 }

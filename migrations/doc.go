@@ -17,4 +17,4 @@ var FS embed.FS
 // FormatVersion is the store format written by this build. It is recorded in
 // the meta table and bumped by any migration that changes what older builds
 // could misread.
-const FormatVersion = 2
+const FormatVersion = 3
