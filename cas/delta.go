@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 	"time"
 
@@ -610,14 +611,23 @@ type deltaCodec struct {
 // next base: an idle codec holds its last base and a window of history.
 const maxPooledWindow = 2 << 20
 
-// deltaCodecs keeps an idle codec per window size (a window cannot change
-// when a codec is given a new base), so a stream of jobs reuses the
-// encoder's tables and buffers instead of allocating and zeroing them for
-// every base.
+// deltaCodecs keeps an idle codec for each of the maxIdleCodecs window
+// sizes used last (a window cannot change when a codec is given a new
+// base), so a stream of jobs reuses the encoder's tables and buffers
+// instead of allocating and zeroing them for every base.
 type deltaCodecs struct {
 	mu   sync.Mutex
 	idle map[int]*deltaCodec
+	// used lists the windows of idle, the one released last at the end.
+	used []int
 }
+
+// maxIdleCodecs bounds the idle codecs kept. A file's versions share a
+// window size until it doubles, so the jobs of a session's files reuse a
+// couple of codecs; each holds its window of history and its tables (up
+// to 5 MiB at the largest pooled window), all live heap that a process
+// under a soft memory limit would otherwise collect around.
+const maxIdleCodecs = 2
 
 // deltaCodec returns a codec for contents of up to maxContent bytes
 // against base, an idle one given base when there is one; the caller
@@ -626,7 +636,10 @@ func (s *Store) deltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 	w := window(len(base), int(capHint(maxContent, maxInline)))
 	s.deltas.mu.Lock()
 	c := s.deltas.idle[w]
-	delete(s.deltas.idle, w)
+	if c != nil {
+		delete(s.deltas.idle, w)
+		s.deltas.used = slices.DeleteFunc(s.deltas.used, func(x int) bool { return x == w })
+	}
 	s.deltas.mu.Unlock()
 	if c == nil {
 		return newDeltaCodec(base, maxContent)
@@ -654,15 +667,26 @@ func (s *Store) releaseDeltaCodec(c *deltaCodec) {
 		c.close()
 		return
 	}
+	var drop []*deltaCodec
 	s.deltas.mu.Lock()
 	if s.deltas.idle == nil {
 		s.deltas.idle = map[int]*deltaCodec{}
 	}
-	old := s.deltas.idle[c.window]
+	if old := s.deltas.idle[c.window]; old != nil {
+		drop = append(drop, old)
+		s.deltas.used = slices.DeleteFunc(s.deltas.used, func(x int) bool { return x == c.window })
+	}
 	s.deltas.idle[c.window] = c
+	s.deltas.used = append(s.deltas.used, c.window)
+	for len(s.deltas.used) > maxIdleCodecs {
+		w := s.deltas.used[0]
+		s.deltas.used = s.deltas.used[1:]
+		drop = append(drop, s.deltas.idle[w])
+		delete(s.deltas.idle, w)
+	}
 	s.deltas.mu.Unlock()
-	if old != nil {
-		old.close()
+	for _, d := range drop {
+		d.close()
 	}
 }
 
