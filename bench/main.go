@@ -136,9 +136,10 @@ func runParent(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	_, haveGit := gitAvailable()
-	if slices.Contains(systems, "wsctl") {
+	if slices.Contains(systems, "wsctl") && os.Getenv(wsctlBinEnv) == "" {
 		// Built once, here: a build in the case's process would count
-		// the compiler's memory as the case's peak RSS.
+		// the compiler's memory as the case's peak RSS. A binary named
+		// by the environment is used as it is, to compare two builds.
 		bin, err := buildWsctl(ctx, scratch)
 		if err != nil {
 			return err
