@@ -5,7 +5,7 @@ package vfs
 func TreeLoads(t *Trees) int64 { return t.loads.Load() }
 
 // SetTreeCacheSize replaces t's cache with an empty one holding about n
-// trees.
+// entries (a tree counts one more than its entries).
 func SetTreeCacheSize(t *Trees, n int) { t.cache = newTreeCache(n) }
 
 // TreeCacheLen returns how many trees t's cache holds.

@@ -19,11 +19,16 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// treeCacheSize bounds how many decoded trees a Trees keeps. A workspace
-// write reads one tree per directory on its path and a diff reads the
-// changed directories, so a few thousand trees cover the hot part of many
-// workspaces at a few hundred KB.
-const treeCacheSize = 4096
+// treeCacheEntries bounds the entries of the decoded trees a Trees keeps.
+// A workspace write reads one tree per directory on its path and a diff
+// reads the changed directories, so the trees on a few hundred paths
+// cover the hot part of many workspaces. The bound is on entries, not
+// trees: every write leaves a new root and a new version of each
+// directory on its path, and at 4,096 trees the roots of a workspace with
+// wide directories held 10 MB, all of it heap with pointers that a
+// process under a soft memory limit scans at every collection. An entry
+// takes about 100 bytes.
+const treeCacheEntries = 16 << 10
 
 // Trees stores Merkle trees in the index's trees table and edits them
 // copy-on-write. Methods that take a *index.Tx read and write in it, so reads
@@ -46,7 +51,7 @@ func NewTrees(db *index.DB, blobs *cas.Store, now func() time.Time) *Trees {
 	if now == nil {
 		now = time.Now
 	}
-	return &Trees{db: db, blobs: blobs, now: now, cache: newTreeCache(treeCacheSize)}
+	return &Trees{db: db, blobs: blobs, now: now, cache: newTreeCache(treeCacheEntries)}
 }
 
 // Put stores the tree of entries in tx and returns its address; see
@@ -665,15 +670,18 @@ func childPath(p Path, name string) Path {
 	return Path{s: p.s + "/" + name}
 }
 
-// treeCache keeps decoded trees by address, up to about max of them. Trees
-// are immutable, so a cached tree is never stale. It is two generations
-// of maps rather than an exact LRU: a hit in the old generation moves the
-// tree to the new one, and when the new one is full the old one is dropped,
-// so trees used since the last turnover survive at a map lookup per hit.
+// treeCache keeps decoded trees by address, up to about max entries in
+// all (a tree counts one more than its entries). Trees are immutable, so
+// a cached tree is never stale. It is two generations of maps rather than
+// an exact LRU: a hit in the old generation moves the tree to the new one,
+// and when the new one is full the old one is dropped, so trees used since
+// the last turnover survive at a map lookup per hit.
 type treeCache struct {
 	mu       sync.Mutex
 	half     int
 	cur, old map[cas.Hash]node
+	// size is what cur holds, in entries.
+	size int
 }
 
 func newTreeCache(max int) treeCache {
@@ -700,8 +708,13 @@ func (c *treeCache) add(h cas.Hash, n node) {
 }
 
 func (c *treeCache) addLocked(h cas.Hash, n node) {
-	if len(c.cur) >= c.half {
-		c.old, c.cur = c.cur, make(map[cas.Hash]node, c.half)
+	if _, ok := c.cur[h]; ok {
+		return
+	}
+	w := len(n.entries) + 1
+	if c.size+w > c.half && c.size > 0 {
+		c.old, c.cur, c.size = c.cur, make(map[cas.Hash]node, len(c.cur)), 0
 	}
 	c.cur[h] = n
+	c.size += w
 }

@@ -179,6 +179,27 @@ func TestTreesCacheIsBounded(t *testing.T) {
 	assert.LessOrEqual(t, vfs.TreeCacheLen(env.trees), 8)
 }
 
+// TestTreesCacheBoundsEntries: the bound counts entries, so wide trees
+// take more of it; the cache never holds much more than its bound.
+func TestTreesCacheBoundsEntries(t *testing.T) {
+	env := newTreeEnv(t, cas.Options{})
+	vfs.SetTreeCacheSize(env.trees, 1000)
+	env.update(t, func(tx *index.Tx) error {
+		for i := range 50 {
+			es := make([]vfs.Entry, 99)
+			for j := range es {
+				es[j] = vfs.Entry{Name: fmt.Sprintf("f%03d", j), Kind: vfs.KindFile, Size: int64(i*100 + j)}
+			}
+			_, err := env.trees.Put(env.ctx, tx, es)
+			require.NoError(t, err)
+		}
+		return nil
+	})
+	n := vfs.TreeCacheLen(env.trees)
+	assert.Positive(t, n)
+	assert.LessOrEqual(t, n, 10, "two generations of 500 entries: five 100-entry trees each")
+}
+
 func TestTreesLookup(t *testing.T) {
 	env := newTreeEnv(t, cas.Options{})
 	root := env.build(t, map[string]string{
