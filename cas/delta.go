@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 	"time"
 
@@ -468,7 +469,7 @@ func (s *Store) memberBytes(ctx context.Context, m Version, next Hash, below []b
 	case whole(m.Codec):
 		b, err = s.decode(ctx, m.Hash, m.Codec, m.Data, m.Size, m.Base)
 	case m.Codec == CodecDelta && m.Base == next:
-		b, err = decodeDelta(m.Data, below, m.Size)
+		b, err = s.applyDelta(m.Data, below, m.Size)
 	default:
 		b, err = s.ReadAll(ctx, m.Hash)
 	}
@@ -689,9 +690,9 @@ func newDeltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 func (c *deltaCodec) encode(content []byte, h Hash) []byte {
 	d := c.enc.EncodeAll(content, c.out[:0])
 	c.out = d[:0]
-	if cap(c.back) < len(content) {
-		c.back = make([]byte, 0, len(content))
-	}
+	// Grown as append grows, so the versions of a file that grows a
+	// little at each write do not each allocate a buffer.
+	c.back = slices.Grow(c.back[:0], len(content))
 	back, err := c.dec.DecodeAll(d, c.back[:0])
 	c.back = back[:0]
 	if err != nil || Sum(back) != h {
@@ -705,17 +706,41 @@ func (c *deltaCodec) close() {
 	c.dec.Close()
 }
 
-func decodeDelta(data, base []byte, size int64) ([]byte, error) {
-	dec, err := zstd.NewReader(nil,
-		zstd.WithDecoderDictRaw(0, base),
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxWindow(uint64(window(len(base), int(capHint(size, maxInline))))),
-		zstd.WithDecoderMaxMemory(uint64(maxInline)))
-	if err != nil {
+// applyDelta returns the plain bytes of data, a delta of size bytes
+// against base. It decodes with a kept decoder given base as its
+// dictionary: a new one allocates its block buffers for every delta.
+func (s *Store) applyDelta(data, base []byte, size int64) ([]byte, error) {
+	w := window(len(base), int(capHint(size, maxInline)))
+	dec := s.deltaDecs.get()
+	if dec == nil {
+		var err error
+		if dec, err = zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(uint64(maxInline))); err != nil {
+			return nil, err
+		}
+	}
+	if err := dec.ResetWithOptions(nil, zstd.WithDecoderDictRaw(0, base), zstd.WithDecoderMaxWindow(uint64(w))); err != nil {
+		dec.Close()
 		return nil, err
 	}
-	defer dec.Close()
-	return dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
+	b, err := dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
+	if w > maxPooledWindow {
+		// it would keep a large base alive while idle
+		dec.Close()
+	} else {
+		s.deltaDecs.put(dec)
+	}
+	return b, err
+}
+
+// deltaChain is a delta blob's chain as readChain reads it: the deltas
+// from the blob down, then the whole blob they rest on, decoded.
+type deltaChain struct {
+	links []Object // the deltas, each with its stored bytes
+	base  Object   // the whole blob, without its stored bytes
+	plain []byte   // base's plain bytes, not verified yet
+	err   error    // base's decode error
 }
 
 // decodeDelta returns the plain bytes of the delta blob h (stored as data
@@ -725,7 +750,7 @@ func decodeDelta(data, base []byte, size int64) ([]byte, error) {
 // on the way: a corrupted or missing base fails with ErrCorrupt naming
 // that base.
 func (s *Store) decodeDelta(ctx context.Context, h Hash, data []byte, size int64, base Hash) ([]byte, error) {
-	var chain []Object
+	var chain deltaChain
 	err := s.db.View(ctx, func(tx *index.Tx) error {
 		var err error
 		chain, err = s.readChain(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: size, Codec: CodecDelta, Base: base, Data: data})
@@ -734,61 +759,73 @@ func (s *Store) decodeDelta(ctx context.Context, h Hash, data []byte, size int64
 	if err != nil {
 		return nil, wrapOp("get", h, err)
 	}
-	return s.applyChain(ctx, h, chain)
+	return s.applyChain(h, chain)
 }
 
 // readChain reads, in tx, the objects from the delta blob row down its
-// bases to the whole blob it rests on.
-func (s *Store) readChain(ctx context.Context, tx *index.Tx, row Object) ([]Object, error) {
+// bases to the whole blob it rests on, which it decodes straight from the
+// storage's buffer.
+func (s *Store) readChain(ctx context.Context, tx *index.Tx, row Object) (deltaChain, error) {
 	h := row.Hash
-	chain := []Object{row}
+	c := deltaChain{links: []Object{row}}
 	for cur := row.Base; ; {
-		if len(chain) > maxChainLimit+1 {
-			return nil, corrupt("get", h, "delta chain is longer than any store can write (%d): a cycle through base %s", maxChainLimit, cur)
+		if len(c.links) > maxChainLimit+1 {
+			return deltaChain{}, corrupt("get", h, "delta chain is longer than any store can write (%d): a cycle through base %s", maxChainLimit, cur)
 		}
 		var link Object
 		err := s.st.Get(ctx, tx, KindBlob, cur, func(o Object) error {
 			link = o
-			link.Data = cloneData(o.Data)
+			link.Data = nil
+			switch {
+			case o.Codec == CodecDelta:
+				link.Data = cloneData(o.Data)
+			case whole(o.Codec):
+				c.plain, c.err = s.ownDecode(ctx, o)
+			}
 			return nil
 		})
 		if errors.Is(err, ErrNotFound) {
-			return nil, corrupt("get", h, "delta base %s is missing", cur)
+			return deltaChain{}, corrupt("get", h, "delta base %s is missing", cur)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("base %s: %w", cur.Short(), err)
+			return deltaChain{}, fmt.Errorf("base %s: %w", cur.Short(), err)
 		}
-		chain = append(chain, link)
 		if link.Codec != CodecDelta {
-			return chain, nil
+			c.base = link
+			return c, nil
 		}
+		c.links = append(c.links, link)
 		cur = link.Base
 	}
 }
 
-// applyChain decodes the whole blob a chain rests on and applies the
-// deltas back up to chain[0], verifying every version.
-func (s *Store) applyChain(ctx context.Context, h Hash, chain []Object) ([]byte, error) {
-	last := chain[len(chain)-1]
-	if c := last.Codec; c != CodecRaw && c != CodecZstd {
-		return nil, corrupt("get", h, "delta base %s is stored as %s, not whole", last.Hash, c)
+// applyChain verifies the whole blob a chain rests on and applies the
+// deltas back up to the first, verifying every version.
+func (s *Store) applyChain(h Hash, c deltaChain) ([]byte, error) {
+	last := c.base
+	if !whole(last.Codec) {
+		return nil, corrupt("get", h, "delta base %s is stored as %s, not whole", last.Hash, last.Codec)
 	}
-	plain, err := s.decode(ctx, last.Hash, last.Codec, last.Data, last.Size, last.Base)
+	plain, err := c.plain, c.err
 	if err == nil && Sum(plain) != last.Hash {
 		err = corrupt("get", last.Hash, "content does not hash to its address")
 	}
 	if err != nil {
 		return nil, corrupt("get", h, "delta base %s: %v", last.Hash, err)
 	}
-	for i := len(chain) - 2; i >= 0; i-- {
-		l := chain[i]
-		next, err := decodeDelta(l.Data, plain, l.Size)
+	for i := len(c.links) - 1; i >= 0; i-- {
+		l := c.links[i]
+		next, err := s.applyDelta(l.Data, plain, l.Size)
 		if err == nil && Sum(next) != l.Hash {
 			err = errors.New("content does not hash to its address")
 		}
 		if err != nil {
 			if i == 0 {
-				return nil, corrupt("get", h, "delta against %s: %v", chain[1].Hash, err)
+				base := last.Hash
+				if len(c.links) > 1 {
+					base = c.links[1].Hash
+				}
+				return nil, corrupt("get", h, "delta against %s: %v", base, err)
 			}
 			return nil, corrupt("get", h, "delta base %s: %v", l.Hash, err)
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-	"lukechampine.com/blake3"
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/wserr"
@@ -133,8 +132,10 @@ type Store struct {
 	zbufs freeList[*[]byte] // compressed output, copied by SQLite on insert
 	bufs  freeList[*[]byte] // Put's read buffer, then its chunker's
 
-	// deltas keeps delta codecs for the next re-encoding.
-	deltas deltaCodecs
+	// deltas keeps delta codecs for the next re-encoding, deltaDecs a
+	// decoder for the next delta read (nil: none kept).
+	deltas    deltaCodecs
+	deltaDecs freeList[*zstd.Decoder]
 
 	// kick wakes the background re-encoder (StartReencoder) after a
 	// write queued work.
@@ -238,6 +239,7 @@ func New(db *index.DB, opts Options) (*Store, error) {
 		return e
 	}}
 	s.zbufs = freeList[*[]byte]{keep: 2, new: func() *[]byte { return new([]byte) }}
+	s.deltaDecs = freeList[*zstd.Decoder]{keep: 1, new: func() *zstd.Decoder { return nil }}
 	bufLen := max(chunkerMin, opts.InlineMax+1)
 	s.bufs = freeList[*[]byte]{keep: 2, new: func() *[]byte { b := make([]byte, bufLen); return &b }}
 	return s, nil
@@ -410,7 +412,8 @@ func (s *Store) update(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) 
 // transaction (or all in tx if given), then the blob object listing them.
 // Chunks already present are not recompressed.
 func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash, error) {
-	whole := blake3.New(32, nil)
+	whole := newHasher()
+	defer freeHasher(whole)
 	var refs []ChunkRef
 	var off int64
 	for {
@@ -432,8 +435,7 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 		refs = append(refs, ChunkRef{Hash: ch, Off: off, Size: int64(len(b))})
 		off += int64(len(b))
 	}
-	var h Hash
-	whole.Sum(h[:0])
+	h := whole.sum()
 	err := s.update(ctx, tx, func(tx *index.Tx) error {
 		return s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: off, Codec: CodecChunked, Chunks: refs, Created: s.clock()})
 	})
