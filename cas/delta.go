@@ -249,6 +249,37 @@ func (s *Store) version(ctx context.Context, tx *index.Tx, hs HistoryStorage, h 
 	return v, err == nil, err
 }
 
+// versionLender is a HistoryStorage that lends a version's stored bytes:
+// fn sees Data in the storage's own buffer, valid only until it returns.
+type versionLender interface {
+	lendVersion(ctx context.Context, tx *index.Tx, h Hash, fn func(v *Version) error) error
+}
+
+// viewVersion is version calling use with the version while its Data may
+// still be the storage's buffer (lent), so use can decode it without a
+// copy; what use leaves in v is returned, so from lent Data it keeps
+// only a copy of its own, or nothing.
+func (s *Store) viewVersion(ctx context.Context, tx *index.Tx, hs HistoryStorage, h Hash, use func(v *Version, lent bool)) (Version, bool, error) {
+	l, ok := hs.(versionLender)
+	if !ok {
+		v, ok, err := s.version(ctx, tx, hs, h)
+		if ok {
+			use(&v, false)
+		}
+		return v, ok, err
+	}
+	var v Version
+	err := l.lendVersion(ctx, tx, h, func(lent *Version) error {
+		v = *lent
+		use(&v, true)
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return Version{}, false, nil
+	}
+	return v, err == nil, err
+}
+
 // maxChainLimit is the largest MaxChain a store accepts. Reads guard
 // against cycles with it rather than with the MaxChain of the current
 // open, since the store may have been written with a larger one.
@@ -296,7 +327,16 @@ func startsHistory(n Version) bool {
 // extendFrom is extend once a stored h (fresh nil) is known to start a
 // history.
 func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage, prev Hash, prevBytes []byte, h Hash, cur []byte, fresh *newBlob) error {
-	p, ok, err := s.version(ctx, tx, hs, prev)
+	// prev's stored bytes are kept only raw (settleRaw compresses them),
+	// and decoded only if the caller does not hold its content.
+	var plain []byte
+	var plainErr error
+	p, ok, err := s.viewVersion(ctx, tx, hs, prev, func(v *Version, lent bool) {
+		if v.Codec == CodecZstd && (prevBytes == nil || int64(len(prevBytes)) != v.Size) {
+			plain, plainErr = s.decode(ctx, prev, v.Codec, v.Data, v.Size, v.Base)
+		}
+		keepRaw(v, lent)
+	})
 	if err != nil {
 		return err
 	}
@@ -350,10 +390,13 @@ func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 	}
 	// prev's bytes are decoded only if the caller does not hold them;
 	// either way every delta built from them proves it decodes back.
-	plain := prevBytes
-	if plain == nil || int64(len(plain)) != p.Size {
-		plain, err = s.decode(ctx, prev, p.Codec, p.Data, p.Size, p.Base)
-		if err != nil || Sum(plain) != prev {
+	if prevBytes != nil && int64(len(prevBytes)) == p.Size {
+		plain = prevBytes
+	} else {
+		if p.Codec == CodecRaw {
+			plain = p.Data
+		}
+		if plainErr != nil || Sum(plain) != prev {
 			// corrupt: leave it for Verify to report, never build on it
 			return s.insertVersion(ctx, tx, hs, h, cur, fresh, 0)
 		}
@@ -588,8 +631,10 @@ func window(n, m int) int {
 // a dictionary once rather than once each.
 type deltaCodec struct {
 	enc    *zstd.Encoder
-	dec    *zstd.Decoder
+	base   []byte
 	window int
+	// decs decodes the proof of every delta.
+	decs *deltaDecoders
 	// out and back are encode's buffers, kept across bases: a delta of
 	// a near copy is a few bytes, the proof decodes a whole version.
 	out, back []byte
@@ -618,16 +663,13 @@ func (s *Store) deltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 	delete(s.deltas.idle, w)
 	s.deltas.mu.Unlock()
 	if c == nil {
-		return newDeltaCodec(base, maxContent)
+		return newDeltaCodec(base, maxContent, &s.deltaDecs)
 	}
 	if err := c.enc.ResetWithOptions(nil, zstd.WithEncoderDictRaw(0, base)); err != nil {
 		c.close()
-		return newDeltaCodec(base, maxContent)
+		return newDeltaCodec(base, maxContent, &s.deltaDecs)
 	}
-	if err := c.dec.ResetWithOptions(nil, zstd.WithDecoderDictRaw(0, base)); err != nil {
-		c.close()
-		return newDeltaCodec(base, maxContent)
-	}
+	c.base = base
 	return c, nil
 }
 
@@ -656,8 +698,8 @@ func (s *Store) releaseDeltaCodec(c *deltaCodec) {
 }
 
 // newDeltaCodec returns a codec for contents of up to maxContent bytes
-// against base; the caller closes it.
-func newDeltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
+// against base, proving its deltas with decs; the caller closes it.
+func newDeltaCodec(base []byte, maxContent int64, decs *deltaDecoders) (*deltaCodec, error) {
 	w := window(len(base), int(capHint(maxContent, maxInline)))
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderDictRaw(0, base),
@@ -673,16 +715,7 @@ func newDeltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec, err := zstd.NewReader(nil,
-		zstd.WithDecoderDictRaw(0, base),
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxWindow(uint64(w)),
-		zstd.WithDecoderMaxMemory(uint64(maxInline)))
-	if err != nil {
-		enc.Close()
-		return nil, err
-	}
-	return &deltaCodec{enc: enc, dec: dec, window: w}, nil
+	return &deltaCodec{enc: enc, base: base, window: w, decs: decs}, nil
 }
 
 // encode returns content as a delta against the base, proven to decode
@@ -693,7 +726,7 @@ func (c *deltaCodec) encode(content []byte, h Hash) []byte {
 	// Grown as append grows, so the versions of a file that grows a
 	// little at each write do not each allocate a buffer.
 	c.back = slices.Grow(c.back[:0], len(content))
-	back, err := c.dec.DecodeAll(d, c.back[:0])
+	back, err := c.decs.decode(c.back[:0], d, c.base, c.window)
 	c.back = back[:0]
 	if err != nil || Sum(back) != h {
 		return nil
@@ -701,17 +734,30 @@ func (c *deltaCodec) encode(content []byte, h Hash) []byte {
 	return bytes.Clone(d)
 }
 
-func (c *deltaCodec) close() {
-	c.enc.Close()
-	c.dec.Close()
-}
+func (c *deltaCodec) close() { c.enc.Close() }
 
 // applyDelta returns the plain bytes of data, a delta of size bytes
-// against base. It decodes with a kept decoder given base as its
-// dictionary: a new one allocates its block buffers for every delta.
+// against base.
 func (s *Store) applyDelta(data, base []byte, size int64) ([]byte, error) {
 	w := window(len(base), int(capHint(size, maxInline)))
-	dec := s.deltaDecs.get()
+	return s.deltaDecs.decode(make([]byte, 0, capHint(size, maxInline)), data, base, w)
+}
+
+// deltaDecoders keeps a zstd decoder for delta reads and for the proofs
+// of new deltas: a new decoder allocates its block buffers for every
+// delta it decodes.
+type deltaDecoders struct {
+	mu   sync.Mutex
+	idle *zstd.Decoder // nil when none is kept
+}
+
+// decode appends to dst the plain bytes of data, a delta against base
+// with a zstd window of at most maxWindow.
+func (d *deltaDecoders) decode(dst, data, base []byte, maxWindow int) ([]byte, error) {
+	d.mu.Lock()
+	dec := d.idle
+	d.idle = nil
+	d.mu.Unlock()
 	if dec == nil {
 		var err error
 		if dec, err = zstd.NewReader(nil,
@@ -720,16 +766,25 @@ func (s *Store) applyDelta(data, base []byte, size int64) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if err := dec.ResetWithOptions(nil, zstd.WithDecoderDictRaw(0, base), zstd.WithDecoderMaxWindow(uint64(w))); err != nil {
+	if err := dec.ResetWithOptions(nil, zstd.WithDecoderDictRaw(0, base), zstd.WithDecoderMaxWindow(uint64(maxWindow))); err != nil {
 		dec.Close()
 		return nil, err
 	}
-	b, err := dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
-	if w > maxPooledWindow {
-		// it would keep a large base alive while idle
+	b, err := dec.DecodeAll(data, dst)
+	// An idle decoder keeps no base alive: its options and the history
+	// of its frame (which a decode of nothing resets) drop it.
+	if dec.ResetWithOptions(nil, zstd.WithDecoderDictRaw(0, nil)) != nil {
 		dec.Close()
-	} else {
-		s.deltaDecs.put(dec)
+		return b, err
+	}
+	dec.DecodeAll(nil, nil)
+	d.mu.Lock()
+	if d.idle == nil {
+		d.idle, dec = dec, nil
+	}
+	d.mu.Unlock()
+	if dec != nil {
+		dec.Close()
 	}
 	return b, err
 }

@@ -2,7 +2,6 @@ package cas
 
 import (
 	"math/bits"
-	"sync"
 
 	"lukechampine.com/blake3/guts"
 )
@@ -29,19 +28,20 @@ type hasher struct {
 	buflen int
 }
 
-// hashers keeps hashers for reuse, each too large for a goroutine's
-// stack.
-var hashers = sync.Pool{New: func() any { return new(hasher) }}
+// hashers keeps a few hashers for reuse, each too large for a
+// goroutine's stack. Unlike a sync.Pool it keeps them across collections,
+// which a store under a soft memory limit runs often.
+var hashers = freeList[*hasher]{keep: 4, new: func() *hasher { return new(hasher) }}
 
 // newHasher returns an empty hasher; the caller gives it back with
 // freeHasher once done.
 func newHasher() *hasher {
-	h := hashers.Get().(*hasher)
+	h := hashers.get()
 	h.reset()
 	return h
 }
 
-func freeHasher(h *hasher) { hashers.Put(h) }
+func freeHasher(h *hasher) { hashers.put(h) }
 
 func (h *hasher) reset() { h.groups, h.buflen = 0, 0 }
 

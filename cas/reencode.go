@@ -205,15 +205,26 @@ func (s *Store) reencodeOne(ctx context.Context) (bool, error) {
 // whose new version is gone, belongs to a history already (the same
 // content was written again), or does not read is dropped.
 func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job reencodeJob) error {
-	n, ok, err := s.version(ctx, tx, hs, job.Blob)
+	// The new version is decoded straight from the storage's buffer.
+	var cur []byte
+	var curErr error
+	n, ok, err := s.viewVersion(ctx, tx, hs, job.Blob, func(v *Version, lent bool) {
+		switch {
+		case !startsHistory(*v):
+		case lent:
+			cur, curErr = s.ownDecode(ctx, v.Object)
+		default:
+			cur, curErr = s.decode(ctx, v.Hash, v.Codec, v.Data, v.Size, v.Base)
+		}
+		v.Data = nil
+	})
 	if err != nil {
 		return err
 	}
 	if !ok || !startsHistory(n) {
 		return s.settlePrev(ctx, tx, hs, job.Prev)
 	}
-	cur, err := s.decode(ctx, n.Hash, n.Codec, n.Data, n.Size, n.Base)
-	if err != nil || Sum(cur) != job.Blob {
+	if curErr != nil || Sum(cur) != job.Blob {
 		return nil // corrupt: Verify reports it; nothing builds on it
 	}
 	if rs, ok := hs.(rowStorage); ok && n.Codec == CodecRaw {
@@ -259,11 +270,22 @@ func (s *Store) settlePrev(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 	if _, ok := hs.(rowStorage); !ok || h.IsZero() {
 		return nil
 	}
-	p, ok, err := s.version(ctx, tx, hs, h)
+	p, ok, err := s.viewVersion(ctx, tx, hs, h, keepRaw)
 	if err != nil || !ok {
 		return err
 	}
 	return s.settleRaw(ctx, tx, hs, p)
+}
+
+// keepRaw keeps a version's stored bytes only when they are its plain
+// bytes, for settleRaw.
+func keepRaw(v *Version, lent bool) {
+	switch {
+	case v.Codec != CodecRaw:
+		v.Data = nil
+	case lent:
+		v.Data = cloneData(v.Data)
+	}
 }
 
 // settleRaw compresses version p if it is stored raw (its plain bytes are

@@ -135,7 +135,7 @@ type Store struct {
 	// deltas keeps delta codecs for the next re-encoding, deltaDecs a
 	// decoder for the next delta read (nil: none kept).
 	deltas    deltaCodecs
-	deltaDecs freeList[*zstd.Decoder]
+	deltaDecs deltaDecoders
 
 	// kick wakes the background re-encoder (StartReencoder) after a
 	// write queued work.
@@ -239,7 +239,6 @@ func New(db *index.DB, opts Options) (*Store, error) {
 		return e
 	}}
 	s.zbufs = freeList[*[]byte]{keep: 2, new: func() *[]byte { return new([]byte) }}
-	s.deltaDecs = freeList[*zstd.Decoder]{keep: 1, new: func() *zstd.Decoder { return nil }}
 	bufLen := max(chunkerMin, opts.InlineMax+1)
 	s.bufs = freeList[*[]byte]{keep: 2, new: func() *[]byte { b := make([]byte, bufLen); return &b }}
 	return s, nil
