@@ -2,6 +2,7 @@ package cas_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"runtime"
 	"testing"
@@ -81,4 +82,36 @@ func TestReadAllocatesOneCopy(t *testing.T) {
 			assert.LessOrEqual(t, n, want, "a read allocates its plain bytes and one copy of its stored bytes")
 		})
 	}
+}
+
+// A queued re-encoding reads its new version (the storage's copy of its
+// stored bytes and one of its own), the open versions it re-encodes, and
+// not the version it replaces when the job before it read that already:
+// a history's jobs, drained one after another, each read one version
+// whole.
+func TestDrainReadsEachVersionOnce(t *testing.T) {
+	ctx := context.Background()
+	_, s := storetest.OpenCAS(t, cas.Options{})
+	doc := textBytes(700<<10, 1)
+	var prev cas.Hash
+	for i := range 21 {
+		doc = fmt.Appendf(doc, "Line %d of the appended notes.\n", i)
+		h, err := s.PutVersion(ctx, nil, doc, prev)
+		require.NoError(t, err)
+		prev = h
+		if i == 0 {
+			_, err = s.Drain(ctx)
+			require.NoError(t, err)
+		}
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	before := m.TotalAlloc
+	jobs, err := s.Drain(ctx)
+	runtime.ReadMemStats(&m)
+	require.NoError(t, err)
+	require.Equal(t, 20, jobs)
+	perJob := float64(m.TotalAlloc-before) / float64(jobs) / float64(len(doc))
+	t.Logf("a job allocated %.2f× its version's size", perJob)
+	assert.LessOrEqual(t, perJob, 4.0, "a job reads the version it replaces again")
 }

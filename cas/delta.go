@@ -252,14 +252,15 @@ func (s *Store) version(ctx context.Context, tx *index.Tx, hs HistoryStorage, h 
 // versionLender is a HistoryStorage that lends a version's stored bytes:
 // fn sees Data in the storage's own buffer, valid only until it returns.
 type versionLender interface {
-	lendVersion(ctx context.Context, tx *index.Tx, h Hash, fn func(v *Version) error) error
+	lendVersion(ctx context.Context, tx *index.Tx, h Hash, data bool, fn func(v *Version) error) error
 }
 
 // viewVersion is version calling use with the version while its Data may
 // still be the storage's buffer (lent), so use can decode it without a
 // copy; what use leaves in v is returned, so from lent Data it keeps
-// only a copy of its own, or nothing.
-func (s *Store) viewVersion(ctx context.Context, tx *index.Tx, hs HistoryStorage, h Hash, use func(v *Version, lent bool)) (Version, bool, error) {
+// only a copy of its own, or nothing. Without data the storage may leave
+// Data out.
+func (s *Store) viewVersion(ctx context.Context, tx *index.Tx, hs HistoryStorage, h Hash, data bool, use func(v *Version, lent bool)) (Version, bool, error) {
 	l, ok := hs.(versionLender)
 	if !ok {
 		v, ok, err := s.version(ctx, tx, hs, h)
@@ -269,7 +270,7 @@ func (s *Store) viewVersion(ctx context.Context, tx *index.Tx, hs HistoryStorage
 		return v, ok, err
 	}
 	var v Version
-	err := l.lendVersion(ctx, tx, h, func(lent *Version) error {
+	err := l.lendVersion(ctx, tx, h, data, func(lent *Version) error {
 		v = *lent
 		use(&v, true)
 		return nil
@@ -315,7 +316,7 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, hs HistoryStorage, pre
 			return err
 		}
 	}
-	return s.extendFrom(ctx, tx, hs, prev, prevBytes, h, cur, fresh)
+	return s.extendFrom(ctx, tx, hs, prev, prevBytes, false, h, cur, fresh)
 }
 
 // startsHistory reports whether stored version n belongs to no history
@@ -325,13 +326,22 @@ func startsHistory(n Version) bool {
 }
 
 // extendFrom is extend once a stored h (fresh nil) is known to start a
-// history.
-func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage, prev Hash, prevBytes []byte, h Hash, cur []byte, fresh *newBlob) error {
+// history. verified says prevBytes are prev's content, read and hashed
+// to its address, so prev's stored bytes are not read at all.
+func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage, prev Hash, prevBytes []byte, verified bool, h Hash, cur []byte, fresh *newBlob) error {
 	// prev's stored bytes are kept only raw (settleRaw compresses them),
 	// and decoded only if the caller does not hold its content.
 	var plain []byte
 	var plainErr error
-	p, ok, err := s.viewVersion(ctx, tx, hs, prev, func(v *Version, lent bool) {
+	p, ok, err := s.viewVersion(ctx, tx, hs, prev, !verified, func(v *Version, lent bool) {
+		if verified {
+			// raw, its stored bytes are its content
+			v.Data = nil
+			if v.Codec == CodecRaw {
+				v.Data = prevBytes
+			}
+			return
+		}
 		if v.Codec == CodecZstd && (prevBytes == nil || int64(len(prevBytes)) != v.Size) {
 			plain, plainErr = s.decode(ctx, prev, v.Codec, v.Data, v.Size, v.Base)
 		}

@@ -208,7 +208,7 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 	// The new version is decoded straight from the storage's buffer.
 	var cur []byte
 	var curErr error
-	n, ok, err := s.viewVersion(ctx, tx, hs, job.Blob, func(v *Version, lent bool) {
+	n, ok, err := s.viewVersion(ctx, tx, hs, job.Blob, true, func(v *Version, lent bool) {
 		switch {
 		case !startsHistory(*v):
 		case lent:
@@ -227,6 +227,10 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 	if curErr != nil || Sum(cur) != job.Blob {
 		return nil // corrupt: Verify reports it; nothing builds on it
 	}
+	// The next job usually replaces this one's version, whose content
+	// it is then spared reading; the last one's may be this one's.
+	prevBytes, verified := s.jobContent.get(job.Prev)
+	s.jobContent.set(job.Blob, cur)
 	if rs, ok := hs.(rowStorage); ok && n.Codec == CodecRaw {
 		// The write stored it raw; whatever the history does with it,
 		// its whole form is compressed from now on, unless a later
@@ -238,7 +242,7 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 			return err
 		}
 		if later {
-			return s.extendFrom(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
+			return s.extendFrom(ctx, tx, hs, job.Prev, prevBytes, verified, job.Blob, cur, nil)
 		}
 		data, codec, release := s.compress(cur)
 		err = func() error {
@@ -252,7 +256,40 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 			return err
 		}
 	}
-	return s.extendFrom(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
+	return s.extendFrom(ctx, tx, hs, job.Prev, prevBytes, verified, job.Blob, cur, nil)
+}
+
+// knownContent keeps the content of one blob, read and verified, for the
+// next job: content at an address never changes, so it stays true
+// whatever commits or rolls back meanwhile.
+type knownContent struct {
+	mu sync.Mutex
+	h  Hash
+	b  []byte
+}
+
+// maxKnownContent is the most content knownContent keeps, all an idle
+// store holds of it.
+const maxKnownContent = rawMax
+
+func (k *knownContent) get(h Hash) ([]byte, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if h.IsZero() || k.h != h {
+		return nil, false
+	}
+	return k.b, true
+}
+
+// set keeps b, the verified content at h (which no one changes), unless
+// it is larger than maxKnownContent.
+func (k *knownContent) set(h Hash, b []byte) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.h, k.b = Hash{}, nil
+	if len(b) <= maxKnownContent {
+		k.h, k.b = h, b
+	}
 }
 
 // replacedLater reports whether a job queued after job replaces its new
@@ -270,7 +307,7 @@ func (s *Store) settlePrev(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 	if _, ok := hs.(rowStorage); !ok || h.IsZero() {
 		return nil
 	}
-	p, ok, err := s.viewVersion(ctx, tx, hs, h, keepRaw)
+	p, ok, err := s.viewVersion(ctx, tx, hs, h, true, keepRaw)
 	if err != nil || !ok {
 		return err
 	}

@@ -336,13 +336,17 @@ func iteratePageRows(ctx context.Context, tx *index.Tx, q string, kind Kind, aft
 	return page, index.Translate(rows.Close())
 }
 
-// versionCols are what Version reads of a blob's row.
-const versionCols = `rowid, size, stored, codec, base, created, data, saved, depth, gen, opens IS NOT NULL AS head, opens`
+// versionCols are what Version reads of a blob's row; versionHeadCols
+// the same but the stored bytes.
+const (
+	versionCols     = `rowid, size, stored, codec, base, created, data, saved, depth, gen, opens IS NOT NULL AS head, opens`
+	versionHeadCols = `rowid, size, stored, codec, base, created, NULL AS data, saved, depth, gen, opens IS NOT NULL AS head, opens`
+)
 
 // Version returns the blob at h with its history.
 func (st *SQLiteStorage) Version(ctx context.Context, tx *index.Tx, h Hash) (Version, error) {
 	var v Version
-	err := st.lendVersion(ctx, tx, h, func(l *Version) error {
+	err := st.lendVersion(ctx, tx, h, true, func(l *Version) error {
 		v = *l
 		v.Data = cloneData(l.Data)
 		return nil
@@ -352,9 +356,14 @@ func (st *SQLiteStorage) Version(ctx context.Context, tx *index.Tx, h Hash) (Ver
 
 // lendVersion calls fn with the blob at h and its history, Data the
 // driver's buffer, valid only until fn returns: a caller that decodes it
-// there copies the stored bytes no more than once.
-func (*SQLiteStorage) lendVersion(ctx context.Context, tx *index.Tx, h Hash, fn func(v *Version) error) error {
-	rows, err := tx.QueryxContext(ctx, `SELECT `+versionCols+` FROM blobs WHERE hash = ?`, h)
+// there copies the stored bytes no more than once. Without data, Data is
+// nil and the stored bytes are not copied at all.
+func (*SQLiteStorage) lendVersion(ctx context.Context, tx *index.Tx, h Hash, data bool, fn func(v *Version) error) error {
+	q := `SELECT ` + versionCols + ` FROM blobs WHERE hash = ?`
+	if !data {
+		q = `SELECT ` + versionHeadCols + ` FROM blobs WHERE hash = ?`
+	}
+	rows, err := tx.QueryxContext(ctx, q, h)
 	if err != nil {
 		return index.Translate(err)
 	}
@@ -367,14 +376,14 @@ func (*SQLiteStorage) lendVersion(ctx context.Context, tx *index.Tx, h Hash, fn 
 	}
 	var r statRow
 	var rowid int64
-	var data, opens sql.RawBytes
+	var stored, opens sql.RawBytes
 	v := Version{}
-	if err := rows.Scan(&rowid, &r.Size, &r.Stored, &r.Codec, &r.Base, &r.Created, &data, &v.Saved, &v.Depth, &v.Gen, &v.Head, &opens); err != nil {
+	if err := rows.Scan(&rowid, &r.Size, &r.Stored, &r.Codec, &r.Base, &r.Created, &stored, &v.Saved, &v.Depth, &v.Gen, &v.Head, &opens); err != nil {
 		return index.Translate(err)
 	}
 	v.Object, v.Slot = r.object(KindBlob, h), Slot(rowid)
-	if data != nil {
-		v.Data = data
+	if stored != nil {
+		v.Data = stored
 	}
 	if len(opens)%len(Hash{}) != 0 {
 		v.Unreadable = true

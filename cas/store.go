@@ -136,6 +136,9 @@ type Store struct {
 	// decoder for the next delta read (nil: none kept).
 	deltas    deltaCodecs
 	deltaDecs deltaDecoders
+	// jobContent is the content of the new version of the last
+	// re-encoding job, for the next, which usually replaces it.
+	jobContent knownContent
 
 	// kick wakes the background re-encoder (StartReencoder) after a
 	// write queued work.
