@@ -803,9 +803,13 @@ func (d *deltaDecoders) decode(dst, data, base []byte, maxWindow int) ([]byte, e
 // from the blob down, then the whole blob they rest on, decoded.
 type deltaChain struct {
 	links []Object // the deltas, each with its stored bytes
-	base  Object   // the whole blob, without its stored bytes
-	plain []byte   // base's plain bytes, not verified yet
-	err   error    // base's decode error
+	// base is the blob they rest on, without its stored bytes; plain
+	// its plain bytes (not verified yet) once decoded, or err its decode
+	// error.
+	base    Object
+	decoded bool
+	plain   []byte
+	err     error
 }
 
 // decodeDelta returns the plain bytes of the delta blob h (stored as data
@@ -841,11 +845,11 @@ func (s *Store) readChain(ctx context.Context, tx *index.Tx, row Object) (deltaC
 		err := s.st.Get(ctx, tx, KindBlob, cur, func(o Object) error {
 			link = o
 			link.Data = nil
-			switch {
-			case o.Codec == CodecDelta:
-				link.Data = cloneData(o.Data)
-			case whole(o.Codec):
+			if decodesAlone(o) {
 				c.plain, c.err = s.ownDecode(ctx, o)
+				c.decoded = true
+			} else {
+				link.Data = cloneData(o.Data) // a delta is small
 			}
 			return nil
 		})
@@ -856,6 +860,10 @@ func (s *Store) readChain(ctx context.Context, tx *index.Tx, row Object) (deltaC
 			return deltaChain{}, fmt.Errorf("base %s: %w", cur.Short(), err)
 		}
 		if link.Codec != CodecDelta {
+			if whole(link.Codec) && !c.decoded {
+				c.plain, c.err = s.decodeIn(ctx, tx, link.Hash, link.Codec, link.Data, link.Size, link.Base)
+				c.decoded = true
+			}
 			c.base = link
 			return c, nil
 		}

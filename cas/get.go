@@ -116,22 +116,28 @@ func (s *Store) readBlob(ctx context.Context, in *index.Tx, h Hash) ([]byte, Obj
 	// A decode error is the blob's, not the read's: it is returned as
 	// the decoder said it.
 	var decodeErr error
+	later := false // copied out, to be decoded once the row is read
 	err := s.viewIn(ctx, in, func(tx *index.Tx) error {
 		err := s.st.Get(ctx, tx, KindBlob, h, func(o Object) error {
 			row = o
 			row.Data = nil
-			switch o.Codec {
-			case CodecChunked:
-			case CodecDelta:
+			switch {
+			case o.Codec == CodecChunked:
+			case o.Codec == CodecDelta:
 				// A delta is small; it is applied once its bases are read.
 				row.Data = cloneData(o.Data)
-			default:
+			case decodesAlone(o):
 				b, decodeErr = s.ownDecode(ctx, o)
+			default:
+				row.Data, later = cloneData(o.Data), true
 			}
 			return nil
 		})
 		if errors.Is(err, ErrNotFound) {
 			return notFound("get", h)
+		}
+		if err == nil && later {
+			b, decodeErr = s.decodeIn(ctx, tx, h, row.Codec, row.Data, row.Size, row.Base)
 		}
 		if err != nil || row.Codec != CodecDelta {
 			return err
@@ -157,6 +163,15 @@ func (s *Store) readBlob(ctx context.Context, in *index.Tx, h Hash) ([]byte, Obj
 		return nil, Object{}, err
 	}
 	return b, row, nil
+}
+
+// decodesAlone reports whether o, a row stored whole, decodes without
+// reading anything more from the store, so a storage callback may decode
+// it: a blob compressed with a dictionary may need the dictionary read,
+// which waits for the callback's statement to end (it is small, and is
+// copied out instead).
+func decodesAlone(o Object) bool {
+	return o.Codec == CodecRaw || (o.Codec == CodecZstd && o.Base.IsZero())
 }
 
 // ownDecode returns the plain bytes of o, a row stored whole, in memory of
@@ -222,12 +237,19 @@ func checkPlain(h Hash, b []byte, size int64) error {
 }
 
 func (s *Store) decode(ctx context.Context, h Hash, codec Codec, data []byte, size int64, base Hash) ([]byte, error) {
+	return s.decodeIn(ctx, nil, h, codec, data, size, base)
+}
+
+// decodeIn is decode reading a dictionary it has not loaded in tx (nil: a
+// read transaction of its own), so that a decode in a read transaction
+// never waits for a second read connection.
+func (s *Store) decodeIn(ctx context.Context, tx *index.Tx, h Hash, codec Codec, data []byte, size int64, base Hash) ([]byte, error) {
 	switch codec {
 	case CodecRaw:
 		return data, nil
 	case CodecZstd:
 		if !base.IsZero() {
-			return s.decodeDict(ctx, h, data, size, base)
+			return s.decodeDict(ctx, tx, h, data, size, base)
 		}
 		s.decodes.Add(1)
 		b, err := s.dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
