@@ -249,6 +249,38 @@ func (s *Store) version(ctx context.Context, tx *index.Tx, hs HistoryStorage, h 
 	return v, err == nil, err
 }
 
+// versionLender is a HistoryStorage that lends a version's stored bytes:
+// fn sees Data in the storage's own buffer, valid only until it returns.
+type versionLender interface {
+	lendVersion(ctx context.Context, tx *index.Tx, h Hash, data bool, fn func(v *Version) error) error
+}
+
+// viewVersion is version calling use with the version while its Data may
+// still be the storage's buffer (lent), so use can decode it without a
+// copy; what use leaves in v is returned, so from lent Data it keeps
+// only a copy of its own, or nothing. Without data the storage may leave
+// Data out.
+func (s *Store) viewVersion(ctx context.Context, tx *index.Tx, hs HistoryStorage, h Hash, data bool, use func(v *Version, lent bool)) (Version, bool, error) {
+	l, ok := hs.(versionLender)
+	if !ok {
+		v, ok, err := s.version(ctx, tx, hs, h)
+		if ok {
+			use(&v, false)
+		}
+		return v, ok, err
+	}
+	var v Version
+	err := l.lendVersion(ctx, tx, h, data, func(lent *Version) error {
+		v = *lent
+		use(&v, true)
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return Version{}, false, nil
+	}
+	return v, err == nil, err
+}
+
 // maxChainLimit is the largest MaxChain a store accepts. Reads guard
 // against cycles with it rather than with the MaxChain of the current
 // open, since the store may have been written with a larger one.
@@ -284,7 +316,7 @@ func (s *Store) extend(ctx context.Context, tx *index.Tx, hs HistoryStorage, pre
 			return err
 		}
 	}
-	return s.extendFrom(ctx, tx, hs, prev, prevBytes, h, cur, fresh)
+	return s.extendFrom(ctx, tx, hs, prev, prevBytes, false, h, cur, fresh)
 }
 
 // startsHistory reports whether stored version n belongs to no history
@@ -294,9 +326,27 @@ func startsHistory(n Version) bool {
 }
 
 // extendFrom is extend once a stored h (fresh nil) is known to start a
-// history.
-func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage, prev Hash, prevBytes []byte, h Hash, cur []byte, fresh *newBlob) error {
-	p, ok, err := s.version(ctx, tx, hs, prev)
+// history. verified says prevBytes are prev's content, read and hashed
+// to its address, so prev's stored bytes are not read at all.
+func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage, prev Hash, prevBytes []byte, verified bool, h Hash, cur []byte, fresh *newBlob) error {
+	// prev's stored bytes are kept only raw (settleRaw compresses them),
+	// and decoded only if the caller does not hold its content.
+	var plain []byte
+	var plainErr error
+	p, ok, err := s.viewVersion(ctx, tx, hs, prev, !verified, func(v *Version, lent bool) {
+		if verified {
+			// raw, its stored bytes are its content
+			v.Data = nil
+			if v.Codec == CodecRaw {
+				v.Data = prevBytes
+			}
+			return
+		}
+		if v.Codec == CodecZstd && (prevBytes == nil || int64(len(prevBytes)) != v.Size) {
+			plain, plainErr = s.decode(ctx, prev, v.Codec, v.Data, v.Size, v.Base)
+		}
+		keepRaw(v, lent)
+	})
 	if err != nil {
 		return err
 	}
@@ -350,10 +400,13 @@ func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 	}
 	// prev's bytes are decoded only if the caller does not hold them;
 	// either way every delta built from them proves it decodes back.
-	plain := prevBytes
-	if plain == nil || int64(len(plain)) != p.Size {
-		plain, err = s.decode(ctx, prev, p.Codec, p.Data, p.Size, p.Base)
-		if err != nil || Sum(plain) != prev {
+	if prevBytes != nil && int64(len(prevBytes)) == p.Size {
+		plain = prevBytes
+	} else {
+		if p.Codec == CodecRaw {
+			plain = p.Data
+		}
+		if plainErr != nil || Sum(plain) != prev {
 			// corrupt: leave it for Verify to report, never build on it
 			return s.insertVersion(ctx, tx, hs, h, cur, fresh, 0)
 		}
@@ -485,7 +538,7 @@ func (s *Store) memberBytes(ctx context.Context, m Version, next Hash, below []b
 	case whole(m.Codec):
 		b, err = s.decode(ctx, m.Hash, m.Codec, m.Data, m.Size, m.Base)
 	case m.Codec == CodecDelta && m.Base == next:
-		b, err = decodeDelta(m.Data, below, m.Size)
+		b, err = s.applyDelta(m.Data, below, m.Size)
 	default:
 		b, err = s.ReadAll(ctx, m.Hash)
 	}
@@ -600,8 +653,10 @@ func window(n, m int) int {
 // a dictionary once rather than once each.
 type deltaCodec struct {
 	enc    *zstd.Encoder
-	dec    *zstd.Decoder
+	base   []byte
 	window int
+	// decs decodes the proof of every delta.
+	decs *deltaDecoders
 	// out and back are encode's buffers, kept across bases: a delta of
 	// a near copy is a few bytes, the proof decodes a whole version.
 	out, back []byte
@@ -642,16 +697,13 @@ func (s *Store) deltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 	}
 	s.deltas.mu.Unlock()
 	if c == nil {
-		return newDeltaCodec(base, maxContent)
+		return newDeltaCodec(base, maxContent, &s.deltaDecs)
 	}
 	if err := c.enc.ResetWithOptions(nil, zstd.WithEncoderDictRaw(0, base)); err != nil {
 		c.close()
-		return newDeltaCodec(base, maxContent)
+		return newDeltaCodec(base, maxContent, &s.deltaDecs)
 	}
-	if err := c.dec.ResetWithOptions(nil, zstd.WithDecoderDictRaw(0, base)); err != nil {
-		c.close()
-		return newDeltaCodec(base, maxContent)
-	}
+	c.base = base
 	return c, nil
 }
 
@@ -691,8 +743,8 @@ func (s *Store) releaseDeltaCodec(c *deltaCodec) {
 }
 
 // newDeltaCodec returns a codec for contents of up to maxContent bytes
-// against base; the caller closes it.
-func newDeltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
+// against base, proving its deltas with decs; the caller closes it.
+func newDeltaCodec(base []byte, maxContent int64, decs *deltaDecoders) (*deltaCodec, error) {
 	w := window(len(base), int(capHint(maxContent, maxInline)))
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderDictRaw(0, base),
@@ -708,16 +760,7 @@ func newDeltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec, err := zstd.NewReader(nil,
-		zstd.WithDecoderDictRaw(0, base),
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxWindow(uint64(w)),
-		zstd.WithDecoderMaxMemory(uint64(maxInline)))
-	if err != nil {
-		enc.Close()
-		return nil, err
-	}
-	return &deltaCodec{enc: enc, dec: dec, window: w}, nil
+	return &deltaCodec{enc: enc, base: base, window: w, decs: decs}, nil
 }
 
 // encode returns content as a delta against the base, proven to decode
@@ -725,10 +768,10 @@ func newDeltaCodec(base []byte, maxContent int64) (*deltaCodec, error) {
 func (c *deltaCodec) encode(content []byte, h Hash) []byte {
 	d := c.enc.EncodeAll(content, c.out[:0])
 	c.out = d[:0]
-	if cap(c.back) < len(content) {
-		c.back = make([]byte, 0, len(content))
-	}
-	back, err := c.dec.DecodeAll(d, c.back[:0])
+	// Grown as append grows, so the versions of a file that grows a
+	// little at each write do not each allocate a buffer.
+	c.back = slices.Grow(c.back[:0], len(content))
+	back, err := c.decs.decode(c.back[:0], d, c.base, c.window)
 	c.back = back[:0]
 	if err != nil || Sum(back) != h {
 		return nil
@@ -736,25 +779,75 @@ func (c *deltaCodec) encode(content []byte, h Hash) []byte {
 	return bytes.Clone(d)
 }
 
-func (c *deltaCodec) close() {
-	c.enc.Close()
-	c.dec.Close()
-}
+func (c *deltaCodec) close() { c.enc.Close() }
 
-func decodeDelta(data, base []byte, size int64) ([]byte, error) {
+// applyDelta returns the plain bytes of data, a delta of size bytes
+// against base.
+func (s *Store) applyDelta(data, base []byte, size int64) ([]byte, error) {
 	if isEdit(data) {
 		return decodeEdit(data, base, size)
 	}
-	dec, err := zstd.NewReader(nil,
-		zstd.WithDecoderDictRaw(0, base),
-		zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxWindow(uint64(window(len(base), int(capHint(size, maxInline))))),
-		zstd.WithDecoderMaxMemory(uint64(maxInline)))
-	if err != nil {
+	w := window(len(base), int(capHint(size, maxInline)))
+	return s.deltaDecs.decode(make([]byte, 0, capHint(size, maxInline)), data, base, w)
+}
+
+// deltaDecoders keeps a zstd decoder for delta reads and for the proofs
+// of new deltas: a new decoder allocates its block buffers for every
+// delta it decodes.
+type deltaDecoders struct {
+	mu   sync.Mutex
+	idle *zstd.Decoder // nil when none is kept
+}
+
+// decode appends to dst the plain bytes of data, a delta against base
+// with a zstd window of at most maxWindow.
+func (d *deltaDecoders) decode(dst, data, base []byte, maxWindow int) ([]byte, error) {
+	d.mu.Lock()
+	dec := d.idle
+	d.idle = nil
+	d.mu.Unlock()
+	if dec == nil {
+		var err error
+		if dec, err = zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(uint64(maxInline))); err != nil {
+			return nil, err
+		}
+	}
+	if err := dec.ResetWithOptions(nil, zstd.WithDecoderDictRaw(0, base), zstd.WithDecoderMaxWindow(uint64(maxWindow))); err != nil {
+		dec.Close()
 		return nil, err
 	}
-	defer dec.Close()
-	return dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
+	b, err := dec.DecodeAll(data, dst)
+	// An idle decoder keeps no base alive: its options and the history
+	// of its frame (which a decode of nothing resets) drop it.
+	if dec.ResetWithOptions(nil, zstd.WithDecoderDictRaw(0, nil)) != nil {
+		dec.Close()
+		return b, err
+	}
+	dec.DecodeAll(nil, nil)
+	d.mu.Lock()
+	if d.idle == nil {
+		d.idle, dec = dec, nil
+	}
+	d.mu.Unlock()
+	if dec != nil {
+		dec.Close()
+	}
+	return b, err
+}
+
+// deltaChain is a delta blob's chain as readChain reads it: the deltas
+// from the blob down, then the whole blob they rest on, decoded.
+type deltaChain struct {
+	links []Object // the deltas, each with its stored bytes
+	// base is the blob they rest on, without its stored bytes; plain
+	// its plain bytes (not verified yet) once decoded, or err its decode
+	// error.
+	base    Object
+	decoded bool
+	plain   []byte
+	err     error
 }
 
 // decodeDelta returns the plain bytes of the delta blob h (stored as data
@@ -764,7 +857,7 @@ func decodeDelta(data, base []byte, size int64) ([]byte, error) {
 // on the way: a corrupted or missing base fails with ErrCorrupt naming
 // that base.
 func (s *Store) decodeDelta(ctx context.Context, h Hash, data []byte, size int64, base Hash) ([]byte, error) {
-	var chain []Object
+	var chain deltaChain
 	err := s.db.View(ctx, func(tx *index.Tx) error {
 		var err error
 		chain, err = s.readChain(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: size, Codec: CodecDelta, Base: base, Data: data})
@@ -773,61 +866,77 @@ func (s *Store) decodeDelta(ctx context.Context, h Hash, data []byte, size int64
 	if err != nil {
 		return nil, wrapOp("get", h, err)
 	}
-	return s.applyChain(ctx, h, chain)
+	return s.applyChain(h, chain)
 }
 
 // readChain reads, in tx, the objects from the delta blob row down its
-// bases to the whole blob it rests on.
-func (s *Store) readChain(ctx context.Context, tx *index.Tx, row Object) ([]Object, error) {
+// bases to the whole blob it rests on, which it decodes straight from the
+// storage's buffer.
+func (s *Store) readChain(ctx context.Context, tx *index.Tx, row Object) (deltaChain, error) {
 	h := row.Hash
-	chain := []Object{row}
+	c := deltaChain{links: []Object{row}}
 	for cur := row.Base; ; {
-		if len(chain) > maxChainLimit+1 {
-			return nil, corrupt("get", h, "delta chain is longer than any store can write (%d): a cycle through base %s", maxChainLimit, cur)
+		if len(c.links) > maxChainLimit+1 {
+			return deltaChain{}, corrupt("get", h, "delta chain is longer than any store can write (%d): a cycle through base %s", maxChainLimit, cur)
 		}
 		var link Object
 		err := s.st.Get(ctx, tx, KindBlob, cur, func(o Object) error {
 			link = o
-			link.Data = cloneData(o.Data)
+			link.Data = nil
+			if decodesAlone(o) {
+				c.plain, c.err = s.ownDecode(ctx, o)
+				c.decoded = true
+			} else {
+				link.Data = cloneData(o.Data) // a delta is small
+			}
 			return nil
 		})
 		if errors.Is(err, ErrNotFound) {
-			return nil, corrupt("get", h, "delta base %s is missing", cur)
+			return deltaChain{}, corrupt("get", h, "delta base %s is missing", cur)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("base %s: %w", cur.Short(), err)
+			return deltaChain{}, fmt.Errorf("base %s: %w", cur.Short(), err)
 		}
-		chain = append(chain, link)
 		if link.Codec != CodecDelta {
-			return chain, nil
+			if whole(link.Codec) && !c.decoded {
+				c.plain, c.err = s.decodeIn(ctx, tx, link.Hash, link.Codec, link.Data, link.Size, link.Base)
+				c.decoded = true
+			}
+			c.base = link
+			return c, nil
 		}
+		c.links = append(c.links, link)
 		cur = link.Base
 	}
 }
 
-// applyChain decodes the whole blob a chain rests on and applies the
-// deltas back up to chain[0], verifying every version.
-func (s *Store) applyChain(ctx context.Context, h Hash, chain []Object) ([]byte, error) {
-	last := chain[len(chain)-1]
-	if c := last.Codec; c != CodecRaw && c != CodecZstd {
-		return nil, corrupt("get", h, "delta base %s is stored as %s, not whole", last.Hash, c)
+// applyChain verifies the whole blob a chain rests on and applies the
+// deltas back up to the first, verifying every version.
+func (s *Store) applyChain(h Hash, c deltaChain) ([]byte, error) {
+	last := c.base
+	if !whole(last.Codec) {
+		return nil, corrupt("get", h, "delta base %s is stored as %s, not whole", last.Hash, last.Codec)
 	}
-	plain, err := s.decode(ctx, last.Hash, last.Codec, last.Data, last.Size, last.Base)
+	plain, err := c.plain, c.err
 	if err == nil && Sum(plain) != last.Hash {
 		err = corrupt("get", last.Hash, "content does not hash to its address")
 	}
 	if err != nil {
 		return nil, corrupt("get", h, "delta base %s: %v", last.Hash, err)
 	}
-	for i := len(chain) - 2; i >= 0; i-- {
-		l := chain[i]
-		next, err := decodeDelta(l.Data, plain, l.Size)
+	for i := len(c.links) - 1; i >= 0; i-- {
+		l := c.links[i]
+		next, err := s.applyDelta(l.Data, plain, l.Size)
 		if err == nil && Sum(next) != l.Hash {
 			err = errors.New("content does not hash to its address")
 		}
 		if err != nil {
 			if i == 0 {
-				return nil, corrupt("get", h, "delta against %s: %v", chain[1].Hash, err)
+				base := last.Hash
+				if len(c.links) > 1 {
+					base = c.links[1].Hash
+				}
+				return nil, corrupt("get", h, "delta against %s: %v", base, err)
 			}
 			return nil, corrupt("get", h, "delta base %s: %v", l.Hash, err)
 		}

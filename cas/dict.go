@@ -330,12 +330,13 @@ const dictLevel = zstd.SpeedFastest
 const dictWindow = 512 << 10
 
 // decodeDict returns the plain bytes of data, compressed with the
-// dictionary at dict.
-func (s *Store) decodeDict(ctx context.Context, h Hash, data []byte, size int64, dict Hash) ([]byte, error) {
+// dictionary at dict, which it reads in tx (nil: a transaction of its
+// own) if it has not loaded it.
+func (s *Store) decodeDict(ctx context.Context, tx *index.Tx, h Hash, data []byte, size int64, dict Hash) ([]byte, error) {
 	if dict.IsZero() {
 		return nil, corrupt("get", h, "dictionary-compressed blob names no dictionary")
 	}
-	dc, err := s.loadDict(ctx, nil, DictInfo{Hash: dict})
+	dc, err := s.loadDict(ctx, tx, DictInfo{Hash: dict})
 	if err != nil {
 		return nil, corrupt("get", h, "dictionary %s: %s", dict.Short(), wserr.MessageOf(err))
 	}

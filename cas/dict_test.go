@@ -382,3 +382,46 @@ func TestPruneDicts(t *testing.T) {
 	require.Len(t, ds, 1)
 	assert.Equal(t, second.Hash, ds[0].Hash, "the newest stays")
 }
+
+// A blob compressed with a dictionary reads on a store with one read
+// connection whose dictionary cache is cold, whole and as the base of a
+// delta: the dictionary is read once the read holds no connection.
+func TestDictReadWithOneReadConn(t *testing.T) {
+	ctx := context.Background()
+	path := storetest.NewPath(t)
+	db := storetest.OpenDBAt(t, path, index.Options{ReadConns: 1})
+	s, err := cas.New(db, cas.Options{DictTrainAfter: 32})
+	require.NoError(t, err)
+	for i := range 40 {
+		_, err := s.PutBytes(ctx, nil, smallFile(i))
+		require.NoError(t, err)
+	}
+	// A history over small files: the older version a delta against the
+	// newer, which is stored with the dictionary.
+	v1 := smallFile(100)
+	v2 := append(bytes.Clone(v1), "one more line of the note\n"...)
+	h1, err := s.PutVersion(ctx, nil, v1, cas.Hash{})
+	require.NoError(t, err)
+	h2, err := s.PutVersion(ctx, nil, v2, h1)
+	require.NoError(t, err)
+	_, err = s.Drain(ctx)
+	require.NoError(t, err)
+	info, err := s.Stat(ctx, h2)
+	require.NoError(t, err)
+	require.Equal(t, cas.CodecZstd, info.Codec)
+	require.False(t, info.Base.IsZero(), "the newest version is compressed with the dictionary")
+	old, err := s.Stat(ctx, h1)
+	require.NoError(t, err)
+	require.Equal(t, cas.CodecDelta, old.Codec)
+
+	cold, err := cas.New(db, cas.Options{DictTrainAfter: 32})
+	require.NoError(t, err)
+	got, err := cold.ReadAll(ctx, h1)
+	require.NoError(t, err)
+	assert.Equal(t, v1, got)
+	cold, err = cas.New(db, cas.Options{DictTrainAfter: 32})
+	require.NoError(t, err)
+	got, err = cold.ReadAll(ctx, h2)
+	require.NoError(t, err)
+	assert.Equal(t, v2, got)
+}

@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
-
-	"lukechampine.com/blake3"
+	"slices"
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/wserr"
@@ -95,18 +93,51 @@ func (s *Store) viewIn(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) 
 // reader must be drained before tx ends), or in transactions of its own
 // when tx is nil.
 func (s *Store) get(ctx context.Context, in *index.Tx, h Hash) (io.ReadCloser, error) {
+	b, row, err := s.readBlob(ctx, in, h)
+	if err != nil {
+		return nil, err
+	}
+	if row.Codec == CodecChunked {
+		return s.newChunkReader(ctx, in, h, row.Size, row.Chunks)
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+// readBlob returns the verified plain bytes of the blob at h, read in tx
+// (nil: a read transaction of its own), unless it is chunked: then it
+// returns only its row, for a chunk reader. A blob stored whole is
+// decoded straight from the storage's buffer, so its stored bytes are
+// copied once, by the storage, and its plain bytes are the only other
+// memory it takes.
+func (s *Store) readBlob(ctx context.Context, in *index.Tx, h Hash) ([]byte, Object, error) {
 	var row Object
-	var chain []Object // a delta's objects down to a whole blob
+	var b []byte
+	var chain deltaChain
+	// A decode error is the blob's, not the read's: it is returned as
+	// the decoder said it.
+	var decodeErr error
+	later := false // copied out, to be decoded once the row is read
 	err := s.viewIn(ctx, in, func(tx *index.Tx) error {
 		err := s.st.Get(ctx, tx, KindBlob, h, func(o Object) error {
 			row = o
-			// One copy out of the storage's buffer, decoded below once the
-			// read transaction is done.
-			row.Data = cloneData(o.Data)
+			row.Data = nil
+			switch {
+			case o.Codec == CodecChunked:
+			case o.Codec == CodecDelta:
+				// A delta is small; it is applied once its bases are read.
+				row.Data = cloneData(o.Data)
+			case decodesAlone(o):
+				b, decodeErr = s.ownDecode(ctx, o)
+			default:
+				row.Data, later = cloneData(o.Data), true
+			}
 			return nil
 		})
 		if errors.Is(err, ErrNotFound) {
 			return notFound("get", h)
+		}
+		if err == nil && later {
+			b, decodeErr = s.decodeIn(ctx, tx, h, row.Codec, row.Data, row.Size, row.Base)
 		}
 		if err != nil || row.Codec != CodecDelta {
 			return err
@@ -115,40 +146,83 @@ func (s *Store) get(ctx context.Context, in *index.Tx, h Hash) (io.ReadCloser, e
 		return err
 	})
 	if err != nil {
-		return nil, wrapOp("get", h, err)
+		return nil, Object{}, wrapOp("get", h, err)
 	}
-	var b []byte
 	switch row.Codec {
 	case CodecChunked:
-		return s.newChunkReader(ctx, in, h, row.Size, row.Chunks)
+		return nil, row, nil
 	case CodecDelta:
-		b, err = s.applyChain(ctx, h, chain)
+		b, err = s.applyChain(h, chain)
 	default:
-		b, err = s.decode(ctx, h, row.Codec, row.Data, row.Size, row.Base)
+		err = decodeErr
 	}
 	if err == nil {
 		err = checkPlain(h, b, row.Size)
 	}
 	if err != nil {
-		return nil, err
+		return nil, Object{}, err
 	}
-	return io.NopCloser(bytes.NewReader(b)), nil
+	return b, row, nil
+}
+
+// decodesAlone reports whether o, a row stored whole, decodes without
+// reading anything more from the store, so a storage callback may decode
+// it: a blob compressed with a dictionary may need the dictionary read,
+// which waits for the callback's statement to end (it is small, and is
+// copied out instead).
+func decodesAlone(o Object) bool {
+	return o.Codec == CodecRaw || (o.Codec == CodecZstd && o.Base.IsZero())
+}
+
+// ownDecode returns the plain bytes of o, a row stored whole, in memory of
+// their own: o.Data may be the storage's buffer.
+func (s *Store) ownDecode(ctx context.Context, o Object) ([]byte, error) {
+	b, err := s.decode(ctx, o.Hash, o.Codec, o.Data, o.Size, o.Base)
+	if err == nil && o.Codec == CodecRaw {
+		b = cloneData(b)
+	}
+	return b, err
 }
 
 // ReadAll returns the whole content at h, verified. It fails with
 // ErrNotFound or ErrCorrupt as Get does.
 func (s *Store) ReadAll(ctx context.Context, h Hash) ([]byte, error) {
-	rc, err := s.Get(ctx, h)
+	b, row, err := s.readBlob(ctx, nil, h)
+	if err != nil || row.Codec != CodecChunked {
+		return b, err
+	}
+	r, err := s.newChunkReader(ctx, nil, h, row.Size, row.Chunks)
 	if err != nil {
 		return nil, err
 	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		// The bytes read so far verified, but they are not the content.
-		return nil, err
+	defer r.Close()
+	// Read into room for the recorded size; a stream that does not end
+	// there grows the buffer as io.ReadAll would.
+	b = make([]byte, 0, capHint(row.Size, maxInline))
+	for {
+		if len(b) == cap(b) {
+			// A read of nothing at the recorded size ends the stream
+			// (checking the whole content's hash) without growing b.
+			if _, err := r.Read(nil); err != nil {
+				return readEnd(b, err)
+			}
+			b = slices.Grow(b, 1)
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			return readEnd(b, err)
+		}
 	}
-	return b, nil
+}
+
+// readEnd is what ReadAll returns for b read up to err.
+func readEnd(b []byte, err error) ([]byte, error) {
+	if err == io.EOF {
+		return b, nil
+	}
+	// The bytes read so far verified, but they are not the content.
+	return nil, err
 }
 
 // checkPlain verifies the plain bytes b decoded for h, of recorded size.
@@ -163,12 +237,19 @@ func checkPlain(h Hash, b []byte, size int64) error {
 }
 
 func (s *Store) decode(ctx context.Context, h Hash, codec Codec, data []byte, size int64, base Hash) ([]byte, error) {
+	return s.decodeIn(ctx, nil, h, codec, data, size, base)
+}
+
+// decodeIn is decode reading a dictionary it has not loaded in tx (nil: a
+// read transaction of its own), so that a decode in a read transaction
+// never waits for a second read connection.
+func (s *Store) decodeIn(ctx context.Context, tx *index.Tx, h Hash, codec Codec, data []byte, size int64, base Hash) ([]byte, error) {
 	switch codec {
 	case CodecRaw:
 		return data, nil
 	case CodecZstd:
 		if !base.IsZero() {
-			return s.decodeDict(ctx, h, data, size, base)
+			return s.decodeDict(ctx, tx, h, data, size, base)
 		}
 		s.decodes.Add(1)
 		b, err := s.dec.DecodeAll(data, make([]byte, 0, capHint(size, maxInline)))
@@ -201,7 +282,7 @@ type chunkReader struct {
 	bp    *[]byte // from s.bufs, reused for every chunk; nil once given back
 	cur   []byte  // what is left of the current chunk
 	off   int64
-	whole hash.Hash // nil for a range: its bytes cannot be checked whole
+	whole *hasher // nil for a range: its bytes cannot be checked whole
 	// skip is how many bytes of the next chunk read precede the range;
 	// left how many the range still holds (-1: up to the end).
 	skip, left int64
@@ -211,6 +292,9 @@ type chunkReader struct {
 // seek makes r a reader of the n bytes from off (n < 0: to the end): the
 // chunks before off are never read.
 func (r *chunkReader) seek(off, n int64) {
+	if r.whole != nil {
+		freeHasher(r.whole)
+	}
 	r.whole, r.left = nil, n
 	if off >= r.size {
 		r.refs, r.off = nil, r.size
@@ -246,7 +330,7 @@ func (s *Store) newChunkReader(ctx context.Context, tx *index.Tx, h Hash, size i
 	if total != size {
 		return nil, corrupt("get", h, "chunks hold %d bytes, want %d", total, size)
 	}
-	return &chunkReader{ctx: ctx, tx: tx, s: s, h: h, size: size, refs: refs, whole: blake3.New(32, nil), left: -1}, nil
+	return &chunkReader{ctx: ctx, tx: tx, s: s, h: h, size: size, refs: refs, whole: newHasher(), left: -1}, nil
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
@@ -261,9 +345,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 			if r.whole == nil {
 				return 0, r.fail(io.EOF)
 			}
-			var got Hash
-			r.whole.Sum(got[:0])
-			if r.off != r.size || got != r.h {
+			if r.off != r.size || r.whole.sum() != r.h {
 				return 0, r.fail(corrupt("get", r.h, "content does not hash to its address"))
 			}
 			return 0, r.fail(io.EOF)
@@ -304,6 +386,10 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 func (r *chunkReader) fail(err error) error {
 	r.err = err
 	r.cur, r.refs = nil, nil
+	if r.whole != nil {
+		freeHasher(r.whole)
+		r.whole = nil
+	}
 	if r.bp != nil {
 		r.s.bufs.put(r.bp)
 		r.bp = nil

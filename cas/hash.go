@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"lukechampine.com/blake3"
+	"lukechampine.com/blake3/guts"
 
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -17,8 +18,13 @@ type Hash [32]byte
 // ShortLen is the number of hex digits in a Hash's short form.
 const ShortLen = 12
 
-// Sum returns the address of b.
-func Sum(b []byte) Hash { return Hash(blake3.Sum256(b)) }
+// Sum returns the address of b. It allocates nothing.
+func Sum(b []byte) Hash {
+	if len(b) <= guts.ChunkSize {
+		return Hash(blake3.Sum256(b)) // one chunk: no hasher
+	}
+	return sumLarge(b)
+}
 
 // ParseHash parses the 64-digit lowercase or uppercase hex form of a Hash.
 // It fails with workspace.invalid_argument on any other input.

@@ -205,17 +205,32 @@ func (s *Store) reencodeOne(ctx context.Context) (bool, error) {
 // whose new version is gone, belongs to a history already (the same
 // content was written again), or does not read is dropped.
 func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job reencodeJob) error {
-	n, ok, err := s.version(ctx, tx, hs, job.Blob)
+	// The new version is decoded straight from the storage's buffer.
+	var cur []byte
+	var curErr error
+	n, ok, err := s.viewVersion(ctx, tx, hs, job.Blob, true, func(v *Version, lent bool) {
+		switch {
+		case !startsHistory(*v):
+		case lent:
+			cur, curErr = s.ownDecode(ctx, v.Object)
+		default:
+			cur, curErr = s.decode(ctx, v.Hash, v.Codec, v.Data, v.Size, v.Base)
+		}
+		v.Data = nil
+	})
 	if err != nil {
 		return err
 	}
 	if !ok || !startsHistory(n) {
 		return s.settlePrev(ctx, tx, hs, job.Prev)
 	}
-	cur, err := s.decode(ctx, n.Hash, n.Codec, n.Data, n.Size, n.Base)
-	if err != nil || Sum(cur) != job.Blob {
+	if curErr != nil || Sum(cur) != job.Blob {
 		return nil // corrupt: Verify reports it; nothing builds on it
 	}
+	// The next job usually replaces this one's version, whose content
+	// it is then spared reading; the last one's may be this one's.
+	prevBytes, verified := s.jobContent.get(job.Prev)
+	s.jobContent.set(job.Blob, cur)
 	if rs, ok := hs.(rowStorage); ok && n.Codec == CodecRaw {
 		// The write stored it raw; whatever the history does with it,
 		// its whole form is compressed from now on, unless a later
@@ -227,7 +242,7 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 			return err
 		}
 		if later {
-			return s.extendFrom(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
+			return s.extendFrom(ctx, tx, hs, job.Prev, prevBytes, verified, job.Blob, cur, nil)
 		}
 		data, codec, release := s.compress(cur)
 		err = func() error {
@@ -241,7 +256,40 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 			return err
 		}
 	}
-	return s.extendFrom(ctx, tx, hs, job.Prev, nil, job.Blob, cur, nil)
+	return s.extendFrom(ctx, tx, hs, job.Prev, prevBytes, verified, job.Blob, cur, nil)
+}
+
+// knownContent keeps the content of one blob, read and verified, for the
+// next job: content at an address never changes, so it stays true
+// whatever commits or rolls back meanwhile.
+type knownContent struct {
+	mu sync.Mutex
+	h  Hash
+	b  []byte
+}
+
+// maxKnownContent is the most content knownContent keeps, all an idle
+// store holds of it.
+const maxKnownContent = rawMax
+
+func (k *knownContent) get(h Hash) ([]byte, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if h.IsZero() || k.h != h {
+		return nil, false
+	}
+	return k.b, true
+}
+
+// set keeps b, the verified content at h (which no one changes), unless
+// it is larger than maxKnownContent.
+func (k *knownContent) set(h Hash, b []byte) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.h, k.b = Hash{}, nil
+	if len(b) <= maxKnownContent {
+		k.h, k.b = h, b
+	}
 }
 
 // replacedLater reports whether a job queued after job replaces its new
@@ -259,11 +307,22 @@ func (s *Store) settlePrev(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 	if _, ok := hs.(rowStorage); !ok || h.IsZero() {
 		return nil
 	}
-	p, ok, err := s.version(ctx, tx, hs, h)
+	p, ok, err := s.viewVersion(ctx, tx, hs, h, true, keepRaw)
 	if err != nil || !ok {
 		return err
 	}
 	return s.settleRaw(ctx, tx, hs, p)
+}
+
+// keepRaw keeps a version's stored bytes only when they are its plain
+// bytes, for settleRaw.
+func keepRaw(v *Version, lent bool) {
+	switch {
+	case v.Codec != CodecRaw:
+		v.Data = nil
+	case lent:
+		v.Data = cloneData(v.Data)
+	}
 }
 
 // settleRaw compresses version p if it is stored raw (its plain bytes are

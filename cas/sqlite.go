@@ -336,39 +336,66 @@ func iteratePageRows(ctx context.Context, tx *index.Tx, q string, kind Kind, aft
 	return page, index.Translate(rows.Close())
 }
 
-// versionCols are what Version reads of a blob's row.
-const versionCols = `rowid, size, stored, codec, base, created, data, saved, depth, gen, opens IS NOT NULL AS head, opens`
+// versionCols are what Version reads of a blob's row; versionHeadCols
+// the same but the stored bytes.
+const (
+	versionCols     = `rowid, size, stored, codec, base, created, data, saved, depth, gen, opens IS NOT NULL AS head, opens`
+	versionHeadCols = `rowid, size, stored, codec, base, created, NULL AS data, saved, depth, gen, opens IS NOT NULL AS head, opens`
+)
 
 // Version returns the blob at h with its history.
-func (*SQLiteStorage) Version(ctx context.Context, tx *index.Tx, h Hash) (Version, error) {
-	var r struct {
-		Rowid int64 `db:"rowid"`
-		statRow
-		Data  []byte `db:"data"`
-		Saved int64  `db:"saved"`
-		Depth int    `db:"depth"`
-		Gen   int64  `db:"gen"`
-		Head  bool   `db:"head"`
-		Opens []byte `db:"opens"`
+func (st *SQLiteStorage) Version(ctx context.Context, tx *index.Tx, h Hash) (Version, error) {
+	var v Version
+	err := st.lendVersion(ctx, tx, h, true, func(l *Version) error {
+		v = *l
+		v.Data = cloneData(l.Data)
+		return nil
+	})
+	return v, err
+}
+
+// lendVersion calls fn with the blob at h and its history, Data the
+// driver's buffer, valid only until fn returns: a caller that decodes it
+// there copies the stored bytes no more than once. Without data, Data is
+// nil and the stored bytes are not copied at all.
+func (*SQLiteStorage) lendVersion(ctx context.Context, tx *index.Tx, h Hash, data bool, fn func(v *Version) error) error {
+	q := `SELECT ` + versionCols + ` FROM blobs WHERE hash = ?`
+	if !data {
+		q = `SELECT ` + versionHeadCols + ` FROM blobs WHERE hash = ?`
 	}
-	err := tx.GetContext(ctx, &r, `SELECT `+versionCols+` FROM blobs WHERE hash = ?`, h)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Version{}, notFound("version", h)
-	}
+	rows, err := tx.QueryxContext(ctx, q, h)
 	if err != nil {
-		return Version{}, index.Translate(err)
+		return index.Translate(err)
 	}
-	v := Version{Object: r.object(KindBlob, h), Saved: r.Saved, Depth: r.Depth, Slot: Slot(r.Rowid)}
-	v.Data = r.Data
-	v.Gen, v.Head = r.Gen, r.Head
-	if len(r.Opens)%len(Hash{}) != 0 {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return index.Translate(err)
+		}
+		return notFound("version", h)
+	}
+	var r statRow
+	var rowid int64
+	var stored, opens sql.RawBytes
+	v := Version{}
+	if err := rows.Scan(&rowid, &r.Size, &r.Stored, &r.Codec, &r.Base, &r.Created, &stored, &v.Saved, &v.Depth, &v.Gen, &v.Head, &opens); err != nil {
+		return index.Translate(err)
+	}
+	v.Object, v.Slot = r.object(KindBlob, h), Slot(rowid)
+	if stored != nil {
+		v.Data = stored
+	}
+	if len(opens)%len(Hash{}) != 0 {
 		v.Unreadable = true
-		return v, nil
+	} else {
+		for i := 0; i < len(opens); i += len(Hash{}) {
+			v.Opens = append(v.Opens, Hash(opens[i:i+len(Hash{})]))
+		}
 	}
-	for i := 0; i < len(r.Opens); i += len(Hash{}) {
-		v.Opens = append(v.Opens, Hash(r.Opens[i:i+len(Hash{})]))
+	if err := fn(&v); err != nil {
+		return err
 	}
-	return v, nil
+	return index.Translate(rows.Close())
 }
 
 // Reencode replaces the blob row at h with one holding data in codec. The

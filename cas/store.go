@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-	"lukechampine.com/blake3"
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/wserr"
@@ -133,8 +132,13 @@ type Store struct {
 	zbufs freeList[*[]byte] // compressed output, copied by SQLite on insert
 	bufs  freeList[*[]byte] // Put's read buffer, then its chunker's
 
-	// deltas keeps delta codecs for the next re-encoding.
-	deltas deltaCodecs
+	// deltas keeps delta codecs for the next re-encoding, deltaDecs a
+	// decoder for the next delta read (nil: none kept).
+	deltas    deltaCodecs
+	deltaDecs deltaDecoders
+	// jobContent is the content of the new version of the last
+	// re-encoding job, for the next, which usually replaces it.
+	jobContent knownContent
 
 	// kick wakes the background re-encoder (StartReencoder) after a
 	// write queued work.
@@ -410,7 +414,8 @@ func (s *Store) update(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) 
 // transaction (or all in tx if given), then the blob object listing them.
 // Chunks already present are not recompressed.
 func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash, error) {
-	whole := blake3.New(32, nil)
+	whole := newHasher()
+	defer freeHasher(whole)
 	var refs []ChunkRef
 	var off int64
 	for {
@@ -432,8 +437,7 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 		refs = append(refs, ChunkRef{Hash: ch, Off: off, Size: int64(len(b))})
 		off += int64(len(b))
 	}
-	var h Hash
-	whole.Sum(h[:0])
+	h := whole.sum()
 	err := s.update(ctx, tx, func(tx *index.Tx) error {
 		return s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: off, Codec: CodecChunked, Chunks: refs, Created: s.clock()})
 	})
