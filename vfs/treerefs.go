@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -124,10 +125,27 @@ func insertRefs(ctx context.Context, tx *index.Tx, h cas.Hash, data, base []byte
 	if err != nil {
 		return fmt.Errorf("tree %s: %w", h.Short(), err)
 	}
-	for _, k := range uniqueRefs(refs) {
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (child, parent) VALUES (?, ?)`, k, h[:]); err != nil {
-			return fmt.Errorf("tree %s: refs: %w", h.Short(), index.Translate(err))
+	keys := uniqueRefs(refs)
+	switch len(keys) {
+	case 0:
+		return nil
+	case 1:
+		_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (child, parent) VALUES (?, ?)`, keys[0], h[:])
+	default:
+		// One statement for the row's keys, a JSON array of integers.
+		list := make([]byte, 0, 1+21*len(keys))
+		for i, k := range keys {
+			list = append(list, ',')
+			if i == 0 {
+				list[0] = '['
+			}
+			list = strconv.AppendInt(list, k, 10)
 		}
+		list = append(list, ']')
+		_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (child, parent) SELECT value, ? FROM json_each(?)`, h[:], string(list))
+	}
+	if err != nil {
+		return fmt.Errorf("tree %s: refs: %w", h.Short(), index.Translate(err))
 	}
 	return nil
 }
