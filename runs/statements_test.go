@@ -21,14 +21,16 @@ import (
 
 // TestAppendAndCheckpointStatements counts the SQL statements of the
 // chat shape's step, an append to the main draft and an explicit
-// checkpoint: 11 and 6 (one more for a small file, which looks up the
-// newest dictionary), whether the draft is 4 KB or 400 KB and whether 1
-// or 169 earlier writes' re-encodings are queued. An append decides in
-// its own transaction whether the file is large enough to stream (no read
+// checkpoint: 10 and 6 (12 for the append of a small file, which looks
+// for the version before inserting it, and up the newest dictionary),
+// whether the draft is 4 KB or 400 KB and whether 1 or 169 earlier
+// writes' re-encodings are queued. An append decides in its own
+// transaction whether the file is large enough to stream (no read
 // transaction before it); the run's row comes with its chat's policy row;
-// the queue's insert returns its bounds; a directory stored whole checks
-// no patch base, and a patch's base is checked by its own insert; a tree
-// lists what it names in one statement.
+// a version with no dictionary to settle is inserted unless stored, in
+// one statement; the queue's insert returns its bounds; a directory
+// stored whole checks no patch base, and a patch's base is checked by its
+// own insert; a tree lists what it names in one statement.
 func TestAppendAndCheckpointStatements(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -80,7 +82,7 @@ func TestAppendAndCheckpointStatements(t *testing.T) {
 	}
 	assert.Equal(t, map[string][2]int{
 		"4 KB, 1 queued":     {12, 6}, // a small file also looks up the newest dictionary
-		"398 KB, 169 queued": {11, 6},
+		"398 KB, 169 queued": {10, 6},
 	}, counts, "statements of an append and a checkpoint")
 	pending, err := s.Blobs.PendingReencodes(ctx)
 	require.NoError(t, err)
