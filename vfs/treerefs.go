@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -121,33 +122,70 @@ func uniqueRefs(refs []Candidate) []int64 {
 
 // insertRefs records what the row of tree h names.
 func insertRefs(ctx context.Context, tx *index.Tx, h cas.Hash, data, base []byte) error {
+	var rb refBatch
+	if err := rb.add(h, data, base); err != nil {
+		return err
+	}
+	return rb.flush(ctx, tx)
+}
+
+// refBatch gathers the tree_refs rows of the trees one change stores, for
+// as few statements as it can: a change rewrites a directory per level
+// of its path, and each lists what it names.
+type refBatch struct {
+	list []byte // a JSON array of [key, parent in hex] pairs
+	n    int
+	one  [2]any // the pair, while there is one
+}
+
+// refBatchMax bounds the pairs one statement inserts.
+const refBatchMax = 512
+
+// add adds what the row of tree h names.
+func (rb *refBatch) add(h cas.Hash, data, base []byte) error {
 	refs, err := rowRefs(data, base)
 	if err != nil {
 		return fmt.Errorf("tree %s: %w", h.Short(), err)
 	}
-	keys := uniqueRefs(refs)
-	switch len(keys) {
-	case 0:
-		return nil
-	case 1:
-		_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (child, parent) VALUES (?, ?)`, keys[0], h[:])
-	default:
-		// One statement for the row's keys, a JSON array of integers.
-		list := make([]byte, 0, 1+21*len(keys))
-		for i, k := range keys {
-			list = append(list, ',')
-			if i == 0 {
-				list[0] = '['
-			}
-			list = strconv.AppendInt(list, k, 10)
+	for _, k := range uniqueRefs(refs) {
+		if rb.n == 0 {
+			rb.list = append(rb.list[:0], '[')
+			rb.one = [2]any{k, h[:]}
+		} else {
+			rb.list = append(rb.list, ',')
 		}
-		list = append(list, ']')
-		_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (child, parent) SELECT value, ? FROM json_each(?)`, h[:], string(list))
-	}
-	if err != nil {
-		return fmt.Errorf("tree %s: refs: %w", h.Short(), index.Translate(err))
+		rb.list = strconv.AppendInt(append(rb.list, '['), k, 10)
+		rb.list = append(hex.AppendEncode(append(rb.list, ",\""...), h[:]), "\"]"...)
+		rb.n++
 	}
 	return nil
+}
+
+// flush inserts the pairs gathered, in tx, and empties rb.
+func (rb *refBatch) flush(ctx context.Context, tx *index.Tx) error {
+	var err error
+	switch {
+	case rb.n == 0:
+		return nil
+	case rb.n == 1:
+		_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (child, parent) VALUES (?, ?)`, rb.one[0], rb.one[1])
+	default:
+		_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (child, parent)
+			SELECT json_extract(value, '$[0]'), unhex(json_extract(value, '$[1]')) FROM json_each(?)`, string(append(rb.list, ']')))
+	}
+	rb.n = 0
+	if err != nil {
+		return fmt.Errorf("tree refs: %w", index.Translate(err))
+	}
+	return nil
+}
+
+// maybeFlush flushes rb once it holds refBatchMax pairs.
+func (rb *refBatch) maybeFlush(ctx context.Context, tx *index.Tx) error {
+	if rb.n < refBatchMax {
+		return nil
+	}
+	return rb.flush(ctx, tx)
 }
 
 // TreeNamed reports whether a stored tree row names h, as an entry or as

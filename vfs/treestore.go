@@ -61,7 +61,7 @@ func (t *Trees) Put(ctx context.Context, tx *index.Tx, entries []Entry) (cas.Has
 	// The clone goes to the cache, so the caller keeps its slice.
 	entries = slices.Clone(entries)
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
-	return t.put(ctx, tx, entries, cas.Hash{})
+	return t.putOne(ctx, tx, entries, cas.Hash{})
 }
 
 // PutNext is Put of entries as the next version of the directory that
@@ -73,7 +73,17 @@ func (t *Trees) Put(ctx context.Context, tx *index.Tx, entries []Entry) (cas.Has
 func (t *Trees) PutNext(ctx context.Context, tx *index.Tx, entries []Entry, prev cas.Hash) (cas.Hash, error) {
 	entries = slices.Clone(entries)
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
-	return t.put(ctx, tx, entries, prev)
+	return t.putOne(ctx, tx, entries, prev)
+}
+
+// putOne is put of one tree, its refs inserted straight away.
+func (t *Trees) putOne(ctx context.Context, tx *index.Tx, entries []Entry, old cas.Hash) (cas.Hash, error) {
+	var rb refBatch
+	h, err := t.put(ctx, tx, entries, old, &rb)
+	if err != nil {
+		return cas.Hash{}, err
+	}
+	return h, rb.flush(ctx, tx)
 }
 
 // put is Put for entries sorted by name that the caller hands over: they
@@ -81,8 +91,9 @@ func (t *Trees) PutNext(ctx context.Context, tx *index.Tx, entries []Entry, prev
 // the tree these entries replace (the zero Hash for none): the new tree is
 // stored as the next version of old's directory, a patch against the
 // version the skip-delta numbering names (treepatch.go), when that is
-// smaller than the whole encoding.
-func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.Hash) (cas.Hash, error) {
+// smaller than the whole encoding. What the new row names is added to rb,
+// which the caller flushes before its change is done.
+func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.Hash, rb *refBatch) (cas.Hash, error) {
 	data, err := encodeSorted(entries)
 	if err != nil {
 		return cas.Hash{}, err
@@ -96,7 +107,7 @@ func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.
 			stored, n.base, n.seq, want = p, base, seq, w
 		}
 	}
-	seq, base, err := t.insert(ctx, tx, h, stored, n.base, want)
+	seq, base, err := t.insert(ctx, tx, h, stored, n.base, want, rb)
 	if errors.Is(err, errPlaceMoved) {
 		// The cache's view of the base's row was not the row's: the
 		// chain is read from the rows.
@@ -104,7 +115,7 @@ func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.
 		if p, base, seq := t.patchFromRows(ctx, tx, old, entries); p != nil && patchWorth(len(p), len(data)) {
 			stored, n.base, n.seq = p, base, seq
 		}
-		seq, base, err = t.insert(ctx, tx, h, stored, n.base, nil)
+		seq, base, err = t.insert(ctx, tx, h, stored, n.base, nil, rb)
 	}
 	if err != nil {
 		return cas.Hash{}, err
@@ -232,8 +243,8 @@ var errPlaceMoved = errors.New("patch base moved")
 // a tree stored before, which keeps its own form and only has its created
 // time refreshed. With want set, the same statement checks that base's
 // row holds place *want (0: stored whole), and writes nothing, failing
-// with errPlaceMoved, if it does not.
-func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byte, base cas.Hash, want *int) (int, cas.Hash, error) {
+// with errPlaceMoved, if it does not. What the row names goes to rb.
+func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byte, base cas.Hash, want *int, rb *refBatch) (int, cas.Hash, error) {
 	if tx == nil {
 		return 0, cas.Hash{}, wserr.New(wserr.Internal, "put tree", "", "no transaction: trees are written inside the transaction that references them")
 	}
@@ -274,8 +285,11 @@ func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byt
 	}
 	// A row stored before in another form listed what it names then.
 	if bytes.Equal(kept, b) {
-		if err := insertRefs(ctx, tx, h, data, b); err != nil {
+		if err := rb.add(h, data, b); err != nil {
 			return 0, cas.Hash{}, fmt.Errorf("put tree: %w", err)
+		}
+		if err := rb.maybeFlush(ctx, tx); err != nil {
+			return 0, cas.Hash{}, fmt.Errorf("put tree %s: %w", h.Short(), err)
 		}
 	}
 	return seq, kb, nil
@@ -590,10 +604,16 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 	}
 
 	// Write up: each level gets its changed child; an emptied directory
-	// disappears from its parent instead of being stored.
+	// disappears from its parent instead of being stored. What the new
+	// rows name is listed in one statement at the end.
+	var rb refBatch
 	for i := last; ; i-- {
 		if i == 0 {
-			return t.put(ctx, tx, es, olds[0])
+			h, err := t.put(ctx, tx, es, olds[0], &rb)
+			if err != nil {
+				return cas.Hash{}, err
+			}
+			return h, rb.flush(ctx, tx)
 		}
 		parent := levels[i-1]
 		name := segs[i-1]
@@ -603,7 +623,7 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 			es = slices.Delete(slices.Clone(parent), k, k+1)
 			continue
 		}
-		h, err := t.put(ctx, tx, es, olds[i])
+		h, err := t.put(ctx, tx, es, olds[i], &rb)
 		if err != nil {
 			return cas.Hash{}, err
 		}
