@@ -4,11 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -123,7 +121,7 @@ func uniqueRefs(refs []Candidate) []int64 {
 // insertRefs records what the row of tree h names.
 func insertRefs(ctx context.Context, tx *index.Tx, h cas.Hash, data, base []byte) error {
 	var rb refBatch
-	if err := rb.add(h, data, base); err != nil {
+	if err := rb.add(ctx, tx, h, data, base); err != nil {
 		return err
 	}
 	return rb.flush(ctx, tx)
@@ -133,59 +131,55 @@ func insertRefs(ctx context.Context, tx *index.Tx, h cas.Hash, data, base []byte
 // as few statements as it can: a change rewrites a directory per level
 // of its path, and each lists what it names.
 type refBatch struct {
-	list []byte // a JSON array of [key, parent in hex] pairs
-	n    int
-	one  [2]any // the pair, while there is one
+	args []any // child, parent, child, parent…
 }
 
 // refBatchMax bounds the pairs one statement inserts.
-const refBatchMax = 512
+const refBatchMax = 16
 
-// add adds what the row of tree h names.
-func (rb *refBatch) add(h cas.Hash, data, base []byte) error {
+// refInserts holds the statement inserting n pairs at index n: one text
+// per count, so each is prepared once.
+var refInserts = func() [refBatchMax + 1]string {
+	var out [refBatchMax + 1]string
+	q := `INSERT OR IGNORE INTO tree_refs (child, parent) VALUES (?, ?)`
+	for n := 1; n <= refBatchMax; n++ {
+		out[n] = q
+		q += `, (?, ?)`
+	}
+	return out
+}()
+
+// add adds what the row of tree h names, inserting in tx what fills a
+// statement.
+func (rb *refBatch) add(ctx context.Context, tx *index.Tx, h cas.Hash, data, base []byte) error {
 	refs, err := rowRefs(data, base)
 	if err != nil {
 		return fmt.Errorf("tree %s: %w", h.Short(), err)
 	}
+	parent := h[:]
 	for _, k := range uniqueRefs(refs) {
-		if rb.n == 0 {
-			rb.list = append(rb.list[:0], '[')
-			rb.one = [2]any{k, h[:]}
-		} else {
-			rb.list = append(rb.list, ',')
+		if len(rb.args) == 2*refBatchMax {
+			if err := rb.flush(ctx, tx); err != nil {
+				return err
+			}
 		}
-		rb.list = strconv.AppendInt(append(rb.list, '['), k, 10)
-		rb.list = append(hex.AppendEncode(append(rb.list, ",\""...), h[:]), "\"]"...)
-		rb.n++
+		rb.args = append(rb.args, k, parent)
 	}
 	return nil
 }
 
 // flush inserts the pairs gathered, in tx, and empties rb.
 func (rb *refBatch) flush(ctx context.Context, tx *index.Tx) error {
-	var err error
-	switch {
-	case rb.n == 0:
+	n := len(rb.args) / 2
+	if n == 0 {
 		return nil
-	case rb.n == 1:
-		_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (child, parent) VALUES (?, ?)`, rb.one[0], rb.one[1])
-	default:
-		_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (child, parent)
-			SELECT json_extract(value, '$[0]'), unhex(json_extract(value, '$[1]')) FROM json_each(?)`, string(append(rb.list, ']')))
 	}
-	rb.n = 0
+	_, err := tx.ExecContext(ctx, refInserts[n], rb.args...)
+	rb.args = rb.args[:0]
 	if err != nil {
 		return fmt.Errorf("tree refs: %w", index.Translate(err))
 	}
 	return nil
-}
-
-// maybeFlush flushes rb once it holds refBatchMax pairs.
-func (rb *refBatch) maybeFlush(ctx context.Context, tx *index.Tx) error {
-	if rb.n < refBatchMax {
-		return nil
-	}
-	return rb.flush(ctx, tx)
 }
 
 // TreeNamed reports whether a stored tree row names h, as an entry or as

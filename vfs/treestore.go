@@ -285,11 +285,8 @@ func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byt
 	}
 	// A row stored before in another form listed what it names then.
 	if bytes.Equal(kept, b) {
-		if err := rb.add(h, data, b); err != nil {
+		if err := rb.add(ctx, tx, h, data, b); err != nil {
 			return 0, cas.Hash{}, fmt.Errorf("put tree: %w", err)
-		}
-		if err := rb.maybeFlush(ctx, tx); err != nil {
-			return 0, cas.Hash{}, fmt.Errorf("put tree %s: %w", h.Short(), err)
 		}
 	}
 	return seq, kb, nil
