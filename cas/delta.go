@@ -174,6 +174,24 @@ func (s *Store) putVersion(ctx context.Context, tx *index.Tx, b []byte, h, prev 
 		return h, nil
 	}
 	err := s.update(ctx, tx, func(tx *index.Tx) error {
+		if ri, ok := s.hist.(rawInserter); ok && !s.opts.InlineDeltas && s.storesRaw(len(b)) && !s.small(len(b)) {
+			// Stored raw, with no dictionary to settle: one statement
+			// inserts a version not stored yet, and only one stored
+			// already is touched after.
+			inserted, err := ri.insertRaw(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(b)), Stored: int64(len(b)),
+				Codec: CodecRaw, Data: b, Created: s.clock()})
+			if err != nil {
+				return err
+			}
+			raw := len(b)
+			if !inserted {
+				if _, err := s.hist.Touch(ctx, tx, KindBlob, h, s.clock()); err != nil {
+					return err
+				}
+				raw = 0
+			}
+			return s.queueReencode(ctx, tx, h, prev, raw)
+		}
 		stored, err := s.hist.Touch(ctx, tx, KindBlob, h, s.clock())
 		if err != nil {
 			return err

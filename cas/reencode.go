@@ -41,6 +41,7 @@ type reencodeJob struct {
 	ID   int64 `db:"id"`
 	Blob Hash  `db:"blob"`
 	Prev Hash  `db:"prev"`
+	Upto int64 `db:"upto"` // the raw bytes queued up to this job, from runFirstJob
 }
 
 // maxPendingRaw bounds the bytes queued writes hold uncompressed.
@@ -52,30 +53,27 @@ const maxPendingRaw = 64 << 20
 // bytes runs the oldest jobs in it.
 func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, raw int) error {
 	// The queue's bounds come from its first and last rows: jobs leave it
-	// oldest first, so its ids have no holes, and upto sums raw.
-	var last struct {
-		ID   int64 `db:"id"`
-		Upto int64 `db:"upto"`
+	// oldest first, so its ids have no holes, and upto sums raw. The
+	// insert returns both ends; each job run takes the first away and
+	// names the bound of the one after it.
+	var q struct {
+		ID     int64 `db:"id"`
+		Upto   int64 `db:"upto"`
+		First  int64 `db:"first"`
+		Before int64 `db:"before"`
 	}
-	if err := tx.GetContext(ctx, &last, `INSERT INTO blob_reencodes (blob, prev, raw, upto)
+	if err := tx.GetContext(ctx, &q, `INSERT INTO blob_reencodes (blob, prev, raw, upto)
 		VALUES (?1, ?2, ?3, ?3 + coalesce((SELECT upto FROM blob_reencodes WHERE id = (SELECT max(id) FROM blob_reencodes)), 0))
-		RETURNING id, upto`, h, prev, raw); err != nil {
+		RETURNING id, upto, (SELECT min(id) FROM blob_reencodes) AS first,
+			(SELECT upto - raw FROM blob_reencodes WHERE id = (SELECT min(id) FROM blob_reencodes)) AS before`, h, prev, raw); err != nil {
 		return index.Translate(err)
 	}
-	for {
-		var first struct {
-			ID     int64 `db:"id"`
-			Before int64 `db:"before"`
-		}
-		if err := tx.GetContext(ctx, &first, `SELECT id, upto - raw AS before FROM blob_reencodes WHERE id = (SELECT min(id) FROM blob_reencodes)`); err != nil {
-			return index.Translate(err)
-		}
-		if last.ID-first.ID+1 <= int64(s.opts.MaxPending) && last.Upto-first.Before <= maxPendingRaw {
-			break
-		}
-		if ok, err := s.runFirstJob(ctx, tx); err != nil || !ok {
+	for q.ID-q.First+1 > int64(s.opts.MaxPending) || q.Upto-q.Before > maxPendingRaw {
+		job, ok, err := s.runFirstJob(ctx, tx)
+		if err != nil || !ok {
 			return err
 		}
+		q.First, q.Before = job.ID+1, job.Upto
 	}
 	select {
 	case s.kick <- struct{}{}:
@@ -110,15 +108,17 @@ func firstJob(ctx context.Context, tx *index.Tx) (reencodeJob, bool, error) {
 
 // runFirstJob takes the oldest job off the queue and runs it in tx; false
 // when the queue is empty.
-func (s *Store) runFirstJob(ctx context.Context, tx *index.Tx) (bool, error) {
-	job, ok, err := firstJob(ctx, tx)
-	if err != nil || !ok {
-		return false, err
+func (s *Store) runFirstJob(ctx context.Context, tx *index.Tx) (reencodeJob, bool, error) {
+	var job reencodeJob
+	err := tx.GetContext(ctx, &job, `DELETE FROM blob_reencodes WHERE id = (SELECT min(id) FROM blob_reencodes)
+		RETURNING id, blob, prev, upto`)
+	if errors.Is(err, sql.ErrNoRows) {
+		return job, false, nil
 	}
-	if _, err := deleteJob(ctx, tx, job.ID); err != nil {
-		return false, err
+	if err != nil {
+		return job, false, index.Translate(err)
 	}
-	return true, s.runJob(ctx, tx, s.hist, job)
+	return job, true, s.runJob(ctx, tx, s.hist, job)
 }
 
 func deleteJob(ctx context.Context, tx *index.Tx, id int64) (bool, error) {
@@ -553,7 +553,7 @@ func (s *Store) Drain(ctx context.Context) (int, error) {
 		err := s.db.Update(ctx, func(tx *index.Tx) error {
 			n = 0
 			for n < drainBatch {
-				if ok, err := s.runFirstJob(ctx, tx); err != nil || !ok {
+				if _, ok, err := s.runFirstJob(ctx, tx); err != nil || !ok {
 					return err
 				}
 				n++

@@ -56,11 +56,18 @@ func requireBounded(t *testing.T, s *cas.Store, want map[cas.Hash][]byte, bound 
 // that re-encodes inline. At every moment in between every version reads
 // back within the chain bound; once the queue is empty, every blob is
 // stored exactly as the inline store stores it.
+// Without dictionaries every version a queued write stores is inserted,
+// or found stored already, by one statement.
 func TestQueuedReencodingMatchesInline(t *testing.T) {
+	t.Run("Dictionaries", func(t *testing.T) { testQueuedMatchesInline(t, 0) })
+	t.Run("NoDictionaries", func(t *testing.T) { testQueuedMatchesInline(t, -1) })
+}
+
+func testQueuedMatchesInline(t *testing.T, dictMax int) {
 	ctx := context.Background()
 	const bound = 4
-	qdb, queued := storetest.OpenCAS(t, cas.Options{MaxChain: bound})
-	idb, inline := storetest.OpenCAS(t, cas.Options{MaxChain: bound, InlineDeltas: true})
+	qdb, queued := storetest.OpenCAS(t, cas.Options{MaxChain: bound, DictMax: dictMax})
+	idb, inline := storetest.OpenCAS(t, cas.Options{MaxChain: bound, InlineDeltas: true, DictMax: dictMax})
 	r := rand.New(rand.NewPCG(5, 7))
 	pools := [2][][]byte{draftHistory(60), textVersions(60)}
 	var next [2]int

@@ -99,6 +99,25 @@ func putBlobRow(ctx context.Context, tx *index.Tx, o Object, slot Slot) error {
 	return index.Translate(err)
 }
 
+// rawInserter is a storage that inserts a blob row unless one is stored
+// at its hash already, reporting which, in one statement.
+type rawInserter interface {
+	insertRaw(ctx context.Context, tx *index.Tx, o Object) (bool, error)
+}
+
+// insertRaw inserts the single-row blob o unless a row holds its hash,
+// which it leaves as it is; false when it inserted nothing.
+func (*SQLiteStorage) insertRaw(ctx context.Context, tx *index.Tx, o Object) (bool, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO blobs (hash, size, stored, codec, base, data, created) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (hash) DO NOTHING`,
+		o.Hash, o.Size, int64(len(o.Data)), int(o.Codec), o.Base, nonNil(o.Data), nanos(o.Created))
+	if err != nil {
+		return false, index.Translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
 // Get calls fn with the object at h, as Storage.Get says. Data is the
 // driver's buffer, so a reader that decodes it straight away copies the
 // stored bytes no more than once.

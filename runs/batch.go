@@ -46,7 +46,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 	prepared := w.prepare(ctx, edits)
 	var infos []vfs.FileInfo
 	err := w.s.update(ctx, func(tx *index.Tx) error {
-		run, err := findRun(ctx, tx, w.runID)
+		run, caps, err := findRunCaps(ctx, tx, w.runID)
 		if err != nil {
 			return err
 		}
@@ -92,7 +92,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 		if err != nil {
 			return err
 		}
-		cp, err := w.swapRoot(ctx, tx, run, op, edits[0].Path, root, "after_workspace_batch", events...)
+		cp, err := w.swapRoot(ctx, tx, run, caps, op, edits[0].Path, root, "after_workspace_batch", events...)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
@@ -31,6 +32,9 @@ func (s *Service) checkpointTx(ctx context.Context, tx *index.Tx, runID string, 
 type runCaps struct {
 	chatID  string
 	profile *Profile
+	// chatPolicy is the chat's own policy row (Valid false: none) when
+	// the caller read it with the run (findRunCaps); nil: not read.
+	chatPolicy *sql.NullString
 }
 
 // newCheckpoint records root as the run's next checkpoint, descending
@@ -87,14 +91,14 @@ func commitPins(ctx context.Context, tx *index.Tx, runID string) ([]int64, error
 func (s *Service) Checkpoint(ctx context.Context, runID, reason string) (checkpoint.Checkpoint, error) {
 	var cp checkpoint.Checkpoint
 	err := s.update(ctx, func(tx *index.Tx) error {
-		run, err := findRun(ctx, tx, runID)
+		run, caps, err := findRunCaps(ctx, tx, runID)
 		if err != nil {
 			return err
 		}
 		if run.Status.Final() {
 			return wserr.New(wserr.InvalidState, "checkpoint", "", "run %s is %s", runID, run.Status)
 		}
-		cp, err = s.checkpointTx(ctx, tx, runID, run.caps(), run.Root, run.HeadCheckpoint, reason)
+		cp, err = s.checkpointTx(ctx, tx, runID, caps, run.Root, run.HeadCheckpoint, reason)
 		return err
 	})
 	return cp, err

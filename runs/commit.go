@@ -149,7 +149,7 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 		single = &p
 	}
 	return s.commitThrough(ctx, runID, sink, func(tx *index.Tx) (pendingCommit, error) {
-		run, err := findRun(ctx, tx, runID)
+		run, caps, err := findRunCaps(ctx, tx, runID)
 		if err != nil {
 			return pendingCommit{}, err
 		}
@@ -169,7 +169,7 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 		if err != nil {
 			return pendingCommit{}, err
 		}
-		cp, err := s.checkpointTx(ctx, tx, runID, run.caps(), run.Root, run.HeadCheckpoint, "before_commit")
+		cp, err := s.checkpointTx(ctx, tx, runID, caps, run.Root, run.HeadCheckpoint, "before_commit")
 		if err != nil {
 			return pendingCommit{}, err
 		}

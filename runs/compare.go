@@ -91,7 +91,7 @@ func (s *Service) Materialize(ctx context.Context, runID string, paths []vfs.Pat
 	w := s.Workspace(runID, HostScope)
 	infos := make([]vfs.FileInfo, 0, len(targets))
 	err := s.update(ctx, func(tx *index.Tx) error {
-		run, err := findRun(ctx, tx, runID)
+		run, caps, err := findRunCaps(ctx, tx, runID)
 		if err != nil {
 			return err
 		}
@@ -116,7 +116,7 @@ func (s *Service) Materialize(ctx context.Context, runID string, paths []vfs.Pat
 			infos = append(infos, vfs.FileInfo{Path: p, Kind: vfs.KindFile, Size: int64(len(b)), Hash: h, Resource: vfs.ResourceMaterialized})
 			events = append(events, event{journal.WorkspaceFileWritten, journal.FileWritten{Path: p.String(), Hash: h.String(), Bytes: int64(len(b)), Mode: "materialize"}})
 		}
-		cpID, err := w.swapRoot(ctx, tx, run, op, targets[0], root, "after_materialize", events...)
+		cpID, err := w.swapRoot(ctx, tx, run, caps, op, targets[0], root, "after_materialize", events...)
 		for i := range infos {
 			infos[i].Checkpoint = cpID
 		}

@@ -140,7 +140,7 @@ func (s *Service) capBytes(ctx context.Context, tx *index.Tx, runID string, caps
 	chatID := caps.chatID
 	limit, reason := caps.profile.MaxCheckpointBytes, "maxCheckpointBytes"
 	if limit <= 0 {
-		pol, err := s.effectivePolicy(ctx, tx, chatID)
+		pol, err := s.capsPolicy(ctx, tx, caps)
 		if err != nil {
 			return err
 		}

@@ -120,11 +120,17 @@ func readPolicy(ctx context.Context, tx *index.Tx, scope string) (Policy, bool, 
 	if err != nil {
 		return Policy{}, false, index.Translate(err)
 	}
+	p, err := parsePolicy(scope, raw)
+	return p, err == nil, err
+}
+
+// parsePolicy decodes the policy row of scope.
+func parsePolicy(scope, raw string) (Policy, error) {
 	var p Policy
 	if err := json.Unmarshal([]byte(raw), &p); err != nil {
-		return Policy{}, false, wserr.New(wserr.Corrupt, "policy", "", "policy %s is unreadable: %v", scope, err)
+		return Policy{}, wserr.New(wserr.Corrupt, "policy", "", "policy %s is unreadable: %v", scope, err)
 	}
-	return p, true, nil
+	return p, nil
 }
 
 // storePolicy returns the store-wide policy row (cached), under the mobile
@@ -222,6 +228,23 @@ func (s *Service) effectivePolicy(ctx context.Context, tx *index.Tx, chatID stri
 		return base, nil
 	}
 	own, _, err := readPolicy(ctx, tx, chatID)
+	if err != nil {
+		return Policy{}, err
+	}
+	return base.over(own), nil
+}
+
+// capsPolicy is effectivePolicy for the chat of caps, from the chat's
+// policy row caps carries when its caller read it with the run.
+func (s *Service) capsPolicy(ctx context.Context, tx *index.Tx, caps runCaps) (Policy, error) {
+	if caps.chatPolicy == nil || caps.chatID == "" {
+		return s.effectivePolicy(ctx, tx, caps.chatID)
+	}
+	base, err := s.storePolicy(ctx, tx)
+	if err != nil || !caps.chatPolicy.Valid {
+		return base, err
+	}
+	own, err := parsePolicy(caps.chatID, caps.chatPolicy.String)
 	if err != nil {
 		return Policy{}, err
 	}

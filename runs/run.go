@@ -44,21 +44,22 @@ type Run struct {
 }
 
 type runRow struct {
-	ID             string        `db:"id"`
-	ChatID         string        `db:"chat_id"`
-	Kind           string        `db:"kind"`
-	StableChatID   string        `db:"stable_chat_id"`
-	ChatRef        string        `db:"chat_ref"`
-	Profile        string        `db:"profile"`
-	Status         string        `db:"status"`
-	Root           cas.Hash      `db:"root"`
-	PersistBase    cas.Hash      `db:"persist_base"`
-	PersistVersion int64         `db:"persist_version"`
-	HeadCheckpoint int64         `db:"head_checkpoint"`
-	Records        cas.Hash      `db:"records"`
-	CreatedAt      int64         `db:"created_at"`
-	UpdatedAt      int64         `db:"updated_at"`
-	FinishedAt     sql.NullInt64 `db:"finished_at"`
+	ID             string         `db:"id"`
+	ChatID         string         `db:"chat_id"`
+	Kind           string         `db:"kind"`
+	StableChatID   string         `db:"stable_chat_id"`
+	ChatRef        string         `db:"chat_ref"`
+	Profile        string         `db:"profile"`
+	Status         string         `db:"status"`
+	Root           cas.Hash       `db:"root"`
+	PersistBase    cas.Hash       `db:"persist_base"`
+	PersistVersion int64          `db:"persist_version"`
+	HeadCheckpoint int64          `db:"head_checkpoint"`
+	Records        cas.Hash       `db:"records"`
+	CreatedAt      int64          `db:"created_at"`
+	UpdatedAt      int64          `db:"updated_at"`
+	FinishedAt     sql.NullInt64  `db:"finished_at"`
+	ChatPolicy     sql.NullString `db:"chat_policy"` // findRunCaps only
 }
 
 const runCols = `r.id, r.chat_id, c.kind, c.stable_chat_id, r.chat_ref, r.profile, r.status, r.root,
@@ -91,6 +92,28 @@ func findRun(ctx context.Context, tx *index.Tx, id string) (Run, error) {
 		return Run{}, index.Translate(err)
 	}
 	return r.run()
+}
+
+// findRunCaps is findRun for a caller that may take a checkpoint: the
+// same statement reads the chat's own policy row, which the checkpoint's
+// caps need (capBytes), so the checkpoint reads no other row for them.
+func findRunCaps(ctx context.Context, tx *index.Tx, id string) (Run, runCaps, error) {
+	var r runRow
+	err := tx.GetContext(ctx, &r, `SELECT `+runCols+`, p.policy AS chat_policy FROM runs r JOIN chats c ON c.id = r.chat_id
+		LEFT JOIN policies p ON p.scope = r.chat_id WHERE r.id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, runCaps{}, wserr.New(wserr.RunNotFound, "run", "", "no run %q", id)
+	}
+	if err != nil {
+		return Run{}, runCaps{}, index.Translate(err)
+	}
+	run, err := r.run()
+	if err != nil {
+		return Run{}, runCaps{}, err
+	}
+	caps := run.caps()
+	caps.chatPolicy = &r.ChatPolicy
+	return run, caps, nil
 }
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)

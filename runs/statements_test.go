@@ -21,12 +21,17 @@ import (
 
 // TestAppendAndCheckpointStatements counts the SQL statements of the
 // chat shape's step, an append to the main draft and an explicit
-// checkpoint: 15 and 7 (one more for a small file, which looks up the
-// newest dictionary), whether the draft is 4 KB or 400 KB and whether 1
-// or 169 earlier writes' re-encodings are queued. An append decides in
-// its own transaction whether the file is large enough to stream (no read
-// transaction before it), and a queued write reads the queue's bounds from
-// its first and last rows.
+// checkpoint: 9 and 6 (11 for the append of a small file, which looks
+// for the version before inserting it, and up the newest dictionary),
+// whether the draft is 4 KB or 400 KB and whether 1 or 169 earlier
+// writes' re-encodings are queued. An append decides in its own
+// transaction whether the file is large enough to stream (no read
+// transaction before it); the run's row comes with its chat's policy row;
+// a version with no dictionary to settle is inserted unless stored, in
+// one statement; the queue's insert returns its bounds; a directory
+// stored whole checks no patch base, and a patch's base is checked by its
+// own insert; the trees of a change list what they name in one
+// statement.
 func TestAppendAndCheckpointStatements(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -77,10 +82,58 @@ func TestAppendAndCheckpointStatements(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string][2]int{
-		"4 KB, 1 queued":     {16, 7}, // a small file also looks up the newest dictionary
-		"398 KB, 169 queued": {15, 7},
+		"4 KB, 1 queued":     {11, 6}, // a small file also looks up the newest dictionary
+		"398 KB, 169 queued": {9, 6},
 	}, counts, "statements of an append and a checkpoint")
 	pending, err := s.Blobs.PendingReencodes(ctx)
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, pending, 169)
+}
+
+// TestWriteStatements counts the SQL statements of a 4 KB file rewritten
+// with a one-line edit under the default profile, its automatic checkpoint
+// in the same transaction: 14, the first write's as the hundredth's. The
+// log names each, so a statement that creeps back is seen.
+func TestWriteStatements(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	on := false
+	var stmts []string
+	trace := func(q string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if on {
+			stmts = append(stmts, strings.Join(strings.Fields(q), " "))
+		}
+	}
+	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: trace},
+		CAS: cas.Options{ReencodeIdle: time.Hour}})
+	run, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: testChat})
+	require.NoError(t, err)
+	ws := s.Runs.Workspace(run.ID, runs.ModelScope)
+	p := vfs.MustPath("output/main.md")
+	doc := make([]byte, 0, 8192)
+	for i := 0; len(doc) < 4096; i++ {
+		doc = fmt.Appendf(doc, "Paragraph %d: the keeper lit the lamp at dusk and watched the ships.\n", i)
+	}
+	_, err = ws.Write(ctx, p, doc, vfs.WriteOptions{})
+	require.NoError(t, err)
+	counts := map[int]int{}
+	for i := range 100 {
+		copy(doc[(i%50)*70:], fmt.Appendf(nil, "Paragraph %d: round %d", i%50, i))
+		mu.Lock()
+		on, stmts = true, nil
+		mu.Unlock()
+		fi, err := ws.Write(ctx, p, doc, vfs.WriteOptions{})
+		require.NoError(t, err)
+		require.NotEmpty(t, fi.Checkpoint)
+		mu.Lock()
+		on = false
+		mu.Unlock()
+		if i == 0 || i == 99 {
+			counts[i+1] = len(stmts)
+		}
+	}
+	t.Logf("write with its checkpoint:\n  %s", strings.Join(stmts, "\n  "))
+	assert.Equal(t, map[int]int{1: 14, 100: 14}, counts, "statements of a write and its automatic checkpoint")
 }

@@ -571,7 +571,7 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 	}
 	var fi vfs.FileInfo
 	err := w.s.update(ctx, func(tx *index.Tx) error {
-		run, err := findRun(ctx, tx, w.runID)
+		run, caps, err := findRunCaps(ctx, tx, w.runID)
 		if err != nil {
 			return err
 		}
@@ -655,7 +655,7 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		} else {
 			fi = w.info(p, prev, run)
 		}
-		fi.Checkpoint, err = w.swapRoot(ctx, tx, run, op, p, root, m.reason, event{m.event, m.payload(prev.Hash, h)})
+		fi.Checkpoint, err = w.swapRoot(ctx, tx, run, caps, op, p, root, m.reason, event{m.event, m.payload(prev.Hash, h)})
 		return err
 	})
 	return fi, err
@@ -672,7 +672,7 @@ type event struct {
 // events that record the change and takes the automatic checkpoint (held
 // to the profile's MaxCheckpoints), returning its id ("" if the profile
 // takes none). p names the change in errors.
-func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, op string, p vfs.Path, root cas.Hash, reason string, events ...event) (string, error) {
+func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, caps runCaps, op string, p vfs.Path, root cas.Hash, reason string, events ...event) (string, error) {
 	if err := w.checkSize(ctx, tx, run, op, p, root); err != nil {
 		return "", err
 	}
@@ -683,7 +683,7 @@ func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, op stri
 	}
 	head, cpID := run.HeadCheckpoint, ""
 	if run.Profile.autoCheckpoint() {
-		cp, err := w.s.newCheckpoint(ctx, tx, run.ID, run.caps(), root, run.HeadCheckpoint, reason)
+		cp, err := w.s.newCheckpoint(ctx, tx, run.ID, caps, root, run.HeadCheckpoint, reason)
 		if err != nil {
 			return "", err
 		}

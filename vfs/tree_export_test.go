@@ -23,3 +23,12 @@ func ApplyTreePatch(base []Entry, patch []byte) ([]Entry, error) { return applyP
 
 // MaxPatchDepth is the longest chain of patches a store writes.
 const MaxPatchDepth = maxPatchDepth
+
+// RowRefKeys returns the tree_refs keys a tree row (data, base) lists.
+func RowRefKeys(data, base []byte) ([]int64, error) {
+	refs, err := rowRefs(data, base)
+	return uniqueRefs(refs), err
+}
+
+// RefBatchMax is the most tree_refs pairs one statement inserts.
+const RefBatchMax = refBatchMax

@@ -64,12 +64,17 @@ func (t *Trees) SetFiles(ctx context.Context, tx *index.Tx, root cas.Hash, chang
 	if !changed {
 		return root, nil
 	}
+	var rb refBatch
 	for _, dir := range staged {
-		if _, err := t.put(ctx, tx, dir.entries, dir.old); err != nil {
+		if _, err := t.put(ctx, tx, dir.entries, dir.old, &rb); err != nil {
 			return cas.Hash{}, err
 		}
 	}
-	return t.put(ctx, tx, es, root)
+	h, err := t.put(ctx, tx, es, root, &rb)
+	if err != nil {
+		return cas.Hash{}, err
+	}
+	return h, rb.flush(ctx, tx)
 }
 
 // stagedDir is a directory's new entries and the stored tree they replace

@@ -120,14 +120,64 @@ func uniqueRefs(refs []Candidate) []int64 {
 
 // insertRefs records what the row of tree h names.
 func insertRefs(ctx context.Context, tx *index.Tx, h cas.Hash, data, base []byte) error {
+	var rb refBatch
+	if err := rb.add(ctx, tx, h, data, base); err != nil {
+		return err
+	}
+	return rb.flush(ctx, tx)
+}
+
+// refBatch gathers the tree_refs rows of the trees one change stores, for
+// as few statements as it can: a change rewrites a directory per level
+// of its path, and each lists what it names.
+type refBatch struct {
+	args []any // child, parent, child, parent…
+}
+
+// refBatchMax bounds the pairs one statement inserts.
+const refBatchMax = 16
+
+// refInserts holds the statement inserting n pairs at index n: one text
+// per count, so each is prepared once.
+var refInserts = func() [refBatchMax + 1]string {
+	var out [refBatchMax + 1]string
+	q := `INSERT OR IGNORE INTO tree_refs (child, parent) VALUES (?, ?)`
+	for n := 1; n <= refBatchMax; n++ {
+		out[n] = q
+		q += `, (?, ?)`
+	}
+	return out
+}()
+
+// add adds what the row of tree h names, inserting in tx what fills a
+// statement.
+func (rb *refBatch) add(ctx context.Context, tx *index.Tx, h cas.Hash, data, base []byte) error {
 	refs, err := rowRefs(data, base)
 	if err != nil {
 		return fmt.Errorf("tree %s: %w", h.Short(), err)
 	}
+	parent := h[:]
 	for _, k := range uniqueRefs(refs) {
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO tree_refs (child, parent) VALUES (?, ?)`, k, h[:]); err != nil {
-			return fmt.Errorf("tree %s: refs: %w", h.Short(), index.Translate(err))
+		if len(rb.args) == 2*refBatchMax {
+			if err := rb.flush(ctx, tx); err != nil {
+				return err
+			}
 		}
+		rb.args = append(rb.args, k, parent)
+	}
+	return nil
+}
+
+// flush inserts the pairs gathered, in tx, and empties rb.
+func (rb *refBatch) flush(ctx context.Context, tx *index.Tx) error {
+	n := len(rb.args) / 2
+	if n == 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, refInserts[n], rb.args...)
+	rb.args = rb.args[:0]
+	if err != nil {
+		return fmt.Errorf("tree refs: %w", index.Translate(err))
 	}
 	return nil
 }

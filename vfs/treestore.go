@@ -66,7 +66,7 @@ func (t *Trees) Put(ctx context.Context, tx *index.Tx, entries []Entry) (cas.Has
 	// The clone goes to the cache, so the caller keeps its slice.
 	entries = slices.Clone(entries)
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
-	return t.put(ctx, tx, entries, cas.Hash{})
+	return t.putOne(ctx, tx, entries, cas.Hash{})
 }
 
 // PutNext is Put of entries as the next version of the directory that
@@ -78,7 +78,17 @@ func (t *Trees) Put(ctx context.Context, tx *index.Tx, entries []Entry) (cas.Has
 func (t *Trees) PutNext(ctx context.Context, tx *index.Tx, entries []Entry, prev cas.Hash) (cas.Hash, error) {
 	entries = slices.Clone(entries)
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
-	return t.put(ctx, tx, entries, prev)
+	return t.putOne(ctx, tx, entries, prev)
+}
+
+// putOne is put of one tree, its refs inserted straight away.
+func (t *Trees) putOne(ctx context.Context, tx *index.Tx, entries []Entry, old cas.Hash) (cas.Hash, error) {
+	var rb refBatch
+	h, err := t.put(ctx, tx, entries, old, &rb)
+	if err != nil {
+		return cas.Hash{}, err
+	}
+	return h, rb.flush(ctx, tx)
 }
 
 // put is Put for entries sorted by name that the caller hands over: they
@@ -86,8 +96,9 @@ func (t *Trees) PutNext(ctx context.Context, tx *index.Tx, entries []Entry, prev
 // the tree these entries replace (the zero Hash for none): the new tree is
 // stored as the next version of old's directory, a patch against the
 // version the skip-delta numbering names (treepatch.go), when that is
-// smaller than the whole encoding.
-func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.Hash) (cas.Hash, error) {
+// smaller than the whole encoding. What the new row names is added to rb,
+// which the caller flushes before its change is done.
+func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.Hash, rb *refBatch) (cas.Hash, error) {
 	data, err := encodeSorted(entries)
 	if err != nil {
 		return cas.Hash{}, err
@@ -95,12 +106,22 @@ func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.
 	h := TreeHash(data)
 	n := node{entries: entries}
 	stored := data
+	var want *int // the place the base's row must hold, when only the cache has said so
 	if !old.IsZero() && old != EmptyTree && old != h {
-		if p, base, seq := t.patchFor(ctx, tx, old, entries); p != nil && patchWorth(len(p), len(data)) {
-			stored, n.base, n.seq = p, base, seq
+		if p, base, seq, w := t.patchFor(ctx, tx, old, entries, len(data)); p != nil && patchWorth(len(p), len(data)) {
+			stored, n.base, n.seq, want = p, base, seq, w
 		}
 	}
-	seq, base, err := t.insert(ctx, tx, h, stored, n.base)
+	seq, base, err := t.insert(ctx, tx, h, stored, n.base, want, rb)
+	if errors.Is(err, errPlaceMoved) {
+		// The cache's view of the base's row was not the row's: the
+		// chain is read from the rows.
+		stored, n.base, n.seq = data, cas.Hash{}, 0
+		if p, base, seq := t.patchFromRows(ctx, tx, old, entries); p != nil && patchWorth(len(p), len(data)) {
+			stored, n.base, n.seq = p, base, seq
+		}
+		seq, base, err = t.insert(ctx, tx, h, stored, n.base, nil, rb)
+	}
 	if err != nil {
 		return cas.Hash{}, err
 	}
@@ -117,18 +138,20 @@ func (t *Trees) put(ctx context.Context, tx *index.Tx, entries []Entry, old cas.
 // patchFor returns the patch that would store entries as the version after
 // old, with its base and number, or a nil patch if the next version is to
 // be whole: the history is long enough, or old's chain does not read (a
-// tree that no longer loads only means this one is stored whole).
+// tree that no longer loads only means this one is stored whole), or the
+// patch is no smaller than whole, the encoding's length.
 //
 // The new row is sound if its base's row holds number skipBase(next): its
 // chain is then one longer than the base's. The base is found through the
-// cache (one lookup per step) and its number checked against its row; if
-// the cache disagrees with the rows (another handle on the store may have
-// stored a tree of the same content in another place), the chain is read
-// from the rows.
-func (t *Trees) patchFor(ctx context.Context, tx *index.Tx, old cas.Hash, entries []Entry) ([]byte, cas.Hash, int) {
+// cache (one lookup per step); want is then that number, which the insert
+// checks against the base's row (insert fails with errPlaceMoved if the
+// cache disagrees with the rows: another handle on the store may have
+// stored a tree of the same content in another place). If the cache has no
+// chain, it is read from the rows, and want is nil.
+func (t *Trees) patchFor(ctx context.Context, tx *index.Tx, old cas.Hash, entries []Entry, whole int) ([]byte, cas.Hash, int, *int) {
 	o, err := t.node(ctx, tx, old)
 	if err != nil {
-		return nil, cas.Hash{}, 0
+		return nil, cas.Hash{}, 0, nil
 	}
 	next := o.seq + 1
 	want, at := skipBase(next), old
@@ -139,11 +162,13 @@ func (t *Trees) patchFor(ctx context.Context, tx *index.Tx, old cas.Hash, entrie
 		}
 	}
 	if err == nil && o.seq == want && next < maxPatchSeq {
-		if seq, _, err := t.place(ctx, tx, at); err == nil && seq == want {
-			return encodePatch(o.entries, entries, next), at, next
+		if p := encodePatch(o.entries, entries, next); patchWorth(len(p), whole) {
+			return p, at, next, &want
 		}
+		return nil, cas.Hash{}, 0, nil
 	}
-	return t.patchFromRows(ctx, tx, old, entries)
+	p, base, seq := t.patchFromRows(ctx, tx, old, entries)
+	return p, base, seq, nil
 }
 
 // patchFromRows is patchFor with the chain read from the rows in tx.
@@ -212,13 +237,19 @@ func (t *Trees) requireStored(ctx context.Context, tx *index.Tx, h cas.Hash) err
 	return index.Translate(err)
 }
 
+// errPlaceMoved is insert's answer when the base's row does not hold the
+// place the caller expected.
+var errPlaceMoved = errors.New("patch base moved")
+
 // insert writes one stored tree (data a patch against base, or the whole
 // encoding when base is zero). It always executes, even for a tree seen
 // before: that tree may have come from a transaction that rolled back. It
 // returns the place in a history the row now holds: this one, or that of
 // a tree stored before, which keeps its own form and only has its created
-// time refreshed.
-func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byte, base cas.Hash) (int, cas.Hash, error) {
+// time refreshed. With want set, the same statement checks that base's
+// row holds place *want (0: stored whole), and writes nothing, failing
+// with errPlaceMoved, if it does not. What the row names goes to rb.
+func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byte, base cas.Hash, want *int, rb *refBatch) (int, cas.Hash, error) {
 	if tx == nil {
 		return 0, cas.Hash{}, wserr.New(wserr.Internal, "put tree", "", "no transaction: trees are written inside the transaction that references them")
 	}
@@ -227,10 +258,29 @@ func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byt
 		b = base[:]
 	}
 	var head, kept []byte
-	err := tx.QueryRowContext(ctx, `INSERT INTO trees (hash, data, base, created) VALUES (?, ?, ?, ?)
+	var err error
+	if want == nil || b == nil {
+		err = tx.QueryRowContext(ctx, `INSERT INTO trees (hash, data, base, created) VALUES (?, ?, ?, ?)
 		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)
 		RETURNING substr(data, 1, ?), base`,
-		h[:], data, b, t.now().UnixNano(), placeHead).Scan(&head, &kept)
+			h[:], data, b, t.now().UnixNano(), placeHead).Scan(&head, &kept)
+	} else {
+		// The base's place, as place reads it: whole (no base), or a
+		// patch whose leading version byte and number are these.
+		var prefix any // NULL for a whole base
+		if *want > 0 {
+			prefix = binary.AppendUvarint([]byte{patchVersion}, uint64(*want))
+		}
+		err = tx.QueryRowContext(ctx, `INSERT INTO trees (hash, data, base, created)
+		SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM trees WHERE hash = ?3 AND CASE WHEN ?6 IS NULL THEN base IS NULL
+			ELSE length(base) = 32 AND substr(data, 1, length(?6)) = ?6 END)
+		ON CONFLICT (hash) DO UPDATE SET created = max(created, excluded.created)
+		RETURNING substr(data, 1, ?5), base`,
+			h[:], data, b, t.now().UnixNano(), placeHead, prefix).Scan(&head, &kept)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, cas.Hash{}, errPlaceMoved
+		}
+	}
 	if err != nil {
 		return 0, cas.Hash{}, fmt.Errorf("put tree %s: %w", h.Short(), index.Translate(err))
 	}
@@ -240,7 +290,7 @@ func (t *Trees) insert(ctx context.Context, tx *index.Tx, h cas.Hash, data []byt
 	}
 	// A row stored before in another form listed what it names then.
 	if bytes.Equal(kept, b) {
-		if err := insertRefs(ctx, tx, h, data, b); err != nil {
+		if err := rb.add(ctx, tx, h, data, b); err != nil {
 			return 0, cas.Hash{}, fmt.Errorf("put tree: %w", err)
 		}
 	}
@@ -556,10 +606,16 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 	}
 
 	// Write up: each level gets its changed child; an emptied directory
-	// disappears from its parent instead of being stored.
+	// disappears from its parent instead of being stored. What the new
+	// rows name is listed in one statement at the end.
+	var rb refBatch
 	for i := last; ; i-- {
 		if i == 0 {
-			return t.put(ctx, tx, es, olds[0])
+			h, err := t.put(ctx, tx, es, olds[0], &rb)
+			if err != nil {
+				return cas.Hash{}, err
+			}
+			return h, rb.flush(ctx, tx)
 		}
 		parent := levels[i-1]
 		name := segs[i-1]
@@ -569,7 +625,7 @@ func (t *Trees) Set(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, e 
 			es = slices.Delete(slices.Clone(parent), k, k+1)
 			continue
 		}
-		h, err := t.put(ctx, tx, es, olds[i])
+		h, err := t.put(ctx, tx, es, olds[i], &rb)
 		if err != nil {
 			return cas.Hash{}, err
 		}
