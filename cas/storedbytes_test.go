@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,16 +20,8 @@ import (
 // large file counts them for the byte cap).
 func TestStoredBytesOfAChunkedBlob(t *testing.T) {
 	ctx := context.Background()
-	var mu sync.Mutex
-	on := false
-	var stmts []string
-	db := storetest.OpenDB(t, index.Options{Trace: func(q string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if on {
-			stmts = append(stmts, strings.Join(strings.Fields(q), " "))
-		}
-	}})
+	var rec storetest.Statements
+	db := storetest.OpenDB(t, index.Options{Trace: rec.Trace})
 	s, err := cas.New(db, cas.Options{InlineMax: 64 << 10})
 	require.NoError(t, err)
 	r := rand.New(rand.NewPCG(3, 4))
@@ -64,21 +54,16 @@ func TestStoredBytesOfAChunkedBlob(t *testing.T) {
 			}))
 			require.Greater(t, chunks, int64(1), "the content is chunked")
 
-			mu.Lock()
-			on, stmts = true, nil
-			mu.Unlock()
 			var got int64
-			require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
-				var err error
-				got, err = s.StoredBytes(ctx, tx, h)
-				return err
-			}))
-			mu.Lock()
-			on = false
-			n := len(stmts)
-			mu.Unlock()
+			stmts := rec.Record(func() {
+				require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
+					var err error
+					got, err = s.StoredBytes(ctx, tx, h)
+					return err
+				}))
+			})
 			assert.Equal(t, want, got)
-			assert.LessOrEqual(t, n, 2, "statements for %d chunks: %v", chunks, stmts)
+			assert.LessOrEqual(t, len(stmts), 2, "statements for %d chunks: %v", chunks, stmts)
 		})
 	}
 }

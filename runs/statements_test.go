@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,17 +33,8 @@ import (
 // statement.
 func TestAppendAndCheckpointStatements(t *testing.T) {
 	ctx := context.Background()
-	var mu sync.Mutex
-	on := false
-	var stmts []string
-	trace := func(q string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if on {
-			stmts = append(stmts, strings.Join(strings.Fields(q), " "))
-		}
-	}
-	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: trace},
+	var rec storetest.Statements
+	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace},
 		// the background re-encoder stays out of the count
 		CAS: cas.Options{ReencodeIdle: time.Hour}})
 	off := false
@@ -54,19 +44,14 @@ func TestAppendAndCheckpointStatements(t *testing.T) {
 	p := vfs.MustPath("output/main.md")
 	para := []byte(strings.Repeat("The keeper lit the lamp at dusk and watched the ships pass. ", 40) + "\n")
 	step := func() (write, checkpoint []string) {
-		mu.Lock()
-		on, stmts = true, nil
-		mu.Unlock()
-		_, err := ws.Write(ctx, p, para, vfs.WriteOptions{Mode: vfs.Append})
-		require.NoError(t, err)
-		mu.Lock()
-		write, stmts = stmts, nil
-		mu.Unlock()
-		_, err = s.Runs.Checkpoint(ctx, run.ID, "round")
-		require.NoError(t, err)
-		mu.Lock()
-		on, checkpoint = false, stmts
-		mu.Unlock()
+		write = rec.Record(func() {
+			_, err := ws.Write(ctx, p, para, vfs.WriteOptions{Mode: vfs.Append})
+			require.NoError(t, err)
+		})
+		checkpoint = rec.Record(func() {
+			_, err := s.Runs.Checkpoint(ctx, run.ID, "round")
+			require.NoError(t, err)
+		})
 		return write, checkpoint
 	}
 	counts := map[string][2]int{}
@@ -96,17 +81,8 @@ func TestAppendAndCheckpointStatements(t *testing.T) {
 // log names each, so a statement that creeps back is seen.
 func TestWriteStatements(t *testing.T) {
 	ctx := context.Background()
-	var mu sync.Mutex
-	on := false
-	var stmts []string
-	trace := func(q string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if on {
-			stmts = append(stmts, strings.Join(strings.Fields(q), " "))
-		}
-	}
-	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: trace},
+	var rec storetest.Statements
+	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace},
 		CAS: cas.Options{ReencodeIdle: time.Hour}})
 	run, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: testChat})
 	require.NoError(t, err)
@@ -119,17 +95,14 @@ func TestWriteStatements(t *testing.T) {
 	_, err = ws.Write(ctx, p, doc, vfs.WriteOptions{})
 	require.NoError(t, err)
 	counts := map[int]int{}
+	var stmts []string
 	for i := range 100 {
 		copy(doc[(i%50)*70:], fmt.Appendf(nil, "Paragraph %d: round %d", i%50, i))
-		mu.Lock()
-		on, stmts = true, nil
-		mu.Unlock()
-		fi, err := ws.Write(ctx, p, doc, vfs.WriteOptions{})
-		require.NoError(t, err)
-		require.NotEmpty(t, fi.Checkpoint)
-		mu.Lock()
-		on = false
-		mu.Unlock()
+		stmts = rec.Record(func() {
+			fi, err := ws.Write(ctx, p, doc, vfs.WriteOptions{})
+			require.NoError(t, err)
+			require.NotEmpty(t, fi.Checkpoint)
+		})
 		if i == 0 || i == 99 {
 			counts[i+1] = len(stmts)
 		}
