@@ -429,10 +429,11 @@ func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 			return s.insertVersion(ctx, tx, hs, h, cur, fresh, 0)
 		}
 	}
-	// A member that differs from h in one place becomes an edit
-	// (edit.go); the others share one zstd codec against h, sized for the
-	// largest and built when the first of them needs it. Members that
-	// would not fit in DeltaMax with h get neither.
+	// A member that differs from h in one place by a few bytes becomes an
+	// edit (edit.go), exact since its bytes were verified; the others
+	// share one zstd codec against h, sized for the largest and built when
+	// the first of them needs it. Members that would not fit in DeltaMax
+	// with h get neither.
 	var codec *deltaCodec
 	var largest int64
 	for _, m := range members[first:] {
