@@ -11,4 +11,12 @@
 // Each workload × system runs in a child process (the bench binary run
 // again with a hidden flag), so its peak RSS is its own. The report is
 // Markdown on stdout and JSON in --out.
+//
+// The wsctl system drives a `wsctl batch` child built from this tree, or
+// the binary WSBENCH_WSCTL names, to compare two builds; --cpuprofile
+// profiles that child through WSCTL_CPUPROFILE, and WSCTL_MEMPROFILE
+// gives a command's allocation profile:
+//
+//	go build -o /tmp/wsctl-a ./cmd/wsctl
+//	WSBENCH_WSCTL=/tmp/wsctl-a go run ./bench --workloads chat --systems wsctl --cpuprofile /tmp/a.prof
 package main
