@@ -429,8 +429,8 @@ func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 			return s.insertVersion(ctx, tx, hs, h, cur, fresh, 0)
 		}
 	}
-	// A member that differs from h in one place by a few bytes becomes an
-	// edit (edit.go), exact since its bytes were verified; the others
+	// A member that differs from h by a few bytes here and there becomes
+	// an edit (edit.go), proven to rebuild its verified bytes; the others
 	// share one zstd codec against h, sized for the largest and built when
 	// the first of them needs it. Members that would not fit in DeltaMax
 	// with h get neither.
@@ -450,7 +450,7 @@ func (s *Store) extendFrom(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 		if m.Base == h || m.Size < 64 || m.Size+int64(len(cur)) > int64(s.opts.DeltaMax) {
 			return nil
 		}
-		if d, ok := encodeEdit(old, cur); ok {
+		if d, ok := provenEdit(old, cur); ok {
 			return d
 		}
 		if codec == nil && largest > 0 {

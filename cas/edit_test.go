@@ -2,6 +2,7 @@ package cas
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -33,14 +34,45 @@ func TestEditRoundTrips(t *testing.T) {
 
 func TestEditRefusesMoreThanAFewBytes(t *testing.T) {
 	base := []byte(strings.Repeat("abcdefgh", 1000))
-	old := append(append(bytes.Clone(base[:100]), strings.Repeat("x", maxEditMiddle+1)...), base[100:]...)
+	old := append(append(bytes.Clone(base[:100]), strings.Repeat("x", maxEditsOwn+1)...), base[100:]...)
 	_, ok := encodeEdit(old, base)
-	assert.False(t, ok)
-	// Two changes far apart leave everything between them in the middle.
-	two := bytes.Clone(base)
-	two[10], two[len(two)-10] = 'X', 'Y'
-	_, ok = encodeEdit(two, base)
-	assert.False(t, ok)
+	assert.False(t, ok, "more bytes of its own than an edit keeps")
+	// Changes everywhere take more ops than an edit has.
+	many := bytes.Clone(base)
+	for i := 100; i < len(many); i += 200 {
+		many[i] = 'Z'
+	}
+	_, ok = encodeEdit(many, base)
+	assert.False(t, ok, "more changes than an edit has ops")
+}
+
+// TestEditsOfSeveralChanges: versions that differ from the base in a few
+// places, as an older version of a draft does from a newer one after a
+// patch of a word and an append, are edits that rebuild them exactly and
+// keep only the differing bytes.
+func TestEditsOfSeveralChanges(t *testing.T) {
+	var doc strings.Builder
+	for i := range 400 {
+		fmt.Fprintf(&doc, "Paragraph %d: the keeper lit the lamp at dusk and watched ship %d pass.\n", i, i*7)
+	}
+	base := []byte(doc.String())
+	patched := bytes.Replace(base, []byte("ship 700 pass"), []byte("vessel 700 slip by"), 1)
+	for name, old := range map[string][]byte{
+		// base = old with a word patched and a paragraph appended
+		"a patch and an append": bytes.Replace(base[:len(base)-80], []byte("ship 1400 pass"), []byte("ship 1400 sail"), 1),
+		"two patches far apart": bytes.Replace(bytes.Replace(base, []byte("ship 70 "), []byte("boat 70 "), 1), []byte("ship 2100 "), []byte("raft 2100 "), 1),
+		"a deleted line":        append(append(bytes.Clone(base[:7000]), "Paragraph X: gone.\n"...), base[7000:len(base)-200]...),
+		"the base's own patch":  patched,
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, ok := provenEdit(old, base)
+			require.True(t, ok)
+			assert.Less(t, len(d), 80, "an edit keeps only what differs")
+			back, err := decodeEdit(d, base, int64(len(old)))
+			require.NoError(t, err)
+			assert.Equal(t, old, back)
+		})
+	}
 }
 
 func TestEditFindsDifferencesAcrossBlocks(t *testing.T) {
@@ -70,6 +102,11 @@ func TestEditRejectsDamage(t *testing.T) {
 		"prefix past base":  {append([]byte(editMagic), 0xff, 0x0f, 0), 2047},
 		"suffix past base":  {append([]byte(editMagic), 0x90, 0x07, 0x90, 0x07), 1800},
 		"bytes after sizes": {append(bytes.Clone(d), 'x'), 900},
+		"copy past base":    {append([]byte(editsMagic), 0x10, 0xe8, 0x07), 8},
+		"own past the data": {append([]byte(editsMagic), 0x21, 'a'), 16},
+		"ops short of size": {append([]byte(editsMagic), 0x10, 0x00), 9},
+		"ops past size":     {append([]byte(editsMagic), 0x10, 0x00, 0x10, 0x00), 9},
+		"cut op":            {append([]byte(editsMagic), 0x10), 8},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := decodeEdit(c.data, base, c.size)
