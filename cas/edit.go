@@ -171,7 +171,9 @@ func decodeEdit(data, base []byte, size int64) ([]byte, error) {
 	if size < 0 {
 		return nil, errEdit
 	}
-	out := make([]byte, 0, size)
+	// The recorded size is not trusted for the allocation: a damaged row
+	// could name any; the pieces are checked against it as they come.
+	out := make([]byte, 0, capHint(size, int64(len(base)+len(data))))
 	err := editPieces(data, base, size, func(piece []byte) { out = append(out, piece...) })
 	if err != nil {
 		return nil, err

@@ -107,10 +107,39 @@ func TestEditRejectsDamage(t *testing.T) {
 		"ops short of size": {append([]byte(editsMagic), 0x10, 0x00), 9},
 		"ops past size":     {append([]byte(editsMagic), 0x10, 0x00, 0x10, 0x00), 9},
 		"cut op":            {append([]byte(editsMagic), 0x10), 8},
+		"a size past reach": {append([]byte(editsMagic), 0x10, 0x00), 1 << 62},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := decodeEdit(c.data, base, c.size)
 			assert.ErrorIs(t, err, errEdit)
 		})
 	}
+}
+
+// FuzzDecodeEdit: whatever the stored bytes, decoding an edit returns an
+// error or exactly size bytes, never a panic; an edit that encodeEdit
+// built from a version rebuilds it.
+func FuzzDecodeEdit(f *testing.F) {
+	base := []byte(strings.Repeat("The keeper lit the lamp at dusk. ", 40))
+	for _, old := range [][]byte{base[:700], bytes.Replace(base, []byte("lamp"), []byte("fire"), 3)} {
+		d, ok := encodeEdit(old, base)
+		if ok {
+			f.Add(d, int64(len(old)), old)
+		}
+	}
+	f.Add([]byte(editsMagic+"\x10\x00"), int64(8), []byte("x"))
+	f.Fuzz(func(t *testing.T, data []byte, size int64, old []byte) {
+		if !isEdit(data) {
+			data = append([]byte(editsMagic), data...)
+		}
+		if b, err := decodeEdit(data, base, size); err == nil && int64(len(b)) != size {
+			t.Fatalf("%d bytes for size %d", len(b), size)
+		}
+		if d, ok := provenEdit(old, base); ok {
+			b, err := decodeEdit(d, base, int64(len(old)))
+			if err != nil || !bytes.Equal(b, old) {
+				t.Fatalf("a proven edit does not rebuild its version: %v", err)
+			}
+		}
+	})
 }
