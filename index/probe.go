@@ -110,15 +110,19 @@ func (db *DB) probe(ctx context.Context) error {
 		return wserr.New(wserr.NotAStore, "open", "", "%s is an SQLite database but not a wsstore store: it is left as it is", db.path)
 	}
 	// A file cut short still opens; its header says how long it was.
-	// With a non-empty log, pages past the file's end may live there.
+	// With a non-empty log, pages past the file's end may live there. The
+	// log is looked at after the page count, which counts the log's pages
+	// too: another process that began writing in between (migrating the
+	// store as it opens it) has left its pages in the log, and a
+	// checkpoint that emptied the log wrote them to the file first.
+	var pages, size int64
+	if err := conn.GetContext(ctx, &pages, `PRAGMA page_count`); err != nil {
+		return db.probeErr(err)
+	}
+	if err := conn.GetContext(ctx, &size, `PRAGMA page_size`); err != nil {
+		return db.probeErr(err)
+	}
 	if wal, err := os.Stat(db.path + "-wal"); err != nil || wal.Size() == 0 {
-		var pages, size int64
-		if err := conn.GetContext(ctx, &pages, `PRAGMA page_count`); err != nil {
-			return db.probeErr(err)
-		}
-		if err := conn.GetContext(ctx, &size, `PRAGMA page_size`); err != nil {
-			return db.probeErr(err)
-		}
 		if fi, err := os.Stat(db.path); err == nil && fi.Size() < pages*size {
 			return wserr.New(wserr.Corrupt, "open", "", "%s is truncated: %d bytes of %d", db.path, fi.Size(), pages*size)
 		}
