@@ -174,21 +174,26 @@ func (s *Store) putVersion(ctx context.Context, tx *index.Tx, b []byte, h, prev 
 		return h, nil
 	}
 	err := s.update(ctx, tx, func(tx *index.Tx) error {
-		if ri, ok := s.hist.(rawInserter); ok && !s.opts.InlineDeltas && s.storesRaw(len(b)) && !s.small(len(b)) {
-			// Stored raw, with no dictionary to settle: one statement
-			// inserts a version not stored yet, and only one stored
-			// already is touched after.
+		if ri, ok := s.hist.(rawInserter); ok && !s.opts.InlineDeltas && s.storesRaw(len(b)) {
+			// Stored raw, small content too: its job compresses it
+			// (with the newest dictionary) unless a later write's job
+			// makes it a delta first. One statement inserts a version
+			// not stored yet, and only one stored already is touched
+			// after.
 			inserted, err := ri.insertRaw(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(b)), Stored: int64(len(b)),
 				Codec: CodecRaw, Data: b, Created: s.clock()})
 			if err != nil {
 				return err
 			}
 			raw := len(b)
-			if !inserted {
+			switch {
+			case !inserted:
 				if _, err := s.hist.Touch(ctx, tx, KindBlob, h, s.clock()); err != nil {
 					return err
 				}
 				raw = 0
+			case s.small(len(b)):
+				s.countSmall()
 			}
 			return s.queueReencode(ctx, tx, h, prev, raw)
 		}
@@ -222,7 +227,9 @@ func (s *Store) putVersion(ctx context.Context, tx *index.Tx, b []byte, h, prev 
 		}
 		return s.extend(ctx, tx, s.hist, prev, prevBytes, h, b, fresh)
 	})
-	if err == nil {
+	if err == nil && s.opts.InlineDeltas {
+		// Queued writes leave the training to the jobs' runners, so that
+		// no write waits for it.
 		err = s.trainIfDue(ctx, tx)
 	}
 	if err != nil {
@@ -585,13 +592,16 @@ func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 		if delta != nil && int64(len(delta)) <= m.Size/rawDeltaRatio {
 			return true, s.replaceRow(ctx, tx, hs, m, CodecDelta, base, delta)
 		}
-		data, c, release := s.compress(old)
+		f, release, err := s.wholeForm(ctx, tx, old)
 		defer release()
-		if delta != nil && int64(len(delta)) <= int64(len(data))-int64(len(data))/4 {
+		if err != nil {
+			return false, err
+		}
+		if delta != nil && int64(len(delta)) <= int64(len(f.data))-int64(len(f.data))/4 {
 			return true, s.replaceRow(ctx, tx, hs, m, CodecDelta, base, delta)
 		}
-		if rs, ok := hs.(rowStorage); ok && c != CodecRaw {
-			return false, rs.compressRaw(ctx, tx, m.Hash, c, data)
+		if rs, ok := hs.(rowStorage); ok && f.codec != CodecRaw {
+			return false, rs.compressRaw(ctx, tx, m.Hash, f)
 		}
 		return false, nil
 	}
@@ -606,12 +616,15 @@ func (s *Store) rebaseOnto(ctx context.Context, tx *index.Tx, hs HistoryStorage,
 	if w := m.Stored + m.Saved; delta != nil && int64(len(delta)) <= max(m.Stored, w-w/4) {
 		return true, s.replaceRow(ctx, tx, hs, m, CodecDelta, base, delta)
 	}
-	data, c, release := s.compress(old)
+	f, release, err := s.wholeForm(ctx, tx, old)
 	defer release()
-	if delta != nil && int64(len(delta)) <= int64(len(data))-int64(len(data))/4 {
+	if err != nil {
+		return false, err
+	}
+	if delta != nil && int64(len(delta)) <= int64(len(f.data))-int64(len(f.data))/4 {
 		return true, s.replaceRow(ctx, tx, hs, m, CodecDelta, base, delta)
 	}
-	return true, s.replaceRow(ctx, tx, hs, m, c, Hash{}, data)
+	return true, s.replaceRow(ctx, tx, hs, m, f.codec, f.base, f.data)
 }
 
 // rawDeltaRatio: a delta at most 1/rawDeltaRatio of a raw version's size

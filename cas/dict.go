@@ -163,9 +163,7 @@ func (s *Store) settleDict(ctx context.Context, tx *index.Tx, b []byte, f *store
 	if err != nil {
 		return nop, err
 	}
-	s.dicts.mu.Lock()
-	s.dicts.since++
-	s.dicts.mu.Unlock()
+	s.countSmall()
 	if newest.Hash == f.tried {
 		return nop, nil
 	}
@@ -181,6 +179,36 @@ func (s *Store) settleDict(ctx context.Context, tx *index.Tx, b []byte, f *store
 	nf, release := s.compressWith(dc, b)
 	*f = nf
 	return release, nil
+}
+
+// countSmall counts the insert of a small blob towards the next training.
+func (s *Store) countSmall() {
+	s.dicts.mu.Lock()
+	s.dicts.since++
+	s.dicts.mu.Unlock()
+}
+
+// wholeForm is the stored form a job gives content b that its write left
+// raw: small content compressed with the newest dictionary tx lists, as a
+// write that compresses would store it, or with plain zstd while there is
+// none (or it does not load); larger content as compress does. The caller
+// calls release once it no longer needs the form's data.
+func (s *Store) wholeForm(ctx context.Context, tx *index.Tx, b []byte) (f storedForm, release func(), err error) {
+	var dc *dictCodec
+	if s.small(len(b)) {
+		newest, ok, err := newestDict(ctx, tx)
+		if err != nil {
+			return storedForm{}, func() {}, err
+		}
+		if ok {
+			// A listed dictionary that does not load is fsck's to
+			// report; the blob is stored without it.
+			dc, _ = s.loadDict(ctx, tx, newest)
+		}
+		s.setNewest(dc)
+	}
+	f, release = s.compressWith(dc, b)
+	return f, release, nil
 }
 
 // setNewest records dc as the newest dictionary and resets the count to

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -424,4 +425,116 @@ func TestDictReadWithOneReadConn(t *testing.T) {
 	got, err = cold.ReadAll(ctx, h2)
 	require.NoError(t, err)
 	assert.Equal(t, v2, got)
+}
+
+// TestDictQueuedVersions: a write of a new version of a small file stores
+// it raw and trains nothing, however many small blobs it crosses the
+// training line by; the job runner trains, and a version's job compresses
+// it with the newest dictionary while the version it replaced becomes a
+// delta against it.
+func TestDictQueuedVersions(t *testing.T) {
+	ctx := context.Background()
+	s, db := newDictStore(t, cas.Options{DictTrainAfter: 32, ReencodeIdle: time.Hour})
+	heads := make([]cas.Hash, 21)
+	for i := range heads {
+		h, err := s.PutBytes(ctx, nil, smallFile(i))
+		require.NoError(t, err)
+		heads[i] = h
+	}
+	ds, err := s.Dicts(ctx)
+	require.NoError(t, err)
+	require.Empty(t, ds, "21 new files are under the line")
+	edit := func(i, n int) []byte {
+		return append(smallFile(i), fmt.Sprintf("\nedit %d of note %d\n", n, i)...)
+	}
+	for n := range 2 {
+		for i := range heads {
+			h, err := s.PutVersion(ctx, nil, edit(i, n), heads[i])
+			require.NoError(t, err)
+			heads[i] = h
+		}
+	}
+	ds, err = s.Dicts(ctx)
+	require.NoError(t, err)
+	require.Empty(t, ds, "63 small inserts, and no write trained")
+	info, err := s.Stat(ctx, heads[0])
+	require.NoError(t, err)
+	assert.Equal(t, cas.CodecRaw, info.Codec, "a queued version is stored raw")
+
+	_, err = s.Reencode(ctx, 0)
+	require.NoError(t, err)
+	ds, err = s.Dicts(ctx)
+	require.NoError(t, err)
+	require.Len(t, ds, 1, "the job runner trained")
+
+	// With a dictionary listed: a new version is raw until its job.
+	prev := heads[3]
+	h, err := s.PutVersion(ctx, nil, edit(3, 2), prev)
+	require.NoError(t, err)
+	info, err = s.Stat(ctx, h)
+	require.NoError(t, err)
+	assert.Equal(t, cas.CodecRaw, info.Codec)
+	_, err = s.Reencode(ctx, 0)
+	require.NoError(t, err)
+	info, err = s.Stat(ctx, h)
+	require.NoError(t, err)
+	assert.Equal(t, cas.CodecZstd, info.Codec)
+	assert.Equal(t, ds[0].Hash, info.Base, "its job compressed it with the dictionary")
+	old, err := s.Stat(ctx, prev)
+	require.NoError(t, err)
+	assert.Equal(t, cas.CodecDelta, old.Codec, "the version it replaced is a delta against it")
+	for _, c := range []struct {
+		h cas.Hash
+		b []byte
+	}{{h, edit(3, 2)}, {prev, edit(3, 1)}} {
+		b, err := s.ReadAll(ctx, c.h)
+		require.NoError(t, err)
+		assert.Equal(t, c.b, b)
+	}
+	raw := count(t, db, `SELECT count(*) FROM blobs WHERE codec = 0`)
+	assert.Zero(t, raw, "no job leaves a version raw")
+	rep, err := s.Verify(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Problems)
+}
+
+// TestDictUnlistedWhileJobPlanned: a job planned with a dictionary that is
+// unlisted before its write transaction (pruned by another process) is
+// planned again there, so no blob is stored naming a dictionary gc may
+// collect.
+func TestDictUnlistedWhileJobPlanned(t *testing.T) {
+	ctx := context.Background()
+	s, db := newDictStore(t, cas.Options{DictTrainAfter: -1, ReencodeIdle: time.Hour})
+	for i := range 60 {
+		_, err := s.PutBytes(ctx, nil, smallFile(i))
+		require.NoError(t, err)
+	}
+	d, ok, err := s.TrainDict(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	v1 := append(smallFile(500), "first\n"...)
+	prev, err := s.PutBytes(ctx, nil, v1)
+	require.NoError(t, err)
+	v2 := append(smallFile(500), "second, with more to say\n"...)
+	h, err := s.PutVersion(ctx, nil, v2, prev)
+	require.NoError(t, err)
+
+	cas.SetPlanned(s, func() {
+		exec(t, db, `DELETE FROM dicts WHERE hash = ?`, d.Hash)
+	})
+	_, err = s.Reencode(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), cas.StalePlans(s), "the plan is made again in the write transaction")
+	info, err := s.Stat(ctx, h)
+	require.NoError(t, err)
+	assert.NotEqual(t, d.Hash, info.Base, "the version does not name the unlisted dictionary")
+	assert.Equal(t, cas.CodecZstd, info.Codec)
+	for _, c := range []struct {
+		h cas.Hash
+		b []byte
+	}{{h, v2}, {prev, v1}} {
+		b, err := s.ReadAll(ctx, c.h)
+		require.NoError(t, err)
+		assert.Equal(t, c.b, b)
+	}
 }

@@ -18,3 +18,7 @@ func DictLoads(s *Store) int64 { return s.dictLoads.Load() }
 // StalePlans reports how many queued re-encodings s had to plan again in
 // their write transaction.
 func StalePlans(s *Store) int64 { return s.stalePlans.Load() }
+
+// SetPlanned makes fn run between each queued re-encoding's plan and its
+// write transaction.
+func SetPlanned(s *Store, fn func()) { s.planned = fn }

@@ -68,12 +68,24 @@ func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, r
 			(SELECT upto - raw FROM blob_reencodes WHERE id = (SELECT min(id) FROM blob_reencodes)) AS before`, h, prev, raw); err != nil {
 		return index.Translate(err)
 	}
+	forced := false
 	for q.ID-q.First+1 > int64(s.opts.MaxPending) || q.Upto-q.Before > maxPendingRaw {
 		job, ok, err := s.runFirstJob(ctx, tx)
-		if err != nil || !ok {
+		if err != nil {
 			return err
 		}
+		if !ok {
+			break
+		}
+		forced = true
 		q.First, q.Before = job.ID+1, job.Upto
+	}
+	if forced {
+		// The queue is past its bounds, so the background runner has had
+		// no turn lately: the training it would take is taken here.
+		if err := s.trainIfDue(ctx, tx); err != nil {
+			return err
+		}
 	}
 	select {
 	case s.kick <- struct{}{}:
@@ -183,6 +195,9 @@ func (s *Store) reencodeOne(ctx context.Context) (bool, error) {
 	if err != nil || !found {
 		return false, err
 	}
+	if s.planned != nil {
+		s.planned()
+	}
 	err = s.db.Update(ctx, func(tx *index.Tx) error {
 		if ok, err := deleteJob(ctx, tx, job.ID); err != nil || !ok {
 			return err // another process ran it
@@ -197,6 +212,9 @@ func (s *Store) reencodeOne(ctx context.Context) (bool, error) {
 		}
 		return plan.apply(ctx, tx)
 	})
+	if err == nil {
+		err = s.trainIfDue(ctx, nil)
+	}
 	return err == nil, err
 }
 
@@ -244,14 +262,11 @@ func (s *Store) runJob(ctx context.Context, tx *index.Tx, hs HistoryStorage, job
 		if later {
 			return s.extendFrom(ctx, tx, hs, job.Prev, prevBytes, verified, job.Blob, cur, nil)
 		}
-		data, codec, release := s.compress(cur)
-		err = func() error {
-			defer release()
-			if codec == CodecRaw {
-				return nil
-			}
-			return rs.compressRaw(ctx, tx, n.Hash, codec, data)
-		}()
+		f, release, err := s.wholeForm(ctx, tx, cur)
+		if err == nil && f.codec != CodecRaw {
+			err = rs.compressRaw(ctx, tx, n.Hash, f)
+		}
+		release()
 		if err != nil {
 			return err
 		}
@@ -332,12 +347,12 @@ func (s *Store) settleRaw(ctx context.Context, tx *index.Tx, hs HistoryStorage, 
 	if !ok || p.Codec != CodecRaw {
 		return nil
 	}
-	data, codec, release := s.compress(p.Data)
+	f, release, err := s.wholeForm(ctx, tx, p.Data)
 	defer release()
-	if codec == CodecRaw {
-		return nil
+	if err != nil || f.codec == CodecRaw {
+		return err
 	}
-	return rs.compressRaw(ctx, tx, p.Hash, codec, data)
+	return rs.compressRaw(ctx, tx, p.Hash, f)
 }
 
 // planner is the HistoryStorage a job is planned through in a read
@@ -345,8 +360,9 @@ func (s *Store) settleRaw(ctx context.Context, tx *index.Tx, hs HistoryStorage, 
 // for apply.
 type planner struct {
 	HistoryStorage
-	read []readRow
-	ops  []func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error
+	read  []readRow
+	dicts []Hash // the dictionaries the plan's forms are compressed with
+	ops   []func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error
 }
 
 // readRow is a row the plan read as it was, or its absence.
@@ -366,6 +382,7 @@ func (p *planner) Version(ctx context.Context, tx *index.Tx, h Hash) (Version, e
 
 func (p *planner) Reencode(_ context.Context, _ *index.Tx, h Hash, codec Codec, base Hash, data []byte) error {
 	data = bytes.Clone(data)
+	p.usesDict(codec, base)
 	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
 		return hs.Reencode(ctx, tx, h, codec, base, data)
 	})
@@ -395,7 +412,7 @@ func (p *planner) SetHistory(_ context.Context, _ *index.Tx, h Hash, hist Histor
 // its Saved count as it is (compression is not what a delta saved).
 type rowStorage interface {
 	moveTo(ctx context.Context, tx *index.Tx, h Hash, slot Slot) error
-	compressRaw(ctx context.Context, tx *index.Tx, h Hash, codec Codec, data []byte) error
+	compressRaw(ctx context.Context, tx *index.Tx, h Hash, f storedForm) error
 }
 
 func (p *planner) moveTo(_ context.Context, _ *index.Tx, h Hash, slot Slot) error {
@@ -408,15 +425,25 @@ func (p *planner) moveTo(_ context.Context, _ *index.Tx, h Hash, slot Slot) erro
 	return nil
 }
 
-func (p *planner) compressRaw(_ context.Context, _ *index.Tx, h Hash, codec Codec, data []byte) error {
+func (p *planner) compressRaw(_ context.Context, _ *index.Tx, h Hash, f storedForm) error {
 	if _, ok := p.HistoryStorage.(rowStorage); !ok {
 		return nil
 	}
-	data = bytes.Clone(data)
+	f.data = bytes.Clone(f.data)
+	p.usesDict(f.codec, f.base)
 	p.ops = append(p.ops, func(ctx context.Context, tx *index.Tx, hs HistoryStorage) error {
-		return hs.(rowStorage).compressRaw(ctx, tx, h, codec, data)
+		return hs.(rowStorage).compressRaw(ctx, tx, h, f)
 	})
 	return nil
+}
+
+// usesDict notes that the plan stores a form compressed with the
+// dictionary base (a zstd form with a base), which must still be listed
+// when the plan is applied: pruning may unlist one that no blob used.
+func (p *planner) usesDict(codec Codec, base Hash) {
+	if codec == CodecZstd && !base.IsZero() && !slices.Contains(p.dicts, base) {
+		p.dicts = append(p.dicts, base)
+	}
 }
 
 // rawMax is the largest new version a queued write stores raw, leaving
@@ -431,8 +458,14 @@ func (s *Store) storesRaw(n int) bool {
 	return ok && n <= rawMax
 }
 
-// unchanged reports whether every row the plan read is, in tx, as it was.
+// unchanged reports whether every row the plan read is, in tx, as it
+// was, and every dictionary it compressed with is still listed.
 func (p *planner) unchanged(ctx context.Context, tx *index.Tx) (bool, error) {
+	for _, d := range p.dicts {
+		if ok, err := dictListed(ctx, tx, d); err != nil || !ok {
+			return false, err
+		}
+	}
 	for _, r := range p.read {
 		v, err := p.HistoryStorage.Version(ctx, tx, r.h)
 		found := err == nil
@@ -553,12 +586,16 @@ func (s *Store) Drain(ctx context.Context) (int, error) {
 		err := s.db.Update(ctx, func(tx *index.Tx) error {
 			n = 0
 			for n < drainBatch {
-				if _, ok, err := s.runFirstJob(ctx, tx); err != nil || !ok {
+				_, ok, err := s.runFirstJob(ctx, tx)
+				if err != nil {
 					return err
+				}
+				if !ok {
+					break
 				}
 				n++
 			}
-			return nil
+			return s.trainIfDue(ctx, tx)
 		})
 		if err != nil {
 			return done, fmt.Errorf("re-encode: %w", err)

@@ -452,11 +452,11 @@ func (*SQLiteStorage) moveTo(ctx context.Context, tx *index.Tx, h Hash, slot Slo
 	return index.Translate(err)
 }
 
-// compressRaw replaces the raw stored form of the blob at h by data in
-// codec, leaving its Saved count and row position as they are.
-func (*SQLiteStorage) compressRaw(ctx context.Context, tx *index.Tx, h Hash, codec Codec, data []byte) error {
-	_, err := tx.ExecContext(ctx, `UPDATE blobs SET codec = ?, stored = ?, data = ? WHERE hash = ? AND codec = 0`,
-		int(codec), len(data), nonNil(data), h)
+// compressRaw replaces the raw stored form of the blob at h by f,
+// leaving its Saved count and row position as they are.
+func (*SQLiteStorage) compressRaw(ctx context.Context, tx *index.Tx, h Hash, f storedForm) error {
+	_, err := tx.ExecContext(ctx, `UPDATE blobs SET codec = ?, base = ?, stored = ?, data = ? WHERE hash = ? AND codec = 0`,
+		int(f.codec), f.base, len(f.data), nonNil(f.data), h)
 	return index.Translate(err)
 }
 

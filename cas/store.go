@@ -158,6 +158,9 @@ type Store struct {
 	// stalePlans counts queued re-encodings whose plan the store had
 	// moved past by the time it was to be stored.
 	stalePlans atomic.Int64
+	// planned, when set (tests), runs between a job's plan and its write
+	// transaction.
+	planned func()
 }
 
 // New returns a Store on db, keeping objects in opts.Storage. It fails with store.invalid_options for bad

@@ -92,8 +92,9 @@ type DB struct {
 	// it is opened with immutable=1, without locks or a log index.
 	immutable bool
 	opts      Options
-	write     *sqlx.DB  // nil when read-only
-	stmts     stmtCache // statements prepared on write
+	write     *sqlx.DB         // nil when read-only
+	stmts     stmtCache        // statements prepared on write
+	ckpt      *walCheckpointer // nil when read-only
 	read      *sqlx.DB
 	// readStmts are prepared on the read pool; database/sql prepares
 	// each again, once, on every pool connection a transaction uses.
@@ -174,6 +175,16 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			db.write.Close()
 			return nil, err
 		}
+		conn, err := sqlx.Open("sqlite", db.checkpointDSN())
+		if err != nil {
+			db.write.Close()
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		conn.SetMaxOpenConns(1)
+		conn.SetMaxIdleConns(1)
+		conn.SetConnMaxLifetime(0)
+		conn.SetConnMaxIdleTime(0)
+		db.ckpt = newWALCheckpointer(conn, abs)
 	}
 	db.read, err = sqlx.Open("sqlite", db.dsn(true))
 	if err != nil {
@@ -249,8 +260,20 @@ func (db *DB) dsn(read bool) string {
 		}
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous("+string(db.opts.Synchronous)+")")
+		q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(walOwnPages)+")")
 		q.Set("_txlock", "immediate")
 	}
+	return "file:" + (&url.URL{Path: db.path}).EscapedPath() + "?" + q.Encode()
+}
+
+// checkpointDSN is the background checkpoint's connection (walckpt.go):
+// it writes nothing but the database file's pages from the log, syncing
+// as the write connection does.
+func (db *DB) checkpointDSN() string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(0)")
+	q.Add("_pragma", "cache_size(-64)")
+	q.Add("_pragma", "synchronous("+string(db.opts.Synchronous)+")")
 	return "file:" + (&url.URL{Path: db.path}).EscapedPath() + "?" + q.Encode()
 }
 
@@ -281,6 +304,9 @@ func (db *DB) Close() error {
 		if db.read != nil {
 			db.readStmts.close()
 			errs = append(errs, db.read.Close())
+		}
+		if db.ckpt != nil {
+			errs = append(errs, db.ckpt.close())
 		}
 		if db.write != nil {
 			// Fold the WAL back so the file is self-contained when closed,

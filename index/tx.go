@@ -38,10 +38,19 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		return wserr.New(wserr.ReadOnly, "update", "", "store opened read-only")
 	}
 	db.writes.Add(1)
+	var before int64
+	if db.ckpt != nil {
+		before = db.ckpt.frames()
+	}
 	err := run(ctx, db.write, true, &db.stmts, db.opts.Trace, fn, db.whileBusy)
 	// The connection is free again: compile what the transaction ran
 	// unprepared, for the next ones.
 	db.stmts.prepare(context.WithoutCancel(ctx), db.write)
+	if err == nil && db.ckpt != nil && db.ckpt.committed(before) {
+		// The last few frames, so that the next write starts the log
+		// over (walckpt.go); a failure leaves them to a later turn.
+		_, _ = db.write.ExecContext(context.WithoutCancel(ctx), `PRAGMA wal_checkpoint(PASSIVE)`)
+	}
 	return err
 }
 
