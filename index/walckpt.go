@@ -58,6 +58,10 @@ type walCheckpointer struct {
 	kick chan struct{}
 	done chan struct{}
 	runs atomic.Int64 // checkpoints run
+	// pass is held through each background checkpoint, and by Exec, so
+	// that a checkpoint asked for (one that truncates the log, a vacuum)
+	// waits for a background one rather than finding the log busy.
+	pass sync.Mutex
 
 	mu     sync.Mutex
 	shm    *os.File // opened on first use
@@ -79,7 +83,10 @@ func (c *walCheckpointer) loop() {
 		// checkpoint, a closing store) leaves the log to the next turn,
 		// or to the write connection.
 		for range 4 {
-			if _, err := c.conn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+			c.pass.Lock()
+			_, err := c.conn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`)
+			c.pass.Unlock()
+			if err != nil {
 				break
 			}
 			c.runs.Add(1)

@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -134,5 +135,21 @@ func TestCheckpointCatchUp(t *testing.T) {
 	e.write(1)
 	n, _ := e.db.ckpt.log()
 	assert.Less(t, n, frames, "the write after the catch-up started the log over")
+	e.reopen()
+}
+
+// TestCheckpointWaitsForBackground: a checkpoint asked for (Checkpoint,
+// which truncates the log) right after writes that woke the background
+// one waits for it instead of finding the log busy, so the log is empty
+// after it every time.
+func TestCheckpointWaitsForBackground(t *testing.T) {
+	e := newWALEnv(t)
+	for round := range 5 {
+		e.write(70)
+		require.NoError(t, e.db.Checkpoint(e.ctx))
+		fi, err := os.Stat(e.path + "-wal")
+		require.NoError(t, err)
+		require.Zero(t, fi.Size(), "round %d: the log is truncated", round)
+	}
 	e.reopen()
 }
