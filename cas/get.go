@@ -187,11 +187,19 @@ func (s *Store) ownDecode(ctx context.Context, o Object) ([]byte, error) {
 // ReadAll returns the whole content at h, verified. It fails with
 // ErrNotFound or ErrCorrupt as Get does.
 func (s *Store) ReadAll(ctx context.Context, h Hash) ([]byte, error) {
-	b, row, err := s.readBlob(ctx, nil, h)
+	return s.ReadAllIn(ctx, nil, h)
+}
+
+// ReadAllIn is ReadAll reading in tx (nil: a read transaction of its
+// own). A writer that reads the version it is about to replace reads it
+// in its own transaction, on the write connection, whose page cache
+// usually still holds it from the write that stored it.
+func (s *Store) ReadAllIn(ctx context.Context, tx *index.Tx, h Hash) ([]byte, error) {
+	b, row, err := s.readBlob(ctx, tx, h)
 	if err != nil || row.Codec != CodecChunked {
 		return b, err
 	}
-	r, err := s.newChunkReader(ctx, nil, h, row.Size, row.Chunks)
+	r, err := s.newChunkReader(ctx, tx, h, row.Size, row.Chunks)
 	if err != nil {
 		return nil, err
 	}

@@ -72,6 +72,7 @@ type Blobs interface {
 	PutPrepared(ctx context.Context, tx *index.Tx, p *cas.Prepared, prev cas.Hash) (cas.Hash, error)
 	Touch(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
 	ReadAll(ctx context.Context, h cas.Hash) ([]byte, error)
+	ReadAllIn(ctx context.Context, tx *index.Tx, h cas.Hash) ([]byte, error)
 	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
 	Stat(ctx context.Context, h cas.Hash) (cas.Info, error)
 }

@@ -607,7 +607,7 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 				// errLargeFile once this transaction is rolled back
 				return nil, errLargeFile
 			}
-			b, err := w.s.blobs.ReadAll(ctx, prev.Hash)
+			b, err := w.s.blobs.ReadAllIn(ctx, tx, prev.Hash)
 			loaded = b
 			return b, err
 		}
