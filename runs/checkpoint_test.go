@@ -164,6 +164,28 @@ func TestRollbackIsOneSwapWhateverTheSize(t *testing.T) {
 	assert.Equal(t, growth[10], growth[10000], "rollback writes the same rows at 10 and 10,000 files")
 }
 
+// TestRollbackLeavesOnlyTheRootItReplaced: a rollback records the root it
+// replaces as a candidate for the next collection, and a rollback to the
+// workspace as it is (the checkpoint it was just rolled back to) records
+// nothing, since no tree is left behind.
+func TestRollbackLeavesOnlyTheRootItReplaced(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/main.md", "v1")
+	cp1, err := e.svc.Checkpoint(e.ctx, r.ID, "v1")
+	require.NoError(t, err)
+	e.write(r.ID, "output/main.md", "v2")
+	candidates := func() int { return e.count("gc_candidates") }
+	before := candidates()
+	_, err = e.svc.Rollback(e.ctx, r.ID, cp1.Seq, runs.RollbackOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, before+1, candidates(), "the v2 workspace's root is a candidate")
+	_, err = e.svc.Rollback(e.ctx, r.ID, cp1.Seq, runs.RollbackOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, before+1, candidates(), "a rollback to where the workspace is leaves no tree behind")
+	assert.Equal(t, "v1", e.read(e.svc.Workspace(r.ID, runs.ModelScope), "output/main.md"))
+}
+
 func TestReadAtCheckpointAfterRollbackAndWrites(t *testing.T) {
 	e := newLifecycleEnv(t)
 	r := e.create("c1", runs.CreateRequest{})

@@ -136,9 +136,12 @@ func (s *Service) Rollback(ctx context.Context, runID string, seq int64, opt Rol
 		if err := s.moveHead(ctx, tx, runID, cp.Root, cp.Seq, true); err != nil {
 			return err
 		}
-		// The tree left behind is garbage unless a checkpoint holds it.
-		if err := s.trees.Orphaned(ctx, tx, run.Root); err != nil {
-			return err
+		// The tree left behind is garbage unless a checkpoint holds it; a
+		// rollback to the workspace as it is leaves none behind.
+		if run.Root != cp.Root {
+			if err := s.trees.Orphaned(ctx, tx, run.Root); err != nil {
+				return err
+			}
 		}
 		if _, err := s.journal.Append(ctx, tx, runID, journal.WorkspaceRolledBack, journal.Info,
 			journal.RolledBack{CheckpointID: cp.ID, Root: cp.Root.String(), PrevRoot: run.Root.String()}); err != nil {
