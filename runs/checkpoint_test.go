@@ -170,14 +170,10 @@ func TestRollbackIsOneSwapWhateverTheSize(t *testing.T) {
 // nothing, since no tree is left behind.
 func TestRollbackLeavesOnlyTheRootItReplaced(t *testing.T) {
 	e := newLifecycleEnv(t)
-	r := e.create("c1", runs.CreateRequest{})
-	e.write(r.ID, "output/main.md", "v1")
-	cp1, err := e.svc.Checkpoint(e.ctx, r.ID, "v1")
-	require.NoError(t, err)
-	e.write(r.ID, "output/main.md", "v2")
+	r, cp1 := checkpointedV1ThenV2(t, e)
 	candidates := func() int { return e.count("gc_candidates") }
 	before := candidates()
-	_, err = e.svc.Rollback(e.ctx, r.ID, cp1.Seq, runs.RollbackOptions{})
+	_, err := e.svc.Rollback(e.ctx, r.ID, cp1.Seq, runs.RollbackOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, before+1, candidates(), "the v2 workspace's root is a candidate")
 	_, err = e.svc.Rollback(e.ctx, r.ID, cp1.Seq, runs.RollbackOptions{})
@@ -186,13 +182,21 @@ func TestRollbackLeavesOnlyTheRootItReplaced(t *testing.T) {
 	assert.Equal(t, "v1", e.read(e.svc.Workspace(r.ID, runs.ModelScope), "output/main.md"))
 }
 
-func TestReadAtCheckpointAfterRollbackAndWrites(t *testing.T) {
-	e := newLifecycleEnv(t)
+// checkpointedV1ThenV2 creates a run whose output/main.md is "v1" at its
+// checkpoint cp1 and "v2" in the live workspace.
+func checkpointedV1ThenV2(t *testing.T, e *lifecycleEnv) (runs.Run, checkpoint.Checkpoint) {
+	t.Helper()
 	r := e.create("c1", runs.CreateRequest{})
 	e.write(r.ID, "output/main.md", "v1")
 	cp1, err := e.svc.Checkpoint(e.ctx, r.ID, "v1")
 	require.NoError(t, err)
 	e.write(r.ID, "output/main.md", "v2")
+	return r, cp1
+}
+
+func TestReadAtCheckpointAfterRollbackAndWrites(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r, cp1 := checkpointedV1ThenV2(t, e)
 	cp2, err := e.svc.Checkpoint(e.ctx, r.ID, "v2")
 	require.NoError(t, err)
 
