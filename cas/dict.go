@@ -456,6 +456,9 @@ func (s *Store) TrainDict(ctx context.Context) (info DictInfo, ok bool, err erro
 	return info, ok, nil
 }
 
+// errPicked ends the pass that picks the samples once it has them all.
+var errPicked = errors.New("samples picked")
+
 // sample is one small blob read for training.
 type sample struct {
 	o     Object
@@ -469,11 +472,15 @@ func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error)
 	if err := s.EachDict(ctx, tx, func(d DictInfo) error { listed[d.Hash] = true; return nil }); err != nil {
 		return DictInfo{}, false, err
 	}
-	var cands []Object
+	// The candidates are counted in one pass and picked in a second,
+	// evenly over the hash order, which is no order of the content: a
+	// store's small blobs may number millions, its samples dictMaxSamples.
+	candidate := func(o Object) bool { return whole(o.Codec) && s.small(int(o.Size)) && !listed[o.Hash] }
+	var cands int
 	var smallBytes int64
 	err := s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
-		if whole(o.Codec) && s.small(int(o.Size)) && !listed[o.Hash] {
-			cands = append(cands, o)
+		if candidate(o) {
+			cands++
 			smallBytes += o.Size
 		}
 		return nil
@@ -481,14 +488,30 @@ func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error)
 	if err != nil {
 		return DictInfo{}, false, fmt.Errorf("list samples: %w", err)
 	}
-	if len(cands) < 8 {
+	if cands < 8 {
 		return DictInfo{}, false, nil
 	}
-	// Evenly over the hash order, which is no order of the content.
+	n := min(cands, dictMaxSamples)
+	picks := make([]Object, 0, n)
+	i := 0
+	err = s.st.Iterate(ctx, tx, KindBlob, func(o Object) error {
+		if !candidate(o) {
+			return nil
+		}
+		if i == len(picks)*cands/n {
+			picks = append(picks, o)
+			if len(picks) == n {
+				return errPicked
+			}
+		}
+		i++
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPicked) {
+		return DictInfo{}, false, fmt.Errorf("pick samples: %w", err)
+	}
 	var samples []sample
-	n := min(len(cands), dictMaxSamples)
-	for i := range n {
-		o := cands[i*len(cands)/n]
+	for _, o := range picks {
 		b, err := s.readWhole(ctx, tx, o)
 		if err != nil {
 			continue // fsck's to report
@@ -530,7 +553,7 @@ func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error)
 		return DictInfo{}, false, nil // too little to learn from
 	}
 	h := Sum(b)
-	info := DictInfo{ID: id, Hash: h, Size: int64(len(b)), Samples: int64(len(samples)), Blobs: int64(len(cands)), Created: s.now()}
+	info := DictInfo{ID: id, Hash: h, Size: int64(len(b)), Samples: int64(len(samples)), Blobs: int64(cands), Created: s.now()}
 	dc, err := s.cacheDict(info, b)
 	if err != nil {
 		return DictInfo{}, false, nil
