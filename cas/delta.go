@@ -156,7 +156,7 @@ func (s *Store) PutPrepared(ctx context.Context, tx *index.Tx, p *Prepared, prev
 		if err := s.putHashed(ctx, tx, p.h, b, p.form); err != nil {
 			return Hash{}, err
 		}
-		if err := s.trainIfDue(ctx, tx); err != nil {
+		if err := s.trainInWrite(ctx, tx); err != nil {
 			return Hash{}, fmt.Errorf("put %s: %w", p.h.Short(), err)
 		}
 		return p.h, nil

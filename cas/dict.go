@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -405,17 +406,7 @@ func (s *Store) Dicts(ctx context.Context) ([]DictInfo, error) {
 // or does not pay leaves the store as it was; only an error of tx's
 // connection or ctx is returned.
 func (s *Store) trainIfDue(ctx context.Context, tx *index.Tx) error {
-	s.dicts.mu.Lock()
-	if !s.dicts.known && s.dictsOn() {
-		s.dicts.due = s.trainDue(nil)
-	}
-	due := s.dictsOn() && s.dicts.due > 0 && s.dicts.since >= s.dicts.due
-	if due {
-		// Not again until as many more inserts, whatever the outcome.
-		s.dicts.since = 0
-	}
-	s.dicts.mu.Unlock()
-	if !due {
+	if !s.takeDue() {
 		return nil
 	}
 	var ok bool
@@ -424,13 +415,76 @@ func (s *Store) trainIfDue(ctx context.Context, tx *index.Tx) error {
 		_, ok, err = s.train(ctx, tx)
 		return err
 	})
+	return s.trained(ctx, ok, err)
+}
+
+// trainAsideIfDue is trainIfDue with the training built outside the write
+// lock (trainAside), for the background runner.
+func (s *Store) trainAsideIfDue(ctx context.Context) error {
+	if !s.takeDue() {
+		return nil
+	}
+	ok, err := s.trainAside(ctx)
+	return s.trained(ctx, ok, err)
+}
+
+// trainInWrite is trainIfDue for a write in tx: while a background runner
+// is started, the write leaves the training to it (and wakes it), so that
+// no write waits for one.
+func (s *Store) trainInWrite(ctx context.Context, tx *index.Tx) error {
+	if s.runners.Load() == 0 {
+		return s.trainIfDue(ctx, tx)
+	}
+	if s.dueNow() {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// dueNow reports whether a training is due.
+func (s *Store) dueNow() bool {
+	s.dicts.mu.Lock()
+	defer s.dicts.mu.Unlock()
+	return s.dueLocked()
+}
+
+// takeDue reports whether a training is due and, if so, counts the
+// inserts towards the next one from zero, whatever its outcome.
+func (s *Store) takeDue() bool {
+	s.dicts.mu.Lock()
+	defer s.dicts.mu.Unlock()
+	if !s.dueLocked() {
+		return false
+	}
+	s.dicts.since = 0
+	return true
+}
+
+// dueLocked is dueNow with s.dicts.mu held.
+func (s *Store) dueLocked() bool {
+	if !s.dicts.known && s.dictsOn() {
+		s.dicts.due = s.trainDue(nil)
+	}
+	return s.dictsOn() && s.dicts.due > 0 && s.dicts.since >= s.dicts.due
+}
+
+// trained records a training's outcome: content a dictionary does not
+// help (or a store too small for one) is tried again only after twice as
+// many inserts, so the trainings' reads stay a small share of the
+// writes'. A training that ctx cut short stays due. Only ctx's error is
+// returned.
+func (s *Store) trained(ctx context.Context, ok bool, err error) error {
 	if ctx.Err() != nil {
+		// cut short (the store closing): still due, for Drain
+		s.dicts.mu.Lock()
+		s.dicts.since = max(s.dicts.since, s.dicts.due)
+		s.dicts.mu.Unlock()
 		return ctx.Err()
 	}
 	if err != nil || !ok {
-		// Content a dictionary does not help (or a store too small for
-		// one) is tried again only after twice as many inserts, so the
-		// trainings' reads stay a small share of the writes'.
 		s.dicts.mu.Lock()
 		s.dicts.due *= 2
 		s.dicts.mu.Unlock()
@@ -468,9 +522,70 @@ type sample struct {
 // train builds a dictionary from the small blobs in tx and, if it pays,
 // stores it, lists it and re-encodes the samples with it.
 func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error) {
+	p, err := s.planTraining(ctx, tx)
+	if err != nil || p == nil {
+		return DictInfo{}, false, err
+	}
+	return s.listTrained(ctx, tx, p, false)
+}
+
+// trainAside is train with the building in a read transaction and only
+// the listing in a write transaction of its own, so that a training
+// (tens of milliseconds) holds the write lock for the few statements that
+// store its result. The listing drops the dictionary if another was
+// listed meanwhile, and leaves out every sample whose row changed.
+func (s *Store) trainAside(ctx context.Context) (bool, error) {
+	var p *trainPlan
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		p, err = s.planTraining(ctx, tx)
+		return err
+	})
+	if err != nil || p == nil {
+		return false, err
+	}
+	if s.trainPlanned != nil {
+		s.trainPlanned()
+	}
+	var ok bool
+	err = s.db.Update(ctx, func(tx *index.Tx) error {
+		var err error
+		_, ok, err = s.listTrained(ctx, tx, p, true)
+		return err
+	})
+	if err != nil {
+		s.dropDict(p.info.Hash)
+	}
+	return ok, err
+}
+
+// trainPlan is a dictionary built and found to pay, with the samples it
+// re-encodes, ready to be stored and listed.
+type trainPlan struct {
+	info    DictInfo
+	dc      *dictCodec
+	prev    DictInfo // the newest dictionary listed when it was built
+	hasPrev bool
+	data    []byte // its stored form
+	codec   Codec
+	recodes []recoded
+}
+
+// recoded is a sample's new stored form, compressed with the dictionary;
+// o is its row as the training read it.
+type recoded struct {
+	o     Object
+	codec Codec
+	base  Hash
+	data  []byte
+}
+
+// planTraining builds a dictionary from the small blobs in tx and returns
+// it with the samples' new forms if it pays, or nil. It writes nothing.
+func (s *Store) planTraining(ctx context.Context, tx *index.Tx) (*trainPlan, error) {
 	listed := map[Hash]bool{}
 	if err := s.EachDict(ctx, tx, func(d DictInfo) error { listed[d.Hash] = true; return nil }); err != nil {
-		return DictInfo{}, false, err
+		return nil, err
 	}
 	// The candidates are counted in one pass and picked in a second,
 	// evenly over the hash order, which is no order of the content: a
@@ -486,10 +601,10 @@ func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error)
 		return nil
 	})
 	if err != nil {
-		return DictInfo{}, false, fmt.Errorf("list samples: %w", err)
+		return nil, fmt.Errorf("list samples: %w", err)
 	}
 	if cands < 8 {
-		return DictInfo{}, false, nil
+		return nil, nil
 	}
 	n := min(cands, dictMaxSamples)
 	picks := make([]Object, 0, n)
@@ -508,7 +623,7 @@ func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errPicked) {
-		return DictInfo{}, false, fmt.Errorf("pick samples: %w", err)
+		return nil, fmt.Errorf("pick samples: %w", err)
 	}
 	var samples []sample
 	for _, o := range picks {
@@ -519,7 +634,7 @@ func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error)
 		samples = append(samples, sample{o: o, plain: b})
 	}
 	if len(samples) < 8 {
-		return DictInfo{}, false, nil
+		return nil, nil
 	}
 	// Every other sample goes into the history (the bytes matches refer
 	// to), the rest into the entropy statistics.
@@ -539,7 +654,7 @@ func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error)
 	}
 	prev, hasPrev, err := newestDict(ctx, tx)
 	if err != nil {
-		return DictInfo{}, false, err
+		return nil, err
 	}
 	id := prev.ID + 1
 	b, err := zstd.BuildDict(zstd.BuildDictOptions{
@@ -550,13 +665,13 @@ func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error)
 		Level:    dictLevel,
 	})
 	if err != nil {
-		return DictInfo{}, false, nil // too little to learn from
+		return nil, nil // too little to learn from
 	}
 	h := Sum(b)
 	info := DictInfo{ID: id, Hash: h, Size: int64(len(b)), Samples: int64(len(samples)), Blobs: int64(cands), Created: s.now()}
 	dc, err := s.cacheDict(info, b)
 	if err != nil {
-		return DictInfo{}, false, nil
+		return nil, nil
 	}
 	// It pays if what it saves on the contents, scaled to the store's
 	// small blobs, is over twice its own stored bytes, and it does better
@@ -578,10 +693,38 @@ func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error)
 	saved := (plainZ - newZ) * smallBytes / max(1, contentBytes)
 	if saved < int64(len(data)) || (prevDC != nil && newZ >= prevZ-prevZ/50) {
 		s.dropDict(h)
-		return DictInfo{}, false, nil
+		return nil, nil
 	}
-	if err := s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(b)), Stored: int64(len(data)),
-		Codec: codec, Data: data, Created: s.clock()}); err != nil {
+	p := &trainPlan{info: info, dc: dc, prev: prev, hasPrev: hasPrev, data: slices.Clone(data), codec: codec}
+	if s.hist != nil {
+		for _, sm := range samples {
+			if r, ok := s.recodeForm(dc, sm); ok {
+				p.recodes = append(p.recodes, r)
+			}
+		}
+	}
+	return p, nil
+}
+
+// listTrained stores and lists p's dictionary in tx and re-encodes its
+// samples. With check, as after a plan made in another transaction, it
+// lists nothing if the newest dictionary is no longer the one p was built
+// after, and leaves out a sample whose row is gone or changed.
+func (s *Store) listTrained(ctx context.Context, tx *index.Tx, p *trainPlan, check bool) (DictInfo, bool, error) {
+	info, h := p.info, p.info.Hash
+	if check {
+		newest, ok, err := newestDict(ctx, tx)
+		if err != nil {
+			s.dropDict(h)
+			return DictInfo{}, false, err
+		}
+		if ok != p.hasPrev || newest.Hash != p.prev.Hash {
+			s.dropDict(h)
+			return DictInfo{}, false, nil
+		}
+	}
+	if err := s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: info.Size, Stored: int64(len(p.data)),
+		Codec: p.codec, Data: p.data, Created: s.clock()}); err != nil {
 		s.dropDict(h)
 		return DictInfo{}, false, fmt.Errorf("store dictionary: %w", err)
 	}
@@ -590,12 +733,19 @@ func (s *Store) train(ctx context.Context, tx *index.Tx) (DictInfo, bool, error)
 		s.dropDict(h)
 		return DictInfo{}, false, fmt.Errorf("list dictionary: %w", index.Translate(err))
 	}
-	s.setNewest(dc)
-	if s.hist != nil {
-		for _, sm := range samples {
-			if err := s.recode(ctx, tx, dc, sm); err != nil {
-				return DictInfo{}, false, err
+	s.setNewest(p.dc)
+	for _, r := range p.recodes {
+		if check {
+			v, found, err := s.version(ctx, tx, s.hist, r.o.Hash)
+			if err != nil {
+				return DictInfo{}, false, fmt.Errorf("re-encode %s: %w", r.o.Hash.Short(), err)
 			}
+			if !found || v.Codec != r.o.Codec || v.Base != r.o.Base || v.Stored != r.o.Stored || v.Size != r.o.Size {
+				continue
+			}
+		}
+		if err := s.hist.Reencode(ctx, tx, r.o.Hash, r.codec, r.base, r.data); err != nil {
+			return DictInfo{}, false, fmt.Errorf("re-encode %s: %w", r.o.Hash.Short(), err)
 		}
 	}
 	return info, true, nil
@@ -617,21 +767,18 @@ func (s *Store) dropDict(h Hash) {
 	}
 }
 
-// recode stores sample sm anew with dc when that saves at least 1/16 of
-// its stored bytes.
-func (s *Store) recode(ctx context.Context, tx *index.Tx, dc *dictCodec, sm sample) error {
+// recodeForm returns sample sm compressed with dc, when that saves at
+// least 1/16 of its stored bytes.
+func (s *Store) recodeForm(dc *dictCodec, sm sample) (recoded, bool) {
 	if sm.o.Base == dc.info.Hash {
-		return nil
+		return recoded{}, false
 	}
 	f, release := s.compressWith(dc, sm.plain)
 	defer release()
 	if f.base.IsZero() || int64(len(f.data)) > sm.o.Stored-sm.o.Stored/16 {
-		return nil
+		return recoded{}, false
 	}
-	if err := s.hist.Reencode(ctx, tx, sm.o.Hash, f.codec, f.base, f.data); err != nil {
-		return fmt.Errorf("re-encode %s: %w", sm.o.Hash.Short(), err)
-	}
-	return nil
+	return recoded{o: sm.o, codec: f.codec, base: f.base, data: slices.Clone(f.data)}, true
 }
 
 // readWhole returns the verified plain bytes of o, a blob stored whole,
@@ -643,7 +790,7 @@ func (s *Store) readWhole(ctx context.Context, tx *index.Tx, o Object) ([]byte, 
 			return corrupt("get", o.Hash, "not stored whole")
 		}
 		var err error
-		b, err = s.decode(ctx, o.Hash, g.Codec, g.Data, g.Size, g.Base)
+		b, err = s.decodeIn(ctx, tx, o.Hash, g.Codec, g.Data, g.Size, g.Base)
 		if g.Codec == CodecRaw {
 			b = cloneData(b)
 		}

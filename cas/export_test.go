@@ -1,5 +1,7 @@
 package cas
 
+import "context"
+
 // Compressions reports how many times s compressed content.
 func Compressions(s *Store) int64 { return s.compressions.Load() }
 
@@ -22,3 +24,11 @@ func StalePlans(s *Store) int64 { return s.stalePlans.Load() }
 // SetPlanned makes fn run between each queued re-encoding's plan and its
 // write transaction.
 func SetPlanned(s *Store, fn func()) { s.planned = fn }
+
+// SetTrainPlanned makes fn run between a background training's building
+// and its listing.
+func SetTrainPlanned(s *Store, fn func()) { s.trainPlanned = fn }
+
+// TrainAside trains as the background runner does: built in a read
+// transaction, listed in a write transaction of its own.
+func TrainAside(ctx context.Context, s *Store) (bool, error) { return s.trainAside(ctx) }

@@ -213,7 +213,7 @@ func (s *Store) reencodeOne(ctx context.Context) (bool, error) {
 		return plan.apply(ctx, tx)
 	})
 	if err == nil {
-		err = s.trainIfDue(ctx, nil)
+		err = s.trainAsideIfDue(ctx)
 	}
 	return err == nil, err
 }
@@ -515,6 +515,7 @@ const reencodeIdle = 30 * time.Millisecond
 // for the job in progress to end; jobs left in the queue stay there for
 // Drain (Close runs it) or the next run.
 func (s *Store) StartReencoder() (stop func()) {
+	s.runners.Add(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -535,6 +536,7 @@ func (s *Store) StartReencoder() (stop func()) {
 	return func() {
 		cancel()
 		wg.Wait()
+		s.runners.Add(-1)
 	}
 }
 
@@ -552,6 +554,16 @@ func (s *Store) reencodeWhileIdle(ctx context.Context) {
 			return
 		case <-idle.C:
 		}
+		quiet := s.db.Writes() == seen
+		// A training a write left due is taken at once, idle or not: it
+		// holds the write lock only to store its result.
+		if err := s.trainAsideIfDue(ctx); err != nil {
+			return
+		}
+		if !quiet {
+			continue
+		}
+		seen = s.db.Writes() // the training's own
 		for s.db.Writes() == seen {
 			ok, err := s.reencodeOne(ctx)
 			if err != nil || !ok {
@@ -585,6 +597,11 @@ func (s *Store) Drain(ctx context.Context) (int, error) {
 		n := 0
 		err := s.db.Update(ctx, func(tx *index.Tx) error {
 			n = 0
+			// A training that is due comes first, so the batch's jobs
+			// compress small versions with its dictionary.
+			if err := s.trainIfDue(ctx, tx); err != nil {
+				return err
+			}
 			for n < drainBatch {
 				_, ok, err := s.runFirstJob(ctx, tx)
 				if err != nil {
@@ -595,7 +612,7 @@ func (s *Store) Drain(ctx context.Context) (int, error) {
 				}
 				n++
 			}
-			return s.trainIfDue(ctx, tx)
+			return nil
 		})
 		if err != nil {
 			return done, fmt.Errorf("re-encode: %w", err)

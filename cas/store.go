@@ -159,8 +159,12 @@ type Store struct {
 	// moved past by the time it was to be stored.
 	stalePlans atomic.Int64
 	// planned, when set (tests), runs between a job's plan and its write
-	// transaction.
-	planned func()
+	// transaction; trainPlanned between a training's building and its
+	// listing (trainAside).
+	planned, trainPlanned func()
+	// runners counts the background runners started (StartReencoder):
+	// while one runs, a write leaves a training that is due to it.
+	runners atomic.Int32
 }
 
 // New returns a Store on db, keeping objects in opts.Storage. It fails with store.invalid_options for bad
@@ -321,7 +325,7 @@ func (s *Store) PutBytes(ctx context.Context, tx *index.Tx, b []byte) (Hash, err
 	if err := s.putHashed(ctx, tx, h, b, nil); err != nil {
 		return Hash{}, err
 	}
-	if err := s.trainIfDue(ctx, tx); err != nil {
+	if err := s.trainInWrite(ctx, tx); err != nil {
 		return Hash{}, fmt.Errorf("put %s: %w", h.Short(), err)
 	}
 	return h, nil
