@@ -511,9 +511,12 @@ const reencodeIdle = 30 * time.Millisecond
 // it takes jobs one at a time, each in a transaction of its own, only
 // while the store is idle: after Options.ReencodeIdle without a write transaction
 // of anyone else, and again straight after a job only if none began
-// meanwhile. A job that fails is tried again at the next wake. stop waits
-// for the job in progress to end; jobs left in the queue stay there for
-// Drain (Close runs it) or the next run.
+// meanwhile. A job that fails is tried again at the next wake. A
+// dictionary training that is due it takes after Options.ReencodeIdle
+// whether or not writes go on (trainAside: only its result is stored in a
+// write transaction); while it runs, writes leave trainings to it. stop
+// waits for the job in progress to end; jobs left in the queue stay there
+// for Drain (Close runs it) or the next run.
 func (s *Store) StartReencoder() (stop func()) {
 	s.runners.Add(1)
 	ctx, cancel := context.WithCancel(context.Background())
