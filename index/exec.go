@@ -10,7 +10,9 @@ import (
 // Exec runs one statement on the write connection outside any transaction,
 // for what SQLite refuses inside one (VACUUM) or what acts on the whole
 // database (PRAGMA wal_checkpoint). It waits for a running Update, and
-// for a background checkpoint, to finish; rows the statement returns are discarded. It fails with
+// for a background checkpoint, to finish, so it must not be called from
+// inside an Update's function (it would wait for itself); rows the
+// statement returns are discarded. It fails with
 // store.read_only on a read-only DB and store.busy when another process
 // holds the lock past the busy timeout.
 func (db *DB) Exec(ctx context.Context, query string) error {
