@@ -39,12 +39,17 @@ import (
 //
 // Training is automatic and bounded: once this Store has inserted
 // Options.DictTrainAfter small blobs with no dictionary, or three times as
-// many as the store held when the newest one was trained, the write that
-// crosses the line trains a new one in its own transaction from at most
-// dictMaxSamples small blobs, and keeps it only if it pays for its own
-// bytes. The samples it read are re-encoded with it where that saves, so
-// the blobs written before it exist gain too. Dictionary, row and
-// re-encodings commit or roll back together with the write.
+// many as the store held when the newest one was trained, a new one is
+// trained from at most dictMaxSamples small blobs and kept only if it pays
+// for its own bytes. The samples it read are re-encoded with it where
+// that saves, so the blobs written before it exist gain too. While a
+// background runner is started (StartReencoder), the runner trains:
+// building in a read transaction, then storing the dictionary, its row and
+// the re-encodings in a write transaction that lists nothing if another
+// dictionary was listed meanwhile and leaves out a sample whose row
+// changed (trainAside). Without one, the write that crosses the line
+// trains, and dictionary, row and re-encodings commit or roll back
+// together with the write.
 
 const (
 	// dictMaxSamples bounds the blobs a training reads.
