@@ -12,18 +12,25 @@ import (
 	"github.com/wsstore/wsstore/index"
 )
 
+// putSmallFiles puts the corpus's files 0 to n-1 into s, each in a
+// transaction of its own, and returns their addresses.
+func putSmallFiles(t *testing.T, s *cas.Store, n int) []cas.Hash {
+	t.Helper()
+	hs := make([]cas.Hash, n)
+	for i := range hs {
+		h, err := s.PutBytes(context.Background(), nil, smallFile(i))
+		require.NoError(t, err)
+		hs[i] = h
+	}
+	return hs
+}
+
 // TestDictTrainingLeftToTheRunner: while a background runner is started,
 // the write that makes a training due does not train in its transaction
 // (it took 35–50 ms in a chat session): the runner trains, or, if it has
 // had no turn, Drain does.
 func TestDictTrainingLeftToTheRunner(t *testing.T) {
 	ctx := context.Background()
-	put := func(s *cas.Store, from, to int) {
-		for i := from; i < to; i++ {
-			_, err := s.PutBytes(ctx, nil, smallFile(i))
-			require.NoError(t, err)
-		}
-	}
 	dicts := func(s *cas.Store) int {
 		ds, err := s.Dicts(ctx)
 		require.NoError(t, err)
@@ -34,7 +41,7 @@ func TestDictTrainingLeftToTheRunner(t *testing.T) {
 	// training due, and Drain takes it.
 	s, _ := newDictStore(t, cas.Options{DictTrainAfter: 32, ReencodeIdle: time.Hour})
 	stop := s.StartReencoder()
-	put(s, 0, 64)
+	putSmallFiles(t, s, 64)
 	assert.Zero(t, dicts(s), "no write trained")
 	stop()
 	_, err := s.Drain(ctx)
@@ -43,14 +50,14 @@ func TestDictTrainingLeftToTheRunner(t *testing.T) {
 
 	// Without a runner, the write that crosses the line trains.
 	s, _ = newDictStore(t, cas.Options{DictTrainAfter: 32, ReencodeIdle: time.Hour})
-	put(s, 0, 32)
+	putSmallFiles(t, s, 32)
 	assert.Equal(t, 1, dicts(s), "the write that crossed the line trained")
 
 	// A runner with turns trains while the writes go on.
 	s, _ = newDictStore(t, cas.Options{DictTrainAfter: 32, ReencodeIdle: time.Millisecond})
 	stop = s.StartReencoder()
 	defer stop()
-	put(s, 0, 40)
+	putSmallFiles(t, s, 40)
 	require.Eventually(t, func() bool { return dicts(s) == 1 }, 10*time.Second, 5*time.Millisecond, "the runner trains")
 	rep, err := s.Verify(ctx, nil)
 	require.NoError(t, err)
@@ -63,10 +70,7 @@ func TestDictTrainingLeftToTheRunner(t *testing.T) {
 func TestDictTrainedAsideAfterAnother(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newDictStore(t, cas.Options{DictTrainAfter: 1 << 30})
-	for i := range 200 {
-		_, err := s.PutBytes(ctx, nil, smallFile(i))
-		require.NoError(t, err)
-	}
+	putSmallFiles(t, s, 200)
 	var other cas.DictInfo
 	cas.SetTrainPlanned(s, func() {
 		info, ok, err := s.TrainDict(ctx)
@@ -92,12 +96,7 @@ func TestDictTrainedAsideAfterAnother(t *testing.T) {
 func TestDictTrainedAsideLeavesChangedSamples(t *testing.T) {
 	ctx := context.Background()
 	s, db := newDictStore(t, cas.Options{DictTrainAfter: 1 << 30})
-	hs := make([]cas.Hash, 60)
-	for i := range hs {
-		h, err := s.PutBytes(ctx, nil, smallFile(i))
-		require.NoError(t, err)
-		hs[i] = h
-	}
+	hs := putSmallFiles(t, s, 60)
 	// Every small blob is a sample of a store this small; the first is
 	// stored raw meanwhile, as a writer of another build might.
 	changed := hs[0]
