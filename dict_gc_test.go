@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -135,9 +136,25 @@ func TestArchiveRoundTripWithDictionaries(t *testing.T) {
 		want[p] = note(i)
 		e.write("run_a", p, note(i))
 	}
-	ds, err := e.s.Blobs.Dicts(e.ctx)
+	// The store's background runner trains once the writes pause; the
+	// files written after it are compressed with its dictionary.
+	var ds []cas.DictInfo
+	require.Eventually(t, func() bool {
+		var err error
+		ds, err = e.s.Blobs.Dicts(e.ctx)
+		require.NoError(t, err)
+		return len(ds) > 0
+	}, 30*time.Second, 10*time.Millisecond, "the default options train one on their own")
+	last := ""
+	for i := 120; i < 130; i++ {
+		last = fmt.Sprintf("output/notes/%03d.md", i)
+		want[last] = note(i)
+		e.write("run_a", last, note(i))
+	}
+	e.settle()
+	info, err := e.s.Blobs.Stat(e.ctx, e.stat("run_a", last).Hash)
 	require.NoError(t, err)
-	require.NotEmpty(t, ds, "the default options train one on their own")
+	require.Equal(t, ds[len(ds)-1].Hash, info.Base, "a file written after the training uses the dictionary")
 
 	var buf bytes.Buffer
 	_, err = e.s.Archive.Export(e.ctx, &buf, archive.Scope{Runs: []string{"run_a"}}, archive.Options{})
