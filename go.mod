@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/smithy-go v1.28.9
 	github.com/benbjohnson/litestream v0.5.18
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/jmoiron/sqlx v1.4.0
 	github.com/klauspost/compress v1.20.4
 	github.com/pressly/goose/v3 v3.30.0

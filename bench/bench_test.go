@@ -40,7 +40,8 @@ func TestChatReport(t *testing.T) {
 	var results []Result
 	for _, sys := range testSystems(t) {
 		t.Run(sys, func(t *testing.T) {
-			res, err := runCase(context.Background(), caseConfig{Workload: "chat", System: sys, Dir: t.TempDir(), Seed: 7, Scale: tinyScale})
+			dir := t.TempDir()
+			res, err := runCase(context.Background(), caseConfig{Workload: "chat", System: sys, Dir: dir, Seed: 7, Scale: tinyScale})
 			require.NoError(t, err)
 			assert.True(t, res.Verified)
 			assert.Equal(t, 2*tinyScale.ChatRounds, res.Checkpoints)
@@ -52,6 +53,13 @@ func TestChatReport(t *testing.T) {
 			assert.Positive(t, res.SmallWrites, "the status, summary and note writes")
 			// wsctl's run takes every checkpoint in its mutation's request.
 			assert.Equal(t, sys == "wsctl", res.AutoCheckpoint)
+			if sys == "wsctl" {
+				// its batch process's CPU profile was read and removed
+				for _, n := range res.Notes {
+					assert.NotContains(t, n, "no CPU profile")
+				}
+				assert.NoFileExists(t, caseProfile(dir))
+			}
 			results = append(results, res)
 		})
 	}

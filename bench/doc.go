@@ -13,9 +13,13 @@
 // Markdown on stdout and JSON in --out.
 //
 // The wsctl system drives a `wsctl batch` child built from this tree, or
-// the binary WSBENCH_WSCTL names, to compare two builds; --cpuprofile
-// profiles that child through WSCTL_CPUPROFILE, and WSCTL_MEMPROFILE
-// gives a command's allocation profile:
+// the binary WSBENCH_WSCTL names, to compare two builds. That child
+// always writes a CPU profile (WSCTL_CPUPROFILE); the case's result splits
+// it into phases (the requests, the re-encoding drained at close, the
+// background runner) and what each ran (SQLite, zstd, system calls,
+// allocation), and a speed target the case misses names its largest
+// shares as its bottleneck. --cpuprofile keeps the profile in a file of
+// its own, and WSCTL_MEMPROFILE gives a command's allocation profile:
 //
 //	go build -o /tmp/wsctl-a ./cmd/wsctl
 //	WSBENCH_WSCTL=/tmp/wsctl-a go run ./bench --workloads chat --systems wsctl --cpuprofile /tmp/a.prof

@@ -208,7 +208,7 @@ func runChildProcess(ctx context.Context, exe string, o options, w, s, dir strin
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if s == "wsctl" && o.cpuprofile != "" {
 		// the wsctl batch child the case runs profiles itself
-		cmd.Env = append(os.Environ(), "WSCTL_CPUPROFILE="+suffixed(o.cpuprofile, w+"-wsctl"))
+		cmd.Env = append(os.Environ(), wsctlProfileEnv+"="+suffixed(o.cpuprofile, w+"-wsctl"))
 	}
 	start := time.Now()
 	runErr := cmd.Run()
@@ -231,6 +231,7 @@ func runChildProcess(ctx context.Context, exe string, o options, w, s, dir strin
 	if !o.keep {
 		os.RemoveAll(dir)
 		os.Remove(out)
+		os.Remove(caseProfile(dir)) // a case that failed before reading it
 	}
 	return res
 }

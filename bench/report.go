@@ -76,6 +76,9 @@ type Result struct {
 	// Retention holds the retention workload's stores, without and with
 	// the policy.
 	Retention []RetentionResult `json:"retention,omitempty"`
+	// Profile is where the CPU of the process the system drives went
+	// (wsctl's batch process), by phase and part.
+	Profile []Stage `json:"profile,omitempty"`
 }
 
 func (r Result) ok() bool { return r.Skipped == "" && r.Error == "" }
@@ -101,6 +104,9 @@ type Target struct {
 	Value    float64 `json:"value"`
 	// Status is PASS, MISS, or N/A when a case it needs did not run.
 	Status string `json:"status"`
+	// Bottleneck says, for a speed target missed, where the measured
+	// process's CPU went, from its profile.
+	Bottleneck string `json:"bottleneck,omitempty"`
 }
 
 // Machine describes where the bench ran.
@@ -298,13 +304,13 @@ func buildReport(mode string, seed uint64, sc Scale, results []Result) Report {
 			continue
 		}
 		x := div(g.WallNs, c.WallNs)
-		rep.Targets = append(rep.Targets, Target{Name: name, Goal: goal, Value: x, Status: status(x >= d.min),
-			Measured: fmt.Sprintf("%.1f× faster (%s vs %s)", x, fmtDur(c.WallNs), fmtDur(g.WallNs))})
+		rep.Targets = append(rep.Targets, withBottleneck(Target{Name: name, Goal: goal, Value: x, Status: status(x >= d.min),
+			Measured: fmt.Sprintf("%.1f× faster (%s vs %s)", x, fmtDur(c.WallNs), fmtDur(g.WallNs))}, c, ""))
 	}
 	{
 		name, goal := "write plus checkpoint p50 through wsctl batch (chat)", "at most 0.3 ms for a small file"
 		if c, ok := find("chat", "wsctl"); ok {
-			rep.Targets = append(rep.Targets, writeTarget(name, goal, c))
+			rep.Targets = append(rep.Targets, withBottleneck(writeTarget(name, goal, c), c, "requests"))
 		} else {
 			rep.Targets = append(rep.Targets, na(name, goal))
 		}
@@ -337,6 +343,7 @@ func buildReport(mode string, seed uint64, sc Scale, results []Result) Report {
 		"Disk is allocated bytes (st_blocks × 512) of everything each system keeps, live workspace included: wsstore's store directory after Close (wsstore.db, the WAL checkpointed into it), dircopy's workspace and snapshots/, git's workspace and repository. Apparent sizes are in the JSON.",
 		"wsstore runs with its defaults (SQLite WAL, synchronous=NORMAL, zstd level 3); git with its defaults except gc.auto=0; dircopy copies with io.Copy (copy_file_range). None of them fsyncs per checkpoint.",
 		"\"Disk after gc\" is measured after the run: for git a plain `git gc -q` (not --aggressive), for wsstore Store.GC with no grace followed by Store.Vacuum. The disk targets use the figures before gc.",
+		"The `wsctl batch` process writes a CPU profile (Go's sampler, 100 samples a second) in every case; a missed speed target names its largest phases (the requests, the re-encoding drained at close, the background runner) and what each ran (SQLite, zstd, system calls, allocation), as shares of that process's CPU, which is not its wall time. The JSON has the whole split per case.",
 	}
 	return rep
 }
@@ -451,6 +458,14 @@ func writeMarkdown(w io.Writer, rep Report) {
 		}
 	}
 	fmt.Fprintln(w)
+	for _, t := range rep.Targets {
+		if t.Bottleneck != "" {
+			fmt.Fprintf(w, "- %s, missed: %s.\n", t.Name, t.Bottleneck)
+		}
+	}
+	if slices.ContainsFunc(rep.Targets, func(t Target) bool { return t.Bottleneck != "" }) {
+		fmt.Fprintln(w)
+	}
 	switch {
 	case len(missed) > 0:
 		fmt.Fprintf(w, "**Missed %d of %d measured targets:** %s.\n\n", len(missed), measured, strings.Join(missed, "; "))
@@ -541,6 +556,15 @@ func writeTarget(name, goal string, c Result) Target {
 	return Target{Name: name, Goal: goal, Value: float64(v), Status: status(v <= 300_000),
 		Measured: fmt.Sprintf("%s, p99 %s over %d writes of files up to %s, each with its automatic checkpoint (%s)",
 			fmtDur(v), fmtDur(c.SmallWriteP99), c.SmallWrites, fmtBytes(smallWrite), all)}
+}
+
+// withBottleneck names, in a missed target, where the CPU of r's process
+// (or of its phase, if one is given) went.
+func withBottleneck(t Target, r Result, phase string) Target {
+	if t.Status == "MISS" {
+		t.Bottleneck = bottleneck(r.System, r.Profile, phase)
+	}
+	return t
 }
 
 // status is a target's result.

@@ -210,6 +210,11 @@ func runCase(ctx context.Context, cfg caseConfig) (Result, error) {
 		return res, fmt.Errorf("%s close: %w", cfg.System, err)
 	}
 	res.CloseNs = int64(time.Since(t))
+	if p, ok := sys.(profiler); ok {
+		if res.Profile, err = p.Profile(); err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("no CPU profile: %v", err))
+		}
+	}
 	res.WallNs = res.SetupNs + sum(applyNs) + sum(cpNs) + res.RollbackNs + res.CloseNs
 	if res.DiskBytes, err = sys.DiskBytes(); err != nil {
 		return res, fmt.Errorf("%s disk: %w", cfg.System, err)
@@ -235,6 +240,12 @@ func runCase(ctx context.Context, cfg caseConfig) (Result, error) {
 	}
 	res.ElapsedNs = int64(time.Since(start))
 	return res, nil
+}
+
+// profiler is a System that profiles the process it drives, read once
+// the system is closed.
+type profiler interface {
+	Profile() ([]Stage, error)
 }
 
 // noter is a System with remarks for the report.

@@ -46,12 +46,21 @@ type wsctlSystem struct {
 	// mutation's request; lastCP is the one the last mutation took.
 	auto   bool
 	lastCP string
+	// profile is the CPU profile the batch process writes as it exits:
+	// the one WSCTL_CPUPROFILE names, or a file of the case's own that
+	// Profile removes once read.
+	profile     string
+	keepProfile bool
 }
 
 func (s *wsctlSystem) autoCheckpoint() { s.auto = true }
 
 // wsctlBinEnv names the wsctl binary the parent built for the cases.
 const wsctlBinEnv = "WSBENCH_WSCTL"
+
+// wsctlProfileEnv names the file a wsctl process writes its CPU profile
+// to (cmd/wsctl).
+const wsctlProfileEnv = "WSCTL_CPUPROFILE"
 
 // skipCase says why workload w does not run on system s; "" when it does.
 func skipCase(w, s string) string {
@@ -102,6 +111,11 @@ func (s *wsctlSystem) Setup(dir string) error {
 	s.dir = filepath.Join(dir, "store")
 	s.cmd = exec.CommandContext(s.ctx, s.bin, "batch", "--store", s.dir)
 	s.cmd.Stderr = os.Stderr
+	s.profile, s.keepProfile = os.Getenv(wsctlProfileEnv), true
+	if s.profile == "" {
+		s.profile, s.keepProfile = caseProfile(dir), false
+		s.cmd.Env = append(os.Environ(), wsctlProfileEnv+"="+s.profile)
+	}
 	var err error
 	if s.pipe, err = s.cmd.StdinPipe(); err != nil {
 		return err
@@ -285,4 +299,26 @@ func (s *wsctlSystem) Close() error {
 		return err
 	}
 	return s.cmd.Wait()
+}
+
+// caseProfile is where the batch process of the case in dir writes its
+// CPU profile when no file is asked for: beside dir, whose bytes are
+// measured.
+func caseProfile(dir string) string { return filepath.Clean(dir) + ".wsctl-cpu.prof" }
+
+// Profile splits the CPU profile of the batch process, which has exited,
+// into its phases.
+func (s *wsctlSystem) Profile() ([]Stage, error) {
+	if s.profile == "" {
+		return nil, nil
+	}
+	if !s.keepProfile {
+		defer os.Remove(s.profile)
+	}
+	f, err := os.Open(s.profile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return profileStages(f)
 }
