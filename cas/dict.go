@@ -408,19 +408,28 @@ func (s *Store) Dicts(ctx context.Context) ([]DictInfo, error) {
 
 // trainIfDue trains a dictionary in tx (nil: a write transaction of its
 // own) when this Store's inserts have made one due. A training that fails
-// or does not pay leaves the store as it was; only an error of tx's
-// connection or ctx is returned.
+// or does not pay leaves the store as it was: in tx, its work is undone
+// to a savepoint and the caller's goes on. Only ctx's error is returned,
+// or the one that ended tx, which the caller must fail with.
 func (s *Store) trainIfDue(ctx context.Context, tx *index.Tx) error {
 	if !s.takeDue() {
 		return nil
 	}
 	var ok bool
-	err := s.update(ctx, tx, func(tx *index.Tx) error {
+	train := func(tx *index.Tx) error {
 		var err error
 		_, ok, err = s.train(ctx, tx)
 		return err
-	})
-	return s.trained(ctx, ok, err)
+	}
+	if tx == nil {
+		return s.trained(ctx, ok, s.db.Update(ctx, train))
+	}
+	failed, err := tx.Savepoint(ctx, func() error { return train(tx) })
+	if err != nil {
+		_ = s.trained(ctx, false, err)
+		return err
+	}
+	return s.trained(ctx, ok, failed)
 }
 
 // trainAsideIfDue is trainIfDue with the training built outside the write

@@ -27,6 +27,28 @@ type Tx struct {
 // Writable reports whether the transaction may write.
 func (tx *Tx) Writable() bool { return tx.writable }
 
+// Savepoint runs fn in a savepoint of tx, for work the transaction can do
+// without. If fn fails, what it did in tx is rolled back, the transaction
+// goes on, and fn's error is returned as failed. err is set when the
+// transaction itself cannot go on: the savepoint could not be taken, or
+// not be rolled back to (SQLite ends a whole transaction on some
+// full-disk, I/O and memory errors, and what the caller ran after would
+// commit statement by statement); the caller must then fail with it.
+func (tx *Tx) Savepoint(ctx context.Context, fn func() error) (failed, err error) {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT optional`); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", Translate(err))
+	}
+	if failed = fn(); failed != nil {
+		if _, err := tx.ExecContext(ctx, `ROLLBACK TO optional`); err != nil {
+			return failed, fmt.Errorf("roll back to savepoint after %w: %w", failed, Translate(err))
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE optional`); err != nil {
+		return failed, fmt.Errorf("release savepoint: %w", Translate(err))
+	}
+	return failed, nil
+}
+
 // Update runs fn in a write transaction (BEGIN IMMEDIATE on the single write
 // connection) and commits if fn returns nil. While another process holds
 // the write lock it waits, up to Options.BusyTimeout, before failing with

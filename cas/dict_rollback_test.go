@@ -1,0 +1,150 @@
+package cas_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
+)
+
+// TestDictTrainedInARolledBackWrite: a write transaction that trained a
+// dictionary and then failed leaves no trace of it. Later writes do not
+// compress with the dictionary the rollback took away, so what they store
+// reads back in a process that never saw it, and verifies.
+func TestDictTrainedInARolledBackWrite(t *testing.T) {
+	ctx := context.Background()
+	s, db := newDictStore(t, cas.Options{DictTrainAfter: 32})
+	putSmallFiles(t, s, 31)
+	failed := errors.New("the caller's write fails after its puts")
+	err := db.Update(ctx, func(tx *index.Tx) error {
+		for i := 31; i < 40; i++ {
+			if _, err := s.PutBytes(ctx, tx, smallFile(i)); err != nil {
+				return err
+			}
+		}
+		n := 0
+		require.NoError(t, s.EachDict(ctx, tx, func(cas.DictInfo) error { n++; return nil }))
+		require.Equal(t, 1, n, "the write that crossed the line trained in its transaction")
+		return failed
+	})
+	require.ErrorIs(t, err, failed)
+	ds, err := s.Dicts(ctx)
+	require.NoError(t, err)
+	require.Empty(t, ds, "the rollback took the dictionary away")
+
+	var later []cas.Hash
+	for i := 100; i < 110; i++ {
+		h, err := s.PutBytes(ctx, nil, smallFile(i))
+		require.NoError(t, err)
+		later = append(later, h)
+	}
+	fresh, err := cas.New(db, cas.Options{DictTrainAfter: -1})
+	require.NoError(t, err)
+	for i, h := range later {
+		info, err := fresh.Stat(ctx, h)
+		require.NoError(t, err)
+		assert.True(t, info.Base.IsZero(), "file %d is compressed with no dictionary", i)
+		b, err := fresh.ReadAll(ctx, h)
+		require.NoError(t, err, "file %d reads back in another process", i)
+		assert.Equal(t, smallFile(100+i), b)
+	}
+	rep, err := fresh.Verify(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Problems)
+}
+
+// reencodeHook is the store's SQLite storage with a hook that may fail
+// Reencode, the call a training makes for each sample after it lists its
+// dictionary.
+type reencodeHook struct {
+	*cas.SQLiteStorage
+	fail func(ctx context.Context, tx *index.Tx) error
+}
+
+func (r reencodeHook) Reencode(ctx context.Context, tx *index.Tx, h cas.Hash, codec cas.Codec, base cas.Hash, data []byte) error {
+	if r.fail != nil {
+		if err := r.fail(ctx, tx); err != nil {
+			return err
+		}
+	}
+	return r.SQLiteStorage.Reencode(ctx, tx, h, codec, base, data)
+}
+
+// blobCount is how many blob rows the store holds.
+func blobCount(t *testing.T, db *index.DB) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.View(context.Background(), func(tx *index.Tx) error {
+		return tx.GetContext(context.Background(), &n, `SELECT count(*) FROM blobs`)
+	}))
+	return n
+}
+
+// TestDictTrainingThatFailsInAWrite: a training taken in a caller's write
+// transaction that fails after listing its dictionary is undone to its
+// savepoint: the write commits what it wrote, without the dictionary, its
+// blob or any sample's new form. A training whose failure ended the
+// transaction itself (as SQLite does on some full-disk and I/O errors)
+// fails the write, and nothing of the write commits, not even what the
+// caller ran after it.
+func TestDictTrainingThatFailsInAWrite(t *testing.T) {
+	ctx := context.Background()
+	injected := errors.New("injected")
+	for _, tc := range []struct {
+		name string
+		fail func(ctx context.Context, tx *index.Tx) error
+		ends bool
+	}{
+		{"Undone", func(context.Context, *index.Tx) error { return injected }, false},
+		{"EndsTheTransaction", func(ctx context.Context, tx *index.Tx) error {
+			_, err := tx.ExecContext(ctx, `ROLLBACK`)
+			require.NoError(t, err)
+			return injected
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hook := &reencodeHook{SQLiteStorage: cas.NewSQLiteStorage()}
+			db := storetest.OpenDB(t, index.Options{})
+			s, err := cas.New(db, cas.Options{Storage: hook, DictTrainAfter: 32})
+			require.NoError(t, err)
+			putSmallFiles(t, s, 31)
+			before := blobCount(t, db)
+			fired := 0
+			hook.fail = func(ctx context.Context, tx *index.Tx) error { fired++; return tc.fail(ctx, tx) }
+			err = db.Update(ctx, func(tx *index.Tx) error {
+				for i := 31; i < 40; i++ {
+					if _, err := s.PutBytes(ctx, tx, smallFile(i)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			hook.fail = nil
+			require.Equal(t, 1, fired, "the write trained, and its training failed")
+			ds, derr := s.Dicts(ctx)
+			require.NoError(t, derr)
+			assert.Empty(t, ds, "no dictionary listed")
+			if tc.ends {
+				require.ErrorIs(t, err, injected)
+				assert.Equal(t, before, blobCount(t, db), "nothing of the write committed")
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, before+9, blobCount(t, db), "the write's blobs, no dictionary's")
+				for i := 31; i < 40; i++ {
+					b, err := s.ReadAll(ctx, cas.Sum(smallFile(i)))
+					require.NoError(t, err)
+					assert.Equal(t, smallFile(i), b)
+				}
+			}
+			rep, err := s.Verify(ctx, nil)
+			require.NoError(t, err)
+			assert.Empty(t, rep.Problems)
+		})
+	}
+}
