@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
-	"time"
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/wserr"
@@ -271,6 +269,3 @@ func (s *Service) autoPrune(ctx context.Context) bool {
 	}
 	return s.mobile || s.maxStoreBytes(ctx) > 0
 }
-
-var _ = time.Second
-var _ = slices.Contains[[]string]
