@@ -59,6 +59,10 @@ func TestChatReport(t *testing.T) {
 					assert.NotContains(t, n, "no CPU profile")
 				}
 				assert.NoFileExists(t, caseProfile(dir))
+				// and its peak heap
+				assert.Positive(t, res.PeakHeapBytes)
+				assert.Less(t, res.PeakHeapBytes, int64(1<<30))
+				assert.NoFileExists(t, caseHeapPeak(dir))
 			}
 			results = append(results, res)
 		})
@@ -97,6 +101,7 @@ func TestChatReport(t *testing.T) {
 	assert.NotEqual(t, "N/A", names["bytes on disk vs dircopy (chat)"])
 	assert.Contains(t, names, "bytes on disk vs git after gc (chat)")
 	assert.Contains(t, names, "bytes on disk vs git after gc (project)")
+	assert.NotEqual(t, "N/A", names["peak heap through wsctl batch"], "the wsctl case measured it")
 
 	var md bytes.Buffer
 	writeMarkdown(&md, rep)

@@ -18,8 +18,10 @@
 // it into phases (the requests, the re-encoding drained at close, the
 // background runner) and what each ran (SQLite, zstd, system calls,
 // allocation), and a speed target the case misses names its largest
-// shares as its bottleneck. --cpuprofile keeps the profile in a file of
-// its own, and WSCTL_MEMPROFILE gives a command's allocation profile:
+// shares as its bottleneck. It also reports its peak heap
+// (WSCTL_HEAPPEAK), which the heap target holds under 64 MiB.
+// --cpuprofile keeps the profile in a file of its own, and
+// WSCTL_MEMPROFILE gives a command's allocation profile:
 //
 //	go build -o /tmp/wsctl-a ./cmd/wsctl
 //	WSBENCH_WSCTL=/tmp/wsctl-a go run ./bench --workloads chat --systems wsctl --cpuprofile /tmp/a.prof

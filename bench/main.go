@@ -231,7 +231,9 @@ func runChildProcess(ctx context.Context, exe string, o options, w, s, dir strin
 	if !o.keep {
 		os.RemoveAll(dir)
 		os.Remove(out)
-		os.Remove(caseProfile(dir)) // a case that failed before reading it
+		// what a case that failed did not read
+		os.Remove(caseProfile(dir))
+		os.Remove(caseHeapPeak(dir))
 	}
 	return res
 }

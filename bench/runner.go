@@ -215,6 +215,11 @@ func runCase(ctx context.Context, cfg caseConfig) (Result, error) {
 			res.Notes = append(res.Notes, fmt.Sprintf("no CPU profile: %v", err))
 		}
 	}
+	if h, ok := sys.(heapMeter); ok {
+		if res.PeakHeapBytes, err = h.PeakHeap(); err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("no peak heap: %v", err))
+		}
+	}
 	res.WallNs = res.SetupNs + sum(applyNs) + sum(cpNs) + res.RollbackNs + res.CloseNs
 	if res.DiskBytes, err = sys.DiskBytes(); err != nil {
 		return res, fmt.Errorf("%s disk: %w", cfg.System, err)
@@ -246,6 +251,12 @@ func runCase(ctx context.Context, cfg caseConfig) (Result, error) {
 // the system is closed.
 type profiler interface {
 	Profile() ([]Stage, error)
+}
+
+// heapMeter is a System that measures the peak heap of the process it
+// drives, read once the system is closed.
+type heapMeter interface {
+	PeakHeap() (int64, error)
 }
 
 // noter is a System with remarks for the report.

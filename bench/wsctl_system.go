@@ -51,6 +51,9 @@ type wsctlSystem struct {
 	// Profile removes once read.
 	profile     string
 	keepProfile bool
+	// heapPeak is the file the batch process writes its peak heap to as
+	// it exits.
+	heapPeak string
 }
 
 func (s *wsctlSystem) autoCheckpoint() { s.auto = true }
@@ -59,8 +62,11 @@ func (s *wsctlSystem) autoCheckpoint() { s.auto = true }
 const wsctlBinEnv = "WSBENCH_WSCTL"
 
 // wsctlProfileEnv names the file a wsctl process writes its CPU profile
-// to (cmd/wsctl).
-const wsctlProfileEnv = "WSCTL_CPUPROFILE"
+// to, and wsctlHeapPeakEnv the one it writes its peak heap to (cmd/wsctl).
+const (
+	wsctlProfileEnv  = "WSCTL_CPUPROFILE"
+	wsctlHeapPeakEnv = "WSCTL_HEAPPEAK"
+)
 
 // skipCase says why workload w does not run on system s; "" when it does.
 func skipCase(w, s string) string {
@@ -111,11 +117,14 @@ func (s *wsctlSystem) Setup(dir string) error {
 	s.dir = filepath.Join(dir, "store")
 	s.cmd = exec.CommandContext(s.ctx, s.bin, "batch", "--store", s.dir)
 	s.cmd.Stderr = os.Stderr
+	env := os.Environ()
 	s.profile, s.keepProfile = os.Getenv(wsctlProfileEnv), true
 	if s.profile == "" {
 		s.profile, s.keepProfile = caseProfile(dir), false
-		s.cmd.Env = append(os.Environ(), wsctlProfileEnv+"="+s.profile)
+		env = append(env, wsctlProfileEnv+"="+s.profile)
 	}
+	s.heapPeak = caseHeapPeak(dir)
+	s.cmd.Env = append(env, wsctlHeapPeakEnv+"="+s.heapPeak)
 	var err error
 	if s.pipe, err = s.cmd.StdinPipe(); err != nil {
 		return err
@@ -305,6 +314,24 @@ func (s *wsctlSystem) Close() error {
 // CPU profile when no file is asked for: beside dir, whose bytes are
 // measured.
 func caseProfile(dir string) string { return filepath.Clean(dir) + ".wsctl-cpu.prof" }
+
+// caseHeapPeak is where the batch process of the case in dir writes its
+// peak heap.
+func caseHeapPeak(dir string) string { return filepath.Clean(dir) + ".wsctl-heap" }
+
+// PeakHeap is the largest heap the batch process, which has exited, held:
+// the bytes of its heap objects, sampled every millisecond.
+func (s *wsctlSystem) PeakHeap() (int64, error) {
+	if s.heapPeak == "" {
+		return 0, nil
+	}
+	defer os.Remove(s.heapPeak)
+	b, err := os.ReadFile(s.heapPeak)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(string(b), 10, 64)
+}
 
 // Profile splits the CPU profile of the batch process, which has exited,
 // into its phases.

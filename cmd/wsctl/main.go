@@ -19,8 +19,9 @@ const memProfileEnv = "WSCTL_MEMPROFILE"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	stopProfile := startProfile()
+	stopProfile, stopHeapPeak := startProfile(), startHeapPeak()
 	code := execute(ctx, newApp(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stopHeapPeak()
 	stopProfile()
 	writeMemProfile()
 	stop()
