@@ -101,7 +101,7 @@ func TestChatReport(t *testing.T) {
 	assert.NotEqual(t, "N/A", names["bytes on disk vs dircopy (chat)"])
 	assert.Contains(t, names, "bytes on disk vs git after gc (chat)")
 	assert.Contains(t, names, "bytes on disk vs git after gc (project)")
-	assert.NotEqual(t, "N/A", names["peak heap through wsctl batch"], "the wsctl case measured it")
+	assert.NotEqual(t, "N/A", names["peak heap (every workload)"], "the wsctl case measured it")
 
 	var md bytes.Buffer
 	writeMarkdown(&md, rep)

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/wsstore/wsstore/internal/heappeak"
 )
 
 // defaultSeed fixes the workloads; change it with --seed.
@@ -266,7 +268,15 @@ func runChild(ctx context.Context, o options, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 	_, sc := o.scale()
+	var stopHeap func() uint64
+	if s == "wsstore" {
+		// the store runs in this process; wsctl's reports its own
+		stopHeap = heappeak.Start()
+	}
 	res, err := runCase(ctx, caseConfig{Workload: w, System: s, Dir: o.dir, Seed: o.seed, Scale: sc, Progress: stderr, MeasureRSS: true})
+	if stopHeap != nil {
+		res.PeakHeapBytes = int64(stopHeap())
+	}
 	if err != nil {
 		res.Error = err.Error()
 	}

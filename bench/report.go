@@ -79,9 +79,11 @@ type Result struct {
 	// Profile is where the CPU of the process the system drives went
 	// (wsctl's batch process), by phase and part.
 	Profile []Stage `json:"profile,omitempty"`
-	// PeakHeapBytes is the largest heap that process held: the bytes of
-	// its heap objects, live and not yet swept, sampled every
-	// millisecond.
+	// PeakHeapBytes is the largest heap the store's process held: the
+	// bytes of its heap objects, live and not yet swept, sampled every
+	// millisecond (internal/heappeak). For wsctl it is the batch
+	// process's; for wsstore the child's that runs the store in process,
+	// the workload's generator and the gc after it included.
 	PeakHeapBytes int64 `json:"peak_heap_bytes,omitempty"`
 }
 
@@ -332,18 +334,24 @@ func buildReport(mode string, seed uint64, sc Scale, results []Result) Report {
 			Measured: fmt.Sprintf("%.2f× (%s vs %s)", x, fmtBytes(c.DiskBytes), fmtBytes(g.DiskAfterGCBytes))})
 	}
 	{
-		name, goal := "peak heap through wsctl batch", "no operation above 64 MiB of heap"
+		name, goal := "peak heap (every workload)", "no operation above 64 MiB of heap"
 		var parts []string
 		var most int64
-		for _, w := range workloadNames {
-			if c, ok := find(w, "wsctl"); ok && c.PeakHeapBytes > 0 {
-				parts = append(parts, fmt.Sprintf("%s %s", w, fmtBytes(c.PeakHeapBytes)))
-				most = max(most, c.PeakHeapBytes)
+		for _, d := range []struct{ sys, label string }{{"wsctl", "the wsctl batch process"}, {"wsstore", "the bench child running the store, its generator included"}} {
+			var ps []string
+			for _, w := range workloadNames {
+				if c, ok := find(w, d.sys); ok && c.PeakHeapBytes > 0 {
+					ps = append(ps, fmt.Sprintf("%s %s", w, fmtBytes(c.PeakHeapBytes)))
+					most = max(most, c.PeakHeapBytes)
+				}
+			}
+			if len(ps) > 0 {
+				parts = append(parts, d.label+": "+strings.Join(ps, ", "))
 			}
 		}
 		if most > 0 {
 			rep.Targets = append(rep.Targets, Target{Name: name, Goal: goal, Value: float64(most), Status: status(most < 64<<20),
-				Measured: "the batch process's largest heap: " + strings.Join(parts, ", ")})
+				Measured: "largest heap of " + strings.Join(parts, "; ")})
 		} else {
 			rep.Targets = append(rep.Targets, na(name, goal))
 		}
@@ -364,7 +372,7 @@ func buildReport(mode string, seed uint64, sc Scale, results []Result) Report {
 		"Disk is allocated bytes (st_blocks × 512) of everything each system keeps, live workspace included: wsstore's store directory after Close (wsstore.db, the WAL checkpointed into it), dircopy's workspace and snapshots/, git's workspace and repository. Apparent sizes are in the JSON.",
 		"wsstore runs with its defaults (SQLite WAL, synchronous=NORMAL, zstd level 3); git with its defaults except gc.auto=0; dircopy copies with io.Copy (copy_file_range). None of them fsyncs per checkpoint.",
 		"\"Disk after gc\" is measured after the run: for git a plain `git gc -q` (not --aggressive), for wsstore Store.GC with no grace followed by Store.Vacuum. The disk targets use the figures before gc.",
-		"The `wsctl batch` process samples its heap every millisecond (the bytes of heap objects, live and not yet swept, from runtime/metrics) and reports the largest: a whole session's peak bounds every operation's. The large workload has no batch op; its bound is the peak RSS target.",
+		"The peak heap is the largest of the bytes of heap objects (live and not yet swept, runtime/metrics) sampled every millisecond in the process that runs the store: the `wsctl batch` process, or the bench child that runs wsstore in process, whose figure also holds the workload's generator and so bounds the store's from above. A whole session's peak bounds every operation's.",
 		"The `wsctl batch` process writes a CPU profile (Go's sampler, 100 samples a second) in every case; a missed speed target names its largest phases (the requests, the re-encoding drained at close, the background runner) and what each ran (SQLite, zstd, system calls, allocation), as shares of that process's CPU, which is not its wall time. The JSON has the whole split per case.",
 	}
 	return rep
