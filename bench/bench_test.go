@@ -278,3 +278,22 @@ func TestRetentionWorkload(t *testing.T) {
 	assert.Contains(t, md.String(), "| wsstore | policy | 30 |")
 	assert.Contains(t, md.String(), "stored bytes with the retention policy vs without (retention)")
 }
+
+// TestFmtDur: three significant digits in the unit the rounded value
+// fits.
+func TestFmtDur(t *testing.T) {
+	for ns, want := range map[int64]string{
+		999:               "999 ns",
+		1_000:             "1 µs",
+		868_000:           "868 µs",
+		999_400:           "999 µs",
+		999_600:           "1 ms",
+		1_004_000:         "1 ms",
+		4_870_000:         "4.87 ms",
+		999_700_000:       "1 s",
+		1_210_000_000:     "1.21 s",
+		1_234_000_000_000: "1234 s",
+	} {
+		assert.Equal(t, want, fmtDur(ns), "%d ns", ns)
+	}
+}

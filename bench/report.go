@@ -542,16 +542,22 @@ func fmtRSS(n int64) string {
 
 // fmtDur formats nanoseconds with three significant digits.
 func fmtDur(ns int64) string {
-	d := float64(ns)
-	switch {
-	case ns < 1e3:
+	if ns < 1e3 {
 		return fmt.Sprintf("%d ns", ns)
-	case ns < 1e6:
-		return fmt.Sprintf("%.3g µs", d/1e3)
-	case ns < 1e9:
-		return fmt.Sprintf("%.3g ms", d/1e6)
 	}
-	return fmt.Sprintf("%.3g s", d/1e9)
+	// The unit is chosen after rounding to three digits, so 999.6 µs
+	// is 1 ms, not 1e+03 µs.
+	v := float64(ns) / 1e3
+	for _, u := range []string{"µs", "ms"} {
+		if v < 999.5 {
+			return fmt.Sprintf("%.3g %s", v, u)
+		}
+		v /= 1e3
+	}
+	if v >= 999.5 {
+		return fmt.Sprintf("%.0f s", v)
+	}
+	return fmt.Sprintf("%.3g s", v)
 }
 
 // fmtBytes formats a byte count in binary units.
