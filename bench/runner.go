@@ -241,7 +241,7 @@ func runCase(ctx context.Context, cfg caseConfig) (Result, error) {
 		}
 	}
 	if n, ok := sys.(noter); ok {
-		res.Notes = n.Notes()
+		res.Notes = append(res.Notes, n.Notes()...)
 	}
 	res.ElapsedNs = int64(time.Since(start))
 	return res, nil

@@ -97,8 +97,9 @@ type dicts struct {
 	newest *dictCodec // nil: none known
 	known  bool       // newest was read from the table at least once
 	// since counts the small blobs this Store inserted since newest
-	// changed; a training is due at due.
+	// changed; a training is due at due, once dueSet.
 	since, due int
+	dueSet     bool
 }
 
 // storedForm is a blob's content as it is to be stored.
@@ -235,7 +236,7 @@ func (s *Store) setNewest(dc *dictCodec) {
 	}
 	s.dicts.newest = dc
 	s.dicts.since = 0
-	s.dicts.due = s.trainDue(dc)
+	s.dicts.due, s.dicts.dueSet = s.trainDue(dc), true
 }
 
 // trainDue is the number of small blobs inserted after dc at which the
@@ -479,8 +480,10 @@ func (s *Store) takeDue() bool {
 
 // dueLocked is dueNow with s.dicts.mu held.
 func (s *Store) dueLocked() bool {
-	if !s.dicts.known && s.dictsOn() {
-		s.dicts.due = s.trainDue(nil)
+	if !s.dicts.dueSet && s.dictsOn() {
+		// a store that has no dictionary yet: the first training's line,
+		// set once so that a failed training's back-off holds
+		s.dicts.due, s.dicts.dueSet = s.trainDue(nil), true
 	}
 	return s.dictsOn() && s.dicts.due > 0 && s.dicts.since >= s.dicts.due
 }
@@ -747,11 +750,11 @@ func (s *Store) listTrained(ctx context.Context, tx *index.Tx, p *trainPlan, che
 		s.dropDict(h)
 		return DictInfo{}, false, fmt.Errorf("list dictionary: %w", index.Translate(err))
 	}
-	s.setNewest(p.dc)
 	for _, r := range p.recodes {
 		if check {
 			v, found, err := s.version(ctx, tx, s.hist, r.o.Hash)
 			if err != nil {
+				s.dropDict(h)
 				return DictInfo{}, false, fmt.Errorf("re-encode %s: %w", r.o.Hash.Short(), err)
 			}
 			if !found || v.Codec != r.o.Codec || v.Base != r.o.Base || v.Stored != r.o.Stored || v.Size != r.o.Size {
@@ -759,9 +762,14 @@ func (s *Store) listTrained(ctx context.Context, tx *index.Tx, p *trainPlan, che
 			}
 		}
 		if err := s.hist.Reencode(ctx, tx, r.o.Hash, r.codec, r.base, r.data); err != nil {
+			s.dropDict(h)
 			return DictInfo{}, false, fmt.Errorf("re-encode %s: %w", r.o.Hash.Short(), err)
 		}
 	}
+	// Only a training that stored all it meant to makes its dictionary
+	// the newest: one that failed leaves the newest, and the back-off
+	// its failure set, as they were.
+	s.setNewest(p.dc)
 	return info, true, nil
 }
 

@@ -102,6 +102,15 @@ func TestDictTrainingThatFailsInAWrite(t *testing.T) {
 		ends bool
 	}{
 		{"Undone", func(context.Context, *index.Tx) error { return injected }, false},
+		{"UndoneAfterASample", func() func(context.Context, *index.Tx) error {
+			n := 0
+			return func(context.Context, *index.Tx) error {
+				if n++; n == 1 {
+					return nil // the first sample is re-encoded
+				}
+				return injected
+			}
+		}(), false},
 		{"EndsTheTransaction", func(ctx context.Context, tx *index.Tx) error {
 			_, err := tx.ExecContext(ctx, `ROLLBACK`)
 			require.NoError(t, err)
@@ -116,7 +125,13 @@ func TestDictTrainingThatFailsInAWrite(t *testing.T) {
 			putSmallFiles(t, s, 31)
 			before := blobCount(t, db)
 			fired := 0
-			hook.fail = func(ctx context.Context, tx *index.Tx) error { fired++; return tc.fail(ctx, tx) }
+			hook.fail = func(ctx context.Context, tx *index.Tx) error {
+				err := tc.fail(ctx, tx)
+				if err != nil {
+					fired++
+				}
+				return err
+			}
 			err = db.Update(ctx, func(tx *index.Tx) error {
 				for i := 31; i < 40; i++ {
 					if _, err := s.PutBytes(ctx, tx, smallFile(i)); err != nil {
@@ -136,10 +151,14 @@ func TestDictTrainingThatFailsInAWrite(t *testing.T) {
 			} else {
 				require.NoError(t, err)
 				assert.Equal(t, before+9, blobCount(t, db), "the write's blobs, no dictionary's")
-				for i := 31; i < 40; i++ {
-					b, err := s.ReadAll(ctx, cas.Sum(smallFile(i)))
+				for i := range 40 {
+					h := cas.Sum(smallFile(i))
+					b, err := s.ReadAll(ctx, h)
 					require.NoError(t, err)
 					assert.Equal(t, smallFile(i), b)
+					info, err := s.Stat(ctx, h)
+					require.NoError(t, err)
+					assert.True(t, info.Base.IsZero(), "file %d keeps the form it had: no sample's new form stays", i)
 				}
 			}
 			rep, err := s.Verify(ctx, nil)
@@ -147,4 +166,31 @@ func TestDictTrainingThatFailsInAWrite(t *testing.T) {
 			assert.Empty(t, rep.Problems)
 		})
 	}
+}
+
+// TestDictTrainingFailuresBackOff: a training that fails is tried again
+// only after twice as many inserts as the one before, however it failed,
+// so a store whose trainings keep failing pays for few of them.
+func TestDictTrainingFailuresBackOff(t *testing.T) {
+	ctx := context.Background()
+	injected := errors.New("injected")
+	trainings := 0
+	hook := &reencodeHook{SQLiteStorage: cas.NewSQLiteStorage(), fail: func(context.Context, *index.Tx) error {
+		trainings++
+		return injected
+	}}
+	db := storetest.OpenDB(t, index.Options{})
+	s, err := cas.New(db, cas.Options{Storage: hook, DictTrainAfter: 32})
+	require.NoError(t, err)
+	for i := range 32 + 64 + 128 + 100 {
+		require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+			_, err := s.PutBytes(ctx, tx, smallFile(i))
+			return err
+		}))
+	}
+	// after the 32nd insert, 64 more, then 128 more: not every 32
+	assert.Equal(t, 3, trainings)
+	ds, err := s.Dicts(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, ds)
 }

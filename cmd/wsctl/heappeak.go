@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 
@@ -20,5 +21,9 @@ func startHeapPeak() func() {
 		return func() {}
 	}
 	stop := heappeak.Start()
-	return func() { _ = os.WriteFile(path, strconv.AppendUint(nil, stop(), 10), 0o644) }
+	return func() {
+		if err := os.WriteFile(path, strconv.AppendUint(nil, stop(), 10), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "wsctl: %s: %v\n", heapPeakEnv, err)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"runtime/pprof"
@@ -37,9 +38,11 @@ func startProfile() func() {
 	}
 	f, err := os.Create(path)
 	if err != nil {
+		fmt.Fprintf(os.Stderr, "wsctl: %s: %v\n", cpuProfileEnv, err)
 		return func() {}
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintf(os.Stderr, "wsctl: %s: %v\n", cpuProfileEnv, err)
 		f.Close()
 		return func() {}
 	}

@@ -8,6 +8,7 @@ package heappeak
 
 import (
 	"runtime/metrics"
+	"sync"
 	"time"
 )
 
@@ -17,7 +18,8 @@ const Every = time.Millisecond
 const objects = "/memory/classes/heap/objects:bytes"
 
 // Start samples the heap every Every until the returned func is called,
-// which samples it once more and returns the largest sample, in bytes.
+// which samples it once more and returns the largest sample, in bytes
+// (again, if called again).
 func Start() (stop func() uint64) {
 	done, peak := make(chan struct{}), make(chan uint64)
 	go func() {
@@ -42,8 +44,13 @@ func Start() (stop func() uint64) {
 			}
 		}
 	}()
+	var once sync.Once
+	var most uint64
 	return func() uint64 {
-		close(done)
-		return <-peak
+		once.Do(func() {
+			close(done)
+			most = <-peak
+		})
+		return most
 	}
 }
