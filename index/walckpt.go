@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -38,6 +39,11 @@ const (
 	walCatchUp = 128
 	// walOwnPages is the write connection's automatic checkpoint.
 	walOwnPages = 16 * walPages
+	// walRetry is how long the background checkpoint waits to try again
+	// when readers held its copy back, doubled at each try up to
+	// walRetryMax.
+	walRetry    = 20 * time.Millisecond
+	walRetryMax = time.Second
 )
 
 // Offsets in the wal-index header (https://www.sqlite.org/walformat.html):
@@ -78,23 +84,43 @@ func newWALCheckpointer(conn *sqlx.DB, dbPath string) *walCheckpointer {
 func (c *walCheckpointer) loop() {
 	defer close(c.done)
 	for range c.kick {
-		// While writes go on it copies what they added meanwhile, a few
-		// times at most; an error (the file busy in another process's
-		// checkpoint, a closing store) leaves the log to the next turn,
-		// or to the write connection.
-		for range 4 {
-			c.pass.Lock()
-			_, err := c.conn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`)
-			c.pass.Unlock()
-			if err != nil {
-				break
-			}
-			c.runs.Add(1)
-			if _, pending := c.log(); pending <= walCatchUp {
-				break
+		// A pass that readers held back (a checkpoint copies no frame
+		// past the oldest snapshot a reader holds) is tried again, since
+		// no write may come to wake it: soon, then less and less often.
+		for wait := walRetry; c.passes(); wait = min(2*wait, walRetryMax) {
+			t := time.NewTimer(wait)
+			select {
+			case _, open := <-c.kick: // a write woke it sooner
+				t.Stop()
+				if !open {
+					return
+				}
+			case <-t.C:
 			}
 		}
 	}
+}
+
+// passes runs a checkpoint and, while writes go on, copies what they
+// added meanwhile, a few times at most. It reports whether walPages
+// frames or more are left: readers held the copy back. An error (the file
+// busy in another process's checkpoint, a closing store) leaves the log to
+// the next turn, or to the write connection.
+func (c *walCheckpointer) passes() (heldBack bool) {
+	for range 4 {
+		c.pass.Lock()
+		_, err := c.conn.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`)
+		c.pass.Unlock()
+		if err != nil {
+			return false
+		}
+		c.runs.Add(1)
+		if _, pending := c.log(); pending <= walCatchUp {
+			return false
+		}
+	}
+	_, pending := c.log()
+	return pending >= walPages
 }
 
 // frames returns the log's length in frames, as the log's index says (0

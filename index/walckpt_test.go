@@ -114,6 +114,45 @@ func TestConcurrentBackgroundCheckpoint(t *testing.T) {
 	e.reopen()
 }
 
+// TestCheckpointAfterAReaderLetsGo: a reader that holds its snapshot
+// while writes take the log past walPages frames keeps the background
+// checkpoint from copying them; once it lets go, the checkpoint copies
+// them without another write to wake it.
+func TestCheckpointAfterAReaderLetsGo(t *testing.T) {
+	e := newWALEnv(t)
+	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- e.db.View(e.ctx, func(tx *Tx) error {
+			var n int
+			if err := tx.GetContext(e.ctx, &n, `SELECT count(*) FROM kv`); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	e.write(100)
+	_, pending := e.db.ckpt.log()
+	require.GreaterOrEqual(t, pending, int64(walPages), "the reader held the copy back")
+	// Let the passes the writes woke end first (a wake left over could
+	// otherwise run one after the reader lets go).
+	for runs, quiet, start := e.db.ckpt.runs.Load(), time.Now(), time.Now(); time.Since(quiet) < 100*time.Millisecond && time.Since(start) < 5*time.Second; {
+		time.Sleep(5 * time.Millisecond)
+		if n := e.db.ckpt.runs.Load(); n != runs || len(e.db.ckpt.kick) > 0 {
+			runs, quiet = n, time.Now()
+		}
+	}
+	close(release)
+	require.NoError(t, <-done)
+	require.Eventually(t, func() bool {
+		_, pending := e.db.ckpt.log()
+		return pending < walPages
+	}, 30*time.Second, 5*time.Millisecond, "the background checkpoint copied the log")
+	e.reopen()
+}
+
 // TestCheckpointCatchUp: when a checkpoint ends while a write transaction
 // is open, the log holds only that commit's frames beyond the database
 // file, and would never start over while writes follow one another; the
