@@ -21,7 +21,8 @@ import (
 // the header of the log's index (the -shm file, whose layout is part of
 // SQLite's file format). Past walPages frames not yet copied it wakes a
 // goroutine that runs PASSIVE checkpoints on its own connection, which
-// block no writer or reader, until few frames are left. The log starts
+// block no writer or reader, until few frames are left (trying again
+// while readers' snapshots hold the copy back). The log starts
 // over only at a write that begins with every frame copied, which a
 // checkpoint running beside the writes rarely leaves; so once the log is
 // long and the background has copied all but walCatchUp frames and this
