@@ -124,6 +124,7 @@ func (tx *Tx) stmt(ctx context.Context, query string) *sqlx.Stmt {
 
 // ExecContext runs a statement in the transaction, prepared once per store.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = txContext(ctx, tx.writable)
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -133,6 +134,7 @@ func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 // GetContext scans one row into dest, like sqlx's, with a prepared
 // statement where one exists.
 func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
+	ctx = txContext(ctx, tx.writable)
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.GetContext(ctx, dest, args...)
 	}
@@ -142,6 +144,7 @@ func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...an
 // SelectContext scans rows into dest, like sqlx's, with a prepared
 // statement where one exists.
 func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
+	ctx = txContext(ctx, tx.writable)
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.SelectContext(ctx, dest, args...)
 	}
@@ -151,6 +154,7 @@ func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ..
 // QueryRowContext runs a query that returns at most one row, like
 // database/sql's, with a prepared statement where one exists.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = txContext(ctx, tx.writable)
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -160,6 +164,7 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 // QueryxContext runs a query, like sqlx's, with a prepared statement where
 // one exists.
 func (tx *Tx) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
+	ctx = txContext(ctx, tx.writable)
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.QueryxContext(ctx, args...)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
@@ -112,6 +113,79 @@ func TestUpdateCanceledContext(t *testing.T) {
 	err := db.Update(ctx, func(tx *index.Tx) error { called = true; return nil })
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.False(t, called)
+}
+
+// A write transaction runs its statements without the context's
+// cancellation and checks it itself: a context that ends midway fails the
+// next statement with its error, and one that ends after the last
+// statement keeps the transaction from committing. Either way nothing is
+// written and the write connection is free again.
+func TestUpdateContextEndsMidway(t *testing.T) {
+	bg := context.Background()
+	for _, at := range []string{"before a statement", "before commit"} {
+		t.Run(at, func(t *testing.T) {
+			db := storetest.OpenDB(t, index.Options{})
+			ctx, cancel := context.WithCancel(bg)
+			var stmtErr error
+			err := db.Update(ctx, func(tx *index.Tx) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('test.first', 'x')`)
+				require.NoError(t, err)
+				cancel()
+				if at == "before a statement" {
+					_, stmtErr = tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('test.second', 'y')`)
+					return stmtErr
+				}
+				return nil
+			})
+			assert.ErrorIs(t, err, context.Canceled)
+			if at == "before a statement" {
+				assert.ErrorIs(t, stmtErr, context.Canceled, "the statement after the end fails with it")
+			}
+			for _, key := range []string{"test.first", "test.second"} {
+				_, ok := metaValue(t, db, key)
+				assert.False(t, ok, "%s committed", key)
+			}
+			require.NoError(t, db.Update(bg, func(tx *index.Tx) error {
+				_, err := tx.ExecContext(bg, `INSERT INTO meta (key, value) VALUES ('test.after', 'z')`)
+				return err
+			}))
+			_, ok := metaValue(t, db, "test.after")
+			assert.True(t, ok)
+		})
+	}
+}
+
+// goroutinesCreated returns how many goroutines the process has started.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// A write transaction under a context that can end starts no goroutine
+// for its statements: 100 transactions of 10 statements each would start
+// 1,300 in the driver and database/sql, which now start only the one
+// database/sql starts for every transaction whatever its context.
+func TestUpdateStartsNoWatchers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db := storetest.OpenDB(t, index.Options{})
+	update := func() {
+		require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+			for i := range 10 {
+				if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO meta (key, value) VALUES ('test.n', ?)`, i); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}
+	update() // prepares the statement
+	before := goroutinesCreated()
+	for range 100 {
+		update()
+	}
+	assert.LessOrEqual(t, goroutinesCreated()-before, uint64(150), "goroutines started by 100 write transactions of 10 statements")
 }
 
 func TestView(t *testing.T) {
