@@ -137,6 +137,9 @@ func runParent(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	} else if err := os.MkdirAll(scratch, 0o755); err != nil {
 		return err
 	}
+	if err := o.makeProfileDirs(); err != nil {
+		return err
+	}
 	_, haveGit := gitAvailable()
 	if slices.Contains(systems, "wsctl") && os.Getenv(wsctlBinEnv) == "" {
 		// Built once, here: a build in the case's process would count
@@ -238,6 +241,21 @@ func runChildProcess(ctx context.Context, exe string, o options, w, s, dir strin
 		os.Remove(caseHeapPeak(dir))
 	}
 	return res
+}
+
+// makeProfileDirs creates the directories --cpuprofile and --memprofile
+// name: each case's child, and each wsctl batch process, writes its
+// profile beside that name and cannot create them itself.
+func (o options) makeProfileDirs() error {
+	for _, f := range []string{o.cpuprofile, o.memprofile} {
+		if f == "" {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return fmt.Errorf("profile directory: %w", err)
+		}
+	}
+	return nil
 }
 
 // suffixed inserts "-suffix" before name's extension.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -85,4 +86,15 @@ func TestProfileStages(t *testing.T) {
 func TestProfileStagesRejectsWhatIsNoProfile(t *testing.T) {
 	_, err := profileStages(bytes.NewReader([]byte("not a profile")))
 	assert.Error(t, err)
+}
+
+// The profile flags may name a directory that does not exist yet: the
+// bench creates it before any case's process writes there.
+func TestProfileDirsMade(t *testing.T) {
+	dir := t.TempDir()
+	o := options{cpuprofile: filepath.Join(dir, "a", "cpu.prof"), memprofile: filepath.Join(dir, "b", "c", "mem.prof")}
+	require.NoError(t, o.makeProfileDirs())
+	assert.DirExists(t, filepath.Join(dir, "a"))
+	assert.DirExists(t, filepath.Join(dir, "b", "c"))
+	assert.NoError(t, options{}.makeProfileDirs(), "no profile asked for")
 }
