@@ -59,6 +59,8 @@ func runBatch(ctx context.Context, o batchOptions, _ []string) error {
 	b := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Retention: st.Runs,
 		Records: st.Runs, Host: st.Runs, Checkpoints: st.Checkpoints, Store: st, Archives: st})
 
+	growPipe(o.in)
+	growPipe(o.out)
 	// Lines are read on their own goroutine so that an interrupt ends the
 	// batch even while it waits for input.
 	lines := make(chan batchLine)
@@ -160,3 +162,8 @@ func writeResponse(w *bufio.Writer, resp protocol.Response) error {
 	}
 	return w.Flush()
 }
+
+// pipeSize is the capacity batch asks for its input and output pipes
+// (growPipe): room for a request of a few large files, or a large read's
+// response, in one write.
+const pipeSize = 1 << 20
