@@ -138,10 +138,12 @@ func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, tr
 // A write transaction's statements are short and hold the store's single
 // write lock, so it runs them without ctx's cancellation and checks ctx
 // itself, before each statement and before committing: for a context
-// that can end, database/sql starts a goroutine to watch each
-// transaction and modernc's driver one for each statement, which costs a
-// write of a dozen statements tens of microseconds (BenchmarkStatements).
-// A read transaction keeps them, so a long scan stops when ctx ends.
+// that can end, modernc's driver starts a goroutine for each statement to
+// interrupt it, which costs a write of a dozen statements tens of
+// microseconds (BenchmarkStatements). (database/sql starts its own, one
+// for the transaction and one for each query's rows, whatever the
+// context.) A read transaction keeps the driver's, so a long scan stops
+// when ctx ends.
 // A context that has ended already is kept too: the statement fails with
 // its error before reaching the driver.
 func txContext(ctx context.Context, writable bool) context.Context {
