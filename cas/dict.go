@@ -176,10 +176,8 @@ func (s *Store) settleDict(ctx context.Context, tx *index.Tx, b []byte, f *store
 	}
 	var dc *dictCodec
 	if ok {
-		if dc, err = s.loadDict(ctx, tx, newest); err != nil {
-			// A listed dictionary that does not load is fsck's to report;
-			// the blob is stored without it.
-			dc = nil
+		if dc, err = s.loadDictOrNone(ctx, tx, newest); err != nil {
+			return nop, err
 		}
 	}
 	s.setNewest(dc)
@@ -208,9 +206,9 @@ func (s *Store) wholeForm(ctx context.Context, tx *index.Tx, b []byte) (f stored
 			return storedForm{}, func() {}, err
 		}
 		if ok {
-			// A listed dictionary that does not load is fsck's to
-			// report; the blob is stored without it.
-			dc, _ = s.loadDict(ctx, tx, newest)
+			if dc, err = s.loadDictOrNone(ctx, tx, newest); err != nil {
+				return storedForm{}, func() {}, err
+			}
 		}
 		s.setNewest(dc)
 	}
@@ -281,13 +279,7 @@ func dictListed(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
 // whole, does not hash to its address or is not a dictionary.
 func (s *Store) loadDict(ctx context.Context, tx *index.Tx, info DictInfo) (*dictCodec, error) {
 	h := info.Hash
-	s.dicts.mu.Lock()
-	dc := s.dicts.loaded[h]
-	if dc != nil && dc.info.ID == 0 && info.ID != 0 {
-		dc.info = info // first loaded by a read, which knows only the hash
-	}
-	s.dicts.mu.Unlock()
-	if dc != nil {
+	if dc := s.loadedDict(info); dc != nil {
 		return dc, nil
 	}
 	var b []byte
@@ -301,6 +293,52 @@ func (s *Store) loadDict(ctx context.Context, tx *index.Tx, info DictInfo) (*dic
 	}
 	s.dictLoads.Add(1)
 	return s.cacheDict(info, b)
+}
+
+// loadedDict returns the codec of dictionary info.Hash if this Store has
+// built it already, or nil.
+func (s *Store) loadedDict(info DictInfo) *dictCodec {
+	s.dicts.mu.Lock()
+	defer s.dicts.mu.Unlock()
+	dc := s.dicts.loaded[info.Hash]
+	if dc != nil && dc.info.ID == 0 && info.ID != 0 {
+		dc.info = info // first loaded by a read, which knows only the hash
+	}
+	return dc
+}
+
+// loadDictOrNone returns the codec of the listed dictionary info for
+// content about to be stored in tx, or nil when it does not load: the
+// content is then stored without it. A listed dictionary whose blob is
+// missing or damaged is fsck's to report, and one whose blob was evicted
+// to a remote tier out of reach must not stop writes. In a write
+// transaction the load runs in a savepoint, so that a failure that ended
+// the transaction itself (SQLite ends a whole transaction on some
+// full-disk, I/O and memory errors) is returned, for the caller to fail
+// with, rather than swallowed: the caller's later statements would
+// otherwise commit one by one. Only the first load of a dictionary in
+// this Store reads anything; the savepoint costs nothing after it.
+func (s *Store) loadDictOrNone(ctx context.Context, tx *index.Tx, info DictInfo) (*dictCodec, error) {
+	if dc := s.loadedDict(info); dc != nil {
+		return dc, nil
+	}
+	if tx == nil || !tx.Writable() {
+		dc, _ := s.loadDict(ctx, tx, info)
+		return dc, nil
+	}
+	var dc *dictCodec
+	failed, err := tx.Savepoint(ctx, func() error {
+		var err error
+		dc, err = s.loadDict(ctx, tx, info)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load dictionary %s: %w", info.Hash.Short(), err)
+	}
+	if failed != nil {
+		return nil, nil
+	}
+	return dc, nil
 }
 
 // cacheDict builds and keeps the codec of dictionary b.

@@ -3,6 +3,7 @@ package cas_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -193,4 +194,149 @@ func TestDictTrainingFailuresBackOff(t *testing.T) {
 	ds, err := s.Dicts(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, ds)
+}
+
+// statHook fails the first Stat of the blob at h with fail.
+type statHook struct {
+	*cas.SQLiteStorage
+	h    cas.Hash
+	fail func(ctx context.Context, tx *index.Tx) error
+}
+
+func (r *statHook) Stat(ctx context.Context, tx *index.Tx, kind cas.Kind, h cas.Hash) (cas.Object, error) {
+	if f := r.fail; f != nil && h == r.h {
+		r.fail = nil
+		if err := f(ctx, tx); err != nil {
+			return cas.Object{}, err
+		}
+	}
+	return r.SQLiteStorage.Stat(ctx, tx, kind, h)
+}
+
+// TestDictLoadThatFailsInAWrite: a write whose newest dictionary does not
+// load stores its content without it and commits, unless the failure
+// ended the transaction itself (as SQLite does on some full-disk and I/O
+// errors): then the write fails and nothing of it commits, not even what
+// the caller ran after it.
+func TestDictLoadThatFailsInAWrite(t *testing.T) {
+	ctx := context.Background()
+	injected := errors.New("injected")
+	for _, tc := range []struct {
+		name string
+		fail func(ctx context.Context, tx *index.Tx) error
+		ends bool
+	}{
+		{"StoredWithout", func(context.Context, *index.Tx) error { return injected }, false},
+		{"EndsTheTransaction", func(ctx context.Context, tx *index.Tx) error {
+			_, err := tx.ExecContext(ctx, `ROLLBACK`)
+			require.NoError(t, err)
+			return injected
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := storetest.OpenDB(t, index.Options{})
+			trainer, err := cas.New(db, cas.Options{DictTrainAfter: 32})
+			require.NoError(t, err)
+			putSmallFiles(t, trainer, 40)
+			ds, err := trainer.Dicts(ctx)
+			require.NoError(t, err)
+			require.NotEmpty(t, ds, "a dictionary is listed")
+
+			// A Store that has not loaded it yet, as after a restart.
+			hook := &statHook{SQLiteStorage: cas.NewSQLiteStorage(), h: ds[len(ds)-1].Hash, fail: tc.fail}
+			s, err := cas.New(db, cas.Options{Storage: hook, DictTrainAfter: -1})
+			require.NoError(t, err)
+			before := blobCount(t, db)
+			err = db.Update(ctx, func(tx *index.Tx) error {
+				for i := 100; i < 103; i++ {
+					if _, err := s.PutBytes(ctx, tx, smallFile(i)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			require.Nil(t, hook.fail, "the write loaded the dictionary")
+			if tc.ends {
+				require.ErrorIs(t, err, injected)
+				assert.Equal(t, before, blobCount(t, db), "nothing of the write committed")
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, before+3, blobCount(t, db))
+				for i := 100; i < 103; i++ {
+					b, err := s.ReadAll(ctx, cas.Sum(smallFile(i)))
+					require.NoError(t, err)
+					assert.Equal(t, smallFile(i), b)
+				}
+			}
+			rep, err := s.Verify(ctx, nil)
+			require.NoError(t, err)
+			assert.Empty(t, rep.Problems)
+		})
+	}
+}
+
+// blobsState sums up the blob rows and the queue, to tell whether a
+// transaction changed anything.
+func blobsState(t *testing.T, db *index.DB) string {
+	t.Helper()
+	var s string
+	require.NoError(t, db.View(context.Background(), func(tx *index.Tx) error {
+		return tx.GetContext(context.Background(), &s, `SELECT (SELECT count(*) || '/' || total(stored) || '/' || total(codec) FROM blobs)
+			|| ' queued ' || (SELECT count(*) FROM blob_reencodes)`)
+	}))
+	return s
+}
+
+// TestDictLoadThatFailsInAJob: a queued job that compresses a raw version
+// with the newest dictionary, which does not load, compresses it without;
+// a failure that ended the job's transaction fails the job, and nothing of
+// it commits.
+func TestDictLoadThatFailsInAJob(t *testing.T) {
+	ctx := context.Background()
+	injected := errors.New("injected")
+	for _, ends := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ends=%v", ends), func(t *testing.T) {
+			db := storetest.OpenDB(t, index.Options{})
+			writer, err := cas.New(db, cas.Options{DictTrainAfter: 32})
+			require.NoError(t, err)
+			heads := putSmallFiles(t, writer, 40)
+			ds, err := writer.Dicts(ctx)
+			require.NoError(t, err)
+			require.NotEmpty(t, ds, "a dictionary is listed")
+			for i := range 3 {
+				_, err := writer.PutVersion(ctx, nil, append(smallFile(i), "\nedited\n"...), heads[i])
+				require.NoError(t, err)
+			}
+
+			hook := &statHook{SQLiteStorage: cas.NewSQLiteStorage(), h: ds[len(ds)-1].Hash,
+				fail: func(ctx context.Context, tx *index.Tx) error {
+					if ends {
+						_, err := tx.ExecContext(ctx, `ROLLBACK`)
+						require.NoError(t, err)
+					}
+					return injected
+				}}
+			s, err := cas.New(db, cas.Options{Storage: hook, DictTrainAfter: -1})
+			require.NoError(t, err)
+			before := blobsState(t, db)
+			require.Contains(t, before, "queued 3")
+			_, err = s.Drain(ctx)
+			require.Nil(t, hook.fail, "a job loaded the dictionary")
+			if ends {
+				require.ErrorIs(t, err, injected)
+				assert.Equal(t, before, blobsState(t, db), "nothing of the job committed")
+			} else {
+				require.NoError(t, err)
+				assert.Contains(t, blobsState(t, db), "queued 0")
+			}
+			for i := range 3 {
+				b, err := s.ReadAll(ctx, cas.Sum(append(smallFile(i), "\nedited\n"...)))
+				require.NoError(t, err)
+				assert.Equal(t, append(smallFile(i), "\nedited\n"...), b)
+			}
+			rep, err := s.Verify(ctx, nil)
+			require.NoError(t, err)
+			assert.Empty(t, rep.Problems)
+		})
+	}
 }
