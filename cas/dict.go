@@ -733,7 +733,9 @@ func (s *Store) planTraining(ctx context.Context, tx *index.Tx) (*trainPlan, err
 	// than the dictionary it would replace.
 	var prevDC *dictCodec
 	if hasPrev {
-		prevDC, _ = s.loadDict(ctx, tx, prev)
+		if prevDC, err = s.loadDictOrNone(ctx, tx, prev); err != nil {
+			return nil, err
+		}
 	}
 	var plainZ, newZ, prevZ int64
 	for _, c := range contents {
