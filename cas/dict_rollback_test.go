@@ -213,6 +213,38 @@ func (r *statHook) Stat(ctx context.Context, tx *index.Tx, kind cas.Kind, h cas.
 	return r.SQLiteStorage.Stat(ctx, tx, kind, h)
 }
 
+// failing returns a failure that returns injected, having first ended
+// the transaction it is given when ends is set, as SQLite ends a whole
+// transaction on some full-disk and I/O errors.
+func failing(t *testing.T, injected error, ends bool) func(ctx context.Context, tx *index.Tx) error {
+	return func(ctx context.Context, tx *index.Tx) error {
+		if ends {
+			_, err := tx.ExecContext(ctx, `ROLLBACK`)
+			require.NoError(t, err)
+		}
+		return injected
+	}
+}
+
+// unloadedDict returns a store whose newest dictionary writer trained
+// (from the small files heads) and listed, and a Store s over it, with
+// the hook on its storage, that has not loaded the dictionary yet, as
+// after a restart: the first Stat of its blob through s fails with fail.
+func unloadedDict(t *testing.T, fail func(ctx context.Context, tx *index.Tx) error) (db *index.DB, writer *cas.Store, heads []cas.Hash, s *cas.Store, hook *statHook) {
+	t.Helper()
+	db = storetest.OpenDB(t, index.Options{})
+	writer, err := cas.New(db, cas.Options{DictTrainAfter: 32})
+	require.NoError(t, err)
+	heads = putSmallFiles(t, writer, 40)
+	ds, err := writer.Dicts(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, ds, "a dictionary is listed")
+	hook = &statHook{SQLiteStorage: cas.NewSQLiteStorage(), h: ds[len(ds)-1].Hash, fail: fail}
+	s, err = cas.New(db, cas.Options{Storage: hook, DictTrainAfter: -1})
+	require.NoError(t, err)
+	return db, writer, heads, s, hook
+}
+
 // TestDictLoadThatFailsInAWrite: a write whose newest dictionary does not
 // load stores its content without it and commits, unless the failure
 // ended the transaction itself (as SQLite does on some full-disk and I/O
@@ -221,33 +253,11 @@ func (r *statHook) Stat(ctx context.Context, tx *index.Tx, kind cas.Kind, h cas.
 func TestDictLoadThatFailsInAWrite(t *testing.T) {
 	ctx := context.Background()
 	injected := errors.New("injected")
-	for _, tc := range []struct {
-		name string
-		fail func(ctx context.Context, tx *index.Tx) error
-		ends bool
-	}{
-		{"StoredWithout", func(context.Context, *index.Tx) error { return injected }, false},
-		{"EndsTheTransaction", func(ctx context.Context, tx *index.Tx) error {
-			_, err := tx.ExecContext(ctx, `ROLLBACK`)
-			require.NoError(t, err)
-			return injected
-		}, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			db := storetest.OpenDB(t, index.Options{})
-			trainer, err := cas.New(db, cas.Options{DictTrainAfter: 32})
-			require.NoError(t, err)
-			putSmallFiles(t, trainer, 40)
-			ds, err := trainer.Dicts(ctx)
-			require.NoError(t, err)
-			require.NotEmpty(t, ds, "a dictionary is listed")
-
-			// A Store that has not loaded it yet, as after a restart.
-			hook := &statHook{SQLiteStorage: cas.NewSQLiteStorage(), h: ds[len(ds)-1].Hash, fail: tc.fail}
-			s, err := cas.New(db, cas.Options{Storage: hook, DictTrainAfter: -1})
-			require.NoError(t, err)
+	for _, ends := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ends=%v", ends), func(t *testing.T) {
+			db, _, _, s, hook := unloadedDict(t, failing(t, injected, ends))
 			before := blobCount(t, db)
-			err = db.Update(ctx, func(tx *index.Tx) error {
+			err := db.Update(ctx, func(tx *index.Tx) error {
 				for i := 100; i < 103; i++ {
 					if _, err := s.PutBytes(ctx, tx, smallFile(i)); err != nil {
 						return err
@@ -256,7 +266,7 @@ func TestDictLoadThatFailsInAWrite(t *testing.T) {
 				return nil
 			})
 			require.Nil(t, hook.fail, "the write loaded the dictionary")
-			if tc.ends {
+			if ends {
 				require.ErrorIs(t, err, injected)
 				assert.Equal(t, before, blobCount(t, db), "nothing of the write committed")
 			} else {
@@ -296,31 +306,14 @@ func TestDictLoadThatFailsInAJob(t *testing.T) {
 	injected := errors.New("injected")
 	for _, ends := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ends=%v", ends), func(t *testing.T) {
-			db := storetest.OpenDB(t, index.Options{})
-			writer, err := cas.New(db, cas.Options{DictTrainAfter: 32})
-			require.NoError(t, err)
-			heads := putSmallFiles(t, writer, 40)
-			ds, err := writer.Dicts(ctx)
-			require.NoError(t, err)
-			require.NotEmpty(t, ds, "a dictionary is listed")
+			db, writer, heads, s, hook := unloadedDict(t, failing(t, injected, ends))
 			for i := range 3 {
 				_, err := writer.PutVersion(ctx, nil, append(smallFile(i), "\nedited\n"...), heads[i])
 				require.NoError(t, err)
 			}
-
-			hook := &statHook{SQLiteStorage: cas.NewSQLiteStorage(), h: ds[len(ds)-1].Hash,
-				fail: func(ctx context.Context, tx *index.Tx) error {
-					if ends {
-						_, err := tx.ExecContext(ctx, `ROLLBACK`)
-						require.NoError(t, err)
-					}
-					return injected
-				}}
-			s, err := cas.New(db, cas.Options{Storage: hook, DictTrainAfter: -1})
-			require.NoError(t, err)
 			before := blobsState(t, db)
 			require.Contains(t, before, "queued 3")
-			_, err = s.Drain(ctx)
+			_, err := s.Drain(ctx)
 			require.Nil(t, hook.fail, "a job loaded the dictionary")
 			if ends {
 				require.ErrorIs(t, err, injected)
