@@ -278,14 +278,20 @@ func dictListed(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
 // used. It fails with ErrCorrupt when the blob is missing, is not stored
 // whole, does not hash to its address or is not a dictionary.
 func (s *Store) loadDict(ctx context.Context, tx *index.Tx, info DictInfo) (*dictCodec, error) {
-	h := info.Hash
 	if dc := s.loadedDict(info); dc != nil {
 		return dc, nil
 	}
+	return s.readDict(ctx, tx, info)
+}
+
+// readDict builds the codec of dictionary info.Hash from its blob, read
+// in tx (nil: a read transaction of its own), and keeps it; loadDict
+// without the look at what this Store has built already.
+func (s *Store) readDict(ctx context.Context, tx *index.Tx, info DictInfo) (*dictCodec, error) {
 	var b []byte
 	err := s.viewIn(ctx, tx, func(tx *index.Tx) error {
 		var err error
-		b, err = s.readDictBytes(ctx, tx, h)
+		b, err = s.readDictBytes(ctx, tx, info.Hash)
 		return err
 	})
 	if err != nil {
@@ -323,13 +329,13 @@ func (s *Store) loadDictOrNone(ctx context.Context, tx *index.Tx, info DictInfo)
 		return dc, nil
 	}
 	if tx == nil || !tx.Writable() {
-		dc, _ := s.loadDict(ctx, tx, info)
+		dc, _ := s.readDict(ctx, tx, info)
 		return dc, nil
 	}
 	var dc *dictCodec
 	failed, err := tx.Savepoint(ctx, func() error {
 		var err error
-		dc, err = s.loadDict(ctx, tx, info)
+		dc, err = s.readDict(ctx, tx, info)
 		return err
 	})
 	if err != nil {
