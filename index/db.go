@@ -93,6 +93,7 @@ type DB struct {
 	immutable bool
 	opts      Options
 	write     *sqlx.DB         // nil when read-only
+	guard     txGuard          // write's (guard.go)
 	stmts     stmtCache        // statements prepared on write
 	ckpt      *walCheckpointer // nil when read-only
 	read      *sqlx.DB
@@ -159,7 +160,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	if !opts.ReadOnly {
-		db.write, err = sqlx.Open("sqlite", db.dsn(false))
+		db.write, err = openGuarded(db.dsn(false), &db.guard)
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
@@ -316,6 +317,7 @@ func (db *DB) Close() error {
 			db.stmts.close()
 			_, _ = db.write.Exec(`PRAGMA busy_timeout = 100`)
 			_, _ = db.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+			unhook(context.Background(), db.write)
 			errs = append(errs, db.write.Close())
 		}
 		db.closeErr = errors.Join(errs...)

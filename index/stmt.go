@@ -124,35 +124,51 @@ func (tx *Tx) stmt(ctx context.Context, query string) *sqlx.Stmt {
 
 // ExecContext runs a statement in the transaction, prepared once per store.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	ctx = txContext(ctx, tx.writable)
-	if st := tx.stmt(ctx, query); st != nil {
-		return st.ExecContext(ctx, args...)
+	if err := tx.usable(); err != nil {
+		return nil, err
 	}
-	return tx.Tx.ExecContext(ctx, query, args...)
+	ctx = txContext(ctx, tx.writable)
+	var res sql.Result
+	var err error
+	if st := tx.stmt(ctx, query); st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = tx.Tx.ExecContext(ctx, query, args...)
+	}
+	return res, tx.done(err)
 }
 
 // GetContext scans one row into dest, like sqlx's, with a prepared
 // statement where one exists.
 func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
+	if err := tx.usable(); err != nil {
+		return err
+	}
 	ctx = txContext(ctx, tx.writable)
 	if st := tx.stmt(ctx, query); st != nil {
-		return st.GetContext(ctx, dest, args...)
+		return tx.done(st.GetContext(ctx, dest, args...))
 	}
-	return tx.Tx.GetContext(ctx, dest, query, args...)
+	return tx.done(tx.Tx.GetContext(ctx, dest, query, args...))
 }
 
 // SelectContext scans rows into dest, like sqlx's, with a prepared
 // statement where one exists.
 func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
+	if err := tx.usable(); err != nil {
+		return err
+	}
 	ctx = txContext(ctx, tx.writable)
 	if st := tx.stmt(ctx, query); st != nil {
-		return st.SelectContext(ctx, dest, args...)
+		return tx.done(st.SelectContext(ctx, dest, args...))
 	}
-	return tx.Tx.SelectContext(ctx, dest, query, args...)
+	return tx.done(tx.Tx.SelectContext(ctx, dest, query, args...))
 }
 
 // QueryRowContext runs a query that returns at most one row, like
-// database/sql's, with a prepared statement where one exists.
+// database/sql's, with a prepared statement where one exists. In a
+// transaction SQLite has ended, it still reaches the driver (a Row
+// carries its error only from there), where the write transaction's
+// guard refuses any commit.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	ctx = txContext(ctx, tx.writable)
 	if st := tx.stmt(ctx, query); st != nil {
@@ -164,9 +180,16 @@ func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 // QueryxContext runs a query, like sqlx's, with a prepared statement where
 // one exists.
 func (tx *Tx) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
-	ctx = txContext(ctx, tx.writable)
-	if st := tx.stmt(ctx, query); st != nil {
-		return st.QueryxContext(ctx, args...)
+	if err := tx.usable(); err != nil {
+		return nil, err
 	}
-	return tx.Tx.QueryxContext(ctx, query, args...)
+	ctx = txContext(ctx, tx.writable)
+	var rows *sqlx.Rows
+	var err error
+	if st := tx.stmt(ctx, query); st != nil {
+		rows, err = st.QueryxContext(ctx, args...)
+	} else {
+		rows, err = tx.Tx.QueryxContext(ctx, query, args...)
+	}
+	return rows, tx.done(err)
 }

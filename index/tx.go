@@ -22,6 +22,8 @@ type Tx struct {
 	cache    *stmtCache
 	bound    map[string]*sqlx.Stmt // cache's statements bound to this transaction
 	trace    func(query string)
+	guard    *txGuard // a write transaction's (guard.go)
+	endedBy  error    // the statement error on which SQLite ended the transaction
 }
 
 // Writable reports whether the transaction may write.
@@ -64,7 +66,7 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.ckpt != nil {
 		before = db.ckpt.frames()
 	}
-	err := run(ctx, db.write, true, &db.stmts, db.opts.Trace, fn, db.whileBusy)
+	err := run(ctx, db.write, &db.guard, &db.stmts, db.opts.Trace, fn, db.whileBusy)
 	// The connection is free again: compile what the transaction ran
 	// unprepared, for the next ones.
 	db.stmts.prepare(context.WithoutCancel(ctx), db.write)
@@ -79,15 +81,17 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // View runs fn in a read transaction on the read pool; it sees one
 // consistent committed snapshot and never blocks writers.
 func (db *DB) View(ctx context.Context, fn func(tx *Tx) error) error {
-	err := run(ctx, db.read, false, &db.readStmts, db.opts.Trace, fn, nil)
+	err := run(ctx, db.read, nil, &db.readStmts, db.opts.Trace, fn, nil)
 	db.readStmts.prepareIdle(ctx, db.read)
 	return err
 }
 
-// run runs fn in a transaction on conn. A write transaction's BEGIN
-// IMMEDIATE is retried through retry while another process holds the lock.
-func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, trace func(string), fn func(tx *Tx) error,
+// run runs fn in a transaction on conn, a write transaction if guard,
+// the write connection's, is set. A write transaction's BEGIN IMMEDIATE
+// is retried through retry while another process holds the lock.
+func run(ctx context.Context, conn *sqlx.DB, guard *txGuard, cache *stmtCache, trace func(string), fn func(tx *Tx) error,
 	retry func(context.Context, func() error) error) (err error) {
+	writable := guard != nil
 	var stx *sqlx.Tx
 	begin := func() error {
 		var err error
@@ -102,9 +106,15 @@ func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, tr
 	if err != nil {
 		return fmt.Errorf("begin: %w", Translate(err))
 	}
-	tx := &Tx{Tx: stx, writable: writable, cache: cache, trace: trace}
+	tx := &Tx{Tx: stx, writable: writable, cache: cache, trace: trace, guard: guard}
+	if writable {
+		guard.begin()
+	}
 	committed := false
 	defer func() {
+		if writable {
+			guard.end()
+		}
 		if committed {
 			return
 		}
@@ -112,10 +122,18 @@ func run(ctx context.Context, conn *sqlx.DB, writable bool, cache *stmtCache, tr
 			err = fmt.Errorf("rollback: %w", rerr)
 		}
 	}()
-	if err := fn(tx); err != nil {
+	ferr := fn(tx)
+	if writable {
+		guard.end()
+		if guard.ended.Load() && ferr == nil {
+			// fn passed over the error that ended the transaction.
+			return tx.errEnded()
+		}
+	}
+	if ferr != nil {
 		// Whatever path the driver's error took up through fn, it leaves
 		// with its code: corruption, a full disk, a lock held too long.
-		return Translate(err)
+		return Translate(ferr)
 	}
 	if !writable {
 		// A read transaction has nothing to commit; rolling back releases
