@@ -321,8 +321,9 @@ func (s *Store) loadedDict(info DictInfo) *dictCodec {
 // transaction the load runs in a savepoint, so that a failure that ended
 // the transaction itself (SQLite ends a whole transaction on some
 // full-disk, I/O and memory errors) is returned, for the caller to fail
-// with, rather than swallowed: the caller's later statements would
-// otherwise commit one by one. Only the first load of a dictionary in
+// with, rather than swallowed: the caller fails at once with the cause
+// rather than at its next statement or its commit (index's guard keeps
+// any of it from committing). Only the first load of a dictionary in
 // this Store reads anything; the savepoint costs nothing after it.
 func (s *Store) loadDictOrNone(ctx context.Context, tx *index.Tx, info DictInfo) (*dictCodec, error) {
 	if dc := s.loadedDict(info); dc != nil {

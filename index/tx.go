@@ -34,8 +34,8 @@ func (tx *Tx) Writable() bool { return tx.writable }
 // goes on, and fn's error is returned as failed. err is set when the
 // transaction itself cannot go on: the savepoint could not be taken, or
 // not be rolled back to (SQLite ends a whole transaction on some
-// full-disk, I/O and memory errors, and what the caller ran after would
-// commit statement by statement); the caller must then fail with it.
+// full-disk, I/O and memory errors; see guard.go); the caller must then
+// fail with it.
 func (tx *Tx) Savepoint(ctx context.Context, fn func() error) (failed, err error) {
 	if _, err := tx.ExecContext(ctx, `SAVEPOINT optional`); err != nil {
 		return nil, fmt.Errorf("savepoint: %w", Translate(err))
