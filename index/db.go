@@ -317,7 +317,6 @@ func (db *DB) Close() error {
 			db.stmts.close()
 			_, _ = db.write.Exec(`PRAGMA busy_timeout = 100`)
 			_, _ = db.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
-			unhook(context.Background(), db.write)
 			errs = append(errs, db.write.Close())
 		}
 		db.closeErr = errors.Join(errs...)

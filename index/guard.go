@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -85,23 +87,6 @@ func openGuarded(dsn string, g *txGuard) (*sqlx.DB, error) {
 	return sqlx.NewDb(sql.OpenDB(guardedConnector{Connector: base, g: g}), "sqlite"), nil
 }
 
-// unhook removes the hooks from conn's connection: the driver keeps
-// them, by connection, until then.
-func unhook(ctx context.Context, conn *sqlx.DB) {
-	c, err := conn.Conn(ctx)
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	_ = c.Raw(func(dc any) error {
-		if h, ok := dc.(hooks); ok {
-			h.RegisterCommitHook(nil)
-			h.RegisterRollbackHook(nil)
-		}
-		return nil
-	})
-}
-
 // usable fails once SQLite has ended tx.
 func (tx *Tx) usable() error {
 	if tx.guard != nil && tx.guard.ended.Load() {
@@ -113,19 +98,32 @@ func (tx *Tx) usable() error {
 // done returns a statement's err, noting it as what ended tx if SQLite
 // ended tx while running it.
 func (tx *Tx) done(err error) error {
-	if err != nil && tx.endedBy == nil && tx.guard != nil && tx.guard.ended.Load() {
-		tx.endedBy = err
+	if tx.guard != nil && tx.guard.ended.Load() {
+		tx.noteEnd(err)
 	}
 	return err
 }
 
-// errEnded is the error of a statement run in a transaction SQLite has
-// ended, and of its Update: the code of the statement's error that ended
-// it where known.
-func (tx *Tx) errEnded() error {
-	const msg = "SQLite rolled the write transaction back after an error; nothing of it was committed"
-	if tx.endedBy != nil {
-		return fmt.Errorf("%s: %w", msg, Translate(tx.endedBy))
+// noteEnd notes err as what ended tx unless a cause is noted already or
+// err is the guard's own: errEnded's, or the commit hook's refusal.
+func (tx *Tx) noteEnd(err error) {
+	var se *sqlite.Error
+	if err == nil || tx.endedBy != nil || errors.Is(err, errRolledBack) ||
+		errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_COMMITHOOK {
+		return
 	}
-	return wserr.New(wserr.Internal, "update", "", "%s", msg)
+	tx.endedBy = err
+}
+
+// errRolledBack is in the chain of every error errEnded returns.
+var errRolledBack = errors.New("SQLite rolled the write transaction back after an error; nothing of it was committed")
+
+// errEnded is the error of a statement run in a transaction SQLite has
+// ended, and of its Update: with the code of the statement's error that
+// ended it where known.
+func (tx *Tx) errEnded() error {
+	if tx.endedBy != nil {
+		return fmt.Errorf("%w: %w", errRolledBack, Translate(tx.endedBy))
+	}
+	return wserr.Wrap(wserr.Internal, "update", "", errRolledBack)
 }

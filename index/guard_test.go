@@ -2,6 +2,7 @@ package index_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 
@@ -99,14 +100,78 @@ func TestUpdateEndedBySQLite(t *testing.T) {
 		})
 	}
 
-	t.Run("ReturnsItsError", func(t *testing.T) {
-		err := db.Update(ctx, func(tx *index.Tx) error {
+	// Whatever error the function returns after the end, its Update
+	// fails with the end's.
+	returns := []struct {
+		name string
+		fn   func(tx *index.Tx) error
+	}{
+		{"TheEnd", func(tx *index.Tx) error {
 			fill(tx)
 			_, err := tx.ExecContext(ctx, `INSERT INTO g VALUES ('after')`)
 			return err
+		}},
+		{"ALaterError", func(tx *index.Tx) error { // the refused commit's
+			fill(tx)
+			_, err := tx.Tx.ExecContext(ctx, `INSERT INTO g VALUES ('after')`)
+			return err
+		}},
+		{"TheCausePastTx", func(tx *index.Tx) error { // Tx never saw it
+			var n int
+			require.NoError(t, tx.GetContext(ctx, &n, `PRAGMA page_count`))
+			_, err := tx.ExecContext(ctx, `PRAGMA max_page_count = `+strconv.Itoa(n))
+			require.NoError(t, err)
+			_, err = tx.Tx.ExecContext(ctx, `INSERT INTO g VALUES (randomblob(100000))`)
+			return err
+		}},
+	}
+	for _, tc := range returns {
+		t.Run("Returns"+tc.name, func(t *testing.T) {
+			err := db.Update(ctx, tc.fn)
+			unlimit()
+			requireCode(t, err, wserr.DiskFull)
+			assert.ErrorContains(t, err, "nothing of it was committed")
+			assert.Empty(t, values())
 		})
-		unlimit()
-		requireCode(t, err, wserr.DiskFull)
-		assert.Empty(t, values())
-	})
+	}
+}
+
+// TestUpdateNotEndedBySQLite: errors on which SQLite undoes only the
+// statement (a constraint, a full database met by a statement that
+// keeps its own journal) and savepoints rolled back to do not end a
+// transaction: the rest of it commits.
+func TestUpdateNotEndedBySQLite(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.OpenDB(t, index.Options{})
+	exec := func(tx *index.Tx, q string) error {
+		_, err := tx.ExecContext(ctx, q)
+		return err
+	}
+	require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+		return exec(tx, `CREATE TABLE u (k TEXT PRIMARY KEY, v BLOB)`)
+	}))
+	require.NoError(t, db.Update(ctx, func(tx *index.Tx) error {
+		require.NoError(t, exec(tx, `INSERT INTO u VALUES ('a', 'x')`))
+		require.Error(t, exec(tx, `INSERT INTO u VALUES ('a', 'again')`))
+		failed, err := tx.Savepoint(ctx, func() error {
+			require.NoError(t, exec(tx, `INSERT INTO u VALUES ('undone', 'x')`))
+			return errors.New("injected")
+		})
+		require.NoError(t, err)
+		require.Error(t, failed)
+		var n int
+		require.NoError(t, tx.GetContext(ctx, &n, `PRAGMA page_count`))
+		require.NoError(t, exec(tx, `PRAGMA max_page_count = `+strconv.Itoa(n)))
+		// Many rows from one statement: SQLite undoes just the statement.
+		require.Error(t, exec(tx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50)
+			INSERT INTO u SELECT 'big' || i, randomblob(10000) FROM n`))
+		require.NoError(t, exec(tx, `INSERT INTO u VALUES ('b', 'x')`))
+		return nil
+	}))
+	require.NoError(t, db.Exec(ctx, `PRAGMA max_page_count = 4294967294`))
+	var keys []string
+	require.NoError(t, db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &keys, `SELECT k FROM u ORDER BY k`)
+	}))
+	assert.Equal(t, []string{"a", "b"}, keys)
 }

@@ -112,11 +112,13 @@ func run(ctx context.Context, conn *sqlx.DB, guard *txGuard, cache *stmtCache, t
 	}
 	committed := false
 	defer func() {
-		if writable {
-			guard.end()
-		}
 		if committed {
+			// The connection is another Update's already: its guard is
+			// not this one's to end.
 			return
+		}
+		if writable {
+			guard.end() // fn panicked
 		}
 		if rerr := stx.Rollback(); rerr != nil && err == nil {
 			err = fmt.Errorf("rollback: %w", rerr)
@@ -125,8 +127,14 @@ func run(ctx context.Context, conn *sqlx.DB, guard *txGuard, cache *stmtCache, t
 	ferr := fn(tx)
 	if writable {
 		guard.end()
-		if guard.ended.Load() && ferr == nil {
-			// fn passed over the error that ended the transaction.
+		if guard.ended.Load() {
+			// Unless fn returns a statement's report of the end, what
+			// happened is the end's, whether fn passed over the error
+			// that ended the transaction or went on to a later one.
+			if errors.Is(ferr, errRolledBack) {
+				return Translate(ferr)
+			}
+			tx.noteEnd(ferr)
 			return tx.errEnded()
 		}
 	}
@@ -149,8 +157,15 @@ func run(ctx context.Context, conn *sqlx.DB, guard *txGuard, cache *stmtCache, t
 		return fmt.Errorf("commit: %w", Translate(err))
 	}
 	committed = true
+	if testHookCommitted != nil {
+		testHookCommitted()
+	}
 	return nil
 }
+
+// testHookCommitted, when set by a test, runs after a commit, before run
+// returns.
+var testHookCommitted func()
 
 // txContext is the context a transaction and its statements run under.
 // A write transaction's statements are short and hold the store's single
