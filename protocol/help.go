@@ -90,7 +90,9 @@ profile hides are refused with model-correctable workspace.* codes. So is
 commit's path: a file the model cannot see, or one under input/, is
 refused, and a missing one is workspace.file_not_found. A write
 that changes the workspace takes a checkpoint when the profile asks for
-automatic checkpoints (the default); checkpointId names it. read and list
+automatic checkpoints (the default); checkpointId names it, and is absent
+when the change left the workspace as it was (the same bytes written
+again, an empty append): that is journaled, with no checkpoint. read and list
 take "at" to look at a checkpoint instead of the live workspace.
 
 commit has no chat to deliver to: batch's chat sink records the assembled
@@ -101,12 +103,15 @@ Error codes are the store's (workspace.invalid_path, workspace.path_not_writable
 run.not_found, run.invalid_transition, checkpoint.not_found,
 manifest.invalid, …) plus:
   batch.invalid_json     the line is not JSON, or not UTF-8 (blank lines
-                         too: every line gets its answer)
+                         too: every line gets its answer), or nests over
+                         10,000 levels, which encoding/json does not read
   batch.unknown_op       op names no operation (op is echoed)
   batch.invalid_request  not an object, op missing or not a string, a field
                          missing, unknown (names are case-sensitive), given
                          twice or of the wrong type, a lone surrogate
-                         escape, nested over 64 levels, no run yet
-  batch.line_too_long    the line is longer than 64 MiB (it is skipped)
+                         escape, nested over 64 levels (up to 10,000),
+                         no run yet
+  batch.line_too_long    the line is longer than 64 MiB, its ending not
+                         counted (it is skipped)
   batch.interrupted      an interrupt stopped the request (see above)
 When op cannot be read, or op itself is refused, the response's op is "".`

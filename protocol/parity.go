@@ -294,7 +294,11 @@ func (s *Session) apply(ctx context.Context, r request) (any, error) {
 		files[i] = writeResult{Path: fi.Path.String(), Hash: fi.Hash, Size: &size}
 		cp = fi.Checkpoint
 	}
-	return map[string]any{"files": files, "checkpointId": cp}, nil
+	res := map[string]any{"files": files}
+	if cp != "" {
+		res["checkpointId"] = cp
+	}
+	return res, nil
 }
 
 type statRequest struct {

@@ -419,3 +419,53 @@ func TestCheckpointByteCapCostDoesNotGrow(t *testing.T) {
 	assert.Empty(t, cps[0].Parent, "the oldest kept took its pruned parent's parent: none")
 	assert.Equal(t, cps[0].ID, cps[1].Parent)
 }
+
+// TestUnchangedWorkspaceTakesNoCheckpoint: a change that leaves the
+// workspace as it was (the same bytes written again, an empty append, an
+// apply of the same content) is journaled but takes no automatic
+// checkpoint, so it cannot push a capped run's real history out.
+func TestUnchangedWorkspaceTakesNoCheckpoint(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{Profile: capped(3, true)})
+	e.write(r.ID, "output/a.md", "v1")
+	fi := e.write(r.ID, "output/a.md", "v2")
+	require.Equal(t, "cp_000003", fi.Checkpoint)
+	ws := e.svc.Workspace(r.ID, runs.ModelScope)
+	p := vfs.MustPath("output/a.md")
+	unchanged := map[string]func() (string, error){
+		"Write": func() (string, error) {
+			fi, err := ws.Write(e.ctx, p, []byte("v2"), vfs.WriteOptions{})
+			return fi.Checkpoint, err
+		},
+		"EmptyAppend": func() (string, error) {
+			fi, err := ws.Write(e.ctx, p, nil, vfs.WriteOptions{Mode: vfs.Append})
+			return fi.Checkpoint, err
+		},
+		"Apply": func() (string, error) {
+			infos, err := ws.Apply(e.ctx, []runs.Edit{{Path: p, Content: []byte("v2")}})
+			if err != nil {
+				return "", err
+			}
+			return infos[0].Checkpoint, nil
+		},
+	}
+	for name, change := range unchanged {
+		since := e.lastSeq(r.ID)
+		cp, err := change()
+		require.NoError(t, err, name)
+		assert.Empty(t, cp, "%s: no checkpoint", name)
+		assert.Equal(t, []string{"cp_000001", "cp_000002", "cp_000003"}, e.checkpointIDs(r.ID), name)
+		types := []journal.Type{}
+		for _, ev := range e.eventsAfter(r.ID, since) {
+			types = append(types, ev.Type)
+		}
+		assert.NotEmpty(t, types, "%s is journaled", name)
+		assert.NotContains(t, types, journal.CheckpointCreated, name)
+	}
+	head, err := e.svc.Run(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), head.HeadCheckpoint, "the head stays the last change's")
+
+	fi = e.write(r.ID, "output/a.md", "v3")
+	assert.Equal(t, "cp_000004", fi.Checkpoint, "a change takes the next")
+}

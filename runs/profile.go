@@ -29,8 +29,10 @@ type Profile struct {
 	// WritableRoots ⊆ VisibleRoots; default DefaultRoots. No root of
 	// ReservedRoots may be visible or writable.
 	WritableRoots []string `json:"writableRoots"`
-	// AutoCheckpoint takes a checkpoint after each mutating operation (and
-	// after init and before a commit); default on.
+	// AutoCheckpoint takes a checkpoint after each mutating operation that
+	// changes the workspace (and after init and before a commit); default
+	// on. One that leaves it as it was, such as the same bytes written
+	// again, is journaled and takes none.
 	AutoCheckpoint *bool `json:"autoCheckpoint,omitempty"`
 	// MaxRunBytes caps the total size of the run's live workspace; 0 means
 	// no cap. A write that would cross it fails and changes nothing.

@@ -682,7 +682,10 @@ func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, caps ru
 		}
 	}
 	head, cpID := run.HeadCheckpoint, ""
-	if run.Profile.autoCheckpoint() {
+	// A change that leaves the workspace as it was (the same bytes
+	// written again, an empty append) is journaled but takes no
+	// checkpoint: one would only push older ones out of a capped run.
+	if run.Profile.autoCheckpoint() && root != run.Root {
 		cp, err := w.s.newCheckpoint(ctx, tx, run.ID, caps, root, run.HeadCheckpoint, reason)
 		if err != nil {
 			return "", err
