@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/wsstore/wsstore/cas"
@@ -105,13 +106,20 @@ func (s *Store) renderText(ctx context.Context, d *FileDiff, budget *int) error 
 		return nil
 	}
 	text, omitted := unified(d.Path, string(ob), string(nb), *budget)
-	if omitted > 0 {
+	switch {
+	case len(text) > *budget || omitted > 0 && !strings.Contains(text, "\n@@"):
+		// Not even its first hunk fits, or not even its headers: no
+		// text at all.
 		d.Truncated, d.OmittedHunks = true, omitted
 		*budget = 0
-	} else {
+	case omitted > 0:
+		d.Truncated, d.OmittedHunks = true, omitted
+		d.Unified = text
+		*budget = 0
+	default:
+		d.Unified = text
 		*budget -= len(text)
 	}
-	d.Unified = text
 	return nil
 }
 

@@ -362,6 +362,22 @@ func TestDiffResponseLimit(t *testing.T) {
 		assert.Empty(t, small.Unified)
 		assert.Zero(t, small.OmittedHunks)
 	})
+	t.Run("NeverPastTheLimit", func(t *testing.T) {
+		// Limits below a file's headers, its first hunk, and in between:
+		// the response's text stays within each, and a file with no hunk
+		// kept has no text, headers included.
+		for _, limit := range []int{1, 20, 40, 80, 200, 1000} {
+			diffs, err := e.svc.Diff(e.ctx, r.ID, from.Seq, 0, runs.DiffOptions{MaxBytes: limit})
+			require.NoError(t, err)
+			total := 0
+			for _, d := range diffs {
+				total += len(d.Unified)
+				assert.True(t, d.Unified == "" || strings.Contains(d.Unified, "\n@@ "), "limit %d: %s has hunks or no text: %q", limit, d.Path, d.Unified)
+				assert.True(t, d.Truncated || d.Unified != "", "limit %d: %s", limit, d.Path)
+			}
+			assert.LessOrEqual(t, total, limit)
+		}
+	})
 	t.Run("ErrNegative", func(t *testing.T) {
 		_, err := e.svc.Diff(e.ctx, r.ID, from.Seq, 0, runs.DiffOptions{MaxBytes: -1})
 		assert.True(t, wserr.Is(err, wserr.InvalidArgument))

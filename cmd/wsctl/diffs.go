@@ -18,6 +18,8 @@ func writeUnified(w io.Writer, diffs []checkpoint.FileDiff) error {
 			if _, err = io.WriteString(w, d.Unified); err == nil && d.Truncated {
 				_, err = fmt.Fprintf(w, "(%s: %d hunk(s) left out at the response limit)\n", d.Path, d.OmittedHunks)
 			}
+		case d.Truncated && d.OmittedHunks > 0:
+			_, err = fmt.Fprintf(w, "File %s %s (%s -> %s): diff left out at the response limit (%d hunk(s))\n", d.Path, d.Op, humanBytes(d.OldSize), humanBytes(d.NewSize), d.OmittedHunks)
 		case d.Truncated:
 			_, err = fmt.Fprintf(w, "File %s %s (%s -> %s): diff left out at the response limit\n", d.Path, d.Op, humanBytes(d.OldSize), humanBytes(d.NewSize))
 		case d.Binary:

@@ -182,8 +182,13 @@ func TestDiff(t *testing.T) {
 	c.fails(2, "diff", "run_a", "zero")
 
 	out = c.ok("diff", "run_a", "1", "--max-bytes", "10")
-	assert.Contains(t, out, "--- /dev/null\n+++ b/output/a.md\n(output/a.md: 1 hunk(s) left out at the response limit)\n", "a cut file names what it left out")
-	assert.Contains(t, out, "File scratch/b.bin added (0 B -> 9 B): diff left out at the response limit\n")
+	assert.Equal(t, "File output/a.md added (0 B -> 8 B): diff left out at the response limit (1 hunk(s))\n"+
+		"File scratch/b.bin added (0 B -> 9 B): diff left out at the response limit\n", out,
+		"a file none of whose hunks fit names what it left out, and prints no headers past the limit")
+
+	out = c.ok("diff", "run_a", "1", "--max-bytes", "70")
+	assert.Equal(t, "--- /dev/null\n+++ b/output/a.md\n@@ -0,0 +1,2 @@\n+one\n+two\nBinary file scratch/b.bin added (0 B -> 9 B)\n", out,
+		"a hunk that fits; a binary file takes none of the limit")
 }
 
 func TestLog(t *testing.T) {
