@@ -112,8 +112,10 @@ var ops = []op{
               whole (workspace.size_limit_exceeded) and read by line
               range, only up to the range's end (totalLinesUnknown: the
               end of the file was not read), the range cut to the whole
-              lines that fit (truncated, endLine the last one returned);
-              wsctl cat streams a file of any size`,
+              lines that fit (endLine the last one returned, below the
+              range's end); truncated: the answer leaves part of the file
+              out, by the range asked for or by that cut; wsctl cat
+              streams a file of any size`,
 	},
 	{
 		name: "list", access: reads, request: []any{listRequest{}}, handle: (*Session).list,
@@ -355,6 +357,9 @@ func (s *Session) runCreate(ctx context.Context, r request) (any, error) {
 	inputs := make(map[string][]byte, len(req.Inputs))
 	for k, v := range req.Inputs {
 		inputs[k] = []byte(v)
+	}
+	if absent(req.ChatRef) {
+		req.ChatRef = nil
 	}
 	run, err := s.backend.Runs.CreateRun(ctx, runs.CreateRequest{Chat: *req.Chat, ChatRef: req.ChatRef, RunID: req.RunID, Profile: req.Profile, Inputs: inputs})
 	if err != nil {

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -31,7 +32,8 @@ var recordOps = []op{
 	{
 		name: "model.request", access: writes, request: []any{modelRequestRequest{}}, handle: (*Session).modelRequest,
 		help: `  model.request {round, model?, messages?, tools?}  -> {seq}
-              journals model_request_created for round (from 1)`,
+              journals model_request_created for round (from 1); a round
+              may be requested again (a retry) until it is answered`,
 	},
 	{
 		name: "model.response", access: writes, request: []any{modelResponseRequest{}}, handle: (*Session).modelResponse,
@@ -57,8 +59,9 @@ var recordOps = []op{
       paused (run.not_found, run.invalid_transition otherwise); each stores
       its file and its events in one transaction, or nothing. The files are
       hidden from the model; read them with read in the host's view
-      (wsctl cat RUN tool-args/ID.json). A repeated id or round, or a result
-      for a call never recorded, is workspace.invalid_argument`,
+      (wsctl cat RUN tool-args/ID.json). A repeated tool call id, a round
+      answered already (model.request or model.response), or a result for
+      a call never recorded is workspace.invalid_argument`,
 	},
 }
 
@@ -156,7 +159,7 @@ func (s *Session) modelResponse(ctx context.Context, r request) (any, error) {
 	if req.Round == nil {
 		return nil, invalidRequest("missing \"round\"")
 	}
-	if req.Response == nil {
+	if absent(req.Response) {
 		return nil, invalidRequest("missing \"response\"")
 	}
 	rec, err := s.recorder()
@@ -189,7 +192,7 @@ func (s *Session) toolCall(ctx context.Context, r request) (any, error) {
 		return nil, invalidRequest("missing \"toolCallId\"")
 	case req.Name == nil:
 		return nil, invalidRequest("missing \"name\"")
-	case req.Args == nil:
+	case absent(req.Args):
 		return nil, invalidRequest("missing \"args\"")
 	}
 	rec, err := s.recorder()
@@ -219,7 +222,7 @@ func (s *Session) toolResult(ctx context.Context, r request) (any, error) {
 	switch {
 	case req.ToolCallID == nil:
 		return nil, invalidRequest("missing \"toolCallId\"")
-	case req.Result == nil:
+	case absent(req.Result):
 		return nil, invalidRequest("missing \"result\"")
 	}
 	rec, err := s.recorder()
@@ -231,4 +234,10 @@ func (s *Session) toolResult(ctx context.Context, r request) (any, error) {
 		return nil, err
 	}
 	return recorded(res), nil
+}
+
+// absent reports whether a raw JSON field was left out or given as null,
+// which counts as absent.
+func absent(raw json.RawMessage) bool {
+	return raw == nil || string(bytes.TrimSpace(raw)) == "null"
 }

@@ -148,6 +148,9 @@ func readLines(r io.Reader, max int, out chan<- batchLine, done <-chan struct{})
 		}
 		buf = bytes.TrimSuffix(buf, []byte("\n"))
 		buf = bytes.TrimSuffix(buf, []byte("\r"))
+		if len(buf) > max { // a line within max+2 bytes, its ending not all of them
+			tooLong, buf = true, nil
+		}
 		if !send(batchLine{data: buf, tooLong: tooLong}) || err != nil {
 			return
 		}

@@ -603,3 +603,24 @@ func TestBatchHelpGivesEveryField(t *testing.T) {
 		assert.Contains(t, help, want)
 	}
 }
+
+// TestBatchLineLimitIsExact: a line of exactly the limit is read, one
+// byte more is too long, whatever its ending.
+func TestBatchLineLimitIsExact(t *testing.T) {
+	t.Parallel()
+	const max = 100
+	for _, ending := range []string{"\n", "\r\n", ""} {
+		in := strings.Repeat("a", max) + "\n" + strings.Repeat("b", max+1) + ending
+		out := make(chan batchLine)
+		go readLines(strings.NewReader(in), max, out, nil)
+		var got []batchLine
+		for l := range out {
+			got = append(got, l)
+		}
+		require.Len(t, got, 2, "ending %q", ending)
+		assert.False(t, got[0].tooLong, "a line of the limit, ending %q", ending)
+		assert.Len(t, got[0].data, max)
+		assert.True(t, got[1].tooLong, "a line one byte past the limit, ending %q", ending)
+		assert.Empty(t, got[1].data)
+	}
+}
