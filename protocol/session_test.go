@@ -107,3 +107,25 @@ func BenchmarkHandleWrite(b *testing.B) {
 		}
 	}
 }
+
+// TestNullIsAbsent: a raw JSON field given as null is a missing one, as
+// for every other field.
+func TestNullIsAbsent(t *testing.T) {
+	s := openSession(t)
+	ctx := context.Background()
+	for _, tt := range []struct{ line, want string }{
+		{`{"op":"tool.call","toolCallId":"t1","name":"ls","args":null}`, `missing "args"`},
+		{`{"op":"model.response","round":1,"response":null}`, `missing "response"`},
+		{`{"op":"tool.result","toolCallId":"t1","result":null}`, `missing "result"`},
+	} {
+		r := s.Handle(ctx, []byte(tt.line))
+		require.False(t, r.OK, tt.line)
+		assert.Equal(t, "batch.invalid_request", string(r.Error.Code), tt.line)
+		assert.Contains(t, r.Error.Message, tt.want, tt.line)
+	}
+	r := s.Handle(ctx, []byte(`{"op":"run.create","runId":"r2","chat":{"kind":"k","stableChatId":"s2"},"chatRef":null}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	r = s.Handle(ctx, []byte(`{"op":"run.show","runId":"r2"}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	assert.Contains(t, line(t, r), `"chatRef":{}`, "the chatRef of a run created without one")
+}
