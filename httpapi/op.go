@@ -42,6 +42,14 @@ func opAccess(line []byte) access {
 	return a
 }
 
+// protocol is the backend of /v1/op's sessions: the store's, without
+// the host's file system (see also hostFileOps).
+func (h *Handler) protocol() protocol.Backend {
+	b := h.b.Protocol
+	b.NoHostPaths = true
+	return b
+}
+
 // POST /v1/op: one request object of the host protocol (wsctl batch's
 // line) in the body, one response object back, with the HTTP status of
 // its code. Each request has a session of its own, so there is no
@@ -70,7 +78,7 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 	}
 	var resp protocol.Response
 	_ = h.retry(r.Context(), func() error {
-		resp = protocol.NewSession(h.b.Protocol).Handle(r.Context(), line)
+		resp = protocol.NewSession(h.protocol()).Handle(r.Context(), line)
 		if resp.Error != nil && resp.Error.Code == wserr.Busy {
 			return wserr.New(wserr.Busy, "", "", "busy")
 		}

@@ -90,6 +90,20 @@ func TestOps(t *testing.T) {
 			assert.Equal(t, "auth.forbidden", m["error"].(map[string]any)["code"])
 		}
 	})
+	t.Run("HostPathsRefused", func(t *testing.T) {
+		// A run that reaches host directories would hand the server's
+		// file system, the store's own file included, to any client
+		// that may write.
+		dir := t.TempDir()
+		status, m := s.op(s.full, map[string]any{"op": "run.create", "runId": "rh", "chat": map[string]any{"kind": "chat", "stableChatId": "c-rh"},
+			"profile": map[string]any{"allowPaths": []any{map[string]any{"path": dir, "name": "h", "writable": true}}}})
+		assert.Equal(t, http.StatusForbidden, status, "%v", m)
+		assert.Equal(t, "auth.forbidden", m["error"].(map[string]any)["code"])
+		status, m = s.op(s.full, map[string]any{"op": "run.show", "runId": "rh"})
+		assert.Equal(t, http.StatusNotFound, status, "no run was created: %v", m)
+		s.mustOp(map[string]any{"op": "run.create", "runId": "rh", "chat": map[string]any{"kind": "chat", "stableChatId": "c-rh"},
+			"profile": map[string]any{"allowPaths": []any{}}})
+	})
 	t.Run("Parity", func(t *testing.T) {
 		res := s.mustOp(map[string]any{"op": "runs.list"})
 		assert.NotEmpty(t, res)

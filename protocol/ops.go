@@ -348,6 +348,9 @@ func (s *Session) runCreate(ctx context.Context, r request) (any, error) {
 	if req.Chat == nil {
 		return nil, invalidRequest("missing \"chat\": {kind, stableChatId}")
 	}
+	if s.backend.NoHostPaths && req.Profile != nil && len(req.Profile.AllowPaths) > 0 {
+		return nil, wserr.New(wserr.Forbidden, "run.create", "", "profile.allowPaths names directories on the server's host, which this session does not hand to its clients: create such a run with wsctl batch or the Go API")
+	}
 	if req.Chat.Kind == "" {
 		return nil, invalidRequest("missing \"chat.kind\"")
 	}

@@ -67,6 +67,10 @@ type Backend struct {
 	Store Maintenance
 	// Archives serves export and import; nil refuses them.
 	Archives Archives
+	// NoHostPaths refuses a run.create whose profile names allowPaths
+	// (auth.forbidden): those are directories on the host, which a
+	// client that does not own the host (an HTTP client) must not reach.
+	NoHostPaths bool
 }
 
 // Session is one conversation with a host: the store, and the run that
