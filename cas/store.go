@@ -303,14 +303,30 @@ func (s *Store) Put(ctx context.Context, r io.Reader) (Hash, error) {
 	buf := *bp
 	// Read one byte more than fits in a row to tell which kind this is;
 	// what was read stays in buf for the chunker to go on from.
-	n, err := io.ReadFull(r, buf[:s.opts.InlineMax+1])
+	n, err := fill(r, buf[:s.opts.InlineMax+1])
 	switch {
-	case err == io.EOF || err == io.ErrUnexpectedEOF:
+	case err == io.EOF:
 		return s.PutBytes(ctx, nil, buf[:n])
 	case err != nil:
 		return Hash{}, fmt.Errorf("put: read: %w", err)
 	}
 	return s.putChunked(ctx, nil, newChunker(r, buf, n))
+}
+
+// fill reads into b until it is full (err nil) or r ends (io.EOF, with
+// what was read). Unlike io.ReadFull, it passes on every other error as
+// it is: a source that fails with io.ErrUnexpectedEOF (a base64 or
+// multipart stream cut short) must fail the Put, not end the content.
+func fill(r io.Reader, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := r.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // PutBytes stores b and returns its address. If tx is not nil the objects

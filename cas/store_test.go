@@ -418,6 +418,10 @@ func TestPutFails(t *testing.T) {
 		{name: "ErrRead/Immediately", r: &failingReader{err: errRead}, err: errRead},
 		{name: "ErrRead/Inline", r: &failingReader{r: textReader(1), n: 100 << 10, err: errRead}, err: errRead},
 		{name: "ErrRead/Chunked", r: &failingReader{r: randomReader(1), n: 13 << 20, err: errRead}, err: errRead},
+		// A stream cut short (base64, multipart) fails with the error
+		// io.ReadFull uses for a short read: it is not the content's end.
+		{name: "ErrUnexpectedEOF/Inline", r: &failingReader{r: textReader(1), n: 100 << 10, err: io.ErrUnexpectedEOF}, err: io.ErrUnexpectedEOF},
+		{name: "ErrUnexpectedEOF/Immediately", r: &failingReader{err: io.ErrUnexpectedEOF}, err: io.ErrUnexpectedEOF},
 		{name: "ErrCanceled/Inline", r: io.LimitReader(textReader(2), 1000), cancel: true, err: context.Canceled},
 		{name: "ErrCanceled/Chunked", r: randomReader(2), cancel: true, err: context.Canceled}, // endless
 	}

@@ -153,7 +153,7 @@ func (s *Session) actorUpload(ctx context.Context, r request) (any, error) {
 	case req.Content != nil:
 		body = strings.NewReader(*req.Content)
 	case req.ContentBase64 != nil:
-		body = base64.NewDecoder(base64.StdEncoding, strings.NewReader(*req.ContentBase64))
+		body = base64Stream{base64.NewDecoder(base64.StdEncoding, strings.NewReader(*req.ContentBase64))}
 	default:
 		return nil, invalidRequest("actor.upload needs content or contentBase64")
 	}
@@ -162,6 +162,9 @@ func (s *Session) actorUpload(ctx context.Context, r request) (any, error) {
 		var ce base64.CorruptInputError
 		if errors.As(err, &ce) {
 			return nil, invalidRequest("contentBase64 is not standard base64: %v", ce)
+		}
+		if errors.Is(err, errBase64Cut) {
+			return nil, invalidRequest("contentBase64 is not standard base64: %v", errBase64Cut)
 		}
 		return nil, err
 	}
@@ -245,4 +248,21 @@ func (s *Session) actorGC(ctx context.Context, r request) (any, error) {
 		return nil, err
 	}
 	return a.GC(ctx, actors.GCOptions{Actor: req.Actor, KeepVersions: req.KeepVersions})
+}
+
+// errBase64Cut is a base64 stream that ends inside a group of four.
+var errBase64Cut = errors.New("it ends inside a group of four characters (standard base64 pads the last group with =)")
+
+// base64Stream is a base64 decoder whose input ending inside a group is
+// errBase64Cut: the decoder's io.ErrUnexpectedEOF reads, to a reader that
+// fills a buffer, as a short last read, and the content would be stored
+// cut short.
+type base64Stream struct{ r io.Reader }
+
+func (b base64Stream) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = errBase64Cut
+	}
+	return n, err
 }

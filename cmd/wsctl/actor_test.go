@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,4 +100,27 @@ func TestActorBatchOps(t *testing.T) {
 	assert.Contains(t, lines[7], `"files":1`)
 	assert.Contains(t, lines[10], "workspace.invalid_actor")
 	assert.Contains(t, lines[11], "workspace.invalid_path")
+}
+
+// TestActorUploadRefusesCutBase64: contentBase64 that ends inside a group
+// of four, or goes on past its padding, is refused and stores nothing;
+// before, the decoder's short end read as the content's end and the
+// upload stored what came before it.
+func TestActorUploadRefusesCutBase64(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	var lines []string
+	for i, b64 := range []string{"aGVsbG8", "!!!", "aGVsbG8=!!", strings.Repeat("QUJD", 2000) + "QU"} {
+		lines = append(lines, fmt.Sprintf(`{"op":"actor.upload","actor":"t","path":"f%d","contentBase64":%q}`, i, b64))
+	}
+	lines = append(lines, `{"op":"actor.ls","actor":"t"}`)
+	out, errOut, code := c.run(strings.Join(lines, "\n")+"\n", "batch")
+	require.Equal(t, 0, code, errOut)
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, got, 5)
+	for _, l := range got[:4] {
+		assert.Contains(t, l, `"code":"batch.invalid_request"`, l)
+		assert.Contains(t, l, "contentBase64 is not standard base64", l)
+	}
+	assert.NotContains(t, got[4], `"path":"f`, "no file was stored: %s", got[4])
 }
