@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/wsstore/wsstore/protocol"
@@ -44,4 +47,26 @@ func badRequest(format string, args ...any) error {
 
 func forbidden(format string, args ...any) error {
 	return wserr.New(wserr.Forbidden, "auth", "", format, args...)
+}
+
+// clientBody tags the errors of reading a request's body as the client's
+// (workspace.invalid_argument): a body cut short of its Content-Length, a
+// broken chunked encoding, a multipart form without its closing
+// boundary. Its end and the size limit (*http.MaxBytesError) pass as they
+// are.
+type clientBody struct {
+	r    io.Reader
+	what string
+}
+
+func (b clientBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		var mbe *http.MaxBytesError
+		var we *wserr.Error
+		if !errors.As(err, &mbe) && !errors.As(err, &we) {
+			err = wserr.Wrap(wserr.InvalidArgument, "http", "", fmt.Errorf("%s: %w", b.what, err))
+		}
+	}
+	return n, err
 }

@@ -98,14 +98,14 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 	if h.opts.MaxUploadBytes > 0 {
 		body = http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes)
 	}
-	body = h.progressReader(w, body)
+	body = h.progressReader(w, clientBody{body, "read the upload"})
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
 		part, err := firstFile(r, body)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		body = part
+		body = clientBody{part, "multipart body"}
 	}
 	c, err := h.upload(r, actor, p, body)
 	if err != nil {

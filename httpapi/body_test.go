@@ -1,0 +1,60 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/httpapi"
+)
+
+// rawRequest writes head and body to the server on a connection of its
+// own, closes the sending side and returns the response.
+func (s *server) rawRequest(head, body string) *http.Response {
+	s.t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.srv.URL, "http://"))
+	require.NoError(s.t, err)
+	s.t.Cleanup(func() { conn.Close() })
+	_, err = io.WriteString(conn, head+"\r\n"+body)
+	require.NoError(s.t, err)
+	require.NoError(s.t, conn.(*net.TCPConn).CloseWrite())
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(s.t, err)
+	s.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// TestUploadBodyCutShort: an upload whose body ends before its
+// Content-Length, whose chunked encoding breaks, or whose multipart form
+// lacks its closing boundary is the client's error, a 4xx with a code,
+// and stores nothing.
+func TestUploadBodyCutShort(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	content := strings.Repeat("0123456789", 5)
+	const boundary = "XyZ"
+	form := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\n" + content
+	for _, tc := range []struct{ name, headers, body string }{
+		{"ShortOfContentLength", "Content-Length: 100\r\n", content},
+		{"BrokenChunks", "Transfer-Encoding: chunked\r\n", "5\r\nhello\r\nzz\r\n"},
+		{"MultipartWithoutClosingBoundary", fmt.Sprintf("Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n", boundary, len(form)), form},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := "cut/" + tc.name + ".txt"
+			head := "POST /workspace/upload?actor=alice&path=" + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + s.full + "\r\n" + tc.headers
+			resp := s.rawRequest(head, tc.body)
+			b, _ := io.ReadAll(resp.Body)
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
+			assert.Contains(t, string(b), `"code":"workspace.invalid_argument"`)
+
+			dl, body := s.do(http.MethodGet, s.url("/workspace/download", "actor", "alice", "path", path), s.full, nil)
+			assert.Equal(t, http.StatusNotFound, dl.StatusCode, "nothing stored: %s", body)
+		})
+	}
+}
