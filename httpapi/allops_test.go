@@ -154,14 +154,15 @@ func shape(v any) any {
 }
 
 // batchStore is a second store that an in-process batch session (the one
-// wsctl batch runs) answers the same requests on.
+// wsctl batch runs) answers the same requests on, without host paths as
+// /v1/op's sessions: r3's run.create is refused on both, with the same code.
 func batchSession(t *testing.T) (*wsstore.Store, *protocol.Session) {
 	st := storetest.OpenStore(t)
 	// The same token rows as the served store, so its tables match.
 	_, _, err := st.Tokens.Create(context.Background(), tokens.Spec{Name: "full"})
 	require.NoError(t, err)
 	return st, protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Retention: st.Runs,
-		Records: st.Runs, Host: st.Runs, Checkpoints: st.Checkpoints, Store: st, Archives: st})
+		Records: st.Runs, Host: st.Runs, Checkpoints: st.Checkpoints, Store: st, Archives: st, NoHostPaths: true})
 }
 
 // decodeResponse decodes a protocol response into generic JSON.
