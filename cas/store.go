@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -143,6 +144,10 @@ type Store struct {
 	// kick wakes the background re-encoder (StartReencoder) after a
 	// write queued work.
 	kick chan struct{}
+
+	// streams are the Puts in progress that commit their chunks before
+	// the blob that lists them (OldestStream).
+	streams streams
 
 	// compressions counts compress calls, so tests can prove that stored
 	// content is not compressed again.
@@ -437,6 +442,10 @@ func (s *Store) update(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) 
 // transaction (or all in tx if given), then the blob object listing them.
 // Chunks already present are not recompressed.
 func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash, error) {
+	if tx == nil {
+		// An idempotent put may leave a row up to TouchSlack older.
+		defer s.streams.begin(s.now() - int64(TouchSlack))()
+	}
 	whole := newHasher()
 	defer freeHasher(whole)
 	var refs []ChunkRef
@@ -468,6 +477,51 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 		return Hash{}, fmt.Errorf("put %s: %w", h.Short(), err)
 	}
 	return h, nil
+}
+
+// streams records when each Put streaming its chunks in transactions of
+// their own began.
+type streams struct {
+	mu     sync.Mutex
+	next   uint64
+	starts map[uint64]int64
+}
+
+// begin records a stream beginning at start; end forgets it.
+func (st *streams) begin(start int64) (end func()) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.starts == nil {
+		st.starts = map[uint64]int64{}
+	}
+	id := st.next
+	st.next++
+	st.starts[id] = start
+	return func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		delete(st.starts, id)
+	}
+}
+
+// OldestStream returns the earliest created time (the store's clock, in
+// nanoseconds) that a row written by a Put still in progress in this
+// Store may carry, and whether one is in progress. A large Put commits
+// each chunk on its own and lists them in the blob only at its end, so a
+// gc in this process keeps rows at least this young whatever its grace:
+// with no grace it would otherwise delete the chunks of an upload still
+// streaming. A gc in another process cannot see them: its grace must
+// outlast the longest upload (the default, 15 minutes, does).
+func (s *Store) OldestStream() (int64, bool) {
+	s.streams.mu.Lock()
+	defer s.streams.mu.Unlock()
+	oldest, ok := int64(0), false
+	for _, t := range s.streams.starts {
+		if !ok || t < oldest {
+			oldest, ok = t, true
+		}
+	}
+	return oldest, ok
 }
 
 func (s *Store) putChunk(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {

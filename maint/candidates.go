@@ -184,7 +184,7 @@ func (c *collector) step(ctx context.Context, tx *index.Tx, now int64, n int) (b
 		return false, err
 	}
 	defer recs.Close()
-	cutoff := now - int64(c.grace)
+	cutoff := c.m.cutoff(now, c.grace)
 	for _, cand := range cs {
 		c.rep.Checked++
 		if cand.Kind == vfs.CandidateTree && cand.Hash == vfs.EmptyTree {
@@ -213,7 +213,14 @@ func (c *collector) step(ctx context.Context, tx *index.Tx, now int64, n int) (b
 		if stored && created >= cutoff {
 			c.rep.Deferred++
 			c.rep.Kept.add(objOf(cand.Kind))
-			if err := c.tc.AddCandidates(ctx, tx, []vfs.Candidate{cand}, created+int64(c.grace)); err != nil {
+			// Due once the grace has passed; one kept for a write still
+			// streaming waits for a later collection, not this one's
+			// next step.
+			due := created + int64(c.grace)
+			if due <= now {
+				due = now + int64(time.Second)
+			}
+			if err := c.tc.AddCandidates(ctx, tx, []vfs.Candidate{cand}, due); err != nil {
 				return false, err
 			}
 		}

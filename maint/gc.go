@@ -112,7 +112,8 @@ func orNoProgress(progress func(string, int, int)) func(string, int, int) {
 // writers' clocks say); every row it keeps keeps what it references. The
 // grace covers rows a writer committed on their own and will reference
 // later (a large Put streams its chunks in transactions of their own), so
-// with no grace GC is safe only while nothing writes that way.
+// with no grace GC is safe only while nothing writes that way in another
+// process: the Puts streaming in this one are kept (Streams).
 //
 // GC fails with store.corrupt, deleting nothing, if an object reachable
 // from a root is missing or a reachable tree does not decode: the walk
@@ -120,7 +121,7 @@ func orNoProgress(progress func(string, int, int)) func(string, int, int) {
 func (m *Maintainer) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	now, grace := m.clock(opt.Now), Grace(opt.Grace)
 	progress := orNoProgress(opt.Progress)
-	cutoff := now().Add(-grace).UnixNano()
+	cutoff := m.cutoff(now().UnixNano(), grace)
 
 	progress("mark", 0, 0)
 	w := newWork(ctx)

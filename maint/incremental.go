@@ -58,7 +58,7 @@ func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCRepor
 		n = DefaultStepObjects
 	}
 	now, grace := m.clock(opt.Now), Grace(opt.Grace)
-	cutoff := now().Add(-grace).UnixNano()
+	cutoff := m.cutoff(now().UnixNano(), grace)
 	progress := orNoProgress(opt.Progress)
 	progress("mark", 0, 0)
 	w := newWork(ctx)

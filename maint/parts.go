@@ -143,6 +143,28 @@ type Parts struct {
 	Now func() time.Time
 }
 
+// Streams is an ability a Blobs part may have: the earliest created time
+// a row written by a write still in progress in this process may carry
+// (cas.Store.OldestStream). A large Put commits its chunks before the
+// blob that lists them; a collection keeps rows at least that young,
+// whatever its grace.
+type Streams interface {
+	OldestStream() (int64, bool)
+}
+
+// cutoff is the created time (nanoseconds) below which a collection at
+// now may delete an unreachable row: now less the grace, or earlier, to
+// keep the rows of a write still streaming in this process.
+func (m *Maintainer) cutoff(now int64, grace time.Duration) int64 {
+	c := now - int64(grace)
+	if s, ok := m.p.Blobs.(Streams); ok {
+		if t, ok := s.OldestStream(); ok && t < c {
+			c = t
+		}
+	}
+	return c
+}
+
 // Maintainer runs gc, fsck, stats and du over one store. It holds no state
 // of its own, so it is safe for concurrent use as far as its parts are.
 type Maintainer struct {

@@ -1,0 +1,94 @@
+package wsstore_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
+)
+
+// pausingReader yields r's first n bytes, then says so on paused and
+// waits for resume before the rest.
+type pausingReader struct {
+	r              io.Reader
+	n              int
+	paused, resume chan struct{}
+}
+
+func (p *pausingReader) Read(b []byte) (int, error) {
+	if p.n == 0 && p.paused != nil {
+		close(p.paused)
+		p.paused = nil
+		<-p.resume
+	}
+	if p.n > 0 && len(b) > p.n {
+		b = b[:p.n]
+	}
+	n, err := p.r.Read(b)
+	if p.n > 0 {
+		p.n -= n
+	}
+	return n, err
+}
+
+// TestGCKeepsAStreamingPut: a gc with no grace, in the process where a
+// large Put is streaming, keeps the chunks the Put has committed and not
+// yet listed in its blob; the Put then completes and reads back whole.
+func TestGCKeepsAStreamingPut(t *testing.T) {
+	ctx := context.Background()
+	collections := map[string]func(st *wsstore.Store) error{
+		"GC": func(st *wsstore.Store) error {
+			_, err := st.GC(ctx, wsstore.GCOptions{Grace: -1})
+			return err
+		},
+		"CollectSteps": func(st *wsstore.Store) error {
+			_, err := st.CollectSteps(ctx, wsstore.GCStepOptions{GCOptions: wsstore.GCOptions{Grace: -1}})
+			return err
+		},
+	}
+	for name, collect := range collections {
+		t.Run(name, func(t *testing.T) {
+			st := storetest.OpenStore(t)
+			content := make([]byte, 9<<20)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := range content {
+				content[i] = byte(rng.Uint32())
+			}
+			r := &pausingReader{r: bytes.NewReader(content), n: 7 << 20, paused: make(chan struct{}), resume: make(chan struct{})}
+			paused := r.paused
+			type result struct {
+				h   cas.Hash
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				h, err := st.Blobs.Put(ctx, r)
+				done <- result{h, err}
+			}()
+			<-paused
+			var chunks int
+			require.NoError(t, st.DB.View(ctx, func(tx *index.Tx) error {
+				return tx.GetContext(ctx, &chunks, `SELECT count(*) FROM chunks`)
+			}))
+			require.Positive(t, chunks, "the Put has committed chunks that no blob lists yet")
+
+			require.NoError(t, collect(st))
+			close(r.resume)
+			res := <-done
+			require.NoError(t, res.err)
+			assert.Equal(t, cas.Sum(content), res.h)
+			got, err := st.Blobs.ReadAll(ctx, res.h)
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(content, got), "the content reads back whole")
+		})
+	}
+}
