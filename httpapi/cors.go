@@ -19,10 +19,12 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	hd := w.Header()
 	hd.Set("Access-Control-Allow-Origin", origin)
 	hd.Add("Vary", "Origin")
-	hd.Set("Access-Control-Expose-Headers", "ETag, X-Content-Hash, Content-Length")
+	hd.Set("Access-Control-Expose-Headers", "ETag, X-Content-Hash, Content-Length, Content-Range, Accept-Ranges")
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		hd.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, DELETE")
-		hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
+		// Range and If-Range for ranged downloads (a suffix range is not
+		// a simple header), If-None-Match for conditional ones.
+		hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID, Range, If-Range, If-None-Match")
 		hd.Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)
 		return true

@@ -64,7 +64,9 @@ func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, 
 		return err
 	})
 	if err != nil {
-		hd.Del("Content-Range")
+		for _, k := range []string{"Content-Range", "ETag", "X-Content-Hash", "Accept-Ranges"} {
+			hd.Del(k) // they describe a file the error body is not
+		}
 		writeError(w, err)
 		return
 	}

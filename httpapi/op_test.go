@@ -3,8 +3,11 @@ package httpapi_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/runs"
 )
 
 // newRun creates run id with one written file, checkpointed.
@@ -157,6 +162,22 @@ func TestRunViews(t *testing.T) {
 		resp, b = s.do(http.MethodGet, s.url("/v1/runs/r1/file", "path", "output"), s.full, nil)
 		assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 		assert.Equal(t, "workspace.path_is_directory", errCode(t, b))
+	})
+	t.Run("FileOfAHostDirectory", func(t *testing.T) {
+		// A run the host created with a host directory: its files are
+		// read from there, not from the store.
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("on the host\n"), 0o644))
+		_, err := s.st.Runs.CreateRun(context.Background(), runs.CreateRequest{RunID: "rhost", Chat: runs.ChatKey{Kind: "chat", StableChatID: "c-rhost"},
+			Profile: &runs.Profile{AllowPaths: []runs.HostPath{{Path: dir, Name: "h"}}}})
+		require.NoError(t, err)
+		resp, b := s.do(http.MethodGet, s.url("/v1/runs/rhost/file", "path", "host/h/a.txt"), s.full, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+		assert.Equal(t, "on the host\n", string(b))
+		assert.Equal(t, `"`+cas.Sum(b).String()+`"`, resp.Header.Get("ETag"))
+		resp, b = s.do(http.MethodGet, s.url("/v1/runs/rhost/file", "path", "host/h/absent.txt"), s.full, nil)
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", b)
+		assert.Empty(t, resp.Header.Get("ETag"), "an error has no file's headers")
 	})
 	t.Run("Diff", func(t *testing.T) {
 		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/diff", "from", "2", "to", "3"), nil)

@@ -145,8 +145,9 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if fi.Hash.IsZero() {
-		// Not stored (a virtual resource): read on demand, whole.
+	if fi.Hash.IsZero() || fi.Resource == vfs.ResourceHost {
+		// Not stored (a virtual resource, a file of a host directory):
+		// read on demand, whole.
 		res, err := ws.Read(r.Context(), p, vfs.ReadOptions{})
 		if err != nil {
 			writeError(w, err)

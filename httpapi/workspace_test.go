@@ -156,7 +156,13 @@ func TestCORS(t *testing.T) {
 		assert.Equal(t, "http://app.example", resp.Header.Get("Access-Control-Allow-Origin"))
 		resp, _ = s.do(http.MethodOptions, s.url("/workspace/stats"), "", nil, "Origin", "http://app.example", "Access-Control-Request-Method", "GET")
 		assert.Equal(t, http.StatusNoContent, resp.StatusCode)
-		assert.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), "Authorization")
+		for _, h := range []string{"Authorization", "Range", "If-Range", "If-None-Match"} {
+			assert.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), h, "a browser may send it")
+		}
+		resp, _ = s.do(http.MethodGet, s.url("/workspace/stats", "actor", "a"), s.full, nil, "Origin", "http://app.example")
+		for _, h := range []string{"ETag", "Content-Range", "Accept-Ranges"} {
+			assert.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), h, "a ranged download's page may read it")
+		}
 		resp, _ = s.do(http.MethodGet, s.url("/workspace/stats", "actor", "a"), s.full, nil, "Origin", "http://evil.example")
 		assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
 	})
