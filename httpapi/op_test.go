@@ -150,6 +150,9 @@ func TestRunViews(t *testing.T) {
 	t.Run("Files", func(t *testing.T) {
 		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "path", "output"), nil)
 		assert.Len(t, m["entries"], 1)
+		resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/files", "depth", "-1"), s.full, nil)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
+		assert.Equal(t, "workspace.invalid_argument", errCode(t, b))
 	})
 	t.Run("FileAtCheckpoint", func(t *testing.T) {
 		_, b := s.do(http.MethodGet, s.url("/v1/runs/r1/file", "path", "output/answer.md"), s.full, nil)

@@ -105,6 +105,9 @@ func (h *Handler) runFiles(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		depth, err = intParam(r.URL.Query().Get("depth"), "depth")
 	}
+	if err == nil && depth < 0 {
+		err = badRequest("depth must not be negative") // as the list op and /workspace/files
+	}
 	var ls []vfs.FileInfo
 	if err == nil {
 		err = h.retry(r.Context(), func() (err error) {
