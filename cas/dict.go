@@ -920,7 +920,11 @@ func (s *Store) PruneDicts(ctx context.Context) (int, error) {
 func (s *Store) verifyDicts(ctx context.Context, tx *index.Tx, rep *VerifyReport) error {
 	return s.EachDict(ctx, tx, func(d DictInfo) error {
 		rep.Dicts++
-		if _, err := s.readDictBytes(ctx, tx, d.Hash); err != nil {
+		_, err := s.readDictBytes(ctx, tx, d.Hash)
+		if unchecked(err) {
+			return err
+		}
+		if err != nil {
 			rep.Problems = append(rep.Problems, Problem{Kind: "dict", Hash: d.Hash, Err: err.Error()})
 		}
 		return nil

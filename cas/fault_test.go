@@ -14,6 +14,7 @@ import (
 	"github.com/wsstore/wsstore/cas/storagetest"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // openFaulty opens a store whose objects go through the fault-injecting
@@ -358,4 +359,27 @@ func TestStoreWithoutHistoryStoresVersionsWhole(t *testing.T) {
 		assert.True(t, bytes.Equal(versions[i], got), "version %d", i)
 	}
 	assert.Zero(t, count(t, db, `SELECT count(*) FROM blobs WHERE gen > 0`), "no history is recorded")
+}
+
+// TestVerifyStopsAtUnreachableStorage: an object the storage cannot read
+// now (busy, a remote tier out of reach) stops the verification with that
+// error; it is not reported as a damaged object. A damaged one still is.
+func TestVerifyStopsAtUnreachableStorage(t *testing.T) {
+	ctx := context.Background()
+	_, s, faults := openFaulty(t, cas.Options{InlineMax: 1 << 20})
+	for i := range 3 {
+		_, err := s.Put(ctx, bytes.NewReader(textBytes(8<<10, uint64(10+i))))
+		require.NoError(t, err)
+	}
+	faults.Add(storagetest.Fault{Method: storagetest.Get, Nth: 2, Err: wserr.New(wserr.Busy, "get", "", "remote tier: connection refused")})
+	rep, err := s.Verify(ctx, nil)
+	require.Error(t, err)
+	assert.True(t, wserr.Is(err, wserr.Busy), "%v", err)
+	assert.Empty(t, rep.Problems, "an unreachable object is not a damaged one")
+
+	faults.Clear()
+	faults.Add(storagetest.Fault{Method: storagetest.Get, Nth: 2, Corrupt: func(b []byte) []byte { b[len(b)-1] ^= 1; return b }})
+	rep, err = s.Verify(ctx, nil)
+	require.NoError(t, err)
+	assert.Len(t, rep.Problems, 1)
 }

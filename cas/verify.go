@@ -2,10 +2,12 @@ package cas
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // Problem is one object that failed verification.
@@ -42,6 +44,14 @@ func (s *Store) Verify(ctx context.Context, progress func(done, total int)) (Ver
 	return rep, err
 }
 
+// unchecked reports whether err says an object could not be read now
+// (its storage unreachable or busy, the context ended) rather than that
+// it is damaged or missing: verification stops with it, and a store
+// whose remote tier is out of reach is never reported corrupt.
+func unchecked(err error) bool {
+	return err != nil && (wserr.Is(err, wserr.Busy) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
 // VerifyTx is Verify reading the snapshot of tx, for a caller that checks
 // more than blobs in the same snapshot. It verifies each object as the
 // Storage's Iterate hands it over, so its memory does not grow with the
@@ -63,6 +73,9 @@ func (s *Store) VerifyTx(ctx context.Context, tx *index.Tx, progress func(done, 
 			return err
 		}
 		b, err := s.readChunk(ctx, tx, o.Hash, buf)
+		if unchecked(err) {
+			return err
+		}
 		if err != nil {
 			rep.Problems = append(rep.Problems, Problem{Kind: "chunk", Hash: o.Hash, Err: err.Error()})
 		} else {
@@ -82,7 +95,11 @@ func (s *Store) VerifyTx(ctx context.Context, tx *index.Tx, progress func(done, 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := s.verifyBlob(ctx, tx, o.Hash); err != nil {
+		err := s.verifyBlob(ctx, tx, o.Hash)
+		if unchecked(err) {
+			return err
+		}
+		if err != nil {
 			rep.Problems = append(rep.Problems, Problem{Kind: "blob", Hash: o.Hash, Err: err.Error()})
 		}
 		rep.Blobs++
