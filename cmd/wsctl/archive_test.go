@@ -49,6 +49,14 @@ func TestExportImport(t *testing.T) {
 	require.Equal(t, 0, code, errBuf.String())
 	assert.NotContains(t, outBuf.String(), `"added"`)
 
+	t.Run("RunByPrefixOrLatest", func(t *testing.T) {
+		for _, ref := range []string{"latest", "r"} {
+			var sum archive.Summary
+			desk.jsonOut(&sum, "export", "--run", ref, filepath.Join(t.TempDir(), "run.wsar"))
+			assert.Equal(t, 1, sum.Runs, ref)
+		}
+		assert.Contains(t, desk.fails(3, "export", "--run", "zz", filepath.Join(t.TempDir(), "x.wsar")), "run.not_found")
+	})
 	t.Run("Batch", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "batch.wsar")
 		out, errOut, code := desk.run(`{"op":"export","path":"`+path+`","runs":["r1"]}`+"\n", "batch")
@@ -61,8 +69,11 @@ func TestExportImport(t *testing.T) {
 	})
 
 	t.Run("Refusals", func(t *testing.T) {
-		assert.Contains(t, desk.fails(2, "export", "--actor", "alice", "--skip-workspace", file), "workspace.invalid_argument")
-		assert.Contains(t, desk.fails(2, "export", file), "workspace.invalid_argument")
+		// Command-line mistakes, coded as such (never workspace.*).
+		assert.Contains(t, desk.fails(2, "export", "--actor", "alice", "--skip-workspace", file), "wsctl.invalid_argument")
+		assert.Contains(t, desk.fails(2, "export", file), "wsctl.invalid_argument")
+		assert.Contains(t, desk.fails(2, "export", "--all", filepath.Join(t.TempDir(), "nodir", "x.wsar")), "wsctl.invalid_argument")
+		assert.Contains(t, desk.fails(2, "export", "--all", t.TempDir()), "is a directory")
 		bad := filepath.Join(t.TempDir(), "bad.wsar")
 		b, err := os.ReadFile(file)
 		require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -50,6 +51,14 @@ func runExport(ctx context.Context, o exportOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
+	for i, ref := range o.scope.Runs {
+		if o.scope.Runs[i], err = resolveRun(ctx, st, ref); err != nil {
+			return err
+		}
+	}
+	if fi, err := os.Stat(args[0]); args[0] != "-" && err == nil && fi.IsDir() {
+		return argError("export", "%s is a directory: name the archive file to write", args[0])
+	}
 	bar := newProgress(o.globals)
 	opt := archive.Options{Progress: func(p archive.Progress) { bar.update(p.Phase, int(p.Done), int(p.Total)) }}
 	var sum archive.Summary
@@ -64,7 +73,9 @@ func runExport(ctx context.Context, o exportOptions, args []string) error {
 	}
 	bar.done()
 	if err != nil {
-		return err
+		// What export refuses (nothing selected, a FILE it cannot create)
+		// came from the command line.
+		return asArgError("export", err)
 	}
 	return writeArchiveSummary(report, o.json, "exported", sum)
 }
