@@ -60,6 +60,12 @@ func TestSyncTwoStores(t *testing.T) {
 	assert.Equal(t, desk.runIDs(), phone.runIDs())
 	assert.Len(t, desk.runIDs(), 3)
 	desk.ok("reclaim-remote", "--dry-run")
+	// --grace 0 means no grace, as gc's does, not the 7-day default.
+	var def, none map[string]any
+	desk.jsonOut(&def, "reclaim-remote", "--dry-run")
+	desk.jsonOut(&none, "reclaim-remote", "--dry-run", "--grace", "0")
+	assert.Zero(t, def["Segments"], "the default grace keeps the segments just superseded")
+	assert.Positive(t, none["Segments"], "no grace: superseded segments go")
 
 	// Sync needs a tier.
 	other := newCLI(t)
