@@ -51,6 +51,13 @@ type Runs interface {
 	MergePersist(ctx context.Context, tx *index.Tx, from, to runs.ChatRecord) error
 }
 
+// Room is an ability the Runs part may have: the bytes left under the
+// store's cap, and whether there is one (runs.Service.StoreRoom). Import
+// keeps to it.
+type Room interface {
+	StoreRoom(ctx context.Context) (int64, bool)
+}
+
 // Checkpoints exports and imports checkpoint rows; *checkpoint.Store
 // implements it.
 type Checkpoints interface {

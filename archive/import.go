@@ -94,6 +94,9 @@ func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summar
 	if err := im.manifest(ctx); err != nil {
 		return Summary{}, err
 	}
+	if err := im.room(ctx); err != nil {
+		return Summary{}, err
+	}
 	if err := im.readBlobs(ctx); err != nil {
 		return Summary{}, err
 	}
@@ -106,6 +109,35 @@ func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summar
 	im.sum.ArchiveBytes = cr.n
 	im.sum.Seconds = a.p.Now().Sub(start).Seconds()
 	return im.sum, nil
+}
+
+// room refuses, before anything is written, an archive whose blobs the
+// store lacks would take it past its cap (Room), counting them as the
+// writes do: before compression, so the check errs on the side of
+// refusing.
+func (im *importer) room(ctx context.Context) error {
+	r, ok := im.a.p.Runs.(Room)
+	if !ok {
+		return nil
+	}
+	left, capped := r.StoreRoom(ctx)
+	if !capped {
+		return nil
+	}
+	var incoming int64
+	for h, size := range im.blobs {
+		has, err := im.a.p.Blobs.Has(ctx, h)
+		if err != nil {
+			return err
+		}
+		if !has {
+			incoming += size
+		}
+	}
+	if incoming > left {
+		return wserr.New(wserr.SizeLimitExceeded, "import", "", "the archive adds %d bytes of files; the store has %d left under its cap", incoming, left)
+	}
+	return nil
 }
 
 // next reads the next entry's header into im.hdr (nil at the end of the

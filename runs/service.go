@@ -214,6 +214,12 @@ func (s *Service) roomCheck(ctx context.Context, tx *index.Tx, op string) func(p
 	}
 }
 
+// StoreRoom returns the bytes left under the store's cap
+// (Options.MaxStoreBytes, or the store policy's maxStoreBytes) and whether
+// there is a cap, for a writer outside the runs (an import) that must
+// keep to it too.
+func (s *Service) StoreRoom(ctx context.Context) (int64, bool) { return s.storeRoom(ctx) }
+
 // storeRoom returns the bytes left under the store cap and whether there
 // is a cap.
 func (s *Service) storeRoom(ctx context.Context) (int64, bool) {

@@ -68,6 +68,21 @@ func TestExportImport(t *testing.T) {
 		assert.Contains(t, out, `"added":["chat `)
 	})
 
+	t.Run("StoreCap", func(t *testing.T) {
+		// An import keeps to the store's cap as writes do, refused
+		// before anything is written.
+		small := newCLI(t)
+		small.ok("init")
+		small.ok("policy", "--set", "maxStoreBytes=2000")
+		out, errOut, code := small.run("", "import", file)
+		assert.NotZero(t, code, "%s", out)
+		assert.Contains(t, errOut, "workspace.size_limit_exceeded")
+		assert.NotContains(t, small.ok("runs"), "r1", "nothing imported")
+		big := newCLI(t)
+		big.ok("init")
+		big.ok("policy", "--set", "maxStoreBytes=100000000")
+		big.ok("import", file)
+	})
 	t.Run("Refusals", func(t *testing.T) {
 		// Command-line mistakes, coded as such (never workspace.*).
 		assert.Contains(t, desk.fails(2, "export", "--actor", "alice", "--skip-workspace", file), "wsctl.invalid_argument")
