@@ -4,15 +4,19 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"lukechampine.com/blake3"
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -211,4 +215,97 @@ func assertEmpty(t *testing.T, s *wsstore.Store) {
 	spaces, err := s.Actors.Actors(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, spaces)
+}
+
+// resign rebuilds arc as rewrite does and signs it again: end.json gets
+// the digest of the entries as rewritten, as whoever edits an archive can
+// compute it. Only what the rows say can then tell the damage.
+func resign(t *testing.T, arc []byte, fn func(name string, b []byte) []byte) []byte {
+	t.Helper()
+	h := blake3.New(32, nil)
+	n := int64(0)
+	return rewrite(t, arc, func(name string, b []byte) []byte {
+		if name == "end.json" {
+			var end archive.End
+			require.NoError(t, json.Unmarshal(b, &end))
+			var sum cas.Hash
+			copy(sum[:], h.Sum(nil))
+			end.Entries, end.Digest = n, sum.String()
+			out, err := json.Marshal(end)
+			require.NoError(t, err)
+			return out
+		}
+		b = fn(name, b)
+		if b == nil {
+			return nil
+		}
+		n++
+		h.Write([]byte(name))
+		var size [9]byte
+		binary.BigEndian.PutUint64(size[1:], uint64(len(b)))
+		h.Write(size[:])
+		h.Write(b)
+		return b
+	})
+}
+
+// TestImportRefusesResignedRows: an archive whose rows were edited and
+// whose digest was computed again passes the digest; rows that do not fit
+// together (a run status no run has, a checkpoint whose parent is not
+// one, a run whose chat row is gone, an event out of order) are still
+// archive.corrupt, and nothing is imported.
+func TestImportRefusesResignedRows(t *testing.T) {
+	src := open(t)
+	populate(t, src)
+	arc, _ := export(t, src, archive.Scope{All: true})
+	records := func(edit func(lines []string) []string) []byte {
+		return resign(t, arc, func(name string, b []byte) []byte {
+			if name != "records.jsonl" {
+				return b
+			}
+			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			return []byte(strings.Join(edit(lines), "\n") + "\n")
+		})
+	}
+	replaceFirst := func(in, old, new string) func([]string) []string {
+		return func(lines []string) []string {
+			for i, l := range lines {
+				if strings.Contains(l, in) && strings.Contains(l, old) {
+					lines[i] = strings.Replace(l, old, new, 1)
+					return lines
+				}
+			}
+			t.Fatalf("no line with %q and %q", in, old)
+			return nil
+		}
+	}
+	unchanged := records(func(lines []string) []string { return lines })
+	_, err := open(t).Archive.Import(context.Background(), bytes.NewReader(unchanged), archive.Options{})
+	require.NoError(t, err, "an archive signed again unchanged imports")
+
+	for _, tc := range []struct {
+		name string
+		arc  []byte
+	}{
+		{"UnknownRunStatus", records(replaceFirst(`"run":`, `"status":"`, `"status":"bogus`))},
+		{"CheckpointParentMissing", records(replaceFirst(`"checkpoint":`, `"parentSeq":1`, `"parentSeq":77`))},
+		{"RunWithoutItsChatRow", records(func(lines []string) []string {
+			for i, l := range lines {
+				if strings.HasPrefix(l, `{"chat":`) {
+					return append(lines[:i:i], lines[i+1:]...)
+				}
+			}
+			t.Fatal("no chat row")
+			return nil
+		})},
+		{"EventSeqOutOfOrder", records(replaceFirst(`"event":`, `"seq":2,`, `"seq":9,`))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := open(t)
+			_, err := dst.Archive.Import(context.Background(), bytes.NewReader(tc.arc), archive.Options{})
+			require.Error(t, err)
+			assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
+			assertEmpty(t, dst)
+		})
+	}
 }

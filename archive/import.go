@@ -514,7 +514,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				return corrupt("records: run %s is not in the manifest, out of order or there twice", r.ID)
 			}
 			im.runIDs[r.ID], lastRun = true, r.ID
-			if _, ok := im.chats[r.ChatID]; !ok {
+			if seen := im.chats[r.ChatID]; !seen {
 				return corrupt("records: run %s belongs to chat %s, which the archive does not hold", r.ID, r.ChatID)
 			}
 			if err := im.tree("run "+r.ID, r.Root); err != nil {
@@ -575,7 +575,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			}
 			if run != "" {
 				if err := im.a.p.Checkpoints.ImportRecord(ctx, tx, c); err != nil {
-					return err
+					return rowError(err)
 				}
 				if err := im.checkpointVersions(ctx, tx, c.Seq, c.ParentSeq, c.Root); err != nil {
 					return err
@@ -590,7 +590,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			}
 			if run != "" {
 				if err := im.a.p.Runs.ImportCommit(ctx, tx, c); err != nil {
-					return err
+					return rowError(err)
 				}
 			} else if im.merge.run != nil {
 				im.merge.run.commits = append(im.merge.run.commits, c)
@@ -603,7 +603,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			im.sum.Events++
 			if run != "" {
 				if err := im.a.p.Journal.ImportEvent(ctx, tx, e); err != nil {
-					return err
+					return rowError(err)
 				}
 			} else if im.merge.run != nil {
 				im.merge.run.events = append(im.merge.run.events, e)
@@ -697,6 +697,17 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 
 // outcome files an object's import result; a conflict is reported, not an
 // error.
+// rowError is the error of a row the store refused to import: one that
+// does not fit (store.corrupt from its owner: a seq out of order, a parent
+// that is not there) is the archive's, archive.corrupt; any other is the
+// store's.
+func rowError(err error) error {
+	if wserr.Is(err, wserr.Corrupt) {
+		return wserr.Wrap(wserr.ArchiveCorrupt, "import", "", err)
+	}
+	return err
+}
+
 func (im *importer) outcome(kind, id string, added bool, err error) error {
 	name := kind + " " + id
 	switch {

@@ -45,6 +45,20 @@ func (s *Store) ImportRecord(ctx context.Context, tx *index.Tx, r Record) error 
 	if r.Seq < 1 {
 		return wserr.New(wserr.Corrupt, "import checkpoint", "", "run %s: checkpoint seq %d", r.RunID, r.Seq)
 	}
+	// A checkpoint's parent is an earlier checkpoint of the run, imported
+	// before it, or none (0).
+	if r.ParentSeq < 0 || r.ParentSeq >= r.Seq {
+		return wserr.New(wserr.Corrupt, "import checkpoint", "", "run %s seq %d: parent %d is not an earlier checkpoint", r.RunID, r.Seq, r.ParentSeq)
+	}
+	if r.ParentSeq > 0 {
+		var ok bool
+		if err := tx.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM checkpoints WHERE run_id = ? AND seq = ?)`, r.RunID, r.ParentSeq); err != nil {
+			return fmt.Errorf("import checkpoint %s: %w", r.RunID, index.Translate(err))
+		}
+		if !ok {
+			return wserr.New(wserr.Corrupt, "import checkpoint", "", "run %s seq %d: parent %d is not a checkpoint of the run", r.RunID, r.Seq, r.ParentSeq)
+		}
+	}
 	_, err := tx.NamedExecContext(ctx, `INSERT INTO checkpoints (`+recordCols+`) VALUES (:run_id, :seq, :root,
 		:parent_seq, :reason, :event_seq, :created_at, :dead_bytes, :cum_dead)`, r)
 	if err != nil {

@@ -181,6 +181,9 @@ func (s *Service) ImportRun(ctx context.Context, tx *index.Tx, r RunRecord) (add
 	if !runIDPattern.MatchString(r.ID) {
 		return false, wserr.New(wserr.Corrupt, op, "", "invalid run id %q", r.ID)
 	}
+	if !Status(r.Status).Valid() {
+		return false, wserr.New(wserr.Corrupt, op, "", "run %s: unknown status %q", r.ID, r.Status)
+	}
 	rr := runRow{ID: r.ID, Profile: r.Profile, FinishedAt: sql.NullInt64{}}
 	if _, err := rr.run(); err != nil {
 		return false, wserr.New(wserr.Corrupt, op, "", "run %s: unreadable profile", r.ID)
