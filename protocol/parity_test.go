@@ -93,6 +93,7 @@ var goOps = map[string]string{
 	"Store.Sync":              "",
 	"Store.ReclaimRemote":     "",
 	"Store.PullRemote":        "",
+	"Service.StoreRoom":       "",
 }
 
 // notOps says why a Go method is not an op of its own.
@@ -115,6 +116,7 @@ var notOps = map[string]string{
 	"Service.ImportCommit":    "as ImportChat",
 	"Service.MergeRun":        "as ImportChat, for an import in merge mode (sync)",
 	"Service.MergePersist":    "as MergeRun",
+	"Service.StoreRoom":       "the cap an import keeps to; stats reports the store's bytes and policy.get its cap",
 	"Store.Sync":              "talks to the object store for minutes, outside a host's session: wsctl sync",
 	"Store.ReclaimRemote":     "removes objects other devices may share, run by hand: wsctl reclaim-remote",
 	"Store.PullRemote":        "talks to the object store, outside a host's session: wsctl pull",
