@@ -158,7 +158,7 @@ var parityOps = []op{
 	},
 	{
 		name: "fsck", access: reads, request: []any{base{}}, handle: (*Session).fsck,
-		help: `  fsck        {}                            -> {ok, problems, ...}   as wsctl fsck --json`,
+		help: `  fsck        {}                            -> {ok, report}   report: as wsctl fsck --json`,
 	},
 	{
 		name: "du", access: reads, request: []any{base{}}, handle: (*Session).du,

@@ -38,6 +38,7 @@ func TestExportImport(t *testing.T) {
 	assert.Equal(t, exp.Objects, imp.Objects)
 	assert.Contains(t, imp.Added, "run r1")
 	assert.Contains(t, phone.ok("cat", "r1", "output/a.md"), "one\ntwo")
+	assert.Contains(t, phone.ok("import", file), "added 0, unchanged 3, conflicts 0", "a second import says it added nothing")
 	assert.NotContains(t, phone.ok("ls", "r1"), "scratch", "scratch is never exported")
 
 	// Through a pipe: export - | import -. Importing again adds nothing.

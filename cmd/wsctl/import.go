@@ -68,6 +68,12 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 	if err := writeArchiveSummary(o.out, o.json, "imported", sum); err != nil {
 		return err
 	}
+	if !o.json {
+		// The counts above are what the archive held; this is what it did.
+		if _, err := fmt.Fprintf(o.out, "added %d, unchanged %d, conflicts %d\n", len(sum.Added), len(sum.Unchanged), len(sum.Conflicts)); err != nil {
+			return err
+		}
+	}
 	if len(sum.Conflicts) > 0 {
 		if !o.json {
 			for _, c := range sum.Conflicts {
