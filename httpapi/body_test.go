@@ -58,3 +58,23 @@ func TestUploadBodyCutShort(t *testing.T) {
 		})
 	}
 }
+
+// TestMethodNotAllowed: an endpoint's path with another method is 405
+// with the methods it takes in Allow; a path no endpoint has is 404.
+func TestMethodNotAllowed(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	for _, tc := range []struct{ method, path, allow string }{
+		{http.MethodPut, "/workspace/upload", "POST"},
+		{http.MethodGet, "/v1/op", "POST"},
+		{http.MethodPost, "/workspace/file", "GET, HEAD, DELETE"},
+		{http.MethodDelete, "/v1/runs/r1", "GET, HEAD"},
+	} {
+		resp, b := s.do(tc.method, s.url(tc.path), s.full, nil)
+		assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s %s: %s", tc.method, tc.path, b)
+		assert.Equal(t, tc.allow, resp.Header.Get("Allow"), "%s %s", tc.method, tc.path)
+		assert.Contains(t, string(b), `"code":"http.method_not_allowed"`)
+	}
+	resp, b := s.do(http.MethodGet, s.url("/no/such/endpoint"), s.full, nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", b)
+	assert.Empty(t, resp.Header.Get("Allow"))
+}

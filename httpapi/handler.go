@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/tokens"
 	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // Verifier checks bearer tokens; *tokens.Store implements it.
@@ -229,6 +231,21 @@ func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 
+// notFound answers a request no route took: 405 with Allow when its path
+// is an endpoint's under other methods, else 404.
 func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete} {
+		other := *r
+		other.Method = m
+		if _, pattern := h.mux.Handler(&other); m != r.Method && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, wserr.New(protocol.CodeMethodNotAllowed, "http", "", "%s %s: this endpoint takes %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
 	writeError(w, errNoRoute(r))
 }

@@ -27,6 +27,10 @@ const (
 	// CodeRangeNotSatisfiable is an HTTP Range request for bytes the file
 	// does not hold (wsctl serve).
 	CodeRangeNotSatisfiable wserr.Code = "http.range_not_satisfiable"
+	// CodeMethodNotAllowed is an HTTP request whose path is an endpoint's
+	// but not with its method (wsctl serve); the Allow header lists the
+	// methods that are.
+	CodeMethodNotAllowed wserr.Code = "http.method_not_allowed"
 
 	// CodeQueryLimit is a wsctl sql query stopped for going over its
 	// --max-memory or --timeout.
@@ -82,6 +86,7 @@ var HTTPStatuses = []Status{
 		[]wserr.Code{wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound, wserr.FileNotFound}, nil},
 	{http.StatusConflict, "conflict or invalid transition; a write guarded by a stale hash",
 		[]wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.WriteStaleFile, wserr.ChatActiveRun}, nil},
+	{http.StatusMethodNotAllowed, "an endpoint asked with a method it does not take (Allow lists those it does)", []wserr.Code{CodeMethodNotAllowed}, nil},
 	{http.StatusRequestEntityTooLarge, "the request is too long", []wserr.Code{CodeLineTooLong}, nil},
 	{http.StatusRequestedRangeNotSatisfiable, "a Range request for bytes the file does not hold", []wserr.Code{CodeRangeNotSatisfiable}, nil},
 	{http.StatusUnprocessableEntity, "model-correctable workspace error, an invalid manifest or missing artifact, or an archive that is corrupt or of an unsupported version",
