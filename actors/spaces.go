@@ -72,7 +72,7 @@ const (
 // Change is one record of an actor's journal: what changed, how many files
 // and bytes it touched, and the version (root tree) after it. Root is zero
 // once GC pruned the version. Seq 0 means nothing was recorded: the call
-// changed nothing.
+// changed nothing, and Created is zero (left out of the JSON).
 type Change struct {
 	Actor   string    `json:"actor"`
 	Seq     int64     `json:"seq"`
@@ -81,7 +81,7 @@ type Change struct {
 	Files   int64     `json:"files"`
 	Bytes   int64     `json:"bytes"`
 	Root    cas.Hash  `json:"root,omitzero"`
-	Created time.Time `json:"created"`
+	Created time.Time `json:"created,omitzero"`
 }
 
 // Space is one actor's space as its row holds it.

@@ -124,3 +124,14 @@ func TestActorUploadRefusesCutBase64(t *testing.T) {
 	}
 	assert.NotContains(t, got[4], `"path":"f`, "no file was stored: %s", got[4])
 }
+
+// TestActorNoChangeHasNoTime: a call that changes nothing records
+// nothing (seq 0), and its answer carries no creation time.
+func TestActorNoChangeHasNoTime(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	out, errOut, code := c.run(`{"op":"actor.rm-prefix","actor":"alice","prefix":"zz/"}`+"\n", "batch")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"seq":0`)
+	assert.NotContains(t, out, `"created"`)
+}
