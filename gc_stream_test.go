@@ -14,6 +14,7 @@ import (
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // pausingReader yields r's first n bytes, then says so on paused and
@@ -91,4 +92,43 @@ func TestGCKeepsAStreamingPut(t *testing.T) {
 			assert.True(t, bytes.Equal(content, got), "the content reads back whole")
 		})
 	}
+}
+
+// TestGCElsewhereFailsAStreamingPutClearly: a gc with no grace through
+// another handle on the store (as another process would be) cannot see
+// the Put streaming here, and collects its chunks; the Put then fails with
+// store.busy saying so, stores nothing, and succeeds when written again.
+func TestGCElsewhereFailsAStreamingPutClearly(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	other, err := wsstore.Open(ctx, st.Dir, wsstore.Options{})
+	require.NoError(t, err)
+	defer other.Close()
+	content := make([]byte, 9<<20)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range content {
+		content[i] = byte(rng.Uint32())
+	}
+	r := &pausingReader{r: bytes.NewReader(content), n: 7 << 20, paused: make(chan struct{}), resume: make(chan struct{})}
+	paused := r.paused
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.Blobs.Put(ctx, r)
+		done <- err
+	}()
+	<-paused
+	_, err = other.GC(ctx, wsstore.GCOptions{Grace: -1})
+	require.NoError(t, err)
+	close(r.resume)
+	err = <-done
+	require.Error(t, err)
+	assert.Equal(t, wserr.Busy, wserr.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "write it again")
+	has, err := st.Blobs.Has(ctx, cas.Sum(content))
+	require.NoError(t, err)
+	assert.False(t, has, "nothing was stored")
+
+	h, err := st.Blobs.Put(ctx, bytes.NewReader(content))
+	require.NoError(t, err)
+	assert.Equal(t, cas.Sum(content), h)
 }

@@ -219,6 +219,13 @@ func Translate(err error) error {
 	return err
 }
 
+// IsForeignKey reports whether err is SQLite refusing a row whose
+// foreign key names a row that is not there.
+func IsForeignKey(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
 // sqliteCode returns the primary result code of the SQLite error in err's
 // chain, or 0.
 func sqliteCode(err error) int {
