@@ -161,6 +161,12 @@ type Options struct {
 	// forward the same way; one changed on both sides is a conflict.
 	// Summary.Updated names what was brought forward.
 	Merge bool
+	// NoHostPaths (import) refuses, with auth.forbidden and importing
+	// nothing, an archive holding a run whose profile names allowPaths:
+	// the import of a client that does not own the host (wsctl serve's
+	// POST /v1/import) must not give itself a run that reaches the host's
+	// directories.
+	NoHostPaths bool
 }
 
 // Conflict is one object an import left as it was because the store holds

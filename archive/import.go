@@ -117,8 +117,8 @@ func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summar
 // refusing.
 func (im *importer) room(ctx context.Context) error {
 	r, ok := im.a.p.Runs.(Room)
-	if !ok {
-		return nil
+	if !ok || im.m.BlobsElsewhere {
+		return nil // the blobs must be in the store already
 	}
 	left, capped := r.StoreRoom(ctx)
 	if !capped {
@@ -514,6 +514,9 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				return corrupt("records: run %s is not in the manifest, out of order or there twice", r.ID)
 			}
 			im.runIDs[r.ID], lastRun = true, r.ID
+			if im.opt.NoHostPaths && r.ReachesHost() {
+				return wserr.New(wserr.Forbidden, "import", "", "run %s reaches host directories (profile.allowPaths), which this import may not bring in", r.ID)
+			}
 			if seen := im.chats[r.ChatID]; !seen {
 				return corrupt("records: run %s belongs to chat %s, which the archive does not hold", r.ID, r.ChatID)
 			}
@@ -695,19 +698,19 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 	return im.end(ctx)
 }
 
-// outcome files an object's import result; a conflict is reported, not an
-// error.
 // rowError is the error of a row the store refused to import: one that
 // does not fit (store.corrupt from its owner: a seq out of order, a parent
 // that is not there) is the archive's, archive.corrupt; any other is the
 // store's.
 func rowError(err error) error {
-	if wserr.Is(err, wserr.Corrupt) {
+	if wserr.Is(err, wserr.Corrupt) && !index.IsCorruptDB(err) {
 		return wserr.Wrap(wserr.ArchiveCorrupt, "import", "", err)
 	}
 	return err
 }
 
+// outcome files an object's import result; a conflict is reported, not an
+// error.
 func (im *importer) outcome(kind, id string, added bool, err error) error {
 	name := kind + " " + id
 	switch {

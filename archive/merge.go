@@ -139,7 +139,7 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 	for _, c := range mr.cps {
 		if c.Seq > top {
 			if err := im.a.p.Checkpoints.ImportRecord(ctx, tx, c); err != nil {
-				return err
+				return rowError(err)
 			}
 			if err := im.checkpointVersions(ctx, tx, c.Seq, c.ParentSeq, c.Root); err != nil {
 				return err
@@ -173,13 +173,13 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 	for _, c := range mr.commits {
 		if !known[c.ID] {
 			if err := im.a.p.Runs.ImportCommit(ctx, tx, c); err != nil {
-				return err
+				return rowError(err)
 			}
 		}
 	}
 	for _, e := range mr.events[len(local):] {
 		if err := im.a.p.Journal.ImportEvent(ctx, tx, e); err != nil {
-			return err
+			return rowError(err)
 		}
 	}
 	im.sum.Updated = append(im.sum.Updated, "run "+id)

@@ -476,7 +476,7 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 	if tx == nil && index.IsForeignKey(err) {
 		// Only a gc can take a chunk this Put committed, and one in this
 		// process keeps them (OldestStream).
-		return Hash{}, wserr.New(wserr.Busy, "put", "", "%s: a gc in another process collected chunks of this content while it streamed (its grace is shorter than the write took); nothing was stored, write it again", h.Short())
+		return Hash{}, wserr.New(wserr.Busy, "put", "", "%s: a gc collected chunks of this content while it streamed (one in another process, or any whose grace is shorter than the write took); nothing was stored, write it again", h.Short())
 	}
 	if err != nil {
 		return Hash{}, fmt.Errorf("put %s: %w", h.Short(), err)

@@ -137,7 +137,9 @@ func (h *Handler) importArchive(w http.ResponseWriter, r *http.Request) {
 	}
 	var sum archive.Summary
 	err := h.replaying(r, h.progressReader(w, body), func(src io.Reader) (err error) {
-		sum, err = h.b.Archive.Import(r.Context(), src, archive.Options{})
+		// The host's directories are not the client's to reach (see
+		// Handler.protocol).
+		sum, err = h.b.Archive.Import(r.Context(), src, archive.Options{NoHostPaths: true})
 		return err
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/tokens"
 )
 
@@ -74,6 +77,27 @@ func TestArchive(t *testing.T) {
 		assert.Equal(t, http.StatusConflict, resp.StatusCode, "%s", body)
 		assert.Equal(t, "store.conflict", errCode(t, body))
 		assert.Contains(t, string(body), `"conflicts"`, "the summary comes with the conflict")
+	})
+	t.Run("ErrHostPaths", func(t *testing.T) {
+		// A run that reaches host directories, as the host may create it,
+		// does not come in through an HTTP import: a client would give
+		// itself the server's files.
+		h := newServer(t, httpapi.Options{})
+		_, err := h.st.Runs.CreateRun(context.Background(), runs.CreateRequest{RunID: "rh", Chat: runs.ChatKey{Kind: "chat", StableChatID: "c-rh"},
+			Profile: &runs.Profile{AllowPaths: []runs.HostPath{{Path: t.TempDir(), Name: "h", Writable: true}}}})
+		require.NoError(t, err)
+		status, hostArc, _ := h.export(h.full, "run", "rh")
+		require.Equal(t, http.StatusOK, status, "%s", hostArc)
+
+		d := newServer(t, httpapi.Options{})
+		resp, body := d.do(http.MethodPost, d.url("/v1/import"), d.full, bytes.NewReader(hostArc))
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", body)
+		assert.Equal(t, "auth.forbidden", errCode(t, body))
+		status, m := d.op(d.full, map[string]any{"op": "run.show", "runId": "rh"})
+		assert.Equal(t, http.StatusNotFound, status, "nothing imported: %v", m)
+
+		_, err = d.st.Archive.Import(context.Background(), bytes.NewReader(hostArc), archive.Options{})
+		require.NoError(t, err, "the host imports it through the Go API")
 	})
 	t.Run("ErrCorrupt", func(t *testing.T) {
 		resp, body := b.do(http.MethodPost, b.url("/v1/import"), b.full, bytes.NewReader(arc[:len(arc)/2]))

@@ -39,11 +39,16 @@ func TestUploadBodyCutShort(t *testing.T) {
 	s := newServer(t, httpapi.Options{})
 	content := strings.Repeat("0123456789", 5)
 	const boundary = "XyZ"
-	form := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\n" + content
+	part := "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\n"
+	form := part + content
+	// Past the 1 MiB the server holds in memory: spooled, then streamed
+	// into the store, which stored what came before the cut.
+	bigForm := part + strings.Repeat("0123456789abcdef", 3<<16)
 	for _, tc := range []struct{ name, headers, body string }{
 		{"ShortOfContentLength", "Content-Length: 100\r\n", content},
 		{"BrokenChunks", "Transfer-Encoding: chunked\r\n", "5\r\nhello\r\nzz\r\n"},
 		{"MultipartWithoutClosingBoundary", fmt.Sprintf("Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n", boundary, len(form)), form},
+		{"LargeMultipartWithoutClosingBoundary", fmt.Sprintf("Content-Type: multipart/form-data; boundary=%s\r\nContent-Length: %d\r\n", boundary, len(bigForm)), bigForm},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := "cut/" + tc.name + ".txt"

@@ -226,6 +226,16 @@ func IsForeignKey(err error) bool {
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
+// IsCorruptDB reports whether err is SQLite finding the database file
+// damaged (rather than a row a caller judged corrupt).
+func IsCorruptDB(err error) bool {
+	switch sqliteCode(err) {
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return true
+	}
+	return false
+}
+
 // sqliteCode returns the primary result code of the SQLite error in err's
 // chain, or 0.
 func sqliteCode(err error) int {

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -219,6 +220,16 @@ func (s *Service) ImportRun(ctx context.Context, tx *index.Tx, r RunRecord) (add
 	return true, nil
 }
 
+// ReachesHost reports whether the run's profile names host directories
+// (allowPaths). A profile that does not read reaches none; ImportRun
+// refuses it.
+func (r RunRecord) ReachesHost() bool {
+	var p struct {
+		AllowPaths []json.RawMessage `json:"allowPaths"`
+	}
+	return json.Unmarshal([]byte(r.Profile), &p) == nil && len(p.AllowPaths) > 0
+}
+
 func sameRun(a, b RunRecord) bool {
 	fa, fb := a.FinishedAt, b.FinishedAt
 	a.FinishedAt, b.FinishedAt = nil, nil
@@ -235,7 +246,11 @@ func (s *Service) ImportCommit(ctx context.Context, tx *index.Tx, c CommitRow) e
 	_, err := tx.NamedExecContext(ctx, `INSERT INTO commits (`+commitRowCols+`) VALUES (:id, :run_id, :seq,
 		:checkpoint_seq, :mode, :kind, :status, :message, :receipt, :error, :created_at, :updated_at)`, c)
 	if err != nil {
-		return wserr.Wrap(wserr.Corrupt, "import commit", "", fmt.Errorf("commit %s of run %s: %w", c.ID, c.RunID, index.Translate(err)))
+		err = index.Translate(err)
+		if _, coded := errors.AsType[*wserr.Error](err); coded {
+			return fmt.Errorf("import commit %s of run %s: %w", c.ID, c.RunID, err) // a full disk, a busy store: the store's
+		}
+		return wserr.Wrap(wserr.Corrupt, "import commit", "", fmt.Errorf("commit %s of run %s: %w", c.ID, c.RunID, err))
 	}
 	return nil
 }
