@@ -117,7 +117,10 @@ func (w *Workspace) info(p vfs.Path, e vfs.Entry, run Run) vfs.FileInfo {
 		res = vfs.ResourceMaterialized
 	}
 	fi := vfs.FileInfo{Path: p, Kind: e.Kind, Size: e.Size, Hash: e.Hash, Resource: res}
-	fi.Writable = w.at == 0 && p.Top() != InputRoot && run.Profile.writable(p.Top()) && !p.IsRoot() && !p.Dir().IsRoot()
+	// Only a file is written, patched or removed: a directory, a root's
+	// own entry included, is not writable.
+	fi.Writable = w.at == 0 && p.Top() != InputRoot && run.Profile.writable(p.Top()) && e.Kind == vfs.KindFile &&
+		!p.IsRoot() && !p.Dir().IsRoot()
 	return fi
 }
 

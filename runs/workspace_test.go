@@ -742,6 +742,11 @@ func TestWorkspaceResourceKinds(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, vfs.KindDir, dir.Kind)
 		assert.False(t, dir.Writable, "a root itself is not a file to write")
+		_, err = model.Write(ctx, P("output/sub/a.md"), []byte("a"), vfs.WriteOptions{})
+		require.NoError(t, err)
+		sub, err := model.Stat(ctx, P("output/sub"))
+		require.NoError(t, err)
+		assert.False(t, sub.Writable, "nor is a directory below it")
 	})
 
 	t.Run("Virtual", func(t *testing.T) {
