@@ -158,7 +158,7 @@ func isDirError(op string, p Path) error {
 func (h *HostFS) info(p Path, fi fs.FileInfo) FileInfo {
 	info := FileInfo{Path: p, Kind: KindFile, Size: fi.Size(), Resource: ResourceHost, Writable: h.writable, ModTime: fi.ModTime()}
 	if fi.IsDir() {
-		info.Kind, info.Size = KindDir, 0
+		info.Kind, info.Size, info.Writable = KindDir, 0, false // FileInfo.Writable: never a directory
 	}
 	return info
 }

@@ -160,6 +160,7 @@ func TestHostInfo(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, vfs.KindDir, dirInfo.Kind)
 		assert.True(t, dirInfo.Hash.IsZero())
+		assert.False(t, dirInfo.Writable, "a directory is not written, patched or removed")
 	}
 }
 
