@@ -41,6 +41,18 @@ func (p *pausingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// streamingContent returns 9 MiB of random bytes (several chunks) and a
+// reader of them that pauses after 7 MiB, once the Put reading it has
+// committed chunks it has not listed yet.
+func streamingContent(seed uint64) ([]byte, *pausingReader) {
+	content := make([]byte, 9<<20)
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	for i := range content {
+		content[i] = byte(rng.Uint32())
+	}
+	return content, &pausingReader{r: bytes.NewReader(content), n: 7 << 20, paused: make(chan struct{}), resume: make(chan struct{})}
+}
+
 // TestGCKeepsAStreamingPut: a gc with no grace, in the process where a
 // large Put is streaming, keeps the chunks the Put has committed and not
 // yet listed in its blob; the Put then completes and reads back whole.
@@ -59,12 +71,7 @@ func TestGCKeepsAStreamingPut(t *testing.T) {
 	for name, collect := range collections {
 		t.Run(name, func(t *testing.T) {
 			st := storetest.OpenStore(t)
-			content := make([]byte, 9<<20)
-			rng := rand.New(rand.NewPCG(1, 2))
-			for i := range content {
-				content[i] = byte(rng.Uint32())
-			}
-			r := &pausingReader{r: bytes.NewReader(content), n: 7 << 20, paused: make(chan struct{}), resume: make(chan struct{})}
+			content, r := streamingContent(1)
 			paused := r.paused
 			type result struct {
 				h   cas.Hash
@@ -104,12 +111,7 @@ func TestGCElsewhereFailsAStreamingPutClearly(t *testing.T) {
 	other, err := wsstore.Open(ctx, st.Dir, wsstore.Options{})
 	require.NoError(t, err)
 	defer other.Close()
-	content := make([]byte, 9<<20)
-	rng := rand.New(rand.NewPCG(3, 4))
-	for i := range content {
-		content[i] = byte(rng.Uint32())
-	}
-	r := &pausingReader{r: bytes.NewReader(content), n: 7 << 20, paused: make(chan struct{}), resume: make(chan struct{})}
+	content, r := streamingContent(3)
 	paused := r.paused
 	done := make(chan error, 1)
 	go func() {
