@@ -3,17 +3,22 @@ package wsstore_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -133,4 +138,55 @@ func TestGCElsewhereFailsAStreamingPutClearly(t *testing.T) {
 	h, err := st.Blobs.Put(ctx, bytes.NewReader(content))
 	require.NoError(t, err)
 	assert.Equal(t, cas.Sum(content), h)
+}
+
+// TestGCKeepsAnImportInProgress: an import commits its blobs and trees
+// before the rows that reference them; a gc with no grace in the same
+// process between the two keeps them, and the imported run reads back
+// whole with fsck clean.
+func TestGCKeepsAnImportInProgress(t *testing.T) {
+	ctx := context.Background()
+	src := storetest.OpenStore(t)
+	run, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
+	require.NoError(t, err)
+	ws := src.Runs.Workspace(run.ID, runs.ModelScope)
+	files := map[string]string{}
+	for i := range 5 {
+		p := fmt.Sprintf("output/f%d.md", i)
+		files[p] = strings.Repeat(fmt.Sprintf("line %d of file %d\n", i, i), 200+i)
+		_, err := ws.Write(ctx, vfs.MustPath(p), []byte(files[p]), vfs.WriteOptions{})
+		require.NoError(t, err)
+	}
+	var arc bytes.Buffer
+	_, err = src.Archive.Export(ctx, &arc, archive.Scope{All: true}, archive.Options{})
+	require.NoError(t, err)
+	// Pause the import where its rows begin: the objects are committed.
+	at := bytes.Index(arc.Bytes(), []byte("records.jsonl"))
+	require.Positive(t, at)
+
+	dst := storetest.OpenStore(t)
+	r := &pausingReader{r: bytes.NewReader(arc.Bytes()), n: at, paused: make(chan struct{}), resume: make(chan struct{})}
+	paused := r.paused
+	done := make(chan error, 1)
+	go func() {
+		_, err := dst.Archive.Import(ctx, r, archive.Options{})
+		done <- err
+	}()
+	<-paused
+	var blobs int
+	require.NoError(t, dst.DB.View(ctx, func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &blobs, `SELECT count(*) FROM blobs`)
+	}))
+	require.Positive(t, blobs, "the import has committed objects no row references yet")
+	_, err = dst.GC(ctx, wsstore.GCOptions{Grace: -1})
+	require.NoError(t, err)
+	close(r.resume)
+	require.NoError(t, <-done)
+
+	got := dst.Runs.Workspace(run.ID, runs.HostScope)
+	for p, want := range files {
+		res, err := got.Read(ctx, vfs.MustPath(p), vfs.ReadOptions{})
+		require.NoError(t, err, p)
+		assert.Equal(t, want, string(res.Content), p)
+	}
 }

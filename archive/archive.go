@@ -51,6 +51,13 @@ type Runs interface {
 	MergePersist(ctx context.Context, tx *index.Tx, from, to runs.ChatRecord) error
 }
 
+// Holder is an ability the Blobs part may have: keeping what the import
+// commits from a gc in this process until the rows that reference it
+// commit too, whatever the gc's grace (cas.Store.Hold).
+type Holder interface {
+	Hold() (release func())
+}
+
 // Room is an ability the Runs part may have: the bytes left under the
 // store's cap, and whether there is one (runs.Service.StoreRoom). Import
 // keeps to it.

@@ -87,6 +87,10 @@ type importer struct {
 // store's error.
 func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summary, error) {
 	start := a.p.Now()
+	if h, ok := a.p.Blobs.(Holder); ok {
+		// The blobs and trees commit before the rows that reference them.
+		defer h.Hold()()
+	}
 	cr := &countingReader{r: r}
 	im := &importer{a: a, opt: opt, tr: tar.NewReader(cr), d: newDigest(),
 		blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{}, gotB: map[cas.Hash]bool{}, gotT: map[cas.Hash]int64{},

@@ -443,8 +443,7 @@ func (s *Store) update(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) 
 // Chunks already present are not recompressed.
 func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash, error) {
 	if tx == nil {
-		// An idempotent put may leave a row up to TouchSlack older.
-		defer s.streams.begin(s.now() - int64(TouchSlack))()
+		defer s.Hold()()
 	}
 	whole := newHasher()
 	defer freeHasher(whole)
@@ -509,13 +508,23 @@ func (st *streams) begin(start int64) (end func()) {
 	}
 }
 
+// Hold keeps every object this process commits from now on from any gc
+// in this process until release is called, whatever the gc's grace (see
+// OldestStream): for a writer that commits objects in transactions of
+// their own and references them in a later one, such as an archive
+// import. A gc in another process is held off only by its grace.
+func (s *Store) Hold() (release func()) {
+	// An idempotent put may leave a row up to TouchSlack older.
+	return s.streams.begin(s.now() - int64(TouchSlack))
+}
+
 // OldestStream returns the earliest created time (the store's clock, in
 // nanoseconds) that a row written by a Put still in progress in this
-// Store may carry, and whether one is in progress. A large Put commits
-// each chunk on its own and lists them in the blob only at its end, so a
-// gc in this process keeps rows at least this young whatever its grace:
-// with no grace it would otherwise delete the chunks of an upload still
-// streaming. A gc in another process cannot see them: its grace must
+// Store may carry, and whether one is in progress (a large Put, or a
+// Hold). A large Put commits each chunk on its own and lists them in the
+// blob only at its end, so a gc in this process keeps rows at least this
+// young whatever its grace: with no grace it would otherwise delete the
+// chunks of an upload still streaming. A gc in another process cannot see them: its grace must
 // outlast the longest upload (the default, 15 minutes, does).
 func (s *Store) OldestStream() (int64, bool) {
 	s.streams.mu.Lock()
