@@ -317,33 +317,17 @@ func (s *Store) loadedDict(info DictInfo) *dictCodec {
 // content about to be stored in tx, or nil when it does not load: the
 // content is then stored without it. A listed dictionary whose blob is
 // missing or damaged is fsck's to report, and one whose blob was evicted
-// to a remote tier out of reach must not stop writes. In a write
-// transaction the load runs in a savepoint, so that a failure that ended
-// the transaction itself (SQLite ends a whole transaction on some
-// full-disk, I/O and memory errors) is returned, for the caller to fail
-// with, rather than swallowed: the caller fails at once with the cause
-// rather than at its next statement or its commit (index's guard keeps
-// any of it from committing). Only the first load of a dictionary in
-// this Store reads anything; the savepoint costs nothing after it.
+// to a remote tier out of reach must not stop writes. A failure that
+// ended tx itself (SQLite ends a whole transaction on some full-disk, I/O
+// and memory errors; index.Tx.Ended) is returned instead, so the caller
+// fails with its cause.
 func (s *Store) loadDictOrNone(ctx context.Context, tx *index.Tx, info DictInfo) (*dictCodec, error) {
 	if dc := s.loadedDict(info); dc != nil {
 		return dc, nil
 	}
-	if tx == nil || !tx.Writable() {
-		dc, _ := s.readDict(ctx, tx, info)
-		return dc, nil
-	}
-	var dc *dictCodec
-	failed, err := tx.Savepoint(ctx, func() error {
-		var err error
-		dc, err = s.readDict(ctx, tx, info)
-		return err
-	})
-	if err != nil {
+	dc, err := s.readDict(ctx, tx, info)
+	if err != nil && tx != nil && tx.Ended() {
 		return nil, fmt.Errorf("load dictionary %s: %w", info.Hash.Short(), err)
-	}
-	if failed != nil {
-		return nil, nil
 	}
 	return dc, nil
 }

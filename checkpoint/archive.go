@@ -62,11 +62,7 @@ func (s *Store) ImportRecord(ctx context.Context, tx *index.Tx, r Record) error 
 	_, err := tx.NamedExecContext(ctx, `INSERT INTO checkpoints (`+recordCols+`) VALUES (:run_id, :seq, :root,
 		:parent_seq, :reason, :event_seq, :created_at, :dead_bytes, :cum_dead)`, r)
 	if err != nil {
-		err = index.Translate(err)
-		if _, coded := errors.AsType[*wserr.Error](err); coded {
-			return fmt.Errorf("import checkpoint %s seq %d: %w", r.RunID, r.Seq, err) // a full disk, a busy store: the store's
-		}
-		return wserr.Wrap(wserr.Corrupt, "import checkpoint", "", fmt.Errorf("run %s seq %d: %w", r.RunID, r.Seq, err))
+		return index.TranslateRow("import checkpoint", fmt.Sprintf("run %s seq %d", r.RunID, r.Seq), err)
 	}
 	return nil
 }

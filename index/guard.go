@@ -87,9 +87,14 @@ func openGuarded(dsn string, g *txGuard) (*sqlx.DB, error) {
 	return sqlx.NewDb(sql.OpenDB(guardedConnector{Connector: base, g: g}), "sqlite"), nil
 }
 
+// Ended reports whether SQLite has ended tx, a write transaction, by
+// itself: a caller that passes over an error asks it to know whether the
+// transaction can go on (it cannot; every later statement fails).
+func (tx *Tx) Ended() bool { return tx.guard != nil && tx.guard.ended.Load() }
+
 // usable fails once SQLite has ended tx.
 func (tx *Tx) usable() error {
-	if tx.guard != nil && tx.guard.ended.Load() {
+	if tx.Ended() {
 		return tx.errEnded()
 	}
 	return nil
@@ -98,7 +103,7 @@ func (tx *Tx) usable() error {
 // done returns a statement's err, noting it as what ended tx if SQLite
 // ended tx while running it.
 func (tx *Tx) done(err error) error {
-	if tx.guard != nil && tx.guard.ended.Load() {
+	if tx.Ended() {
 		tx.noteEnd(err)
 	}
 	return err

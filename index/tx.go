@@ -219,6 +219,18 @@ func Translate(err error) error {
 	return err
 }
 
+// TranslateRow is Translate for a row an import inserts, named what: a
+// failure of the store's own (a full disk, a busy or damaged file) keeps
+// its code, and a row SQLite refuses (a constraint: a duplicate, a key
+// naming nothing) is store.corrupt, the import's rows not fitting.
+func TranslateRow(op, what string, err error) error {
+	err = Translate(err)
+	if _, coded := errors.AsType[*wserr.Error](err); coded {
+		return fmt.Errorf("%s %s: %w", op, what, err)
+	}
+	return wserr.Wrap(wserr.Corrupt, op, "", fmt.Errorf("%s: %w", what, err))
+}
+
 // IsForeignKey reports whether err is SQLite refusing a row whose
 // foreign key names a row that is not there.
 func IsForeignKey(err error) bool {

@@ -246,11 +246,7 @@ func (s *Service) ImportCommit(ctx context.Context, tx *index.Tx, c CommitRow) e
 	_, err := tx.NamedExecContext(ctx, `INSERT INTO commits (`+commitRowCols+`) VALUES (:id, :run_id, :seq,
 		:checkpoint_seq, :mode, :kind, :status, :message, :receipt, :error, :created_at, :updated_at)`, c)
 	if err != nil {
-		err = index.Translate(err)
-		if _, coded := errors.AsType[*wserr.Error](err); coded {
-			return fmt.Errorf("import commit %s of run %s: %w", c.ID, c.RunID, err) // a full disk, a busy store: the store's
-		}
-		return wserr.Wrap(wserr.Corrupt, "import commit", "", fmt.Errorf("commit %s of run %s: %w", c.ID, c.RunID, err))
+		return index.TranslateRow("import commit", fmt.Sprintf("commit %s of run %s", c.ID, c.RunID), err)
 	}
 	return nil
 }
