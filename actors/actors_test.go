@@ -7,12 +7,14 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -317,4 +319,44 @@ func (w *compareWriter) Write(b []byte) (int, error) {
 		return 0, fmt.Errorf("downloaded bytes differ from the uploaded ones")
 	}
 	return len(b), nil
+}
+
+// gcAfterPut is a store's blobs with a gc of no grace, in the store's own
+// process, run as each Put returns: the moment before the upload's
+// transaction references what the Put stored.
+type gcAfterPut struct {
+	actors.Blobs
+	t   *testing.T
+	st  *wsstore.Store
+	gcs int
+}
+
+func (b *gcAfterPut) Put(ctx context.Context, r io.Reader) (cas.Hash, error) {
+	h, err := b.Blobs.Put(ctx, r)
+	if err == nil {
+		_, gcErr := b.st.GC(ctx, wsstore.GCOptions{Grace: -1})
+		require.NoError(b.t, gcErr)
+		b.gcs++
+	}
+	return h, err
+}
+
+// TestGCBetweenUploadPutAndItsChange: an upload stores its content with
+// Put before the transaction that references it; a gc with no grace in
+// the same process between the two keeps the content, and the upload
+// commits and downloads whole.
+func TestGCBetweenUploadPutAndItsChange(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	blobs := &gcAfterPut{Blobs: st.Blobs, t: t, st: st}
+	sp := actors.New(st.DB, blobs, st.Trees, time.Now)
+	_, err := sp.Upload(ctx, "alice", "notes/a.md", strings.NewReader("an uploaded note\n"))
+	require.NoError(t, err)
+	require.Equal(t, 1, blobs.gcs)
+	rc, _, err := sp.Download(ctx, "alice", "notes/a.md")
+	require.NoError(t, err)
+	defer rc.Close()
+	got, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	assert.Equal(t, "an uploaded note\n", string(got))
 }

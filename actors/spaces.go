@@ -26,6 +26,10 @@ type Blobs interface {
 	Put(ctx context.Context, r io.Reader) (cas.Hash, error)
 	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
 	Touch(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
+	// Hold keeps what this process commits from now on from a gc in this
+	// process until release: an upload commits its content with Put
+	// before the transaction that references it.
+	Hold() (release func())
 }
 
 // Trees reads and rewrites Merkle trees; *vfs.Trees implements it.
@@ -198,6 +202,7 @@ func (s *Spaces) Upload(ctx context.Context, actor, path string, r io.Reader) (C
 		return Change{}, err
 	}
 	cr := &countingReader{r: r}
+	defer s.blobs.Hold()()
 	h, err := s.blobs.Put(ctx, cr)
 	if err != nil {
 		return Change{}, fmt.Errorf("upload %s: %w", p, err)

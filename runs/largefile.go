@@ -122,6 +122,7 @@ func (w *Workspace) largeBase(ctx context.Context, op string, p vfs.Path) (vfs.E
 // the change instead.
 func (w *Workspace) streamVersion(ctx context.Context, op string, p vfs.Path, base vfs.Entry, expected cas.Hash,
 	next func(cur io.Reader) (io.Reader, mutation, error), small func() (vfs.FileInfo, error)) (vfs.FileInfo, error) {
+	defer w.s.blobs.Hold()() // each version stored, until its change references it
 	for attempt := 0; ; attempt++ {
 		if !expected.IsZero() && expected != base.Hash {
 			return vfs.FileInfo{}, wserr.New(wserr.WriteStaleFile, op, p.String(), "file changed since it was read: its hash is %s, not %s", base.Hash.Short(), expected.Short())

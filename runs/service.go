@@ -75,6 +75,10 @@ type Blobs interface {
 	ReadAllIn(ctx context.Context, tx *index.Tx, h cas.Hash) ([]byte, error)
 	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
 	Stat(ctx context.Context, h cas.Hash) (cas.Info, error)
+	// Hold keeps what this process commits from now on from a gc in this
+	// process until release: a streamed write commits its content with
+	// Put before the transaction that references it.
+	Hold() (release func())
 }
 
 // Trees is the Merkle tree store as runs uses it: workspaces are roots it

@@ -455,6 +455,7 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 		r = &capReader{r: r, left: room, err: wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
 			"the content does not fit in the store's size cap")}
 	}
+	defer w.s.blobs.Hold()() // until the change references it
 	h, err := w.s.blobs.Put(ctx, r)
 	if err != nil {
 		return vfs.FileInfo{}, err

@@ -1,0 +1,80 @@
+package runs_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// gcAfterPut is a store's blobs with a gc of no grace, in the store's own
+// process, run as each Put returns: the moment before the write's
+// transaction references what the Put stored.
+type gcAfterPut struct {
+	runs.Blobs
+	t   *testing.T
+	st  *wsstore.Store
+	gcs int
+}
+
+func (b *gcAfterPut) Put(ctx context.Context, r io.Reader) (cas.Hash, error) {
+	h, err := b.Blobs.Put(ctx, r)
+	if err == nil {
+		_, gcErr := b.st.GC(ctx, wsstore.GCOptions{Grace: -1})
+		require.NoError(b.t, gcErr)
+		b.gcs++
+	}
+	return h, err
+}
+
+// TestGCBetweenPutAndItsChange: a streamed write stores its content with
+// Put before the transaction that references it; a gc with no grace in
+// the same process between the two keeps the content, and the write, a
+// large file's and an append to it, commit and read back whole.
+func TestGCBetweenPutAndItsChange(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	blobs := &gcAfterPut{Blobs: st.Blobs, t: t, st: st}
+	d := deps(st)
+	d.Blobs = blobs
+	svc := runs.New(d, runs.Options{})
+	_, err := svc.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}, RunID: "r"})
+	require.NoError(t, err)
+	ws := svc.Workspace("r", runs.HostScope)
+
+	note := vfs.MustPath("output/note.md")
+	_, err = ws.WriteFrom(ctx, note, bytes.NewReader([]byte("a streamed note\n")), vfs.WriteOptions{})
+	require.NoError(t, err, "the streamed write")
+	res, err := ws.Read(ctx, note, vfs.ReadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "a streamed note\n", string(res.Content))
+
+	big := vfs.MustPath("output/big.log")
+	content := numberedLines(runs.MaxReadBytes + 1<<20)
+	_, err = ws.WriteFrom(ctx, big, bytes.NewReader(content), vfs.WriteOptions{})
+	require.NoError(t, err, "the large streamed write")
+	more := []byte("one more line\n")
+	_, err = ws.Write(ctx, big, more, vfs.WriteOptions{Mode: vfs.Append})
+	require.NoError(t, err, "the append to the large file")
+	require.Equal(t, 3, blobs.gcs, "a gc ran after each Put")
+
+	rc, _, err := ws.Open(ctx, big)
+	require.NoError(t, err)
+	got, err := io.ReadAll(rc)
+	require.NoError(t, rc.Close())
+	require.NoError(t, err)
+	assert.Equal(t, cas.Sum(append(content, more...)), cas.Sum(got), "the large file reads back whole")
+
+	rep, err := st.Fsck(ctx, nil)
+	require.NoError(t, err)
+	assert.True(t, rep.OK(), "%+v", rep.Problems)
+}
