@@ -60,9 +60,9 @@ type Holder interface {
 
 // Room is an ability the Runs part may have: the bytes left under the
 // store's cap, and whether there is one (runs.Service.StoreRoom). Import
-// keeps to it.
+// keeps to it, and fails if it cannot be read.
 type Room interface {
-	StoreRoom(ctx context.Context) (int64, bool)
+	StoreRoom(ctx context.Context) (int64, bool, error)
 }
 
 // Checkpoints exports and imports checkpoint rows; *checkpoint.Store

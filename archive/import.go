@@ -124,9 +124,9 @@ func (im *importer) room(ctx context.Context) error {
 	if !ok || im.m.BlobsElsewhere {
 		return nil // the blobs must be in the store already
 	}
-	left, capped := r.StoreRoom(ctx)
-	if !capped {
-		return nil
+	left, capped, err := r.StoreRoom(ctx)
+	if err != nil || !capped {
+		return err
 	}
 	var incoming int64
 	for h, size := range im.blobs {

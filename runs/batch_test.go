@@ -136,3 +136,31 @@ func TestMaterializeVirtualResources(t *testing.T) {
 		Materialize: []string{"chat/none.md"}})
 	assert.True(t, wserr.Is(err, wserr.FileNotFound), "%v", err)
 }
+
+// TestUnreadableStoreCapRefusesWrites: a store cap that cannot be read (a
+// damaged policy row) is never taken for no cap: every write fails with
+// store.corrupt and changes nothing; a streamed one before storing its
+// content.
+func TestUnreadableStoreCapRefusesWrites(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c", runs.CreateRequest{})
+	limit := int64(1 << 20)
+	require.NoError(t, e.svc.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: &limit}))
+	e.write(r.ID, "output/small.md", "fits")
+	require.NoError(t, e.st.DB.Exec(e.ctx, `UPDATE policies SET policy = '{"maxStoreBytes":' WHERE scope = '*'`))
+
+	svc := e.service(runs.Options{}) // reads the policy afresh
+	ws := svc.Workspace(r.ID, runs.ModelScope)
+	big := make([]byte, 2<<20)
+	before := rowCounts(e)
+	_, err := ws.Write(e.ctx, vfs.MustPath("output/big.bin"), big, vfs.WriteOptions{})
+	assert.True(t, wserr.Is(err, wserr.Corrupt), "write: %v", err)
+	_, err = ws.Apply(e.ctx, []runs.Edit{{Path: vfs.MustPath("output/big.bin"), Content: big}})
+	assert.True(t, wserr.Is(err, wserr.Corrupt), "apply: %v", err)
+	_, err = ws.WriteFrom(e.ctx, vfs.MustPath("output/big.bin"), bytes.NewReader(big), vfs.WriteOptions{})
+	assert.True(t, wserr.Is(err, wserr.Corrupt), "streamed write: %v", err)
+	_, err = svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c2"},
+		Inputs: map[string][]byte{"a.md": big}})
+	assert.True(t, wserr.Is(err, wserr.Corrupt), "create with inputs: %v", err)
+	assert.Equal(t, before, rowCounts(e), "a refused write changes nothing")
+}

@@ -524,10 +524,14 @@ func (s *Service) pruneCandidates(ctx context.Context, chatID string) ([]PrunedR
 // the pass deleted before failing stays deleted and logged; the rest
 // waits for the next pass.
 func (s *Service) afterFinal(ctx context.Context, runID, chatID string) {
-	if !s.autoPrune(ctx) {
+	auto, perr := s.autoPrune(ctx)
+	if !auto && perr == nil {
 		return
 	}
-	rep, perr := s.Prune(ctx, PruneOptions{ChatID: chatID})
+	var rep PruneReport
+	if perr == nil {
+		rep, perr = s.Prune(ctx, PruneOptions{ChatID: chatID})
+	}
 	if perr == nil && len(rep.Runs) == 0 && len(rep.Checkpoints) == 0 {
 		// Nothing deleted, so Prune reclaimed nothing: what the run's
 		// end left (its scratch/) is collected here.

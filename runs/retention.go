@@ -250,22 +250,27 @@ func (s *Service) capsPolicy(ctx context.Context, tx *index.Tx, caps runCaps) (P
 }
 
 // maxStoreBytes is the store cap in force: Options.MaxStoreBytes, else
-// the store setting; 0: none.
-func (s *Service) maxStoreBytes(ctx context.Context) int64 {
+// the store setting; 0: none. An unreadable setting is an error, never
+// taken for no cap.
+func (s *Service) maxStoreBytes(ctx context.Context) (int64, error) {
 	if s.maxStore > 0 {
-		return s.maxStore
+		return s.maxStore, nil
 	}
 	p, err := s.storePolicy(ctx, nil)
 	if err != nil || p.MaxStoreBytes == nil {
-		return 0
+		return 0, err
 	}
-	return *p.MaxStoreBytes
+	return *p.MaxStoreBytes, nil
 }
 
 // autoPrune reports whether a run reaching a final status prunes its chat.
-func (s *Service) autoPrune(ctx context.Context) bool {
+func (s *Service) autoPrune(ctx context.Context) (bool, error) {
 	if s.autoPruneOpt != nil {
-		return *s.autoPruneOpt
+		return *s.autoPruneOpt, nil
 	}
-	return s.mobile || s.maxStoreBytes(ctx) > 0
+	if s.mobile {
+		return true, nil
+	}
+	limit, err := s.maxStoreBytes(ctx)
+	return limit > 0, err
 }

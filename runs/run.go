@@ -498,7 +498,8 @@ func (s *Service) deleteRun(ctx context.Context, runID string, cancel bool) (can
 	if err != nil {
 		return false, err
 	}
-	if s.autoPrune(ctx) {
+	auto, err := s.autoPrune(ctx)
+	if auto {
 		_, err = s.reclaimAfter(ctx, []int64{logID})
 	}
 	return cancelled, err

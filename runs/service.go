@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"time"
 
@@ -201,13 +202,21 @@ func (s *Service) update(ctx context.Context, fn func(tx *index.Tx) error) error
 // measured against the store's stored bytes (index.Tx.UsedBytes: pages
 // holding data, so space freed by deletions counts at once). The content
 // is counted as it is before compression, so the check errs on the side of
-// refusing.
+// refusing. If the cap or the stored bytes cannot be read, the check fails
+// with that error: a change is never let past a cap it could not measure.
 func (s *Service) roomCheck(ctx context.Context, tx *index.Tx, op string) func(p vfs.Path, bytes int64) error {
-	limit := s.maxStoreBytes(ctx)
-	if limit <= 0 {
+	limit, err := s.maxStoreBytes(ctx)
+	if err == nil && limit <= 0 {
 		return func(vfs.Path, int64) error { return nil }
 	}
-	size, _ := tx.UsedBytes(ctx) // an open store's own pages can always be counted
+	var size int64
+	if err == nil {
+		size, err = tx.UsedBytes(ctx)
+	}
+	if err != nil {
+		err = fmt.Errorf("%s: the store's cap: %w", op, err)
+		return func(vfs.Path, int64) error { return err }
+	}
 	var total int64
 	return func(p vfs.Path, bytes int64) error {
 		total += bytes
@@ -221,18 +230,22 @@ func (s *Service) roomCheck(ctx context.Context, tx *index.Tx, op string) func(p
 // StoreRoom returns the bytes left under the store's cap
 // (Options.MaxStoreBytes, or the store policy's maxStoreBytes) and whether
 // there is a cap, for a writer outside the runs (an import) that must
-// keep to it too.
-func (s *Service) StoreRoom(ctx context.Context) (int64, bool) { return s.storeRoom(ctx) }
+// keep to it too. It fails if the cap or the stored bytes cannot be read
+// (an unreadable policy is store.corrupt).
+func (s *Service) StoreRoom(ctx context.Context) (int64, bool, error) { return s.storeRoom(ctx) }
 
 // storeRoom returns the bytes left under the store cap and whether there
 // is a cap.
-func (s *Service) storeRoom(ctx context.Context) (int64, bool) {
-	limit := s.maxStoreBytes(ctx)
-	if limit <= 0 {
-		return 0, false
+func (s *Service) storeRoom(ctx context.Context) (int64, bool, error) {
+	limit, err := s.maxStoreBytes(ctx)
+	if err != nil || limit <= 0 {
+		return 0, false, err
 	}
-	used, _ := s.db.UsedBytes(ctx)
-	return max(limit-used, 0), true
+	used, err := s.db.UsedBytes(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	return max(limit-used, 0), true, nil
 }
 
 // capReader fails a streamed write with err once it passes left bytes

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"slices"
@@ -451,7 +452,11 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 		r = &capReader{r: r, left: runRoom, err: wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
 			"the workspace would hold more than this run's cap of %d bytes", runCap)}
 	}
-	if room, ok := w.s.storeRoom(ctx); ok {
+	room, capped, err := w.s.storeRoom(ctx)
+	if err != nil {
+		return vfs.FileInfo{}, fmt.Errorf("write %s: the store's cap: %w", p, err)
+	}
+	if capped {
 		r = &capReader{r: r, left: room, err: wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
 			"the content does not fit in the store's size cap")}
 	}
