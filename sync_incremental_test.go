@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -606,4 +607,88 @@ func TestSyncRunTailMissing(t *testing.T) {
 	rb = syncOK(t, b)
 	assert.Equal(t, []string{"run r-00"}, runsOf(rb, rb.Added))
 	assert.Equal(t, runIDs(t, a), runIDs(t, b))
+}
+
+// TestReclaimKeepsAPushNotPublished: a pack a device pushed without
+// publishing a segment since (a push on its own, or a sync cut off after
+// its push step) is kept by another device's reclaim however old it is,
+// so the device's next sync can name it; once that device has published,
+// the pack goes by the object sets as any other.
+func TestReclaimKeepsAPushNotPublished(t *testing.T) {
+	srv, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	smallRuns(t, a, "chat-1", "r", 2)
+	syncOK(t, a)
+	syncOK(t, b)
+
+	before := srv.Keys("wsstore", "team/")
+	smallRuns(t, a, "chat-1", "late", 1)
+	_, err := a.Remote.Push(ctx, a.DB) // as a sync cut off after its push
+	require.NoError(t, err)
+	var pushed []string
+	for _, k := range srv.Keys("wsstore", "team/") {
+		if !slices.Contains(before, k) {
+			pushed = append(pushed, k)
+		}
+	}
+	require.NotEmpty(t, pushed)
+	// A month passes: what was there before the push is older still.
+	for _, k := range before {
+		srv.SetModified("wsstore", k, time.Now().Add(-31*24*time.Hour))
+	}
+	age := func() {
+		for _, k := range pushed {
+			srv.SetModified("wsstore", k, time.Now().Add(-30*24*time.Hour))
+		}
+	}
+	age()
+	there := func() (n int) {
+		for _, k := range pushed {
+			if _, ok := srv.Object("wsstore", k); ok {
+				n++
+			}
+		}
+		return n
+	}
+
+	rec, err := b.ReclaimRemote(ctx, remote.ReclaimOptions{}) // the default grace, 7 days
+	require.NoError(t, err)
+	assert.Zero(t, rec.Packs+rec.Indexes, "A has published no segment since it pushed them")
+	assert.Equal(t, len(pushed), there())
+
+	syncOK(t, a)
+	rep := syncOK(t, b)
+	assert.Equal(t, []string{"run late-00"}, runsOf(rep, rep.Added))
+	_, err = b.Remote.Evict(ctx, b.DB)
+	require.NoError(t, err)
+	requireSame(t, contents(t, a), contents(t, b))
+	fr, err := b.Fsck(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, fr.Problems)
+
+	// Deleted and collected on both, and published, the pack goes.
+	for _, st := range []*wsstore.Store{a, b} {
+		_, err := st.Runs.CancelAndDeleteRun(ctx, "late-00")
+		require.NoError(t, err)
+		_, err = st.GC(ctx, wsstore.GCOptions{Grace: -1})
+		require.NoError(t, err)
+		syncOK(t, st)
+	}
+	age()
+	// A segment written within a sync's longest time (LockTTL) after
+	// the pack may hold an object set taken before the pack was recorded.
+	devA, err := remote.Device(ctx, a.DB)
+	require.NoError(t, err)
+	segs := srv.Keys("wsstore", "team/sync/"+devA+"/")
+	newest := segs[len(segs)-1]
+	srv.SetModified("wsstore", newest, time.Now().Add(-30*24*time.Hour+30*time.Minute))
+	rec, err = b.ReclaimRemote(ctx, remote.ReclaimOptions{})
+	require.NoError(t, err)
+	assert.Zero(t, rec.Packs, "A's newest segment is within an hour of the pack")
+	srv.SetModified("wsstore", newest, time.Now())
+	rec, err = b.ReclaimRemote(ctx, remote.ReclaimOptions{})
+	require.NoError(t, err)
+	assert.Positive(t, rec.Packs, "the late run's pack")
+	assert.Less(t, there(), len(pushed))
 }

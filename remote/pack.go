@@ -23,10 +23,14 @@ const (
 )
 
 // packIndex lists what one pack holds, or (Pack "") chunked blobs, whose
-// chunk lists are all they are.
+// chunk lists are all they are. Device names the store that pushed it
+// (its sync device id; absent in an older build's): reclaim keeps a pack
+// until that device has published a segment since (docs/remote.md). The
+// copy at the end of a pack does not carry it.
 type packIndex struct {
 	Version int     `json:"version"`
 	Pack    string  `json:"pack,omitempty"`
+	Device  string  `json:"device,omitempty"`
 	Objects []entry `json:"objects"`
 }
 

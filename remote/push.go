@@ -15,7 +15,7 @@ import (
 // index of chunk lists alone) and then its index object, and returns the
 // index. Both keys name their content, so an upload that a failure cut
 // short is finished by the next one, and a 412 on either is success.
-func (s *Storage) upload(ctx context.Context, objs []cas.Object, chunked bool) (packIndex, error) {
+func (s *Storage) upload(ctx context.Context, objs []cas.Object, chunked bool, device string) (packIndex, error) {
 	var idx packIndex
 	if chunked {
 		idx = packIndex{Version: indexVersion}
@@ -29,6 +29,7 @@ func (s *Storage) upload(ctx context.Context, objs []cas.Object, chunked bool) (
 			return packIndex{}, err
 		}
 	}
+	idx.Device = device
 	b, key := encodeIndex(idx)
 	if _, err := s.b.put(ctx, key, b); err != nil {
 		return packIndex{}, err
@@ -59,11 +60,19 @@ type pending struct {
 // that list them. Each pack is recorded as pushed in its own transaction
 // once it and its index are on the object store, so a Push that fails
 // (ErrUnavailable, ctx) keeps what landed, and the next one uploads only
-// the rest. Objects stay in the cache; Evict drops them.
+// the rest. Objects stay in the cache; Evict drops them. Every index
+// object names the store's device (Device, made here if the store has
+// none yet), so a reclaim keeps the pack until this store has published
+// a sync segment since (its object set then says whether it still
+// records the objects).
 func (s *Storage) Push(ctx context.Context, db *index.DB) (PushStats, error) {
 	s.push.Lock()
 	defer s.push.Unlock()
 	var st PushStats
+	dev, err := Device(ctx, db)
+	if err != nil {
+		return st, fmt.Errorf("push: %w", err)
+	}
 	var todo []pending
 	if err := db.View(ctx, func(tx *index.Tx) error {
 		// Objects that name a base (a dictionary) go after those that
@@ -99,7 +108,7 @@ func (s *Storage) Push(ctx context.Context, db *index.DB) (PushStats, error) {
 		chunked = chunked[n:]
 	}
 	for i, g := range groups {
-		n, bytes, err := s.pushGroup(ctx, db, g)
+		n, bytes, err := s.pushGroup(ctx, db, g, dev)
 		if err != nil {
 			for _, rest := range groups[i:] {
 				st.Pending += len(rest)
@@ -120,7 +129,7 @@ func (s *Storage) Push(ctx context.Context, db *index.DB) (PushStats, error) {
 
 // pushGroup uploads one group and records it, skipping objects deleted
 // since Push listed them.
-func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending) (int, int64, error) {
+func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, device string) (int, int64, error) {
 	chunked := g[0].Kind == cas.KindBlob && cas.Codec(g[0].Codec) == cas.CodecChunked
 	var objs []cas.Object
 	var bytes int64
@@ -143,7 +152,7 @@ func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending) (int
 	if len(objs) == 0 {
 		return 0, 0, nil
 	}
-	idx, err := s.upload(ctx, objs, chunked)
+	idx, err := s.upload(ctx, objs, chunked, device)
 	if err != nil {
 		return 0, 0, err
 	}

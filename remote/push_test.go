@@ -206,7 +206,8 @@ func TestRetries(t *testing.T) {
 }
 
 // TestConditionalWrite: a device pushing objects already on the object
-// store gets a 412 for each key and takes it as success.
+// store gets a 412 for each pack and takes it as success; its index
+// objects, which name the device that pushed, are its own.
 func TestConditionalWrite(t *testing.T) {
 	testEnv(t)
 	srv := s3fake.New("bkt")
@@ -217,16 +218,18 @@ func TestConditionalWrite(t *testing.T) {
 	a.put(t, files)
 	_, err := a.st.Push(ctx, a.db)
 	require.NoError(t, err)
-	puts := srv.Count("PUT")
+	packs, indexes := srv.Keys("bkt", "store/data/"), srv.Keys("bkt", "store/index/")
+	require.NotEmpty(t, packs)
 
 	b := newDevice(t, srv.URL, "bkt", remote.Options{})
 	hs := b.put(t, files)
 	_, err = b.st.Push(ctx, b.db)
 	require.NoError(t, err)
 	written, existed := b.st.Uploads()
-	assert.Zero(t, written, "the same content makes the same packs")
-	assert.Equal(t, int64(puts), existed)
-	assert.Equal(t, puts, srv.Count("PUT"))
+	assert.Equal(t, packs, srv.Keys("bkt", "store/data/"), "the same content makes the same packs")
+	assert.Equal(t, int64(len(packs)), existed, "each pack was there already")
+	assert.Equal(t, int64(len(indexes)), written, "each index object names its device")
+	assert.Len(t, srv.Keys("bkt", "store/index/"), 2*len(indexes))
 	_, err = b.st.Evict(ctx, b.db)
 	require.NoError(t, err)
 	b.requireAll(t, hs, files)

@@ -43,17 +43,21 @@ func (s *Storage) recorded(ctx context.Context, db *index.DB) (map[string]bool, 
 
 // objectSets folds every device's object set from its newest base
 // segment through its newest segment, and returns the union, with the
-// segments older than each device's newest base.
-func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, superseded []Segment, err error) {
-	named = map[string]bool{}
+// segments older than each device's newest base and when each device
+// wrote its newest segment (as the object store says).
+func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, superseded []Segment, published map[string]time.Time, err error) {
+	named, published = map[string]bool{}, map[string]time.Time{}
 	devs, err := s.Devices(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, d := range devs {
 		segs, err := s.Segments(ctx, d, "")
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		if len(segs) > 0 {
+			published[d] = segs[len(segs)-1].Modified
 		}
 		from := FromBase(segs)
 		superseded = append(superseded, segs[:len(segs)-len(from)]...)
@@ -61,7 +65,7 @@ func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, supers
 		for _, seg := range from {
 			h, err := s.readHeader(ctx, seg)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			for _, o := range h.Dropped {
 				delete(set, o)
@@ -74,7 +78,15 @@ func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, supers
 			named[o] = true
 		}
 	}
-	return named, superseded, nil
+	return named, superseded, published, nil
+}
+
+// unpublished reports whether device has written no segment at or after
+// since (published: each device's newest, as objectSets returns them): it
+// may record objects it pushed that no segment of it names yet.
+func unpublished(published map[string]time.Time, device string, since time.Time) bool {
+	last, ok := published[device]
+	return !ok || last.IsZero() || last.Before(since)
 }
 
 // ReclaimOptions configure Reclaim. The zero value means the defaults
@@ -139,11 +151,15 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		}
 	}()
 	cutoff := s.opts.Now().Add(-grace)
+	// A pack's device must have written a segment at least this long
+	// after the pack's index: a sync lasts less than LockTTL, so such a
+	// segment's object set was taken after the pack was recorded.
+	margin := min(grace, s.opts.LockTTL)
 	named, err := s.recorded(ctx, db)
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
-	sets, superseded, err := s.objectSets(ctx)
+	sets, superseded, published, err := s.objectSets(ctx)
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
@@ -189,7 +205,7 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		for _, e := range pi.Objects {
 			used = used || named[objectName(e.Kind, e.Hash)]
 		}
-		if used {
+		if used || (pi.Device != "" && unpublished(published, pi.Device, o.mod.Add(margin))) {
 			st.Kept++
 			continue
 		}

@@ -86,6 +86,9 @@ type Segment struct {
 	Base   bool      `json:"base,omitempty"`
 	// Size is the segment's length, known to PublishSegment only.
 	Size int64 `json:"size,omitempty"`
+	// Modified is when the object store says the segment was written
+	// (Segments; zero when it does not say).
+	Modified time.Time `json:"-"`
 }
 
 func parseSegmentKey(key string) (Segment, bool) {
@@ -180,8 +183,9 @@ func (s *Storage) Devices(ctx context.Context) ([]string, error) {
 // segments new to the caller.
 func (s *Storage) Segments(ctx context.Context, device, after string) ([]Segment, error) {
 	var out []Segment
-	err := s.b.list(ctx, syncDir+device+"/", after, func(key string, _ time.Time) error {
+	err := s.b.list(ctx, syncDir+device+"/", after, func(key string, mod time.Time) error {
 		if seg, ok := parseSegmentKey(key); ok && seg.Device == device {
+			seg.Modified = mod
 			out = append(out, seg)
 		}
 		return nil

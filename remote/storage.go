@@ -176,7 +176,11 @@ func (s *Storage) Put(ctx context.Context, tx *index.Tx, o cas.Object) error {
 	var off int64
 	var sum any
 	if s.opts.WriteThrough {
-		idx, err := s.upload(ctx, []cas.Object{o}, chunked)
+		dev, err := deviceIn(ctx, tx)
+		if err != nil {
+			return err
+		}
+		idx, err := s.upload(ctx, []cas.Object{o}, chunked, dev)
 		if err != nil {
 			return err
 		}

@@ -31,19 +31,25 @@ const (
 func Device(ctx context.Context, db *index.DB) (string, error) {
 	var id string
 	err := db.Update(ctx, func(tx *index.Tx) error {
-		v, ok, err := index.Setting(ctx, tx, deviceKey)
-		if err != nil || ok {
-			id = v
-			return err
-		}
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return err
-		}
-		id = hex.EncodeToString(b[:])
-		return index.SetSetting(ctx, tx, deviceKey, id)
+		var err error
+		id, err = deviceIn(ctx, tx)
+		return err
 	})
 	return id, err
+}
+
+// deviceIn is Device in the write transaction tx.
+func deviceIn(ctx context.Context, tx *index.Tx) (string, error) {
+	v, ok, err := index.Setting(ctx, tx, deviceKey)
+	if err != nil || ok {
+		return v, err
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(b[:])
+	return id, index.SetSetting(ctx, tx, deviceKey, id)
 }
 
 // ResetDevice forgets the store's device id and what it published under

@@ -1,9 +1,10 @@
 // Package s3fake is an in-process S3-compatible object store for tests:
 // path-style buckets with PutObject (honouring If-None-Match: *),
 // GetObject (with a byte Range), HeadObject, DeleteObject, CreateBucket
-// and ListObjectsV2 — what the remote tier calls. It keeps objects in
-// memory, counts the requests of each method and the bytes they carry, and lets a test inject
-// faults: a status for chosen requests, a lost or altered object.
+// and ListObjectsV2 (with each object's LastModified) — what the remote
+// tier calls. It keeps objects in memory, counts the requests of each
+// method and the bytes they carry, and lets a test inject faults: a status
+// for chosen requests, a lost or altered object, an object's age.
 package s3fake
 
 import (
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Server is a fake object store. Its zero value is not usable: call New.
@@ -31,12 +33,15 @@ type Server struct {
 	bytes   map[string]int64
 	lists   map[string][2]int // by prefix: requests, keys returned
 	fault   func(r *http.Request) int
+	// mods holds when each object was written, by bucket + "/" + key.
+	mods map[string]time.Time
 }
 
 // New starts a fake store on a loopback port with bucket created. Close
 // stops it.
 func New(bucket string) *Server {
-	s := &Server{buckets: map[string]map[string][]byte{bucket: {}}, counts: map[string]int{}, bytes: map[string]int64{}, lists: map[string][2]int{}}
+	s := &Server{buckets: map[string]map[string][]byte{bucket: {}}, counts: map[string]int{}, bytes: map[string]int64{}, lists: map[string][2]int{},
+		mods: map[string]time.Time{}}
 	s.srv = httptest.NewServer(s)
 	s.URL = s.srv.URL
 	return s
@@ -121,9 +126,19 @@ func (s *Server) SetObject(bucket, key string, data []byte) {
 	defer s.mu.Unlock()
 	if data == nil {
 		delete(s.buckets[bucket], key)
+		delete(s.mods, bucket+"/"+key)
 		return
 	}
 	s.buckets[bucket][key] = bytes.Clone(data)
+	s.mods[bucket+"/"+key] = time.Now()
+}
+
+// SetModified sets when the object at key says it was written, as the
+// listing reports it (LastModified): a test ages objects with it.
+func (s *Server) SetModified(bucket, key string, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mods[bucket+"/"+key] = t
 }
 
 type errorBody struct {
@@ -188,7 +203,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.buckets[bucket] = map[string][]byte{}
 		}
 	case r.Method == http.MethodGet && key == "":
-		s.list(w, r, objs)
+		s.list(w, r, bucket, objs)
 	case r.Method == http.MethodPut:
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -204,6 +219,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		objs[key] = body
+		s.mods[bucket+"/"+key] = time.Now()
 		s.bytes[r.Method] += int64(len(body))
 		w.Header().Set("ETag", `"`+strconv.Itoa(len(body))+`"`)
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
@@ -241,6 +257,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case r.Method == http.MethodDelete:
 		delete(objs, key)
+		delete(s.mods, bucket+"/"+key)
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		ok = false
@@ -269,7 +286,7 @@ type listEntry struct {
 
 // list answers ListObjectsV2; the continuation token is the last key
 // returned.
-func (s *Server) list(w http.ResponseWriter, r *http.Request, objs map[string][]byte) {
+func (s *Server) list(w http.ResponseWriter, r *http.Request, bucket string, objs map[string][]byte) {
 	q := r.URL.Query()
 	prefix, after := q.Get("prefix"), q.Get("continuation-token")
 	if sa := q.Get("start-after"); sa > after {
@@ -292,7 +309,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, objs map[string][]
 		res.IsTruncated, res.NextContinuationToken = true, keys[len(keys)-1]
 	}
 	for _, k := range keys {
-		res.Contents = append(res.Contents, listEntry{Key: k, Size: len(objs[k])})
+		res.Contents = append(res.Contents, listEntry{Key: k, Size: len(objs[k]),
+			LastModified: s.mods[bucket+"/"+k].UTC().Format("2006-01-02T15:04:05.000Z")})
 	}
 	res.KeyCount = len(keys)
 	n := s.lists[prefix]
