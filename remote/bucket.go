@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/wsstore/wsstore/wserr"
@@ -98,8 +99,28 @@ func status(err error) int {
 
 // unavailable wraps a transport or server error after the retryer gave
 // up: store.busy, something to retry later, never a verdict on the data.
+// A request refused for what no retry changes is store.invalid_options
+// instead (refused).
 func unavailable(op, key string, err error) error {
+	if r := refused(op, key, err); r != nil {
+		return r
+	}
 	return fmt.Errorf("%w: %w", wserr.Wrap(wserr.Busy, op, key, err), ErrUnavailable)
+}
+
+// refused returns store.invalid_options for a request the object store
+// refused for a reason only the tier's configuration can change: the
+// credentials or their permissions (401, 403), or a bucket that does not
+// exist; nil for any other error.
+func refused(op, key string, err error) error {
+	var ae smithy.APIError
+	switch {
+	case status(err) == http.StatusUnauthorized || status(err) == http.StatusForbidden:
+		return wserr.New(wserr.InvalidOptions, op, key, "the object store refused the credentials or their permissions (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or the URL's profile): %v", err)
+	case errors.As(err, &ae) && ae.ErrorCode() == "NoSuchBucket":
+		return wserr.New(wserr.InvalidOptions, op, key, "the object store has no such bucket (check the tier's URL): %v", err)
+	}
+	return nil
 }
 
 // missing is the error of a get whose object the store does not have.
@@ -143,8 +164,14 @@ func (b *s3Bucket) get(ctx context.Context, key string, off, n int64) ([]byte, e
 	out, err := b.cl.GetObject(ctx, in)
 	switch {
 	case err == nil:
+	case refused("remote get", key, err) != nil:
+		return nil, refused("remote get", key, err)
 	case status(err) == http.StatusNotFound:
 		return nil, missing(key)
+	case status(err) == http.StatusRequestedRangeNotSatisfiable:
+		// The range was read from an index, so the object is shorter
+		// than when it was written.
+		return nil, wserr.New(wserr.Corrupt, "remote get", key, "object shorter than its index says (bytes %d+%d): %v", off, n, err)
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("get %s: %w", key, ctx.Err())
 	default:
@@ -164,6 +191,8 @@ func (b *s3Bucket) get(ctx context.Context, key string, off, n int64) ([]byte, e
 func (b *s3Bucket) remove(ctx context.Context, key string) error {
 	_, err := b.cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.loc.Prefix + key)})
 	switch {
+	case refused("remote delete", key, err) != nil:
+		return refused("remote delete", key, err)
 	case err == nil, status(err) == http.StatusNotFound:
 		return nil
 	case ctx.Err() != nil:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -266,6 +267,15 @@ func TestDamagedObjects(t *testing.T) {
 	assert.ErrorIs(t, err, cas.ErrCorrupt)
 	assert.NotErrorIs(t, err, remote.ErrMissing)
 
+	// A pack cut short is damage too, not an outage: the ranges its
+	// index names are past its end (416) or come back short.
+	srv.SetObject("bkt", packs[0], orig[:1])
+	for _, h := range hs {
+		_, err = a.blobs.ReadAll(ctx, h)
+		assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+		assert.NotErrorIs(t, err, remote.ErrUnavailable)
+	}
+
 	srv.SetObject("bkt", packs[0], orig)
 	a.requireAll(t, hs, files)
 
@@ -319,4 +329,39 @@ func TestMotoKilledMidPush(t *testing.T) {
 	left, err = a.st.Pending(ctx, a.db)
 	require.NoError(t, err)
 	assert.Zero(t, left)
+}
+
+// TestRefusedRequests: what no retry changes (credentials or permissions
+// refused, no such bucket, an endpoint that is not a URL) is
+// store.invalid_options, not store.busy.
+func TestRefusedRequests(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	for _, st := range []int{http.StatusUnauthorized, http.StatusForbidden} {
+		srv.SetFault(func(*http.Request) int { return st })
+		a := newDevice(t, srv.URL, "bkt", remote.Options{})
+		a.put(t, contents(3))
+		_, err := a.st.Push(ctx, a.db)
+		assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%d: %v", st, err)
+		assert.NotErrorIs(t, err, remote.ErrUnavailable)
+		assert.ErrorContains(t, err, "credentials")
+	}
+	srv.SetFault(nil)
+
+	a := newDevice(t, srv.URL, "nosuch", remote.Options{})
+	a.put(t, contents(3))
+	_, err := a.st.Push(ctx, a.db)
+	assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%v", err)
+	assert.ErrorContains(t, err, "no such bucket")
+	_, err = a.st.Pull(ctx, a.db)
+	assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%v", err)
+
+	for _, ep := range []string{"not a url", "127.0.0.1:9000", "ftp://host", "http://"} {
+		_, err := remote.ParseURL("s3://bkt/p?endpoint=" + url.QueryEscape(ep))
+		assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%q: %v", ep, err)
+	}
+	_, err = remote.ParseURL("s3://bkt/p?endpoint=" + url.QueryEscape(srv.URL))
+	assert.NoError(t, err)
 }

@@ -23,8 +23,9 @@ type Location struct {
 }
 
 // ParseURL parses an s3:// URL into a Location. It fails with
-// store.invalid_options for another scheme, a missing bucket or an
-// unknown query parameter.
+// store.invalid_options for another scheme, a missing bucket, an
+// endpoint that is not an http(s) URL with a host, or an unknown query
+// parameter.
 func ParseURL(s string) (Location, error) {
 	u, err := url.Parse(s)
 	if err != nil {
@@ -44,6 +45,9 @@ func ParseURL(s string) (Location, error) {
 		switch k {
 		case "endpoint":
 			loc.Endpoint = v[0]
+			if e, err := url.Parse(loc.Endpoint); err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+				return Location{}, wserr.New(wserr.InvalidOptions, "remote url", s, "endpoint %q: want http://host[:port] or https://host[:port]", loc.Endpoint)
+			}
 		case "region":
 			loc.Region = v[0]
 		case "profile":
