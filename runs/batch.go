@@ -76,7 +76,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 				events[i] = event{journal.WorkspaceFileDeleted, journal.FileDeleted{Path: e.Path.String(), PrevHash: prev.String()}}
 				continue
 			}
-			if err := room(e.Path, int64(len(e.Content))-prevSize); err != nil {
+			if err := room.add(e.Path, int64(len(e.Content))-prevSize); err != nil {
 				return err
 			}
 			h, err := w.s.blobs.PutPrepared(ctx, tx, prepared[i], prev)
@@ -93,6 +93,9 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 			return err
 		}
 		cp, err := w.swapRoot(ctx, tx, run, caps, op, edits[0].Path, root, "after_workspace_batch", events...)
+		if err == nil {
+			err = room.settle(ctx, tx)
+		}
 		if err != nil {
 			return err
 		}

@@ -164,3 +164,53 @@ func TestUnreadableStoreCapRefusesWrites(t *testing.T) {
 	assert.True(t, wserr.Is(err, wserr.Corrupt), "create with inputs: %v", err)
 	assert.Equal(t, before, rowCounts(e), "a refused write changes nothing")
 }
+
+// TestStoreCapHoldsEveryAddition: the store's cap holds what the contents
+// do not count too: records, manual checkpoints, and the trees, events and
+// checkpoints of small writes. Each kind is refused once the store would
+// pass its cap, never leaving it past; removals and rollbacks still run.
+func TestStoreCapHoldsEveryAddition(t *testing.T) {
+	e := newLifecycleEnv(t)
+	used := func() int64 {
+		n, err := e.st.DB.UsedBytes(e.ctx)
+		require.NoError(t, err)
+		return n
+	}
+	steps := map[string]func(svc *runs.Service, id string, i int) error{
+		"model request": func(svc *runs.Service, id string, i int) error {
+			_, err := svc.RecordModelRequest(e.ctx, id, runs.ModelRequestRecord{Round: i + 1, Model: fmt.Sprintf("%02000d", i)})
+			return err
+		},
+		"checkpoint": func(svc *runs.Service, id string, _ int) error {
+			_, err := svc.Checkpoint(e.ctx, id, "manual")
+			return err
+		},
+		"small write": func(svc *runs.Service, id string, i int) error {
+			_, err := svc.Workspace(id, runs.ModelScope).Write(e.ctx, vfs.MustPath(fmt.Sprintf("output/n%04d.md", i)), []byte("a note"), vfs.WriteOptions{})
+			return err
+		},
+	}
+	for name, step := range steps {
+		limit := used() + 64<<10
+		svc := e.service(runs.Options{MaxStoreBytes: limit})
+		r, err := svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: name}})
+		require.NoError(t, err)
+		refused := -1
+		for i := range 2000 {
+			if err := step(svc, r.ID, i); err != nil {
+				require.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%s %d: %v", name, i, err)
+				refused = i
+				break
+			}
+			require.LessOrEqual(t, used(), limit, "%s %d left the store past its cap", name, i)
+		}
+		require.Positive(t, refused, "%s: refused once the store is full", name)
+		before := rowCounts(e)
+		require.Error(t, step(svc, r.ID, refused))
+		assert.Equal(t, before, rowCounts(e), "%s: a refused change changes nothing", name)
+		_, err = svc.Rollback(e.ctx, r.ID, 1, runs.RollbackOptions{})
+		require.NoError(t, err, "%s: a rollback is never refused", name)
+		_, err = svc.CancelAndDeleteRun(e.ctx, r.ID)
+		require.NoError(t, err, "%s: a deletion is never refused", name)
+	}
+}

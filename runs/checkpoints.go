@@ -98,8 +98,12 @@ func (s *Service) Checkpoint(ctx context.Context, runID, reason string) (checkpo
 		if run.Status.Final() {
 			return wserr.New(wserr.InvalidState, "checkpoint", "", "run %s is %s", runID, run.Status)
 		}
-		cp, err = s.checkpointTx(ctx, tx, runID, caps, run.Root, run.HeadCheckpoint, reason)
-		return err
+		room := s.roomCheck(ctx, tx, "checkpoint")
+		room.grow()
+		if cp, err = s.checkpointTx(ctx, tx, runID, caps, run.Root, run.HeadCheckpoint, reason); err != nil {
+			return err
+		}
+		return room.settle(ctx, tx)
 	})
 	return cp, err
 }

@@ -106,7 +106,7 @@ func (s *Service) Materialize(ctx context.Context, runID string, paths []vfs.Pat
 				return wserr.New(wserr.InvalidArgument, op, p.String(), "%s is already an input, which never changes", p)
 			}
 			b := inputs[p]
-			if err := room(p, int64(len(b))); err != nil {
+			if err := room.add(p, int64(len(b))); err != nil {
 				return err
 			}
 			if root, err = s.setFile(ctx, tx, root, p, b); err != nil {
@@ -117,10 +117,13 @@ func (s *Service) Materialize(ctx context.Context, runID string, paths []vfs.Pat
 			events = append(events, event{journal.WorkspaceFileWritten, journal.FileWritten{Path: p.String(), Hash: h.String(), Bytes: int64(len(b)), Mode: "materialize"}})
 		}
 		cpID, err := w.swapRoot(ctx, tx, run, caps, op, targets[0], root, "after_materialize", events...)
+		if err != nil {
+			return err
+		}
 		for i := range infos {
 			infos[i].Checkpoint = cpID
 		}
-		return err
+		return room.settle(ctx, tx)
 	})
 	if err != nil {
 		return nil, err

@@ -275,6 +275,8 @@ type recorder struct {
 	root  cas.Hash
 	level journal.Level
 	out   Recorded
+	// room holds the record to the store's cap.
+	room *room
 }
 
 // has reports whether the records tree holds p.
@@ -288,7 +290,7 @@ func (r *recorder) store(p vfs.Path, b []byte) error {
 	if r.has(p) {
 		return wserr.New(wserr.InvalidArgument, r.op, p.String(), "%s is already recorded in run %s", p, r.run.ID)
 	}
-	if err := r.s.roomCheck(r.ctx, r.tx, r.op)(p, int64(len(b))); err != nil {
+	if err := r.room.add(p, int64(len(b))); err != nil {
 		return err
 	}
 	h, err := r.s.blobs.PutBytes(r.ctx, r.tx, b)
@@ -323,7 +325,8 @@ func (s *Service) record(ctx context.Context, runID, op string, fn func(tx *inde
 		if !run.Status.Active() {
 			return wserr.New(wserr.InvalidState, op, "", "run %s is %s: only running, awaiting_approval or paused runs take records", runID, run.Status)
 		}
-		r := &recorder{s: s, ctx: ctx, tx: tx, op: op, run: run, root: run.Records, level: journal.Info}
+		r := &recorder{s: s, ctx: ctx, tx: tx, op: op, run: run, root: run.Records, level: journal.Info, room: s.roomCheck(ctx, tx, op)}
+		r.room.grow()
 		if r.root.IsZero() {
 			if r.root, err = s.trees.Put(ctx, tx, nil); err != nil {
 				return err
@@ -344,7 +347,7 @@ func (s *Service) record(ctx context.Context, runID, op string, fn func(tx *inde
 			}
 		}
 		out = r.out
-		return nil
+		return r.room.settle(ctx, tx)
 	})
 	return out, err
 }

@@ -265,7 +265,7 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		inputs[vfs.MustPath(InputRoot+"/persist_snapshot.json")] = snap
 		room := s.roomCheck(ctx, tx, "create run") // the inputs together, against the store's cap
 		for _, p := range slices.SortedFunc(maps.Keys(inputs), func(a, b vfs.Path) int { return cmpString(a.String(), b.String()) }) {
-			if err := room(p, int64(len(inputs[p]))); err != nil {
+			if err := room.add(p, int64(len(inputs[p]))); err != nil {
 				return err
 			}
 			if root, err = s.setFile(ctx, tx, root, p, inputs[p]); err != nil {
@@ -305,6 +305,9 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 			if _, err := s.checkpointTx(ctx, tx, id, runCaps{chatID: chat.ID, profile: &prof}, root, 0, "after_init"); err != nil {
 				return err
 			}
+		}
+		if err := room.settle(ctx, tx); err != nil {
+			return err
 		}
 		run, err = findRun(ctx, tx, id)
 		return err

@@ -194,37 +194,83 @@ func (s *Service) update(ctx context.Context, fn func(tx *index.Tx) error) error
 	return s.db.Update(ctx, fn)
 }
 
-// roomCheck returns, for the contents of one change made in tx, a check
-// that fails with workspace.size_limit_exceeded once they could take the
-// store past its cap (maxStoreBytes): each call adds its bytes (new
-// content less what it replaces, so a change that shrinks the store adds
-// nothing and is never refused) to those of the calls before, all
-// measured against the store's stored bytes (index.Tx.UsedBytes: pages
-// holding data, so space freed by deletions counts at once). The content
-// is counted as it is before compression, so the check errs on the side of
-// refusing. If the cap or the stored bytes cannot be read, the check fails
-// with that error: a change is never let past a cap it could not measure.
-func (s *Service) roomCheck(ctx context.Context, tx *index.Tx, op string) func(p vfs.Path, bytes int64) error {
-	limit, err := s.maxStoreBytes(ctx)
-	if err == nil && limit <= 0 {
-		return func(vfs.Path, int64) error { return nil }
+// room is the store cap's check for one change made in a transaction
+// (roomCheck).
+type room struct {
+	op          string
+	limit, size int64 // limit 0: no cap
+	total       int64
+	grew        bool
+	err         error // the cap or the stored bytes could not be read
+	lastPath    vfs.Path
+}
+
+// roomCheck returns the store cap's check for one change made in tx
+// (maxStoreBytes). Before writing, add fails with
+// workspace.size_limit_exceeded once the change's contents could take the
+// store past its cap: each call adds its bytes (new content less what it
+// replaces, so a change that shrinks the store adds nothing and is never
+// refused) to those of the calls before, all measured against the store's
+// stored bytes (index.Tx.UsedBytes: pages holding data, so space freed by
+// deletions counts at once). The content is counted as it is before
+// compression, so that check errs on the side of refusing. Once written,
+// settle measures the stored bytes again and fails the same way if a
+// change that added anything (add with bytes above 0, or grow) left them
+// past the cap: what the contents do not count (trees, journal events,
+// checkpoints, records) is held to the cap too. If the cap or the stored
+// bytes cannot be read, both fail with that error: a change is never let
+// past a cap it could not measure.
+func (s *Service) roomCheck(ctx context.Context, tx *index.Tx, op string) *room {
+	r := &room{op: op}
+	r.limit, r.err = s.maxStoreBytes(ctx)
+	if r.err == nil && r.limit > 0 {
+		r.size, r.err = tx.UsedBytes(ctx)
 	}
-	var size int64
-	if err == nil {
-		size, err = tx.UsedBytes(ctx)
+	if r.err != nil {
+		r.err = fmt.Errorf("%s: the store's cap: %w", op, r.err)
 	}
-	if err != nil {
-		err = fmt.Errorf("%s: the store's cap: %w", op, err)
-		return func(vfs.Path, int64) error { return err }
+	return r
+}
+
+// add counts bytes more of the change's contents, for p.
+func (r *room) add(p vfs.Path, bytes int64) error {
+	if r.err != nil {
+		return r.err
 	}
-	var total int64
-	return func(p vfs.Path, bytes int64) error {
-		total += bytes
-		if bytes > 0 && size+total > limit {
-			return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the store holds %d bytes of its %d-byte cap; %d more do not fit", size, limit, total)
-		}
+	if r.limit <= 0 {
 		return nil
 	}
+	r.total += bytes
+	if bytes > 0 {
+		r.grew, r.lastPath = true, p
+		if r.size+r.total > r.limit {
+			return wserr.New(wserr.SizeLimitExceeded, r.op, p.String(), "the store holds %d bytes of its %d-byte cap; %d more do not fit", r.size, r.limit, r.total)
+		}
+	}
+	return nil
+}
+
+// grow marks the change as one that adds to the store whatever its
+// contents (a record, a checkpoint), for settle.
+func (r *room) grow() { r.grew = true }
+
+// settle fails the change if it added anything and left the store's
+// stored bytes past the cap.
+func (r *room) settle(ctx context.Context, tx *index.Tx) error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.limit <= 0 || !r.grew {
+		return nil
+	}
+	used, err := tx.UsedBytes(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: the store's cap: %w", r.op, err)
+	}
+	if used > r.limit && used > r.size {
+		return wserr.New(wserr.SizeLimitExceeded, r.op, r.lastPath.String(), "the change would take the store to %d bytes, past its %d-byte cap", used, r.limit)
+	}
+	return nil
 }
 
 // StoreRoom returns the bytes left under the store's cap

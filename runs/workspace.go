@@ -624,12 +624,13 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		if err != nil {
 			return err
 		}
+		room := w.s.roomCheck(ctx, tx, op)
 		if !m.remove && (m.stored == nil || m.checkRoom) {
 			size := int64(len(m.content))
 			if m.stored != nil {
 				size = m.stored.Size
 			}
-			if err := w.s.roomCheck(ctx, tx, op)(p, size-prev.Size); err != nil {
+			if err := room.add(p, size-prev.Size); err != nil {
 				return err
 			}
 		}
@@ -664,8 +665,10 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		} else {
 			fi = w.info(p, prev, run)
 		}
-		fi.Checkpoint, err = w.swapRoot(ctx, tx, run, caps, op, p, root, m.reason, event{m.event, m.payload(prev.Hash, h)})
-		return err
+		if fi.Checkpoint, err = w.swapRoot(ctx, tx, run, caps, op, p, root, m.reason, event{m.event, m.payload(prev.Hash, h)}); err != nil {
+			return err
+		}
+		return room.settle(ctx, tx)
 	})
 	return fi, err
 }
