@@ -15,11 +15,15 @@ import (
 // beside path and renamed onto it once complete and synced, so a failed
 // export leaves no partial file and never a truncated one in path's
 // place. It fails as Export does, and with workspace.invalid_argument if
-// path's directory cannot take the file.
+// path's directory cannot take the file or path is one of the store's own
+// files (OwnsFile), which it would destroy.
 func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope, opt archive.Options) (archive.Summary, error) {
 	const op = "export"
 	if path == "" {
 		return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, "", "empty path")
+	}
+	if s.OwnsFile(path) {
+		return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, path, "that is the store's own database file; name another file")
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
@@ -58,4 +62,44 @@ func (s *Store) ImportFile(ctx context.Context, path string, opt archive.Options
 	}
 	defer f.Close()
 	return s.Archive.Import(ctx, f, opt)
+}
+
+// OwnsFile reports whether path names one of the files the store keeps
+// its database in (the database, its write-ahead log and shared-memory
+// index, a rollback journal), by any name: through symbolic links, ".."
+// or another hard link. A command that writes a file the user names
+// refuses these, since writing one over would destroy the store.
+func (s *Store) OwnsFile(path string) bool {
+	db := s.DB.Path()
+	own := []string{db, db + "-wal", db + "-shm", db + "-journal"}
+	target := resolvePath(path)
+	fi, statErr := os.Stat(path)
+	for _, f := range own {
+		if resolvePath(f) == target {
+			return true
+		}
+		if statErr == nil {
+			if ofi, err := os.Stat(f); err == nil && os.SameFile(fi, ofi) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// resolvePath returns path absolute, with the symbolic links of its
+// directory resolved (the file itself may not exist yet).
+func resolvePath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	dir, base := filepath.Split(abs)
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	if full, err := filepath.EvalSymlinks(filepath.Join(dir, base)); err == nil {
+		return full
+	}
+	return filepath.Join(dir, base)
 }

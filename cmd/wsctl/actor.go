@@ -39,7 +39,7 @@ a journal of its own. Uploads and downloads stream, whatever the size.
 
   wsctl actor ls ACTOR [PATH] [--depth N] [--json]
   wsctl actor upload ACTOR PATH [FILE|-]     reads FILE, or stdin
-  wsctl actor download ACTOR PATH [FILE|-]   writes stdout, or FILE
+  wsctl actor download ACTOR PATH [FILE|-]   writes stdout, or FILE (never the store's own files)
   wsctl actor rm ACTOR PATH
   wsctl actor rm-prefix ACTOR PREFIX         "temp/" removes temp/; "temp" also temp.md
   wsctl actor stats ACTOR [--json]
@@ -144,6 +144,9 @@ func runActorDownload(ctx context.Context, o actorOptions, args []string) (err e
 	// A temporary file beside FILE, renamed over it once whole, so a failed
 	// download leaves FILE as it was.
 	dst := args[2]
+	if st.OwnsFile(dst) {
+		return argError("actor download", "%s is the store's own database file; name another file", dst)
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".wsctl-*")
 	if err != nil {
 		return wserr.Wrap(protocol.CodeInvalidArgument, "actor download", "", err)

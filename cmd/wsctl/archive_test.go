@@ -98,3 +98,36 @@ func TestExportImport(t *testing.T) {
 		assert.Contains(t, other.fails(6, "import", bad), "archive.corrupt")
 	})
 }
+
+// TestWritesNeverOverTheStore: export and actor download refuse to write
+// over the store's own database file, however it is named, and leave it
+// as it was.
+func TestWritesNeverOverTheStore(t *testing.T) {
+	c := newCLI(t)
+	st := c.open()
+	c.seedRun(st, "r1")
+	_, err := st.Actors.Upload(context.Background(), "bob", "a.md", strings.NewReader("hello"))
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	db := filepath.Join(c.store, "wsstore.db")
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(c.store, link))
+	for _, target := range []string{
+		db,
+		filepath.Join(c.store, "..", filepath.Base(c.store), "wsstore.db"),
+		filepath.Join(link, "wsstore.db"),
+		db + "-wal",
+	} {
+		before, err := os.ReadFile(db)
+		require.NoError(t, err)
+		errOut := c.fails(2, "export", "--all", target)
+		assert.Contains(t, errOut, "wsctl.invalid_argument", target)
+		assert.Contains(t, errOut, "the store's own database file", target)
+		errOut = c.fails(2, "actor", "download", "bob", "a.md", target)
+		assert.Contains(t, errOut, "the store's own database file", target)
+		after, err := os.ReadFile(db)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(before, after), "%s: the database is as it was", target)
+	}
+	assert.Contains(t, c.ok("runs"), "r1")
+}

@@ -30,7 +30,8 @@ a run's scratch/ is never exported. --skip-workspace leaves actor spaces
 out, and is refused where it would leave nothing to export.
 
 FILE is written beside itself and renamed into place once complete, so a
-failed export leaves no partial archive. "wsctl import" reads it.`,
+failed export leaves no partial archive; the store's own database files
+are refused. "wsctl import" reads it.`,
 		Args: exactArgs(1),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runExport(ctx, o, args)
