@@ -578,6 +578,22 @@ func (s *Store) reencodeWhileIdle(ctx context.Context) {
 	}
 }
 
+// drainable reports whether Drain has anything to do: a queued job or a
+// training due, looked for in a read transaction.
+func (s *Store) drainable(ctx context.Context) (bool, error) {
+	if s.dueNow() {
+		return true, nil
+	}
+	var queued bool
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return index.Translate(tx.GetContext(ctx, &queued, `SELECT EXISTS (SELECT 1 FROM blob_reencodes)`))
+	})
+	if err != nil {
+		return false, fmt.Errorf("re-encode: %w", err)
+	}
+	return queued, nil
+}
+
 // drainBatch is the most queued jobs Drain runs in one transaction.
 const drainBatch = 32
 
@@ -595,6 +611,11 @@ func (s *Store) Drain(ctx context.Context) (int, error) {
 	done := 0
 	for {
 		if err := ctx.Err(); err != nil {
+			return done, err
+		}
+		// Nothing to do takes no write lock: a store that another
+		// process is writing closes at once.
+		if work, err := s.drainable(ctx); err != nil || !work {
 			return done, err
 		}
 		n := 0

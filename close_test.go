@@ -1,0 +1,50 @@
+package wsstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/runs"
+)
+
+// TestCloseTakesNoWriteLockForNothing: a store with nothing queued closes
+// while another process holds the write lock, instead of waiting for it
+// (its close has nothing to write).
+func TestCloseTakesNoWriteLockForNothing(t *testing.T) {
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	_, err = st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
+	require.NoError(t, err)
+	_, err = st.Blobs.Drain(ctx)
+	require.NoError(t, err)
+
+	other, err := wsstore.Open(ctx, st.Dir, wsstore.Options{})
+	require.NoError(t, err)
+	defer other.Close()
+	holding, closed := make(chan struct{}), make(chan error, 1)
+	released := make(chan bool, 1)
+	go func() {
+		_ = other.DB.Update(ctx, func(*index.Tx) error {
+			close(holding)
+			select {
+			case err := <-closed:
+				closed <- err
+				released <- false
+			case <-time.After(20 * time.Second): // the busy timeout is 30 s
+				released <- true
+			}
+			return nil
+		})
+	}()
+	<-holding
+	go func() { closed <- st.Close() }()
+	assert.False(t, <-released, "Close waited for the other handle's write lock")
+	require.NoError(t, <-closed)
+}
