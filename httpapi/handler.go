@@ -61,7 +61,7 @@ type CheckpointLister interface {
 // implements it.
 type JournalReader interface {
 	Page(ctx context.Context, runID string, q journal.PageQuery) ([]journal.Event, error)
-	Follow(ctx context.Context, runID string, afterSeq int64, poll time.Duration, fn func(journal.Event) error) error
+	FollowWhile(ctx context.Context, runID string, afterSeq int64, poll time.Duration, alive func(context.Context) error, fn func(journal.Event) error) error
 }
 
 // Blobs reads ranges of stored contents as streams; *cas.Store

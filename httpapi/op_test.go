@@ -263,3 +263,39 @@ func jsonNum(f float64) string {
 	b, _ := json.Marshal(f)
 	return string(bytes.TrimSpace(b))
 }
+
+// TestFollowSSEDeletedRun: a run deleted while its events stream ends the
+// stream with an error event naming run.not_found, instead of heartbeats
+// forever.
+func TestFollowSSEDeletedRun(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	s.mustOp(map[string]any{"op": "run.create", "runId": "r1", "chat": map[string]any{"kind": "chat", "stableChatId": "c-r1"}})
+	req, err := http.NewRequest(http.MethodGet, s.url("/v1/runs/r1/events/follow", "afterSeq", "1"), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+s.full)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := s.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	sc := bufio.NewScanner(resp.Body)
+	require.True(t, sc.Scan()) // ": following r1"
+	_, err = s.st.Runs.CancelAndDeleteRun(context.Background(), "r1")
+	require.NoError(t, err)
+	var rest []string
+	done := make(chan struct{})
+	go func() {
+		for sc.Scan() {
+			rest = append(rest, sc.Text())
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream did not end when its run was deleted")
+	}
+	all := strings.Join(rest, "\n")
+	assert.Contains(t, all, "event: error")
+	assert.Contains(t, all, `"run.not_found"`)
+}

@@ -329,7 +329,16 @@ func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, id string, 
 	events := make(chan journal.Event)
 	done := make(chan error, 1)
 	go func() {
-		done <- h.b.Journal.Follow(ctx, id, afterSeq, h.opts.FollowPoll, func(e journal.Event) error {
+		// A run deleted while followed ends the stream with an error
+		// event: its journal went with it.
+		alive := func(ctx context.Context) error {
+			_, err := h.b.Runs.Run(ctx, id)
+			if wserr.Is(err, wserr.RunNotFound) {
+				return wserr.New(wserr.RunNotFound, "events", "", "run %s was deleted while it was followed", id)
+			}
+			return nil
+		}
+		done <- h.b.Journal.FollowWhile(ctx, id, afterSeq, h.opts.FollowPoll, alive, func(e journal.Event) error {
 			select {
 			case events <- e:
 				return nil

@@ -23,9 +23,18 @@ const DefaultPoll = 500 * time.Millisecond
 // workspace.invalid_argument.
 //
 // Follow knows nothing of run status: it is the caller's fn (seeing
-// run_finished, say) or ctx that ends it. If the run is deleted and its id
-// reused, Follow stays silent until the new journal passes afterSeq.
+// run_finished, say) or ctx that ends it, or FollowWhile's alive. If the
+// run is deleted and its id reused, Follow stays silent until the new
+// journal passes afterSeq.
 func (j *Journal) Follow(ctx context.Context, runID string, afterSeq int64, poll time.Duration, fn func(Event) error) error {
+	return j.FollowWhile(ctx, runID, afterSeq, poll, nil, fn)
+}
+
+// FollowWhile is Follow that also calls alive (if not nil) after every
+// poll that found nothing new, and returns its error unchanged when it
+// returns one: the caller says there, from what it owns (the run's row),
+// whether anything more can come, such as a run that was deleted.
+func (j *Journal) FollowWhile(ctx context.Context, runID string, afterSeq int64, poll time.Duration, alive func(context.Context) error, fn func(Event) error) error {
 	const op = "journal follow"
 	switch {
 	case runID == "":
@@ -48,7 +57,7 @@ func (j *Journal) Follow(ctx context.Context, runID string, afterSeq int64, poll
 			return ctx.Err()
 		case <-timer.C:
 		}
-		full := true
+		full, found := true, false
 		for full {
 			page, err := j.Page(ctx, runID, PageQuery{AfterSeq: afterSeq, Limit: MaxLimit})
 			if err != nil {
@@ -63,7 +72,12 @@ func (j *Journal) Follow(ctx context.Context, runID string, afterSeq int64, poll
 				}
 				afterSeq = e.Seq
 			}
-			full = len(page) == MaxLimit
+			full, found = len(page) == MaxLimit, found || len(page) > 0
+		}
+		if !found && alive != nil {
+			if err := alive(ctx); err != nil {
+				return err
+			}
 		}
 		timer.Reset(poll)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 type logOptions struct {
@@ -29,7 +30,8 @@ func newLogCmd(a *app) *cobra.Command {
 "seq  time  type  summary" lines; --limit N stops after N events.
 
 --follow keeps printing new events as they are committed, until the run
-ends (run_completed, run_failed or run_cancelled) or you interrupt it.
+ends (run_completed, run_failed or run_cancelled) or you interrupt it; a
+run deleted meanwhile ends it with run.not_found (exit 3).
 
 --json prints JSON lines, one event per line: the events.jsonl format,
 which is also what --follow streams.`,
@@ -116,7 +118,21 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 	if !o.follow || run.Status.Final() {
 		return nil
 	}
-	err = st.Journal.Follow(ctx, runID, after, o.poll, emit)
+	// A run deleted while followed ends the follow: its journal went
+	// with it, so its final event never comes.
+	alive := func(ctx context.Context) error {
+		run, err := st.Runs.Run(ctx, runID)
+		switch {
+		case wserr.Is(err, wserr.RunNotFound):
+			return wserr.New(wserr.RunNotFound, "log", "", "run %s was deleted while it was followed", runID)
+		case err != nil:
+			return err
+		case run.Status.Final():
+			return errStopFollow
+		}
+		return nil
+	}
+	err = st.Journal.FollowWhile(ctx, runID, after, o.poll, alive, emit)
 	if errors.Is(err, errStopFollow) || errors.Is(err, context.Canceled) {
 		return nil
 	}

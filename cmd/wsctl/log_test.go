@@ -68,3 +68,35 @@ func TestLogFollowEndedRun(t *testing.T) {
 	out := c.ok("log", "run_a", "--follow", "--json")
 	assert.Equal(t, 11, strings.Count(out, "\n"))
 }
+
+// TestLogFollowDeletedRun: a run deleted while it is followed ends the
+// follow with run.not_found (its journal, final event and all, went with
+// it) instead of polling forever.
+func TestLogFollowDeletedRun(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	st := c.open()
+	c.seedRun(st, "run_a")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pr, pw := io.Pipe()
+	var errOut strings.Builder
+	done := make(chan int, 1)
+	go func() {
+		code := execute(ctx, c.app(), []string{"--store", c.store, "log", "run_a", "--follow"}, strings.NewReader(""), pw, &errOut)
+		pw.Close()
+		done <- code
+	}()
+	lines := bufio.NewScanner(pr)
+	for range 9 {
+		require.True(t, lines.Scan())
+	}
+	_, err := st.Runs.CancelAndDeleteRun(ctx, "run_a")
+	require.NoError(t, err)
+	for lines.Scan() {
+	}
+	assert.Equal(t, 3, <-done)
+	assert.NoError(t, ctx.Err(), "the follow ended by itself")
+	assert.Contains(t, errOut.String(), "run.not_found")
+	assert.Contains(t, errOut.String(), "deleted while it was followed")
+}
