@@ -27,7 +27,9 @@ standard input with "-", into the store, creating the store if needed.
 Every byte is verified against its address and every reference checked
 before any row becomes visible: a truncated or tampered archive fails
 with archive.corrupt (exit status 6), one of another format version with
-archive.unsupported_version (7), and the store is left as it was.
+archive.unsupported_version (7), and no row is written: the store reads
+as it did. File contents stored before the damage showed are left
+unreferenced, and "wsctl gc" collects them once older than its grace.
 
 Importing is idempotent: what the store holds already is kept. A run or
 actor space the store holds with other content, or a chat whose persist
