@@ -129,3 +129,24 @@ func writeLine(run, path, content string) string {
 }
 
 const createLine = `{"op":"run.create","chat":{"kind":"character","stableChatId":"f"},"runId":"r"}`
+
+// TestDemoRemovesItsStoreWhenItsReaderGoes: `wsctl demo | head -1` does
+// not leave the temporary store behind: a reader that goes away does not
+// end demo before it removes it.
+func TestDemoRemovesItsStoreWhenItsReaderGoes(t *testing.T) {
+	bin := wsctlBinary(t)
+	tmp := t.TempDir()
+	cmd := exec.Command(bin, "demo")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line := make([]byte, 1)
+	_, err = out.Read(line)
+	require.NoError(t, err)
+	require.NoError(t, out.Close()) // the reader goes, as head's does
+	_ = cmd.Wait()
+	left, err := filepath.Glob(filepath.Join(tmp, "wsctl-demo-*"))
+	require.NoError(t, err)
+	require.Empty(t, left, "the temporary store is removed")
+}

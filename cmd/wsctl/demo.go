@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -45,6 +47,13 @@ Then it prints the run's timeline (its journal) and the final diff.`,
 					return fmt.Errorf("demo: %w", err)
 				}
 				defer os.RemoveAll(dir)
+				// A reader that goes away (wsctl demo | head -1) would
+				// otherwise end the process by SIGPIPE before the
+				// temporary store is removed; noticed, a write to it
+				// fails instead, and demo ends as usual.
+				pipe := make(chan os.Signal, 1)
+				signal.Notify(pipe, syscall.SIGPIPE)
+				defer signal.Stop(pipe)
 				a.storeFlag = filepath.Join(dir, "store")
 				defer func() { a.storeFlag = "" }()
 			}
