@@ -201,6 +201,9 @@ func (s *Spaces) Upload(ctx context.Context, actor, path string, r io.Reader) (C
 	if err != nil {
 		return Change{}, err
 	}
+	if r == nil {
+		return Change{}, wserr.New(wserr.InvalidArgument, "upload", p.String(), "nil reader")
+	}
 	cr := &countingReader{r: r}
 	defer s.blobs.Hold()()
 	h, err := s.blobs.Put(ctx, cr)

@@ -86,6 +86,9 @@ type importer struct {
 // listed in Summary.Conflicts; the rest is imported. A failed write is the
 // store's error.
 func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summary, error) {
+	if r == nil {
+		return Summary{}, wserr.New(wserr.InvalidArgument, "import", "", "nil reader")
+	}
 	start := a.p.Now()
 	if h, ok := a.p.Blobs.(Holder); ok {
 		// The blobs and trees commit before the rows that reference them.

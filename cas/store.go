@@ -303,6 +303,9 @@ func zbound(n int) int { return n + n>>10 + 1<<10 }
 // writes nothing new. On error nothing references what was written, so a
 // failed Put leaves at most garbage for gc, never a partial blob.
 func (s *Store) Put(ctx context.Context, r io.Reader) (Hash, error) {
+	if r == nil {
+		return Hash{}, wserr.New(wserr.InvalidArgument, "put", "", "nil reader")
+	}
 	bp := s.bufs.get()
 	defer s.bufs.put(bp)
 	buf := *bp

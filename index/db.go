@@ -119,7 +119,8 @@ func (db *DB) Writes() uint64 { return db.writes.Load() }
 // empty or not a wsstore store fails with store.not_a_store and one that is
 // damaged or truncated with store.corrupt, both left untouched. It fails
 // with store.newer_format if the store was written by a newer build and
-// with store.invalid_options for bad options. A file on a read-only file
+// with store.invalid_options for bad options, and with store.not_found for
+// a missing file when ReadOnly. A file on a read-only file
 // system, or one this user may not write, fails with store.read_only
 // unless ReadOnly, which reads it as immutable.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
@@ -138,7 +139,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	_, statErr := os.Stat(abs)
 	if errors.Is(statErr, fs.ErrNotExist) {
 		if opts.ReadOnly {
-			return nil, fmt.Errorf("open %s: %w", path, statErr)
+			return nil, wserr.Wrap(wserr.NotFound, "open", abs, statErr)
 		}
 		if err := create(ctx, abs, opts); err != nil {
 			return nil, err

@@ -161,6 +161,7 @@ func TestOpenReadOnly(t *testing.T) {
 		_, err := index.Open(ctx, path, index.Options{ReadOnly: true})
 		require.Error(t, err)
 		assert.ErrorIs(t, err, os.ErrNotExist)
+		assert.Equal(t, wserr.NotFound, wserr.CodeOf(err), "%v", err)
 		_, statErr := os.Stat(path)
 		assert.True(t, os.IsNotExist(statErr), "a read-only Open must not create the file")
 	})

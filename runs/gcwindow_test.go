@@ -10,10 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // gcAfterPut is a store's blobs with a gc of no grace, in the store's own
@@ -77,4 +79,21 @@ func TestGCBetweenPutAndItsChange(t *testing.T) {
 	rep, err := st.Fsck(ctx, nil)
 	require.NoError(t, err)
 	assert.True(t, rep.OK(), "%+v", rep.Problems)
+}
+
+// TestNilReaders: a nil reader is a coded invalid argument wherever a
+// stream is taken, never a panic, and stores nothing.
+func TestNilReaders(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}, RunID: "r"})
+	require.NoError(t, err)
+	_, err = st.Runs.Workspace("r", runs.HostScope).WriteFrom(ctx, vfs.MustPath("output/n.md"), nil, vfs.WriteOptions{})
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "WriteFrom: %v", err)
+	_, err = st.Blobs.Put(ctx, nil)
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "Put: %v", err)
+	_, err = st.Actors.Upload(ctx, "alice", "a.md", nil)
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "Upload: %v", err)
+	_, err = st.Archive.Import(ctx, nil, archive.Options{})
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "Import: %v", err)
 }

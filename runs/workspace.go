@@ -417,6 +417,9 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 	if opt.Mode != "" && opt.Mode != vfs.Replace {
 		return vfs.FileInfo{}, wserr.New(wserr.InvalidArgument, "write", p.String(), "a streamed write replaces the file; mode must be replace")
 	}
+	if r == nil {
+		return vfs.FileInfo{}, wserr.New(wserr.InvalidArgument, "write", p.String(), "nil reader")
+	}
 	if t, ok, err := w.host(ctx, "write", p); ok {
 		if err != nil {
 			return vfs.FileInfo{}, err
