@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -51,6 +52,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 			return err
 		}
 		room := w.s.roomCheck(ctx, tx, op) // for the batch's contents together
+		found := w.lookupAll(ctx, tx, run.Root, edits)
 		changes := make([]vfs.FileChange, len(edits))
 		events := make([]event, len(edits))
 		infos = make([]vfs.FileInfo, len(edits))
@@ -60,7 +62,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 			}
 			var prev cas.Hash
 			var prevSize int64
-			switch cur, err := w.s.trees.Lookup(ctx, tx, run.Root, e.Path); {
+			switch cur, err := found[i].entry, found[i].err; {
 			case err == nil && cur.Kind == vfs.KindDir:
 				return wserr.New(wserr.PathIsDirectory, op, e.Path.String(), "is a directory")
 			case err == nil:
@@ -110,6 +112,28 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 	return infos, nil
 }
 
+// found is what a lookup of one edit's path found.
+type found struct {
+	entry vfs.Entry
+	err   error
+}
+
+// lookupAll looks up every edit's path in root, in path order rather than
+// the batch's, so that each directory is read once, however the batch
+// interleaves directories; the results are in the batch's order.
+func (w *Workspace) lookupAll(ctx context.Context, tx *index.Tx, root cas.Hash, edits []Edit) []found {
+	order := make([]int, len(edits))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return vfs.ComparePaths(edits[a].Path, edits[b].Path) })
+	out := make([]found, len(edits))
+	for _, i := range order {
+		out[i].entry, out[i].err = w.s.trees.Lookup(ctx, tx, root, edits[i].Path)
+	}
+	return out
+}
+
 // prepare hashes and compresses the batch's contents before its
 // transaction, on every core: the paths' current versions are looked up
 // in one read transaction (the write transaction looks again, and a
@@ -122,9 +146,10 @@ func (w *Workspace) prepare(ctx context.Context, edits []Edit) []*cas.Prepared {
 		if err != nil {
 			return err
 		}
-		for i, e := range edits {
-			if cur, err := w.s.trees.Lookup(ctx, tx, run.Root, e.Path); err == nil && cur.Kind == vfs.KindFile {
-				prevs[i] = cur.Hash
+		found := w.lookupAll(ctx, tx, run.Root, edits)
+		for i, f := range found {
+			if f.err == nil && f.entry.Kind == vfs.KindFile {
+				prevs[i] = f.entry.Hash
 			}
 		}
 		return nil

@@ -110,3 +110,45 @@ func TestWriteStatements(t *testing.T) {
 	t.Logf("write with its checkpoint:\n  %s", strings.Join(stmts, "\n  "))
 	assert.Equal(t, map[int]int{1: 12, 100: 12}, counts, "statements of a write and its automatic checkpoint")
 }
+
+// TestApplyReadsEachDirectoryOnce: a batch whose edits interleave
+// directories too wide for the tree cache to hold together reads each
+// directory a bounded number of times, not once per edit: its lookups go
+// in path order.
+func TestApplyReadsEachDirectoryOnce(t *testing.T) {
+	ctx := context.Background()
+	var rec storetest.Statements
+	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace},
+		CAS: cas.Options{ReencodeIdle: time.Hour}})
+	run, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: testChat})
+	require.NoError(t, err)
+	ws := s.Runs.Workspace(run.ID, runs.ModelScope)
+	const dirs, wide = 3, 6000 // 18,000 entries: more than the cache holds
+	var edits []runs.Edit
+	for d := range dirs {
+		for i := range wide {
+			edits = append(edits, runs.Edit{Path: vfs.MustPath(fmt.Sprintf("output/d%d/f%05d.md", d, i)), Content: []byte(fmt.Sprint(d, i))})
+		}
+	}
+	_, err = ws.Apply(ctx, edits)
+	require.NoError(t, err)
+
+	edits = edits[:0]
+	for i := range 300 {
+		edits = append(edits, runs.Edit{Path: vfs.MustPath(fmt.Sprintf("output/d%d/new%03d.md", i%dirs, i)), Content: []byte(fmt.Sprint(i))})
+	}
+	stmts := rec.Record(func() {
+		_, err = ws.Apply(ctx, edits)
+		require.NoError(t, err)
+	})
+	reads := 0
+	for _, q := range stmts {
+		if strings.Contains(q, "FROM trees") {
+			reads++
+		}
+	}
+	// Each pass (the lookups before the transaction and in it, the new
+	// trees, the checkpoint's diff) reads each directory on the changed
+	// paths, and its parents, about once; 620 when each edit read its own.
+	assert.Less(t, reads, 10*dirs, "tree reads for 300 interleaved edits over %d wide directories", dirs)
+}

@@ -31,7 +31,7 @@ func (t *Trees) SetFiles(ctx context.Context, tx *index.Tx, root cas.Hash, chang
 		return cas.Hash{}, wserr.New(wserr.Internal, op, "", "no transaction: trees are written inside the transaction that references them")
 	}
 	cs := slices.Clone(changes)
-	slices.SortFunc(cs, func(a, b FileChange) int { return comparePaths(a.Path, b.Path) })
+	slices.SortFunc(cs, func(a, b FileChange) int { return ComparePaths(a.Path, b.Path) })
 	for i, c := range cs {
 		if c.Path.IsRoot() {
 			return cas.Hash{}, wserr.New(wserr.InvalidPath, op, c.Path.String(), "the workspace root cannot be set; name a path inside it")
@@ -84,8 +84,10 @@ type stagedDir struct {
 	old     cas.Hash
 }
 
-// comparePaths orders paths segment by segment, as trees list them.
-func comparePaths(a, b Path) int {
+// ComparePaths orders paths segment by segment, as trees list them: the
+// paths of one directory are adjacent, so a caller looking many up in
+// this order reads each directory once.
+func ComparePaths(a, b Path) int {
 	return slices.Compare(a.Segments(), b.Segments())
 }
 
