@@ -11,6 +11,7 @@ import (
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // TestCloseTakesNoWriteLockForNothing: a store with nothing queued closes
@@ -47,4 +48,21 @@ func TestCloseTakesNoWriteLockForNothing(t *testing.T) {
 	go func() { closed <- st.Close() }()
 	assert.False(t, <-released, "Close waited for the other handle's write lock")
 	require.NoError(t, <-closed)
+}
+
+// TestCancelledCallsAreCoded: a call whose context has ended fails with
+// store.canceled, not store.internal, so a host that routes errors by code
+// tells a user's cancel from a failure.
+func TestCancelledCallsAreCoded(t *testing.T) {
+	st, err := wsstore.Open(context.Background(), t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
+	assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
+	_, err = st.GC(ctx, wsstore.GCOptions{})
+	assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
+	_, err = st.Fsck(ctx, nil)
+	assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
 }

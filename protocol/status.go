@@ -71,7 +71,7 @@ var ExitStatuses = []Status{
 	{8, "store busy, read-only (sql refuses writes with this status) or on a full disk; nothing was changed", []wserr.Code{wserr.Busy, wserr.ReadOnly, wserr.DiskFull}, nil},
 	{9, "manifest invalid, required artifact missing, or chat sink failed", []wserr.Code{wserr.InvalidManifest, wserr.MissingArtifact, wserr.SinkFailed}, nil},
 	// 128 + SIGINT's number, as shells report a process SIGINT ended.
-	{130, "interrupted: stopped by SIGINT or SIGTERM", []wserr.Code{CodeInterrupted, CodeStopped}, nil},
+	{130, "interrupted: stopped by SIGINT or SIGTERM, or the caller's context ended", []wserr.Code{CodeInterrupted, CodeStopped, wserr.Canceled}, nil},
 }
 
 // HTTPStatuses is the one table that maps error codes to HTTP statuses:
@@ -95,8 +95,8 @@ var HTTPStatuses = []Status{
 		[]wserr.Code{wserr.Internal, wserr.JournalFailed, wserr.Corrupt, wserr.NotAStore, wserr.NewerFormat, wserr.OlderFormat}, nil},
 	{http.StatusInsufficientStorage, "the disk under the store is full; nothing was changed", []wserr.Code{wserr.DiskFull}, nil},
 	{http.StatusBadGateway, "the chat sink failed", []wserr.Code{wserr.SinkFailed}, nil},
-	{http.StatusServiceUnavailable, "the store is busy, or an interrupt stopped the request",
-		[]wserr.Code{wserr.Busy, CodeInterrupted, CodeStopped}, nil},
+	{http.StatusServiceUnavailable, "the store is busy, or an interrupt or the request's end stopped it",
+		[]wserr.Code{wserr.Busy, CodeInterrupted, CodeStopped, wserr.Canceled}, nil},
 }
 
 // ExitStatus maps code to its exit status through ExitStatuses: 0 for no

@@ -1,6 +1,7 @@
 package wserr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -51,7 +52,12 @@ const (
 	NotAStore Code = "store.not_a_store"
 	// DiskFull: a write met a full disk or quota; it changed nothing, and
 	// the store works again once space frees.
-	DiskFull           Code = "store.disk_full"
+	DiskFull Code = "store.disk_full"
+	// Canceled: the caller's context ended (cancelled, or past its
+	// deadline) before the call finished; a change it cut short changed
+	// nothing. CodeOf gives it for any error that wraps context.Canceled or
+	// context.DeadlineExceeded without a code of its own.
+	Canceled           Code = "store.canceled"
 	InvalidState       Code = "run.invalid_transition"
 	RunNotFound        Code = "run.not_found"
 	RunExists          Code = "run.exists"
@@ -165,8 +171,9 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code && (t.Op == "" || t.Op == e.Op) && (t.Path == "" || t.Path == e.Path)
 }
 
-// CodeOf returns the code of the first *Error in err's chain, Internal for
-// any other non-nil error, and "" for nil.
+// CodeOf returns the code of the first *Error in err's chain; for any
+// other non-nil error, Canceled if it wraps a context's end, else
+// Internal; and "" for nil.
 func CodeOf(err error) Code {
 	if err == nil {
 		return ""
@@ -174,6 +181,9 @@ func CodeOf(err error) Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return Canceled
 	}
 	return Internal
 }
