@@ -111,6 +111,9 @@ func runActorUpload(ctx context.Context, o actorOptions, args []string) error {
 			return wserr.Wrap(protocol.CodeInvalidArgument, "actor upload", "", err)
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return argError("actor upload", "%s is a directory: name the file to upload", args[2])
+		}
 		in = f
 	}
 	st, err := openStore(ctx, o.globals, create)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -187,14 +188,14 @@ func newEmptyDir(dir string) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("checkout: %w", err)
+			return wserr.Wrap(protocol.CodeInvalidArgument, "checkout", dir, err)
 		}
 		return nil
 	case err != nil:
 		if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
 			return wserr.New(wserr.Conflict, "checkout", dir, "exists and is not a directory")
 		}
-		return fmt.Errorf("checkout: %w", err)
+		return wserr.Wrap(protocol.CodeInvalidArgument, "checkout", dir, err)
 	case len(entries) > 0:
 		return wserr.New(wserr.Conflict, "checkout", dir, "directory is not empty: checkout only writes into a new or empty directory")
 	}

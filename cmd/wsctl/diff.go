@@ -34,6 +34,9 @@ what it leaves out is named.`,
 }
 
 func runDiff(ctx context.Context, g globals, args []string, maxBytes int) error {
+	if maxBytes < 0 {
+		return argError("diff", "--max-bytes %d is negative", maxBytes)
+	}
 	fromRef, err := parseCheckpointRef(args[1], false)
 	if err != nil {
 		return err

@@ -34,7 +34,10 @@ unreferenced, and "wsctl gc" collects them once older than its grace.
 Importing is idempotent: what the store holds already is kept. A run or
 actor space the store holds with other content, or a chat whose persist
 layer differs, is left as it is and reported as a conflict (exit status 5,
-after the rest is imported).`,
+after the rest is imported). An archive whose new files would take the
+store past its size cap is refused before anything is written, with
+workspace.size_limit_exceeded (exit status 4), the code of every write
+the cap refuses.`,
 		Args: exactArgs(1),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runImport(ctx, o, args)

@@ -236,7 +236,8 @@ func runPolicy(ctx context.Context, o policyOptions) error {
 	}
 	if len(o.set) > 0 {
 		if err := st.Runs.SetPolicy(ctx, scope, p); err != nil {
-			return err
+			// The values came from the command line.
+			return asArgError("policy", err)
 		}
 	}
 	eff, err := st.Runs.EffectivePolicy(ctx, o.chat)

@@ -178,7 +178,9 @@ func newRootCmd(a *app) *cobra.Command {
 	root.PersistentFlags().Int64Var(&a.maxStore, "max-store-bytes", 0, "cap the store's stored `BYTES` for this command (0: the store setting, see \"wsctl policy\")")
 	root.PersistentFlags().StringVar(&a.profile, "profile", "", "store profile: \"mobile\" prunes by the mobile retention defaults after every run")
 	root.PersistentFlags().StringVar(&a.blobs, "blobs", "", "keep blobs on an S3-compatible object store: `URL` s3://bucket/prefix?endpoint=…&region=… (give it every time for that store)")
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageError{wserr.Wrap(protocol.CodeInvalidArgument, subcommandName(a, cmd), "", err)}
+	})
 	root.AddCommand(
 		newInitCmd(a), newDemoCmd(a), newVersionCmd(a),
 		newRunsCmd(a), newShowCmd(a), newLsCmd(a), newCatCmd(a), newCheckpointsCmd(a),
@@ -201,6 +203,15 @@ var rootHelpTemplate = `{{with (or .Long .Short)}}{{. | trimTrailingWhitespaces}
 type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }
+
+// subcommandName is commandName for a command below the root, "" for the
+// root (whose errors already print after "wsctl: ").
+func subcommandName(a *app, cmd *cobra.Command) string {
+	if cmd == nil || !cmd.HasParent() {
+		return ""
+	}
+	return a.commandName(cmd)
+}
 
 // commandName names cmd for an error ("wsctl" when none ran).
 func (a *app) commandName(cmd *cobra.Command) string {
@@ -226,6 +237,11 @@ func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout
 		return 0
 	}
 	if !a.started {
+		// cobra refused the command line (an unknown command, a wrong
+		// number of arguments) before any command ran.
+		if wserr.CodeOf(err) == wserr.Internal {
+			err = wserr.Wrap(protocol.CodeInvalidArgument, subcommandName(a, cmd), "", err)
+		}
 		err = usageError{err}
 	}
 	var ue usageError

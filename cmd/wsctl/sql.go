@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -43,7 +44,8 @@ func newSQLCmd(a *app) *cobra.Command {
 		Short: "Run one read-only SQL query on the store's database",
 		Long: `sql runs one SELECT (or WITH, VALUES, EXPLAIN, or a read-only PRAGMA such
 as table_info) on the store's SQLite database and prints the rows as an
-aligned table, or with --json as an array of row objects (BLOBs as hex).
+aligned table, or with --json as an array of row objects (BLOBs as hex,
+infinite REALs as the strings "+Inf" and "-Inf").
 
 Nothing it runs can change the store. The query runs on a connection of its
 own opened with mode=ro and query_only, inside a transaction that is always
@@ -94,7 +96,13 @@ func runSQL(ctx context.Context, g globals, lim sqlLimits, args []string) error 
 	if err := checkReadOnlySQL(query); err != nil {
 		return err
 	}
-	if err := storeExists(g.storeDir); err != nil {
+	// Opened as any command opens it: a file that is not a store is
+	// refused (store.not_a_store) before the query reads it.
+	st, err := openStore(ctx, g, readOnly)
+	if err != nil {
+		return err
+	}
+	if err := st.Close(); err != nil {
 		return err
 	}
 	res, err := queryReadOnly(ctx, filepath.Join(g.storeDir, wsstore.DBName), query, lim)
@@ -364,13 +372,19 @@ func sqlText(v any) string {
 	return fmt.Sprint(v)
 }
 
-// sqlJSON converts a value for JSON: BLOBs as hex strings.
+// sqlJSON converts a value for JSON: BLOBs as hex strings, and the REALs
+// JSON has no number for (infinities, NaN) as the strings the table
+// prints, "+Inf", "-Inf" and "NaN".
 func sqlJSON(v any) any {
 	switch v := v.(type) {
 	case []byte:
 		return hex.EncodeToString(v)
 	case time.Time:
 		return v.UTC().Format(time.RFC3339Nano)
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return strconv.FormatFloat(v, 'g', -1, 64)
+		}
 	}
 	return v
 }

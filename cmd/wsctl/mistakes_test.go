@@ -1,0 +1,63 @@
+package main
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	_ "modernc.org/sqlite"
+)
+
+// TestCommandLineMistakesAreCoded: a mistake on the command line (a flag
+// value that does not parse, an unknown command, a negative limit, a
+// policy value out of range, a directory where a file goes, a checkout
+// directory that cannot be made) fails with wsctl.invalid_argument and
+// exit status 2, never without a code or with a workspace. code.
+func TestCommandLineMistakesAreCoded(t *testing.T) {
+	c := newCLI(t)
+	st := c.open()
+	c.seedRun(st, "r1")
+	require.NoError(t, st.Close())
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	for _, args := range [][]string{
+		{"log", "r1", "--limit", "abc"},
+		{"nosuchcommand"},
+		{"--bogus-flag"},
+		{"diff", "r1", "1", "--max-bytes", "-5"},
+		{"policy", "--set", "keepCompletedRuns=-1"},
+		{"actor", "upload", "bob", "x.md", t.TempDir()},
+		{"checkout", "r1", filepath.Join(file, "sub")},
+	} {
+		errOut := c.fails(2, args...)
+		assert.Contains(t, errOut, "wsctl.invalid_argument", "%v", args)
+		assert.NotContains(t, errOut, "workspace.", "%v", args)
+		assert.NotContains(t, errOut, "wsctl: wsctl:", "%v", args)
+	}
+}
+
+// TestSQLOnlyOnAStore: sql refuses a database that is not a store as every
+// command does, and writes REALs JSON has no number for as strings.
+func TestSQLOnlyOnAStore(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(c.store, 0o755))
+	db, err := sql.Open("sqlite", filepath.Join(c.store, "wsstore.db"))
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TABLE t (a)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	c.skipFsck = true
+	errOut := c.fails(6, "sql", "SELECT * FROM t")
+	assert.Contains(t, errOut, "store.not_a_store")
+
+	d := newCLI(t)
+	d.ok("init")
+	var rows []map[string]any
+	d.jsonOut(&rows, "sql", "SELECT 1e300*1e300 AS up, -1e300*1e300 AS down, 1.5 AS x")
+	require.Len(t, rows, 1)
+	assert.Equal(t, map[string]any{"up": "+Inf", "down": "-Inf", "x": 1.5}, rows[0])
+}
