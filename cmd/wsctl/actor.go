@@ -72,6 +72,9 @@ workspace path rules; both are refused with status 4.`,
 }
 
 func runActorLs(ctx context.Context, o actorOptions, args []string) error {
+	if o.depth < 0 {
+		return argError("actor ls", "--depth must not be negative")
+	}
 	st, err := openStore(ctx, o.globals, readOnly)
 	if err != nil {
 		return err

@@ -11,14 +11,16 @@ import (
 
 type lsOptions struct {
 	globals
-	depth int
-	all   bool
-	at    string
+	depth    int
+	depthSet bool // --depth was given
+	all      bool
+	at       string
 }
 
 func newLsCmd(a *app) *cobra.Command {
 	var o lsOptions
-	cmd := &cobra.Command{
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
 		Use:   "ls RUN [PATH]",
 		Short: "List a run's workspace files (host view: input/ included)",
 		Long: `ls lists the files and directories below PATH (default: the workspace root)
@@ -31,6 +33,7 @@ on; -R lists every level.`,
 		Args:              rangeArgs(1, 2),
 		ValidArgsFunction: a.runArgs(),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			o.depthSet = cmd.Flags().Changed("depth")
 			return runLs(ctx, o, args)
 		}),
 	}
@@ -59,6 +62,9 @@ func parseOptionalPath(args []string, i int) (vfs.Path, error) {
 func runLs(ctx context.Context, o lsOptions, args []string) error {
 	if o.depth < 0 {
 		return argError("ls", "--depth must not be negative")
+	}
+	if o.all && o.depthSet {
+		return argError("ls", "--recursive lists every level; it does not take --depth")
 	}
 	at, err := parseAt(o.at)
 	if err != nil {

@@ -32,6 +32,10 @@ func TestCommandLineMistakesAreCoded(t *testing.T) {
 		{"policy", "--set", "keepCompletedRuns=-1"},
 		{"actor", "upload", "bob", "x.md", t.TempDir()},
 		{"checkout", "r1", filepath.Join(file, "sub")},
+		{"deletions", "--limit", "-1"},
+		{"deletions", "--after", "-1"},
+		{"actor", "ls", "bob", "--depth", "-1"},
+		{"ls", "r1", "-R", "--depth", "2"},
 	} {
 		errOut := c.fails(2, args...)
 		assert.Contains(t, errOut, "wsctl.invalid_argument", "%v", args)
@@ -60,4 +64,15 @@ func TestSQLOnlyOnAStore(t *testing.T) {
 	d.jsonOut(&rows, "sql", "SELECT 1e300*1e300 AS up, -1e300*1e300 AS down, 1.5 AS x")
 	require.Len(t, rows, 1)
 	assert.Equal(t, map[string]any{"up": "+Inf", "down": "-Inf", "x": 1.5}, rows[0])
+}
+
+// TestUnknownChatIsNotFound: policy and prune of a chat the store does not
+// hold fail with store.not_found (exit 3) instead of answering as if it
+// were empty.
+func TestUnknownChatIsNotFound(t *testing.T) {
+	c := newCLI(t)
+	c.ok("init")
+	for _, args := range [][]string{{"policy", "--chat", "nope"}, {"prune", "--chat", "nope"}, {"prune", "--chat", "nope", "--dry-run"}} {
+		assert.Contains(t, c.fails(3, args...), "store.not_found", "%v", args)
+	}
 }

@@ -47,6 +47,11 @@ func runPrune(ctx context.Context, o pruneOptions) error {
 		return err
 	}
 	defer st.Close()
+	if o.chat != "" {
+		if _, err := st.Runs.Chat(ctx, o.chat); err != nil {
+			return err // no such chat: nothing to prune is not success
+		}
+	}
 	rep, err := st.Runs.Prune(ctx, runs.PruneOptions{DryRun: o.dryRun, ChatID: o.chat})
 	if err != nil {
 		return err
@@ -156,6 +161,9 @@ request), when, and the bytes freed. The log outlives what it names.`,
 }
 
 func runDeletions(ctx context.Context, o deletionsOptions) error {
+	if o.after < 0 || o.limit < 0 {
+		return argError("deletions", "--after and --limit must not be negative")
+	}
 	st, err := openStore(ctx, o.globals, readOnly)
 	if err != nil {
 		return err
@@ -220,6 +228,8 @@ func runPolicy(ctx context.Context, o policyOptions) error {
 	scope := o.chat
 	if scope == "" {
 		scope = runs.StoreScope
+	} else if _, err := st.Runs.Chat(ctx, o.chat); err != nil {
+		return err
 	}
 	p, err := st.Runs.Policy(ctx, scope)
 	if err != nil {
