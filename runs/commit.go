@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -69,7 +70,9 @@ type CommitRequest struct {
 // ChatSink saves messages into the host's chat, through the host's own
 // save contract: the store never writes chat files. Each call carries a
 // new CommitID, which the host may use to tell deliveries apart; after a
-// failure the run may simply Commit again.
+// failure the run may simply Commit again. The receipt is stored with the
+// commit: JSON as it is, anything else as a JSON string of its bytes, and
+// none as {}.
 type ChatSink interface {
 	Commit(ctx context.Context, req CommitRequest) (receipt json.RawMessage, err error)
 }
@@ -364,8 +367,12 @@ func (s *Service) recordCommit(ctx context.Context, tx *index.Tx, run Run, cp ch
 func (s *Service) deliver(ctx context.Context, sink ChatSink, pc pendingCommit) (CommitRecord, error) {
 	rec := pc.rec
 	receipt, sinkErr := callSink(ctx, sink, pc.req)
-	if len(receipt) == 0 || !json.Valid(receipt) {
+	switch {
+	case len(bytes.TrimSpace(receipt)) == 0:
 		receipt = json.RawMessage(`{}`)
+	case !json.Valid(receipt):
+		// The sink has acted: its receipt is kept, as a JSON string.
+		receipt, _ = json.Marshal(string(receipt))
 	}
 	status, typ, level := CommitCompleted, journal.ChatCommitCompleted, journal.Info
 	errText := ""

@@ -291,3 +291,27 @@ func TestRollbackCommittedMessage(t *testing.T) {
 		assert.True(t, wserr.Is(err, wserr.InvalidState))
 	})
 }
+
+// TestCommitKeepsAReceiptThatIsNotJSON: the sink has acted whatever its
+// receipt says, so one that is not JSON is kept as a JSON string of its
+// bytes, and none as {}.
+func TestCommitKeepsAReceiptThatIsNotJSON(t *testing.T) {
+	e := newLifecycleEnv(t)
+	for receipt, want := range map[string]string{
+		`msg-42 saved`: `"msg-42 saved"`,
+		`{"id":`:       `"{\"id\":"`,
+		``:             `{}`,
+		` `:            `{}`,
+		`{"id":7}`:     `{"id":7}`,
+	} {
+		r := e.create("c-"+want, runs.CreateRequest{})
+		e.write(r.ID, "output/main.md", "Body")
+		sink := runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {
+			return json.RawMessage(receipt), nil
+		})
+		rec, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, runs.CommitCompleted, rec.Status)
+		assert.JSONEq(t, want, string(rec.Receipt), "receipt %q", receipt)
+	}
+}
