@@ -692,3 +692,27 @@ func TestReclaimKeepsAPushNotPublished(t *testing.T) {
 	assert.Positive(t, rec.Packs, "the late run's pack")
 	assert.Less(t, there(), len(pushed))
 }
+
+// TestReclaimOwnPushes: a device that only pushes (never syncs) and
+// reclaims its own tier gets back what it deleted and collected: its own
+// records say what it uses, whatever segments it never wrote.
+func TestReclaimOwnPushes(t *testing.T) {
+	srv, open := fakeTier(t)
+	ctx := context.Background()
+	a := open()
+	smallRuns(t, a, "chat-1", "r", 2)
+	_, err := a.Remote.Push(ctx, a.DB)
+	require.NoError(t, err)
+	for _, id := range []string{"r-00", "r-01"} {
+		_, err := a.Runs.CancelAndDeleteRun(ctx, id)
+		require.NoError(t, err)
+	}
+	_, err = a.GC(ctx, wsstore.GCOptions{Grace: -1})
+	require.NoError(t, err)
+	for _, k := range srv.Keys("wsstore", "team/") {
+		srv.SetModified("wsstore", k, time.Now().Add(-30*24*time.Hour))
+	}
+	rec, err := a.ReclaimRemote(ctx, remote.ReclaimOptions{})
+	require.NoError(t, err)
+	assert.Positive(t, rec.Packs, "the store's own deleted content is reclaimed")
+}

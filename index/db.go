@@ -320,6 +320,11 @@ func (db *DB) Close() error {
 			_, _ = db.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 			errs = append(errs, db.write.Close())
 		}
+		if db.ckpt != nil {
+			// Last: no connection of this DB holds a lock the close of
+			// the -shm descriptor would drop (walckpt.go).
+			releaseShm(db.ckpt.shm)
+		}
 		db.closeErr = errors.Join(errs...)
 	})
 	return db.closeErr

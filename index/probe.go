@@ -67,7 +67,7 @@ func create(ctx context.Context, path string, opts Options) error {
 // store.not_a_store for an empty file, a file that is not SQLite, or an
 // SQLite database without the store's tables, and with store.corrupt for
 // a damaged or truncated one.
-func (db *DB) probe(ctx context.Context) error {
+func (db *DB) probe(ctx context.Context) (err error) {
 	fi, err := os.Stat(db.path)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", db.path, translateOS(err))
@@ -88,10 +88,13 @@ func (db *DB) probe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", db.path, err)
 	}
-	refused := true
 	defer func() {
 		conn.Close()
-		if !refused {
+		// Only a file refused (not a store, or damaged) is left as found:
+		// after any other failure (busy, an I/O error) the log and its
+		// index may be another process's, in use, and removing them would
+		// corrupt the store.
+		if !wserr.Is(err, wserr.NotAStore) && !wserr.Is(err, wserr.Corrupt) {
 			return
 		}
 		for _, p := range made {
@@ -127,7 +130,6 @@ func (db *DB) probe(ctx context.Context) error {
 			return wserr.New(wserr.Corrupt, "open", "", "%s is truncated: %d bytes of %d", db.path, fi.Size(), pages*size)
 		}
 	}
-	refused = false
 	return nil
 }
 

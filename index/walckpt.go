@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,7 +62,6 @@ const (
 // walCheckpointer runs the background checkpoints of one DB.
 type walCheckpointer struct {
 	conn *sqlx.DB
-	path string // the -shm file
 	kick chan struct{}
 	done chan struct{}
 	runs atomic.Int64 // checkpoints run
@@ -71,15 +71,95 @@ type walCheckpointer struct {
 	pass sync.Mutex
 
 	mu     sync.Mutex
-	shm    *os.File // opened on first use
+	shm    *shmFile // the process's descriptor of the -shm file
 	closed bool
 	manual bool // tests: no background checkpoint is woken
 }
 
 func newWALCheckpointer(conn *sqlx.DB, dbPath string) *walCheckpointer {
-	c := &walCheckpointer{conn: conn, path: dbPath + "-shm", kick: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &walCheckpointer{conn: conn, kick: make(chan struct{}, 1), done: make(chan struct{}), shm: acquireShm(dbPath + "-shm")}
 	go c.loop()
 	return c
+}
+
+// A process must never close a descriptor of a file SQLite holds POSIX
+// locks on: closing any descriptor of a file drops every lock the process
+// holds on it, whatever descriptor took them. SQLite keeps its WAL locks
+// (the writer's, the checkpointer's, the readers' marks, and the one that
+// says the log's index is in use) on the -shm file, so a close of the
+// descriptor the header is read through, while any connection of the
+// process still had the store open, let another process write or
+// checkpoint beside it, or start the log's index over under it: the
+// database was corrupted by two processes that closed and wrote at once.
+// So the process keeps one descriptor per -shm file, shared by every DB
+// open on it, and closes it only once the last of them has closed all its
+// connections (releaseShm, at the end of DB.Close).
+
+// shmFile is the process's descriptor of one -shm file, opened on first
+// read, and the count of DBs using it.
+type shmFile struct {
+	key   string
+	f     *os.File // nil until first read
+	users int
+}
+
+var shmFiles = struct {
+	mu sync.Mutex
+	m  map[string]*shmFile
+}{m: map[string]*shmFile{}}
+
+// shmKey names a -shm file whatever path leads to it: its directory with
+// symbolic links resolved.
+func shmKey(path string) string {
+	dir, base := filepath.Split(path)
+	if d, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = d
+	}
+	return filepath.Join(dir, base)
+}
+
+// acquireShm registers a user of the -shm file at path.
+func acquireShm(path string) *shmFile {
+	key := shmKey(path)
+	shmFiles.mu.Lock()
+	defer shmFiles.mu.Unlock()
+	s := shmFiles.m[key]
+	if s == nil {
+		s = &shmFile{key: key}
+		shmFiles.m[key] = s
+	}
+	s.users++
+	return s
+}
+
+// releaseShm drops a user of s, closing the descriptor when none is left:
+// the caller has closed every connection it had on the store.
+func releaseShm(s *shmFile) {
+	shmFiles.mu.Lock()
+	defer shmFiles.mu.Unlock()
+	if s.users--; s.users > 0 {
+		return
+	}
+	if s.f != nil {
+		s.f.Close()
+	}
+	delete(shmFiles.m, s.key)
+}
+
+// readHeader reads the start of the -shm file into h.
+func (s *shmFile) readHeader(h []byte) (int, error) {
+	shmFiles.mu.Lock()
+	if s.f == nil {
+		f, err := os.Open(s.key)
+		if err != nil {
+			shmFiles.mu.Unlock()
+			return 0, err
+		}
+		s.f = f
+	}
+	f := s.f
+	shmFiles.mu.Unlock()
+	return f.ReadAt(h, 0)
 }
 
 func (c *walCheckpointer) loop() {
@@ -171,15 +251,8 @@ func (c *walCheckpointer) log() (frames, pending int64) {
 	if c.closed {
 		return 0, 0
 	}
-	if c.shm == nil {
-		f, err := os.Open(c.path)
-		if err != nil {
-			return 0, 0
-		}
-		c.shm = f
-	}
 	var h [shmHeader]byte
-	if n, err := c.shm.ReadAt(h[:], 0); n < len(h) || err != nil {
+	if n, err := c.shm.readHeader(h[:]); n < len(h) || err != nil {
 		return 0, 0
 	}
 	mx := binary.NativeEndian.Uint32(h[shmMxFrame:])
@@ -190,15 +263,13 @@ func (c *walCheckpointer) log() (frames, pending int64) {
 	return int64(mx), int64(mx - back)
 }
 
-// close stops the goroutine, then closes the connection.
+// close stops the goroutine, then closes the connection. The -shm file's
+// descriptor stays open until the DB's other connections are closed too
+// (DB.Close calls releaseShm).
 func (c *walCheckpointer) close() error {
 	c.mu.Lock()
 	c.closed = true
 	close(c.kick)
-	if c.shm != nil {
-		c.shm.Close()
-		c.shm = nil
-	}
 	c.mu.Unlock()
 	<-c.done
 	return c.conn.Close()

@@ -24,13 +24,16 @@ const (
 
 // packIndex lists what one pack holds, or (Pack "") chunked blobs, whose
 // chunk lists are all they are. Device names the store that pushed it
-// (its sync device id; absent in an older build's): reclaim keeps a pack
-// until that device has published a segment since (docs/remote.md). The
-// copy at the end of a pack does not carry it.
+// (its sync device id; absent in an older build's) and Pushed when (Unix
+// nanoseconds), so each push writes an index object of its own, dated by
+// the object store, even of a pack that is there already: reclaim keeps a
+// pack until the device of every index naming it has published a segment
+// since (docs/remote.md). The copy at the end of a pack carries neither.
 type packIndex struct {
 	Version int     `json:"version"`
 	Pack    string  `json:"pack,omitempty"`
 	Device  string  `json:"device,omitempty"`
+	Pushed  int64   `json:"pushed,omitempty"`
 	Objects []entry `json:"objects"`
 }
 

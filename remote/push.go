@@ -29,7 +29,7 @@ func (s *Storage) upload(ctx context.Context, objs []cas.Object, chunked bool, d
 			return packIndex{}, err
 		}
 	}
-	idx.Device = device
+	idx.Device, idx.Pushed = device, nanos(s.opts.Now())
 	b, key := encodeIndex(idx)
 	if _, err := s.b.put(ctx, key, b); err != nil {
 		return packIndex{}, err

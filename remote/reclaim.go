@@ -184,14 +184,18 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 	}); err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
+	// Every index object is read, the young ones too: a pack goes only
+	// when every index object naming it may go (two devices that pushed
+	// the same pack, or one that pushed it again, each wrote their own).
+	type index struct {
+		key, pack string
+		gone      bool // it may go
+	}
+	var all []index
+	keep := map[string]bool{} // packs some index object keeps
 	for _, o := range idx {
-		if o.mod.IsZero() || !o.mod.Before(cutoff) {
-			st.Kept++
-			continue
-		}
-		if budget <= 0 {
-			st.More = true
-			break
+		if err := ctx.Err(); err != nil {
+			return st, fmt.Errorf("reclaim: %w", err)
 		}
 		b, err := s.b.get(ctx, o.key, 0, -1)
 		if err != nil {
@@ -201,21 +205,61 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		if err != nil {
 			return st, fmt.Errorf("reclaim: %w", err)
 		}
-		used := false
+		gone := !o.mod.IsZero() && o.mod.Before(cutoff)
 		for _, e := range pi.Objects {
-			used = used || named[objectName(e.Kind, e.Hash)]
+			gone = gone && !named[objectName(e.Kind, e.Hash)]
 		}
-		if used || (pi.Device != "" && unpublished(published, pi.Device, o.mod.Add(margin))) {
+		// The pushing device may record the objects and name them in its
+		// next segment; this store's own records are in named already.
+		if pi.Device != "" && pi.Device != device && unpublished(published, pi.Device, o.mod.Add(margin)) {
+			gone = false
+		}
+		if !gone && pi.Pack != "" {
+			keep[pi.Pack] = true
+		}
+		all = append(all, index{key: o.key, pack: pi.Pack, gone: gone})
+	}
+	// The index objects of a pack go before it, so no device learns of a
+	// pack that is gone; a pack goes with all of them or waits. An index
+	// of chunk lists alone (no pack) goes by itself.
+	type doomed struct {
+		pack string
+		keys []string
+	}
+	var out []*doomed
+	byPack := map[string]*doomed{}
+	for _, ix := range all {
+		switch {
+		case !ix.gone || keep[ix.pack]:
 			st.Kept++
-			continue
+		case ix.pack == "":
+			out = append(out, &doomed{keys: []string{ix.key}})
+		case byPack[ix.pack] != nil:
+			byPack[ix.pack].keys = append(byPack[ix.pack].keys, ix.key)
+		default:
+			d := &doomed{pack: ix.pack, keys: []string{ix.key}}
+			byPack[ix.pack] = d
+			out = append(out, d)
 		}
-		if err := remove(o.key); err != nil {
-			return st, fmt.Errorf("reclaim: %w", err)
+	}
+	for _, d := range out {
+		need := len(d.keys)
+		if d.pack != "" {
+			need++
 		}
-		st.Indexes++
-		budget--
-		if pi.Pack != "" {
-			if err := remove(pi.Pack); err != nil {
+		if budget < need {
+			st.More = true
+			break
+		}
+		for _, k := range d.keys {
+			if err := remove(k); err != nil {
+				return st, fmt.Errorf("reclaim: %w", err)
+			}
+			st.Indexes++
+			budget--
+		}
+		if d.pack != "" {
+			if err := remove(d.pack); err != nil {
 				return st, fmt.Errorf("reclaim: %w", err)
 			}
 			st.Packs++

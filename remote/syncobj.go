@@ -30,7 +30,16 @@ const (
 // segments, made (16 hex digits, random) and recorded on first use.
 func Device(ctx context.Context, db *index.DB) (string, error) {
 	var id string
-	err := db.Update(ctx, func(tx *index.Tx) error {
+	var ok bool
+	err := db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		id, ok, err = index.Setting(ctx, tx, deviceKey)
+		return err
+	})
+	if err != nil || ok {
+		return id, err
+	}
+	err = db.Update(ctx, func(tx *index.Tx) error {
 		var err error
 		id, err = deviceIn(ctx, tx)
 		return err
