@@ -78,6 +78,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 				events[i] = event{journal.WorkspaceFileDeleted, journal.FileDeleted{Path: e.Path.String(), PrevHash: prev.String()}}
 				continue
 			}
+			room.grow() // a new version, whatever its size (settle)
 			if err := room.add(e.Path, int64(len(e.Content))-prevSize); err != nil {
 				return err
 			}

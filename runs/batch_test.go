@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -163,12 +164,18 @@ func TestUnreadableStoreCapRefusesWrites(t *testing.T) {
 		Inputs: map[string][]byte{"a.md": big}})
 	assert.True(t, wserr.Is(err, wserr.Corrupt), "create with inputs: %v", err)
 	assert.Equal(t, before, rowCounts(e), "a refused write changes nothing")
+
+	_, err = svc.CancelAndDeleteRun(e.ctx, r.ID)
+	require.NoError(t, err, "a deletion is never refused")
+	_, err = svc.Run(e.ctx, r.ID)
+	assert.True(t, wserr.Is(err, wserr.RunNotFound), "%v", err)
 }
 
 // TestStoreCapHoldsEveryAddition: the store's cap holds what the contents
 // do not count too: records, manual checkpoints, and the trees, events and
-// checkpoints of small writes. Each kind is refused once the store would
-// pass its cap, never leaving it past; removals and rollbacks still run.
+// checkpoints of writes, also of empty files, shorter versions, streamed
+// and batched writes. Each kind is refused once the store would pass its
+// cap, never leaving it past; removals and rollbacks still run.
 func TestStoreCapHoldsEveryAddition(t *testing.T) {
 	e := newLifecycleEnv(t)
 	used := func() int64 {
@@ -189,9 +196,25 @@ func TestStoreCapHoldsEveryAddition(t *testing.T) {
 			_, err := svc.Workspace(id, runs.ModelScope).Write(e.ctx, vfs.MustPath(fmt.Sprintf("output/n%04d.md", i)), []byte("a note"), vfs.WriteOptions{})
 			return err
 		},
+		"empty file": func(svc *runs.Service, id string, i int) error {
+			_, err := svc.Workspace(id, runs.ModelScope).Write(e.ctx, vfs.MustPath(fmt.Sprintf("output/e%04d.md", i)), nil, vfs.WriteOptions{})
+			return err
+		},
+		"shorter version": func(svc *runs.Service, id string, i int) error {
+			_, err := svc.Workspace(id, runs.ModelScope).Write(e.ctx, vfs.MustPath("output/draft.md"), []byte(fmt.Sprintf("%0*d", 4000-i, i)), vfs.WriteOptions{})
+			return err
+		},
+		"streamed write": func(svc *runs.Service, id string, i int) error {
+			_, err := svc.Workspace(id, runs.ModelScope).WriteFrom(e.ctx, vfs.MustPath(fmt.Sprintf("output/s%04d.md", i)), strings.NewReader(fmt.Sprint("streamed ", i)), vfs.WriteOptions{})
+			return err
+		},
+		"apply": func(svc *runs.Service, id string, i int) error {
+			_, err := svc.Workspace(id, runs.ModelScope).Apply(e.ctx, []runs.Edit{{Path: vfs.MustPath(fmt.Sprintf("output/a%04d.md", i))}})
+			return err
+		},
 	}
 	for name, step := range steps {
-		limit := used() + 64<<10
+		limit := used() + 64<<10 + 123 // not a whole number of pages
 		svc := e.service(runs.Options{MaxStoreBytes: limit})
 		r, err := svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: name}})
 		require.NoError(t, err)

@@ -501,8 +501,9 @@ func (s *Service) deleteRun(ctx context.Context, runID string, cancel bool) (can
 	if err != nil {
 		return false, err
 	}
-	auto, err := s.autoPrune(ctx)
-	if auto {
+	// The deletion has committed: a setting that cannot be read leaves
+	// the space to the next gc instead of failing the call.
+	if auto, perr := s.autoPrune(ctx); perr == nil && auto {
 		_, err = s.reclaimAfter(ctx, []int64{logID})
 	}
 	return cancelled, err

@@ -240,9 +240,9 @@ func (r *room) add(p vfs.Path, bytes int64) error {
 	if r.limit <= 0 {
 		return nil
 	}
-	r.total += bytes
+	r.total, r.lastPath = r.total+bytes, p
 	if bytes > 0 {
-		r.grew, r.lastPath = true, p
+		r.grew = true
 		if r.size+r.total > r.limit {
 			return wserr.New(wserr.SizeLimitExceeded, r.op, p.String(), "the store holds %d bytes of its %d-byte cap; %d more do not fit", r.size, r.limit, r.total)
 		}
@@ -251,7 +251,8 @@ func (r *room) add(p vfs.Path, bytes int64) error {
 }
 
 // grow marks the change as one that adds to the store whatever its
-// contents (a record, a checkpoint), for settle.
+// contents (a record, a checkpoint, a file version of any size), for
+// settle.
 func (r *room) grow() { r.grew = true }
 
 // settle fails the change if it added anything and left the store's
@@ -268,7 +269,11 @@ func (r *room) settle(ctx context.Context, tx *index.Tx) error {
 		return fmt.Errorf("%s: the store's cap: %w", r.op, err)
 	}
 	if used > r.limit && used > r.size {
-		return wserr.New(wserr.SizeLimitExceeded, r.op, r.lastPath.String(), "the change would take the store to %d bytes, past its %d-byte cap", used, r.limit)
+		path := ""
+		if !r.lastPath.IsRoot() {
+			path = r.lastPath.String()
+		}
+		return wserr.New(wserr.SizeLimitExceeded, r.op, path, "the change would take the store to %d bytes, past its %d-byte cap", used, r.limit)
 	}
 	return nil
 }

@@ -628,6 +628,12 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 			return err
 		}
 		room := w.s.roomCheck(ctx, tx, op)
+		if !m.remove {
+			// Whatever its content's size (an empty file, a shorter
+			// version), the change adds a version, trees, an event and a
+			// checkpoint: settle holds them to the cap.
+			room.grow()
+		}
 		if !m.remove && (m.stored == nil || m.checkRoom) {
 			size := int64(len(m.content))
 			if m.stored != nil {

@@ -145,7 +145,7 @@ func TestDemoRemovesItsStoreWhenItsReaderGoes(t *testing.T) {
 	_, err = out.Read(line)
 	require.NoError(t, err)
 	require.NoError(t, out.Close()) // the reader goes, as head's does
-	_ = cmd.Wait()
+	require.NoError(t, cmd.Wait(), "demo ends quietly")
 	left, err := filepath.Glob(filepath.Join(tmp, "wsctl-demo-*"))
 	require.NoError(t, err)
 	require.Empty(t, left, "the temporary store is removed")

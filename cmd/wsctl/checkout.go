@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -188,16 +189,32 @@ func newEmptyDir(dir string) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return wserr.Wrap(protocol.CodeInvalidArgument, "checkout", dir, err)
+			return dirError(dir, err)
 		}
 		return nil
 	case err != nil:
 		if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
 			return wserr.New(wserr.Conflict, "checkout", dir, "exists and is not a directory")
 		}
-		return wserr.Wrap(protocol.CodeInvalidArgument, "checkout", dir, err)
+		return dirError(dir, err)
 	case len(entries) > 0:
 		return wserr.New(wserr.Conflict, "checkout", dir, "directory is not empty: checkout only writes into a new or empty directory")
 	}
 	return nil
+}
+
+// dirError codes a failure to make or read checkout's DIR: a path that
+// cannot be a directory here (a file on the way, no such parent, no
+// permission) is the command line's mistake; a full disk or a read-only
+// file system is the host's state.
+func dirError(dir string, err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return wserr.Wrap(wserr.DiskFull, "checkout", dir, err)
+	case errors.Is(err, syscall.EROFS):
+		return wserr.Wrap(wserr.ReadOnly, "checkout", dir, err)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOTDIR):
+		return wserr.Wrap(protocol.CodeInvalidArgument, "checkout", dir, err)
+	}
+	return fmt.Errorf("checkout %s: %w", dir, err)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -50,7 +51,7 @@ Then it prints the run's timeline (its journal) and the final diff.`,
 				// A reader that goes away (wsctl demo | head -1) would
 				// otherwise end the process by SIGPIPE before the
 				// temporary store is removed; noticed, a write to it
-				// fails instead, and demo ends as usual.
+				// fails instead, and demo ends quietly, with status 0.
 				pipe := make(chan os.Signal, 1)
 				signal.Notify(pipe, syscall.SIGPIPE)
 				defer signal.Stop(pipe)
@@ -61,7 +62,11 @@ Then it prints the run's timeline (its journal) and the final diff.`,
 			if g, err = a.globals(cmd); err != nil {
 				return err
 			}
-			return runDemo(cmd.Context(), g, temp)
+			err = runDemo(cmd.Context(), g, temp)
+			if temp && errors.Is(err, syscall.EPIPE) {
+				return nil // the reader went away: nothing more to show
+			}
+			return err
 		},
 	}
 }

@@ -119,7 +119,10 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 		return nil
 	}
 	// A run deleted while followed ends the follow: its journal went
-	// with it, so its final event never comes.
+	// with it, so its final event never comes. A run seen ended gets one
+	// more poll, which prints what its last change journaled (normally
+	// the final event, which ends the follow before this).
+	ended := false
 	alive := func(ctx context.Context) error {
 		run, err := st.Runs.Run(ctx, runID)
 		switch {
@@ -127,8 +130,10 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 			return wserr.New(wserr.RunNotFound, "log", "", "run %s was deleted while it was followed", runID)
 		case err != nil:
 			return err
-		case run.Status.Final():
+		case run.Status.Final() && ended:
 			return errStopFollow
+		case run.Status.Final():
+			ended = true
 		}
 		return nil
 	}

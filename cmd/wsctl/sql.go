@@ -20,6 +20,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -96,13 +97,17 @@ func runSQL(ctx context.Context, g globals, lim sqlLimits, args []string) error 
 	if err := checkReadOnlySQL(query); err != nil {
 		return err
 	}
-	// Opened as any command opens it: a file that is not a store is
-	// refused (store.not_a_store) before the query reads it.
-	st, err := openStore(ctx, g, readOnly)
-	if err != nil {
+	if err := storeExists(g.storeDir); err != nil {
 		return err
 	}
-	if err := st.Close(); err != nil {
+	// A file that is not a store is refused (store.not_a_store) before
+	// the query reads it, as every command refuses it; the check writes
+	// nothing, and a store of an older format is queried as it is.
+	db, err := index.Open(ctx, filepath.Join(g.storeDir, wsstore.DBName), index.Options{ReadOnly: true})
+	if err == nil {
+		err = db.Close()
+	}
+	if err != nil && !wserr.Is(err, wserr.OlderFormat) {
 		return err
 	}
 	res, err := queryReadOnly(ctx, filepath.Join(g.storeDir, wsstore.DBName), query, lim)
