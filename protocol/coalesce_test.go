@@ -81,3 +81,23 @@ func TestDiffMaxBytes(t *testing.T) {
 	require.False(t, r.OK)
 	assert.Equal(t, "workspace.invalid_argument", string(r.Error.Code))
 }
+
+// TestEmptyRunIDIsRefused: a runId given as "" (a host's unset variable)
+// is refused, never taken for the session's run; left out, it is.
+func TestEmptyRunIDIsRefused(t *testing.T) {
+	s, st := openAutoSession(t)
+	ctx := context.Background()
+	for _, line := range []string{
+		`{"op":"write","runId":"","path":"output/a.md","content":"x"}`,
+		`{"op":"checkpoint","runId":""}`,
+		`{"op":"runs.diff","fromRunId":"","toRunId":"r"}`,
+	} {
+		r := s.Handle(ctx, []byte(line))
+		require.False(t, r.OK, line)
+		assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code, line)
+		assert.Contains(t, r.Error.Message, "is empty", line)
+	}
+	assert.Zero(t, checkpointsTaken(t, st)-1, "nothing was written")
+	r := s.Handle(ctx, []byte(`{"op":"write","path":"output/a.md","content":"x"}`))
+	require.True(t, r.OK, "%+v", r.Error)
+}

@@ -69,7 +69,8 @@ Responses: {"op": NAME, "id"?: ANY, "ok": true, "result": {...}}
 
 "id", if given, is echoed unchanged, unless the line is not JSON or the id
 itself is refused. Operations act on the run the last run.create created,
-unless they name "runId" (which does not change that default). Paths are
+unless they name "runId" (which does not change that default; an empty
+"runId" is refused with batch.invalid_request, never read as absent). Paths are
 workspace paths ("output/main.md"). Checkpoints are "cp_000003" or 3.
 
 Requests are read strictly, so a typo cannot pass silently: field names are

@@ -201,6 +201,13 @@ func (s *Session) Handle(ctx context.Context, line []byte) (resp Response) {
 	if !ok {
 		return ErrorResponse(op, id, wserr.New(CodeUnknownOp, "", "", "unknown op %q (batch --help lists them)", op))
 	}
+	// An empty run id is a host's mistake (an unset variable), never the
+	// session's current run: nothing a host sends is guessed at.
+	for _, f := range []string{"runId", "fromRunId", "toRunId"} {
+		if n := t.member(0, f); n >= 0 && t.nodes[n].kind == kindString && len(t.text(t.nodes[n])) == 0 {
+			return ErrorResponse(op, id, wserr.New(CodeInvalidRequest, "", "", "%q is empty: name a run, or leave it out for the session's run", f))
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			resp = ErrorResponse(op, id, wserr.New(wserr.Internal, op, "", "panic: %v", r))
