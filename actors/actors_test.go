@@ -360,3 +360,23 @@ func TestGCBetweenUploadPutAndItsChange(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "an uploaded note\n", string(got))
 }
+
+// TestGCElsewhereBetweenUploadPutAndItsChange: a gc with no grace through
+// another handle takes the content an upload stored before its
+// transaction; the upload fails with store.busy (sent again, it succeeds)
+// and changes nothing.
+func TestGCElsewhereBetweenUploadPutAndItsChange(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	other, err := wsstore.Open(ctx, st.Dir, wsstore.Options{})
+	require.NoError(t, err)
+	defer other.Close()
+	blobs := &gcAfterPut{Blobs: st.Blobs, t: t, st: other}
+	sp := actors.New(st.DB, blobs, st.Trees, time.Now)
+	_, err = sp.Upload(ctx, "alice", "notes/a.md", strings.NewReader("an uploaded note\n"))
+	require.Error(t, err)
+	assert.True(t, wserr.Is(err, wserr.Busy), "%v", err)
+	_, err = st.Actors.Stat(ctx, "alice", "notes/a.md")
+	assert.Error(t, err, "nothing was uploaded")
+	upload(t, st, "alice", "notes/a.md", "an uploaded note\n")
+}

@@ -212,7 +212,9 @@ func (s *Spaces) Upload(ctx context.Context, actor, path string, r io.Reader) (C
 	}
 	var c Change
 	err = s.db.Update(ctx, func(tx *index.Tx) error {
-		if _, err := s.blobs.Touch(ctx, tx, h); err != nil {
+		if _, err := s.blobs.Touch(ctx, tx, h); errors.Is(err, cas.ErrNotFound) {
+			return cas.Collected("upload", h, err)
+		} else if err != nil {
 			return err
 		}
 		sp, exists, err := findSpace(ctx, tx, actor)

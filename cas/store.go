@@ -380,6 +380,15 @@ func (s *Store) sum(b []byte) Hash {
 	return Sum(b)
 }
 
+// Collected is the error of a write whose content, stored by Put before
+// the transaction that references it, a gc took in between: one in
+// another process, or one with no grace (in this process, Hold keeps it).
+// It is store.busy, since the same write succeeds when sent again; err is
+// the cause (cas.ErrNotFound) and is kept in the chain.
+func Collected(op string, h Hash, err error) error {
+	return fmt.Errorf("%w: %w", wserr.New(wserr.Busy, op, "", "%s: a gc collected this content before the write referenced it (one in another process, or one with no grace); nothing was changed, write it again", h.Short()), err)
+}
+
 // Touch refreshes the created time of the blob at h in tx, so a gc that
 // runs after tx commits counts it as young: callers that stored a blob in
 // an earlier transaction call it in the transaction that references it.

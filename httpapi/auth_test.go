@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -157,4 +158,46 @@ func TestAuthorizationMatrix(t *testing.T) {
 			assert.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, resp.StatusCode, "%s", b)
 		})
 	}
+}
+
+// countingBody counts the bytes read from it.
+type countingBody struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingBody) Close() error { return nil }
+
+// TestOpReadsNoBodyWithoutAToken: /v1/op refuses a request without a valid
+// token before it reads the body, so a client without one cannot make the
+// server hold up to --max-request-bytes per connection.
+func TestOpReadsNoBodyWithoutAToken(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	for _, auth := range []string{"", "Bearer wst_bogus"} {
+		body := &countingBody{r: io.LimitReader(zeros{}, 32<<20)}
+		req := httptest.NewRequest(http.MethodPost, "/v1/op", body)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		s.h.ServeHTTP(rec, req)
+		assert.Equal(t, http.StatusUnauthorized, rec.Code, "%q", auth)
+		assert.Zero(t, body.n, "%q: bytes of the body read", auth)
+	}
+}
+
+// zeros reads as an endless run of 'a'.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	return len(p), nil
 }

@@ -35,6 +35,7 @@ type ActorSpaces interface {
 	Delete(ctx context.Context, actor, path string) (actors.Change, error)
 	DeleteByPrefix(ctx context.Context, actor, prefix string) (actors.Change, error)
 	Stats(ctx context.Context, actor string) (actors.Stats, error)
+	GC(ctx context.Context, opt actors.GCOptions) (actors.GCReport, error)
 }
 
 // Collector is seed 004's Workspace GC: prune actors' old versions, then
@@ -222,6 +223,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer func() { h.logRequest(r, lw, start) }()
 	}
 	if h.cors(lw, r) {
+		return
+	}
+	// The mux would redirect an unclean path (//, ./, ../) with an HTML
+	// 307; every answer here is JSON, and no endpoint's path needs one.
+	if p := r.URL.Path + "/"; strings.Contains(p, "//") || strings.Contains(p, "/./") || strings.Contains(p, "/../") {
+		writeError(lw, badRequest("the path %q is not clean: no empty, \".\" or \"..\" segments", r.URL.Path))
 		return
 	}
 	h.mux.ServeHTTP(lw, r)

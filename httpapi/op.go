@@ -55,12 +55,16 @@ func (h *Handler) protocol() protocol.Backend {
 // its code. Each request has a session of its own, so there is no
 // current run: a request names its run with "runId".
 func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
+	// The token first: a client without one must not make the server
+	// hold a body of up to MaxRequestBytes. What the op needs is checked
+	// once it is read.
+	if _, ok := h.authorize(w, r, access{anyToken: true}); !ok {
+		return
+	}
 	line, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		if _, ok := h.authorize(w, r, access{anyToken: true}); ok {
-			writeResponse(w, protocol.LineTooLong(int(h.opts.MaxRequestBytes)))
-		}
+		writeResponse(w, protocol.LineTooLong(int(h.opts.MaxRequestBytes)))
 		return
 	}
 	if err != nil {

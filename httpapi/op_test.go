@@ -299,3 +299,30 @@ func TestFollowSSEDeletedRun(t *testing.T) {
 	assert.Contains(t, all, "event: error")
 	assert.Contains(t, all, `"run.not_found"`)
 }
+
+// TestFollowLongPollDeletedRun: a long poll on a run deleted while it
+// waits answers 404 run.not_found at once, not an empty page at the end
+// of its wait.
+func TestFollowLongPollDeletedRun(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	s.mustOp(map[string]any{"op": "run.create", "runId": "r1", "chat": map[string]any{"kind": "chat", "stableChatId": "c-r1"}})
+	type answer struct {
+		status int
+		body   []byte
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/events/follow", "afterSeq", "1000", "wait", "60s"), s.full, nil)
+		got <- answer{resp.StatusCode, b}
+	}()
+	time.Sleep(50 * time.Millisecond) // the poll is waiting (not a measure)
+	_, err := s.st.Runs.CancelAndDeleteRun(context.Background(), "r1")
+	require.NoError(t, err)
+	select {
+	case a := <-got:
+		assert.Equal(t, http.StatusNotFound, a.status, "%s", a.body)
+		assert.Equal(t, "run.not_found", errCode(t, a.body))
+	case <-time.After(30 * time.Second):
+		t.Fatal("the long poll did not end when its run was deleted")
+	}
+}

@@ -297,6 +297,13 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
+		if len(evs) == 0 && ctx.Err() == nil {
+			// A run deleted while waited on has no event to come.
+			if _, err := h.b.Runs.Run(ctx, id); wserr.Is(err, wserr.RunNotFound) {
+				writeError(w, err)
+				return
+			}
+		}
 		if len(evs) > 0 || ctx.Err() != nil || !time.Now().Before(deadline) {
 			if evs == nil {
 				evs = []journal.Event{}

@@ -202,17 +202,33 @@ func (h *Handler) wsStats(w http.ResponseWriter, r *http.Request) {
 }
 
 // POST /workspace/gc?actor=&keepVersions=: prunes old versions (of one
-// actor, or of all: then the token must not be limited to actors) and
-// collects the store.
+// actor, or of all: then the token must not be limited to actors) and,
+// for a token not limited to actors, collects the store: a token limited
+// to an actor prunes only, since the store's collection reaches every
+// actor's content and costs the whole store.
 func (h *Handler) wsGC(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	actor := q.Get("actor")
-	if _, ok := h.authorize(w, r, access{write: true, actor: actor, store: actor == ""}); !ok {
+	tok, ok := h.authorize(w, r, access{write: true, actor: actor, store: actor == ""})
+	if !ok {
 		return
 	}
 	keep, err := intParam(q.Get("keepVersions"), "keepVersions")
 	if err != nil {
 		writeError(w, err)
+		return
+	}
+	if !tok.AllActors() {
+		var pruned actors.GCReport
+		err = h.retry(r.Context(), func() (err error) {
+			pruned, err = h.b.Actors.GC(r.Context(), actors.GCOptions{Actor: actor, KeepVersions: keep})
+			return err
+		})
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"pruned": pruned})
 		return
 	}
 	var pruned actors.GCReport

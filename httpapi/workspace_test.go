@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/wsstore/wsstore/httpapi"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/tokens"
 )
 
 func TestHealthzNeedsNoToken(t *testing.T) {
@@ -125,6 +128,16 @@ func TestWorkspaceEndpoints(t *testing.T) {
 		assert.Contains(t, m, "pruned")
 		_, b := s.do(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", "reports/weekly.md"), s.full, nil)
 		assert.Equal(t, "weekly", string(b), "gc keeps live files")
+
+		// A token limited to alice prunes her versions, and does not run
+		// the store's collection, which reaches every actor's content.
+		alice := s.token(tokens.Spec{Name: "alice", Actors: []string{"alice"}})
+		resp, b := s.do(http.MethodPost, s.url("/workspace/gc", "actor", "alice"), alice, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+		var got map[string]any
+		require.NoError(t, json.Unmarshal(b, &got))
+		assert.Contains(t, got, "pruned")
+		assert.NotContains(t, got, "gc")
 	})
 	t.Run("UnknownEndpoint", func(t *testing.T) {
 		resp, b := s.do(http.MethodGet, s.url("/workspace/nope"), s.full, nil)
@@ -166,4 +179,25 @@ func TestCORS(t *testing.T) {
 		resp, _ = s.do(http.MethodGet, s.url("/workspace/stats", "actor", "a"), s.full, nil, "Origin", "http://evil.example")
 		assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
 	})
+}
+
+// TestUncleanPathsAreJSON: a path with an empty, "." or ".." segment is
+// answered 400 in JSON, not redirected with an HTML 307 (which took
+// /v1/runs/../../etc/passwd to /etc/passwd).
+func TestUncleanPathsAreJSON(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	for _, p := range []string{"/workspace//files", "/workspace/./files", "/v1/runs/../../etc/passwd", "/workspace/files/."} {
+		req, err := http.NewRequest(http.MethodGet, s.srv.URL+p+"?actor=alice", nil)
+		require.NoError(t, err)
+		req.URL.Opaque = p // sent as it is, unclean
+		req.Header.Set("Authorization", "Bearer "+s.full)
+		client := *s.srv.Client()
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", p, b)
+		assert.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"), p)
+	}
 }

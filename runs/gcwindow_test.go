@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -96,4 +97,33 @@ func TestNilReaders(t *testing.T) {
 	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "Upload: %v", err)
 	_, err = st.Archive.Import(ctx, nil, archive.Options{})
 	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "Import: %v", err)
+}
+
+// TestGCElsewhereBetweenPutAndItsChange: a gc with no grace through
+// another handle (as another process would run it) cannot see this
+// process's holds and takes the content a streamed write stored; the write
+// then fails with store.busy, changes nothing, and succeeds sent again.
+func TestGCElsewhereBetweenPutAndItsChange(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	other, err := wsstore.Open(ctx, st.Dir, wsstore.Options{})
+	require.NoError(t, err)
+	defer other.Close()
+	blobs := &gcAfterPut{Blobs: st.Blobs, t: t, st: other}
+	d := deps(st)
+	d.Blobs = blobs
+	svc := runs.New(d, runs.Options{})
+	_, err = svc.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}, RunID: "r"})
+	require.NoError(t, err)
+	ws := svc.Workspace("r", runs.HostScope)
+	note := vfs.MustPath("output/note.md")
+	_, err = ws.WriteFrom(ctx, note, strings.NewReader("a streamed note\n"), vfs.WriteOptions{})
+	require.Error(t, err)
+	assert.True(t, wserr.Is(err, wserr.Busy), "%v", err)
+	assert.Contains(t, err.Error(), "write it again")
+	_, err = ws.Stat(ctx, note)
+	assert.True(t, wserr.Is(err, wserr.FileNotFound), "nothing was changed: %v", err)
+
+	_, err = st.Runs.Workspace("r", runs.HostScope).WriteFrom(ctx, note, strings.NewReader("a streamed note\n"), vfs.WriteOptions{})
+	require.NoError(t, err, "sent again")
 }

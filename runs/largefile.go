@@ -163,6 +163,9 @@ func (w *Workspace) buildVersion(ctx context.Context, base vfs.Entry, next func(
 		return cas.Info{}, mutation{}, err
 	}
 	info, err := w.s.blobs.Stat(ctx, h)
+	if errors.Is(err, cas.ErrNotFound) {
+		err = cas.Collected("write", h, err)
+	}
 	return info, m, err
 }
 

@@ -469,6 +469,9 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 		return vfs.FileInfo{}, err
 	}
 	info, err := w.s.blobs.Stat(ctx, h)
+	if errors.Is(err, cas.ErrNotFound) {
+		return vfs.FileInfo{}, cas.Collected("write", h, err)
+	}
 	if err != nil {
 		return vfs.FileInfo{}, err
 	}
@@ -650,7 +653,9 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		case m.stored != nil:
 			// Streamed in before the transaction; refresh its row so a
 			// concurrent gc keeps it now that this change references it.
-			if _, err := w.s.blobs.Touch(ctx, tx, m.stored.Hash); err != nil {
+			if _, err := w.s.blobs.Touch(ctx, tx, m.stored.Hash); errors.Is(err, cas.ErrNotFound) {
+				return cas.Collected(op, m.stored.Hash, err)
+			} else if err != nil {
 				return err
 			}
 			h = m.stored.Hash

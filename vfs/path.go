@@ -48,7 +48,10 @@ type Path struct {
 // controls and zero-width characters (they make a name read as another),
 // and Unicode not in NFC (macOS and Windows would fold it onto the NFC
 // spelling, so two names could collide on a checkout); the message gives
-// the NFC spelling to use. Names that differ only in case are accepted, as
+// the NFC spelling to use. The characters Windows refuses in names besides
+// ':' (< > " | ? *) are accepted, as Linux and macOS keep them: a checkout
+// of such a name on Windows fails. Names that differ only in case are
+// accepted, as
 // Linux keeps them apart; a checkout onto a case-insensitive file system
 // (macOS's and Windows's default) cannot hold both, and fails rather than
 // merge them, since it creates every file exclusively.
