@@ -14,7 +14,6 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/actors"
-	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -321,25 +320,6 @@ func (w *compareWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// gcAfterPut is a store's blobs with a gc of no grace, in the store's own
-// process, run as each Put returns: the moment before the upload's
-// transaction references what the Put stored.
-type gcAfterPut struct {
-	actors.Blobs
-	t   *testing.T
-	st  *wsstore.Store
-	gcs int
-}
-
-func (b *gcAfterPut) Put(ctx context.Context, r io.Reader) (cas.Hash, error) {
-	h, err := b.Blobs.Put(ctx, r)
-	if err == nil {
-		_, gcErr := b.st.GC(ctx, wsstore.GCOptions{Grace: -1})
-		require.NoError(b.t, gcErr)
-		b.gcs++
-	}
-	return h, err
-}
 
 // TestGCBetweenUploadPutAndItsChange: an upload stores its content with
 // Put before the transaction that references it; a gc with no grace in
@@ -348,11 +328,11 @@ func (b *gcAfterPut) Put(ctx context.Context, r io.Reader) (cas.Hash, error) {
 func TestGCBetweenUploadPutAndItsChange(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
-	blobs := &gcAfterPut{Blobs: st.Blobs, t: t, st: st}
+	blobs := &storetest.GCAfterPut{Store: st.Blobs, TB: t, GC: st}
 	sp := actors.New(st.DB, blobs, st.Trees, time.Now)
 	_, err := sp.Upload(ctx, "alice", "notes/a.md", strings.NewReader("an uploaded note\n"))
 	require.NoError(t, err)
-	require.Equal(t, 1, blobs.gcs)
+	require.Equal(t, 1, blobs.GCs)
 	rc, _, err := sp.Download(ctx, "alice", "notes/a.md")
 	require.NoError(t, err)
 	defer rc.Close()
@@ -371,7 +351,7 @@ func TestGCElsewhereBetweenUploadPutAndItsChange(t *testing.T) {
 	other, err := wsstore.Open(ctx, st.Dir, wsstore.Options{})
 	require.NoError(t, err)
 	defer other.Close()
-	blobs := &gcAfterPut{Blobs: st.Blobs, t: t, st: other}
+	blobs := &storetest.GCAfterPut{Store: st.Blobs, TB: t, GC: other}
 	sp := actors.New(st.DB, blobs, st.Trees, time.Now)
 	_, err = sp.Upload(ctx, "alice", "notes/a.md", strings.NewReader("an uploaded note\n"))
 	require.Error(t, err)

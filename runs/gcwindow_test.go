@@ -19,25 +19,6 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// gcAfterPut is a store's blobs with a gc of no grace, in the store's own
-// process, run as each Put returns: the moment before the write's
-// transaction references what the Put stored.
-type gcAfterPut struct {
-	runs.Blobs
-	t   *testing.T
-	st  *wsstore.Store
-	gcs int
-}
-
-func (b *gcAfterPut) Put(ctx context.Context, r io.Reader) (cas.Hash, error) {
-	h, err := b.Blobs.Put(ctx, r)
-	if err == nil {
-		_, gcErr := b.st.GC(ctx, wsstore.GCOptions{Grace: -1})
-		require.NoError(b.t, gcErr)
-		b.gcs++
-	}
-	return h, err
-}
 
 // TestGCBetweenPutAndItsChange: a streamed write stores its content with
 // Put before the transaction that references it; a gc with no grace in
@@ -46,7 +27,7 @@ func (b *gcAfterPut) Put(ctx context.Context, r io.Reader) (cas.Hash, error) {
 func TestGCBetweenPutAndItsChange(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.OpenStore(t)
-	blobs := &gcAfterPut{Blobs: st.Blobs, t: t, st: st}
+	blobs := &storetest.GCAfterPut{Store: st.Blobs, TB: t, GC: st}
 	d := deps(st)
 	d.Blobs = blobs
 	svc := runs.New(d, runs.Options{})
@@ -68,7 +49,7 @@ func TestGCBetweenPutAndItsChange(t *testing.T) {
 	more := []byte("one more line\n")
 	_, err = ws.Write(ctx, big, more, vfs.WriteOptions{Mode: vfs.Append})
 	require.NoError(t, err, "the append to the large file")
-	require.Equal(t, 3, blobs.gcs, "a gc ran after each Put")
+	require.Equal(t, 3, blobs.GCs, "a gc ran after each Put")
 
 	rc, _, err := ws.Open(ctx, big)
 	require.NoError(t, err)
@@ -109,7 +90,7 @@ func TestGCElsewhereBetweenPutAndItsChange(t *testing.T) {
 	other, err := wsstore.Open(ctx, st.Dir, wsstore.Options{})
 	require.NoError(t, err)
 	defer other.Close()
-	blobs := &gcAfterPut{Blobs: st.Blobs, t: t, st: other}
+	blobs := &storetest.GCAfterPut{Store: st.Blobs, TB: t, GC: other}
 	d := deps(st)
 	d.Blobs = blobs
 	svc := runs.New(d, runs.Options{})
