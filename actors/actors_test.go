@@ -320,7 +320,6 @@ func (w *compareWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-
 // TestGCBetweenUploadPutAndItsChange: an upload stores its content with
 // Put before the transaction that references it; a gc with no grace in
 // the same process between the two keeps the content, and the upload

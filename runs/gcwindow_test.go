@@ -19,7 +19,6 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-
 // TestGCBetweenPutAndItsChange: a streamed write stores its content with
 // Put before the transaction that references it; a gc with no grace in
 // the same process between the two keeps the content, and the write, a
