@@ -58,7 +58,8 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 	// The token first: a client without one must not make the server
 	// hold a body of up to MaxRequestBytes. What the op needs is checked
 	// once it is read.
-	if _, ok := h.authorize(w, r, access{anyToken: true}); !ok {
+	tok, ok := h.authorize(w, r, access{anyToken: true})
+	if !ok {
 		return
 	}
 	line, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes))
@@ -73,7 +74,8 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 	}
 	line = bytes.TrimSpace(line)
 	a := opAccess(line)
-	if _, ok := h.authorize(w, r, a); !ok {
+	if err := permit(tok, a); err != nil {
+		writeError(w, err)
 		return
 	}
 	if a.op != "" && hostFileOps[a.op] {

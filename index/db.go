@@ -96,7 +96,10 @@ type DB struct {
 	guard     txGuard          // write's (guard.go)
 	stmts     stmtCache        // statements prepared on write
 	ckpt      *walCheckpointer // nil when read-only
-	read      *sqlx.DB
+	// shm is the process's registration on the store's -shm file
+	// (walckpt.go), held from before the first connection to Close.
+	shm  *shmFile
+	read *sqlx.DB
 	// readStmts are prepared on the read pool; database/sql prepares
 	// each again, once, on every pool connection a transaction uses.
 	readStmts stmtCache
@@ -157,12 +160,18 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 		db.immutable = true
 	}
+	// Before the first connection (the probe's): from here on the
+	// process's locks on the store's -shm file are held for this DB too,
+	// and every failure goes through Close, which releases it last.
+	db.shm = acquireShm(abs)
 	if err := db.probe(ctx); err != nil {
+		db.Close()
 		return nil, err
 	}
 	if !opts.ReadOnly {
 		db.write, err = openGuarded(db.dsn(false), &db.guard)
 		if err != nil {
+			db.Close()
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
 		db.write.SetMaxOpenConns(1)
@@ -170,23 +179,23 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.write.SetConnMaxLifetime(0)
 		db.write.SetConnMaxIdleTime(0)
 		if err := db.connect(ctx, db.write); err != nil {
-			db.write.Close()
+			db.Close()
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
 		if err := db.migrate(ctx); err != nil {
-			db.write.Close()
+			db.Close()
 			return nil, err
 		}
 		conn, err := sqlx.Open("sqlite", db.checkpointDSN())
 		if err != nil {
-			db.write.Close()
+			db.Close()
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
 		conn.SetMaxOpenConns(1)
 		conn.SetMaxIdleConns(1)
 		conn.SetConnMaxLifetime(0)
 		conn.SetConnMaxIdleTime(0)
-		db.ckpt = newWALCheckpointer(conn, abs)
+		db.ckpt = newWALCheckpointer(conn, db.shm)
 	}
 	db.read, err = sqlx.Open("sqlite", db.dsn(true))
 	if err != nil {
@@ -320,10 +329,10 @@ func (db *DB) Close() error {
 			_, _ = db.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 			errs = append(errs, db.write.Close())
 		}
-		if db.ckpt != nil {
+		if db.shm != nil {
 			// Last: no connection of this DB holds a lock the close of
 			// the -shm descriptor would drop (walckpt.go).
-			releaseShm(db.ckpt.shm)
+			releaseShm(db.shm)
 		}
 		db.closeErr = errors.Join(errs...)
 	})

@@ -50,8 +50,9 @@ func shmInUse(t *testing.T, path string) bool {
 
 // TestCheckpointerKeepsTheProcessShmLocks: closing the background
 // checkpoint (the first part of DB.Close), and closing one of two DBs open
-// on the same store in this process, leave the process's locks on the
-// -shm file in place while a connection still uses it. A descriptor of the
+// on the same store in this process (the other one writing, or read-only),
+// leave the process's locks on the -shm file in place while a connection
+// still uses it. A descriptor of the
 // file closed early dropped them all (POSIX), so another process could
 // start the log's index over, or write, beside this one.
 func TestCheckpointerKeepsTheProcessShmLocks(t *testing.T) {
@@ -74,11 +75,19 @@ func TestCheckpointerKeepsTheProcessShmLocks(t *testing.T) {
 	other, err := Open(ctx, path, Options{})
 	require.NoError(t, err)
 	write(other)
-	shm := db.ckpt.shm
 	db.ckpt = nil // closed above
 	require.NoError(t, db.Close())
-	releaseShm(shm) // as Close does
 	require.True(t, shmInUse(t, path+"-shm"), "the other DB still uses the -shm file")
+
+	// A read-only DB holds the locks of its readers too.
+	ro, err := Open(ctx, path, Options{ReadOnly: true})
+	require.NoError(t, err)
+	require.NoError(t, ro.View(ctx, func(tx *Tx) error {
+		var n int
+		return tx.GetContext(ctx, &n, `SELECT count(*) FROM meta`)
+	}))
 	write(other)
 	require.NoError(t, other.Close())
+	require.True(t, shmInUse(t, path+"-shm"), "the read-only DB still uses the -shm file")
+	require.NoError(t, ro.Close())
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,8 +75,8 @@ type walCheckpointer struct {
 	manual bool // tests: no background checkpoint is woken
 }
 
-func newWALCheckpointer(conn *sqlx.DB, dbPath string) *walCheckpointer {
-	c := &walCheckpointer{conn: conn, kick: make(chan struct{}, 1), done: make(chan struct{}), shm: acquireShm(dbPath + "-shm")}
+func newWALCheckpointer(conn *sqlx.DB, shm *shmFile) *walCheckpointer {
+	c := &walCheckpointer{conn: conn, kick: make(chan struct{}, 1), done: make(chan struct{}), shm: shm}
 	go c.loop()
 	return c
 }
@@ -92,43 +91,42 @@ func newWALCheckpointer(conn *sqlx.DB, dbPath string) *walCheckpointer {
 // checkpoint beside it, or start the log's index over under it: the
 // database was corrupted by two processes that closed and wrote at once.
 // So the process keeps one descriptor per -shm file, shared by every DB
-// open on it, and closes it only once the last of them has closed all its
-// connections (releaseShm, at the end of DB.Close).
+// open on the store, registered before the DB's first connection (Open)
+// and closed only once the last of them has closed all its connections
+// (releaseShm, at the end of DB.Close).
 
-// shmFile is the process's descriptor of one -shm file, opened on first
-// read, and the count of DBs using it.
+// shmFile is the process's descriptor of one store's -shm file, opened on
+// first read, and the count of DBs using the store.
 type shmFile struct {
-	key   string
-	f     *os.File // nil until first read
+	db    os.FileInfo // the database file, to know it by whatever path
+	path  string      // the -shm file
+	f     *os.File    // nil until first read
 	users int
 }
 
 var shmFiles = struct {
-	mu sync.Mutex
-	m  map[string]*shmFile
-}{m: map[string]*shmFile{}}
+	mu   sync.Mutex
+	list []*shmFile
+}{}
 
-// shmKey names a -shm file whatever path leads to it: its directory with
-// symbolic links resolved.
-func shmKey(path string) string {
-	dir, base := filepath.Split(path)
-	if d, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = d
-	}
-	return filepath.Join(dir, base)
-}
-
-// acquireShm registers a user of the -shm file at path.
-func acquireShm(path string) *shmFile {
-	key := shmKey(path)
+// acquireShm registers a user of the store whose database file is at
+// dbPath (it exists): every path to the same file (a symbolic link, a
+// bind mount, another case on a case-insensitive file system) shares one
+// entry.
+func acquireShm(dbPath string) *shmFile {
+	fi, err := os.Stat(dbPath)
 	shmFiles.mu.Lock()
 	defer shmFiles.mu.Unlock()
-	s := shmFiles.m[key]
-	if s == nil {
-		s = &shmFile{key: key}
-		shmFiles.m[key] = s
+	for _, s := range shmFiles.list {
+		if err == nil && os.SameFile(s.db, fi) {
+			s.users++
+			return s
+		}
 	}
-	s.users++
+	s := &shmFile{db: fi, path: dbPath + "-shm", users: 1}
+	if err == nil {
+		shmFiles.list = append(shmFiles.list, s)
+	}
 	return s
 }
 
@@ -142,15 +140,21 @@ func releaseShm(s *shmFile) {
 	}
 	if s.f != nil {
 		s.f.Close()
+		s.f = nil
 	}
-	delete(shmFiles.m, s.key)
+	for i, e := range shmFiles.list {
+		if e == s {
+			shmFiles.list = append(shmFiles.list[:i], shmFiles.list[i+1:]...)
+			break
+		}
+	}
 }
 
 // readHeader reads the start of the -shm file into h.
 func (s *shmFile) readHeader(h []byte) (int, error) {
 	shmFiles.mu.Lock()
 	if s.f == nil {
-		f, err := os.Open(s.key)
+		f, err := os.Open(s.path)
 		if err != nil {
 			shmFiles.mu.Unlock()
 			return 0, err
@@ -265,7 +269,7 @@ func (c *walCheckpointer) log() (frames, pending int64) {
 
 // close stops the goroutine, then closes the connection. The -shm file's
 // descriptor stays open until the DB's other connections are closed too
-// (DB.Close calls releaseShm).
+// (DB.Close releases it).
 func (c *walCheckpointer) close() error {
 	c.mu.Lock()
 	c.closed = true

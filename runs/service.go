@@ -209,17 +209,18 @@ type room struct {
 // (maxStoreBytes). Before writing, add fails with
 // workspace.size_limit_exceeded once the change's contents could take the
 // store past its cap: each call adds its bytes (new content less what it
-// replaces, so a change that shrinks the store adds nothing and is never
-// refused) to those of the calls before, all measured against the store's
-// stored bytes (index.Tx.UsedBytes: pages holding data, so space freed by
-// deletions counts at once). The content is counted as it is before
+// replaces, so a smaller version adds nothing here) to those of the calls
+// before, all measured against the store's stored bytes
+// (index.Tx.UsedBytes: pages holding data, so space freed by deletions
+// counts at once). The content is counted as it is before
 // compression, so that check errs on the side of refusing. Once written,
 // settle measures the stored bytes again and fails the same way if a
 // change that added anything (add with bytes above 0, or grow) left them
 // past the cap: what the contents do not count (trees, journal events,
-// checkpoints, records) is held to the cap too. If the cap or the stored
-// bytes cannot be read, both fail with that error: a change is never let
-// past a cap it could not measure.
+// checkpoints, records, the version a shorter one leaves in history) is
+// held to the cap too; a removal, which adds nothing, is never refused. If
+// the cap or the stored bytes cannot be read, a change that adds fails
+// with that error: it is never let past a cap it could not measure.
 func (s *Service) roomCheck(ctx context.Context, tx *index.Tx, op string) *room {
 	r := &room{op: op}
 	r.limit, r.err = s.maxStoreBytes(ctx)
@@ -234,6 +235,9 @@ func (s *Service) roomCheck(ctx context.Context, tx *index.Tx, op string) *room 
 
 // add counts bytes more of the change's contents, for p.
 func (r *room) add(p vfs.Path, bytes int64) error {
+	if bytes <= 0 && !r.grew {
+		return nil // nothing added yet: a removal needs no cap
+	}
 	if r.err != nil {
 		return r.err
 	}
@@ -258,10 +262,13 @@ func (r *room) grow() { r.grew = true }
 // settle fails the change if it added anything and left the store's
 // stored bytes past the cap.
 func (r *room) settle(ctx context.Context, tx *index.Tx) error {
+	if !r.grew {
+		return nil
+	}
 	if r.err != nil {
 		return r.err
 	}
-	if r.limit <= 0 || !r.grew {
+	if r.limit <= 0 {
 		return nil
 	}
 	used, err := tx.UsedBytes(ctx)

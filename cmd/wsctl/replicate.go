@@ -67,7 +67,12 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	stClosed := false
+	defer func() {
+		if !stClosed {
+			st.Close()
+		}
+	}()
 	to := o.to
 	if to == "" {
 		if to, err = metaURL(st); err != nil {
@@ -110,6 +115,13 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 			// Stopped by a signal: the final round below is the last word.
 			err = round(steady)
 		}
+	}
+	// The store closes before the replicator: Litestream's close drops
+	// its descriptors of the database file, and with them (POSIX) every
+	// lock this process holds on it, the store's connections' included.
+	stClosed = true
+	if cerr := st.Close(); err == nil {
+		err = cerr
 	}
 	if cerr := rep.Close(steady); err == nil {
 		err = cerr

@@ -108,6 +108,9 @@ func (r *Replicator) Sync(ctx context.Context) error {
 }
 
 // Close ships what is left, stops replicating and releases the database.
+// Call it after the process's own connections to the database are
+// closed: it closes Litestream's descriptors of the file, and closing any
+// descriptor of a file drops every POSIX lock the process holds on it.
 func (r *Replicator) Close(ctx context.Context) error {
 	if err := r.db.Close(ctx); err != nil {
 		return unavailable("replicate", r.db.Path(), err)
