@@ -212,10 +212,8 @@ func (s *Spaces) Upload(ctx context.Context, actor, path string, r io.Reader) (C
 	}
 	var c Change
 	err = s.db.Update(ctx, func(tx *index.Tx) error {
-		if _, err := s.blobs.Touch(ctx, tx, h); errors.Is(err, cas.ErrNotFound) {
-			return cas.Collected("upload", h, err)
-		} else if err != nil {
-			return err
+		if _, err := s.blobs.Touch(ctx, tx, h); err != nil {
+			return err // a gc took it meanwhile: store.busy (cas.Collected)
 		}
 		sp, exists, err := findSpace(ctx, tx, actor)
 		if err != nil {

@@ -392,12 +392,13 @@ func Collected(op string, h Hash, err error) error {
 // Touch refreshes the created time of the blob at h in tx, so a gc that
 // runs after tx commits counts it as young: callers that stored a blob in
 // an earlier transaction call it in the transaction that references it.
-// A blob written under TouchSlack ago is left as it is. It fails with
-// ErrNotFound if the blob is gone.
+// A blob written under TouchSlack ago is left as it is. If the blob is
+// gone, a gc took it after it was stored: it fails with Collected
+// (store.busy, wrapping ErrNotFound).
 func (s *Store) Touch(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
 	ok, err := s.st.Touch(ctx, tx, KindBlob, h, s.clock())
 	if err == nil && !ok {
-		err = notFound("touch", h)
+		err = Collected("touch", h, notFound("touch", h))
 	}
 	return ok, err
 }

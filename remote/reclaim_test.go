@@ -42,11 +42,7 @@ func TestReclaimKeepsASharedPack(t *testing.T) {
 	_, err = a.st.PublishSegment(ctx, remote.SegmentHeader{Device: devA, At: time.Now(), Base: true}, nil)
 	require.NoError(t, err)
 
-	c := newDevice(t, srv.URL, "bkt", remote.Options{})
-	devC, err := remote.Device(ctx, c.db)
-	require.NoError(t, err)
-	_, err = c.st.Reclaim(ctx, c.db, devC, remote.ReclaimOptions{})
-	require.NoError(t, err)
+	reclaimFromThirdDevice(t, srv.URL)
 
 	_, err = b.st.Evict(ctx, b.db)
 	require.NoError(t, err)
@@ -103,12 +99,20 @@ func TestReclaimKeepsAPackPushedAgain(t *testing.T) {
 	_, err = a.st.Push(ctx, a.db)
 	require.NoError(t, err)
 
-	c := newDevice(t, srv.URL, "bkt", remote.Options{})
+	reclaimFromThirdDevice(t, srv.URL)
+	_, err = a.st.Evict(ctx, a.db)
+	require.NoError(t, err)
+	a.requireAll(t, hs, files) // pushed, not yet named: kept
+}
+
+// reclaimFromThirdDevice runs a reclaim, with the default grace, from a
+// new device on the bucket.
+func reclaimFromThirdDevice(t *testing.T, endpoint string) {
+	t.Helper()
+	ctx := context.Background()
+	c := newDevice(t, endpoint, "bkt", remote.Options{})
 	devC, err := remote.Device(ctx, c.db)
 	require.NoError(t, err)
 	_, err = c.st.Reclaim(ctx, c.db, devC, remote.ReclaimOptions{})
 	require.NoError(t, err)
-	_, err = a.st.Evict(ctx, a.db)
-	require.NoError(t, err)
-	a.requireAll(t, hs, files) // pushed, not yet named: kept
 }

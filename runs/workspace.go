@@ -653,10 +653,8 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		case m.stored != nil:
 			// Streamed in before the transaction; refresh its row so a
 			// concurrent gc keeps it now that this change references it.
-			if _, err := w.s.blobs.Touch(ctx, tx, m.stored.Hash); errors.Is(err, cas.ErrNotFound) {
-				return cas.Collected(op, m.stored.Hash, err)
-			} else if err != nil {
-				return err
+			if _, err := w.s.blobs.Touch(ctx, tx, m.stored.Hash); err != nil {
+				return err // a gc took it meanwhile: store.busy (cas.Collected)
 			}
 			h = m.stored.Hash
 			next = &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: m.stored.Size}
