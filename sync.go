@@ -89,7 +89,7 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 	if err := s.collectDeletions(ctx, dev); err != nil {
 		return rep, err
 	}
-	if rep.Pushed, err = s.Remote.Push(ctx, s.DB); err != nil {
+	if rep.Pushed, err = s.Remote.PushInSync(ctx, s.DB); err != nil {
 		return rep, err
 	}
 	applied, err := s.Remote.Applied(ctx, s.DB)
@@ -736,7 +736,7 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 		items[i].Sent = true
 	}
 	// Blobs written since the first push, which the archive may name.
-	more, err := s.Remote.Push(ctx, s.DB)
+	more, err := s.Remote.PushInSync(ctx, s.DB)
 	if err != nil {
 		return err
 	}

@@ -13,16 +13,18 @@ import (
 )
 
 // Locks on the object store (docs/remote.md, "Locks"): a sync holds a
-// shared lock, locks/sync/DEVICE-NANOS, for as long as it runs; a reclaim
+// shared lock, locks/sync/DEVICE-NANOS, for as long as it runs, and a push
+// outside a sync holds one of its own, locks/push/DEVICE-NANOS; a reclaim
 // holds the exclusive lease, locks/reclaim/N, the next number after the
 // highest there, taken by a conditional PUT (If-None-Match: *), so two
 // devices never hold lease N both. Each writes its lock first and then
-// looks for the other kind, so of a sync and a reclaim that start
-// together at least one sees the other and gives up (store.busy). A lock
-// names its holder and when it expires; an expired one counts as
+// looks for the other kind, so of a sync (or push) and a reclaim that
+// start together at least one sees the other and gives up (store.busy).
+// A lock names its holder and when it expires; an expired one counts as
 // absent, and is removed by the next reclaim.
 const (
 	syncLockDir    = "locks/sync/"
+	pushLockDir    = "locks/push/"
 	reclaimLockDir = "locks/reclaim/"
 )
 
@@ -41,8 +43,8 @@ type lockObj struct {
 	body lockBody
 }
 
-// ErrLocked is wrapped (with store.busy) by a sync or reclaim that found
-// the other holding its lock.
+// ErrLocked is wrapped (with store.busy) by a sync, push or reclaim that
+// found the other kind holding its lock.
 var ErrLocked = errors.New("the object store is locked by another device")
 
 func (s *Storage) readLocks(ctx context.Context, dir string) ([]lockObj, error) {
@@ -87,28 +89,8 @@ func locked(op string, l lockObj) error {
 // earlier sync locks (of syncs that failed before they could remove
 // theirs) are removed: a device runs one sync at a time.
 func (s *Storage) LockSync(ctx context.Context, device string) (release func(context.Context) error, err error) {
-	check := func() error {
-		leases, err := s.readLocks(ctx, reclaimLockDir)
-		if err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-		for _, l := range leases {
-			if s.live(l) {
-				return locked("sync", l)
-			}
-		}
-		return nil
-	}
-	if err := check(); err != nil {
-		return nil, err
-	}
 	key := fmt.Sprintf("%s%s-%020d", syncLockDir, device, s.opts.Now().UnixNano())
-	if _, err := s.b.put(ctx, key, s.lockBytes(device)); err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
-	}
-	release = func(ctx context.Context) error { return s.b.remove(ctx, key) }
-	if err := check(); err != nil {
-		_ = release(ctx)
+	if release, err = s.sharedLock(ctx, "sync", key, device); err != nil {
 		return nil, err
 	}
 	mine, err := s.readLocks(ctx, syncLockDir+device+"-")
@@ -129,9 +111,47 @@ func (s *Storage) LockSync(ctx context.Context, device string) (release func(con
 	return release, nil
 }
 
+// lockPush takes a push's shared lock for device. A device's earlier push
+// locks stay: another process of the device may be pushing; those of
+// pushes that failed expire, and a reclaim removes them.
+func (s *Storage) lockPush(ctx context.Context, device string) (release func(context.Context) error, err error) {
+	return s.sharedLock(ctx, "push", fmt.Sprintf("%s%s-%020d", pushLockDir, device, s.opts.Now().UnixNano()), device)
+}
+
+// sharedLock writes the lock object key unless a live reclaim lease is
+// there, then looks again, so that a reclaim whose lease it did not see
+// the first time sees the lock (lockReclaim writes its lease before it
+// looks for locks).
+func (s *Storage) sharedLock(ctx context.Context, op, key, device string) (release func(context.Context) error, err error) {
+	check := func() error {
+		leases, err := s.readLocks(ctx, reclaimLockDir)
+		if err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		for _, l := range leases {
+			if s.live(l) {
+				return locked(op, l)
+			}
+		}
+		return nil
+	}
+	if err := check(); err != nil {
+		return nil, err
+	}
+	if _, err := s.b.put(ctx, key, s.lockBytes(device)); err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	release = func(ctx context.Context) error { return s.b.remove(ctx, key) }
+	if err := check(); err != nil {
+		_ = release(ctx)
+		return nil, err
+	}
+	return release, nil
+}
+
 // lockReclaim takes the exclusive reclaim lease for device and returns
 // its release. It fails with store.busy wrapping ErrLocked while another
-// lease is live, or a sync lock is (the lease is given back then).
+// lease is live, or a sync or push lock is (the lease is given back then).
 func (s *Storage) lockReclaim(ctx context.Context, device string) (release func(context.Context) error, err error) {
 	leases, err := s.readLocks(ctx, reclaimLockDir)
 	if err != nil {
@@ -168,15 +188,17 @@ func (s *Storage) lockReclaim(ctx context.Context, device string) (release func(
 			return nil, locked("reclaim remote", l)
 		}
 	}
-	syncs, err := s.readLocks(ctx, syncLockDir)
-	if err != nil {
-		_ = release(ctx)
-		return nil, fmt.Errorf("lock: %w", err)
-	}
-	for _, l := range syncs {
-		if s.live(l) {
+	for _, dir := range []string{syncLockDir, pushLockDir} {
+		shared, err := s.readLocks(ctx, dir)
+		if err != nil {
 			_ = release(ctx)
-			return nil, locked("reclaim remote", l)
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+		for _, l := range shared {
+			if s.live(l) {
+				_ = release(ctx)
+				return nil, locked("reclaim remote", l)
+			}
 		}
 	}
 	// Leases before this one are expired: they go.
@@ -189,16 +211,19 @@ func (s *Storage) lockReclaim(ctx context.Context, device string) (release func(
 	return release, nil
 }
 
-// expiredSyncLocks returns the sync locks that are past their expiry.
-func (s *Storage) expiredSyncLocks(ctx context.Context) ([]string, error) {
-	syncs, err := s.readLocks(ctx, syncLockDir)
-	if err != nil {
-		return nil, err
-	}
+// expiredLocks returns the sync and push locks that are past their
+// expiry.
+func (s *Storage) expiredLocks(ctx context.Context) ([]string, error) {
 	var out []string
-	for _, l := range syncs {
-		if !s.live(l) {
-			out = append(out, l.key)
+	for _, dir := range []string{syncLockDir, pushLockDir} {
+		shared, err := s.readLocks(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range shared {
+			if !s.live(l) {
+				out = append(out, l.key)
+			}
 		}
 	}
 	return out, nil

@@ -65,66 +65,131 @@ type pending struct {
 // none yet), so a reclaim keeps the pack until this store has published
 // a sync segment since (its object set then says whether it still
 // records the objects).
+//
+// With something to push, Push holds a push lock on the object store
+// (docs/remote.md, "Locks"), so that no reclaim removes a pack it counts
+// on; it fails with store.busy wrapping ErrLocked, uploading nothing,
+// while a reclaim holds its lease. Nothing to push costs no request.
 func (s *Storage) Push(ctx context.Context, db *index.DB) (PushStats, error) {
+	return s.pushAll(ctx, db, true)
+}
+
+// PushInSync is Push for a caller that holds the device's sync lock
+// (LockSync) through the call, which keeps reclaims away as a push lock
+// does: it takes no lock of its own.
+func (s *Storage) PushInSync(ctx context.Context, db *index.DB) (PushStats, error) {
+	return s.pushAll(ctx, db, false)
+}
+
+// pushPage is how many pending objects Push reads at a time.
+const pushPage = 1024
+
+// pushClasses is the order in which Push reads pending objects: chunks
+// before blobs (a chunked blob's list names chunks), and in each kind the
+// objects that name no base before those that do (a dictionary before
+// the blobs compressed with it), so a push that stops part way never
+// leaves another device an object it cannot read.
+var pushClasses = []struct {
+	kind   cas.Kind
+	noBase bool
+}{{cas.KindChunk, true}, {cas.KindChunk, false}, {cas.KindBlob, true}, {cas.KindBlob, false}}
+
+func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st PushStats, err error) {
 	s.push.Lock()
 	defer s.push.Unlock()
-	var st PushStats
 	dev, err := Device(ctx, db)
 	if err != nil {
 		return st, fmt.Errorf("push: %w", err)
 	}
-	var todo []pending
-	if err := db.View(ctx, func(tx *index.Tx) error {
-		// Objects that name a base (a dictionary) go after those that
-		// name none, so a push that stops part way never leaves another
-		// device a blob whose dictionary it cannot read.
-		return index.Translate(tx.SelectContext(ctx, &todo, `SELECT kind, hash, stored, codec FROM remote_objects
-			WHERE pack IS NULL ORDER BY kind DESC, base IS NOT NULL, hash`))
-	}); err != nil {
-		return st, fmt.Errorf("push: %w", err)
+	defer func() {
+		if err != nil {
+			if n, perr := s.Pending(context.WithoutCancel(ctx), db); perr == nil {
+				st.Pending = n
+			}
+			err = fmt.Errorf("push: %w", err)
+		}
+	}()
+	n, err := s.Pending(ctx, db)
+	if err != nil || n == 0 {
+		return st, err
 	}
-	var groups [][]pending
-	var chunked []pending
-	var cur []pending
+	if lock {
+		var release func(context.Context) error
+		if release, err = s.lockPush(ctx, dev); err != nil {
+			return st, err
+		}
+		defer func() {
+			if rerr := release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+				err = fmt.Errorf("release the lock: %w", rerr)
+			}
+		}()
+	}
+	// A pack is gathered across pages and classes; chunked blobs' lists go
+	// in groups of up to 1,000, each after the packs before it.
+	var cur, chunked []pending
 	var size int64
-	for _, p := range todo {
-		if p.Kind == cas.KindBlob && cas.Codec(p.Codec) == cas.CodecChunked {
-			chunked = append(chunked, p)
-			continue
+	flush := func(g []pending) error {
+		if len(g) == 0 {
+			return nil
 		}
-		if len(cur) > 0 && size+p.Stored > int64(s.opts.PackSize) {
-			groups = append(groups, cur)
-			cur, size = nil, 0
-		}
-		cur = append(cur, p)
-		size += p.Stored
-	}
-	if len(cur) > 0 {
-		groups = append(groups, cur)
-	}
-	for len(chunked) > 0 {
-		n := min(len(chunked), 1000)
-		groups = append(groups, chunked[:n])
-		chunked = chunked[n:]
-	}
-	for i, g := range groups {
 		n, bytes, err := s.pushGroup(ctx, db, g, dev)
 		if err != nil {
-			for _, rest := range groups[i:] {
-				st.Pending += len(rest)
-			}
-			return st, fmt.Errorf("push: %w", err)
+			return err
 		}
-		isChunked := g[0].Kind == cas.KindBlob && cas.Codec(g[0].Codec) == cas.CodecChunked
-		if isChunked {
+		if g[0].Kind == cas.KindBlob && cas.Codec(g[0].Codec) == cas.CodecChunked {
 			st.Chunked += n
 		} else if n > 0 {
 			st.Packs++
 			st.Objects += n
 			st.Bytes += bytes
 		}
+		return nil
 	}
-	return st, nil
+	flushChunked := func() error {
+		if err := flush(cur); err != nil {
+			return err
+		}
+		cur, size = nil, 0
+		err := flush(chunked)
+		chunked = nil
+		return err
+	}
+	for _, c := range pushClasses {
+		after := []byte{} // the last hash read in this class
+		for {
+			var page []pending
+			if err := db.View(ctx, func(tx *index.Tx) error {
+				return index.Translate(tx.SelectContext(ctx, &page, `SELECT kind, hash, stored, codec FROM remote_objects INDEXED BY remote_objects_pending
+					WHERE pack IS NULL AND kind = ? AND (base IS NULL) = ? AND hash > ? ORDER BY hash LIMIT ?`,
+					int(c.kind), c.noBase, after, pushPage))
+			}); err != nil {
+				return st, err
+			}
+			for _, p := range page {
+				if p.Kind == cas.KindBlob && cas.Codec(p.Codec) == cas.CodecChunked {
+					if chunked = append(chunked, p); len(chunked) == 1000 {
+						if err := flushChunked(); err != nil {
+							return st, err
+						}
+					}
+					continue
+				}
+				if len(cur) > 0 && size+p.Stored > int64(s.opts.PackSize) {
+					if err := flush(cur); err != nil {
+						return st, err
+					}
+					cur, size = nil, 0
+				}
+				cur = append(cur, p)
+				size += p.Stored
+			}
+			if len(page) < pushPage {
+				break
+			}
+			after = page[len(page)-1].Hash[:]
+		}
+	}
+	return st, flushChunked()
 }
 
 // pushGroup uploads one group and records it, skipping objects deleted

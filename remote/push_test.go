@@ -3,9 +3,11 @@ package remote_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/s3fake"
 	"github.com/wsstore/wsstore/wserr"
@@ -95,7 +98,7 @@ func TestPushPull(t *testing.T) {
 	assert.Less(t, st.Packs, n/3)
 	assert.Equal(t, 6, st.Chunked)
 	assert.Zero(t, st.Pending)
-	assert.Equal(t, 2*st.Packs+1, srv.Count("PUT"), "a pack and its index each, and one index of chunk lists")
+	assert.Equal(t, 2*st.Packs+1+1, srv.Count("PUT"), "a pack and its index each, one index of chunk lists, and the push's lock")
 	left, err := a.st.Pending(ctx, a.db)
 	require.NoError(t, err)
 	assert.Zero(t, left)
@@ -103,16 +106,20 @@ func TestPushPull(t *testing.T) {
 		assert.True(t, strings.HasPrefix(k, "store/data/") || strings.HasPrefix(k, "store/index/"), k)
 	}
 
-	// A push with nothing pending writes nothing.
+	// A push with nothing pending sends no request.
+	puts, gets := srv.Count("PUT"), srv.Count("GET")
+	lists, _ := srv.Lists("")
 	st, err = a.st.Push(ctx, a.db)
 	require.NoError(t, err)
 	assert.Zero(t, st.Packs+st.Chunked)
+	listsAfter, _ := srv.Lists("")
+	assert.Equal(t, [3]int{puts, gets, lists}, [3]int{srv.Count("PUT"), srv.Count("GET"), listsAfter})
 
 	// Reads after eviction come from the packs, range by range.
 	evicted, err := a.st.Evict(ctx, a.db)
 	require.NoError(t, err)
 	assert.Equal(t, int64(n-6), evicted, "every object but the chunk lists had bytes cached")
-	gets := srv.Count("GET")
+	gets = srv.Count("GET")
 	a.requireAll(t, hs, files)
 	assert.Greater(t, srv.Count("GET"), gets)
 
@@ -152,7 +159,7 @@ func TestPushResumes(t *testing.T) {
 
 	var puts atomic.Int64
 	srv.SetFault(func(r *http.Request) int {
-		if r.Method == http.MethodPut && puts.Add(1) > 9 {
+		if r.Method == http.MethodPut && puts.Add(1) > 10 { // the lock, four packs, one more pack
 			return s3fake.Drop
 		}
 		return 0
@@ -163,7 +170,7 @@ func TestPushResumes(t *testing.T) {
 	assert.True(t, wserr.Is(err, wserr.Busy), "coded store.busy: %v", err)
 	assert.Greater(t, st.Pending, 0)
 	landed := srv.Count("PUT")
-	assert.Equal(t, 9, landed)
+	assert.Equal(t, 10, landed)
 	a.requireAll(t, hs, files)
 
 	srv.SetFault(nil)
@@ -173,7 +180,7 @@ func TestPushResumes(t *testing.T) {
 	total := srv.Count("PUT")
 	assert.Equal(t, int64(total), written, "every PUT the server took was one this device wrote")
 	assert.Equal(t, int64(1), existed, "the pack whose index was cut off is offered again, and found there")
-	assert.Equal(t, 2*(st.Packs+st2.Packs)+1, total, "nothing that landed is uploaded twice")
+	assert.Equal(t, 2*(st.Packs+st2.Packs)+1+2, total, "nothing that landed is uploaded twice (and a lock for each push)")
 	n, err := a.st.Pending(ctx, a.db)
 	require.NoError(t, err)
 	assert.Zero(t, n)
@@ -203,7 +210,7 @@ func TestRetries(t *testing.T) {
 	})
 	_, err := a.st.Push(ctx, a.db)
 	require.NoError(t, err)
-	assert.Equal(t, 2, srv.Count("PUT"))
+	assert.Equal(t, 3, srv.Count("PUT"), "the lock, the pack and its index")
 }
 
 // TestConditionalWrite: a device pushing objects already on the object
@@ -229,7 +236,7 @@ func TestConditionalWrite(t *testing.T) {
 	written, existed := b.st.Uploads()
 	assert.Equal(t, packs, srv.Keys("bkt", "store/data/"), "the same content makes the same packs")
 	assert.Equal(t, int64(len(packs)), existed, "each pack was there already")
-	assert.Equal(t, int64(len(indexes)), written, "each index object names its device")
+	assert.Equal(t, int64(len(indexes))+1, written, "each index object names its device (and the push's lock)")
 	assert.Len(t, srv.Keys("bkt", "store/index/"), 2*len(indexes))
 	_, err = b.st.Evict(ctx, b.db)
 	require.NoError(t, err)
@@ -364,4 +371,66 @@ func TestRefusedRequests(t *testing.T) {
 	}
 	_, err = remote.ParseURL("s3://bkt/p?endpoint=" + url.QueryEscape(srv.URL))
 	assert.NoError(t, err)
+}
+
+// TestPushCostsWhatIsPending: a push reads the pending objects a page at
+// a time, in an index of them alone, so what it costs (and what it holds)
+// grows with what is pending, not with every object the store records; a
+// push of more than a page's objects pushes them all.
+func TestPushCostsWhatIsPending(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	var rec storetest.Statements
+	db, err := index.Open(ctx, filepath.Join(t.TempDir(), "wsstore.db"), index.Options{Trace: rec.Trace})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	st := openStorage(t, srv.URL, "bkt", "store", remote.Options{PackSize: 64 << 10})
+	blobs, err := cas.New(db, cas.Options{Storage: st, InlineMax: 4 << 10})
+	require.NoError(t, err)
+	a := &device{db: db, st: st, blobs: blobs}
+	files := make([][]byte, 1500) // more than a page of the push's reads
+	for i := range files {
+		files[i] = fmt.Appendf(nil, "file %d: %s", i, strings.Repeat("x", i%300))
+	}
+	hs := a.put(t, files)
+	n, err := st.Pending(ctx, db)
+	require.NoError(t, err)
+	require.Greater(t, n, 1024)
+	ps, err := st.Push(ctx, db)
+	require.NoError(t, err)
+	assert.Equal(t, n, ps.Objects+ps.Chunked)
+	left, err := st.Pending(ctx, db)
+	require.NoError(t, err)
+	assert.Zero(t, left)
+
+	a.put(t, [][]byte{[]byte("one more")})
+	for _, stmts := range [][]string{
+		rec.Record(func() { _, err = st.Push(ctx, db) }),
+		rec.Record(func() { _, err = st.Push(ctx, db) }), // nothing pending
+	} {
+		require.NoError(t, err)
+		var read int
+		for _, q := range stmts {
+			if !strings.Contains(q, "remote_objects") {
+				continue
+			}
+			read++
+			args := make([]any, strings.Count(q, "?"))
+			for i := range args {
+				args[i] = make([]byte, 32)
+			}
+			for _, step := range storetest.QueryPlan(t, db, q, args...) {
+				if strings.Contains(step, "remote_objects") {
+					assert.True(t, strings.Contains(step, "remote_objects_pending") || strings.Contains(step, "PRIMARY KEY (kind=? AND hash=?)"),
+						"%s\n  %s", q, step)
+				}
+			}
+		}
+		assert.NotZero(t, read)
+	}
+	_, err = st.Evict(ctx, db)
+	require.NoError(t, err)
+	a.requireAll(t, hs, files)
 }

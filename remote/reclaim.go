@@ -107,7 +107,8 @@ type ReclaimOptions struct {
 type ReclaimStats struct {
 	// Packs counts the packs removed, Indexes their index objects (and
 	// those of chunk lists), Segments the devices' superseded sync
-	// segments, Locks the expired sync locks.
+	// segments, Locks the expired sync and push
+	// locks.
 	Packs, Indexes, Segments, Locks int
 	// Kept counts the index objects looked at and kept.
 	Kept int
@@ -280,7 +281,7 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		st.Segments++
 		budget--
 	}
-	stale, err := s.expiredSyncLocks(ctx)
+	stale, err := s.expiredLocks(ctx)
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}

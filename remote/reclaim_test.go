@@ -2,15 +2,21 @@ package remote_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/s3fake"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // TestReclaimKeepsASharedPack: two devices push the same pack, each with
@@ -59,6 +65,67 @@ func TestReclaimKeepsAPackPushedAgain(t *testing.T) {
 	srv := s3fake.New("bkt")
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
+	a, hs, files := droppedAndWrittenAgain(t, srv)
+	_, err := a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+
+	reclaimFromThirdDevice(t, srv.URL)
+	_, err = a.st.Evict(ctx, a.db)
+	require.NoError(t, err)
+	a.requireAll(t, hs, files) // pushed, not yet named: kept
+}
+
+// TestReclaimWaitsForAPush: a reclaim that starts while a push of
+// content already in a pack is between the pack's PUT (answered 412) and
+// its index object's finds the push's lock and gives up, so the pack the
+// push counted on stays. Without the lock the reclaim removed the pack's
+// only index object and the pack, and the push then wrote an index
+// naming a pack that was gone.
+func TestReclaimWaitsForAPush(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	a, hs, files := droppedAndWrittenAgain(t, srv)
+	packs := srv.Keys("bkt", "store/data/")
+	require.NotEmpty(t, packs)
+
+	c := newDevice(t, srv.URL, "bkt", remote.Options{})
+	devC, err := remote.Device(ctx, c.db)
+	require.NoError(t, err)
+	var started atomic.Bool
+	var reclaimed error
+	var existed int64
+	srv.SetFault(func(r *http.Request) int {
+		if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/bkt/store/index/") && started.CompareAndSwap(false, true) {
+			_, existed = a.st.Uploads()
+			_, reclaimed = c.st.Reclaim(ctx, c.db, devC, remote.ReclaimOptions{})
+		}
+		return 0
+	})
+	_, err = a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	srv.SetFault(nil)
+	require.True(t, started.Load(), "the push wrote an index object")
+	assert.Equal(t, int64(1), existed, "the pack was there already when the reclaim started")
+	assert.ErrorIs(t, reclaimed, remote.ErrLocked)
+	assert.True(t, wserr.Is(reclaimed, wserr.Busy), "coded store.busy: %v", reclaimed)
+	assert.Equal(t, packs, srv.Keys("bkt", "store/data/"))
+
+	_, err = a.st.Evict(ctx, a.db)
+	require.NoError(t, err)
+	a.requireAll(t, hs, files)
+	assert.Empty(t, srv.Keys("bkt", "store/locks/push/"), "the push removed its lock")
+}
+
+// droppedAndWrittenAgain makes device A, which pushed a 20 KiB file, a
+// month ago by the object store's clock, published it in a base segment
+// and dropped it in the next one, then deleted it and wrote it again: it
+// is pending again, in a pack that is there already and that only
+// droppable index objects name.
+func droppedAndWrittenAgain(t *testing.T, srv *s3fake.Server) (*device, []cas.Hash, [][]byte) {
+	t.Helper()
+	ctx := context.Background()
 	files := contents(10)[9:] // one 20 KiB file
 	a := newDevice(t, srv.URL, "bkt", remote.Options{})
 	hs := a.put(t, files)
@@ -79,7 +146,7 @@ func TestReclaimKeepsAPackPushedAgain(t *testing.T) {
 	require.NoError(t, err)
 	srv.SetModified("bkt", "store/"+s2.Key, time.Now().Add(-20*24*time.Hour))
 
-	// A deletes the file, then writes it again and pushes it.
+	// A deletes the file, then writes it again.
 	require.NoError(t, a.db.Update(ctx, func(tx *index.Tx) error {
 		for _, k := range []cas.Kind{cas.KindBlob, cas.KindChunk} {
 			for _, n := range names {
@@ -96,13 +163,72 @@ func TestReclaimKeepsAPackPushedAgain(t *testing.T) {
 		return nil
 	}))
 	a.put(t, files)
-	_, err = a.st.Push(ctx, a.db)
-	require.NoError(t, err)
+	return a, hs, files
+}
 
-	reclaimFromThirdDevice(t, srv.URL)
+// TestPushAndReclaimLocks: a push refuses while a reclaim holds its lease,
+// uploading nothing, and goes ahead once it is gone; a reclaim refuses
+// while another device's push lock is live, and removes it once expired.
+func TestPushAndReclaimLocks(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	a := newDevice(t, srv.URL, "bkt", remote.Options{})
+	files := contents(20)
+	hs := a.put(t, files)
+	n, err := a.st.Pending(ctx, a.db)
+	require.NoError(t, err)
+	lock := func(key string, expires time.Time) {
+		srv.SetObject("bkt", "store/locks/"+key, fmt.Appendf(nil, `{"device":"other","at":%q,"expires":%q}`,
+			time.Now().Format(time.RFC3339Nano), expires.Format(time.RFC3339Nano)))
+	}
+
+	lock("reclaim/00000000000000000007", time.Now().Add(time.Hour))
+	st, err := a.st.Push(ctx, a.db)
+	require.ErrorIs(t, err, remote.ErrLocked)
+	assert.True(t, wserr.Is(err, wserr.Busy), "coded store.busy: %v", err)
+	assert.Equal(t, n, st.Pending)
+	assert.Zero(t, srv.Count("PUT"), "nothing uploaded, no lock left")
+	left, err := a.st.Pending(ctx, a.db)
+	require.NoError(t, err)
+	assert.Equal(t, n, left)
+
+	// Once the lease expired the push goes ahead; a lock it could not
+	// remove fails it, with everything pushed (the lock expires).
+	lock("reclaim/00000000000000000007", time.Now().Add(-time.Minute))
+	srv.SetFault(func(r *http.Request) int {
+		if r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/locks/push/") {
+			return http.StatusInternalServerError
+		}
+		return 0
+	})
+	st, err = a.st.Push(ctx, a.db)
+	srv.SetFault(nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "push: release the lock")
+	assert.Zero(t, st.Pending)
+	assert.Equal(t, n, st.Objects+st.Chunked)
+	mine := srv.Keys("bkt", "store/locks/push/")
+	require.Len(t, mine, 1)
+	lock(strings.TrimPrefix(mine[0], "store/locks/"), time.Now().Add(-time.Minute))
 	_, err = a.st.Evict(ctx, a.db)
 	require.NoError(t, err)
-	a.requireAll(t, hs, files) // pushed, not yet named: kept
+	a.requireAll(t, hs, files)
+
+	c := newDevice(t, srv.URL, "bkt", remote.Options{})
+	devC, err := remote.Device(ctx, c.db)
+	require.NoError(t, err)
+	lock("push/other-00000000000000000001", time.Now().Add(time.Hour))
+	_, err = c.st.Reclaim(ctx, c.db, devC, remote.ReclaimOptions{})
+	require.ErrorIs(t, err, remote.ErrLocked)
+	assert.Contains(t, err.Error(), "locks/push/other-")
+
+	lock("push/other-00000000000000000001", time.Now().Add(-time.Minute))
+	rs, err := c.st.Reclaim(ctx, c.db, devC, remote.ReclaimOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 2, rs.Locks, "the expired push locks")
+	assert.Empty(t, srv.Keys("bkt", "store/locks/push/"))
 }
 
 // reclaimFromThirdDevice runs a reclaim, with the default grace, from a

@@ -18,7 +18,10 @@ func newPushCmd(a *app) *cobra.Command {
 		Long: `push uploads every blob and chunk the store recorded but has not uploaded
 yet, gathered into packs, to the object store --blobs names. A push that
 fails (the store unreachable: exit status 8) keeps what landed; the next
-one uploads only the rest. Blobs stay cached locally.`,
+one uploads only the rest. Blobs stay cached locally. While it uploads it
+holds a push lock on the object store, so no reclaim-remote removes a pack
+it counts on; while another device's reclaim-remote runs it uploads
+nothing and fails with store.busy (exit 8): run it again later.`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
 			return runPush(ctx, g, args)

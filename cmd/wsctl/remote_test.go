@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,10 +32,20 @@ func TestBlobsOnObjectStore(t *testing.T) {
 	c.skipFsck = true // the cleanup's fsck opens without --blobs
 	c.ok("--blobs", url, "demo")
 	assert.Zero(t, srv.Count("PUT"))
+	// While another device reclaims, a push uploads nothing and says so.
+	lease := "desk/locks/reclaim/00000000000000000001"
+	srv.SetObject("wsstore", lease, fmt.Appendf(nil, `{"device":"laptop","expires":%q}`, time.Now().Add(time.Hour).Format(time.RFC3339)))
+	errOut := c.fails(8, "--blobs", url, "push")
+	assert.Contains(t, errOut, "store.busy")
+	assert.Contains(t, errOut, "device laptop holds the lock")
+	assert.Zero(t, srv.Count("PUT"))
+	srv.SetObject("wsstore", lease, []byte(`{"device":"laptop","expires":"2000-01-01T00:00:00Z"}`))
+
 	var rep remote.PushStats
 	c.jsonOut(&rep, "--blobs", url, "push")
 	assert.Greater(t, rep.Objects, 0)
-	assert.Equal(t, 2*rep.Packs+min(rep.Chunked, 1), srv.Count("PUT"))
+	assert.Equal(t, 2*rep.Packs+min(rep.Chunked, 1)+1, srv.Count("PUT"), "packs, their indexes and the push's lock")
+	assert.Empty(t, srv.Keys("wsstore", "desk/locks/push/"))
 	c.jsonOut(&rep, "--blobs", url, "push")
 	assert.Zero(t, rep.Objects, "nothing left to push")
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -30,7 +31,9 @@ func newReplicateCmd(a *app) *cobra.Command {
 S3-compatible object store with Litestream (embedded), until SIGINT or
 SIGTERM, then ships what is left and exits 0. Each --interval (default
 10s) it also pushes the blobs not yet on the store's remote tier, so a
-restored copy reads its files from there. --once does one round and exits.
+restored copy reads its files from there; while another device runs
+reclaim-remote the push waits for a later round. --once does one round
+and exits (store.busy, exit 8, if a reclaim kept it from pushing).
 
 --to is the replica's s3:// URL; the default is the store's blob tier with
 "meta" added to its prefix. One device replicates to one URL: a second
@@ -88,7 +91,10 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 	rounds := 0
 	round := func(ctx context.Context) error {
 		if st.Remote != nil {
-			if _, err := st.Remote.Push(ctx, st.DB); err != nil {
+			// While another device reclaims, the push waits for a later
+			// round (--once fails instead); the database's replica does
+			// not wait.
+			if _, err := st.Remote.Push(ctx, st.DB); err != nil && (o.once || !errors.Is(err, remote.ErrLocked)) {
 				return err
 			}
 		}
