@@ -359,3 +359,94 @@ func TestGCElsewhereBetweenUploadPutAndItsChange(t *testing.T) {
 	assert.Error(t, err, "nothing was uploaded")
 	upload(t, st, "alice", "notes/a.md", "an uploaded note\n")
 }
+
+// unread fails the test if anything reads it.
+type unread struct{ t *testing.T }
+
+func (u unread) Read([]byte) (int, error) {
+	u.t.Error("a refused upload read its content")
+	return 0, io.EOF
+}
+
+// TestGuardedChanges: UploadWith and DeleteWith change the path only when
+// their guard holds, and otherwise fail with workspace.write_stale_file,
+// change nothing and (an upload) read nothing of the content.
+func TestGuardedChanges(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	first := upload(t, s, "alice", "notes/a.md", "one")
+	e, err := s.Actors.Stat(ctx, "alice", "notes/a.md")
+	require.NoError(t, err)
+	other := e.Hash
+	other[0] ^= 1
+
+	stale := []struct {
+		path string
+		opt  actors.ChangeOptions
+	}{
+		{"notes/a.md", actors.ChangeOptions{ExpectedHash: other}},
+		{"notes/a.md", actors.ChangeOptions{MustNotExist: true}},
+		{"notes", actors.ChangeOptions{ExpectedHash: e.Hash}}, // a directory
+		{"notes/b.md", actors.ChangeOptions{ExpectedHash: e.Hash}},
+		{"notes/b.md", actors.ChangeOptions{MustExist: true}},
+		{"notes/a.md/x", actors.ChangeOptions{ExpectedHash: e.Hash}}, // below a file
+	}
+	for _, c := range stale {
+		_, err := s.Actors.UploadWith(ctx, "alice", c.path, unread{t}, c.opt)
+		assert.True(t, wserr.Is(err, wserr.WriteStaleFile), "upload %s %+v: %v", c.path, c.opt, err)
+		_, err = s.Actors.DeleteWith(ctx, "alice", c.path, c.opt)
+		assert.True(t, wserr.Is(err, wserr.WriteStaleFile), "delete %s %+v: %v", c.path, c.opt, err)
+	}
+	st, err := s.Actors.Stats(ctx, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, first.Seq, st.Seq, "no refused change was recorded")
+	assert.Equal(t, "one", download(t, s, "alice", "notes/a.md"))
+
+	c, err := s.Actors.UploadWith(ctx, "alice", "notes/a.md", strings.NewReader("two"), actors.ChangeOptions{ExpectedHash: e.Hash})
+	require.NoError(t, err)
+	assert.Equal(t, first.Seq+1, c.Seq)
+	_, err = s.Actors.UploadWith(ctx, "alice", "notes/a.md", strings.NewReader("three"), actors.ChangeOptions{ExpectedHash: e.Hash})
+	assert.True(t, wserr.Is(err, wserr.WriteStaleFile), "the hash read before the last change: %v", err)
+	_, err = s.Actors.UploadWith(ctx, "alice", "notes/b.md", strings.NewReader("new"), actors.ChangeOptions{MustNotExist: true})
+	require.NoError(t, err)
+	_, err = s.Actors.UploadWith(ctx, "alice", "notes/b.md", strings.NewReader("newer"), actors.ChangeOptions{MustExist: true})
+	require.NoError(t, err)
+	e2, err := s.Actors.Stat(ctx, "alice", "notes/a.md")
+	require.NoError(t, err)
+	_, err = s.Actors.DeleteWith(ctx, "alice", "notes/a.md", actors.ChangeOptions{ExpectedHash: e2.Hash})
+	require.NoError(t, err)
+	_, err = s.Actors.Stat(ctx, "alice", "notes/a.md")
+	assert.True(t, wserr.Is(err, wserr.FileNotFound), "%v", err)
+	assert.Equal(t, "newer", download(t, s, "alice", "notes/b.md"))
+}
+
+// racing changes the file the first time it is read, as another writer
+// would between an upload's first look and its transaction.
+type racing struct {
+	once   bool
+	change func()
+	r      io.Reader
+}
+
+func (r *racing) Read(b []byte) (int, error) {
+	if !r.once {
+		r.once = true
+		r.change()
+	}
+	return r.r.Read(b)
+}
+
+// TestGuardCheckedInTheTransaction: a change made while a guarded upload
+// reads its content fails the upload: the guard is checked again where
+// the space changes.
+func TestGuardCheckedInTheTransaction(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	upload(t, s, "alice", "a.md", "one")
+	e, err := s.Actors.Stat(ctx, "alice", "a.md")
+	require.NoError(t, err)
+	src := &racing{r: strings.NewReader("mine"), change: func() { upload(t, s, "alice", "a.md", "theirs") }}
+	_, err = s.Actors.UploadWith(ctx, "alice", "a.md", src, actors.ChangeOptions{ExpectedHash: e.Hash})
+	assert.True(t, wserr.Is(err, wserr.WriteStaleFile), "%v", err)
+	assert.Equal(t, "theirs", download(t, s, "alice", "a.md"))
+}

@@ -193,6 +193,26 @@ func (c *countingReader) Read(b []byte) (int, error) {
 // is where a directory must go, wserr.PathIsDirectory when path is a
 // directory; a read error of r is returned wrapped.
 func (s *Spaces) Upload(ctx context.Context, actor, path string, r io.Reader) (Change, error) {
+	return s.UploadWith(ctx, actor, path, r, ChangeOptions{})
+}
+
+// ChangeOptions guard a change to one path of a space against a change
+// the caller has not seen. A change they refuse fails with
+// wserr.WriteStaleFile and changes nothing.
+type ChangeOptions struct {
+	// ExpectedHash, if not zero, must be the hash of the file at the
+	// path: a file with other content, a directory or nothing there
+	// refuses the change.
+	ExpectedHash cas.Hash
+	// MustNotExist refuses the change when anything is at the path, and
+	// MustExist when nothing is.
+	MustNotExist, MustExist bool
+}
+
+// UploadWith is Upload guarded by opt. The guard is checked before the
+// content is read, so a refused upload reads nothing of r, and again in
+// the transaction that changes the space.
+func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader, opt ChangeOptions) (Change, error) {
 	actor, err := ParseActor(actor)
 	if err != nil {
 		return Change{}, err
@@ -203,6 +223,17 @@ func (s *Spaces) Upload(ctx context.Context, actor, path string, r io.Reader) (C
 	}
 	if r == nil {
 		return Change{}, wserr.New(wserr.InvalidArgument, "upload", p.String(), "nil reader")
+	}
+	if opt.guards() {
+		if err := s.db.View(ctx, func(tx *index.Tx) error {
+			sp, _, err := findSpace(ctx, tx, actor)
+			if err != nil {
+				return err
+			}
+			return s.guard(ctx, tx, "upload", sp.Root, p, opt)
+		}); err != nil {
+			return Change{}, err
+		}
 	}
 	cr := &countingReader{r: r}
 	defer s.blobs.Hold()()
@@ -219,6 +250,9 @@ func (s *Spaces) Upload(ctx context.Context, actor, path string, r io.Reader) (C
 		if err != nil {
 			return err
 		}
+		if err := s.guard(ctx, tx, "upload", sp.Root, p, opt); err != nil {
+			return err
+		}
 		root, err := s.trees.Set(ctx, tx, sp.Root, p, &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: cr.n})
 		if err != nil {
 			return err
@@ -227,6 +261,39 @@ func (s *Spaces) Upload(ctx context.Context, actor, path string, r io.Reader) (C
 		return err
 	})
 	return c, err
+}
+
+func (o ChangeOptions) guards() bool {
+	return !o.ExpectedHash.IsZero() || o.MustNotExist || o.MustExist
+}
+
+// guard checks opt against what is at p in the tree root.
+func (s *Spaces) guard(ctx context.Context, tx *index.Tx, op string, root cas.Hash, p vfs.Path, opt ChangeOptions) error {
+	if !opt.guards() {
+		return nil
+	}
+	e, err := s.trees.Lookup(ctx, tx, root, p)
+	switch {
+	case wserr.Is(err, wserr.FileNotFound), wserr.Is(err, wserr.NotADirectory):
+		switch {
+		case !opt.ExpectedHash.IsZero():
+			return wserr.New(wserr.WriteStaleFile, op, p.String(), "no file is there, not one with hash %s", opt.ExpectedHash.Short())
+		case opt.MustExist:
+			return wserr.New(wserr.WriteStaleFile, op, p.String(), "nothing is there")
+		}
+		return nil
+	case err != nil:
+		return err
+	case opt.MustNotExist:
+		return wserr.New(wserr.WriteStaleFile, op, p.String(), "a %s is there already", e.Kind)
+	case opt.ExpectedHash.IsZero():
+		return nil // MustExist
+	case e.Kind != vfs.KindFile:
+		return wserr.New(wserr.WriteStaleFile, op, p.String(), "a %s is there, not a file with hash %s", e.Kind, opt.ExpectedHash.Short())
+	case e.Hash != opt.ExpectedHash:
+		return wserr.New(wserr.WriteStaleFile, op, p.String(), "file changed since it was read: its hash is %s, not %s", e.Hash.Short(), opt.ExpectedHash.Short())
+	}
+	return nil
 }
 
 // Stat returns the entry at path in actor's space ("" or "." for the
@@ -307,6 +374,12 @@ func (s *Spaces) List(ctx context.Context, actor, path string, depth int) ([]vfs
 // wserr.InvalidPath (also for the root: use DeleteByPrefix),
 // wserr.FileNotFound.
 func (s *Spaces) Delete(ctx context.Context, actor, path string) (Change, error) {
+	return s.DeleteWith(ctx, actor, path, ChangeOptions{})
+}
+
+// DeleteWith is Delete guarded by opt (MustNotExist refuses every
+// delete).
+func (s *Spaces) DeleteWith(ctx context.Context, actor, path string, opt ChangeOptions) (Change, error) {
 	actor, err := ParseActor(actor)
 	if err != nil {
 		return Change{}, err
@@ -319,6 +392,9 @@ func (s *Spaces) Delete(ctx context.Context, actor, path string) (Change, error)
 	err = s.db.Update(ctx, func(tx *index.Tx) error {
 		sp, exists, err := findSpace(ctx, tx, actor)
 		if err != nil {
+			return err
+		}
+		if err := s.guard(ctx, tx, "delete", sp.Root, p, opt); err != nil {
 			return err
 		}
 		e, err := s.trees.Lookup(ctx, tx, sp.Root, p)

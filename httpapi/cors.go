@@ -23,8 +23,9 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		hd.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, DELETE")
 		// Range and If-Range for ranged downloads (a suffix range is not
-		// a simple header), If-None-Match for conditional ones.
-		hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID, Range, If-Range, If-None-Match")
+		// a simple header), If-Match and If-None-Match for conditional
+		// downloads and writes.
+		hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID, Range, If-Range, If-Match, If-None-Match")
 		hd.Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)
 		return true

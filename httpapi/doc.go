@@ -26,6 +26,8 @@
 //   - Uploads, downloads, exports and imports stream: memory stays
 //     bounded whatever the size. A download's ETag is its content hash;
 //     one byte range is read alone (206), from the chunks that hold it.
+//     An upload or a delete with If-Match or If-None-Match: * changes
+//     the file only if the condition holds, else answers 412.
 //   - Every error body is {"error": {"code", "message"}}, its status from
 //     protocol.HTTPStatus, the one table beside the exit statuses.
 //   - A busy store is retried with backoff within Options.BusyDeadline,

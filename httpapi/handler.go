@@ -29,10 +29,10 @@ type Verifier interface {
 // *actors.Spaces implements it.
 type ActorSpaces interface {
 	List(ctx context.Context, actor, path string, depth int) ([]vfs.Listed, error)
-	Upload(ctx context.Context, actor, path string, r io.Reader) (actors.Change, error)
+	UploadWith(ctx context.Context, actor, path string, r io.Reader, opt actors.ChangeOptions) (actors.Change, error)
 	Download(ctx context.Context, actor, path string) (io.ReadCloser, vfs.Entry, error)
 	Stat(ctx context.Context, actor, path string) (vfs.Entry, error)
-	Delete(ctx context.Context, actor, path string) (actors.Change, error)
+	DeleteWith(ctx context.Context, actor, path string, opt actors.ChangeOptions) (actors.Change, error)
 	DeleteByPrefix(ctx context.Context, actor, prefix string) (actors.Change, error)
 	Stats(ctx context.Context, actor string) (actors.Stats, error)
 	GC(ctx context.Context, opt actors.GCOptions) (actors.GCReport, error)

@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -94,6 +96,11 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 	if _, ok := h.authorize(w, r, access{write: true, actor: actor}); !ok {
 		return
 	}
+	opt, err := conditions(r)
+	if err != nil {
+		writeChangeError(w, err)
+		return
+	}
 	var body io.Reader = r.Body
 	if h.opts.MaxUploadBytes > 0 {
 		body = http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes)
@@ -107,13 +114,13 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 		}
 		body = clientBody{part, "multipart body"}
 	}
-	c, err := h.upload(r, actor, p, body)
+	c, err := h.upload(r, actor, p, body, opt)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			err = wserr.New(wserr.SizeLimitExceeded, "upload", p, "the upload is larger than this server takes (%d bytes)", mbe.Limit)
 		}
-		writeError(w, err)
+		writeChangeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
@@ -145,10 +152,10 @@ const replayable = 1 << 20
 
 // upload stores body as actor's file p, retrying a busy store until the
 // busy deadline.
-func (h *Handler) upload(r *http.Request, actor, p string, body io.Reader) (actors.Change, error) {
+func (h *Handler) upload(r *http.Request, actor, p string, body io.Reader, opt actors.ChangeOptions) (actors.Change, error) {
 	var c actors.Change
 	err := h.replaying(r, body, func(src io.Reader) (err error) {
-		c, err = h.b.Actors.Upload(r.Context(), actor, p, src)
+		c, err = h.b.Actors.UploadWith(r.Context(), actor, p, src, opt)
 		return err
 	})
 	return c, err
@@ -179,8 +186,57 @@ func (h *Handler) replaying(r *http.Request, body io.Reader, fn func(io.Reader) 
 // and everything below it.
 func (h *Handler) wsDelete(w http.ResponseWriter, r *http.Request) {
 	h.actorChange(w, r, func(ctx context.Context, actor string, q url.Values) (actors.Change, error) {
-		return h.b.Actors.Delete(ctx, actor, q.Get("path"))
+		opt, err := conditions(r)
+		if err != nil {
+			return actors.Change{}, err
+		}
+		return h.b.Actors.DeleteWith(ctx, actor, q.Get("path"), opt)
 	})
+}
+
+// conditions reads a write's conditional headers (RFC 9110, 13.1) into
+// the guard of the change: If-Match with the file's ETag (its content
+// hash, quoted) or "*" (a file must be there), If-None-Match "*" (nothing
+// may be there). An entity tag that names no content of this store, or a
+// weak one, matches nothing. If-Match with more than one tag, and
+// If-None-Match with a tag, are refused (400).
+func conditions(r *http.Request) (actors.ChangeOptions, error) {
+	var opt actors.ChangeOptions
+	if v := strings.TrimSpace(r.Header.Get("If-Match")); v != "" {
+		switch {
+		case v == "*":
+			opt.MustExist = true
+		case strings.Contains(v, ","):
+			return opt, badRequest("If-Match takes one entity tag (the file's ETag) or *")
+		default:
+			h, err := cas.ParseHash(strings.Trim(v, `"`))
+			if strings.HasPrefix(v, "W/") || !strings.HasPrefix(v, `"`) || !strings.HasSuffix(v, `"`) || len(v) < 2 || err != nil || h.IsZero() {
+				return opt, errNeverMatches
+			}
+			opt.ExpectedHash = h
+		}
+	}
+	if v := strings.TrimSpace(r.Header.Get("If-None-Match")); v != "" {
+		if v != "*" {
+			return opt, badRequest("If-None-Match on a write takes * alone")
+		}
+		opt.MustNotExist = true
+	}
+	return opt, nil
+}
+
+// errNeverMatches answers an If-Match entity tag that no file can have.
+var errNeverMatches = wserr.New(wserr.WriteStaleFile, "http", "", "If-Match names no content of this store (an ETag is a file's quoted content hash; a weak one never matches)")
+
+// writeChangeError answers a failed change of a file: 412 Precondition
+// Failed when its conditional headers refused it (the only way a
+// /workspace/ change is stale), else as writeError.
+func writeChangeError(w http.ResponseWriter, err error) {
+	if wserr.Is(err, wserr.WriteStaleFile) {
+		writeJSON(w, http.StatusPreconditionFailed, errorBody{Error: protocol.ErrorBody{Code: wserr.CodeOf(err), Message: wserr.MessageOf(err)}})
+		return
+	}
+	writeError(w, err)
 }
 
 // GET /workspace/stats?actor=: the actor's files, bytes and versions.
@@ -267,7 +323,7 @@ func (h *Handler) actorChange(w http.ResponseWriter, r *http.Request, change fun
 		return err
 	})
 	if err != nil {
-		writeError(w, err)
+		writeChangeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, c)

@@ -169,7 +169,7 @@ func TestCORS(t *testing.T) {
 		assert.Equal(t, "http://app.example", resp.Header.Get("Access-Control-Allow-Origin"))
 		resp, _ = s.do(http.MethodOptions, s.url("/workspace/stats"), "", nil, "Origin", "http://app.example", "Access-Control-Request-Method", "GET")
 		assert.Equal(t, http.StatusNoContent, resp.StatusCode)
-		for _, h := range []string{"Authorization", "Range", "If-Range", "If-None-Match"} {
+		for _, h := range []string{"Authorization", "Range", "If-Range", "If-Match", "If-None-Match"} {
 			assert.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), h, "a browser may send it")
 		}
 		resp, _ = s.do(http.MethodGet, s.url("/workspace/stats", "actor", "a"), s.full, nil, "Origin", "http://app.example")
@@ -200,4 +200,64 @@ func TestUncleanPathsAreJSON(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", p, b)
 		assert.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"), p)
 	}
+}
+
+// TestConditionalWrites: an upload or a delete with If-Match (the ETag a
+// download gave) or If-None-Match: * changes the file only when the
+// condition holds, and otherwise answers 412 with the coded error and
+// changes nothing.
+func TestConditionalWrites(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	file := s.url("/workspace/file", "actor", "alice", "path", "notes.md")
+	upload := s.url("/workspace/upload", "actor", "alice", "path", "notes.md")
+	put := func(content string, hdr ...string) (int, []byte) {
+		resp, b := s.do(http.MethodPost, upload, s.full, strings.NewReader(content), hdr...)
+		return resp.StatusCode, b
+	}
+	current := func() (string, string) {
+		resp, b := s.do(http.MethodGet, file, s.full, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+		return resp.Header.Get("ETag"), string(b)
+	}
+
+	code, b := put("first", "If-None-Match", "*")
+	require.Equal(t, http.StatusOK, code, "%s", b)
+	etag, _ := current()
+	code, b = put("again", "If-None-Match", "*")
+	assert.Equal(t, http.StatusPreconditionFailed, code)
+	assert.Equal(t, "workspace.write_stale_file", errCode(t, b))
+
+	code, b = put("second", "If-Match", etag)
+	require.Equal(t, http.StatusOK, code, "%s", b)
+	newTag, content := current()
+	assert.Equal(t, "second", content)
+	for _, stale := range []string{etag, "W/" + newTag, `"not-a-hash"`, strings.Trim(newTag, `"`)} {
+		code, b = put("third", "If-Match", stale)
+		assert.Equal(t, http.StatusPreconditionFailed, code, "If-Match %s: %s", stale, b)
+		assert.Equal(t, "workspace.write_stale_file", errCode(t, b))
+	}
+	for _, hdr := range [][]string{{"If-Match", etag + ", " + newTag}, {"If-None-Match", newTag}} {
+		code, b = put("third", hdr...)
+		assert.Equal(t, http.StatusBadRequest, code, "%v: %s", hdr, b)
+	}
+	_, content = current()
+	assert.Equal(t, "second", content, "no refused upload changed the file")
+	code, b = put("by star", "If-Match", "*")
+	require.Equal(t, http.StatusOK, code, "%s", b)
+	resp, b := s.do(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "new.md"), s.full,
+		strings.NewReader("x"), "If-Match", "*")
+	assert.Equal(t, http.StatusPreconditionFailed, resp.StatusCode, "If-Match * with no file there: %s", b)
+
+	starTag, _ := current()
+	resp, b = s.do(http.MethodDelete, file, s.full, nil, "If-Match", newTag)
+	assert.Equal(t, http.StatusPreconditionFailed, resp.StatusCode, "%s", b)
+	_, content = current()
+	assert.Equal(t, "by star", content)
+	resp, b = s.do(http.MethodDelete, file, s.full, nil, "If-Match", starTag)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	resp, _ = s.do(http.MethodGet, file, s.full, nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	// Without conditions nothing changes: a plain upload still answers 200.
+	code, b = put("plain")
+	assert.Equal(t, http.StatusOK, code, "%s", b)
 }

@@ -17,9 +17,9 @@ import (
 // implements it.
 type ActorSpaces interface {
 	List(ctx context.Context, actor, path string, depth int) ([]vfs.Listed, error)
-	Upload(ctx context.Context, actor, path string, r io.Reader) (actors.Change, error)
+	UploadWith(ctx context.Context, actor, path string, r io.Reader, opt actors.ChangeOptions) (actors.Change, error)
 	Download(ctx context.Context, actor, path string) (io.ReadCloser, vfs.Entry, error)
-	Delete(ctx context.Context, actor, path string) (actors.Change, error)
+	DeleteWith(ctx context.Context, actor, path string, opt actors.ChangeOptions) (actors.Change, error)
 	DeleteByPrefix(ctx context.Context, actor, prefix string) (actors.Change, error)
 	Stats(ctx context.Context, actor string) (actors.Stats, error)
 	GC(ctx context.Context, opt actors.GCOptions) (actors.GCReport, error)
@@ -39,8 +39,11 @@ var actorOps = []op{
 	},
 	{
 		name: "actor.upload", access: writes, request: []any{actorUploadRequest{}}, handle: (*Session).actorUpload,
-		help: `  actor.upload  {actor, path, content?, contentBase64?}  -> {actor, seq, op, path, files, bytes, root, created}
-                                            content is text; contentBase64 carries bytes`,
+		help: `  actor.upload  {actor, path, content?, contentBase64?, expectedHash?}
+                                            -> {actor, seq, op, path, files, bytes, root, created}
+                                            content is text; contentBase64 carries bytes;
+                                            expectedHash: the file's hash as last read (else
+                                            workspace.write_stale_file, nothing changed)`,
 	},
 	{
 		name: "actor.download", access: reads, request: []any{actorPathRequest{}}, handle: (*Session).actorDownload,
@@ -48,8 +51,8 @@ var actorOps = []op{
                                             files up to 16 MiB; "wsctl actor download" streams any size`,
 	},
 	{
-		name: "actor.rm", access: writes, request: []any{actorPathRequest{}}, handle: (*Session).actorRm,
-		help: `  actor.rm  {actor, path}                   -> the change, as actor.upload`,
+		name: "actor.rm", access: writes, request: []any{actorRmRequest{}}, handle: (*Session).actorRm,
+		help: `  actor.rm  {actor, path, expectedHash?}    -> the change, as actor.upload`,
 	},
 	{
 		name: "actor.rm-prefix", access: writes, request: []any{actorPrefixRequest{}}, handle: (*Session).actorRmPrefix,
@@ -97,6 +100,14 @@ type actorUploadRequest struct {
 	Path          string  `json:"path"`
 	Content       *string `json:"content"`
 	ContentBase64 *string `json:"contentBase64"`
+	ExpectedHash  string  `json:"expectedHash"`
+}
+
+type actorRmRequest struct {
+	base
+	Actor        string `json:"actor"`
+	Path         string `json:"path"`
+	ExpectedHash string `json:"expectedHash"`
 }
 
 type actorPrefixRequest struct {
@@ -157,7 +168,11 @@ func (s *Session) actorUpload(ctx context.Context, r request) (any, error) {
 	default:
 		return nil, invalidRequest("actor.upload needs content or contentBase64")
 	}
-	c, err := a.Upload(ctx, req.Actor, req.Path, body)
+	expected, err := optionalHash(req.ExpectedHash)
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.UploadWith(ctx, req.Actor, req.Path, body, actors.ChangeOptions{ExpectedHash: expected})
 	if err != nil {
 		var ce base64.CorruptInputError
 		if errors.As(err, &ce) {
@@ -203,7 +218,7 @@ func (s *Session) actorDownload(ctx context.Context, r request) (any, error) {
 }
 
 func (s *Session) actorRm(ctx context.Context, r request) (any, error) {
-	var req actorPathRequest
+	var req actorRmRequest
 	if err := r.decode(&req); err != nil {
 		return nil, err
 	}
@@ -211,7 +226,11 @@ func (s *Session) actorRm(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.Delete(ctx, req.Actor, req.Path)
+	expected, err := optionalHash(req.ExpectedHash)
+	if err != nil {
+		return nil, err
+	}
+	return a.DeleteWith(ctx, req.Actor, req.Path, actors.ChangeOptions{ExpectedHash: expected})
 }
 
 func (s *Session) actorRmPrefix(ctx context.Context, r request) (any, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/vfs"
 )
 
@@ -134,4 +135,35 @@ func TestActorNoChangeHasNoTime(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, `"seq":0`)
 	assert.NotContains(t, out, `"created"`)
+}
+
+// TestActorGuardedBatchOps: actor.upload and actor.rm with expectedHash
+// change the file only when it still has that hash; otherwise they answer
+// workspace.write_stale_file and change nothing. The zero hash is refused.
+func TestActorGuardedBatchOps(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	one := cas.Sum([]byte("one")).String()
+	zero := strings.Repeat("0", 64)
+	in := strings.Join([]string{
+		`{"op":"actor.upload","actor":"alice","path":"a.md","content":"one"}`,
+		`{"op":"actor.upload","actor":"alice","path":"a.md","content":"two","expectedHash":"` + one + `"}`,
+		`{"op":"actor.upload","actor":"alice","path":"a.md","content":"three","expectedHash":"` + one + `"}`,
+		`{"op":"actor.rm","actor":"alice","path":"a.md","expectedHash":"` + one + `"}`,
+		`{"op":"actor.rm","actor":"alice","path":"a.md","expectedHash":"` + zero + `"}`,
+		`{"op":"actor.download","actor":"alice","path":"a.md"}`,
+		`{"op":"actor.rm","actor":"alice","path":"a.md","expectedHash":"` + cas.Sum([]byte("two")).String() + `"}`,
+		`{"op":"actor.ls","actor":"alice"}`,
+	}, "\n") + "\n"
+	out, errOut, code := c.run(in, "batch")
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 8, out)
+	assert.Contains(t, lines[1], `"ok":true`, lines[1])
+	assert.Contains(t, lines[2], `"code":"workspace.write_stale_file"`, lines[2])
+	assert.Contains(t, lines[3], `"code":"workspace.write_stale_file"`, lines[3])
+	assert.Contains(t, lines[4], `"code":"batch.invalid_request"`, lines[4])
+	assert.Contains(t, lines[5], `"content":"two"`, lines[5])
+	assert.Contains(t, lines[6], `"ok":true`, lines[6])
+	assert.NotContains(t, lines[7], `a.md`, lines[7])
 }
