@@ -19,10 +19,12 @@ type FileDiff struct {
 	OldSize int64        `json:"oldSize"`
 	NewSize int64        `json:"newSize"`
 	// Unified is a unified diff for text files (both sides valid UTF-8
-	// without NUL, each under MaxDiffBytes); empty for binary or large
+	// without NUL, each at most MaxDiffBytes); empty for binary or large
 	// files.
 	Unified string `json:"unified,omitempty"`
 	Binary  bool   `json:"binary,omitempty"`
+	// TooLarge says a side is past MaxDiffBytes: no text is rendered.
+	TooLarge bool `json:"tooLarge,omitempty"`
 	// Truncated says the response limit (DiffOptions.MaxBytes) cut this
 	// file's text: OmittedHunks hunks were left out of Unified, or, when
 	// OmittedHunks is 0, the whole text was (the limit was reached by the
@@ -81,6 +83,7 @@ func (s *Store) Diff(ctx context.Context, a, b cas.Hash, opts DiffOptions) ([]Fi
 // renderText fills d's text within *budget bytes and takes what it used.
 func (s *Store) renderText(ctx context.Context, d *FileDiff, budget *int) error {
 	if d.OldSize > MaxDiffBytes || d.NewSize > MaxDiffBytes {
+		d.TooLarge = true
 		return nil
 	}
 	if *budget <= 0 {

@@ -5,14 +5,19 @@ import (
 	"strings"
 )
 
-// maxDiffLines bounds the line count Unified diffs in full. Memory stays
-// linear in the line count whatever the inputs, but time is O((N+M)·D), so
-// past it a summary is returned instead.
+// maxDiffLines bounds the lines, between the first and the last that
+// differ, that Unified searches for a shortest edit script. Memory stays
+// linear in the line count whatever the inputs, but the search's time is
+// O((N+M)·D), so past it that stretch is given as one replacement: a
+// correct diff, not a shortest one.
 const maxDiffLines = 20000
 
 // Unified returns a unified diff (3 lines of context) turning a into b,
 // with "--- a/path" and "+++ b/path" headers; "" when they are equal. Its
-// memory is linear in the number of lines of a and b.
+// memory is linear in the number of lines of a and b. The lines a and b
+// share at their start and end cost no search, whatever their number;
+// when more than maxDiffLines lines lie between, they are deleted and
+// inserted whole.
 func Unified(path string, a, b string) string {
 	text, _ := unified(path, a, b, 0)
 	return text
@@ -28,13 +33,44 @@ func unified(path string, a, b string, limit int) (string, int) {
 	al, bl := splitLines(a), splitLines(b)
 	var out strings.Builder
 	fmt.Fprintf(&out, "--- a/%s\n+++ b/%s\n", path, path)
-	if len(al)+len(bl) > maxDiffLines {
-		fmt.Fprintf(&out, "@@ -1,%d +1,%d @@ (too many lines to diff: %d → %d)\n", len(al), len(bl), len(al), len(bl))
-		return out.String(), 0
-	}
-	ops := diffLines(al, bl)
-	omitted := writeHunks(&out, ops, al, bl, 3, limit)
+	omitted := writeHunks(&out, editScript(al, bl), al, bl, 3, limit)
 	return out.String(), omitted
+}
+
+// editScript returns an edit script turning a into b: the lines they share
+// at both ends as they are, and between them a shortest script
+// (diffLines), or, past maxDiffLines lines, every line of a deleted and
+// every line of b inserted.
+func editScript(a, b []string) []edit {
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
+	out := make([]edit, 0, max(len(a), len(b))+min(len(ma), len(mb)))
+	for i := range pre {
+		out = append(out, edit{opEqual, i, i})
+	}
+	if len(ma)+len(mb) > maxDiffLines {
+		for i := range ma {
+			out = append(out, edit{opDel, pre + i, pre})
+		}
+		for i := range mb {
+			out = append(out, edit{opIns, pre + len(ma), pre + i})
+		}
+	} else {
+		for _, e := range diffLines(ma, mb) {
+			out = append(out, edit{e.kind, pre + e.a, pre + e.b})
+		}
+	}
+	for i := range suf {
+		out = append(out, edit{opEqual, len(a) - suf + i, len(b) - suf + i})
+	}
+	return out
 }
 
 // splitLines splits s after each '\n', keeping the newline; a missing

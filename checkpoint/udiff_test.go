@@ -222,3 +222,36 @@ func BenchmarkUnifiedRewrite(b *testing.B) {
 		})
 	}
 }
+
+// TestUnifiedLongFiles: files past the search's line bound still get a
+// diff that applies. The lines shared at both ends cost no search, so one
+// changed line of a 10,001-line file is one hunk of seven lines; changes
+// far apart in a long file are one replacement of what lies between.
+func TestUnifiedLongFiles(t *testing.T) {
+	lines := func(n int, f func(i int) string) string {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString(f(i))
+		}
+		return b.String()
+	}
+	a := lines(10001, func(i int) string { return fmt.Sprintf("%d\n", i) })
+	b := strings.Replace(a, "\n5000\n", "\nfive thousand\n", 1)
+	d := checkpoint.Unified("n.txt", a, b)
+	assert.Equal(t, "--- a/n.txt\n+++ b/n.txt\n@@ -4998,7 +4998,7 @@\n 4997\n 4998\n 4999\n-5000\n+five thousand\n 5001\n 5002\n 5003\n", d)
+	require.Equal(t, b, apply(t, a, d))
+
+	// Edits near both ends of 30,000 lines, and a reordering of 12,000
+	// shared lines: past the bound, replaced whole, and still exact.
+	c := "first\n" + a[2:] + lines(20000, func(i int) string { return fmt.Sprintf("more %d\n", i) })
+	c = c[:len(c)-len("more 19999\n")] + "last\n"
+	a2 := a + lines(20000, func(i int) string { return fmt.Sprintf("more %d\n", i) })
+	d = checkpoint.Unified("n.txt", a2, c)
+	require.Equal(t, c, apply(t, a2, d))
+	assert.Equal(t, 2*30001, changed(d), "every line from the first change to the last, replaced")
+
+	shuffled := lines(12000, func(i int) string { return fmt.Sprintf("%d\n", (i*7919)%12000) })
+	plain := lines(12000, func(i int) string { return fmt.Sprintf("%d\n", i) })
+	d = checkpoint.Unified("s.txt", plain, shuffled)
+	require.Equal(t, shuffled, apply(t, plain, d))
+}

@@ -134,9 +134,10 @@ var ops = []op{
 	},
 	{
 		name: "diff", access: reads, request: []any{diffRequest{}}, handle: (*Session).diff,
-		help: `  diff        {from, to?, maxBytes?}        -> {changes: [{path, op, unified?, binary?, truncated?, omittedHunks?, ...}]}  to: default live
+		help: `  diff        {from, to?, maxBytes?}        -> {changes: [{path, op, unified?, binary?, tooLarge?, truncated?, omittedHunks?, ...}]}  to: default live
               unified: the text wsctl diff prints, with git's headers
-              ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one)
+              ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one);
+              none for a binary file (binary: true) or one with a side past 1 MiB (tooLarge: true)
               maxBytes: cap on the unified text of the response (default 8 MiB); a file it cut
               has truncated: true and omittedHunks: hunks left out (0: its whole text)`,
 	},

@@ -44,6 +44,18 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 			return nil, wserr.New(wserr.PathIsDirectory, op, e.Path.String(), "the workspace root is a directory")
 		}
 	}
+	// A path named twice, or a file and a path below it, is refused
+	// before any edit is looked at, whatever their order.
+	paths := make([]vfs.Path, len(edits))
+	for i, e := range edits {
+		paths[i] = e.Path
+	}
+	slices.SortFunc(paths, vfs.ComparePaths)
+	for i := 1; i < len(paths); i++ {
+		if paths[i-1].HasPrefix(paths[i]) || paths[i].HasPrefix(paths[i-1]) {
+			return nil, wserr.New(wserr.InvalidArgument, op, paths[i].String(), "the batch changes both %s and %s", paths[i-1], paths[i])
+		}
+	}
 	prepared := w.prepare(ctx, edits)
 	var infos []vfs.FileInfo
 	err := w.s.update(ctx, func(tx *index.Tx) error {

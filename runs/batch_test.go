@@ -57,8 +57,11 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 		"ErrNotWritable":   {[]runs.Edit{{Path: vfs.MustPath("output/a.md"), Content: []byte("a")}, {Path: vfs.MustPath("input/x"), Content: []byte("x")}}, wserr.PathNotVisible},
 		"ErrRemoveMissing": {[]runs.Edit{{Path: vfs.MustPath("output/a.md"), Content: []byte("a")}, {Path: vfs.MustPath("output/none.md"), Remove: true}}, wserr.FileNotFound},
 		"ErrTwice":         {[]runs.Edit{{Path: vfs.MustPath("output/a.md"), Content: []byte("a")}, {Path: vfs.MustPath("output/a.md"), Content: []byte("b")}}, wserr.InvalidArgument},
-		"ErrDirectory":     {[]runs.Edit{{Path: vfs.MustPath("output"), Content: []byte("a")}}, wserr.PathNotWritable},
-		"ErrEmpty":         {nil, wserr.InvalidArgument},
+		// Named twice, whatever else is wrong with the second edit.
+		"ErrTwiceRemoved": {[]runs.Edit{{Path: vfs.MustPath("output/q"), Content: []byte("a")}, {Path: vfs.MustPath("output/q"), Remove: true}}, wserr.InvalidArgument},
+		"ErrFileAndBelow": {[]runs.Edit{{Path: vfs.MustPath("output/d/x"), Remove: true}, {Path: vfs.MustPath("output/d"), Content: []byte("a")}}, wserr.InvalidArgument},
+		"ErrDirectory":    {[]runs.Edit{{Path: vfs.MustPath("output"), Content: []byte("a")}}, wserr.PathNotWritable},
+		"ErrEmpty":        {nil, wserr.InvalidArgument},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -276,6 +276,7 @@ func TestDiff(t *testing.T) {
 	e.write(r.ID, "output/main.md", "one\ntwo\nthree\n")
 	e.write(r.ID, "output/gone.md", "bye\n")
 	e.write(r.ID, "output/bin.dat", "\x00\x01")
+	e.write(r.ID, "output/big.md", strings.Repeat("a line of a large file\n", 50000))
 	from, err := e.svc.Checkpoint(e.ctx, r.ID, "from")
 	require.NoError(t, err)
 	_, err = e.svc.Workspace(r.ID, runs.ModelScope).Patch(e.ctx, vfs.MustPath("output/main.md"), "two", "2", vfs.PatchOptions{})
@@ -283,19 +284,26 @@ func TestDiff(t *testing.T) {
 	require.NoError(t, e.svc.Workspace(r.ID, runs.ModelScope).Remove(e.ctx, vfs.MustPath("output/gone.md")))
 	e.write(r.ID, "plan/plan.md", "step\n")
 	e.write(r.ID, "output/bin.dat", "\x00\x02")
+	e.write(r.ID, "output/big.md", strings.Repeat("a line of a large file\n", 50001))
 
 	check := func(t *testing.T, diffs []checkpoint.FileDiff) {
 		ops := map[string]vfs.ChangeOp{}
 		for _, d := range diffs {
 			ops[d.Path] = d.Op
 		}
-		assert.Equal(t, map[string]vfs.ChangeOp{"output/main.md": vfs.Modified, "output/gone.md": vfs.Deleted, "plan/plan.md": vfs.Added, "output/bin.dat": vfs.Modified}, ops)
+		assert.Equal(t, map[string]vfs.ChangeOp{"output/main.md": vfs.Modified, "output/gone.md": vfs.Deleted, "plan/plan.md": vfs.Added,
+			"output/bin.dat": vfs.Modified, "output/big.md": vfs.Modified}, ops)
 		for _, d := range diffs {
 			switch d.Path {
 			case "output/main.md":
 				assert.Equal(t, "--- a/output/main.md\n+++ b/output/main.md\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n", d.Unified)
 			case "output/bin.dat":
 				assert.True(t, d.Binary)
+				assert.False(t, d.TooLarge)
+				assert.Empty(t, d.Unified)
+			case "output/big.md":
+				assert.True(t, d.TooLarge, "a side past 1 MiB")
+				assert.False(t, d.Binary || d.Truncated)
 				assert.Empty(t, d.Unified)
 			case "plan/plan.md":
 				assert.Equal(t, "--- a/plan/plan.md\n+++ b/plan/plan.md\n@@ -0,0 +1 @@\n+step\n", d.Unified)

@@ -322,10 +322,19 @@ func invalidPath(op, input, format string, args ...any) *wserr.Error {
 }
 
 // quotePathInput quotes s with strconv.Quote, keeping at most maxQuotedInput
-// bytes of it and marking a cut with "...".
+// bytes of it and marking a cut with "...". A cut inside a UTF-8 sequence
+// moves back to its start, so the quote shows no byte the input did not
+// hold.
 func quotePathInput(s string) string {
 	if len(s) <= maxQuotedInput {
 		return strconv.Quote(s)
 	}
-	return strconv.Quote(s[:maxQuotedInput]) + "..."
+	cut := maxQuotedInput
+	for i := cut; i > maxQuotedInput-utf8.UTFMax && i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			cut = i
+			break
+		}
+	}
+	return strconv.Quote(s[:cut]) + "..."
 }

@@ -179,6 +179,12 @@ func TestParsePathErrorQuotesInput(t *testing.T) {
 		assert.Less(t, len(we.Path), maxQuotedInput+10)
 		assert.True(t, strings.HasSuffix(we.Path, `"...`), we.Path)
 	})
+	t.Run("OK/long_input_cut_between_characters", func(t *testing.T) {
+		_, err := ParsePath("output/" + strings.Repeat("é", 200))
+		we := requireInvalidPath(t, err, "parse path", "")
+		assert.NotContains(t, we.Path, `\x`, "no byte of a cut character: %s", we.Path)
+		assert.True(t, strings.HasSuffix(we.Path, `é"...`), we.Path)
+	})
 	t.Run("OK/error_string", func(t *testing.T) {
 		_, err := ParsePath("../secrets.json")
 		require.Error(t, err)

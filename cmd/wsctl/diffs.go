@@ -26,8 +26,10 @@ func writeUnified(w io.Writer, diffs []checkpoint.FileDiff) error {
 			_, err = fmt.Fprintf(w, "Binary file %s %s (%s -> %s)\n", d.Path, d.Op, humanBytes(d.OldSize), humanBytes(d.NewSize))
 		case d.OldSize == 0 && d.NewSize == 0:
 			_, err = fmt.Fprintf(w, "Empty file %s %s\n", d.Path, d.Op)
-		default:
+		case d.TooLarge:
 			_, err = fmt.Fprintf(w, "File %s %s (%s -> %s): too large for a text diff\n", d.Path, d.Op, humanBytes(d.OldSize), humanBytes(d.NewSize))
+		default:
+			_, err = fmt.Fprintf(w, "File %s %s (%s -> %s)\n", d.Path, d.Op, humanBytes(d.OldSize), humanBytes(d.NewSize))
 		}
 		if err != nil {
 			return err
