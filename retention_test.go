@@ -362,3 +362,78 @@ func TestCheckpointByteCapAfterRollback(t *testing.T) {
 	}
 	storetest.RequireSound(t, e.s)
 }
+
+// TestPolicySetElsewhereAppliesAtOnce: a store opened before another
+// process changed the store-wide policy writes under the policy as it is
+// now, not as it was when it opened: a cap set elsewhere refuses its next
+// write, and a checkpoint byte cap unset elsewhere deletes nothing more.
+func TestPolicySetElsewhereAppliesAtOnce(t *testing.T) {
+	e := newRetEnv(t, wsstore.Options{})
+	other, err := wsstore.Open(e.ctx, e.s.Dir, wsstore.Options{Now: e.clock.Now})
+	require.NoError(t, err)
+	defer other.Close()
+	random := func(seed uint64, n int) string {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = byte('a' + rng.IntN(26))
+		}
+		return string(b)
+	}
+
+	// The byte cap is set elsewhere, then unset there again: this store
+	// read it before, and deletes nothing once it is gone.
+	require.NoError(t, other.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxCheckpointBytesPerRun: ptr(int64(3000))}))
+	r := e.run("c", "run_1", nil)
+	require.NoError(t, e.write(r.ID, "output/a.md", random(0, 2000)))
+	require.NoError(t, other.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{}))
+	for i := range 6 {
+		require.NoError(t, e.write(r.ID, "output/a.md", random(uint64(i+1), 2000)))
+	}
+	cps, err := e.s.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Len(t, cps, 8, "every checkpoint kept: the run's, the first write's, six more")
+	assert.Empty(t, e.deletions())
+
+	// A store cap set elsewhere refuses this store's next write.
+	used, err := e.s.DB.UsedBytes(e.ctx)
+	require.NoError(t, err)
+	require.NoError(t, other.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: ptr(used + 1000)}))
+	err = e.write(r.ID, "output/big.md", random(9, 20000))
+	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+	_, err = e.s.Runs.Workspace(r.ID, runs.ModelScope).Apply(e.ctx, []runs.Edit{{Path: vfs.MustPath("output/big.md"), Content: []byte(random(10, 20000))}})
+	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+}
+
+// TestPruneDryRunNamesCheckpoints: a dry run names the checkpoints the
+// byte cap would delete, exactly those a real prune then deletes, and
+// deletes none.
+func TestPruneDryRunNamesCheckpoints(t *testing.T) {
+	e := newRetEnv(t, wsstore.Options{})
+	r := e.run("c", "run_1", nil)
+	for i := range 5 {
+		rng := rand.New(rand.NewPCG(uint64(i), 4))
+		b := make([]byte, 2000)
+		for j := range b {
+			b[j] = byte('a' + rng.IntN(26))
+		}
+		require.NoError(t, e.write(r.ID, "output/a.md", string(b)))
+	}
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxCheckpointBytesPerRun: ptr(int64(3000))}))
+	before, err := e.s.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	dry, err := e.s.Runs.Prune(e.ctx, runs.PruneOptions{DryRun: true})
+	require.NoError(t, err)
+	require.Len(t, dry.Checkpoints, 1, "the run over its cap")
+	assert.NotEmpty(t, dry.Checkpoints[0].CheckpointIDs)
+	after, err := e.s.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "a dry run deletes nothing")
+	assert.Empty(t, e.deletions())
+
+	real, err := e.s.Runs.Prune(e.ctx, runs.PruneOptions{})
+	require.NoError(t, err)
+	require.Len(t, real.Checkpoints, 1)
+	assert.Equal(t, dry.Checkpoints[0].CheckpointIDs, real.Checkpoints[0].CheckpointIDs)
+	assert.Equal(t, dry.Checkpoints[0].Bytes, real.Checkpoints[0].Bytes)
+}

@@ -667,7 +667,11 @@ func (s *Session) policyGet(ctx context.Context, r request) (any, error) {
 		}
 		p, err = h.EffectivePolicy(ctx, req.WorkspaceID)
 	} else {
-		p, err = h.Policy(ctx, req.WorkspaceID)
+		scope := req.WorkspaceID
+		if scope == "" {
+			scope = runs.StoreScope // as policy.set takes it
+		}
+		p, err = h.Policy(ctx, scope)
 	}
 	if err != nil {
 		return nil, err

@@ -63,7 +63,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 		if err != nil {
 			return err
 		}
-		room := w.s.roomCheck(ctx, tx, op) // for the batch's contents together
+		room := w.s.roomCheck(ctx, tx, op, &caps) // for the batch's contents together
 		found := w.lookupAll(ctx, tx, run.Root, edits)
 		changes := make([]vfs.FileChange, len(edits))
 		events := make([]event, len(edits))

@@ -33,8 +33,9 @@ type runCaps struct {
 	chatID  string
 	profile *Profile
 	// chatPolicy is the chat's own policy row (Valid false: none) when
-	// the caller read it with the run (findRunCaps); nil: not read.
-	chatPolicy *sql.NullString
+	// the caller read it with the run (findRunCaps), and storePolicy the
+	// store's; nil: not read.
+	chatPolicy, storePolicy *sql.NullString
 }
 
 // newCheckpoint records root as the run's next checkpoint, descending
@@ -98,7 +99,7 @@ func (s *Service) Checkpoint(ctx context.Context, runID, reason string) (checkpo
 		if run.Status.Final() {
 			return wserr.New(wserr.InvalidState, "checkpoint", "", "run %s is %s", runID, run.Status)
 		}
-		room := s.roomCheck(ctx, tx, "checkpoint")
+		room := s.roomCheck(ctx, tx, "checkpoint", &caps)
 		room.grow()
 		if cp, err = s.checkpointTx(ctx, tx, runID, caps, run.Root, run.HeadCheckpoint, reason); err != nil {
 			return err

@@ -98,7 +98,7 @@ func (s *Service) Materialize(ctx context.Context, runID string, paths []vfs.Pat
 		if !run.Status.Active() {
 			return wserr.New(wserr.InvalidState, op, "", "run %s is %s: only running, awaiting_approval or paused runs take inputs", runID, run.Status)
 		}
-		room := s.roomCheck(ctx, tx, op)
+		room := s.roomCheck(ctx, tx, op, &caps)
 		root := run.Root
 		events := make([]event, 0, len(targets))
 		for _, p := range targets {

@@ -371,9 +371,6 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 			}
 			rep.Runs = append(rep.Runs, d)
 		}
-		if opt.DryRun {
-			continue
-		}
 		// Most runs are within their cap: find those that are not on
 		// the read pool, so the others cost no write transaction.
 		var over []string
@@ -416,11 +413,14 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 					return err
 				}
 				pc = PrunedCheckpoints{RunID: runID, CheckpointIDs: checkpointIDs(seqs, limit)["checkpointIds"].([]string), Bytes: freed}
+				if opt.DryRun {
+					return errSkip // what the cap deletes, rolled back
+				}
 				id, err := s.logDeletion(ctx, tx, DeletedCheckpoints, chatID, runID, "maxCheckpointBytesPerRun", checkpointIDs(seqs, limit), freed)
 				ids = append(ids, id)
 				return err
 			})
-			if err != nil {
+			if err != nil && err != errSkip {
 				return rep, err
 			}
 			if pc.RunID != "" {

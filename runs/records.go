@@ -325,7 +325,7 @@ func (s *Service) record(ctx context.Context, runID, op string, fn func(tx *inde
 		if !run.Status.Active() {
 			return wserr.New(wserr.InvalidState, op, "", "run %s is %s: only running, awaiting_approval or paused runs take records", runID, run.Status)
 		}
-		r := &recorder{s: s, ctx: ctx, tx: tx, op: op, run: run, root: run.Records, level: journal.Info, room: s.roomCheck(ctx, tx, op)}
+		r := &recorder{s: s, ctx: ctx, tx: tx, op: op, run: run, root: run.Records, level: journal.Info, room: s.roomCheck(ctx, tx, op, nil)}
 		r.room.grow()
 		if r.root.IsZero() {
 			if r.root, err = s.trees.Put(ctx, tx, nil); err != nil {

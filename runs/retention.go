@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/wserr"
@@ -99,16 +98,6 @@ func MobilePolicy() Policy {
 		MaxCheckpointBytesPerRun: &b, AutoPruneAfterDays: i(30)}
 }
 
-// policyCache holds the store-wide policy row as this Service last read
-// or wrote it: every write reads the store cap, which should cost no
-// query. A policy set by another process is seen when the store is next
-// opened.
-type policyCache struct {
-	mu     sync.Mutex
-	loaded bool
-	store  Policy
-}
-
 func readPolicy(ctx context.Context, tx *index.Tx, scope string) (Policy, bool, error) {
 	var raw string
 	err := tx.GetContext(ctx, &raw, `SELECT policy FROM policies WHERE scope = ?`, scope)
@@ -131,32 +120,50 @@ func parsePolicy(scope, raw string) (Policy, error) {
 	return p, nil
 }
 
-// storePolicy returns the store-wide policy row (cached), under the mobile
-// defaults when the store has the mobile profile.
+// storePolicy returns the store-wide policy, read in tx (or, nil, in a
+// read transaction of its own), under the mobile defaults when the store
+// has the mobile profile. It is read each time, never kept: another
+// process may set it.
 func (s *Service) storePolicy(ctx context.Context, tx *index.Tx) (Policy, error) {
-	s.policies.mu.Lock()
-	defer s.policies.mu.Unlock()
-	if !s.policies.loaded {
-		var p Policy
-		var err error
-		if tx != nil {
+	var p Policy
+	var err error
+	if tx != nil {
+		p, _, err = readPolicy(ctx, tx, StoreScope)
+	} else {
+		err = s.db.View(ctx, func(tx *index.Tx) error {
 			p, _, err = readPolicy(ctx, tx, StoreScope)
-		} else {
-			err = s.db.View(ctx, func(tx *index.Tx) error {
-				p, _, err = readPolicy(ctx, tx, StoreScope)
-				return err
-			})
-		}
-		if err != nil {
-			return Policy{}, err
-		}
-		s.policies.store, s.policies.loaded = p, true
+			return err
+		})
 	}
+	if err != nil {
+		return Policy{}, err
+	}
+	return s.overBase(p), nil
+}
+
+// storePolicyOf is storePolicy from the row caps carries, read with the
+// run (findRunCaps); in tx when caps has none.
+func (s *Service) storePolicyOf(ctx context.Context, tx *index.Tx, caps *runCaps) (Policy, error) {
+	if caps == nil || caps.storePolicy == nil {
+		return s.storePolicy(ctx, tx)
+	}
+	if !caps.storePolicy.Valid {
+		return s.overBase(Policy{}), nil
+	}
+	p, err := parsePolicy(StoreScope, caps.storePolicy.String)
+	if err != nil {
+		return Policy{}, err
+	}
+	return s.overBase(p), nil
+}
+
+// overBase lays p over the store's defaults: the mobile policy, or none.
+func (s *Service) overBase(p Policy) Policy {
 	base := Policy{}
 	if s.mobile {
 		base = MobilePolicy()
 	}
-	return base.over(s.policies.store), nil
+	return base.over(p)
 }
 
 // SetPolicy replaces the policy of scope: StoreScope for the store-wide
@@ -184,11 +191,6 @@ func (s *Service) SetPolicy(ctx context.Context, scope string, p Policy) error {
 			scope, string(b), s.now().UnixNano())
 		return index.Translate(err)
 	})
-	if err == nil && scope == StoreScope {
-		s.policies.mu.Lock()
-		s.policies.store, s.policies.loaded = p, true
-		s.policies.mu.Unlock()
-	}
 	return err
 }
 
@@ -238,7 +240,7 @@ func (s *Service) capsPolicy(ctx context.Context, tx *index.Tx, caps runCaps) (P
 	if caps.chatPolicy == nil || caps.chatID == "" {
 		return s.effectivePolicy(ctx, tx, caps.chatID)
 	}
-	base, err := s.storePolicy(ctx, tx)
+	base, err := s.storePolicyOf(ctx, tx, &caps)
 	if err != nil || !caps.chatPolicy.Valid {
 		return base, err
 	}
@@ -250,13 +252,14 @@ func (s *Service) capsPolicy(ctx context.Context, tx *index.Tx, caps runCaps) (P
 }
 
 // maxStoreBytes is the store cap in force: Options.MaxStoreBytes, else
-// the store setting; 0: none. An unreadable setting is an error, never
-// taken for no cap.
-func (s *Service) maxStoreBytes(ctx context.Context) (int64, error) {
+// the store setting, read in tx (or in a read transaction of its own),
+// from caps when the caller read it with the run; 0: none. An unreadable
+// setting is an error, never taken for no cap.
+func (s *Service) maxStoreBytes(ctx context.Context, tx *index.Tx, caps *runCaps) (int64, error) {
 	if s.maxStore > 0 {
 		return s.maxStore, nil
 	}
-	p, err := s.storePolicy(ctx, nil)
+	p, err := s.storePolicyOf(ctx, tx, caps)
 	if err != nil || p.MaxStoreBytes == nil {
 		return 0, err
 	}
@@ -271,6 +274,6 @@ func (s *Service) autoPrune(ctx context.Context) (bool, error) {
 	if s.mobile {
 		return true, nil
 	}
-	limit, err := s.maxStoreBytes(ctx)
+	limit, err := s.maxStoreBytes(ctx, nil, nil)
 	return limit > 0, err
 }

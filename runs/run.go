@@ -59,7 +59,8 @@ type runRow struct {
 	CreatedAt      int64          `db:"created_at"`
 	UpdatedAt      int64          `db:"updated_at"`
 	FinishedAt     sql.NullInt64  `db:"finished_at"`
-	ChatPolicy     sql.NullString `db:"chat_policy"` // findRunCaps only
+	ChatPolicy     sql.NullString `db:"chat_policy"`  // findRunCaps only
+	StorePolicy    sql.NullString `db:"store_policy"` // findRunCaps only
 }
 
 const runCols = `r.id, r.chat_id, c.kind, c.stable_chat_id, r.chat_ref, r.profile, r.status, r.root,
@@ -94,13 +95,15 @@ func findRun(ctx context.Context, tx *index.Tx, id string) (Run, error) {
 	return r.run()
 }
 
-// findRunCaps is findRun for a caller that may take a checkpoint: the
-// same statement reads the chat's own policy row, which the checkpoint's
-// caps need (capBytes), so the checkpoint reads no other row for them.
+// findRunCaps is findRun for a caller that may take a checkpoint or add
+// to the store: the same statement reads the chat's own policy row and
+// the store's, which the checkpoint's caps (capBytes) and the store's cap
+// need, so neither reads another row for them, and each transaction sees
+// the policy as it is, whoever set it.
 func findRunCaps(ctx context.Context, tx *index.Tx, id string) (Run, runCaps, error) {
 	var r runRow
-	err := tx.GetContext(ctx, &r, `SELECT `+runCols+`, p.policy AS chat_policy FROM runs r JOIN chats c ON c.id = r.chat_id
-		LEFT JOIN policies p ON p.scope = r.chat_id WHERE r.id = ?`, id)
+	err := tx.GetContext(ctx, &r, `SELECT `+runCols+`, p.policy AS chat_policy, sp.policy AS store_policy FROM runs r JOIN chats c ON c.id = r.chat_id
+		LEFT JOIN policies p ON p.scope = r.chat_id LEFT JOIN policies sp ON sp.scope = '`+StoreScope+`' WHERE r.id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Run{}, runCaps{}, wserr.New(wserr.RunNotFound, "run", "", "no run %q", id)
 	}
@@ -112,7 +115,7 @@ func findRunCaps(ctx context.Context, tx *index.Tx, id string) (Run, runCaps, er
 		return Run{}, runCaps{}, err
 	}
 	caps := run.caps()
-	caps.chatPolicy = &r.ChatPolicy
+	caps.chatPolicy, caps.storePolicy = &r.ChatPolicy, &r.StorePolicy
 	return run, caps, nil
 }
 
@@ -263,7 +266,7 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		}
 		snap, _ := json.MarshalIndent(PersistSnapshot{ChatWorkspaceID: chat.ID, PersistRoot: chat.PersistRoot, PersistVersion: chat.PersistVersion}, "", "  ")
 		inputs[vfs.MustPath(InputRoot+"/persist_snapshot.json")] = snap
-		room := s.roomCheck(ctx, tx, "create run") // the inputs together, against the store's cap
+		room := s.roomCheck(ctx, tx, "create run", nil) // the inputs together, against the store's cap
 		for _, p := range slices.SortedFunc(maps.Keys(inputs), func(a, b vfs.Path) int { return cmpString(a.String(), b.String()) }) {
 			if err := room.add(p, int64(len(inputs[p]))); err != nil {
 				return err

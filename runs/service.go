@@ -152,7 +152,6 @@ type Service struct {
 	mobile       bool
 	autoPruneOpt *bool
 	reclaim      Reclaimer
-	policies     policyCache
 	// saves serializes the chat sink calls of this Service per chat.
 	saves chatLocks
 }
@@ -221,9 +220,11 @@ type room struct {
 // held to the cap too; a removal, which adds nothing, is never refused. If
 // the cap or the stored bytes cannot be read, a change that adds fails
 // with that error: it is never let past a cap it could not measure.
-func (s *Service) roomCheck(ctx context.Context, tx *index.Tx, op string) *room {
+// caps, when the caller read the run with findRunCaps, carries the cap's
+// setting; else it is read in tx.
+func (s *Service) roomCheck(ctx context.Context, tx *index.Tx, op string, caps *runCaps) *room {
 	r := &room{op: op}
-	r.limit, r.err = s.maxStoreBytes(ctx)
+	r.limit, r.err = s.maxStoreBytes(ctx, tx, caps)
 	if r.err == nil && r.limit > 0 {
 		r.size, r.err = tx.UsedBytes(ctx)
 	}
@@ -295,7 +296,7 @@ func (s *Service) StoreRoom(ctx context.Context) (int64, bool, error) { return s
 // storeRoom returns the bytes left under the store cap and whether there
 // is a cap.
 func (s *Service) storeRoom(ctx context.Context) (int64, bool, error) {
-	limit, err := s.maxStoreBytes(ctx)
+	limit, err := s.maxStoreBytes(ctx, nil, nil)
 	if err != nil || limit <= 0 {
 		return 0, false, err
 	}

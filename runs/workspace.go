@@ -630,7 +630,7 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		if err != nil {
 			return err
 		}
-		room := w.s.roomCheck(ctx, tx, op)
+		room := w.s.roomCheck(ctx, tx, op, &caps)
 		if !m.remove {
 			// Whatever its content's size (an empty file, a shorter
 			// version), the change adds a version, trees, an event and a

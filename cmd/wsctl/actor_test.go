@@ -167,3 +167,22 @@ func TestActorGuardedBatchOps(t *testing.T) {
 	assert.Contains(t, lines[6], `"ok":true`, lines[6])
 	assert.NotContains(t, lines[7], `a.md`, lines[7])
 }
+
+// TestPolicyGetOfTheStore: policy.get without workspaceId answers the
+// store-wide policy, the one policy.set without workspaceId and
+// "wsctl policy --set" write.
+func TestPolicyGetOfTheStore(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("init")
+	c.ok("policy", "--set", "keepCompletedRuns=1")
+	in := `{"op":"policy.get"}` + "\n" +
+		`{"op":"policy.set","policy":{"keepCompletedRuns":2,"maxStoreBytes":999999999}}` + "\n" +
+		`{"op":"policy.get"}` + "\n"
+	out, errOut, code := c.run(in, "batch")
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	assert.Contains(t, lines[0], `"policy":{"keepCompletedRuns":1}`)
+	assert.Contains(t, lines[2], `"policy":{"keepCompletedRuns":2,"maxStoreBytes":999999999}`)
+}
