@@ -161,6 +161,16 @@ func TestFsck(t *testing.T) {
 				{Kind: "event", Ref: "run_b#1", Detail: "payload"},
 			}
 		}},
+		{name: "Rows/DanglingCheckpointReferences", damage: func(e *env) []wsstore.Problem {
+			// A run's head, and a checkpoint's parent, that name no
+			// checkpoint of the run.
+			e.exec(`UPDATE runs SET head_checkpoint = 99 WHERE id = 'run_a'`)
+			e.exec(`UPDATE checkpoints SET parent_seq = 77 WHERE run_id = 'run_b' AND seq = 2`)
+			return []wsstore.Problem{
+				{Kind: "run", Ref: "run_a", Detail: "names checkpoint 99"},
+				{Kind: "checkpoint", Ref: "run_b#2", Detail: "names checkpoint 77"},
+			}
+		}},
 		{name: "Many/AllReported", damage: func(e *env) []wsstore.Problem {
 			h := e.alterBlob(random(1, 3000))
 			out := e.stat("run_b", "output")
@@ -188,7 +198,7 @@ func TestFsck(t *testing.T) {
 			})
 
 			require.NoError(t, err)
-			assert.Equal(t, []string{"sqlite", "blobs", "trees", "references", "journal"}, phases)
+			assert.Equal(t, []string{"sqlite", "blobs", "trees", "references", "journal", "rows"}, phases)
 			assert.Equal(t, len(want) == 0, rep.OK(), "%v", rep.Problems)
 			for _, w := range want {
 				assert.True(t, hasProblem(rep.Problems, w), "want %+v in %v", w, rep.Problems)

@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -104,6 +106,32 @@ func rewrite(t *testing.T, arc []byte, fn func(name string, b []byte) []byte) []
 	return out.Bytes()
 }
 
+// flipAfter flips, by its lowest bit, the byte after the first s at or
+// after offset from: a digit stays a digit.
+func flipAfter(t *testing.T, arc []byte, from int64, s string) []byte {
+	t.Helper()
+	i := bytes.Index(arc[from:], []byte(s))
+	require.GreaterOrEqual(t, i, 0, "%q after %d", s, from)
+	b := bytes.Clone(arc)
+	b[from+int64(i)+int64(len(s))] ^= 0x01
+	return b
+}
+
+// rawEdit changes the 512-byte tar header at off with fn and puts its
+// checksum right again, as a tool that edits headers would.
+func rawEdit(arc []byte, off int64, fn func(h []byte)) []byte {
+	b := bytes.Clone(arc)
+	h := b[off : off+512]
+	fn(h)
+	copy(h[148:156], "        ")
+	sum := 0
+	for _, c := range h {
+		sum += int(c)
+	}
+	copy(h[148:156], fmt.Sprintf("%06o\x00 ", sum))
+	return b
+}
+
 func flip(arc []byte, off int64) []byte {
 	b := bytes.Clone(arc)
 	b[off] ^= 0x20
@@ -164,6 +192,12 @@ func TestImportRefusesDamage(t *testing.T) {
 		{"FlippedInEndDigest", flipIn(t, arc, end, `"digest":"`), wserr.ArchiveCorrupt},
 		{"FlippedInChatRow", flipIn(t, arc, records, `"persistVersion":`), wserr.ArchiveCorrupt},
 		{"FlippedInEntryHeader", flip(arc, blob.head+10), wserr.ArchiveCorrupt},
+		// The PAX records before an entry's header: its time, and the
+		// record's key.
+		{"FlippedInHeaderTime", flipAfter(t, arc, tree.head, "mtime="), wserr.ArchiveCorrupt},
+		{"FlippedInHeaderRecordKey", flipAfter(t, arc, tree.head, "mtim"), wserr.ArchiveCorrupt},
+		{"FlippedInManifestHeaderTime", flipAfter(t, arc, 0, "mtime="), wserr.ArchiveCorrupt},
+		{"ChangedHeaderMode", rawEdit(arc, blob.data-512, func(h []byte) { h[100+4] ^= 0x01 }), wserr.ArchiveCorrupt},
 		{"MissingBlob", rewrite(t, arc, func(name string, b []byte) []byte {
 			if name == blob.name {
 				return nil
@@ -252,7 +286,8 @@ func resign(t *testing.T, arc []byte, fn func(name string, b []byte) []byte) []b
 // TestImportRefusesResignedRows: an archive whose rows were edited and
 // whose digest was computed again passes the digest; rows that do not fit
 // together (a run status no run has, a checkpoint whose parent is not
-// one, a run whose chat row is gone, an event out of order) are still
+// one, a run whose chat row is gone, an event out of order, a run's head
+// or a commit that names no checkpoint of the run) are still
 // archive.corrupt, and nothing is imported.
 func TestImportRefusesResignedRows(t *testing.T) {
 	src := open(t)
@@ -279,6 +314,19 @@ func TestImportRefusesResignedRows(t *testing.T) {
 			return nil
 		}
 	}
+	replaceRe := func(in, old, new string) func([]string) []string {
+		line, field := regexp.MustCompile(in), regexp.MustCompile(old)
+		return func(lines []string) []string {
+			for i, l := range lines {
+				if line.MatchString(l) && field.MatchString(l) {
+					lines[i] = field.ReplaceAllString(l, new)
+					return lines
+				}
+			}
+			t.Fatalf("no line matching %s with %s", in, old)
+			return nil
+		}
+	}
 	unchanged := records(func(lines []string) []string { return lines })
 	_, err := open(t).Archive.Import(context.Background(), bytes.NewReader(unchanged), archive.Options{})
 	require.NoError(t, err, "an archive signed again unchanged imports")
@@ -299,6 +347,8 @@ func TestImportRefusesResignedRows(t *testing.T) {
 			return nil
 		})},
 		{"EventSeqOutOfOrder", records(replaceFirst(`"event":`, `"seq":2,`, `"seq":9,`))},
+		{"RunHeadMissing", records(replaceRe(`^\{"run":`, `"headCheckpoint":\d+`, `"headCheckpoint":99`))},
+		{"CommitCheckpointMissing", records(replaceRe(`^\{"commit":`, `"checkpointSeq":\d+`, `"checkpointSeq":99`))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := open(t)

@@ -162,9 +162,32 @@ func (im *importer) next(ctx context.Context) error {
 	if hdr.Typeflag != tar.TypeReg || hdr.Size < 0 {
 		return corrupt("entry %q is not a regular file", hdr.Name)
 	}
+	if err := im.checkHeader(hdr); err != nil {
+		return err
+	}
 	im.hdr = hdr
 	if hdr.Name != endName {
 		im.d.entry(hdr.Name, hdr.Size)
+	}
+	return nil
+}
+
+// checkHeader refuses a header other than export writes (the digest
+// covers an entry's name, size and content, not the rest of its header):
+// mode 0644, no owner or link, the manifest's creation time (checked for
+// the manifest's own entry once it is read), and no PAX record but those
+// the time, a long name or a large size need.
+func (im *importer) checkHeader(hdr *tar.Header) error {
+	if hdr.Mode != 0o644 || hdr.Uid != 0 || hdr.Gid != 0 || hdr.Uname != "" || hdr.Gname != "" || hdr.Linkname != "" {
+		return corrupt("entry %q: header fields changed", hdr.Name)
+	}
+	if !im.m.CreatedAt.IsZero() && !hdr.ModTime.Equal(im.m.CreatedAt) {
+		return corrupt("entry %q: header time changed", hdr.Name)
+	}
+	for k := range hdr.PAXRecords {
+		if k != "mtime" && k != "path" && k != "size" {
+			return corrupt("entry %q: header record %q changed", hdr.Name, k)
+		}
 	}
 	return nil
 }
@@ -213,6 +236,9 @@ func (im *importer) manifest(ctx context.Context) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&im.m); err != nil {
 		return corrupt("manifest: %v", err)
+	}
+	if im.m.CreatedAt.IsZero() || !im.hdr.ModTime.Equal(im.m.CreatedAt) {
+		return corrupt("entry %q: header time changed", im.hdr.Name)
 	}
 	for _, br := range im.m.Blobs {
 		if _, dup := im.blobs[br.Hash]; dup || br.Size < 0 {

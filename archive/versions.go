@@ -32,6 +32,7 @@ type reencoder interface {
 
 // lineage is the order of the states of the run being imported.
 type lineage struct {
+	run   string
 	roots map[int64]cas.Hash // checkpoint roots by seq
 	live  cas.Hash           // the live tree, queued against head once the checkpoints are in
 	head  int64              // the head checkpoint
@@ -39,7 +40,7 @@ type lineage struct {
 
 // startRun begins the lineage of run r, which the import adds.
 func (im *importer) startRun(r runs.RunRecord) {
-	im.lin = &lineage{roots: map[int64]cas.Hash{}, live: r.Root, head: r.HeadCheckpoint}
+	im.lin = &lineage{run: r.ID, roots: map[int64]cas.Hash{}, live: r.Root, head: r.HeadCheckpoint}
 }
 
 // checkpointVersions queues the files checkpoint seq (root, taken after
@@ -63,7 +64,11 @@ func (im *importer) endLineage(ctx context.Context, tx *index.Tx) error {
 	if lin == nil {
 		return nil
 	}
-	if prev, ok := lin.roots[lin.head]; ok {
+	prev, ok := lin.roots[lin.head]
+	if !ok && lin.head != 0 {
+		return corrupt("records: run %s: its head names checkpoint %d, which the archive does not hold", lin.run, lin.head)
+	}
+	if ok {
 		return im.queueChanged(ctx, tx, prev, lin.live)
 	}
 	return nil

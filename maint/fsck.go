@@ -3,6 +3,7 @@ package maint
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -121,7 +122,11 @@ func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done,
 			return nil
 		})
 		f.rep.Events = n
-		return f.phase("journal", err)
+		if err := f.phase("journal", err); err != nil {
+			return err
+		}
+		progress("rows", 0, 0)
+		return f.phase("rows", f.rows(ctx, tx))
 	})
 	if err != nil {
 		return f.rep, err
@@ -132,6 +137,42 @@ func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done,
 type fsck struct {
 	m   *Maintainer
 	rep FsckReport
+}
+
+// rowChecks are the references between rows that no foreign key holds: a
+// run's head, a checkpoint's parent and a commit's checkpoint each name a
+// checkpoint of their run (0: none). Each query reads its table once,
+// looking every reference up by key.
+var rowChecks = []struct{ kind, query string }{
+	{"run", `SELECT r.id, r.head_checkpoint FROM runs r WHERE r.head_checkpoint <> 0
+		AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.run_id = r.id AND c.seq = r.head_checkpoint)`},
+	{"checkpoint", `SELECT k.run_id || '#' || k.seq, k.parent_seq FROM checkpoints k WHERE k.parent_seq <> 0
+		AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.run_id = k.run_id AND c.seq = k.parent_seq)`},
+	{"commit", `SELECT m.id, m.checkpoint_seq FROM commits m WHERE m.checkpoint_seq <> 0
+		AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.run_id = m.run_id AND c.seq = m.checkpoint_seq)`},
+}
+
+// rows reports the rows whose checkpoint references dangle.
+func (f *fsck) rows(ctx context.Context, tx *index.Tx) error {
+	for _, c := range rowChecks {
+		rows, err := tx.QueryxContext(ctx, c.query)
+		if err != nil {
+			return index.Translate(err)
+		}
+		for rows.Next() {
+			var ref string
+			var seq int64
+			if err := rows.Scan(&ref, &seq); err != nil {
+				rows.Close()
+				return index.Translate(err)
+			}
+			f.add(c.kind, ref, "names checkpoint %d, which its run does not hold", seq)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return index.Translate(err)
+		}
+	}
+	return nil
 }
 
 func (f *fsck) add(kind, ref, format string, args ...any) {

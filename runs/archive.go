@@ -239,10 +239,20 @@ func sameRun(a, b RunRecord) bool {
 	return (fa == nil) == (fb == nil) && (fa == nil || *fa == *fb)
 }
 
-// ImportCommit writes c in tx, for a run ImportRun has just added. It
-// fails with store.corrupt if the commit's run is not c.RunID's or its row
-// does not insert (a duplicate id or seq).
+// ImportCommit writes c in tx, for a run ImportRun has just added, after
+// its checkpoints. It fails with store.corrupt if the commit's run is not
+// c.RunID's, it names a checkpoint the run does not hold, or its row does
+// not insert (a duplicate id or seq).
 func (s *Service) ImportCommit(ctx context.Context, tx *index.Tx, c CommitRow) error {
+	if c.CheckpointSeq != 0 {
+		var n int
+		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM checkpoints WHERE run_id = ? AND seq = ?`, c.RunID, c.CheckpointSeq); err != nil {
+			return index.Translate(err)
+		}
+		if n == 0 {
+			return wserr.New(wserr.Corrupt, "import commit", "", "commit %s of run %s names checkpoint %d, which the run does not hold", c.ID, c.RunID, c.CheckpointSeq)
+		}
+	}
 	_, err := tx.NamedExecContext(ctx, `INSERT INTO commits (`+commitRowCols+`) VALUES (:id, :run_id, :seq,
 		:checkpoint_seq, :mode, :kind, :status, :message, :receipt, :error, :created_at, :updated_at)`, c)
 	if err != nil {
