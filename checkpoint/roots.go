@@ -49,3 +49,31 @@ func (s *Store) HoldsTree(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, 
 	}
 	return ok, nil
 }
+
+// Has reports, in tx, whether run runID holds checkpoint seq.
+func (s *Store) Has(ctx context.Context, tx *index.Tx, runID string, seq int64) (bool, error) {
+	var n int
+	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM checkpoints WHERE run_id = ? AND seq = ?`, runID, seq); err != nil {
+		return false, fmt.Errorf("find checkpoint: %w", index.Translate(err))
+	}
+	return n > 0, nil
+}
+
+// EachDanglingParent calls fn, in tx, for each checkpoint whose parent
+// (not 0: none) is no checkpoint of its run. It reads the table once,
+// looking each parent up by key.
+func (s *Store) EachDanglingParent(ctx context.Context, tx *index.Tx, fn func(runID string, seq, parent int64) error) error {
+	rows, err := tx.QueryxContext(ctx, `SELECT k.run_id, k.seq, k.parent_seq FROM checkpoints k WHERE k.parent_seq <> 0
+		AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.run_id = k.run_id AND c.seq = k.parent_seq) ORDER BY k.run_id, k.seq`)
+	if err != nil {
+		return fmt.Errorf("read checkpoint parents: %w", index.Translate(err))
+	}
+	return eachRow(rows, func(rows *sqlx.Rows) error {
+		var runID string
+		var seq, parent int64
+		if err := rows.Scan(&runID, &seq, &parent); err != nil {
+			return fmt.Errorf("read checkpoint parents: %w", index.Translate(err))
+		}
+		return fn(runID, seq, parent)
+	})
+}

@@ -3,7 +3,6 @@ package maint
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -139,40 +138,24 @@ type fsck struct {
 	rep FsckReport
 }
 
-// rowChecks are the references between rows that no foreign key holds: a
-// run's head, a checkpoint's parent and a commit's checkpoint each name a
-// checkpoint of their run (0: none). Each query reads its table once,
-// looking every reference up by key.
-var rowChecks = []struct{ kind, query string }{
-	{"run", `SELECT r.id, r.head_checkpoint FROM runs r WHERE r.head_checkpoint <> 0
-		AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.run_id = r.id AND c.seq = r.head_checkpoint)`},
-	{"checkpoint", `SELECT k.run_id || '#' || k.seq, k.parent_seq FROM checkpoints k WHERE k.parent_seq <> 0
-		AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.run_id = k.run_id AND c.seq = k.parent_seq)`},
-	{"commit", `SELECT m.id, m.checkpoint_seq FROM commits m WHERE m.checkpoint_seq <> 0
-		AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.run_id = m.run_id AND c.seq = m.checkpoint_seq)`},
-}
-
-// rows reports the rows whose checkpoint references dangle.
+// rows reports the references to checkpoints that no foreign key holds
+// and that name none of their run's: a run's head, a commit's checkpoint
+// (each looked up by key) and a checkpoint's parent.
 func (f *fsck) rows(ctx context.Context, tx *index.Tx) error {
-	for _, c := range rowChecks {
-		rows, err := tx.QueryxContext(ctx, c.query)
-		if err != nil {
-			return index.Translate(err)
+	err := f.m.p.Runs.EachCheckpointRef(ctx, tx, func(kind, ref, runID string, seq int64) error {
+		ok, err := f.m.p.Checkpoints.Has(ctx, tx, runID, seq)
+		if err == nil && !ok {
+			f.add(kind, ref, "names checkpoint %d, which its run does not hold", seq)
 		}
-		for rows.Next() {
-			var ref string
-			var seq int64
-			if err := rows.Scan(&ref, &seq); err != nil {
-				rows.Close()
-				return index.Translate(err)
-			}
-			f.add(c.kind, ref, "names checkpoint %d, which its run does not hold", seq)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return index.Translate(err)
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	return nil
+	return f.m.p.Checkpoints.EachDanglingParent(ctx, tx, func(runID string, seq, parent int64) error {
+		f.add("checkpoint", fmt.Sprintf("%s#%d", runID, seq), "names checkpoint %d, which its run does not hold", parent)
+		return nil
+	})
 }
 
 func (f *fsck) add(kind, ref, format string, args ...any) {

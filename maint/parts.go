@@ -30,12 +30,21 @@ type RunRoots interface {
 	EachRunRoot(ctx context.Context, tx *index.Tx, fn func(runID, chatID string, root, persistBase cas.Hash) error) error
 	EachRecordsRoot(ctx context.Context, tx *index.Tx, fn func(runID string, records cas.Hash) error) error
 	EachChatRoot(ctx context.Context, tx *index.Tx, fn func(chatID string, persistRoot cas.Hash) error) error
+	// EachCheckpointRef lists each run's head checkpoint (kind "run") and
+	// each commit's (kind "commit"), for fsck to look up.
+	EachCheckpointRef(ctx context.Context, tx *index.Tx, fn func(kind, ref, runID string, seq int64) error) error
 }
 
-// CheckpointRoots lists each checkpoint's root tree with its run;
+// CheckpointRoots lists each checkpoint's root tree with its run, and
+// finds checkpoints;
 // *checkpoint.Store implements it.
 type CheckpointRoots interface {
 	EachRoot(ctx context.Context, tx *index.Tx, fn func(runID string, seq int64, root cas.Hash) error) error
+	// Has and EachDanglingParent let fsck check the references to
+	// checkpoints: from runs and commits, and from checkpoints to their
+	// parents.
+	Has(ctx context.Context, tx *index.Tx, runID string, seq int64) (bool, error)
+	EachDanglingParent(ctx context.Context, tx *index.Tx, fn func(runID string, seq, parent int64) error) error
 }
 
 // ActorRoots lists the trees actor spaces hold on to: each space's live

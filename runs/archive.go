@@ -245,11 +245,11 @@ func sameRun(a, b RunRecord) bool {
 // not insert (a duplicate id or seq).
 func (s *Service) ImportCommit(ctx context.Context, tx *index.Tx, c CommitRow) error {
 	if c.CheckpointSeq != 0 {
-		var n int
-		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM checkpoints WHERE run_id = ? AND seq = ?`, c.RunID, c.CheckpointSeq); err != nil {
-			return index.Translate(err)
+		ok, err := s.checkpoints.Has(ctx, tx, c.RunID, c.CheckpointSeq)
+		if err != nil {
+			return err
 		}
-		if n == 0 {
+		if !ok {
 			return wserr.New(wserr.Corrupt, "import commit", "", "commit %s of run %s names checkpoint %d, which the run does not hold", c.ID, c.RunID, c.CheckpointSeq)
 		}
 	}

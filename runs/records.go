@@ -318,14 +318,14 @@ func (r *recorder) event(typ journal.Type, payload any) error {
 func (s *Service) record(ctx context.Context, runID, op string, fn func(tx *index.Tx, r *recorder) error) (Recorded, error) {
 	var out Recorded
 	err := s.update(ctx, func(tx *index.Tx) error {
-		run, err := findRun(ctx, tx, runID)
+		run, caps, err := findRunCaps(ctx, tx, runID) // the store's cap with the run
 		if err != nil {
 			return err
 		}
 		if !run.Status.Active() {
 			return wserr.New(wserr.InvalidState, op, "", "run %s is %s: only running, awaiting_approval or paused runs take records", runID, run.Status)
 		}
-		r := &recorder{s: s, ctx: ctx, tx: tx, op: op, run: run, root: run.Records, level: journal.Info, room: s.roomCheck(ctx, tx, op, nil)}
+		r := &recorder{s: s, ctx: ctx, tx: tx, op: op, run: run, root: run.Records, level: journal.Info, room: s.roomCheck(ctx, tx, op, &caps)}
 		r.room.grow()
 		if r.root.IsZero() {
 			if r.root, err = s.trees.Put(ctx, tx, nil); err != nil {

@@ -88,3 +88,38 @@ func (s *Service) HoldsTree(ctx context.Context, tx *index.Tx, h cas.Hash) (bool
 	}
 	return ok, nil
 }
+
+// EachCheckpointRef calls fn, in tx, with every reference from a run or a
+// commit to a checkpoint of its run: kind "run" (ref the run's id) for a
+// run's head, kind "commit" (ref the commit's id) for the checkpoint a
+// commit was assembled from; references to none (0) are left out. The
+// error is fn's or a failed read.
+func (s *Service) EachCheckpointRef(ctx context.Context, tx *index.Tx, fn func(kind, ref, runID string, seq int64) error) error {
+	for _, q := range []struct{ kind, query string }{
+		{"run", `SELECT id, id, head_checkpoint FROM runs WHERE head_checkpoint <> 0 ORDER BY id`},
+		{"commit", `SELECT id, run_id, checkpoint_seq FROM commits WHERE checkpoint_seq <> 0 ORDER BY run_id, seq`},
+	} {
+		rows, err := tx.QueryxContext(ctx, q.query)
+		if err != nil {
+			return fmt.Errorf("read checkpoint references: %w", index.Translate(err))
+		}
+		err = func() error {
+			defer rows.Close()
+			for rows.Next() {
+				var ref, runID string
+				var seq int64
+				if err := rows.Scan(&ref, &runID, &seq); err != nil {
+					return fmt.Errorf("read checkpoint references: %w", index.Translate(err))
+				}
+				if err := fn(q.kind, ref, runID, seq); err != nil {
+					return err
+				}
+			}
+			return index.Translate(rows.Err())
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

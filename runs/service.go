@@ -112,6 +112,7 @@ type Journal interface {
 type Checkpoints interface {
 	Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error)
 	Get(ctx context.Context, tx *index.Tx, runID string, seq int64) (checkpoint.Checkpoint, error)
+	Has(ctx context.Context, tx *index.Tx, runID string, seq int64) (bool, error)
 	Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned checkpoint.Pinned) ([]int64, error)
 	Diff(ctx context.Context, a, b cas.Hash, opts checkpoint.DiffOptions) ([]checkpoint.FileDiff, error)
 	PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxBytes int64, keep int64, pinned checkpoint.Pinned) ([]int64, int64, error)
