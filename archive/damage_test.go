@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -357,5 +359,43 @@ func TestImportRefusesResignedRows(t *testing.T) {
 			assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
 			assertEmpty(t, dst)
 		})
+	}
+}
+
+// TestManifestPaddingIsNotHeld: white space after the manifest's JSON
+// value is read through the digest and dropped, not held: 96 MiB of it
+// import with the heap growing far less; anything else after the value is
+// archive.corrupt.
+func TestManifestPaddingIsNotHeld(t *testing.T) {
+	src := open(t)
+	populate(t, src)
+	arc, _ := export(t, src, archive.Scope{All: true})
+	pad := func(tail []byte) []byte {
+		return resign(t, arc, func(name string, b []byte) []byte {
+			if name == "wsstore-archive.json" {
+				return append(b, tail...)
+			}
+			return b
+		})
+	}
+	// From a file, so that the heap holds no copy of the archive.
+	path := filepath.Join(t.TempDir(), "padded.wsar")
+	require.NoError(t, os.WriteFile(path, pad(bytes.Repeat([]byte(" \n"), 48<<20)), 0o644))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	dst := open(t)
+	grew := heapPeak(t, func() {
+		_, err = dst.Archive.Import(context.Background(), f, archive.Options{})
+	})
+	require.NoError(t, err)
+	t.Logf("heap grew %d MiB at most", grew>>20)
+	assert.Less(t, grew, uint64(32<<20), "the padding is not held")
+
+	for _, tail := range []string{"x", "{}", " \x00"} {
+		dst := open(t)
+		_, err := dst.Archive.Import(context.Background(), bytes.NewReader(pad([]byte(tail))), archive.Options{})
+		assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%q after the manifest: %v", tail, err)
+		assertEmpty(t, dst)
 	}
 }

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -218,7 +219,7 @@ func (im *importer) manifest(ctx context.Context) error {
 	if im.hdr == nil || im.hdr.Name != manifestName {
 		return corrupt("not a wsstore archive: the first entry is not %s", manifestName)
 	}
-	b, err := im.whole(ctx, maxManifestBytes)
+	b, err := im.manifestValue(ctx)
 	if err != nil {
 		return err
 	}
@@ -262,6 +263,42 @@ func (im *importer) manifest(ctx context.Context) error {
 		im.actors[id] = false
 	}
 	return im.next(ctx)
+}
+
+// manifestValue reads the manifest entry, of at most maxManifestBytes,
+// and returns its JSON value. It holds the value alone: the white space
+// that may follow it in the entry is read through the digest and dropped,
+// and anything else after it is corrupt.
+func (im *importer) manifestValue(ctx context.Context) (json.RawMessage, error) {
+	if im.hdr.Size > maxManifestBytes {
+		return nil, corrupt("entry %q is %d bytes, over the limit of %d", im.hdr.Name, im.hdr.Size, int64(maxManifestBytes))
+	}
+	body := &countingReader{r: im.body()}
+	dec := json.NewDecoder(body)
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || ctx.Err() != nil {
+			return nil, reading(ctx, im.hdr.Name, err)
+		}
+		return nil, corrupt("not a wsstore archive: unreadable manifest")
+	}
+	rest := bufio.NewReader(io.MultiReader(dec.Buffered(), body))
+	for {
+		c, err := rest.ReadByte()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, reading(ctx, im.hdr.Name, err)
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return nil, corrupt("not a wsstore archive: unreadable manifest")
+		}
+	}
+	if body.n != im.hdr.Size {
+		return nil, corrupt("entry %q is short", im.hdr.Name)
+	}
+	return raw, nil
 }
 
 // entryHash parses the address in the current entry's name after prefix.
