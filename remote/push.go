@@ -53,6 +53,7 @@ type pending struct {
 	Hash   cas.Hash `db:"hash"`
 	Stored int64    `db:"stored"`
 	Codec  int      `db:"codec"`
+	Base   []byte   `db:"base"` // the object it is compressed against, or nil
 }
 
 // Push uploads every object recorded but not pushed yet: single objects
@@ -65,6 +66,10 @@ type pending struct {
 // none yet), so a reclaim keeps the pack until this store has published
 // a sync segment since (its object set then says whether it still
 // records the objects).
+//
+// An object written while Push runs may be left for the next one, and so
+// is one whose chunks or base (a dictionary, a delta base) it did not
+// push: no other device learns of an object it cannot read whole.
 //
 // With something to push, Push holds a push lock on the object store
 // (docs/remote.md, "Locks"), so that no reclaim removes a pack it counts
@@ -127,12 +132,13 @@ func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st Push
 	// A pack is gathered across pages and classes; chunked blobs' lists go
 	// in groups of up to 1,000, each after the packs before it.
 	var cur, chunked []pending
+	pushed := map[cas.Hash]bool{} // bases found on the object store
 	var size int64
 	flush := func(g []pending) error {
 		if len(g) == 0 {
 			return nil
 		}
-		n, bytes, err := s.pushGroup(ctx, db, g, dev)
+		n, bytes, err := s.pushGroup(ctx, db, g, dev, pushed)
 		if err != nil {
 			return err
 		}
@@ -159,7 +165,7 @@ func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st Push
 		for {
 			var page []pending
 			if err := db.View(ctx, func(tx *index.Tx) error {
-				return index.Translate(tx.SelectContext(ctx, &page, `SELECT kind, hash, stored, codec FROM remote_objects INDEXED BY remote_objects_pending
+				return index.Translate(tx.SelectContext(ctx, &page, `SELECT kind, hash, stored, codec, base FROM remote_objects INDEXED BY remote_objects_pending
 					WHERE pack IS NULL AND kind = ? AND (base IS NULL) = ? AND hash > ? ORDER BY hash LIMIT ?`,
 					int(c.kind), c.noBase, after, pushPage))
 			}); err != nil {
@@ -194,12 +200,24 @@ func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st Push
 
 // pushGroup uploads one group and records it, skipping objects deleted
 // since Push listed them.
-func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, device string) (int, int64, error) {
+func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, device string, pushed map[cas.Hash]bool) (int, int64, error) {
 	chunked := g[0].Kind == cas.KindBlob && cas.Codec(g[0].Codec) == cas.CodecChunked
+	group := make(map[cas.Hash]bool, len(g))
+	for _, p := range g {
+		if p.Kind == cas.KindBlob {
+			group[p.Hash] = true
+		}
+	}
 	var objs []cas.Object
 	var bytes int64
 	if err := db.View(ctx, func(tx *index.Tx) error {
 		for _, p := range g {
+			if ok, err := ready(ctx, tx, p, group, pushed); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				continue // a later push takes it, after what it needs
+			}
 			err := s.Get(ctx, tx, p.Kind, p.Hash, func(o cas.Object) error {
 				o.Data = nonNil(append([]byte(nil), o.Data...))
 				objs = append(objs, o)
@@ -232,6 +250,42 @@ func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, devi
 		return tookIn(ctx, tx, ikey)
 	})
 	return len(objs), bytes, err
+}
+
+// ready reports whether p may be pushed in a group of the blobs group: a
+// chunked blob's list once each of its chunks is on the object store, an
+// object compressed against another (a dictionary, a delta base) once
+// that one is, or is in the group. Push reads the classes of pending
+// objects one after another, so an object written meanwhile may be read
+// before what it needs; it waits for a later push, and no other device
+// learns of an object it cannot read. pushed remembers the bases found
+// on the object store.
+func ready(ctx context.Context, tx *index.Tx, p pending, group, pushed map[cas.Hash]bool) (bool, error) {
+	if len(p.Base) == len(cas.Hash{}) {
+		base := cas.Hash(p.Base)
+		if !group[base] && !pushed[base] {
+			var n int
+			if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM remote_objects WHERE kind = ? AND hash = ? AND pack IS NULL`,
+				int(cas.KindBlob), base); err != nil {
+				return false, index.Translate(err)
+			}
+			if n > 0 {
+				return false, nil
+			}
+			pushed[base] = true
+		}
+	}
+	if p.Kind == cas.KindBlob && cas.Codec(p.Codec) == cas.CodecChunked {
+		var n int
+		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM remote_chunks c JOIN remote_objects o ON o.kind = ? AND o.hash = c.chunk
+			WHERE c.blob = ? AND o.pack IS NULL`, int(cas.KindChunk), p.Hash); err != nil {
+			return false, index.Translate(err)
+		}
+		if n > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // Pending returns how many objects are recorded but not pushed.

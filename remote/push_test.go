@@ -434,3 +434,52 @@ func TestPushCostsWhatIsPending(t *testing.T) {
 	require.NoError(t, err)
 	a.requireAll(t, hs, files)
 }
+
+// TestPushWaitsForWhatAListNeeds: a chunked file written while a push is
+// part way, after the push read the pending chunks, is not pushed as a
+// list naming chunks that are not on the object store: it waits, with
+// its chunks, for the next push, and another device reads it whole then.
+func TestPushWaitsForWhatAListNeeds(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	a := newDevice(t, srv.URL, "bkt", remote.Options{PackSize: 16 << 10})
+	a.put(t, contents(60)) // chunks enough to fill packs before the blobs are read
+	big := make([]byte, 40<<10)
+	r := rand.New(rand.NewPCG(7, 7))
+	for i := range big {
+		big[i] = byte(r.IntN(256))
+	}
+	var once atomic.Bool
+	var written cas.Hash
+	var putErr error
+	srv.SetFault(func(req *http.Request) int {
+		if req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/store/data/") && once.CompareAndSwap(false, true) {
+			written, putErr = a.blobs.Put(ctx, bytes.NewReader(big))
+		}
+		return 0
+	})
+	_, err := a.st.Push(ctx, a.db)
+	srv.SetFault(nil)
+	require.NoError(t, err)
+	require.NoError(t, putErr)
+	require.True(t, once.Load())
+
+	b := newDevice(t, srv.URL, "bkt", remote.Options{})
+	_, err = b.st.Pull(ctx, b.db)
+	require.NoError(t, err)
+	_, err = b.blobs.ReadAll(ctx, written)
+	assert.True(t, wserr.Is(err, wserr.NotFound), "not on the object store yet, rather than a list without its chunks: %v", err)
+
+	_, err = a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	n, err := a.st.Pending(ctx, a.db)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	_, err = b.st.Pull(ctx, b.db)
+	require.NoError(t, err)
+	got, err := b.blobs.ReadAll(ctx, written)
+	require.NoError(t, err)
+	assert.Equal(t, big, got)
+}

@@ -273,15 +273,15 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 			}
 			continue
 		}
-		contents[a.ID] = string(b)
 		switch a.Target.Kind {
 		case TargetMessageBody:
 			bodies = append(bodies, string(b))
 		case TargetMessageExtra:
 			msg.Extra[a.Target.Key] = string(b)
 		case TargetHidden:
-			continue
+			continue // never in the message, its template or its extra
 		}
+		contents[a.ID] = string(b)
 		msg.Agent.Artifacts = append(msg.Agent.Artifacts, ArtifactRef{ID: a.ID, Kind: a.Kind, Path: a.Path, Hash: h})
 	}
 	if tpl := man.CommitPolicy.CombineTemplate; tpl != "" {

@@ -81,6 +81,14 @@ func TestManifestValidation(t *testing.T) {
 		"ErrNoArtifacts":        {WorkspaceVersion: 1},
 		"ErrWorkspaceVersion":   mutate(func(m *runs.Manifest) { m.WorkspaceVersion = 2 }),
 		"ErrBadArtifactID":      mutate(func(m *runs.Manifest) { m.Artifacts[0].ID = "has space" }),
+		// A path below a runtime record's root, which the model's view
+		// never holds, so a commit could never read it.
+		"ErrToolArgsPath":   mutate(func(m *runs.Manifest) { m.Artifacts[1].Path = "tool-args/call_1.json" }),
+		"ErrCheckpointPath": mutate(func(m *runs.Manifest) { m.Artifacts[1].Path = "checkpoints/cp_000001/checkpoint.json" }),
+		// The template may not carry a hidden artifact into the message,
+		// nor leave a body artifact out of it.
+		"ErrTemplateNamesHidden":   mutate(func(m *runs.Manifest) { m.CommitPolicy.CombineTemplate = "{{main}}\n{{theater}}\n{{notes}}" }),
+		"ErrTemplateLeavesOutBody": mutate(func(m *runs.Manifest) { m.CommitPolicy.CombineTemplate = "{{theater}}" }),
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {

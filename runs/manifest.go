@@ -130,8 +130,8 @@ func (m Manifest) Validate() error {
 		if err != nil {
 			return invalidManifest("artifact %q: %s", a.ID, wserr.MessageOf(err))
 		}
-		if p.Top() == InputRoot || p.Dir().IsRoot() {
-			return invalidManifest("artifact %q: path %q must be a file below a workspace root other than input/", a.ID, a.Path)
+		if slices.Contains(ReservedRoots, p.Top()) || p.Dir().IsRoot() {
+			return invalidManifest("artifact %q: path %q must be a file below a workspace root, not below input/ or a runtime record's (%v)", a.ID, a.Path, ReservedRoots)
 		}
 		if p.Top() == ScratchRoot || p.Top() == HostRoot {
 			return invalidManifest("artifact %q: path %q is in %s/, which is never committed", a.ID, a.Path, p.Top())
@@ -164,9 +164,22 @@ func (m Manifest) Validate() error {
 	default:
 		return invalidManifest("commitPolicy.defaultTarget must be message_body, not %q", m.CommitPolicy.DefaultTarget)
 	}
+	named := map[string]bool{}
 	for _, ph := range placeholder.FindAllStringSubmatch(m.CommitPolicy.CombineTemplate, -1) {
 		if !ids[ph[1]] {
 			return invalidManifest("commitPolicy.combineTemplate names unknown artifact %q", ph[1])
+		}
+		named[ph[1]] = true
+	}
+	for _, a := range m.Artifacts {
+		switch {
+		case a.Target.Kind == TargetHidden && named[a.ID]:
+			// A hidden artifact stays in the run; it never enters the chat.
+			return invalidManifest("commitPolicy.combineTemplate names hidden artifact %q, which never enters the message", a.ID)
+		case a.Target.Kind == TargetMessageBody && m.CommitPolicy.CombineTemplate != "" && !named[a.ID]:
+			// With a template the body is the template: a body artifact
+			// it leaves out would be lost.
+			return invalidManifest("commitPolicy.combineTemplate leaves out message_body artifact %q: name it as {{%s}}", a.ID, a.ID)
 		}
 	}
 	for _, a := range m.Artifacts {

@@ -152,6 +152,14 @@ func (s *Service) RecordContext(ctx context.Context, runID string, c ContextReco
 	if c.Sources == nil {
 		c.Sources = []journal.ContextSource{}
 	}
+	if c.Messages < 0 || c.Tokens < 0 {
+		return Recorded{}, wserr.New(wserr.InvalidArgument, "record context", "", "messages and tokens must not be negative")
+	}
+	for _, src := range c.Sources {
+		if src.Bytes < 0 || src.Tokens < 0 {
+			return Recorded{}, wserr.New(wserr.InvalidArgument, "record context", "", "source %q: bytes and tokens must not be negative", src.Name)
+		}
+	}
 	return s.record(ctx, runID, "record context", func(tx *index.Tx, r *recorder) error {
 		return r.event(journal.ContextAssembled, journal.ContextAssembledPayload(c))
 	})
@@ -172,6 +180,9 @@ func (s *Service) RecordToolCall(ctx context.Context, runID string, c ToolCallRe
 	}
 	if c.Name == "" {
 		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "missing tool name")
+	}
+	if c.Round < 0 {
+		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "round must be 1 or more (0: not given), not %d", c.Round)
 	}
 	if err := jsonValue(op, "args", c.Args); err != nil {
 		return Recorded{}, err
@@ -247,6 +258,9 @@ func (s *Service) RecordModelResponse(ctx context.Context, runID string, res Mod
 	const op = "record model response"
 	if res.Round < 1 {
 		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "round must be 1 or more, not %d", res.Round)
+	}
+	if res.InputTokens < 0 || res.OutputTokens < 0 {
+		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "token counts must not be negative")
 	}
 	if err := jsonValue(op, "response", res.Response); err != nil {
 		return Recorded{}, err

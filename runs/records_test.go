@@ -141,3 +141,59 @@ func TestRecords(t *testing.T) {
 }
 
 func fnErr(fn func() error) error { return fn() }
+
+// TestRecordsRefuseNegativeCounts: a tool call's round, a context's
+// counts and a response's token counts are never negative; such a record
+// is refused and writes nothing.
+func TestRecordsRefuseNegativeCounts(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	before := rowCounts(e)
+	_, err := e.svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: "call_1", Name: "workspace.read", Round: -1, Args: json.RawMessage(`{}`)})
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+	_, err = e.svc.RecordContext(e.ctx, r.ID, runs.ContextRecord{Tokens: -5})
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+	_, err = e.svc.RecordContext(e.ctx, r.ID, runs.ContextRecord{Sources: []journal.ContextSource{{Name: "history", Bytes: -1}}})
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+	_, err = e.svc.RecordModelResponse(e.ctx, r.ID, runs.ModelResponseRecord{Round: 1, Response: json.RawMessage(`{}`), InputTokens: -1})
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+	assert.Equal(t, before, rowCounts(e), "a refused record writes nothing")
+}
+
+// TestStatusOfAMissingRun: a status change of a run that does not exist
+// is run.not_found, whatever the status asked, completed included.
+func TestStatusOfAMissingRun(t *testing.T) {
+	e := newLifecycleEnv(t)
+	for _, to := range []runs.Status{runs.Completed, runs.Failed, runs.Paused} {
+		err := e.svc.SetStatus(e.ctx, "ghost", to, "")
+		assert.True(t, wserr.Is(err, wserr.RunNotFound), "%s: %v", to, err)
+	}
+	r := e.create("c1", runs.CreateRequest{})
+	err := e.svc.SetStatus(e.ctx, r.ID, runs.Completed, "")
+	assert.True(t, wserr.Is(err, wserr.InvalidState), "only Finish completes a run: %v", err)
+}
+
+// TestWritableFollowsTheRunStatus: a file says it is writable only while
+// a write of it may succeed: not while the run is paused, nor once it
+// ended.
+func TestWritableFollowsTheRunStatus(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/main.md", "hello")
+	ws := e.svc.Workspace(r.ID, runs.ModelScope)
+	stat := func() vfs.FileInfo {
+		fi, err := ws.Stat(e.ctx, vfs.MustPath("output/main.md"))
+		require.NoError(t, err)
+		return fi
+	}
+	assert.True(t, stat().Writable)
+	require.NoError(t, e.svc.SetStatus(e.ctx, r.ID, runs.Paused, "wait"))
+	assert.False(t, stat().Writable, "paused")
+	_, err := ws.Write(e.ctx, vfs.MustPath("output/main.md"), []byte("x"), vfs.WriteOptions{})
+	assert.Error(t, err)
+	require.NoError(t, e.svc.SetStatus(e.ctx, r.ID, runs.Running, ""))
+	assert.True(t, stat().Writable)
+	_, err = e.svc.Finish(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.False(t, stat().Writable, "completed")
+}

@@ -403,19 +403,20 @@ func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 
 // SetStatus moves a run to status to, journaling status_changed (and
 // run_failed or run_cancelled for those final statuses). It fails with
-// run.invalid_transition for a move the status machine forbids, and for
-// completed: only Finish completes a run.
+// run.not_found for a run that is not there, run.invalid_transition for a
+// move the status machine forbids, and for completed: only Finish
+// completes a run.
 func (s *Service) SetStatus(ctx context.Context, runID string, to Status, reason string) error {
-	if to == Completed {
-		// Completing promotes persist/ to the chat; a bare status change
-		// would drop those changes silently.
-		return wserr.New(wserr.InvalidState, "set status", "", "run %s: a run completes through Finish, which promotes its persist/ changes", runID)
-	}
 	var chatID string
 	err := s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
-			return err
+			return err // a run that is not there, whatever the status asked
+		}
+		if to == Completed {
+			// Completing promotes persist/ to the chat; a bare status
+			// change would drop those changes silently.
+			return wserr.New(wserr.InvalidState, "set status", "", "run %s: a run completes through Finish, which promotes its persist/ changes", runID)
 		}
 		chatID = run.ChatID
 		return s.setStatus(ctx, tx, runID, run.Status, to, reason)

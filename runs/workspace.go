@@ -119,8 +119,9 @@ func (w *Workspace) info(p vfs.Path, e vfs.Entry, run Run) vfs.FileInfo {
 	}
 	fi := vfs.FileInfo{Path: p, Kind: e.Kind, Size: e.Size, Hash: e.Hash, Resource: res}
 	// Only a file is written, patched or removed: a directory, a root's
-	// own entry included, is not writable.
-	fi.Writable = w.at == 0 && p.Top() != InputRoot && run.Profile.writable(p.Top()) && e.Kind == vfs.KindFile &&
+	// own entry included, is not writable, and nothing is while the run
+	// is not running (checkWritable).
+	fi.Writable = w.at == 0 && run.Status == Running && p.Top() != InputRoot && run.Profile.writable(p.Top()) && e.Kind == vfs.KindFile &&
 		!p.IsRoot() && !p.Dir().IsRoot()
 	return fi
 }

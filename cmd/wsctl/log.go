@@ -84,6 +84,10 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 	}
 	print := eventPrinter(o.out, o.json)
 	n := 0
+	// The final event is not the last word: the transaction that records
+	// it may journal more after it (scratch_collected), so a follow that
+	// saw it stops at the next poll that finds nothing new.
+	sawFinal := false
 	emit := func(e journal.Event) error {
 		if err := print(e); err != nil {
 			return err
@@ -92,9 +96,7 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 		if o.limit > 0 && n >= o.limit {
 			return errStopFollow
 		}
-		if o.follow && finalEvent(e) {
-			return errStopFollow
-		}
+		sawFinal = sawFinal || finalEvent(e)
 		return nil
 	}
 	after := o.after
@@ -130,7 +132,7 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 			return wserr.New(wserr.RunNotFound, "log", "", "run %s was deleted while it was followed", runID)
 		case err != nil:
 			return err
-		case run.Status.Final() && ended:
+		case sawFinal, run.Status.Final() && ended:
 			return errStopFollow
 		case run.Status.Final():
 			ended = true

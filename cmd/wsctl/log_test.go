@@ -49,10 +49,17 @@ func TestLogFollow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, next(), "workspace_file_written   output/c.md")
 	assert.Contains(t, next(), "checkpoint_created")
+	_, err = st.Runs.Workspace("run_a", runs.ModelScope).Write(ctx, vfs.MustPath("scratch/s.md"), []byte("draft\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, next(), "workspace_file_written   scratch/s.md")
+	assert.Contains(t, next(), "checkpoint_created")
 	_, err = st.Runs.Finish(ctx, "run_a")
 	require.NoError(t, err)
 	assert.Contains(t, next(), "status_changed")
 	assert.Contains(t, next(), "run_completed")
+	// The transaction that completes the run journals the collection of
+	// its scratch/ after the final event: the follow prints it too.
+	assert.Contains(t, next(), "scratch_collected")
 	assert.False(t, lines.Scan(), "follow stops after the run ends")
 	assert.Equal(t, 0, <-done)
 }
@@ -63,10 +70,13 @@ func TestLogFollowEndedRun(t *testing.T) {
 	c := newCLI(t)
 	st := c.open()
 	c.seedRun(st, "run_a")
-	_, err := st.Runs.Finish(context.Background(), "run_a")
+	_, err := st.Runs.Workspace("run_a", runs.ModelScope).Write(context.Background(), vfs.MustPath("scratch/s.md"), []byte("draft\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	_, err = st.Runs.Finish(context.Background(), "run_a")
 	require.NoError(t, err)
 	out := c.ok("log", "run_a", "--follow", "--json")
-	assert.Equal(t, 11, strings.Count(out, "\n"))
+	assert.Equal(t, c.ok("log", "run_a", "--json"), out, "every event, scratch_collected after the final one included")
+	assert.Contains(t, out, `"scratch_collected"`)
 }
 
 // TestLogFollowDeletedRun: a run deleted while it is followed ends the
