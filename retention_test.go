@@ -21,6 +21,17 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+// letters returns n random lowercase letters from the PCG (seed, stream):
+// content that compresses little, so stored bytes are close to plain.
+func letters(seed, stream uint64, n int) string {
+	rng := rand.New(rand.NewPCG(seed, stream))
+	b := make([]byte, n)
+	for j := range b {
+		b[j] = byte('a' + rng.IntN(26))
+	}
+	return string(b)
+}
+
 type retEnv struct {
 	t     *testing.T
 	ctx   context.Context
@@ -211,13 +222,7 @@ func TestCheckpointByteCap(t *testing.T) {
 	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxCheckpointBytesPerRun: ptr(int64(3000))}))
 	r := e.run("c", "run_1", nil)
 	for i := range 40 {
-		// Incompressible-ish content, so stored bytes are close to plain.
-		rng := rand.New(rand.NewPCG(uint64(i), 1))
-		b := make([]byte, 600)
-		for j := range b {
-			b[j] = byte('a' + rng.IntN(26))
-		}
-		require.NoError(t, e.write(r.ID, "output/a.md", string(b)))
+		require.NoError(t, e.write(r.ID, "output/a.md", letters(uint64(i), 1, 600)))
 	}
 	ret, err := e.s.Checkpoints.Retained(e.ctx, nil, r.ID)
 	require.NoError(t, err)
@@ -294,14 +299,7 @@ func TestCheckpointByteCapAfterRollback(t *testing.T) {
 	const limit = 3000
 	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxCheckpointBytesPerRun: ptr(int64(limit))}))
 	r := e.run("c", "run_1", nil)
-	random := func(seed uint64) string {
-		rng := rand.New(rand.NewPCG(seed, 2))
-		b := make([]byte, 600)
-		for j := range b {
-			b[j] = byte('a' + rng.IntN(26))
-		}
-		return string(b)
-	}
+	random := func(seed uint64) string { return letters(seed, 2, 600) }
 	require.NoError(t, e.write(r.ID, "output/base.md", "base"))
 	cps, err := e.s.Checkpoints.List(e.ctx, r.ID)
 	require.NoError(t, err)
@@ -372,14 +370,7 @@ func TestPolicySetElsewhereAppliesAtOnce(t *testing.T) {
 	other, err := wsstore.Open(e.ctx, e.s.Dir, wsstore.Options{Now: e.clock.Now})
 	require.NoError(t, err)
 	defer other.Close()
-	random := func(seed uint64, n int) string {
-		rng := rand.New(rand.NewPCG(seed, 3))
-		b := make([]byte, n)
-		for j := range b {
-			b[j] = byte('a' + rng.IntN(26))
-		}
-		return string(b)
-	}
+	random := func(seed uint64, n int) string { return letters(seed, 3, n) }
 
 	// The byte cap is set elsewhere, then unset there again: this store
 	// read it before, and deletes nothing once it is gone.
@@ -412,12 +403,7 @@ func TestPruneDryRunNamesCheckpoints(t *testing.T) {
 	e := newRetEnv(t, wsstore.Options{})
 	r := e.run("c", "run_1", nil)
 	for i := range 5 {
-		rng := rand.New(rand.NewPCG(uint64(i), 4))
-		b := make([]byte, 2000)
-		for j := range b {
-			b[j] = byte('a' + rng.IntN(26))
-		}
-		require.NoError(t, e.write(r.ID, "output/a.md", string(b)))
+		require.NoError(t, e.write(r.ID, "output/a.md", letters(uint64(i), 4, 2000)))
 	}
 	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxCheckpointBytesPerRun: ptr(int64(3000))}))
 	before, err := e.s.Checkpoints.List(e.ctx, r.ID)
