@@ -75,9 +75,13 @@ func (s *Service) logDeletion(ctx context.Context, tx *index.Tx, kind, chatID, r
 }
 
 // Deletions lists the deletion log, oldest first, after entry afterID
-// (0: from the start), at most limit entries (0: all).
+// (0: from the start), at most limit entries (0: all). A negative afterID
+// or limit is workspace.invalid_argument.
 func (s *Service) Deletions(ctx context.Context, afterID int64, limit int) ([]Deletion, error) {
-	if limit <= 0 {
+	if afterID < 0 || limit < 0 {
+		return nil, wserr.New(wserr.InvalidArgument, "list deletions", "", "afterId %d and limit %d must not be negative (limit 0: no limit)", afterID, limit)
+	}
+	if limit == 0 {
 		limit = -1
 	}
 	var rows []deletionRow
@@ -331,6 +335,9 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 	var chats []string
 	err := s.db.View(ctx, func(tx *index.Tx) error {
 		if opt.ChatID != "" {
+			if _, err := findChat(ctx, tx, opt.ChatID); err != nil {
+				return err // store.not_found
+			}
 			chats = []string{opt.ChatID}
 			return nil
 		}

@@ -195,10 +195,16 @@ func (s *Service) SetPolicy(ctx context.Context, scope string, p Policy) error {
 }
 
 // Policy returns the policy set for scope (StoreScope or a chat id) as
-// stored, without inheritance; the zero Policy when none is set.
+// stored, without inheritance; the zero Policy when none is set. A chat
+// that does not exist is store.not_found.
 func (s *Service) Policy(ctx context.Context, scope string) (Policy, error) {
 	var p Policy
 	err := s.db.View(ctx, func(tx *index.Tx) error {
+		if scope != StoreScope {
+			if _, err := findChat(ctx, tx, scope); err != nil {
+				return err // store.not_found, as SetPolicy
+			}
+		}
 		var err error
 		p, _, err = readPolicy(ctx, tx, scope)
 		return err
@@ -208,10 +214,16 @@ func (s *Service) Policy(ctx context.Context, scope string) (Policy, error) {
 
 // EffectivePolicy returns the policy that applies to chat id: the store's
 // (with the mobile defaults under it) overridden by the chat's own. An
-// empty id gives the store's.
+// empty id gives the store's; a chat that does not exist is
+// store.not_found.
 func (s *Service) EffectivePolicy(ctx context.Context, chatID string) (Policy, error) {
 	var p Policy
 	err := s.db.View(ctx, func(tx *index.Tx) error {
+		if chatID != "" {
+			if _, err := findChat(ctx, tx, chatID); err != nil {
+				return err // store.not_found
+			}
+		}
 		var err error
 		p, err = s.effectivePolicy(ctx, tx, chatID)
 		return err

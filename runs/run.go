@@ -358,10 +358,14 @@ type ListQuery struct {
 	Limit  int    // 0: no limit
 }
 
-// Runs lists runs, newest first.
+// Runs lists runs, newest first. An unknown status or a negative limit is
+// workspace.invalid_argument.
 func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 	if q.Status != "" && !q.Status.Valid() {
 		return nil, wserr.New(wserr.InvalidArgument, "list runs", "", "unknown status %q", q.Status)
+	}
+	if q.Limit < 0 {
+		return nil, wserr.New(wserr.InvalidArgument, "list runs", "", "limit %d is negative (0: no limit)", q.Limit)
 	}
 	limit := q.Limit
 	if limit <= 0 {

@@ -186,3 +186,28 @@ func TestPolicyGetOfTheStore(t *testing.T) {
 	assert.Contains(t, lines[0], `"policy":{"keepCompletedRuns":1}`)
 	assert.Contains(t, lines[2], `"policy":{"keepCompletedRuns":2,"maxStoreBytes":999999999}`)
 }
+
+// TestHostQueriesRefuseWhatTheyCannotAnswer: a chat that does not exist,
+// or a negative limit, is refused with a code, as the CLI refuses them,
+// not answered with an empty or an unlimited list.
+func TestHostQueriesRefuseWhatTheyCannotAnswer(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("init")
+	in := strings.Join([]string{
+		`{"op":"policy.get","workspaceId":"nope"}`,
+		`{"op":"policy.get","workspaceId":"nope","effective":true}`,
+		`{"op":"prune","workspaceId":"nope"}`,
+		`{"op":"deletions","limit":-1}`,
+		`{"op":"deletions","afterId":-5}`,
+		`{"op":"runs.list","limit":-1}`,
+	}, "\n") + "\n"
+	out, errOut, code := c.run(in, "batch")
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 6, out)
+	for i, want := range []string{"store.not_found", "store.not_found", "store.not_found",
+		"workspace.invalid_argument", "workspace.invalid_argument", "workspace.invalid_argument"} {
+		assert.Contains(t, lines[i], `"code":"`+want+`"`, lines[i])
+	}
+}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/journal"
 )
 
 // TestBatchCheckpointCap: run.create takes profile.maxCheckpoints; a
@@ -37,4 +39,14 @@ func TestBatchCheckpointCap(t *testing.T) {
 	assert.Contains(t, c.ok("show", "b1"), "keeps at most 2 checkpoints")
 	assert.Contains(t, c.ok("show", "b1"), "checkpoints  2, head cp_000003")
 	assert.Contains(t, c.ok("show", "b1", "--json"), `"maxCheckpoints": 2`)
+}
+
+// TestSummarizeByteCapPrune: a prune by the byte cap is told by its cap
+// and what it freed, not as a count cap of 0.
+func TestSummarizeByteCapPrune(t *testing.T) {
+	e := journal.Event{Type: journal.CheckpointsPruned,
+		Payload: []byte(`{"checkpointIds":["cp_000001","cp_000002"],"maxCheckpointBytes":8388608,"freedBytes":3145728}`)}
+	assert.Equal(t, "cp_000001, cp_000002 (keeps at most 8.0 MiB, freed 3.0 MiB)", summarize(e))
+	e.Payload = []byte(`{"checkpointIds":["cp_000001"],"maxCheckpoints":2}`)
+	assert.Equal(t, "cp_000001 (keeps at most 2)", summarize(e))
 }

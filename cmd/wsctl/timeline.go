@@ -68,7 +68,11 @@ func summarize(e journal.Event) string {
 				}
 			}
 		}
-		s = fmt.Sprintf("%s (keeps at most %d)", strings.Join(ids, ", "), num("maxCheckpoints"))
+		if capBytes := num("maxCheckpointBytes"); capBytes > 0 {
+			s = fmt.Sprintf("%s (keeps at most %s, freed %s)", strings.Join(ids, ", "), humanBytes(capBytes), humanBytes(num("freedBytes")))
+		} else {
+			s = fmt.Sprintf("%s (keeps at most %d)", strings.Join(ids, ", "), num("maxCheckpoints"))
+		}
 	case journal.ScratchCollected:
 		n, c := num("files"), num("checkpoints")
 		s = fmt.Sprintf("scratch/: %d file%s, %s; %d checkpoint%s rewritten", n, plural(n), humanBytes(num("bytes")), c, plural(c))
