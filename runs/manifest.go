@@ -106,9 +106,16 @@ func invalidManifest(format string, args ...any) error {
 }
 
 // Validate fails fast (manifest.invalid) on an unknown target, an invalid
-// artifact path, a duplicate or malformed id, an invalid commit policy, or
-// a manifest with no message body.
-func (m Manifest) Validate() error {
+// artifact path (below input/ or a runtime record's root included), a
+// duplicate or malformed id, an invalid commit policy (a template that
+// names a hidden artifact or leaves out a message_body one), or a
+// manifest with no message body.
+func (m Manifest) Validate() error { return m.validate(true) }
+
+// validate is Validate; a manifest stored before the template's rules and
+// the runtime records' roots were checked (one an archive carries) is held
+// to the rest only (strict false): it still assembles as it did.
+func (m Manifest) validate(strict bool) error {
 	if m.WorkspaceVersion != 1 {
 		return invalidManifest("workspaceVersion must be 1, not %d", m.WorkspaceVersion)
 	}
@@ -130,7 +137,7 @@ func (m Manifest) Validate() error {
 		if err != nil {
 			return invalidManifest("artifact %q: %s", a.ID, wserr.MessageOf(err))
 		}
-		if slices.Contains(ReservedRoots, p.Top()) || p.Dir().IsRoot() {
+		if p.Top() == InputRoot || strict && slices.Contains(ReservedRoots, p.Top()) || p.Dir().IsRoot() {
 			return invalidManifest("artifact %q: path %q must be a file below a workspace root, not below input/ or a runtime record's (%v)", a.ID, a.Path, ReservedRoots)
 		}
 		if p.Top() == ScratchRoot || p.Top() == HostRoot {
@@ -173,6 +180,7 @@ func (m Manifest) Validate() error {
 	}
 	for _, a := range m.Artifacts {
 		switch {
+		case !strict:
 		case a.Target.Kind == TargetHidden && named[a.ID]:
 			// A hidden artifact stays in the run; it never enters the chat.
 			return invalidManifest("commitPolicy.combineTemplate names hidden artifact %q, which never enters the message", a.ID)
@@ -202,8 +210,11 @@ func (m Manifest) sorted() []Artifact {
 	return out
 }
 
-// ParseManifest decodes and validates a manifest; unknown fields are
-// rejected so a typo cannot silently drop an artifact.
+// ParseManifest decodes and validates a stored manifest (one an archive
+// carries); unknown fields are rejected so a typo cannot silently drop an
+// artifact. A manifest stored before Validate checked the template's
+// rules and the runtime records' roots passes without them, as it
+// assembles the same; a new manifest is held to Validate.
 func ParseManifest(b []byte) (Manifest, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -211,7 +222,7 @@ func ParseManifest(b []byte) (Manifest, error) {
 	if err := dec.Decode(&m); err != nil {
 		return Manifest{}, invalidManifest("%v", err)
 	}
-	if err := m.Validate(); err != nil {
+	if err := m.validate(false); err != nil {
 		return Manifest{}, err
 	}
 	return m, nil

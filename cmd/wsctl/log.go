@@ -126,13 +126,16 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 	// the final event, which ends the follow before this).
 	ended := false
 	alive := func(ctx context.Context) error {
+		if sawFinal {
+			return errStopFollow // whatever became of the run since
+		}
 		run, err := st.Runs.Run(ctx, runID)
 		switch {
 		case wserr.Is(err, wserr.RunNotFound):
 			return wserr.New(wserr.RunNotFound, "log", "", "run %s was deleted while it was followed", runID)
 		case err != nil:
 			return err
-		case sawFinal, run.Status.Final() && ended:
+		case run.Status.Final() && ended:
 			return errStopFollow
 		case run.Status.Final():
 			ended = true
