@@ -1,6 +1,7 @@
 package wsstore_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -164,11 +165,18 @@ func TestFsck(t *testing.T) {
 		{name: "Rows/DanglingCheckpointReferences", damage: func(e *env) []wsstore.Problem {
 			// A run's head, and a checkpoint's parent, that name no
 			// checkpoint of the run.
+			// A commit whose checkpoint is gone.
+			c, err := e.s.Runs.Commit(e.ctx, "run_b", runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {
+				return json.RawMessage(`{}`), nil
+			}), runs.CommitOptions{Path: "output/shared.md"})
+			require.NoError(e.t, err)
 			e.exec(`UPDATE runs SET head_checkpoint = 99 WHERE id = 'run_a'`)
 			e.exec(`UPDATE checkpoints SET parent_seq = 77 WHERE run_id = 'run_b' AND seq = 2`)
+			e.exec(`UPDATE commits SET checkpoint_seq = 55 WHERE run_id = 'run_b'`)
 			return []wsstore.Problem{
 				{Kind: "run", Ref: "run_a", Detail: "names checkpoint 99"},
 				{Kind: "checkpoint", Ref: "run_b#2", Detail: "names checkpoint 77"},
+				{Kind: "commit", Ref: c.ID, Detail: "names checkpoint 55"},
 			}
 		}},
 		{name: "Many/AllReported", damage: func(e *env) []wsstore.Problem {
