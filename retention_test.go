@@ -2,6 +2,7 @@ package wsstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -422,4 +423,37 @@ func TestPruneDryRunNamesCheckpoints(t *testing.T) {
 	require.Len(t, real.Checkpoints, 1)
 	assert.Equal(t, dry.Checkpoints[0].CheckpointIDs, real.Checkpoints[0].CheckpointIDs)
 	assert.Equal(t, dry.Checkpoints[0].Bytes, real.Checkpoints[0].Bytes)
+}
+
+// TestCheckpointByteCapPassesOverPins: a run that commits early keeps the
+// checkpoint its commit was assembled from, and the byte cap goes on
+// holding the checkpoints after it: the pin stays, the oldest unpinned
+// ones go.
+func TestCheckpointByteCapPassesOverPins(t *testing.T) {
+	e := newRetEnv(t, wsstore.Options{})
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxCheckpointBytesPerRun: ptr(int64(3000))}))
+	r := e.run("c", "run_1", nil)
+	require.NoError(t, e.write(r.ID, "output/main.md", "short"))
+	c, err := e.s.Runs.Commit(e.ctx, r.ID, runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {
+		return json.RawMessage(`{}`), nil
+	}), runs.CommitOptions{})
+	require.NoError(t, err)
+	for i := range 20 {
+		require.NoError(t, e.write(r.ID, "output/data.md", letters(uint64(i), 5, 600)))
+	}
+	cps, err := e.s.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	var seqs []string
+	pinned := false
+	for _, cp := range cps {
+		seqs = append(seqs, cp.ID)
+		pinned = pinned || cp.ID == c.CheckpointID
+	}
+	assert.True(t, pinned, "the commit's checkpoint %s is kept: %v", c.CheckpointID, seqs)
+	assert.Less(t, len(cps), 12, "the checkpoints after the pin are held to the cap: %v", seqs)
+	run, err := e.s.Runs.Run(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, run.HeadCheckpoint, cps[len(cps)-1].Seq, "the newest is kept")
+	_, err = e.s.Checkpoints.View(e.ctx, r.ID, cps[0].Seq)
+	require.NoError(t, err)
 }

@@ -125,13 +125,17 @@ func retained(ctx context.Context, tx *index.Tx, runID string) (int64, error) {
 
 // PruneBytes deletes the run's oldest checkpoints, in tx, while what they
 // keep beyond the newest (Retained) is more than maxBytes (0 or less: no
-// cap), and records the deletion in one checkpoints_pruned event. It stops
-// at keep (the checkpoint just created) and at a checkpoint pinned names,
-// so a run whose oldest checkpoint a commit refers to stays above its
-// cap rather than lose it, or lose history out of order. Each deletion
-// costs a few row reads through the primary key, so a checkpoint pays for
-// what it prunes, not for the run's history. The children of a deleted
-// checkpoint take its parent as theirs, as with Prune.
+// cap), and records the deletion in one checkpoints_pruned event. It
+// passes over a checkpoint pinned names (a commit refers to it), which
+// stays, and what a pin keeps beyond the checkpoints after it is the
+// pin's, not counted against the cap: the cap then holds the checkpoints
+// from the oldest unpinned one on, so a run that commits early stays
+// within it (if pins alone keep more, the run stays above the cap rather
+// than lose one). It stops at keep (the checkpoint just created). Each
+// deletion costs a few row reads through the primary key, and a read per
+// pin it passes, so a checkpoint pays for what it prunes, not for the
+// run's history. The children of a deleted checkpoint take its parent as
+// theirs, as with Prune.
 //
 // It returns the seqs deleted, oldest first, and the bytes their deletion
 // gives back by the measure of Retained; nil and 0, with no event, when
@@ -164,7 +168,13 @@ func (s *Store) PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxB
 				}
 			}
 		}
-		if pins[o.Seq] {
+		// The oldest checkpoint the cap may delete: past the pins.
+		for pins[o.Seq] && o.Seq != n.Seq {
+			if err := tx.GetContext(ctx, &o, nextSQL, runID, o.Seq); err != nil {
+				return nil, 0, fmt.Errorf("prune checkpoints: %w", index.Translate(err))
+			}
+		}
+		if n.Cum-o.Cum <= maxBytes || o.Seq == keep || o.Seq == n.Seq {
 			break
 		}
 		var next edge
