@@ -44,7 +44,9 @@ type PushStats struct {
 	Packs, Objects, Chunked int
 	// Bytes counts the stored bytes uploaded.
 	Bytes int64
-	// Pending counts what is left to push (0 unless Push failed).
+	// Pending counts what is left to push when Push failed; 0 when it
+	// succeeded, though what was written meanwhile, or needs what was,
+	// may wait for the next Push (Storage.Pending counts it).
 	Pending int
 }
 

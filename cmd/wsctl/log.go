@@ -120,10 +120,11 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 	if !o.follow || run.Status.Final() {
 		return nil
 	}
-	// A run deleted while followed ends the follow: its journal went
-	// with it, so its final event never comes. A run seen ended gets one
-	// more poll, which prints what its last change journaled (normally
-	// the final event, which ends the follow before this).
+	// A follow that printed the final event ends at the first poll that
+	// finds nothing new, whatever became of the run since. Before that, a
+	// run deleted while followed ends the follow (run.not_found): its
+	// journal went with it, so its final event never comes; and a run
+	// seen ended without its final event printed gets one more poll.
 	ended := false
 	alive := func(ctx context.Context) error {
 		if sawFinal {
