@@ -667,11 +667,7 @@ func (s *Session) policyGet(ctx context.Context, r request) (any, error) {
 		}
 		p, err = h.EffectivePolicy(ctx, req.WorkspaceID)
 	} else {
-		scope := req.WorkspaceID
-		if scope == "" {
-			scope = runs.StoreScope // as policy.set takes it
-		}
-		p, err = h.Policy(ctx, scope)
+		p, err = h.Policy(ctx, policyScope(req.WorkspaceID))
 	}
 	if err != nil {
 		return nil, err

@@ -32,6 +32,15 @@ func (s *Session) retention() (Retention, error) {
 	return s.backend.Retention, nil
 }
 
+// policyScope is the policy scope a request's workspaceId names: that
+// chat's, or the store's when it names none.
+func policyScope(workspaceID string) string {
+	if workspaceID == "" {
+		return runs.StoreScope
+	}
+	return workspaceID
+}
+
 func (s *Session) prune(ctx context.Context, r request) (any, error) {
 	var req pruneRequest
 	if err := r.decode(&req); err != nil {
@@ -71,10 +80,7 @@ func (s *Session) policySet(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	scope := req.WorkspaceID
-	if scope == "" {
-		scope = runs.StoreScope
-	}
+	scope := policyScope(req.WorkspaceID)
 	if err := ret.SetPolicy(ctx, scope, *req.Policy); err != nil {
 		return nil, err
 	}

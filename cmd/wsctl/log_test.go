@@ -24,18 +24,8 @@ func TestLogFollow(t *testing.T) {
 	st := c.open()
 	c.seedRun(st, "run_a")
 
-	// A deadline only so that a broken follow fails the test instead of
-	// hanging it; nothing is asserted about time.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		code := execute(ctx, c.app(), []string{"--store", c.store, "log", "run_a", "--follow"}, strings.NewReader(""), pw, io.Discard)
-		pw.Close()
-		done <- code
-	}()
-	lines := bufio.NewScanner(pr)
+	f := startFollow(t, c, c.app(), "run_a")
+	ctx, lines, done := f.ctx, f.lines, f.done
 	next := func() string {
 		t.Helper()
 		require.True(t, lines.Scan(), "follow ended early: %v", lines.Err())
@@ -87,26 +77,71 @@ func TestLogFollowDeletedRun(t *testing.T) {
 	c := newCLI(t)
 	st := c.open()
 	c.seedRun(st, "run_a")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pr, pw := io.Pipe()
-	var errOut strings.Builder
-	done := make(chan int, 1)
-	go func() {
-		code := execute(ctx, c.app(), []string{"--store", c.store, "log", "run_a", "--follow"}, strings.NewReader(""), pw, &errOut)
-		pw.Close()
-		done <- code
-	}()
-	lines := bufio.NewScanner(pr)
+	f := startFollow(t, c, c.app(), "run_a")
 	for range 9 {
-		require.True(t, lines.Scan())
+		require.True(t, f.lines.Scan())
 	}
-	_, err := st.Runs.CancelAndDeleteRun(ctx, "run_a")
+	_, err := st.Runs.CancelAndDeleteRun(f.ctx, "run_a")
 	require.NoError(t, err)
-	for lines.Scan() {
+	for f.lines.Scan() {
 	}
-	assert.Equal(t, 3, <-done)
-	assert.NoError(t, ctx.Err(), "the follow ended by itself")
-	assert.Contains(t, errOut.String(), "run.not_found")
-	assert.Contains(t, errOut.String(), "deleted while it was followed")
+	assert.Equal(t, 3, <-f.done)
+	assert.NoError(t, f.ctx.Err(), "the follow ended by itself")
+	assert.Contains(t, f.errOut.String(), "run.not_found")
+	assert.Contains(t, f.errOut.String(), "deleted while it was followed")
+}
+
+// TestLogFollowEndedThenDeleted: a run that completes and is then
+// deleted (by the host, or by retention right after its final status)
+// before the follower's next poll ends the follow normally: it saw the
+// final event.
+func TestLogFollowEndedThenDeleted(t *testing.T) {
+	c := newCLI(t)
+	st := c.open()
+	c.seedRun(st, "run_a")
+	a := c.app()
+	// A slow poll, so that the deletion below comes before the follow's
+	// next look (and whichever comes first, the follow must end with 0).
+	a.followPoll = 300 * time.Millisecond
+	f := startFollow(t, c, a, "run_a")
+	for range 9 {
+		require.True(t, f.lines.Scan())
+	}
+	_, err := st.Runs.Finish(f.ctx, "run_a")
+	require.NoError(t, err)
+	for f.lines.Scan() {
+		if strings.Contains(f.lines.Text(), "run_completed") {
+			break
+		}
+	}
+	require.NoError(t, st.Runs.DeleteRun(f.ctx, "run_a"))
+	for f.lines.Scan() {
+	}
+	assert.Equal(t, 0, <-f.done, "stderr: %s", f.errOut.String())
+}
+
+// follow is a "wsctl log RUN --follow" running in the background: its
+// output line by line, its stderr, and its exit status once it ends.
+type follow struct {
+	ctx    context.Context
+	lines  *bufio.Scanner
+	errOut *strings.Builder
+	done   chan int
+}
+
+// startFollow starts "log run --follow" with app. Its context has a
+// deadline only so that a broken follow fails the test instead of hanging
+// it; nothing is asserted about time.
+func startFollow(t *testing.T, c *cli, app *app, run string) follow {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	pr, pw := io.Pipe()
+	f := follow{ctx: ctx, lines: bufio.NewScanner(pr), errOut: &strings.Builder{}, done: make(chan int, 1)}
+	go func() {
+		code := execute(ctx, app, []string{"--store", c.store, "log", run, "--follow"}, strings.NewReader(""), pw, f.errOut)
+		pw.Close()
+		f.done <- code
+	}()
+	return f
 }

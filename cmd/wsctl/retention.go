@@ -47,11 +47,8 @@ func runPrune(ctx context.Context, o pruneOptions) error {
 		return err
 	}
 	defer st.Close()
-	if o.chat != "" {
-		if _, err := st.Runs.Chat(ctx, o.chat); err != nil {
-			return err // no such chat: nothing to prune is not success
-		}
-	}
+	// A chat that does not exist is store.not_found: nothing to prune is
+	// not success.
 	rep, err := st.Runs.Prune(ctx, runs.PruneOptions{DryRun: o.dryRun, ChatID: o.chat})
 	if err != nil {
 		return err
@@ -228,10 +225,8 @@ func runPolicy(ctx context.Context, o policyOptions) error {
 	scope := o.chat
 	if scope == "" {
 		scope = runs.StoreScope
-	} else if _, err := st.Runs.Chat(ctx, o.chat); err != nil {
-		return err
 	}
-	p, err := st.Runs.Policy(ctx, scope)
+	p, err := st.Runs.Policy(ctx, scope) // store.not_found for a chat that does not exist
 	if err != nil {
 		return err
 	}
