@@ -399,3 +399,49 @@ func TestManifestPaddingIsNotHeld(t *testing.T) {
 		assertEmpty(t, dst)
 	}
 }
+
+// TestImportRefusesARowPastItsCap: a row of records.jsonl longer than the
+// importer reads whole (a commit's message edited to carry 200 MiB, the
+// archive signed again) is archive.corrupt, refused with the heap growing
+// by far less than the row; two rows on one line are corrupt too.
+func TestImportRefusesARowPastItsCap(t *testing.T) {
+	src := open(t)
+	populate(t, src)
+	arc, _ := export(t, src, archive.Scope{All: true})
+	edit := func(fn func(line string) string) []byte {
+		return resign(t, arc, func(name string, b []byte) []byte {
+			if name != "records.jsonl" {
+				return b
+			}
+			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			for i, l := range lines {
+				if strings.HasPrefix(l, `{"commit":`) {
+					lines[i] = fn(l)
+					return []byte(strings.Join(lines, "\n") + "\n")
+				}
+			}
+			t.Fatal("no commit row")
+			return nil
+		})
+	}
+	path := filepath.Join(t.TempDir(), "long-row.wsar")
+	require.NoError(t, os.WriteFile(path, edit(func(l string) string {
+		return strings.Replace(l, `"message":"`, `"message":"`+strings.Repeat("x", 200<<20), 1)
+	}), 0o644))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	dst := open(t)
+	grew := heapPeak(t, func() {
+		_, err = dst.Archive.Import(context.Background(), f, archive.Options{})
+	})
+	assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
+	t.Logf("heap grew %d MiB at most", grew>>20)
+	assert.Less(t, grew, uint64(320<<20), "the row is not read whole")
+	assertEmpty(t, dst)
+
+	twice := edit(func(l string) string { return l + l })
+	_, err = dst.Archive.Import(context.Background(), bytes.NewReader(twice), archive.Options{})
+	assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
+	assertEmpty(t, dst)
+}

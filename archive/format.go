@@ -31,11 +31,15 @@ const (
 	endName      = "end.json"
 )
 
-// Limits on entries import reads whole: a manifest or a tree larger than
-// these is refused as corrupt rather than read into memory.
+// Limits on what import reads whole: a manifest, a tree or a row (a line
+// of records.jsonl) larger than these is refused as corrupt rather than
+// read into memory. A commit's row holds a message of at most
+// runs.MaxMessageBytes; only a host value of tens of MiB (a manifest, a
+// context record) takes a row near maxRowBytes, as batch's longest line.
 const (
 	maxManifestBytes = 256 << 20
 	maxTreeBytes     = 64 << 20
+	maxRowBytes      = 64 << 20
 )
 
 // Manifest is the archive's first entry: what it is, what it holds, and

@@ -301,6 +301,30 @@ func (im *importer) manifestValue(ctx context.Context) (json.RawMessage, error) 
 	return raw, nil
 }
 
+// readRow reads the next line of records.jsonl, one row, without its
+// newline; io.EOF once none is left. A line past maxRowBytes is corrupt,
+// refused before it is read whole.
+func readRow(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > maxRowBytes {
+			return nil, corrupt("records: a row of more than %d bytes", int64(maxRowBytes))
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF && len(line) > 0:
+			return line, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
 // entryHash parses the address in the current entry's name after prefix.
 func (im *importer) entryHash(prefix string) (cas.Hash, bool, error) {
 	if im.hdr == nil || !strings.HasPrefix(im.hdr.Name, prefix) {
@@ -512,8 +536,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 	if im.hdr == nil || im.hdr.Name != recordsName {
 		return corrupt("entry %s missing", recordsName)
 	}
-	dec := json.NewDecoder(im.body())
-	dec.DisallowUnknownFields()
+	lines := bufio.NewReader(im.body())
 	var (
 		run      string // the run whose rows follow, "" if skipped
 		tail     *RunTail
@@ -524,18 +547,24 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 		kindDone = 0 // 0 chats, 1 runs, 2 actors: the sections in order
 	)
 	for {
-		var rec Record
-		err := dec.Decode(&rec)
+		line, err := readRow(lines)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			var syn *json.SyntaxError
-			var typ *json.UnmarshalTypeError
-			if errors.As(err, &syn) || errors.As(err, &typ) || strings.Contains(err.Error(), "unknown field") {
-				return corrupt("records: %v", err)
-			}
 			return reading(ctx, recordsName, err)
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var rec Record
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&rec); err != nil {
+			return corrupt("records: %v", err)
+		}
+		if dec.More() {
+			return corrupt("records: a line holds more than one row")
 		}
 		if rec.fields() != 1 {
 			return corrupt("records: a line holds %d rows, want one", rec.fields())

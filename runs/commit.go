@@ -227,22 +227,21 @@ func (s *Service) checkCommitPath(run Run, p vfs.Path) error {
 // given, else the manifest's artifacts in assembly order.
 func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.Hash, man Manifest, single *vfs.Path) (Message, error) {
 	msg := Message{Extra: map[string]string{}, Agent: AgentMetadata{RunID: run.ID, StableChatID: run.StableChatID, ProfileID: run.Profile.ID, Artifacts: []ArtifactRef{}}}
-	read := func(p vfs.Path) ([]byte, cas.Hash, bool, error) {
+	lookup := func(p vfs.Path) (vfs.Entry, bool, error) {
 		e, err := s.trees.Lookup(ctx, tx, root, p)
 		if wserr.Is(err, wserr.FileNotFound) {
-			return nil, cas.Hash{}, false, nil
+			return vfs.Entry{}, false, nil
 		}
 		if err != nil {
-			return nil, cas.Hash{}, false, err
+			return vfs.Entry{}, false, err
 		}
 		if e.Kind != vfs.KindFile {
-			return nil, cas.Hash{}, false, wserr.New(wserr.PathIsDirectory, "commit", p.String(), "an artifact must be a file")
+			return vfs.Entry{}, false, wserr.New(wserr.PathIsDirectory, "commit", p.String(), "an artifact must be a file")
 		}
-		b, err := s.blobs.ReadAll(ctx, e.Hash)
-		return b, e.Hash, true, err
+		return e, true, nil
 	}
 	if single != nil {
-		b, h, ok, err := read(*single)
+		e, ok, err := lookup(*single)
 		if err != nil {
 			return Message{}, err
 		}
@@ -251,19 +250,36 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 			// not a broken manifest.
 			return Message{}, wserr.New(wserr.FileNotFound, "commit", single.String(), "the file to commit does not exist")
 		}
+		if e.Size > MaxMessageBytes {
+			return Message{}, messageTooLarge(single.String(), e.Size)
+		}
+		b, err := s.blobs.ReadAll(ctx, e.Hash)
+		if err != nil {
+			return Message{}, err
+		}
 		msg.Body = string(b)
-		msg.Agent.Artifacts = append(msg.Agent.Artifacts, ArtifactRef{ID: single.Base(), Kind: "body", Path: single.String(), Hash: h})
+		msg.Agent.Artifacts = append(msg.Agent.Artifacts, ArtifactRef{ID: single.Base(), Kind: "body", Path: single.String(), Hash: e.Hash})
 		msg.Agent.ArtifactSetID = artifactSetID(msg.Agent.Artifacts)
 		return msg, nil
 	}
-	contents := map[string]string{}
-	var bodies []string
+	// Every artifact is looked up, and the bytes the message would carry
+	// counted, before any is read: a message past MaxMessageBytes is
+	// refused without holding its files.
+	type found struct {
+		a Artifact
+		e vfs.Entry
+	}
+	var (
+		arts  []found
+		sizes = map[string]int64{}
+		total int64
+	)
 	for _, a := range man.sorted() {
 		p, err := vfs.ParsePath(a.Path)
 		if err != nil {
 			return Message{}, invalidManifest("artifact %q: %s", a.ID, wserr.MessageOf(err))
 		}
-		b, h, ok, err := read(p)
+		e, ok, err := lookup(p)
 		if err != nil {
 			return Message{}, err
 		}
@@ -273,18 +289,64 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 			}
 			continue
 		}
-		switch a.Target.Kind {
+		if a.Target.Kind == TargetHidden {
+			continue // never in the message, its template or its extra
+		}
+		arts = append(arts, found{a, e})
+		sizes[a.ID] = e.Size
+		if a.Target.Kind == TargetMessageExtra {
+			total += e.Size
+		}
+		if man.CommitPolicy.StoreArtifactsInExtra {
+			total += e.Size
+		}
+	}
+	tpl := man.CommitPolicy.CombineTemplate
+	if tpl != "" {
+		// The template's own text and each placeholder as often as it
+		// appears.
+		total += int64(len(placeholder.ReplaceAllString(tpl, "")))
+		for _, m := range placeholder.FindAllStringSubmatch(tpl, -1) {
+			total += sizes[m[1]]
+		}
+	} else {
+		bodies := 0
+		for _, f := range arts {
+			if f.a.Target.Kind == TargetMessageBody {
+				if bodies > 0 {
+					total += int64(len("\n\n"))
+				}
+				total += f.e.Size
+				bodies++
+			}
+		}
+	}
+	if total > MaxMessageBytes {
+		var largest found
+		for _, f := range arts {
+			if f.e.Size > largest.e.Size {
+				largest = f
+			}
+		}
+		return Message{}, messageTooLarge(largest.a.Path, total)
+	}
+	contents := map[string]string{}
+	var bodies []string
+	for _, f := range arts {
+		b, err := s.blobs.ReadAll(ctx, f.e.Hash)
+		if err != nil {
+			return Message{}, err
+		}
+		switch f.a.Target.Kind {
 		case TargetMessageBody:
 			bodies = append(bodies, string(b))
 		case TargetMessageExtra:
-			msg.Extra[a.Target.Key] = string(b)
-		case TargetHidden:
-			continue // never in the message, its template or its extra
+			msg.Extra[f.a.Target.Key] = string(b)
 		}
-		contents[a.ID] = string(b)
-		msg.Agent.Artifacts = append(msg.Agent.Artifacts, ArtifactRef{ID: a.ID, Kind: a.Kind, Path: a.Path, Hash: h})
+		contents[f.a.ID] = string(b)
+		msg.Agent.Artifacts = append(msg.Agent.Artifacts, ArtifactRef{ID: f.a.ID, Kind: f.a.Kind, Path: f.a.Path, Hash: f.e.Hash})
 	}
-	if tpl := man.CommitPolicy.CombineTemplate; tpl != "" {
+	if tpl != "" {
 		msg.Body = placeholder.ReplaceAllStringFunc(tpl, func(m string) string {
 			return contents[placeholder.FindStringSubmatch(m)[1]]
 		})
@@ -299,6 +361,18 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 	}
 	msg.Agent.ArtifactSetID = artifactSetID(msg.Agent.Artifacts)
 	return msg, nil
+}
+
+// MaxMessageBytes is the most a commit's message carries: its body, its
+// extra and the artifacts' contents it keeps, as the artifacts' bytes
+// before assembly, and the stored message (its JSON) as well. A commit past
+// it fails with workspace.size_limit_exceeded and records nothing: the
+// model can make its output smaller, and no file is held in memory whole
+// to find out.
+const MaxMessageBytes = 4 << 20
+
+func messageTooLarge(path string, n int64) error {
+	return wserr.New(wserr.SizeLimitExceeded, "commit", path, "the message would carry %d bytes, past the %d a commit holds; make the output smaller", n, int64(MaxMessageBytes))
 }
 
 // artifactSetID names the set of artifact versions a message was built
@@ -335,6 +409,11 @@ func (s *Service) recordCommit(ctx context.Context, tx *index.Tx, run Run, cp ch
 	b, err := json.Marshal(msg)
 	if err != nil {
 		return pendingCommit{}, err
+	}
+	if len(b) > MaxMessageBytes {
+		// Within the cap as bytes, past it as JSON: escapes and the
+		// metadata around them.
+		return pendingCommit{}, messageTooLarge("", int64(len(b)))
 	}
 	now := s.now()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO commits (id, run_id, seq, checkpoint_seq, mode, kind, status, message, created_at, updated_at)

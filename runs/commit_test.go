@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -322,4 +324,71 @@ func TestCommitKeepsAReceiptThatIsNotJSON(t *testing.T) {
 		assert.Equal(t, runs.CommitCompleted, rec.Status)
 		assert.JSONEq(t, want, string(rec.Receipt), "receipt %q", receipt)
 	}
+}
+
+// TestCommitRefusesAMessagePastItsCap commits messages past
+// MaxMessageBytes: a file over it, through the manifest, through a
+// template that names a smaller one three times, through StoreArtifactsInExtra
+// that keeps the body twice, and a file within it whose JSON is past it.
+// Each fails with workspace.size_limit_exceeded, hands the sink nothing
+// and records nothing; the large file is not read to find out.
+func TestCommitRefusesAMessagePastItsCap(t *testing.T) {
+	e := newLifecycleEnv(t)
+	body := func(n int) string { return strings.Repeat("The keeper lit the lamp.\n", n/25+1)[:n] }
+	big := func() *runs.Manifest {
+		return &runs.Manifest{WorkspaceVersion: 1, Artifacts: []runs.Artifact{
+			{ID: "main", Path: "output/main.md", Target: runs.Target{Kind: runs.TargetMessageBody}, Required: true},
+		}}
+	}
+	refused := func(name string, r runs.Run, opt runs.CommitOptions) {
+		t.Helper()
+		sink := &recordingSink{}
+		before := rowCounts(e)
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		alloc := ms.TotalAlloc
+		_, err := e.svc.Commit(e.ctx, r.ID, sink, opt)
+		runtime.ReadMemStats(&ms)
+		require.Error(t, err, name)
+		assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%s: %v", name, err)
+		assert.Empty(t, sink.got, name)
+		assert.Equal(t, before, rowCounts(e), "%s: a refused commit records nothing", name)
+		assert.Less(t, ms.TotalAlloc-alloc, uint64(runs.MaxMessageBytes), "%s: refused without reading the files", name)
+	}
+
+	r := e.create("c1", runs.CreateRequest{Manifest: big()})
+	e.write(r.ID, "output/main.md", body(3*runs.MaxMessageBytes))
+	refused("a file past the cap", r, runs.CommitOptions{})
+	refused("the file named", r, runs.CommitOptions{Path: "output/main.md"})
+
+	m := big()
+	m.CommitPolicy.CombineTemplate = "{{main}}\n{{main}}\n{{main}}"
+	r2 := e.create("c2", runs.CreateRequest{Manifest: m})
+	e.write(r2.ID, "output/main.md", body(runs.MaxMessageBytes/2))
+	refused("a placeholder three times", r2, runs.CommitOptions{})
+
+	m = big()
+	m.CommitPolicy.StoreArtifactsInExtra = true
+	r3 := e.create("c3", runs.CreateRequest{Manifest: m})
+	e.write(r3.ID, "output/main.md", body(runs.MaxMessageBytes*3/4))
+	refused("the body kept twice", r3, runs.CommitOptions{})
+
+	// Within the cap as bytes, past it as JSON: every quote escaped.
+	r4 := e.create("c4", runs.CreateRequest{Manifest: big()})
+	e.write(r4.ID, "output/main.md", strings.Repeat(`"`, runs.MaxMessageBytes*3/4))
+	sink := &recordingSink{}
+	before := rowCounts(e)
+	_, err := e.svc.Commit(e.ctx, r4.ID, sink, runs.CommitOptions{})
+	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+	assert.Empty(t, sink.got)
+	assert.Equal(t, before, rowCounts(e))
+
+	// Within it, the same shapes commit.
+	e.write(r2.ID, "output/main.md", body(runs.MaxMessageBytes/4))
+	rec, err := e.svc.Commit(e.ctx, r2.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+	assert.Len(t, rec.Message.Body, 3*(runs.MaxMessageBytes/4)+2)
+	e.write(r.ID, "output/main.md", body(runs.MaxMessageBytes*9/10))
+	_, err = e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
 }
