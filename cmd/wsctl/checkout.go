@@ -121,11 +121,18 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 			files = append(files, fi)
 		}
 	}
+	if checkoutListed != nil {
+		checkoutListed()
+	}
 	bar := newProgress(o.globals)
 	defer bar.done()
+	ws := workspaceFor(st.Runs, runID, seq)
 	for i, fi := range files {
 		bar.update("checkout", i, len(files))
 		n, err := checkoutFile(ctx, st.Blobs, root, fi)
+		if wserr.Is(err, wserr.NotFound) {
+			err = changedMeanwhile(ctx, ws, fi, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -143,6 +150,28 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 		from = res.Checkpoint
 	}
 	_, err = fmt.Fprintf(o.out, "checked out %d files (%s) of %s at %s into %s\n", res.Files, humanBytes(res.Bytes), runID, from, dir)
+	return err
+}
+
+// checkoutListed, when set (by tests), runs between the listing and the
+// first file, where another process may change the run.
+var checkoutListed func()
+
+// changedMeanwhile explains a file's contents gone from the store after
+// the listing named them: the run or its checkpoint was deleted and
+// collected meanwhile (their own not-found error), or the file was
+// changed and its old contents collected (store.conflict: check out
+// again). Contents missing from an unchanged file stay err.
+func changedMeanwhile(ctx context.Context, ws *runs.Workspace, fi vfs.FileInfo, err error) error {
+	now, serr := ws.Stat(ctx, fi.Path)
+	switch {
+	case wserr.Is(serr, wserr.RunNotFound) || wserr.Is(serr, wserr.CheckpointNotFound):
+		return wserr.New(wserr.CodeOf(serr), "checkout", "", "%s, deleted while it was being checked out", wserr.MessageOf(serr))
+	case serr != nil && !wserr.Is(serr, wserr.FileNotFound):
+		return err
+	case serr != nil || now.Hash != fi.Hash:
+		return wserr.New(wserr.Conflict, "checkout", fi.Path.String(), "the file changed while the workspace was being checked out: check it out again")
+	}
 	return err
 }
 
