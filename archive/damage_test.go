@@ -378,18 +378,9 @@ func TestManifestPaddingIsNotHeld(t *testing.T) {
 			return b
 		})
 	}
-	// From a file, so that the heap holds no copy of the archive.
-	path := filepath.Join(t.TempDir(), "padded.wsar")
-	require.NoError(t, os.WriteFile(path, pad(bytes.Repeat([]byte(" \n"), 48<<20)), 0o644))
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
 	dst := open(t)
-	grew := heapPeak(t, func() {
-		_, err = dst.Archive.Import(context.Background(), f, archive.Options{})
-	})
+	grew, err := importFromFile(t, dst, pad(bytes.Repeat([]byte(" \n"), 48<<20)))
 	require.NoError(t, err)
-	t.Logf("heap grew %d MiB at most", grew>>20)
 	assert.Less(t, grew, uint64(32<<20), "the padding is not held")
 
 	for _, tail := range []string{"x", "{}", " \x00"} {
@@ -398,6 +389,22 @@ func TestManifestPaddingIsNotHeld(t *testing.T) {
 		assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%q after the manifest: %v", tail, err)
 		assertEmpty(t, dst)
 	}
+}
+
+// importFromFile imports arc into dst from a file, so that the heap holds
+// no copy of it, and returns the most the heap grew meanwhile.
+func importFromFile(t *testing.T, dst *wsstore.Store, arc []byte) (uint64, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "archive.wsar")
+	require.NoError(t, os.WriteFile(path, arc, 0o644))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	grew := heapPeak(t, func() {
+		_, err = dst.Archive.Import(context.Background(), f, archive.Options{})
+	})
+	t.Logf("heap grew %d MiB at most", grew>>20)
+	return grew, err
 }
 
 // TestImportRefusesARowPastItsCap: a row of records.jsonl longer than the
@@ -424,19 +431,11 @@ func TestImportRefusesARowPastItsCap(t *testing.T) {
 			return nil
 		})
 	}
-	path := filepath.Join(t.TempDir(), "long-row.wsar")
-	require.NoError(t, os.WriteFile(path, edit(func(l string) string {
-		return strings.Replace(l, `"message":"`, `"message":"`+strings.Repeat("x", 200<<20), 1)
-	}), 0o644))
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
 	dst := open(t)
-	grew := heapPeak(t, func() {
-		_, err = dst.Archive.Import(context.Background(), f, archive.Options{})
-	})
+	grew, err := importFromFile(t, dst, edit(func(l string) string {
+		return strings.Replace(l, `"message":"`, `"message":"`+strings.Repeat("x", 200<<20), 1)
+	}))
 	assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
-	t.Logf("heap grew %d MiB at most", grew>>20)
 	assert.Less(t, grew, uint64(320<<20), "the row is not read whole")
 	assertEmpty(t, dst)
 
