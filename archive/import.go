@@ -302,14 +302,18 @@ func (im *importer) manifestValue(ctx context.Context) (json.RawMessage, error) 
 }
 
 // readRow reads the next line of records.jsonl, one row, without its
-// newline; io.EOF once none is left. A line past maxRowBytes is corrupt,
-// refused before it is read whole.
-func readRow(r *bufio.Reader) ([]byte, error) {
+// newline; io.EOF once none is left. A line of more than max bytes is
+// corrupt, refused before it is read whole.
+func readRow(r *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > maxRowBytes {
-			return nil, corrupt("records: a row of more than %d bytes", int64(maxRowBytes))
+		n := len(line) + len(chunk)
+		if err == nil {
+			n-- // the newline
+		}
+		if n > max {
+			return nil, corrupt("records: a row of more than %d bytes", max)
 		}
 		line = append(line, chunk...)
 		switch {
@@ -547,7 +551,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 		kindDone = 0 // 0 chats, 1 runs, 2 actors: the sections in order
 	)
 	for {
-		line, err := readRow(lines)
+		line, err := readRow(lines, maxRowBytes)
 		if err == io.EOF {
 			break
 		}

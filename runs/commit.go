@@ -123,9 +123,11 @@ const (
 // fails (manifest.missing_required_artifact, …) nothing is recorded and the
 // sink is not called. With opt.Path the model names the one file to
 // commit, and the model's rules apply: a path outside the profile's
-// visible roots fails with workspace.path_not_visible, one under input/ or
-// in a virtual mount with workspace.invalid_path, a missing file with
-// workspace.file_not_found. If the sink fails, the error is
+// visible roots (input/, runtime records) fails with
+// workspace.path_not_visible, one under scratch/ or host/ or in a virtual
+// mount with workspace.invalid_path, a missing file with
+// workspace.file_not_found. A message past MaxMessageBytes fails with
+// workspace.size_limit_exceeded. If the sink fails, the error is
 // commit.sink_failed, the run stays as it was and Commit may be retried.
 // If the run is deleted while the sink runs, nothing more is recorded and
 // the error is run.not_found; the record returned carries the sink's
@@ -209,7 +211,7 @@ func (s *Service) checkCommitPath(run Run, p vfs.Path) error {
 		return wserr.New(wserr.InvalidPath, "commit", p.String(), "a virtual resource is not stored in the workspace; write what should be committed to a file under %v", run.Profile.WritableRoots)
 	}
 	if !run.Profile.visible(p.Top()) {
-		return wserr.New(wserr.PathNotVisible, "commit", p.String(), "%s/ is not visible to this run's profile (visible: %v)", p.Top(), run.Profile.VisibleRoots)
+		return notVisible("commit", run, p)
 	}
 	if p.Top() == InputRoot {
 		return wserr.New(wserr.InvalidPath, "commit", p.String(), "input/ holds the run's inputs, which are never committed")
@@ -302,12 +304,16 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 		}
 	}
 	tpl := man.CommitPolicy.CombineTemplate
+	named := map[string]int64{} // artifact id: how often the template names it
+	for _, m := range placeholder.FindAllStringSubmatch(tpl, -1) {
+		named[m[1]]++
+	}
 	if tpl != "" {
 		// The template's own text and each placeholder as often as it
 		// appears.
 		total += int64(len(placeholder.ReplaceAllString(tpl, "")))
-		for _, m := range placeholder.FindAllStringSubmatch(tpl, -1) {
-			total += sizes[m[1]]
+		for id, n := range named {
+			total += n * sizes[id]
 		}
 	} else {
 		bodies := 0
@@ -333,6 +339,12 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 	contents := map[string]string{}
 	var bodies []string
 	for _, f := range arts {
+		used := f.a.Target.Kind == TargetMessageExtra || man.CommitPolicy.StoreArtifactsInExtra ||
+			(tpl == "" && f.a.Target.Kind == TargetMessageBody) || named[f.a.ID] > 0
+		msg.Agent.Artifacts = append(msg.Agent.Artifacts, ArtifactRef{ID: f.a.ID, Kind: f.a.Kind, Path: f.a.Path, Hash: f.e.Hash})
+		if !used {
+			continue // an artifact of the commit whose content goes nowhere in the message: not read
+		}
 		b, err := s.blobs.ReadAll(ctx, f.e.Hash)
 		if err != nil {
 			return Message{}, err
@@ -344,7 +356,6 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 			msg.Extra[f.a.Target.Key] = string(b)
 		}
 		contents[f.a.ID] = string(b)
-		msg.Agent.Artifacts = append(msg.Agent.Artifacts, ArtifactRef{ID: f.a.ID, Kind: f.a.Kind, Path: f.a.Path, Hash: f.e.Hash})
 	}
 	if tpl != "" {
 		msg.Body = placeholder.ReplaceAllStringFunc(tpl, func(m string) string {
@@ -406,14 +417,19 @@ func (s *Service) recordCommit(ctx context.Context, tx *index.Tx, run Run, cp ch
 	id := fmt.Sprintf("commit_%s_%04d", run.ID, seq)
 	msg.Agent.CheckpointID = cp.ID
 	msg.Agent.CommitID = id
-	b, err := json.Marshal(msg)
-	if err != nil {
+	// Without HTML's escapes: a message of Markdown full of < and &
+	// would otherwise take six bytes for each.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(msg); err != nil {
 		return pendingCommit{}, err
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if len(b) > MaxMessageBytes {
 		// Within the cap as bytes, past it as JSON: escapes and the
 		// metadata around them.
-		return pendingCommit{}, messageTooLarge("", int64(len(b)))
+		return pendingCommit{}, wserr.New(wserr.SizeLimitExceeded, "commit", "", "the message's JSON would be %d bytes (quotes, backslashes, newlines and control characters escaped), past the %d a commit holds; make the output smaller", len(b), int64(MaxMessageBytes))
 	}
 	now := s.now()
 	if _, err := tx.ExecContext(ctx, `INSERT INTO commits (id, run_id, seq, checkpoint_seq, mode, kind, status, message, created_at, updated_at)

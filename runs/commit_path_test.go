@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -63,6 +64,15 @@ func TestCommitPath(t *testing.T) {
 				return
 			}
 			requireModelError(t, err, tc.code)
+			if tc.code == wserr.PathNotVisible {
+				// It names the root the path is below, or the path at
+				// the top: "plan/ is not visible", "main.md is not".
+				top, _, below := strings.Cut(tc.path, "/")
+				if below {
+					top += "/"
+				}
+				assert.Contains(t, wserr.MessageOf(err), top+" is not visible")
+			}
 			assert.Empty(t, sink.got, "the sink is not called")
 			assert.Equal(t, before, rowCounts(e), "a refused commit records nothing")
 			run, err := e.svc.Run(e.ctx, tc.runID)

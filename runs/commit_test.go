@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
@@ -91,6 +92,13 @@ func TestManifestValidation(t *testing.T) {
 		// nor leave a body artifact out of it.
 		"ErrTemplateNamesHidden":   mutate(func(m *runs.Manifest) { m.CommitPolicy.CombineTemplate = "{{main}}\n{{theater}}\n{{notes}}" }),
 		"ErrTemplateLeavesOutBody": mutate(func(m *runs.Manifest) { m.CommitPolicy.CombineTemplate = "{{theater}}" }),
+		// Nor a combined_markdown artifact, whose content would go nowhere.
+		"ErrTemplateLeavesOutCombined": mutate(func(m *runs.Manifest) { m.CommitPolicy.CombineTemplate = "{{main}}" }),
+		// One message_extra key, one artifact: the second would replace
+		// the first.
+		"ErrExtraKeyTwice": mutate(func(m *runs.Manifest) {
+			m.Artifacts = append(m.Artifacts, runs.Artifact{ID: "status2", Path: "output/status2.md", Target: runs.Target{Kind: runs.TargetMessageExtra, Key: "status_bar"}})
+		}),
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -383,9 +391,35 @@ func TestCommitRefusesAMessagePastItsCap(t *testing.T) {
 	assert.Empty(t, sink.got)
 	assert.Equal(t, before, rowCounts(e))
 
-	// Within it, the same shapes commit.
+	// A manifest stored before a template had to name every
+	// combined_markdown artifact: the one it leaves out is listed, not
+	// read, and counts nothing.
+	r5 := e.create("c5", runs.CreateRequest{})
+	require.NoError(t, e.st.DB.Update(e.ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(e.ctx, `UPDATE runs SET manifest = ? WHERE id = ?`, `{"workspaceVersion":1,"artifacts":[`+
+			`{"id":"main","path":"output/main.md","target":"message_body","required":true},`+
+			`{"id":"side","path":"output/side.md","target":"combined_markdown"}],"commitPolicy":{"combineTemplate":"{{main}}"}}`, r5.ID)
+		return err
+	}))
+	e.write(r5.ID, "output/main.md", "Body")
+	e.write(r5.ID, "output/side.md", body(3*runs.MaxMessageBytes))
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	alloc := ms.TotalAlloc
+	rec, err := e.svc.Commit(e.ctx, r5.ID, sink, runs.CommitOptions{})
+	runtime.ReadMemStats(&ms)
+	require.NoError(t, err)
+	assert.Equal(t, "Body", rec.Message.Body)
+	assert.Len(t, rec.Message.Agent.Artifacts, 2)
+	assert.Less(t, ms.TotalAlloc-alloc, uint64(runs.MaxMessageBytes), "the artifact the message leaves out is not read")
+
+	// Within it, the same shapes commit, and text full of the characters
+	// HTML escapes.
+	e.write(r4.ID, "output/main.md", strings.Repeat(`<a & b>`, runs.MaxMessageBytes/8))
+	_, err = e.svc.Commit(e.ctx, r4.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
 	e.write(r2.ID, "output/main.md", body(runs.MaxMessageBytes/4))
-	rec, err := e.svc.Commit(e.ctx, r2.ID, sink, runs.CommitOptions{})
+	rec, err = e.svc.Commit(e.ctx, r2.ID, sink, runs.CommitOptions{})
 	require.NoError(t, err)
 	assert.Len(t, rec.Message.Body, 3*(runs.MaxMessageBytes/4)+2)
 	e.write(r.ID, "output/main.md", body(runs.MaxMessageBytes*9/10))

@@ -184,11 +184,23 @@ func (m Manifest) validate(strict bool) error {
 		case a.Target.Kind == TargetHidden && named[a.ID]:
 			// A hidden artifact stays in the run; it never enters the chat.
 			return invalidManifest("commitPolicy.combineTemplate names hidden artifact %q, which never enters the message", a.ID)
-		case a.Target.Kind == TargetMessageBody && m.CommitPolicy.CombineTemplate != "" && !named[a.ID]:
+		case a.Target.Kind == TargetMessageBody && m.CommitPolicy.CombineTemplate != "" && !named[a.ID],
+			a.Target.Kind == TargetCombinedMarkdown && m.CommitPolicy.CombineTemplate != "" && !named[a.ID]:
 			// With a template the body is the template: a body artifact
 			// it leaves out would be lost.
-			return invalidManifest("commitPolicy.combineTemplate leaves out message_body artifact %q: name it as {{%s}}", a.ID, a.ID)
+			return invalidManifest("commitPolicy.combineTemplate leaves out %s artifact %q: name it as {{%s}}", a.Target.Kind, a.ID, a.ID)
 		}
+	}
+	extra := map[string]string{}
+	for _, a := range m.Artifacts {
+		if a.Target.Kind != TargetMessageExtra || !strict {
+			continue
+		}
+		if other, ok := extra[a.Target.Key]; ok {
+			// One key holds one artifact: the second would replace the first.
+			return invalidManifest("artifacts %q and %q both target message_extra key %q", other, a.ID, a.Target.Key)
+		}
+		extra[a.Target.Key] = a.ID
 	}
 	for _, a := range m.Artifacts {
 		if a.Target.Kind == TargetCombinedMarkdown && m.CommitPolicy.CombineTemplate == "" {

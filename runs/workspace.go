@@ -83,9 +83,19 @@ func (w *Workspace) checkVisible(op string, run Run, p vfs.Path) error {
 		return nil
 	}
 	if !run.Profile.visible(p.Top()) {
-		return wserr.New(wserr.PathNotVisible, op, p.String(), "%s/ is not visible to this run's profile (visible: %v)", p.Top(), run.Profile.VisibleRoots)
+		return notVisible(op, run, p)
 	}
 	return nil
+}
+
+// notVisible is the error for p outside the run's visible roots: it names
+// the root p is below, or p itself at the top.
+func notVisible(op string, run Run, p vfs.Path) error {
+	top := p.Top() + "/"
+	if p.Dir().IsRoot() {
+		top = p.Top()
+	}
+	return wserr.New(wserr.PathNotVisible, op, p.String(), "%s is not visible to this run's profile (visible: %v)", top, run.Profile.VisibleRoots)
 }
 
 // checkWritable fails unless the run is running and p is in a writable
