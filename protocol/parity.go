@@ -21,7 +21,7 @@ type HostRuns interface {
 	DeleteRun(ctx context.Context, runID string) error
 	CancelAndDeleteRun(ctx context.Context, runID string) (bool, error)
 	RollbackCommit(ctx context.Context, runID string, seq int64, sink runs.ChatSink, del bool) (runs.CommitRecord, error)
-	Commits(ctx context.Context, runID string) ([]runs.CommitRecord, error)
+	CommitsPage(ctx context.Context, runID string, q runs.CommitQuery) ([]runs.CommitRecord, bool, error)
 	Manifest(ctx context.Context, runID string) (runs.Manifest, error)
 	Chat(ctx context.Context, id string) (runs.Chat, error)
 	Chats(ctx context.Context) ([]runs.Chat, error)
@@ -89,8 +89,8 @@ var parityOps = []op{
               assembles (delete: true: deletes it); message as commit's`,
 	},
 	{
-		name: "commits.list", access: reads, request: []any{base{}}, handle: (*Session).commitsList,
-		help: `  commits.list {}                           -> {commits: [{commitId, seq, checkpointId, mode, kind, status, ...}]}`,
+		name: "commits.list", access: reads, request: []any{commitsListRequest{}}, handle: (*Session).commitsList,
+		help: `  commits.list {afterSeq?, limit?}          -> {commits: [{commitId, seq, checkpointId, mode, kind, status, message, ...}], more}  limit: default 100, at most 500; a page ends early to hold about 4 MiB of messages; more: commits after it remain`,
 	},
 	{
 		name: "runs.list", access: reads, request: []any{runsListRequest{}}, handle: (*Session).runsList,
@@ -364,8 +364,14 @@ func (s *Session) commitRollback(ctx context.Context, r request) (any, error) {
 	return map[string]any{"commitId": rec.ID, "checkpointId": rec.CheckpointID, "mode": rec.Mode, "message": msg}, nil
 }
 
+type commitsListRequest struct {
+	base
+	AfterSeq int64 `json:"afterSeq"`
+	Limit    int   `json:"limit"`
+}
+
 func (s *Session) commitsList(ctx context.Context, r request) (any, error) {
-	runID, err := s.runOnly(r)
+	req, runID, err := decodeForRun[commitsListRequest](s, r)
 	if err != nil {
 		return nil, err
 	}
@@ -373,11 +379,11 @@ func (s *Session) commitsList(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := h.Commits(ctx, runID)
+	cs, more, err := h.CommitsPage(ctx, runID, runs.CommitQuery{AfterSeq: req.AfterSeq, Limit: req.Limit})
 	if err != nil {
 		return nil, err
 	}
-	return listed("commits", cs), nil
+	return map[string]any{"commits": cs, "more": more}, nil
 }
 
 // ---- runs.list, run.show, run.delete, chats.list, chat.show, manifest.get

@@ -32,6 +32,7 @@ var goOps = map[string]string{
 	"Service.Commit":              "commit",
 	"Service.RollbackCommit":      "commit.rollback",
 	"Service.Commits":             "commits.list",
+	"Service.CommitsPage":         "commits.list",
 	"Service.Finish":              "finish",
 	"Service.SetManifest":         "manifest.set",
 	"Service.Manifest":            "manifest.get",

@@ -3,7 +3,6 @@ package runs
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -665,24 +664,92 @@ type commitRow struct {
 	CreatedAt     int64  `db:"created_at"`
 }
 
-// Commits lists the run's commits in order.
+// Commits lists the run's commits in order, every message held at once
+// (each up to MaxMessageBytes): for a run of a few commits. CommitsPage
+// reads them a page at a time.
 func (s *Service) Commits(ctx context.Context, runID string) ([]CommitRecord, error) {
-	var rows []commitRow
-	err := s.db.View(ctx, func(tx *index.Tx) error {
-		return tx.SelectContext(ctx, &rows, `SELECT id, run_id, seq, checkpoint_seq, mode, kind, status, message, receipt, error, created_at
-			FROM commits WHERE run_id = ? ORDER BY seq`, runID)
-	})
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, err
+	out := []CommitRecord{}
+	q := CommitQuery{Limit: MaxCommitPage}
+	for {
+		page, more, err := s.CommitsPage(ctx, runID, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if !more {
+			return out, nil
+		}
+		q.AfterSeq = page[len(page)-1].Seq
 	}
-	out := make([]CommitRecord, 0, len(rows))
+}
+
+// CommitQuery selects a page of a run's commits (CommitsPage).
+type CommitQuery struct {
+	// AfterSeq lists the commits after this seq; 0 from the first.
+	AfterSeq int64
+	// Limit is the most commits a page holds: 1..MaxCommitPage, 0 for
+	// DefaultCommitPage.
+	Limit int
+}
+
+// The commits a page holds.
+const (
+	DefaultCommitPage = 100
+	MaxCommitPage     = 500
+)
+
+// CommitsPage lists the run's commits after q.AfterSeq in order: up to
+// q.Limit, and ending before a commit whose message would take the page's
+// messages past MaxMessageBytes (a page holds one commit at least), so a
+// page holds about one full message's worth. more says whether commits
+// after the page remain. A run with no commits, or none, has an empty page.
+// A negative AfterSeq or a Limit outside 0..MaxCommitPage is
+// workspace.invalid_argument.
+func (s *Service) CommitsPage(ctx context.Context, runID string, q CommitQuery) (page []CommitRecord, more bool, err error) {
+	if q.Limit == 0 {
+		q.Limit = DefaultCommitPage
+	}
+	if q.AfterSeq < 0 || q.Limit < 1 || q.Limit > MaxCommitPage {
+		return nil, false, wserr.New(wserr.InvalidArgument, "commits", "", "afterSeq %d must not be negative and limit %d must be in 1..%d", q.AfterSeq, q.Limit, MaxCommitPage)
+	}
+	var rows []commitRow
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		// The messages' sizes first, from the rows' headers: where the
+		// page ends is known before any message is read.
+		var sizes []struct {
+			Seq   int64 `db:"seq"`
+			Bytes int64 `db:"bytes"`
+		}
+		if err := tx.SelectContext(ctx, &sizes, `SELECT seq, octet_length(message) AS bytes FROM commits
+			WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, q.AfterSeq, q.Limit+1); err != nil {
+			return index.Translate(err)
+		}
+		n, total := 0, int64(0)
+		for _, r := range sizes {
+			if n == q.Limit || n > 0 && total+r.Bytes > MaxMessageBytes {
+				more = true
+				break
+			}
+			total += r.Bytes
+			n++
+		}
+		if n == 0 {
+			return nil
+		}
+		return index.Translate(tx.SelectContext(ctx, &rows, `SELECT id, run_id, seq, checkpoint_seq, mode, kind, status, message, receipt, error, created_at
+			FROM commits WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, runID, q.AfterSeq, sizes[n-1].Seq))
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	page = make([]CommitRecord, 0, len(rows))
 	for _, r := range rows {
 		rec := CommitRecord{ID: r.ID, RunID: r.RunID, Seq: r.Seq, CheckpointID: checkpoint.ID(r.CheckpointSeq), Mode: CommitMode(r.Mode),
 			Kind: r.Kind, Status: r.Status, Receipt: json.RawMessage(r.Receipt), Error: r.Error, CreatedAt: time.Unix(0, r.CreatedAt).UTC()}
 		if err := json.Unmarshal([]byte(r.Message), &rec.Message); err != nil {
-			return nil, wserr.New(wserr.Corrupt, "commits", "", "commit %s has an unreadable message: %v", r.ID, err)
+			return nil, false, wserr.New(wserr.Corrupt, "commits", "", "commit %s has an unreadable message: %v", r.ID, err)
 		}
-		out = append(out, rec)
+		page = append(page, rec)
 	}
-	return out, nil
+	return page, more, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -425,4 +426,59 @@ func TestCommitRefusesAMessagePastItsCap(t *testing.T) {
 	e.write(r.ID, "output/main.md", body(runs.MaxMessageBytes*9/10))
 	_, err = e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
 	require.NoError(t, err)
+}
+
+// TestCommitsPage pages a run's commits: up to the limit, and ending
+// before a commit whose message would take the page's messages past
+// MaxMessageBytes, so a page holds about one full message's worth;
+// Commits reads every page.
+func TestCommitsPage(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	sink := &recordingSink{}
+	for i := range 5 {
+		e.write(r.ID, "output/main.md", fmt.Sprintf("%d ", i)+strings.Repeat("x", runs.MaxMessageBytes*2/5))
+		_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+		require.NoError(t, err)
+	}
+	e.write(r.ID, "output/main.md", "short")
+	_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+
+	seqs := func(q runs.CommitQuery) ([]int64, bool) {
+		t.Helper()
+		page, more, err := e.svc.CommitsPage(e.ctx, r.ID, q)
+		require.NoError(t, err)
+		var out []int64
+		for _, c := range page {
+			out = append(out, c.Seq)
+			assert.NotEmpty(t, c.Message.Body, "a page carries its messages")
+		}
+		return out, more
+	}
+	got, more := seqs(runs.CommitQuery{})
+	assert.Equal(t, []int64{1, 2}, got, "two messages of 2/5 of the cap fill a page")
+	assert.True(t, more)
+	got, more = seqs(runs.CommitQuery{AfterSeq: 4})
+	assert.Equal(t, []int64{5, 6}, got)
+	assert.False(t, more)
+	got, more = seqs(runs.CommitQuery{AfterSeq: 1, Limit: 1})
+	assert.Equal(t, []int64{2}, got)
+	assert.True(t, more)
+	got, more = seqs(runs.CommitQuery{AfterSeq: 6})
+	assert.Empty(t, got)
+	assert.False(t, more)
+
+	all, err := e.svc.Commits(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Len(t, all, 6)
+	none, err := e.svc.Commits(e.ctx, "no-such-run")
+	require.NoError(t, err)
+	assert.NotNil(t, none)
+	assert.Empty(t, none)
+
+	for _, q := range []runs.CommitQuery{{AfterSeq: -1}, {Limit: -1}, {Limit: runs.MaxCommitPage + 1}} {
+		_, _, err := e.svc.CommitsPage(e.ctx, r.ID, q)
+		assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%+v: %v", q, err)
+	}
 }

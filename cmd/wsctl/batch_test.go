@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -623,4 +624,57 @@ func TestBatchLineLimitIsExact(t *testing.T) {
 		assert.True(t, got[1].tooLong, "a line one byte past the limit, ending %q", ending)
 		assert.Empty(t, got[1].data)
 	}
+}
+
+// TestCommitsListPages: commits.list through wsctl batch answers a page of
+// commits with their messages and whether more remain, and afterSeq goes
+// on from the last; wsctl show --json lists every commit with its message
+// (read a page at a time) as valid JSON, and show's text names each.
+func TestCommitsListPages(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	lines := []string{`{"op":"run.create","chat":{"kind":"character","stableChatId":"s1"},"runId":"p1"}`}
+	for i := range 3 {
+		lines = append(lines, fmt.Sprintf(`{"op":"write","path":"output/main.md","content":"draft <%d> & more\n"}`, i), `{"op":"commit"}`)
+	}
+	lines = append(lines,
+		`{"op":"commits.list","limit":2}`,
+		`{"op":"commits.list","afterSeq":2}`,
+		`{"op":"commits.list","limit":501}`,
+	)
+	rs := c.batch(strings.Join(lines, "\n") + "\n")
+	page := func(r resp) (bodies []string, more bool) {
+		t.Helper()
+		require.True(t, r.OK, "%+v", r.Error)
+		for _, c := range r.Result["commits"].([]any) {
+			bodies = append(bodies, c.(map[string]any)["message"].(map[string]any)["mes"].(string))
+		}
+		return bodies, r.Result["more"].(bool)
+	}
+	bodies, more := page(rs[7])
+	assert.Equal(t, []string{"draft <0> & more\n", "draft <1> & more\n"}, bodies)
+	assert.True(t, more)
+	bodies, more = page(rs[8])
+	assert.Equal(t, []string{"draft <2> & more\n"}, bodies)
+	assert.False(t, more)
+	assert.Equal(t, "workspace.invalid_argument", rs[9].code())
+
+	var d runDetails
+	c.jsonOut(&d, "show", "p1")
+	require.Len(t, d.Commits, 3)
+	for i, cm := range d.Commits {
+		assert.Equal(t, int64(i+1), cm.Seq)
+		assert.Equal(t, fmt.Sprintf("draft <%d> & more\n", i), cm.Message.Body)
+	}
+	assert.Equal(t, "p1", d.Run.ID, "the fields around the commits are there")
+	assert.Equal(t, 1, len(d.Manifest.Artifacts))
+	out := c.ok("show", "p1")
+	assert.Regexp(t, `(?m)^commits\s+commit_p1_0001 commit replace completed from cp_\d+$`, out)
+	assert.Equal(t, 3, strings.Count(out, "commit_p1_"))
+
+	// A run without commits.
+	c.batch(`{"op":"run.create","chat":{"kind":"character","stableChatId":"s2"},"runId":"p2"}` + "\n")
+	out = c.ok("show", "p2", "--json")
+	assert.Contains(t, out, `"commits": []`)
+	assert.True(t, json.Valid([]byte(out)))
 }

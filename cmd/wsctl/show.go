@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -39,6 +43,71 @@ type runDetails struct {
 	// round events the host recorded (tool_call_*, model_*), if any.
 	LastToolCall   *journal.Event `json:"lastToolCall,omitempty"`
 	LastModelRound *journal.Event `json:"lastModelRound,omitempty"`
+}
+
+// eachCommit calls fn with each commit of run id in order, reading them a
+// page at a time.
+func eachCommit(ctx context.Context, svc *runs.Service, id string, fn func(runs.CommitRecord) error) error {
+	var q runs.CommitQuery
+	for {
+		page, more, err := svc.CommitsPage(ctx, id, q)
+		if err != nil {
+			return err
+		}
+		for _, c := range page {
+			if err := fn(c); err != nil {
+				return err
+			}
+		}
+		if !more {
+			return nil
+		}
+		q.AfterSeq = page[len(page)-1].Seq
+	}
+}
+
+// writeDetailsJSON writes d as writeJSON would, its commits taken from
+// each as they are written: the messages of one page are held at a time,
+// not every one.
+func writeDetailsJSON(w io.Writer, d runDetails, each func(func(runs.CommitRecord) error) error) error {
+	d.Commits = nil
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, d); err != nil {
+		return err
+	}
+	// Only the top level is indented by two spaces.
+	const slot = "\n  \"commits\": null"
+	head, tail, ok := strings.Cut(buf.String(), slot)
+	if !ok {
+		return fmt.Errorf("show: no commits in %q", buf.String())
+	}
+	bw := bufio.NewWriter(w)
+	bw.WriteString(head + "\n  \"commits\": [")
+	n := 0
+	err := each(func(c runs.CommitRecord) error {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("    ", "  ")
+		if err := enc.Encode(c); err != nil {
+			return err
+		}
+		if n > 0 {
+			bw.WriteString(",")
+		}
+		n++
+		bw.WriteString("\n    ")
+		_, err := bw.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("]" + tail)
+	return bw.Flush()
 }
 
 // lastRecords finds, paging the journal back from its end, the latest
@@ -95,9 +164,6 @@ func runShow(ctx context.Context, g globals, args []string) error {
 	if d.Events, err = st.Journal.Last(ctx, nil, id); err != nil {
 		return err
 	}
-	if d.Commits, err = st.Runs.Commits(ctx, id); err != nil {
-		return err
-	}
 	files, err := st.Runs.Workspace(id, runs.HostScope).List(ctx, vfs.Root(), allDepth)
 	if err != nil {
 		return err
@@ -115,8 +181,18 @@ func runShow(ctx context.Context, g globals, args []string) error {
 			d.Bytes += f.Size
 		}
 	}
+	commits := func(fn func(runs.CommitRecord) error) error { return eachCommit(ctx, st.Runs, id, fn) }
 	if g.json {
-		return writeJSON(g.out, d)
+		return writeDetailsJSON(g.out, d, commits)
+	}
+	// The text names each commit, not its message: one page of messages
+	// is held at a time.
+	if err := commits(func(c runs.CommitRecord) error {
+		c.Message = runs.Message{}
+		d.Commits = append(d.Commits, c)
+		return nil
+	}); err != nil {
+		return err
 	}
 	r := d.Run
 	t := newTable(g.out)
