@@ -136,7 +136,7 @@ func (h *Handler) importArchive(w http.ResponseWriter, r *http.Request) {
 		body = http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes)
 	}
 	var sum archive.Summary
-	err := h.replaying(r, h.progressReader(w, body), func(src io.Reader) (err error) {
+	err := h.replaying(r, h.progressReader(w, clientBody{body, "read the archive"}), func(src io.Reader) (err error) {
 		// The host's directories are not the client's to reach (see
 		// Handler.protocol).
 		sum, err = h.b.Archive.Import(r.Context(), src, archive.Options{NoHostPaths: true})

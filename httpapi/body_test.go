@@ -83,3 +83,22 @@ func TestMethodNotAllowed(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", b)
 	assert.Empty(t, resp.Header.Get("Allow"))
 }
+
+// TestImportBodyCutShort: an import whose body ends before its
+// Content-Length is the client's error (400 workspace.invalid_argument),
+// as an upload's is, and imports nothing.
+func TestImportBodyCutShort(t *testing.T) {
+	src := newServer(t, httpapi.Options{})
+	src.okJSON(http.MethodPost, src.url("/workspace/upload", "actor", "alice", "path", "notes.md"), strings.NewReader(strings.Repeat("note\n", 1000)))
+	resp, arc := src.do(http.MethodGet, src.url("/v1/export", "all", "true"), src.full, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", arc)
+
+	dst := newServer(t, httpapi.Options{})
+	head := fmt.Sprintf("POST /v1/import HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n", dst.full, len(arc))
+	resp = dst.rawRequest(head, string(arc[:len(arc)/2]))
+	b, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
+	assert.Contains(t, string(b), `"code":"workspace.invalid_argument"`)
+	dl, body := dst.do(http.MethodGet, dst.url("/workspace/file", "actor", "alice", "path", "notes.md"), dst.full, nil)
+	assert.Equal(t, http.StatusNotFound, dl.StatusCode, "nothing imported: %s", body)
+}

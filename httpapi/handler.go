@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -231,7 +233,45 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(lw, badRequest("the path %q is not clean: no empty, \".\" or \"..\" segments", r.URL.Path))
 		return
 	}
+	if err := h.checkQuery(r); err != nil {
+		writeError(lw, err)
+		return
+	}
 	h.mux.ServeHTTP(lw, r)
+}
+
+// changeParams are the query parameters each changing endpoint takes.
+var changeParams = map[string][]string{
+	"POST /workspace/upload":             {"actor", "path"},
+	"DELETE /workspace/file":             {"actor", "path"},
+	"POST /workspace/gc":                 {"actor", "keepVersions"},
+	"DELETE /workspace/delete-by-prefix": {"actor", "prefix"},
+	"POST /v1/op":                        {},
+	"POST /v1/import":                    {},
+}
+
+// checkQuery refuses a query string that does not parse, which
+// net/url's Query would read as if the pairs it cannot parse (a ";"
+// separator, a bad "%" escape) were absent: a gc meant for one actor would
+// then prune every actor's history. An endpoint that changes the store
+// also refuses a parameter it does not take, so a misspelled one
+// (keep=5) is not a default silently used.
+func (h *Handler) checkQuery(r *http.Request) error {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return badRequest("the query string does not parse (%v): separate parameters with & and escape ; %% & + = in values", err)
+	}
+	_, pattern := h.mux.Handler(r)
+	takes, changes := changeParams[pattern]
+	if !changes {
+		return nil
+	}
+	for k := range q {
+		if !slices.Contains(takes, k) {
+			return badRequest("%s takes no query parameter %q (it takes %v)", pattern, k, takes)
+		}
+	}
+	return nil
 }
 
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {

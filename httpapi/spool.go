@@ -1,43 +1,92 @@
 package httpapi
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
+	"syscall"
+
+	"github.com/wsstore/wsstore/wserr"
 )
 
-// spool keeps a copy of a request body on disk as it is read, so that a
-// store that was busy part-way through it can be sent the body again from
-// its first byte: the body itself can be read only once. Memory stays
-// bounded whatever the body's size; the file is removed on Close.
+// spool keeps a copy of a request body as it is read, so that a store
+// that was busy part-way through it can be sent the body again from its
+// first byte: the body itself can be read only once. Nothing is read
+// before the store asks for it, so a change the store refuses before its
+// content (a stale If-Match, a bad path) reads none of the body. The first
+// mem bytes are held in memory; past them the body goes to a temporary
+// file, made when it is first needed, so memory stays bounded whatever
+// the body's size; the file is removed on Close.
 type spool struct {
-	f    *os.File
+	dir  string
 	body io.Reader
-	n    int64 // bytes of body read, and held in f
+	buf  []byte   // the body's first bytes, up to mem
+	mem  int      // the most buf holds
+	f    *os.File // the bytes after buf, once there are any
+	n    int64    // bytes of body read: buf, then f
 }
 
-// newSpool returns a spool of body in a temporary file in dir (""; the
-// system's temporary directory).
-func newSpool(dir string, body io.Reader) (*spool, error) {
-	f, err := os.CreateTemp(dir, "wsstore-upload-*")
-	if err != nil {
-		return nil, err
-	}
-	// Unlinked at once where the system allows, so a crash leaves nothing.
-	_ = os.Remove(f.Name())
-	return &spool{f: f, body: body}, nil
+// newSpool returns a spool of body whose bytes past mem go to a temporary
+// file in dir ("": the system's temporary directory).
+func newSpool(dir string, body io.Reader, mem int) *spool {
+	return &spool{dir: dir, body: body, mem: mem}
 }
 
 // reader returns a reader of the body from its first byte: what was read
-// already comes from the file, the rest from the body, copied to the file
-// as it passes. One reader at a time.
+// already comes from memory or the file, the rest from the body, kept as
+// it passes. One reader at a time.
 func (s *spool) reader() io.Reader { return &spoolReader{s: s} }
 
-// Close removes the file.
+// Close removes the file, if there is one.
 func (s *spool) Close() error {
+	if s.f == nil {
+		return nil
+	}
 	name := s.f.Name()
 	err := s.f.Close()
 	_ = os.Remove(name)
 	return err
+}
+
+// keep appends p, the next bytes of the body, to the copy: to buf while
+// it has room, then to the file.
+func (s *spool) keep(p []byte) error {
+	kept := s.n // bytes kept before p
+	if n := min(len(p), s.mem-len(s.buf)); n > 0 {
+		s.buf = append(s.buf, p[:n]...)
+		p, kept = p[n:], kept+int64(n)
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	if s.f == nil {
+		f, err := os.CreateTemp(s.dir, "wsstore-upload-*")
+		if err != nil {
+			return spoolError(err)
+		}
+		// Unlinked at once where the system allows, so a crash leaves
+		// nothing.
+		_ = os.Remove(f.Name())
+		s.f = f
+	}
+	if _, err := s.f.WriteAt(p, kept-int64(s.mem)); err != nil {
+		return spoolError(err)
+	}
+	return nil
+}
+
+// spoolError codes a failure to keep the body's copy: a full disk and a
+// read-only file system are the host's state, as the store's own writes
+// report them; anything else is the server's.
+func spoolError(err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return wserr.Wrap(wserr.DiskFull, "upload", "", fmt.Errorf("spool the body: %w", err))
+	case errors.Is(err, syscall.EROFS):
+		return wserr.Wrap(wserr.ReadOnly, "upload", "", fmt.Errorf("spool the body: %w", err))
+	}
+	return wserr.Wrap(wserr.Internal, "upload", "", fmt.Errorf("spool the body: %w", err))
 }
 
 type spoolReader struct {
@@ -48,17 +97,23 @@ type spoolReader struct {
 func (r *spoolReader) Read(p []byte) (int, error) {
 	s := r.s
 	if r.off < s.n {
-		n, err := s.f.ReadAt(p[:min(int64(len(p)), s.n-r.off)], r.off)
-		r.off += int64(n)
-		if err == io.EOF {
-			err = nil
+		var n int
+		var err error
+		if r.off < int64(len(s.buf)) {
+			n = copy(p, s.buf[r.off:])
+		} else {
+			n, err = s.f.ReadAt(p[:min(int64(len(p)), s.n-r.off)], r.off-int64(len(s.buf)))
+			if err == io.EOF {
+				err = nil
+			}
 		}
+		r.off += int64(n)
 		return n, err
 	}
 	n, err := s.body.Read(p)
 	if n > 0 {
-		if _, werr := s.f.WriteAt(p[:n], s.n); werr != nil {
-			return 0, werr
+		if kerr := s.keep(p[:n]); kerr != nil {
+			return 0, kerr
 		}
 		s.n += int64(n)
 		r.off += int64(n)

@@ -1,10 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -162,22 +160,13 @@ func (h *Handler) upload(r *http.Request, actor, p string, body io.Reader, opt a
 }
 
 // replaying calls fn with body, and again with body from its first byte
-// each time fn fails with a busy store, until the busy deadline (retry). A
-// body of up to replayable bytes is held in memory; a larger one is
-// spooled to a temporary file in Options.SpoolDir as fn reads it, so
-// memory stays bounded. fn must commit nothing when it fails busy.
+// each time fn fails with a busy store, until the busy deadline (retry).
+// The body is read only as fn reads it: up to replayable bytes of it are
+// kept in memory, the rest in a temporary file in Options.SpoolDir
+// (spool), so memory stays bounded. fn must commit nothing when it fails
+// busy.
 func (h *Handler) replaying(r *http.Request, body io.Reader, fn func(io.Reader) error) error {
-	head, err := io.ReadAll(io.LimitReader(body, replayable+1))
-	if err != nil {
-		return err
-	}
-	if len(head) <= replayable {
-		return h.retry(r.Context(), func() error { return fn(bytes.NewReader(head)) })
-	}
-	sp, err := newSpool(h.opts.SpoolDir, io.MultiReader(bytes.NewReader(head), body))
-	if err != nil {
-		return wserr.Wrap(wserr.Internal, "upload", "", fmt.Errorf("spool the body: %w", err))
-	}
+	sp := newSpool(h.opts.SpoolDir, body, replayable)
 	defer sp.Close()
 	return h.retry(r.Context(), func() error { return fn(sp.reader()) })
 }

@@ -3,9 +3,13 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -260,4 +264,92 @@ func TestConditionalWrites(t *testing.T) {
 	// Without conditions nothing changes: a plain upload still answers 200.
 	code, b = put("plain")
 	assert.Equal(t, http.StatusOK, code, "%s", b)
+}
+
+// TestQueryStringsParseOrAreRefused: a query string with a pair that does
+// not parse (a ";" separator, a bad "%" escape) is 400 on every endpoint,
+// and an endpoint that changes the store refuses a parameter it does not
+// take; a gc meant for one actor never prunes another's history, and a
+// misspelled keepVersions is not read as its default.
+func TestQueryStringsParseOrAreRefused(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	for _, actor := range []string{"alice", "bob"} {
+		for v := range 4 {
+			s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", actor, "path", "f.txt"), strings.NewReader(fmt.Sprint(v)))
+		}
+	}
+	versions := func(actor string) float64 {
+		return s.okJSON(http.MethodGet, s.url("/workspace/stats", "actor", actor), nil)["versions"].(float64)
+	}
+	require.Equal(t, 4.0, versions("bob"))
+	for _, tc := range []struct{ method, query string }{
+		{http.MethodPost, "/workspace/gc?actor=alice;keepVersions=3"},
+		{http.MethodPost, "/workspace/gc?actor=alice%zz&keepVersions=3"},
+		{http.MethodPost, "/workspace/gc?actor=alice&keep=3"},
+		{http.MethodPost, "/workspace/upload?actor=alice&path=notes;v2.md"},
+		{http.MethodDelete, "/workspace/file?actor=alice&path=f.txt&force=1"},
+		{http.MethodGet, "/workspace/files?actor=alice&path=%zz"},
+	} {
+		resp, b := s.do(tc.method, s.srv.URL+tc.query, s.full, strings.NewReader("x"))
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s %s: %s", tc.method, tc.query, b)
+		assert.Equal(t, "workspace.invalid_argument", errCode(t, b), tc.query)
+	}
+	assert.Equal(t, 4.0, versions("alice"), "nothing pruned")
+	assert.Equal(t, 4.0, versions("bob"), "nothing pruned")
+	resp, b := s.do(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", "f.txt"), s.full, nil)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "3", string(b), "nothing deleted")
+	// A read takes what it does not know (a browser's cache buster).
+	resp, _ = s.do(http.MethodGet, s.srv.URL+"/workspace/files?actor=alice&_=1733000000", s.full, nil)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// TestRefusedUploadReadsNoBody: an upload the store refuses before its
+// content (a stale If-None-Match, a bad path, a bad actor) answers without
+// reading a byte of the body, whatever its size: a client that sent
+// Expect: 100-continue sends none.
+func TestRefusedUploadReadsNoBody(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "there.md"), strings.NewReader("x"))
+	for _, tc := range []struct {
+		name, url string
+		hdr       []string
+		status    int
+	}{
+		{"Stale", s.url("/workspace/upload", "actor", "alice", "path", "there.md"), []string{"If-None-Match", "*"}, http.StatusPreconditionFailed},
+		{"BadPath", s.url("/workspace/upload", "actor", "alice", "path", "../x"), nil, http.StatusUnprocessableEntity},
+		{"BadActor", s.url("/workspace/upload", "actor", "al/ice", "path", "x.md"), nil, http.StatusUnprocessableEntity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, size := range []int64{10, 5 << 20} {
+				body := &countingBody{r: io.LimitReader(zeros{}, size)}
+				req := httptest.NewRequest(http.MethodPost, tc.url, body)
+				req.Header.Set("Authorization", "Bearer "+s.full)
+				for i := 0; i+1 < len(tc.hdr); i += 2 {
+					req.Header.Set(tc.hdr[i], tc.hdr[i+1])
+				}
+				rec := httptest.NewRecorder()
+				s.h.ServeHTTP(rec, req)
+				assert.Equal(t, tc.status, rec.Code, "%d bytes: %s", size, rec.Body)
+				assert.Zero(t, body.n, "%d bytes: bytes of the body read", size)
+			}
+		})
+	}
+}
+
+// TestSpoolFailureIsCoded: when the copy of a large upload kept for
+// retries cannot be written (here: its directory is not one), the upload
+// fails with a coded error, not store.internal from the file system, and
+// changes nothing; a small upload needs no file.
+func TestSpoolFailureIsCoded(t *testing.T) {
+	notADir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notADir, nil, 0o644))
+	s := newServer(t, httpapi.Options{SpoolDir: notADir})
+	resp, b := s.do(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "big.bin"), s.full,
+		io.LimitReader(zeros{}, 3<<20))
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode, "%s", b)
+	assert.Contains(t, string(b), "spool the body")
+	resp, _ = s.do(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", "big.bin"), s.full, nil)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "nothing stored")
+	s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "small.md"), strings.NewReader("fits in memory"))
 }

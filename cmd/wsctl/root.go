@@ -38,6 +38,9 @@ type app struct {
 	readBuildInfo func() (*debug.BuildInfo, bool)
 	// followPoll is how often log --follow polls; tests shorten it.
 	followPoll time.Duration
+	// wrapBlobs, if not nil, wraps the content store checkout reads the
+	// files from: tests inject what another process does meanwhile.
+	wrapBlobs func(blobGetter) blobGetter
 
 	// started is set once a command's own code runs: errors before that
 	// (unknown commands, bad flags, wrong argument counts) are usage errors.
@@ -67,6 +70,9 @@ type globals struct {
 	profile  string
 	sync     index.Synchronous
 	blobs    string
+	// busyTimeout is how long one write waits for another process's
+	// lock; 0 is the store's default.
+	busyTimeout time.Duration
 }
 
 // runWith builds a command's RunE: it resolves the global flags into *g,

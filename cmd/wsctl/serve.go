@@ -118,11 +118,18 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 	if !isLoopback(host) && !o.allowRemote {
 		return usageError{fmt.Errorf("--listen %q is not a loopback address: pass --allow-remote to serve other machines", o.listen)}
 	}
+	if o.busyDeadline < 0 {
+		return usageError{fmt.Errorf("--busy-deadline %s: must not be negative", o.busyDeadline)}
+	}
 	if o.memoryLimit < 0 {
 		return usageError{fmt.Errorf("--memory-limit %d: must not be negative", o.memoryLimit)}
 	}
 	defer softMemoryLimit(o.memoryLimit)()
-	st, err := openServing(ctx, o.globals)
+	// A request waits for another process's lock no longer than
+	// --busy-deadline in all: each attempt's wait is within it.
+	g := o.globals
+	g.busyTimeout = o.busyDeadline
+	st, err := openServing(ctx, g)
 	if err != nil {
 		return err
 	}

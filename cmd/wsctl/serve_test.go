@@ -57,33 +57,50 @@ func TestServeRefusesRemoteWithoutFlag(t *testing.T) {
 // TestServe runs wsctl serve on a loopback port: the --json startup line
 // names the address, requests are served and logged, and SIGINT (the
 // context) lets the request in flight finish before the server stops.
-func TestServe(t *testing.T) {
-	c := newCLI(t)
-	tok := lastLine(c.ok("token", "create"))
+// serving is a wsctl serve running in the test.
+type serving struct {
+	url    string
+	listen string
+	errOut *syncWriter
+	cancel context.CancelFunc // interrupts it
+	done   chan int           // its exit status, once it ends
+}
+
+// startServe runs wsctl serve on c's store on a free loopback port, with
+// args, until the test ends or cancel.
+func startServe(t *testing.T, c *cli, args ...string) *serving {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	outR, outW := io.Pipe()
-	errOut := &syncWriter{w: &strings.Builder{}}
-	done := make(chan int, 1)
+	s := &serving{errOut: &syncWriter{w: &strings.Builder{}}, cancel: cancel, done: make(chan int, 1)}
 	go func() {
-		code := execute(ctx, c.app(), []string{"--store", c.store, "serve", "--listen", "127.0.0.1:0", "--json"}, strings.NewReader(""), outW, errOut)
+		code := execute(ctx, c.app(), append([]string{"--store", c.store, "serve", "--listen", "127.0.0.1:0", "--json"}, args...), strings.NewReader(""), outW, s.errOut)
 		outW.Close()
-		done <- code
+		s.done <- code
 	}()
+	t.Cleanup(cancel)
 	line, err := bufio.NewReader(outR).ReadString('\n')
 	require.NoError(t, err)
 	go io.Copy(io.Discard, outR)
 	var start struct{ Listen, URL string }
 	require.NoError(t, json.Unmarshal([]byte(line), &start), line)
-	assert.True(t, strings.HasPrefix(start.Listen, "127.0.0.1:"))
+	s.url, s.listen = start.URL, start.Listen
+	return s
+}
+
+func TestServe(t *testing.T) {
+	c := newCLI(t)
+	tok := lastLine(c.ok("token", "create"))
+	srv := startServe(t, c)
+	assert.True(t, strings.HasPrefix(srv.listen, "127.0.0.1:"))
 
 	req := func(method, path string, body io.Reader) (*http.Response, error) {
-		r, err := http.NewRequest(method, start.URL+path, body)
+		r, err := http.NewRequest(method, srv.url+path, body)
 		require.NoError(t, err)
 		r.Header.Set("Authorization", "Bearer "+tok)
 		return http.DefaultClient.Do(r)
 	}
-	resp, err := http.Get(start.URL + "/healthz")
+	resp, err := http.Get(srv.url + "/healthz")
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -99,7 +116,7 @@ func TestServe(t *testing.T) {
 	_, err = bodyW.Write([]byte("first half, "))
 	require.NoError(t, err)
 	time.Sleep(100 * time.Millisecond) // the request is in flight
-	cancel()
+	srv.cancel()
 	time.Sleep(100 * time.Millisecond) // the shutdown has begun
 	_, err = bodyW.Write([]byte("second half"))
 	require.NoError(t, err)
@@ -108,9 +125,9 @@ func TestServe(t *testing.T) {
 	require.NotNil(t, resp)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Equal(t, 0, <-done)
-	assert.Contains(t, errOut.String(), `"/workspace/upload?actor=alice&path=slow.md" 200`)
-	assert.Contains(t, errOut.String(), "stopped")
+	assert.Equal(t, 0, <-srv.done)
+	assert.Contains(t, srv.errOut.String(), `"/workspace/upload?actor=alice&path=slow.md" 200`)
+	assert.Contains(t, srv.errOut.String(), "stopped")
 	assert.Equal(t, "first half, second half", c.ok("actor", "download", "alice", "slow.md"))
 }
 
@@ -130,4 +147,52 @@ func (s *syncWriter) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.(*strings.Builder).String()
+}
+
+// TestServeBusyDeadline: a request that finds the store locked by another
+// process answers 503 store.busy once --busy-deadline has passed, while
+// the lock is still held, rather than waiting out the store's own 30 s
+// wait for it.
+func TestServeBusyDeadline(t *testing.T) {
+	c := newCLI(t)
+	tok := lastLine(c.ok("token", "create"))
+	srv := startServe(t, c, "--busy-deadline", "300ms")
+
+	ctx := context.Background()
+	lock, err := rawDB(t, c).Conn(ctx)
+	require.NoError(t, err)
+	defer lock.Close()
+	_, err = lock.ExecContext(ctx, "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+	got := make(chan int, 1)
+	go func() {
+		r, err := http.NewRequest(http.MethodPost, srv.url+"/workspace/upload?actor=alice&path=a.md", strings.NewReader("x"))
+		if !assert.NoError(t, err) {
+			return
+		}
+		r.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(r)
+		if !assert.NoError(t, err) {
+			return
+		}
+		resp.Body.Close()
+		got <- resp.StatusCode
+	}()
+	var status int
+	select {
+	case status = <-got:
+	case <-time.After(10 * time.Second):
+		// Released long after the deadline: a server still waiting
+		// then takes the lock and answers 200.
+		_, err = lock.ExecContext(ctx, "ROLLBACK")
+		require.NoError(t, err)
+		status = <-got
+	}
+	assert.Equal(t, http.StatusServiceUnavailable, status, "answered busy while the lock was held")
+	_, _ = lock.ExecContext(ctx, "ROLLBACK")
+}
+
+func TestServeRefusesANegativeBusyDeadline(t *testing.T) {
+	c := newCLI(t)
+	assert.Contains(t, c.fails(2, "serve", "--listen", "127.0.0.1:0", "--busy-deadline", "-1s"), "--busy-deadline")
 }

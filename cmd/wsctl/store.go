@@ -37,7 +37,7 @@ func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, e
 	if err := check(g.storeDir); err != nil {
 		return nil, err
 	}
-	opts := wsstore.Options{Index: index.Options{ReadOnly: mode == readOnly, Synchronous: g.sync}, Profile: g.profile, Blobs: g.blobs}
+	opts := wsstore.Options{Index: index.Options{ReadOnly: mode == readOnly, Synchronous: g.sync, BusyTimeout: g.busyTimeout}, Profile: g.profile, Blobs: g.blobs}
 	opts.Runs.MaxStoreBytes = g.maxStore
 	if g.now != nil {
 		opts.Now = g.now

@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"os"
+	"syscall"
+	"testing"
+	"testing/iotest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// TestSpoolReplays: each reader of a spool reads the whole body from its
+// first byte, whether the first stopped inside the bytes kept in memory,
+// past them in the file, or read to the end; the body itself is read
+// once, and only as far as a reader asked.
+func TestSpoolReplays(t *testing.T) {
+	body := make([]byte, 10_000)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range body {
+		body[i] = byte(r.Uint32())
+	}
+	src := &countingBodyReader{r: bytes.NewReader(body)}
+	sp := newSpool(t.TempDir(), iotest.HalfReader(src), 1_000)
+	defer sp.Close()
+	for _, stop := range []int64{500, 4_000, 20_000} {
+		got, err := io.ReadAll(io.LimitReader(iotest.OneByteReader(sp.reader()), stop))
+		require.NoError(t, err)
+		assert.Equal(t, body[:min(stop, int64(len(body)))], got, "a reader stopping at %d", stop)
+		assert.LessOrEqual(t, src.n, max(stop, 4_000), "the body is read as far as asked")
+	}
+	got, err := io.ReadAll(sp.reader())
+	require.NoError(t, err)
+	assert.Equal(t, body, got)
+	assert.Equal(t, int64(len(body)), src.n, "the body is read once")
+	assert.NotNil(t, sp.f, "past the memory, a file")
+
+	small := newSpool(t.TempDir(), bytes.NewReader(body[:800]), 1_000)
+	_, err = io.ReadAll(small.reader())
+	require.NoError(t, err)
+	assert.Nil(t, small.f, "a body within the memory makes no file")
+}
+
+type countingBodyReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingBodyReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestSpoolErrorCodes: a full disk and a read-only file system are coded
+// as the store's own writes code them.
+func TestSpoolErrorCodes(t *testing.T) {
+	for errno, code := range map[syscall.Errno]wserr.Code{
+		syscall.ENOSPC: wserr.DiskFull,
+		syscall.EROFS:  wserr.ReadOnly,
+		syscall.EACCES: wserr.Internal,
+	} {
+		err := spoolError(&os.PathError{Op: "open", Path: "/tmp/x", Err: errno})
+		assert.Equal(t, code, wserr.CodeOf(err), "%v", errno)
+	}
+}
