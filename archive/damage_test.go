@@ -22,6 +22,7 @@ import (
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -351,6 +352,7 @@ func TestImportRefusesResignedRows(t *testing.T) {
 		{"EventSeqOutOfOrder", records(replaceFirst(`"event":`, `"seq":2,`, `"seq":9,`))},
 		{"RunHeadMissing", records(replaceRe(`^\{"run":`, `"headCheckpoint":\d+`, `"headCheckpoint":99`))},
 		{"CommitCheckpointMissing", records(replaceRe(`^\{"commit":`, `"checkpointSeq":\d+`, `"checkpointSeq":99`))},
+		{"CommitMessageNotJSON", records(replaceFirst(`"commit":`, `"message":"{`, `"message":"nope{`))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := open(t)
@@ -410,7 +412,8 @@ func importFromFile(t *testing.T, dst *wsstore.Store, arc []byte) (uint64, error
 // TestImportRefusesARowPastItsCap: a row of records.jsonl longer than the
 // importer reads whole (a commit's message edited to carry 200 MiB, the
 // archive signed again) is archive.corrupt, refused with the heap growing
-// by far less than the row; two rows on one line are corrupt too.
+// by far less than the row; two rows on one line, or anything but white
+// space after a row, are corrupt too.
 func TestImportRefusesARowPastItsCap(t *testing.T) {
 	src := open(t)
 	populate(t, src)
@@ -439,8 +442,39 @@ func TestImportRefusesARowPastItsCap(t *testing.T) {
 	assert.Less(t, grew, uint64(320<<20), "the row is not read whole")
 	assertEmpty(t, dst)
 
-	twice := edit(func(l string) string { return l + l })
-	_, err = dst.Archive.Import(context.Background(), bytes.NewReader(twice), archive.Options{})
-	assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
-	assertEmpty(t, dst)
+	for _, after := range []string{"", "}", "]]", " x"} {
+		bad := edit(func(l string) string {
+			if after == "" {
+				return l + l // two rows
+			}
+			return l + after
+		})
+		_, err = dst.Archive.Import(context.Background(), bytes.NewReader(bad), archive.Options{})
+		assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%q after a row: %v", after, err)
+		assertEmpty(t, dst)
+	}
+}
+
+// TestExportRefusesARowPastTheImportCap: a row no import would read back
+// (a commit whose sink's receipt is 65 MiB) fails the export with
+// workspace.size_limit_exceeded naming the row, and no file is left
+// where it was asked for.
+func TestExportRefusesARowPastTheImportCap(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	run, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	_, err = s.Runs.Workspace(run.ID, runs.ModelScope).Write(ctx, vfs.MustPath("output/main.md"), []byte("the answer\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	receipt := json.RawMessage(`"` + strings.Repeat("r", 65<<20) + `"`)
+	_, err = s.Runs.Commit(ctx, run.ID, runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {
+		return receipt, nil
+	}), runs.CommitOptions{})
+	require.NoError(t, err)
+
+	path := filepath.Join(t.TempDir(), "out.wsar")
+	_, err = s.ExportFile(ctx, path, archive.Scope{All: true}, archive.Options{})
+	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
+	assert.Contains(t, wserr.MessageOf(err), "commit commit_r_0001")
+	assert.NoFileExists(t, path)
 }

@@ -3,6 +3,7 @@ package archive
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -104,10 +105,20 @@ func report(opt Options, phase string, done, total int64) {
 // tree and blob they reach.
 func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scope) error {
 	bw := bufio.NewWriter(p.spool)
-	enc := json.NewEncoder(bw)
+	var row bytes.Buffer
+	enc := json.NewEncoder(&row)
 	enc.SetEscapeHTML(false)
 	put := func(r Record) error {
+		row.Reset()
 		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("export: spool: %w", err)
+		}
+		if n := row.Len() - 1; n > maxRowBytes {
+			// An archive no import would read back: refused here, before
+			// anything is written where it was asked for.
+			return wserr.New(wserr.SizeLimitExceeded, "export", "", "a row of %d bytes (%s), past the %d an import reads", n, r.name(), int64(maxRowBytes))
+		}
+		if _, err := bw.Write(row.Bytes()); err != nil {
 			return fmt.Errorf("export: spool: %w", err)
 		}
 		return nil

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash"
 	"time"
 
@@ -33,9 +34,10 @@ const (
 
 // Limits on what import reads whole: a manifest, a tree or a row (a line
 // of records.jsonl) larger than these is refused as corrupt rather than
-// read into memory. A commit's row holds a message of at most
-// runs.MaxMessageBytes; only a host value of tens of MiB (a manifest, a
-// context record) takes a row near maxRowBytes, as batch's longest line.
+// read into memory. A commit's message is at most runs.MaxMessageBytes
+// (since there was a cap); a row near maxRowBytes holds a host value of
+// tens of MiB (a manifest, a context record, a receipt). Export refuses a
+// row past it, which no import would read.
 const (
 	maxManifestBytes = 256 << 20
 	maxTreeBytes     = 64 << 20
@@ -87,6 +89,29 @@ type RunTail struct {
 	RunID       string  `json:"runId"`
 	From        int64   `json:"from"`
 	Checkpoints []int64 `json:"checkpoints"`
+}
+
+// name says which row r is, for an error.
+func (r Record) name() string {
+	switch {
+	case r.Chat != nil:
+		return "chat " + r.Chat.ID
+	case r.Run != nil:
+		return "run " + r.Run.ID
+	case r.Checkpoint != nil:
+		return fmt.Sprintf("checkpoint %s#%d", r.Checkpoint.RunID, r.Checkpoint.Seq)
+	case r.Commit != nil:
+		return "commit " + r.Commit.ID
+	case r.Event != nil:
+		return fmt.Sprintf("event %s#%d", r.Event.RunID, r.Event.Seq)
+	case r.Space != nil:
+		return "actor " + r.Space.Actor
+	case r.Change != nil:
+		return "change of actor " + r.Change.Actor
+	case r.Tail != nil:
+		return "tail of run " + r.Tail.RunID
+	}
+	return "empty row"
 }
 
 func (r Record) fields() int {

@@ -567,7 +567,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 		if err := dec.Decode(&rec); err != nil {
 			return corrupt("records: %v", err)
 		}
-		if dec.More() {
+		if len(bytes.TrimSpace(line[dec.InputOffset():])) > 0 {
 			return corrupt("records: a line holds more than one row")
 		}
 		if rec.fields() != 1 {

@@ -244,6 +244,10 @@ func sameRun(a, b RunRecord) bool {
 // c.RunID's, it names a checkpoint the run does not hold, or its row does
 // not insert (a duplicate id or seq).
 func (s *Service) ImportCommit(ctx context.Context, tx *index.Tx, c CommitRow) error {
+	if !json.Valid([]byte(c.Message)) || !json.Valid([]byte(c.Receipt)) {
+		// Every read of the run's commits would fail on it.
+		return wserr.New(wserr.Corrupt, "import commit", "", "commit %s of run %s has a message or receipt that is not JSON", c.ID, c.RunID)
+	}
 	if c.CheckpointSeq != 0 {
 		ok, err := s.checkpoints.Has(ctx, tx, c.RunID, c.CheckpointSeq)
 		if err != nil {

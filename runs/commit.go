@@ -123,8 +123,8 @@ const (
 // sink is not called. With opt.Path the model names the one file to
 // commit, and the model's rules apply: a path outside the profile's
 // visible roots (input/, runtime records) fails with
-// workspace.path_not_visible, one under scratch/ or host/ or in a virtual
-// mount with workspace.invalid_path, a missing file with
+// workspace.path_not_visible, one under scratch/, in a virtual mount or
+// under host/ of a run with allowed host paths with workspace.invalid_path, a missing file with
 // workspace.file_not_found. A message past MaxMessageBytes fails with
 // workspace.size_limit_exceeded. If the sink fails, the error is
 // commit.sink_failed, the run stays as it was and Commit may be retried.
@@ -270,11 +270,7 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 		a Artifact
 		e vfs.Entry
 	}
-	var (
-		arts  []found
-		sizes = map[string]int64{}
-		total int64
-	)
+	var arts []found
 	for _, a := range man.sorted() {
 		p, err := vfs.ParsePath(a.Path)
 		if err != nil {
@@ -294,46 +290,40 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 			continue // never in the message, its template or its extra
 		}
 		arts = append(arts, found{a, e})
-		sizes[a.ID] = e.Size
-		if a.Target.Kind == TargetMessageExtra {
-			total += e.Size
-		}
-		if man.CommitPolicy.StoreArtifactsInExtra {
-			total += e.Size
-		}
 	}
+	// What each artifact puts in the message: its bytes each time the
+	// template names it (or once as a body without one), once as an extra,
+	// once more among the contents kept.
 	tpl := man.CommitPolicy.CombineTemplate
 	named := map[string]int64{} // artifact id: how often the template names it
 	for _, m := range placeholder.FindAllStringSubmatch(tpl, -1) {
 		named[m[1]]++
 	}
-	if tpl != "" {
-		// The template's own text and each placeholder as often as it
-		// appears.
-		total += int64(len(placeholder.ReplaceAllString(tpl, "")))
-		for id, n := range named {
-			total += n * sizes[id]
-		}
-	} else {
-		bodies := 0
-		for _, f := range arts {
-			if f.a.Target.Kind == TargetMessageBody {
-				if bodies > 0 {
-					total += int64(len("\n\n"))
-				}
-				total += f.e.Size
-				bodies++
+	total := int64(len(placeholder.ReplaceAllString(tpl, ""))) // the template's own text
+	largest, most := "", int64(-1)
+	nbodies := 0
+	for _, f := range arts {
+		n := named[f.a.ID]
+		switch {
+		case tpl == "" && f.a.Target.Kind == TargetMessageBody:
+			if nbodies > 0 {
+				total += int64(len("\n\n"))
 			}
+			nbodies++
+			n = 1
+		case f.a.Target.Kind == TargetMessageExtra:
+			n++
 		}
+		if man.CommitPolicy.StoreArtifactsInExtra {
+			n++
+		}
+		if in := n * f.e.Size; in > most {
+			largest, most = f.a.Path, in
+		}
+		total += n * f.e.Size
 	}
 	if total > MaxMessageBytes {
-		var largest found
-		for _, f := range arts {
-			if f.e.Size > largest.e.Size {
-				largest = f
-			}
-		}
-		return Message{}, messageTooLarge(largest.a.Path, total)
+		return Message{}, messageTooLarge(largest, total)
 	}
 	contents := map[string]string{}
 	var bodies []string
@@ -699,9 +689,9 @@ const (
 )
 
 // CommitsPage lists the run's commits after q.AfterSeq in order: up to
-// q.Limit, and ending before a commit whose message would take the page's
-// messages past MaxMessageBytes (a page holds one commit at least), so a
-// page holds about one full message's worth. more says whether commits
+// q.Limit, and ending before a commit whose message, receipt and error
+// would take the page's past MaxMessageBytes (a page holds one commit at
+// least), so a page holds about one full message's worth. more says whether commits
 // after the page remain. A run with no commits, or none, has an empty page.
 // A negative AfterSeq or a Limit outside 0..MaxCommitPage is
 // workspace.invalid_argument.
@@ -714,13 +704,13 @@ func (s *Service) CommitsPage(ctx context.Context, runID string, q CommitQuery) 
 	}
 	var rows []commitRow
 	err = s.db.View(ctx, func(tx *index.Tx) error {
-		// The messages' sizes first, from the rows' headers: where the
-		// page ends is known before any message is read.
+		// The rows' sizes first (message, receipt, error), from their
+		// headers: where the page ends is known before any is read.
 		var sizes []struct {
 			Seq   int64 `db:"seq"`
 			Bytes int64 `db:"bytes"`
 		}
-		if err := tx.SelectContext(ctx, &sizes, `SELECT seq, octet_length(message) AS bytes FROM commits
+		if err := tx.SelectContext(ctx, &sizes, `SELECT seq, octet_length(message) + coalesce(octet_length(receipt), 0) + coalesce(octet_length(error), 0) AS bytes FROM commits
 			WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, q.AfterSeq, q.Limit+1); err != nil {
 			return index.Translate(err)
 		}

@@ -360,6 +360,7 @@ func TestCommitRefusesAMessagePastItsCap(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		require.Error(t, err, name)
 		assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%s: %v", name, err)
+		assert.Contains(t, err.Error(), "commit output/main.md:", "%s: the file that fills the message is named", name)
 		assert.Empty(t, sink.got, name)
 		assert.Equal(t, before, rowCounts(e), "%s: a refused commit records nothing", name)
 		assert.Less(t, ms.TotalAlloc-alloc, uint64(runs.MaxMessageBytes), "%s: refused without reading the files", name)
@@ -426,6 +427,16 @@ func TestCommitRefusesAMessagePastItsCap(t *testing.T) {
 	e.write(r.ID, "output/main.md", body(runs.MaxMessageBytes*9/10))
 	_, err = e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
 	require.NoError(t, err)
+
+	// Rolling the commit back to the checkpoint of the large file is
+	// refused the same way.
+	cps, err := e.st.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, "after_workspace_write", cps[1].Reason)
+	before = rowCounts(e)
+	_, err = e.svc.RollbackCommit(e.ctx, r.ID, cps[1].Seq, sink, false)
+	assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+	assert.Equal(t, before, rowCounts(e))
 }
 
 // TestCommitsPage pages a run's commits: up to the limit, and ending
@@ -465,9 +476,23 @@ func TestCommitsPage(t *testing.T) {
 	got, more = seqs(runs.CommitQuery{AfterSeq: 1, Limit: 1})
 	assert.Equal(t, []int64{2}, got)
 	assert.True(t, more)
+	got, more = seqs(runs.CommitQuery{AfterSeq: 4, Limit: 2})
+	assert.Equal(t, []int64{5, 6}, got, "exactly the limit left")
+	assert.False(t, more)
 	got, more = seqs(runs.CommitQuery{AfterSeq: 6})
 	assert.Empty(t, got)
 	assert.False(t, more)
+
+	// A message stored past the cap (before there was one) is a page of
+	// its own.
+	require.NoError(t, e.st.DB.Update(e.ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(e.ctx, `UPDATE commits SET message = json_object('mes', ?) WHERE run_id = ? AND seq = 5`,
+			strings.Repeat("y", runs.MaxMessageBytes+1), r.ID)
+		return err
+	}))
+	got, more = seqs(runs.CommitQuery{AfterSeq: 4})
+	assert.Equal(t, []int64{5}, got)
+	assert.True(t, more)
 
 	all, err := e.svc.Commits(e.ctx, r.ID)
 	require.NoError(t, err)

@@ -23,6 +23,9 @@ import (
 type checkoutOptions struct {
 	globals
 	at string
+	// wrapBlobs, if not nil, wraps the content store the files are read
+	// from (app.wrapBlobs).
+	wrapBlobs func(blobGetter) blobGetter
 }
 
 func newCheckoutCmd(a *app) *cobra.Command {
@@ -43,6 +46,7 @@ checked out, nor are virtual resources or allowed host paths (host/).`,
 			return a.runArgs()(cmd, args, toComplete)
 		},
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			o.wrapBlobs = a.wrapBlobs
 			return runCheckout(ctx, o, args)
 		}),
 	}
@@ -121,15 +125,16 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 			files = append(files, fi)
 		}
 	}
-	if checkoutListed != nil {
-		checkoutListed()
+	var blobs blobGetter = st.Blobs
+	if o.wrapBlobs != nil {
+		blobs = o.wrapBlobs(blobs)
 	}
 	bar := newProgress(o.globals)
 	defer bar.done()
 	ws := workspaceFor(st.Runs, runID, seq)
 	for i, fi := range files {
 		bar.update("checkout", i, len(files))
-		n, err := checkoutFile(ctx, st.Blobs, root, fi)
+		n, err := checkoutFile(ctx, blobs, root, fi)
 		if wserr.Is(err, wserr.NotFound) {
 			err = changedMeanwhile(ctx, ws, fi, err)
 		}
@@ -152,10 +157,6 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	_, err = fmt.Fprintf(o.out, "checked out %d files (%s) of %s at %s into %s\n", res.Files, humanBytes(res.Bytes), runID, from, dir)
 	return err
 }
-
-// checkoutListed, when set (by tests), runs between the listing and the
-// first file, where another process may change the run.
-var checkoutListed func()
 
 // changedMeanwhile explains a file's contents gone from the store after
 // the listing named them: the run or its checkpoint was deleted and

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -313,8 +316,9 @@ func TestNewerFormatExits7(t *testing.T) {
 // its first file, in another store handle, then collects with no grace:
 // a run deleted meanwhile is run.not_found (exit 3), a file rewritten
 // meanwhile store.conflict (exit 5), each naming what happened, and the
-// directory is left empty. Not parallel: it sets checkoutListed.
+// directory is left empty.
 func TestCheckoutBesideAChange(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
@@ -343,18 +347,35 @@ func TestCheckoutBesideAChange(t *testing.T) {
 			require.NoError(t, err)
 			_, err = st.Runs.Workspace("run_b", runs.ModelScope).Write(ctx, vfs.MustPath("output/draft.md"), []byte("first draft\n"), vfs.WriteOptions{})
 			require.NoError(t, err)
-			checkoutListed = func() {
-				tc.change(st)
-				_, err := st.GC(ctx, wsstore.GCOptions{Grace: -1})
-				require.NoError(t, err)
+			a := c.app()
+			a.wrapBlobs = func(g blobGetter) blobGetter {
+				return &changeFirst{blobGetter: g, change: func() {
+					tc.change(st)
+					_, err := st.GC(ctx, wsstore.GCOptions{Grace: -1})
+					require.NoError(t, err)
+				}}
 			}
-			defer func() { checkoutListed = nil }()
 			dir := t.TempDir()
-			errOut := c.fails(tc.code, "checkout", tc.run, dir)
-			assert.Regexp(t, tc.want, errOut)
+			var out, errOut bytes.Buffer
+			code := execute(ctx, a, []string{"--store", c.store, "checkout", tc.run, dir}, strings.NewReader(""), &out, &errOut)
+			assert.Equal(t, tc.code, code, errOut.String())
+			assert.Regexp(t, tc.want, errOut.String())
 			entries, err := os.ReadDir(dir)
 			require.NoError(t, err)
 			assert.Empty(t, entries)
 		})
 	}
+}
+
+// changeFirst runs change before the first Get: another process's change
+// between checkout's listing and its first file.
+type changeFirst struct {
+	blobGetter
+	change func()
+	once   sync.Once
+}
+
+func (c *changeFirst) Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error) {
+	c.once.Do(c.change)
+	return c.blobGetter.Get(ctx, h)
 }
