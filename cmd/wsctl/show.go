@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -79,7 +80,7 @@ func writeDetailsJSON(w io.Writer, d runDetails, each func(func(runs.CommitRecor
 	const slot = "\n  \"commits\": null"
 	head, tail, ok := strings.Cut(buf.String(), slot)
 	if !ok {
-		return fmt.Errorf("show: no commits in %q", buf.String())
+		return errors.New("show: the run's details have no commits field")
 	}
 	bw := bufio.NewWriter(w)
 	bw.WriteString(head + "\n  \"commits\": [")
