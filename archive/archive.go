@@ -43,7 +43,7 @@ type Runs interface {
 	EachChatRecord(ctx context.Context, tx *index.Tx, fn func(runs.ChatRecord) error) error
 	ExportRun(ctx context.Context, tx *index.Tx, id string) (runs.RunRecord, error)
 	EachRunRecord(ctx context.Context, tx *index.Tx, chatID string, fn func(runs.RunRecord) error) error
-	ExportCommits(ctx context.Context, tx *index.Tx, runID string) ([]runs.CommitRow, error)
+	EachCommitRow(ctx context.Context, tx *index.Tx, runID string, fn func(runs.CommitRow) error) error
 	ImportChat(ctx context.Context, tx *index.Tx, c runs.ChatRecord) (bool, error)
 	ImportRun(ctx context.Context, tx *index.Tx, r runs.RunRecord) (bool, error)
 	ImportCommit(ctx context.Context, tx *index.Tx, c runs.CommitRow) error

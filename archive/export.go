@@ -228,14 +228,10 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 				return err
 			}
 		}
-		commits, err := a.p.Runs.ExportCommits(ctx, tx, r.ID)
-		if err != nil {
+		if err := a.p.Runs.EachCommitRow(ctx, tx, r.ID, func(c runs.CommitRow) error {
+			return put(Record{Commit: &c})
+		}); err != nil {
 			return err
-		}
-		for _, c := range commits {
-			if err := put(Record{Commit: &c}); err != nil {
-				return err
-			}
 		}
 		err = a.p.Journal.ExportEventsAfter(ctx, tx, r.ID, max(from-1, 0), func(e journal.Event) error {
 			p.events++

@@ -2,6 +2,7 @@ package archive_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -129,4 +130,38 @@ func TestMemoryBounded(t *testing.T) {
 	fi, err := dst.Runs.Workspace("big", runs.HostScope).Stat(ctx, vfs.MustPath("output/big.bin"))
 	require.NoError(t, err)
 	assert.Equal(t, size, fi.Size)
+}
+
+// TestExportHoldsOneCommitAtATime: a run's commits are exported one row
+// at a time; twenty messages of nearly 4 MiB (72 MiB) export with the heap
+// growing by what a few of them take (about 36 MiB here, where holding the
+// run's rows took 161 MiB).
+func TestExportHoldsOneCommitAtATime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("commits 72 MiB of messages")
+	}
+	ctx := context.Background()
+	src := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	sink := runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) { return nil, nil })
+	const commits = 20
+	for i := range commits {
+		body := make([]byte, runs.MaxMessageBytes*9/10)
+		for j := range body {
+			body[j] = 'a' + byte((i+j)%26)
+		}
+		_, err := src.Runs.Workspace("r", runs.ModelScope).Write(ctx, vfs.MustPath("output/main.md"), body, vfs.WriteOptions{})
+		require.NoError(t, err)
+		_, err = src.Runs.Commit(ctx, "r", sink, runs.CommitOptions{})
+		require.NoError(t, err)
+	}
+	var sum archive.Summary
+	grew := heapPeak(t, func() {
+		sum, err = src.Archive.Export(ctx, io.Discard, archive.Scope{All: true}, archive.Options{})
+	})
+	require.NoError(t, err)
+	assert.Greater(t, sum.ArchiveBytes, int64(commits*runs.MaxMessageBytes*9/10), "every message exported")
+	t.Logf("export of %d commits of %d MiB: heap grew %d MiB at most", commits, runs.MaxMessageBytes*9/10>>20, grew>>20)
+	assert.Less(t, grew, uint64(48<<20), "one commit's message at a time")
 }

@@ -162,13 +162,12 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 	if err := im.endLineage(ctx, tx); err != nil {
 		return err
 	}
-	commits, err := im.a.p.Runs.ExportCommits(ctx, tx, id)
-	if err != nil {
-		return err
-	}
 	known := map[string]bool{}
-	for _, c := range commits {
+	if err := im.a.p.Runs.EachCommitRow(ctx, tx, id, func(c runs.CommitRow) error {
 		known[c.ID] = true
+		return nil
+	}); err != nil {
+		return err
 	}
 	for _, c := range mr.commits {
 		if !known[c.ID] {

@@ -132,14 +132,23 @@ func (s *Service) EachRunRecord(ctx context.Context, tx *index.Tx, chatID string
 	return nil
 }
 
-// ExportCommits returns run id's commit rows in tx, ordered by seq.
-func (s *Service) ExportCommits(ctx context.Context, tx *index.Tx, runID string) ([]CommitRow, error) {
-	var out []CommitRow
-	err := tx.SelectContext(ctx, &out, `SELECT `+commitRowCols+` FROM commits WHERE run_id = ? ORDER BY seq`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("export commits %s: %w", runID, index.Translate(err))
+// EachCommitRow calls fn with each of run id's commit rows in tx, ordered
+// by seq, reading one at a time: a run's messages are never held together.
+func (s *Service) EachCommitRow(ctx context.Context, tx *index.Tx, runID string, fn func(CommitRow) error) error {
+	var seqs []int64
+	if err := tx.SelectContext(ctx, &seqs, `SELECT seq FROM commits WHERE run_id = ? ORDER BY seq`, runID); err != nil {
+		return fmt.Errorf("export commits %s: %w", runID, index.Translate(err))
 	}
-	return out, nil
+	for _, seq := range seqs {
+		var c CommitRow
+		if err := tx.GetContext(ctx, &c, `SELECT `+commitRowCols+` FROM commits WHERE run_id = ? AND seq = ?`, runID, seq); err != nil {
+			return fmt.Errorf("export commit %s#%d: %w", runID, seq, index.Translate(err))
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ImportChat writes c in tx unless a chat workspace with its id exists. It
