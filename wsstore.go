@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/wsstore/wsstore/actors"
@@ -100,11 +102,14 @@ type Store struct {
 // and the same clock. It fails with store.newer_format for a store written
 // by a newer build.
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
-	if dir == "" {
-		return nil, errors.New("open store: empty directory")
+	if err := opts.validate(dir); err != nil {
+		return nil, err
 	}
 	if !opts.Index.ReadOnly {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
+			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+				return nil, wserr.Wrap(wserr.InvalidOptions, "open store", dir, fmt.Errorf("it or a parent is a file, not a directory: %w", err))
+			}
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 	}
@@ -136,14 +141,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	trees := vfs.NewTrees(db, blobs, now)
 	j := journal.New(db, now)
 	cps := checkpoint.New(db, trees, blobs, j, now)
-	switch opts.Profile {
-	case "":
-	case ProfileMobile:
-		opts.Runs.Mobile = true
-	default:
-		db.Close()
-		return nil, wserr.New(wserr.InvalidOptions, "open store", "", "unknown profile %q (want %q or none)", opts.Profile, ProfileMobile)
-	}
+	opts.Runs.Mobile = opts.Profile == ProfileMobile
 	// The service reclaims space after deletions through maintenance,
 	// which lists the service's roots: the reclaimer is filled in once
 	// both exist.
@@ -168,6 +166,34 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 // another tier than the recorded one, or a store with objects on a tier
 // it recorded no URL of, fails with store.invalid_options. Opening does
 // not contact the object store: a device offline still opens its store.
+// validate refuses, with store.invalid_options, what Open would refuse
+// later on: checked before anything is created, so a bad option leaves no
+// directory or database behind.
+func (opts Options) validate(dir string) error {
+	const op = "open store"
+	if dir == "" {
+		return wserr.New(wserr.InvalidOptions, op, "", "empty directory")
+	}
+	if err := opts.Index.Validate(); err != nil {
+		return err
+	}
+	if err := opts.CAS.Validate(); err != nil {
+		return err
+	}
+	if opts.Profile != "" && opts.Profile != ProfileMobile {
+		return wserr.New(wserr.InvalidOptions, op, "", "unknown profile %q (want %q or none)", opts.Profile, ProfileMobile)
+	}
+	if opts.Runs.MaxStoreBytes < 0 {
+		return wserr.New(wserr.InvalidOptions, op, "", "max store bytes %d is negative (0: no cap)", opts.Runs.MaxStoreBytes)
+	}
+	if opts.Blobs != "" {
+		if _, err := remote.ParseURL(opts.Blobs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*remote.Storage, error) {
 	recorded, err := remote.Recorded(ctx, db)
 	if err != nil {

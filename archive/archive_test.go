@@ -281,3 +281,13 @@ func TestExportRefusesEmptyScopes(t *testing.T) {
 	_, err := s.Archive.Export(context.Background(), &bytes.Buffer{}, archive.Scope{Runs: []string{"nope"}}, archive.Options{})
 	assert.True(t, wserr.Is(err, wserr.RunNotFound), "%v", err)
 }
+
+// TestNilStreams: a nil writer or reader is workspace.invalid_argument,
+// not a panic.
+func TestNilStreams(t *testing.T) {
+	s := open(t)
+	_, err := s.Archive.Export(context.Background(), nil, archive.Scope{All: true}, archive.Options{})
+	assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%v", err)
+	_, err = s.Archive.Import(context.Background(), nil, archive.Options{})
+	assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%v", err)
+}

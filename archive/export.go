@@ -52,6 +52,9 @@ type plan struct {
 // refuses.
 func (a *Archiver) Export(ctx context.Context, w io.Writer, scope Scope, opt Options) (Summary, error) {
 	start := a.p.Now()
+	if w == nil {
+		return Summary{}, wserr.New(wserr.InvalidArgument, "export", "", "nil writer")
+	}
 	if err := checkScope(scope); err != nil {
 		return Summary{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -134,8 +135,8 @@ func TestMemoryBounded(t *testing.T) {
 
 // TestExportHoldsOneCommitAtATime: a run's commits are exported one row
 // at a time; twenty messages of nearly 4 MiB (72 MiB) export with the heap
-// growing by what a few of them take (about 36 MiB here, where holding the
-// run's rows took 161 MiB).
+// growing by what a few of them take (about 25 MiB here with the collector
+// at 10%, where holding the run's rows took 108 MiB).
 func TestExportHoldsOneCommitAtATime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("commits 72 MiB of messages")
@@ -156,6 +157,9 @@ func TestExportHoldsOneCommitAtATime(t *testing.T) {
 		_, err = src.Runs.Commit(ctx, "r", sink, runs.CommitOptions{})
 		require.NoError(t, err)
 	}
+	// A collection at every 10% of growth: the peak is what is live,
+	// whatever garbage earlier tests left to pace the collector.
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var sum archive.Summary
 	grew := heapPeak(t, func() {
 		sum, err = src.Archive.Export(ctx, io.Discard, archive.Scope{All: true}, archive.Options{})
@@ -163,5 +167,5 @@ func TestExportHoldsOneCommitAtATime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, sum.ArchiveBytes, int64(commits*runs.MaxMessageBytes*9/10), "every message exported")
 	t.Logf("export of %d commits of %d MiB: heap grew %d MiB at most", commits, runs.MaxMessageBytes*9/10>>20, grew>>20)
-	assert.Less(t, grew, uint64(48<<20), "one commit's message at a time")
+	assert.Less(t, grew, uint64(32<<20), "one commit's message at a time")
 }

@@ -172,21 +172,21 @@ type Store struct {
 	runners atomic.Int32
 }
 
-// New returns a Store on db, keeping objects in opts.Storage. It fails with store.invalid_options for bad
-// options.
-func New(db *index.DB, opts Options) (*Store, error) {
+// withDefaults fills opts' zero fields with DefaultOptions' and checks
+// the rest: store.invalid_options for a bad one.
+func (opts Options) withDefaults() (Options, error) {
 	d := DefaultOptions()
 	if opts.Level == 0 {
 		opts.Level = d.Level
 	}
 	if opts.Level < 1 || opts.Level > 22 {
-		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "zstd level %d is not in 1..22", opts.Level)
+		return opts, wserr.New(wserr.InvalidOptions, "cas", "", "zstd level %d is not in 1..22", opts.Level)
 	}
 	if opts.InlineMax == 0 {
 		opts.InlineMax = d.InlineMax
 	}
 	if opts.InlineMax < 1<<10 || opts.InlineMax > maxInline {
-		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "inline max %d is not in 1 KiB..64 MiB", opts.InlineMax)
+		return opts, wserr.New(wserr.InvalidOptions, "cas", "", "inline max %d is not in 1 KiB..64 MiB", opts.InlineMax)
 	}
 	if opts.Now == nil {
 		opts.Now = d.Now
@@ -195,7 +195,7 @@ func New(db *index.DB, opts Options) (*Store, error) {
 		opts.MaxChain = d.MaxChain
 	}
 	if opts.MaxChain < 1 || opts.MaxChain > maxChainLimit {
-		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "max chain %d is not in 1..%d", opts.MaxChain, maxChainLimit)
+		return opts, wserr.New(wserr.InvalidOptions, "cas", "", "max chain %d is not in 1..%d", opts.MaxChain, maxChainLimit)
 	}
 	if opts.DeltaMax == 0 {
 		opts.DeltaMax = d.DeltaMax
@@ -207,16 +207,33 @@ func New(db *index.DB, opts Options) (*Store, error) {
 		opts.ReencodeIdle = reencodeIdle
 	}
 	if opts.DeltaMax > 256<<20 {
-		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "delta max %d is over 256 MiB", opts.DeltaMax)
+		return opts, wserr.New(wserr.InvalidOptions, "cas", "", "delta max %d is over 256 MiB", opts.DeltaMax)
 	}
 	if opts.DictMax == 0 {
 		opts.DictMax = min(d.DictMax, opts.InlineMax)
 	}
 	if opts.DictMax > opts.InlineMax {
-		return nil, wserr.New(wserr.InvalidOptions, "cas", "", "dict max %d is over inline max %d", opts.DictMax, opts.InlineMax)
+		return opts, wserr.New(wserr.InvalidOptions, "cas", "", "dict max %d is over inline max %d", opts.DictMax, opts.InlineMax)
 	}
 	if opts.DictTrainAfter == 0 {
 		opts.DictTrainAfter = d.DictTrainAfter
+	}
+	return opts, nil
+}
+
+// Validate reports what New would refuse in opts, store.invalid_options,
+// without opening anything.
+func (opts Options) Validate() error {
+	_, err := opts.withDefaults()
+	return err
+}
+
+// New returns a Store on db, keeping objects in opts.Storage. It fails with store.invalid_options for bad
+// options.
+func New(db *index.DB, opts Options) (*Store, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	newEncoder := func() (*zstd.Encoder, error) {
 		return zstd.NewWriter(nil,

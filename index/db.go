@@ -61,6 +61,13 @@ func DefaultOptions() Options {
 	return Options{Synchronous: SyncNormal, BusyTimeout: 30 * time.Second, ReadConns: 4}
 }
 
+// Validate reports what Open would refuse in o, store.invalid_options,
+// without opening anything.
+func (o Options) Validate() error {
+	_, err := o.withDefaults()
+	return err
+}
+
 func (o Options) withDefaults() (Options, error) {
 	d := DefaultOptions()
 	if o.Synchronous == "" {

@@ -325,8 +325,24 @@ func TestDiff(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, back)
 	})
+	t.Run("LiveToCheckpoint", func(t *testing.T) {
+		// The other way: what the live workspace would lose going back.
+		diffs, err := e.svc.Diff(e.ctx, r.ID, runs.Live, from.Seq, runs.DiffOptions{})
+		require.NoError(t, err)
+		ops := map[string]vfs.ChangeOp{}
+		for _, d := range diffs {
+			ops[d.Path] = d.Op
+		}
+		assert.Equal(t, vfs.Deleted, ops["plan/plan.md"])
+		assert.Equal(t, vfs.Added, ops["output/gone.md"])
+		same, err := e.svc.Diff(e.ctx, r.ID, runs.Live, runs.Live, runs.DiffOptions{})
+		require.NoError(t, err)
+		assert.Empty(t, same)
+	})
 	t.Run("ErrCheckpointNotFound", func(t *testing.T) {
 		_, err := e.svc.Diff(e.ctx, r.ID, 404, 0, runs.DiffOptions{})
+		assert.True(t, wserr.Is(err, wserr.CheckpointNotFound))
+		_, err = e.svc.Diff(e.ctx, r.ID, runs.Live, 404, runs.DiffOptions{})
 		assert.True(t, wserr.Is(err, wserr.CheckpointNotFound))
 	})
 }

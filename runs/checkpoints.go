@@ -176,9 +176,9 @@ type DiffOptions struct {
 }
 
 // Diff returns the file changes from checkpoint from to checkpoint to
-// (Live: the live workspace), with unified diffs for text files within
-// opts.MaxBytes. It fails with checkpoint.not_found, run.not_found or, for
-// a negative MaxBytes, workspace.invalid_argument.
+// (either Live: the live workspace), with unified diffs for text files
+// within opts.MaxBytes. It fails with checkpoint.not_found, run.not_found
+// or, for a negative seq or MaxBytes, workspace.invalid_argument.
 func (s *Service) Diff(ctx context.Context, runID string, from, to int64, opts DiffOptions) ([]checkpoint.FileDiff, error) {
 	var a, b cas.Hash
 	err := s.db.View(ctx, func(tx *index.Tx) error {
@@ -186,19 +186,18 @@ func (s *Service) Diff(ctx context.Context, runID string, from, to int64, opts D
 		if err != nil {
 			return err
 		}
-		cp, err := s.checkpoints.Get(ctx, tx, runID, from)
-		if err != nil {
+		root := func(seq int64) (cas.Hash, error) {
+			if seq == Live {
+				return run.Root, nil
+			}
+			cp, err := s.checkpoints.Get(ctx, tx, runID, seq)
+			return cp.Root, err
+		}
+		if a, err = root(from); err != nil {
 			return err
 		}
-		a, b = cp.Root, run.Root
-		if to != 0 {
-			cp, err := s.checkpoints.Get(ctx, tx, runID, to)
-			if err != nil {
-				return err
-			}
-			b = cp.Root
-		}
-		return nil
+		b, err = root(to)
+		return err
 	})
 	if err != nil {
 		return nil, err

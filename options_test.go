@@ -1,0 +1,53 @@
+package wsstore_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// TestOpenRefusesBadOptionsFirst: every option Open refuses is refused
+// with store.invalid_options before anything is created: no directory,
+// no database. A store directory that is a file is the caller's mistake
+// too.
+func TestOpenRefusesBadOptionsFirst(t *testing.T) {
+	ctx := context.Background()
+	for name, opts := range map[string]wsstore.Options{
+		"ErrProfile":          {Profile: "tablet"},
+		"ErrCASLevel":         {CAS: cas.Options{Level: 99}},
+		"ErrBlobsURL":         {Blobs: "ftp://x"},
+		"ErrSynchronous":      {Index: index.Options{Synchronous: "sometimes"}},
+		"ErrBusyTimeout":      {Index: index.Options{BusyTimeout: -1}},
+		"ErrReadConns":        {Index: index.Options{ReadConns: -1}},
+		"ErrNegativeStoreCap": {Runs: runs.Options{MaxStoreBytes: -5}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			_, err := wsstore.Open(ctx, dir, opts)
+			assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%v", err)
+			assert.NoDirExists(t, dir, "nothing created")
+		})
+	}
+	t.Run("ErrEmptyDir", func(t *testing.T) {
+		_, err := wsstore.Open(ctx, "", wsstore.Options{})
+		assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%v", err)
+	})
+	t.Run("ErrDirIsAFile", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "file")
+		require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+		for _, dir := range []string{file, filepath.Join(file, "below")} {
+			_, err := wsstore.Open(ctx, dir, wsstore.Options{})
+			assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%s: %v", dir, err)
+		}
+	})
+}
