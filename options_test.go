@@ -51,3 +51,18 @@ func TestOpenRefusesBadOptionsFirst(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenKeepsRunsMobile: a host that asks for the mobile policy through
+// runs.Options, not the profile, gets it.
+func TestOpenKeepsRunsMobile(t *testing.T) {
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{Runs: runs.Options{Mobile: true}})
+	require.NoError(t, err)
+	defer st.Close()
+	run, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}})
+	require.NoError(t, err)
+	p, err := st.Runs.EffectivePolicy(ctx, run.ChatID)
+	require.NoError(t, err)
+	assert.Equal(t, runs.MobilePolicy().KeepCompletedRuns, p.KeepCompletedRuns)
+	require.NotNil(t, p.KeepCompletedRuns)
+}

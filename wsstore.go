@@ -141,7 +141,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	trees := vfs.NewTrees(db, blobs, now)
 	j := journal.New(db, now)
 	cps := checkpoint.New(db, trees, blobs, j, now)
-	opts.Runs.Mobile = opts.Profile == ProfileMobile
+	if opts.Profile == ProfileMobile {
+		opts.Runs.Mobile = true
+	}
 	// The service reclaims space after deletions through maintenance,
 	// which lists the service's roots: the reclaimer is filled in once
 	// both exist.
@@ -160,12 +162,6 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	return st, nil
 }
 
-// openTier opens the remote blob tier the store uses: the one opts.Blobs
-// names, recorded in the store (when it can write) so that later opens
-// need no URL, else the one the store recorded, else none. A URL of
-// another tier than the recorded one, or a store with objects on a tier
-// it recorded no URL of, fails with store.invalid_options. Opening does
-// not contact the object store: a device offline still opens its store.
 // validate refuses, with store.invalid_options, what Open would refuse
 // later on: checked before anything is created, so a bad option leaves no
 // directory or database behind.
@@ -194,6 +190,12 @@ func (opts Options) validate(dir string) error {
 	return nil
 }
 
+// openTier opens the remote blob tier the store uses: the one opts.Blobs
+// names, recorded in the store (when it can write) so that later opens
+// need no URL, else the one the store recorded, else none. A URL of
+// another tier than the recorded one, or a store with objects on a tier
+// it recorded no URL of, fails with store.invalid_options. Opening does
+// not contact the object store: a device offline still opens its store.
 func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*remote.Storage, error) {
 	recorded, err := remote.Recorded(ctx, db)
 	if err != nil {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -255,7 +256,7 @@ var changeParams = map[string][]string{
 // separator, a bad "%" escape) were absent: a gc meant for one actor would
 // then prune every actor's history. An endpoint that changes the store
 // also refuses a parameter it does not take, so a misspelled one
-// (keep=5) is not a default silently used.
+// (keep=5) is not a default silently used, and one given twice.
 func (h *Handler) checkQuery(r *http.Request) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -266,9 +267,16 @@ func (h *Handler) checkQuery(r *http.Request) error {
 	if !changes {
 		return nil
 	}
-	for k := range q {
-		if !slices.Contains(takes, k) {
-			return badRequest("%s takes no query parameter %q (it takes %v)", pattern, k, takes)
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		switch {
+		case !slices.Contains(takes, k) && len(takes) == 0:
+			return badRequest("%s takes no query parameters (%q)", pattern, k)
+		case !slices.Contains(takes, k):
+			return badRequest("%s takes no query parameter %q (it takes %s)", pattern, k, strings.Join(takes, ", "))
+		case len(q[k]) > 1:
+			// Which one a handler reads is not for the client to guess:
+			// actor=&actor=alice would read as every actor.
+			return badRequest("query parameter %q given %d times: give it once", k, len(q[k]))
 		}
 	}
 	return nil

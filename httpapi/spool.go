@@ -25,6 +25,7 @@ type spool struct {
 	mem  int      // the most buf holds
 	f    *os.File // the bytes after buf, once there are any
 	n    int64    // bytes of body read: buf, then f
+	err  error    // the copy could not keep what the body gave next
 }
 
 // newSpool returns a spool of body whose bytes past mem go to a temporary
@@ -50,9 +51,10 @@ func (s *spool) Close() error {
 }
 
 // keep appends p, the next bytes of the body, to the copy: to buf while
-// it has room, then to the file.
+// it has room, then to the file. When it fails, the copy is as it was,
+// and p is lost with it: every reader fails there from then on.
 func (s *spool) keep(p []byte) error {
-	kept := s.n // bytes kept before p
+	kept, held := s.n, len(s.buf) // bytes kept before p, and of them in buf
 	if n := min(len(p), s.mem-len(s.buf)); n > 0 {
 		s.buf = append(s.buf, p[:n]...)
 		p, kept = p[n:], kept+int64(n)
@@ -60,6 +62,15 @@ func (s *spool) keep(p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
+	if err := s.write(p, kept-int64(s.mem)); err != nil {
+		s.buf, s.err = s.buf[:held], err
+		return err
+	}
+	return nil
+}
+
+// write writes p at off of the file, made on the first write.
+func (s *spool) write(p []byte, off int64) error {
 	if s.f == nil {
 		f, err := os.CreateTemp(s.dir, "wsstore-upload-*")
 		if err != nil {
@@ -70,7 +81,7 @@ func (s *spool) keep(p []byte) error {
 		_ = os.Remove(f.Name())
 		s.f = f
 	}
-	if _, err := s.f.WriteAt(p, kept-int64(s.mem)); err != nil {
+	if _, err := s.f.WriteAt(p, off); err != nil {
 		return spoolError(err)
 	}
 	return nil
@@ -109,6 +120,9 @@ func (r *spoolReader) Read(p []byte) (int, error) {
 		}
 		r.off += int64(n)
 		return n, err
+	}
+	if s.err != nil {
+		return 0, s.err
 	}
 	n, err := s.body.Read(p)
 	if n > 0 {

@@ -59,3 +59,27 @@ func TestSpoolErrorCodes(t *testing.T) {
 		assert.Equal(t, code, wserr.CodeOf(err), "%v", errno)
 	}
 }
+
+// TestSpoolFullDisk: a write of the copy that fails (a full disk: the file
+// is /dev/full) fails the read with store.disk_full, and leaves the copy
+// as it was: a reader from the first byte reads what was kept before,
+// then the same error, never the bytes after the ones lost.
+func TestSpoolFullDisk(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full here")
+	}
+	body := bytes.Repeat([]byte("0123456789"), 300)
+	sp := newSpool(t.TempDir(), bytes.NewReader(body), 1_000)
+	sp.f = full
+	defer sp.Close()
+	r := sp.reader()
+	head := make([]byte, 500)
+	_, err = io.ReadFull(r, head)
+	require.NoError(t, err, "within the memory")
+	_, err = io.ReadAll(r)
+	assert.Equal(t, wserr.DiskFull, wserr.CodeOf(err), "%v", err)
+	again, err := io.ReadAll(sp.reader())
+	assert.Equal(t, wserr.DiskFull, wserr.CodeOf(err), "%v", err)
+	assert.Equal(t, body[:500], again, "what was kept reads back as it was")
+}

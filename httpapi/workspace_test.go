@@ -286,6 +286,7 @@ func TestQueryStringsParseOrAreRefused(t *testing.T) {
 		{http.MethodPost, "/workspace/gc?actor=alice;keepVersions=3"},
 		{http.MethodPost, "/workspace/gc?actor=alice%zz&keepVersions=3"},
 		{http.MethodPost, "/workspace/gc?actor=alice&keep=3"},
+		{http.MethodPost, "/workspace/gc?actor=&actor=alice&keepVersions=3"},
 		{http.MethodPost, "/workspace/upload?actor=alice&path=notes;v2.md"},
 		{http.MethodDelete, "/workspace/file?actor=alice&path=f.txt&force=1"},
 		{http.MethodGet, "/workspace/files?actor=alice&path=%zz"},
@@ -338,9 +339,10 @@ func TestRefusedUploadReadsNoBody(t *testing.T) {
 }
 
 // TestSpoolFailureIsCoded: when the copy of a large upload kept for
-// retries cannot be written (here: its directory is not one), the upload
-// fails with a coded error, not store.internal from the file system, and
-// changes nothing; a small upload needs no file.
+// retries cannot be made (here: its directory is not one, which is the
+// server's problem, store.internal; a full disk is store.disk_full,
+// TestSpoolFullDisk), the upload fails naming the spool and changes
+// nothing; a small upload needs no file.
 func TestSpoolFailureIsCoded(t *testing.T) {
 	notADir := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(notADir, nil, 0o644))

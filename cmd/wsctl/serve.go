@@ -125,8 +125,8 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 		return usageError{fmt.Errorf("--memory-limit %d: must not be negative", o.memoryLimit)}
 	}
 	defer softMemoryLimit(o.memoryLimit)()
-	// A request waits for another process's lock no longer than
-	// --busy-deadline in all: each attempt's wait is within it.
+	// Each wait for another process's lock is within --busy-deadline,
+	// which the retries keep to.
 	g := o.globals
 	g.busyTimeout = o.busyDeadline
 	st, err := openServing(ctx, g)
