@@ -123,10 +123,10 @@ const (
 // sink is not called. With opt.Path the model names the one file to
 // commit, and the model's rules apply: a path outside the profile's
 // visible roots (input/, runtime records) fails with
-// workspace.path_not_visible, one under scratch/, in a virtual mount or
-// under host/ of a run with allowed host paths with workspace.invalid_path, a missing file with
-// workspace.file_not_found. A message past MaxMessageBytes fails with
-// workspace.size_limit_exceeded. If the sink fails, the error is
+// workspace.path_not_visible; one under scratch/, in a virtual mount, or
+// under host/ of a run with allowed host paths with
+// workspace.invalid_path; a missing file with workspace.file_not_found. A
+// message past MaxMessageBytes fails with workspace.size_limit_exceeded. If the sink fails, the error is
 // commit.sink_failed, the run stays as it was and Commit may be retried.
 // If the run is deleted while the sink runs, nothing more is recorded and
 // the error is run.not_found; the record returned carries the sink's
