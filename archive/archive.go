@@ -48,6 +48,7 @@ type Runs interface {
 	ImportRun(ctx context.Context, tx *index.Tx, r runs.RunRecord) (bool, error)
 	ImportCommit(ctx context.Context, tx *index.Tx, c runs.CommitRow) error
 	MergeRun(ctx context.Context, tx *index.Tx, r runs.RunRecord) error
+	MergeCommits(ctx context.Context, tx *index.Tx, runID string, incoming []runs.CommitRow) error
 	MergePersist(ctx context.Context, tx *index.Tx, from, to runs.ChatRecord) error
 }
 

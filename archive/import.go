@@ -658,7 +658,10 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				continue
 			}
 			added, err := im.a.p.Runs.ImportRun(ctx, tx, r)
-			if im.opt.Merge && wserr.Is(err, wserr.Conflict) {
+			// A run whose row is the same may still have grown: a commit's
+			// outcome recorded, or resolved, journals without a change
+			// to the row. flushRun compares the journals.
+			if im.opt.Merge && (wserr.Is(err, wserr.Conflict) || err == nil && !added) {
 				im.merge.run = &mergeRun{rec: r}
 				run = ""
 				continue

@@ -162,19 +162,8 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 	if err := im.endLineage(ctx, tx); err != nil {
 		return err
 	}
-	known := map[string]bool{}
-	if err := im.a.p.Runs.EachCommitRow(ctx, tx, id, func(c runs.CommitRow) error {
-		known[c.ID] = true
-		return nil
-	}); err != nil {
-		return err
-	}
-	for _, c := range mr.commits {
-		if !known[c.ID] {
-			if err := im.a.p.Runs.ImportCommit(ctx, tx, c); err != nil {
-				return rowError(err)
-			}
-		}
+	if err := im.a.p.Runs.MergeCommits(ctx, tx, id, mr.commits); err != nil {
+		return rowError(err)
 	}
 	for _, e := range mr.events[len(local):] {
 		if err := im.a.p.Journal.ImportEvent(ctx, tx, e); err != nil {

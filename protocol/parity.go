@@ -22,6 +22,7 @@ type HostRuns interface {
 	CancelAndDeleteRun(ctx context.Context, runID string) (bool, error)
 	RollbackCommit(ctx context.Context, runID string, seq int64, sink runs.ChatSink, del bool) (runs.CommitRecord, error)
 	CommitsPage(ctx context.Context, runID string, q runs.CommitQuery) ([]runs.CommitRecord, bool, error)
+	ResolveCommit(ctx context.Context, runID, commitID string, out runs.CommitOutcome) (runs.CommitRecord, error)
 	Manifest(ctx context.Context, runID string) (runs.Manifest, error)
 	Chat(ctx context.Context, id string) (runs.Chat, error)
 	Chats(ctx context.Context) ([]runs.Chat, error)
@@ -91,6 +92,14 @@ var parityOps = []op{
 	{
 		name: "commits.list", access: reads, request: []any{commitsListRequest{}}, handle: (*Session).commitsList,
 		help: `  commits.list {afterSeq?, limit?}          -> {commits: [{commitId, seq, checkpointId, mode, kind, status, message, ...}], more}  limit: default 100, at most 500; a page ends early to hold about 4 MiB of messages; more: commits after it remain`,
+	},
+	{
+		name: "commit.resolve", access: writes, request: []any{commitResolveRequest{}}, handle: (*Session).commitResolve,
+		help: `  commit.resolve {commitId, status, receipt?, error?}  -> COMMIT as commits.list lists it
+              records what became of a commit left pending (the process
+              that delivered it ended first): status "completed" if the
+              chat saved its message, "failed" if not; error only with
+              failed`,
 	},
 	{
 		name: "runs.list", access: reads, request: []any{runsListRequest{}}, handle: (*Session).runsList,
@@ -384,6 +393,29 @@ func (s *Session) commitsList(ctx context.Context, r request) (any, error) {
 		return nil, err
 	}
 	return map[string]any{"commits": cs, "more": more}, nil
+}
+
+type commitResolveRequest struct {
+	base
+	CommitID string          `json:"commitId"`
+	Status   string          `json:"status"`
+	Receipt  json.RawMessage `json:"receipt"`
+	Error    string          `json:"error"`
+}
+
+func (s *Session) commitResolve(ctx context.Context, r request) (any, error) {
+	req, runID, err := decodeForRun[commitResolveRequest](s, r)
+	if err != nil {
+		return nil, err
+	}
+	if req.CommitID == "" {
+		return nil, invalidRequest("commit.resolve needs \"commitId\": a commit of the run")
+	}
+	h, err := s.hostRuns()
+	if err != nil {
+		return nil, err
+	}
+	return h.ResolveCommit(ctx, runID, req.CommitID, runs.CommitOutcome{Status: req.Status, Receipt: req.Receipt, Error: req.Error})
 }
 
 // ---- runs.list, run.show, run.delete, chats.list, chat.show, manifest.get

@@ -274,6 +274,53 @@ func (s *Service) ImportCommit(ctx context.Context, tx *index.Tx, c CommitRow) e
 	return nil
 }
 
+// MergeCommits brings run runID's commits forward to incoming, in tx, for
+// a sync that found the store's state of the run an earlier state of the
+// incoming one: a commit the store lacks is imported (ImportCommit), and
+// one the store holds as pending that the incoming state has completed or
+// failed (delivered, or resolved, on the other device) takes that outcome,
+// its receipt and error. A commit the store holds in any other status is
+// left as it is: the run's journal, which records every outcome, is where
+// the two states are compared. The store's commits are read by id and
+// status only, never their messages.
+func (s *Service) MergeCommits(ctx context.Context, tx *index.Tx, runID string, incoming []CommitRow) error {
+	var rows []struct {
+		ID     string `db:"id"`
+		Status string `db:"status"`
+	}
+	if err := tx.SelectContext(ctx, &rows, `SELECT id, status FROM commits WHERE run_id = ?`, runID); err != nil {
+		return fmt.Errorf("merge commits %s: %w", runID, index.Translate(err))
+	}
+	have := make(map[string]string, len(rows))
+	for _, r := range rows {
+		have[r.ID] = r.Status
+	}
+	for _, c := range incoming {
+		if c.RunID != runID {
+			return wserr.New(wserr.Corrupt, "merge commit", "", "commit %s belongs to run %s, not %s", c.ID, c.RunID, runID)
+		}
+		status, ok := have[c.ID]
+		switch {
+		case !ok:
+			if err := s.ImportCommit(ctx, tx, c); err != nil {
+				return err
+			}
+		case status == CommitPending && c.Status != CommitPending:
+			if c.Status != CommitCompleted && c.Status != CommitFailed {
+				return wserr.New(wserr.Corrupt, "merge commit", "", "commit %s of run %s has status %q", c.ID, c.RunID, c.Status)
+			}
+			if !json.Valid([]byte(c.Receipt)) {
+				return wserr.New(wserr.Corrupt, "merge commit", "", "commit %s of run %s has a receipt that is not JSON", c.ID, c.RunID)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE commits SET status = ?, receipt = ?, error = ?, updated_at = ? WHERE id = ? AND run_id = ? AND status = ?`,
+				c.Status, c.Receipt, c.Error, c.UpdatedAt, c.ID, runID, CommitPending); err != nil {
+				return fmt.Errorf("merge commit %s: %w", c.ID, index.Translate(err))
+			}
+		}
+	}
+	return nil
+}
+
 // MergeRun replaces the row of the run r names with r, in tx, for a sync
 // that found the store's state of the run an earlier state of r's (the
 // caller appends the new checkpoints, commits and events in the same tx).

@@ -447,27 +447,73 @@ func (s *Service) recordCommit(ctx context.Context, tx *index.Tx, run Run, cp ch
 // transaction with its event (and, for a rollback the sink saved,
 // commit_rolled_back: seed 000 §10.2 appends it after the save). If the
 // row is gone (the run was deleted meanwhile, maybe created anew under the
-// same id), nothing is written and the error is run.not_found.
+// same id), nothing is written and the error is run.not_found; if another
+// caller resolved it meanwhile (ResolveCommit), nothing is written and the
+// error is run.invalid_transition.
 func (s *Service) deliver(ctx context.Context, sink ChatSink, pc pendingCommit) (CommitRecord, error) {
 	rec := pc.rec
 	receipt, sinkErr := callSink(ctx, sink, pc.req)
-	switch {
-	case len(bytes.TrimSpace(receipt)) == 0:
-		receipt = json.RawMessage(`{}`)
-	case !json.Valid(receipt):
-		// The sink has acted: its receipt is kept, as a JSON string.
-		receipt, _ = json.Marshal(string(receipt))
-	}
-	status, typ, level := CommitCompleted, journal.ChatCommitCompleted, journal.Info
-	errText := ""
+	receipt = keptReceipt(receipt)
+	status, errText := CommitCompleted, ""
 	if sinkErr != nil {
-		status, typ, level, errText = CommitFailed, journal.ChatCommitFailed, journal.Error, sinkErr.Error()
+		status, errText = CommitFailed, sinkErr.Error()
+	}
+	saved := "the chat sink saved the message"
+	if sinkErr != nil {
+		saved = "the chat sink failed"
 	}
 	// The outcome is recorded even if the caller's context ended meanwhile:
 	// the sink has acted, and the journal must say so.
-	rctx := context.WithoutCancel(ctx)
-	err := s.update(rctx, func(tx *index.Tx) error {
-		res, err := tx.ExecContext(rctx, `UPDATE commits SET status = ?, receipt = ?, error = ?, updated_at = ?
+	err := s.recordOutcome(context.WithoutCancel(ctx), pc, status, receipt, errText, false)
+	var resolved errCommitResolved
+	switch {
+	case errors.Is(err, errCommitGone):
+		rec.Receipt = receipt
+		e := wserr.New(wserr.RunNotFound, "commit", "", "run %s was deleted while its commit %s was being saved (%s); nothing is recorded", rec.RunID, rec.ID, saved)
+		e.Err = sinkErr
+		return rec, e
+	case errors.As(err, &resolved):
+		rec.Receipt = receipt
+		e := wserr.New(wserr.InvalidState, "commit", "", "commit %s was resolved as %s by another caller while it was being saved (%s); this outcome is not recorded", rec.ID, resolved.status, saved)
+		e.Err = sinkErr
+		return rec, e
+	case err != nil:
+		return rec, fmt.Errorf("commit %s: record outcome: %w", rec.ID, err)
+	}
+	rec.Status, rec.Receipt, rec.Error = status, receipt, errText
+	if sinkErr != nil {
+		return rec, wserr.Wrap(wserr.SinkFailed, "commit", "", sinkErr)
+	}
+	return rec, nil
+}
+
+// keptReceipt is how a sink's receipt is stored: JSON as it is, anything
+// else as a JSON string of its bytes, none as {}.
+func keptReceipt(receipt json.RawMessage) json.RawMessage {
+	switch {
+	case len(bytes.TrimSpace(receipt)) == 0:
+		return json.RawMessage(`{}`)
+	case !json.Valid(receipt):
+		b, _ := json.Marshal(string(receipt))
+		return b
+	}
+	return receipt
+}
+
+// recordOutcome moves pc's row from pending to status, in one transaction
+// with its chat_commit_completed or chat_commit_failed event (and, for a
+// rollback completed, commit_rolled_back). resolved marks an outcome a
+// host stated afterwards (ResolveCommit) rather than one its sink
+// returned. It fails with errCommitGone if the row is no longer there and
+// errCommitResolved if it is no longer pending.
+func (s *Service) recordOutcome(ctx context.Context, pc pendingCommit, status string, receipt json.RawMessage, errText string, resolved bool) error {
+	rec := pc.rec
+	typ, level := journal.ChatCommitCompleted, journal.Info
+	if status == CommitFailed {
+		typ, level = journal.ChatCommitFailed, journal.Error
+	}
+	return s.update(ctx, func(tx *index.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE commits SET status = ?, receipt = ?, error = ?, updated_at = ?
 			WHERE id = ? AND run_id = ? AND status = ? AND created_at = ?
 			AND EXISTS (SELECT 1 FROM runs WHERE id = commits.run_id AND created_at = ?)`,
 			status, string(receipt), errText, s.now().UnixNano(),
@@ -480,47 +526,129 @@ func (s *Service) deliver(ctx context.Context, sink ChatSink, pc pendingCommit) 
 			return index.Translate(err)
 		}
 		if n == 0 {
-			// Only deleting the run removes a commit row, and only this
-			// call moves it from pending: the run is gone.
-			return errCommitGone
+			// Deleting the run removes the row; deliver and ResolveCommit
+			// move it from pending.
+			var now []string
+			if err := tx.SelectContext(ctx, &now, `SELECT c.status FROM commits c JOIN runs r ON r.id = c.run_id
+				WHERE c.id = ? AND c.run_id = ? AND c.created_at = ? AND r.created_at = ?`,
+				rec.ID, rec.RunID, rec.CreatedAt.UnixNano(), pc.runCreated); err != nil {
+				return index.Translate(err)
+			}
+			if len(now) == 0 {
+				return errCommitGone
+			}
+			return errCommitResolved{status: now[0]}
 		}
 		payload := map[string]any{"commitId": rec.ID, "checkpointId": rec.CheckpointID, "mode": rec.Mode, "kind": rec.Kind}
 		if errText != "" {
 			payload["error"] = errText
 		}
-		if _, err := s.journal.Append(rctx, tx, rec.RunID, typ, level, payload); err != nil {
+		if resolved {
+			payload["resolved"] = true
+		}
+		if _, err := s.journal.Append(ctx, tx, rec.RunID, typ, level, payload); err != nil {
 			return err
 		}
-		if sinkErr == nil && rec.Kind == "rollback" {
-			_, err = s.journal.Append(rctx, tx, rec.RunID, journal.CommitRolledBack, journal.Info, map[string]any{
+		if status == CommitCompleted && rec.Kind == "rollback" {
+			_, err = s.journal.Append(ctx, tx, rec.RunID, journal.CommitRolledBack, journal.Info, map[string]any{
 				"commitId": rec.ID, "checkpointId": rec.CheckpointID, "mode": rec.Mode,
 			})
 		}
 		return err
 	})
-	if errors.Is(err, errCommitGone) {
-		rec.Receipt = receipt
-		saved := "the chat sink saved the message"
-		if sinkErr != nil {
-			saved = "the chat sink failed"
-		}
-		e := wserr.New(wserr.RunNotFound, "commit", "", "run %s was deleted while its commit %s was being saved (%s); nothing is recorded", rec.RunID, rec.ID, saved)
-		e.Err = sinkErr
-		return rec, e
-	}
-	if err != nil {
-		return rec, fmt.Errorf("commit %s: record outcome: %w", rec.ID, err)
-	}
-	rec.Status, rec.Receipt, rec.Error = status, receipt, errText
-	if sinkErr != nil {
-		return rec, wserr.Wrap(wserr.SinkFailed, "commit", "", sinkErr)
-	}
-	return rec, nil
 }
 
-// errCommitGone rolls back deliver's transaction when the commit row is no
-// longer there to complete; deliver reports it as run.not_found.
+// errCommitGone rolls back recordOutcome's transaction when the commit row
+// is no longer there to complete; deliver reports it as run.not_found.
 var errCommitGone = errors.New("commit row gone")
+
+// errCommitResolved rolls back recordOutcome's transaction when the commit
+// row is no longer pending: status is what it became.
+type errCommitResolved struct{ status string }
+
+func (e errCommitResolved) Error() string { return "commit already " + e.status }
+
+// CommitOutcome is what a host states became of a pending commit
+// (ResolveCommit).
+type CommitOutcome struct {
+	// Status is CommitCompleted (the sink saved the message) or
+	// CommitFailed (it did not).
+	Status string `json:"status"`
+	// Receipt is kept as a sink's is: JSON as it is, anything else as a
+	// JSON string of its bytes, none as {}.
+	Receipt json.RawMessage `json:"receipt,omitempty"`
+	// Error says why it failed; only with CommitFailed.
+	Error string `json:"error,omitempty"`
+}
+
+// ResolveCommit records the outcome of commit commitID of run runID that
+// is still pending: the process that called its sink ended, or the store
+// was closed, before the sink's outcome was recorded, so the host, which
+// can tell from its own chat whether the message was saved, states it.
+// The commit becomes completed or failed as a delivery would make it, with
+// chat_commit_completed or chat_commit_failed journaled (and, for a
+// rollback completed, commit_rolled_back), their payload marked
+// "resolved": true. Until then retention keeps the run (PruneReport.Held).
+// It fails with workspace.invalid_argument for an outcome other than
+// completed or failed, or an error given with completed; run.not_found;
+// store.not_found for a commit the run does not have;
+// run.invalid_transition for one that is no longer pending; store.busy
+// while this Service is saving a commit to the run's chat (the commit may
+// be that very one). A commit whose sink another process is calling is
+// not known to be in flight: resolving it makes that delivery fail with
+// run.invalid_transition and record nothing.
+func (s *Service) ResolveCommit(ctx context.Context, runID, commitID string, out CommitOutcome) (CommitRecord, error) {
+	const op = "resolve commit"
+	switch {
+	case out.Status != CommitCompleted && out.Status != CommitFailed:
+		return CommitRecord{}, wserr.New(wserr.InvalidArgument, op, "", "the outcome must be %s or %s, not %q", CommitCompleted, CommitFailed, out.Status)
+	case out.Status == CommitCompleted && out.Error != "":
+		return CommitRecord{}, wserr.New(wserr.InvalidArgument, op, "", "an error is stated only for a failed commit")
+	}
+	unlock, err := s.lockSaves(ctx, runID)
+	if err != nil {
+		return CommitRecord{}, err
+	}
+	defer unlock()
+	var pc pendingCommit
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		var rows []commitRow
+		if err := tx.SelectContext(ctx, &rows, `SELECT id, run_id, seq, checkpoint_seq, mode, kind, status, message, receipt, error, created_at
+			FROM commits WHERE id = ? AND run_id = ?`, commitID, runID); err != nil {
+			return index.Translate(err)
+		}
+		if len(rows) == 0 {
+			return wserr.New(wserr.NotFound, op, "", "run %s has no commit %q", runID, commitID)
+		}
+		if rows[0].Status != CommitPending {
+			return wserr.New(wserr.InvalidState, op, "", "commit %s is %s already; only a pending commit is resolved", commitID, rows[0].Status)
+		}
+		rec, err := rows[0].record()
+		pc = pendingCommit{rec: rec, runCreated: run.CreatedAt.UnixNano()}
+		return err
+	})
+	if err != nil {
+		return CommitRecord{}, err
+	}
+	receipt := keptReceipt(out.Receipt)
+	err = s.recordOutcome(ctx, pc, out.Status, receipt, out.Error, true)
+	var resolved errCommitResolved
+	switch {
+	case errors.Is(err, errCommitGone):
+		return CommitRecord{}, wserr.New(wserr.RunNotFound, op, "", "run %s was deleted meanwhile", runID)
+	case errors.As(err, &resolved):
+		return CommitRecord{}, wserr.New(wserr.InvalidState, op, "", "commit %s was resolved as %s meanwhile", commitID, resolved.status)
+	case err != nil:
+		return CommitRecord{}, fmt.Errorf("%s %s: %w", op, commitID, err)
+	}
+	rec := pc.rec
+	rec.Status, rec.Receipt, rec.Error = out.Status, receipt, out.Error
+	return rec, nil
+}
 
 // callSink calls the sink, turning a panic into an error so the commit is
 // still recorded as failed.
@@ -734,12 +862,22 @@ func (s *Service) CommitsPage(ctx context.Context, runID string, q CommitQuery) 
 	}
 	page = make([]CommitRecord, 0, len(rows))
 	for _, r := range rows {
-		rec := CommitRecord{ID: r.ID, RunID: r.RunID, Seq: r.Seq, CheckpointID: checkpoint.ID(r.CheckpointSeq), Mode: CommitMode(r.Mode),
-			Kind: r.Kind, Status: r.Status, Receipt: json.RawMessage(r.Receipt), Error: r.Error, CreatedAt: time.Unix(0, r.CreatedAt).UTC()}
-		if err := json.Unmarshal([]byte(r.Message), &rec.Message); err != nil {
-			return nil, false, wserr.New(wserr.Corrupt, "commits", "", "commit %s has an unreadable message: %v", r.ID, err)
+		rec, err := r.record()
+		if err != nil {
+			return nil, false, err
 		}
 		page = append(page, rec)
 	}
 	return page, more, nil
+}
+
+// record is the row as a CommitRecord; a message that is not JSON is
+// store.corrupt.
+func (r commitRow) record() (CommitRecord, error) {
+	rec := CommitRecord{ID: r.ID, RunID: r.RunID, Seq: r.Seq, CheckpointID: checkpoint.ID(r.CheckpointSeq), Mode: CommitMode(r.Mode),
+		Kind: r.Kind, Status: r.Status, Receipt: json.RawMessage(r.Receipt), Error: r.Error, CreatedAt: time.Unix(0, r.CreatedAt).UTC()}
+	if err := json.Unmarshal([]byte(r.Message), &rec.Message); err != nil {
+		return CommitRecord{}, wserr.New(wserr.Corrupt, "commits", "", "commit %s has an unreadable message: %v", r.ID, err)
+	}
+	return rec, nil
 }

@@ -319,7 +319,22 @@ type PruneReport struct {
 	DryRun      bool                `json:"dryRun"`
 	Runs        []PrunedRun         `json:"runs"`
 	Checkpoints []PrunedCheckpoints `json:"checkpoints"`
-	BytesFreed  int64               `json:"bytesFreed"`
+	// Held is the runs a setting named that the pass kept because a
+	// commit of theirs is still pending (ResolveCommit ends that).
+	Held       []HeldRun `json:"held"`
+	BytesFreed int64     `json:"bytesFreed"`
+}
+
+// HeldRun is a run retention would delete but keeps while commits of its
+// are pending.
+type HeldRun struct {
+	RunID  string `json:"runId"`
+	ChatID string `json:"workspaceId"`
+	Status Status `json:"status"`
+	// Reason is the setting that named it.
+	Reason string `json:"reason"`
+	// PendingCommits are the ids of its pending commits.
+	PendingCommits []string `json:"pendingCommits"`
 }
 
 // Prune applies the retention policy (EffectivePolicy of each chat):
@@ -331,7 +346,7 @@ type PruneReport struct {
 // runs are never deleted, nor runs with a commit still pending delivery,
 // nor a checkpoint a commit refers to. Settings left unset delete nothing.
 func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
-	rep := PruneReport{DryRun: opt.DryRun, Runs: []PrunedRun{}, Checkpoints: []PrunedCheckpoints{}}
+	rep := PruneReport{DryRun: opt.DryRun, Runs: []PrunedRun{}, Checkpoints: []PrunedCheckpoints{}, Held: []HeldRun{}}
 	var chats []string
 	err := s.db.View(ctx, func(tx *index.Tx) error {
 		if opt.ChatID != "" {
@@ -348,10 +363,11 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 	}
 	var ids []int64
 	for _, chatID := range chats {
-		doomed, keep, err := s.pruneCandidates(ctx, chatID)
+		doomed, keep, held, err := s.pruneCandidates(ctx, chatID)
 		if err != nil {
 			return rep, err
 		}
+		rep.Held = append(rep.Held, held...)
 		for _, d := range doomed {
 			if !opt.DryRun {
 				err := s.update(ctx, func(tx *index.Tx) error {
@@ -360,6 +376,15 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 						return err
 					}
 					if !run.Status.Final() || s.saves.isSaving(d.RunID) {
+						return errSkip
+					}
+					// A commit another process recorded since the
+					// candidates were read.
+					var pending int
+					if err := tx.GetContext(ctx, &pending, `SELECT count(*) FROM commits WHERE run_id = ? AND status = ?`, d.RunID, CommitPending); err != nil {
+						return index.Translate(err)
+					}
+					if pending > 0 {
 						return errSkip
 					}
 					if err := s.deleteRunTx(ctx, tx, d.RunID); err != nil {
@@ -460,31 +485,40 @@ func (s *Service) byteCap(ctx context.Context, tx *index.Tx, runID, chatID strin
 }
 
 // pruneCandidates returns the finished runs of chat the policy deletes,
-// with the setting that names each, and the runs it keeps.
-func (s *Service) pruneCandidates(ctx context.Context, chatID string) ([]PrunedRun, []string, error) {
+// with the setting that names each, the runs it keeps, and, among those,
+// the ones a setting named that are kept for their pending commits.
+func (s *Service) pruneCandidates(ctx context.Context, chatID string) ([]PrunedRun, []string, []HeldRun, error) {
 	var pol Policy
 	var rows []struct {
 		ID       string `db:"id"`
 		Status   string `db:"status"`
 		Finished *int64 `db:"finished_at"`
 	}
-	var pending []string
+	var pendingRows []struct {
+		RunID string `db:"run_id"`
+		ID    string `db:"id"`
+	}
 	err := s.db.View(ctx, func(tx *index.Tx) error {
 		var err error
 		if pol, err = s.effectivePolicy(ctx, tx, chatID); err != nil {
 			return err
 		}
-		if err := tx.SelectContext(ctx, &pending, `SELECT DISTINCT c.run_id FROM commits c JOIN runs r ON r.id = c.run_id
-			WHERE r.chat_id = ? AND c.status = ?`, chatID, CommitPending); err != nil {
+		if err := tx.SelectContext(ctx, &pendingRows, `SELECT c.run_id, c.id FROM commits c JOIN runs r ON r.id = c.run_id
+			WHERE r.chat_id = ? AND c.status = ? ORDER BY c.run_id, c.seq`, chatID, CommitPending); err != nil {
 			return index.Translate(err)
 		}
 		return index.Translate(tx.SelectContext(ctx, &rows, `SELECT id, status, finished_at FROM runs WHERE chat_id = ?
 			ORDER BY created_at DESC, id DESC`, chatID))
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("prune: %w", err)
+		return nil, nil, nil, fmt.Errorf("prune: %w", err)
+	}
+	pending := map[string][]string{}
+	for _, p := range pendingRows {
+		pending[p.RunID] = append(pending[p.RunID], p.ID)
 	}
 	var doomed []PrunedRun
+	var held []HeldRun
 	var keep []string
 	var completed, failed int
 	cutoff := int64(-1)
@@ -512,14 +546,18 @@ func (s *Service) pruneCandidates(ctx context.Context, chatID string) ([]PrunedR
 		if reason == "" && st.Final() && cutoff >= 0 && r.Finished != nil && *r.Finished < cutoff {
 			reason = "autoPruneAfterDays"
 		}
-		if reason == "" || !st.Final() || slices.Contains(pending, r.ID) {
+		if reason != "" && st.Final() && len(pending[r.ID]) > 0 {
+			held = append(held, HeldRun{RunID: r.ID, ChatID: chatID, Status: st, Reason: reason, PendingCommits: pending[r.ID]})
+		}
+		if reason == "" || !st.Final() || len(pending[r.ID]) > 0 {
 			keep = append(keep, r.ID)
 			continue
 		}
 		doomed = append(doomed, PrunedRun{RunID: r.ID, ChatID: chatID, Status: st, Reason: reason})
 	}
 	slices.Reverse(doomed) // oldest first
-	return doomed, keep, nil
+	slices.Reverse(held)
+	return doomed, keep, held, nil
 }
 
 // afterFinal prunes chatID when automatic pruning is on, after its run

@@ -28,7 +28,9 @@ func newPruneCmd(a *app) *cobra.Command {
 --chat's: finished runs past keepCompletedRuns, keepFailedRuns,
 maxRunWorkspacesPerChat or autoPruneAfterDays are deleted, and runs are held
 to maxCheckpointBytesPerRun. Active runs and checkpoints a commit refers to
-are never deleted. Each deletion is in the deletion log ("wsctl
+are never deleted; nor is a run with a commit still pending (its sink's
+outcome never recorded), which prune lists as kept until "wsctl
+resolve-commit" records that outcome. Each deletion is in the deletion log ("wsctl
 deletions") with the setting that made it; the space is then reclaimed in
 bounded steps, without "wsctl gc" or "wsctl vacuum".`,
 		Args: exactArgs(0),
@@ -65,6 +67,10 @@ func runPrune(ctx context.Context, o pruneOptions) error {
 	}
 	for _, c := range rep.Checkpoints {
 		fmt.Fprintf(o.out, "%s %d checkpoints of run %s (%d bytes) by maxCheckpointBytesPerRun\n", verb, len(c.CheckpointIDs), c.RunID, c.Bytes)
+	}
+	for _, h := range rep.Held {
+		fmt.Fprintf(o.out, "kept run %s (%s, %s), named by %s, for its pending commits %s: resolve them with \"wsctl resolve-commit\"\n",
+			h.RunID, h.ChatID, h.Status, h.Reason, strings.Join(h.PendingCommits, ", "))
 	}
 	_, err = fmt.Fprintf(o.out, "%d runs, %d runs' checkpoints; %d bytes freed\n", len(rep.Runs), len(rep.Checkpoints), rep.BytesFreed)
 	return err
