@@ -66,3 +66,35 @@ func TestCancelledCallsAreCoded(t *testing.T) {
 	_, err = st.Fsck(ctx, nil)
 	assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
 }
+
+// TestCallsAfterCloseAreCoded: every kind of call on a closed store fails
+// with store.closed, not a driver's "database is closed" as
+// store.internal, and Close again is harmless.
+func TestCallsAfterCloseAreCoded(t *testing.T) {
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	run, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+
+	calls := map[string]func() error{
+		"CreateRun": func() error {
+			_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c2"}})
+			return err
+		},
+		"Run": func() error { _, err := st.Runs.Run(ctx, run.ID); return err },
+		"Checkpoint": func() error {
+			_, err := st.Runs.Checkpoint(ctx, run.ID, "late")
+			return err
+		},
+		"Stats": func() error { _, err := st.Stats(ctx); return err },
+		"GC":    func() error { _, err := st.GC(ctx, wsstore.GCOptions{}); return err },
+		"Exec":  func() error { return st.DB.Exec(ctx, `PRAGMA wal_checkpoint(PASSIVE)`) },
+	}
+	for name, call := range calls {
+		err := call()
+		assert.Equal(t, wserr.Closed, wserr.CodeOf(err), "%s: %v", name, err)
+	}
+	assert.NoError(t, st.Close())
+}

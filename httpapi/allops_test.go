@@ -64,6 +64,8 @@ var opScript = []string{
 	`{"op":"run.hostpath","runId":"r3","hostPath":"$HOST/src/main.go"}`,
 	`{"op":"commit","runId":"r1"}`,
 	`{"op":"commits.list","runId":"r1"}`,
+	`{"op":"commit.resolve","runId":"r1","commitId":"commit_r1_0001","status":"failed"}`,
+	`{"op":"commit.resolve","runId":"r1","commitId":"commit_r1_0009","status":"failed"}`,
 	`{"op":"commit.rollback","runId":"r1","checkpointId":1}`,
 	`{"op":"run.status","runId":"r2","status":"failed","reason":"test"}`,
 	`{"op":"runs.list"}`,

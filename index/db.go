@@ -116,6 +116,12 @@ type DB struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    atomic.Bool // Close has begun: every later transaction is refused
+}
+
+// errClosed is what a transaction begun after Close fails with.
+func errClosed(op string) error {
+	return wserr.New(wserr.Closed, op, "", "the store is closed")
 }
 
 // Writes returns how many write transactions this DB has begun since it
@@ -317,6 +323,7 @@ func (db *DB) Path() string { return db.path }
 
 // Close closes every connection. It is safe to call more than once.
 func (db *DB) Close() error {
+	db.closed.Store(true)
 	db.closeOnce.Do(func() {
 		var errs []error
 		if db.read != nil {

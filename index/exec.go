@@ -16,6 +16,9 @@ import (
 // store.read_only on a read-only DB and store.busy when another process
 // holds the lock past the busy timeout.
 func (db *DB) Exec(ctx context.Context, query string) error {
+	if db.closed.Load() {
+		return errClosed("exec")
+	}
 	if db.write == nil {
 		return wserr.New(wserr.ReadOnly, "exec", "", "store opened read-only")
 	}

@@ -58,6 +58,9 @@ func (tx *Tx) Savepoint(ctx context.Context, fn func() error) (failed, err error
 // panics, the transaction is rolled back and the error returned (the panic
 // re-raised). It fails with store.read_only on a read-only DB.
 func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	if db.closed.Load() {
+		return errClosed("update")
+	}
 	if db.write == nil {
 		return wserr.New(wserr.ReadOnly, "update", "", "store opened read-only")
 	}
@@ -81,6 +84,9 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 // View runs fn in a read transaction on the read pool; it sees one
 // consistent committed snapshot and never blocks writers.
 func (db *DB) View(ctx context.Context, fn func(tx *Tx) error) error {
+	if db.closed.Load() {
+		return errClosed("view")
+	}
 	err := run(ctx, db.read, nil, &db.readStmts, db.opts.Trace, fn, nil)
 	db.readStmts.prepareIdle(ctx, db.read)
 	return err

@@ -3,6 +3,7 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,13 +43,13 @@ func (e *lifecycleEnv) stuckCommit(svc *runs.Service, runID string, rollbackTo i
 	case err := <-done:
 		e.t.Fatalf("commit ended before its sink was called: %v", err)
 	}
+	var once sync.Once
 	var err error
 	let := func() error {
-		if release != nil {
+		once.Do(func() {
 			close(release)
-			release = nil
 			err = <-done
-		}
+		})
 		return err
 	}
 	e.t.Cleanup(func() { _ = let() })

@@ -53,6 +53,9 @@ const (
 	// DiskFull: a write met a full disk or quota; it changed nothing, and
 	// the store works again once space frees.
 	DiskFull Code = "store.disk_full"
+	// Closed: the call came after the store (or the part of it called)
+	// was closed; it changed nothing.
+	Closed Code = "store.closed"
 	// Canceled: the caller's context ended (cancelled, or past its
 	// deadline) before the call finished; a change it cut short changed
 	// nothing. CodeOf gives it for any error that wraps context.Canceled or
