@@ -49,6 +49,7 @@ type Runs interface {
 	ImportCommit(ctx context.Context, tx *index.Tx, c runs.CommitRow) error
 	MergeRun(ctx context.Context, tx *index.Tx, r runs.RunRecord) error
 	MergeCommits(ctx context.Context, tx *index.Tx, runID string, incoming []runs.CommitRow) error
+	HasCommit(ctx context.Context, tx *index.Tx, runID, id string) (bool, error)
 	MergePersist(ctx context.Context, tx *index.Tx, from, to runs.ChatRecord) error
 }
 

@@ -702,6 +702,16 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 					return rowError(err)
 				}
 			} else if im.merge.run != nil {
+				// A commit held here needs only its outcome for the
+				// merge: its message (up to runs.MaxMessageBytes) is
+				// dropped, so a run's messages are not held together.
+				known, err := im.a.p.Runs.HasCommit(ctx, tx, c.RunID, c.ID)
+				if err != nil {
+					return err
+				}
+				if known {
+					c.Message = ""
+				}
 				im.merge.run.commits = append(im.merge.run.commits, c)
 			}
 		case rec.Event != nil:

@@ -133,6 +133,72 @@ func TestMemoryBounded(t *testing.T) {
 	assert.Equal(t, size, fi.Size)
 }
 
+// TestMergeHoldsNoMessageItHas: a merging import that brings a run
+// forward gathers the run's rows until its journals are compared; the
+// messages of commits the store holds already are not among them. Twenty
+// messages of nearly 4 MiB merge with the heap growing by what one row
+// takes (about 22 MiB here with the collector at 10%, where holding them
+// took 89 MiB).
+func TestMergeHoldsNoMessageItHas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("commits 72 MiB of messages")
+	}
+	ctx := context.Background()
+	src := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	dst := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	sink := runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) { return nil, nil })
+	const commits = 20
+	for i := range commits {
+		body := make([]byte, runs.MaxMessageBytes*9/10)
+		for j := range body {
+			body[j] = 'a' + byte((i+j)%26)
+		}
+		_, err := src.Runs.Workspace("r", runs.ModelScope).Write(ctx, vfs.MustPath("output/main.md"), body, vfs.WriteOptions{})
+		require.NoError(t, err)
+		_, err = src.Runs.Commit(ctx, "r", sink, runs.CommitOptions{})
+		require.NoError(t, err)
+	}
+	exportTo := func(name string) string {
+		path := filepath.Join(t.TempDir(), name)
+		f, err := os.Create(path)
+		require.NoError(t, err)
+		_, err = src.Archive.Export(ctx, f, archive.Scope{Runs: []string{"r"}}, archive.Options{})
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		return path
+	}
+	importFrom := func(path string, opt archive.Options) (archive.Summary, error) {
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		defer f.Close()
+		return dst.Archive.Import(ctx, f, opt)
+	}
+	_, err = importFrom(exportTo("first.wsar"), archive.Options{})
+	require.NoError(t, err)
+	_, err = src.Runs.Workspace("r", runs.ModelScope).Write(ctx, vfs.MustPath("output/later.md"), []byte("after the first import\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	later := exportTo("later.wsar")
+
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	var sum archive.Summary
+	grew := heapPeak(t, func() {
+		sum, err = importFrom(later, archive.Options{Merge: true})
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"run r"}, sum.Updated)
+	got, err := dst.Runs.Workspace("r", runs.HostScope).Read(ctx, vfs.MustPath("output/later.md"), vfs.ReadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "after the first import\n", string(got.Content))
+	cs, err := dst.Runs.Commits(ctx, "r")
+	require.NoError(t, err)
+	require.Len(t, cs, commits)
+	assert.Len(t, cs[commits-1].Message.Body, runs.MaxMessageBytes*9/10, "the messages held stay as they were")
+	t.Logf("merge of a run with %d commits of %d MiB: heap grew %d MiB at most", commits, runs.MaxMessageBytes*9/10>>20, grew>>20)
+	assert.Less(t, grew, uint64(40<<20), "no message the store holds is gathered")
+}
+
 // TestExportHoldsOneCommitAtATime: a run's commits are exported one row
 // at a time; twenty messages of nearly 4 MiB (72 MiB) export with the heap
 // growing by what a few of them take (about 25 MiB here with the collector

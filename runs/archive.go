@@ -274,6 +274,15 @@ func (s *Service) ImportCommit(ctx context.Context, tx *index.Tx, c CommitRow) e
 	return nil
 }
 
+// HasCommit reports whether run runID holds commit id, in tx.
+func (s *Service) HasCommit(ctx context.Context, tx *index.Tx, runID, id string) (bool, error) {
+	var n int
+	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM commits WHERE id = ? AND run_id = ?`, id, runID); err != nil {
+		return false, fmt.Errorf("commit %s: %w", id, index.Translate(err))
+	}
+	return n > 0, nil
+}
+
 // MergeCommits brings run runID's commits forward to incoming, in tx, for
 // a sync that found the store's state of the run an earlier state of the
 // incoming one: a commit the store lacks is imported (ImportCommit), and
@@ -282,7 +291,8 @@ func (s *Service) ImportCommit(ctx context.Context, tx *index.Tx, c CommitRow) e
 // its receipt and error. A commit the store holds in any other status is
 // left as it is: the run's journal, which records every outcome, is where
 // the two states are compared. The store's commits are read by id and
-// status only, never their messages.
+// status only, never their messages, and the message of an incoming
+// commit the store holds is not looked at (the caller may leave it out).
 func (s *Service) MergeCommits(ctx context.Context, tx *index.Tx, runID string, incoming []CommitRow) error {
 	var rows []struct {
 		ID     string `db:"id"`
