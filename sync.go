@@ -81,7 +81,15 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 	if err != nil {
 		return rep, err
 	}
+	// A sync that took in records and failed before it published them
+	// leaves its lock to expire: dated after the device's newest
+	// segment, it tells ReclaimRemote that this device may use objects no
+	// object set names yet (remote.Storage.Reclaim).
+	tookIn := false
 	defer func() {
+		if err != nil && tookIn {
+			return
+		}
 		if rerr := release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
 			err = fmt.Errorf("sync: release the lock: %w", rerr)
 		}
@@ -119,6 +127,7 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 		todo = append(todo, segs...)
 	}
 	pull := &pulls{s: s, st: &rep.Pulled}
+	tookIn = listAll || len(todo) > 0
 	if listAll {
 		if err := pull.all(ctx); err != nil {
 			return rep, err
@@ -158,7 +167,12 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 		return st, err
 	}
 	defer func() {
-		if rerr := release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+		// A pull that failed may have recorded what it did not publish:
+		// its lock is left to expire, as a sync's (Sync).
+		if err != nil {
+			return
+		}
+		if rerr := release(context.WithoutCancel(ctx)); rerr != nil {
 			err = fmt.Errorf("pull: release the lock: %w", rerr)
 		}
 	}()

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,21 +44,23 @@ func (s *Storage) recorded(ctx context.Context, db *index.DB) (map[string]bool, 
 
 // objectSets folds every device's object set from its newest base
 // segment through its newest segment, and returns the union, with the
-// segments older than each device's newest base and when each device
-// wrote its newest segment (as the object store says).
-func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, superseded []Segment, published map[string]time.Time, err error) {
-	named, published = map[string]bool{}, map[string]time.Time{}
+// segments older than each device's newest base, when each device wrote
+// its newest segment as the object store says (published) and as the
+// device's own clock says (stated).
+func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, superseded []Segment, published, stated map[string]time.Time, err error) {
+	named, published, stated = map[string]bool{}, map[string]time.Time{}, map[string]time.Time{}
 	devs, err := s.Devices(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	for _, d := range devs {
 		segs, err := s.Segments(ctx, d, "")
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if len(segs) > 0 {
 			published[d] = segs[len(segs)-1].Modified
+			stated[d] = segs[len(segs)-1].At
 		}
 		from := FromBase(segs)
 		superseded = append(superseded, segs[:len(segs)-len(from)]...)
@@ -65,7 +68,7 @@ func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, supers
 		for _, seg := range from {
 			h, err := s.readHeader(ctx, seg)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
 			for _, o := range h.Dropped {
 				delete(set, o)
@@ -78,7 +81,35 @@ func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, supers
 			named[o] = true
 		}
 	}
-	return named, superseded, published, nil
+	return named, superseded, published, stated, nil
+}
+
+// cutOff returns the devices, other than device, whose last sync (or
+// pull) ended without publishing its segment, and the keys of the expired
+// sync locks that say so. A sync takes in other devices' records before
+// it publishes the object set that names them; cut off in between (the
+// network lost, the process killed), it leaves its lock to expire, dated
+// after the device's newest segment (stated: by the device's own clock,
+// as the lock is). What such a device took in is named nowhere until its
+// next sync publishes, so no pack may go meanwhile.
+func (s *Storage) cutOff(ctx context.Context, device string, stated map[string]time.Time) (devices []string, locks map[string]bool, err error) {
+	held, err := s.readLocks(ctx, syncLockDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	locks = map[string]bool{}
+	for _, l := range held {
+		d := l.body.Device
+		if s.live(l) || d == "" || d == device || !l.body.At.After(stated[d]) {
+			continue
+		}
+		locks[l.key] = true
+		if !slices.Contains(devices, d) {
+			devices = append(devices, d)
+		}
+	}
+	slices.Sort(devices)
+	return devices, locks, nil
 }
 
 // unpublished reports whether device has written no segment at or after
@@ -114,6 +145,9 @@ type ReclaimStats struct {
 	Kept int
 	// More says Max stopped the call with more to remove.
 	More bool
+	// Waiting names the devices whose last sync was cut off before it
+	// published: no pack goes until each has synced again.
+	Waiting []string
 }
 
 // Reclaim removes from the object store what no store uses, within a
@@ -125,7 +159,11 @@ type ReclaimStats struct {
 // newest base segment through its newest segment: every object its store
 // records as of its last sync) or recorded by this store; a device's
 // segments older than its newest base go once older than the grace, and
-// so do expired sync locks. The object store must say when each object
+// so do expired sync locks. While another device's last sync (or pull)
+// was cut off before it published its segment (its expired sync lock is
+// dated after its newest segment), no pack goes: what that sync took in
+// is in no object set yet; such a device is named in Waiting, and its
+// lock stays until it syncs again. The object store must say when each object
 // was written (LastModified): one it does not is kept. A failure to reach
 // the store is store.busy; what was removed stays removed, index objects
 // before their packs, so no device learns of a pack that is gone.
@@ -160,10 +198,15 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
-	sets, superseded, published, err := s.objectSets(ctx)
+	sets, superseded, published, stated, err := s.objectSets(ctx)
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
+	waiting, evidence, err := s.cutOff(ctx, device, stated)
+	if err != nil {
+		return st, fmt.Errorf("reclaim: %w", err)
+	}
+	st.Waiting = waiting
 	for o := range sets {
 		named[o] = true
 	}
@@ -206,7 +249,7 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		if err != nil {
 			return st, fmt.Errorf("reclaim: %w", err)
 		}
-		gone := !o.mod.IsZero() && o.mod.Before(cutoff)
+		gone := len(waiting) == 0 && !o.mod.IsZero() && o.mod.Before(cutoff)
 		for _, e := range pi.Objects {
 			gone = gone && !named[objectName(e.Kind, e.Hash)]
 		}
@@ -286,6 +329,9 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
 	for _, k := range stale {
+		if evidence[k] {
+			continue
+		}
 		if err := remove(k); err != nil {
 			return st, fmt.Errorf("reclaim: %w", err)
 		}
