@@ -343,6 +343,7 @@ func isHash(s string) bool {
 
 func (s *Storage) pullIndexes(ctx context.Context, db *index.DB, keys []string) (PullStats, error) {
 	var st PullStats
+	var todo []string
 	for _, key := range keys {
 		var seen int
 		err := db.View(ctx, func(tx *index.Tx) error {
@@ -351,41 +352,107 @@ func (s *Storage) pullIndexes(ctx context.Context, db *index.DB, keys []string) 
 		if err != nil {
 			return st, fmt.Errorf("pull: %w", index.Translate(err))
 		}
-		if seen > 0 {
-			continue
+		if seen == 0 {
+			todo = append(todo, key)
 		}
-		b, err := s.b.get(ctx, key, 0, -1)
-		if errors.Is(err, ErrMissing) {
-			continue // reclaimed since it was listed or named: no device uses its objects
-		}
-		if err != nil {
-			return st, fmt.Errorf("pull: %w", err)
-		}
-		idx, err := decodeIndex(key, b)
-		if err != nil {
-			return st, fmt.Errorf("pull: %w", err)
-		}
-		now := nanos(s.opts.Now())
-		var added int
-		err = db.Update(ctx, func(tx *index.Tx) error {
-			for _, e := range idx.Objects {
-				ok, err := recordEntry(ctx, tx, e, idx.Pack, now)
-				if err != nil {
-					return err
-				}
-				if ok {
-					added++
-				}
+	}
+	// An entry is recorded only once what it is read through is: its
+	// chunks, and the base of a delta (or dictionary), which may be
+	// listed by a later index object. So a pull cut off at any point
+	// leaves every recorded object readable. The first sweep records the
+	// entries that stand alone (whole blobs and chunks), each later one
+	// those whose chunks and base are recorded by then, taking in each
+	// index object once all its entries are; a sweep that records nothing
+	// takes in the rest as they are (an object no index lists stays
+	// missing, as it would have). Each sweep reads the index objects left
+	// again, so none is held in memory.
+	for sweep := 0; len(todo) > 0; sweep++ {
+		last := sweep == lastSweep
+		var left []string
+		progress := false
+		for _, key := range todo {
+			b, err := s.b.get(ctx, key, 0, -1)
+			if errors.Is(err, ErrMissing) {
+				continue // reclaimed since it was listed or named: no device uses its objects
 			}
-			return tookIn(ctx, tx, key)
-		})
-		if err != nil {
-			return st, fmt.Errorf("pull: %w", err)
+			if err != nil {
+				return st, fmt.Errorf("pull: %w", err)
+			}
+			idx, err := decodeIndex(key, b)
+			if err != nil {
+				return st, fmt.Errorf("pull: %w", err)
+			}
+			now := nanos(s.opts.Now())
+			var added int
+			done := true
+			err = db.Update(ctx, func(tx *index.Tx) error {
+				for _, e := range idx.Objects {
+					ready, err := s.readable(ctx, tx, e, sweep, last)
+					if err != nil {
+						return err
+					}
+					if !ready {
+						done = false
+						continue
+					}
+					ok, err := recordEntry(ctx, tx, e, idx.Pack, now)
+					if err != nil {
+						return err
+					}
+					if ok {
+						added++
+					}
+				}
+				if !done {
+					return nil
+				}
+				return tookIn(ctx, tx, key)
+			})
+			if err != nil {
+				return st, fmt.Errorf("pull: %w", err)
+			}
+			st.Objects += added
+			progress = progress || added > 0
+			if done {
+				st.Indexes++
+			} else {
+				left = append(left, key)
+			}
 		}
-		st.Indexes++
-		st.Objects += added
+		if sweep > 0 && !progress {
+			sweep = lastSweep - 1 // the next sweep takes in what is left
+		}
+		todo = left
 	}
 	return st, nil
+}
+
+// lastSweep numbers pullIndexes' last sweep, which records every entry
+// left whatever it is read through.
+const lastSweep = 1 << 20
+
+// readable reports whether entry e may be recorded in sweep: in the first
+// only if it stands alone (no chunk list, no base), in the last always,
+// otherwise once its chunks and base are recorded.
+func (s *Storage) readable(ctx context.Context, tx *index.Tx, e entry, sweep int, last bool) (bool, error) {
+	alone := len(e.Chunks) == 0 && e.Base == nil
+	switch {
+	case alone || last:
+		return true, nil
+	case sweep == 0:
+		return false, nil
+	}
+	for _, c := range e.Chunks {
+		if ok, err := s.Has(ctx, tx, cas.KindChunk, c.Hash); err != nil || !ok {
+			return false, err
+		}
+	}
+	if e.Base != nil {
+		if ok, err := s.Has(ctx, tx, cas.KindBlob, *e.Base); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // tookIn records that the store holds the entries of index object key
