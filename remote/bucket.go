@@ -78,6 +78,9 @@ func newS3Bucket(ctx context.Context, loc Location, opts Options) (*s3Bucket, er
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
 	}
+	if cfg.Credentials != nil {
+		cfg.Credentials = credentialsSource{cfg.Credentials}
+	}
 	cl := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if loc.Endpoint != "" {
 			o.BaseEndpoint = aws.String(loc.Endpoint)
@@ -88,6 +91,26 @@ func newS3Bucket(ctx context.Context, loc Location, opts Options) (*s3Bucket, er
 	})
 	return &s3Bucket{cl: cl, loc: loc}, nil
 }
+
+// credentialsSource marks the errors of the credentials' provider, so a
+// request that failed for want of credentials (none in the environment,
+// the shared files or the instance's metadata) is told from an object
+// store that could not be reached.
+type credentialsSource struct{ p aws.CredentialsProvider }
+
+func (c credentialsSource) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	v, err := c.p.Retrieve(ctx)
+	if err != nil && ctx.Err() == nil {
+		return v, &credentialsError{err}
+	}
+	return v, err
+}
+
+// credentialsError is an error of the credentials' provider.
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string { return e.err.Error() }
+func (e *credentialsError) Unwrap() error { return e.err }
 
 func status(err error) int {
 	var re *smithyhttp.ResponseError
@@ -109,12 +132,16 @@ func unavailable(op, key string, err error) error {
 }
 
 // refused returns store.invalid_options for a request the object store
-// refused for a reason only the tier's configuration can change: the
-// credentials or their permissions (401, 403), or a bucket that does not
-// exist; nil for any other error.
+// refused, or that could not be made, for a reason only the tier's
+// configuration can change: no credentials to be found, the credentials
+// or their permissions (401, 403), or a bucket that does not exist; nil
+// for any other error.
 func refused(op, key string, err error) error {
 	var ae smithy.APIError
+	var ce *credentialsError
 	switch {
+	case errors.As(err, &ce):
+		return wserr.New(wserr.InvalidOptions, op, key, "no credentials for the object store (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or name a profile in the URL): %v", err)
 	case status(err) == http.StatusUnauthorized || status(err) == http.StatusForbidden:
 		return wserr.New(wserr.InvalidOptions, op, key, "the object store refused the credentials or their permissions (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or the URL's profile): %v", err)
 	case errors.As(err, &ae) && ae.ErrorCode() == "NoSuchBucket":

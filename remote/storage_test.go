@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/cas"
@@ -13,6 +14,7 @@ import (
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/s3fake"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // testEnv sets credentials the fake and moto accept, so no test reads the
@@ -74,4 +76,22 @@ func TestConformanceMoto(t *testing.T) {
 		n++
 		return openDB(t), openStorage(t, m.URL, "wsstore-test", fmt.Sprintf("suite-%d", n), remote.Options{WriteThrough: true})
 	})
+}
+
+// TestNoCredentialsIsAnOptionsError: with no credentials anywhere (none in
+// the environment or the shared files, no instance metadata), a request
+// fails with store.invalid_options, which says to fix the set-up, not
+// store.busy, which says to try again later.
+func TestNoCredentialsIsAnOptionsError(t *testing.T) {
+	testEnv(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	db := openDB(t)
+	st := openStorage(t, srv.URL, "bkt", "store", remote.Options{MaxAttempts: 1})
+	_, err := st.Pull(context.Background(), db)
+	require.Error(t, err)
+	assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "no credentials")
 }
