@@ -2,6 +2,7 @@ package wsstore_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,4 +98,45 @@ func TestCallsAfterCloseAreCoded(t *testing.T) {
 		assert.Equal(t, wserr.Closed, wserr.CodeOf(err), "%s: %v", name, err)
 	}
 	assert.NoError(t, st.Close())
+}
+
+// TestCallsRacingCloseAreCoded: calls that begin while Close runs fail, if
+// they fail, with store.closed, never with the driver's uncoded error.
+func TestCallsRacingCloseAreCoded(t *testing.T) {
+	ctx := context.Background()
+	for round := range 20 {
+		st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+		require.NoError(t, err)
+		run, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
+		require.NoError(t, err)
+		errs := make(chan error, 1024)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for range 40 {
+					var err error
+					if g%2 == 0 {
+						_, err = st.Runs.Run(ctx, run.ID)
+					} else {
+						_, err = st.Runs.Checkpoint(ctx, run.ID, "racing")
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		close(start)
+		require.NoError(t, st.Close())
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			assert.Equal(t, wserr.Closed, wserr.CodeOf(err), "round %d: %v", round, err)
+		}
+	}
 }

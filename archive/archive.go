@@ -79,6 +79,7 @@ type Checkpoints interface {
 type Journal interface {
 	ExportEventsAfter(ctx context.Context, tx *index.Tx, runID string, after int64, fn func(journal.Event) error) error
 	ImportEvent(ctx context.Context, tx *index.Tx, e journal.Event) error
+	Last(ctx context.Context, tx *index.Tx, runID string) (int64, error)
 }
 
 // Actors exports and imports actor spaces and their journals;

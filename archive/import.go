@@ -658,11 +658,21 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				continue
 			}
 			added, err := im.a.p.Runs.ImportRun(ctx, tx, r)
-			// A run whose row is the same may still have grown: a commit's
-			// outcome recorded, or resolved, journals without a change
-			// to the row. flushRun compares the journals.
-			if im.opt.Merge && (wserr.Is(err, wserr.Conflict) || err == nil && !added) {
+			if im.opt.Merge && wserr.Is(err, wserr.Conflict) {
 				im.merge.run = &mergeRun{rec: r}
+				run = ""
+				continue
+			}
+			if im.opt.Merge && err == nil && !added {
+				// A run whose row is the same may still have grown: a
+				// commit's outcome recorded, or resolved, journals
+				// without a change to the row. Its events are compared
+				// from the store's last on only (mergeRun.from).
+				last, err := im.a.p.Journal.Last(ctx, tx, r.ID)
+				if err != nil {
+					return err
+				}
+				im.merge.run = &mergeRun{rec: r, from: max(last, 1)}
 				run = ""
 				continue
 			}
@@ -724,7 +734,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				if err := im.a.p.Journal.ImportEvent(ctx, tx, e); err != nil {
 					return rowError(err)
 				}
-			} else if im.merge.run != nil {
+			} else if im.merge.run != nil && e.Seq >= im.merge.run.from {
 				im.merge.run.events = append(im.merge.run.events, e)
 			}
 		case rec.Space != nil:

@@ -23,6 +23,10 @@ type mergeRun struct {
 	commits []runs.CommitRow
 	events  []journal.Event
 	tail    *RunTail // the archive holds the run from tail.From on
+	// from, for a run whose row the store holds as it is, is the store's
+	// last event: only the archive's events from it on are kept, and
+	// none means the archive holds nothing newer.
+	from int64
 }
 
 // mergeSpace is an actor space the store holds another state of, with
@@ -79,6 +83,12 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 	// A tail is compared from its anchor on: local holds the events
 	// after off, as mr.events are.
 	var off int64
+	if mr.from > 0 {
+		if len(mr.events) == 0 || mr.events[0].Seq != mr.from {
+			return im.outcome("run", id, false, nil)
+		}
+		off = mr.from - 1
+	}
 	if mr.tail != nil {
 		off = mr.tail.From - 1
 		if len(mr.events) == 0 || mr.events[0].Seq != mr.tail.From {

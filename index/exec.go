@@ -31,7 +31,7 @@ func (db *DB) Exec(ctx context.Context, query string) error {
 		return Translate(err)
 	})
 	if err != nil {
-		return fmt.Errorf("exec: %w", err)
+		return db.closedMeanwhile("exec", fmt.Errorf("exec: %w", err))
 	}
 	return nil
 }

@@ -78,6 +78,15 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 		// over (walckpt.go); a failure leaves them to a later turn.
 		_, _ = db.write.ExecContext(context.WithoutCancel(ctx), `PRAGMA wal_checkpoint(PASSIVE)`)
 	}
+	return db.closedMeanwhile("update", err)
+}
+
+// closedMeanwhile is err, or store.closed for an error without a code of
+// its own met by a call that began before Close and ran into it.
+func (db *DB) closedMeanwhile(op string, err error) error {
+	if err != nil && db.closed.Load() && wserr.CodeOf(err) == wserr.Internal {
+		return fmt.Errorf("%w: %w", errClosed(op), err)
+	}
 	return err
 }
 
@@ -89,7 +98,7 @@ func (db *DB) View(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	err := run(ctx, db.read, nil, &db.readStmts, db.opts.Trace, fn, nil)
 	db.readStmts.prepareIdle(ctx, db.read)
-	return err
+	return db.closedMeanwhile("view", err)
 }
 
 // run runs fn in a transaction on conn, a write transaction if guard,

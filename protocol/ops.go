@@ -193,10 +193,13 @@ var ops = []op{
 	{
 		name: "prune", access: writes, request: []any{pruneRequest{}}, handle: (*Session).prune,
 		help: `  prune       {dryRun?, workspaceId?}       -> {dryRun, runs: [{runId, workspaceId, status, reason, logId}],
-                                                checkpoints: [{runId, checkpointIds, bytes}], bytesFreed}
+                                                checkpoints: [{runId, checkpointIds, bytes}],
+                                                held: [{runId, workspaceId, status, reason, pendingCommits}], bytesFreed}
               applies the retention policy (policy.set) to every chat, or
               to workspaceId's; each deletion names the setting that made
-              it (reason) and is in the deletion log (wsctl deletions)`,
+              it (reason) and is in the deletion log (wsctl deletions);
+              held: runs a setting named, kept for their pending commits
+              (commit.resolve)`,
 	},
 	{
 		name: "chat.delete", access: writes, request: []any{chatDeleteRequest{}, runs.ChatKey{}}, handle: (*Session).chatDelete,

@@ -257,6 +257,9 @@ func (s *Service) ImportCommit(ctx context.Context, tx *index.Tx, c CommitRow) e
 		// Every read of the run's commits would fail on it.
 		return wserr.New(wserr.Corrupt, "import commit", "", "commit %s of run %s has a message or receipt that is not JSON", c.ID, c.RunID)
 	}
+	if c.Status != CommitPending && c.Status != CommitCompleted && c.Status != CommitFailed {
+		return wserr.New(wserr.Corrupt, "import commit", "", "commit %s of run %s has status %q", c.ID, c.RunID, c.Status)
+	}
 	if c.CheckpointSeq != 0 {
 		ok, err := s.checkpoints.Has(ctx, tx, c.RunID, c.CheckpointSeq)
 		if err != nil {

@@ -130,9 +130,13 @@ const (
 // commit.sink_failed, the run stays as it was and Commit may be retried.
 // If the run is deleted while the sink runs, nothing more is recorded and
 // the error is run.not_found; the record returned carries the sink's
-// receipt, so the host can find what its sink saved. While this Service
-// saves another commit to the same chat, Commit fails at once with
-// store.busy and records nothing (see lockSaves).
+// receipt, so the host can find what its sink saved. If the commit was
+// resolved meanwhile by another process (ResolveCommit), nothing is
+// recorded and the error is run.invalid_transition. If recording the
+// outcome fails, the commit stays pending, the record carries the sink's
+// receipt and the error says what the sink did: ResolveCommit records it.
+// While this Service saves another commit to the same chat, Commit fails
+// at once with store.busy and records nothing (see lockSaves).
 func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt CommitOptions) (CommitRecord, error) {
 	mode := opt.Mode
 	if mode == "" {
@@ -478,7 +482,10 @@ func (s *Service) deliver(ctx context.Context, sink ChatSink, pc pendingCommit) 
 		e.Err = sinkErr
 		return rec, e
 	case err != nil:
-		return rec, fmt.Errorf("commit %s: record outcome: %w", rec.ID, err)
+		// The commit stays pending: the record carries the receipt, and
+		// the error says what the sink did, for ResolveCommit.
+		rec.Receipt = receipt
+		return rec, fmt.Errorf("commit %s: %s, but its outcome could not be recorded (the commit stays pending until ResolveCommit): %w", rec.ID, saved, err)
 	}
 	rec.Status, rec.Receipt, rec.Error = status, receipt, errText
 	if sinkErr != nil {
@@ -587,8 +594,10 @@ type CommitOutcome struct {
 // can tell from its own chat whether the message was saved, states it.
 // The commit becomes completed or failed as a delivery would make it, with
 // chat_commit_completed or chat_commit_failed journaled (and, for a
-// rollback completed, commit_rolled_back), their payload marked
-// "resolved": true. Until then retention keeps the run (PruneReport.Held).
+// rollback completed, commit_rolled_back), the chat_commit_* event's
+// payload marked "resolved": true. Resolve a commit on the store that
+// made it: resolved on two devices, the run's journals part, and sync
+// reports the run as a conflict from then on. Until then retention keeps the run (PruneReport.Held).
 // It fails with workspace.invalid_argument for an outcome other than
 // completed or failed, or an error given with completed; run.not_found;
 // store.not_found for a commit the run does not have;
@@ -667,8 +676,9 @@ func callSink(ctx context.Context, sink ChatSink, req CommitRequest) (receipt js
 // with the commit's completion; a failed save journals only
 // chat_commit_failed. The run's workspace is not changed. It fails with
 // checkpoint.not_found, the assembly errors of Commit, commit.sink_failed,
-// run.not_found (also when the run is deleted while the sink runs), or
-// store.busy as Commit does.
+// run.not_found (also when the run is deleted while the sink runs),
+// run.invalid_transition (resolved meanwhile), or store.busy as Commit
+// does.
 func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, sink ChatSink, del bool) (CommitRecord, error) {
 	if sink == nil {
 		return CommitRecord{}, wserr.New(wserr.InvalidArgument, "rollback commit", "", "no chat sink")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
@@ -199,4 +200,81 @@ func TestResolveCommitWhileSaving(t *testing.T) {
 	require.Len(t, commits, 1)
 	assert.Equal(t, runs.CommitCompleted, commits[0].Status, "the sink's own outcome is recorded")
 	assert.JSONEq(t, `{"messageId":"late"}`, string(commits[0].Receipt))
+}
+
+// TestCommitOutcomeNotRecorded: the sink saved the message but recording
+// that failed (here the journal, injected): the commit stays pending, the
+// caller gets the sink's receipt and hears that the sink saved it, and
+// resolves the commit with that receipt.
+func TestCommitOutcomeNotRecorded(t *testing.T) {
+	e := newLifecycleEnv(t)
+	e.create("c1", runs.CreateRequest{RunID: "run_x"})
+	e.write("run_x", "output/main.md", "hello")
+	faults := e.withFaults(runs.Options{})
+	faults.failOnce(string(journal.ChatCommitCompleted), errInjected)
+	sink := runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {
+		return json.RawMessage(`{"messageId":11}`), nil
+	})
+	rec, err := e.svc.Commit(e.ctx, "run_x", sink, runs.CommitOptions{})
+	require.ErrorIs(t, err, errInjected)
+	assert.Contains(t, err.Error(), "the chat sink saved the message")
+	assert.JSONEq(t, `{"messageId":11}`, string(rec.Receipt), "the receipt reaches the caller")
+	assert.Equal(t, runs.CommitPending, rec.Status)
+	commits, err := e.svc.Commits(e.ctx, "run_x")
+	require.NoError(t, err)
+	require.Len(t, commits, 1)
+	assert.Equal(t, runs.CommitPending, commits[0].Status)
+
+	got, err := e.svc.ResolveCommit(e.ctx, "run_x", rec.ID, runs.CommitOutcome{Status: runs.CommitCompleted, Receipt: rec.Receipt})
+	require.NoError(t, err)
+	assert.Equal(t, runs.CommitCompleted, got.Status)
+	assert.JSONEq(t, `{"messageId":11}`, string(got.Receipt))
+}
+
+// TestMergeCommitsMovesOnlyPending: a merge gives a pending commit the
+// outcome the incoming state holds, imports a commit the store lacks, and
+// leaves a commit already completed or failed here as it is, whatever
+// the incoming state says; a status no commit has is store.corrupt.
+func TestMergeCommitsMovesOnlyPending(t *testing.T) {
+	e := newLifecycleEnv(t)
+	gone := e.service(runs.Options{})
+	e.create("c1", runs.CreateRequest{RunID: "run_x"})
+	e.write("run_x", "output/main.md", "hello")
+	done, err := e.svc.Commit(e.ctx, "run_x", &recordingSink{}, runs.CommitOptions{})
+	require.NoError(t, err)
+	req, _ := e.stuckCommit(gone, "run_x", 0)
+
+	rows := map[string]runs.CommitRow{}
+	require.NoError(t, e.st.DB.View(e.ctx, func(tx *index.Tx) error {
+		return e.svc.EachCommitRow(e.ctx, tx, "run_x", func(c runs.CommitRow) error { rows[c.ID] = c; return nil })
+	}))
+	pending, completed := rows[req.CommitID], rows[done.ID]
+	require.Equal(t, runs.CommitPending, pending.Status)
+	bad := pending
+	bad.Status = "lost"
+	err = e.st.DB.Update(e.ctx, func(tx *index.Tx) error {
+		return e.svc.MergeCommits(e.ctx, tx, "run_x", []runs.CommitRow{bad})
+	})
+	assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+	bad.ID, bad.Seq = "commit_run_x_0009", 9
+	err = e.st.DB.Update(e.ctx, func(tx *index.Tx) error {
+		return e.svc.MergeCommits(e.ctx, tx, "run_x", []runs.CommitRow{bad})
+	})
+	assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "a commit imported with a status no commit has: %v", err)
+	pending.Status, pending.Receipt = runs.CommitFailed, `{"why":"elsewhere"}`
+	completed.Status, completed.Receipt = runs.CommitPending, `{}`
+	added := completed
+	added.ID, added.Seq, added.Status = "commit_run_x_0003", 3, runs.CommitCompleted
+	require.NoError(t, e.st.DB.Update(e.ctx, func(tx *index.Tx) error {
+		return e.svc.MergeCommits(e.ctx, tx, "run_x", []runs.CommitRow{completed, pending, added})
+	}))
+	cs, err := e.svc.Commits(e.ctx, "run_x")
+	require.NoError(t, err)
+	require.Len(t, cs, 3)
+	assert.Equal(t, runs.CommitCompleted, cs[0].Status, "an outcome recorded here stays")
+	assert.JSONEq(t, `{"messageId":42}`, string(cs[0].Receipt))
+	assert.Equal(t, runs.CommitFailed, cs[1].Status, "a pending commit takes the incoming outcome")
+	assert.JSONEq(t, `{"why":"elsewhere"}`, string(cs[1].Receipt))
+	assert.Equal(t, "commit_run_x_0003", cs[2].ID, "a commit the store lacks is imported")
+
 }

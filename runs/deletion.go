@@ -320,7 +320,9 @@ type PruneReport struct {
 	Runs        []PrunedRun         `json:"runs"`
 	Checkpoints []PrunedCheckpoints `json:"checkpoints"`
 	// Held is the runs a setting named that the pass kept because a
-	// commit of theirs is still pending (ResolveCommit ends that).
+	// commit of theirs is still pending (ResolveCommit ends that), as the
+	// pass found them before deleting; a run that another process began
+	// a commit of meanwhile is kept too, without a line here.
 	Held       []HeldRun `json:"held"`
 	BytesFreed int64     `json:"bytesFreed"`
 }

@@ -30,7 +30,9 @@ pending). Check the chat: "completed" if the message was saved there,
 "failed" if not (a failed commit may simply be made again). The outcome is
 journaled as a delivery's would be, marked resolved, and retention, which
 keeps a run while it has a pending commit ("wsctl prune" lists it), may
-delete the run again.
+delete the run again (at its next pass). Resolve a commit on the store that
+made it: resolved on two devices that sync, the run's journals part and
+sync reports it as a conflict.
 
 A commit that is not pending is refused with run.invalid_transition; one
 the run does not have with store.not_found.`,

@@ -92,6 +92,7 @@ func TestResolveCommitCommands(t *testing.T) {
 	assert.Equal(t, "commit "+id2+" of run r2: failed\n", out)
 	errOut := c.fails(5, "resolve-commit", "r2", id2, "failed")
 	assert.Contains(t, errOut, "run.invalid_transition")
+	assert.Contains(t, c.ok("log", "r2"), id2+" (resolved): not in the chat")
 	var d runDetails
 	c.jsonOut(&d, "show", "r2")
 	require.Len(t, d.Commits, 1)

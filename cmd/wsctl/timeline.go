@@ -95,8 +95,17 @@ func summarize(e journal.Event) string {
 		s = fmt.Sprintf("%s, %v", str("commitId"), p["mode"])
 	case journal.ChatCommitCompleted, journal.CommitRolledBack:
 		s = str("commitId")
+		if p["resolved"] == true {
+			s += " (resolved)"
+		}
 	case journal.ChatCommitFailed:
-		s = str("commitId") + ": " + str("error")
+		s = str("commitId")
+		if p["resolved"] == true {
+			s += " (resolved)"
+		}
+		if e := str("error"); e != "" {
+			s += ": " + e
+		}
 	case journal.ContextAssembled:
 		var names []string
 		if ss, ok := p["sources"].([]any); ok {
