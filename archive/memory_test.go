@@ -137,6 +137,26 @@ func TestMemoryBounded(t *testing.T) {
 	assert.Equal(t, size, fi.Size)
 }
 
+// commitLarge creates run id in st and commits n messages of nearly
+// runs.MaxMessageBytes each.
+func commitLarge(t *testing.T, st *wsstore.Store, id string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: id})
+	require.NoError(t, err)
+	sink := runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) { return nil, nil })
+	for i := range n {
+		body := make([]byte, runs.MaxMessageBytes*9/10)
+		for j := range body {
+			body[j] = 'a' + byte((i+j)%26)
+		}
+		_, err := st.Runs.Workspace(id, runs.ModelScope).Write(ctx, vfs.MustPath("output/main.md"), body, vfs.WriteOptions{})
+		require.NoError(t, err)
+		_, err = st.Runs.Commit(ctx, id, sink, runs.CommitOptions{})
+		require.NoError(t, err)
+	}
+}
+
 // TestMergeHoldsNoMessageItHas: a merging import that brings a run
 // forward gathers the run's rows until its journals are compared; the
 // messages of commits the store holds already are not among them. Twenty
@@ -150,20 +170,9 @@ func TestMergeHoldsNoMessageItHas(t *testing.T) {
 	ctx := context.Background()
 	src := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
 	dst := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
-	_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
-	require.NoError(t, err)
-	sink := runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) { return nil, nil })
 	const commits = 20
-	for i := range commits {
-		body := make([]byte, runs.MaxMessageBytes*9/10)
-		for j := range body {
-			body[j] = 'a' + byte((i+j)%26)
-		}
-		_, err := src.Runs.Workspace("r", runs.ModelScope).Write(ctx, vfs.MustPath("output/main.md"), body, vfs.WriteOptions{})
-		require.NoError(t, err)
-		_, err = src.Runs.Commit(ctx, "r", sink, runs.CommitOptions{})
-		require.NoError(t, err)
-	}
+	commitLarge(t, src, "r", commits)
+	var err error
 	exportTo := func(name string) string {
 		path := filepath.Join(t.TempDir(), name)
 		f, err := os.Create(path)
@@ -265,20 +274,9 @@ func TestExportHoldsOneCommitAtATime(t *testing.T) {
 	}
 	ctx := context.Background()
 	src := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
-	_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
-	require.NoError(t, err)
-	sink := runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) { return nil, nil })
 	const commits = 20
-	for i := range commits {
-		body := make([]byte, runs.MaxMessageBytes*9/10)
-		for j := range body {
-			body[j] = 'a' + byte((i+j)%26)
-		}
-		_, err := src.Runs.Workspace("r", runs.ModelScope).Write(ctx, vfs.MustPath("output/main.md"), body, vfs.WriteOptions{})
-		require.NoError(t, err)
-		_, err = src.Runs.Commit(ctx, "r", sink, runs.CommitOptions{})
-		require.NoError(t, err)
-	}
+	commitLarge(t, src, "r", commits)
+	var err error
 	// A collection at every 10% of growth: the peak is what is live,
 	// whatever garbage earlier tests left to pace the collector.
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
