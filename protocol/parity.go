@@ -411,6 +411,9 @@ func (s *Session) commitResolve(ctx context.Context, r request) (any, error) {
 	if req.CommitID == "" {
 		return nil, invalidRequest("commit.resolve needs \"commitId\": a commit of the run")
 	}
+	if req.Status != runs.CommitCompleted && req.Status != runs.CommitFailed {
+		return nil, invalidRequest("commit.resolve needs \"status\": %q or %q, not %q", runs.CommitCompleted, runs.CommitFailed, req.Status)
+	}
 	h, err := s.hostRuns()
 	if err != nil {
 		return nil, err

@@ -64,8 +64,8 @@ func runReclaimRemote(ctx context.Context, o reclaimRemoteOptions) error {
 	_, err = fmt.Fprintf(o.out, "reclaim-remote: %s %d packs, %d index objects, %d segments, %d expired sync locks; kept %d index objects%s\n",
 		verb, rep.Packs, rep.Indexes, rep.Segments, rep.Locks, rep.Kept, map[bool]string{true: "; more left (run again)", false: ""}[rep.More])
 	if err == nil && len(rep.Waiting) > 0 {
-		_, err = fmt.Fprintf(o.out, "reclaim-remote: no pack removed until these devices sync again (their last sync was cut off before it published): %s\n",
-			strings.Join(rep.Waiting, ", "))
+		_, err = fmt.Fprintf(o.out, "reclaim-remote: no pack removed until these devices sync again (their last sync was cut off before it published): %s; "+
+			"for a device that never will, delete its locks/sync/DEVICE-… object\n", strings.Join(rep.Waiting, ", "))
 	}
 	return err
 }

@@ -77,7 +77,7 @@ func TestResolveCommitCommands(t *testing.T) {
 		`{"op":"commit.resolve","runId":"r1","commitId":"` + id1 + `","status":"completed","receipt":{"messageId":3}}`,
 		`{"op":"commit.resolve","runId":"r1","commitId":"` + id1 + `","status":"failed"}`,
 	}, "\n") + "\n")
-	assert.Equal(t, "workspace.invalid_argument", rs[0].code())
+	assert.Equal(t, "batch.invalid_request", rs[0].code(), "a host's mistake, not a model's")
 	assert.False(t, rs[1].OK, "a commit id is needed")
 	assert.Equal(t, "store.not_found", rs[2].code())
 	require.True(t, rs[3].OK, "%+v", rs[3].Error)
