@@ -399,11 +399,9 @@ func importFromFile(t *testing.T, dst *wsstore.Store, arc []byte) (uint64, error
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "archive.wsar")
 	require.NoError(t, os.WriteFile(path, arc, 0o644))
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
+	var err error
 	grew := heapPeak(t, func() {
-		_, err = dst.Archive.Import(context.Background(), f, archive.Options{})
+		_, err = importFile(t, dst, path, archive.Options{})
 	})
 	t.Logf("heap grew %d MiB at most", grew>>20)
 	return grew, err

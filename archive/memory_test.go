@@ -123,11 +123,8 @@ func TestMemoryBounded(t *testing.T) {
 	assert.Less(t, grew, uint64(limit), "export heap")
 
 	dst := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
-	f, err = os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
 	grew = heapPeak(t, func() {
-		sum, err = dst.Archive.Import(ctx, f, archive.Options{})
+		sum, err = importFile(t, dst, path, archive.Options{})
 	})
 	require.NoError(t, err)
 	t.Logf("import of %d MiB: heap grew %d MiB at most", mib, grew>>20)
@@ -157,6 +154,28 @@ func commitLarge(t *testing.T, st *wsstore.Store, id string, n int) {
 	}
 }
 
+// exportFile exports scope of st to a new file and returns its path.
+func exportFile(t *testing.T, st *wsstore.Store, scope archive.Scope) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "archive.wsar")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	_, err = st.Archive.Export(context.Background(), f, scope, archive.Options{})
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	return path
+}
+
+// importFile imports the archive at path into st, read from the file as
+// a host streams it.
+func importFile(t *testing.T, st *wsstore.Store, path string, opt archive.Options) (archive.Summary, error) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	return st.Archive.Import(context.Background(), f, opt)
+}
+
 // TestMergeHoldsNoMessageItHas: a merging import that brings a run
 // forward gathers the run's rows until its journals are compared; the
 // messages of commits the store holds already are not among them. Twenty
@@ -172,32 +191,17 @@ func TestMergeHoldsNoMessageItHas(t *testing.T) {
 	dst := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
 	const commits = 20
 	commitLarge(t, src, "r", commits)
-	var err error
-	exportTo := func(name string) string {
-		path := filepath.Join(t.TempDir(), name)
-		f, err := os.Create(path)
-		require.NoError(t, err)
-		_, err = src.Archive.Export(ctx, f, archive.Scope{Runs: []string{"r"}}, archive.Options{})
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
-		return path
-	}
-	importFrom := func(path string, opt archive.Options) (archive.Summary, error) {
-		f, err := os.Open(path)
-		require.NoError(t, err)
-		defer f.Close()
-		return dst.Archive.Import(ctx, f, opt)
-	}
-	_, err = importFrom(exportTo("first.wsar"), archive.Options{})
+	scope := archive.Scope{Runs: []string{"r"}}
+	_, err := importFile(t, dst, exportFile(t, src, scope), archive.Options{})
 	require.NoError(t, err)
 	_, err = src.Runs.Workspace("r", runs.ModelScope).Write(ctx, vfs.MustPath("output/later.md"), []byte("after the first import\n"), vfs.WriteOptions{})
 	require.NoError(t, err)
-	later := exportTo("later.wsar")
+	later := exportFile(t, src, scope)
 
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var sum archive.Summary
 	grew := heapPeak(t, func() {
-		sum, err = importFrom(later, archive.Options{Merge: true})
+		sum, err = importFile(t, dst, later, archive.Options{Merge: true})
 	})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"run r"}, sum.Updated)
@@ -239,25 +243,14 @@ func TestMergeOfAnUnchangedRunReadsNoJournal(t *testing.T) {
 			return nil
 		}))
 	}
-	path := filepath.Join(t.TempDir(), "run.wsar")
-	f, err := os.Create(path)
+	path := exportFile(t, src, archive.Scope{Runs: []string{"r"}})
+	_, err = importFile(t, dst, path, archive.Options{})
 	require.NoError(t, err)
-	_, err = src.Archive.Export(ctx, f, archive.Scope{Runs: []string{"r"}}, archive.Options{})
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-	importFrom := func(opt archive.Options) archive.Summary {
-		f, err := os.Open(path)
-		require.NoError(t, err)
-		defer f.Close()
-		sum, err := dst.Archive.Import(ctx, f, opt)
-		require.NoError(t, err)
-		return sum
-	}
-	importFrom(archive.Options{})
 
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var sum archive.Summary
-	grew := heapPeak(t, func() { sum = importFrom(archive.Options{Merge: true}) })
+	grew := heapPeak(t, func() { sum, err = importFile(t, dst, path, archive.Options{Merge: true}) })
+	require.NoError(t, err)
 	assert.Contains(t, sum.Unchanged, "run r")
 	assert.Empty(t, sum.Updated)
 	t.Logf("merge of an unchanged run of 40,000 events: heap grew %d MiB at most", grew>>20)

@@ -366,8 +366,8 @@ func (s *Storage) pullIndexes(ctx context.Context, db *index.DB, keys []string) 
 	// takes in the rest as they are (an object no index lists stays
 	// missing, as it would have). Each sweep reads the index objects left
 	// again, so none is held in memory.
-	for sweep := 0; len(todo) > 0; sweep++ {
-		last := sweep == lastSweep
+	first, last := true, false
+	for len(todo) > 0 {
 		var left []string
 		progress := false
 		for _, key := range todo {
@@ -387,7 +387,7 @@ func (s *Storage) pullIndexes(ctx context.Context, db *index.DB, keys []string) 
 			done := true
 			err = db.Update(ctx, func(tx *index.Tx) error {
 				for _, e := range idx.Objects {
-					ready, err := s.readable(ctx, tx, e, sweep, last)
+					ready, err := s.readable(ctx, tx, e, first, last)
 					if err != nil {
 						return err
 					}
@@ -419,27 +419,24 @@ func (s *Storage) pullIndexes(ctx context.Context, db *index.DB, keys []string) 
 				left = append(left, key)
 			}
 		}
-		if sweep > 0 && !progress {
-			sweep = lastSweep - 1 // the next sweep takes in what is left
-		}
+		// After a later sweep that recorded nothing, the last takes in
+		// what is left.
+		last = !first && !progress
+		first = false
 		todo = left
 	}
 	return st, nil
 }
 
-// lastSweep numbers pullIndexes' last sweep, which records every entry
-// left whatever it is read through.
-const lastSweep = 1 << 20
-
-// readable reports whether entry e may be recorded in sweep: in the first
-// only if it stands alone (no chunk list, no base), in the last always,
-// otherwise once its chunks and base are recorded.
-func (s *Storage) readable(ctx context.Context, tx *index.Tx, e entry, sweep int, last bool) (bool, error) {
+// readable reports whether entry e may be recorded in a sweep: in the
+// first only if it stands alone (no chunk list, no base), in the last
+// always, otherwise once its chunks and base are recorded.
+func (s *Storage) readable(ctx context.Context, tx *index.Tx, e entry, first, last bool) (bool, error) {
 	alone := len(e.Chunks) == 0 && e.Base == nil
 	switch {
 	case alone || last:
 		return true, nil
-	case sweep == 0:
+	case first:
 		return false, nil
 	}
 	for _, c := range e.Chunks {

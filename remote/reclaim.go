@@ -44,23 +44,21 @@ func (s *Storage) recorded(ctx context.Context, db *index.DB) (map[string]bool, 
 
 // objectSets folds every device's object set from its newest base
 // segment through its newest segment, and returns the union, with the
-// segments older than each device's newest base, when each device wrote
-// its newest segment as the object store says (published) and as the
-// device's own clock says (stated).
-func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, superseded []Segment, published, stated map[string]time.Time, err error) {
-	named, published, stated = map[string]bool{}, map[string]time.Time{}, map[string]time.Time{}
+// segments older than each device's newest base and each device's newest
+// segment.
+func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, superseded []Segment, newest map[string]Segment, err error) {
+	named, newest = map[string]bool{}, map[string]Segment{}
 	devs, err := s.Devices(ctx)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, d := range devs {
 		segs, err := s.Segments(ctx, d, "")
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, nil, err
 		}
 		if len(segs) > 0 {
-			published[d] = segs[len(segs)-1].Modified
-			stated[d] = segs[len(segs)-1].At
+			newest[d] = segs[len(segs)-1]
 		}
 		from := FromBase(segs)
 		superseded = append(superseded, segs[:len(segs)-len(from)]...)
@@ -68,7 +66,7 @@ func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, supers
 		for _, seg := range from {
 			h, err := s.readHeader(ctx, seg)
 			if err != nil {
-				return nil, nil, nil, nil, err
+				return nil, nil, nil, err
 			}
 			for _, o := range h.Dropped {
 				delete(set, o)
@@ -81,7 +79,7 @@ func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, supers
 			named[o] = true
 		}
 	}
-	return named, superseded, published, stated, nil
+	return named, superseded, newest, nil
 }
 
 // cutOff returns the devices, other than device, whose last sync (or
@@ -89,10 +87,10 @@ func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, supers
 // sync locks that say so. A sync takes in other devices' records before
 // it publishes the object set that names them; cut off in between (the
 // network lost, the process killed), it leaves its lock to expire, dated
-// after the device's newest segment (stated: by the device's own clock,
-// as the lock is). What such a device took in is named nowhere until its
+// after the device's newest segment (its At: the device's own clock, as
+// the lock's is). What such a device took in is named nowhere until its
 // next sync publishes, so no pack may go meanwhile.
-func (s *Storage) cutOff(ctx context.Context, device string, stated map[string]time.Time) (devices []string, locks map[string]bool, err error) {
+func (s *Storage) cutOff(ctx context.Context, device string, newest map[string]Segment) (devices []string, locks map[string]bool, err error) {
 	held, err := s.readLocks(ctx, syncLockDir)
 	if err != nil {
 		return nil, nil, err
@@ -100,7 +98,7 @@ func (s *Storage) cutOff(ctx context.Context, device string, stated map[string]t
 	locks = map[string]bool{}
 	for _, l := range held {
 		d := l.body.Device
-		if s.live(l) || d == "" || d == device || !l.body.At.After(stated[d]) {
+		if s.live(l) || d == "" || d == device || !l.body.At.After(newest[d].At) {
 			continue
 		}
 		locks[l.key] = true
@@ -113,11 +111,12 @@ func (s *Storage) cutOff(ctx context.Context, device string, stated map[string]t
 }
 
 // unpublished reports whether device has written no segment at or after
-// since (published: each device's newest, as objectSets returns them): it
-// may record objects it pushed that no segment of it names yet.
-func unpublished(published map[string]time.Time, device string, since time.Time) bool {
-	last, ok := published[device]
-	return !ok || last.IsZero() || last.Before(since)
+// since, as the object store dates them (newest: each device's newest, as
+// objectSets returns them): it may record objects it pushed that no
+// segment of it names yet.
+func unpublished(newest map[string]Segment, device string, since time.Time) bool {
+	last := newest[device].Modified // zero: none, or the store does not say
+	return last.IsZero() || last.Before(since)
 }
 
 // ReclaimOptions configure Reclaim. The zero value means the defaults
@@ -198,11 +197,11 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
-	sets, superseded, published, stated, err := s.objectSets(ctx)
+	sets, superseded, newest, err := s.objectSets(ctx)
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
-	waiting, evidence, err := s.cutOff(ctx, device, stated)
+	waiting, evidence, err := s.cutOff(ctx, device, newest)
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
@@ -255,7 +254,7 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		}
 		// The pushing device may record the objects and name them in its
 		// next segment; this store's own records are in named already.
-		if pi.Device != "" && pi.Device != device && unpublished(published, pi.Device, o.mod.Add(margin)) {
+		if pi.Device != "" && pi.Device != device && unpublished(newest, pi.Device, o.mod.Add(margin)) {
 			gone = false
 		}
 		if !gone && pi.Pack != "" {
