@@ -179,19 +179,23 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 	if err := s.pullIndexes(ctx, dev, &st); err != nil {
 		return st, err
 	}
-	added, dropped, err := s.Remote.ObjectDelta(ctx, s.DB, false)
-	if err != nil || len(added)+len(dropped) == 0 {
+	objs, err := s.Remote.ObjectDelta(ctx, s.DB, false)
+	if err != nil {
 		return st, err
+	}
+	defer objs.Close()
+	if objs.Empty() {
+		return st, nil
 	}
 	idx, err := s.Remote.PendingIndexes(ctx, s.DB)
 	if err != nil {
 		return st, err
 	}
-	seg, err := s.Remote.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: s.now().UTC(), Added: added, Dropped: dropped, Indexes: &idx}, nil)
+	seg, err := s.Remote.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: s.now().UTC(), Indexes: &idx}, objs, nil)
 	if err != nil {
 		return st, err
 	}
-	return st, s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Added: added, Dropped: dropped, Indexes: idx})
+	return st, s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Objects: objs, Indexes: idx})
 }
 
 // pulls takes in index objects for one sync or pull: those segment
@@ -710,14 +714,15 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 	if err != nil {
 		return err
 	}
-	added, dropped, err := s.Remote.ObjectDelta(ctx, s.DB, false)
+	objs, err := s.Remote.ObjectDelta(ctx, s.DB, false)
 	if err != nil {
 		return err
 	}
-	if hasBase && len(delta) == 0 && len(tombs) == 0 && len(added) == 0 && len(dropped) == 0 {
+	defer func() { objs.Close() }()
+	if hasBase && len(delta) == 0 && len(tombs) == 0 && objs.Empty() {
 		return nil
 	}
-	h := remote.SegmentHeader{Device: dev, At: s.now().UTC(), Tombstones: tombs, Added: added, Dropped: dropped}
+	h := remote.SegmentHeader{Device: dev, At: s.now().UTC(), Tombstones: tombs}
 	items := changed
 	base := !hasBase || since+int64(len(delta)) > size
 	if base {
@@ -735,7 +740,8 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 			return err
 		}
 		items = all
-		if h.Added, h.Dropped, err = s.Remote.ObjectDelta(ctx, s.DB, true); err != nil {
+		objs.Close()
+		if objs, err = s.Remote.ObjectDelta(ctx, s.DB, true); err != nil {
 			return err
 		}
 		// Every tombstone of this device, the pending ones included.
@@ -760,7 +766,8 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 	rep.Pushed.Bytes += more.Bytes
 	if more.Packs+more.Chunked > 0 {
 		// The pushed objects join the set this segment announces.
-		if h.Added, _, err = s.Remote.ObjectDelta(ctx, s.DB, h.Base); err != nil {
+		objs.Close()
+		if objs, err = s.Remote.ObjectDelta(ctx, s.DB, h.Base); err != nil {
 			return err
 		}
 	}
@@ -771,7 +778,7 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 		}
 		h.Indexes = &idx
 	}
-	seg, err := s.Remote.PublishSegment(ctx, h, delta)
+	seg, err := s.Remote.PublishSegment(ctx, h, objs, delta)
 	if err != nil {
 		return err
 	}
@@ -781,7 +788,7 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 		rep.Sent = append(rep.Sent, it.Name())
 	}
 	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Items: items,
-		Tombstones: h.Tombstones, Added: h.Added, Dropped: h.Dropped, Indexes: idx})
+		Tombstones: h.Tombstones, Objects: objs, Indexes: idx})
 }
 
 // exportItems writes a metadata archive (blobs elsewhere) of items: runs

@@ -426,7 +426,7 @@ func TestSyncReclaimLocks(t *testing.T) {
 	h, arch, err := c.Remote.FetchSegment(ctx, segs[0])
 	require.NoError(t, err)
 	assert.Empty(t, arch, "no metadata")
-	assert.Len(t, h.Added, pulled.Objects)
+	assert.Equal(t, int64(pulled.Objects), h.AddedObjects)
 
 	_, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1})
 	require.NoError(t, err, "an expired lease is taken over")

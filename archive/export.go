@@ -60,7 +60,7 @@ func (a *Archiver) Export(ctx context.Context, w io.Writer, scope Scope, opt Opt
 	}
 	spool, err := os.CreateTemp("", "wsstore-export-*.jsonl")
 	if err != nil {
-		return Summary{}, fmt.Errorf("export: %w", err)
+		return Summary{}, spoolError(err)
 	}
 	defer func() {
 		spool.Close()
@@ -104,6 +104,12 @@ func report(opt Options, phase string, done, total int64) {
 	}
 }
 
+// spoolError codes a failure of the temporary file the rows are spooled
+// to (in os.TempDir: TMPDIR on Unix) as wserr.FromFS does.
+func spoolError(err error) error {
+	return wserr.FromFS("export", os.TempDir(), fmt.Errorf("spool the rows to a temporary file: %w", err))
+}
+
 // gather reads the rows scope selects, spools them, and collects every
 // tree and blob they reach.
 func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scope) error {
@@ -122,7 +128,7 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 			return wserr.New(wserr.SizeLimitExceeded, "export", "", "a row of %d bytes (%s), past the %d an import reads", n, r.name(), int64(maxRowBytes))
 		}
 		if _, err := bw.Write(row.Bytes()); err != nil {
-			return fmt.Errorf("export: spool: %w", err)
+			return spoolError(err)
 		}
 		return nil
 	}
@@ -290,11 +296,11 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 		}
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("export: spool: %w", err)
+		return spoolError(err)
 	}
 	off, err := p.spool.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return fmt.Errorf("export: spool: %w", err)
+		return spoolError(err)
 	}
 	p.spooled = off
 	return nil
@@ -436,7 +442,7 @@ func (a *Archiver) write(ctx context.Context, w io.Writer, p *plan, opt Options)
 		report(opt, "trees", int64(i+1), int64(len(p.order)))
 	}
 	if _, err := p.spool.Seek(0, io.SeekStart); err != nil {
-		return Summary{}, fmt.Errorf("export: spool: %w", err)
+		return Summary{}, spoolError(err)
 	}
 	ew, err := entry(recordsName, p.spooled)
 	if err != nil {

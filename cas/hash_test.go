@@ -165,3 +165,25 @@ func FuzzParseHash(f *testing.F) {
 		assert.Equal(t, h, back)
 	})
 }
+
+// TestHasherStreams: what a Hasher is given in pieces of any size hashes
+// as Sum of the whole does, and its Writes allocate nothing.
+func TestHasherStreams(t *testing.T) {
+	data := make([]byte, 3<<20+12345)
+	for i := range data {
+		data[i] = byte(i * 7 >> 3)
+	}
+	for _, piece := range []int{1, 1000, 1024, 4096, 16 << 10, 64<<10 + 3, len(data)} {
+		h := cas.NewHasher()
+		for b := data; len(b) > 0; {
+			n := min(piece, len(b))
+			h.Write(b[:n])
+			b = b[n:]
+		}
+		assert.Equal(t, cas.Sum(data), h.Sum(), "pieces of %d", piece)
+		h.Release()
+	}
+	h := cas.NewHasher()
+	defer h.Release()
+	assert.Zero(t, testing.AllocsPerRun(10, func() { h.Write(data[:1<<20]) }))
+}

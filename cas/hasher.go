@@ -101,3 +101,26 @@ func sumLarge(b []byte) Hash {
 	freeHasher(h)
 	return s
 }
+
+// Hasher computes an address, the BLAKE3-256 of what is written to it,
+// as Sum does, for content that streams by rather than sits in one
+// slice; it allocates nothing per Write. Release it once done.
+type Hasher struct{ h *hasher }
+
+// NewHasher returns an empty Hasher.
+func NewHasher() *Hasher { return &Hasher{h: newHasher()} }
+
+// Write adds p to the hashed content; it never fails.
+func (h *Hasher) Write(p []byte) (int, error) { return h.h.Write(p) }
+
+// Sum returns the address of what was written so far.
+func (h *Hasher) Sum() Hash { return h.h.sum() }
+
+// Release gives the Hasher's state back for reuse; h must not be used
+// after.
+func (h *Hasher) Release() {
+	if h.h != nil {
+		freeHasher(h.h)
+		h.h = nil
+	}
+}

@@ -1,11 +1,9 @@
 package httpapi
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -91,13 +89,7 @@ func (s *spool) write(p []byte, off int64) error {
 // read-only file system are the host's state, as the store's own writes
 // report them; anything else is the server's.
 func spoolError(err error) error {
-	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return wserr.Wrap(wserr.DiskFull, "upload", "", fmt.Errorf("spool the body: %w", err))
-	case errors.Is(err, syscall.EROFS):
-		return wserr.Wrap(wserr.ReadOnly, "upload", "", fmt.Errorf("spool the body: %w", err))
-	}
-	return wserr.Wrap(wserr.Internal, "upload", "", fmt.Errorf("spool the body: %w", err))
+	return wserr.FromFS("upload", "", fmt.Errorf("spool the body: %w", err))
 }
 
 type spoolReader struct {

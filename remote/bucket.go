@@ -29,9 +29,14 @@ type bucket interface {
 	// is success too (keys name their content). It reports whether this
 	// call wrote it.
 	put(ctx context.Context, key string, data []byte) (bool, error)
+	// putFrom is put of the size bytes body holds from its start.
+	putFrom(ctx context.Context, key string, body io.ReadSeeker, size int64) (bool, error)
 	// get returns n bytes of the object at key from off; n < 0 means to
 	// its end. A missing object fails with ErrMissing.
 	get(ctx context.Context, key string, off, n int64) ([]byte, error)
+	// open is get as a stream, for objects not to be held whole; a
+	// failure while reading is coded as get's.
+	open(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
 	// list calls fn with every key under prefix after the key after
 	// ("" for all), in key order, and the time the object was written
 	// (zero when the store does not say).
@@ -156,11 +161,15 @@ func missing(key string) error {
 }
 
 func (b *s3Bucket) put(ctx context.Context, key string, data []byte) (bool, error) {
+	return b.putFrom(ctx, key, bytes.NewReader(data), int64(len(data)))
+}
+
+func (b *s3Bucket) putFrom(ctx context.Context, key string, body io.ReadSeeker, size int64) (bool, error) {
 	_, err := b.cl.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        aws.String(b.loc.Bucket),
 		Key:           aws.String(b.loc.Prefix + key),
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
+		Body:          body,
+		ContentLength: aws.Int64(size),
 		IfNoneMatch:   aws.String("*"),
 	})
 	switch {
@@ -177,9 +186,21 @@ func (b *s3Bucket) put(ctx context.Context, key string, data []byte) (bool, erro
 }
 
 func (b *s3Bucket) get(ctx context.Context, key string, off, n int64) ([]byte, error) {
-	in := &s3.GetObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.loc.Prefix + key)}
 	if n == 0 {
 		return []byte{}, nil
+	}
+	rc, err := b.open(ctx, key, off, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+func (b *s3Bucket) open(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.loc.Prefix + key)}
+	if n == 0 {
+		return io.NopCloser(bytes.NewReader(nil)), nil
 	}
 	if off > 0 || n > 0 {
 		end := ""
@@ -196,24 +217,36 @@ func (b *s3Bucket) get(ctx context.Context, key string, off, n int64) ([]byte, e
 	case status(err) == http.StatusNotFound:
 		return nil, missing(key)
 	case status(err) == http.StatusRequestedRangeNotSatisfiable:
-		// The range was read from an index, so the object is shorter
-		// than when it was written.
+		// The range was read from an index or a header, so the object is
+		// shorter than when it was written.
 		return nil, wserr.New(wserr.Corrupt, "remote get", key, "object shorter than its index says (bytes %d+%d): %v", off, n, err)
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("get %s: %w", key, ctx.Err())
 	default:
 		return nil, unavailable("remote get", key, err)
 	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(out.Body)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("get %s: %w", key, ctx.Err())
-		}
-		return nil, unavailable("remote get", key, err)
-	}
-	return data, nil
+	return &body{rc: out.Body, ctx: ctx, key: key}, nil
 }
+
+// body is a get's response body, its read errors coded as get's.
+type body struct {
+	rc  io.ReadCloser
+	ctx context.Context
+	key string
+}
+
+func (r *body) Read(p []byte) (int, error) {
+	n, err := r.rc.Read(p)
+	switch {
+	case err == nil, err == io.EOF:
+		return n, err
+	case r.ctx.Err() != nil:
+		return n, fmt.Errorf("get %s: %w", r.key, r.ctx.Err())
+	}
+	return n, unavailable("remote get", r.key, err)
+}
+
+func (r *body) Close() error { return r.rc.Close() }
 
 func (b *s3Bucket) remove(ctx context.Context, key string) error {
 	_, err := b.cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.loc.Prefix + key)})

@@ -475,40 +475,63 @@ func (s *Storage) Recover(ctx context.Context, db *index.DB, want []cas.Hash) (i
 		e    entry
 		pack string
 	}
-	all := map[string]found{}
-	err := s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error {
-		b, err := s.b.get(ctx, key, 0, -1)
-		if err != nil {
-			return err
-		}
-		idx, err := decodeIndex(key, b)
-		if err != nil {
-			return err
-		}
-		for _, e := range idx.Objects {
-			all[objectName(e.Kind, e.Hash)] = found{e, idx.Pack}
-		}
-		return nil
-	})
-	if err != nil {
+	// Only what is wanted is kept while the index objects go by: the
+	// blobs in a first pass, then the chunks the chunked ones list.
+	blobs := make(map[cas.Hash]*found, len(want))
+	for _, h := range want {
+		blobs[h] = nil
+	}
+	chunks := map[cas.Hash]*found{}
+	pass := func(kind cas.Kind, wanted map[cas.Hash]*found) error {
+		return s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error {
+			b, err := s.b.get(ctx, key, 0, -1)
+			if err != nil {
+				return err
+			}
+			idx, err := decodeIndex(key, b)
+			if err != nil {
+				return err
+			}
+			for _, e := range idx.Objects {
+				if _, ok := wanted[e.Hash]; ok && e.Kind == kind {
+					wanted[e.Hash] = &found{e, idx.Pack}
+				}
+			}
+			return nil
+		})
+	}
+	if err := pass(cas.KindBlob, blobs); err != nil {
 		return 0, fmt.Errorf("recover: %w", err)
 	}
-	var pick []found
+	for _, f := range blobs {
+		if f == nil {
+			continue
+		}
+		for _, c := range f.e.Chunks {
+			chunks[c.Hash] = nil
+		}
+	}
+	if len(chunks) > 0 {
+		if err := pass(cas.KindChunk, chunks); err != nil {
+			return 0, fmt.Errorf("recover: %w", err)
+		}
+	}
+	var pick []*found
 	for _, h := range want {
-		f, ok := all[objectName(cas.KindBlob, h)]
-		if !ok {
+		f := blobs[h]
+		if f == nil {
 			continue
 		}
 		pick = append(pick, f)
 		for _, c := range f.e.Chunks {
-			if cf, ok := all[objectName(cas.KindChunk, c.Hash)]; ok {
+			if cf := chunks[c.Hash]; cf != nil {
 				pick = append(pick, cf)
 			}
 		}
 	}
 	n := 0
 	now := nanos(s.opts.Now())
-	err = db.Update(ctx, func(tx *index.Tx) error {
+	err := db.Update(ctx, func(tx *index.Tx) error {
 		for _, f := range pick {
 			added, err := recordEntry(ctx, tx, f.e, f.pack, now)
 			if err != nil {

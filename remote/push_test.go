@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -482,4 +483,43 @@ func TestPushWaitsForWhatAListNeeds(t *testing.T) {
 	got, err := b.blobs.ReadAll(ctx, written)
 	require.NoError(t, err)
 	assert.Equal(t, big, got)
+}
+
+// TestRecoverRecordsWhatIsWanted: a device that has no record of blobs
+// another device pushed records them, with the chunks of the chunked
+// ones, from the index objects, and reads them; a hash no index lists
+// stays missing, and a second call records nothing more.
+func TestRecoverRecordsWhatIsWanted(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	a := newDevice(t, srv.URL, "bkt", remote.Options{PackSize: 8 << 10})
+	files := contents(20) // two of them chunked
+	hs := a.put(t, files)
+	_, err := a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	recorded, err := a.st.ObjectDelta(ctx, a.db, true)
+	require.NoError(t, err)
+	defer recorded.Close()
+	var chunks int
+	require.NoError(t, recorded.Each(func(_ bool, kind cas.Kind, _ cas.Hash) error {
+		if kind == cas.KindChunk {
+			chunks++
+		}
+		return nil
+	}))
+	require.Positive(t, chunks)
+
+	b := newDevice(t, srv.URL, "bkt", remote.Options{})
+	nowhere := cas.Sum([]byte("pushed by no one"))
+	n, err := b.st.Recover(ctx, b.db, append(slices.Clone(hs), nowhere))
+	require.NoError(t, err)
+	assert.Equal(t, len(hs)+chunks, n, "every blob and every chunk of the chunked ones")
+	b.requireAll(t, hs, files)
+	_, err = b.blobs.ReadAll(ctx, nowhere)
+	assert.True(t, wserr.Is(err, wserr.NotFound), "%v", err)
+	n, err = b.st.Recover(ctx, b.db, hs)
+	require.NoError(t, err)
+	assert.Zero(t, n)
 }

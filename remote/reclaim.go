@@ -11,8 +11,8 @@ import (
 	"github.com/wsstore/wsstore/index"
 )
 
-func objectName(kind cas.Kind, h cas.Hash) string { return fmt.Sprintf("%d:%s", int(kind), h) }
-
+// parseObjectName reads a version 1 segment's name of an object,
+// "KIND:HASH".
 func parseObjectName(name string) (cas.Kind, cas.Hash, bool) {
 	ks, hs, ok := strings.Cut(name, ":")
 	if !ok || (ks != "0" && ks != "1") {
@@ -25,29 +25,21 @@ func parseObjectName(name string) (cas.Kind, cas.Hash, bool) {
 	return cas.Kind(ks[0] - '0'), h, true
 }
 
-// recorded returns every object the store at db records, by objectName.
-func (s *Storage) recorded(ctx context.Context, db *index.DB) (map[string]bool, error) {
-	out := map[string]bool{}
-	err := db.View(ctx, func(tx *index.Tx) error {
-		for _, k := range []cas.Kind{cas.KindBlob, cas.KindChunk} {
-			if err := s.Iterate(ctx, tx, k, func(o cas.Object) error {
-				out[objectName(k, o.Hash)] = true
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return out, err
+// objectKey is an object's key in a scratch set: its record in an
+// ObjectList.
+func objectKey(kind cas.Kind, h cas.Hash) []byte {
+	return append([]byte{byte(kind)}, h[:]...)
 }
 
 // objectSets folds every device's object set from its newest base
-// segment through its newest segment, and returns the union, with the
-// segments older than each device's newest base and each device's newest
-// segment.
-func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, superseded []Segment, newest map[string]Segment, err error) {
-	named, newest = map[string]bool{}, map[string]Segment{}
+// segment through its newest segment, and returns the union (in sc, on
+// disk: a base names every object its device records), with the segments
+// older than each device's newest base and each device's newest segment.
+func (s *Storage) objectSets(ctx context.Context, sc *index.Scratch) (named *index.ScratchMap, superseded []Segment, newest map[string]Segment, err error) {
+	if named, err = sc.NewMap(ctx); err != nil {
+		return nil, nil, nil, err
+	}
+	newest = map[string]Segment{}
 	devs, err := s.Devices(ctx)
 	if err != nil {
 		return nil, nil, nil, err
@@ -62,21 +54,33 @@ func (s *Storage) objectSets(ctx context.Context) (named map[string]bool, supers
 		}
 		from := FromBase(segs)
 		superseded = append(superseded, segs[:len(segs)-len(from)]...)
-		set := map[string]bool{}
+		set, err := sc.NewMap(ctx) // 1 in the set, 0 dropped from it
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		for _, seg := range from {
-			h, err := s.readHeader(ctx, seg)
+			h, off, err := s.readHeader(ctx, seg)
 			if err != nil {
 				return nil, nil, nil, err
 			}
-			for _, o := range h.Dropped {
-				delete(set, o)
-			}
-			for _, o := range h.Added {
-				set[o] = true
+			if err := s.eachObject(ctx, seg, h, off, func(dropped bool, kind cas.Kind, hash cas.Hash) error {
+				v := int64(1)
+				if dropped {
+					v = 0
+				}
+				return set.Set(ctx, objectKey(kind, hash), v)
+			}); err != nil {
+				return nil, nil, nil, err
 			}
 		}
-		for o := range set {
-			named[o] = true
+		if err := set.Each(ctx, func(k []byte, v int64) error {
+			if v == 0 {
+				return nil
+			}
+			_, err := named.Add(ctx, k, 1)
+			return err
+		}); err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	return named, superseded, newest, nil
@@ -193,11 +197,12 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 	// after the pack's index: a sync lasts less than LockTTL, so such a
 	// segment's object set was taken after the pack was recorded.
 	margin := min(grace, s.opts.LockTTL)
-	named, err := s.recorded(ctx, db)
+	sc, err := index.OpenScratch(ctx)
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
-	sets, superseded, newest, err := s.objectSets(ctx)
+	defer sc.Close()
+	named, superseded, newest, err := s.objectSets(ctx, sc)
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
@@ -206,8 +211,13 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
 	st.Waiting = waiting
-	for o := range sets {
-		named[o] = true
+	// used reports whether some device's object set names the object or
+	// this store records it.
+	used := func(tx *index.Tx, kind cas.Kind, h cas.Hash) (bool, error) {
+		if _, ok, err := named.Get(ctx, objectKey(kind, h)); ok || err != nil {
+			return ok, err
+		}
+		return s.Has(ctx, tx, kind, h)
 	}
 	remove := func(key string) error {
 		if opts.DryRun {
@@ -230,11 +240,11 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 	// Every index object is read, the young ones too: a pack goes only
 	// when every index object naming it may go (two devices that pushed
 	// the same pack, or one that pushed it again, each wrote their own).
-	type index struct {
+	type indexObject struct {
 		key, pack string
 		gone      bool // it may go
 	}
-	var all []index
+	var all []indexObject
 	keep := map[string]bool{} // packs some index object keeps
 	for _, o := range idx {
 		if err := ctx.Err(); err != nil {
@@ -249,18 +259,29 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 			return st, fmt.Errorf("reclaim: %w", err)
 		}
 		gone := len(waiting) == 0 && !o.mod.IsZero() && o.mod.Before(cutoff)
-		for _, e := range pi.Objects {
-			gone = gone && !named[objectName(e.Kind, e.Hash)]
+		if gone {
+			if err := db.View(ctx, func(tx *index.Tx) error {
+				for _, e := range pi.Objects {
+					u, err := used(tx, e.Kind, e.Hash)
+					if err != nil || u {
+						gone = false
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				return st, fmt.Errorf("reclaim: %w", err)
+			}
 		}
 		// The pushing device may record the objects and name them in its
-		// next segment; this store's own records are in named already.
+		// next segment; this store's own records were asked above.
 		if pi.Device != "" && pi.Device != device && unpublished(newest, pi.Device, o.mod.Add(margin)) {
 			gone = false
 		}
 		if !gone && pi.Pack != "" {
 			keep[pi.Pack] = true
 		}
-		all = append(all, index{key: o.key, pack: pi.Pack, gone: gone})
+		all = append(all, indexObject{key: o.key, pack: pi.Pack, gone: gone})
 	}
 	// The index objects of a pack go before it, so no device learns of a
 	// pack that is gone; a pack goes with all of them or waits. An index

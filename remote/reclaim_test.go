@@ -45,7 +45,7 @@ func TestReclaimKeepsASharedPack(t *testing.T) {
 	devA, err := remote.Device(ctx, a.db)
 	require.NoError(t, err)
 	require.NoError(t, a.st.RegisterDevice(ctx, devA))
-	_, err = a.st.PublishSegment(ctx, remote.SegmentHeader{Device: devA, At: time.Now(), Base: true}, nil)
+	_, err = a.st.PublishSegment(ctx, remote.SegmentHeader{Device: devA, At: time.Now(), Base: true}, nil, nil)
 	require.NoError(t, err)
 
 	reclaimFromThirdDevice(t, srv.URL)
@@ -137,27 +137,38 @@ func droppedAndWrittenAgain(t *testing.T, srv *s3fake.Server) (*device, []cas.Ha
 	devA, err := remote.Device(ctx, a.db)
 	require.NoError(t, err)
 	require.NoError(t, a.st.RegisterDevice(ctx, devA))
-	names, _, err := a.st.ObjectDelta(ctx, a.db, true)
+	names, err := a.st.ObjectDelta(ctx, a.db, true)
 	require.NoError(t, err)
-	s1, err := a.st.PublishSegment(ctx, remote.SegmentHeader{Device: devA, At: time.Now().Add(-29 * 24 * time.Hour), Base: true, Added: names}, nil)
+	defer names.Close()
+	s1, err := a.st.PublishSegment(ctx, remote.SegmentHeader{Device: devA, At: time.Now().Add(-29 * 24 * time.Hour), Base: true}, names, nil)
 	require.NoError(t, err)
 	srv.SetModified("bkt", "store/"+s1.Key, time.Now().Add(-29*24*time.Hour))
-	s2, err := a.st.PublishSegment(ctx, remote.SegmentHeader{Device: devA, At: time.Now().Add(-20 * 24 * time.Hour), Dropped: names}, nil)
+	type object struct {
+		kind cas.Kind
+		hash cas.Hash
+	}
+	var objs []object
+	drops, err := remote.NewObjectList()
+	require.NoError(t, err)
+	defer drops.Close()
+	require.NoError(t, names.Each(func(_ bool, kind cas.Kind, h cas.Hash) error {
+		objs = append(objs, object{kind, h})
+		return drops.Drop(kind, h)
+	}))
+	s2, err := a.st.PublishSegment(ctx, remote.SegmentHeader{Device: devA, At: time.Now().Add(-20 * 24 * time.Hour)}, drops, nil)
 	require.NoError(t, err)
 	srv.SetModified("bkt", "store/"+s2.Key, time.Now().Add(-20*24*time.Hour))
 
 	// A deletes the file, then writes it again.
 	require.NoError(t, a.db.Update(ctx, func(tx *index.Tx) error {
 		for _, k := range []cas.Kind{cas.KindBlob, cas.KindChunk} {
-			for _, n := range names {
-				if n[0] != byte('0'+k) {
+			for _, o := range objs {
+				if o.kind != k {
 					continue
 				}
-				h, err := cas.ParseHash(n[2:])
+				_, ok, err := a.blobs.DeleteObject(ctx, tx, k, o.hash, time.Now().Add(time.Hour).UnixNano())
 				require.NoError(t, err)
-				_, ok, err := a.blobs.DeleteObject(ctx, tx, k, h, time.Now().Add(time.Hour).UnixNano())
-				require.NoError(t, err)
-				require.True(t, ok, n)
+				require.True(t, ok, o.hash.String())
 			}
 		}
 		return nil

@@ -1,10 +1,13 @@
 package remote
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,8 +31,9 @@ const (
 // SegmentFormat is a segment header's format field.
 const SegmentFormat = "wsstore-sync-segment"
 
-// SegmentVersion is the segment format this build writes and reads.
-const SegmentVersion = 1
+// SegmentVersion is the segment format this build writes; it reads
+// version 1 too, whose object changes are lists in the header.
+const SegmentVersion = 2
 
 // Tombstone is the deletion of a chat or run one device published: the
 // state of it the deleting device had last synced (Seq, the journal's
@@ -65,16 +69,28 @@ type SegmentHeader struct {
 	Archive int64 `json:"archive"`
 	// Tombstones are the deletions since the device's previous segment.
 	Tombstones []Tombstone `json:"tombstones"`
-	// Added and Dropped change the device's object set ("KIND:HASH", 0
-	// blob, 1 chunk): Dropped first, then Added.
-	Added   []string `json:"added"`
-	Dropped []string `json:"dropped"`
+	// DroppedObjects and AddedObjects count the records of the object
+	// section between the header and the archive, which change the
+	// device's object set: the dropped first, then the added, 33 bytes
+	// each (the kind, 0 blob or 1 chunk, then the hash). A base adds
+	// every object the device records.
+	DroppedObjects int64 `json:"droppedObjects"`
+	AddedObjects   int64 `json:"addedObjects"`
 	// Indexes names the index objects ("index/HASH") the device pushed
 	// or took in since its previous segment, so a reader learns the new
 	// packs without listing index/. Nil (absent) in a base, whose readers
 	// list index/ once, and in segments of builds before it; empty when
 	// there are none.
 	Indexes *[]string `json:"indexes,omitempty"`
+
+	// v1 holds a version 1 header's object changes, which it lists
+	// itself ("KIND:HASH") instead of an object section.
+	v1 *v1Objects
+}
+
+type v1Objects struct {
+	Added   []string `json:"added"`
+	Dropped []string `json:"dropped"`
 }
 
 // Segment names one segment on the object store.
@@ -120,34 +136,61 @@ func parseSegmentKey(key string) (Segment, bool) {
 	return Segment{Key: key, Device: dev, At: time.Unix(0, n).UTC(), Hash: h, Base: base}, true
 }
 
-// PublishSegment writes a segment of h.Device: the header, a newline, and
-// archive (the metadata archive, maybe empty), under a new write-once key.
-// A failure to reach the store is store.busy.
-func (s *Storage) PublishSegment(ctx context.Context, h SegmentHeader, archive []byte) (Segment, error) {
+// PublishSegment writes a segment of h.Device: the header, a newline,
+// the object section of objs (nil: none) and archive (the metadata
+// archive, maybe empty), under a new write-once key. The segment is put
+// together in a temporary file, so objs is never in memory. A failure to
+// reach the store is store.busy.
+func (s *Storage) PublishSegment(ctx context.Context, h SegmentHeader, objs *ObjectList, archive []byte) (Segment, error) {
 	h.Format, h.Version, h.Archive = SegmentFormat, SegmentVersion, int64(len(archive))
+	h.DroppedObjects, h.AddedObjects = 0, 0
+	if objs != nil {
+		h.DroppedObjects, h.AddedObjects = objs.dropped, objs.added
+	}
 	if h.Tombstones == nil {
 		h.Tombstones = []Tombstone{}
-	}
-	if h.Added == nil {
-		h.Added = []string{}
-	}
-	if h.Dropped == nil {
-		h.Dropped = []string{}
 	}
 	hb, err := json.Marshal(h)
 	if err != nil {
 		return Segment{}, err
 	}
-	data := make([]byte, 0, len(hb)+1+len(archive))
-	data = append(append(append(data, hb...), '\n'), archive...)
-	sum := cas.Sum(data)
+	f, done, err := tempFile("wsstore-segment-*")
+	if err != nil {
+		return Segment{}, tempError("publish segment", err)
+	}
+	defer func() { _ = done() }()
+	sum := cas.NewHasher()
+	defer sum.Release()
+	w := bufio.NewWriterSize(io.MultiWriter(f, sum), 64<<10)
+	objects, err := objs.reader()
+	if err != nil {
+		return Segment{}, err
+	}
+	_, err = w.Write(append(hb, '\n'))
+	if err == nil {
+		_, err = io.Copy(w, objects)
+	}
+	if err == nil {
+		_, err = w.Write(archive)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return Segment{}, tempError("publish segment", err)
+	}
+	size := int64(len(hb)) + 1 + objs.size() + int64(len(archive))
+	hash := sum.Sum()
 	ext := ".seg"
 	if h.Base {
 		ext = ".base.seg"
 	}
-	seg := Segment{Key: fmt.Sprintf("%s%s/%020d-%s%s", syncDir, h.Device, h.At.UnixNano(), sum, ext),
-		Device: h.Device, At: h.At.UTC(), Hash: sum, Base: h.Base, Size: int64(len(data))}
-	if _, err := s.b.put(ctx, seg.Key, data); err != nil {
+	seg := Segment{Key: fmt.Sprintf("%s%s/%020d-%s%s", syncDir, h.Device, h.At.UnixNano(), hash, ext),
+		Device: h.Device, At: h.At.UTC(), Hash: hash, Base: h.Base, Size: size}
+	if _, err := s.b.putFrom(ctx, seg.Key, f, size); err != nil {
 		return Segment{}, fmt.Errorf("publish segment: %w", err)
 	}
 	return seg, nil
@@ -210,51 +253,83 @@ func FromBase(segs []Segment) []Segment {
 // FetchSegment returns the header and the archive of seg, checked against
 // the hash its key names: other bytes fail with store.corrupt (wrapping
 // cas.ErrCorrupt), a missing object with store.corrupt wrapping
-// ErrMissing.
+// ErrMissing. The object section is read as it streams by, not kept.
 func (s *Storage) FetchSegment(ctx context.Context, seg Segment) (SegmentHeader, []byte, error) {
-	b, err := s.b.get(ctx, seg.Key, 0, -1)
+	rc, err := s.b.open(ctx, seg.Key, 0, -1)
 	if err != nil {
 		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
 	}
-	if cas.Sum(b) != seg.Hash {
-		return SegmentHeader{}, nil, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment does not hash to its key"), cas.ErrCorrupt)
+	defer rc.Close()
+	sum := cas.NewHasher()
+	defer sum.Release()
+	r := bufio.NewReaderSize(io.TeeReader(rc, sum), 64<<10)
+	bad := func(msg string) error { return fmt.Errorf("%w: %w", corrupt(seg.Key, msg), cas.ErrCorrupt) }
+	hb, err := r.ReadBytes('\n')
+	switch {
+	case errors.Is(err, io.EOF):
+		return SegmentHeader{}, nil, bad("the segment has no header")
+	case err != nil:
+		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
 	}
-	hb, rest, ok := bytes.Cut(b, []byte{'\n'})
-	if !ok {
-		return SegmentHeader{}, nil, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment has no header"), cas.ErrCorrupt)
-	}
-	h, err := decodeHeader(seg, hb)
+	h, err := decodeHeader(seg, hb[:len(hb)-1])
 	if err != nil {
 		return SegmentHeader{}, nil, err
 	}
-	if int64(len(rest)) != h.Archive {
-		return SegmentHeader{}, nil, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's archive is not the length its header says"), cas.ErrCorrupt)
+	switch n, err := io.CopyN(io.Discard, r, h.objectsSize()); {
+	case err != nil && !errors.Is(err, io.EOF):
+		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
+	case n < h.objectsSize():
+		return SegmentHeader{}, nil, bad("the segment is shorter than its header says")
 	}
-	return h, rest, nil
+	archive, err := io.ReadAll(io.LimitReader(r, h.Archive+1))
+	if err != nil {
+		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
+	}
+	if sum.Sum() != seg.Hash {
+		return SegmentHeader{}, nil, bad("the segment does not hash to its key")
+	}
+	if int64(len(archive)) != h.Archive {
+		return SegmentHeader{}, nil, bad("the segment's archive is not the length its header says")
+	}
+	return h, archive, nil
+}
+
+// objectsSize is the length of the object section after the header.
+func (h SegmentHeader) objectsSize() int64 {
+	return (h.DroppedObjects + h.AddedObjects) * int64(objectRecord)
 }
 
 // headerProbe is how much of a segment readHeader asks for first.
 const headerProbe = 64 << 10
 
-// readHeader returns seg's header, reading only as much of the object as
-// it takes. The hash of the whole is not checked (reclaim reads headers
-// only); a header that does not decode is store.corrupt.
-func (s *Storage) readHeader(ctx context.Context, seg Segment) (SegmentHeader, error) {
+// readHeader returns seg's header and the length of its line with the
+// newline (where the object section starts), reading only as much of the
+// object as it takes. The hash of the whole is not checked (reclaim reads
+// headers only); a header that does not decode is store.corrupt.
+func (s *Storage) readHeader(ctx context.Context, seg Segment) (SegmentHeader, int64, error) {
 	b, err := s.b.get(ctx, seg.Key, 0, headerProbe)
 	if err != nil {
-		return SegmentHeader{}, err
+		return SegmentHeader{}, 0, err
 	}
 	hb, _, ok := bytes.Cut(b, []byte{'\n'})
 	if !ok && len(b) == headerProbe {
-		if b, err = s.b.get(ctx, seg.Key, 0, -1); err != nil {
-			return SegmentHeader{}, err
+		// A header of many tombstones: read on to its end, and no further.
+		rc, err := s.b.open(ctx, seg.Key, 0, -1)
+		if err != nil {
+			return SegmentHeader{}, 0, err
 		}
-		hb, _, ok = bytes.Cut(b, []byte{'\n'})
+		defer rc.Close()
+		line, err := bufio.NewReaderSize(rc, headerProbe).ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return SegmentHeader{}, 0, err
+		}
+		hb, ok = bytes.CutSuffix(line, []byte{'\n'})
 	}
 	if !ok {
-		return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment has no header"), cas.ErrCorrupt)
+		return SegmentHeader{}, 0, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment has no header"), cas.ErrCorrupt)
 	}
-	return decodeHeader(seg, hb)
+	h, err := decodeHeader(seg, hb)
+	return h, int64(len(hb)) + 1, err
 }
 
 func decodeHeader(seg Segment, hb []byte) (SegmentHeader, error) {
@@ -262,11 +337,60 @@ func decodeHeader(seg Segment, hb []byte) (SegmentHeader, error) {
 	if err := json.Unmarshal(hb, &h); err != nil || h.Format != SegmentFormat {
 		return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "unreadable segment header"), cas.ErrCorrupt)
 	}
-	if h.Version != SegmentVersion {
-		return SegmentHeader{}, wserr.New(wserr.Corrupt, "sync", seg.Key, "segment format version %d; this build reads version %d", h.Version, SegmentVersion)
+	switch h.Version {
+	case 1:
+		// Its object changes are in the header; it has no object section.
+		h.v1 = &v1Objects{}
+		h.DroppedObjects, h.AddedObjects = 0, 0
+		if err := json.Unmarshal(hb, h.v1); err != nil {
+			return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "unreadable segment header"), cas.ErrCorrupt)
+		}
+	case SegmentVersion:
+		if h.DroppedObjects < 0 || h.AddedObjects < 0 || h.Archive < 0 {
+			return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's header counts below zero"), cas.ErrCorrupt)
+		}
+	default:
+		return SegmentHeader{}, wserr.New(wserr.Corrupt, "sync", seg.Key, "segment format version %d; this build reads versions 1 and %d", h.Version, SegmentVersion)
 	}
 	if h.Device != seg.Device || h.Base != seg.Base {
 		return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's header does not match its key"), cas.ErrCorrupt)
 	}
 	return h, nil
+}
+
+// eachObject calls fn with every object of seg's object set change, the
+// dropped first: those of its object section, which starts at off (the
+// header's length, as readHeader returns it), streamed, or a version 1
+// header's lists. A record that does not decode is store.corrupt.
+func (s *Storage) eachObject(ctx context.Context, seg Segment, h SegmentHeader, off int64, fn func(dropped bool, kind cas.Kind, hash cas.Hash) error) error {
+	if h.v1 != nil {
+		for i, list := range [][]string{h.v1.Dropped, h.v1.Added} {
+			for _, name := range list {
+				kind, hash, ok := parseObjectName(name)
+				if !ok {
+					return fmt.Errorf("%w: %w", corrupt(seg.Key, fmt.Sprintf("the segment names an object %q", name)), cas.ErrCorrupt)
+				}
+				if err := fn(i == 0, kind, hash); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if h.objectsSize() == 0 {
+		return nil
+	}
+	rc, err := s.b.open(ctx, seg.Key, off, h.objectsSize())
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	err = eachRecord(bufio.NewReaderSize(rc, 64<<10), h.DroppedObjects, h.AddedObjects, fn)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment is shorter than its header says"), cas.ErrCorrupt)
+	case errors.Is(err, errBadRecord):
+		return fmt.Errorf("%w: %w", corrupt(seg.Key, errBadRecord.Error()), cas.ErrCorrupt)
+	}
+	return err
 }

@@ -289,7 +289,7 @@ func (s *Storage) PendingIndexes(ctx context.Context, db *index.DB) ([]string, e
 // object as it takes (the hash of the whole is not checked; a header that
 // does not decode is store.corrupt).
 func (s *Storage) ReadHeader(ctx context.Context, seg Segment) (SegmentHeader, error) {
-	h, err := s.readHeader(ctx, seg)
+	h, _, err := s.readHeader(ctx, seg)
 	if err != nil {
 		return SegmentHeader{}, fmt.Errorf("read segment header: %w", err)
 	}
@@ -408,39 +408,64 @@ func (s *Storage) tombstones(ctx context.Context, db *index.DB, q string, args .
 }
 
 // ObjectDelta returns the change of the store's object set since its last
-// published segment ("KIND:HASH"): the records not listed yet, and those
-// dropped after they were. With all it returns every record as added and
-// nothing dropped, for a base.
-func (s *Storage) ObjectDelta(ctx context.Context, db *index.DB, all bool) (added, dropped []string, err error) {
-	added, dropped = []string{}, []string{}
+// published segment: the records dropped after they were listed, then
+// those not listed yet. With all it returns every record as added and
+// nothing dropped, for a base. The list is on disk; Close it.
+func (s *Storage) ObjectDelta(ctx context.Context, db *index.DB, all bool) (*ObjectList, error) {
+	l, err := NewObjectList()
+	if err != nil {
+		return nil, err
+	}
 	err = db.View(ctx, func(tx *index.Tx) error {
-		q := `SELECT kind, hash FROM remote_objects WHERE listed = 0 ORDER BY kind, hash`
+		if !all {
+			if err := eachObjectRow(ctx, tx, `SELECT kind, hash FROM remote_dropped WHERE 1`, func(kind cas.Kind, h cas.Hash) error {
+				return l.Drop(kind, h)
+			}); err != nil {
+				return err
+			}
+		}
+		q := `SELECT kind, hash FROM remote_objects INDEXED BY remote_objects_unlisted WHERE listed = 0`
 		if all {
-			q = `SELECT kind, hash FROM remote_objects ORDER BY kind, hash`
+			q = `SELECT kind, hash FROM remote_objects WHERE 1`
 		}
-		var rows []struct {
-			Kind cas.Kind `db:"kind"`
-			Hash cas.Hash `db:"hash"`
-		}
-		if err := tx.SelectContext(ctx, &rows, q); err != nil {
+		return eachObjectRow(ctx, tx, q, l.Add)
+	})
+	if err != nil {
+		_ = l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// objectPage is how many rows eachObjectRow reads at a time.
+const objectPage = 1024
+
+// eachObjectRow calls fn with every row of q (SELECT kind, hash FROM …
+// WHERE …), in (kind, hash) order, a page at a time.
+func eachObjectRow(ctx context.Context, tx *index.Tx, q string, fn func(kind cas.Kind, h cas.Hash) error) error {
+	type row struct {
+		Kind cas.Kind `db:"kind"`
+		Hash cas.Hash `db:"hash"`
+	}
+	var rows []row
+	kind, hash := 0, []byte{} // before every row: an empty blob sorts first
+	for {
+		rows = rows[:0]
+		if err := tx.SelectContext(ctx, &rows, q+` AND (kind, hash) > (?, ?) ORDER BY kind, hash LIMIT ?`,
+			kind, hash, objectPage); err != nil {
 			return index.Translate(err)
 		}
 		for _, r := range rows {
-			added = append(added, objectName(r.Kind, r.Hash))
+			if err := fn(r.Kind, r.Hash); err != nil {
+				return err
+			}
 		}
-		if all {
+		if len(rows) < objectPage {
 			return nil
 		}
-		rows = rows[:0]
-		if err := tx.SelectContext(ctx, &rows, `SELECT kind, hash FROM remote_dropped ORDER BY kind, hash`); err != nil {
-			return index.Translate(err)
-		}
-		for _, r := range rows {
-			dropped = append(dropped, objectName(r.Kind, r.Hash))
-		}
-		return nil
-	})
-	return added, dropped, err
+		last := rows[len(rows)-1]
+		kind, hash = int(last.Kind), last.Hash[:]
+	}
 }
 
 // Published is what the store records after it published a segment.
@@ -452,8 +477,8 @@ type Published struct {
 	Items      []Item
 	Drop       []Item
 	Tombstones []Tombstone
-	// Added and Dropped are the header's object changes, now listed.
-	Added, Dropped []string
+	// Objects are the segment's object changes, now listed (nil: none).
+	Objects *ObjectList
 	// Indexes are the index objects the header named, now announced
 	// (a base announces all).
 	Indexes []string
@@ -471,20 +496,6 @@ func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published
 				return index.Translate(err)
 			}
 		}
-		for _, name := range p.Added {
-			kind, h, ok := parseObjectName(name)
-			if !ok {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE remote_objects SET listed = 1 WHERE kind = ? AND hash = ?`, int(kind), h); err != nil {
-				return index.Translate(err)
-			}
-			if p.Segment.Base {
-				if _, err := tx.ExecContext(ctx, `DELETE FROM remote_dropped WHERE kind = ? AND hash = ?`, int(kind), h); err != nil {
-					return index.Translate(err)
-				}
-			}
-		}
 		if p.Segment.Base {
 			// The base lists the whole set: what was dropped before it
 			// is not in it.
@@ -492,14 +503,15 @@ func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published
 				return index.Translate(err)
 			}
 		}
-		for _, name := range p.Dropped {
-			kind, h, ok := parseObjectName(name)
-			if !ok {
-				continue
+		if err := p.Objects.Each(func(dropped bool, kind cas.Kind, h cas.Hash) error {
+			q := `UPDATE remote_objects SET listed = 1 WHERE kind = ? AND hash = ?`
+			if dropped {
+				q = `DELETE FROM remote_dropped WHERE kind = ? AND hash = ?`
 			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM remote_dropped WHERE kind = ? AND hash = ?`, int(kind), h); err != nil {
-				return index.Translate(err)
-			}
+			_, err := tx.ExecContext(ctx, q, int(kind), h)
+			return index.Translate(err)
+		}); err != nil {
+			return err
 		}
 		if p.Segment.Base {
 			// Readers of a base list index/.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 )
 
 // Code is a stable, dotted error code such as "workspace.invalid_path".
@@ -117,6 +118,20 @@ func New(code Code, op, path, format string, args ...any) *Error {
 // Wrap returns an *Error with the given code whose cause is err.
 func Wrap(code Code, op, path string, err error) *Error {
 	return &Error{Code: code, Op: op, Path: path, Err: err}
+}
+
+// FromFS codes err, a failure of the file system beside the store (a
+// temporary file, a spooled body): a full disk or quota is DiskFull and a
+// read-only file system ReadOnly, as the store's own writes report them;
+// anything else is Internal.
+func FromFS(op, path string, err error) *Error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return Wrap(DiskFull, op, path, err)
+	case errors.Is(err, syscall.EROFS):
+		return Wrap(ReadOnly, op, path, err)
+	}
+	return Wrap(Internal, op, path, err)
 }
 
 // Error formats the error as "op path: code: message: cause".

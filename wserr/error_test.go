@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,4 +21,23 @@ func TestCodeOf(t *testing.T) {
 	assert.Equal(t, wserr.Canceled, wserr.CodeOf(fmt.Errorf("begin: %w", context.Canceled)))
 	assert.Equal(t, wserr.Canceled, wserr.CodeOf(fmt.Errorf("gc: %w", context.DeadlineExceeded)))
 	assert.Equal(t, wserr.Busy, wserr.CodeOf(fmt.Errorf("x: %w", wserr.Wrap(wserr.Busy, "op", "", context.Canceled))))
+}
+
+// TestFromFS: a full disk or quota and a read-only file system under a
+// file beside the store keep the codes the store's own writes give them;
+// any other failure is internal; the cause stays in the chain.
+func TestFromFS(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code wserr.Code
+	}{
+		{syscall.ENOSPC, wserr.DiskFull},
+		{syscall.EDQUOT, wserr.DiskFull},
+		{syscall.EROFS, wserr.ReadOnly},
+		{syscall.ENOENT, wserr.Internal},
+	} {
+		err := wserr.FromFS("export", "/tmp", fmt.Errorf("temporary file: %w", &os.PathError{Op: "write", Path: "/tmp/x", Err: tc.err}))
+		assert.Equal(t, tc.code, wserr.CodeOf(err), "%v", tc.err)
+		assert.ErrorIs(t, err, tc.err)
+	}
 }
