@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -141,6 +142,7 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 		if err == nil {
 			err = s.takeIn(ctx, seg, h, arch, &rep)
 		}
+		arch.Close()
 		if err != nil {
 			return rep, fmt.Errorf("sync: segment %s: %w", seg.Key, err)
 		}
@@ -441,13 +443,20 @@ func (s *Store) withLast(ctx context.Context, items []remote.Item) error {
 
 // takeIn reads one segment of another device and takes in its archive
 // and its tombstones.
-func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch []byte, rep *SyncReport) error {
+func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch *remote.Spool, rep *SyncReport) error {
 	var brought []string
-	if len(arch) > 0 {
-		if err := s.recoverBlobs(ctx, arch); err != nil {
+	if arch.Size() > 0 {
+		r, err := arch.Reader()
+		if err != nil {
 			return err
 		}
-		sum, err := s.Archive.Import(ctx, bytes.NewReader(arch), archive.Options{Merge: true})
+		if err := s.recoverBlobs(ctx, r); err != nil {
+			return err
+		}
+		if r, err = arch.Reader(); err != nil {
+			return err
+		}
+		sum, err := s.Archive.Import(ctx, r, archive.Options{Merge: true})
 		if err != nil {
 			return err
 		}
@@ -714,17 +723,18 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 	if err != nil {
 		return err
 	}
+	defer func() { delta.Close() }()
 	objs, err := s.Remote.ObjectDelta(ctx, s.DB, false)
 	if err != nil {
 		return err
 	}
 	defer func() { objs.Close() }()
-	if hasBase && len(delta) == 0 && len(tombs) == 0 && objs.Empty() {
+	if hasBase && delta.Size() == 0 && len(tombs) == 0 && objs.Empty() {
 		return nil
 	}
 	h := remote.SegmentHeader{Device: dev, At: s.now().UTC(), Tombstones: tombs}
 	items := changed
-	base := !hasBase || since+int64(len(delta)) > size
+	base := !hasBase || since+delta.Size() > size
 	if base {
 		// A base carries what this device sent last of each object:
 		// what it only took in is in the sending device's segments.
@@ -736,6 +746,7 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 			}
 		}
 		slices.SortFunc(all, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
+		delta.Close()
 		if delta, err = s.exportItems(ctx, all, nil); err != nil {
 			return err
 		}
@@ -783,7 +794,7 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 		return err
 	}
 	rep.Published, rep.Base = seg.Key, seg.Base
-	rep.SegmentBytes = int64(len(delta))
+	rep.SegmentBytes = delta.Size()
 	for _, it := range changed {
 		rep.Sent = append(rep.Sent, it.Name())
 	}
@@ -793,8 +804,9 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 
 // exportItems writes a metadata archive (blobs elsewhere) of items: runs
 // with their chats (those in from from that journal seq on), chats no run
-// of which changed, actor spaces. None gives no archive.
-func (s *Store) exportItems(ctx context.Context, items []remote.Item, from map[string]int64) ([]byte, error) {
+// of which changed, actor spaces, into a temporary file. None gives no
+// archive (nil).
+func (s *Store) exportItems(ctx context.Context, items []remote.Item, from map[string]int64) (*remote.Spool, error) {
 	scope := archive.Scope{From: from}
 	runChats := map[string]bool{}
 	for _, it := range items {
@@ -814,11 +826,15 @@ func (s *Store) exportItems(ctx context.Context, items []remote.Item, from map[s
 	if len(scope.Runs)+len(scope.Chats)+len(scope.Actors) == 0 {
 		return nil, nil
 	}
-	var buf bytes.Buffer
-	if _, err := s.Archive.Export(ctx, &buf, scope, archive.Options{BlobsElsewhere: true}); err != nil {
+	sp, err := remote.NewSpool()
+	if err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	if _, err := s.Archive.Export(ctx, sp, scope, archive.Options{BlobsElsewhere: true}); err != nil {
+		sp.Close()
+		return nil, err
+	}
+	return sp, nil
 }
 
 // ReclaimRemote removes from the store's remote tier the packs no device
@@ -838,12 +854,12 @@ func (s *Store) ReclaimRemote(ctx context.Context, opts remote.ReclaimOptions) (
 	return s.Remote.Reclaim(ctx, s.DB, dev, opts)
 }
 
-// recoverBlobs records again the blobs the archive b names that this
+// recoverBlobs records again the blobs the archive r names that this
 // store has no record of: its gc drops the records of blobs nothing here
 // uses (the other side of a conflict, a run deleted here), which another
 // device's archive may still name.
-func (s *Store) recoverBlobs(ctx context.Context, b []byte) error {
-	m, err := archive.ReadManifest(ctx, bytes.NewReader(b))
+func (s *Store) recoverBlobs(ctx context.Context, r io.Reader) error {
+	m, err := archive.ReadManifest(ctx, r)
 	if err != nil {
 		return err
 	}

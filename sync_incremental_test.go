@@ -425,7 +425,7 @@ func TestSyncReclaimLocks(t *testing.T) {
 	require.Len(t, segs, 1)
 	h, arch, err := c.Remote.FetchSegment(ctx, segs[0])
 	require.NoError(t, err)
-	assert.Empty(t, arch, "no metadata")
+	assert.Nil(t, arch, "no metadata")
 	assert.Equal(t, int64(pulled.Objects), h.AddedObjects)
 
 	_, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1})

@@ -3,6 +3,8 @@ package remote_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"runtime/debug"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/remote"
@@ -96,4 +99,62 @@ func TestObjectSetMemoryDoesNotGrowWithObjects(t *testing.T) {
 		// the forms the lists had in memory, took 4 to 10 MiB.
 		assert.Less(t, int64(large[op])-int64(small[op]), int64(3<<19), "%s: the heap grows with the objects", op)
 	}
+}
+
+// TestSegmentArchiveIsNotHeld: a segment's metadata archive goes from a
+// temporary file to the object store and back into one: publishing and
+// fetching a segment with a 32 MiB archive grows the heap by a few MiB
+// at most, and the archive comes back as it went. The object store is
+// moto, whose copy is in a process of its own.
+func TestSegmentArchiveIsNotHeld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves a 32 MiB segment")
+	}
+	testEnv(t)
+	m := s3fake.StartMoto(t)
+	m.CreateBucket("wsstore-archive")
+	ctx := context.Background()
+	a := newDevice(t, m.URL, "wsstore-archive", remote.Options{})
+	dev, err := remote.Device(ctx, a.db)
+	require.NoError(t, err)
+	arch, err := remote.NewSpool()
+	require.NoError(t, err)
+	defer arch.Close()
+	sent := cas.NewHasher()
+	defer sent.Release()
+	r := rand.New(rand.NewPCG(3, 4))
+	piece := make([]byte, 64<<10)
+	for range 512 {
+		for i := range piece {
+			piece[i] = byte(r.Uint32())
+		}
+		_, err := io.MultiWriter(arch, sent).Write(piece)
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 32<<20, arch.Size())
+
+	var seg remote.Segment
+	published := storetest.HeapGrowth(func() {
+		seg, err = a.st.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: time.Now(), Base: true}, nil, arch)
+		require.NoError(t, err)
+	})
+	var back *remote.Spool
+	fetched := storetest.HeapGrowth(func() {
+		var h remote.SegmentHeader
+		h, back, err = a.st.FetchSegment(ctx, seg)
+		require.NoError(t, err)
+		require.EqualValues(t, 32<<20, h.Archive)
+	})
+	defer back.Close()
+	t.Logf("heap grew by at most %.1f MiB publishing, %.1f MiB fetching a 32 MiB archive",
+		float64(published)/(1<<20), float64(fetched)/(1<<20))
+	assert.Less(t, published, uint64(4<<20))
+	assert.Less(t, fetched, uint64(4<<20))
+	got := cas.NewHasher()
+	defer got.Release()
+	br, err := back.Reader()
+	require.NoError(t, err)
+	_, err = io.Copy(got, br)
+	require.NoError(t, err)
+	assert.Equal(t, sent.Sum(), got.Sum())
 }

@@ -3,12 +3,9 @@ package remote
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
-	"os"
 
 	"github.com/wsstore/wsstore/cas"
-	"github.com/wsstore/wsstore/wserr"
 )
 
 // objectRecord is the size of one object in an ObjectList and in a
@@ -20,41 +17,18 @@ const objectRecord = 1 + len(cas.Hash{})
 // base lists every object the store records. Build it with Drop and Add
 // (every Drop before the first Add), read it with Each, and Close it.
 type ObjectList struct {
-	f       *os.File
-	done    func() error // closes and removes f
-	w       *bufio.Writer
+	sp      *Spool
 	dropped int64
 	added   int64
 }
 
 // NewObjectList returns an empty list in a new temporary file.
 func NewObjectList() (*ObjectList, error) {
-	f, done, err := tempFile("wsstore-objects-*")
+	sp, err := newSpool("object list", "wsstore-objects-*")
 	if err != nil {
-		return nil, tempError("object list", err)
+		return nil, err
 	}
-	return &ObjectList{f: f, done: done, w: bufio.NewWriterSize(f, 64<<10)}, nil
-}
-
-// tempError codes a failure to keep a temporary file (in os.TempDir: the
-// TMPDIR environment variable on Unix) as wserr.FromFS does.
-func tempError(op string, err error) error {
-	return wserr.FromFS(op, os.TempDir(), fmt.Errorf("temporary file: %w", err))
-}
-
-// tempFile creates a temporary file and returns it with the function
-// that closes and removes it. Where the system allows, the file is
-// unlinked at once, so that nothing is left behind by a process killed
-// before it is done with it.
-func tempFile(pattern string) (*os.File, func() error, error) {
-	f, err := os.CreateTemp("", pattern)
-	if err != nil {
-		return nil, nil, err
-	}
-	if os.Remove(f.Name()) == nil {
-		return f, f.Close, nil
-	}
-	return f, func() error { return errors.Join(f.Close(), os.Remove(f.Name())) }, nil
+	return &ObjectList{sp: sp}, nil
 }
 
 // Drop appends an object the set loses. It fails once Add was called.
@@ -73,13 +47,11 @@ func (l *ObjectList) Add(kind cas.Kind, h cas.Hash) error {
 }
 
 func (l *ObjectList) write(kind cas.Kind, h cas.Hash) error {
-	if err := l.w.WriteByte(byte(kind)); err != nil {
-		return tempError("object list", err)
-	}
-	if _, err := l.w.Write(h[:]); err != nil {
-		return tempError("object list", err)
-	}
-	return nil
+	var rec [objectRecord]byte
+	rec[0] = byte(kind)
+	copy(rec[1:], h[:])
+	_, err := l.sp.Write(rec[:])
+	return err
 }
 
 // Dropped and Added count the list's objects.
@@ -89,48 +61,32 @@ func (l *ObjectList) Added() int64   { return l.added }
 // Empty reports whether the list changes nothing.
 func (l *ObjectList) Empty() bool { return l == nil || l.dropped+l.added == 0 }
 
-// size is the list's length in bytes, as in a segment.
-func (l *ObjectList) size() int64 {
+// spool returns the list's bytes, as in a segment; nil for a nil list.
+func (l *ObjectList) spool() *Spool {
 	if l == nil {
-		return 0
+		return nil
 	}
-	return (l.dropped + l.added) * int64(objectRecord)
-}
-
-// reader returns the list's bytes from the start.
-func (l *ObjectList) reader() (io.Reader, error) {
-	if l == nil {
-		return eofReader{}, nil
-	}
-	if err := l.w.Flush(); err != nil {
-		return nil, tempError("object list", err)
-	}
-	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
-		return nil, tempError("object list", err)
-	}
-	return io.LimitReader(l.f, l.size()), nil
+	return l.sp
 }
 
 // Each calls fn with every object of the list, the dropped ones first.
 func (l *ObjectList) Each(fn func(dropped bool, kind cas.Kind, h cas.Hash) error) error {
-	r, err := l.reader()
-	if err != nil {
-		return err
-	}
 	if l == nil {
 		return nil
+	}
+	r, err := l.sp.Reader()
+	if err != nil {
+		return err
 	}
 	return eachRecord(bufio.NewReaderSize(r, 64<<10), l.dropped, l.added, fn)
 }
 
 // Close removes the list's file.
 func (l *ObjectList) Close() error {
-	if l == nil || l.f == nil {
+	if l == nil {
 		return nil
 	}
-	err := l.done()
-	l.f = nil
-	return err
+	return l.sp.Close()
 }
 
 // eachRecord reads dropped then added records from r and calls fn with
@@ -157,7 +113,3 @@ func eachRecord(r io.Reader, dropped, added int64, fn func(dropped bool, kind ca
 }
 
 var errBadRecord = errors.New("an object record of an unknown kind")
-
-type eofReader struct{}
-
-func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }

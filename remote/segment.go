@@ -137,12 +137,12 @@ func parseSegmentKey(key string) (Segment, bool) {
 }
 
 // PublishSegment writes a segment of h.Device: the header, a newline,
-// the object section of objs (nil: none) and archive (the metadata
-// archive, maybe empty), under a new write-once key. The segment is put
-// together in a temporary file, so objs is never in memory. A failure to
-// reach the store is store.busy.
-func (s *Storage) PublishSegment(ctx context.Context, h SegmentHeader, objs *ObjectList, archive []byte) (Segment, error) {
-	h.Format, h.Version, h.Archive = SegmentFormat, SegmentVersion, int64(len(archive))
+// the object section of objs and archive (the metadata archive), either
+// nil for none, under a new write-once key. The segment is put together in
+// a temporary file and uploaded from it, so neither is held in memory. A
+// failure to reach the store is store.busy.
+func (s *Storage) PublishSegment(ctx context.Context, h SegmentHeader, objs *ObjectList, archive *Spool) (Segment, error) {
+	h.Format, h.Version, h.Archive = SegmentFormat, SegmentVersion, archive.Size()
 	h.DroppedObjects, h.AddedObjects = 0, 0
 	if objs != nil {
 		h.DroppedObjects, h.AddedObjects = objs.dropped, objs.added
@@ -154,43 +154,38 @@ func (s *Storage) PublishSegment(ctx context.Context, h SegmentHeader, objs *Obj
 	if err != nil {
 		return Segment{}, err
 	}
-	f, done, err := tempFile("wsstore-segment-*")
-	if err != nil {
-		return Segment{}, tempError("publish segment", err)
-	}
-	defer func() { _ = done() }()
-	sum := cas.NewHasher()
-	defer sum.Release()
-	w := bufio.NewWriterSize(io.MultiWriter(f, sum), 64<<10)
-	objects, err := objs.reader()
+	out, err := newSpool("publish segment", "wsstore-segment-*")
 	if err != nil {
 		return Segment{}, err
 	}
-	_, err = w.Write(append(hb, '\n'))
-	if err == nil {
-		_, err = io.Copy(w, objects)
+	defer out.Close()
+	sum := cas.NewHasher()
+	defer sum.Release()
+	w := io.MultiWriter(out, sum)
+	if _, err := w.Write(append(hb, '\n')); err != nil {
+		return Segment{}, err
 	}
-	if err == nil {
-		_, err = w.Write(archive)
+	for _, part := range []*Spool{objs.spool(), archive} {
+		r, err := part.Reader()
+		if err != nil {
+			return Segment{}, err
+		}
+		if _, err := io.Copy(w, r); err != nil {
+			return Segment{}, err
+		}
 	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		_, err = f.Seek(0, io.SeekStart)
-	}
+	body, err := out.section()
 	if err != nil {
-		return Segment{}, tempError("publish segment", err)
+		return Segment{}, err
 	}
-	size := int64(len(hb)) + 1 + objs.size() + int64(len(archive))
 	hash := sum.Sum()
 	ext := ".seg"
 	if h.Base {
 		ext = ".base.seg"
 	}
 	seg := Segment{Key: fmt.Sprintf("%s%s/%020d-%s%s", syncDir, h.Device, h.At.UnixNano(), hash, ext),
-		Device: h.Device, At: h.At.UTC(), Hash: hash, Base: h.Base, Size: size}
-	if _, err := s.b.putFrom(ctx, seg.Key, f, size); err != nil {
+		Device: h.Device, At: h.At.UTC(), Hash: hash, Base: h.Base, Size: out.Size()}
+	if _, err := s.b.putFrom(ctx, seg.Key, body, seg.Size); err != nil {
 		return Segment{}, fmt.Errorf("publish segment: %w", err)
 	}
 	return seg, nil
@@ -250,11 +245,12 @@ func FromBase(segs []Segment) []Segment {
 	return segs
 }
 
-// FetchSegment returns the header and the archive of seg, checked against
-// the hash its key names: other bytes fail with store.corrupt (wrapping
-// cas.ErrCorrupt), a missing object with store.corrupt wrapping
-// ErrMissing. The object section is read as it streams by, not kept.
-func (s *Storage) FetchSegment(ctx context.Context, seg Segment) (SegmentHeader, []byte, error) {
+// FetchSegment returns the header and the archive of seg (nil when it has
+// none), checked against the hash its key names: other bytes fail with
+// store.corrupt (wrapping cas.ErrCorrupt), a missing object with
+// store.corrupt wrapping ErrMissing. The object section is read as it
+// streams by, and the archive into a temporary file: Close it.
+func (s *Storage) FetchSegment(ctx context.Context, seg Segment) (h SegmentHeader, archive *Spool, err error) {
 	rc, err := s.b.open(ctx, seg.Key, 0, -1)
 	if err != nil {
 		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
@@ -271,8 +267,7 @@ func (s *Storage) FetchSegment(ctx context.Context, seg Segment) (SegmentHeader,
 	case err != nil:
 		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
 	}
-	h, err := decodeHeader(seg, hb[:len(hb)-1])
-	if err != nil {
+	if h, err = decodeHeader(seg, hb[:len(hb)-1]); err != nil {
 		return SegmentHeader{}, nil, err
 	}
 	switch n, err := io.CopyN(io.Discard, r, h.objectsSize()); {
@@ -281,14 +276,32 @@ func (s *Storage) FetchSegment(ctx context.Context, seg Segment) (SegmentHeader,
 	case n < h.objectsSize():
 		return SegmentHeader{}, nil, bad("the segment is shorter than its header says")
 	}
-	archive, err := io.ReadAll(io.LimitReader(r, h.Archive+1))
+	if h.Archive > 0 {
+		if archive, err = newSpool("fetch segment", "wsstore-archive-*"); err != nil {
+			return SegmentHeader{}, nil, err
+		}
+		defer func() {
+			if err != nil {
+				archive.Close()
+				archive = nil
+			}
+		}()
+	}
+	var n int64
+	if archive != nil {
+		if n, err = io.CopyN(archive, r, h.Archive); err != nil && !errors.Is(err, io.EOF) {
+			return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
+		}
+	}
+	// Whatever follows is read too, for the hash.
+	more, err := io.Copy(io.Discard, r)
 	if err != nil {
 		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
 	}
 	if sum.Sum() != seg.Hash {
 		return SegmentHeader{}, nil, bad("the segment does not hash to its key")
 	}
-	if int64(len(archive)) != h.Archive {
+	if n != h.Archive || more > 0 {
 		return SegmentHeader{}, nil, bad("the segment's archive is not the length its header says")
 	}
 	return h, archive, nil

@@ -3,6 +3,7 @@ package remote_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,7 +79,12 @@ func TestVersion1SegmentsAreRead(t *testing.T) {
 
 	h, arch, err := a.st.FetchSegment(ctx, base)
 	require.NoError(t, err)
-	assert.Equal(t, "an archive", string(arch))
+	defer arch.Close()
+	r, err := arch.Reader()
+	require.NoError(t, err)
+	got, err := io.ReadAll(r)
+	require.NoError(t, err)
+	assert.Equal(t, "an archive", string(got))
 	assert.Equal(t, 1, h.Version)
 	assert.Zero(t, h.AddedObjects, "a version 1 segment has no object section")
 
