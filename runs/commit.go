@@ -188,11 +188,12 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 // commitThrough takes the turn to save to run runID's chat (lockSaves),
 // records a pending commit with record in one write transaction, hands it
 // to sink and records the outcome (deliver).
-func (s *Service) commitThrough(ctx context.Context, runID string, sink ChatSink, record func(tx *index.Tx) (pendingCommit, error)) (CommitRecord, error) {
+func (s *Service) commitThrough(ctx context.Context, runID string, sink ChatSink, record func(tx *index.Tx) (pendingCommit, error)) (rec CommitRecord, err error) {
 	unlock, err := s.lockSaves(ctx, runID)
 	if err != nil {
 		return CommitRecord{}, err
 	}
+	defer func() { s.afterOutcome(ctx, runID, rec.Status) }() // once unlocked
 	defer unlock()
 	var pc pendingCommit
 	err = s.update(ctx, func(tx *index.Tx) error {
@@ -618,6 +619,8 @@ func (s *Service) ResolveCommit(ctx context.Context, runID, commitID string, out
 	if err != nil {
 		return CommitRecord{}, err
 	}
+	var resolvedAs string
+	defer func() { s.afterOutcome(ctx, runID, resolvedAs) }() // once unlocked
 	defer unlock()
 	var pc pendingCommit
 	err = s.db.View(ctx, func(tx *index.Tx) error {
@@ -656,7 +659,31 @@ func (s *Service) ResolveCommit(ctx context.Context, runID, commitID string, out
 	}
 	rec := pc.rec
 	rec.Status, rec.Receipt, rec.Error = out.Status, receipt, out.Error
+	resolvedAs = out.Status
 	return rec, nil
+}
+
+// afterOutcome prunes the chat of run runID when automatic pruning is on,
+// the commit's outcome (status) was recorded and the run has ended: a
+// pass that met the run while the commit was pending kept it
+// (PruneReport.Held), and would otherwise wait for the next run to end.
+// It goes as afterFinal does; the outcome stands whatever it does.
+func (s *Service) afterOutcome(ctx context.Context, runID, status string) {
+	if status != CommitCompleted && status != CommitFailed {
+		return
+	}
+	if auto, err := s.autoPrune(ctx); err != nil || !auto {
+		return
+	}
+	var run Run
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		run, err = findRun(ctx, tx, runID)
+		return err
+	})
+	if err == nil && run.Status.Final() {
+		s.afterFinal(ctx, runID, run.ChatID)
+	}
 }
 
 // callSink calls the sink, turning a panic into an error so the commit is

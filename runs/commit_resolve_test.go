@@ -278,3 +278,78 @@ func TestMergeCommitsMovesOnlyPending(t *testing.T) {
 	assert.Equal(t, "commit_run_x_0003", cs[2].ID, "a commit the store lacks is imported")
 
 }
+
+// TestPruneKeepsARunCommittedMeanwhile: a commit another process begins
+// after a retention pass read its candidates, and before the pass deletes
+// them (a rollback's, which a finished run may make), keeps the run: the
+// deleting transaction looks again, and the report lists the run as
+// held, with the new commit.
+func TestPruneKeepsARunCommittedMeanwhile(t *testing.T) {
+	e := newLifecycleEnv(t)
+	other := e.service(runs.Options{})
+	e.create("c1", runs.CreateRequest{RunID: "run_x"})
+	e.write("run_x", "output/main.md", "hello")
+	rec, err := e.svc.Commit(e.ctx, "run_x", &recordingSink{}, runs.CommitOptions{})
+	require.NoError(t, err)
+	cp, err := checkpointSeq(rec.CheckpointID)
+	require.NoError(t, err)
+	_, err = e.svc.Finish(e.ctx, "run_x")
+	require.NoError(t, err)
+	zero := 0
+	require.NoError(t, e.svc.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{KeepCompletedRuns: &zero}))
+	var req runs.CommitRequest
+	gaps := 0
+	defer runs.SetPruneGap(func() {
+		if gaps++; gaps == 1 {
+			req, _ = e.stuckCommit(other, "run_x", cp)
+		}
+	})()
+
+	rep, err := e.svc.Prune(e.ctx, runs.PruneOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, gaps)
+	assert.Empty(t, rep.Runs, "kept for the commit begun meanwhile")
+	require.Len(t, rep.Held, 1, "and the report says so")
+	assert.Equal(t, runs.HeldRun{RunID: "run_x", ChatID: req.ChatID, Status: runs.Completed, Reason: "keepCompletedRuns",
+		PendingCommits: []string{req.CommitID}}, rep.Held[0])
+	assert.Positive(t, e.lastSeq("run_x"), "the run is there")
+}
+
+// TestAnOutcomePrunesWhenAutomatic: with automatic pruning on, a finished
+// run that a pass kept for its pending commit goes as soon as the commit's
+// outcome is recorded, resolved by the host or delivered by a sink that
+// outlasted the run, rather than when another run of the store ends.
+func TestAnOutcomePrunesWhenAutomatic(t *testing.T) {
+	for _, how := range []string{"resolved", "delivered"} {
+		t.Run(how, func(t *testing.T) {
+			e := newLifecycleEnv(t)
+			on := true
+			auto := e.service(runs.Options{AutoPrune: &on})
+			e.create("c1", runs.CreateRequest{RunID: "run_x"})
+			e.write("run_x", "output/main.md", "hello")
+			zero := 0
+			require.NoError(t, auto.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{KeepCompletedRuns: &zero}))
+			var req runs.CommitRequest
+			var deliver func() error
+			if how == "resolved" {
+				req, _ = e.stuckCommit(e.service(runs.Options{}), "run_x", 0) // its process is gone
+			} else {
+				// Another process ends the run while this one's sink runs.
+				req, deliver = e.stuckCommit(e.service(runs.Options{AutoPrune: &on}), "run_x", 0)
+			}
+			_, err := auto.Finish(e.ctx, "run_x") // its pass keeps the run
+			require.NoError(t, err)
+			_, err = auto.Run(e.ctx, "run_x")
+			require.NoError(t, err, "kept while its commit is pending")
+
+			if how == "resolved" {
+				_, err = auto.ResolveCommit(e.ctx, "run_x", req.CommitID, runs.CommitOutcome{Status: runs.CommitCompleted})
+			} else {
+				err = deliver()
+			}
+			require.NoError(t, err)
+			_, err = auto.Run(e.ctx, "run_x")
+			assert.True(t, wserr.Is(err, wserr.RunNotFound), "pruned once the outcome is recorded: %v", err)
+		})
+	}
+}

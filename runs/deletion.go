@@ -320,9 +320,9 @@ type PruneReport struct {
 	Runs        []PrunedRun         `json:"runs"`
 	Checkpoints []PrunedCheckpoints `json:"checkpoints"`
 	// Held is the runs a setting named that the pass kept because a
-	// commit of theirs is still pending (ResolveCommit ends that), as the
-	// pass found them before deleting; a run that another process began
-	// a commit of meanwhile is kept too, without a line here.
+	// commit of theirs is still pending (ResolveCommit ends that): those
+	// it found so before deleting, then those another process began a
+	// commit of while it went on.
 	Held       []HeldRun `json:"held"`
 	BytesFreed int64     `json:"bytesFreed"`
 }
@@ -369,9 +369,13 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 		if err != nil {
 			return rep, err
 		}
+		if pruneGap != nil {
+			pruneGap()
+		}
 		rep.Held = append(rep.Held, held...)
 		for _, d := range doomed {
 			if !opt.DryRun {
+				var pending []string
 				err := s.update(ctx, func(tx *index.Tx) error {
 					run, err := findRun(ctx, tx, d.RunID)
 					if err != nil {
@@ -380,13 +384,14 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 					if !run.Status.Final() || s.saves.isSaving(d.RunID) {
 						return errSkip
 					}
-					// A commit another process recorded since the
-					// candidates were read.
-					var pending int
-					if err := tx.GetContext(ctx, &pending, `SELECT count(*) FROM commits WHERE run_id = ? AND status = ?`, d.RunID, CommitPending); err != nil {
+					// A commit another process began since the candidates
+					// were read.
+					pending = nil
+					if err := tx.SelectContext(ctx, &pending, `SELECT id FROM commits WHERE run_id = ? AND status = ? ORDER BY seq`,
+						d.RunID, CommitPending); err != nil {
 						return index.Translate(err)
 					}
-					if pending > 0 {
+					if len(pending) > 0 {
 						return errSkip
 					}
 					if err := s.deleteRunTx(ctx, tx, d.RunID); err != nil {
@@ -395,6 +400,9 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 					d.LogID, err = s.logDeletion(ctx, tx, DeletedRun, chatID, d.RunID, d.Reason, map[string]any{"status": d.Status}, 0)
 					return err
 				})
+				if err == errSkip && len(pending) > 0 {
+					rep.Held = append(rep.Held, HeldRun{RunID: d.RunID, ChatID: chatID, Status: d.Status, Reason: d.Reason, PendingCommits: pending})
+				}
 				if err == errSkip || wserr.Is(err, wserr.RunNotFound) {
 					continue
 				}
@@ -467,6 +475,10 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 }
 
 var errSkip = fmt.Errorf("skip")
+
+// pruneGap, when set (tests), runs between a pass's read of a chat's
+// candidates and its deletions, where another process may begin a commit.
+var pruneGap func()
 
 // byteCap returns the checkpoint byte cap of run runID of chat chatID: its
 // profile's MaxCheckpointBytes, else the chat's maxCheckpointBytesPerRun;
