@@ -74,7 +74,7 @@ func (s *server) do(method, u, token string, body io.Reader, hdr ...string) (*ht
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
+		req.Header.Add(hdr[i], hdr[i+1])
 	}
 	resp, err := s.srv.Client().Do(req)
 	require.NoError(s.t, err)

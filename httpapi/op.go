@@ -50,6 +50,20 @@ func (h *Handler) protocol() protocol.Backend {
 	return b
 }
 
+// readRequest reads an op's body, declared bytes long (-1: not said), into
+// a buffer of that length when it is said, so that a body takes its own
+// size in memory rather than the doubling a growing buffer takes.
+func readRequest(body io.Reader, declared int64) ([]byte, error) {
+	if declared < 0 {
+		return io.ReadAll(body)
+	}
+	b := make([]byte, declared)
+	if _, err := io.ReadFull(body, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // POST /v1/op: one request object of the host protocol (wsctl batch's
 // line) in the body, one response object back, with the HTTP status of
 // its code. Each request has a session of its own, so there is no
@@ -62,7 +76,12 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	line, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes))
+	if r.ContentLength > h.opts.MaxRequestBytes {
+		// Refused as it is announced, before a byte of it is read.
+		writeResponse(w, protocol.LineTooLong(int(h.opts.MaxRequestBytes)))
+		return
+	}
+	line, err := readRequest(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes), r.ContentLength)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		writeResponse(w, protocol.LineTooLong(int(h.opts.MaxRequestBytes)))

@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -124,6 +127,24 @@ func TestOps(t *testing.T) {
 		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", b)
 		assert.Contains(t, string(b), "batch.line_too_long")
 	})
+	t.Run("TooLongAnnounced", func(t *testing.T) {
+		// A body whose Content-Length is past the limit is refused before
+		// any of it is sent: the client here sends none.
+		small := newServer(t, httpapi.Options{MaxRequestBytes: 100})
+		conn, err := net.Dial("tcp", small.srv.Listener.Addr().String())
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		_, err = fmt.Fprintf(conn, "POST /v1/op HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 70000000\r\n\r\n", small.full)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err, "answered without the body")
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", b)
+		assert.Contains(t, string(b), "batch.line_too_long")
+	})
 	t.Run("Help", func(t *testing.T) {
 		resp, b := s.do(http.MethodGet, s.url("/v1/ops"), s.full, nil)
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -165,6 +186,28 @@ func TestRunViews(t *testing.T) {
 		resp, b = s.do(http.MethodGet, s.url("/v1/runs/r1/file", "path", "output"), s.full, nil)
 		assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 		assert.Equal(t, "workspace.path_is_directory", errCode(t, b))
+	})
+	t.Run("GeneratedFiles", func(t *testing.T) {
+		// The run's manifest and a checkpoint's record are made when read,
+		// not stored: they download as the read op returns them.
+		for _, path := range []string{"manifest.json", "checkpoints/cp_000002/checkpoint.json"} {
+			read := s.mustOp(map[string]any{"op": "host.read", "runId": "r1", "path": path})
+			resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/file", "path", path), s.full, nil)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, b)
+			assert.Equal(t, read["content"], string(b), path)
+			assert.Equal(t, `"`+cas.Sum(b).String()+`"`, resp.Header.Get("ETag"), path)
+			req, err := http.NewRequest(http.MethodGet, s.url("/v1/runs/r1/file", "path", path), nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+s.full)
+			req.Header.Set("Range", "bytes=0-9")
+			ranged, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			rb, err := io.ReadAll(ranged.Body)
+			ranged.Body.Close()
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusPartialContent, ranged.StatusCode, path)
+			assert.Equal(t, string(b[:10]), string(rb), path)
+		}
 	})
 	t.Run("FileOfAHostDirectory", func(t *testing.T) {
 		// A run the host created with a host directory: its files are

@@ -148,9 +148,10 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if fi.Hash.IsZero() || fi.Resource == vfs.ResourceHost {
-		// Not stored (a virtual resource, a file of a host directory):
-		// read on demand, whole.
+	if stored := fi.Resource == vfs.ResourceMaterialized || fi.Resource == vfs.ResourceGenerated; !stored || fi.Hash.IsZero() {
+		// Not stored (a file made when read, such as the run's manifest
+		// or a checkpoint's record; a file of a host directory): read on
+		// demand, whole.
 		res, err := ws.Read(r.Context(), p, vfs.ReadOptions{})
 		if err != nil {
 			writeError(w, err)

@@ -99,16 +99,28 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 		writeChangeError(w, err)
 		return
 	}
+	multipart := false
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		multipart = true
+	}
 	var body io.Reader = r.Body
-	if h.opts.MaxUploadBytes > 0 {
-		body = http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes)
+	if limit := h.opts.MaxUploadBytes; limit > 0 {
+		if multipart {
+			// The limit is the file's: the form around it may add up
+			// to multipartSlack.
+			limit += multipartSlack
+		}
+		body = http.MaxBytesReader(w, r.Body, limit)
 	}
 	body = h.progressReader(w, clientBody{body, "read the upload"})
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+	if multipart {
 		part, err := firstFile(r, body)
 		if err != nil {
 			writeError(w, err)
 			return
+		}
+		if h.opts.MaxUploadBytes > 0 {
+			part = &limitedPart{r: part, left: h.opts.MaxUploadBytes, limit: h.opts.MaxUploadBytes}
 		}
 		body = clientBody{part, "multipart body"}
 	}
@@ -122,6 +134,31 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
+}
+
+// multipartSlack is what a multipart upload's form may take beside its
+// file under Options.MaxUploadBytes: boundaries, part headers and small
+// fields.
+const multipartSlack = 64 << 10
+
+// limitedPart reads a multipart upload's file, failing as
+// http.MaxBytesReader does once it holds more than limit bytes.
+type limitedPart struct {
+	r           io.Reader
+	left, limit int64 // left: bytes it may still read
+}
+
+func (p *limitedPart) Read(b []byte) (int, error) {
+	if int64(len(b)) > p.left+1 {
+		b = b[:p.left+1] // a byte past the limit tells a file over it
+	}
+	n, err := p.r.Read(b)
+	if int64(n) > p.left {
+		n, p.left = int(p.left), 0
+		return n, &http.MaxBytesError{Limit: p.limit}
+	}
+	p.left -= int64(n)
+	return n, err
 }
 
 // firstFile returns the first file part of r's multipart body, read from
@@ -188,9 +225,16 @@ func (h *Handler) wsDelete(w http.ResponseWriter, r *http.Request) {
 // hash, quoted) or "*" (a file must be there), If-None-Match "*" (nothing
 // may be there). An entity tag that names no content of this store, or a
 // weak one, matches nothing. If-Match with more than one tag, and
-// If-None-Match with a tag, are refused (400).
+// If-None-Match with a tag, are refused (400), as the header repeated is:
+// its lines make one list.
 func conditions(r *http.Request) (actors.ChangeOptions, error) {
 	var opt actors.ChangeOptions
+	if len(r.Header.Values("If-Match")) > 1 {
+		return opt, badRequest("If-Match takes one entity tag (the file's ETag) or *, on one line")
+	}
+	if len(r.Header.Values("If-None-Match")) > 1 {
+		return opt, badRequest("If-None-Match on a write takes * alone, on one line")
+	}
 	if v := strings.TrimSpace(r.Header.Get("If-Match")); v != "" {
 		switch {
 		case v == "*":

@@ -150,13 +150,45 @@ func TestWorkspaceEndpoints(t *testing.T) {
 	})
 }
 
+// TestUploadLimit: MaxUploadBytes bounds the file an upload stores,
+// sent as the body or as a multipart form's file (whose form around it
+// does not count); a larger one is 422 and stores nothing.
 func TestUploadLimit(t *testing.T) {
 	s := newServer(t, httpapi.Options{MaxUploadBytes: 1000})
-	resp, b := s.do(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", "big"), s.full, storetest.Text(5000))
+	upload := func(path string, body io.Reader, hdr ...string) (*http.Response, []byte) {
+		return s.do(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", path), s.full, body, hdr...)
+	}
+	form := func(content []byte) (io.Reader, string) {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		require.NoError(t, mw.WriteField("note", "a field before the file"))
+		fw, err := mw.CreateFormFile("file", "f.bin")
+		require.NoError(t, err)
+		_, err = fw.Write(content)
+		require.NoError(t, err)
+		require.NoError(t, mw.Close())
+		return &buf, mw.FormDataContentType()
+	}
+	resp, b := upload("big", storetest.Text(5000))
 	assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 	assert.Equal(t, "workspace.size_limit_exceeded", errCode(t, b))
+	for _, n := range []int{1001, 5000} {
+		body, ct := form(bytes.Repeat([]byte("x"), n))
+		resp, b = upload("big", body, "Content-Type", ct)
+		assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "a form's file of %d bytes: %s", n, b)
+		assert.Equal(t, "workspace.size_limit_exceeded", errCode(t, b))
+	}
 	m := s.okJSON(http.MethodGet, s.url("/workspace/stats", "actor", "a"), nil)
 	assert.Equal(t, float64(0), m["files"], "nothing was stored")
+
+	resp, b = upload("raw", bytes.NewReader(bytes.Repeat([]byte("r"), 1000)))
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a body of the limit: %s", b)
+	body, ct := form(bytes.Repeat([]byte("f"), 1000))
+	resp, b = upload("form", body, "Content-Type", ct)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a form's file of the limit, the form beside it: %s", b)
+	resp, b = s.do(http.MethodGet, s.url("/workspace/file", "actor", "a", "path", "form"), s.full, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, bytes.Repeat([]byte("f"), 1000), b)
 }
 
 func TestCORS(t *testing.T) {
@@ -240,7 +272,10 @@ func TestConditionalWrites(t *testing.T) {
 		assert.Equal(t, http.StatusPreconditionFailed, code, "If-Match %s: %s", stale, b)
 		assert.Equal(t, "workspace.write_stale_file", errCode(t, b))
 	}
-	for _, hdr := range [][]string{{"If-Match", etag + ", " + newTag}, {"If-None-Match", newTag}} {
+	for _, hdr := range [][]string{{"If-Match", etag + ", " + newTag}, {"If-None-Match", newTag},
+		// A header's lines are one list, whichever tag comes first.
+		{"If-Match", newTag, "If-Match", etag}, {"If-Match", etag, "If-Match", newTag},
+		{"If-None-Match", "*", "If-None-Match", newTag}} {
 		code, b = put("third", hdr...)
 		assert.Equal(t, http.StatusBadRequest, code, "%v: %s", hdr, b)
 	}
