@@ -58,14 +58,16 @@ func TestUploadBodyCutShort(t *testing.T) {
 			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
 			assert.Contains(t, string(b), `"code":"workspace.invalid_argument"`)
 
-			dl, body := s.do(http.MethodGet, s.url("/workspace/download", "actor", "alice", "path", path), s.full, nil)
+			dl, body := s.do(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", path), s.full, nil)
 			assert.Equal(t, http.StatusNotFound, dl.StatusCode, "nothing stored: %s", body)
+			assert.Equal(t, "workspace.file_not_found", errCode(t, body))
 		})
 	}
 }
 
 // TestMethodNotAllowed: an endpoint's path with another method is 405
-// with the methods it takes in Allow; a path no endpoint has is 404.
+// with the methods it takes in Allow; a path no endpoint has is 404
+// http.not_found.
 func TestMethodNotAllowed(t *testing.T) {
 	s := newServer(t, httpapi.Options{})
 	for _, tc := range []struct{ method, path, allow string }{
@@ -81,6 +83,7 @@ func TestMethodNotAllowed(t *testing.T) {
 	}
 	resp, b := s.do(http.MethodGet, s.url("/no/such/endpoint"), s.full, nil)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", b)
+	assert.Equal(t, "http.not_found", errCode(t, b), "a client's mistake, not a missing object")
 	assert.Empty(t, resp.Header.Get("Allow"))
 }
 

@@ -38,7 +38,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func errNoRoute(r *http.Request) error {
-	return wserr.New(wserr.NotFound, "http", "", "no endpoint %s %s", r.Method, r.URL.Path)
+	return wserr.New(protocol.CodeNoEndpoint, "http", "", "no endpoint %s %s", r.Method, r.URL.Path)
 }
 
 func badRequest(format string, args ...any) error {

@@ -31,6 +31,9 @@ const (
 	// but not with its method (wsctl serve); the Allow header lists the
 	// methods that are.
 	CodeMethodNotAllowed wserr.Code = "http.method_not_allowed"
+	// CodeNoEndpoint is an HTTP request whose path is no endpoint's (wsctl
+	// serve): a client's mistake, not a missing store object.
+	CodeNoEndpoint wserr.Code = "http.not_found"
 
 	// CodeQueryLimit is a wsctl sql query stopped for going over its
 	// --max-memory or --timeout.
@@ -82,8 +85,8 @@ var HTTPStatuses = []Status{
 		[]wserr.Code{CodeInvalidJSON, CodeInvalidRequest, CodeUnknownOp, wserr.InvalidArgument, wserr.InvalidOptions, CodeInvalidArgument, CodeQueryLimit}, nil},
 	{http.StatusUnauthorized, "no bearer token, or an unknown or revoked one", []wserr.Code{wserr.Unauthorized}, nil},
 	{http.StatusForbidden, "the store is read-only, or the token may not do this (read-only, other actors)", []wserr.Code{wserr.ReadOnly, wserr.Forbidden}, nil},
-	{http.StatusNotFound, "no such store, run, checkpoint or file",
-		[]wserr.Code{wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound, wserr.FileNotFound}, nil},
+	{http.StatusNotFound, "no such store, run, checkpoint or file; no such endpoint",
+		[]wserr.Code{wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound, wserr.FileNotFound, CodeNoEndpoint}, nil},
 	{http.StatusConflict, "conflict or invalid transition; a write guarded by a stale hash",
 		[]wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.WriteStaleFile, wserr.ChatActiveRun}, nil},
 	{http.StatusMethodNotAllowed, "an endpoint asked with a method it does not take (Allow lists those it does)", []wserr.Code{CodeMethodNotAllowed}, nil},
