@@ -146,7 +146,7 @@ func TestWorkspaceEndpoints(t *testing.T) {
 	t.Run("UnknownEndpoint", func(t *testing.T) {
 		resp, b := s.do(http.MethodGet, s.url("/workspace/nope"), s.full, nil)
 		assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-		assert.Equal(t, "store.not_found", errCode(t, b))
+		assert.Equal(t, "http.not_found", errCode(t, b))
 	})
 }
 
