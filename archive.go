@@ -2,7 +2,6 @@ package wsstore
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -14,9 +13,10 @@ import (
 // the file at path on the host's file system. The archive is written
 // beside path and renamed onto it once complete and synced, so a failed
 // export leaves no partial file and never a truncated one in path's
-// place. It fails as Export does, and with workspace.invalid_argument if
-// path's directory cannot take the file or path is one of the store's own
-// files (OwnsFile), which it would destroy.
+// place. It fails as Export does, with workspace.invalid_argument if
+// path's directory cannot take the file, path is a directory, or it is one
+// of the store's own files (OwnsFile), which it would destroy, and with
+// store.disk_full when the disk fills.
 func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope, opt archive.Options) (archive.Summary, error) {
 	const op = "export"
 	if path == "" {
@@ -24,6 +24,10 @@ func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope
 	}
 	if s.OwnsFile(path) {
 		return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, path, "that is the store's own database file; name another file")
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		// Refused before the archive is written beside it.
+		return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, path, "that is a directory; name a file")
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
@@ -40,13 +44,13 @@ func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope
 		return archive.Summary{}, err
 	}
 	if err := tmp.Sync(); err != nil {
-		return archive.Summary{}, fmt.Errorf("%s %s: %w", op, path, err)
+		return archive.Summary{}, wserr.FromFS(op, path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return archive.Summary{}, fmt.Errorf("%s %s: %w", op, path, err)
+		return archive.Summary{}, wserr.FromFS(op, path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return archive.Summary{}, fmt.Errorf("%s %s: %w", op, path, err)
+		return archive.Summary{}, wserr.FromFS(op, path, err)
 	}
 	tmp = nil
 	return sum, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -148,6 +149,10 @@ func TestRetentionSettingsDeleteWhatTheyName(t *testing.T) {
 		{"KeepFailedRuns", runs.Policy{KeepFailedRuns: ptr(1)}, map[string]string{"f1": "keepFailedRuns"}},
 		{"MaxRunWorkspacesPerChat", runs.Policy{MaxRunWorkspacesPerChat: ptr(3)}, map[string]string{"r1": "maxRunWorkspacesPerChat", "f1": "maxRunWorkspacesPerChat", "r2": "maxRunWorkspacesPerChat"}},
 		{"AutoPruneAfterDays", runs.Policy{AutoPruneAfterDays: ptr(2)}, map[string]string{"r1": "autoPruneAfterDays", "f1": "autoPruneAfterDays"}},
+		// Longer ago than any run can have finished (and than a
+		// time.Duration reaches: 106,751 days): none is that old.
+		{"AutoPruneAfterDaysBeforeTheEpoch", runs.Policy{AutoPruneAfterDays: ptr(1_000_000)}, map[string]string{}},
+		{"AutoPruneAfterDaysLargest", runs.Policy{AutoPruneAfterDays: ptr(math.MaxInt)}, map[string]string{}},
 		{"Unset", runs.Policy{}, map[string]string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -122,6 +122,19 @@ type actorGCRequest struct {
 	KeepVersions int    `json:"keepVersions"`
 }
 
+// required refuses a request that leaves out one of the named fields
+// (pairs of a name and its value; empty is left out) as
+// batch.invalid_request: a host's mistake, where a bad value is the
+// model's (workspace.invalid_actor, workspace.invalid_path).
+func required(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			return invalidRequest("missing %q", pairs[i])
+		}
+	}
+	return nil
+}
+
 func (s *Session) actors() (ActorSpaces, error) {
 	if s.backend.Actors == nil {
 		return nil, wserr.New(wserr.Internal, "actor", "", "this session has no actor spaces")
@@ -132,6 +145,9 @@ func (s *Session) actors() (ActorSpaces, error) {
 func (s *Session) actorLs(ctx context.Context, r request) (any, error) {
 	var req actorLsRequest
 	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	if err := required("actor", req.Actor); err != nil {
 		return nil, err
 	}
 	a, err := s.actors()
@@ -151,6 +167,9 @@ func (s *Session) actorLs(ctx context.Context, r request) (any, error) {
 func (s *Session) actorUpload(ctx context.Context, r request) (any, error) {
 	var req actorUploadRequest
 	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	if err := required("actor", req.Actor, "path", req.Path); err != nil {
 		return nil, err
 	}
 	a, err := s.actors()
@@ -191,6 +210,9 @@ func (s *Session) actorDownload(ctx context.Context, r request) (any, error) {
 	if err := r.decode(&req); err != nil {
 		return nil, err
 	}
+	if err := required("actor", req.Actor, "path", req.Path); err != nil {
+		return nil, err
+	}
 	a, err := s.actors()
 	if err != nil {
 		return nil, err
@@ -222,6 +244,9 @@ func (s *Session) actorRm(ctx context.Context, r request) (any, error) {
 	if err := r.decode(&req); err != nil {
 		return nil, err
 	}
+	if err := required("actor", req.Actor, "path", req.Path); err != nil {
+		return nil, err
+	}
 	a, err := s.actors()
 	if err != nil {
 		return nil, err
@@ -238,6 +263,9 @@ func (s *Session) actorRmPrefix(ctx context.Context, r request) (any, error) {
 	if err := r.decode(&req); err != nil {
 		return nil, err
 	}
+	if err := required("actor", req.Actor, "prefix", req.Prefix); err != nil {
+		return nil, err
+	}
 	a, err := s.actors()
 	if err != nil {
 		return nil, err
@@ -248,6 +276,9 @@ func (s *Session) actorRmPrefix(ctx context.Context, r request) (any, error) {
 func (s *Session) actorStats(ctx context.Context, r request) (any, error) {
 	var req actorNameRequest
 	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	if err := required("actor", req.Actor); err != nil {
 		return nil, err
 	}
 	a, err := s.actors()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/wsstore/wsstore"
@@ -749,7 +750,12 @@ func (s *Session) gc(ctx context.Context, r request) (any, error) {
 		if *req.GraceSeconds < 0 {
 			return nil, invalidRequest("graceSeconds must not be negative")
 		}
-		opt.Grace = time.Duration(*req.GraceSeconds * float64(time.Second))
+		// A grace past what a time.Duration holds (about 292 years) is
+		// the longest there is, not an overflow into none.
+		opt.Grace = time.Duration(math.MaxInt64)
+		if ns := *req.GraceSeconds * float64(time.Second); ns < math.MaxInt64 {
+			opt.Grace = time.Duration(ns)
+		}
 		if opt.Grace == 0 {
 			opt.Grace = -1 // no grace: GCOptions reads zero as the default
 		}

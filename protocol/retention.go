@@ -61,6 +61,11 @@ func (s *Session) chatDelete(ctx context.Context, r request) (any, error) {
 	if len(req.Chats) == 0 {
 		return nil, invalidRequest("missing \"chats\": name at least one {kind, stableChatId}")
 	}
+	for i, c := range req.Chats {
+		if c.Kind == "" || c.StableChatID == "" {
+			return nil, invalidRequest("chats[%d]: missing \"kind\" or \"stableChatId\"", i)
+		}
+	}
 	ret, err := s.retention()
 	if err != nil {
 		return nil, err

@@ -149,7 +149,7 @@ func TestRetentionOps(t *testing.T) {
 		_, code = e.ask(`{"op":"chat.delete","chats":[]}`)
 		assert.Equal(t, "batch.invalid_request", code)
 		_, code = e.ask(`{"op":"chat.delete","chats":[{"kind":"","stableChatId":"s1"}]}`)
-		assert.Equal(t, "workspace.invalid_argument", code)
+		assert.Equal(t, "batch.invalid_request", code, "a field left out, as run.create's chat")
 		assert.Equal(t, before, e.counts(), "a refused deletion changes nothing")
 		assert.ElementsMatch(t, []string{"new", "live"}, e.runIDs())
 	})
@@ -176,4 +176,24 @@ func TestRetentionOpsWithoutService(t *testing.T) {
 		require.NotNil(t, r.Error, l)
 		assert.Equal(t, "store.invalid_options", string(r.Error.Code), l)
 	}
+}
+
+// TestGCGraceSaturates: a graceSeconds too long for a time.Duration
+// (about 292 years) is the longest grace there is, keeping every young
+// unreachable row, not none of them.
+func TestGCGraceSaturates(t *testing.T) {
+	st := storetest.OpenStore(t)
+	s := &retentionSession{t: t, st: st, s: protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Store: st})}
+	s.ok(`{"op":"run.create","chat":{"kind":"character","stableChatId":"c1"},"runId":"r1","profile":{"autoCheckpoint":false}}`)
+	s.ok(`{"op":"write","path":"output/a","content":"first"}`)
+	s.ok(`{"op":"write","path":"output/a","content":"second"}`) // "first" is young garbage
+	for _, grace := range []string{"3600", "9223372036", "9223372037", "1e300"} {
+		res := s.ok(`{"op":"gc","dryRun":true,"graceSeconds":` + grace + `}`)
+		freed := res["freed"].(map[string]any)
+		young := res["keptYoung"].(map[string]any)
+		assert.Zero(t, freed["blobs"], "graceSeconds %s frees nothing young", grace)
+		assert.Positive(t, young["blobs"], "graceSeconds %s keeps it", grace)
+	}
+	res := s.ok(`{"op":"gc","dryRun":true,"graceSeconds":0}`)
+	assert.Positive(t, res["freed"].(map[string]any)["blobs"], "no grace frees it")
 }

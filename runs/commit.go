@@ -857,7 +857,8 @@ const (
 // q.Limit, and ending before a commit whose message, receipt and error
 // would take the page's past MaxMessageBytes (a page holds one commit at
 // least), so a page holds about one full message's worth. more says whether commits
-// after the page remain. A run with no commits, or none, has an empty page.
+// after the page remain. A run with no commits (after AfterSeq) has an
+// empty page; a run the store does not hold is run.not_found.
 // A negative AfterSeq or a Limit outside 0..MaxCommitPage is
 // workspace.invalid_argument.
 func (s *Service) CommitsPage(ctx context.Context, runID string, q CommitQuery) (page []CommitRecord, more bool, err error) {
@@ -889,7 +890,9 @@ func (s *Service) CommitsPage(ctx context.Context, runID string, q CommitQuery) 
 			n++
 		}
 		if n == 0 {
-			return nil
+			// No commits, or no such run: run.not_found tells them apart.
+			_, err := findRun(ctx, tx, runID)
+			return err
 		}
 		return index.Translate(tx.SelectContext(ctx, &rows, `SELECT id, run_id, seq, checkpoint_seq, mode, kind, status, message, receipt, error, created_at
 			FROM commits WHERE run_id = ? AND seq > ? AND seq <= ? ORDER BY seq`, runID, q.AfterSeq, sizes[n-1].Seq))

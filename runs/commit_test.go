@@ -497,10 +497,13 @@ func TestCommitsPage(t *testing.T) {
 	all, err := e.svc.Commits(e.ctx, r.ID)
 	require.NoError(t, err)
 	assert.Len(t, all, 6)
-	none, err := e.svc.Commits(e.ctx, "no-such-run")
+	_, err = e.svc.Commits(e.ctx, "no-such-run")
+	assert.True(t, wserr.Is(err, wserr.RunNotFound), "a run the store does not hold is not one without commits: %v", err)
+	none, more, err := e.svc.CommitsPage(e.ctx, r.ID, runs.CommitQuery{AfterSeq: 6})
 	require.NoError(t, err)
 	assert.NotNil(t, none)
-	assert.Empty(t, none)
+	assert.Empty(t, none, "past the last commit")
+	assert.False(t, more)
 
 	for _, q := range []runs.CommitQuery{{AfterSeq: -1}, {Limit: -1}, {Limit: runs.MaxCommitPage + 1}} {
 		_, _, err := e.svc.CommitsPage(e.ctx, r.ID, q)

@@ -536,8 +536,13 @@ func (s *Service) pruneCandidates(ctx context.Context, chatID string) ([]PrunedR
 	var keep []string
 	var completed, failed int
 	cutoff := int64(-1)
-	if pol.AutoPruneAfterDays != nil {
-		cutoff = s.now().Add(-time.Duration(*pol.AutoPruneAfterDays) * 24 * time.Hour).UnixNano()
+	if d := pol.AutoPruneAfterDays; d != nil {
+		// Days reaching back before the epoch name no run (and past
+		// 106,751 days would overflow a time.Duration).
+		now, day := s.now().UnixNano(), int64(24*time.Hour)
+		if int64(*d) < now/day {
+			cutoff = now - int64(*d)*day
+		}
 	}
 	for i, r := range rows {
 		st := Status(r.Status)

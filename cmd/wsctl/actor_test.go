@@ -101,6 +101,27 @@ func TestActorBatchOps(t *testing.T) {
 	assert.Contains(t, lines[7], `"files":1`)
 	assert.Contains(t, lines[10], "workspace.invalid_actor")
 	assert.Contains(t, lines[11], "workspace.invalid_path")
+
+	// A field left out is the host's mistake (batch.invalid_request);
+	// a bad value above is the model's.
+	missing := []string{
+		`{"op":"actor.upload","path":"x","content":"a"}`,
+		`{"op":"actor.upload","actor":"alice","content":"a"}`,
+		`{"op":"actor.download","actor":"alice"}`,
+		`{"op":"actor.rm","actor":"alice"}`,
+		`{"op":"actor.rm-prefix","actor":"alice"}`,
+		`{"op":"actor.ls"}`,
+		`{"op":"actor.stats"}`,
+		`{"op":"chat.delete","chats":[{"kind":"character"}]}`,
+	}
+	out, errOut, code = c.run(strings.Join(missing, "\n")+"\n", "batch")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, len(missing), "stdout %s stderr %s", out, errOut)
+	assert.Equal(t, 0, code)
+	for i, l := range lines {
+		assert.Contains(t, l, `"code":"batch.invalid_request"`, missing[i])
+	}
+	assert.Equal(t, "# weekly", c.ok("actor", "download", "alice", "reports/weekly.md"), "nothing changed")
 }
 
 // TestActorUploadRefusesCutBase64: contentBase64 that ends inside a group
