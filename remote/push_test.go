@@ -412,28 +412,35 @@ func TestPushCostsWhatIsPending(t *testing.T) {
 		rec.Record(func() { _, err = st.Push(ctx, db) }), // nothing pending
 	} {
 		require.NoError(t, err)
-		var read int
-		for _, q := range stmts {
-			if !strings.Contains(q, "remote_objects") {
-				continue
-			}
-			read++
-			args := make([]any, strings.Count(q, "?"))
-			for i := range args {
-				args[i] = make([]byte, 32)
-			}
-			for _, step := range storetest.QueryPlan(t, db, q, args...) {
-				if strings.Contains(step, "remote_objects") {
-					assert.True(t, strings.Contains(step, "remote_objects_pending") || strings.Contains(step, "PRIMARY KEY (kind=? AND hash=?)"),
-						"%s\n  %s", q, step)
-				}
-			}
-		}
-		assert.NotZero(t, read)
+		assert.NotZero(t, requireObjectsBy(t, db, stmts, "remote_objects_pending"))
 	}
 	_, err = st.Evict(ctx, db)
 	require.NoError(t, err)
 	a.requireAll(t, hs, files)
+}
+
+// requireObjectsBy checks that each of stmts that reads remote_objects
+// finds its rows through the index named or by key, never by a scan, and
+// returns how many read it.
+func requireObjectsBy(t *testing.T, db *index.DB, stmts []string, idx string) int {
+	t.Helper()
+	var read int
+	for _, q := range stmts {
+		if !strings.Contains(q, "remote_objects") {
+			continue
+		}
+		read++
+		args := make([]any, strings.Count(q, "?"))
+		for i := range args {
+			args[i] = make([]byte, 32)
+		}
+		for _, step := range storetest.QueryPlan(t, db, q, args...) {
+			if strings.Contains(step, "remote_objects") {
+				assert.True(t, strings.Contains(step, idx) || strings.Contains(step, "PRIMARY KEY (kind=? AND hash=?)"), "%s\n  %s", q, step)
+			}
+		}
+	}
+	return read
 }
 
 // TestPushWaitsForWhatAListNeeds: a chunked file written while a push is
