@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/wsstore/wsstore/protocol"
@@ -50,16 +51,30 @@ func (h *Handler) protocol() protocol.Backend {
 	return b
 }
 
-// readRequest reads an op's body, declared bytes long (-1: not said), into
-// a buffer of that length when it is said, so that a body takes its own
-// size in memory rather than the doubling a growing buffer takes.
+// readRequest reads an op's body, declared bytes long (-1: not said). The
+// buffer doubles as bytes arrive, never past the declared length: a body
+// takes about its own size in memory, and a length claimed with no bytes
+// behind it costs nothing.
 func readRequest(body io.Reader, declared int64) ([]byte, error) {
 	if declared < 0 {
 		return io.ReadAll(body)
 	}
-	b := make([]byte, declared)
-	if _, err := io.ReadFull(body, b); err != nil {
-		return nil, err
+	b := make([]byte, 0, min(declared, 64<<10))
+	for int64(len(b)) < declared {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(int64(len(b)), declared-int64(len(b)))))
+		}
+		n, err := body.Read(b[len(b):int(min(int64(cap(b)), declared))])
+		b = b[:len(b)+n]
+		if err == io.EOF && int64(len(b)) < declared {
+			return nil, io.ErrUnexpectedEOF
+		}
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		if err == io.EOF {
+			break
+		}
 	}
 	return b, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 )
 
@@ -144,6 +145,27 @@ func TestOps(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", b)
 		assert.Contains(t, string(b), "batch.line_too_long")
+	})
+	t.Run("ClaimedLengthCostsNothing", func(t *testing.T) {
+		// A Content-Length within a (raised) limit with next to no body
+		// behind it takes no memory for what never came: the body is
+		// cut short (400), and the buffer grew only with what arrived.
+		big := newServer(t, httpapi.Options{MaxRequestBytes: 1 << 40})
+		var resp *http.Response
+		grew := storetest.HeapGrowth(func() {
+			conn, err := net.Dial("tcp", big.srv.Listener.Addr().String())
+			require.NoError(t, err)
+			defer conn.Close()
+			require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+			_, err = fmt.Fprintf(conn, "POST /v1/op HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: 900000000\r\n\r\n{", big.full)
+			require.NoError(t, err)
+			require.NoError(t, conn.(*net.TCPConn).CloseWrite())
+			resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
+			require.NoError(t, err)
+			resp.Body.Close()
+		})
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		assert.Less(t, grew, uint64(16<<20), "the heap grew by %d bytes", grew)
 	})
 	t.Run("Help", func(t *testing.T) {
 		resp, b := s.do(http.MethodGet, s.url("/v1/ops"), s.full, nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -107,8 +108,8 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 	if limit := h.opts.MaxUploadBytes; limit > 0 {
 		if multipart {
 			// The limit is the file's: the form around it may add up
-			// to multipartSlack.
-			limit += multipartSlack
+			// to multipartSlack (none past the largest limit there is).
+			limit += min(multipartSlack, math.MaxInt64-limit)
 		}
 		body = http.MaxBytesReader(w, r.Body, limit)
 	}
@@ -149,7 +150,7 @@ type limitedPart struct {
 }
 
 func (p *limitedPart) Read(b []byte) (int, error) {
-	if int64(len(b)) > p.left+1 {
+	if p.left < int64(len(b)) {
 		b = b[:p.left+1] // a byte past the limit tells a file over it
 	}
 	n, err := p.r.Read(b)

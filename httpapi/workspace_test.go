@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -189,6 +190,12 @@ func TestUploadLimit(t *testing.T) {
 	resp, b = s.do(http.MethodGet, s.url("/workspace/file", "actor", "a", "path", "form"), s.full, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, bytes.Repeat([]byte("f"), 1000), b)
+
+	// The largest limit there is takes a form too.
+	huge := newServer(t, httpapi.Options{MaxUploadBytes: math.MaxInt64})
+	body, ct = form([]byte("anything"))
+	resp, b = huge.do(http.MethodPost, huge.url("/workspace/upload", "actor", "a", "path", "form"), huge.full, body, "Content-Type", ct)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 }
 
 func TestCORS(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -359,8 +360,9 @@ func decodeHeader(seg Segment, hb []byte) (SegmentHeader, error) {
 			return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "unreadable segment header"), cas.ErrCorrupt)
 		}
 	case SegmentVersion:
-		if h.DroppedObjects < 0 || h.AddedObjects < 0 || h.Archive < 0 {
-			return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's header counts below zero"), cas.ErrCorrupt)
+		const most = int64(math.MaxInt64 / objectRecord) // objects a section can hold
+		if h.DroppedObjects < 0 || h.AddedObjects < 0 || h.Archive < 0 || h.DroppedObjects > most-h.AddedObjects {
+			return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's header counts below zero or past any length"), cas.ErrCorrupt)
 		}
 	default:
 		return SegmentHeader{}, wserr.New(wserr.Corrupt, "sync", seg.Key, "segment format version %d; this build reads versions 1 and %d", h.Version, SegmentVersion)

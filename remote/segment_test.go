@@ -107,6 +107,9 @@ func TestSegmentObjectSectionChecked(t *testing.T) {
 	}{
 		{"cut short", func(b []byte, header int) []byte { return b[:len(b)-5] }},
 		{"unknown kind", func(b []byte, header int) []byte { b[header] = 7; return b }},
+		{"counts past any length", func(b []byte, header int) []byte {
+			return []byte(strings.Replace(string(b), `"addedObjects":`, `"addedObjects":279496122328932600`, 1))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testEnv(t)

@@ -17,7 +17,7 @@ import (
 // by line or char range (only up to the range's end, the range cut to
 // this many bytes) or streamed whole with Open, so a read never holds a
 // large file in memory.
-const MaxReadBytes = 16 << 20
+const MaxReadBytes = vfs.MaxReadBytes
 
 // largeFile is the size above which append and patch stream a file's
 // current content into its next version instead of holding both in

@@ -176,8 +176,9 @@ func (h *HostFS) stat(op string, p Path, write bool) (fs.FileInfo, error) {
 	return fi, nil
 }
 
-// readFile returns the content of the regular file p.
-func (h *HostFS) readFile(op string, p Path, write bool) ([]byte, fs.FileInfo, error) {
+// openFile opens the regular file p for reading, checked again once open:
+// p may have been replaced since stat.
+func (h *HostFS) openFile(op string, p Path, write bool) (*os.File, fs.FileInfo, error) {
 	fi, err := h.stat(op, p, write)
 	if err != nil {
 		return nil, nil, err
@@ -189,26 +190,64 @@ func (h *HostFS) readFile(op string, p Path, write bool) ([]byte, fs.FileInfo, e
 	if err != nil {
 		return nil, nil, hostError(op, p, write, err)
 	}
-	defer f.Close()
-	// Check the opened file again: p may have been replaced since stat.
 	if fi, err = f.Stat(); err != nil {
+		f.Close()
 		return nil, nil, hostError(op, p, write, err)
 	}
 	if !fi.Mode().IsRegular() {
+		f.Close()
 		return nil, nil, wserr.New(wserr.InvalidPath, op, p.String(), "is not a regular file")
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(fi.Size()) + bytes.MinRead)
-	if _, err := buf.ReadFrom(f); err != nil {
-		return nil, nil, hostError(op, p, write, err)
-	}
-	return buf.Bytes(), fi, nil
+	return f, fi, nil
 }
 
-// Stat describes p; for a file it reads the content to give its hash. It
-// fails with wserr.FileNotFound, wserr.InvalidPath (a symlink leading out
-// of the mount, a symlink loop, a FIFO or device) or wserr.PathNotVisible
-// (the host refuses access).
+// readFile returns the content of the regular file p, which must be at
+// most MaxReadBytes long (else workspace.size_limit_exceeded): what is
+// held whole is bounded, whatever the host keeps there.
+func (h *HostFS) readFile(op string, p Path, write bool) ([]byte, fs.FileInfo, error) {
+	f, fi, err := h.openFile(op, p, write)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if fi.Size() > MaxReadBytes {
+		return nil, nil, hostTooLarge(op, p, fi.Size())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxReadBytes+1))
+	if err != nil {
+		return nil, nil, hostError(op, p, write, err)
+	}
+	if len(b) > MaxReadBytes {
+		return nil, nil, hostTooLarge(op, p, int64(len(b)))
+	}
+	return b, fi, nil
+}
+
+func hostTooLarge(op string, p Path, size int64) error {
+	return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the host file is %d bytes or more, more than a %s of a host file holds (%d)", size, op, MaxReadBytes)
+}
+
+// hashFile returns the hash and length of the regular file p, read as it
+// streams.
+func (h *HostFS) hashFile(op string, p Path, write bool) (cas.Hash, int64, fs.FileInfo, error) {
+	f, fi, err := h.openFile(op, p, write)
+	if err != nil {
+		return cas.Hash{}, 0, nil, err
+	}
+	defer f.Close()
+	sum := cas.NewHasher()
+	defer sum.Release()
+	n, err := io.Copy(sum, f)
+	if err != nil {
+		return cas.Hash{}, 0, nil, hostError(op, p, write, err)
+	}
+	return sum.Sum(), n, fi, nil
+}
+
+// Stat describes p; for a file it reads the content, as it streams, to
+// give its hash. It fails with wserr.FileNotFound, wserr.InvalidPath (a
+// symlink leading out of the mount, a symlink loop, a FIFO or device) or
+// wserr.PathNotVisible (the host refuses access).
 func (h *HostFS) Stat(ctx context.Context, p Path) (FileInfo, error) {
 	const op = "stat"
 	if err := ctx.Err(); err != nil {
@@ -221,33 +260,52 @@ func (h *HostFS) Stat(ctx context.Context, p Path) (FileInfo, error) {
 	if fi.IsDir() {
 		return h.info(p, fi), nil
 	}
-	b, fi, err := h.readFile(op, p, false)
+	hash, n, fi, err := h.hashFile(op, p, false)
 	if err != nil {
 		return FileInfo{}, err
 	}
 	info := h.info(p, fi)
-	info.Size, info.Hash = int64(len(b)), cas.Sum(b)
+	info.Size, info.Hash = n, hash
 	return info, nil
 }
 
-// Read reads p through ReadRange. It fails like Stat, with
-// wserr.PathIsDirectory for a directory, and with ReadRange's errors.
+// Read reads p as ReadRangeFrom does, streaming the file: a file over
+// MaxReadBytes is read by line or char range only, up to the range's end,
+// and its hash is computed as the rest streams by. It fails like Stat, with
+// wserr.PathIsDirectory for a directory, and with ReadRangeFrom's errors.
 func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult, error) {
 	const op = "read"
 	if err := ctx.Err(); err != nil {
 		return ReadResult{}, err
 	}
-	b, fi, err := h.readFile(op, p, false)
+	f, fi, err := h.openFile(op, p, false)
 	if err != nil {
 		return ReadResult{}, err
 	}
-	res, err := ReadRange(p, b, opt)
+	defer f.Close()
+	sum := &countingHasher{h: cas.NewHasher()}
+	defer sum.h.Release()
+	res, err := ReadRangeFrom(p, io.TeeReader(f, sum), fi.Size(), opt, MaxReadBytes)
 	if err != nil {
 		return ReadResult{}, err
+	}
+	if _, err := io.Copy(sum, f); err != nil {
+		return ReadResult{}, hostError(op, p, false, err)
 	}
 	res.Info = h.info(p, fi)
-	res.Info.Size, res.Info.Hash = int64(len(b)), cas.Sum(b)
+	res.Info.Size, res.Info.Hash = sum.n, sum.h.Sum()
 	return res, nil
+}
+
+// countingHasher hashes what is written to it and counts it.
+type countingHasher struct {
+	h *cas.Hasher
+	n int64
+}
+
+func (c *countingHasher) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.h.Write(p)
 }
 
 // List lists p to depth levels (0 means 1) in path order; a file lists as
@@ -357,15 +415,15 @@ func (h *HostFS) current(op string, p Path) (content []byte, exists bool, err er
 }
 
 // checkExpected fails with wserr.WriteStaleFile if want is set and the file
-// p (content, if it exists) does not have that hash.
-func checkExpected(op string, p Path, want cas.Hash, content []byte, exists bool) error {
+// p (whose hash is got, if it exists) does not have that hash.
+func checkExpected(op string, p Path, want, got cas.Hash, exists bool) error {
 	switch {
 	case want.IsZero():
 		return nil
 	case !exists:
 		return wserr.New(wserr.WriteStaleFile, op, p.String(), "expected hash %s, but the file does not exist", want.Short())
 	}
-	if got := cas.Sum(content); got != want {
+	if got != want {
 		return wserr.New(wserr.WriteStaleFile, op, p.String(), "file has changed: its hash is %s, not the expected %s; read it again", got.Short(), want.Short())
 	}
 	return nil
@@ -390,16 +448,38 @@ func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOpt
 	if opt.Mode != "" && opt.Mode != Replace && opt.Mode != Append {
 		return FileInfo{}, wserr.New(wserr.InvalidArgument, op, p.String(), "unknown write mode %s; use %q or %q", quoteForError(string(opt.Mode)), Replace, Append)
 	}
-	old, exists, err := h.current(op, p)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	if err := checkExpected(op, p, opt.ExpectedHash, old, exists); err != nil {
-		return FileInfo{}, err
-	}
 	data := content
-	if opt.Mode == Append && exists {
-		data = append(old[:len(old):len(old)], content...)
+	if opt.Mode == Append {
+		// The file and what is appended are written anew, together.
+		old, exists, err := h.current(op, p)
+		if err != nil {
+			return FileInfo{}, err
+		}
+		if err := checkExpected(op, p, opt.ExpectedHash, cas.Sum(old), exists); err != nil {
+			return FileInfo{}, err
+		}
+		if exists {
+			data = append(old[:len(old):len(old)], content...)
+		}
+	} else {
+		// Replaced: what is there now is read only for its hash.
+		fi, err := h.stat(op, p, true)
+		exists := err == nil
+		switch {
+		case err != nil && !wserr.Is(err, wserr.FileNotFound):
+			return FileInfo{}, err
+		case exists && fi.IsDir():
+			return FileInfo{}, isDirError(op, p)
+		}
+		var hash cas.Hash
+		if exists && !opt.ExpectedHash.IsZero() {
+			if hash, _, _, err = h.hashFile(op, p, true); err != nil {
+				return FileInfo{}, err
+			}
+		}
+		if err := checkExpected(op, p, opt.ExpectedHash, hash, exists); err != nil {
+			return FileInfo{}, err
+		}
 	}
 	return h.replace(ctx, op, p, data)
 }
@@ -419,7 +499,7 @@ func (h *HostFS) Patch(ctx context.Context, p Path, old, new string, opt PatchOp
 	if err != nil {
 		return FileInfo{}, err
 	}
-	if err := checkExpected(op, p, opt.ExpectedHash, cur, true); err != nil {
+	if err := checkExpected(op, p, opt.ExpectedHash, cas.Sum(cur), true); err != nil {
 		return FileInfo{}, err
 	}
 	data, _, err := ApplyPatch(p, cur, old, new, opt.ReplaceAll)

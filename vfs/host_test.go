@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/vfs/vfstest"
 	"github.com/wsstore/wsstore/wserr"
@@ -412,4 +413,52 @@ func TestHostNoTempFilesLeft(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	assert.Equal(t, "b.md", entries[0].Name())
+}
+
+// TestHostLargeFileIsBounded: a host file over MaxReadBytes is never held
+// whole. A read of all of it, an append and a patch are refused
+// (workspace.size_limit_exceeded) and change nothing; a line range of it
+// reads, with the whole file's hash; stat hashes it as it streams; a
+// replace guarded by that hash goes through. The heap grows by a small
+// part of the file's size throughout.
+func TestHostLargeFileIsBounded(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	line := strings.Repeat("x", 99) + "\n"
+	big := []byte(strings.Repeat(line, (vfs.MaxReadBytes+(8<<20))/len(line)))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big.txt"), big, 0o644))
+	h := openHost(t, dir, true)
+	p := vfs.MustPath("big.txt")
+	want := cas.Sum(big)
+
+	var info vfs.FileInfo
+	var res vfs.ReadResult
+	grew := storetest.HeapGrowth(func() {
+		var err error
+		info, err = h.Stat(ctx, p)
+		require.NoError(t, err)
+		res, err = h.Read(ctx, p, vfs.ReadOptions{StartLine: 2, EndLine: 3})
+		require.NoError(t, err)
+		_, err = h.Read(ctx, p, vfs.ReadOptions{})
+		hostCode(t, err, wserr.SizeLimitExceeded, "big.txt")
+		_, err = h.Write(ctx, p, []byte("more\n"), vfs.WriteOptions{Mode: vfs.Append})
+		hostCode(t, err, wserr.SizeLimitExceeded, "big.txt")
+		_, err = h.Patch(ctx, p, "xx", "yy", vfs.PatchOptions{})
+		hostCode(t, err, wserr.SizeLimitExceeded, "big.txt")
+	})
+	t.Logf("heap grew by at most %.1f MiB over a %.1f MiB host file", float64(grew)/(1<<20), float64(len(big))/(1<<20))
+	assert.Less(t, grew, uint64(len(big)/4), "the file is not held")
+	assert.Equal(t, want, info.Hash)
+	assert.EqualValues(t, len(big), info.Size)
+	assert.Equal(t, line+line, string(res.Content))
+	assert.Equal(t, want, res.Info.Hash)
+	assert.EqualValues(t, len(big), res.Info.Size)
+	got, err := os.ReadFile(filepath.Join(dir, "big.txt"))
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(big, got), "refused changes left the file as it was")
+
+	_, err = h.Write(ctx, p, []byte("small now\n"), vfs.WriteOptions{ExpectedHash: info.Hash})
+	require.NoError(t, err)
+	_, err = h.Write(ctx, p, []byte("stale\n"), vfs.WriteOptions{ExpectedHash: info.Hash})
+	hostCode(t, err, wserr.WriteStaleFile, "big.txt")
 }

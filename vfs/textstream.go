@@ -14,6 +14,11 @@ import (
 // whether it is text before it reads a range of it.
 const textPrefixLen = 64 << 10
 
+// MaxReadBytes is the most content one read of a file returns (the
+// limit the store's reads give ReadRangeFrom): a larger file is read by
+// line or char range, or streamed whole where the store can.
+const MaxReadBytes = 16 << 20
+
 // ReadRangeFrom is ReadRange for content streamed from r, size bytes long,
 // holding at most limit bytes of it in memory. Content of at most limit
 // bytes is read whole and handed to ReadRange, with its results and

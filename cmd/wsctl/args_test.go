@@ -110,6 +110,8 @@ func TestCLIArgumentErrorsAreNotModelCorrectable(t *testing.T) {
 		{"gc", "--grace", "soon"},
 		{"cat", "run_a", "../x"},
 		{"sql", ""},
+		{"replicate", "--to", "s3://bkt/meta?endpoint=http://127.0.0.1:1", "--interval", "0"},
+		{"replicate", "--to", "s3://bkt/meta?endpoint=http://127.0.0.1:1", "--interval", "-1s"},
 	} {
 		errOut := c.fails(2, args...)
 		assert.Contains(t, errOut, "wsctl.invalid_argument", "%v", args)

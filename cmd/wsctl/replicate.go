@@ -63,6 +63,9 @@ func metaURL(st *wsstore.Store) (string, error) {
 }
 
 func runReplicate(ctx context.Context, o replicateOptions) error {
+	if o.interval <= 0 {
+		return argError("replicate", "--interval %s: give a positive duration such as 10s", o.interval)
+	}
 	// A signal stops replication after a last round, whenever it comes:
 	// opening, starting and the first round do not watch for it.
 	steady := context.WithoutCancel(ctx)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -293,9 +295,20 @@ func setPolicyField(p *runs.Policy, name, val string) error {
 	var n int64
 	unset := val == "-"
 	if !unset {
-		if _, err := fmt.Sscan(val, &n); err != nil {
-			return wserr.New(protocol.CodeInvalidArgument, "policy", "", "%s=%q: not an integer", name, val)
+		// The whole value, in decimal: Sscan took "1e3" for 1, "8MiB"
+		// for 8 and "010" for 8.
+		var err error
+		if n, err = strconv.ParseInt(val, 10, 64); err != nil {
+			return wserr.New(protocol.CodeInvalidArgument, "policy", "", "%s=%q: not a decimal integer in range", name, val)
 		}
+	}
+	bits := 64
+	switch name {
+	case "keepCompletedRuns", "keepFailedRuns", "maxRunWorkspacesPerChat", "autoPruneAfterDays":
+		bits = strconv.IntSize
+	}
+	if !unset && bits < 64 && (n > math.MaxInt32 || n < math.MinInt32) {
+		return wserr.New(protocol.CodeInvalidArgument, "policy", "", "%s=%d: out of range for this build (%d-bit)", name, n, bits)
 	}
 	ip := func() *int {
 		if unset {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,8 +73,17 @@ func TestPolicyPruneDeletions(t *testing.T) {
 	assert.Nil(t, pol.Policy.KeepCompletedRuns, "the chat's own overrides only")
 	assert.Equal(t, 1, *pol.Effective.KeepCompletedRuns, "inherited")
 	assert.Equal(t, 2, *pol.Effective.KeepFailedRuns)
-	for _, bad := range [][]string{{"--set", "keepCompletedRuns=x"}, {"--set", "keepCompletedRuns=-3"}, {"--set", "nope=1"}, {"--set", "keepCompletedRuns"}} {
+	// A value is the whole word, in decimal: "1e3" was read as 1, "3.5"
+	// as 3 and "8MiB" as 8, each pruning far more than asked.
+	for _, bad := range [][]string{{"--set", "keepCompletedRuns=x"}, {"--set", "keepCompletedRuns=-3"}, {"--set", "nope=1"}, {"--set", "keepCompletedRuns"},
+		{"--set", "keepCompletedRuns=1e3"}, {"--set", "autoPruneAfterDays=3.5"}, {"--set", "maxCheckpointBytesPerRun=8MiB"},
+		{"--set", "keepCompletedRuns=0x10"}, {"--set", "maxStoreBytes=99999999999999999999"}, {"--set", "keepCompletedRuns=2", "--set", "keepFailedRuns=1e3"}} {
 		c.fails(2, append([]string{"policy"}, bad...)...)
+	}
+	if strconv.IntSize == 32 {
+		// Past a 32-bit int: it was cut to 0, and prune deleted every
+		// completed run.
+		c.fails(2, "policy", "--set", "keepCompletedRuns=4294967296")
 	}
 	stored, err := st.Runs.Policy(context.Background(), runs.StoreScope)
 	require.NoError(t, err)
