@@ -68,6 +68,20 @@ type SyncReport struct {
 // done stays done; run it again), and store.corrupt or archive.corrupt
 // for damaged objects.
 func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
+	return s.SyncWith(ctx, SyncOptions{})
+}
+
+// SyncOptions configure SyncWith.
+type SyncOptions struct {
+	// Base publishes a base segment whatever the deltas since the last
+	// one: the device's older segments are then superseded, and
+	// ReclaimRemote may remove them, and the packs only they named, once
+	// they are older than its grace (docs/remote.md, "Reclaiming space").
+	Base bool
+}
+
+// SyncWith is Sync as opt asks.
+func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, err error) {
 	rep = SyncReport{TookIn: []string{}, Added: []string{}, Updated: []string{}, Deleted: []string{},
 		Conflicts: []archive.Conflict{}, Sent: []string{}, Tombstones: []string{}}
 	if s.Remote == nil {
@@ -148,7 +162,7 @@ func (s *Store) Sync(ctx context.Context) (rep SyncReport, err error) {
 		}
 		rep.TookIn = append(rep.TookIn, seg.Key)
 	}
-	return rep, s.publish(ctx, dev, &rep)
+	return rep, s.publish(ctx, dev, opt.Base, &rep)
 }
 
 // PullRemote pulls the other devices' index objects (remote.Storage.Pull)
@@ -684,7 +698,7 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 // publish writes the store's segment: what changed since its last sync
 // (or, when the deltas have outgrown the last base, all of it), its new
 // deletions, and the change of its object set.
-func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error {
+func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *SyncReport) error {
 	synced, err := s.Remote.Items(ctx, s.DB)
 	if err != nil {
 		return err
@@ -729,12 +743,12 @@ func (s *Store) publish(ctx context.Context, dev string, rep *SyncReport) error 
 		return err
 	}
 	defer func() { objs.Close() }()
-	if hasBase && delta.Size() == 0 && len(tombs) == 0 && objs.Empty() {
+	if hasBase && !forceBase && delta.Size() == 0 && len(tombs) == 0 && objs.Empty() {
 		return nil
 	}
 	h := remote.SegmentHeader{Device: dev, At: s.now().UTC(), Tombstones: tombs}
 	items := changed
-	base := !hasBase || since+delta.Size() > size
+	base := forceBase || !hasBase || since+delta.Size() > size
 	if base {
 		// A base carries what this device sent last of each object:
 		// what it only took in is in the sending device's segments.

@@ -667,13 +667,15 @@ func TestReclaimKeepsAPushNotPublished(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, fr.Problems)
 
-	// Deleted and collected on both, and published, the pack goes.
+	// Deleted and collected on both, and published in bases, which stand
+	// for the segments that brought the run in, the pack goes.
 	for _, st := range []*wsstore.Store{a, b} {
 		_, err := st.Runs.CancelAndDeleteRun(ctx, "late-00")
 		require.NoError(t, err)
 		_, err = st.GC(ctx, wsstore.GCOptions{Grace: -1})
 		require.NoError(t, err)
-		syncOK(t, st)
+		_, err = st.SyncWith(ctx, wsstore.SyncOptions{Base: true})
+		require.NoError(t, err)
 	}
 	age()
 	// A segment written within a sync's longest time (LockTTL) after

@@ -326,6 +326,14 @@ func TestTwoDeviceSync(t *testing.T) {
 	require.NoError(t, err)
 	rec, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1, Max: 100})
 	require.NoError(t, err)
+	assert.Zero(t, rec.Packs, "A's segment that brought the run is still one a device may read")
+	// Bases of both stand for the segments before them: the pack goes.
+	for _, st := range []*wsstore.Store{a, b} {
+		_, err = st.SyncWith(ctx, wsstore.SyncOptions{Base: true})
+		require.NoError(t, err)
+	}
+	rec, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1, Max: 100})
+	require.NoError(t, err)
 	assert.Equal(t, 1, rec.Packs, "the pack of the doomed run's blobs")
 	assert.Equal(t, withDoomed-1, packs())
 	for _, st := range []*wsstore.Store{a, b} {

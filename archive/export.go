@@ -15,6 +15,7 @@ import (
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/tempfile"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
@@ -58,14 +59,11 @@ func (a *Archiver) Export(ctx context.Context, w io.Writer, scope Scope, opt Opt
 	if err := checkScope(scope); err != nil {
 		return Summary{}, err
 	}
-	spool, err := os.CreateTemp("", "wsstore-export-*.jsonl")
+	spool, done, err := tempfile.Create("wsstore-export-*.jsonl")
 	if err != nil {
 		return Summary{}, spoolError(err)
 	}
-	defer func() {
-		spool.Close()
-		os.Remove(spool.Name())
-	}()
+	defer done()
 	p := &plan{spool: spool, blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{},
 		made: map[cas.Hash][]vfs.Entry{}, stripped: map[cas.Hash]cas.Hash{}}
 	p.m = Manifest{Format: FormatName, Version: Version, CreatedAt: start.UTC(), Scope: scope,

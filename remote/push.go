@@ -101,6 +101,12 @@ var pushClasses = []struct {
 	noBase bool
 }{{cas.KindChunk, true}, {cas.KindChunk, false}, {cas.KindBlob, true}, {cas.KindBlob, false}}
 
+// maxPackObjects bounds the objects of one pack, whatever their size, so
+// that its index, which a push builds and reclaim and pull read whole,
+// stays small: 100,000 tiny objects in one 8 MiB pack made a push hold
+// hundreds of MB.
+const maxPackObjects = 4096
+
 func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st PushStats, err error) {
 	s.push.Lock()
 	defer s.push.Unlock()
@@ -182,7 +188,7 @@ func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st Push
 					}
 					continue
 				}
-				if len(cur) > 0 && size+p.Stored > int64(s.opts.PackSize) {
+				if len(cur) > 0 && (size+p.Stored > int64(s.opts.PackSize) || len(cur) == maxPackObjects) {
 					if err := flush(cur); err != nil {
 						return st, err
 					}

@@ -3,6 +3,7 @@ package remote_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -529,4 +530,49 @@ func TestRecoverRecordsWhatIsWanted(t *testing.T) {
 	n, err = b.st.Recover(ctx, b.db, hs)
 	require.NoError(t, err)
 	assert.Zero(t, n)
+}
+
+// TestPackObjectsAreBounded: a push of many tiny objects, which would fit
+// one pack by bytes, splits them into packs of at most 4,096 objects, so
+// no index object (built by the push, read whole by reclaim and pull)
+// grows with the objects pending; every object reads back from a device
+// that pulls them.
+func TestPackObjectsAreBounded(t *testing.T) {
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	a := newDevice(t, srv.URL, "bkt", remote.Options{})
+	const n = 10000
+	hs := make([]cas.Hash, n)
+	files := make([][]byte, n)
+	require.NoError(t, a.db.Update(ctx, func(tx *index.Tx) error {
+		for i := range n {
+			files[i] = fmt.Appendf(nil, "tiny object %d", i)
+			h, err := a.blobs.PutBytes(ctx, tx, files[i])
+			if err != nil {
+				return err
+			}
+			hs[i] = h
+		}
+		return nil
+	}))
+	ps, err := a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	assert.Equal(t, n, ps.Objects)
+	assert.GreaterOrEqual(t, ps.Packs, 3, "10,000 objects of a few bytes: at least three packs")
+	for _, k := range srv.Keys("bkt", "store/index/") {
+		b, ok := srv.Object("bkt", k)
+		require.True(t, ok)
+		var idx struct {
+			Objects []json.RawMessage `json:"objects"`
+		}
+		require.NoError(t, json.Unmarshal(b, &idx))
+		assert.LessOrEqual(t, len(idx.Objects), 4096, k)
+	}
+	b := newDevice(t, srv.URL, "bkt", remote.Options{})
+	_, err = b.st.Pull(ctx, b.db)
+	require.NoError(t, err)
+	b.requireAll(t, hs[:50], files[:50])
+	b.requireAll(t, hs[n-50:], files[n-50:])
 }

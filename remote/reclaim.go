@@ -31,10 +31,12 @@ func objectKey(kind cas.Kind, h cas.Hash) []byte {
 	return append([]byte{byte(kind)}, h[:]...)
 }
 
-// objectSets folds every device's object set from its newest base
-// segment through its newest segment, and returns the union (in sc, on
-// disk: a base names every object its device records), with the segments
-// older than each device's newest base and each device's newest segment.
+// objectSets returns (in sc, on disk: a base names every object its
+// device records) every object any device's segments from its newest base
+// on add, dropped since or not, with the segments older than each device's
+// newest base and each device's newest segment. A segment a device has
+// yet to read may bring in a run whose objects its writer dropped after
+// it: those objects are kept until a base stands for the segment.
 func (s *Storage) objectSets(ctx context.Context, sc *index.Scratch) (named *index.ScratchMap, superseded []Segment, newest map[string]Segment, err error) {
 	if named, err = sc.NewMap(ctx); err != nil {
 		return nil, nil, nil, err
@@ -54,33 +56,20 @@ func (s *Storage) objectSets(ctx context.Context, sc *index.Scratch) (named *ind
 		}
 		from := FromBase(segs)
 		superseded = append(superseded, segs[:len(segs)-len(from)]...)
-		set, err := sc.NewMap(ctx) // 1 in the set, 0 dropped from it
-		if err != nil {
-			return nil, nil, nil, err
-		}
 		for _, seg := range from {
 			h, off, err := s.readHeader(ctx, seg)
 			if err != nil {
 				return nil, nil, nil, err
 			}
 			if err := s.eachObject(ctx, seg, h, off, func(dropped bool, kind cas.Kind, hash cas.Hash) error {
-				v := int64(1)
 				if dropped {
-					v = 0
+					return nil
 				}
-				return set.Set(ctx, objectKey(kind, hash), v)
+				_, err := named.Add(ctx, objectKey(kind, hash), 1)
+				return err
 			}); err != nil {
 				return nil, nil, nil, err
 			}
-		}
-		if err := set.Each(ctx, func(k []byte, v int64) error {
-			if v == 0 {
-				return nil
-			}
-			_, err := named.Add(ctx, k, 1)
-			return err
-		}); err != nil {
-			return nil, nil, nil, err
 		}
 	}
 	return named, superseded, newest, nil

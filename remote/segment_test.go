@@ -44,8 +44,9 @@ func putV1Segment(t *testing.T, srv *s3fake.Server, device string, at time.Time,
 
 // TestVersion1SegmentsAreRead: segments an older build wrote, which list
 // their object changes in the header, still count. A pack that only a
-// version 1 base names stays; once a version 1 delta drops its objects
-// it goes; and FetchSegment reads such a segment's archive.
+// version 1 base names stays, also once a version 1 delta drops its
+// objects (a reader of that base needs them); a newer base that does not
+// name them lets it go. FetchSegment reads such a segment's archive.
 func TestVersion1SegmentsAreRead(t *testing.T) {
 	testEnv(t)
 	srv := s3fake.New("bkt")
@@ -93,7 +94,13 @@ func TestVersion1SegmentsAreRead(t *testing.T) {
 
 	putV1Segment(t, srv, dev, time.Now().Add(-time.Minute), false, nil, names, "")
 	reclaimFromThirdDevice(t, srv.URL)
-	assert.Empty(t, srv.Keys("bkt", "store/data/"), "dropped by a version 1 delta: removed")
+	assert.Equal(t, packs, srv.Keys("bkt", "store/data/"), "dropped by a version 1 delta, but named by the base a reader still reads")
+
+	// A base that does not name them stands for both: the pack goes.
+	_, err = a.st.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: time.Now(), Base: true}, nil, nil)
+	require.NoError(t, err)
+	reclaimFromThirdDevice(t, srv.URL)
+	assert.Empty(t, srv.Keys("bkt", "store/data/"), "no segment from the newest base on names them")
 }
 
 // TestSegmentObjectSectionChecked: a segment whose object section is cut

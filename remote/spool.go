@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/wsstore/wsstore/internal/tempfile"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -26,7 +27,7 @@ type Spool struct {
 func NewSpool() (*Spool, error) { return newSpool("spool", "wsstore-spool-*") }
 
 func newSpool(op, pattern string) (*Spool, error) {
-	f, done, err := tempFile(pattern)
+	f, done, err := tempfile.Create(pattern)
 	if err != nil {
 		return nil, tempError(op, err)
 	}
@@ -109,19 +110,4 @@ func tempError(op string, err error) error {
 		return err
 	}
 	return wserr.FromFS(op, os.TempDir(), fmt.Errorf("temporary file: %w", err))
-}
-
-// tempFile creates a temporary file and returns it with the function
-// that closes and removes it. Where the system allows, the file is
-// unlinked at once, so that nothing is left behind by a process killed
-// before it is done with it.
-func tempFile(pattern string) (*os.File, func() error, error) {
-	f, err := os.CreateTemp("", pattern)
-	if err != nil {
-		return nil, nil, err
-	}
-	if os.Remove(f.Name()) == nil {
-		return f, f.Close, nil
-	}
-	return f, func() error { return errors.Join(f.Close(), os.Remove(f.Name())) }, nil
 }

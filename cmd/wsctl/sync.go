@@ -6,13 +6,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/wserr"
 )
 
 func newSyncCmd(a *app) *cobra.Command {
 	var g globals
-	return &cobra.Command{
-		Use:   "sync [REMOTE]",
+	var opt wsstore.SyncOptions
+	cmd := &cobra.Command{
+		Use:   "sync [REMOTE] [--base]",
 		Short: "Reconcile the store with the other devices that sync through the same object store",
 		Long: `sync reconciles this store with every other store syncing through the
 remote tier REMOTE (an s3:// URL as --blobs takes; default the tier the
@@ -26,24 +28,29 @@ space changed on both, or something deleted on one and changed on the
 other, is left as it is on each side and named as a conflict (exit 5);
 the rest is synced. While another device reclaims remote space it fails
 with store.busy (exit 8). A store restored with "wsctl restore" syncs as
-a device of its own (docs/remote.md).`,
+a device of its own (docs/remote.md). --base publishes a base segment
+(the device's whole state) even when a delta would do: reclaim-remote can
+then remove the device's older segments, and the packs only they named,
+once they are older than its grace.`,
 		Args: rangeArgs(0, 1),
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
 			if len(args) == 1 {
 				g.blobs = args[0]
 			}
-			return runSync(ctx, g)
+			return runSync(ctx, g, opt)
 		}),
 	}
+	cmd.Flags().BoolVar(&opt.Base, "base", false, "publish a base segment, so reclaim-remote can drop the older ones")
+	return cmd
 }
 
-func runSync(ctx context.Context, g globals) error {
+func runSync(ctx context.Context, g globals, opt wsstore.SyncOptions) error {
 	st, err := openRemote(ctx, g, "sync")
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	rep, err := st.Sync(ctx)
+	rep, err := st.SyncWith(ctx, opt)
 	if err != nil {
 		return err
 	}
