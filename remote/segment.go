@@ -360,7 +360,7 @@ func decodeHeader(seg Segment, hb []byte) (SegmentHeader, error) {
 			return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "unreadable segment header"), cas.ErrCorrupt)
 		}
 	case SegmentVersion:
-		const most = int64(math.MaxInt64 / objectRecord) // objects a section can hold
+		const most = math.MaxInt64 / int64(objectRecord) // objects a section can hold
 		if h.DroppedObjects < 0 || h.AddedObjects < 0 || h.Archive < 0 || h.DroppedObjects > most-h.AddedObjects {
 			return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's header counts below zero or past any length"), cas.ErrCorrupt)
 		}
