@@ -12,7 +12,6 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/remote"
-	"github.com/wsstore/wsstore/remote/s3fake"
 )
 
 // TestDictionariesTravel: blobs compressed with a trained dictionary name
@@ -20,9 +19,7 @@ import (
 // (before the blobs that need it) and another device that pulls reads
 // every file without having trained one.
 func TestDictionariesTravel(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a := newDevice(t, srv.URL, "bkt", remote.Options{PackSize: 16 << 10})
 	words := strings.Fields("river castle lantern forest merchant harbor winter signal archive garden tower buffer config handler request response context index record stream the of and to in is")

@@ -2,7 +2,6 @@ package remote_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"runtime/debug"
@@ -13,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/cas"
-	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/s3fake"
@@ -29,14 +27,7 @@ func objectSetGrowth(t *testing.T, m *s3fake.Moto, bucket string, n int) map[str
 	m.CreateBucket(bucket)
 	ctx := context.Background()
 	a := newDevice(t, m.URL, bucket, remote.Options{PackSize: 64 << 10})
-	require.NoError(t, a.db.Update(ctx, func(tx *index.Tx) error {
-		for i := range n {
-			if _, err := a.blobs.PutBytes(ctx, tx, fmt.Appendf(nil, "object %d of the set", i)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}))
+	a.putTiny(t, n)
 	_, err := a.st.Push(ctx, a.db)
 	require.NoError(t, err)
 	dev, err := remote.Device(ctx, a.db)

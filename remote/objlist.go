@@ -47,11 +47,18 @@ func (l *ObjectList) Add(kind cas.Kind, h cas.Hash) error {
 }
 
 func (l *ObjectList) write(kind cas.Kind, h cas.Hash) error {
+	rec := record(kind, h)
+	_, err := l.sp.Write(rec[:])
+	return err
+}
+
+// record is an object as an ObjectList, a segment's object section and
+// reclaim's scratch set hold it.
+func record(kind cas.Kind, h cas.Hash) [objectRecord]byte {
 	var rec [objectRecord]byte
 	rec[0] = byte(kind)
 	copy(rec[1:], h[:])
-	_, err := l.sp.Write(rec[:])
-	return err
+	return rec
 }
 
 // Dropped and Added count the list's objects.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/remote"
-	"github.com/wsstore/wsstore/remote/s3fake"
 )
 
 // unreadable counts the objects db records that cannot be read: chunked
@@ -35,9 +34,7 @@ func unreadable(t *testing.T, db *index.DB) int {
 // chunked blob is recorded before its chunks (which another index object
 // may list), and the next pull completes it.
 func TestPullCutOffLeavesEveryRecordReadable(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	opts := remote.Options{PackSize: 16 << 10, MaxAttempts: 1, MaxBackoff: time.Millisecond}
 	a := newDevice(t, srv.URL, "bkt", opts)

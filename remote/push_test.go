@@ -72,6 +72,26 @@ func (d *device) put(t *testing.T, files [][]byte) []cas.Hash {
 	return hs
 }
 
+// putTiny writes n distinct objects of a few bytes in one transaction and
+// returns their hashes and contents.
+func (d *device) putTiny(t *testing.T, n int) ([]cas.Hash, [][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	hs, files := make([]cas.Hash, n), make([][]byte, n)
+	require.NoError(t, d.db.Update(ctx, func(tx *index.Tx) error {
+		for i := range n {
+			files[i] = fmt.Appendf(nil, "tiny object %d", i)
+			h, err := d.blobs.PutBytes(ctx, tx, files[i])
+			if err != nil {
+				return err
+			}
+			hs[i] = h
+		}
+		return nil
+	}))
+	return hs, files
+}
+
 func (d *device) requireAll(t *testing.T, hs []cas.Hash, files [][]byte) {
 	t.Helper()
 	for i, h := range hs {
@@ -82,9 +102,7 @@ func (d *device) requireAll(t *testing.T, hs []cas.Hash, files [][]byte) {
 }
 
 func TestPushPull(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a := newDevice(t, srv.URL, "bkt", remote.Options{PackSize: 16 << 10})
 	files := contents(60)
@@ -151,9 +169,7 @@ func n0(t *testing.T, d *device) int {
 // Push fails with ErrUnavailable (store.busy), every file stays readable
 // from the cache, and the next Push uploads only what did not land.
 func TestPushResumes(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a := newDevice(t, srv.URL, "bkt", remote.Options{PackSize: 8 << 10})
 	files := contents(80)
@@ -196,9 +212,7 @@ func TestPushResumes(t *testing.T) {
 // TestRetries: a server error on the first attempts of each request is
 // retried with backoff, and the push succeeds.
 func TestRetries(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a := newDevice(t, srv.URL, "bkt", remote.Options{MaxAttempts: 4})
 	files := contents(5)
@@ -219,9 +233,7 @@ func TestRetries(t *testing.T) {
 // store gets a 412 for each pack and takes it as success; its index
 // objects, which name the device that pushed, are its own.
 func TestConditionalWrite(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	files := contents(20)
 	a := newDevice(t, srv.URL, "bkt", remote.Options{})
@@ -249,9 +261,7 @@ func TestConditionalWrite(t *testing.T) {
 // ErrMissing, one whose bytes changed with cas.ErrCorrupt, both coded
 // store.corrupt; neither is cached, and a read after repair succeeds.
 func TestDamagedObjects(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a := newDevice(t, srv.URL, "bkt", remote.Options{})
 	files := contents(3)
@@ -344,9 +354,7 @@ func TestMotoKilledMidPush(t *testing.T) {
 // refused, no such bucket, an endpoint that is not a URL) is
 // store.invalid_options, not store.busy.
 func TestRefusedRequests(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	for _, st := range []int{http.StatusUnauthorized, http.StatusForbidden} {
 		srv.SetFault(func(*http.Request) int { return st })
@@ -380,9 +388,7 @@ func TestRefusedRequests(t *testing.T) {
 // grows with what is pending, not with every object the store records; a
 // push of more than a page's objects pushes them all.
 func TestPushCostsWhatIsPending(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	var rec storetest.Statements
 	db, err := index.Open(ctx, filepath.Join(t.TempDir(), "wsstore.db"), index.Options{Trace: rec.Trace})
@@ -449,9 +455,7 @@ func requireObjectsBy(t *testing.T, db *index.DB, stmts []string, idx string) in
 // list naming chunks that are not on the object store: it waits, with
 // its chunks, for the next push, and another device reads it whole then.
 func TestPushWaitsForWhatAListNeeds(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a := newDevice(t, srv.URL, "bkt", remote.Options{PackSize: 16 << 10})
 	a.put(t, contents(60)) // chunks enough to fill packs before the blobs are read
@@ -498,9 +502,7 @@ func TestPushWaitsForWhatAListNeeds(t *testing.T) {
 // ones, from the index objects, and reads them; a hash no index lists
 // stays missing, and a second call records nothing more.
 func TestRecoverRecordsWhatIsWanted(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a := newDevice(t, srv.URL, "bkt", remote.Options{PackSize: 8 << 10})
 	files := contents(20) // two of them chunked
@@ -538,25 +540,11 @@ func TestRecoverRecordsWhatIsWanted(t *testing.T) {
 // grows with the objects pending; every object reads back from a device
 // that pulls them.
 func TestPackObjectsAreBounded(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a := newDevice(t, srv.URL, "bkt", remote.Options{})
 	const n = 10000
-	hs := make([]cas.Hash, n)
-	files := make([][]byte, n)
-	require.NoError(t, a.db.Update(ctx, func(tx *index.Tx) error {
-		for i := range n {
-			files[i] = fmt.Appendf(nil, "tiny object %d", i)
-			h, err := a.blobs.PutBytes(ctx, tx, files[i])
-			if err != nil {
-				return err
-			}
-			hs[i] = h
-		}
-		return nil
-	}))
+	hs, files := a.putTiny(t, n)
 	ps, err := a.st.Push(ctx, a.db)
 	require.NoError(t, err)
 	assert.Equal(t, n, ps.Objects)

@@ -25,10 +25,10 @@ func parseObjectName(name string) (cas.Kind, cas.Hash, bool) {
 	return cas.Kind(ks[0] - '0'), h, true
 }
 
-// objectKey is an object's key in a scratch set: its record in an
-// ObjectList.
-func objectKey(kind cas.Kind, h cas.Hash) []byte {
-	return append([]byte{byte(kind)}, h[:]...)
+// recordKey is an object's key in a scratch set: its record.
+func recordKey(kind cas.Kind, h cas.Hash) []byte {
+	rec := record(kind, h)
+	return rec[:]
 }
 
 // objectSets returns (in sc, on disk: a base names every object its
@@ -65,7 +65,7 @@ func (s *Storage) objectSets(ctx context.Context, sc *index.Scratch) (named *ind
 				if dropped {
 					return nil
 				}
-				_, err := named.Add(ctx, objectKey(kind, hash), 1)
+				_, err := named.Add(ctx, recordKey(kind, hash), 1)
 				return err
 			}); err != nil {
 				return nil, nil, nil, err
@@ -203,7 +203,7 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 	// used reports whether some device's object set names the object or
 	// this store records it.
 	used := func(tx *index.Tx, kind cas.Kind, h cas.Hash) (bool, error) {
-		if _, ok, err := named.Get(ctx, objectKey(kind, h)); ok || err != nil {
+		if _, ok, err := named.Get(ctx, recordKey(kind, h)); ok || err != nil {
 			return ok, err
 		}
 		return s.Has(ctx, tx, kind, h)

@@ -24,9 +24,7 @@ import (
 // name the objects; B has not published. The pack stays, for B's index,
 // though A's could go.
 func TestReclaimKeepsASharedPack(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	files := contents(20)
 	a := newDevice(t, srv.URL, "bkt", remote.Options{})
@@ -61,9 +59,7 @@ func TestReclaimKeepsASharedPack(t *testing.T) {
 // that dropped the objects does not count as published since, and
 // reclaim keeps the pack until the device names it again.
 func TestReclaimKeepsAPackPushedAgain(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a, hs, files := droppedAndWrittenAgain(t, srv)
 	_, err := a.st.Push(ctx, a.db)
@@ -82,9 +78,7 @@ func TestReclaimKeepsAPackPushedAgain(t *testing.T) {
 // only index object and the pack, and the push then wrote an index
 // naming a pack that was gone.
 func TestReclaimWaitsForAPush(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a, hs, files := droppedAndWrittenAgain(t, srv)
 	packs := srv.Keys("bkt", "store/data/")
@@ -181,9 +175,7 @@ func droppedAndWrittenAgain(t *testing.T, srv *s3fake.Server) (*device, []cas.Ha
 // uploading nothing, and goes ahead once it is gone; a reclaim refuses
 // while another device's push lock is live, and removes it once expired.
 func TestPushAndReclaimLocks(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a := newDevice(t, srv.URL, "bkt", remote.Options{})
 	files := contents(20)

@@ -48,9 +48,7 @@ func putV1Segment(t *testing.T, srv *s3fake.Server, device string, at time.Time,
 // objects (a reader of that base needs them); a newer base that does not
 // name them lets it go. FetchSegment reads such a segment's archive.
 func TestVersion1SegmentsAreRead(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	a := newDevice(t, srv.URL, "bkt", remote.Options{})
 	hs := a.put(t, contents(20))
@@ -119,9 +117,7 @@ func TestSegmentObjectSectionChecked(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testEnv(t)
-			srv := s3fake.New("bkt")
-			t.Cleanup(srv.Close)
+			srv := fakeBucket(t)
 			ctx := context.Background()
 			a := newDevice(t, srv.URL, "bkt", remote.Options{})
 			a.put(t, contents(5))
@@ -162,9 +158,7 @@ func TestSegmentObjectSectionChecked(t *testing.T) {
 // not every object the store records; a list of more than a page of
 // objects holds them all.
 func TestObjectDeltaCostsWhatChanged(t *testing.T) {
-	testEnv(t)
-	srv := s3fake.New("bkt")
-	t.Cleanup(srv.Close)
+	srv := fakeBucket(t)
 	ctx := context.Background()
 	var rec storetest.Statements
 	db, err := index.Open(ctx, filepath.Join(t.TempDir(), "wsstore.db"), index.Options{Trace: rec.Trace})

@@ -28,6 +28,16 @@ func testEnv(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 }
 
+// fakeBucket starts the in-process object store with bucket "bkt", under
+// testEnv's credentials, and stops it when the test ends.
+func fakeBucket(t *testing.T) *s3fake.Server {
+	t.Helper()
+	testEnv(t)
+	srv := s3fake.New("bkt")
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func openDB(t *testing.T) *index.DB {
 	t.Helper()
 	db, err := index.Open(context.Background(), filepath.Join(t.TempDir(), "wsstore.db"), index.Options{})

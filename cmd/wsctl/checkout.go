@@ -238,13 +238,8 @@ func newEmptyDir(dir string) error {
 // permission) is the command line's mistake; a full disk or a read-only
 // file system is the host's state.
 func dirError(dir string, err error) error {
-	switch {
-	case errors.Is(err, syscall.ENOSPC):
-		return wserr.Wrap(wserr.DiskFull, "checkout", dir, err)
-	case errors.Is(err, syscall.EROFS):
-		return wserr.Wrap(wserr.ReadOnly, "checkout", dir, err)
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOTDIR):
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOTDIR) {
 		return wserr.Wrap(protocol.CodeInvalidArgument, "checkout", dir, err)
 	}
-	return fmt.Errorf("checkout %s: %w", dir, err)
+	return wserr.FromFS("checkout", dir, err)
 }
