@@ -266,7 +266,7 @@ func TestStoreStaysUnderCapAndShrinks(t *testing.T) {
 	for i := range 200 {
 		id := fmt.Sprintf("run_%03d", i)
 		e.run(fmt.Sprintf("chat%02d", i%20), id, nil)
-		body := fmt.Sprintf("%d-%s", i, strings.Repeat(fmt.Sprintf("%08x", i*2654435761), 2000))
+		body := fmt.Sprintf("%d-%s", i, strings.Repeat(fmt.Sprintf("%08x", uint32(i)*2654435761), 2000))
 		require.NoError(t, e.write(id, "output/main.md", body))
 		require.NoError(t, e.write(id, "output/main.md", body+"\nmore"))
 		if i%7 == 0 {

@@ -82,11 +82,10 @@ func (p Profile) normalizeHost() (Profile, error) {
 			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q is not absolute", h.Path)
 		}
 		h.Path = filepath.Clean(h.Path)
-		if h.Path == filepath.Clean(os.TempDir()) {
-			return p, wserr.New(wserr.PathNotAllowed, op, h.Path, "the system's temporary directory is not a place for a run's writes")
-		}
 		fi, err := os.Stat(h.Path)
 		switch {
+		case h.Path == filepath.Clean(os.TempDir()) || (err == nil && sameDir(h.Path, os.TempDir())):
+			return p, wserr.New(wserr.PathNotAllowed, op, h.Path, "the system's temporary directory is not a place for a run's writes")
 		case err != nil:
 			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q is not an existing directory (the store creates none): %v", h.Path, err)
 		case !fi.IsDir():
@@ -108,6 +107,48 @@ func (p Profile) normalizeHost() (Profile, error) {
 		return p, err
 	}
 	return p, nil
+}
+
+// sameDir says whether the directories a and b are one, their symlinks
+// resolved.
+func sameDir(a, b string) bool {
+	ra, err := filepath.EvalSymlinks(a)
+	if err != nil {
+		return false
+	}
+	rb, err := filepath.EvalSymlinks(b)
+	return err == nil && ra == rb
+}
+
+// within says whether the resolved path a is b or lies below it.
+func within(a, b string) bool {
+	rel, err := filepath.Rel(b, a)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// guardStore refuses, with workspace.path_not_allowed, a writable allowed
+// host path that holds the store's directory or lies inside it, their
+// symlinks resolved: a run's writes there could replace the store's own
+// files (its database among them) under the running store. A read-only
+// one may hold it.
+func (s *Service) guardStore(p Profile) error {
+	store, err := filepath.EvalSymlinks(filepath.Dir(s.db.Path()))
+	if err != nil {
+		return nil // a store without a directory of its own (in memory)
+	}
+	for _, h := range p.AllowPaths {
+		if !h.Writable {
+			continue
+		}
+		dir, err := filepath.EvalSymlinks(h.Path)
+		if err != nil {
+			return wserr.New(wserr.InvalidArgument, "profile", h.Path, "allowed host path %q cannot be resolved: %v", h.Path, err)
+		}
+		if within(store, dir) || within(dir, store) {
+			return wserr.New(wserr.PathNotAllowed, "profile", h.Path, "writable allowed host path %q holds the store's directory %s or lies inside it, so a run could overwrite the store's files; allow a directory beside the store, or this one read-only", h.Path, store)
+		}
+	}
+	return nil
 }
 
 // Primary resolves the profile's primary root through seed 004's

@@ -207,6 +207,16 @@ func TestHostPathProfileValidation(t *testing.T) {
 	require.NoError(t, os.Mkdir(other, 0o755))
 	file := filepath.Join(dir, "f")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	// tmpLink names the system's temporary directory through a symlink.
+	tmpLink := filepath.Join(t.TempDir(), "tmp")
+	require.NoError(t, os.Symlink(os.TempDir(), tmpLink))
+	// storeDir is the store's directory; storeLink names its parent
+	// through a symlink.
+	storeDir := filepath.Dir(e.st.DB.Path())
+	storeLink := filepath.Join(t.TempDir(), "project")
+	require.NoError(t, os.Symlink(filepath.Dir(storeDir), storeLink))
+	inStore := filepath.Join(storeDir, "sub")
+	require.NoError(t, os.Mkdir(inStore, 0o755))
 	cases := map[string]struct {
 		mutate func(p *runs.Profile)
 		code   wserr.Code
@@ -214,8 +224,21 @@ func TestHostPathProfileValidation(t *testing.T) {
 		"ErrRelative": {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: "rel/dir"}} }, wserr.InvalidArgument},
 		"ErrFile":     {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: file}} }, wserr.InvalidArgument},
 		"ErrTempDir":  {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: os.TempDir()}} }, wserr.PathNotAllowed},
-		"ErrSameName": {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir}, {Path: other}} }, wserr.InvalidArgument},
-		"ErrBadName":  {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir, Name: "a/b"}} }, wserr.InvalidArgument},
+		"ErrTempDirLinked": {func(p *runs.Profile) {
+			p.AllowPaths = []runs.HostPath{{Path: tmpLink, Writable: true}}
+		}, wserr.PathNotAllowed},
+		"ErrHoldsStore": {func(p *runs.Profile) {
+			p.AllowPaths = []runs.HostPath{{Path: storeDir, Writable: true}}
+		}, wserr.PathNotAllowed},
+		"ErrHoldsStoreLinked": {func(p *runs.Profile) {
+			p.AllowPaths = []runs.HostPath{{Path: storeLink, Writable: true}}
+		}, wserr.PathNotAllowed},
+		"ErrInsideStore": {func(p *runs.Profile) {
+			p.AllowPaths = []runs.HostPath{{Path: inStore, Writable: true}}
+		}, wserr.PathNotAllowed},
+		"OKHoldsStoreReadOnly": {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: storeLink}} }, ""},
+		"ErrSameName":          {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir}, {Path: other}} }, wserr.InvalidArgument},
+		"ErrBadName":           {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir, Name: "a/b"}} }, wserr.InvalidArgument},
 		"ErrHostAsRoot": {func(p *runs.Profile) {
 			p.AllowPaths = []runs.HostPath{{Path: dir}}
 			p.VisibleRoots = append(p.VisibleRoots, "host")

@@ -200,6 +200,9 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 	if err != nil {
 		return Run{}, err
 	}
+	if err := s.guardStore(prof); err != nil {
+		return Run{}, err
+	}
 	if len(req.ChatRef) > 0 && !json.Valid(req.ChatRef) {
 		return Run{}, wserr.New(wserr.InvalidArgument, "create run", "", "chatRef is not valid JSON")
 	}

@@ -53,9 +53,18 @@ var hostSkipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true}
 //
 // FileInfo.Resource is ResourceHost and Hash is the BLAKE3 of the content,
 // computed by Stat and Read (List leaves it zero so that listing does not
-// read every file). ModTime comes from the host. It is safe for concurrent
-// use, but the ExpectedHash guard cannot stop another process that writes
-// the same file between the check and the rename.
+// read every file). ModTime comes from the host.
+//
+// It is safe for concurrent use. A write, patch or remove holds the
+// directory's write lock from its check (ExpectedHash, the content an
+// append or patch starts from) to its rename: an advisory flock(2) of the
+// directory on Linux, macOS and the BSDs, which every mount of it in any
+// process takes, so concurrent appends all land and a guarded write never
+// overwrites a change it did not see. A program that does not take the
+// lock (an editor, a build) can still change a file between the check and
+// the rename; on other platforms the lock holds within one process only.
+// The temporary files of writes (named hostTempPrefix…, left behind only
+// by a process killed mid-write) are never listed or searched.
 type HostFS struct {
 	root     *os.Root
 	writable bool
@@ -359,6 +368,9 @@ func (h *HostFS) walk(ctx context.Context, op string, dir Path, depth int, fn fu
 		return hostError(op, dir, false, err)
 	}
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), hostTempPrefix) {
+			continue // a write's temporary file, left by a killed process
+		}
 		child, err := dir.Join(e.Name())
 		if err != nil {
 			continue // not a name a workspace path can hold
@@ -448,6 +460,11 @@ func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOpt
 	if opt.Mode != "" && opt.Mode != Replace && opt.Mode != Append {
 		return FileInfo{}, wserr.New(wserr.InvalidArgument, op, p.String(), "unknown write mode %s; use %q or %q", quoteForError(string(opt.Mode)), Replace, Append)
 	}
+	unlock, err := h.lock(ctx, op, p)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer unlock()
 	data := content
 	if opt.Mode == Append {
 		// The file and what is appended are written anew, together.
@@ -495,6 +512,11 @@ func (h *HostFS) Patch(ctx context.Context, p Path, old, new string, opt PatchOp
 	if err := h.checkWritable(op, p); err != nil {
 		return FileInfo{}, err
 	}
+	unlock, err := h.lock(ctx, op, p)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer unlock()
 	cur, _, err := h.readFile(op, p, true)
 	if err != nil {
 		return FileInfo{}, err
@@ -507,6 +529,29 @@ func (h *HostFS) Patch(ctx context.Context, p Path, old, new string, opt PatchOp
 		return FileInfo{}, err
 	}
 	return h.replace(ctx, op, p, data)
+}
+
+// lock takes the write lock of p's directory (see HostFS) for a change
+// of p; the caller calls unlock when the change is done or refused. It
+// fails with wserr.FileNotFound if the directory does not exist.
+func (h *HostFS) lock(ctx context.Context, op string, p Path) (unlock func(), err error) {
+	dir := hostName(p.Dir())
+	d, err := h.root.Open(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, wserr.New(wserr.FileNotFound, op, p.String(), "directory %s does not exist on the host; the store creates no host directory", p.Dir())
+	case err != nil:
+		return nil, hostError(op, p, true, err)
+	}
+	release, err := lockDir(ctx, d, filepath.Join(h.root.Name(), dir))
+	if err != nil {
+		d.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, hostError(op, p, true, err)
+	}
+	return func() { release(); d.Close() }, nil
 }
 
 // replace makes data the content of the file p: through a synced
@@ -616,6 +661,11 @@ func (h *HostFS) Remove(ctx context.Context, p Path) error {
 	if err := h.checkWritable(op, p); err != nil {
 		return err
 	}
+	unlock, err := h.lock(ctx, op, p)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	fi, err := h.root.Stat(hostName(p))
 	if err != nil {
 		return hostError(op, p, false, err)
