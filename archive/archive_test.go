@@ -291,3 +291,55 @@ func TestNilStreams(t *testing.T) {
 	_, err = s.Archive.Import(context.Background(), nil, archive.Options{})
 	assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%v", err)
 }
+
+// TestImportedRunFinishesOntoTheLocalPersistLayer: a run imported beside a
+// chat whose persist layer differs (the same version promoted from another
+// root) started from a base this store's chat never held. Finishing it
+// merges its persist changes into the local layer rather than replacing
+// the layer with the base it started from: the local promotion stays.
+func TestImportedRunFinishesOntoTheLocalPersistLayer(t *testing.T) {
+	ctx := context.Background()
+	write := func(s *wsstore.Store, id, p, body string) {
+		t.Helper()
+		_, err := s.Runs.Workspace(id, runs.HostScope).Write(ctx, vfs.MustPath(p), []byte(body), vfs.WriteOptions{})
+		require.NoError(t, err)
+	}
+	create := func(s *wsstore.Store, id string) {
+		t.Helper()
+		_, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "qc"}, RunID: id})
+		require.NoError(t, err)
+	}
+	finish := func(s *wsstore.Store, id string) runs.FinishResult {
+		t.Helper()
+		res, err := s.Runs.Finish(ctx, id)
+		require.NoError(t, err)
+		return res
+	}
+	src := open(t)
+	create(src, "q1")
+	write(src, "q1", "persist/a.md", "from the source")
+	finish(src, "q1")
+	create(src, "q3")
+	write(src, "q3", "persist/b.md", "the imported run's file")
+	arc, _ := export(t, src, archive.Scope{Runs: []string{"q3"}})
+
+	dst := open(t)
+	create(dst, "q2")
+	write(dst, "q2", "persist/important.md", "promoted here")
+	finish(dst, "q2")
+	sum, err := dst.Archive.Import(ctx, bytes.NewReader(arc), archive.Options{})
+	require.NoError(t, err)
+	require.Len(t, sum.Conflicts, 1, "the chat's persist layers differ")
+
+	res := finish(dst, "q3")
+	assert.True(t, res.Merged, "the run started from a root this chat's layer is not")
+	create(dst, "q4")
+	infos, err := dst.Runs.Workspace("q4", runs.HostScope).List(ctx, vfs.MustPath("persist"), 1)
+	require.NoError(t, err)
+	var got []string
+	for _, fi := range infos {
+		got = append(got, fi.Path.String())
+	}
+	assert.Equal(t, []string{"persist/b.md", "persist/important.md"}, got,
+		"the local promotion stays and the run's change joins it")
+}

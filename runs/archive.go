@@ -168,6 +168,9 @@ func (s *Service) ImportChat(ctx context.Context, tx *index.Tx, c ChatRecord) (a
 		if old.Kind == c.Kind && old.StableChatID == c.StableChatID && old.PersistRoot == c.PersistRoot && old.PersistVersion == c.PersistVersion {
 			return false, nil
 		}
+		if old.PersistVersion == c.PersistVersion {
+			return false, wserr.New(wserr.Conflict, op, "", "chat workspace %s exists with another persist layer at the archive's version %d", c.ID, c.PersistVersion)
+		}
 		return false, wserr.New(wserr.Conflict, op, "", "chat workspace %s exists with persist version %d, archive holds version %d", c.ID, old.PersistVersion, c.PersistVersion)
 	case !wserr.Is(err, wserr.NotFound):
 		return false, err

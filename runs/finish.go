@@ -72,7 +72,10 @@ func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error
 		}
 		if len(changes) > 0 {
 			next := ours
-			if chat.PersistVersion != run.PersistVersion {
+			// In one store a version names one root; a run imported
+			// beside another device's promotion of the same version
+			// started from a root this chat never held, and merges too.
+			if chat.PersistVersion != run.PersistVersion || chat.PersistRoot != run.PersistBase {
 				res.Merged = true
 				if next, err = s.mergePersist(ctx, tx, run, chat.PersistRoot, changes); err != nil {
 					return err
