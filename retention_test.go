@@ -1,6 +1,7 @@
 package wsstore_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -461,4 +462,37 @@ func TestCheckpointByteCapPassesOverPins(t *testing.T) {
 	assert.Equal(t, run.HeadCheckpoint, cps[len(cps)-1].Seq, "the newest is kept")
 	_, err = e.s.Checkpoints.View(e.ctx, r.ID, cps[0].Seq)
 	require.NoError(t, err)
+}
+
+// TestActorUploadsKeepToTheStoreCap: an actor upload that would take the
+// store past its cap (store.Options or the policy's maxStoreBytes) fails
+// with workspace.size_limit_exceeded and changes no space; one that fits
+// goes through.
+func TestActorUploadsKeepToTheStoreCap(t *testing.T) {
+	e := newRetEnv(t, wsstore.Options{})
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: ptr(int64(2 << 20))}))
+	_, err := e.s.Actors.Upload(e.ctx, "alice", "small.md", strings.NewReader("fits"))
+	require.NoError(t, err)
+	before, err := e.s.Actors.Stats(e.ctx, "alice")
+	require.NoError(t, err)
+
+	big := make([]byte, 3<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range big {
+		big[i] = byte(rng.Uint32())
+	}
+	_, err = e.s.Actors.Upload(e.ctx, "alice", "big.bin", bytes.NewReader(big))
+	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "error: %v", err)
+	_, err = e.s.Actors.Upload(e.ctx, "bob", "big.bin", bytes.NewReader(big))
+	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "error: %v", err)
+
+	after, err := e.s.Actors.Stats(e.ctx, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "a refused upload changes nothing")
+	spaces, err := e.s.Actors.Actors(e.ctx)
+	require.NoError(t, err)
+	assert.Len(t, spaces, 1, "a refused upload creates no space")
+	used, err := e.s.DB.UsedBytes(e.ctx)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, used, int64(2<<20))
 }

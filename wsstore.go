@@ -149,7 +149,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	// both exist.
 	rec := &reclaimer{db: db, grace: opts.ReclaimGrace}
 	svc := runs.New(runs.Deps{DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps, Reclaim: rec}, opts.Runs)
-	sp := actors.New(db, blobs, trees, now)
+	sp := actors.New(db, blobs, trees, svc, now)
 	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Actors: sp, Now: now})
 	rec.m = m
 	arc := archive.New(archive.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Journal: j, Actors: sp, Now: now})

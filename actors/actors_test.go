@@ -328,7 +328,7 @@ func TestGCBetweenUploadPutAndItsChange(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	blobs := &storetest.GCAfterPut{Store: st.Blobs, TB: t, GC: st}
-	sp := actors.New(st.DB, blobs, st.Trees, time.Now)
+	sp := actors.New(st.DB, blobs, st.Trees, nil, time.Now)
 	_, err := sp.Upload(ctx, "alice", "notes/a.md", strings.NewReader("an uploaded note\n"))
 	require.NoError(t, err)
 	require.Equal(t, 1, blobs.GCs)
@@ -351,7 +351,7 @@ func TestGCElsewhereBetweenUploadPutAndItsChange(t *testing.T) {
 	require.NoError(t, err)
 	defer other.Close()
 	blobs := &storetest.GCAfterPut{Store: st.Blobs, TB: t, GC: other}
-	sp := actors.New(st.DB, blobs, st.Trees, time.Now)
+	sp := actors.New(st.DB, blobs, st.Trees, nil, time.Now)
 	_, err = sp.Upload(ctx, "alice", "notes/a.md", strings.NewReader("an uploaded note\n"))
 	require.Error(t, err)
 	assert.True(t, wserr.Is(err, wserr.Busy), "%v", err)

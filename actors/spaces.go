@@ -44,22 +44,60 @@ type Trees interface {
 	Orphaned(ctx context.Context, tx *index.Tx, roots ...cas.Hash) error
 }
 
+// Cap is the store's size cap as the actor spaces keep to it: StoreCap
+// returns it as tx reads it, 0 for none. A *runs.Service is one.
+type Cap interface {
+	StoreCap(ctx context.Context, tx *index.Tx) (int64, error)
+}
+
 // Spaces is the set of actor spaces of one store. It holds no state of its
 // own beyond its parts, so it is safe for concurrent use.
 type Spaces struct {
 	db    DB
 	blobs Blobs
 	trees Trees
+	cap   Cap
 	now   func() time.Time
 }
 
 // New returns the actor spaces over db, storing contents in blobs and
-// trees, stamping rows with now (time.Now if nil).
-func New(db DB, blobs Blobs, trees Trees, now func() time.Time) *Spaces {
+// trees, keeping uploads to cap (none if nil), stamping rows with now
+// (time.Now if nil).
+func New(db DB, blobs Blobs, trees Trees, cap Cap, now func() time.Time) *Spaces {
 	if now == nil {
 		now = time.Now
 	}
-	return &Spaces{db: db, blobs: blobs, trees: trees, now: now}
+	return &Spaces{db: db, blobs: blobs, trees: trees, cap: cap, now: now}
+}
+
+// storeCap reads the store's cap in tx (nil: a read of its own), 0 for
+// none.
+func (s *Spaces) storeCap(ctx context.Context, tx *index.Tx) (int64, error) {
+	if s.cap == nil {
+		return 0, nil
+	}
+	limit, err := s.cap.StoreCap(ctx, tx)
+	if err != nil {
+		return 0, fmt.Errorf("upload: the store's cap: %w", err)
+	}
+	return limit, nil
+}
+
+// capReader fails an upload with err once it passes left bytes (the room
+// left under the store's cap), before the store takes more.
+type capReader struct {
+	r    io.Reader
+	left int64
+	err  error
+}
+
+func (c *capReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n, c.err
+	}
+	return n, err
 }
 
 // Op names what a change did.
@@ -224,6 +262,17 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 	if r == nil {
 		return Change{}, wserr.New(wserr.InvalidArgument, "upload", p.String(), "nil reader")
 	}
+	var limit, used int64
+	if err := s.db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		if limit, err = s.storeCap(ctx, tx); err != nil || limit <= 0 {
+			return err
+		}
+		used, err = tx.UsedBytes(ctx)
+		return err
+	}); err != nil {
+		return Change{}, err
+	}
 	if opt.guards() {
 		if err := s.db.View(ctx, func(tx *index.Tx) error {
 			sp, _, err := findSpace(ctx, tx, actor)
@@ -234,6 +283,13 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 		}); err != nil {
 			return Change{}, err
 		}
+	}
+	if limit > 0 {
+		// The content is counted as it arrives, before compression, so
+		// this errs on the side of refusing; the change's transaction
+		// measures the store again.
+		r = &capReader{r: r, left: max(limit-used, 0), err: wserr.New(wserr.SizeLimitExceeded, "upload", p.String(),
+			"the content does not fit in the store's size cap: the store holds %d bytes of its %d-byte cap", used, limit)}
 	}
 	cr := &countingReader{r: r}
 	defer s.blobs.Hold()()
@@ -253,14 +309,46 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 		if err := s.guard(ctx, tx, "upload", sp.Root, p, opt); err != nil {
 			return err
 		}
+		room, err := s.roomIn(ctx, tx)
+		if err != nil {
+			return err
+		}
 		root, err := s.trees.Set(ctx, tx, sp.Root, p, &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: cr.n})
 		if err != nil {
 			return err
 		}
-		c, err = s.record(ctx, tx, sp, exists, root, Change{Op: OpUpload, Path: p.String(), Files: 1, Bytes: cr.n})
-		return err
+		if c, err = s.record(ctx, tx, sp, exists, root, Change{Op: OpUpload, Path: p.String(), Files: 1, Bytes: cr.n}); err != nil {
+			return err
+		}
+		return room(p)
 	})
 	return c, err
+}
+
+// roomIn reads the store's cap and stored bytes in tx before a change, and
+// returns the check to make once the change is written: it fails with
+// workspace.size_limit_exceeded if the change took the stored bytes past
+// the cap (the trees and the change's row, the content being stored
+// before the transaction).
+func (s *Spaces) roomIn(ctx context.Context, tx *index.Tx) (func(p vfs.Path) error, error) {
+	limit, err := s.storeCap(ctx, tx)
+	if err != nil || limit <= 0 {
+		return func(vfs.Path) error { return nil }, err
+	}
+	before, err := tx.UsedBytes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("upload: the store's cap: %w", err)
+	}
+	return func(p vfs.Path) error {
+		used, err := tx.UsedBytes(ctx)
+		if err != nil {
+			return fmt.Errorf("upload: the store's cap: %w", err)
+		}
+		if used > limit && used > before {
+			return wserr.New(wserr.SizeLimitExceeded, "upload", p.String(), "the change would take the store to %d bytes, past its %d-byte cap", used, limit)
+		}
+		return nil
+	}, nil
 }
 
 func (o ChangeOptions) guards() bool {

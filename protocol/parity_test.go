@@ -100,6 +100,7 @@ var goOps = map[string]string{
 	"Store.ReclaimRemote":     "",
 	"Store.PullRemote":        "",
 	"Service.StoreRoom":       "",
+	"Service.StoreCap":        "",
 	"Store.OwnsFile":          "",
 }
 
@@ -127,6 +128,7 @@ var notOps = map[string]string{
 	"Service.HasCommit":         "as MergeRun",
 	"Service.MergePersist":      "as MergeRun",
 	"Service.StoreRoom":         "the cap an import keeps to; stats reports the store's bytes and policy.get its cap",
+	"Service.StoreCap":          "the cap actor uploads keep to, read in their own transactions; policy.get reports it",
 	"Store.Sync":                "talks to the object store for minutes, outside a host's session: wsctl sync",
 	"Store.SyncWith":            "talks to the object store for minutes, outside a host's session: wsctl sync --base",
 	"Store.ReclaimRemote":       "removes objects other devices may share, run by hand: wsctl reclaim-remote",

@@ -294,6 +294,14 @@ func (r *room) settle(ctx context.Context, tx *index.Tx) error {
 // (an unreadable policy is store.corrupt).
 func (s *Service) StoreRoom(ctx context.Context) (int64, bool, error) { return s.storeRoom(ctx) }
 
+// StoreCap returns the store's cap (Options.MaxStoreBytes, or the store
+// policy's maxStoreBytes) as tx reads it, 0 for none, for a writer
+// outside the runs (the actor spaces) that keeps to it in its own
+// transactions.
+func (s *Service) StoreCap(ctx context.Context, tx *index.Tx) (int64, error) {
+	return s.maxStoreBytes(ctx, tx, nil)
+}
+
 // storeRoom returns the bytes left under the store cap and whether there
 // is a cap.
 func (s *Service) storeRoom(ctx context.Context) (int64, bool, error) {
