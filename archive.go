@@ -31,6 +31,9 @@ func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
+		if ferr := wserr.FSFault(op, path, err); ferr != err {
+			return archive.Summary{}, ferr
+		}
 		return archive.Summary{}, wserr.Wrap(wserr.InvalidArgument, op, path, err)
 	}
 	defer func() {
@@ -39,7 +42,7 @@ func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope
 			os.Remove(tmp.Name())
 		}
 	}()
-	sum, err := s.Archive.Export(ctx, tmp, scope, opt)
+	sum, err := s.Archive.Export(ctx, wserr.FSWriter(op, path, tmp), scope, opt)
 	if err != nil {
 		return archive.Summary{}, err
 	}

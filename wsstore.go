@@ -110,7 +110,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
 				return nil, wserr.Wrap(wserr.InvalidOptions, "open store", dir, fmt.Errorf("it or a parent is a file, not a directory: %w", err))
 			}
-			return nil, fmt.Errorf("open store: %w", err)
+			return nil, fmt.Errorf("open store: %w", wserr.FSFault("open store", dir, err))
 		}
 	}
 	now := opts.Now

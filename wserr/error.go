@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"syscall"
 )
@@ -132,6 +133,30 @@ func FromFS(op, path string, err error) *Error {
 		return Wrap(ReadOnly, op, path, err)
 	}
 	return Wrap(Internal, op, path, err)
+}
+
+// FSFault codes err as FromFS does when it is a full disk, a quota or a
+// read-only file system, and returns it unchanged otherwise (nil for nil):
+// for a file the user named, where other failures keep their own meaning.
+func FSFault(op, path string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS) {
+		return FromFS(op, path, err)
+	}
+	return err
+}
+
+// FSWriter is w with its write errors passed through FSFault(op, path):
+// for an archive or a file streamed onto the host's file system.
+func FSWriter(op, path string, w io.Writer) io.Writer { return fsWriter{w, op, path} }
+
+type fsWriter struct {
+	w        io.Writer
+	op, path string
+}
+
+func (f fsWriter) Write(b []byte) (int, error) {
+	n, err := f.w.Write(b)
+	return n, FSFault(f.op, f.path, err)
 }
 
 // Error formats the error as "op path: code: message: cause".

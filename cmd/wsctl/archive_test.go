@@ -131,3 +131,31 @@ func TestWritesNeverOverTheStore(t *testing.T) {
 	}
 	assert.Contains(t, c.ok("runs"), "r1")
 }
+
+// TestFailedImportLeavesNoNewStore: an import that fails into a store it
+// had to create removes that store again, whether it made the directory
+// or only the database in an empty one; a store that was there stays.
+func TestFailedImportLeavesNoNewStore(t *testing.T) {
+	bin := wsctlBinary(t)
+	junk := filepath.Join(t.TempDir(), "junk.wsar")
+	require.NoError(t, os.WriteFile(junk, bytes.Repeat([]byte("not an archive "), 100), 0o644))
+
+	missing := filepath.Join(t.TempDir(), "new")
+	_, errOut, status := binCLI{t: t, bin: bin, store: missing}.run("", "import", junk)
+	assert.Equal(t, 6, status, errOut)
+	assert.NoDirExists(t, missing)
+
+	emptyDir := t.TempDir()
+	_, errOut, status = binCLI{t: t, bin: bin, store: emptyDir}.run("", "import", junk)
+	assert.Equal(t, 6, status, errOut)
+	entries, err := os.ReadDir(emptyDir)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+
+	c := binCLI{t: t, bin: bin, store: filepath.Join(t.TempDir(), "s")}
+	require.Equal(t, []string{""}, c.batch(createLine))
+	_, errOut, status = c.run("", "import", junk)
+	assert.Equal(t, 6, status, errOut)
+	_, errOut, status = c.run("", "show", "r")
+	assert.Equal(t, 0, status, "a store that was there stays: %s", errOut)
+}

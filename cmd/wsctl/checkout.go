@@ -87,7 +87,8 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := newEmptyDir(dir); err != nil {
+	created, err := newEmptyDir(dir)
+	if err != nil {
 		return err
 	}
 	done := false
@@ -96,6 +97,9 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 			// dir was new or empty: what is in it now is this checkout's,
 			// and half a workspace is worse than none.
 			clearDir(dir)
+			if created {
+				_ = os.Remove(dir)
+			}
 		}
 	}()
 	root, err := os.OpenRoot(dir)
@@ -118,7 +122,7 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 			// still active or kept it after failing.
 		case fi.Kind == vfs.KindDir:
 			if err := root.MkdirAll(filepath.FromSlash(fi.Path.String()), 0o755); err != nil {
-				return fmt.Errorf("checkout: %w", err)
+				return fmt.Errorf("checkout: %w", wserr.FSFault("checkout", fi.Path.String(), err))
 			}
 			res.Dirs++
 		default:
@@ -191,11 +195,11 @@ func checkoutFile(ctx context.Context, blobs blobGetter, root *os.Root, fi vfs.F
 	defer r.Close()
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return 0, fmt.Errorf("checkout: %w", err)
+		return 0, fmt.Errorf("checkout: %w", wserr.FSFault("checkout", fi.Path.String(), err))
 	}
-	n, err := io.Copy(f, r)
+	n, err := io.Copy(wserr.FSWriter("checkout", fi.Path.String(), f), r)
 	if cerr := f.Close(); err == nil {
-		err = cerr
+		err = wserr.FSFault("checkout", fi.Path.String(), cerr)
 	}
 	if err != nil {
 		return n, fmt.Errorf("checkout %s: %w", fi.Path, err)
@@ -203,9 +207,6 @@ func checkoutFile(ctx context.Context, blobs blobGetter, root *os.Root, fi vfs.F
 	return n, nil
 }
 
-// newEmptyDir makes sure dir is a new or empty directory, creating it (and
-// its parents) if needed. Anything else is store.conflict: checkout never
-// writes into a directory that holds files.
 // clearDir removes what is in dir, leaving dir itself.
 func clearDir(dir string) {
 	entries, _ := os.ReadDir(dir)
@@ -214,23 +215,27 @@ func clearDir(dir string) {
 	}
 }
 
-func newEmptyDir(dir string) error {
+// newEmptyDir makes sure dir is a new or empty directory, creating it (and
+// its parents) if needed, and reports whether it created dir. Anything
+// else is store.conflict: checkout never writes into a directory that
+// holds files.
+func newEmptyDir(dir string) (created bool, err error) {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return dirError(dir, err)
+			return false, dirError(dir, err)
 		}
-		return nil
+		return true, nil
 	case err != nil:
 		if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
-			return wserr.New(wserr.Conflict, "checkout", dir, "exists and is not a directory")
+			return false, wserr.New(wserr.Conflict, "checkout", dir, "exists and is not a directory")
 		}
-		return dirError(dir, err)
+		return false, dirError(dir, err)
 	case len(entries) > 0:
-		return wserr.New(wserr.Conflict, "checkout", dir, "directory is not empty: checkout only writes into a new or empty directory")
+		return false, wserr.New(wserr.Conflict, "checkout", dir, "directory is not empty: checkout only writes into a new or empty directory")
 	}
-	return nil
+	return false, nil
 }
 
 // dirError codes a failure to make or read checkout's DIR: a path that

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 type exportOptions struct {
@@ -68,7 +69,7 @@ func runExport(ctx context.Context, o exportOptions, args []string) error {
 		// The archive is standard output: the summary goes to standard
 		// error, so the two never mix.
 		report = o.errOut
-		sum, err = st.Archive.Export(ctx, o.out, o.scope, opt)
+		sum, err = st.Archive.Export(ctx, wserr.FSWriter("export", "-", o.out), o.scope, opt)
 	} else {
 		sum, err = st.ExportFile(ctx, args[0], o.scope, opt)
 	}

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -23,7 +27,8 @@ func newImportCmd(a *app) *cobra.Command {
 		Use:   "import FILE|-",
 		Short: "Add what an archive holds to the store, verified before anything is visible",
 		Long: `import reads an archive that "wsctl export" wrote, from FILE or from
-standard input with "-", into the store, creating the store if needed.
+standard input with "-", into the store, creating the store if needed
+(and removing it again if the import then fails).
 Every byte is verified against its address and every reference checked
 before any row becomes visible: a truncated or tampered archive fails
 with archive.corrupt (exit status 6), one of another format version with
@@ -58,8 +63,12 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 		defer f.Close()
 		in = f
 	}
+	undo := newStoreUndo(o.storeDir)
 	st, err := openStore(ctx, o.globals, create)
 	if err != nil {
+		if undo != nil {
+			undo()
+		}
 		return err
 	}
 	defer st.Close()
@@ -68,6 +77,12 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 	sum, err := st.Archive.Import(ctx, in, opt)
 	bar.done()
 	if err != nil {
+		if undo != nil {
+			// A store this import made and could not fill: none is
+			// better than an empty one in its place.
+			st.Close()
+			undo()
+		}
 		return err
 	}
 	if err := writeArchiveSummary(o.out, o.json, "imported", sum); err != nil {
@@ -88,4 +103,21 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 		return wserr.New(wserr.Conflict, "import", "", "%d objects conflict with the store and were left as they are", len(sum.Conflicts))
 	}
 	return nil
+}
+
+// newStoreUndo returns what undoes making a store at dir when there is
+// none yet (nil when there is one): removing dir if it does not exist,
+// else the database files made in it.
+func newStoreUndo(dir string) func() {
+	if _, err := os.Lstat(filepath.Join(dir, wsstore.DBName)); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return func() { _ = os.RemoveAll(dir) }
+	}
+	return func() {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			_ = os.Remove(filepath.Join(dir, wsstore.DBName+suffix))
+		}
+	}
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -134,4 +136,60 @@ func TestDiskFullOnASmallFilesystem(t *testing.T) {
 	assert.Equal(t, []string{""}, c.batch(writeLine("r", "output/big.md", string(big))), "works again once space frees")
 	_, errOut, status = c.run("", "fsck")
 	assert.Equal(t, 0, status, errOut)
+}
+
+// TestFilesOntoAFullOrReadOnlyFilesystem: export (to a file and to
+// standard output), checkout and import into a new store, aimed at a
+// file system that is full or read-only, fail with store.disk_full or
+// store.read_only (exit status 8) and leave nothing behind there: no
+// archive, no temporary file, no directory checkout made.
+func TestFilesOntoAFullOrReadOnlyFilesystem(t *testing.T) {
+	bin := wsctlBinary(t)
+	c := binCLI{t: t, bin: bin, store: filepath.Join(t.TempDir(), "store")}
+	rng := rand.New(rand.NewPCG(3, 4))
+	big := make([]byte, 1<<20)
+	for i := range big {
+		big[i] = byte('a' + rng.IntN(26))
+	}
+	require.Equal(t, []string{"", ""}, c.batch(createLine, writeLine("r", "output/big.md", string(big))))
+	arc := filepath.Join(t.TempDir(), "all.wsar")
+	_, errOut, status := c.run("", "export", "--all", arc)
+	require.Equal(t, 0, status, errOut)
+
+	full := mountTmpfs(t, 256<<10)
+	ro := mountTmpfs(t, 1<<20)
+	require.NoError(t, syscall.Mount("", ro, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""))
+	empty := func(dir string) {
+		t.Helper()
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "nothing left in %s", dir)
+	}
+
+	for _, tc := range []struct {
+		dir, code string
+	}{{full, "store.disk_full"}, {ro, "store.read_only"}} {
+		_, errOut, status = c.run("", "export", "--all", filepath.Join(tc.dir, "x.wsar"))
+		assert.Equal(t, 8, status, errOut)
+		assert.Contains(t, errOut, tc.code)
+		_, errOut, status = c.run("", "checkout", "r", filepath.Join(tc.dir, "co"))
+		assert.Equal(t, 8, status, errOut)
+		assert.Contains(t, errOut, tc.code)
+		_, errOut, status = binCLI{t: t, bin: bin, store: filepath.Join(tc.dir, "new")}.run("", "import", arc)
+		if tc.dir == ro {
+			assert.Equal(t, 8, status, errOut)
+			assert.Contains(t, errOut, tc.code)
+		}
+		empty(tc.dir)
+	}
+
+	// Standard output on a full file system.
+	out, err := os.Create(filepath.Join(full, "out.wsar"))
+	require.NoError(t, err)
+	defer out.Close()
+	cmd := exec.Command(bin, "--store", c.store, "export", "--all", "-")
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	assert.Equal(t, 8, exitStatusOf(cmd.Run()), stderr.String())
+	assert.Contains(t, stderr.String(), "store.disk_full")
 }
