@@ -450,3 +450,29 @@ func TestGuardCheckedInTheTransaction(t *testing.T) {
 	assert.True(t, wserr.Is(err, wserr.WriteStaleFile), "%v", err)
 	assert.Equal(t, "theirs", download(t, s, "alice", "a.md"))
 }
+
+// TestDownloadOfAFileCollectedMeanwhile: a download streaming a file that
+// is removed, and whose chunks a gc collects, before the stream ends fails
+// with store.conflict (download again), not store.corrupt: the store is
+// sound and the file is simply gone.
+func TestDownloadOfAFileCollectedMeanwhile(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	const big = 12 << 20
+	_, err := s.Actors.Upload(ctx, "alice", "data/big.bin", storetest.Text(big))
+	require.NoError(t, err)
+	rc, _, err := s.Actors.Download(ctx, "alice", "data/big.bin")
+	require.NoError(t, err)
+	defer rc.Close()
+	_, err = io.ReadFull(rc, make([]byte, 64<<10))
+	require.NoError(t, err)
+
+	_, err = s.Actors.Delete(ctx, "alice", "data/big.bin")
+	require.NoError(t, err)
+	_, rep, err := s.ActorGC(ctx, actors.GCOptions{}, wsstore.GCOptions{Grace: -1})
+	require.NoError(t, err)
+	require.Positive(t, rep.Freed.Chunks)
+
+	_, err = io.Copy(io.Discard, rc)
+	assert.Equal(t, wserr.Conflict, wserr.CodeOf(err), "error: %v", err)
+}
