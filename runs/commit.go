@@ -214,6 +214,9 @@ func (s *Service) checkCommitPath(run Run, p vfs.Path) error {
 	if _, _, _, ok := s.virtual.Match(p); ok {
 		return wserr.New(wserr.InvalidPath, "commit", p.String(), "a virtual resource is not stored in the workspace; write what should be committed to a file under %v", run.Profile.WritableRoots)
 	}
+	if p.Top() == HostRoot && len(run.Profile.AllowPaths) > 0 {
+		return wserr.New(wserr.InvalidPath, "commit", p.String(), "host/ files are the host's, never committed; write what should be committed to a file under %s/", ArtifactRoot)
+	}
 	if !run.Profile.visible(p.Top()) {
 		return notVisible("commit", run, p)
 	}

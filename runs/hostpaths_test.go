@@ -1,6 +1,7 @@
 package runs_test
 
 import (
+	"context"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -298,4 +299,33 @@ func TestHostPathJSON(t *testing.T) {
 	var p runs.Profile
 	require.NoError(t, json.Unmarshal([]byte(`{"allowPaths": ["/a/b", {"path": "/c", "name": "see", "writable": true}]}`), &p))
 	assert.Equal(t, []runs.HostPath{{Path: "/a/b"}, {Path: "/c", Name: "see", Writable: true}}, p.AllowPaths)
+}
+
+// TestHostPathWhereOnlyStoredFilesCount: host files are not stored, so
+// what works on stored files alone names that, rather than calling host/
+// invisible: apply and commit refuse a host path with
+// workspace.invalid_path, and a checkpoint view has no host/
+// (workspace.file_not_found).
+func TestHostPathWhereOnlyStoredFilesCount(t *testing.T) {
+	h := newHostEnv(t)
+	ws := h.ws()
+	before := snapshot(t, h.proj)
+	_, err := ws.Apply(h.ctx, []runs.Edit{{Path: vfs.MustPath("output/ok.md"), Content: []byte("o")}, {Path: vfs.MustPath("host/proj/a.txt"), Content: []byte("h")}})
+	assert.Equal(t, wserr.InvalidPath, wserr.CodeOf(err), "error: %v", err)
+	assert.Equal(t, before, snapshot(t, h.proj))
+	_, err = ws.Stat(h.ctx, vfs.MustPath("output/ok.md"))
+	assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "the refused apply changed nothing")
+
+	_, err = h.svc.Commit(h.ctx, h.run.ID, runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {
+		return json.RawMessage(`{}`), nil
+	}), runs.CommitOptions{Path: "host/proj/main.go"})
+	assert.Equal(t, wserr.InvalidPath, wserr.CodeOf(err), "error: %v", err)
+
+	_, err = ws.Write(h.ctx, vfs.MustPath("output/x.md"), []byte("x"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	at := h.svc.WorkspaceAt(h.run.ID, 1, runs.ModelScope)
+	_, err = at.Read(h.ctx, vfs.MustPath("host/proj/main.go"), vfs.ReadOptions{})
+	assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "error: %v", err)
+	_, err = at.List(h.ctx, vfs.MustPath("host/proj"), 1)
+	assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "error: %v", err)
 }

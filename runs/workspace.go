@@ -83,9 +83,22 @@ func (w *Workspace) checkVisible(op string, run Run, p vfs.Path) error {
 		return nil
 	}
 	if !run.Profile.visible(p.Top()) {
+		if p.Top() == HostRoot && len(run.Profile.AllowPaths) > 0 {
+			return hostNotStored(op, w.at, p)
+		}
 		return notVisible(op, run, p)
 	}
 	return nil
+}
+
+// hostNotStored is the error for a host/ path where only stored files
+// count: a checkpoint view, which holds no host directory, or an
+// operation on stored files alone (apply).
+func hostNotStored(op string, at int64, p vfs.Path) error {
+	if at != 0 {
+		return wserr.New(wserr.FileNotFound, op, p.String(), "a checkpoint holds no host/: host directories are not versioned; read the live workspace")
+	}
+	return wserr.New(wserr.InvalidPath, op, p.String(), "host/ files are the host's, not stored: %s works on stored files only; change host files one by one with write, patch or delete", op)
 }
 
 // notVisible is the error for p outside the run's visible roots: it names
