@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -18,8 +19,12 @@ type access struct {
 	store bool
 	// anyToken: any valid token may (help, a refusal of its own).
 	anyToken bool
-	// op is the protocol op a /v1/op request names, if any.
+	// op is the protocol op a /v1/op request names, if any, and id the
+	// id it carries, echoed in the answer.
 	op string
+	id json.RawMessage
+	// fileBytes is the size of the file an actor.upload op carries.
+	fileBytes int64
 }
 
 // authorize authenticates r's bearer token and checks it allows a; on

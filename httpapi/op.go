@@ -35,9 +35,22 @@ func opAccess(line []byte) access {
 		return access{write: true, store: true}
 	}
 	a := access{write: !protocol.ReadOnly(op), store: true, op: op}
+	if raw := fields["id"]; json.Valid(raw) {
+		a.id = raw
+	}
 	if strings.HasPrefix(op, "actor.") {
 		if raw, ok := fields["actor"]; ok && json.Unmarshal(raw, &actor) == nil && actor != "" {
 			a.store, a.actor = false, actor
+		}
+	}
+	if op == "actor.upload" {
+		var content string
+		if json.Unmarshal(fields["content"], &content) == nil {
+			a.fileBytes = int64(len(content))
+		}
+		if json.Unmarshal(fields["contentBase64"], &content) == nil {
+			content = strings.TrimRight(content, "=")
+			a.fileBytes = max(a.fileBytes, int64(len(content))*3/4)
 		}
 	}
 	return a
@@ -109,11 +122,15 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 	line = bytes.TrimSpace(line)
 	a := opAccess(line)
 	if err := permit(tok, a); err != nil {
-		writeError(w, err)
+		writeResponse(w, protocol.ErrorResponse(a.op, a.id, err))
 		return
 	}
 	if a.op != "" && hostFileOps[a.op] {
-		writeResponse(w, protocol.ErrorResponse(a.op, nil, forbidden("%s names a file on the server's host, which /v1/op does not touch: stream the archive with GET /v1/export or POST /v1/import", a.op)))
+		writeResponse(w, protocol.ErrorResponse(a.op, a.id, forbidden("%s names a file on the server's host, which /v1/op does not touch: stream the archive with GET /v1/export or POST /v1/import", a.op)))
+		return
+	}
+	if limit := h.opts.MaxUploadBytes; limit > 0 && a.fileBytes > limit {
+		writeResponse(w, protocol.ErrorResponse(a.op, a.id, wserr.New(wserr.SizeLimitExceeded, "upload", "", "the upload is larger than this server takes (%d bytes)", limit)))
 		return
 	}
 	var resp protocol.Response

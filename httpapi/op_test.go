@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/wsstore/wsstore/httpapi"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/tokens"
 )
 
 // newRun creates run id with one written file, checkpointed.
@@ -390,4 +392,48 @@ func TestFollowLongPollDeletedRun(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the long poll did not end when its run was deleted")
 	}
+}
+
+// TestOpRefusalsAreResponses: a /v1/op request its token may not make is
+// answered in the shape of every op's answer, {op, id, ok:false, error},
+// with 403, whether the token is read-only or limited to other actors.
+func TestOpRefusalsAreResponses(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	ro := s.token(tokens.Spec{ReadOnly: true})
+	alice := s.token(tokens.Spec{Actors: []string{"alice"}})
+	for _, tc := range []struct {
+		name, token string
+		req         map[string]any
+	}{
+		{"ReadOnly", ro, map[string]any{"op": "write", "id": "w1", "runId": "r", "path": "output/x", "content": "x"}},
+		{"OtherActor", alice, map[string]any{"op": "actor.upload", "id": "w1", "actor": "bob", "path": "a", "content": "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, m := s.op(tc.token, tc.req)
+			assert.Equal(t, http.StatusForbidden, status)
+			assert.Equal(t, tc.req["op"], m["op"])
+			assert.Equal(t, "w1", m["id"])
+			assert.Equal(t, false, m["ok"])
+			assert.Equal(t, "auth.forbidden", m["error"].(map[string]any)["code"])
+		})
+	}
+}
+
+// TestOpUploadKeepsToMaxUploadBytes: an actor.upload through /v1/op is an
+// upload too, held to --max-upload-bytes (422
+// workspace.size_limit_exceeded, nothing stored) whether its content is
+// text or base64; one that fits goes through.
+func TestOpUploadKeepsToMaxUploadBytes(t *testing.T) {
+	s := newServer(t, httpapi.Options{MaxUploadBytes: 1000})
+	for _, req := range []map[string]any{
+		{"op": "actor.upload", "actor": "lim", "path": "a", "content": strings.Repeat("x", 1001)},
+		{"op": "actor.upload", "actor": "lim", "path": "b", "contentBase64": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xff}, 1001))},
+	} {
+		status, m := s.op(s.full, req)
+		assert.Equal(t, http.StatusUnprocessableEntity, status)
+		assert.Equal(t, "workspace.size_limit_exceeded", m["error"].(map[string]any)["code"])
+	}
+	res := s.mustOp(map[string]any{"op": "actor.ls", "actor": "lim"})
+	assert.Empty(t, res["entries"], "nothing was stored")
+	s.mustOp(map[string]any{"op": "actor.upload", "actor": "lim", "path": "c", "contentBase64": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xff}, 1000))})
 }
