@@ -476,3 +476,35 @@ func TestDownloadOfAFileCollectedMeanwhile(t *testing.T) {
 	_, err = io.Copy(io.Discard, rc)
 	assert.Equal(t, wserr.Conflict, wserr.CodeOf(err), "error: %v", err)
 }
+
+// TestDeleteByPrefixMatchesText: a prefix's last segment is the text names
+// start with, so it need not be a valid name itself; its directory must
+// be a valid path, and a NUL, "." or ".." is refused.
+func TestDeleteByPrefixMatchesText(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	for _, p := range []string{"report.md", "report.pdf", "reports/x.md", "CONTRACT.md", "a b.md", "d/ab.md", "keep.md"} {
+		upload(t, s, "pf", p, p)
+	}
+	for _, tc := range []struct {
+		prefix string
+		files  int64
+	}{{"report.", 2}, {"CON", 1}, {"a ", 1}, {"d/a:", 0}, {"d/a", 1}} {
+		c, err := s.Actors.DeleteByPrefix(ctx, "pf", tc.prefix)
+		require.NoError(t, err, tc.prefix)
+		assert.Equal(t, tc.files, c.Files, tc.prefix)
+	}
+	for _, bad := range []string{"", "..", "x/../y", "nul\x00", "d/.", "/abs"} {
+		_, err := s.Actors.DeleteByPrefix(ctx, "pf", bad)
+		assert.Equal(t, wserr.InvalidPath, wserr.CodeOf(err), "%q: %v", bad, err)
+	}
+	ls, err := s.Actors.List(ctx, "pf", "", 2)
+	require.NoError(t, err)
+	var left []string
+	for _, l := range ls {
+		if l.Kind == vfs.KindFile {
+			left = append(left, l.Path.String())
+		}
+	}
+	assert.Equal(t, []string{"keep.md", "reports/x.md"}, left)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -17,7 +18,8 @@ import (
 // path starts with prefix: "temp/" removes the directory temp, "temp"
 // also removes temp.md and temp2/, "reports/2025-" the files of reports/
 // whose names start with "2025-". What the prefix names up to its last
-// segment must be a valid path. A prefix that matches nothing records
+// segment must be a valid path; its last segment is text a name starts
+// with (splitPrefix). A prefix that matches nothing records
 // nothing (Seq 0). Errors: wserr.InvalidActor, wserr.InvalidPath (also for
 // an empty prefix: delete the actor's files by name instead).
 func (s *Spaces) DeleteByPrefix(ctx context.Context, actor, prefix string) (Change, error) {
@@ -26,7 +28,7 @@ func (s *Spaces) DeleteByPrefix(ctx context.Context, actor, prefix string) (Chan
 		return Change{}, err
 	}
 	dirOnly := strings.HasSuffix(prefix, "/")
-	p, err := vfs.ParsePath(strings.TrimSuffix(prefix, "/"))
+	dir, base, err := splitPrefix(strings.TrimSuffix(prefix, "/"), dirOnly)
 	if err != nil {
 		return Change{}, err
 	}
@@ -36,7 +38,7 @@ func (s *Spaces) DeleteByPrefix(ctx context.Context, actor, prefix string) (Chan
 		if err != nil {
 			return err
 		}
-		parent, err := s.trees.Lookup(ctx, tx, sp.Root, p.Dir())
+		parent, err := s.trees.Lookup(ctx, tx, sp.Root, dir)
 		if wserr.Is(err, wserr.FileNotFound) {
 			c = Change{Actor: actor, Op: OpDeletePrefix, Path: prefix}
 			return nil
@@ -48,7 +50,7 @@ func (s *Spaces) DeleteByPrefix(ctx context.Context, actor, prefix string) (Chan
 			c = Change{Actor: actor, Op: OpDeletePrefix, Path: prefix}
 			return nil
 		}
-		children, err := s.trees.List(ctx, tx, sp.Root, p.Dir(), 1)
+		children, err := s.trees.List(ctx, tx, sp.Root, dir, 1)
 		if err != nil {
 			return err
 		}
@@ -57,9 +59,9 @@ func (s *Spaces) DeleteByPrefix(ctx context.Context, actor, prefix string) (Chan
 		var nfiles, nbytes int64
 		for _, e := range children {
 			name := e.Path.Base()
-			match := strings.HasPrefix(name, p.Base())
+			match := strings.HasPrefix(name, base)
 			if dirOnly {
-				match = name == p.Base() && e.Kind == vfs.KindDir
+				match = name == base && e.Kind == vfs.KindDir
 			}
 			if !match {
 				continue
@@ -84,6 +86,37 @@ func (s *Spaces) DeleteByPrefix(ctx context.Context, actor, prefix string) (Chan
 		return err
 	})
 	return c, err
+}
+
+// splitPrefix splits a prefix (its trailing "/" trimmed) into the
+// directory it lies in, which must be a valid path, and the text its last
+// segment starts with. That text is matched, not named: it need not be a
+// valid name itself ("report." matches report.md, "CON" CONTRACT.md), but
+// it holds no separator, NUL or invalid UTF-8 and is not "." or "..". A
+// directory prefix (dirOnly) names its directory whole, so it must be a
+// valid path. Errors: wserr.InvalidPath.
+func splitPrefix(prefix string, dirOnly bool) (dir vfs.Path, base string, err error) {
+	if dirOnly {
+		p, err := vfs.ParsePath(prefix)
+		if err != nil {
+			return vfs.Path{}, "", err
+		}
+		return p.Dir(), p.Base(), nil
+	}
+	dir, base = vfs.Root(), prefix
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		if dir, err = vfs.ParsePath(prefix[:i]); err != nil {
+			return vfs.Path{}, "", err
+		}
+		base = prefix[i+1:]
+	}
+	switch {
+	case base == "" || base == "." || base == "..":
+		return vfs.Path{}, "", wserr.New(wserr.InvalidPath, "delete by prefix", prefix, "the prefix must end in a name or the start of one")
+	case !utf8.ValidString(base) || strings.ContainsAny(base, "\x00\\"):
+		return vfs.Path{}, "", wserr.New(wserr.InvalidPath, "delete by prefix", prefix, "the prefix holds a NUL, a backslash or bytes that are not UTF-8")
+	}
+	return dir, base, nil
 }
 
 // fileBatcher is the optional ability to apply many file changes at once;
