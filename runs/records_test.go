@@ -83,6 +83,23 @@ func TestRecords(t *testing.T) {
 		requireHostError(t, err, wserr.CheckpointNotFound)
 	})
 
+	t.Run("NoneAtACheckpoint", func(t *testing.T) {
+		// Records, the manifest and the checkpoints are not versioned: a
+		// checkpoint view holds none of them rather than the live ones.
+		at := e.svc.WorkspaceAt(r.ID, 1, runs.HostScope)
+		for _, p := range []string{"tool-args/call_1.json", "manifest.json", "checkpoints/cp_000002/checkpoint.json", "checkpoints/cp_000002/output/main.md"} {
+			_, err := at.Read(ctx, vfs.MustPath(p), vfs.ReadOptions{})
+			assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "%s: %v", p, err)
+		}
+		_, err := at.List(ctx, vfs.MustPath("checkpoints/cp_000002"), 0)
+		assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "error: %v", err)
+		ls, err := at.List(ctx, vfs.Root(), 2)
+		require.NoError(t, err)
+		for _, fi := range ls {
+			assert.NotContains(t, []string{"tool-args", "tool-results", "model-responses", "checkpoints", "manifest.json"}, fi.Path.Top(), fi.Path.String())
+		}
+	})
+
 	t.Run("RollbackKeepsRecords", func(t *testing.T) {
 		_, err := e.svc.Rollback(ctx, r.ID, 1, runs.RollbackOptions{})
 		require.NoError(t, err)

@@ -30,12 +30,16 @@ type runtimeView struct {
 // records tree, manifest.json is the run's manifest, and
 // checkpoints/<checkpoint-id>/ holds that checkpoint's checkpoint.json and
 // files (seed 000 §13). ok is false for every other path, and for every
-// path in the model scope, which sees none of them.
+// path in the model scope, which sees none of them. None of them is
+// versioned, so a checkpoint view has none (workspace.file_not_found).
 func (w *Workspace) runtime(ctx context.Context, tx *index.Tx, run Run, p vfs.Path) (v runtimeView, ok bool, err error) {
 	if w.scope != HostScope || p.IsRoot() {
 		return v, false, nil
 	}
 	segs := p.Segments()
+	if top := segs[0]; w.at != 0 && (isRecordRoot(top) || top == CheckpointsRoot || (top == ManifestFile && len(segs) == 1)) {
+		return v, true, wserr.New(wserr.FileNotFound, "read", p.String(), "the run's records, manifest.json and checkpoints/ are not versioned: a checkpoint view holds none; read them live")
+	}
 	switch top := segs[0]; {
 	case isRecordRoot(top):
 		root := run.Records
@@ -163,7 +167,7 @@ func (w *Workspace) runtimeList(ctx context.Context, tx *index.Tx, v runtimeView
 // checkpoints/) are read by name, not listed: a listing shows what is
 // stored.
 func (w *Workspace) runtimeRoots(ctx context.Context, tx *index.Tx, run Run, depth int) ([]vfs.FileInfo, error) {
-	if w.scope != HostScope || run.Records.IsZero() {
+	if w.scope != HostScope || run.Records.IsZero() || w.at != 0 {
 		return nil, nil
 	}
 	ls, err := w.s.trees.List(ctx, tx, run.Records, vfs.Root(), depth)
