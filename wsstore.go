@@ -180,7 +180,7 @@ func (opts Options) validate(dir string) error {
 		return wserr.New(wserr.InvalidOptions, op, "", "unknown profile %q (want %q or none)", opts.Profile, ProfileMobile)
 	}
 	if opts.Runs.MaxStoreBytes < 0 {
-		return wserr.New(wserr.InvalidOptions, op, "", "max store bytes %d is negative (0: no cap)", opts.Runs.MaxStoreBytes)
+		return wserr.New(wserr.InvalidOptions, op, "", "max store bytes %d is negative (0: the store policy's maxStoreBytes, if any)", opts.Runs.MaxStoreBytes)
 	}
 	if opts.Blobs != "" {
 		if _, err := remote.ParseURL(opts.Blobs); err != nil {

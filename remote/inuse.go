@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"strings"
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/wserr"
@@ -12,11 +13,21 @@ import (
 // look missing and new ones would land beside them in SQLite.
 func InUse(ctx context.Context, db *index.DB) (bool, error) {
 	var n int
+	var check []string
 	err := db.View(ctx, func(tx *index.Tx) error {
-		return tx.GetContext(ctx, &n, `SELECT count(*) FROM (SELECT 1 FROM remote_objects LIMIT 1)`)
+		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM (SELECT 1 FROM remote_objects LIMIT 1)`); err != nil || n == 0 {
+			return err
+		}
+		// A store that records objects but no tier's URL is rare; a
+		// damaged page that shows a row where there is none must read as
+		// the damage it is, not as a tier to name.
+		return tx.SelectContext(ctx, &check, `PRAGMA integrity_check(remote_objects)`)
 	})
 	if err != nil {
 		return false, index.Translate(err)
+	}
+	if len(check) > 0 && !(len(check) == 1 && check[0] == "ok") {
+		return false, wserr.New(wserr.Corrupt, "open store", "", "the remote tier's object records are damaged: %s", strings.Join(check, "; "))
 	}
 	return n > 0, nil
 }

@@ -123,3 +123,36 @@ func TestDamagedPagesUnderAChunkedFileAreCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestDamagedRemoteRecordsAreCorrupt: a damaged page that makes the
+// remote tier's empty object table seem to hold a row reads as damage,
+// store.corrupt (exit status 6) with fsck too, not as a store that wants
+// its tier's URL (store.invalid_options).
+func TestDamagedRemoteRecordsAreCorrupt(t *testing.T) {
+	bin := wsctlBinary(t)
+	c := binCLI{t: t, bin: bin, store: filepath.Join(t.TempDir(), "s")}
+	require.Equal(t, []string{"", ""}, c.batch(createLine, writeLine("r", "output/a.md", "hi\n")))
+	dbPath := filepath.Join(c.store, "wsstore.db")
+	db, err := sql.Open("sqlite", "file:"+dbPath)
+	require.NoError(t, err)
+	var size, root int64
+	require.NoError(t, db.QueryRow(`PRAGMA page_size`).Scan(&size))
+	require.NoError(t, db.QueryRow(`SELECT rootpage FROM sqlite_master WHERE name = 'remote_objects'`).Scan(&root))
+	_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	f, err := os.OpenFile(dbPath, os.O_RDWR, 0)
+	require.NoError(t, err)
+	// The low byte of the root page's cell count: one cell, pointing
+	// nowhere sensible.
+	_, err = f.WriteAt([]byte{1}, (root-1)*size+4)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	for _, args := range [][]string{{"fsck"}, {"runs"}} {
+		_, errOut, status := c.run("", args...)
+		assert.Equal(t, 6, status, "%v: %s", args, errOut)
+		assert.Contains(t, errOut, "store.corrupt", "%v", args)
+	}
+}
