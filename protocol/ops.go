@@ -761,6 +761,9 @@ func (s *Session) events(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.AfterSeq < 0 || req.Limit < 0 || req.Limit > journal.MaxLimit {
+		return nil, invalidRequest("afterSeq must not be negative and limit must be in 0..%d (0: %d), not %d and %d", journal.MaxLimit, journal.DefaultLimit, req.AfterSeq, req.Limit)
+	}
 	if _, err := s.backend.Runs.Run(ctx, runID); err != nil {
 		return nil, err
 	}
@@ -816,6 +819,9 @@ func (s *Session) runStatus(ctx context.Context, r request) (any, error) {
 	}
 	if req.Status == nil {
 		return nil, invalidRequest("missing \"status\"")
+	}
+	if !req.Status.Valid() {
+		return nil, invalidRequest("unknown status %q", *req.Status)
 	}
 	if err := s.backend.Runs.SetStatus(ctx, runID, *req.Status, req.Reason); err != nil {
 		return nil, err

@@ -439,6 +439,12 @@ func (s *Session) runsList(ctx context.Context, r request) (any, error) {
 	if req.RunID != "" {
 		return nil, invalidRequest("runs.list lists runs; it takes no \"runId\"")
 	}
+	if req.Status != "" && !req.Status.Valid() {
+		return nil, invalidRequest("unknown status %q", req.Status)
+	}
+	if req.Limit < 0 {
+		return nil, invalidRequest("limit %d is negative (0: all)", req.Limit)
+	}
 	h, err := s.hostRuns()
 	if err != nil {
 		return nil, err

@@ -129,3 +129,29 @@ func TestNullIsAbsent(t *testing.T) {
 	require.True(t, r.OK, "%+v", r.Error)
 	assert.Contains(t, line(t, r), `"chatRef":{}`, "the chatRef of a run created without one")
 }
+
+// TestHostValuesAreHostMistakes: a bad value in a field only the host
+// gives (a run's status, an events page, a runs.list filter) is the
+// host's mistake, batch.invalid_request, never a workspace.* code meant
+// for the model.
+func TestHostValuesAreHostMistakes(t *testing.T) {
+	s := openSession(t)
+	ctx := context.Background()
+	require.True(t, s.Handle(ctx, writeLine).OK)
+	for _, l := range []string{
+		`{"op":"run.status","status":"bogus"}`,
+		`{"op":"events","limit":-5}`,
+		`{"op":"events","limit":100000}`,
+		`{"op":"events","afterSeq":-1}`,
+		`{"op":"runs.list","status":"bogus"}`,
+		`{"op":"runs.list","limit":-1}`,
+	} {
+		r := s.Handle(ctx, []byte(l))
+		require.False(t, r.OK, l)
+		assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code, "%s: %s", l, r.Error.Message)
+	}
+	for _, l := range []string{`{"op":"events","limit":0}`, `{"op":"events","limit":500}`} {
+		r := s.Handle(ctx, []byte(l))
+		assert.True(t, r.OK, "%s: %+v", l, r.Error)
+	}
+}
