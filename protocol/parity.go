@@ -385,6 +385,9 @@ func (s *Session) commitsList(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.AfterSeq < 0 || req.Limit < 0 || req.Limit > runs.MaxCommitPage {
+		return nil, invalidRequest("afterSeq must not be negative and limit must be in 0..%d (0: %d), not %d and %d", runs.MaxCommitPage, runs.DefaultCommitPage, req.AfterSeq, req.Limit)
+	}
 	h, err := s.hostRuns()
 	if err != nil {
 		return nil, err
@@ -681,6 +684,9 @@ func (s *Session) deletions(ctx context.Context, r request) (any, error) {
 	var req deletionsRequest
 	if err := r.decode(&req); err != nil {
 		return nil, err
+	}
+	if req.AfterID < 0 || req.Limit < 0 {
+		return nil, invalidRequest("afterId %d and limit %d must not be negative (limit 0: no limit)", req.AfterID, req.Limit)
 	}
 	h, err := s.hostRuns()
 	if err != nil {

@@ -131,7 +131,7 @@ func TestNullIsAbsent(t *testing.T) {
 }
 
 // TestHostValuesAreHostMistakes: a bad value in a field only the host
-// gives (a run's status, an events page, a runs.list filter) is the
+// gives (a run's status, a page of events, commits, runs or deletions) is the
 // host's mistake, batch.invalid_request, never a workspace.* code meant
 // for the model.
 func TestHostValuesAreHostMistakes(t *testing.T) {
@@ -145,6 +145,10 @@ func TestHostValuesAreHostMistakes(t *testing.T) {
 		`{"op":"events","afterSeq":-1}`,
 		`{"op":"runs.list","status":"bogus"}`,
 		`{"op":"runs.list","limit":-1}`,
+		`{"op":"commits.list","limit":-1}`,
+		`{"op":"commits.list","afterSeq":-1}`,
+		`{"op":"deletions","limit":-1}`,
+		`{"op":"deletions","afterId":-5}`,
 	} {
 		r := s.Handle(ctx, []byte(l))
 		require.False(t, r.OK, l)

@@ -228,7 +228,7 @@ func TestHostQueriesRefuseWhatTheyCannotAnswer(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 6, out)
 	for i, want := range []string{"store.not_found", "store.not_found", "store.not_found",
-		"workspace.invalid_argument", "workspace.invalid_argument", "workspace.invalid_argument"} {
+		"batch.invalid_request", "batch.invalid_request", "batch.invalid_request"} {
 		assert.Contains(t, lines[i], `"code":"`+want+`"`, lines[i])
 	}
 }

@@ -220,7 +220,7 @@ func TestBatchMalformedLines(t *testing.T) {
 		{`{"op":"commit","path":"output/nope.md"}`, "commit", "workspace.file_not_found"},
 		{`{"op":"commit","path":"input/persist_snapshot.json"}`, "commit", "workspace.path_not_visible"},
 		{`{"op":"commit","mode":"sideways"}`, "commit", "workspace.invalid_argument"},
-		{`{"op":"events","limit":100000}`, "events", "workspace.invalid_argument"},
+		{`{"op":"events","limit":100000}`, "events", "batch.invalid_request"},
 		{`{"op":"finish"}`, "finish", ""},
 		{`{"op":"write","path":"output/a.md","content":"late"}`, "write", "run.invalid_transition"},
 		{`{"op":"finish"}`, "finish", "run.invalid_transition"},

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,7 +15,8 @@ import (
 )
 
 // TestMain lets the test binary be its own child: with RSS_TEST_MIB set it
-// touches that many mebibytes, holds them, and exits with RSS_TEST_EXIT.
+// touches that many mebibytes, holds them for 50 ms, and exits with
+// RSS_TEST_EXIT.
 func TestMain(m *testing.M) {
 	if s := os.Getenv("RSS_TEST_MIB"); s != "" {
 		n, _ := strconv.Atoi(s)
@@ -24,6 +26,11 @@ func TestMain(m *testing.M) {
 		}
 		code, _ := strconv.Atoi(os.Getenv("RSS_TEST_EXIT"))
 		os.Stdout.Write(b[len(b)-1:])
+		// Held past a few of Peak's polls: after a parent that held
+		// more, wait4's mark cannot tell the child's own, and a child
+		// gone within a millisecond of its growth could be missed on a
+		// busy machine.
+		time.Sleep(50 * time.Millisecond)
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
