@@ -428,30 +428,16 @@ func (s *Spaces) Download(ctx context.Context, actor, path string) (io.ReadClose
 	if err != nil {
 		return nil, vfs.Entry{}, fmt.Errorf("download %s: %w", path, err)
 	}
-	changed := func() bool {
+	return cas.GoneMeanwhile(rc, "download", path, s.changedSince(ctx, actor, path, e.Hash)), e, nil
+}
+
+// changedSince reports, when asked, whether the file path of actor's
+// space no longer holds the content h (changed or removed).
+func (s *Spaces) changedSince(ctx context.Context, actor, path string, h cas.Hash) func() bool {
+	return func() bool {
 		now, err := s.Stat(context.WithoutCancel(ctx), actor, path)
-		return wserr.Is(err, wserr.FileNotFound) || wserr.Is(err, wserr.NotFound) || (err == nil && now.Hash != e.Hash)
+		return wserr.Is(err, wserr.FileNotFound) || wserr.Is(err, wserr.NotFound) || (err == nil && now.Hash != h)
 	}
-	return &changedReader{ReadCloser: rc, path: path, changed: changed}, e, nil
-}
-
-// changedReader streams a file's content and explains a read that fails
-// because the content went meanwhile: the file was changed or removed,
-// and a gc collected its old chunks as it streamed. That is
-// store.conflict (download again); content missing from a file that is
-// still there stays the store.corrupt it is.
-type changedReader struct {
-	io.ReadCloser
-	path    string
-	changed func() bool
-}
-
-func (r *changedReader) Read(b []byte) (int, error) {
-	n, err := r.ReadCloser.Read(b)
-	if err != nil && wserr.Is(err, wserr.Corrupt) && r.changed() {
-		err = wserr.New(wserr.Conflict, "download", r.path, "the file changed while it was being downloaded, and a gc collected the content it had: download it again")
-	}
-	return n, err
 }
 
 // List returns the entries below path in actor's space ("" or "." for the

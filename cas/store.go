@@ -406,6 +406,30 @@ func Collected(op string, h Hash, err error) error {
 	return fmt.Errorf("%w: %w", wserr.New(wserr.Busy, op, "", "%s: a gc collected this content before the write referenced it (one in another process, or one with no grace); nothing was changed, write it again", h.Short()), err)
 }
 
+// GoneMeanwhile returns rc, a stream of the content of the file named
+// path, explaining a read that fails as store.corrupt (a chunk missing)
+// when changed reports that the file no longer holds that content: the
+// file was changed or removed while it streamed and a gc collected its
+// old chunks. That is store.conflict, read it again; content missing from
+// a file that still holds it stays the store.corrupt it is.
+func GoneMeanwhile(rc io.ReadCloser, op, path string, changed func() bool) io.ReadCloser {
+	return &goneReader{ReadCloser: rc, op: op, path: path, changed: changed}
+}
+
+type goneReader struct {
+	io.ReadCloser
+	op, path string
+	changed  func() bool
+}
+
+func (r *goneReader) Read(b []byte) (int, error) {
+	n, err := r.ReadCloser.Read(b)
+	if err != nil && wserr.Is(err, wserr.Corrupt) && r.changed() {
+		err = wserr.New(wserr.Conflict, r.op, r.path, "the file changed while it streamed, and a gc collected the content it had: read it again")
+	}
+	return n, err
+}
+
 // Touch refreshes the created time of the blob at h in tx, so a gc that
 // runs after tx commits counts it as young: callers that stored a blob in
 // an earlier transaction call it in the transaction that references it.

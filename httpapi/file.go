@@ -76,6 +76,11 @@ func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, 
 	hd.Set("Content-Length", strconv.FormatInt(n, 10))
 	w.WriteHeader(status)
 	if _, err := io.Copy(h.progressWriter(w), io.LimitReader(rc, n)); err != nil {
+		// The status is out: the connection is cut short of the
+		// Content-Length, and the log line says why.
+		if lw, ok := w.(*logWriter); ok {
+			lw.aborted = err
+		}
 		panic(http.ErrAbortHandler)
 	}
 }

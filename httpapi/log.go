@@ -13,6 +13,9 @@ type logWriter struct {
 	bytes   int64
 	written bool
 	token   string // the id of the token that authenticated the request
+	// aborted is why the answer was cut short after its status went
+	// out (a stream that failed midway), for the log line.
+	aborted error
 }
 
 func (w *logWriter) WriteHeader(status int) {
@@ -46,7 +49,11 @@ func (h *Handler) logRequest(r *http.Request, w *logWriter, start time.Time) {
 	if tok == "" {
 		tok = "-"
 	}
-	fmt.Fprintf(h.opts.AccessLog, "%s %s %s %q %d %d %s token=%s\n",
+	aborted := ""
+	if w.aborted != nil {
+		aborted = fmt.Sprintf(" aborted=%q", w.aborted.Error())
+	}
+	fmt.Fprintf(h.opts.AccessLog, "%s %s %s %q %d %d %s token=%s%s\n",
 		start.UTC().Format(time.RFC3339Nano), r.RemoteAddr, r.Method, r.URL.RequestURI(),
-		w.status, w.bytes, time.Since(start).Round(time.Microsecond), tok)
+		w.status, w.bytes, time.Since(start).Round(time.Microsecond), tok, aborted)
 }

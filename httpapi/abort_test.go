@@ -1,0 +1,70 @@
+package httpapi_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/internal/storetest"
+)
+
+// lockedBuffer is an access log the server writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestDownloadCutShortIsLogged: a download whose file is removed and
+// collected while it streams is cut short of its Content-Length (the
+// status is already out), and the access log says why.
+func TestDownloadCutShortIsLogged(t *testing.T) {
+	var log lockedBuffer
+	s := newServer(t, httpapi.Options{AccessLog: &log})
+	ctx := context.Background()
+	const size = 24 << 20
+	_, err := s.st.Actors.Upload(ctx, "alice", "big.bin", storetest.Text(size))
+	require.NoError(t, err)
+
+	req, err := http.NewRequest(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", "big.bin"), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+s.full)
+	resp, err := s.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, err = io.ReadFull(resp.Body, make([]byte, 64<<10))
+	require.NoError(t, err)
+
+	_, err = s.st.Actors.Delete(ctx, "alice", "big.bin")
+	require.NoError(t, err)
+	_, _, err = s.st.ActorGC(ctx, actors.GCOptions{}, wsstore.GCOptions{Grace: -1})
+	require.NoError(t, err)
+	n, err := io.Copy(io.Discard, resp.Body)
+	assert.Error(t, err, "the body ends short of its length")
+	assert.Less(t, n+64<<10, int64(size))
+
+	require.Eventually(t, func() bool { return strings.Contains(log.String(), "aborted=") }, 5*time.Second, 10*time.Millisecond)
+	assert.Contains(t, log.String(), "store.conflict", "the log line names the cause")
+}
