@@ -73,10 +73,20 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	// The connection is free again: compile what the transaction ran
 	// unprepared, for the next ones.
 	db.stmts.prepare(context.WithoutCancel(ctx), db.write)
-	if err == nil && db.ckpt != nil && db.ckpt.committed(before) {
-		// The last few frames, so that the next write starts the log
-		// over (walckpt.go); a failure leaves them to a later turn.
-		_, _ = db.write.ExecContext(context.WithoutCancel(ctx), `PRAGMA wal_checkpoint(PASSIVE)`)
+	if err == nil && db.ckpt != nil {
+		if catchUp, wait := db.ckpt.committed(before); catchUp {
+			// The rest of the log, so that the next write starts it
+			// over (walckpt.go); a failure leaves it to a later turn.
+			// A long log waits for the background's pass, which would
+			// make it fail busy; a short one does not hold the write up.
+			if wait {
+				db.ckpt.pass.Lock()
+			}
+			_, _ = db.write.ExecContext(context.WithoutCancel(ctx), `PRAGMA wal_checkpoint(PASSIVE)`)
+			if wait {
+				db.ckpt.pass.Unlock()
+			}
+		}
 	}
 	return db.closedMeanwhile("update", err)
 }

@@ -27,9 +27,15 @@ import (
 // checkpoint running beside the writes rarely leaves; so once the log is
 // long and the background has copied all but walCatchUp frames and this
 // commit's own, the write connection copies the rest itself, after its
-// commit: a few pages and the syncs, not a thousand pages. It also keeps
-// SQLite's automatic checkpoint, at walOwnPages, for a log the background
-// could not keep short.
+// commit: a few pages and the syncs, not a thousand pages. Writes that
+// follow one another without a pause (a gc's steps, a batch) keep the
+// background a few commits behind, so that never happens by itself, and
+// SQLite's automatic checkpoint, at walOwnPages, finds the background's
+// pass holding the checkpoint lock and gives up: the log grew to several
+// times the database. So once the log holds walLongPages frames the
+// write connection, after its commit, waits for the background's pass
+// to end and copies the rest itself, and the next write starts the log
+// over.
 
 const (
 	// walPages is the count of frames not yet in the database file at
@@ -40,6 +46,9 @@ const (
 	walCatchUp = 128
 	// walOwnPages is the write connection's automatic checkpoint.
 	walOwnPages = 16 * walPages
+	// walLongPages is the log's length at which the write connection
+	// copies what is left after its commit, however much that is.
+	walLongPages = 4 * walPages
 	// walRetry is how long the background checkpoint waits to try again
 	// when readers held its copy back, doubled at each try up to
 	// walRetryMax.
@@ -220,18 +229,22 @@ func (c *walCheckpointer) frames() int64 {
 // walPages frames or more that the database file does not, and reports
 // whether the write connection should copy the rest itself: the log is
 // long and all but the commit's own frames and walCatchUp more are
-// copied.
-func (c *walCheckpointer) committed(before int64) (catchUp bool) {
+// copied, or it holds walLongPages frames or more, when it must wait for
+// the background's pass first (wait).
+func (c *walCheckpointer) committed(before int64) (catchUp, wait bool) {
 	n, pending := c.log()
 	own := n - before
 	if own < 0 {
 		own = n // the log started over in this transaction
 	}
 	if n < walPages {
-		return false
+		return false, false
+	}
+	if n >= walLongPages {
+		return true, true
 	}
 	if pending <= own+walCatchUp {
-		return true
+		return true, false
 	}
 	if pending >= walPages {
 		c.mu.Lock()
@@ -243,7 +256,7 @@ func (c *walCheckpointer) committed(before int64) (catchUp bool) {
 			}
 		}
 	}
-	return false
+	return false, false
 }
 
 // log returns the log's length in frames and how many of them the

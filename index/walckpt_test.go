@@ -192,3 +192,26 @@ func TestCheckpointWaitsForBackground(t *testing.T) {
 	}
 	e.reopen()
 }
+
+// TestLogStartsOverUnderBackToBackWrites: large writes that follow one
+// another without a pause keep the background checkpoint a few commits
+// behind, so the log never has every frame copied at a commit; the write
+// connection copies the rest once the log holds walLongPages frames, and
+// the log starts over instead of growing with the writes (a gc's steps).
+func TestLogStartsOverUnderBackToBackWrites(t *testing.T) {
+	e := newWALEnv(t)
+	var longest int64
+	for range 300 {
+		require.NoError(t, e.db.Update(e.ctx, func(tx *Tx) error {
+			for range 32 { // about 550 frames
+				if err := e.insert(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		longest = max(longest, e.db.ckpt.frames())
+	}
+	assert.Less(t, longest, int64(5*walPages), "the log started over, once past walLongPages (4,000 frames)")
+	e.reopen()
+}
