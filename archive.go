@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -60,9 +61,14 @@ func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope
 }
 
 // ImportFile imports the archive in the file at path on the host's file
-// system (Archive.Import). It fails as Import does, and with
-// store.not_found if there is no file at path.
+// system (Archive.Import). It fails as Import does, with store.not_found
+// if there is no file at path, and with workspace.invalid_argument for one
+// of the store's own database files (OwnsFile).
 func (s *Store) ImportFile(ctx context.Context, path string, opt archive.Options) (archive.Summary, error) {
+	if s.OwnsFile(path) {
+		// Closing it again would drop this process's locks on it.
+		return archive.Summary{}, wserr.New(wserr.InvalidArgument, "import", path, "that is the store's own database file, not an archive")
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return archive.Summary{}, wserr.Wrap(wserr.NotFound, "import", path, err)
@@ -76,12 +82,19 @@ func (s *Store) ImportFile(ctx context.Context, path string, opt archive.Options
 // index, a rollback journal), by any name: through symbolic links, ".."
 // or another hard link. A command that writes a file the user names
 // refuses these, since writing one over would destroy the store.
-func (s *Store) OwnsFile(path string) bool {
-	db := s.DB.Path()
-	own := []string{db, db + "-wal", db + "-shm", db + "-journal"}
+func (s *Store) OwnsFile(path string) bool { return ownsFile(s.DB.Path(), path) }
+
+// IsStoreFile reports whether path names one of the database files of the
+// store in dir, as Store.OwnsFile does, without opening the store: for a
+// command that must refuse such a file before it opens anything (opening
+// and closing one of them in a process that has the store open drops
+// SQLite's locks on it).
+func IsStoreFile(dir, path string) bool { return ownsFile(filepath.Join(dir, DBName), path) }
+
+func ownsFile(db, path string) bool {
 	target := resolvePath(path)
 	fi, statErr := os.Stat(path)
-	for _, f := range own {
+	for _, f := range index.FilesOf(db) {
 		if resolvePath(f) == target {
 			return true
 		}

@@ -140,3 +140,26 @@ func TestCallsRacingCloseAreCoded(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentCloses: Close called from two goroutines at once (a
+// signal handler and a deferred Close) stops the background re-encoding
+// and drains once; both return, and the store reopens sound. Run under
+// the race detector, it is what catches two Closes sharing the stop.
+func TestConcurrentCloses(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := wsstore.Open(ctx, dir, wsstore.Options{})
+	require.NoError(t, err)
+	_, err = st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}, RunID: "r"})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { assert.NoError(t, st.Close()) })
+	}
+	wg.Wait()
+	again, err := wsstore.Open(ctx, dir, wsstore.Options{})
+	require.NoError(t, err)
+	defer again.Close()
+	_, err = again.Runs.Run(ctx, "r")
+	assert.NoError(t, err)
+}

@@ -38,3 +38,20 @@ func TestExportFileRefusesADirectory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, inside)
 }
+
+// TestImportFileRefusesTheStoresOwnFiles: ImportFile never opens one of
+// the store's own database files (closing it again would drop the locks
+// this process holds on it): workspace.invalid_argument, and the store
+// reads on.
+func TestImportFileRefusesTheStoresOwnFiles(t *testing.T) {
+	s := storetest.OpenStore(t)
+	ctx := context.Background()
+	_, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	for _, p := range []string{s.DB.Path(), s.DB.Path() + "-wal", filepath.Join(s.Dir, ".", "wsstore.db")} {
+		_, err := s.ImportFile(ctx, p, archive.Options{})
+		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%s: %v", p, err)
+	}
+	_, err = s.Runs.Run(ctx, "r")
+	assert.NoError(t, err)
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -94,6 +95,7 @@ type Store struct {
 	// stopReencoder ends the background re-encoding of older versions
 	// (cas.Store.StartReencoder); nil on a read-only store.
 	stopReencoder func()
+	closing       sync.Mutex // held by Close
 }
 
 // Open opens the store in dir, creating the directory and the database if
@@ -236,6 +238,10 @@ func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*rem
 // back to the file system in short steps (the pages the replaced forms
 // held are most of them), and closes the database.
 func (s *Store) Close() error {
+	// Two Closes at once (a signal handler and a deferred Close) stop and
+	// drain once: the second waits for the first.
+	s.closing.Lock()
+	defer s.closing.Unlock()
 	if s.stopReencoder != nil {
 		s.stopReencoder()
 		s.stopReencoder = nil

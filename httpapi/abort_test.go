@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,29 +17,11 @@ import (
 	"github.com/wsstore/wsstore/internal/storetest"
 )
 
-// lockedBuffer is an access log the server writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestDownloadCutShortIsLogged: a download whose file is removed and
 // collected while it streams is cut short of its Content-Length (the
 // status is already out), and the access log says why.
 func TestDownloadCutShortIsLogged(t *testing.T) {
-	var log lockedBuffer
+	var log storetest.Buffer
 	s := newServer(t, httpapi.Options{AccessLog: &log})
 	ctx := context.Background()
 	const size = 24 << 20

@@ -321,6 +321,14 @@ func (db *DB) FileBytes() (int64, error) {
 // Path returns the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
 
+// FilesOf are the files SQLite keeps the database file db in: it, its
+// write-ahead log, its shared-memory index and a rollback journal. A
+// process that has the database open must never open and close one of
+// them otherwise: that drops the locks its connections hold.
+func FilesOf(db string) []string {
+	return []string{db, db + "-wal", db + "-shm", db + "-journal"}
+}
+
 // Close closes every connection. It is safe to call more than once.
 func (db *DB) Close() error {
 	db.closed.Store(true)

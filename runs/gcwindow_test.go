@@ -107,3 +107,30 @@ func TestGCElsewhereBetweenPutAndItsChange(t *testing.T) {
 	_, err = st.Runs.Workspace("r", runs.HostScope).WriteFrom(ctx, note, strings.NewReader("a streamed note\n"), vfs.WriteOptions{})
 	require.NoError(t, err, "sent again")
 }
+
+// TestStreamOfADeletedRun: a stream of a run's file whose run is deleted,
+// and whose content a gc collects, before the stream ends fails with
+// store.conflict: the store is sound, only the file is gone.
+func TestStreamOfADeletedRun(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}, RunID: "r"})
+	require.NoError(t, err)
+	ws := st.Runs.Workspace("r", runs.HostScope)
+	big := vfs.MustPath("output/big.log")
+	_, err = ws.WriteFrom(ctx, big, bytes.NewReader(numberedLines(runs.MaxReadBytes+1<<20)), vfs.WriteOptions{})
+	require.NoError(t, err)
+	rc, _, err := ws.Open(ctx, big)
+	require.NoError(t, err)
+	defer rc.Close()
+	_, err = io.ReadFull(rc, make([]byte, 64<<10))
+	require.NoError(t, err)
+
+	require.NoError(t, st.Runs.SetStatus(ctx, "r", runs.Cancelled, "test"))
+	require.NoError(t, st.Runs.DeleteRun(ctx, "r"))
+	rep, err := st.GC(ctx, wsstore.GCOptions{Grace: -1})
+	require.NoError(t, err)
+	require.Positive(t, rep.Freed.Chunks)
+	_, err = io.Copy(io.Discard, rc)
+	assert.Equal(t, wserr.Conflict, wserr.CodeOf(err), "error: %v", err)
+}

@@ -59,6 +59,9 @@ func (w *Workspace) host(ctx context.Context, op string, p vfs.Path) (*hostTarge
 	if t.fs, err = vfs.OpenHost(hp.Path, hp.Writable); err != nil {
 		return nil, true, wserr.New(wserr.FileNotFound, op, p.String(), "allowed host path %s cannot be opened: %s", hp.Path, wserr.MessageOf(err))
 	}
+	// A read-only allowed path may hold the store (guardStore): its
+	// database files are never opened through it.
+	t.fs.Protect(index.FilesOf(w.s.db.Path())...)
 	return t, true, nil
 }
 

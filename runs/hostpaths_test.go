@@ -329,3 +329,23 @@ func TestHostPathWhereOnlyStoredFilesCount(t *testing.T) {
 	_, err = at.List(h.ctx, vfs.MustPath("host/proj"), 1)
 	assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "error: %v", err)
 }
+
+// TestHostPathHoldingTheStore: a read-only allowed path may hold the
+// store, but its database files are never opened through it (closing
+// them would drop the locks this process holds): reading one is
+// workspace.path_not_allowed, and a search over the path passes them by.
+func TestHostPathHoldingTheStore(t *testing.T) {
+	e := newLifecycleEnv(t)
+	storeDir := filepath.Dir(e.st.DB.Path())
+	prof := runs.DefaultProfile()
+	prof.AllowPaths = []runs.HostPath{{Path: filepath.Dir(storeDir), Name: "home"}}
+	r := e.create("home-chat", runs.CreateRequest{Profile: &prof})
+	ws := e.svc.Workspace(r.ID, runs.ModelScope)
+	for _, name := range []string{filepath.Base(e.st.DB.Path()), filepath.Base(e.st.DB.Path()) + "-wal"} {
+		p := vfs.MustPath("host/home/" + filepath.Base(storeDir) + "/" + name)
+		_, err := ws.Read(e.ctx, p, vfs.ReadOptions{})
+		assert.Equal(t, wserr.PathNotAllowed, wserr.CodeOf(err), "%s: %v", p, err)
+	}
+	_, err := ws.Search(e.ctx, "SQLite", vfs.SearchOptions{Path: vfs.MustPath("host/home")})
+	require.NoError(t, err)
+}

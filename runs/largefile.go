@@ -48,7 +48,9 @@ func (w *Workspace) readStored(ctx context.Context, p vfs.Path, fi vfs.FileInfo,
 // Open returns p's whole content as a stream, read with bounded memory
 // whatever the file's size, and p's info; the caller closes it. The
 // stream verifies what it returns as the content store's reads do, so it
-// may fail with store.corrupt part way. Open fails as Read does.
+// may fail with store.corrupt part way; with store.conflict if the run
+// was deleted or the file changed, and a gc collected the content, while
+// it streamed. Open fails as Read does.
 func (w *Workspace) Open(ctx context.Context, p vfs.Path) (io.ReadCloser, vfs.FileInfo, error) {
 	whole := func() (io.ReadCloser, vfs.FileInfo, error) {
 		res, err := w.Read(ctx, p, vfs.ReadOptions{})
@@ -80,7 +82,13 @@ func (w *Workspace) Open(ctx context.Context, p vfs.Path) (io.ReadCloser, vfs.Fi
 	if err != nil {
 		return nil, vfs.FileInfo{}, err
 	}
-	return rc, fi, nil
+	return cas.GoneMeanwhile(rc, "read", p.String(), func() bool {
+		// The run deleted, or the file changed, and a gc took the
+		// content while it streamed.
+		now, err := w.Stat(context.WithoutCancel(ctx), p)
+		return wserr.Is(err, wserr.RunNotFound) || wserr.Is(err, wserr.CheckpointNotFound) ||
+			wserr.Is(err, wserr.FileNotFound) || (err == nil && now.Hash != fi.Hash)
+	}), fi, nil
 }
 
 // largeBase returns p's entry and true if p is a stored file larger than

@@ -68,6 +68,22 @@ var hostSkipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true}
 type HostFS struct {
 	root     *os.Root
 	writable bool
+	// protected are files no operation opens (Protect).
+	protected []fs.FileInfo
+}
+
+// Protect makes the existing files among paths (absolute host paths)
+// ones no read, stat-with-hash or search through the mount opens, by
+// identity, whatever name or link reaches them: a mount that holds a
+// store's directory must not open its database files, since closing them
+// again drops the SQLite locks the process holds on them. Such a file
+// fails with workspace.path_not_allowed; a search skips it.
+func (h *HostFS) Protect(paths ...string) {
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			h.protected = append(h.protected, fi)
+		}
+	}
 }
 
 var (
@@ -194,6 +210,11 @@ func (h *HostFS) openFile(op string, p Path, write bool) (*os.File, fs.FileInfo,
 	}
 	if fi.IsDir() {
 		return nil, nil, isDirError(op, p)
+	}
+	for _, pf := range h.protected {
+		if os.SameFile(fi, pf) {
+			return nil, nil, wserr.New(wserr.PathNotAllowed, op, p.String(), "is one of the store's own database files, which no run reads")
+		}
 	}
 	f, err := h.root.Open(hostName(p))
 	if err != nil {

@@ -523,3 +523,31 @@ func TestHostConcurrentWritesAreSerialised(t *testing.T) {
 	assert.Equal(t, strconv.Itoa(int(ok.Load())), string(b), "no guarded write overwrote a change it had not seen")
 	assert.Positive(t, ok.Load())
 }
+
+// TestHostProtectedFiles: a protected file is never opened through the
+// mount, by its name or a link to it: a read or a stat (which hashes) is
+// workspace.path_not_allowed, and a search passes it over.
+func TestHostProtectedFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeHostTree(t, dir, map[string]string{"notes.md": "dragon here", "store/wsstore.db": "dragon in the database"})
+	symlinkOrSkip(t, "store/wsstore.db", filepath.Join(dir, "link.db"))
+	h := openHost(t, dir, false)
+	h.Protect(filepath.Join(dir, "store", "wsstore.db"), filepath.Join(dir, "store", "missing-wal"))
+	ctx := t.Context()
+	for _, p := range []string{"store/wsstore.db", "link.db"} {
+		_, err := h.Read(ctx, vfs.MustPath(p), vfs.ReadOptions{})
+		hostCode(t, err, wserr.PathNotAllowed, p)
+		_, err = h.Stat(ctx, vfs.MustPath(p))
+		hostCode(t, err, wserr.PathNotAllowed, p)
+	}
+	hits, err := h.Search(ctx, "dragon", vfs.SearchOptions{})
+	require.NoError(t, err)
+	var paths []string
+	for _, hit := range hits {
+		paths = append(paths, hit.Path.String())
+	}
+	assert.Equal(t, []string{"notes.md"}, paths)
+	r, err := h.Read(ctx, vfs.MustPath("notes.md"), vfs.ReadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "dragon here", r.Text)
+}

@@ -231,9 +231,13 @@ func CodeOf(err error) Code {
 	return Internal
 }
 
-// Is reports whether err carries code c.
+// Is reports whether err carries code c. An error that carries no code
+// but is a context's end carries Canceled, as CodeOf says.
 func Is(err error, c Code) bool {
 	var e *Error
+	if c == Canceled && !errors.As(err, &e) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return true
+	}
 	for err != nil {
 		if errors.As(err, &e) {
 			if e.Code == c {

@@ -23,6 +23,19 @@ func TestCodeOf(t *testing.T) {
 	assert.Equal(t, wserr.Busy, wserr.CodeOf(fmt.Errorf("x: %w", wserr.Wrap(wserr.Busy, "op", "", context.Canceled))))
 }
 
+// TestIsAgreesWithCodeOf: Is says of a context's end without a code what
+// CodeOf says, Canceled; a coded error keeps its own code.
+func TestIsAgreesWithCodeOf(t *testing.T) {
+	for _, err := range []error{fmt.Errorf("begin: %w", context.Canceled), context.DeadlineExceeded} {
+		assert.True(t, wserr.Is(err, wserr.Canceled), "%v", err)
+		assert.False(t, wserr.Is(err, wserr.Internal), "%v", err)
+	}
+	busy := fmt.Errorf("x: %w", wserr.Wrap(wserr.Busy, "op", "", context.Canceled))
+	assert.True(t, wserr.Is(busy, wserr.Busy))
+	assert.False(t, wserr.Is(busy, wserr.Canceled))
+	assert.False(t, wserr.Is(errors.New("boom"), wserr.Canceled))
+}
+
 // TestFromFS: a full disk or quota and a read-only file system under a
 // file beside the store keep the codes the store's own writes give them;
 // any other failure is internal; the cause stays in the chain.

@@ -100,8 +100,8 @@ func TestExportImport(t *testing.T) {
 }
 
 // TestWritesNeverOverTheStore: export and actor download refuse to write
-// over the store's own database file, however it is named, and leave it
-// as it was.
+// over the store's own database file, however it is named, and import
+// refuses to read it, leaving it as it was.
 func TestWritesNeverOverTheStore(t *testing.T) {
 	c := newCLI(t)
 	st := c.open()
@@ -124,6 +124,8 @@ func TestWritesNeverOverTheStore(t *testing.T) {
 		assert.Contains(t, errOut, "wsctl.invalid_argument", target)
 		assert.Contains(t, errOut, "the store's own database file", target)
 		errOut = c.fails(2, "actor", "download", "bob", "a.md", target)
+		assert.Contains(t, errOut, "the store's own database file", target)
+		errOut = c.fails(2, "import", target)
 		assert.Contains(t, errOut, "the store's own database file", target)
 		after, err := os.ReadFile(db)
 		require.NoError(t, err)

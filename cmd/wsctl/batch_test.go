@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/internal/storetest"
+
 	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
@@ -320,7 +322,7 @@ func TestBatchInterrupted(t *testing.T) {
 	inR, inW := io.Pipe()
 	defer inW.Close()
 	outR, outW := io.Pipe()
-	var errOut syncBuffer
+	var errOut storetest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- execute(ctx, c.app(), []string{"--store", c.store, "batch"}, inR, outW, &errOut)
@@ -352,7 +354,7 @@ func TestBatchInterruptedInFlight(t *testing.T) {
 		}
 		return time.Now()
 	}
-	var errOut syncBuffer
+	var errOut storetest.Buffer
 	b := startBatch(t, ctx, a, c.store, &errOut)
 	defer b.in.Close()
 	ask := b.ask

@@ -56,6 +56,10 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 	defer streaming()()
 	in := o.in
 	if args[0] != "-" {
+		if wsstore.IsStoreFile(o.storeDir, args[0]) {
+			// Never an archive; refused before anything is opened.
+			return argError("import", "%s is the store's own database file, not an archive", args[0])
+		}
 		f, err := os.Open(args[0])
 		if err != nil {
 			return wserr.Wrap(wserr.NotFound, "import", args[0], err)

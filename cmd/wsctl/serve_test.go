@@ -7,12 +7,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/internal/storetest"
 )
 
 // lastLine is the last non-empty line of s.
@@ -61,7 +62,7 @@ func TestServeRefusesRemoteWithoutFlag(t *testing.T) {
 type serving struct {
 	url    string
 	listen string
-	errOut *syncWriter
+	errOut *storetest.Buffer
 	cancel context.CancelFunc // interrupts it
 	done   chan int           // its exit status, once it ends
 }
@@ -72,7 +73,7 @@ func startServe(t *testing.T, c *cli, args ...string) *serving {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	outR, outW := io.Pipe()
-	s := &serving{errOut: &syncWriter{w: &strings.Builder{}}, cancel: cancel, done: make(chan int, 1)}
+	s := &serving{errOut: &storetest.Buffer{}, cancel: cancel, done: make(chan int, 1)}
 	go func() {
 		code := execute(ctx, c.app(), append([]string{"--store", c.store, "serve", "--listen", "127.0.0.1:0", "--json"}, args...), strings.NewReader(""), outW, s.errOut)
 		outW.Close()
@@ -129,24 +130,6 @@ func TestServe(t *testing.T) {
 	assert.Contains(t, srv.errOut.String(), `"/workspace/upload?actor=alice&path=slow.md" 200`)
 	assert.Contains(t, srv.errOut.String(), "stopped")
 	assert.Equal(t, "first half, second half", c.ok("actor", "download", "alice", "slow.md"))
-}
-
-// syncWriter serializes writes: the server logs from many goroutines.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.(*strings.Builder).String()
 }
 
 // TestServeBusyDeadline: a request that finds the store locked by another
