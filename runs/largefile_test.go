@@ -85,3 +85,32 @@ func TestLargeFileReadsOnlyWhatTheyReturn(t *testing.T) {
 	assert.True(t, bytes.Equal(content, got), "append and patch streamed the right content")
 	assert.Equal(t, cas.Sum(content), fi.Hash)
 }
+
+// TestSearchPassesOverLargeFiles: a search reads no file over
+// vfs.MaxSearchFile, whether it walks a directory or is aimed at the file,
+// so its heap stays a small part of a large file's size; smaller files
+// around it are still found.
+func TestSearchPassesOverLargeFiles(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}, RunID: "r"})
+	require.NoError(t, err)
+	ws := st.Runs.Workspace("r", runs.ModelScope)
+	big := vfs.MustPath("output/big.log")
+	_, err = ws.WriteFrom(ctx, big, bytes.NewReader(numberedLines(32<<20)), vfs.WriteOptions{})
+	require.NoError(t, err)
+	_, err = ws.Write(ctx, vfs.MustPath("output/notes.md"), []byte("some words to make the line longer\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+
+	var hits []vfs.Hit
+	grew := storetest.HeapGrowth(func() {
+		hits, err = ws.Search(ctx, "some words longer", vfs.SearchOptions{Path: vfs.MustPath("output")})
+	})
+	require.NoError(t, err)
+	require.Len(t, hits, 1)
+	assert.Equal(t, "output/notes.md", hits[0].Path.String())
+	assert.Less(t, grew, uint64(16<<20), "the 32 MiB file is not read")
+	hits, err = ws.Search(ctx, "some words", vfs.SearchOptions{Path: big})
+	require.NoError(t, err)
+	assert.Empty(t, hits)
+}

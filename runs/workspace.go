@@ -837,7 +837,9 @@ func (w *Workspace) checkSize(ctx context.Context, tx *index.Tx, run Run, op str
 }
 
 // Search scores the visible text files below opt.Path (and virtual
-// resources) against query and returns the best hits. It fails with
+// resources) against query and returns the best hits. Files over
+// vfs.MaxSearchFile are passed over, so a search's memory stays bounded
+// whatever the workspace holds. It fails with
 // workspace.invalid_argument for a bad query or options, and like Stat
 // for opt.Path (workspace.file_not_found, workspace.path_not_visible).
 func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOptions) ([]vfs.Hit, error) {
@@ -877,7 +879,9 @@ func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOpti
 			return err
 		}
 		if start.Kind != vfs.KindDir {
-			files = append(files, file{opt.Path, start.Hash})
+			if start.Size <= vfs.MaxSearchFile {
+				files = append(files, file{opt.Path, start.Hash})
+			}
 			return nil
 		}
 		return w.s.trees.Walk(ctx, tx, start.Hash, func(rel vfs.Path, e vfs.Entry) error {
@@ -888,7 +892,7 @@ func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOpti
 				}
 				return nil
 			}
-			if e.Kind == vfs.KindFile && len(files) < maxFiles {
+			if e.Kind == vfs.KindFile && e.Size <= vfs.MaxSearchFile && len(files) < maxFiles {
 				files = append(files, file{full, e.Hash})
 			}
 			return nil

@@ -19,10 +19,6 @@ import (
 
 // Host mount limits.
 const (
-	// maxHostSearchFile is the largest host file Search reads: host
-	// directories hold what the user put there (build output, data dumps),
-	// and one such file must not hold a search's whole memory.
-	maxHostSearchFile = 4 << 20
 	// hostFilePerm is the mode of files that writes create, before the
 	// process umask. Writes create no directories.
 	hostFilePerm = 0o644
@@ -717,7 +713,7 @@ func (h *HostFS) Search(ctx context.Context, query string, opt SearchOptions) ([
 		return nil, err
 	}
 	add := func(p Path, size int64) {
-		if size > maxHostSearchFile {
+		if size > MaxSearchFile {
 			return
 		}
 		if b, _, err := h.readFile(op, p, false); err == nil {

@@ -30,6 +30,12 @@ const (
 	maxSnippetBytes = 400
 )
 
+// MaxSearchFile is the largest file a search reads, stored or on the
+// host: scoring holds a file whole, several times over, so a larger one
+// (a log, a data dump) is passed over rather than let hold a search's
+// memory; read it by line ranges instead.
+const MaxSearchFile = 4 << 20
+
 // Tokenize lowercases s and splits it into words at every rune that is not
 // a letter, digit or combining mark. Han, Hiragana, Katakana and Hangul
 // runes are each a word of their own, since those scripts do not separate
