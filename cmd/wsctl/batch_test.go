@@ -659,7 +659,7 @@ func TestCommitsListPages(t *testing.T) {
 	bodies, more = page(rs[8])
 	assert.Equal(t, []string{"draft <2> & more\n"}, bodies)
 	assert.False(t, more)
-	assert.Equal(t, "workspace.invalid_argument", rs[9].code())
+	assert.Equal(t, "batch.invalid_request", rs[9].code(), "a bound out of range is the host's mistake")
 
 	var d runDetails
 	c.jsonOut(&d, "show", "p1")
