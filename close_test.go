@@ -2,6 +2,7 @@ package wsstore_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -66,6 +67,12 @@ func TestCancelledCallsAreCoded(t *testing.T) {
 	assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
 	_, err = st.Fsck(ctx, nil)
 	assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
+	// A transaction begun under an ended context fails coded, not as a
+	// bare driver error that only CodeOf's fallback would read.
+	err = st.DB.View(ctx, func(*index.Tx) error { return nil })
+	_, coded := errors.AsType[*wserr.Error](err)
+	assert.True(t, coded, "%v", err)
+	assert.True(t, errors.Is(err, context.Canceled), "the cause stays in the chain: %v", err)
 }
 
 // TestCallsAfterCloseAreCoded: every kind of call on a closed store fails

@@ -212,13 +212,17 @@ func txContext(ctx context.Context, writable bool) context.Context {
 }
 
 // Translate maps SQLite driver errors that callers must tell apart to coded
-// errors (busy, read-only, corrupt); other errors are returned unchanged.
+// errors (busy, read-only, corrupt), and a context's end to store.canceled
+// (the cause kept in the chain); other errors are returned unchanged.
 func Translate(err error) error {
 	if err == nil {
 		return nil
 	}
 	if _, ok := errors.AsType[*wserr.Error](err); ok {
 		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return wserr.Wrap(wserr.Canceled, "", "", err)
 	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
