@@ -458,8 +458,9 @@ func checkExpected(op string, p Path, want, got cas.Hash, exists bool) error {
 	return nil
 }
 
-// Write replaces or appends to the file p, creating it and its parent
-// directories inside the mount if needed. It fails with
+// Write replaces or appends to the file p, creating it if needed (never
+// a directory: a missing parent is wserr.FileNotFound), under its
+// directory's write lock (see HostFS). It fails with
 // wserr.PathNotWritable on a read-only mount (or when the host refuses),
 // wserr.InvalidArgument for an unknown mode, wserr.InvalidPath for the root
 // or a path leading out of the mount, wserr.PathIsDirectory if p is a
