@@ -56,12 +56,12 @@ func (w *Workspace) host(ctx context.Context, op string, p vfs.Path) (*hostTarge
 	for _, s := range segs[2:] {
 		t.rel, _ = t.rel.Join(s)
 	}
+	if err := w.s.reachesStore(op, hp); err != nil {
+		return nil, true, err
+	}
 	if t.fs, err = vfs.OpenHost(hp.Path, hp.Writable); err != nil {
 		return nil, true, wserr.New(wserr.FileNotFound, op, p.String(), "allowed host path %s cannot be opened: %s", hp.Path, wserr.MessageOf(err))
 	}
-	// A read-only allowed path may hold the store (guardStore): its
-	// database files are never opened through it.
-	t.fs.Protect(index.FilesOf(w.s.db.Path())...)
 	return t, true, nil
 }
 

@@ -126,27 +126,36 @@ func within(a, b string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
-// guardStore refuses, with workspace.path_not_allowed, a writable allowed
-// host path that holds the store's directory or lies inside it, their
-// symlinks resolved: a run's writes there could replace the store's own
-// files (its database among them) under the running store. A read-only
-// one may hold it.
+// guardStore refuses, with workspace.path_not_allowed, an allowed host
+// path that holds the store's directory or lies inside it (reachesStore).
 func (s *Service) guardStore(p Profile) error {
+	for _, h := range p.AllowPaths {
+		if err := s.reachesStore("profile", h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reachesStore fails with workspace.path_not_allowed if the allowed host
+// path h holds the store's directory or lies inside it, their symlinks
+// resolved: a run's write there could replace the store's database, and
+// even a read of one of its files, by any name, would drop the SQLite
+// locks the process holds on it when closed. A mount of any other
+// directory cannot reach the store: os.Root keeps every access, links
+// included, inside it. Checked when a run is created and again whenever
+// one reaches h, for runs that came in by import or sync.
+func (s *Service) reachesStore(op string, h HostPath) error {
 	store, err := filepath.EvalSymlinks(filepath.Dir(s.db.Path()))
 	if err != nil {
 		return nil // a store without a directory of its own (in memory)
 	}
-	for _, h := range p.AllowPaths {
-		if !h.Writable {
-			continue
-		}
-		dir, err := filepath.EvalSymlinks(h.Path)
-		if err != nil {
-			return wserr.New(wserr.InvalidArgument, "profile", h.Path, "allowed host path %q cannot be resolved: %v", h.Path, err)
-		}
-		if within(store, dir) || within(dir, store) {
-			return wserr.New(wserr.PathNotAllowed, "profile", h.Path, "writable allowed host path %q holds the store's directory %s or lies inside it, so a run could overwrite the store's files; allow a directory beside the store, or this one read-only", h.Path, store)
-		}
+	dir, err := filepath.EvalSymlinks(h.Path)
+	if err != nil {
+		return wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q cannot be resolved: %v", h.Path, err)
+	}
+	if within(store, dir) || within(dir, store) {
+		return wserr.New(wserr.PathNotAllowed, op, h.Path, "allowed host path %q holds the store's directory %s or lies inside it: a run may reach neither the store's files nor anything beside them there; allow a directory that does not hold the store", h.Path, store)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package runs_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io/fs"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -237,9 +240,9 @@ func TestHostPathProfileValidation(t *testing.T) {
 		"ErrInsideStore": {func(p *runs.Profile) {
 			p.AllowPaths = []runs.HostPath{{Path: inStore, Writable: true}}
 		}, wserr.PathNotAllowed},
-		"OKHoldsStoreReadOnly": {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: storeLink}} }, ""},
-		"ErrSameName":          {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir}, {Path: other}} }, wserr.InvalidArgument},
-		"ErrBadName":           {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir, Name: "a/b"}} }, wserr.InvalidArgument},
+		"ErrHoldsStoreReadOnly": {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: storeLink}} }, wserr.PathNotAllowed},
+		"ErrSameName":           {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir}, {Path: other}} }, wserr.InvalidArgument},
+		"ErrBadName":            {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir, Name: "a/b"}} }, wserr.InvalidArgument},
 		"ErrHostAsRoot": {func(p *runs.Profile) {
 			p.AllowPaths = []runs.HostPath{{Path: dir}}
 			p.VisibleRoots = append(p.VisibleRoots, "host")
@@ -330,22 +333,39 @@ func TestHostPathWhereOnlyStoredFilesCount(t *testing.T) {
 	assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "error: %v", err)
 }
 
-// TestHostPathHoldingTheStore: a read-only allowed path may hold the
-// store, but its database files are never opened through it (closing
-// them would drop the locks this process holds): reading one is
-// workspace.path_not_allowed, and a search over the path passes them by.
-func TestHostPathHoldingTheStore(t *testing.T) {
-	e := newLifecycleEnv(t)
-	storeDir := filepath.Dir(e.st.DB.Path())
+// TestHostPathReachingTheStore: a run that came in by import with an
+// allowed path holding this store's directory (which run.create would
+// have refused) reaches nothing there: a read, a search and a write are
+// workspace.path_not_allowed, and the store's files are never opened
+// (closing one would drop the locks the process holds on it).
+func TestHostPathReachingTheStore(t *testing.T) {
+	ctx := context.Background()
+	dst := storetest.OpenStore(t)
+	src := storetest.OpenStore(t)
+	storeDir := filepath.Dir(dst.DB.Path())
 	prof := runs.DefaultProfile()
-	prof.AllowPaths = []runs.HostPath{{Path: filepath.Dir(storeDir), Name: "home"}}
-	r := e.create("home-chat", runs.CreateRequest{Profile: &prof})
-	ws := e.svc.Workspace(r.ID, runs.ModelScope)
-	for _, name := range []string{filepath.Base(e.st.DB.Path()), filepath.Base(e.st.DB.Path()) + "-wal"} {
-		p := vfs.MustPath("host/home/" + filepath.Base(storeDir) + "/" + name)
-		_, err := ws.Read(e.ctx, p, vfs.ReadOptions{})
-		assert.Equal(t, wserr.PathNotAllowed, wserr.CodeOf(err), "%s: %v", p, err)
-	}
-	_, err := ws.Search(e.ctx, "SQLite", vfs.SearchOptions{Path: vfs.MustPath("host/home")})
+	prof.AllowPaths = []runs.HostPath{{Path: storeDir, Name: "st", Writable: true}}
+	_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c"}, RunID: "r", Profile: &prof})
 	require.NoError(t, err)
+	var arc bytes.Buffer
+	_, err = src.Archive.Export(ctx, &arc, archive.Scope{Runs: []string{"r"}}, archive.Options{})
+	require.NoError(t, err)
+	_, err = dst.Archive.Import(ctx, &arc, archive.Options{})
+	require.NoError(t, err)
+
+	before, err := os.ReadFile(dst.DB.Path())
+	require.NoError(t, err)
+	ws := dst.Runs.Workspace("r", runs.ModelScope)
+	db := vfs.MustPath("host/st/" + filepath.Base(dst.DB.Path()))
+	_, err = ws.Read(ctx, db, vfs.ReadOptions{})
+	assert.Equal(t, wserr.PathNotAllowed, wserr.CodeOf(err), "%v", err)
+	_, err = ws.Search(ctx, "SQLite", vfs.SearchOptions{Path: vfs.MustPath("host/st")})
+	assert.Equal(t, wserr.PathNotAllowed, wserr.CodeOf(err), "%v", err)
+	_, err = ws.Write(ctx, db, []byte("garbage"), vfs.WriteOptions{})
+	assert.Equal(t, wserr.PathNotAllowed, wserr.CodeOf(err), "%v", err)
+	after, err := os.ReadFile(dst.DB.Path())
+	require.NoError(t, err)
+	assert.Equal(t, len(before), len(after), "the database is not written")
+	_, err = dst.Runs.Run(ctx, "r")
+	assert.NoError(t, err)
 }

@@ -52,11 +52,12 @@ var hostSkipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true}
 // read every file). ModTime comes from the host.
 //
 // It is safe for concurrent use. A write, patch or remove holds the
-// directory's write lock from its check (ExpectedHash, the content an
-// append or patch starts from) to its rename: an advisory flock(2) of the
+// mount's write lock from its check (ExpectedHash, the content an append
+// or patch starts from) to its rename: an advisory flock(2) of the mount's
 // directory on Linux, macOS and the BSDs, which every mount of it in any
-// process takes, so concurrent appends all land and a guarded write never
-// overwrites a change it did not see. A program that does not take the
+// process takes, so concurrent appends all land, by a file's name or a
+// link to it, and a guarded write never overwrites a change it did not
+// see. A program that does not take the
 // lock (an editor, a build) can still change a file between the check and
 // the rename; on other platforms the lock holds within one process only.
 // The temporary files of writes (named hostTempPrefix…, left behind only
@@ -64,22 +65,6 @@ var hostSkipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true}
 type HostFS struct {
 	root     *os.Root
 	writable bool
-	// protected are files no operation opens (Protect).
-	protected []fs.FileInfo
-}
-
-// Protect makes the existing files among paths (absolute host paths)
-// ones no read, stat-with-hash or search through the mount opens, by
-// identity, whatever name or link reaches them: a mount that holds a
-// store's directory must not open its database files, since closing them
-// again drops the SQLite locks the process holds on them. Such a file
-// fails with workspace.path_not_allowed; a search skips it.
-func (h *HostFS) Protect(paths ...string) {
-	for _, p := range paths {
-		if fi, err := os.Stat(p); err == nil {
-			h.protected = append(h.protected, fi)
-		}
-	}
 }
 
 var (
@@ -167,6 +152,8 @@ func hostError(op string, p Path, write bool, err error) error {
 		return wserr.Wrap(wserr.PathNotWritable, op, p.String(), err)
 	case errors.Is(err, fs.ErrPermission):
 		return wserr.Wrap(wserr.PathNotVisible, op, p.String(), err)
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS):
+		return wserr.FSFault(op, p.String(), err)
 	}
 	return wserr.Wrap(wserr.Internal, op, p.String(), err)
 }
@@ -206,11 +193,6 @@ func (h *HostFS) openFile(op string, p Path, write bool) (*os.File, fs.FileInfo,
 	}
 	if fi.IsDir() {
 		return nil, nil, isDirError(op, p)
-	}
-	for _, pf := range h.protected {
-		if os.SameFile(fi, pf) {
-			return nil, nil, wserr.New(wserr.PathNotAllowed, op, p.String(), "is one of the store's own database files, which no run reads")
-		}
 	}
 	f, err := h.root.Open(hostName(p))
 	if err != nil {
@@ -459,8 +441,8 @@ func checkExpected(op string, p Path, want, got cas.Hash, exists bool) error {
 }
 
 // Write replaces or appends to the file p, creating it if needed (never
-// a directory: a missing parent is wserr.FileNotFound), under its
-// directory's write lock (see HostFS). It fails with
+// a directory: a missing parent is wserr.FileNotFound), under the mount's
+// write lock (see HostFS). It fails with
 // wserr.PathNotWritable on a read-only mount (or when the host refuses),
 // wserr.InvalidArgument for an unknown mode, wserr.InvalidPath for the root
 // or a path leading out of the mount, wserr.PathIsDirectory if p is a
@@ -549,19 +531,16 @@ func (h *HostFS) Patch(ctx context.Context, p Path, old, new string, opt PatchOp
 	return h.replace(ctx, op, p, data)
 }
 
-// lock takes the write lock of p's directory (see HostFS) for a change
-// of p; the caller calls unlock when the change is done or refused. It
-// fails with wserr.FileNotFound if the directory does not exist.
+// lock takes the mount's write lock (see HostFS) for a change of p; the
+// caller calls unlock when the change is done or refused. The lock is the
+// mount root's, not p's directory's: a file reached through a symlink is
+// changed under the same lock as by its own name.
 func (h *HostFS) lock(ctx context.Context, op string, p Path) (unlock func(), err error) {
-	dir := hostName(p.Dir())
-	d, err := h.root.Open(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, wserr.New(wserr.FileNotFound, op, p.String(), "directory %s does not exist on the host; the store creates no host directory", p.Dir())
-	case err != nil:
+	d, err := h.root.Open(".")
+	if err != nil {
 		return nil, hostError(op, p, true, err)
 	}
-	release, err := lockDir(ctx, d, filepath.Join(h.root.Name(), dir))
+	release, err := lockDir(ctx, d, h.root.Name())
 	if err != nil {
 		d.Close()
 		if ctx.Err() != nil {
