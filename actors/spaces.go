@@ -10,6 +10,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/capread"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -81,23 +82,6 @@ func (s *Spaces) storeCap(ctx context.Context, tx *index.Tx) (int64, error) {
 		return 0, fmt.Errorf("upload: the store's cap: %w", err)
 	}
 	return limit, nil
-}
-
-// capReader fails an upload with err once it passes left bytes (the room
-// left under the store's cap), before the store takes more.
-type capReader struct {
-	r    io.Reader
-	left int64
-	err  error
-}
-
-func (c *capReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.left -= int64(n)
-	if c.left < 0 {
-		return n, c.err
-	}
-	return n, err
 }
 
 // Op names what a change did.
@@ -288,8 +272,8 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 		// The content is counted as it arrives, before compression, so
 		// this errs on the side of refusing; the change's transaction
 		// measures the store again.
-		r = &capReader{r: r, left: max(limit-used, 0), err: wserr.New(wserr.SizeLimitExceeded, "upload", p.String(),
-			"the content does not fit in the store's size cap: the store holds %d bytes of its %d-byte cap", used, limit)}
+		r = capread.Reader(r, max(limit-used, 0), wserr.New(wserr.SizeLimitExceeded, "upload", p.String(),
+			"the content does not fit in the store's size cap: the store holds %d bytes of its %d-byte cap", used, limit))
 	}
 	cr := &countingReader{r: r}
 	defer s.blobs.Hold()()

@@ -315,20 +315,3 @@ func (s *Service) storeRoom(ctx context.Context) (int64, bool, error) {
 	}
 	return max(limit-used, 0), true, nil
 }
-
-// capReader fails a streamed write with err once it passes left bytes
-// (the room left under a cap), before the store takes more.
-type capReader struct {
-	r    io.Reader
-	left int64
-	err  error
-}
-
-func (c *capReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.left -= int64(n)
-	if c.left < 0 {
-		return n, c.err
-	}
-	return n, err
-}

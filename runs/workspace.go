@@ -10,6 +10,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/capread"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -476,16 +477,16 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 	// it is read, in bounded memory, only up to the room left. The
 	// change's transaction checks the caps again.
 	if runRoom >= 0 {
-		r = &capReader{r: r, left: runRoom, err: wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
-			"the workspace would hold more than this run's cap of %d bytes", runCap)}
+		r = capread.Reader(r, runRoom, wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
+			"the workspace would hold more than this run's cap of %d bytes", runCap))
 	}
 	room, capped, err := w.s.storeRoom(ctx)
 	if err != nil {
 		return vfs.FileInfo{}, fmt.Errorf("write %s: the store's cap: %w", p, err)
 	}
 	if capped {
-		r = &capReader{r: r, left: room, err: wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
-			"the content does not fit in the store's size cap")}
+		r = capread.Reader(r, room, wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
+			"the content does not fit in the store's size cap"))
 	}
 	defer w.s.blobs.Hold()() // until the change references it
 	h, err := w.s.blobs.Put(ctx, r)
