@@ -246,8 +246,19 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 	if r == nil {
 		return Change{}, wserr.New(wserr.InvalidArgument, "upload", p.String(), "nil reader")
 	}
+	// The guard and the room left under the store's cap, before any of
+	// the content is read.
 	var limit, used int64
 	if err := s.db.View(ctx, func(tx *index.Tx) error {
+		if opt.guards() {
+			sp, _, err := findSpace(ctx, tx, actor)
+			if err != nil {
+				return err
+			}
+			if err := s.guard(ctx, tx, "upload", sp.Root, p, opt); err != nil {
+				return err
+			}
+		}
 		var err error
 		if limit, err = s.storeCap(ctx, tx); err != nil || limit <= 0 {
 			return err
@@ -256,17 +267,6 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 		return err
 	}); err != nil {
 		return Change{}, err
-	}
-	if opt.guards() {
-		if err := s.db.View(ctx, func(tx *index.Tx) error {
-			sp, _, err := findSpace(ctx, tx, actor)
-			if err != nil {
-				return err
-			}
-			return s.guard(ctx, tx, "upload", sp.Root, p, opt)
-		}); err != nil {
-			return Change{}, err
-		}
 	}
 	if limit > 0 {
 		// The content is counted as it arrives, before compression, so
@@ -412,16 +412,10 @@ func (s *Spaces) Download(ctx context.Context, actor, path string) (io.ReadClose
 	if err != nil {
 		return nil, vfs.Entry{}, fmt.Errorf("download %s: %w", path, err)
 	}
-	return cas.GoneMeanwhile(rc, "download", path, s.changedSince(ctx, actor, path, e.Hash)), e, nil
-}
-
-// changedSince reports, when asked, whether the file path of actor's
-// space no longer holds the content h (changed or removed).
-func (s *Spaces) changedSince(ctx context.Context, actor, path string, h cas.Hash) func() bool {
-	return func() bool {
+	return cas.GoneMeanwhile(rc, "download", path, e.Hash, func() (cas.Hash, error) {
 		now, err := s.Stat(context.WithoutCancel(ctx), actor, path)
-		return wserr.Is(err, wserr.FileNotFound) || wserr.Is(err, wserr.NotFound) || (err == nil && now.Hash != h)
-	}
+		return now.Hash, err
+	}), e, nil
 }
 
 // List returns the entries below path in actor's space ("" or "." for the

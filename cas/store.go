@@ -406,28 +406,43 @@ func Collected(op string, h Hash, err error) error {
 	return fmt.Errorf("%w: %w", wserr.New(wserr.Busy, op, "", "%s: a gc collected this content before the write referenced it (one in another process, or one with no grace); nothing was changed, write it again", h.Short()), err)
 }
 
-// GoneMeanwhile returns rc, a stream of the content of the file named
+// GoneMeanwhile returns rc, a stream of the content h of the file named
 // path, explaining a read that fails as store.corrupt (a chunk missing)
-// when changed reports that the file no longer holds that content: the
-// file was changed or removed while it streamed and a gc collected its
-// old chunks. That is store.conflict, read it again; content missing from
-// a file that still holds it stays the store.corrupt it is.
-func GoneMeanwhile(rc io.ReadCloser, op, path string, changed func() bool) io.ReadCloser {
-	return &goneReader{ReadCloser: rc, op: op, path: path, changed: changed}
+// when now, asked then, finds that the file no longer holds h: it holds
+// other content, or it, its run or its checkpoint is gone (a not-found
+// code). The file was changed or removed while it streamed and a gc
+// collected its old chunks: that is store.conflict, read it again.
+// Content missing from a file that still holds it stays the
+// store.corrupt it is.
+func GoneMeanwhile(rc io.ReadCloser, op, path string, h Hash, now func() (Hash, error)) io.ReadCloser {
+	return &goneReader{ReadCloser: rc, op: op, path: path, h: h, now: now}
 }
 
 type goneReader struct {
 	io.ReadCloser
 	op, path string
-	changed  func() bool
+	h        Hash
+	now      func() (Hash, error)
 }
 
 func (r *goneReader) Read(b []byte) (int, error) {
 	n, err := r.ReadCloser.Read(b)
-	if err != nil && wserr.Is(err, wserr.Corrupt) && r.changed() {
+	if err != nil && wserr.Is(err, wserr.Corrupt) && r.gone() {
 		err = wserr.New(wserr.Conflict, r.op, r.path, "the file changed while it streamed, and a gc collected the content it had: read it again")
 	}
 	return n, err
+}
+
+// gone reports whether the file no longer holds the streamed content.
+func (r *goneReader) gone() bool {
+	cur, err := r.now()
+	switch wserr.CodeOf(err) {
+	case "":
+		return cur != r.h
+	case wserr.FileNotFound, wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound:
+		return true
+	}
+	return false
 }
 
 // Touch refreshes the created time of the blob at h in tx, so a gc that

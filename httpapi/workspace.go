@@ -78,16 +78,16 @@ func (h *Handler) wsDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ranges := h.blobRange(r, e.Hash)
-	changed := func() bool {
-		now, err := h.b.Actors.Stat(context.WithoutCancel(r.Context()), actor, p)
-		return wserr.Is(err, wserr.FileNotFound) || wserr.Is(err, wserr.NotFound) || (err == nil && now.Hash != e.Hash)
+	now := func() (cas.Hash, error) {
+		cur, err := h.b.Actors.Stat(context.WithoutCancel(r.Context()), actor, p)
+		return cur.Hash, err
 	}
 	h.sendFile(w, r, p, e.Hash, e.Size, func(off, n int64) (io.ReadCloser, error) {
 		rc, err := ranges(off, n)
 		if err != nil {
 			return nil, err
 		}
-		return cas.GoneMeanwhile(rc, "download", p, changed), nil
+		return cas.GoneMeanwhile(rc, "download", p, e.Hash, now), nil
 	})
 }
 

@@ -146,7 +146,7 @@ func (s *Service) guardStore(p Profile) error {
 // included, inside it. Checked when a run is created and again whenever
 // one reaches h, for runs that came in by import or sync.
 func (s *Service) reachesStore(op string, h HostPath) error {
-	store, err := filepath.EvalSymlinks(filepath.Dir(s.db.Path()))
+	store, err := s.storeDir()
 	if err != nil {
 		return nil // a store without a directory of its own (in memory)
 	}

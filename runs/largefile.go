@@ -82,12 +82,9 @@ func (w *Workspace) Open(ctx context.Context, p vfs.Path) (io.ReadCloser, vfs.Fi
 	if err != nil {
 		return nil, vfs.FileInfo{}, err
 	}
-	return cas.GoneMeanwhile(rc, "read", p.String(), func() bool {
-		// The run deleted, or the file changed, and a gc took the
-		// content while it streamed.
+	return cas.GoneMeanwhile(rc, "read", p.String(), fi.Hash, func() (cas.Hash, error) {
 		now, err := w.Stat(context.WithoutCancel(ctx), p)
-		return wserr.Is(err, wserr.RunNotFound) || wserr.Is(err, wserr.CheckpointNotFound) ||
-			wserr.Is(err, wserr.FileNotFound) || (err == nil && now.Hash != fi.Hash)
+		return now.Hash, err
 	}), fi, nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -155,6 +157,9 @@ type Service struct {
 	reclaim      Reclaimer
 	// saves serializes the chat sink calls of this Service per chat.
 	saves chatLocks
+	// storeDir is the store's directory, its symlinks resolved once
+	// (reachesStore asks at every host access).
+	storeDir func() (string, error)
 }
 
 // New returns a Service over the parts in deps, which must all be set.
@@ -181,6 +186,9 @@ func New(deps Deps, opts Options) *Service {
 		mobile:       opts.Mobile,
 		autoPruneOpt: opts.AutoPrune,
 		reclaim:      deps.Reclaim,
+		storeDir: sync.OnceValues(func() (string, error) {
+			return filepath.EvalSymlinks(filepath.Dir(deps.DB.Path()))
+		}),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -120,8 +121,8 @@ func newStoreUndo(dir string) func() {
 		return func() { _ = os.RemoveAll(dir) }
 	}
 	return func() {
-		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-			_ = os.Remove(filepath.Join(dir, wsstore.DBName+suffix))
+		for _, f := range index.FilesOf(filepath.Join(dir, wsstore.DBName)) {
+			_ = os.Remove(f)
 		}
 	}
 }
