@@ -1,7 +1,6 @@
 package vfs
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -44,8 +43,8 @@ var hostSkipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true}
 // that is synced and renamed over the target, so a failed write leaves
 // the old file whole; the temporary file gets the target's mode, so the
 // rename keeps it, and no existing file's mode is changed. A target that
-// is a symlink (inside the mount) is instead rewritten in place, so the
-// link survives.
+// is a symlink (inside the mount) stays one: the file it leads to is the
+// one replaced, the same way.
 //
 // FileInfo.Resource is ResourceHost and Hash is the BLAKE3 of the content,
 // computed by Stat and Read (List leaves it zero so that listing does not
@@ -91,7 +90,7 @@ func captureRootEscape(r *os.Root) {
 }
 
 func isRootEscape(err error) bool {
-	return (rootEscape != nil && errors.Is(err, rootEscape)) ||
+	return errors.Is(err, errLinkEscapes) || (rootEscape != nil && errors.Is(err, rootEscape)) ||
 		strings.Contains(err.Error(), "path escapes from parent")
 }
 
@@ -551,8 +550,8 @@ func (h *HostFS) lock(ctx context.Context, op string, p Path) (unlock func(), er
 	return func() { release(); d.Close() }, nil
 }
 
-// replace makes data the content of the file p: through a synced
-// temporary file renamed over p, or in place if p is a symlink.
+// replace makes data the content of the file p through a synced temporary
+// file renamed over it, or over the file it leads to if p is a symlink.
 func (h *HostFS) replace(ctx context.Context, op string, p Path, data []byte) (FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return FileInfo{}, err
@@ -572,12 +571,14 @@ func (h *HostFS) replace(ctx context.Context, op string, p Path, data []byte) (F
 	perm := fs.FileMode(hostFilePerm)
 	keepPerm := false
 	lfi, err := h.root.Lstat(name)
-	switch {
-	case err == nil && lfi.Mode()&fs.ModeSymlink != 0:
-		if err := h.writeInPlace(name, data); err != nil {
+	if err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
+		// The link stays; the file it leads to is replaced.
+		if name, err = h.linkTarget(name); err != nil {
 			return FileInfo{}, hostError(op, p, true, err)
 		}
-		return h.written(op, p, data)
+		lfi, err = h.root.Lstat(name)
+	}
+	switch {
 	case err == nil:
 		perm, keepPerm = lfi.Mode().Perm(), true
 	case !errors.Is(err, fs.ErrNotExist):
@@ -616,22 +617,62 @@ func writeAndSync(f *os.File, data []byte, perm fs.FileMode, keepPerm bool) erro
 	return err
 }
 
-// writeInPlace rewrites the file name through a symlink. O_CREATE lets a
-// write through a dangling link create its target, which os.Root allows
-// only inside the mount.
-func (h *HostFS) writeInPlace(name string, data []byte) error {
-	f, err := h.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, hostFilePerm)
-	if err != nil {
-		return err
+// maxLinkHops bounds the symlinks linkTarget follows, as the system's
+// own limit (ELOOP) does.
+const maxLinkHops = 40
+
+// errLinkEscapes is linkTarget's answer for a link that leads out of the
+// mount, or is absolute, which os.Root never follows either.
+var errLinkEscapes = errors.New("path escapes from parent")
+
+// linkTarget returns the name, inside the mount, of the file the symlink
+// name leads to, every link on the way followed one component at a time
+// as the system follows them (a link's ".." is its real directory's
+// parent). The last component may not exist: a write through a dangling
+// link creates its target.
+func (h *HostFS) linkTarget(name string) (string, error) {
+	var done []string // resolved components, none of them a link
+	rest := strings.Split(filepath.ToSlash(name), "/")
+	for hops := 0; len(rest) > 0; {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", errLinkEscapes
+			}
+			done = done[:len(done)-1]
+			continue
+		}
+		cur := filepath.Join(append(done, c)...)
+		fi, err := h.root.Lstat(cur)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && len(rest) == 0:
+			return cur, nil
+		case err != nil:
+			return "", err
+		case fi.Mode()&fs.ModeSymlink == 0:
+			done = append(done, c)
+			continue
+		}
+		if hops++; hops > maxLinkHops {
+			return "", syscall.ELOOP
+		}
+		to, err := h.root.Readlink(cur)
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(to) || filepath.VolumeName(to) != "" {
+			return "", errLinkEscapes
+		}
+		rest = append(strings.Split(filepath.ToSlash(to), "/"), rest...)
 	}
-	_, err = io.Copy(f, bytes.NewReader(data))
-	if err == nil {
-		err = f.Sync()
+	if len(done) == 0 {
+		return "", syscall.EISDIR // the mount's own directory
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return filepath.Join(done...), nil
 }
 
 // written returns the FileInfo of p just written with data.

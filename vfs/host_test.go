@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -494,7 +495,7 @@ func TestHostConcurrentWritesAreSerialised(t *testing.T) {
 	}
 
 	// Half the writers reach the file through a link in another
-	// directory, which a write rewrites in place.
+	// directory, which a write follows to the file it replaces.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "d", "log.txt"), nil, 0o644))
 	symlinkOrSkip(t, "d/log.txt", filepath.Join(dir, "alias.txt"))
 	names := []vfs.Path{vfs.MustPath("d/log.txt"), vfs.MustPath("alias.txt")}
@@ -527,4 +528,70 @@ func TestHostConcurrentWritesAreSerialised(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, strconv.Itoa(int(ok.Load())), string(b), "no guarded write overwrote a change it had not seen")
 	assert.Positive(t, ok.Load())
+}
+
+// TestHostWriteThroughLinkReplacesTarget: a write through a symlink
+// replaces the file the link leads to as a write by its name does, through
+// a synced temporary file renamed over it, so a process killed mid-write
+// leaves the old content whole. A reader that opened the file before sees
+// the old content to the end (the new one is a new file), the link stays
+// a link, and the target keeps its mode. A link inside a directory reached
+// through another link is followed as the system follows it: its ".."
+// is the real directory's parent.
+func TestHostWriteThroughLinkReplacesTarget(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a file open for reading cannot be replaced on Windows")
+	}
+	dir := t.TempDir()
+	writeHostTree(t, dir, map[string]string{"notes/plan.md": "old plan\n", "d1/d2/file.txt": "deep\n", "d1/other.txt": "other\n"})
+	require.NoError(t, os.Chmod(filepath.Join(dir, "notes", "plan.md"), 0o600))
+	symlinkOrSkip(t, "notes/plan.md", filepath.Join(dir, "plan"))
+	symlinkOrSkip(t, "plan", filepath.Join(dir, "chain"))
+	symlinkOrSkip(t, "d1/d2", filepath.Join(dir, "dl"))
+	symlinkOrSkip(t, "../other.txt", filepath.Join(dir, "d1", "d2", "up"))
+	h := openHost(t, dir, true)
+	ctx := t.Context()
+
+	for i, name := range []string{"plan", "chain"} {
+		t.Run(name, func(t *testing.T) {
+			before, err := os.Open(filepath.Join(dir, "notes", "plan.md"))
+			require.NoError(t, err)
+			defer before.Close()
+			old, err := os.ReadFile(filepath.Join(dir, "notes", "plan.md"))
+			require.NoError(t, err)
+
+			next := fmt.Sprintf("plan %d, rewritten through %s\n", i, name)
+			_, err = h.Write(ctx, vfs.MustPath(name), []byte(next), vfs.WriteOptions{})
+			require.NoError(t, err)
+
+			seen, err := io.ReadAll(before)
+			require.NoError(t, err)
+			assert.Equal(t, string(old), string(seen), "the file open before the write is the old one, whole")
+			b, err := os.ReadFile(filepath.Join(dir, "notes", "plan.md"))
+			require.NoError(t, err)
+			assert.Equal(t, next, string(b))
+			fi, err := os.Stat(filepath.Join(dir, "notes", "plan.md"))
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the target keeps its mode")
+			for _, link := range []string{"plan", "chain"} {
+				lfi, err := os.Lstat(filepath.Join(dir, link))
+				require.NoError(t, err)
+				assert.NotZero(t, lfi.Mode()&os.ModeSymlink, "%s stays a link", link)
+			}
+		})
+	}
+
+	t.Run("LinkInALinkedDirectory", func(t *testing.T) {
+		_, err := h.Write(ctx, vfs.MustPath("dl/up"), []byte("through two links\n"), vfs.WriteOptions{Mode: vfs.Append})
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(dir, "d1", "other.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, "other\nthrough two links\n", string(b))
+		_, err = os.Stat(filepath.Join(dir, "other.txt"))
+		assert.True(t, os.IsNotExist(err), "nothing written where the link's text alone points")
+	})
+
+	entries, err := os.ReadDir(filepath.Join(dir, "notes"))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file left")
 }
