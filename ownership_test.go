@@ -46,6 +46,8 @@ var tableOwners = map[string]string{
 	"remote_cache":       "remote",
 	"remote_dropped":     "remote",
 	"sync_items":         "remote",
+	"sync_remotes":       "remote",
+	"sync_changes":       "remote",
 	"sync_devices":       "remote",
 	"sync_tombstones":    "remote",
 	"sync_indexes":       "remote",

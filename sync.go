@@ -699,10 +699,6 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 // (or, when the deltas have outgrown the last base, all of it), its new
 // deletions, and the change of its object set.
 func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *SyncReport) error {
-	synced, err := s.Remote.Items(ctx, s.DB)
-	if err != nil {
-		return err
-	}
 	tombs, err := s.Remote.PendingTombstones(ctx, s.DB)
 	if err != nil {
 		return err
@@ -710,7 +706,24 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 	for _, tb := range tombs {
 		rep.Tombstones = append(rep.Tombstones, tb.Kind+" "+tb.ID)
 	}
-	cur, err := s.currentItems(ctx)
+	// Only the items changed since the last sync are examined, unless
+	// every one must be (the first sync, or the first after a reset).
+	claimed, err := s.Remote.ClaimChanges(ctx, s.DB)
+	if err != nil {
+		return err
+	}
+	var cur, synced map[string]remote.Item
+	if claimed.All {
+		if synced, err = s.Remote.Items(ctx, s.DB); err != nil {
+			return err
+		}
+		cur, err = s.currentItems(ctx)
+	} else {
+		if synced, err = s.Remote.ItemsNamed(ctx, s.DB, claimed.Names); err != nil {
+			return err
+		}
+		cur, err = s.itemsOf(ctx, claimed.Names)
+	}
 	if err != nil {
 		return err
 	}
@@ -744,7 +757,7 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 	}
 	defer func() { objs.Close() }()
 	if hasBase && !forceBase && delta.Size() == 0 && len(tombs) == 0 && objs.Empty() {
-		return nil
+		return s.Remote.SettleChanges(ctx, s.DB, claimed)
 	}
 	h := remote.SegmentHeader{Device: dev, At: s.now().UTC(), Tombstones: tombs}
 	items := changed
@@ -753,6 +766,14 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 		// A base carries what this device sent last of each object:
 		// what it only took in is in the sending device's segments.
 		h.Base = true
+		if !claimed.All {
+			if synced, err = s.Remote.Items(ctx, s.DB); err != nil {
+				return err
+			}
+			if cur, err = s.currentItems(ctx); err != nil {
+				return err
+			}
+		}
 		all := make([]remote.Item, 0, len(cur))
 		for name, it := range cur {
 			if old, ok := synced[name]; !ok || old.FP != it.FP || old.Sent {
@@ -813,7 +834,7 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 		rep.Sent = append(rep.Sent, it.Name())
 	}
 	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Items: items,
-		Tombstones: h.Tombstones, Objects: objs, Indexes: idx})
+		Tombstones: h.Tombstones, Objects: objs, Indexes: idx, Claimed: claimed})
 }
 
 // exportItems writes a metadata archive (blobs elsewhere) of items: runs

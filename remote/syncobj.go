@@ -63,7 +63,7 @@ func deviceIn(ctx context.Context, tx *index.Tx) (string, error) {
 
 // ResetDevice forgets the store's device id and what it published under
 // it, so a store restored from another device's replica publishes as a
-// device of its own, starting with a base segment. What it took in from
+// device of its own, starting with a base segment of every item. What it took in from
 // other devices and the deletions it knows stay: the restored database
 // holds their effect.
 func ResetDevice(ctx context.Context, db *index.DB) error {
@@ -73,7 +73,8 @@ func ResetDevice(ctx context.Context, db *index.DB) error {
 				return err
 			}
 		}
-		for _, q := range []string{`DELETE FROM sync_items`, `DELETE FROM remote_dropped`, `UPDATE remote_objects SET listed = 0 WHERE listed != 0`} {
+		for _, q := range []string{`DELETE FROM sync_items`, `DELETE FROM remote_dropped`, `UPDATE remote_objects SET listed = 0 WHERE listed != 0`,
+			`DELETE FROM sync_changes`, `UPDATE sync_remotes SET full = 1`} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return index.Translate(err)
 			}
@@ -223,6 +224,9 @@ type TakenIn struct {
 func (s *Storage) RecordTakenIn(ctx context.Context, db *index.DB, t TakenIn) error {
 	return db.Update(ctx, func(tx *index.Tx) error {
 		if err := s.putItems(ctx, tx, t.Items, t.Drop); err != nil {
+			return err
+		}
+		if err := s.markChanged(ctx, tx, t.Items); err != nil {
 			return err
 		}
 		if err := s.putTombstones(ctx, tx, t.Tombstones, false); err != nil {
@@ -482,12 +486,18 @@ type Published struct {
 	// Indexes are the index objects the header named, now announced
 	// (a base announces all).
 	Indexes []string
+	// Claimed are the changes the sync examined (ClaimChanges), now
+	// forgotten.
+	Claimed Changes
 }
 
 // RecordPublished records p in one transaction.
 func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published) error {
 	return db.Update(ctx, func(tx *index.Tx) error {
 		if err := s.putItems(ctx, tx, p.Items, p.Drop); err != nil {
+			return err
+		}
+		if err := s.settleChanges(ctx, tx, p.Claimed); err != nil {
 			return err
 		}
 		for _, t := range p.Tombstones {

@@ -1,0 +1,147 @@
+package wsstore_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/remote/s3fake"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// TestSyncExaminesWhatChanged: a sync after one run changed reads that
+// run, not every run the store holds: it runs as many statements in a
+// store of 120 runs as in one of 20, and none over the whole runs table.
+func TestSyncExaminesWhatChanged(t *testing.T) {
+	awsTestEnv(t)
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	sync := func(n int) []string {
+		var rec storetest.Statements
+		st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{Blobs: fmt.Sprintf("s3://wsstore/n%d?endpoint=%s", n, srv.URL),
+			Index: index.Options{Trace: rec.Trace},
+			// the background re-encoder stays out of the count
+			CAS:    cas.Options{ReencodeIdle: time.Hour},
+			Remote: remote.Options{PackSize: 64 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
+		require.NoError(t, err)
+		t.Cleanup(func() { st.Close() })
+		smallRuns(t, st, "c", "r", n)
+		syncOK(t, st)
+		_, err = st.Runs.Workspace("r-07", runs.ModelScope).Write(ctx, vfs.MustPath("output/0.md"), []byte("changed\n"), vfs.WriteOptions{})
+		require.NoError(t, err)
+		var rep wsstore.SyncReport
+		stmts := rec.Record(func() { rep = syncOK(t, st) })
+		assert.Equal(t, []string{"run r-07"}, rep.Sent)
+		idle := rec.Record(func() { rep = syncOK(t, st) })
+		assert.Empty(t, rep.Sent, "a sync right after sends nothing")
+		return append(stmts, idle...)
+	}
+	small, large := sync(20), sync(120)
+	for _, q := range large {
+		assert.NotContains(t, q, "FROM runs ORDER BY", "a sync lists no table of runs")
+		assert.NotContains(t, q, "FROM runs WHERE ? = ''", "a sync lists no table of runs")
+	}
+	assert.Equal(t, len(small), len(large), "statements of a sync of one changed run among 20 and among 120")
+}
+
+// TestSyncSendsWhatChangedMeanwhile: a change is sent by some later sync
+// whatever became of the sync that first saw it: one whose segment the
+// object store refused, or one that took in another device's deletion
+// of a run changed here and kept the run.
+func TestSyncSendsWhatChangedMeanwhile(t *testing.T) {
+	srv, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	smallRuns(t, a, "c", "a", 3)
+	syncOK(t, a)
+	syncOK(t, b)
+
+	write := func(st *wsstore.Store, run, text string) {
+		t.Helper()
+		_, err := st.Runs.Workspace(run, runs.ModelScope).Write(ctx, vfs.MustPath("output/0.md"), []byte(text), vfs.WriteOptions{})
+		require.NoError(t, err)
+	}
+	read := func(st *wsstore.Store, run string) string {
+		t.Helper()
+		got, err := st.Runs.Workspace(run, runs.HostScope).Read(ctx, vfs.MustPath("output/0.md"), vfs.ReadOptions{})
+		require.NoError(t, err)
+		return string(got.Content)
+	}
+
+	t.Run("AfterARefusedSegment", func(t *testing.T) {
+		write(a, "a-01", "first change\n")
+		srv.SetFault(func(r *http.Request) int {
+			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/team/sync/") {
+				return http.StatusServiceUnavailable
+			}
+			return 0
+		})
+		_, err := a.Sync(ctx)
+		require.Error(t, err)
+		srv.SetFault(nil)
+		rep := syncOK(t, a)
+		assert.Equal(t, []string{"run a-01"}, rep.Sent)
+		syncOK(t, b)
+		assert.Equal(t, "first change\n", read(b, "a-01"))
+	})
+
+	t.Run("KeptAgainstADeletion", func(t *testing.T) {
+		syncOK(t, a)
+		syncOK(t, b)
+		// b sends a change that a deletes without having seen it: b
+		// keeps the run, and sends it again though nothing changed here
+		// since.
+		write(b, "a-02", "changed on b\n")
+		syncOK(t, b)
+		_, err := a.Runs.CancelAndDeleteRun(ctx, "a-02")
+		require.NoError(t, err)
+		syncOK(t, a)
+		rep := syncOK(t, b)
+		require.NotEmpty(t, rep.Conflicts, "b keeps the run it changed")
+		assert.Contains(t, rep.Sent, "run a-02", "and sends it again")
+		syncOK(t, a)
+		assert.Equal(t, "changed on b\n", read(a, "a-02"))
+	})
+}
+
+// TestSyncChangeDuringASync: a change made while a sync runs, after it
+// claimed what to examine, is examined by the next sync, even though the
+// first one settles what it claimed.
+func TestSyncChangeDuringASync(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	st := open()
+	smallRuns(t, st, "c", "r", 2)
+	syncOK(t, st)
+	ws := st.Runs.Workspace("r-01", runs.ModelScope)
+	_, err := ws.Write(ctx, vfs.MustPath("output/0.md"), []byte("before the claim\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+
+	claimed, err := st.Remote.ClaimChanges(ctx, st.DB)
+	require.NoError(t, err)
+	assert.Equal(t, remote.Changes{Names: []string{"run r-01"}}, claimed)
+	_, err = ws.Write(ctx, vfs.MustPath("output/0.md"), []byte("after the claim\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	require.NoError(t, st.Remote.SettleChanges(ctx, st.DB, claimed))
+
+	again, err := st.Remote.ClaimChanges(ctx, st.DB)
+	require.NoError(t, err)
+	assert.Equal(t, remote.Changes{Names: []string{"run r-01"}}, again, "the change after the claim is still to examine")
+	require.NoError(t, st.Remote.SettleChanges(ctx, st.DB, again))
+	none, err := st.Remote.ClaimChanges(ctx, st.DB)
+	require.NoError(t, err)
+	assert.Empty(t, none.Names)
+}
