@@ -51,7 +51,9 @@ type Options struct {
 	// place of CAS.Storage. The store records the URL (a meta row), so
 	// later opens may leave Blobs empty; a URL of another bucket or
 	// prefix than the recorded one is refused (store.invalid_options):
-	// objects of one tier are not seen through another.
+	// objects of one tier are not seen through another. So is a URL for
+	// a store that holds file contents in its own tables: a tier is
+	// chosen with the store (export and import to move one onto a tier).
 	Blobs string
 	// Remote configures the remote tier Blobs names. Its Now is ignored:
 	// Open sets it to the store's clock.
@@ -204,6 +206,19 @@ func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*rem
 		return nil, err
 	}
 	url := opts.Blobs
+	if url != "" && recorded == "" {
+		// A tier is chosen with the store: the contents it holds in its
+		// own tables would look missing through one, and a sync would
+		// announce objects no other device can fetch.
+		held, err := cas.HoldsObjects(ctx, db)
+		if err != nil {
+			return nil, err
+		}
+		if held {
+			return nil, wserr.New(wserr.InvalidOptions, "open store", dir,
+				"the store holds file contents of its own, so no remote blob tier can be given to it now: export it and import the archive into a new store opened with the tier's URL")
+		}
+	}
 	switch {
 	case url != "" && !opts.Index.ReadOnly:
 		if err := remote.Record(ctx, db, url); err != nil {

@@ -625,3 +625,14 @@ func (*SQLiteStorage) Referenced(ctx context.Context, tx *index.Tx, kind Kind, h
 	}
 	return ok, nil
 }
+
+// HoldsObjects reports whether the store's own tables (SQLiteStorage)
+// hold any blob or chunk: contents a Store over another Storage, such as
+// a remote tier, would not see.
+func HoldsObjects(ctx context.Context, db *index.DB) (bool, error) {
+	var held bool
+	err := db.View(ctx, func(tx *index.Tx) error {
+		return tx.GetContext(ctx, &held, `SELECT EXISTS (SELECT 1 FROM blobs) OR EXISTS (SELECT 1 FROM chunks)`)
+	})
+	return held, index.Translate(err)
+}

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -50,7 +51,9 @@ func Recorded(ctx context.Context, db *index.DB) (string, error) {
 // Record records url as the store's remote tier, so that opening it
 // without a URL uses this one. A store that recorded a tier of another
 // bucket or prefix fails with store.invalid_options: its objects are not
-// seen through another tier. The same tier at another endpoint, region
+// seen through another tier. A recorded tier the store never stored
+// anything on, nor synced through (a mistyped or missing bucket), is
+// replaced. The same tier at another endpoint, region
 // or profile (a second device reaches the same bucket by another name)
 // replaces the record.
 func Record(ctx context.Context, db *index.DB, url string) error {
@@ -65,7 +68,9 @@ func Record(ctx context.Context, db *index.DB, url string) error {
 		}
 		if ok {
 			if err := SameTier(old, loc); err != nil {
-				return err
+				if used, uerr := tierUsed(ctx, tx); uerr != nil || used {
+					return cmp.Or(uerr, err)
+				}
 			}
 			if old == url {
 				return nil
@@ -87,4 +92,24 @@ func SameTier(recorded string, loc Location) error {
 			"the store keeps its file contents on the remote tier s3://%s/%s, not this one", old.Bucket, old.Prefix)
 	}
 	return nil
+}
+
+// tierUsed reports whether the store stored objects on its recorded tier
+// or synced through it.
+func tierUsed(ctx context.Context, tx *index.Tx) (bool, error) {
+	var used bool
+	err := tx.GetContext(ctx, &used, `SELECT EXISTS (SELECT 1 FROM remote_objects) OR EXISTS (SELECT 1 FROM remote_chunks)
+		OR EXISTS (SELECT 1 FROM sync_items) OR EXISTS (SELECT 1 FROM sync_devices) OR EXISTS (SELECT 1 FROM sync_tombstones)`)
+	if err != nil {
+		return false, index.Translate(err)
+	}
+	if used {
+		return true, nil
+	}
+	for _, k := range []string{baseKey, registeredAt} {
+		if _, ok, err := index.Setting(ctx, tx, k); err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
 }

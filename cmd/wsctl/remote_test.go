@@ -92,3 +92,47 @@ func TestBlobsOnObjectStore(t *testing.T) {
 		assert.Contains(t, errOut, "remote blob tier", args)
 	}
 }
+
+// TestBlobsTierChosenWithTheStore: a remote tier is chosen when a store
+// is made. One named for a store that already holds file contents of its
+// own is refused and changes nothing (those contents would look missing
+// through the tier, and a sync would announce objects no device can
+// fetch); one named for a store that never stored anything on its tier
+// (a first sync to a missing bucket) may be corrected.
+func TestBlobsTierChosenWithTheStore(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	url := "s3://wsstore/desk?endpoint=" + srv.URL + "&region=us-east-1"
+
+	t.Run("ErrStoreWithContents", func(t *testing.T) {
+		c := newCLI(t)
+		c.ok("demo", "--store", c.store)
+		before := c.ok("cat", "latest", "output/main.md")
+		for _, args := range [][]string{{"sync"}, {"push"}, {"runs"}} {
+			errOut := c.fails(2, append([]string{"--blobs", url}, args...)...)
+			assert.Contains(t, errOut, "store.invalid_options", args)
+			assert.Contains(t, errOut, "holds file contents of its own", args)
+		}
+		assert.Equal(t, before, c.ok("cat", "latest", "output/main.md"), "the store reads as before")
+		assert.Empty(t, srv.Keys("wsstore", "desk/"), "nothing was sent")
+		assert.Contains(t, c.ok("sql", "SELECT value FROM meta WHERE key = 'remote.blobs'"), "(0 rows)", "and no tier recorded")
+	})
+
+	t.Run("OKCorrectAnUnusedTier", func(t *testing.T) {
+		c := newCLI(t)
+		c.skipFsck = true // the cleanup's fsck opens without --blobs
+		missing := "s3://nobucket/desk?endpoint=" + srv.URL + "&region=us-east-1"
+		assert.Contains(t, c.fails(2, "--blobs", missing, "sync"), "store.invalid_options")
+		c.ok("--blobs", url, "sync")
+		c.ok("--blobs", url, "demo", "--store", c.store)
+		c.ok("--blobs", url, "sync")
+		// Now that the tier holds what the store stored, it is the
+		// store's for good.
+		errOut := c.fails(2, "--blobs", missing, "runs")
+		assert.Contains(t, errOut, "not this one")
+	})
+}
