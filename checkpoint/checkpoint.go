@@ -169,6 +169,23 @@ func (s *Store) List(ctx context.Context, runID string) ([]Checkpoint, error) {
 	return out, nil
 }
 
+// Page returns up to limit of the run's checkpoints after seq afterSeq, in
+// order: a listing of any length holds one page at a time.
+func (s *Store) Page(ctx context.Context, runID string, afterSeq int64, limit int) ([]Checkpoint, error) {
+	var rows []row
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &rows, `SELECT `+cols+` FROM checkpoints WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, afterSeq, limit)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", index.Translate(err))
+	}
+	out := make([]Checkpoint, len(rows))
+	for i, r := range rows {
+		out[i] = r.checkpoint()
+	}
+	return out, nil
+}
+
 // Count returns how many checkpoints the run has.
 func (s *Store) Count(ctx context.Context, tx *index.Tx, runID string) (int64, error) {
 	var n int64

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -40,25 +44,12 @@ func runCheckpoints(ctx context.Context, g globals, args []string) error {
 	if err != nil {
 		return err
 	}
+	if g.json {
+		return writeCheckpointViews(ctx, g.out, st.Checkpoints, run.ID)
+	}
 	cps, err := st.Checkpoints.List(ctx, run.ID)
 	if err != nil {
 		return err
-	}
-	if cps == nil {
-		cps = []checkpoint.Checkpoint{}
-	}
-	if g.json {
-		// Each checkpoint's checkpoint.json (seed 000 §13): the row's
-		// fields and the files of its tree.
-		views := make([]checkpoint.View, 0, len(cps))
-		for _, c := range cps {
-			v, err := st.Checkpoints.View(ctx, run.ID, c.Seq)
-			if err != nil {
-				return err
-			}
-			views = append(views, v)
-		}
-		return writeJSON(g.out, views)
 	}
 	t := newTable(g.out, "ID", "HEAD", "PARENT", "REASON", "EVENT", "ROOT", "CREATED")
 	for _, c := range cps {
@@ -72,4 +63,58 @@ func runCheckpoints(ctx context.Context, g globals, args []string) error {
 		t.row(c.ID, head, parent, c.Reason, fmt.Sprint(c.EventSeq), c.Root.Short(), stamp(c.CreatedAt))
 	}
 	return t.flush()
+}
+
+// checkpointPage is how many checkpoint rows writeCheckpointViews reads at
+// a time.
+const checkpointPage = 256
+
+// writeCheckpointViews writes the JSON array of the run's checkpoint.json
+// views (seed 000 §13: the row's fields and the files of its tree), as
+// writeJSON would, one view at a time: what it holds is one page of rows
+// and one view, however many checkpoints and files the run has, and it
+// stops between views when ctx ends.
+func writeCheckpointViews(ctx context.Context, w io.Writer, cps *checkpoint.Store, runID string) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("[")
+	n := 0
+	for after := int64(0); ; {
+		page, err := cps.Page(ctx, runID, after, checkpointPage)
+		if err != nil {
+			return err
+		}
+		for _, c := range page {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			v, err := cps.View(ctx, runID, c.Seq)
+			if err != nil {
+				return err
+			}
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("  ", "  ")
+			if err := enc.Encode(v); err != nil {
+				return err
+			}
+			if n > 0 {
+				bw.WriteString(",")
+			}
+			n++
+			bw.WriteString("\n  ")
+			if _, err := bw.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n"))); err != nil {
+				return err
+			}
+		}
+		if len(page) < checkpointPage {
+			break
+		}
+		after = page[len(page)-1].Seq
+	}
+	if n > 0 {
+		bw.WriteString("\n")
+	}
+	bw.WriteString("]\n")
+	return bw.Flush()
 }

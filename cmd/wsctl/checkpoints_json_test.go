@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/internal/rss"
+)
+
+// checkpointsStore makes a store whose run r has files files and, after
+// the first, rounds more checkpoints (one write each), through wsctl
+// batch.
+func checkpointsStore(t *testing.T, bin string, files, rounds int) string {
+	t.Helper()
+	store := filepath.Join(t.TempDir(), "store")
+	var in bytes.Buffer
+	enc := json.NewEncoder(&in)
+	require.NoError(t, enc.Encode(map[string]any{"op": "run.create", "runId": "r", "chat": map[string]string{"kind": "character", "stableChatId": "c"}}))
+	edits := make([]map[string]string, files)
+	for i := range edits {
+		edits[i] = map[string]string{"path": fmt.Sprintf("output/d%02d/file%05d.md", i%40, i), "content": fmt.Sprintf("%d\n", i)}
+	}
+	require.NoError(t, enc.Encode(map[string]any{"op": "apply", "runId": "r", "edits": edits}))
+	for i := range rounds {
+		require.NoError(t, enc.Encode(map[string]any{"op": "write", "runId": "r", "path": "output/main.md", "content": fmt.Sprintf("round %d\n", i)}))
+	}
+	cmd := exec.Command(bin, "--store", store, "batch")
+	cmd.Stdin = &in
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NotContains(t, string(out), `"ok":false`)
+	return store
+}
+
+// TestCheckpointsJSONStreams: `checkpoints --json` writes each
+// checkpoint's view as it reads it, so its peak resident set does not grow
+// with the run's checkpoints (each listing every file), and it stops
+// between views when interrupted rather than write the rest.
+func TestCheckpointsJSONStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and writes tens of MiB of JSON")
+	}
+	bin := wsctlBinary(t)
+	small := checkpointsStore(t, bin, 2000, 20)
+	large := checkpointsStore(t, bin, 2000, 300)
+
+	t.Run("PeakRSS", func(t *testing.T) {
+		peak := func(store string) (int64, int64) {
+			cmd := exec.Command(bin, "--store", store, "checkpoints", "r", "--json")
+			var n byteCounter
+			cmd.Stdout = &n
+			p, err := rss.Peak(cmd)
+			if err == rss.ErrUnsupported {
+				t.Skip(err)
+			}
+			require.NoError(t, err)
+			return p, int64(n)
+		}
+		ps, ns := peak(small)
+		pl, nl := peak(large)
+		t.Logf("checkpoints --json: %d bytes at %d MiB peak, %d bytes at %d MiB peak", ns, ps>>20, nl, pl>>20)
+		require.Greater(t, nl, int64(rssLimit), "the larger listing is larger than the bound")
+		assert.Less(t, pl, int64(rssLimit))
+		assert.Less(t, pl-ps, int64(16<<20), "the peak grows with the listing")
+	})
+
+	t.Run("Interrupted", func(t *testing.T) {
+		c := &cli{t: t, store: large, env: map[string]string{}}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		w := &cancelWriter{cancel: cancel}
+		var errOut strings.Builder
+		code := execute(ctx, c.app(), []string{"--store", large, "checkpoints", "r", "--json"}, strings.NewReader(""), w, &errOut)
+		assert.Equal(t, 130, code, "stderr %s", errOut.String())
+		assert.Contains(t, errOut.String(), "wsctl.interrupted")
+		assert.Less(t, w.n, 10<<20, "it stopped soon after the interrupt")
+	})
+}
+
+// byteCounter counts what is written to it.
+type byteCounter int64
+
+func (c *byteCounter) Write(p []byte) (int, error) { *c += byteCounter(len(p)); return len(p), nil }
+
+// cancelWriter cancels its context at the first write, as a SIGINT
+// arriving while the answer is being written would.
+type cancelWriter struct {
+	cancel func()
+	n      int
+}
+
+func (w *cancelWriter) Write(p []byte) (int, error) {
+	w.cancel()
+	w.n += len(p)
+	return len(p), nil
+}
+
+var _ io.Writer = (*cancelWriter)(nil)
