@@ -2,6 +2,8 @@ package wsstore
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -14,10 +16,13 @@ import (
 // the file at path on the host's file system. The archive is written
 // beside path and renamed onto it once complete and synced, so a failed
 // export leaves no partial file and never a truncated one in path's
-// place. It fails as Export does, with workspace.invalid_argument if
-// path's directory cannot take the file, path is a directory, or it is one
-// of the store's own files (OwnsFile), which it would destroy, and with
-// store.disk_full when the disk fills.
+// place. A symbolic link is followed: the file it leads to is replaced,
+// and the link stays. A path that is not a regular file (a named pipe, a
+// device, /dev/stdout) is written into, as standard output is. It fails
+// as Export does, with workspace.invalid_argument if path's directory
+// cannot take the file, path is a directory or a link to nothing, or it
+// is one of the store's own files (OwnsFile), which it would destroy, and
+// with store.disk_full when the disk fills.
 func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope, opt archive.Options) (archive.Summary, error) {
 	const op = "export"
 	if path == "" {
@@ -26,9 +31,25 @@ func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope
 	if s.OwnsFile(path) {
 		return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, path, "that is the store's own database file; name another file")
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
 		// Refused before the archive is written beside it.
 		return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, path, "that is a directory; name a file")
+	case err == nil && !fi.Mode().IsRegular():
+		// A pipe, a device, a terminal: written into, as standard
+		// output is; renaming over it would destroy it.
+		return s.exportInto(ctx, op, path, scope, opt)
+	case err == nil:
+		// A link is followed: the file it leads to is replaced, and the
+		// link stays.
+		if path, err = filepath.EvalSymlinks(path); err != nil {
+			return archive.Summary{}, wserr.Wrap(wserr.InvalidArgument, op, path, err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		if lfi, lerr := os.Lstat(path); lerr == nil && lfi.Mode()&fs.ModeSymlink != 0 {
+			return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, path, "that is a symbolic link to nothing; name a file")
+		}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
@@ -58,6 +79,23 @@ func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope
 	}
 	tmp = nil
 	return sum, nil
+}
+
+// exportInto writes the archive into path, a pipe or a device that is
+// not a regular file, as into standard output.
+func (s *Store) exportInto(ctx context.Context, op, path string, scope archive.Scope, opt archive.Options) (archive.Summary, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		if ferr := wserr.FSFault(op, path, err); ferr != err {
+			return archive.Summary{}, ferr
+		}
+		return archive.Summary{}, wserr.Wrap(wserr.InvalidArgument, op, path, err)
+	}
+	sum, err := s.Archive.Export(ctx, wserr.FSWriter(op, path, f), scope, opt)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = wserr.FromFS(op, path, cerr)
+	}
+	return sum, err
 }
 
 // ImportFile imports the archive in the file at path on the host's file

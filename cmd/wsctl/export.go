@@ -31,8 +31,10 @@ a run's scratch/ is never exported. --skip-workspace leaves actor spaces
 out, and is refused where it would leave nothing to export.
 
 FILE is written beside itself and renamed into place once complete, so a
-failed export leaves no partial archive; the store's own database files
-are refused. "wsctl import" reads it.`,
+failed export leaves no partial archive; a symbolic link is followed (the
+file it leads to is replaced, the link stays); a named pipe or a device is
+written into, as standard output is; the store's own database files are
+refused. "wsctl import" reads it.`,
 		Args: exactArgs(1),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runExport(ctx, o, args)

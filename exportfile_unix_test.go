@@ -1,0 +1,99 @@
+//go:build unix
+
+package wsstore_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// TestExportFileThroughLinksAndPipes: an export named by a symbolic link
+// replaces the file the link leads to and leaves the link a link; one
+// named onto a pipe or a device writes into it, as onto standard output,
+// and leaves it what it was; a link that leads nowhere is refused.
+func TestExportFileThroughLinksAndPipes(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	importable := func(t *testing.T, b []byte) {
+		t.Helper()
+		other := storetest.OpenStore(t)
+		sum, err := other.Archive.Import(ctx, bytes.NewReader(b), archive.Options{})
+		require.NoError(t, err)
+		assert.Equal(t, 1, sum.Runs)
+	}
+
+	t.Run("Symlink", func(t *testing.T) {
+		target := filepath.Join(dir, "target.wsar")
+		require.NoError(t, os.WriteFile(target, []byte("old"), 0o600))
+		link := filepath.Join(dir, "link.wsar")
+		require.NoError(t, os.Symlink("target.wsar", link))
+		_, err := st.ExportFile(ctx, link, archive.Scope{All: true}, archive.Options{})
+		require.NoError(t, err)
+		fi, err := os.Lstat(link)
+		require.NoError(t, err)
+		assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link stays a link")
+		b, err := os.ReadFile(target)
+		require.NoError(t, err)
+		importable(t, b)
+	})
+
+	t.Run("DanglingSymlink", func(t *testing.T) {
+		link := filepath.Join(dir, "dangling.wsar")
+		require.NoError(t, os.Symlink("nowhere/x.wsar", link))
+		_, err := st.ExportFile(ctx, link, archive.Scope{All: true}, archive.Options{})
+		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%v", err)
+		fi, err := os.Lstat(link)
+		require.NoError(t, err)
+		assert.NotZero(t, fi.Mode()&os.ModeSymlink)
+	})
+
+	t.Run("NamedPipe", func(t *testing.T) {
+		fifo := filepath.Join(dir, "pipe")
+		require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+		got := make(chan []byte, 1)
+		go func() {
+			f, err := os.Open(fifo)
+			if err != nil {
+				got <- nil
+				return
+			}
+			defer f.Close()
+			b, _ := io.ReadAll(f)
+			got <- b
+		}()
+		_, err := st.ExportFile(ctx, fifo, archive.Scope{All: true}, archive.Options{})
+		require.NoError(t, err)
+		select {
+		case b := <-got:
+			importable(t, b)
+		case <-time.After(time.Minute):
+			t.Fatal("the pipe's reader got nothing")
+		}
+		fi, err := os.Lstat(fifo)
+		require.NoError(t, err)
+		assert.NotZero(t, fi.Mode()&os.ModeNamedPipe, "the pipe stays a pipe")
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			assert.False(t, strings.HasPrefix(e.Name(), "."), "no temporary file left: %s", e.Name())
+		}
+	})
+}
