@@ -1,7 +1,10 @@
 package wsstore_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,9 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -54,4 +59,48 @@ func TestImportFileRefusesTheStoresOwnFiles(t *testing.T) {
 	}
 	_, err = s.Runs.Run(ctx, "r")
 	assert.NoError(t, err)
+}
+
+// TestExportOfWhatChangesMeanwhile: an export whose objects a gc collects
+// while it writes them, because a run it selected was deleted meanwhile,
+// fails with store.conflict (export again), not store.corrupt or
+// store.not_found on a sound store; and an export again succeeds.
+func TestExportOfWhatChangesMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	chat := runs.ChatKey{Kind: "character", StableChatID: "c"}
+	for _, id := range []string{"keep", "doomed"} {
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat, RunID: id})
+		require.NoError(t, err)
+		edits := make([]runs.Edit, 40)
+		for i := range edits {
+			edits[i] = runs.Edit{Path: vfs.MustPath(fmt.Sprintf("output/d%d/%s-%02d.md", i%4, id, i)), Content: fmt.Appendf(nil, "%s file %d\n", id, i)}
+		}
+		_, err = st.Runs.Workspace(id, runs.ModelScope).Apply(ctx, edits)
+		require.NoError(t, err)
+		_, err = st.Runs.Finish(ctx, id)
+		require.NoError(t, err)
+	}
+	deleted := false
+	opt := archive.Options{Progress: func(p archive.Progress) {
+		if p.Phase != "blobs" || deleted {
+			return
+		}
+		deleted = true
+		_, err := st.Runs.CancelAndDeleteRun(ctx, "doomed")
+		require.NoError(t, err)
+		_, err = st.GC(ctx, wsstore.GCOptions{Grace: -1})
+		require.NoError(t, err)
+	}}
+	_, err := st.Archive.Export(ctx, io.Discard, archive.Scope{All: true}, opt)
+	require.True(t, deleted)
+	assert.Equal(t, wserr.Conflict, wserr.CodeOf(err), "%v", err)
+
+	var b bytes.Buffer
+	sum, err := st.Archive.Export(ctx, &b, archive.Scope{All: true}, archive.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Runs)
+	rep, err := st.Fsck(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, rep.Problems)
 }

@@ -78,11 +78,53 @@ func (a *Archiver) Export(ctx context.Context, w io.Writer, scope Scope, opt Opt
 	cw := &countingWriter{w: w}
 	sum, err := a.write(ctx, cw, p, opt)
 	if err != nil {
-		return Summary{}, err
+		return Summary{}, a.changedMeanwhile(ctx, p, scope, err)
 	}
 	sum.ArchiveBytes = cw.n
 	sum.Seconds = a.p.Now().Sub(start).Seconds()
 	return sum, nil
+}
+
+// changedMeanwhile judges err, a failure to read an object the export
+// planned: the objects are read after the rows' transaction, so a run
+// deleted or a checkpoint pruned meanwhile, and a gc after it, can take
+// one away from a sound store. What the scope selects now is gathered
+// again: if the rows are gone (run.not_found) that is the answer; if they
+// no longer reach every object planned, the export is store.conflict (run
+// it again); if they still do, err stands: the object is missing from
+// what the store holds now.
+func (a *Archiver) changedMeanwhile(ctx context.Context, p *plan, scope Scope, err error) error {
+	if code := wserr.CodeOf(err); (code != wserr.NotFound && code != wserr.Corrupt) || ctx.Err() != nil {
+		return err
+	}
+	spool, done, serr := tempfile.Create("wsstore-export-*.jsonl")
+	if serr != nil {
+		return err
+	}
+	defer done()
+	now := &plan{spool: spool, blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{},
+		made: map[cas.Hash][]vfs.Entry{}, stripped: map[cas.Hash]cas.Hash{}}
+	if gerr := a.p.DB.View(ctx, func(tx *index.Tx) error { return a.gather(ctx, tx, now, scope) }); gerr != nil {
+		if code := wserr.CodeOf(gerr); code == wserr.RunNotFound || code == wserr.NotFound {
+			return gerr
+		}
+		return err
+	}
+	for h := range p.blobs {
+		if _, ok := now.blobs[h]; !ok {
+			return changedError(err)
+		}
+	}
+	for h := range p.trees {
+		if !now.trees[h] {
+			return changedError(err)
+		}
+	}
+	return err
+}
+
+func changedError(err error) error {
+	return wserr.Wrap(wserr.Conflict, "export", "", fmt.Errorf("what the export selects changed while it was written (a run deleted or a checkpoint pruned, and its objects collected); export again: %w", err))
 }
 
 func checkScope(s Scope) error {
