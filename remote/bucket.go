@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -136,16 +137,20 @@ func unavailable(op, key string, err error) error {
 	return fmt.Errorf("%w: %w", wserr.Wrap(wserr.Busy, op, key, err), ErrUnavailable)
 }
 
-// refused returns store.invalid_options for a request the object store
-// refused, or that could not be made, for a reason only the tier's
+// Refused returns store.invalid_options for a request to an object store
+// that was refused, or could not be made, for a reason only the
 // configuration can change: no credentials to be found, the credentials
 // or their permissions (401, 403), or a bucket that does not exist; nil
-// for any other error.
+// for any other error. It judges the errors of any aws-sdk-go-v2 client
+// (Litestream's replica client too).
+func Refused(op, key string, err error) error { return refused(op, key, err) }
+
 func refused(op, key string, err error) error {
 	var ae smithy.APIError
 	var ce *credentialsError
+	var se *v4.SigningError
 	switch {
-	case errors.As(err, &ce):
+	case errors.As(err, &ce), errors.As(err, &se):
 		return wserr.New(wserr.InvalidOptions, op, key, "no credentials for the object store (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or name a profile in the URL): %v", err)
 	case status(err) == http.StatusUnauthorized || status(err) == http.StatusForbidden:
 		return wserr.New(wserr.InvalidOptions, op, key, "the object store refused the credentials or their permissions (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or the URL's profile): %v", err)
@@ -286,3 +291,36 @@ func (b *s3Bucket) list(ctx context.Context, prefix, after string, fn func(key s
 
 // defaultMaxBackoff bounds the wait between retries of one request.
 const defaultMaxBackoff = 2 * time.Second
+
+// CheckCredentials fails with store.invalid_options when the AWS
+// configuration for the object store at url does not load or yields no
+// credentials (environment, shared files, instance metadata), as a
+// request there would: for a client of the object store other than the
+// tier's own, such as Litestream's, whose errors do not say so.
+func CheckCredentials(ctx context.Context, url string) error {
+	loc, err := ParseURL(url)
+	if err != nil {
+		return err
+	}
+	var lo []func(*config.LoadOptions) error
+	if loc.Region != "" {
+		lo = append(lo, config.WithRegion(loc.Region))
+	}
+	if loc.Profile != "" {
+		lo = append(lo, config.WithSharedConfigProfile(loc.Profile))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, lo...)
+	if err != nil {
+		return wserr.Wrap(wserr.InvalidOptions, "remote", loc.String(), err)
+	}
+	if cfg.Credentials == nil {
+		return wserr.New(wserr.InvalidOptions, "remote", loc.String(), "no credentials for the object store (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return refused("remote", loc.String(), &credentialsError{err})
+	}
+	return nil
+}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -45,7 +48,7 @@ object store and checks it (fsck); a problem exits 6.`,
 	return cmd
 }
 
-func runRestore(ctx context.Context, o restoreOptions, args []string) error {
+func runRestore(ctx context.Context, o restoreOptions, args []string) (err error) {
 	if o.from == "" {
 		return usageError{wserr.New(wserr.InvalidOptions, "restore", "", "needs --from s3://bucket/prefix")}
 	}
@@ -53,17 +56,57 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) error {
 	if err := checkStoreDir(dir); err != nil {
 		return err
 	}
-	if err := replica.Restore(ctx, o.from, filepath.Join(dir, wsstore.DBName), replica.Options{}); err != nil {
+	path := filepath.Join(dir, wsstore.DBName)
+	if _, err := os.Stat(path); err == nil {
+		return wserr.New(wserr.InvalidOptions, "restore", path, "a database is there already: restore into a new directory")
+	}
+	_, statErr := os.Stat(dir)
+	madeDir := errors.Is(statErr, fs.ErrNotExist)
+	// The replica is restored under another name and made this store's
+	// own (its device id reset) before it takes the store's name: a
+	// restore that fails or is killed leaves no store that would sync as
+	// its source. One that fails later removes the store it made.
+	tmp := path + ".restoring"
+	removeDB := func(p string) {
+		for _, f := range index.FilesOf(p) {
+			os.Remove(f)
+		}
+	}
+	removeDB(tmp) // what a killed restore left
+	var st *wsstore.Store
+	defer func() {
+		if st != nil {
+			st.Close()
+		}
+		if err == nil {
+			return
+		}
+		removeDB(tmp)
+		removeDB(path)
+		if madeDir {
+			os.Remove(dir)
+		}
+	}()
+	if err := replica.Restore(ctx, o.from, tmp, replica.Options{}); err != nil {
 		return err
 	}
-	st, err := wsstore.Open(ctx, dir, wsstore.Options{Index: index.Options{Synchronous: o.sync}, Blobs: o.blobs})
+	db, err := index.Open(ctx, tmp, index.Options{Synchronous: o.sync})
 	if err != nil {
 		return err
 	}
-	defer st.Close()
 	// The replica carries its source's device id: this store syncs as a
 	// device of its own.
-	if err := remote.ResetDevice(ctx, st.DB); err != nil {
+	err = remote.ResetDevice(ctx, db)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return wserr.FromFS("restore", path, err)
+	}
+	if st, err = wsstore.Open(ctx, dir, wsstore.Options{Index: index.Options{Synchronous: o.sync}, Blobs: o.blobs}); err != nil {
 		return err
 	}
 	pulled := 0

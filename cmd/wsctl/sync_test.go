@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -119,4 +120,50 @@ func TestReplicateRestoreCLI(t *testing.T) {
 	assert.Contains(t, errOut, "store.invalid_options")
 	errOut = desk.fails(3, "restore", "--from", "s3://wsstore/nothing?endpoint="+srv.URL, filepath.Join(t.TempDir(), "x"))
 	assert.Contains(t, errOut, "store.not_found")
+}
+
+// TestRestoreFailsWhole: a restore that fails after the replica is read
+// (here, --blobs naming another tier than the source's) leaves no store
+// behind, so running it again as it should be works; the store it then
+// builds syncs as a device of its own, not as its source. Setup mistakes
+// of replicate and restore (no such bucket, no credentials) are
+// store.invalid_options (exit 2), not store.busy.
+func TestRestoreFailsWhole(t *testing.T) {
+	awsEnv(t)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	url := "s3://wsstore/desk?endpoint=" + srv.URL + "&region=us-east-1"
+	meta := "s3://wsstore/desk/meta?endpoint=" + srv.URL + "&region=us-east-1"
+	desk := newCLI(t)
+	desk.ok("--blobs", url, "demo")
+	desk.ok("sync")
+	desk.ok("replicate", "--once")
+
+	dir := filepath.Join(t.TempDir(), "restored")
+	errOut := desk.fails(2, "--blobs", "s3://wsstore/typo?endpoint="+srv.URL+"&region=us-east-1", "restore", "--from", meta, dir)
+	assert.Contains(t, errOut, "store.invalid_options")
+	entries, _ := os.ReadDir(dir)
+	assert.Empty(t, entries, "no store left behind")
+
+	desk.ok("restore", "--from", meta, dir)
+	restored := &cli{t: t, store: dir, env: map[string]string{}}
+	device := func(c *cli) string {
+		return strings.TrimSpace(c.ok("sql", "SELECT value FROM meta WHERE key = 'remote.device'"))
+	}
+	assert.NotEqual(t, device(desk), device(restored), "the restored store is a device of its own")
+
+	t.Run("ErrSetup", func(t *testing.T) {
+		nobucket := "s3://nobucket/m?endpoint=" + srv.URL + "&region=us-east-1"
+		errOut := desk.fails(2, "replicate", "--once", "--to", nobucket)
+		assert.Contains(t, errOut, "store.invalid_options")
+		errOut = desk.fails(2, "restore", "--from", nobucket, filepath.Join(t.TempDir(), "x"))
+		assert.Contains(t, errOut, "store.invalid_options")
+		t.Setenv("AWS_ACCESS_KEY_ID", "")
+		t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+		errOut = desk.fails(2, "replicate", "--once", "--to", meta)
+		assert.Contains(t, errOut, "store.invalid_options")
+		errOut = desk.fails(2, "restore", "--from", meta, filepath.Join(t.TempDir(), "y"))
+		assert.Contains(t, errOut, "store.invalid_options")
+	})
 }

@@ -42,13 +42,16 @@ func (o Options) withDefaults() Options {
 // Credentials come from the environment or the shared AWS files. It fails
 // with store.invalid_options for a bad URL, or one naming a profile
 // (Litestream's client reads AWS_PROFILE, not a URL parameter).
-func client(url string, log *slog.Logger) (*lss3.ReplicaClient, error) {
+func client(ctx context.Context, url string, log *slog.Logger) (*lss3.ReplicaClient, error) {
 	loc, err := remote.ParseURL(url)
 	if err != nil {
 		return nil, err
 	}
 	if loc.Profile != "" {
 		return nil, wserr.New(wserr.InvalidOptions, "replica url", url, "profile= is not taken for replication: set AWS_PROFILE")
+	}
+	if err := remote.CheckCredentials(ctx, url); err != nil {
+		return nil, err
 	}
 	c := lss3.NewReplicaClient()
 	c.Bucket = loc.Bucket
@@ -78,7 +81,7 @@ type Replicator struct {
 // store cannot be reached.
 func Start(ctx context.Context, path, url string, opts Options) (*Replicator, error) {
 	opts = opts.withDefaults()
-	c, err := client(url, opts.Logger)
+	c, err := client(ctx, url, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +131,7 @@ func Restore(ctx context.Context, url, path string, opts Options) error {
 	if _, err := os.Stat(path); err == nil {
 		return wserr.New(wserr.InvalidOptions, "restore", path, "a database is there already: restore into a new directory")
 	}
-	c, err := client(url, opts.Logger)
+	c, err := client(ctx, url, opts.Logger)
 	if err != nil {
 		return err
 	}
@@ -155,10 +158,18 @@ func Restore(ctx context.Context, url, path string, opts Options) error {
 }
 
 // unavailable codes a failure to reach the replica as store.busy; a
-// cancelled context stays itself.
+// cancelled context stays itself; a request refused for what no retry
+// changes (no credentials, none accepted, no such bucket) and a client
+// whose AWS configuration does not load are store.invalid_options.
 func unavailable(op, what string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s %s: %w", op, what, err)
+	}
+	if r := remote.Refused(op, what, err); r != nil {
+		return r
+	}
+	if strings.Contains(err.Error(), "cannot load aws config") {
+		return wserr.Wrap(wserr.InvalidOptions, op, what, err)
 	}
 	return fmt.Errorf("%w: %w", wserr.Wrap(wserr.Busy, op, what, err), remote.ErrUnavailable)
 }
