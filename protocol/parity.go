@@ -418,6 +418,9 @@ func (s *Session) commitResolve(ctx context.Context, r request) (any, error) {
 	if req.Status != runs.CommitCompleted && req.Status != runs.CommitFailed {
 		return nil, invalidRequest("commit.resolve needs \"status\": %q or %q, not %q", runs.CommitCompleted, runs.CommitFailed, req.Status)
 	}
+	if req.Status == runs.CommitCompleted && req.Error != "" {
+		return nil, invalidRequest("commit.resolve takes \"error\" only with status %q", runs.CommitFailed)
+	}
 	h, err := s.hostRuns()
 	if err != nil {
 		return nil, err

@@ -74,16 +74,18 @@ func TestResolveCommitCommands(t *testing.T) {
 		`{"op":"commit.resolve","runId":"r1","commitId":"` + id1 + `","status":"done"}`,
 		`{"op":"commit.resolve","runId":"r1","status":"failed"}`,
 		`{"op":"commit.resolve","runId":"r1","commitId":"commit_r1_0042","status":"failed"}`,
+		`{"op":"commit.resolve","runId":"r1","commitId":"` + id1 + `","status":"completed","error":"boom"}`,
 		`{"op":"commit.resolve","runId":"r1","commitId":"` + id1 + `","status":"completed","receipt":{"messageId":3}}`,
 		`{"op":"commit.resolve","runId":"r1","commitId":"` + id1 + `","status":"failed"}`,
 	}, "\n") + "\n")
 	assert.Equal(t, "batch.invalid_request", rs[0].code(), "a host's mistake, not a model's")
 	assert.False(t, rs[1].OK, "a commit id is needed")
 	assert.Equal(t, "store.not_found", rs[2].code())
-	require.True(t, rs[3].OK, "%+v", rs[3].Error)
-	assert.Equal(t, "completed", rs[3].Result["status"])
-	assert.Equal(t, map[string]any{"messageId": float64(3)}, rs[3].Result["receipt"])
-	assert.Equal(t, "run.invalid_transition", rs[4].code())
+	assert.Equal(t, "batch.invalid_request", rs[3].code(), "an error with completed is a host's mistake too")
+	require.True(t, rs[4].OK, "%+v", rs[4].Error)
+	assert.Equal(t, "completed", rs[4].Result["status"])
+	assert.Equal(t, map[string]any{"messageId": float64(3)}, rs[4].Result["receipt"])
+	assert.Equal(t, "run.invalid_transition", rs[5].code())
 
 	c.fails(2, "resolve-commit", "r2", id2, "pending")
 	c.fails(2, "resolve-commit", "r2", id2, "completed", "--error", "x")
