@@ -121,6 +121,10 @@ func findRunCaps(ctx context.Context, tx *index.Tx, id string) (Run, runCaps, er
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
+// ReservedRunID is the one run id CreateRun refuses though it has the
+// form of one: wsctl's name for the newest run.
+const ReservedRunID = "latest"
+
 // CreateRequest describes a new run.
 type CreateRequest struct {
 	Chat    ChatKey         `json:"chat"`
@@ -179,7 +183,7 @@ func addInput(inputs map[vfs.Path][]byte, rel vfs.Path, b []byte) error {
 // running), journaling run_created and status_changed, then checkpoints the
 // initial workspace if the profile asks for it. It fails with
 // workspace.invalid_argument for a bad request (two input keys naming the
-// same path included), workspace.invalid_path for a bad input path, and
+// same path, a run id of another form or ReservedRunID included), workspace.invalid_path for a bad input path, and
 // run.exists if the id is taken.
 func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error) {
 	if err := req.Chat.validate(); err != nil {
@@ -191,6 +195,9 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 	}
 	if !runIDPattern.MatchString(id) {
 		return Run{}, wserr.New(wserr.InvalidArgument, "create run", "", "run id %q must be 1-128 letters, digits, '_', '-' or '.'", id)
+	}
+	if id == ReservedRunID {
+		return Run{}, wserr.New(wserr.InvalidArgument, "create run", "", "run id %q is reserved: wsctl names the newest run so", id)
 	}
 	prof := DefaultProfile()
 	if req.Profile != nil {

@@ -165,6 +165,7 @@ func TestCreateRunErrors(t *testing.T) {
 	t.Run("ErrInvalidRunID", func(t *testing.T) {
 		for _, id := range []string{
 			"../run", "run/1", "run 1", "-run", "_run", ".run", "run\x00", "run\n", "ラン", strings.Repeat("r", 129), "run:1",
+			"latest", // wsctl's name for the newest run
 		} {
 			before := snapshot()
 			_, err := e.svc.CreateRun(ctx, runs.CreateRequest{Chat: testChat, RunID: id})

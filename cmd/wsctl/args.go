@@ -66,7 +66,7 @@ func parsePathArg(op, s string) (vfs.Path, error) {
 }
 
 // latestRun names the newest run wherever a run is named.
-const latestRun = "latest"
+const latestRun = runs.ReservedRunID
 
 // resolveRun turns a run reference into a run id: a run's full id, latest
 // (the newest run), or a prefix of exactly one run's id. It fails with
