@@ -41,13 +41,15 @@ func (s *Storage) upload(ctx context.Context, objs []cas.Object, chunked bool, d
 type PushStats struct {
 	// Packs and Objects count the packs written and the objects they
 	// hold; Chunked counts the chunked blobs whose lists were indexed.
-	Packs, Objects, Chunked int
+	Packs   int `json:"packs"`
+	Objects int `json:"objects"`
+	Chunked int `json:"chunked"`
 	// Bytes counts the stored bytes uploaded.
-	Bytes int64
+	Bytes int64 `json:"bytes"`
 	// Pending counts what is left to push when Push failed; 0 when it
 	// succeeded, though what was written meanwhile, or needs what was,
 	// may wait for the next Push (Storage.Pending counts it).
-	Pending int
+	Pending int `json:"pending"`
 }
 
 type pending struct {
@@ -309,7 +311,8 @@ func (s *Storage) Pending(ctx context.Context, db *index.DB) (int, error) {
 type PullStats struct {
 	// Indexes counts the index objects read, Objects the objects they
 	// added to the local index.
-	Indexes, Objects int
+	Indexes int `json:"indexes"`
+	Objects int `json:"objects"`
 }
 
 // Pull takes in the index objects of the object store this store has not

@@ -132,14 +132,17 @@ type ReclaimStats struct {
 	// those of chunk lists), Segments the devices' superseded sync
 	// segments, Locks the expired sync and push
 	// locks.
-	Packs, Indexes, Segments, Locks int
+	Packs    int `json:"packs"`
+	Indexes  int `json:"indexes"`
+	Segments int `json:"segments"`
+	Locks    int `json:"locks"`
 	// Kept counts the index objects looked at and kept.
-	Kept int
+	Kept int `json:"kept"`
 	// More says Max stopped the call with more to remove.
-	More bool
+	More bool `json:"more"`
 	// Waiting names the devices whose last sync was cut off before it
 	// published: no pack goes until each has synced again.
-	Waiting []string
+	Waiting []string `json:"waiting"`
 }
 
 // Reclaim removes from the object store what no store uses, within a

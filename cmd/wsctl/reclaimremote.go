@@ -55,6 +55,9 @@ func runReclaimRemote(ctx context.Context, o reclaimRemoteOptions) error {
 		return err
 	}
 	if o.json {
+		if rep.Waiting == nil {
+			rep.Waiting = []string{}
+		}
 		return writeJSON(o.out, rep)
 	}
 	verb := "removed"

@@ -65,8 +65,8 @@ func TestSyncTwoStores(t *testing.T) {
 	var def, none map[string]any
 	desk.jsonOut(&def, "reclaim-remote", "--dry-run")
 	desk.jsonOut(&none, "reclaim-remote", "--dry-run", "--grace", "0")
-	assert.Zero(t, def["Segments"], "the default grace keeps the segments just superseded")
-	assert.Positive(t, none["Segments"], "no grace: superseded segments go")
+	assert.Zero(t, def["segments"], "the default grace keeps the segments just superseded")
+	assert.Positive(t, none["segments"], "no grace: superseded segments go")
 
 	// Sync needs a tier.
 	other := newCLI(t)
