@@ -19,8 +19,9 @@ type FileDiff struct {
 	OldSize int64        `json:"oldSize"`
 	NewSize int64        `json:"newSize"`
 	// Unified is a unified diff for text files (both sides valid UTF-8
-	// without NUL, each at most MaxDiffBytes); empty for binary or large
-	// files.
+	// without NUL, each at most MaxDiffBytes), with git's headers
+	// ("--- a/PATH", "+++ b/PATH", /dev/null for the missing side of an
+	// added or deleted file); empty for binary or large files.
 	Unified string `json:"unified,omitempty"`
 	Binary  bool   `json:"binary,omitempty"`
 	// TooLarge says a side is past MaxDiffBytes: no text is rendered.
@@ -108,7 +109,16 @@ func (s *Store) renderText(ctx context.Context, d *FileDiff, budget *int) error 
 		d.Binary = true
 		return nil
 	}
-	text, omitted := unified(d.Path, string(ob), string(nb), *budget)
+	// git's headers: /dev/null names the missing side of an added or
+	// deleted file, and the budget counts the text as it is sent.
+	oldName, newName := "a/"+d.Path, "b/"+d.Path
+	switch d.Op {
+	case vfs.Added:
+		oldName = "/dev/null"
+	case vfs.Deleted:
+		newName = "/dev/null"
+	}
+	text, omitted := unified(oldName, newName, string(ob), string(nb), *budget)
 	switch {
 	case len(text) > *budget || omitted > 0 && !strings.Contains(text, "\n@@"):
 		// Not even its first hunk fits, or not even its headers: no

@@ -19,20 +19,22 @@ const maxDiffLines = 20000
 // when more than maxDiffLines lines lie between, they are deleted and
 // inserted whole.
 func Unified(path string, a, b string) string {
-	text, _ := unified(path, a, b, 0)
+	text, _ := unified("a/"+path, "b/"+path, a, b, 0)
 	return text
 }
 
-// unified is Unified with a cap on the output: when limit > 0, hunks that
-// would take the text past limit bytes are left out, and their count is
-// returned. The headers are always written.
-func unified(path string, a, b string, limit int) (string, int) {
+// unified is Unified with the headers' names given ("a/PATH", or
+// /dev/null for the missing side of an added or deleted file) and a cap
+// on the output: when limit > 0, hunks that would take the text past
+// limit bytes are left out, and their count is returned. The headers are
+// always written.
+func unified(oldName, newName string, a, b string, limit int) (string, int) {
 	if a == b {
 		return "", 0
 	}
 	al, bl := splitLines(a), splitLines(b)
 	var out strings.Builder
-	fmt.Fprintf(&out, "--- a/%s\n+++ b/%s\n", path, path)
+	fmt.Fprintf(&out, "--- %s\n+++ %s\n", oldName, newName)
 	omitted := writeHunks(&out, editScript(al, bl), al, bl, 3, limit)
 	return out.String(), omitted
 }

@@ -190,7 +190,7 @@ func (h *Handler) runDiff(w http.ResponseWriter, r *http.Request) {
 			return err
 		})
 	}
-	answer(w, map[string]any{"changes": protocol.GitHeaders(changes)}, err)
+	answer(w, map[string]any{"changes": changes}, err)
 }
 
 // eventQuery parses ?afterSeq=&beforeSeq=&limit=.

@@ -2,10 +2,8 @@ package protocol
 
 import (
 	"encoding/base64"
-	"strings"
 
 	"github.com/wsstore/wsstore/cas"
-	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/vfs"
 )
 
@@ -31,22 +29,4 @@ func NewFileContent(p vfs.Path, h cas.Hash, b []byte) FileContent {
 		fc.ContentBase64 = &s
 	}
 	return fc
-}
-
-// GitHeaders returns diffs with git's file headers: /dev/null stands for
-// the missing side of an added or deleted file ("--- /dev/null" where the
-// store writes "--- a/PATH"). Every way in (wsctl diff, the diff op)
-// shows diffs through it, so a host sees the same text either way.
-func GitHeaders(diffs []checkpoint.FileDiff) []checkpoint.FileDiff {
-	out := make([]checkpoint.FileDiff, len(diffs))
-	for i, d := range diffs {
-		switch d.Op {
-		case vfs.Added:
-			d.Unified = strings.Replace(d.Unified, "--- a/"+d.Path+"\n", "--- /dev/null\n", 1)
-		case vfs.Deleted:
-			d.Unified = strings.Replace(d.Unified, "+++ b/"+d.Path+"\n", "+++ /dev/null\n", 1)
-		}
-		out[i] = d
-	}
-	return out
 }

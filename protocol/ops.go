@@ -698,7 +698,7 @@ func (s *Session) diff(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"changes": GitHeaders(changes)}, nil
+	return map[string]any{"changes": changes}, nil
 }
 
 // ---- commit, finish, events, manifest.set, run.status

@@ -637,7 +637,7 @@ func (s *Session) runsDiff(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"changes": GitHeaders(changes)}, nil
+	return map[string]any{"changes": changes}, nil
 }
 
 type materializeRequest struct {

@@ -306,7 +306,7 @@ func TestDiff(t *testing.T) {
 				assert.False(t, d.Binary || d.Truncated)
 				assert.Empty(t, d.Unified)
 			case "plan/plan.md":
-				assert.Equal(t, "--- a/plan/plan.md\n+++ b/plan/plan.md\n@@ -0,0 +1 @@\n+step\n", d.Unified)
+				assert.Equal(t, "--- /dev/null\n+++ b/plan/plan.md\n@@ -0,0 +1 @@\n+step\n", d.Unified)
 			}
 		}
 	}

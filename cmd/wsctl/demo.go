@@ -16,7 +16,6 @@ import (
 
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/journal"
-	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 )
@@ -198,7 +197,7 @@ func runDemo(ctx context.Context, g globals, temp bool) error {
 		return err
 	}
 	if g.json {
-		return writeJSON(g.out, demoResult{RunID: run.ID, WorkspaceID: run.ChatID, Store: g.storeDir, Commit: rec, Events: events, Diff: protocol.GitHeaders(diff)})
+		return writeJSON(g.out, demoResult{RunID: run.ID, WorkspaceID: run.ChatID, Store: g.storeDir, Commit: rec, Events: events, Diff: diff})
 	}
 	fmt.Fprintf(g.out, "\ntimeline (wsctl log %s):\n", run.ID)
 	if err := timeline(g.out, events); err != nil {

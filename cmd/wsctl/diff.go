@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore/checkpoint"
-	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/runs"
 )
 
@@ -72,7 +71,7 @@ func runDiff(ctx context.Context, g globals, args []string, maxBytes int) error 
 		diffs = []checkpoint.FileDiff{}
 	}
 	if g.json {
-		return writeJSON(g.out, protocol.GitHeaders(diffs))
+		return writeJSON(g.out, diffs)
 	}
 	return writeUnified(g.out, diffs)
 }

@@ -5,13 +5,12 @@ import (
 	"io"
 
 	"github.com/wsstore/wsstore/checkpoint"
-	"github.com/wsstore/wsstore/protocol"
 )
 
-// writeUnified prints file diffs (through protocol.GitHeaders) as unified text, the
+// writeUnified prints file diffs as unified text, the
 // way git diff does; files without a text diff get one line saying why.
 func writeUnified(w io.Writer, diffs []checkpoint.FileDiff) error {
-	for _, d := range protocol.GitHeaders(diffs) {
+	for _, d := range diffs {
 		var err error
 		switch {
 		case d.Unified != "":

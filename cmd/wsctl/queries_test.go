@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -189,6 +190,10 @@ func TestDiff(t *testing.T) {
 	out = c.ok("diff", "run_a", "1", "--max-bytes", "70")
 	assert.Equal(t, "--- /dev/null\n+++ b/output/a.md\n@@ -0,0 +1,2 @@\n+one\n+two\nBinary file scratch/b.bin added (0 B -> 9 B)\n", out,
 		"a hunk that fits; a binary file takes none of the limit")
+
+	text := "--- /dev/null\n+++ b/output/a.md\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+	out = c.ok("diff", "run_a", "1", "--max-bytes", fmt.Sprint(len(text)))
+	assert.True(t, strings.HasPrefix(out, text), "a text exactly as long as the limit fits, its headers counted as printed: %q", out)
 }
 
 func TestLog(t *testing.T) {
