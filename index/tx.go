@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -145,7 +146,9 @@ func run(ctx context.Context, conn *sqlx.DB, guard *txGuard, cache *stmtCache, t
 		if writable {
 			guard.end() // fn panicked
 		}
-		if rerr := stx.Rollback(); rerr != nil && err == nil {
+		// A read transaction whose context ended after fn's last read
+		// was rolled back by database/sql already: what fn read stands.
+		if rerr := stx.Rollback(); rerr != nil && err == nil && !errors.Is(rerr, sql.ErrTxDone) {
 			err = fmt.Errorf("rollback: %w", rerr)
 		}
 	}()
