@@ -914,3 +914,25 @@ func (s *Store) recoverBlobs(ctx context.Context, r io.Reader) error {
 	_, err = s.Remote.Recover(ctx, s.DB, missing)
 	return err
 }
+
+// ResetDevice makes the store a sync device of its own: for a store
+// restored from another device's replica (wsctl restore does it), which
+// would otherwise publish as that device. What that device published is
+// forgotten, so the next sync publishes a base segment of every item; the
+// deletions it made since its last sync become this device's tombstones,
+// published by the next sync, so what it deleted does not come back from
+// its older segments. It fails with the index's errors.
+func (s *Store) ResetDevice(ctx context.Context) error {
+	if s.Remote != nil {
+		dev, ok, err := remote.RecordedDevice(ctx, s.DB)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := s.collectDeletions(ctx, dev); err != nil {
+				return err
+			}
+		}
+	}
+	return remote.ResetDevice(ctx, s.DB)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/wsstore/wsstore/remote/s3fake"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // TestSyncExaminesWhatChanged: a sync after one run changed reads that
@@ -144,4 +146,48 @@ func TestSyncChangeDuringASync(t *testing.T) {
 	none, err := st.Remote.ClaimChanges(ctx, st.DB)
 	require.NoError(t, err)
 	assert.Empty(t, none.Names)
+}
+
+// TestRestoredStoreKeepsItsSourcesDeletions: a store restored from a
+// device's database (its replica) after that device deleted a chat it had
+// synced, and before it synced again, publishes the deletion as a device
+// of its own: the chat does not come back from the source's segments,
+// here or on a device that starts later.
+func TestRestoredStoreKeepsItsSourcesDeletions(t *testing.T) {
+	srv, open := fakeTier(t)
+	ctx := context.Background()
+	a := open()
+	chat := runs.ChatKey{Kind: "character", StableChatID: "gone"}
+	_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat, RunID: "doomed"})
+	require.NoError(t, err)
+	smallRuns(t, a, "kept", "k", 1)
+	syncOK(t, a)
+	_, err = a.Runs.DeleteChats(ctx, []runs.ChatKey{chat}, true)
+	require.NoError(t, err)
+
+	// The replica: a's database as it stands, in another directory.
+	dir := t.TempDir()
+	require.NoError(t, a.DB.Exec(ctx, `VACUUM INTO '`+filepath.Join(dir, wsstore.DBName)+`'`))
+	b, err := wsstore.Open(ctx, dir, wsstore.Options{Remote: remote.Options{PackSize: 64 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	before, err := remote.Device(ctx, a.DB)
+	require.NoError(t, err)
+	require.NoError(t, b.ResetDevice(ctx))
+	after, err := remote.Device(ctx, b.DB)
+	require.NoError(t, err)
+	assert.NotEqual(t, before, after, "the restored store is a device of its own")
+
+	rep := syncOK(t, b)
+	assert.Contains(t, rep.Tombstones, "chat "+runs.ChatWorkspaceID(chat), "it publishes the source's deletion")
+	_, err = b.Runs.Run(ctx, "doomed")
+	assert.Equal(t, wserr.RunNotFound, wserr.CodeOf(err), "the deleted run does not come back here")
+
+	c := open()
+	syncOK(t, c)
+	_, err = c.Runs.Run(ctx, "doomed")
+	assert.Equal(t, wserr.RunNotFound, wserr.CodeOf(err), "nor on a device that starts later")
+	_, err = c.Runs.Run(ctx, "k-00")
+	assert.NoError(t, err)
+	_ = srv
 }

@@ -61,13 +61,27 @@ func deviceIn(ctx context.Context, tx *index.Tx) (string, error) {
 	return id, index.SetSetting(ctx, tx, deviceKey, id)
 }
 
-// ResetDevice forgets the store's device id and what it published under
-// it, so a store restored from another device's replica publishes as a
-// device of its own, starting with a base segment of every item. What it took in from
-// other devices and the deletions it knows stay: the restored database
-// holds their effect.
+// RecordedDevice returns the store's device id, if it has one yet.
+func RecordedDevice(ctx context.Context, db *index.DB) (id string, ok bool, err error) {
+	err = db.View(ctx, func(tx *index.Tx) error {
+		id, ok, err = index.Setting(ctx, tx, deviceKey)
+		return err
+	})
+	return id, ok, err
+}
+
+// ResetDevice gives the store a new device id and forgets what it
+// published under the old one, so a store restored from another device's
+// replica publishes as a device of its own, starting with a base segment
+// of every item. What it took in from other devices and the deletions it
+// knows stay: the restored database holds their effect; its tombstones
+// no segment carries yet become the new device's.
 func ResetDevice(ctx context.Context, db *index.DB) error {
 	return db.Update(ctx, func(tx *index.Tx) error {
+		old, had, err := index.Setting(ctx, tx, deviceKey)
+		if err != nil {
+			return err
+		}
 		for _, k := range []string{deviceKey, baseKey, oldSeenKey, registeredAt} {
 			if err := index.DeleteSetting(ctx, tx, k); err != nil {
 				return err
@@ -79,7 +93,15 @@ func ResetDevice(ctx context.Context, db *index.DB) error {
 				return index.Translate(err)
 			}
 		}
-		return nil
+		if !had {
+			return nil
+		}
+		dev, err := deviceIn(ctx, tx)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sync_tombstones SET device = ? WHERE device = ? AND pending != 0`, dev, old)
+		return index.Translate(err)
 	})
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/index"
-	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/replica"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
@@ -62,11 +61,13 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	}
 	_, statErr := os.Stat(dir)
 	madeDir := errors.Is(statErr, fs.ErrNotExist)
-	// The replica is restored under another name and made this store's
-	// own (its device id reset) before it takes the store's name: a
-	// restore that fails or is killed leaves no store that would sync as
-	// its source. One that fails later removes the store it made.
-	tmp := path + ".restoring"
+	// The replica is restored in a directory of its own inside DIR and
+	// made a device of its own (ResetDevice) before its database takes
+	// the store's name: a restore that fails or is killed leaves no store
+	// that would sync as its source. One that fails later removes the
+	// store it made.
+	tmpDir := filepath.Join(dir, ".wsstore-restoring")
+	tmp := filepath.Join(tmpDir, wsstore.DBName)
 	removeDB := func(p string) {
 		for _, f := range index.FilesOf(p) {
 			os.Remove(f)
@@ -78,10 +79,12 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 		if st != nil {
 			st.Close()
 		}
+		os.Remove(tmpDir)
 		if err == nil {
 			return
 		}
 		removeDB(tmp)
+		os.Remove(tmpDir)
 		removeDB(path)
 		if madeDir {
 			os.Remove(dir)
@@ -90,23 +93,30 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	if err := replica.Restore(ctx, o.from, tmp, replica.Options{}); err != nil {
 		return err
 	}
-	db, err := index.Open(ctx, tmp, index.Options{Synchronous: o.sync})
-	if err != nil {
+	opts := wsstore.Options{Index: index.Options{Synchronous: o.sync}, Blobs: o.blobs}
+	if st, err = wsstore.Open(ctx, tmpDir, opts); err != nil {
 		return err
 	}
-	// The replica carries its source's device id: this store syncs as a
-	// device of its own.
-	err = remote.ResetDevice(ctx, db)
-	if cerr := db.Close(); err == nil {
+	// The replica carries its source's device id and the deletions it
+	// made since its last sync: this store publishes them as a device of
+	// its own.
+	err = st.ResetDevice(ctx)
+	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
+	st = nil
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return wserr.FromFS("restore", path, err)
+	for _, f := range index.FilesOf(tmp) {
+		if _, serr := os.Stat(f); serr != nil {
+			continue
+		}
+		if err := os.Rename(f, filepath.Join(dir, filepath.Base(f))); err != nil {
+			return wserr.FromFS("restore", path, err)
+		}
 	}
-	if st, err = wsstore.Open(ctx, dir, wsstore.Options{Index: index.Options{Synchronous: o.sync}, Blobs: o.blobs}); err != nil {
+	if st, err = wsstore.Open(ctx, dir, opts); err != nil {
 		return err
 	}
 	pulled := 0

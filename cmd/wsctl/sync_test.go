@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/remote/s3fake"
@@ -147,6 +148,11 @@ func TestRestoreFailsWhole(t *testing.T) {
 	assert.Empty(t, entries, "no store left behind")
 
 	desk.ok("restore", "--from", meta, dir)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.True(t, strings.HasPrefix(e.Name(), wsstore.DBName), "only the store's files in DIR: %s", e.Name())
+	}
 	restored := &cli{t: t, store: dir, env: map[string]string{}}
 	device := func(c *cli) string {
 		return strings.TrimSpace(c.ok("sql", "SELECT value FROM meta WHERE key = 'remote.device'"))
