@@ -12,6 +12,7 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
@@ -203,24 +204,24 @@ func (r cpRef) resolve(ctx context.Context, st *wsstore.Store, runID string) (in
 	if r.back == 0 {
 		return seq, nil
 	}
-	cps, err := st.Checkpoints.List(ctx, runID)
-	if err != nil {
-		return 0, err
-	}
-	parent := map[int64]string{}
-	for _, c := range cps {
-		parent[c.Seq] = c.Parent
-	}
-	for i := 0; i < r.back; i++ {
-		p := parent[seq]
-		if p == "" {
-			return 0, wserr.New(wserr.CheckpointNotFound, "checkpoint", "", "HEAD~%d: %s is the oldest checkpoint left on run %s's branch, %d back", r.back, checkpoint.ID(seq), runID, i)
+	// One row per step back, in one snapshot: the cost is N's, not the
+	// run's checkpoints'.
+	err = st.DB.View(ctx, func(tx *index.Tx) error {
+		for i := 0; i < r.back; i++ {
+			c, err := st.Checkpoints.Get(ctx, tx, runID, seq)
+			if err != nil {
+				return err
+			}
+			if c.Parent == "" {
+				return wserr.New(wserr.CheckpointNotFound, "checkpoint", "", "HEAD~%d: %s is the oldest checkpoint left on run %s's branch, %d back", r.back, checkpoint.ID(seq), runID, i)
+			}
+			if seq, err = checkpoint.ParseRef(c.Parent); err != nil {
+				return err
+			}
 		}
-		if seq, err = checkpoint.ParseRef(p); err != nil {
-			return 0, err
-		}
-	}
-	return seq, nil
+		return nil
+	})
+	return seq, err
 }
 
 // runStatuses are the values runs --status takes, in lifecycle order.
