@@ -46,7 +46,8 @@ func newSQLCmd(a *app) *cobra.Command {
 		Long: `sql runs one SELECT (or WITH, VALUES, EXPLAIN, or a read-only PRAGMA such
 as table_info) on the store's SQLite database and prints the rows as an
 aligned table, or with --json as an array of row objects (BLOBs as hex,
-infinite REALs as the strings "+Inf" and "-Inf").
+infinite REALs as the strings "+Inf" and "-Inf"; a column name that
+came before gets ":1", ":2", … so no key repeats).
 
 Nothing it runs can change the store. The query runs on a connection of its
 own opened with mode=ro and query_only, inside a transaction that is always
@@ -116,8 +117,9 @@ func runSQL(ctx context.Context, g globals, lim sqlLimits, args []string) error 
 	}
 	if g.json {
 		out := make([]orderedRow, len(res.rows))
+		keys := uniqueKeys(res.cols)
 		for i, r := range res.rows {
-			out[i] = orderedRow{cols: res.cols, vals: r}
+			out[i] = orderedRow{cols: keys, vals: r}
 		}
 		return writeJSON(g.out, out)
 	}
@@ -392,6 +394,23 @@ func sqlJSON(v any) any {
 		}
 	}
 	return v
+}
+
+// uniqueKeys returns the column names as a row object's keys: a name
+// that came before gets ":1", ":2", … as SQLite names the columns of a
+// CREATE TABLE … AS, so no key repeats (a JSON reader would keep one).
+func uniqueKeys(cols []string) []string {
+	seen := map[string]bool{}
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		name := c
+		for n := 1; seen[name]; n++ {
+			name = fmt.Sprintf("%s:%d", c, n)
+		}
+		seen[name] = true
+		out[i] = name
+	}
+	return out
 }
 
 // orderedRow is a row object whose keys keep the query's column order.

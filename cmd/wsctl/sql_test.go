@@ -46,6 +46,10 @@ func TestSQLQueries(t *testing.T) {
 	assert.Contains(t, out, "1        00ff     NULL     a\\tb     2.5")
 	out = c.ok("sql", "VALUES (1, x'00ff', NULL)", "--json")
 	assert.JSONEq(t, `[{"column1":1,"column2":"00ff","column3":null}]`, out)
+	// Columns of one name are told apart, as SQLite names them in a
+	// CREATE TABLE … AS: a JSON object holds each name once.
+	out = c.ok("sql", "SELECT 1 AS root, 2 AS root, 3 AS root, 4 AS \"root:1\"", "--json")
+	assert.Equal(t, "[\n  {\n    \"root\": 1,\n    \"root:1\": 2,\n    \"root:2\": 3,\n    \"root:1:1\": 4\n  }\n]\n", out)
 
 	for _, q := range []string{
 		"PRAGMA table_info(runs)",
