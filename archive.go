@@ -50,6 +50,10 @@ func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope
 		if lfi, lerr := os.Lstat(path); lerr == nil && lfi.Mode()&fs.ModeSymlink != 0 {
 			return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, path, "that is a symbolic link to nothing; name a file")
 		}
+	default:
+		// A loop of links, a parent that is a file, no permission: what
+		// path names cannot be told, so nothing is put in its place.
+		return archive.Summary{}, wserr.Wrap(wserr.InvalidArgument, op, path, err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {

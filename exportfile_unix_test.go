@@ -25,7 +25,8 @@ import (
 // TestExportFileThroughLinksAndPipes: an export named by a symbolic link
 // replaces the file the link leads to and leaves the link a link; one
 // named onto a pipe or a device writes into it, as onto standard output,
-// and leaves it what it was; a link that leads nowhere is refused.
+// and leaves it what it was; a link that leads nowhere, or round in a
+// loop, is refused.
 func TestExportFileThroughLinksAndPipes(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.OpenStore(t)
@@ -63,6 +64,17 @@ func TestExportFileThroughLinksAndPipes(t *testing.T) {
 		fi, err := os.Lstat(link)
 		require.NoError(t, err)
 		assert.NotZero(t, fi.Mode()&os.ModeSymlink)
+	})
+
+	t.Run("SymlinkLoop", func(t *testing.T) {
+		loop := filepath.Join(dir, "loop-a")
+		require.NoError(t, os.Symlink("loop-b", loop))
+		require.NoError(t, os.Symlink("loop-a", filepath.Join(dir, "loop-b")))
+		_, err := st.ExportFile(ctx, loop, archive.Scope{All: true}, archive.Options{})
+		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%v", err)
+		fi, err := os.Lstat(loop)
+		require.NoError(t, err)
+		assert.NotZero(t, fi.Mode()&os.ModeSymlink, "the link stays a link")
 	})
 
 	t.Run("NamedPipe", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 func newCheckpointsCmd(a *app) *cobra.Command {
@@ -73,7 +74,8 @@ const checkpointPage = 256
 // views (seed 000 §13: the row's fields and the files of its tree), as
 // writeJSON would, one view at a time: what it holds is one page of rows
 // and one view, however many checkpoints and files the run has, and it
-// stops between views when ctx ends.
+// stops between views when ctx ends. A checkpoint pruned meanwhile (an
+// active run's cap) is left out.
 func writeCheckpointViews(ctx context.Context, w io.Writer, cps *checkpoint.Store, runID string) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("[")
@@ -88,6 +90,9 @@ func writeCheckpointViews(ctx context.Context, w io.Writer, cps *checkpoint.Stor
 				return err
 			}
 			v, err := cps.View(ctx, runID, c.Seq)
+			if wserr.Is(err, wserr.CheckpointNotFound) {
+				continue // pruned by the run's cap since its page was read
+			}
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/rss"
+	"github.com/wsstore/wsstore/runs"
 )
 
 // checkpointsStore makes a store whose run r has files files and, after
@@ -106,3 +108,40 @@ func (w *cancelWriter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = (*cancelWriter)(nil)
+
+// TestCheckpointsJSONPrunedMeanwhile: checkpoints a run's cap prunes
+// while `checkpoints --json` lists them are left out; the listing stays
+// one valid JSON array and succeeds.
+func TestCheckpointsJSONPrunedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	c := newCLI(t)
+	st := c.open()
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	for range 300 {
+		_, err := st.Runs.Checkpoint(ctx, "r", "round")
+		require.NoError(t, err)
+	}
+	pruned := false
+	w := writerFunc(func(p []byte) (int, error) {
+		if !pruned {
+			pruned = true
+			seqs := make([]int64, 0, 20)
+			for s := int64(100); s < 120; s++ {
+				seqs = append(seqs, s)
+			}
+			require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error { return st.Checkpoints.DeleteRecords(ctx, tx, "r", seqs) }))
+		}
+		return len(p), nil
+	})
+	var all bytes.Buffer
+	require.NoError(t, writeCheckpointViews(ctx, io.MultiWriter(w, &all), st.Checkpoints, "r"))
+	require.True(t, pruned)
+	var views []map[string]any
+	require.NoError(t, json.Unmarshal(all.Bytes(), &views), "one valid JSON array")
+	assert.Len(t, views, 301-20, "the pruned checkpoints are left out")
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
