@@ -61,32 +61,24 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	}
 	_, statErr := os.Stat(dir)
 	madeDir := errors.Is(statErr, fs.ErrNotExist)
-	// The replica is restored in a directory of its own inside DIR and
-	// made a device of its own (ResetDevice) before its database takes
-	// the store's name: a restore that fails or is killed leaves no store
-	// that would sync as its source. One that fails later removes the
-	// store it made.
+	// The replica is restored in a directory of its own inside DIR, made
+	// a device of its own (ResetDevice) and given the tier's indexes
+	// there; its database takes the store's name last, in one rename. A
+	// restore that fails or is killed before leaves no store in DIR, only
+	// that directory, which the next restore clears.
 	tmpDir := filepath.Join(dir, ".wsstore-restoring")
 	tmp := filepath.Join(tmpDir, wsstore.DBName)
-	removeDB := func(p string) {
-		for _, f := range index.FilesOf(p) {
-			os.Remove(f)
-		}
+	if err := os.RemoveAll(tmpDir); err != nil {
+		return wserr.FromFS("restore", tmpDir, err)
 	}
-	removeDB(tmp) // what a killed restore left
 	var st *wsstore.Store
+	placed := false
 	defer func() {
 		if st != nil {
 			st.Close()
 		}
-		os.Remove(tmpDir)
-		if err == nil {
-			return
-		}
-		removeDB(tmp)
-		os.Remove(tmpDir)
-		removeDB(path)
-		if madeDir {
+		os.RemoveAll(tmpDir)
+		if err != nil && !placed && madeDir {
 			os.Remove(dir)
 		}
 	}()
@@ -100,23 +92,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	// The replica carries its source's device id and the deletions it
 	// made since its last sync: this store publishes them as a device of
 	// its own.
-	err = st.ResetDevice(ctx)
-	if cerr := st.Close(); err == nil {
-		err = cerr
-	}
-	st = nil
-	if err != nil {
-		return err
-	}
-	for _, f := range index.FilesOf(tmp) {
-		if _, serr := os.Stat(f); serr != nil {
-			continue
-		}
-		if err := os.Rename(f, filepath.Join(dir, filepath.Base(f))); err != nil {
-			return wserr.FromFS("restore", path, err)
-		}
-	}
-	if st, err = wsstore.Open(ctx, dir, opts); err != nil {
+	if err := st.ResetDevice(ctx); err != nil {
 		return err
 	}
 	pulled := 0
@@ -130,6 +106,28 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	rs, err := st.Runs.Runs(ctx, runs.ListQuery{})
 	if err != nil {
 		return err
+	}
+	err = st.Close()
+	st = nil
+	if err != nil {
+		return err
+	}
+	// Closed, the database is one file: its log was copied in and
+	// removed. A log left would hold committed writes the rename would
+	// leave behind.
+	for _, f := range []string{tmp + "-wal", tmp + "-journal"} {
+		if fi, serr := os.Stat(f); serr == nil && fi.Size() > 0 {
+			return wserr.New(wserr.Internal, "restore", f, "the restored database's log was not emptied when it closed")
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return wserr.FromFS("restore", path, err)
+	}
+	placed = true
+	if o.verify {
+		if st, err = wsstore.Open(ctx, dir, opts); err != nil {
+			return err
+		}
 	}
 	problems := 0
 	if o.verify {
