@@ -51,12 +51,12 @@ var hostSkipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true}
 // read every file). ModTime comes from the host.
 //
 // It is safe for concurrent use. A write, patch or remove holds the
-// mount's write lock from its check (ExpectedHash, the content an append
-// or patch starts from) to its rename: an advisory flock(2) of the mount's
-// directory on Linux, macOS and the BSDs, which every mount of it in any
-// process takes, so concurrent appends all land, by a file's name or a
-// link to it, and a guarded write never overwrites a change it did not
-// see. A program that does not take the
+// write lock of the directory it changes from its check (ExpectedHash,
+// the content an append or patch starts from) to its rename: an advisory
+// flock(2) of that directory on Linux, macOS and the BSDs, which every
+// writer in any process takes, so concurrent appends all land, by a
+// file's name, a link to it or another allowed path that holds it, and a
+// guarded write never overwrites a change it did not see. A program that does not take the
 // lock (an editor, a build) can still change a file between the check and
 // the rename; on other platforms the lock holds within one process only.
 // The temporary files of writes (named hostTempPrefix…, left behind only
@@ -459,7 +459,7 @@ func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOpt
 	if opt.Mode != "" && opt.Mode != Replace && opt.Mode != Append {
 		return FileInfo{}, wserr.New(wserr.InvalidArgument, op, p.String(), "unknown write mode %s; use %q or %q", quoteForError(string(opt.Mode)), Replace, Append)
 	}
-	unlock, err := h.lock(ctx, op, p)
+	unlock, err := h.lock(ctx, op, p, true)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -511,7 +511,7 @@ func (h *HostFS) Patch(ctx context.Context, p Path, old, new string, opt PatchOp
 	if err := h.checkWritable(op, p); err != nil {
 		return FileInfo{}, err
 	}
-	unlock, err := h.lock(ctx, op, p)
+	unlock, err := h.lock(ctx, op, p, true)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -530,16 +530,33 @@ func (h *HostFS) Patch(ctx context.Context, p Path, old, new string, opt PatchOp
 	return h.replace(ctx, op, p, data)
 }
 
-// lock takes the mount's write lock (see HostFS) for a change of p; the
-// caller calls unlock when the change is done or refused. The lock is the
-// mount root's, not p's directory's: a file reached through a symlink is
-// changed under the same lock as by its own name.
-func (h *HostFS) lock(ctx context.Context, op string, p Path) (unlock func(), err error) {
-	d, err := h.root.Open(".")
-	if err != nil {
-		return nil, hostError(op, p, true, err)
+// lock takes the write lock (see HostFS) for a change of p: that of the
+// directory the change is made in, which is p's own, or, when follow is
+// set and p is a symlink, that of the file it leads to. The caller calls
+// unlock when the change is done or refused. A directory is locked by
+// what it is, not by the name it was reached by, so a file changed by its
+// name, through a link, or through another allowed path that holds it
+// (one nested in this one, or this one in it) is changed under one lock.
+// A directory that cannot be opened (it does not exist) leaves the lock
+// to the mount's own directory; the change then fails on its own.
+func (h *HostFS) lock(ctx context.Context, op string, p Path, follow bool) (unlock func(), err error) {
+	name := hostName(p)
+	if follow {
+		if lfi, err := h.root.Lstat(name); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
+			if target, err := h.linkTarget(name); err == nil {
+				name = target
+			}
+		}
 	}
-	release, err := lockDir(ctx, d, h.root.Name())
+	dir := filepath.Dir(name)
+	d, err := h.root.Open(dir)
+	if err != nil {
+		dir = "."
+		if d, err = h.root.Open(dir); err != nil {
+			return nil, hostError(op, p, true, err)
+		}
+	}
+	release, err := lockDir(ctx, d, filepath.Join(h.root.Name(), dir))
 	if err != nil {
 		d.Close()
 		if ctx.Err() != nil {
@@ -699,7 +716,7 @@ func (h *HostFS) Remove(ctx context.Context, p Path) error {
 	if err := h.checkWritable(op, p); err != nil {
 		return err
 	}
-	unlock, err := h.lock(ctx, op, p)
+	unlock, err := h.lock(ctx, op, p, false)
 	if err != nil {
 		return err
 	}

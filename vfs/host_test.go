@@ -470,9 +470,10 @@ func TestHostLargeFileIsBounded(t *testing.T) {
 }
 
 // TestHostConcurrentWritesAreSerialised: writers through separate mounts
-// of one directory (as separate processes have: each mount opens the
-// directory anew) lose nothing. Every acknowledged append lands, whether
-// by the file's name or a link to it from another directory, and a
+// of one directory and of one inside it (as separate processes and runs
+// have: each mount opens its directory anew) lose nothing. Every
+// acknowledged append lands, whether by the file's name or a link to it
+// from another directory, through either mount, and a
 // write guarded by the hash its writer read succeeds only if nothing
 // changed the file since, so a counter bumped through guarded writes ends
 // at the number of writes that succeeded.
@@ -481,10 +482,14 @@ func TestHostConcurrentWritesAreSerialised(t *testing.T) {
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
 	ctx := t.Context()
 	const writers, each = 4, 40
+	// Even writers mount dir, odd ones dir/d: allowed paths that nest.
 	run := func(fn func(h *vfs.HostFS, w, i int)) {
 		var wg sync.WaitGroup
 		for w := range writers {
 			h := openHost(t, dir, true)
+			if w%2 == 1 {
+				h = openHost(t, filepath.Join(dir, "d"), true)
+			}
 			wg.Go(func() {
 				for i := range each {
 					fn(h, w, i)
@@ -494,23 +499,26 @@ func TestHostConcurrentWritesAreSerialised(t *testing.T) {
 		wg.Wait()
 	}
 
-	// Half the writers reach the file through a link in another
-	// directory, which a write follows to the file it replaces.
+	// The writers reach the file by its name and through a link in
+	// another directory, which a write follows to the file it replaces,
+	// from a mount of dir and from one of dir/d.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "d", "log.txt"), nil, 0o644))
 	symlinkOrSkip(t, "d/log.txt", filepath.Join(dir, "alias.txt"))
-	names := []vfs.Path{vfs.MustPath("d/log.txt"), vfs.MustPath("alias.txt")}
+	symlinkOrSkip(t, "log.txt", filepath.Join(dir, "d", "alias.txt"))
+	names := [][]vfs.Path{{vfs.MustPath("d/log.txt"), vfs.MustPath("alias.txt")}, {vfs.MustPath("log.txt"), vfs.MustPath("alias.txt")}}
 	run(func(h *vfs.HostFS, w, i int) {
-		_, err := h.Write(ctx, names[w%2], fmt.Appendf(nil, "w%d line %d\n", w, i), vfs.WriteOptions{Mode: vfs.Append})
+		_, err := h.Write(ctx, names[w%2][(w/2+i)%2], fmt.Appendf(nil, "w%d line %d\n", w, i), vfs.WriteOptions{Mode: vfs.Append})
 		assert.NoError(t, err)
 	})
 	b, err := os.ReadFile(filepath.Join(dir, "d", "log.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, writers*each, strings.Count(string(b), "\n"), "every acknowledged append is in the file")
 
-	counter := vfs.MustPath("d/counter")
+	counters := []vfs.Path{vfs.MustPath("d/counter"), vfs.MustPath("counter")}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "d", "counter"), []byte("0"), 0o644))
 	var ok atomic.Int64
-	run(func(h *vfs.HostFS, _, _ int) {
+	run(func(h *vfs.HostFS, w, _ int) {
+		counter := counters[w%2]
 		r, err := h.Read(ctx, counter, vfs.ReadOptions{})
 		if !assert.NoError(t, err) {
 			return
