@@ -51,9 +51,9 @@ func Recorded(ctx context.Context, db *index.DB) (string, error) {
 // Record records url as the store's remote tier, so that opening it
 // without a URL uses this one. A store that recorded a tier of another
 // bucket or prefix fails with store.invalid_options: its objects are not
-// seen through another tier. A recorded tier the store never stored
-// anything on, nor synced through (a mistyped or missing bucket), is
-// replaced. The same tier at another endpoint, region
+// seen through another tier. A recorded tier the store never pushed
+// anything to, nor pulled or synced through (a mistyped or missing
+// bucket), is replaced. The same tier at another endpoint, region
 // or profile (a second device reaches the same bucket by another name)
 // replaces the record.
 func Record(ctx context.Context, db *index.DB, url string) error {
@@ -94,12 +94,15 @@ func SameTier(recorded string, loc Location) error {
 	return nil
 }
 
-// tierUsed reports whether the store stored objects on its recorded tier
-// or synced through it.
+// tierUsed reports whether the store put or found objects on its recorded
+// tier (an object with a pack: pushed, or pulled from another device) or
+// synced through it. Objects written and never pushed are held here, and
+// go to whichever tier the store records when it pushes.
 func tierUsed(ctx context.Context, tx *index.Tx) (bool, error) {
 	var used bool
-	err := tx.GetContext(ctx, &used, `SELECT EXISTS (SELECT 1 FROM remote_objects) OR EXISTS (SELECT 1 FROM remote_chunks)
-		OR EXISTS (SELECT 1 FROM sync_items) OR EXISTS (SELECT 1 FROM sync_devices) OR EXISTS (SELECT 1 FROM sync_tombstones)`)
+	err := tx.GetContext(ctx, &used, `SELECT EXISTS (SELECT 1 FROM remote_objects WHERE pack IS NOT NULL)
+		OR EXISTS (SELECT 1 FROM sync_items) OR EXISTS (SELECT 1 FROM sync_devices) OR EXISTS (SELECT 1 FROM sync_tombstones)
+		OR EXISTS (SELECT 1 FROM sync_indexes)`)
 	if err != nil {
 		return false, index.Translate(err)
 	}

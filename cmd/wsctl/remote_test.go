@@ -126,10 +126,16 @@ func TestBlobsTierChosenWithTheStore(t *testing.T) {
 		c := newCLI(t)
 		c.skipFsck = true // the cleanup's fsck opens without --blobs
 		missing := "s3://nobucket/desk?endpoint=" + srv.URL + "&region=us-east-1"
-		assert.Contains(t, c.fails(2, "--blobs", missing, "sync"), "store.invalid_options")
+		// Written through the mistyped tier, held locally: nothing ever
+		// reached it.
+		c.ok("--blobs", missing, "demo", "--store", c.store)
+		assert.Contains(t, c.fails(2, "sync"), "store.invalid_options")
 		c.ok("--blobs", url, "sync")
+		assert.Contains(t, c.ok("cat", "latest", "output/main.md"), "keeper")
 		c.ok("--blobs", url, "demo", "--store", c.store)
 		c.ok("--blobs", url, "sync")
+		fsck := c.ok("fsck")
+		assert.Contains(t, fsck, "no problems")
 		// Now that the tier holds what the store stored, it is the
 		// store's for good.
 		errOut := c.fails(2, "--blobs", missing, "runs")
