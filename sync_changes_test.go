@@ -121,7 +121,8 @@ func TestSyncSendsWhatChangedMeanwhile(t *testing.T) {
 
 // TestSyncChangeDuringASync: a change made while a sync runs, after it
 // claimed what to examine, is examined by the next sync, even though the
-// first one settles what it claimed.
+// first one settles what it claimed; so is one another sync claimed
+// meanwhile and never settled.
 func TestSyncChangeDuringASync(t *testing.T) {
 	_, open := fakeTier(t)
 	ctx := context.Background()
@@ -134,18 +135,38 @@ func TestSyncChangeDuringASync(t *testing.T) {
 
 	claimed, err := st.Remote.ClaimChanges(ctx, st.DB)
 	require.NoError(t, err)
-	assert.Equal(t, remote.Changes{Names: []string{"run r-01"}}, claimed)
+	assert.Equal(t, []string{"run r-01"}, claimed.Names)
+	assert.False(t, claimed.All)
 	_, err = ws.Write(ctx, vfs.MustPath("output/0.md"), []byte("after the claim\n"), vfs.WriteOptions{})
 	require.NoError(t, err)
 	require.NoError(t, st.Remote.SettleChanges(ctx, st.DB, claimed))
 
 	again, err := st.Remote.ClaimChanges(ctx, st.DB)
 	require.NoError(t, err)
-	assert.Equal(t, remote.Changes{Names: []string{"run r-01"}}, again, "the change after the claim is still to examine")
+	assert.Equal(t, []string{"run r-01"}, again.Names, "the change after the claim is still to examine")
 	require.NoError(t, st.Remote.SettleChanges(ctx, st.DB, again))
 	none, err := st.Remote.ClaimChanges(ctx, st.DB)
 	require.NoError(t, err)
 	assert.Empty(t, none.Names)
+
+	// Two syncs at once: the first claims a change; a second change and
+	// a second sync's claim come while it publishes, and that sync dies.
+	// The first settles what it claimed, and the second change is still
+	// to examine.
+	_, err = ws.Write(ctx, vfs.MustPath("output/0.md"), []byte("seen by the first sync\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	first, err := st.Remote.ClaimChanges(ctx, st.DB)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"run r-01"}, first.Names)
+	_, err = ws.Write(ctx, vfs.MustPath("output/0.md"), []byte("seen by the second sync, which died\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	second, err := st.Remote.ClaimChanges(ctx, st.DB)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"run r-01"}, second.Names)
+	require.NoError(t, st.Remote.SettleChanges(ctx, st.DB, first))
+	left, err := st.Remote.ClaimChanges(ctx, st.DB)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"run r-01"}, left.Names, "the dead sync's claim is still to examine")
 }
 
 // TestRestoredStoreKeepsItsSourcesDeletions: a store restored from a

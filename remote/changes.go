@@ -2,6 +2,8 @@ package remote
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 
 	"github.com/wsstore/wsstore/index"
 )
@@ -15,18 +17,30 @@ type Changes struct {
 	// first sync of a tier synced before changes were marked: Names is
 	// then nil and every item is examined.
 	All bool
+	// token names the claim in sync_changes.claimed: a sync settles only
+	// the rows it claimed itself.
+	token int64
 }
 
 // ClaimChanges registers the tier as one the store syncs with, from which
 // moment the index marks every change of an item for it (the triggers of
-// migration 00027), and claims the changes marked so far: what the
-// caller examines now. A change after the claim is marked again, so the
-// next sync examines it whatever becomes of this one; RecordPublished (or
-// SettleChanges, when there was nothing to publish) forgets the claimed
-// ones, and a sync that fails before leaves them for the next. It costs
-// what changed, not what the store holds.
+// migrations 00027 and 00028), and claims the changes marked so far,
+// under a token of its own: what the caller examines now. A change after
+// the claim is marked again, so the next sync examines it whatever
+// becomes of this one; RecordPublished (or SettleChanges, when there was
+// nothing to publish) forgets the rows still claimed under the token, and
+// a sync that fails before leaves them for the next. A sync running
+// beside it takes over its claims, so neither forgets what the other
+// examined and did not publish. It costs what changed, not what the store
+// holds.
 func (s *Storage) ClaimChanges(ctx context.Context, db *index.DB) (Changes, error) {
 	var c Changes
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return Changes{}, err
+	}
+	// Nonzero: 0 marks a row no sync has claimed since it changed.
+	c.token = int64(binary.BigEndian.Uint64(b[:])>>1) | 1
 	err := db.Update(ctx, func(tx *index.Tx) error {
 		key := s.remoteKey()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_remotes (remote) VALUES (?) ON CONFLICT (remote) DO NOTHING`, key); err != nil {
@@ -35,7 +49,9 @@ func (s *Storage) ClaimChanges(ctx context.Context, db *index.DB) (Changes, erro
 		if err := tx.GetContext(ctx, &c.All, `SELECT full FROM sync_remotes WHERE remote = ?`, key); err != nil {
 			return index.Translate(err)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sync_changes SET claimed = 1 WHERE remote = ? AND claimed = 0`, key); err != nil {
+		// Every row is this sync's to examine, those another sync claimed
+		// and has not settled (it may have died) too.
+		if _, err := tx.ExecContext(ctx, `UPDATE sync_changes SET claimed = ? WHERE remote = ?`, c.token, key); err != nil {
 			return index.Translate(err)
 		}
 		if c.All {
@@ -52,12 +68,12 @@ func (s *Storage) SettleChanges(ctx context.Context, db *index.DB, c Changes) er
 	return db.Update(ctx, func(tx *index.Tx) error { return s.settleChanges(ctx, tx, c) })
 }
 
-// settleChanges deletes in tx the changes still claimed (one marked again
-// since its claim is not) and, after a sync that examined every item,
-// has the next examine only what changes.
+// settleChanges deletes in tx the changes c still claims (one marked
+// again since, or claimed by another sync since, is not) and, after a
+// sync that examined every item, has the next examine only what changes.
 func (s *Storage) settleChanges(ctx context.Context, tx *index.Tx, c Changes) error {
 	key := s.remoteKey()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM sync_changes WHERE remote = ? AND claimed = 1`, key); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM sync_changes WHERE remote = ? AND claimed = ?`, key, c.token); err != nil {
 		return index.Translate(err)
 	}
 	if c.All {
@@ -75,7 +91,7 @@ func (s *Storage) settleChanges(ctx context.Context, tx *index.Tx, c Changes) er
 func (s *Storage) markChanged(ctx context.Context, tx *index.Tx, items []Item) error {
 	for _, it := range items {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_changes (remote, name) VALUES (?, ?)
-			ON CONFLICT (remote, name) DO UPDATE SET claimed = 0 WHERE claimed = 1`, s.remoteKey(), it.Name()); err != nil {
+			ON CONFLICT (remote, name) DO UPDATE SET claimed = 0 WHERE claimed != 0`, s.remoteKey(), it.Name()); err != nil {
 			return index.Translate(err)
 		}
 	}
