@@ -83,7 +83,7 @@ func Record(ctx context.Context, db *index.DB, url string) error {
 // SameTier fails with store.invalid_options unless the recorded URL names
 // the tier at loc (the same bucket and prefix).
 func SameTier(recorded string, loc Location) error {
-	old, err := ParseURL(recorded)
+	old, err := parseURL(recorded, false)
 	if err != nil {
 		return err
 	}

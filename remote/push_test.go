@@ -381,6 +381,15 @@ func TestRefusedRequests(t *testing.T) {
 	}
 	_, err = remote.ParseURL("s3://bkt/p?endpoint=" + url.QueryEscape(srv.URL))
 	assert.NoError(t, err)
+	// A region is a name.
+	for _, u := range []string{"s3://bkt/p?region=us-east-1/x", "s3://bkt/p?region=", "s3://bkt/p?region=a%20b"} {
+		_, err := remote.ParseURL(u)
+		assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%q: %v", u, err)
+	}
+	for _, u := range []string{"s3://bkt", "s3://bkt/", "s3://bkt/p/q/", "s3://bkt/p?region=auto", "s3://bkt/p.d/q_r-1?region=eu-west-3"} {
+		_, err := remote.ParseURL(u)
+		assert.NoError(t, err, "%q", u)
+	}
 }
 
 // TestPushCostsWhatIsPending: a push reads the pending objects a page at

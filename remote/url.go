@@ -2,6 +2,7 @@ package remote
 
 import (
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/wsstore/wsstore/wserr"
@@ -22,11 +23,19 @@ type Location struct {
 	Profile string
 }
 
+// regionPattern is the form of a region's name (us-east-1, auto).
+var regionPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
 // ParseURL parses an s3:// URL into a Location. It fails with
 // store.invalid_options for another scheme, a missing bucket, an
-// endpoint that is not an http(s) URL with a host, or an unknown query
-// parameter.
-func ParseURL(s string) (Location, error) {
+// endpoint that is not an http(s) URL with a host, a region that is not
+// a name, or an unknown query parameter.
+func ParseURL(s string) (Location, error) { return parseURL(s, true) }
+
+// parseURL is ParseURL; strict unset, it takes any region, as a URL a
+// store recorded before regions were checked may hold (the tier it names
+// is the same whatever the region).
+func parseURL(s string, strict bool) (Location, error) {
 	u, err := url.Parse(s)
 	if err != nil {
 		return Location{}, wserr.Wrap(wserr.InvalidOptions, "remote url", s, err)
@@ -50,6 +59,9 @@ func ParseURL(s string) (Location, error) {
 			}
 		case "region":
 			loc.Region = v[0]
+			if strict && !regionPattern.MatchString(loc.Region) {
+				return Location{}, wserr.New(wserr.InvalidOptions, "remote url", s, "region %q: want a name of letters, digits, '-' or '_'", loc.Region)
+			}
 		case "profile":
 			loc.Profile = v[0]
 		default:
