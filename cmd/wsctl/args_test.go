@@ -159,6 +159,14 @@ func TestCompletion(t *testing.T) {
 	assert.Equal(t, statuses, lines("runs", "--status", ""))
 	noStore := newCLI(t).ok("__complete", "show", "")
 	assert.True(t, strings.HasPrefix(noStore, ":"), "no store: no ids, no error: %q", noStore)
+
+	// The completion scripts: each shell's, and a usage error (exit 2)
+	// for a shell it has none for, or none named.
+	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {
+		assert.NotEmpty(t, c.ok("completion", sh), sh)
+	}
+	assert.Contains(t, c.fails(2, "completion", "tcsh"), "name a shell")
+	assert.Contains(t, c.fails(2, "completion"), "name a shell")
 }
 
 // TestRootHelpListsCommandsBeforeExitStatuses: the root's help reads

@@ -195,6 +195,17 @@ func newRootCmd(a *app) *cobra.Command {
 		newBatchCmd(a), newActorCmd(a), newExportCmd(a), newImportCmd(a), newServeCmd(a), newTokenCmd(a),
 		newPushCmd(a), newPullCmd(a), newReplicateCmd(a), newRestoreCmd(a), newSyncCmd(a), newReclaimRemoteCmd(a),
 	)
+	// cobra's completion command prints its help and succeeds for a
+	// shell it does not know: a mistake is exit 2 here, as everywhere.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = func(cmd *cobra.Command, args []string) error {
+				return usageError{wserr.New(protocol.CodeInvalidArgument, "completion", "", "name a shell: bash, zsh, fish or powershell")}
+			}
+			c.RunE = c.Args
+		}
+	}
 	return root
 }
 
