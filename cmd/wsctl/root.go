@@ -195,8 +195,14 @@ func newRootCmd(a *app) *cobra.Command {
 		newBatchCmd(a), newActorCmd(a), newExportCmd(a), newImportCmd(a), newServeCmd(a), newTokenCmd(a),
 		newPushCmd(a), newPullCmd(a), newReplicateCmd(a), newRestoreCmd(a), newSyncCmd(a), newReclaimRemoteCmd(a),
 	)
-	// cobra's completion command prints its help and succeeds for a
-	// shell it does not know: a mistake is exit 2 here, as everywhere.
+	return root
+}
+
+// initCompletionCmd adds cobra's completion command to root, whose output
+// must be set already (the command keeps the writer it finds), with a
+// usage error (exit 2) for a shell it has no script for or none named,
+// where cobra prints its help and succeeds.
+func initCompletionCmd(root *cobra.Command) {
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
@@ -206,7 +212,6 @@ func newRootCmd(a *app) *cobra.Command {
 			c.RunE = c.Args
 		}
 	}
-	return root
 }
 
 // rootHelpTemplate is cobra's help template, with the exit statuses after
@@ -249,6 +254,7 @@ func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	initCompletionCmd(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
