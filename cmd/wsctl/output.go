@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // writeJSON prints v as indented JSON, keeping "<", ">" and "&" readable.
@@ -62,9 +63,9 @@ func (t *table) flush() error {
 }
 
 // cell escapes control characters (tabs and newlines would break the
-// columns) the way Go quotes them.
+// columns) and bytes that are not UTF-8 (\xff) the way Go quotes them.
 func cell(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) }) < 0 {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) }) < 0 {
 		return s
 	}
 	q := strconv.Quote(s)
