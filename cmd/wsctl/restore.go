@@ -61,11 +61,11 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	}
 	_, statErr := os.Stat(dir)
 	madeDir := errors.Is(statErr, fs.ErrNotExist)
-	// The replica is restored in a directory of its own inside DIR, made
-	// a device of its own (ResetDevice) and given the tier's indexes
-	// there; its database takes the store's name last, in one rename. A
-	// restore that fails or is killed before leaves no store in DIR, only
-	// that directory, which the next restore clears.
+	// The replica is restored in a directory of its own inside DIR and
+	// made a device of its own there (ResetDevice); its database then
+	// takes the store's name in one rename. A restore that fails or is
+	// killed before leaves no store in DIR, only that directory, which
+	// the next restore clears.
 	tmpDir := filepath.Join(dir, ".wsstore-restoring")
 	tmp := filepath.Join(tmpDir, wsstore.DBName)
 	if err := os.RemoveAll(tmpDir); err != nil {
@@ -95,14 +95,6 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	if err := st.ResetDevice(ctx); err != nil {
 		return err
 	}
-	pulled := 0
-	if st.Remote != nil {
-		rep, err := st.PullRemote(ctx)
-		if err != nil {
-			return err
-		}
-		pulled = rep.Objects
-	}
 	rs, err := st.Runs.Runs(ctx, runs.ListQuery{})
 	if err != nil {
 		return err
@@ -124,10 +116,22 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 		return wserr.FromFS("restore", path, err)
 	}
 	placed = true
-	if o.verify {
-		if st, err = wsstore.Open(ctx, dir, opts); err != nil {
-			return err
+	// The pull registers the device on the tier and publishes a segment
+	// of its own, so it runs once the store holding that device exists:
+	// a restore killed before leaves no device on the tier that no store
+	// is. The store is whole without it (what the source had not pushed
+	// is in its cache); one it failed for takes the indexes in with
+	// wsctl pull or sync.
+	if st, err = wsstore.Open(ctx, dir, opts); err != nil {
+		return err
+	}
+	pulled := 0
+	if st.Remote != nil {
+		rep, err := st.PullRemote(ctx)
+		if err != nil {
+			return fmt.Errorf("restore: the store is restored in %s, but taking in the tier's indexes failed (run wsctl pull): %w", dir, err)
 		}
+		pulled = rep.Objects
 	}
 	problems := 0
 	if o.verify {

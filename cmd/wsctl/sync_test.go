@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -155,10 +156,34 @@ func TestRestoreFailsWhole(t *testing.T) {
 	}
 	restored := &cli{t: t, store: dir, env: map[string]string{}}
 	device := func(c *cli) string {
-		return strings.TrimSpace(c.ok("sql", "SELECT value FROM meta WHERE key = 'remote.device'"))
+		out := strings.Fields(c.ok("sql", "SELECT value FROM meta WHERE key = 'remote.device'"))
+		require.GreaterOrEqual(t, len(out), 2, "a header and the device id")
+		return out[1]
 	}
 	assert.NotEqual(t, device(desk), device(restored), "the restored store is a device of its own")
 
+	t.Run("PullFails", func(t *testing.T) {
+		// The pull registers the restored device on the tier; it runs
+		// once the store is in DIR, so a failed pull leaves a store that
+		// wsctl pull completes, and no device on the tier that no store is.
+		devices := func() []string { return srv.Keys("wsstore", "desk/devices/") }
+		before := devices()
+		srv.SetFault(func(r *http.Request) int {
+			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/devices/") {
+				return http.StatusServiceUnavailable
+			}
+			return 0
+		})
+		dir := filepath.Join(t.TempDir(), "restored")
+		errOut := desk.fails(8, "restore", "--from", meta, dir)
+		assert.Contains(t, errOut, "run wsctl pull")
+		assert.Equal(t, before, devices(), "no device registered for the failed pull")
+		srv.SetFault(nil)
+		restored := &cli{t: t, store: dir, env: map[string]string{}}
+		restored.ok("pull")
+		assert.Len(t, devices(), len(before)+1, "the pull registers the restored device")
+		assert.Contains(t, devices(), "desk/devices/"+device(restored))
+	})
 	t.Run("ErrSetup", func(t *testing.T) {
 		nobucket := "s3://nobucket/m?endpoint=" + srv.URL + "&region=us-east-1"
 		errOut := desk.fails(2, "replicate", "--once", "--to", nobucket)
