@@ -216,11 +216,8 @@ func (t *hostTarget) remove(ctx context.Context, p vfs.Path) (vfs.FileInfo, erro
 	if err := t.checkWrite("remove", p); err != nil {
 		return vfs.FileInfo{}, err
 	}
-	fi, err := t.fs.Stat(ctx, t.rel)
+	fi, err := t.fs.RemoveFile(ctx, t.rel)
 	if err != nil {
-		return vfs.FileInfo{}, t.err(err)
-	}
-	if err := t.fs.Remove(ctx, t.rel); err != nil {
 		return vfs.FileInfo{}, t.err(err)
 	}
 	return t.info(fi), nil

@@ -709,29 +709,47 @@ func (h *HostFS) written(op string, p Path, data []byte) (FileInfo, error) {
 // manage), and wserr.InvalidPath for the root or a path leading out of the
 // mount.
 func (h *HostFS) Remove(ctx context.Context, p Path) error {
+	_, err := h.RemoveFile(ctx, p)
+	return err
+}
+
+// RemoveFile is Remove that also describes what it removed, as Stat would
+// (the file a symlink leads to, hashed for a regular file), read under the
+// same write lock as the removal, so another writer of the mount cannot
+// change the file between the two.
+func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 	const op = "remove"
 	if err := ctx.Err(); err != nil {
-		return err
+		return FileInfo{}, err
 	}
 	if err := h.checkWritable(op, p); err != nil {
-		return err
+		return FileInfo{}, err
 	}
 	unlock, err := h.lock(ctx, op, p, false)
 	if err != nil {
-		return err
+		return FileInfo{}, err
 	}
 	defer unlock()
 	fi, err := h.root.Stat(hostName(p))
 	if err != nil {
-		return hostError(op, p, false, err)
+		return FileInfo{}, hostError(op, p, false, err)
 	}
 	if fi.IsDir() {
-		return isDirError(op, p)
+		return FileInfo{}, isDirError(op, p)
+	}
+	info := h.info(p, fi)
+	if fi.Mode().IsRegular() {
+		hash, n, fi, err := h.hashFile(op, p, false)
+		if err != nil {
+			return FileInfo{}, err
+		}
+		info = h.info(p, fi)
+		info.Size, info.Hash = n, hash
 	}
 	if err := h.root.Remove(hostName(p)); err != nil {
-		return hostError(op, p, true, err)
+		return FileInfo{}, hostError(op, p, true, err)
 	}
-	return nil
+	return info, nil
 }
 
 // Search scores the text files at or below opt.Path. It walks like List

@@ -306,8 +306,13 @@ func TestHostSymlinkEscape(t *testing.T) {
 	})
 
 	t.Run("OKRemoveLinkNotTarget", func(t *testing.T) {
-		require.NoError(t, h.Remove(ctx, vfs.MustPath("ok-link")))
-		_, err := os.Lstat(filepath.Join(root, "ok-link"))
+		fi, err := h.RemoveFile(ctx, vfs.MustPath("ok-link"))
+		require.NoError(t, err)
+		want := []byte("inside\nthrough the link\n")
+		assert.Equal(t, "ok-link", fi.Path.String())
+		assert.Equal(t, cas.Sum(want), fi.Hash, "described as Stat describes it: the file it leads to")
+		assert.Equal(t, int64(len(want)), fi.Size)
+		_, err = os.Lstat(filepath.Join(root, "ok-link"))
 		assert.True(t, os.IsNotExist(err))
 		_, err = os.Stat(filepath.Join(root, "inside.txt"))
 		assert.NoError(t, err)
