@@ -56,9 +56,13 @@ var hostSkipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true}
 // flock(2) of that directory on Linux, macOS and the BSDs, which every
 // writer in any process takes, so concurrent appends all land, by a
 // file's name, a link to it or another allowed path that holds it, and a
-// guarded write never overwrites a change it did not see. A program that does not take the
-// lock (an editor, a build) can still change a file between the check and
-// the rename; on other platforms the lock holds within one process only.
+// guarded write never overwrites a change it did not see. A change
+// resolves its path once and does every step in the directory it
+// resolved (see hostChange), so a program that renames directories or
+// retargets links meanwhile cannot make it read one file and replace
+// another. A program that does not take the lock (an editor, a build) can
+// still change a file between the check and the rename; on other
+// platforms the lock holds within one process only.
 // The temporary files of writes (named hostTempPrefix…, left behind only
 // by a process killed mid-write) are never listed or searched.
 type HostFS struct {
@@ -217,17 +221,24 @@ func (h *HostFS) readFile(op string, p Path, write bool) ([]byte, fs.FileInfo, e
 		return nil, nil, err
 	}
 	defer f.Close()
+	b, err := readOpen(op, p, f, fi, write)
+	return b, fi, err
+}
+
+// readOpen reads the open regular file f (fi is its own) whole, up to
+// MaxReadBytes, as readFile does.
+func readOpen(op string, p Path, f *os.File, fi fs.FileInfo, write bool) ([]byte, error) {
 	if fi.Size() > MaxReadBytes {
-		return nil, nil, hostTooLarge(op, p, fi.Size())
+		return nil, hostTooLarge(op, p, fi.Size())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxReadBytes+1))
 	if err != nil {
-		return nil, nil, hostError(op, p, write, err)
+		return nil, hostError(op, p, write, err)
 	}
 	if len(b) > MaxReadBytes {
-		return nil, nil, hostTooLarge(op, p, int64(len(b)))
+		return nil, hostTooLarge(op, p, int64(len(b)))
 	}
-	return b, fi, nil
+	return b, nil
 }
 
 func hostTooLarge(op string, p Path, size int64) error {
@@ -242,13 +253,19 @@ func (h *HostFS) hashFile(op string, p Path, write bool) (cas.Hash, int64, fs.Fi
 		return cas.Hash{}, 0, nil, err
 	}
 	defer f.Close()
+	hash, n, err := hashOpen(op, p, f, write)
+	return hash, n, fi, err
+}
+
+// hashOpen returns the hash and length of what is left to read of f.
+func hashOpen(op string, p Path, f *os.File, write bool) (cas.Hash, int64, error) {
 	sum := cas.NewHasher()
 	defer sum.Release()
 	n, err := io.Copy(sum, f)
 	if err != nil {
-		return cas.Hash{}, 0, nil, hostError(op, p, write, err)
+		return cas.Hash{}, 0, hostError(op, p, write, err)
 	}
-	return sum.Sum(), n, fi, nil
+	return sum.Sum(), n, nil
 }
 
 // Stat describes p; for a file it reads the content, as it streams, to
@@ -412,18 +429,6 @@ func (h *HostFS) checkWritable(op string, p Path) error {
 	return nil
 }
 
-// current returns the content of the file p if it exists.
-func (h *HostFS) current(op string, p Path) (content []byte, exists bool, err error) {
-	b, _, err := h.readFile(op, p, true)
-	if wserr.Is(err, wserr.FileNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return b, true, nil
-}
-
 // checkExpected fails with wserr.WriteStaleFile if want is set and the file
 // p (whose hash is got, if it exists) does not have that hash.
 func checkExpected(op string, p Path, want, got cas.Hash, exists bool) error {
@@ -459,15 +464,15 @@ func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOpt
 	if opt.Mode != "" && opt.Mode != Replace && opt.Mode != Append {
 		return FileInfo{}, wserr.New(wserr.InvalidArgument, op, p.String(), "unknown write mode %s; use %q or %q", quoteForError(string(opt.Mode)), Replace, Append)
 	}
-	unlock, err := h.lock(ctx, op, p, true)
+	c, err := h.begin(ctx, op, p, true)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	defer unlock()
+	defer c.end()
 	data := content
 	if opt.Mode == Append {
 		// The file and what is appended are written anew, together.
-		old, exists, err := h.current(op, p)
+		old, exists, err := c.read()
 		if err != nil {
 			return FileInfo{}, err
 		}
@@ -479,25 +484,21 @@ func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOpt
 		}
 	} else {
 		// Replaced: what is there now is read only for its hash.
-		fi, err := h.stat(op, p, true)
-		exists := err == nil
-		switch {
-		case err != nil && !wserr.Is(err, wserr.FileNotFound):
-			return FileInfo{}, err
-		case exists && fi.IsDir():
-			return FileInfo{}, isDirError(op, p)
-		}
 		var hash cas.Hash
-		if exists && !opt.ExpectedHash.IsZero() {
-			if hash, _, _, err = h.hashFile(op, p, true); err != nil {
-				return FileInfo{}, err
-			}
+		exists := false
+		if opt.ExpectedHash.IsZero() {
+			_, exists, err = c.lstat()
+		} else {
+			hash, exists, err = c.hash()
+		}
+		if err != nil {
+			return FileInfo{}, err
 		}
 		if err := checkExpected(op, p, opt.ExpectedHash, hash, exists); err != nil {
 			return FileInfo{}, err
 		}
 	}
-	return h.replace(ctx, op, p, data)
+	return c.replace(ctx, data)
 }
 
 // Patch replaces old with new in the file p through ApplyPatch. It fails
@@ -511,14 +512,17 @@ func (h *HostFS) Patch(ctx context.Context, p Path, old, new string, opt PatchOp
 	if err := h.checkWritable(op, p); err != nil {
 		return FileInfo{}, err
 	}
-	unlock, err := h.lock(ctx, op, p, true)
+	c, err := h.begin(ctx, op, p, true)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	defer unlock()
-	cur, _, err := h.readFile(op, p, true)
+	defer c.end()
+	cur, exists, err := c.read()
 	if err != nil {
 		return FileInfo{}, err
+	}
+	if !exists {
+		return FileInfo{}, hostError(op, p, true, fs.ErrNotExist)
 	}
 	if err := checkExpected(op, p, opt.ExpectedHash, cas.Sum(cur), true); err != nil {
 		return FileInfo{}, err
@@ -527,94 +531,191 @@ func (h *HostFS) Patch(ctx context.Context, p Path, old, new string, opt PatchOp
 	if err != nil {
 		return FileInfo{}, err
 	}
-	return h.replace(ctx, op, p, data)
+	return c.replace(ctx, data)
 }
 
-// lock takes the write lock (see HostFS) for a change of p: that of the
-// directory the change is made in, which is p's own, or, when follow is
-// set and p is a symlink, that of the file it leads to. The caller calls
-// unlock when the change is done or refused. A directory is locked by
-// what it is, not by the name it was reached by, so a file changed by its
-// name, through a link, or through another allowed path that holds it
-// (one nested in this one, or this one in it) is changed under one lock.
-// A directory that cannot be opened (it does not exist) leaves the lock
-// to the mount's own directory; the change then fails on its own.
-func (h *HostFS) lock(ctx context.Context, op string, p Path, follow bool) (unlock func(), err error) {
+// hostChange is a change of one file of the mount under way: the
+// directory the file is in, opened once and write-locked (see HostFS),
+// and the file's name in it. Every step of the change, from reading what
+// is there to the rename, goes through that directory, so a program that
+// renames a directory of the mount or retargets a symlink meanwhile cannot
+// make the change read one file and replace another, nor leave its
+// temporary file where it cannot be removed.
+type hostChange struct {
+	h       *HostFS
+	op      string
+	p       Path
+	dir     *os.Root
+	d       *os.File // dir, open for its lock
+	release func()
+	base    string // the file's name in dir
+}
+
+// begin resolves p once, to the file a change of it makes: p itself or,
+// when follow is set and p is a symlink, the file it leads to. It opens
+// that file's directory and takes its write lock, so a file changed by
+// its name, through a link, or through another allowed path that holds
+// it (one nested in this one, or this one in it) is changed under one
+// lock: a directory is locked by what it is, not by the name it was
+// reached by. The caller calls end when the change is done or refused.
+// It fails with wserr.FileNotFound if the directory does not exist (the
+// store creates none), wserr.NotADirectory if a file is in its way, and
+// as hostError (a link leading out of the mount, a loop).
+func (h *HostFS) begin(ctx context.Context, op string, p Path, follow bool) (*hostChange, error) {
 	name := hostName(p)
 	if follow {
 		if lfi, err := h.root.Lstat(name); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
-			if target, err := h.linkTarget(name); err == nil {
-				name = target
+			if name, err = h.linkTarget(name); err != nil {
+				return nil, hostError(op, p, true, err)
 			}
 		}
 	}
-	dir := filepath.Dir(name)
-	d, err := h.root.Open(dir)
+	dirName := filepath.Dir(name)
+	dir, err := h.root.OpenRoot(dirName)
 	if err != nil {
-		dir = "."
-		if d, err = h.root.Open(dir); err != nil {
-			return nil, hostError(op, p, true, err)
+		// os.Root does not say why a directory cannot be opened as one
+		// (a file in its place is an error of its own text), so ask.
+		fi, serr := h.root.Stat(dirName)
+		switch {
+		case serr == nil && !fi.IsDir():
+			return nil, wserr.New(wserr.NotADirectory, op, p.String(), "%s is a file, not a directory", filepath.ToSlash(dirName))
+		case errors.Is(serr, fs.ErrNotExist):
+			return nil, wserr.New(wserr.FileNotFound, op, p.String(), "directory %s does not exist on the host; the store creates no host directory", filepath.ToSlash(dirName))
+		case serr != nil:
+			return nil, hostError(op, p, true, serr)
 		}
+		return nil, hostError(op, p, true, err)
 	}
-	release, err := lockDir(ctx, d, filepath.Join(h.root.Name(), dir))
+	d, err := dir.Open(".")
+	if err != nil {
+		dir.Close()
+		return nil, hostError(op, p, true, err)
+	}
+	release, err := lockDir(ctx, d, filepath.Join(h.root.Name(), dirName))
 	if err != nil {
 		d.Close()
+		dir.Close()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, hostError(op, p, true, err)
 	}
-	return func() { release(); d.Close() }, nil
+	return &hostChange{h: h, op: op, p: p, dir: dir, d: d, release: release, base: filepath.Base(name)}, nil
 }
 
-// replace makes data the content of the file p through a synced temporary
-// file renamed over it, or over the file it leads to if p is a symlink.
-func (h *HostFS) replace(ctx context.Context, op string, p Path, data []byte) (FileInfo, error) {
+// end releases the lock and the directory.
+func (c *hostChange) end() {
+	c.release()
+	c.d.Close()
+	c.dir.Close()
+}
+
+// changedMeanwhile is the error for a file that became something else
+// between the change's steps (a program that does not take the lock
+// replaced it by a symlink): the change is refused, nothing written.
+func (c *hostChange) changedMeanwhile() error {
+	return wserr.New(wserr.WriteStaleFile, c.op, c.p.String(), "the file was replaced by another program during the %s; try again", c.op)
+}
+
+// lstat describes the file the change makes, if it exists: a regular
+// file, since the change resolved every symlink (wserr.PathIsDirectory
+// for a directory, wserr.InvalidPath for a FIFO or device).
+func (c *hostChange) lstat() (fi fs.FileInfo, exists bool, err error) {
+	fi, err = c.dir.Lstat(c.base)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, hostError(c.op, c.p, true, err)
+	case fi.IsDir():
+		return nil, false, isDirError(c.op, c.p)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, false, c.changedMeanwhile()
+	case !fi.Mode().IsRegular():
+		return nil, false, wserr.New(wserr.InvalidPath, c.op, c.p.String(), "is not a regular file or directory")
+	}
+	return fi, true, nil
+}
+
+// open opens the file the change makes, if it exists, checked to be the
+// one lstat saw.
+func (c *hostChange) open() (f *os.File, fi fs.FileInfo, exists bool, err error) {
+	lfi, exists, err := c.lstat()
+	if err != nil || !exists {
+		return nil, nil, false, err
+	}
+	f, err = c.dir.Open(c.base)
+	if err != nil {
+		return nil, nil, false, hostError(c.op, c.p, true, err)
+	}
+	if fi, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, nil, false, hostError(c.op, c.p, true, err)
+	}
+	if !os.SameFile(lfi, fi) {
+		f.Close()
+		return nil, nil, false, c.changedMeanwhile()
+	}
+	return f, fi, true, nil
+}
+
+// read returns the content of the file the change makes, if it exists,
+// up to MaxReadBytes.
+func (c *hostChange) read() (content []byte, exists bool, err error) {
+	f, fi, exists, err := c.open()
+	if err != nil || !exists {
+		return nil, false, err
+	}
+	defer f.Close()
+	b, err := readOpen(c.op, c.p, f, fi, true)
+	return b, err == nil, err
+}
+
+// hash returns the hash of the file the change makes, if it exists.
+func (c *hostChange) hash() (cas.Hash, bool, error) {
+	f, _, exists, err := c.open()
+	if err != nil || !exists {
+		return cas.Hash{}, false, err
+	}
+	defer f.Close()
+	hash, _, err := hashOpen(c.op, c.p, f, true)
+	return hash, err == nil, err
+}
+
+// replace makes data the content of the file the change makes through a
+// synced temporary file in its directory, renamed over it.
+func (c *hostChange) replace(ctx context.Context, data []byte) (FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return FileInfo{}, err
 	}
-	name := hostName(p)
-	if dir := p.Dir(); !dir.IsRoot() {
-		fi, err := h.root.Stat(hostName(dir))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return FileInfo{}, wserr.New(wserr.FileNotFound, op, p.String(), "directory %s does not exist on the host; the store creates no host directory", dir)
-		case err != nil:
-			return FileInfo{}, hostError(op, p, true, err)
-		case !fi.IsDir():
-			return FileInfo{}, wserr.New(wserr.NotADirectory, op, p.String(), "%s is a file, not a directory", dir)
-		}
-	}
 	perm := fs.FileMode(hostFilePerm)
 	keepPerm := false
-	lfi, err := h.root.Lstat(name)
-	if err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
-		// The link stays; the file it leads to is replaced.
-		if name, err = h.linkTarget(name); err != nil {
-			return FileInfo{}, hostError(op, p, true, err)
-		}
-		lfi, err = h.root.Lstat(name)
-	}
-	switch {
-	case err == nil:
-		perm, keepPerm = lfi.Mode().Perm(), true
-	case !errors.Is(err, fs.ErrNotExist):
-		return FileInfo{}, hostError(op, p, true, err)
-	}
-	tmp := filepath.Join(filepath.Dir(name), hostTempPrefix+rand.Text())
-	f, err := h.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	fi, exists, err := c.lstat()
 	if err != nil {
-		return FileInfo{}, hostError(op, p, true, err)
+		return FileInfo{}, err
+	}
+	if exists {
+		perm, keepPerm = fi.Mode().Perm(), true
+	}
+	tmp := hostTempPrefix + rand.Text()
+	f, err := c.dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return FileInfo{}, hostError(c.op, c.p, true, err)
 	}
 	err = writeAndSync(f, data, perm, keepPerm)
 	if err == nil {
-		err = h.root.Rename(tmp, name)
+		err = c.dir.Rename(tmp, c.base)
 	}
 	if err != nil {
-		h.root.Remove(tmp)
-		return FileInfo{}, hostError(op, p, true, err)
+		c.dir.Remove(tmp)
+		return FileInfo{}, hostError(c.op, c.p, true, err)
 	}
-	return h.written(op, p, data)
+	if fi, err = c.dir.Lstat(c.base); err != nil {
+		return FileInfo{}, hostError(c.op, c.p, true, err)
+	}
+	info := c.h.info(c.p, fi)
+	info.Size, info.Hash = int64(len(data)), cas.Sum(data)
+	return info, nil
 }
 
 // writeAndSync writes data to the new file f, gives it perm exactly if
@@ -692,17 +793,6 @@ func (h *HostFS) linkTarget(name string) (string, error) {
 	return filepath.Join(done...), nil
 }
 
-// written returns the FileInfo of p just written with data.
-func (h *HostFS) written(op string, p Path, data []byte) (FileInfo, error) {
-	fi, err := h.root.Stat(hostName(p))
-	if err != nil {
-		return FileInfo{}, hostError(op, p, true, err)
-	}
-	info := h.info(p, fi)
-	info.Size, info.Hash = int64(len(data)), cas.Sum(data)
-	return info, nil
-}
-
 // Remove deletes the file p (a symlink itself, not its target). It fails
 // with wserr.PathNotWritable on a read-only mount, wserr.FileNotFound,
 // wserr.PathIsDirectory for a directory (directories are the host's to
@@ -725,28 +815,55 @@ func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 	if err := h.checkWritable(op, p); err != nil {
 		return FileInfo{}, err
 	}
-	unlock, err := h.lock(ctx, op, p, false)
+	c, err := h.begin(ctx, op, p, false)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	defer unlock()
-	fi, err := h.root.Stat(hostName(p))
+	defer c.end()
+	lfi, err := c.dir.Lstat(c.base)
 	if err != nil {
 		return FileInfo{}, hostError(op, p, false, err)
 	}
-	if fi.IsDir() {
-		return FileInfo{}, isDirError(op, p)
-	}
-	info := h.info(p, fi)
-	if fi.Mode().IsRegular() {
-		hash, n, fi, err := h.hashFile(op, p, false)
-		if err != nil {
-			return FileInfo{}, err
+	var info FileInfo
+	if lfi.Mode()&fs.ModeSymlink != 0 {
+		// The link goes; it is described by the file it leads to, which
+		// may be anywhere in the mount.
+		fi, err := h.root.Stat(hostName(p))
+		switch {
+		case err != nil:
+			return FileInfo{}, hostError(op, p, false, err)
+		case fi.IsDir():
+			return FileInfo{}, isDirError(op, p)
 		}
 		info = h.info(p, fi)
-		info.Size, info.Hash = n, hash
+		if fi.Mode().IsRegular() {
+			hash, n, fi, err := h.hashFile(op, p, false)
+			if err != nil {
+				return FileInfo{}, err
+			}
+			info = h.info(p, fi)
+			info.Size, info.Hash = n, hash
+		}
+	} else {
+		if lfi.IsDir() {
+			return FileInfo{}, isDirError(op, p)
+		}
+		info = h.info(p, lfi)
+		if lfi.Mode().IsRegular() {
+			f, fi, _, err := c.open()
+			if err != nil {
+				return FileInfo{}, err
+			}
+			hash, n, err := hashOpen(op, p, f, false)
+			f.Close()
+			if err != nil {
+				return FileInfo{}, err
+			}
+			info = h.info(p, fi)
+			info.Size, info.Hash = n, hash
+		}
 	}
-	if err := h.root.Remove(hostName(p)); err != nil {
+	if err := c.dir.Remove(c.base); err != nil {
 		return FileInfo{}, hostError(op, p, true, err)
 	}
 	return info, nil

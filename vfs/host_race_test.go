@@ -1,0 +1,142 @@
+package vfs_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// hostAppendsWhile appends "x\n" to p until n appends succeeded (or 50n
+// were tried) while move runs over and over in another goroutine (a
+// program that does not take the store's lock), and returns how many
+// appends succeeded. An append may fail only because what it names is
+// missing at that moment.
+func hostAppendsWhile(t *testing.T, h *vfs.HostFS, p vfs.Path, n int, move func() error) int {
+	t.Helper()
+	ctx := context.Background()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var moveErr error
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := move(); err != nil {
+				moveErr = err
+				return
+			}
+		}
+	})
+	ok := 0
+	for try := 0; ok < n && try < 50*n; try++ {
+		_, err := h.Write(ctx, p, []byte("x\n"), vfs.WriteOptions{Mode: vfs.Append})
+		switch {
+		case err == nil:
+			ok++
+		case wserr.Is(err, wserr.FileNotFound):
+		default:
+			close(stop)
+			wg.Wait()
+			t.Fatalf("append %s: %v", p, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	require.NoError(t, moveErr)
+	return ok
+}
+
+// checkAppended checks that each file still starts with its own first
+// line, followed only by appended lines, that the appends all landed
+// (none was lost by one file's content being written over another), and
+// that no temporary file was left.
+func checkAppended(t *testing.T, dir string, firstLines map[string]string, appended int) {
+	t.Helper()
+	total := 0
+	for name, first := range firstLines {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		require.Equal(t, first, lines[0], "%s keeps its own first line: it was not written with another file's content", name)
+		for _, l := range lines[1:] {
+			require.Equal(t, "x", l, "%s holds only its appends", name)
+		}
+		total += len(lines) - 1
+	}
+	assert.Equal(t, appended, total, "every append landed once")
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		require.NoError(t, err)
+		assert.False(t, strings.HasPrefix(d.Name(), ".wsstore-write-"), "temporary file left: %s", p)
+		return nil
+	}))
+}
+
+// TestHostChangeWhileDirectoriesMove: another program swaps two
+// directories of the mount by renaming them, over and over, while the
+// store appends to a/f.txt. Each append reads and replaces the file of
+// one directory, whichever held the name when the append resolved it;
+// it never reads one directory's file and renames over the other's.
+func TestHostChangeWhileDirectoriesMove(t *testing.T) {
+	dir := t.TempDir()
+	writeHostTree(t, dir, map[string]string{"a/f.txt": "a\n", "b/f.txt": "b\n", "a/id": "a", "b/id": "b"})
+	h := openHost(t, dir, true)
+	join := func(n string) string { return filepath.Join(dir, n) }
+	ok := hostAppendsWhile(t, h, vfs.MustPath("a/f.txt"), 300, func() error {
+		if err := os.Rename(join("a"), join("t")); err != nil {
+			return err
+		}
+		if err := os.Rename(join("b"), join("a")); err != nil {
+			return err
+		}
+		return os.Rename(join("t"), join("b"))
+	})
+	t.Logf("%d appends found the file", ok)
+	// The directories moved with their id files; each f.txt starts with
+	// the id of the directory it is in.
+	first := map[string]string{}
+	for _, d := range []string{"a", "b"} {
+		id, err := os.ReadFile(filepath.Join(dir, d, "id"))
+		require.NoError(t, err)
+		first[d+"/f.txt"] = string(id)
+	}
+	checkAppended(t, dir, first, ok)
+}
+
+// TestHostChangeWhileLinkMoves: another program retargets a symlink
+// between two files, over and over, while the store appends through it.
+// Each append reads and replaces the file the link led to when the
+// append resolved it.
+func TestHostChangeWhileLinkMoves(t *testing.T) {
+	dir := t.TempDir()
+	writeHostTree(t, dir, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	require.NoError(t, os.Symlink("a.txt", filepath.Join(dir, "cur")))
+	h := openHost(t, dir, true)
+	tmp := filepath.Join(dir, "cur.new")
+	toB := true
+	ok := hostAppendsWhile(t, h, vfs.MustPath("cur"), 300, func() error {
+		target := "a.txt"
+		if toB {
+			target = "b.txt"
+		}
+		toB = !toB
+		if err := os.Symlink(target, tmp); err != nil {
+			return err
+		}
+		return os.Rename(tmp, filepath.Join(dir, "cur"))
+	})
+	t.Logf("%d of 300 appends", ok)
+	assert.Equal(t, 300, ok, "the link always leads to a file")
+	checkAppended(t, dir, map[string]string{"a.txt": "a", "b.txt": "b"}, ok)
+}
