@@ -187,18 +187,17 @@ func (t *hostTarget) write(ctx context.Context, p vfs.Path, content []byte, opt 
 	return t.info(fi), nil
 }
 
-// writeFrom reads r whole: a host file is written through a temporary
-// file renamed into place, not through the content store, so it has no
-// streamed path of its own.
+// writeFrom streams r into the host file, through a temporary file
+// renamed into place (HostFS.WriteFrom), never through the content store.
 func (t *hostTarget) writeFrom(ctx context.Context, p vfs.Path, r io.Reader, opt vfs.WriteOptions) (vfs.FileInfo, error) {
 	if err := t.checkWrite("write", p); err != nil {
 		return vfs.FileInfo{}, err
 	}
-	b, err := io.ReadAll(r)
+	fi, err := t.fs.WriteFrom(ctx, t.rel, r, opt)
 	if err != nil {
-		return vfs.FileInfo{}, err
+		return vfs.FileInfo{}, t.err(err)
 	}
-	return t.write(ctx, p, b, opt)
+	return t.info(fi), nil
 }
 
 func (t *hostTarget) patch(ctx context.Context, p vfs.Path, old, new string, opt vfs.PatchOptions) (vfs.FileInfo, error) {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -369,3 +371,32 @@ func TestHostPathReachingTheStore(t *testing.T) {
 	_, err = dst.Runs.Run(ctx, "r")
 	assert.NoError(t, err)
 }
+
+// TestHostPathWriteFromStreams: a streamed write to a host file goes
+// through a buffer into the file, so what it allocates does not grow with
+// the content.
+func TestHostPathWriteFromStreams(t *testing.T) {
+	h := newHostEnv(t)
+	ws := h.ws()
+	alloc := func(size int64) uint64 {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		fi, err := ws.WriteFrom(h.ctx, vfs.MustPath("host/proj/big.bin"), io.LimitReader(zeros{}, size), vfs.WriteOptions{})
+		require.NoError(t, err)
+		runtime.ReadMemStats(&after)
+		assert.Equal(t, size, fi.Size)
+		assert.Equal(t, "host/proj/big.bin", fi.Path.String())
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := alloc(1<<20), alloc(32<<20)
+	t.Logf("allocated %d B for 1 MiB, %d B for 32 MiB", small, large)
+	assert.Less(t, large, small+4<<20, "32 MiB streamed with no more allocation than 1 MiB, give or take")
+	st, err := os.Stat(filepath.Join(h.proj, "big.bin"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(32<<20), st.Size())
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -483,22 +484,41 @@ func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOpt
 			data = append(old[:len(old):len(old)], content...)
 		}
 	} else {
-		// Replaced: what is there now is read only for its hash.
-		var hash cas.Hash
-		exists := false
-		if opt.ExpectedHash.IsZero() {
-			_, exists, err = c.lstat()
-		} else {
-			hash, exists, err = c.hash()
-		}
-		if err != nil {
-			return FileInfo{}, err
-		}
-		if err := checkExpected(op, p, opt.ExpectedHash, hash, exists); err != nil {
+		if err := c.checkReplaced(opt.ExpectedHash); err != nil {
 			return FileInfo{}, err
 		}
 	}
 	return c.replace(ctx, data)
+}
+
+// WriteFrom replaces the file p with what r yields, creating it if
+// needed, as Write does in Replace mode, but streaming: the content goes
+// through a buffer into the temporary file that is renamed over p, so
+// memory does not grow with its size. It fails as Write does, and with
+// r's own error (or ctx's) if r fails; the file is then unchanged.
+func (h *HostFS) WriteFrom(ctx context.Context, p Path, r io.Reader, opt WriteOptions) (FileInfo, error) {
+	const op = "write"
+	if err := ctx.Err(); err != nil {
+		return FileInfo{}, err
+	}
+	if err := h.checkWritable(op, p); err != nil {
+		return FileInfo{}, err
+	}
+	if opt.Mode != "" && opt.Mode != Replace {
+		return FileInfo{}, wserr.New(wserr.InvalidArgument, op, p.String(), "a streamed write replaces the file; mode must be %q", Replace)
+	}
+	if r == nil {
+		return FileInfo{}, wserr.New(wserr.InvalidArgument, op, p.String(), "nil reader")
+	}
+	c, err := h.begin(ctx, op, p, true)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer c.end()
+	if err := c.checkReplaced(opt.ExpectedHash); err != nil {
+		return FileInfo{}, err
+	}
+	return c.replaceFrom(ctx, r)
 }
 
 // Patch replaces old with new in the file p through ApplyPatch. It fails
@@ -682,9 +702,35 @@ func (c *hostChange) hash() (cas.Hash, bool, error) {
 	return hash, err == nil, err
 }
 
-// replace makes data the content of the file the change makes through a
-// synced temporary file in its directory, renamed over it.
+// checkReplaced checks that the file the change replaces may be replaced
+// (it is not a directory), and that its hash is want if want is set:
+// what is there is read only for its hash.
+func (c *hostChange) checkReplaced(want cas.Hash) error {
+	var hash cas.Hash
+	var exists bool
+	var err error
+	if want.IsZero() {
+		_, exists, err = c.lstat()
+	} else {
+		hash, exists, err = c.hash()
+	}
+	if err != nil {
+		return err
+	}
+	return checkExpected(c.op, c.p, want, hash, exists)
+}
+
+// replace makes data the content of the file the change makes.
 func (c *hostChange) replace(ctx context.Context, data []byte) (FileInfo, error) {
+	return c.replaceFrom(ctx, bytes.NewReader(data))
+}
+
+// replaceFrom makes what r yields the content of the file the change
+// makes, through a temporary file in its directory that gets the file's
+// mode exactly (the umask must not narrow it), is synced and renamed over
+// it. The content streams through a buffer and is hashed on the way. An
+// error of r is returned as it is, and the file is then unchanged.
+func (c *hostChange) replaceFrom(ctx context.Context, r io.Reader) (FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return FileInfo{}, err
 	}
@@ -702,37 +748,59 @@ func (c *hostChange) replace(ctx context.Context, data []byte) (FileInfo, error)
 	if err != nil {
 		return FileInfo{}, hostError(c.op, c.p, true, err)
 	}
-	err = writeAndSync(f, data, perm, keepPerm)
-	if err == nil {
+	sum := cas.NewHasher()
+	defer sum.Release()
+	n, readErr, err := copyContent(ctx, f, sum, r)
+	if err == nil && readErr == nil && keepPerm {
+		err = f.Chmod(perm)
+	}
+	if err == nil && readErr == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && readErr == nil {
 		err = c.dir.Rename(tmp, c.base)
 	}
-	if err != nil {
+	if err != nil || readErr != nil {
 		c.dir.Remove(tmp)
+		if readErr != nil {
+			return FileInfo{}, readErr
+		}
 		return FileInfo{}, hostError(c.op, c.p, true, err)
 	}
 	if fi, err = c.dir.Lstat(c.base); err != nil {
 		return FileInfo{}, hostError(c.op, c.p, true, err)
 	}
 	info := c.h.info(c.p, fi)
-	info.Size, info.Hash = int64(len(data)), cas.Sum(data)
+	info.Size, info.Hash = n, sum.Sum()
 	return info, nil
 }
 
-// writeAndSync writes data to the new file f, gives it perm exactly if
-// keepPerm (the umask must not narrow an existing file's mode), syncs and
-// closes it.
-func writeAndSync(f *os.File, data []byte, perm fs.FileMode, keepPerm bool) error {
-	_, err := f.Write(data)
-	if err == nil && keepPerm {
-		err = f.Chmod(perm)
+// copyContent copies r into f and sum until r ends, checking ctx between
+// reads. readErr is r's error, or ctx's; err is f's.
+func copyContent(ctx context.Context, f *os.File, sum io.Writer, r io.Reader) (n int64, readErr, err error) {
+	buf := make([]byte, 64<<10)
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, err, nil
+		}
+		m, rerr := r.Read(buf)
+		if m > 0 {
+			if _, err := f.Write(buf[:m]); err != nil {
+				return n, nil, err
+			}
+			sum.Write(buf[:m])
+			n += int64(m)
+		}
+		switch {
+		case rerr == io.EOF:
+			return n, nil, nil
+		case rerr != nil:
+			return n, rerr, nil
+		}
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // maxLinkHops bounds the symlinks linkTarget follows, as the system's
