@@ -465,7 +465,7 @@ func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOpt
 	if opt.Mode != "" && opt.Mode != Replace && opt.Mode != Append {
 		return FileInfo{}, wserr.New(wserr.InvalidArgument, op, p.String(), "unknown write mode %s; use %q or %q", quoteForError(string(opt.Mode)), Replace, Append)
 	}
-	c, err := h.begin(ctx, op, p, true)
+	c, err := h.begin(ctx, op, p)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -495,7 +495,10 @@ func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOpt
 // needed, as Write does in Replace mode, but streaming: the content goes
 // through a buffer into the temporary file that is renamed over p, so
 // memory does not grow with its size. It fails as Write does, and with
-// r's own error (or ctx's) if r fails; the file is then unchanged.
+// r's own error (or ctx's) if r fails; the file is then unchanged. The
+// content is written to the temporary file before the directory's write
+// lock is taken (a slow stream holds no other writer up); the lock is
+// held from the check of opt.ExpectedHash to the rename.
 func (h *HostFS) WriteFrom(ctx context.Context, p Path, r io.Reader, opt WriteOptions) (FileInfo, error) {
 	const op = "write"
 	if err := ctx.Err(); err != nil {
@@ -510,15 +513,25 @@ func (h *HostFS) WriteFrom(ctx context.Context, p Path, r io.Reader, opt WriteOp
 	if r == nil {
 		return FileInfo{}, wserr.New(wserr.InvalidArgument, op, p.String(), "nil reader")
 	}
-	c, err := h.begin(ctx, op, p, true)
+	c, err := h.resolve(op, p, true)
 	if err != nil {
 		return FileInfo{}, err
 	}
 	defer c.end()
+	// The content is staged before the lock is taken, so a slow stream
+	// does not hold up the directory's other writers.
+	st, err := c.stage(ctx, r)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer st.discard()
+	if err := c.lock(ctx); err != nil {
+		return FileInfo{}, err
+	}
 	if err := c.checkReplaced(opt.ExpectedHash); err != nil {
 		return FileInfo{}, err
 	}
-	return c.replaceFrom(ctx, r)
+	return c.commit(ctx, st)
 }
 
 // Patch replaces old with new in the file p through ApplyPatch. It fails
@@ -532,7 +545,7 @@ func (h *HostFS) Patch(ctx context.Context, p Path, old, new string, opt PatchOp
 	if err := h.checkWritable(op, p); err != nil {
 		return FileInfo{}, err
 	}
-	c, err := h.begin(ctx, op, p, true)
+	c, err := h.begin(ctx, op, p)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -566,22 +579,35 @@ type hostChange struct {
 	op      string
 	p       Path
 	dir     *os.Root
-	d       *os.File // dir, open for its lock
+	dirName string // dir's name in the mount when it was resolved
+	d       *os.File
 	release func()
 	base    string // the file's name in dir
 }
 
-// begin resolves p once, to the file a change of it makes: p itself or,
-// when follow is set and p is a symlink, the file it leads to. It opens
-// that file's directory and takes its write lock, so a file changed by
-// its name, through a link, or through another allowed path that holds
-// it (one nested in this one, or this one in it) is changed under one
-// lock: a directory is locked by what it is, not by the name it was
-// reached by. The caller calls end when the change is done or refused.
-// It fails with wserr.FileNotFound if the directory does not exist (the
-// store creates none), wserr.NotADirectory if a file is in its way, and
-// as hostError (a link leading out of the mount, a loop).
-func (h *HostFS) begin(ctx context.Context, op string, p Path, follow bool) (*hostChange, error) {
+// begin resolves p (following a symlink) and takes the lock of the
+// directory the change is made in: resolve, then lock.
+func (h *HostFS) begin(ctx context.Context, op string, p Path) (*hostChange, error) {
+	c, err := h.resolve(op, p, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.lock(ctx); err != nil {
+		c.end()
+		return nil, err
+	}
+	return c, nil
+}
+
+// resolve resolves p once, to the file a change of it makes: p itself
+// or, when follow is set and p is a symlink, the file it leads to, and
+// opens that file's directory. The caller calls end when the change is
+// done or refused. It fails, for a change that writes (follow), with
+// wserr.FileNotFound if the directory does not exist (the store creates
+// none) and wserr.NotADirectory if a file is in its way; for a removal
+// both are wserr.FileNotFound; and as hostError (a link leading out of
+// the mount, a loop).
+func (h *HostFS) resolve(op string, p Path, follow bool) (*hostChange, error) {
 	name := hostName(p)
 	if follow {
 		if lfi, err := h.root.Lstat(name); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
@@ -597,6 +623,8 @@ func (h *HostFS) begin(ctx context.Context, op string, p Path, follow bool) (*ho
 		// (a file in its place is an error of its own text), so ask.
 		fi, serr := h.root.Stat(dirName)
 		switch {
+		case !follow && (serr == nil && !fi.IsDir() || errors.Is(serr, fs.ErrNotExist) || errors.Is(serr, syscall.ENOTDIR)):
+			return nil, hostError(op, p, false, fs.ErrNotExist)
 		case serr == nil && !fi.IsDir():
 			return nil, wserr.New(wserr.NotADirectory, op, p.String(), "%s is a file, not a directory", filepath.ToSlash(dirName))
 		case errors.Is(serr, fs.ErrNotExist):
@@ -606,33 +634,44 @@ func (h *HostFS) begin(ctx context.Context, op string, p Path, follow bool) (*ho
 		}
 		return nil, hostError(op, p, true, err)
 	}
-	d, err := dir.Open(".")
-	if err != nil {
-		dir.Close()
-		return nil, hostError(op, p, true, err)
-	}
-	release, err := lockDir(ctx, d, filepath.Join(h.root.Name(), dirName))
-	if err != nil {
-		d.Close()
-		dir.Close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, hostError(op, p, true, err)
-	}
-	return &hostChange{h: h, op: op, p: p, dir: dir, d: d, release: release, base: filepath.Base(name)}, nil
+	return &hostChange{h: h, op: op, p: p, dir: dir, dirName: dirName, base: filepath.Base(name)}, nil
 }
 
-// end releases the lock and the directory.
+// lock takes the write lock of the change's directory, waiting while
+// another writer holds it, until ctx ends. A directory is locked by what
+// it is, not by the name it was reached by, so a file changed by its
+// name, through a link, or through another allowed path that holds it
+// (one nested in this one, or this one in it) is changed under one lock.
+func (c *hostChange) lock(ctx context.Context) error {
+	d, err := c.dir.Open(".")
+	if err != nil {
+		return hostError(c.op, c.p, true, err)
+	}
+	release, err := lockDir(ctx, d, filepath.Join(c.h.root.Name(), c.dirName))
+	if err != nil {
+		d.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return hostError(c.op, c.p, true, err)
+	}
+	c.d, c.release = d, release
+	return nil
+}
+
+// end releases the lock, if taken, and the directory.
 func (c *hostChange) end() {
-	c.release()
-	c.d.Close()
+	if c.d != nil {
+		c.release()
+		c.d.Close()
+		c.d = nil
+	}
 	c.dir.Close()
 }
 
-// changedMeanwhile is the error for a file that became something else
-// between the change's steps (a program that does not take the lock
-// replaced it by a symlink): the change is refused, nothing written.
+// changedMeanwhile is the error for a file that another program kept
+// replacing between the change's steps (with a symlink, or with another
+// file each time it was opened): the change is refused, nothing written.
 func (c *hostChange) changedMeanwhile() error {
 	return wserr.New(wserr.WriteStaleFile, c.op, c.p.String(), "the file was replaced by another program during the %s; try again", c.op)
 }
@@ -658,25 +697,32 @@ func (c *hostChange) lstat() (fi fs.FileInfo, exists bool, err error) {
 }
 
 // open opens the file the change makes, if it exists, checked to be the
-// one lstat saw.
+// one lstat saw: os.Root follows a symlink put in its place meanwhile,
+// which the change must not read through. A file replaced by another
+// between the two (an editor's save) is looked at again, a few times.
 func (c *hostChange) open() (f *os.File, fi fs.FileInfo, exists bool, err error) {
-	lfi, exists, err := c.lstat()
-	if err != nil || !exists {
-		return nil, nil, false, err
-	}
-	f, err = c.dir.Open(c.base)
-	if err != nil {
-		return nil, nil, false, hostError(c.op, c.p, true, err)
-	}
-	if fi, err = f.Stat(); err != nil {
+	for range 3 {
+		lfi, exists, err := c.lstat()
+		if err != nil || !exists {
+			return nil, nil, false, err
+		}
+		f, err = c.dir.Open(c.base)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // removed meanwhile: look again
+		case err != nil:
+			return nil, nil, false, hostError(c.op, c.p, true, err)
+		}
+		if fi, err = f.Stat(); err != nil {
+			f.Close()
+			return nil, nil, false, hostError(c.op, c.p, true, err)
+		}
+		if os.SameFile(lfi, fi) {
+			return f, fi, true, nil
+		}
 		f.Close()
-		return nil, nil, false, hostError(c.op, c.p, true, err)
 	}
-	if !os.SameFile(lfi, fi) {
-		f.Close()
-		return nil, nil, false, c.changedMeanwhile()
-	}
-	return f, fi, true, nil
+	return nil, nil, false, c.changedMeanwhile()
 }
 
 // read returns the content of the file the change makes, if it exists,
@@ -691,15 +737,16 @@ func (c *hostChange) read() (content []byte, exists bool, err error) {
 	return b, err == nil, err
 }
 
-// hash returns the hash of the file the change makes, if it exists.
-func (c *hostChange) hash() (cas.Hash, bool, error) {
-	f, _, exists, err := c.open()
+// hash returns the hash and length of the file the change makes, if it
+// exists, with its own description.
+func (c *hostChange) hash(write bool) (hash cas.Hash, n int64, fi fs.FileInfo, exists bool, err error) {
+	f, fi, exists, err := c.open()
 	if err != nil || !exists {
-		return cas.Hash{}, false, err
+		return cas.Hash{}, 0, nil, false, err
 	}
 	defer f.Close()
-	hash, _, err := hashOpen(c.op, c.p, f, true)
-	return hash, err == nil, err
+	hash, n, err = hashOpen(c.op, c.p, f, write)
+	return hash, n, fi, err == nil, err
 }
 
 // checkReplaced checks that the file the change replaces may be replaced
@@ -712,7 +759,7 @@ func (c *hostChange) checkReplaced(want cas.Hash) error {
 	if want.IsZero() {
 		_, exists, err = c.lstat()
 	} else {
-		hash, exists, err = c.hash()
+		hash, _, _, exists, err = c.hash(true)
 	}
 	if err != nil {
 		return err
@@ -720,61 +767,113 @@ func (c *hostChange) checkReplaced(want cas.Hash) error {
 	return checkExpected(c.op, c.p, want, hash, exists)
 }
 
-// replace makes data the content of the file the change makes.
-func (c *hostChange) replace(ctx context.Context, data []byte) (FileInfo, error) {
-	return c.replaceFrom(ctx, bytes.NewReader(data))
+// staged is content written to a temporary file in a change's
+// directory, not yet in place. discard removes it unless commit renamed
+// it.
+type staged struct {
+	c    *hostChange
+	f    *os.File
+	name string
+	n    int64
+	hash cas.Hash
+	done bool
 }
 
-// replaceFrom makes what r yields the content of the file the change
-// makes, through a temporary file in its directory that gets the file's
-// mode exactly (the umask must not narrow it), is synced and renamed over
-// it. The content streams through a buffer and is hashed on the way. An
-// error of r is returned as it is, and the file is then unchanged.
-func (c *hostChange) replaceFrom(ctx context.Context, r io.Reader) (FileInfo, error) {
+func (st *staged) discard() {
+	if !st.done {
+		st.f.Close()
+		st.c.dir.Remove(st.name)
+		st.done = true
+	}
+}
+
+// replace makes data the content of the file the change makes; the
+// caller holds the lock.
+func (c *hostChange) replace(ctx context.Context, data []byte) (FileInfo, error) {
+	st, err := c.stage(ctx, bytes.NewReader(data))
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer st.discard()
+	return c.commit(ctx, st)
+}
+
+// stage writes what r yields to a new temporary file in the change's
+// directory, with the mode of the file it will replace (or the default
+// one), hashing it on the way. An error of r (or the end of ctx) is
+// returned as it is; nothing is left behind on any error.
+func (c *hostChange) stage(ctx context.Context, r io.Reader) (*staged, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	perm := fs.FileMode(hostFilePerm)
+	fi, exists, err := c.lstat()
+	if err != nil {
+		return nil, err
+	}
+	if exists {
+		perm = fi.Mode().Perm()
+	}
+	st := &staged{c: c, name: hostTempPrefix + rand.Text()}
+	if st.f, err = c.dir.OpenFile(st.name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm); err != nil {
+		return nil, hostError(c.op, c.p, true, err)
+	}
+	ok := false
+	defer func() {
+		if !ok { // an error, or r panicked
+			st.discard()
+		}
+	}()
+	sum := cas.NewHasher()
+	defer sum.Release()
+	n, readErr, err := copyContent(ctx, st.f, sum, r)
+	switch {
+	case readErr != nil:
+		return nil, readErr
+	case err != nil:
+		return nil, hostError(c.op, c.p, true, err)
+	}
+	st.n, st.hash = n, sum.Sum()
+	ok = true
+	return st, nil
+}
+
+// commit renames the staged content over the file the change makes,
+// once it has the file's mode exactly (the umask must not narrow an
+// existing file's) and is synced; the caller holds the lock.
+func (c *hostChange) commit(ctx context.Context, st *staged) (FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return FileInfo{}, err
 	}
-	perm := fs.FileMode(hostFilePerm)
-	keepPerm := false
 	fi, exists, err := c.lstat()
 	if err != nil {
 		return FileInfo{}, err
 	}
 	if exists {
-		perm, keepPerm = fi.Mode().Perm(), true
+		err = st.f.Chmod(fi.Mode().Perm())
 	}
-	tmp := hostTempPrefix + rand.Text()
-	f, err := c.dir.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err == nil {
+		err = st.f.Sync()
+	}
+	if cerr := st.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = ctx.Err()
+		if err != nil {
+			return FileInfo{}, err
+		}
+		err = c.dir.Rename(st.name, c.base)
+	}
 	if err != nil {
 		return FileInfo{}, hostError(c.op, c.p, true, err)
 	}
-	sum := cas.NewHasher()
-	defer sum.Release()
-	n, readErr, err := copyContent(ctx, f, sum, r)
-	if err == nil && readErr == nil && keepPerm {
-		err = f.Chmod(perm)
-	}
-	if err == nil && readErr == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && readErr == nil {
-		err = c.dir.Rename(tmp, c.base)
-	}
-	if err != nil || readErr != nil {
-		c.dir.Remove(tmp)
-		if readErr != nil {
-			return FileInfo{}, readErr
-		}
-		return FileInfo{}, hostError(c.op, c.p, true, err)
-	}
+	st.done = true
 	if fi, err = c.dir.Lstat(c.base); err != nil {
 		return FileInfo{}, hostError(c.op, c.p, true, err)
 	}
 	info := c.h.info(c.p, fi)
-	info.Size, info.Hash = n, sum.Sum()
+	info.Size, info.Hash = st.n, st.hash
 	return info, nil
 }
 
@@ -819,19 +918,23 @@ var errLinkEscapes = errors.New("path escapes from parent")
 func (h *HostFS) linkTarget(name string) (string, error) {
 	var done []string // resolved components, none of them a link
 	rest := strings.Split(filepath.ToSlash(name), "/")
+	trailing := false // the last component was "", "." or "..": a directory is named
 	for hops := 0; len(rest) > 0; {
 		c := rest[0]
 		rest = rest[1:]
 		switch c {
 		case "", ".":
+			trailing = true
 			continue
 		case "..":
 			if len(done) == 0 {
 				return "", errLinkEscapes
 			}
 			done = done[:len(done)-1]
+			trailing = true
 			continue
 		}
+		trailing = false
 		cur := filepath.Join(append(done, c)...)
 		fi, err := h.root.Lstat(cur)
 		switch {
@@ -858,6 +961,12 @@ func (h *HostFS) linkTarget(name string) (string, error) {
 	if len(done) == 0 {
 		return "", syscall.EISDIR // the mount's own directory
 	}
+	if trailing {
+		// "f.txt/" names a directory, as the system reads it.
+		if fi, err := h.root.Lstat(filepath.Join(done...)); err == nil && !fi.IsDir() {
+			return "", syscall.ENOTDIR
+		}
+	}
 	return filepath.Join(done...), nil
 }
 
@@ -874,7 +983,10 @@ func (h *HostFS) Remove(ctx context.Context, p Path) error {
 // RemoveFile is Remove that also describes what it removed, as Stat would
 // (the file a symlink leads to, hashed for a regular file), read under the
 // same write lock as the removal, so another writer of the mount cannot
-// change the file between the two.
+// change the file between the two. A symlink is described by the file it
+// leads to as seen from the locked directory; one that leads out of that
+// directory is described by the file its path leads to from the mount's
+// root, which a program moving directories meanwhile may change.
 func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 	const op = "remove"
 	if err := ctx.Err(); err != nil {
@@ -883,57 +995,98 @@ func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 	if err := h.checkWritable(op, p); err != nil {
 		return FileInfo{}, err
 	}
-	c, err := h.begin(ctx, op, p, false)
+	c, err := h.resolve(op, p, false)
 	if err != nil {
 		return FileInfo{}, err
 	}
 	defer c.end()
+	if err := c.lock(ctx); err != nil {
+		return FileInfo{}, err
+	}
 	lfi, err := c.dir.Lstat(c.base)
 	if err != nil {
 		return FileInfo{}, hostError(op, p, false, err)
 	}
 	var info FileInfo
-	if lfi.Mode()&fs.ModeSymlink != 0 {
-		// The link goes; it is described by the file it leads to, which
-		// may be anywhere in the mount.
-		fi, err := h.root.Stat(hostName(p))
+	switch {
+	case lfi.IsDir():
+		return FileInfo{}, isDirError(op, p)
+	case lfi.Mode()&fs.ModeSymlink != 0:
+		if info, err = c.describeLink(); err != nil {
+			return FileInfo{}, err
+		}
+	case lfi.Mode().IsRegular():
+		hash, n, fi, exists, err := c.hash(false)
 		switch {
 		case err != nil:
-			return FileInfo{}, hostError(op, p, false, err)
-		case fi.IsDir():
-			return FileInfo{}, isDirError(op, p)
+			return FileInfo{}, err
+		case !exists:
+			return FileInfo{}, hostError(op, p, false, fs.ErrNotExist)
 		}
 		info = h.info(p, fi)
-		if fi.Mode().IsRegular() {
-			hash, n, fi, err := h.hashFile(op, p, false)
-			if err != nil {
-				return FileInfo{}, err
-			}
-			info = h.info(p, fi)
-			info.Size, info.Hash = n, hash
-		}
-	} else {
-		if lfi.IsDir() {
-			return FileInfo{}, isDirError(op, p)
-		}
+		info.Size, info.Hash = n, hash
+	default: // a FIFO or device: removed, never opened
 		info = h.info(p, lfi)
-		if lfi.Mode().IsRegular() {
-			f, fi, _, err := c.open()
-			if err != nil {
-				return FileInfo{}, err
-			}
-			hash, n, err := hashOpen(op, p, f, false)
-			f.Close()
-			if err != nil {
-				return FileInfo{}, err
-			}
-			info = h.info(p, fi)
-			info.Size, info.Hash = n, hash
-		}
 	}
 	if err := c.dir.Remove(c.base); err != nil {
 		return FileInfo{}, hostError(op, p, true, err)
 	}
+	return info, nil
+}
+
+// describe describes the file p leads to from the mount's root, as Stat
+// does, for a removal (op): a directory is wserr.PathIsDirectory, a FIFO
+// or device is described without a hash.
+func (h *HostFS) describe(op string, p Path) (FileInfo, error) {
+	fi, err := h.root.Stat(hostName(p))
+	switch {
+	case err != nil:
+		return FileInfo{}, hostError(op, p, false, err)
+	case fi.IsDir():
+		return FileInfo{}, isDirError(op, p)
+	case !fi.Mode().IsRegular():
+		return h.info(p, fi), nil
+	}
+	hash, n, fi, err := h.hashFile(op, p, false)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	info := h.info(p, fi)
+	info.Size, info.Hash = n, hash
+	return info, nil
+}
+
+// describeLink describes the file the symlink the change names leads to,
+// as Stat does: followed inside the change's directory, or from the
+// mount's root for a link that leads out of it.
+func (c *hostChange) describeLink() (FileInfo, error) {
+	h, op, p := c.h, c.op, c.p
+	fi, err := c.dir.Stat(c.base)
+	if err != nil && isRootEscape(err) {
+		return h.describe(op, p)
+	}
+	switch {
+	case err != nil:
+		return FileInfo{}, hostError(op, p, false, err)
+	case fi.IsDir():
+		return FileInfo{}, isDirError(op, p)
+	case !fi.Mode().IsRegular():
+		return h.info(p, fi), nil
+	}
+	f, err := c.dir.Open(c.base)
+	if err != nil {
+		return FileInfo{}, hostError(op, p, false, err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return FileInfo{}, hostError(op, p, false, err)
+	}
+	hash, n, err := hashOpen(op, p, f, false)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	info := h.info(p, fi)
+	info.Size, info.Hash = n, hash
 	return info, nil
 }
 

@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -139,4 +141,104 @@ func TestHostChangeWhileLinkMoves(t *testing.T) {
 	t.Logf("%d of 300 appends", ok)
 	assert.Equal(t, 300, ok, "the link always leads to a file")
 	checkAppended(t, dir, map[string]string{"a.txt": "a", "b.txt": "b"}, ok)
+}
+
+// TestHostRemoveWhileFileComesAndGoes: another program removes and
+// creates the file again and again while the store removes it: each
+// removal either removes a file and describes it, or finds none
+// (workspace.file_not_found), or, if the file kept changing under it,
+// says so (workspace.write_stale_file); never another error.
+func TestHostRemoveWhileFileComesAndGoes(t *testing.T) {
+	dir := t.TempDir()
+	h := openHost(t, dir, true)
+	name := filepath.Join(dir, "f.txt")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.WriteFile(name, []byte("content\n"), 0o644)
+			os.Remove(name)
+		}
+	})
+	codes := map[wserr.Code]int{}
+	for range 3000 {
+		fi, err := h.RemoveFile(context.Background(), vfs.MustPath("f.txt"))
+		if err == nil {
+			codes["ok"]++
+			if fi.Size > 0 {
+				assert.Equal(t, cas.Sum([]byte("content\n")), fi.Hash)
+			}
+			continue
+		}
+		codes[wserr.CodeOf(err)]++
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("outcomes: %v", codes)
+	for code := range codes {
+		assert.Contains(t, []wserr.Code{"ok", wserr.FileNotFound, wserr.WriteStaleFile}, code)
+	}
+}
+
+// TestHostRemoveLinkWhileDirectoriesMove: two directories each hold a
+// link l to their own file id, and another program swaps the
+// directories over and over. A removal of a/l describes the file the
+// removed link led to, in the directory it was removed from.
+func TestHostRemoveLinkWhileDirectoriesMove(t *testing.T) {
+	dir := t.TempDir()
+	writeHostTree(t, dir, map[string]string{"a/id": "a", "b/id": "b"})
+	join := func(n ...string) string { return filepath.Join(append([]string{dir}, n...)...) }
+	for _, d := range []string{"a", "b"} {
+		require.NoError(t, os.Symlink("id", join(d, "l")))
+	}
+	h := openHost(t, dir, true)
+	var mu sync.Mutex // held by the mover while the names are moving
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var moveErr error
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			mu.Lock()
+			err := errors.Join(os.Rename(join("a"), join("t")), os.Rename(join("b"), join("a")), os.Rename(join("t"), join("b")))
+			mu.Unlock()
+			if err != nil {
+				moveErr = err
+				return
+			}
+		}
+	})
+	removed := 0
+	for try := 0; removed < 300 && try < 20000; try++ {
+		fi, err := h.RemoveFile(context.Background(), vfs.MustPath("a/l"))
+		if wserr.Is(err, wserr.FileNotFound) {
+			continue
+		}
+		require.NoError(t, err)
+		removed++
+		mu.Lock()
+		for _, d := range []string{"a", "b"} {
+			if _, err := os.Lstat(join(d, "l")); err == nil {
+				continue
+			}
+			id, err := os.ReadFile(join(d, "id"))
+			require.NoError(t, err)
+			assert.Equal(t, cas.Sum(id), fi.Hash, "described by the file the removed link led to")
+			require.NoError(t, os.Symlink("id", join(d, "l")))
+		}
+		mu.Unlock()
+	}
+	close(stop)
+	wg.Wait()
+	require.NoError(t, moveErr)
+	t.Logf("%d removals", removed)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -150,3 +151,88 @@ func TestHostWriteFrom(t *testing.T) {
 type readFunc func([]byte) (int, error)
 
 func (f readFunc) Read(b []byte) (int, error) { return f(b) }
+
+// TestHostWriteFromHoldsNoLockWhileStreaming: a stream that stalls does
+// not hold up the directory's other writers, and a stream whose context
+// ends while it waits changes nothing, even if the reader then ends well.
+func TestHostWriteFromHoldsNoLockWhileStreaming(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeHostTree(t, dir, map[string]string{"a.txt": "old\n"})
+	h := openHost(t, dir, true)
+
+	release := make(chan struct{})
+	stalled := make(chan struct{})
+	streamCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		first := true
+		_, err := h.WriteFrom(streamCtx, vfs.MustPath("a.txt"), readFunc(func(b []byte) (int, error) {
+			if first {
+				first = false
+				return copy(b, "new\n"), nil
+			}
+			close(stalled)
+			<-release // the sender stalls
+			return 0, io.EOF
+		}), vfs.WriteOptions{})
+		done <- err
+	}()
+	<-stalled
+
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	_, err := h.Write(wctx, vfs.MustPath("b.txt"), []byte("beside\n"), vfs.WriteOptions{})
+	require.NoError(t, err, "a write in the same directory does not wait for the stalled stream")
+
+	cancel()
+	close(release)
+	assert.ErrorIs(t, <-done, context.Canceled)
+	b, err := os.ReadFile(filepath.Join(dir, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "old\n", string(b), "the cancelled stream is not put in place")
+	assert.Empty(t, tempFiles(t, dir))
+}
+
+// TestHostWriteFromReaderPanics: a reader that panics leaves no
+// temporary file, and the panic goes on to the caller.
+func TestHostWriteFromReaderPanics(t *testing.T) {
+	dir := t.TempDir()
+	writeHostTree(t, dir, map[string]string{"a.txt": "old\n"})
+	h := openHost(t, dir, true)
+	assert.PanicsWithValue(t, "reader broke", func() {
+		h.WriteFrom(context.Background(), vfs.MustPath("a.txt"), readFunc(func(b []byte) (int, error) {
+			panic("reader broke")
+		}), vfs.WriteOptions{})
+	})
+	assert.Empty(t, tempFiles(t, dir))
+	b, err := os.ReadFile(filepath.Join(dir, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "old\n", string(b))
+}
+
+// TestHostPathsThroughFiles: a path through a file, or a link to a file
+// written as a directory ("f.txt/"), names no file: a removal finds
+// nothing, and a write is refused, as the system refuses them.
+func TestHostPathsThroughFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeHostTree(t, dir, map[string]string{"f.txt": "f\n"})
+	require.NoError(t, os.Symlink("f.txt/", filepath.Join(dir, "trail")))
+	h := openHost(t, dir, true)
+
+	_, err := h.RemoveFile(ctx, vfs.MustPath("f.txt/x"))
+	hostCode(t, err, wserr.FileNotFound, "f.txt/x")
+	_, err = h.Write(ctx, vfs.MustPath("f.txt/x"), []byte("x"), vfs.WriteOptions{})
+	hostCode(t, err, wserr.NotADirectory, "f.txt/x")
+	for _, mode := range []vfs.WriteMode{vfs.Replace, vfs.Append} {
+		_, err = h.Write(ctx, vfs.MustPath("trail"), []byte("x"), vfs.WriteOptions{Mode: mode})
+		hostCode(t, err, wserr.NotADirectory, "trail")
+	}
+	_, err = h.Patch(ctx, vfs.MustPath("trail"), "f", "g", vfs.PatchOptions{})
+	hostCode(t, err, wserr.NotADirectory, "trail")
+	b, err := os.ReadFile(filepath.Join(dir, "f.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "f\n", string(b))
+}

@@ -123,7 +123,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	// is in its cache); one it failed for takes the indexes in with
 	// wsctl pull or sync.
 	if st, err = wsstore.Open(ctx, dir, opts); err != nil {
-		return err
+		return fmt.Errorf("restore: the store is restored in %s, but opening it there to take in the tier's indexes failed (then run wsctl pull): %w", dir, err)
 	}
 	pulled := 0
 	if st.Remote != nil {
