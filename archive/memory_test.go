@@ -259,8 +259,10 @@ func TestMergeOfAnUnchangedRunReadsNoJournal(t *testing.T) {
 
 // TestExportHoldsOneCommitAtATime: a run's commits are exported one row
 // at a time; twenty messages of nearly 4 MiB (72 MiB) export with the heap
-// growing by what a few of them take (about 25 MiB here with the collector
-// at 10%, where holding the run's rows took 108 MiB).
+// growing by what a few of them take (25–28 MiB here with the collector
+// at 10%, up to 32.5 MiB while other packages' tests load both cores and
+// the collector lags; holding the run's rows took 108 MiB). The bound,
+// 48 MiB, lies between: below what holding every message takes.
 func TestExportHoldsOneCommitAtATime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("commits 72 MiB of messages")
@@ -280,5 +282,5 @@ func TestExportHoldsOneCommitAtATime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, sum.ArchiveBytes, int64(commits*runs.MaxMessageBytes*9/10), "every message exported")
 	t.Logf("export of %d commits of %d MiB: heap grew %d MiB at most", commits, runs.MaxMessageBytes*9/10>>20, grew>>20)
-	assert.Less(t, grew, uint64(32<<20), "one commit's message at a time")
+	assert.Less(t, grew, uint64(48<<20), "one commit's message at a time, not all 72 MiB of them")
 }
