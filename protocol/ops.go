@@ -110,8 +110,9 @@ var ops = []op{
               -> {path, content | contentBase64, hash, size, totalLines?, startLine?, endLine?, truncated?, totalLinesUnknown?}
               a read returns at most 16 MiB: a larger file is refused
               whole (workspace.size_limit_exceeded) and read by line
-              range, only up to the range's end (totalLinesUnknown: the
-              end of the file was not read), the range cut to the whole
+              range, only up to the range's end (a host file's rest is
+              read too, not held, for its hash; totalLinesUnknown: the
+              lines were not counted to the end), the range cut to the whole
               lines that fit (endLine the last one returned, below the
               range's end); truncated: the answer leaves part of the file
               out, by the range asked for or by that cut; wsctl cat
@@ -122,7 +123,9 @@ var ops = []op{
 		help: `  list        {path?, depth?, at?}          -> {entries: [{path, kind, size, hash, resource, writable}]}
               path: default the root. depth: how many levels below path
               to list, an integer; default 1, the direct entries (0 is 1
-              too); 2 adds their children, and so on`,
+              too); 2 adds their children, and so on. hash is left out
+              for host files (host/…), so a listing reads no file; stat
+              gives it`,
 	},
 	{
 		name: "checkpoint", access: writes, request: []any{checkpointRequest{}}, handle: (*Session).checkpoint,

@@ -149,6 +149,9 @@ func TestHostValuesAreHostMistakes(t *testing.T) {
 		`{"op":"commits.list","afterSeq":-1}`,
 		`{"op":"deletions","limit":-1}`,
 		`{"op":"deletions","afterId":-5}`,
+		`{"op":"run.create","runId":"h1","chat":{"kind":"k","stableChatId":"h"},"profile":{"allowPaths":[{"path":"/tmp","bogus":1}]}}`,
+		`{"op":"run.create","runId":"h1","chat":{"kind":"k","stableChatId":"h"},"profile":{"allowPaths":[{"path":"/tmp","Writable":true}]}}`,
+		`{"op":"run.create","runId":"h1","chat":{"kind":"k","stableChatId":"h"},"profile":{"allowPaths":[null]}}`,
 	} {
 		r := s.Handle(ctx, []byte(l))
 		require.False(t, r.OK, l)

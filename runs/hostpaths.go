@@ -3,6 +3,8 @@ package runs
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,14 +43,29 @@ type HostPath struct {
 	Writable bool `json:"writable,omitempty"`
 }
 
-// UnmarshalJSON accepts a HostPath object or a bare path string.
+// UnmarshalJSON accepts a HostPath object or a bare path string. An
+// object holds only the fields path, name and writable, spelled exactly
+// so, as every object of the host protocol does; null is refused.
 func (h *HostPath) UnmarshalJSON(b []byte) error {
-	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '"' {
+	t := bytes.TrimSpace(b)
+	switch {
+	case len(t) > 0 && t[0] == '"':
 		*h = HostPath{}
 		return json.Unmarshal(t, &h.Path)
+	case bytes.Equal(t, []byte("null")):
+		return errors.New("an allowed host path is an object or a path string, not null")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(t, &fields); err != nil {
+		return err
+	}
+	for k := range fields {
+		if k != "path" && k != "name" && k != "writable" {
+			return fmt.Errorf("unknown field %q in an allowed host path: it holds path, name and writable (field names are case-sensitive)", k)
+		}
 	}
 	type plain HostPath
-	return json.Unmarshal(b, (*plain)(h))
+	return json.Unmarshal(t, (*plain)(h))
 }
 
 // PrimaryRoot is a run's active project (seed 004 PrimaryRoot), what a

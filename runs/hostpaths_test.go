@@ -304,6 +304,18 @@ func TestHostPathJSON(t *testing.T) {
 	var p runs.Profile
 	require.NoError(t, json.Unmarshal([]byte(`{"allowPaths": ["/a/b", {"path": "/c", "name": "see", "writable": true}]}`), &p))
 	assert.Equal(t, []runs.HostPath{{Path: "/a/b"}, {Path: "/c", Name: "see", Writable: true}}, p.AllowPaths)
+
+	// An object holds its three fields exactly as spelled, as every
+	// object of the protocol does; null is no host path.
+	for _, bad := range []string{
+		`{"allowPaths": [{"path": "/c", "bogus": 1}]}`,
+		`{"allowPaths": [{"path": "/c", "Writable": true}]}`,
+		`{"allowPaths": [{"Path": "/c"}]}`,
+		`{"allowPaths": [null]}`,
+	} {
+		var p runs.Profile
+		assert.Error(t, json.Unmarshal([]byte(bad), &p), bad)
+	}
 }
 
 // TestHostPathWhereOnlyStoredFilesCount: host files are not stored, so

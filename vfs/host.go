@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/wserr"
@@ -27,6 +28,12 @@ const (
 	// where it came from.
 	hostTempPrefix = ".wsstore-write-"
 )
+
+// hostLockWait bounds how long a change waits for its directory's write
+// lock, held by another writer (another process, or a program that takes
+// the same flock), before it fails with store.busy: as long as a write of
+// the store waits for the database's write lock (index.Options.BusyTimeout).
+var hostLockWait = 30 * time.Second
 
 // hostSkipDirs are directories Search does not enter: version-control
 // metadata is large, mostly binary, and never what a query is after.
@@ -162,6 +169,12 @@ func hostError(op string, p Path, write bool, err error) error {
 	return wserr.Wrap(wserr.Internal, op, p.String(), err)
 }
 
+// notRegular is the error for a FIFO, socket or device: the store reads,
+// writes and removes regular files only.
+func notRegular(op string, p Path) error {
+	return wserr.New(wserr.InvalidPath, op, p.String(), "is not a regular file or directory")
+}
+
 func isDirError(op string, p Path) error {
 	return wserr.New(wserr.PathIsDirectory, op, p.String(), "is a directory; list it, or name a file inside it")
 }
@@ -183,7 +196,7 @@ func (h *HostFS) stat(op string, p Path, write bool) (fs.FileInfo, error) {
 		return nil, hostError(op, p, write, err)
 	}
 	if !fi.Mode().IsRegular() && !fi.IsDir() {
-		return nil, wserr.New(wserr.InvalidPath, op, p.String(), "is not a regular file or directory")
+		return nil, notRegular(op, p)
 	}
 	return fi, nil
 }
@@ -427,6 +440,11 @@ func (h *HostFS) checkWritable(op string, p Path) error {
 	if p.IsRoot() {
 		return wserr.New(wserr.InvalidPath, op, p.String(), "the mount's root is a directory; name a file inside it")
 	}
+	if op != "remove" && strings.HasPrefix(p.Base(), hostTempPrefix) {
+		// Such files are never listed or searched: a write of one
+		// would make a file no listing shows.
+		return wserr.New(wserr.InvalidPath, op, p.String(), "names beginning with %s are the store's temporary files; choose another name", hostTempPrefix)
+	}
 	return nil
 }
 
@@ -453,7 +471,12 @@ func checkExpected(op string, p Path, want, got cas.Hash, exists bool) error {
 // or a path leading out of the mount, wserr.PathIsDirectory if p is a
 // directory, wserr.NotADirectory if a file is in the way of a parent, and
 // wserr.WriteStaleFile if opt.ExpectedHash is set and is not the file's
-// current hash. On error the file is unchanged.
+// current hash, wserr.InvalidPath for a name beginning with the prefix of
+// the store's temporary files (.wsstore-write-), which no listing shows,
+// and wserr.Busy when another writer held the directory's write lock for
+// 30 seconds. On error the file is unchanged. A rewrite keeps the file's
+// permission bits exactly; setuid and setgid are not carried over to the
+// new content, as the system clears them when a file is written.
 func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOptions) (FileInfo, error) {
 	const op = "write"
 	if err := ctx.Err(); err != nil {
@@ -647,11 +670,16 @@ func (c *hostChange) lock(ctx context.Context) error {
 	if err != nil {
 		return hostError(c.op, c.p, true, err)
 	}
-	release, err := lockDir(ctx, d, filepath.Join(c.h.root.Name(), c.dirName))
+	wait, cancel := context.WithTimeout(ctx, hostLockWait)
+	defer cancel()
+	release, err := lockDir(wait, d, filepath.Join(c.h.root.Name(), c.dirName))
 	if err != nil {
 		d.Close()
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return ctx.Err()
+		case wait.Err() != nil:
+			return wserr.New(wserr.Busy, c.op, c.p.String(), "another writer has held the write lock of the file's directory for %s; try again", hostLockWait)
 		}
 		return hostError(c.op, c.p, true, err)
 	}
@@ -691,7 +719,7 @@ func (c *hostChange) lstat() (fi fs.FileInfo, exists bool, err error) {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, false, c.changedMeanwhile()
 	case !fi.Mode().IsRegular():
-		return nil, false, wserr.New(wserr.InvalidPath, c.op, c.p.String(), "is not a regular file or directory")
+		return nil, false, notRegular(c.op, c.p)
 	}
 	return fi, true, nil
 }
@@ -973,8 +1001,10 @@ func (h *HostFS) linkTarget(name string) (string, error) {
 // Remove deletes the file p (a symlink itself, not its target). It fails
 // with wserr.PathNotWritable on a read-only mount, wserr.FileNotFound,
 // wserr.PathIsDirectory for a directory (directories are the host's to
-// manage), and wserr.InvalidPath for the root or a path leading out of the
-// mount.
+// manage), wserr.InvalidPath for the root, a path leading out of the
+// mount, or a FIFO, socket or device (or a link to one), which the store
+// neither reads nor writes, and wserr.Busy when another writer held the
+// directory's write lock for 30 seconds.
 func (h *HostFS) Remove(ctx context.Context, p Path) error {
 	_, err := h.RemoveFile(ctx, p)
 	return err
@@ -1025,8 +1055,8 @@ func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 		}
 		info = h.info(p, fi)
 		info.Size, info.Hash = n, hash
-	default: // a FIFO or device: removed, never opened
-		info = h.info(p, lfi)
+	default:
+		return FileInfo{}, notRegular(op, p)
 	}
 	if err := c.dir.Remove(c.base); err != nil {
 		return FileInfo{}, hostError(op, p, true, err)
@@ -1035,8 +1065,8 @@ func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 }
 
 // describe describes the file p leads to from the mount's root, as Stat
-// does, for a removal (op): a directory is wserr.PathIsDirectory, a FIFO
-// or device is described without a hash.
+// does, for a removal (op): a directory is wserr.PathIsDirectory, a FIFO,
+// socket or device wserr.InvalidPath.
 func (h *HostFS) describe(op string, p Path) (FileInfo, error) {
 	fi, err := h.root.Stat(hostName(p))
 	switch {
@@ -1045,7 +1075,7 @@ func (h *HostFS) describe(op string, p Path) (FileInfo, error) {
 	case fi.IsDir():
 		return FileInfo{}, isDirError(op, p)
 	case !fi.Mode().IsRegular():
-		return h.info(p, fi), nil
+		return FileInfo{}, notRegular(op, p)
 	}
 	hash, n, fi, err := h.hashFile(op, p, false)
 	if err != nil {
@@ -1071,7 +1101,7 @@ func (c *hostChange) describeLink() (FileInfo, error) {
 	case fi.IsDir():
 		return FileInfo{}, isDirError(op, p)
 	case !fi.Mode().IsRegular():
-		return h.info(p, fi), nil
+		return FileInfo{}, notRegular(op, p)
 	}
 	f, err := c.dir.Open(c.base)
 	if err != nil {

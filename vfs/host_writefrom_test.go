@@ -236,3 +236,15 @@ func TestHostPathsThroughFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "f\n", string(b))
 }
+
+// TestHostTemporaryNamesAreRefused: a write may not make a file named as
+// the store's temporary files, which no listing shows.
+func TestHostTemporaryNamesAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	h := openHost(t, dir, true)
+	_, err := h.Write(context.Background(), vfs.MustPath("sub/.wsstore-write-abc"), []byte("x"), vfs.WriteOptions{})
+	hostCode(t, err, wserr.InvalidPath, "sub/.wsstore-write-abc")
+	_, err = h.WriteFrom(context.Background(), vfs.MustPath(".wsstore-write-abc"), &patternReader{n: 1}, vfs.WriteOptions{})
+	hostCode(t, err, wserr.InvalidPath, ".wsstore-write-abc")
+	assert.Empty(t, tempFiles(t, dir))
+}
