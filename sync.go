@@ -154,7 +154,7 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 			err = pull.of(ctx, h)
 		}
 		if err == nil {
-			err = s.takeIn(ctx, dev, seg, h, arch, &rep)
+			err = s.takeIn(ctx, seg, h, arch, &rep)
 		}
 		arch.Close()
 		if err != nil {
@@ -456,8 +456,8 @@ func (s *Store) withLast(ctx context.Context, items []remote.Item) error {
 }
 
 // takeIn reads one segment of another device and takes in its archive
-// and its tombstones; dev is this device.
-func (s *Store) takeIn(ctx context.Context, dev string, seg remote.Segment, h remote.SegmentHeader, arch *remote.Spool, rep *SyncReport) error {
+// and its tombstones.
+func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch *remote.Spool, rep *SyncReport) error {
 	var brought []string
 	if arch.Size() > 0 {
 		r, err := arch.Reader()
@@ -530,7 +530,7 @@ func (s *Store) takeIn(ctx context.Context, dev string, seg remote.Segment, h re
 	})
 	for _, tb := range tombs {
 		conflicts := len(rep.Conflicts)
-		gone, err := s.applyTombstone(ctx, dev, tb, cur, synced, rep)
+		gone, err := s.applyTombstone(ctx, tb, cur, synced, rep)
 		if err != nil {
 			return err
 		}
@@ -553,12 +553,9 @@ func (s *Store) takeIn(ctx context.Context, dev string, seg remote.Segment, h re
 
 // applyTombstone deletes the chat or run tb names, unless this store
 // changed it since it last synced, or holds a later state of it than the
-// deleting device had: that is a conflict, reported, and it stays. A
-// later state this store (dev) neither wrote nor published, only took in
-// from another device and left as it was, is that device's conflict with
-// the deletion, reported there and by the deleting device, which both
-// keep the run: here it stays too, not reported. It reports whether it deleted something.
-func (s *Store) applyTombstone(ctx context.Context, dev string, tb remote.Tombstone, cur, synced map[string]remote.Item, rep *SyncReport) (bool, error) {
+// deleting device had: that is a conflict, reported, and it stays. It
+// reports whether it deleted something.
+func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, synced map[string]remote.Item, rep *SyncReport) (bool, error) {
 	name := tb.Kind + " " + tb.ID
 	now, ok := cur[name]
 	if !ok {
@@ -580,11 +577,8 @@ func (s *Store) applyTombstone(ctx context.Context, dev string, tb remote.Tombst
 			return false, err
 		}
 		prev, known := synced[name]
-		takenIn := tb.Device != dev && known && !prev.Sent && prev.FP == now.FP
 		switch {
 		case now.Seq == tb.Seq && last == tb.Last:
-		case now.Seq >= tb.Seq && takenIn:
-			return false, nil
 		case now.Seq == tb.Seq:
 			return conflict("but the journals part at event %d", now.Seq)
 		case now.Seq > tb.Seq:
@@ -608,12 +602,6 @@ func (s *Store) applyTombstone(ctx context.Context, dev string, tb remote.Tombst
 			return false, err
 		}
 		if len(left) > 0 {
-			if tb.Device != dev {
-				taken, err := s.takenInUnchanged(ctx, left, cur, synced)
-				if err != nil || taken {
-					return false, err
-				}
-			}
 			return conflict("but here it holds runs the deletion did not: %s", strings.Join(left, ", "))
 		}
 		var key runs.ChatKey
@@ -627,45 +615,6 @@ func (s *Store) applyTombstone(ctx context.Context, dev string, tb remote.Tombst
 		return len(res.Chats) == 1 && res.Chats[0].Found, nil
 	}
 	return false, nil
-}
-
-// takenInUnchanged reports whether every run of ids is here as this store
-// took it in from the tier (not as it published it) and has not written
-// since (cur and synced are
-// what takeIn knows already of the segment's names; the others are read).
-func (s *Store) takenInUnchanged(ctx context.Context, ids []string, cur, synced map[string]remote.Item) (bool, error) {
-	var ask []string
-	for _, id := range ids {
-		name := "run " + id
-		_, inCur := cur[name]
-		_, inSynced := synced[name]
-		if !inCur || !inSynced {
-			ask = append(ask, name)
-		}
-	}
-	now, err := s.itemsOf(ctx, ask)
-	if err != nil {
-		return false, err
-	}
-	was, err := s.Remote.ItemsNamed(ctx, s.DB, ask)
-	if err != nil {
-		return false, err
-	}
-	for _, id := range ids {
-		name := "run " + id
-		n, ok := cur[name]
-		if !ok {
-			n, ok = now[name]
-		}
-		p, known := synced[name]
-		if !known {
-			p, known = was[name]
-		}
-		if !ok || !known || p.Sent || p.FP != n.FP {
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // collectDeletions turns the store's deletion-log entries since the last
