@@ -339,6 +339,12 @@ func (s *Storage) putItems(ctx context.Context, tx *index.Tx, items, drop []Item
 	return nil
 }
 
+// putTombstones records ts, pending (this device's, not yet published)
+// or taken in. A tombstone taken in replaces a recorded one only if it
+// deleted a later state, or the same state of one taken in too: never
+// this device's own tombstone not yet published at that state or a later
+// one, which the next segment must still carry, nor a deletion of a later
+// state, which a device holding that state must still apply.
 func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombstone, pending bool) error {
 	for _, t := range ts {
 		detail := string(t.Detail)
@@ -348,7 +354,9 @@ func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombston
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_tombstones (remote, kind, id, parent, seq, last, device, at, detail, pending)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (remote, kind, id) DO UPDATE SET parent = excluded.parent,
 			seq = excluded.seq, last = excluded.last, device = excluded.device, at = excluded.at, detail = excluded.detail,
-			pending = excluded.pending`,
+			pending = excluded.pending
+			WHERE excluded.pending != 0 OR excluded.seq > sync_tombstones.seq
+				OR (excluded.seq = sync_tombstones.seq AND sync_tombstones.pending = 0)`,
 			s.remoteKey(), t.Kind, t.ID, t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detail, pending); err != nil {
 			return index.Translate(err)
 		}
