@@ -656,6 +656,12 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 	if err != nil {
 		return err
 	}
+	// What is here again (a run a tombstone deleted, then brought back
+	// by a later state) was not deleted by the entries below.
+	here, err := s.itemsOf(ctx, names)
+	if err != nil {
+		return err
+	}
 	var tombs []remote.Tombstone
 	var drop []remote.Item
 	tomb := func(kind, id string, d runs.Deletion, detail json.RawMessage) error {
@@ -663,10 +669,17 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 		if !ok {
 			return nil // never synced: no other device holds it from here
 		}
+		if _, back := here[it.Name()]; back {
+			return nil
+		}
 		delete(synced, it.Name())
 		drop = append(drop, it)
-		if old, ok, err := s.Remote.FindTombstone(ctx, s.DB, kind, id); err != nil || (ok && old.Device != dev) {
-			return err // deleted here because another device's tombstone said so
+		// Deleted here because another device's tombstone said so: a
+		// tombstone deletes a run only at its state or an earlier one,
+		// so a later state's deletion is this device's own.
+		old, ok, err := s.Remote.FindTombstone(ctx, s.DB, kind, id)
+		if err != nil || (ok && old.Device != dev && (kind != "run" || it.Seq <= old.Seq)) {
+			return err
 		}
 		tombs = append(tombs, remote.Tombstone{Kind: kind, ID: id, Parent: it.Parent, Seq: it.Seq, Last: it.Last,
 			Device: dev, At: d.At, Detail: detail})

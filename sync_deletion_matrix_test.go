@@ -1,0 +1,114 @@
+package wsstore_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/remote"
+)
+
+var syncMatrix = flag.Bool("sync.matrix", false, "run every order of TestSyncDeletionAfterAConflict (384 cases, about 80 s)")
+
+// storesByDevice opens n stores on one tier, sorted by device id: the
+// order in which a device reads the others' segments.
+func storesByDevice(t *testing.T, open func() *wsstore.Store, n int) []*wsstore.Store {
+	t.Helper()
+	ids := map[*wsstore.Store]string{}
+	var sts []*wsstore.Store
+	for range n {
+		st := open()
+		id, err := remote.Device(context.Background(), st.DB)
+		require.NoError(t, err)
+		ids[st] = id
+		sts = append(sts, st)
+	}
+	sort.Slice(sts, func(i, j int) bool { return ids[sts[i]] < ids[sts[j]] })
+	return sts
+}
+
+// TestSyncDeletionAfterAConflict: A deletes a run while B writes to it;
+// both name the conflict and the run stays. Then B deletes it, or A
+// deletes it again, or both, or neither; a third device C syncs at some
+// of the moments in between, and a new device E syncs at the end. Every
+// device ends without the run if anyone deleted it after the conflict,
+// and with it otherwise, whatever the order of the devices' ids (the
+// order in which each reads the others) and of C's syncs. Before, B's
+// deletion after the conflict was taken for A's tombstone and never
+// published, so A, C and E kept the run. By default one order of C's
+// syncs per case; -sync.matrix runs all 16.
+func TestSyncDeletionAfterAConflict(t *testing.T) {
+	perms := [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
+	has := func(st *wsstore.Store) bool { return slices.Contains(runIDs(t, st), "r-00") }
+	masks := []int{0b1011}
+	if *syncMatrix {
+		masks = nil
+		for m := range 16 {
+			masks = append(masks, m)
+		}
+	}
+	for _, then := range []string{"B deletes", "A deletes again", "both delete", "nobody deletes"} {
+		for pi, p := range perms {
+			for _, mask := range masks {
+				t.Run(fmt.Sprintf("%s/order%d/c%04b", then, pi, mask), func(t *testing.T) {
+					_, open := fakeTier(t)
+					ctx := context.Background()
+					s := storesByDevice(t, open, 3)
+					a, b, c := s[p[0]], s[p[1]], s[p[2]]
+					smallRuns(t, a, "chat-1", "r", 1)
+					for _, st := range []*wsstore.Store{a, b, c} {
+						syncOK(t, st)
+					}
+					cSyncs := func(stage int) {
+						if mask&(1<<stage) != 0 {
+							syncOK(t, c)
+						}
+					}
+					_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
+					require.NoError(t, err)
+					edit(t, b, "r-00", "late.md", "B\n")
+					syncOK(t, a)
+					cSyncs(0)
+					assert.Equal(t, []string{"run r-00"}, conflictNames(syncOK(t, b).Conflicts), "B names the conflict")
+					cSyncs(1)
+					syncOK(t, a)
+					cSyncs(2)
+					require.True(t, has(a) && has(b), "both keep the run")
+					del := func(st *wsstore.Store) {
+						_, err := st.Runs.CancelAndDeleteRun(ctx, "r-00")
+						require.NoError(t, err)
+						syncOK(t, st)
+					}
+					switch then {
+					case "B deletes":
+						del(b)
+					case "A deletes again":
+						del(a)
+					case "both delete":
+						del(a)
+						del(b)
+					}
+					cSyncs(3)
+					for range 3 {
+						for _, st := range []*wsstore.Store{a, b, c} {
+							syncOK(t, st)
+						}
+					}
+					e := open()
+					syncOK(t, e)
+					want := then == "nobody deletes"
+					for name, st := range map[string]*wsstore.Store{"A": a, "B": b, "C": c, "E": e} {
+						assert.Equal(t, want, has(st), "%s holds the run", name)
+					}
+				})
+			}
+		}
+	}
+}
