@@ -6,13 +6,18 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 var syncMatrix = flag.Bool("sync.matrix", false, "run every order of TestSyncDeletionAfterAConflict (384 cases, about 80 s)")
@@ -110,5 +115,89 @@ func TestSyncDeletionAfterAConflict(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestSyncDeletionAfterOtherConflicts: a deletion made after a conflict
+// where the journals part at the deleted state's length, and a chat
+// deleted with its runs after a chat conflict, are published too and
+// delete what they name on every device.
+func TestSyncDeletionAfterOtherConflicts(t *testing.T) {
+	for pi, p := range [][3]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}} {
+		t.Run(fmt.Sprintf("JournalsPart/order%d", pi), func(t *testing.T) {
+			_, open := fakeTier(t)
+			ctx := context.Background()
+			s := storesByDevice(t, open, 3)
+			a, b, c := s[p[0]], s[p[1]], s[p[2]]
+			smallRuns(t, a, "chat-1", "r", 1)
+			for _, st := range []*wsstore.Store{a, b, c} {
+				syncOK(t, st)
+			}
+			edit(t, a, "r-00", "a.md", "A\n")
+			syncOK(t, a)
+			edit(t, b, "r-00", "b.md", "B\n") // the same length, another event
+			_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
+			require.NoError(t, err)
+			syncOK(t, a)
+			rb := syncOK(t, b)
+			require.NotEmpty(t, rb.Conflicts)
+			assert.True(t, slices.ContainsFunc(rb.Conflicts, func(c archive.Conflict) bool {
+				return c.ID == "r-00" && strings.Contains(c.Reason, "journals part")
+			}), "B names the parting: %v", rb.Conflicts)
+			for _, st := range []*wsstore.Store{a, c} {
+				syncOK(t, st)
+			}
+			_, err = b.Runs.CancelAndDeleteRun(ctx, "r-00")
+			require.NoError(t, err)
+			assert.Equal(t, []string{"run r-00"}, syncOK(t, b).Tombstones, "B publishes its deletion")
+			for range 2 {
+				for _, st := range []*wsstore.Store{a, b, c} {
+					syncOK(t, st)
+				}
+			}
+			e := open()
+			syncOK(t, e)
+			for name, st := range map[string]*wsstore.Store{"A": a, "B": b, "C": c, "E": e} {
+				assert.NotContains(t, runIDs(t, st), "r-00", name)
+			}
+		})
+		t.Run(fmt.Sprintf("Chat/order%d", pi), func(t *testing.T) {
+			_, open := fakeTier(t)
+			ctx := context.Background()
+			s := storesByDevice(t, open, 3)
+			a, b, c := s[p[0]], s[p[1]], s[p[2]]
+			smallRuns(t, a, "chat-3", "s", 1)
+			for _, st := range []*wsstore.Store{a, b, c} {
+				syncOK(t, st)
+			}
+			chat3 := runs.ChatKey{Kind: "character", StableChatID: "chat-3"}
+			chatName := "chat " + runs.ChatWorkspaceID(chat3)
+			_, err := a.Runs.DeleteChats(ctx, []runs.ChatKey{chat3}, true)
+			require.NoError(t, err)
+			smallRuns(t, b, "chat-3", "late", 1)
+			syncOK(t, a)
+			require.Equal(t, []string{chatName}, conflictNames(syncOK(t, b).Conflicts))
+			for _, st := range []*wsstore.Store{a, c} {
+				syncOK(t, st)
+			}
+			_, err = b.Runs.DeleteChats(ctx, []runs.ChatKey{chat3}, true)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, []string{chatName, "run late-00"}, syncOK(t, b).Tombstones, "B publishes the chat's deletion and its run's")
+			for range 2 {
+				for _, st := range []*wsstore.Store{a, b, c} {
+					syncOK(t, st)
+				}
+			}
+			e := open()
+			syncOK(t, e)
+			for name, st := range map[string]*wsstore.Store{"A": a, "B": b, "C": c, "E": e} {
+				assert.Empty(t, runIDs(t, st), name)
+				assert.NoError(t, st.DB.View(ctx, func(tx *index.Tx) error {
+					_, err := st.Runs.ExportChat(ctx, tx, runs.ChatWorkspaceID(chat3))
+					assert.True(t, wserr.Is(err, wserr.NotFound), "%s: the chat is gone: %v", name, err)
+					return nil
+				}), name)
+			}
+		})
 	}
 }
