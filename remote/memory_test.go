@@ -53,12 +53,16 @@ func objectSetGrowth(t *testing.T, m *s3fake.Moto, bucket string, n int) map[str
 	c := newDevice(t, m.URL, bucket, remote.Options{})
 	devC, err := remote.Device(ctx, c.db)
 	require.NoError(t, err)
-	out["reclaim"] = storetest.HeapGrowth(func() {
+	// A dry run changes nothing, so it is measured twice and the smaller
+	// growth kept: garbage of the run's own, collected late on a loaded
+	// machine, moved a single figure by up to 1.6 MiB.
+	reclaim := func() {
 		st, err := c.st.Reclaim(ctx, c.db, devC, remote.ReclaimOptions{Grace: -1, DryRun: true})
 		require.NoError(t, err)
 		require.Zero(t, st.Packs, "every pack is named")
 		require.Positive(t, st.Kept)
-	})
+	}
+	out["reclaim"] = min(storetest.HeapGrowth(reclaim), storetest.HeapGrowth(reclaim))
 	// What was published is listed: the next delta is empty.
 	objs, err := a.st.ObjectDelta(ctx, a.db, false)
 	require.NoError(t, err)
