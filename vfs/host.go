@@ -661,7 +661,8 @@ func (h *HostFS) resolve(op string, p Path, follow bool) (*hostChange, error) {
 }
 
 // lock takes the write lock of the change's directory, waiting while
-// another writer holds it, until ctx ends. A directory is locked by what
+// another writer holds it, until ctx ends or hostLockWait has passed
+// (then store.busy). A directory is locked by what
 // it is, not by the name it was reached by, so a file changed by its
 // name, through a link, or through another allowed path that holds it
 // (one nested in this one, or this one in it) is changed under one lock.
