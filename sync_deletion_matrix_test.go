@@ -39,6 +39,16 @@ func storesByDevice(t *testing.T, open func() *wsstore.Store, n int) []*wsstore.
 	return sts
 }
 
+// syncRounds syncs each store in turn, n times over.
+func syncRounds(t *testing.T, n int, sts ...*wsstore.Store) {
+	t.Helper()
+	for range n {
+		for _, st := range sts {
+			syncOK(t, st)
+		}
+	}
+}
+
 // TestSyncDeletionAfterAConflict: A deletes a run while B writes to it;
 // both name the conflict and the run stays. Then B deletes it, or A
 // deletes it again, or both, or neither; a third device C syncs at some
@@ -68,9 +78,7 @@ func TestSyncDeletionAfterAConflict(t *testing.T) {
 					s := storesByDevice(t, open, 3)
 					a, b, c := s[p[0]], s[p[1]], s[p[2]]
 					smallRuns(t, a, "chat-1", "r", 1)
-					for _, st := range []*wsstore.Store{a, b, c} {
-						syncOK(t, st)
-					}
+					syncRounds(t, 1, a, b, c)
 					cSyncs := func(stage int) {
 						if mask&(1<<stage) != 0 {
 							syncOK(t, c)
@@ -101,11 +109,7 @@ func TestSyncDeletionAfterAConflict(t *testing.T) {
 						del(b)
 					}
 					cSyncs(3)
-					for range 3 {
-						for _, st := range []*wsstore.Store{a, b, c} {
-							syncOK(t, st)
-						}
-					}
+					syncRounds(t, 3, a, b, c)
 					e := open()
 					syncOK(t, e)
 					want := then == "nobody deletes"
@@ -130,9 +134,7 @@ func TestSyncDeletionAfterOtherConflicts(t *testing.T) {
 			s := storesByDevice(t, open, 3)
 			a, b, c := s[p[0]], s[p[1]], s[p[2]]
 			smallRuns(t, a, "chat-1", "r", 1)
-			for _, st := range []*wsstore.Store{a, b, c} {
-				syncOK(t, st)
-			}
+			syncRounds(t, 1, a, b, c)
 			edit(t, a, "r-00", "a.md", "A\n")
 			syncOK(t, a)
 			edit(t, b, "r-00", "b.md", "B\n") // the same length, another event
@@ -144,17 +146,11 @@ func TestSyncDeletionAfterOtherConflicts(t *testing.T) {
 			assert.True(t, slices.ContainsFunc(rb.Conflicts, func(c archive.Conflict) bool {
 				return c.ID == "r-00" && strings.Contains(c.Reason, "journals part")
 			}), "B names the parting: %v", rb.Conflicts)
-			for _, st := range []*wsstore.Store{a, c} {
-				syncOK(t, st)
-			}
+			syncRounds(t, 1, a, c)
 			_, err = b.Runs.CancelAndDeleteRun(ctx, "r-00")
 			require.NoError(t, err)
 			assert.Equal(t, []string{"run r-00"}, syncOK(t, b).Tombstones, "B publishes its deletion")
-			for range 2 {
-				for _, st := range []*wsstore.Store{a, b, c} {
-					syncOK(t, st)
-				}
-			}
+			syncRounds(t, 2, a, b, c)
 			e := open()
 			syncOK(t, e)
 			for name, st := range map[string]*wsstore.Store{"A": a, "B": b, "C": c, "E": e} {
@@ -167,9 +163,7 @@ func TestSyncDeletionAfterOtherConflicts(t *testing.T) {
 			s := storesByDevice(t, open, 3)
 			a, b, c := s[p[0]], s[p[1]], s[p[2]]
 			smallRuns(t, a, "chat-3", "s", 1)
-			for _, st := range []*wsstore.Store{a, b, c} {
-				syncOK(t, st)
-			}
+			syncRounds(t, 1, a, b, c)
 			chat3 := runs.ChatKey{Kind: "character", StableChatID: "chat-3"}
 			chatName := "chat " + runs.ChatWorkspaceID(chat3)
 			_, err := a.Runs.DeleteChats(ctx, []runs.ChatKey{chat3}, true)
@@ -177,17 +171,11 @@ func TestSyncDeletionAfterOtherConflicts(t *testing.T) {
 			smallRuns(t, b, "chat-3", "late", 1)
 			syncOK(t, a)
 			require.Equal(t, []string{chatName}, conflictNames(syncOK(t, b).Conflicts))
-			for _, st := range []*wsstore.Store{a, c} {
-				syncOK(t, st)
-			}
+			syncRounds(t, 1, a, c)
 			_, err = b.Runs.DeleteChats(ctx, []runs.ChatKey{chat3}, true)
 			require.NoError(t, err)
 			assert.ElementsMatch(t, []string{chatName, "run late-00"}, syncOK(t, b).Tombstones, "B publishes the chat's deletion and its run's")
-			for range 2 {
-				for _, st := range []*wsstore.Store{a, b, c} {
-					syncOK(t, st)
-				}
-			}
+			syncRounds(t, 2, a, b, c)
 			e := open()
 			syncOK(t, e)
 			for name, st := range map[string]*wsstore.Store{"A": a, "B": b, "C": c, "E": e} {

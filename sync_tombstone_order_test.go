@@ -35,11 +35,7 @@ func TestSyncOwnDeletionOutlivesAnOlderOne(t *testing.T) {
 	syncOK(t, y)
 	ra := syncOK(t, a)
 	assert.Contains(t, ra.Tombstones, "run r-00", "A publishes its own deletion")
-	for range 2 {
-		for _, st := range []*wsstore.Store{a, y, c} {
-			syncOK(t, st)
-		}
-	}
+	syncRounds(t, 2, a, y, c)
 	for name, st := range map[string]*wsstore.Store{"A": a, "Y": y, "C": c} {
 		rep := syncOK(t, st)
 		assert.Empty(t, rep.Conflicts, name)
@@ -52,11 +48,7 @@ func TestSyncOwnDeletionOutlivesAnOlderOne(t *testing.T) {
 	e := open()
 	re := syncOK(t, e)
 	t.Logf("new device: conflicts %v", conflictNames(re.Conflicts))
-	for range 2 {
-		for _, st := range []*wsstore.Store{a, y, c, e} {
-			syncOK(t, st)
-		}
-	}
+	syncRounds(t, 2, a, y, c, e)
 	for name, st := range map[string]*wsstore.Store{"A": a, "Y": y, "C": c, "E (new)": e} {
 		assert.NotContains(t, runIDs(t, st), "r-00", name)
 	}

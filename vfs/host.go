@@ -1065,37 +1065,21 @@ func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 	return info, nil
 }
 
-// describe describes the file p leads to from the mount's root, as Stat
-// does, for a removal (op): a directory is wserr.PathIsDirectory, a FIFO,
-// socket or device wserr.InvalidPath.
-func (h *HostFS) describe(op string, p Path) (FileInfo, error) {
-	fi, err := h.root.Stat(hostName(p))
-	switch {
-	case err != nil:
-		return FileInfo{}, hostError(op, p, false, err)
-	case fi.IsDir():
-		return FileInfo{}, isDirError(op, p)
-	case !fi.Mode().IsRegular():
-		return FileInfo{}, notRegular(op, p)
-	}
-	hash, n, fi, err := h.hashFile(op, p, false)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	info := h.info(p, fi)
-	info.Size, info.Hash = n, hash
-	return info, nil
-}
-
 // describeLink describes the file the symlink the change names leads to,
 // as Stat does: followed inside the change's directory, or from the
 // mount's root for a link that leads out of it.
 func (c *hostChange) describeLink() (FileInfo, error) {
-	h, op, p := c.h, c.op, c.p
-	fi, err := c.dir.Stat(c.base)
-	if err != nil && isRootEscape(err) {
-		return h.describe(op, p)
+	if _, err := c.dir.Stat(c.base); err != nil && isRootEscape(err) {
+		return c.h.describe(c.h.root, hostName(c.p), c.op, c.p)
 	}
+	return c.h.describe(c.dir, c.base, c.op, c.p)
+}
+
+// describe describes the file name leads to in r, as Stat does, for a
+// removal of p (op): a directory is wserr.PathIsDirectory, a FIFO, socket
+// or device wserr.InvalidPath.
+func (h *HostFS) describe(r *os.Root, name, op string, p Path) (FileInfo, error) {
+	fi, err := r.Stat(name)
 	switch {
 	case err != nil:
 		return FileInfo{}, hostError(op, p, false, err)
@@ -1104,7 +1088,7 @@ func (c *hostChange) describeLink() (FileInfo, error) {
 	case !fi.Mode().IsRegular():
 		return FileInfo{}, notRegular(op, p)
 	}
-	f, err := c.dir.Open(c.base)
+	f, err := r.Open(name)
 	if err != nil {
 		return FileInfo{}, hostError(op, p, false, err)
 	}

@@ -17,21 +17,17 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// hostAppendsWhile appends "x\n" to p until n appends succeeded (or 50n
-// were tried) while move runs over and over in another goroutine (a
-// program that does not take the store's lock), and returns how many
-// appends succeeded. An append may fail only because what it names is
-// missing at that moment.
-func hostAppendsWhile(t *testing.T, h *vfs.HostFS, p vfs.Path, n int, move func() error) int {
-	t.Helper()
-	ctx := context.Background()
-	stop := make(chan struct{})
+// moveOverAndOver runs move again and again in another goroutine (a
+// program that does not take the store's lock) until the returned stop
+// is called, which waits for it and fails the test if move failed.
+func moveOverAndOver(t *testing.T, move func() error) (stop func()) {
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	var moveErr error
 	wg.Go(func() {
 		for {
 			select {
-			case <-stop:
+			case <-done:
 				return
 			default:
 			}
@@ -41,6 +37,22 @@ func hostAppendsWhile(t *testing.T, h *vfs.HostFS, p vfs.Path, n int, move func(
 			}
 		}
 	})
+	return func() {
+		close(done)
+		wg.Wait()
+		require.NoError(t, moveErr)
+	}
+}
+
+// hostAppendsWhile appends "x\n" to p until n appends succeeded (or 50n
+// were tried) while move runs over and over in another goroutine (a
+// program that does not take the store's lock), and returns how many
+// appends succeeded. An append may fail only because what it names is
+// missing at that moment.
+func hostAppendsWhile(t *testing.T, h *vfs.HostFS, p vfs.Path, n int, move func() error) int {
+	t.Helper()
+	ctx := context.Background()
+	stop := moveOverAndOver(t, move)
 	ok := 0
 	for try := 0; ok < n && try < 50*n; try++ {
 		_, err := h.Write(ctx, p, []byte("x\n"), vfs.WriteOptions{Mode: vfs.Append})
@@ -49,14 +61,11 @@ func hostAppendsWhile(t *testing.T, h *vfs.HostFS, p vfs.Path, n int, move func(
 			ok++
 		case wserr.Is(err, wserr.FileNotFound):
 		default:
-			close(stop)
-			wg.Wait()
+			stop()
 			t.Fatalf("append %s: %v", p, err)
 		}
 	}
-	close(stop)
-	wg.Wait()
-	require.NoError(t, moveErr)
+	stop()
 	return ok
 }
 
@@ -152,18 +161,10 @@ func TestHostRemoveWhileFileComesAndGoes(t *testing.T) {
 	dir := t.TempDir()
 	h := openHost(t, dir, true)
 	name := filepath.Join(dir, "f.txt")
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.WriteFile(name, []byte("content\n"), 0o644)
-			os.Remove(name)
-		}
+	stop := moveOverAndOver(t, func() error {
+		os.WriteFile(name, []byte("content\n"), 0o644)
+		os.Remove(name)
+		return nil
 	})
 	codes := map[wserr.Code]int{}
 	for range 3000 {
@@ -177,8 +178,7 @@ func TestHostRemoveWhileFileComesAndGoes(t *testing.T) {
 		}
 		codes[wserr.CodeOf(err)]++
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	t.Logf("outcomes: %v", codes)
 	for code := range codes {
 		assert.Contains(t, []wserr.Code{"ok", wserr.FileNotFound, wserr.WriteStaleFile}, code)
@@ -198,24 +198,10 @@ func TestHostRemoveLinkWhileDirectoriesMove(t *testing.T) {
 	}
 	h := openHost(t, dir, true)
 	var mu sync.Mutex // held by the mover while the names are moving
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var moveErr error
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			mu.Lock()
-			err := errors.Join(os.Rename(join("a"), join("t")), os.Rename(join("b"), join("a")), os.Rename(join("t"), join("b")))
-			mu.Unlock()
-			if err != nil {
-				moveErr = err
-				return
-			}
-		}
+	stop := moveOverAndOver(t, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return errors.Join(os.Rename(join("a"), join("t")), os.Rename(join("b"), join("a")), os.Rename(join("t"), join("b")))
 	})
 	removed := 0
 	for try := 0; removed < 300 && try < 20000; try++ {
@@ -237,8 +223,6 @@ func TestHostRemoveLinkWhileDirectoriesMove(t *testing.T) {
 		}
 		mu.Unlock()
 	}
-	close(stop)
-	wg.Wait()
-	require.NoError(t, moveErr)
+	stop()
 	t.Logf("%d removals", removed)
 }
