@@ -538,7 +538,7 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 		if it, ok := cur[name]; ok && tb.Kind == "run" && len(rep.Conflicts) > conflicts && !slices.Contains(brought, name) {
 			// Kept here against a deletion: the deleting device no longer
 			// holds the run, so the next segment sends it whole.
-			it.FP, it.Sent = cas.Sum([]byte("resend")), false
+			it.FP, it.Sent = remote.Resend, false
 			t.Items = append(slices.DeleteFunc(t.Items, func(x remote.Item) bool { return x.Name() == name }), it)
 		}
 		if gone {

@@ -212,3 +212,50 @@ func TestRestoredStoreKeepsItsSourcesDeletions(t *testing.T) {
 	assert.NoError(t, err)
 	_ = srv
 }
+
+// TestRestoredStoreDeletesBeforeItsFirstSync: a run and a chat the source
+// had synced, deleted in the restored store before its first sync, are
+// published as deleted by that sync: they do not come back from the
+// source's segments, here or on the other devices.
+func TestRestoredStoreDeletesBeforeItsFirstSync(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a := open()
+	chat := runs.ChatKey{Kind: "character", StableChatID: "gone"}
+	_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat, RunID: "in-gone"})
+	require.NoError(t, err)
+	smallRuns(t, a, "kept", "k", 3)
+	syncOK(t, a)
+	peer := open()
+	syncOK(t, peer)
+	_, err = peer.Runs.Run(ctx, "k-01")
+	require.NoError(t, err, "the peer holds what the source synced")
+
+	dir := t.TempDir()
+	require.NoError(t, a.DB.Exec(ctx, `VACUUM INTO '`+filepath.Join(dir, wsstore.DBName)+`'`))
+	b, err := wsstore.Open(ctx, dir, wsstore.Options{Remote: remote.Options{PackSize: 64 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	require.NoError(t, b.ResetDevice(ctx))
+	_, err = b.Runs.CancelAndDeleteRun(ctx, "k-01")
+	require.NoError(t, err)
+	_, err = b.Runs.DeleteChats(ctx, []runs.ChatKey{chat}, true)
+	require.NoError(t, err)
+
+	rep := syncOK(t, b)
+	assert.ElementsMatch(t, []string{"run k-01", "run in-gone", "chat " + runs.ChatWorkspaceID(chat)}, rep.Tombstones,
+		"the restored store publishes its own deletions")
+	assert.Empty(t, rep.Conflicts)
+	for _, st := range []*wsstore.Store{b, peer, a, open()} {
+		rep := syncOK(t, st)
+		assert.Empty(t, rep.Conflicts)
+		for _, id := range []string{"k-01", "in-gone"} {
+			_, err = st.Runs.Run(ctx, id)
+			assert.Equal(t, wserr.RunNotFound, wserr.CodeOf(err), "run %s stays deleted on device %s", id, rep.Device)
+		}
+		for _, id := range []string{"k-00", "k-02"} {
+			_, err = st.Runs.Run(ctx, id)
+			assert.NoError(t, err, "run %s is kept on device %s", id, rep.Device)
+		}
+	}
+}

@@ -70,12 +70,19 @@ func RecordedDevice(ctx context.Context, db *index.DB) (id string, ok bool, err 
 	return id, ok, err
 }
 
+// Resend is the fingerprint of an item whose state the store must send
+// whole in its next segment: no state of a chat, run or actor space has it.
+var Resend = cas.Sum([]byte("resend"))
+
 // ResetDevice gives the store a new device id and forgets what it
 // published under the old one, so a store restored from another device's
 // replica publishes as a device of its own, starting with a base segment
-// of every item. What it took in from other devices and the deletions it
-// knows stay: the restored database holds their effect; its tombstones
-// no segment carries yet become the new device's.
+// of every item. Its items stay, marked unsent with the fingerprint
+// Resend, so that a chat or run it deletes before that sync is still
+// known to the other devices and its deletion is published. What it
+// took in from other devices and the deletions it knows stay: the
+// restored database holds their effect; its tombstones no segment
+// carries yet become the new device's.
 func ResetDevice(ctx context.Context, db *index.DB) error {
 	return db.Update(ctx, func(tx *index.Tx) error {
 		old, had, err := index.Setting(ctx, tx, deviceKey)
@@ -87,7 +94,10 @@ func ResetDevice(ctx context.Context, db *index.DB) error {
 				return err
 			}
 		}
-		for _, q := range []string{`DELETE FROM sync_items`, `DELETE FROM remote_dropped`, `UPDATE remote_objects SET listed = 0 WHERE listed != 0`,
+		if _, err := tx.ExecContext(ctx, `UPDATE sync_items SET fp = ?, sent = 0`, Resend); err != nil {
+			return index.Translate(err)
+		}
+		for _, q := range []string{`DELETE FROM remote_dropped`, `UPDATE remote_objects SET listed = 0 WHERE listed != 0`,
 			`DELETE FROM sync_changes`, `UPDATE sync_remotes SET full = 1`} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return index.Translate(err)
