@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/archive"
@@ -438,7 +439,7 @@ func (s *Store) lastEvent(ctx context.Context, tx *index.Tx, id string) (int64, 
 	return last.Seq, eventHash(last), nil
 }
 
-// withLast fills in the run items' Last.
+// withLast fills in the run items' Last and First.
 func (s *Store) withLast(ctx context.Context, items []remote.Item) error {
 	return s.DB.View(ctx, func(tx *index.Tx) error {
 		for i, it := range items {
@@ -449,15 +450,33 @@ func (s *Store) withLast(ctx context.Context, items []remote.Item) error {
 			if err != nil {
 				return err
 			}
-			items[i].Seq, items[i].Last = seq, h
+			first, err := s.firstEvent(ctx, tx, it.ID)
+			if err != nil {
+				return err
+			}
+			items[i].Seq, items[i].Last, items[i].First = seq, h, first
 		}
 		return nil
 	})
 }
 
+// firstEvent returns the hash of run id's first event, zero when it has
+// none.
+func (s *Store) firstEvent(ctx context.Context, tx *index.Tx, id string) (cas.Hash, error) {
+	e, ok, err := s.Journal.EventAt(ctx, tx, id, 1)
+	if err != nil || !ok {
+		return cas.Hash{}, err
+	}
+	return eventHash(e), nil
+}
+
 // takeIn reads one segment of another device and takes in its archive
 // and its tombstones.
 func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch *remote.Spool, rep *SyncReport) error {
+	early, err := s.deleteReplaced(ctx, h.Tombstones, rep)
+	if err != nil {
+		return err
+	}
 	var brought []string
 	if arch.Size() > 0 {
 		r, err := arch.Reader()
@@ -494,7 +513,7 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 	if err != nil {
 		return err
 	}
-	t := remote.TakenIn{Segment: seg, Tombstones: h.Tombstones}
+	t := remote.TakenIn{Segment: seg, Tombstones: h.Tombstones, Drop: early}
 	var items []remote.Item
 	for _, name := range brought {
 		if it, ok := cur[name]; ok {
@@ -551,6 +570,50 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 	return s.Remote.RecordTakenIn(ctx, s.DB, t)
 }
 
+// deleteReplaced applies, before a segment's archive is taken in, its
+// tombstones of runs the sending device created again under their ids,
+// so that the archive's new run is added here rather than taken for
+// writes to the deleted one on two devices. It returns the items of the
+// runs it deleted. A run written here since is left to the tombstone's
+// turn after the archive, which names the conflict.
+func (s *Store) deleteReplaced(ctx context.Context, tombs []remote.Tombstone, rep *SyncReport) ([]remote.Item, error) {
+	var names []string
+	for _, tb := range tombs {
+		if !tb.Run().Successor.IsZero() {
+			names = append(names, tb.Kind+" "+tb.ID)
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	cur, err := s.itemsOf(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	synced, err := s.Remote.ItemsNamed(ctx, s.DB, names)
+	if err != nil {
+		return nil, err
+	}
+	var gone []remote.Item
+	for _, tb := range tombs {
+		if tb.Run().Successor.IsZero() {
+			continue
+		}
+		var quiet SyncReport
+		deleted, err := s.applyTombstone(ctx, tb, cur, synced, &quiet)
+		if err != nil {
+			return gone, err
+		}
+		if deleted {
+			name := tb.Kind + " " + tb.ID
+			rep.Deleted = append(rep.Deleted, name)
+			gone = append(gone, remote.Item{Kind: tb.Kind, ID: tb.ID})
+			delete(cur, name)
+		}
+	}
+	return gone, nil
+}
+
 // applyTombstone deletes the chat or run tb names, unless this store
 // changed it since it last synced, or holds a later state of it than the
 // deleting device had: that is a conflict, reported, and it stays. It
@@ -568,13 +631,19 @@ func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, sy
 	}
 	switch tb.Kind {
 	case "run":
-		var last cas.Hash
+		var last, first cas.Hash
 		if err := s.DB.View(ctx, func(tx *index.Tx) error {
 			var err error
-			_, last, err = s.lastEvent(ctx, tx, tb.ID)
+			if _, last, err = s.lastEvent(ctx, tx, tb.ID); err != nil {
+				return err
+			}
+			first, err = s.firstEvent(ctx, tx, tb.ID)
 			return err
 		}); err != nil {
 			return false, err
+		}
+		if d := tb.Run(); !d.First.IsZero() && first != d.First || !d.Successor.IsZero() && first == d.Successor {
+			return false, nil // another run under the same id, created later
 		}
 		prev, known := synced[name]
 		switch {
@@ -669,8 +738,19 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 		if !ok {
 			return nil // never synced: no other device holds it from here
 		}
+		var succ cas.Hash
 		if _, back := here[it.Name()]; back {
-			return nil
+			// Here again: brought back, or (a run) created again under
+			// its id, whose tombstone names the new run's first event so
+			// that the devices put it in the deleted one's place.
+			var again bool
+			var err error
+			if succ, again, err = s.createdAgain(ctx, it); err != nil || !again {
+				return err
+			}
+		}
+		if kind == "run" && (!it.First.IsZero() || !succ.IsZero()) {
+			detail, _ = json.Marshal(remote.RunDetail{First: it.First, Successor: succ})
 		}
 		// A deletion a tombstone made here dropped the item it deleted
 		// when the sync recorded what it took in (remote.TakenIn.Drop),
@@ -706,6 +786,27 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 		}
 	}
 	return s.Remote.RecordDeletions(ctx, s.DB, tombs, drop, cursor)
+}
+
+// createdAgain reports whether the run here under the id of it, a run's
+// synced state, is another run, created after that one was deleted, and
+// the hash of its first event: the run here does not hold the state's
+// last event at that event's seq. A state without its last event's hash
+// is taken for the run here.
+func (s *Store) createdAgain(ctx context.Context, it remote.Item) (first cas.Hash, again bool, err error) {
+	if it.Kind != "run" || it.Seq == 0 || it.Last.IsZero() {
+		return first, false, nil
+	}
+	err = s.DB.View(ctx, func(tx *index.Tx) error {
+		e, ok, err := s.Journal.EventAt(ctx, tx, it.ID, it.Seq)
+		if err != nil || ok && eventHash(e) == it.Last {
+			return err
+		}
+		first, err = s.firstEvent(ctx, tx, it.ID)
+		again = err == nil && !first.IsZero()
+		return err
+	})
+	return first, again, err
 }
 
 // publish writes the store's segment: what changed since its last sync
@@ -808,6 +909,11 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 			return err
 		}
 	}
+	replaced, err := s.replacements(ctx, changed, synced, dev, h.At)
+	if err != nil {
+		return err
+	}
+	h.Tombstones = append(h.Tombstones, replaced...)
 	if err := s.withLast(ctx, items); err != nil {
 		return err
 	}
@@ -848,6 +954,44 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 	}
 	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Items: items,
 		Tombstones: h.Tombstones, Objects: objs, Indexes: idx, Claimed: claimed})
+}
+
+// replacements returns, for each run in changed that is new here (not
+// synced) under the id of a deletion the store knows of another run, that
+// deletion again with the new run as its successor, so that a device
+// still holding the deleted run (it has not read the deletion yet) puts
+// the new run in its place instead of naming a conflict. The device's own
+// deletions of a run it created again before publishing them name their
+// successor already (collectDeletions).
+func (s *Store) replacements(ctx context.Context, changed []remote.Item, synced map[string]remote.Item, dev string, at time.Time) ([]remote.Tombstone, error) {
+	var out []remote.Tombstone
+	for _, it := range changed {
+		if _, ok := synced[it.Name()]; ok || it.Kind != "run" {
+			continue
+		}
+		tb, ok, err := s.Remote.FindTombstone(ctx, s.DB, "run", it.ID)
+		if err != nil {
+			return nil, err
+		}
+		d := tb.Run()
+		if !ok || d.First.IsZero() {
+			continue
+		}
+		var first cas.Hash
+		if err := s.DB.View(ctx, func(tx *index.Tx) error {
+			first, err = s.firstEvent(ctx, tx, it.ID)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		if first.IsZero() || first == d.First || first == d.Successor {
+			continue
+		}
+		tb.Device, tb.At = dev, at
+		tb.Detail, _ = json.Marshal(remote.RunDetail{First: d.First, Successor: first})
+		out = append(out, tb)
+	}
+	return out, nil
 }
 
 // exportItems writes a metadata archive (blobs elsewhere) of items: runs

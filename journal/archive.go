@@ -45,6 +45,25 @@ func (j *Journal) ExportEventsAfter(ctx context.Context, tx *index.Tx, runID str
 	}
 }
 
+// EventAt returns event seq of runID in tx, and false when the run has no
+// such event. It reads that one row. An empty runID fails with
+// workspace.invalid_argument, a stored payload that does not decode with
+// store.corrupt.
+func (j *Journal) EventAt(ctx context.Context, tx *index.Tx, runID string, seq int64) (Event, bool, error) {
+	if runID == "" {
+		return Event{}, false, wserr.New(wserr.InvalidArgument, "journal event", "", "empty run id")
+	}
+	var rows []row
+	if err := selectPage(ctx, tx, runID, PageQuery{AfterSeq: seq - 1, BeforeSeq: seq + 1, Limit: 1}, &rows); err != nil {
+		return Event{}, false, fmt.Errorf("journal event %s %d: %w", runID, seq, index.Translate(err))
+	}
+	if len(rows) == 0 {
+		return Event{}, false, nil
+	}
+	e, err := rows[0].event("journal event")
+	return e, err == nil, err
+}
+
 // ImportEvent writes e in tx with its own seq and time, for a run an import
 // has just added: the run's events arrive in order, so e.Seq must be the
 // run's last seq plus one, which keeps seqs gapless. An event out of

@@ -48,8 +48,33 @@ type Tombstone struct {
 	Last   cas.Hash  `json:"last,omitzero"`
 	Device string    `json:"device"`
 	At     time.Time `json:"at"`
-	// Detail carries a chat's kind and stable id ({"kind","stableChatId"}).
+	// Detail carries a chat's kind and stable id ({"kind","stableChatId"})
+	// and a run's first events (RunDetail).
 	Detail json.RawMessage `json:"detail,omitempty"`
+}
+
+// RunDetail is the detail of a run's tombstone.
+type RunDetail struct {
+	// First is the hash of the deleted run's first event: a run here
+	// that starts with another is not the one deleted (a run created
+	// later under the same id), and the tombstone leaves it alone. Zero
+	// when the deleting device did not know it.
+	First cas.Hash `json:"first,omitzero"`
+	// Successor is the hash of the first event of a run that the
+	// deleting device created again under the same id before it
+	// published the deletion: the segment's archive holds that run,
+	// which takes the deleted one's place.
+	Successor cas.Hash `json:"successor,omitzero"`
+}
+
+// Run returns the RunDetail of a run's tombstone, zero when it has none
+// (or the detail does not read).
+func (t Tombstone) Run() RunDetail {
+	var d RunDetail
+	if t.Kind != "run" || len(t.Detail) == 0 || json.Unmarshal(t.Detail, &d) != nil {
+		return RunDetail{}
+	}
+	return d
 }
 
 // SegmentHeader is a segment's first line: what it holds besides the

@@ -127,6 +127,7 @@ type Item struct {
 	FP     cas.Hash `db:"fp"`     // fingerprint of the row and its journal length
 	Seq    int64    `db:"seq"`    // a run's last journal seq, an actor's version
 	Last   cas.Hash `db:"last"`   // the hash of a run's last event
+	First  cas.Hash `db:"first"`  // the hash of a run's first event
 	// Sent says the state is one the store published, not one it took
 	// in: a base segment carries what the store sent.
 	Sent bool `db:"sent"`
@@ -139,7 +140,7 @@ func (it Item) Name() string { return it.Kind + " " + it.ID }
 func (s *Storage) Items(ctx context.Context, db *index.DB) (map[string]Item, error) {
 	var rows []Item
 	err := db.View(ctx, func(tx *index.Tx) error {
-		return tx.SelectContext(ctx, &rows, `SELECT kind, id, parent, fp, seq, last, sent FROM sync_items WHERE remote = ?`, s.remoteKey())
+		return tx.SelectContext(ctx, &rows, `SELECT kind, id, parent, fp, seq, last, first, sent FROM sync_items WHERE remote = ?`, s.remoteKey())
 	})
 	if err != nil {
 		return nil, index.Translate(err)
@@ -159,7 +160,7 @@ func (s *Storage) ItemsNamed(ctx context.Context, db *index.DB, names []string) 
 		for _, name := range names {
 			kind, id, _ := strings.Cut(name, " ")
 			var it Item
-			err := tx.GetContext(ctx, &it, `SELECT kind, id, parent, fp, seq, last, sent FROM sync_items WHERE remote = ? AND kind = ? AND id = ?`,
+			err := tx.GetContext(ctx, &it, `SELECT kind, id, parent, fp, seq, last, first, sent FROM sync_items WHERE remote = ? AND kind = ? AND id = ?`,
 				s.remoteKey(), kind, id)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
@@ -339,10 +340,10 @@ func (s *Storage) putItems(ctx context.Context, tx *index.Tx, items, drop []Item
 		}
 	}
 	for _, it := range items {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_items (remote, kind, id, parent, fp, seq, last, sent) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_items (remote, kind, id, parent, fp, seq, last, first, sent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (remote, kind, id) DO UPDATE SET parent = excluded.parent, fp = excluded.fp, seq = excluded.seq,
-			last = excluded.last, sent = excluded.sent`,
-			s.remoteKey(), it.Kind, it.ID, it.Parent, it.FP, it.Seq, baseArg(it.Last), it.Sent); err != nil {
+			last = excluded.last, first = excluded.first, sent = excluded.sent`,
+			s.remoteKey(), it.Kind, it.ID, it.Parent, it.FP, it.Seq, baseArg(it.Last), baseArg(it.First), it.Sent); err != nil {
 			return index.Translate(err)
 		}
 	}
