@@ -352,11 +352,17 @@ func (s *Storage) putItems(ctx context.Context, tx *index.Tx, items, drop []Item
 
 // putTombstones records ts, pending (this device's, not yet published)
 // or taken in. A tombstone taken in replaces a recorded one only if it
-// deleted a later state, or the same state of one taken in too: never
-// this device's own tombstone not yet published at that state or a later
-// one, which the next segment must still carry, nor a deletion of a later
-// state, which a device holding that state must still apply.
+// deleted a later state, a state of the same length whose journal parted
+// from it, or the same state of one taken in too: never this device's
+// own tombstone at the same state, which the next segment (pending) or
+// base (published) must still carry, nor one not yet published at a
+// later state, nor a deletion of a later state, which a device holding
+// that state must still apply.
 func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombstone, pending bool) error {
+	own, _, err := index.Setting(ctx, tx, deviceKey)
+	if err != nil {
+		return err
+	}
 	for _, t := range ts {
 		detail := string(t.Detail)
 		if detail == "" {
@@ -367,8 +373,9 @@ func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombston
 			seq = excluded.seq, last = excluded.last, device = excluded.device, at = excluded.at, detail = excluded.detail,
 			pending = excluded.pending
 			WHERE excluded.pending != 0 OR excluded.seq > sync_tombstones.seq
-				OR (excluded.seq = sync_tombstones.seq AND sync_tombstones.pending = 0)`,
-			s.remoteKey(), t.Kind, t.ID, t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detail, pending); err != nil {
+				OR (excluded.seq = sync_tombstones.seq AND sync_tombstones.pending = 0
+					AND (sync_tombstones.device != ? OR excluded.last IS NOT sync_tombstones.last))`,
+			s.remoteKey(), t.Kind, t.ID, t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detail, pending, own); err != nil {
 			return index.Translate(err)
 		}
 	}
