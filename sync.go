@@ -529,19 +529,28 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 	}
 	t.Items = items
 	// This segment's tombstones, runs before chats; then the tombstones
-	// known before of what the segment brought back.
+	// known before of what the segment brought back, one per run its id
+	// named (the later deletion of each).
 	tombs := slices.Clone(h.Tombstones)
 	for _, name := range brought {
 		kind, id, _ := strings.Cut(name, " ")
 		if kind != "run" && kind != "chat" {
 			continue
 		}
-		old, ok, err := s.Remote.FindTombstone(ctx, s.DB, kind, id)
+		known, err := s.Remote.FindTombstones(ctx, s.DB, kind, id)
 		if err != nil {
 			return err
 		}
-		if ok && !slices.ContainsFunc(tombs, func(x remote.Tombstone) bool { return x.Kind == kind && x.ID == id }) {
-			tombs = append(tombs, old)
+		for _, old := range known {
+			i := slices.IndexFunc(tombs, func(x remote.Tombstone) bool {
+				return x.Kind == kind && x.ID == id && x.Run().First == old.Run().First
+			})
+			switch {
+			case i < 0:
+				tombs = append(tombs, old)
+			case old.Seq > tombs[i].Seq:
+				tombs[i] = old
+			}
 		}
 	}
 	slices.SortStableFunc(tombs, func(a, b remote.Tombstone) int {
@@ -557,6 +566,11 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 		if it, ok := cur[name]; ok && tb.Kind == "run" && len(rep.Conflicts) > conflicts && !slices.Contains(brought, name) {
 			// Kept here against a deletion: the deleting device no longer
 			// holds the run, so the next segment sends it whole.
+			one := []remote.Item{it}
+			if err := s.withLast(ctx, one); err != nil {
+				return err
+			}
+			it = one[0]
 			it.FP, it.Sent = remote.Resend, false
 			t.Items = append(slices.DeleteFunc(t.Items, func(x remote.Item) bool { return x.Name() == name }), it)
 		}
@@ -788,22 +802,43 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 	return s.Remote.RecordDeletions(ctx, s.DB, tombs, drop, cursor)
 }
 
+// itemFirst returns the hash of the first event of the run here whose
+// state it, a run's synced state, records (its last event at its seq),
+// zero when the run here is not that run or there is none.
+func (s *Store) itemFirst(ctx context.Context, it remote.Item) (first cas.Hash, err error) {
+	if it.Seq == 0 || it.Last.IsZero() {
+		return first, nil
+	}
+	err = s.DB.View(ctx, func(tx *index.Tx) error {
+		e, ok, err := s.Journal.EventAt(ctx, tx, it.ID, it.Seq)
+		if err != nil || !ok || eventHash(e) != it.Last {
+			return err
+		}
+		first, err = s.firstEvent(ctx, tx, it.ID)
+		return err
+	})
+	return first, err
+}
+
 // createdAgain reports whether the run here under the id of it, a run's
 // synced state, is another run, created after that one was deleted, and
 // the hash of its first event: the run here does not hold the state's
 // last event at that event's seq. A state without its last event's hash
 // is taken for the run here.
 func (s *Store) createdAgain(ctx context.Context, it remote.Item) (first cas.Hash, again bool, err error) {
-	if it.Kind != "run" || it.Seq == 0 || it.Last.IsZero() {
+	if it.Kind != "run" || it.First.IsZero() && (it.Seq == 0 || it.Last.IsZero()) {
 		return first, false, nil
 	}
 	err = s.DB.View(ctx, func(tx *index.Tx) error {
-		e, ok, err := s.Journal.EventAt(ctx, tx, it.ID, it.Seq)
-		if err != nil || ok && eventHash(e) == it.Last {
+		if first, err = s.firstEvent(ctx, tx, it.ID); err != nil || first.IsZero() {
 			return err
 		}
-		first, err = s.firstEvent(ctx, tx, it.ID)
-		again = err == nil && !first.IsZero()
+		if !it.First.IsZero() {
+			again = first != it.First
+			return nil
+		}
+		e, ok, err := s.Journal.EventAt(ctx, tx, it.ID, it.Seq)
+		again = err == nil && !(ok && eventHash(e) == it.Last)
 		return err
 	})
 	return first, again, err
@@ -969,12 +1004,11 @@ func (s *Store) replacements(ctx context.Context, changed []remote.Item, synced 
 		if _, ok := synced[it.Name()]; ok || it.Kind != "run" {
 			continue
 		}
-		tb, ok, err := s.Remote.FindTombstone(ctx, s.DB, "run", it.ID)
-		if err != nil {
-			return nil, err
-		}
-		d := tb.Run()
-		if !ok || d.First.IsZero() {
+		known, err := s.Remote.FindTombstones(ctx, s.DB, "run", it.ID)
+		if err != nil || len(known) == 0 {
+			if err != nil {
+				return nil, err
+			}
 			continue
 		}
 		var first cas.Hash
@@ -984,12 +1018,15 @@ func (s *Store) replacements(ctx context.Context, changed []remote.Item, synced 
 		}); err != nil {
 			return nil, err
 		}
-		if first.IsZero() || first == d.First || first == d.Successor {
-			continue
+		for _, tb := range known {
+			d := tb.Run()
+			if first.IsZero() || d.First.IsZero() || first == d.First || first == d.Successor {
+				continue
+			}
+			tb.Device, tb.At = dev, at
+			tb.Detail, _ = json.Marshal(remote.RunDetail{First: d.First, Successor: first})
+			out = append(out, tb)
 		}
-		tb.Device, tb.At = dev, at
-		tb.Detail, _ = json.Marshal(remote.RunDetail{First: d.First, Successor: first})
-		out = append(out, tb)
 	}
 	return out, nil
 }

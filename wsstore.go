@@ -161,6 +161,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		Runs: svc, Virtual: opts.Runs.Virtual, Actors: sp, Tokens: tokens.New(db, now), Archive: arc, Remote: rem,
 		maint: m, reclaimGrace: opts.ReclaimGrace, now: now}
 	if !opts.Index.ReadOnly {
+		// Before anything is deleted: a tombstone names its run by the
+		// first event its sync item records.
+		if err := remote.FillFirst(ctx, db, st.itemFirst); err != nil {
+			db.Close()
+			return nil, err
+		}
 		st.stopReencoder = blobs.StartReencoder()
 	}
 	return st, nil
@@ -265,12 +271,16 @@ func (s *Store) Close() error {
 		// What re-encoding freed, here or in the background, goes back
 		// to the file system: nothing of this Store writes after this to
 		// fill the pages again.
+		// A database made without incremental auto-vacuum (by a build
+		// older than it) keeps its free pages: the steps stop when one
+		// frees nothing.
 		if free, err := s.DB.FreePages(ctx); err == nil && free > 0 {
 			for {
 				left, err := s.DB.IncrementalVacuum(ctx, DefaultVacuumPages)
-				if err != nil || left == 0 {
+				if err != nil || left == 0 || left >= free {
 					break
 				}
+				free = left
 			}
 		}
 	}

@@ -24,7 +24,67 @@ const (
 	deletionsKey = "remote.sync.deletions"  // the last deletion-log id published
 	oldSeenKey   = "remote.seen"            // the archives of the first sync format
 	registeredAt = "remote.sync.registered" // the device id registered under devices/
+	firstKey     = "remote.sync.first"      // the items from before migration 00029 were given their first events
 )
+
+// FillFirst gives the run items recorded before migration 00029 the hash
+// of their run's first event, which find returns (zero where it cannot
+// tell: the run is not here, or is not the state the item records), a
+// page of items at a time, once per store: later calls read one setting.
+// wsstore.Open calls it, before anything can be deleted.
+func FillFirst(ctx context.Context, db *index.DB, find func(context.Context, Item) (cas.Hash, error)) error {
+	var done bool
+	if err := db.View(ctx, func(tx *index.Tx) error {
+		_, ok, err := index.Setting(ctx, tx, firstKey)
+		done = ok
+		return err
+	}); err != nil || done {
+		return err
+	}
+	type keyed struct {
+		Remote string `db:"remote"`
+		Item
+	}
+	after := keyed{}
+	for {
+		var page []keyed
+		if err := db.View(ctx, func(tx *index.Tx) error {
+			return tx.SelectContext(ctx, &page, `SELECT remote, kind, id, parent, fp, seq, last, first, sent FROM sync_items
+				WHERE kind = 'run' AND first IS NULL AND (remote, id) > (?, ?) ORDER BY remote, id LIMIT 256`, after.Remote, after.ID)
+		}); err != nil {
+			return index.Translate(err)
+		}
+		firsts := make([]cas.Hash, len(page))
+		for i, it := range page {
+			f, err := find(ctx, it.Item)
+			if err != nil {
+				return err
+			}
+			firsts[i] = f
+		}
+		if err := db.Update(ctx, func(tx *index.Tx) error {
+			for i, it := range page {
+				if firsts[i].IsZero() {
+					continue
+				}
+				if _, err := tx.ExecContext(ctx, `UPDATE sync_items SET first = ? WHERE remote = ? AND kind = 'run' AND id = ? AND first IS NULL`,
+					firsts[i], it.Remote, it.ID); err != nil {
+					return index.Translate(err)
+				}
+			}
+			if len(page) < 256 {
+				return index.SetSetting(ctx, tx, firstKey, "1")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(page) < 256 {
+			return nil
+		}
+		after = page[len(page)-1]
+	}
+}
 
 // Device returns the id under which the store publishes its sync
 // segments, made (16 hex digits, random) and recorded on first use.
@@ -368,18 +428,27 @@ func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombston
 		if detail == "" {
 			detail = "{}"
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_tombstones (remote, kind, id, parent, seq, last, device, at, detail, pending)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (remote, kind, id) DO UPDATE SET parent = excluded.parent,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_tombstones (remote, kind, id, first, parent, seq, last, device, at, detail, pending)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (remote, kind, id, first) DO UPDATE SET parent = excluded.parent,
 			seq = excluded.seq, last = excluded.last, device = excluded.device, at = excluded.at, detail = excluded.detail,
 			pending = excluded.pending
 			WHERE excluded.pending != 0 OR excluded.seq > sync_tombstones.seq
 				OR (excluded.seq = sync_tombstones.seq AND sync_tombstones.pending = 0
 					AND (sync_tombstones.device != ? OR excluded.last IS NOT sync_tombstones.last))`,
-			s.remoteKey(), t.Kind, t.ID, t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detail, pending, own); err != nil {
+			s.remoteKey(), t.Kind, t.ID, life(t), t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detail, pending, own); err != nil {
 			return index.Translate(err)
 		}
 	}
 	return nil
+}
+
+// life is the key of t's run among the runs its id named over time: the
+// hash of its first event, or empty when the tombstone does not name it.
+func life(t Tombstone) []byte {
+	if f := t.Run().First; !f.IsZero() {
+		return f[:]
+	}
+	return []byte{}
 }
 
 // RecordDeletions records ts, the store's own tombstones of deletions up
@@ -422,21 +491,11 @@ func (r tombRow) tombstone() Tombstone {
 		At: time.Unix(0, r.At).UTC(), Detail: json.RawMessage(r.Detail)}
 }
 
-// FindTombstone returns the tombstone of the chat or run kind/id the
-// store knows, if any.
-func (s *Storage) FindTombstone(ctx context.Context, db *index.DB, kind, id string) (Tombstone, bool, error) {
-	var r tombRow
-	err := db.View(ctx, func(tx *index.Tx) error {
-		return tx.GetContext(ctx, &r, `SELECT kind, id, parent, seq, last, device, at, detail
-			FROM sync_tombstones WHERE remote = ? AND kind = ? AND id = ?`, s.remoteKey(), kind, id)
-	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return Tombstone{}, false, nil
-	}
-	if err != nil {
-		return Tombstone{}, false, index.Translate(err)
-	}
-	return r.tombstone(), true, nil
+// FindTombstones returns the tombstones of the chat or run kind/id the
+// store knows: one per run the id named over time (RunDetail.First).
+func (s *Storage) FindTombstones(ctx context.Context, db *index.DB, kind, id string) ([]Tombstone, error) {
+	return s.tombstones(ctx, db, `SELECT kind, id, parent, seq, last, device, at, detail
+		FROM sync_tombstones WHERE remote = ? AND kind = ? AND id = ? ORDER BY at, first`, s.remoteKey(), kind, id)
 }
 
 // OwnTombstones returns every tombstone device published, for a base
@@ -548,9 +607,21 @@ func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published
 		if err := s.settleChanges(ctx, tx, p.Claimed); err != nil {
 			return err
 		}
+		// The segment's tombstones are the device's own, published: its
+		// pending ones, and deletions it took in that it published again
+		// naming a run created under the same id (their successor), which
+		// its later bases carry in their place.
 		for _, t := range p.Tombstones {
-			if _, err := tx.ExecContext(ctx, `UPDATE sync_tombstones SET pending = 0 WHERE remote = ? AND kind = ? AND id = ? AND device = ?`,
-				s.remoteKey(), t.Kind, t.ID, t.Device); err != nil {
+			detail := string(t.Detail)
+			if detail == "" {
+				detail = "{}"
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO sync_tombstones (remote, kind, id, first, parent, seq, last, device, at, detail, pending)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT (remote, kind, id, first) DO UPDATE SET pending = 0,
+				parent = excluded.parent, seq = excluded.seq, last = excluded.last, device = excluded.device,
+				at = excluded.at, detail = excluded.detail
+				WHERE sync_tombstones.device = excluded.device OR excluded.seq >= sync_tombstones.seq`,
+				s.remoteKey(), t.Kind, t.ID, life(t), t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detail); err != nil {
 				return index.Translate(err)
 			}
 		}
