@@ -208,7 +208,11 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 	if err != nil {
 		return st, err
 	}
-	seg, err := s.Remote.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: s.now().UTC(), Indexes: &idx}, objs, nil)
+	at, err := remote.SegmentTime(ctx, s.DB, s.now().UTC())
+	if err != nil {
+		return st, err
+	}
+	seg, err := s.Remote.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: at, Indexes: &idx}, objs, nil)
 	if err != nil {
 		return st, err
 	}
@@ -460,6 +464,15 @@ func (s *Store) withLast(ctx context.Context, items []remote.Item) error {
 	})
 }
 
+// runFirst is firstEvent in a read transaction of its own.
+func (s *Store) runFirst(ctx context.Context, id string) (first cas.Hash, err error) {
+	err = s.DB.View(ctx, func(tx *index.Tx) error {
+		first, err = s.firstEvent(ctx, tx, id)
+		return err
+	})
+	return first, err
+}
+
 // firstEvent returns the hash of run id's first event, zero when it has
 // none.
 func (s *Store) firstEvent(ctx context.Context, tx *index.Tx, id string) (cas.Hash, error) {
@@ -563,7 +576,20 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 			return err
 		}
 		name := tb.Kind + " " + tb.ID
-		if it, ok := cur[name]; ok && tb.Kind == "run" && len(rep.Conflicts) > conflicts && !slices.Contains(brought, name) {
+		resend := len(rep.Conflicts) > conflicts
+		if _, ok := cur[name]; ok && !gone && !resend && tb.Kind == "run" {
+			// A deletion of another run under the same id: a device that
+			// held that run may have refused this one for it (a conflict)
+			// and holds neither now, so the next segment sends it again,
+			// unless the deletion names it as its successor.
+			first, err := s.runFirst(ctx, tb.ID)
+			if err != nil {
+				return err
+			}
+			d := tb.Run()
+			resend = !d.First.IsZero() && first != d.First && first != d.Successor
+		}
+		if it, ok := cur[name]; ok && tb.Kind == "run" && resend && !slices.Contains(brought, name) {
 			// Kept here against a deletion: the deleting device no longer
 			// holds the run, so the next segment sends it whole.
 			one := []remote.Item{it}
@@ -802,9 +828,11 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 	return s.Remote.RecordDeletions(ctx, s.DB, tombs, drop, cursor)
 }
 
-// itemFirst returns the hash of the first event of the run here whose
-// state it, a run's synced state, records (its last event at its seq),
-// zero when the run here is not that run or there is none.
+// itemFirst returns the hash of the first event of the run here that
+// holds the state it, a run's synced state, records (its last event at
+// its seq), zero when the run here does not or there is none. An event
+// that does not read (which fsck names) gives zero too: it must not keep
+// the store from opening.
 func (s *Store) itemFirst(ctx context.Context, it remote.Item) (first cas.Hash, err error) {
 	if it.Seq == 0 || it.Last.IsZero() {
 		return first, nil
@@ -817,6 +845,9 @@ func (s *Store) itemFirst(ctx context.Context, it remote.Item) (first cas.Hash, 
 		first, err = s.firstEvent(ctx, tx, it.ID)
 		return err
 	})
+	if wserr.Is(err, wserr.Corrupt) {
+		return cas.Hash{}, nil
+	}
 	return first, err
 }
 
@@ -833,14 +864,24 @@ func (s *Store) createdAgain(ctx context.Context, it remote.Item) (first cas.Has
 		if first, err = s.firstEvent(ctx, tx, it.ID); err != nil || first.IsZero() {
 			return err
 		}
-		if !it.First.IsZero() {
-			again = first != it.First
+		if !it.First.IsZero() && first != it.First {
+			again = true
+			return nil
+		}
+		if it.Seq == 0 || it.Last.IsZero() {
 			return nil
 		}
 		e, ok, err := s.Journal.EventAt(ctx, tx, it.ID, it.Seq)
 		again = err == nil && !(ok && eventHash(e) == it.Last)
 		return err
 	})
+	if again && first == it.First {
+		// Another run with the very same first event (created under the
+		// same id at the same instant): nothing names it apart, so the
+		// deletion is published without a successor and a device holding
+		// the old run names the conflict.
+		first = cas.Hash{}
+	}
 	return first, again, err
 }
 
@@ -908,7 +949,11 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 	if hasBase && !forceBase && delta.Size() == 0 && len(tombs) == 0 && objs.Empty() {
 		return s.Remote.SettleChanges(ctx, s.DB, claimed)
 	}
-	h := remote.SegmentHeader{Device: dev, At: s.now().UTC(), Tombstones: tombs}
+	at, err := remote.SegmentTime(ctx, s.DB, s.now().UTC())
+	if err != nil {
+		return err
+	}
+	h := remote.SegmentHeader{Device: dev, At: at, Tombstones: tombs}
 	items := changed
 	base := forceBase || !hasBase || since+delta.Size() > size
 	if base {

@@ -56,3 +56,25 @@ func TestSyncFirstMigrationKeepsTombstones(t *testing.T) {
 	require.NoError(t, raw.SelectContext(ctx, &seqs, `SELECT seq FROM sync_tombstones WHERE id = 'r1'`))
 	assert.Equal(t, []int64{9}, seqs)
 }
+
+// TestSyncFirstMigrationDown: going back below 00029 keeps the device's
+// own pending tombstone over a later one of another run under the same
+// id (the next segment must carry it), and forgets that the items were
+// given their first events, so going up again gives them anew.
+func TestSyncFirstMigrationDown(t *testing.T) {
+	ctx := context.Background()
+	raw, p, _ := migratedStore(t)
+	_, err := raw.ExecContext(ctx, `INSERT INTO sync_tombstones (remote, kind, id, first, parent, seq, last, device, at, pending)
+		VALUES ('b/p', 'run', 'r1', x'01', 'c', 9, x'03', 'other', 1, 0), ('b/p', 'run', 'r1', x'02', 'c', 3, x'04', 'me', 2, 1)`)
+	require.NoError(t, err)
+	_, err = raw.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('remote.sync.first', '1')`)
+	require.NoError(t, err)
+	_, err = p.DownTo(ctx, 28)
+	require.NoError(t, err)
+	var pend []int
+	require.NoError(t, raw.SelectContext(ctx, &pend, `SELECT pending FROM sync_tombstones WHERE id = 'r1'`))
+	assert.Equal(t, []int{1}, pend, "the own pending deletion survives going back")
+	var n int
+	require.NoError(t, raw.GetContext(ctx, &n, `SELECT count(*) FROM meta WHERE key = 'remote.sync.first'`))
+	assert.Zero(t, n, "going back forgets that the items were given their first events")
+}

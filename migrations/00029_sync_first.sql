@@ -32,7 +32,9 @@ INSERT INTO sync_tombstones (remote, kind, id, first, parent, seq, last, device,
 DROP TABLE sync_tombstones_lives;
 
 -- +goose Down
-CREATE TEMP TABLE sync_tombstones_one AS SELECT * FROM sync_tombstones ORDER BY seq;
+-- One tombstone per id: the device's own pending ones win (the next
+-- segment must carry them), then the later state.
+CREATE TEMP TABLE sync_tombstones_one AS SELECT * FROM sync_tombstones;
 DROP TABLE sync_tombstones;
 CREATE TABLE sync_tombstones (
     remote  TEXT NOT NULL,
@@ -48,6 +50,7 @@ CREATE TABLE sync_tombstones (
     PRIMARY KEY (remote, kind, id)
 ) WITHOUT ROWID;
 INSERT OR REPLACE INTO sync_tombstones (remote, kind, id, parent, seq, last, device, at, detail, pending)
-    SELECT remote, kind, id, parent, seq, last, device, at, detail, pending FROM sync_tombstones_one ORDER BY seq;
+    SELECT remote, kind, id, parent, seq, last, device, at, detail, pending FROM sync_tombstones_one ORDER BY pending != 0, seq;
 DROP TABLE sync_tombstones_one;
 ALTER TABLE sync_items DROP COLUMN first;
+DELETE FROM meta WHERE key = 'remote.sync.first';

@@ -25,12 +25,40 @@ const (
 	oldSeenKey   = "remote.seen"            // the archives of the first sync format
 	registeredAt = "remote.sync.registered" // the device id registered under devices/
 	firstKey     = "remote.sync.first"      // the items from before migration 00029 were given their first events
+	atKey        = "remote.sync.at"         // the time of the device's last published segment, Unix nanoseconds
 )
+
+// SegmentTime returns the time of the device's next segment: now, or a
+// nanosecond after its last published segment's when the clock reads no
+// later (it stepped back, or a host fixed it). A segment's key begins
+// with its time, and other devices read a device's segments after the
+// last key they read, so a key that sorted before it would never be read.
+func SegmentTime(ctx context.Context, db *index.DB, now time.Time) (time.Time, error) {
+	var v string
+	var ok bool
+	err := db.View(ctx, func(tx *index.Tx) error {
+		var err error
+		v, ok, err = index.Setting(ctx, tx, atKey)
+		return err
+	})
+	if err != nil || !ok {
+		return now, err
+	}
+	last, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return now, wserr.New(wserr.Corrupt, "sync", atKey, "unreadable time of the last segment %q", v)
+	}
+	if now.UnixNano() <= last {
+		return time.Unix(0, last+1).UTC(), nil
+	}
+	return now, nil
+}
 
 // FillFirst gives the run items recorded before migration 00029 the hash
 // of their run's first event, which find returns (zero where it cannot
-// tell: the run is not here, or is not the state the item records), a
-// page of items at a time, once per store: later calls read one setting.
+// tell: the run is not here, no longer holds the state the item records,
+// or does not read), a page of items at a time, once per store: later
+// calls read one setting.
 // wsstore.Open calls it, before anything can be deleted.
 func FillFirst(ctx context.Context, db *index.DB, find func(context.Context, Item) (cas.Hash, error)) error {
 	var done bool
@@ -41,49 +69,52 @@ func FillFirst(ctx context.Context, db *index.DB, find func(context.Context, Ite
 	}); err != nil || done {
 		return err
 	}
-	type keyed struct {
-		Remote string `db:"remote"`
-		Item
+	var remotes []string
+	if err := db.View(ctx, func(tx *index.Tx) error {
+		return tx.SelectContext(ctx, &remotes, `SELECT DISTINCT remote FROM sync_items ORDER BY remote`)
+	}); err != nil {
+		return index.Translate(err)
 	}
-	after := keyed{}
-	for {
-		var page []keyed
-		if err := db.View(ctx, func(tx *index.Tx) error {
-			return tx.SelectContext(ctx, &page, `SELECT remote, kind, id, parent, fp, seq, last, first, sent FROM sync_items
-				WHERE kind = 'run' AND first IS NULL AND (remote, id) > (?, ?) ORDER BY remote, id LIMIT 256`, after.Remote, after.ID)
-		}); err != nil {
-			return index.Translate(err)
-		}
-		firsts := make([]cas.Hash, len(page))
-		for i, it := range page {
-			f, err := find(ctx, it.Item)
-			if err != nil {
+	for _, remote := range remotes {
+		// Pages in the key's order, so filling costs one pass over the
+		// items however many there are.
+		for after := ""; ; {
+			var page []Item
+			if err := db.View(ctx, func(tx *index.Tx) error {
+				return tx.SelectContext(ctx, &page, `SELECT kind, id, parent, fp, seq, last, first, sent FROM sync_items
+					WHERE remote = ? AND kind = 'run' AND id > ? AND first IS NULL ORDER BY id LIMIT 256`, remote, after)
+			}); err != nil {
+				return index.Translate(err)
+			}
+			firsts := make([]cas.Hash, len(page))
+			for i, it := range page {
+				f, err := find(ctx, it)
+				if err != nil {
+					return err
+				}
+				firsts[i] = f
+			}
+			if err := db.Update(ctx, func(tx *index.Tx) error {
+				for i, it := range page {
+					if firsts[i].IsZero() {
+						continue
+					}
+					if _, err := tx.ExecContext(ctx, `UPDATE sync_items SET first = ? WHERE remote = ? AND kind = 'run' AND id = ? AND first IS NULL`,
+						firsts[i], remote, it.ID); err != nil {
+						return index.Translate(err)
+					}
+				}
+				return nil
+			}); err != nil {
 				return err
 			}
-			firsts[i] = f
-		}
-		if err := db.Update(ctx, func(tx *index.Tx) error {
-			for i, it := range page {
-				if firsts[i].IsZero() {
-					continue
-				}
-				if _, err := tx.ExecContext(ctx, `UPDATE sync_items SET first = ? WHERE remote = ? AND kind = 'run' AND id = ? AND first IS NULL`,
-					firsts[i], it.Remote, it.ID); err != nil {
-					return index.Translate(err)
-				}
-			}
 			if len(page) < 256 {
-				return index.SetSetting(ctx, tx, firstKey, "1")
+				break
 			}
-			return nil
-		}); err != nil {
-			return err
+			after = page[len(page)-1].ID
 		}
-		if len(page) < 256 {
-			return nil
-		}
-		after = page[len(page)-1]
 	}
+	return db.Update(ctx, func(tx *index.Tx) error { return index.SetSetting(ctx, tx, firstKey, "1") })
 }
 
 // Device returns the id under which the store publishes its sync
@@ -601,6 +632,9 @@ type Published struct {
 // RecordPublished records p in one transaction.
 func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published) error {
 	return db.Update(ctx, func(tx *index.Tx) error {
+		if err := index.SetSetting(ctx, tx, atKey, strconv.FormatInt(p.Segment.At.UnixNano(), 10)); err != nil {
+			return err
+		}
 		if err := s.putItems(ctx, tx, p.Items, p.Drop); err != nil {
 			return err
 		}
