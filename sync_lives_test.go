@@ -47,16 +47,13 @@ func TestSyncSecondRunDeleted(t *testing.T) {
 		edit(t, a, "r-00", fmt.Sprintf("x%d.md", i), "first life\n")
 	}
 	syncRounds(t, 1, a, b, c)
-	_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
+	deleteRun(t, a, "r-00")
 	syncRounds(t, 1, a, b, c)
-	_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chatOne, RunID: "r-00"})
-	require.NoError(t, err)
+	createRun(t, a, "r-00")
 	syncOK(t, a)
 	syncOK(t, b) // C is offline from here
 	require.True(t, holds(t, b, "r-00"))
-	_, err = b.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
+	deleteRun(t, b, "r-00")
 	assert.Equal(t, []string{"run r-00"}, syncOK(t, b).Tombstones, "B publishes its deletion")
 	e := open()
 	syncOK(t, c)
@@ -83,13 +80,11 @@ func TestSyncCreatedAgainThenBase(t *testing.T) {
 	smallRuns(t, a, "chat-1", "r", 2)
 	edit(t, a, "r-00", "life.md", "first life\n")
 	syncRounds(t, 1, a, d)
-	_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
-	_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chatOne, RunID: "r-00"})
-	require.NoError(t, err)
+	deleteRun(t, a, "r-00")
+	createRun(t, a, "r-00")
 	edit(t, a, "r-00", "life.md", "second life\n")
 	syncOK(t, a)
-	_, err = a.SyncWith(ctx, wsstore.SyncOptions{Base: true})
+	_, err := a.SyncWith(ctx, wsstore.SyncOptions{Base: true})
 	require.NoError(t, err)
 	for i := range 2 {
 		rep := syncOK(t, d)
@@ -110,14 +105,12 @@ func TestSyncCreatedElsewhereThenBase(t *testing.T) {
 	smallRuns(t, a, "chat-1", "r", 2)
 	edit(t, a, "r-00", "life.md", "first life\n")
 	syncRounds(t, 1, a, c, d)
-	_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
+	deleteRun(t, a, "r-00")
 	syncRounds(t, 1, a, c)
-	_, err = c.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chatOne, RunID: "r-00"})
-	require.NoError(t, err)
+	createRun(t, c, "r-00")
 	edit(t, c, "r-00", "life.md", "second life\n")
 	syncOK(t, c)
-	_, err = c.SyncWith(ctx, wsstore.SyncOptions{Base: true})
+	_, err := c.SyncWith(ctx, wsstore.SyncOptions{Base: true})
 	require.NoError(t, err)
 	all := map[string]*wsstore.Store{"A": a, "C": c, "D": d}
 	for i := range 3 {
@@ -136,22 +129,18 @@ func TestSyncCreatedElsewhereThenBase(t *testing.T) {
 // not hide the known deletion of the second from a new device.
 func TestSyncLongerSecondRunDeleted(t *testing.T) {
 	_, open := fakeTier(t)
-	ctx := context.Background()
 	s := storesByDevice(t, open, 2)
 	b, a := s[0], s[1]
 	smallRuns(t, a, "chat-1", "r", 1)
 	syncRounds(t, 1, a, b)
-	_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
+	deleteRun(t, a, "r-00")
 	syncRounds(t, 1, a, b)
-	_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chatOne, RunID: "r-00"})
-	require.NoError(t, err)
+	createRun(t, a, "r-00")
 	for i := range 8 {
 		edit(t, a, "r-00", fmt.Sprintf("x%d.md", i), "second life\n")
 	}
 	syncRounds(t, 1, a, b)
-	_, err = b.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
+	deleteRun(t, b, "r-00")
 	syncRounds(t, 2, b, a)
 	require.False(t, holds(t, a, "r-00"))
 	e := open()
@@ -169,16 +158,13 @@ func TestSyncFirstRunDeletionInLaterBases(t *testing.T) {
 	a, b, d := open(), open(), open()
 	smallRuns(t, a, "chat-1", "r", 2)
 	syncRounds(t, 1, a, b, d)
-	_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
-	_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chatOne, RunID: "r-00"})
-	require.NoError(t, err)
+	deleteRun(t, a, "r-00")
+	createRun(t, a, "r-00")
 	for i := range 8 {
 		edit(t, a, "r-00", fmt.Sprintf("x%d.md", i), "second life\n")
 	}
 	syncRounds(t, 1, a, b)
-	_, err = b.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
+	deleteRun(t, b, "r-00")
 	syncRounds(t, 1, b, a)
 	require.False(t, holds(t, a, "r-00"))
 	adev, err := remote.Device(ctx, a.DB)
@@ -213,8 +199,7 @@ func TestSyncItemsFromBeforeFirstEvents(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 
-	_, err = c.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
+	deleteRun(t, c, "r-00")
 	syncOK(t, c)
 	known, err := c.Remote.FindTombstones(ctx, c.DB, "run", "r-00")
 	require.NoError(t, err)
@@ -227,8 +212,7 @@ func TestSyncItemsFromBeforeFirstEvents(t *testing.T) {
 	assert.Zero(t, unnamed, "every run item here is given its first event")
 
 	syncOK(t, a)
-	_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chatOne, RunID: "r-00"})
-	require.NoError(t, err)
+	createRun(t, a, "r-00")
 	edit(t, a, "r-00", "life.md", "second life\n")
 	for i := range 3 {
 		for name, st := range map[string]*wsstore.Store{"A": a, "C": c} {
@@ -250,7 +234,6 @@ func TestSyncItemsFromBeforeFirstEvents(t *testing.T) {
 func TestSyncRunCreatedWhileDeletedElsewhere(t *testing.T) {
 	for pi, p := range [][3]int{{0, 1, 2}, {1, 0, 2}, {0, 2, 1}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
 		t.Run(fmt.Sprintf("order%d", pi), func(t *testing.T) {
-			ctx := context.Background()
 			_, open := fakeTier(t)
 			s := storesByDevice(t, open, 3)
 			b, a, c := s[p[0]], s[p[1]], s[p[2]]
@@ -258,12 +241,10 @@ func TestSyncRunCreatedWhileDeletedElsewhere(t *testing.T) {
 			smallRuns(t, a, "chat-1", "r", 1)
 			edit(t, a, "r-00", "life.md", "first life\n")
 			syncRounds(t, 1, a, c)
-			_, err := b.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chatOne, RunID: "r-00"})
-			require.NoError(t, err)
+			createRun(t, b, "r-00")
 			edit(t, b, "r-00", "life.md", "second life\n")
 			syncOK(t, b)
-			_, err = a.Runs.CancelAndDeleteRun(ctx, "r-00")
-			require.NoError(t, err)
+			deleteRun(t, a, "r-00")
 			syncOK(t, a)
 			syncRounds(t, 4, c, a, b)
 			all := map[string]*wsstore.Store{"A": a, "B": b, "C": c, "E": open()}
@@ -280,22 +261,18 @@ func TestSyncRunCreatedWhileDeletedElsewhere(t *testing.T) {
 // A sends its run again on taking in that deletion, so X ends holding
 // A's run, which nobody deleted.
 func TestSyncConflictThenOwnDeletion(t *testing.T) {
-	ctx := context.Background()
 	_, open := fakeTier(t)
 	a, x := open(), open()
 	smallRuns(t, a, "chat-1", "r", 1)
 	edit(t, a, "r-00", "life.md", "first life\n")
 	syncRounds(t, 1, a, x)
-	_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
-	_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chatOne, RunID: "r-00"})
-	require.NoError(t, err)
+	deleteRun(t, a, "r-00")
+	createRun(t, a, "r-00")
 	edit(t, a, "r-00", "life.md", "second life\n")
 	edit(t, x, "r-00", "x.md", "X wrote\n")
 	syncRounds(t, 1, a, x)
 	require.Equal(t, "first life\n", secondLife(t, x, "r-00"), "X kept the first run")
-	_, err = x.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
+	deleteRun(t, x, "r-00")
 	syncRounds(t, 3, x, a)
 	e := open()
 	syncOK(t, e)
@@ -321,14 +298,11 @@ func TestSyncRunCreatedAgainAtTheSameInstant(t *testing.T) {
 		return st
 	}
 	a, b := openAt(), openAt()
-	_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chatOne, RunID: "r-00"})
-	require.NoError(t, err)
+	createRun(t, a, "r-00")
 	edit(t, a, "r-00", "life.md", "first life\n")
 	syncRounds(t, 1, a, b)
-	_, err = a.Runs.CancelAndDeleteRun(ctx, "r-00")
-	require.NoError(t, err)
-	_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chatOne, RunID: "r-00"})
-	require.NoError(t, err)
+	deleteRun(t, a, "r-00")
+	createRun(t, a, "r-00")
 	edit(t, a, "r-00", "life.md", "second life\n")
 	named := false
 	for range 3 {

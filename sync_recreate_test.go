@@ -45,10 +45,8 @@ func TestSyncRunCreatedAgain(t *testing.T) {
 			syncRounds(t, 1, a, b, c)
 			require.Equal(t, "first life\n", secondLife(t, b, "r-00"))
 
-			_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
-			require.NoError(t, err)
-			_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "chat-1"}, RunID: "r-00"})
-			require.NoError(t, err)
+			deleteRun(t, a, "r-00")
+			createRun(t, a, "r-00")
 			edit(t, a, "r-00", "life.md", "second life\n")
 			rep := syncOK(t, a)
 			assert.Equal(t, []string{"run r-00"}, rep.Tombstones, "the old run's deletion is published")
@@ -69,7 +67,7 @@ func TestSyncRunCreatedAgain(t *testing.T) {
 			check("after the deletion", map[string]*wsstore.Store{"B": b, "C": c, "A": a})
 			check("again", map[string]*wsstore.Store{"B": b, "C": c, "A": a})
 
-			_, err = a.SyncWith(ctx, wsstore.SyncOptions{Base: true})
+			_, err := a.SyncWith(ctx, wsstore.SyncOptions{Base: true})
 			require.NoError(t, err)
 			check("after A's base", map[string]*wsstore.Store{"B": b, "C": c, "A": a, "E": open()})
 		})
@@ -88,9 +86,8 @@ func TestSyncRunCreatedAgainWrittenElsewhere(t *testing.T) {
 		a, b := open(), open()
 		smallRuns(t, a, "chat-1", "r", 1)
 		syncRounds(t, 1, a, b)
-		_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
-		require.NoError(t, err)
-		_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat1, RunID: "r-00"})
+		deleteRun(t, a, "r-00")
+		_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat1, RunID: "r-00"})
 		require.NoError(t, err)
 		edit(t, a, "r-00", "life.md", "second life\n")
 		edit(t, b, "r-00", "life.md", "B's writes to the first\n")
@@ -105,12 +102,10 @@ func TestSyncRunCreatedAgainWrittenElsewhere(t *testing.T) {
 		a, b := open(), open()
 		smallRuns(t, a, "chat-1", "r", 1)
 		syncRounds(t, 1, a, b)
-		_, err := a.Runs.CancelAndDeleteRun(ctx, "r-00")
+		deleteRun(t, a, "r-00")
+		_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat1, RunID: "r-00"})
 		require.NoError(t, err)
-		_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat1, RunID: "r-00"})
-		require.NoError(t, err)
-		_, err = a.Runs.CancelAndDeleteRun(ctx, "r-00")
-		require.NoError(t, err)
+		deleteRun(t, a, "r-00")
 		assert.Equal(t, []string{"run r-00"}, syncOK(t, a).Tombstones)
 		syncRounds(t, 2, b, a)
 		e := open()
@@ -143,17 +138,15 @@ func TestSyncRunCreatedAfterADeletion(t *testing.T) {
 					edit(t, a, "r-00", "life.md", "first life\n")
 					syncRounds(t, 1, a, b, c)
 					del := map[string]*wsstore.Store{"A": a, "C": c}[deleter]
-					_, err := del.Runs.CancelAndDeleteRun(ctx, "r-00")
-					require.NoError(t, err)
+					deleteRun(t, del, "r-00")
 					syncOK(t, del)
 					syncOK(t, a)
 					if bSees {
 						syncOK(t, b)
 					}
-					_, err = a.Runs.Run(ctx, "r-00")
+					_, err := a.Runs.Run(ctx, "r-00")
 					require.Equal(t, wserr.RunNotFound, wserr.CodeOf(err))
-					_, err = a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "chat-1"}, RunID: "r-00"})
-					require.NoError(t, err)
+					createRun(t, a, "r-00")
 					edit(t, a, "r-00", "life.md", "second life\n")
 					all := map[string]*wsstore.Store{"A": a, "B": b, "C": c}
 					for range 3 {
@@ -170,4 +163,18 @@ func TestSyncRunCreatedAfterADeletion(t *testing.T) {
 			}
 		}
 	}
+}
+
+// deleteRun cancels and deletes run id in st.
+func deleteRun(t *testing.T, st *wsstore.Store, id string) {
+	t.Helper()
+	_, err := st.Runs.CancelAndDeleteRun(context.Background(), id)
+	require.NoError(t, err)
+}
+
+// createRun creates run id in chat-1 of st, again for an id used before.
+func createRun(t *testing.T, st *wsstore.Store, id string) {
+	t.Helper()
+	_, err := st.Runs.CreateRun(context.Background(), runs.CreateRequest{Chat: chatOne, RunID: id})
+	require.NoError(t, err)
 }
