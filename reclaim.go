@@ -96,15 +96,8 @@ func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.
 	if rep.AutoVacuum && (vacuum || rep.Marked || rep.GC.FreedBytes > 0) {
 		// Each step is one short write; a store with many free pages
 		// gives them back a step at a time, writers between steps.
-		for free := int64(-1); ; {
-			left, err := db.IncrementalVacuum(ctx, DefaultVacuumPages)
-			if err != nil {
-				return rep, fmt.Errorf("reclaim: %w", err)
-			}
-			if left == 0 || free >= 0 && left >= free {
-				break // done, or pages freed by writers as fast as it goes
-			}
-			free = left
+		if err := db.IncrementalVacuumAll(ctx, DefaultVacuumPages); err != nil {
+			return rep, fmt.Errorf("reclaim: %w", err)
 		}
 		// A reader holding an old snapshot may keep the log from being
 		// folded now; the next reclaim or Close folds it.

@@ -571,27 +571,18 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 	})
 	for _, tb := range tombs {
 		conflicts := len(rep.Conflicts)
-		gone, err := s.applyTombstone(ctx, tb, cur, synced, rep)
+		var another bool
+		gone, err := s.applyTombstone(ctx, tb, cur, synced, rep, &another)
 		if err != nil {
 			return err
 		}
 		name := tb.Kind + " " + tb.ID
-		resend := len(rep.Conflicts) > conflicts
-		if _, ok := cur[name]; ok && !gone && !resend && tb.Kind == "run" {
-			// A deletion of another run under the same id: a device that
-			// held that run may have refused this one for it (a conflict)
-			// and holds neither now, so the next segment sends it again,
-			// unless the deletion names it as its successor.
-			first, err := s.runFirst(ctx, tb.ID)
-			if err != nil {
-				return err
-			}
-			d := tb.Run()
-			resend = !d.First.IsZero() && first != d.First && first != d.Successor
-		}
+		// Kept here against a deletion (a conflict: the deleting device
+		// no longer holds the run), or the deletion was of another run
+		// under the same id, which a device may have held and refused
+		// this one for: either way the next segment sends it whole.
+		resend := len(rep.Conflicts) > conflicts || another
 		if it, ok := cur[name]; ok && tb.Kind == "run" && resend && !slices.Contains(brought, name) {
-			// Kept here against a deletion: the deleting device no longer
-			// holds the run, so the next segment sends it whole.
 			one := []remote.Item{it}
 			if err := s.withLast(ctx, one); err != nil {
 				return err
@@ -640,7 +631,7 @@ func (s *Store) deleteReplaced(ctx context.Context, tombs []remote.Tombstone, re
 			continue
 		}
 		var quiet SyncReport
-		deleted, err := s.applyTombstone(ctx, tb, cur, synced, &quiet)
+		deleted, err := s.applyTombstone(ctx, tb, cur, synced, &quiet, nil)
 		if err != nil {
 			return gone, err
 		}
@@ -657,8 +648,10 @@ func (s *Store) deleteReplaced(ctx context.Context, tombs []remote.Tombstone, re
 // applyTombstone deletes the chat or run tb names, unless this store
 // changed it since it last synced, or holds a later state of it than the
 // deleting device had: that is a conflict, reported, and it stays. It
-// reports whether it deleted something.
-func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, synced map[string]remote.Item, rep *SyncReport) (bool, error) {
+// reports whether it deleted something, and in another (when not nil)
+// whether it left alone a run here that is neither the one tb deleted
+// nor the successor tb names.
+func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, synced map[string]remote.Item, rep *SyncReport, another *bool) (bool, error) {
 	name := tb.Kind + " " + tb.ID
 	now, ok := cur[name]
 	if !ok {
@@ -683,6 +676,9 @@ func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, sy
 			return false, err
 		}
 		if d := tb.Run(); !d.First.IsZero() && first != d.First || !d.Successor.IsZero() && first == d.Successor {
+			if another != nil {
+				*another = first != d.Successor
+			}
 			return false, nil // another run under the same id, created later
 		}
 		prev, known := synced[name]
@@ -838,8 +834,8 @@ func (s *Store) itemFirst(ctx context.Context, it remote.Item) (first cas.Hash, 
 		return first, nil
 	}
 	err = s.DB.View(ctx, func(tx *index.Tx) error {
-		e, ok, err := s.Journal.EventAt(ctx, tx, it.ID, it.Seq)
-		if err != nil || !ok || eventHash(e) != it.Last {
+		held, err := s.holdsState(ctx, tx, it)
+		if err != nil || !held {
 			return err
 		}
 		first, err = s.firstEvent(ctx, tx, it.ID)
@@ -849,6 +845,13 @@ func (s *Store) itemFirst(ctx context.Context, it remote.Item) (first cas.Hash, 
 		return cas.Hash{}, nil
 	}
 	return first, err
+}
+
+// holdsState reports whether the run here holds the state it, a run's
+// synced state, records: its last event at its seq.
+func (s *Store) holdsState(ctx context.Context, tx *index.Tx, it remote.Item) (bool, error) {
+	e, ok, err := s.Journal.EventAt(ctx, tx, it.ID, it.Seq)
+	return err == nil && ok && eventHash(e) == it.Last, err
 }
 
 // createdAgain reports whether the run here under the id of it, a run's
@@ -871,8 +874,8 @@ func (s *Store) createdAgain(ctx context.Context, it remote.Item) (first cas.Has
 		if it.Seq == 0 || it.Last.IsZero() {
 			return nil
 		}
-		e, ok, err := s.Journal.EventAt(ctx, tx, it.ID, it.Seq)
-		again = err == nil && !(ok && eventHash(e) == it.Last)
+		held, err := s.holdsState(ctx, tx, it)
+		again = !held
 		return err
 	})
 	if again && first == it.First {
@@ -1056,11 +1059,8 @@ func (s *Store) replacements(ctx context.Context, changed []remote.Item, synced 
 			}
 			continue
 		}
-		var first cas.Hash
-		if err := s.DB.View(ctx, func(tx *index.Tx) error {
-			first, err = s.firstEvent(ctx, tx, it.ID)
-			return err
-		}); err != nil {
+		first, err := s.runFirst(ctx, it.ID)
+		if err != nil {
 			return nil, err
 		}
 		for _, tb := range known {

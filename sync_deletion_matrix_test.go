@@ -39,6 +39,13 @@ func storesByDevice(t *testing.T, open func() *wsstore.Store, n int) []*wsstore.
 	return sts
 }
 
+// Orders of three devices' ids (indexes into storesByDevice's result):
+// every one, or one in which each device comes first.
+var (
+	allOrders = [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
+	rotations = [][3]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}}
+)
+
 // syncRounds syncs each store in turn, n times over.
 func syncRounds(t *testing.T, n int, sts ...*wsstore.Store) {
 	t.Helper()
@@ -60,7 +67,6 @@ func syncRounds(t *testing.T, n int, sts ...*wsstore.Store) {
 // published, so A, C and E kept the run. By default one order of C's
 // syncs per case; -sync.matrix runs all 16.
 func TestSyncDeletionAfterAConflict(t *testing.T) {
-	perms := [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
 	has := func(st *wsstore.Store) bool { return slices.Contains(runIDs(t, st), "r-00") }
 	masks := []int{0b1011}
 	if *syncMatrix {
@@ -70,7 +76,7 @@ func TestSyncDeletionAfterAConflict(t *testing.T) {
 		}
 	}
 	for _, then := range []string{"B deletes", "A deletes again", "both delete", "nobody deletes"} {
-		for pi, p := range perms {
+		for pi, p := range allOrders {
 			for _, mask := range masks {
 				t.Run(fmt.Sprintf("%s/order%d/c%04b", then, pi, mask), func(t *testing.T) {
 					_, open := fakeTier(t)
@@ -127,7 +133,7 @@ func TestSyncDeletionAfterAConflict(t *testing.T) {
 // deleted with its runs after a chat conflict, are published too and
 // delete what they name on every device.
 func TestSyncDeletionAfterOtherConflicts(t *testing.T) {
-	for pi, p := range [][3]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}} {
+	for pi, p := range rotations {
 		t.Run(fmt.Sprintf("JournalsPart/order%d", pi), func(t *testing.T) {
 			_, open := fakeTier(t)
 			ctx := context.Background()

@@ -31,14 +31,21 @@ func TestSyncSameDeletionOnTwoDevices(t *testing.T) {
 	}
 	syncRounds(t, 2, a, b)
 	for name, st := range map[string]*wsstore.Store{"A": a, "B": b} {
-		dev, err := remote.Device(ctx, st.DB)
-		require.NoError(t, err)
-		own, err := st.Remote.OwnTombstones(ctx, st.DB, dev)
-		require.NoError(t, err)
-		var names []string
-		for _, tb := range own {
-			names = append(names, tb.Kind+" "+tb.ID)
-		}
-		assert.Equal(t, []string{"run r-00"}, names, "%s keeps its own tombstone", name)
+		assert.Equal(t, []string{"run r-00"}, ownTombstones(t, st), "%s keeps its own tombstone", name)
 	}
+}
+
+// ownTombstones names the tombstones st's later bases carry as its own.
+func ownTombstones(t *testing.T, st *wsstore.Store) []string {
+	t.Helper()
+	ctx := context.Background()
+	dev, err := remote.Device(ctx, st.DB)
+	require.NoError(t, err)
+	own, err := st.Remote.OwnTombstones(ctx, st.DB, dev)
+	require.NoError(t, err)
+	var names []string
+	for _, tb := range own {
+		names = append(names, tb.Kind+" "+tb.ID)
+	}
+	return names
 }

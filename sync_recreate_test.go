@@ -34,7 +34,7 @@ func secondLife(t *testing.T, st *wsstore.Store, id string) string {
 // the new run. Before, the other devices kept the old run and named the
 // new one a conflict (the journals part at event 1).
 func TestSyncRunCreatedAgain(t *testing.T) {
-	for pi, p := range [][3]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}} {
+	for pi, p := range rotations {
 		t.Run(fmt.Sprintf("order%d", pi), func(t *testing.T) {
 			_, open := fakeTier(t)
 			ctx := context.Background()
@@ -79,16 +79,13 @@ func TestSyncRunCreatedAgain(t *testing.T) {
 // wrote and names the conflict; a run created again and deleted again
 // before the sync is deleted everywhere.
 func TestSyncRunCreatedAgainWrittenElsewhere(t *testing.T) {
-	chat1 := runs.ChatKey{Kind: "character", StableChatID: "chat-1"}
 	t.Run("WrittenElsewhere", func(t *testing.T) {
 		_, open := fakeTier(t)
-		ctx := context.Background()
 		a, b := open(), open()
 		smallRuns(t, a, "chat-1", "r", 1)
 		syncRounds(t, 1, a, b)
 		deleteRun(t, a, "r-00")
-		_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat1, RunID: "r-00"})
-		require.NoError(t, err)
+		createRun(t, a, "r-00")
 		edit(t, a, "r-00", "life.md", "second life\n")
 		edit(t, b, "r-00", "life.md", "B's writes to the first\n")
 		syncOK(t, a)
@@ -103,8 +100,7 @@ func TestSyncRunCreatedAgainWrittenElsewhere(t *testing.T) {
 		smallRuns(t, a, "chat-1", "r", 1)
 		syncRounds(t, 1, a, b)
 		deleteRun(t, a, "r-00")
-		_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat1, RunID: "r-00"})
-		require.NoError(t, err)
+		createRun(t, a, "r-00")
 		deleteRun(t, a, "r-00")
 		assert.Equal(t, []string{"run r-00"}, syncOK(t, a).Tombstones)
 		syncRounds(t, 2, b, a)
@@ -125,10 +121,9 @@ func TestSyncRunCreatedAgainWrittenElsewhere(t *testing.T) {
 // tombstone, which names a state by its length and last event, deleted
 // the new, shorter run on every device, its creator included, silently.
 func TestSyncRunCreatedAfterADeletion(t *testing.T) {
-	perms := [][3]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}
 	for _, deleter := range []string{"C", "A"} {
 		for _, bSees := range []bool{false, true} {
-			for pi, p := range perms {
+			for pi, p := range allOrders {
 				t.Run(fmt.Sprintf("%s deletes/B reads the deletion %v/order%d", deleter, bSees, pi), func(t *testing.T) {
 					_, open := fakeTier(t)
 					ctx := context.Background()

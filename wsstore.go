@@ -271,17 +271,8 @@ func (s *Store) Close() error {
 		// What re-encoding freed, here or in the background, goes back
 		// to the file system: nothing of this Store writes after this to
 		// fill the pages again.
-		// A database made without incremental auto-vacuum (by a build
-		// older than it) keeps its free pages: the steps stop when one
-		// frees nothing.
 		if free, err := s.DB.FreePages(ctx); err == nil && free > 0 {
-			for {
-				left, err := s.DB.IncrementalVacuum(ctx, DefaultVacuumPages)
-				if err != nil || left == 0 || left >= free {
-					break
-				}
-				free = left
-			}
+			_ = s.DB.IncrementalVacuumAll(ctx, DefaultVacuumPages)
 		}
 	}
 	return s.DB.Close()

@@ -87,6 +87,21 @@ func (db *DB) IncrementalVacuum(ctx context.Context, pages int) (int64, error) {
 	return left, nil
 }
 
+// IncrementalVacuumAll gives every free page back, pages at a time, each
+// step a short write of its own so writers get the lock between steps.
+// It stops when none is left or a step frees nothing: a database without
+// auto_vacuum = INCREMENTAL keeps its free pages, and writers may free
+// pages as fast as it goes. Errors are IncrementalVacuum's.
+func (db *DB) IncrementalVacuumAll(ctx context.Context, pages int) error {
+	for free := int64(-1); ; {
+		left, err := db.IncrementalVacuum(ctx, pages)
+		if err != nil || left == 0 || free >= 0 && left >= free {
+			return err
+		}
+		free = left
+	}
+}
+
 // Checkpoint folds the write-ahead log into the database file and
 // truncates the log (PRAGMA wal_checkpoint(TRUNCATE)), so pages given back
 // by IncrementalVacuum leave the file. Readers holding old snapshots may

@@ -34,13 +34,7 @@ const (
 // with its time, and other devices read a device's segments after the
 // last key they read, so a key that sorted before it would never be read.
 func SegmentTime(ctx context.Context, db *index.DB, now time.Time) (time.Time, error) {
-	var v string
-	var ok bool
-	err := db.View(ctx, func(tx *index.Tx) error {
-		var err error
-		v, ok, err = index.Setting(ctx, tx, atKey)
-		return err
-	})
+	v, ok, err := setting(ctx, db, atKey)
 	if err != nil || !ok {
 		return now, err
 	}
@@ -61,12 +55,7 @@ func SegmentTime(ctx context.Context, db *index.DB, now time.Time) (time.Time, e
 // calls read one setting.
 // wsstore.Open calls it, before anything can be deleted.
 func FillFirst(ctx context.Context, db *index.DB, find func(context.Context, Item) (cas.Hash, error)) error {
-	var done bool
-	if err := db.View(ctx, func(tx *index.Tx) error {
-		_, ok, err := index.Setting(ctx, tx, firstKey)
-		done = ok
-		return err
-	}); err != nil || done {
+	if _, done, err := setting(ctx, db, firstKey); err != nil || done {
 		return err
 	}
 	var remotes []string
@@ -154,11 +143,16 @@ func deviceIn(ctx context.Context, tx *index.Tx) (string, error) {
 
 // RecordedDevice returns the store's device id, if it has one yet.
 func RecordedDevice(ctx context.Context, db *index.DB) (id string, ok bool, err error) {
+	return setting(ctx, db, deviceKey)
+}
+
+// setting reads the setting under key in a read transaction of its own.
+func setting(ctx context.Context, db *index.DB, key string) (v string, ok bool, err error) {
 	err = db.View(ctx, func(tx *index.Tx) error {
-		id, ok, err = index.Setting(ctx, tx, deviceKey)
+		v, ok, err = index.Setting(ctx, tx, key)
 		return err
 	})
-	return id, ok, err
+	return v, ok, err
 }
 
 // Resend is the fingerprint of an item whose state the store must send
@@ -455,10 +449,6 @@ func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombston
 		return err
 	}
 	for _, t := range ts {
-		detail := string(t.Detail)
-		if detail == "" {
-			detail = "{}"
-		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_tombstones (remote, kind, id, first, parent, seq, last, device, at, detail, pending)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (remote, kind, id, first) DO UPDATE SET parent = excluded.parent,
 			seq = excluded.seq, last = excluded.last, device = excluded.device, at = excluded.at, detail = excluded.detail,
@@ -466,11 +456,19 @@ func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombston
 			WHERE excluded.pending != 0 OR excluded.seq > sync_tombstones.seq
 				OR (excluded.seq = sync_tombstones.seq AND sync_tombstones.pending = 0
 					AND (sync_tombstones.device != ? OR excluded.last IS NOT sync_tombstones.last))`,
-			s.remoteKey(), t.Kind, t.ID, life(t), t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detail, pending, own); err != nil {
+			s.remoteKey(), t.Kind, t.ID, life(t), t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detailText(t), pending, own); err != nil {
 			return index.Translate(err)
 		}
 	}
 	return nil
+}
+
+// detailText is t's detail as the detail column holds it ("{}" for none).
+func detailText(t Tombstone) string {
+	if len(t.Detail) == 0 {
+		return "{}"
+	}
+	return string(t.Detail)
 }
 
 // life is the key of t's run among the runs its id named over time: the
@@ -646,16 +644,12 @@ func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published
 		// naming a run created under the same id (their successor), which
 		// its later bases carry in their place.
 		for _, t := range p.Tombstones {
-			detail := string(t.Detail)
-			if detail == "" {
-				detail = "{}"
-			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO sync_tombstones (remote, kind, id, first, parent, seq, last, device, at, detail, pending)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT (remote, kind, id, first) DO UPDATE SET pending = 0,
 				parent = excluded.parent, seq = excluded.seq, last = excluded.last, device = excluded.device,
 				at = excluded.at, detail = excluded.detail
 				WHERE sync_tombstones.device = excluded.device OR excluded.seq >= sync_tombstones.seq`,
-				s.remoteKey(), t.Kind, t.ID, life(t), t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detail); err != nil {
+				s.remoteKey(), t.Kind, t.ID, life(t), t.Parent, t.Seq, baseArg(t.Last), t.Device, t.At.UnixNano(), detailText(t)); err != nil {
 				return index.Translate(err)
 			}
 		}
