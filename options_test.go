@@ -30,6 +30,7 @@ func TestOpenRefusesBadOptionsFirst(t *testing.T) {
 		"ErrBusyTimeout":      {Index: index.Options{BusyTimeout: -1}},
 		"ErrReadConns":        {Index: index.Options{ReadConns: -1}},
 		"ErrNegativeStoreCap": {Runs: runs.Options{MaxStoreBytes: -5}},
+		"ErrTreeCache":        {TreeCacheEntries: -1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "store")

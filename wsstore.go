@@ -62,6 +62,12 @@ type Options struct {
 	// (see GCOptions.Grace): zero means DefaultGCGrace, negative none, for
 	// a store nothing else writes to while it runs.
 	ReclaimGrace time.Duration
+	// TreeCacheEntries bounds the decoded Merkle trees the store keeps in
+	// memory, in directory entries (about 100 bytes each; a tree counts
+	// one more than its entries): 0 means vfs.DefaultTreeCacheEntries
+	// (16,384, about 1.6 MB), negative is refused. A lower bound costs a
+	// tree read from the index where the cache would have answered.
+	TreeCacheEntries int
 }
 
 // Store is an open store directory: the parts Open built over its one
@@ -142,7 +148,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	trees := vfs.NewTrees(db, blobs, now)
+	trees := vfs.NewTreesCache(db, blobs, now, opts.TreeCacheEntries)
 	j := journal.New(db, now)
 	cps := checkpoint.New(db, trees, blobs, j, now)
 	if opts.Profile == ProfileMobile {
@@ -191,6 +197,9 @@ func (opts Options) validate(dir string) error {
 	}
 	if opts.Runs.MaxStoreBytes < 0 {
 		return wserr.New(wserr.InvalidOptions, op, "", "max store bytes %d is negative (0: the store policy's maxStoreBytes, if any)", opts.Runs.MaxStoreBytes)
+	}
+	if opts.TreeCacheEntries < 0 {
+		return wserr.New(wserr.InvalidOptions, op, "", "tree cache entries %d is negative (0: vfs.DefaultTreeCacheEntries)", opts.TreeCacheEntries)
 	}
 	if opts.Blobs != "" {
 		if _, err := remote.ParseURL(opts.Blobs); err != nil {

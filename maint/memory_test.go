@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,10 +22,11 @@ import (
 // manyObjects opens a store holding about n objects a root reaches (n
 // small files in n/100 directories of one run, written in one change and
 // checkpointed) and n/2 small blobs none does, all put in one transaction
-// each.
+// each. Its tree cache is bounded at 512 entries, so at every size the
+// test builds the cache is full and what grows beyond it is measured.
 func manyObjects(t *testing.T, n int) *wsstore.Store {
 	t.Helper()
-	s := storetest.OpenStore(t)
+	s := storetest.OpenStoreWith(t, wsstore.Options{TreeCacheEntries: 512})
 	ctx := context.Background()
 	createRun(t, s, "chat-1", "run_a")
 	edits := make([]runs.Edit, 0, n)
@@ -56,39 +58,58 @@ func garbage(t *testing.T, s *wsstore.Store, n int, tag string) {
 
 // maintGrowth runs every maintenance operation on a store of about n
 // reachable and n/2 unreachable objects, and returns the most the heap
-// grew during each.
+// grew during each: the lower of two runs, as what a run measures beyond
+// what the operation holds (garbage the collector has not reached yet)
+// only adds. A collection gets fresh garbage before each run.
 func maintGrowth(t *testing.T, n int) map[string]uint64 {
 	s := manyObjects(t, n)
 	m := newMaintainer(s)
 	ctx := context.Background()
 	later := func() time.Time { return time.Now().Add(time.Hour) }
 	out := map[string]uint64{}
-	out["stats"] = storetest.HeapGrowth(func() {
+	runs := 0
+	measure := func(op string, fn func()) {
+		for range 2 {
+			if strings.HasPrefix(op, "gc") && op != "gc dry run" {
+				runs++
+				garbage(t, s, n/2, fmt.Sprint("run ", runs))
+			}
+			g := storetest.HeapGrowth(fn)
+			if prev, ok := out[op]; !ok || g < prev {
+				out[op] = g
+			}
+		}
+	}
+	measure("stats", func() {
 		_, err := m.Stats(ctx)
 		require.NoError(t, err)
 	})
-	out["du"] = storetest.HeapGrowth(func() {
+	measure("du", func() {
 		_, err := m.DU(ctx)
 		require.NoError(t, err)
 	})
-	out["fsck"] = storetest.HeapGrowth(func() {
+	measure("fsck", func() {
 		rep, err := m.Fsck(ctx, nil)
 		require.NoError(t, err)
 		require.True(t, rep.OK(), "%v", rep.Problems)
 		require.GreaterOrEqual(t, rep.Blobs, n+n/2)
 	})
-	out["gc dry run"] = storetest.HeapGrowth(func() {
+	measure("gc dry run", func() {
 		rep, err := m.GC(ctx, maint.GCOptions{DryRun: true, Grace: -1, Now: later})
 		require.NoError(t, err)
 		require.Equal(t, n/2, rep.Freed.Blobs)
 	})
-	out["gc in steps"] = storetest.HeapGrowth(func() {
+	// The store's first garbage goes with the first run of the steps.
+	require.NoError(t, func() error {
+		_, err := m.GC(ctx, maint.GCOptions{Grace: -1, Now: later})
+		return err
+	}())
+	measure("gc in steps", func() {
 		rep, err := m.CollectSteps(ctx, maint.StepOptions{GCOptions: maint.GCOptions{Grace: -1, Now: later}})
 		require.NoError(t, err)
 		require.Equal(t, n/2, rep.Freed.Blobs)
 	})
-	garbage(t, s, n/2, "second")
-	out["gc"] = storetest.HeapGrowth(func() {
+	measure("gc", func() {
 		rep, err := m.GC(ctx, maint.GCOptions{Grace: -1, Now: later})
 		require.NoError(t, err)
 		require.Equal(t, n/2, rep.Freed.Blobs)
@@ -111,7 +132,7 @@ func TestMaintenanceMemoryDoesNotGrowWithObjects(t *testing.T) {
 	// before the next collection, which the pacer lets grow with the live
 	// heap (the test's stores and caches); a low GC percent keeps that
 	// part small, so what is measured is what the operation holds.
-	defer debug.SetGCPercent(debug.SetGCPercent(5))
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
 	const n = 5000
 	small, large := maintGrowth(t, n), maintGrowth(t, 4*n)
 	for _, op := range []string{"stats", "du", "fsck", "gc dry run", "gc in steps", "gc"} {

@@ -19,7 +19,8 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// treeCacheEntries bounds the entries of the decoded trees a Trees keeps.
+// DefaultTreeCacheEntries bounds the entries of the decoded trees a Trees
+// keeps, unless NewTreesCache sets another bound.
 // A workspace write reads one tree per directory on its path and a diff
 // reads the changed directories, so the trees on a few hundred paths
 // cover the hot part of many workspaces. The bound is on entries, not
@@ -28,7 +29,7 @@ import (
 // wide directories held 10 MB, all of it heap with pointers that a
 // process under a soft memory limit scans at every collection. An entry
 // takes about 100 bytes.
-const treeCacheEntries = 16 << 10
+const DefaultTreeCacheEntries = 16 << 10
 
 // Trees stores Merkle trees in the index's trees table and edits them
 // copy-on-write. Methods that take a *index.Tx read and write in it, so reads
@@ -48,10 +49,20 @@ type Trees struct {
 // NewTrees returns a Trees on db whose file contents (for FS) live in blobs.
 // now stamps the created column for gc; nil means time.Now.
 func NewTrees(db *index.DB, blobs *cas.Store, now func() time.Time) *Trees {
+	return NewTreesCache(db, blobs, now, DefaultTreeCacheEntries)
+}
+
+// NewTreesCache is NewTrees keeping decoded trees of about cacheEntries
+// entries in all (a tree counts one more than its entries; about 100
+// bytes an entry) in memory; 0 or less means DefaultTreeCacheEntries.
+func NewTreesCache(db *index.DB, blobs *cas.Store, now func() time.Time, cacheEntries int) *Trees {
 	if now == nil {
 		now = time.Now
 	}
-	return &Trees{db: db, blobs: blobs, now: now, cache: newTreeCache(treeCacheEntries)}
+	if cacheEntries <= 0 {
+		cacheEntries = DefaultTreeCacheEntries
+	}
+	return &Trees{db: db, blobs: blobs, now: now, cache: newTreeCache(cacheEntries)}
 }
 
 // Put stores the tree of entries in tx and returns its address; see

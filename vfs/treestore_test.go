@@ -179,11 +179,12 @@ func TestTreesCacheIsBounded(t *testing.T) {
 	assert.LessOrEqual(t, vfs.TreeCacheLen(env.trees), 8)
 }
 
-// TestTreesCacheBoundsEntries: the bound counts entries, so wide trees
-// take more of it; the cache never holds much more than its bound.
+// TestTreesCacheBoundsEntries: the bound NewTreesCache sets counts
+// entries, so wide trees take more of it; the cache never holds much more
+// than its bound.
 func TestTreesCacheBoundsEntries(t *testing.T) {
 	env := newTreeEnv(t, cas.Options{})
-	vfs.SetTreeCacheSize(env.trees, 1000)
+	env.trees = vfs.NewTreesCache(env.db, env.blobs, nil, 1000)
 	env.update(t, func(tx *index.Tx) error {
 		for i := range 50 {
 			es := make([]vfs.Entry, 99)
