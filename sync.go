@@ -509,7 +509,11 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 		rep.Added = append(rep.Added, sum.Added...)
 		rep.Updated = append(rep.Updated, sum.Updated...)
 		rep.Unchanged += len(sum.Unchanged)
-		rep.Conflicts = append(rep.Conflicts, sum.Conflicts...)
+		settled, err := s.tailsOfDeleted(ctx, sum.Conflicts, h.Tombstones, rep.Device)
+		if err != nil {
+			return err
+		}
+		rep.Conflicts = append(rep.Conflicts, slices.DeleteFunc(sum.Conflicts, settled)...)
 		brought = append(append(brought, sum.Added...), sum.Updated...)
 	}
 	// Only what the segment names is looked at: taking in costs what
@@ -599,6 +603,37 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 		}
 	}
 	return s.Remote.RecordTakenIn(ctx, s.DB, t)
+}
+
+// tailsOfDeleted returns whether a conflict of an archive is a tail of a
+// run that is not here because another device's deletion of it was taken
+// in, and none of this one's: the writer of the tail settles it. The
+// writer takes the deletion in too and, if it keeps the run, names the
+// conflict and sends the run whole, which this store takes in against the
+// deletion it knows, naming the conflict then. So a device that only
+// passed another's deletion on, or a new one reading an older deletion
+// before the tail of a writer that deleted the run too, names nothing for
+// what it never held. A tail of a run this device deleted itself is named
+// at once: the conflict is its own.
+func (s *Store) tailsOfDeleted(ctx context.Context, conflicts []archive.Conflict, tombs []remote.Tombstone, self string) (func(archive.Conflict) bool, error) {
+	settled := map[string]bool{}
+	for _, c := range conflicts {
+		if _, seen := settled[c.ID]; !c.NotHeld || seen {
+			continue
+		}
+		known, err := s.Remote.FindTombstones(ctx, s.DB, "run", c.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, tb := range tombs {
+			if tb.Kind == "run" && tb.ID == c.ID {
+				known = append(known, tb)
+			}
+		}
+		own := slices.ContainsFunc(known, func(tb remote.Tombstone) bool { return tb.Device == self })
+		settled[c.ID] = len(known) > 0 && !own
+	}
+	return func(c archive.Conflict) bool { return c.NotHeld && settled[c.ID] }, nil
 }
 
 // deleteReplaced applies, before a segment's archive is taken in, its

@@ -185,6 +185,10 @@ type Conflict struct {
 	Kind   string `json:"kind"` // chat, run or actor
 	ID     string `json:"id"`
 	Reason string `json:"reason"`
+	// NotHeld says the archive holds the run from an event on only (a
+	// tail, Options.Merge) and this store does not hold the run to bring
+	// forward.
+	NotHeld bool `json:"-"`
 }
 
 // Summary reports an export or an import.

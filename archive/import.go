@@ -648,6 +648,8 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				_, err := im.a.p.Runs.ExportRun(ctx, tx, r.ID)
 				if wserr.Is(err, wserr.RunNotFound) {
 					err = wserr.New(wserr.Conflict, "merge run", "", "run %s: the archive holds it from event %d on, and this store does not hold it", r.ID, t.From)
+					im.sum.Conflicts = append(im.sum.Conflicts, Conflict{Kind: "run", ID: r.ID, Reason: wserr.MessageOf(err), NotHeld: true})
+					continue
 				} else if err == nil {
 					im.merge.run = &mergeRun{rec: r, tail: t}
 					continue
