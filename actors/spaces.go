@@ -227,7 +227,7 @@ type ChangeOptions struct {
 	// refuses the change.
 	ExpectedHash cas.Hash
 	// MustNotExist refuses the change when anything is at the path, and
-	// MustExist when nothing is.
+	// MustExist unless a file is (nothing, or a directory, refuses it).
 	MustNotExist, MustExist bool
 }
 
@@ -358,6 +358,8 @@ func (s *Spaces) guard(ctx context.Context, tx *index.Tx, op string, root cas.Ha
 		return err
 	case opt.MustNotExist:
 		return wserr.New(wserr.WriteStaleFile, op, p.String(), "a %s is there already", e.Kind)
+	case opt.ExpectedHash.IsZero() && e.Kind != vfs.KindFile:
+		return wserr.New(wserr.WriteStaleFile, op, p.String(), "a %s is there, not a file", e.Kind)
 	case opt.ExpectedHash.IsZero():
 		return nil // MustExist
 	case e.Kind != vfs.KindFile:

@@ -306,6 +306,16 @@ func TestConditionalWrites(t *testing.T) {
 	// Without conditions nothing changes: a plain upload still answers 200.
 	code, b = put("plain")
 	assert.Equal(t, http.StatusOK, code, "%s", b)
+
+	// If-Match: * asks for a file: a directory there fails it, and stays.
+	resp, b = s.do(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "dir/a.md"), s.full, strings.NewReader("a"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	dir := s.url("/workspace/file", "actor", "alice", "path", "dir")
+	resp, b = s.do(http.MethodDelete, dir, s.full, nil, "If-Match", "*")
+	assert.Equal(t, http.StatusPreconditionFailed, resp.StatusCode, "%s", b)
+	assert.Equal(t, "workspace.write_stale_file", errCode(t, b))
+	resp, b = s.do(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", "dir/a.md"), s.full, nil)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 }
 
 // TestQueryStringsParseOrAreRefused: a query string with a pair that does

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // A decoder fills a Go value from a scanned tree and checks, as it goes,
@@ -197,7 +199,7 @@ func (d *decoder) store(i int32, v reflect.Value) error {
 	u, ut, pv := indirect(v, n.kind == kindNull)
 	if u != nil {
 		if err := u.UnmarshalJSON(d.raw(i)); err != nil && d.unmarshal == nil {
-			d.unmarshal = err
+			d.unmarshal = d.named(err)
 		}
 		return nil
 	}
@@ -210,7 +212,7 @@ func (d *decoder) store(i int32, v reflect.Value) error {
 			return nil
 		}
 		if err := ut.UnmarshalText(d.text(n)); err != nil && d.unmarshal == nil {
-			d.unmarshal = err
+			d.unmarshal = d.named(err)
 		}
 		return nil
 	}
@@ -373,6 +375,17 @@ func kindWord(k kind) string {
 		return "array"
 	}
 	return "number"
+}
+
+// named makes an Unmarshaler's error name the field it was about, unless
+// it is a coded error, which says what it is about itself.
+func (d *decoder) named(err error) error {
+	var we *wserr.Error
+	if errors.As(err, &we) {
+		return err
+	}
+	field := d.pathString()
+	return &fieldError{field, fmt.Sprintf("field %q: %s", field, strings.TrimPrefix(err.Error(), "json: "))}
 }
 
 func (d *decoder) mismatch(want shape, got string) error {

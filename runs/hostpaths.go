@@ -44,28 +44,69 @@ type HostPath struct {
 }
 
 // UnmarshalJSON accepts a HostPath object or a bare path string. An
-// object holds only the fields path, name and writable, spelled exactly
-// so, as every object of the host protocol does; null is refused.
+// object holds only the fields path (a string, required), name (a string)
+// and writable (true or false), spelled exactly so, as every object of
+// the host protocol does; null is refused, as the object and as any of
+// its fields.
 func (h *HostPath) UnmarshalJSON(b []byte) error {
 	t := bytes.TrimSpace(b)
 	switch {
 	case len(t) > 0 && t[0] == '"':
 		*h = HostPath{}
 		return json.Unmarshal(t, &h.Path)
-	case bytes.Equal(t, []byte("null")):
-		return errors.New("an allowed host path is an object or a path string, not null")
+	case len(t) == 0 || t[0] != '{':
+		return fmt.Errorf("an allowed host path is an object or a path string, not %s", jsonKind(t))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(t, &fields); err != nil {
 		return err
 	}
-	for k := range fields {
-		if k != "path" && k != "name" && k != "writable" {
+	var out HostPath
+	for k, v := range fields {
+		var dst any
+		want := "a string"
+		switch k {
+		case "path":
+			dst = &out.Path
+		case "name":
+			dst = &out.Name
+		case "writable":
+			dst, want = &out.Writable, "a boolean"
+		default:
 			return fmt.Errorf("unknown field %q in an allowed host path: it holds path, name and writable (field names are case-sensitive)", k)
 		}
+		if got := jsonKind(bytes.TrimSpace(v)); got != want {
+			return fmt.Errorf("%s of an allowed host path must be %s, not %s", k, want, got)
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			return err
+		}
 	}
-	type plain HostPath
-	return json.Unmarshal(t, (*plain)(h))
+	if _, ok := fields["path"]; !ok {
+		return errors.New("an allowed host path needs its path")
+	}
+	*h = out
+	return nil
+}
+
+// jsonKind names the kind of the JSON value t, for an error.
+func jsonKind(t []byte) string {
+	if len(t) == 0 {
+		return "empty"
+	}
+	switch t[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // PrimaryRoot is a run's active project (seed 004 PrimaryRoot), what a

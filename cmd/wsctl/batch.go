@@ -76,12 +76,13 @@ func runBatch(ctx context.Context, o batchOptions, _ []string) error {
 			return protocol.Interrupted("no more requests are read")
 		case l, ok = <-lines:
 		}
+		if ctx.Err() != nil {
+			// Both were ready: the interrupt wins over a line, which
+			// stays unread, and over the end of the input.
+			return protocol.Interrupted("no more requests are read")
+		}
 		if !ok {
 			return nil
-		}
-		if ctx.Err() != nil {
-			// Both were ready: the interrupt wins, the line stays unread.
-			return protocol.Interrupted("no more requests are read")
 		}
 		if l.err != nil {
 			return fmt.Errorf("batch: read: %w", l.err)
