@@ -389,7 +389,7 @@ func TestGuardedChanges(t *testing.T) {
 		{"notes", actors.ChangeOptions{ExpectedHash: e.Hash}}, // a directory
 		{"notes/b.md", actors.ChangeOptions{ExpectedHash: e.Hash}},
 		{"notes/b.md", actors.ChangeOptions{MustExist: true}},
-		{"notes", actors.ChangeOptions{MustExist: true}}, // a directory, not a file
+		{"notes", actors.ChangeOptions{MustExist: true}},             // a directory, not a file
 		{"notes/a.md/x", actors.ChangeOptions{ExpectedHash: e.Hash}}, // below a file
 	}
 	for _, c := range stale {
