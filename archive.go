@@ -3,6 +3,7 @@ package wsstore
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,54 +14,77 @@ import (
 )
 
 // ExportFile writes an archive of what scope selects (Archive.Export) to
-// the file at path on the host's file system. The archive is written
-// beside path and renamed onto it once complete and synced, so a failed
-// export leaves no partial file and never a truncated one in path's
-// place. A symbolic link is followed: the file it leads to is replaced,
-// and the link stays. A path that is not a regular file (a named pipe, a
-// device, /dev/stdout) is written into, as standard output is. It fails
-// as Export does, with workspace.invalid_argument if path's directory
-// cannot take the file, path is a directory or a link to nothing, or it
-// is one of the store's own files (OwnsFile), which it would destroy, and
-// with store.disk_full when the disk fills.
+// the file at path on the host's file system, as WriteFile writes a file:
+// a failed export leaves no partial file and never a truncated one in
+// path's place. It fails as Export does, and as WriteFile does
+// (workspace.invalid_argument for a path that cannot take the file or is
+// one of the store's own files, store.disk_full when the disk fills).
 func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope, opt archive.Options) (archive.Summary, error) {
-	const op = "export"
+	var sum archive.Summary
+	err := s.WriteFile("export", path, func(w io.Writer) error {
+		var err error
+		sum, err = s.Archive.Export(ctx, w, scope, opt)
+		return err
+	})
+	if err != nil {
+		return archive.Summary{}, err
+	}
+	return sum, nil
+}
+
+// WriteFile writes what fill writes to the file at path on the host's
+// file system; op names the operation in its errors. The content is
+// written beside path and renamed onto it once complete and synced, so a
+// failure (of fill, or of the disk) leaves no partial file and never a
+// truncated one in path's place; a file it replaces keeps its permission
+// bits, a new one is readable by its owner alone. A symbolic link is
+// followed: the file it leads to is replaced, and the link stays. A path
+// that is not a regular file (a named pipe, a device, /dev/stdout) is
+// written into, as standard output is. It fails with
+// workspace.invalid_argument if path's directory cannot take the file,
+// path is a directory or a link to nothing, or it is one of the store's
+// own files (OwnsFile), which it would destroy; with store.disk_full or
+// store.read_only when the disk fills or cannot be written; and with
+// fill's error.
+func (s *Store) WriteFile(op, path string, fill func(w io.Writer) error) error {
 	if path == "" {
-		return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, "", "empty path")
+		return wserr.New(wserr.InvalidArgument, op, "", "empty path")
 	}
 	if s.OwnsFile(path) {
-		return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, path, "that is the store's own database file; name another file")
+		return wserr.New(wserr.InvalidArgument, op, path, "that is the store's own database file; name another file")
 	}
+	var mode fs.FileMode
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
-		// Refused before the archive is written beside it.
-		return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, path, "that is a directory; name a file")
+		// Refused before anything is written beside it.
+		return wserr.New(wserr.InvalidArgument, op, path, "that is a directory; name a file")
 	case err == nil && !fi.Mode().IsRegular():
 		// A pipe, a device, a terminal: written into, as standard
 		// output is; renaming over it would destroy it.
-		return s.exportInto(ctx, op, path, scope, opt)
+		return writeInto(op, path, fill)
 	case err == nil:
 		// A link is followed: the file it leads to is replaced, and the
 		// link stays.
 		if path, err = filepath.EvalSymlinks(path); err != nil {
-			return archive.Summary{}, wserr.Wrap(wserr.InvalidArgument, op, path, err)
+			return wserr.Wrap(wserr.InvalidArgument, op, path, err)
 		}
+		mode = fi.Mode().Perm()
 	case errors.Is(err, fs.ErrNotExist):
 		if lfi, lerr := os.Lstat(path); lerr == nil && lfi.Mode()&fs.ModeSymlink != 0 {
-			return archive.Summary{}, wserr.New(wserr.InvalidArgument, op, path, "that is a symbolic link to nothing; name a file")
+			return wserr.New(wserr.InvalidArgument, op, path, "that is a symbolic link to nothing; name a file")
 		}
 	default:
 		// A loop of links, a parent that is a file, no permission: what
 		// path names cannot be told, so nothing is put in its place.
-		return archive.Summary{}, wserr.Wrap(wserr.InvalidArgument, op, path, err)
+		return wserr.Wrap(wserr.InvalidArgument, op, path, err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		if ferr := wserr.FSFault(op, path, err); ferr != err {
-			return archive.Summary{}, ferr
+			return ferr
 		}
-		return archive.Summary{}, wserr.Wrap(wserr.InvalidArgument, op, path, err)
+		return wserr.Wrap(wserr.InvalidArgument, op, path, err)
 	}
 	defer func() {
 		if tmp != nil {
@@ -68,38 +92,42 @@ func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope
 			os.Remove(tmp.Name())
 		}
 	}()
-	sum, err := s.Archive.Export(ctx, wserr.FSWriter(op, path, tmp), scope, opt)
-	if err != nil {
-		return archive.Summary{}, err
+	if mode != 0 {
+		if err := tmp.Chmod(mode); err != nil {
+			return wserr.FromFS(op, path, err)
+		}
+	}
+	if err := fill(wserr.FSWriter(op, path, tmp)); err != nil {
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
-		return archive.Summary{}, wserr.FromFS(op, path, err)
+		return wserr.FromFS(op, path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return archive.Summary{}, wserr.FromFS(op, path, err)
+		return wserr.FromFS(op, path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return archive.Summary{}, wserr.FromFS(op, path, err)
+		return wserr.FromFS(op, path, err)
 	}
 	tmp = nil
-	return sum, nil
+	return nil
 }
 
-// exportInto writes the archive into path, a pipe or a device that is
-// not a regular file, as into standard output.
-func (s *Store) exportInto(ctx context.Context, op, path string, scope archive.Scope, opt archive.Options) (archive.Summary, error) {
+// writeInto writes what fill writes into path, a pipe or a device that
+// is not a regular file, as into standard output.
+func writeInto(op, path string, fill func(w io.Writer) error) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		if ferr := wserr.FSFault(op, path, err); ferr != err {
-			return archive.Summary{}, ferr
+			return ferr
 		}
-		return archive.Summary{}, wserr.Wrap(wserr.InvalidArgument, op, path, err)
+		return wserr.Wrap(wserr.InvalidArgument, op, path, err)
 	}
-	sum, err := s.Archive.Export(ctx, wserr.FSWriter(op, path, f), scope, opt)
+	err = fill(wserr.FSWriter(op, path, f))
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = wserr.FromFS(op, path, cerr)
 	}
-	return sum, err
+	return err
 }
 
 // ImportFile imports the archive in the file at path on the host's file

@@ -109,3 +109,42 @@ func TestExportFileThroughLinksAndPipes(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteFileKeepsModesAndLeavesNothingOnFailure: a file WriteFile
+// replaces keeps its permission bits, a new one is its owner's alone, and
+// a fill that fails leaves the file as it was and nothing beside it.
+func TestWriteFileKeepsModesAndLeavesNothingOnFailure(t *testing.T) {
+	st := storetest.OpenStore(t)
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old.txt")
+	require.NoError(t, os.WriteFile(old, []byte("before"), 0o644))
+	require.NoError(t, os.Chmod(old, 0o644))
+	write := func(text string) func(io.Writer) error {
+		return func(w io.Writer) error {
+			_, err := io.WriteString(w, text)
+			return err
+		}
+	}
+	require.NoError(t, st.WriteFile("test", old, write("after")))
+	fi, err := os.Stat(old)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
+	fresh := filepath.Join(dir, "new.txt")
+	require.NoError(t, st.WriteFile("test", fresh, write("new")))
+	fi, err = os.Stat(fresh)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	boom := wserr.New(wserr.Conflict, "fill", "", "stopped")
+	err = st.WriteFile("test", old, func(w io.Writer) error {
+		_, _ = io.WriteString(w, "half")
+		return boom
+	})
+	assert.ErrorIs(t, err, boom)
+	b, err := os.ReadFile(old)
+	require.NoError(t, err)
+	assert.Equal(t, "after", string(b), "the file as it was")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "nothing left beside the files")
+}

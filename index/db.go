@@ -321,6 +321,12 @@ func (db *DB) FileBytes() (int64, error) {
 // Path returns the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
 
+// Immutable reports whether db is read as immutable: opened ReadOnly on a
+// file nothing can write (a read-only file system, or one this user may
+// not write), without locks or a write-ahead log index. Another
+// connection to the file must open it so too (SQLite's immutable=1).
+func (db *DB) Immutable() bool { return db.immutable }
+
 // FilesOf are the files SQLite keeps the database file db in: it, its
 // write-ahead log, its shared-memory index and a rollback journal. A
 // process that has the database open must never open and close one of

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -46,13 +45,14 @@ a journal of its own. Uploads and downloads stream, whatever the size.
   wsctl actor gc [ACTOR] [--keep N] [--grace D]
 
 Actor names are one path segment (no '/', no '..'), and paths follow the
-workspace path rules; both are refused with status 4.`,
+workspace path rules; a name or path that breaks them is refused with
+wsctl.invalid_argument, status 2.`,
 	}
 	sub := func(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, o actorOptions, args []string) error) *cobra.Command {
 		c := &cobra.Command{Use: use, Short: short, Args: args}
 		c.RunE = a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			o.in = c.InOrStdin()
-			return run(ctx, o, args)
+			return cliArgError("actor "+c.Name(), run(ctx, o, args))
 		})
 		return c
 	}
@@ -119,13 +119,14 @@ func runActorUpload(ctx context.Context, o actorOptions, args []string) error {
 		}
 		in = f
 	}
-	st, err := openStore(ctx, o.globals, create)
+	st, failed, err := openCreating(ctx, o.globals)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	c, err := st.Actors.Upload(ctx, args[0], args[1], in)
 	if err != nil {
+		failed()
 		return err
 	}
 	return printChange(o, c)
@@ -147,29 +148,13 @@ func runActorDownload(ctx context.Context, o actorOptions, args []string) (err e
 		_, err = io.Copy(o.out, rc)
 		return err
 	}
-	// A temporary file beside FILE, renamed over it once whole, so a failed
-	// download leaves FILE as it was.
-	dst := args[2]
-	if st.OwnsFile(dst) {
-		return argError("actor download", "%s is the store's own database file; name another file", dst)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".wsctl-*")
-	if err != nil {
-		return wserr.Wrap(protocol.CodeInvalidArgument, "actor download", "", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = io.Copy(tmp, rc); err != nil {
+	// Written beside FILE and renamed over it once whole, so a failed
+	// download leaves FILE as it was; what FILE cannot be came from the
+	// command line.
+	return asArgError("actor download", st.WriteFile("actor download", args[2], func(w io.Writer) error {
+		_, err := io.Copy(w, rc)
 		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	}))
 }
 
 func runActorRm(ctx context.Context, o actorOptions, args []string) error {

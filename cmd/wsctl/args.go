@@ -60,6 +60,17 @@ func asArgError(op string, err error) error {
 	return wserr.New(protocol.CodeInvalidArgument, op, we.Path, "%s", msg)
 }
 
+// cliArgError re-codes, as asArgError does, the errors the library gives
+// for an actor name or a path that breaks the rules
+// (workspace.invalid_actor, workspace.invalid_path) when the name or
+// path came from the command line; any other error stays as it is.
+func cliArgError(op string, err error) error {
+	if wserr.Is(err, wserr.InvalidActor) || wserr.Is(err, wserr.InvalidPath) {
+		return asArgError(op, err)
+	}
+	return err
+}
+
 // parsePathArg parses a workspace path given on the command line.
 func parsePathArg(op, s string) (vfs.Path, error) {
 	p, err := vfs.ParsePath(s)

@@ -2,18 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/archive"
-	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -68,12 +64,8 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 		defer f.Close()
 		in = f
 	}
-	undo := newStoreUndo(o.storeDir)
-	st, err := openStore(ctx, o.globals, create)
+	st, failed, err := openCreating(ctx, o.globals)
 	if err != nil {
-		if undo != nil {
-			undo()
-		}
 		return err
 	}
 	defer st.Close()
@@ -82,12 +74,9 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 	sum, err := st.Archive.Import(ctx, in, opt)
 	bar.done()
 	if err != nil {
-		if undo != nil {
-			// A store this import made and could not fill: none is
-			// better than an empty one in its place.
-			st.Close()
-			undo()
-		}
+		// A store this import made and could not fill: none is better
+		// than an empty one in its place.
+		failed()
 		return err
 	}
 	if err := writeArchiveSummary(o.out, o.json, "imported", sum); err != nil {
@@ -108,21 +97,4 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 		return wserr.New(wserr.Conflict, "import", "", "%d objects conflict with the store and were left as they are", len(sum.Conflicts))
 	}
 	return nil
-}
-
-// newStoreUndo returns what undoes making a store at dir when there is
-// none yet (nil when there is one): removing dir if it does not exist,
-// else the database files made in it.
-func newStoreUndo(dir string) func() {
-	if _, err := os.Lstat(filepath.Join(dir, wsstore.DBName)); !errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return func() { _ = os.RemoveAll(dir) }
-	}
-	return func() {
-		for _, f := range index.FilesOf(filepath.Join(dir, wsstore.DBName)) {
-			_ = os.Remove(f)
-		}
-	}
 }

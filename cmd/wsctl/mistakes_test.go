@@ -36,6 +36,13 @@ func TestCommandLineMistakesAreCoded(t *testing.T) {
 		{"deletions", "--after", "-1"},
 		{"actor", "ls", "bob", "--depth", "-1"},
 		{"ls", "r1", "-R", "--depth", "2"},
+		{"actor"},
+		{"actor", "uplaod", "bob", "x.md", file},
+		{"token", "crate"},
+		{"actor", "ls", "bob", "../x"},
+		{"actor", "stats", ""},
+		{"actor", "upload", "a/b", "x.md", file},
+		{"token", "create", "--actor", "a/b"},
 	} {
 		errOut := c.fails(2, args...)
 		assert.Contains(t, errOut, "wsctl.invalid_argument", "%v", args)
@@ -74,5 +81,27 @@ func TestUnknownChatIsNotFound(t *testing.T) {
 	c.ok("init")
 	for _, args := range [][]string{{"policy", "--chat", "nope"}, {"prune", "--chat", "nope"}, {"prune", "--chat", "nope", "--dry-run"}} {
 		assert.Contains(t, c.fails(3, args...), "store.not_found", "%v", args)
+	}
+}
+
+// TestFailedCreatingCommandsLeaveNoStore: the commands that create a store
+// where there is none (import, token create, actor upload) remove it again
+// when they then fail, so a mistyped command leaves no empty store behind;
+// a mistyped subcommand creates nothing at all.
+func TestFailedCreatingCommandsLeaveNoStore(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	for _, args := range [][]string{
+		{"token", "create", "--actor", "a/b"},
+		{"actor", "upload", "a/b", "x.md", file},
+		{"actor", "upload", "bob", "../x.md", file},
+		{"actor", "uplaod", "bob", "x.md", file},
+		{"import", file},
+	} {
+		c := newCLI(t)
+		c.skipFsck = true
+		_, errOut, code := c.run("", args...)
+		assert.NotZero(t, code, "%v: %s", args, errOut)
+		assert.NoDirExists(t, c.store, "%v", args)
 	}
 }

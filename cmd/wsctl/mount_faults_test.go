@@ -66,7 +66,8 @@ func TestReadOnlyStoreIsReadNotChanged(t *testing.T) {
 			out, errOut, status := c.run("", "cat", "r", "output/a.md")
 			assert.Equal(t, 0, status, errOut)
 			assert.Equal(t, "alpha\n", out)
-			for _, args := range [][]string{{"runs"}, {"ls", "r"}, {"log", "r"}, {"checkpoints", "r"}, {"stats"}, {"du"}, {"fsck"}, {"show", "r"}} {
+			for _, args := range [][]string{{"runs"}, {"ls", "r"}, {"log", "r"}, {"checkpoints", "r"}, {"stats"}, {"du"}, {"fsck"}, {"show", "r"},
+				{"sql", "SELECT count(*) FROM runs"}} {
 				_, errOut, status := c.run("", args...)
 				assert.Equal(t, 0, status, "%v: %s", args, errOut)
 			}
@@ -139,8 +140,8 @@ func TestDiskFullOnASmallFilesystem(t *testing.T) {
 }
 
 // TestFilesOntoAFullOrReadOnlyFilesystem: export (to a file and to
-// standard output), checkout and import into a new store, aimed at a
-// file system that is full or read-only, fail with store.disk_full or
+// standard output), checkout, actor download and import into a new store,
+// aimed at a file system that is full or read-only, fail with store.disk_full or
 // store.read_only (exit status 8) and leave nothing behind there: no
 // archive, no temporary file, no directory checkout made.
 func TestFilesOntoAFullOrReadOnlyFilesystem(t *testing.T) {
@@ -155,6 +156,14 @@ func TestFilesOntoAFullOrReadOnlyFilesystem(t *testing.T) {
 	arc := filepath.Join(t.TempDir(), "all.wsar")
 	_, errOut, status := c.run("", "export", "--all", arc)
 	require.Equal(t, 0, status, errOut)
+	bigFile := filepath.Join(t.TempDir(), "big.md")
+	require.NoError(t, os.WriteFile(bigFile, big, 0o644))
+	_, errOut, status = c.run("", "actor", "upload", "alice", "big.md", bigFile)
+	require.Equal(t, 0, status, errOut)
+	// A directory where the downloaded file goes came from the command line.
+	_, errOut, status = c.run("", "actor", "download", "alice", "big.md", t.TempDir())
+	assert.Equal(t, 2, status, errOut)
+	assert.Contains(t, errOut, "wsctl.invalid_argument")
 
 	full := mountTmpfs(t, 256<<10)
 	ro := mountTmpfs(t, 1<<20)
@@ -173,6 +182,9 @@ func TestFilesOntoAFullOrReadOnlyFilesystem(t *testing.T) {
 		assert.Equal(t, 8, status, errOut)
 		assert.Contains(t, errOut, tc.code)
 		_, errOut, status = c.run("", "checkout", "r", filepath.Join(tc.dir, "co"))
+		assert.Equal(t, 8, status, errOut)
+		assert.Contains(t, errOut, tc.code)
+		_, errOut, status = c.run("", "actor", "download", "alice", "big.md", filepath.Join(tc.dir, "big.md"))
 		assert.Equal(t, 8, status, errOut)
 		assert.Contains(t, errOut, tc.code)
 		_, errOut, status = binCLI{t: t, bin: bin, store: filepath.Join(tc.dir, "new")}.run("", "import", arc)

@@ -152,8 +152,9 @@ run); checkpoints by cp_000003, 3, HEAD (the one the run is at) or HEAD~N.
 The store is --store DIR, else $WSSTORE_DIR, else a "wsstore" folder in the
 user's data directory ($XDG_DATA_HOME or ~/.local/share on Linux,
 ~/Library/Application Support on macOS, %LocalAppData% on Windows).
-Query and maintenance commands need an existing store; init and batch
-create it.
+Query and maintenance commands need an existing store; init, demo, batch,
+serve, import, token create and actor upload create it where there is none
+(and remove it again if they then fail).
 
 Every listing prints an aligned table, or JSON with --json. Long commands
 (gc, fsck, checkout, vacuum) draw a progress bar on standard error when it
@@ -195,7 +196,38 @@ func newRootCmd(a *app) *cobra.Command {
 		newBatchCmd(a), newActorCmd(a), newExportCmd(a), newImportCmd(a), newServeCmd(a), newTokenCmd(a),
 		newPushCmd(a), newPullCmd(a), newReplicateCmd(a), newRestoreCmd(a), newSyncCmd(a), newReclaimRemoteCmd(a),
 	)
+	for _, c := range root.Commands() {
+		if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+			refuseBareGroup(c)
+		}
+	}
 	return root
+}
+
+// refuseBareGroup makes a command that only groups others ("actor",
+// "token") refuse to run without one of them, or with a name that is none,
+// as the root refuses an unknown command (exit status 2), instead of
+// printing its help and succeeding.
+func refuseBareGroup(c *cobra.Command) {
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		names := strings.Join(subcommandNames(cmd), ", ")
+		if len(args) == 0 {
+			return usageError{wserr.New(protocol.CodeInvalidArgument, cmd.Name(), "", "a command is needed: one of %s", names)}
+		}
+		return usageError{wserr.New(protocol.CodeInvalidArgument, cmd.Name(), "", "unknown command %q: one of %s", args[0], names)}
+	}
+}
+
+// subcommandNames lists the commands c groups.
+func subcommandNames(c *cobra.Command) []string {
+	var names []string
+	for _, s := range c.Commands() {
+		if s.IsAvailableCommand() {
+			names = append(names, s.Name())
+		}
+	}
+	return names
 }
 
 // initCompletionCmd adds cobra's completion command to root, whose output

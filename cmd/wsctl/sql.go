@@ -104,14 +104,18 @@ func runSQL(ctx context.Context, g globals, lim sqlLimits, args []string) error 
 	// A file that is not a store is refused (store.not_a_store) before
 	// the query reads it, as every command refuses it; the check writes
 	// nothing, and a store of an older format is queried as it is.
+	// A store nothing can write here is read as immutable, as every
+	// reading command reads it.
 	db, err := index.Open(ctx, filepath.Join(g.storeDir, wsstore.DBName), index.Options{ReadOnly: true})
+	immutable := false
 	if err == nil {
+		immutable = db.Immutable()
 		err = db.Close()
 	}
 	if err != nil && !wserr.Is(err, wserr.OlderFormat) {
 		return err
 	}
-	res, err := queryReadOnly(ctx, filepath.Join(g.storeDir, wsstore.DBName), query, lim)
+	res, err := queryReadOnly(ctx, filepath.Join(g.storeDir, wsstore.DBName), query, immutable, lim)
 	if err != nil {
 		return err
 	}
@@ -139,9 +143,10 @@ func runSQL(ctx context.Context, g globals, lim sqlLimits, args []string) error 
 }
 
 // queryReadOnly runs query on a connection of its own: mode=ro and
-// query_only, a transaction always rolled back, and an authorizer that
-// lets the query only read; under lim (see the command's help).
-func queryReadOnly(ctx context.Context, dbPath, query string, lim sqlLimits) (sqlResult, error) {
+// query_only (and immutable=1 for a file nothing can write), a
+// transaction always rolled back, and an authorizer that lets the query
+// only read; under lim (see the command's help).
+func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, lim sqlLimits) (sqlResult, error) {
 	if lim.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, lim.timeout)
@@ -154,6 +159,9 @@ func queryReadOnly(ctx context.Context, dbPath, query string, lim sqlLimits) (sq
 	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() +
 		"?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(10000)&_pragma=temp_store(1)" +
 		fmt.Sprintf("&_pragma=cache_size(-%d)", max(lim.maxMemory/4>>10, 1))
+	if immutable {
+		dsn += "&immutable=1"
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return sqlResult{}, fmt.Errorf("sql: %w", err)

@@ -59,6 +59,45 @@ func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, e
 	return st, err
 }
 
+// openCreating opens the store for a command that creates it where there
+// is none (import, token create, actor upload). It returns, with the
+// store, what to call when the command then fails: it closes the store
+// and removes it if this command created it, so a failed command leaves
+// no new, empty store behind. An open that fails removes what it made.
+func openCreating(ctx context.Context, g globals) (st *wsstore.Store, failed func(), err error) {
+	undo := newStoreUndo(g.storeDir)
+	st, err = openStore(ctx, g, create)
+	if err != nil {
+		if undo != nil {
+			undo()
+		}
+		return nil, nil, err
+	}
+	return st, func() {
+		if undo != nil {
+			st.Close()
+			undo()
+		}
+	}, nil
+}
+
+// newStoreUndo returns what removes the store a command is about to
+// create in dir, or nil when dir holds a database file already: the
+// directory if the command makes it, else the database's files.
+func newStoreUndo(dir string) func() {
+	if _, err := os.Lstat(filepath.Join(dir, wsstore.DBName)); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return func() { _ = os.RemoveAll(dir) }
+	}
+	return func() {
+		for _, f := range index.FilesOf(filepath.Join(dir, wsstore.DBName)) {
+			_ = os.Remove(f)
+		}
+	}
+}
+
 // openServing opens the store for a session that serves requests (batch,
 // serve), creating it if needed. A store that exists but cannot be
 // written (a read-only file system) is opened read-only instead, so reads

@@ -63,14 +63,15 @@ func tokenAccess(t tokens.Token) (actors, mode string) {
 }
 
 func runTokenCreate(ctx context.Context, o tokenOptions, _ []string) error {
-	st, err := openStore(ctx, o.globals, create)
+	st, failed, err := openCreating(ctx, o.globals)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	t, secret, err := st.Tokens.Create(ctx, tokens.Spec{Name: o.name, Actors: o.actors, ReadOnly: o.readOnly})
 	if err != nil {
-		return err
+		failed()
+		return cliArgError("token create", err)
 	}
 	if o.json {
 		return writeJSON(o.out, struct {
