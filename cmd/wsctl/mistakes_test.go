@@ -43,6 +43,9 @@ func TestCommandLineMistakesAreCoded(t *testing.T) {
 		{"actor", "stats", ""},
 		{"actor", "upload", "a/b", "x.md", file},
 		{"token", "create", "--actor", "a/b"},
+		{"serve", "--listen", "bogus"},
+		{"serve", "--max-request-bytes", "-1"},
+		{"serve", "--read-timeout", "-1s"},
 	} {
 		errOut := c.fails(2, args...)
 		assert.Contains(t, errOut, "wsctl.invalid_argument", "%v", args)

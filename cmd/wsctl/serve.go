@@ -113,16 +113,20 @@ func isLoopback(host string) bool {
 func runServe(ctx context.Context, o serveOptions, _ []string) error {
 	host, _, err := net.SplitHostPort(o.listen)
 	if err != nil {
-		return usageError{fmt.Errorf("--listen %q: %v", o.listen, err)}
+		return usageError{argError("serve", "--listen %q: %v", o.listen, err)}
 	}
 	if !isLoopback(host) && !o.allowRemote {
-		return usageError{fmt.Errorf("--listen %q is not a loopback address: pass --allow-remote to serve other machines", o.listen)}
+		return usageError{argError("serve", "--listen %q is not a loopback address: pass --allow-remote to serve other machines", o.listen)}
 	}
-	if o.busyDeadline < 0 {
-		return usageError{fmt.Errorf("--busy-deadline %s: must not be negative", o.busyDeadline)}
-	}
-	if o.memoryLimit < 0 {
-		return usageError{fmt.Errorf("--memory-limit %d: must not be negative", o.memoryLimit)}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"--max-request-bytes", o.maxRequest}, {"--max-upload-bytes", o.maxUpload}, {"--memory-limit", o.memoryLimit},
+		{"--busy-deadline", int64(o.busyDeadline)}, {"--read-timeout", int64(o.readTimeout)}, {"--write-timeout", int64(o.writeTimeout)},
+		{"--idle-timeout", int64(o.idleTimeout)}, {"--shutdown-timeout", int64(o.shutdownTimeout)}} {
+		if f.v < 0 {
+			return usageError{argError("serve", "%s must not be negative", f.name)}
+		}
 	}
 	defer softMemoryLimit(o.memoryLimit)()
 	// Each wait for another process's lock is within --busy-deadline,
