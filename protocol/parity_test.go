@@ -103,6 +103,7 @@ var goOps = map[string]string{
 	"Service.StoreRoom":       "",
 	"Service.StoreCap":        "",
 	"Store.OwnsFile":          "",
+	"Store.WriteFile":         "",
 }
 
 // notOps says why a Go method is not an op of its own.
@@ -140,6 +141,7 @@ var notOps = map[string]string{
 	"Store.VacuumWith":          "Vacuum with its options (--full rebuilds the whole file): wsctl vacuum",
 	"Store.Close":               "the session's end closes the store",
 	"Store.OwnsFile":            "a check export and the host's own file writes make: export refuses the store's files",
+	"Store.WriteFile":           "writes a file of the host's that the host names, as export and wsctl actor download do; a session's ops answer on their own channel",
 }
 
 // TestOpsCoverGoAPI: every exported method of *runs.Service,
