@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -150,76 +149,21 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 			return rep, err
 		}
 	}
-	refused := map[string][]string{}
-	read := func(segs []remote.Segment) error {
-		for _, seg := range segs {
-			h, arch, err := s.Remote.FetchSegment(ctx, seg)
-			if err == nil {
-				err = pull.of(ctx, h)
-			}
-			if err == nil {
-				err = s.takeIn(ctx, seg, h, arch, &rep, refused)
-			}
-			arch.Close()
-			if err != nil {
-				return fmt.Errorf("sync: segment %s: %w", seg.Key, err)
-			}
-			if !slices.Contains(rep.TookIn, seg.Key) {
-				rep.TookIn = append(rep.TookIn, seg.Key)
-			}
+	for _, seg := range todo {
+		h, arch, err := s.Remote.FetchSegment(ctx, seg)
+		if err == nil {
+			err = pull.of(ctx, h)
 		}
-		return nil
-	}
-	if err := read(todo); err != nil {
-		return rep, err
-	}
-	again, err := s.refusedAndFreed(ctx, refused)
-	if err != nil {
-		return rep, err
-	}
-	for _, d := range again {
-		segs, err := s.Remote.Segments(ctx, d, "")
+		if err == nil {
+			err = s.takeIn(ctx, seg, h, arch, &rep)
+		}
+		arch.Close()
 		if err != nil {
-			return rep, err
+			return rep, fmt.Errorf("sync: segment %s: %w", seg.Key, err)
 		}
-		if err := read(remote.FromBase(segs)); err != nil {
-			return rep, err
-		}
-	}
-	if len(again) > 0 {
-		// What the second reading names again is named once.
-		seen := map[archive.Conflict]bool{}
-		rep.Conflicts = slices.DeleteFunc(rep.Conflicts, func(c archive.Conflict) bool {
-			dup := seen[c]
-			seen[c] = true
-			return dup
-		})
+		rep.TookIn = append(rep.TookIn, seg.Key)
 	}
 	return rep, s.publish(ctx, dev, opt.Base, &rep)
-}
-
-// refusedAndFreed returns the devices to read again from their bases: a
-// run a device's segment held was refused here in this sync (a conflict
-// with what this store held under its id), and now nothing here holds
-// its id, as a deletion taken in later in the
-// sync removed the run that stood in its way. The device sent the run
-// before and will not send it again, so the store reads it once more,
-// now that the id is free (a run deleted since is deleted again by the
-// deletion the store knows).
-func (s *Store) refusedAndFreed(ctx context.Context, refused map[string][]string) ([]string, error) {
-	var again []string
-	for _, id := range slices.Sorted(maps.Keys(refused)) {
-		_, err := s.Runs.Run(ctx, id)
-		if wserr.Is(err, wserr.RunNotFound) {
-			again = append(again, refused[id]...)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	slices.Sort(again)
-	return slices.Compact(again), nil
 }
 
 // PullRemote pulls the other devices' index objects (remote.Storage.Pull)
@@ -541,7 +485,7 @@ func (s *Store) firstEvent(ctx context.Context, tx *index.Tx, id string) (cas.Ha
 
 // takeIn reads one segment of another device and takes in its archive
 // and its tombstones.
-func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch *remote.Spool, rep *SyncReport, refused map[string][]string) error {
+func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch *remote.Spool, rep *SyncReport) error {
 	early, err := s.deleteReplaced(ctx, h.Tombstones, rep)
 	if err != nil {
 		return err
@@ -568,11 +512,6 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 		settled, err := s.tailsOfDeleted(ctx, sum.Conflicts, h.Tombstones, rep.Device)
 		if err != nil {
 			return err
-		}
-		for _, c := range sum.Conflicts {
-			if c.Kind == "run" && !c.NotHeld && !slices.Contains(refused[c.ID], h.Device) {
-				refused[c.ID] = append(refused[c.ID], h.Device)
-			}
 		}
 		rep.Conflicts = append(rep.Conflicts, slices.DeleteFunc(sum.Conflicts, settled)...)
 		brought = append(append(brought, sum.Added...), sum.Updated...)
