@@ -54,6 +54,7 @@ func (s *Store) WriteFile(op, path string, fill func(w io.Writer) error) error {
 		return wserr.New(wserr.InvalidArgument, op, path, "that is the store's own database file; name another file")
 	}
 	var mode fs.FileMode
+	keepMode := false
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():
@@ -69,7 +70,7 @@ func (s *Store) WriteFile(op, path string, fill func(w io.Writer) error) error {
 		if path, err = filepath.EvalSymlinks(path); err != nil {
 			return wserr.Wrap(wserr.InvalidArgument, op, path, err)
 		}
-		mode = fi.Mode().Perm()
+		mode, keepMode = fi.Mode().Perm(), true
 	case errors.Is(err, fs.ErrNotExist):
 		if lfi, lerr := os.Lstat(path); lerr == nil && lfi.Mode()&fs.ModeSymlink != 0 {
 			return wserr.New(wserr.InvalidArgument, op, path, "that is a symbolic link to nothing; name a file")
@@ -92,7 +93,7 @@ func (s *Store) WriteFile(op, path string, fill func(w io.Writer) error) error {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if mode != 0 {
+	if keepMode {
 		if err := tmp.Chmod(mode); err != nil {
 			return wserr.FromFS(op, path, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,7 +63,8 @@ func (h *HostPath) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	var out HostPath
-	for k, v := range fields {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		v := fields[k]
 		var dst any
 		want := "a string"
 		switch k {

@@ -52,7 +52,13 @@ wsctl.invalid_argument, status 2.`,
 		c := &cobra.Command{Use: use, Short: short, Args: args}
 		c.RunE = a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			o.in = c.InOrStdin()
-			return cliArgError("actor "+c.Name(), run(ctx, o, args))
+			err := run(ctx, o, args)
+			if len(args) > 0 {
+				// The actor, and the path after it, came from the
+				// command line; "actor gc" alone walks stored actors.
+				err = cliArgError("actor "+c.Name(), err)
+			}
+			return err
 		})
 		return c
 	}
@@ -118,6 +124,13 @@ func runActorUpload(ctx context.Context, o actorOptions, args []string) error {
 			return argError("actor upload", "%s is a directory: name the file to upload", args[2])
 		}
 		in = f
+	}
+	// Refused before a store is made where there is none.
+	if _, err := actors.ParseActor(args[0]); err != nil {
+		return err
+	}
+	if _, err := vfs.ParsePath(args[1]); err != nil {
+		return err
 	}
 	st, failed, err := openCreating(ctx, o.globals)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/tokens"
 )
 
@@ -63,6 +64,12 @@ func tokenAccess(t tokens.Token) (actors, mode string) {
 }
 
 func runTokenCreate(ctx context.Context, o tokenOptions, _ []string) error {
+	// Refused before a store is made where there is none.
+	for _, a := range o.actors {
+		if _, err := actors.ParseActor(a); err != nil {
+			return cliArgError("token create", err)
+		}
+	}
 	st, failed, err := openCreating(ctx, o.globals)
 	if err != nil {
 		return err
