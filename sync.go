@@ -149,13 +149,13 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 			return rep, err
 		}
 	}
-	for _, seg := range todo {
+	for i, seg := range todo {
 		h, arch, err := s.Remote.FetchSegment(ctx, seg)
 		if err == nil {
 			err = pull.of(ctx, h)
 		}
 		if err == nil {
-			err = s.takeIn(ctx, seg, h, arch, &rep)
+			err = s.takeIn(ctx, seg, h, arch, &rep, todo[i+1:])
 		}
 		arch.Close()
 		if err != nil {
@@ -484,8 +484,8 @@ func (s *Store) firstEvent(ctx context.Context, tx *index.Tx, id string) (cas.Ha
 }
 
 // takeIn reads one segment of another device and takes in its archive
-// and its tombstones.
-func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch *remote.Spool, rep *SyncReport) error {
+// and its tombstones; later are the segments the sync reads after it.
+func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch *remote.Spool, rep *SyncReport, later []remote.Segment) error {
 	early, err := s.deleteReplaced(ctx, h.Tombstones, rep)
 	if err != nil {
 		return err
@@ -505,6 +505,25 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 		sum, err := s.Archive.Import(ctx, r, archive.Options{Merge: true})
 		if err != nil {
 			return err
+		}
+		freed, err := s.freeForOtherRuns(ctx, sum.Conflicts, later, rep)
+		if err != nil {
+			return err
+		}
+		if len(freed) > 0 {
+			// The runs refused for the ones just deleted come in now;
+			// the rest of the archive is unchanged since the first time.
+			early = append(early, freed...)
+			if r, err = arch.Reader(); err != nil {
+				return err
+			}
+			again, err := s.Archive.Import(ctx, r, archive.Options{Merge: true})
+			if err != nil {
+				return err
+			}
+			sum.Added = append(sum.Added, again.Added...)
+			sum.Updated = append(sum.Updated, again.Updated...)
+			sum.Conflicts = again.Conflicts
 		}
 		rep.Added = append(rep.Added, sum.Added...)
 		rep.Updated = append(rep.Updated, sum.Updated...)
@@ -603,6 +622,84 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 		}
 	}
 	return s.Remote.RecordTakenIn(ctx, s.DB, t)
+}
+
+// freeForOtherRuns applies early, where the archive just taken in held a
+// run this store refused because it holds another run under the id, a
+// deletion of exactly the state held here that a segment read later in
+// this sync carries: taken in in its turn, it would leave the id empty,
+// and the refused run's device, which sent it before, would not send it
+// again. It returns the items of the runs it deleted, so that the archive
+// taken in again brings the refused runs in. The segments after are read
+// for their headers only, and only when such a conflict occurs; the
+// deletion is recorded with its own segment, where it finds the other
+// run and leaves it.
+func (s *Store) freeForOtherRuns(ctx context.Context, conflicts []archive.Conflict, later []remote.Segment, rep *SyncReport) ([]remote.Item, error) {
+	var names []string
+	for _, c := range conflicts {
+		if c.OtherRun && c.Kind == "run" {
+			names = append(names, "run "+c.ID)
+		}
+	}
+	if len(names) == 0 || len(later) == 0 {
+		return nil, nil
+	}
+	var tombs []remote.Tombstone
+	for _, seg := range later {
+		h, err := s.Remote.ReadHeader(ctx, seg)
+		if err != nil {
+			return nil, err
+		}
+		for _, tb := range h.Tombstones {
+			if tb.Kind == "run" && !tb.Run().First.IsZero() && slices.Contains(names, "run "+tb.ID) {
+				tombs = append(tombs, tb)
+			}
+		}
+	}
+	if len(tombs) == 0 {
+		return nil, nil
+	}
+	cur, err := s.itemsOf(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	synced, err := s.Remote.ItemsNamed(ctx, s.DB, names)
+	if err != nil {
+		return nil, err
+	}
+	var freed []remote.Item
+	for _, tb := range tombs {
+		name := "run " + tb.ID
+		if _, ok := cur[name]; !ok {
+			continue
+		}
+		var seq int64
+		var last, first cas.Hash
+		if err := s.DB.View(ctx, func(tx *index.Tx) error {
+			var err error
+			if seq, last, err = s.lastEvent(ctx, tx, tb.ID); err != nil {
+				return err
+			}
+			first, err = s.firstEvent(ctx, tx, tb.ID)
+			return err
+		}); err != nil {
+			return freed, err
+		}
+		if first != tb.Run().First || seq != tb.Seq || last != tb.Last {
+			continue // another state than the deleted one: its turn decides
+		}
+		var quiet SyncReport
+		gone, err := s.applyTombstone(ctx, tb, cur, synced, &quiet, nil)
+		if err != nil {
+			return freed, err
+		}
+		if gone {
+			rep.Deleted = append(rep.Deleted, name)
+			freed = append(freed, remote.Item{Kind: tb.Kind, ID: tb.ID})
+			delete(cur, name)
+		}
+	}
+	return freed, nil
 }
 
 // tailsOfDeleted returns whether a conflict of an archive is a tail of a

@@ -189,6 +189,9 @@ type Conflict struct {
 	// tail, Options.Merge) and this store does not hold the run to bring
 	// forward.
 	NotHeld bool `json:"-"`
+	// OtherRun says the store holds another run under the id: its journal
+	// and the archive's part at the first event.
+	OtherRun bool `json:"-"`
 }
 
 // Summary reports an export or an import.

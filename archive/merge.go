@@ -109,8 +109,13 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 	}
 	for i := range min(len(local), len(mr.events)) {
 		if !sameEvent(local[i], mr.events[i]) {
-			return im.outcome("run", id, false, wserr.New(wserr.Conflict, "merge run", "",
-				"run %s was written on two devices: the journals part at event %d", id, off+int64(i)+1))
+			err := wserr.New(wserr.Conflict, "merge run", "",
+				"run %s was written on two devices: the journals part at event %d", id, off+int64(i)+1)
+			if off+int64(i) == 0 {
+				im.sum.Conflicts = append(im.sum.Conflicts, Conflict{Kind: "run", ID: id, Reason: wserr.MessageOf(err), OtherRun: true})
+				return nil
+			}
+			return im.outcome("run", id, false, err)
 		}
 	}
 	if len(mr.events) <= len(local) {
