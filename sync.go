@@ -651,7 +651,9 @@ func (s *Store) freeForOtherRuns(ctx context.Context, conflicts []archive.Confli
 			return nil, err
 		}
 		for _, tb := range h.Tombstones {
-			if tb.Kind == "run" && !tb.Run().First.IsZero() && slices.Contains(names, "run "+tb.ID) {
+			// A deletion naming a successor puts that run in the
+			// deleted one's place in its turn: it is left to its turn.
+			if tb.Kind == "run" && !tb.Run().First.IsZero() && tb.Run().Successor.IsZero() && slices.Contains(names, "run "+tb.ID) {
 				tombs = append(tombs, tb)
 			}
 		}

@@ -47,3 +47,33 @@ func TestSyncRunRefusedThenFreed(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncRunRefusedKeepsASuccessor: B deletes C's run and creates a new
+// one under its id (its deletion names the new run as successor); A
+// created another run under the id on its own. C and D, which hold C's
+// run, read A's segment before B's: they refuse A's run, and B's deletion
+// is not applied ahead of its turn, where it puts B's new run in the
+// deleted one's place, as it does for every device that held the deleted
+// run.
+func TestSyncRunRefusedKeepsASuccessor(t *testing.T) {
+	_, open := fakeTier(t)
+	s := storesByDevice(t, open, 4)
+	a, c, b, d := s[0], s[1], s[2], s[3]
+	createRun(t, c, "r")
+	edit(t, c, "r", "life.md", "C")
+	syncOK(t, c)
+	syncOK(t, b)
+	syncOK(t, d)
+	createRun(t, a, "r")
+	edit(t, a, "r", "life.md", "A")
+	syncOK(t, a)
+	deleteRun(t, b, "r")
+	createRun(t, b, "r")
+	edit(t, b, "r", "life.md", "B")
+	syncOK(t, b)
+	syncRounds(t, 3, c, d, a, b)
+	for name, st := range map[string]*wsstore.Store{"B": b, "C": c, "D": d} {
+		assert.Equal(t, "B", secondLife(t, st, "r"), "%s holds B's run in the deleted one's place", name)
+	}
+	assert.Equal(t, "A", secondLife(t, a, "r"), "A keeps its own run")
+}
