@@ -658,50 +658,22 @@ func (s *Store) freeForOtherRuns(ctx context.Context, conflicts []archive.Confli
 			}
 		}
 	}
-	if len(tombs) == 0 {
-		return nil, nil
-	}
-	cur, err := s.itemsOf(ctx, names)
-	if err != nil {
-		return nil, err
-	}
-	synced, err := s.Remote.ItemsNamed(ctx, s.DB, names)
-	if err != nil {
-		return nil, err
-	}
-	var freed []remote.Item
-	for _, tb := range tombs {
-		name := "run " + tb.ID
-		if _, ok := cur[name]; !ok {
-			continue
-		}
+	// Only a deletion of exactly the state held here: another state's
+	// turn decides.
+	exact := func(tb remote.Tombstone) (bool, error) {
 		var seq int64
 		var last, first cas.Hash
-		if err := s.DB.View(ctx, func(tx *index.Tx) error {
+		err := s.DB.View(ctx, func(tx *index.Tx) error {
 			var err error
 			if seq, last, err = s.lastEvent(ctx, tx, tb.ID); err != nil {
 				return err
 			}
 			first, err = s.firstEvent(ctx, tx, tb.ID)
 			return err
-		}); err != nil {
-			return freed, err
-		}
-		if first != tb.Run().First || seq != tb.Seq || last != tb.Last {
-			continue // another state than the deleted one: its turn decides
-		}
-		var quiet SyncReport
-		gone, err := s.applyTombstone(ctx, tb, cur, synced, &quiet, nil)
-		if err != nil {
-			return freed, err
-		}
-		if gone {
-			rep.Deleted = append(rep.Deleted, name)
-			freed = append(freed, remote.Item{Kind: tb.Kind, ID: tb.ID})
-			delete(cur, name)
-		}
+		})
+		return first == tb.Run().First && seq == tb.Seq && last == tb.Last, err
 	}
-	return freed, nil
+	return s.applyAhead(ctx, tombs, rep, exact)
 }
 
 // tailsOfDeleted returns whether a conflict of an archive is a tail of a
@@ -742,14 +714,26 @@ func (s *Store) tailsOfDeleted(ctx context.Context, conflicts []archive.Conflict
 // runs it deleted. A run written here since is left to the tombstone's
 // turn after the archive, which names the conflict.
 func (s *Store) deleteReplaced(ctx context.Context, tombs []remote.Tombstone, rep *SyncReport) ([]remote.Item, error) {
-	var names []string
+	var replaced []remote.Tombstone
 	for _, tb := range tombs {
 		if !tb.Run().Successor.IsZero() {
-			names = append(names, tb.Kind+" "+tb.ID)
+			replaced = append(replaced, tb)
 		}
 	}
-	if len(names) == 0 {
+	return s.applyAhead(ctx, replaced, rep, nil)
+}
+
+// applyAhead applies tombs ahead of their turn in takeIn, those ready
+// accepts (nil: all), quietly: a conflict is named in their turn. Each
+// deletion is listed in rep.Deleted, and its item returned for the
+// segment's drops.
+func (s *Store) applyAhead(ctx context.Context, tombs []remote.Tombstone, rep *SyncReport, ready func(remote.Tombstone) (bool, error)) ([]remote.Item, error) {
+	if len(tombs) == 0 {
 		return nil, nil
+	}
+	names := make([]string, 0, len(tombs))
+	for _, tb := range tombs {
+		names = append(names, tb.Kind+" "+tb.ID)
 	}
 	cur, err := s.itemsOf(ctx, names)
 	if err != nil {
@@ -761,8 +745,18 @@ func (s *Store) deleteReplaced(ctx context.Context, tombs []remote.Tombstone, re
 	}
 	var gone []remote.Item
 	for _, tb := range tombs {
-		if tb.Run().Successor.IsZero() {
+		name := tb.Kind + " " + tb.ID
+		if _, ok := cur[name]; !ok {
 			continue
+		}
+		if ready != nil {
+			ok, err := ready(tb)
+			if err != nil {
+				return gone, err
+			}
+			if !ok {
+				continue
+			}
 		}
 		var quiet SyncReport
 		deleted, err := s.applyTombstone(ctx, tb, cur, synced, &quiet, nil)
@@ -770,7 +764,6 @@ func (s *Store) deleteReplaced(ctx context.Context, tombs []remote.Tombstone, re
 			return gone, err
 		}
 		if deleted {
-			name := tb.Kind + " " + tb.ID
 			rep.Deleted = append(rep.Deleted, name)
 			gone = append(gone, remote.Item{Kind: tb.Kind, ID: tb.ID})
 			delete(cur, name)
