@@ -450,11 +450,7 @@ func (s *Store) withLast(ctx context.Context, items []remote.Item) error {
 			if it.Kind != "run" {
 				continue
 			}
-			seq, h, err := s.lastEvent(ctx, tx, it.ID)
-			if err != nil {
-				return err
-			}
-			first, err := s.firstEvent(ctx, tx, it.ID)
+			seq, h, first, err := s.runEnds(ctx, tx, it.ID)
 			if err != nil {
 				return err
 			}
@@ -462,6 +458,24 @@ func (s *Store) withLast(ctx context.Context, items []remote.Item) error {
 		}
 		return nil
 	})
+}
+
+// runEnds returns run id's journal length and the hashes of its last and
+// first events (zero for a run with none), read in tx, or in a read
+// transaction of its own when tx is nil.
+func (s *Store) runEnds(ctx context.Context, tx *index.Tx, id string) (seq int64, last, first cas.Hash, err error) {
+	if tx == nil {
+		err = s.DB.View(ctx, func(tx *index.Tx) error {
+			seq, last, first, err = s.runEnds(ctx, tx, id)
+			return err
+		})
+		return seq, last, first, err
+	}
+	if seq, last, err = s.lastEvent(ctx, tx, id); err != nil {
+		return 0, cas.Hash{}, cas.Hash{}, err
+	}
+	first, err = s.firstEvent(ctx, tx, id)
+	return seq, last, first, err
 }
 
 // runFirst is firstEvent in a read transaction of its own.
@@ -661,16 +675,7 @@ func (s *Store) freeForOtherRuns(ctx context.Context, conflicts []archive.Confli
 	// Only a deletion of exactly the state held here: another state's
 	// turn decides.
 	exact := func(tb remote.Tombstone) (bool, error) {
-		var seq int64
-		var last, first cas.Hash
-		err := s.DB.View(ctx, func(tx *index.Tx) error {
-			var err error
-			if seq, last, err = s.lastEvent(ctx, tx, tb.ID); err != nil {
-				return err
-			}
-			first, err = s.firstEvent(ctx, tx, tb.ID)
-			return err
-		})
+		seq, last, first, err := s.runEnds(ctx, nil, tb.ID)
 		return first == tb.Run().First && seq == tb.Seq && last == tb.Last, err
 	}
 	return s.applyAhead(ctx, tombs, rep, exact)
@@ -791,15 +796,8 @@ func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, sy
 	}
 	switch tb.Kind {
 	case "run":
-		var last, first cas.Hash
-		if err := s.DB.View(ctx, func(tx *index.Tx) error {
-			var err error
-			if _, last, err = s.lastEvent(ctx, tx, tb.ID); err != nil {
-				return err
-			}
-			first, err = s.firstEvent(ctx, tx, tb.ID)
-			return err
-		}); err != nil {
+		_, last, first, err := s.runEnds(ctx, nil, tb.ID)
+		if err != nil {
 			return false, err
 		}
 		if d := tb.Run(); !d.First.IsZero() && first != d.First || !d.Successor.IsZero() && first == d.Successor {
@@ -821,7 +819,7 @@ func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, sy
 		// The state here is the one the deleting device deleted (or an
 		// earlier one): an active run here is that device's, cancelled
 		// with it.
-		_, err := s.Runs.CancelAndDeleteRun(ctx, tb.ID)
+		_, err = s.Runs.CancelAndDeleteRun(ctx, tb.ID)
 		if wserr.Is(err, wserr.RunNotFound) {
 			return false, nil
 		}

@@ -39,6 +39,16 @@ func storesByDevice(t *testing.T, open func() *wsstore.Store, n int) []*wsstore.
 	return sts
 }
 
+// devicesInOrder opens three stores on a new tier and returns them in the
+// order p gives (indexes into storesByDevice's result: the first is the
+// store whose id sorts p[0]th), with the tier's opener for more.
+func devicesInOrder(t *testing.T, p [3]int) (open func() *wsstore.Store, a, b, c *wsstore.Store) {
+	t.Helper()
+	_, open = fakeTier(t)
+	s := storesByDevice(t, open, 3)
+	return open, s[p[0]], s[p[1]], s[p[2]]
+}
+
 // Orders of three devices' ids (indexes into storesByDevice's result):
 // every one, or one in which each device comes first.
 var (
@@ -79,10 +89,8 @@ func TestSyncDeletionAfterAConflict(t *testing.T) {
 		for pi, p := range allOrders {
 			for _, mask := range masks {
 				t.Run(fmt.Sprintf("%s/order%d/c%04b", then, pi, mask), func(t *testing.T) {
-					_, open := fakeTier(t)
+					open, a, b, c := devicesInOrder(t, p)
 					ctx := context.Background()
-					s := storesByDevice(t, open, 3)
-					a, b, c := s[p[0]], s[p[1]], s[p[2]]
 					smallRuns(t, a, "chat-1", "r", 1)
 					syncRounds(t, 1, a, b, c)
 					cSyncs := func(stage int) {
@@ -135,10 +143,8 @@ func TestSyncDeletionAfterAConflict(t *testing.T) {
 func TestSyncDeletionAfterOtherConflicts(t *testing.T) {
 	for pi, p := range rotations {
 		t.Run(fmt.Sprintf("JournalsPart/order%d", pi), func(t *testing.T) {
-			_, open := fakeTier(t)
+			open, a, b, c := devicesInOrder(t, p)
 			ctx := context.Background()
-			s := storesByDevice(t, open, 3)
-			a, b, c := s[p[0]], s[p[1]], s[p[2]]
 			smallRuns(t, a, "chat-1", "r", 1)
 			syncRounds(t, 1, a, b, c)
 			edit(t, a, "r-00", "a.md", "A\n")
@@ -164,10 +170,8 @@ func TestSyncDeletionAfterOtherConflicts(t *testing.T) {
 			}
 		})
 		t.Run(fmt.Sprintf("Chat/order%d", pi), func(t *testing.T) {
-			_, open := fakeTier(t)
+			open, a, b, c := devicesInOrder(t, p)
 			ctx := context.Background()
-			s := storesByDevice(t, open, 3)
-			a, b, c := s[p[0]], s[p[1]], s[p[2]]
 			smallRuns(t, a, "chat-3", "s", 1)
 			syncRounds(t, 1, a, b, c)
 			chat3 := runs.ChatKey{Kind: "character", StableChatID: "chat-3"}

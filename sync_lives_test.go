@@ -230,9 +230,7 @@ func TestSyncItemsFromBeforeFirstEvents(t *testing.T) {
 func TestSyncRunCreatedWhileDeletedElsewhere(t *testing.T) {
 	for pi, p := range allOrders {
 		t.Run(fmt.Sprintf("order%d", pi), func(t *testing.T) {
-			_, open := fakeTier(t)
-			s := storesByDevice(t, open, 3)
-			b, a, c := s[p[0]], s[p[1]], s[p[2]]
+			open, b, a, c := devicesInOrder(t, p)
 			syncOK(t, b) // B syncs once, before the first run
 			smallRuns(t, a, "chat-1", "r", 1)
 			edit(t, a, "r-00", "life.md", "first life\n")

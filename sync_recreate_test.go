@@ -36,10 +36,8 @@ func secondLife(t *testing.T, st *wsstore.Store, id string) string {
 func TestSyncRunCreatedAgain(t *testing.T) {
 	for pi, p := range rotations {
 		t.Run(fmt.Sprintf("order%d", pi), func(t *testing.T) {
-			_, open := fakeTier(t)
+			open, a, b, c := devicesInOrder(t, p)
 			ctx := context.Background()
-			s := storesByDevice(t, open, 3)
-			a, b, c := s[p[0]], s[p[1]], s[p[2]]
 			smallRuns(t, a, "chat-1", "r", 2)
 			edit(t, a, "r-00", "life.md", "first life\n")
 			syncRounds(t, 1, a, b, c)
@@ -125,10 +123,8 @@ func TestSyncRunCreatedAfterADeletion(t *testing.T) {
 		for _, bSees := range []bool{false, true} {
 			for pi, p := range allOrders {
 				t.Run(fmt.Sprintf("%s deletes/B reads the deletion %v/order%d", deleter, bSees, pi), func(t *testing.T) {
-					_, open := fakeTier(t)
+					open, a, b, c := devicesInOrder(t, p)
 					ctx := context.Background()
-					s := storesByDevice(t, open, 3)
-					a, b, c := s[p[0]], s[p[1]], s[p[2]]
 					smallRuns(t, a, "chat-1", "r", 1)
 					edit(t, a, "r-00", "life.md", "first life\n")
 					syncRounds(t, 1, a, b, c)

@@ -27,10 +27,8 @@ import (
 func TestSyncOwnDeletionOutlivesAnOlderOne(t *testing.T) {
 	for pi, p := range allOrders {
 		t.Run(fmt.Sprint("order", pi), func(t *testing.T) {
-			_, open := fakeTier(t)
+			open, a, y, c := devicesInOrder(t, p)
 			ctx := context.Background()
-			s := storesByDevice(t, open, 3)
-			a, y, c := s[p[0]], s[p[1]], s[p[2]]
 			smallRuns(t, a, "chat-1", "r", 1)
 			syncOK(t, a)
 			syncOK(t, y)
@@ -72,10 +70,8 @@ func TestSyncOwnDeletionOutlivesAnOlderOne(t *testing.T) {
 func TestSyncBystanderNamesAConflictWhenTheRunComesBack(t *testing.T) {
 	for pi, p := range allOrders {
 		t.Run(fmt.Sprint("order", pi), func(t *testing.T) {
-			_, open := fakeTier(t)
+			_, a, y, c := devicesInOrder(t, p)
 			ctx := context.Background()
-			s := storesByDevice(t, open, 3)
-			a, y, c := s[p[0]], s[p[1]], s[p[2]]
 			smallRuns(t, a, "chat-1", "r", 1)
 			syncRounds(t, 1, a, y, c)
 			// Y deletes the run and A writes to it; A publishes its tail
