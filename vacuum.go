@@ -3,6 +3,7 @@ package wsstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -90,7 +91,14 @@ func (s *Store) VacuumWith(ctx context.Context, opt VacuumOptions) (VacuumReport
 	}
 	if opt.Full || !auto {
 		rep.Mode = VacuumFull
-		for _, stmt := range []string{`PRAGMA wal_checkpoint(TRUNCATE)`, `PRAGMA auto_vacuum = INCREMENTAL`, `VACUUM`, `PRAGMA wal_checkpoint(TRUNCATE)`} {
+		stmts := []string{`PRAGMA wal_checkpoint(TRUNCATE)`, `VACUUM`, `PRAGMA wal_checkpoint(TRUNCATE)`}
+		if !auto {
+			// Only the rebuild writes the setting. On a store that has it
+			// already the pragma would commit page 1 again on its own,
+			// before a VACUUM that may yet fail on a damaged page.
+			stmts = slices.Insert(stmts, 1, `PRAGMA auto_vacuum = INCREMENTAL`)
+		}
+		for _, stmt := range stmts {
 			if err := s.DB.Exec(ctx, stmt); err != nil {
 				return rep, fmt.Errorf("vacuum: %w", err)
 			}

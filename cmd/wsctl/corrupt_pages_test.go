@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -155,4 +158,41 @@ func TestDamagedRemoteRecordsAreCorrupt(t *testing.T) {
 		assert.Equal(t, 6, status, "%v: %s", args, errOut)
 		assert.Contains(t, errOut, "store.corrupt", "%v", args)
 	}
+}
+
+// TestVacuumFullLeavesADamagedStoreAsItWas: `vacuum --full` on a store
+// whose events table has a damaged page fails with store.corrupt (exit
+// status 6) and leaves the database file byte for byte as it was.
+func TestVacuumFullLeavesADamagedStoreAsItWas(t *testing.T) {
+	bin := wsctlBinary(t)
+	c := binCLI{t: t, bin: bin, store: filepath.Join(t.TempDir(), "s")}
+	lines := []string{createLine}
+	for i := range 40 {
+		lines = append(lines, writeLine("r", fmt.Sprintf("output/f%02d.md", i), strings.Repeat("line\n", 30)))
+	}
+	c.batch(lines...)
+	dbPath := filepath.Join(c.store, "wsstore.db")
+	db, err := sql.Open("sqlite", "file:"+dbPath)
+	require.NoError(t, err)
+	var size, page int64
+	require.NoError(t, db.QueryRow(`PRAGMA page_size`).Scan(&size))
+	require.NoError(t, db.QueryRow(`SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1`).Scan(&page))
+	_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	f, err := os.OpenFile(dbPath, os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt(make([]byte, size), (page-1)*size)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	before, err := os.ReadFile(dbPath)
+	require.NoError(t, err)
+
+	_, errOut, status := c.run("", "vacuum", "--full")
+	assert.Equal(t, 6, status, errOut)
+	assert.Contains(t, errOut, "store.corrupt")
+	after, err := os.ReadFile(dbPath)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(before, after), "vacuum --full changed the damaged file")
 }
