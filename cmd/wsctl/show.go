@@ -157,11 +157,11 @@ func runShow(ctx context.Context, g globals, args []string) error {
 	if d.Manifest, err = st.Runs.Manifest(ctx, id); err != nil {
 		return err
 	}
-	cps, err := st.Checkpoints.List(ctx, id)
+	n, err := st.Checkpoints.Count(ctx, nil, id)
 	if err != nil {
 		return err
 	}
-	d.Checkpoints = len(cps)
+	d.Checkpoints = int(n)
 	if d.Events, err = st.Journal.Last(ctx, nil, id); err != nil {
 		return err
 	}
