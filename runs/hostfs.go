@@ -50,7 +50,7 @@ func (w *Workspace) host(ctx context.Context, op string, p vfs.Path) (*hostTarge
 	}
 	hp, ok := run.Profile.hostByName(segs[1])
 	if !ok {
-		return nil, true, wserr.New(wserr.FileNotFound, op, p.String(), "no allowed host path is named %q (host/ holds: %s)", segs[1], run.Profile.allowList())
+		return nil, true, wserr.New(wserr.FileNotFound, op, p.String(), "no allowed host path is named %q (host/ holds: %s)", segs[1], run.Profile.allowNames())
 	}
 	t.hp, t.mount = hp, vfs.MustPath(HostRoot+"/"+hp.Name)
 	for _, s := range segs[2:] {

@@ -278,6 +278,17 @@ func (p Profile) allowList() string {
 	return strings.Join(s, ", ")
 }
 
+// allowNames lists the workspace paths of the allowed host paths
+// (host/<name>), for messages the model may read: where they lie on the
+// host is the host's to know.
+func (p Profile) allowNames() string {
+	s := make([]string, len(p.AllowPaths))
+	for i, h := range p.AllowPaths {
+		s[i] = HostRoot + "/" + h.Name
+	}
+	return strings.Join(s, ", ")
+}
+
 // hostWorkspacePath maps the absolute host path abs to its workspace path
 // host/<name>/… under the allowed host path that holds it (lexically,
 // after cleaning; symlinks are os.Root's to refuse when the path is

@@ -121,6 +121,10 @@ func TestHostPathReadWrite(t *testing.T) {
 	t.Run("ErrUnknownName", func(t *testing.T) {
 		_, err := ws.Stat(h.ctx, vfs.MustPath("host/nope/x"))
 		assert.True(t, wserr.Is(err, wserr.FileNotFound), "%v", err)
+		// The model learns the names it may use, not where they lie on
+		// the host.
+		assert.Contains(t, err.Error(), "host/proj, host/docs")
+		assert.NotContains(t, err.Error(), h.proj)
 	})
 	t.Run("NeverCheckpointed", func(t *testing.T) {
 		cp, err := h.svc.Checkpoint(h.ctx, h.run.ID, "test")
