@@ -115,7 +115,8 @@ const (
 )
 
 // Commit assembles the run's artifacts and hands the message to sink (seed
-// 000 §8): it takes a before_commit checkpoint, assembles from that
+// 000 §8): it takes a before_commit checkpoint (a retry with nothing
+// changed since names the one its failed attempt took), assembles from that
 // checkpoint's tree, records the commit as pending with artifact_assembled
 // and chat_commit_requested events, calls the sink outside any transaction,
 // and records chat_commit_completed or chat_commit_failed. If assembly
@@ -177,13 +178,35 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 		if err != nil {
 			return pendingCommit{}, err
 		}
-		cp, err := s.checkpointTx(ctx, tx, runID, caps, run.Root, run.HeadCheckpoint, "before_commit")
+		cp, err := s.commitCheckpoint(ctx, tx, run, caps)
 		if err != nil {
 			return pendingCommit{}, err
 		}
 		return s.recordCommit(ctx, tx, run, cp, mode, "commit", msg)
 	})
 }
+
+// commitCheckpoint takes the before_commit checkpoint of run's live
+// workspace, or returns the run's head checkpoint when that is a
+// before_commit one of the same tree: a commit retried with nothing
+// changed names the checkpoint the failed attempt took, so retries
+// neither add checkpoints nor, under a MaxCheckpoints cap, push the
+// run's older ones out (every commit pins the checkpoint it names).
+func (s *Service) commitCheckpoint(ctx context.Context, tx *index.Tx, run Run, caps runCaps) (checkpoint.Checkpoint, error) {
+	if run.HeadCheckpoint > 0 {
+		head, err := s.checkpoints.Get(ctx, tx, run.ID, run.HeadCheckpoint)
+		if err != nil {
+			return checkpoint.Checkpoint{}, err
+		}
+		if head.Reason == beforeCommit && head.Root == run.Root {
+			return head, nil
+		}
+	}
+	return s.checkpointTx(ctx, tx, run.ID, caps, run.Root, run.HeadCheckpoint, beforeCommit)
+}
+
+// beforeCommit is the reason of the checkpoint a commit takes.
+const beforeCommit = "before_commit"
 
 // commitThrough takes the turn to save to run runID's chat (lockSaves),
 // records a pending commit with record in one write transaction, hands it

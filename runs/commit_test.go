@@ -265,6 +265,42 @@ func TestCommitSinkFailureLeavesRunAbleToRetry(t *testing.T) {
 	assert.Equal(t, 2, failed)
 }
 
+// TestCommitRetriesKeepTheRunsCheckpoints: retrying a commit whose sink
+// fails, with nothing changed in between, names the checkpoint the first
+// attempt took, so under a MaxCheckpoints cap the retries do not push the
+// run's own checkpoints out; a change in between gets a checkpoint of its
+// own.
+func TestCommitRetriesKeepTheRunsCheckpoints(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{Profile: capped(4, true)})
+	for _, v := range []string{"v1", "v2", "v3"} {
+		e.write(r.ID, "output/main.md", v)
+	}
+	before := e.checkpointIDs(r.ID)
+	sink := &recordingSink{err: errors.New("offline")}
+	var named []string
+	for range 5 {
+		rec, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+		require.True(t, wserr.Is(err, wserr.SinkFailed), "%v", err)
+		named = append(named, rec.CheckpointID)
+	}
+	// The first attempt's checkpoint takes the oldest's place, as any
+	// checkpoint under the cap does; the retries take none.
+	assert.Equal(t, append(before[1:], named[0]), e.checkpointIDs(r.ID), "one before_commit checkpoint for five attempts")
+	for _, id := range named {
+		assert.Equal(t, named[0], id)
+	}
+	_, err := e.svc.Rollback(e.ctx, r.ID, 3, runs.RollbackOptions{})
+	require.NoError(t, err, "the run's checkpoint of v2 is still there")
+	assert.Equal(t, "v2", e.read(e.svc.Workspace(r.ID, runs.HostScope), "output/main.md"))
+
+	e.write(r.ID, "output/main.md", "v4")
+	sink.err = nil
+	rec, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+	assert.NotEqual(t, named[0], rec.CheckpointID, "a changed workspace is committed from a checkpoint of its own")
+}
+
 func TestRollbackCommittedMessage(t *testing.T) {
 	e := newLifecycleEnv(t)
 	r := e.create("c1", runs.CreateRequest{})
