@@ -29,6 +29,11 @@ const (
 	// RetentionFailed records an automatic retention pass that failed
 	// after it had deleted the run whose end started it (see Finish).
 	RetentionFailed = "retention_failed"
+	// ReclaimFailed records the collection after a deletion (DeleteChats,
+	// DeleteRun) failing once the deletion had committed: the deletion
+	// stands, its garbage waits for the next reclaim or gc, and the
+	// detail names the error and its code.
+	ReclaimFailed = "reclaim_failed"
 )
 
 // Deletion is one entry of the store's deletion log. It outlives what it
@@ -114,6 +119,26 @@ func (s *Service) reclaimAfter(ctx context.Context, ids []int64) (int64, error) 
 	return freed, s.logReclaim(ctx, ids, freed)
 }
 
+// reclaimAfterDeletion is reclaimAfter for a deletion that has
+// committed: a failure (the caller's context ending during the
+// collection, a busy or full disk) does not fail the call, which would
+// say the deletion did not happen. It is recorded in the deletion log as
+// a reclaim_failed entry of chatID and runID, written even when ctx has
+// ended; the garbage waits for the next reclaim or gc.
+func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string, ids []int64) int64 {
+	freed, err := s.reclaimAfter(ctx, ids)
+	if err == nil {
+		return freed
+	}
+	detail := map[string]any{"deletions": ids, "code": string(wserr.CodeOf(err)), "error": err.Error()}
+	wctx := context.WithoutCancel(ctx)
+	_ = s.update(wctx, func(tx *index.Tx) error {
+		_, err := s.logDeletion(wctx, tx, ReclaimFailed, chatID, runID, "after deletions", detail, 0)
+		return err
+	})
+	return 0
+}
+
 // reclaimCandidates collects what the deletions before it recorded as
 // candidates (a run's collected scratch/), when the Reclaimer can without
 // marking the store, and logs what it freed, if anything.
@@ -190,7 +215,10 @@ type DeleteChatsResult struct {
 // of a character or group being deleted) with all their runs, journals,
 // checkpoints, commits, persist layers and policies, in one transaction,
 // and records each in the deletion log; then the store reclaims the space
-// (Deps.Reclaim). A key with no workspace (an old chat the store never
+// (Deps.Reclaim). A reclaim that fails once the deletion has committed
+// (the context ending during it included) does not fail the call: it is
+// logged as a reclaim_failed entry, BytesFreed is 0 and the space waits
+// for the next gc. A key with no workspace (an old chat the store never
 // saw) is reported as not found and is no error. While any run of those
 // chats is active the whole call fails with chat.active_run and changes
 // nothing, unless force: then those runs are cancelled first (journaled,
@@ -268,8 +296,12 @@ func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (
 	if err != nil {
 		return DeleteChatsResult{}, err
 	}
-	res.BytesFreed, err = s.reclaimAfter(ctx, ids)
-	return res, err
+	chatID := ""
+	if len(res.Chats) == 1 {
+		chatID = res.Chats[0].WorkspaceID
+	}
+	res.BytesFreed = s.reclaimAfterDeletion(ctx, chatID, "", ids)
+	return res, nil
 }
 
 // deleteRunTx deletes a run's rows: checkpoints, journal, commits (by
@@ -605,14 +637,17 @@ func (s *Service) afterFinal(ctx context.Context, runID, chatID string) {
 		return
 	}
 	detail := map[string]any{"workspaceId": chatID, "code": string(wserr.CodeOf(perr)), "error": perr.Error()}
-	_ = s.update(context.WithoutCancel(ctx), func(tx *index.Tx) error {
-		if _, err := findRun(ctx, tx, runID); wserr.Is(err, wserr.RunNotFound) {
-			_, err := s.logDeletion(ctx, tx, RetentionFailed, chatID, runID, "automatic", detail, 0)
+	// Recorded even when ctx has ended (the pass may have failed for
+	// that): the run's end has committed, the record of the pass is its.
+	wctx := context.WithoutCancel(ctx)
+	_ = s.update(wctx, func(tx *index.Tx) error {
+		if _, err := findRun(wctx, tx, runID); wserr.Is(err, wserr.RunNotFound) {
+			_, err := s.logDeletion(wctx, tx, RetentionFailed, chatID, runID, "automatic", detail, 0)
 			return err
 		} else if err != nil {
 			return err
 		}
-		_, err := s.journal.Append(ctx, tx, runID, journal.RetentionFailed, journal.Warn, detail)
+		_, err := s.journal.Append(wctx, tx, runID, journal.RetentionFailed, journal.Warn, detail)
 		return err
 	})
 }

@@ -3,6 +3,7 @@ package runs_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -80,4 +82,105 @@ func TestAutoPruneFailureIsJournaled(t *testing.T) {
 	assert.Equal(t, "run_3", ds[3].RunID)
 	assert.Equal(t, run.ChatID, ds[3].ChatID)
 	assert.Contains(t, string(ds[3].Detail), "disk full")
+}
+
+// cancellingReclaimer is the caller giving up during the collection
+// (Ctrl-C while a deletion reclaims): it ends the caller's context and
+// fails as the collection then would.
+type cancellingReclaimer struct{ cancel context.CancelFunc }
+
+func (r cancellingReclaimer) Reclaim(ctx context.Context) (int64, error) {
+	r.cancel()
+	return 0, fmt.Errorf("reclaim: gc: %w", ctx.Err())
+}
+
+// TestReclaimFailureAfterADeletionDoesNotFailIt: DeleteChats and DeleteRun
+// commit the deletion, then reclaim; a reclaim that fails there, the
+// caller's context ending during it included, does not fail the call (an
+// error would say nothing was deleted): the deletion stands and the
+// failure is logged as a reclaim_failed entry naming its code.
+func TestReclaimFailureAfterADeletionDoesNotFailIt(t *testing.T) {
+	on := true
+	for _, tc := range []struct {
+		name string
+		code wserr.Code
+		rec  func(cancel context.CancelFunc) runs.Reclaimer
+	}{
+		{"Failing", wserr.Internal, func(context.CancelFunc) runs.Reclaimer { return failingReclaimer{} }},
+		{"Cancelled", wserr.Canceled, func(cancel context.CancelFunc) runs.Reclaimer { return cancellingReclaimer{cancel} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := openStore(t, runs.Options{})
+			bg := context.Background()
+			for _, del := range []string{"chat", "run"} {
+				ctx, cancel := context.WithCancel(bg)
+				d := deps(st)
+				d.Reclaim = tc.rec(cancel)
+				svc := runs.New(d, runs.Options{AutoPrune: &on})
+				chat := runs.ChatKey{Kind: "character", StableChatID: "c-" + del}
+				cr, err := svc.CreateRun(bg, runs.CreateRequest{Chat: chat, RunID: "run-" + del})
+				require.NoError(t, err)
+				_, err = svc.Workspace(cr.ID, runs.ModelScope).Write(bg, vfs.MustPath("output/a.md"), []byte("a"), vfs.WriteOptions{})
+				require.NoError(t, err)
+				if del == "chat" {
+					res, err := svc.DeleteChats(ctx, []runs.ChatKey{chat}, true)
+					require.NoError(t, err)
+					assert.Len(t, res.Chats, 1)
+					assert.Zero(t, res.BytesFreed)
+				} else {
+					cancelled, err := svc.CancelAndDeleteRun(ctx, cr.ID)
+					require.NoError(t, err)
+					assert.True(t, cancelled)
+				}
+				_, err = svc.Run(bg, cr.ID)
+				assert.True(t, wserr.Is(err, wserr.RunNotFound), "%s: %v", del, err)
+
+				ds, err := svc.Deletions(bg, 0, 0)
+				require.NoError(t, err)
+				last := ds[len(ds)-1]
+				assert.Equal(t, runs.ReclaimFailed, last.Kind, del)
+				assert.Equal(t, cr.ChatID, last.ChatID, del)
+				var detail struct {
+					Deletions []int64 `json:"deletions"`
+					Code      string  `json:"code"`
+				}
+				require.NoError(t, json.Unmarshal(last.Detail, &detail))
+				assert.Equal(t, string(tc.code), detail.Code, del)
+				assert.Equal(t, []int64{ds[len(ds)-2].ID}, detail.Deletions, "%s: names the deletion it followed", del)
+			}
+		})
+	}
+}
+
+// TestAutoPruneFailureIsJournaledWhenTheContextEnded: the retention pass
+// after a run's end fails because the caller's context ended during its
+// reclaim; the run's end has committed, and the pass's failure is still
+// journaled on the run.
+func TestAutoPruneFailureIsJournaledWhenTheContextEnded(t *testing.T) {
+	st, _ := openStore(t, runs.Options{})
+	bg := context.Background()
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	on := true
+	d := deps(st)
+	d.Reclaim = cancellingReclaimer{cancel}
+	svc := runs.New(d, runs.Options{AutoPrune: &on})
+	chat := runs.ChatKey{Kind: "character", StableChatID: "c"}
+	one := 1
+	require.NoError(t, svc.SetPolicy(bg, runs.StoreScope, runs.Policy{KeepCompletedRuns: &one}))
+	for _, id := range []string{"run_1", "run_2"} {
+		_, err := svc.CreateRun(bg, runs.CreateRequest{Chat: chat, RunID: id})
+		require.NoError(t, err)
+	}
+	_, err := svc.Finish(bg, "run_1")
+	require.NoError(t, err)
+	_, err = svc.Finish(ctx, "run_2")
+	require.NoError(t, err, "the run completed; the failed pass does not fail Finish")
+	evs, err := st.Journal.Page(bg, "run_2", journal.PageQuery{Limit: journal.MaxLimit})
+	require.NoError(t, err)
+	last := evs[len(evs)-1]
+	require.Equal(t, journal.RetentionFailed, last.Type)
+	var p map[string]string
+	require.NoError(t, json.Unmarshal(last.Payload, &p))
+	assert.Equal(t, string(wserr.Canceled), p["code"])
 }

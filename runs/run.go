@@ -475,7 +475,10 @@ func (s *Service) setStatus(ctx context.Context, tx *index.Tx, runID string, fro
 // DeleteRun deletes a run with its journal, checkpoints and commits,
 // records it in the deletion log and, when automatic pruning is on
 // (Options.AutoPrune), reclaims the space (Deps.Reclaim); otherwise its
-// blobs and trees wait for gc or Reclaim. An active run
+// blobs and trees wait for gc or Reclaim. A reclaim that fails once the
+// deletion has committed (the context ending during it included) does not
+// fail the call: it is logged as a reclaim_failed entry and the space
+// waits for the next gc. An active run
 // (running, awaiting approval, paused) must be cancelled first: deleting
 // it fails with run.invalid_transition. A commit whose sink is still
 // saving does not hold the deletion up: that commit then records nothing
@@ -495,6 +498,7 @@ func (s *Service) CancelAndDeleteRun(ctx context.Context, runID string) (cancell
 
 func (s *Service) deleteRun(ctx context.Context, runID string, cancel bool) (cancelled bool, err error) {
 	var logID int64
+	var chatID string
 	err = s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
@@ -513,16 +517,18 @@ func (s *Service) deleteRun(ctx context.Context, runID string, cancel bool) (can
 		if cancelled {
 			reason = "forced"
 		}
+		chatID = run.ChatID
 		logID, err = s.logDeletion(ctx, tx, DeletedRun, run.ChatID, runID, reason, map[string]any{"status": run.Status}, 0)
 		return err
 	})
 	if err != nil {
 		return false, err
 	}
-	// The deletion has committed: a setting that cannot be read leaves
-	// the space to the next gc instead of failing the call.
+	// The deletion has committed: a setting that cannot be read, or a
+	// reclaim that fails, leaves the space to the next gc instead of
+	// failing the call.
 	if auto, perr := s.autoPrune(ctx); perr == nil && auto {
-		_, err = s.reclaimAfter(ctx, []int64{logID})
+		s.reclaimAfterDeletion(ctx, chatID, runID, []int64{logID})
 	}
-	return cancelled, err
+	return cancelled, nil
 }
