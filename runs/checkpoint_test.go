@@ -433,3 +433,23 @@ func TestWriteFromStreamsLargeFiles(t *testing.T) {
 		assert.True(t, wserr.Is(err, wserr.InvalidArgument))
 	})
 }
+
+// TestWorkspaceAtBelowOneIsNoView: checkpoints count from 1, so
+// WorkspaceAt(run, 0) (runs.Live) and a negative seq are no view of
+// anything: reads fail with workspace.invalid_argument, writes with
+// workspace.path_not_writable, and the live workspace is not touched.
+func TestWorkspaceAtBelowOneIsNoView(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/a.md", "live")
+	for _, seq := range []int64{runs.Live, -1} {
+		ws := e.svc.WorkspaceAt(r.ID, seq, runs.ModelScope)
+		_, err := ws.Read(e.ctx, vfs.MustPath("output/a.md"), vfs.ReadOptions{})
+		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "seq %d: %v", seq, err)
+		_, err = ws.Write(e.ctx, vfs.MustPath("output/a.md"), []byte("changed"), vfs.WriteOptions{})
+		assert.Equal(t, wserr.PathNotWritable, wserr.CodeOf(err), "seq %d: %v", seq, err)
+		_, err = ws.Delete(e.ctx, vfs.MustPath("output/a.md"))
+		assert.Equal(t, wserr.PathNotWritable, wserr.CodeOf(err), "seq %d: %v", seq, err)
+	}
+	assert.Equal(t, "live", e.read(e.svc.Workspace(r.ID, runs.HostScope), "output/a.md"))
+}

@@ -28,7 +28,7 @@ type hostTarget struct {
 // The caller closes the target. A name under host/ no profile entry has
 // fails with workspace.file_not_found.
 func (w *Workspace) host(ctx context.Context, op string, p vfs.Path) (*hostTarget, bool, error) {
-	if p.Top() != HostRoot || w.at != 0 {
+	if p.Top() != HostRoot || !w.live() {
 		return nil, false, nil
 	}
 	var run Run

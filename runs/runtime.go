@@ -37,7 +37,7 @@ func (w *Workspace) runtime(ctx context.Context, tx *index.Tx, run Run, p vfs.Pa
 		return v, false, nil
 	}
 	segs := p.Segments()
-	if top := segs[0]; w.at != 0 && (isRecordRoot(top) || top == CheckpointsRoot || (top == ManifestFile && len(segs) == 1)) {
+	if top := segs[0]; !w.live() && (isRecordRoot(top) || top == CheckpointsRoot || (top == ManifestFile && len(segs) == 1)) {
 		return v, true, wserr.New(wserr.FileNotFound, "read", p.String(), "the run's records, manifest.json and checkpoints/ are not versioned: a checkpoint view holds none; read them live")
 	}
 	switch top := segs[0]; {
@@ -167,7 +167,7 @@ func (w *Workspace) runtimeList(ctx context.Context, tx *index.Tx, v runtimeView
 // checkpoints/) are read by name, not listed: a listing shows what is
 // stored.
 func (w *Workspace) runtimeRoots(ctx context.Context, tx *index.Tx, run Run, depth int) ([]vfs.FileInfo, error) {
-	if w.scope != HostScope || run.Records.IsZero() || w.at != 0 {
+	if w.scope != HostScope || run.Records.IsZero() || !w.live() {
 		return nil, nil
 	}
 	ls, err := w.s.trees.List(ctx, tx, run.Records, vfs.Root(), depth)

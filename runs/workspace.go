@@ -37,7 +37,8 @@ type Workspace struct {
 	s     *Service
 	runID string
 	scope Scope
-	at    int64 // checkpoint seq; 0 = live
+	at    int64 // checkpoint seq, when view
+	view  bool  // a checkpoint's view (WorkspaceAt), else the live workspace
 }
 
 var (
@@ -52,10 +53,15 @@ func (s *Service) Workspace(runID string, scope Scope) *Workspace {
 }
 
 // WorkspaceAt returns a read-only view of the run's workspace at checkpoint
-// seq.
+// seq. Checkpoints count from 1: with a seq below 1 (runs.Live included:
+// the live workspace is Workspace's) reads fail with
+// workspace.invalid_argument and writes with workspace.path_not_writable.
 func (s *Service) WorkspaceAt(runID string, seq int64, scope Scope) *Workspace {
-	return &Workspace{s: s, runID: runID, scope: scope, at: seq}
+	return &Workspace{s: s, runID: runID, scope: scope, at: seq, view: true}
 }
+
+// live reports whether w is the run's live workspace.
+func (w *Workspace) live() bool { return !w.view }
 
 // RunID returns the run this workspace belongs to.
 func (w *Workspace) RunID() string { return w.runID }
@@ -67,7 +73,7 @@ func (w *Workspace) root(ctx context.Context, tx *index.Tx) (Run, cas.Hash, erro
 	if err != nil {
 		return Run{}, cas.Hash{}, err
 	}
-	if w.at == 0 {
+	if w.live() {
 		return run, run.Root, nil
 	}
 	cp, err := w.s.checkpoints.Get(ctx, tx, w.runID, w.at)
@@ -85,7 +91,7 @@ func (w *Workspace) checkVisible(op string, run Run, p vfs.Path) error {
 	}
 	if !run.Profile.visible(p.Top()) {
 		if p.Top() == HostRoot && len(run.Profile.AllowPaths) > 0 {
-			return hostNotStored(op, w.at, p)
+			return hostNotStored(op, !w.live(), p)
 		}
 		return notVisible(op, run, p)
 	}
@@ -95,8 +101,8 @@ func (w *Workspace) checkVisible(op string, run Run, p vfs.Path) error {
 // hostNotStored is the error for a host/ path where only stored files
 // count: a checkpoint view, which holds no host directory, or an
 // operation on stored files alone (apply).
-func hostNotStored(op string, at int64, p vfs.Path) error {
-	if at != 0 {
+func hostNotStored(op string, view bool, p vfs.Path) error {
+	if view {
 		return wserr.New(wserr.FileNotFound, op, p.String(), "a checkpoint holds no host/: host directories are not versioned; read the live workspace")
 	}
 	return wserr.New(wserr.InvalidPath, op, p.String(), "host/ files are the host's, not stored: %s works on stored files only; change host files one by one with write, patch or delete", op)
@@ -115,7 +121,7 @@ func notVisible(op string, run Run, p vfs.Path) error {
 // checkWritable fails unless the run is running and p is in a writable
 // root.
 func (w *Workspace) checkWritable(op string, run Run, p vfs.Path) error {
-	if w.at != 0 {
+	if !w.live() {
 		return wserr.New(wserr.PathNotWritable, op, p.String(), "a checkpoint is read-only; roll back to it to change it")
 	}
 	if err := w.checkVisible(op, run, p); err != nil {
@@ -145,7 +151,7 @@ func (w *Workspace) info(p vfs.Path, e vfs.Entry, run Run) vfs.FileInfo {
 	// Only a file is written, patched or removed: a directory, a root's
 	// own entry included, is not writable, and nothing is while the run
 	// is not running (checkWritable).
-	fi.Writable = w.at == 0 && run.Status == Running && p.Top() != InputRoot && run.Profile.writable(p.Top()) && e.Kind == vfs.KindFile &&
+	fi.Writable = w.live() && run.Status == Running && p.Top() != InputRoot && run.Profile.writable(p.Top()) && e.Kind == vfs.KindFile &&
 		!p.IsRoot() && !p.Dir().IsRoot()
 	return fi
 }
@@ -308,7 +314,7 @@ func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.File
 			}
 			out = append(out, w.info(l.Path, l.Entry, run))
 		}
-		if p.IsRoot() && w.at == 0 && len(run.Profile.AllowPaths) > 0 {
+		if p.IsRoot() && w.live() && len(run.Profile.AllowPaths) > 0 {
 			// Only the directories that reach the allowed host paths:
 			// what those hold is listed by naming them, so a listing of
 			// the whole workspace (show, checkout) never walks a host
