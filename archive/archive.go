@@ -153,7 +153,10 @@ type Progress struct {
 // default: no progress reports.
 type Options struct {
 	// Progress, if set, is called as work advances, from the calling
-	// goroutine.
+	// goroutine. An import reports its "records" phase from inside its
+	// write transaction, which holds the store's one write connection:
+	// Progress must not write to the store (such a write would wait for
+	// that connection for good).
 	Progress func(Progress)
 	// BlobsElsewhere (export) leaves the blob entries out: the manifest
 	// still lists every blob, which an import then requires the store to
