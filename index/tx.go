@@ -167,6 +167,13 @@ func run(ctx context.Context, conn *sqlx.DB, guard *txGuard, cache *stmtCache, t
 		}
 	}
 	if ferr != nil {
+		if cerr := ctx.Err(); cerr != nil && !writable && wserr.CodeOf(Translate(ferr)) == wserr.Internal {
+			// database/sql rolled the read back when ctx ended, and the
+			// statement after failed with an error of its own ("statement
+			// is closed", "transaction has already been committed or
+			// rolled back"): the end is what happened.
+			return wserr.Wrap(wserr.Canceled, "", "", fmt.Errorf("%w: %w", cerr, ferr))
+		}
 		// Whatever path the driver's error took up through fn, it leaves
 		// with its code: corruption, a full disk, a lock held too long.
 		return Translate(ferr)

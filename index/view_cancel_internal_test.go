@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // TestViewEndedByItsContextAfterItsReads: a read transaction whose
@@ -37,4 +40,31 @@ func TestViewEndedByItsContextAfterItsReads(t *testing.T) {
 	})
 	assert.NoError(t, err)
 	assert.Equal(t, 7, n)
+}
+
+// TestViewEndedByItsContextMidReadIsCanceled: a read transaction whose
+// context ends between two statements, so that database/sql rolls it back
+// and the next statement fails with an uncoded "transaction has already
+// been committed or rolled back", answers store.canceled.
+func TestViewEndedByItsContextMidReadIsCanceled(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "v.db"), Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	err = db.View(ctx, func(tx *Tx) error {
+		var n int
+		if err := tx.GetContext(ctx, &n, `SELECT 7`); err != nil {
+			return err
+		}
+		cancel()
+		for {
+			// A later read, as a caller passing a context that does not
+			// end (or none) for its statements makes.
+			if err := tx.GetContext(context.Background(), &n, `SELECT 1`); err != nil {
+				return fmt.Errorf("second read: %w", err)
+			}
+		}
+	})
+	assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
+	assert.ErrorIs(t, err, context.Canceled)
 }
