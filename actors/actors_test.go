@@ -3,6 +3,7 @@ package actors_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -508,4 +511,30 @@ func TestDeleteByPrefixMatchesText(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"keep.md", "reports/x.md"}, left)
+}
+
+// TestImportChangeKeepsTheStoresOwnCodes: a change row an import cannot
+// insert because the store failed (here the caller's context ended)
+// keeps that failure's code; only a row that does not fit (a seq written
+// already) is store.corrupt.
+func TestImportChangeKeepsTheStoresOwnCodes(t *testing.T) {
+	s := openStore(t)
+	bg := context.Background()
+	var root cas.Hash
+	root[0] = 1
+	rec := actors.ChangeRecord{Actor: "carol", Seq: 1, Op: string(actors.OpUpload), Path: "a.md", Files: 1, Bytes: 1, Created: 1}
+	err := s.DB.Update(bg, func(tx *index.Tx) error {
+		if _, err := s.Actors.ImportSpace(bg, tx, actors.SpaceRecord{Actor: "carol", Root: root, Seq: 1, Created: 1, Updated: 1}); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithCancel(bg)
+		cancel()
+		err := s.Actors.ImportChange(ctx, tx, rec)
+		assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
+		require.NoError(t, s.Actors.ImportChange(bg, tx, rec))
+		err = s.Actors.ImportChange(bg, tx, rec)
+		assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "a seq written already: %v", err)
+		return errors.New("roll back")
+	})
+	require.EqualError(t, err, "roll back")
 }

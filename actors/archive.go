@@ -106,7 +106,8 @@ func (s *Spaces) ImportSpace(ctx context.Context, tx *index.Tx, r SpaceRecord) (
 
 // ImportChange writes c in tx, for a space ImportSpace has just added. A
 // row that does not insert (a seq written already) fails with
-// store.corrupt.
+// store.corrupt; a failure of the store's own (its context ended, a full
+// disk, a busy file) keeps its code.
 func (s *Spaces) ImportChange(ctx context.Context, tx *index.Tx, c ChangeRecord) error {
 	var root any
 	if !c.Root.IsZero() {
@@ -115,7 +116,7 @@ func (s *Spaces) ImportChange(ctx context.Context, tx *index.Tx, c ChangeRecord)
 	_, err := tx.ExecContext(ctx, `INSERT INTO actor_changes (actor, seq, op, path, files, bytes, root, created)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, c.Actor, c.Seq, c.Op, c.Path, c.Files, c.Bytes, root, c.Created)
 	if err != nil {
-		return wserr.Wrap(wserr.Corrupt, "import actor change", "", fmt.Errorf("actor %s seq %d: %w", c.Actor, c.Seq, index.Translate(err)))
+		return index.TranslateRow("import actor change", fmt.Sprintf("actor %s seq %d", c.Actor, c.Seq), err)
 	}
 	return nil
 }
