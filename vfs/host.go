@@ -126,7 +126,8 @@ func OpenHost(dir string, writable bool) (*HostFS, error) {
 	return &HostFS{root: root, writable: writable}, nil
 }
 
-// Close releases the directory handle. Calls after Close fail.
+// Close releases the directory handle. Calls after Close fail with
+// store.closed.
 func (h *HostFS) Close() error { return h.root.Close() }
 
 // Writable reports whether the mount accepts writes.
@@ -149,6 +150,8 @@ func hostError(op string, p Path, write bool, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return err
+	case errors.Is(err, fs.ErrClosed):
+		return wserr.Wrap(wserr.Closed, op, p.String(), err)
 	case isRootEscape(err):
 		return wserr.New(wserr.InvalidPath, op, p.String(), "path leaves the host directory through a symlink; only files inside it can be reached")
 	case errors.Is(err, syscall.ELOOP):

@@ -608,3 +608,32 @@ func TestHostWriteThroughLinkReplacesTarget(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "no temporary file left")
 }
+
+// TestHostFSAfterClose: every call on a closed mount fails with
+// store.closed, as calls on a closed store do, and changes nothing.
+func TestHostFSAfterClose(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644))
+	h, err := vfs.OpenHost(dir, true)
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+	ctx := context.Background()
+	a := vfs.MustPath("a.txt")
+	calls := map[string]func() error{
+		"stat":   func() error { _, err := h.Stat(ctx, a); return err },
+		"read":   func() error { _, err := h.Read(ctx, a, vfs.ReadOptions{}); return err },
+		"list":   func() error { _, err := h.List(ctx, vfs.Root(), 1); return err },
+		"write":  func() error { _, err := h.Write(ctx, vfs.MustPath("b.txt"), []byte("b"), vfs.WriteOptions{}); return err },
+		"patch":  func() error { _, err := h.Patch(ctx, a, "a", "c", vfs.PatchOptions{}); return err },
+		"remove": func() error { _, err := h.RemoveFile(ctx, a); return err },
+		"search": func() error { _, err := h.Search(ctx, "a", vfs.SearchOptions{}); return err },
+	}
+	for name, call := range calls {
+		assert.Equal(t, wserr.Closed, wserr.CodeOf(call()), name)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "a", string(b))
+	_, err = os.Stat(filepath.Join(dir, "b.txt"))
+	assert.True(t, os.IsNotExist(err))
+}
