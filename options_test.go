@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,4 +67,52 @@ func TestOpenKeepsRunsMobile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, runs.MobilePolicy().KeepCompletedRuns, p.KeepCompletedRuns)
 	require.NotNil(t, p.KeepCompletedRuns)
+}
+
+// endingCtx is a context that ends after its first check: the caller
+// giving up while Open is under way.
+type endingCtx struct {
+	context.Context
+	checks atomic.Int32
+	done   chan struct{}
+}
+
+func newEndingCtx() *endingCtx {
+	c := &endingCtx{Context: context.Background(), done: make(chan struct{})}
+	close(c.done)
+	return c
+}
+
+func (c *endingCtx) Err() error {
+	if c.checks.Add(1) > 1 {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *endingCtx) Done() <-chan struct{} {
+	if c.checks.Load() > 0 {
+		return c.done
+	}
+	return nil
+}
+
+// TestOpenCancelledLeavesNoDirectory: Open with a context that has ended,
+// or that ends while it opens, fails with store.canceled and leaves no
+// store directory where there was none.
+func TestOpenCancelledLeavesNoDirectory(t *testing.T) {
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, ctx := range map[string]context.Context{"Ended": ended, "Ending": newEndingCtx()} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			st, err := wsstore.Open(ctx, dir, wsstore.Options{})
+			if err == nil {
+				st.Close()
+			}
+			assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
+			_, err = os.Stat(dir)
+			assert.True(t, os.IsNotExist(err), "the store directory was left: %v", err)
+		})
+	}
 }

@@ -115,7 +115,15 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := opts.validate(dir); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, index.Translate(err)
+	}
+	// A directory this call makes is removed again if no store could be
+	// opened in it.
+	made := false
 	if !opts.Index.ReadOnly {
+		_, statErr := os.Stat(dir)
+		made = errors.Is(statErr, fs.ErrNotExist)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
 				return nil, wserr.Wrap(wserr.InvalidOptions, "open store", dir, fmt.Errorf("it or a parent is a file, not a directory: %w", err))
@@ -133,6 +141,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	}
 	db, err := index.Open(ctx, filepath.Join(dir, DBName), opts.Index)
 	if err != nil {
+		if made {
+			_ = os.Remove(dir) // empty unless another process filled it meanwhile
+		}
 		return nil, err
 	}
 	rem, err := openTier(ctx, db, dir, opts)

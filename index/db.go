@@ -152,7 +152,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db := &DB{path: abs, opts: opts}
-	_, statErr := os.Stat(abs)
+	fi, statErr := os.Stat(abs)
+	if statErr == nil && !fi.Mode().IsRegular() {
+		return nil, wserr.New(wserr.NotAStore, "open", abs, "is a %s, not a database file", fileKind(fi.Mode()))
+	}
 	if errors.Is(statErr, fs.ErrNotExist) {
 		if opts.ReadOnly {
 			return nil, wserr.Wrap(wserr.NotFound, "open", abs, statErr)
@@ -365,4 +368,19 @@ func (db *DB) Close() error {
 		db.closeErr = errors.Join(errs...)
 	})
 	return db.closeErr
+}
+
+// fileKind names what mode says a file that is not a regular one is.
+func fileKind(mode fs.FileMode) string {
+	switch {
+	case mode.IsDir():
+		return "directory"
+	case mode&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case mode&fs.ModeSocket != 0:
+		return "socket"
+	case mode&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }

@@ -104,3 +104,33 @@ func TestOpenCreatesWhole(t *testing.T) {
 	assert.Equal(t, "store.db", entries[0].Name())
 	storetest.OpenDBAt(t, path, index.Options{ReadOnly: true})
 }
+
+// TestOpenRefusesADirectoryOrPipe: a directory, or a named pipe, where the
+// database file should be is store.not_a_store, whether the store is
+// opened to write or to read, and is left as it was with nothing beside
+// it.
+func TestOpenRefusesADirectoryOrPipe(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{"directory", "named pipe"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "store.db")
+			if kind == "directory" {
+				require.NoError(t, os.Mkdir(path, 0o755))
+			} else if err := mkfifo(path); err != nil {
+				t.Skipf("no named pipes here: %v", err)
+			}
+			for _, readOnly := range []bool{false, true} {
+				db, err := index.Open(ctx, path, index.Options{ReadOnly: readOnly})
+				if err == nil {
+					db.Close()
+				}
+				requireCode(t, err, wserr.NotAStore)
+				assert.Contains(t, err.Error(), kind)
+				entries, err := os.ReadDir(dir)
+				require.NoError(t, err)
+				assert.Len(t, entries, 1, "only the %s itself: %v", kind, entries)
+			}
+		})
+	}
+}
