@@ -50,6 +50,9 @@ func (s *Store) WriteFile(op, path string, fill func(w io.Writer) error) error {
 	if path == "" {
 		return wserr.New(wserr.InvalidArgument, op, "", "empty path")
 	}
+	if fill == nil {
+		return wserr.New(wserr.InvalidArgument, op, path, "nothing to write it with")
+	}
 	if s.OwnsFile(path) {
 		return wserr.New(wserr.InvalidArgument, op, path, "that is the store's own database file; name another file")
 	}

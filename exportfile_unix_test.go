@@ -155,4 +155,10 @@ func TestWriteFileKeepsModesAndLeavesNothingOnFailure(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 2, "nothing left beside the files")
+
+	err = st.WriteFile("test", old, nil)
+	assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "no fill: %v", err)
+	b, err = os.ReadFile(old)
+	require.NoError(t, err)
+	assert.Equal(t, "after", string(b))
 }

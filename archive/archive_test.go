@@ -257,6 +257,8 @@ func TestImportReportsConflicts(t *testing.T) {
 	assert.Equal(t, before, view(t, dst), "a conflict overwrites nothing")
 }
 
+// TestExportRefusesEmptyScopes: a scope that selects nothing, or names a
+// run's tail from a negative seq, is workspace.invalid_argument.
 func TestExportRefusesEmptyScopes(t *testing.T) {
 	s := open(t)
 	populate(t, s)
@@ -264,6 +266,7 @@ func TestExportRefusesEmptyScopes(t *testing.T) {
 		"Nothing":              {},
 		"ActorSkipWorkspace":   {Actors: []string{"alice"}, SkipWorkspace: true},
 		"SkipWorkspaceNoChats": {All: true, SkipWorkspace: true, Actors: []string{"bob"}},
+		"NegativeFrom":         {Runs: []string{"r1"}, From: map[string]int64{"r1": -1}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if name == "SkipWorkspaceNoChats" {

@@ -135,6 +135,11 @@ func checkScope(s Scope) error {
 	if s.SkipWorkspace && !s.All && len(s.Runs) == 0 && len(s.Chats) == 0 {
 		return wserr.New(wserr.InvalidArgument, op, "", "skipping the workspace leaves nothing of the actors selected")
 	}
+	for id, from := range s.From {
+		if from < 0 {
+			return wserr.New(wserr.InvalidArgument, op, "", "from %d for run %s: journal seqs count from 1 (0: the whole run)", from, id)
+		}
+	}
 	return nil
 }
 
