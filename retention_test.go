@@ -150,6 +150,10 @@ func TestRetentionSettingsDeleteWhatTheyName(t *testing.T) {
 		{"KeepFailedRuns", runs.Policy{KeepFailedRuns: ptr(1)}, map[string]string{"f1": "keepFailedRuns"}},
 		{"MaxRunWorkspacesPerChat", runs.Policy{MaxRunWorkspacesPerChat: ptr(3)}, map[string]string{"r1": "maxRunWorkspacesPerChat", "f1": "maxRunWorkspacesPerChat", "r2": "maxRunWorkspacesPerChat"}},
 		{"AutoPruneAfterDays", runs.Policy{AutoPruneAfterDays: ptr(2)}, map[string]string{"r1": "autoPruneAfterDays", "f1": "autoPruneAfterDays"}},
+		// The runs keepCompletedRuns deletes leave the chat within
+		// maxRunWorkspacesPerChat: it deletes nothing more.
+		{"KeepCompletedRunsThenMaxRunWorkspaces", runs.Policy{KeepCompletedRuns: ptr(1), MaxRunWorkspacesPerChat: ptr(4)}, map[string]string{"r1": "keepCompletedRuns", "r2": "keepCompletedRuns"}},
+		{"KeepFailedRunsThenMaxRunWorkspaces", runs.Policy{KeepFailedRuns: ptr(1), MaxRunWorkspacesPerChat: ptr(4)}, map[string]string{"f1": "keepFailedRuns", "r1": "maxRunWorkspacesPerChat"}},
 		// Longer ago than any run can have finished (and than a
 		// time.Duration reaches: 106,751 days): none is that old.
 		{"AutoPruneAfterDaysBeforeTheEpoch", runs.Policy{AutoPruneAfterDays: ptr(1_000_000)}, map[string]string{}},

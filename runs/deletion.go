@@ -576,31 +576,57 @@ func (s *Service) pruneCandidates(ctx context.Context, chatID string) ([]PrunedR
 			cutoff = now - int64(*d)*day
 		}
 	}
+	// The settings that judge each run on its own (its rank among the
+	// chat's completed or failed runs, its age) come first; then
+	// maxRunWorkspacesPerChat takes the oldest finished runs of those
+	// left while the chat has more than it allows.
+	reasons := make([]string, len(rows))
 	for i, r := range rows {
 		st := Status(r.Status)
-		reason := ""
 		switch st {
 		case Completed:
 			completed++
 			if pol.KeepCompletedRuns != nil && completed > *pol.KeepCompletedRuns {
-				reason = "keepCompletedRuns"
+				reasons[i] = "keepCompletedRuns"
 			}
 		case Failed, Cancelled:
 			failed++
 			if pol.KeepFailedRuns != nil && failed > *pol.KeepFailedRuns {
-				reason = "keepFailedRuns"
+				reasons[i] = "keepFailedRuns"
 			}
 		}
-		if reason == "" && st.Final() && pol.MaxRunWorkspacesPerChat != nil && i >= *pol.MaxRunWorkspacesPerChat {
-			reason = "maxRunWorkspacesPerChat"
+		if reasons[i] == "" && st.Final() && cutoff >= 0 && r.Finished != nil && *r.Finished < cutoff {
+			reasons[i] = "autoPruneAfterDays"
 		}
-		if reason == "" && st.Final() && cutoff >= 0 && r.Finished != nil && *r.Finished < cutoff {
-			reason = "autoPruneAfterDays"
+	}
+	// stays: the run is not deleted (no setting names it, it is active,
+	// or a pending commit holds it).
+	stays := func(i int) bool {
+		return reasons[i] == "" || !Status(rows[i].Status).Final() || len(pending[rows[i].ID]) > 0
+	}
+	if n := pol.MaxRunWorkspacesPerChat; n != nil {
+		left := 0
+		for i := range rows {
+			if stays(i) {
+				left++
+			}
 		}
-		if reason != "" && st.Final() && len(pending[r.ID]) > 0 {
+		for i := len(rows) - 1; i >= 0 && left > *n; i-- {
+			if reasons[i] != "" || !Status(rows[i].Status).Final() {
+				continue // going already, held for another setting, or active
+			}
+			reasons[i] = "maxRunWorkspacesPerChat"
+			if len(pending[rows[i].ID]) == 0 {
+				left--
+			}
+		}
+	}
+	for i, r := range rows {
+		st, reason := Status(r.Status), reasons[i]
+		if reason != "" && len(pending[r.ID]) > 0 {
 			held = append(held, HeldRun{RunID: r.ID, ChatID: chatID, Status: st, Reason: reason, PendingCommits: pending[r.ID]})
 		}
-		if reason == "" || !st.Final() || len(pending[r.ID]) > 0 {
+		if stays(i) {
 			keep = append(keep, r.ID)
 			continue
 		}
