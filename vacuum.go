@@ -130,9 +130,10 @@ func (s *Store) vacuumSteps(ctx context.Context, opt VacuumOptions, rep *VacuumR
 	if err := s.DB.Checkpoint(ctx); err != nil {
 		return err
 	}
+	steps := s.DB.VacuumSteps(pages)
 	for left := rep.FreePagesBefore; left > 0; {
 		start := time.Now()
-		now, err := s.DB.IncrementalVacuum(ctx, pages)
+		now, err := steps.Step(ctx)
 		if err != nil {
 			return err
 		}

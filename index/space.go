@@ -3,6 +3,8 @@ package index
 import (
 	"context"
 	"fmt"
+
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // UsedBytes returns the bytes of the database's pages that hold data:
@@ -76,7 +78,12 @@ func (db *DB) IncrementalVacuum(ctx context.Context, pages int) (int64, error) {
 		}
 		for rows.Next() {
 		}
-		if err := rows.Close(); err != nil {
+		// A step that fails (a full disk) ends the rows with its error.
+		err = rows.Err()
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return Translate(err)
 		}
 		return tx.GetContext(ctx, &left, `PRAGMA freelist_count`)
@@ -93,12 +100,53 @@ func (db *DB) IncrementalVacuum(ctx context.Context, pages int) (int64, error) {
 // auto_vacuum = INCREMENTAL keeps its free pages, and writers may free
 // pages as fast as it goes. Errors are IncrementalVacuum's.
 func (db *DB) IncrementalVacuumAll(ctx context.Context, pages int) error {
+	steps := db.VacuumSteps(pages)
 	for free := int64(-1); ; {
-		left, err := db.IncrementalVacuum(ctx, pages)
+		left, err := steps.Step(ctx)
 		if err != nil || left == 0 || free >= 0 && left >= free {
 			return err
 		}
 		free = left
+	}
+}
+
+// minVacuumPages is the smallest step VacuumSteps shrinks to.
+const minVacuumPages = 4
+
+// VacuumSteps gives free pages back a step at a time (Step), pages a
+// step, fitting its steps to a nearly full disk.
+type VacuumSteps struct {
+	db    *DB
+	pages int
+	tight bool // a step did not fit: steps are smaller, the log folded after each
+}
+
+// VacuumSteps returns steps of pages pages over db.
+func (db *DB) VacuumSteps(pages int) *VacuumSteps {
+	return &VacuumSteps{db: db, pages: max(pages, 1)}
+}
+
+// Step is IncrementalVacuum. A step's pages pass through the write-ahead
+// log before the file shrinks, so on a nearly full disk a step may not
+// fit (store.disk_full) though giving pages back is what would make room:
+// Step then folds the log in, so the file shrinks by what earlier steps
+// gave back, and tries a step a quarter the size, down to a few pages;
+// from then on it folds the log after each step. It returns the free pages
+// left, and the disk_full error when not even the smallest step fits.
+func (v *VacuumSteps) Step(ctx context.Context) (int64, error) {
+	for {
+		left, err := v.db.IncrementalVacuum(ctx, v.pages)
+		if wserr.CodeOf(err) == wserr.DiskFull && v.pages > minVacuumPages {
+			if cerr := v.db.Checkpoint(ctx); cerr != nil {
+				return 0, err
+			}
+			v.pages, v.tight = max(v.pages/4, minVacuumPages), true
+			continue
+		}
+		if err == nil && v.tight {
+			err = v.db.Checkpoint(ctx)
+		}
+		return left, err
 	}
 }
 

@@ -139,6 +139,60 @@ func TestDiskFullOnASmallFilesystem(t *testing.T) {
 	assert.Equal(t, 0, status, errOut)
 }
 
+// fillLeaving fills the file system under base with a file, leaving
+// about room bytes free.
+func fillLeaving(t *testing.T, base string, room int64) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(base, "filler"))
+	require.NoError(t, err)
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			require.True(t, errors.Is(err, syscall.ENOSPC), "%v", err)
+			break
+		}
+	}
+	fi, err := f.Stat()
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(fi.Size()-room))
+	require.NoError(t, f.Close())
+}
+
+// TestSpaceComesBackOnANearlyFullDisk: with 160 KiB left on the file
+// system, less than one step of giving pages back writes to the log, the
+// gc after a 6 MiB run's deletion still shrinks the database file (the
+// steps fit themselves to the room, folding the log after each), and
+// vacuum finds nothing left to do.
+func TestSpaceComesBackOnANearlyFullDisk(t *testing.T) {
+	bin := wsctlBinary(t)
+	base := mountTmpfs(t, 16<<20)
+	c := binCLI{t: t, bin: bin, store: filepath.Join(base, "store")}
+	rng := rand.New(rand.NewPCG(5, 6))
+	big := make([]byte, 6<<20)
+	for i := range big {
+		big[i] = byte('a' + rng.IntN(26))
+	}
+	require.Equal(t, []string{"", ""}, c.batch(createLine, writeLine("r", "output/big.md", string(big))))
+	_, errOut, status := c.run("", "rm", "--force", "r")
+	require.Equal(t, 0, status, errOut)
+	dbPath := filepath.Join(c.store, "wsstore.db")
+	fi, err := os.Stat(dbPath)
+	require.NoError(t, err)
+	require.Greater(t, fi.Size(), int64(4<<20), "the file still holds the run's pages")
+
+	fillLeaving(t, base, 160<<10)
+	_, errOut, status = c.run("", "gc", "--grace", "0")
+	require.Equal(t, 0, status, errOut)
+	fi, err = os.Stat(dbPath)
+	require.NoError(t, err)
+	assert.Less(t, fi.Size(), int64(1<<20), "the freed pages went back to the file system")
+	out, errOut, status := c.run("", "vacuum", "--json")
+	require.Equal(t, 0, status, errOut)
+	assert.Contains(t, out, `"freePagesBefore": 0,`)
+	_, errOut, status = c.run("", "fsck")
+	assert.Equal(t, 0, status, errOut)
+}
+
 // TestFilesOntoAFullOrReadOnlyFilesystem: export (to a file and to
 // standard output), checkout, actor download and import into a new store,
 // aimed at a file system that is full or read-only, fail with store.disk_full or
