@@ -500,3 +500,35 @@ func TestActorUploadsKeepToTheStoreCap(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, used, int64(2<<20))
 }
+
+// TestLargeChangesPastTheCapStoreLittle: an append to, or a patch of, a
+// file stored in chunks that would take the store past its cap is
+// refused before it stores the new version: the store stays within the
+// cap, and an append whose size alone does not fit stores nothing.
+func TestLargeChangesPastTheCapStoreLittle(t *testing.T) {
+	const limit = 24 << 20
+	e := newRetEnv(t, wsstore.Options{Runs: runs.Options{MaxStoreBytes: limit}})
+	used := func() int64 {
+		n, err := e.s.DB.UsedBytes(e.ctx)
+		require.NoError(t, err)
+		return n
+	}
+	r := e.run("c", "run_1", nil)
+	ws := e.s.Runs.Workspace(r.ID, runs.ModelScope)
+	p := vfs.MustPath("output/log.txt")
+	_, err := ws.WriteFrom(e.ctx, p, strings.NewReader(letters(1, 2, 9<<20)), vfs.WriteOptions{})
+	require.NoError(t, err)
+	before := used()
+
+	_, err = ws.Write(e.ctx, p, []byte(letters(3, 4, 40<<20)), vfs.WriteOptions{Mode: vfs.Append})
+	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
+	assert.Equal(t, before, used(), "the refused append stored nothing")
+
+	_, err = ws.Patch(e.ctx, p, "q", letters(5, 6, 64), vfs.PatchOptions{ReplaceAll: true})
+	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
+	assert.LessOrEqual(t, used(), int64(limit), "the refused patch left the store within its cap")
+
+	info, err := ws.Stat(e.ctx, p)
+	require.NoError(t, err)
+	assert.Equal(t, int64(9<<20), info.Size, "the file as it was")
+}

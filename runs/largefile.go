@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/capread"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -132,7 +134,7 @@ func (w *Workspace) streamVersion(ctx context.Context, op string, p vfs.Path, ba
 		if !expected.IsZero() && expected != base.Hash {
 			return vfs.FileInfo{}, wserr.New(wserr.WriteStaleFile, op, p.String(), "file changed since it was read: its hash is %s, not %s", base.Hash.Short(), expected.Short())
 		}
-		info, m, err := w.buildVersion(ctx, base, next)
+		info, m, err := w.buildVersion(ctx, op, p, base, next)
 		if err != nil {
 			return vfs.FileInfo{}, err
 		}
@@ -152,8 +154,15 @@ func (w *Workspace) streamVersion(ctx context.Context, op string, p vfs.Path, ba
 	}
 }
 
-// buildVersion stores what next makes of base's content.
-func (w *Workspace) buildVersion(ctx context.Context, base vfs.Entry, next func(cur io.Reader) (io.Reader, mutation, error)) (cas.Info, mutation, error) {
+// buildVersion stores what next makes of base's content. Under a store
+// cap the new version is read only while it grows the file by no more
+// than the room left, so a change that would not fit stops before most
+// of it is stored (the change's transaction checks the cap again).
+func (w *Workspace) buildVersion(ctx context.Context, op string, p vfs.Path, base vfs.Entry, next func(cur io.Reader) (io.Reader, mutation, error)) (cas.Info, mutation, error) {
+	room, capped, err := w.s.storeRoom(ctx)
+	if err != nil {
+		return cas.Info{}, mutation{}, fmt.Errorf("%s %s: the store's cap: %w", op, p, err)
+	}
 	rc, err := w.s.blobs.Get(ctx, base.Hash)
 	if err != nil {
 		return cas.Info{}, mutation{}, err
@@ -162,6 +171,10 @@ func (w *Workspace) buildVersion(ctx context.Context, base vfs.Entry, next func(
 	r, m, err := next(rc)
 	if err != nil {
 		return cas.Info{}, mutation{}, err
+	}
+	if capped {
+		r = capread.Reader(r, base.Size+max(room, 0), wserr.New(wserr.SizeLimitExceeded, op, p.String(),
+			"the new version does not fit in the store's size cap"))
 	}
 	h, err := w.s.blobs.Put(ctx, r)
 	if err != nil {
@@ -179,6 +192,12 @@ func (w *Workspace) buildVersion(ctx context.Context, base vfs.Entry, next func(
 // after it, so the chunks the two share are stored once and neither is
 // held in memory.
 func (w *Workspace) appendLarge(ctx context.Context, p vfs.Path, base vfs.Entry, content []byte, opt vfs.WriteOptions) (vfs.FileInfo, error) {
+	// What an append adds is known before anything is stored.
+	if room, capped, err := w.s.storeRoom(ctx); err != nil {
+		return vfs.FileInfo{}, fmt.Errorf("write %s: the store's cap: %w", p, err)
+	} else if capped && int64(len(content)) > room {
+		return vfs.FileInfo{}, wserr.New(wserr.SizeLimitExceeded, "write", p.String(), "the store has %d bytes of room under its cap; %d more do not fit", max(room, 0), len(content))
+	}
 	return w.streamVersion(ctx, "write", p, base, opt.ExpectedHash, func(cur io.Reader) (io.Reader, mutation, error) {
 		size := base.Size + int64(len(content))
 		return io.MultiReader(cur, bytes.NewReader(content)), mutation{event: journal.WorkspaceFileWritten, reason: "after_workspace_write",
