@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -531,4 +533,64 @@ func TestLargeChangesPastTheCapStoreLittle(t *testing.T) {
 	info, err := ws.Stat(e.ctx, p)
 	require.NoError(t, err)
 	assert.Equal(t, int64(9<<20), info.Size, "the file as it was")
+}
+
+// TestStreamsInParallelKeepToTheCap: content streamed into a capped store by
+// several writers at once (workspace writes from readers, actor uploads),
+// each of which would fit alone, never takes the store past its cap
+// together: the streams share the room left, and each change's
+// transaction holds the store to the cap though its content was stored
+// before it.
+func TestStreamsInParallelKeepToTheCap(t *testing.T) {
+	const limit = 8 << 20
+	for _, kind := range []string{"write", "upload"} {
+		t.Run(kind, func(t *testing.T) {
+			e := newRetEnv(t, wsstore.Options{Runs: runs.Options{MaxStoreBytes: limit}})
+			const n = 4
+			for i := range n {
+				e.run("c", fmt.Sprintf("run_%d", i), nil)
+			}
+			// Readers that hand their content over slowly, so the four
+			// streams overlap.
+			start := make(chan struct{})
+			errs := make(chan error, n)
+			for i := range n {
+				go func() {
+					<-start
+					r := &slowReader{r: strings.NewReader(letters(uint64(i), 9, 6<<20))}
+					var err error
+					if kind == "write" {
+						_, err = e.s.Runs.Workspace(fmt.Sprintf("run_%d", i), runs.ModelScope).WriteFrom(e.ctx, vfs.MustPath("output/big.md"), r, vfs.WriteOptions{})
+					} else {
+						_, err = e.s.Actors.Upload(e.ctx, fmt.Sprintf("actor%d", i), "big.md", r)
+					}
+					errs <- err
+				}()
+			}
+			close(start)
+			ok := 0
+			for range n {
+				err := <-errs
+				if err == nil {
+					ok++
+					continue
+				}
+				assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
+			}
+			assert.LessOrEqual(t, ok, 1, "two 6 MiB files do not fit in 8 MiB")
+			used, err := e.s.DB.UsedBytes(e.ctx)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, used, int64(limit), "the streams together stayed within the cap")
+			storetest.RequireSound(t, e.s)
+		})
+	}
+}
+
+// slowReader hands its content over 64 KiB at a time, yielding between
+// reads.
+type slowReader struct{ r io.Reader }
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	runtime.Gosched()
+	return s.r.Read(p[:min(len(p), 64<<10)])
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
-	"github.com/wsstore/wsstore/internal/capread"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -49,6 +48,11 @@ type Trees interface {
 // returns it as tx reads it, 0 for none. A *runs.Service is one.
 type Cap interface {
 	StoreCap(ctx context.Context, tx *index.Tx) (int64, error)
+	// StreamCap bounds r, an upload's content, by the room left under the
+	// cap, shared with the other content the process is storing at once
+	// (runs.Service.StreamCap); release gives its share back once it is
+	// stored or abandoned.
+	StreamCap(ctx context.Context, r io.Reader, free int64, op, path string) (_ io.Reader, release func(), _ error)
 }
 
 // Spaces is the set of actor spaces of one store. It holds no state of its
@@ -246,38 +250,32 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 	if r == nil {
 		return Change{}, wserr.New(wserr.InvalidArgument, "upload", p.String(), "nil reader")
 	}
-	// The guard and the room left under the store's cap, before any of
-	// the content is read.
-	var limit, used int64
-	if err := s.db.View(ctx, func(tx *index.Tx) error {
-		if opt.guards() {
+	// The guard before any of the content is read.
+	if opt.guards() {
+		if err := s.db.View(ctx, func(tx *index.Tx) error {
 			sp, _, err := findSpace(ctx, tx, actor)
 			if err != nil {
 				return err
 			}
-			if err := s.guard(ctx, tx, "upload", sp.Root, p, opt); err != nil {
-				return err
-			}
+			return s.guard(ctx, tx, "upload", sp.Root, p, opt)
+		}); err != nil {
+			return Change{}, err
 		}
-		var err error
-		if limit, err = s.storeCap(ctx, tx); err != nil || limit <= 0 {
-			return err
-		}
-		used, err = tx.UsedBytes(ctx)
-		return err
-	}); err != nil {
-		return Change{}, err
 	}
-	if limit > 0 {
+	release := func() {}
+	if s.cap != nil {
 		// The content is counted as it arrives, before compression, so
 		// this errs on the side of refusing; the change's transaction
 		// measures the store again.
-		r = capread.Reader(r, max(limit-used, 0), wserr.New(wserr.SizeLimitExceeded, "upload", p.String(),
-			"the content does not fit in the store's size cap: the store holds %d bytes of its %d-byte cap", used, limit))
+		var err error
+		if r, release, err = s.cap.StreamCap(ctx, r, 0, "upload", p.String()); err != nil {
+			return Change{}, err
+		}
 	}
 	cr := &countingReader{r: r}
 	defer s.blobs.Hold()()
 	h, err := s.blobs.Put(ctx, cr)
+	release() // stored (it counts in the store now) or abandoned
 	if err != nil {
 		return Change{}, fmt.Errorf("upload %s: %w", p, err)
 	}
@@ -293,7 +291,16 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 		if err := s.guard(ctx, tx, "upload", sp.Root, p, opt); err != nil {
 			return err
 		}
-		room, err := s.roomIn(ctx, tx)
+		// Content that grows the file was stored before this
+		// transaction: the cap holds it even where the change's rows fit
+		// in pages the store had.
+		var old vfs.Entry
+		if !sp.Root.IsZero() {
+			if old, err = s.trees.Lookup(ctx, tx, sp.Root, p); err != nil && !wserr.Is(err, wserr.FileNotFound) {
+				return err
+			}
+		}
+		room, err := s.roomIn(ctx, tx, cr.n > old.Size)
 		if err != nil {
 			return err
 		}
@@ -313,8 +320,9 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 // returns the check to make once the change is written: it fails with
 // workspace.size_limit_exceeded if the change took the stored bytes past
 // the cap (the trees and the change's row, the content being stored
-// before the transaction).
-func (s *Spaces) roomIn(ctx context.Context, tx *index.Tx) (func(p vfs.Path) error, error) {
+// before the transaction), or, when storedBefore (the content, stored
+// before, grows the file), if the store is past the cap at all.
+func (s *Spaces) roomIn(ctx context.Context, tx *index.Tx, storedBefore bool) (func(p vfs.Path) error, error) {
 	limit, err := s.storeCap(ctx, tx)
 	if err != nil || limit <= 0 {
 		return func(vfs.Path) error { return nil }, err
@@ -328,7 +336,7 @@ func (s *Spaces) roomIn(ctx context.Context, tx *index.Tx) (func(p vfs.Path) err
 		if err != nil {
 			return fmt.Errorf("upload: the store's cap: %w", err)
 		}
-		if used > limit && used > before {
+		if used > limit && (used > before || storedBefore) {
 			return wserr.New(wserr.SizeLimitExceeded, "upload", p.String(), "the change would take the store to %d bytes, past its %d-byte cap", used, limit)
 		}
 		return nil

@@ -102,6 +102,7 @@ var goOps = map[string]string{
 	"Store.ResetDevice":       "",
 	"Service.StoreRoom":       "",
 	"Service.StoreCap":        "",
+	"Service.StreamCap":       "",
 	"Store.OwnsFile":          "",
 	"Store.WriteFile":         "",
 }
@@ -131,6 +132,7 @@ var notOps = map[string]string{
 	"Service.MergePersist":      "as MergeRun",
 	"Service.StoreRoom":         "the cap an import keeps to; stats reports the store's bytes and policy.get its cap",
 	"Service.StoreCap":          "the cap actor uploads keep to, read in their own transactions; policy.get reports it",
+	"Service.StreamCap":         "the bound streamed writes and actor uploads put on their content; write and actor.upload apply it",
 	"Store.Sync":                "talks to the object store for minutes, outside a host's session: wsctl sync",
 	"Store.SyncWith":            "talks to the object store for minutes, outside a host's session: wsctl sync --base",
 	"Store.ReclaimRemote":       "removes objects other devices may share, run by hand: wsctl reclaim-remote",

@@ -9,7 +9,6 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
-	"github.com/wsstore/wsstore/internal/capread"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -159,10 +158,6 @@ func (w *Workspace) streamVersion(ctx context.Context, op string, p vfs.Path, ba
 // than the room left, so a change that would not fit stops before most
 // of it is stored (the change's transaction checks the cap again).
 func (w *Workspace) buildVersion(ctx context.Context, op string, p vfs.Path, base vfs.Entry, next func(cur io.Reader) (io.Reader, mutation, error)) (cas.Info, mutation, error) {
-	room, capped, err := w.s.storeRoom(ctx)
-	if err != nil {
-		return cas.Info{}, mutation{}, fmt.Errorf("%s %s: the store's cap: %w", op, p, err)
-	}
 	rc, err := w.s.blobs.Get(ctx, base.Hash)
 	if err != nil {
 		return cas.Info{}, mutation{}, err
@@ -172,11 +167,14 @@ func (w *Workspace) buildVersion(ctx context.Context, op string, p vfs.Path, bas
 	if err != nil {
 		return cas.Info{}, mutation{}, err
 	}
-	if capped {
-		r = capread.Reader(r, base.Size+max(room, 0), wserr.New(wserr.SizeLimitExceeded, op, p.String(),
-			"the new version does not fit in the store's size cap"))
+	// The content the new version shares with base (its first base.Size
+	// bytes' worth) is not stored again: only what it grows by counts.
+	grown, release, err := w.s.StreamCap(ctx, r, base.Size, op, p.String())
+	if err != nil {
+		return cas.Info{}, mutation{}, err
 	}
-	h, err := w.s.blobs.Put(ctx, r)
+	defer release()
+	h, err := w.s.blobs.Put(ctx, grown)
 	if err != nil {
 		return cas.Info{}, mutation{}, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/capread"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -160,6 +161,10 @@ type Service struct {
 	// storeDir is the store's directory, its symlinks resolved once
 	// (reachesStore asks at every host access).
 	storeDir func() (string, error)
+	// streams is the room under the store's cap that the streams this
+	// Service (and the actor spaces, through StreamCap) store at once
+	// share.
+	streams capread.Budget
 }
 
 // New returns a Service over the parts in deps, which must all be set.
@@ -209,8 +214,12 @@ type room struct {
 	limit, size int64 // limit 0: no cap
 	total       int64
 	grew        bool
-	err         error // the cap or the stored bytes could not be read
-	lastPath    vfs.Path
+	// storedBefore: the change references content stored before its
+	// transaction (a stream) that grows a file, so the stored bytes it
+	// began with count that content already.
+	storedBefore bool
+	err          error // the cap or the stored bytes could not be read
+	lastPath     vfs.Path
 }
 
 // roomCheck returns the store cap's check for one change made in tx
@@ -269,6 +278,14 @@ func (r *room) add(p vfs.Path, bytes int64) error {
 // settle.
 func (r *room) grow() { r.grew = true }
 
+// grewBefore marks the change as one that makes p content stored before
+// its transaction, growing p: settle then holds the store to the cap even
+// where the change's own rows fit in pages it had, since the content
+// that grew it is in the bytes it began with. Streams stored at once by
+// several writers are so refused, but for those that fit, when they
+// reference what they stored.
+func (r *room) grewBefore(p vfs.Path) { r.grew, r.storedBefore, r.lastPath = true, true, p }
+
 // settle fails the change if it added anything and left the store's
 // stored bytes past the cap.
 func (r *room) settle(ctx context.Context, tx *index.Tx) error {
@@ -285,7 +302,7 @@ func (r *room) settle(ctx context.Context, tx *index.Tx) error {
 	if err != nil {
 		return fmt.Errorf("%s: the store's cap: %w", r.op, err)
 	}
-	if used > r.limit && used > r.size {
+	if used > r.limit && (used > r.size || r.storedBefore) {
 		path := ""
 		if !r.lastPath.IsRoot() {
 			path = r.lastPath.String()
@@ -308,6 +325,28 @@ func (s *Service) StoreRoom(ctx context.Context) (int64, bool, error) { return s
 // transactions.
 func (s *Service) StoreCap(ctx context.Context, tx *index.Tx) (int64, error) {
 	return s.maxStoreBytes(ctx, tx, nil)
+}
+
+// StreamCap bounds r, content about to be stored before the change that
+// references it (a streamed write, an actor upload), by the room left
+// under the store's cap, shared with the other streams this process is
+// storing at once: past it, reads fail with workspace.size_limit_exceeded
+// naming op and path. Its first free bytes do not count (a new version's
+// share of the one it replaces, stored already). Release, once the
+// content is stored or abandoned, gives the stream's share back (its
+// bytes then count in the store). The change's transaction checks the cap
+// again, across processes.
+func (s *Service) StreamCap(ctx context.Context, r io.Reader, free int64, op, path string) (_ io.Reader, release func(), _ error) {
+	room, capped, err := s.storeRoom(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: the store's cap: %w", op, path, err)
+	}
+	if !capped {
+		return r, func() {}, nil
+	}
+	r, release = s.streams.Reader(r, free, room, wserr.New(wserr.SizeLimitExceeded, op, path,
+		"the content does not fit in the store's size cap (%d bytes left, shared with the content being stored beside it)", room))
+	return r, release, nil
 }
 
 // storeRoom returns the bytes left under the store cap and whether there

@@ -3,7 +3,6 @@ package runs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"slices"
@@ -488,16 +487,13 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 		r = capread.Reader(r, runRoom, wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
 			"the workspace would hold more than this run's cap of %d bytes", runCap))
 	}
-	room, capped, err := w.s.storeRoom(ctx)
+	r, release, err := w.s.StreamCap(ctx, r, 0, "write", p.String())
 	if err != nil {
-		return vfs.FileInfo{}, fmt.Errorf("write %s: the store's cap: %w", p, err)
-	}
-	if capped {
-		r = capread.Reader(r, room, wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
-			"the content does not fit in the store's size cap"))
+		return vfs.FileInfo{}, err
 	}
 	defer w.s.blobs.Hold()() // until the change references it
 	h, err := w.s.blobs.Put(ctx, r)
+	release() // stored (it counts in the store now) or abandoned
 	if err != nil {
 		return vfs.FileInfo{}, err
 	}
@@ -678,6 +674,9 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 			if err := room.add(p, size-prev.Size); err != nil {
 				return err
 			}
+		}
+		if m.stored != nil && m.stored.Size > prev.Size {
+			room.grewBefore(p)
 		}
 		var next *vfs.Entry
 		var h cas.Hash

@@ -21,3 +21,27 @@ func TestReader(t *testing.T) {
 	_, err = io.ReadAll(capread.Reader(strings.NewReader("123456"), 5, full))
 	assert.ErrorIs(t, err, full)
 }
+
+// TestBudgetIsShared: readers of one budget count against the room
+// together, their first free bytes not at all, and a release gives a
+// reader's share back.
+func TestBudgetIsShared(t *testing.T) {
+	var b capread.Budget
+	full := errors.New("full")
+	a, releaseA := b.Reader(strings.NewReader(strings.Repeat("a", 60)), 0, 100, full)
+	_, err := io.ReadAll(a)
+	if err != nil {
+		t.Fatalf("60 of 100: %v", err)
+	}
+	c, releaseC := b.Reader(strings.NewReader(strings.Repeat("c", 50)), 0, 100, full)
+	if _, err := io.ReadAll(c); !errors.Is(err, full) {
+		t.Fatalf("60 + 50 of 100: %v, want full", err)
+	}
+	releaseC()
+	releaseA()
+	releaseA() // once only
+	d, _ := b.Reader(strings.NewReader(strings.Repeat("d", 130)), 40, 100, full)
+	if _, err := io.ReadAll(d); err != nil {
+		t.Fatalf("released: 90 counted of 100: %v", err)
+	}
+}
