@@ -620,10 +620,13 @@ func TestHostFSAfterClose(t *testing.T) {
 	ctx := context.Background()
 	a := vfs.MustPath("a.txt")
 	calls := map[string]func() error{
-		"stat":   func() error { _, err := h.Stat(ctx, a); return err },
-		"read":   func() error { _, err := h.Read(ctx, a, vfs.ReadOptions{}); return err },
-		"list":   func() error { _, err := h.List(ctx, vfs.Root(), 1); return err },
-		"write":  func() error { _, err := h.Write(ctx, vfs.MustPath("b.txt"), []byte("b"), vfs.WriteOptions{}); return err },
+		"stat": func() error { _, err := h.Stat(ctx, a); return err },
+		"read": func() error { _, err := h.Read(ctx, a, vfs.ReadOptions{}); return err },
+		"list": func() error { _, err := h.List(ctx, vfs.Root(), 1); return err },
+		"write": func() error {
+			_, err := h.Write(ctx, vfs.MustPath("b.txt"), []byte("b"), vfs.WriteOptions{})
+			return err
+		},
 		"patch":  func() error { _, err := h.Patch(ctx, a, "a", "c", vfs.PatchOptions{}); return err },
 		"remove": func() error { _, err := h.RemoveFile(ctx, a); return err },
 		"search": func() error { _, err := h.Search(ctx, "a", vfs.SearchOptions{}); return err },
