@@ -442,13 +442,21 @@ func (s *Storage) putItems(ctx context.Context, tx *index.Tx, items, drop []Item
 // own tombstone at the same state, which the next segment (pending) or
 // base (published) must still carry, nor one not yet published at a
 // later state, nor a deletion of a later state, which a device holding
-// that state must still apply.
+// that state must still apply. One that replaces this device's own
+// naming a successor keeps the successor (keepSuccessor).
 func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombstone, pending bool) error {
 	own, _, err := index.Setting(ctx, tx, deviceKey)
 	if err != nil {
 		return err
 	}
 	for _, t := range ts {
+		pending := pending
+		if !pending {
+			var err error
+			if t, pending, err = s.keepSuccessor(ctx, tx, t, own); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_tombstones (remote, kind, id, first, parent, seq, last, device, at, detail, pending)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (remote, kind, id, first) DO UPDATE SET parent = excluded.parent,
 			seq = excluded.seq, last = excluded.last, device = excluded.device, at = excluded.at, detail = excluded.detail,
@@ -461,6 +469,45 @@ func (s *Storage) putTombstones(ctx context.Context, tx *index.Tx, ts []Tombston
 		}
 	}
 	return nil
+}
+
+// keepSuccessor returns t, a run's tombstone taken in, as this device's own
+// when it replaces (below) this device's own deletion of that run naming a
+// successor (the device deleted the run and created another under its id
+// before it synced, or published the new run under the id of a deletion it
+// knew: replacements), and whether it stays pending: the later state wins,
+// and the deletion still names the successor, in this device's next
+// segment if its own was not published yet and in its later bases, so
+// that a device holding the deleted run puts the new run in its place
+// rather than refusing it and then deleting the old run at t, ending with
+// nothing under the id while every other device holds the new run.
+func (s *Storage) keepSuccessor(ctx context.Context, tx *index.Tx, t Tombstone, own string) (Tombstone, bool, error) {
+	d := t.Run()
+	if t.Kind != "run" || d.First.IsZero() || !d.Successor.IsZero() || t.Device == own {
+		return t, false, nil
+	}
+	var rows []struct {
+		tombRow
+		Pending bool `db:"pending"`
+	}
+	if err := tx.SelectContext(ctx, &rows, `SELECT kind, id, parent, seq, last, device, at, detail, pending FROM sync_tombstones
+		WHERE remote = ? AND kind = ? AND id = ? AND first = ? AND device = ?`,
+		s.remoteKey(), t.Kind, t.ID, life(t), own); err != nil {
+		return t, false, index.Translate(err)
+	}
+	if len(rows) == 0 {
+		return t, false, nil
+	}
+	mine := rows[0].tombstone()
+	succ := mine.Run().Successor
+	// putTombstones' rule for a tombstone taken in over this device's own.
+	replaces := t.Seq > mine.Seq || !rows[0].Pending && t.Seq == mine.Seq && t.Last != mine.Last
+	if succ.IsZero() || !replaces {
+		return t, false, nil
+	}
+	t.Device, t.At = own, mine.At
+	t.Detail, _ = json.Marshal(RunDetail{First: d.First, Successor: succ})
+	return t, rows[0].Pending, nil
 }
 
 // detailText is t's detail as the detail column holds it ("{}" for none).
