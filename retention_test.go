@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/maint"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -518,7 +520,8 @@ func TestLargeChangesPastTheCapStoreLittle(t *testing.T) {
 	r := e.run("c", "run_1", nil)
 	ws := e.s.Runs.Workspace(r.ID, runs.ModelScope)
 	p := vfs.MustPath("output/log.txt")
-	_, err := ws.WriteFrom(e.ctx, p, strings.NewReader(letters(1, 2, 9<<20)), vfs.WriteOptions{})
+	body := letters(1, 2, 9<<20)
+	_, err := ws.WriteFrom(e.ctx, p, strings.NewReader(body), vfs.WriteOptions{})
 	require.NoError(t, err)
 	before := used()
 
@@ -526,13 +529,23 @@ func TestLargeChangesPastTheCapStoreLittle(t *testing.T) {
 	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
 	assert.Equal(t, before, used(), "the refused append stored nothing")
 
-	_, err = ws.Patch(e.ctx, p, "q", letters(5, 6, 64), vfs.PatchOptions{ReplaceAll: true})
+	// A patch that would grow the file by 40 MiB of content that
+	// compresses little stops storing it at the room left.
+	_, err = ws.Patch(e.ctx, p, body[:16], letters(5, 6, 40<<20), vfs.PatchOptions{})
 	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
 	assert.LessOrEqual(t, used(), int64(limit), "the refused patch left the store within its cap")
 
-	info, err := ws.Stat(e.ctx, p)
+	// One that rewrites every chunk but keeps the size stores a whole
+	// new version: its change is refused, the file stays as it was.
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: ptr(used() + 1<<20)}))
+	was, err := ws.Stat(e.ctx, p)
 	require.NoError(t, err)
-	assert.Equal(t, int64(9<<20), info.Size, "the file as it was")
+	_, err = ws.Patch(e.ctx, p, "q", "z", vfs.PatchOptions{ReplaceAll: true})
+	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
+	after, err := ws.Stat(e.ctx, p)
+	require.NoError(t, err)
+	assert.Equal(t, was.Hash, after.Hash, "the file as it was")
+	assert.Equal(t, int64(9<<20), after.Size)
 }
 
 // TestStreamsInParallelKeepToTheCap: content streamed into a capped store by
@@ -593,4 +606,101 @@ type slowReader struct{ r io.Reader }
 func (s *slowReader) Read(p []byte) (int, error) {
 	runtime.Gosched()
 	return s.r.Read(p[:min(len(p), 64<<10)])
+}
+
+// noise returns n bytes that do not compress.
+func noise(seed uint64, n int) []byte {
+	rng := rand.New(rand.NewPCG(seed, 77))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+// gatedReader blocks its first read until gate closes, having closed
+// started: a stream that measured the room left and then waits.
+type gatedReader struct {
+	r             io.Reader
+	started, gate chan struct{}
+	once          sync.Once
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	g.once.Do(func() { close(g.started); <-g.gate })
+	return g.r.Read(p)
+}
+
+// TestStreamBegunBeforeAnotherStoredKeepsToTheCap: a stream that measured
+// the room left, then waited while another stream stored 6 MiB and its
+// change committed, does not store its own 6 MiB past the cap: in one
+// store the streams share the room from the moment each began, and a
+// second store on the same directory (another process) stores what it
+// measured but its change, a new version of a file as large as the one
+// it replaces, is refused in its transaction.
+func TestStreamBegunBeforeAnotherStoredKeepsToTheCap(t *testing.T) {
+	for _, other := range []bool{false, true} {
+		t.Run(fmt.Sprintf("otherStore=%v", other), func(t *testing.T) {
+			limit := 8 << 20
+			if other {
+				limit = 16 << 20 // room for B's file, then for either new one
+			}
+			dir := t.TempDir()
+			ctx := context.Background()
+			a, err := wsstore.Open(ctx, dir, wsstore.Options{ReclaimGrace: -1})
+			require.NoError(t, err)
+			defer a.Close()
+			require.NoError(t, a.Runs.SetPolicy(ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: ptr(int64(limit))}))
+
+			b := a
+			if other {
+				b, err = wsstore.Open(ctx, dir, wsstore.Options{ReclaimGrace: -1})
+				require.NoError(t, err)
+				defer b.Close()
+			}
+			for _, id := range []string{"run_a", "run_b"} {
+				_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: id})
+				require.NoError(t, err)
+			}
+			p := vfs.MustPath("output/big.bin")
+			if other {
+				// B replaces a file of its own as large: its change does
+				// not grow it.
+				_, err := b.Runs.Workspace("run_b", runs.ModelScope).WriteFrom(ctx, p, bytes.NewReader(noise(1, 6<<20)), vfs.WriteOptions{})
+				require.NoError(t, err)
+			}
+			g := &gatedReader{r: bytes.NewReader(noise(2, 6<<20)), started: make(chan struct{}), gate: make(chan struct{})}
+			done := make(chan error, 1)
+			go func() {
+				_, err := b.Runs.Workspace("run_b", runs.ModelScope).WriteFrom(ctx, p, g, vfs.WriteOptions{})
+				done <- err
+			}()
+			<-g.started
+			_, err = a.Runs.Workspace("run_a", runs.ModelScope).WriteFrom(ctx, p, bytes.NewReader(noise(3, 6<<20)), vfs.WriteOptions{})
+			require.NoError(t, err, "the first to store fits")
+			close(g.gate)
+			err = <-done
+			assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
+			used, err := a.DB.UsedBytes(ctx)
+			require.NoError(t, err)
+			if !other {
+				assert.LessOrEqual(t, used, int64(limit), "the stream stopped at the room left")
+			}
+			live, err := b.Runs.Workspace("run_b", runs.HostScope).Stat(ctx, p)
+			if other {
+				require.NoError(t, err)
+				assert.Equal(t, int64(6<<20), live.Size, "B's file as it was")
+				assert.Equal(t, cas.Sum(noise(1, 6<<20)), live.Hash, "B's file as it was")
+			} else {
+				assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "%v", err)
+			}
+			// What the refused stream stored is garbage, collected.
+			_, err = a.GC(ctx, maint.GCOptions{Grace: -1})
+			require.NoError(t, err)
+			used, err = a.DB.UsedBytes(ctx)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, used, int64(limit))
+			storetest.RequireSound(t, a)
+		})
+	}
 }

@@ -17,10 +17,10 @@ import (
 // later state than B's own, which replaces B's deletion, and must still
 // name B's new run as the successor: A, which kept the old run at the
 // state B deleted and read nothing since, then puts the new run in its
-// place, whatever order it reads B and C in. Before, B published its new
-// run without the deletion it replaces; a device reading B first refused
-// the new run (another run under the id), then deleted the old one at C's
-// deletion, and held nothing under the id while B and C held the new run.
+// place, whatever order it reads B and C in, rather than refusing the new
+// run (another run under the id), then deleting the old one at C's
+// deletion and holding nothing under the id while B and C hold the new
+// run.
 func TestSyncOwnSuccessorOutlivesALaterDeletion(t *testing.T) {
 	for pi, p := range allOrders {
 		t.Run(fmt.Sprintf("order%d", pi), func(t *testing.T) {

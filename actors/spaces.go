@@ -291,16 +291,7 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 		if err := s.guard(ctx, tx, "upload", sp.Root, p, opt); err != nil {
 			return err
 		}
-		// Content that grows the file was stored before this
-		// transaction: the cap holds it even where the change's rows fit
-		// in pages the store had.
-		var old vfs.Entry
-		if !sp.Root.IsZero() {
-			if old, err = s.trees.Lookup(ctx, tx, sp.Root, p); err != nil && !wserr.Is(err, wserr.FileNotFound) {
-				return err
-			}
-		}
-		room, err := s.roomIn(ctx, tx, cr.n > old.Size)
+		room, err := s.roomIn(ctx, tx, sp.Root, p, h)
 		if err != nil {
 			return err
 		}
@@ -320,12 +311,22 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 // returns the check to make once the change is written: it fails with
 // workspace.size_limit_exceeded if the change took the stored bytes past
 // the cap (the trees and the change's row, the content being stored
-// before the transaction), or, when storedBefore (the content, stored
-// before, grows the file), if the store is past the cap at all.
-func (s *Spaces) roomIn(ctx context.Context, tx *index.Tx, storedBefore bool) (func(p vfs.Path) error, error) {
+// before the transaction), or, when the change makes p new content h
+// (stored before it), if the store is past the cap at all.
+func (s *Spaces) roomIn(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, h cas.Hash) (func(p vfs.Path) error, error) {
 	limit, err := s.storeCap(ctx, tx)
 	if err != nil || limit <= 0 {
 		return func(vfs.Path) error { return nil }, err
+	}
+	// New content at p was stored before this transaction: the bytes the
+	// store holds count it already.
+	storedBefore := true
+	if !root.IsZero() {
+		old, err := s.trees.Lookup(ctx, tx, root, p)
+		if err != nil && !wserr.Is(err, wserr.FileNotFound) {
+			return nil, err
+		}
+		storedBefore = err != nil || old.Hash != h
 	}
 	before, err := tx.UsedBytes(ctx)
 	if err != nil {

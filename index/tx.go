@@ -167,11 +167,10 @@ func run(ctx context.Context, conn *sqlx.DB, guard *txGuard, cache *stmtCache, t
 		}
 	}
 	if ferr != nil {
-		if cerr := ctx.Err(); cerr != nil && !writable && wserr.CodeOf(Translate(ferr)) == wserr.Internal {
+		if cerr := ctx.Err(); cerr != nil && !writable && endedByRollback(ferr) {
 			// database/sql rolled the read back when ctx ended, and the
-			// statement after failed with an error of its own ("statement
-			// is closed", "transaction has already been committed or
-			// rolled back"): the end is what happened.
+			// statement after failed with an error of its own: the end is
+			// what happened.
 			return wserr.Wrap(wserr.Canceled, "", "", fmt.Errorf("%w: %w", cerr, ferr))
 		}
 		// Whatever path the driver's error took up through fn, it leaves
@@ -196,6 +195,13 @@ func run(ctx context.Context, conn *sqlx.DB, guard *txGuard, cache *stmtCache, t
 		testHookCommitted()
 	}
 	return nil
+}
+
+// endedByRollback reports whether err is database/sql's answer to a
+// statement of a transaction it has rolled back, or to one of that
+// transaction's statements it closed with it.
+func endedByRollback(err error) bool {
+	return errors.Is(err, sql.ErrTxDone) || strings.Contains(err.Error(), "sql: statement is closed")
 }
 
 // testHookCommitted, when set by a test, runs after a commit, before run

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,13 +58,16 @@ func TestViewEndedByItsContextMidReadIsCanceled(t *testing.T) {
 			return err
 		}
 		cancel()
-		for {
-			// A later read, as a caller passing a context that does not
-			// end (or none) for its statements makes.
+		// Later reads, as a caller passing a context that does not end
+		// (or none) for its statements makes, until database/sql has
+		// rolled the transaction back.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
 			if err := tx.GetContext(context.Background(), &n, `SELECT 1`); err != nil {
 				return fmt.Errorf("second read: %w", err)
 			}
 		}
+		return errors.New("database/sql never rolled the read back")
 	})
 	assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
 	assert.ErrorIs(t, err, context.Canceled)

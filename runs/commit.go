@@ -115,8 +115,10 @@ const (
 )
 
 // Commit assembles the run's artifacts and hands the message to sink (seed
-// 000 §8): it takes a before_commit checkpoint (a retry with nothing
-// changed since names the one its failed attempt took), assembles from that
+// 000 §8): it takes a before_commit checkpoint (or names the run's head
+// checkpoint, when that is a before_commit one of the live tree: a retry
+// after a failed sink, or another commit, with nothing changed since),
+// assembles from that
 // checkpoint's tree, records the commit as pending with artifact_assembled
 // and chat_commit_requested events, calls the sink outside any transaction,
 // and records chat_commit_completed or chat_commit_failed. If assembly
@@ -188,10 +190,11 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 
 // commitCheckpoint takes the before_commit checkpoint of run's live
 // workspace, or returns the run's head checkpoint when that is a
-// before_commit one of the same tree: a commit retried with nothing
-// changed names the checkpoint the failed attempt took, so retries
-// neither add checkpoints nor, under a MaxCheckpoints cap, push the
-// run's older ones out (every commit pins the checkpoint it names).
+// before_commit one of the same tree: a commit with nothing changed since
+// the last (a retry after a failed sink, above all) names the checkpoint
+// that one took, so repeated commits neither add checkpoints nor, under a
+// MaxCheckpoints cap, push the run's older ones out (every commit pins the
+// checkpoint it names).
 func (s *Service) commitCheckpoint(ctx context.Context, tx *index.Tx, run Run, caps runCaps) (checkpoint.Checkpoint, error) {
 	if run.HeadCheckpoint > 0 {
 		head, err := s.checkpoints.Get(ctx, tx, run.ID, run.HeadCheckpoint)

@@ -126,12 +126,18 @@ func (s *Service) reclaimAfter(ctx context.Context, ids []int64) (int64, error) 
 // a reclaim_failed entry of chatID and runID, written even when ctx has
 // ended; the garbage waits for the next reclaim or gc.
 func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string, ids []int64) int64 {
-	freed, err := s.reclaimAfter(ctx, ids)
+	if s.reclaim == nil || len(ids) == 0 {
+		return 0
+	}
+	freed, err := s.reclaim.Reclaim(ctx)
+	// The log entry is written even when ctx ended during the collection
+	// (a failure of the log alone loses only the entry).
+	wctx := context.WithoutCancel(ctx)
 	if err == nil {
+		_ = s.logReclaim(wctx, ids, freed)
 		return freed
 	}
 	detail := map[string]any{"deletions": ids, "code": string(wserr.CodeOf(err)), "error": err.Error()}
-	wctx := context.WithoutCancel(ctx)
 	_ = s.update(wctx, func(tx *index.Tx) error {
 		_, err := s.logDeletion(wctx, tx, ReclaimFailed, chatID, runID, "after deletions", detail, 0)
 		return err

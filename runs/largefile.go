@@ -120,14 +120,15 @@ func (w *Workspace) largeBase(ctx context.Context, op string, p vfs.Path) (vfs.E
 }
 
 // streamVersion stores the next version of the large file p, built by
-// next from a reader of its current content base, outside any
+// next from a reader of its current content base (next also says how many
+// of its first bytes are base's), outside any
 // transaction and in bounded memory, then makes it p's content as mutate
 // does (m.stored is filled in). If p changes while the version is built,
 // it is built again from the new content, unless expected (the caller's
 // ExpectedHash) is set; if p is then no longer a large file, small makes
 // the change instead.
 func (w *Workspace) streamVersion(ctx context.Context, op string, p vfs.Path, base vfs.Entry, expected cas.Hash,
-	next func(cur io.Reader) (io.Reader, mutation, error), small func() (vfs.FileInfo, error)) (vfs.FileInfo, error) {
+	next func(cur io.Reader) (io.Reader, int64, mutation, error), small func() (vfs.FileInfo, error)) (vfs.FileInfo, error) {
 	defer w.s.blobs.Hold()() // each version stored, until its change references it
 	for attempt := 0; ; attempt++ {
 		if !expected.IsZero() && expected != base.Hash {
@@ -153,23 +154,22 @@ func (w *Workspace) streamVersion(ctx context.Context, op string, p vfs.Path, ba
 	}
 }
 
-// buildVersion stores what next makes of base's content. Under a store
-// cap the new version is read only while it grows the file by no more
-// than the room left, so a change that would not fit stops before most
-// of it is stored (the change's transaction checks the cap again).
-func (w *Workspace) buildVersion(ctx context.Context, op string, p vfs.Path, base vfs.Entry, next func(cur io.Reader) (io.Reader, mutation, error)) (cas.Info, mutation, error) {
+// buildVersion stores what next makes of base's content, and its first
+// bytes the same as base's (which are stored already). Under a store cap
+// the rest of the new version is read only up to the room left, so a
+// change that would not fit stops before most of it is stored (the
+// change's transaction checks the cap again).
+func (w *Workspace) buildVersion(ctx context.Context, op string, p vfs.Path, base vfs.Entry, next func(cur io.Reader) (io.Reader, int64, mutation, error)) (cas.Info, mutation, error) {
 	rc, err := w.s.blobs.Get(ctx, base.Hash)
 	if err != nil {
 		return cas.Info{}, mutation{}, err
 	}
 	defer rc.Close()
-	r, m, err := next(rc)
+	r, same, m, err := next(rc)
 	if err != nil {
 		return cas.Info{}, mutation{}, err
 	}
-	// The content the new version shares with base (its first base.Size
-	// bytes' worth) is not stored again: only what it grows by counts.
-	grown, release, err := w.s.StreamCap(ctx, r, base.Size, op, p.String())
+	grown, release, err := w.s.StreamCap(ctx, r, same, op, p.String())
 	if err != nil {
 		return cas.Info{}, mutation{}, err
 	}
@@ -196,9 +196,9 @@ func (w *Workspace) appendLarge(ctx context.Context, p vfs.Path, base vfs.Entry,
 	} else if capped && int64(len(content)) > room {
 		return vfs.FileInfo{}, wserr.New(wserr.SizeLimitExceeded, "write", p.String(), "the store has %d bytes of room under its cap; %d more do not fit", max(room, 0), len(content))
 	}
-	return w.streamVersion(ctx, "write", p, base, opt.ExpectedHash, func(cur io.Reader) (io.Reader, mutation, error) {
+	return w.streamVersion(ctx, "write", p, base, opt.ExpectedHash, func(cur io.Reader) (io.Reader, int64, mutation, error) {
 		size := base.Size + int64(len(content))
-		return io.MultiReader(cur, bytes.NewReader(content)), mutation{event: journal.WorkspaceFileWritten, reason: "after_workspace_write",
+		return io.MultiReader(cur, bytes.NewReader(content)), base.Size, mutation{event: journal.WorkspaceFileWritten, reason: "after_workspace_write",
 			payload: func(prev, h cas.Hash) any {
 				return journal.FileWritten{Path: p.String(), Hash: h.String(), Bytes: size, Mode: string(vfs.Append), PrevHash: hashString(prev)}
 			}}, nil
@@ -211,17 +211,17 @@ func (w *Workspace) appendLarge(ctx context.Context, p vfs.Path, base vfs.Entry,
 // two streamed passes over its content: one checks the patch as
 // vfs.ApplyPatch does, the other stores the patched version.
 func (w *Workspace) patchLarge(ctx context.Context, p vfs.Path, base vfs.Entry, old, new string, opt vfs.PatchOptions) (vfs.FileInfo, error) {
-	return w.streamVersion(ctx, "patch", p, base, opt.ExpectedHash, func(cur io.Reader) (io.Reader, mutation, error) {
+	return w.streamVersion(ctx, "patch", p, base, opt.ExpectedHash, func(cur io.Reader) (io.Reader, int64, mutation, error) {
 		rc, err := w.s.blobs.Get(ctx, base.Hash)
 		if err != nil {
-			return nil, mutation{}, err
+			return nil, 0, mutation{}, err
 		}
-		n, err := vfs.CheckPatch(p, rc, old, new, opt.ReplaceAll)
+		n, first, err := vfs.CheckPatchFrom(p, rc, old, new, opt.ReplaceAll)
 		rc.Close()
 		if err != nil {
-			return nil, mutation{}, err
+			return nil, 0, mutation{}, err
 		}
-		return vfs.ReplaceReader(cur, []byte(old), []byte(new)), mutation{event: journal.WorkspacePatchApplied, reason: "after_workspace_patch",
+		return vfs.ReplaceReader(cur, []byte(old), []byte(new)), first, mutation{event: journal.WorkspacePatchApplied, reason: "after_workspace_patch",
 			payload: func(prev, h cas.Hash) any {
 				return journal.PatchApplied{Path: p.String(), Hash: h.String(), PrevHash: hashString(prev), Replacements: n}
 			}}, nil

@@ -184,3 +184,36 @@ func TestAutoPruneFailureIsJournaledWhenTheContextEnded(t *testing.T) {
 	require.NoError(t, json.Unmarshal(last.Payload, &p))
 	assert.Equal(t, string(wserr.Canceled), p["code"])
 }
+
+// freeingCancellingReclaimer frees bytes, and the caller gives up as it
+// returns.
+type freeingCancellingReclaimer struct{ cancel context.CancelFunc }
+
+func (r freeingCancellingReclaimer) Reclaim(context.Context) (int64, error) {
+	r.cancel()
+	return 4096, nil
+}
+
+// TestReclaimThatFreedIsLoggedWhenTheContextEnded: a reclaim after a
+// deletion that freed bytes is logged as a reclaim with those bytes, even
+// when the caller's context ended as it returned.
+func TestReclaimThatFreedIsLoggedWhenTheContextEnded(t *testing.T) {
+	st, _ := openStore(t, runs.Options{})
+	bg := context.Background()
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	d := deps(st)
+	d.Reclaim = freeingCancellingReclaimer{cancel}
+	svc := runs.New(d, runs.Options{})
+	chat := runs.ChatKey{Kind: "character", StableChatID: "c"}
+	_, err := svc.CreateRun(bg, runs.CreateRequest{Chat: chat, RunID: "run_1"})
+	require.NoError(t, err)
+	res, err := svc.DeleteChats(ctx, []runs.ChatKey{chat}, true)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4096), res.BytesFreed)
+	ds, err := svc.Deletions(bg, 0, 0)
+	require.NoError(t, err)
+	last := ds[len(ds)-1]
+	assert.Equal(t, runs.Reclaimed, last.Kind)
+	assert.Equal(t, int64(4096), last.BytesFreed)
+}

@@ -214,9 +214,8 @@ type room struct {
 	limit, size int64 // limit 0: no cap
 	total       int64
 	grew        bool
-	// storedBefore: the change references content stored before its
-	// transaction (a stream) that grows a file, so the stored bytes it
-	// began with count that content already.
+	// storedBefore: the change references new content stored before its
+	// transaction (a stream), which the stored bytes it began with count.
 	storedBefore bool
 	err          error // the cap or the stored bytes could not be read
 	lastPath     vfs.Path
@@ -278,13 +277,12 @@ func (r *room) add(p vfs.Path, bytes int64) error {
 // settle.
 func (r *room) grow() { r.grew = true }
 
-// grewBefore marks the change as one that makes p content stored before
-// its transaction, growing p: settle then holds the store to the cap even
-// where the change's own rows fit in pages it had, since the content
-// that grew it is in the bytes it began with. Streams stored at once by
-// several writers are so refused, but for those that fit, when they
-// reference what they stored.
-func (r *room) grewBefore(p vfs.Path) { r.grew, r.storedBefore, r.lastPath = true, true, p }
+// storedAhead marks the change as one that makes p new content stored
+// before its transaction (a stream): the stored bytes the change began
+// with hold that content already, so settle refuses it whenever the store
+// is past the cap, even where the change's own rows fit in pages the store
+// had.
+func (r *room) storedAhead(p vfs.Path) { r.grew, r.storedBefore, r.lastPath = true, true, p }
 
 // settle fails the change if it added anything and left the store's
 // stored bytes past the cap.
@@ -337,6 +335,7 @@ func (s *Service) StoreCap(ctx context.Context, tx *index.Tx) (int64, error) {
 // bytes then count in the store). The change's transaction checks the cap
 // again, across processes.
 func (s *Service) StreamCap(ctx context.Context, r io.Reader, free int64, op, path string) (_ io.Reader, release func(), _ error) {
+	mark := s.streams.Mark()
 	room, capped, err := s.storeRoom(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s %s: the store's cap: %w", op, path, err)
@@ -344,7 +343,7 @@ func (s *Service) StreamCap(ctx context.Context, r io.Reader, free int64, op, pa
 	if !capped {
 		return r, func() {}, nil
 	}
-	r, release = s.streams.Reader(r, free, room, wserr.New(wserr.SizeLimitExceeded, op, path,
+	r, release = mark.Reader(r, free, room, wserr.New(wserr.SizeLimitExceeded, op, path,
 		"the content does not fit in the store's size cap (%d bytes left, shared with the content being stored beside it)", room))
 	return r, release, nil
 }

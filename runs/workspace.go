@@ -53,8 +53,10 @@ func (s *Service) Workspace(runID string, scope Scope) *Workspace {
 
 // WorkspaceAt returns a read-only view of the run's workspace at checkpoint
 // seq. Checkpoints count from 1: with a seq below 1 (runs.Live included:
-// the live workspace is Workspace's) reads fail with
-// workspace.invalid_argument and writes with workspace.path_not_writable.
+// the live workspace is Workspace's) reads of the stored workspace fail
+// with workspace.invalid_argument (the virtual mounts, which no
+// checkpoint holds, still answer) and writes with
+// workspace.path_not_writable.
 func (s *Service) WorkspaceAt(runID string, seq int64, scope Scope) *Workspace {
 	return &Workspace{s: s, runID: runID, scope: scope, at: seq, view: true}
 }
@@ -675,8 +677,8 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 				return err
 			}
 		}
-		if m.stored != nil && m.stored.Size > prev.Size {
-			room.grewBefore(p)
+		if m.stored != nil && m.stored.Hash != prev.Hash {
+			room.storedAhead(p)
 		}
 		var next *vfs.Entry
 		var h cas.Hash

@@ -280,39 +280,52 @@ func (c *textCheck) Text() bool { return !c.bad && len(c.pend) == 0 }
 // replacements ApplyPatch would make; the patched content is then
 // ReplaceReader over the same content. It fails with ApplyPatch's errors.
 func CheckPatch(p Path, r io.Reader, old, new string, replaceAll bool) (int, error) {
+	n, _, err := CheckPatchFrom(p, r, old, new, replaceAll)
+	return n, err
+}
+
+// CheckPatchFrom is CheckPatch, also returning the offset of the first
+// replacement: the patched content's bytes before it are the content's.
+func CheckPatchFrom(p Path, r io.Reader, old, new string, replaceAll bool) (n int, first int64, err error) {
 	if err := checkPatch(p, old, new); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	n, text, err := countMatches(r, []byte(old))
+	n, first, text, err := countMatches(r, []byte(old))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if !text {
-		return 0, notTextPatch(p)
+		return 0, 0, notTextPatch(p)
 	}
 	if err := checkMatches(p, n, replaceAll); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return n, nil
+	return n, first, nil
 }
 
 // countMatches streams r and returns how often old occurs in it, counted
-// as bytes.Count counts (without overlaps, from the left), and whether the
-// whole is text (IsText), in memory of a buffer and len(old). old must not
-// be empty.
-func countMatches(r io.Reader, old []byte) (n int, text bool, err error) {
+// as bytes.Count counts (without overlaps, from the left), the offset of
+// the first occurrence (-1: none), and whether the whole is text (IsText),
+// in memory of a buffer and len(old). old must not be empty.
+func countMatches(r io.Reader, old []byte) (n int, first int64, text bool, err error) {
 	var c textCheck
+	var off int64
+	first = -1
 	sc := newMatchScanner(io.TeeReader(r, &c), old)
 	for !sc.eof {
 		if err := sc.step(func(seg []byte, match bool) {
 			if match {
+				if n == 0 {
+					first = off
+				}
 				n++
 			}
+			off += int64(len(seg))
 		}); err != nil {
-			return 0, false, err
+			return 0, 0, false, err
 		}
 	}
-	return n, c.Text(), nil
+	return n, first, c.Text(), nil
 }
 
 // ReplaceReader returns a reader of r's content with every occurrence of

@@ -48,8 +48,8 @@ func TestTextCheckMatchesIsText(t *testing.T) {
 }
 
 // TestStreamedPatchMatchesBytes: counting and replacing over a stream,
-// read one byte at a time or in halves, give what bytes.Count and
-// bytes.ReplaceAll give, for occurrences across every read boundary.
+// read one byte at a time or in halves, give what bytes.Count,
+// bytes.Index (the first occurrence) and bytes.ReplaceAll give, for occurrences across every read boundary.
 func TestStreamedPatchMatchesBytes(t *testing.T) {
 	content := streamText(300<<10, 4)
 	for _, old := range []string{"ab", "alpha beta", "世界", "x x", strings.Repeat("q", 100<<10)} {
@@ -59,9 +59,10 @@ func TestStreamedPatchMatchesBytes(t *testing.T) {
 			if name == "OneByte" && len(old) > 100 {
 				continue
 			}
-			n, text, err := countMatches(wrap(bytes.NewReader(content)), []byte(old))
+			n, first, text, err := countMatches(wrap(bytes.NewReader(content)), []byte(old))
 			require.NoError(t, err)
 			assert.Equal(t, bytes.Count(content, []byte(old)), n, "%s %q", name, old)
+			assert.Equal(t, int64(bytes.Index(content, []byte(old))), first, "%s %q", name, old)
 			assert.True(t, text)
 			got, err := io.ReadAll(ReplaceReader(wrap(bytes.NewReader(content)), []byte(old), []byte("NEW")))
 			require.NoError(t, err)

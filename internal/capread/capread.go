@@ -30,26 +30,45 @@ func (c *reader) Read(b []byte) (int, error) {
 }
 
 // Budget is room shared by the streams one process stores at once: the
-// bytes read through its readers and not yet released count against
-// every one of them, so streams that each fit the room left when they
-// began cannot together store more than it. The zero value is ready.
+// bytes every one of its readers counts from the moment a reader begins,
+// stored since or still streaming, and those others were streaming then,
+// count against that reader's room, so streams that each fit the room left
+// when they began cannot together store more than it. The zero value is
+// ready.
 type Budget struct {
-	inflight atomic.Int64
+	total    atomic.Int64 // bytes ever counted: grows only
+	inflight atomic.Int64 // bytes counted and not yet released
 }
 
-// Reader returns r failing with err once the bytes read through every
-// reader of b not yet released pass left, and the release of what it
+// A Mark is a Budget's state when a stream begins, taken before the room
+// left is measured (Budget.Mark).
+type Mark struct {
+	b             *Budget
+	total, flight int64
+}
+
+// Mark records b's state, before the caller measures the room left: bytes
+// stored after it are in that measure and in what readers count from the
+// mark on, never in neither.
+func (b *Budget) Mark() Mark {
+	total := b.total.Load() // first: bytes counted in between count twice, never not at all
+	return Mark{b: b, total: total, flight: b.inflight.Load()}
+}
+
+// Reader returns r failing with err once its own bytes, those the other
+// readers of the budget counted since m, and those they were streaming at
+// m pass left (the room measured after m); and the release of what it
 // counted, to call (once) when its bytes are stored or abandoned. Its
 // first free bytes are not counted.
-func (b *Budget) Reader(r io.Reader, free, left int64, err error) (io.Reader, func()) {
-	br := &budgetReader{r: r, b: b, free: free, left: left, err: err}
+func (m Mark) Reader(r io.Reader, free, left int64, err error) (io.Reader, func()) {
+	br := &budgetReader{r: r, m: m, free: free, left: left, err: err}
 	var once sync.Once
-	return br, func() { once.Do(func() { b.inflight.Add(-br.counted) }) }
+	return br, func() { once.Do(func() { m.b.inflight.Add(-br.counted) }) }
 }
 
 type budgetReader struct {
 	r       io.Reader
-	b       *Budget
+	m       Mark
 	free    int64 // bytes still to pass uncounted
 	left    int64
 	counted int64
@@ -66,7 +85,8 @@ func (c *budgetReader) Read(p []byte) (int, error) {
 	}
 	if count > 0 {
 		c.counted += count
-		if c.b.inflight.Add(count) > c.left {
+		c.m.b.inflight.Add(count)
+		if c.m.b.total.Add(count)-c.m.total+c.m.flight > c.left {
 			return n, c.err
 		}
 	}

@@ -23,25 +23,32 @@ func TestReader(t *testing.T) {
 }
 
 // TestBudgetIsShared: readers of one budget count against the room
-// together, their first free bytes not at all, and a release gives a
-// reader's share back.
+// together, their first free bytes not at all; a release gives a reader's
+// share back to readers that begin after it, not to one that began before
+// its bytes were stored (whose room was measured without them).
 func TestBudgetIsShared(t *testing.T) {
 	var b capread.Budget
 	full := errors.New("full")
-	a, releaseA := b.Reader(strings.NewReader(strings.Repeat("a", 60)), 0, 100, full)
-	_, err := io.ReadAll(a)
-	if err != nil {
+	early := b.Mark() // a reader that begins now, room 100, reads later
+	a, releaseA := b.Mark().Reader(strings.NewReader(strings.Repeat("a", 60)), 0, 100, full)
+	if _, err := io.ReadAll(a); err != nil {
 		t.Fatalf("60 of 100: %v", err)
 	}
-	c, releaseC := b.Reader(strings.NewReader(strings.Repeat("c", 50)), 0, 100, full)
+	c, releaseC := b.Mark().Reader(strings.NewReader(strings.Repeat("c", 50)), 0, 100, full)
 	if _, err := io.ReadAll(c); !errors.Is(err, full) {
 		t.Fatalf("60 + 50 of 100: %v, want full", err)
 	}
 	releaseC()
 	releaseA()
 	releaseA() // once only
-	d, _ := b.Reader(strings.NewReader(strings.Repeat("d", 130)), 40, 100, full)
+	e, _ := early.Reader(strings.NewReader(strings.Repeat("e", 50)), 0, 100, full)
+	if _, err := io.ReadAll(e); !errors.Is(err, full) {
+		t.Fatalf("begun before 110 were counted, 50 more of 100: %v, want full", err)
+	}
+	// After the releases, a reader measures its room with the stored
+	// bytes in it (here still 100): in flight are only e's 50.
+	d, _ := b.Mark().Reader(strings.NewReader(strings.Repeat("d", 80)), 40, 100, full)
 	if _, err := io.ReadAll(d); err != nil {
-		t.Fatalf("released: 90 counted of 100: %v", err)
+		t.Fatalf("50 in flight and 40 counted of 100: %v", err)
 	}
 }
