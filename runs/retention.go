@@ -213,7 +213,8 @@ func (s *Service) Policy(ctx context.Context, scope string) (Policy, error) {
 }
 
 // EffectivePolicy returns the policy that applies to chat id: the store's
-// (with the mobile defaults under it) overridden by the chat's own. An
+// (with the mobile defaults under it) overridden by the chat's own, and
+// the cap Options.MaxStoreBytes sets, which wins over the store's. An
 // empty id gives the store's; a chat that does not exist is
 // store.not_found.
 func (s *Service) EffectivePolicy(ctx context.Context, chatID string) (Policy, error) {
@@ -228,6 +229,10 @@ func (s *Service) EffectivePolicy(ctx context.Context, chatID string) (Policy, e
 		p, err = s.effectivePolicy(ctx, tx, chatID)
 		return err
 	})
+	if err == nil && s.maxStore > 0 {
+		limit := s.maxStore
+		p.MaxStoreBytes = &limit
+	}
 	return p, err
 }
 

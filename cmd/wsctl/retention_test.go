@@ -73,6 +73,9 @@ func TestPolicyPruneDeletions(t *testing.T) {
 	assert.Nil(t, pol.Policy.KeepCompletedRuns, "the chat's own overrides only")
 	assert.Equal(t, 1, *pol.Effective.KeepCompletedRuns, "inherited")
 	assert.Equal(t, 2, *pol.Effective.KeepFailedRuns)
+	// A cap given for the command is the one in force.
+	out = c.ok("--max-store-bytes", "8000000", "policy")
+	assert.Regexp(t, `(?m)^maxStoreBytes +8000000$`, out)
 	// A value is the whole word, in decimal: "1e3" was read as 1, "3.5"
 	// as 3 and "8MiB" as 8, each pruning far more than asked.
 	for _, bad := range [][]string{{"--set", "keepCompletedRuns=x"}, {"--set", "keepCompletedRuns=-3"}, {"--set", "nope=1"}, {"--set", "keepCompletedRuns"},
