@@ -98,20 +98,8 @@ func TestDiskFullOnASmallFilesystem(t *testing.T) {
 
 	// Fill the file system, then give back a little room: enough to open
 	// the store, not enough for the big write.
+	fillLeaving(t, base, 256<<10)
 	filler := filepath.Join(base, "filler")
-	f, err := os.Create(filler)
-	require.NoError(t, err)
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			require.True(t, errors.Is(err, syscall.ENOSPC), "%v", err)
-			break
-		}
-	}
-	fi, err := f.Stat()
-	require.NoError(t, err)
-	require.NoError(t, f.Truncate(fi.Size()-256<<10))
-	require.NoError(t, f.Close())
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	big := make([]byte, 3<<20)
