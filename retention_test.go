@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/maint"
@@ -703,4 +704,42 @@ func TestStreamBegunBeforeAnotherStoredKeepsToTheCap(t *testing.T) {
 			storetest.RequireSound(t, a)
 		})
 	}
+}
+
+// TestImportRowsKeepToTheCap: an archive whose files fit under the cap
+// but whose rows (3,000 steps of one small file) would take the store past
+// it is refused: nothing of it is visible, and gc takes what it had
+// written back under the cap.
+func TestImportRowsKeepToTheCap(t *testing.T) {
+	src := newRetEnv(t, wsstore.Options{})
+	r := src.run("c", "run_1", nil)
+	for i := range 3000 {
+		require.NoError(t, src.write(r.ID, "output/main.md", fmt.Sprint("v", i%2)))
+	}
+	src.finish(r.ID)
+	var arc bytes.Buffer
+	_, err := src.s.Archive.Export(src.ctx, &arc, archive.Scope{Runs: []string{r.ID}}, archive.Options{})
+	require.NoError(t, err)
+
+	dst := newRetEnv(t, wsstore.Options{})
+	used := func() int64 {
+		n, err := dst.s.DB.UsedBytes(dst.ctx)
+		require.NoError(t, err)
+		return n
+	}
+	limit := used() + 256<<10
+	require.NoError(t, dst.s.Runs.SetPolicy(dst.ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: &limit}))
+	_, err = dst.s.Archive.Import(dst.ctx, bytes.NewReader(arc.Bytes()), archive.Options{})
+	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
+	_, err = dst.s.Runs.Run(dst.ctx, r.ID)
+	assert.Equal(t, wserr.RunNotFound, wserr.CodeOf(err), "nothing of the archive is visible: %v", err)
+	_, err = dst.s.GC(dst.ctx, maint.GCOptions{Grace: -1})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, used(), limit)
+
+	// With room for it, the same archive comes in.
+	limit *= 16
+	require.NoError(t, dst.s.Runs.SetPolicy(dst.ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: &limit}))
+	_, err = dst.s.Archive.Import(dst.ctx, bytes.NewReader(arc.Bytes()), archive.Options{})
+	require.NoError(t, err)
 }

@@ -62,6 +62,9 @@ type importer struct {
 	actors map[string]bool
 	merge  mergeState
 	lin    *lineage // the added run whose versions are being queued
+	// capAt is the stored bytes the store's cap allows, as room measured
+	// it before anything was written (0: no cap is checked).
+	capAt int64
 }
 
 // Import reads the archive r front to back and adds what it holds to the
@@ -111,7 +114,12 @@ func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summar
 	if err := im.readTrees(ctx); err != nil {
 		return Summary{}, err
 	}
-	if err := a.p.DB.Update(ctx, func(tx *index.Tx) error { return im.records(ctx, tx) }); err != nil {
+	if err := a.p.DB.Update(ctx, func(tx *index.Tx) error {
+		if err := im.records(ctx, tx); err != nil {
+			return err
+		}
+		return im.roomAfter(ctx, tx)
+	}); err != nil {
 		return Summary{}, err
 	}
 	im.sum.ArchiveBytes = cr.n
@@ -144,6 +152,33 @@ func (im *importer) room(ctx context.Context) error {
 	}
 	if incoming > left {
 		return wserr.New(wserr.SizeLimitExceeded, "import", "", "the archive adds %d bytes of files; the store has %d left under its cap", incoming, left)
+	}
+	var used int64
+	if err := im.a.p.DB.View(ctx, func(tx *index.Tx) error {
+		var err error
+		used, err = tx.UsedBytes(ctx)
+		return err
+	}); err != nil {
+		return err
+	}
+	im.capAt = used + left
+	return nil
+}
+
+// roomAfter refuses, in the records' transaction, an import whose rows
+// (events, checkpoints, trees' references, commits), with its files, took
+// the store past the cap room measured: nothing of it becomes visible, and
+// the files and trees written before are garbage for gc.
+func (im *importer) roomAfter(ctx context.Context, tx *index.Tx) error {
+	if im.capAt <= 0 {
+		return nil
+	}
+	used, err := tx.UsedBytes(ctx)
+	if err != nil {
+		return err
+	}
+	if used > im.capAt {
+		return wserr.New(wserr.SizeLimitExceeded, "import", "", "the archive's files and rows take the store to %d bytes, past its cap (%d)", used, im.capAt)
 	}
 	return nil
 }
