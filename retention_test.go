@@ -743,3 +743,30 @@ func TestImportRowsKeepToTheCap(t *testing.T) {
 	_, err = dst.s.Archive.Import(dst.ctx, bytes.NewReader(arc.Bytes()), archive.Options{})
 	require.NoError(t, err)
 }
+
+// TestWriteRefusedForTheCapCollectsWhatTheGraceKept: the reclaim after a
+// deletion leaves content younger than the grace; a write the cap refuses
+// later, once that content is older, collects it and goes through,
+// without a gc or another deletion.
+func TestWriteRefusedForTheCapCollectsWhatTheGraceKept(t *testing.T) {
+	const limit = 8 << 20
+	e := newRetEnv(t, wsstore.Options{ReclaimGrace: 15 * time.Minute, Runs: runs.Options{MaxStoreBytes: limit}})
+	old := e.run("c", "run_old", nil)
+	_, err := e.s.Runs.Workspace(old.ID, runs.ModelScope).WriteFrom(e.ctx, vfs.MustPath("output/big.bin"), bytes.NewReader(noise(4, 6<<20)), vfs.WriteOptions{})
+	require.NoError(t, err)
+	e.clock.Advance(time.Minute)
+	_, err = e.s.Runs.CancelAndDeleteRun(e.ctx, old.ID)
+	require.NoError(t, err)
+
+	r := e.run("c", "run_new", nil)
+	write := func() error {
+		_, err := e.s.Runs.Workspace(r.ID, runs.ModelScope).Write(e.ctx, vfs.MustPath("output/next.bin"), noise(5, 4<<20), vfs.WriteOptions{})
+		return err
+	}
+	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(write()), "the deleted content is younger than the grace")
+	e.clock.Advance(20 * time.Minute)
+	require.NoError(t, write(), "the refused write collected the deleted content, then fitted")
+	used, err := e.s.DB.UsedBytes(e.ctx)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, used, int64(limit))
+}

@@ -145,6 +145,19 @@ func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string
 	return 0
 }
 
+// reclaimForRoom is for a write the store's cap refused: it collects what
+// deletions recorded as garbage and left waiting because it was younger
+// than the reclaim grace then (nothing else runs a reclaim while a host
+// only writes), and reports whether that freed anything, so the write may
+// be tried once more.
+func (s *Service) reclaimForRoom(ctx context.Context) bool {
+	if s.reclaim == nil {
+		return false
+	}
+	freed, err := s.reclaimCandidates(ctx)
+	return err == nil && freed > 0
+}
+
 // reclaimCandidates collects what the deletions before it recorded as
 // candidates (a run's collected scratch/), when the Reclaimer can without
 // marking the store, and logs what it freed, if anything.

@@ -616,7 +616,7 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		return vfs.FileInfo{}, wserr.New(wserr.PathIsDirectory, op, p.String(), "the workspace root is a directory")
 	}
 	var fi vfs.FileInfo
-	err := w.s.update(ctx, func(tx *index.Tx) error {
+	change := func(tx *index.Tx) error {
 		run, caps, err := findRunCaps(ctx, tx, w.runID)
 		if err != nil {
 			return err
@@ -715,7 +715,11 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 			return err
 		}
 		return room.settle(ctx, tx)
-	})
+	}
+	err := w.s.update(ctx, change)
+	if wserr.CodeOf(err) == wserr.SizeLimitExceeded && w.s.reclaimForRoom(ctx) {
+		err = w.s.update(ctx, change)
+	}
 	return fi, err
 }
 
