@@ -106,8 +106,10 @@ func (s *Service) Deletions(ctx context.Context, afterID int64, limit int) ([]De
 }
 
 // reclaimAfter runs the Reclaimer, if any, after the deletions logged as
-// ids committed, and logs what it freed. Its failure leaves the garbage
-// for the next reclaim or gc and is returned.
+// ids committed, and logs what it freed, even when ctx ended as the
+// collection returned (the bytes are freed). Its failure leaves the
+// garbage for the next reclaim or gc and is returned (with 0 bytes); a
+// failure of the log alone is returned with the bytes freed.
 func (s *Service) reclaimAfter(ctx context.Context, ids []int64) (int64, error) {
 	if s.reclaim == nil || len(ids) == 0 {
 		return 0, nil
@@ -116,7 +118,7 @@ func (s *Service) reclaimAfter(ctx context.Context, ids []int64) (int64, error) 
 	if err != nil {
 		return 0, err
 	}
-	return freed, s.logReclaim(ctx, ids, freed)
+	return freed, s.logReclaim(context.WithoutCancel(ctx), ids, freed)
 }
 
 // reclaimAfterDeletion is reclaimAfter for a deletion that has
@@ -126,17 +128,11 @@ func (s *Service) reclaimAfter(ctx context.Context, ids []int64) (int64, error) 
 // a reclaim_failed entry of chatID and runID, written even when ctx has
 // ended; the garbage waits for the next reclaim or gc.
 func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string, ids []int64) int64 {
-	if s.reclaim == nil || len(ids) == 0 {
-		return 0
+	freed, err := s.reclaimAfter(ctx, ids)
+	if err == nil || freed > 0 {
+		return freed // freed > 0: only the log of it failed
 	}
-	freed, err := s.reclaim.Reclaim(ctx)
-	// The log entry is written even when ctx ended during the collection
-	// (a failure of the log alone loses only the entry).
 	wctx := context.WithoutCancel(ctx)
-	if err == nil {
-		_ = s.logReclaim(wctx, ids, freed)
-		return freed
-	}
 	detail := map[string]any{"deletions": ids, "code": string(wserr.CodeOf(err)), "error": err.Error()}
 	_ = s.update(wctx, func(tx *index.Tx) error {
 		_, err := s.logDeletion(wctx, tx, ReclaimFailed, chatID, runID, "after deletions", detail, 0)

@@ -9,24 +9,10 @@ import (
 )
 
 // Reader returns r failing with err once more than left bytes came
-// through it.
+// through it: a budget of its own.
 func Reader(r io.Reader, left int64, err error) io.Reader {
-	return &reader{r: r, left: left, err: err}
-}
-
-type reader struct {
-	r    io.Reader
-	left int64
-	err  error
-}
-
-func (c *reader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.left -= int64(n)
-	if c.left < 0 {
-		return n, c.err
-	}
-	return n, err
+	br, _ := new(Budget).Mark().Reader(r, 0, left, err)
+	return br
 }
 
 // Budget is room shared by the streams one process stores at once: the
