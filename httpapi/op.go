@@ -133,15 +133,26 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 		writeResponse(w, protocol.ErrorResponse(a.op, a.id, wserr.New(wserr.SizeLimitExceeded, "upload", "", "the upload is larger than this server takes (%d bytes)", limit)))
 		return
 	}
+	// A commit's response delivers its message: it is written and flushed
+	// from the commit's sink, and the commit is completed only if that
+	// went through (protocol.Session.HandleTo). A commit that failed after
+	// it has nothing more to send.
 	var resp protocol.Response
+	sent := false
+	deliver := func(resp protocol.Response) error {
+		writeResponse(w, resp)
+		return http.NewResponseController(w).Flush()
+	}
 	_ = h.retry(r.Context(), func() error {
-		resp = protocol.NewSession(h.protocol()).Handle(r.Context(), line)
-		if resp.Error != nil && resp.Error.Code == wserr.Busy {
+		resp, sent, _ = protocol.NewSession(h.protocol()).HandleTo(r.Context(), line, deliver)
+		if !sent && resp.Error != nil && resp.Error.Code == wserr.Busy {
 			return wserr.New(wserr.Busy, "", "", "busy")
 		}
 		return nil
 	})
-	writeResponse(w, resp)
+	if !sent {
+		writeResponse(w, resp)
+	}
 }
 
 // writeResponse answers a protocol response with the status of its code.

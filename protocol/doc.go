@@ -17,4 +17,10 @@
 // type their field needs, and nothing nests over 64 levels; a request that
 // breaks a rule is refused whole, before it acts. The work and memory a
 // line costs grow with its length only, not with its depth.
+//
+// A transport that writes responses where the host reads them uses
+// Session.HandleTo: the response of a commit, which delivers its message
+// into the host's chat, is written from the commit's sink, so the commit
+// is completed only once the host could have it. Handle, which returns
+// every response, records such a commit completed before returning it.
 package protocol

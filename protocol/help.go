@@ -96,9 +96,12 @@ when the change left the workspace as it was (the same bytes written
 again, an empty append): that is journaled, with no checkpoint. read and list
 take "at" to look at a checkpoint instead of the live workspace.
 
-commit has no chat to deliver to: batch's chat sink records the assembled
-message in the response ("message": {mes, extra, agent}) and succeeds, so
-the host saves it into its chat itself.
+commit has no chat to deliver to: its response delivers the assembled
+message ("message": {mes, extra, agent}) and the host saves it into its
+chat itself. The commit is recorded completed only once that response line
+is written: if it cannot be (the host's end is closed), the commit is
+recorded failed and batch ends with exit status 1; a batch killed between
+the two leaves it pending, for commit.resolve. commit.rollback likewise.
 
 Error codes are the store's (workspace.invalid_path, workspace.path_not_writable,
 run.not_found, run.invalid_transition, checkpoint.not_found,

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/wsstore/wsstore/cas"
@@ -708,8 +709,8 @@ func (s *Session) diff(ctx context.Context, r request) (any, error) {
 
 type commitRequest struct {
 	base
-	Path string          `json:"path"`
-	Mode runs.CommitMode `json:"mode"`
+	Path *string          `json:"path"`
+	Mode *runs.CommitMode `json:"mode"`
 }
 
 func (s *Session) commit(ctx context.Context, r request) (any, error) {
@@ -717,23 +718,54 @@ func (s *Session) commit(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// batch has no chat: the sink accepts the message, which the response
-	// delivers to the host.
+	var opt runs.CommitOptions
+	if req.Path != nil {
+		if *req.Path == "" {
+			return nil, invalidRequest("\"path\" is empty: name the file to commit, or leave it out to commit the manifest's artifacts")
+		}
+		opt.Path = *req.Path
+	}
+	if req.Mode != nil {
+		if *req.Mode == "" {
+			return nil, invalidRequest("\"mode\" is empty: %q or %q, or leave it out for %q", runs.ModeReplace, runs.ModeAppend, runs.ModeReplace)
+		}
+		opt.Mode = *req.Mode
+	}
 	var delivered *runs.Message
-	sink := runs.SinkFunc(func(_ context.Context, cr runs.CommitRequest) (json.RawMessage, error) {
-		m := cr.Message
-		delivered = &m
-		return json.RawMessage(`{"deliveredIn":"batch response"}`), nil
-	})
-	rec, err := s.backend.Runs.Commit(ctx, runID, sink, runs.CommitOptions{Mode: req.Mode, Path: req.Path})
+	rec, err := s.backend.Runs.Commit(ctx, runID, s.responseSink("commit", &delivered), opt)
 	if err != nil {
 		return nil, err
 	}
+	return commitResult(rec, delivered), nil
+}
+
+// responseSink is the sink of a commit a host asks for: the chat is the
+// host's, so the response delivers the message (into *delivered). Under
+// HandleTo the response is written from here, before the outcome is
+// recorded, and a failed write fails the commit.
+func (s *Session) responseSink(op string, delivered **runs.Message) runs.ChatSink {
+	return runs.SinkFunc(func(_ context.Context, cr runs.CommitRequest) (json.RawMessage, error) {
+		m := cr.Message
+		*delivered = &m
+		if d := s.delivery; d != nil {
+			rec := runs.CommitRecord{ID: cr.CommitID, CheckpointID: m.Agent.CheckpointID, Mode: cr.Mode, Message: m}
+			d.sent = true
+			if d.err = d.write(Response{Op: op, ID: s.id, OK: true, Result: commitResult(rec, nil)}); d.err != nil {
+				return nil, fmt.Errorf("the response could not be written: %w", d.err)
+			}
+		}
+		return json.RawMessage(`{"deliveredIn":"batch response"}`), nil
+	})
+}
+
+// commitResult is a commit's response: the message as delivered, if the
+// sink was given one.
+func commitResult(rec runs.CommitRecord, delivered *runs.Message) map[string]any {
 	msg := rec.Message
 	if delivered != nil {
 		msg = *delivered
 	}
-	return map[string]any{"commitId": rec.ID, "checkpointId": rec.CheckpointID, "mode": rec.Mode, "message": msg}, nil
+	return map[string]any{"commitId": rec.ID, "checkpointId": rec.CheckpointID, "mode": rec.Mode, "message": msg}
 }
 
 func (s *Session) finish(ctx context.Context, r request) (any, error) {

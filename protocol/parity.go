@@ -358,20 +358,11 @@ func (s *Session) commitRollback(ctx context.Context, r request) (any, error) {
 		return nil, err
 	}
 	var delivered *runs.Message
-	sink := runs.SinkFunc(func(_ context.Context, cr runs.CommitRequest) (json.RawMessage, error) {
-		m := cr.Message
-		delivered = &m
-		return json.RawMessage(`{"deliveredIn":"batch response"}`), nil
-	})
-	rec, err := h.RollbackCommit(ctx, runID, req.CheckpointID.seq, sink, req.Delete)
+	rec, err := h.RollbackCommit(ctx, runID, req.CheckpointID.seq, s.responseSink("commit.rollback", &delivered), req.Delete)
 	if err != nil {
 		return nil, err
 	}
-	msg := rec.Message
-	if delivered != nil {
-		msg = *delivered
-	}
-	return map[string]any{"commitId": rec.ID, "checkpointId": rec.CheckpointID, "mode": rec.Mode, "message": msg}, nil
+	return commitResult(rec, delivered), nil
 }
 
 type commitsListRequest struct {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -81,6 +82,17 @@ type Session struct {
 	backend Backend
 	current string
 	scan    scanner // reused from line to line
+	// id is the id of the request being handled; delivery, set while
+	// HandleTo handles it, is where a commit's response goes from its sink.
+	id       json.RawMessage
+	delivery *delivery
+}
+
+// delivery is a response written from a commit's sink (HandleTo).
+type delivery struct {
+	write func(Response) error
+	sent  bool
+	err   error // write's
 }
 
 // NewSession returns a session over b with no current run.
@@ -213,6 +225,8 @@ func (s *Session) Handle(ctx context.Context, line []byte) (resp Response) {
 			resp = ErrorResponse(op, id, wserr.New(wserr.Internal, op, "", "panic: %v", r))
 		}
 	}()
+	s.id = id
+	defer func() { s.id = nil }()
 	result, err := o.handle(s, ctx, request{t})
 	if err != nil {
 		var fe *fieldError
@@ -225,6 +239,45 @@ func (s *Session) Handle(ctx context.Context, line []byte) (resp Response) {
 		return ErrorResponse(op, id, err)
 	}
 	return Response{Op: op, ID: id, OK: true, Result: result}
+}
+
+// HandleTo answers line as Handle does, for a transport that writes each
+// response where the host reads it (a batch's output, an HTTP response).
+// For most ops it returns the response unwritten, sent false, and the
+// transport writes it (after retrying a store.busy, if it will). The
+// response of a commit or commit.rollback is the delivery of the message
+// into the host's chat, so it is written through write from the commit's
+// sink, before the commit's outcome is recorded: the commit is completed
+// only once write has taken the response, and a process that ends in
+// between leaves it pending for commit.resolve, as with any sink. Then
+// sent is true and resp must not be written again; err is write's error
+// (the commit is recorded failed: the host never had the message and may
+// commit again), or an *AfterDeliveryError when the response went out and
+// what came after it failed (the outcome could not be recorded: the
+// commit stays pending).
+func (s *Session) HandleTo(ctx context.Context, line []byte, write func(Response) error) (resp Response, sent bool, err error) {
+	d := &delivery{write: write}
+	s.delivery = d
+	defer func() { s.delivery = nil }()
+	resp = s.Handle(ctx, line)
+	switch {
+	case !d.sent:
+		return resp, false, nil
+	case d.err != nil:
+		return resp, true, d.err
+	case !resp.OK:
+		return resp, true, &AfterDeliveryError{Response: resp}
+	}
+	return resp, true, nil
+}
+
+// AfterDeliveryError is what HandleTo returns when a commit's response
+// had been written and recording its outcome failed: Response is the
+// answer that could not be sent in its place.
+type AfterDeliveryError struct{ Response Response }
+
+func (e *AfterDeliveryError) Error() string {
+	return fmt.Sprintf("%s %s: the response was delivered, then: %s (%s)", e.Response.Op, e.Response.ID, e.Response.Error.Message, e.Response.Error.Code)
 }
 
 // release drops the references a handled line left in the scanner, and

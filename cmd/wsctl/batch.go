@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +40,12 @@ func newBatchCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A host that goes away would otherwise end the process by
+			// SIGPIPE at the next response, before the store is closed;
+			// noticed, the write fails and batch ends through its error.
+			pipe := make(chan os.Signal, 1)
+			signal.Notify(pipe, syscall.SIGPIPE)
+			defer signal.Stop(pipe)
 			return runBatch(cmd.Context(), batchOptions{globals: g, in: cmd.InOrStdin(), maxLine: maxBatchLine}, args)
 		},
 	}
@@ -88,13 +97,26 @@ func runBatch(ctx context.Context, o batchOptions, _ []string) error {
 			return fmt.Errorf("batch: read: %w", l.err)
 		}
 		var resp protocol.Response
+		sent := false
 		if l.tooLong {
 			resp = protocol.LineTooLong(o.maxLine)
 		} else {
-			resp = b.Handle(ctx, l.data)
+			// A commit's response is written from its sink, before its
+			// outcome is recorded (HandleTo).
+			var err error
+			resp, sent, err = b.HandleTo(ctx, l.data, func(r protocol.Response) error { return writeResponse(w, r) })
+			var late *protocol.AfterDeliveryError
+			switch {
+			case errors.As(err, &late):
+				fmt.Fprintf(o.errOut, "wsctl: batch: %v\n", err)
+			case err != nil:
+				return fmt.Errorf("batch: write: %w", err)
+			}
 		}
-		if err := writeResponse(w, resp); err != nil {
-			return fmt.Errorf("batch: write: %w", err)
+		if !sent {
+			if err := writeResponse(w, resp); err != nil {
+				return fmt.Errorf("batch: write: %w", err)
+			}
 		}
 		if ctx.Err() != nil {
 			// Checked before the next line: once input has ended, the

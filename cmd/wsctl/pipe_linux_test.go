@@ -94,3 +94,47 @@ func TestBatchGrowsItsPipes(t *testing.T) {
 	assert.GreaterOrEqual(t, sizeOf(inFile), want, "input pipe")
 	assert.GreaterOrEqual(t, sizeOf(outFile), want, "output pipe")
 }
+
+// TestBatchCommitToAHostThatWentAway: the host reads two answers, then
+// closes its end of batch's output (it crashed) and sends a commit. The
+// commit's answer, which delivers its message, cannot be written: batch
+// ends with a write error, not killed by SIGPIPE, after closing the store,
+// and the commit is failed, not completed, so the host commits again
+// when it comes back.
+func TestBatchCommitToAHostThatWentAway(t *testing.T) {
+	bin := wsctlBinary(t)
+	store := t.TempDir()
+	cmd := exec.Command(bin, "--store", store, "batch")
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	require.NoError(t, cmd.Start())
+
+	_, err = io.WriteString(in, `{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"}}`+"\n"+
+		`{"op":"write","path":"output/main.md","content":"the reply"}`+"\n")
+	require.NoError(t, err)
+	br := bufio.NewReader(out)
+	for range 2 {
+		resp, err := br.ReadString('\n')
+		require.NoError(t, err)
+		require.Contains(t, resp, `"ok":true`)
+	}
+	require.NoError(t, out.(*os.File).Close())
+	_, err = io.WriteString(in, `{"op":"commit"}`+"\n")
+	require.NoError(t, err)
+	require.NoError(t, in.Close())
+	err = cmd.Wait()
+	assert.Equal(t, 1, exitStatusOf(err), "%v: %s", err, errOut.String())
+	assert.Contains(t, errOut.String(), "broken pipe")
+
+	c := binCLI{t: t, bin: bin, store: store}
+	listed, stderr, status := c.run("", "--json", "show", "r")
+	require.Equal(t, 0, status, stderr)
+	assert.Contains(t, listed, `"status": "failed"`)
+	assert.NotContains(t, listed, `"completed"`)
+	_, stderr, status = c.run("", "fsck")
+	assert.Equal(t, 0, status, stderr)
+}
