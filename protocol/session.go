@@ -144,7 +144,7 @@ func ErrorResponse(op string, id json.RawMessage, err error) Response {
 }
 
 // LineTooLong answers a line longer than max bytes, which the reader
-// skipped without reading it into memory (CodeLineTooLong).
+// skipped, holding no more than max bytes of it (CodeLineTooLong).
 func LineTooLong(max int) Response {
 	return ErrorResponse("", nil, wserr.New(CodeLineTooLong, "", "", "line is longer than %d bytes; skipped", max))
 }

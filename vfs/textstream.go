@@ -64,7 +64,7 @@ func ReadRangeFrom(p Path, r io.Reader, size int64, opt ReadOptions, limit int) 
 	}
 	if !textPrefix(prefix) {
 		return ReadResult{}, wserr.New(wserr.NotText, op, p.String(),
-			"file is not UTF-8 text, so it has no lines or chars to select; read it whole")
+			"file is not UTF-8 text, so it has no lines or chars to select, and at %d bytes it is more than a read returns (%d); stream it whole (wsctl cat)", size, limit)
 	}
 	var res ReadResult
 	if lineRange {
