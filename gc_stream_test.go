@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -188,5 +189,80 @@ func TestGCKeepsAnImportInProgress(t *testing.T) {
 		res, err := got.Read(ctx, vfs.MustPath(p), vfs.ReadOptions{})
 		require.NoError(t, err, p)
 		assert.Equal(t, want, string(res.Content), p)
+	}
+}
+
+// TestImportBesideAGCElsewhere: an import re-using content a deletion
+// left an hour ago, with a gc in another Store (another process) between
+// its objects and its rows. With the gc's default grace the re-used blobs
+// were touched as the import found them, so the gc keeps them and the
+// import reads back whole; with no grace the gc takes them, and the
+// import fails with store.busy, leaving nothing visible, rather than
+// commit rows naming what is gone. Importing again then stores them anew.
+func TestImportBesideAGCElsewhere(t *testing.T) {
+	for _, grace := range []time.Duration{0, -1} {
+		t.Run(fmt.Sprintf("grace=%v", grace), func(t *testing.T) {
+			ctx := context.Background()
+			clock := storetest.NewClock()
+			dir := t.TempDir()
+			st, err := wsstore.Open(ctx, dir, wsstore.Options{Now: clock.Now})
+			require.NoError(t, err)
+			defer st.Close()
+			run, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
+			require.NoError(t, err)
+			ws := st.Runs.Workspace(run.ID, runs.ModelScope)
+			files := map[string]string{}
+			for i := range 5 {
+				p := fmt.Sprintf("output/f%d.md", i)
+				files[p] = strings.Repeat(fmt.Sprintf("line %d of file %d\n", i, i), 200+i)
+				_, err := ws.Write(ctx, vfs.MustPath(p), []byte(files[p]), vfs.WriteOptions{})
+				require.NoError(t, err)
+			}
+			var arc bytes.Buffer
+			_, err = st.Archive.Export(ctx, &arc, archive.Scope{All: true}, archive.Options{})
+			require.NoError(t, err)
+			_, err = st.Runs.CancelAndDeleteRun(ctx, run.ID)
+			require.NoError(t, err)
+			clock.Advance(time.Hour)
+
+			other, err := wsstore.Open(ctx, dir, wsstore.Options{Now: clock.Now})
+			require.NoError(t, err)
+			defer other.Close()
+			at := bytes.Index(arc.Bytes(), []byte("records.jsonl"))
+			require.Positive(t, at)
+			r := &pausingReader{r: bytes.NewReader(arc.Bytes()), n: at, paused: make(chan struct{}), resume: make(chan struct{})}
+			paused := r.paused
+			done := make(chan error, 1)
+			go func() {
+				_, err := st.Archive.Import(ctx, r, archive.Options{})
+				done <- err
+			}()
+			<-paused
+			rep, err := other.GC(ctx, wsstore.GCOptions{Grace: grace})
+			require.NoError(t, err)
+			close(r.resume)
+			err = <-done
+
+			if grace == 0 { // the default
+				require.NoError(t, err)
+				assert.Zero(t, rep.Freed.Blobs, "the re-used blobs were touched")
+			} else {
+				require.Error(t, err)
+				assert.Equal(t, wserr.Busy, wserr.CodeOf(err), "%v", err)
+				require.Positive(t, rep.Freed.Blobs)
+				_, err := st.Runs.Run(ctx, run.ID)
+				assert.Equal(t, wserr.RunNotFound, wserr.CodeOf(err), "nothing visible")
+				storetest.RequireSound(t, st)
+				_, err = st.Archive.Import(ctx, bytes.NewReader(arc.Bytes()), archive.Options{})
+				require.NoError(t, err)
+			}
+			got := st.Runs.Workspace(run.ID, runs.HostScope)
+			for p, want := range files {
+				res, err := got.Read(ctx, vfs.MustPath(p), vfs.ReadOptions{})
+				require.NoError(t, err, p)
+				assert.Equal(t, want, string(res.Content), p)
+			}
+			storetest.RequireSound(t, st)
+		})
 	}
 }

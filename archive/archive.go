@@ -28,12 +28,20 @@ type Blobs interface {
 	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
 	Put(ctx context.Context, r io.Reader) (cas.Hash, error)
 	Has(ctx context.Context, h cas.Hash) (bool, error)
+	// HasIn is Has as tx sees it.
+	HasIn(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
+	// Touch refreshes the created time of blob h in tx, so a gc keeps it
+	// its grace longer, and fails with a store.busy (cas.Collected) if a
+	// gc took it.
+	Touch(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
 }
 
 // Trees reads and stores Merkle trees; *vfs.Trees implements it.
 type Trees interface {
 	Entries(ctx context.Context, tx *index.Tx, h cas.Hash) ([]vfs.Entry, error)
 	Put(ctx context.Context, tx *index.Tx, entries []vfs.Entry) (cas.Hash, error)
+	// TreeCreated reports whether tree h is stored, and its created time.
+	TreeCreated(ctx context.Context, tx *index.Tx, h cas.Hash) (int64, bool, error)
 }
 
 // Runs exports and imports chat, run and commit rows; *runs.Service

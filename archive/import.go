@@ -55,6 +55,8 @@ type importer struct {
 	trees  map[cas.Hash]bool  // promised trees
 	gotB   map[cas.Hash]bool
 	gotT   map[cas.Hash]int64 // verified trees and the bytes of files below them
+	// reused are blobs the store had, not yet touched (touchReused).
+	reused []cas.Hash
 	sum    Summary
 	hdr    *tar.Header // the entry read ahead, nil at the end
 	chats  map[string]bool
@@ -115,6 +117,9 @@ func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summar
 		return Summary{}, err
 	}
 	if err := a.p.DB.Update(ctx, func(tx *index.Tx) error {
+		if err := im.stillStored(ctx, tx); err != nil {
+			return err
+		}
 		if err := im.records(ctx, tx); err != nil {
 			return err
 		}
@@ -378,12 +383,18 @@ func (im *importer) entryHash(prefix string) (cas.Hash, bool, error) {
 
 func (im *importer) readBlobs(ctx context.Context) error {
 	if im.m.BlobsElsewhere {
-		return im.blobsElsewhere(ctx)
+		if err := im.blobsElsewhere(ctx); err != nil {
+			return err
+		}
+		return im.touchReused(ctx, 0)
 	}
 	var done int64
 	for {
 		h, ok, err := im.entryHash(blobPrefix)
 		if err != nil || !ok {
+			if err == nil {
+				err = im.touchReused(ctx, 0)
+			}
 			return err
 		}
 		size, promised := im.blobs[h]
@@ -426,6 +437,9 @@ func (im *importer) blobsElsewhere(ctx context.Context) error {
 		im.gotB[br.Hash] = true
 		im.sum.Blobs++
 		im.sum.Bytes += br.Size
+		if err := im.reuse(ctx, br.Hash); err != nil {
+			return err
+		}
 	}
 	if h, ok, err := im.entryHash(blobPrefix); err != nil || ok {
 		if err == nil {
@@ -468,7 +482,72 @@ func (im *importer) blob(ctx context.Context, h cas.Hash) (fresh bool, err error
 	if got != h {
 		return false, corrupt("blob %s does not hash to its address", h.Short())
 	}
-	return !has, nil
+	if has {
+		return false, im.reuse(ctx, h)
+	}
+	return true, nil
+}
+
+// touchBatch is how many blobs the store had an import touches in one
+// transaction.
+const touchBatch = 512
+
+// reuse notes that the import uses blob h, which the store had (maybe as
+// garbage older than any gc's grace), and touches the blobs so noted once
+// touchBatch of them wait: a gc in another process then keeps them for
+// its grace, as it keeps the blobs the import stores.
+func (im *importer) reuse(ctx context.Context, h cas.Hash) error {
+	im.reused = append(im.reused, h)
+	return im.touchReused(ctx, touchBatch)
+}
+
+// touchReused touches the blobs reuse noted, in one write transaction,
+// once more than min of them wait. One a gc took since the import found
+// it fails the import with store.busy (cas.Collected): import again.
+func (im *importer) touchReused(ctx context.Context, min int) error {
+	if len(im.reused) == 0 || len(im.reused) < min {
+		return nil
+	}
+	err := im.a.p.DB.Update(ctx, func(tx *index.Tx) error {
+		for _, h := range im.reused {
+			if _, err := im.a.p.Blobs.Touch(ctx, tx, h); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	im.reused = im.reused[:0]
+	return err
+}
+
+// stillStored checks, in the transaction that writes the rows, that every
+// blob and tree the import verified is still stored: a gc in another
+// process whose grace is shorter than the import took may have collected
+// one, and rows naming it would make a corrupt store. One gone fails the
+// import with store.busy (cas.Collected): nothing is visible, and
+// importing again stores it anew. What is there stays: a gc sweeps under
+// the write lock, keeping what the roots reach once it holds it.
+func (im *importer) stillStored(ctx context.Context, tx *index.Tx) error {
+	gone := func(h cas.Hash, what string) error {
+		return cas.Collected("import", h, wserr.New(wserr.NotFound, "import", "", "%s %s is no longer stored", what, h.Short()))
+	}
+	for h := range im.gotB {
+		if ok, err := im.a.p.Blobs.HasIn(ctx, tx, h); err != nil || !ok {
+			if err == nil {
+				err = gone(h, "blob")
+			}
+			return err
+		}
+	}
+	for h := range im.gotT {
+		if _, ok, err := im.a.p.Trees.TreeCreated(ctx, tx, h); err != nil || !ok {
+			if err == nil {
+				err = gone(h, "tree")
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 func (im *importer) readTrees(ctx context.Context) error {

@@ -614,6 +614,15 @@ func (s *Store) putChunk(ctx context.Context, tx *index.Tx, h Hash, b []byte) er
 	})
 }
 
+// HasIn reports whether a blob with address h is stored, as tx sees it.
+func (s *Store) HasIn(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
+	ok, err := s.st.Has(ctx, tx, KindBlob, h)
+	if err != nil {
+		return false, fmt.Errorf("has %s: %w", h.Short(), err)
+	}
+	return ok, nil
+}
+
 // Has reports whether a blob with address h is stored.
 func (s *Store) Has(ctx context.Context, h Hash) (bool, error) {
 	var ok bool
