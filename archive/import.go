@@ -46,15 +46,15 @@ func reading(ctx context.Context, what string, err error) error {
 // importer is the state of one import: what the manifest promised and what
 // has verified so far.
 type importer struct {
-	a      *Archiver
-	opt    Options
-	tr     *tar.Reader
-	d      *digest
-	m      Manifest
-	blobs  map[cas.Hash]int64 // promised blobs and their sizes
-	trees  map[cas.Hash]bool  // promised trees
-	gotB   map[cas.Hash]bool
-	gotT   map[cas.Hash]int64 // verified trees and the bytes of files below them
+	a     *Archiver
+	opt   Options
+	tr    *tar.Reader
+	d     *digest
+	m     Manifest
+	blobs map[cas.Hash]int64 // promised blobs and their sizes
+	trees map[cas.Hash]bool  // promised trees
+	gotB  map[cas.Hash]bool
+	gotT  map[cas.Hash]int64 // verified trees and the bytes of files below them
 	// reused are blobs the store had, not yet touched (touchReused).
 	reused []cas.Hash
 	sum    Summary
