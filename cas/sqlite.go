@@ -356,7 +356,7 @@ func iteratePageRows(ctx context.Context, tx *index.Tx, q string, kind Kind, aft
 		var codec int
 		var created int64
 		if err := rows.Scan(&o.Hash, &o.Size, &o.Stored, &codec, &o.Base, &created); err != nil {
-			return nil, index.Translate(err)
+			return nil, index.TranslateRow("read", "an object row", err) // a value of the wrong type: damage
 		}
 		o.Codec, o.Created = Codec(codec), fromNanos(created)
 		page = append(page, o)
@@ -516,7 +516,7 @@ func (*SQLiteStorage) Usage(ctx context.Context, tx *index.Tx) (Usage, error) {
 	err := tx.SelectContext(ctx, &rows, `SELECT codec, count(*) AS blobs, coalesce(sum(size), 0) AS size,
 		coalesce(sum(stored), 0) AS stored, coalesce(sum(saved), 0) AS saved FROM blobs GROUP BY codec ORDER BY codec`)
 	if err != nil {
-		return Usage{}, fmt.Errorf("blob usage: %w", index.Translate(err))
+		return Usage{}, index.TranslateRow("read", "blob usage", err) // a codec that does not scan: damage
 	}
 	for _, r := range rows {
 		u.ByCodec = append(u.ByCodec, CodecUsage{Codec: Codec(r.Codec), Blobs: r.Blobs, Size: r.Size, Stored: r.Stored, Saved: r.Saved})

@@ -24,7 +24,7 @@ func (s *Store) EachRoot(ctx context.Context, tx *index.Tx, fn func(runID string
 		var seq int64
 		var root cas.Hash
 		if err := rows.Scan(&runID, &seq, &root); err != nil {
-			return fmt.Errorf("read checkpoint roots: %w", index.Translate(err))
+			return index.TranslateRow("read", "a checkpoint root", err) // a value of the wrong type: damage
 		}
 		return fn(runID, seq, root)
 	})

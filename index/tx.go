@@ -264,10 +264,12 @@ func Translate(err error) error {
 	return err
 }
 
-// TranslateRow is Translate for a row an import inserts, named what: a
-// failure of the store's own (a full disk, a busy or damaged file) keeps
-// its code, and a row SQLite refuses (a constraint: a duplicate, a key
-// naming nothing) is store.corrupt, the import's rows not fitting.
+// TranslateRow is Translate for a row an import inserts, or a row read,
+// named what: a failure of the store's own (a full disk, a busy or
+// damaged file) keeps its code, and a row SQLite refuses (a constraint: a
+// duplicate, a key naming nothing) or a value read that does not scan (a
+// NULL or text where the schema has a number: a damaged page) is
+// store.corrupt.
 func TranslateRow(op, what string, err error) error {
 	err = Translate(err)
 	if _, coded := errors.AsType[*wserr.Error](err); coded {

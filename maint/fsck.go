@@ -3,6 +3,7 @@ package maint
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -90,6 +91,7 @@ func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done,
 	if err := f.phase("sqlite", m.p.DB.IntegrityCheck(ctx)); err != nil {
 		return f.rep, err
 	}
+	f.damaged = len(f.rep.Problems) > 0
 	progress("sqlite", 1, 1)
 
 	// Blobs, trees, references and the journal are read in one snapshot,
@@ -136,6 +138,8 @@ func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done,
 type fsck struct {
 	m   *Maintainer
 	rep FsckReport
+	// damaged: SQLite's own check found the file damaged.
+	damaged bool
 }
 
 // rows reports the references to checkpoints that no foreign key holds
@@ -163,13 +167,19 @@ func (f *fsck) add(kind, ref, format string, args ...any) {
 }
 
 // phase turns an error that says the store is corrupt into a problem, so
-// the other checks still run, and returns any other error.
+// the other checks still run, and returns any other error. Once SQLite's
+// own check found the file damaged, any error of a later phase but an
+// ended context is taken as that damage showing, and recorded too.
 func (f *fsck) phase(name string, err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case wserr.Is(err, wserr.Corrupt):
 		f.add("sqlite", "", "%s: %s", name, wserr.MessageOf(err))
+		return nil
+	case f.damaged && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+		!wserr.Is(err, wserr.Canceled) && !wserr.Is(err, wserr.Closed):
+		f.add("sqlite", "", "%s: %v", name, err)
 		return nil
 	}
 	return fmt.Errorf("fsck: %s: %w", name, err)

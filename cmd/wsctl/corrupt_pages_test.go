@@ -196,3 +196,48 @@ func TestVacuumFullLeavesADamagedStoreAsItWas(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(before, after), "vacuum --full changed the damaged file")
 }
+
+// TestDamagedCellPointerIsCorrupt: a damaged cell pointer on the first
+// leaf page of blobs, or of checkpoints, lets rows through whose values
+// do not scan (a NULL codec, a NULL run id). fsck reports it with its
+// report and status 6, and stats, du and gc fail with store.corrupt
+// (status 6), never a raw scan error with status 1.
+func TestDamagedCellPointerIsCorrupt(t *testing.T) {
+	bin := wsctlBinary(t)
+	src := t.TempDir()
+	c := binCLI{t: t, bin: bin, store: src}
+	_, stderr, status := c.run("", "demo")
+	require.Equal(t, 0, status, stderr)
+	_, stderr, status = c.run("", "vacuum") // the log folded into the file
+	require.Equal(t, 0, status, stderr)
+	for _, table := range []string{"blobs", "checkpoints"} {
+		t.Run(table, func(t *testing.T) {
+			dir := t.TempDir()
+			b, err := os.ReadFile(filepath.Join(src, "wsstore.db"))
+			require.NoError(t, err)
+			dbPath := filepath.Join(dir, "wsstore.db")
+			require.NoError(t, os.WriteFile(dbPath, b, 0o600))
+			db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro")
+			require.NoError(t, err)
+			var page, size int64
+			require.NoError(t, db.QueryRow(`SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY pageno`, table).Scan(&page))
+			require.NoError(t, db.QueryRow(`PRAGMA page_size`).Scan(&size))
+			require.NoError(t, db.Close())
+			at := (page-1)*size + 8 // the page's first cell pointer
+			for i := range int64(4) {
+				b[at+i] ^= 0xa5
+			}
+			require.NoError(t, os.WriteFile(dbPath, b, 0o600))
+
+			bad := binCLI{t: t, bin: bin, store: dir}
+			out, stderr, status := bad.run("", "--json", "fsck")
+			assert.Equal(t, 6, status, stderr)
+			assert.Contains(t, out, `"problems"`, "the report is printed")
+			for _, args := range [][]string{{"stats"}, {"du"}, {"gc", "--grace", "0"}} {
+				_, stderr, status := bad.run("", args...)
+				assert.Equal(t, 6, status, "%v: %s", args, stderr)
+				assert.Contains(t, stderr, "store.corrupt", args)
+			}
+		})
+	}
+}
