@@ -91,8 +91,8 @@ func (a *Archiver) Export(ctx context.Context, w io.Writer, scope Scope, opt Opt
 // one away from a sound store. What the scope selects now is gathered
 // again: if the rows are gone (run.not_found) that is the answer; if they
 // no longer reach every object planned, the export is store.conflict (run
-// it again); if they still do, err stands: the object is missing from
-// what the store holds now.
+// it again); if they still do, the object is missing from what the store
+// holds now: store.corrupt.
 func (a *Archiver) changedMeanwhile(ctx context.Context, p *plan, scope Scope, err error) error {
 	if code := wserr.CodeOf(err); (code != wserr.NotFound && code != wserr.Corrupt) || ctx.Err() != nil {
 		return err
@@ -119,6 +119,10 @@ func (a *Archiver) changedMeanwhile(ctx context.Context, p *plan, scope Scope, e
 		if !now.trees[h] {
 			return changedError(err)
 		}
+	}
+	if wserr.CodeOf(err) == wserr.NotFound {
+		// The rows reach an object the store does not hold: damage.
+		return wserr.Wrap(wserr.Corrupt, "export", "", fmt.Errorf("an object the store's rows reach is missing (wsctl fsck names each): %w", err))
 	}
 	return err
 }

@@ -40,10 +40,25 @@ const streamRetries = 3
 func (w *Workspace) readStored(ctx context.Context, p vfs.Path, fi vfs.FileInfo, opt vfs.ReadOptions) (vfs.ReadResult, error) {
 	rc, err := w.s.blobs.Get(ctx, fi.Hash)
 	if err != nil {
-		return vfs.ReadResult{}, err
+		return vfs.ReadResult{}, w.contentMissing(ctx, p, fi.Hash, err)
 	}
 	defer rc.Close()
 	return vfs.ReadRangeFrom(p, rc, fi.Size, opt, MaxReadBytes)
+}
+
+// contentMissing judges err, from opening content h that file p named: a
+// content not found is lost from the store (store.corrupt) if p still
+// names h, and, if p changed or went meanwhile and a gc collected the
+// content it had, store.conflict: read it again.
+func (w *Workspace) contentMissing(ctx context.Context, p vfs.Path, h cas.Hash, err error) error {
+	if wserr.CodeOf(err) != wserr.NotFound {
+		return err
+	}
+	now, serr := w.Stat(context.WithoutCancel(ctx), p)
+	if serr == nil && now.Hash == h {
+		return wserr.Wrap(wserr.Corrupt, "read", p.String(), fmt.Errorf("the file's content %s is missing from the store (wsctl fsck names each missing object): %w", h.Short(), err))
+	}
+	return wserr.New(wserr.Conflict, "read", p.String(), "the file changed while it was read, and a gc collected the content it had: read it again")
 }
 
 // Open returns p's whole content as a stream, read with bounded memory
@@ -81,7 +96,7 @@ func (w *Workspace) Open(ctx context.Context, p vfs.Path) (io.ReadCloser, vfs.Fi
 	}
 	rc, err := w.s.blobs.Get(ctx, fi.Hash)
 	if err != nil {
-		return nil, vfs.FileInfo{}, err
+		return nil, vfs.FileInfo{}, w.contentMissing(ctx, p, fi.Hash, err)
 	}
 	return cas.GoneMeanwhile(rc, "read", p.String(), fi.Hash, func() (cas.Hash, error) {
 		now, err := w.Stat(context.WithoutCancel(ctx), p)

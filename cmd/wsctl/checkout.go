@@ -166,7 +166,8 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 // the listing named them: the run or its checkpoint was deleted and
 // collected meanwhile (their own not-found error), or the file was
 // changed and its old contents collected (store.conflict: check out
-// again). Contents missing from an unchanged file stay err.
+// again). Contents missing from an unchanged file are lost from the store:
+// store.corrupt.
 func changedMeanwhile(ctx context.Context, ws *runs.Workspace, fi vfs.FileInfo, err error) error {
 	now, serr := ws.Stat(ctx, fi.Path)
 	switch {
@@ -177,7 +178,7 @@ func changedMeanwhile(ctx context.Context, ws *runs.Workspace, fi vfs.FileInfo, 
 	case serr != nil || now.Hash != fi.Hash:
 		return wserr.New(wserr.Conflict, "checkout", fi.Path.String(), "the file changed while the workspace was being checked out: check it out again")
 	}
-	return err
+	return wserr.Wrap(wserr.Corrupt, "checkout", fi.Path.String(), fmt.Errorf("the file's content %s is missing from the store (wsctl fsck names each missing object): %w", fi.Hash.Short(), err))
 }
 
 // blobGetter is what checkout needs of the content store.

@@ -241,3 +241,42 @@ func TestDamagedCellPointerIsCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingContentIsCorrupt: a file whose content row is gone from the
+// store (fsck: a missing blob) makes cat, checkout and export fail with
+// store.corrupt (status 6), not not_found (3, which a script reads as "no
+// such run or file").
+func TestMissingContentIsCorrupt(t *testing.T) {
+	bin := wsctlBinary(t)
+	c := binCLI{t: t, bin: bin, store: t.TempDir()}
+	out, stderr, status := c.run(`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"}}`+"\n"+
+		`{"op":"write","path":"output/main.md","content":"the content that goes missing\n"}`+"\n", "batch")
+	require.Equal(t, 0, status, stderr)
+	var resp struct {
+		Result struct {
+			Hash string `json:"hash"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.Split(strings.TrimSpace(out), "\n")[1]), &resp))
+	require.NotEmpty(t, resp.Result.Hash)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(c.store, "wsstore.db"))
+	require.NoError(t, err)
+	res, err := db.Exec(`DELETE FROM blobs WHERE hex(hash) = upper(?)`, resp.Result.Hash)
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	require.NoError(t, db.Close())
+
+	_, stderr, status = c.run("", "fsck")
+	require.Equal(t, 6, status, stderr)
+	for _, args := range [][]string{
+		{"cat", "r", "output/main.md"},
+		{"checkout", "r", filepath.Join(t.TempDir(), "out")},
+		{"export", "--run", "r", filepath.Join(t.TempDir(), "a.wsar")},
+	} {
+		_, stderr, status := c.run("", args...)
+		assert.Equal(t, 6, status, "%v: %s", args, stderr)
+		assert.Contains(t, stderr, "store.corrupt", args)
+	}
+}
