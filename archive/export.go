@@ -127,6 +127,25 @@ func (a *Archiver) changedMeanwhile(ctx context.Context, p *plan, scope Scope, e
 	return err
 }
 
+// checkCheckpoints fails with store.corrupt if run r's checkpoint rows
+// cps (by seq) or its head break what an import checks: each parent an
+// earlier checkpoint of the run, the head one of them. It returns the
+// seqs held. A damaged store then fails its export, rather than write an
+// archive no import takes.
+func checkCheckpoints(r runs.RunRecord, cps []checkpoint.Record) (map[int64]bool, error) {
+	held := make(map[int64]bool, len(cps))
+	for _, c := range cps {
+		if c.Seq < 1 || (c.ParentSeq != 0 && (c.ParentSeq >= c.Seq || !held[c.ParentSeq])) {
+			return nil, wserr.New(wserr.Corrupt, "export", "", "run %s: checkpoint %d names parent %d, which is not an earlier checkpoint of the run (wsctl fsck)", r.ID, c.Seq, c.ParentSeq)
+		}
+		held[c.Seq] = true
+	}
+	if r.HeadCheckpoint != 0 && !held[r.HeadCheckpoint] {
+		return nil, wserr.New(wserr.Corrupt, "export", "", "run %s: its head names checkpoint %d, which the run does not hold (wsctl fsck)", r.ID, r.HeadCheckpoint)
+	}
+	return held, nil
+}
+
 func changedError(err error) error {
 	return wserr.Wrap(wserr.Conflict, "export", "", fmt.Errorf("what the export selects changed while it was written (a run deleted or a checkpoint pruned, and its objects collected); export again: %w", err))
 }
@@ -259,7 +278,14 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 				return err
 			}
 		}
+		if err := r.Check("export"); err != nil {
+			return err
+		}
 		cps, err := a.p.Checkpoints.ExportRecords(ctx, tx, r.ID)
+		if err != nil {
+			return err
+		}
+		held, err := checkCheckpoints(r, cps)
 		if err != nil {
 			return err
 		}
@@ -287,6 +313,9 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 			}
 		}
 		if err := a.p.Runs.EachCommitRow(ctx, tx, r.ID, func(c runs.CommitRow) error {
+			if !held[c.CheckpointSeq] {
+				return wserr.New(wserr.Corrupt, "export", "", "run %s: commit %s names checkpoint %d, which the run does not hold (wsctl fsck)", r.ID, c.ID, c.CheckpointSeq)
+			}
 			return put(Record{Commit: &c})
 		}); err != nil {
 			return err

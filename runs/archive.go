@@ -191,20 +191,8 @@ func (s *Service) ImportChat(ctx context.Context, tx *index.Tx, c ChatRecord) (a
 // manifest does not parse fails with store.corrupt.
 func (s *Service) ImportRun(ctx context.Context, tx *index.Tx, r RunRecord) (added bool, err error) {
 	const op = "import run"
-	if !runIDPattern.MatchString(r.ID) {
-		return false, wserr.New(wserr.Corrupt, op, "", "invalid run id %q", r.ID)
-	}
-	if !Status(r.Status).Valid() {
-		return false, wserr.New(wserr.Corrupt, op, "", "run %s: unknown status %q", r.ID, r.Status)
-	}
-	rr := runRow{ID: r.ID, Profile: r.Profile, FinishedAt: sql.NullInt64{}}
-	if _, err := rr.run(); err != nil {
-		return false, wserr.New(wserr.Corrupt, op, "", "run %s: unreadable profile", r.ID)
-	}
-	if r.Manifest != "" {
-		if _, err := ParseManifest([]byte(r.Manifest)); err != nil {
-			return false, wserr.New(wserr.Corrupt, op, "", "run %s: unreadable manifest: %v", r.ID, err)
-		}
+	if err := r.Check(op); err != nil {
+		return false, err
 	}
 	old, err := s.ExportRun(ctx, tx, r.ID)
 	switch {
@@ -332,6 +320,28 @@ func (s *Service) MergeCommits(ctx context.Context, tx *index.Tx, runID string, 
 				c.Status, c.Receipt, c.Error, c.UpdatedAt, c.ID, runID, CommitPending); err != nil {
 				return fmt.Errorf("merge commit %s: %w", c.ID, index.Translate(err))
 			}
+		}
+	}
+	return nil
+}
+
+// Check fails with store.corrupt, for op, if r cannot be a run's row: an
+// invalid id, an unknown status, a profile or manifest that does not
+// parse. An import refuses such a row, so an export does not write one.
+func (r RunRecord) Check(op string) error {
+	if !runIDPattern.MatchString(r.ID) {
+		return wserr.New(wserr.Corrupt, op, "", "invalid run id %q", r.ID)
+	}
+	if !Status(r.Status).Valid() {
+		return wserr.New(wserr.Corrupt, op, "", "run %s: unknown status %q", r.ID, r.Status)
+	}
+	rr := runRow{ID: r.ID, Profile: r.Profile, FinishedAt: sql.NullInt64{}}
+	if _, err := rr.run(); err != nil {
+		return wserr.New(wserr.Corrupt, op, "", "run %s: unreadable profile", r.ID)
+	}
+	if r.Manifest != "" {
+		if _, err := ParseManifest([]byte(r.Manifest)); err != nil {
+			return wserr.New(wserr.Corrupt, op, "", "run %s: unreadable manifest: %v", r.ID, err)
 		}
 	}
 	return nil
