@@ -88,13 +88,19 @@ func TestUnknownChatIsNotFound(t *testing.T) {
 }
 
 // TestFailedCreatingCommandsLeaveNoStore: the commands that create a store
-// where there is none (import, token create, actor upload) remove it again
-// when they then fail, so a mistyped command leaves no empty store behind;
-// a mistyped subcommand creates nothing at all.
+// where there is none (import, token create, actor upload, and sync and
+// pull given --blobs) remove it again when they then fail, so a mistyped
+// command leaves no empty store behind; a mistyped subcommand creates
+// nothing at all, nor do push and reclaim-remote, which need a store.
 func TestFailedCreatingCommandsLeaveNoStore(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	nowhere := "s3://wsstore/x?endpoint=http://127.0.0.1:1&region=us-east-1" // nothing listens there
 	for _, args := range [][]string{
+		{"--blobs", nowhere, "sync"},
+		{"--blobs", nowhere, "pull"},
+		{"--blobs", nowhere, "push"},
+		{"--blobs", nowhere, "reclaim-remote"},
 		{"token", "create", "--actor", "a/b"},
 		{"actor", "upload", "a/b", "x.md", file},
 		{"actor", "upload", "bob", "../x.md", file},

@@ -45,13 +45,14 @@ func runReclaimRemote(ctx context.Context, o reclaimRemoteOptions) error {
 		// "default", so it is passed on as "none".
 		o.opts.Grace = -1
 	}
-	st, err := openRemote(ctx, o.globals, "reclaim-remote")
+	st, failed, err := openRemote(ctx, o.globals, "reclaim-remote", false)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	rep, err := st.ReclaimRemote(ctx, o.opts)
 	if err != nil {
+		failed()
 		return err
 	}
 	if o.json {

@@ -48,31 +48,35 @@ keeps it (docs/remote.md).`,
 
 // openRemote opens the store for writing and fails with
 // store.invalid_options unless it has a remote tier (--blobs, or the one
-// it recorded).
-func openRemote(ctx context.Context, g globals, op string) (*wsstore.Store, error) {
-	mode := create
-	if g.blobs == "" {
-		mode = readWrite // no URL: only a store that recorded one will do
-	}
-	st, err := openStore(ctx, g, mode)
-	if err != nil {
-		return nil, err
+// it recorded). A command that creates (sync, pull: a new device) makes
+// the store where there is none, given --blobs; failed removes it again.
+func openRemote(ctx context.Context, g globals, op string, creates bool) (st *wsstore.Store, failed func(), err error) {
+	if g.blobs == "" || !creates {
+		// Without a URL only a store that recorded one will do.
+		if st, err = openStore(ctx, g, readWrite); err != nil {
+			return nil, nil, err
+		}
+		failed = func() {}
+	} else if st, failed, err = openCreating(ctx, g); err != nil {
+		return nil, nil, err
 	}
 	if st.Remote == nil {
+		failed()
 		st.Close()
-		return nil, usageError{wserr.New(wserr.InvalidOptions, op, "", "needs --blobs s3://bucket/prefix (the store has recorded no remote tier)")}
+		return nil, nil, usageError{wserr.New(wserr.InvalidOptions, op, "", "needs --blobs s3://bucket/prefix (the store has recorded no remote tier)")}
 	}
-	return st, nil
+	return st, failed, nil
 }
 
 func runPush(ctx context.Context, g globals, _ []string) error {
-	st, err := openRemote(ctx, g, "push")
+	st, failed, err := openRemote(ctx, g, "push", false)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	rep, err := st.Remote.Push(ctx, st.DB)
 	if err != nil {
+		failed()
 		return err
 	}
 	if g.json {
@@ -84,13 +88,14 @@ func runPush(ctx context.Context, g globals, _ []string) error {
 }
 
 func runPull(ctx context.Context, g globals, _ []string) error {
-	st, err := openRemote(ctx, g, "pull")
+	st, failed, err := openRemote(ctx, g, "pull", true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	rep, err := st.PullRemote(ctx)
 	if err != nil {
+		failed()
 		return err
 	}
 	if g.json {

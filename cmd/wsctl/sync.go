@@ -45,13 +45,16 @@ once they are older than its grace.`,
 }
 
 func runSync(ctx context.Context, g globals, opt wsstore.SyncOptions) error {
-	st, err := openRemote(ctx, g, "sync")
+	st, failed, err := openRemote(ctx, g, "sync", true)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	rep, err := st.SyncWith(ctx, opt)
 	if err != nil {
+		// A store this sync made and could not fill: none is better than
+		// an empty one in its place.
+		failed()
 		return err
 	}
 	if g.json {
