@@ -202,6 +202,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			db.Close()
 			return nil, err
 		}
+		removeStaleCreations(abs, time.Now())
 		conn, err := sqlx.Open("sqlite", db.checkpointDSN())
 		if err != nil {
 			db.Close()

@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -60,6 +63,38 @@ func create(ctx context.Context, path string, opts Options) error {
 		return fmt.Errorf("create %s: %w", path, translateOS(err))
 	}
 	return nil
+}
+
+// staleCreation is the age past which a creation's temporary files are
+// taken as left by a process that ended while it made them: a creation
+// takes well under a second.
+const staleCreation = time.Hour
+
+// removeStaleCreations removes the temporary files (path.new-XXXXXXXXXXXX,
+// with its -wal, -shm or -journal) of creations of the store at path that
+// a process killed while it made them left, once they are staleCreation
+// old; a writable open calls it. Failures are ignored: they are litter.
+func removeStaleCreations(path string, now time.Time) {
+	dir, prefix := filepath.Dir(path), filepath.Base(path)+".new-"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+			rest = strings.TrimSuffix(rest, suffix)
+		}
+		if len(rest) != 12 || strings.Trim(rest, "0123456789abcdef") != "" {
+			continue // not a name create makes
+		}
+		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > staleCreation {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // probe checks, through a read-only connection that writes nothing, that

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -132,5 +133,34 @@ func TestOpenRefusesADirectoryOrPipe(t *testing.T) {
 				assert.Len(t, entries, 1, "only the %s itself: %v", kind, entries)
 			}
 		})
+	}
+}
+
+// TestOpenRemovesStaleCreations: a creation killed midway leaves its
+// temporary files beside the store's name. A writable open removes those
+// over an hour old, and leaves young ones (a creation maybe still going
+// on in another process) and files of other names.
+func TestOpenRemovesStaleCreations(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "wsstore.db")
+	old := time.Now().Add(-2 * time.Hour)
+	stale := []string{"wsstore.db.new-0123456789ab", "wsstore.db.new-0123456789ab-journal", "wsstore.db.new-a1b2c3d4e5f6-wal", "wsstore.db.new-a1b2c3d4e5f6-shm"}
+	kept := []string{"wsstore.db.new-ffffffffffff", "wsstore.db.new-notours", "notes.db.new-0123456789ab"}
+	for _, name := range append(stale, kept...) {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte("x"), 0o600))
+		if name != "wsstore.db.new-ffffffffffff" {
+			require.NoError(t, os.Chtimes(p, old, old))
+		}
+	}
+	db, err := index.Open(ctx, path, index.Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	for _, name := range stale {
+		assert.NoFileExists(t, filepath.Join(dir, name))
+	}
+	for _, name := range kept {
+		assert.FileExists(t, filepath.Join(dir, name))
 	}
 }
