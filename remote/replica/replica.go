@@ -53,7 +53,7 @@ func client(ctx context.Context, url string, log *slog.Logger) (*lss3.ReplicaCli
 	if os.Getenv("AWS_CA_BUNDLE") != "" {
 		// Litestream's client gives the SDK an HTTP client it cannot add
 		// the bundle's roots to, and every call would fail.
-		return nil, wserr.New(wserr.InvalidOptions, "replica url", url, "AWS_CA_BUNDLE is not taken for replication: unset it and name the bundle in SSL_CERT_FILE, which Go's TLS reads (sync and the blob tier take either)")
+		return nil, wserr.New(wserr.InvalidOptions, "replica url", url, "AWS_CA_BUNDLE is not taken for replication: unset it and name the bundle in SSL_CERT_FILE, which Go reads on Linux and the BSDs (sync and the blob tier take either)")
 	}
 	if err := remote.CheckCredentials(ctx, url); err != nil {
 		return nil, err
