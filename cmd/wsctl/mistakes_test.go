@@ -114,3 +114,13 @@ func TestFailedCreatingCommandsLeaveNoStore(t *testing.T) {
 		assert.NoDirExists(t, c.store, "%v", args)
 	}
 }
+
+// TestNegativeGraceIsRefused: gc and reclaim-remote refuse a negative
+// --grace as a usage error (status 2), before opening anything.
+func TestNegativeGraceIsRefused(t *testing.T) {
+	c := newCLI(t)
+	c.ok("init")
+	for _, args := range [][]string{{"gc", "--grace", "-5m"}, {"reclaim-remote", "--grace", "-5m"}} {
+		assert.Contains(t, c.fails(2, args...), "--grace", "%v", args)
+	}
+}

@@ -33,13 +33,16 @@ device reclaims or any device syncs (docs/remote.md, "Reclaiming space").`,
 			return runReclaimRemote(ctx, o)
 		}),
 	}
-	cmd.Flags().DurationVar(&o.opts.Grace, "grace", 7*24*time.Hour, "keep what was written less than this long ago (0 or negative: none, as gc's)")
+	cmd.Flags().DurationVar(&o.opts.Grace, "grace", 7*24*time.Hour, "keep what was written less than this long ago (0: none, as gc's)")
 	cmd.Flags().IntVar(&o.opts.Max, "max", 1000, "remove at most this many objects")
 	cmd.Flags().BoolVar(&o.opts.DryRun, "dry-run", false, "count what would be removed, remove nothing")
 	return cmd
 }
 
 func runReclaimRemote(ctx context.Context, o reclaimRemoteOptions) error {
+	if o.opts.Grace < 0 {
+		return argError("reclaim-remote", "--grace %v is negative: give a duration such as 168h, or 0 for none", o.opts.Grace)
+	}
 	if o.opts.Grace == 0 {
 		// Typed: the flag's default is 7 days. Zero is the library's
 		// "default", so it is passed on as "none".
