@@ -143,12 +143,26 @@ func (s *Store) ImportFile(ctx context.Context, path string, opt archive.Options
 		// Closing it again would drop this process's locks on it.
 		return archive.Summary{}, wserr.New(wserr.InvalidArgument, "import", path, "that is the store's own database file, not an archive")
 	}
-	f, err := os.Open(path)
+	f, err := OpenArchiveFile(path)
 	if err != nil {
-		return archive.Summary{}, wserr.Wrap(wserr.NotFound, "import", path, err)
+		return archive.Summary{}, err
 	}
 	defer f.Close()
 	return s.Archive.Import(ctx, f, opt)
+}
+
+// OpenArchiveFile opens the file at path to import it: store.not_found if
+// there is none, workspace.invalid_argument for a directory.
+func OpenArchiveFile(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, wserr.Wrap(wserr.NotFound, "import", path, err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		f.Close()
+		return nil, wserr.New(wserr.InvalidArgument, "import", path, "is a directory, not an archive")
+	}
+	return f, nil
 }
 
 // OwnsFile reports whether path names one of the files the store keeps

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -57,9 +56,9 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 			// Never an archive; refused before anything is opened.
 			return argError("import", "%s is the store's own database file, not an archive", args[0])
 		}
-		f, err := os.Open(args[0])
+		f, err := wsstore.OpenArchiveFile(args[0])
 		if err != nil {
-			return wserr.Wrap(wserr.NotFound, "import", args[0], err)
+			return err
 		}
 		defer f.Close()
 		in = f

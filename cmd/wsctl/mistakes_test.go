@@ -124,3 +124,11 @@ func TestNegativeGraceIsRefused(t *testing.T) {
 		assert.Contains(t, c.fails(2, args...), "--grace", "%v", args)
 	}
 }
+
+// TestImportOfADirectoryIsAUsageError: a directory named as the archive is
+// refused as export refuses one (status 2), not read as a damaged archive.
+func TestImportOfADirectoryIsAUsageError(t *testing.T) {
+	c := newCLI(t)
+	c.ok("init")
+	assert.Contains(t, c.fails(2, "import", t.TempDir()), "is a directory")
+}
