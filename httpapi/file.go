@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"errors"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"path"
@@ -112,6 +114,20 @@ func ifRange(v, etag string) bool {
 // malformed), which gets the whole file; otherwise satisfiable says
 // whether the file holds the range, and [a, b] are its first and last
 // bytes.
+// rangeNumber reads a byte position of a Range: digits only, and one past
+// what int64 holds is as large as any file (RFC 9110 takes a last
+// position past the end as the end).
+func rangeNumber(s string) (int64, bool) {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return math.MaxInt64, true
+	}
+	return n, err == nil
+}
+
 func parseRange(spec string, size int64) (a, b int64, ok, satisfiable bool) {
 	unit, set, found := strings.Cut(spec, "=")
 	if !found || strings.TrimSpace(unit) != "bytes" || strings.Contains(set, ",") {
@@ -124,8 +140,8 @@ func parseRange(spec string, size int64) (a, b int64, ok, satisfiable bool) {
 	first, last = strings.TrimSpace(first), strings.TrimSpace(last)
 	if first == "" {
 		// A suffix: the last n bytes.
-		n, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || n < 0 {
+		n, ok := rangeNumber(last)
+		if !ok {
 			return 0, 0, false, false
 		}
 		if n == 0 || size == 0 {
@@ -133,13 +149,13 @@ func parseRange(spec string, size int64) (a, b int64, ok, satisfiable bool) {
 		}
 		return max(0, size-n), size - 1, true, true
 	}
-	a, err := strconv.ParseInt(first, 10, 64)
-	if err != nil || a < 0 {
+	a, ok = rangeNumber(first)
+	if !ok {
 		return 0, 0, false, false
 	}
 	b = size - 1
 	if last != "" {
-		if b, err = strconv.ParseInt(last, 10, 64); err != nil || b < a {
+		if b, ok = rangeNumber(last); !ok || b < a {
 			return 0, 0, false, false
 		}
 		b = min(b, size-1)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -116,6 +117,12 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 		multipart = true
 	}
 	var body io.Reader = r.Body
+	if limit := h.opts.MaxUploadBytes; limit > 0 && !multipart && r.ContentLength > limit {
+		// Refused as it is announced, before a byte of it is read or
+		// stored.
+		writeChangeError(w, tooLarge(p, limit))
+		return
+	}
 	if limit := h.opts.MaxUploadBytes; limit > 0 {
 		if multipart {
 			// The limit is the file's: the form around it may add up
@@ -140,12 +147,16 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			err = wserr.New(wserr.SizeLimitExceeded, "upload", p, "the upload is larger than this server takes (%d bytes)", mbe.Limit)
+			err = tooLarge(p, mbe.Limit)
 		}
 		writeChangeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
+}
+
+func tooLarge(path string, limit int64) error {
+	return wserr.New(wserr.SizeLimitExceeded, "upload", path, "the upload is larger than this server takes (%d bytes)", limit)
 }
 
 // multipartSlack is what a multipart upload's form may take beside its
@@ -174,7 +185,9 @@ func (p *limitedPart) Read(b []byte) (int, error) {
 }
 
 // firstFile returns the first file part of r's multipart body, read from
-// body.
+// body. At the part's end the reader reads the rest of the form to its
+// closing boundary, so that a body cut short after the file fails the
+// upload, as a raw body cut short does.
 func firstFile(r *http.Request, body io.Reader) (io.Reader, error) {
 	r.Body = io.NopCloser(body)
 	mr, err := r.MultipartReader()
@@ -187,7 +200,33 @@ func firstFile(r *http.Request, body io.Reader) (io.Reader, error) {
 			return nil, badRequest("the multipart body holds no file part")
 		}
 		if part.FileName() != "" || part.FormName() == "file" {
-			return part, nil
+			return &wholeForm{part: part, mr: mr}, nil
+		}
+	}
+}
+
+// wholeForm reads a multipart form's file part, then the parts after it
+// to the form's end, returning io.EOF only once that was read whole.
+type wholeForm struct {
+	part io.Reader
+	mr   *multipart.Reader
+	end  error // once the part has ended: io.EOF, or what reading on found
+}
+
+func (f *wholeForm) Read(b []byte) (int, error) {
+	if f.end != nil {
+		return 0, f.end
+	}
+	n, err := f.part.Read(b)
+	if err != io.EOF {
+		return n, err
+	}
+	for {
+		// NextPart skips what a part holds; the parts after the file
+		// are bounded by the body's limit (multipartSlack).
+		if _, err := f.mr.NextPart(); err != nil {
+			f.end = err
+			return n, err
 		}
 	}
 }
