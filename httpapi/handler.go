@@ -132,12 +132,18 @@ type Options struct {
 	SpoolDir string
 	// AccessLog receives one line per request; nil: none.
 	AccessLog io.Writer
+	// MaxTransfers bounds the uploads, downloads, imports and exports
+	// served at once, each of which holds a few MiB of buffers: one more
+	// waits for a turn up to BusyDeadline, then is answered 503
+	// store.busy. Default DefaultMaxTransfers; negative: no bound.
+	MaxTransfers int
 }
 
 // Defaults of Options.
 const (
 	DefaultMaxRequestBytes = 64 << 20
 	DefaultBusyDeadline    = 30 * time.Second
+	DefaultMaxTransfers    = 8
 )
 
 func (o Options) withDefaults() Options {
@@ -159,6 +165,9 @@ func (o Options) withDefaults() Options {
 	if o.IOTimeout == 0 {
 		o.IOTimeout = 60 * time.Second
 	}
+	if o.MaxTransfers == 0 {
+		o.MaxTransfers = DefaultMaxTransfers
+	}
 	return o
 }
 
@@ -173,13 +182,58 @@ type Handler struct {
 	// follows), so a graceful shutdown can complete.
 	closeOnce sync.Once
 	closing   chan struct{}
+	// transfers holds a token per transfer in progress (MaxTransfers);
+	// nil: no bound.
+	transfers chan struct{}
 }
 
 // New returns the handler over b.
 func New(b Backend, opts Options) *Handler {
 	h := &Handler{b: b, opts: opts.withDefaults(), mux: http.NewServeMux(), closing: make(chan struct{})}
+	if h.opts.MaxTransfers > 0 {
+		h.transfers = make(chan struct{}, h.opts.MaxTransfers)
+	}
 	h.routes()
 	return h
+}
+
+// transfer serves a route that streams a file or an archive once fewer
+// than MaxTransfers do: the memory transfers hold grows with how many run
+// at once, not with their sizes. A request that finds no turn within
+// BusyDeadline is answered 503 store.busy, its body unread.
+func (h *Handler) transfer(serve http.HandlerFunc) http.HandlerFunc {
+	return h.transferIf(func(*http.Request) bool { return true }, serve)
+}
+
+// transferIf is transfer for the requests large says are transfers; the
+// others are served at once.
+func (h *Handler) transferIf(large func(*http.Request) bool, serve http.HandlerFunc) http.HandlerFunc {
+	if h.transfers == nil {
+		return serve
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !large(r) {
+			serve(w, r)
+			return
+		}
+		select {
+		case h.transfers <- struct{}{}:
+		default:
+			t := time.NewTimer(h.opts.BusyDeadline)
+			defer t.Stop()
+			select {
+			case h.transfers <- struct{}{}:
+			case <-t.C:
+				w.Header().Set("Retry-After", "1")
+				writeError(w, wserr.New(wserr.Busy, "http", "", "%d transfers are in progress, as many as this server serves at once (--max-transfers): try again", h.opts.MaxTransfers))
+				return
+			case <-r.Context().Done():
+				return // the client went away
+			}
+		}
+		defer func() { <-h.transfers }()
+		serve(w, r)
+	}
 }
 
 // Close ends the journal follows in flight and refuses new ones, so that
@@ -195,22 +249,24 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /healthz", h.healthz)
 
 	m.HandleFunc("GET /workspace/files", h.wsFiles)
-	m.HandleFunc("GET /workspace/file", h.wsDownload)
-	m.HandleFunc("POST /workspace/upload", h.wsUpload)
+	m.HandleFunc("GET /workspace/file", h.transfer(h.wsDownload))
+	m.HandleFunc("POST /workspace/upload", h.transfer(h.wsUpload))
 	m.HandleFunc("DELETE /workspace/file", h.wsDelete)
 	m.HandleFunc("GET /workspace/stats", h.wsStats)
 	m.HandleFunc("POST /workspace/gc", h.wsGC)
 	m.HandleFunc("DELETE /workspace/delete-by-prefix", h.wsDeletePrefix)
 
-	m.HandleFunc("POST /v1/op", h.op)
+	// An op's body is held whole: one past the size a batch line takes
+	// in a breath (or of a length not given) is a transfer.
+	m.HandleFunc("POST /v1/op", h.transferIf(func(r *http.Request) bool { return r.ContentLength < 0 || r.ContentLength > replayable }, h.op))
 	m.HandleFunc("GET /v1/ops", h.opsHelp)
-	m.HandleFunc("GET /v1/export", h.export)
-	m.HandleFunc("POST /v1/import", h.importArchive)
+	m.HandleFunc("GET /v1/export", h.transfer(h.export))
+	m.HandleFunc("POST /v1/import", h.transfer(h.importArchive))
 
 	m.HandleFunc("GET /v1/runs/{run}", h.run)
 	m.HandleFunc("GET /v1/runs/{run}/checkpoints", h.checkpoints)
 	m.HandleFunc("GET /v1/runs/{run}/files", h.runFiles)
-	m.HandleFunc("GET /v1/runs/{run}/file", h.runFile)
+	m.HandleFunc("GET /v1/runs/{run}/file", h.transfer(h.runFile))
 	m.HandleFunc("GET /v1/runs/{run}/diff", h.runDiff)
 	m.HandleFunc("GET /v1/runs/{run}/events", h.events)
 	m.HandleFunc("GET /v1/runs/{run}/events/follow", h.follow)

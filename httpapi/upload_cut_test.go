@@ -72,3 +72,57 @@ func TestUploadDeclaredPastTheLimitReadsNothing(t *testing.T) {
 	assert.Equal(t, "workspace.size_limit_exceeded", errCode(t, b))
 	assert.Equal(t, before, storedObjects(t, s), "nothing stored")
 }
+
+// TestTransfersAreBounded: with MaxTransfers 2, two uploads in progress
+// make a third wait its turn; past BusyDeadline it is answered 503
+// store.busy with nothing read, and once a transfer ends the next is
+// served. Small op requests are not held up.
+func TestTransfersAreBounded(t *testing.T) {
+	s := newServer(t, httpapi.Options{MaxTransfers: 2, BusyDeadline: 200 * time.Millisecond})
+	type result struct {
+		status int
+		body   []byte
+	}
+	var writers []*io.PipeWriter
+	done := make(chan result, 2)
+	for i := range 2 {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		go func() {
+			req, err := http.NewRequest(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", fmt.Sprintf("slow%d.txt", i)), pr)
+			if err != nil {
+				done <- result{}
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+s.full)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- result{}
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			done <- result{resp.StatusCode, b}
+		}()
+		_, err := pw.Write([]byte("started\n")) // the handler holds its turn once it reads
+		require.NoError(t, err)
+	}
+
+	resp, b := s.do(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", "third.txt"), s.full, strings.NewReader("third\n"))
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", b)
+	assert.Equal(t, "store.busy", errCode(t, b))
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	resp, b = s.do(http.MethodGet, s.url("/workspace/file", "actor", "a", "path", "third.txt"), s.full, nil)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "a download is a transfer too: %s", b)
+	op := s.okJSON(http.MethodPost, s.url("/v1/op"), strings.NewReader(`{"op":"actor.stats","actor":"a"}`))
+	assert.NotNil(t, op["result"], "a small op is served")
+
+	require.NoError(t, writers[0].Close())
+	r := <-done
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	resp, b = s.do(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", "third.txt"), s.full, strings.NewReader("third\n"))
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "a turn came free: %s", b)
+	require.NoError(t, writers[1].Close())
+	r = <-done
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+}
