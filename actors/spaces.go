@@ -50,9 +50,11 @@ type Cap interface {
 	StoreCap(ctx context.Context, tx *index.Tx) (int64, error)
 	// StreamCap bounds r, an upload's content, by the room left under the
 	// cap, shared with the other content the process is storing at once
-	// (runs.Service.StreamCap); release gives its share back once it is
-	// stored or abandoned.
-	StreamCap(ctx context.Context, r io.Reader, free int64, op, path string) (_ io.Reader, release func(), _ error)
+	// (runs.Service.StreamCap); a size of 0 or more, r's length as the
+	// caller knows it, is taken from the room at once (negative: not
+	// known); release gives its share back once it is stored or
+	// abandoned.
+	StreamCap(ctx context.Context, r io.Reader, free, size int64, op, path string) (_ io.Reader, release func(), _ error)
 }
 
 // Spaces is the set of actor spaces of one store. It holds no state of its
@@ -233,6 +235,12 @@ type ChangeOptions struct {
 	// MustNotExist refuses the change when anything is at the path, and
 	// MustExist unless a file is (nothing, or a directory, refuses it).
 	MustNotExist, MustExist bool
+	// Size, if positive, is an upload's length as the caller knows it (an
+	// HTTP upload's Content-Length). Under a store cap it is taken from
+	// the room before the content is read, and an upload that does not
+	// fit is refused reading nothing, so uploads that begin together are
+	// admitted in turn rather than all read until the room runs out.
+	Size int64
 }
 
 // UploadWith is Upload guarded by opt. The guard is checked before the
@@ -268,7 +276,11 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 		// this errs on the side of refusing; the change's transaction
 		// measures the store again.
 		var err error
-		if r, release, err = s.cap.StreamCap(ctx, r, 0, "upload", p.String()); err != nil {
+		size := int64(-1)
+		if opt.Size > 0 {
+			size = opt.Size
+		}
+		if r, release, err = s.cap.StreamCap(ctx, r, 0, size, "upload", p.String()); err != nil {
 			return Change{}, err
 		}
 	}

@@ -132,6 +132,10 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 		body = http.MaxBytesReader(w, r.Body, limit)
 	}
 	body = h.progressReader(w, clientBody{body, "read the upload"})
+	if !multipart && r.ContentLength > 0 {
+		// Under a store cap the upload takes its room before it is read.
+		opt.Size = r.ContentLength
+	}
 	if multipart {
 		part, err := firstFile(r, body)
 		if err != nil {

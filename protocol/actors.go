@@ -177,13 +177,15 @@ func (s *Session) actorUpload(ctx context.Context, r request) (any, error) {
 		return nil, err
 	}
 	var body io.Reader
+	var size int64 // the content's, for the store cap to take at once
 	switch {
 	case req.Content != nil && req.ContentBase64 != nil:
 		return nil, invalidRequest("give content or contentBase64, not both")
 	case req.Content != nil:
-		body = strings.NewReader(*req.Content)
+		body, size = strings.NewReader(*req.Content), int64(len(*req.Content))
 	case req.ContentBase64 != nil:
 		body = base64Stream{base64.NewDecoder(base64.StdEncoding, strings.NewReader(*req.ContentBase64))}
+		size = int64(base64.StdEncoding.DecodedLen(len(*req.ContentBase64))) // at most 2 bytes over
 	default:
 		return nil, invalidRequest("actor.upload needs content or contentBase64")
 	}
@@ -191,7 +193,7 @@ func (s *Session) actorUpload(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := a.UploadWith(ctx, req.Actor, req.Path, body, actors.ChangeOptions{ExpectedHash: expected})
+	c, err := a.UploadWith(ctx, req.Actor, req.Path, body, actors.ChangeOptions{ExpectedHash: expected, Size: size})
 	if err != nil {
 		var ce base64.CorruptInputError
 		if errors.As(err, &ce) {

@@ -184,7 +184,7 @@ func (w *Workspace) buildVersion(ctx context.Context, op string, p vfs.Path, bas
 	if err != nil {
 		return cas.Info{}, mutation{}, err
 	}
-	grown, release, err := w.s.StreamCap(ctx, r, same, op, p.String())
+	grown, release, err := w.s.StreamCap(ctx, r, same, -1, op, p.String())
 	if err != nil {
 		return cas.Info{}, mutation{}, err
 	}

@@ -330,11 +330,15 @@ func (s *Service) StoreCap(ctx context.Context, tx *index.Tx) (int64, error) {
 // under the store's cap, shared with the other streams this process is
 // storing at once: past it, reads fail with workspace.size_limit_exceeded
 // naming op and path. Its first free bytes do not count (a new version's
-// share of the one it replaces, stored already). Release, once the
-// content is stored or abandoned, gives the stream's share back (its
-// bytes then count in the store). The change's transaction checks the cap
-// again, across processes.
-func (s *Service) StreamCap(ctx context.Context, r io.Reader, free int64, op, path string) (_ io.Reader, release func(), _ error) {
+// share of the one it replaces, stored already). A size of 0 or more is
+// r's length as the caller knows it (an HTTP upload's Content-Length):
+// the stream takes it from the room at once and fails before reading
+// anything if it does not fit, so streams that begin together are
+// admitted in turn; negative: not known. Release, once the content is
+// stored or abandoned, gives the stream's share back (its bytes then
+// count in the store). The change's transaction checks the cap again,
+// across processes.
+func (s *Service) StreamCap(ctx context.Context, r io.Reader, free, size int64, op, path string) (_ io.Reader, release func(), _ error) {
 	mark := s.streams.Mark()
 	room, capped, err := s.storeRoom(ctx)
 	if err != nil {
@@ -343,8 +347,12 @@ func (s *Service) StreamCap(ctx context.Context, r io.Reader, free int64, op, pa
 	if !capped {
 		return r, func() {}, nil
 	}
-	r, release = mark.Reader(r, free, room, wserr.New(wserr.SizeLimitExceeded, op, path,
-		"the content does not fit in the store's size cap (%d bytes left, shared with the content being stored beside it)", room))
+	full := wserr.New(wserr.SizeLimitExceeded, op, path,
+		"the content does not fit in the store's size cap (%d bytes left, shared with the content being stored beside it)", room)
+	if size >= 0 {
+		return mark.SizedReader(r, free, size, room, full)
+	}
+	r, release = mark.Reader(r, free, room, full)
 	return r, release, nil
 }
 

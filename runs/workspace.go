@@ -489,7 +489,7 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 		r = capread.Reader(r, runRoom, wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
 			"the workspace would hold more than this run's cap of %d bytes", runCap))
 	}
-	r, release, err := w.s.StreamCap(ctx, r, 0, "write", p.String())
+	r, release, err := w.s.StreamCap(ctx, r, 0, -1, "write", p.String())
 	if err != nil {
 		return vfs.FileInfo{}, err
 	}

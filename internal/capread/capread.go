@@ -52,10 +52,34 @@ func (m Mark) Reader(r io.Reader, free, left int64, err error) (io.Reader, func(
 	return br, func() { once.Do(func() { m.b.inflight.Add(-br.counted) }) }
 }
 
+// SizedReader is Reader for a stream whose length the caller knows
+// (size): it takes its size less its free bytes from the room at once,
+// as if read, and fails with err before reading anything if that does not
+// fit, taking nothing. So streams that begin together are admitted in
+// turn while they fit, rather than all read until the room runs out.
+// Bytes past size still count as Reader's do.
+func (m Mark) SizedReader(r io.Reader, free, size, left int64, err error) (io.Reader, func(), error) {
+	take := max(size-free, 0)
+	for {
+		total := m.b.total.Load()
+		if total-m.total+m.flight+take > left {
+			return nil, nil, err
+		}
+		if m.b.total.CompareAndSwap(total, total+take) {
+			break
+		}
+	}
+	m.b.inflight.Add(take)
+	br := &budgetReader{r: r, m: m, free: free, left: left, err: err, prepaid: take, counted: take}
+	var once sync.Once
+	return br, func() { once.Do(func() { m.b.inflight.Add(-br.counted) }) }, nil
+}
+
 type budgetReader struct {
 	r       io.Reader
 	m       Mark
 	free    int64 // bytes still to pass uncounted
+	prepaid int64 // bytes still to pass counted already (SizedReader)
 	left    int64
 	counted int64
 	err     error
@@ -67,6 +91,11 @@ func (c *budgetReader) Read(p []byte) (int, error) {
 	if c.free > 0 {
 		skip := min(c.free, count)
 		c.free -= skip
+		count -= skip
+	}
+	if c.prepaid > 0 {
+		skip := min(c.prepaid, count)
+		c.prepaid -= skip
 		count -= skip
 	}
 	if count > 0 {

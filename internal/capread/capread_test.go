@@ -52,3 +52,37 @@ func TestBudgetIsShared(t *testing.T) {
 		t.Fatalf("50 in flight and 40 counted of 100: %v", err)
 	}
 }
+
+// TestSizedReadersAreAdmittedInTurn: streams of a known size take it from
+// the room as they begin: those that fit read to the end, one that does
+// not fails at once having read nothing and taking nothing, so a smaller
+// one after it still fits; bytes past the size still count.
+func TestSizedReadersAreAdmittedInTurn(t *testing.T) {
+	var b capread.Budget
+	full := errors.New("full")
+	src := func(n int) *strings.Reader { return strings.NewReader(strings.Repeat("x", n)) }
+	var readers []io.Reader
+	for range 3 {
+		r, _, err := b.Mark().SizedReader(src(30), 0, 30, 100, full)
+		assert.NoError(t, err)
+		readers = append(readers, r)
+	}
+	untouched := src(30)
+	_, _, err := b.Mark().SizedReader(untouched, 0, 30, 100, full)
+	assert.ErrorIs(t, err, full, "90 taken, 30 more of 100")
+	assert.Equal(t, 30, untouched.Len(), "nothing read")
+	small, releaseSmall, err := b.Mark().SizedReader(src(10), 0, 10, 100, full)
+	assert.NoError(t, err, "what the refused one did not take is still there")
+	for _, r := range append(readers, small) {
+		_, err := io.ReadAll(r)
+		assert.NoError(t, err, "each reads what it took")
+	}
+	releaseSmall()
+	longer, _, err := b.Mark().SizedReader(src(30), 0, 5, 100, full)
+	assert.NoError(t, err)
+	_, err = io.ReadAll(longer)
+	assert.ErrorIs(t, err, full, "past its size it counts: 90 + 30 of 100")
+	var fresh capread.Budget
+	_, _, err = fresh.Mark().SizedReader(src(30), 25, 30, 5, full)
+	assert.NoError(t, err, "its free bytes are not taken")
+}
