@@ -3,6 +3,7 @@ package wsstore_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,7 @@ import (
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -26,6 +28,7 @@ func TestExportRefusesRowsNoImportTakes(t *testing.T) {
 	damages := map[string]string{
 		"parent":   `UPDATE checkpoints SET parent_seq = 99 WHERE run_id = 'r' AND seq = 3`,
 		"head":     `UPDATE runs SET head_checkpoint = 77 WHERE id = 'r'`,
+		"commit":   `UPDATE commits SET checkpoint_seq = 55 WHERE run_id = 'r'`,
 		"manifest": `UPDATE runs SET manifest = '{"workspaceVersion":' WHERE id = 'r'`,
 	}
 	for name, damage := range damages {
@@ -41,6 +44,10 @@ func TestExportRefusesRowsNoImportTakes(t *testing.T) {
 				_, err := ws.Write(ctx, vfs.MustPath("output/main.md"), []byte(content), vfs.WriteOptions{})
 				require.NoError(t, err)
 			}
+			_, err = st.Runs.Commit(ctx, "r", runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {
+				return nil, nil
+			}), runs.CommitOptions{})
+			require.NoError(t, err)
 			var good bytes.Buffer
 			_, err = st.Archive.Export(ctx, &good, archive.Scope{All: true}, archive.Options{})
 			require.NoError(t, err)
@@ -63,6 +70,7 @@ func TestExportRefusesRowsNoImportTakes(t *testing.T) {
 			assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
 
 			// Mended, it exports, and the archive imports.
+			defer storetest.RequireSound(t, st)
 			require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
 				var err error
 				switch name {
@@ -70,6 +78,9 @@ func TestExportRefusesRowsNoImportTakes(t *testing.T) {
 					_, err = tx.ExecContext(ctx, `UPDATE checkpoints SET parent_seq = 2 WHERE run_id = 'r' AND seq = 3`)
 				case "head":
 					_, err = tx.ExecContext(ctx, `UPDATE runs SET head_checkpoint = (SELECT max(seq) FROM checkpoints WHERE run_id = 'r') WHERE id = 'r'`)
+				case "commit":
+					// 0 names no checkpoint: sound, as fsck and an import take it.
+					_, err = tx.ExecContext(ctx, `UPDATE commits SET checkpoint_seq = 0 WHERE run_id = 'r'`)
 				default:
 					_, err = tx.ExecContext(ctx, `UPDATE runs SET manifest = ? WHERE id = 'r'`, undo)
 				}

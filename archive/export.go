@@ -313,7 +313,7 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 			}
 		}
 		if err := a.p.Runs.EachCommitRow(ctx, tx, r.ID, func(c runs.CommitRow) error {
-			if !held[c.CheckpointSeq] {
+			if c.CheckpointSeq != 0 && !held[c.CheckpointSeq] { // 0: none
 				return wserr.New(wserr.Corrupt, "export", "", "run %s: commit %s names checkpoint %d, which the run does not hold (wsctl fsck)", r.ID, c.ID, c.CheckpointSeq)
 			}
 			return put(Record{Commit: &c})

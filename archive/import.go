@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"lukechampine.com/blake3"
 
@@ -55,15 +56,17 @@ type importer struct {
 	trees map[cas.Hash]bool  // promised trees
 	gotB  map[cas.Hash]bool
 	gotT  map[cas.Hash]int64 // verified trees and the bytes of files below them
-	// reused are blobs the store had, not yet touched (touchReused).
-	reused []cas.Hash
-	sum    Summary
-	hdr    *tar.Header // the entry read ahead, nil at the end
-	chats  map[string]bool
-	runIDs map[string]bool
-	actors map[string]bool
-	merge  mergeState
-	lin    *lineage // the added run whose versions are being queued
+	// reused are blobs the store had, not yet touched (touchReused),
+	// since reusedSince.
+	reused      []cas.Hash
+	reusedSince time.Time
+	sum         Summary
+	hdr         *tar.Header // the entry read ahead, nil at the end
+	chats       map[string]bool
+	runIDs      map[string]bool
+	actors      map[string]bool
+	merge       mergeState
+	lin         *lineage // the added run whose versions are being queued
 	// capAt is the stored bytes the store's cap allows, as room measured
 	// it before anything was written (0: no cap is checked).
 	capAt int64
@@ -386,14 +389,14 @@ func (im *importer) readBlobs(ctx context.Context) error {
 		if err := im.blobsElsewhere(ctx); err != nil {
 			return err
 		}
-		return im.touchReused(ctx, 0)
+		return im.touchReused(ctx)
 	}
 	var done int64
 	for {
 		h, ok, err := im.entryHash(blobPrefix)
 		if err != nil || !ok {
 			if err == nil {
-				err = im.touchReused(ctx, 0)
+				err = im.touchReused(ctx)
 			}
 			return err
 		}
@@ -489,23 +492,34 @@ func (im *importer) blob(ctx context.Context, h cas.Hash) (fresh bool, err error
 }
 
 // touchBatch is how many blobs the store had an import touches in one
-// transaction.
-const touchBatch = 512
+// transaction, and touchWait the longest the first of them waits for it.
+const (
+	touchBatch = 512
+	touchWait  = 5 * time.Second
+)
 
 // reuse notes that the import uses blob h, which the store had (maybe as
 // garbage older than any gc's grace), and touches the blobs so noted once
-// touchBatch of them wait: a gc in another process then keeps them for
-// its grace, as it keeps the blobs the import stores.
+// touchBatch of them wait or the first has waited touchWait: a gc in
+// another process then keeps them for its grace, as it keeps the blobs
+// the import stores. One a gc takes before its batch is touched fails the
+// import, safely (touchReused, stillStored).
 func (im *importer) reuse(ctx context.Context, h cas.Hash) error {
+	if len(im.reused) == 0 {
+		im.reusedSince = time.Now()
+	}
 	im.reused = append(im.reused, h)
-	return im.touchReused(ctx, touchBatch)
+	if len(im.reused) < touchBatch && time.Since(im.reusedSince) < touchWait {
+		return nil
+	}
+	return im.touchReused(ctx)
 }
 
-// touchReused touches the blobs reuse noted, in one write transaction,
-// once more than min of them wait. One a gc took since the import found
-// it fails the import with store.busy (cas.Collected): import again.
-func (im *importer) touchReused(ctx context.Context, min int) error {
-	if len(im.reused) == 0 || len(im.reused) < min {
+// touchReused touches the blobs reuse noted, in one write transaction.
+// One a gc took since the import found it fails the import with
+// store.busy (cas.Collected): import again.
+func (im *importer) touchReused(ctx context.Context) error {
+	if len(im.reused) == 0 {
 		return nil
 	}
 	err := im.a.p.DB.Update(ctx, func(tx *index.Tx) error {

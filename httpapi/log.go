@@ -39,6 +39,13 @@ func (w *logWriter) Flush() {
 	}
 }
 
+// FlushError is Flush that says whether what was buffered went out, so
+// http.ResponseController.Flush reports a connection gone (a commit's
+// response is its delivery).
+func (w *logWriter) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
 // Unwrap gives http.ResponseController the writer underneath.
 func (w *logWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 

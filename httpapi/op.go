@@ -139,12 +139,19 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 	// it has nothing more to send.
 	var resp protocol.Response
 	sent := false
+	var late error
 	deliver := func(resp protocol.Response) error {
-		writeResponse(w, resp)
-		return http.NewResponseController(w).Flush()
+		if err := writeResponse(w, resp); err != nil {
+			return err
+		}
+		err := http.NewResponseController(w).Flush()
+		if errors.Is(err, http.ErrNotSupported) {
+			return nil // a writer that cannot flush: written is all there is to know
+		}
+		return err
 	}
 	_ = h.retry(r.Context(), func() error {
-		resp, sent, _ = protocol.NewSession(h.protocol()).HandleTo(r.Context(), line, deliver)
+		resp, sent, late = protocol.NewSession(h.protocol()).HandleTo(r.Context(), line, deliver)
 		if !sent && resp.Error != nil && resp.Error.Code == wserr.Busy {
 			return wserr.New(wserr.Busy, "", "", "busy")
 		}
@@ -152,11 +159,16 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 	})
 	if !sent {
 		writeResponse(w, resp)
+		return
+	}
+	if lw, ok := w.(*logWriter); ok && late != nil {
+		lw.aborted = late // the access log says what came after the response
 	}
 }
 
 // writeResponse answers a protocol response with the status of its code.
-func writeResponse(w http.ResponseWriter, resp protocol.Response) {
+// It returns the write's error.
+func writeResponse(w http.ResponseWriter, resp protocol.Response) error {
 	status := http.StatusOK
 	if resp.Error != nil {
 		status = protocol.HTTPStatus(resp.Error.Code)
@@ -166,7 +178,8 @@ func writeResponse(w http.ResponseWriter, resp protocol.Response) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(b.Bytes())
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 // GET /v1/ops: the op table's help, as wsctl batch --help prints it.

@@ -168,8 +168,9 @@ func (f *fsck) add(kind, ref, format string, args ...any) {
 
 // phase turns an error that says the store is corrupt into a problem, so
 // the other checks still run, and returns any other error. Once SQLite's
-// own check found the file damaged, any error of a later phase but an
-// ended context is taken as that damage showing, and recorded too.
+// own check found the file damaged, an error of a later phase is taken as
+// that damage showing, and recorded too, unless it says why else it
+// failed (an ended context, a closed, busy, full or read-only store).
 func (f *fsck) phase(name string, err error) error {
 	switch {
 	case err == nil:
@@ -178,7 +179,8 @@ func (f *fsck) phase(name string, err error) error {
 		f.add("sqlite", "", "%s: %s", name, wserr.MessageOf(err))
 		return nil
 	case f.damaged && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
-		!wserr.Is(err, wserr.Canceled) && !wserr.Is(err, wserr.Closed):
+		!wserr.Is(err, wserr.Canceled) && !wserr.Is(err, wserr.Closed) && !wserr.Is(err, wserr.Busy) &&
+		!wserr.Is(err, wserr.DiskFull) && !wserr.Is(err, wserr.ReadOnly):
 		f.add("sqlite", "", "%s: %v", name, err)
 		return nil
 	}

@@ -185,7 +185,7 @@ func (s *Session) actorUpload(ctx context.Context, r request) (any, error) {
 		body, size = strings.NewReader(*req.Content), int64(len(*req.Content))
 	case req.ContentBase64 != nil:
 		body = base64Stream{base64.NewDecoder(base64.StdEncoding, strings.NewReader(*req.ContentBase64))}
-		size = int64(base64.StdEncoding.DecodedLen(len(*req.ContentBase64))) // at most 2 bytes over
+		size = decodedSize(*req.ContentBase64)
 	default:
 		return nil, invalidRequest("actor.upload needs content or contentBase64")
 	}
@@ -317,4 +317,21 @@ func (b base64Stream) Read(p []byte) (int, error) {
 		err = errBase64Cut
 	}
 	return n, err
+}
+
+// decodedSize is how many bytes the padded base64 text s decodes to, the
+// line breaks the decoder skips left out (text that is not base64 is
+// refused as it is decoded).
+func decodedSize(s string) int64 {
+	var n, pad int64
+	for i := range len(s) {
+		switch s[i] {
+		case '\n', '\r':
+			continue
+		case '=':
+			pad++
+		}
+		n++
+	}
+	return max(n/4*3-pad, 0)
 }

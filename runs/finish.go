@@ -30,7 +30,9 @@ type FinishResult struct {
 // fail it). Failed, cancelled or unfinished runs never touch the chat's
 // persist layer. While this Service is committing the run (its sink may
 // still fail, and only an active run can commit again), Finish fails with
-// run.invalid_transition. When automatic pruning is on, the chat is
+// store.busy: try again once Commit has returned (the host may hold the
+// commit's message before then: a protocol response is written from the
+// sink). When automatic pruning is on, the chat is
 // pruned after the run completes; a failure of that pass does not fail
 // Finish, and is journaled on the run as a retention_failed warning.
 func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error) {
@@ -40,7 +42,7 @@ func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error
 		// before its own transaction and keeps it until its outcome is
 		// recorded, so none can slip in between the check and the finish.
 		if s.saves.isSaving(runID) {
-			return wserr.New(wserr.InvalidState, "finish", "", "run %s has a commit being saved: finish it once Commit returns", runID)
+			return wserr.New(wserr.Busy, "finish", "", "run %s has a commit being saved: finish it once Commit returns", runID)
 		}
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {

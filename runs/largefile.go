@@ -48,15 +48,21 @@ func (w *Workspace) readStored(ctx context.Context, p vfs.Path, fi vfs.FileInfo,
 
 // contentMissing judges err, from opening content h that file p named: a
 // content not found is lost from the store (store.corrupt) if p still
-// names h, and, if p changed or went meanwhile and a gc collected the
-// content it had, store.conflict: read it again.
+// names h; if p changed or went meanwhile and a gc collected the content
+// it had, store.conflict (read it again); if the run or checkpoint went,
+// their own not-found error.
 func (w *Workspace) contentMissing(ctx context.Context, p vfs.Path, h cas.Hash, err error) error {
 	if wserr.CodeOf(err) != wserr.NotFound {
 		return err
 	}
 	now, serr := w.Stat(context.WithoutCancel(ctx), p)
-	if serr == nil && now.Hash == h {
+	switch {
+	case wserr.Is(serr, wserr.RunNotFound) || wserr.Is(serr, wserr.CheckpointNotFound):
+		return serr // deleted while it was read
+	case serr == nil && now.Hash == h:
 		return wserr.Wrap(wserr.Corrupt, "read", p.String(), fmt.Errorf("the file's content %s is missing from the store (wsctl fsck names each missing object): %w", h.Short(), err))
+	case serr != nil && !wserr.Is(serr, wserr.FileNotFound):
+		return err
 	}
 	return wserr.New(wserr.Conflict, "read", p.String(), "the file changed while it was read, and a gc collected the content it had: read it again")
 }
