@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -197,13 +199,28 @@ func (s *Service) guardStore(p Profile) error {
 	return nil
 }
 
+// isStoreFile reports whether fi, a file found in an allowed host path,
+// is one of the store's database files under another name (a hard link):
+// a host mount never opens those (vfs.HostOptions.Forbidden), since
+// closing any descriptor of one drops the SQLite locks the process holds
+// on it.
+func (s *Service) isStoreFile(fi fs.FileInfo) bool {
+	for _, f := range index.FilesOf(s.db.Path()) {
+		if sf, err := os.Stat(f); err == nil && os.SameFile(sf, fi) {
+			return true
+		}
+	}
+	return false
+}
+
 // reachesStore fails with workspace.path_not_allowed if the allowed host
 // path h holds the store's directory or lies inside it, their symlinks
 // resolved: a run's write there could replace the store's database, and
 // even a read of one of its files, by any name, would drop the SQLite
 // locks the process holds on it when closed. A mount of any other
-// directory cannot reach the store: os.Root keeps every access, links
-// included, inside it. Checked when a run is created and again whenever
+// directory reaches the store only through a hard link to one of its
+// files, which the mount refuses to open (isStoreFile); os.Root keeps
+// every other access, symlinks included, inside it. Checked when a run is created and again whenever
 // one reaches h, for runs that came in by import or sync.
 func (s *Service) reachesStore(op string, h HostPath) error {
 	store, err := s.storeDir()

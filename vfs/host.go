@@ -74,8 +74,21 @@ var hostSkipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true}
 // The temporary files of writes (named hostTempPrefix…, left behind only
 // by a process killed mid-write) are never listed or searched.
 type HostFS struct {
-	root     *os.Root
-	writable bool
+	root      *os.Root
+	writable  bool
+	forbidden func(fs.FileInfo) bool
+}
+
+// HostOptions configure a host mount (OpenHostWith).
+type HostOptions struct {
+	// Writable allows changes; the mount is read-only otherwise.
+	Writable bool
+	// Forbidden, if set, reports a file the mount must never open, by
+	// what stat finds (the store's own database files, which a hard link
+	// in the directory could name: closing any descriptor of one drops
+	// the process's SQLite locks). Such a file is refused with
+	// workspace.path_not_allowed before it is opened.
+	Forbidden func(fs.FileInfo) bool
 }
 
 var (
@@ -110,6 +123,11 @@ func isRootEscape(err error) bool {
 // It fails with wserr.InvalidOptions if dir does not exist or is not a
 // directory; it never creates it.
 func OpenHost(dir string, writable bool) (*HostFS, error) {
+	return OpenHostWith(dir, HostOptions{Writable: writable})
+}
+
+// OpenHostWith is OpenHost with options.
+func OpenHostWith(dir string, opt HostOptions) (*HostFS, error) {
 	const op = "open host"
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -123,7 +141,51 @@ func OpenHost(dir string, writable bool) (*HostFS, error) {
 		return nil, wserr.Wrap(wserr.InvalidOptions, op, dir, err)
 	}
 	captureRootEscape(root)
-	return &HostFS{root: root, writable: writable}, nil
+	return &HostFS{root: root, writable: opt.Writable, forbidden: opt.Forbidden}, nil
+}
+
+// openRegular opens name in r for reading once stat has found it a
+// regular file the mount may open (fi), and checks what it opened: a
+// file replaced meanwhile by a FIFO or device is refused, never waited
+// on (the open does not block), and so is a forbidden one.
+func (h *HostFS) openRegular(r *os.Root, name, op string, p Path, write bool, fi fs.FileInfo) (*os.File, fs.FileInfo, error) {
+	if err := h.allowed(op, p, fi); err != nil {
+		return nil, nil, err
+	}
+	f, err := r.OpenFile(name, openReadFlags, 0)
+	if err != nil {
+		return nil, nil, hostError(op, p, write, err)
+	}
+	if fi, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, nil, hostError(op, p, write, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		e := wserr.New(wserr.InvalidPath, op, p.String(), "is not a regular file")
+		e.Err = errNotRegular
+		return nil, nil, e
+	}
+	if err := h.allowed(op, p, fi); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// errReplacedLink is a link that was replaced while it was followed.
+var errReplacedLink = errors.New("the link was replaced while it was followed")
+
+// errNotRegular is in the error of an open that found no regular file:
+// one a stat found regular was replaced meanwhile.
+var errNotRegular = errors.New("not a regular file")
+
+// allowed refuses a file Forbidden names.
+func (h *HostFS) allowed(op string, p Path, fi fs.FileInfo) error {
+	if h.forbidden != nil && h.forbidden(fi) {
+		return wserr.New(wserr.PathNotAllowed, op, p.String(), "is one of the store's own database files (a link to it): never opened through a host path")
+	}
+	return nil
 }
 
 // Close releases the directory handle. Calls after Close fail with
@@ -184,7 +246,7 @@ func isDirError(op string, p Path) error {
 
 // info builds the FileInfo of p from the host's fi.
 func (h *HostFS) info(p Path, fi fs.FileInfo) FileInfo {
-	info := FileInfo{Path: p, Kind: KindFile, Size: fi.Size(), Resource: ResourceHost, Writable: h.writable, ModTime: fi.ModTime()}
+	info := FileInfo{Path: p, Kind: KindFile, Size: fi.Size(), Resource: ResourceHost, Writable: h.writable && mayWrite(fi), ModTime: fi.ModTime()}
 	if fi.IsDir() {
 		info.Kind, info.Size, info.Writable = KindDir, 0, false // FileInfo.Writable: never a directory
 	}
@@ -214,19 +276,7 @@ func (h *HostFS) openFile(op string, p Path, write bool) (*os.File, fs.FileInfo,
 	if fi.IsDir() {
 		return nil, nil, isDirError(op, p)
 	}
-	f, err := h.root.Open(hostName(p))
-	if err != nil {
-		return nil, nil, hostError(op, p, write, err)
-	}
-	if fi, err = f.Stat(); err != nil {
-		f.Close()
-		return nil, nil, hostError(op, p, write, err)
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, wserr.New(wserr.InvalidPath, op, p.String(), "is not a regular file")
-	}
-	return f, fi, nil
+	return h.openRegular(h.root, hostName(p), op, p, write, fi)
 }
 
 // readFile returns the content of the regular file p, which must be at
@@ -319,6 +369,20 @@ func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult,
 	if err := ctx.Err(); err != nil {
 		return ReadResult{}, err
 	}
+	// A file another program writes meanwhile is read again, a few
+	// times: the answer's content, size and hash are of one version.
+	for range 3 {
+		res, err := h.readOnce(op, p, opt)
+		if !wserr.Is(err, wserr.Conflict) {
+			return res, err
+		}
+	}
+	return ReadResult{}, grewWhileRead(op, p)
+}
+
+// readOnce is one attempt of Read: store.conflict when the file's length
+// as read differs from its length when opened.
+func (h *HostFS) readOnce(op string, p Path, opt ReadOptions) (ReadResult, error) {
 	f, fi, err := h.openFile(op, p, false)
 	if err != nil {
 		return ReadResult{}, err
@@ -332,6 +396,9 @@ func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult,
 	}
 	if _, err := io.Copy(sum, f); err != nil {
 		return ReadResult{}, hostError(op, p, false, err)
+	}
+	if sum.n != fi.Size() {
+		return ReadResult{}, grewWhileRead(op, p)
 	}
 	res.Info = h.info(p, fi)
 	res.Info.Size, res.Info.Hash = sum.n, sum.h.Sum()
@@ -387,16 +454,27 @@ func (h *HostFS) List(ctx context.Context, p Path, depth int) ([]FileInfo, error
 // fs.SkipDir for a directory skips its contents; walk passes other errors
 // on.
 func (h *HostFS) walk(ctx context.Context, op string, dir Path, depth int, fn func(info FileInfo, link bool) error) error {
+	return h.walkDir(ctx, op, dir, depth, true, fn)
+}
+
+// walkDir is walk of dir, the directory asked for (top) or one below it:
+// one below that vanished, or cannot be read or entered, is passed over
+// as its files would be, where the one asked for fails.
+func (h *HostFS) walkDir(ctx context.Context, op string, dir Path, depth int, top bool, fn func(info FileInfo, link bool) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f, err := h.root.Open(hostName(dir))
-	if err != nil {
-		return hostError(op, dir, false, err)
+	f, err := h.root.OpenFile(hostName(dir), openReadFlags, 0) // a FIFO put there is not waited on
+	var entries []fs.DirEntry
+	if err == nil {
+		entries, err = f.ReadDir(-1)
+		f.Close()
 	}
-	entries, err := f.ReadDir(-1)
-	f.Close()
 	if err != nil {
+		if !top && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||
+			errors.Is(err, syscall.ENOTDIR) || isRootEscape(err)) {
+			return nil
+		}
 		return hostError(op, dir, false, err)
 	}
 	for _, e := range entries {
@@ -426,7 +504,7 @@ func (h *HostFS) walk(ctx context.Context, op string, dir Path, depth int, fn fu
 			return err
 		}
 		if info.Kind == KindDir && !link && depth != 1 {
-			if err := h.walk(ctx, op, child, depth-1, fn); err != nil {
+			if err := h.walkDir(ctx, op, child, depth-1, false, fn); err != nil {
 				return err
 			}
 		}
@@ -637,7 +715,9 @@ func (h *HostFS) resolve(op string, p Path, follow bool) (*hostChange, error) {
 	name := hostName(p)
 	if follow {
 		if lfi, err := h.root.Lstat(name); err == nil && lfi.Mode()&fs.ModeSymlink != 0 {
-			if name, err = h.linkTarget(name); err != nil {
+			if name, err = h.linkTarget(name); errors.Is(err, errReplacedLink) {
+				return nil, wserr.New(wserr.WriteStaleFile, op, p.String(), "the file was replaced by another program during the %s; try again", op)
+			} else if err != nil {
 				return nil, hostError(op, p, true, err)
 			}
 		}
@@ -701,6 +781,13 @@ func (c *hostChange) end() {
 	c.dir.Close()
 }
 
+// notWritable is the error for a change of a file whose permissions do
+// not let this process write it: the change would replace it, which its
+// directory's permissions alone would allow.
+func (c *hostChange) notWritable() error {
+	return wserr.New(wserr.PathNotWritable, c.op, c.p.String(), "the host file's permissions do not let this process write it")
+}
+
 // changedMeanwhile is the error for a file that another program kept
 // replacing between the change's steps (with a symlink, or with another
 // file each time it was opened): the change is refused, nothing written.
@@ -738,16 +825,14 @@ func (c *hostChange) open() (f *os.File, fi fs.FileInfo, exists bool, err error)
 		if err != nil || !exists {
 			return nil, nil, false, err
 		}
-		f, err = c.dir.Open(c.base)
+		f, fi, err = c.h.openRegular(c.dir, c.base, c.op, c.p, true, lfi)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue // removed meanwhile: look again
+		case errors.Is(err, errNotRegular):
+			continue // replaced meanwhile: look again
 		case err != nil:
-			return nil, nil, false, hostError(c.op, c.p, true, err)
-		}
-		if fi, err = f.Stat(); err != nil {
-			f.Close()
-			return nil, nil, false, hostError(c.op, c.p, true, err)
+			return nil, nil, false, err
 		}
 		if os.SameFile(lfi, fi) {
 			return f, fi, true, nil
@@ -844,6 +929,9 @@ func (c *hostChange) stage(ctx context.Context, r io.Reader) (*staged, error) {
 		return nil, err
 	}
 	if exists {
+		if !mayWrite(fi) {
+			return nil, c.notWritable()
+		}
 		perm = fi.Mode().Perm()
 	}
 	st := &staged{c: c, name: hostTempPrefix + rand.Text()}
@@ -882,6 +970,9 @@ func (c *hostChange) commit(ctx context.Context, st *staged) (FileInfo, error) {
 		return FileInfo{}, err
 	}
 	if exists {
+		if !mayWrite(fi) {
+			return FileInfo{}, c.notWritable()
+		}
 		err = st.f.Chmod(fi.Mode().Perm())
 	}
 	if err == nil {
@@ -982,6 +1073,9 @@ func (h *HostFS) linkTarget(name string) (string, error) {
 			return "", syscall.ELOOP
 		}
 		to, err := h.root.Readlink(cur)
+		if errors.Is(err, syscall.EINVAL) || errors.Is(err, fs.ErrNotExist) {
+			return "", errReplacedLink // no longer a link, or gone, since Lstat
+		}
 		if err != nil {
 			return "", err
 		}
@@ -1091,14 +1185,11 @@ func (h *HostFS) describe(r *os.Root, name, op string, p Path) (FileInfo, error)
 	case !fi.Mode().IsRegular():
 		return FileInfo{}, notRegular(op, p)
 	}
-	f, err := r.Open(name)
+	f, fi, err := h.openRegular(r, name, op, p, false, fi)
 	if err != nil {
-		return FileInfo{}, hostError(op, p, false, err)
+		return FileInfo{}, err
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return FileInfo{}, hostError(op, p, false, err)
-	}
 	hash, n, err := hashOpen(op, p, f, false)
 	if err != nil {
 		return FileInfo{}, err

@@ -45,6 +45,9 @@ func ReadRangeFrom(p Path, r io.Reader, size int64, opt ReadOptions, limit int) 
 		if err != nil {
 			return ReadResult{}, err
 		}
+		if len(b) > limit {
+			return ReadResult{}, grewWhileRead(op, p)
+		}
 		return ReadRange(p, b, opt)
 	}
 	lineRange := opt.StartLine != 0 || opt.EndLine != 0
@@ -423,4 +426,11 @@ func (sc *matchScanner) step(fn func(seg []byte, match bool)) error {
 	}
 	sc.tail = rest[len(rest)-keep:]
 	return nil
+}
+
+// grewWhileRead is the error of a read whose source grew past the size it
+// was read at (a host file another program writes): store.conflict, read
+// it again.
+func grewWhileRead(op string, p Path) error {
+	return wserr.New(wserr.Conflict, op, p.String(), "the file changed while it was read; read it again")
 }
