@@ -419,6 +419,9 @@ func (im *importer) readBlobs(ctx context.Context) error {
 		}
 		done += size
 		report(im.opt, "blobs", done, im.m.Bytes)
+		if err := im.touchDue(ctx); err != nil {
+			return err
+		}
 		if err := im.next(ctx); err != nil {
 			return err
 		}
@@ -506,10 +509,20 @@ const (
 // import, safely (touchReused, stillStored).
 func (im *importer) reuse(ctx context.Context, h cas.Hash) error {
 	if len(im.reused) == 0 {
-		im.reusedSince = time.Now()
+		im.reusedSince = im.a.p.Now()
 	}
 	im.reused = append(im.reused, h)
-	if len(im.reused) < touchBatch && time.Since(im.reusedSince) < touchWait {
+	if len(im.reused) < touchBatch {
+		return im.touchDue(ctx)
+	}
+	return im.touchReused(ctx)
+}
+
+// touchDue touches the blobs reuse noted once the first has waited
+// touchWait, whatever comes between (fresh blobs, a slow reader); the
+// import calls it after each blob.
+func (im *importer) touchDue(ctx context.Context) error {
+	if len(im.reused) == 0 || im.a.p.Now().Sub(im.reusedSince) < touchWait {
 		return nil
 	}
 	return im.touchReused(ctx)

@@ -220,8 +220,9 @@ func (s *Service) isStoreFile(fi fs.FileInfo) bool {
 // locks the process holds on it when closed. A mount of any other
 // directory reaches the store only through a hard link to one of its
 // files, which the mount refuses to open (isStoreFile); os.Root keeps
-// every other access, symlinks included, inside it. Checked when a run is created and again whenever
-// one reaches h, for runs that came in by import or sync.
+// every other access, symlinks included, inside it. Checked when a run is
+// created and again whenever one reaches h, for runs that came in by
+// import or sync.
 func (s *Service) reachesStore(op string, h HostPath) error {
 	store, err := s.storeDir()
 	if err != nil {

@@ -62,7 +62,7 @@ func (w *Workspace) contentMissing(ctx context.Context, p vfs.Path, h cas.Hash, 
 	case serr == nil && now.Hash == h:
 		return wserr.Wrap(wserr.Corrupt, "read", p.String(), fmt.Errorf("the file's content %s is missing from the store (wsctl fsck names each missing object): %w", h.Short(), err))
 	case serr != nil && !wserr.Is(serr, wserr.FileNotFound):
-		return err
+		return serr // why the file could not be looked at again (busy, closed)
 	}
 	return wserr.New(wserr.Conflict, "read", p.String(), "the file changed while it was read, and a gc collected the content it had: read it again")
 }

@@ -48,7 +48,7 @@ type FileInfo struct {
 	Size     int64        `json:"size"`          // bytes; for a stored directory, of all files below it
 	Hash     cas.Hash     `json:"hash,omitzero"` // BLAKE3 of a file's content, a stored directory's tree address; zero where not computed (host listings)
 	Resource ResourceKind `json:"resource"`      // where it comes from
-	Writable bool         `json:"writable"`      // whether Write/Patch/Remove may succeed on it: never for a directory
+	Writable bool         `json:"writable"`      // whether Write/Patch may change it (a host file's permissions allow it); never for a directory. Removal is the directory's to allow
 	ModTime  time.Time    `json:"modTime,omitzero"`
 	// Checkpoint, on the info a change returns, names the checkpoint a
 	// versioned store took right after that change ("" for none).

@@ -153,6 +153,12 @@ func (h *HostFS) openRegular(r *os.Root, name, op string, p Path, write bool, fi
 		return nil, nil, err
 	}
 	f, err := r.OpenFile(name, openReadFlags, 0)
+	if errors.Is(err, syscall.EAGAIN) {
+		// A lease another program holds (Samba, an NFS server) makes a
+		// non-blocking open fail where a blocking one waits for it to
+		// be given back; stat found a regular file, which is not a FIFO.
+		f, err = r.OpenFile(name, os.O_RDONLY, 0)
+	}
 	if err != nil {
 		return nil, nil, hostError(op, p, write, err)
 	}
@@ -369,20 +375,6 @@ func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult,
 	if err := ctx.Err(); err != nil {
 		return ReadResult{}, err
 	}
-	// A file another program writes meanwhile is read again, a few
-	// times: the answer's content, size and hash are of one version.
-	for range 3 {
-		res, err := h.readOnce(op, p, opt)
-		if !wserr.Is(err, wserr.Conflict) {
-			return res, err
-		}
-	}
-	return ReadResult{}, grewWhileRead(op, p)
-}
-
-// readOnce is one attempt of Read: store.conflict when the file's length
-// as read differs from its length when opened.
-func (h *HostFS) readOnce(op string, p Path, opt ReadOptions) (ReadResult, error) {
 	f, fi, err := h.openFile(op, p, false)
 	if err != nil {
 		return ReadResult{}, err
@@ -394,11 +386,14 @@ func (h *HostFS) readOnce(op string, p Path, opt ReadOptions) (ReadResult, error
 	if err != nil {
 		return ReadResult{}, err
 	}
-	if _, err := io.Copy(sum, f); err != nil {
-		return ReadResult{}, hostError(op, p, false, err)
-	}
-	if sum.n != fi.Size() {
-		return ReadResult{}, grewWhileRead(op, p)
+	ranged := opt.StartLine != 0 || opt.EndLine != 0 || opt.StartChar != 0 || opt.EndChar != 0
+	if ranged || fi.Size() > MaxReadBytes {
+		// The hash is of the whole file, streamed past the range; a
+		// whole read has read to the end, and its hash and size are of
+		// the bytes it answers, whatever another program appends now.
+		if _, err := io.Copy(sum, f); err != nil {
+			return ReadResult{}, hostError(op, p, false, err)
+		}
 	}
 	res.Info = h.info(p, fi)
 	res.Info.Size, res.Info.Hash = sum.n, sum.h.Sum()
@@ -464,7 +459,7 @@ func (h *HostFS) walkDir(ctx context.Context, op string, dir Path, depth int, to
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f, err := h.root.OpenFile(hostName(dir), openReadFlags, 0) // a FIFO put there is not waited on
+	f, err := h.root.OpenFile(hostName(dir), openDirFlags, 0) // a FIFO put there is not waited on
 	var entries []fs.DirEntry
 	if err == nil {
 		entries, err = f.ReadDir(-1)

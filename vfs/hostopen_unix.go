@@ -14,6 +14,10 @@ import (
 // where a regular file was opens at once, and is then refused.
 const openReadFlags = os.O_RDONLY | syscall.O_NONBLOCK
 
+// openDirFlags open a host directory to list it: anything else in its
+// place fails to open (ENOTDIR on every system), and is not waited on.
+const openDirFlags = openReadFlags | syscall.O_DIRECTORY
+
 // groups are the process's supplementary groups, read once.
 var groups = sync.OnceValue(func() []int {
 	g, _ := os.Getgroups()

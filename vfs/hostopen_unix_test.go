@@ -109,8 +109,10 @@ func TestMayWrite(t *testing.T) {
 		{"OthersNoWriteBit", other, 0o644, root},
 		{"OthersWorldWritable", other, 0o646, true},
 	} {
-		info := fakeInfo{mode: c.mode}
-		info.st.Uid, info.st.Gid = c.uid, noGroup
-		assert.Equal(t, c.want, mayWrite(info), c.name)
+		t.Run(c.name, func(t *testing.T) {
+			info := fakeInfo{mode: c.mode}
+			info.st.Uid, info.st.Gid = c.uid, noGroup
+			assert.Equal(t, c.want, mayWrite(info))
+		})
 	}
 }
