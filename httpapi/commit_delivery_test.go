@@ -195,3 +195,17 @@ func TestHTTPCommitWhoseFlushFails(t *testing.T) {
 	require.Len(t, cs, 1)
 	assert.Equal(t, runs.CommitFailed, cs[0].Status)
 }
+
+// TestHTTPCommitAnswerStatesItsLength: a commit's answer, flushed from its
+// sink before its outcome is recorded, states its length, so a client has
+// it whole once it is flushed rather than waiting for a closing chunk that
+// a server ended meanwhile never sends.
+func TestHTTPCommitAnswerStatesItsLength(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	s.okJSON(http.MethodPost, s.url("/v1/op"), strings.NewReader(`{"op":"run.create","runId":"r","chat":{"kind":"chat","stableChatId":"c"}}`))
+	s.okJSON(http.MethodPost, s.url("/v1/op"), strings.NewReader(`{"op":"write","runId":"r","path":"output/main.md","content":"the reply"}`))
+	resp, b := s.do(http.MethodPost, s.url("/v1/op"), s.full, strings.NewReader(`{"op":"commit","runId":"r"}`))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	assert.Equal(t, int64(len(b)), resp.ContentLength)
+	assert.Empty(t, resp.TransferEncoding)
+}

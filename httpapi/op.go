@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/wsstore/wsstore/protocol"
@@ -177,6 +178,10 @@ func writeResponse(w http.ResponseWriter, resp protocol.Response) error {
 	_ = protocol.WriteResponse(&b, resp)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// Its length stated, an answer flushed before the handler ends (a
+	// commit's, from its sink) is whole to the client once flushed, not
+	// left waiting for a closing chunk.
+	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	w.WriteHeader(status)
 	_, err := w.Write(b.Bytes())
 	return err
