@@ -141,16 +141,14 @@ func TestGCElsewhereFailsAStreamingPutClearly(t *testing.T) {
 	assert.Equal(t, cas.Sum(content), h)
 }
 
-// TestGCKeepsAnImportInProgress: an import commits its blobs and trees
-// before the rows that reference them; a gc with no grace in the same
-// process between the two keeps them, and the imported run reads back
-// whole with fsck clean.
-func TestGCKeepsAnImportInProgress(t *testing.T) {
+// fiveFilesArchive writes five files into a new run of st and exports
+// the store: the run, the files by path and the archive.
+func fiveFilesArchive(t *testing.T, st *wsstore.Store) (runs.Run, map[string]string, []byte) {
+	t.Helper()
 	ctx := context.Background()
-	src := storetest.OpenStore(t)
-	run, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
+	run, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
 	require.NoError(t, err)
-	ws := src.Runs.Workspace(run.ID, runs.ModelScope)
+	ws := st.Runs.Workspace(run.ID, runs.ModelScope)
 	files := map[string]string{}
 	for i := range 5 {
 		p := fmt.Sprintf("output/f%d.md", i)
@@ -159,14 +157,24 @@ func TestGCKeepsAnImportInProgress(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var arc bytes.Buffer
-	_, err = src.Archive.Export(ctx, &arc, archive.Scope{All: true}, archive.Options{})
+	_, err = st.Archive.Export(ctx, &arc, archive.Scope{All: true}, archive.Options{})
 	require.NoError(t, err)
+	return run, files, arc.Bytes()
+}
+
+// TestGCKeepsAnImportInProgress: an import commits its blobs and trees
+// before the rows that reference them; a gc with no grace in the same
+// process between the two keeps them, and the imported run reads back
+// whole with fsck clean.
+func TestGCKeepsAnImportInProgress(t *testing.T) {
+	ctx := context.Background()
+	run, files, arc := fiveFilesArchive(t, storetest.OpenStore(t))
 	// Pause the import where its rows begin: the objects are committed.
-	at := bytes.Index(arc.Bytes(), []byte("records.jsonl"))
+	at := bytes.Index(arc, []byte("records.jsonl"))
 	require.Positive(t, at)
 
 	dst := storetest.OpenStore(t)
-	r := &pausingReader{r: bytes.NewReader(arc.Bytes()), n: at, paused: make(chan struct{}), resume: make(chan struct{})}
+	r := &pausingReader{r: bytes.NewReader(arc), n: at, paused: make(chan struct{}), resume: make(chan struct{})}
 	paused := r.paused
 	done := make(chan error, 1)
 	go func() {
@@ -179,7 +187,7 @@ func TestGCKeepsAnImportInProgress(t *testing.T) {
 		return tx.GetContext(ctx, &blobs, `SELECT count(*) FROM blobs`)
 	}))
 	require.Positive(t, blobs, "the import has committed objects no row references yet")
-	_, err = dst.GC(ctx, wsstore.GCOptions{Grace: -1})
+	_, err := dst.GC(ctx, wsstore.GCOptions{Grace: -1})
 	require.NoError(t, err)
 	close(r.resume)
 	require.NoError(t, <-done)
@@ -208,19 +216,7 @@ func TestImportBesideAGCElsewhere(t *testing.T) {
 			st, err := wsstore.Open(ctx, dir, wsstore.Options{Now: clock.Now})
 			require.NoError(t, err)
 			defer st.Close()
-			run, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
-			require.NoError(t, err)
-			ws := st.Runs.Workspace(run.ID, runs.ModelScope)
-			files := map[string]string{}
-			for i := range 5 {
-				p := fmt.Sprintf("output/f%d.md", i)
-				files[p] = strings.Repeat(fmt.Sprintf("line %d of file %d\n", i, i), 200+i)
-				_, err := ws.Write(ctx, vfs.MustPath(p), []byte(files[p]), vfs.WriteOptions{})
-				require.NoError(t, err)
-			}
-			var arc bytes.Buffer
-			_, err = st.Archive.Export(ctx, &arc, archive.Scope{All: true}, archive.Options{})
-			require.NoError(t, err)
+			run, files, arc := fiveFilesArchive(t, st)
 			_, err = st.Runs.CancelAndDeleteRun(ctx, run.ID)
 			require.NoError(t, err)
 			clock.Advance(time.Hour)
@@ -228,9 +224,9 @@ func TestImportBesideAGCElsewhere(t *testing.T) {
 			other, err := wsstore.Open(ctx, dir, wsstore.Options{Now: clock.Now})
 			require.NoError(t, err)
 			defer other.Close()
-			at := bytes.Index(arc.Bytes(), []byte("records.jsonl"))
+			at := bytes.Index(arc, []byte("records.jsonl"))
 			require.Positive(t, at)
-			r := &pausingReader{r: bytes.NewReader(arc.Bytes()), n: at, paused: make(chan struct{}), resume: make(chan struct{})}
+			r := &pausingReader{r: bytes.NewReader(arc), n: at, paused: make(chan struct{}), resume: make(chan struct{})}
 			paused := r.paused
 			done := make(chan error, 1)
 			go func() {
@@ -253,7 +249,7 @@ func TestImportBesideAGCElsewhere(t *testing.T) {
 				_, err := st.Runs.Run(ctx, run.ID)
 				assert.Equal(t, wserr.RunNotFound, wserr.CodeOf(err), "nothing visible")
 				storetest.RequireSound(t, st)
-				_, err = st.Archive.Import(ctx, bytes.NewReader(arc.Bytes()), archive.Options{})
+				_, err = st.Archive.Import(ctx, bytes.NewReader(arc), archive.Options{})
 				require.NoError(t, err)
 			}
 			got := st.Runs.Workspace(run.ID, runs.HostScope)

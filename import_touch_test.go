@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -28,24 +27,10 @@ import (
 // succeeds.
 func TestReusedBlobIsTouchedWithinItsWait(t *testing.T) {
 	ctx := context.Background()
-	// Store A: the archive of five files.
-	a, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
-	require.NoError(t, err)
-	defer a.Close()
-	run, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
-	require.NoError(t, err)
-	ws := a.Runs.Workspace(run.ID, runs.ModelScope)
-	for i := range 5 {
-		content := strings.Repeat(fmt.Sprintf("line %d of file %d\n", i, i), 200+i)
-		_, err := ws.Write(ctx, vfs.MustPath(fmt.Sprintf("output/f%d.md", i)), []byte(content), vfs.WriteOptions{})
-		require.NoError(t, err)
-	}
-	var arc bytes.Buffer
-	_, err = a.Archive.Export(ctx, &arc, archive.Scope{All: true}, archive.Options{})
-	require.NoError(t, err)
+	_, _, arc := fiveFilesArchive(t, storetest.OpenStore(t))
 
 	// The first blob entry's content, and where the later blobs' headers are.
-	tr := tar.NewReader(bytes.NewReader(arc.Bytes()))
+	tr := tar.NewReader(bytes.NewReader(arc))
 	var first []byte
 	var later []int
 	for {
@@ -62,7 +47,7 @@ func TestReusedBlobIsTouchedWithinItsWait(t *testing.T) {
 			require.NoError(t, err)
 			continue
 		}
-		later = append(later, bytes.Index(arc.Bytes(), []byte(hdr.Name)))
+		later = append(later, bytes.Index(arc, []byte(hdr.Name)))
 	}
 	require.GreaterOrEqual(t, len(later), 3)
 
@@ -85,7 +70,7 @@ func TestReusedBlobIsTouchedWithinItsWait(t *testing.T) {
 	defer other.Close()
 	// The fresh blobs stream slowly (6 s in all over the stalls before
 	// each, a slow pipe); the import then pauses before the last one.
-	r := &stallingReader{r: bytes.NewReader(arc.Bytes()), stalls: later[:len(later)-1], stall: 6 * time.Second / time.Duration(len(later)-1), pauseAt: later[len(later)-1],
+	r := &stallingReader{r: bytes.NewReader(arc), stalls: later[:len(later)-1], stall: 6 * time.Second / time.Duration(len(later)-1), pauseAt: later[len(later)-1],
 		paused: make(chan struct{}), resume: make(chan struct{}), clock: clock}
 	paused := r.paused
 	done := make(chan error, 1)
