@@ -205,6 +205,11 @@ func (s *Service) guardStore(p Profile) error {
 // closing any descriptor of one drops the SQLite locks the process holds
 // on it.
 func (s *Service) isStoreFile(fi fs.FileInfo) bool {
+	if n, ok := linkCount(fi); ok && n < 2 {
+		// One name only, in a host path, which never holds the
+		// store's directory (reachesStore): not the store's file.
+		return false
+	}
 	for _, f := range index.FilesOf(s.db.Path()) {
 		if sf, err := os.Stat(f); err == nil && os.SameFile(sf, fi) {
 			return true
