@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,56 +75,58 @@ func TestUploadDeclaredPastTheLimitReadsNothing(t *testing.T) {
 	assert.Equal(t, before, storedObjects(t, s), "nothing stored")
 }
 
-// TestTransfersAreBounded: with MaxTransfers 2, two uploads in progress
-// make a third wait its turn; past BusyDeadline it is answered 503
-// store.busy with nothing read, and once a transfer ends the next is
-// served. Small op requests are not held up.
+// heldBody is an upload's body that says when the handler first reads
+// it (so holds its turn) and then waits for release before its content.
+type heldBody struct {
+	reading, release chan struct{}
+	once             sync.Once
+	r                io.Reader
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	b.once.Do(func() { close(b.reading); <-b.release })
+	return b.r.Read(p)
+}
+
+// TestTransfersAreBounded: with MaxTransfers 2, two uploads reading their
+// bodies make a third wait its turn; past BusyDeadline it is answered 503
+// store.busy with nothing read, a download too, and once a transfer ends
+// the next is served. Small op requests are not held up.
 func TestTransfersAreBounded(t *testing.T) {
 	s := newServer(t, httpapi.Options{MaxTransfers: 2, BusyDeadline: 200 * time.Millisecond})
-	type result struct {
-		status int
-		body   []byte
+	serve := func(method, u string, body io.Reader) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, u, body)
+		r.Header.Set("Authorization", "Bearer "+s.full)
+		rec := httptest.NewRecorder()
+		s.h.ServeHTTP(rec, r)
+		return rec
 	}
-	var writers []*io.PipeWriter
-	done := make(chan result, 2)
+	var held []*heldBody
+	done := make(chan int, 2)
 	for i := range 2 {
-		pr, pw := io.Pipe()
-		writers = append(writers, pw)
+		b := &heldBody{reading: make(chan struct{}), release: make(chan struct{}), r: strings.NewReader("slow\n")}
+		held = append(held, b)
 		go func() {
-			req, err := http.NewRequest(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", fmt.Sprintf("slow%d.txt", i)), pr)
-			if err != nil {
-				done <- result{}
-				return
-			}
-			req.Header.Set("Authorization", "Bearer "+s.full)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				done <- result{}
-				return
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			done <- result{resp.StatusCode, b}
+			done <- serve(http.MethodPost, fmt.Sprintf("/workspace/upload?actor=a&path=slow%d.txt", i), b).Code
 		}()
-		_, err := pw.Write([]byte("started\n")) // the handler holds its turn once it reads
-		require.NoError(t, err)
+		<-b.reading // its handler holds a turn
 	}
 
-	resp, b := s.do(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", "third.txt"), s.full, strings.NewReader("third\n"))
-	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", b)
-	assert.Equal(t, "store.busy", errCode(t, b))
-	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
-	resp, b = s.do(http.MethodGet, s.url("/workspace/file", "actor", "a", "path", "third.txt"), s.full, nil)
-	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "a download is a transfer too: %s", b)
-	op := s.okJSON(http.MethodPost, s.url("/v1/op"), strings.NewReader(`{"op":"actor.stats","actor":"a"}`))
-	assert.NotNil(t, op["result"], "a small op is served")
+	third := strings.NewReader("third\n")
+	rec := serve(http.MethodPost, "/workspace/upload?actor=a&path=third.txt", third)
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "%s", rec.Body)
+	assert.Equal(t, "store.busy", errCode(t, rec.Body.Bytes()))
+	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+	assert.Equal(t, 6, third.Len(), "nothing of it read")
+	rec = serve(http.MethodGet, "/workspace/file?actor=a&path=third.txt", nil)
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "a download is a transfer too: %s", rec.Body)
+	rec = serve(http.MethodPost, "/v1/op", strings.NewReader(`{"op":"actor.stats","actor":"a"}`))
+	assert.Equal(t, http.StatusOK, rec.Code, "a small op is served: %s", rec.Body)
 
-	require.NoError(t, writers[0].Close())
-	r := <-done
-	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-	resp, b = s.do(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", "third.txt"), s.full, strings.NewReader("third\n"))
-	assert.Equal(t, http.StatusOK, resp.StatusCode, "a turn came free: %s", b)
-	require.NoError(t, writers[1].Close())
-	r = <-done
-	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	close(held[0].release)
+	require.Equal(t, http.StatusOK, <-done)
+	rec = serve(http.MethodPost, "/workspace/upload?actor=a&path=third.txt", strings.NewReader("third\n"))
+	assert.Equal(t, http.StatusOK, rec.Code, "a turn came free: %s", rec.Body)
+	close(held[1].release)
+	require.Equal(t, http.StatusOK, <-done)
 }
