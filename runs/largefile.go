@@ -40,31 +40,34 @@ const streamRetries = 3
 func (w *Workspace) readStored(ctx context.Context, p vfs.Path, fi vfs.FileInfo, opt vfs.ReadOptions) (vfs.ReadResult, error) {
 	rc, err := w.s.blobs.Get(ctx, fi.Hash)
 	if err != nil {
-		return vfs.ReadResult{}, w.contentMissing(ctx, p, fi.Hash, err)
+		return vfs.ReadResult{}, w.ContentMissing(ctx, "read", "read", p, fi.Hash, err)
 	}
 	defer rc.Close()
 	return vfs.ReadRangeFrom(p, rc, fi.Size, opt, MaxReadBytes)
 }
 
-// contentMissing judges err, from opening content h that file p named: a
-// content not found is lost from the store (store.corrupt) if p still
-// names h; if p changed or went meanwhile and a gc collected the content
-// it had, store.conflict (read it again); if the run or checkpoint went,
-// their own not-found error.
-func (w *Workspace) contentMissing(ctx context.Context, p vfs.Path, h cas.Hash, err error) error {
+// ContentMissing judges err, from opening content h that file p named
+// when listed or looked up, for op (read, checkout; doing says what
+// happens to p in it: "read", "checked out"): a content not found
+// is lost from the store (store.corrupt) if p still names h; if p changed
+// or went meanwhile and a gc collected the content it had,
+// store.conflict (do it again); if the run or checkpoint went, their own
+// not-found error; if p cannot be looked at again, why. Other errors are
+// returned as they are.
+func (w *Workspace) ContentMissing(ctx context.Context, op, doing string, p vfs.Path, h cas.Hash, err error) error {
 	if wserr.CodeOf(err) != wserr.NotFound {
 		return err
 	}
 	now, serr := w.Stat(context.WithoutCancel(ctx), p)
 	switch {
 	case wserr.Is(serr, wserr.RunNotFound) || wserr.Is(serr, wserr.CheckpointNotFound):
-		return serr // deleted while it was read
+		return wserr.New(wserr.CodeOf(serr), op, "", "%s, deleted while it was being %s", wserr.MessageOf(serr), doing)
 	case serr == nil && now.Hash == h:
-		return wserr.Wrap(wserr.Corrupt, "read", p.String(), fmt.Errorf("the file's content %s is missing from the store (wsctl fsck names each missing object): %w", h.Short(), err))
+		return wserr.Wrap(wserr.Corrupt, op, p.String(), fmt.Errorf("the file's content %s is missing from the store (wsctl fsck names each missing object): %w", h.Short(), err))
 	case serr != nil && !wserr.Is(serr, wserr.FileNotFound):
 		return serr // why the file could not be looked at again (busy, closed)
 	}
-	return wserr.New(wserr.Conflict, "read", p.String(), "the file changed while it was read, and a gc collected the content it had: read it again")
+	return wserr.New(wserr.Conflict, op, p.String(), "the file changed while it was being %s, and a gc collected the content it had: try again", doing)
 }
 
 // Open returns p's whole content as a stream, read with bounded memory
@@ -102,7 +105,7 @@ func (w *Workspace) Open(ctx context.Context, p vfs.Path) (io.ReadCloser, vfs.Fi
 	}
 	rc, err := w.s.blobs.Get(ctx, fi.Hash)
 	if err != nil {
-		return nil, vfs.FileInfo{}, w.contentMissing(ctx, p, fi.Hash, err)
+		return nil, vfs.FileInfo{}, w.ContentMissing(ctx, "read", "read", p, fi.Hash, err)
 	}
 	return cas.GoneMeanwhile(rc, "read", p.String(), fi.Hash, func() (cas.Hash, error) {
 		now, err := w.Stat(context.WithoutCancel(ctx), p)

@@ -63,6 +63,11 @@ type ReadOptions struct {
 	StartChar, EndChar int
 }
 
+// ranges reports whether o asks for a line range and a char range.
+func (o ReadOptions) ranges() (line, char bool) {
+	return o.StartLine != 0 || o.EndLine != 0, o.StartChar != 0 || o.EndChar != 0
+}
+
 // ReadResult is what Read returns.
 type ReadResult struct {
 	Info       FileInfo `json:"info"`

@@ -386,8 +386,7 @@ func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult,
 	if err != nil {
 		return ReadResult{}, err
 	}
-	ranged := opt.StartLine != 0 || opt.EndLine != 0 || opt.StartChar != 0 || opt.EndChar != 0
-	if ranged || fi.Size() > MaxReadBytes {
+	if line, char := opt.ranges(); line || char || fi.Size() > MaxReadBytes {
 		// The hash is of the whole file, streamed past the range; a
 		// whole read has read to the end, and its hash and size are of
 		// the bytes it answers, whatever another program appends now.

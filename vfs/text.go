@@ -34,8 +34,7 @@ func IsText(b []byte) bool {
 // line count); wserr.InvalidCharRange likewise for chars.
 func ReadRange(p Path, content []byte, opt ReadOptions) (ReadResult, error) {
 	const op = "read"
-	lineRange := opt.StartLine != 0 || opt.EndLine != 0
-	charRange := opt.StartChar != 0 || opt.EndChar != 0
+	lineRange, charRange := opt.ranges()
 	if lineRange && charRange {
 		return ReadResult{}, wserr.New(wserr.InvalidArgument, op, p.String(),
 			"give either a line range or a char range, not both")

@@ -50,8 +50,7 @@ func ReadRangeFrom(p Path, r io.Reader, size int64, opt ReadOptions, limit int) 
 		}
 		return ReadRange(p, b, opt)
 	}
-	lineRange := opt.StartLine != 0 || opt.EndLine != 0
-	charRange := opt.StartChar != 0 || opt.EndChar != 0
+	lineRange, charRange := opt.ranges()
 	switch {
 	case lineRange && charRange:
 		return ReadResult{}, wserr.New(wserr.InvalidArgument, op, p.String(),

@@ -139,9 +139,9 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	for i, fi := range files {
 		bar.update("checkout", i, len(files))
 		n, err := checkoutFile(ctx, blobs, root, fi)
-		if wserr.Is(err, wserr.NotFound) {
-			err = changedMeanwhile(ctx, ws, fi, err)
-		}
+		// Contents gone since the listing: the run or checkpoint
+		// deleted, the file changed and collected, or lost.
+		err = ws.ContentMissing(ctx, "checkout", "checked out", fi.Path, fi.Hash, err)
 		if err != nil {
 			return err
 		}
@@ -160,25 +160,6 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	}
 	_, err = fmt.Fprintf(o.out, "checked out %d files (%s) of %s at %s into %s\n", res.Files, humanBytes(res.Bytes), runID, from, dir)
 	return err
-}
-
-// changedMeanwhile explains a file's contents gone from the store after
-// the listing named them: the run or its checkpoint was deleted and
-// collected meanwhile (their own not-found error), or the file was
-// changed and its old contents collected (store.conflict: check out
-// again). Contents missing from an unchanged file are lost from the store:
-// store.corrupt.
-func changedMeanwhile(ctx context.Context, ws *runs.Workspace, fi vfs.FileInfo, err error) error {
-	now, serr := ws.Stat(ctx, fi.Path)
-	switch {
-	case wserr.Is(serr, wserr.RunNotFound) || wserr.Is(serr, wserr.CheckpointNotFound):
-		return wserr.New(wserr.CodeOf(serr), "checkout", "", "%s, deleted while it was being checked out", wserr.MessageOf(serr))
-	case serr != nil && !wserr.Is(serr, wserr.FileNotFound):
-		return err
-	case serr != nil || now.Hash != fi.Hash:
-		return wserr.New(wserr.Conflict, "checkout", fi.Path.String(), "the file changed while the workspace was being checked out: check it out again")
-	}
-	return wserr.Wrap(wserr.Corrupt, "checkout", fi.Path.String(), fmt.Errorf("the file's content %s is missing from the store (wsctl fsck names each missing object): %w", fi.Hash.Short(), err))
 }
 
 // blobGetter is what checkout needs of the content store.
