@@ -131,7 +131,7 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if limit := h.opts.MaxUploadBytes; limit > 0 && a.fileBytes > limit {
-		writeResponse(w, protocol.ErrorResponse(a.op, a.id, wserr.New(wserr.SizeLimitExceeded, "upload", "", "the upload is larger than this server takes (%d bytes)", limit)))
+		writeResponse(w, protocol.ErrorResponse(a.op, a.id, tooLarge("", limit)))
 		return
 	}
 	// A commit's response delivers its message: it is written and flushed
