@@ -37,6 +37,7 @@ type Trees interface {
 	Lookup(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path) (vfs.Entry, error)
 	Set(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, e *vfs.Entry) (cas.Hash, error)
 	List(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int) ([]vfs.Listed, error)
+	ListPage(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int, page vfs.ListPage) ([]vfs.Listed, bool, error)
 	Walk(ctx context.Context, tx *index.Tx, root cas.Hash, fn func(p vfs.Path, e vfs.Entry) error) error
 	Diff(ctx context.Context, tx *index.Tx, a, b cas.Hash) ([]vfs.Change, error)
 	// Orphaned records, in tx, trees the versions pruned in tx held, for
@@ -447,24 +448,33 @@ func (s *Spaces) Download(ctx context.Context, actor, path string) (io.ReadClose
 // An actor with no space lists nothing at its root. Errors:
 // wserr.InvalidActor, wserr.InvalidPath, wserr.FileNotFound.
 func (s *Spaces) List(ctx context.Context, actor, path string, depth int) ([]vfs.Listed, error) {
+	out, _, err := s.ListPage(ctx, actor, path, depth, vfs.ListPage{})
+	return out, err
+}
+
+// ListPage returns one page of List's entries, and whether entries remain
+// after it (ask again with the last entry's path as page.After); the
+// subtrees before the cursor are not read. Errors: those of List.
+func (s *Spaces) ListPage(ctx context.Context, actor, path string, depth int, page vfs.ListPage) ([]vfs.Listed, bool, error) {
 	actor, err := ParseActor(actor)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p, err := parsePath(path, true)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var out []vfs.Listed
+	more := false
 	err = s.db.View(ctx, func(tx *index.Tx) error {
 		sp, _, err := findSpace(ctx, tx, actor)
 		if err != nil {
 			return err
 		}
-		out, err = s.trees.List(ctx, tx, sp.Root, p, depth)
+		out, more, err = s.trees.ListPage(ctx, tx, sp.Root, p, depth, page)
 		return err
 	})
-	return out, err
+	return out, more, err
 }
 
 // Delete removes the file or directory path (a whole subtree) from

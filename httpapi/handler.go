@@ -31,7 +31,7 @@ type Verifier interface {
 // ActorSpaces is what the Workspace endpoints ask of actor spaces;
 // *actors.Spaces implements it.
 type ActorSpaces interface {
-	List(ctx context.Context, actor, path string, depth int) ([]vfs.Listed, error)
+	ListPage(ctx context.Context, actor, path string, depth int, page vfs.ListPage) ([]vfs.Listed, bool, error)
 	UploadWith(ctx context.Context, actor, path string, r io.Reader, opt actors.ChangeOptions) (actors.Change, error)
 	Download(ctx context.Context, actor, path string) (io.ReadCloser, vfs.Entry, error)
 	Stat(ctx context.Context, actor, path string) (vfs.Entry, error)

@@ -195,9 +195,25 @@ func TestRunViews(t *testing.T) {
 	t.Run("Files", func(t *testing.T) {
 		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "path", "output"), nil)
 		assert.Len(t, m["entries"], 1)
+		assert.Equal(t, false, m["more"])
 		resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/files", "depth", "-1"), s.full, nil)
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
 		assert.Equal(t, "workspace.invalid_argument", errCode(t, b))
+		// a page: the first entry, then the rest after it
+		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "depth", "2", "limit", "1"), nil)
+		require.Len(t, m["entries"], 1)
+		assert.Equal(t, true, m["more"])
+		first := m["entries"].([]any)[0].(map[string]any)["path"].(string)
+		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "depth", "2", "after", first), nil)
+		rest := m["entries"].([]any)
+		require.NotEmpty(t, rest)
+		assert.Equal(t, false, m["more"])
+		whole := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "depth", "2"), nil)["entries"].([]any)
+		assert.Equal(t, whole, append([]any{map[string]any(whole[0].(map[string]any))}, rest...))
+		for _, kv := range [][]string{{"limit", "-1"}, {"limit", "100001"}, {"limit", "x"}, {"after", "../x"}} {
+			resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/files", kv...), s.full, nil)
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%v: %s", kv, b)
+		}
 	})
 	t.Run("FileAtCheckpoint", func(t *testing.T) {
 		_, b := s.do(http.MethodGet, s.url("/v1/runs/r1/file", "path", "output/answer.md"), s.full, nil)

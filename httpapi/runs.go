@@ -90,7 +90,8 @@ func pathParam(r *http.Request, root bool) (vfs.Path, error) {
 	return vfs.ParsePath(s)
 }
 
-// GET /v1/runs/{run}/files?path=&depth=&at=: the entries below path.
+// GET /v1/runs/{run}/files?path=&depth=&at=&after=&limit=: the entries
+// below path, a page at a time (more: entries remain after the last).
 func (h *Handler) runFiles(w http.ResponseWriter, r *http.Request) {
 	id, ok := h.readRun(w, r)
 	if !ok {
@@ -108,17 +109,22 @@ func (h *Handler) runFiles(w http.ResponseWriter, r *http.Request) {
 	if err == nil && depth < 0 {
 		err = badRequest("depth must not be negative") // as the list op and /workspace/files
 	}
+	var page vfs.ListPage
+	if err == nil {
+		page, err = pageParams(r)
+	}
 	var ls []vfs.FileInfo
+	var more bool
 	if err == nil {
 		err = h.retry(r.Context(), func() (err error) {
-			ls, err = ws.List(r.Context(), p, depth)
+			ls, more, err = ws.ListPage(r.Context(), p, depth, page)
 			return err
 		})
 	}
 	if ls == nil {
 		ls = []vfs.FileInfo{}
 	}
-	answer(w, map[string]any{"entries": ls}, err)
+	answer(w, map[string]any{"entries": ls, "more": more}, err)
 }
 
 // GET /v1/runs/{run}/file?path=&at=: a file's bytes, live or at a

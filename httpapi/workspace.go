@@ -23,8 +23,9 @@ import (
 // Seed 004's Workspace API. Every endpoint names its actor (?actor=);
 // the token must allow it.
 
-// GET /workspace/files?actor=&path=&depth=: the actor's entries below
-// path (default the root), depth levels down (default 1).
+// GET /workspace/files?actor=&path=&depth=&after=&limit=: the actor's
+// entries below path (default the root), depth levels down (default 1), a
+// page at a time (more: entries remain after the last).
 func (h *Handler) wsFiles(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	actor := q.Get("actor")
@@ -35,13 +36,18 @@ func (h *Handler) wsFiles(w http.ResponseWriter, r *http.Request) {
 	if err == nil && depth < 0 {
 		err = badRequest("depth must not be negative")
 	}
+	var page vfs.ListPage
+	if err == nil {
+		page, err = pageParams(r)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	var ls []vfs.Listed
+	var more bool
 	err = h.retry(r.Context(), func() (err error) {
-		ls, err = h.b.Actors.List(r.Context(), actor, q.Get("path"), depth)
+		ls, more, err = h.b.Actors.ListPage(r.Context(), actor, q.Get("path"), depth, page)
 		return err
 	})
 	if err != nil {
@@ -51,7 +57,7 @@ func (h *Handler) wsFiles(w http.ResponseWriter, r *http.Request) {
 	if ls == nil {
 		ls = []vfs.Listed{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"actor": actor, "entries": ls})
+	writeJSON(w, http.StatusOK, map[string]any{"actor": actor, "entries": ls, "more": more})
 }
 
 // GET /workspace/file?actor=&path=: the file's bytes, streamed, with its
@@ -418,6 +424,28 @@ func (h *Handler) actorChange(w http.ResponseWriter, r *http.Request, change fun
 }
 
 // intParam parses an integer query parameter; "" is 0.
+// pageParams reads a listing's page from the query: after, a path (""
+// or ".": from the start), and limit (0 or absent: vfs.DefaultListLimit).
+func pageParams(r *http.Request) (vfs.ListPage, error) {
+	q := r.URL.Query()
+	limit, err := intParam(q.Get("limit"), "limit")
+	page := vfs.ListPage{Limit: limit}
+	switch {
+	case err != nil:
+		return page, err
+	case limit < 0 || limit > vfs.MaxListLimit:
+		return page, badRequest("limit must be in 0..%d (0: %d), not %d", vfs.MaxListLimit, vfs.DefaultListLimit, limit)
+	case limit == 0:
+		page.Limit = vfs.DefaultListLimit
+	}
+	if after := q.Get("after"); after != "" && after != "." {
+		if page.After, err = vfs.ParsePath(after); err != nil {
+			return page, badRequest("after must be a path a listing holds: %v", err)
+		}
+	}
+	return page, nil
+}
+
 func intParam(s, name string) (int, error) {
 	if s == "" {
 		return 0, nil

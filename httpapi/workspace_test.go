@@ -70,6 +70,25 @@ func TestWorkspaceEndpoints(t *testing.T) {
 		assert.Len(t, m["entries"], 3, "depth 1 by default: notes, reports, temp")
 		m = s.okJSON(http.MethodGet, s.url("/workspace/files", "actor", "carol"), nil)
 		assert.Empty(t, m["entries"], "an actor with no space lists nothing")
+		assert.Equal(t, false, m["more"])
+		// pages of two, each after the last path of the one before
+		var got []string
+		after := ""
+		for {
+			m = s.okJSON(http.MethodGet, s.url("/workspace/files", "actor", "alice", "depth", "2", "limit", "2", "after", after), nil)
+			es := m["entries"].([]any)
+			require.LessOrEqual(t, len(es), 2)
+			for _, e := range es {
+				got = append(got, e.(map[string]any)["path"].(string))
+			}
+			if m["more"] != true {
+				break
+			}
+			after = got[len(got)-1]
+		}
+		assert.Equal(t, []string{"notes", "notes/meeting.md", "reports", "reports/daily.md", "reports/weekly.md", "temp", "temp/a.txt", "temp/b.txt"}, got)
+		resp, b := s.do(http.MethodGet, s.url("/workspace/files", "actor", "alice", "limit", "-2"), s.full, nil)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
 	})
 	t.Run("FilesBadDepth", func(t *testing.T) {
 		resp, b := s.do(http.MethodGet, s.url("/workspace/files", "actor", "alice", "depth", "x"), s.full, nil)

@@ -16,7 +16,7 @@ import (
 // ActorSpaces is what the actor ops need of actor spaces; *actors.Spaces
 // implements it.
 type ActorSpaces interface {
-	List(ctx context.Context, actor, path string, depth int) ([]vfs.Listed, error)
+	ListPage(ctx context.Context, actor, path string, depth int, page vfs.ListPage) ([]vfs.Listed, bool, error)
 	UploadWith(ctx context.Context, actor, path string, r io.Reader, opt actors.ChangeOptions) (actors.Change, error)
 	Download(ctx context.Context, actor, path string) (io.ReadCloser, vfs.Entry, error)
 	DeleteWith(ctx context.Context, actor, path string, opt actors.ChangeOptions) (actors.Change, error)
@@ -34,8 +34,9 @@ const MaxActorDownload = 16 << 20
 var actorOps = []op{
 	{
 		name: "actor.ls", access: reads, request: []any{actorLsRequest{}}, handle: (*Session).actorLs,
-		help: `  actor.ls  {actor, path?, depth?}           -> {entries: [{path, name, kind, size, hash}]}
-                                            an actor's files below path to depth levels`,
+		help: `  actor.ls  {actor, path?, depth?, after?, limit?}  -> {entries: [{path, name, kind, size, hash}], more}
+                                            an actor's files below path to depth levels,
+                                            a page at a time as list`,
 	},
 	{
 		name: "actor.upload", access: writes, request: []any{actorUploadRequest{}}, handle: (*Session).actorUpload,
@@ -81,6 +82,8 @@ type actorLsRequest struct {
 	Actor string `json:"actor"`
 	Path  string `json:"path"`
 	Depth int    `json:"depth"`
+	After string `json:"after"`
+	Limit int    `json:"limit"`
 }
 
 type actorPathRequest struct {
@@ -157,11 +160,15 @@ func (s *Session) actorLs(ctx context.Context, r request) (any, error) {
 	if req.Depth < 0 {
 		return nil, wserr.New(wserr.InvalidArgument, "actor.ls", "", "depth must not be negative")
 	}
-	ls, err := a.List(ctx, req.Actor, req.Path, req.Depth)
+	page, err := listPage(req.After, req.Limit)
 	if err != nil {
 		return nil, err
 	}
-	return listed("entries", ls), nil
+	ls, more, err := a.ListPage(ctx, req.Actor, req.Path, req.Depth, page)
+	if err != nil {
+		return nil, err
+	}
+	return listedPage("entries", ls, more), nil
 }
 
 func (s *Session) actorUpload(ctx context.Context, r request) (any, error) {

@@ -121,12 +121,14 @@ var ops = []op{
 	},
 	{
 		name: "list", access: reads, request: []any{listRequest{}}, handle: (*Session).list,
-		help: `  list        {path?, depth?, at?}          -> {entries: [{path, kind, size, hash, resource, writable}]}
+		help: `  list        {path?, depth?, at?, after?, limit?}  -> {entries: [{path, kind, size, hash, resource, writable}], more}
               path: default the root. depth: how many levels below path
               to list, an integer; default 1, the direct entries (0 is 1
               too); 2 adds their children, and so on. hash is left out
               for host files (host/…), so a listing reads no file; stat
-              gives it`,
+              gives it. A page: limit default 10000, at most 100000;
+              more says entries remain (ask again with after the last
+              entry's path)`,
 	},
 	{
 		name: "checkpoint", access: writes, request: []any{checkpointRequest{}}, handle: (*Session).checkpoint,
@@ -598,6 +600,34 @@ type listRequest struct {
 	Path  *string  `json:"path"`
 	Depth int      `json:"depth"`
 	At    *ckptRef `json:"at"`
+	After string   `json:"after"`
+	Limit int      `json:"limit"`
+}
+
+// listPage checks a listing's page fields, which the host gives: after, a
+// path ("" or ".": from the start), and limit (0: vfs.DefaultListLimit).
+func listPage(after string, limit int) (vfs.ListPage, error) {
+	page := vfs.ListPage{Limit: limit}
+	switch {
+	case limit < 0 || limit > vfs.MaxListLimit:
+		return page, invalidRequest("limit must be in 0..%d (0: %d), not %d", vfs.MaxListLimit, vfs.DefaultListLimit, limit)
+	case limit == 0:
+		page.Limit = vfs.DefaultListLimit
+	}
+	if after != "" && after != "." {
+		var err error
+		if page.After, err = vfs.ParsePath(after); err != nil {
+			return page, invalidRequest("after must be a path a listing holds: %v", err)
+		}
+	}
+	return page, nil
+}
+
+// listedPage is a page's answer.
+func listedPage[T any](key string, xs []T, more bool) map[string]any {
+	m := listed(key, xs)
+	m["more"] = more
+	return m
 }
 
 func (s *Session) list(ctx context.Context, r request) (any, error) {
@@ -619,11 +649,15 @@ func (s *Session) listIn(ctx context.Context, r request, scope runs.Scope) (any,
 	if req.Depth < 0 {
 		return nil, wserr.New(wserr.InvalidArgument, "list", "", "depth must not be negative")
 	}
-	entries, err := s.view(runID, req.At, scope).List(ctx, p, req.Depth)
+	page, err := listPage(req.After, req.Limit)
 	if err != nil {
 		return nil, err
 	}
-	return listed("entries", entries), nil
+	entries, more, err := s.view(runID, req.At, scope).ListPage(ctx, p, req.Depth, page)
+	if err != nil {
+		return nil, err
+	}
+	return listedPage("entries", entries, more), nil
 }
 
 // ---- checkpoint, rollback, diff

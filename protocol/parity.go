@@ -82,7 +82,7 @@ var parityOps = []op{
 	},
 	{
 		name: "host.list", access: reads, request: []any{listRequest{}}, handle: (*Session).hostList,
-		help: `  host.list   {path?, depth?, at?}          -> as list, in the host's view`,
+		help: `  host.list   {path?, depth?, at?, after?, limit?}  -> as list, in the host's view`,
 	},
 	{
 		name: "commit.rollback", access: writes, request: []any{commitRollbackRequest{}}, handle: (*Session).commitRollback,

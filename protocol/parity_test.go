@@ -74,6 +74,7 @@ var goOps = map[string]string{
 	"Workspace.Open":           "",
 	"Workspace.ContentMissing": "",
 	"Workspace.List":           "list",
+	"Workspace.ListPage":       "list",
 	"Workspace.Write":          "write",
 	"Workspace.WriteFrom":      "write",
 	"Workspace.Patch":          "patch",

@@ -128,36 +128,51 @@ func (t *hostTarget) read(ctx context.Context, opt vfs.ReadOptions) (vfs.ReadRes
 	return res, nil
 }
 
-// list lists a host directory. host/ lists the allowed paths (and, to
-// depth, what they hold).
-func (t *hostTarget) list(ctx context.Context, w *Workspace, depth int) ([]vfs.FileInfo, error) {
+// listPage lists a host directory, a page at a time. host/ lists the
+// allowed paths (and, to depth, what they hold).
+func (t *hostTarget) listPage(ctx context.Context, w *Workspace, depth int, page vfs.ListPage) ([]vfs.FileInfo, bool, error) {
 	if t.fs == nil {
 		if depth <= 0 {
 			depth = 1
 		}
-		out := hostDirs(t.run.Profile, 2)[1:]
-		if depth > 1 {
-			var deeper []vfs.FileInfo
-			for _, d := range out {
-				ls, err := w.List(ctx, d.Path, depth-1)
-				if err != nil {
-					return nil, err
-				}
-				deeper = append(deeper, ls...)
+		dirs := hostDirs(t.run.Profile, 2)[1:]
+		sortInfos(dirs)
+		var out []vfs.FileInfo
+		for _, d := range dirs {
+			if one, _ := (vfs.ListPage{After: page.After}).Filter([]vfs.FileInfo{d}); len(one) > 0 {
+				out = append(out, d)
 			}
-			out = append(out, deeper...)
-			sortInfos(out)
+			if depth > 1 {
+				below := page
+				if below.Limit > 0 {
+					below.Limit = page.Limit + 1 - len(out)
+				}
+				if below.Limit >= 0 {
+					ls, _, err := w.ListPage(ctx, d.Path, depth-1, below)
+					if err != nil {
+						return nil, false, err
+					}
+					out = append(out, ls...)
+				}
+			}
+			if page.Limit > 0 && len(out) > page.Limit {
+				return out[:page.Limit], true, nil
+			}
 		}
-		return out, nil
+		return out, false, nil
 	}
-	ls, err := t.fs.List(ctx, t.rel, depth)
+	within, ok := page.Within(t.mount)
+	if !ok {
+		return nil, false, nil
+	}
+	ls, more, err := t.fs.ListPage(ctx, t.rel, depth, within)
 	if err != nil {
-		return nil, t.err(err)
+		return nil, false, t.err(err)
 	}
 	for i := range ls {
 		ls[i] = t.info(ls[i])
 	}
-	return ls, nil
+	return ls, more, nil
 }
 
 // checkWrite refuses a write to host/ itself, or by a run that is not

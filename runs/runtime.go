@@ -143,22 +143,30 @@ func (w *Workspace) runtimeStat(ctx context.Context, tx *index.Tx, v runtimeView
 }
 
 // runtimeList lists what lies below p in v to depth levels.
-func (w *Workspace) runtimeList(ctx context.Context, tx *index.Tx, v runtimeView, p vfs.Path, depth int) ([]vfs.FileInfo, error) {
+func (w *Workspace) runtimeList(ctx context.Context, tx *index.Tx, v runtimeView, p vfs.Path, depth int, page vfs.ListPage) ([]vfs.FileInfo, error) {
 	if v.gen != nil {
-		return []vfs.FileInfo{v.genInfo(p)}, nil
+		out, _ := vfs.ListPage{After: page.After}.Filter([]vfs.FileInfo{v.genInfo(p)})
+		return out, nil
 	}
-	ls, err := w.s.trees.List(ctx, tx, v.root, v.rel, depth)
+	var out []vfs.FileInfo
+	if v.extra != nil {
+		out, _ = vfs.ListPage{After: page.After}.Filter([]vfs.FileInfo{*v.extra})
+	}
+	// The tree's paths are v.prefix's: so is the cursor.
+	within, ok := page.Within(v.prefix)
+	if !ok {
+		return out, nil
+	}
+	if within.Limit > 0 {
+		within.Limit++ // one past the page says more remain
+	}
+	ls, _, err := w.s.trees.ListPage(ctx, tx, v.root, v.rel, depth, within)
 	if err != nil {
 		return nil, err
-	}
-	out := make([]vfs.FileInfo, 0, len(ls)+1)
-	if v.extra != nil {
-		out = append(out, *v.extra)
 	}
 	for _, l := range ls {
 		out = append(out, v.info(v.full(l.Path), l.Entry))
 	}
-	sortInfos(out)
 	return out, nil
 }
 
@@ -166,11 +174,14 @@ func (w *Workspace) runtimeList(ctx context.Context, tx *index.Tx, v runtimeView
 // entries to depth levels. The derived files (manifest.json,
 // checkpoints/) are read by name, not listed: a listing shows what is
 // stored.
-func (w *Workspace) runtimeRoots(ctx context.Context, tx *index.Tx, run Run, depth int) ([]vfs.FileInfo, error) {
+func (w *Workspace) runtimeRoots(ctx context.Context, tx *index.Tx, run Run, depth int, page vfs.ListPage) ([]vfs.FileInfo, error) {
 	if w.scope != HostScope || run.Records.IsZero() || !w.live() {
 		return nil, nil
 	}
-	ls, err := w.s.trees.List(ctx, tx, run.Records, vfs.Root(), depth)
+	if page.Limit > 0 {
+		page.Limit++ // one past the page says more remain
+	}
+	ls, _, err := w.s.trees.ListPage(ctx, tx, run.Records, vfs.Root(), depth, page)
 	if err != nil {
 		return nil, err
 	}

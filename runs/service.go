@@ -95,6 +95,8 @@ type Trees interface {
 	Set(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, e *vfs.Entry) (cas.Hash, error)
 	SetFiles(ctx context.Context, tx *index.Tx, root cas.Hash, changes []vfs.FileChange) (cas.Hash, error)
 	List(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int) ([]vfs.Listed, error)
+	ListFunc(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int, after vfs.Path, fn func(vfs.Listed) error) error
+	ListPage(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int, page vfs.ListPage) ([]vfs.Listed, bool, error)
 	Walk(ctx context.Context, tx *index.Tx, root cas.Hash, fn func(p vfs.Path, e vfs.Entry) error) error
 	Diff(ctx context.Context, tx *index.Tx, a, b cas.Hash) ([]vfs.Change, error)
 	// Orphaned records, in tx, trees the run rows deleted or rewritten in

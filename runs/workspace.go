@@ -276,20 +276,38 @@ func (w *Workspace) lookupFile(ctx context.Context, op string, p vfs.Path) (fi v
 // List returns what lies below p to depth levels, in path order compared
 // segment by segment. At the root, the model scope sees only visible roots;
 // every scope also sees the virtual mounts and, to depth, what lies below
-// them.
+// them. It holds the whole listing: ListPage reads one of any size a page
+// at a time.
 func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.FileInfo, error) {
+	out, _, err := w.ListPage(ctx, p, depth, vfs.ListPage{})
+	return out, err
+}
+
+// ListPage returns one page of List's entries, and whether entries remain
+// after it (ask again with the last entry's path as page.After). A page
+// reads the stored and host directories on the way to its cursor and
+// those it lists, not the subtrees before it.
+func (w *Workspace) ListPage(ctx context.Context, p vfs.Path, depth int, page vfs.ListPage) ([]vfs.FileInfo, bool, error) {
 	if t, ok, err := w.host(ctx, "list", p); ok {
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		defer t.close()
-		return t.list(ctx, w, depth)
+		return t.listPage(ctx, w, depth, page)
 	}
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
-		return w.s.virtual.List(ctx, p, depth)
+		vl, err := w.s.virtual.List(ctx, p, depth)
+		if err != nil {
+			return nil, false, err
+		}
+		out, more := page.Filter(vl)
+		return out, more, nil
 	}
+	// Each source gives at most one entry past the page: the first
+	// page.Limit of all of them together are then the page.
+	full := func(out []vfs.FileInfo) bool { return page.Limit > 0 && len(out) > page.Limit }
 	var out []vfs.FileInfo
-	hosted := false
+	merged := false
 	err := w.s.db.View(ctx, func(tx *index.Tx) error {
 		run, root, err := w.root(ctx, tx)
 		if err != nil {
@@ -299,55 +317,62 @@ func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.File
 			if err != nil {
 				return err
 			}
-			out, err = w.runtimeList(ctx, tx, v, p, depth)
+			out, err = w.runtimeList(ctx, tx, v, p, depth, page)
+			merged = true
 			return err
 		}
 		if err := w.checkVisible("list", run, p); err != nil {
 			return err
 		}
-		ls, err := w.s.trees.List(ctx, tx, root, p, depth)
-		if err != nil {
-			return err
-		}
-		for _, l := range ls {
+		err = w.s.trees.ListFunc(ctx, tx, root, p, depth, page.After, func(l vfs.Listed) error {
 			if w.checkVisible("list", run, l.Path) != nil {
-				continue
+				return nil
 			}
 			out = append(out, w.info(l.Path, l.Entry, run))
+			if full(out) {
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if p.IsRoot() && w.live() && len(run.Profile.AllowPaths) > 0 {
 			// Only the directories that reach the allowed host paths:
 			// what those hold is listed by naming them, so a listing of
 			// the whole workspace (show, checkout) never walks a host
 			// directory.
-			out, hosted = append(out, hostDirs(run.Profile, depth)...), true
+			dirs, _ := vfs.ListPage{After: page.After}.Filter(hostDirs(run.Profile, depth))
+			out, merged = append(out, dirs...), true
 		}
 		if p.IsRoot() && w.scope == HostScope {
-			rt, err := w.runtimeRoots(ctx, tx, run, depth)
+			rt, err := w.runtimeRoots(ctx, tx, run, depth, page)
 			if err != nil {
 				return err
 			}
-			out = append(out, rt...)
-			sortInfos(out)
+			out, merged = append(out, rt...), true
 		}
 		return nil
 	})
-	if hosted {
-		sortInfos(out)
-	}
 	if w.besideVirtual(p, err) {
-		return w.s.virtual.List(ctx, p, depth)
+		vl, err := w.s.virtual.List(ctx, p, depth)
+		if err != nil {
+			return nil, false, err
+		}
+		out, more := page.Filter(vl)
+		return out, more, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if p.IsRoot() && len(w.s.virtual.Prefixes()) > 0 {
 		// The mounts and, as deep as asked, what lies below them; a
 		// stored entry of the same name (a directory both hold) wins.
 		vl, err := w.s.virtual.List(ctx, p, depth)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
+		vl, _ = vfs.ListPage{After: page.After}.Filter(vl)
 		stored := make(map[vfs.Path]bool, len(out))
 		for _, fi := range out {
 			stored[fi.Path] = true
@@ -357,9 +382,15 @@ func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.File
 				out = append(out, fi)
 			}
 		}
+		merged = true
+	}
+	if merged {
 		sortInfos(out)
 	}
-	return out, nil
+	if full(out) {
+		return out[:page.Limit], true, nil
+	}
+	return out, false, nil
 }
 
 // besideVirtual reports whether a stored-tree operation on p that failed

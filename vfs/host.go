@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -417,44 +418,60 @@ func (c *countingHasher) Write(p []byte) (int, error) {
 // and devices, and names that are not valid workspace paths, since no tool
 // could name them. It fails like Stat.
 func (h *HostFS) List(ctx context.Context, p Path, depth int) ([]FileInfo, error) {
+	out, _, err := h.ListPage(ctx, p, depth, ListPage{})
+	return out, err
+}
+
+// ListPage returns one page of List's entries, and whether entries remain
+// after it. A page reads the directories on the way to its cursor and
+// those it lists, not the subtrees before the cursor (a directory read
+// holds its names, not its entries' details).
+func (h *HostFS) ListPage(ctx context.Context, p Path, depth int, page ListPage) ([]FileInfo, bool, error) {
 	const op = "list"
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if depth <= 0 {
 		depth = 1
 	}
 	fi, err := h.stat(op, p, false)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !fi.IsDir() {
-		return []FileInfo{h.info(p, fi)}, nil
+		out, more := page.Filter([]FileInfo{h.info(p, fi)})
+		return out, more, nil
 	}
 	var out []FileInfo
-	err = h.walk(ctx, op, p, depth, func(info FileInfo, _ bool) error {
+	more := false
+	err = h.walkDir(ctx, op, p, depth, true, page.After, func(info FileInfo, _ bool) error {
+		if page.Limit > 0 && len(out) == page.Limit {
+			more = true
+			return fs.SkipAll
+		}
 		out = append(out, info)
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err != nil && !errors.Is(err, fs.SkipAll) {
+		return nil, false, err
 	}
-	sortInfos(out)
-	return out, nil
+	return out, more, nil
 }
 
 // walk calls fn for the entries below the directory dir, to depth levels
-// (negative: all), with whether the entry is a symlink. fn returning
-// fs.SkipDir for a directory skips its contents; walk passes other errors
-// on.
+// (negative: all), with whether the entry is a symlink, in List's order.
+// fn returning fs.SkipDir for a directory skips its contents; walk passes
+// other errors on.
 func (h *HostFS) walk(ctx context.Context, op string, dir Path, depth int, fn func(info FileInfo, link bool) error) error {
-	return h.walkDir(ctx, op, dir, depth, true, fn)
+	return h.walkDir(ctx, op, dir, depth, true, Path{}, fn)
 }
 
 // walkDir is walk of dir, the directory asked for (top) or one below it:
 // one below that vanished, or cannot be read or entered, is passed over
-// as its files would be, where the one asked for fails.
-func (h *HostFS) walkDir(ctx context.Context, op string, dir Path, depth int, top bool, fn func(info FileInfo, link bool) error) error {
+// as its files would be, where the one asked for fails. Entries that come
+// no later than after (the zero Path: none) are passed over, and a
+// subdirectory wholly before it is not read.
+func (h *HostFS) walkDir(ctx context.Context, op string, dir Path, depth int, top bool, after Path, fn func(info FileInfo, link bool) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -471,6 +488,7 @@ func (h *HostFS) walkDir(ctx context.Context, op string, dir Path, depth int, to
 		}
 		return hostError(op, dir, false, err)
 	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), hostTempPrefix) {
 			continue // a write's temporary file, left by a killed process
@@ -479,7 +497,20 @@ func (h *HostFS) walkDir(ctx context.Context, op string, dir Path, depth int, to
 		if err != nil {
 			continue // not a name a workspace path can hold
 		}
+		at := cursorOf(child, after)
+		if at == beforeCursor {
+			continue
+		}
 		link := e.Type()&fs.ModeSymlink != 0
+		if at == intoCursor {
+			if e.IsDir() && depth != 1 {
+				if err := h.walkDir(ctx, op, child, depth-1, false, after, fn); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		after = Path{} // what follows comes after the cursor
 		var fi fs.FileInfo
 		if link {
 			fi, err = h.root.Stat(hostName(child))
@@ -498,7 +529,7 @@ func (h *HostFS) walkDir(ctx context.Context, op string, dir Path, depth int, to
 			return err
 		}
 		if info.Kind == KindDir && !link && depth != 1 {
-			if err := h.walkDir(ctx, op, child, depth-1, false, fn); err != nil {
+			if err := h.walkDir(ctx, op, child, depth-1, false, Path{}, fn); err != nil {
 				return err
 			}
 		}

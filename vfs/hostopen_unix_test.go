@@ -64,8 +64,8 @@ func TestWalkPassesOverADirectoryGoneBelow(t *testing.T) {
 	defer h.Close()
 	visit := func(FileInfo, bool) error { return nil }
 	for _, name := range []string{"gone", "file", "pipe"} {
-		assert.NoError(t, h.walkDir(t.Context(), "list", MustPath(name), -1, false, visit), "%s below", name)
-		assert.Error(t, h.walkDir(t.Context(), "list", MustPath(name), -1, true, visit), "%s asked for", name)
+		assert.NoError(t, h.walkDir(t.Context(), "list", MustPath(name), -1, false, Path{}, visit), "%s below", name)
+		assert.Error(t, h.walkDir(t.Context(), "list", MustPath(name), -1, true, Path{}, visit), "%s asked for", name)
 	}
 }
 

@@ -135,5 +135,5 @@ func (d *differ) side(p Path, e Entry, op ChangeOp) error {
 	if e.Kind == KindFile {
 		return add(p, e)
 	}
-	return d.t.walk(d.ctx, d.tx, p, e.Hash, -1, add)
+	return d.t.walk(d.ctx, d.tx, p, e.Hash, -1, Path{}, add)
 }

@@ -678,11 +678,53 @@ func (t *Trees) List(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, d
 		return []Listed{{Path: p, Entry: e}}, nil
 	}
 	var out []Listed
-	err = t.walk(ctx, tx, p, e.Hash, depth, func(q Path, e Entry) error {
+	err = t.walk(ctx, tx, p, e.Hash, depth, Path{}, func(q Path, e Entry) error {
 		out = append(out, Listed{Path: q, Entry: e})
 		return nil
 	})
 	return out, err
+}
+
+// ListFunc calls fn, in List's order, for each entry List would return
+// that comes after the path after (the zero Path: every one); fn
+// returning fs.SkipAll ends the listing, and ListFunc then returns nil.
+// Subtrees that lie wholly before after are not read. If p is a file,
+// fn is called for it alone, when it comes after after.
+func (t *Trees) ListFunc(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, depth int, after Path, fn func(Listed) error) error {
+	if depth <= 0 {
+		depth = 1
+	}
+	e, err := t.lookup(ctx, tx, "list", root, p)
+	if err != nil {
+		return err
+	}
+	if e.Kind != KindDir {
+		if cursorOf(p, after) == pastCursor {
+			err = fn(Listed{Path: p, Entry: e})
+		}
+	} else {
+		err = t.walk(ctx, tx, p, e.Hash, depth, after, func(q Path, e Entry) error { return fn(Listed{Path: q, Entry: e}) })
+	}
+	if errors.Is(err, fs.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+// ListPage returns one page of List's entries, and whether entries
+// remain after it.
+func (t *Trees) ListPage(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, depth int, page ListPage) ([]Listed, bool, error) {
+	var out []Listed
+	more := false
+	err := t.ListFunc(ctx, tx, root, p, depth, page.After, func(l Listed) error {
+		if page.Limit > 0 && len(out) == page.Limit {
+			more = true
+			return fs.SkipAll
+		}
+		out = append(out, l)
+		return nil
+	})
+	return out, more, err
 }
 
 // Walk calls fn for every entry of the tree root, depth-first in pre-order
@@ -691,16 +733,17 @@ func (t *Trees) List(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, d
 // the rest of the file's directory, and fs.SkipAll ends the walk; Walk then
 // returns nil. Any other error from fn ends the walk and is returned.
 func (t *Trees) Walk(ctx context.Context, tx *index.Tx, root cas.Hash, fn func(p Path, e Entry) error) error {
-	err := t.walk(ctx, tx, Root(), root, -1, fn)
+	err := t.walk(ctx, tx, Root(), root, -1, Path{}, fn)
 	if errors.Is(err, fs.SkipAll) {
 		return nil
 	}
 	return err
 }
 
-// walk visits the tree h at dir to depth levels (negative: all), returning
-// fs.SkipAll unchanged for Walk to swallow.
-func (t *Trees) walk(ctx context.Context, tx *index.Tx, dir Path, h cas.Hash, depth int, fn func(p Path, e Entry) error) error {
+// walk visits the tree h at dir to depth levels (negative: all), passing
+// over what comes no later than after (the zero Path: nothing), and
+// returning fs.SkipAll unchanged for Walk to swallow.
+func (t *Trees) walk(ctx context.Context, tx *index.Tx, dir Path, h cas.Hash, depth int, after Path, fn func(p Path, e Entry) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -708,8 +751,27 @@ func (t *Trees) walk(ctx context.Context, tx *index.Tx, dir Path, h cas.Hash, de
 	if err != nil {
 		return err
 	}
+	if !after.IsRoot() && after.HasPrefix(dir) && after != dir {
+		// The entries are sorted by name: start at the one the cursor
+		// names at this level.
+		seg, _, _ := strings.Cut(relativeTo(after, dir).s, "/")
+		i, _ := slices.BinarySearchFunc(es, seg, func(e Entry, name string) int { return strings.Compare(e.Name, name) })
+		es = es[i:]
+	}
 	for _, e := range es {
 		p := childPath(dir, e.Name)
+		switch cursorOf(p, after) {
+		case beforeCursor:
+			continue
+		case intoCursor:
+			if e.Kind == KindDir && depth != 1 {
+				if err := t.walk(ctx, tx, p, e.Hash, depth-1, after, fn); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		after = Path{} // what follows comes after the cursor
 		err := fn(p, e)
 		switch {
 		case errors.Is(err, fs.SkipDir) && e.Kind == KindDir:
@@ -720,7 +782,7 @@ func (t *Trees) walk(ctx context.Context, tx *index.Tx, dir Path, h cas.Hash, de
 			return err
 		}
 		if e.Kind == KindDir && depth != 1 {
-			if err := t.walk(ctx, tx, p, e.Hash, depth-1, fn); err != nil {
+			if err := t.walk(ctx, tx, p, e.Hash, depth-1, Path{}, fn); err != nil {
 				return err
 			}
 		}

@@ -90,25 +90,28 @@ func runActorLs(ctx context.Context, o actorOptions, args []string) error {
 	if len(args) > 1 {
 		path = args[1]
 	}
-	ls, err := st.Actors.List(ctx, args[0], path, o.depth)
-	if err != nil {
-		return err
-	}
-	if o.json {
-		if ls == nil {
-			ls = []vfs.Listed{}
+	out := &pages[vfs.Listed]{w: o.out, json: o.json, header: []string{"KIND", "SIZE", "PATH"},
+		row: func(l vfs.Listed) []string {
+			name := l.Path.String()
+			if l.Kind == vfs.KindDir {
+				name += "/"
+			}
+			return []string{l.Kind.String(), humanBytes(l.Size), name}
+		}}
+	page := vfs.ListPage{Limit: vfs.DefaultListLimit}
+	for {
+		ls, more, err := st.Actors.ListPage(ctx, args[0], path, o.depth, page)
+		if err != nil {
+			return err
 		}
-		return writeJSON(o.out, ls)
-	}
-	t := newTable(o.out, "KIND", "SIZE", "PATH")
-	for _, l := range ls {
-		name := l.Path.String()
-		if l.Kind.String() == "dir" {
-			name += "/"
+		if err := out.add(ls); err != nil {
+			return err
 		}
-		t.row(l.Kind.String(), humanBytes(l.Size), name)
+		if !more {
+			return out.close()
+		}
+		page.After = ls[len(ls)-1].Path
 	}
-	return t.flush()
 }
 
 func runActorUpload(ctx context.Context, o actorOptions, args []string) error {

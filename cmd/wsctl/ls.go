@@ -91,29 +91,33 @@ func runLs(ctx context.Context, o lsOptions, args []string) error {
 	if o.all {
 		depth = allDepth
 	}
-	infos, err := workspaceFor(st.Runs, runID, seq).List(ctx, p, depth)
-	if err != nil {
-		return err
-	}
-	if infos == nil {
-		infos = []vfs.FileInfo{}
-	}
-	if o.json {
-		return writeJSON(o.out, infos)
-	}
-	t := newTable(o.out, "KIND", "SIZE", "HASH", "RESOURCE", "WRITABLE", "PATH")
-	for _, fi := range infos {
-		hash, path, w := "-", fi.Path.String(), "no"
-		if !fi.Hash.IsZero() {
-			hash = fi.Hash.Short()
+	out := &pages[vfs.FileInfo]{w: o.out, json: o.json, header: []string{"KIND", "SIZE", "HASH", "RESOURCE", "WRITABLE", "PATH"},
+		row: func(fi vfs.FileInfo) []string {
+			hash, path, w := "-", fi.Path.String(), "no"
+			if !fi.Hash.IsZero() {
+				hash = fi.Hash.Short()
+			}
+			if fi.Kind == vfs.KindDir {
+				path += "/"
+			}
+			if fi.Writable {
+				w = "yes"
+			}
+			return []string{fi.Kind.String(), humanBytes(fi.Size), hash, string(fi.Resource), w, path}
+		}}
+	ws := workspaceFor(st.Runs, runID, seq)
+	page := vfs.ListPage{Limit: vfs.DefaultListLimit}
+	for {
+		infos, more, err := ws.ListPage(ctx, p, depth, page)
+		if err != nil {
+			return err
 		}
-		if fi.Kind == vfs.KindDir {
-			path += "/"
+		if err := out.add(infos); err != nil {
+			return err
 		}
-		if fi.Writable {
-			w = "yes"
+		if !more {
+			return out.close()
 		}
-		t.row(fi.Kind.String(), humanBytes(fi.Size), hash, string(fi.Resource), w, path)
+		page.After = infos[len(infos)-1].Path
 	}
-	return t.flush()
 }

@@ -107,3 +107,68 @@ func ellipsize(s string, n int) string {
 	}
 	return string(r[:n-1]) + "…"
 }
+
+// pages prints a listing read a page at a time, holding one page: with
+// --json one array, as writeJSON would print the whole listing; else a
+// table whose header comes once and whose columns are aligned within
+// each page.
+type pages[T any] struct {
+	w      io.Writer
+	json   bool
+	header []string
+	row    func(T) []string
+	n      int // entries printed
+}
+
+// add prints one page.
+func (p *pages[T]) add(xs []T) error {
+	if p.json {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("  ", "  ")
+		for _, x := range xs {
+			if p.n == 0 {
+				buf.WriteString("[\n  ")
+			} else {
+				buf.WriteString(",\n  ")
+			}
+			if err := enc.Encode(x); err != nil {
+				return err
+			}
+			buf.Truncate(buf.Len() - 1) // Encode's newline
+			p.n++
+		}
+		_, err := p.w.Write(buf.Bytes())
+		return err
+	}
+	var t *table
+	if p.n == 0 {
+		t = newTable(p.w, p.header...)
+	} else {
+		t = newTable(p.w)
+	}
+	for _, x := range xs {
+		t.row(p.row(x)...)
+		p.n++
+	}
+	if p.n == 0 {
+		return nil // the header waits for close
+	}
+	return t.flush()
+}
+
+// close ends the listing.
+func (p *pages[T]) close() error {
+	switch {
+	case p.json && p.n == 0:
+		_, err := io.WriteString(p.w, "[]\n")
+		return err
+	case p.json:
+		_, err := io.WriteString(p.w, "\n]\n")
+		return err
+	case p.n == 0:
+		return newTable(p.w, p.header...).flush()
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package protocol_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/protocol"
+)
+
+// TestListPages: list answers a page and whether more remain; asked again
+// after the last entry's path, the pages together are the listing. A
+// limit out of range or an after that is no path is the host's mistake.
+func TestListPages(t *testing.T) {
+	s := openSession(t)
+	ctx := context.Background()
+	for i := range 7 {
+		r := s.Handle(ctx, fmt.Appendf(nil, `{"op":"write","path":"output/f%d.md","content":"x"}`, i))
+		require.True(t, r.OK, "%+v", r.Error)
+	}
+	type answer struct {
+		Entries []struct {
+			Path string `json:"path"`
+		} `json:"entries"`
+		More *bool `json:"more"`
+	}
+	list := func(l string) answer {
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%s: %+v", l, r.Error)
+		var a answer
+		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &struct {
+			Result *answer `json:"result"`
+		}{&a}))
+		require.NotNil(t, a.More, "more is always answered")
+		return a
+	}
+	whole := list(`{"op":"list","path":"output"}`)
+	assert.Len(t, whole.Entries, 7)
+	assert.False(t, *whole.More)
+	var got []string
+	after := ""
+	for {
+		a := list(fmt.Sprintf(`{"op":"host.list","path":"output","limit":3,"after":%q}`, after))
+		require.LessOrEqual(t, len(a.Entries), 3)
+		for _, e := range a.Entries {
+			got = append(got, e.Path)
+		}
+		if !*a.More {
+			break
+		}
+		after = a.Entries[len(a.Entries)-1].Path
+	}
+	assert.Equal(t, []string{"output/f0.md", "output/f1.md", "output/f2.md", "output/f3.md", "output/f4.md", "output/f5.md", "output/f6.md"}, got)
+
+	for _, l := range []string{
+		`{"op":"list","limit":-1}`,
+		`{"op":"list","limit":100001}`,
+		`{"op":"host.list","after":"../x"}`,
+		`{"op":"list","after":"/abs"}`,
+	} {
+		r := s.Handle(ctx, []byte(l))
+		require.False(t, r.OK, l)
+		assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code, "%s: %s", l, r.Error.Message)
+	}
+}

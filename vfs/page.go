@@ -1,0 +1,86 @@
+package vfs
+
+// DefaultListLimit is the page size of a listing over the protocol or
+// HTTP that names none, and MaxListLimit the largest one may ask for: a page holds its
+// entries in memory, and an answer over the protocol holds them again as
+// JSON, so a whole tree of any size is read a page at a time.
+const (
+	DefaultListLimit = 10000
+	MaxListLimit     = 100000
+)
+
+// ListPage asks for one page of a listing: the entries that come after
+// After in the listing's order (paths compared segment by segment; the
+// zero Path, the root, asks from the start), at most Limit of them (0: no
+// limit). A page is read in time that grows with the entries it answers
+// and the depth of After, not with the entries before After: subtrees
+// that lie wholly before it are passed over unread.
+type ListPage struct {
+	After Path
+	Limit int
+}
+
+// cursor says where the entry at q stands to a page's After.
+type cursor int
+
+const (
+	// pastCursor: q and everything below it come after After.
+	pastCursor cursor = iota
+	// intoCursor: q is After or lies above it: q is not listed, what
+	// lies below it may be.
+	intoCursor
+	// beforeCursor: q and everything below it come before After.
+	beforeCursor
+)
+
+// cursorOf places q against after (the zero Path: no cursor).
+func cursorOf(q, after Path) cursor {
+	switch {
+	case after.IsRoot():
+		return pastCursor
+	case after.HasPrefix(q):
+		return intoCursor
+	case comparePathSegments(q, after) < 0:
+		return beforeCursor
+	}
+	return pastCursor
+}
+
+// admits reports whether q comes after the page's cursor, so that the
+// page lists it.
+func (pg ListPage) admits(q Path) bool {
+	return cursorOf(q, pg.After) == pastCursor
+}
+
+// Filter returns the entries of infos, in path order, that come after the
+// page's cursor, cut to its limit, and whether any were cut. It is for
+// listings small enough to hold whole (virtual resources, the allowed
+// host directories).
+func (pg ListPage) Filter(infos []FileInfo) ([]FileInfo, bool) {
+	out := infos[:0:0]
+	for _, fi := range infos {
+		if pg.admits(fi.Path) {
+			out = append(out, fi)
+		}
+	}
+	sortInfos(out)
+	if pg.Limit > 0 && len(out) > pg.Limit {
+		return out[:pg.Limit], true
+	}
+	return out, false
+}
+
+// Within returns the page's cursor for a listing of the directory dir
+// whose paths are relative to it (a mount's), and false if the cursor
+// lies past all of dir's entries, so that the listing is empty.
+func (pg ListPage) Within(dir Path) (ListPage, bool) {
+	switch {
+	case pg.After.IsRoot():
+		return pg, true
+	case pg.After.HasPrefix(dir):
+		return ListPage{After: relativeTo(pg.After, dir), Limit: pg.Limit}, true
+	case comparePathSegments(pg.After, dir) < 0:
+		return ListPage{Limit: pg.Limit}, true
+	}
+	return pg, false
+}
