@@ -216,6 +216,8 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 	if err != nil {
 		return st, err
 	}
+	// No Claimed: the segment carries no metadata, so the changes marked
+	// here stay for the next sync to send.
 	return st, s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Objects: objs, Indexes: idx})
 }
 
@@ -1156,7 +1158,7 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 		return err
 	}
 	rep.Published, rep.Base = seg.Key, seg.Base
-	rep.SegmentBytes = delta.Size()
+	rep.SegmentBytes = seg.Size
 	for _, it := range changed {
 		rep.Sent = append(rep.Sent, it.Name())
 	}

@@ -259,3 +259,55 @@ func TestRestoredStoreDeletesBeforeItsFirstSync(t *testing.T) {
 		}
 	}
 }
+
+// TestPullKeepsUnsyncedChanges: a pull publishes the store's object set,
+// not its metadata, so it forgets no change it did not claim: a run
+// created after the last sync is still sent by the next one and reaches
+// the other device, and a change made after another sync's claim is
+// still to examine once that sync settles.
+func TestPullKeepsUnsyncedChanges(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	smallRuns(t, a, "chat-a", "x", 2)
+	syncOK(t, a)
+	syncOK(t, b)
+
+	t.Run("ThenSynced", func(t *testing.T) {
+		smallRuns(t, b, "chat-b", "y", 1)
+		_, err := b.PullRemote(ctx)
+		require.NoError(t, err)
+		rep := syncOK(t, b)
+		assert.Contains(t, rep.Sent, "run y-00", "the pull left the change to send")
+		got := syncOK(t, a)
+		assert.Equal(t, []string{"run y-00"}, runsOf(got, got.Added))
+		_, err = a.Runs.Run(ctx, "y-00")
+		assert.NoError(t, err, "a holds b's run")
+	})
+
+	t.Run("BesideASync", func(t *testing.T) {
+		smallRuns(t, b, "chat-b", "z", 1)
+		syncOK(t, b)
+		syncOK(t, a)
+		// Another process's sync claims a change (the sync lock is shared:
+		// it does not keep a pull out); a second change and a pull come
+		// while it publishes; it settles what it claimed.
+		ws := b.Runs.Workspace("z-00", runs.ModelScope)
+		_, err := ws.Write(ctx, vfs.MustPath("output/0.md"), []byte("seen by the sync\n"), vfs.WriteOptions{})
+		require.NoError(t, err)
+		claimed, err := b.Remote.ClaimChanges(ctx, b.DB)
+		require.NoError(t, err)
+		require.Equal(t, []string{"run z-00"}, claimed.Names)
+		_, err = ws.Write(ctx, vfs.MustPath("output/0.md"), []byte("after the claim\n"), vfs.WriteOptions{})
+		require.NoError(t, err)
+		_, err = b.PullRemote(ctx)
+		require.NoError(t, err)
+		require.NoError(t, b.Remote.SettleChanges(ctx, b.DB, claimed))
+		rep := syncOK(t, b)
+		assert.Contains(t, rep.Sent, "run z-00", "the change after the claim is sent")
+		syncOK(t, a)
+		got, err := a.Runs.Workspace("z-00", runs.HostScope).Read(ctx, vfs.MustPath("output/0.md"), vfs.ReadOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "after the claim\n", string(got.Content))
+	})
+}

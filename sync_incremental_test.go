@@ -128,7 +128,12 @@ func testSyncIncremental(t *testing.T, tr tier) {
 	full := first.SegmentBytes
 	rb := syncOK(t, b)
 	assert.Len(t, runsOf(rb, rb.Added), 20)
-	assert.Zero(t, rb.SegmentBytes, "B's first base carries nothing it only took in")
+	bsegs, err := b.Remote.Segments(context.Background(), rb.Device, "")
+	require.NoError(t, err)
+	require.Len(t, bsegs, 1)
+	bh, err := b.Remote.ReadHeader(context.Background(), bsegs[0])
+	require.NoError(t, err)
+	assert.Zero(t, bh.Archive, "B's first base carries nothing it only took in")
 
 	smallRuns(t, a, "chat-a", "run-new", 1)
 	puts := tr.puts()
@@ -717,4 +722,20 @@ func TestReclaimOwnPushes(t *testing.T) {
 	rec, err := a.ReclaimRemote(ctx, remote.ReclaimOptions{})
 	require.NoError(t, err)
 	assert.Positive(t, rec.Packs, "the store's own deleted content is reclaimed")
+}
+
+// TestSyncReportsTheSegmentsSize: SegmentBytes is the length of the
+// segment the sync uploaded (header, object set and archive), a base's
+// and a delta's alike, not that of the archive in it.
+func TestSyncReportsTheSegmentsSize(t *testing.T) {
+	srv, open := fakeTier(t)
+	a := open()
+	for i := range 2 {
+		smallRuns(t, a, "chat-a", fmt.Sprintf("run-%d", i), 2)
+		rep := syncOK(t, a)
+		assert.Equal(t, i == 0, rep.Base)
+		seg, ok := srv.Object("wsstore", "team/"+rep.Published)
+		require.True(t, ok, "segment %s on the object store", rep.Published)
+		assert.Equal(t, int64(len(seg)), rep.SegmentBytes, "segment %s", rep.Published)
+	}
 }

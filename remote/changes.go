@@ -71,7 +71,14 @@ func (s *Storage) SettleChanges(ctx context.Context, db *index.DB, c Changes) er
 // settleChanges deletes in tx the changes c still claims (one marked
 // again since, or claimed by another sync since, is not) and, after a
 // sync that examined every item, has the next examine only what changes.
+// The zero Changes (a pull's segment, which carries no metadata) claims
+// nothing and settles nothing.
 func (s *Storage) settleChanges(ctx context.Context, tx *index.Tx, c Changes) error {
+	if c.token == 0 {
+		// Token 0 is the claim of no sync: settling it would forget
+		// every change not yet sent.
+		return nil
+	}
 	key := s.remoteKey()
 	if _, err := tx.ExecContext(ctx, `DELETE FROM sync_changes WHERE remote = ? AND claimed = ?`, key, c.token); err != nil {
 		return index.Translate(err)

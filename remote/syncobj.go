@@ -670,7 +670,7 @@ type Published struct {
 	// (a base announces all).
 	Indexes []string
 	// Claimed are the changes the sync examined (ClaimChanges), now
-	// forgotten.
+	// forgotten; the zero Changes, as a pull's, forgets none.
 	Claimed Changes
 }
 

@@ -72,7 +72,7 @@ func runSync(ctx context.Context, g globals, opt wsstore.SyncOptions) error {
 				fmt.Fprintf(g.errOut, "conflict: %s %s: %s\n", c.Kind, c.ID, c.Reason)
 			}
 		}
-		return wserr.New(wserr.Conflict, "sync", "", "%d objects were written on two devices and left as they are on each", len(rep.Conflicts))
+		return wserr.New(wserr.Conflict, "sync", "", "%d chats, runs or actor spaces were changed on two devices, or deleted on one and changed on the other, and are left as they are on each", len(rep.Conflicts))
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/remote/s3fake"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 )
 
 func awsEnv(t *testing.T) {
@@ -61,6 +63,8 @@ func TestSyncTwoStores(t *testing.T) {
 	phone.ok("sync")
 	desk.ok("sync")
 	assert.Equal(t, desk.runIDs(), phone.runIDs())
+	assert.Contains(t, desk.ok("--help"), "the store records it, so later commands need no --blobs",
+		"the help of --blobs says what the syncs above did")
 	assert.Len(t, desk.runIDs(), 3)
 	desk.ok("reclaim-remote", "--dry-run")
 	// --grace 0 means no grace, as gc's does, not the 7-day default.
@@ -197,4 +201,29 @@ func TestRestoreFailsWhole(t *testing.T) {
 		errOut = desk.fails(2, "restore", "--from", meta, filepath.Join(t.TempDir(), "y"))
 		assert.Contains(t, errOut, "store.invalid_options")
 	})
+}
+
+// TestSyncConflictOfADeletion: a run deleted on one device and written on
+// the other is a conflict (exit 5) whose message says so, not that it was
+// written on two devices.
+func TestSyncConflictOfADeletion(t *testing.T) {
+	awsEnv(t)
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	url := "s3://wsstore/team?endpoint=" + srv.URL + "&region=us-east-1"
+	desk, phone := newCLI(t), newCLI(t)
+	desk.ok("--blobs", url, "init")
+	desk.seedRun(desk.open(), "run_a")
+	desk.ok("sync")
+	phone.ok("--blobs", url, "sync")
+	desk.ok("rm", "--force", "run_a")
+	desk.ok("sync")
+	st := phone.open()
+	_, err := st.Runs.Workspace("run_a", runs.ModelScope).Write(context.Background(), vfs.MustPath("output/a.md"), []byte("phone\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+
+	errOut := phone.fails(5, "sync")
+	assert.Contains(t, errOut, "conflict: run run_a: deleted on device")
+	assert.Contains(t, errOut, "1 chats, runs or actor spaces were changed on two devices, or deleted on one and changed on the other")
+	assert.NotContains(t, errOut, "written on two devices")
 }
