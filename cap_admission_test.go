@@ -3,7 +3,6 @@ package wsstore_test
 import (
 	"bytes"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
@@ -19,9 +19,10 @@ import (
 // TestSizedUploadsAreAdmittedInTurn: four uploads of 3 MiB that begin
 // together in a store with about 7.8 MiB left under its cap, each giving
 // its size (an HTTP upload's Content-Length): the two that fit take their
-// room as they begin and are stored, the other two are refused at once,
-// reading nothing and storing nothing. Without sizes the four would all
-// read until the room ran out.
+// room as they begin and are stored, the other two are refused, storing
+// nothing (they are read only to hash them: content the store held already
+// would be placed). Without sizes the four would all read until the room
+// ran out.
 func TestSizedUploadsAreAdmittedInTurn(t *testing.T) {
 	const limit, size = 8 << 20, 3 << 20
 	e := newRetEnv(t, wsstore.Options{Runs: runs.Options{MaxStoreBytes: limit}})
@@ -31,37 +32,37 @@ func TestSizedUploadsAreAdmittedInTurn(t *testing.T) {
 
 	const n = 4
 	gate := make(chan struct{})
-	var begun atomic.Int32
 	type result struct {
 		err  error
-		left int // bytes of the content never read
+		hash cas.Hash
 	}
 	results := make(chan result, n)
-	settled := make(chan struct{}, n) // one per upload refused or reading
+	// One per upload once it reads (admitted, or refused and hashing) or
+	// failed unread: none of the content flows until all four began.
+	settled := make(chan struct{}, n)
 	for i := range n {
 		go func() {
-			content := bytes.NewReader(noise(uint64(i), size))
+			b := noise(uint64(i), size)
+			content := bytes.NewReader(b)
 			r := &gatedReader{r: content, started: make(chan struct{}), gate: gate}
 			read := false
 			first := readerFunc(func(p []byte) (int, error) {
 				if !read {
 					read = true
-					begun.Add(1)
 					settled <- struct{}{}
 				}
 				return r.Read(p)
 			})
 			_, err := e.s.Actors.UploadWith(e.ctx, fmt.Sprintf("actor%d", i), "big.bin", first, actors.ChangeOptions{Size: size})
 			if !read {
-				settled <- struct{}{} // refused before reading
+				settled <- struct{}{}
 			}
-			results <- result{err, content.Len()}
+			results <- result{err, cas.Sum(b)}
 		}()
 	}
 	for range n {
 		<-settled
 	}
-	assert.EqualValues(t, 2, begun.Load(), "two were admitted and began reading")
 	close(gate)
 	ok := 0
 	for range n {
@@ -71,7 +72,9 @@ func TestSizedUploadsAreAdmittedInTurn(t *testing.T) {
 			continue
 		}
 		assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(r.err), "%v", r.err)
-		assert.Equal(t, size, r.left, "a refused upload read nothing")
+		has, err := e.s.Blobs.Has(e.ctx, r.hash)
+		require.NoError(t, err)
+		assert.False(t, has, "a refused upload stored nothing")
 	}
 	assert.Equal(t, 2, ok)
 	after, err := e.s.DB.UsedBytes(e.ctx)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -537,4 +539,70 @@ func TestImportChangeKeepsTheStoresOwnCodes(t *testing.T) {
 		return errors.New("roll back")
 	})
 	require.EqualError(t, err, "roll back")
+}
+
+// TestUploadOfStoredContentUnderATightCap: under a store cap with less
+// room left than the content's size, an upload of content the store holds
+// already adds no content bytes and is not refused: again to the same
+// file (a retry whose answer was lost: it records nothing) and to a new
+// path (a tree entry only), whether or not the upload gives its size, and
+// whether the content is one row or chunks. New content of that size is
+// still refused and stores nothing.
+func TestUploadOfStoredContentUnderATightCap(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		n     int
+		sized bool
+	}{
+		{"SizedRow", 1_000_000, true},
+		{"UnsizedRow", 1_000_000, false},
+		{"SizedChunks", 5 << 20, true},
+		{"UnsizedChunks", 5 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openStore(t)
+			content := make([]byte, tc.n)
+			_, _ = rand.NewChaCha8([32]byte{byte(tc.n)}).Read(content)
+			put := func(path string, b []byte) (actors.Change, error) {
+				opt := actors.ChangeOptions{}
+				if tc.sized {
+					opt.Size = int64(len(b))
+				}
+				return s.Actors.UploadWith(ctx, "alice", path, bytes.NewReader(b), opt)
+			}
+			first, err := put("r.bin", content)
+			require.NoError(t, err)
+			used, err := s.DB.UsedBytes(ctx)
+			require.NoError(t, err)
+			limit := used + int64(tc.n)/2 // room for half the content
+			require.NoError(t, s.Runs.SetPolicy(ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: &limit}))
+
+			again, err := put("r.bin", content)
+			assert.NoError(t, err, "the content the file has already")
+			assert.Zero(t, again.Seq, "records nothing")
+			assert.Equal(t, first.Root, again.Root)
+
+			other, err := put("r2.bin", content)
+			require.NoError(t, err, "content stored under another path")
+			assert.Equal(t, first.Seq+1, other.Seq)
+			e, err := s.Actors.Stat(ctx, "alice", "r2.bin")
+			require.NoError(t, err)
+			assert.Equal(t, cas.Sum(content), e.Hash)
+			assert.Equal(t, int64(tc.n), e.Size)
+
+			fresh := bytes.Clone(content)
+			fresh[0] ^= 1
+			_, err = put("r3.bin", fresh)
+			assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "new content that does not fit: %v", err)
+			_, err = s.Actors.Stat(ctx, "alice", "r3.bin")
+			assert.True(t, wserr.Is(err, wserr.FileNotFound), "%v", err)
+			has, err := s.Blobs.Has(ctx, cas.Sum(fresh))
+			require.NoError(t, err)
+			assert.False(t, has, "the refused content is not stored")
+			after, err := s.DB.UsedBytes(ctx)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, after, limit)
+		})
+	}
 }

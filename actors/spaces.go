@@ -200,16 +200,34 @@ func (s *Spaces) record(ctx context.Context, tx *index.Tx, sp spaceRow, exists b
 	return c, nil
 }
 
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
+// tally counts the bytes read through it and, while hash is set, hashes
+// them. It keeps r's first error (io.EOF too) and returns it from then
+// on, reading r no more.
+type tally struct {
+	r    io.Reader
+	n    int64
+	hash *cas.Hasher
+	err  error
 }
 
-func (c *countingReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.n += int64(n)
+func (t *tally) Read(b []byte) (int, error) {
+	if t.err != nil {
+		return 0, t.err
+	}
+	n, err := t.r.Read(b)
+	t.n += int64(n)
+	if t.hash != nil {
+		t.hash.Write(b[:n])
+	}
+	t.err = err
 	return n, err
+}
+
+// capRefused reports whether err, the failure of a Put that read t, is
+// the store cap's (StreamCap's reader) rather than a failure of the
+// content's own reader.
+func (t *tally) capRefused(err error) bool {
+	return (t.err == nil || t.err == io.EOF) && wserr.Is(err, wserr.SizeLimitExceeded)
 }
 
 // Upload stores the content read from r as the file path of actor's
@@ -238,9 +256,11 @@ type ChangeOptions struct {
 	MustNotExist, MustExist bool
 	// Size, if positive, is an upload's length as the caller knows it (an
 	// HTTP upload's Content-Length). Under a store cap it is taken from
-	// the room before the content is read, and an upload that does not
-	// fit is refused reading nothing, so uploads that begin together are
-	// admitted in turn rather than all read until the room runs out.
+	// the room before the content is read, so uploads that begin together
+	// are admitted in turn rather than all read until the room runs out.
+	// One that does not fit stores nothing: it is read only to hash it,
+	// and changes the space only if the store holds that content already
+	// (workspace.size_limit_exceeded otherwise).
 	Size int64
 }
 
@@ -271,30 +291,88 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 			return Change{}, err
 		}
 	}
-	release := func() {}
+	t := &tally{r: r}
+	src, release := io.Reader(t), func() {}
 	if s.cap != nil {
 		// The content is counted as it arrives, before compression, so
 		// this errs on the side of refusing; the change's transaction
-		// measures the store again.
-		var err error
+		// measures the store again. Content the store holds already adds
+		// no content bytes, but only its hash tells, once it is read: an
+		// upload the room refuses is read on and hashed, and placed if
+		// its content is stored (uploadStored). So the one of unknown
+		// size is hashed from its start as it streams, since the room may
+		// run out midway; the one of known size is refused, if at all,
+		// before it is read.
 		size := int64(-1)
 		if opt.Size > 0 {
 			size = opt.Size
+		} else {
+			t.hash = cas.NewHasher()
+			defer t.hash.Release()
 		}
-		if r, release, err = s.cap.StreamCap(ctx, r, 0, size, "upload", p.String()); err != nil {
+		capped, rel, err := s.cap.StreamCap(ctx, t, 0, size, "upload", p.String())
+		if wserr.Is(err, wserr.SizeLimitExceeded) {
+			return s.uploadStored(ctx, actor, p, t, opt, err)
+		}
+		if err != nil {
 			return Change{}, err
 		}
+		src, release = capped, rel
 	}
-	cr := &countingReader{r: r}
 	defer s.blobs.Hold()()
-	h, err := s.blobs.Put(ctx, cr)
+	h, err := s.blobs.Put(ctx, src)
 	release() // stored (it counts in the store now) or abandoned
 	if err != nil {
-		return Change{}, fmt.Errorf("upload %s: %w", p, err)
+		err = fmt.Errorf("upload %s: %w", p, err)
+		if t.hash != nil && t.capRefused(err) {
+			return s.uploadStored(ctx, actor, p, t, opt, err)
+		}
+		return Change{}, err
 	}
+	return s.place(ctx, actor, p, h, t.n, opt, nil)
+}
+
+// uploadStored ends an upload that the store's cap refused room for
+// (full): it reads the rest of the content through t, hashing it, and
+// places it if the store holds that content already (the file's own, a
+// retry whose answer was lost, or another path's), which adds no content
+// bytes; otherwise it fails with full. What it reads is hashed and
+// dropped, never stored, so uploads refused together cannot take the
+// store past its cap however many there are. t hashes what was read
+// already, or nothing was read.
+func (s *Spaces) uploadStored(ctx context.Context, actor string, p vfs.Path, t *tally, opt ChangeOptions, full error) (Change, error) {
+	if t.hash == nil {
+		t.hash = cas.NewHasher()
+		defer t.hash.Release()
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		if err := ctx.Err(); err != nil {
+			return Change{}, fmt.Errorf("upload %s: %w", p, err)
+		}
+		_, err := t.Read(buf)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Change{}, fmt.Errorf("upload %s: read: %w", p, err)
+		}
+	}
+	return s.place(ctx, actor, p, t.hash.Sum(), t.n, opt, full)
+}
+
+// place makes h, of size bytes, the file p of actor's space and records
+// the change, checking opt and the store's cap in the transaction. The
+// content is stored before; if it is not (a gc took it, or it never was),
+// place fails with missing when that is set, else with store.busy
+// (cas.Collected).
+func (s *Spaces) place(ctx context.Context, actor string, p vfs.Path, h cas.Hash, size int64, opt ChangeOptions, missing error) (Change, error) {
 	var c Change
-	err = s.db.Update(ctx, func(tx *index.Tx) error {
+	err := s.db.Update(ctx, func(tx *index.Tx) error {
 		if _, err := s.blobs.Touch(ctx, tx, h); err != nil {
+			if missing != nil && errors.Is(err, cas.ErrNotFound) {
+				return missing
+			}
 			return err // a gc took it meanwhile: store.busy (cas.Collected)
 		}
 		sp, exists, err := findSpace(ctx, tx, actor)
@@ -308,11 +386,11 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 		if err != nil {
 			return err
 		}
-		root, err := s.trees.Set(ctx, tx, sp.Root, p, &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: cr.n})
+		root, err := s.trees.Set(ctx, tx, sp.Root, p, &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: size})
 		if err != nil {
 			return err
 		}
-		if c, err = s.record(ctx, tx, sp, exists, root, Change{Op: OpUpload, Path: p.String(), Files: 1, Bytes: cr.n}); err != nil {
+		if c, err = s.record(ctx, tx, sp, exists, root, Change{Op: OpUpload, Path: p.String(), Files: 1, Bytes: size}); err != nil {
 			return err
 		}
 		return room(p)
