@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -50,6 +51,17 @@ func TestOpenRefusesBadOptionsFirst(t *testing.T) {
 		for _, dir := range []string{file, filepath.Join(file, "below")} {
 			_, err := wsstore.Open(ctx, dir, wsstore.Options{})
 			assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%s: %v", dir, err)
+		}
+	})
+	t.Run("ErrDirNoDirectoryCanBe", func(t *testing.T) {
+		// a NUL, a name longer than the file system takes, a parent that
+		// holds no directories: each a coded error, never store.internal
+		base := t.TempDir()
+		for _, dir := range []string{filepath.Join(base, "a\x00b"), filepath.Join(base, strings.Repeat("d", 300)), "/proc/wsstore-store"} {
+			_, err := wsstore.Open(ctx, dir, wsstore.Options{})
+			var e *wserr.Error
+			require.ErrorAs(t, err, &e, "%q", dir)
+			assert.Equal(t, wserr.InvalidOptions, e.Code, "%q: %v", dir, err)
 		}
 	})
 }

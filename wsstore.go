@@ -125,10 +125,16 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		_, statErr := os.Stat(dir)
 		made = errors.Is(statErr, fs.ErrNotExist)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+			fault := wserr.FSFault("open store", dir, err)
+			switch {
+			case errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist):
 				return nil, wserr.Wrap(wserr.InvalidOptions, "open store", dir, fmt.Errorf("it or a parent is a file, not a directory: %w", err))
+			case fault != err:
+				return nil, fault // a full disk, a read-only file system
 			}
-			return nil, fmt.Errorf("open store: %w", wserr.FSFault("open store", dir, err))
+			// A name no directory can have, one under a parent that
+			// cannot hold directories, one the user may not make.
+			return nil, wserr.Wrap(wserr.InvalidOptions, "open store", dir, fmt.Errorf("cannot make the store's directory: %w", err))
 		}
 	}
 	now := opts.Now

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -102,6 +103,11 @@ func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas
 	if len(reason) > 200 {
 		return Checkpoint{}, wserr.New(wserr.InvalidArgument, "checkpoint", "", "reason is longer than 200 bytes")
 	}
+	if !utf8.ValidString(reason) {
+		// The row would keep the bytes, its event and an export another
+		// reading of them.
+		return Checkpoint{}, wserr.New(wserr.InvalidArgument, "checkpoint", "", "reason must be valid UTF-8")
+	}
 	var last struct {
 		Seq  int64    `db:"seq"`
 		Cum  int64    `db:"cum_dead"`
@@ -153,7 +159,10 @@ func (s *Store) Get(ctx context.Context, tx *index.Tx, runID string, seq int64) 
 	return r.checkpoint(), nil
 }
 
-// List returns the run's checkpoints in order.
+// List returns the run's checkpoints in order. The checkpoints table is
+// all it reads: a run id no run has lists none, as an unknown id's events
+// page none (runs.Service.Run, or the checkpoints.list op, answers
+// run.not_found for it).
 func (s *Store) List(ctx context.Context, runID string) ([]Checkpoint, error) {
 	var rows []row
 	err := s.db.View(ctx, func(tx *index.Tx) error {

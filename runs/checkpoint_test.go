@@ -48,6 +48,23 @@ func TestCheckpointWritesOneRowAndOneEvent(t *testing.T) {
 	assert.Equal(t, checkpoint.ID(cp.Seq), cp.ID)
 }
 
+// TestCheckpointReasonRefused: a reason too long, or not UTF-8 (which the
+// row, its event and an export would each read apart), is refused and
+// writes nothing.
+func TestCheckpointReasonRefused(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{Profile: noAuto()})
+	e.write(r.ID, "output/main.md", "hello")
+	before := e.count("checkpoints") + e.count("events")
+	for _, reason := range []string{strings.Repeat("x", 201), "bad\xff\xfe\x00reason", "\xc3"} {
+		_, err := e.svc.Checkpoint(e.ctx, r.ID, reason)
+		require.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%q: %v", reason, err)
+	}
+	assert.Equal(t, before, e.count("checkpoints")+e.count("events"))
+	_, err := e.svc.Checkpoint(e.ctx, r.ID, "ok\x00ok é")
+	require.NoError(t, err)
+}
+
 func TestAutomaticCheckpointReasons(t *testing.T) {
 	e := newLifecycleEnv(t)
 	r := e.create("c1", runs.CreateRequest{})
