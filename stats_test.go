@@ -74,13 +74,17 @@ func TestStats(t *testing.T) {
 		}
 	}
 	assert.Equal(t, files, st.FileBytes)
+	used, err := e.s.DB.UsedBytes(e.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, used, st.UsedBytes, "what the store cap measures")
+	assert.Greater(t, st.UsedBytes, st.StoredBytes)
 
 	b, err := json.Marshal(st)
 	require.NoError(t, err)
 	var keys map[string]any
 	require.NoError(t, json.Unmarshal(b, &keys))
 	assert.ElementsMatch(t, []string{"chats", "runs", "checkpoints", "events", "blobs", "chunks", "trees",
-		"blobLogicalBytes", "storedBytes", "contentStoredBytes", "treeStoredBytes", "referencedBytes", "dedupRatio", "compressionRatio", "fileBytes", "byCodec", "deltaSavedBytes"},
+		"blobLogicalBytes", "storedBytes", "contentStoredBytes", "treeStoredBytes", "referencedBytes", "dedupRatio", "compressionRatio", "fileBytes", "usedBytes", "byCodec", "deltaSavedBytes"},
 		slices.Collect(maps.Keys(keys)))
 }
 

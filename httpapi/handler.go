@@ -225,7 +225,7 @@ func (h *Handler) transferIf(large func(*http.Request) bool, serve http.HandlerF
 			case h.transfers <- struct{}{}:
 			case <-t.C:
 				w.Header().Set("Retry-After", "1")
-				writeError(w, wserr.New(wserr.Busy, "http", "", "%d transfers are in progress, as many as this server serves at once (--max-transfers): try again", h.opts.MaxTransfers))
+				writeError(w, wserr.New(wserr.Busy, "http", "", "this server serves %d transfers at once (--max-transfers), all in progress: try again", h.opts.MaxTransfers))
 				return
 			case <-r.Context().Done():
 				return // the client went away

@@ -45,6 +45,11 @@ type Stats struct {
 	CompressionRatio float64 `json:"compressionRatio"`
 	// FileBytes is the size of the database file plus its write-ahead log.
 	FileBytes int64 `json:"fileBytes"`
+	// UsedBytes is what the database's pages in use hold (its free pages
+	// left out): what the store cap (maxStoreBytes) is measured against.
+	// Above StoredBytes by the rows' other columns, the other tables, the
+	// indexes and the pages' free space.
+	UsedBytes int64 `json:"usedBytes"`
 	// ByCodec counts blobs by codec name ("raw", "zstd", "chunked",
 	// "delta").
 	ByCodec map[string]int64 `json:"byCodec"`
@@ -65,6 +70,9 @@ func (m *Maintainer) Stats(ctx context.Context) (Stats, error) {
 			return err
 		}
 		st.Chats, st.Runs, st.Checkpoints = int64(rs.chats), int64(len(rs.runChat)), rs.checkpointCount()
+		if st.UsedBytes, err = tx.UsedBytes(ctx); err != nil {
+			return err
+		}
 		err = m.p.Events.EachRunEvents(ctx, tx, func(_ string, n int64) error {
 			st.Events += n
 			return nil

@@ -59,6 +59,7 @@ func runStats(ctx context.Context, g globals, _ []string) error {
 	t.row("contents", fmt.Sprintf("%s  stored for the %s logical (compression and deltas %s: %s / %s)",
 		humanBytes(s.ContentStoredBytes), humanBytes(s.BlobLogicalBytes), ratio(s.CompressionRatio), humanBytes(s.BlobLogicalBytes), humanBytes(s.ContentStoredBytes)))
 	t.row("stored", fmt.Sprintf("%s  in rows: %s contents + %s trees", humanBytes(s.StoredBytes), humanBytes(s.ContentStoredBytes), humanBytes(s.TreeStoredBytes)))
+	t.row("in use", humanBytes(s.UsedBytes)+"  the database's pages in use, which the store cap (maxStoreBytes) measures")
 	t.row("on disk", humanBytes(s.FileBytes)+"  database and write-ahead log")
 	return t.flush()
 }
