@@ -134,7 +134,7 @@ type RecordStored struct {
 // them.
 type ToolCall struct {
 	ToolCallID string `json:"toolCallId"`
-	Name       string `json:"name"`
+	Name       string `json:"name,omitempty"` // a result's: as its host gave it, if it did
 	Round      int    `json:"round,omitempty"`
 	Path       string `json:"path"`
 	Hash       string `json:"hash"`

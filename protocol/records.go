@@ -32,6 +32,7 @@ var recordOps = []op{
 	{
 		name: "model.request", access: writes, request: []any{modelRequestRequest{}}, handle: (*Session).modelRequest,
 		help: `  model.request {round, model?, messages?, tools?}  -> {seq}
+              messages and tools: counts, not the lists.
               journals model_request_created for round (from 1); a round
               may be requested again (a retry) until it is answered`,
 	},

@@ -3,12 +3,14 @@ package runs
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
@@ -176,6 +178,11 @@ func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt C
 		if err != nil {
 			return pendingCommit{}, err
 		}
+		if single != nil {
+			if err := checkNotHidden(man, *single); err != nil {
+				return pendingCommit{}, err
+			}
+		}
 		msg, err := s.assemble(ctx, tx, run, run.Root, man, single)
 		if err != nil {
 			return pendingCommit{}, err
@@ -252,10 +259,29 @@ func (s *Service) checkCommitPath(run Run, p vfs.Path) error {
 	if p.Top() == ScratchRoot {
 		return wserr.New(wserr.InvalidPath, "commit", p.String(), "scratch/ is the run's scratch domain, which is never committed; write what should be committed under %s/", ArtifactRoot)
 	}
-	if p.Top() == HostRoot && len(run.Profile.AllowPaths) > 0 {
-		return wserr.New(wserr.InvalidPath, "commit", p.String(), "host/ holds allowed host paths, which are not stored and never committed")
+	return nil
+}
+
+// checkNotHidden refuses to commit by path a file the manifest keeps
+// hidden: a hidden artifact stays in the run's workspace and never enters
+// the chat (seed 000 §7).
+func checkNotHidden(man Manifest, p vfs.Path) error {
+	for _, a := range man.Artifacts {
+		if a.Target.Kind == TargetHidden && a.Path == p.String() {
+			return wserr.New(wserr.InvalidPath, "commit", p.String(), "the manifest keeps artifact %q hidden: it stays in the run and never enters the chat; commit another file", a.ID)
+		}
 	}
 	return nil
+}
+
+// messageText is b as message text: an artifact enters the chat as text,
+// so bytes that are not UTF-8 are refused rather than changed (the
+// message would no longer be what its artifact's hash names).
+func messageText(p string, b []byte) (string, error) {
+	if !utf8.Valid(b) {
+		return "", wserr.New(wserr.InvalidArgument, "commit", p, "the file is not UTF-8 text, and a message carries text: write the artifact as text (a binary file cannot be committed)")
+	}
+	return string(b), nil
 }
 
 // assemble builds the message from the tree root: the single file if
@@ -292,7 +318,9 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 		if err != nil {
 			return Message{}, err
 		}
-		msg.Body = string(b)
+		if msg.Body, err = messageText(single.String(), b); err != nil {
+			return Message{}, err
+		}
 		msg.Agent.Artifacts = append(msg.Agent.Artifacts, ArtifactRef{ID: single.Base(), Kind: "body", Path: single.String(), Hash: e.Hash})
 		msg.Agent.ArtifactSetID = artifactSetID(msg.Agent.Artifacts)
 		return msg, nil
@@ -368,17 +396,21 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 		if !used {
 			continue // an artifact of the commit whose content goes nowhere in the message: not read
 		}
-		b, err := s.blobs.ReadAll(ctx, f.e.Hash)
+		raw, err := s.blobs.ReadAll(ctx, f.e.Hash)
+		if err != nil {
+			return Message{}, err
+		}
+		b, err := messageText(f.a.Path, raw)
 		if err != nil {
 			return Message{}, err
 		}
 		switch f.a.Target.Kind {
 		case TargetMessageBody:
-			bodies = append(bodies, string(b))
+			bodies = append(bodies, b)
 		case TargetMessageExtra:
-			msg.Extra[f.a.Target.Key] = string(b)
+			msg.Extra[f.a.Target.Key] = b
 		}
-		contents[f.a.ID] = string(b)
+		contents[f.a.ID] = b
 	}
 	if tpl != "" {
 		msg.Body = placeholder.ReplaceAllStringFunc(tpl, func(m string) string {
@@ -733,8 +765,10 @@ func callSink(ctx context.Context, sink ChatSink, req CommitRequest) (receipt js
 // chat_commit_failed. The run's workspace is not changed. It fails with
 // checkpoint.not_found, the assembly errors of Commit, commit.sink_failed,
 // run.not_found (also when the run is deleted while the sink runs),
-// run.invalid_transition (resolved meanwhile), or store.busy as Commit
-// does.
+// run.invalid_transition (no completed commit, the newest one a delete,
+// or resolved meanwhile), or store.busy as Commit does. The checkpoint's
+// files are assembled with the manifest the run holds now: checkpoints do
+// not keep one of their own.
 func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, sink ChatSink, del bool) (CommitRecord, error) {
 	if sink == nil {
 		return CommitRecord{}, wserr.New(wserr.InvalidArgument, "rollback commit", "", "no chat sink")
@@ -744,12 +778,21 @@ func (s *Service) RollbackCommit(ctx context.Context, runID string, seq int64, s
 		if err != nil {
 			return pendingCommit{}, err
 		}
-		var n int
-		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM commits WHERE run_id = ? AND status = ?`, runID, CommitCompleted); err != nil {
-			return pendingCommit{}, index.Translate(err)
+		// The chat's message is what the run's newest completed commit
+		// left: none, or one a rollback deleted, leaves nothing to replace
+		// or delete.
+		var last struct {
+			ID   string `db:"id"`
+			Mode string `db:"mode"`
 		}
-		if n == 0 {
+		err = tx.GetContext(ctx, &last, `SELECT id, mode FROM commits WHERE run_id = ? AND status = ? ORDER BY seq DESC LIMIT 1`, runID, CommitCompleted)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
 			return pendingCommit{}, wserr.New(wserr.InvalidState, "rollback commit", "", "run %s has no completed commit to roll back", runID)
+		case err != nil:
+			return pendingCommit{}, index.Translate(err)
+		case last.Mode == string(ModeDelete):
+			return pendingCommit{}, wserr.New(wserr.InvalidState, "rollback commit", "", "run %s's committed message was deleted by %s: there is none to roll back until the run commits again", runID, last.ID)
 		}
 		cp, err := s.checkpoints.Get(ctx, tx, runID, seq)
 		if err != nil {

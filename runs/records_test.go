@@ -214,3 +214,33 @@ func TestWritableFollowsTheRunStatus(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, stat().Writable, "completed")
 }
+
+// TestToolResultNameAsGiven: a result journals the name its host gives,
+// and none when it gives none (not an empty one).
+func TestToolResultNameAsGiven(t *testing.T) {
+	e := newWSEnv(t, runs.Options{})
+	r := e.newRun("run_names", runs.CreateRequest{})
+	for _, id := range []string{"call_1", "call_2"} {
+		_, err := e.svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: id, Name: "workspace.write", Round: 1, Args: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+	}
+	_, err := e.svc.RecordToolResult(e.ctx, r.ID, runs.ToolResultRecord{ID: "call_1", Result: json.RawMessage(`{"ok":true}`)})
+	require.NoError(t, err)
+	_, err = e.svc.RecordToolResult(e.ctx, r.ID, runs.ToolResultRecord{ID: "call_2", Name: "workspace.write", Result: json.RawMessage(`{"ok":true}`)})
+	require.NoError(t, err)
+	evs, err := e.st.Journal.Page(e.ctx, r.ID, journal.PageQuery{Limit: 500})
+	require.NoError(t, err)
+	names := map[string]any{}
+	for _, ev := range evs {
+		if ev.Type == journal.ToolCallCompleted {
+			var pl map[string]any
+			require.NoError(t, json.Unmarshal(ev.Payload, &pl))
+			name, ok := pl["name"]
+			if !ok {
+				name = "(none)"
+			}
+			names[pl["toolCallId"].(string)] = name
+		}
+	}
+	assert.Equal(t, map[string]any{"call_1": "(none)", "call_2": "workspace.write"}, names)
+}

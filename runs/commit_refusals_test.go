@@ -1,0 +1,89 @@
+package runs_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// TestCommitRefusesWhatCannotEnterTheChat: a commit by path of the file
+// the manifest keeps hidden, and a commit whose message would carry bytes
+// that are not UTF-8 (by path, or as an artifact the message carries), are
+// refused with a model-correctable code, nothing recorded, the sink not
+// called; the same binary file as an artifact the message does not carry
+// commits.
+func TestCommitRefusesWhatCannotEnterTheChat(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{Profile: &runs.Profile{ID: "wide", VisibleRoots: []string{"output", "plan"}, WritableRoots: []string{"output", "plan"}}})
+	require.NoError(t, e.svc.SetManifest(e.ctx, r.ID, seedManifest()))
+	e.write(r.ID, "output/main.md", "the answer")
+	e.write(r.ID, "plan/notes.md", "PRIVATE PLAN")
+	e.write(r.ID, "output/bin.dat", "\xff\xfe\x00bin")
+	for _, c := range []struct {
+		name, path string
+		code       wserr.Code
+	}{
+		{"ErrHiddenArtifact", "plan/notes.md", wserr.InvalidPath},
+		{"ErrBinaryByPath", "output/bin.dat", wserr.InvalidArgument},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sink := &recordingSink{}
+			before := rowCounts(e)
+			_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{Path: c.path})
+			requireModelError(t, err, c.code)
+			assert.Empty(t, sink.got)
+			assert.Equal(t, before, rowCounts(e))
+		})
+	}
+	t.Run("ErrBinaryArtifact", func(t *testing.T) {
+		e.write(r.ID, "output/status.md", "HP \xc3")
+		sink := &recordingSink{}
+		before := rowCounts(e)
+		_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+		requireModelError(t, err, wserr.InvalidArgument)
+		assert.Empty(t, sink.got)
+		assert.Equal(t, before, rowCounts(e))
+	})
+	t.Run("OKBinaryNotCarried", func(t *testing.T) {
+		e.write(r.ID, "output/status.md", "HP 10")
+		e.write(r.ID, "plan/notes.md", "\xff hidden, never read")
+		sink := &recordingSink{}
+		_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+		require.NoError(t, err)
+		require.Len(t, sink.got, 1)
+		assert.Equal(t, "HP 10", sink.got[0].Message.Extra["status_bar"])
+	})
+}
+
+// TestRollbackCommitAfterADelete: once a rollback deleted the committed
+// message there is none to delete again or to replace, until the run
+// commits again.
+func TestRollbackCommitAfterADelete(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	e.write(r.ID, "output/main.md", "first")
+	sink := &recordingSink{}
+	first, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+	seq, err := checkpointSeq(first.CheckpointID)
+	require.NoError(t, err)
+	_, err = e.svc.RollbackCommit(e.ctx, r.ID, seq, sink, true)
+	require.NoError(t, err)
+	for _, del := range []bool{true, false} {
+		before := rowCounts(e)
+		_, err = e.svc.RollbackCommit(e.ctx, r.ID, seq, sink, del)
+		assert.Equal(t, wserr.InvalidState, wserr.CodeOf(err), "delete %v: %v", del, err)
+		assert.Equal(t, before, rowCounts(e))
+	}
+	assert.Len(t, sink.got, 2)
+	e.write(r.ID, "output/main.md", "second")
+	_, err = e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+	_, err = e.svc.RollbackCommit(e.ctx, r.ID, seq, sink, false)
+	require.NoError(t, err, "a new commit leaves a message to replace")
+	assert.Equal(t, "first", sink.got[3].Message.Body)
+}
