@@ -46,6 +46,9 @@ type SyncReport struct {
 	SegmentBytes int64    `json:"segmentBytes"`
 	Sent         []string `json:"sent"`
 	Tombstones   []string `json:"tombstones"`
+	// Repaired says what of this store's own the sync found gone from
+	// the object store and published again (remote.Storage.CheckPublished).
+	Repaired remote.Repair `json:"repaired"`
 }
 
 // Sync reconciles the store with every other store that syncs through its
@@ -93,7 +96,7 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 		return rep, err
 	}
 	rep.Device = dev
-	release, err := s.lockAndRegister(ctx, dev)
+	release, err := s.lockAndRegister(ctx, dev, &rep.Repaired)
 	if err != nil {
 		return rep, err
 	}
@@ -144,6 +147,7 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 	}
 	pull := &pulls{s: s, st: &rep.Pulled}
 	tookIn = listAll || len(todo) > 0
+	read := applied // each device's segment read last
 	if listAll {
 		if err := pull.all(ctx); err != nil {
 			return rep, err
@@ -151,6 +155,9 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 	}
 	for i, seg := range todo {
 		h, arch, err := s.Remote.FetchSegment(ctx, seg)
+		if err == nil {
+			err = remote.FollowsOn(seg, h, read[seg.Device])
+		}
 		if err == nil {
 			err = pull.of(ctx, h)
 		}
@@ -162,6 +169,7 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 			return rep, fmt.Errorf("sync: segment %s: %w", seg.Key, err)
 		}
 		rep.TookIn = append(rep.TookIn, seg.Key)
+		read[seg.Device] = seg.Key
 	}
 	return rep, s.publish(ctx, dev, opt.Base, &rep)
 }
@@ -179,7 +187,7 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 	if err != nil {
 		return st, err
 	}
-	release, err := s.lockAndRegister(ctx, dev)
+	release, err := s.lockAndRegister(ctx, dev, &remote.Repair{})
 	if err != nil {
 		return st, err
 	}
@@ -212,7 +220,11 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 	if err != nil {
 		return st, err
 	}
-	seg, err := s.Remote.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: at, Indexes: &idx}, objs, nil)
+	prev, err := remote.LastSegment(ctx, s.DB)
+	if err != nil {
+		return st, err
+	}
+	seg, err := s.Remote.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: at, Indexes: &idx, Prev: prev}, objs, nil)
 	if err != nil {
 		return st, err
 	}
@@ -311,17 +323,21 @@ func (s *Store) pullIndexes(ctx context.Context, dev string, st *remote.PullStat
 }
 
 // lockAndRegister takes dev's sync lock on the object store and registers
-// the device on its first sync.
-func (s *Store) lockAndRegister(ctx context.Context, dev string) (func(context.Context) error, error) {
+// the device on its first sync; on a later one it checks that what the
+// device published is still there, and repairs what is not (rep).
+func (s *Store) lockAndRegister(ctx context.Context, dev string, rep *remote.Repair) (func(context.Context) error, error) {
 	release, err := s.Remote.LockSync(ctx, dev)
 	if err != nil {
 		return nil, err
 	}
 	ok, err := remote.Registered(ctx, s.DB, dev)
-	if err == nil && !ok {
+	switch {
+	case err == nil && !ok:
 		if err = s.Remote.RegisterDevice(ctx, dev); err == nil {
 			err = remote.SetRegistered(ctx, s.DB, dev)
 		}
+	case err == nil:
+		*rep, err = s.Remote.CheckPublished(ctx, s.DB, dev)
 	}
 	if err != nil {
 		_ = release(context.WithoutCancel(ctx))
@@ -1076,6 +1092,11 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 		return err
 	}
 	defer func() { objs.Close() }()
+	rebase, err := remote.Rebase(ctx, s.DB)
+	if err != nil {
+		return err
+	}
+	forceBase = forceBase || rebase
 	if hasBase && !forceBase && delta.Size() == 0 && len(tombs) == 0 && objs.Empty() {
 		return s.Remote.SettleChanges(ctx, s.DB, claimed)
 	}
@@ -1083,7 +1104,11 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 	if err != nil {
 		return err
 	}
-	h := remote.SegmentHeader{Device: dev, At: at, Tombstones: tombs}
+	prev, err := remote.LastSegment(ctx, s.DB)
+	if err != nil {
+		return err
+	}
+	h := remote.SegmentHeader{Device: dev, At: at, Tombstones: tombs, Prev: prev}
 	items := changed
 	base := forceBase || !hasBase || since+delta.Size() > size
 	if base {

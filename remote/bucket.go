@@ -44,6 +44,8 @@ type bucket interface {
 	list(ctx context.Context, prefix, after string, fn func(key string, mod time.Time) error) error
 	// remove deletes the object at key; a missing one is success.
 	remove(ctx context.Context, key string) error
+	// present reports whether there is an object at key (a HEAD request).
+	present(ctx context.Context, key string) (bool, error)
 }
 
 // s3Bucket is a bucket on an S3-compatible store through aws-sdk-go-v2.
@@ -264,6 +266,21 @@ func (b *s3Bucket) remove(ctx context.Context, key string) error {
 		return fmt.Errorf("delete %s: %w", key, ctx.Err())
 	}
 	return unavailable("remote delete", key, err)
+}
+
+func (b *s3Bucket) present(ctx context.Context, key string) (bool, error) {
+	_, err := b.cl.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.loc.Prefix + key)})
+	switch {
+	case err == nil:
+		return true, nil
+	case refused("remote head", key, err) != nil:
+		return false, refused("remote head", key, err)
+	case status(err) == http.StatusNotFound:
+		return false, nil
+	case ctx.Err() != nil:
+		return false, fmt.Errorf("head %s: %w", key, ctx.Err())
+	}
+	return false, unavailable("remote head", key, err)
 }
 
 func (b *s3Bucket) list(ctx context.Context, prefix, after string, fn func(key string, mod time.Time) error) error {

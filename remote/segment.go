@@ -108,6 +108,12 @@ type SegmentHeader struct {
 	// list index/ once, and in segments of builds before it; empty when
 	// there are none.
 	Indexes *[]string `json:"indexes,omitempty"`
+	// Prev is the key of the device's segment before this one, as the
+	// device recorded it published, so a reader notices a segment gone
+	// from the object store (FollowsOn). Absent in a device's first
+	// segment, its first after ResetDevice, and segments of builds before
+	// it, whose readers ignore it.
+	Prev string `json:"prev,omitempty"`
 
 	// v1 holds a version 1 header's object changes, which it lists
 	// itself ("KIND:HASH") instead of an object section.
@@ -271,6 +277,24 @@ func FromBase(segs []Segment) []Segment {
 	return segs
 }
 
+// FollowsOn fails with store.corrupt wrapping ErrMissing, naming the
+// device and the missing segment, when seg (a delta, its header h) follows
+// on a segment of its device that the reader has not read: one after the
+// key after, the device's segment it read last ("" for none). A base
+// stands for every segment before it, so a gap before it loses nothing; a
+// segment that names none (an older build's) is not checked. A Prev
+// before after is no gap: a segment the device published but did not
+// record (its sync cut off after the upload) is followed by one naming
+// the segment before it, which carries again what it carried.
+func FollowsOn(seg Segment, h SegmentHeader, after string) error {
+	if seg.Base || h.Prev == "" || h.Prev <= after {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", wserr.New(wserr.Corrupt, "sync", seg.Key,
+		"segment %s of device %s is missing from the object store: this segment follows it, and nothing of the device after the gap is taken in until the device publishes a base (its next sync does when its own last segment is gone; else run `wsctl sync --base` there)",
+		h.Prev, seg.Device), ErrMissing)
+}
+
 // FetchSegment returns the header and the archive of seg (nil when it has
 // none), checked against the hash its key names: other bytes fail with
 // store.corrupt (wrapping cas.ErrCorrupt), a missing object with
@@ -394,6 +418,9 @@ func decodeHeader(seg Segment, hb []byte) (SegmentHeader, error) {
 	}
 	if h.Device != seg.Device || h.Base != seg.Base {
 		return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's header does not match its key"), cas.ErrCorrupt)
+	}
+	if h.Prev != "" && (!strings.HasPrefix(h.Prev, syncDir+seg.Device+"/") || h.Prev >= seg.Key) {
+		return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's previous segment is not one of its device before it"), cas.ErrCorrupt)
 	}
 	return h, nil
 }

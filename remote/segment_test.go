@@ -198,3 +198,45 @@ func TestObjectDeltaCostsWhatChanged(t *testing.T) {
 	defer again.Close()
 	assert.True(t, again.Empty(), "what was published is listed")
 }
+
+// TestFollowsOn: a delta naming a previous segment the reader has not
+// read is refused; a base, a segment naming none (an older build's) and
+// one naming a segment before the one read last (its device's sync was
+// cut off after an upload) are not.
+func TestFollowsOn(t *testing.T) {
+	key := func(n int, ext string) string {
+		return fmt.Sprintf("sync/dev/%020d-%s%s", n, cas.Sum([]byte{byte(n)}), ext)
+	}
+	seg := func(n int, base bool) remote.Segment {
+		ext := ".seg"
+		if base {
+			ext = ".base.seg"
+		}
+		return remote.Segment{Key: key(n, ext), Device: "dev", Base: base}
+	}
+	for _, c := range []struct {
+		name  string
+		seg   remote.Segment
+		prev  string
+		after string
+		gap   bool
+	}{
+		{"OK", seg(3, false), key(2, ".seg"), key(2, ".seg"), false},
+		{"OKBeforeTheOneRead", seg(3, false), key(1, ".seg"), key(2, ".seg"), false},
+		{"OKOlderBuild", seg(3, false), "", key(1, ".seg"), false},
+		{"OKBase", seg(3, true), key(2, ".seg"), "", false},
+		{"ErrGap", seg(3, false), key(2, ".seg"), key(1, ".seg"), true},
+		{"ErrBaseMissing", seg(3, false), key(2, ".base.seg"), "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := remote.FollowsOn(c.seg, remote.SegmentHeader{Device: "dev", Prev: c.prev}, c.after)
+			if !c.gap {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, remote.ErrMissing)
+			assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err))
+			assert.Contains(t, err.Error(), c.prev)
+		})
+	}
+}

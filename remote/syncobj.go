@@ -26,6 +26,8 @@ const (
 	registeredAt = "remote.sync.registered" // the device id registered under devices/
 	firstKey     = "remote.sync.first"      // the items from before migration 00029 were given their first events
 	atKey        = "remote.sync.at"         // the time of the device's last published segment, Unix nanoseconds
+	lastKey      = "remote.sync.last"       // the key of the device's last published segment
+	rebaseKey    = "remote.sync.rebase"     // set: the device's next segment is a base (CheckPublished found its last gone)
 )
 
 // SegmentTime returns the time of the device's next segment: now, or a
@@ -174,7 +176,7 @@ func ResetDevice(ctx context.Context, db *index.DB) error {
 		if err != nil {
 			return err
 		}
-		for _, k := range []string{deviceKey, baseKey, oldSeenKey, registeredAt} {
+		for _, k := range []string{deviceKey, baseKey, oldSeenKey, registeredAt, lastKey, rebaseKey} {
 			if err := index.DeleteSetting(ctx, tx, k); err != nil {
 				return err
 			}
@@ -276,6 +278,21 @@ func LastBase(ctx context.Context, db *index.DB) (size, since int64, ok bool, er
 		return nil
 	})
 	return size, since, ok, err
+}
+
+// LastSegment returns the key of the last segment the store published
+// ("" before its first, or when an earlier build published it): its next
+// segment's Prev.
+func LastSegment(ctx context.Context, db *index.DB) (string, error) {
+	v, _, err := setting(ctx, db, lastKey)
+	return v, err
+}
+
+// Rebase reports whether the store's next segment must be a base, as
+// CheckPublished decided when it found the store's last segment gone.
+func Rebase(ctx context.Context, db *index.DB) (bool, error) {
+	_, ok, err := setting(ctx, db, rebaseKey)
+	return ok, err
 }
 
 // DeletionCursor returns the id of the last deletion-log entry the store
@@ -679,6 +696,14 @@ func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published
 	return db.Update(ctx, func(tx *index.Tx) error {
 		if err := index.SetSetting(ctx, tx, atKey, strconv.FormatInt(p.Segment.At.UnixNano(), 10)); err != nil {
 			return err
+		}
+		if err := index.SetSetting(ctx, tx, lastKey, p.Segment.Key); err != nil {
+			return err
+		}
+		if p.Segment.Base {
+			if err := index.DeleteSetting(ctx, tx, rebaseKey); err != nil {
+				return err
+			}
 		}
 		if err := s.putItems(ctx, tx, p.Items, p.Drop); err != nil {
 			return err

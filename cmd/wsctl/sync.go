@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -65,6 +66,10 @@ func runSync(ctx context.Context, g globals, opt wsstore.SyncOptions) error {
 		rep.Device, rep.Pushed.Objects, rep.Pulled.Objects, len(rep.TookIn), len(rep.Added), len(rep.Updated), rep.Unchanged, len(rep.Deleted), len(rep.Conflicts),
 		len(rep.Sent), len(rep.Tombstones), rep.SegmentBytes, map[bool]string{true: ", a base", false: ""}[rep.Base]); err != nil {
 		return err
+	}
+	if r := rep.Repaired; len(r.Gone) > 0 && !g.json {
+		fmt.Fprintf(g.errOut, "sync: gone from the object store, published again: %s; %d objects to push again, %d lost (held nowhere here)\n",
+			strings.Join(r.Gone, ", "), r.Repush, r.Lost)
 	}
 	if len(rep.Conflicts) > 0 {
 		if !g.json {

@@ -1,0 +1,113 @@
+package wsstore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// TestSyncSegmentGap: a segment gone from the bucket is never skipped in
+// silence. Deleted before its device's next sync, that sync finds its
+// last segment gone and publishes a base, which stands for it; deleted
+// after, a reader refuses the segments past the gap with store.corrupt
+// naming the device and the missing segment, until the device publishes
+// a base.
+func TestSyncSegmentGap(t *testing.T) {
+	ctx := context.Background()
+	t.Run("DeletedBeforeTheNextSync", func(t *testing.T) {
+		srv, open := fakeTier(t)
+		c, d := open(), open()
+		smallRuns(t, c, "chat-c", "t0", 10)
+		syncOK(t, c)
+		syncOK(t, d)
+		smallRuns(t, c, "chat-c", "t4", 1)
+		s1 := syncOK(t, c).Published
+		require.NotEmpty(t, s1)
+		srv.SetObject("wsstore", "team/"+s1, nil)
+		smallRuns(t, c, "chat-c", "t5", 1)
+		rep := syncOK(t, c)
+		assert.True(t, rep.Base, "C's last segment is gone: its next one is a base")
+		assert.Equal(t, []string{s1}, rep.Repaired.Gone)
+		syncOK(t, d)
+		assert.Equal(t, runIDs(t, c), runIDs(t, d), "D has t4 too")
+	})
+	t.Run("DeletedAfter", func(t *testing.T) {
+		srv, open := fakeTier(t)
+		c, d := open(), open()
+		smallRuns(t, c, "chat-c", "t0", 10)
+		syncOK(t, c)
+		syncOK(t, d)
+		smallRuns(t, c, "chat-c", "t4", 1)
+		s1 := syncOK(t, c).Published
+		smallRuns(t, c, "chat-c", "t5", 1)
+		s2 := syncOK(t, c).Published
+		require.False(t, strings.HasSuffix(s2, ".base.seg"))
+		srv.SetObject("wsstore", "team/"+s1, nil)
+
+		rep, err := d.Sync(ctx)
+		require.Error(t, err, "D must not skip S1")
+		assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err))
+		assert.ErrorIs(t, err, remote.ErrMissing)
+		assert.Contains(t, err.Error(), s1)
+		assert.Contains(t, err.Error(), "device "+strings.Split(s1, "/")[1])
+		assert.NotContains(t, rep.TookIn, s2, "nothing past the gap is taken in")
+		assert.NotContains(t, runIDs(t, d), "t5-00")
+
+		// The documented recovery: a base of that device.
+		_, err = c.SyncWith(ctx, wsstore.SyncOptions{Base: true})
+		require.NoError(t, err)
+		syncOK(t, d)
+		assert.Equal(t, runIDs(t, c), runIDs(t, d))
+	})
+	t.Run("BaseDeletedForANewReader", func(t *testing.T) {
+		srv, open := fakeTier(t)
+		c := open()
+		smallRuns(t, c, "chat-c", "t0", 10)
+		b := syncOK(t, c).Published
+		smallRuns(t, c, "chat-c", "t4", 1)
+		syncOK(t, c)
+		srv.SetObject("wsstore", "team/"+b, nil)
+		_, err := open().Sync(ctx)
+		require.Error(t, err, "a new device must not start from a delta")
+		assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err))
+		assert.Contains(t, err.Error(), b)
+	})
+}
+
+// TestSyncBucketEmptied: a device whose objects were all deleted from the
+// bucket (an emptied prefix, a server that lost them) registers again and
+// publishes a base at its next sync, and pushes again what it holds of the
+// packs that are gone, so another device reads every run and file.
+func TestSyncBucketEmptied(t *testing.T) {
+	ctx := context.Background()
+	srv, open := fakeTier(t)
+	x := open()
+	smallRuns(t, x, "chat-x", "old", 2)
+	syncOK(t, x)
+	for _, k := range srv.Keys("wsstore", "team/") {
+		srv.SetObject("wsstore", k, nil)
+	}
+	smallRuns(t, x, "chat-x", "new", 1)
+	rep := syncOK(t, x)
+	assert.True(t, rep.Base, "X's segments are gone: it publishes a base")
+
+	y := open()
+	ry := syncOK(t, y)
+	assert.Len(t, runsOf(ry, ry.Added), 3)
+	assert.Equal(t, runIDs(t, x), runIDs(t, y))
+	_, err := y.Remote.Evict(ctx, y.DB)
+	require.NoError(t, err)
+	got, err := y.Runs.Workspace("old-00", runs.ModelScope).Read(ctx, vfs.MustPath("output/0.md"), vfs.ReadOptions{})
+	require.NoError(t, err, "the packs pushed before the bucket was emptied are there again")
+	assert.Equal(t, strings.Repeat("old-00 line\n", 20), string(got.Content))
+	requireSame(t, contents(t, x), contents(t, y))
+}
