@@ -28,6 +28,7 @@ var tableOwners = map[string]string{
 	"blob_chunks":        "cas",
 	"dicts":              "cas",
 	"blob_reencodes":     "cas",
+	"chunk_holds":        "cas",
 	"trees":              "vfs",
 	"tree_refs":          "vfs",
 	"tree_refs_backfill": "vfs",

@@ -537,8 +537,11 @@ func TestLargeChangesPastTheCapStoreLittle(t *testing.T) {
 	assert.LessOrEqual(t, used(), int64(limit), "the refused patch left the store within its cap")
 
 	// One that rewrites every chunk but keeps the size stores a whole
-	// new version: its change is refused, the file stays as it was.
-	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: ptr(used() + 1<<20)}))
+	// new version: its change is refused, the file stays as it was. The
+	// refused patch freed what it stored, so another file fills the
+	// store to within 2 MiB of its cap first.
+	_, err = ws.WriteFrom(e.ctx, vfs.MustPath("output/fill.txt"), strings.NewReader(letters(7, 8, int(limit-used()-2<<20))), vfs.WriteOptions{})
+	require.NoError(t, err)
 	was, err := ws.Stat(e.ctx, p)
 	require.NoError(t, err)
 	_, err = ws.Patch(e.ctx, p, "q", "z", vfs.PatchOptions{ReplaceAll: true})

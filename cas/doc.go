@@ -11,11 +11,11 @@
 // each) stored as objects of their own so that equal pieces of different
 // files are stored once and a Put of any size streams with bounded memory.
 //
-// The package owns the blobs, chunks, blob_chunks and dicts tables; no other
-// package's SQL names them. Store holds the codecs, chunking, delta
-// histories and verification, and keeps stored objects through a Storage
-// (storage.go): put, get, has, stat, touch, delete and iterate over objects
-// in their stored form, each in the caller's index transaction, plus the
+// The package owns the blobs, chunks, blob_chunks, chunk_holds and dicts
+// tables; no other package's SQL names them. Store holds the codecs,
+// chunking, delta histories and verification, and keeps stored objects
+// through a Storage (storage.go): put, get, has, stat, touch, delete and
+// iterate over objects in their stored form, each in the caller's index transaction, plus the
 // optional HistoryStorage ability that delta histories need. SQLiteStorage,
 // over those tables, is the default; Options.Storage chooses another, which
 // must pass the conformance suite in cas/storagetest.

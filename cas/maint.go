@@ -206,8 +206,13 @@ func (s *Store) SweepBlobs(ctx context.Context, tx *index.Tx, hs []Hash, cutoff 
 
 // SweepChunks is SweepBlobs for chunks, which it also keeps while any blob
 // lists them (a blob written since the caller's snapshot may): the
-// Storage's Delete promises it.
+// Storage's Delete promises it. Holds on chunks (holds.go) taken before
+// cutoff go too: a put that old is one gc treats as gone, as it treats
+// its chunks, most often one whose process died part way.
 func (s *Store) SweepChunks(ctx context.Context, tx *index.Tx, hs []Hash, cutoff int64, fn func(i int, freed int64, deleted bool) error) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM chunk_holds WHERE since < ?`, cutoff); err != nil {
+		return fmt.Errorf("drop old chunk holds: %w", index.Translate(err))
+	}
 	return s.sweep(ctx, tx, KindChunk, hs, cutoff, fn)
 }
 

@@ -318,7 +318,9 @@ func zbound(n int) int { return n + n>>10 + 1<<10 }
 // larger than Options.InlineMax is split into chunks and streamed, so memory
 // stays bounded whatever r's length. Storing content that is already present
 // writes nothing new. On error nothing references what was written, so a
-// failed Put leaves at most garbage for gc, never a partial blob.
+// failed Put leaves at most garbage for gc, never a partial blob; one that
+// streamed frees the chunks it stored that no other Put in progress holds
+// and no blob lists, whatever gc's grace (holds.go).
 func (s *Store) Put(ctx context.Context, r io.Reader) (Hash, error) {
 	if r == nil {
 		return Hash{}, wserr.New(wserr.InvalidArgument, "put", "", "nil reader")
@@ -383,7 +385,7 @@ func (s *Store) putHashed(ctx context.Context, tx *index.Tx, h Hash, b []byte, p
 		}
 		return s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: int64(len(b)), Stored: int64(len(f.data)),
 			Codec: f.codec, Base: f.base, Data: f.data, Created: s.clock()})
-	})
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("put %s: %w", h.Short(), err)
 	}
@@ -461,11 +463,12 @@ func (s *Store) Touch(ctx context.Context, tx *index.Tx, h Hash) (bool, error) {
 
 // storeOnce stores content b at h as an object of kind unless one is there
 // already: an existing object is only touched, so its content is never
-// compressed again. Without tx it looks on the read pool first, so
+// compressed again. also, if not nil, runs in the transaction that
+// touches or stores it. Without tx it looks on the read pool first, so
 // repeating a Put takes the write lock only for the touch. A blob's
 // content is compressed as compressBlob does, a chunk's plainly.
 func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, b []byte, pre *storedForm,
-	insert func(tx *index.Tx, f storedForm) error) error {
+	insert func(tx *index.Tx, f storedForm) error, also func(tx *index.Tx) error) error {
 	exists := true
 	if tx == nil {
 		_ = s.db.View(ctx, func(rtx *index.Tx) error {
@@ -478,8 +481,10 @@ func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, 
 		var touched bool
 		err := s.update(ctx, tx, func(tx *index.Tx) error {
 			var err error
-			touched, err = s.st.Touch(ctx, tx, kind, h, s.clock())
-			return err
+			if touched, err = s.st.Touch(ctx, tx, kind, h, s.clock()); err != nil || !touched || also == nil {
+				return err
+			}
+			return also(tx)
 		})
 		if err != nil || touched {
 			return err
@@ -497,7 +502,12 @@ func (s *Store) storeOnce(ctx context.Context, tx *index.Tx, kind Kind, h Hash, 
 		f.data, f.codec, release = s.compress(b)
 	}
 	defer release()
-	return s.update(ctx, tx, func(tx *index.Tx) error { return insert(tx, f) })
+	return s.update(ctx, tx, func(tx *index.Tx) error {
+		if err := insert(tx, f); err != nil || also == nil {
+			return err
+		}
+		return also(tx)
+	})
 }
 
 func (s *Store) update(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) error) error {
@@ -509,10 +519,19 @@ func (s *Store) update(ctx context.Context, tx *index.Tx, fn func(tx *index.Tx) 
 
 // putChunked stores the chunks c yields as chunk objects, each in its own
 // transaction (or all in tx if given), then the blob object listing them.
-// Chunks already present are not recompressed.
-func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash, error) {
+// Chunks already present are not recompressed. Without tx, a Put that
+// ends before its blob is stored frees the chunks it stored that nothing
+// else uses (holds.go).
+func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (_ Hash, err error) {
+	var hold *putHold
 	if tx == nil {
 		defer s.Hold()()
+		hold = s.newPutHold()
+		defer func() {
+			if err != nil {
+				s.abandon(ctx, hold)
+			}
+		}()
 	}
 	whole := newHasher()
 	defer freeHasher(whole)
@@ -531,14 +550,19 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (Hash,
 		}
 		whole.Write(b)
 		ch := Sum(b)
-		if err := s.putChunk(ctx, tx, ch, b); err != nil {
+		if err := s.putChunk(ctx, tx, hold, ch, b); err != nil {
 			return Hash{}, fmt.Errorf("put chunk %s: %w", ch.Short(), err)
 		}
 		refs = append(refs, ChunkRef{Hash: ch, Off: off, Size: int64(len(b))})
 		off += int64(len(b))
 	}
 	h := whole.sum()
-	err := s.update(ctx, tx, func(tx *index.Tx) error {
+	err = s.update(ctx, tx, func(tx *index.Tx) error {
+		if hold != nil {
+			if err := hold.release(ctx, tx); err != nil {
+				return err
+			}
+		}
 		return s.st.Put(ctx, tx, Object{Kind: KindBlob, Hash: h, Size: off, Codec: CodecChunked, Chunks: refs, Created: s.clock()})
 	})
 	if tx == nil && index.IsForeignKey(err) {
@@ -607,11 +631,21 @@ func (s *Store) OldestStream() (int64, bool) {
 	return oldest, ok
 }
 
-func (s *Store) putChunk(ctx context.Context, tx *index.Tx, h Hash, b []byte) error {
-	return s.storeOnce(ctx, tx, KindChunk, h, b, nil, func(tx *index.Tx, f storedForm) error {
+// putChunk stores chunk b at h; hold, if not nil, holds it in the same
+// transaction.
+func (s *Store) putChunk(ctx context.Context, tx *index.Tx, hold *putHold, h Hash, b []byte) error {
+	var also func(tx *index.Tx) error
+	if hold != nil {
+		also = func(tx *index.Tx) error { return hold.hold(ctx, tx, h) }
+	}
+	err := s.storeOnce(ctx, tx, KindChunk, h, b, nil, func(tx *index.Tx, f storedForm) error {
 		return s.st.Put(ctx, tx, Object{Kind: KindChunk, Hash: h, Size: int64(len(b)), Stored: int64(len(f.data)),
 			Codec: f.codec, Data: f.data, Created: s.clock()})
-	})
+	}, also)
+	if err == nil && hold != nil {
+		hold.chunks = append(hold.chunks, h)
+	}
+	return err
 }
 
 // HasIn reports whether a blob with address h is stored, as tx sees it.

@@ -405,8 +405,8 @@ func (f *failingReader) Read(p []byte) (int, error) {
 }
 
 // TestPutFails feeds Put readers that fail part way and contexts that end:
-// the error reaches the caller and no blob row is written. Chunks written
-// before the failure may stay, as garbage for gc, and still verify.
+// the error reaches the caller and no blob row is written (the chunks
+// written before the failure go too: TestAbandonedPutFreesItsChunks).
 func TestPutFails(t *testing.T) {
 	errRead := errors.New("disk on fire")
 	tests := []struct {

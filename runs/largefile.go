@@ -31,10 +31,6 @@ const largeFile = 8 << 20
 // transaction.
 var errLargeFile = errors.New("large file: streamed")
 
-// streamRetries bounds how often a streamed append or patch is built again
-// because the file changed while it was built.
-const streamRetries = 3
-
 // readStored reads the stored file fi as opt asks, holding at most
 // MaxReadBytes of it.
 func (w *Workspace) readStored(ctx context.Context, p vfs.Path, fi vfs.FileInfo, opt vfs.ReadOptions) (vfs.ReadResult, error) {
@@ -144,17 +140,18 @@ func (w *Workspace) largeBase(ctx context.Context, op string, p vfs.Path) (vfs.E
 }
 
 // streamVersion stores the next version of the large file p, built by
-// next from a reader of its current content base (next also says how many
-// of its first bytes are base's), outside any
-// transaction and in bounded memory, then makes it p's content as mutate
-// does (m.stored is filled in). If p changes while the version is built,
-// it is built again from the new content, unless expected (the caller's
-// ExpectedHash) is set; if p is then no longer a large file, small makes
-// the change instead.
+// next from p's current entry base and a reader of its content (next also
+// says how many of its first bytes are base's), outside any transaction
+// and in bounded memory, then makes it p's content as mutate does
+// (m.stored is filled in). If p changes while the version is built, the
+// change fails with workspace.write_stale_file when expected (the
+// caller's ExpectedHash) is set; without it the version is built again
+// from the new content until one commits. If p is then no longer a large
+// file, small makes the change instead.
 func (w *Workspace) streamVersion(ctx context.Context, op string, p vfs.Path, base vfs.Entry, expected cas.Hash,
-	next func(cur io.Reader) (io.Reader, int64, mutation, error), small func() (vfs.FileInfo, error)) (vfs.FileInfo, error) {
+	next func(base vfs.Entry, cur io.Reader) (io.Reader, int64, mutation, error), small func() (vfs.FileInfo, error)) (vfs.FileInfo, error) {
 	defer w.s.blobs.Hold()() // each version stored, until its change references it
-	for attempt := 0; ; attempt++ {
+	for {
 		if !expected.IsZero() && expected != base.Hash {
 			return vfs.FileInfo{}, wserr.New(wserr.WriteStaleFile, op, p.String(), "file changed since it was read: its hash is %s, not %s", base.Hash.Short(), expected.Short())
 		}
@@ -166,7 +163,15 @@ func (w *Workspace) streamVersion(ctx context.Context, op string, p vfs.Path, ba
 		fi, err := w.mutate(ctx, op, p, base.Hash, func(func() ([]byte, error), bool) (mutation, error) {
 			return m, nil
 		})
-		if !wserr.Is(err, wserr.WriteStaleFile) || !expected.IsZero() || attempt == streamRetries {
+		// Unguarded, the change is made to whatever p holds, so a stale
+		// base is built again, without bound: each stale answer means
+		// another writer's change to p committed (in this process or
+		// another), so this waits only while others make progress, and
+		// one of the writers building on the newest content always
+		// commits. Building inside the write transaction instead would
+		// hold every writer of the store off for as long as a large file
+		// takes to stream, and a lock would serialise one process only.
+		if !wserr.Is(err, wserr.WriteStaleFile) || !expected.IsZero() {
 			return fi, err
 		}
 		var ok bool
@@ -183,13 +188,13 @@ func (w *Workspace) streamVersion(ctx context.Context, op string, p vfs.Path, ba
 // the rest of the new version is read only up to the room left, so a
 // change that would not fit stops before most of it is stored (the
 // change's transaction checks the cap again).
-func (w *Workspace) buildVersion(ctx context.Context, op string, p vfs.Path, base vfs.Entry, next func(cur io.Reader) (io.Reader, int64, mutation, error)) (cas.Info, mutation, error) {
+func (w *Workspace) buildVersion(ctx context.Context, op string, p vfs.Path, base vfs.Entry, next func(base vfs.Entry, cur io.Reader) (io.Reader, int64, mutation, error)) (cas.Info, mutation, error) {
 	rc, err := w.s.blobs.Get(ctx, base.Hash)
 	if err != nil {
 		return cas.Info{}, mutation{}, err
 	}
 	defer rc.Close()
-	r, same, m, err := next(rc)
+	r, same, m, err := next(base, rc)
 	if err != nil {
 		return cas.Info{}, mutation{}, err
 	}
@@ -220,7 +225,7 @@ func (w *Workspace) appendLarge(ctx context.Context, p vfs.Path, base vfs.Entry,
 	} else if capped && int64(len(content)) > room {
 		return vfs.FileInfo{}, wserr.New(wserr.SizeLimitExceeded, "write", p.String(), "the store has %d bytes of room under its cap; %d more do not fit", max(room, 0), len(content))
 	}
-	return w.streamVersion(ctx, "write", p, base, opt.ExpectedHash, func(cur io.Reader) (io.Reader, int64, mutation, error) {
+	return w.streamVersion(ctx, "write", p, base, opt.ExpectedHash, func(base vfs.Entry, cur io.Reader) (io.Reader, int64, mutation, error) {
 		size := base.Size + int64(len(content))
 		return io.MultiReader(cur, bytes.NewReader(content)), base.Size, mutation{event: journal.WorkspaceFileWritten, reason: "after_workspace_write",
 			payload: func(prev, h cas.Hash) any {
@@ -235,7 +240,7 @@ func (w *Workspace) appendLarge(ctx context.Context, p vfs.Path, base vfs.Entry,
 // two streamed passes over its content: one checks the patch as
 // vfs.ApplyPatch does, the other stores the patched version.
 func (w *Workspace) patchLarge(ctx context.Context, p vfs.Path, base vfs.Entry, old, new string, opt vfs.PatchOptions) (vfs.FileInfo, error) {
-	return w.streamVersion(ctx, "patch", p, base, opt.ExpectedHash, func(cur io.Reader) (io.Reader, int64, mutation, error) {
+	return w.streamVersion(ctx, "patch", p, base, opt.ExpectedHash, func(base vfs.Entry, cur io.Reader) (io.Reader, int64, mutation, error) {
 		rc, err := w.s.blobs.Get(ctx, base.Hash)
 		if err != nil {
 			return nil, 0, mutation{}, err

@@ -474,8 +474,8 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 // path is checked before anything is read; the content is stored before
 // the change's transaction, so if that fails the blob is left for gc. A
 // stream is read only up to the room the run's cap (Profile.MaxRunBytes)
-// and the store's cap leave, so a refused stream leaves at most that much
-// for gc. A host file (host/<name>/…) is streamed into a temporary file
+// and the store's cap leave; one refused or cancelled while it is read
+// frees what it stored of its content (cas.Store.Put). A host file (host/<name>/…) is streamed into a temporary file
 // beside it, renamed into place (vfs.HostFS.WriteFrom). It fails as Write
 // does, and with r's own error if r fails; opt.Mode must be replace.
 func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt vfs.WriteOptions) (vfs.FileInfo, error) {
