@@ -67,3 +67,40 @@ func TestListPages(t *testing.T) {
 		assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code, "%s: %s", l, r.Error.Message)
 	}
 }
+
+// TestEventsMore: events says whether events remain after its page.
+func TestEventsMore(t *testing.T) {
+	s := openSession(t)
+	ctx := context.Background()
+	for i := range 3 {
+		r := s.Handle(ctx, fmt.Appendf(nil, `{"op":"write","path":"output/e%d.md","content":"x"}`, i))
+		require.True(t, r.OK, "%+v", r.Error)
+	}
+	page := func(l string) (seqs []int64, more bool) {
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%s: %+v", l, r.Error)
+		var a struct {
+			Result struct {
+				Events []struct {
+					Seq int64 `json:"seq"`
+				} `json:"events"`
+				More *bool `json:"more"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &a))
+		require.NotNil(t, a.Result.More)
+		for _, e := range a.Result.Events {
+			seqs = append(seqs, e.Seq)
+		}
+		return seqs, *a.Result.More
+	}
+	all, more := page(`{"op":"events"}`)
+	require.Greater(t, len(all), 2)
+	assert.False(t, more)
+	first, more := page(`{"op":"events","limit":2}`)
+	assert.Equal(t, all[:2], first)
+	assert.True(t, more)
+	last, more := page(fmt.Sprintf(`{"op":"events","limit":%d,"afterSeq":%d}`, len(all)-2, first[1]))
+	assert.Equal(t, all[2:], last)
+	assert.False(t, more, "a full page that is the last")
+}

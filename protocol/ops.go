@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -157,7 +158,7 @@ var ops = []op{
 	},
 	{
 		name: "events", access: reads, request: []any{eventsRequest{}}, handle: (*Session).events,
-		help: `  events      {afterSeq?, limit?}           -> {events: [...]}   limit: default 100, at most 500`,
+		help: `  events      {afterSeq?, limit?}           -> {events: [...], more}   limit: default 100, at most 500`,
 	},
 	{
 		name: "manifest.set", access: writes, request: []any{manifestRequest{}, runs.Manifest{}, runs.Artifact{}, runs.CommitPolicy{}}, handle: (*Session).manifestSet,
@@ -840,7 +841,16 @@ func (s *Session) events(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"events": evs}, nil
+	// A full page may be the last: one more event after it says.
+	more := false
+	if limit := cmp.Or(req.Limit, journal.DefaultLimit); len(evs) == limit {
+		next, err := s.backend.Journal.Page(ctx, runID, journal.PageQuery{AfterSeq: evs[len(evs)-1].Seq, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		more = len(next) > 0
+	}
+	return listedPage("events", evs, more), nil
 }
 
 type manifestRequest struct {
