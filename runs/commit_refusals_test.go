@@ -87,3 +87,24 @@ func TestRollbackCommitAfterADelete(t *testing.T) {
 	require.NoError(t, err, "a new commit leaves a message to replace")
 	assert.Equal(t, "first", sink.got[3].Message.Body)
 }
+
+// TestManifestWithAnUnwritableRequiredArtifact: a manifest whose required
+// artifact lies where the run's profile lets no write go is refused (no
+// commit could succeed), nothing changed; an optional one there is not.
+func TestManifestWithAnUnwritableRequiredArtifact(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{Profile: &runs.Profile{ID: "narrow", VisibleRoots: []string{"output", "summaries"}, WritableRoots: []string{"output"}}})
+	before, err := e.svc.Manifest(e.ctx, r.ID)
+	require.NoError(t, err)
+	m := runs.Manifest{WorkspaceVersion: 1, Artifacts: []runs.Artifact{
+		{ID: "main", Path: "output/main.md", Target: runs.Target{Kind: runs.TargetMessageBody}, Required: true},
+		{ID: "sum", Path: "summaries/s.md", Target: runs.Target{Kind: runs.TargetMessageExtra, Key: "summary"}, Required: true},
+	}}
+	err = e.svc.SetManifest(e.ctx, r.ID, m)
+	require.Equal(t, wserr.InvalidManifest, wserr.CodeOf(err), "%v", err)
+	after, err := e.svc.Manifest(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+	m.Artifacts[1].Required = false
+	require.NoError(t, e.svc.SetManifest(e.ctx, r.ID, m))
+}

@@ -255,8 +255,27 @@ func loadManifest(ctx context.Context, tx *index.Tx, runID string) (Manifest, er
 	return m, nil
 }
 
+// reachable refuses a manifest whose required artifact lies where the
+// run's profile lets no write go: no commit of the run could ever succeed.
+func (m Manifest) reachable(prof Profile) error {
+	for _, a := range m.Artifacts {
+		if !a.Required {
+			continue
+		}
+		p, err := vfs.ParsePath(a.Path)
+		if err != nil {
+			return invalidManifest("artifact %q: %s", a.ID, wserr.MessageOf(err))
+		}
+		if !prof.writable(p.Top()) {
+			return invalidManifest("artifact %q is required, but %s is not among the roots this run's profile writes (%v): no commit could find it", a.ID, a.Path, prof.WritableRoots)
+		}
+	}
+	return nil
+}
+
 // SetManifest validates m and stores it with the run, journaling
-// manifest_set. It fails with manifest.invalid and changes nothing then.
+// manifest_set. It fails with manifest.invalid and changes nothing then,
+// also for a required artifact the run's profile lets no write make.
 func (s *Service) SetManifest(ctx context.Context, runID string, m Manifest) error {
 	if err := m.Validate(); err != nil {
 		return err
@@ -272,6 +291,9 @@ func (s *Service) SetManifest(ctx context.Context, runID string, m Manifest) err
 		}
 		if run.Status.Final() {
 			return wserr.New(wserr.InvalidState, "set manifest", "", "run %s is %s", runID, run.Status)
+		}
+		if err := m.reachable(run.Profile); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET manifest = ?, updated_at = ? WHERE id = ?`, string(b), s.now().UnixNano(), runID); err != nil {
 			return index.Translate(err)
