@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -47,6 +49,27 @@ object store and checks it (fsck); a problem exits 6.`,
 	return cmd
 }
 
+// restoringPrefix names the directories restores build their stores in,
+// inside the store's directory.
+const restoringPrefix = ".wsstore-restoring"
+
+// clearOldRestores removes what restores killed part way left in dir: a
+// directory of a restore that began over an hour ago.
+func clearOldRestores(dir string) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range es {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), restoringPrefix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
 func runRestore(ctx context.Context, o restoreOptions, args []string) (err error) {
 	if o.from == "" {
 		return usageError{wserr.New(wserr.InvalidOptions, "restore", "", "needs --from s3://bucket/prefix")}
@@ -61,16 +84,24 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	}
 	_, statErr := os.Stat(dir)
 	madeDir := errors.Is(statErr, fs.ErrNotExist)
-	// The replica is restored in a directory of its own inside DIR and
-	// made a device of its own there (ResetDevice); its database then
-	// takes the store's name in one rename. A restore that fails or is
-	// killed before leaves no store in DIR, only that directory, which
-	// the next restore clears.
-	tmpDir := filepath.Join(dir, ".wsstore-restoring")
-	tmp := filepath.Join(tmpDir, wsstore.DBName)
-	if err := os.RemoveAll(tmpDir); err != nil {
-		return wserr.FromFS("restore", tmpDir, err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return wserr.FromFS("restore", dir, err)
 	}
+	// The replica is restored in a directory of its own inside DIR and
+	// made a device of its own there (ResetDevice); its database is then
+	// linked in under the store's name, which refuses a store made in
+	// DIR meanwhile rather than replacing it. A restore that fails or is
+	// killed before leaves no store in DIR, only that directory, which a
+	// restore an hour later clears (another may still be using it).
+	clearOldRestores(dir)
+	tmpDir, err := os.MkdirTemp(dir, restoringPrefix)
+	if err != nil {
+		if madeDir {
+			os.Remove(dir)
+		}
+		return wserr.FromFS("restore", dir, err)
+	}
+	tmp := filepath.Join(tmpDir, wsstore.DBName)
 	var st *wsstore.Store
 	placed := false
 	defer func() {
@@ -112,10 +143,14 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 			return wserr.New(wserr.Internal, "restore", f, "the restored database's log was not emptied when it closed")
 		}
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return wserr.New(wserr.InvalidOptions, "restore", path, "a store was made in %s while restoring: it is left as it is; restore into a new directory", dir)
+		}
 		return wserr.FromFS("restore", path, err)
 	}
 	placed = true
+	os.Remove(tmp) // the store has one name again
 	// The pull registers the device on the tier and publishes a segment
 	// of its own, so it runs once the store holding that device exists:
 	// a restore killed before leaves no device on the tier that no store

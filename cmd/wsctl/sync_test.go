@@ -29,7 +29,7 @@ func awsEnv(t *testing.T) {
 func (c *cli) runIDs() []string {
 	c.t.Helper()
 	var rs []struct {
-		ID string `json:"id"`
+		ID string `json:"runId"`
 	}
 	c.jsonOut(&rs, "runs")
 	var ids []string
