@@ -2,6 +2,7 @@ package wsstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,6 +50,12 @@ type SyncReport struct {
 	// Repaired says what of this store's own the sync found gone from
 	// the object store and published again (remote.Storage.CheckPublished).
 	Repaired remote.Repair `json:"repaired"`
+	// Held names the devices whose segments the sync took in only up to
+	// a gap (a segment gone from the object store): nothing of theirs
+	// after it until they publish a base. The sync then fails with the
+	// first gap's store.corrupt, after taking in the other devices' and
+	// publishing its own.
+	Held []string `json:"held,omitempty"`
 }
 
 // Sync reconciles the store with every other store that syncs through its
@@ -153,12 +160,25 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 			return rep, err
 		}
 	}
-	for i, seg := range todo {
+	// A gap in one device's chain holds back that device's segments
+	// after it, not the other devices' nor this store's own.
+	var gap error
+	held := func(seg remote.Segment) bool { return slices.Contains(rep.Held, seg.Device) }
+	for i := 0; i < len(todo); i++ {
+		seg := todo[i]
+		if held(seg) {
+			continue
+		}
 		h, arch, err := s.Remote.FetchSegment(ctx, seg)
 		if err == nil {
-			err = remote.FollowsOn(seg, h, read[seg.Device])
-		}
-		if err == nil {
+			if err = remote.FollowsOn(seg, h, read[seg.Device]); err != nil {
+				arch.Close()
+				rep.Held = append(rep.Held, seg.Device)
+				gap = cmp.Or(gap, err)
+				todo = append(todo[:i], slices.DeleteFunc(slices.Clone(todo[i:]), held)...)
+				i--
+				continue
+			}
 			err = pull.of(ctx, h)
 		}
 		if err == nil {
@@ -171,7 +191,11 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 		rep.TookIn = append(rep.TookIn, seg.Key)
 		read[seg.Device] = seg.Key
 	}
-	return rep, s.publish(ctx, dev, opt.Base, &rep)
+	if err := s.publish(ctx, dev, opt.Base, &rep); err != nil {
+		return rep, err
+	}
+	tookIn = false // published: the lock goes now
+	return rep, gap
 }
 
 // PullRemote pulls the other devices' index objects (remote.Storage.Pull)

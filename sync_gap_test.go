@@ -68,6 +68,34 @@ func TestSyncSegmentGap(t *testing.T) {
 		syncOK(t, d)
 		assert.Equal(t, runIDs(t, c), runIDs(t, d))
 	})
+	t.Run("OtherDevicesGoOn", func(t *testing.T) {
+		// C's gap holds back C's segments after it, not D's and E's, and
+		// each sync still publishes its own store's changes.
+		srv, open := fakeTier(t)
+		c, d, e := open(), open(), open()
+		smallRuns(t, c, "chat-c", "c0", 3)
+		syncOK(t, c)
+		syncOK(t, d)
+		syncOK(t, e)
+		smallRuns(t, c, "chat-c", "c4", 1)
+		s1 := syncOK(t, c).Published
+		smallRuns(t, c, "chat-c", "c5", 1)
+		syncOK(t, c)
+		srv.SetObject("wsstore", "team/"+s1, nil) // and C is never seen again
+		smallRuns(t, d, "chat-d", "dd", 1)
+		rep, err := d.Sync(ctx)
+		require.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+		assert.NotEmpty(t, rep.Published, "D published its own")
+		assert.Equal(t, []string{strings.Split(s1, "/")[1]}, rep.Held)
+		smallRuns(t, e, "chat-e", "ee", 1)
+		_, err = e.Sync(ctx)
+		require.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+		_, err = d.Sync(ctx)
+		require.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+		assert.Contains(t, runIDs(t, d), "ee-00", "D has E's run")
+		assert.Contains(t, runIDs(t, e), "dd-00", "E has D's run")
+		assert.NotContains(t, runIDs(t, d), "c5-00", "nothing of C past its gap")
+	})
 	t.Run("BaseDeletedForANewReader", func(t *testing.T) {
 		srv, open := fakeTier(t)
 		c := open()

@@ -27,21 +27,23 @@ import (
 // putHold is one streaming Put's claim on the chunks it stored or found.
 type putHold struct {
 	id     [16]byte
-	since  int64
 	chunks []Hash
 }
 
 // newPutHold returns a hold with a fresh id.
 func (s *Store) newPutHold() *putHold {
-	p := &putHold{since: s.now()}
+	p := &putHold{}
 	_, _ = rand.Read(p.id[:]) // never fails (crypto/rand)
 	return p
 }
 
-// hold records, in tx, that p relies on chunk h; the caller adds h to
-// p.chunks once tx has committed.
-func (p *putHold) hold(ctx context.Context, tx *index.Tx, h Hash) error {
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO chunk_holds (chunk, put, since) VALUES (?, ?, ?)`, h[:], p.id[:], p.since); err != nil {
+// hold records, in tx, that p relies on chunk h, at now (Unix
+// nanoseconds): a hold ages as its chunk does from its last touch, so gc
+// drops it with the chunk's grace, not the Put's start; the caller adds h
+// to p.chunks once tx has committed.
+func (p *putHold) hold(ctx context.Context, tx *index.Tx, h Hash, now int64) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO chunk_holds (chunk, put, since) VALUES (?, ?, ?)
+		ON CONFLICT (chunk, put) DO UPDATE SET since = excluded.since`, h[:], p.id[:], now); err != nil {
 		return fmt.Errorf("hold chunk %s: %w", h.Short(), index.Translate(err))
 	}
 	return nil

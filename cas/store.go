@@ -636,7 +636,7 @@ func (s *Store) OldestStream() (int64, bool) {
 func (s *Store) putChunk(ctx context.Context, tx *index.Tx, hold *putHold, h Hash, b []byte) error {
 	var also func(tx *index.Tx) error
 	if hold != nil {
-		also = func(tx *index.Tx) error { return hold.hold(ctx, tx, h) }
+		also = func(tx *index.Tx) error { return hold.hold(ctx, tx, h, s.now()) }
 	}
 	err := s.storeOnce(ctx, tx, KindChunk, h, b, nil, func(tx *index.Tx, f storedForm) error {
 		return s.st.Put(ctx, tx, Object{Kind: KindChunk, Hash: h, Size: int64(len(b)), Stored: int64(len(f.data)),

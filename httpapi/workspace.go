@@ -423,29 +423,22 @@ func (h *Handler) actorChange(w http.ResponseWriter, r *http.Request, change fun
 	writeJSON(w, http.StatusOK, c)
 }
 
-// intParam parses an integer query parameter; "" is 0.
-// pageParams reads a listing's page from the query: after, a path (""
-// or ".": from the start), and limit (0 or absent: vfs.DefaultListLimit).
+// pageParams reads a listing's page from the query: after= and limit=
+// (vfs.ParseListPage).
 func pageParams(r *http.Request) (vfs.ListPage, error) {
 	q := r.URL.Query()
 	limit, err := intParam(q.Get("limit"), "limit")
-	page := vfs.ListPage{Limit: limit}
-	switch {
-	case err != nil:
-		return page, err
-	case limit < 0 || limit > vfs.MaxListLimit:
-		return page, badRequest("limit must be in 0..%d (0: %d), not %d", vfs.MaxListLimit, vfs.DefaultListLimit, limit)
-	case limit == 0:
-		page.Limit = vfs.DefaultListLimit
+	if err != nil {
+		return vfs.ListPage{}, err
 	}
-	if after := q.Get("after"); after != "" && after != "." {
-		if page.After, err = vfs.ParsePath(after); err != nil {
-			return page, badRequest("after must be a path a listing holds: %v", err)
-		}
+	page, err := vfs.ParseListPage(q.Get("after"), limit)
+	if err != nil {
+		return page, badRequest("%s", err.Error())
 	}
 	return page, nil
 }
 
+// intParam parses an integer query parameter; "" is 0.
 func intParam(s, name string) (int, error) {
 	if s == "" {
 		return 0, nil

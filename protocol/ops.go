@@ -605,21 +605,11 @@ type listRequest struct {
 	Limit int      `json:"limit"`
 }
 
-// listPage checks a listing's page fields, which the host gives: after, a
-// path ("" or ".": from the start), and limit (0: vfs.DefaultListLimit).
+// listPage checks a listing's page fields, which the host gives.
 func listPage(after string, limit int) (vfs.ListPage, error) {
-	page := vfs.ListPage{Limit: limit}
-	switch {
-	case limit < 0 || limit > vfs.MaxListLimit:
-		return page, invalidRequest("limit must be in 0..%d (0: %d), not %d", vfs.MaxListLimit, vfs.DefaultListLimit, limit)
-	case limit == 0:
-		page.Limit = vfs.DefaultListLimit
-	}
-	if after != "" && after != "." {
-		var err error
-		if page.After, err = vfs.ParsePath(after); err != nil {
-			return page, invalidRequest("after must be a path a listing holds: %v", err)
-		}
+	page, err := vfs.ParseListPage(after, limit)
+	if err != nil {
+		return page, invalidRequest("%s", err.Error())
 	}
 	return page, nil
 }

@@ -267,7 +267,11 @@ func (s *Service) checkCommitPath(run Run, p vfs.Path) error {
 // the chat (seed 000 §7).
 func checkNotHidden(man Manifest, p vfs.Path) error {
 	for _, a := range man.Artifacts {
-		if a.Target.Kind == TargetHidden && a.Path == p.String() {
+		if a.Target.Kind != TargetHidden {
+			continue
+		}
+		// As the assembly reads it: "./plan/notes.md" is plan/notes.md.
+		if q, err := vfs.ParsePath(a.Path); err == nil && q == p {
 			return wserr.New(wserr.InvalidPath, "commit", p.String(), "the manifest keeps artifact %q hidden: it stays in the run and never enters the chat; commit another file", a.ID)
 		}
 	}

@@ -39,6 +39,19 @@ func TestCommitRefusesWhatCannotEnterTheChat(t *testing.T) {
 			assert.Equal(t, before, rowCounts(e))
 		})
 	}
+	t.Run("ErrHiddenArtifactNamedAnotherWay", func(t *testing.T) {
+		// The manifest spells the hidden artifact's path another way.
+		r2 := e.create("c2", runs.CreateRequest{Profile: &runs.Profile{ID: "wide", VisibleRoots: []string{"output", "plan"}, WritableRoots: []string{"output", "plan"}}})
+		m := seedManifest()
+		m.Artifacts[3].Path = "./plan//notes.md"
+		require.NoError(t, e.svc.SetManifest(e.ctx, r2.ID, m))
+		e.write(r2.ID, "output/main.md", "the answer")
+		e.write(r2.ID, "plan/notes.md", "PRIVATE PLAN")
+		sink := &recordingSink{}
+		_, err := e.svc.Commit(e.ctx, r2.ID, sink, runs.CommitOptions{Path: "plan/notes.md"})
+		requireModelError(t, err, wserr.InvalidPath)
+		assert.Empty(t, sink.got)
+	})
 	t.Run("ErrBinaryArtifact", func(t *testing.T) {
 		e.write(r.ID, "output/status.md", "HP \xc3")
 		sink := &recordingSink{}
@@ -107,4 +120,12 @@ func TestManifestWithAnUnwritableRequiredArtifact(t *testing.T) {
 	assert.Equal(t, before, after)
 	m.Artifacts[1].Required = false
 	require.NoError(t, e.svc.SetManifest(e.ctx, r.ID, m))
+
+	// and a run created with such a manifest is refused, nothing made
+	m.Artifacts[1].Required = true
+	runsBefore := e.count("runs")
+	_, err = e.svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c2"}, Manifest: &m,
+		Profile: &runs.Profile{ID: "narrow", VisibleRoots: []string{"output", "summaries"}, WritableRoots: []string{"output"}}})
+	require.Equal(t, wserr.InvalidManifest, wserr.CodeOf(err), "%v", err)
+	assert.Equal(t, runsBefore, e.count("runs"))
 }

@@ -138,24 +138,24 @@ func (t *hostTarget) listPage(ctx context.Context, w *Workspace, depth int, page
 		dirs := hostDirs(t.run.Profile, 2)[1:]
 		sortInfos(dirs)
 		var out []vfs.FileInfo
+		full := func() bool { return page.Limit > 0 && len(out) > page.Limit }
 		for _, d := range dirs {
 			if one, _ := (vfs.ListPage{After: page.After}).Filter([]vfs.FileInfo{d}); len(one) > 0 {
 				out = append(out, d)
 			}
-			if depth > 1 {
+			if depth > 1 && !full() {
+				// What lies below d, up to one past the page.
 				below := page
-				if below.Limit > 0 {
+				if page.Limit > 0 {
 					below.Limit = page.Limit + 1 - len(out)
 				}
-				if below.Limit >= 0 {
-					ls, _, err := w.ListPage(ctx, d.Path, depth-1, below)
-					if err != nil {
-						return nil, false, err
-					}
-					out = append(out, ls...)
+				ls, _, err := w.ListPage(ctx, d.Path, depth-1, below)
+				if err != nil {
+					return nil, false, err
 				}
+				out = append(out, ls...)
 			}
-			if page.Limit > 0 && len(out) > page.Limit {
+			if full() {
 				return out[:page.Limit], true, nil
 			}
 		}

@@ -99,3 +99,41 @@ func TestListPage(t *testing.T) {
 	assert.True(t, more)
 	assert.Equal(t, []string{"host/proj/b/c", "host/proj/b/c/f0.txt", "host/proj/b/c/f1.txt"}, paths(infos))
 }
+
+// TestListPageOfHostRoot: host/ lists the allowed directories and, to
+// depth, what they hold: read page by page over two of them (the first
+// filling a page by itself), the listing is List's whole.
+func TestListPageOfHostRoot(t *testing.T) {
+	e := newWSEnv(t, runs.Options{})
+	base := t.TempDir()
+	prof := runs.DefaultProfile()
+	for name, files := range map[string]int{"a": 1, "b": 7} {
+		dir := filepath.Join(base, name)
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+		for i := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "sub", fmt.Sprintf("f%d", i)), []byte(name), 0o644))
+		}
+		prof.AllowPaths = append(prof.AllowPaths, runs.HostPath{Path: dir})
+	}
+	r := e.newRun("run_hosts", runs.CreateRequest{Profile: &prof})
+	ws := e.model(r.ID)
+	host := vfs.MustPath("host")
+	whole, err := ws.List(e.ctx, host, 3)
+	require.NoError(t, err)
+	require.Len(t, whole, 2+2+8)
+	for limit := 1; limit <= 5; limit++ {
+		var got []vfs.FileInfo
+		page := vfs.ListPage{Limit: limit}
+		for {
+			infos, more, err := ws.ListPage(e.ctx, host, 3, page)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(infos), limit)
+			got = append(got, infos...)
+			if !more {
+				break
+			}
+			page.After = infos[len(infos)-1].Path
+		}
+		assert.Equal(t, whole, got, "limit %d", limit)
+	}
+}

@@ -246,6 +246,9 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		if err := req.Manifest.Validate(); err != nil {
 			return Run{}, err
 		}
+		if err := req.Manifest.reachable(prof); err != nil {
+			return Run{}, err
+		}
 		b, err := json.Marshal(req.Manifest)
 		if err != nil {
 			return Run{}, fmt.Errorf("create run: %w", err)

@@ -326,6 +326,9 @@ func (w *Workspace) ListPage(ctx context.Context, p vfs.Path, depth int, page vf
 		}
 		err = w.s.trees.ListFunc(ctx, tx, root, p, depth, page.After, func(l vfs.Listed) error {
 			if w.checkVisible("list", run, l.Path) != nil {
+				if l.Kind == vfs.KindDir {
+					return fs.SkipDir // nothing below it is visible either
+				}
 				return nil
 			}
 			out = append(out, w.info(l.Path, l.Entry, run))

@@ -1,5 +1,11 @@
 package vfs
 
+import (
+	"fmt"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
 // DefaultListLimit is the page size of a listing over the protocol or
 // HTTP that names none, and MaxListLimit the largest one may ask for: a page holds its
 // entries in memory, and an answer over the protocol holds them again as
@@ -18,6 +24,27 @@ const (
 type ListPage struct {
 	After Path
 	Limit int
+}
+
+// ParseListPage reads a page as a host gives it: after, a path ("" or
+// ".": from the start), and limit (0: DefaultListLimit, at most
+// MaxListLimit). The error says what is wrong, for the caller to code as
+// the host's mistake.
+func ParseListPage(after string, limit int) (ListPage, error) {
+	page := ListPage{Limit: limit}
+	switch {
+	case limit < 0 || limit > MaxListLimit:
+		return page, fmt.Errorf("limit must be in 0..%d (0: %d), not %d", MaxListLimit, DefaultListLimit, limit)
+	case limit == 0:
+		page.Limit = DefaultListLimit
+	}
+	if after != "" && after != "." {
+		var err error
+		if page.After, err = ParsePath(after); err != nil {
+			return page, fmt.Errorf("after must be a path a listing holds: %s", wserr.MessageOf(err))
+		}
+	}
+	return page, nil
 }
 
 // cursor says where the entry at q stands to a page's After.

@@ -53,8 +53,47 @@ object store and checks it (fsck); a problem exits 6.`,
 // inside the store's directory.
 const restoringPrefix = ".wsstore-restoring"
 
+// placeNew gives the file tmp the name path, failing with fs.ErrExist
+// rather than replacing a file there: a link, then tmp's name removed. On
+// a file system without hard links it renames after checking that path
+// is free (a file made there between the two is then replaced).
+func placeNew(tmp, path string) error {
+	err := os.Link(tmp, path)
+	switch {
+	case err == nil:
+		os.Remove(tmp) // one name again
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return err
+	}
+	if _, serr := os.Lstat(path); serr == nil {
+		return &fs.PathError{Op: "restore", Path: path, Err: fs.ErrExist}
+	}
+	return os.Rename(tmp, path)
+}
+
+// keepFresh touches dir every ten minutes until stop is called, so that a
+// restore running longer than clearOldRestores' hour keeps its directory.
+func keepFresh(dir string) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				_ = os.Chtimes(dir, now, now)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 // clearOldRestores removes what restores killed part way left in dir: a
-// directory of a restore that began over an hour ago.
+// directory untouched for over an hour (a running restore touches its
+// own every ten minutes).
 func clearOldRestores(dir string) {
 	es, err := os.ReadDir(dir)
 	if err != nil {
@@ -113,7 +152,10 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 			os.Remove(dir)
 		}
 	}()
-	if err := replica.Restore(ctx, o.from, tmp, replica.Options{}); err != nil {
+	stopTouch := keepFresh(tmpDir)
+	err = replica.Restore(ctx, o.from, tmp, replica.Options{})
+	stopTouch()
+	if err != nil {
 		return err
 	}
 	opts := wsstore.Options{Index: index.Options{Synchronous: o.sync}, Blobs: o.blobs}
@@ -143,14 +185,13 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 			return wserr.New(wserr.Internal, "restore", f, "the restored database's log was not emptied when it closed")
 		}
 	}
-	if err := os.Link(tmp, path); err != nil {
+	if err := placeNew(tmp, path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return wserr.New(wserr.InvalidOptions, "restore", path, "a store was made in %s while restoring: it is left as it is; restore into a new directory", dir)
 		}
 		return wserr.FromFS("restore", path, err)
 	}
 	placed = true
-	os.Remove(tmp) // the store has one name again
 	// The pull registers the device on the tier and publishes a segment
 	// of its own, so it runs once the store holding that device exists:
 	// a restore killed before leaves no device on the tier that no store
