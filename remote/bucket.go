@@ -153,9 +153,9 @@ func refused(op, key string, err error) error {
 	var se *v4.SigningError
 	switch {
 	case errors.As(err, &ce), errors.As(err, &se):
-		return wserr.New(wserr.InvalidOptions, op, key, "no credentials for the object store (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or name a profile in the URL): %v", err)
+		return wserr.New(wserr.InvalidOptions, op, key, "no credentials for the object store (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or name a profile in AWS_PROFILE; the blob tier also takes the URL's profile=, replication does not): %v", err)
 	case status(err) == http.StatusUnauthorized || status(err) == http.StatusForbidden:
-		return wserr.New(wserr.InvalidOptions, op, key, "the object store refused the credentials or their permissions (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or the URL's profile): %v", err)
+		return wserr.New(wserr.InvalidOptions, op, key, "the object store refused the credentials or their permissions (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, or the profile AWS_PROFILE or the blob tier URL's profile= names): %v", err)
 	case errors.As(err, &ae) && ae.ErrorCode() == "NoSuchBucket":
 		return wserr.New(wserr.InvalidOptions, op, key, "the object store has no such bucket (check the tier's URL): %v", err)
 	}

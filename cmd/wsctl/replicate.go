@@ -32,8 +32,11 @@ S3-compatible object store with Litestream (embedded), until SIGINT or
 SIGTERM, then ships what is left and exits 0. Each --interval (default
 10s) it also pushes the blobs not yet on the store's remote tier, so a
 restored copy reads its files from there; while another device runs
-reclaim-remote the push waits for a later round. --once does one round
-and exits (store.busy, exit 8, if a reclaim kept it from pushing).
+reclaim-remote the push waits for a later round. A round the object store
+does not answer prints one line and the next round ships what it did not;
+the round after a signal reports its failure. --once does one round and
+exits (store.busy, exit 8, if a reclaim kept it from pushing or the object
+store did not answer).
 
 --to is the replica's s3:// URL; the default is the store's blob tier with
 "meta" added to its prefix. One device replicates to one URL: a second
@@ -114,7 +117,12 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 			select {
 			case <-ctx.Done():
 			case <-t.C:
-				err = round(ctx)
+				// An object store that does not answer fails this round
+				// only: what it did not ship, the next one does.
+				if err = round(ctx); errors.Is(err, remote.ErrUnavailable) && ctx.Err() == nil {
+					fmt.Fprintf(o.errOut, "wsctl: %v (trying again in %s)\n", err, o.interval)
+					err = nil
+				}
 				continue
 			}
 			break

@@ -198,6 +198,8 @@ func TestRestoreFailsWhole(t *testing.T) {
 		t.Setenv("AWS_SECRET_ACCESS_KEY", "")
 		errOut = desk.fails(2, "replicate", "--once", "--to", meta)
 		assert.Contains(t, errOut, "store.invalid_options")
+		assert.Contains(t, errOut, "AWS_PROFILE", "replication takes no profile= in its URL: the hint names what it takes")
+		assert.NotContains(t, errOut, "name a profile in the URL")
 		errOut = desk.fails(2, "restore", "--from", meta, filepath.Join(t.TempDir(), "y"))
 		assert.Contains(t, errOut, "store.invalid_options")
 	})

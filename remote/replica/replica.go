@@ -5,12 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/benbjohnson/litestream"
 	lss3 "github.com/benbjohnson/litestream/s3"
 
@@ -19,17 +26,63 @@ import (
 )
 
 // Options configure a Replicator. The zero value means the defaults given.
+//
+// Each shipped transaction is a file of its own on the replica (level 0).
+// Every Levels[0] those files are merged into one of level 1, every
+// Levels[1] level 1's into one of level 2, and so on; every
+// SnapshotInterval, if the database changed, a full copy of it is written.
+// A level 0 file merged into level 1 goes, from the replica and from the
+// local state, L0Retention after it was written; a snapshot goes
+// SnapshotRetention after it was written, and with it the files of
+// levels 1 and up that only an older snapshot needed. The newest file of
+// each level and the newest snapshot always stay. So the replica holds a
+// few snapshots (each the size of the database) and the merged changes
+// of at most SnapshotInterval + SnapshotRetention, and a restore reads one
+// snapshot and a few files of each level.
 type Options struct {
 	// Interval is how often the write-ahead log is read and shipped,
 	// default 1s (Litestream's own).
 	Interval time.Duration
+	// Levels are the intervals at which each level merges the one below,
+	// level 1 first, each positive; default 30s and 5m.
+	Levels []time.Duration
+	// SnapshotInterval is how often a snapshot is written, default 1h.
+	SnapshotInterval time.Duration
+	// SnapshotRetention is how long a snapshot is kept once a newer one
+	// is written, default 1h.
+	SnapshotRetention time.Duration
+	// L0Retention is how long a shipped transaction's own file is kept
+	// once it is merged into level 1, default 1m.
+	L0Retention time.Duration
 	// Logger receives Litestream's log; nil discards it.
 	Logger *slog.Logger
 }
 
+// Defaults of Options.
+const (
+	DefaultSnapshotInterval  = time.Hour
+	DefaultSnapshotRetention = time.Hour
+	DefaultL0Retention       = time.Minute
+)
+
+// DefaultLevels are the default Options.Levels.
+var DefaultLevels = []time.Duration{30 * time.Second, 5 * time.Minute}
+
 func (o Options) withDefaults() Options {
 	if o.Interval <= 0 {
 		o.Interval = litestream.DefaultMonitorInterval
+	}
+	if len(o.Levels) == 0 {
+		o.Levels = DefaultLevels
+	}
+	if o.SnapshotInterval <= 0 {
+		o.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if o.SnapshotRetention <= 0 {
+		o.SnapshotRetention = DefaultSnapshotRetention
+	}
+	if o.L0Retention <= 0 {
+		o.L0Retention = DefaultL0Retention
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -74,18 +127,29 @@ func client(ctx context.Context, url string, log *slog.Logger) (*lss3.ReplicaCli
 }
 
 // Replicator ships one database's transactions to a replica while it is
-// open.
+// open, and compacts the replica and its local state as Options say.
 type Replicator struct {
-	db *litestream.DB
+	store *litestream.Store
+	db    *litestream.DB
 }
 
 // Start starts replicating the SQLite database at path to the replica at
 // url, in the background, until Close. Litestream keeps its own state in
 // a directory beside the database (".NAME-litestream"). It fails with
-// store.invalid_options for a bad URL and store.busy when the object
-// store cannot be reached.
+// store.invalid_options for a bad URL or a level interval that is not
+// positive, and store.busy when the object store cannot be reached.
 func Start(ctx context.Context, path, url string, opts Options) (*Replicator, error) {
 	opts = opts.withDefaults()
+	levels := litestream.CompactionLevels{{Level: 0}}
+	for i, d := range opts.Levels {
+		if d <= 0 {
+			return nil, wserr.New(wserr.InvalidOptions, "replicate", path, "level %d's interval %s: give a positive duration", i+1, d)
+		}
+		levels = append(levels, &litestream.CompactionLevel{Level: i + 1, Interval: d})
+	}
+	if err := levels.Validate(); err != nil {
+		return nil, wserr.Wrap(wserr.InvalidOptions, "replicate", path, err)
+	}
 	c, err := client(ctx, url, opts.Logger)
 	if err != nil {
 		return nil, err
@@ -94,23 +158,34 @@ func Start(ctx context.Context, path, url string, opts Options) (*Replicator, er
 		return nil, unavailable("replicate", url, err)
 	}
 	db := litestream.NewDB(path)
-	db.SetLogger(opts.Logger)
 	db.MonitorInterval = opts.Interval
 	r := litestream.NewReplicaWithClient(db, c)
 	r.SyncInterval = opts.Interval
 	db.Replica = r
-	if err := db.Open(); err != nil {
+	// The store runs the compaction, snapshot and retention monitors; a
+	// bare DB runs none, and every transaction stayed a file of its own
+	// on the replica and beside the database.
+	s := litestream.NewStore([]*litestream.DB{db}, levels)
+	s.Logger = opts.Logger
+	db.SetLogger(opts.Logger)
+	s.SnapshotInterval = opts.SnapshotInterval
+	s.SnapshotRetention = opts.SnapshotRetention
+	s.SetL0Retention(opts.L0Retention)
+	s.L0RetentionCheckInterval = min(opts.Levels[0], litestream.DefaultL0RetentionCheckInterval)
+	if err := s.Open(ctx); err != nil {
 		return nil, wserr.Wrap(wserr.Internal, "replicate", path, err)
 	}
-	return &Replicator{db: db}, nil
+	return &Replicator{store: s, db: db}, nil
 }
 
 // Sync ships every transaction committed so far and returns once the
 // replica holds them. It fails with store.busy when the object store
-// cannot be reached; what was shipped stays shipped.
+// cannot be reached (what was shipped stays shipped, and a later Sync
+// ships the rest), and store.disk_full when Litestream's local state
+// meets a full disk.
 func (r *Replicator) Sync(ctx context.Context) error {
 	if err := r.db.SyncAndWait(ctx); err != nil {
-		return unavailable("replicate", r.db.Path(), err)
+		return syncError(r.db.Path(), err)
 	}
 	return nil
 }
@@ -120,8 +195,8 @@ func (r *Replicator) Sync(ctx context.Context) error {
 // closed: it closes Litestream's descriptors of the file, and closing any
 // descriptor of a file drops every POSIX lock the process holds on it.
 func (r *Replicator) Close(ctx context.Context) error {
-	if err := r.db.Close(ctx); err != nil {
-		return unavailable("replicate", r.db.Path(), err)
+	if err := r.store.Close(ctx); err != nil {
+		return syncError(r.db.Path(), err)
 	}
 	return nil
 }
@@ -129,8 +204,11 @@ func (r *Replicator) Close(ctx context.Context) error {
 // Restore builds the database at path from the replica at url, at the
 // latest transaction the replica holds, and checks it with SQLite's
 // integrity check. It fails with store.invalid_options when a file is at
-// path already, store.not_found when the replica holds nothing, and
-// store.busy when the object store cannot be reached.
+// path already, store.not_found when the replica holds nothing,
+// store.busy when the object store cannot be reached, store.corrupt when
+// the replica's files do not make a sound database (one missing, cut
+// short or altered, or a database that fails the check), and
+// store.disk_full when the disk at path is full.
 func Restore(ctx context.Context, url, path string, opts Options) error {
 	opts = opts.withDefaults()
 	if _, err := os.Stat(path); err == nil {
@@ -144,7 +222,7 @@ func Restore(ctx context.Context, url, path string, opts Options) error {
 		return unavailable("restore", url, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return wserr.Wrap(wserr.Internal, "restore", path, err)
+		return wserr.FromFS("restore", path, err)
 	}
 	db := litestream.NewDB(path)
 	db.SetLogger(opts.Logger)
@@ -153,13 +231,120 @@ func Restore(ctx context.Context, url, path string, opts Options) error {
 	o.OutputPath = path
 	o.IntegrityCheck = litestream.IntegrityCheckQuick
 	err = r.Restore(ctx, o)
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, litestream.ErrNoSnapshots), errors.Is(err, litestream.ErrTxNotAvailable):
-		return wserr.New(wserr.NotFound, "restore", url, "no replica here: run wsctl replicate on the source store first")
 	}
-	return unavailable("restore", url, err)
+	if errors.Is(err, litestream.ErrNoSnapshots) || errors.Is(err, litestream.ErrTxNotAvailable) {
+		// Nothing to start from: an empty replica, or one whose first
+		// files are gone.
+		n, lerr := ltxFiles(ctx, c)
+		switch {
+		case lerr != nil:
+			return restoreError(url, path, lerr)
+		case n == 0:
+			return wserr.New(wserr.NotFound, "restore", url, "no replica here: run wsctl replicate on the source store first")
+		}
+		return wserr.New(wserr.Corrupt, "restore", url, "the replica holds %d files but neither a snapshot nor its first transaction to start from: it was damaged; replicate the source store to a new URL", n)
+	}
+	return restoreError(url, path, err)
+}
+
+// ltxFiles counts the files of every level of the replica.
+func ltxFiles(ctx context.Context, c litestream.ReplicaClient) (int, error) {
+	n := 0
+	for level := 0; level <= litestream.SnapshotLevel; level++ {
+		itr, err := c.LTXFiles(ctx, level, 0, false)
+		if err != nil {
+			return n, err
+		}
+		for itr.Next() {
+			n++
+		}
+		if err := itr.Close(); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// restoreError codes a failed restore into path from url: a cancelled
+// context stays itself; a request refused (unavailable's rules) is
+// store.invalid_options and one the object store did not answer
+// store.busy; a failure of the local file system is coded as FromFS
+// codes it (store.disk_full for a full disk); anything else is the
+// replica's content failing to make a database (a file missing, cut
+// short or altered, the integrity check failing): store.corrupt.
+func restoreError(url, path string, err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("restore %s: %w", url, err)
+	case remote.Refused("restore", url, err) != nil:
+		return remote.Refused("restore", url, err)
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EROFS):
+		return wserr.FromFS("restore", path, err)
+	case errors.As(err, &pe), errors.As(err, &le):
+		return wserr.FromFS("restore", path, err)
+	case unreachable(err):
+		return unavailable("restore", url, err)
+	}
+	return &wserr.Error{Code: wserr.Corrupt, Op: "restore", Path: url, Msg: "the replica does not make a sound database", Err: trimmed{err}}
+}
+
+// syncError codes a failed sync of the database at path: a full disk, a
+// quota or a read-only file system as FromFS codes it, anything else as
+// unavailable does (store.busy, to be tried again).
+func syncError(path string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS) {
+		return wserr.FromFS("replicate", path, err)
+	}
+	return unavailable("replicate", path, err)
+}
+
+// unreachable reports whether err is a request the object store did not
+// answer, or answered with a server error or a throttle, after the SDK's
+// retries.
+func unreachable(err error) bool {
+	var ne *net.OpError
+	var ue *url.Error
+	var re *smithyhttp.ResponseError
+	var oe *smithy.OperationError
+	switch {
+	case errors.As(err, &ne), errors.As(err, &ue):
+		return true
+	case errors.As(err, &re):
+		s := re.HTTPStatusCode()
+		return s == 0 || s >= 500 || s == http.StatusTooManyRequests || s == http.StatusRequestTimeout
+	case errors.As(err, &oe):
+		// A request that failed before any answer (a DNS name that does
+		// not resolve, a connection cut) and is not one of the above.
+		return true
+	}
+	return false
+}
+
+// trimmed is err with a message that drops Litestream's own prefixes
+// ("cannot calc restore plan: ", "get v0.3.x time bounds: s3: list
+// generations: ", "decode database: "), keeping what failed; err stays
+// reachable with errors.Unwrap.
+type trimmed struct{ err error }
+
+func (t trimmed) Unwrap() error { return t.err }
+
+func (t trimmed) Error() string {
+	msg := t.err.Error()
+	for _, p := range []string{
+		"cannot calc restore plan: ",
+		"get v0.3.x time bounds: ",
+		"get LTX time bounds: ",
+		"s3: list generations: ",
+		"decode database: ",
+		"post-restore integrity check: ",
+	} {
+		msg = strings.Replace(msg, p, "", 1)
+	}
+	return msg
 }
 
 // unavailable codes a failure to reach the replica as store.busy; a
@@ -176,5 +361,5 @@ func unavailable(op, what string, err error) error {
 	if strings.Contains(err.Error(), "cannot load aws config") {
 		return wserr.Wrap(wserr.InvalidOptions, op, what, err)
 	}
-	return fmt.Errorf("%w: %w", wserr.Wrap(wserr.Busy, op, what, err), remote.ErrUnavailable)
+	return fmt.Errorf("%w: %w", wserr.Wrap(wserr.Busy, op, what, trimmed{err}), remote.ErrUnavailable)
 }

@@ -1,0 +1,58 @@
+package replica_test
+
+import (
+	"database/sql"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
+)
+
+// awsTestEnv points the AWS SDK at test credentials and no shared files.
+func awsTestEnv(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CA_BUNDLE", "")
+}
+
+// s3Client is a client of the test's own for moto at url.
+func s3Client(url string) *s3.Client {
+	return s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(url),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+}
+
+// openDB opens a SQLite database in WAL mode at path with a table of
+// 64 rows of 4 KiB.
+func openDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(wal)")
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	_, err = db.Exec(`CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, v BLOB)`)
+	require.NoError(t, err)
+	return db
+}
+
+// rewrite replaces row id's value with 4 KiB of random bytes, in a
+// transaction of its own.
+func rewrite(t *testing.T, db *sql.DB, rnd *rand.ChaCha8, id int) {
+	t.Helper()
+	v := make([]byte, 4096)
+	_, _ = rnd.Read(v)
+	_, err := db.Exec(`INSERT INTO t (id, v) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET v = excluded.v`, id, v)
+	require.NoError(t, err)
+}
