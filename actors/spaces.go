@@ -200,36 +200,6 @@ func (s *Spaces) record(ctx context.Context, tx *index.Tx, sp spaceRow, exists b
 	return c, nil
 }
 
-// tally counts the bytes read through it and, while hash is set, hashes
-// them. It keeps r's first error (io.EOF too) and returns it from then
-// on, reading r no more.
-type tally struct {
-	r    io.Reader
-	n    int64
-	hash *cas.Hasher
-	err  error
-}
-
-func (t *tally) Read(b []byte) (int, error) {
-	if t.err != nil {
-		return 0, t.err
-	}
-	n, err := t.r.Read(b)
-	t.n += int64(n)
-	if t.hash != nil {
-		t.hash.Write(b[:n])
-	}
-	t.err = err
-	return n, err
-}
-
-// capRefused reports whether err, the failure of a Put that read t, is
-// the store cap's (StreamCap's reader) rather than a failure of the
-// content's own reader.
-func (t *tally) capRefused(err error) bool {
-	return (t.err == nil || t.err == io.EOF) && wserr.Is(err, wserr.SizeLimitExceeded)
-}
-
 // Upload stores the content read from r as the file path of actor's
 // space, creating the directories above it, and records the change. The
 // content streams through the content store in chunks, so memory stays
@@ -291,7 +261,7 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 			return Change{}, err
 		}
 	}
-	t := &tally{r: r}
+	t := &cas.Tally{R: r}
 	src, release := io.Reader(t), func() {}
 	if s.cap != nil {
 		// The content is counted as it arrives, before compression, so
@@ -307,8 +277,8 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 		if opt.Size > 0 {
 			size = opt.Size
 		} else {
-			t.hash = cas.NewHasher()
-			defer t.hash.Release()
+			t.Hash = cas.NewHasher()
+			defer t.Hash.Release()
 		}
 		capped, rel, err := s.cap.StreamCap(ctx, t, 0, size, "upload", p.String())
 		if wserr.Is(err, wserr.SizeLimitExceeded) {
@@ -324,12 +294,12 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 	release() // stored (it counts in the store now) or abandoned
 	if err != nil {
 		err = fmt.Errorf("upload %s: %w", p, err)
-		if t.hash != nil && t.capRefused(err) {
+		if t.Hash != nil && t.CapRefused(err) {
 			return s.uploadStored(ctx, actor, p, t, opt, err)
 		}
 		return Change{}, err
 	}
-	return s.place(ctx, actor, p, h, t.n, opt, nil)
+	return s.place(ctx, actor, p, h, t.N, opt, nil)
 }
 
 // uploadStored ends an upload that the store's cap refused room for
@@ -340,25 +310,12 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 // dropped, never stored, so uploads refused together cannot take the
 // store past its cap however many there are. t hashes what was read
 // already, or nothing was read.
-func (s *Spaces) uploadStored(ctx context.Context, actor string, p vfs.Path, t *tally, opt ChangeOptions, full error) (Change, error) {
-	if t.hash == nil {
-		t.hash = cas.NewHasher()
-		defer t.hash.Release()
+func (s *Spaces) uploadStored(ctx context.Context, actor string, p vfs.Path, t *cas.Tally, opt ChangeOptions, full error) (Change, error) {
+	h, size, err := t.Finish(ctx, "upload", p.String())
+	if err != nil {
+		return Change{}, err
 	}
-	buf := make([]byte, 64<<10)
-	for {
-		if err := ctx.Err(); err != nil {
-			return Change{}, fmt.Errorf("upload %s: %w", p, err)
-		}
-		_, err := t.Read(buf)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return Change{}, fmt.Errorf("upload %s: read: %w", p, err)
-		}
-	}
-	return s.place(ctx, actor, p, t.hash.Sum(), t.n, opt, full)
+	return s.place(ctx, actor, p, h, size, opt, full)
 }
 
 // place makes h, of size bytes, the file p of actor's space and records

@@ -61,3 +61,36 @@ func TestCancelledStreamedWritesLeaveRoomUnderTheCap(t *testing.T) {
 	_, err = ws.WriteFrom(ctx, vfs.MustPath("output/data.bin"), noise(9, 30<<20), vfs.WriteOptions{})
 	require.NoError(t, err)
 }
+
+// TestStreamedWriteOfStoredContentUnderATightCap: under a store cap with
+// less room than a file's size, a streamed write of content the store
+// holds already (the same file again, or at another path) adds no content
+// bytes and is made; new content of that size is refused, storing nothing.
+func TestStreamedWriteOfStoredContentUnderATightCap(t *testing.T) {
+	ctx := context.Background()
+	for _, size := range []int64{1 << 20, 6 << 20} { // one row; chunks
+		st := storetest.OpenStoreWith(t, wsstore.Options{})
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "cap"}, RunID: "cap"})
+		require.NoError(t, err)
+		ws := st.Runs.Workspace("cap", runs.HostScope)
+		first, err := ws.WriteFrom(ctx, vfs.MustPath("output/a.bin"), noise(1, size), vfs.WriteOptions{})
+		require.NoError(t, err)
+		used, err := st.DB.UsedBytes(ctx)
+		require.NoError(t, err)
+		limit := used + size/2
+		require.NoError(t, st.Runs.SetPolicy(ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: &limit}))
+
+		for _, p := range []string{"output/a.bin", "output/b.bin"} {
+			fi, err := ws.WriteFrom(ctx, vfs.MustPath(p), noise(1, size), vfs.WriteOptions{})
+			require.NoError(t, err, "%d bytes stored already, to %s", size, p)
+			require.Equal(t, first.Hash, fi.Hash)
+		}
+		before, err := st.DB.UsedBytes(ctx)
+		require.NoError(t, err)
+		_, err = ws.WriteFrom(ctx, vfs.MustPath("output/c.bin"), noise(2, size), vfs.WriteOptions{})
+		require.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "new content: %v", err)
+		after, err := st.DB.UsedBytes(ctx)
+		require.NoError(t, err)
+		require.Less(t, after-before, size/2, "the refused content is not stored")
+	}
+}

@@ -523,29 +523,52 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 		r = capread.Reader(r, runRoom, wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
 			"the workspace would hold more than this run's cap of %d bytes", runCap))
 	}
-	r, release, err := w.s.StreamCap(ctx, r, 0, -1, "write", p.String())
+	// Content the store holds already adds no content bytes, but only
+	// its address tells, once it is read: under the store's cap the
+	// stream is hashed as it comes (the tally sits inside the run's cap,
+	// whose refusal is the stream's own), and one the room refuses is
+	// read on, stored nowhere, and written if its content is stored.
+	t := &cas.Tally{R: r}
+	src, release, err := w.s.StreamCap(ctx, t, 0, -1, "write", p.String())
 	if err != nil {
 		return vfs.FileInfo{}, err
 	}
+	if src != io.Reader(t) { // capped
+		t.Hash = cas.NewHasher()
+		defer t.Hash.Release()
+	}
 	defer w.s.blobs.Hold()() // until the change references it
-	h, err := w.s.blobs.Put(ctx, r)
+	h, err := w.s.blobs.Put(ctx, src)
 	release() // stored (it counts in the store now) or abandoned
+	var full error
+	if err != nil && t.Hash != nil && t.CapRefused(err) {
+		full = err
+		if h, _, err = t.Finish(ctx, "write", p.String()); err != nil {
+			return vfs.FileInfo{}, err
+		}
+	}
 	if err != nil {
 		return vfs.FileInfo{}, err
 	}
 	info, err := w.s.blobs.Stat(ctx, h)
-	if errors.Is(err, cas.ErrNotFound) {
+	switch {
+	case errors.Is(err, cas.ErrNotFound) && full != nil:
+		return vfs.FileInfo{}, full // new content, which does not fit
+	case errors.Is(err, cas.ErrNotFound):
 		return vfs.FileInfo{}, cas.Collected("write", h, err)
-	}
-	if err != nil {
+	case err != nil:
 		return vfs.FileInfo{}, err
 	}
-	return w.mutate(ctx, "write", p, opt.ExpectedHash, func(_ func() ([]byte, error), _ bool) (mutation, error) {
+	fi, err := w.mutate(ctx, "write", p, opt.ExpectedHash, func(_ func() ([]byte, error), _ bool) (mutation, error) {
 		return mutation{stored: &info, event: journal.WorkspaceFileWritten, reason: "after_workspace_write",
 			payload: func(prev, h cas.Hash) any {
 				return journal.FileWritten{Path: p.String(), Hash: h.String(), Bytes: info.Size, Mode: string(vfs.Replace), PrevHash: hashString(prev)}
 			}}, nil
 	})
+	if full != nil && errors.Is(err, cas.ErrNotFound) {
+		return vfs.FileInfo{}, full // the stored content went meanwhile
+	}
+	return fi, err
 }
 
 // Patch replaces old with new in p (exactly once unless opt.ReplaceAll).
