@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -182,14 +183,16 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 			err = pull.of(ctx, h)
 		}
 		if err == nil {
-			err = s.takeIn(ctx, seg, h, arch, &rep, todo[i+1:])
+			// The segments after seg follow on from it (a sync that
+			// fails here reads it again next time).
+			read[seg.Device] = seg.Key
+			err = s.takeIn(ctx, seg, h, arch, &rep, todo[i+1:], read)
 		}
 		arch.Close()
 		if err != nil {
 			return rep, fmt.Errorf("sync: segment %s: %w", seg.Key, err)
 		}
 		rep.TookIn = append(rep.TookIn, seg.Key)
-		read[seg.Device] = seg.Key
 	}
 	if err := s.publish(ctx, dev, opt.Base, &rep); err != nil {
 		return rep, err
@@ -541,7 +544,7 @@ func (s *Store) firstEvent(ctx context.Context, tx *index.Tx, id string) (cas.Ha
 
 // takeIn reads one segment of another device and takes in its archive
 // and its tombstones; later are the segments the sync reads after it.
-func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch *remote.Spool, rep *SyncReport, later []remote.Segment) error {
+func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch *remote.Spool, rep *SyncReport, later []remote.Segment, read map[string]string) error {
 	early, err := s.deleteReplaced(ctx, h.Tombstones, rep)
 	if err != nil {
 		return err
@@ -562,7 +565,7 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 		if err != nil {
 			return err
 		}
-		freed, err := s.freeForOtherRuns(ctx, sum.Conflicts, later, rep)
+		freed, err := s.freeForOtherRuns(ctx, sum.Conflicts, later, read, rep)
 		if err != nil {
 			return err
 		}
@@ -690,7 +693,7 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 // for their headers only, and only when such a conflict occurs; the
 // deletion is recorded with its own segment, where it finds the other
 // run and leaves it.
-func (s *Store) freeForOtherRuns(ctx context.Context, conflicts []archive.Conflict, later []remote.Segment, rep *SyncReport) ([]remote.Item, error) {
+func (s *Store) freeForOtherRuns(ctx context.Context, conflicts []archive.Conflict, later []remote.Segment, read map[string]string, rep *SyncReport) ([]remote.Item, error) {
 	var names []string
 	for _, c := range conflicts {
 		if c.OtherRun && c.Kind == "run" {
@@ -701,11 +704,23 @@ func (s *Store) freeForOtherRuns(ctx context.Context, conflicts []archive.Confli
 		return nil, nil
 	}
 	var tombs []remote.Tombstone
+	// Each device's segments are read in its chain's order, from the one
+	// read last: past a gap (remote.FollowsOn) nothing of it is applied.
+	last := maps.Clone(read)
+	gap := map[string]bool{}
 	for _, seg := range later {
+		if gap[seg.Device] {
+			continue
+		}
 		h, err := s.Remote.ReadHeader(ctx, seg)
 		if err != nil {
 			return nil, err
 		}
+		if remote.FollowsOn(seg, h, last[seg.Device]) != nil {
+			gap[seg.Device] = true
+			continue
+		}
+		last[seg.Device] = seg.Key
 		for _, tb := range h.Tombstones {
 			// A deletion naming a successor puts that run in the
 			// deleted one's place in its turn: it is left to its turn.

@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -158,8 +159,19 @@ func refused(op, key string, err error) error {
 		return wserr.New(wserr.InvalidOptions, op, key, "the object store refused the credentials or their permissions (check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, or the profile AWS_PROFILE or the blob tier URL's profile= names): %v", err)
 	case errors.As(err, &ae) && ae.ErrorCode() == "NoSuchBucket":
 		return wserr.New(wserr.InvalidOptions, op, key, "the object store has no such bucket (check the tier's URL): %v", err)
+	case untrusted(err):
+		return wserr.New(wserr.InvalidOptions, op, key, "the object store's certificate is not trusted here (SSL_CERT_FILE names the certificates to trust): %v", err)
 	}
 	return nil
+}
+
+// untrusted reports whether err is a TLS certificate the client would not
+// trust: a setup mistake, which trying again does not mend.
+func untrusted(err error) bool {
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci)
 }
 
 // missing is the error of a get whose object the store does not have.

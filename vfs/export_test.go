@@ -9,3 +9,6 @@ func SetHostLockWait(d time.Duration) (restore func()) {
 	hostLockWait = d
 	return func() { hostLockWait = old }
 }
+
+// HostDirReads counts the directories h's walks read.
+func HostDirReads(h *HostFS) int64 { return h.dirReads.Load() }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -78,6 +79,7 @@ type HostFS struct {
 	root      *os.Root
 	writable  bool
 	forbidden func(fs.FileInfo) bool
+	dirReads  atomic.Int64 // directories a walk read, so tests can count them
 }
 
 // HostOptions configure a host mount (OpenHostWith).
@@ -480,6 +482,7 @@ func (h *HostFS) walkDir(ctx context.Context, op string, dir Path, depth int, to
 	if err == nil {
 		entries, err = f.ReadDir(-1)
 		f.Close()
+		h.dirReads.Add(1)
 	}
 	if err != nil {
 		if !top && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) ||

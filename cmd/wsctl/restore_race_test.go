@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -49,4 +51,44 @@ func TestRestoreLeavesAStoreMadeMeanwhile(t *testing.T) {
 	srv.SetFault(nil)
 	kept := &cli{t: t, store: dir, env: map[string]string{}}
 	assert.Equal(t, []string{"precious"}, kept.runIDs(), "the store made meanwhile, as it was")
+}
+
+// TestSyncGapKeepsANewDevice: a store's first sync that meets a gap in
+// another device's segments publishes its own before it fails (exit 6):
+// the store, a device on the tier now, stays, and its report goes out,
+// naming the device held back.
+func TestSyncGapKeepsANewDevice(t *testing.T) {
+	awsEnv(t)
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	url := "s3://wsstore/team?endpoint=" + srv.URL + "&region=us-east-1"
+	desk := newCLI(t)
+	var rep struct {
+		Device    string   `json:"device"`
+		Published string   `json:"published"`
+		Held      []string `json:"held"`
+	}
+	small := func(chat string) { // a change far smaller than the base
+		_, errOut, code := desk.run(`{"op":"run.create","chat":{"kind":"character","stableChatId":"`+chat+`"}}`+"\n", "batch")
+		require.Equal(t, 0, code, errOut)
+	}
+	desk.ok("--blobs", url, "demo")
+	desk.ok("demo")
+	desk.ok("sync")
+	small("one")
+	desk.jsonOut(&rep, "sync")
+	gone := rep.Published
+	require.NotContains(t, gone, "base")
+	small("two")
+	desk.ok("sync")
+	srv.SetObject("wsstore", "team/"+gone, nil)
+
+	phone := newCLI(t)
+	out, errOut, code := phone.run("", "--blobs", url, "--json", "sync")
+	require.Equal(t, 6, code, "stderr %s", errOut)
+	assert.Contains(t, errOut, "store.corrupt")
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.NotEmpty(t, rep.Published, "the new device published its own")
+	assert.Equal(t, []string{strings.Split(gone, "/")[1]}, rep.Held)
+	assert.NoError(t, storeExists(phone.store), "the new device's store stays")
 }

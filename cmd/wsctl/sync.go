@@ -51,13 +51,16 @@ func runSync(ctx context.Context, g globals, opt wsstore.SyncOptions) error {
 		return err
 	}
 	defer st.Close()
-	rep, err := st.SyncWith(ctx, opt)
-	if err != nil {
+	rep, syncErr := st.SyncWith(ctx, opt)
+	if syncErr != nil && rep.Published == "" {
 		// A store this sync made and could not fill: none is better than
 		// an empty one in its place.
 		failed()
-		return err
+		return syncErr
 	}
+	// Published: the store is a device on the tier now, and its report
+	// goes out even when the sync then failed (a device's segments held
+	// back at a gap).
 	if g.json {
 		if err := writeJSON(g.out, rep); err != nil {
 			return err
@@ -71,12 +74,15 @@ func runSync(ctx context.Context, g globals, opt wsstore.SyncOptions) error {
 		fmt.Fprintf(g.errOut, "sync: gone from the object store, published again: %s; %d objects to push again, %d lost (held nowhere here)\n",
 			strings.Join(r.Gone, ", "), r.Repush, r.Lost)
 	}
-	if len(rep.Conflicts) > 0 {
-		if !g.json {
-			for _, c := range rep.Conflicts {
-				fmt.Fprintf(g.errOut, "conflict: %s %s: %s\n", c.Kind, c.ID, c.Reason)
-			}
+	if len(rep.Conflicts) > 0 && !g.json {
+		for _, c := range rep.Conflicts {
+			fmt.Fprintf(g.errOut, "conflict: %s %s: %s\n", c.Kind, c.ID, c.Reason)
 		}
+	}
+	if syncErr != nil {
+		return syncErr
+	}
+	if len(rep.Conflicts) > 0 {
 		return wserr.New(wserr.Conflict, "sync", "", "%d chats, runs or actor spaces were changed on two devices, or deleted on one and changed on the other, and are left as they are on each", len(rep.Conflicts))
 	}
 	return nil

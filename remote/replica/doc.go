@@ -9,7 +9,7 @@
 // source committed, never a torn one (Litestream checks it with SQLite's
 // integrity check), and that Close ships every transaction committed
 // before it was called. A Replicator compacts what it ships (Options):
-// the replica and Litestream's local state hold a few snapshots and the
+// the replica and Litestream's local state hold one or two snapshots and the
 // recent changes, not every transaction ever shipped. One device replicates to a replica path; two
 // writers reconcile with sync, never through one replica (docs/remote.md).
 package replica

@@ -32,12 +32,10 @@ import (
 // Levels[1] level 1's into one of level 2, and so on; every
 // SnapshotInterval, if the database changed, a full copy of it is written.
 // A level 0 file merged into level 1 goes, from the replica and from the
-// local state, L0Retention after it was written; a snapshot goes
-// SnapshotRetention after it was written, and with it the files of
-// levels 1 and up that only an older snapshot needed. The newest file of
-// each level and the newest snapshot always stay. So the replica holds a
-// few snapshots (each the size of the database) and the merged changes
-// of at most SnapshotInterval + SnapshotRetention, and a restore reads one
+// local state, L0Retention after it was written; a snapshot older than
+// SnapshotRetention goes at a later snapshot pass, and with it the files
+// of levels 1 and up that only an older snapshot needed. The newest file
+// of each level and the newest snapshot always stay: a restore reads one
 // snapshot and a few files of each level.
 type Options struct {
 	// Interval is how often the write-ahead log is read and shipped,
@@ -48,8 +46,8 @@ type Options struct {
 	Levels []time.Duration
 	// SnapshotInterval is how often a snapshot is written, default 1h.
 	SnapshotInterval time.Duration
-	// SnapshotRetention is how long a snapshot is kept once a newer one
-	// is written, default 1h.
+	// SnapshotRetention is the age past which a snapshot other than the
+	// newest is deleted, at a snapshot pass; default 1h.
 	SnapshotRetention time.Duration
 	// L0Retention is how long a shipped transaction's own file is kept
 	// once it is merged into level 1, default 1m.
@@ -293,13 +291,20 @@ func restoreError(url, path string, err error) error {
 }
 
 // syncError codes a failed sync of the database at path: a full disk, a
-// quota or a read-only file system as FromFS codes it, anything else as
-// unavailable does (store.busy, to be tried again).
+// quota or a read-only file system as FromFS codes it; an object store
+// that did not answer, or refused the request, as unavailable does
+// (store.busy, to be tried again, or store.invalid_options); any other
+// failure (of Litestream's local state, say) store.internal, which a
+// later round would meet again.
 func syncError(path string, err error) error {
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS) {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EROFS):
 		return wserr.FromFS("replicate", path, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		remote.Refused("replicate", path, err) != nil, unreachable(err):
+		return unavailable("replicate", path, err)
 	}
-	return unavailable("replicate", path, err)
+	return wserr.Wrap(wserr.Internal, "replicate", path, trimmed{err})
 }
 
 // unreachable reports whether err is a request the object store did not
@@ -317,9 +322,9 @@ func unreachable(err error) bool {
 		s := re.HTTPStatusCode()
 		return s == 0 || s >= 500 || s == http.StatusTooManyRequests || s == http.StatusRequestTimeout
 	case errors.As(err, &oe):
-		// A request that failed before any answer (a DNS name that does
-		// not resolve, a connection cut) and is not one of the above.
-		return true
+		// The SDK's retries given up on a request that failed before any
+		// answer, and is not one of the above.
+		return strings.Contains(oe.Error(), "exceeded maximum number of attempts")
 	}
 	return false
 }
