@@ -98,20 +98,9 @@ func runActorLs(ctx context.Context, o actorOptions, args []string) error {
 			}
 			return []string{l.Kind.String(), humanBytes(l.Size), name}
 		}}
-	page := vfs.ListPage{Limit: vfs.DefaultListLimit}
-	for {
-		ls, more, err := st.Actors.ListPage(ctx, args[0], path, o.depth, page)
-		if err != nil {
-			return err
-		}
-		if err := out.add(ls); err != nil {
-			return err
-		}
-		if !more {
-			return out.close()
-		}
-		page.After = ls[len(ls)-1].Path
-	}
+	return out.all(func(page vfs.ListPage) ([]vfs.Listed, bool, error) {
+		return st.Actors.ListPage(ctx, args[0], path, o.depth, page)
+	}, func(l vfs.Listed) vfs.Path { return l.Path })
 }
 
 func runActorUpload(ctx context.Context, o actorOptions, args []string) error {

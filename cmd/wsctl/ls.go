@@ -106,18 +106,7 @@ func runLs(ctx context.Context, o lsOptions, args []string) error {
 			return []string{fi.Kind.String(), humanBytes(fi.Size), hash, string(fi.Resource), w, path}
 		}}
 	ws := workspaceFor(st.Runs, runID, seq)
-	page := vfs.ListPage{Limit: vfs.DefaultListLimit}
-	for {
-		infos, more, err := ws.ListPage(ctx, p, depth, page)
-		if err != nil {
-			return err
-		}
-		if err := out.add(infos); err != nil {
-			return err
-		}
-		if !more {
-			return out.close()
-		}
-		page.After = infos[len(infos)-1].Path
-	}
+	return out.all(func(page vfs.ListPage) ([]vfs.FileInfo, bool, error) {
+		return ws.ListPage(ctx, p, depth, page)
+	}, func(fi vfs.FileInfo) vfs.Path { return fi.Path })
 }

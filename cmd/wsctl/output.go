@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/wsstore/wsstore/vfs"
 	"io"
 	"strconv"
 	"strings"
@@ -118,6 +119,25 @@ type pages[T any] struct {
 	header []string
 	row    func(T) []string
 	n      int // entries printed
+}
+
+// all prints every page read gives, asking each time for the page after
+// the last entry's path (pathOf).
+func (p *pages[T]) all(read func(page vfs.ListPage) ([]T, bool, error), pathOf func(T) vfs.Path) error {
+	page := vfs.ListPage{Limit: vfs.DefaultListLimit}
+	for {
+		xs, more, err := read(page)
+		if err != nil {
+			return err
+		}
+		if err := p.add(xs); err != nil {
+			return err
+		}
+		if !more {
+			return p.close()
+		}
+		page.After = pathOf(xs[len(xs)-1])
+	}
 }
 
 // add prints one page.
