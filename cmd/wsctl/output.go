@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/wsstore/wsstore/vfs"
 	"io"
 	"strconv"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/wsstore/wsstore/vfs"
 )
 
 // writeJSON prints v as indented JSON, keeping "<", ">" and "&" readable.
