@@ -140,7 +140,7 @@ func (t *hostTarget) listPage(ctx context.Context, w *Workspace, depth int, page
 		var out []vfs.FileInfo
 		full := func() bool { return page.Limit > 0 && len(out) > page.Limit }
 		for _, d := range dirs {
-			if one, _ := (vfs.ListPage{After: page.After}).Filter([]vfs.FileInfo{d}); len(one) > 0 {
+			if page.Admits(d.Path) {
 				out = append(out, d)
 			}
 			if depth > 1 && !full() {

@@ -145,12 +145,11 @@ func (w *Workspace) runtimeStat(ctx context.Context, tx *index.Tx, v runtimeView
 // runtimeList lists what lies below p in v to depth levels.
 func (w *Workspace) runtimeList(ctx context.Context, tx *index.Tx, v runtimeView, p vfs.Path, depth int, page vfs.ListPage) ([]vfs.FileInfo, error) {
 	if v.gen != nil {
-		out, _ := vfs.ListPage{After: page.After}.Filter([]vfs.FileInfo{v.genInfo(p)})
-		return out, nil
+		return page.Past([]vfs.FileInfo{v.genInfo(p)}), nil
 	}
 	var out []vfs.FileInfo
 	if v.extra != nil {
-		out, _ = vfs.ListPage{After: page.After}.Filter([]vfs.FileInfo{*v.extra})
+		out = page.Past([]vfs.FileInfo{*v.extra})
 	}
 	// The tree's paths are v.prefix's: so is the cursor.
 	within, ok := page.Within(v.prefix)

@@ -345,8 +345,7 @@ func (w *Workspace) ListPage(ctx context.Context, p vfs.Path, depth int, page vf
 			// what those hold is listed by naming them, so a listing of
 			// the whole workspace (show, checkout) never walks a host
 			// directory.
-			dirs, _ := vfs.ListPage{After: page.After}.Filter(hostDirs(run.Profile, depth))
-			out, merged = append(out, dirs...), true
+			out, merged = append(out, page.Past(hostDirs(run.Profile, depth))...), true
 		}
 		if p.IsRoot() && w.scope == HostScope {
 			rt, err := w.runtimeRoots(ctx, tx, run, depth, page)
@@ -375,7 +374,7 @@ func (w *Workspace) ListPage(ctx context.Context, p vfs.Path, depth int, page vf
 		if err != nil {
 			return nil, false, err
 		}
-		vl, _ = vfs.ListPage{After: page.After}.Filter(vl)
+		vl = page.Past(vl)
 		stored := make(map[vfs.Path]bool, len(out))
 		for _, fi := range out {
 			stored[fi.Path] = true

@@ -73,24 +73,30 @@ func cursorOf(q, after Path) cursor {
 	return pastCursor
 }
 
-// admits reports whether q comes after the page's cursor, so that the
+// Admits reports whether q comes after the page's cursor, so that the
 // page lists it.
-func (pg ListPage) admits(q Path) bool {
+func (pg ListPage) Admits(q Path) bool {
 	return cursorOf(q, pg.After) == pastCursor
 }
 
-// Filter returns the entries of infos, in path order, that come after the
-// page's cursor, cut to its limit, and whether any were cut. It is for
-// listings small enough to hold whole (virtual resources, the allowed
-// host directories).
-func (pg ListPage) Filter(infos []FileInfo) ([]FileInfo, bool) {
+// Past returns the entries of infos that come after the page's cursor, in
+// path order, whatever the page's limit.
+func (pg ListPage) Past(infos []FileInfo) []FileInfo {
 	out := infos[:0:0]
 	for _, fi := range infos {
-		if pg.admits(fi.Path) {
+		if pg.Admits(fi.Path) {
 			out = append(out, fi)
 		}
 	}
 	sortInfos(out)
+	return out
+}
+
+// Filter returns Past cut to the page's limit, and whether any were cut.
+// It is for listings small enough to hold whole (virtual resources, the
+// allowed host directories).
+func (pg ListPage) Filter(infos []FileInfo) ([]FileInfo, bool) {
+	out := pg.Past(infos)
 	if pg.Limit > 0 && len(out) > pg.Limit {
 		return out[:pg.Limit], true
 	}
