@@ -522,8 +522,7 @@ func TestDeleteByPrefixMatchesText(t *testing.T) {
 func TestImportChangeKeepsTheStoresOwnCodes(t *testing.T) {
 	s := openStore(t)
 	bg := context.Background()
-	var root cas.Hash
-	root[0] = 1
+	root := vfs.EmptyTree
 	rec := actors.ChangeRecord{Actor: "carol", Seq: 1, Op: string(actors.OpUpload), Path: "a.md", Files: 1, Bytes: 1, Created: 1}
 	err := s.DB.Update(bg, func(tx *index.Tx) error {
 		if _, err := s.Actors.ImportSpace(bg, tx, actors.SpaceRecord{Actor: "carol", Root: root, Seq: 1, Created: 1, Updated: 1}); err != nil {

@@ -10,7 +10,8 @@ import (
 )
 
 // SpaceRecord is an actor_spaces row as an archive carries it: every
-// column, times in Unix nanoseconds.
+// column but the tree's totals, which the store that takes the row in
+// counts itself; times in Unix nanoseconds.
 type SpaceRecord struct {
 	Actor   string   `json:"actor"`
 	Root    cas.Hash `json:"root"`
@@ -43,7 +44,7 @@ func (s *Spaces) ExportSpace(ctx context.Context, tx *index.Tx, actor string) (r
 	if err != nil || !exists {
 		return SpaceRecord{}, false, err
 	}
-	return SpaceRecord(r), true, nil
+	return r.record(), true, nil
 }
 
 // EachSpaceRecord calls fn, in tx, with every actor space's row, ordered by
@@ -54,7 +55,7 @@ func (s *Spaces) EachSpaceRecord(ctx context.Context, tx *index.Tx, fn func(Spac
 		return fmt.Errorf("export actor spaces: %w", index.Translate(err))
 	}
 	for _, r := range rows {
-		if err := fn(SpaceRecord(r)); err != nil {
+		if err := fn(r.record()); err != nil {
 			return err
 		}
 	}
@@ -96,8 +97,12 @@ func (s *Spaces) ImportSpace(ctx context.Context, tx *index.Tx, r SpaceRecord) (
 		}
 		return false, wserr.New(wserr.Conflict, op, "", "actor %s exists at version %d, archive holds version %d", r.Actor, old.Seq, r.Seq)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO actor_spaces (actor, root, seq, created, updated) VALUES (?, ?, ?, ?, ?)`,
-		r.Actor, r.Root, r.Seq, r.Created, r.Updated)
+	files, dirs, bytes, err := s.nextTotals(ctx, tx, old, r.Root)
+	if err != nil {
+		return false, err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO actor_spaces (actor, root, seq, created, updated, files, dirs, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.Actor, r.Root, r.Seq, r.Created, r.Updated, files, dirs, bytes)
 	if err != nil {
 		return false, fmt.Errorf("%s %s: %w", op, r.Actor, index.Translate(err))
 	}
@@ -131,8 +136,19 @@ func (s *Spaces) MergeSpace(ctx context.Context, tx *index.Tx, from int64, r Spa
 	if name, err := ParseActor(r.Actor); err != nil || name != r.Actor {
 		return wserr.New(wserr.Corrupt, op, "", "invalid actor %q", r.Actor)
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE actor_spaces SET root = ?, seq = ?, updated = max(updated, ?) WHERE actor = ? AND seq = ?`,
-		r.Root, r.Seq, r.Updated, r.Actor, from)
+	cur, exists, err := findSpace(ctx, tx, r.Actor)
+	if err != nil {
+		return err
+	}
+	if !exists || cur.Seq != from {
+		return wserr.New(wserr.Conflict, op, "", "actor %s: its space changed here meanwhile", r.Actor)
+	}
+	files, dirs, bytes, err := s.nextTotals(ctx, tx, cur, r.Root)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE actor_spaces SET root = ?, seq = ?, updated = max(updated, ?), files = ?, dirs = ?, bytes = ?
+		WHERE actor = ? AND seq = ?`, r.Root, r.Seq, r.Updated, files, dirs, bytes, r.Actor, from)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, r.Actor, index.Translate(err))
 	}

@@ -132,6 +132,24 @@ type spaceRow struct {
 	Seq     int64    `db:"seq"`
 	Created int64    `db:"created"`
 	Updated int64    `db:"updated"`
+	// Files, Dirs and Bytes are the live tree's totals, NULL until
+	// counted (findSpace reads them; other queries leave them out).
+	Files sql.NullInt64 `db:"files"`
+	Dirs  sql.NullInt64 `db:"dirs"`
+	Bytes sql.NullInt64 `db:"bytes"`
+}
+
+// record is the row as an archive carries it.
+func (r spaceRow) record() SpaceRecord {
+	return SpaceRecord{Actor: r.Actor, Root: r.Root, Seq: r.Seq, Created: r.Created, Updated: r.Updated}
+}
+
+// totals returns the row's totals of its tree, false when not counted.
+func (r spaceRow) totals() (vfs.Totals, bool) {
+	if !r.Files.Valid || !r.Dirs.Valid || !r.Bytes.Valid {
+		return vfs.Totals{}, false
+	}
+	return vfs.Totals{Files: r.Files.Int64, Dirs: r.Dirs.Int64, Bytes: r.Bytes.Int64}, true
 }
 
 func (r spaceRow) space() Space {
@@ -159,9 +177,10 @@ func (r changeRow) change() Change {
 // space at seq 0.
 func findSpace(ctx context.Context, tx *index.Tx, actor string) (spaceRow, bool, error) {
 	var r spaceRow
-	err := tx.GetContext(ctx, &r, `SELECT actor, root, seq, created, updated FROM actor_spaces WHERE actor = ?`, actor)
+	err := tx.GetContext(ctx, &r, `SELECT actor, root, seq, created, updated, files, dirs, bytes FROM actor_spaces WHERE actor = ?`, actor)
 	if errors.Is(err, sql.ErrNoRows) {
-		return spaceRow{Actor: actor, Root: vfs.EmptyTree}, false, nil
+		zero := sql.NullInt64{Valid: true}
+		return spaceRow{Actor: actor, Root: vfs.EmptyTree, Files: zero, Dirs: zero, Bytes: zero}, false, nil
 	}
 	if err != nil {
 		return spaceRow{}, false, fmt.Errorf("actor %s: %w", actor, index.Translate(err))
@@ -187,17 +206,51 @@ func (s *Spaces) record(ctx context.Context, tx *index.Tx, sp spaceRow, exists b
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, c.Actor, c.Seq, string(c.Op), c.Path, c.Files, c.Bytes, version, now); err != nil {
 		return Change{}, fmt.Errorf("record %s change: %w", c.Op, index.Translate(err))
 	}
-	var err error
+	files, dirs, bytes, err := s.nextTotals(ctx, tx, sp, root)
+	if err != nil {
+		return Change{}, err
+	}
 	if exists {
-		_, err = tx.ExecContext(ctx, `UPDATE actor_spaces SET root = ?, seq = ?, updated = ? WHERE actor = ?`, root, c.Seq, now, c.Actor)
+		_, err = tx.ExecContext(ctx, `UPDATE actor_spaces SET root = ?, seq = ?, updated = ?, files = ?, dirs = ?, bytes = ? WHERE actor = ?`,
+			root, c.Seq, now, files, dirs, bytes, c.Actor)
 	} else {
-		_, err = tx.ExecContext(ctx, `INSERT INTO actor_spaces (actor, root, seq, created, updated) VALUES (?, ?, ?, ?, ?)`,
-			c.Actor, root, c.Seq, now, now)
+		_, err = tx.ExecContext(ctx, `INSERT INTO actor_spaces (actor, root, seq, created, updated, files, dirs, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.Actor, root, c.Seq, now, now, files, dirs, bytes)
 	}
 	if err != nil {
 		return Change{}, fmt.Errorf("move actor %s root: %w", c.Actor, index.Translate(err))
 	}
 	return c, nil
+}
+
+// totaler is the optional ability to count how two trees' totals differ
+// reading only where they differ; *vfs.Trees has it. Without it a space's
+// totals are not kept, and Stats walks its tree.
+type totaler interface {
+	TotalsDelta(ctx context.Context, tx *index.Tx, a, b cas.Hash) (vfs.Totals, error)
+}
+
+// nextTotals returns the totals of root, the tree a space whose row is sp
+// moves to, as the row's three columns: sp's totals moved by the
+// difference of its tree and root (the cost of the change), or, when sp
+// has none, root counted whole; NULLs when the Trees cannot count.
+func (s *Spaces) nextTotals(ctx context.Context, tx *index.Tx, sp spaceRow, root cas.Hash) (files, dirs, bytes sql.NullInt64, err error) {
+	t, ok := s.trees.(totaler)
+	if !ok {
+		return files, dirs, bytes, nil
+	}
+	from, ok := sp.totals()
+	base := sp.Root
+	if !ok {
+		from, base = vfs.Totals{}, vfs.EmptyTree
+	}
+	d, err := t.TotalsDelta(ctx, tx, base, root)
+	if err != nil {
+		return files, dirs, bytes, fmt.Errorf("count actor %s: %w", sp.Actor, err)
+	}
+	n := from.Plus(d)
+	return sql.NullInt64{Int64: n.Files, Valid: true}, sql.NullInt64{Int64: n.Dirs, Valid: true},
+		sql.NullInt64{Int64: n.Bytes, Valid: true}, nil
 }
 
 // Upload stores the content read from r as the file path of actor's
