@@ -114,3 +114,45 @@ func TestSearchPassesOverLargeFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, hits)
 }
+
+// TestHeldContentKeepsTheReadLimit: a virtual resource and a derived
+// runtime file (a checkpoint.json) over MaxReadBytes are refused whole and
+// read by line range, cut to what fits, as a stored file of that size is.
+func TestHeldContentKeepsTheReadLimit(t *testing.T) {
+	e := newLifecycleEnv(t)
+	big := numberedLines(runs.MaxReadBytes + 1<<20)
+	v := vfs.NewVirtual()
+	require.NoError(t, v.Mount(vfs.MustPath("chat/history.md"), vfs.FileProvider(func(context.Context) ([]byte, error) {
+		return big, nil
+	})))
+	svc := e.service(runs.Options{Virtual: v})
+	r, err := svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	ws := svc.Workspace(r.ID, runs.HostScope)
+
+	// Enough files that the checkpoint's checkpoint.json passes the limit.
+	var edits []runs.Edit
+	name := bytes.Repeat([]byte("n"), 200)
+	for i := 0; i < 60000; i++ {
+		edits = append(edits, runs.Edit{Path: vfs.MustPath(fmt.Sprintf("output/d%02d/%s%06d.md", i/1000, name, i)), Content: []byte("x")})
+	}
+	fis, err := ws.Apply(e.ctx, edits)
+	require.NoError(t, err)
+	cpFile := vfs.MustPath("checkpoints/" + fis[0].Checkpoint + "/checkpoint.json")
+	fi, err := ws.Stat(e.ctx, cpFile)
+	require.NoError(t, err)
+	require.Greater(t, fi.Size, int64(runs.MaxReadBytes))
+
+	for _, p := range []vfs.Path{vfs.MustPath("chat/history.md"), cpFile} {
+		_, err := ws.Read(e.ctx, p, vfs.ReadOptions{})
+		assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%s whole: %v", p, err)
+		res, err := ws.Read(e.ctx, p, vfs.ReadOptions{StartLine: 2, EndLine: 3})
+		require.NoError(t, err, "%s", p)
+		assert.Equal(t, 2, bytes.Count(res.Content, []byte("\n")), "%s", p)
+		assert.Equal(t, 3, res.EndLine, "%s", p)
+		res, err = ws.Read(e.ctx, p, vfs.ReadOptions{StartLine: 1})
+		require.NoError(t, err, "%s", p)
+		assert.LessOrEqual(t, len(res.Content), runs.MaxReadBytes, "%s: the range is cut", p)
+		assert.True(t, res.Truncated, "%s", p)
+	}
+}

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -199,10 +200,13 @@ func (w *Workspace) Stat(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) 
 	return fi, err
 }
 
-// Read returns p's content, whole or a line or character range. It fails
-// with workspace.file_not_found, workspace.path_is_directory,
-// workspace.path_not_visible, workspace.invalid_line_range,
-// workspace.invalid_char_range or workspace.not_text.
+// Read returns p's content, whole or a line or character range, at most
+// MaxReadBytes of it whatever the resource (stored, host, virtual or
+// derived). It fails with workspace.file_not_found,
+// workspace.path_is_directory, workspace.path_not_visible,
+// workspace.invalid_line_range, workspace.invalid_char_range,
+// workspace.not_text, or workspace.size_limit_exceeded for a whole read of
+// a larger file.
 func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (vfs.ReadResult, error) {
 	if t, ok, err := w.host(ctx, "read", p); ok {
 		if err != nil {
@@ -212,18 +216,18 @@ func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (
 		return t.read(ctx, opt)
 	}
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
-		return w.s.virtual.Read(ctx, p, opt)
+		return w.readVirtual(ctx, p, opt)
 	}
 	fi, gen, err := w.lookupFile(ctx, "read", p)
 	if w.besideVirtual(p, err) {
-		return w.s.virtual.Read(ctx, p, opt)
+		return w.readVirtual(ctx, p, opt)
 	}
 	if err != nil {
 		return vfs.ReadResult{}, err
 	}
 	var res vfs.ReadResult
 	if gen != nil {
-		res, err = vfs.ReadRange(p, gen, opt)
+		res, err = readHeld(p, gen, opt)
 	} else {
 		res, err = w.readStored(ctx, p, fi, opt)
 	}
@@ -232,6 +236,30 @@ func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (
 	}
 	res.Info = fi
 	return res, nil
+}
+
+// readVirtual reads the virtual resource p whole from its provider and
+// returns what opt asks of it as readHeld does, so a virtual resource is
+// held to MaxReadBytes like a stored or host file.
+func (w *Workspace) readVirtual(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (vfs.ReadResult, error) {
+	whole, err := w.s.virtual.Read(ctx, p, vfs.ReadOptions{})
+	if err != nil {
+		return vfs.ReadResult{}, err
+	}
+	res, err := readHeld(p, whole.Content, opt)
+	if err != nil {
+		return vfs.ReadResult{}, err
+	}
+	res.Info = whole.Info
+	return res, nil
+}
+
+// readHeld is ReadRange of content already in memory (a virtual resource,
+// a derived runtime file such as a checkpoint.json), with the limit every
+// read keeps: over MaxReadBytes a whole read fails with
+// workspace.size_limit_exceeded and a range is cut to what fits.
+func readHeld(p vfs.Path, content []byte, opt vfs.ReadOptions) (vfs.ReadResult, error) {
+	return vfs.ReadRangeFrom(p, bytes.NewReader(content), int64(len(content)), opt, MaxReadBytes)
 }
 
 // lookupFile finds the file p in the workspace's tree, or among the
