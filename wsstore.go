@@ -160,6 +160,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if rem != nil {
 		opts.CAS.Storage = rem
 	}
+	// The content store's own work keeps to the runs' cap; the service
+	// that reads it is made after the content store it uses.
+	var svc *runs.Service
+	opts.CAS.Cap = func(ctx context.Context, tx *index.Tx) (int64, error) { return svc.StoreCap(ctx, tx) }
 	blobs, err := cas.New(db, opts.CAS)
 	if err != nil {
 		db.Close()
@@ -175,7 +179,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	// which lists the service's roots: the reclaimer is filled in once
 	// both exist.
 	rec := &reclaimer{db: db, grace: opts.ReclaimGrace}
-	svc := runs.New(runs.Deps{DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps, Reclaim: rec}, opts.Runs)
+	svc = runs.New(runs.Deps{DB: db, Blobs: blobs, Trees: trees, Journal: j, Checkpoints: cps, Reclaim: rec}, opts.Runs)
 	sp := actors.New(db, blobs, trees, svc, now)
 	m := maint.New(maint.Parts{DB: db, Blobs: blobs, Trees: trees, Runs: svc, Checkpoints: cps, Events: j, Actors: sp, Now: now})
 	rec.m = m

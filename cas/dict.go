@@ -595,9 +595,11 @@ func (s *Store) trainAside(ctx context.Context) (bool, error) {
 	}
 	var ok bool
 	err = s.db.Update(ctx, func(tx *index.Tx) error {
-		var err error
-		_, ok, err = s.listTrained(ctx, tx, p, true)
-		return err
+		return s.keepCap(ctx, tx, func() error {
+			var err error
+			_, ok, err = s.listTrained(ctx, tx, p, true)
+			return err
+		})
 	})
 	if err != nil {
 		s.dropDict(p.info.Hash)

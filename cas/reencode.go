@@ -156,7 +156,8 @@ func (s *Store) PendingReencodes(ctx context.Context) (int, error) {
 
 // Reencode runs up to limit queued re-encodings (every one for limit 0 or
 // less), oldest first, each in a write transaction of its own, and
-// returns how many it ran. It stops early when ctx is done. A failed job
+// returns how many it ran. It stops early when ctx is done, and at a job
+// that would take the store past Options.Cap (queued still). A failed job
 // stays queued and its error is returned; errors are the storage's and
 // the index's.
 func (s *Store) Reencode(ctx context.Context, limit int) (int, error) {
@@ -199,19 +200,26 @@ func (s *Store) reencodeOne(ctx context.Context) (bool, error) {
 		s.planned()
 	}
 	err = s.db.Update(ctx, func(tx *index.Tx) error {
-		if ok, err := deleteJob(ctx, tx, job.ID); err != nil || !ok {
-			return err // another process ran it
-		}
-		same, err := plan.unchanged(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if !same {
-			s.stalePlans.Add(1)
-			return s.runJob(ctx, tx, s.hist, job)
-		}
-		return plan.apply(ctx, tx)
+		return s.keepCap(ctx, tx, func() error {
+			if ok, err := deleteJob(ctx, tx, job.ID); err != nil || !ok {
+				return err // another process ran it
+			}
+			same, err := plan.unchanged(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if !same {
+				s.stalePlans.Add(1)
+				return s.runJob(ctx, tx, s.hist, job)
+			}
+			return plan.apply(ctx, tx)
+		})
 	})
+	if errors.Is(err, errPastCap) {
+		// Queued still; tried again after the next write.
+		s.capHeld.Store(s.db.Writes() + 1)
+		return false, nil
+	}
 	if err == nil {
 		err = s.trainAsideIfDue(ctx)
 	}
@@ -567,6 +575,9 @@ func (s *Store) reencodeWhileIdle(ctx context.Context) {
 			continue
 		}
 		seen = s.db.Writes() // the training's own
+		if held := s.capHeld.Load(); held != 0 && held == seen+1 {
+			return // the last job did not fit under the cap: no write since
+		}
 		for s.db.Writes() == seen {
 			ok, err := s.reencodeOne(ctx)
 			if err != nil || !ok {
@@ -594,6 +605,43 @@ func (s *Store) drainable(ctx context.Context) (bool, error) {
 	return queued, nil
 }
 
+// errPastCap rolls back a transaction of the store's own work that would
+// take it past Options.Cap (keepCap).
+var errPastCap = errors.New("the store's own work would take it past its cap")
+
+// keepCap runs fn, work the store does of its own accord, in tx, and fails
+// with errPastCap, for the caller to roll tx back and leave the work
+// queued, if fn took the database's pages in use past Options.Cap and
+// above what tx found: near the cap, a re-encoding that frees nothing
+// must not take the room the writes are refused for.
+func (s *Store) keepCap(ctx context.Context, tx *index.Tx, fn func() error) error {
+	if s.opts.Cap == nil {
+		return fn()
+	}
+	limit, err := s.opts.Cap(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("the store's cap: %w", err)
+	}
+	if limit <= 0 {
+		return fn()
+	}
+	before, err := tx.UsedBytes(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	after, err := tx.UsedBytes(ctx)
+	if err != nil {
+		return err
+	}
+	if after > limit && after > before {
+		return errPastCap
+	}
+	return nil
+}
+
 // drainBatch is the most queued jobs Drain runs in one transaction.
 const drainBatch = 32
 
@@ -602,8 +650,9 @@ const drainBatch = 32
 // the store as the transaction finds it (Reencode plans each outside the
 // write lock instead, which costs a second pass). It is for a caller that
 // wants the queue empty now, such as a store that closes. It stops early
-// when ctx is done; errors are the storage's and the index's, and leave
-// the failed batch queued.
+// when ctx is done, and at a batch that would take the store past
+// Options.Cap (queued still, no error); errors are the storage's and the
+// index's, and leave the failed batch queued.
 func (s *Store) Drain(ctx context.Context) (int, error) {
 	if s.hist == nil {
 		return 0, nil
@@ -620,24 +669,29 @@ func (s *Store) Drain(ctx context.Context) (int, error) {
 		}
 		n := 0
 		err := s.db.Update(ctx, func(tx *index.Tx) error {
-			n = 0
-			// A training that is due comes first, so the batch's jobs
-			// compress small versions with its dictionary.
-			if err := s.trainIfDue(ctx, tx); err != nil {
-				return err
-			}
-			for n < drainBatch {
-				_, ok, err := s.runFirstJob(ctx, tx)
-				if err != nil {
+			return s.keepCap(ctx, tx, func() error {
+				n = 0
+				// A training that is due comes first, so the batch's jobs
+				// compress small versions with its dictionary.
+				if err := s.trainIfDue(ctx, tx); err != nil {
 					return err
 				}
-				if !ok {
-					break
+				for n < drainBatch {
+					_, ok, err := s.runFirstJob(ctx, tx)
+					if err != nil {
+						return err
+					}
+					if !ok {
+						break
+					}
+					n++
 				}
-				n++
-			}
-			return nil
+				return nil
+			})
 		})
+		if errors.Is(err, errPastCap) {
+			return done, nil // the batch stays queued
+		}
 		if err != nil {
 			return done, fmt.Errorf("re-encode: %w", err)
 		}

@@ -102,6 +102,14 @@ type Options struct {
 	// tables of the DB given to New (SQLiteStorage). Without the
 	// HistoryStorage ability PutVersion stores every version whole.
 	Storage Storage
+	// Cap, when set, returns the store's size cap as tx reads it (0 for
+	// none; wsstore.Open sets it to the runs' maxStoreBytes). Work the
+	// store does of its own accord (queued re-encodings, a dictionary's
+	// training) never takes a capped store past it: a transaction of that
+	// work that would leave the database's pages in use (index.Tx.UsedBytes)
+	// above the cap, and more than it found, is rolled back, and its jobs
+	// stay queued.
+	Cap func(ctx context.Context, tx *index.Tx) (int64, error)
 }
 
 // encoderWindow is the zstd window of whole blobs and chunks.
@@ -170,6 +178,10 @@ type Store struct {
 	// runners counts the background runners started (StartReencoder):
 	// while one runs, a write leaves a training that is due to it.
 	runners atomic.Int32
+	// capHeld is 1 + the index's write count when the background runner
+	// last found a job that did not fit under Options.Cap (0: none): it
+	// tries again only after another write, which may have made room.
+	capHeld atomic.Uint64
 }
 
 // withDefaults fills opts' zero fields with DefaultOptions' and checks
