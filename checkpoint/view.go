@@ -1,7 +1,12 @@
 package checkpoint
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -50,4 +55,53 @@ func (s *Store) View(ctx context.Context, runID string, seq int64) (View, error)
 		return View{}, err
 	}
 	return v, nil
+}
+
+// WriteJSON writes v as its checkpoint.json to w, with the files files
+// gives (v.Files is left out) in place of a list held whole: the bytes of
+// json.MarshalIndent(v, "", "  ") and a newline, written as the files
+// come, so a checkpoint of any size is written in bounded memory. The
+// error is files', w's or ctx's.
+func WriteJSON(ctx context.Context, w io.Writer, v View, files func(fn func(FileRef) error) error) error {
+	v.Files = []FileRef{}
+	head, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("checkpoint.json: %w", err)
+	}
+	// head ends with the empty list: `"files": []` and the closing brace.
+	const emptyTail = "[]\n}"
+	if !bytes.HasSuffix(head, []byte(emptyTail)) {
+		return fmt.Errorf("checkpoint.json: unexpected encoding of %q", head[max(0, len(head)-16):])
+	}
+	bw := bufio.NewWriterSize(w, 32<<10)
+	bw.Write(head[:len(head)-len(emptyTail)])
+	n := 0
+	err = files(func(f FileRef) error {
+		if n%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		b, err := json.MarshalIndent(f, "    ", "  ")
+		if err != nil {
+			return fmt.Errorf("checkpoint.json: %w", err)
+		}
+		if n == 0 {
+			bw.WriteString("[\n    ")
+		} else {
+			bw.WriteString(",\n    ")
+		}
+		n++
+		_, err = bw.Write(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		bw.WriteString(emptyTail + "\n")
+	} else {
+		bw.WriteString("\n  ]\n}\n")
+	}
+	return bw.Flush()
 }

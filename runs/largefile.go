@@ -97,7 +97,7 @@ func (w *Workspace) Open(ctx context.Context, p vfs.Path) (io.ReadCloser, vfs.Fi
 		return nil, vfs.FileInfo{}, err
 	}
 	if gen != nil {
-		return io.NopCloser(bytes.NewReader(gen)), fi, nil
+		return gen.open(ctx), fi, nil
 	}
 	rc, err := w.s.blobs.Get(ctx, fi.Hash)
 	if err != nil {

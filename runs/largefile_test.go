@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +15,7 @@ import (
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/cas/storagetest"
+	"github.com/wsstore/wsstore/internal/heappeak"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
@@ -155,4 +158,41 @@ func TestHeldContentKeepsTheReadLimit(t *testing.T) {
 		assert.LessOrEqual(t, len(res.Content), runs.MaxReadBytes, "%s: the range is cut", p)
 		assert.True(t, res.Truncated, "%s", p)
 	}
+
+	// checkpoint.json is streamed from the checkpoint's tree: a read of
+	// two of its lines, the stat and a page of its directory, and a
+	// stream of it whole hold it nowhere whole (the heap above what the
+	// test holds stays below its size: the tree cache's 16,384 entries,
+	// long names here, and the garbage a collection at 10% leaves; held
+	// whole, with its list of files, it was 100 MB).
+	edits, fis = nil, nil
+	cpDir := vfs.MustPath("checkpoints/" + fi.Path.Segments()[1])
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	stop := heappeak.Start()
+	res, err := ws.Read(e.ctx, cpFile, vfs.ReadOptions{StartLine: 2, EndLine: 3})
+	require.NoError(t, err)
+	assert.Contains(t, string(res.Content), `"seq"`)
+	dfi, err := ws.Stat(e.ctx, cpDir)
+	require.NoError(t, err)
+	assert.Greater(t, dfi.Size, fi.Size, "the directory's size counts its checkpoint.json")
+	ls, _, err := ws.ListPage(e.ctx, cpDir, 1, vfs.ListPage{Limit: 2})
+	require.NoError(t, err)
+	require.NotEmpty(t, ls)
+	assert.Equal(t, fi.Size, ls[0].Size, "checkpoint.json listed with its size")
+	rc, ofi, err := ws.Open(e.ctx, cpFile)
+	require.NoError(t, err)
+	h := cas.NewHasher()
+	n, err := io.Copy(h, rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
+	peak := stop()
+	t.Logf("heap peak %.1f MiB above %.1f MiB, checkpoint.json %.1f MiB", float64(int64(peak)-int64(base))/(1<<20), float64(base)/(1<<20), float64(fi.Size)/(1<<20))
+	assert.Equal(t, fi.Size, n)
+	assert.Equal(t, fi.Hash, h.Sum(), "the stream is the content its stat names")
+	assert.Equal(t, fi.Hash, ofi.Hash)
+	assert.Less(t, int64(peak)-int64(base), fi.Size, "heap above the %d bytes held before, for a %d-byte checkpoint.json", base, fi.Size)
 }

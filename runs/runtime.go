@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
@@ -19,10 +20,55 @@ type runtimeView struct {
 	root   cas.Hash // the tree that holds rel
 	rel    vfs.Path // p within root
 	prefix vfs.Path // what rel's paths are below in the host's view
-	gen    []byte   // derived content, when the path names a derived file
+	gen    *derived // when the path names a derived file
 	// extra is a derived file listed beside the entries of a checkpoint's
 	// directory (its checkpoint.json).
 	extra *vfs.FileInfo
+}
+
+// derived is a runtime file the store derives rather than stores
+// (manifest.json, a checkpoint's checkpoint.json): its size and hash, and
+// a function that writes its content on demand, so a large one is never
+// held whole.
+type derived struct {
+	size  int64
+	hash  cas.Hash
+	write func(ctx context.Context, w io.Writer) error
+}
+
+// heldDerived is a derived file whose content is b.
+func heldDerived(b []byte) *derived {
+	return &derived{size: int64(len(b)), hash: cas.Sum(b), write: func(_ context.Context, w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	}}
+}
+
+// open returns d's content as a stream: written by a goroutine into a
+// pipe, which Close of the reader ends.
+func (d *derived) open(ctx context.Context) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(d.write(ctx, pw)) }()
+	return pr
+}
+
+// read is ReadRange of d, streamed, with the limit every read keeps (as
+// readHeld).
+func (d *derived) read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (vfs.ReadResult, error) {
+	rc := d.open(ctx)
+	defer rc.Close()
+	return vfs.ReadRangeFrom(p, rc, d.size, opt, MaxReadBytes)
+}
+
+// counter counts and hashes what is written to it.
+type counter struct {
+	n int64
+	h *cas.Hasher
+}
+
+func (c *counter) Write(b []byte) (int, error) {
+	c.n += int64(len(b))
+	return c.h.Write(b)
 }
 
 // runtime resolves p, for the host scope, when it names a runtime file:
@@ -56,7 +102,7 @@ func (w *Workspace) runtime(ctx context.Context, tx *index.Tx, run Run, p vfs.Pa
 		if err != nil {
 			return v, true, fmt.Errorf("manifest.json: %w", err)
 		}
-		return runtimeView{gen: append(b, '\n')}, true, nil
+		return runtimeView{gen: heldDerived(append(b, '\n'))}, true, nil
 	case top == CheckpointsRoot:
 		if len(segs) == 1 {
 			return v, true, wserr.New(wserr.InvalidArgument, "read", p.String(), "name a checkpoint: checkpoints/cp_000001/ (wsctl checkpoints lists them)")
@@ -71,8 +117,8 @@ func (w *Workspace) runtime(ctx context.Context, tx *index.Tx, run Run, p vfs.Pa
 		}
 		dir := child(vfs.MustPath(CheckpointsRoot), segs[1])
 		if len(segs) == 3 && segs[2] == CheckpointFile {
-			b, err := w.checkpointView(ctx, tx, cp)
-			return runtimeView{gen: b}, true, err
+			d, err := w.checkpointView(ctx, tx, cp)
+			return runtimeView{gen: d}, true, err
 		}
 		rel := vfs.Root()
 		for _, s := range segs[2:] {
@@ -80,11 +126,11 @@ func (w *Workspace) runtime(ctx context.Context, tx *index.Tx, run Run, p vfs.Pa
 		}
 		v = runtimeView{root: cp.Root, rel: rel, prefix: dir}
 		if len(segs) == 2 {
-			b, err := w.checkpointView(ctx, tx, cp)
+			d, err := w.checkpointView(ctx, tx, cp)
 			if err != nil {
 				return v, true, err
 			}
-			v.extra = &vfs.FileInfo{Path: child(dir, CheckpointFile), Kind: vfs.KindFile, Size: int64(len(b)), Hash: cas.Sum(b), Resource: vfs.ResourceVirtual}
+			v.extra = &vfs.FileInfo{Path: child(dir, CheckpointFile), Kind: vfs.KindFile, Size: d.size, Hash: d.hash, Resource: vfs.ResourceVirtual}
 		}
 		return v, true, nil
 	}
@@ -92,24 +138,32 @@ func (w *Workspace) runtime(ctx context.Context, tx *index.Tx, run Run, p vfs.Pa
 }
 
 // checkpointView is cp's checkpoint.json, as checkpoint.Store.View
-// derives it.
-func (w *Workspace) checkpointView(ctx context.Context, tx *index.Tx, cp checkpoint.Checkpoint) ([]byte, error) {
+// derives it: streamed from cp's tree once here (in tx) for its size and
+// hash, and again, through the read pool, each time it is read, so a
+// checkpoint of any size costs bounded memory. Its tree is immutable
+// while cp exists (a read that outlives cp's deletion and collection
+// fails).
+func (w *Workspace) checkpointView(ctx context.Context, tx *index.Tx, cp checkpoint.Checkpoint) (*derived, error) {
 	v := checkpoint.View{ID: cp.ID, Seq: cp.Seq, RunID: cp.RunID, CreatedAt: cp.CreatedAt, Reason: cp.Reason,
-		EventSeq: cp.EventSeq, Parent: cp.Parent, Root: cp.Root, Files: []checkpoint.FileRef{}}
-	err := w.s.trees.Walk(ctx, tx, cp.Root, func(p vfs.Path, e vfs.Entry) error {
-		if e.Kind == vfs.KindFile {
-			v.Files = append(v.Files, checkpoint.FileRef{Path: p.String(), Hash: e.Hash, Bytes: e.Size})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		EventSeq: cp.EventSeq, Parent: cp.Parent, Root: cp.Root}
+	write := func(ctx context.Context, tx *index.Tx, out io.Writer) error {
+		return checkpoint.WriteJSON(ctx, out, v, func(fn func(checkpoint.FileRef) error) error {
+			return w.s.trees.Walk(ctx, tx, cp.Root, func(p vfs.Path, e vfs.Entry) error {
+				if e.Kind != vfs.KindFile {
+					return nil
+				}
+				return fn(checkpoint.FileRef{Path: p.String(), Hash: e.Hash, Bytes: e.Size})
+			})
+		})
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	c := &counter{h: cas.NewHasher()}
+	defer c.h.Release()
+	if err := write(ctx, tx, c); err != nil {
 		return nil, fmt.Errorf("checkpoint.json: %w", err)
 	}
-	return append(b, '\n'), nil
+	return &derived{size: c.n, hash: c.h.Sum(), write: func(ctx context.Context, out io.Writer) error {
+		return write(ctx, nil, out)
+	}}, nil
 }
 
 // full is rel's path in the host's view.
@@ -123,7 +177,7 @@ func (v runtimeView) info(p vfs.Path, e vfs.Entry) vfs.FileInfo {
 
 // genInfo describes a derived runtime file.
 func (v runtimeView) genInfo(p vfs.Path) vfs.FileInfo {
-	return vfs.FileInfo{Path: p, Kind: vfs.KindFile, Size: int64(len(v.gen)), Hash: cas.Sum(v.gen), Resource: vfs.ResourceVirtual}
+	return vfs.FileInfo{Path: p, Kind: vfs.KindFile, Size: v.gen.size, Hash: v.gen.hash, Resource: vfs.ResourceVirtual}
 }
 
 // stat describes p in v.

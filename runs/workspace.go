@@ -227,7 +227,7 @@ func (w *Workspace) Read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (
 	}
 	var res vfs.ReadResult
 	if gen != nil {
-		res, err = readHeld(p, gen, opt)
+		res, err = gen.read(ctx, p, opt)
 	} else {
 		res, err = w.readStored(ctx, p, fi, opt)
 	}
@@ -254,8 +254,8 @@ func (w *Workspace) readVirtual(ctx context.Context, p vfs.Path, opt vfs.ReadOpt
 	return res, nil
 }
 
-// readHeld is ReadRange of content already in memory (a virtual resource,
-// a derived runtime file such as a checkpoint.json), with the limit every
+// readHeld is ReadRange of content already in memory (a virtual
+// resource), with the limit every
 // read keeps: over MaxReadBytes a whole read fails with
 // workspace.size_limit_exceeded and a range is cut to what fits.
 func readHeld(p vfs.Path, content []byte, opt vfs.ReadOptions) (vfs.ReadResult, error) {
@@ -266,7 +266,7 @@ func readHeld(p vfs.Path, content []byte, opt vfs.ReadOptions) (vfs.ReadResult, 
 // runtime files (gen then holds a derived one's content). It fails with
 // workspace.file_not_found, workspace.path_is_directory or
 // workspace.path_not_visible.
-func (w *Workspace) lookupFile(ctx context.Context, op string, p vfs.Path) (fi vfs.FileInfo, gen []byte, err error) {
+func (w *Workspace) lookupFile(ctx context.Context, op string, p vfs.Path) (fi vfs.FileInfo, gen *derived, err error) {
 	err = w.s.db.View(ctx, func(tx *index.Tx) error {
 		run, root, err := w.root(ctx, tx)
 		if err != nil {
