@@ -148,8 +148,11 @@ func TestDeleteAndPrefix(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"keep", "keep/temp.md", "reports", "reports/2026-01.md"}, paths(ls))
 
-	_, err = s.Actors.DeleteByPrefix(ctx, "alice", "")
-	assert.True(t, wserr.Is(err, wserr.InvalidPath), "%v", err)
+	for _, empty := range []string{"", "/", "//"} {
+		_, err = s.Actors.DeleteByPrefix(ctx, "alice", empty)
+		assert.True(t, wserr.Is(err, wserr.InvalidPath), "%v", err)
+		assert.ErrorContains(t, err, "whole space", "%q", empty)
+	}
 	_, err = s.Actors.DeleteByPrefix(ctx, "alice", "../")
 	assert.True(t, wserr.Is(err, wserr.InvalidPath), "%v", err)
 

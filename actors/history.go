@@ -27,6 +27,9 @@ func (s *Spaces) DeleteByPrefix(ctx context.Context, actor, prefix string) (Chan
 	if err != nil {
 		return Change{}, err
 	}
+	if strings.Trim(prefix, "/") == "" {
+		return Change{}, wserr.New(wserr.InvalidPath, "delete by prefix", prefix, "an empty prefix would name the whole space: delete its files or directories by name")
+	}
 	dirOnly := strings.HasSuffix(prefix, "/")
 	dir, base, err := splitPrefix(strings.TrimSuffix(prefix, "/"), dirOnly)
 	if err != nil {
