@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -233,6 +234,52 @@ func TestImportRefusesDamage(t *testing.T) {
 			require.Error(t, err)
 			assert.Equal(t, tc.code, wserr.CodeOf(err), "%v", err)
 			t.Logf("%v", err)
+			assertEmpty(t, dst)
+		})
+	}
+}
+
+// TestImportNamesAStrayEntry: an entry the format does not have (a name
+// that climbs out of a directory, a blob after the trees), where the rows
+// belong, is archive.corrupt naming that entry, not a records entry said
+// to be missing; nothing is written under its name.
+func TestImportNamesAStrayEntry(t *testing.T) {
+	src := open(t)
+	populate(t, src)
+	arc, _ := export(t, src, archive.Scope{All: true})
+	blob := find(t, layout(t, arc), "blobs/", 0)
+	for _, tc := range []struct{ test, name string }{{"NameClimbsOut", "../../stray"}, {"BlobAfterTrees", blob.name}} {
+		name := tc.name
+		t.Run(tc.test, func(t *testing.T) {
+			tr := tar.NewReader(bytes.NewReader(arc))
+			var out bytes.Buffer
+			tw := tar.NewWriter(&out)
+			for {
+				hdr, err := tr.Next()
+				if err == io.EOF {
+					break
+				}
+				require.NoError(t, err)
+				b, err := io.ReadAll(tr)
+				require.NoError(t, err)
+				if hdr.Name == "records.jsonl" {
+					stray := *hdr
+					stray.Name, stray.Size = name, 1
+					require.NoError(t, tw.WriteHeader(&stray))
+					_, err = tw.Write([]byte("x"))
+					require.NoError(t, err)
+				}
+				require.NoError(t, tw.WriteHeader(hdr))
+				_, err = tw.Write(b)
+				require.NoError(t, err)
+			}
+			require.NoError(t, tw.Close())
+			dst := open(t)
+			_, err := dst.Archive.Import(context.Background(), &out, archive.Options{})
+			require.Error(t, err)
+			assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
+			assert.Contains(t, err.Error(), strconv.Quote(name))
+			assert.NotContains(t, err.Error(), "missing")
 			assertEmpty(t, dst)
 		})
 	}

@@ -20,8 +20,14 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// treeBatch is how many trees one write transaction of an import stores.
-const treeBatch = 256
+// treeBatch is how many trees one write transaction of an import stores,
+// and treeBatchBytes how many bytes of encoded trees: a batch ends at
+// whichever comes first, so the decoded entries it holds stay bounded
+// (a small multiple of its encoded bytes) however wide the directories are.
+const (
+	treeBatch      = 256
+	treeBatchBytes = 4 << 20
+)
 
 // corrupt is the error of an archive that fails verification.
 func corrupt(format string, args ...any) error {
@@ -580,6 +586,7 @@ func (im *importer) stillStored(ctx context.Context, tx *index.Tx) error {
 func (im *importer) readTrees(ctx context.Context) error {
 	var pending [][]vfs.Entry
 	var want []cas.Hash
+	var pendingBytes int
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
@@ -596,7 +603,9 @@ func (im *importer) readTrees(ctx context.Context) error {
 			}
 			return nil
 		})
-		pending, want = pending[:0], want[:0]
+		// Cleared, so the entries of the stored trees can be collected.
+		clear(pending)
+		pending, want, pendingBytes = pending[:0], want[:0], 0
 		return err
 	}
 	for {
@@ -654,8 +663,8 @@ func (im *importer) readTrees(ctx context.Context) error {
 		}
 		im.gotT[h] = total
 		im.sum.Trees++
-		pending, want = append(pending, es), append(want, h)
-		if len(pending) == treeBatch {
+		pending, want, pendingBytes = append(pending, es), append(want, h), pendingBytes+len(b)
+		if len(pending) == treeBatch || pendingBytes >= treeBatchBytes {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -678,8 +687,13 @@ func (im *importer) tree(what string, h cas.Hash) error {
 // records writes the rows in tx, then checks the end entry: an error
 // anywhere rolls every row back.
 func (im *importer) records(ctx context.Context, tx *index.Tx) error {
-	if im.hdr == nil || im.hdr.Name != recordsName {
+	if im.hdr == nil {
 		return corrupt("entry %s missing", recordsName)
+	}
+	if im.hdr.Name != recordsName {
+		// A stray entry, or a blob after the trees: named, rather than
+		// called a missing records entry.
+		return corrupt("entry %q where %s belongs", im.hdr.Name, recordsName)
 	}
 	lines := bufio.NewReader(im.body())
 	var (

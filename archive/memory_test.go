@@ -284,3 +284,44 @@ func TestExportHoldsOneCommitAtATime(t *testing.T) {
 	t.Logf("export of %d commits of %d MiB: heap grew %d MiB at most", commits, runs.MaxMessageBytes*9/10>>20, grew>>20)
 	assert.Less(t, grew, uint64(48<<20), "one commit's message at a time, not all 72 MiB of them")
 }
+
+// TestImportHoldsFewTreeEntries: an import stores trees in batches, and a
+// batch is bounded by the bytes of its trees as well as by their number.
+// A run of a 3,000-file directory with 256 checkpoints, each changing one
+// file, has 256 versions of that directory: held 256 at a time, their
+// decoded entries took the heap 70 MiB up (19 MiB with the bound), growing
+// with the directory's width times the run's checkpoints.
+func TestImportHoldsFewTreeEntries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 256 versions of a wide directory")
+	}
+	const files, versions = 3000, 256
+	ctx := context.Background()
+	src := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "wide"}, RunID: "wide"})
+	require.NoError(t, err)
+	ws := src.Runs.Workspace("wide", runs.ModelScope)
+	name := func(i int) vfs.Path { return vfs.MustPath(fmt.Sprintf("output/file_with_a_longish_name_%06d.txt", i)) }
+	edits := make([]runs.Edit, files)
+	for i := range edits {
+		edits[i] = runs.Edit{Path: name(i), Content: []byte(strconv.Itoa(i))}
+	}
+	_, err = ws.Apply(ctx, edits)
+	require.NoError(t, err)
+	for v := range versions {
+		_, err = ws.Write(ctx, name(v*7), []byte(fmt.Sprintf("version %d", v)), vfs.WriteOptions{})
+		require.NoError(t, err)
+	}
+	path := exportFile(t, src, archive.Scope{All: true})
+
+	dst := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	var sum archive.Summary
+	grew := heapPeak(t, func() {
+		sum, err = importFile(t, dst, path, archive.Options{})
+	})
+	require.NoError(t, err)
+	require.Greater(t, sum.Trees, int64(versions))
+	t.Logf("import of %d trees of %d entries: heap grew %d MiB at most", sum.Trees, files, grew>>20)
+	assert.Less(t, grew, uint64(32<<20), "trees held by their bytes, not only by their number")
+}

@@ -58,7 +58,9 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 		}
 		f, err := wsstore.OpenArchiveFile(args[0])
 		if err != nil {
-			return err
+			// A directory named as the archive came from the command
+			// line, as export's does.
+			return asArgError("import", err)
 		}
 		defer f.Close()
 		in = f

@@ -126,9 +126,13 @@ func TestNegativeGraceIsRefused(t *testing.T) {
 }
 
 // TestImportOfADirectoryIsAUsageError: a directory named as the archive is
-// refused as export refuses one (status 2), not read as a damaged archive.
+// refused as export refuses one (status 2, wsctl.invalid_argument, never a
+// workspace. code), not read as a damaged archive.
 func TestImportOfADirectoryIsAUsageError(t *testing.T) {
 	c := newCLI(t)
 	c.ok("init")
-	assert.Contains(t, c.fails(2, "import", t.TempDir()), "is a directory")
+	errOut := c.fails(2, "import", t.TempDir())
+	assert.Contains(t, errOut, "is a directory")
+	assert.Contains(t, errOut, "wsctl.invalid_argument")
+	assert.NotContains(t, errOut, "workspace.")
 }
