@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/index"
@@ -36,7 +38,9 @@ func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope
 // file system; op names the operation in its errors. The content is
 // written beside path and renamed onto it once complete and synced, so a
 // failure (of fill, or of the disk) leaves no partial file and never a
-// truncated one in path's place; a file it replaces keeps its permission
+// truncated one in path's place (the file a killed process left beside
+// path is removed by a later WriteFile to path, once an hour old); a file
+// it replaces keeps its permission
 // bits, a new one is readable by its owner alone. A symbolic link is
 // followed: the file it leads to is replaced, and the link stays. A path
 // that is not a regular file (a named pipe, a device, /dev/stdout) is
@@ -83,6 +87,7 @@ func (s *Store) WriteFile(op, path string, fill func(w io.Writer) error) error {
 		// path names cannot be told, so nothing is put in its place.
 		return wserr.Wrap(wserr.InvalidArgument, op, path, err)
 	}
+	clearOldWrites(path)
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		if ferr := wserr.FSFault(op, path, err); ferr != err {
@@ -115,6 +120,31 @@ func (s *Store) WriteFile(op, path string, fill func(w io.Writer) error) error {
 	}
 	tmp = nil
 	return nil
+}
+
+// staleWrite is how long a WriteFile's file beside path may go unwritten
+// before another WriteFile to path takes it for one a killed process left.
+const staleWrite = time.Hour
+
+// clearOldWrites removes the files WriteFile began beside path (".NAME."
+// and the digits os.CreateTemp adds) that nothing has written to for
+// staleWrite: a process killed while writing leaves its file there, and
+// one still writing keeps touching its own.
+func clearOldWrites(path string) {
+	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+"."
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range es {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleWrite {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // writeInto writes what fill writes into path, a pipe or a device that

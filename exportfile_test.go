@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,4 +104,41 @@ func TestExportOfWhatChangesMeanwhile(t *testing.T) {
 	rep, err := st.Fsck(ctx, nil)
 	require.NoError(t, err)
 	assert.Empty(t, rep.Problems)
+}
+
+// TestExportFileClearsWhatAKilledExportLeft: the file an export killed
+// while writing left beside its path (".NAME." and digits) is removed by
+// the next export to that path once nothing has written to it for an
+// hour; one written to within the hour (another export still running),
+// and files of other names, stay.
+func TestExportFileClearsWhatAKilledExportLeft(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.wsar")
+	old := time.Now().Add(-2 * time.Hour)
+	files := map[string]bool{ // name: still there after the export
+		".out.wsar.1234567":  false,
+		".out.wsar.89":       true, // written to just now
+		".out.wsar.notdigit": true,
+		".other.wsar.1234":   true,
+		"out.wsar.1234":      true,
+	}
+	for name := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte("partial"), 0o600))
+		if name != ".out.wsar.89" {
+			require.NoError(t, os.Chtimes(p, old, old))
+		}
+	}
+	_, err = st.ExportFile(ctx, path, archive.Scope{All: true}, archive.Options{})
+	require.NoError(t, err)
+	for name, kept := range files {
+		_, err := os.Stat(filepath.Join(dir, name))
+		assert.Equal(t, kept, err == nil, "%s: %v", name, err)
+	}
+	_, err = os.Stat(path)
+	assert.NoError(t, err)
 }
