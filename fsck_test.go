@@ -2,6 +2,7 @@ package wsstore_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -114,6 +115,14 @@ func TestFsck(t *testing.T) {
 			e.exec(`UPDATE trees SET data = substr(data, 1, 1) || (SELECT substr(b.data, 2, 1) FROM trees b
 				WHERE b.hash = trees.base) || substr(data, 3) WHERE hash = ?`, h)
 			return []wsstore.Problem{{Kind: "tree", Ref: h.String(), Detail: "does not follow its base"}}
+		}},
+		{name: "Tree/NotListedInTreeRefs", damage: func(e *env) []wsstore.Problem {
+			// The collection after a deletion takes a lookup in tree_refs
+			// that finds nothing as proof that no tree names an object:
+			// a list row lost would let it delete a file both runs hold.
+			h := cas.Sum([]byte("# Shared\nboth runs write this\n"))
+			e.exec(`DELETE FROM tree_refs WHERE child = ?`, int64(binary.BigEndian.Uint64(h[:8])))
+			return []wsstore.Problem{{Kind: "tree", Detail: "names blob " + h.String() + ", which tree_refs does not list"}}
 		}},
 		{name: "Reference/RootMissing", damage: func(e *env) []wsstore.Problem {
 			run, err := e.s.Runs.Run(e.ctx, "run_a")

@@ -16,7 +16,8 @@ import (
 type Problem struct {
 	// Kind is "blob" or "chunk" (stored bytes do not decode or hash to
 	// their address), "tree" (a tree row does not hash to its address or
-	// does not decode), "reference" (something names an object or run that
+	// does not decode, or tree_refs, which the collection after a deletion
+	// trusts, does not list it under an object it names), "reference" (something names an object or run that
 	// does not exist), "event" (a journal payload that does not decode; Ref
 	// is run#seq) or "sqlite" (SQLite's own checks, and a database that is
 	// not a store).
@@ -188,7 +189,9 @@ func (f *fsck) phase(name string, err error) error {
 }
 
 // trees checks that every tree row decodes (a patch, through its chain of
-// bases) and hashes to its address, and returns the trees that do not.
+// bases) and hashes to its address, and returns the trees that do not. A
+// sound row that tree_refs does not list under what it names is reported
+// too, but still followed: what it names may be whole.
 func (f *fsck) trees(ctx context.Context, tx *index.Tx, w *work, progress func(string, int, int)) (*objMap, error) {
 	bad := w.newMap()
 	var err error
@@ -198,7 +201,8 @@ func (f *fsck) trees(ctx context.Context, tx *index.Tx, w *work, progress func(s
 			if _, aerr := bad.addNew(object{objTree, h}); aerr != nil && err == nil {
 				err = aerr
 			}
-		})
+		},
+		func(h cas.Hash, detail string) { f.add("tree", h.String(), "%s", detail) })
 	f.rep.Trees = n
 	if verr != nil {
 		return bad, verr

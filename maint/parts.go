@@ -122,9 +122,9 @@ type TreeSweeper interface {
 }
 
 // TreeVerifier checks that every tree row decodes and hashes to its
-// address.
+// address, and that the list of what each names is whole.
 type TreeVerifier interface {
-	VerifyTreeRows(ctx context.Context, tx *index.Tx, progress func(done, total int), problem func(h cas.Hash, detail string)) (int, error)
+	VerifyTreeRows(ctx context.Context, tx *index.Tx, progress func(done, total int), problem, unlisted func(h cas.Hash, detail string)) (int, error)
 }
 
 // Trees is what maintenance needs of the tree store; *vfs.Trees implements

@@ -216,11 +216,16 @@ func (t *Trees) SweepTrees(ctx context.Context, tx *index.Tx, hs []cas.Hash, cut
 
 // VerifyTreeRows checks that every tree row in tx decodes (a patch,
 // through its chain of bases) and hashes to its address, calling problem
-// for each that does not, and returns how many rows it checked. progress,
+// for each that does not, and returns how many rows it checked. Once the
+// lists are filled in (RefsReady) it also checks that tree_refs lists
+// each sound row under everything the row names, calling unlisted for
+// each object it does not: a collection after a deletion takes a lookup
+// that finds no list as proof that nothing names the object, and would
+// delete it. progress,
 // if not nil, is called with the rows done and the total, first with 0
 // done. The error is only for a check that cannot run (a cancelled ctx, a
 // failed read); what the check finds goes to problem.
-func (t *Trees) VerifyTreeRows(ctx context.Context, tx *index.Tx, progress func(done, total int), problem func(h cas.Hash, detail string)) (int, error) {
+func (t *Trees) VerifyTreeRows(ctx context.Context, tx *index.Tx, progress func(done, total int), problem, unlisted func(h cas.Hash, detail string)) (int, error) {
 	if progress == nil {
 		progress = func(int, int) {}
 	}
@@ -229,12 +234,21 @@ func (t *Trees) VerifyTreeRows(ctx context.Context, tx *index.Tx, progress func(
 		return 0, index.Translate(err)
 	}
 	progress(0, total)
+	ready, err := t.RefsReady(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
 	rr, err := t.OpenRowReader(ctx, tx)
 	if err != nil {
 		return 0, err
 	}
 	defer rr.Close()
-	rows, err := tx.QueryxContext(ctx, `SELECT hash, data, base IS NOT NULL FROM trees`)
+	listed, err := tx.PreparexContext(ctx, `SELECT EXISTS (SELECT 1 FROM tree_refs WHERE child = ? AND parent = ?)`)
+	if err != nil {
+		return 0, fmt.Errorf("prepare: %w", index.Translate(err))
+	}
+	defer listed.Close()
+	rows, err := tx.QueryxContext(ctx, `SELECT hash, data, base FROM trees`)
 	if err != nil {
 		return 0, index.Translate(err)
 	}
@@ -242,25 +256,33 @@ func (t *Trees) VerifyTreeRows(ctx context.Context, tx *index.Tx, progress func(
 	n := 0
 	for rows.Next() {
 		var h cas.Hash
-		var data []byte
-		var patched bool
-		if err := rows.Scan(&h, &data, &patched); err != nil {
+		var data, base []byte
+		if err := rows.Scan(&h, &data, &base); err != nil {
 			return n, index.Translate(err)
 		}
 		n++
-		if patched {
+		sound := true
+		if base != nil {
 			if _, _, _, err := rr.Refs(h); err != nil {
 				if !wserr.Is(err, wserr.Corrupt) {
 					return n, err
 				}
 				problem(h, "does not decode: "+wserr.MessageOf(err))
+				sound = false
 			}
 		} else {
 			switch _, err := DecodeTree(data); {
 			case TreeHash(data) != h:
 				problem(h, fmt.Sprintf("does not hash to its address (it hashes to %s)", TreeHash(data)))
+				sound = false
 			case err != nil:
 				problem(h, "does not decode: "+wserr.MessageOf(err))
+				sound = false
+			}
+		}
+		if sound && ready {
+			if err := checkListed(ctx, listed, h, data, base, unlisted); err != nil {
+				return n, err
 			}
 		}
 		progress(n, total)
@@ -269,4 +291,33 @@ func (t *Trees) VerifyTreeRows(ctx context.Context, tx *index.Tx, progress func(
 		}
 	}
 	return n, index.Translate(rows.Err())
+}
+
+// checkListed calls unlisted for each object tree row h (data, base)
+// names that tree_refs does not list under h.
+func checkListed(ctx context.Context, listed *sqlx.Stmt, h cas.Hash, data, base []byte, unlisted func(h cas.Hash, detail string)) error {
+	refs, err := rowRefs(data, base)
+	if err != nil {
+		return nil // reported as not decoding
+	}
+	seen := make(map[int64]bool, len(refs))
+	for _, r := range refs {
+		k := refKey(r.Hash)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		var ok bool
+		if err := listed.QueryRowContext(ctx, k, h[:]).Scan(&ok); err != nil {
+			return fmt.Errorf("tree refs: %w", index.Translate(err))
+		}
+		if !ok {
+			kind := "blob"
+			if r.Kind == CandidateTree {
+				kind = "tree"
+			}
+			unlisted(h, fmt.Sprintf("names %s %s, which tree_refs does not list under it (a collection after a deletion could delete it)", kind, r.Hash))
+		}
+	}
+	return nil
 }

@@ -19,10 +19,11 @@ import (
 
 type actorOptions struct {
 	globals
-	depth int
-	keep  int
-	grace string
-	in    io.Reader
+	depth    int
+	keep     int
+	grace    string
+	graceSet bool // --grace was given: an empty one is refused, not the default
+	in       io.Reader
 }
 
 // newActorCmd builds "wsctl actor", seed 004's Workspace API on the
@@ -52,6 +53,7 @@ wsctl.invalid_argument, status 2.`,
 		c := &cobra.Command{Use: use, Short: short, Args: args}
 		c.RunE = a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			o.in = c.InOrStdin()
+			o.graceSet = c.Flags().Changed("grace")
 			err := run(ctx, o, args)
 			if len(args) > 0 {
 				// The actor, and the path after it, came from the
@@ -229,13 +231,17 @@ type actorGCResult struct {
 func runActorGC(ctx context.Context, o actorOptions, args []string) error {
 	opt := actors.GCOptions{KeepVersions: o.keep}
 	if len(args) > 0 {
+		if args[0] == "" {
+			// Not every actor: that is "actor gc" with no ACTOR.
+			return wserr.New(protocol.CodeInvalidArgument, "actor gc", "", "actor name is empty: name an actor, or none for every actor")
+		}
 		opt.Actor = args[0]
 	}
 	if o.keep < 1 {
 		return wserr.New(protocol.CodeInvalidArgument, "actor gc", "", "--keep %d: keep at least the live version", o.keep)
 	}
 	gc := wsstore.GCOptions{Now: o.now}
-	if o.grace != "" {
+	if o.graceSet {
 		d, err := time.ParseDuration(o.grace)
 		if err != nil || d < 0 {
 			return wserr.New(protocol.CodeInvalidArgument, "actor gc", "", "--grace %q is not a duration such as 15m or 0", o.grace)

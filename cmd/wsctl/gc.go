@@ -12,13 +12,15 @@ import (
 
 type gcOptions struct {
 	globals
-	dryRun bool
-	grace  string
+	dryRun   bool
+	grace    string
+	graceSet bool // --grace was given: an empty one is refused, not the default
 }
 
 func newGCCmd(a *app) *cobra.Command {
 	var o gcOptions
-	cmd := &cobra.Command{
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
 		Use:   "gc",
 		Short: "Delete the stored files and trees no run, checkpoint or chat reaches",
 		Long: `gc deletes the blobs, chunks and trees that no root reaches (run roots,
@@ -39,6 +41,7 @@ auto-vacuum (every store this build creates), and "wsctl vacuum" rebuilds
 older stores whole.`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			o.graceSet = cmd.Flags().Changed("grace")
 			return runGC(ctx, o, args)
 		}),
 	}
@@ -49,7 +52,7 @@ older stores whole.`,
 
 func runGC(ctx context.Context, o gcOptions, _ []string) error {
 	opts := wsstore.GCOptions{DryRun: o.dryRun, Now: o.now}
-	if o.grace != "" {
+	if o.graceSet {
 		d, err := time.ParseDuration(o.grace)
 		if err != nil || d < 0 {
 			return argError("gc", "--grace %q is not a duration such as 15m or 0", o.grace)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"os"
 	"path/filepath"
@@ -52,6 +53,48 @@ func TestCommandLineMistakesAreCoded(t *testing.T) {
 		assert.NotContains(t, errOut, "workspace.", "%v", args)
 		assert.NotContains(t, errOut, "wsctl: wsctl:", "%v", args)
 	}
+}
+
+// TestEmptyValuesAreRefusedNotWidened: an empty --chat, --grace or actor
+// (a script's unset variable) is a mistake, exit status 2 with nothing
+// changed, never read as the flag left out: policy --chat "" set the
+// store's policy, prune --chat "" pruned every chat, actor gc "" pruned
+// every actor and --grace "" ran with the default grace.
+func TestEmptyValuesAreRefusedNotWidened(t *testing.T) {
+	c := newCLI(t)
+	st := c.open()
+	c.seedRun(st, "r1")
+	_, err := st.Runs.Finish(context.Background(), "r1")
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	file := filepath.Join(t.TempDir(), "file")
+	for _, content := range []string{"one", "two"} {
+		require.NoError(t, os.WriteFile(file, []byte(content), 0o644))
+		c.ok("actor", "upload", "bob", "x.md", file)
+	}
+	for _, args := range [][]string{
+		{"policy", "--chat", "", "--set", "keepCompletedRuns=0"},
+		{"policy", "--chat="},
+		{"prune", "--chat", ""},
+		{"actor", "gc", ""},
+		{"actor", "gc", "--grace", ""},
+		{"gc", "--grace="},
+	} {
+		errOut := c.fails(2, args...)
+		assert.Contains(t, errOut, "wsctl.invalid_argument", "%v", args)
+		assert.NotContains(t, errOut, "workspace.", "%v", args)
+	}
+	var pol struct {
+		Policy map[string]any `json:"policy"`
+	}
+	c.jsonOut(&pol, "policy")
+	assert.Empty(t, pol.Policy, "the store's policy is as it was")
+	assert.Contains(t, c.ok("runs"), "r1")
+	var stats struct {
+		Versions int `json:"versions"`
+	}
+	c.jsonOut(&stats, "actor", "stats", "bob")
+	assert.Equal(t, 2, stats.Versions, "no version pruned")
 }
 
 // TestSQLOnlyOnAStore: sql refuses a database that is not a store as every

@@ -17,13 +17,15 @@ import (
 
 type pruneOptions struct {
 	globals
-	dryRun bool
-	chat   string
+	dryRun  bool
+	chat    string
+	chatSet bool // --chat was given: an empty one is refused, not every chat
 }
 
 func newPruneCmd(a *app) *cobra.Command {
 	var o pruneOptions
-	cmd := &cobra.Command{
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
 		Use:   "prune",
 		Short: "Apply the retention policy: delete the runs and checkpoints it names",
 		Long: `prune applies the retention policy ("wsctl policy") to every chat, or to
@@ -37,6 +39,7 @@ deletions") with the setting that made it; the space is then reclaimed in
 bounded steps, without "wsctl gc" or "wsctl vacuum".`,
 		Args: exactArgs(0),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			o.chatSet = cmd.Flags().Changed("chat")
 			return runPrune(ctx, o)
 		}),
 	}
@@ -46,6 +49,9 @@ bounded steps, without "wsctl gc" or "wsctl vacuum".`,
 }
 
 func runPrune(ctx context.Context, o pruneOptions) error {
+	if o.chatSet && o.chat == "" {
+		return argError("prune", "--chat is empty: name a chat WORKSPACE id, or leave --chat out for every chat")
+	}
 	st, err := openStore(ctx, o.globals, readWrite)
 	if err != nil {
 		return err
@@ -194,13 +200,15 @@ func runDeletions(ctx context.Context, o deletionsOptions) error {
 
 type policyOptions struct {
 	globals
-	chat string
-	set  []string
+	chat    string
+	chatSet bool // --chat was given: an empty one is refused, not the store's
+	set     []string
 }
 
 func newPolicyCmd(a *app) *cobra.Command {
 	var o policyOptions
-	cmd := &cobra.Command{
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
 		Use:   "policy [--set NAME=VALUE]...",
 		Short: "Show or set the retention policy and the store cap",
 		Long: `policy prints the retention policy of the store, or of --chat (its
@@ -212,6 +220,7 @@ nothing: "wsctl prune", or the next run to finish when pruning is
 automatic, applies it.`,
 		Args: exactArgs(0),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+			o.chatSet = cmd.Flags().Changed("chat")
 			return runPolicy(ctx, o)
 		}),
 	}
@@ -221,6 +230,9 @@ automatic, applies it.`,
 }
 
 func runPolicy(ctx context.Context, o policyOptions) error {
+	if o.chatSet && o.chat == "" {
+		return argError("policy", "--chat is empty: name a chat WORKSPACE id, or leave --chat out for the store's policy")
+	}
 	mode := readOnly
 	if len(o.set) > 0 {
 		mode = readWrite
