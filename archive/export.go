@@ -147,7 +147,7 @@ func checkCheckpoints(r runs.RunRecord, cps []checkpoint.Record) (map[int64]bool
 }
 
 func changedError(err error) error {
-	return wserr.Wrap(wserr.Conflict, "export", "", fmt.Errorf("what the export selects changed while it was written (a run deleted or a checkpoint pruned, and its objects collected); export again: %w", err))
+	return wserr.Wrap(wserr.Conflict, "export", "", fmt.Errorf("what the export selects changed while it was written (a run deleted or ended, or a checkpoint pruned, and objects only it held collected); export again: %w", err))
 }
 
 func checkScope(s Scope) error {

@@ -16,9 +16,10 @@ import (
 type Problem struct {
 	// Kind is "blob" or "chunk" (stored bytes do not decode or hash to
 	// their address), "tree" (a tree row does not hash to its address or
-	// does not decode, or tree_refs, which the collection after a deletion
-	// trusts, does not list it under an object it names), "reference" (something names an object or run that
-	// does not exist), "event" (a journal payload that does not decode; Ref
+	// does not decode, or tree_refs, which the collection after a
+	// deletion trusts, does not list it under an object it names),
+	// "reference" (something names an object or run that does not
+	// exist), "event" (a journal payload that does not decode; Ref
 	// is run#seq) or "sqlite" (SQLite's own checks, and a database that is
 	// not a store).
 	Kind string `json:"kind"`
