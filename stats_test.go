@@ -1,6 +1,7 @@
 package wsstore_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -180,4 +181,30 @@ func TestStatsDeltaSavings(t *testing.T) {
 	deltas := e.sum(`SELECT sum(stored) FROM blobs WHERE codec = 3`)
 	assert.Positive(t, st.DeltaSavedBytes)
 	assert.Less(t, deltas, st.DeltaSavedBytes, "the deltas hold less than they saved")
+}
+
+// TestStatsCountsEveryView: content that only an actor space holds is
+// referenced too, so the dedup ratio counts it (a store of one actor file
+// read "dedup 0.6x", referenced counting only runs' roots); the live space
+// and each held version of it count it again.
+func TestStatsCountsEveryView(t *testing.T) {
+	e := newEnv(t)
+	e.create("chat-1", "run_a")
+	e.write("run_a", "output/a.txt", []byte("hello"))
+	before, err := e.s.Stats(e.ctx)
+	require.NoError(t, err)
+	report := bytes.Repeat([]byte("r"), 300_000)
+	_, err = e.s.Actors.Upload(e.ctx, "alice", "reports/r.md", bytes.NewReader(report))
+	require.NoError(t, err)
+	_, err = e.s.Actors.Upload(e.ctx, "alice", "notes.md", strings.NewReader("note"))
+	require.NoError(t, err)
+
+	st, err := e.s.Stats(e.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, before.BlobLogicalBytes+300_000+4, st.BlobLogicalBytes)
+	// Two versions of alice's space (the report, then the report and the
+	// note) and the live space, as a run's live root beside its last
+	// checkpoint.
+	assert.Equal(t, before.ReferencedBytes+300_000+2*(300_000+4), st.ReferencedBytes)
+	assert.GreaterOrEqual(t, st.DedupRatio, 1.0)
 }

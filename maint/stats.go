@@ -35,8 +35,10 @@ type Stats struct {
 	// TreeStoredBytes is the part of StoredBytes the encoded trees take.
 	TreeStoredBytes int64 `json:"treeStoredBytes"`
 	// ReferencedBytes is the logical size as the workspaces see it: the
-	// total size of every checkpoint's tree plus every live run root's,
-	// shared content counted each time it is seen.
+	// total size of every checkpoint's tree, every live run root's, every
+	// run's records tree, every chat's persist tree, every actor space
+	// and each of its versions still held, shared content counted each
+	// time it is seen.
 	ReferencedBytes int64 `json:"referencedBytes"`
 	// DedupRatio is ReferencedBytes / BlobLogicalBytes (0 with no blobs).
 	DedupRatio float64 `json:"dedupRatio"`
@@ -109,9 +111,10 @@ func (m *Maintainer) Stats(ctx context.Context) (Stats, error) {
 		}
 		defer g.close()
 		sizes := map[cas.Hash]int64{}
-		// Checkpoint roots, then live run roots.
+		// Every root a view of files reads: checkpoints, live runs, their
+		// records, chats' persist trees, actor space versions.
 		var roots []cas.Hash
-		for _, kind := range []string{"checkpoint", "run"} {
+		for _, kind := range []string{"checkpoint", "run", "records", "chat", "actor"} {
 			for _, r := range rs.roots {
 				if r.Kind == kind {
 					roots = append(roots, r.Hash)
