@@ -83,8 +83,47 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	infos, err := workspaceFor(st.Runs, runID, seq).List(ctx, vfs.Root(), allDepth)
+	// The trees of one moment: immutable, so walked page by page after
+	// the read that found them, never listed whole.
+	roots, err := checkoutRoots(ctx, st.Runs, st.Checkpoints, runID, seq)
 	if err != nil {
+		return err
+	}
+	ws := workspaceFor(st.Runs, runID, seq)
+	// each calls fn for every entry checked out: stored files and
+	// directories, not scratch/ (never exported, whether the run is still
+	// active or kept it after failing).
+	each := func(fn func(vfs.FileInfo) error) error {
+		for _, root := range roots {
+			err := st.Trees.ListFunc(ctx, nil, root, vfs.Root(), allDepth, vfs.Path{}, func(l vfs.Listed) error {
+				if l.Path.Top() == runs.ScratchRoot {
+					if l.Kind == vfs.KindDir {
+						return fs.SkipDir
+					}
+					return nil
+				}
+				return fn(vfs.FileInfo{Path: l.Path, Kind: l.Kind, Size: l.Size, Hash: l.Hash, Resource: vfs.ResourceMaterialized})
+			})
+			if wserr.Is(err, wserr.Corrupt) {
+				// A tree gone: the run or checkpoint deleted and collected
+				// meanwhile says so; else the store lost it.
+				if _, gone := checkoutRoots(context.WithoutCancel(ctx), st.Runs, st.Checkpoints, runID, seq); gone != nil {
+					return gone
+				}
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	total := 0
+	if err := each(func(fi vfs.FileInfo) error {
+		if fi.Kind != vfs.KindDir {
+			total++
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	created, err := newEmptyDir(dir)
@@ -112,43 +151,35 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	if seq != runs.Live {
 		res.Checkpoint = checkpoint.ID(seq)
 	}
-	var files []vfs.FileInfo
-	for _, fi := range infos {
-		switch {
-		case fi.Resource == vfs.ResourceVirtual || fi.Resource == vfs.ResourceHost:
-			// Not stored in the workspace: nothing to check out.
-		case fi.Path.Top() == runs.ScratchRoot:
-			// The scratch domain is never exported, whether the run is
-			// still active or kept it after failing.
-		case fi.Kind == vfs.KindDir:
-			if err := root.MkdirAll(filepath.FromSlash(fi.Path.String()), 0o755); err != nil {
-				return fmt.Errorf("checkout: %w", wserr.FSFault("checkout", fi.Path.String(), err))
-			}
-			res.Dirs++
-		default:
-			files = append(files, fi)
-		}
-	}
 	var blobs blobGetter = st.Blobs
 	if o.wrapBlobs != nil {
 		blobs = o.wrapBlobs(blobs)
 	}
 	bar := newProgress(o.globals)
 	defer bar.done()
-	ws := workspaceFor(st.Runs, runID, seq)
-	for i, fi := range files {
-		bar.update("checkout", i, len(files))
+	err = each(func(fi vfs.FileInfo) error {
+		if fi.Kind == vfs.KindDir {
+			if err := root.MkdirAll(filepath.FromSlash(fi.Path.String()), 0o755); err != nil {
+				return fmt.Errorf("checkout: %w", wserr.FSFault("checkout", fi.Path.String(), err))
+			}
+			res.Dirs++
+			return nil
+		}
+		bar.update("checkout", res.Files, total)
 		n, err := checkoutFile(ctx, blobs, root, fi)
-		// Contents gone since the listing: the run or checkpoint
+		// Contents gone since the trees were read: the run or checkpoint
 		// deleted, the file changed and collected, or lost.
-		err = ws.ContentMissing(ctx, "checkout", "checked out", fi.Path, fi.Hash, err)
-		if err != nil {
+		if err = ws.ContentMissing(ctx, "checkout", "checked out", fi.Path, fi.Hash, err); err != nil {
 			return err
 		}
 		res.Files++
 		res.Bytes += n
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	bar.update("checkout", len(files), len(files))
+	bar.update("checkout", total, total)
 	bar.done()
 	done = true
 	if o.json {
@@ -160,6 +191,28 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	}
 	_, err = fmt.Fprintf(o.out, "checked out %d files (%s) of %s at %s into %s\n", res.Files, humanBytes(res.Bytes), runID, from, dir)
 	return err
+}
+
+// checkoutRoots returns the trees a checkout of run at seq writes: the
+// checkpoint's, or the live run's root and its records (tool-args/,
+// tool-results/, model-responses/), read in one transaction.
+func checkoutRoots(ctx context.Context, svc *runs.Service, cps *checkpoint.Store, runID string, seq int64) ([]cas.Hash, error) {
+	if seq != runs.Live {
+		cp, err := cps.Get(ctx, nil, runID, seq)
+		if err != nil {
+			return nil, err
+		}
+		return []cas.Hash{cp.Root}, nil
+	}
+	run, err := svc.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	roots := []cas.Hash{run.Root}
+	if !run.Records.IsZero() {
+		roots = append(roots, run.Records)
+	}
+	return roots, nil
 }
 
 // blobGetter is what checkout needs of the content store.
