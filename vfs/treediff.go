@@ -67,7 +67,22 @@ func (d *differ) trees(dir Path, a, b cas.Hash) error {
 	if err != nil {
 		return err
 	}
-	// Merge the two sorted lists by name.
+	return mergeByName(as, bs, func(o, n *Entry) error {
+		switch {
+		case n == nil:
+			return d.side(childPath(dir, o.Name), *o, Deleted)
+		case o == nil:
+			return d.side(childPath(dir, n.Name), *n, Added)
+		default:
+			return d.entries(childPath(dir, o.Name), *o, *n)
+		}
+	})
+}
+
+// mergeByName calls fn for each name of as and bs, two directories'
+// entries sorted by name, in order: with both entries when both hold the
+// name, else with the one that does and nil. fn's first error ends it.
+func mergeByName(as, bs []Entry, fn func(a, b *Entry) error) error {
 	for len(as) > 0 || len(bs) > 0 {
 		var c int
 		switch {
@@ -78,15 +93,16 @@ func (d *differ) trees(dir Path, a, b cas.Hash) error {
 		default:
 			c = strings.Compare(as[0].Name, bs[0].Name)
 		}
+		var err error
 		switch {
 		case c < 0:
-			err = d.side(childPath(dir, as[0].Name), as[0], Deleted)
+			err = fn(&as[0], nil)
 			as = as[1:]
 		case c > 0:
-			err = d.side(childPath(dir, bs[0].Name), bs[0], Added)
+			err = fn(nil, &bs[0])
 			bs = bs[1:]
 		default:
-			err = d.entries(childPath(dir, as[0].Name), as[0], bs[0])
+			err = fn(&as[0], &bs[0])
 			as, bs = as[1:], bs[1:]
 		}
 		if err != nil {

@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"context"
-	"strings"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -53,40 +52,22 @@ func (t *Trees) totalsDelta(ctx context.Context, tx *index.Tx, a, b cas.Hash, d 
 	if err != nil {
 		return err
 	}
-	// Merge the two sorted lists by name.
-	for len(as) > 0 || len(bs) > 0 {
-		var c int
+	return mergeByName(as, bs, func(o, n *Entry) error {
 		switch {
-		case len(as) == 0:
-			c = 1
-		case len(bs) == 0:
-			c = -1
-		default:
-			c = strings.Compare(as[0].Name, bs[0].Name)
+		case n == nil:
+			return t.entryTotals(ctx, tx, *o, d, -1)
+		case o == nil:
+			return t.entryTotals(ctx, tx, *n, d, 1)
+		case *o == *n:
+			return nil
+		case o.Kind == KindDir && n.Kind == KindDir:
+			return t.totalsDelta(ctx, tx, o.Hash, n.Hash, d)
 		}
-		switch {
-		case c < 0:
-			err = t.entryTotals(ctx, tx, as[0], d, -1)
-			as = as[1:]
-		case c > 0:
-			err = t.entryTotals(ctx, tx, bs[0], d, 1)
-			bs = bs[1:]
-		case as[0] == bs[0]:
-			as, bs = as[1:], bs[1:]
-		case as[0].Kind == KindDir && bs[0].Kind == KindDir:
-			err = t.totalsDelta(ctx, tx, as[0].Hash, bs[0].Hash, d)
-			as, bs = as[1:], bs[1:]
-		default:
-			if err = t.entryTotals(ctx, tx, as[0], d, -1); err == nil {
-				err = t.entryTotals(ctx, tx, bs[0], d, 1)
-			}
-			as, bs = as[1:], bs[1:]
-		}
-		if err != nil {
+		if err := t.entryTotals(ctx, tx, *o, d, -1); err != nil {
 			return err
 		}
-	}
-	return nil
+		return t.entryTotals(ctx, tx, *n, d, 1)
+	})
 }
 
 // entryTotals adds (sign 1) or takes away (sign -1) the entry e: a file,
