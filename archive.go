@@ -88,7 +88,7 @@ func (s *Store) WriteFile(op, path string, fill func(w io.Writer) error) error {
 		return wserr.Wrap(wserr.InvalidArgument, op, path, err)
 	}
 	clearOldWrites(path)
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), writePrefix(path)+"*")
 	if err != nil {
 		if ferr := wserr.FSFault(op, path, err); ferr != err {
 			return ferr
@@ -126,12 +126,20 @@ func (s *Store) WriteFile(op, path string, fill func(w io.Writer) error) error {
 // before another WriteFile to path takes it for one a killed process left.
 const staleWrite = time.Hour
 
-// clearOldWrites removes the files WriteFile began beside path (".NAME."
-// and the digits os.CreateTemp adds) that nothing has written to for
-// staleWrite: a process killed while writing leaves its file there, and
-// one still writing keeps touching its own.
+// writePrefix is the name, but for the digits os.CreateTemp adds, of
+// the file WriteFile writes beside path: ".NAME.wsstore-". The mark
+// keeps clearOldWrites to files this package made, never one that merely
+// has path's name, a dot and digits (a dated copy, another program's).
+func writePrefix(path string) string {
+	return "." + filepath.Base(path) + ".wsstore-"
+}
+
+// clearOldWrites removes the files WriteFile began beside path
+// (writePrefix and digits) that nothing has written to for staleWrite: a
+// process killed while writing leaves its file there, and one still
+// writing keeps touching its own.
 func clearOldWrites(path string) {
-	dir, prefix := filepath.Dir(path), "."+filepath.Base(path)+"."
+	dir, prefix := filepath.Dir(path), writePrefix(path)
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -141,6 +149,8 @@ func clearOldWrites(path string) {
 		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || !e.Type().IsRegular() {
 			continue
 		}
+		// The wall clock, not the store's: it is compared with the file
+		// system's times.
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleWrite {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}

@@ -107,10 +107,10 @@ func TestExportOfWhatChangesMeanwhile(t *testing.T) {
 }
 
 // TestExportFileClearsWhatAKilledExportLeft: the file an export killed
-// while writing left beside its path (".NAME." and digits) is removed by
-// the next export to that path once nothing has written to it for an
-// hour; one written to within the hour (another export still running),
-// and files of other names, stay.
+// while writing left beside its path (".NAME.wsstore-" and digits) is
+// removed by the next export to that path once nothing has written to it
+// for an hour; one written to within the hour (another export still
+// running), and files of other names, stay.
 func TestExportFileClearsWhatAKilledExportLeft(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.OpenStore(t)
@@ -120,16 +120,16 @@ func TestExportFileClearsWhatAKilledExportLeft(t *testing.T) {
 	path := filepath.Join(dir, "out.wsar")
 	old := time.Now().Add(-2 * time.Hour)
 	files := map[string]bool{ // name: still there after the export
-		".out.wsar.1234567":  false,
-		".out.wsar.89":       true, // written to just now
-		".out.wsar.notdigit": true,
-		".other.wsar.1234":   true,
-		"out.wsar.1234":      true,
+		".out.wsar.wsstore-1234567":  false,
+		".out.wsar.wsstore-89":       true, // written to just now
+		".out.wsar.wsstore-notdigit": true,
+		".other.wsar.wsstore-1234":   true,
+		"out.wsar.wsstore-1234":      true,
 	}
 	for name := range files {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(p, []byte("partial"), 0o600))
-		if name != ".out.wsar.89" {
+		if name != ".out.wsar.wsstore-89" {
 			require.NoError(t, os.Chtimes(p, old, old))
 		}
 	}
@@ -141,4 +141,26 @@ func TestExportFileClearsWhatAKilledExportLeft(t *testing.T) {
 	}
 	_, err = os.Stat(path)
 	assert.NoError(t, err)
+}
+
+// TestExportFileKeepsFilesThatOnlyLookLikeItsOwn: a hidden file beside
+// the path whose name is the path's, a dot and digits (a dated copy
+// such as ".out.wsar.20240101", another program's) is the user's, however
+// old: an export, and an actor download, to the path leave it.
+func TestExportFileKeepsFilesThatOnlyLookLikeItsOwn(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.wsar")
+	mine := filepath.Join(dir, ".out.wsar.20240101")
+	require.NoError(t, os.WriteFile(mine, []byte("the user's own copy"), 0o600))
+	old := time.Now().Add(-48 * time.Hour)
+	require.NoError(t, os.Chtimes(mine, old, old))
+	_, err = st.ExportFile(ctx, path, archive.Scope{All: true}, archive.Options{})
+	require.NoError(t, err)
+	b, err := os.ReadFile(mine)
+	require.NoError(t, err, "the export removed a file it did not write")
+	assert.Equal(t, "the user's own copy", string(b))
 }

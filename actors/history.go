@@ -344,7 +344,9 @@ func (s *Spaces) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	err := s.db.Update(ctx, func(tx *index.Tx) error {
 		rep = GCReport{}
 		var rows []spaceRow
-		if err := tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated FROM actor_spaces
+		// With the totals: a gc change leaves the root, and so them, as
+		// they are (record would count a row without them whole).
+		if err := tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated, files, dirs, bytes FROM actor_spaces
 			WHERE ?1 = '' OR actor = ?1 ORDER BY actor`, opt.Actor); err != nil {
 			return index.Translate(err)
 		}

@@ -133,7 +133,8 @@ type spaceRow struct {
 	Created int64    `db:"created"`
 	Updated int64    `db:"updated"`
 	// Files, Dirs and Bytes are the live tree's totals, NULL until
-	// counted (findSpace reads them; other queries leave them out).
+	// counted (findSpace and GC read them; other queries leave them
+	// out).
 	Files sql.NullInt64 `db:"files"`
 	Dirs  sql.NullInt64 `db:"dirs"`
 	Bytes sql.NullInt64 `db:"bytes"`

@@ -199,3 +199,37 @@ func TestImportedSpacesAreCounted(t *testing.T) {
 	assert.Equal(t, 0, w.walks)
 	assert.Equal(t, [3]int64{4, 3, 4 + 8 + 6 + 15}, [3]int64{got.Files, got.Dirs, got.Bytes})
 }
+
+// deltaCounter is the store's trees with the trees TotalsDelta is asked
+// to compare recorded.
+type deltaCounter struct {
+	*vfs.Trees
+	from []cas.Hash
+}
+
+func (d *deltaCounter) TotalsDelta(ctx context.Context, tx *index.Tx, a, b cas.Hash) (vfs.Totals, error) {
+	d.from = append(d.from, a)
+	return d.Trees.TotalsDelta(ctx, tx, a, b)
+}
+
+// TestGCKeepsTheTotalsUncounted: a gc that prunes a space's old versions
+// leaves its root, and so its totals, where they are: it counts no tree
+// (the space's tree whole least of all), and Stats still answers the row.
+func TestGCKeepsTheTotalsUncounted(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	d := &deltaCounter{Trees: st.Trees}
+	sp := actors.New(st.DB, st.Blobs, d, nil, time.Now)
+	for i := range 40 {
+		_, err := sp.Upload(ctx, "alice", fmt.Sprintf("dir%d/f%d.md", i%4, i), strings.NewReader(fmt.Sprintf("file %d\n", i)))
+		require.NoError(t, err)
+	}
+	d.from = nil
+	rep, err := sp.GC(ctx, actors.GCOptions{Actor: "alice", KeepVersions: 2})
+	require.NoError(t, err)
+	require.Positive(t, rep.Pruned)
+	for _, a := range d.from {
+		assert.NotEqual(t, vfs.EmptyTree, a, "gc counted the space's tree whole")
+	}
+	requireTotalsWalked(t, sp, st, "alice", "after gc")
+}
