@@ -53,11 +53,32 @@ func (d *derived) open(ctx context.Context) io.ReadCloser {
 }
 
 // read is ReadRange of d, streamed, with the limit every read keeps (as
-// readHeld).
+// readHeld). The stream starts at the first read of it: a read refused
+// for its size starts none.
 func (d *derived) read(ctx context.Context, p vfs.Path, opt vfs.ReadOptions) (vfs.ReadResult, error) {
-	rc := d.open(ctx)
-	defer rc.Close()
-	return vfs.ReadRangeFrom(p, rc, d.size, opt, MaxReadBytes)
+	r := &lazyReader{open: func() io.ReadCloser { return d.open(ctx) }}
+	defer r.Close()
+	return vfs.ReadRangeFrom(p, r, d.size, opt, MaxReadBytes)
+}
+
+// lazyReader opens its stream at its first Read.
+type lazyReader struct {
+	open func() io.ReadCloser
+	rc   io.ReadCloser
+}
+
+func (l *lazyReader) Read(b []byte) (int, error) {
+	if l.rc == nil {
+		l.rc = l.open()
+	}
+	return l.rc.Read(b)
+}
+
+func (l *lazyReader) Close() error {
+	if l.rc == nil {
+		return nil
+	}
+	return l.rc.Close()
 }
 
 // counter counts and hashes what is written to it.
