@@ -132,8 +132,14 @@ func (h *Handler) importArchive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body io.Reader = r.Body
-	if h.opts.MaxUploadBytes > 0 {
-		body = http.MaxBytesReader(w, r.Body, h.opts.MaxUploadBytes)
+	if limit := h.opts.MaxUploadBytes; limit > 0 {
+		if r.ContentLength > limit {
+			// Refused as it is announced, before a byte of it is read,
+			// as an upload is.
+			writeError(w, archiveTooLarge(limit))
+			return
+		}
+		body = http.MaxBytesReader(w, r.Body, limit)
 	}
 	var sum archive.Summary
 	err := h.replaying(r, h.progressReader(w, clientBody{body, "read the archive"}), func(src io.Reader) (err error) {
@@ -145,7 +151,7 @@ func (h *Handler) importArchive(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			err = wserr.New(wserr.SizeLimitExceeded, "import", "", "the archive is larger than this server takes (%d bytes)", mbe.Limit)
+			err = archiveTooLarge(mbe.Limit)
 		}
 		writeError(w, err)
 		return
@@ -156,6 +162,10 @@ func (h *Handler) importArchive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, sum)
+}
+
+func archiveTooLarge(limit int64) error {
+	return wserr.New(wserr.SizeLimitExceeded, "import", "", "the archive is larger than this server takes (%d bytes)", limit)
 }
 
 // boolParam parses a boolean query parameter; "" is false.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -153,4 +154,20 @@ func TestArchive(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestImportDeclaredPastTheLimitReadsNothing: an archive whose
+// Content-Length is past MaxUploadBytes is refused as announced, 422
+// workspace.size_limit_exceeded with none of it read, as an upload is,
+// rather than left waiting for a body it would refuse.
+func TestImportDeclaredPastTheLimitReadsNothing(t *testing.T) {
+	s := newServer(t, httpapi.Options{MaxUploadBytes: 1000})
+	body := bytes.NewReader(make([]byte, 2000))
+	req := httptest.NewRequest(http.MethodPost, "/v1/import", body)
+	req.Header.Set("Authorization", "Bearer "+s.full)
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusUnprocessableEntity, rec.Code, "%s", rec.Body)
+	assert.Equal(t, "workspace.size_limit_exceeded", errCode(t, rec.Body.Bytes()))
+	assert.Equal(t, 2000, body.Len(), "nothing of it read")
 }
