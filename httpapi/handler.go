@@ -125,6 +125,12 @@ type Options struct {
 	// as bytes flow, so a large transfer is not cut by them. Default 60s;
 	// negative: the server's deadlines apply unchanged.
 	IOTimeout time.Duration
+	// ReadIOTimeout and WriteIOTimeout, when not zero, take IOTimeout's
+	// place for request bodies (uploads, imports) and for response bodies
+	// (downloads, exports) alone; `wsctl serve` sets them from
+	// --read-timeout and --write-timeout. A stalled request body leaves
+	// the answer its write window to be sent in.
+	ReadIOTimeout, WriteIOTimeout time.Duration
 	// SpoolDir is where an upload or import larger than 1 MiB is copied
 	// as it streams, so that it can be sent to a busy store again; the
 	// copy is removed once stored. Default: the system's temporary
@@ -164,6 +170,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.IOTimeout == 0 {
 		o.IOTimeout = 60 * time.Second
+	}
+	if o.ReadIOTimeout == 0 {
+		o.ReadIOTimeout = o.IOTimeout
+	}
+	if o.WriteIOTimeout == 0 {
+		o.WriteIOTimeout = o.IOTimeout
 	}
 	if o.MaxTransfers == 0 {
 		o.MaxTransfers = DefaultMaxTransfers

@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"flag"
 	"io"
 	"net/http"
@@ -108,4 +110,41 @@ func TestSlowUploadOutlastsTimeouts(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 	assert.Contains(t, string(b), `"bytes":15360`)
+}
+
+// TestStalledUploadIsAnswered: an upload whose body stops flowing is cut
+// after the read window (ReadIOTimeout, `wsctl serve --read-timeout`), not
+// IOTimeout's longer one, and answered with a coded error: the answer has
+// its own write window after the read gives up. Nothing is stored.
+func TestStalledUploadIsAnswered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a read window")
+	}
+	s := newServer(t, httpapi.Options{IOTimeout: time.Minute, ReadIOTimeout: 300 * time.Millisecond, WriteIOTimeout: 5 * time.Second})
+	s.srv.Close()
+	srv := httptest.NewUnstartedServer(s.h)
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	s.srv = srv
+	pr, pw := io.Pipe()
+	go func() { _, _ = pw.Write([]byte("abc")) }() // then nothing more
+	// Far past the read window, far short of IOTimeout: the client gives
+	// up on its body then (a request cancelled while its body blocks is
+	// not answered).
+	giveUp := time.AfterFunc(15*time.Second, func() { pw.CloseWithError(errors.New("the upload was not answered")) })
+	defer giveUp.Stop()
+	defer pw.Close()
+	req, err := http.NewRequest(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "stalled.txt"), pr)
+	require.NoError(t, err)
+	req.ContentLength = 100
+	req.Header.Set("Authorization", "Bearer "+s.full)
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err, "the stalled upload is answered")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.GreaterOrEqual(t, resp.StatusCode, 400, "%s", b)
+	assert.Contains(t, string(b), `"code"`)
+	_, _, err = s.st.Actors.Download(context.Background(), "alice", "stalled.txt")
+	assert.Error(t, err, "nothing stored")
 }

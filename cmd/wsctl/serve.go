@@ -143,6 +143,9 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 	h := httpapi.New(httpapi.FromStore(st), httpapi.Options{
 		MaxRequestBytes: o.maxRequest, MaxUploadBytes: o.maxUpload, BusyDeadline: o.busyDeadline, MaxTransfers: o.maxTransfers,
 		CORSOrigins: o.corsOrigins, AccessLog: o.errOut,
+		// A transfer may stall as long as the flags let a request be read
+		// or an answer be written; none when they set no deadline.
+		ReadIOTimeout: stallWindow(o.readTimeout), WriteIOTimeout: stallWindow(o.writeTimeout),
 		// Beside the store, on the disk that takes the upload anyway.
 		SpoolDir: st.Dir,
 	})
@@ -193,4 +196,13 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 	}
 	fmt.Fprintln(o.errOut, "wsctl serve: stopped")
 	return nil
+}
+
+// stallWindow is the httpapi stall window for a server timeout d: d, or
+// none (negative) when d sets no deadline.
+func stallWindow(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
