@@ -129,7 +129,9 @@ type Options struct {
 	// place for request bodies (uploads, imports) and for response bodies
 	// (downloads, exports) alone; `wsctl serve` sets them from
 	// --read-timeout and --write-timeout. A stalled request body leaves
-	// the answer its write window to be sent in.
+	// the answer its write window to be sent in. Negative: that
+	// direction's deadline is left as the server set it (the other's
+	// still moves with an upload's bytes).
 	ReadIOTimeout, WriteIOTimeout time.Duration
 	// SpoolDir is where an upload or import larger than 1 MiB is copied
 	// as it streams, so that it can be sent to a busy store again; the

@@ -148,3 +148,64 @@ func TestStalledUploadIsAnswered(t *testing.T) {
 	_, _, err = s.st.Actors.Download(context.Background(), "alice", "stalled.txt")
 	assert.Error(t, err, "nothing stored")
 }
+
+// TestOneDirectionWithoutDeadline: `wsctl serve` with --read-timeout 0 or
+// --write-timeout 0 sets that direction no deadline (its window
+// negative) and keeps the other's. With no read deadline, an upload that
+// keeps flowing past the write timeout is still answered (its answer's
+// write deadline moves with the bytes); with no write deadline, a
+// stalled upload's error is answered (no write deadline is set for it).
+func TestOneDirectionWithoutDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes a few seconds")
+	}
+	for _, tc := range []struct {
+		name          string
+		read, write   time.Duration // the server's timeouts
+		body          io.Reader
+		status, bytes int
+	}{
+		{"NoReadDeadline", 0, 300 * time.Millisecond, &slowReader{n: 15, pause: 100 * time.Millisecond}, http.StatusOK, 15360},
+		{"NoWriteDeadline", 300 * time.Millisecond, 0, nil, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			window := func(d time.Duration) time.Duration { // serve's stallWindow
+				if d <= 0 {
+					return -1
+				}
+				return d
+			}
+			s := newServer(t, httpapi.Options{ReadIOTimeout: window(tc.read), WriteIOTimeout: window(tc.write)})
+			s.srv.Close()
+			srv := httptest.NewUnstartedServer(s.h)
+			srv.Config.ReadTimeout, srv.Config.WriteTimeout = tc.read, tc.write
+			srv.Start()
+			defer srv.Close()
+			s.srv = srv
+			body, length := tc.body, int64(-1)
+			if body == nil { // a stalled upload
+				pr, pw := io.Pipe()
+				go func() { _, _ = pw.Write([]byte("abc")) }()
+				giveUp := time.AfterFunc(10*time.Second, func() { pw.CloseWithError(errors.New("the upload was not answered")) })
+				defer giveUp.Stop()
+				defer pw.Close()
+				body, length = pr, 100
+			}
+			req, err := http.NewRequest(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "f.txt"), body)
+			require.NoError(t, err)
+			req.ContentLength = length
+			req.Header.Set("Authorization", "Bearer "+s.full)
+			resp, err := srv.Client().Do(req)
+			require.NoError(t, err, "the upload is answered")
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if tc.status != 0 {
+				require.Equal(t, tc.status, resp.StatusCode, "%s", b)
+				assert.Contains(t, string(b), `"bytes":`+strconv.Itoa(tc.bytes))
+				return
+			}
+			assert.GreaterOrEqual(t, resp.StatusCode, 400, "%s", b)
+			assert.Contains(t, string(b), `"code"`)
+		})
+	}
+}

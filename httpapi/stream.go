@@ -11,20 +11,33 @@ import (
 // but not a large one. It extends the write deadline too, which the
 // server set when the request arrived, to WriteIOTimeout past the read
 // deadline: the answer, a stalled body's error too, is written once the
-// body is read or given up, however long that took. Without a deadline
-// to extend (a host's own server without timeouts, a test recorder) it
-// reads as r does.
+// body is read or given up, however long that took. A negative window
+// leaves its direction's deadline as the server set it (none, for `wsctl
+// serve` with that timeout 0): with no read window the write deadline
+// moves WriteIOTimeout past the latest bytes, so a long upload is still
+// answered. Without a deadline to extend (a test recorder) it reads as r
+// does.
 func (h *Handler) progressReader(w http.ResponseWriter, r io.Reader) io.Reader {
-	if h.opts.ReadIOTimeout < 0 {
+	read, write := h.opts.ReadIOTimeout, h.opts.WriteIOTimeout
+	if read < 0 && write < 0 {
 		return r
 	}
 	rc := http.NewResponseController(w)
-	answer := max(h.opts.WriteIOTimeout, 0)
-	return &deadlineReader{r: r, every: h.opts.ReadIOTimeout, extend: func(t time.Time) error {
+	every := read
+	if read < 0 {
+		every = write
+	}
+	return &deadlineReader{r: r, every: every, extend: func(t time.Time) error {
+		if read < 0 {
+			return rc.SetWriteDeadline(t) // t is write past now
+		}
 		if err := rc.SetReadDeadline(t); err != nil {
 			return err
 		}
-		return rc.SetWriteDeadline(t.Add(answer))
+		if write < 0 {
+			return nil
+		}
+		return rc.SetWriteDeadline(t.Add(write))
 	}}
 }
 

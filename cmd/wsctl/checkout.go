@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -95,6 +96,7 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	// active or kept it after failing).
 	each := func(fn func(vfs.FileInfo) error) error {
 		for _, root := range roots {
+			var fnErr error // fn's own, judged by fn (ContentMissing)
 			err := st.Trees.ListFunc(ctx, nil, root, vfs.Root(), allDepth, vfs.Path{}, func(l vfs.Listed) error {
 				if l.Path.Top() == runs.ScratchRoot {
 					if l.Kind == vfs.KindDir {
@@ -102,14 +104,11 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 					}
 					return nil
 				}
-				return fn(vfs.FileInfo{Path: l.Path, Kind: l.Kind, Size: l.Size, Hash: l.Hash, Resource: vfs.ResourceMaterialized})
+				fnErr = fn(vfs.FileInfo{Path: l.Path, Kind: l.Kind, Size: l.Size, Hash: l.Hash, Resource: vfs.ResourceMaterialized})
+				return fnErr
 			})
-			if wserr.Is(err, wserr.Corrupt) {
-				// A tree gone: the run or checkpoint deleted and collected
-				// meanwhile says so; else the store lost it.
-				if _, gone := checkoutRoots(context.WithoutCancel(ctx), st.Runs, st.Checkpoints, runID, seq); gone != nil {
-					return gone
-				}
+			if fnErr == nil && wserr.Is(err, wserr.Corrupt) {
+				err = checkoutTreeMissing(ctx, st.Runs, st.Checkpoints, runID, seq, roots, err)
 			}
 			if err != nil {
 				return err
@@ -213,6 +212,22 @@ func checkoutRoots(ctx context.Context, svc *runs.Service, cps *checkpoint.Store
 		roots = append(roots, run.Records)
 	}
 	return roots, nil
+}
+
+// checkoutTreeMissing judges err, a tree of roots found missing while
+// checkout walked them: the run or checkpoint deleted meanwhile is its
+// own not-found error, and the live run moved on from roots (a gc then
+// collected a tree only they named) store.conflict, as a file changed
+// meanwhile is; with the same roots the store lost the tree, err.
+func checkoutTreeMissing(ctx context.Context, svc *runs.Service, cps *checkpoint.Store, runID string, seq int64, roots []cas.Hash, err error) error {
+	now, gone := checkoutRoots(context.WithoutCancel(ctx), svc, cps, runID, seq)
+	switch {
+	case gone != nil:
+		return gone
+	case !slices.Equal(now, roots):
+		return wserr.New(wserr.Conflict, "checkout", "", "the run changed while it was being checked out, and a gc collected the trees it had: try again")
+	}
+	return err
 }
 
 // blobGetter is what checkout needs of the content store.

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,9 +37,10 @@ func TestReplicateOutlivesAnOutage(t *testing.T) {
 		code   int
 	}
 	done := make(chan result, 1)
+	var errOut lockedBuffer // read while replicate writes it
 	go func() {
-		_, errOut, code := desk.runCtx(ctx, strings.NewReader(""), "replicate", "--interval", "200ms")
-		done <- result{errOut, code}
+		code := execute(ctx, desk.app(), []string{"--store", desk.store, "replicate", "--interval", "200ms"}, strings.NewReader(""), io.Discard, &errOut)
+		done <- result{errOut.String(), code}
 	}()
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
@@ -56,8 +60,11 @@ func TestReplicateOutlivesAnOutage(t *testing.T) {
 	var cut atomic.Int64
 	srv.SetFault(func(*http.Request) int { cut.Add(1); return s3fake.Drop })
 	desk.ok("demo")
-	// Rounds fail for a while (each gives up after the SDK's retries).
-	waitFor("requests cut after the write", func() bool { return cut.Load() >= 40 })
+	// Rounds fail for a while (each gives up after the SDK's retries):
+	// the outage lasts until replicate has said one failed.
+	waitFor("a round to fail and be tried again", func() bool {
+		return cut.Load() > 0 && strings.Contains(errOut.String(), "trying again")
+	})
 	before := meta()
 	srv.SetFault(nil)
 	waitFor("the run written during the outage to be shipped", func() bool { return meta() > before })
@@ -73,4 +80,23 @@ func TestReplicateOutlivesAnOutage(t *testing.T) {
 	}
 	desk.jsonOut(&rep, "restore", "--from", "s3://wsstore/desk/meta?endpoint="+srv.URL, dir)
 	assert.Equal(t, 2, rep.Runs, "the run written during the outage is on the replica")
+}
+
+// lockedBuffer is a bytes.Buffer safe to write from one goroutine while
+// another reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
