@@ -105,16 +105,25 @@ func sumLarge(b []byte) Hash {
 // Hasher computes an address, the BLAKE3-256 of what is written to it,
 // as Sum does, for content that streams by rather than sits in one
 // slice; it allocates nothing per Write. Release it once done.
-type Hasher struct{ h *hasher }
+type Hasher struct {
+	h *hasher
+	n int64
+}
 
 // NewHasher returns an empty Hasher.
 func NewHasher() *Hasher { return &Hasher{h: newHasher()} }
 
 // Write adds p to the hashed content; it never fails.
-func (h *Hasher) Write(p []byte) (int, error) { return h.h.Write(p) }
+func (h *Hasher) Write(p []byte) (int, error) {
+	h.n += int64(len(p))
+	return h.h.Write(p)
+}
 
 // Sum returns the address of what was written so far.
 func (h *Hasher) Sum() Hash { return h.h.sum() }
+
+// Len returns how many bytes were written so far.
+func (h *Hasher) Len() int64 { return h.n }
 
 // Release gives the Hasher's state back for reuse; h must not be used
 // after.

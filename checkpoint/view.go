@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/vfs"
 )
 
@@ -43,18 +44,41 @@ func (s *Store) View(ctx context.Context, runID string, seq int64) (View, error)
 	if err != nil {
 		return View{}, err
 	}
-	v := View{ID: cp.ID, Seq: cp.Seq, RunID: cp.RunID, CreatedAt: cp.CreatedAt, Reason: cp.Reason,
-		EventSeq: cp.EventSeq, Parent: cp.Parent, Root: cp.Root, Files: []FileRef{}}
-	err = s.trees.Walk(ctx, nil, cp.Root, func(p vfs.Path, e vfs.Entry) error {
-		if e.Kind == vfs.KindFile {
-			v.Files = append(v.Files, FileRef{Path: p.String(), Hash: e.Hash, Bytes: e.Size})
-		}
+	v := ViewOf(cp)
+	v.Files = []FileRef{}
+	err = FilesOf(ctx, s.trees, nil, cp.Root)(func(f FileRef) error {
+		v.Files = append(v.Files, f)
 		return nil
 	})
 	if err != nil {
 		return View{}, err
 	}
 	return v, nil
+}
+
+// ViewOf is cp's view without its files (WriteJSON takes them apart).
+func ViewOf(cp Checkpoint) View {
+	return View{ID: cp.ID, Seq: cp.Seq, RunID: cp.RunID, CreatedAt: cp.CreatedAt, Reason: cp.Reason,
+		EventSeq: cp.EventSeq, Parent: cp.Parent, Root: cp.Root}
+}
+
+// Walker walks a tree, as *vfs.Trees does.
+type Walker interface {
+	Walk(ctx context.Context, tx *index.Tx, root cas.Hash, fn func(p vfs.Path, e vfs.Entry) error) error
+}
+
+// FilesOf returns the files of the tree root as a view lists them, in
+// path order, for View and WriteJSON: each call walks the tree (in tx,
+// or through the read pool for nil).
+func FilesOf(ctx context.Context, w Walker, tx *index.Tx, root cas.Hash) func(fn func(FileRef) error) error {
+	return func(fn func(FileRef) error) error {
+		return w.Walk(ctx, tx, root, func(p vfs.Path, e vfs.Entry) error {
+			if e.Kind != vfs.KindFile {
+				return nil
+			}
+			return fn(FileRef{Path: p.String(), Hash: e.Hash, Bytes: e.Size})
+		})
+	}
 }
 
 // WriteJSON writes v as its checkpoint.json to w, with the files files

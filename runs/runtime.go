@@ -81,16 +81,6 @@ func (l *lazyReader) Close() error {
 	return l.rc.Close()
 }
 
-// counter counts and hashes what is written to it.
-type counter struct {
-	n int64
-	h *cas.Hasher
-}
-
-func (c *counter) Write(b []byte) (int, error) {
-	c.n += int64(len(b))
-	return c.h.Write(b)
-}
 
 // runtime resolves p, for the host scope, when it names a runtime file:
 // tool-args/, tool-results/ and model-responses/ are read from the run's
@@ -165,24 +155,15 @@ func (w *Workspace) runtime(ctx context.Context, tx *index.Tx, run Run, p vfs.Pa
 // while cp exists (a read that outlives cp's deletion and collection
 // fails).
 func (w *Workspace) checkpointView(ctx context.Context, tx *index.Tx, cp checkpoint.Checkpoint) (*derived, error) {
-	v := checkpoint.View{ID: cp.ID, Seq: cp.Seq, RunID: cp.RunID, CreatedAt: cp.CreatedAt, Reason: cp.Reason,
-		EventSeq: cp.EventSeq, Parent: cp.Parent, Root: cp.Root}
 	write := func(ctx context.Context, tx *index.Tx, out io.Writer) error {
-		return checkpoint.WriteJSON(ctx, out, v, func(fn func(checkpoint.FileRef) error) error {
-			return w.s.trees.Walk(ctx, tx, cp.Root, func(p vfs.Path, e vfs.Entry) error {
-				if e.Kind != vfs.KindFile {
-					return nil
-				}
-				return fn(checkpoint.FileRef{Path: p.String(), Hash: e.Hash, Bytes: e.Size})
-			})
-		})
+		return checkpoint.WriteJSON(ctx, out, checkpoint.ViewOf(cp), checkpoint.FilesOf(ctx, w.s.trees, tx, cp.Root))
 	}
-	c := &counter{h: cas.NewHasher()}
-	defer c.h.Release()
-	if err := write(ctx, tx, c); err != nil {
+	sum := cas.NewHasher()
+	defer sum.Release()
+	if err := write(ctx, tx, sum); err != nil {
 		return nil, fmt.Errorf("checkpoint.json: %w", err)
 	}
-	return &derived{size: c.n, hash: c.h.Sum(), write: func(ctx context.Context, out io.Writer) error {
+	return &derived{size: sum.Len(), hash: sum.Sum(), write: func(ctx context.Context, out io.Writer) error {
 		return write(ctx, nil, out)
 	}}, nil
 }

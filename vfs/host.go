@@ -383,8 +383,8 @@ func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult,
 		return ReadResult{}, err
 	}
 	defer f.Close()
-	sum := &countingHasher{h: cas.NewHasher()}
-	defer sum.h.Release()
+	sum := cas.NewHasher()
+	defer sum.Release()
 	res, err := ReadRangeFrom(p, io.TeeReader(f, sum), fi.Size(), opt, MaxReadBytes)
 	if err != nil {
 		return ReadResult{}, err
@@ -398,19 +398,8 @@ func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult,
 		}
 	}
 	res.Info = h.info(p, fi)
-	res.Info.Size, res.Info.Hash = sum.n, sum.h.Sum()
+	res.Info.Size, res.Info.Hash = sum.Len(), sum.Sum()
 	return res, nil
-}
-
-// countingHasher hashes what is written to it and counts it.
-type countingHasher struct {
-	h *cas.Hasher
-	n int64
-}
-
-func (c *countingHasher) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
-	return c.h.Write(p)
 }
 
 // List lists p to depth levels (0 means 1) in path order; a file lists as
