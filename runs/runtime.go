@@ -81,7 +81,6 @@ func (l *lazyReader) Close() error {
 	return l.rc.Close()
 }
 
-
 // runtime resolves p, for the host scope, when it names a runtime file:
 // tool-args/, tool-results/ and model-responses/ are read from the run's
 // records tree, manifest.json is the run's manifest, and
