@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -55,10 +54,7 @@ func TestCheckoutStreamsItsListing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 33,000 files")
 	}
-	bin := wsctlBinary(t)
-	if _, err := rss.Peak(exec.Command(bin, "version")); errors.Is(err, rss.ErrUnsupported) {
-		t.Skip(err)
-	}
+	bin := peakBinary(t)
 	peak := func(n int) int64 {
 		c := newCLI(t)
 		st := c.open()

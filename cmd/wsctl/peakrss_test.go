@@ -34,10 +34,7 @@ func TestPeakRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and streams files of tens of MiB")
 	}
-	bin := wsctlBinary(t)
-	if _, err := rss.Peak(exec.Command(bin, "version")); errors.Is(err, rss.ErrUnsupported) {
-		t.Skip(err)
-	}
+	bin := peakBinary(t)
 
 	// peaks runs upload, download, export and import of a file of mib
 	// MiB (uploadMiB for the upload and download) and returns each
@@ -86,6 +83,17 @@ func TestPeakRSS(t *testing.T) {
 		// higher on a longer stream, so a third of that is the bound.
 		assert.Less(t, large[op]-small[op], int64(16<<20), "%s: the peak grows with the input", op)
 	}
+}
+
+// peakBinary is wsctlBinary for a test that measures the binary's peak
+// resident set: skipped where rss.Peak cannot.
+func peakBinary(t *testing.T) string {
+	t.Helper()
+	bin := wsctlBinary(t)
+	if _, err := rss.Peak(exec.Command(bin, "version")); errors.Is(err, rss.ErrUnsupported) {
+		t.Skip(err)
+	}
+	return bin
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
