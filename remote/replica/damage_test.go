@@ -20,7 +20,11 @@ import (
 // damagedReplica replicates a database through six transactions, each
 // shipped on its own, to a fake object store, and returns the store, the
 // replica's URL and its level 0 keys (the first is the whole database at
-// transaction 1).
+// transaction 1). The files of higher levels are removed: a compaction
+// that ran while the transactions were shipped (the store tries one at
+// its start and again a second later when the database was not ready)
+// would otherwise give a restore a path around the damaged file. What is
+// left is a replica as it stands before its first compaction.
 func damagedReplica(t *testing.T) (*s3fake.Server, string, []string) {
 	t.Helper()
 	awsTestEnv(t)
@@ -42,6 +46,11 @@ func damagedReplica(t *testing.T) (*s3fake.Server, string, []string) {
 	}
 	require.NoError(t, db.Close())
 	require.NoError(t, rep.Close(ctx))
+	for _, k := range srv.Keys("wsb", "meta/") {
+		if !strings.HasPrefix(k, "meta/0000/") {
+			srv.SetObject("wsb", k, nil)
+		}
+	}
 	keys := srv.Keys("wsb", "meta/0000/")
 	require.GreaterOrEqual(t, len(keys), 6, "a file for each transaction")
 	return srv, url, keys
