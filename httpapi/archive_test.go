@@ -171,3 +171,34 @@ func TestImportDeclaredPastTheLimitReadsNothing(t *testing.T) {
 	assert.Equal(t, "workspace.size_limit_exceeded", errCode(t, rec.Body.Bytes()))
 	assert.Equal(t, 2000, body.Len(), "nothing of it read")
 }
+
+// TestImportChunkedPastTheLimit: an archive sent without a Content-Length
+// that runs past MaxUploadBytes is refused for its size, 422
+// workspace.size_limit_exceeded, not called damaged, and nothing of it is
+// visible.
+func TestImportChunkedPastTheLimit(t *testing.T) {
+	src := newServer(t, httpapi.Options{})
+	src.okJSON(http.MethodPost, src.url("/workspace/upload", "actor", "alice", "path", "big.bin"), bytes.NewReader(randomBytes(64<<10, 7)))
+	status, arc, _ := src.export(src.full, "all", "true")
+	require.Equal(t, http.StatusOK, status, "%s", arc)
+
+	// Limits that cut the archive in its header, in a blob, between
+	// entries and in its end blocks.
+	for _, limit := range []int{100, 700, len(arc) / 2, len(arc) - 1030, len(arc) - 1} {
+		dst := newServer(t, httpapi.Options{MaxUploadBytes: int64(limit)})
+		req, err := http.NewRequest(http.MethodPost, dst.url("/v1/import"), io.MultiReader(bytes.NewReader(arc))) // no length: sent chunked
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+dst.full)
+		resp, err := dst.srv.Client().Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "limit %d of %d: %s", limit, len(arc), body)
+		assert.Equal(t, "workspace.size_limit_exceeded", errCode(t, body), "limit %d of %d", limit, len(arc))
+
+		st, err := dst.st.Stats(context.Background())
+		require.NoError(t, err)
+		assert.Zero(t, st.ReferencedBytes, "nothing visible (blobs stored before the cut are garbage for gc)")
+	}
+}
