@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -37,24 +39,46 @@ type View struct {
 }
 
 // View returns the checkpoint.json view of checkpoint seq: every file of
-// its tree with hash and size, sorted by path. It fails with
-// checkpoint.not_found.
+// its tree with hash and size, sorted by path, held whole (ViewPage reads
+// it a page at a time). It fails with checkpoint.not_found.
 func (s *Store) View(ctx context.Context, runID string, seq int64) (View, error) {
+	v, _, err := s.ViewPage(ctx, runID, seq, vfs.ListPage{})
+	return v, err
+}
+
+// ViewPage returns one page of checkpoint seq's view: the files that come
+// after page.After in the view's order, at most page.Limit of them (0: no
+// limit), and whether files remain after them. A page reads the trees its
+// files lie in and those on the way to After, not the files before it.
+// It fails with checkpoint.not_found.
+func (s *Store) ViewPage(ctx context.Context, runID string, seq int64, page vfs.ListPage) (View, bool, error) {
 	cp, err := s.Get(ctx, nil, runID, seq)
 	if err != nil {
-		return View{}, err
+		return View{}, false, err
 	}
 	v := ViewOf(cp)
 	v.Files = []FileRef{}
-	err = FilesOf(ctx, s.trees, nil, cp.Root)(func(f FileRef) error {
-		v.Files = append(v.Files, f)
+	more := false
+	err = s.trees.ListFunc(ctx, nil, cp.Root, vfs.Root(), allLevels, page.After, func(l vfs.Listed) error {
+		if l.Kind != vfs.KindFile {
+			return nil
+		}
+		if page.Limit > 0 && len(v.Files) == page.Limit {
+			more = true
+			return fs.SkipAll
+		}
+		v.Files = append(v.Files, FileRef{Path: l.Path.String(), Hash: l.Hash, Bytes: l.Size})
 		return nil
 	})
 	if err != nil {
-		return View{}, err
+		return View{}, false, err
 	}
-	return v, nil
+	return v, more, nil
 }
+
+// allLevels is a listing depth no tree reaches (a path is at most
+// vfs.MaxPathLen bytes).
+const allLevels = math.MaxInt
 
 // ViewOf is cp's view without its files (WriteJSON takes them apart).
 func ViewOf(cp Checkpoint) View {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/protocol"
 )
 
@@ -103,4 +104,94 @@ func TestEventsMore(t *testing.T) {
 	last, more := page(fmt.Sprintf(`{"op":"events","limit":%d,"afterSeq":%d}`, len(all)-2, first[1]))
 	assert.Equal(t, all[2:], last)
 	assert.False(t, more, "a full page that is the last")
+}
+
+// TestCheckpointViewPages: checkpoint.view answers a page of the
+// checkpoint's files and whether more remain; asked again after the last
+// file's path, the pages together are the whole view's files, with the
+// same head. A limit out of range or an after that is no path is the
+// host's mistake.
+func TestCheckpointViewPages(t *testing.T) {
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Checkpoints: st.Checkpoints})
+	r := s.Handle(ctx, []byte(`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"},"profile":{"autoCheckpoint":false}}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	var want []string
+	for _, p := range []string{"output/a/x.md", "output/a/y.md", "output/b.md", "output/c/d/e.md", "output/c/f.md", "output/z.md"} {
+		r := s.Handle(ctx, fmt.Appendf(nil, `{"op":"write","path":%q,"content":"x"}`, p))
+		require.True(t, r.OK, "%+v", r.Error)
+	}
+	r = s.Handle(ctx, []byte(`{"op":"checkpoint","reason":"paged"}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	var cp struct {
+		Result struct {
+			CheckpointID string `json:"checkpointId"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(line(t, r)), &cp))
+
+	type answer struct {
+		ID     string `json:"id"`
+		Reason string `json:"reason"`
+		Files  []struct {
+			Path string `json:"path"`
+		} `json:"files"`
+		More *bool `json:"more"`
+	}
+	view := func(l string) answer {
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%s: %+v", l, r.Error)
+		var a answer
+		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &struct {
+			Result *answer `json:"result"`
+		}{&a}))
+		require.NotNil(t, a.More, "more is always answered")
+		assert.Equal(t, cp.Result.CheckpointID, a.ID)
+		assert.Equal(t, "paged", a.Reason)
+		return a
+	}
+	whole := view(fmt.Sprintf(`{"op":"checkpoint.view","checkpointId":%q}`, cp.Result.CheckpointID))
+	assert.False(t, *whole.More)
+	for _, f := range whole.Files {
+		want = append(want, f.Path)
+	}
+	require.Subset(t, want, []string{"output/a/x.md", "output/c/d/e.md", "output/z.md"})
+	for _, limit := range []int{1, 2, 4} {
+		var got []string
+		after := ""
+		for {
+			a := view(fmt.Sprintf(`{"op":"checkpoint.view","checkpointId":%q,"limit":%d,"after":%q}`, cp.Result.CheckpointID, limit, after))
+			require.LessOrEqual(t, len(a.Files), limit)
+			for _, f := range a.Files {
+				got = append(got, f.Path)
+			}
+			if !*a.More {
+				break
+			}
+			require.NotEmpty(t, a.Files, "a page with more holds files")
+			after = a.Files[len(a.Files)-1].Path
+		}
+		assert.Equal(t, want, got, "limit %d", limit)
+	}
+	// After a directory: the files below it come after it.
+	a := view(fmt.Sprintf(`{"op":"checkpoint.view","checkpointId":%q,"after":"output/c"}`, cp.Result.CheckpointID))
+	var got []string
+	for _, f := range a.Files {
+		got = append(got, f.Path)
+	}
+	assert.Equal(t, []string{"output/c/d/e.md", "output/c/f.md", "output/z.md"}, got)
+
+	for _, l := range []string{
+		`{"op":"checkpoint.view","checkpointId":%q,"limit":-1}`,
+		`{"op":"checkpoint.view","checkpointId":%q,"limit":100001}`,
+		`{"op":"checkpoint.view","checkpointId":%q,"after":"../x"}`,
+	} {
+		l = fmt.Sprintf(l, cp.Result.CheckpointID)
+		r := s.Handle(ctx, []byte(l))
+		require.False(t, r.OK, l)
+		assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code, "%s: %s", l, r.Error.Message)
+	}
 }

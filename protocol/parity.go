@@ -38,7 +38,7 @@ type HostRuns interface {
 // checkpoint.json view; *checkpoint.Store implements it.
 type CheckpointViews interface {
 	List(ctx context.Context, runID string) ([]checkpoint.Checkpoint, error)
-	View(ctx context.Context, runID string, seq int64) (checkpoint.View, error)
+	ViewPage(ctx context.Context, runID string, seq int64, page vfs.ListPage) (checkpoint.View, bool, error)
 }
 
 // Maintenance is the store-wide maintenance the stats, gc, fsck, du and
@@ -134,7 +134,11 @@ var parityOps = []op{
 	},
 	{
 		name: "checkpoint.view", access: reads, request: []any{checkpointViewRequest{}}, handle: (*Session).checkpointView,
-		help: `  checkpoint.view {checkpointId}            -> checkpoint.json: {id, seq, runId, createdAt, reason, eventSeq, parent?, root, files: [{path, hash, bytes}]}`,
+		help: `  checkpoint.view {checkpointId, after?, limit?}  -> checkpoint.json: {id, seq, runId, createdAt, reason, eventSeq, parent?, root, files: [{path, hash, bytes}]}, more
+              files: a page, as list pages (limit default 10000, at most
+              100000; more says files remain: ask again with after the
+              last file's path); the runtime file checkpoints/<id>/checkpoint.json
+              holds them all and reads in ranges`,
 	},
 	{
 		name: "runs.diff", access: reads, request: []any{runsDiffRequest{}}, handle: (*Session).runsDiff,
@@ -566,6 +570,15 @@ func (s *Session) checkpointsList(ctx context.Context, r request) (any, error) {
 type checkpointViewRequest struct {
 	base
 	CheckpointID *ckptRef `json:"checkpointId"`
+	After        string   `json:"after"`
+	Limit        int      `json:"limit"`
+}
+
+// viewPage is checkpoint.view's answer: a page of the checkpoint.json
+// view, and whether files remain after it.
+type viewPage struct {
+	checkpoint.View
+	More bool `json:"more"`
 }
 
 func (s *Session) checkpointView(ctx context.Context, r request) (any, error) {
@@ -576,6 +589,10 @@ func (s *Session) checkpointView(ctx context.Context, r request) (any, error) {
 	if req.CheckpointID == nil || req.CheckpointID.live {
 		return nil, invalidRequest("checkpoint.view needs \"checkpointId\": a checkpoint")
 	}
+	page, err := listPage(req.After, req.Limit)
+	if err != nil {
+		return nil, err
+	}
 	cv, err := s.checkpointViews()
 	if err != nil {
 		return nil, err
@@ -583,7 +600,11 @@ func (s *Session) checkpointView(ctx context.Context, r request) (any, error) {
 	if _, err := s.backend.Runs.Run(ctx, runID); err != nil {
 		return nil, err
 	}
-	return cv.View(ctx, runID, req.CheckpointID.seq)
+	v, more, err := cv.ViewPage(ctx, runID, req.CheckpointID.seq, page)
+	if err != nil {
+		return nil, err
+	}
+	return viewPage{v, more}, nil
 }
 
 type runsDiffRequest struct {
