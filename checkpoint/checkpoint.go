@@ -178,6 +178,29 @@ func (s *Store) List(ctx context.Context, runID string) ([]Checkpoint, error) {
 	return out, nil
 }
 
+// MaxPage is the page of checkpoints a listing over the protocol or HTTP
+// answers when it names none, and the largest it may ask for: a page is
+// held whole, as rows and again as JSON.
+const MaxPage = 10000
+
+// PageMore is Page and whether checkpoints remain after the page (limit
+// 1..MaxPage, 0: MaxPage; afterSeq not negative), as the checkpoints.list
+// op and GET /v1/runs/{run}/checkpoints answer it. It fails with
+// workspace.invalid_argument for a limit or afterSeq out of range.
+func (s *Store) PageMore(ctx context.Context, runID string, afterSeq int64, limit int) ([]Checkpoint, bool, error) {
+	if afterSeq < 0 || limit < 0 || limit > MaxPage {
+		return nil, false, wserr.New(wserr.InvalidArgument, "checkpoints", "", "afterSeq must not be negative and limit must be in 0..%d (0: %d), not %d and %d", MaxPage, MaxPage, afterSeq, limit)
+	}
+	if limit == 0 {
+		limit = MaxPage
+	}
+	cps, err := s.Page(ctx, runID, afterSeq, limit+1)
+	if err != nil || len(cps) <= limit {
+		return cps, false, err
+	}
+	return cps[:limit], true, nil
+}
+
 // Page returns up to limit of the run's checkpoints after seq afterSeq, in
 // order: a listing of any length holds one page at a time.
 func (s *Store) Page(ctx context.Context, runID string, afterSeq int64, limit int) ([]Checkpoint, error) {

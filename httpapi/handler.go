@@ -55,10 +55,10 @@ type RunReader interface {
 	Diff(ctx context.Context, runID string, from, to int64, opts runs.DiffOptions) ([]checkpoint.FileDiff, error)
 }
 
-// CheckpointLister lists a run's checkpoints; *checkpoint.Store
-// implements it.
+// CheckpointLister lists a run's checkpoints a page at a time;
+// *checkpoint.Store implements it.
 type CheckpointLister interface {
-	List(ctx context.Context, runID string) ([]checkpoint.Checkpoint, error)
+	PageMore(ctx context.Context, runID string, afterSeq int64, limit int) ([]checkpoint.Checkpoint, bool, error)
 }
 
 // JournalReader pages and follows a run's journal; *journal.Journal

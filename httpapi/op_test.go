@@ -191,6 +191,20 @@ func TestRunViews(t *testing.T) {
 	t.Run("Checkpoints", func(t *testing.T) {
 		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/checkpoints"), nil)
 		assert.Len(t, m["checkpoints"], 3)
+		assert.Equal(t, false, m["more"])
+		// a page: the first checkpoint, then the rest after it
+		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/checkpoints", "limit", "1"), nil)
+		require.Len(t, m["checkpoints"], 1)
+		assert.Equal(t, true, m["more"])
+		first := m["checkpoints"].([]any)[0].(map[string]any)["seq"].(float64)
+		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/checkpoints", "afterSeq", fmt.Sprint(first)), nil)
+		assert.Len(t, m["checkpoints"], 2)
+		assert.Equal(t, false, m["more"])
+		for _, kv := range [][]string{{"limit", "-1"}, {"limit", "10001"}, {"limit", "x"}, {"afterSeq", "-1"}, {"beforeSeq", "2"}} {
+			resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/checkpoints", kv...), s.full, nil)
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%v: %s", kv, b)
+			assert.Equal(t, "workspace.invalid_argument", errCode(t, b), "%v", kv)
+		}
 	})
 	t.Run("Files", func(t *testing.T) {
 		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "path", "output"), nil)

@@ -47,24 +47,33 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	answer(w, run, err)
 }
 
-// GET /v1/runs/{run}/checkpoints: the run's checkpoints, oldest first.
+// GET /v1/runs/{run}/checkpoints?afterSeq=&limit=: a page of the run's
+// checkpoints, oldest first (limit default and at most checkpoint.MaxPage),
+// and whether more remain after it.
 func (h *Handler) checkpoints(w http.ResponseWriter, r *http.Request) {
 	id, ok := h.readRun(w, r)
 	if !ok {
 		return
 	}
+	q, err := eventQuery(r)
+	if err == nil && q.BeforeSeq != 0 {
+		err = badRequest("beforeSeq is for events; checkpoints page with afterSeq")
+	}
 	var cps []checkpoint.Checkpoint
-	err := h.retry(r.Context(), func() (err error) {
-		if _, err = h.b.Runs.Run(r.Context(), id); err != nil {
+	more := false
+	if err == nil {
+		err = h.retry(r.Context(), func() (err error) {
+			if _, err = h.b.Runs.Run(r.Context(), id); err != nil {
+				return err
+			}
+			cps, more, err = h.b.Checkpoints.PageMore(r.Context(), id, q.AfterSeq, q.Limit)
 			return err
-		}
-		cps, err = h.b.Checkpoints.List(r.Context(), id)
-		return err
-	})
+		})
+	}
 	if cps == nil {
 		cps = []checkpoint.Checkpoint{}
 	}
-	answer(w, map[string]any{"checkpoints": cps}, err)
+	answer(w, map[string]any{"checkpoints": cps, "more": more}, err)
 }
 
 // view returns the run's workspace at ?at= (a checkpoint, cp_000003 or

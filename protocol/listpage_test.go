@@ -195,3 +195,68 @@ func TestCheckpointViewPages(t *testing.T) {
 		assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code, "%s: %s", l, r.Error.Message)
 	}
 }
+
+// TestCheckpointsListPages: checkpoints.list answers a page of the run's
+// checkpoints, oldest first, and whether more remain; asked again after
+// the last one's seq, the pages together are the list.
+func TestCheckpointsListPages(t *testing.T) {
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Checkpoints: st.Checkpoints})
+	r := s.Handle(ctx, []byte(`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"}}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	for i := range 5 {
+		r := s.Handle(ctx, fmt.Appendf(nil, `{"op":"write","path":"output/f%d.md","content":"x"}`, i))
+		require.True(t, r.OK, "%+v", r.Error)
+	}
+	type answer struct {
+		Checkpoints []struct {
+			Seq int64 `json:"seq"`
+		} `json:"checkpoints"`
+		More *bool `json:"more"`
+	}
+	list := func(l string) answer {
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%s: %+v", l, r.Error)
+		var a answer
+		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &struct {
+			Result *answer `json:"result"`
+		}{&a}))
+		require.NotNil(t, a.More, "more is always answered")
+		return a
+	}
+	whole := list(`{"op":"checkpoints.list"}`)
+	assert.False(t, *whole.More)
+	var want []int64
+	for _, c := range whole.Checkpoints {
+		want = append(want, c.Seq)
+	}
+	require.GreaterOrEqual(t, len(want), 5, "a checkpoint after each write")
+	for _, limit := range []int{1, 2, len(want)} {
+		var got []int64
+		after := int64(0)
+		for {
+			a := list(fmt.Sprintf(`{"op":"checkpoints.list","limit":%d,"afterSeq":%d}`, limit, after))
+			require.LessOrEqual(t, len(a.Checkpoints), limit)
+			for _, c := range a.Checkpoints {
+				got = append(got, c.Seq)
+			}
+			if !*a.More {
+				break
+			}
+			after = a.Checkpoints[len(a.Checkpoints)-1].Seq
+		}
+		assert.Equal(t, want, got, "limit %d", limit)
+	}
+	for _, l := range []string{
+		`{"op":"checkpoints.list","limit":-1}`,
+		`{"op":"checkpoints.list","limit":10001}`,
+		`{"op":"checkpoints.list","afterSeq":-1}`,
+	} {
+		r := s.Handle(ctx, []byte(l))
+		require.False(t, r.OK, l)
+		assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code, "%s: %s", l, r.Error.Message)
+	}
+}

@@ -37,7 +37,7 @@ type HostRuns interface {
 // CheckpointViews lists a run's checkpoints and reads each one's
 // checkpoint.json view; *checkpoint.Store implements it.
 type CheckpointViews interface {
-	List(ctx context.Context, runID string) ([]checkpoint.Checkpoint, error)
+	PageMore(ctx context.Context, runID string, afterSeq int64, limit int) ([]checkpoint.Checkpoint, bool, error)
 	ViewPage(ctx context.Context, runID string, seq int64, page vfs.ListPage) (checkpoint.View, bool, error)
 }
 
@@ -129,8 +129,8 @@ var parityOps = []op{
 		help: `  manifest.get {}                           -> {manifest}`,
 	},
 	{
-		name: "checkpoints.list", access: reads, request: []any{base{}}, handle: (*Session).checkpointsList,
-		help: `  checkpoints.list {}                       -> {checkpoints: [{id, seq, root, parent?, reason, eventSeq, createdAt}]}`,
+		name: "checkpoints.list", access: reads, request: []any{checkpointsListRequest{}}, handle: (*Session).checkpointsList,
+		help: `  checkpoints.list {afterSeq?, limit?}      -> {checkpoints: [{id, seq, root, parent?, reason, eventSeq, createdAt}], more}  oldest first; limit: default and at most 10000; more: checkpoints after the page remain (ask again with afterSeq its last seq)`,
 	},
 	{
 		name: "checkpoint.view", access: reads, request: []any{checkpointViewRequest{}}, handle: (*Session).checkpointView,
@@ -548,10 +548,19 @@ func (s *Session) manifestGet(ctx context.Context, r request) (any, error) {
 
 // ---- checkpoints.list, checkpoint.view, runs.diff, materialize
 
+type checkpointsListRequest struct {
+	base
+	AfterSeq int64 `json:"afterSeq"`
+	Limit    int   `json:"limit"`
+}
+
 func (s *Session) checkpointsList(ctx context.Context, r request) (any, error) {
-	runID, err := s.runOnly(r)
+	req, runID, err := decodeForRun[checkpointsListRequest](s, r)
 	if err != nil {
 		return nil, err
+	}
+	if req.AfterSeq < 0 || req.Limit < 0 || req.Limit > checkpoint.MaxPage {
+		return nil, invalidRequest("afterSeq must not be negative and limit must be in 0..%d (0: %d), not %d and %d", checkpoint.MaxPage, checkpoint.MaxPage, req.AfterSeq, req.Limit)
 	}
 	cv, err := s.checkpointViews()
 	if err != nil {
@@ -560,11 +569,11 @@ func (s *Session) checkpointsList(ctx context.Context, r request) (any, error) {
 	if _, err := s.backend.Runs.Run(ctx, runID); err != nil {
 		return nil, err
 	}
-	cps, err := cv.List(ctx, runID)
+	cps, more, err := cv.PageMore(ctx, runID, req.AfterSeq, req.Limit)
 	if err != nil {
 		return nil, err
 	}
-	return listed("checkpoints", cps), nil
+	return listedPage("checkpoints", cps, more), nil
 }
 
 type checkpointViewRequest struct {
