@@ -14,6 +14,7 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/replica"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
@@ -29,13 +30,19 @@ func newRestoreCmd(a *app) *cobra.Command {
 	var o restoreOptions
 	cmd := &cobra.Command{
 		Use:   "restore --from URL [--verify] DIR",
-		Short: "Build a store in DIR from a replica that wsctl replicate wrote",
+		Short: "Build a store in DIR from a replica that wsctl replicate wrote, or from a sync tier",
 		Long: `restore builds a store in DIR, which must hold none, from the Litestream
-replica at --from (the URL "wsctl replicate" wrote to), at the latest
+replica at --from (the URL "wsctl replicate" wrote to, or the blob tier
+whose default replica, its prefix + meta, it wrote), at the latest
 transaction the replica holds. The restored store keeps the blob tier URL
 its source recorded; --blobs names the same tier by another endpoint.
 It then takes in the blob index of the tier (as "wsctl pull" does), so
 blobs pushed after the replica's last transaction are known too.
+
+When --from holds no replica but devices sync through it ("wsctl sync
+REMOTE"), the store is built from what they published, as a new device's
+first sync builds it (conflicts between other devices are printed, not
+failed on). A URL with neither is store.not_found (exit 3).
 
 --verify then reads every file of every run and checkpoint back from the
 object store and checks it (fsck); a problem exits 6.`,
@@ -152,21 +159,29 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 			os.Remove(dir)
 		}
 	}()
+	opts := wsstore.Options{Index: index.Options{Synchronous: o.sync}, Blobs: o.blobs}
 	stopTouch := keepFresh(tmpDir)
-	err = replica.Restore(ctx, o.from, tmp, replica.Options{})
+	err = restoreReplica(ctx, o.from, tmp)
+	var synced *wsstore.SyncReport
+	if wserr.Is(err, wserr.NotFound) {
+		// No replica: --from may be the tier the devices sync through
+		// (wsctl sync REMOTE), which holds what a new device needs.
+		synced, err = syncNewDevice(ctx, o.from, tmpDir, opts)
+	}
 	stopTouch()
 	if err != nil {
 		return err
 	}
-	opts := wsstore.Options{Index: index.Options{Synchronous: o.sync}, Blobs: o.blobs}
 	if st, err = wsstore.Open(ctx, tmpDir, opts); err != nil {
 		return err
 	}
 	// The replica carries its source's device id and the deletions it
 	// made since its last sync: this store publishes them as a device of
-	// its own.
-	if err := st.ResetDevice(ctx); err != nil {
-		return err
+	// its own. A store built by a sync is a new device already.
+	if synced == nil {
+		if err := st.ResetDevice(ctx); err != nil {
+			return err
+		}
 	}
 	rs, err := st.Runs.Runs(ctx, runs.ListQuery{})
 	if err != nil {
@@ -202,7 +217,12 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 		return fmt.Errorf("restore: the store is restored in %s, but opening it there to take in the tier's indexes failed (then run wsctl pull): %w", dir, err)
 	}
 	pulled := 0
-	if st.Remote != nil {
+	if synced != nil {
+		pulled = synced.Pulled.Objects
+		for _, c := range synced.Conflicts {
+			fmt.Fprintf(o.errOut, "restore: conflict between other devices: %s %s: %s\n", c.Kind, c.ID, c.Reason)
+		}
+	} else if st.Remote != nil {
 		rep, err := st.PullRemote(ctx)
 		if err != nil {
 			return fmt.Errorf("restore: the store is restored in %s, but taking in the tier's indexes failed (run wsctl pull): %w", dir, err)
@@ -231,4 +251,50 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 		return wserr.New(wserr.Corrupt, "restore", dir, "%d problems found reading the restored store back", problems)
 	}
 	return nil
+}
+
+// restoreReplica restores the Litestream replica at from into path, else
+// the one at from's default replica URL (the prefix + "meta", where wsctl
+// replicate writes for a store on that tier); store.not_found when
+// neither holds one.
+func restoreReplica(ctx context.Context, from, path string) error {
+	err := replica.Restore(ctx, from, path, replica.Options{})
+	if !wserr.Is(err, wserr.NotFound) {
+		return err
+	}
+	loc, perr := remote.ParseURL(from)
+	if perr != nil {
+		return err
+	}
+	loc.Prefix = strings.TrimPrefix(strings.TrimSuffix(loc.Prefix, "/")+"/meta/", "/")
+	if merr := replica.Restore(ctx, loc.String(), path, replica.Options{}); !wserr.Is(merr, wserr.NotFound) {
+		return merr
+	}
+	return err
+}
+
+// syncNewDevice builds a store in dir from the sync tier at from, as a
+// first wsctl sync of a new device does. A tier no device syncs through
+// is store.not_found, and nothing is written to it.
+func syncNewDevice(ctx context.Context, from, dir string, opts wsstore.Options) (*wsstore.SyncReport, error) {
+	if opts.Blobs == "" {
+		opts.Blobs = from
+	}
+	st, err := wsstore.Open(ctx, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	devices, err := st.Remote.Devices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(devices) == 0 {
+		return nil, wserr.New(wserr.NotFound, "restore", from, "no replica here and no device syncs through this tier: run wsctl replicate or wsctl sync on the source store first")
+	}
+	rep, err := st.Sync(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &rep, st.Close()
 }

@@ -128,6 +128,48 @@ func TestReplicateRestoreCLI(t *testing.T) {
 	assert.Contains(t, errOut, "store.not_found")
 }
 
+// TestRestoreFromTheSyncTier: restore --from the URL wsctl sync used (no
+// replica there) builds a store from the segments the devices published,
+// as a device of its own, and finds the replicate default beside it (the
+// tier's prefix + meta) when there is one; a tier nothing syncs through is
+// still store.not_found, and registers no device.
+func TestRestoreFromTheSyncTier(t *testing.T) {
+	awsEnv(t)
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	url := "s3://wsstore/team?endpoint=" + srv.URL + "&region=us-east-1"
+	desk := newCLI(t)
+	desk.ok("--blobs", url, "demo")
+	desk.ok("sync")
+
+	dir := filepath.Join(t.TempDir(), "restored")
+	var rep struct {
+		Runs     int  `json:"runs"`
+		Problems int  `json:"problems"`
+		Verified bool `json:"verified"`
+	}
+	desk.jsonOut(&rep, "restore", "--from", url, "--verify", dir)
+	assert.Equal(t, 1, rep.Runs)
+	assert.True(t, rep.Verified)
+	assert.Zero(t, rep.Problems)
+	restored := &cli{t: t, store: dir, env: map[string]string{}}
+	assert.Equal(t, desk.runIDs(), restored.runIDs())
+	restored.ok("fsck")
+	assert.Len(t, srv.Keys("wsstore", "team/devices/"), 2, "the restored store syncs as a device of its own")
+
+	// With a replica at the tier's default (prefix + meta), that is restored.
+	desk.ok("demo")
+	desk.ok("replicate", "--once")
+	dir2 := filepath.Join(t.TempDir(), "restored2")
+	desk.jsonOut(&rep, "restore", "--from", url, dir2)
+	assert.Equal(t, 2, rep.Runs, "the replica holds the run not synced yet")
+
+	empty := "s3://wsstore/nothing?endpoint=" + srv.URL + "&region=us-east-1"
+	errOut := desk.fails(3, "restore", "--from", empty, filepath.Join(t.TempDir(), "x"))
+	assert.Contains(t, errOut, "store.not_found")
+	assert.Empty(t, srv.Keys("wsstore", "nothing/"), "nothing written to a tier nothing syncs through")
+}
+
 // TestRestoreFailsWhole: a restore that fails after the replica is read
 // (here, --blobs naming another tier than the source's) leaves no store
 // behind, so running it again as it should be works; the store it then
