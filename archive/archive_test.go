@@ -265,8 +265,10 @@ func TestExportRefusesEmptyScopes(t *testing.T) {
 	for name, scope := range map[string]archive.Scope{
 		"Nothing":              {},
 		"ActorSkipWorkspace":   {Actors: []string{"alice"}, SkipWorkspace: true},
-		"SkipWorkspaceNoChats": {All: true, SkipWorkspace: true, Actors: []string{"bob"}},
+		"SkipWorkspaceNoChats": {All: true, SkipWorkspace: true},
 		"NegativeFrom":         {Runs: []string{"r1"}, From: map[string]int64{"r1": -1}},
+		"AllAndRuns":           {All: true, Runs: []string{"r1"}},
+		"AllAndActors":         {All: true, Actors: []string{"alice"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if name == "SkipWorkspaceNoChats" {

@@ -47,7 +47,8 @@ type plan struct {
 // the blobs are written, because a tar entry states its size first.
 //
 // A scope that selects nothing (no flag, or SkipWorkspace leaving it
-// empty) fails with workspace.invalid_argument; a run, chat or actor that
+// empty), or All with runs, chats or actors named too, fails with
+// workspace.invalid_argument; a run, chat or actor that
 // does not exist with run.not_found or store.not_found; a write error on
 // w is returned wrapped, and w then holds a truncated archive that import
 // refuses.
@@ -154,6 +155,9 @@ func checkScope(s Scope) error {
 	const op = "export"
 	if !s.All && len(s.Runs) == 0 && len(s.Chats) == 0 && len(s.Actors) == 0 {
 		return wserr.New(wserr.InvalidArgument, op, "", "nothing selected: name runs, chats or actors, or all")
+	}
+	if s.All && len(s.Runs)+len(s.Chats)+len(s.Actors) > 0 {
+		return wserr.New(wserr.InvalidArgument, op, "", "all selects the whole store: name runs, chats or actors, or all, not both")
 	}
 	if s.SkipWorkspace && !s.All && len(s.Runs) == 0 && len(s.Chats) == 0 {
 		return wserr.New(wserr.InvalidArgument, op, "", "skipping the workspace leaves nothing of the actors selected")

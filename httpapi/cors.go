@@ -19,7 +19,9 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	hd := w.Header()
 	hd.Set("Access-Control-Allow-Origin", origin)
 	hd.Add("Vary", "Origin")
-	hd.Set("Access-Control-Expose-Headers", "ETag, X-Content-Hash, Content-Length, Content-Range, Accept-Ranges")
+	// Retry-After says when to try a busy server again, Allow what a 405
+	// would take.
+	hd.Set("Access-Control-Expose-Headers", "ETag, X-Content-Hash, Content-Length, Content-Range, Accept-Ranges, Retry-After, Allow")
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		hd.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, DELETE")
 		// Range and If-Range for ranged downloads (a suffix range is not

@@ -235,8 +235,8 @@ func TestCORS(t *testing.T) {
 			assert.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), h, "a browser may send it")
 		}
 		resp, _ = s.do(http.MethodGet, s.url("/workspace/stats", "actor", "a"), s.full, nil, "Origin", "http://app.example")
-		for _, h := range []string{"ETag", "Content-Range", "Accept-Ranges"} {
-			assert.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), h, "a ranged download's page may read it")
+		for _, h := range []string{"ETag", "Content-Range", "Accept-Ranges", "Retry-After", "Allow"} {
+			assert.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), h, "a page may read it")
 		}
 		resp, _ = s.do(http.MethodGet, s.url("/workspace/stats", "actor", "a"), s.full, nil, "Origin", "http://evil.example")
 		assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))

@@ -176,7 +176,7 @@ func untrusted(err error) bool {
 
 // missing is the error of a get whose object the store does not have.
 func missing(key string) error {
-	return fmt.Errorf("%w: %w", wserr.New(wserr.Corrupt, "remote get", key, "object missing from the object store"), ErrMissing)
+	return wserr.Wrap(wserr.Corrupt, "remote get", key, ErrMissing)
 }
 
 func (b *s3Bucket) put(ctx context.Context, key string, data []byte) (bool, error) {

@@ -278,6 +278,7 @@ func TestDamagedObjects(t *testing.T) {
 	_, err = a.blobs.ReadAll(ctx, hs[0])
 	assert.ErrorIs(t, err, remote.ErrMissing)
 	assert.ErrorIs(t, err, cas.ErrCorrupt)
+	assert.Equal(t, 1, strings.Count(err.Error(), remote.ErrMissing.Error()), "said once: %v", err)
 
 	bad := bytes.Clone(orig)
 	bad[3] ^= 0xff

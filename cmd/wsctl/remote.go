@@ -63,7 +63,11 @@ func openRemote(ctx context.Context, g globals, op string, creates bool) (st *ws
 	if st.Remote == nil {
 		failed()
 		st.Close()
-		return nil, nil, usageError{wserr.New(wserr.InvalidOptions, op, "", "needs --blobs s3://bucket/prefix (the store has recorded no remote tier)")}
+		how := "--blobs s3://bucket/prefix"
+		if op == "sync" {
+			how = "a tier: wsctl sync s3://bucket/prefix (or --blobs)"
+		}
+		return nil, nil, usageError{wserr.New(wserr.InvalidOptions, op, "", "needs %s (the store has recorded no remote tier)", how)}
 	}
 	return st, failed, nil
 }

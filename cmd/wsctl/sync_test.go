@@ -271,3 +271,16 @@ func TestSyncConflictOfADeletion(t *testing.T) {
 	assert.Contains(t, errOut, "1 chats, runs or actor spaces were changed on two devices, or deleted on one and changed on the other")
 	assert.NotContains(t, errOut, "written on two devices")
 }
+
+// TestSyncWithoutATierSaysHow: sync on a store with no tier recorded and
+// none given is a usage error that names both ways to give one.
+func TestSyncWithoutATierSaysHow(t *testing.T) {
+	c := newCLI(t)
+	c.ok("init")
+	errOut := c.fails(2, "sync")
+	assert.Contains(t, errOut, "store.invalid_options")
+	assert.Contains(t, errOut, "wsctl sync s3://bucket/prefix")
+	assert.Contains(t, errOut, "--blobs")
+	errOut = c.fails(2, "push")
+	assert.Contains(t, errOut, "needs --blobs s3://bucket/prefix")
+}
