@@ -260,3 +260,29 @@ func TestCheckpointsListPages(t *testing.T) {
 		assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code, "%s: %s", l, r.Error.Message)
 	}
 }
+
+// TestSearchLimitOutOfRange: search's limit out of 0..200 is the host's
+// mistake, named by its field, as list's and events' are.
+func TestSearchLimitOutOfRange(t *testing.T) {
+	s := openSession(t)
+	ctx := context.Background()
+	r := s.Handle(ctx, []byte(`{"op":"write","path":"output/a.md","content":"alpha"}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	for _, l := range []string{
+		`{"op":"search","query":"alpha","limit":-1}`,
+		`{"op":"search","query":"alpha","limit":201}`,
+	} {
+		r := s.Handle(ctx, []byte(l))
+		require.False(t, r.OK, l)
+		assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code, "%s: %s", l, r.Error.Message)
+		assert.Contains(t, r.Error.Message, "limit", l)
+		assert.NotContains(t, r.Error.Message, "maxHits", l)
+	}
+	for _, l := range []string{
+		`{"op":"search","query":"alpha"}`,
+		`{"op":"search","query":"alpha","limit":200}`,
+	} {
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%s: %+v", l, r.Error)
+	}
+}

@@ -59,7 +59,7 @@ var parityOps = []op{
 		name: "search", access: reads, request: []any{searchRequest{}}, handle: (*Session).search,
 		help: `  search      {query, path?, limit?}        -> {hits: [{path, score, startLine, endLine, snippet}]}
               the agent's search over the text files it may see; limit:
-              default 20, at most 200`,
+              default 20, at most 200 (else batch.invalid_request)`,
 	},
 	{
 		name: "apply", access: writes, request: []any{applyRequest{}, applyEdit{}}, handle: (*Session).apply,
@@ -238,6 +238,9 @@ func (s *Session) search(ctx context.Context, r request) (any, error) {
 	}
 	if req.Query == nil {
 		return nil, invalidRequest("missing \"query\"")
+	}
+	if req.Limit < 0 || req.Limit > vfs.MaxSearchHits {
+		return nil, invalidRequest("limit must be in 0..%d (0: %d), not %d", vfs.MaxSearchHits, vfs.DefaultSearchHits, req.Limit)
 	}
 	opt := vfs.SearchOptions{MaxHits: req.Limit}
 	if req.Path != nil && *req.Path != "" && *req.Path != "." {

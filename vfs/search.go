@@ -14,9 +14,11 @@ import (
 
 // Search limits (SearchOptions documents the defaults).
 const (
-	defaultMaxHits  = 20
-	maxMaxHits      = 200
-	defaultMaxFiles = 2000
+	// DefaultSearchHits is SearchOptions.MaxHits when it is 0, and
+	// MaxSearchHits the most it may be.
+	DefaultSearchHits = 20
+	MaxSearchHits     = 200
+	defaultMaxFiles   = 2000
 
 	// maxQueryTerms bounds the distinct words of a query that count, so
 	// that a pasted paragraph cannot make every line cost hundreds of
@@ -347,13 +349,13 @@ type searchCandidate struct {
 func NewSearcher(query string, opt SearchOptions) (*Searcher, error) {
 	const op = "search"
 	switch {
-	case opt.MaxHits < 0 || opt.MaxHits > maxMaxHits:
-		return nil, wserr.New(wserr.InvalidArgument, op, "", "maxHits %d is out of range; give 1 to %d, or 0 for %d", opt.MaxHits, maxMaxHits, defaultMaxHits)
+	case opt.MaxHits < 0 || opt.MaxHits > MaxSearchHits:
+		return nil, wserr.New(wserr.InvalidArgument, op, "", "maxHits %d is out of range; give 1 to %d, or 0 for %d", opt.MaxHits, MaxSearchHits, DefaultSearchHits)
 	case opt.MaxFiles < 0:
 		return nil, wserr.New(wserr.InvalidArgument, op, "", "maxFiles %d is negative; give 0 for the default of %d", opt.MaxFiles, defaultMaxFiles)
 	}
 	if opt.MaxHits == 0 {
-		opt.MaxHits = defaultMaxHits
+		opt.MaxHits = DefaultSearchHits
 	}
 	if opt.MaxFiles == 0 {
 		opt.MaxFiles = defaultMaxFiles

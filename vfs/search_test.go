@@ -124,7 +124,7 @@ func TestNewSearcher(t *testing.T) {
 	t.Run("OKDefaults", func(t *testing.T) {
 		s, err := NewSearcher("dragon", SearchOptions{})
 		require.NoError(t, err)
-		assert.Equal(t, defaultMaxHits, s.Options().MaxHits)
+		assert.Equal(t, DefaultSearchHits, s.Options().MaxHits)
 		assert.Equal(t, defaultMaxFiles, s.Options().MaxFiles)
 		assert.Empty(t, s.Hits())
 	})
@@ -137,7 +137,7 @@ func TestNewSearcher(t *testing.T) {
 		{"ErrEmptyQuery", "", SearchOptions{}},
 		{"ErrQueryWithoutWords", " ?! ", SearchOptions{}},
 		{"ErrNegativeMaxHits", "x", SearchOptions{MaxHits: -1}},
-		{"ErrMaxHitsAboveLimit", "x", SearchOptions{MaxHits: maxMaxHits + 1}},
+		{"ErrMaxHitsAboveLimit", "x", SearchOptions{MaxHits: MaxSearchHits + 1}},
 		{"ErrNegativeMaxFiles", "x", SearchOptions{MaxFiles: -1}},
 	}
 	for _, tt := range tests {
