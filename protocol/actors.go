@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -23,6 +25,9 @@ type ActorSpaces interface {
 	DeleteByPrefix(ctx context.Context, actor, prefix string) (actors.Change, error)
 	Stats(ctx context.Context, actor string) (actors.Stats, error)
 	GC(ctx context.Context, opt actors.GCOptions) (actors.GCReport, error)
+	Actors(ctx context.Context) ([]actors.Space, error)
+	Changes(ctx context.Context, actor string, afterSeq int64, limit int) ([]actors.Change, error)
+	Diff(ctx context.Context, actor string, from, to int64) ([]vfs.Change, error)
 }
 
 // MaxActorDownload bounds the file an actor.download line carries: a
@@ -67,6 +72,27 @@ var actorOps = []op{
 		name: "actor.gc", access: writes, request: []any{actorGCRequest{}}, handle: (*Session).actorGC,
 		help: `  actor.gc  {actor?, keepVersions?}         -> {actors, pruned}   prunes old versions;
                                             "wsctl gc" then frees what they held`,
+	},
+	{
+		name: "actor.changes", access: reads, request: []any{actorChangesRequest{}}, handle: (*Session).actorChanges,
+		help: `  actor.changes  {actor, afterSeq?, limit?}  -> {changes: [CHANGE, …], more}
+                                            the space's journal, oldest first: each change
+                                            as actor.upload answers it (gc rows too); limit:
+                                            default 100, at most 500; more: changes remain
+                                            (ask again with afterSeq the last seq)`,
+	},
+	{
+		name: "actor.diff", access: reads, request: []any{actorDiffRequest{}}, handle: (*Session).actorDiff,
+		help: `  actor.diff  {actor, from, to}            -> {changes: [{path, op, old?, new?}]}
+                                            the files that differ between the versions after
+                                            changes from and to (seqs; 0: the empty space);
+                                            store.not_found for a change that does not exist
+                                            or whose version actor.gc pruned`,
+	},
+	{
+		name: "actors.list", access: reads, request: []any{base{}}, handle: (*Session).actorsList,
+		help: `  actors.list  {}                          -> {actors: [{actor, root, seq, created, updated}]}
+                                            every actor space, by name`,
 	},
 }
 
@@ -117,6 +143,20 @@ type actorPrefixRequest struct {
 	base
 	Actor  string `json:"actor"`
 	Prefix string `json:"prefix"`
+}
+
+type actorChangesRequest struct {
+	base
+	Actor    string `json:"actor"`
+	AfterSeq int64  `json:"afterSeq"`
+	Limit    int    `json:"limit"`
+}
+
+type actorDiffRequest struct {
+	base
+	Actor string `json:"actor"`
+	From  *int64 `json:"from"`
+	To    *int64 `json:"to"`
 }
 
 type actorGCRequest struct {
@@ -307,6 +347,72 @@ func (s *Session) actorGC(ctx context.Context, r request) (any, error) {
 		return nil, err
 	}
 	return a.GC(ctx, actors.GCOptions{Actor: req.Actor, KeepVersions: req.KeepVersions})
+}
+
+func (s *Session) actorChanges(ctx context.Context, r request) (any, error) {
+	var req actorChangesRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	if err := required("actor", req.Actor); err != nil {
+		return nil, err
+	}
+	if req.AfterSeq < 0 || req.Limit < 0 || req.Limit > journal.MaxLimit {
+		return nil, invalidRequest("afterSeq must not be negative and limit must be in 0..%d (0: %d), not %d and %d", journal.MaxLimit, journal.DefaultLimit, req.AfterSeq, req.Limit)
+	}
+	a, err := s.actors()
+	if err != nil {
+		return nil, err
+	}
+	// One change more than the page says whether more remain.
+	limit := cmp.Or(req.Limit, journal.DefaultLimit)
+	cs, err := a.Changes(ctx, req.Actor, req.AfterSeq, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	more := len(cs) > limit
+	return listedPage("changes", cs[:min(len(cs), limit)], more), nil
+}
+
+func (s *Session) actorDiff(ctx context.Context, r request) (any, error) {
+	var req actorDiffRequest
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	if err := required("actor", req.Actor); err != nil {
+		return nil, err
+	}
+	if req.From == nil || req.To == nil {
+		return nil, invalidRequest("actor.diff needs \"from\" and \"to\": change seqs (0: the empty space)")
+	}
+	if *req.From < 0 || *req.To < 0 {
+		return nil, invalidRequest("from and to must not be negative, not %d and %d", *req.From, *req.To)
+	}
+	a, err := s.actors()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := a.Diff(ctx, req.Actor, *req.From, *req.To)
+	if err != nil {
+		return nil, err
+	}
+	return listed("changes", cs), nil
+}
+
+func (s *Session) actorsList(ctx context.Context, r request) (any, error) {
+	var req base
+	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	a, err := s.actors()
+	if err != nil {
+		return nil, err
+	}
+	sps, err := a.Actors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return listed("actors", sps), nil
 }
 
 // errBase64Cut is a base64 stream that ends inside a group of four.

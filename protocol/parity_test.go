@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/runs"
 )
 
@@ -107,6 +108,30 @@ var goOps = map[string]string{
 	"Service.StreamCap":       "",
 	"Store.OwnsFile":          "",
 	"Store.WriteFile":         "",
+	// *actors.Spaces
+	"Spaces.List":            "actor.ls",
+	"Spaces.ListPage":        "actor.ls",
+	"Spaces.Stat":            "actor.ls",
+	"Spaces.Upload":          "actor.upload",
+	"Spaces.UploadWith":      "actor.upload",
+	"Spaces.Download":        "actor.download",
+	"Spaces.Delete":          "actor.rm",
+	"Spaces.DeleteWith":      "actor.rm",
+	"Spaces.DeleteByPrefix":  "actor.rm-prefix",
+	"Spaces.Stats":           "actor.stats",
+	"Spaces.GC":              "actor.gc",
+	"Spaces.Changes":         "actor.changes",
+	"Spaces.Diff":            "actor.diff",
+	"Spaces.Actors":          "actors.list",
+	"Spaces.ListAt":          "",
+	"Spaces.ExportSpace":     "",
+	"Spaces.EachSpaceRecord": "",
+	"Spaces.ExportChanges":   "",
+	"Spaces.ImportSpace":     "",
+	"Spaces.ImportChange":    "",
+	"Spaces.MergeSpace":      "",
+	"Spaces.EachActorRoot":   "",
+	"Spaces.HoldsTree":       "",
 }
 
 // notOps says why a Go method is not an op of its own.
@@ -147,13 +172,22 @@ var notOps = map[string]string{
 	"Store.Close":               "the session's end closes the store",
 	"Store.OwnsFile":            "a check export and the host's own file writes make: export refuses the store's files",
 	"Store.WriteFile":           "writes a file of the host's that the host names, as export and wsctl actor download do; a session's ops answer on their own channel",
+	"Spaces.ListAt":             "a version's files: actor.diff from 0 to the version lists each of them as added, with its entry",
+	"Spaces.ExportSpace":        "archive rows, read in the export's own transaction; export is the op",
+	"Spaces.EachSpaceRecord":    "as ExportSpace",
+	"Spaces.ExportChanges":      "as ExportSpace",
+	"Spaces.ImportSpace":        "archive rows, written in the import's final transaction; import is the op",
+	"Spaces.ImportChange":       "as ImportSpace",
+	"Spaces.MergeSpace":         "as ImportSpace, for an import in merge mode (sync)",
+	"Spaces.EachActorRoot":      "maintenance reads roots inside its own transaction; gc, fsck and du are the ops",
+	"Spaces.HoldsTree":          "maintenance asks it inside its own transaction; reclaim is the op",
 }
 
 // TestOpsCoverGoAPI: every exported method of *runs.Service,
-// *runs.Workspace and *wsstore.Store is served by an op, or is listed in
+// *runs.Workspace, *wsstore.Store and *actors.Spaces is served by an op, or is listed in
 // notOps with the reason, so a new Go operation without an op fails here.
 func TestOpsCoverGoAPI(t *testing.T) {
-	for _, v := range []any{&runs.Service{}, &runs.Workspace{}, &wsstore.Store{}} {
+	for _, v := range []any{&runs.Service{}, &runs.Workspace{}, &wsstore.Store{}, &actors.Spaces{}} {
 		typ := reflect.TypeOf(v)
 		for i := range typ.NumMethod() {
 			name := typ.Elem().Name() + "." + typ.Method(i).Name

@@ -1,0 +1,93 @@
+package protocol_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// TestActorJournalOps: a host lists an actor space's changes a page at a
+// time, diffs two of its versions and lists the spaces, as the Go API
+// does (Changes, Diff, Actors).
+func TestActorJournalOps(t *testing.T) {
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors})
+	ok := func(l string) json.RawMessage {
+		t.Helper()
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%s: %+v", l, r.Error)
+		var a struct {
+			Result json.RawMessage `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &a))
+		return a.Result
+	}
+	ok(`{"op":"actor.upload","actor":"alice","path":"notes/a.md","content":"one\n"}`)
+	ok(`{"op":"actor.upload","actor":"alice","path":"notes/b.md","content":"two\n"}`)
+	ok(`{"op":"actor.rm","actor":"alice","path":"notes/a.md"}`)
+	ok(`{"op":"actor.upload","actor":"bob","path":"x.md","content":"x"}`)
+
+	type changes struct {
+		Changes []struct {
+			Seq  int64  `json:"seq"`
+			Op   string `json:"op"`
+			Path string `json:"path"`
+		} `json:"changes"`
+		More *bool `json:"more"`
+	}
+	var page changes
+	require.NoError(t, json.Unmarshal(ok(`{"op":"actor.changes","actor":"alice","limit":2}`), &page))
+	require.Len(t, page.Changes, 2)
+	require.NotNil(t, page.More)
+	assert.True(t, *page.More)
+	assert.Equal(t, "notes/a.md", page.Changes[0].Path)
+	require.NoError(t, json.Unmarshal(ok(`{"op":"actor.changes","actor":"alice","afterSeq":2}`), &page))
+	require.Len(t, page.Changes, 1)
+	assert.Equal(t, "delete", page.Changes[0].Op)
+	assert.False(t, *page.More)
+
+	var diff struct {
+		Changes []struct {
+			Path string `json:"path"`
+			Op   string `json:"op"`
+		} `json:"changes"`
+	}
+	require.NoError(t, json.Unmarshal(ok(`{"op":"actor.diff","actor":"alice","from":2,"to":3}`), &diff))
+	require.Len(t, diff.Changes, 1)
+	assert.Equal(t, "notes/a.md", diff.Changes[0].Path)
+	assert.Equal(t, "deleted", diff.Changes[0].Op)
+	require.NoError(t, json.Unmarshal(ok(`{"op":"actor.diff","actor":"alice","from":0,"to":2}`), &diff))
+	assert.Len(t, diff.Changes, 2, "from the empty space: the version's files")
+
+	var spaces struct {
+		Actors []struct {
+			Actor string `json:"actor"`
+		} `json:"actors"`
+	}
+	require.NoError(t, json.Unmarshal(ok(`{"op":"actors.list"}`), &spaces))
+	require.Len(t, spaces.Actors, 2)
+	assert.Equal(t, "alice", spaces.Actors[0].Actor)
+
+	for l, code := range map[string]wserr.Code{
+		`{"op":"actor.changes"}`:                               protocol.CodeInvalidRequest,
+		`{"op":"actor.changes","actor":"alice","limit":501}`:   protocol.CodeInvalidRequest,
+		`{"op":"actor.diff","actor":"alice","from":1}`:         protocol.CodeInvalidRequest,
+		`{"op":"actor.diff","actor":"alice","from":1,"to":9}`:  wserr.NotFound,
+		`{"op":"actor.diff","actor":"a/b","from":0,"to":1}`:    wserr.InvalidActor,
+		`{"op":"actor.diff","actor":"alice","from":-1,"to":1}`: protocol.CodeInvalidRequest,
+	} {
+		r := s.Handle(ctx, []byte(l))
+		require.False(t, r.OK, l)
+		assert.Equal(t, code, r.Error.Code, "%s: %s", l, r.Error.Message)
+	}
+}
