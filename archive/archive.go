@@ -220,12 +220,14 @@ type Summary struct {
 	Events       int64 `json:"events"`
 	// On import: NewObjects counts the blobs new to the store; Added,
 	// Unchanged and Conflicts name each chat, run and actor space as new,
-	// held already, or held otherwise (left as it was).
+	// held already, or held otherwise (left as it was). An import's three
+	// lists are never nil, so its JSON always carries them (an export's
+	// never does).
 	NewObjects int64      `json:"newObjects,omitempty"`
-	Added      []string   `json:"added,omitempty"`
-	Unchanged  []string   `json:"unchanged,omitempty"`
+	Added      []string   `json:"added,omitzero"`
+	Unchanged  []string   `json:"unchanged,omitzero"`
 	Updated    []string   `json:"updated,omitempty"`
-	Conflicts  []Conflict `json:"conflicts,omitempty"`
+	Conflicts  []Conflict `json:"conflicts,omitzero"`
 	// Seconds is the wall time the work took, by the archiver's clock.
 	Seconds float64 `json:"seconds"`
 }

@@ -257,6 +257,41 @@ func TestImportReportsConflicts(t *testing.T) {
 	assert.Equal(t, before, view(t, dst), "a conflict overwrites nothing")
 }
 
+// TestImportSummaryListsAreAlwaysThere: an import's JSON always carries
+// added, unchanged and conflicts, as lists (empty when nothing is in one),
+// so a host can read them without testing for the key; an export's carries
+// none of them.
+func TestImportSummaryListsAreAlwaysThere(t *testing.T) {
+	ctx := context.Background()
+	src := open(t)
+	populate(t, src)
+	arc, exported := export(t, src, archive.Scope{All: true})
+	b, err := json.Marshal(exported)
+	require.NoError(t, err)
+	for _, key := range []string{`"added"`, `"unchanged"`, `"conflicts"`} {
+		assert.NotContains(t, string(b), key, "an export's summary")
+	}
+	dst := open(t)
+	for _, want := range []map[string]int{
+		{"added": 1, "unchanged": 0, "conflicts": 0}, // first import: all new
+		{"added": 0, "unchanged": 1, "conflicts": 0}, // again: all held
+	} {
+		sum, err := dst.Archive.Import(ctx, bytes.NewReader(arc), archive.Options{})
+		require.NoError(t, err)
+		b, err := json.Marshal(sum)
+		require.NoError(t, err)
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(b, &m))
+		for key, nonEmpty := range want {
+			var list []json.RawMessage
+			require.Contains(t, m, key, "%s", b)
+			require.NoError(t, json.Unmarshal(m[key], &list))
+			require.NotNil(t, list, "%s is a list, not null: %s", key, b)
+			assert.Equal(t, nonEmpty == 1, len(list) > 0, "%s: %s", key, b)
+		}
+	}
+}
+
 // TestExportRefusesEmptyScopes: a scope that selects nothing, or names a
 // run's tail from a negative seq, is workspace.invalid_argument.
 func TestExportRefusesEmptyScopes(t *testing.T) {

@@ -138,6 +138,15 @@ func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summar
 	}
 	im.sum.ArchiveBytes = cr.n
 	im.sum.Seconds = a.p.Now().Sub(start).Seconds()
+	if im.sum.Added == nil {
+		im.sum.Added = []string{}
+	}
+	if im.sum.Unchanged == nil {
+		im.sum.Unchanged = []string{}
+	}
+	if im.sum.Conflicts == nil {
+		im.sum.Conflicts = []Conflict{}
+	}
 	return im.sum, nil
 }
 
