@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -100,4 +101,27 @@ func TestEmptyRunIDIsRefused(t *testing.T) {
 	assert.Zero(t, checkpointsTaken(t, st)-1, "nothing was written")
 	r := s.Handle(ctx, []byte(`{"op":"write","path":"output/a.md","content":"x"}`))
 	require.True(t, r.OK, "%+v", r.Error)
+}
+
+// TestApplyMarksRemovedFiles: apply's answer marks the files its edits
+// removed, and only those.
+func TestApplyMarksRemovedFiles(t *testing.T) {
+	s, _ := openAutoSession(t)
+	ctx := context.Background()
+	r := s.Handle(ctx, []byte(`{"op":"write","path":"output/old.md","content":"old"}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	r = s.Handle(ctx, []byte(`{"op":"apply","edits":[{"path":"output/new.md","content":"new"},{"path":"output/old.md","remove":true}]}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	var a struct {
+		Result struct {
+			Files []map[string]any `json:"files"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(line(t, r)), &a))
+	require.Len(t, a.Result.Files, 2)
+	assert.Equal(t, "output/new.md", a.Result.Files[0]["path"])
+	assert.NotContains(t, a.Result.Files[0], "removed")
+	assert.Equal(t, "output/old.md", a.Result.Files[1]["path"])
+	assert.Equal(t, true, a.Result.Files[1]["removed"])
+	assert.Equal(t, float64(3), a.Result.Files[1]["size"], "the size it had")
 }

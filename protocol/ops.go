@@ -395,10 +395,13 @@ type writeRequest struct {
 
 // writeResult is the answer to a workspace change.
 type writeResult struct {
-	Path         string   `json:"path"`
-	Hash         cas.Hash `json:"hash,omitzero"`
-	Size         *int64   `json:"size,omitempty"`
-	CheckpointID string   `json:"checkpointId,omitempty"`
+	Path string   `json:"path"`
+	Hash cas.Hash `json:"hash,omitzero"`
+	Size *int64   `json:"size,omitempty"`
+	// Removed marks an apply edit that removed its file (hash and size
+	// are then the content it had).
+	Removed      bool   `json:"removed,omitempty"`
+	CheckpointID string `json:"checkpointId,omitempty"`
 }
 
 func (s *Session) write(ctx context.Context, r request) (any, error) {

@@ -64,8 +64,9 @@ var parityOps = []op{
 	{
 		name: "apply", access: writes, request: []any{applyRequest{}, applyEdit{}}, handle: (*Session).apply,
 		help: `  apply       {edits: [{path, content | contentBase64 | remove: true}]}
-              -> {files: [{path, hash, size}], checkpointId?}
-              many files as one step: one transaction, one event per file,
+              -> {files: [{path, hash, size, removed?}], checkpointId?}
+              removed: true for a file the edit removed (hash and size
+              are what it held); many files as one step: one transaction, one event per file,
               one checkpoint; all or nothing`,
 	},
 	{
@@ -308,7 +309,7 @@ func (s *Session) apply(ctx context.Context, r request) (any, error) {
 	cp := ""
 	for i, fi := range infos {
 		size := fi.Size
-		files[i] = writeResult{Path: fi.Path.String(), Hash: fi.Hash, Size: &size}
+		files[i] = writeResult{Path: fi.Path.String(), Hash: fi.Hash, Size: &size, Removed: edits[i].Remove}
 		cp = fi.Checkpoint
 	}
 	res := map[string]any{"files": files}
