@@ -45,7 +45,8 @@ type Path struct {
 // (CON, PRN, AUX, NUL, COM0-9, LPT0-9: "aux.md", "LPT9.txt"), a ':' (an
 // NTFS alternate data stream such as "main.md:ads", or the macOS path
 // separator), a segment ending in '.' or ' ' (Windows drops them), bidi
-// controls and zero-width characters (they make a name read as another),
+// controls, zero-width and other invisible characters (a soft hyphen,
+// Hangul fillers: they make a name read as another),
 // and Unicode not in NFC (macOS and Windows would fold it onto the NFC
 // spelling, so two names could collide on a checkout); the message gives
 // the NFC spelling to use. The characters Windows refuses in names besides
@@ -291,7 +292,8 @@ func isNumberedDevice(stem string) bool {
 	return false
 }
 
-// invisibleRune finds the first bidi control or zero-width character in s.
+// invisibleRune finds the first bidi control, zero-width or other invisible
+// character in s.
 func invisibleRune(s string) (rune, string, bool) {
 	for _, r := range s {
 		switch {
@@ -299,6 +301,13 @@ func invisibleRune(s string) (rune, string, bool) {
 			return r, "bidi control", true
 		case r >= 0x200B && r <= 0x200D, r == 0x2060, r == 0xFEFF, r == 0x180E:
 			return r, "zero-width character", true
+		case r == 0x00AD, r == 0x034F, r >= 0x2061 && r <= 0x2064:
+			// A soft hyphen, the grapheme joiner and the invisible
+			// operators show nothing either.
+			return r, "invisible character", true
+		case r == 0x115F, r == 0x1160, r == 0x3164, r == 0xFFA0:
+			// Hangul fillers show as blank space.
+			return r, "invisible character", true
 		}
 	}
 	return 0, "", false

@@ -107,6 +107,9 @@ func TestParsePath(t *testing.T) {
 		{"ErrZeroWidth/zwsp", "ma\u200bin.md", "zero-width"},
 		{"ErrZeroWidth/zwj", "a\u200db", "zero-width"},
 		{"ErrZeroWidth/bom", "\ufeffa.md", "zero-width"},
+		{"ErrInvisible/softHyphen", "ma\u00adin.md", "invisible"},
+		{"ErrInvisible/graphemeJoiner", "a\u034fb", "invisible"},
+		{"ErrInvisible/hangulFiller", "a\u3164.md", "invisible"},
 		{"ErrNFC/decomposed", "re\u0301sume\u0301.md", "NFC"},
 
 		{"ErrDotDot/alone", "..", "'..' segment"},
