@@ -289,9 +289,20 @@ func TestRunViews(t *testing.T) {
 		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events", "limit", "2"), nil)
 		require.Len(t, m["events"], 2)
 		next := m["next"].(float64)
+		assert.Equal(t, true, m["more"])
 		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events", "afterSeq", "2", "limit", "2"), nil)
 		assert.Equal(t, float64(3), m["events"].([]any)[0].(map[string]any)["seq"])
 		assert.Equal(t, float64(2), next)
+		all := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events"), nil)
+		assert.Equal(t, false, all["more"])
+		n := len(all["events"].([]any))
+		// A full page that is the last: next, but no more.
+		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events", "limit", fmt.Sprint(n)), nil)
+		assert.Equal(t, false, m["more"])
+		// Scrolled back from beforeSeq: nothing remains after the page below it.
+		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events", "beforeSeq", "3", "limit", "1"), nil)
+		assert.Equal(t, float64(2), m["events"].([]any)[0].(map[string]any)["seq"])
+		assert.Equal(t, false, m["more"])
 	})
 	t.Run("FollowLongPoll", func(t *testing.T) {
 		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events"), nil)

@@ -229,7 +229,9 @@ func eventQuery(r *http.Request) (journal.PageQuery, error) {
 }
 
 // GET /v1/runs/{run}/events?afterSeq=&beforeSeq=&limit=: a page of the
-// journal, and the afterSeq of the next page (0: this was the last).
+// journal, whether events remain after it (below beforeSeq, if given:
+// more, as the events op says), and next, the afterSeq of the next page,
+// when the page is full.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	id, ok := h.readRun(w, r)
 	if !ok {
@@ -249,9 +251,16 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	if evs == nil {
 		evs = []journal.Event{}
 	}
-	res := map[string]any{"events": evs}
-	if lim := q.Limit; len(evs) > 0 && (lim == 0 && len(evs) == journal.DefaultLimit || len(evs) == lim) {
+	res := map[string]any{"events": evs, "more": false}
+	if lim := q.Limit; err == nil && len(evs) > 0 && (lim == 0 && len(evs) == journal.DefaultLimit || len(evs) == lim) {
 		res["next"] = evs[len(evs)-1].Seq
+		// A full page may be the last: one more event after it says.
+		var after []journal.Event
+		err = h.retry(r.Context(), func() (err error) {
+			after, err = h.b.Journal.Page(r.Context(), id, journal.PageQuery{AfterSeq: evs[len(evs)-1].Seq, BeforeSeq: q.BeforeSeq, Limit: 1})
+			return err
+		})
+		res["more"] = len(after) > 0
 	}
 	answer(w, res, err)
 }
