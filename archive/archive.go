@@ -133,7 +133,9 @@ func New(p Parts) *Archiver {
 // row (and persist layer) with them; chats bring every run of theirs. All
 // selects every chat, run and actor space.
 type Scope struct {
-	Runs   []string `json:"runs,omitempty"`
+	Runs []string `json:"runs,omitempty"`
+	// Chats are chat workspace ids (chat_…) or stable keys,
+	// KIND:STABLE_CHAT_ID, which Export turns into their ids.
 	Chats  []string `json:"chats,omitempty"`
 	Actors []string `json:"actors,omitempty"`
 	All    bool     `json:"all,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/cas"
@@ -60,6 +61,7 @@ func (a *Archiver) Export(ctx context.Context, w io.Writer, scope Scope, opt Opt
 	if err := checkScope(scope); err != nil {
 		return Summary{}, err
 	}
+	scope.Chats = chatIDs(scope.Chats)
 	spool, done, err := tempfile.Create("wsstore-export-*.jsonl")
 	if err != nil {
 		return Summary{}, spoolError(err)
@@ -151,8 +153,30 @@ func changedError(err error) error {
 	return wserr.Wrap(wserr.Conflict, "export", "", fmt.Errorf("what the export selects changed while it was written (a run deleted or ended, or a checkpoint pruned, and objects only it held collected); export again: %w", err))
 }
 
+// chatIDs returns the workspace ids of chats named by id (chat_…, which
+// holds no ':') or by their stable key, KIND:STABLE_CHAT_ID, as rm-chat
+// and chat.delete name them.
+func chatIDs(chats []string) []string {
+	if !slices.ContainsFunc(chats, func(c string) bool { return strings.Contains(c, ":") }) {
+		return chats
+	}
+	out := make([]string, len(chats))
+	for i, c := range chats {
+		out[i] = c
+		if kind, id, ok := strings.Cut(c, ":"); ok {
+			out[i] = runs.ChatWorkspaceID(runs.ChatKey{Kind: kind, StableChatID: id})
+		}
+	}
+	return out
+}
+
 func checkScope(s Scope) error {
 	const op = "export"
+	for _, c := range s.Chats {
+		if kind, id, ok := strings.Cut(c, ":"); ok && (kind == "" || id == "") {
+			return wserr.New(wserr.InvalidArgument, op, "", "chat %q: name a chat workspace id (chat_…) or KIND:STABLE_CHAT_ID", c)
+		}
+	}
 	if !s.All && len(s.Runs) == 0 && len(s.Chats) == 0 && len(s.Actors) == 0 {
 		return wserr.New(wserr.InvalidArgument, op, "", "nothing selected: name runs, chats or actors, or all")
 	}

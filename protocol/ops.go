@@ -186,7 +186,7 @@ var ops = []op{
 		help: `  export      {path, runs?, chats?, actors?, all?, skipWorkspace?}
               -> {objects, blobs, trees, bytes, archiveBytes, chats, runs, actors, events, seconds}
               writes an archive (docs/archive.md) of the runs, chat
-              workspaces (by workspaceId, with their runs), actor spaces or
+              workspaces (by workspaceId or KIND:STABLE_CHAT_ID, with their runs), actor spaces or
               the whole store to the file path on the host; scratch/ is
               never exported; skipWorkspace leaves actor spaces out`,
 	},

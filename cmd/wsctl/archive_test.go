@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/archive"
+	"github.com/wsstore/wsstore/runs"
 )
 
 // TestExportImport moves a store to another one the way the README shows:
@@ -50,6 +51,17 @@ func TestExportImport(t *testing.T) {
 	require.Equal(t, 0, code, errBuf.String())
 	assert.Contains(t, outBuf.String(), `"added": []`, "an empty list, never left out")
 
+	t.Run("ChatByIDOrKey", func(t *testing.T) {
+		id := runs.ChatWorkspaceID(runs.ChatKey{Kind: "character", StableChatID: "chat-r1"})
+		for _, ref := range []string{id, "character:chat-r1"} {
+			var sum archive.Summary
+			desk.jsonOut(&sum, "export", "--chat", ref, filepath.Join(t.TempDir(), "chat.wsar"))
+			assert.Equal(t, 1, sum.Chats, ref)
+			assert.Equal(t, 1, sum.Runs, ref)
+		}
+		assert.Contains(t, desk.fails(3, "export", "--chat", "character:nobody", filepath.Join(t.TempDir(), "x.wsar")), "not_found")
+		assert.Contains(t, desk.fails(2, "export", "--chat", ":chat-r1", filepath.Join(t.TempDir(), "x.wsar")), "KIND:STABLE_CHAT_ID")
+	})
 	t.Run("RunByPrefixOrLatest", func(t *testing.T) {
 		for _, ref := range []string{"latest", "r"} {
 			var sum archive.Summary

@@ -23,7 +23,8 @@ func newExportCmd(a *app) *cobra.Command {
 		Use:   "export [--run R | --chat C | --actor A | --all] [--skip-workspace] FILE|-",
 		Short: "Write runs, chats, actor spaces or the whole store to one archive file",
 		Long: `export writes an archive (docs/archive.md) of the runs (--run, with
-their chat workspace), chat workspaces (--chat, with all their runs), actor
+their chat workspace), chat workspaces (--chat, with all their runs; by
+workspace id, chat_…, or as rm-chat names them, KIND:STABLE_CHAT_ID), actor
 spaces (--actor) or the whole store (--all) to FILE, or to standard output
 with "-". The flags repeat and combine. An archive holds the rows, every
 checkpoint and journal event, and exactly the files and trees they reach;
@@ -41,7 +42,7 @@ refused. "wsctl import" reads it.`,
 		}),
 	}
 	cmd.Flags().StringArrayVar(&o.scope.Runs, "run", nil, "export this run (repeatable)")
-	cmd.Flags().StringArrayVar(&o.scope.Chats, "chat", nil, "export this chat workspace and its runs (repeatable)")
+	cmd.Flags().StringArrayVar(&o.scope.Chats, "chat", nil, "export this chat workspace and its runs: its id (chat_…) or KIND:STABLE_CHAT_ID (repeatable)")
 	cmd.Flags().StringArrayVar(&o.scope.Actors, "actor", nil, "export this actor space (repeatable)")
 	cmd.Flags().BoolVar(&o.scope.All, "all", false, "export the whole store")
 	cmd.Flags().BoolVar(&o.scope.SkipWorkspace, "skip-workspace", false, "leave actor spaces out")
