@@ -196,20 +196,37 @@ func (s *Spaces) Stats(ctx context.Context, actor string) (Stats, error) {
 	return st, err
 }
 
-// Actors lists every actor that has a space, by name.
+// Actors lists every actor that has a space, by name, held whole
+// (ActorsPage reads them a page at a time).
 func (s *Spaces) Actors(ctx context.Context) ([]Space, error) {
+	out, _, err := s.ActorsPage(ctx, "", 0)
+	return out, err
+}
+
+// ActorsPage lists the actors with a space whose names sort after after
+// (byte order; "": from the first), at most limit of them (limit <= 0:
+// all), and whether more remain after them.
+func (s *Spaces) ActorsPage(ctx context.Context, after string, limit int) ([]Space, bool, error) {
+	n := -1 // SQLite's "no limit"
+	if limit > 0 {
+		n = limit + 1 // one row more than the page says whether more remain
+	}
 	var rows []spaceRow
 	err := s.db.View(ctx, func(tx *index.Tx) error {
-		return tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated FROM actor_spaces ORDER BY actor`)
+		return tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated FROM actor_spaces WHERE actor > ? ORDER BY actor LIMIT ?`, after, n)
 	})
 	if err != nil {
-		return nil, index.Translate(err)
+		return nil, false, index.Translate(err)
+	}
+	more := limit > 0 && len(rows) > limit
+	if more {
+		rows = rows[:limit]
 	}
 	out := make([]Space, len(rows))
 	for i, r := range rows {
 		out[i] = r.space()
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // Changes pages actor's journal: the changes after afterSeq in seq order,

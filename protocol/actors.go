@@ -25,7 +25,7 @@ type ActorSpaces interface {
 	DeleteByPrefix(ctx context.Context, actor, prefix string) (actors.Change, error)
 	Stats(ctx context.Context, actor string) (actors.Stats, error)
 	GC(ctx context.Context, opt actors.GCOptions) (actors.GCReport, error)
-	Actors(ctx context.Context) ([]actors.Space, error)
+	ActorsPage(ctx context.Context, after string, limit int) ([]actors.Space, bool, error)
 	Changes(ctx context.Context, actor string, afterSeq int64, limit int) ([]actors.Change, error)
 	Diff(ctx context.Context, actor string, from, to int64) ([]vfs.Change, error)
 }
@@ -90,9 +90,11 @@ var actorOps = []op{
                                             or whose version actor.gc pruned`,
 	},
 	{
-		name: "actors.list", access: reads, request: []any{base{}}, handle: (*Session).actorsList,
-		help: `  actors.list  {}                          -> {actors: [{actor, root, seq, created, updated}]}
-                                            every actor space, by name`,
+		name: "actors.list", access: reads, request: []any{actorsListRequest{}}, handle: (*Session).actorsList,
+		help: `  actors.list  {after?, limit?}            -> {actors: [{actor, root, seq, created, updated}], more}
+                                            the actor spaces, by name, a page at a time:
+                                            limit default 10000, at most 100000; more:
+                                            ask again with after the last actor`,
 	},
 }
 
@@ -399,20 +401,29 @@ func (s *Session) actorDiff(ctx context.Context, r request) (any, error) {
 	return listed("changes", cs), nil
 }
 
+type actorsListRequest struct {
+	base
+	After string `json:"after"`
+	Limit int    `json:"limit"`
+}
+
 func (s *Session) actorsList(ctx context.Context, r request) (any, error) {
-	var req base
+	var req actorsListRequest
 	if err := r.decode(&req); err != nil {
 		return nil, err
+	}
+	if req.Limit < 0 || req.Limit > vfs.MaxListLimit {
+		return nil, invalidRequest("limit must be in 0..%d (0: %d), not %d", vfs.MaxListLimit, vfs.DefaultListLimit, req.Limit)
 	}
 	a, err := s.actors()
 	if err != nil {
 		return nil, err
 	}
-	sps, err := a.Actors(ctx)
+	sps, more, err := a.ActorsPage(ctx, req.After, cmp.Or(req.Limit, vfs.DefaultListLimit))
 	if err != nil {
 		return nil, err
 	}
-	return listed("actors", sps), nil
+	return listedPage("actors", sps, more), nil
 }
 
 // errBase64Cut is a base64 stream that ends inside a group of four.

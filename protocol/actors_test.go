@@ -73,10 +73,21 @@ func TestActorJournalOps(t *testing.T) {
 		Actors []struct {
 			Actor string `json:"actor"`
 		} `json:"actors"`
+		More bool `json:"more"`
 	}
 	require.NoError(t, json.Unmarshal(ok(`{"op":"actors.list"}`), &spaces))
 	require.Len(t, spaces.Actors, 2)
 	assert.Equal(t, "alice", spaces.Actors[0].Actor)
+	assert.False(t, spaces.More)
+	// A page of one, then the rest after it.
+	require.NoError(t, json.Unmarshal(ok(`{"op":"actors.list","limit":1}`), &spaces))
+	require.Len(t, spaces.Actors, 1)
+	assert.Equal(t, "alice", spaces.Actors[0].Actor)
+	assert.True(t, spaces.More)
+	require.NoError(t, json.Unmarshal(ok(`{"op":"actors.list","after":"alice"}`), &spaces))
+	require.Len(t, spaces.Actors, 1)
+	assert.NotEqual(t, "alice", spaces.Actors[0].Actor)
+	assert.False(t, spaces.More)
 
 	for l, code := range map[string]wserr.Code{
 		`{"op":"actor.changes"}`:                               protocol.CodeInvalidRequest,
@@ -85,6 +96,8 @@ func TestActorJournalOps(t *testing.T) {
 		`{"op":"actor.diff","actor":"alice","from":1,"to":9}`:  wserr.NotFound,
 		`{"op":"actor.diff","actor":"a/b","from":0,"to":1}`:    wserr.InvalidActor,
 		`{"op":"actor.diff","actor":"alice","from":-1,"to":1}`: protocol.CodeInvalidRequest,
+		`{"op":"actors.list","limit":-1}`:                      protocol.CodeInvalidRequest,
+		`{"op":"actors.list","limit":100001}`:                  protocol.CodeInvalidRequest,
 	} {
 		r := s.Handle(ctx, []byte(l))
 		require.False(t, r.OK, l)

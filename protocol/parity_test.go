@@ -123,6 +123,7 @@ var goOps = map[string]string{
 	"Spaces.Changes":         "actor.changes",
 	"Spaces.Diff":            "actor.diff",
 	"Spaces.Actors":          "actors.list",
+	"Spaces.ActorsPage":      "actors.list",
 	"Spaces.ListAt":          "",
 	"Spaces.ExportSpace":     "",
 	"Spaces.EachSpaceRecord": "",
