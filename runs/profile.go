@@ -69,7 +69,7 @@ func DefaultProfile() Profile {
 }
 
 // normalize fills defaults and validates: roots are single valid path
-// segments, none of ReservedRoots, writable ⊆ visible, caps are not
+// segments, each named once, none of ReservedRoots, writable ⊆ visible, caps are not
 // negative. A bad profile fails with workspace.invalid_argument naming
 // the root.
 func (p Profile) normalize() (Profile, error) {
@@ -85,7 +85,14 @@ func (p Profile) normalize() (Profile, error) {
 	}
 	for _, r := range append(slices.Clone(p.VisibleRoots), p.WritableRoots...) {
 		if _, err := vfs.Root().Join(r); err != nil {
-			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is not a single path segment", r)
+			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q must be one valid path segment: %s", r, wserr.MessageOf(err))
+		}
+	}
+	for _, roots := range [][]string{p.VisibleRoots, p.WritableRoots} {
+		for i, r := range roots {
+			if slices.Contains(roots[:i], r) {
+				return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is named twice", r)
+			}
 		}
 	}
 	for _, r := range append(slices.Clone(p.VisibleRoots), p.WritableRoots...) {

@@ -193,6 +193,30 @@ func TestCreateRunErrors(t *testing.T) {
 		}
 	})
 
+	t.Run("ErrRootNamedTwice", func(t *testing.T) {
+		// A root listed twice is a host's mistake: refused by name, as two
+		// allowed host paths of one name are, rather than stored twice.
+		for name, prof := range map[string]runs.Profile{
+			"Visible":  {VisibleRoots: []string{"output", "scratch", "output"}},
+			"Writable": {VisibleRoots: []string{"output", "scratch"}, WritableRoots: []string{"scratch", "scratch"}},
+		} {
+			before := snapshot()
+			_, err := e.svc.CreateRun(ctx, runs.CreateRequest{Chat: testChat, RunID: "run_twice", Profile: &prof})
+			we := requireModelError(t, err, wserr.InvalidArgument)
+			assert.Contains(t, we.Error(), "twice", name)
+			assert.Equal(t, before, snapshot(), name)
+		}
+	})
+
+	t.Run("ErrRootSaysWhy", func(t *testing.T) {
+		// A root refused by the path contract says which rule it broke.
+		prof := runs.Profile{VisibleRoots: []string{"output", "nul"}}
+		_, err := e.svc.CreateRun(ctx, runs.CreateRequest{Chat: testChat, RunID: "run_why", Profile: &prof})
+		we := requireModelError(t, err, wserr.InvalidArgument)
+		assert.Equal(t, "nul", we.Path)
+		assert.Contains(t, we.Error(), "device name")
+	})
+
 	t.Run("ErrReservedRootProfile", func(t *testing.T) {
 		// input/ and the runtime records stay hidden from the model, whatever
 		// the profile says: each is refused by name and nothing is written.
