@@ -3,13 +3,16 @@ package protocol
 import (
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // goOps maps each exported method of the host-facing Go API to the op that
@@ -218,5 +221,22 @@ func TestREADMEListsEveryOp(t *testing.T) {
 	readme := string(b)
 	for _, o := range ops {
 		assert.Contains(t, readme, "- `"+o.name+"` `", "README lists op %s", o.name)
+	}
+}
+
+// TestREADMENamesEveryBatchCode: README's Scripting section names every
+// code batch adds to the store's, so a host reading it can handle each.
+func TestREADMENamesEveryBatchCode(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Skip("no README next to the module")
+	}
+	readme := string(b)
+	start := strings.Index(readme, "## Scripting")
+	end := strings.Index(readme, "### Batch ops")
+	require.True(t, start >= 0 && end > start, "README has a Scripting section before Batch ops")
+	scripting := readme[start:end]
+	for _, c := range []wserr.Code{CodeInvalidJSON, CodeUnknownOp, CodeInvalidRequest, CodeLineTooLong, CodeInterrupted} {
+		assert.True(t, strings.Contains(scripting, "`"+string(c)+"`"), "README's Scripting section names %s", c)
 	}
 }
