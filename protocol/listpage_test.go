@@ -286,3 +286,27 @@ func TestSearchLimitOutOfRange(t *testing.T) {
 		require.True(t, r.OK, "%s: %+v", l, r.Error)
 	}
 }
+
+// TestReadEmptyFileCountsZeroLines: a read of an empty file answers
+// totalLines 0 rather than leaving it out, as a file of lines answers its
+// count.
+func TestReadEmptyFileCountsZeroLines(t *testing.T) {
+	s := openSession(t)
+	ctx := context.Background()
+	for _, l := range []string{`{"op":"write","path":"output/empty.md","content":""}`, `{"op":"write","path":"output/two.md","content":"a\nb\n"}`} {
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%+v", r.Error)
+	}
+	for path, want := range map[string]int{"output/empty.md": 0, "output/two.md": 2} {
+		r := s.Handle(ctx, fmt.Appendf(nil, `{"op":"read","path":%q}`, path))
+		require.True(t, r.OK, "%+v", r.Error)
+		var a struct {
+			Result struct {
+				TotalLines *int `json:"totalLines"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &a))
+		require.NotNil(t, a.Result.TotalLines, path)
+		assert.Equal(t, want, *a.Result.TotalLines, path)
+	}
+}

@@ -540,7 +540,9 @@ type readRequest struct {
 
 type readResult struct {
 	FileContent
-	TotalLines int  `json:"totalLines,omitempty"`
+	// TotalLines is left out only when the lines were not counted
+	// (TotalLinesUnknown): an empty file has 0.
+	TotalLines *int `json:"totalLines,omitempty"`
 	StartLine  int  `json:"startLine,omitempty"`
 	EndLine    int  `json:"endLine,omitempty"`
 	Truncated  bool `json:"truncated,omitempty"`
@@ -590,7 +592,10 @@ func (s *Session) readIn(ctx context.Context, r request, scope runs.Scope) (any,
 	if err != nil {
 		return nil, err
 	}
-	out := readResult{FileContent: NewFileContent(p, res.Info.Hash, res.Content), TotalLines: res.TotalLines}
+	out := readResult{FileContent: NewFileContent(p, res.Info.Hash, res.Content)}
+	if !res.TotalLinesUnknown {
+		out.TotalLines = &res.TotalLines
+	}
 	out.Size = res.Info.Size
 	if req.StartLine != 0 || req.EndLine != 0 {
 		out.StartLine, out.EndLine, out.Truncated = res.StartLine, res.EndLine, res.Truncated

@@ -236,23 +236,24 @@ func checkPatch(p Path, old, new string) error {
 	switch {
 	case old == "":
 		return wserr.New(wserr.PatchEmptyOldString, "patch", p.String(),
-			"oldString is empty; quote the text to replace, or write the file to add text")
+			"the text to replace (old) is empty; quote it, or write the file to add text")
 	case old == new:
 		return wserr.New(wserr.PatchNoChange, "patch", p.String(),
-			"oldString and newString are the same; nothing to change")
+			"the text to replace (old) and its replacement (new) are the same; nothing to change")
 	}
 	return nil
 }
 
-// checkMatches checks that n occurrences of oldString may be replaced.
+// checkMatches checks that n occurrences of the text to replace may be
+// replaced.
 func checkMatches(p Path, n int, replaceAll bool) error {
 	switch {
 	case n == 0:
 		return wserr.New(wserr.PatchOldStringNotFound, "patch", p.String(),
-			"oldString not found; read the file again and quote it exactly, including whitespace and line endings")
+			"the text to replace (old) was not found; read the file again and quote it exactly, including whitespace and line endings")
 	case n > 1 && !replaceAll:
 		return wserr.New(wserr.PatchOldStringNotUnique, "patch", p.String(),
-			"oldString occurs %d times; add surrounding text to make it unique, or set replaceAll", n)
+			"the text to replace (old) occurs %d times; add surrounding text to make it unique, or set replaceAll", n)
 	}
 	return nil
 }
