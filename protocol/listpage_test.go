@@ -106,6 +106,19 @@ func TestEventsMore(t *testing.T) {
 	assert.False(t, more, "a full page that is the last")
 }
 
+// openCheckpointSession opens a store in a temporary directory and a
+// session over it that serves checkpoint views, with a run, r, created
+// with the profile given.
+func openCheckpointSession(t *testing.T, profile string) *protocol.Session {
+	st, err := wsstore.Open(context.Background(), t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Checkpoints: st.Checkpoints})
+	r := s.Handle(context.Background(), []byte(`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"},"profile":`+profile+`}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	return s
+}
+
 // TestCheckpointViewPages: checkpoint.view answers a page of the
 // checkpoint's files and whether more remain; asked again after the last
 // file's path, the pages together are the whole view's files, with the
@@ -113,18 +126,13 @@ func TestEventsMore(t *testing.T) {
 // host's mistake.
 func TestCheckpointViewPages(t *testing.T) {
 	ctx := context.Background()
-	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Checkpoints: st.Checkpoints})
-	r := s.Handle(ctx, []byte(`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"},"profile":{"autoCheckpoint":false}}`))
-	require.True(t, r.OK, "%+v", r.Error)
+	s := openCheckpointSession(t, `{"autoCheckpoint":false}`)
 	var want []string
 	for _, p := range []string{"output/a/x.md", "output/a/y.md", "output/b.md", "output/c/d/e.md", "output/c/f.md", "output/z.md"} {
 		r := s.Handle(ctx, fmt.Appendf(nil, `{"op":"write","path":%q,"content":"x"}`, p))
 		require.True(t, r.OK, "%+v", r.Error)
 	}
-	r = s.Handle(ctx, []byte(`{"op":"checkpoint","reason":"paged"}`))
+	r := s.Handle(ctx, []byte(`{"op":"checkpoint","reason":"paged"}`))
 	require.True(t, r.OK, "%+v", r.Error)
 	var cp struct {
 		Result struct {
@@ -201,12 +209,7 @@ func TestCheckpointViewPages(t *testing.T) {
 // the last one's seq, the pages together are the list.
 func TestCheckpointsListPages(t *testing.T) {
 	ctx := context.Background()
-	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Checkpoints: st.Checkpoints})
-	r := s.Handle(ctx, []byte(`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"}}`))
-	require.True(t, r.OK, "%+v", r.Error)
+	s := openCheckpointSession(t, `{}`)
 	for i := range 5 {
 		r := s.Handle(ctx, fmt.Appendf(nil, `{"op":"write","path":"output/f%d.md","content":"x"}`, i))
 		require.True(t, r.OK, "%+v", r.Error)
