@@ -155,6 +155,8 @@ func TestStalledUploadIsAnswered(t *testing.T) {
 // keeps flowing past the write timeout is still answered (its answer's
 // write deadline moves with the bytes); with no write deadline, a
 // stalled upload's error is answered (no write deadline is set for it).
+// The upload flows for 1.5 s, past a write timeout of 1 s, which leaves
+// the store a second after the last bytes to commit them and answer.
 func TestOneDirectionWithoutDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("takes a few seconds")
@@ -165,7 +167,7 @@ func TestOneDirectionWithoutDeadline(t *testing.T) {
 		body          io.Reader
 		status, bytes int
 	}{
-		{"NoReadDeadline", 0, 300 * time.Millisecond, &slowReader{n: 15, pause: 100 * time.Millisecond}, http.StatusOK, 15360},
+		{"NoReadDeadline", 0, time.Second, &slowReader{n: 15, pause: 100 * time.Millisecond}, http.StatusOK, 15360},
 		{"NoWriteDeadline", 300 * time.Millisecond, 0, nil, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
