@@ -199,9 +199,12 @@ func run(ctx context.Context, conn *sqlx.DB, guard *txGuard, cache *stmtCache, t
 
 // endedByRollback reports whether err is database/sql's answer to a
 // statement of a transaction it has rolled back, or to one of that
-// transaction's statements it closed with it.
+// transaction's statements or rows it closed with it: a statement begun
+// just before the rollback has its rows closed under it when the
+// transaction's context ends, and its Scan fails "sql: Rows are closed".
 func endedByRollback(err error) bool {
-	return errors.Is(err, sql.ErrTxDone) || strings.Contains(err.Error(), "sql: statement is closed")
+	return errors.Is(err, sql.ErrTxDone) || strings.Contains(err.Error(), "sql: statement is closed") ||
+		strings.Contains(err.Error(), "sql: Rows are closed")
 }
 
 // testHookCommitted, when set by a test, runs after a commit, before run
