@@ -49,13 +49,19 @@ func TestCheckoutRecords(t *testing.T) {
 // for 3,000: the tree cache filling to its bound (16,384 entries of names
 // of 200 bytes) and the collector's headroom over it. A checkout that
 // listed the files first was 37 MiB above (about 550 bytes of listing a
-// file, doubled by the headroom).
+// file, doubled by the headroom). On a busy machine a single run's peak
+// now and then lies 10–20 MiB above its usual one (the collector and the
+// scavenger falling behind), so each store is checked out again, up to
+// three times in all, while the difference of the lowest peaks is not
+// within the bound: a checkout holding a listing is above it every time.
 func TestCheckoutStreamsItsListing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 33,000 files")
 	}
 	bin := peakBinary(t)
-	peak := func(n int) int64 {
+	// store makes a store whose run holds n files (and its
+	// input/persist_snapshot.json) and returns its directory.
+	store := func(n int) string {
 		c := newCLI(t)
 		st := c.open()
 		ctx := context.Background()
@@ -69,19 +75,30 @@ func TestCheckoutStreamsItsListing(t *testing.T) {
 		_, err = st.Runs.Workspace("big", runs.HostScope).Apply(ctx, edits)
 		require.NoError(t, err)
 		require.NoError(t, st.Close())
-		dir := filepath.Join(t.TempDir(), "co")
-		cmd := exec.Command(bin, "--store", c.store, "checkout", "big", dir)
+		return c.store
+	}
+	// peak checks the run of the store of n files out into a new
+	// directory and returns the checkout's peak resident set.
+	peak := func(dir string, n int) int64 {
+		co := filepath.Join(t.TempDir(), "co")
+		cmd := exec.Command(bin, "--store", dir, "checkout", "big", co)
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		p, err := rss.Peak(cmd)
 		require.NoError(t, err, "%s", errOut.String())
 		assert.Contains(t, out.String(), fmt.Sprintf("checked out %d files", n+1), "and the run's input/persist_snapshot.json")
-		entries, err := os.ReadDir(filepath.Join(dir, "output"))
+		entries, err := os.ReadDir(filepath.Join(co, "output"))
 		require.NoError(t, err)
 		assert.Len(t, entries, n/100)
 		return p
 	}
-	small, large := peak(3_000), peak(30_000)
+	const bound = 16 << 20
+	smallStore, largeStore := store(3_000), store(30_000)
+	small, large := peak(smallStore, 3_000), peak(largeStore, 30_000)
+	for try := 1; large-small >= bound && try < 3; try++ {
+		t.Logf("checkout peak RSS %.1f MiB at 3,000 files, %.1f MiB at 30,000: checked out again", mib(small), mib(large))
+		small, large = min(small, peak(smallStore, 3_000)), min(large, peak(largeStore, 30_000))
+	}
 	t.Logf("checkout peak RSS %.1f MiB at 3,000 files, %.1f MiB at 30,000", mib(small), mib(large))
-	assert.Less(t, large-small, int64(16<<20), "the peak grows with the files")
+	assert.Less(t, large-small, int64(bound), "the peak grows with the files")
 }
