@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 	"time"
@@ -95,28 +96,38 @@ func TestServe(t *testing.T) {
 	srv := startServe(t, c)
 	assert.True(t, strings.HasPrefix(srv.listen, "127.0.0.1:"))
 
-	req := func(method, path string, body io.Reader) (*http.Response, error) {
-		r, err := http.NewRequest(method, srv.url+path, body)
-		require.NoError(t, err)
-		r.Header.Set("Authorization", "Bearer "+tok)
-		return http.DefaultClient.Do(r)
-	}
 	resp, err := http.Get(srv.url + "/healthz")
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 
-	// An upload in flight when the interrupt comes is finished.
+	// An upload in flight when the interrupt comes is finished. The
+	// client asks to continue before it sends the body, so the first
+	// bytes go only once the server's handler reads them: the request is
+	// accepted and in flight when the interrupt comes, however slowly the
+	// server got to it.
 	bodyR, bodyW := io.Pipe()
 	got := make(chan *http.Response, 1)
+	continued := make(chan struct{})
 	go func() {
-		resp, err := req(http.MethodPost, "/workspace/upload?actor=alice&path=slow.md", bodyR)
+		r, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+			Got100Continue: func() { close(continued) },
+		}), http.MethodPost, srv.url+"/workspace/upload?actor=alice&path=slow.md", bodyR)
+		if !assert.NoError(t, err) {
+			close(continued)
+			got <- nil
+			return
+		}
+		r.Header.Set("Authorization", "Bearer "+tok)
+		r.Header.Set("Expect", "100-continue")
+		client := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Hour}}
+		resp, err := client.Do(r)
 		assert.NoError(t, err)
 		got <- resp
 	}()
 	_, err = bodyW.Write([]byte("first half, "))
 	require.NoError(t, err)
-	time.Sleep(100 * time.Millisecond) // the request is in flight
+	<-continued // the handler reads the body
 	srv.cancel()
 	time.Sleep(100 * time.Millisecond) // the shutdown has begun
 	_, err = bodyW.Write([]byte("second half"))
