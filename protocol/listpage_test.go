@@ -292,7 +292,7 @@ func TestSearchLimitOutOfRange(t *testing.T) {
 
 // TestReadEmptyFileCountsZeroLines: a read of an empty file answers
 // totalLines 0 rather than leaving it out, as a file of lines answers its
-// count.
+// count; a file that is not text has no lines counted and leaves it out.
 func TestReadEmptyFileCountsZeroLines(t *testing.T) {
 	s := openSession(t)
 	ctx := context.Background()
@@ -312,4 +312,14 @@ func TestReadEmptyFileCountsZeroLines(t *testing.T) {
 		require.NotNil(t, a.Result.TotalLines, path)
 		assert.Equal(t, want, *a.Result.TotalLines, path)
 	}
+	r := s.Handle(ctx, []byte(`{"op":"write","path":"output/b.bin","contentBase64":"/wD+AQ=="}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	r = s.Handle(ctx, []byte(`{"op":"read","path":"output/b.bin"}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	var a struct {
+		Result map[string]any `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(line(t, r)), &a))
+	require.Contains(t, a.Result, "contentBase64")
+	assert.NotContains(t, a.Result, "totalLines", "a binary file's lines are not counted")
 }

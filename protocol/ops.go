@@ -540,8 +540,9 @@ type readRequest struct {
 
 type readResult struct {
 	FileContent
-	// TotalLines is left out only when the lines were not counted
-	// (TotalLinesUnknown): an empty file has 0.
+	// TotalLines is left out when the lines were not counted: content
+	// that is not text (contentBase64), or TotalLinesUnknown. An empty
+	// file has 0.
 	TotalLines *int `json:"totalLines,omitempty"`
 	StartLine  int  `json:"startLine,omitempty"`
 	EndLine    int  `json:"endLine,omitempty"`
@@ -593,7 +594,7 @@ func (s *Session) readIn(ctx context.Context, r request, scope runs.Scope) (any,
 		return nil, err
 	}
 	out := readResult{FileContent: NewFileContent(p, res.Info.Hash, res.Content)}
-	if !res.TotalLinesUnknown {
+	if out.Content != nil && !res.TotalLinesUnknown {
 		out.TotalLines = &res.TotalLines
 	}
 	out.Size = res.Info.Size
