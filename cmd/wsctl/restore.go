@@ -42,7 +42,9 @@ blobs pushed after the replica's last transaction are known too.
 When --from holds no replica but devices sync through it ("wsctl sync
 REMOTE"), the store is built from what they published, as a new device's
 first sync builds it (conflicts between other devices are printed, not
-failed on). A URL with neither is store.not_found (exit 3).
+failed on); the sync runs once the store is in DIR, and one that fails
+leaves it there for "wsctl sync". A URL with neither is store.not_found
+(exit 3).
 
 --verify then reads every file of every run and checkpoint back from the
 object store and checks it (fsck); a problem exits 6.`,
@@ -162,11 +164,13 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	opts := wsstore.Options{Index: index.Options{Synchronous: o.sync}, Blobs: o.blobs}
 	stopTouch := keepFresh(tmpDir)
 	err = restoreReplica(ctx, o.from, tmp)
-	var synced *wsstore.SyncReport
+	fromSync := false
 	if wserr.Is(err, wserr.NotFound) {
 		// No replica: --from may be the tier the devices sync through
-		// (wsctl sync REMOTE), which holds what a new device needs.
-		synced, err = syncNewDevice(ctx, o.from, tmpDir, opts)
+		// (wsctl sync REMOTE), which holds what a new device needs. The
+		// store is made here on that tier and synced once it is in DIR.
+		fromSync = true
+		err = newSyncDevice(ctx, o.from, tmpDir, opts)
 	}
 	stopTouch()
 	if err != nil {
@@ -177,8 +181,8 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	}
 	// The replica carries its source's device id and the deletions it
 	// made since its last sync: this store publishes them as a device of
-	// its own. A store built by a sync is a new device already.
-	if synced == nil {
+	// its own. A store to be built by a sync is a new device already.
+	if !fromSync {
 		if err := st.ResetDevice(ctx); err != nil {
 			return err
 		}
@@ -207,20 +211,29 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 		return wserr.FromFS("restore", path, err)
 	}
 	placed = true
-	// The pull registers the device on the tier and publishes a segment
-	// of its own, so it runs once the store holding that device exists:
-	// a restore killed before leaves no device on the tier that no store
-	// is. The store is whole without it (what the source had not pushed
-	// is in its cache); one it failed for takes the indexes in with
-	// wsctl pull or sync.
+	// The pull, and the sync, register the device on the tier and publish
+	// a segment of its own, so they run once the store holding that
+	// device exists: a restore failed or killed before leaves no device
+	// on the tier that no store is. The store is whole without the pull
+	// (what the source had not pushed is in its cache); one it failed
+	// for takes the indexes in with wsctl pull or sync. A store the sync
+	// failed for is a device of the tier still to take in what the others
+	// published: wsctl sync there goes on.
 	if st, err = wsstore.Open(ctx, dir, opts); err != nil {
 		return fmt.Errorf("restore: the store is restored in %s, but opening it there to take in the tier's indexes failed (then run wsctl pull): %w", dir, err)
 	}
 	pulled := 0
-	if synced != nil {
+	if fromSync {
+		synced, err := st.Sync(ctx)
+		if err != nil {
+			return fmt.Errorf("restore: the store is made in %s on the tier, but its first sync failed (run wsctl sync there): %w", dir, err)
+		}
 		pulled = synced.Pulled.Objects
 		for _, c := range synced.Conflicts {
 			fmt.Fprintf(o.errOut, "restore: conflict between other devices: %s %s: %s\n", c.Kind, c.ID, c.Reason)
+		}
+		if rs, err = st.Runs.Runs(ctx, runs.ListQuery{}); err != nil {
+			return err
 		}
 	} else if st.Remote != nil {
 		rep, err := st.PullRemote(ctx)
@@ -273,28 +286,25 @@ func restoreReplica(ctx context.Context, from, path string) error {
 	return err
 }
 
-// syncNewDevice builds a store in dir from the sync tier at from, as a
-// first wsctl sync of a new device does. A tier no device syncs through
-// is store.not_found, and nothing is written to it.
-func syncNewDevice(ctx context.Context, from, dir string, opts wsstore.Options) (*wsstore.SyncReport, error) {
+// newSyncDevice makes an empty store in dir on the sync tier at from, for
+// a first wsctl sync to build as a new device's (it writes nothing to the
+// tier: the sync registers the device). A tier no device syncs through
+// is store.not_found.
+func newSyncDevice(ctx context.Context, from, dir string, opts wsstore.Options) error {
 	if opts.Blobs == "" {
 		opts.Blobs = from
 	}
 	st, err := wsstore.Open(ctx, dir, opts)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer st.Close()
 	devices, err := st.Remote.Devices(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(devices) == 0 {
-		return nil, wserr.New(wserr.NotFound, "restore", from, "no replica here and no device syncs through this tier: run wsctl replicate or wsctl sync on the source store first")
+		return wserr.New(wserr.NotFound, "restore", from, "no replica here and no device syncs through this tier: run wsctl replicate or wsctl sync on the source store first")
 	}
-	rep, err := st.Sync(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &rep, st.Close()
+	return st.Close()
 }

@@ -284,3 +284,40 @@ func TestSyncWithoutATierSaysHow(t *testing.T) {
 	errOut = c.fails(2, "push")
 	assert.Contains(t, errOut, "needs --blobs s3://bucket/prefix")
 }
+
+// TestRestoreFromTheSyncTierRegistersOnlyItsStore: a restore from the sync
+// tier registers its device only once the store is in DIR, so every device
+// on the tier is a store: one whose first sync failed (here, a device's
+// segment damaged) is left in DIR, and wsctl sync there goes on once the
+// tier is mended.
+func TestRestoreFromTheSyncTierRegistersOnlyItsStore(t *testing.T) {
+	awsEnv(t)
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	url := "s3://wsstore/team?endpoint=" + srv.URL + "&region=us-east-1"
+	desk := newCLI(t)
+	desk.ok("--blobs", url, "demo")
+	desk.ok("sync")
+	segs := srv.Keys("wsstore", "team/sync/")
+	require.NotEmpty(t, segs)
+	orig := map[string][]byte{}
+	for _, k := range segs {
+		b, _ := srv.Object("wsstore", k)
+		orig[k] = b
+		srv.SetObject("wsstore", k, []byte("not a segment"))
+	}
+
+	dir := filepath.Join(t.TempDir(), "restored")
+	errOut := desk.fails(6, "restore", "--from", url, dir)
+	assert.Contains(t, errOut, "run wsctl sync there")
+	require.FileExists(t, filepath.Join(dir, wsstore.DBName), "the store its device is")
+	assert.Len(t, srv.Keys("wsstore", "team/devices/"), 2, "the source and the store in DIR")
+
+	for k, b := range orig {
+		srv.SetObject("wsstore", k, b)
+	}
+	restored := &cli{t: t, store: dir, env: map[string]string{}}
+	restored.ok("sync")
+	assert.Equal(t, desk.runIDs(), restored.runIDs())
+	assert.Len(t, srv.Keys("wsstore", "team/devices/"), 2, "no device but the two stores")
+}
