@@ -278,24 +278,31 @@ func version(ctx context.Context, tx *index.Tx, actor string, seq int64) (cas.Ha
 // Errors: those of List, and wserr.NotFound for a change that does not
 // exist or whose version GC pruned.
 func (s *Spaces) ListAt(ctx context.Context, actor string, seq int64, path string, depth int) ([]vfs.Listed, error) {
+	out, _, err := s.ListAtPage(ctx, actor, seq, path, depth, vfs.ListPage{})
+	return out, err
+}
+
+// ListAtPage is ListAt a page at a time, as ListPage pages List.
+func (s *Spaces) ListAtPage(ctx context.Context, actor string, seq int64, path string, depth int, page vfs.ListPage) ([]vfs.Listed, bool, error) {
 	actor, err := ParseActor(actor)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p, err := parsePath(path, true)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var out []vfs.Listed
+	more := false
 	err = s.db.View(ctx, func(tx *index.Tx) error {
 		root, err := version(ctx, tx, actor, seq)
 		if err != nil {
 			return err
 		}
-		out, err = s.trees.List(ctx, tx, root, p, depth)
+		out, more, err = s.trees.ListPage(ctx, tx, root, p, depth, page)
 		return err
 	})
-	return out, err
+	return out, more, err
 }
 
 // Diff returns the file changes from the version after change from to the

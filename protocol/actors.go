@@ -19,6 +19,7 @@ import (
 // implements it.
 type ActorSpaces interface {
 	ListPage(ctx context.Context, actor, path string, depth int, page vfs.ListPage) ([]vfs.Listed, bool, error)
+	ListAtPage(ctx context.Context, actor string, seq int64, path string, depth int, page vfs.ListPage) ([]vfs.Listed, bool, error)
 	UploadWith(ctx context.Context, actor, path string, r io.Reader, opt actors.ChangeOptions) (actors.Change, error)
 	Download(ctx context.Context, actor, path string) (io.ReadCloser, vfs.Entry, error)
 	DeleteWith(ctx context.Context, actor, path string, opt actors.ChangeOptions) (actors.Change, error)
@@ -39,9 +40,11 @@ const MaxActorDownload = 16 << 20
 var actorOps = []op{
 	{
 		name: "actor.ls", access: reads, request: []any{actorLsRequest{}}, handle: (*Session).actorLs,
-		help: `  actor.ls  {actor, path?, depth?, after?, limit?}  -> {entries: [{path, name, kind, size, hash}], more}
+		help: `  actor.ls  {actor, path?, depth?, at?, after?, limit?}  -> {entries: [{path, name, kind, size, hash}], more}
                                             an actor's files below path to depth levels,
-                                            a page at a time as list`,
+                                            a page at a time as list; at: the version after
+                                            that change (a seq of actor.changes; 0: the
+                                            empty space), store.not_found if gc pruned it`,
 	},
 	{
 		name: "actor.upload", access: writes, request: []any{actorUploadRequest{}}, handle: (*Session).actorUpload,
@@ -110,6 +113,7 @@ type actorLsRequest struct {
 	Actor string `json:"actor"`
 	Path  string `json:"path"`
 	Depth int    `json:"depth"`
+	At    *int64 `json:"at"`
 	After string `json:"after"`
 	Limit int    `json:"limit"`
 }
@@ -206,7 +210,16 @@ func (s *Session) actorLs(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ls, more, err := a.ListPage(ctx, req.Actor, req.Path, req.Depth, page)
+	var ls []vfs.Listed
+	var more bool
+	switch {
+	case req.At == nil:
+		ls, more, err = a.ListPage(ctx, req.Actor, req.Path, req.Depth, page)
+	case *req.At < 0:
+		return nil, invalidRequest("at must be a change seq (0: the empty space), not %d", *req.At)
+	default:
+		ls, more, err = a.ListAtPage(ctx, req.Actor, *req.At, req.Path, req.Depth, page)
+	}
 	if err != nil {
 		return nil, err
 	}

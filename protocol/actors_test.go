@@ -69,6 +69,24 @@ func TestActorJournalOps(t *testing.T) {
 	require.NoError(t, json.Unmarshal(ok(`{"op":"actor.diff","actor":"alice","from":0,"to":2}`), &diff))
 	assert.Len(t, diff.Changes, 2, "from the empty space: the version's files")
 
+	// A version's files, a page at a time: after change 2, both notes.
+	var ls struct {
+		Entries []struct {
+			Path string `json:"path"`
+		} `json:"entries"`
+		More bool `json:"more"`
+	}
+	require.NoError(t, json.Unmarshal(ok(`{"op":"actor.ls","actor":"alice","path":"notes","at":2}`), &ls))
+	require.Len(t, ls.Entries, 2)
+	assert.Equal(t, "notes/a.md", ls.Entries[0].Path)
+	require.NoError(t, json.Unmarshal(ok(`{"op":"actor.ls","actor":"alice","path":"notes","at":2,"after":"notes/a.md"}`), &ls))
+	require.Len(t, ls.Entries, 1)
+	assert.Equal(t, "notes/b.md", ls.Entries[0].Path)
+	require.NoError(t, json.Unmarshal(ok(`{"op":"actor.ls","actor":"alice","path":"notes"}`), &ls))
+	require.Len(t, ls.Entries, 1, "the live space: a.md removed")
+	require.NoError(t, json.Unmarshal(ok(`{"op":"actor.ls","actor":"alice","at":0}`), &ls))
+	assert.Empty(t, ls.Entries, "0: the empty space")
+
 	var spaces struct {
 		Actors []struct {
 			Actor string `json:"actor"`
@@ -97,6 +115,8 @@ func TestActorJournalOps(t *testing.T) {
 		`{"op":"actor.diff","actor":"a/b","from":0,"to":1}`:    wserr.InvalidActor,
 		`{"op":"actor.diff","actor":"alice","from":-1,"to":1}`: protocol.CodeInvalidRequest,
 		`{"op":"actors.list","limit":-1}`:                      protocol.CodeInvalidRequest,
+		`{"op":"actor.ls","actor":"alice","at":-1}`:            protocol.CodeInvalidRequest,
+		`{"op":"actor.ls","actor":"alice","at":9}`:             wserr.NotFound,
 		`{"op":"actors.list","limit":100001}`:                  protocol.CodeInvalidRequest,
 	} {
 		r := s.Handle(ctx, []byte(l))
