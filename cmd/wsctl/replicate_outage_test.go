@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/remote/s3fake"
 )
 
@@ -23,10 +22,7 @@ import (
 // keeps going, ships the run once the store answers again and exits 0 at
 // the signal; a restore has the run written during the outage.
 func TestReplicateOutlivesAnOutage(t *testing.T) {
-	awsEnv(t)
-	srv := s3fake.New("wsstore")
-	t.Cleanup(srv.Close)
-	url := "s3://wsstore/desk?endpoint=" + srv.URL + "&region=us-east-1"
+	srv, url := fakeTier(t, "desk")
 	desk := newCLI(t)
 	desk.ok("--blobs", url, "demo")
 
@@ -37,7 +33,7 @@ func TestReplicateOutlivesAnOutage(t *testing.T) {
 		code   int
 	}
 	done := make(chan result, 1)
-	var errOut lockedBuffer // read while replicate writes it
+	var errOut storetest.Buffer // read while replicate writes it
 	go func() {
 		code := execute(ctx, desk.app(), []string{"--store", desk.store, "replicate", "--interval", "200ms"}, strings.NewReader(""), io.Discard, &errOut)
 		done <- result{errOut.String(), code}
@@ -80,23 +76,4 @@ func TestReplicateOutlivesAnOutage(t *testing.T) {
 	}
 	desk.jsonOut(&rep, "restore", "--from", "s3://wsstore/desk/meta?endpoint="+srv.URL, dir)
 	assert.Equal(t, 2, rep.Runs, "the run written during the outage is on the replica")
-}
-
-// lockedBuffer is a bytes.Buffer safe to write from one goroutine while
-// another reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -58,10 +58,7 @@ func TestRestoreLeavesAStoreMadeMeanwhile(t *testing.T) {
 // the store, a device on the tier now, stays, and its report goes out,
 // naming the device held back.
 func TestSyncGapKeepsANewDevice(t *testing.T) {
-	awsEnv(t)
-	srv := s3fake.New("wsstore")
-	t.Cleanup(srv.Close)
-	url := "s3://wsstore/team?endpoint=" + srv.URL + "&region=us-east-1"
+	srv, url := fakeTier(t, "team")
 	desk := newCLI(t)
 	var rep struct {
 		Device    string   `json:"device"`

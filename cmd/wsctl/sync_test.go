@@ -18,6 +18,17 @@ import (
 	"github.com/wsstore/wsstore/vfs"
 )
 
+// fakeTier starts a fake object store for the test, with credentials in
+// the environment, and returns it and the tier URL of prefix in its
+// bucket "wsstore".
+func fakeTier(t *testing.T, prefix string) (*s3fake.Server, string) {
+	t.Helper()
+	awsEnv(t)
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	return srv, "s3://wsstore/" + prefix + "?endpoint=" + srv.URL + "&region=us-east-1"
+}
+
 func awsEnv(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
@@ -44,10 +55,7 @@ func (c *cli) runIDs() []string {
 // store with wsctl alone: the second starts from nothing, both write,
 // and both end with the same runs.
 func TestSyncTwoStores(t *testing.T) {
-	awsEnv(t)
-	srv := s3fake.New("wsstore")
-	t.Cleanup(srv.Close)
-	url := "s3://wsstore/team?endpoint=" + srv.URL + "&region=us-east-1"
+	_, url := fakeTier(t, "team")
 	desk, phone := newCLI(t), newCLI(t)
 	desk.ok("--blobs", url, "demo")
 	var rep wsstore.SyncReport
@@ -74,21 +82,22 @@ func TestSyncTwoStores(t *testing.T) {
 	assert.Zero(t, def["segments"], "the default grace keeps the segments just superseded")
 	assert.Positive(t, none["segments"], "no grace: superseded segments go")
 
-	// Sync needs a tier.
+	// Sync needs a tier: the error names both ways to give one.
 	other := newCLI(t)
 	other.ok("init")
 	errOut := other.fails(2, "sync")
 	assert.Contains(t, errOut, "store.invalid_options")
+	assert.Contains(t, errOut, "wsctl sync s3://bucket/prefix")
+	assert.Contains(t, errOut, "--blobs")
+	errOut = other.fails(2, "push")
+	assert.Contains(t, errOut, "needs --blobs s3://bucket/prefix")
 }
 
 // TestReplicateRestoreCLI: replicate --once ships the database through
 // Litestream; restore builds a store from it that reads every run back
 // from the object store.
 func TestReplicateRestoreCLI(t *testing.T) {
-	awsEnv(t)
-	srv := s3fake.New("wsstore")
-	t.Cleanup(srv.Close)
-	url := "s3://wsstore/desk?endpoint=" + srv.URL + "&region=us-east-1"
+	srv, url := fakeTier(t, "desk")
 	desk := newCLI(t)
 	desk.ok("--blobs", url, "demo")
 	desk.ok("replicate", "--once")
@@ -134,10 +143,7 @@ func TestReplicateRestoreCLI(t *testing.T) {
 // tier's prefix + meta) when there is one; a tier nothing syncs through is
 // still store.not_found, and registers no device.
 func TestRestoreFromTheSyncTier(t *testing.T) {
-	awsEnv(t)
-	srv := s3fake.New("wsstore")
-	t.Cleanup(srv.Close)
-	url := "s3://wsstore/team?endpoint=" + srv.URL + "&region=us-east-1"
+	srv, url := fakeTier(t, "team")
 	desk := newCLI(t)
 	desk.ok("--blobs", url, "demo")
 	desk.ok("sync")
@@ -251,10 +257,7 @@ func TestRestoreFailsWhole(t *testing.T) {
 // the other is a conflict (exit 5) whose message says so, not that it was
 // written on two devices.
 func TestSyncConflictOfADeletion(t *testing.T) {
-	awsEnv(t)
-	srv := s3fake.New("wsstore")
-	t.Cleanup(srv.Close)
-	url := "s3://wsstore/team?endpoint=" + srv.URL + "&region=us-east-1"
+	_, url := fakeTier(t, "team")
 	desk, phone := newCLI(t), newCLI(t)
 	desk.ok("--blobs", url, "init")
 	desk.seedRun(desk.open(), "run_a")
@@ -272,29 +275,13 @@ func TestSyncConflictOfADeletion(t *testing.T) {
 	assert.NotContains(t, errOut, "written on two devices")
 }
 
-// TestSyncWithoutATierSaysHow: sync on a store with no tier recorded and
-// none given is a usage error that names both ways to give one.
-func TestSyncWithoutATierSaysHow(t *testing.T) {
-	c := newCLI(t)
-	c.ok("init")
-	errOut := c.fails(2, "sync")
-	assert.Contains(t, errOut, "store.invalid_options")
-	assert.Contains(t, errOut, "wsctl sync s3://bucket/prefix")
-	assert.Contains(t, errOut, "--blobs")
-	errOut = c.fails(2, "push")
-	assert.Contains(t, errOut, "needs --blobs s3://bucket/prefix")
-}
-
 // TestRestoreFromTheSyncTierRegistersOnlyItsStore: a restore from the sync
 // tier registers its device only once the store is in DIR, so every device
 // on the tier is a store: one whose first sync failed (here, a device's
 // segment damaged) is left in DIR, and wsctl sync there goes on once the
 // tier is mended.
 func TestRestoreFromTheSyncTierRegistersOnlyItsStore(t *testing.T) {
-	awsEnv(t)
-	srv := s3fake.New("wsstore")
-	t.Cleanup(srv.Close)
-	url := "s3://wsstore/team?endpoint=" + srv.URL + "&region=us-east-1"
+	srv, url := fakeTier(t, "team")
 	desk := newCLI(t)
 	desk.ok("--blobs", url, "demo")
 	desk.ok("sync")
