@@ -1324,19 +1324,16 @@ func (s *Store) ReclaimRemote(ctx context.Context, opts remote.ReclaimOptions) (
 // uses (the other side of a conflict, a run deleted here), which another
 // device's archive may still name.
 func (s *Store) recoverBlobs(ctx context.Context, r io.Reader) error {
-	m, err := archive.ReadManifest(ctx, r)
-	if err != nil {
-		return err
-	}
 	var missing []cas.Hash
-	for _, br := range m.Blobs {
+	_, err := archive.ReadManifest(ctx, r, func(br archive.BlobRef) error {
 		has, err := s.Blobs.Has(ctx, br.Hash)
-		if err != nil {
-			return err
-		}
 		if !has {
 			missing = append(missing, br.Hash)
 		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if len(missing) == 0 {
 		return nil

@@ -187,7 +187,19 @@ func export(t testing.TB, s *wsstore.Store, scope archive.Scope) ([]byte, archiv
 	return buf.Bytes(), sum
 }
 
-func TestRoundTrip(t *testing.T) {
+// eachSpill runs fn with the sets of exports and imports in memory, then
+// with them on disk from the first address.
+func eachSpill(t *testing.T, fn func(t *testing.T)) {
+	t.Run("InMemory", fn)
+	t.Run("OnDisk", func(t *testing.T) {
+		defer archive.SetSpillAfter(1)()
+		fn(t)
+	})
+}
+
+func TestRoundTrip(t *testing.T) { eachSpill(t, testRoundTrip) }
+
+func testRoundTrip(t *testing.T) {
 	src := open(t)
 	populate(t, src)
 	all := view(t, src)

@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -154,7 +156,9 @@ func flipIn(t *testing.T, arc []byte, e entry, s string) []byte {
 	return b
 }
 
-func TestImportRefusesDamage(t *testing.T) {
+func TestImportRefusesDamage(t *testing.T) { eachSpill(t, testImportRefusesDamage) }
+
+func testImportRefusesDamage(t *testing.T) {
 	src := open(t)
 	populate(t, src)
 	arc, _ := export(t, src, archive.Scope{All: true})
@@ -522,4 +526,118 @@ func TestExportRefusesARowPastTheImportCap(t *testing.T) {
 	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
 	assert.Contains(t, wserr.MessageOf(err), "commit commit_r_0001")
 	assert.NoFileExists(t, path)
+}
+
+// TestImportReadsTheManifestAsJSON: the manifest is read a field and a
+// list element at a time, and checked as a whole value would be: a
+// manifest indented over many lines imports; a field twice, a field the
+// format lacks, a list that is not one, an address listed twice or a
+// negative size is archive.corrupt, and another version is refused as
+// such before what follows it is read. Nothing is written.
+func TestImportReadsTheManifestAsJSON(t *testing.T) {
+	eachSpill(t, func(t *testing.T) {
+		src := open(t)
+		populate(t, src)
+		arc, _ := export(t, src, archive.Scope{All: true})
+		edit := func(fn func(m []byte) []byte) []byte {
+			return resign(t, arc, func(name string, b []byte) []byte {
+				if name == "wsstore-archive.json" {
+					return fn(bytes.Clone(b))
+				}
+				return b
+			})
+		}
+		replace := func(old, new string) []byte {
+			return edit(func(m []byte) []byte {
+				require.Contains(t, string(m), old)
+				return bytes.Replace(m, []byte(old), []byte(new), 1)
+			})
+		}
+		// twice repeats the first element of the list named key.
+		twice := func(key string) []byte {
+			return edit(func(m []byte) []byte {
+				i := bytes.Index(m, []byte(`"`+key+`":[`)) + len(key) + 4
+				n := bytes.IndexAny(m[i:], ",]")
+				if m[i] == '{' {
+					n = bytes.IndexByte(m[i:], '}') + 1
+				}
+				return slices.Concat(m[:i], m[i:i+n], []byte(","), m[i:])
+			})
+		}
+
+		indented := edit(func(m []byte) []byte {
+			var out bytes.Buffer
+			require.NoError(t, json.Indent(&out, m, "", "  "))
+			return out.Bytes()
+		})
+		dst := open(t)
+		sum, err := dst.Archive.Import(context.Background(), bytes.NewReader(indented), archive.Options{})
+		require.NoError(t, err, "an indented manifest")
+		assert.Positive(t, sum.Blobs)
+
+		for _, tc := range []struct {
+			name string
+			arc  []byte
+			code wserr.Code
+			msg  string
+		}{
+			{"FieldTwice", replace(`"version":1,`, `"version":1,"runs":[],`), wserr.ArchiveCorrupt, `field "runs" twice`},
+			{"UnknownField", replace(`"version":1,`, `"version":1,"extra":1,`), wserr.ArchiveCorrupt, `unknown field "extra"`},
+			{"UnknownBlobField", replace(`"size":`, `"extra":1,"size":`), wserr.ArchiveCorrupt, `unknown field "extra"`},
+			{"BlobsNotAList", replace(`"blobs":[`, `"blobs":7,"x":[`), wserr.ArchiveCorrupt, "not a list"},
+			{"BlobTwice", twice("blobs"), wserr.ArchiveCorrupt, "listed twice"},
+			{"TreeTwice", twice("trees"), wserr.ArchiveCorrupt, "listed twice"},
+			{"NegativeSize", replace(`"size":`, `"size":-`), wserr.ArchiveCorrupt, "negative size"},
+			{"NotAnAddress", replace(`"trees":["`, `"trees":["zz`), wserr.ArchiveCorrupt, "manifest"},
+			{"OtherFormat", replace(`"format":"wsstore-archive"`, `"format":"other"`), wserr.ArchiveCorrupt, "not a wsstore archive"},
+			{"NotAnObject", edit(func([]byte) []byte { return []byte(`["wsstore-archive"]`) }), wserr.ArchiveCorrupt, "not a wsstore archive"},
+			{"CutShort", edit(func(m []byte) []byte { return m[:len(m)-1] }), wserr.ArchiveCorrupt, "wsstore-archive.json: unexpected EOF"},
+			{"NotJSON", replace(`"bytes":`, `"bytes":,`), wserr.ArchiveCorrupt, "unreadable manifest"},
+			{"NoVersion", replace(`"version":1,`, ``), wserr.ArchiveUnsupportedVersion, "version 0"},
+			{"OtherVersionThenAnUnknownField", replace(`"version":1,`, `"version":2,"extra":1,`), wserr.ArchiveUnsupportedVersion, "version 2"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				dst := open(t)
+				_, err := dst.Archive.Import(context.Background(), bytes.NewReader(tc.arc), archive.Options{})
+				require.Error(t, err)
+				assert.Equal(t, tc.code, wserr.CodeOf(err), "%v", err)
+				assert.Contains(t, err.Error(), tc.msg)
+				assertEmpty(t, dst)
+			})
+		}
+	})
+}
+
+// TestReadManifestPassesEachBlob: ReadManifest hands each blob of the
+// manifest to its function once, with the size the archive holds, and
+// stops at the function's error.
+func TestReadManifestPassesEachBlob(t *testing.T) {
+	src := open(t)
+	populate(t, src)
+	arc, sum := export(t, src, archive.Scope{All: true})
+	seen := map[cas.Hash]int64{}
+	m, err := archive.ReadManifest(context.Background(), bytes.NewReader(arc), func(b archive.BlobRef) error {
+		_, dup := seen[b.Hash]
+		assert.False(t, dup, "blob %s twice", b.Hash.Short())
+		seen[b.Hash] = b.Size
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, sum.Blobs, int64(len(seen)))
+	assert.Equal(t, sum.Blobs, m.BlobCount)
+	assert.Equal(t, sum.Trees, m.TreeCount)
+	var total int64
+	for h, size := range seen {
+		total += size
+		info, err := src.Blobs.Stat(context.Background(), h)
+		require.NoError(t, err, "blob %s", h.Short())
+		assert.Equal(t, info.Size, size, "blob %s", h.Short())
+	}
+	assert.Equal(t, sum.Bytes, total)
+
+	stop := errors.New("stop")
+	calls := 0
+	_, err = archive.ReadManifest(context.Background(), bytes.NewReader(arc), func(archive.BlobRef) error { calls++; return stop })
+	assert.ErrorIs(t, err, stop)
+	assert.Equal(t, 1, calls)
 }

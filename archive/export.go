@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,19 +28,34 @@ import (
 // scratchRoot is the top-level directory of a run that is never exported.
 const scratchRoot = "scratch"
 
+// spillAfter is how many addresses each of an export's or an import's
+// sets holds in memory before it moves to a scratch database on disk
+// (index.Spill): about 100 bytes an address, so a set costs at most a few
+// MiB however many objects the archive holds. Tests lower it.
+var spillAfter = 1 << 14
+
 // plan is what an export holds, gathered in one read transaction: the
 // rows, spooled to a temporary file as JSON lines, and every address they
-// reach.
+// reach, in sets that spill to disk.
 type plan struct {
 	m        Manifest
 	spool    *os.File
 	spooled  int64
 	events   int64
-	blobs    map[cas.Hash]int64
-	trees    map[cas.Hash]bool
-	order    []cas.Hash               // trees, children before parents
+	sets     *index.Spill
+	blobs    *index.SpillMap          // blob address → size
+	trees    *index.SpillMap          // tree addresses
+	order    *index.SpillList         // trees, children before parents
 	made     map[cas.Hash][]vfs.Entry // run roots without scratch/, not stored
 	stripped map[cas.Hash]cas.Hash    // a run root → the root exported for it
+}
+
+// newPlan returns an empty plan spooling its rows to spool. Close its
+// sets when done.
+func newPlan(ctx context.Context, spool *os.File) *plan {
+	sets := index.NewSpill(ctx, spillAfter)
+	return &plan{spool: spool, sets: sets, blobs: sets.NewMap(), trees: sets.NewMap(), order: sets.NewList(),
+		made: map[cas.Hash][]vfs.Entry{}, stripped: map[cas.Hash]cas.Hash{}}
 }
 
 // Export writes an archive of what scope selects to w, front to back. The
@@ -67,8 +84,8 @@ func (a *Archiver) Export(ctx context.Context, w io.Writer, scope Scope, opt Opt
 		return Summary{}, spoolError(err)
 	}
 	defer done()
-	p := &plan{spool: spool, blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{},
-		made: map[cas.Hash][]vfs.Entry{}, stripped: map[cas.Hash]cas.Hash{}}
+	p := newPlan(ctx, spool)
+	defer p.sets.Close()
 	p.m = Manifest{Format: FormatName, Version: Version, CreatedAt: start.UTC(), Scope: scope,
 		Chats: []string{}, Runs: []string{}, Actors: []string{}, BlobsElsewhere: opt.BlobsElsewhere}
 	report(opt, "scan", 0, 0)
@@ -105,22 +122,27 @@ func (a *Archiver) changedMeanwhile(ctx context.Context, p *plan, scope Scope, e
 		return err
 	}
 	defer done()
-	now := &plan{spool: spool, blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{},
-		made: map[cas.Hash][]vfs.Entry{}, stripped: map[cas.Hash]cas.Hash{}}
+	now := newPlan(ctx, spool)
+	defer now.sets.Close()
 	if gerr := a.p.DB.View(ctx, func(tx *index.Tx) error { return a.gather(ctx, tx, now, scope) }); gerr != nil {
 		if code := wserr.CodeOf(gerr); code == wserr.RunNotFound || code == wserr.NotFound {
 			return gerr
 		}
 		return err
 	}
-	for h := range p.blobs {
-		if _, ok := now.blobs[h]; !ok {
+	errChanged := errors.New("an object planned is no longer reached")
+	for _, set := range [][2]*index.SpillMap{{p.blobs, now.blobs}, {p.trees, now.trees}} {
+		werr := set[0].Each(func(h []byte, _ int64) error {
+			if _, ok, gerr := set[1].Get(h); gerr != nil || !ok {
+				return cmp.Or(gerr, errChanged)
+			}
+			return nil
+		})
+		if werr == errChanged {
 			return changedError(err)
 		}
-	}
-	for h := range p.trees {
-		if !now.trees[h] {
-			return changedError(err)
+		if werr != nil {
+			return err // the scratch failed: the first error is the answer
 		}
 	}
 	if wserr.CodeOf(err) == wserr.NotFound {
@@ -435,7 +457,9 @@ func (a *Archiver) runRoot(ctx context.Context, tx *index.Tx, p *plan, root cas.
 	}
 	h := vfs.TreeHash(b)
 	p.stripped[root] = h
-	if p.trees[h] {
+	if _, ok, err := p.trees.Get(h[:]); err != nil {
+		return cas.Hash{}, err
+	} else if ok {
 		return h, nil
 	}
 	p.made[h] = es
@@ -444,15 +468,21 @@ func (a *Archiver) runRoot(ctx context.Context, tx *index.Tx, p *plan, root cas.
 			return cas.Hash{}, err
 		}
 	}
-	p.trees[h] = true
-	p.order = append(p.order, h)
-	return h, nil
+	return h, p.planTree(h)
+}
+
+// planTree adds tree h to the plan once everything below it is there.
+func (p *plan) planTree(h cas.Hash) error {
+	if added, err := p.trees.Add(h[:], 0); err != nil || !added {
+		return err
+	}
+	return p.order.Push(h[:])
 }
 
 // reach adds tree h and everything below it to the plan, children first.
 func (a *Archiver) reach(ctx context.Context, tx *index.Tx, p *plan, h cas.Hash) error {
-	if p.trees[h] {
-		return nil
+	if _, ok, err := p.trees.Get(h[:]); err != nil || ok {
+		return err
 	}
 	es, err := a.p.Trees.Entries(ctx, tx, h)
 	if err != nil {
@@ -463,29 +493,22 @@ func (a *Archiver) reach(ctx context.Context, tx *index.Tx, p *plan, h cas.Hash)
 			return err
 		}
 	}
-	p.trees[h] = true
-	p.order = append(p.order, h)
-	return nil
+	return p.planTree(h)
 }
 
 func (a *Archiver) reachEntry(ctx context.Context, tx *index.Tx, p *plan, e vfs.Entry) error {
 	if e.Kind == vfs.KindDir {
 		return a.reach(ctx, tx, p, e.Hash)
 	}
-	if _, ok := p.blobs[e.Hash]; !ok {
-		p.blobs[e.Hash] = e.Size
-		p.m.Blobs = append(p.m.Blobs, BlobRef{Hash: e.Hash, Size: e.Size})
+	added, err := p.blobs.Add(e.Hash[:], e.Size)
+	if added {
 		p.m.Bytes += e.Size
 	}
-	return nil
+	return err
 }
 
 // write writes the planned archive to w.
 func (a *Archiver) write(ctx context.Context, w io.Writer, p *plan, opt Options) (Summary, error) {
-	p.m.Trees = p.order
-	if p.m.Blobs == nil {
-		p.m.Blobs = []BlobRef{}
-	}
 	d := newDigest()
 	tw := tar.NewWriter(w)
 	entry := func(name string, size int64) (io.Writer, error) {
@@ -507,28 +530,44 @@ func (a *Archiver) write(ctx context.Context, w io.Writer, p *plan, opt Options)
 		return nil
 	}
 
-	mb, err := json.Marshal(p.m)
-	if err != nil {
-		return Summary{}, fmt.Errorf("export: manifest: %w", err)
+	// The manifest is written twice, first only to count its bytes for
+	// the entry's header: its lists are read from the plan's sets, never
+	// held whole.
+	size := countingWriter{w: io.Discard}
+	if err := p.writeManifest(&size); err != nil {
+		return Summary{}, err
 	}
-	if err := whole(manifestName, mb); err != nil {
+	mw, err := entry(manifestName, size.n)
+	if err != nil {
+		return Summary{}, err
+	}
+	if err := p.writeManifest(mw); err != nil {
 		return Summary{}, err
 	}
 	var done int64
-	for _, b := range p.m.Blobs {
-		if err := ctx.Err(); err != nil {
+	if !p.m.BlobsElsewhere {
+		err := p.blobs.Each(func(k []byte, size int64) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := a.writeBlob(ctx, entry, BlobRef{Hash: cas.Hash(k), Size: size}); err != nil {
+				return err
+			}
+			done += size
+			report(opt, "blobs", done, p.m.Bytes)
+			return nil
+		})
+		if err != nil {
 			return Summary{}, err
 		}
-		if p.m.BlobsElsewhere {
-			continue
-		}
-		if err := a.writeBlob(ctx, entry, b); err != nil {
-			return Summary{}, err
-		}
-		done += b.Size
-		report(opt, "blobs", done, p.m.Bytes)
 	}
-	for i, h := range p.order {
+	nt := p.order.Len()
+	for i := range nt {
+		k, err := p.order.At(i)
+		if err != nil {
+			return Summary{}, err
+		}
+		h := cas.Hash(k)
 		es, ok := p.made[h]
 		if !ok {
 			if es, err = a.p.Trees.Entries(ctx, nil, h); err != nil {
@@ -545,7 +584,7 @@ func (a *Archiver) write(ctx context.Context, w io.Writer, p *plan, opt Options)
 		if err := whole(treePrefix+h.String(), b); err != nil {
 			return Summary{}, err
 		}
-		report(opt, "trees", int64(i+1), int64(len(p.order)))
+		report(opt, "trees", i+1, nt)
 	}
 	if _, err := p.spool.Seek(0, io.SeekStart); err != nil {
 		return Summary{}, spoolError(err)
@@ -571,9 +610,56 @@ func (a *Archiver) write(ctx context.Context, w io.Writer, p *plan, opt Options)
 	if err := tw.Close(); err != nil {
 		return Summary{}, fmt.Errorf("export: %w", err)
 	}
-	nb, nt := int64(len(p.m.Blobs)), int64(len(p.order))
+	nb := p.blobs.Len()
 	return Summary{Objects: nb + nt, Blobs: nb, Trees: nt, Bytes: p.m.Bytes, Chats: len(p.m.Chats),
 		Runs: len(p.m.Runs), Actors: len(p.m.Actors), Events: p.events}, nil
+}
+
+// writeManifest writes the manifest's JSON to w: its fields, then the
+// blobs and trees of the plan's sets, one at a time.
+func (p *plan) writeManifest(w io.Writer) error {
+	head, err := json.Marshal(p.m)
+	if err != nil {
+		return fmt.Errorf("export: manifest: %w", err)
+	}
+	bw := bufio.NewWriter(w)
+	bw.Write(head[:len(head)-1]) // without its closing brace
+	bw.WriteString(`,"blobs":[`)
+	first := true
+	err = p.blobs.Each(func(k []byte, size int64) error {
+		if !first {
+			bw.WriteByte(',')
+		}
+		first = false
+		b, err := json.Marshal(BlobRef{Hash: cas.Hash(k), Size: size})
+		bw.Write(b)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("export: manifest: %w", err)
+	}
+	bw.WriteString(`],"trees":[`)
+	for i := range p.order.Len() {
+		k, err := p.order.At(i)
+		if err != nil {
+			return fmt.Errorf("export: manifest: %w", err)
+		}
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteByte('"')
+		bw.WriteString(cas.Hash(k).String())
+		bw.WriteByte('"')
+	}
+	bw.WriteByte(']')
+	if p.m.BlobsElsewhere {
+		bw.WriteString(`,"blobsElsewhere":true`)
+	}
+	bw.WriteByte('}')
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("export: write %s: %w", manifestName, err)
+	}
+	return nil
 }
 
 func (a *Archiver) writeBlob(ctx context.Context, entry func(string, int64) (io.Writer, error), b BlobRef) error {

@@ -44,8 +44,11 @@ const (
 	maxRowBytes      = 64 << 20
 )
 
-// Manifest is the archive's first entry: what it is, what it holds, and
-// every blob and tree address with the blob's size.
+// Manifest is the archive's first entry: what it is and what it holds.
+// Its JSON also lists every blob address with the blob's size ("blobs")
+// and every tree address ("trees"), after the fields below; those lists
+// are written and read one address at a time, never held whole
+// (ReadManifest passes the blobs to a function).
 type Manifest struct {
 	Format    string    `json:"format"`
 	Version   int       `json:"version"`
@@ -55,12 +58,15 @@ type Manifest struct {
 	Runs      []string  `json:"runs"`
 	Actors    []string  `json:"actors"`
 	// Bytes is the plain size of all blobs.
-	Bytes int64      `json:"bytes"`
-	Blobs []BlobRef  `json:"blobs"`
-	Trees []cas.Hash `json:"trees"`
+	Bytes int64 `json:"bytes"`
 	// BlobsElsewhere says the archive holds no blob entries: its blobs
 	// are on a blob tier writer and reader share (Options.BlobsElsewhere).
-	BlobsElsewhere bool `json:"blobsElsewhere,omitempty"`
+	// In the JSON it follows the lists.
+	BlobsElsewhere bool `json:"-"`
+	// BlobCount and TreeCount are how many blobs and trees the lists
+	// name.
+	BlobCount int64 `json:"-"`
+	TreeCount int64 `json:"-"`
 }
 
 // BlobRef is one blob of the manifest.

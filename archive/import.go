@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,10 +59,11 @@ type importer struct {
 	tr    *tar.Reader
 	d     *digest
 	m     Manifest
-	blobs map[cas.Hash]int64 // promised blobs and their sizes
-	trees map[cas.Hash]bool  // promised trees
-	gotB  map[cas.Hash]bool
-	gotT  map[cas.Hash]int64 // verified trees and the bytes of files below them
+	sets  *index.Spill
+	blobs *index.SpillMap // promised blobs and their sizes
+	trees *index.SpillMap // promised trees
+	gotB  *index.SpillMap // verified blobs and their sizes
+	gotT  *index.SpillMap // verified trees and the bytes of files below them
 	// reused are blobs the store had, not yet touched (touchReused),
 	// since reusedSince.
 	reused      []cas.Hash
@@ -110,10 +112,10 @@ func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summar
 		defer h.Hold()()
 	}
 	cr := &countingReader{r: r}
-	im := &importer{a: a, opt: opt, tr: tar.NewReader(cr), d: newDigest(),
-		blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{}, gotB: map[cas.Hash]bool{}, gotT: map[cas.Hash]int64{},
-		chats: map[string]bool{}, runIDs: map[string]bool{}, actors: map[string]bool{}}
-	if err := im.manifest(ctx); err != nil {
+	im := newImporter(ctx, cr)
+	defer im.sets.Close()
+	im.a, im.opt = a, opt
+	if err := im.manifest(ctx, nil); err != nil {
 		return Summary{}, err
 	}
 	if err := im.room(ctx); err != nil {
@@ -150,6 +152,15 @@ func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summar
 	return im.sum, nil
 }
 
+// newImporter returns an importer reading the archive r, its sets empty.
+// Close its sets when done.
+func newImporter(ctx context.Context, r io.Reader) *importer {
+	sets := index.NewSpill(ctx, spillAfter)
+	return &importer{tr: tar.NewReader(r), d: newDigest(),
+		sets: sets, blobs: sets.NewMap(), trees: sets.NewMap(), gotB: sets.NewMap(), gotT: sets.NewMap(),
+		chats: map[string]bool{}, runIDs: map[string]bool{}, actors: map[string]bool{}}
+}
+
 // room refuses, before anything is written, an archive whose blobs the
 // store lacks would take it past its cap (Room), counting them as the
 // writes do: before compression, so the check errs on the side of
@@ -164,14 +175,15 @@ func (im *importer) room(ctx context.Context) error {
 		return err
 	}
 	var incoming int64
-	for h, size := range im.blobs {
-		has, err := im.a.p.Blobs.Has(ctx, h)
-		if err != nil {
-			return err
-		}
+	err = im.blobs.Each(func(h []byte, size int64) error {
+		has, err := im.a.p.Blobs.Has(ctx, cas.Hash(h))
 		if !has {
 			incoming += size
 		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if incoming > left {
 		return wserr.New(wserr.SizeLimitExceeded, "import", "", "the archive adds %d bytes of files; the store has %d left under its cap", incoming, left)
@@ -270,46 +282,56 @@ func (im *importer) whole(ctx context.Context, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-func (im *importer) manifest(ctx context.Context) error {
+// manifest reads the manifest entry, of at most maxManifestBytes, and
+// promises its blobs and trees: they go to the importer's sets one at a
+// time, each also to blob when it is not nil. White space may follow the
+// manifest's value in the entry; anything else after it is corrupt.
+func (im *importer) manifest(ctx context.Context, blob func(BlobRef) error) error {
 	if err := im.next(ctx); err != nil {
 		return err
 	}
 	if im.hdr == nil || im.hdr.Name != manifestName {
 		return corrupt("not a wsstore archive: the first entry is not %s", manifestName)
 	}
-	b, err := im.manifestValue(ctx)
-	if err != nil {
-		return err
+	if im.hdr.Size > maxManifestBytes {
+		return corrupt("entry %q is %d bytes, over the limit of %d", im.hdr.Name, im.hdr.Size, int64(maxManifestBytes))
 	}
-	var head struct {
-		Format  string `json:"format"`
-		Version int    `json:"version"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil || head.Format != FormatName {
-		return corrupt("not a wsstore archive: unreadable manifest")
-	}
-	if head.Version != Version {
-		return wserr.New(wserr.ArchiveUnsupportedVersion, "import", "", "archive format version %d; this build reads version %d", head.Version, Version)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
+	body := &countingReader{r: im.body()}
+	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&im.m); err != nil {
-		return corrupt("manifest: %v", err)
+	if err := im.parseManifest(dec, blob); err != nil {
+		var pe passed
+		var se *json.SyntaxError
+		switch code := wserr.CodeOf(err); {
+		case errors.As(err, &pe):
+			return pe.err
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || ctx.Err() != nil:
+			return reading(ctx, im.hdr.Name, err)
+		case code == wserr.ArchiveCorrupt || code == wserr.ArchiveUnsupportedVersion:
+			return err
+		case errors.As(err, &se):
+			return corrupt("not a wsstore archive: unreadable manifest")
+		}
+		return corrupt("manifest: %v", err) // a value that does not decode
+	}
+	rest := bufio.NewReader(io.MultiReader(dec.Buffered(), body))
+	for {
+		c, err := rest.ReadByte()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return reading(ctx, im.hdr.Name, err)
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return corrupt("not a wsstore archive: unreadable manifest")
+		}
+	}
+	if body.n != im.hdr.Size {
+		return corrupt("entry %q is short", im.hdr.Name)
 	}
 	if im.m.CreatedAt.IsZero() || !im.hdr.ModTime.Equal(im.m.CreatedAt) {
 		return corrupt("entry %q: header time changed", im.hdr.Name)
-	}
-	for _, br := range im.m.Blobs {
-		if _, dup := im.blobs[br.Hash]; dup || br.Size < 0 {
-			return corrupt("manifest: blob %s listed twice or with a negative size", br.Hash.Short())
-		}
-		im.blobs[br.Hash] = br.Size
-	}
-	for _, h := range im.m.Trees {
-		if im.trees[h] {
-			return corrupt("manifest: tree %s listed twice", h.Short())
-		}
-		im.trees[h] = true
 	}
 	for _, id := range im.m.Chats {
 		im.chats[id] = false
@@ -323,40 +345,144 @@ func (im *importer) manifest(ctx context.Context) error {
 	return im.next(ctx)
 }
 
-// manifestValue reads the manifest entry, of at most maxManifestBytes,
-// and returns its JSON value. It holds the value alone: the white space
-// that may follow it in the entry is read through the digest and dropped,
-// and anything else after it is corrupt.
-func (im *importer) manifestValue(ctx context.Context) (json.RawMessage, error) {
-	if im.hdr.Size > maxManifestBytes {
-		return nil, corrupt("entry %q is %d bytes, over the limit of %d", im.hdr.Name, im.hdr.Size, int64(maxManifestBytes))
+// passed is an error parseManifest returns as it is, not as the
+// manifest's: the sets' and blob's.
+type passed struct{ err error }
+
+func (p passed) Error() string { return p.err.Error() }
+
+// parseManifest reads the manifest's JSON object field by field into
+// im.m, and its lists of blobs and trees an element at a time into the
+// promised sets. The format and version are checked as soon as they are
+// read (the export writes them first), so an archive of another version
+// is refused before its lists are read.
+func (im *importer) parseManifest(dec *json.Decoder, blob func(BlobRef) error) error {
+	if err := delim(dec, '{'); err != nil {
+		return err
 	}
-	body := &countingReader{r: im.body()}
-	dec := json.NewDecoder(body)
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || ctx.Err() != nil {
-			return nil, reading(ctx, im.hdr.Name, err)
+	m := &im.m
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
 		}
-		return nil, corrupt("not a wsstore archive: unreadable manifest")
-	}
-	rest := bufio.NewReader(io.MultiReader(dec.Buffered(), body))
-	for {
-		c, err := rest.ReadByte()
-		if err == io.EOF {
-			break
+		key, _ := t.(string)
+		if seen[key] {
+			return corrupt("manifest: field %q twice", key)
+		}
+		seen[key] = true
+		switch key {
+		case "format":
+			if err = dec.Decode(&m.Format); err == nil && m.Format != FormatName {
+				return corrupt("not a wsstore archive: unreadable manifest")
+			}
+		case "version":
+			if err = dec.Decode(&m.Version); err == nil && m.Version != Version {
+				return unsupportedVersion(m.Version)
+			}
+		case "createdAt":
+			err = dec.Decode(&m.CreatedAt)
+		case "scope":
+			err = dec.Decode(&m.Scope)
+		case "chats":
+			err = dec.Decode(&m.Chats)
+		case "runs":
+			err = dec.Decode(&m.Runs)
+		case "actors":
+			err = dec.Decode(&m.Actors)
+		case "bytes":
+			err = dec.Decode(&m.Bytes)
+		case "blobsElsewhere":
+			err = dec.Decode(&m.BlobsElsewhere)
+		case "blobs":
+			err = elements(dec, func() error {
+				var br BlobRef
+				if err := dec.Decode(&br); err != nil {
+					return err
+				}
+				added, err := im.blobs.Add(br.Hash[:], br.Size)
+				if err != nil {
+					return passed{err}
+				}
+				if !added || br.Size < 0 {
+					return corrupt("manifest: blob %s listed twice or with a negative size", br.Hash.Short())
+				}
+				m.BlobCount++
+				if blob != nil {
+					if err := blob(br); err != nil {
+						return passed{err}
+					}
+				}
+				return nil
+			})
+		case "trees":
+			err = elements(dec, func() error {
+				var h cas.Hash
+				if err := dec.Decode(&h); err != nil {
+					return err
+				}
+				added, err := im.trees.Add(h[:], 0)
+				if err != nil {
+					return passed{err}
+				}
+				if !added {
+					return corrupt("manifest: tree %s listed twice", h.Short())
+				}
+				m.TreeCount++
+				return nil
+			})
+		default:
+			return corrupt("manifest: json: unknown field %q", key)
 		}
 		if err != nil {
-			return nil, reading(ctx, im.hdr.Name, err)
-		}
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return nil, corrupt("not a wsstore archive: unreadable manifest")
+			return err
 		}
 	}
-	if body.n != im.hdr.Size {
-		return nil, corrupt("entry %q is short", im.hdr.Name)
+	if err := delim(dec, '}'); err != nil {
+		return err
 	}
-	return raw, nil
+	if m.Format != FormatName {
+		return corrupt("not a wsstore archive: unreadable manifest")
+	}
+	if m.Version != Version {
+		return unsupportedVersion(m.Version)
+	}
+	return nil
+}
+
+func unsupportedVersion(v int) error {
+	return wserr.New(wserr.ArchiveUnsupportedVersion, "import", "", "archive format version %d; this build reads version %d", v, Version)
+}
+
+// delim reads the next token, which must be the delimiter d.
+func delim(dec *json.Decoder, d json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != d {
+		return corrupt("not a wsstore archive: unreadable manifest")
+	}
+	return nil
+}
+
+// elements calls fn to decode each element of the list that comes next
+// (null: none).
+func elements(dec *json.Decoder, fn func() error) error {
+	t, err := dec.Token()
+	if err != nil || t == nil {
+		return err
+	}
+	if t != json.Delim('[') {
+		return corrupt("manifest: a list of blobs or trees that is not a list")
+	}
+	for dec.More() {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return delim(dec, ']')
 }
 
 // readRow reads the next line of records.jsonl, one row, without its
@@ -415,9 +541,15 @@ func (im *importer) readBlobs(ctx context.Context) error {
 			}
 			return err
 		}
-		size, promised := im.blobs[h]
-		if !promised || im.gotB[h] {
-			return corrupt("blob %s is not in the manifest, or there twice", h.Short())
+		size, promised, err := im.blobs.Get(h[:])
+		if err != nil {
+			return err
+		}
+		if _, got, err := im.gotB.Get(h[:]); err != nil || !promised || got {
+			if err == nil {
+				err = corrupt("blob %s is not in the manifest, or there twice", h.Short())
+			}
+			return err
 		}
 		if im.hdr.Size != size {
 			return corrupt("blob %s is %d bytes, the manifest says %d", h.Short(), im.hdr.Size, size)
@@ -426,7 +558,9 @@ func (im *importer) readBlobs(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		im.gotB[h] = true
+		if _, err := im.gotB.Add(h[:], size); err != nil {
+			return err
+		}
 		im.sum.Blobs++
 		im.sum.Bytes += size
 		if fresh {
@@ -447,20 +581,24 @@ func (im *importer) readBlobs(ctx context.Context) error {
 // whose blobs are not in the archive; one it lacks fails with
 // archive.corrupt.
 func (im *importer) blobsElsewhere(ctx context.Context) error {
-	for _, br := range im.m.Blobs {
-		has, err := im.a.p.Blobs.Has(ctx, br.Hash)
+	err := im.blobs.Each(func(k []byte, size int64) error {
+		h := cas.Hash(k)
+		has, err := im.a.p.Blobs.Has(ctx, h)
 		if err != nil {
 			return err
 		}
 		if !has {
-			return corrupt("blob %s is neither in the archive nor in the store (pull the blob tier first)", br.Hash.Short())
+			return corrupt("blob %s is neither in the archive nor in the store (pull the blob tier first)", h.Short())
 		}
-		im.gotB[br.Hash] = true
-		im.sum.Blobs++
-		im.sum.Bytes += br.Size
-		if err := im.reuse(ctx, br.Hash); err != nil {
+		if _, err := im.gotB.Add(k, size); err != nil {
 			return err
 		}
+		im.sum.Blobs++
+		im.sum.Bytes += size
+		return im.reuse(ctx, h)
+	})
+	if err != nil {
+		return err
 	}
 	if h, ok, err := im.entryHash(blobPrefix); err != nil || ok {
 		if err == nil {
@@ -573,23 +711,42 @@ func (im *importer) stillStored(ctx context.Context, tx *index.Tx) error {
 	gone := func(h cas.Hash, what string) error {
 		return cas.Collected("import", h, wserr.New(wserr.NotFound, "import", "", "%s %s is no longer stored", what, h.Short()))
 	}
-	for h := range im.gotB {
-		if ok, err := im.a.p.Blobs.HasIn(ctx, tx, h); err != nil || !ok {
-			if err == nil {
-				err = gone(h, "blob")
-			}
-			return err
+	err := im.gotB.Each(func(k []byte, _ int64) error {
+		if ok, err := im.a.p.Blobs.HasIn(ctx, tx, cas.Hash(k)); err != nil || !ok {
+			return cmp.Or(err, gone(cas.Hash(k), "blob"))
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	for h := range im.gotT {
-		if _, ok, err := im.a.p.Trees.TreeCreated(ctx, tx, h); err != nil || !ok {
-			if err == nil {
-				err = gone(h, "tree")
-			}
-			return err
+	return im.gotT.Each(func(k []byte, _ int64) error {
+		if _, ok, err := im.a.p.Trees.TreeCreated(ctx, tx, cas.Hash(k)); err != nil || !ok {
+			return cmp.Or(err, gone(cas.Hash(k), "tree"))
 		}
+		return nil
+	})
+}
+
+// missing returns an address of promised that got lacks, if any: an
+// object the manifest lists that the archive did not hold.
+func missing(promised, got *index.SpillMap) (cas.Hash, bool, error) {
+	if got.Len() == promised.Len() {
+		return cas.Hash{}, false, nil // got holds only promised objects
 	}
-	return nil
+	var h cas.Hash
+	found := errors.New("found")
+	err := promised.Each(func(k []byte, _ int64) error {
+		if _, ok, err := got.Get(k); err != nil || !ok {
+			h = cas.Hash(k)
+			return cmp.Or(err, found)
+		}
+		return nil
+	})
+	if err == found {
+		return h, true, nil
+	}
+	return cas.Hash{}, false, err
 }
 
 func (im *importer) readTrees(ctx context.Context) error {
@@ -626,23 +783,19 @@ func (im *importer) readTrees(ctx context.Context) error {
 			if err := flush(); err != nil {
 				return err
 			}
-			for b := range im.blobs {
-				if !im.gotB[b] {
-					return corrupt("blob %s of the manifest is missing", b.Short())
-				}
+			if b, ok, err := missing(im.blobs, im.gotB); err != nil || ok {
+				return cmp.Or(err, corrupt("blob %s of the manifest is missing", b.Short()))
 			}
-			for t := range im.trees {
-				if _, ok := im.gotT[t]; !ok {
-					return corrupt("tree %s of the manifest is missing", t.Short())
-				}
+			if t, ok, err := missing(im.trees, im.gotT); err != nil || ok {
+				return cmp.Or(err, corrupt("tree %s of the manifest is missing", t.Short()))
 			}
 			return nil
 		}
-		if !im.trees[h] {
-			return corrupt("tree %s is not in the manifest", h.Short())
+		if _, ok, err := im.trees.Get(h[:]); err != nil || !ok {
+			return cmp.Or(err, corrupt("tree %s is not in the manifest", h.Short()))
 		}
-		if _, dup := im.gotT[h]; dup {
-			return corrupt("tree %s is there twice", h.Short())
+		if _, dup, err := im.gotT.Get(h[:]); err != nil || dup {
+			return cmp.Or(err, corrupt("tree %s is there twice", h.Short()))
 		}
 		b, err := im.whole(ctx, maxTreeBytes)
 		if err != nil {
@@ -659,18 +812,19 @@ func (im *importer) readTrees(ctx context.Context) error {
 		for _, e := range es {
 			switch e.Kind {
 			case vfs.KindFile:
-				if !im.gotB[e.Hash] || im.blobs[e.Hash] != e.Size {
-					return corrupt("tree %s: file %s is not a blob of the archive of its size", h.Short(), e.Name)
+				if size, ok, err := im.gotB.Get(e.Hash[:]); err != nil || !ok || size != e.Size {
+					return cmp.Or(err, corrupt("tree %s: file %s is not a blob of the archive of its size", h.Short(), e.Name))
 				}
 			case vfs.KindDir:
-				sub, ok := im.gotT[e.Hash]
-				if !ok || sub != e.Size {
-					return corrupt("tree %s: directory %s is not a tree before it of its size", h.Short(), e.Name)
+				if sub, ok, err := im.gotT.Get(e.Hash[:]); err != nil || !ok || sub != e.Size {
+					return cmp.Or(err, corrupt("tree %s: directory %s is not a tree before it of its size", h.Short(), e.Name))
 				}
 			}
 			total += e.Size
 		}
-		im.gotT[h] = total
+		if _, err := im.gotT.Add(h[:], total); err != nil {
+			return err
+		}
 		im.sum.Trees++
 		pending, want, pendingBytes = append(pending, es), append(want, h), pendingBytes+len(b)
 		if len(pending) == treeBatch || pendingBytes >= treeBatchBytes {
@@ -678,7 +832,7 @@ func (im *importer) readTrees(ctx context.Context) error {
 				return err
 			}
 		}
-		report(im.opt, "trees", im.sum.Trees, int64(len(im.trees)))
+		report(im.opt, "trees", im.sum.Trees, im.m.TreeCount)
 		if err := im.next(ctx); err != nil {
 			return err
 		}
@@ -687,8 +841,8 @@ func (im *importer) readTrees(ctx context.Context) error {
 
 // tree checks that a row's tree came in the archive.
 func (im *importer) tree(what string, h cas.Hash) error {
-	if _, ok := im.gotT[h]; !ok {
-		return corrupt("%s names tree %s, which the archive does not hold", what, h.Short())
+	if _, ok, err := im.gotT.Get(h[:]); err != nil || !ok {
+		return cmp.Or(err, corrupt("%s names tree %s, which the archive does not hold", what, h.Short()))
 	}
 	return nil
 }
@@ -1053,13 +1207,15 @@ func (im *importer) end(ctx context.Context) error {
 }
 
 // ReadManifest reads the manifest at the head of the archive r, checked
-// as Import checks it, without importing anything: what the archive holds
-// and every blob it names. It fails as Import does for a stream that is
-// not an archive of this version.
-func ReadManifest(ctx context.Context, r io.Reader) (Manifest, error) {
-	im := &importer{tr: tar.NewReader(r), d: newDigest(), blobs: map[cas.Hash]int64{}, trees: map[cas.Hash]bool{},
-		chats: map[string]bool{}, runIDs: map[string]bool{}, actors: map[string]bool{}}
-	if err := im.manifest(ctx); err != nil {
+// as Import checks it, without importing anything: what the archive holds,
+// and each blob it names passed to blob (when not nil) one at a time, in
+// the manifest's order; blob's error stops the read and is returned. It
+// fails as Import does for a stream that is not an archive of this
+// version.
+func ReadManifest(ctx context.Context, r io.Reader, blob func(BlobRef) error) (Manifest, error) {
+	im := newImporter(ctx, r)
+	defer im.sets.Close()
+	if err := im.manifest(ctx, blob); err != nil {
 		return Manifest{}, err
 	}
 	return im.m, nil
