@@ -22,7 +22,7 @@ import (
 // 50,000 small files: the heap each takes does not grow with the count of
 // objects, since the addresses an export plans and an import promises and
 // verifies move to a scratch file on disk past a few MiB. (Holding them
-// took the heap 14 MiB further up for the larger store on each side.)
+// took the heap 11–15 MiB further up for the larger store.)
 // The stores train no zstd dictionary and re-encode in the background
 // only when idle for an hour: a training's encoders and a second encoder
 // for the re-encoding beside the import (8 MiB each) are the store's, not
