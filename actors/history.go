@@ -310,11 +310,20 @@ func (s *Spaces) ListAtPage(ctx context.Context, actor string, seq int64, path s
 // wserr.InvalidActor; wserr.NotFound for a change that does not exist or
 // whose version GC pruned.
 func (s *Spaces) Diff(ctx context.Context, actor string, from, to int64) ([]vfs.Change, error) {
+	out, _, err := s.DiffPage(ctx, actor, from, to, vfs.ListPage{})
+	return out, err
+}
+
+// DiffPage returns one page of Diff's changes: those whose paths come
+// after page.After, at most page.Limit of them (0: all), and whether
+// changes remain after it. It fails as Diff does.
+func (s *Spaces) DiffPage(ctx context.Context, actor string, from, to int64, page vfs.ListPage) ([]vfs.Change, bool, error) {
 	actor, err := ParseActor(actor)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var out []vfs.Change
+	more := false
 	err = s.db.View(ctx, func(tx *index.Tx) error {
 		a, err := version(ctx, tx, actor, from)
 		if err != nil {
@@ -324,10 +333,10 @@ func (s *Spaces) Diff(ctx context.Context, actor string, from, to int64) ([]vfs.
 		if err != nil {
 			return err
 		}
-		out, err = s.trees.Diff(ctx, tx, a, b)
+		out, more, err = s.trees.DiffPage(ctx, tx, a, b, page)
 		return err
 	})
-	return out, err
+	return out, more, err
 }
 
 // GCOptions configure GC.

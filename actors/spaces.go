@@ -39,7 +39,7 @@ type Trees interface {
 	List(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int) ([]vfs.Listed, error)
 	ListPage(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int, page vfs.ListPage) ([]vfs.Listed, bool, error)
 	Walk(ctx context.Context, tx *index.Tx, root cas.Hash, fn func(p vfs.Path, e vfs.Entry) error) error
-	Diff(ctx context.Context, tx *index.Tx, a, b cas.Hash) ([]vfs.Change, error)
+	DiffPage(ctx context.Context, tx *index.Tx, a, b cas.Hash, page vfs.ListPage) ([]vfs.Change, bool, error)
 	// Orphaned records, in tx, trees the versions pruned in tx held, for
 	// the next collection to check.
 	Orphaned(ctx context.Context, tx *index.Tx, roots ...cas.Hash) error

@@ -54,31 +54,78 @@ type DiffOptions struct {
 
 // Diff returns the file changes from tree a to tree b, skipping equal
 // subtrees by hash, with unified diffs of text files when opts.Text is
-// set. It fails with workspace.invalid_argument for a negative MaxBytes,
-// and with the errors of reading the trees and blobs.
+// set. It holds every change: DiffPage and DiffFunc answer a diff of any
+// size in bounded memory. It fails with workspace.invalid_argument for a
+// negative MaxBytes, and with the errors of reading the trees and blobs.
 func (s *Store) Diff(ctx context.Context, a, b cas.Hash, opts DiffOptions) ([]FileDiff, error) {
-	if opts.MaxBytes < 0 {
-		return nil, wserr.New(wserr.InvalidArgument, "diff", "", "the response limit %d is negative", opts.MaxBytes)
-	}
-	budget := opts.MaxBytes
-	if budget == 0 {
-		budget = DefaultDiffMaxBytes
-	}
-	changes, err := s.trees.Diff(ctx, nil, a, b)
+	out, _, err := s.DiffPage(ctx, a, b, opts, vfs.ListPage{})
+	return out, err
+}
+
+// DiffPage returns one page of Diff's files: those whose paths come after
+// page.After (segment by segment), at most page.Limit of them (0: all),
+// and whether files remain after it; opts.MaxBytes caps the page's text.
+// Subtrees wholly before After are passed over unread.
+func (s *Store) DiffPage(ctx context.Context, a, b cas.Hash, opts DiffOptions, page vfs.ListPage) ([]FileDiff, bool, error) {
+	budget, err := opts.budget()
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	changes, more, err := s.trees.DiffPage(ctx, nil, a, b, page)
+	if err != nil {
+		return nil, false, err
 	}
 	out := make([]FileDiff, 0, len(changes))
 	for _, c := range changes {
-		d := FileDiff{Path: c.Path.String(), Op: c.Op, OldHash: c.Old.Hash, NewHash: c.New.Hash, OldSize: c.Old.Size, NewSize: c.New.Size}
-		if opts.Text {
-			if err := s.renderText(ctx, &d, &budget); err != nil {
-				return nil, err
-			}
+		d, err := s.fileDiff(ctx, c, opts.Text, &budget)
+		if err != nil {
+			return nil, false, err
 		}
 		out = append(out, d)
 	}
-	return out, nil
+	return out, more, nil
+}
+
+// DiffFunc calls fn with each of Diff's files whose path comes after
+// after (the zero Path: every file), in path order, holding none of them;
+// opts.MaxBytes caps the text of all the files it passes. fn returning
+// fs.SkipAll ends the diff, and DiffFunc returns nil; any other error
+// from fn ends it and is returned.
+func (s *Store) DiffFunc(ctx context.Context, a, b cas.Hash, opts DiffOptions, after vfs.Path, fn func(FileDiff) error) error {
+	budget, err := opts.budget()
+	if err != nil {
+		return err
+	}
+	return s.trees.DiffFunc(ctx, nil, a, b, after, func(c vfs.Change) error {
+		d, err := s.fileDiff(ctx, c, opts.Text, &budget)
+		if err != nil {
+			return err
+		}
+		return fn(d)
+	})
+}
+
+// budget returns the text a diff may render.
+func (o DiffOptions) budget() (int, error) {
+	if o.MaxBytes < 0 {
+		return 0, wserr.New(wserr.InvalidArgument, "diff", "", "the response limit %d is negative", o.MaxBytes)
+	}
+	if o.MaxBytes == 0 {
+		return DefaultDiffMaxBytes, nil
+	}
+	return o.MaxBytes, nil
+}
+
+// fileDiff is change c as a FileDiff, its text rendered within *budget
+// when text is set.
+func (s *Store) fileDiff(ctx context.Context, c vfs.Change, text bool, budget *int) (FileDiff, error) {
+	d := FileDiff{Path: c.Path.String(), Op: c.Op, OldHash: c.Old.Hash, NewHash: c.New.Hash, OldSize: c.Old.Size, NewSize: c.New.Size}
+	if text {
+		if err := s.renderText(ctx, &d, budget); err != nil {
+			return FileDiff{}, err
+		}
+	}
+	return d, nil
 }
 
 // renderText fills d's text within *budget bytes and takes what it used.

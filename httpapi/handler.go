@@ -52,7 +52,7 @@ type RunReader interface {
 	Run(ctx context.Context, id string) (runs.Run, error)
 	Workspace(runID string, scope runs.Scope) *runs.Workspace
 	WorkspaceAt(runID string, seq int64, scope runs.Scope) *runs.Workspace
-	Diff(ctx context.Context, runID string, from, to int64, opts runs.DiffOptions) ([]checkpoint.FileDiff, error)
+	DiffPage(ctx context.Context, runID string, from, to int64, opts runs.DiffOptions, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error)
 }
 
 // CheckpointLister lists a run's checkpoints a page at a time;

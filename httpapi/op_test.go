@@ -284,6 +284,27 @@ func TestRunViews(t *testing.T) {
 		ch := m["changes"].([]any)
 		require.Len(t, ch, 1)
 		assert.Contains(t, ch[0].(map[string]any)["unified"], "+v2")
+		assert.Equal(t, false, m["more"])
+		// a page of one file, then the page after it
+		s.mustOp(map[string]any{"op": "write", "runId": "r1", "path": "output/later.md", "content": "x"})
+		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/diff", "from", "1", "to", "live", "limit", "1"), nil)
+		require.Len(t, m["changes"], 1)
+		assert.Equal(t, true, m["more"])
+		first := m["changes"].([]any)[0].(map[string]any)["path"].(string)
+		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/diff", "from", "1", "to", "live", "after", first), nil)
+		assert.NotEmpty(t, m["changes"])
+		assert.Equal(t, false, m["more"])
+		for _, c := range m["changes"].([]any) {
+			assert.Greater(t, c.(map[string]any)["path"], first)
+		}
+		// maxBytes caps the text
+		m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/diff", "from", "2", "to", "3", "maxBytes", "1"), nil)
+		assert.Equal(t, true, m["changes"].([]any)[0].(map[string]any)["truncated"])
+		for _, kv := range [][]string{{"limit", "-1"}, {"limit", "100001"}, {"limit", "x"}, {"after", "../x"}, {"maxBytes", "-1"}, {"maxBytes", "x"}} {
+			resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/diff", append([]string{"from", "1"}, kv...)...), s.full, nil)
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%v: %s", kv, b)
+			assert.Equal(t, "workspace.invalid_argument", errCode(t, b), "%v", kv)
+		}
 	})
 	t.Run("EventsPaged", func(t *testing.T) {
 		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/events", "limit", "2"), nil)

@@ -181,8 +181,9 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 	h.sendFile(w, r, p.String(), fi.Hash, fi.Size, h.blobRange(r, fi.Hash))
 }
 
-// GET /v1/runs/{run}/diff?from=&to=: what changed between two checkpoints
-// (to: default the live workspace), as the diff op answers.
+// GET /v1/runs/{run}/diff?from=&to=&maxBytes=&after=&limit=: what changed
+// between two checkpoints (to: default the live workspace), a page of
+// files at a time, as the diff op answers.
 func (h *Handler) runDiff(w http.ResponseWriter, r *http.Request) {
 	id, ok := h.readRun(w, r)
 	if !ok {
@@ -198,14 +199,23 @@ func (h *Handler) runDiff(w http.ResponseWriter, r *http.Request) {
 	if err == nil && q.Get("to") != "" && !strings.EqualFold(q.Get("to"), "live") {
 		to, err = checkpoint.ParseRef(q.Get("to"))
 	}
+	var maxBytes int
+	if err == nil {
+		maxBytes, err = intParam(q.Get("maxBytes"), "maxBytes")
+	}
+	var page vfs.ListPage
+	if err == nil {
+		page, err = pageParams(r)
+	}
 	var changes []checkpoint.FileDiff
+	var more bool
 	if err == nil {
 		err = h.retry(r.Context(), func() (err error) {
-			changes, err = h.b.Runs.Diff(r.Context(), id, from, to, runs.DiffOptions{})
+			changes, more, err = h.b.Runs.DiffPage(r.Context(), id, from, to, runs.DiffOptions{MaxBytes: maxBytes}, page)
 			return err
 		})
 	}
-	answer(w, map[string]any{"changes": changes}, err)
+	answer(w, map[string]any{"changes": changes, "more": more}, err)
 }
 
 // eventQuery parses ?afterSeq=&beforeSeq=&limit=.

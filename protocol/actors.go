@@ -28,7 +28,7 @@ type ActorSpaces interface {
 	GC(ctx context.Context, opt actors.GCOptions) (actors.GCReport, error)
 	ActorsPage(ctx context.Context, after string, limit int) ([]actors.Space, bool, error)
 	Changes(ctx context.Context, actor string, afterSeq int64, limit int) ([]actors.Change, error)
-	Diff(ctx context.Context, actor string, from, to int64) ([]vfs.Change, error)
+	DiffPage(ctx context.Context, actor string, from, to int64, page vfs.ListPage) ([]vfs.Change, bool, error)
 }
 
 // MaxActorDownload bounds the file an actor.download line carries: a
@@ -86,11 +86,12 @@ var actorOps = []op{
 	},
 	{
 		name: "actor.diff", access: reads, request: []any{actorDiffRequest{}}, handle: (*Session).actorDiff,
-		help: `  actor.diff  {actor, from, to}            -> {changes: [{path, op, old?, new?}]}
+		help: `  actor.diff  {actor, from, to, after?, limit?}  -> {changes: [{path, op, old?, new?}], more}
                                             the files that differ between the versions after
                                             changes from and to (seqs; 0: the empty space);
                                             store.not_found for a change that does not exist
-                                            or whose version actor.gc pruned`,
+                                            or whose version actor.gc pruned; a page in path
+                                            order as diff's`,
 	},
 	{
 		name: "actors.list", access: reads, request: []any{actorsListRequest{}}, handle: (*Session).actorsList,
@@ -163,6 +164,8 @@ type actorDiffRequest struct {
 	Actor string `json:"actor"`
 	From  *int64 `json:"from"`
 	To    *int64 `json:"to"`
+	After string `json:"after"`
+	Limit int    `json:"limit"`
 }
 
 type actorGCRequest struct {
@@ -403,15 +406,19 @@ func (s *Session) actorDiff(ctx context.Context, r request) (any, error) {
 	if *req.From < 0 || *req.To < 0 {
 		return nil, invalidRequest("from and to must not be negative, not %d and %d", *req.From, *req.To)
 	}
+	page, err := listPage(req.After, req.Limit)
+	if err != nil {
+		return nil, err
+	}
 	a, err := s.actors()
 	if err != nil {
 		return nil, err
 	}
-	cs, err := a.Diff(ctx, req.Actor, *req.From, *req.To)
+	cs, more, err := a.DiffPage(ctx, req.Actor, *req.From, *req.To, page)
 	if err != nil {
 		return nil, err
 	}
-	return listed("changes", cs), nil
+	return listedPage("changes", cs, more), nil
 }
 
 type actorsListRequest struct {

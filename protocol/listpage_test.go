@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -322,4 +323,98 @@ func TestReadEmptyFileCountsZeroLines(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(line(t, r)), &a))
 	require.Contains(t, a.Result, "contentBase64")
 	assert.NotContains(t, a.Result, "totalLines", "a binary file's lines are not counted")
+}
+
+// TestDiffPages: diff, runs.diff and actor.diff answer a page of changed
+// files in path order and whether more remain; asked again after the last
+// path, the pages together are the whole diff. A limit out of range or an
+// after that is no path is the host's mistake.
+func TestDiffPages(t *testing.T) {
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Host: st.Runs})
+	ok := func(l string) json.RawMessage {
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%s: %+v", l, r.Error)
+		var a struct {
+			Result json.RawMessage `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &a))
+		return a.Result
+	}
+	ok(`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"},"profile":{"autoCheckpoint":false}}`)
+	ok(`{"op":"write","path":"output/keep.md","content":"same"}`)
+	ok(`{"op":"write","path":"output/b/old.md","content":"old"}`)
+	ok(`{"op":"checkpoint","reason":"one"}`)
+	// Seven changes: four added, one modified, one deleted, a directory
+	// replaced by a file.
+	for _, l := range []string{
+		`{"op":"write","path":"output/a1.md","content":"x"}`,
+		`{"op":"write","path":"output/a2/deep.md","content":"x"}`,
+		`{"op":"write","path":"output/c.md","content":"x"}`,
+		`{"op":"write","path":"output/keep.md","content":"changed"}`,
+		`{"op":"delete","path":"output/b/old.md"}`,
+		`{"op":"write","path":"output/b","content":"now a file"}`,
+		`{"op":"write","path":"output/z.md","content":"x"}`,
+	} {
+		ok(l)
+	}
+	ok(`{"op":"checkpoint","reason":"two"}`)
+	ok(`{"op":"actor.upload","actor":"alice","path":"a.md","content":"1"}`)
+	for i := range 5 {
+		ok(fmt.Sprintf(`{"op":"actor.upload","actor":"alice","path":"n/f%d.md","content":"x"}`, i))
+	}
+
+	type answer struct {
+		Changes []struct {
+			Path string `json:"path"`
+			Op   string `json:"op"`
+		} `json:"changes"`
+		More *bool `json:"more"`
+	}
+	page := func(l string) ([]string, bool) {
+		var a answer
+		require.NoError(t, json.Unmarshal(ok(l), &a))
+		require.NotNil(t, a.More, "more is always answered: %s", l)
+		var out []string
+		for _, c := range a.Changes {
+			out = append(out, c.Op+" "+c.Path)
+		}
+		return out, *a.More
+	}
+	for _, tc := range []struct{ name, req string }{
+		{"diff", `{"op":"diff","from":1,"to":2`},
+		{"runs.diff", `{"op":"runs.diff","fromRunId":"r","from":1,"toRunId":"r","to":2`},
+		{"actor.diff", `{"op":"actor.diff","actor":"alice","from":1,"to":6`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			whole, more := page(tc.req + `}`)
+			assert.False(t, more)
+			require.Greater(t, len(whole), 4)
+			for _, limit := range []int{1, 2, 3} {
+				var got []string
+				after := ""
+				for range 20 {
+					ps, more := page(fmt.Sprintf(`%s,"limit":%d,"after":%q}`, tc.req, limit, after))
+					require.LessOrEqual(t, len(ps), limit)
+					got = append(got, ps...)
+					if !more {
+						break
+					}
+					_, after, _ = strings.Cut(ps[len(ps)-1], " ")
+				}
+				assert.Equal(t, whole, got, "pages of %d", limit)
+			}
+			for _, bad := range []string{`,"limit":-1}`, `,"limit":100001}`, `,"after":"../x"}`, `,"after":"/abs"}`} {
+				r := s.Handle(ctx, []byte(tc.req+bad))
+				require.False(t, r.OK, bad)
+				assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code, "%s: %s", bad, r.Error.Message)
+			}
+		})
+	}
+	whole, _ := page(`{"op":"diff","from":1,"to":2}`)
+	assert.Equal(t, []string{"added output/a1.md", "added output/a2/deep.md", "added output/b", "deleted output/b/old.md",
+		"added output/c.md", "modified output/keep.md", "added output/z.md"}, whole)
 }

@@ -141,12 +141,14 @@ var ops = []op{
 	},
 	{
 		name: "diff", access: reads, request: []any{diffRequest{}}, handle: (*Session).diff,
-		help: `  diff        {from, to?, maxBytes?}        -> {changes: [{path, op, unified?, binary?, tooLarge?, truncated?, omittedHunks?, ...}]}  to: default live
+		help: `  diff        {from, to?, maxBytes?, after?, limit?}  -> {changes: [{path, op, unified?, binary?, tooLarge?, truncated?, omittedHunks?, ...}], more}  to: default live
               unified: the text wsctl diff prints, with git's headers
               ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one);
               none for a binary file (binary: true) or one with a side past 1 MiB (tooLarge: true)
               maxBytes: cap on the unified text of the response (default 8 MiB); a file it cut
-              has truncated: true and omittedHunks: hunks left out (0: its whole text)`,
+              has truncated: true and omittedHunks: hunks left out (0: its whole text)
+              a page of files in path order: after (the last path of the page before),
+              limit (default 10000, at most 100000); more: files remain after it`,
 	},
 	{
 		name: "commit", access: writes, request: []any{commitRequest{}}, handle: (*Session).commit,
@@ -718,6 +720,8 @@ type diffRequest struct {
 	From     *ckptRef `json:"from"`
 	To       *ckptRef `json:"to"`
 	MaxBytes int      `json:"maxBytes"`
+	After    string   `json:"after"`
+	Limit    int      `json:"limit"`
 }
 
 func (s *Session) diff(ctx context.Context, r request) (any, error) {
@@ -732,11 +736,15 @@ func (s *Session) diff(ctx context.Context, r request) (any, error) {
 	if req.To != nil && !req.To.live {
 		to = req.To.seq
 	}
-	changes, err := s.backend.Runs.Diff(ctx, runID, req.From.seq, to, runs.DiffOptions{MaxBytes: req.MaxBytes})
+	page, err := listPage(req.After, req.Limit)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"changes": changes}, nil
+	changes, more, err := s.backend.Runs.DiffPage(ctx, runID, req.From.seq, to, runs.DiffOptions{MaxBytes: req.MaxBytes}, page)
+	if err != nil {
+		return nil, err
+	}
+	return listedPage("changes", changes, more), nil
 }
 
 // ---- commit, finish, events, manifest.set, run.status

@@ -27,7 +27,7 @@ type HostRuns interface {
 	Manifest(ctx context.Context, runID string) (runs.Manifest, error)
 	Chat(ctx context.Context, id string) (runs.Chat, error)
 	Chats(ctx context.Context) ([]runs.Chat, error)
-	DiffRuns(ctx context.Context, from, to runs.TreeRef) ([]checkpoint.FileDiff, error)
+	DiffRunsPage(ctx context.Context, from, to runs.TreeRef, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error)
 	Materialize(ctx context.Context, runID string, paths []vfs.Path) ([]vfs.FileInfo, error)
 	Deletions(ctx context.Context, afterID int64, limit int) ([]runs.Deletion, error)
 	Policy(ctx context.Context, scope string) (runs.Policy, error)
@@ -143,7 +143,7 @@ var parityOps = []op{
 	},
 	{
 		name: "runs.diff", access: reads, request: []any{runsDiffRequest{}}, handle: (*Session).runsDiff,
-		help: `  runs.diff   {fromRunId?, from?, toRunId?, to?}  -> as diff
+		help: `  runs.diff   {fromRunId?, from?, toRunId?, to?, after?, limit?}  -> as diff
               compares two runs (or one): from and to are checkpoints or
               "live" (the default); each run defaults to the request's`,
 	},
@@ -626,6 +626,8 @@ type runsDiffRequest struct {
 	From      *ckptRef `json:"from"`
 	ToRunID   string   `json:"toRunId"`
 	To        *ckptRef `json:"to"`
+	After     string   `json:"after"`
+	Limit     int      `json:"limit"`
 }
 
 func (s *Session) runsDiff(ctx context.Context, r request) (any, error) {
@@ -658,11 +660,15 @@ func (s *Session) runsDiff(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	changes, err := h.DiffRuns(ctx, from, to)
+	page, err := listPage(req.After, req.Limit)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"changes": changes}, nil
+	changes, more, err := h.DiffRunsPage(ctx, from, to, page)
+	if err != nil {
+		return nil, err
+	}
+	return listedPage("changes", changes, more), nil
 }
 
 type materializeRequest struct {

@@ -32,7 +32,10 @@ var goOps = map[string]string{
 	"Service.Checkpoint":          "checkpoint",
 	"Service.Rollback":            "rollback",
 	"Service.Diff":                "diff",
+	"Service.DiffPage":            "diff",
+	"Service.DiffFunc":            "",
 	"Service.DiffRuns":            "runs.diff",
+	"Service.DiffRunsPage":        "runs.diff",
 	"Service.Commit":              "commit",
 	"Service.RollbackCommit":      "commit.rollback",
 	"Service.Commits":             "commits.list",
@@ -125,6 +128,7 @@ var goOps = map[string]string{
 	"Spaces.GC":              "actor.gc",
 	"Spaces.Changes":         "actor.changes",
 	"Spaces.Diff":            "actor.diff",
+	"Spaces.DiffPage":        "actor.diff",
 	"Spaces.Actors":          "actors.list",
 	"Spaces.ActorsPage":      "actors.list",
 	"Spaces.ListAt":          "actor.ls",
@@ -142,6 +146,7 @@ var goOps = map[string]string{
 // notOps says why a Go method is not an op of its own.
 var notOps = map[string]string{
 	"Service.Workspace":         "a view: its methods are the ops (read, write, …; host.read and host.list for the host scope)",
+	"Service.DiffFunc":          "a stream of any length, which a batch line cannot carry; diff answers it a page at a time, wsctl diff streams it",
 	"Service.WorkspaceAt":       "a view at a checkpoint: read, list and stat take \"at\"",
 	"Workspace.Open":            "a stream of any size, which a batch line cannot carry; read takes line ranges, wsctl cat streams",
 	"Workspace.ContentMissing":  "explains an error a stream of a listed file met (wsctl checkout); read and the ops that stream answer with it",

@@ -14,6 +14,7 @@ import (
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -26,7 +27,7 @@ type RunService interface {
 	WorkspaceAt(runID string, seq int64, scope runs.Scope) *runs.Workspace
 	Checkpoint(ctx context.Context, runID, reason string) (checkpoint.Checkpoint, error)
 	Rollback(ctx context.Context, runID string, seq int64, opt runs.RollbackOptions) (runs.Run, error)
-	Diff(ctx context.Context, runID string, from, to int64, opts runs.DiffOptions) ([]checkpoint.FileDiff, error)
+	DiffPage(ctx context.Context, runID string, from, to int64, opts runs.DiffOptions, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error)
 	Commit(ctx context.Context, runID string, sink runs.ChatSink, opt runs.CommitOptions) (runs.CommitRecord, error)
 	Finish(ctx context.Context, runID string) (runs.FinishResult, error)
 	SetManifest(ctx context.Context, runID string, m runs.Manifest) error

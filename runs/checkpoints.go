@@ -8,6 +8,7 @@ import (
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -177,11 +178,42 @@ type DiffOptions struct {
 
 // Diff returns the file changes from checkpoint from to checkpoint to
 // (either Live: the live workspace), with unified diffs for text files
-// within opts.MaxBytes. It fails with checkpoint.not_found, run.not_found
-// or, for a negative seq or MaxBytes, workspace.invalid_argument.
+// within opts.MaxBytes. It holds every change; DiffPage and DiffFunc
+// answer a diff of any size in bounded memory. It fails with
+// checkpoint.not_found, run.not_found or, for a negative seq or
+// MaxBytes, workspace.invalid_argument.
 func (s *Service) Diff(ctx context.Context, runID string, from, to int64, opts DiffOptions) ([]checkpoint.FileDiff, error) {
-	var a, b cas.Hash
-	err := s.db.View(ctx, func(tx *index.Tx) error {
+	out, _, err := s.DiffPage(ctx, runID, from, to, opts, vfs.ListPage{})
+	return out, err
+}
+
+// DiffPage returns one page of Diff's files: those whose paths come after
+// page.After, at most page.Limit (0: all), and whether files remain after
+// it; opts.MaxBytes caps the page's text. It fails as Diff does.
+func (s *Service) DiffPage(ctx context.Context, runID string, from, to int64, opts DiffOptions, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error) {
+	a, b, err := s.diffRoots(ctx, runID, from, to)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.checkpoints.DiffPage(ctx, a, b, checkpoint.DiffOptions{Text: true, MaxBytes: opts.MaxBytes}, page)
+}
+
+// DiffFunc calls fn with each of Diff's files in path order, holding none
+// of them; opts.MaxBytes caps the text of them all. fn returning
+// fs.SkipAll ends the diff (nil); its other errors end it and are
+// returned. It fails as Diff does.
+func (s *Service) DiffFunc(ctx context.Context, runID string, from, to int64, opts DiffOptions, fn func(checkpoint.FileDiff) error) error {
+	a, b, err := s.diffRoots(ctx, runID, from, to)
+	if err != nil {
+		return err
+	}
+	return s.checkpoints.DiffFunc(ctx, a, b, checkpoint.DiffOptions{Text: true, MaxBytes: opts.MaxBytes}, vfs.Path{}, fn)
+}
+
+// diffRoots returns the trees of run runID's checkpoints from and to
+// (Live: the live workspace).
+func (s *Service) diffRoots(ctx context.Context, runID string, from, to int64) (a, b cas.Hash, err error) {
+	err = s.db.View(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -199,10 +231,7 @@ func (s *Service) Diff(ctx context.Context, runID string, from, to int64, opts D
 		b, err = root(to)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return s.checkpoints.Diff(ctx, a, b, checkpoint.DiffOptions{Text: true, MaxBytes: opts.MaxBytes})
+	return a, b, err
 }
 
 // caps returns what holds the run's checkpoints in check.

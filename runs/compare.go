@@ -20,9 +20,18 @@ type TreeRef struct {
 
 // DiffRuns returns the file changes from tree from to tree to, which may
 // belong to different runs, so that the runs of one chat can be compared
-// (seed 000 §2.2), with unified diffs for text files. It fails with
-// run.not_found or checkpoint.not_found.
+// (seed 000 §2.2), with unified diffs for text files. It holds every
+// change; DiffRunsPage answers a page. It fails with run.not_found or
+// checkpoint.not_found.
 func (s *Service) DiffRuns(ctx context.Context, from, to TreeRef) ([]checkpoint.FileDiff, error) {
+	out, _, err := s.DiffRunsPage(ctx, from, to, vfs.ListPage{})
+	return out, err
+}
+
+// DiffRunsPage returns one page of DiffRuns' files: those whose paths
+// come after page.After, at most page.Limit (0: all), and whether files
+// remain after it.
+func (s *Service) DiffRunsPage(ctx context.Context, from, to TreeRef, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error) {
 	var a, b cas.Hash
 	err := s.db.View(ctx, func(tx *index.Tx) error {
 		var err error
@@ -33,9 +42,9 @@ func (s *Service) DiffRuns(ctx context.Context, from, to TreeRef) ([]checkpoint.
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return s.checkpoints.Diff(ctx, a, b, checkpoint.DiffOptions{Text: true})
+	return s.checkpoints.DiffPage(ctx, a, b, checkpoint.DiffOptions{Text: true}, page)
 }
 
 func (s *Service) treeOf(ctx context.Context, tx *index.Tx, ref TreeRef) (cas.Hash, error) {

@@ -119,7 +119,8 @@ type Checkpoints interface {
 	Get(ctx context.Context, tx *index.Tx, runID string, seq int64) (checkpoint.Checkpoint, error)
 	Has(ctx context.Context, tx *index.Tx, runID string, seq int64) (bool, error)
 	Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned checkpoint.Pinned) ([]int64, error)
-	Diff(ctx context.Context, a, b cas.Hash, opts checkpoint.DiffOptions) ([]checkpoint.FileDiff, error)
+	DiffPage(ctx context.Context, a, b cas.Hash, opts checkpoint.DiffOptions, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error)
+	DiffFunc(ctx context.Context, a, b cas.Hash, opts checkpoint.DiffOptions, after vfs.Path, fn func(checkpoint.FileDiff) error) error
 	PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxBytes int64, keep int64, pinned checkpoint.Pinned) ([]int64, int64, error)
 	Retained(ctx context.Context, tx *index.Tx, runID string) (int64, error)
 	DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error)

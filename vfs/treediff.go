@@ -2,6 +2,8 @@ package vfs
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"strings"
 
 	"github.com/wsstore/wsstore/cas"
@@ -36,24 +38,65 @@ type Change struct {
 // of the change, not of the trees. tx nil reads through the read pool; a
 // missing tree fails with wserr.Corrupt.
 func (t *Trees) Diff(ctx context.Context, tx *index.Tx, a, b cas.Hash) ([]Change, error) {
-	d := differ{ctx: ctx, tx: tx, t: t}
-	if err := d.trees(Root(), a, b); err != nil {
-		return nil, err
+	out, _, err := t.DiffPage(ctx, tx, a, b, ListPage{})
+	return out, err
+}
+
+// DiffPage returns one page of Diff's changes: those whose paths come
+// after page.After, at most page.Limit of them (0: all), and whether
+// changes remain after it. Subtrees that lie wholly before After are
+// passed over unread, so a page costs what it answers and the depth of
+// After.
+func (t *Trees) DiffPage(ctx context.Context, tx *index.Tx, a, b cas.Hash, page ListPage) ([]Change, bool, error) {
+	var out []Change
+	more := false
+	err := t.DiffFunc(ctx, tx, a, b, page.After, func(c Change) error {
+		if page.Limit > 0 && len(out) == page.Limit {
+			more = true
+			return fs.SkipAll
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out, more, err
+}
+
+// DiffFunc calls fn with each of Diff's changes whose path comes after
+// after (the zero Path: every change), in order, holding none of them.
+// fn returning fs.SkipAll ends the diff, and DiffFunc returns nil; any
+// other error from fn ends it and is returned.
+func (t *Trees) DiffFunc(ctx context.Context, tx *index.Tx, a, b cas.Hash, after Path, fn func(Change) error) error {
+	d := differ{ctx: ctx, tx: tx, t: t, after: after, fn: fn}
+	err := d.trees(Root(), a, b)
+	if errors.Is(err, fs.SkipAll) {
+		return nil
 	}
-	return d.out, nil
+	return err
 }
 
 // differ carries one Diff's state through the recursion.
 type differ struct {
-	ctx context.Context
-	tx  *index.Tx
-	t   *Trees
-	out []Change
+	ctx   context.Context
+	tx    *index.Tx
+	t     *Trees
+	after Path // changes up to it are not reported
+	fn    func(Change) error
+}
+
+// emit reports c unless it comes no later than the cursor.
+func (d *differ) emit(c Change) error {
+	if !d.after.IsRoot() {
+		if comparePathSegments(c.Path, d.after) <= 0 {
+			return nil
+		}
+		d.after = Path{} // the changes that follow come after it too
+	}
+	return d.fn(c)
 }
 
 // trees diffs the directories a and b at dir.
 func (d *differ) trees(dir Path, a, b cas.Hash) error {
-	if a == b {
+	if a == b || cursorOf(dir, d.after) == beforeCursor {
 		return nil
 	}
 	if err := d.ctx.Err(); err != nil {
@@ -120,14 +163,17 @@ func (d *differ) entries(p Path, o, n Entry) error {
 	case o.Kind == KindDir && n.Kind == KindDir:
 		return d.trees(p, o.Hash, n.Hash)
 	case o.Kind == KindFile && n.Kind == KindFile:
-		d.out = append(d.out, Change{Path: p, Op: Modified, Old: o, New: n})
-		return nil
+		return d.emit(Change{Path: p, Op: Modified, Old: o, New: n})
 	case o.Kind == KindFile:
 		// The file p sorts before everything below the directory p.
-		d.out = append(d.out, Change{Path: p, Op: Deleted, Old: o})
+		if err := d.emit(Change{Path: p, Op: Deleted, Old: o}); err != nil {
+			return err
+		}
 		return d.side(p, n, Added)
 	default:
-		d.out = append(d.out, Change{Path: p, Op: Added, New: n})
+		if err := d.emit(Change{Path: p, Op: Added, New: n}); err != nil {
+			return err
+		}
 		return d.side(p, o, Deleted)
 	}
 }
@@ -145,11 +191,14 @@ func (d *differ) side(p Path, e Entry, op ChangeOp) error {
 		} else {
 			c.Old = e
 		}
-		d.out = append(d.out, c)
-		return nil
+		return d.emit(c)
 	}
 	if e.Kind == KindFile {
 		return add(p, e)
 	}
-	return d.t.walk(d.ctx, d.tx, p, e.Hash, -1, Path{}, add)
+	if cursorOf(p, d.after) == beforeCursor {
+		return nil
+	}
+	// The walk passes over what lies before the cursor unread.
+	return d.t.walk(d.ctx, d.tx, p, e.Hash, -1, d.after, add)
 }

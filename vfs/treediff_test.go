@@ -113,6 +113,15 @@ func TestTreesDiff(t *testing.T) {
 				return err
 			})
 			require.Len(t, back, len(cs))
+
+			// Page by page, both ways, the changes are the same.
+			for _, pair := range [][2]cas.Hash{{baseRoot, root}, {root, baseRoot}} {
+				all, err := env.trees.Diff(env.ctx, nil, pair[0], pair[1])
+				require.NoError(t, err)
+				for _, limit := range []int{1, 2, 3} {
+					assert.Equal(t, shorten(all), shorten(diffPages(t, env, pair[0], pair[1], limit)), "pages of %d", limit)
+				}
+			}
 		})
 	}
 
@@ -202,4 +211,53 @@ func TestTreesDiffSkipsEqualSubtrees(t *testing.T) {
 		err = fresh.Walk(env.ctx, nil, a, func(vfs.Path, vfs.Entry) error { return nil })
 		requireCode(t, err, wserr.Corrupt)
 	})
+}
+
+// diffPages reads the diff from a to b a page of limit changes at a time,
+// each page after the last change of the one before.
+func diffPages(t *testing.T, env *treeEnv, a, b cas.Hash, limit int) []vfs.Change {
+	t.Helper()
+	var out []vfs.Change
+	var after vfs.Path
+	for range 1000 {
+		page, more, err := env.trees.DiffPage(env.ctx, nil, a, b, vfs.ListPage{After: after, Limit: limit})
+		require.NoError(t, err)
+		out = append(out, page...)
+		if !more {
+			return out
+		}
+		require.Len(t, page, limit, "a page that says more is full")
+		after = page[len(page)-1].Path
+	}
+	t.Fatal("the pages do not end")
+	return nil
+}
+
+// TestTreesDiffPageReadsFromItsCursor: a page of a diff opens the trees on
+// the way to its cursor and those its changes lie in, not the subtrees
+// wholly before the cursor: the large workspace against the empty tree is
+// 10,000 added files in 125 trees, and the page after d2/e3/f4/file050
+// opens five.
+func TestTreesDiffPageReadsFromItsCursor(t *testing.T) {
+	env := newTreeEnv(t, cas.Options{})
+	a := env.buildLarge(t)
+	fresh := vfs.NewTrees(env.db, env.blobs, nil) // nothing cached
+	before := vfs.TreeLoads(fresh)
+	page, more, err := fresh.DiffPage(env.ctx, nil, vfs.EmptyTree, a, vfs.ListPage{After: vfs.MustPath("d2/e3/f4/file050"), Limit: 10})
+	require.NoError(t, err)
+	assert.True(t, more)
+	want := []change{}
+	for i := 51; i <= 60; i++ {
+		want = append(want, change{"added", fmt.Sprintf("d2/e3/f4/file%03d", i)})
+	}
+	assert.Equal(t, want, shorten(page))
+	// The two roots, d2, d2/e3 and d2/e3/f4.
+	assert.LessOrEqual(t, vfs.TreeLoads(fresh)-before, int64(5))
+
+	// Past its end the page is empty; a whole diff paged is the diff.
+	page, more, err = fresh.DiffPage(env.ctx, nil, vfs.EmptyTree, a, vfs.ListPage{After: vfs.MustPath("d3/e4/f4/file099"), Limit: 10})
+	require.NoError(t, err)
+	assert.Empty(t, page)
+	assert.False(t, more)
+	assert.Len(t, diffPages(t, env, vfs.EmptyTree, a, 997), largeTop*largeMid*largeLeaf*largeFiles)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 
 	"github.com/spf13/cobra"
@@ -63,15 +64,23 @@ func runDiff(ctx context.Context, g globals, args []string, maxBytes int) error 
 	if err != nil {
 		return err
 	}
-	diffs, err := st.Runs.Diff(ctx, runID, from, to, runs.DiffOptions{MaxBytes: maxBytes})
-	if err != nil {
+	// One file at a time: the output of a diff of any size holds one
+	// file's text, and --max-bytes caps the text of them all.
+	opts := runs.DiffOptions{MaxBytes: maxBytes}
+	if g.json {
+		p := &pages[checkpoint.FileDiff]{w: g.out, json: true}
+		if err := st.Runs.DiffFunc(ctx, runID, from, to, opts, func(d checkpoint.FileDiff) error {
+			return p.add([]checkpoint.FileDiff{d})
+		}); err != nil {
+			return err
+		}
+		return p.close()
+	}
+	bw := bufio.NewWriter(g.out)
+	if err := st.Runs.DiffFunc(ctx, runID, from, to, opts, func(d checkpoint.FileDiff) error {
+		return writeUnified(bw, []checkpoint.FileDiff{d})
+	}); err != nil {
 		return err
 	}
-	if diffs == nil {
-		diffs = []checkpoint.FileDiff{}
-	}
-	if g.json {
-		return writeJSON(g.out, diffs)
-	}
-	return writeUnified(g.out, diffs)
+	return bw.Flush()
 }
