@@ -10,7 +10,9 @@
 //   - Verify compares the secret's hash with the stored one in constant
 //     time (crypto/subtle), whatever the token looks like.
 //   - A revoked token never verifies again; revocation takes effect on the
-//     next request, as every request reads the row.
+//     next request, as every request reads the row. A token created with a
+//     lifetime (Spec.TTL) stops verifying once it has passed, by the
+//     store's clock, and stays listed.
 //   - A token carries its limits (actors, read-only) in its row; Token's
 //     methods are the one place they are read.
 //

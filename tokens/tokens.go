@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -53,18 +54,26 @@ type Spec struct {
 	Actors []string
 	// ReadOnly refuses every change.
 	ReadOnly bool
+	// TTL is how long the token is valid after its creation; 0: until
+	// it is revoked.
+	TTL time.Duration
 }
 
-// Token is a token's row: what it may do, and whether it was revoked. It
-// never holds the secret.
+// Token is a token's row: what it may do, until when, and whether it was
+// revoked. It never holds the secret.
 type Token struct {
-	ID       string     `json:"id"`
-	Name     string     `json:"name,omitempty"`
-	Actors   []string   `json:"actors"`
-	ReadOnly bool       `json:"readOnly"`
-	Created  time.Time  `json:"created"`
-	Revoked  *time.Time `json:"revoked,omitempty"`
+	ID       string    `json:"id"`
+	Name     string    `json:"name,omitempty"`
+	Actors   []string  `json:"actors"`
+	ReadOnly bool      `json:"readOnly"`
+	Created  time.Time `json:"created"`
+	// Expires is when the token stops being valid; nil: never.
+	Expires *time.Time `json:"expires,omitempty"`
+	Revoked *time.Time `json:"revoked,omitempty"`
 }
+
+// Expired reports whether the token is past its expiry at now.
+func (t Token) Expired(now time.Time) bool { return t.Expires != nil && !now.Before(*t.Expires) }
 
 // AllActors reports whether the token is not limited to some actors: it
 // may touch every actor's space and the runs.
@@ -82,6 +91,7 @@ type row struct {
 	Actors     string        `db:"actors"`
 	ReadOnly   bool          `db:"read_only"`
 	Created    int64         `db:"created"`
+	Expires    sql.NullInt64 `db:"expires"`
 	Revoked    sql.NullInt64 `db:"revoked"`
 }
 
@@ -93,19 +103,28 @@ func (r row) token() (Token, error) {
 	if t.Actors == nil {
 		t.Actors = []string{}
 	}
-	if r.Revoked.Valid {
-		at := time.Unix(0, r.Revoked.Int64).UTC()
-		t.Revoked = &at
-	}
+	t.Expires, t.Revoked = timeOf(r.Expires), timeOf(r.Revoked)
 	return t, nil
 }
 
-const cols = `id, secret_hash, name, actors, read_only, created, revoked`
+func timeOf(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	at := time.Unix(0, n.Int64).UTC()
+	return &at
+}
+
+const cols = `id, secret_hash, name, actors, read_only, created, expires, revoked`
 
 // Create makes a token as spec says and returns its row and the token
 // itself ("wst_<id>_<secret>"), which is shown this once and never stored.
-// Errors: wserr.InvalidActor for an actor name that is not one.
+// Errors: wserr.InvalidActor for an actor name that is not one;
+// wserr.InvalidArgument for a negative TTL.
 func (s *Store) Create(ctx context.Context, spec Spec) (Token, string, error) {
+	if spec.TTL < 0 {
+		return Token{}, "", wserr.New(wserr.InvalidArgument, "create token", "", "the token's lifetime %s is negative", spec.TTL)
+	}
 	names := []string{}
 	for _, a := range spec.Actors {
 		a, err := actors.ParseActor(a)
@@ -129,15 +148,22 @@ func (s *Store) Create(ctx context.Context, spec Spec) (Token, string, error) {
 	sum := sha256.Sum256([]byte(enc))
 	js, _ := json.Marshal(names)
 	now := s.now().UnixNano()
+	var expires sql.NullInt64
+	if spec.TTL > 0 {
+		expires = sql.NullInt64{Int64: now + int64(spec.TTL), Valid: true}
+		if expires.Int64 < now {
+			expires.Int64 = math.MaxInt64 // past the clock's range: never
+		}
+	}
 	err := s.db.Update(ctx, func(tx *index.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, secret_hash, name, actors, read_only, created) VALUES (?, ?, ?, ?, ?, ?)`,
-			id, sum[:], spec.Name, string(js), spec.ReadOnly, now)
+		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, secret_hash, name, actors, read_only, created, expires) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			id, sum[:], spec.Name, string(js), spec.ReadOnly, now, expires)
 		return err
 	})
 	if err != nil {
 		return Token{}, "", fmt.Errorf("create token: %w", index.Translate(err))
 	}
-	t := Token{ID: id, Name: spec.Name, Actors: names, ReadOnly: spec.ReadOnly, Created: time.Unix(0, now).UTC()}
+	t := Token{ID: id, Name: spec.Name, Actors: names, ReadOnly: spec.ReadOnly, Created: time.Unix(0, now).UTC(), Expires: timeOf(expires)}
 	return t, Prefix + id + "_" + enc, nil
 }
 
@@ -191,7 +217,7 @@ func split(tok string) (id, secret string, ok bool) {
 }
 
 // Verify returns the row of the token tok if tok is a valid token that was
-// not revoked. Every refusal is the same wserr.Unauthorized, so a caller
+// not revoked and has not expired. Every refusal is the same wserr.Unauthorized, so a caller
 // learns nothing of why; other errors are the database's.
 func (s *Store) Verify(ctx context.Context, tok string) (Token, error) {
 	refused := wserr.New(wserr.Unauthorized, "auth", "", "a valid bearer token is required")
@@ -213,5 +239,9 @@ func (s *Store) Verify(ctx context.Context, tok string) (Token, error) {
 	if subtle.ConstantTimeCompare(sum[:], r.SecretHash) != 1 || r.Revoked.Valid {
 		return Token{}, refused
 	}
-	return r.token()
+	t, err := r.token()
+	if err == nil && t.Expired(s.now()) {
+		return Token{}, refused
+	}
+	return t, err
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/tokens"
@@ -56,4 +58,46 @@ func TestCreateVerifyRevoke(t *testing.T) {
 
 	_, _, err = st.Tokens.Create(ctx, tokens.Spec{Actors: []string{"a/b"}})
 	assert.True(t, wserr.Is(err, wserr.InvalidActor))
+}
+
+// TestTokenExpires: a token created with a lifetime verifies until it has
+// passed and is refused from then on, by the store's clock, as a revoked
+// one is; ls lists it with its expiry. A token without one never expires;
+// a negative lifetime is refused and nothing is created.
+func TestTokenExpires(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClockAt(storetest.Epoch, 0) // moves when told
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: clock.Now})
+	tk, secret, err := st.Tokens.Create(ctx, tokens.Spec{Name: "day", TTL: 24 * time.Hour})
+	require.NoError(t, err)
+	require.NotNil(t, tk.Expires)
+	assert.Equal(t, storetest.Epoch.Add(24*time.Hour), *tk.Expires)
+	forever, foreverSecret, err := st.Tokens.Create(ctx, tokens.Spec{Name: "forever"})
+	require.NoError(t, err)
+	assert.Nil(t, forever.Expires)
+
+	clock.Advance(24*time.Hour - time.Nanosecond)
+	_, err = st.Tokens.Verify(ctx, secret)
+	require.NoError(t, err, "valid until its last nanosecond")
+	clock.Advance(time.Nanosecond)
+	_, err = st.Tokens.Verify(ctx, secret)
+	assert.True(t, wserr.Is(err, wserr.Unauthorized), "expired: %v", err)
+	clock.Advance(10 * 365 * 24 * time.Hour)
+	_, err = st.Tokens.Verify(ctx, foreverSecret)
+	assert.NoError(t, err, "a token without a lifetime")
+
+	ls, err := st.Tokens.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, ls, 2)
+	byName := map[string]tokens.Token{ls[0].Name: ls[0], ls[1].Name: ls[1]}
+	assert.Equal(t, tk.Expires, byName["day"].Expires)
+	assert.True(t, byName["day"].Expired(clock.Now()))
+	assert.Nil(t, byName["forever"].Expires)
+	assert.False(t, byName["forever"].Expired(clock.Now()))
+
+	_, _, err = st.Tokens.Create(ctx, tokens.Spec{TTL: -time.Second})
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+	ls, err = st.Tokens.List(ctx)
+	require.NoError(t, err)
+	assert.Len(t, ls, 2, "nothing created")
 }

@@ -49,6 +49,42 @@ func TestToken(t *testing.T) {
 	assert.Contains(t, c.fails(2, "token", "create", "--actor", "../x"), "wsctl.invalid_argument")
 }
 
+// TestTokenExpires: a token created with --expires lists its expiry and is
+// refused by wsctl serve once it has passed (401, as a revoked one); one
+// created beside it without --expires is served.
+func TestTokenExpires(t *testing.T) {
+	c := newCLI(t)
+	before := time.Now()
+	month := lastLine(c.ok("token", "create", "--expires", "30d", "--name", "month"))
+	short := lastLine(c.ok("token", "create", "--expires", "1ms", "--name", "short"))
+	var ls []struct {
+		Name    string     `json:"name"`
+		Expires *time.Time `json:"expires"`
+	}
+	c.jsonOut(&ls, "token", "ls")
+	require.Len(t, ls, 2)
+	for _, tk := range ls {
+		require.NotNil(t, tk.Expires, tk.Name)
+		if tk.Name == "month" {
+			assert.WithinRange(t, *tk.Expires, before.Add(30*24*time.Hour), time.Now().Add(30*24*time.Hour))
+		}
+	}
+	assert.Contains(t, c.ok("token", "ls"), "(expired)", "the 1 ms token")
+
+	srv := startServe(t, c)
+	get := func(tok string) int {
+		req, err := http.NewRequest(http.MethodGet, srv.url+"/v1/ops", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusOK, get(month))
+	assert.Equal(t, http.StatusUnauthorized, get(short), "expired")
+}
+
 func TestServeRefusesRemoteWithoutFlag(t *testing.T) {
 	c := newCLI(t)
 	errOut := c.fails(2, "serve", "--listen", "0.0.0.0:0")
