@@ -419,6 +419,32 @@ func TestImportRefusesResignedRows(t *testing.T) {
 // value is read through the digest and dropped, not held: 96 MiB of it
 // import with the heap growing far less; anything else after the value is
 // archive.corrupt.
+// TestImportRefusesDataAfterTheEnd: zero padding after the tar stream's
+// end (as tar tools write to fill a record) imports; anything else after
+// it, such as a second archive joined to the first, is archive.corrupt
+// and nothing is written.
+func TestImportRefusesDataAfterTheEnd(t *testing.T) {
+	src := open(t)
+	populate(t, src)
+	arc, _ := export(t, src, archive.Scope{All: true})
+	dst := open(t)
+	_, err := dst.Archive.Import(context.Background(), bytes.NewReader(slices.Concat(arc, make([]byte, 10240))), archive.Options{})
+	require.NoError(t, err, "a record's zero padding")
+	for name, tail := range map[string][]byte{
+		"TwoArchives":   arc,
+		"Garbage":       []byte("x"),
+		"ZerosThenByte": append(make([]byte, 100000), 1),
+		"LongPadding":   make([]byte, 2<<20),
+	} {
+		t.Run(name, func(t *testing.T) {
+			dst := open(t)
+			_, err := dst.Archive.Import(context.Background(), bytes.NewReader(slices.Concat(arc, tail)), archive.Options{})
+			assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
+			assertEmpty(t, dst)
+		})
+	}
+}
+
 func TestManifestPaddingIsNotHeld(t *testing.T) {
 	src := open(t)
 	populate(t, src)

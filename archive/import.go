@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,6 +57,7 @@ func reading(ctx context.Context, what string, err error) error {
 type importer struct {
 	a     *Archiver
 	opt   Options
+	src   io.Reader // the archive, below tr
 	tr    *tar.Reader
 	d     *digest
 	m     Manifest
@@ -156,7 +158,7 @@ func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summar
 // Close its sets when done.
 func newImporter(ctx context.Context, r io.Reader) *importer {
 	sets := index.NewSpill(ctx, spillAfter)
-	return &importer{tr: tar.NewReader(r), d: newDigest(),
+	return &importer{src: r, tr: tar.NewReader(r), d: newDigest(),
 		sets: sets, blobs: sets.NewMap(), trees: sets.NewMap(), gotB: sets.NewMap(), gotT: sets.NewMap(),
 		chats: map[string]bool{}, runIDs: map[string]bool{}, actors: map[string]bool{}}
 }
@@ -1202,8 +1204,38 @@ func (im *importer) end(ctx context.Context) error {
 	if im.hdr != nil {
 		return corrupt("entry %q after the end", im.hdr.Name)
 	}
+	if err := im.nothingAfter(ctx); err != nil {
+		return err
+	}
 	im.sum.Objects = im.sum.Blobs + im.sum.Trees
 	return nil
+}
+
+// maxPadding is the most zero bytes an archive may carry after its end:
+// tar tools pad the stream to a record (10 KiB for most).
+const maxPadding = 1 << 20
+
+// nothingAfter reads what follows the tar stream's end and refuses
+// anything but zero padding: two archives joined into one file would
+// otherwise import as the first alone.
+func (im *importer) nothingAfter(ctx context.Context) error {
+	buf := make([]byte, 32<<10)
+	var n int64
+	for {
+		k, err := im.src.Read(buf)
+		if slices.ContainsFunc(buf[:k], func(b byte) bool { return b != 0 }) {
+			return corrupt("data after the archive's end (two archives joined into one file?)")
+		}
+		if n += int64(k); n > maxPadding {
+			return corrupt("more than %d bytes after the archive's end", maxPadding)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return reading(ctx, "after the end", err)
+		}
+	}
 }
 
 // ReadManifest reads the manifest at the head of the archive r, checked
