@@ -600,6 +600,10 @@ func TestImportReadsTheManifestAsJSON(t *testing.T) {
 		sum, err := dst.Archive.Import(context.Background(), bytes.NewReader(indented), archive.Options{})
 		require.NoError(t, err, "an indented manifest")
 		assert.Positive(t, sum.Blobs)
+		// Field names match as encoding/json matches them: in any case.
+		dst = open(t)
+		_, err = dst.Archive.Import(context.Background(), bytes.NewReader(replace(`"blobs":[`, `"Blobs":[`)), archive.Options{})
+		require.NoError(t, err, "a field name in another case")
 
 		for _, tc := range []struct {
 			name string
@@ -610,7 +614,10 @@ func TestImportReadsTheManifestAsJSON(t *testing.T) {
 			{"FieldTwice", replace(`"version":1,`, `"version":1,"runs":[],`), wserr.ArchiveCorrupt, `field "runs" twice`},
 			{"UnknownField", replace(`"version":1,`, `"version":1,"extra":1,`), wserr.ArchiveCorrupt, `unknown field "extra"`},
 			{"UnknownBlobField", replace(`"size":`, `"extra":1,"size":`), wserr.ArchiveCorrupt, `unknown field "extra"`},
-			{"BlobsNotAList", replace(`"blobs":[`, `"blobs":7,"x":[`), wserr.ArchiveCorrupt, "not a list"},
+			{"BlobsNotAList", replace(`"blobs":[`, `"blobs":7,"x":[`), wserr.ArchiveCorrupt, "not one"},
+			{"RunsNotAList", replace(`"runs":[`, `"runs":{"x":[`), wserr.ArchiveCorrupt, "not one"},
+			{"FieldTwiceInAnotherCase", replace(`"version":1,`, `"version":1,"Runs":[],`), wserr.ArchiveCorrupt, `field "runs" twice`},
+			{"ValuePastTheLimit", replace(`"runs":[`, `"runs":["`+strings.Repeat("r", 65<<20)+`",`), wserr.ArchiveCorrupt, "a value of more than"},
 			{"BlobTwice", twice("blobs"), wserr.ArchiveCorrupt, "listed twice"},
 			{"TreeTwice", twice("trees"), wserr.ArchiveCorrupt, "listed twice"},
 			{"NegativeSize", replace(`"size":`, `"size":-`), wserr.ArchiveCorrupt, "negative size"},

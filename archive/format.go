@@ -32,14 +32,16 @@ const (
 	endName      = "end.json"
 )
 
-// Limits on what import reads whole: a manifest, a tree or a row (a line
-// of records.jsonl) larger than these is refused as corrupt rather than
-// read into memory. A commit's message is at most runs.MaxMessageBytes
-// (since there was a cap); a row near maxRowBytes holds a host value of
-// tens of MiB (a manifest, a context record, a receipt). Export refuses a
-// row past it, which no import would read.
+// Limits on what import reads whole: a value of the manifest (a field, an
+// element of one of its lists), a tree or a row (a line of records.jsonl)
+// larger than these is refused as corrupt rather than read into memory;
+// the manifest itself is read a value at a time, at any size. A commit's
+// message is at most runs.MaxMessageBytes (since there was a cap); a row
+// near maxRowBytes holds a host value of tens of MiB (a manifest, a
+// context record, a receipt). Export refuses a row past it, which no
+// import would read.
 const (
-	maxManifestBytes = 256 << 20
+	maxManifestValue = 64 << 20
 	maxTreeBytes     = 64 << 20
 	maxRowBytes      = 64 << 20
 )

@@ -284,10 +284,11 @@ func (im *importer) whole(ctx context.Context, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// manifest reads the manifest entry, of at most maxManifestBytes, and
-// promises its blobs and trees: they go to the importer's sets one at a
-// time, each also to blob when it is not nil. White space may follow the
-// manifest's value in the entry; anything else after it is corrupt.
+// manifest reads the manifest entry a value at a time (none of more than
+// maxManifestValue bytes) and promises its blobs and trees: they go to the
+// importer's sets one at a time, each also to blob when it is not nil.
+// White space may follow the manifest's value in the entry; anything else
+// after it is corrupt.
 func (im *importer) manifest(ctx context.Context, blob func(BlobRef) error) error {
 	if err := im.next(ctx); err != nil {
 		return err
@@ -295,11 +296,10 @@ func (im *importer) manifest(ctx context.Context, blob func(BlobRef) error) erro
 	if im.hdr == nil || im.hdr.Name != manifestName {
 		return corrupt("not a wsstore archive: the first entry is not %s", manifestName)
 	}
-	if im.hdr.Size > maxManifestBytes {
-		return corrupt("entry %q is %d bytes, over the limit of %d", im.hdr.Name, im.hdr.Size, int64(maxManifestBytes))
-	}
 	body := &countingReader{r: im.body()}
-	dec := json.NewDecoder(body)
+	feed := &valueFeed{r: body}
+	dec := json.NewDecoder(feed)
+	feed.dec = dec
 	dec.DisallowUnknownFields()
 	if err := im.parseManifest(dec, blob); err != nil {
 		var pe passed
@@ -347,6 +347,27 @@ func (im *importer) manifest(ctx context.Context, blob func(BlobRef) error) erro
 	return im.next(ctx)
 }
 
+// valueFeed feeds the manifest's decoder, refusing to give it more once it
+// holds maxManifestValue bytes it has not consumed: one value that large.
+type valueFeed struct {
+	r   io.Reader
+	dec *json.Decoder
+	n   int64 // bytes given
+}
+
+func (f *valueFeed) Read(b []byte) (int, error) {
+	room := maxManifestValue - (f.n - f.dec.InputOffset())
+	if room <= 0 {
+		return 0, corrupt("manifest: a value of more than %d bytes", int64(maxManifestValue))
+	}
+	if int64(len(b)) > room {
+		b = b[:room]
+	}
+	n, err := f.r.Read(b)
+	f.n += int64(n)
+	return n, err
+}
+
 // passed is an error parseManifest returns as it is, not as the
 // manifest's: the sets' and blob's.
 type passed struct{ err error }
@@ -370,6 +391,11 @@ func (im *importer) parseManifest(dec *json.Decoder, blob func(BlobRef) error) e
 			return err
 		}
 		key, _ := t.(string)
+		// As encoding/json matches a field: its name, else one that
+		// differs in case only.
+		if i := slices.IndexFunc(manifestFields, func(f string) bool { return strings.EqualFold(f, key) }); i >= 0 && !slices.Contains(manifestFields, key) {
+			key = manifestFields[i]
+		}
 		if seen[key] {
 			return corrupt("manifest: field %q twice", key)
 		}
@@ -388,11 +414,11 @@ func (im *importer) parseManifest(dec *json.Decoder, blob func(BlobRef) error) e
 		case "scope":
 			err = dec.Decode(&m.Scope)
 		case "chats":
-			err = dec.Decode(&m.Chats)
+			err = stringElements(dec, &m.Chats)
 		case "runs":
-			err = dec.Decode(&m.Runs)
+			err = stringElements(dec, &m.Runs)
 		case "actors":
-			err = dec.Decode(&m.Actors)
+			err = stringElements(dec, &m.Actors)
 		case "bytes":
 			err = dec.Decode(&m.Bytes)
 		case "blobsElsewhere":
@@ -453,6 +479,9 @@ func (im *importer) parseManifest(dec *json.Decoder, blob func(BlobRef) error) e
 	return nil
 }
 
+// manifestFields are the manifest's fields, as parseManifest reads them.
+var manifestFields = []string{"format", "version", "createdAt", "scope", "chats", "runs", "actors", "bytes", "blobsElsewhere", "blobs", "trees"}
+
 func unsupportedVersion(v int) error {
 	return wserr.New(wserr.ArchiveUnsupportedVersion, "import", "", "archive format version %d; this build reads version %d", v, Version)
 }
@@ -469,6 +498,18 @@ func delim(dec *json.Decoder, d json.Delim) error {
 	return nil
 }
 
+// stringElements decodes the list of strings that comes next into *dst,
+// an element at a time.
+func stringElements(dec *json.Decoder, dst *[]string) error {
+	*dst = []string{}
+	return elements(dec, func() error {
+		var s string
+		err := dec.Decode(&s)
+		*dst = append(*dst, s)
+		return err
+	})
+}
+
 // elements calls fn to decode each element of the list that comes next
 // (null: none).
 func elements(dec *json.Decoder, fn func() error) error {
@@ -477,7 +518,7 @@ func elements(dec *json.Decoder, fn func() error) error {
 		return err
 	}
 	if t != json.Delim('[') {
-		return corrupt("manifest: a list of blobs or trees that is not a list")
+		return corrupt("manifest: a list that is not one")
 	}
 	for dec.More() {
 		if err := fn(); err != nil {
@@ -1243,7 +1284,9 @@ func (im *importer) nothingAfter(ctx context.Context) error {
 // and each blob it names passed to blob (when not nil) one at a time, in
 // the manifest's order; blob's error stops the read and is returned. It
 // fails as Import does for a stream that is not an archive of this
-// version.
+// version. blob sees each blob as the manifest is read, before the checks
+// that need the whole of it: when ReadManifest fails, what blob was given
+// may come from a damaged manifest.
 func ReadManifest(ctx context.Context, r io.Reader, blob func(BlobRef) error) (Manifest, error) {
 	im := newImporter(ctx, r)
 	defer im.sets.Close()

@@ -22,7 +22,9 @@ is cp_000003 or 3, HEAD (the one the run is at) or HEAD~N (N parents back);
 RUN is a run id, a unique prefix of one, or "latest". Binary and very large
 files get a one-line summary. With --json it prints the list of changes,
 each with its unified diff. --max-bytes caps the diff text (default 8 MiB);
-what it leaves out is named.`,
+what it leaves out is named. A diff of any size is printed a file at a
+time as it is read, so one that fails partway (a damaged store) leaves
+what it printed before the error, and exits with the error's status.`,
 		Args:              rangeArgs(2, 3),
 		ValidArgsFunction: a.runArgs(1, 2),
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {

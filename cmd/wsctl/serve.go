@@ -71,7 +71,8 @@ bearer token from "wsctl token create".
   GET    /v1/runs/{run}[/checkpoints]
   GET    /v1/runs/{run}/files?path=&depth=&at=
   GET    /v1/runs/{run}/file?path=&at=            a file, live or at a checkpoint (Range, If-None-Match)
-  GET    /v1/runs/{run}/diff?from=&to=
+  GET    /v1/runs/{run}/diff?from=&to=&maxBytes=&after=&limit=
+                                  a page of changed files, and more
   GET    /v1/runs/{run}/events?afterSeq=&beforeSeq=&limit=
   GET    /v1/runs/{run}/events/follow?afterSeq=&wait=
                                   long poll; server-sent events with
