@@ -25,6 +25,9 @@ type access struct {
 	id json.RawMessage
 	// fileBytes is the size of the file an actor.upload op carries.
 	fileBytes int64
+	// unreadable: the /v1/op body is not a JSON object with a string op,
+	// so it names nothing that could run.
+	unreadable bool
 }
 
 // authorize authenticates r's bearer token and checks it allows a; on

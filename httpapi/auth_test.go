@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -129,12 +130,19 @@ func TestAuthorizationMatrix(t *testing.T) {
 				if resp.StatusCode < 300 {
 					unauthorizedSuccesses++
 				}
-				assert.Equal(t, tc.status, resp.StatusCode, "%s", b)
 				code := errCode(t, b)
-				if tc.status == http.StatusUnauthorized {
+				switch {
+				case tc.status == http.StatusUnauthorized:
+					assert.Equal(t, tc.status, resp.StatusCode, "%s", b)
 					assert.Equal(t, "auth.unauthorized", code)
 					assert.NotEmpty(t, resp.Header.Get("WWW-Authenticate"))
-				} else {
+				case e.name == "op/garbage":
+					// Names nothing to run: the client's mistake for any
+					// valid token (TestOpUnreadableBodyIsTheClientsMistake).
+					assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
+					assert.Equal(t, "batch.invalid_json", code)
+				default:
+					assert.Equal(t, tc.status, resp.StatusCode, "%s", b)
 					assert.Equal(t, "auth.forbidden", code)
 				}
 			})
@@ -200,4 +208,35 @@ func (zeros) Read(p []byte) (int, error) {
 		p[i] = 'a'
 	}
 	return len(p), nil
+}
+
+// TestOpUnreadableBodyIsTheClientsMistake: a /v1/op body that is not a
+// JSON object with a string op names nothing that could run, so every
+// token, a read-only or actor-limited one too, gets 400 for it
+// (batch.invalid_json when it is not JSON, batch.invalid_request when it
+// is no request), as a full token does, not a refusal of what it may do;
+// one that names an op the token may not run is still 403, and nothing
+// changes.
+func TestOpUnreadableBodyIsTheClientsMistake(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	s.newRun("r1")
+	ro := s.token(tokens.Spec{ReadOnly: true})
+	alice := s.token(tokens.Spec{Actors: []string{"alice"}})
+	for _, tok := range []string{s.full, ro, alice} {
+		for body, code := range map[string]string{
+			`not json`: "batch.invalid_json", `{"op":"write"} {"op":"write"}`: "batch.invalid_json",
+			`[]`: "batch.invalid_request", `{"op":7}`: "batch.invalid_request", `{}`: "batch.invalid_request",
+		} {
+			resp, b := s.do(http.MethodPost, s.url("/v1/op"), tok, strings.NewReader(body))
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", body, b)
+			assert.Equal(t, code, errCode(t, b), "%s", body)
+		}
+	}
+	// What the token may not do is still refused as such.
+	resp, b := s.do(http.MethodPost, s.url("/v1/op"), alice, strings.NewReader(`{"op":"write","runId":"r1","path":"output/x.md","content":"x"}`))
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", b)
+	resp, b = s.do(http.MethodPost, s.url("/v1/op"), ro, strings.NewReader(`{"op":"write","runId":"r1","path":"output/x.md","content":"x"} trailing`))
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
+	m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "path", "output"), nil)
+	assert.NotContains(t, fmt.Sprint(m["entries"]), "output/x.md", "nothing written")
 }

@@ -29,11 +29,11 @@ var hostFileOps = map[string]bool{"export": true, "import": true}
 func opAccess(line []byte) access {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(line, &fields) != nil {
-		return access{write: true, store: true}
+		return access{write: true, store: true, unreadable: true}
 	}
 	var op, actor string
 	if json.Unmarshal(fields["op"], &op) != nil {
-		return access{write: true, store: true}
+		return access{write: true, store: true, unreadable: true}
 	}
 	a := access{write: !protocol.ReadOnly(op), store: true, op: op}
 	if raw := fields["id"]; json.Valid(raw) {
@@ -122,6 +122,17 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 	}
 	line = bytes.TrimSpace(line)
 	a := opAccess(line)
+	if a.unreadable && permit(tok, a) != nil {
+		// Nothing in it could run, whatever the token may do: the
+		// client's mistake, said as such. (It is not handed to a
+		// session, which might read more of it than opAccess did.)
+		code, msg := protocol.CodeInvalidRequest, "a request must be a JSON object with a string \"op\""
+		if !json.Valid(line) {
+			code, msg = protocol.CodeInvalidJSON, "the body is not one JSON value"
+		}
+		writeResponse(w, protocol.ErrorResponse("", nil, wserr.New(code, "", "", "%s", msg)))
+		return
+	}
 	if err := permit(tok, a); err != nil {
 		writeResponse(w, protocol.ErrorResponse(a.op, a.id, err))
 		return
