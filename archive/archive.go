@@ -79,6 +79,7 @@ type Room interface {
 // implements it.
 type Checkpoints interface {
 	ExportRecords(ctx context.Context, tx *index.Tx, runID string) ([]checkpoint.Record, error)
+	EachExportRecord(ctx context.Context, tx *index.Tx, runID string, fn func(checkpoint.Record) error) error
 	ImportRecord(ctx context.Context, tx *index.Tx, r checkpoint.Record) error
 	DeleteRecords(ctx context.Context, tx *index.Tx, runID string, seqs []int64) error
 }

@@ -60,6 +60,7 @@ func populate(t testing.TB, s *wsstore.Store) {
 		write("r1", "output/main.md", []byte(doc))
 	}
 	write("r1", "scratch/tmp.bin", random(1, 5000))
+	write("r1", "output/scratch/kept.md", []byte("a scratch/ below the top is the run's own")) // exported
 	write("r1", "plan/steps.md", []byte("1. write\n2. commit\n"))
 	write("r1", "output/big.bin", random(2, 300<<10))
 	_, err := s.Runs.Commit(ctx, "r1", runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {

@@ -38,16 +38,20 @@ var spillAfter = 1 << 14
 // rows, spooled to a temporary file as JSON lines, and every address they
 // reach, in sets that spill to disk.
 type plan struct {
-	m        Manifest
-	spool    *os.File
-	spooled  int64
-	events   int64
-	sets     *index.Spill
-	blobs    *index.SpillMap          // blob address → size
-	trees    *index.SpillMap          // tree addresses
-	order    *index.SpillList         // trees, children before parents
-	made     map[cas.Hash][]vfs.Entry // run roots without scratch/, not stored
-	stripped map[cas.Hash]cas.Hash    // a run root → the root exported for it
+	m       Manifest
+	spool   *os.File
+	spooled int64
+	events  int64
+	sets    *index.Spill
+	blobs   *index.SpillMap  // blob address → size
+	trees   *index.SpillMap  // tree addresses
+	order   *index.SpillList // trees, children before parents
+	// roots pairs a run root with the root exported for it (without
+	// scratch/), 64 bytes; stripped maps the run root to its pair's
+	// index, made a root exported but not stored to its pair's index.
+	roots    *index.SpillList
+	stripped *index.SpillMap
+	made     *index.SpillMap
 }
 
 // newPlan returns an empty plan spooling its rows to spool. Close its
@@ -55,7 +59,7 @@ type plan struct {
 func newPlan(ctx context.Context, spool *os.File) *plan {
 	sets := index.NewSpill(ctx, spillAfter)
 	return &plan{spool: spool, sets: sets, blobs: sets.NewMap(), trees: sets.NewMap(), order: sets.NewList(),
-		made: map[cas.Hash][]vfs.Entry{}, stripped: map[cas.Hash]cas.Hash{}}
+		roots: sets.NewList(), stripped: sets.NewMap(), made: sets.NewMap()}
 }
 
 // Export writes an archive of what scope selects to w, front to back. The
@@ -152,23 +156,16 @@ func (a *Archiver) changedMeanwhile(ctx context.Context, p *plan, scope Scope, e
 	return err
 }
 
-// checkCheckpoints fails with store.corrupt if run r's checkpoint rows
-// cps (by seq) or its head break what an import checks: each parent an
-// earlier checkpoint of the run, the head one of them. It returns the
-// seqs held. A damaged store then fails its export, rather than write an
-// archive no import takes.
-func checkCheckpoints(r runs.RunRecord, cps []checkpoint.Record) (map[int64]bool, error) {
-	held := make(map[int64]bool, len(cps))
-	for _, c := range cps {
-		if c.Seq < 1 || (c.ParentSeq != 0 && (c.ParentSeq >= c.Seq || !held[c.ParentSeq])) {
-			return nil, wserr.New(wserr.Corrupt, "export", "", "run %s: checkpoint %d names parent %d, which is not an earlier checkpoint of the run (wsctl fsck)", r.ID, c.Seq, c.ParentSeq)
-		}
-		held[c.Seq] = true
+// checkCheckpoint fails with store.corrupt if run r's checkpoint row c
+// breaks what an import checks: its parent an earlier checkpoint of the
+// run, one of held, the seqs before it. (The run's head must be one of
+// them too; gather checks it after the rows.) A damaged store then fails
+// its export, rather than write an archive no import takes.
+func checkCheckpoint(r runs.RunRecord, c checkpoint.Record, held map[int64]bool) error {
+	if c.Seq < 1 || (c.ParentSeq != 0 && (c.ParentSeq >= c.Seq || !held[c.ParentSeq])) {
+		return wserr.New(wserr.Corrupt, "export", "", "run %s: checkpoint %d names parent %d, which is not an earlier checkpoint of the run (wsctl fsck)", r.ID, c.Seq, c.ParentSeq)
 	}
-	if r.HeadCheckpoint != 0 && !held[r.HeadCheckpoint] {
-		return nil, wserr.New(wserr.Corrupt, "export", "", "run %s: its head names checkpoint %d, which the run does not hold (wsctl fsck)", r.ID, r.HeadCheckpoint)
-	}
-	return held, nil
+	return nil
 }
 
 func changedError(err error) error {
@@ -331,21 +328,17 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 		if err := r.Check("export"); err != nil {
 			return err
 		}
-		cps, err := a.p.Checkpoints.ExportRecords(ctx, tx, r.ID)
-		if err != nil {
-			return err
-		}
-		held, err := checkCheckpoints(r, cps)
-		if err != nil {
-			return err
-		}
+		// The checkpoints are read a page at a time, twice for a tail
+		// (which lists every seq first); what is held is each seq.
 		from := scope.From[r.ID]
 		if from > 0 {
-			t := RunTail{RunID: r.ID, From: from, Checkpoints: make([]int64, 0, len(cps))}
-			for _, c := range cps {
+			t := RunTail{RunID: r.ID, From: from, Checkpoints: []int64{}}
+			if err := a.p.Checkpoints.EachExportRecord(ctx, tx, r.ID, func(c checkpoint.Record) error {
 				t.Checkpoints = append(t.Checkpoints, c.Seq)
+				return nil
+			}); err != nil {
+				return err
 			}
-			cps = slices.DeleteFunc(cps, func(c checkpoint.Record) bool { return c.EventSeq < from })
 			if err := put(Record{Tail: &t}); err != nil {
 				return err
 			}
@@ -354,13 +347,25 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 			return err
 		}
 		p.m.Runs = append(p.m.Runs, r.ID)
-		for _, c := range cps {
+		held := map[int64]bool{}
+		if err := a.p.Checkpoints.EachExportRecord(ctx, tx, r.ID, func(c checkpoint.Record) error {
+			if err := checkCheckpoint(r, c, held); err != nil {
+				return err
+			}
+			held[c.Seq] = true
+			if c.EventSeq < from {
+				return nil
+			}
+			var err error
 			if c.Root, err = a.runRoot(ctx, tx, p, c.Root); err != nil {
 				return err
 			}
-			if err := put(Record{Checkpoint: &c}); err != nil {
-				return err
-			}
+			return put(Record{Checkpoint: &c})
+		}); err != nil {
+			return err
+		}
+		if r.HeadCheckpoint != 0 && !held[r.HeadCheckpoint] {
+			return wserr.New(wserr.Corrupt, "export", "", "run %s: its head names checkpoint %d, which the run does not hold (wsctl fsck)", r.ID, r.HeadCheckpoint)
 		}
 		if err := a.p.Runs.EachCommitRow(ctx, tx, r.ID, func(c runs.CommitRow) error {
 			if c.CheckpointSeq != 0 && !held[c.CheckpointSeq] { // 0: none
@@ -438,37 +443,61 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 // without its top-level scratch/ entry, which is never exported; the tree
 // itself when it has none. Either way what it reaches joins the plan.
 func (a *Archiver) runRoot(ctx context.Context, tx *index.Tx, p *plan, root cas.Hash) (cas.Hash, error) {
-	if h, ok := p.stripped[root]; ok {
-		return h, nil
+	if i, ok, err := p.stripped.Get(root[:]); err != nil || ok {
+		if err != nil {
+			return cas.Hash{}, err
+		}
+		pair, err := p.roots.At(i)
+		return cas.Hash(pair[32:]), err
 	}
 	es, err := a.p.Trees.Entries(ctx, tx, root)
 	if err != nil {
 		return cas.Hash{}, err
 	}
-	i := slices.IndexFunc(es, func(e vfs.Entry) bool { return e.Name == scratchRoot })
-	if i < 0 {
-		p.stripped[root] = root
-		return root, a.reach(ctx, tx, p, root)
+	es, cut := withoutScratch(es)
+	h := root
+	if cut {
+		b, err := vfs.EncodeTree(es)
+		if err != nil {
+			return cas.Hash{}, err
+		}
+		h = vfs.TreeHash(b)
 	}
-	es = slices.Delete(es, i, i+1)
-	b, err := vfs.EncodeTree(es)
-	if err != nil {
+	i := p.roots.Len()
+	if err := p.roots.Push(slices.Concat(root[:], h[:])); err != nil {
 		return cas.Hash{}, err
 	}
-	h := vfs.TreeHash(b)
-	p.stripped[root] = h
+	if err := p.stripped.Set(root[:], i); err != nil {
+		return cas.Hash{}, err
+	}
+	if !cut {
+		return root, a.reach(ctx, tx, p, root)
+	}
 	if _, ok, err := p.trees.Get(h[:]); err != nil {
 		return cas.Hash{}, err
 	} else if ok {
 		return h, nil
 	}
-	p.made[h] = es
+	// Not stored: write reads root again and leaves scratch/ out.
+	if err := p.made.Set(h[:], i); err != nil {
+		return cas.Hash{}, err
+	}
 	for _, e := range es {
 		if err := a.reachEntry(ctx, tx, p, e); err != nil {
 			return cas.Hash{}, err
 		}
 	}
 	return h, p.planTree(h)
+}
+
+// withoutScratch returns es without its scratch/ entry, and whether it
+// had one.
+func withoutScratch(es []vfs.Entry) ([]vfs.Entry, bool) {
+	i := slices.IndexFunc(es, func(e vfs.Entry) bool { return e.Name == scratchRoot })
+	if i < 0 {
+		return es, false
+	}
+	return slices.Delete(es, i, i+1), true
 }
 
 // planTree adds tree h to the plan once everything below it is there.
@@ -568,11 +597,24 @@ func (a *Archiver) write(ctx context.Context, w io.Writer, p *plan, opt Options)
 			return Summary{}, err
 		}
 		h := cas.Hash(k)
-		es, ok := p.made[h]
-		if !ok {
-			if es, err = a.p.Trees.Entries(ctx, nil, h); err != nil {
+		at := h // the tree whose entries h has
+		i, made, err := p.made.Get(h[:])
+		if err != nil {
+			return Summary{}, err
+		}
+		if made {
+			pair, err := p.roots.At(i)
+			if err != nil {
 				return Summary{}, err
 			}
+			at = cas.Hash(pair[:32])
+		}
+		es, err := a.p.Trees.Entries(ctx, nil, at)
+		if err != nil {
+			return Summary{}, err
+		}
+		if made {
+			es, _ = withoutScratch(es)
 		}
 		b, err := vfs.EncodeTree(es)
 		if err != nil {

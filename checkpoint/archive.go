@@ -38,6 +38,32 @@ func (s *Store) ExportRecords(ctx context.Context, tx *index.Tx, runID string) (
 	return out, nil
 }
 
+// exportPage is how many checkpoint rows EachExportRecord reads at a time.
+const exportPage = 512
+
+// EachExportRecord calls fn with each of runID's checkpoint rows in tx,
+// ordered by seq, reading a page of them at a time: what it holds does not
+// grow with the run's checkpoints. fn's error stops it and is returned.
+func (s *Store) EachExportRecord(ctx context.Context, tx *index.Tx, runID string, fn func(Record) error) error {
+	var page []Record
+	for after := int64(0); ; {
+		page = page[:0]
+		err := tx.SelectContext(ctx, &page, `SELECT `+recordCols+` FROM checkpoints WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, after, exportPage)
+		if err != nil {
+			return fmt.Errorf("export checkpoints %s: %w", runID, index.Translate(err))
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < exportPage {
+			return nil
+		}
+		after = page[len(page)-1].Seq
+	}
+}
+
 // ImportRecord writes r in tx, for a run the import has just added. A
 // row that does not insert (a seq the run has already) fails with
 // store.corrupt: an archive holds each checkpoint once.
