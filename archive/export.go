@@ -149,6 +149,25 @@ func (a *Archiver) changedMeanwhile(ctx context.Context, p *plan, scope Scope, e
 			return err // the scratch failed: the first error is the answer
 		}
 	}
+	// A root exported without scratch/ is read back from the run root it
+	// was made of, which is not planned itself: one the rows no longer
+	// reach may be collected while another root still strips to it.
+	werr := p.made.Each(func(_ []byte, i int64) error {
+		pair, gerr := p.roots.At(i)
+		if gerr != nil {
+			return gerr
+		}
+		if _, ok, gerr := now.stripped.Get(pair[:32]); gerr != nil || !ok {
+			return cmp.Or(gerr, errChanged)
+		}
+		return nil
+	})
+	if werr == errChanged {
+		return changedError(err)
+	}
+	if werr != nil {
+		return err
+	}
 	if wserr.CodeOf(err) == wserr.NotFound {
 		// The rows reach an object the store does not hold: damage.
 		return wserr.Wrap(wserr.Corrupt, "export", "", fmt.Errorf("an object the store's rows reach is missing (wsctl fsck names each): %w", err))
