@@ -226,6 +226,7 @@ func TestOpUnreadableBodyIsTheClientsMistake(t *testing.T) {
 		for body, code := range map[string]string{
 			`not json`: "batch.invalid_json", `{"op":"write"} {"op":"write"}`: "batch.invalid_json",
 			`[]`: "batch.invalid_request", `{"op":7}`: "batch.invalid_request", `{}`: "batch.invalid_request",
+			`{"op":null}`: "batch.invalid_request", "{\"op\":\"actor.ls\",\"actor\":\"\xff\"}": "batch.invalid_json",
 		} {
 			resp, b := s.do(http.MethodPost, s.url("/v1/op"), tok, strings.NewReader(body))
 			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", body, b)

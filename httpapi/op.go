@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/wserr"
@@ -28,11 +29,12 @@ var hostFileOps = map[string]bool{"export": true, "import": true}
 // differently.
 func opAccess(line []byte) access {
 	var fields map[string]json.RawMessage
-	if json.Unmarshal(line, &fields) != nil {
+	if !utf8.Valid(line) || json.Unmarshal(line, &fields) != nil {
 		return access{write: true, store: true, unreadable: true}
 	}
 	var op, actor string
-	if json.Unmarshal(fields["op"], &op) != nil {
+	if raw := fields["op"]; len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &op) != nil {
+		// No string (null included, which would decode as "").
 		return access{write: true, store: true, unreadable: true}
 	}
 	a := access{write: !protocol.ReadOnly(op), store: true, op: op}
@@ -127,8 +129,8 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 		// client's mistake, said as such. (It is not handed to a
 		// session, which might read more of it than opAccess did.)
 		code, msg := protocol.CodeInvalidRequest, "a request must be a JSON object with a string \"op\""
-		if !json.Valid(line) {
-			code, msg = protocol.CodeInvalidJSON, "the body is not one JSON value"
+		if !json.Valid(line) || !utf8.Valid(line) {
+			code, msg = protocol.CodeInvalidJSON, "the body is not one JSON value in UTF-8"
 		}
 		writeResponse(w, protocol.ErrorResponse("", nil, wserr.New(code, "", "", "%s", msg)))
 		return
