@@ -21,6 +21,9 @@ type tokenOptions struct {
 	readOnly bool
 	name     string
 	expires  string
+	// expiresSet: --expires was given, so an empty value is a mistake,
+	// not "until revoked".
+	expiresSet bool
 }
 
 // newTokenCmd builds "wsctl token": the bearer tokens wsctl serve accepts.
@@ -44,7 +47,10 @@ changes nothing. A token created with --expires (a duration: 90m, 12h,
 revoked. A revoked or expired token is refused from the next request on.`,
 	}
 	create := &cobra.Command{Use: "create", Short: "Create a token and print it", Args: exactArgs(0)}
-	create.RunE = a.runWith(&o.globals, func(ctx context.Context, args []string) error { return runTokenCreate(ctx, o, args) })
+	create.RunE = a.runWith(&o.globals, func(ctx context.Context, args []string) error {
+		o.expiresSet = create.Flags().Changed("expires")
+		return runTokenCreate(ctx, o, args)
+	})
 	create.Flags().StringArrayVar(&o.actors, "actor", nil, "limit the token to actor `A` (repeatable)")
 	create.Flags().BoolVar(&o.readOnly, "read-only", false, "refuse every change")
 	create.Flags().StringVar(&o.name, "name", "", "a label for the token")
@@ -99,6 +105,9 @@ func runTokenCreate(ctx context.Context, o tokenOptions, _ []string) error {
 		}
 	}
 	ttl, err := parseLifetime(o.expires)
+	if err == nil && o.expiresSet && ttl == 0 {
+		err = argError("token create", "--expires %q is not a duration past zero such as 90m, 12h or 30d", o.expires)
+	}
 	if err != nil {
 		return err
 	}
