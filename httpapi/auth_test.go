@@ -233,6 +233,12 @@ func TestOpUnreadableBodyIsTheClientsMistake(t *testing.T) {
 			assert.Equal(t, code, errCode(t, b), "%s", body)
 		}
 	}
+	// The request's id comes back, as a session gives it back.
+	for _, tok := range []string{s.full, ro, alice} {
+		resp, b := s.do(http.MethodPost, s.url("/v1/op"), tok, strings.NewReader(`{"op":7,"id":"myid"}`))
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
+		assert.Contains(t, string(b), `"id":"myid"`)
+	}
 	// What the token may not do is still refused as such.
 	resp, b := s.do(http.MethodPost, s.url("/v1/op"), alice, strings.NewReader(`{"op":"write","runId":"r1","path":"output/x.md","content":"x"}`))
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", b)

@@ -32,15 +32,16 @@ func opAccess(line []byte) access {
 	if !utf8.Valid(line) || json.Unmarshal(line, &fields) != nil {
 		return access{write: true, store: true, unreadable: true}
 	}
+	var id json.RawMessage
+	if raw := fields["id"]; json.Valid(raw) {
+		id = raw
+	}
 	var op, actor string
 	if raw := fields["op"]; len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &op) != nil {
 		// No string (null included, which would decode as "").
-		return access{write: true, store: true, unreadable: true}
+		return access{write: true, store: true, unreadable: true, id: id}
 	}
-	a := access{write: !protocol.ReadOnly(op), store: true, op: op}
-	if raw := fields["id"]; json.Valid(raw) {
-		a.id = raw
-	}
+	a := access{write: !protocol.ReadOnly(op), store: true, op: op, id: id}
 	if strings.HasPrefix(op, "actor.") {
 		if raw, ok := fields["actor"]; ok && json.Unmarshal(raw, &actor) == nil && actor != "" {
 			a.store, a.actor = false, actor
@@ -132,7 +133,7 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 		if !json.Valid(line) || !utf8.Valid(line) {
 			code, msg = protocol.CodeInvalidJSON, "the body is not one JSON value in UTF-8"
 		}
-		writeResponse(w, protocol.ErrorResponse("", nil, wserr.New(code, "", "", "%s", msg)))
+		writeResponse(w, protocol.ErrorResponse("", a.id, wserr.New(code, "", "", "%s", msg)))
 		return
 	}
 	if err := permit(tok, a); err != nil {
