@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -180,11 +181,30 @@ func (a *Archiver) changedMeanwhile(ctx context.Context, p *plan, scope Scope, e
 // run, one of held, the seqs before it. (The run's head must be one of
 // them too; gather checks it after the rows.) A damaged store then fails
 // its export, rather than write an archive no import takes.
-func checkCheckpoint(r runs.RunRecord, c checkpoint.Record, held map[int64]bool) error {
-	if c.Seq < 1 || (c.ParentSeq != 0 && (c.ParentSeq >= c.Seq || !held[c.ParentSeq])) {
+func checkCheckpoint(r runs.RunRecord, c checkpoint.Record, held *seqSet) error {
+	ok := c.Seq >= 1 && c.ParentSeq < c.Seq
+	if ok && c.ParentSeq != 0 {
+		var err error
+		if ok, err = held.has(c.ParentSeq); err != nil {
+			return err
+		}
+	}
+	if !ok {
 		return wserr.New(wserr.Corrupt, "export", "", "run %s: checkpoint %d names parent %d, which is not an earlier checkpoint of the run (wsctl fsck)", r.ID, c.Seq, c.ParentSeq)
 	}
 	return nil
+}
+
+// seqSet is a set of checkpoint seqs in a spilling set.
+type seqSet struct{ m *index.SpillMap }
+
+func seqKey(seq int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(seq)) }
+
+func (s *seqSet) add(seq int64) error { _, err := s.m.Add(seqKey(seq), 0); return err }
+
+func (s *seqSet) has(seq int64) (bool, error) {
+	_, ok, err := s.m.Get(seqKey(seq))
+	return ok, err
 }
 
 func changedError(err error) error {
@@ -348,7 +368,7 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 			return err
 		}
 		// The checkpoints are read a page at a time, twice for a tail
-		// (which lists every seq first); what is held is each seq.
+		// (which lists every seq first); the seqs go to a spilling set.
 		from := scope.From[r.ID]
 		if from > 0 {
 			t := RunTail{RunID: r.ID, From: from, Checkpoints: []int64{}}
@@ -366,12 +386,14 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 			return err
 		}
 		p.m.Runs = append(p.m.Runs, r.ID)
-		held := map[int64]bool{}
+		held := &seqSet{p.sets.NewMap()}
 		if err := a.p.Checkpoints.EachExportRecord(ctx, tx, r.ID, func(c checkpoint.Record) error {
 			if err := checkCheckpoint(r, c, held); err != nil {
 				return err
 			}
-			held[c.Seq] = true
+			if err := held.add(c.Seq); err != nil {
+				return err
+			}
 			if c.EventSeq < from {
 				return nil
 			}
@@ -383,11 +405,17 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 		}); err != nil {
 			return err
 		}
-		if r.HeadCheckpoint != 0 && !held[r.HeadCheckpoint] {
+		if ok, err := held.has(r.HeadCheckpoint); err != nil {
+			return err
+		} else if r.HeadCheckpoint != 0 && !ok {
 			return wserr.New(wserr.Corrupt, "export", "", "run %s: its head names checkpoint %d, which the run does not hold (wsctl fsck)", r.ID, r.HeadCheckpoint)
 		}
 		if err := a.p.Runs.EachCommitRow(ctx, tx, r.ID, func(c runs.CommitRow) error {
-			if c.CheckpointSeq != 0 && !held[c.CheckpointSeq] { // 0: none
+			ok, err := held.has(c.CheckpointSeq)
+			if err != nil {
+				return err
+			}
+			if c.CheckpointSeq != 0 && !ok { // 0: none
 				return wserr.New(wserr.Corrupt, "export", "", "run %s: commit %s names checkpoint %d, which the run does not hold (wsctl fsck)", r.ID, c.ID, c.CheckpointSeq)
 			}
 			return put(Record{Commit: &c})
