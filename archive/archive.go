@@ -1,7 +1,9 @@
 package archive
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -236,6 +238,32 @@ type Summary struct {
 }
 
 // countingWriter and countingReader measure the archive's bytes.
+// firstAbsent returns the first key of a, in key order, whose key in b
+// (key of a's key and value; nil: the same key) b lacks, and whether
+// there is one.
+func firstAbsent(a, b *index.SpillMap, key func(k []byte, v int64) ([]byte, error)) ([]byte, bool, error) {
+	var absent []byte
+	found := errors.New("found")
+	err := a.Each(func(k []byte, v int64) error {
+		bk := k
+		if key != nil {
+			var err error
+			if bk, err = key(k, v); err != nil {
+				return err
+			}
+		}
+		if _, ok, err := b.Get(bk); err != nil || !ok {
+			absent = k
+			return cmp.Or(err, found)
+		}
+		return nil
+	})
+	if err == found {
+		return absent, true, nil
+	}
+	return nil, false, err
+}
+
 type countingWriter struct {
 	w io.Writer
 	n int64

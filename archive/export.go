@@ -4,11 +4,9 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -135,39 +133,24 @@ func (a *Archiver) changedMeanwhile(ctx context.Context, p *plan, scope Scope, e
 		}
 		return err
 	}
-	errChanged := errors.New("an object planned is no longer reached")
-	for _, set := range [][2]*index.SpillMap{{p.blobs, now.blobs}, {p.trees, now.trees}} {
-		werr := set[0].Each(func(h []byte, _ int64) error {
-			if _, ok, gerr := set[1].Get(h); gerr != nil || !ok {
-				return cmp.Or(gerr, errChanged)
-			}
-			return nil
-		})
-		if werr == errChanged {
-			return changedError(err)
-		}
-		if werr != nil {
-			return err // the scratch failed: the first error is the answer
-		}
-	}
 	// A root exported without scratch/ is read back from the run root it
 	// was made of, which is not planned itself: one the rows no longer
 	// reach may be collected while another root still strips to it.
-	werr := p.made.Each(func(_ []byte, i int64) error {
-		pair, gerr := p.roots.At(i)
-		if gerr != nil {
-			return gerr
-		}
-		if _, ok, gerr := now.stripped.Get(pair[:32]); gerr != nil || !ok {
-			return cmp.Or(gerr, errChanged)
-		}
-		return nil
-	})
-	if werr == errChanged {
-		return changedError(err)
+	runRootOf := func(_ []byte, i int64) ([]byte, error) {
+		pair, err := p.roots.At(i)
+		return pair[:min(len(pair), 32)], err
 	}
-	if werr != nil {
-		return err
+	for _, c := range []struct {
+		planned, now *index.SpillMap
+		key          func([]byte, int64) ([]byte, error)
+	}{{p.blobs, now.blobs, nil}, {p.trees, now.trees, nil}, {p.made, now.stripped, runRootOf}} {
+		_, gone, aerr := firstAbsent(c.planned, c.now, c.key)
+		if aerr != nil {
+			return err // the scratch failed: the first error is the answer
+		}
+		if gone {
+			return changedError(err)
+		}
 	}
 	if wserr.CodeOf(err) == wserr.NotFound {
 		// The rows reach an object the store does not hold: damage.
@@ -699,7 +682,10 @@ func (a *Archiver) write(ctx context.Context, w io.Writer, p *plan, opt Options)
 	if err := tw.Close(); err != nil {
 		return Summary{}, fmt.Errorf("export: %w", err)
 	}
-	nb := p.blobs.Len()
+	nb, err := p.blobs.Len()
+	if err != nil {
+		return Summary{}, err
+	}
 	return Summary{Objects: nb + nt, Blobs: nb, Trees: nt, Bytes: p.m.Bytes, Chats: len(p.m.Chats),
 		Runs: len(p.m.Runs), Actors: len(p.m.Actors), Events: p.events}, nil
 }

@@ -774,22 +774,19 @@ func (im *importer) stillStored(ctx context.Context, tx *index.Tx) error {
 // missing returns an address of promised that got lacks, if any: an
 // object the manifest lists that the archive did not hold.
 func missing(promised, got *index.SpillMap) (cas.Hash, bool, error) {
-	if got.Len() == promised.Len() {
-		return cas.Hash{}, false, nil // got holds only promised objects
+	ng, err := got.Len()
+	if err != nil {
+		return cas.Hash{}, false, err
 	}
-	var h cas.Hash
-	found := errors.New("found")
-	err := promised.Each(func(k []byte, _ int64) error {
-		if _, ok, err := got.Get(k); err != nil || !ok {
-			h = cas.Hash(k)
-			return cmp.Or(err, found)
-		}
-		return nil
-	})
-	if err == found {
-		return h, true, nil
+	np, err := promised.Len()
+	if err != nil || ng == np {
+		return cas.Hash{}, false, err // got holds only promised objects
 	}
-	return cas.Hash{}, false, err
+	k, ok, err := firstAbsent(promised, got, nil)
+	if err != nil || !ok {
+		return cas.Hash{}, false, err
+	}
+	return cas.Hash(k), true, nil
 }
 
 func (im *importer) readTrees(ctx context.Context) error {

@@ -125,18 +125,17 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 	}
 	line = bytes.TrimSpace(line)
 	a := opAccess(line)
-	if a.unreadable && permit(tok, a) != nil {
-		// Nothing in it could run, whatever the token may do: the
-		// client's mistake, said as such. (It is not handed to a
-		// session, which might read more of it than opAccess did.)
-		code, msg := protocol.CodeInvalidRequest, "a request must be a JSON object with a string \"op\""
-		if !json.Valid(line) || !utf8.Valid(line) {
-			code, msg = protocol.CodeInvalidJSON, "the body is not one JSON value in UTF-8"
-		}
-		writeResponse(w, protocol.ErrorResponse("", a.id, wserr.New(code, "", "", "%s", msg)))
-		return
-	}
 	if err := permit(tok, a); err != nil {
+		if a.unreadable {
+			// Nothing in it could run, whatever the token may do: the
+			// client's mistake, said as such. (It is not handed to a
+			// session, which might read more of it than opAccess did.)
+			code, msg := protocol.CodeInvalidRequest, "a request must be a JSON object with a string \"op\""
+			if !json.Valid(line) || !utf8.Valid(line) {
+				code, msg = protocol.CodeInvalidJSON, "the body is not one JSON value in UTF-8"
+			}
+			err = wserr.New(code, "", "", "%s", msg)
+		}
 		writeResponse(w, protocol.ErrorResponse(a.op, a.id, err))
 		return
 	}

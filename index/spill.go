@@ -52,7 +52,6 @@ type SpillMap struct {
 	s    *Spill
 	mem  map[string]int64
 	disk *ScratchMap
-	len  int64
 }
 
 // NewMap returns a new, empty map.
@@ -86,14 +85,9 @@ func (m *SpillMap) Add(key []byte, v int64) (bool, error) {
 		return false, nil
 	}
 	if m.disk != nil {
-		added, err := m.disk.Add(m.s.ctx, key, v)
-		if added {
-			m.len++
-		}
-		return added, err
+		return m.disk.Add(m.s.ctx, key, v)
 	}
 	m.mem[string(key)] = v
-	m.len++
 	if len(m.mem) > m.s.after {
 		return true, m.spill()
 	}
@@ -108,16 +102,10 @@ func (m *SpillMap) Set(key []byte, v int64) error {
 	}
 	if m.disk == nil {
 		m.mem[string(key)] = v
-		m.len++
 		if len(m.mem) > m.s.after {
 			return m.spill()
 		}
 		return nil
-	}
-	if _, ok, err := m.disk.Get(m.s.ctx, key); err != nil {
-		return err
-	} else if !ok {
-		m.len++
 	}
 	return m.disk.Set(m.s.ctx, key, v)
 }
@@ -133,8 +121,14 @@ func (m *SpillMap) Get(key []byte) (int64, bool, error) {
 	return m.disk.Get(m.s.ctx, key)
 }
 
-// Len returns how many keys the map holds.
-func (m *SpillMap) Len() int64 { return m.len }
+// Len returns how many keys the map holds: once it spilled, a count of
+// its scratch table.
+func (m *SpillMap) Len() (int64, error) {
+	if m.disk == nil {
+		return int64(len(m.mem)), nil
+	}
+	return m.disk.Len(m.s.ctx)
+}
 
 // Each calls fn with every key and its value in key order; fn may change
 // the map. key is fn's to keep. Each stops at fn's first error and

@@ -34,7 +34,9 @@ func TestSpill(t *testing.T) {
 			assert.False(t, added, "a key there already")
 			require.NoError(t, m.Set(key(8), 80))
 			require.NoError(t, m.Set(key(n), int64(n)), "a new key")
-			assert.EqualValues(t, n+1, m.Len())
+			size, err := m.Len()
+			require.NoError(t, err)
+			assert.EqualValues(t, n+1, size)
 			for k, want := range map[int]int64{7: 7, 8: 80, n: n, 0: 0} {
 				v, ok, err := m.Get(key(k))
 				require.NoError(t, err)

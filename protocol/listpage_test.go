@@ -14,6 +14,17 @@ import (
 	"github.com/wsstore/wsstore/protocol"
 )
 
+// result handles l in s, requires it answered ok, and returns its result
+// decoded as T.
+func result[T any](t *testing.T, s *protocol.Session, l string) T {
+	t.Helper()
+	r := s.Handle(context.Background(), []byte(l))
+	require.True(t, r.OK, "%s: %+v", l, r.Error)
+	var a struct{ Result T }
+	require.NoError(t, json.Unmarshal([]byte(line(t, r)), &a))
+	return a.Result
+}
+
 // TestListPages: list answers a page and whether more remain; asked again
 // after the last entry's path, the pages together are the listing. A
 // limit out of range or an after that is no path is the host's mistake.
@@ -31,12 +42,7 @@ func TestListPages(t *testing.T) {
 		More *bool `json:"more"`
 	}
 	list := func(l string) answer {
-		r := s.Handle(ctx, []byte(l))
-		require.True(t, r.OK, "%s: %+v", l, r.Error)
-		var a answer
-		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &struct {
-			Result *answer `json:"result"`
-		}{&a}))
+		a := result[answer](t, s, l)
 		require.NotNil(t, a.More, "more is always answered")
 		return a
 	}
@@ -79,22 +85,17 @@ func TestEventsMore(t *testing.T) {
 		require.True(t, r.OK, "%+v", r.Error)
 	}
 	page := func(l string) (seqs []int64, more bool) {
-		r := s.Handle(ctx, []byte(l))
-		require.True(t, r.OK, "%s: %+v", l, r.Error)
-		var a struct {
-			Result struct {
-				Events []struct {
-					Seq int64 `json:"seq"`
-				} `json:"events"`
-				More *bool `json:"more"`
-			} `json:"result"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &a))
-		require.NotNil(t, a.Result.More)
-		for _, e := range a.Result.Events {
+		a := result[struct {
+			Events []struct {
+				Seq int64 `json:"seq"`
+			} `json:"events"`
+			More *bool `json:"more"`
+		}](t, s, l)
+		require.NotNil(t, a.More)
+		for _, e := range a.Events {
 			seqs = append(seqs, e.Seq)
 		}
-		return seqs, *a.Result.More
+		return seqs, *a.More
 	}
 	all, more := page(`{"op":"events"}`)
 	require.Greater(t, len(all), 2)
@@ -151,12 +152,7 @@ func TestCheckpointViewPages(t *testing.T) {
 		More *bool `json:"more"`
 	}
 	view := func(l string) answer {
-		r := s.Handle(ctx, []byte(l))
-		require.True(t, r.OK, "%s: %+v", l, r.Error)
-		var a answer
-		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &struct {
-			Result *answer `json:"result"`
-		}{&a}))
+		a := result[answer](t, s, l)
 		require.NotNil(t, a.More, "more is always answered")
 		assert.Equal(t, cp.Result.CheckpointID, a.ID)
 		assert.Equal(t, "paged", a.Reason)
@@ -222,12 +218,7 @@ func TestCheckpointsListPages(t *testing.T) {
 		More *bool `json:"more"`
 	}
 	list := func(l string) answer {
-		r := s.Handle(ctx, []byte(l))
-		require.True(t, r.OK, "%s: %+v", l, r.Error)
-		var a answer
-		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &struct {
-			Result *answer `json:"result"`
-		}{&a}))
+		a := result[answer](t, s, l)
 		require.NotNil(t, a.More, "more is always answered")
 		return a
 	}
@@ -335,15 +326,7 @@ func TestDiffPages(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Host: st.Runs})
-	ok := func(l string) json.RawMessage {
-		r := s.Handle(ctx, []byte(l))
-		require.True(t, r.OK, "%s: %+v", l, r.Error)
-		var a struct {
-			Result json.RawMessage `json:"result"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &a))
-		return a.Result
-	}
+	ok := func(l string) { result[json.RawMessage](t, s, l) }
 	ok(`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"},"profile":{"autoCheckpoint":false}}`)
 	ok(`{"op":"write","path":"output/keep.md","content":"same"}`)
 	ok(`{"op":"write","path":"output/b/old.md","content":"old"}`)
@@ -375,8 +358,7 @@ func TestDiffPages(t *testing.T) {
 		More *bool `json:"more"`
 	}
 	page := func(l string) ([]string, bool) {
-		var a answer
-		require.NoError(t, json.Unmarshal(ok(l), &a))
+		a := result[answer](t, s, l)
 		require.NotNil(t, a.More, "more is always answered: %s", l)
 		var out []string
 		for _, c := range a.Changes {
