@@ -62,19 +62,32 @@ func (s *Spaces) EachSpaceRecord(ctx context.Context, tx *index.Tx, fn func(Spac
 	return nil
 }
 
-// ExportChanges returns actor's journal rows in tx, ordered by seq.
-func (s *Spaces) ExportChanges(ctx context.Context, tx *index.Tx, actor string) ([]ChangeRecord, error) {
+// exportPage is how many journal rows EachExportChange reads at a time.
+const exportPage = 512
+
+// EachExportChange calls fn, in tx, with each of actor's journal rows
+// after seq after, ordered by seq, reading a page of them at a time: what
+// it holds does not grow with the journal. fn's error stops it and is
+// returned.
+func (s *Spaces) EachExportChange(ctx context.Context, tx *index.Tx, actor string, after int64, fn func(ChangeRecord) error) error {
 	var rows []changeRow
-	err := tx.SelectContext(ctx, &rows, `SELECT actor, seq, op, path, files, bytes, root, created FROM actor_changes
-		WHERE actor = ? ORDER BY seq`, actor)
-	if err != nil {
-		return nil, fmt.Errorf("export actor changes %s: %w", actor, index.Translate(err))
+	for {
+		rows = rows[:0]
+		err := tx.SelectContext(ctx, &rows, `SELECT actor, seq, op, path, files, bytes, root, created FROM actor_changes
+			WHERE actor = ? AND seq > ? ORDER BY seq LIMIT ?`, actor, after, exportPage)
+		if err != nil {
+			return fmt.Errorf("export actor changes %s: %w", actor, index.Translate(err))
+		}
+		for _, r := range rows {
+			if err := fn(ChangeRecord(r)); err != nil {
+				return err
+			}
+		}
+		if len(rows) < exportPage {
+			return nil
+		}
+		after = rows[len(rows)-1].Seq
 	}
-	out := make([]ChangeRecord, len(rows))
-	for i, r := range rows {
-		out[i] = ChangeRecord(r)
-	}
-	return out, nil
 }
 
 // ImportSpace writes r in tx unless the actor has a space already, and

@@ -80,7 +80,7 @@ type Room interface {
 // Checkpoints exports and imports checkpoint rows; *checkpoint.Store
 // implements it.
 type Checkpoints interface {
-	ExportRecords(ctx context.Context, tx *index.Tx, runID string) ([]checkpoint.Record, error)
+	Get(ctx context.Context, tx *index.Tx, runID string, seq int64) (checkpoint.Checkpoint, error)
 	EachExportRecord(ctx context.Context, tx *index.Tx, runID string, fn func(checkpoint.Record) error) error
 	ImportRecord(ctx context.Context, tx *index.Tx, r checkpoint.Record) error
 	DeleteRecords(ctx context.Context, tx *index.Tx, runID string, seqs []int64) error
@@ -98,7 +98,7 @@ type Journal interface {
 type Actors interface {
 	ExportSpace(ctx context.Context, tx *index.Tx, actor string) (actors.SpaceRecord, bool, error)
 	EachSpaceRecord(ctx context.Context, tx *index.Tx, fn func(actors.SpaceRecord) error) error
-	ExportChanges(ctx context.Context, tx *index.Tx, actor string) ([]actors.ChangeRecord, error)
+	EachExportChange(ctx context.Context, tx *index.Tx, actor string, after int64, fn func(actors.ChangeRecord) error) error
 	ImportSpace(ctx context.Context, tx *index.Tx, r actors.SpaceRecord) (bool, error)
 	ImportChange(ctx context.Context, tx *index.Tx, c actors.ChangeRecord) error
 	MergeSpace(ctx context.Context, tx *index.Tx, from int64, r actors.SpaceRecord) error

@@ -33,6 +33,11 @@ const scratchRoot = "scratch"
 // MiB however many objects the archive holds. Tests lower it.
 var spillAfter = 1 << 14
 
+// mergeSpillAfter is how many rows each list of a merging import holds in
+// memory (merge.go): rows are larger than addresses (an event's payload,
+// say), so the lists move to disk sooner.
+var mergeSpillAfter = 1 << 10
+
 // plan is what an export holds, gathered in one read transaction: the
 // rows, spooled to a temporary file as JSON lines, and every address they
 // reach, in sets that spill to disk.
@@ -442,19 +447,15 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 				return err
 			}
 			p.m.Actors = append(p.m.Actors, s.Actor)
-			changes, err := a.p.Actors.ExportChanges(ctx, tx, s.Actor)
-			if err != nil {
-				return err
-			}
-			for _, c := range changes {
+			if err := a.p.Actors.EachExportChange(ctx, tx, s.Actor, 0, func(c actors.ChangeRecord) error {
 				if !c.Root.IsZero() {
 					if err := a.reach(ctx, tx, p, c.Root); err != nil {
 						return err
 					}
 				}
-				if err := put(Record{Change: &c}); err != nil {
-					return err
-				}
+				return put(Record{Change: &c})
+			}); err != nil {
+				return err
 			}
 		}
 	}

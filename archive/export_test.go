@@ -1,9 +1,10 @@
 package archive
 
-// SetSpillAfter makes the sets of exports and imports move to disk past n
-// addresses, and returns what puts the limit back.
+// SetSpillAfter makes the sets of exports and imports, and the lists of
+// the rows a merge keeps, move to disk past n entries, and returns what
+// puts the limits back.
 func SetSpillAfter(n int) (restore func()) {
-	old := spillAfter
-	spillAfter = n
-	return func() { spillAfter = old }
+	old, oldMerge := spillAfter, mergeSpillAfter
+	spillAfter, mergeSpillAfter = n, n
+	return func() { spillAfter, mergeSpillAfter = old, oldMerge }
 }

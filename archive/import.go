@@ -76,7 +76,8 @@ type importer struct {
 	runIDs      map[string]bool
 	actors      map[string]bool
 	merge       mergeState
-	lin         *lineage // the added run whose versions are being queued
+	mergeRows   *index.Spill // the rows merges keep (merge.go), nil until one does
+	lin         *lineage     // the added run whose versions are being queued
 	// capAt is the stored bytes the store's cap allows, as room measured
 	// it before anything was written (0: no cap is checked).
 	capAt int64
@@ -115,7 +116,7 @@ func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summar
 	}
 	cr := &countingReader{r: r}
 	im := newImporter(ctx, cr)
-	defer im.sets.Close()
+	defer im.close()
 	im.a, im.opt = a, opt
 	if err := im.manifest(ctx, nil); err != nil {
 		return Summary{}, err
@@ -154,8 +155,16 @@ func (a *Archiver) Import(ctx context.Context, r io.Reader, opt Options) (Summar
 	return im.sum, nil
 }
 
+// close deletes what the import's sets moved to disk.
+func (im *importer) close() {
+	im.sets.Close()
+	if im.mergeRows != nil {
+		im.mergeRows.Close()
+	}
+}
+
 // newImporter returns an importer reading the archive r, its sets empty.
-// Close its sets when done.
+// close it when done.
 func newImporter(ctx context.Context, r io.Reader) *importer {
 	sets := index.NewSpill(ctx, spillAfter)
 	return &importer{src: r, tr: tar.NewReader(r), d: newDigest(),
@@ -1009,7 +1018,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 					im.sum.Conflicts = append(im.sum.Conflicts, Conflict{Kind: "run", ID: r.ID, Reason: wserr.MessageOf(err), NotHeld: true})
 					continue
 				} else if err == nil {
-					im.merge.run = &mergeRun{rec: r, tail: t}
+					im.merge.run = im.newMergeRun(ctx, tx, r, t, 0)
 					continue
 				}
 				if err := im.outcome("run", r.ID, false, err); err != nil {
@@ -1019,7 +1028,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			}
 			added, err := im.a.p.Runs.ImportRun(ctx, tx, r)
 			if im.opt.Merge && wserr.Is(err, wserr.Conflict) {
-				im.merge.run = &mergeRun{rec: r}
+				im.merge.run = im.newMergeRun(ctx, tx, r, nil, 0)
 				run = ""
 				continue
 			}
@@ -1032,7 +1041,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				if err != nil {
 					return err
 				}
-				im.merge.run = &mergeRun{rec: r, from: max(last, 1)}
+				im.merge.run = im.newMergeRun(ctx, tx, r, nil, max(last, 1))
 				run = ""
 				continue
 			}
@@ -1060,7 +1069,9 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 					return err
 				}
 			} else if im.merge.run != nil {
-				im.merge.run.cps = append(im.merge.run.cps, c)
+				if err := im.merge.run.addCheckpoint(c); err != nil {
+					return err
+				}
 			}
 		case rec.Commit != nil:
 			c := *rec.Commit
@@ -1094,8 +1105,10 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				if err := im.a.p.Journal.ImportEvent(ctx, tx, e); err != nil {
 					return rowError(err)
 				}
-			} else if im.merge.run != nil && e.Seq >= im.merge.run.from {
-				im.merge.run.events = append(im.merge.run.events, e)
+			} else if im.merge.run != nil {
+				if err := im.merge.run.addEvent(e); err != nil {
+					return err
+				}
 			}
 		case rec.Space != nil:
 			s := *rec.Space
@@ -1120,7 +1133,7 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			im.sum.Actors++
 			added, err := im.a.p.Actors.ImportSpace(ctx, tx, s)
 			if im.opt.Merge && wserr.Is(err, wserr.Conflict) {
-				im.merge.space = &mergeSpace{rec: s}
+				im.merge.space = im.newMergeSpace(ctx, tx, s)
 				actor = ""
 				continue
 			}
@@ -1146,7 +1159,9 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 					return err
 				}
 			} else if im.merge.space != nil {
-				im.merge.space.changes = append(im.merge.space.changes, c)
+				if err := im.merge.space.changes.add(c); err != nil {
+					return err
+				}
 			}
 		}
 		report(im.opt, "records", rows, 0)
@@ -1286,7 +1301,7 @@ func (im *importer) nothingAfter(ctx context.Context) error {
 // may come from a damaged manifest.
 func ReadManifest(ctx context.Context, r io.Reader, blob func(BlobRef) error) (Manifest, error) {
 	im := newImporter(ctx, r)
-	defer im.sets.Close()
+	defer im.close()
 	if err := im.manifest(ctx, blob); err != nil {
 		return Manifest{}, err
 	}

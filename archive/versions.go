@@ -7,6 +7,7 @@ import (
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // A store keeps the older versions of a run's file as deltas against newer
@@ -30,17 +31,37 @@ type reencoder interface {
 	QueueReencode(ctx context.Context, tx *index.Tx, h, prev cas.Hash) error
 }
 
-// lineage is the order of the states of the run being imported.
+// lineage is the order of the states of the run being imported. It keeps
+// the last checkpoint's root, the parent of the next as a rule, and reads
+// any other from the checkpoint rows written so far in the import's
+// transaction, so what it holds does not grow with the run.
 type lineage struct {
-	run   string
-	roots map[int64]cas.Hash // checkpoint roots by seq
-	live  cas.Hash           // the live tree, queued against head once the checkpoints are in
-	head  int64              // the head checkpoint
+	run      string
+	live     cas.Hash // the live tree, queued against head once the checkpoints are in
+	head     int64    // the head checkpoint
+	lastSeq  int64
+	lastRoot cas.Hash
 }
 
 // startRun begins the lineage of run r, which the import adds.
 func (im *importer) startRun(r runs.RunRecord) {
-	im.lin = &lineage{run: r.ID, roots: map[int64]cas.Hash{}, live: r.Root, head: r.HeadCheckpoint}
+	im.lin = &lineage{run: r.ID, live: r.Root, head: r.HeadCheckpoint}
+}
+
+// root returns the root of the lineage's checkpoint seq, and false if the
+// run has no such checkpoint (yet).
+func (im *importer) root(ctx context.Context, tx *index.Tx, seq int64) (cas.Hash, bool, error) {
+	if seq < 1 {
+		return cas.Hash{}, false, nil
+	}
+	if seq == im.lin.lastSeq {
+		return im.lin.lastRoot, true, nil
+	}
+	c, err := im.a.p.Checkpoints.Get(ctx, tx, im.lin.run, seq)
+	if wserr.Is(err, wserr.CheckpointNotFound) {
+		return cas.Hash{}, false, nil
+	}
+	return c.Root, err == nil, err
 }
 
 // checkpointVersions queues the files checkpoint seq (root, taken after
@@ -49,22 +70,26 @@ func (im *importer) checkpointVersions(ctx context.Context, tx *index.Tx, seq, p
 	if im.lin == nil {
 		return nil
 	}
-	im.lin.roots[seq] = root
-	if prev, ok := im.lin.roots[parent]; ok && parent != seq {
-		return im.queueChanged(ctx, tx, prev, root)
+	prev, ok, err := im.root(ctx, tx, parent)
+	im.lin.lastSeq, im.lin.lastRoot = seq, root
+	if err != nil || !ok || parent == seq {
+		return err
 	}
-	return nil
+	return im.queueChanged(ctx, tx, prev, root)
 }
 
 // endLineage queues the run's live tree against its head checkpoint and
 // ends the lineage.
 func (im *importer) endLineage(ctx context.Context, tx *index.Tx) error {
 	lin := im.lin
-	im.lin = nil
 	if lin == nil {
 		return nil
 	}
-	prev, ok := lin.roots[lin.head]
+	prev, ok, err := im.root(ctx, tx, lin.head)
+	im.lin = nil
+	if err != nil {
+		return err
+	}
 	if !ok && lin.head != 0 {
 		return corrupt("records: run %s: its head names checkpoint %d, which the archive does not hold", lin.run, lin.head)
 	}

@@ -28,16 +28,6 @@ type Record struct {
 
 const recordCols = `run_id, seq, root, parent_seq, reason, event_seq, created_at, dead_bytes, cum_dead`
 
-// ExportRecords returns runID's checkpoint rows in tx, ordered by seq.
-func (s *Store) ExportRecords(ctx context.Context, tx *index.Tx, runID string) ([]Record, error) {
-	var out []Record
-	err := tx.SelectContext(ctx, &out, `SELECT `+recordCols+` FROM checkpoints WHERE run_id = ? ORDER BY seq`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("export checkpoints %s: %w", runID, index.Translate(err))
-	}
-	return out, nil
-}
-
 // exportPage is how many checkpoint rows EachExportRecord reads at a time.
 const exportPage = 512
 
