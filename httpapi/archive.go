@@ -142,13 +142,20 @@ func (h *Handler) importArchive(w http.ResponseWriter, r *http.Request) {
 		body = http.MaxBytesReader(w, r.Body, limit)
 	}
 	var sum archive.Summary
-	err := h.replaying(r, h.progressReader(w, clientBody{body, "read the archive"}), func(src io.Reader) (err error) {
+	// A body cut short also ends the request's context (the server
+	// cancels it when the connection's read fails), which the import may
+	// see first: the body's error is what the client is answered.
+	read := &bodyError{r: clientBody{body, "read the archive"}}
+	err := h.replaying(r, h.progressReader(w, read), func(src io.Reader) (err error) {
 		// The host's directories are not the client's to reach (see
 		// Handler.protocol).
 		sum, err = h.b.Archive.Import(r.Context(), src, archive.Options{NoHostPaths: true})
 		return err
 	})
 	if err != nil {
+		if read.err != nil {
+			err = read.err
+		}
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			err = archiveTooLarge(mbe.Limit)
@@ -162,6 +169,21 @@ func (h *Handler) importArchive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, sum)
+}
+
+// bodyError reads a request's body, keeping the first error other than
+// its end that reading it gave.
+type bodyError struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyError) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
 }
 
 func archiveTooLarge(limit int64) error {

@@ -89,7 +89,10 @@ func TestMethodNotAllowed(t *testing.T) {
 
 // TestImportBodyCutShort: an import whose body ends before its
 // Content-Length is the client's error (400 workspace.invalid_argument),
-// as an upload's is, and imports nothing.
+// as an upload's is, and imports nothing, wherever in the archive it ends:
+// before its first entry, in its manifest, in a blob, or in its last bytes
+// (the request's context, which the server ends as the read fails, is not
+// the answer).
 func TestImportBodyCutShort(t *testing.T) {
 	src := newServer(t, httpapi.Options{})
 	src.okJSON(http.MethodPost, src.url("/workspace/upload", "actor", "alice", "path", "notes.md"), strings.NewReader(strings.Repeat("note\n", 1000)))
@@ -97,11 +100,13 @@ func TestImportBodyCutShort(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", arc)
 
 	dst := newServer(t, httpapi.Options{})
-	head := fmt.Sprintf("POST /v1/import HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n", dst.full, len(arc))
-	resp = dst.rawRequest(head, string(arc[:len(arc)/2]))
-	b, _ := io.ReadAll(resp.Body)
-	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
-	assert.Contains(t, string(b), `"code":"workspace.invalid_argument"`)
+	for _, cut := range []int{0, 10, 1024, 3000, len(arc) / 2, len(arc) - 10} {
+		head := fmt.Sprintf("POST /v1/import HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n", dst.full, len(arc))
+		resp = dst.rawRequest(head, string(arc[:cut]))
+		b, _ := io.ReadAll(resp.Body)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "cut at %d of %d: %s", cut, len(arc), b)
+		assert.Contains(t, string(b), `"code":"workspace.invalid_argument"`, "cut at %d of %d", cut, len(arc))
+	}
 	dl, body := dst.do(http.MethodGet, dst.url("/workspace/file", "actor", "alice", "path", "notes.md"), dst.full, nil)
 	assert.Equal(t, http.StatusNotFound, dl.StatusCode, "nothing imported: %s", body)
 }
