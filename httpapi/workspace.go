@@ -303,8 +303,11 @@ func conditions(r *http.Request) (actors.ChangeOptions, error) {
 		case strings.Contains(v, ","):
 			return opt, badRequest("If-Match takes one entity tag (the file's ETag) or *")
 		default:
-			h, err := cas.ParseHash(strings.Trim(v, `"`))
-			if strings.HasPrefix(v, "W/") || !strings.HasPrefix(v, `"`) || !strings.HasSuffix(v, `"`) || len(v) < 2 || err != nil || h.IsZero() {
+			// Compared strongly, character by character (RFC 9110,
+			// 8.8.3.2): only the ETag a download gives matches, not
+			// the hash in capitals or with more quotes.
+			h, err := cas.ParseHash(strings.TrimSuffix(strings.TrimPrefix(v, `"`), `"`))
+			if err != nil || h.IsZero() || v != `"`+h.String()+`"` {
 				return opt, errNeverMatches
 			}
 			opt.ExpectedHash = h
