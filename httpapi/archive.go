@@ -50,6 +50,11 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	release, ok := h.turn(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	aw := &archiveWriter{w: w, progress: h.progressWriter(w)}
 	var sum archive.Summary
 	err = h.retry(r.Context(), func() (err error) {
@@ -141,6 +146,11 @@ func (h *Handler) importArchive(w http.ResponseWriter, r *http.Request) {
 		}
 		body = http.MaxBytesReader(w, r.Body, limit)
 	}
+	release, ok := h.turn(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	var sum archive.Summary
 	// A body cut short also ends the request's context (the server
 	// cancels it when the connection's read fails), which the import may

@@ -143,7 +143,9 @@ type Options struct {
 	// MaxTransfers bounds the uploads, downloads, imports and exports
 	// served at once, each of which holds a few MiB of buffers: one more
 	// waits for a turn up to BusyDeadline, then is answered 503
-	// store.busy. Default DefaultMaxTransfers; negative: no bound.
+	// store.busy. The turn is taken once the request's token allows it:
+	// a refusal (401, 403) never waits. Default DefaultMaxTransfers;
+	// negative: no bound.
 	MaxTransfers int
 }
 
@@ -211,43 +213,34 @@ func New(b Backend, opts Options) *Handler {
 	return h
 }
 
-// transfer serves a route that streams a file or an archive once fewer
-// than MaxTransfers do: the memory transfers hold grows with how many run
-// at once, not with their sizes. A request that finds no turn within
-// BusyDeadline is answered 503 store.busy, its body unread.
-func (h *Handler) transfer(serve http.HandlerFunc) http.HandlerFunc {
-	return h.transferIf(func(*http.Request) bool { return true }, serve)
-}
-
-// transferIf is transfer for the requests large says are transfers; the
-// others are served at once.
-func (h *Handler) transferIf(large func(*http.Request) bool, serve http.HandlerFunc) http.HandlerFunc {
+// turn waits for a turn to serve a transfer (a stream of a file or an
+// archive) while fewer than MaxTransfers are served: the memory transfers
+// hold grows with how many run at once, not with their sizes. It is taken
+// once the request's token is checked, so a request the token may not
+// make is refused (401, 403) at once, never queued behind transfers. A
+// request that finds no turn within BusyDeadline is answered 503
+// store.busy, its body unread, and ok is false; else release gives the
+// turn back.
+func (h *Handler) turn(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	if h.transfers == nil {
-		return serve
+		return func() {}, true
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		if !large(r) {
-			serve(w, r)
-			return
-		}
+	select {
+	case h.transfers <- struct{}{}:
+	default:
+		t := time.NewTimer(h.opts.BusyDeadline)
+		defer t.Stop()
 		select {
 		case h.transfers <- struct{}{}:
-		default:
-			t := time.NewTimer(h.opts.BusyDeadline)
-			defer t.Stop()
-			select {
-			case h.transfers <- struct{}{}:
-			case <-t.C:
-				w.Header().Set("Retry-After", "1")
-				writeError(w, wserr.New(wserr.Busy, "http", "", "this server serves %d transfers at once (--max-transfers), all in progress: try again", h.opts.MaxTransfers))
-				return
-			case <-r.Context().Done():
-				return // the client went away
-			}
+		case <-t.C:
+			w.Header().Set("Retry-After", "1")
+			writeError(w, wserr.New(wserr.Busy, "http", "", "this server serves %d transfers at once (--max-transfers), all in progress: try again", h.opts.MaxTransfers))
+			return nil, false
+		case <-r.Context().Done():
+			return nil, false // the client went away
 		}
-		defer func() { <-h.transfers }()
-		serve(w, r)
 	}
+	return func() { <-h.transfers }, true
 }
 
 // Close ends the journal follows in flight and refuses new ones, so that
@@ -263,24 +256,22 @@ func (h *Handler) routes() {
 	m.HandleFunc("GET /healthz", h.healthz)
 
 	m.HandleFunc("GET /workspace/files", h.wsFiles)
-	m.HandleFunc("GET /workspace/file", h.transfer(h.wsDownload))
-	m.HandleFunc("POST /workspace/upload", h.transfer(h.wsUpload))
+	m.HandleFunc("GET /workspace/file", h.wsDownload)
+	m.HandleFunc("POST /workspace/upload", h.wsUpload)
 	m.HandleFunc("DELETE /workspace/file", h.wsDelete)
 	m.HandleFunc("GET /workspace/stats", h.wsStats)
 	m.HandleFunc("POST /workspace/gc", h.wsGC)
 	m.HandleFunc("DELETE /workspace/delete-by-prefix", h.wsDeletePrefix)
 
-	// An op's body is held whole: one past the size a batch line takes
-	// in a breath (or of a length not given) is a transfer.
-	m.HandleFunc("POST /v1/op", h.transferIf(func(r *http.Request) bool { return r.ContentLength < 0 || r.ContentLength > replayable }, h.op))
+	m.HandleFunc("POST /v1/op", h.op)
 	m.HandleFunc("GET /v1/ops", h.opsHelp)
-	m.HandleFunc("GET /v1/export", h.transfer(h.export))
-	m.HandleFunc("POST /v1/import", h.transfer(h.importArchive))
+	m.HandleFunc("GET /v1/export", h.export)
+	m.HandleFunc("POST /v1/import", h.importArchive)
 
 	m.HandleFunc("GET /v1/runs/{run}", h.run)
 	m.HandleFunc("GET /v1/runs/{run}/checkpoints", h.checkpoints)
 	m.HandleFunc("GET /v1/runs/{run}/files", h.runFiles)
-	m.HandleFunc("GET /v1/runs/{run}/file", h.transfer(h.runFile))
+	m.HandleFunc("GET /v1/runs/{run}/file", h.runFile)
 	m.HandleFunc("GET /v1/runs/{run}/diff", h.runDiff)
 	m.HandleFunc("GET /v1/runs/{run}/events", h.events)
 	m.HandleFunc("GET /v1/runs/{run}/events/follow", h.follow)

@@ -113,6 +113,15 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 		writeResponse(w, protocol.LineTooLong(int(h.opts.MaxRequestBytes)))
 		return
 	}
+	if r.ContentLength < 0 || r.ContentLength > replayable {
+		// The body is held whole: one past the size a batch line takes
+		// in a breath (or of a length not given) is a transfer.
+		release, ok := h.turn(w, r)
+		if !ok {
+			return
+		}
+		defer release()
+	}
 	line, err := readRequest(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes), r.ContentLength)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {

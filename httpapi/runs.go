@@ -144,6 +144,11 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	release, ok := h.turn(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	ws, err := h.view(r, id)
 	var p vfs.Path
 	if err == nil {

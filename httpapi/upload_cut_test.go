@@ -20,6 +20,7 @@ import (
 	"github.com/wsstore/wsstore/httpapi"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/tokens"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -128,5 +129,53 @@ func TestTransfersAreBounded(t *testing.T) {
 	rec = serve(http.MethodPost, "/workspace/upload?actor=a&path=third.txt", strings.NewReader("third\n"))
 	assert.Equal(t, http.StatusOK, rec.Code, "a turn came free: %s", rec.Body)
 	close(held[1].release)
+	require.Equal(t, http.StatusOK, <-done)
+}
+
+// TestTransferTurnComesAfterTheToken: while every transfer's turn is
+// taken, a transfer without a valid token is 401 and one its token may
+// not make 403, at once, as when the server is idle: never queued for a
+// turn and answered 503 store.busy, which says to try again.
+func TestTransferTurnComesAfterTheToken(t *testing.T) {
+	s := newServer(t, httpapi.Options{MaxTransfers: 1, BusyDeadline: 5 * time.Second})
+	ro := s.token(tokens.Spec{ReadOnly: true})
+	bob := s.token(tokens.Spec{Actors: []string{"bob"}})
+	s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", "f.txt"), strings.NewReader("f\n"))
+	serve := func(method, u, token string, body io.Reader) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, u, body)
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		s.h.ServeHTTP(rec, r)
+		return rec
+	}
+	held := &heldBody{reading: make(chan struct{}), release: make(chan struct{}), r: strings.NewReader("slow\n")}
+	done := make(chan int, 1)
+	go func() { done <- serve(http.MethodPost, "/workspace/upload?actor=a&path=slow.txt", s.full, held).Code }()
+	<-held.reading // it holds the one turn
+
+	for _, tc := range []struct {
+		name, method, u, token string
+		body                   io.Reader
+		code                   int
+	}{
+		{"DownloadWithoutToken", http.MethodGet, "/workspace/file?actor=a&path=f.txt", "", nil, http.StatusUnauthorized},
+		{"UploadWithoutToken", http.MethodPost, "/workspace/upload?actor=a&path=g.txt", "", strings.NewReader("g"), http.StatusUnauthorized},
+		{"ExportWithoutToken", http.MethodGet, "/v1/export?all=true", "", nil, http.StatusUnauthorized},
+		{"ImportWithoutToken", http.MethodPost, "/v1/import", "", strings.NewReader("x"), http.StatusUnauthorized},
+		{"RunFileWithoutToken", http.MethodGet, "/v1/runs/r/file?path=x", "", nil, http.StatusUnauthorized},
+		{"ReadOnlyUpload", http.MethodPost, "/workspace/upload?actor=a&path=g.txt", ro, strings.NewReader("g"), http.StatusForbidden},
+		{"OtherActorsDownload", http.MethodGet, "/workspace/file?actor=a&path=f.txt", bob, nil, http.StatusForbidden},
+		{"ReadOnlyImport", http.MethodPost, "/v1/import", ro, strings.NewReader("x"), http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			rec := serve(tc.method, tc.u, tc.token, tc.body)
+			assert.Equal(t, tc.code, rec.Code, "%s", rec.Body)
+			assert.Less(t, time.Since(start), 2*time.Second, "answered without waiting for a turn")
+		})
+	}
+	close(held.release)
 	require.Equal(t, http.StatusOK, <-done)
 }

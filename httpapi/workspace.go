@@ -68,6 +68,11 @@ func (h *Handler) wsDownload(w http.ResponseWriter, r *http.Request) {
 	if _, ok := h.authorize(w, r, access{actor: actor}); !ok {
 		return
 	}
+	release, ok := h.turn(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	var e vfs.Entry
 	err := h.retry(r.Context(), func() (err error) {
 		if e, err = h.b.Actors.Stat(r.Context(), actor, p); err == nil && e.Kind != vfs.KindFile {
@@ -129,6 +134,11 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 		writeChangeError(w, tooLarge(p, limit))
 		return
 	}
+	release, ok := h.turn(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	if limit := h.opts.MaxUploadBytes; limit > 0 {
 		if multipart {
 			// The limit is the file's: the form around it may add up
