@@ -222,8 +222,23 @@ func New(b Backend, opts Options) *Handler {
 // store.busy, its body unread, and ok is false; else release gives the
 // turn back.
 func (h *Handler) turn(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	release, err := h.waitTurn(r)
+	if err != nil {
+		if wserr.Is(err, wserr.Busy) {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, err)
+		}
+		return nil, false
+	}
+	return release, true
+}
+
+// waitTurn is turn that leaves the answer to its caller: it fails with
+// store.busy when no turn came within BusyDeadline, or with the request's
+// context's error when the client went away.
+func (h *Handler) waitTurn(r *http.Request) (release func(), err error) {
 	if h.transfers == nil {
-		return func() {}, true
+		return func() {}, nil
 	}
 	select {
 	case h.transfers <- struct{}{}:
@@ -233,14 +248,12 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) (release func(), 
 		select {
 		case h.transfers <- struct{}{}:
 		case <-t.C:
-			w.Header().Set("Retry-After", "1")
-			writeError(w, wserr.New(wserr.Busy, "http", "", "this server serves %d transfers at once (--max-transfers), all in progress: try again", h.opts.MaxTransfers))
-			return nil, false
+			return nil, wserr.New(wserr.Busy, "http", "", "this server serves %d transfers at once (--max-transfers), all in progress: try again", h.opts.MaxTransfers)
 		case <-r.Context().Done():
-			return nil, false // the client went away
+			return nil, r.Context().Err()
 		}
 	}
-	return func() { <-h.transfers }, true
+	return func() { <-h.transfers }, nil
 }
 
 // Close ends the journal follows in flight and refuses new ones, so that

@@ -21,6 +21,11 @@ import (
 // /v1/import stream the archive in the request or the response instead.
 var hostFileOps = map[string]bool{"export": true, "import": true}
 
+// contentOps are the ops whose answer holds a file's content, read
+// whole: each takes a transfer's turn (Options.MaxTransfers), as a
+// download does, however small its request.
+var contentOps = map[string]bool{"read": true, "host.read": true, "actor.download": true, "diff": true, "runs.diff": true}
+
 // opAccess is what the request line asks of its token. Only the top-level
 // "op" and "actor" are looked at; a line that does not decode asks the
 // most (a change, beyond one actor), so a token is never checked for less
@@ -113,6 +118,7 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 		writeResponse(w, protocol.LineTooLong(int(h.opts.MaxRequestBytes)))
 		return
 	}
+	turned := false
 	if r.ContentLength < 0 || r.ContentLength > replayable {
 		// The body is held whole: one past the size a batch line takes
 		// in a breath (or of a length not given) is a transfer.
@@ -121,6 +127,7 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer release()
+		turned = true
 	}
 	line, err := readRequest(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes), r.ContentLength)
 	var mbe *http.MaxBytesError
@@ -155,6 +162,19 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 	if limit := h.opts.MaxUploadBytes; limit > 0 && a.fileBytes > limit {
 		writeResponse(w, protocol.ErrorResponse(a.op, a.id, tooLarge("", limit)))
 		return
+	}
+	if !turned && contentOps[a.op] {
+		// Its answer holds a file's content (up to 16 MiB, several
+		// times that while encoded): a download, served in turn.
+		release, err := h.waitTurn(r)
+		if err != nil {
+			if wserr.Is(err, wserr.Busy) {
+				w.Header().Set("Retry-After", "1")
+				writeResponse(w, protocol.ErrorResponse(a.op, a.id, err))
+			}
+			return
+		}
+		defer release()
 	}
 	// A commit's response delivers its message: it is written and flushed
 	// from the commit's sink, and the commit is completed only if that

@@ -179,3 +179,36 @@ func TestTransferTurnComesAfterTheToken(t *testing.T) {
 	close(held.release)
 	require.Equal(t, http.StatusOK, <-done)
 }
+
+// TestContentOpsAreTransfers: an op whose answer holds a file's content
+// (actor.download, read, diff, …) holds it whole, encoded, however small
+// its request: it is served in turn as a download is, so with every turn
+// taken it waits, then is answered 503 store.busy as an op's answer,
+// while an op that answers a few fields is served at once.
+func TestContentOpsAreTransfers(t *testing.T) {
+	s := newServer(t, httpapi.Options{MaxTransfers: 1, BusyDeadline: 200 * time.Millisecond})
+	s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", "f.txt"), strings.NewReader("f\n"))
+	serve := func(method, u string, body io.Reader) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, u, body)
+		r.Header.Set("Authorization", "Bearer "+s.full)
+		rec := httptest.NewRecorder()
+		s.h.ServeHTTP(rec, r)
+		return rec
+	}
+	held := &heldBody{reading: make(chan struct{}), release: make(chan struct{}), r: strings.NewReader("slow\n")}
+	done := make(chan int, 1)
+	go func() { done <- serve(http.MethodPost, "/workspace/upload?actor=a&path=slow.txt", held).Code }()
+	<-held.reading // it holds the one turn
+
+	rec := serve(http.MethodPost, "/v1/op", strings.NewReader(`{"op":"actor.download","id":7,"actor":"a","path":"f.txt"}`))
+	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "%s", rec.Body)
+	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+	assert.JSONEq(t, `{"op":"actor.download","id":7,"ok":false,"error":{"code":"store.busy","message":"this server serves 1 transfers at once (--max-transfers), all in progress: try again"}}`, rec.Body.String())
+	rec = serve(http.MethodPost, "/v1/op", strings.NewReader(`{"op":"actor.stats","actor":"a"}`))
+	assert.Equal(t, http.StatusOK, rec.Code, "an op that answers a few fields is served: %s", rec.Body)
+
+	close(held.release)
+	require.Equal(t, http.StatusOK, <-done)
+	rec = serve(http.MethodPost, "/v1/op", strings.NewReader(`{"op":"actor.download","actor":"a","path":"f.txt"}`))
+	assert.Equal(t, http.StatusOK, rec.Code, "a turn came free: %s", rec.Body)
+}
