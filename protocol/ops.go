@@ -190,7 +190,9 @@ var ops = []op{
               writes an archive (docs/archive.md) of the runs, chat
               workspaces (by workspaceId or KIND:STABLE_CHAT_ID, with their runs), actor spaces or
               the whole store to the file path on the host; scratch/ is
-              never exported; skipWorkspace leaves actor spaces out`,
+              never exported; skipWorkspace leaves actor spaces out.
+              wsctl batch refuses (workspace.invalid_argument) a path that
+              is its own standard input or output, for import too`,
 	},
 	{
 		name: "import", access: writes, request: []any{importRequest{}}, handle: (*Session).importArchive,

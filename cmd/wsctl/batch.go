@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // codeInterrupted is what a batch, or the request in flight, that an
@@ -66,7 +68,8 @@ func runBatch(ctx context.Context, o batchOptions, _ []string) error {
 	}
 	defer st.Close()
 	b := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Retention: st.Runs,
-		Records: st.Runs, Host: st.Runs, Checkpoints: st.Checkpoints, Store: st, Archives: st})
+		Records: st.Runs, Host: st.Runs, Checkpoints: st.Checkpoints, Store: st,
+		Archives: stdioArchives{Archives: st, stdio: stdioFiles(o.in, o.out)}})
 
 	growPipe(o.in)
 	growPipe(o.out)
@@ -187,6 +190,73 @@ func writeResponse(w *bufio.Writer, resp protocol.Response) error {
 		return err
 	}
 	return w.Flush()
+}
+
+// stdioFile is one of batch's standard streams, as a file it may be
+// named by.
+type stdioFile struct {
+	name string // "input" or "output"
+	fi   os.FileInfo
+}
+
+// stdioFiles describes in and out, those of them that are files.
+func stdioFiles(in io.Reader, out io.Writer) []stdioFile {
+	var fs []stdioFile
+	for _, s := range []struct {
+		name string
+		v    any
+	}{{"input", in}, {"output", out}} {
+		if f, ok := s.v.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil {
+				fs = append(fs, stdioFile{s.name, fi})
+			}
+		}
+	}
+	return fs
+}
+
+// stdioArchives is the store's export and import for batch. An archive
+// file that is batch's own standard input or output (/dev/stdout,
+// /proc/self/fd/0, the file the output is redirected to) is refused with
+// workspace.invalid_argument before anything is read or written: an export
+// would write the archive into the response lines (or replace the file
+// they go to), an import would read the requests that follow as the
+// archive.
+type stdioArchives struct {
+	protocol.Archives
+	stdio []stdioFile
+}
+
+func (a stdioArchives) ExportFile(ctx context.Context, path string, scope archive.Scope, opt archive.Options) (archive.Summary, error) {
+	if err := a.refuseStdio("export", path); err != nil {
+		return archive.Summary{}, err
+	}
+	return a.Archives.ExportFile(ctx, path, scope, opt)
+}
+
+func (a stdioArchives) ImportFile(ctx context.Context, path string, opt archive.Options) (archive.Summary, error) {
+	if err := a.refuseStdio("import", path); err != nil {
+		return archive.Summary{}, err
+	}
+	return a.Archives.ImportFile(ctx, path, opt)
+}
+
+// refuseStdio fails when path (its links followed) is one of a.stdio. A
+// path that cannot be read is left to the store to report.
+func (a stdioArchives) refuseStdio(op, path string) error {
+	if len(a.stdio) == 0 || path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	for _, s := range a.stdio {
+		if os.SameFile(fi, s.fi) {
+			return wserr.New(wserr.InvalidArgument, op, path, "that is batch's standard %s, which carries the %s: name another file", s.name, map[string]string{"input": "requests", "output": "responses"}[s.name])
+		}
+	}
+	return nil
 }
 
 // pipeSize is the capacity batch asks for its input and output pipes
