@@ -224,7 +224,9 @@ var ops = []op{
 	{
 		name: "policy.set", access: writes, request: []any{policyRequest{}, runs.Policy{}}, handle: (*Session).policySet,
 		help: `  policy.set  {workspaceId?, policy}        -> {scope, policy}   workspaceId: that chat's
-              overrides; default the store's
+              overrides; default the store's (an empty workspaceId, here
+              and in prune, policy.get and runs.list, is
+              batch.invalid_request, never read as absent)
       policy       {keepCompletedRuns?, keepFailedRuns?, maxRunWorkspacesPerChat?,
                     maxCheckpointBytesPerRun?, autoPruneAfterDays?, maxStoreBytes?}
                    integers; a field left out inherits (a chat's from the

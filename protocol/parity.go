@@ -431,7 +431,7 @@ func (s *Session) commitResolve(ctx context.Context, r request) (any, error) {
 
 type runsListRequest struct {
 	base
-	WorkspaceID string      `json:"workspaceId"`
+	WorkspaceID *string     `json:"workspaceId"`
 	Status      runs.Status `json:"status"`
 	Limit       int         `json:"limit"`
 }
@@ -450,11 +450,15 @@ func (s *Session) runsList(ctx context.Context, r request) (any, error) {
 	if req.Limit < 0 {
 		return nil, invalidRequest("limit %d is negative (0: all)", req.Limit)
 	}
+	chatID, err := workspaceID(req.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
 	h, err := s.hostRuns()
 	if err != nil {
 		return nil, err
 	}
-	rs, err := h.Runs(ctx, runs.ListQuery{ChatID: req.WorkspaceID, Status: req.Status, Limit: req.Limit})
+	rs, err := h.Runs(ctx, runs.ListQuery{ChatID: chatID, Status: req.Status, Limit: req.Limit})
 	if err != nil {
 		return nil, err
 	}
@@ -735,13 +739,17 @@ func (s *Session) deletions(ctx context.Context, r request) (any, error) {
 
 type policyGetRequest struct {
 	base
-	WorkspaceID string `json:"workspaceId"`
-	Effective   bool   `json:"effective"`
+	WorkspaceID *string `json:"workspaceId"`
+	Effective   bool    `json:"effective"`
 }
 
 func (s *Session) policyGet(ctx context.Context, r request) (any, error) {
 	var req policyGetRequest
 	if err := r.decode(&req); err != nil {
+		return nil, err
+	}
+	chatID, err := workspaceID(req.WorkspaceID)
+	if err != nil {
 		return nil, err
 	}
 	h, err := s.hostRuns()
@@ -750,12 +758,12 @@ func (s *Session) policyGet(ctx context.Context, r request) (any, error) {
 	}
 	var p runs.Policy
 	if req.Effective {
-		if req.WorkspaceID == "" {
+		if chatID == "" {
 			return nil, invalidRequest("effective needs \"workspaceId\": the chat it applies to")
 		}
-		p, err = h.EffectivePolicy(ctx, req.WorkspaceID)
+		p, err = h.EffectivePolicy(ctx, chatID)
 	} else {
-		p, err = h.Policy(ctx, policyScope(req.WorkspaceID))
+		p, err = h.Policy(ctx, policyScope(chatID))
 	}
 	if err != nil {
 		return nil, err

@@ -9,8 +9,8 @@ import (
 
 type pruneRequest struct {
 	base
-	DryRun      bool   `json:"dryRun"`
-	WorkspaceID string `json:"workspaceId"`
+	DryRun      bool    `json:"dryRun"`
+	WorkspaceID *string `json:"workspaceId"`
 }
 
 type chatDeleteRequest struct {
@@ -21,7 +21,7 @@ type chatDeleteRequest struct {
 
 type policyRequest struct {
 	base
-	WorkspaceID string       `json:"workspaceId"`
+	WorkspaceID *string      `json:"workspaceId"`
 	Policy      *runs.Policy `json:"policy"`
 }
 
@@ -30,6 +30,19 @@ func (s *Session) retention() (Retention, error) {
 		return nil, wserr.New(wserr.InvalidOptions, "retention", "", "this session has no retention service")
 	}
 	return s.backend.Retention, nil
+}
+
+// workspaceID is a request's optional workspaceId: "" when it is left out
+// (null too). An empty one names no chat, and is refused rather than read
+// as absent, which means every chat, or the store's own policy.
+func workspaceID(id *string) (string, error) {
+	if id == nil {
+		return "", nil
+	}
+	if *id == "" {
+		return "", invalidRequest("\"workspaceId\" is empty: name a chat workspace (chat_…), or leave it out for the whole store")
+	}
+	return *id, nil
 }
 
 // policyScope is the policy scope a request's workspaceId names: that
@@ -46,11 +59,15 @@ func (s *Session) prune(ctx context.Context, r request) (any, error) {
 	if err := r.decode(&req); err != nil {
 		return nil, err
 	}
+	chatID, err := workspaceID(req.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
 	ret, err := s.retention()
 	if err != nil {
 		return nil, err
 	}
-	return ret.Prune(ctx, runs.PruneOptions{DryRun: req.DryRun, ChatID: req.WorkspaceID})
+	return ret.Prune(ctx, runs.PruneOptions{DryRun: req.DryRun, ChatID: chatID})
 }
 
 func (s *Session) chatDelete(ctx context.Context, r request) (any, error) {
@@ -78,6 +95,10 @@ func (s *Session) policySet(ctx context.Context, r request) (any, error) {
 	if err := r.decode(&req); err != nil {
 		return nil, err
 	}
+	chatID, err := workspaceID(req.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
 	if req.Policy == nil {
 		return nil, invalidRequest("missing \"policy\"")
 	}
@@ -85,7 +106,7 @@ func (s *Session) policySet(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	scope := policyScope(req.WorkspaceID)
+	scope := policyScope(chatID)
 	if err := ret.SetPolicy(ctx, scope, *req.Policy); err != nil {
 		return nil, err
 	}

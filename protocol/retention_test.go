@@ -197,3 +197,36 @@ func TestGCGraceSaturates(t *testing.T) {
 	res := s.ok(`{"op":"gc","dryRun":true,"graceSeconds":0}`)
 	assert.Positive(t, res["freed"].(map[string]any)["blobs"], "no grace frees it")
 }
+
+// TestEmptyWorkspaceIDIsRefused: an empty "workspaceId" names no chat and
+// is not read as absent (which means the whole store): policy.set would
+// set the store's policy, prune would prune every chat. Each is refused
+// with batch.invalid_request, as an empty runId is, and changes nothing.
+func TestEmptyWorkspaceIDIsRefused(t *testing.T) {
+	st := storetest.OpenStore(t)
+	e := &retentionSession{t: t, st: st, s: protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal,
+		Retention: st.Runs, Host: st.Runs})}
+	e.ok(`{"op":"run.create","chat":{"kind":"character","stableChatId":"a"},"runId":"r1"}`)
+	before := e.counts()
+	for _, l := range []string{
+		`{"op":"policy.set","workspaceId":"","policy":{"keepCompletedRuns":1}}`,
+		`{"op":"prune","workspaceId":""}`,
+		`{"op":"prune","workspaceId":"","dryRun":true}`,
+		`{"op":"policy.get","workspaceId":""}`,
+		`{"op":"policy.get","workspaceId":"","effective":true}`,
+		`{"op":"runs.list","workspaceId":""}`,
+	} {
+		_, code := e.ask(l)
+		assert.Equal(t, string(protocol.CodeInvalidRequest), code, "%s", l)
+	}
+	assert.Equal(t, before, e.counts(), "nothing changed")
+	p, err := st.Runs.Policy(context.Background(), runs.StoreScope)
+	require.NoError(t, err)
+	assert.Equal(t, runs.Policy{}, p, "the store's policy is as it was")
+
+	// Left out, workspaceId still means the store.
+	assert.Equal(t, "*", e.ok(`{"op":"policy.set","policy":{"keepCompletedRuns":3}}`)["scope"])
+	assert.EqualValues(t, 3, e.ok(`{"op":"policy.get"}`)["policy"].(map[string]any)["keepCompletedRuns"])
+	assert.NotEmpty(t, e.ok(`{"op":"prune","dryRun":true}`))
+	assert.Len(t, e.ok(`{"op":"runs.list"}`)["runs"], 1)
+}
