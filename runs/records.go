@@ -130,8 +130,13 @@ func recordPath(op, dir, id string) (vfs.Path, error) {
 		return vfs.Path{}, wserr.New(wserr.InvalidArgument, op, "", "missing tool call id")
 	}
 	p, err := vfs.MustPath(dir).Join(id + ".json")
-	if err != nil || p.Dir().String() != dir || !runIDPattern.MatchString(id) {
+	if !runIDPattern.MatchString(id) || (err == nil && p.Dir().String() != dir) {
 		return vfs.Path{}, wserr.New(wserr.InvalidArgument, op, "", "tool call id %q must be 1-128 letters, digits, '_', '-' or '.', starting with a letter or digit", id)
+	}
+	if err != nil {
+		// Of that form, but no name a file may have on every system
+		// (CON, NUL.txt and the like are devices on Windows).
+		return vfs.Path{}, wserr.New(wserr.InvalidArgument, op, "", "tool call id %q names its record %s, which no file may be called: %s", id, id+".json", wserr.MessageOf(err))
 	}
 	return p, nil
 }

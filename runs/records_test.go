@@ -177,6 +177,23 @@ func TestRecordsRefuseNegativeCounts(t *testing.T) {
 	assert.Equal(t, before, rowCounts(e), "a refused record writes nothing")
 }
 
+// TestToolCallIDsNameTheirRule: a tool call id of the allowed form whose
+// record no file may be called (a Windows device name) is refused saying
+// why, not with the form it has.
+func TestToolCallIDsNameTheirRule(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	before := rowCounts(e)
+	_, err := e.svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: "CON", Name: "t", Args: json.RawMessage(`{}`)})
+	require.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+	assert.NotContains(t, wserr.MessageOf(err), "must be 1-128 letters")
+	assert.Contains(t, wserr.MessageOf(err), "CON.json")
+	_, err = e.svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: "-x", Name: "t", Args: json.RawMessage(`{}`)})
+	require.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+	assert.Contains(t, wserr.MessageOf(err), "must be 1-128 letters")
+	assert.Equal(t, before, rowCounts(e), "a refused record writes nothing")
+}
+
 // TestStatusOfAMissingRun: a status change of a run that does not exist
 // is run.not_found, whatever the status asked, completed included.
 func TestStatusOfAMissingRun(t *testing.T) {
