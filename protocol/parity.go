@@ -531,6 +531,9 @@ func (s *Session) chatShow(ctx context.Context, r request) (any, error) {
 	if req.WorkspaceID == nil {
 		return nil, invalidRequest("missing \"workspaceId\"")
 	}
+	if *req.WorkspaceID == "" {
+		return nil, invalidRequest("\"workspaceId\" is empty: name a chat workspace (chat_…)")
+	}
 	h, err := s.hostRuns()
 	if err != nil {
 		return nil, err

@@ -215,6 +215,7 @@ func TestEmptyWorkspaceIDIsRefused(t *testing.T) {
 		`{"op":"policy.get","workspaceId":""}`,
 		`{"op":"policy.get","workspaceId":"","effective":true}`,
 		`{"op":"runs.list","workspaceId":""}`,
+		`{"op":"chat.show","workspaceId":""}`,
 	} {
 		_, code := e.ask(l)
 		assert.Equal(t, string(protocol.CodeInvalidRequest), code, "%s", l)
