@@ -128,6 +128,19 @@ func (t *hostTarget) read(ctx context.Context, opt vfs.ReadOptions) (vfs.ReadRes
 	return res, nil
 }
 
+// open streams a host file whole (vfs.HostFS.Open); the stream outlives
+// the target, which the caller closes.
+func (t *hostTarget) open(ctx context.Context) (io.ReadCloser, vfs.FileInfo, error) {
+	if t.fs == nil {
+		return nil, vfs.FileInfo{}, wserr.New(wserr.PathIsDirectory, "read", HostRoot, "is a directory; list it instead")
+	}
+	rc, fi, err := t.fs.Open(ctx, t.rel)
+	if err != nil {
+		return nil, vfs.FileInfo{}, t.err(err)
+	}
+	return rc, t.info(fi), nil
+}
+
 // listPage lists a host directory, a page at a time. host/ lists the
 // allowed paths (and, to depth, what they hold).
 func (t *hostTarget) listPage(ctx context.Context, w *Workspace, depth int, page vfs.ListPage) ([]vfs.FileInfo, bool, error) {

@@ -416,3 +416,55 @@ func TestHostPathWriteFromStreams(t *testing.T) {
 type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// TestHostPathOpenStreams: Open streams a host file of any size, as it
+// does a stored one, instead of reading it whole and refusing one over
+// MaxReadBytes; its info carries the file's size and hash, and a file
+// another program changes while it streams fails store.conflict at the end.
+func TestHostPathOpenStreams(t *testing.T) {
+	h := newHostEnv(t)
+	ws := h.ws()
+	p := vfs.MustPath("host/proj/big.bin")
+	size := int64(vfs.MaxReadBytes + 4<<20)
+	_, err := ws.WriteFrom(h.ctx, p, io.LimitReader(zeros{}, size), vfs.WriteOptions{})
+	require.NoError(t, err)
+	st, err := ws.Stat(h.ctx, p)
+	require.NoError(t, err)
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	rc, fi, err := ws.Open(h.ctx, p)
+	require.NoError(t, err)
+	n, err := io.Copy(io.Discard, rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
+	runtime.ReadMemStats(&after)
+	assert.Equal(t, size, n)
+	assert.Equal(t, size, fi.Size)
+	assert.Equal(t, st.Hash, fi.Hash)
+	assert.Equal(t, "host/proj/big.bin", fi.Path.String())
+	assert.Equal(t, vfs.ResourceHost, fi.Resource)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "streamed, not held whole")
+
+	rc, _, err = ws.Open(h.ctx, vfs.MustPath("host/proj/main.go"))
+	require.NoError(t, err)
+	b, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
+	assert.Equal(t, "package main\n", string(b))
+
+	rc, _, err = ws.Open(h.ctx, p)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(h.proj, "big.bin"), bytes.Repeat([]byte{1}, int(size)), 0o600))
+	_, err = io.Copy(io.Discard, rc)
+	assert.Equal(t, wserr.Conflict, wserr.CodeOf(err), "%v", err)
+	require.NoError(t, rc.Close())
+
+	_, _, err = ws.Open(h.ctx, vfs.MustPath("host/proj/missing"))
+	assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "%v", err)
+	_, _, err = ws.Open(h.ctx, vfs.MustPath("host/proj"))
+	assert.Equal(t, wserr.PathIsDirectory, wserr.CodeOf(err), "%v", err)
+	_, _, err = ws.Open(h.ctx, vfs.MustPath("host"))
+	assert.Equal(t, wserr.PathIsDirectory, wserr.CodeOf(err), "%v", err)
+}

@@ -71,7 +71,8 @@ func (w *Workspace) ContentMissing(ctx context.Context, op, doing string, p vfs.
 // stream verifies what it returns as the content store's reads do, so it
 // may fail with store.corrupt part way; with store.conflict if the run
 // was deleted or the file changed, and a gc collected the content, while
-// it streamed. Open fails as Read does.
+// it streamed. A host file (host/<name>/…) streams from the host
+// (vfs.HostFS.Open). Open fails as Read does.
 func (w *Workspace) Open(ctx context.Context, p vfs.Path) (io.ReadCloser, vfs.FileInfo, error) {
 	whole := func() (io.ReadCloser, vfs.FileInfo, error) {
 		res, err := w.Read(ctx, p, vfs.ReadOptions{})
@@ -81,10 +82,11 @@ func (w *Workspace) Open(ctx context.Context, p vfs.Path) (io.ReadCloser, vfs.Fi
 		return io.NopCloser(bytes.NewReader(res.Content)), res.Info, nil
 	}
 	if t, ok, err := w.host(ctx, "read", p); ok {
-		if err == nil {
-			t.close()
+		if err != nil {
+			return nil, vfs.FileInfo{}, err
 		}
-		return whole()
+		defer t.close()
+		return t.open(ctx)
 	}
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
 		return whole()

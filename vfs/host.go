@@ -402,6 +402,76 @@ func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult,
 	return res, nil
 }
 
+// Open returns p's whole content as a stream, read with bounded memory
+// whatever the file's size (Read holds at most MaxReadBytes), and p's
+// info. The size and hash in the info are of the file as a first pass
+// read it, streamed; the stream yields at most that many bytes and, at
+// its end, fails with store.conflict if they are not those bytes (another
+// program changed the file meanwhile). The caller closes the stream. It
+// fails like Read.
+func (h *HostFS) Open(ctx context.Context, p Path) (io.ReadCloser, FileInfo, error) {
+	const op = "read"
+	if err := ctx.Err(); err != nil {
+		return nil, FileInfo{}, err
+	}
+	f, fi, err := h.openFile(op, p, false)
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	hash, n, err := hashOpen(op, p, f, false)
+	if err == nil {
+		if _, serr := f.Seek(0, io.SeekStart); serr != nil {
+			err = hostError(op, p, false, serr)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, FileInfo{}, err
+	}
+	info := h.info(p, fi)
+	info.Size, info.Hash = n, hash
+	return &hostStream{f: f, r: io.LimitReader(f, n), sum: cas.NewHasher(), want: hash, p: p}, info, nil
+}
+
+// hostStream is HostFS.Open's stream: the file, up to the length its
+// first pass hashed, checked against that hash once read.
+type hostStream struct {
+	f    *os.File
+	r    io.Reader
+	sum  *cas.Hasher
+	want cas.Hash
+	p    Path
+	err  error
+}
+
+func (s *hostStream) Read(b []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.r.Read(b)
+	s.sum.Write(b[:n])
+	switch {
+	case err == io.EOF && s.sum.Sum() != s.want:
+		s.err = wserr.New(wserr.Conflict, "read", s.p.String(), "the host file changed while it was being read: read it again")
+		return n, s.err
+	case err != nil && err != io.EOF:
+		s.err = hostError("read", s.p, false, err)
+		return n, s.err
+	}
+	return n, err
+}
+
+func (s *hostStream) Close() error {
+	if s.sum != nil {
+		s.sum.Release()
+		s.sum = nil
+	}
+	if s.err == nil {
+		s.err = wserr.New(wserr.Closed, "read", s.p.String(), "the stream is closed")
+	}
+	return s.f.Close()
+}
+
 // List lists p to depth levels (0 means 1) in path order; a file lists as
 // itself. Entries follow symlinks that stay inside the mount, but List does
 // not descend into a symlinked directory (a link to an ancestor would
