@@ -240,3 +240,41 @@ func TestStoreCapHoldsEveryAddition(t *testing.T) {
 		require.NoError(t, err, "%s: a deletion is never refused", name)
 	}
 }
+
+func TestStoreCapHoldsAManifest(t *testing.T) {
+	e := newLifecycleEnv(t)
+	used := func() int64 {
+		n, err := e.st.DB.UsedBytes(e.ctx)
+		require.NoError(t, err)
+		return n
+	}
+	limit := used() + 64<<10 + 123
+	svc := e.service(runs.Options{MaxStoreBytes: limit})
+	r, err := svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "manifest"}})
+	require.NoError(t, err)
+	large := func(n int) runs.Manifest {
+		m := seedManifest()
+		for i := range n {
+			m.Artifacts = append(m.Artifacts, runs.Artifact{ID: fmt.Sprintf("a%05d", i), Path: fmt.Sprintf("output/d/%s%05d.md", strings.Repeat("x", 150), i),
+				Target: runs.Target{Kind: runs.TargetHidden}})
+		}
+		return m
+	}
+	before := rowCounts(e)
+	beforeUsed := used()
+	err = svc.SetManifest(e.ctx, r.ID, large(2000))
+	require.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "a manifest that takes the store past its cap: %v", err)
+	assert.Equal(t, before, rowCounts(e), "a refused manifest changes nothing")
+	assert.Equal(t, beforeUsed, used())
+	m, err := svc.Manifest(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Len(t, m.Artifacts, len(runs.DefaultManifest().Artifacts), "the run keeps the manifest it had")
+
+	require.NoError(t, svc.SetManifest(e.ctx, r.ID, seedManifest()), "a small manifest fits")
+	assert.LessOrEqual(t, used(), limit)
+
+	// Past the cap (a sync brought more in), a manifest that adds no
+	// pages is still set: only one that grows the store is refused.
+	over := e.service(runs.Options{MaxStoreBytes: used() - 1})
+	require.NoError(t, over.SetManifest(e.ctx, r.ID, seedManifest()))
+}

@@ -275,7 +275,10 @@ func (m Manifest) reachable(prof Profile) error {
 
 // SetManifest validates m and stores it with the run, journaling
 // manifest_set. It fails with manifest.invalid and changes nothing then,
-// also for a required artifact the run's profile lets no write make.
+// also for a required artifact the run's profile lets no write make, and
+// with workspace.size_limit_exceeded when the manifest would take the
+// store past its cap (Options.MaxStoreBytes, or the maxStoreBytes
+// setting), as a record would.
 func (s *Service) SetManifest(ctx context.Context, runID string, m Manifest) error {
 	if err := m.Validate(); err != nil {
 		return err
@@ -285,7 +288,7 @@ func (s *Service) SetManifest(ctx context.Context, runID string, m Manifest) err
 		return fmt.Errorf("set manifest: %w", err)
 	}
 	return s.update(ctx, func(tx *index.Tx) error {
-		run, err := findRun(ctx, tx, runID)
+		run, caps, err := findRunCaps(ctx, tx, runID) // the store's cap with the run
 		if err != nil {
 			return err
 		}
@@ -295,11 +298,17 @@ func (s *Service) SetManifest(ctx context.Context, runID string, m Manifest) err
 		if err := m.reachable(run.Profile); err != nil {
 			return err
 		}
+		// The manifest is kept whole on the run's row, with an event:
+		// held to the store's cap as a record is, once written.
+		room := s.roomCheck(ctx, tx, "set manifest", &caps)
+		room.grow()
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET manifest = ?, updated_at = ? WHERE id = ?`, string(b), s.now().UnixNano(), runID); err != nil {
 			return index.Translate(err)
 		}
-		_, err = s.journal.Append(ctx, tx, runID, journal.ManifestSet, journal.Info, map[string]any{"artifacts": len(m.Artifacts)})
-		return err
+		if _, err = s.journal.Append(ctx, tx, runID, journal.ManifestSet, journal.Info, map[string]any{"artifacts": len(m.Artifacts)}); err != nil {
+			return err
+		}
+		return room.settle(ctx, tx)
 	})
 }
 
