@@ -9,6 +9,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/capread"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -200,6 +201,16 @@ func (w *Workspace) buildVersion(ctx context.Context, op string, p vfs.Path, bas
 	if err != nil {
 		return cas.Info{}, mutation{}, err
 	}
+	// Under the run's cap the new version is read only up to the room
+	// it leaves, as a streamed write is: one that would take the run
+	// past it fails while it is read, and what it stored is freed.
+	room, limit, err := w.runRoom(ctx, p)
+	if err != nil {
+		return cas.Info{}, mutation{}, err
+	}
+	if room >= 0 {
+		r = capread.Reader(r, room, runCapExceeded(op, p, limit))
+	}
 	grown, release, err := w.s.StreamCap(ctx, r, same, -1, op, p.String())
 	if err != nil {
 		return cas.Info{}, mutation{}, err
@@ -216,6 +227,30 @@ func (w *Workspace) buildVersion(ctx context.Context, op string, p vfs.Path, bas
 	return info, m, err
 }
 
+// runRoom returns how many bytes a new content of p may have under the
+// run's cap (Profile.MaxRunBytes, roomFor) and the cap; room is -1 when
+// the run has none.
+func (w *Workspace) runRoom(ctx context.Context, p vfs.Path) (room, limit int64, err error) {
+	room = -1
+	err = w.s.db.View(ctx, func(tx *index.Tx) error {
+		run, err := findRun(ctx, tx, w.runID)
+		if err != nil {
+			return err
+		}
+		if limit = run.Profile.MaxRunBytes; limit > 0 {
+			room, err = w.roomFor(ctx, tx, run, p)
+		}
+		return err
+	})
+	return room, limit, err
+}
+
+// runCapExceeded is the refusal of a new content of p that does not fit
+// in the run's cap.
+func runCapExceeded(op string, p vfs.Path, limit int64) error {
+	return wserr.New(wserr.SizeLimitExceeded, op, p.String(), "the workspace would hold more than this run's cap of %d bytes", limit)
+}
+
 // appendLarge appends content to the large file p, whose current entry
 // is base: the new version is the old content streamed with content
 // after it, so the chunks the two share are stored once and neither is
@@ -226,6 +261,11 @@ func (w *Workspace) appendLarge(ctx context.Context, p vfs.Path, base vfs.Entry,
 		return vfs.FileInfo{}, fmt.Errorf("write %s: the store's cap: %w", p, err)
 	} else if capped && int64(len(content)) > room {
 		return vfs.FileInfo{}, wserr.New(wserr.SizeLimitExceeded, "write", p.String(), "the store has %d bytes of room under its cap; %d more do not fit", max(room, 0), len(content))
+	}
+	if room, limit, err := w.runRoom(ctx, p); err != nil {
+		return vfs.FileInfo{}, err
+	} else if room >= 0 && base.Size+int64(len(content)) > room {
+		return vfs.FileInfo{}, runCapExceeded("write", p, limit)
 	}
 	return w.streamVersion(ctx, "write", p, base, opt.ExpectedHash, func(base vfs.Entry, cur io.Reader) (io.Reader, int64, mutation, error) {
 		size := base.Size + int64(len(content))

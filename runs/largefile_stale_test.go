@@ -3,8 +3,10 @@ package runs_test
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,4 +170,39 @@ func TestConcurrentLargeAppendsAllLand(t *testing.T) {
 		}
 	}
 	assert.Equal(t, int64(len(content)+added), fi.Size)
+}
+
+// TestLargeChangePastTheRunCapStoresNothing: an append or a patch of a
+// large file that would take the run past its MaxRunBytes is refused
+// before its new version is stored, so no chunk of it is left behind to
+// take the store's room until gc.
+func TestLargeChangePastTheRunCapStoresNothing(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("capped", runs.CreateRequest{Profile: &runs.Profile{MaxRunBytes: 10 << 20}})
+	ws := e.svc.Workspace(r.ID, runs.ModelScope)
+	p := vfs.MustPath("output/big.bin")
+	bytesOf := func(seed byte, n int64) []byte { // text: a patch needs it
+		b, err := io.ReadAll(noise(seed, n/2))
+		require.NoError(t, err)
+		return []byte(hex.EncodeToString(b))
+	}
+	content := bytesOf(7, 9<<20)
+	copy(content[1<<20:], "MARKER")
+	_, err := ws.WriteFrom(e.ctx, p, bytes.NewReader(content), vfs.WriteOptions{})
+	require.NoError(t, err)
+	before := rowCounts(e)
+
+	_, err = ws.Write(e.ctx, p, bytesOf(8, 2<<20), vfs.WriteOptions{Mode: vfs.Append})
+	require.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "append past the run's cap: %v", err)
+	assert.Equal(t, before, rowCounts(e), "a refused append stores nothing")
+
+	_, err = ws.Patch(e.ctx, p, "MARKER", string(bytesOf(9, 2<<20)), vfs.PatchOptions{})
+	require.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "patch past the run's cap: %v", err)
+	assert.Equal(t, before, rowCounts(e), "a refused patch stores nothing")
+
+	// Within the cap both still land.
+	_, err = ws.Write(e.ctx, p, []byte("tail"), vfs.WriteOptions{Mode: vfs.Append})
+	require.NoError(t, err)
+	_, err = ws.Patch(e.ctx, p, "MARKER", "marker", vfs.PatchOptions{})
+	require.NoError(t, err)
 }

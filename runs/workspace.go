@@ -547,8 +547,7 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 	// it is read, in bounded memory, only up to the room left. The
 	// change's transaction checks the caps again.
 	if runRoom >= 0 {
-		r = capread.Reader(r, runRoom, wserr.New(wserr.SizeLimitExceeded, "write", p.String(),
-			"the workspace would hold more than this run's cap of %d bytes", runCap))
+		r = capread.Reader(r, runRoom, runCapExceeded("write", p, runCap))
 	}
 	// Content the store holds already adds no content bytes, but only
 	// its address tells, once it is read: under the store's cap the
