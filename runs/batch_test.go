@@ -241,6 +241,10 @@ func TestStoreCapHoldsEveryAddition(t *testing.T) {
 	}
 }
 
+// TestStoreCapHoldsAManifest: a manifest is kept whole on the run's row,
+// so one that would take the store past its cap is refused and changes
+// nothing; a small one fits, and one that adds no pages is set even when
+// the store is already past its cap.
 func TestStoreCapHoldsAManifest(t *testing.T) {
 	e := newLifecycleEnv(t)
 	used := func() int64 {

@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -205,6 +206,22 @@ func TestStatusOfAMissingRun(t *testing.T) {
 	r := e.create("c1", runs.CreateRequest{})
 	err := e.svc.SetStatus(e.ctx, r.ID, runs.Completed, "")
 	assert.True(t, wserr.Is(err, wserr.InvalidState), "only Finish completes a run: %v", err)
+}
+
+// TestStatusReasonIsBounded: a status change is never refused for the
+// store's cap, so its journaled reason is bounded: a longer one is
+// refused and changes nothing.
+func TestStatusReasonIsBounded(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	before := rowCounts(e)
+	err := e.svc.SetStatus(e.ctx, r.ID, runs.Paused, strings.Repeat("x", runs.MaxStatusReasonBytes+1))
+	require.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+	assert.Equal(t, before, rowCounts(e), "a refused status change writes nothing")
+	got, err := e.svc.Run(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, runs.Running, got.Status)
+	require.NoError(t, e.svc.SetStatus(e.ctx, r.ID, runs.Paused, strings.Repeat("x", runs.MaxStatusReasonBytes)))
 }
 
 // TestWritableFollowsTheRunStatus: a file says it is writable only while

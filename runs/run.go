@@ -418,12 +418,20 @@ func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 	return out, nil
 }
 
+// MaxStatusReasonBytes is the longest reason a status change takes: it is
+// journaled, and a status change is never refused for the store's cap.
+const MaxStatusReasonBytes = 4096
+
 // SetStatus moves a run to status to, journaling status_changed (and
 // run_failed or run_cancelled for those final statuses). It fails with
 // run.not_found for a run that is not there, run.invalid_transition for a
 // move the status machine forbids, and for completed: only Finish
-// completes a run.
+// completes a run; with workspace.invalid_argument for a reason longer
+// than MaxStatusReasonBytes.
 func (s *Service) SetStatus(ctx context.Context, runID string, to Status, reason string) error {
+	if len(reason) > MaxStatusReasonBytes {
+		return wserr.New(wserr.InvalidArgument, "set status", "", "reason is %d bytes, longer than %d", len(reason), MaxStatusReasonBytes)
+	}
 	var chatID string
 	err := s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
