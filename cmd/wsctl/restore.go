@@ -102,7 +102,9 @@ func keepFresh(dir string) (stop func()) {
 
 // clearOldRestores removes what restores killed part way left in dir: a
 // directory untouched for over an hour (a running restore touches its
-// own every ten minutes).
+// own every ten minutes). Restores and every command that opens the store
+// in dir for writing call it, since a restore into dir that succeeded
+// after one was killed leaves no later restore to run there.
 func clearOldRestores(dir string) {
 	es, err := os.ReadDir(dir)
 	if err != nil {
@@ -128,6 +130,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	}
 	path := filepath.Join(dir, wsstore.DBName)
 	if _, err := os.Stat(path); err == nil {
+		clearOldRestores(dir)
 		return wserr.New(wserr.InvalidOptions, "restore", path, "a database is there already: restore into a new directory")
 	}
 	_, statErr := os.Stat(dir)

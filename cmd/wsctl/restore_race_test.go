@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,4 +90,37 @@ func TestSyncGapKeepsANewDevice(t *testing.T) {
 	assert.NotEmpty(t, rep.Published, "the new device published its own")
 	assert.Equal(t, []string{strings.Split(gone, "/")[1]}, rep.Held)
 	assert.NoError(t, storeExists(phone.store), "the new device's store stays")
+}
+
+// TestRestoreKilledThenRestoredLeavesNoCopy: a restore killed part way
+// leaves its directory in DIR, up to a copy of the whole database; the
+// restore run again succeeds beside it, and DIR then holds a store, so no
+// restore runs there again. The next command that opens the store for
+// writing once that directory is an hour old removes it; a younger one
+// (a restore still running) stays.
+func TestRestoreKilledThenRestoredLeavesNoCopy(t *testing.T) {
+	srv, _ := fakeTier(t, "unused")
+	desk := newCLI(t)
+	desk.ok("demo")
+	meta := "s3://wsstore/desk/meta?endpoint=" + srv.URL + "&region=us-east-1"
+	desk.ok("replicate", "--once", "--to", meta)
+
+	dir := filepath.Join(t.TempDir(), "restored")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	// What a restore killed after reading the replica leaves.
+	killed := filepath.Join(dir, restoringPrefix+"123")
+	require.NoError(t, os.Mkdir(killed, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(killed, wsstore.DBName), make([]byte, 1<<20), 0o644))
+	desk.ok("restore", "--from", meta, dir)
+	require.DirExists(t, killed, "an hour has not passed: it may be a restore still running")
+
+	running := filepath.Join(dir, restoringPrefix+"456")
+	require.NoError(t, os.Mkdir(running, 0o700))
+	old := time.Now().Add(-2 * time.Hour)
+	require.NoError(t, os.Chtimes(killed, old, old))
+	restored := &cli{t: t, store: dir, env: map[string]string{}}
+	restored.ok("gc")
+	assert.NoDirExists(t, killed, "the killed restore's copy is removed")
+	assert.DirExists(t, running, "a restore touched within the hour is left")
+	assert.NotEmpty(t, restored.runIDs(), "the store is as restored")
 }

@@ -37,6 +37,12 @@ func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, e
 	if err := check(g.storeDir); err != nil {
 		return nil, err
 	}
+	if mode != readOnly {
+		// A restore killed part way leaves its directory here, up to a
+		// copy of the whole database; once a store is in place no restore
+		// runs here again to clear it.
+		clearOldRestores(g.storeDir)
+	}
 	opts := wsstore.Options{Index: index.Options{ReadOnly: mode == readOnly, Synchronous: g.sync, BusyTimeout: g.busyTimeout}, Profile: g.profile, Blobs: g.blobs}
 	opts.Runs.MaxStoreBytes = g.maxStore
 	if g.now != nil {
