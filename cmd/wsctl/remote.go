@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -57,8 +58,26 @@ func openRemote(ctx context.Context, g globals, op string, creates bool) (st *ws
 			return nil, nil, err
 		}
 		failed = func() {}
-	} else if st, failed, err = openCreating(ctx, g); err != nil {
-		return nil, nil, err
+	} else {
+		made := storeExists(g.storeDir) != nil
+		if st, failed, err = openCreating(ctx, g); err != nil {
+			return nil, nil, err
+		}
+		remove := failed
+		failed = func() {
+			if !made {
+				return // a store that was there stays in any case
+			}
+			if registered(ctx, st) {
+				// The store is a device on the tier now, and the sync
+				// may have left its lock there, which tells
+				// reclaim-remote to keep every pack until this device
+				// syncs again: removed, it never would.
+				fmt.Fprintf(g.errOut, "%s: the store made in %s is a device on the object store now and stays: run wsctl %s there again\n", op, g.storeDir, op)
+				return
+			}
+			remove()
+		}
 	}
 	if st.Remote == nil {
 		failed()
@@ -70,6 +89,22 @@ func openRemote(ctx context.Context, g globals, op string, creates bool) (st *ws
 		return nil, nil, usageError{wserr.New(wserr.InvalidOptions, op, "", "needs %s (the store has recorded no remote tier)", how)}
 	}
 	return st, failed, nil
+}
+
+// registered reports whether st's device is registered on its remote
+// tier: a sync or pull that got that far has written under the device's
+// name (its sync lock, maybe left to expire), which only its store's next
+// sync settles.
+func registered(ctx context.Context, st *wsstore.Store) bool {
+	if st.Remote == nil {
+		return false
+	}
+	dev, err := remote.Device(ctx, st.DB)
+	if err != nil {
+		return false
+	}
+	ok, err := remote.Registered(ctx, st.DB, dev)
+	return err == nil && ok
 }
 
 func runPush(ctx context.Context, g globals, _ []string) error {

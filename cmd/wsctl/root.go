@@ -154,7 +154,9 @@ user's data directory ($XDG_DATA_HOME or ~/.local/share on Linux,
 ~/Library/Application Support on macOS, %LocalAppData% on Windows).
 Query and maintenance commands need an existing store; init, demo, batch,
 serve, import, token create, actor upload, and sync and pull given --blobs
-create it where there is none (and remove it again if they then fail).
+create it where there is none (and remove it again if they then fail,
+unless a sync or pull registered it as a device on the object store: run
+it again there).
 
 Every listing prints an aligned table, or JSON with --json. Long commands
 (gc, fsck, checkout, vacuum) draw a progress bar on standard error when it

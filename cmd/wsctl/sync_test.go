@@ -308,3 +308,36 @@ func TestRestoreFromTheSyncTierRegistersOnlyItsStore(t *testing.T) {
 	assert.Equal(t, desk.runIDs(), restored.runIDs())
 	assert.Len(t, srv.Keys("wsstore", "team/devices/"), 2, "no device but the two stores")
 }
+
+// TestFirstSyncFailedOnTheTierKeepsItsStore: a first sync into a new
+// store that fails after it took in what the other devices published, as
+// it publishes its own segment, leaves its sync lock on the tier, which
+// keeps reclaim-remote from removing any pack until the device syncs
+// again. The store it made stays, to sync again, which settles the lock;
+// one removed would leave the tier waiting for a device that no store is.
+func TestFirstSyncFailedOnTheTierKeepsItsStore(t *testing.T) {
+	srv, url := fakeTier(t, "team")
+	desk, phone := newCLI(t), newCLI(t)
+	desk.ok("--blobs", url, "demo")
+	desk.ok("sync")
+	srv.SetFault(func(r *http.Request) int {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, ".seg") {
+			return http.StatusForbidden
+		}
+		return 0
+	})
+	errOut := phone.fails(2, "--blobs", url, "sync")
+	assert.Contains(t, errOut, "is a device on the object store now and stays")
+	require.FileExists(t, filepath.Join(phone.store, wsstore.DBName), "the store made stays")
+	assert.NotEmpty(t, srv.Keys("wsstore", "team/locks/sync/"), "the cut-off sync's lock")
+	srv.SetFault(nil)
+
+	phone.ok("sync")
+	assert.Equal(t, desk.runIDs(), phone.runIDs())
+	assert.Empty(t, srv.Keys("wsstore", "team/locks/sync/"), "the next sync settles the lock")
+	var rep struct {
+		Waiting []string `json:"waiting"`
+	}
+	desk.jsonOut(&rep, "reclaim-remote", "--dry-run")
+	assert.Empty(t, rep.Waiting, "no device is waited for")
+}
