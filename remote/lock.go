@@ -45,7 +45,7 @@ type lockObj struct {
 
 // ErrLocked is wrapped (with store.busy) by a sync, push or reclaim that
 // found the other kind holding its lock.
-var ErrLocked = errors.New("the object store is locked by another device")
+var ErrLocked = errors.New("the object store is locked")
 
 func (s *Storage) readLocks(ctx context.Context, dir string) ([]lockObj, error) {
 	var keys []string
@@ -78,9 +78,17 @@ func (s *Storage) lockBytes(device string) []byte {
 	return b
 }
 
-func locked(op string, l lockObj) error {
+// locked is the error of op, for device, that found lock l live.
+func locked(op, device string, l lockObj) error {
+	until := l.body.Expires.Format(time.RFC3339)
+	if l.body.Device == device {
+		// Of this very device: a command of its store that was killed
+		// or failed part way left it, or one runs now.
+		return fmt.Errorf("%w: %w", wserr.New(wserr.Busy, op, l.key, "this device (%s) holds the lock until %s: another command of this store is running, or one was killed or failed before it could remove the lock; it expires then",
+			device, until), ErrLocked)
+	}
 	return fmt.Errorf("%w: %w", wserr.New(wserr.Busy, op, l.key, "device %s holds the lock until %s; try again later",
-		l.body.Device, l.body.Expires.Format(time.RFC3339)), ErrLocked)
+		l.body.Device, until), ErrLocked)
 }
 
 // LockSync takes device's shared sync lock and returns its release. It
@@ -130,7 +138,7 @@ func (s *Storage) sharedLock(ctx context.Context, op, key, device string) (relea
 		}
 		for _, l := range leases {
 			if s.live(l) {
-				return locked(op, l)
+				return locked(op, device, l)
 			}
 		}
 		return nil
@@ -160,7 +168,7 @@ func (s *Storage) lockReclaim(ctx context.Context, device string) (release func(
 	next := int64(1)
 	for _, l := range leases {
 		if s.live(l) {
-			return nil, locked("reclaim remote", l)
+			return nil, locked("reclaim remote", device, l)
 		}
 		if n, err := strconv.ParseInt(strings.TrimPrefix(l.key, reclaimLockDir), 10, 64); err == nil && n >= next {
 			next = n + 1
@@ -185,7 +193,7 @@ func (s *Storage) lockReclaim(ctx context.Context, device string) (release func(
 	for _, l := range again {
 		if l.key != key && s.live(l) {
 			_ = release(ctx)
-			return nil, locked("reclaim remote", l)
+			return nil, locked("reclaim remote", device, l)
 		}
 	}
 	for _, dir := range []string{syncLockDir, pushLockDir} {
@@ -197,7 +205,7 @@ func (s *Storage) lockReclaim(ctx context.Context, device string) (release func(
 		for _, l := range shared {
 			if s.live(l) {
 				_ = release(ctx)
-				return nil, locked("reclaim remote", l)
+				return nil, locked("reclaim remote", device, l)
 			}
 		}
 	}

@@ -171,6 +171,30 @@ func droppedAndWrittenAgain(t *testing.T, srv *s3fake.Server) (*device, []cas.Ha
 	return a, hs, files
 }
 
+// TestLockedByThisDevice: a lock this very device left (a command of its
+// store killed part way) is named as its own, not another device's.
+func TestLockedByThisDevice(t *testing.T) {
+	srv := fakeBucket(t)
+	ctx := context.Background()
+	a := newDevice(t, srv.URL, "bkt", remote.Options{})
+	a.put(t, contents(2))
+	me, err := remote.Device(ctx, a.db)
+	require.NoError(t, err)
+	for _, holder := range []string{me, "other"} {
+		srv.SetObject("bkt", "store/locks/reclaim/00000000000000000007", fmt.Appendf(nil, `{"device":%q,"at":%q,"expires":%q}`,
+			holder, time.Now().Format(time.RFC3339Nano), time.Now().Add(time.Hour).Format(time.RFC3339Nano)))
+		_, err := a.st.Push(ctx, a.db)
+		require.ErrorIs(t, err, remote.ErrLocked)
+		assert.True(t, wserr.Is(err, wserr.Busy), "%v", err)
+		if holder == me {
+			assert.Contains(t, err.Error(), "this device ("+me+") holds the lock")
+		} else {
+			assert.Contains(t, err.Error(), "device other holds the lock")
+		}
+		assert.NotContains(t, err.Error(), "another device")
+	}
+}
+
 // TestPushAndReclaimLocks: a push refuses while a reclaim holds its lease,
 // uploading nothing, and goes ahead once it is gone; a reclaim refuses
 // while another device's push lock is live, and removes it once expired.
