@@ -891,9 +891,29 @@ func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, sy
 		if len(left) > 0 {
 			return conflict("but here it holds runs the deletion did not: %s", strings.Join(left, ", "))
 		}
-		var key runs.ChatKey
-		if err := json.Unmarshal(tb.Detail, &key); err != nil || runs.ChatWorkspaceID(key) != tb.ID {
+		var det chatTombDetail
+		key := runs.ChatKey{}
+		if err := json.Unmarshal(tb.Detail, &det); err == nil {
+			key = runs.ChatKey{Kind: det.Kind, StableChatID: det.StableChatID}
+		}
+		if key.Kind == "" || runs.ChatWorkspaceID(key) != tb.ID {
 			return false, wserr.New(wserr.Corrupt, "sync", tb.ID, "tombstone of chat %s names no chat key", tb.ID)
+		}
+		if det.PersistVersion != nil {
+			// The persist/ layer here is a later one than the deleting
+			// device deleted: promoted here since (or taken in from a
+			// device that did), not to be lost silently.
+			var c runs.ChatRecord
+			if err := s.DB.View(ctx, func(tx *index.Tx) error {
+				var err error
+				c, err = s.Runs.ExportChat(ctx, tx, tb.ID)
+				return err
+			}); err != nil {
+				return false, err
+			}
+			if c.PersistVersion > *det.PersistVersion || c.PersistVersion == *det.PersistVersion && c.PersistRoot != det.PersistRoot {
+				return conflict("but its persist/ here (version %d) is not the one deleted (version %d)", c.PersistVersion, *det.PersistVersion)
+			}
 		}
 		res, err := s.Runs.DeleteChats(ctx, []runs.ChatKey{key}, false)
 		if err != nil {
@@ -902,6 +922,16 @@ func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, sy
 		return len(res.Chats) == 1 && res.Chats[0].Found, nil
 	}
 	return false, nil
+}
+
+// chatTombDetail is a chat tombstone's detail: the chat's key and, from
+// builds that record it, the persist/ layer the device deleted (a device
+// holding a later one keeps the chat and names a conflict).
+type chatTombDetail struct {
+	Kind           string   `json:"kind"`
+	StableChatID   string   `json:"stableChatId"`
+	PersistRoot    cas.Hash `json:"persistRoot,omitzero"`
+	PersistVersion *int64   `json:"persistVersion,omitempty"`
 }
 
 // collectDeletions turns the store's deletion-log entries since the last
@@ -917,9 +947,11 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 		return err
 	}
 	type chatDetail struct {
-		Kind         string   `json:"kind"`
-		StableChatID string   `json:"stableChatId"`
-		Runs         []string `json:"runs"`
+		Kind           string   `json:"kind"`
+		StableChatID   string   `json:"stableChatId"`
+		Runs           []string `json:"runs"`
+		PersistRoot    cas.Hash `json:"persistRoot"`
+		PersistVersion *int64   `json:"persistVersion"`
 	}
 	details := map[int64]chatDetail{}
 	var names []string
@@ -997,7 +1029,8 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 					return err
 				}
 			}
-			key, _ := json.Marshal(runs.ChatKey{Kind: det.Kind, StableChatID: det.StableChatID})
+			key, _ := json.Marshal(chatTombDetail{Kind: det.Kind, StableChatID: det.StableChatID,
+				PersistRoot: det.PersistRoot, PersistVersion: det.PersistVersion})
 			if err := tomb("chat", d.ChatID, d, key); err != nil {
 				return err
 			}

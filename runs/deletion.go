@@ -287,7 +287,8 @@ func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (
 				return index.Translate(err)
 			}
 			var persist cas.Hash
-			if err := tx.QueryRowContext(ctx, `DELETE FROM chats WHERE id = ? RETURNING persist_root`, d.WorkspaceID).Scan(&persist); err != nil {
+			var version int64
+			if err := tx.QueryRowContext(ctx, `DELETE FROM chats WHERE id = ? RETURNING persist_root, persist_version`, d.WorkspaceID).Scan(&persist, &version); err != nil {
 				return index.Translate(err)
 			}
 			if err := s.trees.Orphaned(ctx, tx, persist); err != nil {
@@ -298,7 +299,8 @@ func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (
 				reason = "forced"
 			}
 			id, err := s.logDeletion(ctx, tx, DeletedChat, d.WorkspaceID, "", reason,
-				map[string]any{"kind": k.Kind, "stableChatId": k.StableChatID, "runs": d.Runs, "cancelled": d.Cancelled}, 0)
+				map[string]any{"kind": k.Kind, "stableChatId": k.StableChatID, "runs": d.Runs, "cancelled": d.Cancelled,
+					"persistRoot": persist, "persistVersion": version}, 0)
 			if err != nil {
 				return err
 			}
