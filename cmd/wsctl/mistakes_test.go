@@ -166,12 +166,16 @@ func TestFailedCreatingCommandsLeaveNoStore(t *testing.T) {
 }
 
 // TestNegativeGraceIsRefused: gc and reclaim-remote refuse a negative
-// --grace as a usage error (status 2), before opening anything.
+// --grace, and reclaim-remote a --max below 1, as a usage error (status
+// 2), before opening anything.
 func TestNegativeGraceIsRefused(t *testing.T) {
 	c := newCLI(t)
 	c.ok("init")
 	for _, args := range [][]string{{"gc", "--grace", "-5m"}, {"reclaim-remote", "--grace", "-5m"}} {
 		assert.Contains(t, c.fails(2, args...), "--grace", "%v", args)
+	}
+	for _, max := range []string{"0", "-5"} {
+		assert.Contains(t, c.fails(2, "reclaim-remote", "--max", max), "--max", max)
 	}
 }
 

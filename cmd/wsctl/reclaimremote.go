@@ -43,6 +43,9 @@ func runReclaimRemote(ctx context.Context, o reclaimRemoteOptions) error {
 	if o.opts.Grace < 0 {
 		return argError("reclaim-remote", "--grace %v is negative: give a duration such as 168h, or 0 for none", o.opts.Grace)
 	}
+	if o.opts.Max < 1 {
+		return argError("reclaim-remote", "--max %d: give how many objects a call may remove, at least 1", o.opts.Max)
+	}
 	if o.opts.Grace == 0 {
 		// Typed: the flag's default is 7 days. Zero is the library's
 		// "default", so it is passed on as "none".
