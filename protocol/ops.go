@@ -225,13 +225,16 @@ var ops = []op{
 		name: "policy.set", access: writes, request: []any{policyRequest{}, runs.Policy{}}, handle: (*Session).policySet,
 		help: `  policy.set  {workspaceId?, policy}        -> {scope, policy}   workspaceId: that chat's
               overrides; default the store's (an empty workspaceId, here
-              and in prune, policy.get and runs.list, is
-              batch.invalid_request, never read as absent)
+              and in prune, policy.get, runs.list and chat.show, is
+              batch.invalid_request, never read as absent). It replaces
+              that scope's whole policy: to change one setting, policy.get
+              and set it back changed (wsctl policy --set changes only the
+              settings it names)
       policy       {keepCompletedRuns?, keepFailedRuns?, maxRunWorkspacesPerChat?,
                     maxCheckpointBytesPerRun?, autoPruneAfterDays?, maxStoreBytes?}
                    integers; a field left out inherits (a chat's from the
-                   store's; the store's: off). maxStoreBytes is the store's
-                   cap on stored bytes, store only`,
+                   store's; the store's: off), whatever it was set to before.
+                   maxStoreBytes is the store's cap on stored bytes, store only`,
 	},
 }
 
