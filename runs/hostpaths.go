@@ -227,15 +227,19 @@ func (s *Service) isStoreFile(fi fs.FileInfo) bool {
 // files, which the mount refuses to open (isStoreFile); os.Root keeps
 // every other access, symlinks included, inside it. Checked when a run is
 // created and again whenever one reaches h, for runs that came in by
-// import or sync.
+// import or sync. It fails with workspace.file_not_found for an allowed
+// path that is gone: the store creates no host directory.
 func (s *Service) reachesStore(op string, h HostPath) error {
+	dir, err := filepath.EvalSymlinks(h.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return wserr.New(wserr.FileNotFound, op, h.Path, "allowed host path %q no longer exists; the store creates no host directory", h.Path)
+	}
+	if err != nil {
+		return wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q cannot be resolved: %v", h.Path, err)
+	}
 	store, err := s.storeDir()
 	if err != nil {
 		return nil // a store without a directory of its own (in memory)
-	}
-	dir, err := filepath.EvalSymlinks(h.Path)
-	if err != nil {
-		return wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q cannot be resolved: %v", h.Path, err)
 	}
 	if within(store, dir) || within(dir, store) {
 		return wserr.New(wserr.PathNotAllowed, op, h.Path, "allowed host path %q holds the store's directory %s or lies inside it: a run may reach neither the store's files nor anything beside them there; allow a directory that does not hold the store", h.Path, store)

@@ -468,3 +468,22 @@ func TestHostPathOpenStreams(t *testing.T) {
 	_, _, err = ws.Open(h.ctx, vfs.MustPath("host"))
 	assert.Equal(t, wserr.PathIsDirectory, wserr.CodeOf(err), "%v", err)
 }
+
+// TestHostPathRemovedMeanwhile: an allowed host path removed after the
+// run was created reads as missing (workspace.file_not_found), as a
+// missing directory below it does, and the store does not create it
+// again.
+func TestHostPathRemovedMeanwhile(t *testing.T) {
+	h := newHostEnv(t)
+	require.NoError(t, os.RemoveAll(h.proj))
+	ws := h.ws()
+	_, err := ws.Read(h.ctx, vfs.MustPath("host/proj/main.go"), vfs.ReadOptions{})
+	assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "%v", err)
+	_, err = ws.List(h.ctx, vfs.MustPath("host/proj"), 1)
+	assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "%v", err)
+	_, err = ws.Write(h.ctx, vfs.MustPath("host/proj/main.go"), []byte("x"), vfs.WriteOptions{})
+	assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "%v", err)
+	assert.NoDirExists(t, h.proj, "the store creates no host directory")
+	_, err = ws.Read(h.ctx, vfs.MustPath("host/docs/readme.md"), vfs.ReadOptions{})
+	assert.NoError(t, err, "the other allowed path is still reached")
+}
