@@ -227,7 +227,10 @@ func (s *Service) isStoreFile(fi fs.FileInfo) bool {
 // files, which the mount refuses to open (isStoreFile); os.Root keeps
 // every other access, symlinks included, inside it. Checked when a run is
 // created and again whenever one reaches h, for runs that came in by
-// import or sync. It fails with workspace.file_not_found for an allowed
+// import or sync. It refuses alike an allowed path that now leads to the
+// system's temporary directory itself (a symlink put in its place since
+// the run was created, or a run that came in by import or sync), as run
+// creation does; and fails with workspace.file_not_found for an allowed
 // path that is gone: the store creates no host directory.
 func (s *Service) reachesStore(op string, h HostPath) error {
 	dir, err := filepath.EvalSymlinks(h.Path)
@@ -236,6 +239,9 @@ func (s *Service) reachesStore(op string, h HostPath) error {
 	}
 	if err != nil {
 		return wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q cannot be resolved: %v", h.Path, err)
+	}
+	if tmp, err := filepath.EvalSymlinks(os.TempDir()); err == nil && dir == tmp {
+		return wserr.New(wserr.PathNotAllowed, op, h.Path, "allowed host path %q leads to the system's temporary directory, which is not a place for a run's writes", h.Path)
 	}
 	store, err := s.storeDir()
 	if err != nil {

@@ -487,3 +487,26 @@ func TestHostPathRemovedMeanwhile(t *testing.T) {
 	_, err = ws.Read(h.ctx, vfs.MustPath("host/docs/readme.md"), vfs.ReadOptions{})
 	assert.NoError(t, err, "the other allowed path is still reached")
 }
+
+// TestHostPathRetargetedToTheTempDir: an allowed host path replaced by a
+// symlink to the system's temporary directory after the run was created
+// is refused as that directory is at creation
+// (workspace.path_not_allowed), and nothing lands there.
+func TestHostPathRetargetedToTheTempDir(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks need privileges on Windows")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	h := newHostEnv(t)
+	require.NoError(t, os.RemoveAll(h.proj))
+	require.NoError(t, os.Symlink(tmp, h.proj))
+	ws := h.ws()
+	_, err := ws.Write(h.ctx, vfs.MustPath("host/proj/x.txt"), []byte("x"), vfs.WriteOptions{})
+	assert.Equal(t, wserr.PathNotAllowed, wserr.CodeOf(err), "%v", err)
+	assert.NoFileExists(t, filepath.Join(tmp, "x.txt"))
+	_, err = ws.List(h.ctx, vfs.MustPath("host/proj"), 1)
+	assert.Equal(t, wserr.PathNotAllowed, wserr.CodeOf(err), "%v", err)
+	_, err = ws.Read(h.ctx, vfs.MustPath("host/docs/readme.md"), vfs.ReadOptions{})
+	assert.NoError(t, err, "the other allowed path is still reached")
+}
