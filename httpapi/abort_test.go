@@ -49,3 +49,36 @@ func TestDownloadCutShortIsLogged(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(log.String(), "aborted=") }, 5*time.Second, 10*time.Millisecond)
 	assert.Contains(t, log.String(), "store.conflict", "the log line names the cause")
 }
+
+// TestExportCutShortIsLogged: an export whose actor's file is removed and
+// collected while it streams is cut short (the status is already out),
+// and the access log says why, as for a download.
+func TestExportCutShortIsLogged(t *testing.T) {
+	var log storetest.Buffer
+	s := newServer(t, httpapi.Options{AccessLog: &log})
+	ctx := context.Background()
+	const size = 24 << 20
+	_, err := s.st.Actors.Upload(ctx, "alice", "big.bin", storetest.Text(size))
+	require.NoError(t, err)
+
+	req, err := http.NewRequest(http.MethodGet, s.url("/v1/export", "actor", "alice"), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+s.full)
+	resp, err := s.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, err = io.ReadFull(resp.Body, make([]byte, 64<<10))
+	require.NoError(t, err)
+
+	_, err = s.st.Actors.Delete(ctx, "alice", "big.bin")
+	require.NoError(t, err)
+	_, _, err = s.st.ActorGC(ctx, actors.GCOptions{}, wsstore.GCOptions{Grace: -1})
+	require.NoError(t, err)
+	_, err = io.Copy(io.Discard, resp.Body)
+	assert.Error(t, err, "the archive ends short")
+
+	require.Eventually(t, func() bool { return strings.Contains(log.String(), "/v1/export") }, 5*time.Second, 10*time.Millisecond)
+	assert.Contains(t, log.String(), "aborted=", "the log line says the export was cut short")
+	assert.Contains(t, log.String(), "store.conflict", "the log line names the cause")
+}

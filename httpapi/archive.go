@@ -65,7 +65,12 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
 		}
 		return err
 	})
-	if errors.As(err, new(abortError)) {
+	if ae := (abortError{}); errors.As(err, &ae) {
+		// The status is out: the archive is cut short, and the log line
+		// says why, as for a download.
+		if lw, ok := w.(*logWriter); ok {
+			lw.aborted = ae.error
+		}
 		panic(http.ErrAbortHandler)
 	}
 	if err != nil {
