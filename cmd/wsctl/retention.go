@@ -233,6 +233,13 @@ func runPolicy(ctx context.Context, o policyOptions) error {
 	if o.chatSet && o.chat == "" {
 		return argError("policy", "--chat is empty: name a chat WORKSPACE id, or leave --chat out for the store's policy")
 	}
+	// Every --set is checked before the store is opened: a bad one is a
+	// usage error (exit 2) whatever the store's state, and opens nothing.
+	for _, kv := range o.set {
+		if _, err := parsePolicySet(&runs.Policy{}, kv); err != nil {
+			return err
+		}
+	}
 	mode := readOnly
 	if len(o.set) > 0 {
 		mode = readWrite
@@ -251,11 +258,7 @@ func runPolicy(ctx context.Context, o policyOptions) error {
 		return err
 	}
 	for _, kv := range o.set {
-		name, val, ok := strings.Cut(kv, "=")
-		if !ok {
-			return wserr.New(protocol.CodeInvalidArgument, "policy", "", "%q is not NAME=VALUE", kv)
-		}
-		if err := setPolicyField(&p, name, val); err != nil {
+		if _, err := parsePolicySet(&p, kv); err != nil {
 			return err
 		}
 	}
@@ -301,6 +304,15 @@ func policyFields(p runs.Policy) []policyField {
 	return []policyField{{"keepCompletedRuns", i(p.KeepCompletedRuns)}, {"keepFailedRuns", i(p.KeepFailedRuns)},
 		{"maxRunWorkspacesPerChat", i(p.MaxRunWorkspacesPerChat)}, {"maxCheckpointBytesPerRun", i64(p.MaxCheckpointBytesPerRun)},
 		{"autoPruneAfterDays", i(p.AutoPruneAfterDays)}, {"maxStoreBytes", i64(p.MaxStoreBytes)}}
+}
+
+// parsePolicySet applies one --set NAME=VALUE to p and returns NAME.
+func parsePolicySet(p *runs.Policy, kv string) (string, error) {
+	name, val, ok := strings.Cut(kv, "=")
+	if !ok {
+		return "", wserr.New(protocol.CodeInvalidArgument, "policy", "", "%q is not NAME=VALUE", kv)
+	}
+	return name, setPolicyField(p, name, val)
 }
 
 func setPolicyField(p *runs.Policy, name, val string) error {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -214,4 +217,27 @@ func TestMaxStoreBytes(t *testing.T) {
 	c.jsonOut(&pol, "policy")
 	assert.Equal(t, limit, *pol.Effective.MaxStoreBytes)
 	c.fails(2, "policy", "--chat", runs.ChatWorkspaceID(runs.ChatKey{Kind: "character", StableChatID: "s1"}), "--set", "maxStoreBytes=1")
+}
+
+// TestPolicySetRefusedBeforeOpen: a bad --set is a usage error (exit 2)
+// found before the store is opened, whether there is no store, or one
+// that cannot be opened; the store is left as it was.
+func TestPolicySetRefusedBeforeOpen(t *testing.T) {
+	c := newCLI(t)
+	for _, bad := range []string{"nope=1", "keepCompletedRuns", "keepCompletedRuns=x"} {
+		errOut := c.fails(2, "policy", "--set", bad)
+		assert.Contains(t, errOut, "wsctl.invalid_argument", bad)
+	}
+	assert.Error(t, storeExists(c.store), "no store was created")
+
+	c.skipFsck = true
+	c.ok("init")
+	db := filepath.Join(c.store, wsstore.DBName)
+	garbage := bytes.Repeat([]byte("not a database "), 100)
+	require.NoError(t, os.WriteFile(db, garbage, 0o644))
+	c.fails(2, "policy", "--set", "nope=1")
+	got, err := os.ReadFile(db)
+	require.NoError(t, err)
+	assert.Equal(t, garbage, got)
+	c.fails(6, "policy", "--set", "keepCompletedRuns=1")
 }
