@@ -242,3 +242,23 @@ func TestInterruptedMidway(t *testing.T) {
 		}
 	}
 }
+
+// TestBadGlobalFlagsBeforeTheStore: a bad --synchronous, --profile,
+// --max-store-bytes or --blobs is a usage error (exit 2) whether or not
+// there is a store, found before any command looks at the store.
+func TestBadGlobalFlagsBeforeTheStore(t *testing.T) {
+	c := newCLI(t)
+	bad := [][]string{{"--synchronous", "bogus"}, {"--profile", "bogus"}, {"--max-store-bytes", "-1"}, {"--blobs", "http://x"}}
+	for _, cmd := range [][]string{{"runs"}, {"stats"}, {"gc"}, {"fsck"}} {
+		for _, flags := range bad {
+			args := append(append([]string{}, flags...), cmd...)
+			errOut := c.fails(2, args...)
+			assert.Contains(t, errOut, "store.invalid_options", "wsctl %v", args)
+		}
+	}
+	assert.Error(t, storeExists(c.store), "no store was created")
+	c.ok("init")
+	for _, flags := range bad {
+		c.fails(2, append(flags, "runs")...)
+	}
+}

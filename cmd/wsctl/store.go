@@ -10,6 +10,7 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -30,6 +31,9 @@ const (
 // store fails with store.not_found, so a query never leaves an empty store
 // behind.
 func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, error) {
+	if err := validateGlobals(g); err != nil {
+		return nil, err
+	}
 	check := storeExists
 	if mode == create {
 		check = checkStoreDir
@@ -63,6 +67,30 @@ func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, e
 		st, err = wsstore.Open(ctx, g.storeDir, opts)
 	}
 	return st, err
+}
+
+// validateGlobals refuses, with store.invalid_options (exit status 2),
+// the global flags Open would refuse (--synchronous, --profile,
+// --max-store-bytes, --blobs), before anything looks at, clears or
+// creates the store: a bad flag is a usage error whatever the store's
+// state.
+func validateGlobals(g globals) error {
+	const op = "open store"
+	if err := (index.Options{Synchronous: g.sync, BusyTimeout: g.busyTimeout}).Validate(); err != nil {
+		return err
+	}
+	if g.profile != "" && g.profile != wsstore.ProfileMobile {
+		return wserr.New(wserr.InvalidOptions, op, "", "unknown profile %q (want %q or none)", g.profile, wsstore.ProfileMobile)
+	}
+	if g.maxStore < 0 {
+		return wserr.New(wserr.InvalidOptions, op, "", "max store bytes %d is negative (0: the store policy's maxStoreBytes, if any)", g.maxStore)
+	}
+	if g.blobs != "" {
+		if _, err := remote.ParseURL(g.blobs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openCreating opens the store for a command that creates it where there
