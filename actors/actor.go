@@ -1,7 +1,10 @@
 package actors
 
 import (
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -44,11 +47,18 @@ func ParseActor(name string) (string, error) {
 	return name, nil
 }
 
+// quote makes a refused name fit an error's one line: cut to
+// MaxActorLen, and Go-quoted ("al\nice", "a\xffb") when it holds control
+// characters or bytes that are not UTF-8, so nothing in it can end the
+// line or be mistaken for another name.
 func quote(s string) string {
 	if len(s) > MaxActorLen {
 		s = s[:MaxActorLen] + "..."
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // parsePath validates a file path inside a space: "" and "." name the

@@ -235,3 +235,15 @@ func TestHostQueriesRefuseWhatTheyCannotAnswer(t *testing.T) {
 		assert.Contains(t, lines[i], `"code":"`+want+`"`, lines[i])
 	}
 }
+
+// TestActorNameInErrorIsOneLine: a refused actor name with a newline or a
+// byte that is not UTF-8 is quoted in the error, which stays one line.
+func TestActorNameInErrorIsOneLine(t *testing.T) {
+	c := newCLI(t)
+	for name, want := range map[string]string{"al\nice": `"al\nice"`, "a\tb": `"a\tb"`, "a\xffb": `"a\xffb"`} {
+		_, errOut, code := c.run("x", "actor", "upload", name, "a.md", "-")
+		assert.Equal(t, 2, code, errOut)
+		assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+		assert.Contains(t, errOut, want)
+	}
+}
