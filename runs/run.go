@@ -280,13 +280,26 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		snap, _ := json.MarshalIndent(PersistSnapshot{ChatWorkspaceID: chat.ID, PersistRoot: chat.PersistRoot, PersistVersion: chat.PersistVersion}, "", "  ")
 		inputs[vfs.MustPath(InputRoot+"/persist_snapshot.json")] = snap
 		room := s.roomCheck(ctx, tx, "create run", nil) // the inputs together, against the store's cap
-		for _, p := range slices.SortedFunc(maps.Keys(inputs), func(a, b vfs.Path) int { return cmpString(a.String(), b.String()) }) {
+		// The inputs go in as one change of the tree: each directory is
+		// written once, however many inputs it holds.
+		changes := make([]vfs.FileChange, 0, len(inputs))
+		for _, p := range slices.SortedFunc(maps.Keys(inputs), vfs.ComparePaths) {
 			if err := room.add(p, int64(len(inputs[p]))); err != nil {
 				return err
 			}
-			if root, err = s.setFile(ctx, tx, root, p, inputs[p]); err != nil {
+			if n := len(changes); n > 0 && p.HasPrefix(changes[n-1].Path) {
+				// In path order (a segment at a time) a file comes just
+				// before what lies below it.
+				return wserr.New(wserr.NotADirectory, "create run", p.String(), "input %s is a file: nothing lies below it", changes[n-1].Path)
+			}
+			h, err := s.blobs.PutBytes(ctx, tx, inputs[p])
+			if err != nil {
 				return err
 			}
+			changes = append(changes, vfs.FileChange{Path: p, Entry: &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: int64(len(inputs[p]))}})
+		}
+		if root, err = s.trees.SetFiles(ctx, tx, root, changes); err != nil {
+			return err
 		}
 		if chat.PersistRoot != vfs.EmptyTree {
 			pe, err := s.trees.Lookup(ctx, tx, chat.PersistRoot, vfs.Root())

@@ -257,6 +257,13 @@ func TestCreateRunErrors(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, []wserr.Code{wserr.NotADirectory, wserr.PathIsDirectory}, wserr.CodeOf(err), "%v", err)
 		assert.Equal(t, before, snapshot())
+		// A name that sorts between the two as a string ("world-x")
+		// does not hide the clash.
+		_, err = e.svc.CreateRun(ctx, runs.CreateRequest{Chat: testChat, RunID: "run_clash",
+			Inputs: map[string][]byte{"world": []byte("file"), "world-x": []byte("beside it"), "world/a.md": []byte("below it")}})
+		require.Error(t, err)
+		assert.Contains(t, []wserr.Code{wserr.NotADirectory, wserr.PathIsDirectory}, wserr.CodeOf(err), "%v", err)
+		assert.Equal(t, before, snapshot())
 	})
 
 	t.Run("ErrInvalidManifest", func(t *testing.T) {
@@ -445,4 +452,26 @@ func TestRunsList(t *testing.T) {
 	requireHostError(t, err, wserr.RunNotFound)
 	_, err = e.model("run_missing").Read(ctx, vfs.MustPath("output/main.md"), vfs.ReadOptions{})
 	requireHostError(t, err, wserr.RunNotFound)
+}
+
+// TestCreateRunWritesEachDirectoryOnce: a run's inputs go into its tree
+// as one change, so the trees a creation writes do not grow with the
+// inputs in a directory (one per input, each a version of the directory
+// left for gc, made a creation quadratic in them: 8,000 inputs in one
+// directory took 26 s).
+func TestCreateRunWritesEachDirectoryOnce(t *testing.T) {
+	e := newLifecycleEnv(t)
+	e.create("warm", runs.CreateRequest{}) // the trees every run shares (the empty one) are there
+	written := map[int]int{}
+	for _, n := range []int{10, 400} {
+		inputs := map[string][]byte{}
+		for i := range n {
+			inputs[fmt.Sprintf("docs/f%04d.md", i)] = []byte(fmt.Sprintf("input %d of %d\n", i, n))
+		}
+		before := e.count("trees")
+		_, err := e.svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: fmt.Sprint("inputs", n)}, Inputs: inputs})
+		require.NoError(t, err)
+		written[n] = e.count("trees") - before
+	}
+	assert.Equal(t, written[10], written[400], "trees written for 10 and 400 inputs in one directory")
 }
