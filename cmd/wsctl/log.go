@@ -130,6 +130,9 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 		if sawFinal {
 			return errStopFollow // whatever became of the run since
 		}
+		if readerGone(o.out) {
+			return errStopFollow // what reads the output has gone
+		}
 		run, err := st.Runs.Run(ctx, runID)
 		switch {
 		case wserr.Is(err, wserr.RunNotFound):

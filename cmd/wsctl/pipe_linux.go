@@ -45,3 +45,28 @@ func growPipe(v any) int {
 	})
 	return size
 }
+
+// readerGone reports whether v is a pipe whose reading end is closed
+// (`wsctl log --follow | head -1` once head exits): a follow with nothing
+// new to write would otherwise never learn it, as only a write fails.
+func readerGone(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
+		return false
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return false
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	gone := false
+	_ = rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		if n, err := unix.Poll(fds, 0); err == nil && n == 1 {
+			gone = fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0
+		}
+	})
+	return gone
+}
