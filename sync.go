@@ -946,12 +946,9 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 	if err != nil || len(dels) == 0 {
 		return err
 	}
-	type chatDetail struct {
-		Kind           string   `json:"kind"`
-		StableChatID   string   `json:"stableChatId"`
-		Runs           []string `json:"runs"`
-		PersistRoot    cas.Hash `json:"persistRoot"`
-		PersistVersion *int64   `json:"persistVersion"`
+	type chatDetail struct { // a chat's deletion-log entry: its tombstone's detail, and its runs
+		chatTombDetail
+		Runs []string `json:"runs"`
 	}
 	details := map[int64]chatDetail{}
 	var names []string
@@ -1029,8 +1026,7 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 					return err
 				}
 			}
-			key, _ := json.Marshal(chatTombDetail{Kind: det.Kind, StableChatID: det.StableChatID,
-				PersistRoot: det.PersistRoot, PersistVersion: det.PersistVersion})
+			key, _ := json.Marshal(det.chatTombDetail)
 			if err := tomb("chat", d.ChatID, d, key); err != nil {
 				return err
 			}

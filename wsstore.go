@@ -112,7 +112,7 @@ type Store struct {
 // and the same clock. It fails with store.newer_format for a store written
 // by a newer build.
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
-	if err := opts.validate(dir); err != nil {
+	if err := opts.Validate(dir); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -199,10 +199,11 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	return st, nil
 }
 
-// validate refuses, with store.invalid_options, what Open would refuse
-// later on: checked before anything is created, so a bad option leaves no
-// directory or database behind.
-func (opts Options) validate(dir string) error {
+// Validate refuses, with store.invalid_options, what Open would refuse
+// later on: Open checks it before anything is created, so a bad option
+// leaves no directory or database behind; a caller may check it before
+// it looks at the directory at all.
+func (opts Options) Validate(dir string) error {
 	const op = "open store"
 	if dir == "" {
 		return wserr.New(wserr.InvalidOptions, op, "", "empty directory")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/index"
-	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -31,7 +30,10 @@ const (
 // store fails with store.not_found, so a query never leaves an empty store
 // behind.
 func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, error) {
-	if err := validateGlobals(g); err != nil {
+	opts := storeOptions(g, mode)
+	// A bad global flag is a usage error whatever the store's state:
+	// checked before the directory is looked at.
+	if err := opts.Validate(g.storeDir); err != nil {
 		return nil, err
 	}
 	check := storeExists
@@ -46,11 +48,6 @@ func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, e
 		// copy of the whole database; once a store is in place no restore
 		// runs here again to clear it.
 		clearOldRestores(g.storeDir)
-	}
-	opts := wsstore.Options{Index: index.Options{ReadOnly: mode == readOnly, Synchronous: g.sync, BusyTimeout: g.busyTimeout}, Profile: g.profile, Blobs: g.blobs}
-	opts.Runs.MaxStoreBytes = g.maxStore
-	if g.now != nil {
-		opts.Now = g.now
 	}
 	st, err := wsstore.Open(ctx, g.storeDir, opts)
 	if mode == readOnly && wserr.Is(err, wserr.OlderFormat) {
@@ -69,28 +66,14 @@ func openStore(ctx context.Context, g globals, mode openMode) (*wsstore.Store, e
 	return st, err
 }
 
-// validateGlobals refuses, with store.invalid_options (exit status 2),
-// the global flags Open would refuse (--synchronous, --profile,
-// --max-store-bytes, --blobs), before anything looks at, clears or
-// creates the store: a bad flag is a usage error whatever the store's
-// state.
-func validateGlobals(g globals) error {
-	const op = "open store"
-	if err := (index.Options{Synchronous: g.sync, BusyTimeout: g.busyTimeout}).Validate(); err != nil {
-		return err
+// storeOptions are the store options the global flags give, for mode.
+func storeOptions(g globals, mode openMode) wsstore.Options {
+	opts := wsstore.Options{Index: index.Options{ReadOnly: mode == readOnly, Synchronous: g.sync, BusyTimeout: g.busyTimeout}, Profile: g.profile, Blobs: g.blobs}
+	opts.Runs.MaxStoreBytes = g.maxStore
+	if g.now != nil {
+		opts.Now = g.now
 	}
-	if g.profile != "" && g.profile != wsstore.ProfileMobile {
-		return wserr.New(wserr.InvalidOptions, op, "", "unknown profile %q (want %q or none)", g.profile, wsstore.ProfileMobile)
-	}
-	if g.maxStore < 0 {
-		return wserr.New(wserr.InvalidOptions, op, "", "max store bytes %d is negative (0: the store policy's maxStoreBytes, if any)", g.maxStore)
-	}
-	if g.blobs != "" {
-		if _, err := remote.ParseURL(g.blobs); err != nil {
-			return err
-		}
-	}
-	return nil
+	return opts
 }
 
 // openCreating opens the store for a command that creates it where there
