@@ -40,9 +40,11 @@ func (f *treeFS) resolve(op, name string) (Path, Entry, error) {
 	var p Path
 	if name != "." {
 		var err error
-		// fs.ValidPath allows names (with a backslash, say) that ParsePath
-		// refuses; no tree holds such a name, so it does not exist.
-		if p, err = ParsePath(name); err != nil {
+		// fs.ValidPath allows names (with a backslash, say) that no tree
+		// holds, so they do not exist. The rules about names other
+		// platforms treat specially are left out, as when a tree is
+		// decoded: a name stored before them is listed, so it opens.
+		if p, err = parseRules("open", name, false); err != nil {
 			return Path{}, Entry{}, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 		}
 	}

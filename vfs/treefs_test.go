@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -134,4 +135,40 @@ func TestTreesFS(t *testing.T) {
 		_, err := fs.Stat(env.trees.FS(env.ctx, cas.Sum([]byte("no tree"))), "x")
 		assert.True(t, wserr.Is(err, wserr.Corrupt), "%v", err)
 	})
+}
+
+// TestTreesFSStoredBeforeRules reads a tree holding names ParsePath has
+// come to refuse (a device name, NFD, a trailing dot): trees stored before
+// those rules still decode, so the view opens every name it lists.
+func TestTreesFSStoredBeforeRules(t *testing.T) {
+	env := newTreeEnv(t, cas.Options{})
+	names := []string{"aux.md", "caf\u0065\u0301.md", "notes.", "ok.md"}
+	var root cas.Hash
+	env.update(t, func(tx *index.Tx) error {
+		var files []vfs.Entry
+		for _, n := range names {
+			e := env.file(t, tx, "content of "+n)
+			e.Name = n
+			files = append(files, e)
+		}
+		dir, err := env.trees.Put(env.ctx, tx, files)
+		require.NoError(t, err)
+		sz := int64(0)
+		for _, f := range files {
+			sz += f.Size
+		}
+		root, err = env.trees.Put(env.ctx, tx, []vfs.Entry{{Name: "output", Kind: vfs.KindDir, Hash: dir, Size: sz}})
+		return err
+	})
+	fsys := env.trees.FS(env.ctx, root)
+	var want []string
+	for _, n := range names {
+		want = append(want, "output/"+n)
+	}
+	require.NoError(t, fstest.TestFS(fsys, want...))
+	for _, n := range names {
+		b, err := fs.ReadFile(fsys, "output/"+n)
+		require.NoError(t, err, n)
+		assert.Equal(t, "content of "+n, string(b))
+	}
 }
