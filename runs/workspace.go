@@ -303,8 +303,9 @@ func (w *Workspace) lookupFile(ctx context.Context, op string, p vfs.Path) (fi v
 
 // List returns what lies below p to depth levels, in path order compared
 // segment by segment. At the root, the model scope sees only visible roots;
-// every scope also sees the virtual mounts and, to depth, what lies below
-// them. It holds the whole listing: ListPage reads one of any size a page
+// every scope also sees the virtual mounts below p (at the root or in a
+// stored directory above them) and, to depth, what lies below them. It
+// holds the whole listing: ListPage reads one of any size a page
 // at a time.
 func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.FileInfo, error) {
 	out, _, err := w.ListPage(ctx, p, depth, vfs.ListPage{})
@@ -395,9 +396,10 @@ func (w *Workspace) ListPage(ctx context.Context, p vfs.Path, depth int, page vf
 	if err != nil {
 		return nil, false, err
 	}
-	if p.IsRoot() && len(w.s.virtual.Prefixes()) > 0 {
-		// The mounts and, as deep as asked, what lies below them; a
-		// stored entry of the same name (a directory both hold) wins.
+	if len(w.mountsBelow(p)) > 0 {
+		// The mounts below p and, as deep as asked, what lies below
+		// them, as Stat finds them; a stored entry of the same name (a
+		// directory both hold) wins.
 		vl, err := w.s.virtual.List(ctx, p, depth)
 		if err != nil {
 			return nil, false, err
@@ -933,8 +935,8 @@ func (w *Workspace) checkSize(ctx context.Context, tx *index.Tx, run Run, op str
 	return nil
 }
 
-// Search scores the visible text files below opt.Path (and virtual
-// resources) against query and returns the best hits. Files over
+// Search scores the visible text files below opt.Path (and the virtual
+// resources mounted below it) against query and returns the best hits. Files over
 // vfs.MaxSearchFile are passed over, so a search's memory stays bounded
 // whatever the workspace holds. It fails with
 // workspace.invalid_argument for a bad query or options, and like Stat
@@ -1008,17 +1010,29 @@ func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOpti
 		}
 		sr.Add(f.p, b)
 	}
-	if opt.Path.IsRoot() {
-		if err := w.searchVirtual(ctx, sr); err != nil {
-			return nil, err
-		}
+	if err := w.searchVirtual(ctx, sr, opt.Path); err != nil {
+		return nil, err
 	}
 	return sr.Hits(), nil
 }
 
-// searchVirtual feeds the virtual resources' text files to sr.
-func (w *Workspace) searchVirtual(ctx context.Context, sr *vfs.Searcher) error {
-	for _, prefix := range w.s.virtual.Prefixes() {
+// mountsBelow returns the virtual prefixes strictly below p (every one
+// for the root): a stored directory above them lists and searches them
+// too.
+func (w *Workspace) mountsBelow(p vfs.Path) []vfs.Path {
+	var out []vfs.Path
+	for _, q := range w.s.virtual.Prefixes() {
+		if q != p && q.HasPrefix(p) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// searchVirtual feeds the text files of the virtual resources below dir
+// to sr.
+func (w *Workspace) searchVirtual(ctx context.Context, sr *vfs.Searcher, dir vfs.Path) error {
+	for _, prefix := range w.mountsBelow(dir) {
 		infos, err := w.s.virtual.List(ctx, prefix, 64)
 		if err != nil {
 			return err

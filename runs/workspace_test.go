@@ -1041,3 +1041,47 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// TestVirtualBelowStoredDirectory lists and searches a stored directory
+// that a virtual mount lies below (chat/ written by the run, beside the
+// mounted chat/history.tail.md): the mount shows there as Stat finds it
+// and as the root's listing shows it.
+func TestVirtualBelowStoredDirectory(t *testing.T) {
+	var reads atomic.Int64
+	e := newWSEnv(t, runs.Options{Virtual: mountTestVirtual(t, &reads)})
+	ctx := e.ctx
+	P := vfs.MustPath
+	e.newRun("run_a", runs.CreateRequest{Profile: &runs.Profile{VisibleRoots: []string{"output", "chat"}}})
+	e.write("run_a", "chat/notes.md", "User said hello twice.\n")
+	model := e.model("run_a")
+
+	paths := func(infos []vfs.FileInfo) []string {
+		var out []string
+		for _, fi := range infos {
+			out = append(out, fi.Path.String())
+		}
+		return out
+	}
+	fi, err := model.Stat(ctx, P("chat/history.tail.md"))
+	require.NoError(t, err)
+	assert.Equal(t, vfs.ResourceVirtual, fi.Resource)
+
+	ls, err := model.List(ctx, P("chat"), 1)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"chat/history.tail.md", "chat/notes.md"}, paths(ls))
+	root, err := model.List(ctx, vfs.Root(), 2)
+	require.NoError(t, err)
+	assert.Subset(t, paths(root), paths(ls), "the root's listing shows the same entries")
+	page, more, err := model.ListPage(ctx, P("chat"), 1, vfs.ListPage{After: P("chat/history.tail.md")})
+	require.NoError(t, err)
+	assert.False(t, more)
+	assert.Equal(t, []string{"chat/notes.md"}, paths(page))
+
+	hits, err := model.Search(ctx, "hello", vfs.SearchOptions{Path: P("chat")})
+	require.NoError(t, err)
+	var got []string
+	for _, h := range hits {
+		got = append(got, h.Path.String())
+	}
+	assert.ElementsMatch(t, []string{"chat/history.tail.md", "chat/notes.md"}, got)
+}
