@@ -152,3 +152,36 @@ func TestApplyReadsEachDirectoryOnce(t *testing.T) {
 	// paths, and its parents, about once; 620 when each edit read its own.
 	assert.Less(t, reads, 10*dirs, "tree reads for 300 interleaved edits over %d wide directories", dirs)
 }
+
+// TestSearchStopsAtMaxFiles counts the tree reads of a search bounded by
+// SearchOptions.MaxFiles: once it holds that many files it reads no more
+// directories, so its cost does not grow with the rest of the workspace.
+func TestSearchStopsAtMaxFiles(t *testing.T) {
+	ctx := context.Background()
+	var rec storetest.Statements
+	// A cache of one entry makes every directory a read of the index.
+	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace}, TreeCacheEntries: 1})
+	run, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: testChat})
+	require.NoError(t, err)
+	ws := s.Runs.Workspace(run.ID, runs.ModelScope)
+	var edits []runs.Edit
+	for i := range 60 {
+		edits = append(edits, runs.Edit{Path: vfs.MustPath(fmt.Sprintf("output/d%02d/notes.md", i)), Content: fmt.Appendf(nil, "the lamp at dusk, night %d\n", i)})
+	}
+	_, err = ws.Apply(ctx, edits)
+	require.NoError(t, err)
+
+	var hits []vfs.Hit
+	stmts := rec.Record(func() {
+		hits, err = ws.Search(ctx, "lamp", vfs.SearchOptions{MaxFiles: 3})
+		require.NoError(t, err)
+	})
+	assert.Len(t, hits, 3)
+	trees := 0
+	for _, q := range stmts {
+		if strings.Contains(q, "FROM trees") {
+			trees++
+		}
+	}
+	assert.LessOrEqual(t, trees, 8, "tree reads of a search that stops at 3 files of 60 directories")
+}

@@ -991,8 +991,10 @@ func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOpti
 				}
 				return nil
 			}
-			if e.Kind == vfs.KindFile && e.Size <= vfs.MaxSearchFile && len(files) < maxFiles {
-				files = append(files, file{full, e.Hash})
+			if e.Kind == vfs.KindFile && e.Size <= vfs.MaxSearchFile {
+				if files = append(files, file{full, e.Hash}); len(files) == maxFiles {
+					return fs.SkipAll // no directory after it is read
+				}
 			}
 			return nil
 		})
