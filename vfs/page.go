@@ -39,8 +39,10 @@ func ParseListPage(after string, limit int) (ListPage, error) {
 		page.Limit = DefaultListLimit
 	}
 	if after != "" && after != "." {
+		// Only a cursor: a name stored before the rules about other
+		// platforms' special names is one a listing holds, and gives.
 		var err error
-		if page.After, err = ParsePath(after); err != nil {
+		if page.After, err = parseRules("parse path", after, false); err != nil {
 			return page, fmt.Errorf("after must be a path a listing holds: %s", wserr.MessageOf(err))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/vfs"
 )
 
@@ -109,4 +110,40 @@ func TestTreesListPageReadsItsWay(t *testing.T) {
 	_, err = fresh.List(env.ctx, nil, root, vfs.Root(), 4)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2+largeTop*(1+largeMid*(1+largeLeaf))), vfs.TreeLoads(fresh)-before, "a whole listing reads every tree")
+}
+
+// TestListPageAfterStoredBeforeRules pages through a directory holding
+// names stored before the rules about other platforms' special names: a
+// host asks for the next page after the last path it was given, whichever
+// name that is.
+func TestListPageAfterStoredBeforeRules(t *testing.T) {
+	env := newTreeEnv(t, cas.Options{})
+	names := []string{"aux.md", "caf\u0065\u0301.md", "notes.", "ok.md"}
+	var root cas.Hash
+	env.update(t, func(tx *index.Tx) error {
+		var files []vfs.Entry
+		for _, n := range names {
+			e := env.file(t, tx, n)
+			e.Name = n
+			files = append(files, e)
+		}
+		var err error
+		root, err = env.trees.Put(env.ctx, tx, files)
+		return err
+	})
+	var got []string
+	page, err := vfs.ParseListPage("", 1)
+	require.NoError(t, err)
+	for range names {
+		ls, more, err := env.trees.ListPage(env.ctx, nil, root, vfs.Root(), 1, page)
+		require.NoError(t, err)
+		require.Len(t, ls, 1)
+		got = append(got, ls[0].Path.String())
+		if !more {
+			break
+		}
+		page, err = vfs.ParseListPage(ls[0].Path.String(), 1)
+		require.NoError(t, err, "the next page after %q", ls[0].Path)
+	}
+	assert.Equal(t, names, got)
 }
