@@ -153,11 +153,12 @@ func (p Profile) normalizeHost() (Profile, error) {
 		case !fi.IsDir():
 			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q is not a directory", h.Path)
 		}
+		hint := ""
 		if h.Name == "" {
-			h.Name = filepath.Base(h.Path)
+			h.Name, hint = filepath.Base(h.Path), ` (the last element of its path): give it a "name"`
 		}
 		if _, err := vfs.Root().Join(h.Name); err != nil {
-			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "host path name %q is not a single path segment; name it with \"name\"", h.Name)
+			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "host path name %q must be one valid path segment%s: %s", h.Name, hint, wserr.MessageOf(err))
 		}
 		if names[h.Name] {
 			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "two allowed host paths are named %q; name one with \"name\"", h.Name)

@@ -510,3 +510,34 @@ func TestHostPathRetargetedToTheTempDir(t *testing.T) {
 	_, err = ws.Read(h.ctx, vfs.MustPath("host/docs/readme.md"), vfs.ReadOptions{})
 	assert.NoError(t, err, "the other allowed path is still reached")
 }
+
+// TestHostPathBadNameSaysWhy: an allowed host path's name that the path
+// rules refuse is refused with the rule it breaks, as a profile's root
+// is, not as a name of several segments.
+func TestHostPathBadNameSaysWhy(t *testing.T) {
+	e := newLifecycleEnv(t)
+	dir := t.TempDir()
+	aux := filepath.Join(t.TempDir(), "aux")
+	require.NoError(t, os.Mkdir(aux, 0o755))
+	cases := map[string]struct {
+		hp   runs.HostPath
+		want []string
+	}{
+		"ErrDeviceName":    {runs.HostPath{Path: dir, Name: "CON"}, []string{"device name"}},
+		"ErrNotNFC":        {runs.HostPath{Path: dir, Name: "e\u0301"}, []string{"NFC"}},
+		"ErrSegments":      {runs.HostPath{Path: dir, Name: "a/b"}, []string{"'/'"}},
+		"ErrDefaultedName": {runs.HostPath{Path: aux}, []string{"device name", `"name"`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			prof := runs.DefaultProfile()
+			prof.AllowPaths = []runs.HostPath{tc.hp}
+			_, err := e.svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: name}, Profile: &prof})
+			require.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			assert.NotContains(t, err.Error(), "single path segment")
+		})
+	}
+}
