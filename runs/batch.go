@@ -15,7 +15,7 @@ import (
 )
 
 // Edit is one file change of an Apply batch: new content for Path, or its
-// removal.
+// removal (Remove with no Content).
 type Edit struct {
 	Path    vfs.Path
 	Content []byte
@@ -30,7 +30,8 @@ type Edit struct {
 // takes them. Each new version is stored with its previous one as delta
 // base, as Write does. All or nothing: it fails, changing nothing, with the
 // codes of Write and Remove for the first edit that cannot apply, and with
-// workspace.invalid_argument for an empty batch or a path named twice.
+// workspace.invalid_argument for an empty batch, a path named twice or an
+// edit that both removes its file and gives it content.
 func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, error) {
 	const op = "apply"
 	if len(edits) == 0 {
@@ -42,6 +43,9 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 		}
 		if e.Path.IsRoot() {
 			return nil, wserr.New(wserr.PathIsDirectory, op, e.Path.String(), "the workspace root is a directory")
+		}
+		if e.Remove && len(e.Content) > 0 {
+			return nil, wserr.New(wserr.InvalidArgument, op, e.Path.String(), "an edit either removes its file or gives it content, not both")
 		}
 	}
 	// A path named twice, or a file and a path below it, is refused

@@ -62,6 +62,8 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 		"ErrFileAndBelow": {[]runs.Edit{{Path: vfs.MustPath("output/d/x"), Remove: true}, {Path: vfs.MustPath("output/d"), Content: []byte("a")}}, wserr.InvalidArgument},
 		"ErrDirectory":    {[]runs.Edit{{Path: vfs.MustPath("output"), Content: []byte("a")}}, wserr.PathNotWritable},
 		"ErrEmpty":        {nil, wserr.InvalidArgument},
+		// keep.md is there: a removal with content would remove it.
+		"ErrRemoveWithContent": {[]runs.Edit{{Path: vfs.MustPath("output/keep.md"), Content: []byte("new"), Remove: true}}, wserr.InvalidArgument},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
