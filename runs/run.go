@@ -398,15 +398,22 @@ func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 		limit = -1
 	}
 	// Only the filters given go into the query, so a chat's runs come
-	// from the runs_chat index (chat_id, created_at) and a status's from
-	// runs_status, not from a scan of every run.
+	// from the runs_chat index (chat_id, created_at), a status's from
+	// runs_status and the newest from runs_newest, not from a scan of
+	// every run. Given both, the chat's runs are read and their status
+	// checked (the unary + keeps SQLite from the status index): a chat
+	// holds few runs, a status may hold most of the store's.
 	var where []string
 	var args []any
 	if q.ChatID != "" {
 		where, args = append(where, "r.chat_id = ?"), append(args, q.ChatID)
 	}
 	if q.Status != "" {
-		where, args = append(where, "r.status = ?"), append(args, string(q.Status))
+		cond := "r.status = ?"
+		if q.ChatID != "" {
+			cond = "+r.status = ?"
+		}
+		where, args = append(where, cond), append(args, string(q.Status))
 	}
 	cond := ""
 	if len(where) > 0 {
