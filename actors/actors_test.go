@@ -608,3 +608,32 @@ func TestUploadOfStoredContentUnderATightCap(t *testing.T) {
 		})
 	}
 }
+
+// TestGCOfOneActorReadsItsSpaceOnly counts the pages GC's read of the
+// spaces reads when it is given one actor: about the same among 10 spaces
+// as among 2,000. Matching the actor in a scan of every space read 100×
+// the pages among 2,000.
+func TestGCOfOneActorReadsItsSpaceOnly(t *testing.T) {
+	ctx := context.Background()
+	pages := func(n int) int {
+		var rec storetest.Statements
+		s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace}})
+		for i := range n {
+			upload(t, s, fmt.Sprintf("actor%05d", i), "notes.md", fmt.Sprint("note ", i))
+		}
+		upload(t, s, "actor00003", "notes.md", "changed")
+		var rep actors.GCReport
+		stmts := rec.Record(func() {
+			var err error
+			rep, err = s.Actors.GC(ctx, actors.GCOptions{Actor: "actor00003"})
+			require.NoError(t, err)
+		})
+		require.Equal(t, actors.GCReport{Actors: 1, Pruned: 1}, rep)
+		require.NotEmpty(t, stmts)
+		require.Contains(t, stmts[0], "FROM actor_spaces")
+		return storetest.PagesRead(t, s.DB.Path(), stmts[0], "actor00003")
+	}
+	small, large := pages(10), pages(2000)
+	t.Logf("pages of the space read by gc of one actor: %d among 10 spaces, %d among 2,000", small, large)
+	assert.LessOrEqual(t, large, small+2, "pages among 2,000 spaces")
+}

@@ -378,9 +378,14 @@ func (s *Spaces) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 		rep = GCReport{}
 		var rows []spaceRow
 		// With the totals: a gc change leaves the root, and so them, as
-		// they are (record would count a row without them whole).
-		if err := tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated, files, dirs, bytes FROM actor_spaces
-			WHERE ?1 = '' OR actor = ?1 ORDER BY actor`, opt.Actor); err != nil {
+		// they are (record would count a row without them whole). One
+		// actor's space is searched by its key, not matched in a scan of
+		// every space.
+		q, args := `SELECT actor, root, seq, created, updated, files, dirs, bytes FROM actor_spaces ORDER BY actor`, []any{}
+		if opt.Actor != "" {
+			q, args = `SELECT actor, root, seq, created, updated, files, dirs, bytes FROM actor_spaces WHERE actor = ?`, []any{opt.Actor}
+		}
+		if err := tx.SelectContext(ctx, &rows, q, args...); err != nil {
 			return index.Translate(err)
 		}
 		for _, sp := range rows {
