@@ -438,6 +438,38 @@ func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 	return out, nil
 }
 
+// RunIDsWithPrefix returns, in id order, the ids of at most limit runs
+// whose id starts with prefix, and how many runs' ids do. It reads those
+// runs' entries of the id index, not every run: a caller that names a run
+// by a prefix of its id pays for the runs it matches.
+func (s *Service) RunIDsWithPrefix(ctx context.Context, prefix string, limit int) (ids []string, n int, err error) {
+	// A run id is ASCII letters, digits, '_', '.' and '-', all below
+	// 0x7f (runIDPattern): every id that starts with prefix sorts from
+	// prefix up to prefix+"\x7f".
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		ids, n = nil, 0
+		rows, err := tx.QueryxContext(ctx, `SELECT id FROM runs WHERE id >= ? AND id < ? ORDER BY id`, prefix, prefix+"\x7f")
+		if err != nil {
+			return index.Translate(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return index.Translate(err)
+			}
+			if n++; len(ids) < limit {
+				ids = append(ids, id)
+			}
+		}
+		return index.Translate(rows.Err())
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("runs with prefix: %w", err)
+	}
+	return ids, n, nil
+}
+
 // MaxStatusReasonBytes is the longest reason a status change takes: it is
 // journaled, and a status change is never refused for the store's cap.
 const MaxStatusReasonBytes = 4096

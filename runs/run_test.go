@@ -454,6 +454,34 @@ func TestRunsList(t *testing.T) {
 	requireHostError(t, err, wserr.RunNotFound)
 }
 
+// TestRunIDsWithPrefix: the runs whose id starts with a prefix, in id
+// order, at most limit of them, and how many there are.
+func TestRunIDsWithPrefix(t *testing.T) {
+	e := newWSEnv(t, runs.Options{})
+	for _, id := range []string{"run_b", "run_a", "run_a.2", "run_a-1", "run_az", "runa", "Z9"} {
+		e.newRun(id, runs.CreateRequest{})
+	}
+	for _, c := range []struct {
+		prefix string
+		limit  int
+		ids    []string
+		n      int
+	}{
+		{"run_a", 10, []string{"run_a", "run_a-1", "run_a.2", "run_az"}, 4},
+		{"run_a", 2, []string{"run_a", "run_a-1"}, 4},
+		{"run_", 0, nil, 5},
+		{"run_b", 5, []string{"run_b"}, 1},
+		{"Z", 5, []string{"Z9"}, 1},
+		{"run_c", 5, nil, 0},
+		{"runé", 5, nil, 0},
+	} {
+		ids, n, err := e.svc.RunIDsWithPrefix(e.ctx, c.prefix, c.limit)
+		require.NoError(t, err)
+		assert.Equal(t, c.ids, ids, "%q", c.prefix)
+		assert.Equal(t, c.n, n, "%q", c.prefix)
+	}
+}
+
 // TestCreateRunWritesEachDirectoryOnce: a run's inputs go into its tree
 // as one change, so the trees a creation writes do not grow with the
 // inputs in a directory (one per input, each a version of the directory

@@ -103,28 +103,20 @@ func resolveRun(ctx context.Context, st *wsstore.Store, ref string) (string, err
 		}
 		return list[0].ID, nil
 	}
-	ids, err := runIDs(ctx, st)
+	shown, n, err := st.Runs.RunIDsWithPrefix(ctx, ref, 5)
 	if err != nil {
 		return "", err
 	}
-	var match []string
-	for _, id := range ids {
-		if strings.HasPrefix(id, ref) {
-			match = append(match, id)
-		}
-	}
-	switch len(match) {
+	switch n {
 	case 0:
 		return "", wserr.New(wserr.RunNotFound, "run", "", "no run id is or starts with %q", ref)
 	case 1:
-		return match[0], nil
+		return shown[0], nil
 	}
-	slices.Sort(match)
-	shown := match
-	if len(shown) > 5 {
-		shown = append(shown[:5:5], "…")
+	if n > len(shown) {
+		shown = append(shown, "…")
 	}
-	return "", argError("run", "%q is a prefix of %d run ids (%s): give more of the id", ref, len(match), strings.Join(shown, ", "))
+	return "", argError("run", "%q is a prefix of %d run ids (%s): give more of the id", ref, n, strings.Join(shown, ", "))
 }
 
 // runIDs lists every run id, newest first.

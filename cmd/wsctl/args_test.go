@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 )
@@ -294,4 +296,38 @@ func TestDemoStoreChoice(t *testing.T) {
 	rs, err := st.Runs.Runs(t.Context(), runs.ListQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, rs, "init && demo --store X leaves the default store empty")
+}
+
+// TestRunPrefixReadsTheRunsItMatches: naming a run by a prefix of its id
+// holds the runs the prefix matches, not every run of the store: the heap
+// grows about as much among 2,000 runs as among 20. Reading every run to
+// match the prefix grew it by about 2 MiB among 2,000.
+func TestRunPrefixReadsTheRunsItMatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	growth := func(n int) uint64 {
+		st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+		require.NoError(t, err)
+		defer st.Close()
+		for i := range n {
+			_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: fmt.Sprintf("run_%05d", i)})
+			require.NoError(t, err)
+		}
+		_, err = st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "target_run"})
+		require.NoError(t, err)
+		least := uint64(math.MaxUint64)
+		for range 3 {
+			var id string
+			g := storetest.HeapGrowth(func() {
+				id, err = resolveRun(ctx, st, "target_r")
+				require.NoError(t, err)
+			})
+			require.Equal(t, "target_run", id)
+			least = min(least, g)
+		}
+		return least
+	}
+	small, large := growth(20), growth(2000)
+	t.Logf("heap growth of resolving a run prefix: %d bytes among 20 runs, %d among 2,000", small, large)
+	assert.Less(t, large, small+256<<10, "heap growth among 2,000 runs")
 }
