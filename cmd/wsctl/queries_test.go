@@ -49,6 +49,26 @@ func TestRuns(t *testing.T) {
 		require.Len(t, list, 1)
 		assert.Equal(t, "run_a", list[0].ID)
 	})
+	t.Run("ChatByStableIDAcrossKinds", func(t *testing.T) {
+		// The chats of every kind with that id: their runs together,
+		// newest first, at most --limit of them in all.
+		for _, r := range []struct{ id, kind string }{{"k_1", "character"}, {"k_2", "group"}, {"k_3", "character"}} {
+			_, err := st.Runs.CreateRun(context.Background(), runs.CreateRequest{Chat: runs.ChatKey{Kind: r.kind, StableChatID: "shared"}, RunID: r.id})
+			require.NoError(t, err)
+		}
+		ids := func(args ...string) []string {
+			var list []runs.Run
+			c.jsonOut(&list, append([]string{"runs", "--chat", "shared"}, args...)...)
+			var out []string
+			for _, r := range list {
+				out = append(out, r.ID)
+			}
+			return out
+		}
+		assert.Equal(t, []string{"k_3", "k_2", "k_1"}, ids())
+		assert.Equal(t, []string{"k_3"}, ids("--limit", "1"))
+		assert.Equal(t, []string{"k_3", "k_2"}, ids("--limit", "2"))
+	})
 	t.Run("Empty", func(t *testing.T) {
 		assert.Equal(t, "[]\n", c.ok("runs", "--chat", "nobody", "--json"))
 	})

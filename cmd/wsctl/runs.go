@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -82,6 +84,14 @@ func runRuns(ctx context.Context, o runsOptions, _ []string) error {
 				return err
 			}
 			list = append(list, rs...)
+		}
+		// Each chat's page is its newest; together they are newest
+		// first, as the store orders runs, and cut to the limit.
+		slices.SortStableFunc(list, func(a, b runs.Run) int {
+			return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
+		})
+		if o.limit > 0 && len(list) > o.limit {
+			list = list[:o.limit]
 		}
 	}
 	if list == nil {
