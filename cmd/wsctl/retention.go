@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -180,23 +179,36 @@ func runDeletions(ctx context.Context, o deletionsOptions) error {
 		return err
 	}
 	defer st.Close()
-	ds, err := st.Runs.Deletions(ctx, o.after, o.limit)
-	if err != nil {
-		return err
-	}
-	if o.json {
-		if ds == nil {
-			ds = []runs.Deletion{}
+	// The log grows with every deletion the store ever made: it is read
+	// and printed a page at a time, as ls prints a listing.
+	out := &pages[runs.Deletion]{w: o.out, json: o.json, header: []string{"ID", "AT", "KIND", "WORKSPACE", "RUN", "REASON", "BYTES FREED"},
+		row: func(d runs.Deletion) []string {
+			return []string{fmt.Sprint(d.ID), d.At.Format("2006-01-02T15:04:05Z"), d.Kind, d.ChatID, d.RunID, d.Reason, fmt.Sprint(d.BytesFreed)}
+		}}
+	after, left := o.after, o.limit
+	for {
+		n := deletionsPage
+		if o.limit > 0 {
+			n = min(n, left)
 		}
-		return writeJSON(o.out, ds)
+		ds, err := st.Runs.Deletions(ctx, after, n)
+		if err != nil {
+			return err
+		}
+		if err := out.add(ds); err != nil {
+			return err
+		}
+		left -= len(ds)
+		if len(ds) < n || (o.limit > 0 && left == 0) {
+			return out.close()
+		}
+		after = ds[len(ds)-1].ID
 	}
-	tw := tabwriter.NewWriter(o.out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tAT\tKIND\tWORKSPACE\tRUN\tREASON\tBYTES FREED")
-	for _, d := range ds {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\n", d.ID, d.At.Format("2006-01-02T15:04:05Z"), d.Kind, d.ChatID, d.RunID, d.Reason, d.BytesFreed)
-	}
-	return tw.Flush()
 }
+
+// deletionsPage is how many entries of the deletion log deletions reads
+// at a time.
+var deletionsPage = 1000
 
 type policyOptions struct {
 	globals

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"testing"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 )
@@ -240,4 +244,53 @@ func TestPolicySetRefusedBeforeOpen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, garbage, got)
 	c.fails(6, "policy", "--set", "keepCompletedRuns=1")
+}
+
+// TestDeletionsHoldsAPage: deletions reads and prints the log a page at a
+// time, so the heap grows by a few pages' garbage for a log of 20,000
+// entries (pages of 10 here, the collector at 1 %: 1.8 MB), where holding
+// the whole log grew it by 17–19 MB, in text and in JSON.
+func TestDeletionsHoldsAPage(t *testing.T) {
+	defer func(n int) { deletionsPage = n }(deletionsPage)
+	deletionsPage = 10
+	// Garbage collected soon, so the heap counts what is held.
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
+	ctx := context.Background()
+	growth := func(n int, json bool) uint64 {
+		c := newCLI(t)
+		st := c.open()
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "run_a"})
+		require.NoError(t, err)
+		_, err = st.Runs.CancelAndDeleteRun(ctx, "run_a")
+		require.NoError(t, err)
+		require.NoError(t, st.Close())
+		// The log of many deletions, copied from the first entry.
+		_, err = rawDB(t, c).Exec(`WITH RECURSIVE n (i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO deletions (at, kind, chat_id, run_id, reason, detail, bytes_freed)
+			SELECT d.at + n.i, d.kind, d.chat_id, 'run_' || n.i, d.reason, d.detail, d.bytes_freed FROM n, deletions d WHERE d.id = 1`, n)
+		require.NoError(t, err)
+		least := uint64(math.MaxUint64)
+		for range 3 {
+			var out countingWriter
+			g := storetest.HeapGrowth(func() {
+				require.NoError(t, runDeletions(ctx, deletionsOptions{globals: globals{storeDir: c.store, json: json, out: &out, errOut: io.Discard}}))
+			})
+			require.Greater(t, int(out), n*40, "the log was printed")
+			least = min(least, g)
+		}
+		return least
+	}
+	for _, json := range []bool{false, true} {
+		small, large := growth(20, json), growth(20000, json)
+		t.Logf("heap growth of deletions (json %v): %d bytes for 20 entries, %d for 20,000", json, small, large)
+		assert.Less(t, large, small+4<<20, "heap growth for 20,000 entries (json %v)", json)
+	}
+}
+
+// countingWriter counts the bytes written to it and keeps none.
+type countingWriter int
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	*w += countingWriter(len(b))
+	return len(b), nil
 }
