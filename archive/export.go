@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -275,71 +276,8 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 		return nil
 	}
 
-	// Runs first, by chat: a run brings its chat, a chat its runs.
-	var rs []runs.RunRecord
-	chats := map[string]bool{}
-	seenRun := map[string]bool{}
-	addRun := func(r runs.RunRecord) error {
-		if !seenRun[r.ID] {
-			seenRun[r.ID] = true
-			chats[r.ChatID] = true
-			rs = append(rs, r)
-		}
-		return nil
-	}
-	if scope.All {
-		if err := a.p.Runs.EachChatRecord(ctx, tx, func(c runs.ChatRecord) error { chats[c.ID] = true; return nil }); err != nil {
-			return err
-		}
-		if err := a.p.Runs.EachRunRecord(ctx, tx, "", addRun); err != nil {
-			return err
-		}
-	}
-	for _, id := range scope.Chats {
-		if _, err := a.p.Runs.ExportChat(ctx, tx, id); err != nil {
-			return err
-		}
-		chats[id] = true
-		if err := a.p.Runs.EachRunRecord(ctx, tx, id, addRun); err != nil {
-			return err
-		}
-	}
-	for _, id := range scope.Runs {
-		r, err := a.p.Runs.ExportRun(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		addRun(r)
-	}
-	slices.SortFunc(rs, func(x, y runs.RunRecord) int {
-		if x.ID < y.ID {
-			return -1
-		}
-		if x.ID > y.ID {
-			return 1
-		}
-		return 0
-	})
-
-	ids := make([]string, 0, len(chats))
-	for id := range chats {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		c, err := a.p.Runs.ExportChat(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if err := a.reach(ctx, tx, p, c.PersistRoot); err != nil {
-			return err
-		}
-		if err := put(Record{Chat: &c}); err != nil {
-			return err
-		}
-		p.m.Chats = append(p.m.Chats, id)
-	}
-	for _, r := range rs {
+	// A run's rows and what they reach; exported in id order.
+	exportRun := func(r runs.RunRecord) error {
 		var err error
 		if r.Root, err = a.runRoot(ctx, tx, p, r.Root); err != nil {
 			return err
@@ -415,6 +353,71 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 			return put(Record{Event: &e})
 		})
 		if err != nil {
+			return err
+		}
+		return nil
+	}
+	exportChat := func(c runs.ChatRecord) error {
+		if err := a.reach(ctx, tx, p, c.PersistRoot); err != nil {
+			return err
+		}
+		if err := put(Record{Chat: &c}); err != nil {
+			return err
+		}
+		p.m.Chats = append(p.m.Chats, c.ID)
+		return nil
+	}
+	if scope.All {
+		// Every chat, then every run, each in id order as it is read:
+		// the store's runs are never held together.
+		if err := a.p.Runs.EachChatRecord(ctx, tx, exportChat); err != nil {
+			return err
+		}
+		if err := a.p.Runs.EachRunRecord(ctx, tx, "", exportRun); err != nil {
+			return err
+		}
+	}
+
+	// The runs named, by chat: a run brings its chat, a chat its runs.
+	var rs []runs.RunRecord
+	chats := map[string]bool{}
+	seenRun := map[string]bool{}
+	addRun := func(r runs.RunRecord) error {
+		if !seenRun[r.ID] {
+			seenRun[r.ID] = true
+			chats[r.ChatID] = true
+			rs = append(rs, r)
+		}
+		return nil
+	}
+	for _, id := range scope.Chats {
+		if _, err := a.p.Runs.ExportChat(ctx, tx, id); err != nil {
+			return err
+		}
+		chats[id] = true
+		if err := a.p.Runs.EachRunRecord(ctx, tx, id, addRun); err != nil {
+			return err
+		}
+	}
+	for _, id := range scope.Runs {
+		r, err := a.p.Runs.ExportRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		addRun(r)
+	}
+	slices.SortFunc(rs, func(x, y runs.RunRecord) int { return strings.Compare(x.ID, y.ID) })
+	for _, id := range slices.Sorted(maps.Keys(chats)) {
+		c, err := a.p.Runs.ExportChat(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := exportChat(c); err != nil {
+			return err
+		}
+	}
+	for _, r := range rs {
+		if err := exportRun(r); err != nil {
 			return err
 		}
 	}

@@ -369,3 +369,32 @@ func TestImportHoldsFewTreeEntries(t *testing.T) {
 	t.Logf("import of %d trees of %d entries: heap grew %d MiB at most", sum.Trees, files, grew>>20)
 	assert.Less(t, grew, uint64(32<<20), "trees held by their bytes, not only by their number")
 }
+
+// TestExportAllHoldsNoRunRows: an export of the whole store reads its runs
+// one at a time, in id order, not every run's row first. 3,000 runs whose
+// chat references take 4 KB each (12 MB of rows) export with the heap
+// growing by what their ids take; holding their rows took 16–18 MiB.
+func TestExportAllHoldsNoRunRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 3,000 runs")
+	}
+	ctx := context.Background()
+	src := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	ref, err := json.Marshal(map[string]string{"title": strings.Repeat("a long chat title ", 4096/18)})
+	require.NoError(t, err)
+	const n = 3000
+	for i := range n {
+		_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: strconv.Itoa(i % 50)},
+			ChatRef: ref, RunID: fmt.Sprintf("run-%05d", i)})
+		require.NoError(t, err)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	var sum archive.Summary
+	grew := heapPeak(t, func() {
+		sum, err = src.Archive.Export(ctx, io.Discard, archive.Scope{All: true}, archive.Options{})
+	})
+	require.NoError(t, err)
+	assert.Equal(t, n, sum.Runs, "every run exported")
+	t.Logf("export of %d runs with 4 KB chat references: heap grew %d KiB at most", n, grew>>10)
+	assert.Less(t, grew, uint64(6<<20), "the runs' ids, not their rows")
+}
