@@ -62,7 +62,14 @@ func runGC(ctx context.Context, o gcOptions, _ []string) error {
 			opts.Grace = -1 // the API's "no grace"; its zero means the default
 		}
 	}
-	st, err := openStore(ctx, o.globals, readWrite)
+	// A dry run only reads: it opens the store as queries do, so it
+	// changes nothing (not even the free pages a writing open gives back
+	// as it closes) and answers on a store it may not write.
+	mode := readWrite
+	if o.dryRun {
+		mode = readOnly
+	}
+	st, err := openStore(ctx, o.globals, mode)
 	if err != nil {
 		return err
 	}

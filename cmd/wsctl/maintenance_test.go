@@ -379,3 +379,41 @@ func (c *changeFirst) Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error
 	c.once.Do(c.change)
 	return c.blobGetter.Get(ctx, h)
 }
+
+// TestDryRunsLeaveTheStoreAsItWas: gc --dry-run and prune --dry-run only
+// read, so they leave the database file as it was (free pages included),
+// as batch answers them on a store it may not write.
+func TestDryRunsLeaveTheStoreAsItWas(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, c.store, wsstore.Options{})
+	require.NoError(t, err)
+	c.seedRun(st, "r")
+	require.NoError(t, st.Close())
+	// Free pages, which a writing open gives back as it closes.
+	db := filepath.Join(c.store, "wsstore.db")
+	raw, err := sql.Open("sqlite", "file:"+db)
+	require.NoError(t, err)
+	for _, q := range []string{
+		`CREATE TABLE padding AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 64)
+			SELECT randomblob(4096) AS b FROM n`,
+		`DROP TABLE padding`,
+	} {
+		_, err := raw.ExecContext(ctx, q)
+		require.NoError(t, err)
+	}
+	var free int
+	require.NoError(t, raw.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&free))
+	require.Positive(t, free)
+	require.NoError(t, raw.Close())
+	before, err := os.ReadFile(db)
+	require.NoError(t, err)
+
+	for _, args := range [][]string{{"gc", "--dry-run", "--grace", "0"}, {"prune", "--dry-run"}} {
+		c.ok(args...)
+		after, err := os.ReadFile(db)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(before, after), "%v changed the database file", args)
+	}
+}

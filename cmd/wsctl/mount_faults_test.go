@@ -67,7 +67,7 @@ func TestReadOnlyStoreIsReadNotChanged(t *testing.T) {
 			assert.Equal(t, 0, status, errOut)
 			assert.Equal(t, "alpha\n", out)
 			for _, args := range [][]string{{"runs"}, {"ls", "r"}, {"log", "r"}, {"checkpoints", "r"}, {"stats"}, {"du"}, {"fsck"}, {"show", "r"},
-				{"sql", "SELECT count(*) FROM runs"}} {
+				{"sql", "SELECT count(*) FROM runs"}, {"gc", "--dry-run"}, {"prune", "--dry-run"}} {
 				_, errOut, status := c.run("", args...)
 				assert.Equal(t, 0, status, "%v: %s", args, errOut)
 			}

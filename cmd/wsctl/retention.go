@@ -51,7 +51,11 @@ func runPrune(ctx context.Context, o pruneOptions) error {
 	if o.chatSet && o.chat == "" {
 		return argError("prune", "--chat is empty: name a chat WORKSPACE id, or leave --chat out for every chat")
 	}
-	st, err := openStore(ctx, o.globals, readWrite)
+	mode := readWrite
+	if o.dryRun {
+		mode = readOnly // deletes nothing: opened as gc --dry-run is
+	}
+	st, err := openStore(ctx, o.globals, mode)
 	if err != nil {
 		return err
 	}
