@@ -48,6 +48,13 @@ type VacuumReport struct {
 	// around the vacuum.
 	FreePagesBefore int64 `json:"freePagesBefore"`
 	FreePagesAfter  int64 `json:"freePagesAfter"`
+	// LogBytes is the part of AfterBytes the write-ahead log holds: 0
+	// once the log is folded into the file. A read still open on an
+	// older snapshot (another process's fsck or export, say) keeps the
+	// log from being folded, so the pages given back stay in it, and the
+	// file does not shrink, until that read ends and the log is folded:
+	// at the next vacuum, or as the store closes.
+	LogBytes int64 `json:"logBytes"`
 }
 
 // Vacuum gives the space of deleted rows back to the file system with the
@@ -110,6 +117,9 @@ func (s *Store) VacuumWith(ctx context.Context, opt VacuumOptions) (VacuumReport
 		return rep, fmt.Errorf("vacuum: %w", err)
 	}
 	if rep.AfterBytes, err = s.DB.FileBytes(); err != nil {
+		return rep, fmt.Errorf("vacuum: %w", err)
+	}
+	if rep.LogBytes, err = s.DB.LogBytes(); err != nil {
 		return rep, fmt.Errorf("vacuum: %w", err)
 	}
 	return rep, nil

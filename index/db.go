@@ -322,6 +322,20 @@ func (db *DB) FileBytes() (int64, error) {
 	return n, nil
 }
 
+// LogBytes returns the size of the database's write-ahead log file (0
+// when there is none): the part of FileBytes not yet folded into the
+// database file.
+func (db *DB) LogBytes() (int64, error) {
+	fi, err := os.Stat(db.path + "-wal")
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
 // Path returns the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
 

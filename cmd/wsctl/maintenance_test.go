@@ -18,6 +18,7 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 )
@@ -416,4 +417,54 @@ func TestDryRunsLeaveTheStoreAsItWas(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, bytes.Equal(before, after), "%v changed the database file", args)
 	}
+}
+
+// TestVacuumBesideAnOpenRead: a read another process holds open keeps the
+// pages a vacuum gives back in the write-ahead log, so the file does not
+// shrink yet. vacuum says so, never that it freed a negative size, and
+// the next vacuum after the read ends gives the space back.
+func TestVacuumBesideAnOpenRead(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	ctx := context.Background()
+	st := c.open()
+	c.seedRun(st, "r")
+	// Free pages: a deleted table's, which nothing gives back by itself.
+	require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE padding AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 512)
+			SELECT randomblob(4096) AS b FROM n`)
+		return err
+	}))
+	require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(ctx, `DROP TABLE padding`)
+		return err
+	}))
+
+	reading, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		done <- st.DB.View(ctx, func(tx *index.Tx) error {
+			var n int
+			if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM runs`); err != nil {
+				return err
+			}
+			close(reading)
+			<-release
+			return nil
+		})
+	}()
+	<-reading
+	var held wsstore.VacuumReport
+	c.jsonOut(&held, "vacuum")
+	assert.Greater(t, held.LogBytes, int64(1<<20), "the pages given back wait in the log: %+v", held)
+	out := c.ok("vacuum")
+	assert.NotContains(t, out, "(-")
+	assert.Contains(t, out, "write-ahead log")
+	close(release)
+	require.NoError(t, <-done)
+
+	var vr wsstore.VacuumReport
+	c.jsonOut(&vr, "vacuum")
+	assert.Zero(t, vr.LogBytes, "%+v", vr)
+	assert.Less(t, vr.AfterBytes, held.AfterBytes-1<<20, "the space comes back once the read ends")
+	assert.Regexp(t, `^vacuum: .+ before, .+ after \(.+ freed\)\n$`, c.ok("vacuum"))
 }

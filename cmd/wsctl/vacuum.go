@@ -61,7 +61,14 @@ func runVacuum(ctx context.Context, o vacuumOptions, _ []string) error {
 	if o.json {
 		return writeJSON(o.out, rep)
 	}
+	if rep.LogBytes > 0 {
+		// A read open elsewhere keeps the log from the file: what the
+		// vacuum gave back is still on disk, in the log.
+		_, err = fmt.Fprintf(o.out, "vacuum: %s before, %s after, %s of it the write-ahead log, which a read still open in another process keeps from the file: run vacuum again once it ends\n",
+			humanBytes(rep.BeforeBytes), humanBytes(rep.AfterBytes), humanBytes(rep.LogBytes))
+		return err
+	}
 	_, err = fmt.Fprintf(o.out, "vacuum: %s before, %s after (%s freed)\n",
-		humanBytes(rep.BeforeBytes), humanBytes(rep.AfterBytes), humanBytes(rep.BeforeBytes-rep.AfterBytes))
+		humanBytes(rep.BeforeBytes), humanBytes(rep.AfterBytes), humanBytes(max(rep.BeforeBytes-rep.AfterBytes, 0)))
 	return err
 }
