@@ -22,15 +22,16 @@
 //     clock. A tree kept only as the base of a patch keeps its row, and
 //     what it names once anything needs the tree itself. A GC deletes
 //     everything it reports or nothing.
-//   - GC, Stats and DU refuse (store.corrupt) rather than guess when a
+//   - GC and DU refuse (store.corrupt) rather than guess when a
 //     reachable object is missing or does not decode; GC then deletes
-//     nothing.
+//     nothing. Stats reads only the root trees (their entries give the
+//     sizes) and refuses when one of those is missing or does not decode.
 //   - Fsck reports every problem it finds, never stopping at the first; its
 //     error is only for a check that cannot run.
 //   - Memory does not grow with the objects a store holds. The owners'
 //     inventories are read a page at a time and each object is asked of
 //     its owner as a walk reaches it; the sets a walk keeps (marks, labels,
-//     the garbage and its order) hold up to 65,536 objects in memory and
+//     the garbage and its order) hold up to 262,144 objects each in memory and
 //     the rest in a scratch database on disk (index.Scratch), which the
 //     operation deletes when it ends. What stays in memory grows with the
 //     roots (about 120 bytes a checkpoint) and, bounded, with memos of

@@ -18,10 +18,13 @@ type Problem struct {
 	// their address), "tree" (a tree row does not hash to its address or
 	// does not decode, or tree_refs, which the collection after a
 	// deletion trusts, does not list it under an object it names),
-	// "reference" (something names an object or run that does not
-	// exist), "event" (a journal payload that does not decode; Ref
-	// is run#seq) or "sqlite" (SQLite's own checks, and a database that is
-	// not a store).
+	// "dict" (a listed dictionary that is not one), "reference"
+	// (something names an object or run that does not exist), "event" (a
+	// journal payload that does not decode; Ref is run#seq), "run",
+	// "checkpoint" or "commit" (a run's head, a checkpoint's parent or a
+	// commit's checkpoint names no checkpoint of its run; Ref is the run
+	// id, run#seq or the commit id) or "sqlite" (SQLite's own checks, and
+	// a database that is not a store).
 	Kind string `json:"kind"`
 	// Ref is the object's hash, for a missing object the missing hash, or
 	// the run id of rows that name a missing run.
