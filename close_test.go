@@ -3,6 +3,8 @@ package wsstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,8 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -50,6 +54,63 @@ func TestCloseTakesNoWriteLockForNothing(t *testing.T) {
 	go func() { closed <- st.Close() }()
 	assert.False(t, <-released, "Close waited for the other handle's write lock")
 	require.NoError(t, <-closed)
+}
+
+// TestCloseLeavesQueuedWorkToABusyStore: a store with re-encodings queued
+// closes while another process holds the write lock, leaving them queued
+// for the next open, instead of waiting out the busy timeout for a lock
+// (a Ctrl-C'd wsctl beside a long writer took the whole timeout to exit).
+func TestCloseLeavesQueuedWorkToABusyStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	// The background re-encoder stays out of it: the writes' jobs wait.
+	st, err := wsstore.Open(ctx, dir, wsstore.Options{CAS: cas.Options{ReencodeIdle: time.Hour}, Index: index.Options{BusyTimeout: time.Hour}})
+	require.NoError(t, err)
+	r, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
+	require.NoError(t, err)
+	ws := st.Runs.Workspace(r.ID, runs.ModelScope)
+	doc := []byte(strings.Repeat("The keeper lit the lamp at dusk and watched the ships pass.\n", 200))
+	for i := range 10 {
+		doc = append(doc, fmt.Sprintf("Round %d.\n", i)...)
+		_, err := ws.Write(ctx, vfs.MustPath("output/main.md"), doc, vfs.WriteOptions{})
+		require.NoError(t, err)
+	}
+	queued, err := st.Blobs.PendingReencodes(ctx)
+	require.NoError(t, err)
+	require.Positive(t, queued)
+
+	other, err := wsstore.Open(ctx, dir, wsstore.Options{})
+	require.NoError(t, err)
+	defer other.Close()
+	holding, closed := make(chan struct{}), make(chan error, 1)
+	released := make(chan bool, 1)
+	go func() {
+		_ = other.DB.Update(ctx, func(*index.Tx) error {
+			close(holding)
+			select {
+			case err := <-closed:
+				closed <- err
+				released <- false
+			case <-time.After(20 * time.Second): // the busy timeout is an hour
+				released <- true
+			}
+			return nil
+		})
+	}()
+	<-holding
+	go func() { closed <- st.Close() }()
+	assert.False(t, <-released, "Close waited for the other handle's write lock")
+	require.NoError(t, <-closed)
+
+	left, err := other.Blobs.PendingReencodes(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, queued, left, "the queued re-encodings wait for the next open")
+	n, err := other.Blobs.Drain(ctx)
+	require.NoError(t, err)
+	assert.Positive(t, n)
+	left, err = other.Blobs.PendingReencodes(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, left)
 }
 
 // TestCancelledCallsAreCoded: a call whose context has ended fails with

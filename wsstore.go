@@ -285,8 +285,10 @@ func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*rem
 
 // Close stops the background re-encoding of older versions, runs what is
 // still queued (at most cas.Options.MaxPending writes' worth, a batch of
-// them per transaction; a failure leaves the rest queued for the next
-// Open), gives the database's free pages
+// them per transaction; a failure, or another process holding the write
+// lock, leaves the rest queued for the next Open: Close makes one short
+// attempt at the lock, never waiting out the busy timeout), gives the
+// database's free pages
 // back to the file system in short steps (the pages the replaced forms
 // held are most of them), and closes the database.
 func (s *Store) Close() error {
@@ -297,7 +299,10 @@ func (s *Store) Close() error {
 	if s.stopReencoder != nil {
 		s.stopReencoder()
 		s.stopReencoder = nil
-		ctx := context.Background()
+		// Best effort: what another process's write lock keeps from
+		// running now stays queued for the next open, rather than
+		// holding the Close up for the busy timeout.
+		ctx := index.WithoutWaiting(context.Background())
 		_, _ = s.Blobs.Drain(ctx)
 		// What re-encoding freed, here or in the background, goes back
 		// to the file system: nothing of this Store writes after this to
