@@ -20,6 +20,13 @@ const memProfileEnv = "WSCTL_MEMPROFILE"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first interrupt asks the command to stop, letting what is in
+	// flight finish; a second one ends wsctl at once, as the signal's
+	// default does (the store keeps what was committed, as after a crash).
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	stopProfile, stopHeapPeak := startProfile(), startHeapPeak()
 	code := execute(ctx, newApp(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stopHeapPeak()
