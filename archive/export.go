@@ -379,14 +379,15 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 	}
 
 	// The runs named, by chat: a run brings its chat, a chat its runs.
-	var rs []runs.RunRecord
+	// Their ids are held, and each row read again as it is exported.
+	var rs []string
 	chats := map[string]bool{}
 	seenRun := map[string]bool{}
 	addRun := func(r runs.RunRecord) error {
 		if !seenRun[r.ID] {
 			seenRun[r.ID] = true
 			chats[r.ChatID] = true
-			rs = append(rs, r)
+			rs = append(rs, r.ID)
 		}
 		return nil
 	}
@@ -406,7 +407,7 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 		}
 		addRun(r)
 	}
-	slices.SortFunc(rs, func(x, y runs.RunRecord) int { return strings.Compare(x.ID, y.ID) })
+	slices.Sort(rs)
 	for _, id := range slices.Sorted(maps.Keys(chats)) {
 		c, err := a.p.Runs.ExportChat(ctx, tx, id)
 		if err != nil {
@@ -416,7 +417,11 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 			return err
 		}
 	}
-	for _, r := range rs {
+	for _, id := range rs {
+		r, err := a.p.Runs.ExportRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
 		if err := exportRun(r); err != nil {
 			return err
 		}
