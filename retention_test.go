@@ -747,6 +747,37 @@ func TestImportRowsKeepToTheCap(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestImportOfManySmallFilesStopsAtTheCap: an archive of many small files
+// passes the check of its files' bytes, but their rows and trees take far
+// more of the store than those bytes: the import stops once the store
+// reaches its cap, rather than writing the whole archive first, so what it
+// leaves for gc is not the archive but about what fits.
+func TestImportOfManySmallFilesStopsAtTheCap(t *testing.T) {
+	src := newRetEnv(t, wsstore.Options{})
+	inputs := map[string][]byte{}
+	for i := range 20000 {
+		inputs[fmt.Sprintf("d%03d/f%05d.txt", i/50, i)] = fmt.Appendf(nil, "small file %d\n", i)
+	}
+	_, err := src.s.Runs.CreateRun(src.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "run_1", Inputs: inputs})
+	require.NoError(t, err)
+	var arc bytes.Buffer
+	_, err = src.s.Archive.Export(src.ctx, &arc, archive.Scope{All: true}, archive.Options{})
+	require.NoError(t, err)
+
+	dst := newRetEnv(t, wsstore.Options{})
+	before, err := dst.s.DB.UsedBytes(dst.ctx)
+	require.NoError(t, err)
+	limit := before + 1<<20 // room for the files' 300 KB, not for their rows
+	require.NoError(t, dst.s.Runs.SetPolicy(dst.ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: &limit}))
+	_, err = dst.s.Archive.Import(dst.ctx, bytes.NewReader(arc.Bytes()), archive.Options{})
+	assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
+	_, err = dst.s.Runs.Run(dst.ctx, "run_1")
+	assert.Equal(t, wserr.RunNotFound, wserr.CodeOf(err), "nothing of the archive is visible: %v", err)
+	used, err := dst.s.DB.UsedBytes(dst.ctx)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, used, limit+1<<20, "the import stopped near the cap")
+}
+
 // TestWriteRefusedForTheCapCollectsWhatTheGraceKept: the reclaim after a
 // deletion leaves content younger than the grace; a write the cap refuses
 // later, once that content is older, collects it and goes through,

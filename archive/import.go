@@ -216,15 +216,43 @@ func (im *importer) room(ctx context.Context) error {
 // the store past the cap room measured: nothing of it becomes visible, and
 // the files and trees written before are garbage for gc.
 func (im *importer) roomAfter(ctx context.Context, tx *index.Tx) error {
+	return im.overCap(ctx, tx, "files and rows")
+}
+
+// capCheckBytes and capCheckBlobs are how much new content, in bytes or in
+// blobs, an import stores between two checks of the cap (overCap): room
+// counts the files' bytes only, and the rows of many small files take
+// several times those bytes.
+const (
+	capCheckBytes = 1 << 20
+	capCheckBlobs = 256
+)
+
+// overCap refuses an import that has taken the store past the cap room
+// measured, as tx sees it (nil: the latest commit): checked as its blobs
+// and trees are stored, so an archive whose objects do not fit stops near
+// the cap, leaving that much for gc rather than the whole archive.
+func (im *importer) overCap(ctx context.Context, tx *index.Tx, what string) error {
 	if im.capAt <= 0 {
 		return nil
 	}
-	used, err := tx.UsedBytes(ctx)
+	var used int64
+	measure := func(tx *index.Tx) error {
+		var err error
+		used, err = tx.UsedBytes(ctx)
+		return err
+	}
+	var err error
+	if tx != nil {
+		err = measure(tx)
+	} else {
+		err = im.a.p.DB.View(ctx, measure)
+	}
 	if err != nil {
 		return err
 	}
 	if used > im.capAt {
-		return wserr.New(wserr.SizeLimitExceeded, "import", "", "the archive's files and rows take the store to %d bytes, past its cap (%d)", used, im.capAt)
+		return wserr.New(wserr.SizeLimitExceeded, "import", "", "the archive's %s take the store to %d bytes, past its cap (%d)", what, used, im.capAt)
 	}
 	return nil
 }
@@ -584,7 +612,7 @@ func (im *importer) readBlobs(ctx context.Context) error {
 		}
 		return im.touchReused(ctx)
 	}
-	var done int64
+	var done, sinceBytes, sinceBlobs int64
 	for {
 		h, ok, err := im.entryHash(blobPrefix)
 		if err != nil || !ok {
@@ -617,6 +645,13 @@ func (im *importer) readBlobs(ctx context.Context) error {
 		im.sum.Bytes += size
 		if fresh {
 			im.sum.NewObjects++
+			sinceBytes, sinceBlobs = sinceBytes+size, sinceBlobs+1
+			if sinceBytes >= capCheckBytes || sinceBlobs >= capCheckBlobs {
+				if err := im.overCap(ctx, nil, "files"); err != nil {
+					return err
+				}
+				sinceBytes, sinceBlobs = 0, 0
+			}
 		}
 		done += size
 		report(im.opt, "blobs", done, im.m.Bytes)
@@ -816,7 +851,7 @@ func (im *importer) readTrees(ctx context.Context) error {
 					return corrupt("tree %s does not store at its address", want[i].Short())
 				}
 			}
-			return nil
+			return im.overCap(ctx, tx, "files and trees")
 		})
 		// Cleared, so the entries of the stored trees can be collected.
 		clear(pending)
