@@ -674,3 +674,20 @@ func TestReadManifestPassesEachBlob(t *testing.T) {
 	assert.ErrorIs(t, err, stop)
 	assert.Equal(t, 1, calls)
 }
+
+// TestImportCallsAnotherTarNoArchive: a tar file that is not an archive
+// (an ordinary one, as tar or a file manager writes it) is named as such,
+// not as an archive whose headers were changed.
+func TestImportCallsAnotherTarNoArchive(t *testing.T) {
+	var arc bytes.Buffer
+	tw := tar.NewWriter(&arc)
+	require.NoError(t, tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "notes.txt", Size: 2, Mode: 0o600, Uid: 1000, Uname: "me"}))
+	_, err := tw.Write([]byte("hi"))
+	require.NoError(t, err)
+	require.NoError(t, tw.Close())
+	dst := open(t)
+	_, err = dst.Archive.Import(context.Background(), &arc, archive.Options{})
+	assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), "not a wsstore archive")
+	assertEmpty(t, dst)
+}

@@ -269,6 +269,10 @@ func (im *importer) next(ctx context.Context) error {
 	if err != nil {
 		return reading(ctx, "read entry", err)
 	}
+	if im.m.Format == "" && hdr.Name != manifestName {
+		// Before the manifest: another tar file, whatever its headers say.
+		return corrupt("not a wsstore archive: the first entry is not %s", manifestName)
+	}
 	if hdr.Typeflag != tar.TypeReg || hdr.Size < 0 {
 		return corrupt("entry %q is not a regular file", hdr.Name)
 	}
