@@ -36,7 +36,8 @@ reclaim-remote the push waits for a later round. A round the object store
 does not answer prints one line and the next round ships what it did not;
 the round after a signal reports its failure. --once does one round and
 exits (store.busy, exit 8, if a reclaim kept it from pushing or the object
-store did not answer).
+store did not answer). A second replicate on a store one is replicating
+is refused (store.busy, exit 8).
 
 --to is the replica's s3:// URL; the default is the store's blob tier with
 "meta" added to its prefix. One device replicates to one URL: a second

@@ -127,15 +127,19 @@ func client(ctx context.Context, url string, log *slog.Logger) (*lss3.ReplicaCli
 // Replicator ships one database's transactions to a replica while it is
 // open, and compacts the replica and its local state as Options say.
 type Replicator struct {
-	store *litestream.Store
-	db    *litestream.DB
+	store  *litestream.Store
+	db     *litestream.DB
+	unlock func()
 }
 
 // Start starts replicating the SQLite database at path to the replica at
 // url, in the background, until Close. Litestream keeps its own state in
-// a directory beside the database (".NAME-litestream"). It fails with
-// store.invalid_options for a bad URL or a level interval that is not
-// positive, and store.busy when the object store cannot be reached.
+// a directory beside the database (".NAME-litestream"), and one
+// Replicator at a time ships a database: another one shipping it, in this
+// process or another, is store.busy (on platforms without flock, in this
+// process only). It fails with store.invalid_options for a bad URL or a
+// level interval that is not positive, and store.busy when the object
+// store cannot be reached.
 func Start(ctx context.Context, path, url string, opts Options) (*Replicator, error) {
 	opts = opts.withDefaults()
 	levels := litestream.CompactionLevels{{Level: 0}}
@@ -156,6 +160,19 @@ func Start(ctx context.Context, path, url string, opts Options) (*Replicator, er
 		return nil, unavailable("replicate", url, err)
 	}
 	db := litestream.NewDB(path)
+	// Two replicators would write the same files of the local state
+	// under each other, and one fails at random with an error of
+	// Litestream's own.
+	if err := os.MkdirAll(db.MetaPath(), 0o755); err != nil {
+		return nil, wserr.FromFS("replicate", path, err)
+	}
+	unlock, held, err := lockMeta(db.MetaPath())
+	switch {
+	case err != nil:
+		return nil, wserr.FromFS("replicate", path, err)
+	case held:
+		return nil, wserr.New(wserr.Busy, "replicate", path, "another replicator (wsctl replicate) is shipping this database: stop it first")
+	}
 	db.MonitorInterval = opts.Interval
 	r := litestream.NewReplicaWithClient(db, c)
 	r.SyncInterval = opts.Interval
@@ -171,9 +188,10 @@ func Start(ctx context.Context, path, url string, opts Options) (*Replicator, er
 	s.SetL0Retention(opts.L0Retention)
 	s.L0RetentionCheckInterval = min(opts.Levels[0], litestream.DefaultL0RetentionCheckInterval)
 	if err := s.Open(ctx); err != nil {
+		unlock()
 		return nil, wserr.Wrap(wserr.Internal, "replicate", path, err)
 	}
-	return &Replicator{store: s, db: db}, nil
+	return &Replicator{store: s, db: db, unlock: unlock}, nil
 }
 
 // Sync ships every transaction committed so far and returns once the
@@ -193,6 +211,7 @@ func (r *Replicator) Sync(ctx context.Context) error {
 // closed: it closes Litestream's descriptors of the file, and closing any
 // descriptor of a file drops every POSIX lock the process holds on it.
 func (r *Replicator) Close(ctx context.Context) error {
+	defer r.unlock()
 	if err := r.store.Close(ctx); err != nil {
 		return syncError(r.db.Path(), err)
 	}
