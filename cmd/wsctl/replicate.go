@@ -33,8 +33,8 @@ SIGTERM, then ships what is left and exits 0. Each --interval (default
 10s) it also pushes the blobs not yet on the store's remote tier, so a
 restored copy reads its files from there; while another device runs
 reclaim-remote the push waits for a later round. A round the object store
-does not answer prints one line and the next round ships what it did not;
-the round after a signal reports its failure. --once does one round and
+does not answer, the first one too, prints one line and the next round
+ships what it did not; the round after a signal reports its failure. --once does one round and
 exits (store.busy, exit 8, if a reclaim kept it from pushing or the object
 store did not answer). A second replicate on a store one is replicating
 is refused (store.busy, exit 8).
@@ -111,19 +111,26 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 		rounds++
 		return nil
 	}
+	// An object store that does not answer fails this round only, the
+	// first one too: what it did not ship, the next one does.
+	riddenOut := func(err error) error {
+		if errors.Is(err, remote.ErrUnavailable) && ctx.Err() == nil {
+			fmt.Fprintf(o.errOut, "wsctl: %v (trying again in %s)\n", err, o.interval)
+			return nil
+		}
+		return err
+	}
 	err = round(steady)
+	if !o.once {
+		err = riddenOut(err)
+	}
 	if !o.once && err == nil {
 		t := time.NewTicker(o.interval)
 		for err == nil {
 			select {
 			case <-ctx.Done():
 			case <-t.C:
-				// An object store that does not answer fails this round
-				// only: what it did not ship, the next one does.
-				if err = round(ctx); errors.Is(err, remote.ErrUnavailable) && ctx.Err() == nil {
-					fmt.Fprintf(o.errOut, "wsctl: %v (trying again in %s)\n", err, o.interval)
-					err = nil
-				}
+				err = riddenOut(round(ctx))
 				continue
 			}
 			break

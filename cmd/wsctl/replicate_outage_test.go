@@ -77,3 +77,54 @@ func TestReplicateOutlivesAnOutage(t *testing.T) {
 	desk.jsonOut(&rep, "restore", "--from", "s3://wsstore/desk/meta?endpoint="+srv.URL, dir)
 	assert.Equal(t, 2, rep.Runs, "the run written during the outage is on the replica")
 }
+
+// TestReplicateStartsDuringAnOutage: replicate started while the object
+// store does not answer treats its first round as any other: it says so
+// on stderr and keeps going, ships once the store answers, and exits 0
+// at the signal.
+func TestReplicateStartsDuringAnOutage(t *testing.T) {
+	srv, url := fakeTier(t, "desk")
+	desk := newCLI(t)
+	desk.ok("--blobs", url, "demo")
+	var cut atomic.Int64
+	srv.SetFault(func(*http.Request) int { cut.Add(1); return s3fake.Drop })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		errOut string
+		code   int
+	}
+	done := make(chan result, 1)
+	var errOut storetest.Buffer
+	go func() {
+		code := execute(ctx, desk.app(), []string{"--store", desk.store, "replicate", "--interval", "200ms"}, strings.NewReader(""), io.Discard, &errOut)
+		done <- result{errOut.String(), code}
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+			select {
+			case r := <-done:
+				t.Fatalf("replicate ended (exit %d) waiting for %s: %s", r.code, what, r.errOut)
+			default:
+			}
+			require.True(t, time.Now().Before(deadline), "waiting for %s", what)
+		}
+	}
+	waitFor("the first round to fail and be tried again", func() bool {
+		return cut.Load() > 0 && strings.Contains(errOut.String(), "trying again")
+	})
+	srv.SetFault(nil)
+	waitFor("the store to be shipped", func() bool { return len(srv.Keys("wsstore", "desk/meta/")) > 0 })
+	cancel()
+	r := <-done
+	assert.Equal(t, 0, r.code, "stderr: %s", r.errOut)
+
+	dir := filepath.Join(t.TempDir(), "restored")
+	var rep struct {
+		Runs int `json:"runs"`
+	}
+	desk.jsonOut(&rep, "restore", "--from", url, dir)
+	assert.Equal(t, 1, rep.Runs)
+}
