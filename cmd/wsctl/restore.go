@@ -31,7 +31,8 @@ func newRestoreCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore --from URL [--verify] DIR",
 		Short: "Build a store in DIR from a replica that wsctl replicate wrote, or from a sync tier",
-		Long: `restore builds a store in DIR, which must hold none, from the Litestream
+		Long: `restore builds a store in DIR, which must hold none (nor the log,
+wsstore.db-wal, of a database removed from it), from the Litestream
 replica at --from (the URL "wsctl replicate" wrote to, or the blob tier
 whose default replica, its prefix + meta, it wrote), at the latest
 transaction the replica holds. The restored store keeps the blob tier URL
@@ -79,6 +80,18 @@ func placeNew(tmp, path string) error {
 		return &fs.PathError{Op: "restore", Path: path, Err: fs.ErrExist}
 	}
 	return os.Rename(tmp, path)
+}
+
+// checkNoLog refuses, with store.invalid_options, a log left at path's
+// -wal or -journal name by a database no longer there: SQLite would apply
+// it to a database placed at path when it is first opened.
+func checkNoLog(path string) error {
+	for _, f := range []string{path + "-wal", path + "-journal"} {
+		if fi, err := os.Stat(f); err == nil && fi.Size() > 0 {
+			return wserr.New(wserr.InvalidOptions, "restore", f, "the log of a database no longer there is left here, and would be applied to the restored one: remove it, or restore into a new directory")
+		}
+	}
+	return nil
 }
 
 // keepFresh touches dir every ten minutes until stop is called, so that a
@@ -132,6 +145,9 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	if _, err := os.Stat(path); err == nil {
 		clearOldRestores(dir)
 		return wserr.New(wserr.InvalidOptions, "restore", path, "a database is there already: restore into a new directory")
+	}
+	if err := checkNoLog(path); err != nil {
+		return err
 	}
 	_, statErr := os.Stat(dir)
 	madeDir := errors.Is(statErr, fs.ErrNotExist)
@@ -206,6 +222,9 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 		if fi, serr := os.Stat(f); serr == nil && fi.Size() > 0 {
 			return wserr.New(wserr.Internal, "restore", f, "the restored database's log was not emptied when it closed")
 		}
+	}
+	if err := checkNoLog(path); err != nil {
+		return err
 	}
 	if err := placeNew(tmp, path); err != nil {
 		if errors.Is(err, fs.ErrExist) {

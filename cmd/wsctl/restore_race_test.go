@@ -124,3 +124,51 @@ func TestRestoreKilledThenRestoredLeavesNoCopy(t *testing.T) {
 	assert.DirExists(t, running, "a restore touched within the hour is left")
 	assert.NotEmpty(t, restored.runIDs(), "the store is as restored")
 }
+
+// TestRestoreRefusesALogLeftInDir: DIR holds no store but the write-ahead
+// log of one whose database file was removed. SQLite would replay that
+// log onto the restored database at its first open (a store.corrupt
+// store, or another's rows in it); the restore refuses DIR with
+// store.invalid_options, reads nothing and leaves the log as it is.
+func TestRestoreRefusesALogLeftInDir(t *testing.T) {
+	awsEnv(t)
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	desk := newCLI(t)
+	desk.ok("demo")
+	meta := "s3://wsstore/desk/meta?endpoint=" + srv.URL + "&region=us-east-1"
+	desk.ok("replicate", "--once", "--to", meta)
+
+	// Another store's log, copied while that store is open and written.
+	other := filepath.Join(t.TempDir(), "other")
+	st, err := wsstore.Open(context.Background(), other, wsstore.Options{})
+	require.NoError(t, err)
+	_, err = st.Runs.CreateRun(context.Background(), runs.CreateRequest{RunID: "gone",
+		Chat: runs.ChatKey{Kind: "character", StableChatID: "gone"}})
+	require.NoError(t, err)
+	log, err := os.ReadFile(filepath.Join(other, wsstore.DBName+"-wal"))
+	require.NoError(t, err)
+	require.NotEmpty(t, log)
+	require.NoError(t, st.Close())
+
+	dir := filepath.Join(t.TempDir(), "restored")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	walPath := filepath.Join(dir, wsstore.DBName+"-wal")
+	require.NoError(t, os.WriteFile(walPath, log, 0o644))
+	errOut := desk.fails(2, "restore", "--from", meta, dir)
+	assert.Contains(t, errOut, "store.invalid_options")
+	assert.Contains(t, errOut, "wsstore.db-wal")
+	got, err := os.ReadFile(walPath)
+	require.NoError(t, err)
+	assert.Equal(t, log, got, "the log is left as it was")
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, es, 1, "nothing made beside the log")
+
+	// Once the log is removed, the restore goes through.
+	require.NoError(t, os.Remove(walPath))
+	desk.ok("restore", "--from", meta, dir)
+	restored := &cli{t: t, store: dir, env: map[string]string{}}
+	restored.ok("fsck")
+	assert.Equal(t, desk.runIDs(), restored.runIDs())
+}
