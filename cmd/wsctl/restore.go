@@ -82,6 +82,17 @@ func placeNew(tmp, path string) error {
 	return os.Rename(tmp, path)
 }
 
+// placedButStopped is err, a failure of the step (pull or sync) that
+// follows placing the store in dir, unless an interrupt caused it: then a
+// wsctl.interrupted that says the store is in dir and what to run there,
+// which the interrupt would otherwise hide.
+func placedButStopped(ctx context.Context, dir, step string, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	return wserr.New(codeStopped, "restore", "", "interrupted once the store was in %s, before its %s: run wsctl %s there", dir, step, step)
+}
+
 // checkNoLog refuses, with store.invalid_options, a log left at path's
 // -wal or -journal name by a database no longer there: SQLite would apply
 // it to a database placed at path when it is first opened.
@@ -242,13 +253,13 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	// failed for is a device of the tier still to take in what the others
 	// published: wsctl sync there goes on.
 	if st, err = wsstore.Open(ctx, dir, opts); err != nil {
-		return fmt.Errorf("restore: the store is restored in %s, but opening it there to take in the tier's indexes failed (then run wsctl pull): %w", dir, err)
+		return placedButStopped(ctx, dir, "pull", fmt.Errorf("restore: the store is restored in %s, but opening it there to take in the tier's indexes failed (then run wsctl pull): %w", dir, err))
 	}
 	pulled := 0
 	if fromSync {
 		synced, err := st.Sync(ctx)
 		if err != nil {
-			return fmt.Errorf("restore: the store is made in %s on the tier, but its first sync failed (run wsctl sync there): %w", dir, err)
+			return placedButStopped(ctx, dir, "sync", fmt.Errorf("restore: the store is made in %s on the tier, but its first sync failed (run wsctl sync there): %w", dir, err))
 		}
 		pulled = synced.Pulled.Objects
 		for _, c := range synced.Conflicts {
@@ -260,7 +271,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	} else if st.Remote != nil {
 		rep, err := st.PullRemote(ctx)
 		if err != nil {
-			return fmt.Errorf("restore: the store is restored in %s, but taking in the tier's indexes failed (run wsctl pull): %w", dir, err)
+			return placedButStopped(ctx, dir, "pull", fmt.Errorf("restore: the store is restored in %s, but taking in the tier's indexes failed (run wsctl pull): %w", dir, err))
 		}
 		pulled = rep.Objects
 	}

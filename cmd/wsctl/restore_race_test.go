@@ -172,3 +172,34 @@ func TestRestoreRefusesALogLeftInDir(t *testing.T) {
 	restored.ok("fsck")
 	assert.Equal(t, desk.runIDs(), restored.runIDs())
 }
+
+// TestRestoreInterruptedAfterPlacingSaysSo: an interrupt that stops the
+// pull after the restored store is in DIR exits 130 and says that the
+// store is there and that wsctl pull takes the indexes in, as a pull that
+// fails otherwise does; the store is whole and the pull goes through.
+func TestRestoreInterruptedAfterPlacingSaysSo(t *testing.T) {
+	srv, url := fakeTier(t, "desk")
+	desk := newCLI(t)
+	desk.ok("--blobs", url, "demo")
+	desk.ok("replicate", "--once")
+
+	dir := filepath.Join(t.TempDir(), "restored")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv.SetFault(func(r *http.Request) int {
+		if _, err := os.Stat(filepath.Join(dir, wsstore.DBName)); err == nil {
+			cancel() // the store is placed: the pull is under way
+		}
+		return 0
+	})
+	_, errOut, code := desk.runCtx(ctx, strings.NewReader(""), "restore", "--from", url, dir)
+	srv.SetFault(nil)
+	require.Equal(t, 130, code, "stderr: %s", errOut)
+	assert.Contains(t, errOut, "wsctl.interrupted")
+	assert.Contains(t, errOut, dir)
+	assert.Contains(t, errOut, "wsctl pull")
+	restored := &cli{t: t, store: dir, env: map[string]string{}}
+	restored.ok("fsck")
+	restored.ok("pull")
+	assert.Equal(t, desk.runIDs(), restored.runIDs())
+}

@@ -302,10 +302,11 @@ func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout
 		err = usageError{err}
 	}
 	var ue usageError
-	if ctx.Err() != nil && !errors.As(err, &ue) && !wserr.Is(err, codeInterrupted) {
+	if ctx.Err() != nil && !errors.As(err, &ue) && !wserr.Is(err, codeInterrupted) && !wserr.Is(err, codeStopped) {
 		// SIGINT or SIGTERM stopped the command midway, and whatever it
 		// failed with then (a cancelled read, a statement closed under
-		// it) comes from that; what it had committed stays.
+		// it) comes from that; what it had committed stays. A command
+		// that says itself what the interrupt left keeps its words.
 		err = wserr.New(codeStopped, a.commandName(cmd), "", "interrupted")
 	}
 	fmt.Fprintf(stderr, "wsctl: %v\n", err)
