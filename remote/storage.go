@@ -40,6 +40,11 @@ type Options struct {
 	// back from the object store, and for stores that must never hold an
 	// object only locally.
 	WriteThrough bool
+	// Uncached makes a read of a pushed object fetch it from the object
+	// store even when the cache holds it, and keep nothing it fetched:
+	// for checking what the object store holds (wsctl restore --verify).
+	// An object not pushed yet is read from the cache, its one copy.
+	Uncached bool
 	// MaxAttempts bounds the attempts of one request (the SDK's standard
 	// retryer, exponential backoff with jitter); default 5.
 	MaxAttempts int
@@ -265,19 +270,22 @@ func (s *Storage) Get(ctx context.Context, tx *index.Tx, kind cas.Kind, h cas.Ha
 		}
 		return fn(o)
 	}
-	err = tx.GetContext(ctx, &o.Data, `SELECT data FROM remote_cache WHERE kind = ? AND hash = ?`, int(kind), h)
-	switch {
-	case err == nil:
-		return fn(o)
-	case !errors.Is(err, sql.ErrNoRows):
-		return index.Translate(err)
-	case !r.Pack.Valid || r.Pack.String == "":
-		return wserr.New(wserr.Corrupt, "get", h.String(), "object neither cached nor pushed")
+	pushed := r.Pack.Valid && r.Pack.String != ""
+	if !s.opts.Uncached || !pushed {
+		err = tx.GetContext(ctx, &o.Data, `SELECT data FROM remote_cache WHERE kind = ? AND hash = ?`, int(kind), h)
+		switch {
+		case err == nil:
+			return fn(o)
+		case !errors.Is(err, sql.ErrNoRows):
+			return index.Translate(err)
+		case !pushed:
+			return wserr.New(wserr.Corrupt, "get", h.String(), "object neither cached nor pushed")
+		}
 	}
 	if o.Data, err = s.fetch(ctx, r.Pack.String, r.Off, r.Stored, r.Sum); err != nil {
 		return fmt.Errorf("%s %s: %w", kind, h.Short(), err)
 	}
-	if tx.Writable() {
+	if tx.Writable() && !s.opts.Uncached {
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO remote_cache (kind, hash, data) VALUES (?, ?, ?)`, int(kind), h, o.Data); err != nil {
 			return index.Translate(err)
 		}

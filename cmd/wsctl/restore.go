@@ -277,6 +277,20 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	}
 	problems := 0
 	if o.verify {
+		if st.Remote != nil {
+			// The cache holds every object its source held: the
+			// files are read back from the object store itself.
+			err := st.Close()
+			st = nil
+			if err != nil {
+				return err
+			}
+			vopts := opts
+			vopts.Remote.Uncached = true
+			if st, err = wsstore.Open(ctx, dir, vopts); err != nil {
+				return err
+			}
+		}
 		fr, err := st.Fsck(ctx, nil)
 		if err != nil {
 			return err

@@ -203,3 +203,32 @@ func TestRestoreInterruptedAfterPlacingSaysSo(t *testing.T) {
 	restored.ok("pull")
 	assert.Equal(t, desk.runIDs(), restored.runIDs())
 }
+
+// TestRestoreVerifyReadsTheObjectStore: restore --verify reads the files
+// back from the object store, not from the cache the restored store
+// holds as its source held it: with every pack on the object store
+// altered it exits 6 naming problems, where the store itself, reading
+// its cache, stays whole.
+func TestRestoreVerifyReadsTheObjectStore(t *testing.T) {
+	srv, url := fakeTier(t, "desk")
+	desk := newCLI(t)
+	desk.ok("--blobs", url, "demo")
+	desk.ok("replicate", "--once")
+
+	ok := filepath.Join(t.TempDir(), "ok")
+	desk.ok("restore", "--verify", "--from", url, ok)
+
+	packs := srv.Keys("wsstore", "desk/data/")
+	require.NotEmpty(t, packs)
+	for _, k := range packs {
+		b, found := srv.Object("wsstore", k)
+		require.True(t, found)
+		b[0] ^= 0xff
+		srv.SetObject("wsstore", k, b)
+	}
+	dir := filepath.Join(t.TempDir(), "restored")
+	errOut := desk.fails(6, "restore", "--verify", "--from", url, dir)
+	assert.Contains(t, errOut, "problems found reading the restored store back")
+	restored := &cli{t: t, store: dir, env: map[string]string{}}
+	restored.ok("fsck") // its cache holds every object whole
+}
