@@ -337,3 +337,38 @@ func TestConcurrentOpen(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateRefusesALogLeftBehind: a directory whose database file was
+// removed but whose write-ahead log was left gets no new store: SQLite
+// would apply that log to the new database when it is first opened. The
+// log is left as it was, and nothing is made.
+func TestCreateRefusesALogLeftBehind(t *testing.T) {
+	ctx := context.Background()
+	path := storetest.NewPath(t)
+	db, err := index.Open(ctx, path, index.Options{})
+	require.NoError(t, err)
+	require.NoError(t, db.Exec(ctx, `CREATE TABLE old_data (v TEXT)`))
+	require.NoError(t, db.Exec(ctx, `INSERT INTO old_data VALUES ('from the removed store')`))
+	// The log as the removed database left it, before any checkpoint
+	// folded it in.
+	wal, err := os.ReadFile(path + "-wal")
+	require.NoError(t, err)
+	require.NotEmpty(t, wal)
+	require.NoError(t, db.Close())
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		require.NoError(t, os.RemoveAll(f))
+	}
+	require.NoError(t, os.WriteFile(path+"-wal", wal, 0o644))
+
+	_, err = index.Open(ctx, path, index.Options{})
+	requireCode(t, err, wserr.InvalidOptions)
+	_, err = os.Stat(path)
+	assert.ErrorIs(t, err, os.ErrNotExist, "no store made")
+	left, err := os.ReadFile(path + "-wal")
+	require.NoError(t, err)
+	assert.Equal(t, wal, left, "the log is left as it was")
+
+	// Once the log is gone, the store is made.
+	require.NoError(t, os.Remove(path+"-wal"))
+	storetest.OpenDBAt(t, path, index.Options{})
+}

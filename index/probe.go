@@ -27,8 +27,21 @@ import (
 // refused by probe instead of being written over.
 
 // create makes a new store database at path. If another opener links
-// its own first, create returns nil and leaves that one in place.
+// its own first, create returns nil and leaves that one in place. A log
+// left beside path by a database no longer there (its -wal or -journal,
+// not empty) is refused with store.invalid_options and left as it is:
+// SQLite would apply it to the new database when it is first opened,
+// bringing the old one's pages back into it.
 func create(ctx context.Context, path string, opts Options) error {
+	for _, f := range []string{path + "-wal", path + "-journal"} {
+		if fi, err := os.Stat(f); err == nil && fi.Size() > 0 {
+			// The log first, then the file: a store another opener links
+			// meanwhile has no log before it is linked.
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				return wserr.New(wserr.InvalidOptions, "create", f, "the log of a store database no longer there is left here, and would be applied to a new one: remove it (and its -shm), or make the store in another directory")
+			}
+		}
+	}
 	var suffix [6]byte
 	_, _ = rand.Read(suffix[:])
 	tmp := path + ".new-" + hex.EncodeToString(suffix[:])
