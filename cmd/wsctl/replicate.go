@@ -40,8 +40,10 @@ store did not answer). A second replicate on a store one is replicating
 is refused (store.busy, exit 8).
 
 --to is the replica's s3:// URL; the default is the store's blob tier with
-"meta" added to its prefix. One device replicates to one URL: a second
-device that also writes uses "wsctl sync", never the same replica.
+"meta" added to its prefix, the same for every device syncing through
+that tier: at most one of them may use it, the others give --to. One
+device replicates to one URL: a second store replicating there replaces
+the first one's replica, unchecked.
 "wsctl restore --from URL DIR" builds a store from it (docs/remote.md).`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
