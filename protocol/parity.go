@@ -105,7 +105,8 @@ var parityOps = []op{
 	},
 	{
 		name: "runs.list", access: reads, request: []any{runsListRequest{}}, handle: (*Session).runsList,
-		help: `  runs.list   {workspaceId?, status?, limit?}  -> {runs: [RUN, …]}   newest first`,
+		help: `  runs.list   {workspaceId?, status?, limit?, after?}  -> {runs: [RUN, …], more}   newest first;
+              after: the last run id of the page before (run.not_found if it is gone)`,
 	},
 	{
 		name: "run.show", access: reads, request: []any{base{}}, handle: (*Session).runShow,
@@ -434,6 +435,7 @@ type runsListRequest struct {
 	WorkspaceID *string     `json:"workspaceId"`
 	Status      runs.Status `json:"status"`
 	Limit       int         `json:"limit"`
+	After       string      `json:"after"`
 }
 
 func (s *Session) runsList(ctx context.Context, r request) (any, error) {
@@ -458,11 +460,19 @@ func (s *Session) runsList(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := h.Runs(ctx, runs.ListQuery{ChatID: chatID, Status: req.Status, Limit: req.Limit})
+	q := runs.ListQuery{ChatID: chatID, Status: req.Status, Limit: req.Limit, After: req.After}
+	if q.Limit > 0 {
+		q.Limit++ // one past the page says whether more follow
+	}
+	rs, err := h.Runs(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"runs": rs}, nil
+	more := req.Limit > 0 && len(rs) > req.Limit
+	if more {
+		rs = rs[:req.Limit]
+	}
+	return map[string]any{"runs": rs, "more": more}, nil
 }
 
 func (s *Session) runShow(ctx context.Context, r request) (any, error) {

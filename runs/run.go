@@ -382,10 +382,15 @@ type ListQuery struct {
 	ChatID string // a chat workspace id; empty: all
 	Status Status // empty: all
 	Limit  int    // 0: no limit
+	// After is the id of the last run of the page before: the list goes
+	// on from the run after it, in the list's order. Empty: from the
+	// newest.
+	After string
 }
 
-// Runs lists runs, newest first. An unknown status or a negative limit is
-// workspace.invalid_argument.
+// Runs lists runs, newest first (then by id). An unknown status or a
+// negative limit is workspace.invalid_argument; an After that names no run
+// (deleted since the page before, say) is run.not_found.
 func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 	if q.Status != "" && !q.Status.Valid() {
 		return nil, wserr.New(wserr.InvalidArgument, "list runs", "", "unknown status %q", q.Status)
@@ -415,12 +420,27 @@ func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 		}
 		where, args = append(where, cond), append(args, string(q.Status))
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = "WHERE " + strings.Join(where, " AND ")
-	}
 	var rows []runRow
 	err := s.db.View(ctx, func(tx *index.Tx) error {
+		if q.After != "" {
+			var at int64
+			err := tx.GetContext(ctx, &at, `SELECT created_at FROM runs WHERE id = ?`, q.After)
+			if errors.Is(err, sql.ErrNoRows) {
+				return wserr.New(wserr.RunNotFound, "list runs", "", "no run %q to list after: it may have been deleted since; list again from the newest", q.After)
+			}
+			if err != nil {
+				return err
+			}
+			// After it in (created_at DESC, id) order; the first term
+			// bounds the index's range, so the page starts where the
+			// one before ended, not at the newest run.
+			where = append(where, "r.created_at <= ? AND (r.created_at < ? OR r.id > ?)")
+			args = append(args, at, at, q.After)
+		}
+		cond := ""
+		if len(where) > 0 {
+			cond = "WHERE " + strings.Join(where, " AND ")
+		}
 		return tx.SelectContext(ctx, &rows, `SELECT `+runCols+` FROM runs r JOIN chats c ON c.id = r.chat_id
 			`+cond+` ORDER BY r.created_at DESC, r.id LIMIT ?`, append(args, limit)...)
 	})

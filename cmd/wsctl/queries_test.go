@@ -68,6 +68,9 @@ func TestRuns(t *testing.T) {
 		assert.Equal(t, []string{"k_3", "k_2", "k_1"}, ids())
 		assert.Equal(t, []string{"k_3"}, ids("--limit", "1"))
 		assert.Equal(t, []string{"k_3", "k_2"}, ids("--limit", "2"))
+		// The next page, across the chats' runs too.
+		assert.Equal(t, []string{"k_2", "k_1"}, ids("--limit", "2", "--after", "k_3"))
+		assert.Equal(t, []string{"k_1"}, ids("--after", "k_2"))
 	})
 	t.Run("Empty", func(t *testing.T) {
 		assert.Equal(t, "[]\n", c.ok("runs", "--chat", "nobody", "--json"))

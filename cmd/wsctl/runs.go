@@ -17,6 +17,7 @@ type runsOptions struct {
 	chat   string
 	status string
 	limit  int
+	after  string
 }
 
 func newRunsCmd(a *app) *cobra.Command {
@@ -44,6 +45,7 @@ awaiting_approval, paused, completed, failed, cancelled.`,
 		return out, cobra.ShellCompDirectiveNoFileComp
 	})
 	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most this many runs (0: all)")
+	cmd.Flags().StringVar(&o.after, "after", "", "start after this run id (the last of the page before)")
 	return cmd
 }
 
@@ -59,7 +61,7 @@ func runRuns(ctx context.Context, o runsOptions, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	q := runs.ListQuery{Status: runs.Status(o.status), Limit: o.limit}
+	q := runs.ListQuery{Status: runs.Status(o.status), Limit: o.limit, After: o.after}
 	var list []runs.Run
 	switch {
 	case o.chat == "" || strings.HasPrefix(o.chat, "chat_"):
