@@ -19,6 +19,12 @@ type Journal struct {
 	now func() time.Time
 }
 
+// MaxPayloadBytes is the largest payload, as JSON, an event may hold: an
+// archive row is at most 64 MiB, and an event's row holds its payload and
+// its other fields, so an event past this could be journaled but never
+// exported or synced.
+const MaxPayloadBytes = 64<<20 - 64<<10
+
 // New returns a journal over db. now is the clock events are stamped with;
 // nil means time.Now.
 func New(db *index.DB, now func() time.Time) *Journal {
@@ -38,7 +44,8 @@ func New(db *index.DB, now func() time.Time) *Journal {
 // encode to null) stores "{}". The payload is stored packed (see the
 // package doc); readers get back exactly the JSON the returned event
 // holds. An empty runID, an unknown typ or level, or a payload that is not
-// an object fails with workspace.invalid_argument. A failed write is
+// an object fails with workspace.invalid_argument; a payload over
+// MaxPayloadBytes with workspace.size_limit_exceeded. A failed write is
 // journal.write_failed, wrapping the cause, unless ctx ended (ctx's error)
 // or the store gave a code of its own (store.busy, store.read_only,
 // store.corrupt).
@@ -59,6 +66,9 @@ func (j *Journal) Append(ctx context.Context, tx *index.Tx, runID string, typ Ty
 	body, err := marshalPayload(payload)
 	if err != nil {
 		return Event{}, wserr.Wrap(wserr.InvalidArgument, op, "", err)
+	}
+	if len(body) > MaxPayloadBytes {
+		return Event{}, wserr.New(wserr.SizeLimitExceeded, op, "", "a %s payload of %d bytes is over the %d an event may hold", typ, len(body), MaxPayloadBytes)
 	}
 	// Round through Unix nanoseconds so the returned event is exactly the
 	// one a later read returns (no monotonic reading, no zone).

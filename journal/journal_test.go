@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -305,6 +306,16 @@ func TestAppendErrors(t *testing.T) {
 		})
 		require.ErrorIs(t, err, context.Canceled)
 		assert.False(t, wserr.Is(err, wserr.JournalFailed), "%v", err)
+	})
+
+	t.Run("ErrPayloadTooLarge", func(t *testing.T) {
+		// No archive row could hold it: refused, not journaled.
+		err := db.Update(ctx, func(tx *index.Tx) error {
+			_, err := j.Append(ctx, tx, "run_a", journal.ToolCallRequested, journal.Info,
+				map[string]string{"name": strings.Repeat("x", journal.MaxPayloadBytes)})
+			return err
+		})
+		assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%v", err)
 	})
 
 	last, err := j.Last(ctx, nil, "run_a")

@@ -278,3 +278,17 @@ func TestToolResultNameAsGiven(t *testing.T) {
 	}
 	assert.Equal(t, map[string]any{"call_1": "(none)", "call_2": "workspace.write"}, names)
 }
+
+// TestRecordsAnArchiveCannotHoldAreRefused: a record whose event would
+// not fit the row an archive holds (64 MiB; a tool name of U+2028, which
+// JSON escapes in six bytes, doubles in the journal) is refused and
+// writes nothing, so the store stays exportable.
+func TestRecordsAnArchiveCannotHoldAreRefused(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	before := rowCounts(e)
+	name := strings.Repeat("\u2028", journal.MaxPayloadBytes/6+1)
+	_, err := e.svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: "call_1", Name: name, Args: json.RawMessage(`{}`)})
+	require.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+	assert.Equal(t, before, rowCounts(e), "a refused record writes nothing")
+}
