@@ -114,7 +114,13 @@ func writeDetailsJSON(w io.Writer, d runDetails, each func(func(runs.CommitRecor
 // lastRecords finds, paging the journal back from its end, the latest
 // tool call event and the latest model round event of run id.
 func lastRecords(ctx context.Context, j *journal.Journal, id string, d *runDetails) error {
-	before := int64(0)
+	// A BeforeSeq of 0 is no bound, which pages from the start: the
+	// newest page is the one before Last()+1.
+	last, err := j.Last(ctx, nil, id)
+	if err != nil {
+		return err
+	}
+	before := last + 1
 	for d.LastToolCall == nil || d.LastModelRound == nil {
 		evs, err := j.Page(ctx, id, journal.PageQuery{BeforeSeq: before, Limit: journal.MaxLimit})
 		if err != nil || len(evs) == 0 {
