@@ -92,6 +92,7 @@ func (im *importer) newMergeRun(ctx context.Context, tx *index.Tx, r runs.RunRec
 	local := newPager(off, func(after int64, fn func(journal.Event) error) error {
 		return im.a.p.Journal.ExportEventsAfter(ctx, tx, r.ID, after, fn)
 	}, func(e journal.Event) int64 { return e.Seq })
+	local.size = func(e journal.Event) int { return len(e.Payload) }
 	return &mergeRun{rec: r, tail: tail, from: from, off: off, cps: sets.NewList(), seqs: seqSet{sets.NewMap()},
 		ev: newJournalMerge(sets, local, sameEvent)}
 }
@@ -132,15 +133,19 @@ func (mr *mergeRun) addEvent(e journal.Event) error {
 type pager[T any] struct {
 	walk  func(after int64, fn func(T) error) error
 	seq   func(T) int64
+	size  func(T) int // bytes a row holds; nil: rows are small
 	after int64
 	buf   []T
 	pos   int
 	done  bool
 }
 
-// pagerPage is how many rows a pager reads at a time: a page of the
-// journal's.
-const pagerPage = journal.MaxLimit
+// pagerPage is how many rows a pager reads at a time, and pagerBytes
+// how many bytes of them (size): a page of the journal's.
+const (
+	pagerPage  = journal.MaxLimit
+	pagerBytes = journal.MaxPageBytes
+)
 
 var errPageFull = errors.New("page full")
 
@@ -153,9 +158,13 @@ func (p *pager[T]) next() (T, bool, error) {
 	var zero T
 	if p.pos == len(p.buf) && !p.done {
 		p.buf, p.pos = p.buf[:0], 0
+		bytes := 0
 		err := p.walk(p.after, func(t T) error {
 			p.buf = append(p.buf, t)
-			if len(p.buf) == pagerPage {
+			if p.size != nil {
+				bytes += p.size(t)
+			}
+			if len(p.buf) == pagerPage || bytes >= pagerBytes {
 				return errPageFull
 			}
 			return nil

@@ -65,6 +65,7 @@ type CheckpointLister interface {
 // implements it.
 type JournalReader interface {
 	Page(ctx context.Context, runID string, q journal.PageQuery) ([]journal.Event, error)
+	HasEvents(ctx context.Context, runID string, after, before int64) (bool, error)
 	FollowWhile(ctx context.Context, runID string, afterSeq int64, poll time.Duration, alive func(context.Context) error, fn func(journal.Event) error) error
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -267,15 +268,18 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		evs = []journal.Event{}
 	}
 	res := map[string]any{"events": evs, "more": false}
-	if lim := q.Limit; err == nil && len(evs) > 0 && (lim == 0 && len(evs) == journal.DefaultLimit || len(evs) == lim) {
-		res["next"] = evs[len(evs)-1].Seq
-		// A full page may be the last: one more event after it says.
-		var after []journal.Event
+	if err == nil && len(evs) > 0 {
+		// A page, full or cut short at journal.MaxPageBytes, may be the
+		// last: an event after it (below beforeSeq) says.
+		var more bool
 		err = h.retry(r.Context(), func() (err error) {
-			after, err = h.b.Journal.Page(r.Context(), id, journal.PageQuery{AfterSeq: evs[len(evs)-1].Seq, BeforeSeq: q.BeforeSeq, Limit: 1})
+			more, err = h.b.Journal.HasEvents(r.Context(), id, evs[len(evs)-1].Seq, q.BeforeSeq)
 			return err
 		})
-		res["more"] = len(after) > 0
+		res["more"] = more
+		if lim := cmp.Or(q.Limit, journal.DefaultLimit); more || len(evs) == lim {
+			res["next"] = evs[len(evs)-1].Seq
+		}
 	}
 	answer(w, res, err)
 }

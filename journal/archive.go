@@ -10,8 +10,8 @@ import (
 )
 
 // ExportEvents calls fn, in tx, with every event of runID in ascending seq
-// order, reading MaxLimit rows at a time so memory stays bounded whatever
-// the journal's length. An empty runID fails with
+// order, reading a page at a time (MaxLimit rows, MaxPageBytes of
+// payloads) so memory stays bounded whatever the journal's length. An empty runID fails with
 // workspace.invalid_argument, a stored payload that does not decode with
 // store.corrupt; fn's error ends the walk and is returned.
 func (j *Journal) ExportEvents(ctx context.Context, tx *index.Tx, runID string, fn func(Event) error) error {
@@ -39,7 +39,7 @@ func (j *Journal) ExportEventsAfter(ctx context.Context, tx *index.Tx, runID str
 			}
 			after = r.Seq
 		}
-		if len(rows) < MaxLimit {
+		if len(rows) == 0 { // a page may end short at MaxPageBytes
 			return nil
 		}
 	}

@@ -72,7 +72,9 @@ func (j *Journal) FollowWhile(ctx context.Context, runID string, afterSeq int64,
 				}
 				afterSeq = e.Seq
 			}
-			full, found = len(page) == MaxLimit, found || len(page) > 0
+			// A page may end short of MaxLimit at MaxPageBytes: only
+			// an empty one says the journal is caught up.
+			full, found = len(page) > 0, found || len(page) > 0
 		}
 		if !found && alive != nil {
 			if err := alive(ctx); err != nil {

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -855,14 +854,13 @@ func (s *Session) events(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A full page may be the last: one more event after it says.
+	// A page, full or cut short at journal.MaxPageBytes, may be the
+	// last: an event after it says.
 	more := false
-	if limit := cmp.Or(req.Limit, journal.DefaultLimit); len(evs) == limit {
-		next, err := s.backend.Journal.Page(ctx, runID, journal.PageQuery{AfterSeq: evs[len(evs)-1].Seq, Limit: 1})
-		if err != nil {
+	if len(evs) > 0 {
+		if more, err = s.backend.Journal.HasEvents(ctx, runID, evs[len(evs)-1].Seq, 0); err != nil {
 			return nil, err
 		}
-		more = len(next) > 0
 	}
 	return listedPage("events", evs, more), nil
 }

@@ -1,14 +1,18 @@
 package protocol_test
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/protocol"
 )
 
@@ -53,4 +57,43 @@ func TestRunsListPages(t *testing.T) {
 	e.ok(`{"op":"run.delete","runId":"r3","cancel":true}`)
 	_, code := e.ask(`{"op":"runs.list","limit":3,"after":"r3"}`)
 	assert.Equal(t, "run.not_found", code)
+}
+
+// TestEventsPageOfLargeEvents: a page of events ends once their payloads
+// reach journal.MaxPageBytes, short of its limit, and says more follow;
+// pages each after the one before give every event once.
+func TestEventsPageOfLargeEvents(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	e := &retentionSession{t: t, st: st, s: protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal,
+		Retention: st.Runs, Host: st.Runs})}
+	e.ok(`{"op":"run.create","chat":{"kind":"character","stableChatId":"a"},"runId":"r"}`)
+	big := strings.Repeat("x", 1<<20)
+	for i := range 12 {
+		require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
+			_, err := st.Journal.Append(ctx, tx, "r", journal.ToolCallCompleted, journal.Info, map[string]any{"i": i, "output": big})
+			return err
+		}))
+	}
+	last, err := st.Journal.Last(ctx, nil, "r")
+	require.NoError(t, err)
+	first := e.ok(`{"op":"events","runId":"r","limit":500}`)
+	assert.Less(t, len(first["events"].([]any)), 12, "the page ends at the bytes its payloads reach")
+	assert.Equal(t, true, first["more"], "a page cut short has more after it")
+	var got int64
+	for after := int64(0); ; {
+		res := e.ok(fmt.Sprintf(`{"op":"events","runId":"r","limit":500,"afterSeq":%d}`, after))
+		evs := res["events"].([]any)
+		for _, ev := range evs {
+			got++
+			seq := int64(ev.(map[string]any)["seq"].(float64))
+			require.Equal(t, got, seq, "every event once, in order")
+			after = seq
+		}
+		if res["more"] == false {
+			break
+		}
+		require.NotEmpty(t, evs)
+	}
+	assert.Equal(t, last, got)
 }

@@ -34,9 +34,11 @@ type RunService interface {
 	SetStatus(ctx context.Context, runID string, to runs.Status, reason string) error
 }
 
-// JournalPager pages a run's journal, for the events operation.
+// JournalPager pages a run's journal, for the events operation;
+// *journal.Journal implements it.
 type JournalPager interface {
 	Page(ctx context.Context, runID string, q journal.PageQuery) ([]journal.Event, error)
+	HasEvents(ctx context.Context, runID string, after, before int64) (bool, error)
 }
 
 // Retention is what the retention operations (prune, chat.delete,

@@ -227,7 +227,7 @@ func allEvents(ctx context.Context, j *journal.Journal, runID string, afterSeq i
 			return nil, err
 		}
 		out = append(out, page...)
-		if len(page) < journal.MaxLimit {
+		if len(page) == 0 { // a page may end short at journal.MaxPageBytes
 			return out, nil
 		}
 		afterSeq = page[len(page)-1].Seq

@@ -113,7 +113,7 @@ func runLog(ctx context.Context, o logOptions, args []string) error {
 			}
 			after = e.Seq
 		}
-		if len(page) < journal.MaxLimit {
+		if len(page) == 0 { // a page may end short at journal.MaxPageBytes
 			break
 		}
 	}
