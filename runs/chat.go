@@ -26,9 +26,21 @@ type ChatKey struct {
 	StableChatID string `json:"stableChatId"`
 }
 
+// Limits of what a host gives a run to name its chat: every row of the
+// chat and of its runs holds them, and an archive row holds at most 64 MiB.
+const (
+	// MaxChatKeyBytes bounds a chat's kind and its stableChatId, each.
+	MaxChatKeyBytes = 1024
+	// MaxChatRefBytes bounds a run's chatRef, as JSON.
+	MaxChatRefBytes = 1 << 20
+)
+
 func (k ChatKey) validate() error {
 	if strings.TrimSpace(k.Kind) == "" || strings.TrimSpace(k.StableChatID) == "" {
 		return wserr.New(wserr.InvalidArgument, "chat", "", "chat kind and stableChatId are required")
+	}
+	if len(k.Kind) > MaxChatKeyBytes || len(k.StableChatID) > MaxChatKeyBytes {
+		return wserr.New(wserr.InvalidArgument, "chat", "", "chat kind (%d bytes) and stableChatId (%d bytes) are each at most %d bytes", len(k.Kind), len(k.StableChatID), MaxChatKeyBytes)
 	}
 	if !utf8.ValidString(k.Kind) || !utf8.ValidString(k.StableChatID) {
 		// Two different invalid ids would derive the same workspace id.

@@ -213,6 +213,9 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 	if len(req.ChatRef) > 0 && !json.Valid(req.ChatRef) {
 		return Run{}, wserr.New(wserr.InvalidArgument, "create run", "", "chatRef is not valid JSON")
 	}
+	if len(req.ChatRef) > MaxChatRefBytes {
+		return Run{}, wserr.New(wserr.InvalidArgument, "create run", "", "chatRef is %d bytes, past the %d a run keeps: keep the host's reference small (an id, a title)", len(req.ChatRef), MaxChatRefBytes)
+	}
 	inputs := make(map[vfs.Path][]byte, len(req.Inputs)+len(req.Materialize))
 	for name, b := range req.Inputs {
 		rel, err := vfs.ParsePath(name)

@@ -178,6 +178,26 @@ func TestCreateRunErrors(t *testing.T) {
 		}
 	})
 
+	t.Run("ErrChatNamedTooLong", func(t *testing.T) {
+		// Every row of the chat and its runs holds these: bounded so
+		// that no row outgrows what an archive row holds.
+		long := strings.Repeat("k", runs.MaxChatKeyBytes+1)
+		for name, req := range map[string]runs.CreateRequest{
+			"Kind":         {Chat: runs.ChatKey{Kind: long, StableChatID: "c"}},
+			"StableChatID": {Chat: runs.ChatKey{Kind: "character", StableChatID: long}},
+			"ChatRef":      {Chat: testChat, ChatRef: json.RawMessage(`"` + strings.Repeat("r", runs.MaxChatRefBytes) + `"`)},
+		} {
+			before := snapshot()
+			_, err := e.svc.CreateRun(ctx, req)
+			requireModelError(t, err, wserr.InvalidArgument)
+			assert.Equal(t, before, snapshot(), name)
+		}
+		at := strings.Repeat("k", runs.MaxChatKeyBytes)
+		_, err := e.svc.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: at, StableChatID: at},
+			ChatRef: json.RawMessage(`"` + strings.Repeat("r", runs.MaxChatRefBytes-2) + `"`)})
+		assert.NoError(t, err, "at the limits")
+	})
+
 	t.Run("ErrInvalidProfile", func(t *testing.T) {
 		for name, prof := range map[string]runs.Profile{
 			"WritableNotVisible": {VisibleRoots: []string{"output"}, WritableRoots: []string{"output", "scratch"}},
