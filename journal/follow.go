@@ -23,7 +23,9 @@ const DefaultPoll = 500 * time.Millisecond
 // workspace.invalid_argument.
 //
 // Follow knows nothing of run status: it is the caller's fn (seeing
-// run_finished, say) or ctx that ends it, or FollowWhile's alive. If the
+// run_completed, run_failed or run_cancelled, say; a run's end is one of
+// them; the store journals no run_finished) or
+// ctx that ends it, or FollowWhile's alive. If the
 // run is deleted and its id reused, Follow stays silent until the new
 // journal passes afterSeq.
 func (j *Journal) Follow(ctx context.Context, runID string, afterSeq int64, poll time.Duration, fn func(Event) error) error {
