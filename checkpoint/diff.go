@@ -21,7 +21,8 @@ type FileDiff struct {
 	// Unified is a unified diff for text files (both sides valid UTF-8
 	// without NUL, each at most MaxDiffBytes), with git's headers
 	// ("--- a/PATH", "+++ b/PATH", /dev/null for the missing side of an
-	// added or deleted file); empty for binary or large files.
+	// added or deleted file, a tab after a PATH that holds a space); empty
+	// for binary or large files.
 	Unified string `json:"unified,omitempty"`
 	Binary  bool   `json:"binary,omitempty"`
 	// TooLarge says a side is past MaxDiffBytes: no text is rendered.

@@ -13,7 +13,8 @@ import (
 const maxDiffLines = 20000
 
 // Unified returns a unified diff (3 lines of context) turning a into b,
-// with "--- a/path" and "+++ b/path" headers; "" when they are equal. Its
+// with "--- a/path" and "+++ b/path" headers (ending in a tab when path
+// holds a space, as git's do); "" when they are equal. Its
 // memory is linear in the number of lines of a and b. The lines a and b
 // share at their start and end cost no search, whatever their number;
 // when more than maxDiffLines lines lie between, they are deleted and
@@ -34,9 +35,19 @@ func unified(oldName, newName string, a, b string, limit int) (string, int) {
 	}
 	al, bl := splitLines(a), splitLines(b)
 	var out strings.Builder
-	fmt.Fprintf(&out, "--- %s\n+++ %s\n", oldName, newName)
+	fmt.Fprintf(&out, "--- %s\n+++ %s\n", headerName(oldName), headerName(newName))
 	omitted := writeHunks(&out, editScript(al, bl), al, bl, 3, limit)
 	return out.String(), omitted
+}
+
+// headerName is name as a ---/+++ header gives it: as git does, a name
+// with a space ends in a tab, since patch(1) reads a name only up to
+// whitespace unless a tab ends it.
+func headerName(name string) string {
+	if strings.Contains(name, " ") {
+		return name + "\t"
+	}
+	return name
 }
 
 // editScript returns an edit script turning a into b: the lines they share

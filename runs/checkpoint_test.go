@@ -364,6 +364,33 @@ func TestDiff(t *testing.T) {
 	})
 }
 
+// TestDiffHeadersOfANameWithASpace: as git does, a header naming a path
+// with a space ends in a tab, so that patch(1) reads the whole name rather
+// than stopping at the space; /dev/null never takes one.
+func TestDiffHeadersOfANameWithASpace(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{Profile: noAuto()})
+	e.write(r.ID, "output/my notes.md", "one\n")
+	e.write(r.ID, "output/old draft.md", "old\n")
+	from, err := e.svc.Checkpoint(e.ctx, r.ID, "from")
+	require.NoError(t, err)
+	e.write(r.ID, "output/my notes.md", "two\n")
+	require.NoError(t, e.svc.Workspace(r.ID, runs.ModelScope).Remove(e.ctx, vfs.MustPath("output/old draft.md")))
+	e.write(r.ID, "output/new file.md", "new\n")
+
+	diffs, err := e.svc.Diff(e.ctx, r.ID, from.Seq, runs.Live, runs.DiffOptions{})
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, d := range diffs {
+		got[d.Path] = d.Unified
+	}
+	assert.Equal(t, map[string]string{
+		"output/my notes.md":  "--- a/output/my notes.md\t\n+++ b/output/my notes.md\t\n@@ -1 +1 @@\n-one\n+two\n",
+		"output/new file.md":  "--- /dev/null\n+++ b/output/new file.md\t\n@@ -0,0 +1 @@\n+new\n",
+		"output/old draft.md": "--- a/output/old draft.md\t\n+++ /dev/null\n@@ -1 +0,0 @@\n-old\n",
+	}, got)
+}
+
 func TestDiffResponseLimit(t *testing.T) {
 	e := newLifecycleEnv(t)
 	r := e.create("c1", runs.CreateRequest{Profile: noAuto()})
