@@ -46,7 +46,7 @@ func runCheckpoints(ctx context.Context, g globals, args []string) error {
 		return err
 	}
 	if g.json {
-		return writeCheckpointViews(ctx, g.out, st.Checkpoints, run.ID)
+		return writeCheckpointViews(ctx, g.out, st.Checkpoints, st.Trees, run.ID)
 	}
 	cps, err := st.Checkpoints.List(ctx, run.ID)
 	if err != nil {
@@ -72,11 +72,12 @@ const checkpointPage = 256
 
 // writeCheckpointViews writes the JSON array of the run's checkpoint.json
 // views (seed 000 §13: the row's fields and the files of its tree), as
-// writeJSON would, one view at a time: what it holds is one page of rows
-// and one view, however many checkpoints and files the run has, and it
-// stops between views when ctx ends. A checkpoint pruned meanwhile (an
-// active run's cap) is left out.
-func writeCheckpointViews(ctx context.Context, w io.Writer, cps *checkpoint.Store, runID string) error {
+// writeJSON would, one view at a time and each view's files as trees
+// walks them: what it holds is one page of rows and one file, however
+// many checkpoints and files the run has, and it stops between files when
+// ctx ends. A checkpoint pruned meanwhile (an active run's cap) is left
+// out.
+func writeCheckpointViews(ctx context.Context, w io.Writer, cps *checkpoint.Store, trees checkpoint.Walker, runID string) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("[")
 	n := 0
@@ -89,18 +90,11 @@ func writeCheckpointViews(ctx context.Context, w io.Writer, cps *checkpoint.Stor
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			v, err := cps.View(ctx, runID, c.Seq)
+			cp, err := cps.Get(ctx, nil, runID, c.Seq)
 			if wserr.Is(err, wserr.CheckpointNotFound) {
 				continue // pruned by the run's cap since its page was read
 			}
 			if err != nil {
-				return err
-			}
-			var b bytes.Buffer
-			enc := json.NewEncoder(&b)
-			enc.SetEscapeHTML(false)
-			enc.SetIndent("  ", "  ")
-			if err := enc.Encode(v); err != nil {
 				return err
 			}
 			if n > 0 {
@@ -108,7 +102,7 @@ func writeCheckpointViews(ctx context.Context, w io.Writer, cps *checkpoint.Stor
 			}
 			n++
 			bw.WriteString("\n  ")
-			if _, err := bw.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n"))); err != nil {
+			if err := writeView(ctx, bw, trees, cp); err != nil {
 				return err
 			}
 		}
@@ -122,4 +116,68 @@ func writeCheckpointViews(ctx context.Context, w io.Writer, cps *checkpoint.Stor
 	}
 	bw.WriteString("]\n")
 	return bw.Flush()
+}
+
+// writeView writes cp's view as an element of writeCheckpointViews' array
+// (indented one level, no newline after it), its files as trees walks
+// them: the bytes encoding the view whole would give.
+func writeView(ctx context.Context, w io.Writer, trees checkpoint.Walker, cp checkpoint.Checkpoint) error {
+	v := checkpoint.ViewOf(cp)
+	v.Files = []checkpoint.FileRef{}
+	head, err := encodeIndented(v, "  ")
+	if err != nil {
+		return err
+	}
+	// head ends with the empty list: `"files": []` and the closing brace.
+	const emptyTail = "[]\n  }"
+	if !bytes.HasSuffix(head, []byte(emptyTail)) {
+		return fmt.Errorf("checkpoint view: unexpected encoding of %q", head[max(0, len(head)-16):])
+	}
+	if _, err := w.Write(head[:len(head)-len(emptyTail)]); err != nil {
+		return err
+	}
+	n := 0
+	err = checkpoint.FilesOf(ctx, trees, nil, cp.Root)(func(f checkpoint.FileRef) error {
+		if n%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		b, err := encodeIndented(f, "      ")
+		if err != nil {
+			return err
+		}
+		sep := ",\n      "
+		if n == 0 {
+			sep = "[\n      "
+		}
+		n++
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	tail := "\n    ]\n  }"
+	if n == 0 {
+		tail = emptyTail
+	}
+	_, err = io.WriteString(w, tail)
+	return err
+}
+
+// encodeIndented is v as writeJSON encodes it (HTML left unescaped),
+// indented by two spaces a level after prefix, without a final newline.
+func encodeIndented(v any, prefix string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -89,6 +89,52 @@ func TestCheckpointsJSONStreams(t *testing.T) {
 	})
 }
 
+// TestCheckpointsJSONStreamsEachView: `checkpoints --json` writes each
+// checkpoint's files as it walks its tree, as checkpoint.json is read, so
+// its peak resident set does not grow with a checkpoint's files either,
+// and it writes what encoding the view whole would.
+func TestCheckpointsJSONStreamsEachView(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and a store of 40,000 files")
+	}
+	bin := wsctlBinary(t)
+	small := checkpointsStore(t, bin, 2000, 1)
+	large := checkpointsStore(t, bin, 40000, 1)
+	peak := func(store string) int64 {
+		cmd := exec.Command(bin, "--store", store, "checkpoints", "r", "--json")
+		cmd.Stdout = io.Discard
+		p, err := rss.Peak(cmd)
+		if err == rss.ErrUnsupported {
+			t.Skip(err)
+		}
+		require.NoError(t, err)
+		return p
+	}
+	ps, pl := peak(small), peak(large)
+	t.Logf("checkpoints --json: %d MiB peak with 2,000 files, %d MiB with 40,000", ps>>20, pl>>20)
+	assert.Less(t, pl-ps, int64(16<<20), "the peak grows with a checkpoint's files")
+
+	c := &cli{t: t, store: small, env: map[string]string{}}
+	st := c.open()
+	var want bytes.Buffer
+	want.WriteString("[")
+	for seq := int64(1); seq <= 3; seq++ {
+		v, err := st.Checkpoints.View(context.Background(), "r", seq)
+		require.NoError(t, err)
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("  ", "  ")
+		if seq > 1 {
+			want.WriteString(",")
+		}
+		want.WriteString("\n  ")
+		require.NoError(t, enc.Encode(v))
+		want.Truncate(want.Len() - 1)
+	}
+	want.WriteString("\n]\n")
+	assert.Equal(t, want.String(), c.ok("checkpoints", "r", "--json"))
+}
+
 // byteCounter counts what is written to it.
 type byteCounter int64
 
@@ -135,7 +181,7 @@ func TestCheckpointsJSONPrunedMeanwhile(t *testing.T) {
 		return len(p), nil
 	})
 	var all bytes.Buffer
-	require.NoError(t, writeCheckpointViews(ctx, io.MultiWriter(w, &all), st.Checkpoints, "r"))
+	require.NoError(t, writeCheckpointViews(ctx, io.MultiWriter(w, &all), st.Checkpoints, st.Trees, "r"))
 	require.True(t, pruned)
 	var views []map[string]any
 	require.NoError(t, json.Unmarshal(all.Bytes(), &views), "one valid JSON array")
