@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -48,22 +49,32 @@ func runCheckpoints(ctx context.Context, g globals, args []string) error {
 	if g.json {
 		return writeCheckpointViews(ctx, g.out, st.Checkpoints, st.Trees, run.ID)
 	}
-	cps, err := st.Checkpoints.List(ctx, run.ID)
-	if err != nil {
-		return err
-	}
-	t := newTable(g.out, "ID", "HEAD", "PARENT", "REASON", "EVENT", "ROOT", "CREATED")
-	for _, c := range cps {
-		head, parent := "", c.Parent
-		if c.Seq == run.HeadCheckpoint {
-			head = "*"
+	// A page at a time, as ls lists: the columns are aligned within a
+	// page, and what is held does not grow with the run's checkpoints.
+	out := &pages[checkpoint.Checkpoint]{w: g.out, header: []string{"ID", "HEAD", "PARENT", "REASON", "EVENT", "ROOT", "CREATED"},
+		row: func(c checkpoint.Checkpoint) []string {
+			head, parent := "", c.Parent
+			if c.Seq == run.HeadCheckpoint {
+				head = "*"
+			}
+			if parent == "" {
+				parent = "-"
+			}
+			return []string{c.ID, head, parent, c.Reason, fmt.Sprint(c.EventSeq), c.Root.Short(), stamp(c.CreatedAt)}
+		}}
+	for after := int64(0); ; {
+		page, err := st.Checkpoints.Page(ctx, run.ID, after, vfs.DefaultListLimit)
+		if err != nil {
+			return err
 		}
-		if parent == "" {
-			parent = "-"
+		if err := out.add(page); err != nil {
+			return err
 		}
-		t.row(c.ID, head, parent, c.Reason, fmt.Sprint(c.EventSeq), c.Root.Short(), stamp(c.CreatedAt))
+		if len(page) < vfs.DefaultListLimit {
+			return out.close()
+		}
+		after = page[len(page)-1].Seq
 	}
-	return t.flush()
 }
 
 // checkpointPage is how many checkpoint rows writeCheckpointViews reads at

@@ -14,9 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/rss"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 )
 
 // checkpointsStore makes a store whose run r has files files and, after
@@ -186,6 +188,44 @@ func TestCheckpointsJSONPrunedMeanwhile(t *testing.T) {
 	var views []map[string]any
 	require.NoError(t, json.Unmarshal(all.Bytes(), &views), "one valid JSON array")
 	assert.Len(t, views, 301-20, "the pruned checkpoints are left out")
+}
+
+// TestCheckpointsTextPrintsAPageAtATime: `checkpoints` reads and prints
+// the run's checkpoints a page at a time, as ls does, so what it holds
+// does not grow with the run's checkpoints: a page is printed before the
+// next is read (checkpoints pruned meanwhile are not listed).
+func TestCheckpointsTextPrintsAPageAtATime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes more than a page of checkpoints")
+	}
+	ctx := context.Background()
+	c := newCLI(t)
+	st := c.open()
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	for range vfs.DefaultListLimit + 20 {
+		_, err := st.Runs.Checkpoint(ctx, "r", "round")
+		require.NoError(t, err)
+	}
+	last := int64(vfs.DefaultListLimit + 21)
+	writes := 0
+	w := writerFunc(func(p []byte) (int, error) {
+		if writes == 0 {
+			require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
+				return st.Checkpoints.DeleteRecords(ctx, tx, "r", []int64{last - 1})
+			}))
+		}
+		writes++
+		return len(p), nil
+	})
+	var out bytes.Buffer
+	var errOut strings.Builder
+	code := execute(ctx, c.app(), []string{"--store", c.store, "checkpoints", "r"}, strings.NewReader(""), io.MultiWriter(w, &out), &errOut)
+	require.Equal(t, 0, code, "stderr %s", errOut.String())
+	assert.Greater(t, writes, 1, "one write per page at least")
+	assert.Equal(t, int(last), strings.Count(out.String(), "\n"), "the header and every checkpoint but the one pruned after the first page")
+	assert.False(t, strings.Contains(out.String(), checkpoint.ID(last-1)+" "), "the checkpoint pruned after the first page")
+	assert.True(t, strings.Contains(out.String(), checkpoint.ID(last)+"  *"), "the last checkpoint, the run's HEAD")
 }
 
 type writerFunc func(p []byte) (int, error)
