@@ -84,6 +84,21 @@ func TestRecords(t *testing.T) {
 		requireHostError(t, err, wserr.CheckpointNotFound)
 	})
 
+	t.Run("MissingFileInACheckpointIsNamedInFull", func(t *testing.T) {
+		// A file missing from a checkpoint's files is named as the host
+		// named it, not as the live path it would be without the prefix.
+		for _, p := range []string{"checkpoints/cp_000002/output/none.md", "checkpoints/cp_000002/output/main.md/x", "checkpoints/cp_000002/none"} {
+			_, err := e.host(r.ID).Read(ctx, vfs.MustPath(p), vfs.ReadOptions{})
+			assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "read %s: %v", p, err)
+			assert.Contains(t, err.Error(), p, "read")
+			_, err = e.host(r.ID).Stat(ctx, vfs.MustPath(p))
+			assert.Contains(t, err.Error(), p, "stat")
+			_, err = e.host(r.ID).List(ctx, vfs.MustPath(p), 0)
+			assert.Equal(t, wserr.FileNotFound, wserr.CodeOf(err), "list %s: %v", p, err)
+			assert.Contains(t, err.Error(), p, "list")
+		}
+	})
+
 	t.Run("NoneAtACheckpoint", func(t *testing.T) {
 		// Records, the manifest and the checkpoints are not versioned: a
 		// checkpoint view holds none of them rather than the live ones.

@@ -170,6 +170,23 @@ func (w *Workspace) checkpointView(ctx context.Context, tx *index.Tx, cp checkpo
 // full is rel's path in the host's view.
 func (v runtimeView) full(rel vfs.Path) vfs.Path { return joinPath(v.prefix, rel) }
 
+// named is err, an error of v's tree, naming the path in the host's view
+// (checkpoints/<id>/output/a.md rather than output/a.md, which reads as
+// the live file).
+func (v runtimeView) named(err error) error {
+	e, ok := err.(*wserr.Error)
+	if !ok || v.prefix.IsRoot() {
+		return err
+	}
+	rel, perr := vfs.ParsePath(e.Path)
+	if perr != nil {
+		return err
+	}
+	named := *e
+	named.Path = v.full(rel).String()
+	return &named
+}
+
 // info describes a runtime entry: stored runtime files are read-only to
 // every scope, written only by the records and checkpoints that own them.
 func (v runtimeView) info(p vfs.Path, e vfs.Entry) vfs.FileInfo {
@@ -188,7 +205,7 @@ func (w *Workspace) runtimeStat(ctx context.Context, tx *index.Tx, v runtimeView
 	}
 	e, err := w.s.trees.Lookup(ctx, tx, v.root, v.rel)
 	if err != nil {
-		return vfs.FileInfo{}, err
+		return vfs.FileInfo{}, v.named(err)
 	}
 	fi := v.info(p, e)
 	if v.extra != nil {
@@ -216,7 +233,7 @@ func (w *Workspace) runtimeList(ctx context.Context, tx *index.Tx, v runtimeView
 	}
 	ls, _, err := w.s.trees.ListPage(ctx, tx, v.root, v.rel, depth, within)
 	if err != nil {
-		return nil, err
+		return nil, v.named(err)
 	}
 	for _, l := range ls {
 		out = append(out, v.info(v.full(l.Path), l.Entry))
