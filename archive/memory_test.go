@@ -383,7 +383,7 @@ func TestExportHoldsOneRunRowAtATime(t *testing.T) {
 	ctx := context.Background()
 	src := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
 	const n = 64
-	ref, err := json.Marshal(map[string]string{"note": strings.Repeat("r", 1<<20)})
+	ref, err := json.Marshal(map[string]string{"note": strings.Repeat("r", runs.MaxChatRefBytes-64)})
 	require.NoError(t, err)
 	for i := range n {
 		_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: strconv.Itoa(i % 2)},
