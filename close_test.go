@@ -231,3 +231,29 @@ func TestConcurrentCloses(t *testing.T) {
 	_, err = again.Runs.Run(ctx, "r")
 	assert.NoError(t, err)
 }
+
+// TestConcurrentGCAndClose: a GC called while Close runs fails with
+// store.closed or succeeds; under the race detector it is what catches
+// GC reading the background re-encoder's state as Close clears it.
+func TestConcurrentGCAndClose(t *testing.T) {
+	ctx := context.Background()
+	for range 10 {
+		st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Go(func() {
+			<-start
+			for {
+				if _, err := st.GC(ctx, wsstore.GCOptions{Grace: -1}); err != nil {
+					assert.Equal(t, wserr.Closed, wserr.CodeOf(err), "%v", err)
+					return
+				}
+			}
+		})
+		close(start)
+		time.Sleep(20 * time.Millisecond)
+		require.NoError(t, st.Close())
+		wg.Wait()
+	}
+}

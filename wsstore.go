@@ -101,9 +101,11 @@ type Store struct {
 	reclaimGrace time.Duration
 	now          func() time.Time
 	// stopReencoder ends the background re-encoding of older versions
-	// (cas.Store.StartReencoder); nil on a read-only store.
+	// (cas.Store.StartReencoder); nil on a read-only store. It is set
+	// once, by Open: calls in flight read it as Close runs.
 	stopReencoder func()
 	closing       sync.Mutex // held by Close
+	closed        bool       // Close has stopped and drained; guarded by closing
 }
 
 // Open opens the store in dir, creating the directory and the database if
@@ -296,9 +298,9 @@ func (s *Store) Close() error {
 	// drain once: the second waits for the first.
 	s.closing.Lock()
 	defer s.closing.Unlock()
-	if s.stopReencoder != nil {
+	if s.stopReencoder != nil && !s.closed {
+		s.closed = true
 		s.stopReencoder()
-		s.stopReencoder = nil
 		// Best effort: what another process's write lock keeps from
 		// running now stays queued for the next open, rather than
 		// holding the Close up for the busy timeout.
