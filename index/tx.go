@@ -185,7 +185,7 @@ func run(ctx context.Context, conn *sqlx.DB, guard *txGuard, cache *stmtCache, t
 	if err := ctx.Err(); err != nil {
 		// What database/sql checks before committing a transaction begun
 		// with ctx, checked here for one begun without its cancellation.
-		return err
+		return Translate(err)
 	}
 	if err := stx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", Translate(err))

@@ -138,6 +138,9 @@ func TestUpdateContextEndsMidway(t *testing.T) {
 				return nil
 			})
 			assert.ErrorIs(t, err, context.Canceled)
+			_, coded := errors.AsType[*wserr.Error](err)
+			assert.True(t, coded, "store.canceled, not a bare context error: %v", err)
+			assert.Equal(t, wserr.Canceled, wserr.CodeOf(err))
 			if at == "before a statement" {
 				assert.ErrorIs(t, stmtErr, context.Canceled, "the statement after the end fails with it")
 			}
