@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/runs"
@@ -255,5 +258,84 @@ func TestConcurrentGCAndClose(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		require.NoError(t, st.Close())
 		wg.Wait()
+	}
+}
+
+// countdown is a context that cancels itself the n-th time its Err is
+// asked for, so that a sweep over n ends a call at each place it checks.
+type countdown struct {
+	context.Context
+	cancel context.CancelFunc
+	n      atomic.Int64
+}
+
+func newCountdown(n int64) *countdown {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &countdown{Context: ctx, cancel: cancel}
+	c.n.Store(n)
+	return c
+}
+
+func (c *countdown) Err() error {
+	if c.n.Add(-1) < 0 {
+		c.cancel()
+	}
+	return c.Context.Err()
+}
+
+// TestCallsEndedMidwayAreCoded: a call whose context ends at any point
+// fails with a *wserr.Error of code store.canceled, not with the bare
+// context error that only CodeOf's fallback reads (diffs, checkpoint
+// views, exports and gc's re-encoding checked the context themselves).
+func TestCallsEndedMidwayAreCoded(t *testing.T) {
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	var ids []string
+	for i := range 2 {
+		r, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: fmt.Sprint(i)}})
+		require.NoError(t, err)
+		ws := st.Runs.Workspace(r.ID, runs.ModelScope)
+		for k := range 6 {
+			_, err = ws.Write(ctx, vfs.MustPath(fmt.Sprintf("output/d%d/f%d.txt", k%3, k)), []byte(strings.Repeat(fmt.Sprint(i, k), 200)), vfs.WriteOptions{})
+			require.NoError(t, err)
+		}
+		ids = append(ids, r.ID)
+	}
+	calls := map[string]func(ctx context.Context) error{
+		"Diff": func(ctx context.Context) error {
+			_, err := st.Runs.Diff(ctx, ids[0], 1, runs.Live, runs.DiffOptions{})
+			return err
+		},
+		"DiffRuns": func(ctx context.Context) error {
+			_, err := st.Runs.DiffRuns(ctx, runs.TreeRef{RunID: ids[0]}, runs.TreeRef{RunID: ids[1]})
+			return err
+		},
+		"View": func(ctx context.Context) error { _, err := st.Checkpoints.View(ctx, ids[0], 4); return err },
+		"GC":   func(ctx context.Context) error { _, err := st.GC(ctx, wsstore.GCOptions{Grace: -1}); return err },
+		"Export": func(ctx context.Context) error {
+			_, err := st.Archive.Export(ctx, io.Discard, archive.Scope{All: true}, archive.Options{})
+			return err
+		},
+		"Fsck": func(ctx context.Context) error { _, err := st.Fsck(ctx, nil); return err },
+	}
+	for name, call := range calls {
+		for n := int64(0); n < 1000; n++ {
+			c := newCountdown(n)
+			err := call(c)
+			c.cancel()
+			if err == nil {
+				if c.n.Load() >= 0 {
+					break // it ended before the countdown did
+				}
+				continue
+			}
+			_, coded := errors.AsType[*wserr.Error](err)
+			if !assert.True(t, coded, "%s ended at check %d: %v", name, n, err) ||
+				!assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%s ended at check %d: %v", name, n, err) {
+				break
+			}
+		}
 	}
 }

@@ -616,7 +616,7 @@ func (a *Archiver) write(ctx context.Context, w io.Writer, p *plan, opt Options)
 	if !p.m.BlobsElsewhere {
 		err := p.blobs.Each(func(k []byte, size int64) error {
 			if err := ctx.Err(); err != nil {
-				return err
+				return index.Translate(err)
 			}
 			if err := a.writeBlob(ctx, entry, BlobRef{Hash: cas.Hash(k), Size: size}); err != nil {
 				return err

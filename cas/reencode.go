@@ -167,7 +167,7 @@ func (s *Store) Reencode(ctx context.Context, limit int) (int, error) {
 	done := 0
 	for limit <= 0 || done < limit {
 		if err := ctx.Err(); err != nil {
-			return done, err
+			return done, index.Translate(err)
 		}
 		ok, err := s.reencodeOne(ctx)
 		if err != nil {
@@ -660,7 +660,7 @@ func (s *Store) Drain(ctx context.Context) (int, error) {
 	done := 0
 	for {
 		if err := ctx.Err(); err != nil {
-			return done, err
+			return done, index.Translate(err)
 		}
 		// Nothing to do takes no write lock: a store that another
 		// process is writing closes at once.

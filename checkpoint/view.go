@@ -127,7 +127,7 @@ func WriteJSON(ctx context.Context, w io.Writer, v View, files func(fn func(File
 	err = files(func(f FileRef) error {
 		if n%256 == 0 {
 			if err := ctx.Err(); err != nil {
-				return err
+				return index.Translate(err)
 			}
 		}
 		b, err := json.MarshalIndent(f, "    ", "  ")

@@ -100,7 +100,7 @@ func (d *differ) trees(dir Path, a, b cas.Hash) error {
 		return nil
 	}
 	if err := d.ctx.Err(); err != nil {
-		return err
+		return index.Translate(err)
 	}
 	as, err := d.t.load(d.ctx, d.tx, a)
 	if err != nil {

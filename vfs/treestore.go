@@ -745,7 +745,7 @@ func (t *Trees) Walk(ctx context.Context, tx *index.Tx, root cas.Hash, fn func(p
 // returning fs.SkipAll unchanged for Walk to swallow.
 func (t *Trees) walk(ctx context.Context, tx *index.Tx, dir Path, h cas.Hash, depth int, after Path, fn func(p Path, e Entry) error) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return index.Translate(err)
 	}
 	es, err := t.load(ctx, tx, h)
 	if err != nil {
