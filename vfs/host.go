@@ -212,6 +212,12 @@ func hostName(p Path) string {
 	return filepath.FromSlash(p.s)
 }
 
+// canceled is the end of ctx, met by operation op on p, as
+// store.canceled; the context's error stays in the chain.
+func canceled(op string, p Path, err error) error {
+	return wserr.Wrap(wserr.Canceled, op, p.String(), err)
+}
+
 // hostError maps an error from os.Root about p to a coded error. write
 // says whether the operation changes the mount: a file where a directory
 // should be is then wserr.NotADirectory, while for reads such a path
@@ -351,7 +357,7 @@ func hashOpen(op string, p Path, f *os.File, write bool) (cas.Hash, int64, error
 func (h *HostFS) Stat(ctx context.Context, p Path) (FileInfo, error) {
 	const op = "stat"
 	if err := ctx.Err(); err != nil {
-		return FileInfo{}, err
+		return FileInfo{}, canceled(op, p, err)
 	}
 	fi, err := h.stat(op, p, false)
 	if err != nil {
@@ -376,7 +382,7 @@ func (h *HostFS) Stat(ctx context.Context, p Path) (FileInfo, error) {
 func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult, error) {
 	const op = "read"
 	if err := ctx.Err(); err != nil {
-		return ReadResult{}, err
+		return ReadResult{}, canceled(op, p, err)
 	}
 	f, fi, err := h.openFile(op, p, false)
 	if err != nil {
@@ -412,7 +418,7 @@ func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult,
 func (h *HostFS) Open(ctx context.Context, p Path) (io.ReadCloser, FileInfo, error) {
 	const op = "read"
 	if err := ctx.Err(); err != nil {
-		return nil, FileInfo{}, err
+		return nil, FileInfo{}, canceled(op, p, err)
 	}
 	f, fi, err := h.openFile(op, p, false)
 	if err != nil {
@@ -490,7 +496,7 @@ func (h *HostFS) List(ctx context.Context, p Path, depth int) ([]FileInfo, error
 func (h *HostFS) ListPage(ctx context.Context, p Path, depth int, page ListPage) ([]FileInfo, bool, error) {
 	const op = "list"
 	if err := ctx.Err(); err != nil {
-		return nil, false, err
+		return nil, false, canceled(op, p, err)
 	}
 	if depth <= 0 {
 		depth = 1
@@ -534,7 +540,7 @@ func (h *HostFS) walk(ctx context.Context, op string, dir Path, depth int, fn fu
 // subdirectory wholly before it is not read.
 func (h *HostFS) walkDir(ctx context.Context, op string, dir Path, depth int, top bool, after Path, fn func(info FileInfo, link bool) error) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return canceled(op, dir, err)
 	}
 	f, err := h.root.OpenFile(hostName(dir), openDirFlags, 0) // a FIFO put there is not waited on
 	var entries []fs.DirEntry
@@ -648,7 +654,7 @@ func checkExpected(op string, p Path, want, got cas.Hash, exists bool) error {
 func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOptions) (FileInfo, error) {
 	const op = "write"
 	if err := ctx.Err(); err != nil {
-		return FileInfo{}, err
+		return FileInfo{}, canceled(op, p, err)
 	}
 	if err := h.checkWritable(op, p); err != nil {
 		return FileInfo{}, err
@@ -693,7 +699,7 @@ func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOpt
 func (h *HostFS) WriteFrom(ctx context.Context, p Path, r io.Reader, opt WriteOptions) (FileInfo, error) {
 	const op = "write"
 	if err := ctx.Err(); err != nil {
-		return FileInfo{}, err
+		return FileInfo{}, canceled(op, p, err)
 	}
 	if err := h.checkWritable(op, p); err != nil {
 		return FileInfo{}, err
@@ -731,7 +737,7 @@ func (h *HostFS) WriteFrom(ctx context.Context, p Path, r io.Reader, opt WriteOp
 func (h *HostFS) Patch(ctx context.Context, p Path, old, new string, opt PatchOptions) (FileInfo, error) {
 	const op = "patch"
 	if err := ctx.Err(); err != nil {
-		return FileInfo{}, err
+		return FileInfo{}, canceled(op, p, err)
 	}
 	if err := h.checkWritable(op, p); err != nil {
 		return FileInfo{}, err
@@ -848,7 +854,7 @@ func (c *hostChange) lock(ctx context.Context) error {
 		d.Close()
 		switch {
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return canceled(c.op, c.p, ctx.Err())
 		case wait.Err() != nil:
 			return wserr.New(wserr.Busy, c.op, c.p.String(), "another writer has held the write lock of the file's directory for %s; try again", hostLockWait)
 		}
@@ -1004,11 +1010,11 @@ func (c *hostChange) replace(ctx context.Context, data []byte) (FileInfo, error)
 
 // stage writes what r yields to a new temporary file in the change's
 // directory, with the mode of the file it will replace (or the default
-// one), hashing it on the way. An error of r (or the end of ctx) is
-// returned as it is; nothing is left behind on any error.
+// one), hashing it on the way. An error of r is returned as it is, the
+// end of ctx as store.canceled; nothing is left behind on any error.
 func (c *hostChange) stage(ctx context.Context, r io.Reader) (*staged, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, canceled(c.op, c.p, err)
 	}
 	perm := fs.FileMode(hostFilePerm)
 	fi, exists, err := c.lstat()
@@ -1035,6 +1041,8 @@ func (c *hostChange) stage(ctx context.Context, r io.Reader) (*staged, error) {
 	defer sum.Release()
 	n, readErr, err := copyContent(ctx, st.f, sum, r)
 	switch {
+	case readErr != nil && ctx.Err() != nil && errors.Is(readErr, ctx.Err()):
+		return nil, canceled(c.op, c.p, readErr)
 	case readErr != nil:
 		return nil, readErr
 	case err != nil:
@@ -1050,7 +1058,7 @@ func (c *hostChange) stage(ctx context.Context, r io.Reader) (*staged, error) {
 // existing file's) and is synced; the caller holds the lock.
 func (c *hostChange) commit(ctx context.Context, st *staged) (FileInfo, error) {
 	if err := ctx.Err(); err != nil {
-		return FileInfo{}, err
+		return FileInfo{}, canceled(c.op, c.p, err)
 	}
 	fi, exists, err := c.lstat()
 	if err != nil {
@@ -1071,7 +1079,7 @@ func (c *hostChange) commit(ctx context.Context, st *staged) (FileInfo, error) {
 	if err == nil {
 		err = ctx.Err()
 		if err != nil {
-			return FileInfo{}, err
+			return FileInfo{}, canceled(c.op, c.p, err)
 		}
 		err = c.dir.Rename(st.name, c.base)
 	}
@@ -1205,7 +1213,7 @@ func (h *HostFS) Remove(ctx context.Context, p Path) error {
 func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 	const op = "remove"
 	if err := ctx.Err(); err != nil {
-		return FileInfo{}, err
+		return FileInfo{}, canceled(op, p, err)
 	}
 	if err := h.checkWritable(op, p); err != nil {
 		return FileInfo{}, err

@@ -640,3 +640,61 @@ func TestHostFSAfterClose(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "b.txt"))
 	assert.True(t, os.IsNotExist(err))
 }
+
+// cancelOnRead cancels its context on its first Read, then yields r.
+type cancelOnRead struct {
+	r      io.Reader
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnRead) Read(p []byte) (int, error) {
+	c.cancel()
+	return c.r.Read(p)
+}
+
+// TestHostFSCanceled: a call whose context has ended, or ends while it
+// streams, fails with store.canceled naming its path, not the bare
+// context error, and changes nothing.
+func TestHostFSCanceled(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644))
+	h := openHost(t, dir, true)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a, b := vfs.MustPath("a.txt"), vfs.MustPath("b.txt")
+	calls := map[string]struct {
+		path string
+		call func() error
+	}{
+		"stat": {"a.txt", func() error { _, err := h.Stat(ctx, a); return err }},
+		"read": {"a.txt", func() error { _, err := h.Read(ctx, a, vfs.ReadOptions{}); return err }},
+		"open": {"a.txt", func() error { _, _, err := h.Open(ctx, a); return err }},
+		"list": {".", func() error { _, err := h.List(ctx, vfs.Root(), 1); return err }},
+		"write": {"b.txt", func() error {
+			_, err := h.Write(ctx, b, []byte("b"), vfs.WriteOptions{})
+			return err
+		}},
+		"write from": {"b.txt", func() error {
+			_, err := h.WriteFrom(ctx, b, strings.NewReader("b"), vfs.WriteOptions{})
+			return err
+		}},
+		"write from, ended as it streams": {"b.txt", func() error {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, err := h.WriteFrom(ctx, b, &cancelOnRead{r: strings.NewReader("b"), cancel: cancel}, vfs.WriteOptions{})
+			return err
+		}},
+		"patch":  {"a.txt", func() error { _, err := h.Patch(ctx, a, "a", "c", vfs.PatchOptions{}); return err }},
+		"remove": {"a.txt", func() error { _, err := h.RemoveFile(ctx, a); return err }},
+	}
+	for name, c := range calls {
+		t.Run(name, func(t *testing.T) {
+			hostCode(t, c.call(), wserr.Canceled, c.path)
+		})
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "a", string(got))
+	_, err = os.Stat(filepath.Join(dir, "b.txt"))
+	assert.True(t, os.IsNotExist(err))
+}
