@@ -13,6 +13,7 @@ import (
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // cancelAfter yields r's bytes and cancels its context once n have gone.
@@ -138,4 +139,20 @@ func TestSweepChunksDropsOldHolds(t *testing.T) {
 	}))
 	assert.Equal(t, 1, count(t, db, `SELECT count(*) FROM chunk_holds`))
 	assert.Equal(t, 1, count(t, db, `SELECT count(*) FROM chunk_holds WHERE since = 5000`))
+}
+
+// TestCanceledPutIsCoded: a streamed Put whose context has ended, before
+// it begins or between its chunks, fails with store.canceled, not the
+// bare context error, and stores nothing.
+func TestCanceledPutIsCoded(t *testing.T) {
+	db, s := storetest.OpenCAS(t, cas.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.Put(ctx, io.LimitReader(randomReader(5), 10<<20))
+	_, coded := errors.AsType[*wserr.Error](err)
+	assert.True(t, coded, "store.canceled, not a bare context error: %v", err)
+	assert.Equal(t, wserr.Canceled, wserr.CodeOf(err))
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, count(t, db, `SELECT count(*) FROM chunks`))
+	assert.Zero(t, count(t, db, `SELECT count(*) FROM blobs`))
 }

@@ -551,7 +551,7 @@ func (s *Store) putChunked(ctx context.Context, tx *index.Tx, c *chunker) (_ Has
 	var off int64
 	for {
 		if err := ctx.Err(); err != nil {
-			return Hash{}, fmt.Errorf("put: %w", err)
+			return Hash{}, fmt.Errorf("put: %w", index.Translate(err))
 		}
 		b, err := c.next()
 		if err == io.EOF {
