@@ -191,7 +191,7 @@ func providerError(op string, prefix, full Path, err error) error {
 func (v *Virtual) Stat(ctx context.Context, p Path) (FileInfo, error) {
 	const op = "stat"
 	if err := ctx.Err(); err != nil {
-		return FileInfo{}, err
+		return FileInfo{}, canceled(op, p, err)
 	}
 	if prefix, rel, prov, ok := v.Match(p); ok {
 		info, err := prov.Stat(ctx, rel)
@@ -217,7 +217,7 @@ func virtualNotFound(op string, p Path) error {
 func (v *Virtual) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult, error) {
 	const op = "read"
 	if err := ctx.Err(); err != nil {
-		return ReadResult{}, err
+		return ReadResult{}, canceled(op, p, err)
 	}
 	prefix, rel, prov, ok := v.Match(p)
 	if !ok {
@@ -244,7 +244,7 @@ func (v *Virtual) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult
 func (v *Virtual) List(ctx context.Context, p Path, depth int) ([]FileInfo, error) {
 	const op = "list"
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, canceled(op, p, err)
 	}
 	if depth <= 0 {
 		depth = 1
@@ -370,7 +370,7 @@ func searchWalk(ctx context.Context, fsys FS, p Path, s *Searcher) error {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return canceled("search", p, err)
 		}
 		switch {
 		case info.Kind == KindDir && info.Path != p:

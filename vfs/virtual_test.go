@@ -339,3 +339,17 @@ func TestVirtualConcurrentMount(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, infos, 50)
 }
+
+// TestVirtualCanceled: a call whose context has ended fails with
+// store.canceled naming its path, not the bare context error.
+func TestVirtualCanceled(t *testing.T) {
+	v, _ := newTestVirtual(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := v.Stat(ctx, vfs.MustPath("skills/index.md"))
+	virtualCode(t, err, wserr.Canceled, "skills/index.md")
+	_, err = v.Read(ctx, vfs.MustPath("chat/history.tail.md"), vfs.ReadOptions{})
+	virtualCode(t, err, wserr.Canceled, "chat/history.tail.md")
+	_, err = v.List(ctx, vfs.MustPath("skills"), 2)
+	virtualCode(t, err, wserr.Canceled, "skills")
+}
