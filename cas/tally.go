@@ -43,7 +43,8 @@ func (t *Tally) CapRefused(err error) bool {
 // Finish reads what is left of R, hashing it with what was read already
 // (Hash set before the first read, or nothing read: Finish then hashes
 // with a Hasher of its own), and returns the content's address and size.
-// It stores nothing and holds 64 KiB. Its errors are ctx's and R's.
+// It stores nothing and holds 64 KiB. Its errors are R's, and
+// store.canceled once ctx ends.
 func (t *Tally) Finish(ctx context.Context, op, path string) (Hash, int64, error) {
 	if t.Hash == nil {
 		if t.N > 0 {
@@ -55,7 +56,7 @@ func (t *Tally) Finish(ctx context.Context, op, path string) (Hash, int64, error
 	buf := make([]byte, 64<<10)
 	for {
 		if err := ctx.Err(); err != nil {
-			return Hash{}, 0, fmt.Errorf("%s %s: %w", op, path, err)
+			return Hash{}, 0, wserr.Wrap(wserr.Canceled, op, path, err)
 		}
 		_, err := t.Read(buf)
 		if err == io.EOF {
