@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"strings"
@@ -395,4 +397,48 @@ func TestImportedRunFinishesOntoTheLocalPersistLayer(t *testing.T) {
 	}
 	assert.Equal(t, []string{"persist/b.md", "persist/important.md"}, got,
 		"the local promotion stays and the run's change joins it")
+}
+
+// endingReader yields r's first n bytes, then ends ctx and fails, as a
+// network body does when the request it belongs to is cancelled.
+type endingReader struct {
+	r      io.Reader
+	n      int
+	cancel context.CancelFunc
+}
+
+func (e *endingReader) Read(p []byte) (int, error) {
+	if e.n <= 0 {
+		e.cancel()
+		return 0, errors.New("connection closed")
+	}
+	if len(p) > e.n {
+		p = p[:e.n]
+	}
+	n, err := e.r.Read(p)
+	e.n -= n
+	return n, err
+}
+
+// TestImportEndedAsItReadsIsCoded: an import whose context ends while its
+// archive is read fails with store.canceled, not the bare context error,
+// and makes nothing visible.
+func TestImportEndedAsItReadsIsCoded(t *testing.T) {
+	src := open(t)
+	populate(t, src)
+	var arc bytes.Buffer
+	_, err := src.Archive.Export(context.Background(), &arc, archive.Scope{All: true}, archive.Options{})
+	require.NoError(t, err)
+	for _, at := range []int{600, arc.Len() / 2} {
+		dst := open(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err = dst.Archive.Import(ctx, &endingReader{r: bytes.NewReader(arc.Bytes()), n: at, cancel: cancel}, archive.Options{})
+		cancel()
+		_, coded := errors.AsType[*wserr.Error](err)
+		assert.True(t, coded, "at %d: store.canceled, not a bare context error: %v", at, err)
+		assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "at %d: %v", at, err)
+		list, err := dst.Runs.Runs(context.Background(), runs.ListQuery{})
+		require.NoError(t, err)
+		assert.Empty(t, list)
+	}
 }

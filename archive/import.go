@@ -37,10 +37,10 @@ func corrupt(format string, args ...any) error {
 }
 
 // reading wraps an error of the archive's reader: a short or malformed tar
-// stream is a corrupt archive; ctx ending is ctx's error.
+// stream is a corrupt archive; ctx ending is store.canceled.
 func reading(ctx context.Context, what string, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if cerr := ctx.Err(); cerr != nil {
+		return index.Translate(cerr)
 	}
 	var we *wserr.Error
 	if errors.As(err, &we) {
@@ -717,11 +717,12 @@ func (im *importer) blob(ctx context.Context, h cas.Hash) (fresh bool, err error
 		}
 		copy(got[:], hh.Sum(nil))
 	} else if got, err = im.a.p.Blobs.Put(ctx, r); err != nil {
-		if wserr.CodeOf(err) == wserr.ArchiveCorrupt || ctx.Err() != nil {
+		if wserr.CodeOf(err) == wserr.ArchiveCorrupt {
 			return false, err
 		}
-		// Put reads the archive: a short entry surfaces here.
-		if r.n != im.hdr.Size {
+		// Put reads the archive: a short entry, or the end of ctx,
+		// surfaces here.
+		if r.n != im.hdr.Size || ctx.Err() != nil {
 			return false, reading(ctx, im.hdr.Name, err)
 		}
 		return false, err
