@@ -38,16 +38,26 @@ func TestCloseTakesNoWriteLockForNothing(t *testing.T) {
 	other, err := wsstore.Open(ctx, st.Dir, wsstore.Options{})
 	require.NoError(t, err)
 	defer other.Close()
+	waited, err := closeHoldingTheLock(st, other)
+	assert.False(t, waited, "Close waited for the other handle's write lock")
+	require.NoError(t, err)
+}
+
+// closeHoldingTheLock closes st while other holds the write lock, as
+// another process would, and reports whether Close waited for the lock
+// (it had not returned 20 s on, below the busy timeouts the tests use) and
+// what it returned.
+func closeHoldingTheLock(st, other *wsstore.Store) (waited bool, err error) {
 	holding, closed := make(chan struct{}), make(chan error, 1)
 	released := make(chan bool, 1)
 	go func() {
-		_ = other.DB.Update(ctx, func(*index.Tx) error {
+		_ = other.DB.Update(context.Background(), func(*index.Tx) error {
 			close(holding)
 			select {
 			case err := <-closed:
 				closed <- err
 				released <- false
-			case <-time.After(20 * time.Second): // the busy timeout is 30 s
+			case <-time.After(20 * time.Second):
 				released <- true
 			}
 			return nil
@@ -55,8 +65,8 @@ func TestCloseTakesNoWriteLockForNothing(t *testing.T) {
 	}()
 	<-holding
 	go func() { closed <- st.Close() }()
-	assert.False(t, <-released, "Close waited for the other handle's write lock")
-	require.NoError(t, <-closed)
+	waited = <-released
+	return waited, <-closed
 }
 
 // TestCloseLeavesQueuedWorkToABusyStore: a store with re-encodings queued
@@ -85,25 +95,9 @@ func TestCloseLeavesQueuedWorkToABusyStore(t *testing.T) {
 	other, err := wsstore.Open(ctx, dir, wsstore.Options{})
 	require.NoError(t, err)
 	defer other.Close()
-	holding, closed := make(chan struct{}), make(chan error, 1)
-	released := make(chan bool, 1)
-	go func() {
-		_ = other.DB.Update(ctx, func(*index.Tx) error {
-			close(holding)
-			select {
-			case err := <-closed:
-				closed <- err
-				released <- false
-			case <-time.After(20 * time.Second): // the busy timeout is an hour
-				released <- true
-			}
-			return nil
-		})
-	}()
-	<-holding
-	go func() { closed <- st.Close() }()
-	assert.False(t, <-released, "Close waited for the other handle's write lock")
-	require.NoError(t, <-closed)
+	waited, err := closeHoldingTheLock(st, other)
+	assert.False(t, waited, "Close waited for the other handle's write lock")
+	require.NoError(t, err)
 
 	left, err := other.Blobs.PendingReencodes(ctx)
 	require.NoError(t, err)

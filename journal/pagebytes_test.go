@@ -2,53 +2,17 @@ package journal_test
 
 import (
 	"context"
-	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/journal"
 )
-
-// heapGrowth returns how far the heap in use grew above what was live
-// before fn, sampled every few milliseconds while fn ran.
-func heapGrowth(fn func()) uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > base && ms.HeapInuse-base > peak.Load() {
-				peak.Store(ms.HeapInuse - base)
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	})
-	fn()
-	close(stop)
-	wg.Wait()
-	return peak.Load()
-}
 
 // TestPageHoldsAFewLargeEvents: a page ends once its payloads reach
 // MaxPageBytes, so a page of large events (tool results holding whole
@@ -73,7 +37,7 @@ func TestPageHoldsAFewLargeEvents(t *testing.T) {
 
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var page []journal.Event
-	grew := heapGrowth(func() {
+	grew := storetest.HeapGrowth(func() {
 		var err error
 		page, err = j.Page(ctx, "r1", journal.PageQuery{Limit: journal.MaxLimit})
 		require.NoError(t, err)
