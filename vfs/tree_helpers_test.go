@@ -175,3 +175,24 @@ func (env *treeEnv) buildLarge(tb testing.TB) cas.Hash {
 	})
 	return root
 }
+
+// namesBeforeRules are names ParsePath has come to refuse (a device name,
+// NFD, a trailing dot), which trees stored before those rules may hold,
+// and one it takes.
+var namesBeforeRules = []string{"aux.md", "caf\u0065\u0301.md", "notes.", "ok.md"}
+
+// putBeforeRules stores, in tx, a directory of files named
+// namesBeforeRules, each holding "content of " and its name, and returns
+// its entries and address.
+func putBeforeRules(t *testing.T, env *treeEnv, tx *index.Tx) ([]vfs.Entry, cas.Hash) {
+	t.Helper()
+	var files []vfs.Entry
+	for _, n := range namesBeforeRules {
+		e := env.file(t, tx, "content of "+n)
+		e.Name = n
+		files = append(files, e)
+	}
+	dir, err := env.trees.Put(env.ctx, tx, files)
+	require.NoError(t, err)
+	return files, dir
+}

@@ -142,21 +142,15 @@ func TestTreesFS(t *testing.T) {
 // those rules still decode, so the view opens every name it lists.
 func TestTreesFSStoredBeforeRules(t *testing.T) {
 	env := newTreeEnv(t, cas.Options{})
-	names := []string{"aux.md", "caf\u0065\u0301.md", "notes.", "ok.md"}
+	names := namesBeforeRules
 	var root cas.Hash
 	env.update(t, func(tx *index.Tx) error {
-		var files []vfs.Entry
-		for _, n := range names {
-			e := env.file(t, tx, "content of "+n)
-			e.Name = n
-			files = append(files, e)
-		}
-		dir, err := env.trees.Put(env.ctx, tx, files)
-		require.NoError(t, err)
+		files, dir := putBeforeRules(t, env, tx)
 		sz := int64(0)
 		for _, f := range files {
 			sz += f.Size
 		}
+		var err error
 		root, err = env.trees.Put(env.ctx, tx, []vfs.Entry{{Name: "output", Kind: vfs.KindDir, Hash: dir, Size: sz}})
 		return err
 	})

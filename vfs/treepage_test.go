@@ -118,18 +118,11 @@ func TestTreesListPageReadsItsWay(t *testing.T) {
 // name that is.
 func TestListPageAfterStoredBeforeRules(t *testing.T) {
 	env := newTreeEnv(t, cas.Options{})
-	names := []string{"aux.md", "caf\u0065\u0301.md", "notes.", "ok.md"}
+	names := namesBeforeRules
 	var root cas.Hash
 	env.update(t, func(tx *index.Tx) error {
-		var files []vfs.Entry
-		for _, n := range names {
-			e := env.file(t, tx, n)
-			e.Name = n
-			files = append(files, e)
-		}
-		var err error
-		root, err = env.trees.Put(env.ctx, tx, files)
-		return err
+		_, root = putBeforeRules(t, env, tx)
+		return nil
 	})
 	var got []string
 	page, err := vfs.ParseListPage("", 1)
