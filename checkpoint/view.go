@@ -111,18 +111,49 @@ func FilesOf(ctx context.Context, w Walker, tx *index.Tx, root cas.Hash) func(fn
 // come, so a checkpoint of any size is written in bounded memory. The
 // error is files', w's or ctx's.
 func WriteJSON(ctx context.Context, w io.Writer, v View, files func(fn func(FileRef) error) error) error {
+	bw := bufio.NewWriterSize(w, 32<<10)
+	if err := writeView(ctx, bw, v, files, "", true); err != nil {
+		return err
+	}
+	bw.WriteString("\n")
+	return bw.Flush()
+}
+
+// WriteJSONElement writes v as WriteJSON does, as an element of a JSON
+// array whose elements are indented by prefix, with HTML characters left
+// unescaped and no newline after it: the bytes a json.Encoder set to
+// SetIndent(prefix, "  ") and SetEscapeHTML(false) gives for v there.
+func WriteJSONElement(ctx context.Context, w io.Writer, v View, files func(fn func(FileRef) error) error, prefix string) error {
+	return writeView(ctx, w, v, files, prefix, false)
+}
+
+// writeView writes v indented by prefix, its files as files gives them,
+// without a final newline.
+func writeView(ctx context.Context, w io.Writer, v View, files func(fn func(FileRef) error) error, prefix string, escapeHTML bool) error {
+	encode := func(x any, prefix string) ([]byte, error) {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(escapeHTML)
+		enc.SetIndent(prefix, "  ")
+		if err := enc.Encode(x); err != nil {
+			return nil, fmt.Errorf("checkpoint.json: %w", err)
+		}
+		return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	}
 	v.Files = []FileRef{}
-	head, err := json.MarshalIndent(v, "", "  ")
+	head, err := encode(v, prefix)
 	if err != nil {
-		return fmt.Errorf("checkpoint.json: %w", err)
+		return err
 	}
 	// head ends with the empty list: `"files": []` and the closing brace.
-	const emptyTail = "[]\n}"
+	emptyTail := "[]\n" + prefix + "}"
 	if !bytes.HasSuffix(head, []byte(emptyTail)) {
 		return fmt.Errorf("checkpoint.json: unexpected encoding of %q", head[max(0, len(head)-16):])
 	}
-	bw := bufio.NewWriterSize(w, 32<<10)
-	bw.Write(head[:len(head)-len(emptyTail)])
+	if _, err := w.Write(head[:len(head)-len(emptyTail)]); err != nil {
+		return err
+	}
+	fileIndent := prefix + "    "
 	n := 0
 	err = files(func(f FileRef) error {
 		if n%256 == 0 {
@@ -130,26 +161,28 @@ func WriteJSON(ctx context.Context, w io.Writer, v View, files func(fn func(File
 				return index.Translate(err)
 			}
 		}
-		b, err := json.MarshalIndent(f, "    ", "  ")
+		b, err := encode(f, fileIndent)
 		if err != nil {
-			return fmt.Errorf("checkpoint.json: %w", err)
+			return err
 		}
+		sep := ",\n" + fileIndent
 		if n == 0 {
-			bw.WriteString("[\n    ")
-		} else {
-			bw.WriteString(",\n    ")
+			sep = "[\n" + fileIndent
 		}
 		n++
-		_, err = bw.Write(b)
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+		_, err = w.Write(b)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if n == 0 {
-		bw.WriteString(emptyTail + "\n")
-	} else {
-		bw.WriteString("\n  ]\n}\n")
+	tail := emptyTail
+	if n > 0 {
+		tail = "\n" + prefix + "  ]\n" + prefix + "}"
 	}
-	return bw.Flush()
+	_, err = io.WriteString(w, tail)
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,26 @@ func TestWriteJSONIsMarshalIndent(t *testing.T) {
 				return nil
 			}))
 			require.Equal(t, string(want), got.String(), "%d files, parent %q", n, parent)
+
+			// As an element of an array indented two spaces, HTML
+			// characters unescaped (wsctl checkpoints --json).
+			var elem bytes.Buffer
+			enc := json.NewEncoder(&elem)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("  ", "  ")
+			whole := v
+			whole.Files = files
+			require.NoError(t, enc.Encode(whole))
+			got.Reset()
+			require.NoError(t, checkpoint.WriteJSONElement(context.Background(), &got, v, func(fn func(checkpoint.FileRef) error) error {
+				for _, f := range files {
+					if err := fn(f); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, "  "))
+			require.Equal(t, strings.TrimSuffix(elem.String(), "\n"), got.String(), "element: %d files, parent %q", n, parent)
 		}
 	}
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -113,7 +111,7 @@ func writeCheckpointViews(ctx context.Context, w io.Writer, cps *checkpoint.Stor
 			}
 			n++
 			bw.WriteString("\n  ")
-			if err := writeView(ctx, bw, trees, cp); err != nil {
+			if err := checkpoint.WriteJSONElement(ctx, bw, checkpoint.ViewOf(cp), checkpoint.FilesOf(ctx, trees, nil, cp.Root), "  "); err != nil {
 				return err
 			}
 		}
@@ -127,68 +125,4 @@ func writeCheckpointViews(ctx context.Context, w io.Writer, cps *checkpoint.Stor
 	}
 	bw.WriteString("]\n")
 	return bw.Flush()
-}
-
-// writeView writes cp's view as an element of writeCheckpointViews' array
-// (indented one level, no newline after it), its files as trees walks
-// them: the bytes encoding the view whole would give.
-func writeView(ctx context.Context, w io.Writer, trees checkpoint.Walker, cp checkpoint.Checkpoint) error {
-	v := checkpoint.ViewOf(cp)
-	v.Files = []checkpoint.FileRef{}
-	head, err := encodeIndented(v, "  ")
-	if err != nil {
-		return err
-	}
-	// head ends with the empty list: `"files": []` and the closing brace.
-	const emptyTail = "[]\n  }"
-	if !bytes.HasSuffix(head, []byte(emptyTail)) {
-		return fmt.Errorf("checkpoint view: unexpected encoding of %q", head[max(0, len(head)-16):])
-	}
-	if _, err := w.Write(head[:len(head)-len(emptyTail)]); err != nil {
-		return err
-	}
-	n := 0
-	err = checkpoint.FilesOf(ctx, trees, nil, cp.Root)(func(f checkpoint.FileRef) error {
-		if n%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		b, err := encodeIndented(f, "      ")
-		if err != nil {
-			return err
-		}
-		sep := ",\n      "
-		if n == 0 {
-			sep = "[\n      "
-		}
-		n++
-		if _, err := io.WriteString(w, sep); err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	tail := "\n    ]\n  }"
-	if n == 0 {
-		tail = emptyTail
-	}
-	_, err = io.WriteString(w, tail)
-	return err
-}
-
-// encodeIndented is v as writeJSON encodes it (HTML left unescaped),
-// indented by two spaces a level after prefix, without a final newline.
-func encodeIndented(v any, prefix string) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent(prefix, "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
