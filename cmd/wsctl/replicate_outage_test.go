@@ -26,31 +26,9 @@ func TestReplicateOutlivesAnOutage(t *testing.T) {
 	desk := newCLI(t)
 	desk.ok("--blobs", url, "demo")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type result struct {
-		errOut string
-		code   int
-	}
-	done := make(chan result, 1)
-	var errOut storetest.Buffer // read while replicate writes it
-	go func() {
-		code := execute(ctx, desk.app(), []string{"--store", desk.store, "replicate", "--interval", "200ms"}, strings.NewReader(""), io.Discard, &errOut)
-		done <- result{errOut.String(), code}
-	}()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-			select {
-			case r := <-done:
-				t.Fatalf("replicate ended (exit %d) waiting for %s: %s", r.code, what, r.errOut)
-			default:
-			}
-			require.True(t, time.Now().Before(deadline), "waiting for %s", what)
-		}
-	}
+	rep := startReplicate(t, desk)
 	meta := func() int { return len(srv.Keys("wsstore", "desk/meta/")) }
-	waitFor("the first round", func() bool { return meta() > 0 })
+	rep.waitFor("the first round", func() bool { return meta() > 0 })
 
 	// The outage: every request is cut. A run is written meanwhile.
 	var cut atomic.Int64
@@ -58,24 +36,23 @@ func TestReplicateOutlivesAnOutage(t *testing.T) {
 	desk.ok("demo")
 	// Rounds fail for a while (each gives up after the SDK's retries):
 	// the outage lasts until replicate has said one failed.
-	waitFor("a round to fail and be tried again", func() bool {
-		return cut.Load() > 0 && strings.Contains(errOut.String(), "trying again")
+	rep.waitFor("a round to fail and be tried again", func() bool {
+		return cut.Load() > 0 && strings.Contains(rep.errOut.String(), "trying again")
 	})
 	before := meta()
 	srv.SetFault(nil)
-	waitFor("the run written during the outage to be shipped", func() bool { return meta() > before })
-	cancel()
-	r := <-done
+	rep.waitFor("the run written during the outage to be shipped", func() bool { return meta() > before })
+	r := rep.stop()
 	assert.Equal(t, 0, r.code, "stderr: %s", r.errOut)
 	assert.Contains(t, r.errOut, "store.busy")
 	assert.Contains(t, r.errOut, "trying again")
 
 	dir := filepath.Join(t.TempDir(), "restored")
-	var rep struct {
+	var restored struct {
 		Runs int `json:"runs"`
 	}
-	desk.jsonOut(&rep, "restore", "--from", "s3://wsstore/desk/meta?endpoint="+srv.URL, dir)
-	assert.Equal(t, 2, rep.Runs, "the run written during the outage is on the replica")
+	desk.jsonOut(&restored, "restore", "--from", "s3://wsstore/desk/meta?endpoint="+srv.URL, dir)
+	assert.Equal(t, 2, restored.Runs, "the run written during the outage is on the replica")
 }
 
 // TestReplicateStartsDuringAnOutage: replicate started while the object
@@ -89,42 +66,65 @@ func TestReplicateStartsDuringAnOutage(t *testing.T) {
 	var cut atomic.Int64
 	srv.SetFault(func(*http.Request) int { cut.Add(1); return s3fake.Drop })
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type result struct {
-		errOut string
-		code   int
-	}
-	done := make(chan result, 1)
-	var errOut storetest.Buffer
-	go func() {
-		code := execute(ctx, desk.app(), []string{"--store", desk.store, "replicate", "--interval", "200ms"}, strings.NewReader(""), io.Discard, &errOut)
-		done <- result{errOut.String(), code}
-	}()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
-			select {
-			case r := <-done:
-				t.Fatalf("replicate ended (exit %d) waiting for %s: %s", r.code, what, r.errOut)
-			default:
-			}
-			require.True(t, time.Now().Before(deadline), "waiting for %s", what)
-		}
-	}
-	waitFor("the first round to fail and be tried again", func() bool {
-		return cut.Load() > 0 && strings.Contains(errOut.String(), "trying again")
+	rep := startReplicate(t, desk)
+	rep.waitFor("the first round to fail and be tried again", func() bool {
+		return cut.Load() > 0 && strings.Contains(rep.errOut.String(), "trying again")
 	})
 	srv.SetFault(nil)
-	waitFor("the store to be shipped", func() bool { return len(srv.Keys("wsstore", "desk/meta/")) > 0 })
-	cancel()
-	r := <-done
+	rep.waitFor("the store to be shipped", func() bool { return len(srv.Keys("wsstore", "desk/meta/")) > 0 })
+	r := rep.stop()
 	assert.Equal(t, 0, r.code, "stderr: %s", r.errOut)
 
 	dir := filepath.Join(t.TempDir(), "restored")
-	var rep struct {
+	var restored struct {
 		Runs int `json:"runs"`
 	}
-	desk.jsonOut(&rep, "restore", "--from", url, dir)
-	assert.Equal(t, 1, rep.Runs)
+	desk.jsonOut(&restored, "restore", "--from", url, dir)
+	assert.Equal(t, 1, restored.Runs)
+}
+
+// replicating is a wsctl replicate running on a store until stop.
+type replicating struct {
+	t      *testing.T
+	errOut *storetest.Buffer // read while replicate writes it
+	cancel context.CancelFunc
+	done   chan replicateResult
+}
+
+type replicateResult struct {
+	errOut string
+	code   int
+}
+
+// startReplicate runs wsctl replicate on c's store, a round every 200 ms,
+// until stop or the test's end.
+func startReplicate(t *testing.T, c *cli) *replicating {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r := &replicating{t: t, errOut: &storetest.Buffer{}, cancel: cancel, done: make(chan replicateResult, 1)}
+	go func() {
+		code := execute(ctx, c.app(), []string{"--store", c.store, "replicate", "--interval", "200ms"}, strings.NewReader(""), io.Discard, r.errOut)
+		r.done <- replicateResult{r.errOut.String(), code}
+	}()
+	return r
+}
+
+// waitFor waits up to a minute for cond, failing the test if replicate
+// ends first.
+func (r *replicating) waitFor(what string, cond func() bool) {
+	r.t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) {
+		select {
+		case res := <-r.done:
+			r.t.Fatalf("replicate ended (exit %d) waiting for %s: %s", res.code, what, res.errOut)
+		default:
+		}
+		require.True(r.t, time.Now().Before(deadline), "waiting for %s", what)
+	}
+}
+
+// stop interrupts replicate and returns how it ended.
+func (r *replicating) stop() replicateResult {
+	r.cancel()
+	return <-r.done
 }
