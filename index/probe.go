@@ -26,6 +26,20 @@ import (
 // cut short or foreign is never mistaken for a store being made and is
 // refused by probe instead of being written over.
 
+// CheckNoLogLeft refuses, with store.invalid_options naming it, a log
+// (path's -wal or -journal, not empty) that a database no longer at path
+// left beside it: SQLite would apply it to a database placed at path when
+// it is first opened, bringing the old one's pages back into it. op names
+// the caller.
+func CheckNoLogLeft(op, path string) error {
+	for _, f := range []string{path + "-wal", path + "-journal"} {
+		if fi, err := os.Stat(f); err == nil && fi.Size() > 0 {
+			return wserr.New(wserr.InvalidOptions, op, f, "the log of a store database no longer there is left here, and would be applied to a new one: remove it (and its -shm), or use another directory")
+		}
+	}
+	return nil
+}
+
 // create makes a new store database at path. If another opener links
 // its own first, create returns nil and leaves that one in place. A log
 // left beside path by a database no longer there (its -wal or -journal,
@@ -33,13 +47,11 @@ import (
 // SQLite would apply it to the new database when it is first opened,
 // bringing the old one's pages back into it.
 func create(ctx context.Context, path string, opts Options) error {
-	for _, f := range []string{path + "-wal", path + "-journal"} {
-		if fi, err := os.Stat(f); err == nil && fi.Size() > 0 {
-			// The log first, then the file: a store another opener links
-			// meanwhile has no log before it is linked.
-			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-				return wserr.New(wserr.InvalidOptions, "create", f, "the log of a store database no longer there is left here, and would be applied to a new one: remove it (and its -shm), or make the store in another directory")
-			}
+	// The log first, then the file: a store another opener links
+	// meanwhile has no log before it is linked.
+	if err := CheckNoLogLeft("create", path); err != nil {
+		if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
+			return err
 		}
 	}
 	var suffix [6]byte

@@ -93,18 +93,6 @@ func placedButStopped(ctx context.Context, dir, step string, err error) error {
 	return wserr.New(codeStopped, "restore", "", "interrupted once the store was in %s, before its %s: run wsctl %s there", dir, step, step)
 }
 
-// checkNoLog refuses, with store.invalid_options, a log left at path's
-// -wal or -journal name by a database no longer there: SQLite would apply
-// it to a database placed at path when it is first opened.
-func checkNoLog(path string) error {
-	for _, f := range []string{path + "-wal", path + "-journal"} {
-		if fi, err := os.Stat(f); err == nil && fi.Size() > 0 {
-			return wserr.New(wserr.InvalidOptions, "restore", f, "the log of a database no longer there is left here, and would be applied to the restored one: remove it, or restore into a new directory")
-		}
-	}
-	return nil
-}
-
 // keepFresh touches dir every ten minutes until stop is called, so that a
 // restore running longer than clearOldRestores' hour keeps its directory.
 func keepFresh(dir string) (stop func()) {
@@ -157,7 +145,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 		clearOldRestores(dir)
 		return wserr.New(wserr.InvalidOptions, "restore", path, "a database is there already: restore into a new directory")
 	}
-	if err := checkNoLog(path); err != nil {
+	if err := index.CheckNoLogLeft("restore", path); err != nil {
 		return err
 	}
 	_, statErr := os.Stat(dir)
@@ -234,7 +222,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 			return wserr.New(wserr.Internal, "restore", f, "the restored database's log was not emptied when it closed")
 		}
 	}
-	if err := checkNoLog(path); err != nil {
+	if err := index.CheckNoLogLeft("restore", path); err != nil {
 		return err
 	}
 	if err := placeNew(tmp, path); err != nil {
