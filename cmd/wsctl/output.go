@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/wsstore/wsstore/vfs"
@@ -64,10 +63,12 @@ func (t *table) flush() error {
 	return err
 }
 
-// cell escapes control characters (tabs and newlines would break the
-// columns) and bytes that are not UTF-8 (\xff) the way Go quotes them.
+// cell escapes what a terminal would act on or hide: control characters
+// (tabs and newlines would break the columns), format characters such as
+// bidi overrides (they reorder the text after them on screen) and bytes
+// that are not UTF-8 (\xff), the way Go quotes them.
 func cell(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) }) < 0 {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) < 0 {
 		return s
 	}
 	q := strconv.Quote(s)
