@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,15 +159,8 @@ func parseCheckpointRef(s string, allowLive bool) (cpRef, error) {
 		if rest == "" {
 			return cpRef{head: true}, nil
 		}
-		if rest[0] == '~' || rest[0] == '^' {
-			digits := rest[1:]
-			if digits == "" {
-				return cpRef{head: true, back: len(rest)}, nil // HEAD~ and HEAD^ are HEAD~1
-			}
-			n, err := strconv.Atoi(digits)
-			if err == nil && n >= 0 && rest[0] == '~' && digits[0] >= '0' && digits[0] <= '9' {
-				return cpRef{head: true, back: n}, nil
-			}
+		if back, ok := parseAncestry(rest); ok {
+			return cpRef{head: true, back: back}, nil
 		}
 		return cpRef{}, argError("checkpoint", "%q is not a checkpoint: use %s", s, checkpointRefHelp)
 	}
@@ -175,6 +169,35 @@ func parseCheckpointRef(s string, allowLive bool) (cpRef, error) {
 		return cpRef{}, argError("checkpoint", "%q is not a checkpoint: use %s", s, checkpointRefHelp)
 	}
 	return cpRef{seq: seq}, nil
+}
+
+// parseAncestry sums git's ancestry suffixes after HEAD: ~N is N parents
+// back, ~ and ^ (or ^1) one, ^0 none, in any sequence (HEAD~~ and HEAD~2^
+// are HEAD~2 and HEAD~3). A checkpoint has one parent, so ^2 and beyond
+// name nothing.
+func parseAncestry(rest string) (int, bool) {
+	back := 0
+	for rest != "" {
+		op := rest[0]
+		if op != '~' && op != '^' {
+			return 0, false
+		}
+		rest = rest[1:]
+		digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+		n := 1
+		if digits > 0 {
+			var err error
+			if n, err = strconv.Atoi(rest[:digits]); err != nil || (op == '^' && n > 1) {
+				return 0, false
+			}
+			rest = rest[digits:]
+		}
+		if n > math.MaxInt-back {
+			return 0, false
+		}
+		back += n
+	}
+	return back, true
 }
 
 // parseAt parses an --at flag: "" (and "live") is the live workspace.

@@ -78,7 +78,7 @@ func TestCheckpointReferences(t *testing.T) {
 	st2, err := wsstore.Open(ctx, c.store, wsstore.Options{})
 	require.NoError(t, err)
 	defer st2.Close()
-	for ref, want := range map[string]int64{"HEAD": 5, "head": 5, "HEAD~0": 5, "HEAD~1": 2, "HEAD^": 2, "HEAD~": 2, "HEAD~2": 1, "cp_000003": 3, "3": 3} {
+	for ref, want := range map[string]int64{"HEAD": 5, "head": 5, "HEAD~0": 5, "HEAD~1": 2, "HEAD^": 2, "HEAD~": 2, "HEAD~2": 1, "HEAD~~": 1, "HEAD^^": 1, "HEAD^1": 2, "HEAD^0": 5, "HEAD~1^": 1, "cp_000003": 3, "3": 3} {
 		r, err := parseCheckpointRef(ref, false)
 		require.NoError(t, err, ref)
 		got, err := r.resolve(ctx, st2, "run_a")
@@ -90,7 +90,7 @@ func TestCheckpointReferences(t *testing.T) {
 	assert.Contains(t, c.ok("diff", "run_a", "HEAD~1", "HEAD"), "-one\n+three\n")
 	assert.Empty(t, c.ok("diff", "run_a", "HEAD", "live"))
 	assert.Contains(t, c.fails(3, "cat", "run_a", "output/a.md", "--at", "HEAD~3"), "checkpoint.not_found")
-	for _, bad := range []string{"HEAD~x", "HEAD~-1", "HEADS", "yesterday", "0"} {
+	for _, bad := range []string{"HEAD~x", "HEAD~-1", "HEAD^2", "HEAD~1x", "HEAD~99999999999999999999", "HEAD~9223372036854775807~9223372036854775807~9", "HEADS", "yesterday", "0"} {
 		errOut := c.fails(2, "cat", "run_a", "output/a.md", "--at", bad)
 		assert.Contains(t, errOut, "wsctl.invalid_argument", bad)
 	}
