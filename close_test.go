@@ -303,7 +303,7 @@ func TestCallsEndedMidwayAreCoded(t *testing.T) {
 			return err
 		},
 		"DiffRuns": func(ctx context.Context) error {
-			_, err := st.Runs.DiffRuns(ctx, runs.TreeRef{RunID: ids[0]}, runs.TreeRef{RunID: ids[1]})
+			_, err := st.Runs.DiffRuns(ctx, runs.TreeRef{RunID: ids[0]}, runs.TreeRef{RunID: ids[1]}, runs.DiffOptions{})
 			return err
 		},
 		"View": func(ctx context.Context) error { _, err := st.Checkpoints.View(ctx, ids[0], 4); return err },

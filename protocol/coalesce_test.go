@@ -15,12 +15,13 @@ import (
 )
 
 // openAutoSession is a session on a run whose profile takes automatic
-// checkpoints, with the store to count them in.
+// checkpoints, with the store to count them in; it serves the host's run
+// ops too.
 func openAutoSession(t *testing.T) (*protocol.Session, *wsstore.Store) {
 	st, err := wsstore.Open(context.Background(), t.TempDir(), wsstore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal})
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Host: st.Runs})
 	r := s.Handle(context.Background(), []byte(`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"}}`))
 	require.True(t, r.OK, "%+v", r.Error)
 	return s, st
@@ -51,7 +52,7 @@ func TestOneRequestOneCheckpoint(t *testing.T) {
 	assert.Equal(t, 2, checkpointsTaken(t, st)-before, "a single write takes its own")
 }
 
-// TestDiffMaxBytes: the diff op's maxBytes cuts the text at a hunk and
+// TestDiffMaxBytes: the diff and runs.diff ops' maxBytes cuts the text at a hunk and
 // says what it left out.
 func TestDiffMaxBytes(t *testing.T) {
 	s, _ := openAutoSession(t)
@@ -72,15 +73,17 @@ func TestDiffMaxBytes(t *testing.T) {
 	r = s.Handle(ctx, []byte(`{"op":"write","path":"output/big.md","content":"`+b.String()+`"}`))
 	require.True(t, r.OK, "%+v", r.Error)
 
-	r = s.Handle(ctx, []byte(`{"op":"diff","from":`+cp+`,"maxBytes":400}`))
-	require.True(t, r.OK, "%+v", r.Error)
-	out := line(t, r)
-	assert.Contains(t, out, `"truncated":true`)
-	assert.Contains(t, out, `"omittedHunks":`)
+	for _, op := range []string{"diff", "runs.diff"} {
+		r = s.Handle(ctx, []byte(`{"op":"`+op+`","from":`+cp+`,"maxBytes":400}`))
+		require.True(t, r.OK, "%s: %+v", op, r.Error)
+		out := line(t, r)
+		assert.Contains(t, out, `"truncated":true`, op)
+		assert.Contains(t, out, `"omittedHunks":`, op)
 
-	r = s.Handle(ctx, []byte(`{"op":"diff","from":`+cp+`,"maxBytes":-1}`))
-	require.False(t, r.OK)
-	assert.Equal(t, "workspace.invalid_argument", string(r.Error.Code))
+		r = s.Handle(ctx, []byte(`{"op":"`+op+`","from":`+cp+`,"maxBytes":-1}`))
+		require.False(t, r.OK, op)
+		assert.Equal(t, "workspace.invalid_argument", string(r.Error.Code), op)
+	}
 }
 
 // TestEmptyRunIDIsRefused: a runId given as "" (a host's unset variable)

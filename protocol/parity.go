@@ -27,7 +27,7 @@ type HostRuns interface {
 	Manifest(ctx context.Context, runID string) (runs.Manifest, error)
 	Chat(ctx context.Context, id string) (runs.Chat, error)
 	Chats(ctx context.Context) ([]runs.Chat, error)
-	DiffRunsPage(ctx context.Context, from, to runs.TreeRef, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error)
+	DiffRunsPage(ctx context.Context, from, to runs.TreeRef, opts runs.DiffOptions, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error)
 	Materialize(ctx context.Context, runID string, paths []vfs.Path) ([]vfs.FileInfo, error)
 	Deletions(ctx context.Context, afterID int64, limit int) ([]runs.Deletion, error)
 	Policy(ctx context.Context, scope string) (runs.Policy, error)
@@ -144,7 +144,7 @@ var parityOps = []op{
 	},
 	{
 		name: "runs.diff", access: reads, request: []any{runsDiffRequest{}}, handle: (*Session).runsDiff,
-		help: `  runs.diff   {fromRunId?, from?, toRunId?, to?, after?, limit?}  -> as diff
+		help: `  runs.diff   {fromRunId?, from?, toRunId?, to?, maxBytes?, after?, limit?}  -> as diff
               compares two runs (or one): from and to are checkpoints or
               "live" (the default); each run defaults to the request's`,
 	},
@@ -643,6 +643,7 @@ type runsDiffRequest struct {
 	From      *ckptRef `json:"from"`
 	ToRunID   string   `json:"toRunId"`
 	To        *ckptRef `json:"to"`
+	MaxBytes  int      `json:"maxBytes"`
 	After     string   `json:"after"`
 	Limit     int      `json:"limit"`
 }
@@ -681,7 +682,7 @@ func (s *Session) runsDiff(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	changes, more, err := h.DiffRunsPage(ctx, from, to, page)
+	changes, more, err := h.DiffRunsPage(ctx, from, to, runs.DiffOptions{MaxBytes: req.MaxBytes}, page)
 	if err != nil {
 		return nil, err
 	}

@@ -20,18 +20,19 @@ type TreeRef struct {
 
 // DiffRuns returns the file changes from tree from to tree to, which may
 // belong to different runs, so that the runs of one chat can be compared
-// (seed 000 §2.2), with unified diffs for text files. It holds every
-// change; DiffRunsPage answers a page. It fails with run.not_found or
-// checkpoint.not_found.
-func (s *Service) DiffRuns(ctx context.Context, from, to TreeRef) ([]checkpoint.FileDiff, error) {
-	out, _, err := s.DiffRunsPage(ctx, from, to, vfs.ListPage{})
+// (seed 000 §2.2), with unified diffs for text files within
+// opts.MaxBytes. It holds every change; DiffRunsPage answers a page. It
+// fails with run.not_found, checkpoint.not_found or, for a negative
+// MaxBytes, workspace.invalid_argument.
+func (s *Service) DiffRuns(ctx context.Context, from, to TreeRef, opts DiffOptions) ([]checkpoint.FileDiff, error) {
+	out, _, err := s.DiffRunsPage(ctx, from, to, opts, vfs.ListPage{})
 	return out, err
 }
 
 // DiffRunsPage returns one page of DiffRuns' files: those whose paths
 // come after page.After, at most page.Limit (0: all), and whether files
-// remain after it.
-func (s *Service) DiffRunsPage(ctx context.Context, from, to TreeRef, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error) {
+// remain after it; opts.MaxBytes caps the page's text.
+func (s *Service) DiffRunsPage(ctx context.Context, from, to TreeRef, opts DiffOptions, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error) {
 	var a, b cas.Hash
 	err := s.db.View(ctx, func(tx *index.Tx) error {
 		var err error
@@ -44,7 +45,7 @@ func (s *Service) DiffRunsPage(ctx context.Context, from, to TreeRef, page vfs.L
 	if err != nil {
 		return nil, false, err
 	}
-	return s.checkpoints.DiffPage(ctx, a, b, checkpoint.DiffOptions{Text: true}, page)
+	return s.checkpoints.DiffPage(ctx, a, b, checkpoint.DiffOptions{Text: true, MaxBytes: opts.MaxBytes}, page)
 }
 
 func (s *Service) treeOf(ctx context.Context, tx *index.Tx, ref TreeRef) (cas.Hash, error) {
