@@ -192,12 +192,29 @@ func (w *Workspace) Stat(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) 
 			return err
 		}
 		fi = w.info(p, e, run)
+		if p.IsRoot() && w.scope == ModelScope {
+			return w.visibleRoot(ctx, tx, run, root, &fi)
+		}
 		return nil
 	})
 	if w.besideVirtual(p, err) {
 		return w.s.virtual.Stat(ctx, p)
 	}
 	return fi, err
+}
+
+// visibleRoot makes fi, the stored root's, describe the root the model
+// scope sees: the roots it may not see (input/) are not counted, and the
+// stored root's address, which names them, is not given. It reads the
+// root's own entries, never below them.
+func (w *Workspace) visibleRoot(ctx context.Context, tx *index.Tx, run Run, root cas.Hash, fi *vfs.FileInfo) error {
+	fi.Hash = cas.Hash{}
+	return w.s.trees.ListFunc(ctx, tx, root, vfs.Root(), 1, vfs.Path{}, func(l vfs.Listed) error {
+		if !run.Profile.visible(l.Path.Top()) {
+			fi.Size -= l.Size
+		}
+		return nil
+	})
 }
 
 // Read returns p's content, whole or a line or character range, at most

@@ -1085,3 +1085,40 @@ func TestVirtualBelowStoredDirectory(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"chat/history.tail.md", "chat/notes.md"}, got)
 }
+
+// TestModelRootStatCountsWhatTheModelSees: the root as the model sees it
+// holds the files it may list, so its size leaves out the roots it may
+// not see (input/), and its address, which would name them, is not
+// given; the host's root holds everything.
+func TestModelRootStatCountsWhatTheModelSees(t *testing.T) {
+	e := newWSEnv(t, runs.Options{})
+	ctx := e.ctx
+	e.newRun("run_a", runs.CreateRequest{Inputs: map[string][]byte{
+		"world/activated.md": []byte("The northern pass is closed.\n"),
+	}})
+	e.write("run_a", "output/main.md", "Once upon a time.\n")
+	e.write("run_a", "scratch/notes.md", "x\n")
+	model, host := e.model("run_a"), e.host("run_a")
+
+	sum := func(fs *runs.Workspace) int64 {
+		infos, _, err := fs.ListPage(ctx, vfs.Root(), 10, vfs.ListPage{})
+		require.NoError(t, err)
+		var n int64
+		for _, fi := range infos {
+			if fi.Kind == vfs.KindFile && fi.Resource != vfs.ResourceVirtual {
+				n += fi.Size
+			}
+		}
+		return n
+	}
+	fi, err := model.Stat(ctx, vfs.Root())
+	require.NoError(t, err)
+	assert.Equal(t, int64(len("Once upon a time.\n")+len("x\n")), fi.Size)
+	assert.Equal(t, sum(model), fi.Size)
+	assert.True(t, fi.Hash.IsZero(), "the stored root's address names input/ too")
+
+	hfi, err := host.Stat(ctx, vfs.Root())
+	require.NoError(t, err)
+	assert.Greater(t, hfi.Size, fi.Size, "the host's root counts input/")
+	assert.False(t, hfi.Hash.IsZero())
+}
