@@ -169,7 +169,8 @@ var Resend = cas.Sum([]byte("resend"))
 // known to the other devices and its deletion is published. What it
 // took in from other devices and the deletions it knows stay: the
 // restored database holds their effect; its tombstones no segment
-// carries yet become the new device's.
+// carries yet become the new device's. The old device id is recorded as
+// the one the store was restored from (ReplicaOwnerOf).
 func ResetDevice(ctx context.Context, db *index.DB) error {
 	return db.Update(ctx, func(tx *index.Tx) error {
 		old, had, err := index.Setting(ctx, tx, deviceKey)
@@ -191,7 +192,12 @@ func ResetDevice(ctx context.Context, db *index.DB) error {
 			}
 		}
 		if !had {
-			return nil
+			return index.DeleteSetting(ctx, tx, sourceKey)
+		}
+		// The replica of the old device is this store's to continue
+		// (ClaimReplica).
+		if err := index.SetSetting(ctx, tx, sourceKey, old); err != nil {
+			return err
 		}
 		dev, err := deviceIn(ctx, tx)
 		if err != nil {
