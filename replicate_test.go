@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/replica"
 	"github.com/wsstore/wsstore/remote/s3fake"
 	"github.com/wsstore/wsstore/runs"
@@ -128,7 +129,9 @@ func TestReplicateRestore(t *testing.T) {
 	writeRuns(t, a, "chat-a", "run-a", 20)
 	_, err = a.Remote.Push(ctx, a.DB)
 	require.NoError(t, err)
-	rep, err := replica.Start(ctx, a.DB.Path(), metaURL, replica.Options{})
+	owner, err := remote.ReplicaOwnerOf(ctx, a.DB)
+	require.NoError(t, err)
+	rep, err := replica.Start(ctx, a.DB.Path(), metaURL, replica.Options{Owner: owner})
 	require.NoError(t, err)
 	require.NoError(t, rep.Sync(ctx))
 	require.NoError(t, rep.Close(ctx))

@@ -20,12 +20,13 @@ type replicateOptions struct {
 	to       string
 	interval time.Duration
 	once     bool
+	takeOver bool
 }
 
 func newReplicateCmd(a *app) *cobra.Command {
 	var o replicateOptions
 	cmd := &cobra.Command{
-		Use:   "replicate [--to URL] [--interval D] [--once]",
+		Use:   "replicate [--to URL] [--interval D] [--once] [--take-over]",
 		Short: "Replicate the store's database to an object store through Litestream, until stopped",
 		Long: `replicate ships every transaction of the store's SQLite database to an
 S3-compatible object store with Litestream (embedded), until SIGINT or
@@ -42,8 +43,14 @@ is refused (store.busy, exit 8).
 --to is the replica's s3:// URL; the default is the store's blob tier with
 "meta" added to its prefix, the same for every device syncing through
 that tier: at most one of them may use it, the others give --to. One
-device replicates to one URL: a second store replicating there replaces
-the first one's replica, unchecked.
+store replicates to one URL: an object there (owner.json) names the
+store that does, and another store is refused (store.conflict, exit 5)
+before anything there changes. A store restored from the replica
+continues it; from then on the store it was restored from is refused
+there, at its next round if it is replicating. --take-over makes this
+store the replica's owner whatever store it names (a store moved by
+export and import, or one replacing another): the other is refused there
+from then on.
 "wsctl restore --from URL DIR" builds a store from it (docs/remote.md).`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
@@ -53,6 +60,7 @@ the first one's replica, unchecked.
 	cmd.Flags().StringVar(&o.to, "to", "", "replica `URL` s3://bucket/prefix?endpoint=… (default: the blob tier's, prefix + meta)")
 	cmd.Flags().DurationVar(&o.interval, "interval", 10*time.Second, "how often to push blobs and sync the replica")
 	cmd.Flags().BoolVar(&o.once, "once", false, "do one round and exit")
+	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "replicate to the URL though another store replicates there; that store is refused there from then on")
 	return cmd
 }
 
@@ -93,7 +101,11 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 	} else if _, err := remote.ParseURL(to); err != nil {
 		return usageError{err}
 	}
-	rep, err := replica.Start(steady, st.DB.Path(), to, replica.Options{Interval: min(o.interval, time.Second)})
+	owner, err := remote.ReplicaOwnerOf(steady, st.DB)
+	if err != nil {
+		return err
+	}
+	rep, err := replica.Start(steady, st.DB.Path(), to, replica.Options{Interval: min(o.interval, time.Second), Owner: owner, TakeOver: o.takeOver})
 	if err != nil {
 		return err
 	}

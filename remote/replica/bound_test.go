@@ -84,6 +84,7 @@ func TestReplicaStaysBounded(t *testing.T) {
 		SnapshotInterval:  time.Second,
 		SnapshotRetention: time.Millisecond,
 		L0Retention:       time.Millisecond,
+		Owner:             testOwner,
 	}
 	rep, err := replica.Start(ctx, path, url, opts)
 	require.NoError(t, err)

@@ -38,7 +38,7 @@ func damagedReplica(t *testing.T) (*s3fake.Server, string, []string) {
 	for id := range 16 {
 		rewrite(t, db, rnd, id)
 	}
-	rep, err := replica.Start(ctx, path, url, replica.Options{Interval: time.Hour})
+	rep, err := replica.Start(ctx, path, url, replica.Options{Interval: time.Hour, Owner: testOwner})
 	require.NoError(t, err)
 	for i := range 6 {
 		rewrite(t, db, rnd, i)

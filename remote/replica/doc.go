@@ -10,6 +10,7 @@
 // integrity check), and that Close ships every transaction committed
 // before it was called. A Replicator compacts what it ships (Options):
 // the replica and Litestream's local state hold one or two snapshots and the
-// recent changes, not every transaction ever shipped. One device replicates to a replica path; two
+// recent changes, not every transaction ever shipped. One store replicates to a replica path: an
+// owner object there names it, and Start refuses another store (remote.ClaimReplica); two
 // writers reconcile with sync, never through one replica (docs/remote.md).
 package replica

@@ -11,7 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
+
+	"github.com/wsstore/wsstore/remote"
 )
+
+// testOwner is the store the tests' databases replicate as.
+var testOwner = remote.ReplicaOwner{Device: "0123456789abcdef"}
 
 // awsTestEnv points the AWS SDK at test credentials and no shared files.
 func awsTestEnv(t *testing.T) {

@@ -30,10 +30,10 @@ func TestOneReplicatorPerDatabase(t *testing.T) {
 	rnd := rand.NewChaCha8([32]byte{2})
 	rewrite(t, db, rnd, 1)
 
-	first, err := replica.Start(ctx, path, url, replica.Options{})
+	first, err := replica.Start(ctx, path, url, replica.Options{Owner: testOwner})
 	require.NoError(t, err)
 	require.NoError(t, first.Sync(ctx))
-	_, err = replica.Start(ctx, path, "s3://wsb/other?endpoint="+m.URL, replica.Options{})
+	_, err = replica.Start(ctx, path, "s3://wsb/other?endpoint="+m.URL, replica.Options{Owner: testOwner})
 	require.Error(t, err, "a second replicator of the database")
 	assert.Equal(t, wserr.Busy, wserr.CodeOf(err), "%v", err)
 	assert.Contains(t, err.Error(), "another replicator")
@@ -42,7 +42,7 @@ func TestOneReplicatorPerDatabase(t *testing.T) {
 	require.NoError(t, first.Sync(ctx))
 	require.NoError(t, first.Close(ctx))
 
-	second, err := replica.Start(ctx, path, url, replica.Options{})
+	second, err := replica.Start(ctx, path, url, replica.Options{Owner: testOwner})
 	require.NoError(t, err, "the first is closed")
 	rewrite(t, db, rnd, 3)
 	require.NoError(t, second.Sync(ctx))

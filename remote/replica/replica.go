@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -54,6 +55,13 @@ type Options struct {
 	L0Retention time.Duration
 	// Logger receives Litestream's log; nil discards it.
 	Logger *slog.Logger
+	// Owner is the store replicating (remote.ReplicaOwnerOf), which the
+	// replica's owner object must name or come to name
+	// (remote.ClaimReplica); Start needs it, Restore ignores it.
+	Owner remote.ReplicaOwner
+	// TakeOver makes Start claim a replica whose owner object names
+	// another store: from then on that store is refused there.
+	TakeOver bool
 }
 
 // Defaults of Options.
@@ -130,6 +138,12 @@ type Replicator struct {
 	store  *litestream.Store
 	db     *litestream.DB
 	unlock func()
+
+	url      string
+	owner    remote.ReplicaOwner
+	takeOver bool
+	mu       sync.Mutex
+	claim    *remote.Claim // nil until the replica is claimed and store opened
 }
 
 // Start starts replicating the SQLite database at path to the replica at
@@ -137,9 +151,13 @@ type Replicator struct {
 // a directory beside the database (".NAME-litestream"), and one
 // Replicator at a time ships a database: another one shipping it, in this
 // process or another, is store.busy (on platforms without flock, in this
-// process only). It fails with store.invalid_options for a bad URL or a
-// level interval that is not positive, and store.busy when the object
-// store cannot be reached.
+// process only). The replica must be opts.Owner's: Start claims it
+// (remote.ClaimReplica) before Litestream writes anything, and a replica
+// another store replicates to is store.conflict, nothing there changed,
+// unless opts.TakeOver. When the object store does not answer, the claim
+// and the start of Litestream wait for the first Sync that reaches it.
+// It fails with store.invalid_options for a bad URL, no opts.Owner or a
+// level interval that is not positive.
 func Start(ctx context.Context, path, url string, opts Options) (*Replicator, error) {
 	opts = opts.withDefaults()
 	levels := litestream.CompactionLevels{{Level: 0}}
@@ -187,31 +205,66 @@ func Start(ctx context.Context, path, url string, opts Options) (*Replicator, er
 	s.SnapshotRetention = opts.SnapshotRetention
 	s.SetL0Retention(opts.L0Retention)
 	s.L0RetentionCheckInterval = min(opts.Levels[0], litestream.DefaultL0RetentionCheckInterval)
-	if err := s.Open(ctx); err != nil {
+	rep := &Replicator{store: s, db: db, unlock: unlock, url: url, owner: opts.Owner, takeOver: opts.TakeOver}
+	if err := rep.ready(ctx); err != nil && !errors.Is(err, remote.ErrUnavailable) {
 		unlock()
-		return nil, wserr.Wrap(wserr.Internal, "replicate", path, err)
+		return nil, err
 	}
-	return &Replicator{store: s, db: db, unlock: unlock}, nil
+	return rep, nil
+}
+
+// ready claims the replica and starts Litestream on it, if that is not
+// done yet; else it checks that the replica is still the store's.
+func (r *Replicator) ready(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.claim != nil {
+		return r.claim.Check(ctx)
+	}
+	claim, err := remote.ClaimReplica(ctx, r.url, r.owner, r.takeOver)
+	if err != nil {
+		return err
+	}
+	if err := r.store.Open(ctx); err != nil {
+		return wserr.Wrap(wserr.Internal, "replicate", r.db.Path(), err)
+	}
+	r.claim = claim
+	return nil
 }
 
 // Sync ships every transaction committed so far and returns once the
-// replica holds them. It fails with store.busy when the object store
-// cannot be reached (what was shipped stays shipped, and a later Sync
-// ships the rest), and store.disk_full when Litestream's local state
-// meets a full disk.
+// replica holds them. It first reads the replica's owner object (claims
+// the replica, when Start could not) and fails with store.conflict when
+// another store has claimed it (a store restored from it, or one that
+// took it over): stop replicating then. It fails with store.busy when the
+// object store cannot be reached (what was shipped stays shipped, and a
+// later Sync ships the rest), and store.disk_full when Litestream's local
+// state meets a full disk.
 func (r *Replicator) Sync(ctx context.Context) error {
+	if err := r.ready(ctx); err != nil {
+		return err
+	}
 	if err := r.db.SyncAndWait(ctx); err != nil {
 		return syncError(r.db.Path(), err)
 	}
 	return nil
 }
 
-// Close ships what is left, stops replicating and releases the database.
+// Close ships what is left, stops replicating and releases the database;
+// after a Sync that found the replica claimed by another store, it still
+// ships what Litestream took from the log since the last Sync.
 // Call it after the process's own connections to the database are
 // closed: it closes Litestream's descriptors of the file, and closing any
 // descriptor of a file drops every POSIX lock the process holds on it.
 func (r *Replicator) Close(ctx context.Context) error {
 	defer r.unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.claim == nil {
+		// Never started: the object store did not answer, or another
+		// store holds the replica.
+		return nil
+	}
 	if err := r.store.Close(ctx); err != nil {
 		return syncError(r.db.Path(), err)
 	}

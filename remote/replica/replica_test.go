@@ -23,6 +23,6 @@ func TestCABundleIsRefusedClearly(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err))
 	assert.Contains(t, err.Error(), "SSL_CERT_FILE")
-	_, err = replica.Start(context.Background(), filepath.Join(t.TempDir(), "wsstore.db"), url, replica.Options{})
+	_, err = replica.Start(context.Background(), filepath.Join(t.TempDir(), "wsstore.db"), url, replica.Options{Owner: testOwner})
 	assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%v", err)
 }
