@@ -126,7 +126,7 @@ func view(t testing.TB, s *wsstore.Store) storeView {
 	t.Helper()
 	ctx := context.Background()
 	v := storeView{Chats: map[string]runs.Chat{}, Runs: map[string]runView{}, Actors: map[string]any{}}
-	chats, err := s.Runs.Chats(ctx)
+	chats, _, err := s.Runs.ChatsPage(ctx, runs.ChatQuery{})
 	require.NoError(t, err)
 	for _, c := range chats {
 		v.Chats[c.ID] = c

@@ -294,7 +294,7 @@ func TestImportNamesAStrayEntry(t *testing.T) {
 func assertEmpty(t *testing.T, s *wsstore.Store) {
 	t.Helper()
 	ctx := context.Background()
-	chats, err := s.Runs.Chats(ctx)
+	chats, _, err := s.Runs.ChatsPage(ctx, runs.ChatQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, chats)
 	rs, err := s.Runs.Runs(ctx, runs.ListQuery{})

@@ -28,6 +28,8 @@ type HostRuns interface {
 	Chat(ctx context.Context, id string) (runs.Chat, error)
 	Chats(ctx context.Context) ([]runs.Chat, error)
 	DiffRunsPage(ctx context.Context, from, to runs.TreeRef, opts runs.DiffOptions, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error)
+	ChatsPage(ctx context.Context, q runs.ChatQuery) ([]runs.Chat, bool, error)
+	DiffRunsPage(ctx context.Context, from, to runs.TreeRef, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error)
 	Materialize(ctx context.Context, runID string, paths []vfs.Path) ([]vfs.FileInfo, error)
 	Deletions(ctx context.Context, afterID int64, limit int) ([]runs.Deletion, error)
 	Policy(ctx context.Context, scope string) (runs.Policy, error)
@@ -119,8 +121,12 @@ var parityOps = []op{
               cancel is true, which cancels and deletes it in one step`,
 	},
 	{
-		name: "chats.list", access: reads, request: []any{base{}}, handle: (*Session).chatsList,
-		help: `  chats.list  {}                            -> {chats: [{id, kind, stableChatId, persistRoot, persistVersion, …}]}`,
+		name: "chats.list", access: reads, request: []any{chatsListRequest{}}, handle: (*Session).chatsList,
+		help: `  chats.list  {stableChatId?, limit?, after?}  -> {chats: [{id, kind, stableChatId, persistRoot, persistVersion, …}], more}
+              newest first; limit: default 1000, at most 10000; a page ends
+              early to hold about 4 MiB of chatRefs; after: the last chat id
+              of the page before (store.not_found if it is gone); more:
+              chats after the page remain`,
 	},
 	{
 		name: "chat.show", access: reads, request: []any{chatShowRequest{}}, handle: (*Session).chatShow,
@@ -512,20 +518,30 @@ func (s *Session) runDelete(ctx context.Context, r request) (any, error) {
 	return map[string]any{"runId": runID, "deleted": true, "cancelled": cancelled}, nil
 }
 
+type chatsListRequest struct {
+	base
+	StableChatID string `json:"stableChatId"`
+	Limit        int    `json:"limit"`
+	After        string `json:"after"`
+}
+
 func (s *Session) chatsList(ctx context.Context, r request) (any, error) {
-	var req base
+	var req chatsListRequest
 	if err := r.decode(&req); err != nil {
 		return nil, err
+	}
+	if req.Limit < 0 || req.Limit > runs.MaxChatPage {
+		return nil, invalidRequest("limit must be in 0..%d (0: %d), not %d", runs.MaxChatPage, runs.DefaultChatPage, req.Limit)
 	}
 	h, err := s.hostRuns()
 	if err != nil {
 		return nil, err
 	}
-	cs, err := h.Chats(ctx)
+	cs, more, err := h.ChatsPage(ctx, runs.ChatQuery{StableChatID: req.StableChatID, Limit: req.Limit, After: req.After})
 	if err != nil {
 		return nil, err
 	}
-	return listed("chats", cs), nil
+	return listedPage("chats", cs, more), nil
 }
 
 type chatShowRequest struct {

@@ -29,7 +29,7 @@ var goOps = map[string]string{
 	"Service.DeleteRun":           "run.delete",
 	"Service.CancelAndDeleteRun":  "run.delete",
 	"Service.Chat":                "chat.show",
-	"Service.Chats":               "chats.list",
+	"Service.ChatsPage":           "chats.list",
 	"Service.Checkpoint":          "checkpoint",
 	"Service.Rollback":            "rollback",
 	"Service.Diff":                "diff",

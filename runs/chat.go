@@ -175,18 +175,101 @@ func (s *Service) Chat(ctx context.Context, id string) (Chat, error) {
 	return c, err
 }
 
-// Chats lists every chat workspace, newest first.
-func (s *Service) Chats(ctx context.Context) ([]Chat, error) {
-	var rows []chatRow
-	err := s.db.View(ctx, func(tx *index.Tx) error {
-		return tx.SelectContext(ctx, &rows, `SELECT `+chatCols+` FROM chats ORDER BY created_at DESC, id`)
+// ChatQuery asks ChatsPage for a page of chat workspaces.
+type ChatQuery struct {
+	// StableChatID, if given, lists only the chats of this stableChatId,
+	// of every kind.
+	StableChatID string
+	// Limit is the most chats a page holds: 1..MaxChatPage, 0 for
+	// DefaultChatPage.
+	Limit int
+	// After is the id of the last chat of the page before: the page goes
+	// on from the chat after it, in the list's order. Empty: from the
+	// newest.
+	After string
+}
+
+// The chats a page holds.
+const (
+	DefaultChatPage = 1000
+	MaxChatPage     = 10000
+	// MaxChatPageRefBytes bounds the chat references a page holds: a page
+	// ends before the chat that would take its chatRefs past it (a page
+	// holds one chat at least, whose chatRef is at most MaxChatRefBytes).
+	MaxChatPageRefBytes = 4 << 20
+)
+
+// ChatsPage lists chat workspaces newest first (then by id: a chat's
+// place never changes), a page at a time: up to q.Limit chats, fewer if
+// their chat references would pass MaxChatPageRefBytes. more says whether
+// chats follow the page. A page reads the chats it returns, from where the
+// one before ended, not every chat. A Limit outside 0..MaxChatPage is
+// workspace.invalid_argument; an After that names no chat (deleted since
+// the page before, say) is store.not_found.
+func (s *Service) ChatsPage(ctx context.Context, q ChatQuery) (page []Chat, more bool, err error) {
+	if q.Limit == 0 {
+		q.Limit = DefaultChatPage
+	}
+	if q.Limit < 1 || q.Limit > MaxChatPage {
+		return nil, false, wserr.New(wserr.InvalidArgument, "list chats", "", "limit %d must be in 0..%d (0: %d)", q.Limit, MaxChatPage, DefaultChatPage)
+	}
+	// The newest come from the chats_newest index (created_at DESC, id),
+	// a stableChatId's from chats_stable, without sorting every chat.
+	var where []string
+	var args []any
+	if q.StableChatID != "" {
+		where, args = append(where, "stable_chat_id = ?"), append(args, q.StableChatID)
+	}
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		page, more = nil, false
+		if q.After != "" {
+			var at int64
+			err := tx.GetContext(ctx, &at, `SELECT created_at FROM chats WHERE id = ?`, q.After)
+			if errors.Is(err, sql.ErrNoRows) {
+				return wserr.New(wserr.NotFound, "list chats", "", "no chat workspace %q to list after: it may have been deleted since; list again from the newest", q.After)
+			}
+			if err != nil {
+				return index.Translate(err)
+			}
+			// After it in (created_at DESC, id) order; the first term
+			// bounds the index's range, so the page starts where the
+			// one before ended.
+			where = append(where, "created_at <= ? AND (created_at < ? OR id > ?)")
+			args = append(args, at, at, q.After)
+		}
+		cond := ""
+		if len(where) > 0 {
+			cond = "WHERE " + strings.Join(where, " AND ")
+		}
+		// One chat past the page says whether more follow; the rows are
+		// read one at a time, so a page cut by its references' bytes
+		// holds no more than that.
+		rows, err := tx.QueryxContext(ctx, `SELECT `+chatCols+` FROM chats `+cond+`
+			ORDER BY created_at DESC, id LIMIT ?`, append(args, q.Limit+1)...)
+		if err != nil {
+			return index.Translate(err)
+		}
+		defer rows.Close()
+		var bytes int
+		for rows.Next() {
+			var r chatRow
+			if err := rows.StructScan(&r); err != nil {
+				return index.Translate(err)
+			}
+			if len(page) == q.Limit || len(page) > 0 && bytes+len(r.ChatRef) > MaxChatPageRefBytes {
+				more = true
+				break
+			}
+			bytes += len(r.ChatRef)
+			page = append(page, r.chat())
+		}
+		return index.Translate(rows.Err())
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, fmt.Errorf("list chats: %w", err)
 	}
-	out := make([]Chat, len(rows))
-	for i, r := range rows {
-		out[i] = r.chat()
+	if page == nil {
+		page = []Chat{}
 	}
-	return out, nil
+	return page, more, nil
 }

@@ -71,7 +71,7 @@ func TestChatRename(t *testing.T) {
 	assert.Equal(t, "Alice likes tea.\n", e.read(e.model("run_b"), "persist/memory.md"))
 	assert.True(t, chat.UpdatedAt.After(chat.CreatedAt))
 
-	chats, err := e.svc.Chats(ctx)
+	chats, _, err := e.svc.ChatsPage(ctx, runs.ChatQuery{})
 	require.NoError(t, err)
 	assert.Len(t, chats, 1)
 

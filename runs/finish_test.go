@@ -136,7 +136,7 @@ func TestUnfinishedRunsNeverTouchPersist(t *testing.T) {
 			assert.True(t, wserr.Is(err, wserr.InvalidState))
 		}
 	}
-	c, err := e.svc.Chats(e.ctx)
+	c, _, err := e.svc.ChatsPage(e.ctx, runs.ChatQuery{})
 	require.NoError(t, err)
 	require.Len(t, c, 1)
 	assert.Equal(t, int64(0), c[0].PersistVersion)
@@ -162,7 +162,7 @@ func TestParallelFinishesMerge(t *testing.T) {
 	for range ids {
 		require.NoError(t, <-errs)
 	}
-	chat, err := e.svc.Chats(e.ctx)
+	chat, _, err := e.svc.ChatsPage(e.ctx, runs.ChatQuery{})
 	require.NoError(t, err)
 	assert.Equal(t, int64(n), chat[0].PersistVersion)
 	assert.Len(t, e.chatPersist(chat[0].ID), n, "every run's change survives the parallel promotions")

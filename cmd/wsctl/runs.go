@@ -70,22 +70,27 @@ func runRuns(ctx context.Context, o runsOptions, _ []string) error {
 			return err
 		}
 	default:
-		// A stableChatId: the chats of every kind that share it.
-		chats, err := st.Runs.Chats(ctx)
-		if err != nil {
-			return err
-		}
+		// A stableChatId: the chats of every kind that share it, read
+		// from their index, not from every chat.
 		list = []runs.Run{}
-		for _, c := range chats {
-			if c.StableChatID != o.chat {
-				continue
-			}
-			q.ChatID = c.ID
-			rs, err := st.Runs.Runs(ctx, q)
+		cq := runs.ChatQuery{StableChatID: o.chat}
+		for {
+			chats, more, err := st.Runs.ChatsPage(ctx, cq)
 			if err != nil {
 				return err
 			}
-			list = append(list, rs...)
+			for _, c := range chats {
+				q.ChatID = c.ID
+				rs, err := st.Runs.Runs(ctx, q)
+				if err != nil {
+					return err
+				}
+				list = append(list, rs...)
+			}
+			if !more {
+				break
+			}
+			cq.After = chats[len(chats)-1].ID
 		}
 		// Each chat's page is its newest; together they are newest
 		// first, as the store orders runs, and cut to the limit.

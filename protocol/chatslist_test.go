@@ -1,0 +1,70 @@
+package protocol_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/runs"
+)
+
+// TestChatsListPages: chats.list answers a page of chats, newest first,
+// and says whether more follow it; after the last chat id of a page gives
+// the next one, so a host pages through every chat once; stableChatId
+// keeps the chats of that id, of every kind; a limit out of range is
+// batch.invalid_request, after a chat that is gone store.not_found.
+func TestChatsListPages(t *testing.T) {
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	e := &retentionSession{t: t, st: st, s: protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal,
+		Retention: st.Runs, Host: st.Runs})}
+	var want []string // newest first
+	for i := range 7 {
+		res := e.ok(fmt.Sprintf(`{"op":"run.create","chat":{"kind":"character","stableChatId":"c%d"},"runId":"r%d"}`, i, i))
+		want = append([]string{res["workspaceId"].(string)}, want...)
+	}
+	group := e.ok(`{"op":"run.create","chat":{"kind":"group","stableChatId":"c3"},"runId":"g3"}`)["workspaceId"].(string)
+	want = append([]string{group}, want...)
+	ids := func(res map[string]any) []string {
+		var out []string
+		for _, c := range res["chats"].([]any) {
+			out = append(out, c.(map[string]any)["id"].(string))
+		}
+		return out
+	}
+	whole := e.ok(`{"op":"chats.list"}`)
+	assert.Equal(t, want, ids(whole))
+	assert.Equal(t, false, whole["more"], "every chat fits the default page")
+
+	var paged []string
+	after := ""
+	for range 4 {
+		res := e.ok(fmt.Sprintf(`{"op":"chats.list","limit":3,"after":%q}`, after))
+		page := ids(res)
+		paged = append(paged, page...)
+		if res["more"] == false {
+			break
+		}
+		require.Len(t, page, 3)
+		after = page[len(page)-1]
+	}
+	assert.Equal(t, want, paged, "the pages, each after the one before")
+
+	c3 := e.ok(`{"op":"chats.list","stableChatId":"c3"}`)
+	assert.Equal(t, []string{group, runs.ChatWorkspaceID(runs.ChatKey{Kind: "character", StableChatID: "c3"})}, ids(c3))
+	one := e.ok(`{"op":"chats.list","stableChatId":"c3","limit":1}`)
+	assert.Equal(t, []string{group}, ids(one))
+	assert.Equal(t, true, one["more"])
+
+	for _, bad := range []string{`{"op":"chats.list","limit":-1}`, `{"op":"chats.list","limit":10001}`, `{"op":"chats.list","after":7}`} {
+		_, code := e.ask(bad)
+		assert.Equal(t, "batch.invalid_request", code, bad)
+	}
+	e.ok(`{"op":"chat.delete","force":true,"chats":[{"kind":"character","stableChatId":"c5"}]}`)
+	_, code := e.ask(fmt.Sprintf(`{"op":"chats.list","limit":3,"after":%q}`, want[2]))
+	assert.Equal(t, "store.not_found", code)
+}

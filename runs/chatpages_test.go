@@ -1,0 +1,195 @@
+package runs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// addChats adds n chats to the store beside its first (made by a run), as
+// rows copied from it: kinds character and group in turn, stableChatIds
+// "copy-<i>", created at the first's time plus step*i/3 (three chats a
+// reading, ordered by id then).
+func addChats(t *testing.T, st *wsstore.Store, n int, step time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "first"}})
+	require.NoError(t, err)
+	require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(ctx, `WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO chats (id, kind, stable_chat_id, chat_ref, persist_root, persist_version, created_at, updated_at)
+			SELECT 'chat_' || printf('%016x', n.i * 7919 % 1000003), CASE n.i % 2 WHEN 0 THEN 'character' ELSE 'group' END,
+				'copy-' || n.i, c.chat_ref, c.persist_root, 0, c.created_at + n.i / 3 * ?, c.updated_at
+			FROM n, chats c WHERE c.stable_chat_id = 'first'`, n, int64(step))
+		return err
+	}))
+}
+
+func chatIDs(cs []runs.Chat) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.ID
+	}
+	return out
+}
+
+// TestChatsPageDoesNotReadEveryChat counts the pages of the database the
+// statement of a page of five chats reads: the newest, five after a chat
+// deep in the list, and a stableChatId's chats, about the same among 40
+// chats as among 2,000 (3 and at most 7 here: b-trees a level deeper cost
+// a page more a row). Without the chats' indexes each read and sorted
+// every chat: 52 pages among 2,000.
+func TestChatsPageDoesNotReadEveryChat(t *testing.T) {
+	ctx := context.Background()
+	pages := func(n int) map[string]int {
+		var rec storetest.Statements
+		st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace}})
+		addChats(t, st, n, time.Millisecond)
+		whole := pageAll(t, st, runs.ChatQuery{Limit: runs.MaxChatPage})
+		require.Len(t, whole, n+1)
+		deep := whole[n-20]
+		out := map[string]int{}
+		for name, c := range map[string]struct {
+			q    runs.ChatQuery
+			want int
+			args []any
+		}{
+			"newest":     {runs.ChatQuery{Limit: 5}, 5, []any{6}},
+			"after deep": {runs.ChatQuery{Limit: 5, After: deep.ID}, 5, []any{deep.CreatedAt.UnixNano(), deep.CreatedAt.UnixNano(), deep.ID, 6}},
+			"stable":     {runs.ChatQuery{Limit: 5, StableChatID: "copy-7"}, 1, []any{"copy-7", 6}},
+		} {
+			var got []runs.Chat
+			stmts := rec.Record(func() {
+				var more bool
+				var err error
+				got, more, err = st.Runs.ChatsPage(ctx, c.q)
+				require.NoError(t, err)
+				assert.Equal(t, c.want == 5, more, name)
+			})
+			require.Len(t, got, c.want, name)
+			out[name] = storetest.PagesRead(t, st.DB.Path(), stmts[len(stmts)-1], c.args...)
+		}
+		return out
+	}
+	small, large := pages(40), pages(2000)
+	t.Logf("pages read for a page of chats: %v among 40 chats, %v among 2,000", small, large)
+	for name := range small {
+		assert.LessOrEqual(t, large[name], small[name]+10, "pages of a page of %s chats among 2,000", name)
+	}
+}
+
+// pageAll reads every chat q asks for, page after page.
+func pageAll(t *testing.T, st *wsstore.Store, q runs.ChatQuery) []runs.Chat {
+	t.Helper()
+	var out []runs.Chat
+	for {
+		page, more, err := st.Runs.ChatsPage(context.Background(), q)
+		require.NoError(t, err)
+		out = append(out, page...)
+		if !more {
+			return out
+		}
+		require.NotEmpty(t, page)
+		q.After = page[len(page)-1].ID
+	}
+}
+
+// TestChatsPagesFollowOneAnother: pages of chats, each after the last chat
+// of the one before, give every chat once, newest first (by id among
+// chats created at one clock reading), whatever the page size; chats
+// created while a host pages (newer, or, as an import brings them, older)
+// leave every chat that was there listed exactly once and none twice.
+func TestChatsPagesFollowOneAnother(t *testing.T) {
+	ctx := context.Background()
+	clock := storetest.NewClockAt(storetest.Epoch, 0)
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: clock.Now})
+	addChats(t, st, 300, time.Millisecond)
+	clock.Advance(time.Hour) // the runs made below, after every chat
+
+	first, more, err := st.Runs.ChatsPage(ctx, runs.ChatQuery{})
+	require.NoError(t, err)
+	require.False(t, more)
+	require.Len(t, first, 301)
+	for i := 1; i < len(first); i++ {
+		a, b := first[i-1], first[i]
+		require.True(t, a.CreatedAt.After(b.CreatedAt) || a.CreatedAt.Equal(b.CreatedAt) && a.ID < b.ID, "newest first, then by id: %s, %s", a.ID, b.ID)
+	}
+	for _, limit := range []int{1, 7, 100, 301, runs.MaxChatPage} {
+		assert.Equal(t, chatIDs(first), chatIDs(pageAll(t, st, runs.ChatQuery{Limit: limit})), "limit %d", limit)
+	}
+
+	seen := map[string]int{}
+	q := runs.ChatQuery{Limit: 7}
+	for i := 0; ; i++ {
+		page, more, err := st.Runs.ChatsPage(ctx, q)
+		require.NoError(t, err)
+		for _, c := range page {
+			seen[c.ID]++
+		}
+		if !more {
+			break
+		}
+		q.After = page[len(page)-1].ID
+		// A new chat, and a chat with an old creation time, as an import
+		// or a sync brings one.
+		_, err = st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: fmt.Sprint("new-", i)}})
+		require.NoError(t, err)
+		require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO chats (id, kind, stable_chat_id, chat_ref, persist_root, persist_version, created_at, updated_at)
+				SELECT ?, kind, ?, chat_ref, persist_root, 0, created_at - ?, updated_at FROM chats WHERE stable_chat_id = 'first'`,
+				fmt.Sprintf("chat_old%011d", i), fmt.Sprint("old-", i), int64(i)*int64(time.Millisecond))
+			return err
+		}))
+	}
+	for _, c := range first {
+		assert.Equal(t, 1, seen[c.ID], "chat %s", c.ID)
+	}
+	for id, n := range seen {
+		assert.Equal(t, 1, n, "chat %s", id)
+	}
+}
+
+// TestChatsPageRefusals: a limit out of range is
+// workspace.invalid_argument, an after that names no chat (deleted since)
+// store.not_found; a page ends before the chat that would take its
+// chatRefs past 4 MiB, holding one chat at least.
+func TestChatsPageRefusals(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	for _, limit := range []int{-1, runs.MaxChatPage + 1} {
+		_, _, err := st.Runs.ChatsPage(ctx, runs.ChatQuery{Limit: limit})
+		assert.True(t, wserr.Is(err, wserr.InvalidArgument), "limit %d: %v", limit, err)
+	}
+	_, _, err := st.Runs.ChatsPage(ctx, runs.ChatQuery{After: "chat_0000000000000000"})
+	assert.True(t, wserr.Is(err, wserr.NotFound), "%v", err)
+
+	big := json.RawMessage(`"` + strings.Repeat("x", runs.MaxChatRefBytes-2) + `"`)
+	for i := range 6 {
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: fmt.Sprint("big-", i)}, ChatRef: big})
+		require.NoError(t, err)
+	}
+	var sizes []int
+	q := runs.ChatQuery{Limit: 10}
+	for {
+		page, more, err := st.Runs.ChatsPage(ctx, q)
+		require.NoError(t, err)
+		sizes = append(sizes, len(page))
+		if !more {
+			break
+		}
+		q.After = page[len(page)-1].ID
+	}
+	assert.Equal(t, []int{4, 2}, sizes, "4 MiB of chatRefs a page")
+}
