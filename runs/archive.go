@@ -80,22 +80,29 @@ func (s *Service) ExportChat(ctx context.Context, tx *index.Tx, id string) (Chat
 }
 
 // EachChatRecord calls fn, in tx, with every chat workspace's row, ordered
-// by id. The error is fn's or a failed read.
+// by id, reading their ids a page at a time. The error is fn's or a failed
+// read.
 func (s *Service) EachChatRecord(ctx context.Context, tx *index.Tx, fn func(ChatRecord) error) error {
-	var ids []string
-	if err := tx.SelectContext(ctx, &ids, `SELECT id FROM chats ORDER BY id`); err != nil {
-		return fmt.Errorf("export chats: %w", index.Translate(err))
-	}
-	for _, id := range ids {
-		c, err := s.ExportChat(ctx, tx, id)
+	after := ""
+	for {
+		ids, err := chatIDsAfter(ctx, tx, after, chatIDPage)
 		if err != nil {
-			return err
+			return fmt.Errorf("export chats: %w", err)
 		}
-		if err := fn(c); err != nil {
-			return err
+		for _, id := range ids {
+			c, err := s.ExportChat(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			if err := fn(c); err != nil {
+				return err
+			}
 		}
+		if len(ids) < chatIDPage {
+			return nil
+		}
+		after = ids[len(ids)-1]
 	}
-	return nil
 }
 
 // ExportRun returns run id's row in tx, for an archive. It fails with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +193,64 @@ func TestChatsPageRefusals(t *testing.T) {
 		q.After = page[len(page)-1].ID
 	}
 	assert.Equal(t, []int{4, 2}, sizes, "4 MiB of chatRefs a page")
+}
+
+// TestStoreWidePassesReadChatIDsInPages: a prune of the whole store and
+// an export's walk of every chat read the chats' ids a page at a time
+// (three here), each page after the last id of the one before, and still
+// reach every chat once.
+func TestStoreWidePassesReadChatIDsInPages(t *testing.T) {
+	defer runs.SetChatIDPage(3)()
+	ctx := context.Background()
+	var rec storetest.Statements
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace}})
+	const n = 7
+	var chats []string
+	for i := range n {
+		k := runs.ChatKey{Kind: "character", StableChatID: fmt.Sprint("c", i)}
+		chats = append(chats, runs.ChatWorkspaceID(k))
+		for range 2 {
+			r, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: k})
+			require.NoError(t, err)
+			require.NoError(t, st.Runs.SetStatus(ctx, r.ID, runs.Failed, "model error"))
+		}
+	}
+	slices.Sort(chats)
+	one := 1
+	require.NoError(t, st.Runs.SetPolicy(ctx, runs.StoreScope, runs.Policy{KeepFailedRuns: &one}))
+
+	idPages := func(stmts []string) (n int) {
+		for _, q := range stmts {
+			if strings.HasPrefix(q, "SELECT id FROM chats") {
+				assert.Contains(t, q, "LIMIT", "a page of ids, not all of them")
+				n++
+			}
+		}
+		return n
+	}
+	var rep runs.PruneReport
+	stmts := rec.Record(func() {
+		var err error
+		rep, err = st.Runs.Prune(ctx, runs.PruneOptions{})
+		require.NoError(t, err)
+	})
+	var pruned []string
+	for _, r := range rep.Runs {
+		pruned = append(pruned, r.ChatID)
+	}
+	slices.Sort(pruned)
+	assert.Equal(t, chats, pruned, "one run of each chat")
+	assert.Equal(t, 3, idPages(stmts), "ids 3, 3 and 1 at a time")
+
+	var exported []string
+	stmts = rec.Record(func() {
+		require.NoError(t, st.DB.View(ctx, func(tx *index.Tx) error {
+			return st.Runs.EachChatRecord(ctx, tx, func(c runs.ChatRecord) error {
+				exported = append(exported, c.ID)
+				return nil
+			})
+		}))
+	})
+	assert.Equal(t, chats, exported)
+	assert.Equal(t, 3, idPages(stmts))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -398,22 +399,11 @@ type HeldRun struct {
 // nor a checkpoint a commit refers to. Settings left unset delete nothing.
 func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
 	rep := PruneReport{DryRun: opt.DryRun, Runs: []PrunedRun{}, Checkpoints: []PrunedCheckpoints{}, Held: []HeldRun{}}
-	var chats []string
-	err := s.db.View(ctx, func(tx *index.Tx) error {
-		if opt.ChatID != "" {
-			if _, err := findChat(ctx, tx, opt.ChatID); err != nil {
-				return err // store.not_found
-			}
-			chats = []string{opt.ChatID}
-			return nil
-		}
-		return tx.SelectContext(ctx, &chats, `SELECT id FROM chats ORDER BY id`)
-	})
-	if err != nil {
-		return rep, fmt.Errorf("prune: %w", index.Translate(err))
-	}
 	var ids []int64
-	for _, chatID := range chats {
+	for chatID, err := range s.pruneChats(ctx, opt.ChatID) {
+		if err != nil {
+			return rep, fmt.Errorf("prune: %w", index.Translate(err))
+		}
 		doomed, keep, held, err := s.pruneCandidates(ctx, chatID)
 		if err != nil {
 			return rep, err
@@ -519,8 +509,62 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 			}
 		}
 	}
+	var err error
 	rep.BytesFreed, err = s.reclaimAfter(ctx, ids)
 	return rep, err
+}
+
+// pruneChats yields the chat chatID, if given (store.not_found if there is
+// none), else every chat of the store in id order, read chatIDPage ids at
+// a time, each page after the last chat of the one before: a pass over a
+// store of any number of chats holds one page of their ids.
+func (s *Service) pruneChats(ctx context.Context, chatID string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		if chatID != "" {
+			err := s.db.View(ctx, func(tx *index.Tx) error {
+				_, err := findChat(ctx, tx, chatID)
+				return err
+			})
+			yield(chatID, err)
+			return
+		}
+		after := ""
+		for {
+			var page []string
+			err := s.db.View(ctx, func(tx *index.Tx) error {
+				var err error
+				page, err = chatIDsAfter(ctx, tx, after, chatIDPage)
+				return err
+			})
+			if err != nil {
+				yield("", err)
+				return
+			}
+			for _, id := range page {
+				if !yield(id, nil) {
+					return
+				}
+			}
+			if len(page) < chatIDPage {
+				return
+			}
+			after = page[len(page)-1]
+		}
+	}
+}
+
+// chatIDPage is how many chat ids a store-wide pass (prune, export)
+// reads at a time.
+var chatIDPage = 1000
+
+// chatIDsAfter returns, in id order, the ids of at most limit chats after
+// the chat id after ("" for the first), read from the id index.
+func chatIDsAfter(ctx context.Context, tx *index.Tx, after string, limit int) ([]string, error) {
+	var ids []string
+	if err := tx.SelectContext(ctx, &ids, `SELECT id FROM chats WHERE id > ? ORDER BY id LIMIT ?`, after, limit); err != nil {
+		return nil, index.Translate(err)
+	}
+	return ids, nil
 }
 
 var errSkip = fmt.Errorf("skip")

@@ -7,3 +7,11 @@ func SetPruneGap(f func()) (restore func()) {
 	pruneGap = f
 	return func() { pruneGap = old }
 }
+
+// SetChatIDPage makes store-wide passes (Prune, EachChatRecord) read n
+// chat ids at a time, and returns what puts the old size back.
+func SetChatIDPage(n int) (restore func()) {
+	old := chatIDPage
+	chatIDPage = n
+	return func() { chatIDPage = old }
+}
