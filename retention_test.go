@@ -83,7 +83,7 @@ func (e *retEnv) runIDs() []string {
 }
 
 func (e *retEnv) deletions() []runs.Deletion {
-	ds, err := e.s.Runs.Deletions(e.ctx, 0, 0)
+	ds, _, err := e.s.Runs.Deletions(e.ctx, 0, 0)
 	require.NoError(e.t, err)
 	return ds
 }

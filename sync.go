@@ -936,16 +936,32 @@ type chatTombDetail struct {
 
 // collectDeletions turns the store's deletion-log entries since the last
 // sync into tombstones of the chats and runs it had synced, recorded as
-// pending until a segment carries them.
+// pending until a segment carries them. The log is read a page at a time,
+// each page's tombstones recorded with the cursor after it, so a sync
+// after many deletions holds one page of them.
 func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 	cursor, err := remote.DeletionCursor(ctx, s.DB)
 	if err != nil {
 		return err
 	}
-	dels, err := s.Runs.Deletions(ctx, cursor, 0)
-	if err != nil || len(dels) == 0 {
-		return err
+	for {
+		dels, more, err := s.Runs.Deletions(ctx, cursor, 0)
+		if err != nil || len(dels) == 0 {
+			return err
+		}
+		if err := s.collectDeletionPage(ctx, dev, dels); err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+		cursor = dels[len(dels)-1].ID
 	}
+}
+
+// collectDeletionPage records the tombstones of dels, a page of the
+// deletion log, and the cursor after its last entry.
+func (s *Store) collectDeletionPage(ctx context.Context, dev string, dels []runs.Deletion) error {
 	type chatDetail struct { // a chat's deletion-log entry: its tombstone's detail, and its runs
 		chatTombDetail
 		Runs []string `json:"runs"`
@@ -1013,7 +1029,6 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 		return nil
 	}
 	for _, d := range dels {
-		cursor = d.ID
 		switch d.Kind {
 		case runs.DeletedRun:
 			if err := tomb("run", d.RunID, d, nil); err != nil {
@@ -1032,7 +1047,7 @@ func (s *Store) collectDeletions(ctx context.Context, dev string) error {
 			}
 		}
 	}
-	return s.Remote.RecordDeletions(ctx, s.DB, tombs, drop, cursor)
+	return s.Remote.RecordDeletions(ctx, s.DB, tombs, drop, dels[len(dels)-1].ID)
 }
 
 // itemFirst returns the hash of the first event of the run here that

@@ -247,14 +247,17 @@ func retentionStore(ctx context.Context, cfg caseConfig, variant string) (Retent
 		}
 	}
 	rr.Checkpoints = rr.Runs + muts // one when the run is created, one after every mutation
-	ds, err := st.Runs.Deletions(ctx, 0, 0)
-	if err != nil {
-		return rr, 0, err
-	}
-	rr.Deletions = len(ds)
-	for _, d := range ds {
-		if d.Kind == runs.Reclaimed {
-			rr.BytesFreed += d.BytesFreed
+	for after, more := int64(0), true; more; {
+		var ds []runs.Deletion
+		if ds, more, err = st.Runs.Deletions(ctx, after, 0); err != nil {
+			return rr, 0, err
+		}
+		rr.Deletions += len(ds)
+		for _, d := range ds {
+			if d.Kind == runs.Reclaimed {
+				rr.BytesFreed += d.BytesFreed
+			}
+			after = d.ID
 		}
 	}
 	if rr.StoredBytes, err = st.DB.UsedBytes(ctx); err != nil {

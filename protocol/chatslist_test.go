@@ -68,3 +68,35 @@ func TestChatsListPages(t *testing.T) {
 	_, code := e.ask(fmt.Sprintf(`{"op":"chats.list","limit":3,"after":%q}`, want[2]))
 	assert.Equal(t, "store.not_found", code)
 }
+
+// TestDeletionsPages: deletions answers a page of the log and says
+// whether more entries follow it, so a host pages through the log with
+// afterId; a limit past 10,000 is batch.invalid_request.
+func TestDeletionsPages(t *testing.T) {
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	e := &retentionSession{t: t, st: st, s: protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal,
+		Retention: st.Runs, Host: st.Runs})}
+	for i := range 5 {
+		e.ok(fmt.Sprintf(`{"op":"run.create","chat":{"kind":"character","stableChatId":"c"},"runId":"r%d"}`, i))
+		e.ok(fmt.Sprintf(`{"op":"run.delete","runId":"r%d","cancel":true}`, i))
+	}
+	all := e.ok(`{"op":"deletions"}`)
+	n := len(all["deletions"].([]any))
+	require.GreaterOrEqual(t, n, 5)
+	assert.Equal(t, false, all["more"])
+	var got int
+	after := 0.0
+	for {
+		res := e.ok(fmt.Sprintf(`{"op":"deletions","afterId":%d,"limit":2}`, int64(after)))
+		ds := res["deletions"].([]any)
+		got += len(ds)
+		if res["more"] == false {
+			break
+		}
+		require.Len(t, ds, 2)
+		after = ds[len(ds)-1].(map[string]any)["id"].(float64)
+	}
+	assert.Equal(t, n, got)
+	_, code := e.ask(`{"op":"deletions","limit":10001}`)
+	assert.Equal(t, "batch.invalid_request", code)
+}

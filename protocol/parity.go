@@ -31,7 +31,7 @@ type HostRuns interface {
 	ChatsPage(ctx context.Context, q runs.ChatQuery) ([]runs.Chat, bool, error)
 	DiffRunsPage(ctx context.Context, from, to runs.TreeRef, page vfs.ListPage) ([]checkpoint.FileDiff, bool, error)
 	Materialize(ctx context.Context, runID string, paths []vfs.Path) ([]vfs.FileInfo, error)
-	Deletions(ctx context.Context, afterID int64, limit int) ([]runs.Deletion, error)
+	Deletions(ctx context.Context, afterID int64, limit int) ([]runs.Deletion, bool, error)
 	Policy(ctx context.Context, scope string) (runs.Policy, error)
 	EffectivePolicy(ctx context.Context, chatID string) (runs.Policy, error)
 }
@@ -162,7 +162,9 @@ var parityOps = []op{
 	},
 	{
 		name: "deletions", access: reads, request: []any{deletionsRequest{}}, handle: (*Session).deletions,
-		help: `  deletions   {afterId?, limit?}            -> {deletions: [...]}   the deletion log`,
+		help: `  deletions   {afterId?, limit?}            -> {deletions: [...], more}   the deletion log, oldest first;
+              limit: default 1000, at most 10000; more: entries after the
+              page remain (ask again with afterId its last id)`,
 	},
 	{
 		name: "policy.get", access: reads, request: []any{policyGetRequest{}}, handle: (*Session).policyGet,
@@ -753,18 +755,18 @@ func (s *Session) deletions(ctx context.Context, r request) (any, error) {
 	if err := r.decode(&req); err != nil {
 		return nil, err
 	}
-	if req.AfterID < 0 || req.Limit < 0 {
-		return nil, invalidRequest("afterId %d and limit %d must not be negative (limit 0: no limit)", req.AfterID, req.Limit)
+	if req.AfterID < 0 || req.Limit < 0 || req.Limit > runs.MaxDeletionPage {
+		return nil, invalidRequest("afterId must not be negative and limit must be in 0..%d (0: %d), not %d and %d", runs.MaxDeletionPage, runs.DefaultDeletionPage, req.AfterID, req.Limit)
 	}
 	h, err := s.hostRuns()
 	if err != nil {
 		return nil, err
 	}
-	ds, err := h.Deletions(ctx, req.AfterID, req.Limit)
+	ds, more, err := h.Deletions(ctx, req.AfterID, req.Limit)
 	if err != nil {
 		return nil, err
 	}
-	return listed("deletions", ds), nil
+	return listedPage("deletions", ds, more), nil
 }
 
 type policyGetRequest struct {

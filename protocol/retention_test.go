@@ -134,7 +134,7 @@ func TestRetentionOps(t *testing.T) {
 		assert.Equal(t, "old", rs[0].(map[string]any)["runId"])
 		assert.Positive(t, rs[0].(map[string]any)["logId"])
 		assert.ElementsMatch(t, []string{"new", "live"}, e.runIDs())
-		ds, err := e.st.Runs.Deletions(ctx, 0, 0)
+		ds, _, err := e.st.Runs.Deletions(ctx, 0, 0)
 		require.NoError(t, err)
 		require.NotEmpty(t, ds)
 		assert.Equal(t, runs.DeletedRun, ds[0].Kind)

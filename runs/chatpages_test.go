@@ -195,6 +195,41 @@ func TestChatsPageRefusals(t *testing.T) {
 	assert.Equal(t, []int{4, 2}, sizes, "4 MiB of chatRefs a page")
 }
 
+// TestDeletionsComeInPages: the deletion log is read a page at a time:
+// without a limit a page holds DefaultDeletionPage entries and says more
+// follow; pages after the last id of the one before give every entry
+// once; a limit past MaxDeletionPage is workspace.invalid_argument.
+func TestDeletionsComeInPages(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	const n = runs.DefaultDeletionPage + 500
+	require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(ctx, `WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO deletions (at, kind, run_id, reason) SELECT n.i, 'run', 'run_' || n.i, 'requested' FROM n`, n)
+		return err
+	}))
+	first, more, err := st.Runs.Deletions(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.Len(t, first, runs.DefaultDeletionPage)
+	assert.True(t, more)
+	var ids []int64
+	for after, more := int64(0), true; more; {
+		var page []runs.Deletion
+		page, more, err = st.Runs.Deletions(ctx, after, 300)
+		require.NoError(t, err)
+		for _, d := range page {
+			ids = append(ids, d.ID)
+			after = d.ID
+		}
+	}
+	require.Len(t, ids, n)
+	for i, id := range ids {
+		require.Equal(t, int64(i+1), id)
+	}
+	_, _, err = st.Runs.Deletions(ctx, 0, runs.MaxDeletionPage+1)
+	assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+}
+
 // TestStoreWidePassesReadChatIDsInPages: a prune of the whole store and
 // an export's walk of every chat read the chats' ids a page at a time
 // (three here), each page after the last id of the one before, and still

@@ -80,30 +80,43 @@ func (s *Service) logDeletion(ctx context.Context, tx *index.Tx, kind, chatID, r
 	return res.LastInsertId()
 }
 
+// The deletion-log entries a page holds.
+const (
+	DefaultDeletionPage = 1000
+	MaxDeletionPage     = 10000
+)
+
 // Deletions lists the deletion log, oldest first, after entry afterID
-// (0: from the start), at most limit entries (0: all). A negative afterID
-// or limit is workspace.invalid_argument.
-func (s *Service) Deletions(ctx context.Context, afterID int64, limit int) ([]Deletion, error) {
-	if afterID < 0 || limit < 0 {
-		return nil, wserr.New(wserr.InvalidArgument, "list deletions", "", "afterId %d and limit %d must not be negative (limit 0: no limit)", afterID, limit)
-	}
+// (0: from the start), a page of at most limit entries (0:
+// DefaultDeletionPage); more says whether entries follow the page. A page
+// reads the entries it returns, from the log's id index. A negative
+// afterID or a limit outside 0..MaxDeletionPage is
+// workspace.invalid_argument.
+func (s *Service) Deletions(ctx context.Context, afterID int64, limit int) (page []Deletion, more bool, err error) {
 	if limit == 0 {
-		limit = -1
+		limit = DefaultDeletionPage
+	}
+	if afterID < 0 || limit < 1 || limit > MaxDeletionPage {
+		return nil, false, wserr.New(wserr.InvalidArgument, "list deletions", "", "afterId %d must not be negative and limit %d must be in 0..%d (0: %d)", afterID, limit, MaxDeletionPage, DefaultDeletionPage)
 	}
 	var rows []deletionRow
-	err := s.db.View(ctx, func(tx *index.Tx) error {
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		// One entry past the page says whether more follow.
 		return tx.SelectContext(ctx, &rows, `SELECT id, at, kind, chat_id, run_id, reason, detail, bytes_freed
-			FROM deletions WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
+			FROM deletions WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit+1)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list deletions: %w", index.Translate(err))
+		return nil, false, fmt.Errorf("list deletions: %w", index.Translate(err))
 	}
-	out := make([]Deletion, len(rows))
+	if more = len(rows) > limit; more {
+		rows = rows[:limit]
+	}
+	page = make([]Deletion, len(rows))
 	for i, r := range rows {
-		out[i] = Deletion{ID: r.ID, At: time.Unix(0, r.At).UTC(), Kind: r.Kind, ChatID: r.ChatID, RunID: r.RunID,
+		page[i] = Deletion{ID: r.ID, At: time.Unix(0, r.At).UTC(), Kind: r.Kind, ChatID: r.ChatID, RunID: r.RunID,
 			Reason: r.Reason, Detail: json.RawMessage(r.Detail), BytesFreed: r.Bytes}
 	}
-	return out, nil
+	return page, more, nil
 }
 
 // reclaimAfter runs the Reclaimer, if any, after the deletions logged as

@@ -61,7 +61,7 @@ func TestAutoPruneFailureIsJournaled(t *testing.T) {
 	assert.Equal(t, run.ChatID, p["workspaceId"])
 	assert.Contains(t, p["error"], "disk full")
 
-	ds, err := svc.Deletions(ctx, 0, 0)
+	ds, _, err := svc.Deletions(ctx, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, ds, 1, "run_1 was deleted and logged before the reclaim failed")
 	assert.Equal(t, runs.DeletedRun, ds[0].Kind)
@@ -75,7 +75,7 @@ func TestAutoPruneFailureIsJournaled(t *testing.T) {
 	require.NoError(t, err)
 	_, err = svc.Finish(ctx, "run_3")
 	require.NoError(t, err)
-	ds, err = svc.Deletions(ctx, 0, 0)
+	ds, _, err = svc.Deletions(ctx, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, ds, 4)
 	assert.Equal(t, runs.RetentionFailed, ds[3].Kind)
@@ -135,7 +135,7 @@ func TestReclaimFailureAfterADeletionDoesNotFailIt(t *testing.T) {
 				_, err = svc.Run(bg, cr.ID)
 				assert.True(t, wserr.Is(err, wserr.RunNotFound), "%s: %v", del, err)
 
-				ds, err := svc.Deletions(bg, 0, 0)
+				ds, _, err := svc.Deletions(bg, 0, 0)
 				require.NoError(t, err)
 				last := ds[len(ds)-1]
 				assert.Equal(t, runs.ReclaimFailed, last.Kind, del)
@@ -211,7 +211,7 @@ func TestReclaimThatFreedIsLoggedWhenTheContextEnded(t *testing.T) {
 	res, err := svc.DeleteChats(ctx, []runs.ChatKey{chat}, true)
 	require.NoError(t, err)
 	assert.Equal(t, int64(4096), res.BytesFreed)
-	ds, err := svc.Deletions(bg, 0, 0)
+	ds, _, err := svc.Deletions(bg, 0, 0)
 	require.NoError(t, err)
 	last := ds[len(ds)-1]
 	assert.Equal(t, runs.Reclaimed, last.Kind)

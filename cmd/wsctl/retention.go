@@ -195,7 +195,7 @@ func runDeletions(ctx context.Context, o deletionsOptions) error {
 		if o.limit > 0 {
 			n = min(n, left)
 		}
-		ds, err := st.Runs.Deletions(ctx, after, n)
+		ds, more, err := st.Runs.Deletions(ctx, after, n)
 		if err != nil {
 			return err
 		}
@@ -203,7 +203,7 @@ func runDeletions(ctx context.Context, o deletionsOptions) error {
 			return err
 		}
 		left -= len(ds)
-		if len(ds) < n || (o.limit > 0 && left == 0) {
+		if !more || (o.limit > 0 && left == 0) {
 			return out.close()
 		}
 		after = ds[len(ds)-1].ID
