@@ -18,7 +18,7 @@ import (
 // runs and chats, rolling back commits, comparing runs, materializing
 // virtual resources) ask of the store's runs; *runs.Service implements it.
 type HostRuns interface {
-	Runs(ctx context.Context, q runs.ListQuery) ([]runs.Run, error)
+	RunsPage(ctx context.Context, q runs.ListQuery) ([]runs.Run, bool, error)
 	DeleteRun(ctx context.Context, runID string) error
 	CancelAndDeleteRun(ctx context.Context, runID string) (bool, error)
 	RollbackCommit(ctx context.Context, runID string, seq int64, sink runs.ChatSink, del bool) (runs.CommitRecord, error)
@@ -106,7 +106,9 @@ var parityOps = []op{
 	{
 		name: "runs.list", access: reads, request: []any{runsListRequest{}}, handle: (*Session).runsList,
 		help: `  runs.list   {workspaceId?, status?, limit?, after?}  -> {runs: [RUN, …], more}   newest first;
-              after: the last run id of the page before (run.not_found if it is gone)`,
+              limit: default 1000, at most 10000; a page ends early to hold
+              about 4 MiB of chatRefs; after: the last run id of the page
+              before (run.not_found if it is gone); more: runs remain`,
 	},
 	{
 		name: "run.show", access: reads, request: []any{base{}}, handle: (*Session).runShow,
@@ -455,8 +457,8 @@ func (s *Session) runsList(ctx context.Context, r request) (any, error) {
 	if req.Status != "" && !req.Status.Valid() {
 		return nil, invalidRequest("unknown status %q", req.Status)
 	}
-	if req.Limit < 0 {
-		return nil, invalidRequest("limit %d is negative (0: all)", req.Limit)
+	if req.Limit < 0 || req.Limit > runs.MaxRunPage {
+		return nil, invalidRequest("limit must be in 0..%d (0: %d), not %d", runs.MaxRunPage, runs.DefaultRunPage, req.Limit)
 	}
 	chatID, err := workspaceID(req.WorkspaceID)
 	if err != nil {
@@ -466,17 +468,9 @@ func (s *Session) runsList(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := runs.ListQuery{ChatID: chatID, Status: req.Status, Limit: req.Limit, After: req.After}
-	if q.Limit > 0 {
-		q.Limit++ // one past the page says whether more follow
-	}
-	rs, err := h.Runs(ctx, q)
+	rs, more, err := h.RunsPage(ctx, runs.ListQuery{ChatID: chatID, Status: req.Status, Limit: req.Limit, After: req.After})
 	if err != nil {
 		return nil, err
-	}
-	more := req.Limit > 0 && len(rs) > req.Limit
-	if more {
-		rs = rs[:req.Limit]
 	}
 	return map[string]any{"runs": rs, "more": more}, nil
 }

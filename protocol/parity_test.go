@@ -24,6 +24,7 @@ var goOps = map[string]string{
 	"Service.Run":                 "run.show",
 	"Service.HostPath":            "run.hostpath",
 	"Service.Runs":                "runs.list",
+	"Service.RunsPage":            "runs.list",
 	"Service.RunIDsWithPrefix":    "",
 	"Service.SetStatus":           "run.status",
 	"Service.DeleteRun":           "run.delete",

@@ -289,3 +289,66 @@ func TestStoreWidePassesReadChatIDsInPages(t *testing.T) {
 	assert.Equal(t, chats, exported)
 	assert.Equal(t, 3, idPages(stmts))
 }
+
+// TestRunsPages: runs come in pages as chats do: without a limit a page
+// holds DefaultRunPage runs and says more follow; a page ends before the
+// run whose chatRef would take the page's past MaxRunPageRefBytes; a
+// limit past MaxRunPage is workspace.invalid_argument, an after that
+// names no run run.not_found. The pages together are Runs' list.
+func TestRunsPages(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	for _, limit := range []int{-1, runs.MaxRunPage + 1} {
+		_, _, err := st.Runs.RunsPage(ctx, runs.ListQuery{Limit: limit})
+		assert.True(t, wserr.Is(err, wserr.InvalidArgument), "limit %d: %v", limit, err)
+	}
+	_, _, err := st.Runs.RunsPage(ctx, runs.ListQuery{After: "run_gone"})
+	assert.True(t, wserr.Is(err, wserr.RunNotFound), "%v", err)
+
+	for i := range runs.DefaultRunPage + 1 {
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: fmt.Sprint("small-", i)}})
+		require.NoError(t, err)
+	}
+	// The newest six runs, cancelled, each with a chatRef of 1 MiB.
+	big := json.RawMessage(`"` + strings.Repeat("x", runs.MaxChatRefBytes-2) + `"`)
+	for i := range 6 {
+		id := fmt.Sprint("run_big_", i)
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "big"}, ChatRef: big, RunID: id})
+		require.NoError(t, err)
+		require.NoError(t, st.Runs.SetStatus(ctx, id, runs.Cancelled, "done"))
+	}
+
+	var sizes []int
+	var seen []string
+	q := runs.ListQuery{Limit: 10}
+	for {
+		page, more, err := st.Runs.RunsPage(ctx, q)
+		require.NoError(t, err)
+		sizes = append(sizes, len(page))
+		for _, r := range page {
+			seen = append(seen, r.ID)
+		}
+		if !more {
+			break
+		}
+		q.After = page[len(page)-1].ID
+	}
+	assert.Equal(t, []int{4, 10}, sizes[:2], "4 MiB of chatRefs a page")
+	all, err := st.Runs.Runs(ctx, runs.ListQuery{})
+	require.NoError(t, err)
+	require.Len(t, all, runs.DefaultRunPage+7)
+	want := make([]string, len(all))
+	for i, r := range all {
+		want[i] = r.ID
+	}
+	assert.True(t, slices.Equal(want, seen), "the pages together are the list, each run once")
+
+	page, more, err := st.Runs.RunsPage(ctx, runs.ListQuery{Status: runs.Running})
+	require.NoError(t, err)
+	assert.Equal(t, runs.DefaultRunPage, len(page), "a page without a limit")
+	assert.True(t, more)
+	page, more, err = st.Runs.RunsPage(ctx, runs.ListQuery{Status: runs.Running, After: page[len(page)-1].ID})
+	require.NoError(t, err)
+	assert.Equal(t, 1, len(page))
+	assert.False(t, more)
+}

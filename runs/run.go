@@ -391,19 +391,56 @@ type ListQuery struct {
 	After string
 }
 
-// Runs lists runs, newest first (then by id). An unknown status or a
-// negative limit is workspace.invalid_argument; an After that names no run
-// (deleted since the page before, say) is run.not_found.
+// Runs lists runs, newest first (then by id), at most q.Limit (0: every
+// one): it holds every run it returns, so a list of any size is read with
+// RunsPage. An unknown status or a negative limit is
+// workspace.invalid_argument; an After that names no run (deleted since
+// the page before, say) is run.not_found.
 func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
-	if q.Status != "" && !q.Status.Valid() {
-		return nil, wserr.New(wserr.InvalidArgument, "list runs", "", "unknown status %q", q.Status)
-	}
 	if q.Limit < 0 {
 		return nil, wserr.New(wserr.InvalidArgument, "list runs", "", "limit %d is negative (0: no limit)", q.Limit)
 	}
 	limit := q.Limit
-	if limit <= 0 {
+	if limit == 0 {
 		limit = -1
+	}
+	out, _, err := s.listRuns(ctx, q, limit, -1)
+	return out, err
+}
+
+// The runs a page holds (RunsPage).
+const (
+	DefaultRunPage = 1000
+	MaxRunPage     = 10000
+	// MaxRunPageRefBytes bounds the chat references a page holds: a page
+	// ends before the run that would take its chatRefs past it (a page
+	// holds one run at least, whose chatRef is at most MaxChatRefBytes).
+	MaxRunPageRefBytes = 4 << 20
+)
+
+// RunsPage lists runs as Runs does, a page at a time: up to q.Limit runs
+// (0: DefaultRunPage), fewer if their chat references would pass
+// MaxRunPageRefBytes; more says whether runs follow the page (ask again
+// with After the page's last run). A page reads the runs it returns, from
+// where the one before ended. It fails as Runs does, and with
+// workspace.invalid_argument for a Limit above MaxRunPage.
+func (s *Service) RunsPage(ctx context.Context, q ListQuery) (page []Run, more bool, err error) {
+	if q.Limit == 0 {
+		q.Limit = DefaultRunPage
+	}
+	if q.Limit < 1 || q.Limit > MaxRunPage {
+		return nil, false, wserr.New(wserr.InvalidArgument, "list runs", "", "limit %d must be in 0..%d (0: %d)", q.Limit, MaxRunPage, DefaultRunPage)
+	}
+	return s.listRuns(ctx, q, q.Limit, MaxRunPageRefBytes)
+}
+
+// listRuns reads q's runs, at most limit (-1: every one), a row at a
+// time; with refBytes >= 0 the list ends before the run whose chatRef
+// would take the list's past refBytes (one run at least). more says
+// whether runs follow.
+func (s *Service) listRuns(ctx context.Context, q ListQuery, limit, refBytes int) (out []Run, more bool, err error) {
+	if q.Status != "" && !q.Status.Valid() {
+		return nil, false, wserr.New(wserr.InvalidArgument, "list runs", "", "unknown status %q", q.Status)
 	}
 	// Only the filters given go into the query, so a chat's runs come
 	// from the runs_chat index (chat_id, created_at), a status's from
@@ -423,8 +460,8 @@ func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 		}
 		where, args = append(where, cond), append(args, string(q.Status))
 	}
-	var rows []runRow
-	err := s.db.View(ctx, func(tx *index.Tx) error {
+	err = s.db.View(ctx, func(tx *index.Tx) error {
+		out, more = nil, false
 		if q.After != "" {
 			var at int64
 			err := tx.GetContext(ctx, &at, `SELECT created_at FROM runs WHERE id = ?`, q.After)
@@ -444,21 +481,45 @@ func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 		if len(where) > 0 {
 			cond = "WHERE " + strings.Join(where, " AND ")
 		}
-		return tx.SelectContext(ctx, &rows, `SELECT `+runCols+` FROM runs r JOIN chats c ON c.id = r.chat_id
-			`+cond+` ORDER BY r.created_at DESC, r.id LIMIT ?`, append(args, limit)...)
+		// One run past the list says whether more follow; the rows are
+		// read one at a time, so a list cut by its references' bytes
+		// holds no more than that.
+		past := -1 // SQLite's "no limit"
+		if limit >= 0 {
+			past = limit + 1
+		}
+		rows, err := tx.QueryxContext(ctx, `SELECT `+runCols+` FROM runs r JOIN chats c ON c.id = r.chat_id
+			`+cond+` ORDER BY r.created_at DESC, r.id LIMIT ?`, append(args, past)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var bytes int
+		for rows.Next() {
+			var r runRow
+			if err := rows.StructScan(&r); err != nil {
+				return err
+			}
+			if len(out) == limit || refBytes >= 0 && len(out) > 0 && bytes+len(r.ChatRef) > refBytes {
+				more = true
+				break
+			}
+			run, err := r.run()
+			if err != nil {
+				return err
+			}
+			bytes += len(r.ChatRef)
+			out = append(out, run)
+		}
+		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
+		return nil, false, fmt.Errorf("list runs: %w", err)
 	}
-	out := make([]Run, 0, len(rows))
-	for _, r := range rows {
-		run, err := r.run()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, run)
+	if out == nil {
+		out = []Run{}
 	}
-	return out, nil
+	return out, more, nil
 }
 
 // RunIDsWithPrefix returns, in id order, the ids of at most limit runs

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/runs"
 )
@@ -61,59 +62,84 @@ func runRuns(ctx context.Context, o runsOptions, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	q := runs.ListQuery{Status: runs.Status(o.status), Limit: o.limit, After: o.after}
-	var list []runs.Run
-	switch {
-	case o.chat == "" || strings.HasPrefix(o.chat, "chat_"):
-		q.ChatID = o.chat
-		if list, err = st.Runs.Runs(ctx, q); err != nil {
+	// A page at a time: the columns are aligned within a page, and what is
+	// held does not grow with the store's runs.
+	out := &pages[runs.Run]{w: o.out, json: o.json, header: []string{"RUN", "STATUS", "CHAT", "STABLE CHAT", "PROFILE", "HEAD", "CREATED", "UPDATED"},
+		row: func(r runs.Run) []string {
+			head := "-"
+			if r.HeadCheckpoint > 0 {
+				head = checkpoint.ID(r.HeadCheckpoint)
+			}
+			return []string{r.ID, string(r.Status), r.ChatID, r.Kind + "/" + r.StableChatID, r.Profile.ID, head, stamp(r.CreatedAt), stamp(r.UpdatedAt)}
+		}}
+	q := runs.ListQuery{Status: runs.Status(o.status), After: o.after}
+	if o.chat != "" && !strings.HasPrefix(o.chat, "chat_") {
+		list, err := stableChatRuns(ctx, st, o.chat, q, o.limit)
+		if err != nil {
 			return err
 		}
-	default:
-		// A stableChatId: the chats of every kind that share it, read
-		// from their index, not from every chat.
-		list = []runs.Run{}
-		cq := runs.ChatQuery{StableChatID: o.chat}
-		for {
-			chats, more, err := st.Runs.ChatsPage(ctx, cq)
+		if err := out.add(list); err != nil {
+			return err
+		}
+		return out.close()
+	}
+	q.ChatID = o.chat
+	for left := o.limit; ; {
+		q.Limit = runsPage
+		if o.limit > 0 {
+			q.Limit = min(q.Limit, left)
+		}
+		rs, more, err := st.Runs.RunsPage(ctx, q)
+		if err != nil {
+			return err
+		}
+		if err := out.add(rs); err != nil {
+			return err
+		}
+		left -= len(rs)
+		if !more || (o.limit > 0 && left == 0) {
+			return out.close()
+		}
+		q.After = rs[len(rs)-1].ID
+	}
+}
+
+// runsPage is how many runs runs reads at a time.
+var runsPage = runs.DefaultRunPage
+
+// stableChatRuns lists the runs of the chats of every kind that share
+// stableChatID, newest first, at most limit (0: all): the chats are read
+// from their index, not from every chat, and each chat's runs at most
+// limit.
+func stableChatRuns(ctx context.Context, st *wsstore.Store, stableChatID string, q runs.ListQuery, limit int) ([]runs.Run, error) {
+	q.Limit = limit
+	list := []runs.Run{}
+	cq := runs.ChatQuery{StableChatID: stableChatID}
+	for {
+		chats, more, err := st.Runs.ChatsPage(ctx, cq)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range chats {
+			q.ChatID = c.ID
+			rs, err := st.Runs.Runs(ctx, q)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			for _, c := range chats {
-				q.ChatID = c.ID
-				rs, err := st.Runs.Runs(ctx, q)
-				if err != nil {
-					return err
-				}
-				list = append(list, rs...)
-			}
-			if !more {
-				break
-			}
-			cq.After = chats[len(chats)-1].ID
+			list = append(list, rs...)
 		}
-		// Each chat's page is its newest; together they are newest
-		// first, as the store orders runs, and cut to the limit.
-		slices.SortStableFunc(list, func(a, b runs.Run) int {
-			return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
-		})
-		if o.limit > 0 && len(list) > o.limit {
-			list = list[:o.limit]
+		if !more {
+			break
 		}
+		cq.After = chats[len(chats)-1].ID
 	}
-	if list == nil {
-		list = []runs.Run{}
+	// Each chat's list is its newest; together they are newest first,
+	// as the store orders runs, and cut to the limit.
+	slices.SortStableFunc(list, func(a, b runs.Run) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	if limit > 0 && len(list) > limit {
+		list = list[:limit]
 	}
-	if o.json {
-		return writeJSON(o.out, list)
-	}
-	t := newTable(o.out, "RUN", "STATUS", "CHAT", "STABLE CHAT", "PROFILE", "HEAD", "CREATED", "UPDATED")
-	for _, r := range list {
-		head := "-"
-		if r.HeadCheckpoint > 0 {
-			head = checkpoint.ID(r.HeadCheckpoint)
-		}
-		t.row(r.ID, string(r.Status), r.ChatID, r.Kind+"/"+r.StableChatID, r.Profile.ID, head, stamp(r.CreatedAt), stamp(r.UpdatedAt))
-	}
-	return t.flush()
+	return list, nil
 }

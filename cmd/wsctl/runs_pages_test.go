@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/runs"
+)
+
+// copyRuns adds n runs copied from run src, with ids run_copy_000001 …,
+// created one nanosecond apart after it, at no checkpoint.
+func copyRuns(t *testing.T, c *cli, src string, n int) {
+	t.Helper()
+	db := rawDB(t, c)
+	rows, err := db.Query(`SELECT name FROM pragma_table_info('runs') WHERE name NOT IN ('id', 'created_at', 'head_checkpoint')`)
+	require.NoError(t, err)
+	var cols []string
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		cols = append(cols, name)
+	}
+	require.NoError(t, rows.Err())
+	list := strings.Join(cols, ", ")
+	_, err = db.Exec(`WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		INSERT INTO runs (id, created_at, head_checkpoint, `+list+`) SELECT 'run_copy_' || printf('%06d', n.i), r.created_at + n.i, 0, `+list+`
+		FROM n, runs r WHERE r.id = ?`, n, src)
+	require.NoError(t, err)
+}
+
+// TestRunsPages: runs reads the runs a page at a time (pages of two
+// here) and prints them all, newest first, the same as one page would;
+// --limit and --after still give a page.
+func TestRunsPages(t *testing.T) {
+	defer func(n int) { runsPage = n }(runsPage)
+	runsPage = 2
+	c := newCLI(t)
+	st := c.open()
+	_, err := st.Runs.CreateRun(context.Background(), runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "first"}, RunID: "run_first"})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	copyRuns(t, c, "run_first", 6)
+
+	var list []runs.Run
+	c.jsonOut(&list, "runs")
+	var ids []string
+	for _, r := range list {
+		ids = append(ids, r.ID)
+	}
+	assert.Equal(t, []string{"run_copy_000006", "run_copy_000005", "run_copy_000004", "run_copy_000003", "run_copy_000002", "run_copy_000001", "run_first"}, ids)
+	text := c.ok("runs")
+	assert.Equal(t, 8, strings.Count(text, "\n"), "a header and seven runs:\n%s", text)
+	assert.Equal(t, 1, strings.Count(text, "RUN"), "one header:\n%s", text)
+
+	c.jsonOut(&list, "runs", "--limit", "3", "--after", "run_copy_000005")
+	ids = ids[:0]
+	for _, r := range list {
+		ids = append(ids, r.ID)
+	}
+	assert.Equal(t, []string{"run_copy_000004", "run_copy_000003", "run_copy_000002"}, ids)
+	var empty []runs.Run
+	c.jsonOut(&empty, "runs", "--after", "run_first")
+	assert.Empty(t, empty)
+}
+
+// TestRunsHoldsAPage: runs reads and prints the runs a page at a time,
+// so the heap grows by a few pages' garbage for 20,000 runs (pages of 10
+// here, the collector at 1 %), in text and in JSON, where holding every
+// run would grow it by their rows.
+func TestRunsHoldsAPage(t *testing.T) {
+	defer func(n int) { runsPage = n }(runsPage)
+	runsPage = 10
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
+	ctx := context.Background()
+	ref := json.RawMessage(`"` + strings.Repeat("r", 1000) + `"`)
+	growth := func(n int, json bool) uint64 {
+		c := newCLI(t)
+		st := c.open()
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "first"}, RunID: "run_first", ChatRef: ref})
+		require.NoError(t, err)
+		require.NoError(t, st.Close())
+		copyRuns(t, c, "run_first", n)
+		least := uint64(math.MaxUint64)
+		for range 3 {
+			var out countingWriter
+			g := storetest.HeapGrowth(func() {
+				require.NoError(t, runRuns(ctx, runsOptions{globals: globals{storeDir: c.store, json: json, out: &out, errOut: io.Discard}}, nil))
+			})
+			require.Greater(t, int(out), n*40, "the runs were printed")
+			least = min(least, g)
+		}
+		return least
+	}
+	for _, json := range []bool{false, true} {
+		small, large := growth(20, json), growth(20000, json)
+		t.Logf("heap growth of runs (json %v): %d bytes for 20 runs, %d for 20,000", json, small, large)
+		assert.Less(t, large, small+8<<20, "heap growth for 20,000 runs (json %v)", json)
+	}
+}
