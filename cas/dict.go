@@ -902,17 +902,20 @@ func (s *Store) PruneDicts(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// verifyDicts reports each listed dictionary that does not load.
+// verifyDicts reports each listed dictionary that does not load, or whose
+// listed size is not its length.
 func (s *Store) verifyDicts(ctx context.Context, tx *index.Tx, rep *VerifyReport) error {
 	return s.EachDict(ctx, tx, func(d DictInfo) error {
 		rep.Dicts++
-		_, err := s.readDictBytes(ctx, tx, d.Hash)
+		b, err := s.readDictBytes(ctx, tx, d.Hash)
 		if unchecked(err) {
 			return err
 		}
 		if err != nil {
 			rep.Problems = append(rep.Problems, Problem{Kind: "dict", Hash: d.Hash, Err: err.Error()})
+			return nil
 		}
+		rep.Problems = appendSizes(rep.Problems, "dict", d.Hash, SizeMismatch{Field: "size", Recorded: d.Size, Actual: int64(len(b))})
 		return nil
 	})
 }

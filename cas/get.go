@@ -110,17 +110,31 @@ func (s *Store) get(ctx context.Context, in *index.Tx, h Hash) (io.ReadCloser, e
 // copied once, by the storage, and its plain bytes are the only other
 // memory it takes.
 func (s *Store) readBlob(ctx context.Context, in *index.Tx, h Hash) ([]byte, Object, error) {
-	var row Object
-	var b []byte
+	b, row, _, err := s.decodeBlob(ctx, in, h)
+	if err == nil && row.Codec != CodecChunked {
+		err = checkPlain(h, b, row.Size)
+	}
+	if err != nil {
+		return nil, Object{}, err
+	}
+	return b, row, nil
+}
+
+// decodeBlob is readBlob without checking the plain bytes against the
+// address and the recorded size, for Verify, which tells a size the row
+// gets wrong from content that is wrong. held is the length of the stored
+// form the row holds (0 for a chunked blob).
+func (s *Store) decodeBlob(ctx context.Context, in *index.Tx, h Hash) (b []byte, row Object, held int64, err error) {
 	var chain deltaChain
 	// A decode error is the blob's, not the read's: it is returned as
 	// the decoder said it.
 	var decodeErr error
 	later := false // copied out, to be decoded once the row is read
-	err := s.viewIn(ctx, in, func(tx *index.Tx) error {
+	err = s.viewIn(ctx, in, func(tx *index.Tx) error {
 		err := s.st.Get(ctx, tx, KindBlob, h, func(o Object) error {
 			row = o
 			row.Data = nil
+			held = int64(len(o.Data))
 			switch {
 			case o.Codec == CodecChunked:
 			case o.Codec == CodecDelta:
@@ -146,23 +160,20 @@ func (s *Store) readBlob(ctx context.Context, in *index.Tx, h Hash) ([]byte, Obj
 		return err
 	})
 	if err != nil {
-		return nil, Object{}, wrapOp("get", h, err)
+		return nil, Object{}, 0, wrapOp("get", h, err)
 	}
 	switch row.Codec {
 	case CodecChunked:
-		return nil, row, nil
+		return nil, row, held, nil
 	case CodecDelta:
 		b, err = s.applyChain(h, chain)
 	default:
 		err = decodeErr
 	}
-	if err == nil {
-		err = checkPlain(h, b, row.Size)
-	}
 	if err != nil {
-		return nil, Object{}, err
+		return nil, Object{}, 0, err
 	}
-	return b, row, nil
+	return b, row, held, nil
 }
 
 // decodesAlone reports whether o, a row stored whole, decodes without
@@ -415,12 +426,20 @@ func (r *chunkReader) Close() error {
 // readChunk returns the verified plain bytes of one chunk, in dst's memory
 // if it is large enough, read in tx (nil: a read transaction of its own).
 func (s *Store) readChunk(ctx context.Context, in *index.Tx, h Hash, dst []byte) ([]byte, error) {
+	b, _, _, err := s.readChunkRow(ctx, in, h, dst)
+	return b, err
+}
+
+// readChunkRow is readChunk that also returns the chunk's row as it was
+// read, without Data, and the length of the stored form it holds.
+func (s *Store) readChunkRow(ctx context.Context, in *index.Tx, h Hash, dst []byte) (b []byte, row Object, held int64, err error) {
 	s.chunkReads.Add(1)
-	var b []byte
-	err := s.viewIn(ctx, in, func(tx *index.Tx) error {
+	err = s.viewIn(ctx, in, func(tx *index.Tx) error {
 		// The stored bytes are decoded or copied straight from the
 		// storage's buffer, so a chunk costs one copy of garbage, not two.
 		return s.st.Get(ctx, tx, KindChunk, h, func(o Object) error {
+			row, held = o, int64(len(o.Data))
+			row.Data = nil
 			var err error
 			switch o.Codec {
 			case CodecRaw:
@@ -437,13 +456,13 @@ func (s *Store) readChunk(ctx context.Context, in *index.Tx, h Hash, dst []byte)
 		})
 	})
 	if errors.Is(err, ErrNotFound) {
-		return nil, corrupt("read chunk", h, "chunk is missing")
+		return nil, Object{}, 0, corrupt("read chunk", h, "chunk is missing")
 	}
 	if err != nil {
-		return nil, err
+		return nil, Object{}, 0, err
 	}
 	if Sum(b) != h {
-		return nil, corrupt("read chunk", h, "chunk does not hash to its address")
+		return nil, Object{}, 0, corrupt("read chunk", h, "chunk does not hash to its address")
 	}
-	return b, nil
+	return b, row, held, nil
 }

@@ -20,6 +20,7 @@ import (
 type BlobRecord struct {
 	Hash   Hash
 	Codec  Codec
+	Size   int64 // plain bytes, as the row records them
 	Stored int64 // bytes the stored form holds
 	// Created is the blob's created time in Unix nanoseconds; writers
 	// refresh it whenever they re-use the blob.
@@ -44,7 +45,7 @@ type ChunkRecord struct {
 }
 
 func blobRecord(o Object) BlobRecord {
-	r := BlobRecord{Hash: o.Hash, Codec: o.Codec, Stored: o.Stored, Created: nanos(o.Created), Base: o.Base}
+	r := BlobRecord{Hash: o.Hash, Codec: o.Codec, Size: o.Size, Stored: o.Stored, Created: nanos(o.Created), Base: o.Base}
 	for _, c := range o.Chunks {
 		r.Chunks = append(r.Chunks, c.Hash)
 	}
