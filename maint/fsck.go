@@ -9,6 +9,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -18,7 +19,12 @@ type Problem struct {
 	// their address), "tree" (a tree row does not hash to its address or
 	// does not decode, or tree_refs, which the collection after a
 	// deletion trusts, does not list it under an object it names),
-	// "dict" (a listed dictionary that is not one), "reference"
+	// "dict" (a listed dictionary that is not one), "size" (a size
+	// recorded for content that hashes to its address is not the
+	// content's: a blob's or chunk's plain or stored size, a chunk
+	// list's offset, a dictionary's listed size, or the size a reachable
+	// tree's file entry records; Ref is the blob, chunk, dictionary or
+	// tree, and Detail names the entry and both sizes), "reference"
 	// (something names an object or run that does not exist), "event" (a
 	// journal payload that does not decode; Ref is run#seq), "run",
 	// "checkpoint" or "commit" (a run's head, a checkpoint's parent or a
@@ -58,13 +64,17 @@ func (r FsckReport) OK() bool { return len(r.Problems) == 0 }
 //
 //   - SQLite's integrity and foreign-key checks;
 //   - every blob and chunk is re-read and re-hashed (the content store's
-//     Verify);
+//     Verify), and the sizes its row records (plain and stored sizes,
+//     chunk offsets, a dictionary's listed size) are compared with the
+//     content that read found;
 //   - every tree row hashes to its address and decodes;
 //   - every reference resolves: each root (run roots and persist bases,
 //     checkpoint roots, chat persist roots) is a stored tree, each entry of
 //     a reachable tree names a stored blob or tree, each chunked blob's
 //     chunks and each delta blob's base are stored, and every checkpoint and
-//     event belongs to an existing run.
+//     event belongs to an existing run;
+//   - the size each file entry of a reachable tree records is its blob's
+//     plain size, the content's where the blob's row records another.
 //
 // Before anything it checks the database is a wsstore store; everything
 // after SQLite's checks is read in one snapshot, so a concurrent gc or
@@ -81,7 +91,7 @@ func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done,
 	if progress == nil {
 		progress = func(string, int, int) {}
 	}
-	f := &fsck{m: m, rep: FsckReport{Problems: []Problem{}}}
+	f := &fsck{m: m, rep: FsckReport{Problems: []Problem{}}, plain: map[cas.Hash]int64{}}
 
 	// A database that is not a store has nothing else to check.
 	if err := m.p.DB.CheckStore(ctx); err != nil {
@@ -113,7 +123,18 @@ func (m *Maintainer) Fsck(ctx context.Context, progress func(phase string, done,
 		}
 		f.rep.Blobs, f.rep.Chunks = vr.Blobs, vr.Chunks
 		for _, p := range vr.Problems {
-			f.add(p.Kind, p.Hash.String(), "%s", p.Err)
+			switch {
+			case p.Size != nil:
+				f.add("size", p.Hash.String(), "%s", p.Err)
+				if p.Kind == "blob" && p.Size.Field == "size" {
+					f.plain[p.Hash] = p.Size.Actual
+				}
+			default:
+				f.add(p.Kind, p.Hash.String(), "%s", p.Err)
+				if p.Kind == "blob" {
+					f.plain[p.Hash] = -1
+				}
+			}
 		}
 		bad, err := f.trees(ctx, tx, w, progress)
 		if err := f.phase("trees", err); err != nil {
@@ -145,6 +166,21 @@ type fsck struct {
 	rep FsckReport
 	// damaged: SQLite's own check found the file damaged.
 	damaged bool
+	// plain holds the blobs whose row does not tell their plain size, as
+	// the blobs phase found them: the content's length where the row
+	// records another, -1 where the content does not verify. It holds no
+	// more than the problems the report lists.
+	plain map[cas.Hash]int64
+}
+
+// plainSize returns the plain size of blob h, whose row records
+// recorded, and whether it is known: it is not for content that does
+// not verify.
+func (f *fsck) plainSize(h cas.Hash, recorded int64) (int64, bool) {
+	if n, ok := f.plain[h]; ok {
+		return n, n >= 0
+	}
+	return recorded, true
 }
 
 // rows reports the references to checkpoints that no foreign key holds
@@ -246,8 +282,27 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 		return err
 	}
 	// Trees are read as the walk reaches them, blobs in the pass over
-	// their rows below.
+	// their rows below. A blob a file entry names is marked with the size
+	// the first such entry records (plus one: 0 marks a blob reached as a
+	// dictionary); one whose entries disagree is in doubt.
+	doubt := w.newMap()
 	g.leafBlobs = true
+	g.fileEntry = func(_ object, e vfs.Entry) error {
+		// Looked up first: most entries name a blob an earlier tree did.
+		o := object{objBlob, e.Hash}
+		v, ok, err := seen.get(o)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			_, err = seen.add(o, e.Size+1)
+		case v == 0:
+			err = seen.set(o, e.Size+1)
+		case v != e.Size+1:
+			_, err = doubt.addNew(o)
+		}
+		return err
+	}
 	progress("references", 0, len(rs.roots))
 	for i := range rs.roots {
 		if err := g.walk([]step{rs.roots[i].step()}, visit, report); err != nil {
@@ -255,7 +310,7 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 		}
 		progress("references", i+1, len(rs.roots))
 	}
-	g.leafBlobs = false
+	g.leafBlobs, g.fileEntry = false, nil
 
 	// Chunk lists and delta bases of every blob, reachable or not: a blob
 	// that exists must be readable. What the pass finds is reported after
@@ -277,11 +332,17 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 	stored := 0
 	err = f.m.p.Blobs.EachBlobRecord(ctx, tx, func(r cas.BlobRecord) error {
 		blob := object{objBlob, r.Hash}
-		if ok, err := seen.has(blob); err != nil || ok {
+		if entry, ok, err := seen.get(blob); err != nil || ok {
 			if err != nil {
 				return err
 			}
 			stored++
+			// An entry's size that is not the blob's puts it in doubt.
+			if n, known := f.plainSize(r.Hash, r.Size); entry > 0 && known && entry-1 != n {
+				if _, err := doubt.addNew(blob); err != nil {
+					return err
+				}
+			}
 		}
 		for i, c := range r.Chunks {
 			ok, err := g.hasChunk(c)
@@ -333,6 +394,11 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 			return err
 		}
 	}
+	if doubt.added.Blobs > 0 {
+		if err := f.entrySizes(rs, g, w, bad, doubt); err != nil {
+			return err
+		}
+	}
 	// Rows of runs that do not exist: checkpoints first, then events, each
 	// by run id.
 	type orphan struct {
@@ -365,5 +431,41 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 	}
 	f.rep.Runs = len(rs.runChat)
 	f.rep.Checkpoints = int(rs.checkpointCount())
+	return nil
+}
+
+// entrySizes walks from every root again, as the first walk did, and
+// reports each file entry that names a blob in doubt and records a size
+// that is not the blob's. It runs only when the first walk and the pass
+// over the blob rows found a size in doubt, as a store's damage does.
+func (f *fsck) entrySizes(rs *rootSet, g *graph, w *work, bad, doubt *objMap) error {
+	again := w.newMap()
+	visit := func(o object) (bool, error) {
+		if isBad, err := bad.has(o); err != nil || isBad {
+			return false, err
+		}
+		return again.addNew(o)
+	}
+	g.leafBlobs = true
+	g.fileEntry = func(tree object, e vfs.Entry) error {
+		if ok, err := doubt.has(object{objBlob, e.Hash}); err != nil || !ok {
+			return err
+		}
+		rec, ok, err := g.recs.Blob(e.Hash)
+		if err != nil || !ok {
+			return err
+		}
+		if n, known := f.plainSize(e.Hash, rec.Size); known && n != e.Size {
+			f.add("size", tree.hash.String(), "entry %q records %d bytes; blob %s has %d", e.Name, e.Size, e.Hash, n)
+		}
+		return nil
+	}
+	defer func() { g.leafBlobs, g.fileEntry = false, nil }()
+	for i := range rs.roots {
+		// What the walk cannot reach was reported by the first one.
+		if err := g.walk([]step{rs.roots[i].step()}, visit, skipBad); err != nil {
+			return err
+		}
+	}
 	return nil
 }

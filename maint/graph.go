@@ -264,6 +264,10 @@ type graph struct {
 	// blob rows then does that for the blobs visited (see blobPass),
 	// reading them in order rather than one query each.
 	leafBlobs bool
+	// fileEntry, if set, is called with each file entry of each tree a
+	// walk follows, and the tree, in place of visiting the entry's blob:
+	// fsck checks the size the entry records. Set it only with leafBlobs.
+	fileEntry func(tree object, e vfs.Entry) error
 }
 
 // openGraph reads, in tx, what gc, fsck and du all start from: the roots,
@@ -399,10 +403,21 @@ func (g *graph) walk(starts []step, visit func(o object) (bool, error), bad func
 				break
 			}
 			delete(g.entriesDue, st.o.hash)
+			if g.fileEntry != nil {
+				for _, e := range es {
+					if e.Kind == vfs.KindFile {
+						if err := g.fileEntry(st.o, e); err != nil {
+							return err
+						}
+					}
+				}
+			}
 			for i := len(es) - 1; i >= 0; i-- {
 				k := objBlob
 				if es[i].Kind == vfs.KindDir {
 					k = objTree
+				} else if g.fileEntry != nil {
+					continue
 				}
 				stack = append(stack, step{o: object{k, es[i].Hash}, ref: ref{from: st.o, name: es[i].Name}})
 			}
