@@ -16,9 +16,11 @@ func newFsckCmd(a *app) *cobra.Command {
 		Short: "Check the whole store; exit 6 naming each problem found",
 		Long: `fsck checks the whole store and names every problem it finds: SQLite's
 integrity and foreign-key checks, every stored blob and chunk re-read and
-re-hashed, every tree decoded and re-hashed, and every reference (run roots,
-checkpoints, tree entries, chunk lists, delta bases, events) resolved.
-It exits 0 when the store is sound and 6 when it found any problem.`,
+re-hashed, every tree decoded and re-hashed, every reference (run roots,
+checkpoints, tree entries, chunk lists, delta bases, events) resolved, and
+every size recorded for a blob or chunk (its plain and stored sizes, chunk
+offsets, the size a file entry records) compared with its content (problem
+"size"). It exits 0 when the store is sound and 6 when it found any problem.`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
 			return runFsck(ctx, g, args)

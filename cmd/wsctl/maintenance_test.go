@@ -213,6 +213,32 @@ func TestFsckNamesAlteredBlob(t *testing.T) {
 	assert.Equal(t, fi.Hash.String(), rep.Problems[0].Ref)
 }
 
+func TestFsckNamesAWrongSize(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.skipFsck = true
+	st := c.open()
+	c.seedRun(st, "run_a")
+	fi, err := st.Runs.Workspace("run_a", runs.HostScope).Stat(context.Background(), vfs.MustPath("output/a.md"))
+	require.NoError(t, err)
+
+	_, err = rawDB(t, c).Exec(`UPDATE blobs SET stored = stored + 1000 WHERE hash = ?`, fi.Hash[:])
+	require.NoError(t, err)
+
+	stdout, errOut, code := c.run("", "fsck")
+	assert.Equal(t, 6, code)
+	assert.Regexp(t, `(?m)^size\s+`+fi.Hash.String()+`\s+blob records stored size \d+; its row holds \d+ bytes$`, stdout)
+	assert.Equal(t, "wsctl: fsck: store.corrupt: 1 problem found\n", errOut)
+
+	var rep wsstore.FsckReport
+	jsonOut, _, code := c.run("", "fsck", "--json")
+	assert.Equal(t, 6, code)
+	require.NoError(t, json.Unmarshal([]byte(jsonOut), &rep))
+	require.Len(t, rep.Problems, 1)
+	assert.Equal(t, "size", rep.Problems[0].Kind)
+	assert.Equal(t, fi.Hash.String(), rep.Problems[0].Ref)
+}
+
 func TestFsckNamesDanglingTree(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
