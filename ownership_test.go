@@ -33,6 +33,7 @@ var tableOwners = map[string]string{
 	"tree_refs":          "vfs",
 	"tree_refs_backfill": "vfs",
 	"gc_candidates":      "vfs",
+	"gc_candidates_last": "vfs",
 	"events":             "journal",
 	"checkpoints":        "checkpoint",
 	"chats":              "runs",

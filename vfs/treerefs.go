@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/wserr"
@@ -266,6 +268,18 @@ const (
 type Candidate struct {
 	Kind CandidateKind
 	Hash cas.Hash
+	// Seq is the candidate's place in the queue: 0 when recording it
+	// gives it the next place (a deletion's); else the place of the
+	// candidate it came from (what a deleted tree named), so it belongs
+	// to the same operation's stretch of the queue (QueueSpan).
+	Seq int64
+}
+
+// QueueSpan is a stretch of the queue of candidates: those at places
+// after After up to Upto. The candidates one operation recorded are the
+// span from the queue's end before it (CandidatesEnd) to its end after.
+type QueueSpan struct {
+	After, Upto int64
 }
 
 // Orphaned records, in tx, the trees that rows deleted or rewritten in tx
@@ -284,13 +298,41 @@ func (t *Trees) Orphaned(ctx context.Context, tx *index.Tx, roots ...cas.Hash) e
 }
 
 // AddCandidates records cs, in tx, as candidates due at due (Unix
-// nanoseconds); a candidate recorded already keeps the earlier time.
+// nanoseconds): one with Seq 0 at the next place in the queue, one with a
+// Seq at that place. A candidate recorded already keeps the earlier time
+// and takes the later place, so an operation that records it again counts
+// it as its own.
 func (t *Trees) AddCandidates(ctx context.Context, tx *index.Tx, cs []Candidate, due int64) error {
 	for _, c := range cs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO gc_candidates (hash, kind, due) VALUES (?, ?, ?)
-			ON CONFLICT (hash, kind) DO UPDATE SET due = min(due, excluded.due)`, c.Hash[:], int(c.Kind), due); err != nil {
+		// The next place: one past the highest given out, whether its
+		// candidate is still queued or was taken (gc_candidates_last).
+		if _, err := tx.ExecContext(ctx, `INSERT INTO gc_candidates (hash, kind, due, seq) VALUES (?, ?, ?,
+			CASE WHEN ? > 0 THEN ? ELSE max(coalesce((SELECT max(seq) FROM gc_candidates), 0), (SELECT seq FROM gc_candidates_last WHERE id = 1)) + 1 END)
+			ON CONFLICT (hash, kind) DO UPDATE SET due = min(due, excluded.due), seq = max(seq, excluded.seq)`,
+			c.Hash[:], int(c.Kind), due, c.Seq, c.Seq); err != nil {
 			return fmt.Errorf("add gc candidate: %w", index.Translate(err))
 		}
+	}
+	return nil
+}
+
+// CandidatesEnd returns, in tx, the place of the last candidate recorded
+// so far: every candidate recorded after it returns is at a later place.
+func (t *Trees) CandidatesEnd(ctx context.Context, tx *index.Tx) (int64, error) {
+	var end int64
+	err := tx.QueryRowContext(ctx, `SELECT max(coalesce((SELECT max(seq) FROM gc_candidates), 0), seq) FROM gc_candidates_last WHERE id = 1`).Scan(&end)
+	if err != nil {
+		return 0, fmt.Errorf("gc candidates: %w", index.Translate(err))
+	}
+	return end, nil
+}
+
+// keepLast records, in tx, the highest place given out before candidates
+// leave the queue, so the places recorded next come after it.
+func keepLast(ctx context.Context, tx *index.Tx) error {
+	_, err := tx.ExecContext(ctx, `UPDATE gc_candidates_last SET seq = max(seq, coalesce((SELECT max(seq) FROM gc_candidates), 0)) WHERE id = 1`)
+	if err != nil {
+		return fmt.Errorf("gc candidates: %w", index.Translate(err))
 	}
 	return nil
 }
@@ -299,17 +341,39 @@ func (t *Trees) AddCandidates(ctx context.Context, tx *index.Tx, cs []Candidate,
 // at or before now, earliest first; the caller records again (AddCandidates)
 // any it keeps for later.
 func (t *Trees) TakeCandidates(ctx context.Context, tx *index.Tx, now int64, limit int) ([]Candidate, error) {
+	if err := keepLast(ctx, tx); err != nil {
+		return nil, err
+	}
 	rows, err := tx.QueryxContext(ctx, `DELETE FROM gc_candidates WHERE (hash, kind) IN (
-		SELECT hash, kind FROM gc_candidates WHERE due <= ? ORDER BY due LIMIT ?) RETURNING hash, kind`, now, limit)
+		SELECT hash, kind FROM gc_candidates WHERE due <= ? ORDER BY due LIMIT ?) RETURNING hash, kind, seq`, now, limit)
 	if err != nil {
 		return nil, fmt.Errorf("gc candidates: %w", index.Translate(err))
 	}
+	return scanCandidates(rows)
+}
+
+// TakeCandidatesIn is TakeCandidates for the candidates of span alone, in
+// the order of their places.
+func (t *Trees) TakeCandidatesIn(ctx context.Context, tx *index.Tx, span QueueSpan, now int64, limit int) ([]Candidate, error) {
+	if err := keepLast(ctx, tx); err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryxContext(ctx, `DELETE FROM gc_candidates WHERE (hash, kind) IN (
+		SELECT hash, kind FROM gc_candidates WHERE seq > ? AND seq <= ? AND due <= ? ORDER BY seq LIMIT ?)
+		RETURNING hash, kind, seq`, span.After, span.Upto, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("gc candidates: %w", index.Translate(err))
+	}
+	return scanCandidates(rows)
+}
+
+func scanCandidates(rows *sqlx.Rows) ([]Candidate, error) {
 	defer rows.Close()
 	var out []Candidate
 	for rows.Next() {
 		var c Candidate
 		var k int
-		if err := rows.Scan(&c.Hash, &k); err != nil {
+		if err := rows.Scan(&c.Hash, &k, &c.Seq); err != nil {
 			return nil, fmt.Errorf("gc candidates: %w", index.Translate(err))
 		}
 		c.Kind = CandidateKind(k)
@@ -321,6 +385,9 @@ func (t *Trees) TakeCandidates(ctx context.Context, tx *index.Tx, now int64, lim
 // DropCandidatesDue removes every candidate due at or before due: a full
 // collection that marked the store after that time has judged them all.
 func (t *Trees) DropCandidatesDue(ctx context.Context, tx *index.Tx, due int64) error {
+	if err := keepLast(ctx, tx); err != nil {
+		return err
+	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM gc_candidates WHERE due <= ?`, due)
 	return index.Translate(err)
 }
