@@ -34,7 +34,9 @@ type TreeCandidates interface {
 	TreeCreated(ctx context.Context, tx *index.Tx, h cas.Hash) (int64, bool, error)
 	DeleteTree(ctx context.Context, tx *index.Tx, h cas.Hash, cutoff int64) (int64, []vfs.Candidate, bool, error)
 	AddCandidates(ctx context.Context, tx *index.Tx, cs []vfs.Candidate, due int64) error
+	CandidatesEnd(ctx context.Context, tx *index.Tx) (int64, error)
 	TakeCandidates(ctx context.Context, tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error)
+	TakeCandidatesIn(ctx context.Context, tx *index.Tx, span vfs.QueueSpan, now int64, limit int) ([]vfs.Candidate, error)
 	DropCandidatesDue(ctx context.Context, tx *index.Tx, due int64) error
 }
 
@@ -56,7 +58,21 @@ type CandidateReport struct {
 	Checked  int `json:"checked"`
 	Deferred int `json:"deferred"`
 	Steps    int `json:"steps"`
+	// Backlog counts, for CollectAfter, the candidates examined that
+	// operations before the one it follows had recorded; BacklogLeft
+	// says whether it stopped at its bound, leaving the rest queued.
+	Backlog     int  `json:"backlog,omitempty"`
+	BacklogLeft bool `json:"backlogLeft,omitempty"`
 }
+
+// DefaultBacklog is how many candidates recorded before an operation the
+// collection after it (CollectAfter) examines besides the operation's
+// own: one step's worth. Record operations, rollbacks and persist
+// promotions record a candidate each and collect nothing, so a store's
+// backlog grows with its use; the collection after each deletion or run
+// end takes this much of it, a few thousand statements at most, and
+// gc or Reclaim takes the rest.
+const DefaultBacklog = DefaultStepObjects
 
 // candidateParts returns the parts CollectCandidates composes, or
 // ErrNeedsMark.
@@ -88,7 +104,7 @@ func (m *Maintainer) candidateParts() (TreeCandidates, BlobReferrers, []TreeHold
 }
 
 // CollectCandidates is the collection that follows deletions: it checks
-// only the objects the deleting transactions recorded as candidates (the
+// the objects the deleting transactions recorded as candidates (the
 // trees their rows held) and, for each it deletes, what that object named,
 // so its cost grows with what the deletions left unreferenced, not with
 // the store. Each candidate is checked against every possible referrer by
@@ -101,13 +117,48 @@ func (m *Maintainer) candidateParts() (TreeCandidates, BlobReferrers, []TreeHold
 // candidates together, so a crash leaves the queue as the last committed
 // step did, and writers go on between steps. Since every check runs under
 // the write lock, it sees whatever writers committed before it, a blob
-// that became a delta base included.
+// that became a delta base included. It takes every candidate due, the
+// whole queue; CollectAfter takes one operation's.
 //
 // A store created before the lists of what trees name has them filled in
 // first, in steps of opt.Objects trees (once). It fails with ErrNeedsMark
 // when a part cannot answer through an index, and as GC does otherwise; a
 // step that fails deletes nothing, and the steps before it stay done.
 func (m *Maintainer) CollectCandidates(ctx context.Context, opt StepOptions) (CandidateReport, error) {
+	return m.collect(ctx, opt, nil, 0)
+}
+
+// CollectAfter is CollectCandidates after one operation: it takes the
+// candidates recorded after place after (CandidatesEnd before the
+// operation began) up to the queue's end as it starts, with what those
+// lead to, and then at most backlog of the candidates other operations
+// left (the earliest due first), so its cost grows with what the
+// operation changed, not with what the store's use left queued. What it
+// does not take stays queued, in SQLite, for the next collection; a
+// negative backlog takes none. It fails as CollectCandidates does.
+func (m *Maintainer) CollectAfter(ctx context.Context, opt StepOptions, after int64, backlog int) (CandidateReport, error) {
+	return m.collect(ctx, opt, &after, max(backlog, 0))
+}
+
+// CandidatesEnd returns the place of the last candidate recorded so far,
+// for CollectAfter. It fails with ErrNeedsMark as CollectCandidates does.
+func (m *Maintainer) CandidatesEnd(ctx context.Context) (int64, error) {
+	tc, _, _, err := m.candidateParts()
+	if err != nil {
+		return 0, err
+	}
+	var end int64
+	err = m.p.DB.View(ctx, func(tx *index.Tx) error {
+		var err error
+		end, err = tc.CandidatesEnd(ctx, tx)
+		return err
+	})
+	return end, err
+}
+
+// collect takes the whole queue (after nil), or the candidates after
+// *after and at most backlog others.
+func (m *Maintainer) collect(ctx context.Context, opt StepOptions, after *int64, backlog int) (CandidateReport, error) {
 	var rep CandidateReport
 	tc, br, holders, err := m.candidateParts()
 	if err != nil {
@@ -120,9 +171,13 @@ func (m *Maintainer) CollectCandidates(ctx context.Context, opt StepOptions) (Ca
 	now, grace := m.clock(opt.Now), Grace(opt.Grace)
 	progress := orNoProgress(opt.Progress)
 	var ready bool
+	var end int64
 	if err := m.p.DB.View(ctx, func(tx *index.Tx) error {
 		var err error
-		ready, err = tc.RefsReady(ctx, tx)
+		if ready, err = tc.RefsReady(ctx, tx); err != nil || after == nil {
+			return err
+		}
+		end, err = tc.CandidatesEnd(ctx, tx)
 		return err
 	}); err != nil {
 		return rep, fmt.Errorf("gc: tree refs: %w", err)
@@ -137,26 +192,60 @@ func (m *Maintainer) CollectCandidates(ctx context.Context, opt StepOptions) (Ca
 		}
 	}
 	c := collector{m: m, tc: tc, br: br, holders: holders, grace: grace}
+	all := func(tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error) {
+		return tc.TakeCandidates(ctx, tx, now, limit)
+	}
+	if after == nil {
+		_, err := c.steps(ctx, n, -1, progress, now, all)
+		return c.rep, err
+	}
+	span := vfs.QueueSpan{After: *after, Upto: end}
+	if _, err := c.steps(ctx, n, -1, progress, now, func(tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error) {
+		return tc.TakeCandidatesIn(ctx, tx, span, now, limit)
+	}); err != nil {
+		return c.rep, err
+	}
+	own := c.rep.Checked
+	left, err := c.steps(ctx, n, backlog, progress, now, all)
+	c.rep.Backlog, c.rep.BacklogLeft = c.rep.Checked-own, left
+	return c.rep, err
+}
+
+// takeFunc removes and returns, in tx, up to limit candidates due at now.
+type takeFunc func(tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error)
+
+// steps runs steps of at most n candidates that take returns, each one
+// write transaction, until one finds no more due or, for a budget not
+// negative, budget candidates have been checked; it reports whether it
+// stopped at the budget.
+func (c *collector) steps(ctx context.Context, n, budget int, progress func(string, int, int), now func() time.Time, take takeFunc) (bool, error) {
+	start := c.rep.Checked
 	for {
+		limit := n
+		if budget >= 0 {
+			if limit = min(n, budget-(c.rep.Checked-start)); limit <= 0 {
+				return true, nil
+			}
+		}
 		more := false
-		err := m.p.DB.Update(ctx, func(tx *index.Tx) error {
+		err := c.m.p.DB.Update(ctx, func(tx *index.Tx) error {
 			step := c.rep
 			var err error
-			more, err = c.step(ctx, tx, now().UnixNano(), n)
+			more, err = c.step(ctx, tx, now().UnixNano(), limit, take)
 			if err != nil {
 				c.rep = step // the step rolls back
 			}
 			return err
 		})
 		if err != nil {
-			return c.rep, fmt.Errorf("gc: collect candidates: %w", err)
+			return false, fmt.Errorf("gc: collect candidates: %w", err)
 		}
 		if c.rep.Checked > 0 || more {
 			c.rep.Steps++
 			progress("step", c.rep.Steps, 0)
 		}
 		if !more {
-			return c.rep, nil
+			return false, nil
 		}
 	}
 }
@@ -171,10 +260,11 @@ type collector struct {
 	added   bool // the step recorded new candidates
 }
 
-// step checks up to n due candidates in tx and reports whether more may
-// be due: the step was full, or it recorded new candidates.
-func (c *collector) step(ctx context.Context, tx *index.Tx, now int64, n int) (bool, error) {
-	cs, err := c.tc.TakeCandidates(ctx, tx, now, n)
+// step checks up to n due candidates take returns in tx and reports
+// whether more may be due: the step was full, or it recorded new
+// candidates.
+func (c *collector) step(ctx context.Context, tx *index.Tx, now int64, n int, take takeFunc) (bool, error) {
+	cs, err := take(tx, now, n)
 	if err != nil || len(cs) == 0 {
 		return false, err
 	}
@@ -311,6 +401,10 @@ func (c *collector) delete(ctx context.Context, tx *index.Tx, recs *cas.Records,
 	c.rep.Freed.add(objOf(cand.Kind))
 	c.rep.FreedBytes += freed
 	c.added = c.added || len(next) > 0
+	// What it named belongs to the same operation's stretch of the queue.
+	for i := range next {
+		next[i].Seq = cand.Seq
+	}
 	return true, c.tc.AddCandidates(ctx, tx, next, now)
 }
 
