@@ -29,7 +29,7 @@ type ReclaimReport struct {
 	FileBytesAfter  int64 `json:"fileBytesAfter"`
 	// Marked is true when the collection had to mark the whole store
 	// (maint.ErrNeedsMark: a blob tier that cannot look references up);
-	// false when it checked only the candidates deletions left
+	// false when it checked only the candidates operations left
 	// (maint.Maintainer.CollectCandidates), Checked of them.
 	Marked  bool `json:"marked"`
 	Checked int  `json:"checked"`
@@ -47,15 +47,32 @@ type reclaimer struct {
 	grace time.Duration
 }
 
-func (r *reclaimer) Reclaim(ctx context.Context) (int64, error) {
-	rep, err := reclaim(ctx, r.db, r.m, r.grace, true, false)
+// CandidatesEnd is runs.Reclaimer's: where the queue of candidates ends
+// now (maint.Maintainer.CandidatesEnd); 0 over a blob tier that cannot
+// look references up, whose reclaim marks the store.
+func (r *reclaimer) CandidatesEnd(ctx context.Context) (int64, error) {
+	end, err := r.m.CandidatesEnd(ctx)
+	if errors.Is(err, maint.ErrNeedsMark) {
+		return 0, nil
+	}
+	return end, err
+}
+
+// Reclaim is runs.Reclaimer's: the candidates recorded after place after,
+// and at most maint.DefaultBacklog others.
+func (r *reclaimer) Reclaim(ctx context.Context, after int64) (int64, error) {
+	rep, err := reclaim(ctx, r.db, r.m, r.grace, true, false, &after)
 	return rep.GC.FreedBytes, err
 }
 
 // ReclaimCandidates is runs.CandidateReclaimer: Reclaim unless the store
-// would need a full mark.
-func (r *reclaimer) ReclaimCandidates(ctx context.Context) (int64, bool, error) {
-	rep, err := reclaim(ctx, r.db, r.m, r.grace, false, false)
+// would need a full mark; after < 0 takes the whole queue.
+func (r *reclaimer) ReclaimCandidates(ctx context.Context, after int64) (int64, bool, error) {
+	var from *int64
+	if after >= 0 {
+		from = &after
+	}
+	rep, err := reclaim(ctx, r.db, r.m, r.grace, false, false, from)
 	if errors.Is(err, maint.ErrNeedsMark) {
 		return 0, false, nil
 	}
@@ -64,15 +81,22 @@ func (r *reclaimer) ReclaimCandidates(ctx context.Context) (int64, bool, error) 
 
 // reclaim collects (marking the store only if mark and the parts need it)
 // and gives free pages back: always if vacuum, else only when the
-// collection freed something.
-func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.Duration, mark, vacuum bool) (ReclaimReport, error) {
+// collection freed something. It takes every candidate queued when after
+// is nil, else those after place *after and at most maint.DefaultBacklog
+// others.
+func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.Duration, mark, vacuum bool, after *int64) (ReclaimReport, error) {
 	var rep ReclaimReport
 	var err error
 	if rep.FileBytesBefore, err = db.FileBytes(); err != nil {
 		return rep, fmt.Errorf("reclaim: %w", err)
 	}
 	opt := maint.StepOptions{GCOptions: maint.GCOptions{Grace: grace}}
-	cr, err := m.CollectCandidates(ctx, opt)
+	var cr maint.CandidateReport
+	if after == nil {
+		cr, err = m.CollectCandidates(ctx, opt)
+	} else {
+		cr, err = m.CollectAfter(ctx, opt, *after, maint.DefaultBacklog)
+	}
 	rep.GC, rep.Checked = cr.GCReport, cr.Checked
 	switch {
 	case errors.Is(err, maint.ErrNeedsMark) && mark:
@@ -118,10 +142,15 @@ func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.
 // tree replaced without a checkpoint, an older file version that only a
 // patch base still names) waits for GC. It gives the
 // free pages back to the file system a step at a time (incremental
-// vacuum), without the stop-the-world pass of GC plus Vacuum. Deleting a
-// run or chat and pruning call it on their own; a host calls it after
-// deleting by other means. It fails as GC does, and with store.read_only
-// on a store opened read-only.
+// vacuum), without the stop-the-world pass of GC plus Vacuum. It takes
+// the whole queue of candidates, a step at a time: deleting a run or chat,
+// pruning and a run's end reclaim on their own, but each takes only the
+// candidates it recorded and at most maint.DefaultBacklog of those others
+// left (rollbacks, record operations and persist/ promotions record
+// candidates and collect none), so the rest waits for this, GC, or the
+// next of them. A host calls it after deleting by other means, or as
+// maintenance. It fails as GC does, and with store.read_only on a store
+// opened read-only.
 func (s *Store) Reclaim(ctx context.Context) (ReclaimReport, error) {
-	return reclaim(ctx, s.DB, s.maint, s.reclaimGrace, true, true)
+	return reclaim(ctx, s.DB, s.maint, s.reclaimGrace, true, true, nil)
 }

@@ -747,7 +747,7 @@ func (s *Service) afterOutcome(ctx context.Context, runID, status string) {
 		return err
 	})
 	if err == nil && run.Status.Final() {
-		s.afterFinal(ctx, runID, run.ChatID)
+		s.afterFinal(ctx, runID, run.ChatID, s.candidatesEnd(ctx))
 	}
 }
 

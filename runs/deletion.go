@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"time"
 
@@ -119,16 +120,33 @@ func (s *Service) Deletions(ctx context.Context, afterID int64, limit int) (page
 	return page, more, nil
 }
 
+// candidatesEnd returns where the queue of gc candidates ends before an
+// operation that reclaims after it changes anything: what the operation
+// records comes after it. A queue that cannot be read leaves the
+// operation no candidates of its own (math.MaxInt64): its reclaim takes
+// only the bounded share of the backlog, and gc the rest.
+func (s *Service) candidatesEnd(ctx context.Context) int64 {
+	if s.reclaim == nil {
+		return 0
+	}
+	end, err := s.reclaim.CandidatesEnd(ctx)
+	if err != nil {
+		return math.MaxInt64
+	}
+	return end
+}
+
 // reclaimAfter runs the Reclaimer, if any, after the deletions logged as
-// ids committed, and logs what it freed, even when ctx ended as the
-// collection returned (the bytes are freed). Its failure leaves the
-// garbage for the next reclaim or gc and is returned (with 0 bytes); a
-// failure of the log alone is returned with the bytes freed.
-func (s *Service) reclaimAfter(ctx context.Context, ids []int64) (int64, error) {
+// ids committed, over the candidates recorded after place after, and logs
+// what it freed, even when ctx ended as the collection returned (the
+// bytes are freed). Its failure leaves the garbage for the next reclaim
+// or gc and is returned (with 0 bytes); a failure of the log alone is
+// returned with the bytes freed.
+func (s *Service) reclaimAfter(ctx context.Context, after int64, ids []int64) (int64, error) {
 	if s.reclaim == nil || len(ids) == 0 {
 		return 0, nil
 	}
-	freed, err := s.reclaim.Reclaim(ctx)
+	freed, err := s.reclaim.Reclaim(ctx, after)
 	if err != nil {
 		return 0, err
 	}
@@ -141,8 +159,8 @@ func (s *Service) reclaimAfter(ctx context.Context, ids []int64) (int64, error) 
 // say the deletion did not happen. It is recorded in the deletion log as
 // a reclaim_failed entry of chatID and runID, written even when ctx has
 // ended; the garbage waits for the next reclaim or gc.
-func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string, ids []int64) int64 {
-	freed, err := s.reclaimAfter(ctx, ids)
+func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string, after int64, ids []int64) int64 {
+	freed, err := s.reclaimAfter(ctx, after, ids)
 	if err == nil || freed > 0 {
 		return freed // freed > 0: only the log of it failed
 	}
@@ -158,25 +176,27 @@ func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string
 // reclaimForRoom is for a write the store's cap refused: it collects what
 // deletions recorded as garbage and left waiting because it was younger
 // than the reclaim grace then (nothing else runs a reclaim while a host
-// only writes), and reports whether that freed anything, so the write may
-// be tried once more.
+// only writes), or that reclaims after other operations left for later,
+// the whole queue, and reports whether that freed anything, so the write
+// may be tried once more.
 func (s *Service) reclaimForRoom(ctx context.Context) bool {
 	if s.reclaim == nil {
 		return false
 	}
-	freed, err := s.reclaimCandidates(ctx)
+	freed, err := s.reclaimCandidates(ctx, -1)
 	return err == nil && freed > 0
 }
 
-// reclaimCandidates collects what the deletions before it recorded as
-// candidates (a run's collected scratch/), when the Reclaimer can without
-// marking the store, and logs what it freed, if anything.
-func (s *Service) reclaimCandidates(ctx context.Context) (int64, error) {
+// reclaimCandidates collects what the operations before it recorded as
+// candidates after place after (a run's collected scratch/; after < 0:
+// the whole queue), when the Reclaimer can without marking the store, and
+// logs what it freed, if anything.
+func (s *Service) reclaimCandidates(ctx context.Context, after int64) (int64, error) {
 	cr, ok := s.reclaim.(CandidateReclaimer)
 	if !ok {
 		return 0, nil
 	}
-	freed, ok, err := cr.ReclaimCandidates(ctx)
+	freed, ok, err := cr.ReclaimCandidates(ctx, after)
 	if err != nil || !ok || freed == 0 {
 		return 0, err
 	}
@@ -260,6 +280,7 @@ func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (
 			return res, err
 		}
 	}
+	after := s.candidatesEnd(ctx)
 	var ids []int64
 	err := s.update(ctx, func(tx *index.Tx) error {
 		res.Chats, ids = nil, nil
@@ -331,7 +352,7 @@ func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (
 	if len(res.Chats) == 1 {
 		chatID = res.Chats[0].WorkspaceID
 	}
-	res.BytesFreed = s.reclaimAfterDeletion(ctx, chatID, "", ids)
+	res.BytesFreed = s.reclaimAfterDeletion(ctx, chatID, "", after, ids)
 	return res, nil
 }
 
@@ -411,6 +432,12 @@ type HeldRun struct {
 // runs are never deleted, nor runs with a commit still pending delivery,
 // nor a checkpoint a commit refers to. Settings left unset delete nothing.
 func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
+	return s.prune(ctx, opt, s.candidatesEnd(ctx))
+}
+
+// prune is Prune, its reclaim taking the candidates recorded after place
+// after as its own.
+func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (PruneReport, error) {
 	rep := PruneReport{DryRun: opt.DryRun, Runs: []PrunedRun{}, Checkpoints: []PrunedCheckpoints{}, Held: []HeldRun{}}
 	var ids []int64
 	for chatID, err := range s.pruneChats(ctx, opt.ChatID) {
@@ -523,7 +550,7 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 		}
 	}
 	var err error
-	rep.BytesFreed, err = s.reclaimAfter(ctx, ids)
+	rep.BytesFreed, err = s.reclaimAfter(ctx, after, ids)
 	return rep, err
 }
 
@@ -718,20 +745,22 @@ func (s *Service) pruneCandidates(ctx context.Context, chatID string) ([]PrunedR
 // naming the error's code, or, when the pass had already deleted that
 // run, recorded in the deletion log as a "retention_failed" entry. What
 // the pass deleted before failing stays deleted and logged; the rest
-// waits for the next pass.
-func (s *Service) afterFinal(ctx context.Context, runID, chatID string) {
+// waits for the next pass. after is where the queue of gc candidates
+// ended before the run's end (candidatesEnd): what the end and the pass
+// recorded since is theirs to reclaim.
+func (s *Service) afterFinal(ctx context.Context, runID, chatID string, after int64) {
 	auto, perr := s.autoPrune(ctx)
 	if !auto && perr == nil {
 		return
 	}
 	var rep PruneReport
 	if perr == nil {
-		rep, perr = s.Prune(ctx, PruneOptions{ChatID: chatID})
+		rep, perr = s.prune(ctx, PruneOptions{ChatID: chatID}, after)
 	}
 	if perr == nil && len(rep.Runs) == 0 && len(rep.Checkpoints) == 0 {
 		// Nothing deleted, so Prune reclaimed nothing: what the run's
 		// end left (its scratch/) is collected here.
-		_, perr = s.reclaimCandidates(ctx)
+		_, perr = s.reclaimCandidates(ctx, after)
 	}
 	if perr == nil {
 		return

@@ -37,6 +37,7 @@ type FinishResult struct {
 // Finish, and is journaled on the run as a retention_failed warning.
 func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error) {
 	var res FinishResult
+	after := s.candidatesEnd(ctx)
 	err := s.update(ctx, func(tx *index.Tx) error {
 		// Asked inside the write transaction: a commit takes its turn
 		// before its own transaction and keeps it until its outcome is
@@ -116,7 +117,7 @@ func (s *Service) Finish(ctx context.Context, runID string) (FinishResult, error
 	if err != nil {
 		return FinishResult{}, err
 	}
-	s.afterFinal(ctx, runID, res.Run.ChatID)
+	s.afterFinal(ctx, runID, res.Run.ChatID, after)
 	return res, nil
 }
 

@@ -18,7 +18,9 @@ import (
 // failingReclaimer fails every reclaim, as a full disk would.
 type failingReclaimer struct{}
 
-func (failingReclaimer) Reclaim(context.Context) (int64, error) {
+func (failingReclaimer) CandidatesEnd(context.Context) (int64, error) { return 0, nil }
+
+func (failingReclaimer) Reclaim(context.Context, int64) (int64, error) {
 	return 0, wserr.New(wserr.Internal, "reclaim", "", "disk full")
 }
 
@@ -89,7 +91,9 @@ func TestAutoPruneFailureIsJournaled(t *testing.T) {
 // fails as the collection then would.
 type cancellingReclaimer struct{ cancel context.CancelFunc }
 
-func (r cancellingReclaimer) Reclaim(ctx context.Context) (int64, error) {
+func (cancellingReclaimer) CandidatesEnd(context.Context) (int64, error) { return 0, nil }
+
+func (r cancellingReclaimer) Reclaim(ctx context.Context, _ int64) (int64, error) {
 	r.cancel()
 	return 0, fmt.Errorf("reclaim: gc: %w", ctx.Err())
 }
@@ -189,7 +193,9 @@ func TestAutoPruneFailureIsJournaledWhenTheContextEnded(t *testing.T) {
 // returns.
 type freeingCancellingReclaimer struct{ cancel context.CancelFunc }
 
-func (r freeingCancellingReclaimer) Reclaim(context.Context) (int64, error) {
+func (freeingCancellingReclaimer) CandidatesEnd(context.Context) (int64, error) { return 0, nil }
+
+func (r freeingCancellingReclaimer) Reclaim(context.Context, int64) (int64, error) {
 	r.cancel()
 	return 4096, nil
 }

@@ -569,6 +569,10 @@ func (s *Service) SetStatus(ctx context.Context, runID string, to Status, reason
 		return wserr.New(wserr.InvalidArgument, "set status", "", "reason is %d bytes, longer than %d", len(reason), MaxStatusReasonBytes)
 	}
 	var chatID string
+	var after int64
+	if to.Final() {
+		after = s.candidatesEnd(ctx)
+	}
 	err := s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
@@ -583,7 +587,7 @@ func (s *Service) SetStatus(ctx context.Context, runID string, to Status, reason
 		return s.setStatus(ctx, tx, runID, run.Status, to, reason)
 	})
 	if err == nil && to.Final() {
-		s.afterFinal(ctx, runID, chatID)
+		s.afterFinal(ctx, runID, chatID, after)
 	}
 	return err
 }
@@ -646,6 +650,7 @@ func (s *Service) CancelAndDeleteRun(ctx context.Context, runID string) (cancell
 func (s *Service) deleteRun(ctx context.Context, runID string, cancel bool) (cancelled bool, err error) {
 	var logID int64
 	var chatID string
+	after := s.candidatesEnd(ctx)
 	err = s.update(ctx, func(tx *index.Tx) error {
 		run, err := findRun(ctx, tx, runID)
 		if err != nil {
@@ -675,7 +680,7 @@ func (s *Service) deleteRun(ctx context.Context, runID string, cancel bool) (can
 	// reclaim that fails, leaves the space to the next gc instead of
 	// failing the call.
 	if auto, perr := s.autoPrune(ctx); perr == nil && auto {
-		s.reclaimAfterDeletion(ctx, chatID, runID, []int64{logID})
+		s.reclaimAfterDeletion(ctx, chatID, runID, after, []int64{logID})
 	}
 	return cancelled, nil
 }

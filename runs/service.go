@@ -52,16 +52,26 @@ type Options struct {
 // wsstore.Open provides one built on maintenance. Called after a deletion
 // commits, never inside a transaction.
 type Reclaimer interface {
-	Reclaim(ctx context.Context) (int64, error)
+	// CandidatesEnd returns where the queue of gc candidates ends now;
+	// an operation reads it before it changes anything, so what it
+	// records afterwards is its own.
+	CandidatesEnd(ctx context.Context) (int64, error)
+	// Reclaim collects the candidates recorded after place after (the
+	// operation's own, with what they lead to) and a bounded number of
+	// those others left, so its cost grows with what the operation
+	// changed, not with the backlog.
+	Reclaim(ctx context.Context, after int64) (int64, error)
 }
 
 // CandidateReclaimer is the optional ability of a Reclaimer to collect
 // only what deletions recorded as candidates, at a cost that grows with
-// them and never with the store; it reports false, and does nothing, when
-// it cannot (the store would need a full mark). A run's end uses it to
-// free its collected scratch/ even when retention deleted nothing.
+// them and never with the store: those after place after and a bounded
+// number of others, or, for after < 0, the whole queue. It reports false,
+// and does nothing, when it cannot (the store would need a full mark). A
+// run's end uses it to free its collected scratch/ even when retention
+// deleted nothing.
 type CandidateReclaimer interface {
-	ReclaimCandidates(ctx context.Context) (freed int64, ok bool, err error)
+	ReclaimCandidates(ctx context.Context, after int64) (freed int64, ok bool, err error)
 }
 
 // Blobs is the content store as runs uses it: file contents go in (whole,
