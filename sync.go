@@ -218,17 +218,21 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 	if err != nil {
 		return st, err
 	}
+	published := false
 	defer func() {
 		// A pull that failed may have recorded what it did not publish:
 		// its lock is left to expire, as a sync's (Sync).
-		if err != nil {
+		if err != nil && !published {
 			return
 		}
-		if rerr := release(context.WithoutCancel(ctx)); rerr != nil {
+		if rerr := release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
 			err = fmt.Errorf("pull: release the lock: %w", rerr)
 		}
 	}()
-	if err := s.pullIndexes(ctx, dev, &st); err != nil {
+	// A gap in one device's chain holds back that device's segments
+	// after it, as in Sync; the pull publishes, then fails with it.
+	gap, err := s.pullIndexes(ctx, dev, &st)
+	if err != nil {
 		return st, err
 	}
 	objs, err := s.Remote.ObjectDelta(ctx, s.DB, false)
@@ -237,7 +241,8 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 	}
 	defer objs.Close()
 	if objs.Empty() {
-		return st, nil
+		published = true
+		return st, gap
 	}
 	idx, err := s.Remote.PendingIndexes(ctx, s.DB)
 	if err != nil {
@@ -257,7 +262,11 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 	}
 	// No Claimed: the segment carries no metadata, so the changes marked
 	// here stay for the next sync to send.
-	return st, s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Objects: objs, Indexes: idx})
+	if err := s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Objects: objs, Indexes: idx}); err != nil {
+		return st, err
+	}
+	published = true
+	return st, gap
 }
 
 // pulls takes in index objects for one sync or pull: those segment
@@ -298,15 +307,18 @@ func (p *pulls) add(st remote.PullStats) {
 // pullIndexes takes in the index objects of the other devices' segments
 // after those whose index objects the store took in: it reads their
 // headers, not their archives, and lists index/ only for a device it
-// never read or one that wrote a base since.
-func (s *Store) pullIndexes(ctx context.Context, dev string, st *remote.PullStats) error {
+// never read or one that wrote a base since. A segment that does not
+// follow on the one read before it (remote.FollowsOn) holds back its
+// device: nothing of it past the gap is read, and the first such gap is
+// returned as gap, the other devices' segments taken in.
+func (s *Store) pullIndexes(ctx context.Context, dev string, st *remote.PullStats) (gap, err error) {
 	indexed, err := s.Remote.Indexed(ctx, s.DB)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	devs, err := s.Remote.Devices(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pull := &pulls{s: s, st: st}
 	var listAll bool
@@ -317,36 +329,43 @@ func (s *Store) pullIndexes(ctx context.Context, dev string, st *remote.PullStat
 		}
 		ss, err := s.Remote.Segments(ctx, d, indexed[d])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		segs[d] = ss
 		listAll = listAll || indexed[d] == "" || slices.ContainsFunc(ss, func(g remote.Segment) bool { return g.Base })
 	}
 	if listAll {
 		if err := pull.all(ctx); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, d := range devs {
+		last := indexed[d]
 		for _, seg := range segs[d] {
 			if pull.full {
-				break
+				last = seg.Key
+				continue
 			}
 			h, err := s.Remote.ReadHeader(ctx, seg)
 			if err == nil {
+				if err = remote.FollowsOn(seg, h, last); err != nil {
+					gap = cmp.Or(gap, err)
+					break
+				}
 				err = pull.of(ctx, h)
 			}
 			if err != nil {
-				return fmt.Errorf("pull: segment %s: %w", seg.Key, err)
+				return nil, fmt.Errorf("pull: segment %s: %w", seg.Key, err)
 			}
+			last = seg.Key
 		}
-		if n := len(segs[d]); n > 0 {
-			if err := s.Remote.RecordIndexed(ctx, s.DB, d, segs[d][n-1].Key); err != nil {
-				return err
+		if last != indexed[d] {
+			if err := s.Remote.RecordIndexed(ctx, s.DB, d, last); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return gap, nil
 }
 
 // lockAndRegister takes dev's sync lock on the object store and registers

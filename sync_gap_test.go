@@ -139,3 +139,41 @@ func TestSyncBucketEmptied(t *testing.T) {
 	assert.Equal(t, strings.Repeat("old-00 line\n", 20), string(got.Content))
 	requireSame(t, contents(t, x), contents(t, y))
 }
+
+// TestPullSegmentGap: a pull checks each device's chain of segments as a
+// sync does. A segment gone from the bucket fails the pull with
+// store.corrupt wrapping remote.ErrMissing, naming the device and the
+// segment, and the pull reads nothing of that device past the gap (every
+// later pull says so again) until the device publishes a base.
+func TestPullSegmentGap(t *testing.T) {
+	ctx := context.Background()
+	srv, open := fakeTier(t)
+	c, d := open(), open()
+	smallRuns(t, c, "chat-c", "t0", 10)
+	syncOK(t, c)
+	_, err := d.PullRemote(ctx)
+	require.NoError(t, err)
+	smallRuns(t, c, "chat-c", "t4", 1)
+	s1 := syncOK(t, c).Published
+	smallRuns(t, c, "chat-c", "t5", 1)
+	s2 := syncOK(t, c).Published
+	require.False(t, strings.HasSuffix(s2, ".base.seg"))
+	srv.SetObject("wsstore", "team/"+s1, nil)
+
+	for range 2 {
+		_, err = d.PullRemote(ctx)
+		require.Error(t, err, "D must not skip S1")
+		assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err))
+		assert.ErrorIs(t, err, remote.ErrMissing)
+		assert.Contains(t, err.Error(), s1)
+		assert.Contains(t, err.Error(), "device "+strings.Split(s1, "/")[1])
+	}
+
+	_, err = c.SyncWith(ctx, wsstore.SyncOptions{Base: true})
+	require.NoError(t, err)
+	_, err = d.PullRemote(ctx)
+	require.NoError(t, err)
+	syncOK(t, d)
+	assert.Equal(t, runIDs(t, c), runIDs(t, d))
+	requireSame(t, contents(t, c), contents(t, d))
+}
