@@ -52,10 +52,10 @@ type SyncReport struct {
 	// the object store and published again (remote.Storage.CheckPublished).
 	Repaired remote.Repair `json:"repaired"`
 	// Held names the devices whose segments the sync took in only up to
-	// a gap (a segment gone from the object store): nothing of theirs
-	// after it until they publish a base. The sync then fails with the
-	// first gap's store.corrupt, after taking in the other devices' and
-	// publishing its own.
+	// a gap (a segment gone from the object store, or damaged): nothing
+	// of theirs after it until they publish a base. The sync then fails
+	// with the first gap's store.corrupt, after taking in the other
+	// devices' and publishing its own.
 	Held []string `json:"held,omitempty"`
 }
 
@@ -171,15 +171,22 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 			continue
 		}
 		h, arch, err := s.Remote.FetchSegment(ctx, seg)
-		if err == nil {
+		if wserr.CodeOf(err) == wserr.Corrupt {
+			// A segment damaged or gone since it was listed is a gap too.
+			err = fmt.Errorf("sync: segment %s: %w (nothing of device %s after it is taken in until the device publishes a base: `wsctl sync --base` there)", seg.Key, err, seg.Device)
+		} else if err == nil {
 			if err = remote.FollowsOn(seg, h, read[seg.Device]); err != nil {
 				arch.Close()
-				rep.Held = append(rep.Held, seg.Device)
-				gap = cmp.Or(gap, err)
-				todo = append(todo[:i], slices.DeleteFunc(slices.Clone(todo[i:]), held)...)
-				i--
-				continue
 			}
+		}
+		if wserr.CodeOf(err) == wserr.Corrupt {
+			rep.Held = append(rep.Held, seg.Device)
+			gap = cmp.Or(gap, err)
+			todo = append(todo[:i], slices.DeleteFunc(slices.Clone(todo[i:]), held)...)
+			i--
+			continue
+		}
+		if err == nil {
 			err = pull.of(ctx, h)
 		}
 		if err == nil {
@@ -308,9 +315,10 @@ func (p *pulls) add(st remote.PullStats) {
 // after those whose index objects the store took in: it reads their
 // headers, not their archives, and lists index/ only for a device it
 // never read or one that wrote a base since. A segment that does not
-// follow on the one read before it (remote.FollowsOn) holds back its
-// device: nothing of it past the gap is read, and the first such gap is
-// returned as gap, the other devices' segments taken in.
+// follow on the one read before it (remote.FollowsOn), or whose header is
+// damaged or gone, holds back its device: nothing of it past the gap is
+// read, and the first such gap is returned as gap, the other devices'
+// segments taken in.
 func (s *Store) pullIndexes(ctx context.Context, dev string, st *remote.PullStats) (gap, err error) {
 	indexed, err := s.Remote.Indexed(ctx, s.DB)
 	if err != nil {
@@ -347,11 +355,16 @@ func (s *Store) pullIndexes(ctx context.Context, dev string, st *remote.PullStat
 				continue
 			}
 			h, err := s.Remote.ReadHeader(ctx, seg)
+			if wserr.CodeOf(err) == wserr.Corrupt {
+				err = fmt.Errorf("pull: segment %s: %w (nothing of device %s after it is read until the device publishes a base: `wsctl sync --base` there)", seg.Key, err, seg.Device)
+			} else if err == nil {
+				err = remote.FollowsOn(seg, h, last)
+			}
+			if wserr.CodeOf(err) == wserr.Corrupt {
+				gap = cmp.Or(gap, err)
+				break
+			}
 			if err == nil {
-				if err = remote.FollowsOn(seg, h, last); err != nil {
-					gap = cmp.Or(gap, err)
-					break
-				}
 				err = pull.of(ctx, h)
 			}
 			if err != nil {
@@ -732,12 +745,13 @@ func (s *Store) freeForOtherRuns(ctx context.Context, conflicts []archive.Confli
 			continue
 		}
 		h, err := s.Remote.ReadHeader(ctx, seg)
-		if err != nil {
-			return nil, err
-		}
-		if remote.FollowsOn(seg, h, last[seg.Device]) != nil {
+		if wserr.CodeOf(err) == wserr.Corrupt || err == nil && remote.FollowsOn(seg, h, last[seg.Device]) != nil {
+			// Damaged or past a gap: its turn holds the device back.
 			gap[seg.Device] = true
 			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		last[seg.Device] = seg.Key
 		for _, tb := range h.Tombstones {

@@ -177,3 +177,73 @@ func TestPullSegmentGap(t *testing.T) {
 	assert.Equal(t, runIDs(t, c), runIDs(t, d))
 	requireSame(t, contents(t, c), contents(t, d))
 }
+
+// TestSyncSegmentDamaged: a segment whose bytes do not hash to its key
+// holds back its device as a gap does: the sync takes in the other
+// devices' segments and publishes its own, then fails with store.corrupt
+// naming the segment, and reads nothing of that device past it until the
+// device publishes a base.
+func TestSyncSegmentDamaged(t *testing.T) {
+	ctx := context.Background()
+	srv, open := fakeTier(t)
+	c, d, e := open(), open(), open()
+	smallRuns(t, c, "chat-c", "c0", 3)
+	syncOK(t, c)
+	syncOK(t, d)
+	syncOK(t, e)
+	smallRuns(t, c, "chat-c", "c4", 1)
+	s1 := syncOK(t, c).Published
+	smallRuns(t, c, "chat-c", "c5", 1)
+	syncOK(t, c)
+	b, ok := srv.Object("wsstore", "team/"+s1)
+	require.True(t, ok)
+	srv.SetObject("wsstore", "team/"+s1, b[:len(b)/2])
+
+	smallRuns(t, d, "chat-d", "dd", 1)
+	rep, err := d.Sync(ctx)
+	require.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), s1)
+	assert.NotEmpty(t, rep.Published, "D published its own")
+	assert.Equal(t, []string{strings.Split(s1, "/")[1]}, rep.Held)
+	assert.NotContains(t, runIDs(t, d), "c5-00", "nothing of C past the damage")
+	_, err = e.Sync(ctx)
+	require.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+	assert.Contains(t, runIDs(t, e), "dd-00", "E has D's run")
+
+	_, err = c.SyncWith(ctx, wsstore.SyncOptions{Base: true})
+	require.NoError(t, err)
+	syncOK(t, d)
+	syncOK(t, e)
+	syncOK(t, c)
+	assert.Equal(t, runIDs(t, c), runIDs(t, d))
+	assert.Equal(t, runIDs(t, c), runIDs(t, e))
+	assert.Contains(t, runIDs(t, c), "dd-00")
+}
+
+// TestPullSegmentDamaged: a segment whose header does not read holds back
+// its device in a pull as a gap does; the other devices' index objects
+// are taken in.
+func TestPullSegmentDamaged(t *testing.T) {
+	ctx := context.Background()
+	srv, open := fakeTier(t)
+	c, d, e := open(), open(), open()
+	smallRuns(t, c, "chat-c", "c0", 3)
+	syncOK(t, c)
+	smallRuns(t, e, "chat-e", "e0", 10)
+	syncOK(t, e)
+	_, err := d.PullRemote(ctx)
+	require.NoError(t, err)
+	smallRuns(t, c, "chat-c", "c4", 1)
+	s1 := syncOK(t, c).Published
+	srv.SetObject("wsstore", "team/"+s1, []byte("not a segment\n"))
+	smallRuns(t, e, "chat-e", "ee", 1)
+	rep, err := e.Sync(ctx)
+	require.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+	require.NotEmpty(t, rep.Published)
+	require.False(t, rep.Base, "D reads E's segment's header")
+
+	st, err := d.PullRemote(ctx)
+	require.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), s1)
+	assert.Positive(t, st.Objects, "E's new objects are taken in")
+}
