@@ -1198,6 +1198,12 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 			from[it.ID] = old.Seq
 		}
 	}
+	// Each run's state is read before it is exported, so what is
+	// recorded as synced is the segment's or an earlier state of it, never
+	// a later one written meanwhile, which the next tail would start from.
+	if err := s.withLast(ctx, changed); err != nil {
+		return err
+	}
 	delta, err := s.exportItems(ctx, changed, from)
 	if err != nil {
 		return err
@@ -1247,6 +1253,9 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 		}
 		slices.SortFunc(all, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
 		delta.Close()
+		if err := s.withLast(ctx, all); err != nil {
+			return err
+		}
 		if delta, err = s.exportItems(ctx, all, nil); err != nil {
 			return err
 		}
@@ -1265,9 +1274,6 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 		return err
 	}
 	h.Tombstones = append(h.Tombstones, replaced...)
-	if err := s.withLast(ctx, items); err != nil {
-		return err
-	}
 	for i := range items {
 		items[i].Sent = true
 	}

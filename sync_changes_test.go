@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,4 +312,66 @@ func TestPullKeepsUnsyncedChanges(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "after the claim\n", string(got.Content))
 	})
+}
+
+// TestSyncWhileTheRunIsWritten: a run written while its device publishes
+// is recorded as synced at the state the segment carried (or an earlier
+// one), never at one written after the export, so the next sync's tail
+// starts where the other device holds the run. Before, a write between
+// the export and the record made the other device refuse every later tail
+// of the run ("holds fewer events"): a conflict named on every sync while
+// only one device wrote, the run never brought forward there.
+func TestSyncWhileTheRunIsWritten(t *testing.T) {
+	srv, open := fakeTier(t)
+	ctx := context.Background()
+	// The store's clock writes to the run when the sync reads it to date
+	// its segment: after the export, before the record.
+	var a *wsstore.Store
+	var armed atomic.Bool
+	now := func() time.Time {
+		if armed.Load() && calledFrom("github.com/wsstore/wsstore.(*Store).publish") {
+			armed.Store(false)
+			_, err := a.Runs.Workspace("r-00", runs.ModelScope).Write(ctx, vfs.MustPath("output/meanwhile.md"), []byte("written as the segment is dated\n"), vfs.WriteOptions{})
+			require.NoError(t, err)
+		}
+		return time.Now()
+	}
+	a, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{Blobs: "s3://wsstore/team?endpoint=" + srv.URL, Now: now,
+		Remote: remote.Options{PackSize: 64 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	b := open()
+	smallRuns(t, a, "c", "r", 10)
+	syncOK(t, a)
+	syncOK(t, b)
+
+	ws := a.Runs.Workspace("r-00", runs.ModelScope)
+	_, err = ws.Write(ctx, vfs.MustPath("output/0.md"), []byte("changed\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	armed.Store(true)
+	rep := syncOK(t, a)
+	require.False(t, armed.Load(), "the clock wrote")
+	require.False(t, rep.Base)
+	assert.Empty(t, syncOK(t, b).Conflicts)
+	for i := range 2 {
+		_, err = ws.Write(ctx, vfs.MustPath("output/0.md"), []byte(fmt.Sprint("later ", i, "\n")), vfs.WriteOptions{})
+		require.NoError(t, err)
+		require.False(t, syncOK(t, a).Base, "a tail")
+		assert.Empty(t, syncOK(t, b).Conflicts, "B takes in the tail")
+	}
+	ra, err := a.Runs.Run(ctx, "r-00")
+	require.NoError(t, err)
+	rb, err := b.Runs.Run(ctx, "r-00")
+	require.NoError(t, err)
+	assert.Equal(t, ra.Root, rb.Root)
+}
+
+// calledFrom reports whether the function that called its caller is fn.
+func calledFrom(fn string) bool {
+	pc := make([]uintptr, 1)
+	if runtime.Callers(3, pc) == 0 {
+		return false
+	}
+	f, _ := runtime.CallersFrames(pc).Next()
+	return f.Function == fn
 }
