@@ -211,3 +211,31 @@ func TestOneDirectionWithoutDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestLongPollOutlastsTheWriteTimeout: a long poll that waits its whole
+// wait, longer than the server's write timeout (`wsctl serve
+// --write-timeout`), is still answered: its answer has the write window
+// after the wait, as a download's has after its last bytes.
+func TestLongPollOutlastsTheWriteTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits a second")
+	}
+	s := newServer(t, httpapi.Options{ReadIOTimeout: 300 * time.Millisecond, WriteIOTimeout: 300 * time.Millisecond})
+	s.srv.Close()
+	srv := httptest.NewUnstartedServer(s.h)
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	s.srv = srv
+	s.mustOp(map[string]any{"op": "run.create", "runId": "r1", "chat": map[string]any{"kind": "chat", "stableChatId": "c-r1"}})
+	req, err := http.NewRequest(http.MethodGet, s.url("/v1/runs/r1/events/follow", "afterSeq", "1000", "wait", "1s"), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+s.full)
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err, "the long poll is answered")
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	assert.JSONEq(t, `{"events":[]}`, string(b))
+}
