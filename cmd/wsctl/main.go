@@ -19,13 +19,29 @@ const cpuProfileEnv = "WSCTL_CPUPROFILE"
 const memProfileEnv = "WSCTL_MEMPROFILE"
 
 func main() {
+	// Read before Notify takes the signals: one ignored when wsctl started
+	// (a background job of a shell script) is ignored again once stop()
+	// lets go of it.
+	ignored := signal.Ignored(os.Interrupt) || signal.Ignored(syscall.SIGTERM)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	var again chan os.Signal
+	if ignored {
+		again = make(chan os.Signal, 2)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	}
 	// The first interrupt asks the command to stop, letting what is in
 	// flight finish; a second one ends wsctl at once, as the signal's
-	// default does (the store keeps what was committed, as after a crash).
+	// default does (the store keeps what was committed, as after a crash),
+	// or, where that default is to ignore it, with the status of an
+	// interrupt.
 	go func() {
 		<-ctx.Done()
 		stop()
+		if again != nil {
+			<-again // the first, which ended ctx
+			<-again
+			os.Exit(130)
+		}
 	}()
 	stopProfile, stopHeapPeak := startProfile(), startHeapPeak()
 	code := execute(ctx, newApp(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
