@@ -24,6 +24,7 @@ import (
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/tokens"
+	"github.com/wsstore/wsstore/vfs"
 )
 
 // newRun creates run id with one written file, checkpointed.
@@ -498,4 +499,50 @@ func TestOpUploadKeepsToMaxUploadBytes(t *testing.T) {
 	res := s.mustOp(map[string]any{"op": "actor.ls", "actor": "lim"})
 	assert.Empty(t, res["entries"], "nothing was stored")
 	s.mustOp(map[string]any{"op": "actor.upload", "actor": "lim", "path": "c", "contentBase64": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xff}, 1000))})
+}
+
+// TestRunFileStreamsALargeCheckpointJSON: a checkpoint.json larger than a
+// read returns (runs.MaxReadBytes) downloads whole, and by range, streamed
+// from the checkpoint's tree as `wsctl cat` streams it, with the size and
+// hash its stat names.
+func TestRunFileStreamsALargeCheckpointJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 60,000 files")
+	}
+	ctx := context.Background()
+	s := newServer(t, httpapi.Options{})
+	s.mustOp(map[string]any{"op": "run.create", "runId": "r1", "chat": map[string]any{"kind": "chat", "stableChatId": "c-r1"}})
+	ws := s.st.Runs.Workspace("r1", runs.HostScope)
+	var edits []runs.Edit
+	name := strings.Repeat("n", 200)
+	for i := range 60000 {
+		edits = append(edits, runs.Edit{Path: vfs.MustPath(fmt.Sprintf("output/d%02d/%s%06d.md", i/1000, name, i)), Content: []byte("x")})
+	}
+	fis, err := ws.Apply(ctx, edits)
+	require.NoError(t, err)
+	path := "checkpoints/" + fis[0].Checkpoint + "/checkpoint.json"
+	fi, err := ws.Stat(ctx, vfs.MustPath(path))
+	require.NoError(t, err)
+	require.Greater(t, fi.Size, int64(runs.MaxReadBytes))
+
+	req, err := http.NewRequest(http.MethodGet, s.url("/v1/runs/r1/file", "path", path), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+s.full)
+	resp, err := s.srv.Client().Do(req)
+	require.NoError(t, err)
+	h := cas.NewHasher()
+	n, err := io.Copy(h, resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, fi.Size, n)
+	assert.Equal(t, fi.Hash, h.Sum(), "the bytes its stat names")
+	assert.Equal(t, `"`+fi.Hash.String()+`"`, resp.Header.Get("ETag"))
+
+	resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/file", "path", path), s.full, nil, "Range", fmt.Sprintf("bytes=%d-", fi.Size-2))
+	require.Equal(t, http.StatusPartialContent, resp.StatusCode, "%s", b)
+	assert.Equal(t, "}\n", string(b), "the last bytes of the JSON")
+	resp, b = s.do(http.MethodHead, s.url("/v1/runs/r1/file", "path", path), s.full, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	assert.Equal(t, fi.Size, resp.ContentLength)
 }

@@ -169,22 +169,72 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if stored := fi.Resource == vfs.ResourceMaterialized || fi.Resource == vfs.ResourceGenerated; !stored || fi.Hash.IsZero() {
-		// Not stored (a file made when read, such as the run's manifest
-		// or a checkpoint's record; a file of a host directory): read on
-		// demand, whole.
-		res, err := ws.Read(r.Context(), p, vfs.ReadOptions{})
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		content := res.Content
-		h.sendFile(w, r, p.String(), cas.Sum(content), int64(len(content)), func(off, n int64) (io.ReadCloser, error) {
-			return io.NopCloser(bytes.NewReader(content[off : off+n])), nil
-		})
+	stored := fi.Resource == vfs.ResourceMaterialized || fi.Resource == vfs.ResourceGenerated
+	if !stored && fi.Resource != vfs.ResourceHost && !fi.Hash.IsZero() {
+		// Made when read (the run's manifest, a checkpoint's record, a
+		// virtual resource): streamed as the workspace gives it (a
+		// checkpoint.json of any size is written from its tree as it is
+		// read).
+		h.sendMade(w, r, ws, p)
+		return
+	}
+	if !stored || fi.Hash.IsZero() {
+		// Not stored, and its hash not known before its bytes are read
+		// (a file of a host directory): read on demand, whole.
+		h.sendRead(w, r, ws, p)
 		return
 	}
 	h.sendFile(w, r, p.String(), fi.Hash, fi.Size, h.blobRange(r, fi.Hash))
+}
+
+// sendMade answers a download of p, a file the workspace makes when it is
+// read, from Workspace.Open: its stream, and the size and hash of what it
+// streams (read whole, as sendRead, if it comes without a hash). A range
+// is read from the start, the bytes before it skipped.
+func (h *Handler) sendMade(w http.ResponseWriter, r *http.Request, ws *runs.Workspace, p vfs.Path) {
+	rc, fi, err := ws.Open(r.Context(), p)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer func() {
+		if rc != nil {
+			rc.Close()
+		}
+	}()
+	if fi.Hash.IsZero() {
+		h.sendRead(w, r, ws, p)
+		return
+	}
+	h.sendFile(w, r, p.String(), fi.Hash, fi.Size, func(off, n int64) (io.ReadCloser, error) {
+		src := rc
+		rc = nil
+		if src == nil { // opened again: a busy store, retried
+			var err error
+			if src, _, err = ws.Open(r.Context(), p); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := io.CopyN(io.Discard, src, off); err != nil {
+			src.Close()
+			return nil, err
+		}
+		return src, nil
+	})
+}
+
+// sendRead answers a download of p read whole (at most the 16 MiB a read
+// returns), its hash the hash of what was read.
+func (h *Handler) sendRead(w http.ResponseWriter, r *http.Request, ws *runs.Workspace, p vfs.Path) {
+	res, err := ws.Read(r.Context(), p, vfs.ReadOptions{})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	content := res.Content
+	h.sendFile(w, r, p.String(), cas.Sum(content), int64(len(content)), func(off, n int64) (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(content[off : off+n])), nil
+	})
 }
 
 // GET /v1/runs/{run}/diff?from=&to=&maxBytes=&after=&limit=: what changed
