@@ -339,9 +339,15 @@ func (s *Session) stat(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := requiredPath(req.Path)
-	if err != nil {
-		return nil, err
+	if req.Path == nil {
+		return nil, invalidRequest("missing \"path\"")
+	}
+	// The root is named as list names it: "" or ".".
+	p := vfs.Root()
+	if *req.Path != "" && *req.Path != "." {
+		if p, err = vfs.ParsePath(*req.Path); err != nil {
+			return nil, err
+		}
 	}
 	return s.modelView(runID, req.At).Stat(ctx, p)
 }

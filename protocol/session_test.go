@@ -166,3 +166,20 @@ func TestHostValuesAreHostMistakes(t *testing.T) {
 		assert.True(t, r.OK, "%s: %+v", l, r.Error)
 	}
 }
+
+// TestStatOfTheRoot: stat names the root as list does, "" or ".", and in
+// the model's scope it counts only the roots the model sees, with no hash.
+func TestStatOfTheRoot(t *testing.T) {
+	s := openSession(t)
+	ctx := context.Background()
+	r := s.Handle(ctx, []byte(`{"op":"write","path":"output/main.md","content":"Hello"}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	for _, path := range []string{`""`, `"."`} {
+		r = s.Handle(ctx, []byte(`{"op":"stat","path":`+path+`}`))
+		require.True(t, r.OK, "%s: %+v", path, r.Error)
+		assert.Contains(t, line(t, r), `"result":{"path":".","kind":"dir","size":5,"resource":"generated","writable":false}`, path)
+	}
+	r = s.Handle(ctx, []byte(`{"op":"stat"}`))
+	require.False(t, r.OK)
+	assert.Equal(t, "batch.invalid_request", string(r.Error.Code))
+}
