@@ -342,6 +342,9 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 		if err != nil {
 			return Message{}, invalidManifest("artifact %q: %s", a.ID, wserr.MessageOf(err))
 		}
+		// The message and the journal name the file by its workspace
+		// path, however the manifest spelled it ("./output/main.md").
+		a.Path = p.String()
 		e, ok, err := lookup(p)
 		if err != nil {
 			return Message{}, err

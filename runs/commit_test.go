@@ -15,6 +15,7 @@ import (
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -545,4 +546,36 @@ func TestCommitsPage(t *testing.T) {
 		_, _, err := e.svc.CommitsPage(e.ctx, r.ID, q)
 		assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%+v: %v", q, err)
 	}
+}
+
+// TestCommitNamesArtifactsByTheirWorkspacePath: a manifest may spell an
+// artifact's path loosely ("./output/main.md"); the message and the journal
+// name the file by its workspace path, as every other record does.
+func TestCommitNamesArtifactsByTheirWorkspacePath(t *testing.T) {
+	e := newLifecycleEnv(t)
+	m := runs.Manifest{WorkspaceVersion: 1, Artifacts: []runs.Artifact{
+		{ID: "main", Path: "./output/main.md", Target: runs.Target{Kind: runs.TargetMessageBody}, Required: true},
+		{ID: "status", Path: "output//status.md", Target: runs.Target{Kind: runs.TargetMessageExtra, Key: "status_bar"}},
+	}}
+	r := e.create("c1", runs.CreateRequest{Manifest: &m})
+	e.write(r.ID, "output/main.md", "Body")
+	e.write(r.ID, "output/status.md", "HP 10")
+	sink := &recordingSink{}
+	_, err := e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+	require.Len(t, sink.got, 1)
+	var paths []string
+	for _, a := range sink.got[0].Message.Agent.Artifacts {
+		paths = append(paths, a.Path)
+	}
+	assert.Equal(t, []string{"output/main.md", "output/status.md"}, paths)
+
+	e.write(r.ID, "output/main.md", "")
+	_, err = e.svc.Workspace(r.ID, runs.ModelScope).Delete(e.ctx, vfs.MustPath("output/main.md"))
+	require.NoError(t, err)
+	_, err = e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	var we *wserr.Error
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, wserr.MissingArtifact, we.Code)
+	assert.Equal(t, "output/main.md", we.Path)
 }
