@@ -220,7 +220,10 @@ func (s *Service) RecordToolResult(ctx context.Context, runID string, res ToolRe
 	}
 	args, _ := recordPath(op, ToolArgsRoot, res.ID)
 	return s.record(ctx, runID, op, func(tx *index.Tx, r *recorder) error {
-		if !r.has(args) {
+		if ok, err := r.has(args); err != nil || !ok {
+			if err != nil {
+				return err
+			}
 			return wserr.New(wserr.InvalidArgument, op, "", "no tool call %q was recorded in run %s", res.ID, runID)
 		}
 		if err := r.store(p, res.Result); err != nil {
@@ -247,7 +250,10 @@ func (s *Service) RecordModelRequest(ctx context.Context, runID string, req Mode
 		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "round must be 1 or more, not %d", req.Round)
 	}
 	return s.record(ctx, runID, op, func(tx *index.Tx, r *recorder) error {
-		if r.has(RoundPath(req.Round)) {
+		if ok, err := r.has(RoundPath(req.Round)); err != nil || ok {
+			if err != nil {
+				return err
+			}
 			return wserr.New(wserr.InvalidArgument, op, "", "round %d of run %s is already answered", req.Round, runID)
 		}
 		return r.event(journal.ModelRequestCreated, req)
@@ -298,15 +304,22 @@ type recorder struct {
 	room *room
 }
 
-// has reports whether the records tree holds p.
-func (r *recorder) has(p vfs.Path) bool {
+// has reports whether the records tree holds p; a tree it cannot read
+// (store.corrupt, the context's end) is an error, never "no".
+func (r *recorder) has(p vfs.Path) (bool, error) {
 	_, err := r.s.trees.Lookup(r.ctx, r.tx, r.root, p)
-	return err == nil
+	if wserr.Is(err, wserr.FileNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // store puts b at p in the records tree; p must not exist yet.
 func (r *recorder) store(p vfs.Path, b []byte) error {
-	if r.has(p) {
+	if ok, err := r.has(p); err != nil || ok {
+		if err != nil {
+			return err
+		}
 		return wserr.New(wserr.InvalidArgument, r.op, p.String(), "%s is already recorded in run %s", p, r.run.ID)
 	}
 	if err := r.room.add(p, int64(len(b))); err != nil {

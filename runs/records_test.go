@@ -1,6 +1,7 @@
 package runs_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
@@ -306,4 +308,61 @@ func TestRecordsAnArchiveCannotHoldAreRefused(t *testing.T) {
 	_, err := e.svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: "call_1", Name: name, Args: json.RawMessage(`{}`)})
 	require.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
 	assert.Equal(t, before, rowCounts(e), "a refused record writes nothing")
+}
+
+// damagedTrees is a tree store whose lookups below dir fail with
+// store.corrupt, as a records tree whose rows were damaged reads.
+type damagedTrees struct {
+	runs.Trees
+	dir string
+}
+
+func (d damagedTrees) Lookup(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path) (vfs.Entry, error) {
+	if p.Top() == d.dir {
+		return vfs.Entry{}, wserr.New(wserr.Corrupt, "lookup", p.String(), "damaged tree")
+	}
+	return d.Trees.Lookup(ctx, tx, root, p)
+}
+
+// TestRecordsOverADamagedTreeFailWithItsError: a record that cannot read
+// the run's records tree fails with the store's error, never a
+// model-correctable one, and writes nothing.
+func TestRecordsOverADamagedTreeFailWithItsError(t *testing.T) {
+	e := newWSEnv(t, runs.Options{})
+	r := e.newRun("run_rec", runs.CreateRequest{})
+	_, err := e.svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: "call_1", Name: "workspace.read", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	_, err = e.svc.RecordModelResponse(e.ctx, r.ID, runs.ModelResponseRecord{Round: 1, Response: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+
+	for _, tt := range []struct {
+		name, dir string
+		record    func(svc *runs.Service) error
+	}{
+		{"ToolResult", runs.ToolArgsRoot, func(svc *runs.Service) error {
+			_, err := svc.RecordToolResult(e.ctx, r.ID, runs.ToolResultRecord{ID: "call_1", Result: json.RawMessage(`{}`)})
+			return err
+		}},
+		{"ToolCall", runs.ToolArgsRoot, func(svc *runs.Service) error {
+			_, err := svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: "call_2", Name: "workspace.read", Args: json.RawMessage(`{}`)})
+			return err
+		}},
+		{"ModelRequest", runs.ModelResponsesRoot, func(svc *runs.Service) error {
+			_, err := svc.RecordModelRequest(e.ctx, r.ID, runs.ModelRequestRecord{Round: 2})
+			return err
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := deps(e.st)
+			d.Trees = damagedTrees{Trees: d.Trees, dir: tt.dir}
+			svc := runs.New(d, runs.Options{Now: e.clock.Now})
+			before, err := e.svc.Run(e.ctx, r.ID)
+			require.NoError(t, err)
+			err = tt.record(svc)
+			assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+			after, err := e.svc.Run(e.ctx, r.ID)
+			require.NoError(t, err)
+			assert.Equal(t, before.UpdatedAt, after.UpdatedAt, "nothing written")
+		})
+	}
 }
