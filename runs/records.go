@@ -151,7 +151,8 @@ func jsonValue(op, field string, b json.RawMessage) error {
 }
 
 // RecordContext journals context_assembled for an active run. It fails
-// with run.not_found, or run.invalid_transition for a run that is not
+// with workspace.invalid_argument for a negative count or a source without
+// a name, run.not_found, or run.invalid_transition for a run that is not
 // running, awaiting approval or paused, and writes nothing then.
 func (s *Service) RecordContext(ctx context.Context, runID string, c ContextRecord) (Recorded, error) {
 	if c.Sources == nil {
@@ -161,6 +162,9 @@ func (s *Service) RecordContext(ctx context.Context, runID string, c ContextReco
 		return Recorded{}, wserr.New(wserr.InvalidArgument, "record context", "", "messages and tokens must not be negative")
 	}
 	for _, src := range c.Sources {
+		if src.Name == "" {
+			return Recorded{}, wserr.New(wserr.InvalidArgument, "record context", "", "a context source needs a name")
+		}
 		if src.Bytes < 0 || src.Tokens < 0 {
 			return Recorded{}, wserr.New(wserr.InvalidArgument, "record context", "", "source %q: bytes and tokens must not be negative", src.Name)
 		}
@@ -242,12 +246,15 @@ func (s *Service) RecordToolResult(ctx context.Context, runID string, res ToolRe
 
 // RecordModelRequest journals model_request_created for round req.Round
 // (from 1) of an active run. It fails with workspace.invalid_argument for
-// a round below 1 or one already answered, run.not_found and
+// a round below 1, one already answered or a negative count, run.not_found and
 // run.invalid_transition.
 func (s *Service) RecordModelRequest(ctx context.Context, runID string, req ModelRequestRecord) (Recorded, error) {
 	const op = "record model request"
 	if req.Round < 1 {
 		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "round must be 1 or more, not %d", req.Round)
+	}
+	if req.Messages < 0 || req.Tools < 0 {
+		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "messages and tools must not be negative")
 	}
 	return s.record(ctx, runID, op, func(tx *index.Tx, r *recorder) error {
 		if ok, err := r.has(RoundPath(req.Round)); err != nil || ok {

@@ -366,3 +366,36 @@ func TestRecordsOverADamagedTreeFailWithItsError(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordsRefuseWhatTheyCannotMean: a negative count or a context
+// source without a name is refused with workspace.invalid_argument, as
+// the other records' counts are, and journals nothing.
+func TestRecordsRefuseWhatTheyCannotMean(t *testing.T) {
+	e := newWSEnv(t, runs.Options{})
+	r := e.newRun("run_rec", runs.CreateRequest{})
+	last := func() int64 {
+		evs, err := e.st.Journal.Page(e.ctx, r.ID, journal.PageQuery{BeforeSeq: 1 << 40, Limit: 1})
+		require.NoError(t, err)
+		return evs[0].Seq
+	}
+	before := last()
+	for name, record := range map[string]func() error{
+		"ErrNegativeMessages": func() error {
+			_, err := e.svc.RecordModelRequest(e.ctx, r.ID, runs.ModelRequestRecord{Round: 1, Messages: -1})
+			return err
+		},
+		"ErrNegativeTools": func() error {
+			_, err := e.svc.RecordModelRequest(e.ctx, r.ID, runs.ModelRequestRecord{Round: 1, Tools: -2})
+			return err
+		},
+		"ErrNamelessSource": func() error {
+			_, err := e.svc.RecordContext(e.ctx, r.ID, runs.ContextRecord{Sources: []journal.ContextSource{{Bytes: 10}}})
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(record()))
+			assert.Equal(t, before, last(), "nothing journaled")
+		})
+	}
+}
