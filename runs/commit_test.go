@@ -127,6 +127,42 @@ func TestManifestValidation(t *testing.T) {
 	})
 }
 
+// TestArtifactWithoutTargetTakesTheDefault: an artifact that names no
+// target takes the commit policy's defaultTarget (message_body), whether
+// the manifest comes with the run, is set later or is parsed; it is
+// stored with it named.
+func TestArtifactWithoutTargetTakesTheDefault(t *testing.T) {
+	m, err := runs.ParseManifest([]byte(`{"workspaceVersion": 1,
+		"artifacts": [{"id": "main", "path": "output/main.md", "required": true}],
+		"commitPolicy": {"defaultTarget": "message_body"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, runs.Target{Kind: runs.TargetMessageBody}, m.Artifacts[0].Target)
+
+	untargeted := runs.Manifest{WorkspaceVersion: 1, Artifacts: []runs.Artifact{{ID: "main", Path: "output/main.md", Required: true}}}
+	require.NoError(t, untargeted.Validate())
+	e := newLifecycleEnv(t)
+	for i, set := range []bool{false, true} {
+		req := runs.CreateRequest{}
+		if !set {
+			req.Manifest = &untargeted
+		}
+		r := e.create(fmt.Sprint("c", i), req)
+		if set {
+			require.NoError(t, e.svc.SetManifest(e.ctx, r.ID, untargeted))
+		}
+		got, err := e.svc.Manifest(e.ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, runs.Target{Kind: runs.TargetMessageBody}, got.Artifacts[0].Target, "stored named")
+		assert.Equal(t, runs.Target{}, untargeted.Artifacts[0].Target, "the caller's manifest is not changed")
+		e.write(r.ID, "output/main.md", "Body")
+		sink := &recordingSink{}
+		_, err = e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+		require.NoError(t, err)
+		require.Len(t, sink.got, 1)
+		assert.Equal(t, "Body", sink.got[0].Message.Body)
+	}
+}
+
 func TestCommitAssemblesEveryTarget(t *testing.T) {
 	e := newLifecycleEnv(t)
 	m := seedManifest()

@@ -105,17 +105,40 @@ func invalidManifest(format string, args ...any) error {
 	return wserr.New(wserr.InvalidManifest, "manifest", "", format, args...)
 }
 
+// withDefaults returns m with each artifact that names no target given
+// the commit policy's defaultTarget (message_body when that is unset too),
+// as the seed's manifest means it; m itself is not changed.
+func (m Manifest) withDefaults() Manifest {
+	def := m.CommitPolicy.DefaultTarget
+	if def == "" {
+		def = TargetMessageBody
+	}
+	untargeted := func(a Artifact) bool { return a.Target == Target{} }
+	if !slices.ContainsFunc(m.Artifacts, untargeted) {
+		return m
+	}
+	m.Artifacts = slices.Clone(m.Artifacts)
+	for i, a := range m.Artifacts {
+		if untargeted(a) {
+			m.Artifacts[i].Target = Target{Kind: def}
+		}
+	}
+	return m
+}
+
 // Validate fails fast (manifest.invalid) on an unknown target, an invalid
 // artifact path (below input/ or a runtime record's root included), a
 // duplicate or malformed id, an invalid commit policy (a template that
 // names a hidden artifact or leaves out a message_body one), or a
-// manifest with no message body.
+// manifest with no message body. An artifact that names no target takes
+// the commit policy's defaultTarget.
 func (m Manifest) Validate() error { return m.validate(true) }
 
 // validate is Validate; a manifest stored before the template's rules and
 // the runtime records' roots were checked (one an archive carries) is held
 // to the rest only (strict false): it still assembles as it did.
 func (m Manifest) validate(strict bool) error {
+	m = m.withDefaults()
 	if m.WorkspaceVersion != 1 {
 		return invalidManifest("workspaceVersion must be 1, not %d", m.WorkspaceVersion)
 	}
@@ -234,6 +257,7 @@ func ParseManifest(b []byte) (Manifest, error) {
 	if err := dec.Decode(&m); err != nil {
 		return Manifest{}, invalidManifest("%v", err)
 	}
+	m = m.withDefaults()
 	if err := m.validate(false); err != nil {
 		return Manifest{}, err
 	}
@@ -280,6 +304,7 @@ func (m Manifest) reachable(prof Profile) error {
 // store past its cap (Options.MaxStoreBytes, or the maxStoreBytes
 // setting), as a record would.
 func (s *Service) SetManifest(ctx context.Context, runID string, m Manifest) error {
+	m = m.withDefaults()
 	if err := m.Validate(); err != nil {
 		return err
 	}

@@ -246,13 +246,14 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 	}
 	manJSON := ""
 	if req.Manifest != nil {
-		if err := req.Manifest.Validate(); err != nil {
+		man := req.Manifest.withDefaults()
+		if err := man.Validate(); err != nil {
 			return Run{}, err
 		}
-		if err := req.Manifest.reachable(prof); err != nil {
+		if err := man.reachable(prof); err != nil {
 			return Run{}, err
 		}
-		b, err := json.Marshal(req.Manifest)
+		b, err := json.Marshal(man)
 		if err != nil {
 			return Run{}, fmt.Errorf("create run: %w", err)
 		}
