@@ -76,7 +76,8 @@ func TestListPages(t *testing.T) {
 	}
 }
 
-// TestEventsMore: events says whether events remain after its page.
+// TestEventsMore: events says whether events remain after its page
+// (below beforeSeq, which alone scrolls back from the newest).
 func TestEventsMore(t *testing.T) {
 	s := openSession(t)
 	ctx := context.Background()
@@ -106,6 +107,21 @@ func TestEventsMore(t *testing.T) {
 	last, more := page(fmt.Sprintf(`{"op":"events","limit":%d,"afterSeq":%d}`, len(all)-2, first[1]))
 	assert.Equal(t, all[2:], last)
 	assert.False(t, more, "a full page that is the last")
+
+	// Scrolling back: beforeSeq alone gives the newest page below it.
+	n := len(all)
+	newest, more := page(fmt.Sprintf(`{"op":"events","limit":2,"beforeSeq":%d}`, all[n-1]+1))
+	assert.Equal(t, all[n-2:], newest)
+	assert.False(t, more)
+	older, more := page(fmt.Sprintf(`{"op":"events","limit":2,"beforeSeq":%d}`, newest[0]))
+	assert.Equal(t, all[n-4:n-2], older)
+	assert.False(t, more, "nothing follows it below beforeSeq")
+	between, more := page(fmt.Sprintf(`{"op":"events","limit":1,"afterSeq":%d,"beforeSeq":%d}`, all[0], all[3]))
+	assert.Equal(t, all[1:2], between)
+	assert.True(t, more, "all[2] follows, below beforeSeq")
+	r := s.Handle(ctx, []byte(`{"op":"events","beforeSeq":-1}`))
+	require.False(t, r.OK)
+	assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code)
 }
 
 // openCheckpointSession opens a store in a temporary directory and a

@@ -159,7 +159,10 @@ var ops = []op{
 	},
 	{
 		name: "events", access: reads, request: []any{eventsRequest{}}, handle: (*Session).events,
-		help: `  events      {afterSeq?, limit?}           -> {events: [...], more}   limit: default 100, at most 500`,
+		help: `  events      {afterSeq?, beforeSeq?, limit?}  -> {events: [...], more}   limit: default 100, at most 500
+              oldest first; with beforeSeq alone, the newest page below it
+              (scroll back: beforeSeq the page's first seq); more: events
+              follow the page (below beforeSeq)`,
 	},
 	{
 		name: "manifest.set", access: writes, request: []any{manifestRequest{}, runs.Manifest{}, runs.Artifact{}, runs.CommitPolicy{}}, handle: (*Session).manifestSet,
@@ -835,8 +838,9 @@ func (s *Session) finish(ctx context.Context, r request) (any, error) {
 
 type eventsRequest struct {
 	base
-	AfterSeq int64 `json:"afterSeq"`
-	Limit    int   `json:"limit"`
+	AfterSeq  int64 `json:"afterSeq"`
+	BeforeSeq int64 `json:"beforeSeq"`
+	Limit     int   `json:"limit"`
 }
 
 func (s *Session) events(ctx context.Context, r request) (any, error) {
@@ -844,21 +848,21 @@ func (s *Session) events(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.AfterSeq < 0 || req.Limit < 0 || req.Limit > journal.MaxLimit {
-		return nil, invalidRequest("afterSeq must not be negative and limit must be in 0..%d (0: %d), not %d and %d", journal.MaxLimit, journal.DefaultLimit, req.AfterSeq, req.Limit)
+	if req.AfterSeq < 0 || req.BeforeSeq < 0 || req.Limit < 0 || req.Limit > journal.MaxLimit {
+		return nil, invalidRequest("afterSeq and beforeSeq must not be negative and limit must be in 0..%d (0: %d), not %d, %d and %d", journal.MaxLimit, journal.DefaultLimit, req.AfterSeq, req.BeforeSeq, req.Limit)
 	}
 	if _, err := s.backend.Runs.Run(ctx, runID); err != nil {
 		return nil, err
 	}
-	evs, err := s.backend.Journal.Page(ctx, runID, journal.PageQuery{AfterSeq: req.AfterSeq, Limit: req.Limit})
+	evs, err := s.backend.Journal.Page(ctx, runID, journal.PageQuery{AfterSeq: req.AfterSeq, BeforeSeq: req.BeforeSeq, Limit: req.Limit})
 	if err != nil {
 		return nil, err
 	}
 	// A page, full or cut short at journal.MaxPageBytes, may be the
-	// last: an event after it says.
+	// last: an event after it (below beforeSeq) says.
 	more := false
 	if len(evs) > 0 {
-		if more, err = s.backend.Journal.HasEvents(ctx, runID, evs[len(evs)-1].Seq, 0); err != nil {
+		if more, err = s.backend.Journal.HasEvents(ctx, runID, evs[len(evs)-1].Seq, req.BeforeSeq); err != nil {
 			return nil, err
 		}
 	}
