@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/wsstore/wsstore/journal"
 )
 
 // TestCellEscapesWhatATerminalWouldHide: a cell shows text as it is,
@@ -24,4 +26,16 @@ func TestCellEscapesWhatATerminalWouldHide(t *testing.T) {
 	} {
 		assert.Equal(t, want, cell(in), "%q", in)
 	}
+}
+
+// TestSummarizeWithoutAReason: an ending without a reason is told by its
+// type alone, not by its payload's JSON; a type without a summary of its
+// own shows its payload.
+func TestSummarizeWithoutAReason(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []journal.Type{journal.RunFailed, journal.RunCancelled} {
+		assert.Empty(t, summarize(journal.Event{Type: typ, Payload: []byte(`{"reason":""}`)}), typ)
+		assert.Equal(t, "tool crashed", summarize(journal.Event{Type: typ, Payload: []byte(`{"reason":"tool crashed"}`)}), typ)
+	}
+	assert.Equal(t, `{"x":1}`, summarize(journal.Event{Type: "custom.event", Payload: []byte(`{"x":1}`)}))
 }

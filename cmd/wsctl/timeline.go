@@ -157,10 +157,12 @@ func summarize(e journal.Event) string {
 			n = len(ps)
 		}
 		s = fmt.Sprintf("%d path%s -> persist v%d", n, plural(int64(n)), num("persistVersion"))
-	}
-	if s == "" && len(p) > 0 {
-		b, _ := json.Marshal(p)
-		s = string(b)
+	default:
+		// A type without a summary of its own shows its payload.
+		if len(p) > 0 {
+			b, _ := json.Marshal(p)
+			s = string(b)
+		}
 	}
 	return ellipsize(s, 72)
 }
