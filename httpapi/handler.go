@@ -123,16 +123,18 @@ type Options struct {
 	Heartbeat time.Duration
 	// IOTimeout is how long an upload or download may make no progress
 	// before it is cut; it extends the server's read and write deadlines
-	// as bytes flow, so a large transfer is not cut by them. Default 60s;
-	// negative: the server's deadlines apply unchanged.
+	// as bytes flow, so a large transfer is not cut by them. It is also
+	// the time every answer has to be written from when it starts to go
+	// out: the server's write deadline, set when the request arrived, is
+	// lifted while the request is worked on, so slow work (a collection,
+	// a wait for a busy store) is still answered. Default 60s; negative:
+	// the server's deadlines apply unchanged.
 	IOTimeout time.Duration
 	// ReadIOTimeout and WriteIOTimeout, when not zero, take IOTimeout's
-	// place for request bodies (uploads, imports) and for response bodies
-	// (downloads, exports) alone; `wsctl serve` sets them from
-	// --read-timeout and --write-timeout. A stalled request body leaves
-	// the answer its write window to be sent in. Negative: that
-	// direction's deadline is left as the server set it (the other's
-	// still moves with an upload's bytes).
+	// place for request bodies (uploads, imports) and for answers
+	// (downloads, exports, and every other answer's window) alone;
+	// `wsctl serve` sets them from --read-timeout and --write-timeout.
+	// Negative: that direction's deadline is left as the server set it.
 	ReadIOTimeout, WriteIOTimeout time.Duration
 	// SpoolDir is where an upload or import larger than 1 MiB is copied
 	// as it streams, so that it can be sent to a busy store again; the
@@ -296,6 +298,7 @@ func (h *Handler) routes() {
 // ServeHTTP serves one request: CORS, the access log, then the route.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lw := &logWriter{ResponseWriter: w, status: http.StatusOK}
+	h.answerWindow(lw)
 	start := time.Now()
 	if h.opts.AccessLog != nil {
 		defer func() { h.logRequest(r, lw, start) }()

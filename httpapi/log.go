@@ -16,16 +16,25 @@ type logWriter struct {
 	// aborted is why the answer was cut short after its status went
 	// out (a stream that failed midway), for the log line.
 	aborted error
+	// answering, if set, is called as the answer starts to go out
+	// (Handler.answerWindow).
+	answering func()
 }
 
 func (w *logWriter) WriteHeader(status int) {
 	if !w.written {
 		w.status, w.written = status, true
+		if w.answering != nil {
+			w.answering()
+		}
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
 
 func (w *logWriter) Write(b []byte) (int, error) {
+	if !w.written && w.answering != nil {
+		w.answering()
+	}
 	w.written = true
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)

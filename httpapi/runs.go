@@ -384,12 +384,9 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request) {
 	if q.Limit == 0 {
 		q.Limit = journal.MaxLimit
 	}
+	// The answer goes out once the wait is over, which may be past the
+	// server's write timeout: it has its write window then (answerWindow).
 	deadline := time.Now().Add(wait)
-	if h.opts.WriteIOTimeout >= 0 {
-		// The answer goes out once the wait is over, which may be past
-		// the server's write timeout: it has its write window after it.
-		_ = http.NewResponseController(w).SetWriteDeadline(deadline.Add(h.opts.WriteIOTimeout))
-	}
 	for {
 		evs, err := h.b.Journal.Page(ctx, id, journal.PageQuery{AfterSeq: q.AfterSeq, Limit: q.Limit})
 		if err != nil && ctx.Err() == nil {

@@ -6,39 +6,40 @@ import (
 	"time"
 )
 
+// answerWindow gives w's answer the write window (WriteIOTimeout) from
+// when it starts to go out, not from when its request arrived, which is
+// when the server set its write deadline (http.Server.WriteTimeout): the
+// deadline is lifted while the request is worked on (a collection, a wait
+// for a busy store or a turn, an upload read), however long that takes,
+// and set again as the status is written. A streamed body then moves it
+// as its bytes go out (progressWriter), so a client that stops reading
+// is still cut after the window. A negative window leaves the deadline as
+// the server set it; without a deadline to set (a test recorder) nothing
+// changes.
+func (h *Handler) answerWindow(w *logWriter) {
+	if h.opts.WriteIOTimeout < 0 {
+		return
+	}
+	rc := http.NewResponseController(w.ResponseWriter)
+	if rc.SetWriteDeadline(time.Time{}) != nil {
+		return
+	}
+	w.answering = func() { _ = rc.SetWriteDeadline(time.Now().Add(h.opts.WriteIOTimeout)) }
+}
+
 // progressReader extends the connection's read deadline by ReadIOTimeout
 // as the body flows, so the server's read timeout cuts a stalled upload
-// but not a large one. It extends the write deadline too, which the
-// server set when the request arrived, to WriteIOTimeout past the read
-// deadline: the answer, a stalled body's error too, is written once the
-// body is read or given up, however long that took. A negative window
-// leaves its direction's deadline as the server set it (none, for `wsctl
-// serve` with that timeout 0): with no read window the write deadline
-// moves WriteIOTimeout past the latest bytes, so a long upload is still
-// answered. Without a deadline to extend (a test recorder) it reads as r
-// does.
+// but not a large one; the answer, a stalled body's error too, has its
+// own write window once it starts (answerWindow). A negative window
+// leaves the read deadline as the server set it (none, for `wsctl serve
+// --read-timeout 0`). Without a deadline to extend (a test recorder) it
+// reads as r does.
 func (h *Handler) progressReader(w http.ResponseWriter, r io.Reader) io.Reader {
-	read, write := h.opts.ReadIOTimeout, h.opts.WriteIOTimeout
-	if read < 0 && write < 0 {
+	if h.opts.ReadIOTimeout < 0 {
 		return r
 	}
 	rc := http.NewResponseController(w)
-	every := read
-	if read < 0 {
-		every = write
-	}
-	return &deadlineReader{r: r, every: every, extend: func(t time.Time) error {
-		if read < 0 {
-			return rc.SetWriteDeadline(t) // t is write past now
-		}
-		if err := rc.SetReadDeadline(t); err != nil {
-			return err
-		}
-		if write < 0 {
-			return nil
-		}
-		return rc.SetWriteDeadline(t.Add(write))
-	}}
+	return &deadlineReader{r: r, every: h.opts.ReadIOTimeout, extend: rc.SetReadDeadline}
 }
 
 // progressWriter is progressReader for a response body, by

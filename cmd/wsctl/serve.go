@@ -95,7 +95,7 @@ With --json the startup line on standard output is JSON with the address.`,
 	f.Int64Var(&o.maxRequest, "max-request-bytes", httpapi.DefaultMaxRequestBytes, "largest op request body")
 	f.Int64Var(&o.maxUpload, "max-upload-bytes", 0, "largest upload (0: no limit; uploads stream)")
 	f.DurationVar(&o.readTimeout, "read-timeout", time.Minute, "time to read a request (uploads: extended while bytes flow)")
-	f.DurationVar(&o.writeTimeout, "write-timeout", 2*time.Minute, "time to write a response (downloads and follows: extended while bytes flow)")
+	f.DurationVar(&o.writeTimeout, "write-timeout", 2*time.Minute, "time to write a response from when it starts, however long the work before it took (downloads and exports: extended while bytes flow)")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	f.DurationVar(&o.busyDeadline, "busy-deadline", httpapi.DefaultBusyDeadline, "how long a request retries a busy store")
