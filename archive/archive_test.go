@@ -442,3 +442,41 @@ func TestImportEndedAsItReadsIsCoded(t *testing.T) {
 		assert.Empty(t, list)
 	}
 }
+
+// TestCheckExportAgreesWithExport: CheckExport fails, or not, with the
+// code Export does for the same scope, without writing anything.
+func TestCheckExportAgreesWithExport(t *testing.T) {
+	s := open(t)
+	populate(t, s)
+	empty := open(t)
+	actorOnly := open(t)
+	_, err := actorOnly.Actors.Upload(context.Background(), "bob", "a.md", strings.NewReader("a"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		st    *wsstore.Store
+		scope archive.Scope
+	}{
+		{"Run", s, archive.Scope{Runs: []string{"r1"}}},
+		{"ChatByKey", s, archive.Scope{Chats: []string{"character:c2"}}},
+		{"Actor", s, archive.Scope{Actors: []string{"alice"}}},
+		{"All", s, archive.Scope{All: true}},
+		{"AllActorsOnly", actorOnly, archive.Scope{All: true}},
+		{"ErrNothing", s, archive.Scope{}},
+		{"ErrAllAndRuns", s, archive.Scope{All: true, Runs: []string{"r1"}}},
+		{"ErrNegativeFrom", s, archive.Scope{Runs: []string{"r1"}, From: map[string]int64{"r1": -1}}},
+		{"ErrRunNotFound", s, archive.Scope{Runs: []string{"r1", "nope"}}},
+		{"ErrChatNotFound", s, archive.Scope{Chats: []string{"character:nope"}}},
+		{"ErrActorNotFound", s, archive.Scope{Actors: []string{"alice", "nobody"}}},
+		{"ErrInvalidActor", s, archive.Scope{Actors: []string{".."}}},
+		{"ErrAllOfNothing", empty, archive.Scope{All: true}},
+		{"ErrSkipWorkspaceNoChats", actorOnly, archive.Scope{All: true, SkipWorkspace: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checked := tc.st.Archive.CheckExport(context.Background(), tc.scope)
+			_, exported := tc.st.Archive.Export(context.Background(), io.Discard, tc.scope, archive.Options{})
+			assert.Equal(t, wserr.CodeOf(exported), wserr.CodeOf(checked), "export: %v; check: %v", exported, checked)
+			assert.Equal(t, strings.HasPrefix(tc.name, "Err"), checked != nil, "%v", checked)
+		})
+	}
+}

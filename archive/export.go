@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -112,6 +113,56 @@ func (a *Archiver) Export(ctx context.Context, w io.Writer, scope Scope, opt Opt
 	sum.ArchiveBytes = cw.n
 	sum.Seconds = a.p.Now().Sub(start).Seconds()
 	return sum, nil
+}
+
+// CheckExport checks scope as Export does before it writes a byte, without
+// gathering what it selects: in one read transaction it looks up each run,
+// chat and actor named, and for All whether the store holds a chat or an
+// actor space. It fails as Export would: workspace.invalid_argument for a
+// scope that selects nothing, run.not_found or store.not_found for a run,
+// chat or actor that does not exist. What it reads grows with the names in
+// scope, not with what they hold.
+func (a *Archiver) CheckExport(ctx context.Context, scope Scope) error {
+	if err := checkScope(scope); err != nil {
+		return err
+	}
+	return a.p.DB.View(ctx, func(tx *index.Tx) error {
+		for _, id := range chatIDs(scope.Chats) {
+			if _, err := a.p.Runs.ExportChat(ctx, tx, id); err != nil {
+				return err
+			}
+		}
+		for _, id := range scope.Runs {
+			if _, err := a.p.Runs.ExportRun(ctx, tx, id); err != nil {
+				return err
+			}
+		}
+		if !scope.SkipWorkspace {
+			for _, name := range scope.Actors {
+				if _, ok, err := a.p.Actors.ExportSpace(ctx, tx, name); err != nil {
+					return err
+				} else if !ok {
+					return wserr.New(wserr.NotFound, "export", "", "actor %s has no workspace", name)
+				}
+			}
+		}
+		if !scope.All {
+			return nil // a name found selects its chat or its space
+		}
+		// The first chat, or actor space, is enough to know.
+		errFound := errors.New("found")
+		err := a.p.Runs.EachChatRecord(ctx, tx, func(runs.ChatRecord) error { return errFound })
+		if err == nil && !scope.SkipWorkspace {
+			err = a.p.Actors.EachSpaceRecord(ctx, tx, func(actors.SpaceRecord) error { return errFound })
+		}
+		switch {
+		case errors.Is(err, errFound):
+			return nil
+		case err != nil:
+			return err
+		}
+		return wserr.New(wserr.InvalidArgument, "export", "", "the scope selects nothing to export")
+	})
 }
 
 // changedMeanwhile judges err, a failure to read an object the export

@@ -18,6 +18,7 @@ import (
 // implements it.
 type Archiver interface {
 	Export(ctx context.Context, w io.Writer, scope archive.Scope, opt archive.Options) (archive.Summary, error)
+	CheckExport(ctx context.Context, scope archive.Scope) error
 	Import(ctx context.Context, r io.Reader, opt archive.Options) (archive.Summary, error)
 }
 
@@ -32,6 +33,11 @@ const SummaryTrailer = "Wsstore-Summary"
 // those actors' spaces. An error before the first byte is answered with
 // its code; one after it aborts the response, so the client sees a
 // truncated archive, which import refuses.
+//
+// HEAD answers the status and headers GET would, after the same checks
+// of the parameters, the token and that every run, chat and actor named
+// exists (Archiver.CheckExport), without exporting: no length, no
+// summary, and no transfer's turn taken.
 func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	scope := archive.Scope{Runs: q["run"], Chats: q["chat"], Actors: q["actor"]}
@@ -50,12 +56,21 @@ func (h *Handler) export(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	aw := &archiveWriter{w: w, progress: h.progressWriter(w)}
+	if r.Method == http.MethodHead {
+		err = h.retry(r.Context(), func() error { return h.b.Archive.CheckExport(r.Context(), scope) })
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		aw.start()
+		return
+	}
 	release, ok := h.turn(w, r)
 	if !ok {
 		return
 	}
 	defer release()
-	aw := &archiveWriter{w: w, progress: h.progressWriter(w)}
 	var sum archive.Summary
 	err = h.retry(r.Context(), func() (err error) {
 		// Busy is retried only before the first byte went out.

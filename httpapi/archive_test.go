@@ -5,16 +5,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/tokens"
 )
@@ -201,4 +207,95 @@ func TestImportChunkedPastTheLimit(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, st.ReferencedBytes, "nothing visible (blobs stored before the cut are garbage for gc)")
 	}
+}
+
+// countingArchiver counts the exports its Archiver runs.
+type countingArchiver struct {
+	httpapi.Archiver
+	exports atomic.Int64
+}
+
+func (a *countingArchiver) Export(ctx context.Context, w io.Writer, scope archive.Scope, opt archive.Options) (archive.Summary, error) {
+	a.exports.Add(1)
+	return a.Archiver.Export(ctx, w, scope, opt)
+}
+
+// TestHeadExport: HEAD /v1/export answers the status and headers GET would
+// (the archive's type; the codes of a bad parameter, of a run, chat or
+// actor that does not exist, of a token that may not) without exporting:
+// no export runs, and the statements it runs do not grow with the run.
+func TestHeadExport(t *testing.T) {
+	var rec storetest.Statements
+	st := storetest.OpenStoreWith(t, wsstore.Options{Index: index.Options{Trace: rec.Trace}})
+	b := httpapi.FromStore(st)
+	counting := &countingArchiver{Archiver: b.Archive}
+	b.Archive = counting
+	h := httpapi.New(b, httpapi.Options{})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); srv.Close() })
+	s := &server{t: t, st: st, h: h, srv: srv}
+	s.full = s.token(tokens.Spec{Name: "full"})
+	alice := s.token(tokens.Spec{Actors: []string{"alice"}})
+	s.newRun("small")
+	s.newRun("big")
+	for i := range 50 {
+		s.mustOp(map[string]any{"op": "write", "runId": "big", "path": fmt.Sprintf("output/%d.md", i), "content": strings.Repeat("x", 1000)})
+	}
+	s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "notes.md"), strings.NewReader("alice's"))
+
+	head := func(token, query string) (*http.Response, []string) {
+		req, err := http.NewRequest(http.MethodHead, srv.URL+"/v1/export?"+query, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		var resp *http.Response
+		stmts := rec.Record(func() {
+			resp, err = srv.Client().Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+		})
+		return resp, stmts
+	}
+	for _, tc := range []struct {
+		name, token, query string
+		status             int
+	}{
+		{"Run", s.full, "run=small", http.StatusOK},
+		{"Chat", s.full, "chat=chat:c-big", http.StatusOK},
+		{"Actor", alice, "actor=alice", http.StatusOK},
+		{"All", s.full, "all=true&skipWorkspace=true", http.StatusOK},
+		{"ErrRunNotFound", s.full, "run=nope", http.StatusNotFound},
+		{"ErrChatNotFound", s.full, "chat=chat_0000000000000000", http.StatusNotFound},
+		{"ErrActorNotFound", s.full, "actor=nobody", http.StatusNotFound},
+		{"ErrInvalidActor", s.full, "actor=..", http.StatusUnprocessableEntity},
+		{"ErrBadBool", s.full, "all=maybe", http.StatusBadRequest},
+		{"ErrNothing", s.full, "", http.StatusBadRequest},
+		{"ErrAllAndRun", s.full, "all=true&run=small", http.StatusBadRequest},
+		{"ErrForbidden", alice, "run=small", http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, _ := head(tc.token, tc.query)
+			assert.Equal(t, tc.status, resp.StatusCode)
+			req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/export?"+tc.query, nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+			before := counting.exports.Load()
+			get, err := srv.Client().Do(req)
+			require.NoError(t, err)
+			get.Body.Close()
+			assert.Equal(t, get.StatusCode, resp.StatusCode, "HEAD answers GET's status")
+			if tc.status == http.StatusOK {
+				for _, k := range []string{"Content-Type", "Content-Disposition", "X-Content-Type-Options"} {
+					assert.Equal(t, get.Header.Get(k), resp.Header.Get(k), k)
+				}
+				assert.Equal(t, "application/x-tar", resp.Header.Get("Content-Type"))
+				assert.Equal(t, before+1, counting.exports.Load(), "GET exports")
+			}
+		})
+	}
+	counting.exports.Store(0)
+	_, small := head(s.full, "run=small")
+	_, big := head(s.full, "run=big")
+	assert.Zero(t, counting.exports.Load(), "HEAD exports nothing")
+	t.Logf("HEAD of a run: %d statements for 2 writes, %d for 52", len(small), len(big))
+	assert.Equal(t, len(small), len(big), "what HEAD reads does not grow with the run")
 }

@@ -66,7 +66,8 @@ bearer token from "wsctl token create".
   GET    /v1/ops                                  the op table (batch --help)
   GET    /v1/export?run=&chat=&actor=&all=&skipWorkspace=
                                   an archive, streamed; its summary in
-                                  the Wsstore-Summary trailer
+                                  the Wsstore-Summary trailer (HEAD: its
+                                  headers, checked, nothing exported)
   POST   /v1/import                               the body is an archive -> its summary
   GET    /v1/runs/{run}[/checkpoints]
   GET    /v1/runs/{run}/files?path=&depth=&at=
