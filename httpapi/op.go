@@ -66,10 +66,12 @@ func opAccess(line []byte) access {
 }
 
 // protocol is the backend of /v1/op's sessions: the store's, without
-// the host's file system (see also hostFileOps).
+// the host's file system (see also hostFileOps), whose errors name this
+// API's ways rather than commands of the server's host.
 func (h *Handler) protocol() protocol.Backend {
 	b := h.b.Protocol
 	b.NoHostPaths = true
+	b.StreamDownload = "GET /workspace/file?actor=&path="
 	return b
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/httpapi"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/tokens"
 	"github.com/wsstore/wsstore/vfs"
@@ -545,4 +546,28 @@ func TestRunFileStreamsALargeCheckpointJSON(t *testing.T) {
 	resp, b = s.do(http.MethodHead, s.url("/v1/runs/r1/file", "path", path), s.full, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 	assert.Equal(t, fi.Size, resp.ContentLength)
+}
+
+// TestOpDownloadPastTheLimitNamesTheStreamingEndpoint: an actor.download
+// of a file past what an op's answer carries is refused with
+// workspace.size_limit_exceeded naming the way HTTP streams it, GET
+// /workspace/file, not a command of the server's host; that way gives
+// the file.
+func TestOpDownloadPastTheLimitNamesTheStreamingEndpoint(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	size := int64(protocol.MaxActorDownload + 1)
+	_, err := s.st.Actors.Upload(context.Background(), "alice", "big.bin", storetest.Text(size))
+	require.NoError(t, err)
+	status, m := s.op(s.full, map[string]any{"op": "actor.download", "actor": "alice", "path": "big.bin"})
+	assert.Equal(t, http.StatusUnprocessableEntity, status, "%v", m)
+	e, _ := m["error"].(map[string]any)
+	require.NotNil(t, e, "%v", m)
+	assert.Equal(t, "workspace.size_limit_exceeded", e["code"])
+	msg, _ := e["message"].(string)
+	assert.Contains(t, msg, "GET /workspace/file")
+	assert.NotContains(t, msg, "wsctl")
+
+	resp, b := s.do(http.MethodGet, s.url("/workspace/file", "actor", "alice", "path", "big.bin"), s.full, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, size, int64(len(b)))
 }

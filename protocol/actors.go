@@ -33,7 +33,8 @@ type ActorSpaces interface {
 
 // MaxActorDownload bounds the file an actor.download line carries: a
 // response is one JSON line held whole, so larger files go through
-// "wsctl actor download", which streams.
+// "wsctl actor download", or GET /workspace/file over HTTP, which stream
+// (Backend.StreamDownload).
 const MaxActorDownload = 16 << 20
 
 // actorOps are the ops on actor spaces (seed 004's Workspace API).
@@ -57,7 +58,8 @@ var actorOps = []op{
 	{
 		name: "actor.download", access: reads, request: []any{actorPathRequest{}}, handle: (*Session).actorDownload,
 		help: `  actor.download  {actor, path}             -> {size, hash, content | contentBase64}
-                                            files up to 16 MiB; "wsctl actor download" streams any size`,
+                                            files up to 16 MiB; "wsctl actor download"
+                                            (over HTTP GET /workspace/file) streams any size`,
 	},
 	{
 		name: "actor.rm", access: writes, request: []any{actorRmRequest{}}, handle: (*Session).actorRm,
@@ -290,8 +292,12 @@ func (s *Session) actorDownload(ctx context.Context, r request) (any, error) {
 	}
 	defer rc.Close()
 	if e.Size > MaxActorDownload {
+		way := s.backend.StreamDownload
+		if way == "" {
+			way = "wsctl actor download"
+		}
 		return nil, wserr.New(wserr.SizeLimitExceeded, "actor.download", req.Path,
-			"the file is %d bytes, more than a batch line carries (%d); use wsctl actor download, which streams", e.Size, MaxActorDownload)
+			"the file is %d bytes, more than an op's answer carries (%d); use %s, which streams", e.Size, MaxActorDownload, way)
 	}
 	b, err := io.ReadAll(io.LimitReader(rc, MaxActorDownload+1))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -122,5 +123,28 @@ func TestActorJournalOps(t *testing.T) {
 		r := s.Handle(ctx, []byte(l))
 		require.False(t, r.OK, l)
 		assert.Equal(t, code, r.Error.Code, "%s: %s", l, r.Error.Message)
+	}
+}
+
+// TestActorDownloadPastTheLimitNamesTheTransportsWay: an actor.download
+// past MaxActorDownload is workspace.size_limit_exceeded naming the way
+// the session's transport streams the file: wsctl actor download by
+// default (batch), Backend.StreamDownload when it is set.
+func TestActorDownloadPastTheLimitNamesTheTransportsWay(t *testing.T) {
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	_, err = st.Actors.Upload(ctx, "alice", "big.bin", storetest.Text(protocol.MaxActorDownload+1))
+	require.NoError(t, err)
+	for _, tc := range []struct{ way, want string }{
+		{"", "use wsctl actor download"},
+		{"GET /workspace/file?actor=&path=", "use GET /workspace/file?actor=&path="},
+	} {
+		s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, StreamDownload: tc.way})
+		r := s.Handle(ctx, []byte(`{"op":"actor.download","actor":"alice","path":"big.bin"}`))
+		require.NotNil(t, r.Error)
+		assert.Equal(t, wserr.SizeLimitExceeded, r.Error.Code)
+		assert.Contains(t, r.Error.Message, tc.want)
 	}
 }

@@ -75,6 +75,10 @@ type Backend struct {
 	// (auth.forbidden): those are directories on the host, which a
 	// client that does not own the host (an HTTP client) must not reach.
 	NoHostPaths bool
+	// StreamDownload names, in the error that refuses an actor.download
+	// past MaxActorDownload, the way this transport streams a file of any
+	// size; "": "wsctl actor download", the command beside wsctl batch.
+	StreamDownload string
 }
 
 // Session is one conversation with a host: the store, and the run that
