@@ -53,12 +53,16 @@ func newServeCmd(a *app) *cobra.Command {
 		Short: "Serve the HTTP API: seed 004's Workspace endpoints and the batch op table",
 		Long: `serve answers HTTP on --listen (default ` + defaultListen + `, loopback; any other
 address needs --allow-remote). Every endpoint but GET /healthz needs a
-bearer token from "wsctl token create".
+bearer token from "wsctl token create". A listing answers a page: pass the
+last entry's path (after=) or seq (afterSeq=) of one page to get the next.
 
-  GET    /workspace/files?actor=&path=&depth=
+  GET    /healthz                                 {"ok": true}, without a token
+  GET    /workspace/files?actor=&path=&depth=&after=&limit=
+                                  a page of entries, and more
   GET    /workspace/file?actor=&path=             the file, streamed (Range, If-None-Match)
   POST   /workspace/upload?actor=&path=           the body (or a multipart file), streamed
-  DELETE /workspace/file?actor=&path=
+                                  (If-Match, If-None-Match: *)
+  DELETE /workspace/file?actor=&path=             (If-Match, If-None-Match: *)
   GET    /workspace/stats?actor=
   POST   /workspace/gc?actor=&keepVersions=       prune versions, then gc the store
   DELETE /workspace/delete-by-prefix?actor=&prefix=
@@ -69,15 +73,19 @@ bearer token from "wsctl token create".
                                   the Wsstore-Summary trailer (HEAD: its
                                   headers, checked, nothing exported)
   POST   /v1/import                               the body is an archive -> its summary
-  GET    /v1/runs/{run}[/checkpoints]
-  GET    /v1/runs/{run}/files?path=&depth=&at=
+  GET    /v1/runs/{run}
+  GET    /v1/runs/{run}/checkpoints?afterSeq=&limit=
+                                  a page, oldest first, and more
+  GET    /v1/runs/{run}/files?path=&depth=&at=&after=&limit=
+                                  a page of entries, and more
   GET    /v1/runs/{run}/file?path=&at=            a file, live or at a checkpoint (Range, If-None-Match)
   GET    /v1/runs/{run}/diff?from=&to=&maxBytes=&after=&limit=
                                   a page of changed files, and more
   GET    /v1/runs/{run}/events?afterSeq=&beforeSeq=&limit=
+                                  a page of the journal, more and next
   GET    /v1/runs/{run}/events/follow?afterSeq=&wait=
                                   long poll; server-sent events with
-                                  "Accept: text/event-stream"
+                                  "Accept: text/event-stream" (Last-Event-ID)
 
 Errors are {"error": {"code", "message"}} with the status of the code
 (401 without a valid token, 403 when the token may not). Over HTTP there is

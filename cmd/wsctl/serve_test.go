@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -225,4 +226,33 @@ func TestServeBusyDeadline(t *testing.T) {
 func TestServeRefusesANegativeBusyDeadline(t *testing.T) {
 	c := newCLI(t)
 	assert.Contains(t, c.fails(2, "serve", "--listen", "127.0.0.1:0", "--busy-deadline", "-1s"), "--busy-deadline")
+}
+
+// TestServeHelpListsTheRoutes: `wsctl serve --help` lists every route with
+// the query parameters it takes, the listings' paging ones included, and
+// README lists the same routes, line for line.
+func TestServeHelpListsTheRoutes(t *testing.T) {
+	help := newCLI(t).ok("serve", "--help")
+	start := strings.Index(help, "  GET    /healthz")
+	require.GreaterOrEqual(t, start, 0, "the route list starts with /healthz:\n%s", help)
+	routes, _, _ := strings.Cut(help[start:], "\n\n")
+	listed := map[string]bool{}
+	for _, line := range strings.Split(routes, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], "/") {
+			listed[f[0]+" "+f[1]] = true
+		}
+	}
+	for _, r := range []string{
+		"GET /workspace/files?actor=&path=&depth=&after=&limit=",
+		"GET /v1/runs/{run}/checkpoints?afterSeq=&limit=",
+		"GET /v1/runs/{run}/files?path=&depth=&at=&after=&limit=",
+		"GET /v1/runs/{run}/diff?from=&to=&maxBytes=&after=&limit=",
+		"GET /v1/runs/{run}/events?afterSeq=&beforeSeq=&limit=",
+		"GET /v1/runs/{run}/events/follow?afterSeq=&wait=",
+	} {
+		assert.True(t, listed[r], "the help lists %s:\n%s", r, routes)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), "```text\n"+routes+"\n```", "README lists the routes as the help does")
 }
