@@ -20,6 +20,9 @@ type ObjectList struct {
 	sp      *Spool
 	dropped int64
 	added   int64
+	// mark is the place (remote_dropped.id) of the last drop recorded
+	// when ObjectDelta took the list: the drops it accounts for.
+	mark int64
 }
 
 // NewObjectList returns an empty list in a new temporary file.

@@ -627,6 +627,11 @@ func (s *Storage) ObjectDelta(ctx context.Context, db *index.DB, all bool) (*Obj
 		return nil, err
 	}
 	err = db.View(ctx, func(tx *index.Tx) error {
+		// The drops recorded later, while the segment is published, are
+		// for the next one (RecordPublished).
+		if err := tx.GetContext(ctx, &l.mark, `SELECT coalesce(max(id), 0) FROM remote_dropped`); err != nil {
+			return index.Translate(err)
+		}
 		if !all {
 			if err := eachObjectRow(ctx, tx, `SELECT kind, hash FROM remote_dropped WHERE 1`, func(kind cas.Kind, h cas.Hash) error {
 				return l.Drop(kind, h)
@@ -732,21 +737,44 @@ func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published
 			}
 		}
 		if p.Segment.Base {
-			// The base lists the whole set: what was dropped before it
-			// is not in it.
-			if _, err := tx.ExecContext(ctx, `DELETE FROM remote_dropped`); err != nil {
+			// The base lists the whole set as it was when its list was
+			// taken: what was dropped before is not in it; a drop
+			// recorded since waits for the next segment.
+			q, args := `DELETE FROM remote_dropped`, []any{}
+			if p.Objects != nil {
+				q, args = q+` WHERE id <= ?`, append(args, p.Objects.mark)
+			}
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				return index.Translate(err)
 			}
 		}
 		if err := p.Objects.Each(func(dropped bool, kind cas.Kind, h cas.Hash) error {
-			q := `UPDATE remote_objects SET listed = 1 WHERE kind = ? AND hash = ?`
 			if dropped {
-				q = `DELETE FROM remote_dropped WHERE kind = ? AND hash = ?`
+				_, err := tx.ExecContext(ctx, `DELETE FROM remote_dropped WHERE kind = ? AND hash = ?`, int(kind), h)
+				return index.Translate(err)
 			}
-			_, err := tx.ExecContext(ctx, q, int(kind), h)
+			res, err := tx.ExecContext(ctx, `UPDATE remote_objects SET listed = 1 WHERE kind = ? AND hash = ?`, int(kind), h)
+			if err != nil {
+				return index.Translate(err)
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				// gc dropped it after the list was taken, before it
+				// was listed: the set now names it, the next segment
+				// drops it.
+				_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO remote_dropped (kind, hash) VALUES (?, ?)`, int(kind), h)
+			}
 			return index.Translate(err)
 		}); err != nil {
 			return err
+		}
+		if p.Objects != nil {
+			// A drop recorded since the list was taken of an object
+			// recorded again since and listed now: the set names it and
+			// the store records it.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM remote_dropped WHERE id > ? AND EXISTS (SELECT 1 FROM remote_objects o
+				WHERE o.kind = remote_dropped.kind AND o.hash = remote_dropped.hash AND o.listed != 0)`, p.Objects.mark); err != nil {
+				return index.Translate(err)
+			}
 		}
 		if p.Segment.Base {
 			// Readers of a base list index/.
