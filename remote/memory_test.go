@@ -1,13 +1,18 @@
 package remote_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"runtime/debug"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,6 +20,7 @@ import (
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/s3fake"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // objectSetGrowth makes a device on bucket that records n objects
@@ -152,4 +158,65 @@ func TestSegmentArchiveIsNotHeld(t *testing.T) {
 	_, err = io.Copy(got, br)
 	require.NoError(t, err)
 	assert.Equal(t, sent.Sum(), got.Sum())
+}
+
+// TestDamagedHeaderIsNotHeld: a segment whose header lost its newline,
+// followed by 32 MiB without one, is refused with store.corrupt by
+// FetchSegment (a sync) and by ReadHeader (a pull, reclaim) within a
+// few MiB of heap: the segment is checked against its key's hash before
+// its header is read past the first 64 KiB. Before, both read on to
+// the next newline, here the whole segment, into memory. The object
+// store is moto, whose copy is in a process of its own.
+func TestDamagedHeaderIsNotHeld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves a 32 MiB segment")
+	}
+	testEnv(t)
+	m := s3fake.StartMoto(t)
+	m.CreateBucket("wsstore-header")
+	ctx := context.Background()
+	a := newDevice(t, m.URL, "wsstore-header", remote.Options{})
+	dev, err := remote.Device(ctx, a.db)
+	require.NoError(t, err)
+	at := time.Now().UTC()
+	body := fmt.Appendf(nil, `{"format":%q,"version":%d,"device":%q,"at":%q,"base":true,"archive":%d,"tombstones":[]}`,
+		remote.SegmentFormat, remote.SegmentVersion, dev, at.Format(time.RFC3339Nano), 32<<20)
+	body = append(body, ' ') // the newline, lost
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 32 << 20 {
+		c := byte(r.Uint32())
+		if c == '\n' {
+			c = 0
+		}
+		body = append(body, c)
+	}
+	key := fmt.Sprintf("sync/%s/%020d-%s.base.seg", dev, at.UnixNano(), cas.Sum([]byte("the segment as written")))
+	putRaw(t, m.URL, "wsstore-header", "store/"+key, body)
+	body = nil
+	segs, err := a.st.Segments(ctx, dev, "")
+	require.NoError(t, err)
+	require.Len(t, segs, 1)
+
+	fetched := storetest.HeapGrowth(func() {
+		_, _, err := a.st.FetchSegment(ctx, segs[0])
+		assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+	})
+	read := storetest.HeapGrowth(func() {
+		_, err := a.st.ReadHeader(ctx, segs[0])
+		assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+	})
+	t.Logf("heap grew by at most %.1f MiB fetching, %.1f MiB reading the header of a damaged 32 MiB segment",
+		float64(fetched)/(1<<20), float64(read)/(1<<20))
+	assert.Less(t, fetched, uint64(4<<20))
+	assert.Less(t, read, uint64(4<<20))
+}
+
+// putRaw writes data at key in bucket as damage the store did not make.
+func putRaw(t *testing.T, endpoint, bucket, key string, data []byte) {
+	t.Helper()
+	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	_, err := cl.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))})
+	require.NoError(t, err)
 }

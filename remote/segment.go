@@ -298,63 +298,77 @@ func FollowsOn(seg Segment, h SegmentHeader, after string) error {
 // FetchSegment returns the header and the archive of seg (nil when it has
 // none), checked against the hash its key names: other bytes fail with
 // store.corrupt (wrapping cas.ErrCorrupt), a missing object with
-// store.corrupt wrapping ErrMissing. The object section is read as it
-// streams by, and the archive into a temporary file: Close it.
+// store.corrupt wrapping ErrMissing. The segment goes whole into a
+// temporary file and is checked there before its header is read, so a
+// damaged one costs a buffer of memory whatever it holds; the archive is
+// read from that file: Close it.
 func (s *Storage) FetchSegment(ctx context.Context, seg Segment) (h SegmentHeader, archive *Spool, err error) {
+	sp, h, off, err := s.verified(ctx, seg)
+	if err != nil {
+		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
+	}
+	defer func() {
+		if archive == nil {
+			sp.Close()
+		}
+	}()
+	switch rest := sp.Size() - off - h.objectsSize(); {
+	case rest < 0:
+		return SegmentHeader{}, nil, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment is shorter than its header says"), cas.ErrCorrupt)
+	case rest != h.Archive:
+		return SegmentHeader{}, nil, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's archive is not the length its header says"), cas.ErrCorrupt)
+	case h.Archive == 0:
+		return h, nil, nil
+	}
+	sp.off = off + h.objectsSize()
+	return h, sp, nil
+}
+
+// verified reads seg whole into a temporary file through a check against
+// the hash its key names, then returns the file, the segment's header and
+// the length of its line with the newline. Nothing of the segment is
+// parsed before the check, so its header is held only once it is known
+// to be the bytes its device wrote. Other bytes fail with store.corrupt
+// wrapping cas.ErrCorrupt.
+func (s *Storage) verified(ctx context.Context, seg Segment) (sp *Spool, h SegmentHeader, off int64, err error) {
+	bad := func(msg string) error { return fmt.Errorf("%w: %w", corrupt(seg.Key, msg), cas.ErrCorrupt) }
 	rc, err := s.b.open(ctx, seg.Key, 0, -1)
 	if err != nil {
-		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
+		return nil, SegmentHeader{}, 0, err
 	}
 	defer rc.Close()
+	if sp, err = newSpool("fetch segment", "wsstore-segment-*"); err != nil {
+		return nil, SegmentHeader{}, 0, err
+	}
+	defer func() {
+		if err != nil {
+			sp.Close()
+			sp = nil
+		}
+	}()
 	sum := cas.NewHasher()
 	defer sum.Release()
-	r := bufio.NewReaderSize(io.TeeReader(rc, sum), 64<<10)
-	bad := func(msg string) error { return fmt.Errorf("%w: %w", corrupt(seg.Key, msg), cas.ErrCorrupt) }
-	hb, err := r.ReadBytes('\n')
-	switch {
-	case errors.Is(err, io.EOF):
-		return SegmentHeader{}, nil, bad("the segment has no header")
-	case err != nil:
-		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
-	}
-	if h, err = decodeHeader(seg, hb[:len(hb)-1]); err != nil {
-		return SegmentHeader{}, nil, err
-	}
-	switch n, err := io.CopyN(io.Discard, r, h.objectsSize()); {
-	case err != nil && !errors.Is(err, io.EOF):
-		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
-	case n < h.objectsSize():
-		return SegmentHeader{}, nil, bad("the segment is shorter than its header says")
-	}
-	if h.Archive > 0 {
-		if archive, err = newSpool("fetch segment", "wsstore-archive-*"); err != nil {
-			return SegmentHeader{}, nil, err
-		}
-		defer func() {
-			if err != nil {
-				archive.Close()
-				archive = nil
-			}
-		}()
-	}
-	var n int64
-	if archive != nil {
-		if n, err = io.CopyN(archive, r, h.Archive); err != nil && !errors.Is(err, io.EOF) {
-			return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
-		}
-	}
-	// Whatever follows is read too, for the hash.
-	more, err := io.Copy(io.Discard, r)
-	if err != nil {
-		return SegmentHeader{}, nil, fmt.Errorf("fetch segment: %w", err)
+	if _, err := io.Copy(io.MultiWriter(sp, sum), rc); err != nil {
+		return nil, SegmentHeader{}, 0, err
 	}
 	if sum.Sum() != seg.Hash {
-		return SegmentHeader{}, nil, bad("the segment does not hash to its key")
+		return nil, SegmentHeader{}, 0, bad("the segment does not hash to its key")
 	}
-	if n != h.Archive || more > 0 {
-		return SegmentHeader{}, nil, bad("the segment's archive is not the length its header says")
+	r, err := sp.Reader()
+	if err != nil {
+		return nil, SegmentHeader{}, 0, err
 	}
-	return h, archive, nil
+	hb, err := bufio.NewReaderSize(r, 64<<10).ReadBytes('\n')
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil, SegmentHeader{}, 0, bad("the segment has no header")
+	case err != nil:
+		return nil, SegmentHeader{}, 0, err
+	}
+	if h, err = decodeHeader(seg, hb[:len(hb)-1]); err != nil {
+		return nil, SegmentHeader{}, 0, err
+	}
+	return sp, h, int64(len(hb)), nil
 }
 
 // objectsSize is the length of the object section after the header.
@@ -376,17 +390,15 @@ func (s *Storage) readHeader(ctx context.Context, seg Segment) (SegmentHeader, i
 	}
 	hb, _, ok := bytes.Cut(b, []byte{'\n'})
 	if !ok && len(b) == headerProbe {
-		// A header of many tombstones: read on to its end, and no further.
-		rc, err := s.b.open(ctx, seg.Key, 0, -1)
+		// A header of many tombstones, or one that lost its newline:
+		// only a segment that hashes to its key is read past the probe,
+		// so a damaged one is never held (verified).
+		sp, h, off, err := s.verified(ctx, seg)
 		if err != nil {
 			return SegmentHeader{}, 0, err
 		}
-		defer rc.Close()
-		line, err := bufio.NewReaderSize(rc, headerProbe).ReadBytes('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return SegmentHeader{}, 0, err
-		}
-		hb, ok = bytes.CutSuffix(line, []byte{'\n'})
+		sp.Close()
+		return h, off, nil
 	}
 	if !ok {
 		return SegmentHeader{}, 0, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment has no header"), cas.ErrCorrupt)

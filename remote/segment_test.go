@@ -240,3 +240,41 @@ func TestFollowsOn(t *testing.T) {
 		})
 	}
 }
+
+// TestLongHeaderIsRead: a header longer than the first read of a segment
+// (64 KiB: some 300 tombstones) is read from the whole segment, checked
+// against its key's hash first, and comes back whole; a short one takes
+// one ranged read. The figures say what each costs in requests and bytes.
+func TestLongHeaderIsRead(t *testing.T) {
+	srv := fakeBucket(t)
+	ctx := context.Background()
+	a := newDevice(t, srv.URL, "bkt", remote.Options{})
+	dev, err := remote.Device(ctx, a.db)
+	require.NoError(t, err)
+	arch, err := remote.NewSpool()
+	require.NoError(t, err)
+	defer arch.Close()
+	_, err = arch.Write(make([]byte, 1<<20))
+	require.NoError(t, err)
+	for i, n := range []int{10, 1000} {
+		tombs := make([]remote.Tombstone, n)
+		for j := range tombs {
+			tombs[j] = remote.Tombstone{Kind: "run", ID: fmt.Sprintf("run-%06d", j), Parent: "chat-1", Seq: 12,
+				Last: cas.Sum([]byte{byte(j)}), Device: dev, At: time.Now().UTC(), Detail: []byte(`{"first":"` + cas.Sum([]byte{byte(j), 1}).String() + `"}`)}
+		}
+		seg, err := a.st.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: time.Now().Add(time.Duration(i) * time.Second), Tombstones: tombs}, nil, arch)
+		require.NoError(t, err)
+		gets, got := srv.Count("GET"), srv.Bytes("GET")
+		h, err := a.st.ReadHeader(ctx, seg)
+		require.NoError(t, err)
+		assert.Len(t, h.Tombstones, n)
+		gets, got = srv.Count("GET")-gets, srv.Bytes("GET")-got
+		t.Logf("%d tombstones: a %d-byte segment, its header read in %d GETs of %d bytes", n, seg.Size, gets, got)
+		if n == 10 {
+			assert.Equal(t, 1, gets)
+		} else {
+			assert.Equal(t, 2, gets)
+			assert.EqualValues(t, 64<<10+seg.Size, got, "the first 64 KiB, then the whole segment")
+		}
+	}
+}

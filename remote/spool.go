@@ -21,6 +21,7 @@ type Spool struct {
 	done func() error // closes and removes f
 	w    *bufio.Writer
 	n    int64
+	off  int64 // where what it reads back starts: a fetched segment's archive
 }
 
 // NewSpool returns an empty Spool in a new temporary file.
@@ -44,12 +45,13 @@ func (s *Spool) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Size is how many bytes were written; 0 for a nil Spool.
+// Size is how many bytes were written (from its start, for a Spool that
+// starts part way into its file); 0 for a nil Spool.
 func (s *Spool) Size() int64 {
 	if s == nil {
 		return 0
 	}
-	return s.n
+	return s.n - s.off
 }
 
 // Reader returns what was written so far, from its start; a nil Spool
@@ -71,7 +73,7 @@ func (s *Spool) section() (*io.SectionReader, error) {
 	if err := s.w.Flush(); err != nil {
 		return nil, tempError(s.op, err)
 	}
-	return io.NewSectionReader(s.f, 0, s.n), nil
+	return io.NewSectionReader(s.f, s.off, s.n-s.off), nil
 }
 
 // Close removes the Spool's file; a nil Spool is closed already.
