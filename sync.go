@@ -309,6 +309,7 @@ func (p *pulls) of(ctx context.Context, h remote.SegmentHeader) error {
 func (p *pulls) add(st remote.PullStats) {
 	p.st.Indexes += st.Indexes
 	p.st.Objects += st.Objects
+	p.st.Damaged = append(p.st.Damaged, st.Damaged...)
 }
 
 // pullIndexes takes in the index objects of the other devices' segments

@@ -18,6 +18,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
@@ -43,6 +44,8 @@ type bucket interface {
 	// ("" for all), in key order, and the time the object was written
 	// (zero when the store does not say).
 	list(ctx context.Context, prefix, after string, fn func(key string, mod time.Time) error) error
+	// sizes is list with each object's length instead of its time.
+	sizes(ctx context.Context, prefix string, fn func(key string, size int64) error) error
 	// remove deletes the object at key; a missing one is success.
 	remove(ctx context.Context, key string) error
 	// present reports whether there is an object at key (a HEAD request).
@@ -296,6 +299,18 @@ func (b *s3Bucket) present(ctx context.Context, key string) (bool, error) {
 }
 
 func (b *s3Bucket) list(ctx context.Context, prefix, after string, fn func(key string, mod time.Time) error) error {
+	return b.listObjects(ctx, prefix, after, func(o types.Object) error {
+		return fn(strings.TrimPrefix(aws.ToString(o.Key), b.loc.Prefix), aws.ToTime(o.LastModified))
+	})
+}
+
+func (b *s3Bucket) sizes(ctx context.Context, prefix string, fn func(key string, size int64) error) error {
+	return b.listObjects(ctx, prefix, "", func(o types.Object) error {
+		return fn(strings.TrimPrefix(aws.ToString(o.Key), b.loc.Prefix), aws.ToInt64(o.Size))
+	})
+}
+
+func (b *s3Bucket) listObjects(ctx context.Context, prefix, after string, fn func(o types.Object) error) error {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(b.loc.Bucket), Prefix: aws.String(b.loc.Prefix + prefix)}
 	if after != "" {
 		in.StartAfter = aws.String(b.loc.Prefix + after)
@@ -310,7 +325,7 @@ func (b *s3Bucket) list(ctx context.Context, prefix, after string, fn func(key s
 			return unavailable("remote list", prefix, err)
 		}
 		for _, o := range page.Contents {
-			if err := fn(strings.TrimPrefix(aws.ToString(o.Key), b.loc.Prefix), aws.ToTime(o.LastModified)); err != nil {
+			if err := fn(o); err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,8 @@ package remote
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // upload writes objs to the object store as one pack (or, chunked, as an
@@ -313,13 +316,18 @@ type PullStats struct {
 	// added to the local index.
 	Indexes int `json:"indexes"`
 	Objects int `json:"objects"`
+	// Damaged names the index objects that did not read (bytes that do
+	// not hash to the key, or not an index), skipped: not taken in, so a
+	// later pull that meets one reads it again.
+	Damaged []string `json:"damaged,omitempty"`
 }
 
 // Pull takes in the index objects of the object store this store has not
 // read yet: every object another device pushed becomes readable here
 // (fetched from its pack on first read). An object recorded here already
-// keeps its record. A damaged index object fails with store.corrupt; the
-// ones read before it stay taken in.
+// keeps its record. A damaged index object is skipped and named in
+// PullStats.Damaged: what it lists is in its pack too, which Recover
+// reads when an archive needs an object only it lists.
 func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 	s.push.Lock()
 	defer s.push.Unlock()
@@ -388,6 +396,11 @@ func (s *Storage) pullIndexes(ctx context.Context, db *index.DB, keys []string) 
 				return st, fmt.Errorf("pull: %w", err)
 			}
 			idx, err := decodeIndex(key, b)
+			if wserr.CodeOf(err) == wserr.Corrupt {
+				// Not taken in, nor read again in a later sweep.
+				st.Damaged = append(st.Damaged, key)
+				continue
+			}
 			if err != nil {
 				return st, fmt.Errorf("pull: %w", err)
 			}
@@ -475,8 +488,13 @@ func tookIn(ctx context.Context, tx *index.Tx, key string) error {
 // chunked ones) in the object store's index objects, read whether taken in
 // before or not, and records those the store lacks, so they are readable
 // again (the store's gc may have dropped records another device's
-// archive still names). It returns how many it recorded; a blob no index
-// lists stays missing.
+// archive still names). An index object that does not read is skipped;
+// when something wanted is in no index object that reads (its own is
+// damaged, or was removed), the packs none of them names are looked in
+// too, each by the copy of its index it ends with (packIndexes). It
+// returns how many it recorded; a blob found nowhere stays missing (a
+// chunked blob whose only chunk list was in such an index object among
+// them: a pack holds no chunk lists).
 func (s *Storage) Recover(ctx context.Context, db *index.DB, want []cas.Hash) (int, error) {
 	s.push.Lock()
 	defer s.push.Unlock()
@@ -491,21 +509,48 @@ func (s *Storage) Recover(ctx context.Context, db *index.DB, want []cas.Hash) (i
 		blobs[h] = nil
 	}
 	chunks := map[cas.Hash]*found{}
+	named := map[string]bool{} // packs an index object that reads names
+	take := func(kind cas.Kind, wanted map[cas.Hash]*found, idx packIndex) {
+		for _, e := range idx.Objects {
+			if f, ok := wanted[e.Hash]; ok && f == nil && e.Kind == kind {
+				wanted[e.Hash] = &found{e, idx.Pack}
+			}
+		}
+	}
+	lacking := func(wanted map[cas.Hash]*found) bool {
+		for _, f := range wanted {
+			if f == nil {
+				return true
+			}
+		}
+		return false
+	}
 	pass := func(kind cas.Kind, wanted map[cas.Hash]*found) error {
-		return s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error {
+		err := s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error {
 			b, err := s.b.get(ctx, key, 0, -1)
+			if errors.Is(err, ErrMissing) {
+				return nil // reclaimed since it was listed
+			}
 			if err != nil {
 				return err
 			}
 			idx, err := decodeIndex(key, b)
+			if wserr.CodeOf(err) == wserr.Corrupt {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
-			for _, e := range idx.Objects {
-				if _, ok := wanted[e.Hash]; ok && e.Kind == kind {
-					wanted[e.Hash] = &found{e, idx.Pack}
-				}
-			}
+			named[idx.Pack] = true
+			take(kind, wanted, idx)
+			return nil
+		})
+		if err != nil || !lacking(wanted) {
+			return err
+		}
+		return s.packIndexes(ctx, named, func(pack string, idx packIndex) error {
+			idx.Pack = pack
+			take(kind, wanted, idx)
 			return nil
 		})
 	}
@@ -553,6 +598,44 @@ func (s *Storage) Recover(ctx context.Context, db *index.DB, want []cas.Hash) (i
 		return nil
 	})
 	return n, err
+}
+
+// packIndexes calls fn with the index each pack under data/ that named
+// does not name ends with (its objects, as its index object lists them,
+// without the pack's key, device and time): for the objects of a pack
+// whose index objects do not read. It costs a listing of data/ and two
+// ranged GETs a pack read; a pack whose end does not read as an index is
+// passed over.
+func (s *Storage) packIndexes(ctx context.Context, named map[string]bool, fn func(pack string, idx packIndex) error) error {
+	return s.b.sizes(ctx, dataDir, func(key string, size int64) error {
+		if named[key] || size < 4 {
+			return nil
+		}
+		b, err := s.b.get(ctx, key, size-4, 4)
+		if errors.Is(err, ErrMissing) || err == nil && len(b) != 4 {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		n := int64(binary.BigEndian.Uint32(b))
+		if n == 0 || n > size-4 {
+			return nil
+		}
+		if b, err = s.b.get(ctx, key, size-4-n, n); errors.Is(err, ErrMissing) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		var idx packIndex
+		if json.Unmarshal(b, &idx) != nil || idx.Version != indexVersion {
+			return nil
+		}
+		for i := range idx.Objects {
+			idx.Objects[i].Codec = cas.Codec(idx.Objects[i].CodecN)
+		}
+		return fn(key, idx)
+	})
 }
 
 // recordEntry records one index entry as Pull does, unless the store has

@@ -299,13 +299,20 @@ func TestDamagedObjects(t *testing.T) {
 	srv.SetObject("bkt", packs[0], orig)
 	a.requireAll(t, hs, files)
 
-	// A damaged index object is refused by Pull.
+	// A damaged index object is skipped by Pull and named; Recover finds
+	// what it lists in the pack, which ends with the same index.
 	idx := srv.Keys("bkt", "store/index/")
-	require.NotEmpty(t, idx)
+	require.Len(t, idx, 1)
 	srv.SetObject("bkt", idx[0], []byte(`{"version":1}`))
 	b := newDevice(t, srv.URL, "bkt", remote.Options{})
-	_, err = b.st.Pull(ctx, b.db)
-	assert.ErrorIs(t, err, cas.ErrCorrupt)
+	st, err := b.st.Pull(ctx, b.db)
+	require.NoError(t, err)
+	assert.Equal(t, []string{strings.TrimPrefix(idx[0], "store/")}, st.Damaged)
+	assert.Zero(t, st.Objects)
+	n, err := b.st.Recover(ctx, b.db, hs)
+	require.NoError(t, err)
+	assert.Equal(t, len(hs), n)
+	b.requireAll(t, hs, files)
 }
 
 // TestMotoKilledMidPush kills a real S3 server (moto) while a push is

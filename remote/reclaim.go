@@ -248,7 +248,9 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		}
 		pi, err := decodeIndex(o.key, b)
 		if err != nil {
-			return st, fmt.Errorf("reclaim: %w", err)
+			// It may be what keeps a pack (its device has not published
+			// since): nothing goes while it is there.
+			return st, fmt.Errorf("reclaim: %w (nothing is removed while an index object does not read: remove it from the object store; what it lists stays readable from its pack)", err)
 		}
 		gone := len(waiting) == 0 && !o.mod.IsZero() && o.mod.Before(cutoff)
 		if gone {

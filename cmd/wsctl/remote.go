@@ -141,5 +141,6 @@ func runPull(ctx context.Context, g globals, _ []string) error {
 		return writeJSON(g.out, rep)
 	}
 	_, err = fmt.Fprintf(g.out, "pull: %d index objects, %d new objects\n", rep.Indexes, rep.Objects)
+	damagedIndexes(g, "pull", rep)
 	return err
 }

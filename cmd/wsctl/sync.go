@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -74,6 +75,9 @@ func runSync(ctx context.Context, g globals, opt wsstore.SyncOptions) error {
 		fmt.Fprintf(g.errOut, "sync: gone from the object store, published again: %s; %d objects to push again, %d lost (held nowhere here)\n",
 			strings.Join(r.Gone, ", "), r.Repush, r.Lost)
 	}
+	if !g.json {
+		damagedIndexes(g, "sync", rep.Pulled)
+	}
 	if len(rep.Conflicts) > 0 && !g.json {
 		for _, c := range rep.Conflicts {
 			fmt.Fprintf(g.errOut, "conflict: %s %s: %s\n", c.Kind, c.ID, c.Reason)
@@ -86,4 +90,12 @@ func runSync(ctx context.Context, g globals, opt wsstore.SyncOptions) error {
 		return wserr.New(wserr.Conflict, "sync", "", "%d chats, runs or actor spaces were changed on two devices, or deleted on one and changed on the other, and are left as they are on each", len(rep.Conflicts))
 	}
 	return nil
+}
+
+// damagedIndexes says, on stderr, which index objects a sync or pull
+// skipped because they do not read, and what that means.
+func damagedIndexes(g globals, op string, st remote.PullStats) {
+	for _, k := range st.Damaged {
+		fmt.Fprintf(g.errOut, "%s: index object %s does not read (damaged) and was skipped: an object only it lists is found in its pack when a segment needs one; reclaim-remote refuses to run until the object is removed from the object store\n", op, k)
+	}
 }
