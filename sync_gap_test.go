@@ -10,10 +10,29 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/remote/s3fake"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
+
+// threeDevicesPastASegment makes three devices C, D and E on one fake
+// tier, all synced with C's first runs, then C publishes s1 and one
+// segment after it, which D and E have not read.
+func threeDevicesPastASegment(t *testing.T) (srv *s3fake.Server, c, d, e *wsstore.Store, s1 string) {
+	t.Helper()
+	srv, open := fakeTier(t)
+	c, d, e = open(), open(), open()
+	smallRuns(t, c, "chat-c", "c0", 3)
+	syncOK(t, c)
+	syncOK(t, d)
+	syncOK(t, e)
+	smallRuns(t, c, "chat-c", "c4", 1)
+	s1 = syncOK(t, c).Published
+	smallRuns(t, c, "chat-c", "c5", 1)
+	syncOK(t, c)
+	return srv, c, d, e, s1
+}
 
 // TestSyncSegmentGap: a segment gone from the bucket is never skipped in
 // silence. Deleted before its device's next sync, that sync finds its
@@ -71,16 +90,7 @@ func TestSyncSegmentGap(t *testing.T) {
 	t.Run("OtherDevicesGoOn", func(t *testing.T) {
 		// C's gap holds back C's segments after it, not D's and E's, and
 		// each sync still publishes its own store's changes.
-		srv, open := fakeTier(t)
-		c, d, e := open(), open(), open()
-		smallRuns(t, c, "chat-c", "c0", 3)
-		syncOK(t, c)
-		syncOK(t, d)
-		syncOK(t, e)
-		smallRuns(t, c, "chat-c", "c4", 1)
-		s1 := syncOK(t, c).Published
-		smallRuns(t, c, "chat-c", "c5", 1)
-		syncOK(t, c)
+		srv, _, d, e, s1 := threeDevicesPastASegment(t)
 		srv.SetObject("wsstore", "team/"+s1, nil) // and C is never seen again
 		smallRuns(t, d, "chat-d", "dd", 1)
 		rep, err := d.Sync(ctx)
@@ -185,16 +195,7 @@ func TestPullSegmentGap(t *testing.T) {
 // device publishes a base.
 func TestSyncSegmentDamaged(t *testing.T) {
 	ctx := context.Background()
-	srv, open := fakeTier(t)
-	c, d, e := open(), open(), open()
-	smallRuns(t, c, "chat-c", "c0", 3)
-	syncOK(t, c)
-	syncOK(t, d)
-	syncOK(t, e)
-	smallRuns(t, c, "chat-c", "c4", 1)
-	s1 := syncOK(t, c).Published
-	smallRuns(t, c, "chat-c", "c5", 1)
-	syncOK(t, c)
+	srv, c, d, e, s1 := threeDevicesPastASegment(t)
 	b, ok := srv.Object("wsstore", "team/"+s1)
 	require.True(t, ok)
 	srv.SetObject("wsstore", "team/"+s1, b[:len(b)/2])
