@@ -223,19 +223,14 @@ func (s *Service) ChatsPage(ctx context.Context, q ChatQuery) (page []Chat, more
 	err = s.db.View(ctx, func(tx *index.Tx) error {
 		page, more = nil, false
 		if q.After != "" {
-			var at int64
-			err := tx.GetContext(ctx, &at, `SELECT created_at FROM chats WHERE id = ?`, q.After)
-			if errors.Is(err, sql.ErrNoRows) {
-				return wserr.New(wserr.NotFound, "list chats", "", "no chat workspace %q to list after: it may have been deleted since; list again from the newest", q.After)
-			}
+			cond, at, found, err := pastRow(ctx, tx, "chats", "", q.After)
 			if err != nil {
 				return index.Translate(err)
 			}
-			// After it in (created_at DESC, id) order; the first term
-			// bounds the index's range, so the page starts where the
-			// one before ended.
-			where = append(where, "created_at <= ? AND (created_at < ? OR id > ?)")
-			args = append(args, at, at, q.After)
+			if !found {
+				return wserr.New(wserr.NotFound, "list chats", "", "no chat workspace %q to list after: it may have been deleted since; list again from the newest", q.After)
+			}
+			where, args = append(where, cond), append(args, at...)
 		}
 		cond := ""
 		if len(where) > 0 {

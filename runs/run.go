@@ -464,19 +464,14 @@ func (s *Service) listRuns(ctx context.Context, q ListQuery, limit, refBytes int
 	err = s.db.View(ctx, func(tx *index.Tx) error {
 		out, more = nil, false
 		if q.After != "" {
-			var at int64
-			err := tx.GetContext(ctx, &at, `SELECT created_at FROM runs WHERE id = ?`, q.After)
-			if errors.Is(err, sql.ErrNoRows) {
-				return wserr.New(wserr.RunNotFound, "list runs", "", "no run %q to list after: it may have been deleted since; list again from the newest", q.After)
-			}
+			cond, at, found, err := pastRow(ctx, tx, "runs", "r.", q.After)
 			if err != nil {
 				return err
 			}
-			// After it in (created_at DESC, id) order; the first term
-			// bounds the index's range, so the page starts where the
-			// one before ended, not at the newest run.
-			where = append(where, "r.created_at <= ? AND (r.created_at < ? OR r.id > ?)")
-			args = append(args, at, at, q.After)
+			if !found {
+				return wserr.New(wserr.RunNotFound, "list runs", "", "no run %q to list after: it may have been deleted since; list again from the newest", q.After)
+			}
+			where, args = append(where, cond), append(args, at...)
 		}
 		cond := ""
 		if len(where) > 0 {
@@ -521,6 +516,24 @@ func (s *Service) listRuns(ctx context.Context, q ListQuery, limit, refBytes int
 		out = []Run{}
 	}
 	return out, more, nil
+}
+
+// pastRow returns the condition, and its arguments, that keeps a listing
+// of table in (created_at DESC, id) order to the rows after row id
+// (columns named with prefix, the table's alias and a dot), and whether
+// that row exists. The condition's first term bounds the index's range,
+// so a page starts where the one before ended, not at the newest row.
+func pastRow(ctx context.Context, tx *index.Tx, table, prefix, id string) (cond string, args []any, found bool, err error) {
+	var at int64
+	err = tx.GetContext(ctx, &at, `SELECT created_at FROM `+table+` WHERE id = ?`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil, false, nil
+	}
+	if err != nil {
+		return "", nil, false, err
+	}
+	cond = prefix + "created_at <= ? AND (" + prefix + "created_at < ? OR " + prefix + "id > ?)"
+	return cond, []any{at, at, id}, true, nil
 }
 
 // RunIDsWithPrefix returns, in id order, the ids of at most limit runs
