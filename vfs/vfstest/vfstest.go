@@ -26,15 +26,20 @@ type entry struct {
 	content []byte
 }
 
-// expected turns files into every file and directory they imply; the root
-// is left out, as List never returns it.
+// expected turns files into every file and directory they imply (a name
+// ending in "/" is an empty directory); the root is left out, as List
+// never returns it.
 func expected(t *testing.T, files map[string]string) map[vfs.Path]entry {
 	t.Helper()
 	want := make(map[vfs.Path]entry)
 	for name, content := range files {
-		p, err := vfs.ParsePath(name)
+		dir, isDir := strings.CutSuffix(name, "/")
+		p, err := vfs.ParsePath(dir)
 		require.NoError(t, err, "expected file name %q", name)
 		want[p] = entry{kind: vfs.KindFile, content: []byte(content)}
+		if isDir {
+			want[p] = entry{kind: vfs.KindDir}
+		}
 		for d := p.Dir(); !d.IsRoot(); d = d.Dir() {
 			want[d] = entry{kind: vfs.KindDir}
 		}
@@ -93,14 +98,18 @@ func checkInfo(t *testing.T, info vfs.FileInfo, p vfs.Path, e entry) {
 }
 
 // TestFS checks the read contract of fsys, which must hold exactly the
-// files given (path => content) and the directories above them: Stat,
+// files given (path => content; a name ending in "/" is an empty
+// directory) and the directories above them: Stat,
 // Read whole and by line and char range with every range error, List at
 // depth 1 and deep from the root and each directory, List of a file (the
 // file alone), wserr.FileNotFound for missing paths (also below a file),
 // and wserr.PathIsDirectory when reading a directory. Errors must name the
 // path they were asked about. Include a multi-line file, a CJK file and an
-// empty or binary file in files to exercise every branch.
-func TestFS(t *testing.T, fsys vfs.FS, files map[string]string) {
+// empty or binary file in files to exercise every branch. The missing
+// paths probed are no-such-file.txt and no/such/dir/file.md, or missing
+// if given: a view in which every top-level name exists or is refused
+// for another reason (a run's model view) names missing paths below one.
+func TestFS(t *testing.T, fsys vfs.FS, files map[string]string, missing ...string) {
 	t.Helper()
 	want := expected(t, files)
 	paths := slices.SortedFunc(func(yield func(vfs.Path) bool) {
@@ -285,13 +294,20 @@ func TestFS(t *testing.T, fsys vfs.FS, files map[string]string) {
 	})
 
 	t.Run("ErrFileNotFound", func(t *testing.T) {
-		missing := []vfs.Path{vfs.MustPath("no-such-file.txt"), vfs.MustPath("no/such/dir/file.md")}
+		names := missing
+		if len(names) == 0 {
+			names = []string{"no-such-file.txt", "no/such/dir/file.md"}
+		}
+		var probes []vfs.Path
+		for _, name := range names {
+			probes = append(probes, vfs.MustPath(name))
+		}
 		for _, p := range paths {
 			q, err := p.Join("no-such-child")
 			require.NoError(t, err)
-			missing = append(missing, q) // below a directory, and below a file
+			probes = append(probes, q) // below a directory, and below a file
 		}
-		for _, p := range missing {
+		for _, p := range probes {
 			_, err := fsys.Stat(ctx, p)
 			requireCode(t, err, wserr.FileNotFound, p)
 			_, err = fsys.Read(ctx, p, vfs.ReadOptions{})
