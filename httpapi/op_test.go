@@ -230,6 +230,21 @@ func TestRunViews(t *testing.T) {
 			resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/files", kv...), s.full, nil)
 			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%v: %s", kv, b)
 		}
+		// A visible root with no file is an empty directory, at a
+		// checkpoint too; below it a missing path is not found.
+		for _, at := range []string{"live", "cp_000001"} {
+			m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "path", "plan", "at", at), nil)
+			assert.Equal(t, map[string]any{"entries": []any{}, "more": false}, m, at)
+			m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "at", at), nil)
+			var roots []string
+			for _, e := range m["entries"].([]any) {
+				roots = append(roots, e.(map[string]any)["path"].(string))
+			}
+			assert.Subset(t, roots, []string{"output", "persist", "plan", "scratch", "summaries"}, at)
+		}
+		resp, b = s.do(http.MethodGet, s.url("/v1/runs/r1/files", "path", "plan/nope"), s.full, nil)
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", b)
+		assert.Equal(t, "workspace.file_not_found", errCode(t, b))
 	})
 	t.Run("FileAtCheckpoint", func(t *testing.T) {
 		_, b := s.do(http.MethodGet, s.url("/v1/runs/r1/file", "path", "output/answer.md"), s.full, nil)

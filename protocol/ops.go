@@ -128,7 +128,8 @@ var ops = []op{
               for host files (host/…), so a listing reads no file; stat
               gives it. A page: limit default 10000, at most 100000;
               more says entries remain (ask again with after the last
-              entry's path)`,
+              entry's path). The profile's visible roots are always
+              directories, listed even when they hold no file`,
 	},
 	{
 		name: "checkpoint", access: writes, request: []any{checkpointRequest{}}, handle: (*Session).checkpoint,

@@ -80,8 +80,11 @@ func TestCreateRun(t *testing.T) {
 		snap := readSnapshot(t, e, "run_a")
 		assert.Equal(t, runs.PersistSnapshot{ChatWorkspaceID: r.ChatID, PersistRoot: vfs.EmptyTree, PersistVersion: 0}, snap)
 		assert.Equal(t, vfs.EmptyTree, r.PersistBase)
-		_, err := e.host("run_a").Stat(ctx, P("persist"))
-		requireModelError(t, err, wserr.FileNotFound)
+		fi, err := e.host("run_a").Stat(ctx, P("persist"))
+		require.NoError(t, err, "an empty persist/ is an empty directory")
+		assert.Equal(t, vfs.FileInfo{Path: P("persist"), Kind: vfs.KindDir, Hash: vfs.EmptyTree, Resource: vfs.ResourceGenerated}, fi)
+		_, err = e.st.Trees.Lookup(ctx, nil, e.run("run_a").Root, P("persist"))
+		requireModelError(t, err, wserr.FileNotFound) // nothing stored for it
 	})
 
 	t.Run("Journal", func(t *testing.T) {

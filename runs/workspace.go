@@ -188,6 +188,9 @@ func (w *Workspace) Stat(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) 
 			return err
 		}
 		e, err := w.s.trees.Lookup(ctx, tx, root, p)
+		if w.emptyRoot(run, p, err) {
+			e, err = emptyDir, nil
+		}
 		if err != nil {
 			return err
 		}
@@ -215,6 +218,55 @@ func (w *Workspace) visibleRoot(ctx context.Context, tx *index.Tx, run Run, root
 		}
 		return nil
 	})
+}
+
+// emptyDir is the entry of a root the tree does not hold (emptyRoot): a
+// directory with nothing below it, whose address is the empty tree's.
+var emptyDir = vfs.Entry{Kind: vfs.KindDir, Hash: vfs.EmptyTree}
+
+// emptyRoot reports whether err, a lookup's of p in the workspace's tree,
+// only says that p is one of the profile's visible roots that holds no
+// file. A tree keeps no empty directory, but those roots always exist
+// (seed 000 §13): an agent's first listing shows where it may write, and
+// a stat, list or search of an empty one answers as for any empty
+// directory. Nothing is stored for them. A root a virtual mount reaches
+// is the mount's to describe (besideVirtual).
+func (w *Workspace) emptyRoot(run Run, p vfs.Path, err error) bool {
+	return wserr.Is(err, wserr.FileNotFound) && !p.IsRoot() && p.Dir().IsRoot() && w.standing(run, p.Top())
+}
+
+// standing reports whether the root named top always exists in the
+// workspace's views (emptyRoot): one the profile shows the model, that no
+// virtual mount reaches.
+func (w *Workspace) standing(run Run, top string) bool {
+	if !run.Profile.visible(top) {
+		return false
+	}
+	for _, q := range w.s.virtual.Prefixes() {
+		if q.Top() == top {
+			return false
+		}
+	}
+	return true
+}
+
+// emptyRoots returns, for a listing of the root, the standing roots that
+// root does not hold, as empty directories, those page admits in path
+// order. It reads the root's own entries, never below them.
+func (w *Workspace) emptyRoots(ctx context.Context, tx *index.Tx, run Run, root cas.Hash, page vfs.ListPage) ([]vfs.FileInfo, error) {
+	es, err := w.s.trees.Entries(ctx, tx, root)
+	if err != nil {
+		return nil, err
+	}
+	var out []vfs.FileInfo
+	for _, r := range run.Profile.VisibleRoots {
+		held := slices.ContainsFunc(es, func(e vfs.Entry) bool { return e.Name == r })
+		if p := vfs.MustPath(r); !held && w.standing(run, r) && page.Admits(p) {
+			out = append(out, w.info(p, emptyDir, run))
+		}
+	}
+	sortInfos(out)
+	return out, nil
 }
 
 // Read returns p's content, whole or a line or character range, at most
@@ -306,6 +358,9 @@ func (w *Workspace) lookupFile(ctx context.Context, op string, p vfs.Path) (fi v
 			return err
 		}
 		e, err := w.s.trees.Lookup(ctx, tx, root, p)
+		if w.emptyRoot(run, p, err) {
+			e, err = emptyDir, nil
+		}
 		if err != nil {
 			return err
 		}
@@ -383,8 +438,18 @@ func (w *Workspace) ListPage(ctx context.Context, p vfs.Path, depth int, page vf
 			}
 			return nil
 		})
+		if w.emptyRoot(run, p, err) {
+			err = nil // nothing below it
+		}
 		if err != nil {
 			return err
+		}
+		if p.IsRoot() {
+			empty, err := w.emptyRoots(ctx, tx, run, root, page)
+			if err != nil {
+				return err
+			}
+			out, merged = append(out, empty...), merged || len(empty) > 0
 		}
 		if p.IsRoot() && w.live() && len(run.Profile.AllowPaths) > 0 {
 			// Only the directories that reach the allowed host paths:
@@ -991,6 +1056,9 @@ func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOpti
 			return err
 		}
 		start, err := w.s.trees.Lookup(ctx, tx, root, opt.Path)
+		if w.emptyRoot(run, opt.Path, err) {
+			return nil // nothing below it
+		}
 		if err != nil {
 			return err
 		}

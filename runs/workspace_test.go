@@ -306,7 +306,7 @@ func TestWorkspaceErrors(t *testing.T) {
 			return err
 		}},
 		{name: "ErrFileNotFound/list", code: wserr.FileNotFound, op: func() error {
-			_, err := model.List(ctx, P("scratch"), 1)
+			_, err := model.List(ctx, P("output/nope"), 1)
 			return err
 		}},
 		{name: "ErrFileNotFound/belowFile", code: wserr.FileNotFound, op: func() error {
@@ -761,7 +761,8 @@ func TestWorkspaceResourceKinds(t *testing.T) {
 		}
 		assert.Equal(t, map[string]vfs.ResourceKind{
 			"chat": vfs.ResourceVirtual, "output": vfs.ResourceGenerated, "skills": vfs.ResourceVirtual,
-		}, kinds, "the model sees its visible roots and the virtual mounts, not input/")
+			"scratch": vfs.ResourceGenerated, "plan": vfs.ResourceGenerated, "summaries": vfs.ResourceGenerated, "persist": vfs.ResourceGenerated,
+		}, kinds, "the model sees its visible roots, empty ones too, and the virtual mounts, not input/")
 
 		fi, err := model.Stat(ctx, P("skills/lore/SKILL.md"))
 		require.NoError(t, err)
@@ -835,21 +836,22 @@ func TestWorkspaceConformance(t *testing.T) {
 			"skills/index.md":        "lore\n",
 			"chat/history.tail.md":   string(tail),
 			"summaries/round-001.md": "summary\n",
+			"plan/":                  "", // a visible root with no file is an empty directory
+			"no/":                    "",
 		}
-		// The suite probes missing top-level names (no-such-file.txt,
-		// no/...) and expects file_not_found. In the model's view a name
-		// outside the profile's roots is path_not_visible instead, so the
-		// profile lists those names as (empty) visible roots; the
-		// not-visible case has its own tests above.
+		// In the model's view every top-level name is a visible root,
+		// which always exists, a virtual mount, or path_not_visible (it
+		// has its own tests above): the suite probes missing paths below
+		// an empty visible root instead of at the top.
 		prof := runs.DefaultProfile()
-		prof.VisibleRoots = append(prof.VisibleRoots, "no-such-file.txt", "no")
+		prof.VisibleRoots = append(prof.VisibleRoots, "no")
 		e.newRun("run_a", runs.CreateRequest{Profile: &prof, Inputs: map[string][]byte{"hidden.md": []byte("hidden")}})
 		for p, c := range files {
-			if top := vfs.MustPath(p).Top(); top != "skills" && top != "chat" {
+			if top := vfs.MustPath(p).Top(); top != "skills" && top != "chat" && !strings.HasSuffix(p, "/") {
 				e.write("run_a", p, c)
 			}
 		}
-		vfstest.TestFS(t, e.model("run_a"), files)
+		vfstest.TestFS(t, e.model("run_a"), files, "no/such-file.txt", "no/such/dir/file.md")
 	})
 }
 

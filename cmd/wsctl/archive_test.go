@@ -13,6 +13,7 @@ import (
 
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 )
 
 // TestExportImport moves a store to another one the way the README shows:
@@ -40,7 +41,10 @@ func TestExportImport(t *testing.T) {
 	assert.Contains(t, imp.Added, "run r1")
 	assert.Contains(t, phone.ok("cat", "r1", "output/a.md"), "one\ntwo")
 	assert.Contains(t, phone.ok("import", file), "added 0, unchanged 3, conflicts 0", "a second import says it added nothing")
-	assert.NotContains(t, phone.ok("ls", "r1"), "scratch", "scratch is never exported")
+	assert.NotContains(t, phone.ok("ls", "r1", "-R"), "scratch/raw.bin", "scratch is never exported")
+	var scratch []vfs.FileInfo
+	phone.jsonOut(&scratch, "ls", "r1", "scratch")
+	assert.Empty(t, scratch, "scratch/ stands empty, as a visible root does")
 
 	// Through a pipe: export - | import -. Importing again adds nothing.
 	out, errOut, code := desk.run("", "export", "--run", "r1", "-")

@@ -119,7 +119,8 @@ func TestBatchSession(t *testing.T) {
 	for _, e := range rs[9].Result["entries"].([]any) {
 		paths = append(paths, e.(map[string]any)["path"].(string))
 	}
-	assert.Equal(t, []string{"output", "output/main.md", "scratch", "scratch/raw.bin"}, paths, "the model's view: no input/")
+	assert.Equal(t, []string{"output", "output/main.md", "persist", "plan", "scratch", "scratch/raw.bin", "summaries"}, paths,
+		"the model's view: its roots, empty ones too; no input/")
 
 	assert.Equal(t, map[string]any{"checkpointId": "cp_000006", "seq": float64(6)}, rs[10].Result)
 	assert.Equal(t, "scratch/raw.bin", rs[11].Result["path"])

@@ -25,7 +25,8 @@ func newLsCmd(a *app) *cobra.Command {
 		Short: "List a run's workspace files (host view: input/ included)",
 		Long: `ls lists the files and directories below PATH (default: the workspace root)
 in a run's live workspace, or at a checkpoint with --at (cp_000003 or 3).
-It shows the host's view, so input/ and every other root are included.
+It shows the host's view, so input/ and every other root are included; the
+profile's visible roots are directories even when they hold no file.
 
 --depth N lists N levels below PATH: 1 (the default, and what 0 means too,
 as in batch's list op) the direct entries, 2 their children too, and so

@@ -126,9 +126,13 @@ func TestLs(t *testing.T) {
 	require.Len(t, infos, 1)
 	assert.EqualValues(t, 4, infos[0].Size, "at cp_000002 a.md is \"one\\n\"")
 
-	assert.Contains(t, c.fails(3, "ls", "run_a", "scratch", "--at", "2"), "workspace.file_not_found")
-
-	assert.Contains(t, c.fails(3, "ls", "run_a", "plan"), "workspace.file_not_found")
+	// A visible root with no file is an empty directory, live or at a
+	// checkpoint; below it a missing path is a miss.
+	c.jsonOut(&infos, "ls", "run_a", "scratch", "--at", "2")
+	assert.Empty(t, infos)
+	assert.Equal(t, "KIND  SIZE  HASH  RESOURCE  WRITABLE  PATH\n", c.ok("ls", "run_a", "plan"))
+	assert.Regexp(t, `dir\s+0 B\s+[0-9a-f]{12}\s+generated\s+no\s+plan/`, out)
+	assert.Contains(t, c.fails(3, "ls", "run_a", "plan/nope"), "workspace.file_not_found")
 	assert.Contains(t, c.fails(3, "ls", "run_a", "--at", "99"), "checkpoint.not_found")
 	// A path typed on the command line is the typist's mistake, not a
 	// model's.
