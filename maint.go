@@ -80,10 +80,20 @@ type GCStepOptions = maint.StepOptions
 // CollectSteps is GC in bounded steps (maint.Maintainer.CollectSteps):
 // mark reads one snapshot without blocking writers, then each step is one
 // short write transaction deleting at most opt.Objects rows, so writers
-// wait for a step, never for the whole sweep. It fails as GC does; the
-// steps before a failed one stay done.
+// wait for a step, never for the whole sweep. Once the last step is done
+// it forgets the candidates its mark judged, as GC does. It fails as GC
+// does; the steps before a failed one stay done.
 func (s *Store) CollectSteps(ctx context.Context, opt GCStepOptions) (GCReport, error) {
-	return s.maint.CollectSteps(ctx, opt)
+	now := s.maint.Now
+	if opt.Now != nil {
+		now = opt.Now
+	}
+	start := now().Add(-maint.Grace(opt.Grace))
+	rep, err := s.maint.CollectSteps(ctx, opt)
+	if err != nil || opt.DryRun {
+		return rep, err
+	}
+	return rep, s.maint.DropCandidatesDue(ctx, start)
 }
 
 // Fsck checks the whole store and reports every problem, never stopping at

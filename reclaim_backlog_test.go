@@ -178,13 +178,18 @@ func (e *retEnv) requireKept(from, to int) {
 	storetest.RequireSound(e.t, e.s)
 }
 
-// TestBacklogDrainedByMaintenance: gc and Reclaim take the whole backlog
+// TestBacklogDrainedByMaintenance: gc (whole or in steps, as wsctl gc and
+// batch gc run it) and Reclaim take the whole backlog
 // a bounded reclaim left, a step at a time, and free what it named.
 func TestBacklogDrainedByMaintenance(t *testing.T) {
 	const others = 300
 	for name, drain := range map[string]func(e *retEnv) error{
 		"GC": func(e *retEnv) error {
 			_, err := e.s.GC(e.ctx, wsstore.GCOptions{Grace: -1})
+			return err
+		},
+		"CollectSteps": func(e *retEnv) error {
+			_, err := e.s.CollectSteps(e.ctx, wsstore.GCStepOptions{GCOptions: wsstore.GCOptions{Grace: -1}})
 			return err
 		},
 		"Reclaim": func(e *retEnv) error {
