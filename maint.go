@@ -65,13 +65,18 @@ func (s *Store) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 		now = opt.Now
 	}
 	start := now().Add(-maint.Grace(opt.Grace))
+	upto, err := s.maint.CandidatesEnd(ctx)
+	if err != nil {
+		return GCReport{}, fmt.Errorf("gc: %w", err)
+	}
 	rep, err := s.maint.GC(ctx, opt)
 	if err != nil || opt.DryRun {
 		return rep, err
 	}
-	// The mark judged every candidate recorded a grace before it began:
-	// what such a candidate names was old enough to go.
-	return rep, s.maint.DropCandidatesDue(ctx, start)
+	// The mark judged every candidate recorded a grace before it began,
+	// and committed before it did (at a place up to upto): what such a
+	// candidate names was old enough to go.
+	return rep, s.maint.DropCandidatesDue(ctx, start, upto)
 }
 
 // GCStepOptions configure CollectSteps; see maint.StepOptions.
@@ -89,11 +94,15 @@ func (s *Store) CollectSteps(ctx context.Context, opt GCStepOptions) (GCReport, 
 		now = opt.Now
 	}
 	start := now().Add(-maint.Grace(opt.Grace))
+	upto, err := s.maint.CandidatesEnd(ctx)
+	if err != nil {
+		return GCReport{}, fmt.Errorf("gc: %w", err)
+	}
 	rep, err := s.maint.CollectSteps(ctx, opt)
 	if err != nil || opt.DryRun {
 		return rep, err
 	}
-	return rep, s.maint.DropCandidatesDue(ctx, start)
+	return rep, s.maint.DropCandidatesDue(ctx, start, upto)
 }
 
 // Fsck checks the whole store and reports every problem, never stopping at

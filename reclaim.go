@@ -48,14 +48,9 @@ type reclaimer struct {
 }
 
 // CandidatesEnd is runs.Reclaimer's: where the queue of candidates ends
-// now (maint.Maintainer.CandidatesEnd); 0 over a blob tier that cannot
-// look references up, whose reclaim marks the store.
+// now (maint.Maintainer.CandidatesEnd).
 func (r *reclaimer) CandidatesEnd(ctx context.Context) (int64, error) {
-	end, err := r.m.CandidatesEnd(ctx)
-	if errors.Is(err, maint.ErrNeedsMark) {
-		return 0, nil
-	}
-	return end, err
+	return r.m.CandidatesEnd(ctx)
 }
 
 // Reclaim is runs.Reclaimer's: the candidates recorded after place after,
@@ -100,13 +95,18 @@ func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.
 	rep.GC, rep.Checked = cr.GCReport, cr.Checked
 	switch {
 	case errors.Is(err, maint.ErrNeedsMark) && mark:
-		// Every candidate due before the mark is judged by it.
+		// Every candidate due before the mark, and queued before it
+		// began, is judged by it.
 		start := m.Now()
+		upto, err := m.CandidatesEnd(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("reclaim: %w", err)
+		}
 		rep.Marked = true
 		if rep.GC, err = m.CollectSteps(ctx, opt); err != nil {
 			return rep, fmt.Errorf("reclaim: %w", err)
 		}
-		if err := m.DropCandidatesDue(ctx, start); err != nil {
+		if err := m.DropCandidatesDue(ctx, start, upto); err != nil {
 			return rep, fmt.Errorf("reclaim: %w", err)
 		}
 	case err != nil:

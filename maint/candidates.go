@@ -37,7 +37,7 @@ type TreeCandidates interface {
 	CandidatesEnd(ctx context.Context, tx *index.Tx) (int64, error)
 	TakeCandidates(ctx context.Context, tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error)
 	TakeCandidatesIn(ctx context.Context, tx *index.Tx, span vfs.QueueSpan, now int64, limit int) ([]vfs.Candidate, error)
-	DropCandidatesDue(ctx context.Context, tx *index.Tx, due int64) error
+	DropCandidatesDue(ctx context.Context, tx *index.Tx, due, upto int64) error
 }
 
 // BlobReferrers is the content store's side: whether a stored blob names
@@ -141,14 +141,15 @@ func (m *Maintainer) CollectAfter(ctx context.Context, opt StepOptions, after in
 }
 
 // CandidatesEnd returns the place of the last candidate recorded so far,
-// for CollectAfter. It fails with ErrNeedsMark as CollectCandidates does.
+// for CollectAfter and DropCandidatesDue; 0 when the tree store keeps no
+// queue.
 func (m *Maintainer) CandidatesEnd(ctx context.Context) (int64, error) {
-	tc, _, _, err := m.candidateParts()
-	if err != nil {
-		return 0, err
+	tc, ok := m.p.Trees.(TreeCandidates)
+	if !ok {
+		return 0, nil
 	}
 	var end int64
-	err = m.p.DB.View(ctx, func(tx *index.Tx) error {
+	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
 		var err error
 		end, err = tc.CandidatesEnd(ctx, tx)
 		return err
@@ -408,14 +409,17 @@ func (c *collector) delete(ctx context.Context, tx *index.Tx, recs *cas.Records,
 	return true, c.tc.AddCandidates(ctx, tx, next, now)
 }
 
-// DropCandidatesDue forgets every candidate due at or before due, after a
-// full collection that marked the store later than that has judged them.
-func (m *Maintainer) DropCandidatesDue(ctx context.Context, due time.Time) error {
+// DropCandidatesDue forgets every candidate due at or before due and at a
+// place up to upto, after a full collection that marked the store later
+// than that, and began after the queue ended at upto (CandidatesEnd), has
+// judged them. A candidate a change recorded while the mark read the store
+// from before it stays queued.
+func (m *Maintainer) DropCandidatesDue(ctx context.Context, due time.Time, upto int64) error {
 	tc, ok := m.p.Trees.(TreeCandidates)
 	if !ok {
 		return nil
 	}
 	return m.p.DB.Update(ctx, func(tx *index.Tx) error {
-		return tc.DropCandidatesDue(ctx, tx, due.UnixNano())
+		return tc.DropCandidatesDue(ctx, tx, due.UnixNano(), upto)
 	})
 }

@@ -382,13 +382,16 @@ func scanCandidates(rows *sqlx.Rows) ([]Candidate, error) {
 	return out, index.Translate(rows.Err())
 }
 
-// DropCandidatesDue removes every candidate due at or before due: a full
-// collection that marked the store after that time has judged them all.
-func (t *Trees) DropCandidatesDue(ctx context.Context, tx *index.Tx, due int64) error {
+// DropCandidatesDue removes every candidate due at or before due and at a
+// place up to upto: a full collection that marked the store after that
+// time, and after the queue ended at upto (CandidatesEnd), has judged
+// them all. One recorded, or recorded again, later is at a later place:
+// the mark may have read the store before the change that recorded it.
+func (t *Trees) DropCandidatesDue(ctx context.Context, tx *index.Tx, due, upto int64) error {
 	if err := keepLast(ctx, tx); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM gc_candidates WHERE due <= ?`, due)
+	_, err := tx.ExecContext(ctx, `DELETE FROM gc_candidates WHERE due <= ? AND seq <= ?`, due, upto)
 	return index.Translate(err)
 }
 
