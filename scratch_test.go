@@ -49,12 +49,18 @@ func (e *env) events(runID string, typ journal.Type) []journal.Event {
 }
 
 func (e *env) lookupErr(runID string, seq int64, path string) error {
+	_, err := e.statAt(runID, seq, path)
+	return err
+}
+
+// statAt describes path in run runID's host view, live (seq 0) or at
+// checkpoint seq.
+func (e *env) statAt(runID string, seq int64, path string) (vfs.FileInfo, error) {
 	ws := e.s.Runs.Workspace(runID, runs.HostScope)
 	if seq > 0 {
 		ws = e.s.Runs.WorkspaceAt(runID, seq, runs.HostScope)
 	}
-	_, err := ws.Stat(e.ctx, vfs.MustPath(path))
-	return err
+	return ws.Stat(e.ctx, vfs.MustPath(path))
 }
 
 // TestScratchCollectedWhenRunCompletes: finishing a run removes scratch/
@@ -75,7 +81,13 @@ func TestScratchCollectedWhenRunCompletes(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, seq := range []int64{0, 1, 2, 3, 4, 5} {
-		assert.True(t, wserr.Is(e.lookupErr("run_s", seq, "scratch"), wserr.FileNotFound), "checkpoint %d reads scratch as absent", seq)
+		// scratch/ is a root of the profile, so it reads as an empty
+		// directory: nothing is left below it.
+		fi, err := e.statAt("run_s", seq, "scratch")
+		require.NoError(t, err, "checkpoint %d", seq)
+		assert.Equal(t, vfs.KindDir, fi.Kind, "checkpoint %d", seq)
+		assert.Zero(t, fi.Size, "checkpoint %d reads scratch as empty", seq)
+		assert.True(t, wserr.Is(e.lookupErr("run_s", seq, "scratch/a.md"), wserr.FileNotFound), "checkpoint %d reads scratch/a.md as absent", seq)
 	}
 	assert.NoError(t, e.lookupErr("run_s", 0, "output/main.md"))
 	assert.NoError(t, e.lookupErr("run_s", 0, "plan/plan.md"))
