@@ -259,6 +259,11 @@ func (s *Service) checkCommitPath(run Run, p vfs.Path) error {
 	if p.Top() == ScratchRoot {
 		return wserr.New(wserr.InvalidPath, "commit", p.String(), "scratch/ is the run's scratch domain, which is never committed; write what should be committed under %s/", ArtifactRoot)
 	}
+	if p.Dir().IsRoot() {
+		// A visible root is a directory in every view, one that holds
+		// no file (which the tree does not store) included.
+		return wserr.New(wserr.PathIsDirectory, "commit", p.String(), "an artifact must be a file")
+	}
 	return nil
 }
 
