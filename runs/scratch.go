@@ -58,8 +58,8 @@ var scratchPath = vfs.MustPath(ScratchRoot)
 // scratch_collected with what the live scratch/ held. Rewriting the
 // checkpoints' roots is what lets gc free the bytes: a checkpoint root
 // that still named the scratch trees would keep them reachable. So a
-// checkpoint of an ended run reads scratch/ as absent, like any path it
-// never held. The cost is one tree update and one row update per distinct
+// checkpoint of an ended run reads scratch/ as it reads a root that never
+// held a file: empty, when the profile shows it. The cost is one tree update and one row update per distinct
 // checkpoint root, bounded by the run's checkpoints. Nothing is recorded
 // when no root held scratch/.
 func (s *Service) collectScratch(ctx context.Context, tx *index.Tx, runID string, to Status) error {
