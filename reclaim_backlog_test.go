@@ -13,6 +13,7 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/maint"
 	"github.com/wsstore/wsstore/runs"
@@ -262,5 +263,38 @@ func TestBoundedReclaimInterrupted(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, [3]int{e.rows("blobs"), e.rows("trees"), e.rows("tree_refs")}, "cut after %d of %d statements", cut, len(stmts))
 		assert.Zero(t, e.rows("gc_candidates"))
+	}
+}
+
+// TestBacklogLeftSaysWhetherCandidatesRemain: a collection whose backlog
+// bound takes the last queued candidate leaves none, and says so; one
+// that stops with a candidate still queued says it left some.
+func TestBacklogLeftSaysWhetherCandidatesRemain(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		queued int
+		left   bool
+	}{{"BoundTakesTheLast", 3, false}, {"BoundLeavesOne", 4, true}, {"BelowTheBound", 2, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newRetEnv(t, wsstore.Options{})
+			// Trees no row holds: each is checked and dropped, leading
+			// to nothing more.
+			cs := make([]vfs.Candidate, tc.queued)
+			for i := range cs {
+				cs[i] = vfs.Candidate{Kind: vfs.CandidateTree, Hash: cas.Sum([]byte(fmt.Sprintf("gone %d", i)))}
+			}
+			require.NoError(t, e.s.DB.Update(e.ctx, func(tx *index.Tx) error {
+				return e.s.Trees.AddCandidates(e.ctx, tx, cs, e.clock.Now().UnixNano())
+			}))
+			m := maint.New(maint.Parts{DB: e.s.DB, Blobs: e.s.Blobs, Trees: e.s.Trees, Runs: e.s.Runs, Checkpoints: e.s.Checkpoints,
+				Events: e.s.Journal, Actors: e.s.Actors, Now: e.clock.Now})
+			end, err := m.CandidatesEnd(e.ctx)
+			require.NoError(t, err)
+			rep, err := m.CollectAfter(e.ctx, maint.StepOptions{}, end, 3)
+			require.NoError(t, err)
+			assert.Equal(t, min(tc.queued, 3), rep.Backlog)
+			assert.Equal(t, tc.left, rep.BacklogLeft)
+			assert.Equal(t, max(tc.queued-3, 0), e.rows("gc_candidates"))
+		})
 	}
 }

@@ -37,6 +37,7 @@ type TreeCandidates interface {
 	CandidatesEnd(ctx context.Context, tx *index.Tx) (int64, error)
 	TakeCandidates(ctx context.Context, tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error)
 	TakeCandidatesIn(ctx context.Context, tx *index.Tx, span vfs.QueueSpan, now int64, limit int) ([]vfs.Candidate, error)
+	CandidatesDue(ctx context.Context, tx *index.Tx, now int64) (bool, error)
 	DropCandidatesDue(ctx context.Context, tx *index.Tx, due, upto int64) error
 }
 
@@ -60,7 +61,8 @@ type CandidateReport struct {
 	Steps    int `json:"steps"`
 	// Backlog counts, for CollectAfter, the candidates examined that
 	// operations before the one it follows had recorded; BacklogLeft
-	// says whether it stopped at its bound, leaving the rest queued.
+	// says whether it stopped at its bound with candidates still due
+	// queued (not when the bound took the last of them).
 	Backlog     int  `json:"backlog,omitempty"`
 	BacklogLeft bool `json:"backlogLeft,omitempty"`
 }
@@ -218,14 +220,14 @@ type takeFunc func(tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error)
 // steps runs steps of at most n candidates that take returns, each one
 // write transaction, until one finds no more due or, for a budget not
 // negative, budget candidates have been checked; it reports whether it
-// stopped at the budget.
+// stopped at the budget with candidates still due in the queue.
 func (c *collector) steps(ctx context.Context, n, budget int, progress func(string, int, int), now func() time.Time, take takeFunc) (bool, error) {
 	start := c.rep.Checked
 	for {
 		limit := n
 		if budget >= 0 {
 			if limit = min(n, budget-(c.rep.Checked-start)); limit <= 0 {
-				return true, nil
+				return c.due(ctx, now().UnixNano())
 			}
 		}
 		more := false
@@ -249,6 +251,20 @@ func (c *collector) steps(ctx context.Context, n, budget int, progress func(stri
 			return false, nil
 		}
 	}
+}
+
+// due reports whether candidates due at now remain queued.
+func (c *collector) due(ctx context.Context, now int64) (bool, error) {
+	var due bool
+	err := c.m.p.DB.View(ctx, func(tx *index.Tx) error {
+		var err error
+		due, err = c.tc.CandidatesDue(ctx, tx, now)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("gc: collect candidates: %w", err)
+	}
+	return due, nil
 }
 
 type collector struct {

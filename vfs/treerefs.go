@@ -352,6 +352,16 @@ func (t *Trees) TakeCandidates(ctx context.Context, tx *index.Tx, now int64, lim
 	return scanCandidates(rows)
 }
 
+// CandidatesDue reports, in tx, whether any candidate is due at or
+// before now: one index probe, whatever the queue holds.
+func (t *Trees) CandidatesDue(ctx context.Context, tx *index.Tx, now int64) (bool, error) {
+	var due bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM gc_candidates WHERE due <= ?)`, now).Scan(&due); err != nil {
+		return false, fmt.Errorf("gc candidates: %w", index.Translate(err))
+	}
+	return due, nil
+}
+
 // TakeCandidatesIn is TakeCandidates for the candidates of span alone, in
 // the order of their places.
 func (t *Trees) TakeCandidatesIn(ctx context.Context, tx *index.Tx, span QueueSpan, now int64, limit int) ([]Candidate, error) {
