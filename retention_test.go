@@ -804,3 +804,61 @@ func TestWriteRefusedForTheCapCollectsWhatTheGraceKept(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, used, int64(limit))
 }
+
+// TestChangesRefusedForTheCapCollectWhatTheGraceKept: every change the
+// store's cap refuses in its transaction, not only a workspace write,
+// collects the content a deletion left once the grace has passed, and
+// goes through: a new run (its input/ files), a record, a batch of
+// writes, an actor upload.
+func TestChangesRefusedForTheCapCollectWhatTheGraceKept(t *testing.T) {
+	shared := noise(6, 64<<10) // stored already: an upload of it adds no content
+	for _, tc := range []struct {
+		name   string
+		change func(e *retEnv) error
+	}{
+		{"CreateRun", func(e *retEnv) error {
+			_, err := e.s.Runs.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "run_next",
+				Inputs: map[string][]byte{"prompt.md": noise(7, 64<<10)}})
+			return err
+		}},
+		{"RecordToolCall", func(e *retEnv) error {
+			_, err := e.s.Runs.RecordToolCall(e.ctx, "run_keep", runs.ToolCallRecord{ID: "call_1", Name: "workspace.write",
+				Args: json.RawMessage(fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", 64<<10)))})
+			return err
+		}},
+		{"Apply", func(e *retEnv) error {
+			_, err := e.s.Runs.Workspace("run_keep", runs.ModelScope).Apply(e.ctx, []runs.Edit{{Path: vfs.MustPath("output/a.bin"), Content: noise(8, 64<<10)}})
+			return err
+		}},
+		{"ActorUpload", func(e *retEnv) error {
+			_, err := e.s.Actors.Upload(e.ctx, "bob", "copy.bin", bytes.NewReader(shared))
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newRetEnv(t, wsstore.Options{ReclaimGrace: 15 * time.Minute})
+			e.run("c", "run_keep", nil)
+			_, err := e.s.Actors.Upload(e.ctx, "alice", "shared.bin", bytes.NewReader(shared))
+			require.NoError(t, err)
+			old := e.run("c", "run_old", nil)
+			_, err = e.s.Runs.Workspace(old.ID, runs.ModelScope).WriteFrom(e.ctx, vfs.MustPath("output/big.bin"), bytes.NewReader(noise(4, 2<<20)), vfs.WriteOptions{})
+			require.NoError(t, err)
+			e.clock.Advance(time.Minute)
+			_, err = e.s.Runs.CancelAndDeleteRun(e.ctx, old.ID)
+			require.NoError(t, err)
+			// The deleted content, younger than the grace, is still
+			// stored: the store is at its cap.
+			used, err := e.s.DB.UsedBytes(e.ctx)
+			require.NoError(t, err)
+			limit := used - 1
+			require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: &limit}))
+
+			assert.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(tc.change(e)), "the deleted content is younger than the grace")
+			e.clock.Advance(20 * time.Minute)
+			require.NoError(t, tc.change(e), "the refused change collected the deleted content, then fitted")
+			used, err = e.s.DB.UsedBytes(e.ctx)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, used, limit)
+		})
+	}
+}

@@ -56,6 +56,10 @@ type Cap interface {
 	// known); release gives its share back once it is stored or
 	// abandoned.
 	StreamCap(ctx context.Context, r io.Reader, free, size int64, op, path string) (_ io.Reader, release func(), _ error)
+	// UpdateInRoom runs fn in a write transaction and, when the cap
+	// refuses the change and collecting the queue of gc candidates frees
+	// room, once more (runs.Service.UpdateInRoom).
+	UpdateInRoom(ctx context.Context, fn func(tx *index.Tx) error) error
 }
 
 // Spaces is the set of actor spaces of one store. It holds no state of its
@@ -373,13 +377,18 @@ func (s *Spaces) uploadStored(ctx context.Context, actor string, p vfs.Path, t *
 }
 
 // place makes h, of size bytes, the file p of actor's space and records
-// the change, checking opt and the store's cap in the transaction. The
-// content is stored before; if it is not (a gc took it, or it never was),
-// place fails with missing when that is set, else with store.busy
-// (cas.Collected).
+// the change, checking opt and the store's cap in the transaction; a
+// change the cap refuses is tried once more if collecting the gc
+// candidates frees room (Cap.UpdateInRoom). The content is stored before;
+// if it is not (a gc took it, or it never was), place fails with missing
+// when that is set, else with store.busy (cas.Collected).
 func (s *Spaces) place(ctx context.Context, actor string, p vfs.Path, h cas.Hash, size int64, opt ChangeOptions, missing error) (Change, error) {
 	var c Change
-	err := s.db.Update(ctx, func(tx *index.Tx) error {
+	update := s.db.Update
+	if s.cap != nil {
+		update = s.cap.UpdateInRoom
+	}
+	err := update(ctx, func(tx *index.Tx) error {
 		if _, err := s.blobs.Touch(ctx, tx, h); err != nil {
 			if missing != nil && errors.Is(err, cas.ErrNotFound) {
 				return missing

@@ -114,6 +114,7 @@ var goOps = map[string]string{
 	"Service.StoreRoom":       "",
 	"Service.StoreCap":        "",
 	"Service.StreamCap":       "",
+	"Service.UpdateInRoom":    "",
 	"Store.OwnsFile":          "",
 	"Store.WriteFile":         "",
 	// *actors.Spaces
@@ -173,6 +174,7 @@ var notOps = map[string]string{
 	"Service.StoreRoom":         "the cap an import keeps to; stats reports the store's bytes and policy.get its cap",
 	"Service.StoreCap":          "the cap actor uploads keep to, read in their own transactions; policy.get reports it",
 	"Service.StreamCap":         "the bound streamed writes and actor uploads put on their content; write and actor.upload apply it",
+	"Service.UpdateInRoom":      "the transaction actor uploads change a space in, tried again after a reclaim when the cap refuses it; actor.upload uses it",
 	"Store.Sync":                "talks to the object store for minutes, outside a host's session: wsctl sync",
 	"Store.SyncWith":            "talks to the object store for minutes, outside a host's session: wsctl sync --base",
 	"Store.ReclaimRemote":       "removes objects other devices may share, run by hand: wsctl reclaim-remote",

@@ -62,7 +62,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 	}
 	prepared := w.prepare(ctx, edits)
 	var infos []vfs.FileInfo
-	err := w.s.update(ctx, func(tx *index.Tx) error {
+	err := w.s.UpdateInRoom(ctx, func(tx *index.Tx) error {
 		run, caps, err := findRunCaps(ctx, tx, w.runID)
 		if err != nil {
 			return err

@@ -92,7 +92,7 @@ func commitPins(ctx context.Context, tx *index.Tx, runID string) ([]int64, error
 // run.not_found, or run.invalid_transition for a run that has finished.
 func (s *Service) Checkpoint(ctx context.Context, runID, reason string) (checkpoint.Checkpoint, error) {
 	var cp checkpoint.Checkpoint
-	err := s.update(ctx, func(tx *index.Tx) error {
+	err := s.UpdateInRoom(ctx, func(tx *index.Tx) error {
 		run, caps, err := findRunCaps(ctx, tx, runID)
 		if err != nil {
 			return err

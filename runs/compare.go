@@ -100,7 +100,8 @@ func (s *Service) Materialize(ctx context.Context, runID string, paths []vfs.Pat
 	}
 	w := s.Workspace(runID, HostScope)
 	infos := make([]vfs.FileInfo, 0, len(targets))
-	err := s.update(ctx, func(tx *index.Tx) error {
+	err := s.UpdateInRoom(ctx, func(tx *index.Tx) error {
+		infos = infos[:0] // afresh when the cap's refusal runs it again
 		run, caps, err := findRunCaps(ctx, tx, runID)
 		if err != nil {
 			return err

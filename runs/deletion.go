@@ -173,12 +173,30 @@ func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string
 	return 0
 }
 
-// reclaimForRoom is for a write the store's cap refused: it collects what
+// UpdateInRoom runs fn in one write transaction, for a change the store's
+// cap may refuse: when the change fails with workspace.size_limit_exceeded
+// and collecting the queue of gc candidates frees anything
+// (reclaimForRoom), fn runs once more, in a new transaction, and its
+// error is the call's. Every change the cap holds in its transaction
+// goes through it (workspace writes, new runs, records, manifests,
+// checkpoints, inputs, and the actor spaces' uploads through their Cap),
+// so all of them get the room a deletion left once its grace has passed.
+// fn must change nothing outside tx (its results it sets afresh on each
+// run), so that it can run again.
+func (s *Service) UpdateInRoom(ctx context.Context, fn func(tx *index.Tx) error) error {
+	err := s.update(ctx, fn)
+	if wserr.CodeOf(err) == wserr.SizeLimitExceeded && s.reclaimForRoom(ctx) {
+		err = s.update(ctx, fn)
+	}
+	return err
+}
+
+// reclaimForRoom is for a change the store's cap refused: it collects what
 // deletions recorded as garbage and left waiting because it was younger
 // than the reclaim grace then (nothing else runs a reclaim while a host
 // only writes), or that reclaims after other operations left for later,
-// the whole queue, and reports whether that freed anything, so the write
-// may be tried once more.
+// the whole queue, and reports whether that freed anything, so the change
+// may be tried once more (UpdateInRoom).
 func (s *Service) reclaimForRoom(ctx context.Context) bool {
 	if s.reclaim == nil {
 		return false

@@ -312,7 +312,7 @@ func (s *Service) SetManifest(ctx context.Context, runID string, m Manifest) err
 	if err != nil {
 		return fmt.Errorf("set manifest: %w", err)
 	}
-	return s.update(ctx, func(tx *index.Tx) error {
+	return s.UpdateInRoom(ctx, func(tx *index.Tx) error {
 		run, caps, err := findRunCaps(ctx, tx, runID) // the store's cap with the run
 		if err != nil {
 			return err

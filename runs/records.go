@@ -356,7 +356,7 @@ func (r *recorder) event(typ journal.Type, payload any) error {
 // the records tree, stores its new root on the run's row.
 func (s *Service) record(ctx context.Context, runID, op string, fn func(tx *index.Tx, r *recorder) error) (Recorded, error) {
 	var out Recorded
-	err := s.update(ctx, func(tx *index.Tx) error {
+	err := s.UpdateInRoom(ctx, func(tx *index.Tx) error {
 		run, caps, err := findRunCaps(ctx, tx, runID) // the store's cap with the run
 		if err != nil {
 			return err

@@ -265,7 +265,7 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 	}
 
 	var run Run
-	err = s.update(ctx, func(tx *index.Tx) error {
+	err = s.UpdateInRoom(ctx, func(tx *index.Tx) error {
 		var n int
 		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM runs WHERE id = ?`, id); err != nil {
 			return index.Translate(err)

@@ -883,10 +883,7 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		}
 		return room.settle(ctx, tx)
 	}
-	err := w.s.update(ctx, change)
-	if wserr.CodeOf(err) == wserr.SizeLimitExceeded && w.s.reclaimForRoom(ctx) {
-		err = w.s.update(ctx, change)
-	}
+	err := w.s.UpdateInRoom(ctx, change)
 	return fi, err
 }
 
