@@ -146,7 +146,8 @@ func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.
 // the whole queue of candidates, a step at a time: deleting a run or chat,
 // pruning and a run's end reclaim on their own, but each takes only the
 // candidates it recorded and at most maint.DefaultBacklog of those others
-// left (rollbacks, record operations and persist/ promotions record
+// left (rollbacks, record operations, checkpoints a run's caps prune,
+// actor space gc and, without automatic pruning, a run's end record
 // candidates and collect none), so the rest waits for this, GC, or the
 // next of them. A host calls it after deleting by other means, or as
 // maintenance. It fails as GC does, and with store.read_only on a store

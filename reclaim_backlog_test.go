@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
@@ -295,6 +296,86 @@ func TestBacklogLeftSaysWhetherCandidatesRemain(t *testing.T) {
 			assert.Equal(t, min(tc.queued, 3), rep.Backlog)
 			assert.Equal(t, tc.left, rep.BacklogLeft)
 			assert.Equal(t, max(tc.queued-3, 0), e.rows("gc_candidates"))
+		})
+	}
+}
+
+// TestWhatQueuesCandidatesAndCollectsNone: on a store without automatic
+// pruning, each of these operations records gc candidates and runs no
+// reclaim, so its candidates stay queued for the next reclaim or gc; the
+// README names every one of them.
+func TestWhatQueuesCandidatesAndCollectsNone(t *testing.T) {
+	readme := readmeFile(t, "README.md")
+	start := strings.Index(readme, "These record candidates too and collect none")
+	end := strings.Index(readme, "(`TestWhatQueuesCandidatesAndCollectsNone`)")
+	require.True(t, start >= 0 && end > start, "the README's list of what queues candidates")
+	list := strings.Join(strings.Fields(readme[start:end]), " ")
+
+	for _, tc := range []struct {
+		named string // in the README's list
+		setup func(e *retEnv)
+		op    func(e *retEnv)
+	}{
+		{"rollbacks", func(e *retEnv) {
+			e.run("c", "run_1", nil)
+			require.NoError(t, e.write("run_1", "output/a.md", "one"))
+		}, func(e *retEnv) {
+			require.NoError(t, e.write("run_1", "output/a.md", "two"))
+			_, err := e.s.Runs.Rollback(e.ctx, "run_1", 2, runs.RollbackOptions{})
+			require.NoError(t, err)
+		}},
+		{"record operations", func(e *retEnv) {
+			e.run("c", "run_1", nil)
+			_, err := e.s.Runs.RecordToolCall(e.ctx, "run_1", runs.ToolCallRecord{ID: "call_1", Name: "workspace.write", Args: json.RawMessage(`{}`)})
+			require.NoError(t, err)
+		}, func(e *retEnv) {
+			_, err := e.s.Runs.RecordToolCall(e.ctx, "run_1", runs.ToolCallRecord{ID: "call_2", Name: "workspace.write", Args: json.RawMessage(`{}`)})
+			require.NoError(t, err)
+		}},
+		{"`maxCheckpoints`", func(e *retEnv) {
+			e.run("c", "run_1", &runs.Profile{MaxCheckpoints: 2})
+			require.NoError(t, e.write("run_1", "output/a.md", "one"))
+		}, func(e *retEnv) {
+			require.NoError(t, e.write("run_1", "output/a.md", "two"))
+		}},
+		{"`actor.gc`", func(e *retEnv) {
+			for _, v := range []string{"one", "two"} {
+				_, err := e.s.Actors.Upload(e.ctx, "alice", "notes.md", strings.NewReader(v))
+				require.NoError(t, err)
+			}
+		}, func(e *retEnv) {
+			_, err := e.s.Actors.GC(e.ctx, actors.GCOptions{KeepVersions: 1})
+			require.NoError(t, err)
+		}},
+		{"a run's end", func(e *retEnv) {
+			e.run("c", "run_1", nil)
+			require.NoError(t, e.write("run_1", "persist/memory.md", "one"))
+			e.finish("run_1")
+			e.run("c", "run_2", nil)
+			require.NoError(t, e.write("run_2", "persist/memory.md", "two"))
+		}, func(e *retEnv) {
+			e.finish("run_2")
+		}},
+		{"`run.delete`", func(e *retEnv) {
+			e.run("c", "run_1", nil)
+			require.NoError(t, e.write("run_1", "output/a.md", "one"))
+			e.finish("run_1")
+		}, func(e *retEnv) {
+			require.NoError(t, e.s.Runs.DeleteRun(e.ctx, "run_1"))
+		}},
+	} {
+		t.Run(tc.named, func(t *testing.T) {
+			e := newRetEnv(t, wsstore.Options{})
+			tc.setup(e)
+			before := e.rows("gc_candidates")
+			tc.op(e)
+			assert.Greater(t, e.rows("gc_candidates"), before, "the operation queued candidates and collected none")
+			page, _, err := e.s.Runs.Deletions(e.ctx, 0, 0)
+			require.NoError(t, err)
+			for _, d := range page {
+				assert.NotEqual(t, runs.Reclaimed, d.Kind, "no reclaim ran")
+			}
+			assert.Contains(t, list, tc.named, "the README names it")
 		})
 	}
 }

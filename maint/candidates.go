@@ -69,9 +69,10 @@ type CandidateReport struct {
 
 // DefaultBacklog is how many candidates recorded before an operation the
 // collection after it (CollectAfter) examines besides the operation's
-// own: one step's worth. Record operations, rollbacks and persist
-// promotions record a candidate each and collect nothing, so a store's
-// backlog grows with its use; the collection after each deletion or run
+// own: one step's worth. Record operations, rollbacks, checkpoints a
+// run's caps prune, actor space gc and (without automatic pruning) a
+// run's end record candidates and collect nothing, so a store's backlog
+// grows with its use; the collection after each deletion or run
 // end takes this much of it, a few thousand statements at most, and
 // gc or Reclaim takes the rest.
 const DefaultBacklog = DefaultStepObjects
