@@ -12,6 +12,7 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // openAutoSession is a session on a run whose profile takes automatic
@@ -127,4 +128,33 @@ func TestApplyMarksRemovedFiles(t *testing.T) {
 	assert.Equal(t, "output/old.md", a.Result.Files[1]["path"])
 	assert.Equal(t, true, a.Result.Files[1]["removed"])
 	assert.Equal(t, float64(3), a.Result.Files[1]["size"], "the size it had")
+}
+
+// TestRunCreateTakesAManifest: run.create takes the run's manifest, held
+// to manifest.set's rules; without one, a profile that cannot write the
+// default manifest's output/main.md is refused (manifest.invalid) and
+// nothing is created.
+func TestRunCreateTakesAManifest(t *testing.T) {
+	st, err := wsstore.Open(context.Background(), t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal})
+	ctx := context.Background()
+	const notes = `"profile":{"visibleRoots":["notes"]}`
+	r := s.Handle(ctx, []byte(`{"op":"run.create","runId":"r0","chat":{"kind":"k","stableChatId":"s"},`+notes+`}`))
+	require.False(t, r.OK)
+	assert.Equal(t, "manifest.invalid", string(r.Error.Code))
+	_, err = st.Runs.Run(ctx, "r0")
+	assert.True(t, wserr.Is(err, wserr.RunNotFound), "nothing created: %v", err)
+
+	r = s.Handle(ctx, []byte(`{"op":"run.create","runId":"r1","chat":{"kind":"k","stableChatId":"s"},`+notes+`,
+		"manifest":{"workspaceVersion":1,"artifacts":[{"id":"main","path":"notes/main.md","target":"message_body","required":true}]}}`))
+	require.True(t, r.OK, "%+v", r.Error)
+	m, err := st.Runs.Manifest(ctx, "r1")
+	require.NoError(t, err)
+	assert.Equal(t, "notes/main.md", m.Artifacts[0].Path)
+
+	r = s.Handle(ctx, []byte(`{"op":"run.create","runId":"r2","chat":{"kind":"k","stableChatId":"t"},"manifest":{"workspaceVersion":2}}`))
+	require.False(t, r.OK)
+	assert.Equal(t, "manifest.invalid", string(r.Error.Code))
 }

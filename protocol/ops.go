@@ -30,8 +30,8 @@ type op struct {
 // ops are the operations, in the order help lists them.
 var ops = []op{
 	{
-		name: "run.create", access: writes, request: []any{createRequest{}, runs.ChatKey{}, runs.Profile{}}, handle: (*Session).runCreate,
-		help: `  run.create  {chat: {kind, stableChatId}, chatRef?, runId?, profile?, inputs?: {path: text}}
+		name: "run.create", access: writes, request: []any{createRequest{}, runs.ChatKey{}, runs.Profile{}, runs.Manifest{}, runs.Artifact{}, runs.CommitPolicy{}}, handle: (*Session).runCreate,
+		help: `  run.create  {chat: {kind, stableChatId}, chatRef?, runId?, profile?, inputs?: {path: text}, manifest?}
               -> {runId, workspaceId}      inputs land under input/
       chat         the host's chat: two non-empty strings. Every run of
                    one chat shares its workspace (workspaceId) and persist/.
@@ -83,7 +83,15 @@ var ops = []op{
         primaryRoot    the active project: an absolute path inside
                        allowPaths, or host/NAME/… or output/…; default
                        allowPaths[0], else output; any other place fails
-                       with workspace.path_not_allowed`,
+                       with workspace.path_not_allowed
+      manifest     {workspaceVersion: 1, artifacts: [ARTIFACT, …], commitPolicy?}
+                   as manifest.set takes it: ARTIFACT {id, path, kind?,
+                   target?, required?, assemblyOrder?}, commitPolicy
+                   {defaultTarget?, combineTemplate?, storeArtifactsInExtra?};
+                   default output/main.md as the message body. A manifest
+                   (the default one too) whose required artifacts the
+                   profile cannot write is manifest.invalid: no commit
+                   could find them`,
 	},
 	{
 		name: "write", access: writes, request: []any{writeRequest{}}, handle: (*Session).write,
@@ -169,9 +177,10 @@ var ops = []op{
 		name: "manifest.set", access: writes, request: []any{manifestRequest{}, runs.Manifest{}, runs.Artifact{}, runs.CommitPolicy{}}, handle: (*Session).manifestSet,
 		help: `  manifest.set {manifest}                   -> {artifacts}
       manifest     {workspaceVersion: 1, artifacts: [ARTIFACT, …], commitPolicy?}
-        ARTIFACT     {id, path, kind?, target, required?, assemblyOrder?}
+        ARTIFACT     {id, path, kind?, target?, required?, assemblyOrder?}
                      target: "message_body", "combined_markdown", "hidden"
-                     or {"message_extra": KEY}; assemblyOrder: an integer
+                     or {"message_extra": KEY}, default commitPolicy's
+                     defaultTarget; assemblyOrder: an integer
         commitPolicy {defaultTarget?: "message_body", combineTemplate?, storeArtifactsInExtra?}
                      combineTemplate: text where {{id}} stands for that
                      artifact's content
@@ -357,10 +366,11 @@ func (c *ckptRef) UnmarshalJSON(b []byte) error {
 
 type createRequest struct {
 	base
-	Chat    *runs.ChatKey     `json:"chat"`
-	ChatRef json.RawMessage   `json:"chatRef"`
-	Profile *runs.Profile     `json:"profile"`
-	Inputs  map[string]string `json:"inputs"`
+	Chat     *runs.ChatKey     `json:"chat"`
+	ChatRef  json.RawMessage   `json:"chatRef"`
+	Profile  *runs.Profile     `json:"profile"`
+	Inputs   map[string]string `json:"inputs"`
+	Manifest rawJSON           `json:"manifest"`
 }
 
 func (s *Session) runCreate(ctx context.Context, r request) (any, error) {
@@ -387,7 +397,15 @@ func (s *Session) runCreate(ctx context.Context, r request) (any, error) {
 	if absent(req.ChatRef) {
 		req.ChatRef = nil
 	}
-	run, err := s.backend.Runs.CreateRun(ctx, runs.CreateRequest{Chat: *req.Chat, ChatRef: req.ChatRef, RunID: req.RunID, Profile: req.Profile, Inputs: inputs})
+	var man *runs.Manifest
+	if !absent(json.RawMessage(req.Manifest)) {
+		m, err := decodeManifest(r)
+		if err != nil {
+			return nil, err
+		}
+		man = &m
+	}
+	run, err := s.backend.Runs.CreateRun(ctx, runs.CreateRequest{Chat: *req.Chat, ChatRef: req.ChatRef, RunID: req.RunID, Profile: req.Profile, Inputs: inputs, Manifest: man})
 	if err != nil {
 		return nil, err
 	}
@@ -883,23 +901,28 @@ func (s *Session) manifestSet(ctx context.Context, r request) (any, error) {
 	if len(req.Manifest) == 0 || string(req.Manifest) == "null" {
 		return nil, invalidRequest("missing \"manifest\"")
 	}
-	// The manifest is read from the line's tree, as runs.ParseManifest
-	// would read its bytes, and validated the same way.
-	var m runs.Manifest
-	if err := r.decodeField("manifest", &m); err != nil {
-		var fe *fieldError
-		if errors.As(err, &fe) {
-			return nil, wserr.Wrap(wserr.InvalidManifest, "manifest", "", err)
-		}
-		return nil, wserr.New(wserr.InvalidManifest, "manifest", "", "%v", err)
-	}
-	if err := m.Validate(); err != nil {
+	m, err := decodeManifest(r)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.backend.Runs.SetManifest(ctx, runID, m); err != nil {
 		return nil, err
 	}
 	return map[string]any{"artifacts": len(m.Artifacts)}, nil
+}
+
+// decodeManifest reads the request's "manifest" from the line's tree, as
+// runs.ParseManifest would read its bytes, and validates it the same way.
+func decodeManifest(r request) (runs.Manifest, error) {
+	var m runs.Manifest
+	if err := r.decodeField("manifest", &m); err != nil {
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			return m, wserr.Wrap(wserr.InvalidManifest, "manifest", "", err)
+		}
+		return m, wserr.New(wserr.InvalidManifest, "manifest", "", "%v", err)
+	}
+	return m, m.Validate()
 }
 
 type statusRequest struct {

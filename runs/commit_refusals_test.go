@@ -129,3 +129,28 @@ func TestManifestWithAnUnwritableRequiredArtifact(t *testing.T) {
 	require.Equal(t, wserr.InvalidManifest, wserr.CodeOf(err), "%v", err)
 	assert.Equal(t, runsBefore, e.count("runs"))
 }
+
+// TestDefaultManifestOutOfTheProfilesReach: a run created without a
+// manifest commits output/main.md; a profile that cannot write output/
+// is refused at creation (manifest.invalid, nothing written), as
+// manifest.set refuses such a manifest, and accepted with a manifest
+// whose body it can write.
+func TestDefaultManifestOutOfTheProfilesReach(t *testing.T) {
+	e := newLifecycleEnv(t)
+	notes := runs.Profile{ID: "notes", VisibleRoots: []string{"notes"}}
+	before := rowCounts(e)
+	_, err := e.svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "n"}, Profile: &notes})
+	require.Error(t, err)
+	assert.True(t, wserr.Is(err, wserr.InvalidManifest), "%v", err)
+	assert.Contains(t, err.Error(), "output/main.md")
+	assert.Equal(t, before, rowCounts(e), "nothing written")
+
+	m := runs.Manifest{WorkspaceVersion: 1, Artifacts: []runs.Artifact{{ID: "main", Path: "notes/main.md", Target: runs.Target{Kind: runs.TargetMessageBody}, Required: true}}}
+	r := e.create("n", runs.CreateRequest{Profile: &notes, Manifest: &m})
+	e.write(r.ID, "notes/main.md", "Body")
+	sink := &recordingSink{}
+	_, err = e.svc.Commit(e.ctx, r.ID, sink, runs.CommitOptions{})
+	require.NoError(t, err)
+	require.Len(t, sink.got, 1)
+	assert.Equal(t, "Body", sink.got[0].Message.Body)
+}

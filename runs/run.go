@@ -183,8 +183,10 @@ func addInput(inputs map[vfs.Path][]byte, rel vfs.Path, b []byte) error {
 // running), journaling run_created and status_changed, then checkpoints the
 // initial workspace if the profile asks for it. It fails with
 // workspace.invalid_argument for a bad request (two input keys naming the
-// same path, a run id of another form or ReservedRunID included), workspace.invalid_path for a bad input path, and
-// run.exists if the id is taken.
+// same path, a run id of another form or ReservedRunID included), workspace.invalid_path for a bad input path,
+// manifest.invalid for a manifest (the default one, when none is given)
+// whose required artifacts the profile cannot write, and run.exists if
+// the id is taken.
 func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error) {
 	if err := req.Chat.validate(); err != nil {
 		return Run{}, err
@@ -258,6 +260,9 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 			return Run{}, fmt.Errorf("create run: %w", err)
 		}
 		manJSON = string(b)
+	} else if DefaultManifest().reachable(prof) != nil {
+		// As manifest.set refuses a manifest no commit could satisfy.
+		return Run{}, invalidManifest("the default manifest commits output/main.md, which this run's profile cannot write (writableRoots %v): give the run a manifest whose required artifacts its profile can write", prof.WritableRoots)
 	}
 	profJSON, err := json.Marshal(prof)
 	if err != nil {
