@@ -34,8 +34,9 @@ out, and is refused where it would leave nothing to export.
 FILE is written beside itself and renamed into place once complete, so a
 failed export leaves no partial archive; a symbolic link is followed (the
 file it leads to is replaced, the link stays); a named pipe or a device is
-written into, as standard output is; the store's own database files are
-refused. "wsctl import" reads it.`,
+written into, as standard output is (the summary goes to standard error
+when FILE is standard output by another name, /dev/stdout); the store's
+own database files are refused. "wsctl import" reads it.`,
 		Args: exactArgs(1),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runExport(ctx, o, args)
@@ -74,6 +75,11 @@ func runExport(ctx context.Context, o exportOptions, args []string) error {
 		report = o.errOut
 		sum, err = st.Archive.Export(ctx, wserr.FSWriter("export", "-", o.out), o.scope, opt)
 	} else {
+		if namesOutput(args[0], o.out) {
+			// FILE is standard output by another name (/dev/stdout):
+			// the summary goes to standard error, as for "-".
+			report = o.errOut
+		}
 		sum, err = st.ExportFile(ctx, args[0], o.scope, opt)
 	}
 	bar.done()
@@ -83,6 +89,21 @@ func runExport(ctx context.Context, o exportOptions, args []string) error {
 		return asArgError("export", err)
 	}
 	return writeArchiveSummary(report, o.json, "exported", sum)
+}
+
+// namesOutput reports whether path, its links followed, is the file out
+// writes to, when out is a file.
+func namesOutput(path string, out io.Writer) bool {
+	f, ok := out.(interface{ Stat() (os.FileInfo, error) })
+	if !ok {
+		return false
+	}
+	ofi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(path)
+	return err == nil && os.SameFile(fi, ofi)
 }
 
 // writeArchiveSummary prints an export's or an import's summary: --json,
