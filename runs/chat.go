@@ -228,7 +228,8 @@ func (s *Service) ChatsPage(ctx context.Context, q ChatQuery) (page []Chat, more
 				return index.Translate(err)
 			}
 			if !found {
-				return wserr.New(wserr.NotFound, "list chats", "", "no chat workspace %q to list after: it may have been deleted since; list again from the newest", q.After)
+				// No op of its own: "list chats" is added below.
+				return wserr.New(wserr.NotFound, "", "", "no chat workspace %q to list after: it may have been deleted since; list again from the newest", q.After)
 			}
 			where, args = append(where, cond), append(args, at...)
 		}

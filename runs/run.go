@@ -474,7 +474,8 @@ func (s *Service) listRuns(ctx context.Context, q ListQuery, limit, refBytes int
 				return err
 			}
 			if !found {
-				return wserr.New(wserr.RunNotFound, "list runs", "", "no run %q to list after: it may have been deleted since; list again from the newest", q.After)
+				// No op of its own: "list runs" is added below.
+				return wserr.New(wserr.RunNotFound, "", "", "no run %q to list after: it may have been deleted since; list again from the newest", q.After)
 			}
 			where, args = append(where, cond), append(args, at...)
 		}
