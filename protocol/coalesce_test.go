@@ -88,7 +88,8 @@ func TestDiffMaxBytes(t *testing.T) {
 }
 
 // TestEmptyRunIDIsRefused: a runId given as "" (a host's unset variable)
-// is refused, never taken for the session's run; left out, it is.
+// is refused, never taken for the session's run; left out, it is. So is
+// an empty listing filter, never taken for no filter.
 func TestEmptyRunIDIsRefused(t *testing.T) {
 	s, st := openAutoSession(t)
 	ctx := context.Background()
@@ -96,6 +97,8 @@ func TestEmptyRunIDIsRefused(t *testing.T) {
 		`{"op":"write","runId":"","path":"output/a.md","content":"x"}`,
 		`{"op":"checkpoint","runId":""}`,
 		`{"op":"runs.diff","fromRunId":"","toRunId":"r"}`,
+		`{"op":"runs.list","status":""}`,
+		`{"op":"chats.list","stableChatId":""}`,
 	} {
 		r := s.Handle(ctx, []byte(line))
 		require.False(t, r.OK, line)

@@ -446,10 +446,10 @@ func (s *Session) commitResolve(ctx context.Context, r request) (any, error) {
 
 type runsListRequest struct {
 	base
-	WorkspaceID *string     `json:"workspaceId"`
-	Status      runs.Status `json:"status"`
-	Limit       int         `json:"limit"`
-	After       string      `json:"after"`
+	WorkspaceID *string `json:"workspaceId"`
+	Status      *string `json:"status"`
+	Limit       int     `json:"limit"`
+	After       string  `json:"after"`
 }
 
 func (s *Session) runsList(ctx context.Context, r request) (any, error) {
@@ -460,8 +460,13 @@ func (s *Session) runsList(ctx context.Context, r request) (any, error) {
 	if req.RunID != "" {
 		return nil, invalidRequest("runs.list lists runs; it takes no \"runId\"")
 	}
-	if req.Status != "" && !req.Status.Valid() {
-		return nil, invalidRequest("unknown status %q", req.Status)
+	st, err := filter("status", req.Status)
+	if err != nil {
+		return nil, err
+	}
+	status := runs.Status(st)
+	if status != "" && !status.Valid() {
+		return nil, invalidRequest("unknown status %q", status)
 	}
 	if req.Limit < 0 || req.Limit > runs.MaxRunPage {
 		return nil, invalidRequest("limit must be in 0..%d (0: %d), not %d", runs.MaxRunPage, runs.DefaultRunPage, req.Limit)
@@ -474,7 +479,7 @@ func (s *Session) runsList(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, more, err := h.RunsPage(ctx, runs.ListQuery{ChatID: chatID, Status: req.Status, Limit: req.Limit, After: req.After})
+	rs, more, err := h.RunsPage(ctx, runs.ListQuery{ChatID: chatID, Status: status, Limit: req.Limit, After: req.After})
 	if err != nil {
 		return nil, err
 	}
@@ -520,9 +525,9 @@ func (s *Session) runDelete(ctx context.Context, r request) (any, error) {
 
 type chatsListRequest struct {
 	base
-	StableChatID string `json:"stableChatId"`
-	Limit        int    `json:"limit"`
-	After        string `json:"after"`
+	StableChatID *string `json:"stableChatId"`
+	Limit        int     `json:"limit"`
+	After        string  `json:"after"`
 }
 
 func (s *Session) chatsList(ctx context.Context, r request) (any, error) {
@@ -533,11 +538,15 @@ func (s *Session) chatsList(ctx context.Context, r request) (any, error) {
 	if req.Limit < 0 || req.Limit > runs.MaxChatPage {
 		return nil, invalidRequest("limit must be in 0..%d (0: %d), not %d", runs.MaxChatPage, runs.DefaultChatPage, req.Limit)
 	}
+	stable, err := filter("stableChatId", req.StableChatID)
+	if err != nil {
+		return nil, err
+	}
 	h, err := s.hostRuns()
 	if err != nil {
 		return nil, err
 	}
-	cs, more, err := h.ChatsPage(ctx, runs.ChatQuery{StableChatID: req.StableChatID, Limit: req.Limit, After: req.After})
+	cs, more, err := h.ChatsPage(ctx, runs.ChatQuery{StableChatID: stable, Limit: req.Limit, After: req.After})
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,19 @@ func workspaceID(id *string) (string, error) {
 	return *id, nil
 }
 
+// filter is a listing's optional filter: left out it keeps every entry,
+// and given empty it is refused, never taken for left out (a host's unset
+// variable would list everything).
+func filter(name string, v *string) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	if *v == "" {
+		return "", invalidRequest("%q is empty: give one, or leave it out to list every one", name)
+	}
+	return *v, nil
+}
+
 // policyScope is the policy scope a request's workspaceId names: that
 // chat's, or the store's when it names none.
 func policyScope(workspaceID string) string {
