@@ -276,7 +276,9 @@ func loadManifest(ctx context.Context, tx *index.Tx, runID string) (Manifest, er
 	if err := json.Unmarshal([]byte(s), &m); err != nil {
 		return Manifest{}, wserr.New(wserr.Corrupt, "manifest", "", "run %s has an unreadable manifest: %v", runID, err)
 	}
-	return m, nil
+	// A stored manifest another writer wrote (an archive's, a sync's) may
+	// leave an artifact's target to the commit policy's default.
+	return m.withDefaults(), nil
 }
 
 // reachable refuses a manifest whose required artifact lies where the
