@@ -30,6 +30,9 @@ type Blobs interface {
 	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
 	Put(ctx context.Context, r io.Reader) (cas.Hash, error)
 	Has(ctx context.Context, h cas.Hash) (bool, error)
+	// Size returns blob h's plain size, and an error cas.ErrNotFound
+	// matches if there is none.
+	Size(ctx context.Context, h cas.Hash) (int64, error)
 	// HasIn is Has as tx sees it.
 	HasIn(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
 	// Touch refreshes the created time of blob h in tx, so a gc keeps it

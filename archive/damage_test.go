@@ -24,6 +24,7 @@ import (
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -690,4 +691,60 @@ func TestImportCallsAnotherTarNoArchive(t *testing.T) {
 	assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
 	assert.Contains(t, err.Error(), "not a wsstore archive")
 	assertEmpty(t, dst)
+}
+
+// TestArchivesCheckRecordedSizes: a tree entry that records a size its
+// blob does not have (fsck's "size" problem) fails the export with
+// store.corrupt, as other damage does, instead of making an archive no
+// import takes; and a metadata-only archive whose manifest gives a blob
+// the store holds another size than the store's is archive.corrupt, and
+// imports nothing, instead of storing a tree fsck then finds wrong.
+func TestArchivesCheckRecordedSizes(t *testing.T) {
+	ctx := context.Background()
+	body := []byte("hello")
+	src, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{}) // damaged below: no fsck at its end
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, src.Close()) })
+	_, err = src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c1"}, RunID: "r1"})
+	require.NoError(t, err)
+	_, err = src.Runs.Workspace("r1", runs.HostScope).Write(ctx, vfs.MustPath("output/main.md"), body, vfs.WriteOptions{})
+	require.NoError(t, err)
+	_, err = src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c2"}, RunID: "r2"})
+	require.NoError(t, err)
+	// dst holds every blob of the store, and not r2.
+	var buf bytes.Buffer
+	_, err = src.Archive.Export(ctx, &buf, archive.Scope{All: true}, archive.Options{})
+	require.NoError(t, err)
+	dst := open(t)
+	_, err = dst.Archive.Import(ctx, bytes.NewReader(buf.Bytes()), archive.Options{})
+	require.NoError(t, err)
+	_, err = dst.Runs.CancelAndDeleteRun(ctx, "r2")
+	require.NoError(t, err)
+	// r2's live tree names body's blob with another size, as a build that
+	// recorded a wrong size would have left it.
+	run, err := src.Runs.Run(ctx, "r2")
+	require.NoError(t, err)
+	require.NoError(t, src.DB.Update(ctx, func(tx *index.Tx) error {
+		root, err := src.Trees.Set(ctx, tx, run.Root, vfs.MustPath("output/a.md"), &vfs.Entry{Kind: vfs.KindFile, Hash: cas.Sum(body), Size: 7})
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET root = ? WHERE id = 'r2'`, root)
+		return err
+	}))
+
+	buf.Reset()
+	_, err = src.Archive.Export(ctx, &buf, archive.Scope{Runs: []string{"r2"}}, archive.Options{})
+	assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+
+	buf.Reset()
+	_, err = src.Archive.Export(ctx, &buf, archive.Scope{Runs: []string{"r2"}}, archive.Options{BlobsElsewhere: true})
+	if err == nil {
+		_, err = dst.Archive.Import(ctx, bytes.NewReader(buf.Bytes()), archive.Options{})
+		assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
+	} else {
+		assert.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+	}
+	_, err = dst.Runs.Run(ctx, "r2")
+	assert.True(t, wserr.Is(err, wserr.RunNotFound), "%v", err)
 }

@@ -674,12 +674,17 @@ func (im *importer) readBlobs(ctx context.Context) error {
 func (im *importer) blobsElsewhere(ctx context.Context) error {
 	err := im.blobs.Each(func(k []byte, size int64) error {
 		h := cas.Hash(k)
-		has, err := im.a.p.Blobs.Has(ctx, h)
+		n, err := im.a.p.Blobs.Size(ctx, h)
+		if errors.Is(err, cas.ErrNotFound) {
+			return corrupt("blob %s is neither in the archive nor in the store (pull the blob tier first)", h.Short())
+		}
 		if err != nil {
 			return err
 		}
-		if !has {
-			return corrupt("blob %s is neither in the archive nor in the store (pull the blob tier first)", h.Short())
+		if n != size {
+			// The trees are checked against the manifest's size: it must
+			// be the blob's, as for a blob the archive holds.
+			return corrupt("blob %s holds %d bytes here, the manifest says %d", h.Short(), n, size)
 		}
 		if _, err := im.gotB.Add(k, size); err != nil {
 			return err

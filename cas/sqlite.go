@@ -230,6 +230,22 @@ func (*SQLiteStorage) storedSize(ctx context.Context, tx *index.Tx, h Hash) (int
 	return r.Stored + chunks, true, nil
 }
 
+// plainSizer is a Storage that reads a blob's plain size without the
+// rest of its row (Size).
+type plainSizer interface {
+	plainSize(ctx context.Context, tx *index.Tx, h Hash) (int64, error)
+}
+
+// plainSize reads only the size column, before the row's data.
+func (*SQLiteStorage) plainSize(ctx context.Context, tx *index.Tx, h Hash) (int64, error) {
+	var n int64
+	err := tx.GetContext(ctx, &n, `SELECT size FROM blobs WHERE hash = ?`, h)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	return n, index.Translate(err)
+}
+
 // Stat returns the object at h without its data.
 func (*SQLiteStorage) Stat(ctx context.Context, tx *index.Tx, kind Kind, h Hash) (Object, error) {
 	q := `SELECT size, stored, codec, base, created FROM blobs WHERE hash = ?`

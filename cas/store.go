@@ -730,6 +730,29 @@ func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
 	return info, nil
 }
 
+// Size returns the plain size of blob h. Unlike Stat it reads no more of
+// its row than that. It fails with ErrNotFound if there is no such blob.
+func (s *Store) Size(ctx context.Context, h Hash) (int64, error) {
+	var n int64
+	err := s.db.View(ctx, func(tx *index.Tx) error {
+		if ps, ok := s.st.(plainSizer); ok {
+			var err error
+			n, err = ps.plainSize(ctx, tx, h)
+			return err
+		}
+		o, err := s.st.Stat(ctx, tx, KindBlob, h)
+		n = o.Size
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		return 0, notFound("size", h)
+	}
+	if err != nil {
+		return 0, wrapOp("size", h, err)
+	}
+	return n, nil
+}
+
 // StoredBytes returns the bytes blob h takes as stored, read in tx (so a
 // write transaction sees its own rows): the row's stored size, plus, for a
 // chunked blob, its distinct chunks'. Unlike Stat it does not walk a
