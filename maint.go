@@ -60,6 +60,15 @@ func (s *Store) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 			return GCReport{}, fmt.Errorf("gc: %w", err)
 		}
 	}
+	return s.forgettingJudged(ctx, opt, func() (GCReport, error) { return s.maint.GC(ctx, opt) })
+}
+
+// forgettingJudged runs collect, a collection of the whole store with
+// opt's clock, grace and DryRun, and then forgets the candidates its mark
+// judged: those recorded a grace before it began and committed before it
+// did (at a place up to the queue's end read first), what they name old
+// enough to go.
+func (s *Store) forgettingJudged(ctx context.Context, opt GCOptions, collect func() (GCReport, error)) (GCReport, error) {
 	now := s.maint.Now
 	if opt.Now != nil {
 		now = opt.Now
@@ -69,13 +78,10 @@ func (s *Store) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	if err != nil {
 		return GCReport{}, fmt.Errorf("gc: %w", err)
 	}
-	rep, err := s.maint.GC(ctx, opt)
+	rep, err := collect()
 	if err != nil || opt.DryRun {
 		return rep, err
 	}
-	// The mark judged every candidate recorded a grace before it began,
-	// and committed before it did (at a place up to upto): what such a
-	// candidate names was old enough to go.
 	return rep, s.maint.DropCandidatesDue(ctx, start, upto)
 }
 
@@ -89,20 +95,7 @@ type GCStepOptions = maint.StepOptions
 // it forgets the candidates its mark judged, as GC does. It fails as GC
 // does; the steps before a failed one stay done.
 func (s *Store) CollectSteps(ctx context.Context, opt GCStepOptions) (GCReport, error) {
-	now := s.maint.Now
-	if opt.Now != nil {
-		now = opt.Now
-	}
-	start := now().Add(-maint.Grace(opt.Grace))
-	upto, err := s.maint.CandidatesEnd(ctx)
-	if err != nil {
-		return GCReport{}, fmt.Errorf("gc: %w", err)
-	}
-	rep, err := s.maint.CollectSteps(ctx, opt)
-	if err != nil || opt.DryRun {
-		return rep, err
-	}
-	return rep, s.maint.DropCandidatesDue(ctx, start, upto)
+	return s.forgettingJudged(ctx, opt.GCOptions, func() (GCReport, error) { return s.maint.CollectSteps(ctx, opt) })
 }
 
 // Fsck checks the whole store and reports every problem, never stopping at
