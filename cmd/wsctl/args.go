@@ -144,7 +144,7 @@ type cpRef struct {
 }
 
 // checkpointRefHelp says what a checkpoint reference may be, for --help.
-const checkpointRefHelp = "cp_000003, 3, HEAD (the checkpoint the run is at) or HEAD~N (N parents back)"
+const checkpointRefHelp = "cp_000003, 3, HEAD (the checkpoint the run is at) or HEAD~N (N parents back; git's ~, ^ and chains such as HEAD~~ too)"
 
 // parseCheckpointRef parses a checkpoint reference given on the command
 // line: cp_000003, 3, HEAD or HEAD~N (case-insensitive), and "live" when
