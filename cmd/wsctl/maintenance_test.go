@@ -183,25 +183,25 @@ func rawDB(t *testing.T, c *cli) *sql.DB {
 	return db
 }
 
-func TestFsckNamesAlteredBlob(t *testing.T) {
-	t.Parallel()
+// fsckTarget is a store with run_a seeded, not checked when the test
+// ends, and the blob of its output/a.md, whose rows a test damages.
+func fsckTarget(t *testing.T) (*cli, cas.Hash) {
 	c := newCLI(t)
 	c.skipFsck = true
 	st := c.open()
 	c.seedRun(st, "run_a")
 	fi, err := st.Runs.Workspace("run_a", runs.HostScope).Stat(context.Background(), vfs.MustPath("output/a.md"))
 	require.NoError(t, err)
+	return c, fi.Hash
+}
 
-	db := rawDB(t, c)
-	var data []byte
-	require.NoError(t, db.QueryRow(`SELECT data FROM blobs WHERE hash = ?`, fi.Hash[:]).Scan(&data))
-	data[len(data)-1] ^= 0x20 // one byte altered
-	_, err = db.Exec(`UPDATE blobs SET data = ? WHERE hash = ?`, data, fi.Hash[:])
-	require.NoError(t, err)
-
+// requireOneFsckProblem: fsck exits 6 with one problem of kind about
+// ref, its line matching line, and so does fsck --json.
+func requireOneFsckProblem(t *testing.T, c *cli, kind, ref, line string) {
+	t.Helper()
 	stdout, errOut, code := c.run("", "fsck")
 	assert.Equal(t, 6, code)
-	assert.Regexp(t, `(?m)^blob\s+`+fi.Hash.String()+`\s+\S`, stdout, "the altered blob is named")
+	assert.Regexp(t, `(?m)^`+kind+`\s+`+ref+`\s+`+line, stdout)
 	assert.Equal(t, "wsctl: fsck: store.corrupt: 1 problem found\n", errOut)
 
 	var rep wsstore.FsckReport
@@ -209,34 +209,28 @@ func TestFsckNamesAlteredBlob(t *testing.T) {
 	assert.Equal(t, 6, code, "--json still exits non-zero")
 	require.NoError(t, json.Unmarshal([]byte(jsonOut), &rep))
 	require.Len(t, rep.Problems, 1)
-	assert.Equal(t, "blob", rep.Problems[0].Kind)
-	assert.Equal(t, fi.Hash.String(), rep.Problems[0].Ref)
+	assert.Equal(t, kind, rep.Problems[0].Kind)
+	assert.Equal(t, ref, rep.Problems[0].Ref)
+}
+
+func TestFsckNamesAlteredBlob(t *testing.T) {
+	t.Parallel()
+	c, h := fsckTarget(t)
+	db := rawDB(t, c)
+	var data []byte
+	require.NoError(t, db.QueryRow(`SELECT data FROM blobs WHERE hash = ?`, h[:]).Scan(&data))
+	data[len(data)-1] ^= 0x20 // one byte altered
+	_, err := db.Exec(`UPDATE blobs SET data = ? WHERE hash = ?`, data, h[:])
+	require.NoError(t, err)
+	requireOneFsckProblem(t, c, "blob", h.String(), `\S`)
 }
 
 func TestFsckNamesAWrongSize(t *testing.T) {
 	t.Parallel()
-	c := newCLI(t)
-	c.skipFsck = true
-	st := c.open()
-	c.seedRun(st, "run_a")
-	fi, err := st.Runs.Workspace("run_a", runs.HostScope).Stat(context.Background(), vfs.MustPath("output/a.md"))
+	c, h := fsckTarget(t)
+	_, err := rawDB(t, c).Exec(`UPDATE blobs SET stored = stored + 1000 WHERE hash = ?`, h[:])
 	require.NoError(t, err)
-
-	_, err = rawDB(t, c).Exec(`UPDATE blobs SET stored = stored + 1000 WHERE hash = ?`, fi.Hash[:])
-	require.NoError(t, err)
-
-	stdout, errOut, code := c.run("", "fsck")
-	assert.Equal(t, 6, code)
-	assert.Regexp(t, `(?m)^size\s+`+fi.Hash.String()+`\s+blob records stored size \d+; its row holds \d+ bytes$`, stdout)
-	assert.Equal(t, "wsctl: fsck: store.corrupt: 1 problem found\n", errOut)
-
-	var rep wsstore.FsckReport
-	jsonOut, _, code := c.run("", "fsck", "--json")
-	assert.Equal(t, 6, code)
-	require.NoError(t, json.Unmarshal([]byte(jsonOut), &rep))
-	require.Len(t, rep.Problems, 1)
-	assert.Equal(t, "size", rep.Problems[0].Kind)
-	assert.Equal(t, fi.Hash.String(), rep.Problems[0].Ref)
+	requireOneFsckProblem(t, c, "size", h.String(), `blob records stored size \d+; its row holds \d+ bytes$`)
 }
 
 func TestFsckNamesDanglingTree(t *testing.T) {

@@ -22,9 +22,7 @@ import (
 // keeps going, ships the run once the store answers again and exits 0 at
 // the signal; a restore has the run written during the outage.
 func TestReplicateOutlivesAnOutage(t *testing.T) {
-	srv, url := fakeTier(t, "desk")
-	desk := newCLI(t)
-	desk.ok("--blobs", url, "demo")
+	srv, _, desk := demoDesk(t)
 
 	rep := startReplicate(t, desk)
 	meta := func() int { return len(srv.Keys("wsstore", "desk/meta/")) }
@@ -60,9 +58,7 @@ func TestReplicateOutlivesAnOutage(t *testing.T) {
 // on stderr and keeps going, ships once the store answers, and exits 0
 // at the signal.
 func TestReplicateStartsDuringAnOutage(t *testing.T) {
-	srv, url := fakeTier(t, "desk")
-	desk := newCLI(t)
-	desk.ok("--blobs", url, "demo")
+	srv, url, desk := demoDesk(t)
 	var cut atomic.Int64
 	srv.SetFault(func(*http.Request) int { cut.Add(1); return s3fake.Drop })
 

@@ -178,9 +178,7 @@ func TestRestoreRefusesALogLeftInDir(t *testing.T) {
 // store is there and that wsctl pull takes the indexes in, as a pull that
 // fails otherwise does; the store is whole and the pull goes through.
 func TestRestoreInterruptedAfterPlacingSaysSo(t *testing.T) {
-	srv, url := fakeTier(t, "desk")
-	desk := newCLI(t)
-	desk.ok("--blobs", url, "demo")
+	srv, url, desk := demoDesk(t)
 	desk.ok("replicate", "--once")
 
 	dir := filepath.Join(t.TempDir(), "restored")
@@ -210,9 +208,7 @@ func TestRestoreInterruptedAfterPlacingSaysSo(t *testing.T) {
 // altered it exits 6 naming problems, where the store itself, reading
 // its cache, stays whole.
 func TestRestoreVerifyReadsTheObjectStore(t *testing.T) {
-	srv, url := fakeTier(t, "desk")
-	desk := newCLI(t)
-	desk.ok("--blobs", url, "demo")
+	srv, url, desk := demoDesk(t)
 	desk.ok("replicate", "--once")
 
 	ok := filepath.Join(t.TempDir(), "ok")

@@ -29,6 +29,16 @@ func fakeTier(t *testing.T, prefix string) (*s3fake.Server, string) {
 	return srv, "s3://wsstore/" + prefix + "?endpoint=" + srv.URL + "&region=us-east-1"
 }
 
+// demoDesk is a store, "desk", with the demo's runs and its file contents
+// on a fake tier under the prefix desk: the tier, its URL and the store.
+func demoDesk(t *testing.T) (*s3fake.Server, string, *cli) {
+	t.Helper()
+	srv, url := fakeTier(t, "desk")
+	desk := newCLI(t)
+	desk.ok("--blobs", url, "demo")
+	return srv, url, desk
+}
+
 func awsEnv(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
@@ -97,9 +107,7 @@ func TestSyncTwoStores(t *testing.T) {
 // Litestream; restore builds a store from it that reads every run back
 // from the object store.
 func TestReplicateRestoreCLI(t *testing.T) {
-	srv, url := fakeTier(t, "desk")
-	desk := newCLI(t)
-	desk.ok("--blobs", url, "demo")
+	srv, _, desk := demoDesk(t)
 	desk.ok("replicate", "--once")
 	assert.NotEmpty(t, srv.Keys("wsstore", "desk/meta/"), "Litestream's files under the tier's prefix + meta")
 
