@@ -245,21 +245,11 @@ func (s *Service) ChatsPage(ctx context.Context, q ChatQuery) (page []Chat, more
 		if err != nil {
 			return index.Translate(err)
 		}
-		defer rows.Close()
-		var bytes int
-		for rows.Next() {
-			var r chatRow
-			if err := rows.StructScan(&r); err != nil {
-				return index.Translate(err)
-			}
-			if len(page) == q.Limit || len(page) > 0 && bytes+len(r.ChatRef) > MaxChatPageRefBytes {
-				more = true
-				break
-			}
-			bytes += len(r.ChatRef)
+		more, err = readPage(rows, q.Limit, MaxChatPageRefBytes, func(r *chatRow) string { return r.ChatRef }, func(r *chatRow) error {
 			page = append(page, r.chat())
-		}
-		return index.Translate(rows.Err())
+			return nil
+		})
+		return index.Translate(err)
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("list chats: %w", err)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
@@ -495,25 +497,15 @@ func (s *Service) listRuns(ctx context.Context, q ListQuery, limit, refBytes int
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		var bytes int
-		for rows.Next() {
-			var r runRow
-			if err := rows.StructScan(&r); err != nil {
-				return err
-			}
-			if len(out) == limit || refBytes >= 0 && len(out) > 0 && bytes+len(r.ChatRef) > refBytes {
-				more = true
-				break
-			}
+		more, err = readPage(rows, limit, refBytes, func(r *runRow) string { return r.ChatRef }, func(r *runRow) error {
 			run, err := r.run()
 			if err != nil {
 				return err
 			}
-			bytes += len(r.ChatRef)
 			out = append(out, run)
-		}
-		return rows.Err()
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("list runs: %w", err)
@@ -540,6 +532,31 @@ func pastRow(ctx context.Context, tx *index.Tx, table, prefix, id string) (cond 
 	}
 	cond = prefix + "created_at <= ? AND (" + prefix + "created_at < ? OR " + prefix + "id > ?)"
 	return cond, []any{at, at, id}, true, nil
+}
+
+// readPage reads rows of R one at a time, handing each to add, until
+// limit of them (-1: no limit) or the row whose chat reference would take
+// theirs past refBytes (-1: no bound; one row at least), and says whether
+// a row followed them (the query asks one past the page for it). A page
+// cut by its references' bytes holds no more than they.
+func readPage[R any](rows *sqlx.Rows, limit, refBytes int, chatRef func(*R) string, add func(*R) error) (more bool, err error) {
+	defer rows.Close()
+	n, bytes := 0, 0
+	for rows.Next() {
+		var r R
+		if err := rows.StructScan(&r); err != nil {
+			return false, err
+		}
+		ref := len(chatRef(&r))
+		if n == limit || refBytes >= 0 && n > 0 && bytes+ref > refBytes {
+			return true, nil
+		}
+		if err := add(&r); err != nil {
+			return false, err
+		}
+		n, bytes = n+1, bytes+ref
+	}
+	return false, rows.Err()
 }
 
 // RunIDsWithPrefix returns, in id order, the ids of at most limit runs
