@@ -7,9 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wsstore/wsstore"
-	"github.com/wsstore/wsstore/internal/storetest"
-	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/runs"
 )
 
@@ -19,9 +16,7 @@ import (
 // keeps the chats of that id, of every kind; a limit out of range is
 // batch.invalid_request, after a chat that is gone store.not_found.
 func TestChatsListPages(t *testing.T) {
-	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
-	e := &retentionSession{t: t, st: st, s: protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal,
-		Retention: st.Runs, Host: st.Runs})}
+	e := newHostSession(t)
 	var want []string // newest first
 	for i := range 7 {
 		res := e.ok(fmt.Sprintf(`{"op":"run.create","chat":{"kind":"character","stableChatId":"c%d"},"runId":"r%d"}`, i, i))
@@ -73,9 +68,7 @@ func TestChatsListPages(t *testing.T) {
 // whether more entries follow it, so a host pages through the log with
 // afterId; a limit past 10,000 is batch.invalid_request.
 func TestDeletionsPages(t *testing.T) {
-	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
-	e := &retentionSession{t: t, st: st, s: protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal,
-		Retention: st.Runs, Host: st.Runs})}
+	e := newHostSession(t)
 	for i := range 5 {
 		e.ok(fmt.Sprintf(`{"op":"run.create","chat":{"kind":"character","stableChatId":"c"},"runId":"r%d"}`, i))
 		e.ok(fmt.Sprintf(`{"op":"run.delete","runId":"r%d","cancel":true}`, i))

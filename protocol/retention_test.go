@@ -28,6 +28,14 @@ func newRetentionSession(t *testing.T) *retentionSession {
 		s: protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Retention: st.Runs})}
 }
 
+// newHostSession is newRetentionSession on a store with a test clock,
+// serving the host's run ops too.
+func newHostSession(t *testing.T) *retentionSession {
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+	return &retentionSession{t: t, st: st, s: protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal,
+		Retention: st.Runs, Host: st.Runs})}
+}
+
 // ask sends l and returns whether it was ok, its result (or error) as
 // JSON-decoded values, and the error code.
 func (e *retentionSession) ask(l string) (map[string]any, string) {

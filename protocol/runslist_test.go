@@ -9,11 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/index"
-	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/journal"
-	"github.com/wsstore/wsstore/protocol"
 )
 
 // TestRunsListPages: runs.list with a limit says whether more runs follow
@@ -21,9 +18,7 @@ import (
 // host pages through every run once, newest first; after a run that is
 // gone is run.not_found.
 func TestRunsListPages(t *testing.T) {
-	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
-	e := &retentionSession{t: t, st: st, s: protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal,
-		Retention: st.Runs, Host: st.Runs})}
+	e := newHostSession(t)
 	for i := range 7 {
 		e.ok(fmt.Sprintf(`{"op":"run.create","chat":{"kind":"character","stableChatId":"a"},"runId":"r%d"}`, i))
 	}
@@ -64,9 +59,8 @@ func TestRunsListPages(t *testing.T) {
 // pages each after the one before give every event once.
 func TestEventsPageOfLargeEvents(t *testing.T) {
 	ctx := context.Background()
-	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
-	e := &retentionSession{t: t, st: st, s: protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal,
-		Retention: st.Runs, Host: st.Runs})}
+	e := newHostSession(t)
+	st := e.st
 	e.ok(`{"op":"run.create","chat":{"kind":"character","stableChatId":"a"},"runId":"r"}`)
 	big := strings.Repeat("x", 1<<20)
 	for i := range 12 {
