@@ -187,10 +187,7 @@ func (w *Workspace) Stat(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) 
 		if err := w.checkVisible("stat", run, p); err != nil {
 			return err
 		}
-		e, err := w.s.trees.Lookup(ctx, tx, root, p)
-		if w.emptyRoot(run, p, err) {
-			e, err = emptyDir, nil
-		}
+		e, err := w.lookup(ctx, tx, run, root, p)
 		if err != nil {
 			return err
 		}
@@ -248,6 +245,16 @@ func (w *Workspace) standing(run Run, top string) bool {
 		}
 	}
 	return true
+}
+
+// lookup is the tree's entry of p in root, a standing root the tree does
+// not hold an empty directory (emptyRoot).
+func (w *Workspace) lookup(ctx context.Context, tx *index.Tx, run Run, root cas.Hash, p vfs.Path) (vfs.Entry, error) {
+	e, err := w.s.trees.Lookup(ctx, tx, root, p)
+	if w.emptyRoot(run, p, err) {
+		return emptyDir, nil
+	}
+	return e, err
 }
 
 // emptyRoots returns, for a listing of the root, the standing roots that
@@ -357,10 +364,7 @@ func (w *Workspace) lookupFile(ctx context.Context, op string, p vfs.Path) (fi v
 		if err := w.checkVisible(op, run, p); err != nil {
 			return err
 		}
-		e, err := w.s.trees.Lookup(ctx, tx, root, p)
-		if w.emptyRoot(run, p, err) {
-			e, err = emptyDir, nil
-		}
+		e, err := w.lookup(ctx, tx, run, root, p)
 		if err != nil {
 			return err
 		}
