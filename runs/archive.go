@@ -120,23 +120,50 @@ func (s *Service) ExportRun(ctx context.Context, tx *index.Tx, id string) (RunRe
 }
 
 // EachRunRecord calls fn, in tx, with the row of every run of chatID ("" for
-// every run), ordered by id. The error is fn's or a failed read.
+// every run), ordered by id, reading their ids runIDPage at a time, each
+// page after the last id of the one before: a pass over any number of runs
+// holds one page of their ids. The error is fn's or a failed read.
 func (s *Service) EachRunRecord(ctx context.Context, tx *index.Tx, chatID string, fn func(RunRecord) error) error {
-	var ids []string
-	err := tx.SelectContext(ctx, &ids, `SELECT id FROM runs WHERE ? = '' OR chat_id = ? ORDER BY id`, chatID, chatID)
-	if err != nil {
-		return fmt.Errorf("export runs: %w", index.Translate(err))
-	}
-	for _, id := range ids {
-		r, err := s.ExportRun(ctx, tx, id)
+	after := ""
+	for {
+		ids, err := runIDsAfter(ctx, tx, chatID, after, runIDPage)
 		if err != nil {
-			return err
+			return fmt.Errorf("export runs: %w", err)
 		}
-		if err := fn(r); err != nil {
-			return err
+		for _, id := range ids {
+			r, err := s.ExportRun(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
 		}
+		if len(ids) < runIDPage {
+			return nil
+		}
+		after = ids[len(ids)-1]
 	}
-	return nil
+}
+
+// runIDPage is how many run ids EachRunRecord reads at a time.
+var runIDPage = 1000
+
+// runIDsAfter returns, in id order, the ids of at most limit runs of
+// chatID ("" for every run) after the run id after ("" for the first):
+// every run's from the id index, a chat's from its entries of runs_chat.
+func runIDsAfter(ctx context.Context, tx *index.Tx, chatID, after string, limit int) ([]string, error) {
+	var ids []string
+	var err error
+	if chatID == "" {
+		err = tx.SelectContext(ctx, &ids, `SELECT id FROM runs WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
+	} else {
+		err = tx.SelectContext(ctx, &ids, `SELECT id FROM runs WHERE chat_id = ? AND id > ? ORDER BY id LIMIT ?`, chatID, after, limit)
+	}
+	if err != nil {
+		return nil, index.Translate(err)
+	}
+	return ids, nil
 }
 
 // EachCommitRow calls fn with each of run id's commit rows in tx, ordered

@@ -352,3 +352,61 @@ func TestRunsPages(t *testing.T) {
 	assert.Equal(t, 1, len(page))
 	assert.False(t, more)
 }
+
+// TestEachRunRecordReadsRunIDsInPages: a walk of every run (export, sync)
+// and of one chat's runs reads the runs' ids a page at a time (three
+// here), each page after the last id of the one before, so it holds one
+// page of ids however many runs there are, and still reaches every run
+// once, in id order. A chat's page reads that chat's entries of runs_chat,
+// never the store's runs.
+func TestEachRunRecordReadsRunIDsInPages(t *testing.T) {
+	defer runs.SetRunIDPage(3)()
+	ctx := context.Background()
+	var rec storetest.Statements
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace}})
+	key := func(i int) runs.ChatKey { return runs.ChatKey{Kind: "character", StableChatID: fmt.Sprint("c", i)} }
+	var all, first []string
+	for i := range 11 {
+		c := 0 // seven runs of c0, then of c2, c1, c2, c1
+		if i >= 7 {
+			c = 1 + i%2
+		}
+		r, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: key(c)})
+		require.NoError(t, err)
+		all = append(all, r.ID)
+		if c == 0 {
+			first = append(first, r.ID)
+		}
+	}
+	slices.Sort(all)
+	slices.Sort(first)
+
+	walk := func(chatID string) (ids []string, pages int) {
+		stmts := rec.Record(func() {
+			require.NoError(t, st.DB.View(ctx, func(tx *index.Tx) error {
+				return st.Runs.EachRunRecord(ctx, tx, chatID, func(r runs.RunRecord) error {
+					ids = append(ids, r.ID)
+					return nil
+				})
+			}))
+		})
+		for _, q := range stmts {
+			if strings.HasPrefix(q, "SELECT id FROM runs") {
+				assert.Contains(t, q, "LIMIT", "a page of ids, not all of them")
+				pages++
+			}
+		}
+		return ids, pages
+	}
+	ids, pages := walk("")
+	assert.Equal(t, all, ids)
+	assert.Equal(t, 4, pages, "ids 3, 3, 3 and 2 at a time")
+	ids, pages = walk(runs.ChatWorkspaceID(key(0)))
+	assert.Equal(t, first, ids)
+	assert.Equal(t, 3, pages, "ids 3, 3 and 1 at a time")
+
+	plan := strings.Join(storetest.QueryPlan(t, st.DB, `SELECT id FROM runs WHERE chat_id = ? AND id > ? ORDER BY id LIMIT ?`,
+		runs.ChatWorkspaceID(key(0)), "", 3), "; ")
+	t.Logf("plan of a chat's page: %s", plan)
+	assert.Contains(t, plan, "USING INDEX runs_chat (chat_id=?)", "a chat's runs, not the store's")
+}

@@ -15,3 +15,11 @@ func SetChatIDPage(n int) (restore func()) {
 	chatIDPage = n
 	return func() { chatIDPage = old }
 }
+
+// SetRunIDPage makes EachRunRecord read n run ids at a time, and returns
+// what puts the old size back.
+func SetRunIDPage(n int) (restore func()) {
+	old := runIDPage
+	runIDPage = n
+	return func() { runIDPage = old }
+}
