@@ -136,21 +136,22 @@ func (s *Service) candidatesEnd(ctx context.Context) int64 {
 	return end
 }
 
-// reclaimAfter runs the Reclaimer, if any, after the deletions logged as
-// ids committed, over the candidates recorded after place after, and logs
-// what it freed, even when ctx ended as the collection returned (the
-// bytes are freed). Its failure leaves the garbage for the next reclaim
-// or gc and is returned (with 0 bytes); a failure of the log alone is
-// returned with the bytes freed.
-func (s *Service) reclaimAfter(ctx context.Context, after int64, ids []int64) (int64, error) {
-	if s.reclaim == nil || len(ids) == 0 {
+// reclaimAfter runs the Reclaimer, if any, after the n deletions logged
+// committed, over the candidates recorded after place after, and logs
+// what it freed, naming ids, the first of those deletions' log entries
+// (every one when n is len(ids)), even when ctx ended as the collection
+// returned (the bytes are freed). Its failure leaves the garbage for the
+// next reclaim or gc and is returned (with 0 bytes); a failure of the log
+// alone is returned with the bytes freed.
+func (s *Service) reclaimAfter(ctx context.Context, after int64, ids []int64, n int) (int64, error) {
+	if s.reclaim == nil || n == 0 {
 		return 0, nil
 	}
 	freed, err := s.reclaim.Reclaim(ctx, after)
 	if err != nil {
 		return 0, err
 	}
-	return freed, s.logReclaim(context.WithoutCancel(ctx), ids, freed)
+	return freed, s.logReclaim(context.WithoutCancel(ctx), ids, n, freed)
 }
 
 // reclaimAfterDeletion is reclaimAfter for a deletion that has
@@ -160,7 +161,7 @@ func (s *Service) reclaimAfter(ctx context.Context, after int64, ids []int64) (i
 // a reclaim_failed entry of chatID and runID, written even when ctx has
 // ended; the garbage waits for the next reclaim or gc.
 func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string, after int64, ids []int64) int64 {
-	freed, err := s.reclaimAfter(ctx, after, ids)
+	freed, err := s.reclaimAfter(ctx, after, ids, len(ids))
 	if err == nil || freed > 0 {
 		return freed // freed > 0: only the log of it failed
 	}
@@ -218,12 +219,19 @@ func (s *Service) reclaimCandidates(ctx context.Context, after int64) (int64, er
 	if err != nil || !ok || freed == 0 {
 		return 0, err
 	}
-	return freed, s.logReclaim(ctx, []int64{}, freed)
+	return freed, s.logReclaim(ctx, []int64{}, 0, freed)
 }
 
-func (s *Service) logReclaim(ctx context.Context, ids []int64, freed int64) error {
+// logReclaim logs a reclaim that freed freed bytes after n deletions,
+// naming ids, the first of their log entries, and n when ids leave some
+// out.
+func (s *Service) logReclaim(ctx context.Context, ids []int64, n int, freed int64) error {
+	detail := map[string]any{"deletions": ids}
+	if n > len(ids) {
+		detail["deletionCount"] = n
+	}
 	return s.update(ctx, func(tx *index.Tx) error {
-		_, err := s.logDeletion(ctx, tx, Reclaimed, "", "", "after deletions", map[string]any{"deletions": ids}, freed)
+		_, err := s.logDeletion(ctx, tx, Reclaimed, "", "", "after deletions", detail, freed)
 		return err
 	})
 }
@@ -416,17 +424,69 @@ type PrunedCheckpoints struct {
 	Bytes         int64    `json:"bytes"`
 }
 
-// PruneReport is what a retention pass did (or, dry, would do).
+// MaxPruneReportEntries bounds each list of a PruneReport (Runs,
+// Checkpoints, Held): a pass over a store of any size lists its first
+// entries and counts every one.
+const MaxPruneReportEntries = 1000
+
+// pruneReportEntries is MaxPruneReportEntries, lowered by tests.
+var pruneReportEntries = MaxPruneReportEntries
+
+// PruneReport is what a retention pass did (or, dry, would do). Each list
+// holds the pass's first MaxPruneReportEntries entries (chats in id
+// order, a chat's runs oldest first); the counts and bytes beside them
+// are of every entry, and Truncated says a list left some out.
 type PruneReport struct {
-	DryRun      bool                `json:"dryRun"`
-	Runs        []PrunedRun         `json:"runs"`
-	Checkpoints []PrunedCheckpoints `json:"checkpoints"`
+	DryRun bool `json:"dryRun"`
+	// Runs are the runs deleted; RunCount counts every one.
+	Runs     []PrunedRun `json:"runs"`
+	RunCount int         `json:"runCount"`
+	// Checkpoints are the runs whose checkpoints the byte cap deleted,
+	// with those checkpoints; CheckpointRuns counts every such run,
+	// CheckpointCount their checkpoints and CheckpointBytes the bytes
+	// those held.
+	Checkpoints     []PrunedCheckpoints `json:"checkpoints"`
+	CheckpointRuns  int                 `json:"checkpointRuns"`
+	CheckpointCount int                 `json:"checkpointCount"`
+	CheckpointBytes int64               `json:"checkpointBytes"`
 	// Held is the runs a setting named that the pass kept because a
 	// commit of theirs is still pending (ResolveCommit ends that): those
 	// it found so before deleting, then those another process began a
-	// commit of while it went on.
-	Held       []HeldRun `json:"held"`
-	BytesFreed int64     `json:"bytesFreed"`
+	// commit of while it went on. HeldCount counts every one.
+	Held      []HeldRun `json:"held"`
+	HeldCount int       `json:"heldCount"`
+	// Truncated says a list holds fewer entries than its count.
+	Truncated  bool  `json:"truncated"`
+	BytesFreed int64 `json:"bytesFreed"`
+}
+
+func (r *PruneReport) addRun(d PrunedRun) {
+	r.RunCount++
+	r.Runs = addEntry(r, r.Runs, d)
+}
+
+func (r *PruneReport) addCheckpoints(c PrunedCheckpoints) {
+	r.CheckpointRuns++
+	r.CheckpointCount += len(c.CheckpointIDs)
+	r.CheckpointBytes += c.Bytes
+	r.Checkpoints = addEntry(r, r.Checkpoints, c)
+}
+
+func (r *PruneReport) addHeld(h ...HeldRun) {
+	for _, h := range h {
+		r.HeldCount++
+		r.Held = addEntry(r, r.Held, h)
+	}
+}
+
+// addEntry appends e to list while it holds fewer than
+// pruneReportEntries, else marks r truncated.
+func addEntry[E any](r *PruneReport, list []E, e E) []E {
+	if len(list) >= pruneReportEntries {
+		r.Truncated = true
+		return list
+	}
+	return append(list, e)
 }
 
 // HeldRun is a run retention would delete but keeps while commits of its
@@ -449,6 +509,10 @@ type HeldRun struct {
 // maxCheckpointBytesPerRun; then reclaims the space (Deps.Reclaim). Active
 // runs are never deleted, nor runs with a commit still pending delivery,
 // nor a checkpoint a commit refers to. Settings left unset delete nothing.
+// The report lists the first MaxPruneReportEntries runs, runs' checkpoints
+// and held runs, and counts every one; the reclaim's deletion-log entry
+// names the first MaxPruneReportEntries of the pass's entries and counts
+// every one.
 func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
 	return s.prune(ctx, opt, s.candidatesEnd(ctx))
 }
@@ -457,7 +521,16 @@ func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, err
 // after as its own.
 func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (PruneReport, error) {
 	rep := PruneReport{DryRun: opt.DryRun, Runs: []PrunedRun{}, Checkpoints: []PrunedCheckpoints{}, Held: []HeldRun{}}
+	// The pass's deletion-log entries, for the reclaim after it: how many,
+	// and the first of their ids, which its own entry names.
 	var ids []int64
+	logged := 0
+	noteLogged := func(id int64) {
+		logged++
+		if len(ids) < pruneReportEntries {
+			ids = append(ids, id)
+		}
+	}
 	for chatID, err := range s.pruneChats(ctx, opt.ChatID) {
 		if err != nil {
 			return rep, fmt.Errorf("prune: %w", index.Translate(err))
@@ -469,7 +542,7 @@ func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (Pru
 		if pruneGap != nil {
 			pruneGap()
 		}
-		rep.Held = append(rep.Held, held...)
+		rep.addHeld(held...)
 		for _, d := range doomed {
 			if !opt.DryRun {
 				var pending []string
@@ -498,7 +571,7 @@ func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (Pru
 					return err
 				})
 				if err == errSkip && len(pending) > 0 {
-					rep.Held = append(rep.Held, HeldRun{RunID: d.RunID, ChatID: chatID, Status: d.Status, Reason: d.Reason, PendingCommits: pending})
+					rep.addHeld(HeldRun{RunID: d.RunID, ChatID: chatID, Status: d.Status, Reason: d.Reason, PendingCommits: pending})
 				}
 				if err == errSkip || wserr.Is(err, wserr.RunNotFound) {
 					continue
@@ -506,9 +579,9 @@ func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (Pru
 				if err != nil {
 					return rep, err
 				}
-				ids = append(ids, d.LogID)
+				noteLogged(d.LogID)
 			}
-			rep.Runs = append(rep.Runs, d)
+			rep.addRun(d)
 		}
 		// Most runs are within their cap: find those that are not on
 		// the read pool, so the others cost no write transaction.
@@ -556,19 +629,21 @@ func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (Pru
 					return errSkip // what the cap deletes, rolled back
 				}
 				id, err := s.logDeletion(ctx, tx, DeletedCheckpoints, chatID, runID, "maxCheckpointBytesPerRun", checkpointIDs(seqs, limit), freed)
-				ids = append(ids, id)
+				if err == nil {
+					noteLogged(id)
+				}
 				return err
 			})
 			if err != nil && err != errSkip {
 				return rep, err
 			}
 			if pc.RunID != "" {
-				rep.Checkpoints = append(rep.Checkpoints, pc)
+				rep.addCheckpoints(pc)
 			}
 		}
 	}
 	var err error
-	rep.BytesFreed, err = s.reclaimAfter(ctx, after, ids)
+	rep.BytesFreed, err = s.reclaimAfter(ctx, after, ids, logged)
 	return rep, err
 }
 
@@ -775,7 +850,7 @@ func (s *Service) afterFinal(ctx context.Context, runID, chatID string, after in
 	if perr == nil {
 		rep, perr = s.prune(ctx, PruneOptions{ChatID: chatID}, after)
 	}
-	if perr == nil && len(rep.Runs) == 0 && len(rep.Checkpoints) == 0 {
+	if perr == nil && rep.RunCount == 0 && rep.CheckpointRuns == 0 {
 		// Nothing deleted, so Prune reclaimed nothing: what the run's
 		// end left (its scratch/) is collected here.
 		_, perr = s.reclaimCandidates(ctx, after)

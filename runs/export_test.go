@@ -23,3 +23,11 @@ func SetRunIDPage(n int) (restore func()) {
 	runIDPage = n
 	return func() { runIDPage = old }
 }
+
+// SetPruneReportEntries makes a PruneReport list at most n entries of
+// each kind, and returns what puts the old bound back.
+func SetPruneReportEntries(n int) (restore func()) {
+	old := pruneReportEntries
+	pruneReportEntries = n
+	return func() { pruneReportEntries = old }
+}
