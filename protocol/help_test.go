@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/runs"
 )
 
 // TestHelpGivesEveryField: each operation's help names every field its
@@ -35,6 +37,17 @@ func TestHelpGivesEveryField(t *testing.T) {
 	assert.Len(t, opsByName, len(ops))
 	for _, common := range []string{`"op": NAME`, `"runId"?: RUN`, `"id"?: ANY`} {
 		assert.Contains(t, help, common)
+	}
+}
+
+// TestPruneHelpGivesEveryReportField: prune's help names every field of
+// its answer, the counts beside its lists included.
+func TestPruneHelpGivesEveryReportField(t *testing.T) {
+	help := opsByName["prune"].help
+	for _, v := range []any{runs.PruneReport{}, runs.PrunedRun{}, runs.PrunedCheckpoints{}, runs.HeldRun{}} {
+		for _, name := range fieldsOf(reflect.TypeOf(v)).names {
+			assert.Regexp(t, `[^A-Za-z]`+regexp.QuoteMeta(name)+`[^A-Za-z]`, help, "field %s", name)
+		}
 	}
 }
 

@@ -215,14 +215,18 @@ var ops = []op{
 	},
 	{
 		name: "prune", access: writes, request: []any{pruneRequest{}}, handle: (*Session).prune,
-		help: `  prune       {dryRun?, workspaceId?}       -> {dryRun, runs: [{runId, workspaceId, status, reason, logId}],
-                                                checkpoints: [{runId, checkpointIds, bytes}],
-                                                held: [{runId, workspaceId, status, reason, pendingCommits}], bytesFreed}
+		help: `  prune       {dryRun?, workspaceId?}       -> {dryRun, runs: [{runId, workspaceId, status, reason, logId}], runCount,
+                                                checkpoints: [{runId, checkpointIds, bytes}], checkpointRuns,
+                                                checkpointCount, checkpointBytes,
+                                                held: [{runId, workspaceId, status, reason, pendingCommits}], heldCount,
+                                                truncated, bytesFreed}
               applies the retention policy (policy.set) to every chat, or
               to workspaceId's; each deletion names the setting that made
               it (reason) and is in the deletion log (wsctl deletions);
               held: runs a setting named, kept for their pending commits
-              (commit.resolve)`,
+              (commit.resolve). Each list holds its first 1,000 entries,
+              the counts and checkpointBytes are of every one; truncated
+              says a list left some out`,
 	},
 	{
 		name: "chat.delete", access: writes, request: []any{chatDeleteRequest{}, runs.ChatKey{}}, handle: (*Session).chatDelete,

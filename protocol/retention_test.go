@@ -131,6 +131,11 @@ func TestRetentionOps(t *testing.T) {
 		require.Len(t, rs, 1)
 		assert.Equal(t, "old", rs[0].(map[string]any)["runId"])
 		assert.Equal(t, "keepCompletedRuns", rs[0].(map[string]any)["reason"])
+		assert.Equal(t, float64(1), res["runCount"])
+		for _, n := range []string{"checkpointRuns", "checkpointCount", "checkpointBytes", "heldCount"} {
+			assert.Equal(t, float64(0), res[n], n)
+		}
+		assert.Equal(t, false, res["truncated"])
 		assert.Equal(t, before, e.counts(), "a dry run deletes nothing")
 	})
 

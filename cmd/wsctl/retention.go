@@ -83,7 +83,11 @@ func runPrune(ctx context.Context, o pruneOptions) error {
 		fmt.Fprintf(o.out, "kept run %s (%s, %s), named by %s, for its pending commits %s: resolve them with \"wsctl resolve-commit\"\n",
 			h.RunID, h.ChatID, h.Status, h.Reason, strings.Join(h.PendingCommits, ", "))
 	}
-	_, err = fmt.Fprintf(o.out, "%d runs, %d runs' checkpoints; %d bytes freed\n", len(rep.Runs), len(rep.Checkpoints), rep.BytesFreed)
+	if rep.Truncated {
+		fmt.Fprintf(o.out, "listed the first %d of %d runs, %d of %d runs' checkpoints and %d of %d kept runs\n",
+			len(rep.Runs), rep.RunCount, len(rep.Checkpoints), rep.CheckpointRuns, len(rep.Held), rep.HeldCount)
+	}
+	_, err = fmt.Fprintf(o.out, "%d runs, %d runs' checkpoints; %d bytes freed\n", rep.RunCount, rep.CheckpointRuns, rep.BytesFreed)
 	return err
 }
 

@@ -107,6 +107,8 @@ func TestPolicyPruneDeletions(t *testing.T) {
 	assert.True(t, rep.DryRun)
 	require.Len(t, rep.Runs, 1)
 	assert.Equal(t, "old", rep.Runs[0].RunID)
+	assert.Equal(t, 1, rep.RunCount)
+	assert.False(t, rep.Truncated)
 	assert.ElementsMatch(t, []string{"old", "new", "live"}, runIDsOf(t, st), "a dry run deletes nothing")
 	var ds []runs.Deletion
 	c.jsonOut(&ds, "deletions")
