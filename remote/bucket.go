@@ -32,6 +32,9 @@ type bucket interface {
 	// is success too (keys name their content). It reports whether this
 	// call wrote it.
 	put(ctx context.Context, key string, data []byte) (bool, error)
+	// replace stores data at key whatever is there (the reclaim lease,
+	// renewed).
+	replace(ctx context.Context, key string, data []byte) error
 	// putFrom is put of the size bytes body holds from its start.
 	putFrom(ctx context.Context, key string, body io.ReadSeeker, size int64) (bool, error)
 	// get returns n bytes of the object at key from off; n < 0 means to
@@ -205,6 +208,23 @@ func (b *s3Bucket) putFrom(ctx context.Context, key string, body io.ReadSeeker, 
 		return false, fmt.Errorf("put %s: %w", key, ctx.Err())
 	}
 	return false, unavailable("remote put", key, err)
+}
+
+func (b *s3Bucket) replace(ctx context.Context, key string, data []byte) error {
+	_, err := b.cl.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:        aws.String(b.loc.Bucket),
+		Key:           aws.String(b.loc.Prefix + key),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+	})
+	switch {
+	case err == nil:
+		b.puts.Add(1)
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("put %s: %w", key, ctx.Err())
+	}
+	return unavailable("remote put", key, err)
 }
 
 func (b *s3Bucket) get(ctx context.Context, key string, off, n int64) ([]byte, error) {

@@ -21,15 +21,22 @@ import (
 // looks for the other kind, so of a sync (or push) and a reclaim that
 // start together at least one sees the other and gives up (store.busy).
 // A lock names its holder and when it expires; an expired one counts as
-// absent, and is removed by the next reclaim.
+// absent, and is removed by the next reclaim. The lease is short and the
+// reclaim writes it again as it goes (lease.hold), removing nothing once
+// it could not: a device that saw it expired may have taken it since.
 const (
 	syncLockDir    = "locks/sync/"
 	pushLockDir    = "locks/push/"
 	reclaimLockDir = "locks/reclaim/"
 )
 
-// defaultLockTTL is how long a lock holds unless released.
+// defaultLockTTL is how long a sync or push lock holds unless released.
 const defaultLockTTL = time.Hour
+
+// DefaultLeaseTTL is how long a reclaim lease holds unless renewed or
+// released: a reclaim killed part way blocks the devices' syncs at most
+// this long.
+const DefaultLeaseTTL = 5 * time.Minute
 
 // lockBody is a lock object's content.
 type lockBody struct {
@@ -46,6 +53,11 @@ type lockObj struct {
 // ErrLocked is wrapped (with store.busy) by a sync, push or reclaim that
 // found the other kind holding its lock.
 var ErrLocked = errors.New("the object store is locked")
+
+// ErrLeaseLost is wrapped (with store.busy) by a reclaim whose lease ended
+// before it was renewed: another device may hold the lease since, so the
+// reclaim removed nothing more.
+var ErrLeaseLost = errors.New("the reclaim lease was lost")
 
 func (s *Storage) readLocks(ctx context.Context, dir string) ([]lockObj, error) {
 	var keys []string
@@ -72,10 +84,13 @@ func (s *Storage) readLocks(ctx context.Context, dir string) ([]lockObj, error) 
 
 func (s *Storage) live(l lockObj) bool { return s.opts.Now().Before(l.body.Expires) }
 
-func (s *Storage) lockBytes(device string) []byte {
+// lockBytes is the body of a lock of device that expires ttl from now,
+// and when that is.
+func (s *Storage) lockBytes(device string, ttl time.Duration) ([]byte, time.Time) {
 	now := s.opts.Now()
-	b, _ := json.Marshal(lockBody{Device: device, At: now.UTC(), Expires: now.Add(s.opts.LockTTL).UTC()})
-	return b
+	expires := now.Add(ttl).UTC()
+	b, _ := json.Marshal(lockBody{Device: device, At: now.UTC(), Expires: expires})
+	return b, expires
 }
 
 // locked is the error of op, for device, that found lock l live.
@@ -146,7 +161,8 @@ func (s *Storage) sharedLock(ctx context.Context, op, key, device string) (relea
 	if err := check(); err != nil {
 		return nil, err
 	}
-	if _, err := s.b.put(ctx, key, s.lockBytes(device)); err != nil {
+	body, _ := s.lockBytes(device, s.opts.LockTTL)
+	if _, err := s.b.put(ctx, key, body); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	release = func(ctx context.Context) error { return s.b.remove(ctx, key) }
@@ -157,10 +173,61 @@ func (s *Storage) sharedLock(ctx context.Context, op, key, device string) (relea
 	return release, nil
 }
 
-// lockReclaim takes the exclusive reclaim lease for device and returns
-// its release. It fails with store.busy wrapping ErrLocked while another
-// lease is live, or a sync or push lock is (the lease is given back then).
-func (s *Storage) lockReclaim(ctx context.Context, device string) (release func(context.Context) error, err error) {
+// lease is the reclaim lease a device holds: its key, and when it ends as
+// last written.
+type lease struct {
+	s       *Storage
+	key     string
+	device  string
+	expires time.Time
+}
+
+// hold keeps the lease for the step about to run: once a third of its
+// time has passed since it was written, it writes it again, to end
+// LeaseTTL from now, so a step starts with at least two thirds of it
+// left. It fails with store.busy wrapping ErrLeaseLost when the lease has
+// ended, when the renewal fails, or when the renewal was answered only
+// after the lease ended: a device that found it ended may have taken the
+// lease, or started a sync, since.
+func (l *lease) hold(ctx context.Context) error {
+	ttl := l.s.opts.LeaseTTL
+	now := l.s.opts.Now()
+	if !now.Before(l.expires) {
+		return l.lost("it ended before it was renewed")
+	}
+	if l.expires.Sub(now) > ttl-ttl/3 {
+		return nil
+	}
+	b, expires := l.s.lockBytes(l.device, ttl)
+	if err := l.s.b.replace(ctx, l.key, b); err != nil {
+		return fmt.Errorf("%w: %w", l.lost("it could not be renewed"), err)
+	}
+	if !l.s.opts.Now().Before(l.expires) {
+		return l.lost("its renewal was answered after it ended")
+	}
+	l.expires = expires
+	return nil
+}
+
+// bound returns ctx ending when the lease does (by this device's clock),
+// for a removal: one not answered by then is given up, so that none lands
+// once another device may hold the lease.
+func (l *lease) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, l.expires.Sub(l.s.opts.Now()))
+}
+
+func (l *lease) lost(why string) error {
+	return fmt.Errorf("%w: %w", wserr.New(wserr.Busy, "reclaim remote", l.key,
+		"the reclaim lost its lease (%s; another device may hold it now) and removed nothing more; what it removed stays removed: run it again", why), ErrLeaseLost)
+}
+
+// release removes the lease.
+func (l *lease) release(ctx context.Context) error { return l.s.b.remove(ctx, l.key) }
+
+// lockReclaim takes the exclusive reclaim lease for device, for LeaseTTL.
+// It fails with store.busy wrapping ErrLocked while another lease is live,
+// or a sync or push lock is (the lease is given back then).
+func (s *Storage) lockReclaim(ctx context.Context, device string) (*lease, error) {
 	leases, err := s.readLocks(ctx, reclaimLockDir)
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
@@ -174,49 +241,50 @@ func (s *Storage) lockReclaim(ctx context.Context, device string) (release func(
 			next = n + 1
 		}
 	}
-	key := fmt.Sprintf("%s%020d", reclaimLockDir, next)
-	wrote, err := s.b.put(ctx, key, s.lockBytes(device))
+	l := &lease{s: s, key: fmt.Sprintf("%s%020d", reclaimLockDir, next), device: device}
+	body, expires := s.lockBytes(device, s.opts.LeaseTTL)
+	wrote, err := s.b.put(ctx, l.key, body)
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	if !wrote {
-		return nil, fmt.Errorf("%w: %w", wserr.New(wserr.Busy, "reclaim remote", key, "another device took the lease first; try again later"), ErrLocked)
+		return nil, fmt.Errorf("%w: %w", wserr.New(wserr.Busy, "reclaim remote", l.key, "another device took the lease first; try again later"), ErrLocked)
 	}
-	release = func(ctx context.Context) error { return s.b.remove(ctx, key) }
+	l.expires = expires
 	// A device that listed before this one's lease was written may have
 	// taken another number: whoever sees the other's gives up.
 	again, err := s.readLocks(ctx, reclaimLockDir)
 	if err != nil {
-		_ = release(ctx)
+		_ = l.release(ctx)
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	for _, l := range again {
-		if l.key != key && s.live(l) {
-			_ = release(ctx)
-			return nil, locked("reclaim remote", device, l)
+	for _, o := range again {
+		if o.key != l.key && s.live(o) {
+			_ = l.release(ctx)
+			return nil, locked("reclaim remote", device, o)
 		}
 	}
 	for _, dir := range []string{syncLockDir, pushLockDir} {
 		shared, err := s.readLocks(ctx, dir)
 		if err != nil {
-			_ = release(ctx)
+			_ = l.release(ctx)
 			return nil, fmt.Errorf("lock: %w", err)
 		}
-		for _, l := range shared {
-			if s.live(l) {
-				_ = release(ctx)
-				return nil, locked("reclaim remote", device, l)
+		for _, o := range shared {
+			if s.live(o) {
+				_ = l.release(ctx)
+				return nil, locked("reclaim remote", device, o)
 			}
 		}
 	}
 	// Leases before this one are expired: they go.
-	for _, l := range leases {
-		if err := s.b.remove(ctx, l.key); err != nil {
-			_ = release(ctx)
+	for _, o := range leases {
+		if err := s.b.remove(ctx, o.key); err != nil {
+			_ = l.release(ctx)
 			return nil, fmt.Errorf("lock: %w", err)
 		}
 	}
-	return release, nil
+	return l, nil
 }
 
 // expiredLocks returns the sync and push locks that are past their

@@ -36,8 +36,9 @@ func recordKey(kind cas.Kind, h cas.Hash) []byte {
 // on add, dropped since or not, with the segments older than each device's
 // newest base and each device's newest segment. A segment a device has
 // yet to read may bring in a run whose objects its writer dropped after
-// it: those objects are kept until a base stands for the segment.
-func (s *Storage) objectSets(ctx context.Context, sc *index.Scratch) (named *index.ScratchMap, superseded []Segment, newest map[string]Segment, err error) {
+// it: those objects are kept until a base stands for the segment. It
+// holds the lease l as it goes.
+func (s *Storage) objectSets(ctx context.Context, sc *index.Scratch, l *lease) (named *index.ScratchMap, superseded []Segment, newest map[string]Segment, err error) {
 	if named, err = sc.NewMap(ctx); err != nil {
 		return nil, nil, nil, err
 	}
@@ -57,13 +58,16 @@ func (s *Storage) objectSets(ctx context.Context, sc *index.Scratch) (named *ind
 		from := FromBase(segs)
 		superseded = append(superseded, segs[:len(segs)-len(from)]...)
 		for _, seg := range from {
+			if err := l.hold(ctx); err != nil {
+				return nil, nil, nil, err
+			}
 			h, off, err := s.readHeader(ctx, seg)
 			if err != nil {
 				return nil, nil, nil, err
 			}
 			if err := s.eachObject(ctx, seg, h, off, func(dropped bool, kind cas.Kind, hash cas.Hash) error {
-				if dropped {
-					return nil
+				if err := l.hold(ctx); err != nil || dropped {
+					return err
 				}
 				_, err := named.Add(ctx, recordKey(kind, hash), 1)
 				return err
@@ -161,7 +165,10 @@ type ReclaimStats struct {
 // lock stays until it syncs again. The object store must say when each object
 // was written (LastModified): one it does not is kept. A failure to reach
 // the store is store.busy; what was removed stays removed, index objects
-// before their packs, so no device learns of a pack that is gone.
+// before their packs, so no device learns of a pack that is gone. The
+// lease is renewed as the reclaim goes; one that could not be renewed in
+// time stops it before its next removal, with store.busy wrapping
+// ErrLeaseLost.
 func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts ReclaimOptions) (st ReclaimStats, err error) {
 	s.push.Lock()
 	defer s.push.Unlock()
@@ -175,12 +182,12 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 	if opts.Max <= 0 {
 		opts.Max = 1000
 	}
-	release, err := s.lockReclaim(ctx, device)
+	l, err := s.lockReclaim(ctx, device)
 	if err != nil {
 		return st, err
 	}
 	defer func() {
-		if rerr := release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+		if rerr := l.release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
 			err = fmt.Errorf("reclaim: release the lease: %w", rerr)
 		}
 	}()
@@ -194,7 +201,7 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
 	defer sc.Close()
-	named, superseded, newest, err := s.objectSets(ctx, sc)
+	named, superseded, newest, err := s.objectSets(ctx, sc, l)
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
@@ -212,10 +219,16 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		return s.Has(ctx, tx, kind, h)
 	}
 	remove := func(key string) error {
-		if opts.DryRun {
-			return nil
+		if err := l.hold(ctx); err != nil || opts.DryRun {
+			return err
 		}
-		return s.b.remove(ctx, key)
+		bctx, cancel := l.bound(ctx)
+		defer cancel()
+		err := s.b.remove(bctx, key)
+		if err != nil && bctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("%w: %w", l.lost("a removal was not answered before it ended"), err)
+		}
+		return err
 	}
 	budget := opts.Max
 	type old struct {
@@ -241,6 +254,9 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 	for _, o := range idx {
 		if err := ctx.Err(); err != nil {
 			return st, fmt.Errorf("reclaim: %w", err)
+		}
+		if err := l.hold(ctx); err != nil {
+			return st, err
 		}
 		b, err := s.b.get(ctx, o.key, 0, -1)
 		if err != nil {

@@ -55,10 +55,16 @@ type Options struct {
 	// Now stamps objects Pull takes in and the locks on the object
 	// store; default time.Now.
 	Now func() time.Time
-	// LockTTL is how long a sync lock or a reclaim lease holds unless
-	// released (a device that crashed holding one blocks the other kind
-	// that long); default one hour.
+	// LockTTL is how long a sync or push lock holds unless released (a
+	// device that crashed holding one blocks reclaims that long); default
+	// one hour. It must exceed the longest sync: a sync lock is not
+	// renewed.
 	LockTTL time.Duration
+	// LeaseTTL is how long the reclaim lease holds unless renewed or
+	// released (a device that crashed holding it blocks every sync that
+	// long); default DefaultLeaseTTL. A reclaim renews its lease as it
+	// goes, once a third of this has passed since the lease was written.
+	LeaseTTL time.Duration
 }
 
 const defaultPackSize = 8 << 20
@@ -78,6 +84,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LockTTL <= 0 {
 		o.LockTTL = defaultLockTTL
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
 	}
 	return o
 }

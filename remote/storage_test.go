@@ -18,8 +18,10 @@ import (
 )
 
 // testEnv sets credentials the fake and moto accept, so no test reads the
-// machine's AWS files.
+// machine's AWS files or takes its CA bundle (which a test's own
+// HTTPClient could not carry).
 func testEnv(t *testing.T) {
+	t.Setenv("AWS_CA_BUNDLE", "")
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_REGION", "us-east-1")

@@ -27,7 +27,10 @@ device's object set (as its sync segments publish it) names, nor this
 store records; each device's segments before its newest base, once older
 than --grace; and expired sync locks. It holds the tier's exclusive
 reclaim lease meanwhile, and refuses (store.busy, exit 8) while another
-device reclaims or any device syncs (docs/remote.md, "Reclaiming space").`,
+device reclaims or any device syncs (docs/remote.md, "Reclaiming space").
+The lease lasts five minutes and is renewed as it goes; one that cannot
+be renewed in time stops it (store.busy), with what it removed removed.
+Killed, it holds back every device's sync until its lease ends.`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runReclaimRemote(ctx, o)
