@@ -1391,7 +1391,9 @@ func (s *Store) exportItems(ctx context.Context, items []remote.Item, from map[s
 // the tier's reclaim lease (see remote.Storage.Reclaim and
 // docs/remote.md). It fails with store.invalid_options for a store
 // without a remote tier, store.busy wrapping remote.ErrLocked while a
-// device syncs or another reclaims.
+// device syncs or another reclaims, and store.busy wrapping
+// remote.ErrLeaseLost when its lease could not be renewed in time (it
+// removed nothing more).
 func (s *Store) ReclaimRemote(ctx context.Context, opts remote.ReclaimOptions) (remote.ReclaimStats, error) {
 	if s.Remote == nil {
 		return remote.ReclaimStats{}, wserr.New(wserr.InvalidOptions, "reclaim remote", s.Dir, "the store has no remote blob tier (--blobs)")

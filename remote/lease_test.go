@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,8 +57,9 @@ type leaseSetup struct {
 // newLeaseSetup makes bucket on m with device A's packs, one object
 // each, and their index objects, which A's base segment (naming no
 // object) says no device uses. The clock stands an hour after the object
-// store's, so with no grace every one of them may go.
-func newLeaseSetup(t *testing.T, m *s3fake.Moto, bucket string) *leaseSetup {
+// store's, so with no grace every one of them may go. The reclaiming
+// device's lease lasts leaseTTL (0: the default).
+func newLeaseSetup(t *testing.T, m *s3fake.Moto, bucket string, leaseTTL time.Duration) *leaseSetup {
 	t.Helper()
 	ctx := context.Background()
 	m.CreateBucket(bucket)
@@ -74,7 +76,7 @@ func newLeaseSetup(t *testing.T, m *s3fake.Moto, bucket string) *leaseSetup {
 	s := &leaseSetup{m: m, bucket: bucket, clock: storetest.NewClockAt(time.Now().Add(time.Hour), 0), hook: &hooked{}}
 	s.objects = len(s.keys(t, "store/data/")) + len(s.keys(t, "store/index/"))
 	require.Greater(t, s.objects, 30)
-	s.rec = newDevice(t, m.URL, bucket, remote.Options{Now: s.clock.Now, HTTPClient: &http.Client{Transport: s.hook}})
+	s.rec = newDevice(t, m.URL, bucket, remote.Options{Now: s.clock.Now, LeaseTTL: leaseTTL, HTTPClient: &http.Client{Transport: s.hook}})
 	s.syncer = newDevice(t, m.URL, bucket, remote.Options{Now: s.clock.Now})
 	s.recDev, err = remote.Device(ctx, s.rec.db)
 	require.NoError(t, err)
@@ -138,7 +140,7 @@ func renewal(r *http.Request) bool {
 // killed device reclaims again. Before, the lease held an hour.
 func TestKilledReclaimBlocksOnlyItsLease(t *testing.T) {
 	testEnv(t)
-	s := newLeaseSetup(t, s3fake.StartMoto(t), "wsstore-killed")
+	s := newLeaseSetup(t, s3fake.StartMoto(t), "wsstore-killed", 0)
 	ctx := context.Background()
 	killed := false
 	s.hook.before = func(r *http.Request) error {
@@ -182,7 +184,7 @@ func TestKilledReclaimBlocksOnlyItsLease(t *testing.T) {
 // it ended.
 func TestLongReclaimKeepsItsLease(t *testing.T) {
 	testEnv(t)
-	s := newLeaseSetup(t, s3fake.StartMoto(t), "wsstore-long")
+	s := newLeaseSetup(t, s3fake.StartMoto(t), "wsstore-long", 0)
 	ctx := context.Background()
 	removed, renewals := 0, 0
 	var short []time.Duration // lease time left at a removal, below two thirds
@@ -212,6 +214,50 @@ func TestLongReclaimKeepsItsLease(t *testing.T) {
 	t.Logf("%d removals over %v: the lease written %d times", removed, time.Duration(removed)*2*time.Minute, renewals)
 	assert.GreaterOrEqual(t, renewals, removed, "a lease PUT before each two-minute removal")
 	require.ErrorIs(t, syncErr, remote.ErrLocked, "a sync in the middle is refused")
+	assert.Empty(t, s.keys(t, "store/locks/"), "the lease is released")
+}
+
+// TestLeaseHeldThroughABlockedStep: while one step of a reclaim blocks
+// (here the read of a segment, as a long download does) for longer than
+// its whole lease by the clock, its heartbeat writes the lease again each
+// time a third of it has passed, and the reclaim then goes on and removes
+// everything. Without the heartbeat the lease ended during the step and
+// the reclaim stopped.
+func TestLeaseHeldThroughABlockedStep(t *testing.T) {
+	testEnv(t)
+	const ttl = 6 * time.Second
+	s := newLeaseSetup(t, s3fake.StartMoto(t), "wsstore-blocked", ttl)
+	ctx := context.Background()
+	var renewals atomic.Int64
+	var blocked atomic.Bool
+	beats := 0
+	s.hook.before = func(r *http.Request) error {
+		if renewal(r) {
+			renewals.Add(1)
+		}
+		if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/store/sync/") || !blocked.CompareAndSwap(false, true) {
+			return nil
+		}
+		// Four times a third of the lease passes; each time the lease
+		// is written again before the step goes on.
+		for range 4 {
+			before := renewals.Load()
+			s.clock.Advance(ttl / 3)
+			for wait := 0; renewals.Load() == before && wait < 500; wait++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if renewals.Load() == before {
+				return nil // not renewed: the reclaim finds its lease ended
+			}
+			beats++
+		}
+		return nil
+	}
+	st, err := s.rec.st.Reclaim(ctx, s.rec.db, s.recDev, remote.ReclaimOptions{Grace: -1})
+	require.True(t, blocked.Load(), "the reclaim read a segment")
+	assert.Equal(t, 4, beats, "the lease was written again while the step blocked")
+	require.NoError(t, err)
+	assert.Equal(t, s.objects, st.Packs+st.Indexes)
 	assert.Empty(t, s.keys(t, "store/locks/"), "the lease is released")
 }
 
@@ -260,7 +306,7 @@ func TestReclaimThatCannotRenewStops(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newLeaseSetup(t, m, "wsstore-"+strings.ToLower(tt.name))
+			s := newLeaseSetup(t, m, "wsstore-"+strings.ToLower(tt.name), 0)
 			ctx := context.Background()
 			leases, removed, after := 0, 0, 0
 			gone := false

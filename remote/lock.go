@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wsstore/wsstore/wserr"
@@ -22,8 +23,9 @@ import (
 // start together at least one sees the other and gives up (store.busy).
 // A lock names its holder and when it expires; an expired one counts as
 // absent, and is removed by the next reclaim. The lease is short and the
-// reclaim writes it again as it goes (lease.hold), removing nothing once
-// it could not: a device that saw it expired may have taken it since.
+// reclaim writes it again as it goes (lease.hold, and a heartbeat),
+// removing nothing once it could not: a device that saw it expired may
+// have taken it since.
 const (
 	syncLockDir    = "locks/sync/"
 	pushLockDir    = "locks/push/"
@@ -174,45 +176,79 @@ func (s *Storage) sharedLock(ctx context.Context, op, key, device string) (relea
 }
 
 // lease is the reclaim lease a device holds: its key, and when it ends as
-// last written.
+// last written. The reclaim holds it before each step (hold), and a
+// heartbeat does every tenth of LeaseTTL, so a step that blocks (a long
+// download) does not outlast it.
 type lease struct {
-	s       *Storage
-	key     string
-	device  string
+	s      *Storage
+	key    string
+	device string
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu      sync.Mutex
 	expires time.Time
+	err     error // lost: every hold from then on fails with it
 }
 
-// hold keeps the lease for the step about to run: once a third of its
-// time has passed since it was written, it writes it again, to end
-// LeaseTTL from now, so a step starts with at least two thirds of it
-// left. It fails with store.busy wrapping ErrLeaseLost when the lease has
-// ended, when the renewal fails, or when the renewal was answered only
-// after the lease ended: a device that found it ended may have taken the
-// lease, or started a sync, since.
+// hold keeps the lease: once a third of its time has passed since it was
+// written, it writes it again, to end LeaseTTL from now, so a step starts
+// with at least two thirds of it left. It fails with store.busy wrapping
+// ErrLeaseLost when the lease has ended, when the renewal fails, or when
+// the renewal was answered only after the lease ended: a device that
+// found it ended may have taken the lease, or started a sync, since.
 func (l *lease) hold(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
 	ttl := l.s.opts.LeaseTTL
 	now := l.s.opts.Now()
-	if !now.Before(l.expires) {
-		return l.lost("it ended before it was renewed")
-	}
-	if l.expires.Sub(now) > ttl-ttl/3 {
+	switch {
+	case !now.Before(l.expires):
+		l.err = l.lost("it ended before it was renewed")
+		return l.err
+	case l.expires.Sub(now) > ttl-ttl/3:
 		return nil
 	}
 	b, expires := l.s.lockBytes(l.device, ttl)
 	if err := l.s.b.replace(ctx, l.key, b); err != nil {
-		return fmt.Errorf("%w: %w", l.lost("it could not be renewed"), err)
+		l.err = fmt.Errorf("%w: %w", l.lost("it could not be renewed"), err)
+		return l.err
 	}
 	if !l.s.opts.Now().Before(l.expires) {
-		return l.lost("its renewal was answered after it ended")
+		l.err = l.lost("its renewal was answered after it ended")
+		return l.err
 	}
 	l.expires = expires
 	return nil
+}
+
+// heartbeat holds the lease every tenth of LeaseTTL until it is released
+// or lost.
+func (l *lease) heartbeat(ctx context.Context) {
+	defer close(l.done)
+	tick := time.NewTicker(max(l.s.opts.LeaseTTL/10, time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+			if l.hold(ctx) != nil {
+				return
+			}
+		}
+	}
 }
 
 // bound returns ctx ending when the lease does (by this device's clock),
 // for a removal: one not answered by then is given up, so that none lands
 // once another device may hold the lease.
 func (l *lease) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return context.WithTimeout(ctx, l.expires.Sub(l.s.opts.Now()))
 }
 
@@ -221,8 +257,14 @@ func (l *lease) lost(why string) error {
 		"the reclaim lost its lease (%s; another device may hold it now) and removed nothing more; what it removed stays removed: run it again", why), ErrLeaseLost)
 }
 
-// release removes the lease.
-func (l *lease) release(ctx context.Context) error { return l.s.b.remove(ctx, l.key) }
+// release stops the heartbeat and removes the lease.
+func (l *lease) release(ctx context.Context) error {
+	if l.stop != nil {
+		close(l.stop)
+		<-l.done
+	}
+	return l.s.b.remove(ctx, l.key)
+}
 
 // lockReclaim takes the exclusive reclaim lease for device, for LeaseTTL.
 // It fails with store.busy wrapping ErrLocked while another lease is live,
@@ -284,6 +326,8 @@ func (s *Storage) lockReclaim(ctx context.Context, device string) (*lease, error
 			return nil, fmt.Errorf("lock: %w", err)
 		}
 	}
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	go l.heartbeat(ctx)
 	return l, nil
 }
 

@@ -62,8 +62,9 @@ type Options struct {
 	LockTTL time.Duration
 	// LeaseTTL is how long the reclaim lease holds unless renewed or
 	// released (a device that crashed holding it blocks every sync that
-	// long); default DefaultLeaseTTL. A reclaim renews its lease as it
-	// goes, once a third of this has passed since the lease was written.
+	// long); default DefaultLeaseTTL. A reclaim renews its lease once a
+	// third of this has passed since the lease was written, as it goes and
+	// from a heartbeat every tenth of it.
 	LeaseTTL time.Duration
 }
 
