@@ -105,6 +105,19 @@ func invalidManifest(format string, args ...any) error {
 	return wserr.New(wserr.InvalidManifest, "manifest", "", format, args...)
 }
 
+// MaxManifestBytes bounds a run's manifest, as JSON: the run's row holds
+// it whole, and an archive row holds at most 64 MiB.
+const MaxManifestBytes = 1 << 20
+
+// manifestFits refuses a manifest whose JSON, b, is past MaxManifestBytes
+// with manifest.invalid.
+func manifestFits(b []byte) error {
+	if len(b) > MaxManifestBytes {
+		return invalidManifest("the manifest is %d bytes as JSON, past the %d a run keeps", len(b), MaxManifestBytes)
+	}
+	return nil
+}
+
 // withDefaults returns m with each artifact that names no target given
 // the commit policy's defaultTarget (message_body when that is unset too),
 // as the seed's manifest means it; m itself is not changed.
@@ -313,6 +326,9 @@ func (s *Service) SetManifest(ctx context.Context, runID string, m Manifest) err
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("set manifest: %w", err)
+	}
+	if err := manifestFits(b); err != nil {
+		return err
 	}
 	return s.UpdateInRoom(ctx, func(tx *index.Tx) error {
 		run, caps, err := findRunCaps(ctx, tx, runID) // the store's cap with the run

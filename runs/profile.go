@@ -1,6 +1,8 @@
 package runs
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/wsstore/wsstore/vfs"
@@ -61,6 +63,23 @@ type Profile struct {
 	// back to AllowPaths[0], then output/. Run.PrimaryRoot reports the
 	// result.
 	PrimaryRoot string `json:"primaryRoot,omitempty"`
+}
+
+// MaxProfileBytes bounds a run's profile, as JSON: the run's row holds it
+// whole, and an archive row holds at most 64 MiB.
+const MaxProfileBytes = 1 << 20
+
+// fits refuses a profile past MaxProfileBytes as JSON with
+// workspace.invalid_argument, before anything reads its lists.
+func (p Profile) fits() error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	if len(b) > MaxProfileBytes {
+		return wserr.New(wserr.InvalidArgument, "profile", "", "the profile is %d bytes as JSON, past the %d a run keeps", len(b), MaxProfileBytes)
+	}
+	return nil
 }
 
 // DefaultProfile returns the profile used when a run names none.

@@ -206,6 +206,9 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 	prof := DefaultProfile()
 	if req.Profile != nil {
 		prof = *req.Profile
+		if err := prof.fits(); err != nil {
+			return Run{}, err
+		}
 	}
 	prof, err := prof.normalize()
 	if err != nil {
@@ -260,6 +263,9 @@ func (s *Service) CreateRun(ctx context.Context, req CreateRequest) (Run, error)
 		b, err := json.Marshal(man)
 		if err != nil {
 			return Run{}, fmt.Errorf("create run: %w", err)
+		}
+		if err := manifestFits(b); err != nil {
+			return Run{}, err
 		}
 		manJSON = string(b)
 	} else if DefaultManifest().reachable(prof) != nil {

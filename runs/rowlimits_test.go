@@ -1,0 +1,60 @@
+package runs_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// TestProfileAndManifestFitARow: a run's row holds its profile and its
+// manifest whole, and an archive row holds at most 64 MiB, so a profile
+// or manifest past 1 MiB as JSON is refused where it is given, nothing
+// changed, rather than making the store one no export (or sync) takes.
+func TestProfileAndManifestFitARow(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	longTemplate := func(n int) *runs.Manifest {
+		return &runs.Manifest{WorkspaceVersion: 1,
+			Artifacts:    []runs.Artifact{{ID: "main", Path: "output/main.md", Target: runs.Target{Kind: runs.TargetMessageBody}, Required: true}},
+			CommitPolicy: runs.CommitPolicy{CombineTemplate: "{{main}}" + strings.Repeat("\n", n)}}
+	}
+	manyRoots := func(n int) *runs.Profile {
+		p := runs.Profile{VisibleRoots: []string{"output"}}
+		for i := range n {
+			p.VisibleRoots = append(p.VisibleRoots, fmt.Sprintf("%0200d", i)) // 203 bytes as JSON
+		}
+		return &p
+	}
+	runsBefore, eventsBefore := e.count("runs"), e.count("events")
+	manBefore, err := e.svc.Manifest(e.ctx, r.ID)
+	require.NoError(t, err)
+
+	t.Run("ErrProfileTooLong", func(t *testing.T) {
+		_, err := e.svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c2"}, Profile: manyRoots(runs.MaxProfileBytes/203 + 1)})
+		requireModelError(t, err, wserr.InvalidArgument)
+		assert.Equal(t, runsBefore, e.count("runs"))
+	})
+	t.Run("ErrManifestTooLong", func(t *testing.T) {
+		// A newline is two bytes as JSON: the limit counts the JSON.
+		_, err := e.svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c2"}, Manifest: longTemplate(runs.MaxManifestBytes/2 + 1)})
+		require.Equal(t, wserr.InvalidManifest, wserr.CodeOf(err), "%v", err)
+		assert.Equal(t, runsBefore, e.count("runs"))
+
+		err = e.svc.SetManifest(e.ctx, r.ID, *longTemplate(runs.MaxManifestBytes/2 + 1))
+		require.Equal(t, wserr.InvalidManifest, wserr.CodeOf(err), "%v", err)
+		after, err := e.svc.Manifest(e.ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, manBefore, after)
+		assert.Equal(t, eventsBefore, e.count("events"))
+	})
+	t.Run("OK", func(t *testing.T) {
+		require.NoError(t, e.svc.SetManifest(e.ctx, r.ID, *longTemplate(runs.MaxManifestBytes/2 - 1024)))
+		e.create("c3", runs.CreateRequest{Profile: manyRoots(runs.MaxProfileBytes/203 - 64), Manifest: longTemplate(runs.MaxManifestBytes/2 - 1024)})
+	})
+}
