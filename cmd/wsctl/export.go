@@ -84,6 +84,11 @@ func runExport(ctx context.Context, o exportOptions, args []string) error {
 	}
 	bar.done()
 	if err != nil {
+		if wserr.CodeOf(err) == wserr.SizeLimitExceeded {
+			// A row past what an archive holds is the store's, not the
+			// command line's.
+			return err
+		}
 		// What export refuses (nothing selected, a FILE it cannot create)
 		// came from the command line.
 		return asArgError("export", err)
