@@ -449,6 +449,11 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 // to find out.
 const MaxMessageBytes = 4 << 20
 
+// MaxOutcomeBytes bounds the receipt (as stored, JSON) and the error text
+// a host states for a commit with ResolveCommit: the commit's row holds
+// them beside its message, and an archive row holds at most 64 MiB.
+const MaxOutcomeBytes = 1 << 20
+
 func messageTooLarge(path string, n int64) error {
 	return wserr.New(wserr.SizeLimitExceeded, "commit", path, "the message would carry %d bytes, past the %d a commit holds; make the output smaller", n, int64(MaxMessageBytes))
 }
@@ -673,7 +678,8 @@ type CommitOutcome struct {
 // made it: resolved on two devices, the run's journals part, and sync
 // reports the run as a conflict from then on. Until then retention keeps the run (PruneReport.Held).
 // It fails with workspace.invalid_argument for an outcome other than
-// completed or failed, or an error given with completed; run.not_found;
+// completed or failed, an error given with completed, or a receipt or
+// error past MaxOutcomeBytes; run.not_found;
 // store.not_found for a commit the run does not have;
 // run.invalid_transition for one that is no longer pending; store.busy
 // while this Service is saving a commit to the run's chat (the commit may
@@ -687,6 +693,8 @@ func (s *Service) ResolveCommit(ctx context.Context, runID, commitID string, out
 		return CommitRecord{}, wserr.New(wserr.InvalidArgument, op, "", "the outcome must be %s or %s, not %q", CommitCompleted, CommitFailed, out.Status)
 	case out.Status == CommitCompleted && out.Error != "":
 		return CommitRecord{}, wserr.New(wserr.InvalidArgument, op, "", "an error is stated only for a failed commit")
+	case len(keptReceipt(out.Receipt)) > MaxOutcomeBytes || len(out.Error) > MaxOutcomeBytes:
+		return CommitRecord{}, wserr.New(wserr.InvalidArgument, op, "", "the receipt (%d bytes as JSON) and the error (%d bytes) are each at most %d: the commit's row holds them", len(keptReceipt(out.Receipt)), len(out.Error), MaxOutcomeBytes)
 	}
 	unlock, err := s.lockSaves(ctx, runID)
 	if err != nil {

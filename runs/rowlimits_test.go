@@ -1,6 +1,7 @@
 package runs_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -57,4 +58,28 @@ func TestProfileAndManifestFitARow(t *testing.T) {
 		require.NoError(t, e.svc.SetManifest(e.ctx, r.ID, *longTemplate(runs.MaxManifestBytes/2 - 1024)))
 		e.create("c3", runs.CreateRequest{Profile: manyRoots(runs.MaxProfileBytes/203 - 64), Manifest: longTemplate(runs.MaxManifestBytes/2 - 1024)})
 	})
+}
+
+// TestResolveCommitFitsARow: the commit's row holds the receipt and the
+// error a host states, so each is held to MaxOutcomeBytes, as JSON and as
+// text, refused with workspace.invalid_argument and nothing recorded.
+func TestResolveCommitFitsARow(t *testing.T) {
+	e := newLifecycleEnv(t)
+	gone := e.service(runs.Options{}) // the process that dies while its sink runs
+	e.create("c1", runs.CreateRequest{RunID: "run_x"})
+	e.write("run_x", "output/main.md", "hello")
+	req, _ := e.stuckCommit(gone, "run_x", 0)
+	before := e.lastSeq("run_x")
+	for name, out := range map[string]runs.CommitOutcome{
+		"Receipt": {Status: runs.CommitCompleted, Receipt: json.RawMessage(`"` + strings.Repeat("r", runs.MaxOutcomeBytes) + `"`)},
+		"Error":   {Status: runs.CommitFailed, Error: strings.Repeat("e", runs.MaxOutcomeBytes+1)},
+	} {
+		_, err := e.svc.ResolveCommit(e.ctx, "run_x", req.CommitID, out)
+		requireModelError(t, err, wserr.InvalidArgument)
+		assert.Equal(t, before, e.lastSeq("run_x"), name)
+	}
+	rec, err := e.svc.ResolveCommit(e.ctx, "run_x", req.CommitID, runs.CommitOutcome{Status: runs.CommitCompleted,
+		Receipt: json.RawMessage(`"` + strings.Repeat("r", runs.MaxOutcomeBytes-2) + `"`)})
+	require.NoError(t, err)
+	assert.Equal(t, runs.CommitCompleted, rec.Status)
 }
