@@ -7,8 +7,8 @@
 // same file, as a zstd frame or, when the two differ in one place by a few
 // bytes, as an edit (PutVersion; see delta.go for the bounded, acyclic
 // chains, edit.go for edits), or, for content larger
-// than Options.InlineMax, a list of content-defined chunks (about 1 MiB
-// each) stored as objects of their own so that equal pieces of different
+// than Options.InlineMax, a list of content-defined chunks (128 KiB to
+// 2 MiB, about 640 KiB) stored as objects of their own so that equal pieces of different
 // files are stored once and a Put of any size streams with bounded memory.
 //
 // The package owns the blobs, chunks, blob_chunks, chunk_holds and dicts
