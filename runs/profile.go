@@ -107,12 +107,19 @@ func (p Profile) normalize() (Profile, error) {
 			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q must be one valid path segment: %s", r, wserr.MessageOf(err))
 		}
 	}
-	for _, roots := range [][]string{p.VisibleRoots, p.WritableRoots} {
-		for i, r := range roots {
-			if slices.Contains(roots[:i], r) {
-				return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is named twice", r)
-			}
+	visible := make(map[string]bool, len(p.VisibleRoots))
+	for _, r := range p.VisibleRoots {
+		if visible[r] {
+			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is named twice", r)
 		}
+		visible[r] = true
+	}
+	writable := make(map[string]bool, len(p.WritableRoots))
+	for _, r := range p.WritableRoots {
+		if writable[r] {
+			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is named twice", r)
+		}
+		writable[r] = true
 	}
 	for _, r := range append(slices.Clone(p.VisibleRoots), p.WritableRoots...) {
 		if slices.Contains(ReservedRoots, r) {
@@ -120,7 +127,7 @@ func (p Profile) normalize() (Profile, error) {
 		}
 	}
 	for _, w := range p.WritableRoots {
-		if !slices.Contains(p.VisibleRoots, w) {
+		if !visible[w] {
 			return p, wserr.New(wserr.InvalidArgument, "profile", w, "writable root %q is not visible", w)
 		}
 	}
