@@ -20,6 +20,7 @@ import (
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/maint"
 	"github.com/wsstore/wsstore/runs"
@@ -861,4 +862,55 @@ func TestChangesRefusedForTheCapCollectWhatTheGraceKept(t *testing.T) {
 			assert.LessOrEqual(t, used, limit)
 		})
 	}
+}
+
+// TestRunCapRefusalCollectsNothing: a change a run's own cap
+// (maxRunBytes) refuses is not tried again after collecting the store's
+// gc candidates, which cannot make room under that cap: the queue stays
+// as it was and no statement reads it; the store's cap refusing the same
+// change collects the queue.
+func TestRunCapRefusalCollectsNothing(t *testing.T) {
+	const queued = 40
+	e, tr := openTraced(t, wsstore.Options{})
+	e.run("c", "run_1", &runs.Profile{MaxRunBytes: 1 << 10})
+	// Trees no row holds: a collection takes each and drops it.
+	cs := make([]vfs.Candidate, queued)
+	for i := range cs {
+		cs[i] = vfs.Candidate{Kind: vfs.CandidateTree, Hash: cas.Sum(fmt.Appendf(nil, "gone %d", i))}
+	}
+	require.NoError(t, e.s.DB.Update(e.ctx, func(tx *index.Tx) error {
+		return e.s.Trees.AddCandidates(e.ctx, tx, cs, e.clock.Now().UnixNano())
+	}))
+	queue := func(stmts []string) (n int) {
+		for _, q := range stmts {
+			if strings.Contains(q, "gc_candidates") {
+				n++
+			}
+		}
+		return n
+	}
+	for name, change := range map[string]func() error{
+		"Write": func() error { return e.write("run_1", "output/big.md", strings.Repeat("x", 4<<10)) },
+		"Apply": func() error {
+			_, err := e.s.Runs.Workspace("run_1", runs.ModelScope).Apply(e.ctx, []runs.Edit{{Path: vfs.MustPath("output/big.md"), Content: []byte(strings.Repeat("y", 4<<10))}})
+			return err
+		},
+	} {
+		tr.start()
+		err := change()
+		stmts := tr.end()
+		require.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%s: %v", name, err)
+		assert.False(t, wserr.IsStoreFull(err), "%s: the run's cap refused it, not the store's", name)
+		assert.Zero(t, queue(stmts), "%s: the refusal read no gc candidate", name)
+		assert.Equal(t, queued, e.rows("gc_candidates"), "%s: the queue is as it was", name)
+	}
+
+	// The store's cap refusing a change collects the queue.
+	used, err := e.s.DB.UsedBytes(e.ctx)
+	require.NoError(t, err)
+	limit := used - 1
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: &limit}))
+	err = e.write("run_1", "output/small.md", "small")
+	require.True(t, wserr.IsStoreFull(err), "%v", err)
+	assert.Zero(t, e.rows("gc_candidates"), "the store's cap refusal collected the queue")
 }

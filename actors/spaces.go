@@ -57,8 +57,9 @@ type Cap interface {
 	// abandoned.
 	StreamCap(ctx context.Context, r io.Reader, free, size int64, op, path string) (_ io.Reader, release func(), _ error)
 	// UpdateInRoom runs fn in a write transaction and, when the cap
-	// refuses the change and collecting the queue of gc candidates frees
-	// room, once more (runs.Service.UpdateInRoom).
+	// refuses the change (a wserr.StoreFull error) and collecting the
+	// queue of gc candidates frees room, once more
+	// (runs.Service.UpdateInRoom).
 	UpdateInRoom(ctx context.Context, fn func(tx *index.Tx) error) error
 }
 
@@ -449,7 +450,7 @@ func (s *Spaces) roomIn(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.
 			return fmt.Errorf("upload: the store's cap: %w", err)
 		}
 		if used > limit && (used > before || storedBefore) {
-			return wserr.New(wserr.SizeLimitExceeded, "upload", p.String(), "the change would take the store to %d bytes, past its %d-byte cap", used, limit)
+			return wserr.StoreFull("upload", p.String(), "the change would take the store to %d bytes, past its %d-byte cap", used, limit)
 		}
 		return nil
 	}, nil

@@ -175,10 +175,12 @@ func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string
 }
 
 // UpdateInRoom runs fn in one write transaction, for a change the store's
-// cap may refuse: when the change fails with workspace.size_limit_exceeded
-// and collecting the queue of gc candidates frees anything
-// (reclaimForRoom), fn runs once more, in a new transaction, and its
-// error is the call's. Every change the cap holds in its transaction
+// cap may refuse: when the store's cap refuses the change
+// (wserr.IsStoreFull) and collecting the queue of gc candidates frees
+// anything (reclaimForRoom), fn runs once more, in a new transaction, and
+// its error is the call's. Another workspace.size_limit_exceeded (the
+// run's cap, an event's size) collects nothing: no garbage of the store's
+// makes room under those. Every change the cap holds in its transaction
 // goes through it (workspace writes, new runs, records, manifests,
 // checkpoints, inputs, and the actor spaces' uploads through their Cap),
 // so all of them get the room a deletion left once its grace has passed.
@@ -186,7 +188,7 @@ func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string
 // run), so that it can run again.
 func (s *Service) UpdateInRoom(ctx context.Context, fn func(tx *index.Tx) error) error {
 	err := s.update(ctx, fn)
-	if wserr.CodeOf(err) == wserr.SizeLimitExceeded && s.reclaimForRoom(ctx) {
+	if wserr.IsStoreFull(err) && s.reclaimForRoom(ctx) {
 		err = s.update(ctx, fn)
 	}
 	return err

@@ -260,7 +260,7 @@ func (w *Workspace) appendLarge(ctx context.Context, p vfs.Path, base vfs.Entry,
 	if room, capped, err := w.s.storeRoom(ctx); err != nil {
 		return vfs.FileInfo{}, fmt.Errorf("write %s: the store's cap: %w", p, err)
 	} else if capped && int64(len(content)) > room {
-		return vfs.FileInfo{}, wserr.New(wserr.SizeLimitExceeded, "write", p.String(), "the store has %d bytes of room under its cap; %d more do not fit", max(room, 0), len(content))
+		return vfs.FileInfo{}, wserr.StoreFull("write", p.String(), "the store has %d bytes of room under its cap; %d more do not fit", max(room, 0), len(content))
 	}
 	if room, limit, err := w.runRoom(ctx, p); err != nil {
 		return vfs.FileInfo{}, err

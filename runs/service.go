@@ -279,7 +279,7 @@ func (r *room) add(p vfs.Path, bytes int64) error {
 	if bytes > 0 {
 		r.grew = true
 		if r.size+r.total > r.limit {
-			return wserr.New(wserr.SizeLimitExceeded, r.op, p.String(), "the store holds %d bytes of its %d-byte cap; %d more do not fit", r.size, r.limit, r.total)
+			return wserr.StoreFull(r.op, p.String(), "the store holds %d bytes of its %d-byte cap; %d more do not fit", r.size, r.limit, r.total)
 		}
 	}
 	return nil
@@ -318,7 +318,7 @@ func (r *room) settle(ctx context.Context, tx *index.Tx) error {
 		if !r.lastPath.IsRoot() {
 			path = r.lastPath.String()
 		}
-		return wserr.New(wserr.SizeLimitExceeded, r.op, path, "the change would take the store to %d bytes, past its %d-byte cap", used, r.limit)
+		return wserr.StoreFull(r.op, path, "the change would take the store to %d bytes, past its %d-byte cap", used, r.limit)
 	}
 	return nil
 }

@@ -121,6 +121,25 @@ func Wrap(code Code, op, path string, err error) *Error {
 	return &Error{Code: code, Op: op, Path: path, Err: err}
 }
 
+// StoreFull returns the workspace.size_limit_exceeded refusal of a change
+// that the store-wide cap (maxStoreBytes) refuses, which IsStoreFull tells
+// from the code's other refusals (a run's cap, an event's or a message's
+// size): collecting the store's garbage may make room for the change,
+// never for those. It reads, and carries its code, as New's error does.
+func StoreFull(op, path, format string, args ...any) error {
+	return storeFull{New(SizeLimitExceeded, op, path, format, args...)}
+}
+
+// IsStoreFull reports whether err is, or wraps, a refusal of the store's
+// cap made by StoreFull.
+func IsStoreFull(err error) bool { return errors.As(err, new(storeFull)) }
+
+// storeFull marks the *Error it wraps as the store cap's refusal.
+type storeFull struct{ e *Error }
+
+func (f storeFull) Error() string { return f.e.Error() }
+func (f storeFull) Unwrap() error { return f.e }
+
 // FromFS codes err, a failure of the file system beside the store (a
 // temporary file, a spooled body): a full disk or quota is DiskFull and a
 // read-only file system ReadOnly, as the store's own writes report them;
