@@ -3,6 +3,8 @@ package wsstore
 import (
 	"context"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/wsstore/wsstore/maint"
 )
@@ -67,13 +69,18 @@ func (s *Store) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 // opt's clock, grace and DryRun, and then forgets the candidates its mark
 // judged: those recorded a grace before it began and committed before it
 // did (at a place up to the queue's end read first), what they name old
-// enough to go.
+// enough to go. Without a grace that is every candidate committed before
+// it began, one an earlier collection deferred for its own grace (due
+// once that has passed, not when it was recorded) included.
 func (s *Store) forgettingJudged(ctx context.Context, opt GCOptions, collect func() (GCReport, error)) (GCReport, error) {
 	now := s.maint.Now
 	if opt.Now != nil {
 		now = opt.Now
 	}
 	start := now().Add(-maint.Grace(opt.Grace))
+	if maint.Grace(opt.Grace) == 0 {
+		start = time.Unix(0, math.MaxInt64)
+	}
 	upto, err := s.maint.CandidatesEnd(ctx)
 	if err != nil {
 		return GCReport{}, fmt.Errorf("gc: %w", err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -310,6 +311,45 @@ func TestReclaimWaitsOutTheGrace(t *testing.T) {
 	assert.Positive(t, rep.GC.Freed.Blobs)
 	assert.False(t, e.has(cas.Sum([]byte("young content\n"))))
 	assert.Zero(t, e.rows("gc_candidates"))
+}
+
+// TestGCWithoutGraceForgetsDeferredCandidates: a gc without a grace
+// (wsctl gc --grace 0, whole or in steps) frees what a reclaim deferred
+// for its grace and forgets those candidates with the rest: its mark
+// judged every one of them. A gc with the default grace leaves them
+// queued, due once their grace has passed.
+func TestGCWithoutGraceForgetsDeferredCandidates(t *testing.T) {
+	for name, gc := range map[string]func(e *retEnv, grace time.Duration) error{
+		"GC": func(e *retEnv, grace time.Duration) error {
+			_, err := e.s.GC(e.ctx, wsstore.GCOptions{Grace: grace})
+			return err
+		},
+		"CollectSteps": func(e *retEnv, grace time.Duration) error {
+			_, err := e.s.CollectSteps(e.ctx, wsstore.GCStepOptions{GCOptions: wsstore.GCOptions{Grace: grace}})
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newRetEnv(t, wsstore.Options{ReclaimGrace: wsstore.DefaultGCGrace})
+			e.t = t
+			e.run("chat-1", "run_1", nil)
+			require.NoError(t, e.write("run_1", "output/a.md", "young content\n"))
+			e.finish("run_1")
+			require.NoError(t, e.s.Runs.DeleteRun(e.ctx, "run_1"))
+			rep, err := e.s.Reclaim(e.ctx)
+			require.NoError(t, err)
+			require.Positive(t, rep.GC.Kept.Trees, "the reclaim deferred the young trees")
+			deferred := e.rows("gc_candidates")
+			require.Positive(t, deferred)
+
+			e.clock.Advance(time.Minute)
+			require.NoError(t, gc(e, 0))
+			assert.Equal(t, deferred, e.rows("gc_candidates"), "the default grace judged none of them")
+			require.NoError(t, gc(e, -1))
+			assert.False(t, e.has(cas.Sum([]byte("young content\n"))), "no grace frees it")
+			assert.Zero(t, e.rows("gc_candidates"), "no grace forgets what it judged")
+		})
+	}
 }
 
 func (e *retEnv) has(h cas.Hash) bool {
