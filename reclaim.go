@@ -8,6 +8,7 @@ import (
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/maint"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // ProfileMobile is the Options.Profile of a store on a phone: the
@@ -39,12 +40,90 @@ type ReclaimReport struct {
 	AutoVacuum bool `json:"autoVacuum"`
 }
 
+// DefaultReclaimIdle is how long a store must begin no write transaction
+// before it takes a step of its queue of gc candidates in the background
+// (Options.ReclaimIdle).
+const DefaultReclaimIdle = time.Second
+
+// drainRetry is how long, on the store's clock, the background collection
+// waits after a step failed for another reason than another process's
+// write lock before it looks at the queue again.
+const drainRetry = time.Minute
+
 // reclaimer is the runs.Reclaimer Open wires in: gc in bounded steps, then
 // free pages back to the file system in bounded steps.
 type reclaimer struct {
 	db    *index.DB
 	m     *maint.Maintainer
 	grace time.Duration
+}
+
+// startDrain collects the queue of gc candidates in the background while
+// the store is idle, so a backlog the reclaims after deletions leave (each
+// takes at most maint.DefaultBacklog of it) does not wait for Reclaim or
+// GC: once no write transaction began for idle, it takes one step
+// (maint.Maintainer.CollectStep: at most maint.DefaultStepObjects
+// candidates, one write transaction), and the next at once only if no
+// write began meanwhile. It looks at the queue at the start, after writes
+// of this process (which may have queued candidates) and when the earliest
+// candidate it saw falls due, so an idle store with nothing due runs no
+// statement. A step makes one attempt at the write lock: another
+// process's write ends the round. A store whose parts cannot check single
+// candidates (a remote blob tier) is left to Reclaim and GC. stop ends the
+// collection, a step under way rolled back, and waits for it.
+func (r *reclaimer) startDrain(idle time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(idle)
+		defer t.Stop()
+		opt := maint.StepOptions{GCOptions: maint.GCOptions{Grace: r.grace}}
+		seen := r.db.Writes()
+		look := true       // a write may have queued candidates since the last look
+		var due int64 = -1 // when the earliest candidate seen queued is due; -1: none
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if w := r.db.Writes(); w != seen {
+				seen, look = w, true // not idle: wait a whole quiet period
+				continue
+			}
+			if !look && (due < 0 || r.m.Now().UnixNano() < due) {
+				continue
+			}
+			for {
+				rep, next, queued, err := r.m.CollectStep(index.WithoutWaiting(ctx), opt)
+				if err != nil {
+					switch {
+					case errors.Is(err, maint.ErrNeedsMark) || ctx.Err() != nil:
+						return
+					case wserr.Is(err, wserr.Busy):
+						look = true // another process writes: its next quiet period
+					default:
+						look, due = false, r.m.Now().Add(drainRetry).UnixNano()
+					}
+					seen = r.db.Writes()
+					break
+				}
+				look, due = false, -1
+				if queued {
+					due = next
+				}
+				seen += uint64(rep.Steps) // the step's own write transaction
+				if rep.Steps == 0 || !queued || next > r.m.Now().UnixNano() || r.db.Writes() != seen {
+					break
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // CandidatesEnd is runs.Reclaimer's: where the queue of candidates ends
@@ -148,8 +227,9 @@ func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.
 // candidates it recorded and at most maint.DefaultBacklog of those others
 // left (rollbacks, record operations, checkpoints a run's caps prune,
 // actor space gc and, without automatic pruning, a run's end record
-// candidates and collect none), so the rest waits for this, GC, or the
-// next of them. A host calls it after deleting by other means, or as
+// candidates and collect none), so the rest waits for this, GC, the next
+// of them, or the store's background collection once it is idle
+// (Options.ReclaimIdle). A host calls it after deleting by other means, or as
 // maintenance. It fails as GC does, and with store.read_only on a store
 // opened read-only.
 func (s *Store) Reclaim(ctx context.Context) (ReclaimReport, error) {

@@ -59,9 +59,19 @@ type Options struct {
 	// Open sets it to the store's clock.
 	Remote remote.Options
 	// ReclaimGrace is the grace of the collection that follows deletions
-	// (see GCOptions.Grace): zero means DefaultGCGrace, negative none, for
-	// a store nothing else writes to while it runs.
+	// (see GCOptions.Grace), and of the background one ReclaimIdle
+	// starts: zero means DefaultGCGrace, negative none, for a store
+	// nothing else writes to while it runs.
 	ReclaimGrace time.Duration
+	// ReclaimIdle is how long the store must begin no write transaction
+	// before it collects a step of its queue of gc candidates in the
+	// background (what rollbacks, record operations, the checkpoints a
+	// run's caps prune and the like queue, and what the reclaims after
+	// deletions leave queued past their bound): zero means
+	// DefaultReclaimIdle, negative never, leaving the queue to those
+	// reclaims, Reclaim and GC. A store opened read-only, or over a
+	// remote blob tier, collects nothing in the background.
+	ReclaimIdle time.Duration
 	// TreeCacheEntries bounds the decoded Merkle trees the store keeps in
 	// memory, in directory entries (about 100 bytes each; a tree counts
 	// one more than its entries): 0 means vfs.DefaultTreeCacheEntries
@@ -104,8 +114,12 @@ type Store struct {
 	// (cas.Store.StartReencoder); nil on a read-only store. It is set
 	// once, by Open: calls in flight read it as Close runs.
 	stopReencoder func()
-	closing       sync.Mutex // held by Close
-	closed        bool       // Close has stopped and drained; guarded by closing
+	// stopDrain ends the background collection of the gc candidates
+	// (reclaimer.startDrain); nil on a read-only store or with
+	// Options.ReclaimIdle negative. Set once, by Open.
+	stopDrain func()
+	closing   sync.Mutex // held by Close
+	closed    bool       // Close has stopped and drained; guarded by closing
 }
 
 // Open opens the store in dir, creating the directory and the database if
@@ -197,6 +211,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 			return nil, err
 		}
 		st.stopReencoder = blobs.StartReencoder()
+		if idle := opts.ReclaimIdle; idle >= 0 {
+			if idle == 0 {
+				idle = DefaultReclaimIdle
+			}
+			st.stopDrain = rec.startDrain(idle)
+		}
 	}
 	return st, nil
 }
@@ -285,7 +305,9 @@ func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*rem
 	return remote.Open(ctx, url, o)
 }
 
-// Close stops the background re-encoding of older versions, runs what is
+// Close stops the background collection of gc candidates (a step under
+// way is rolled back; the queue stays for the next open, Reclaim or GC)
+// and the background re-encoding of older versions, runs what is
 // still queued (at most cas.Options.MaxPending writes' worth, a batch of
 // them per transaction; a failure, or another process holding the write
 // lock, leaves the rest queued for the next Open: Close makes one short
@@ -300,6 +322,9 @@ func (s *Store) Close() error {
 	defer s.closing.Unlock()
 	if s.stopReencoder != nil && !s.closed {
 		s.closed = true
+		if s.stopDrain != nil {
+			s.stopDrain()
+		}
 		s.stopReencoder()
 		// Best effort: what another process's write lock keeps from
 		// running now stays queued for the next open, rather than

@@ -38,6 +38,7 @@ type TreeCandidates interface {
 	TakeCandidates(ctx context.Context, tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error)
 	TakeCandidatesIn(ctx context.Context, tx *index.Tx, span vfs.QueueSpan, now int64, limit int) ([]vfs.Candidate, error)
 	CandidatesDue(ctx context.Context, tx *index.Tx, now int64) (bool, error)
+	NextCandidateDue(ctx context.Context, tx *index.Tx) (int64, bool, error)
 	DropCandidatesDue(ctx context.Context, tx *index.Tx, due, upto int64) error
 }
 
@@ -74,7 +75,8 @@ type CandidateReport struct {
 // run's end record candidates and collect nothing, so a store's backlog
 // grows with its use; the collection after each deletion or run
 // end takes this much of it, a few thousand statements at most, and
-// gc or Reclaim takes the rest.
+// the store's background collection while it is idle (CollectStep), gc
+// or Reclaim takes the rest.
 const DefaultBacklog = DefaultStepObjects
 
 // candidateParts returns the parts CollectCandidates composes, or
@@ -141,6 +143,69 @@ func (m *Maintainer) CollectCandidates(ctx context.Context, opt StepOptions) (Ca
 // negative backlog takes none. It fails as CollectCandidates does.
 func (m *Maintainer) CollectAfter(ctx context.Context, opt StepOptions, after int64, backlog int) (CandidateReport, error) {
 	return m.collect(ctx, opt, &after, max(backlog, 0))
+}
+
+// CollectStep is one step of CollectCandidates, for a collection that
+// takes the queue a step at a time while the store is idle: at most one
+// write transaction, which checks up to opt.Objects of the candidates due
+// (the earliest due first) and deletes and records as CollectCandidates'
+// steps do, or, on a store whose lists of what trees name are not filled
+// in yet, fills in opt.Objects trees' lists. It writes nothing when no
+// candidate is due and the lists are whole (rep.Steps is 0 then, else 1).
+// It returns when the earliest candidate queued after it is due (Unix
+// nanoseconds on the clock the grace is measured on) and whether any is
+// queued. It fails as CollectCandidates does; a step that fails changes
+// nothing.
+func (m *Maintainer) CollectStep(ctx context.Context, opt StepOptions) (rep CandidateReport, next int64, queued bool, err error) {
+	tc, br, holders, err := m.candidateParts()
+	if err != nil {
+		return rep, 0, false, err
+	}
+	n := opt.Objects
+	if n <= 0 {
+		n = DefaultStepObjects
+	}
+	now := m.clock(opt.Now)
+	// A read first: an idle store with nothing due takes no write lock.
+	ready := false
+	err = m.p.DB.View(ctx, func(tx *index.Tx) error {
+		var err error
+		if ready, err = tc.RefsReady(ctx, tx); err != nil {
+			return err
+		}
+		next, queued, err = tc.NextCandidateDue(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return rep, 0, false, fmt.Errorf("gc: collect candidates: %w", err)
+	}
+	if ready && (!queued || next > now().UnixNano()) {
+		return rep, next, queued, nil
+	}
+	c := collector{m: m, tc: tc, br: br, holders: holders, grace: Grace(opt.Grace)}
+	err = m.p.DB.Update(ctx, func(tx *index.Tx) error {
+		c.rep = CandidateReport{}
+		if ready, err := tc.RefsReady(ctx, tx); err != nil || !ready {
+			if err == nil {
+				_, err = tc.BackfillRefs(ctx, tx, n)
+			}
+			next, queued = now().UnixNano(), true // the candidates wait for the lists
+			return err
+		}
+		if _, err := c.step(ctx, tx, now().UnixNano(), n, func(tx *index.Tx, now int64, limit int) ([]vfs.Candidate, error) {
+			return tc.TakeCandidates(ctx, tx, now, limit)
+		}); err != nil {
+			return err
+		}
+		var err error
+		next, queued, err = tc.NextCandidateDue(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return CandidateReport{}, 0, false, fmt.Errorf("gc: collect candidates: %w", err)
+	}
+	c.rep.Steps = 1
+	return c.rep, next, queued, nil
 }
 
 // CandidatesEnd returns the place of the last candidate recorded so far,

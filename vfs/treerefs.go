@@ -362,6 +362,17 @@ func (t *Trees) CandidatesDue(ctx context.Context, tx *index.Tx, now int64) (boo
 	return due, nil
 }
 
+// NextCandidateDue returns, in tx, when the earliest due candidate queued
+// is due (Unix nanoseconds) and whether any is queued: one index probe,
+// whatever the queue holds.
+func (t *Trees) NextCandidateDue(ctx context.Context, tx *index.Tx) (int64, bool, error) {
+	var due sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT min(due) FROM gc_candidates`).Scan(&due); err != nil {
+		return 0, false, fmt.Errorf("gc candidates: %w", index.Translate(err))
+	}
+	return due.Int64, due.Valid, nil
+}
+
 // TakeCandidatesIn is TakeCandidates for the candidates of span alone, in
 // the order of their places.
 func (t *Trees) TakeCandidatesIn(ctx context.Context, tx *index.Tx, span QueueSpan, now int64, limit int) ([]Candidate, error) {

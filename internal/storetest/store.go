@@ -24,8 +24,14 @@ func OpenStore(tb testing.TB) *wsstore.Store {
 }
 
 // OpenStoreWith is OpenStore with options (a fake clock, small chunks).
+// Unless opts sets ReclaimIdle, the store collects no gc candidates in the
+// background: its queue stays as the test's operations leave it, however
+// long a step of the test pauses.
 func OpenStoreWith(tb testing.TB, opts wsstore.Options) *wsstore.Store {
 	tb.Helper()
+	if opts.ReclaimIdle == 0 {
+		opts.ReclaimIdle = -1
+	}
 	s, err := wsstore.Open(context.Background(), tb.TempDir(), opts)
 	require.NoError(tb, err)
 	tb.Cleanup(func() {
