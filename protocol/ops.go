@@ -553,13 +553,19 @@ func optionalHash(s string) (cas.Hash, error) {
 	if s == "" {
 		return cas.Hash{}, nil
 	}
+	// A value that names no content, malformed or the zero hash, is one
+	// mistake with one code: the guard is the model's as much as the
+	// host's (workspace.write_stale_file is for the model to correct).
 	h, err := cas.ParseHash(s)
-	if err == nil && h.IsZero() {
+	if err != nil {
+		return h, wserr.New(wserr.InvalidArgument, "", "", "field \"expectedHash\": %s", wserr.MessageOf(err))
+	}
+	if h.IsZero() {
 		// The zero hash means "no guard" to the store: a host that sends
 		// it must not get a write that checks nothing.
-		return h, invalidRequest("field \"expectedHash\" is the zero hash, which names no content: leave the field out to write unguarded")
+		return h, wserr.New(wserr.InvalidArgument, "", "", "field \"expectedHash\" is the zero hash, which names no content: leave the field out to write unguarded")
 	}
-	return h, err
+	return h, nil
 }
 
 // ---- read, list

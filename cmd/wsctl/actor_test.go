@@ -163,7 +163,8 @@ func TestActorNoChangeHasNoTime(t *testing.T) {
 
 // TestActorGuardedBatchOps: actor.upload and actor.rm with expectedHash
 // change the file only when it still has that hash; otherwise they answer
-// workspace.write_stale_file and change nothing. The zero hash is refused.
+// workspace.write_stale_file and change nothing. The zero hash is refused
+// as a malformed one is, workspace.invalid_argument.
 func TestActorGuardedBatchOps(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
@@ -186,7 +187,7 @@ func TestActorGuardedBatchOps(t *testing.T) {
 	assert.Contains(t, lines[1], `"ok":true`, lines[1])
 	assert.Contains(t, lines[2], `"code":"workspace.write_stale_file"`, lines[2])
 	assert.Contains(t, lines[3], `"code":"workspace.write_stale_file"`, lines[3])
-	assert.Contains(t, lines[4], `"code":"batch.invalid_request"`, lines[4])
+	assert.Contains(t, lines[4], `"code":"workspace.invalid_argument"`, lines[4])
 	assert.Contains(t, lines[5], `"content":"two"`, lines[5])
 	assert.Contains(t, lines[6], `"ok":true`, lines[6])
 	assert.NotContains(t, lines[7], `a.md`, lines[7])
