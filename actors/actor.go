@@ -61,10 +61,11 @@ func quote(s string) string {
 	return s
 }
 
-// parsePath validates a file path inside a space: "" and "." name the
-// space's root where allowRoot, and are refused otherwise.
+// parsePath validates a file path inside a space: "/" and the relative
+// spellings of the root ("", ".", "./": vfs.NamesRoot) name the space's
+// root where allowRoot, and are refused otherwise.
 func parsePath(s string, allowRoot bool) (vfs.Path, error) {
-	if allowRoot && (s == "" || s == "." || s == "/") {
+	if allowRoot && (s == "/" || vfs.NamesRoot(s)) {
 		return vfs.Root(), nil
 	}
 	return vfs.ParsePath(s)

@@ -226,6 +226,10 @@ func TestRunViews(t *testing.T) {
 		assert.Equal(t, false, m["more"])
 		whole := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "depth", "2"), nil)["entries"].([]any)
 		assert.Equal(t, whole, append([]any{map[string]any(whole[0].(map[string]any))}, rest...))
+		for _, root := range []string{".", "/", "./", "./."} {
+			m = s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "path", root, "depth", "2"), nil)
+			assert.Equal(t, whole, m["entries"], "%q names the root", root)
+		}
 		for _, kv := range [][]string{{"limit", "-1"}, {"limit", "100001"}, {"limit", "x"}, {"after", "../x"}} {
 			resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/files", kv...), s.full, nil)
 			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%v: %s", kv, b)

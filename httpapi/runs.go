@@ -91,10 +91,11 @@ func (h *Handler) view(r *http.Request, id string) (*runs.Workspace, error) {
 	return h.b.Runs.WorkspaceAt(id, seq, runs.HostScope), nil
 }
 
-// pathParam parses ?path=, "" being the root where root is allowed.
+// pathParam parses ?path=, "", "/" and "./" (vfs.NamesRoot) being the
+// root where root is allowed, as on /workspace/files.
 func pathParam(r *http.Request, root bool) (vfs.Path, error) {
 	s := r.URL.Query().Get("path")
-	if root && (s == "" || s == "." || s == "/") {
+	if root && (s == "/" || vfs.NamesRoot(s)) {
 		return vfs.Root(), nil
 	}
 	return vfs.ParsePath(s)

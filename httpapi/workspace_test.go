@@ -90,6 +90,21 @@ func TestWorkspaceEndpoints(t *testing.T) {
 		resp, b := s.do(http.MethodGet, s.url("/workspace/files", "actor", "alice", "limit", "-2"), s.full, nil)
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
 	})
+	t.Run("FilesOfTheRoot", func(t *testing.T) {
+		// Every spelling of the root lists it, "./" as "." and "/" do;
+		// "./reports" is reports.
+		for _, root := range []string{"", ".", "/", "./", "./.", ".//"} {
+			m := s.okJSON(http.MethodGet, s.url("/workspace/files", "actor", "alice", "path", root), nil)
+			assert.Len(t, m["entries"], 3, "%q: notes, reports, temp", root)
+		}
+		m := s.okJSON(http.MethodGet, s.url("/workspace/files", "actor", "alice", "path", "./reports"), nil)
+		assert.Len(t, m["entries"], 2)
+		for _, bad := range []string{"..", "./..", "/reports"} {
+			resp, b := s.do(http.MethodGet, s.url("/workspace/files", "actor", "alice", "path", bad), s.full, nil)
+			assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%q: %s", bad, b)
+			assert.Equal(t, "workspace.invalid_path", errCode(t, b), "%q", bad)
+		}
+	})
 	t.Run("FilesBadDepth", func(t *testing.T) {
 		resp, b := s.do(http.MethodGet, s.url("/workspace/files", "actor", "alice", "depth", "x"), s.full, nil)
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/protocol"
 )
 
@@ -73,6 +74,37 @@ func TestListPages(t *testing.T) {
 		r := s.Handle(ctx, []byte(l))
 		require.False(t, r.OK, l)
 		assert.Equal(t, protocol.CodeInvalidRequest, r.Error.Code, "%s: %s", l, r.Error.Message)
+	}
+}
+
+// TestRootSpellings: where an op takes the root (list, host.list, stat,
+// search, actor.ls), "./" and "./." name it as "" and "." do, as
+// "./output" names output; ".." stays refused.
+func TestRootSpellings(t *testing.T) {
+	st := storetest.OpenStore(t)
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors})
+	ctx := context.Background()
+	for _, l := range []string{
+		`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"}}`,
+		`{"op":"write","path":"output/a.md","content":"needle"}`,
+		`{"op":"actor.upload","actor":"alice","path":"r/a.md","content":"x"}`,
+	} {
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%s: %+v", l, r.Error)
+	}
+	for _, op := range []string{
+		`{"op":"list","depth":2%s}`, `{"op":"host.list"%s}`, `{"op":"stat"%s}`,
+		`{"op":"search","query":"needle"%s}`, `{"op":"actor.ls","actor":"alice"%s}`,
+	} {
+		want := line(t, s.Handle(ctx, fmt.Appendf(nil, op, `,"path":""`)))
+		require.Contains(t, want, `"ok":true`)
+		for _, root := range []string{".", "./", "./.", ".//"} {
+			l := fmt.Sprintf(op, fmt.Sprintf(`,"path":%q`, root))
+			assert.Equal(t, want, line(t, s.Handle(ctx, []byte(l))), l)
+		}
+		r := s.Handle(ctx, fmt.Appendf(nil, op, `,"path":"./.."`))
+		require.False(t, r.OK, op)
+		assert.Equal(t, "workspace.invalid_path", string(r.Error.Code), op)
 	}
 }
 

@@ -681,7 +681,7 @@ func (s *Session) listIn(ctx context.Context, r request, scope runs.Scope) (any,
 		return nil, err
 	}
 	p := vfs.Root()
-	if req.Path != nil && *req.Path != "" && *req.Path != "." {
+	if req.Path != nil && !vfs.NamesRoot(*req.Path) {
 		if p, err = vfs.ParsePath(*req.Path); err != nil {
 			return nil, err
 		}

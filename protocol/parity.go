@@ -253,7 +253,7 @@ func (s *Session) search(ctx context.Context, r request) (any, error) {
 		return nil, invalidRequest("limit must be in 0..%d (0: %d), not %d", vfs.MaxSearchHits, vfs.DefaultSearchHits, req.Limit)
 	}
 	opt := vfs.SearchOptions{MaxHits: req.Limit}
-	if req.Path != nil && *req.Path != "" && *req.Path != "." {
+	if req.Path != nil && !vfs.NamesRoot(*req.Path) {
 		if opt.Path, err = vfs.ParsePath(*req.Path); err != nil {
 			return nil, err
 		}
@@ -342,9 +342,9 @@ func (s *Session) stat(ctx context.Context, r request) (any, error) {
 	if req.Path == nil {
 		return nil, invalidRequest("missing \"path\"")
 	}
-	// The root is named as list names it: "" or ".".
+	// The root is named as list names it: "", "." or "./".
 	p := vfs.Root()
-	if *req.Path != "" && *req.Path != "." {
+	if !vfs.NamesRoot(*req.Path) {
 		if p, err = vfs.ParsePath(*req.Path); err != nil {
 			return nil, err
 		}

@@ -76,6 +76,23 @@ func MustPath(s string) Path {
 // Root returns the workspace root, the zero Path.
 func Root() Path { return Path{} }
 
+// NamesRoot reports whether s is a relative spelling of the root: "", "."
+// or one made of "." segments and slashes ("./", "./."), which ParsePath
+// refuses as naming no file. An argument that may name the root (a
+// listing's, a stat's) takes them all, as ParsePath takes "./reports"
+// for reports.
+func NamesRoot(s string) bool {
+	if strings.HasPrefix(s, "/") {
+		return false
+	}
+	for seg := range strings.SplitSeq(s, "/") {
+		if seg != "" && seg != "." {
+			return false
+		}
+	}
+	return true
+}
+
 // String returns the clean path, or "." for the root.
 func (p Path) String() string {
 	if p.s == "" {

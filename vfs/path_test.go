@@ -221,6 +221,21 @@ func TestPathRoot(t *testing.T) {
 	assert.False(t, MustPath("a").IsRoot())
 }
 
+// TestNamesRoot: the relative spellings of the root are those ParsePath
+// refuses only for naming the root; "/" is absolute and ".." escapes.
+func TestNamesRoot(t *testing.T) {
+	for _, s := range []string{"", ".", "./", "./.", ".//", "./././"} {
+		assert.True(t, NamesRoot(s), "%q", s)
+		if s != "" {
+			_, err := ParsePath(s)
+			requireInvalidPath(t, err, "parse path", "names the workspace root")
+		}
+	}
+	for _, s := range []string{"/", "/.", "//.", "..", "./..", "a", "./a", ". /", "...", `.\`} {
+		assert.False(t, NamesRoot(s), "%q", s)
+	}
+}
+
 func TestPathAccessors(t *testing.T) {
 	cases := []struct {
 		in, base, dir, top string

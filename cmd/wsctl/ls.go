@@ -54,7 +54,7 @@ func workspaceFor(svc *runs.Service, runID string, at int64) *runs.Workspace {
 
 // parseOptionalPath parses args[i] as a workspace path, the root if absent.
 func parseOptionalPath(args []string, i int) (vfs.Path, error) {
-	if len(args) <= i || args[i] == "" || args[i] == "." || args[i] == "/" {
+	if len(args) <= i || args[i] == "/" || vfs.NamesRoot(args[i]) {
 		return vfs.Root(), nil
 	}
 	return parsePathArg("ls", args[i])
