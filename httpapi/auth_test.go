@@ -214,9 +214,9 @@ func (zeros) Read(p []byte) (int, error) {
 // JSON object with a string op names nothing that could run, so every
 // token, a read-only or actor-limited one too, gets 400 for it
 // (batch.invalid_json when it is not JSON, batch.invalid_request when it
-// is no request), as a full token does, not a refusal of what it may do;
-// one that names an op the token may not run is still 403, and nothing
-// changes.
+// is no request, batch.unknown_op when its op is not in the table), as a
+// full token does, not a refusal of what it may do; one that names an op
+// the token may not run is still 403, and nothing changes.
 func TestOpUnreadableBodyIsTheClientsMistake(t *testing.T) {
 	s := newServer(t, httpapi.Options{})
 	s.newRun("r1")
@@ -238,6 +238,17 @@ func TestOpUnreadableBodyIsTheClientsMistake(t *testing.T) {
 		resp, b := s.do(http.MethodPost, s.url("/v1/op"), tok, strings.NewReader(`{"op":7,"id":"myid"}`))
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
 		assert.Contains(t, string(b), `"id":"myid"`)
+	}
+	// An op the table does not have names nothing that could run either:
+	// batch.unknown_op, whatever the token may do, the op and id echoed.
+	aliceRO := s.token(tokens.Spec{Actors: []string{"alice"}, ReadOnly: true})
+	for _, tok := range []string{s.full, ro, alice, aliceRO} {
+		for _, body := range []string{`{"op":"nope","id":"myid"}`, `{"op":"actor.nope","actor":"bob","id":"myid"}`, `{"op":"Write","id":"myid"}`} {
+			resp, b := s.do(http.MethodPost, s.url("/v1/op"), tok, strings.NewReader(body))
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", body, b)
+			assert.Equal(t, "batch.unknown_op", errCode(t, b), "%s", body)
+			assert.Contains(t, string(b), `"id":"myid"`)
+		}
 	}
 	// What the token may not do is still refused as such.
 	resp, b := s.do(http.MethodPost, s.url("/v1/op"), alice, strings.NewReader(`{"op":"write","runId":"r1","path":"output/x.md","content":"x"}`))

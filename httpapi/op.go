@@ -46,6 +46,11 @@ func opAccess(line []byte) access {
 		// No string (null included, which would decode as "").
 		return access{write: true, store: true, unreadable: true, id: id}
 	}
+	if !protocol.Known(op) {
+		// An op the table does not have names nothing that could run, as
+		// a line with no op: any token gets the session's batch.unknown_op.
+		return access{anyToken: true, op: op, id: id}
+	}
 	a := access{write: !protocol.ReadOnly(op), store: true, op: op, id: id}
 	if strings.HasPrefix(op, "actor.") {
 		if raw, ok := fields["actor"]; ok && json.Unmarshal(raw, &actor) == nil && actor != "" {

@@ -285,6 +285,12 @@ func Ops() []OpInfo {
 	return out
 }
 
+// Known reports whether name is an op of the table.
+func Known(name string) bool {
+	_, ok := opsByName[name]
+	return ok
+}
+
 // ReadOnly reports whether the op named name changes nothing in the
 // store; false for a name that is no op.
 func ReadOnly(name string) bool {
