@@ -38,7 +38,9 @@ func newCheckoutCmd(a *app) *cobra.Command {
 with --at, into DIR, which must not exist or be empty: checkout never
 overwrites anything. Files are written through an os.Root of DIR, so no
 stored name can reach outside it. The scratch domain (scratch/) is never
-checked out, nor are virtual resources or allowed host paths (host/).`,
+checked out, nor are virtual resources or allowed host paths (host/). The
+profile's other visible roots are directories even when they hold no
+file, as ls lists them.`,
 		Args: exactArgs(2),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if len(args) == 1 {
@@ -178,6 +180,9 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkoutEmptyRoots(ctx, ws, root, &res); err != nil {
+		return err
+	}
 	bar.update("checkout", total, total)
 	bar.done()
 	done = true
@@ -190,6 +195,37 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	}
 	_, err = fmt.Fprintf(o.out, "checked out %d files (%s) of %s at %s into %s\n", res.Files, humanBytes(res.Bytes), runID, from, dir)
 	return err
+}
+
+// checkoutEmptyRoots makes the profile's visible roots that hold no file
+// (plan/, summaries/, … of a fresh run) as empty directories: every view
+// of the run lists them, though no tree stores them. scratch/, virtual
+// mounts and host/ are left out, as their files are.
+func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root *os.Root, res *checkoutResult) error {
+	page := vfs.ListPage{Limit: vfs.DefaultListLimit}
+	for {
+		ls, more, err := ws.ListPage(ctx, vfs.Root(), 1, page)
+		if err != nil {
+			return err
+		}
+		for _, fi := range ls {
+			stored := fi.Resource == vfs.ResourceGenerated || fi.Resource == vfs.ResourceMaterialized
+			if fi.Kind != vfs.KindDir || fi.Hash != vfs.EmptyTree || !stored || fi.Path.Top() == runs.ScratchRoot {
+				continue
+			}
+			if err := root.Mkdir(filepath.FromSlash(fi.Path.String()), 0o755); err != nil {
+				if errors.Is(err, fs.ErrExist) {
+					continue // it holds files now: written above, or after the listing began
+				}
+				return fmt.Errorf("checkout: %w", wserr.FSFault("checkout", fi.Path.String(), err))
+			}
+			res.Dirs++
+		}
+		if !more || len(ls) == 0 {
+			return nil
+		}
+		page.After = ls[len(ls)-1].Path
+	}
 }
 
 // checkoutRoots returns the trees a checkout of run at seq writes: the

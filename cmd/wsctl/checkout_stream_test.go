@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,49 @@ func TestCheckoutRecords(t *testing.T) {
 	c.ok("checkout", "r1", at, "--at", "cp_000002")
 	assert.FileExists(t, filepath.Join(at, "output", "a.md"))
 	assert.NoDirExists(t, filepath.Join(at, "tool-args"))
+}
+
+// TestCheckoutMakesEmptyRoots: the profile's visible roots that hold no
+// file are listed as directories by ls and list, and checkout makes them
+// as empty directories, live and at a checkpoint; scratch/ is left out
+// (never checked out), and a root of the profile's that holds files is
+// checked out as before.
+func TestCheckoutMakesEmptyRoots(t *testing.T) {
+	c := newCLI(t)
+	rs := c.batch(strings.Join([]string{
+		`{"op":"run.create","chat":{"kind":"character","stableChatId":"s1"},"runId":"r1","profile":{"visibleRoots":["output","scratch","plan","notes"]}}`,
+		`{"op":"write","runId":"r1","path":"output/a.md","content":"a\n"}`,
+	}, "\n") + "\n")
+	for _, r := range rs {
+		require.True(t, r.OK, "%+v", r)
+	}
+	ls := c.ok("ls", "r1")
+	for _, root := range []string{"notes/", "plan/", "scratch/"} {
+		assert.Contains(t, ls, root)
+	}
+	for _, at := range []string{"", "cp_000001", "cp_000002"} {
+		dir := filepath.Join(t.TempDir(), "co")
+		args := []string{"checkout", "r1", dir, "--json"}
+		if at != "" {
+			args = append(args, "--at", at)
+		}
+		var res checkoutResult
+		c.jsonOut(&res, args...)
+		var got []string
+		require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if p != dir {
+				rel, _ := filepath.Rel(dir, p)
+				got = append(got, filepath.ToSlash(rel))
+			}
+			return err
+		}))
+		want := []string{"input", "input/persist_snapshot.json", "notes", "output", "output/a.md", "plan"}
+		if at == "cp_000001" {
+			want = []string{"input", "input/persist_snapshot.json", "notes", "output", "plan"}
+		}
+		assert.Equal(t, want, got, "at %q", at)
+		assert.Equal(t, 4, res.Dirs, "input, notes, output, plan; at %q", at)
+	}
 }
 
 // TestCheckoutStreamsItsListing: checkout walks the trees as it writes
