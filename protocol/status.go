@@ -68,7 +68,7 @@ var ExitStatuses = []Status{
 	{2, "usage: bad command line, invalid argument or --store; a sql query over its --max-memory or --timeout", []wserr.Code{wserr.InvalidArgument, wserr.InvalidOptions, CodeInvalidArgument, CodeQueryLimit}, nil},
 	{3, "not found: store, run, checkpoint or file", []wserr.Code{wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound, wserr.FileNotFound}, nil},
 	{4, "model-correctable workspace error: bad path, not visible or writable, patch mismatch, …", nil, []string{"workspace."}},
-	{5, "conflict or invalid transition (active run, run exists, non-empty dir)", []wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.ChatActiveRun}, nil},
+	{5, "conflict or invalid transition (active run, run exists, non-empty dir, a --listen address in use)", []wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.ChatActiveRun}, nil},
 	{6, "corruption: fsck found problems, the store is damaged, its database file is not a store (left untouched), or an archive is truncated or tampered with", []wserr.Code{wserr.Corrupt, wserr.NotAStore, wserr.ArchiveCorrupt}, nil},
 	{7, "format: a store written by a newer wsstore (upgrade wsctl), an older one a read-only open cannot upgrade, or an archive version this build does not read", []wserr.Code{wserr.NewerFormat, wserr.OlderFormat, wserr.ArchiveUnsupportedVersion}, nil},
 	{8, "store busy, read-only (sql refuses writes with this status) or on a full disk; nothing was changed", []wserr.Code{wserr.Busy, wserr.ReadOnly, wserr.DiskFull}, nil},

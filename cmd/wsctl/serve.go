@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -160,6 +161,11 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 		SpoolDir: st.Dir,
 	})
 	ln, err := net.Listen("tcp", o.listen)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// The address is right; another process holds it, as a non-empty
+		// directory refuses a checkout: a conflict with what is there.
+		return wserr.New(wserr.Conflict, "serve", "", "--listen %s: the address is in use by another process; stop it, or listen on another port (port 0 picks a free one)", o.listen)
+	}
 	if err != nil {
 		return wserr.Wrap(protocol.CodeInvalidArgument, "serve", "", err)
 	}

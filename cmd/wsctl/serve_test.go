@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -84,6 +85,20 @@ func TestTokenExpires(t *testing.T) {
 	}
 	assert.Equal(t, http.StatusOK, get(month))
 	assert.Equal(t, http.StatusUnauthorized, get(short), "expired")
+}
+
+// TestServeAddressInUse: a --listen address another process holds is
+// store.conflict naming it (exit 5), not a usage error: the command line
+// is right, the port is taken.
+func TestServeAddressInUse(t *testing.T) {
+	c := newCLI(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	addr := ln.Addr().String()
+	errOut := c.fails(5, "serve", "--listen", addr)
+	assert.Contains(t, errOut, "store.conflict")
+	assert.Contains(t, errOut, "--listen "+addr+": the address is in use")
 }
 
 func TestServeRefusesRemoteWithoutFlag(t *testing.T) {
