@@ -337,3 +337,43 @@ func TestReclaimThatCannotRenewStops(t *testing.T) {
 		})
 	}
 }
+
+// cancelAfter carries a device's requests to the object store and calls
+// after with each once it is answered.
+type cancelAfter struct {
+	after func(r *http.Request)
+}
+
+func (c *cancelAfter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && c.after != nil {
+		c.after(r)
+	}
+	return resp, err
+}
+
+// TestCanceledReclaimIsNotALostLease: a reclaim whose context ends while
+// a renewal of its lease is due (the caller interrupted it between two
+// removals) fails with store.canceled, as any other step it stops does,
+// not with store.busy wrapping ErrLeaseLost: the lease was not lost.
+func TestCanceledReclaimIsNotALostLease(t *testing.T) {
+	testEnv(t)
+	s := newLeaseSetup(t, s3fake.StartMoto(t), "wsstore-canceled", 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr := &cancelAfter{}
+	s.rec = newDevice(t, s.m.URL, s.bucket, remote.Options{Now: s.clock.Now, HTTPClient: &http.Client{Transport: tr}})
+	var err error
+	s.recDev, err = remote.Device(ctx, s.rec.db)
+	require.NoError(t, err)
+	tr.after = func(r *http.Request) {
+		if removal(r) {
+			s.clock.Advance(2 * time.Minute) // a renewal is due before the next removal
+			cancel()
+		}
+	}
+	_, err = s.rec.st.Reclaim(ctx, s.rec.db, s.recDev, remote.ReclaimOptions{Grace: -1})
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, remote.ErrLeaseLost, "%v", err)
+	assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
+}

@@ -196,7 +196,9 @@ type lease struct {
 // with at least two thirds of it left. It fails with store.busy wrapping
 // ErrLeaseLost when the lease has ended, when the renewal fails, or when
 // the renewal was answered only after the lease ended: a device that
-// found it ended may have taken the lease, or started a sync, since.
+// found it ended may have taken the lease, or started a sync, since. A
+// renewal that fails because ctx ended is ctx's error (store.canceled):
+// the lease is not lost then.
 func (l *lease) hold(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -214,6 +216,9 @@ func (l *lease) hold(ctx context.Context) error {
 	}
 	b, expires := l.s.lockBytes(l.device, ttl)
 	if err := l.s.b.replace(ctx, l.key, b); err != nil {
+		if ctx.Err() != nil {
+			return err // the caller's context ended: the lease is not lost
+		}
 		l.err = fmt.Errorf("%w: %w", l.lost("it could not be renewed"), err)
 		return l.err
 	}
