@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -913,4 +914,52 @@ func TestRunCapRefusalCollectsNothing(t *testing.T) {
 	err = e.write("run_1", "output/small.md", "small")
 	require.True(t, wserr.IsStoreFull(err), "%v", err)
 	assert.Zero(t, e.rows("gc_candidates"), "the store's cap refusal collected the queue")
+}
+
+// TestStreamRefusedForTheStoreCapIsStoreFull: content the store's cap
+// refuses while it streams in (a streamed write, an actor upload of
+// unknown or known size, an import) is the store cap's refusal, as the same change
+// made in one transaction is: wserr.IsStoreFull tells it from a run's
+// cap, so a host knows that freeing space in the store makes room.
+func TestStreamRefusedForTheStoreCapIsStoreFull(t *testing.T) {
+	e, _ := openTraced(t, wsstore.Options{})
+	e.run("c", "run_1", nil)
+	used, err := e.s.DB.UsedBytes(e.ctx)
+	require.NoError(t, err)
+	limit := used + 1<<10
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxStoreBytes: &limit}))
+	content := make([]byte, 64<<10)
+	for i := range content {
+		content[i] = byte(rand.N(256))
+	}
+	big := func() io.Reader { return io.MultiReader(bytes.NewReader(content)) }
+	for name, change := range map[string]func() error{
+		"WriteFrom": func() error {
+			_, err := e.s.Runs.Workspace("run_1", runs.ModelScope).WriteFrom(e.ctx, vfs.MustPath("output/big.bin"), big(), vfs.WriteOptions{})
+			return err
+		},
+		"Upload": func() error {
+			_, err := e.s.Actors.Upload(e.ctx, "actor", "big.bin", big())
+			return err
+		},
+		"UploadSized": func() error {
+			_, err := e.s.Actors.UploadWith(e.ctx, "actor", "big.bin", big(), actors.ChangeOptions{Size: 64 << 10})
+			return err
+		},
+		"Import": func() error {
+			src := newRetEnv(t, wsstore.Options{})
+			src.run("other", "run_other", nil)
+			_, err := src.s.Runs.Workspace("run_other", runs.ModelScope).Write(e.ctx, vfs.MustPath("output/big.bin"), content, vfs.WriteOptions{})
+			require.NoError(t, err)
+			file := t.TempDir() + "/other.wsa"
+			_, err = src.s.ExportFile(e.ctx, file, archive.Scope{All: true}, archive.Options{})
+			require.NoError(t, err)
+			_, err = e.s.ImportFile(e.ctx, file, archive.Options{})
+			return err
+		},
+	} {
+		err := change()
+		require.Equal(t, wserr.SizeLimitExceeded, wserr.CodeOf(err), "%s: %v", name, err)
+		assert.True(t, wserr.IsStoreFull(err), "%s: the store's cap refused it: %v", name, err)
+	}
 }

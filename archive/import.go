@@ -197,7 +197,7 @@ func (im *importer) room(ctx context.Context) error {
 		return err
 	}
 	if incoming > left {
-		return wserr.New(wserr.SizeLimitExceeded, "import", "", "the archive adds %d bytes of files; the store has %d left under its cap", incoming, left)
+		return wserr.StoreFull("import", "", "the archive adds %d bytes of files; the store has %d left under its cap", incoming, left)
 	}
 	var used int64
 	if err := im.a.p.DB.View(ctx, func(tx *index.Tx) error {
@@ -252,7 +252,7 @@ func (im *importer) overCap(ctx context.Context, tx *index.Tx, what string) erro
 		return err
 	}
 	if used > im.capAt {
-		return wserr.New(wserr.SizeLimitExceeded, "import", "", "the archive's %s take the store to %d bytes, past its cap (%d)", what, used, im.capAt)
+		return wserr.StoreFull("import", "", "the archive's %s take the store to %d bytes, past its cap (%d)", what, used, im.capAt)
 	}
 	return nil
 }

@@ -342,8 +342,9 @@ func (s *Service) StoreCap(ctx context.Context, tx *index.Tx) (int64, error) {
 // references it (a streamed write, an actor upload), by the room left
 // under the store's cap, shared with the other streams this process is
 // storing at once: past it, reads fail with workspace.size_limit_exceeded
-// naming op and path. Its first free bytes do not count (a new version's
-// share of the one it replaces, stored already). A size of 0 or more is
+// naming op and path, the store cap's refusal (wserr.StoreFull). Its
+// first free bytes do not count (a new version's share of the one it
+// replaces, stored already). A size of 0 or more is
 // r's length as the caller knows it (an HTTP upload's Content-Length):
 // the stream takes it from the room at once and fails before reading
 // anything if it does not fit, so streams that begin together are
@@ -360,7 +361,7 @@ func (s *Service) StreamCap(ctx context.Context, r io.Reader, free, size int64, 
 	if !capped {
 		return r, func() {}, nil
 	}
-	full := wserr.New(wserr.SizeLimitExceeded, op, path,
+	full := wserr.StoreFull(op, path,
 		"the content does not fit in the store's size cap (%d bytes left, shared with the content being stored beside it)", room)
 	if size >= 0 {
 		return mark.SizedReader(r, free, size, room, full)
