@@ -151,7 +151,7 @@ var runIDPage = 1000
 
 // runIDsAfter returns, in id order, the ids of at most limit runs of
 // chatID ("" for every run) after the run id after ("" for the first):
-// every run's from the id index, a chat's from its entries of runs_chat.
+// every run's from the id index, a chat's from its entries of runs_chat_id.
 func runIDsAfter(ctx context.Context, tx *index.Tx, chatID, after string, limit int) ([]string, error) {
 	var ids []string
 	var err error

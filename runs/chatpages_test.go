@@ -357,8 +357,8 @@ func TestRunsPages(t *testing.T) {
 // and of one chat's runs reads the runs' ids a page at a time (three
 // here), each page after the last id of the one before, so it holds one
 // page of ids however many runs there are, and still reaches every run
-// once, in id order. A chat's page reads that chat's entries of runs_chat,
-// never the store's runs.
+// once, in id order. A chat's page reads a page of that chat's entries of
+// runs_chat_id, never the store's runs nor every run of the chat.
 func TestEachRunRecordReadsRunIDsInPages(t *testing.T) {
 	defer runs.SetRunIDPage(3)()
 	ctx := context.Background()
@@ -408,5 +408,6 @@ func TestEachRunRecordReadsRunIDsInPages(t *testing.T) {
 	plan := strings.Join(storetest.QueryPlan(t, st.DB, `SELECT id FROM runs WHERE chat_id = ? AND id > ? ORDER BY id LIMIT ?`,
 		runs.ChatWorkspaceID(key(0)), "", 3), "; ")
 	t.Logf("plan of a chat's page: %s", plan)
-	assert.Contains(t, plan, "USING INDEX runs_chat (chat_id=?)", "a chat's runs, not the store's")
+	assert.Contains(t, plan, "USING COVERING INDEX runs_chat_id (chat_id=? AND id>?)", "a page of the chat's runs, not the store's")
+	assert.NotContains(t, plan, "TEMP B-TREE", "no sort of every run of the chat")
 }
