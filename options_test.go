@@ -51,6 +51,8 @@ func TestOpenRefusesBadOptionsFirst(t *testing.T) {
 		for _, dir := range []string{file, filepath.Join(file, "below")} {
 			_, err := wsstore.Open(ctx, dir, wsstore.Options{})
 			assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%s: %v", dir, err)
+			_, err = wsstore.Open(ctx, dir, wsstore.Options{Index: index.Options{ReadOnly: true}})
+			assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "read-only %s: %v", dir, err)
 		}
 	})
 	t.Run("ErrDirNoDirectoryCanBe", func(t *testing.T) {

@@ -136,7 +136,8 @@ func (db *DB) Writes() uint64 { return db.writes.Load() }
 // damaged or truncated with store.corrupt, both left untouched. It fails
 // with store.newer_format if the store was written by a newer build and
 // with store.invalid_options for bad options, and with store.not_found for
-// a missing file when ReadOnly. A file on a read-only file
+// a missing file when ReadOnly, with store.invalid_options for a path no
+// file can have (below a file, say). A file on a read-only file
 // system, or one this user may not write, fails with store.read_only
 // unless ReadOnly, which reads it as immutable.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
@@ -155,6 +156,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	fi, statErr := os.Stat(abs)
 	if statErr == nil && !fi.Mode().IsRegular() {
 		return nil, wserr.New(wserr.NotAStore, "open", abs, "is a %s, not a database file", fileKind(fi.Mode()))
+	}
+	if statErr != nil && !errors.Is(statErr, fs.ErrNotExist) && !errors.Is(statErr, fs.ErrPermission) {
+		// A parent that is a file, a loop of symbolic links, a name too
+		// long: no database is there, and none can be made there.
+		return nil, wserr.Wrap(wserr.InvalidOptions, "open", abs, fmt.Errorf("no database file can be at this path: %w", statErr))
 	}
 	if errors.Is(statErr, fs.ErrNotExist) {
 		if opts.ReadOnly {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,5 +163,34 @@ func TestOpenRemovesStaleCreations(t *testing.T) {
 	}
 	for _, name := range kept {
 		assert.FileExists(t, filepath.Join(dir, name))
+	}
+}
+
+// TestOpenRefusesAPathNoDatabaseCanHave: a database path below a file, in
+// a loop of symbolic links or with a name longer than the file system
+// takes is store.invalid_options, whether the store is opened to write or
+// to read: neither store.internal nor a store.read_only that sends the
+// user to the permissions of a file that cannot exist.
+func TestOpenRefusesAPathNoDatabaseCanHave(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644))
+	require.NoError(t, os.Symlink("loop", filepath.Join(dir, "loop")))
+	for name, path := range map[string]string{
+		"ErrBelowAFile":  filepath.Join(dir, "file", "store.db"),
+		"ErrLinkLoop":    filepath.Join(dir, "loop", "store.db"),
+		"ErrNameTooLong": filepath.Join(dir, strings.Repeat("n", 300)),
+		"ErrDirTooLong":  filepath.Join(dir, strings.Repeat("n", 300), "store.db"),
+		"ErrIsALinkLoop": filepath.Join(dir, "loop"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, readOnly := range []bool{false, true} {
+				db, err := index.Open(ctx, path, index.Options{ReadOnly: readOnly})
+				if err == nil {
+					db.Close()
+				}
+				requireCode(t, err, wserr.InvalidOptions)
+			}
+		})
 	}
 }
