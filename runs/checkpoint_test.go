@@ -476,6 +476,29 @@ func TestWriteFromStreamsLargeFiles(t *testing.T) {
 		_, err := ws.WriteFrom(e.ctx, vfs.MustPath("output/big.bin"), bytes.NewReader(nil), vfs.WriteOptions{Mode: vfs.Append})
 		assert.True(t, wserr.Is(err, wserr.InvalidArgument))
 	})
+	// The path is checked before anything is read: a stream aimed at a
+	// directory, below a file or over a version the caller has not seen
+	// is refused unread, and stores nothing.
+	e.write(r.ID, "output/dir/a.md", "a")
+	for name, c := range map[string]struct {
+		path string
+		opt  vfs.WriteOptions
+		code wserr.Code
+	}{
+		"ErrPathIsDirectoryReadsNothing": {"output/dir", vfs.WriteOptions{}, wserr.PathIsDirectory},
+		"ErrBelowAFileReadsNothing":      {"output/big.bin/x/y.bin", vfs.WriteOptions{}, wserr.NotADirectory},
+		"ErrStaleReadsNothing":           {"output/big.bin", vfs.WriteOptions{ExpectedHash: cas.Sum([]byte("other"))}, wserr.WriteStaleFile},
+		"ErrStaleNewFileReadsNothing":    {"output/new.bin", vfs.WriteOptions{ExpectedHash: cas.Sum([]byte("other"))}, wserr.WriteStaleFile},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := rowCounts(e)
+			src := &countingReader{r: bytes.NewReader(big)}
+			_, err := ws.WriteFrom(e.ctx, vfs.MustPath(c.path), src, c.opt)
+			assert.Equal(t, c.code, wserr.CodeOf(err), "%v", err)
+			assert.Zero(t, src.n, "bytes read")
+			assert.Equal(t, before, rowCounts(e))
+		})
+	}
 }
 
 // TestWorkspaceAtBelowOneIsNoView: checkpoints count from 1, so

@@ -589,7 +589,8 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 // WriteFrom replaces p's content with what r yields, streamed into the
 // store with bounded memory whatever its size (large content is chunked,
 // and unchanged chunks of a previous version are not stored again). The
-// path is checked before anything is read; the content is stored before
+// path is checked before anything is read (writable, not a directory nor
+// below a file, at opt.ExpectedHash when set); the content is stored before
 // the change's transaction, so if that fails the blob is left for gc. A
 // stream is read only up to the room the run's cap (Profile.MaxRunBytes)
 // and the store's cap leave; one refused or cancelled while it is read
@@ -621,6 +622,9 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 			return err
 		}
 		if err := w.checkWritable("write", run, p); err != nil {
+			return err
+		}
+		if err := w.checkTarget(ctx, tx, run.Root, "write", p, opt.ExpectedHash); err != nil {
 			return err
 		}
 		if runCap = run.Profile.MaxRunBytes; runCap > 0 {
@@ -683,6 +687,43 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 		return vfs.FileInfo{}, full // the stored content went meanwhile
 	}
 	return fi, err
+}
+
+// checkTarget refuses, as the change's transaction would, a file change at
+// p in root that cannot apply: p is a directory
+// (workspace.path_is_directory), lies below a file
+// (workspace.not_a_directory), or its hash is not expected
+// (workspace.write_stale_file, when expected is set). WriteFrom checks it
+// before it reads the stream, so a refused stream is not read.
+func (w *Workspace) checkTarget(ctx context.Context, tx *index.Tx, root cas.Hash, op string, p vfs.Path, expected cas.Hash) error {
+	var cur cas.Hash
+	switch e, err := w.s.trees.Lookup(ctx, tx, root, p); {
+	case err == nil && e.Kind == vfs.KindDir:
+		return wserr.New(wserr.PathIsDirectory, op, p.String(), "is a directory")
+	case err == nil:
+		cur = e.Hash
+	case !wserr.Is(err, wserr.FileNotFound):
+		return err
+	default:
+		// The nearest of p's directories that exists must be one.
+		for q := p.Dir(); !q.IsRoot(); q = q.Dir() {
+			e, err := w.s.trees.Lookup(ctx, tx, root, q)
+			if wserr.Is(err, wserr.FileNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if e.Kind != vfs.KindDir {
+				return wserr.New(wserr.NotADirectory, op, p.String(), "%s is a file, not a directory", q)
+			}
+			break
+		}
+	}
+	if !expected.IsZero() && expected != cur {
+		return wserr.New(wserr.WriteStaleFile, op, p.String(), "file changed since it was read: its hash is %s, not %s", shortOrNone(cur), expected.Short())
+	}
+	return nil
 }
 
 // Patch replaces old with new in p (exactly once unless opt.ReplaceAll).
