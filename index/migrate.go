@@ -111,6 +111,11 @@ func (db *DB) migrate(ctx context.Context) error {
 		if err == nil {
 			return db.checkFormat(ctx, db.write)
 		}
+		if cerr := ctx.Err(); cerr != nil && endedByRollback(err) {
+			// database/sql rolled the migration back when ctx ended, and
+			// goose's commit met that: the end is what happened.
+			return fmt.Errorf("open: apply migrations: %w", wserr.Wrap(wserr.Canceled, "", "", fmt.Errorf("%w: %w", cerr, err)))
+		}
 		if attempt > known || !db.appliedMeanwhile(ctx, store, err) {
 			return fmt.Errorf("open: apply migrations: %w", Translate(err))
 		}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pressly/goose/v3/database"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // TestVersionStoreRecordsOnce covers the backstop for a migration of plain
@@ -40,4 +43,41 @@ func TestVersionStoreRecordsOnce(t *testing.T) {
 	var n int
 	require.NoError(t, db.write.GetContext(ctx, &n, `SELECT count(*) FROM goose_db_version WHERE version_id IN (0, ?)`, latest))
 	assert.Equal(t, 2, n)
+}
+
+// endingAfter is a context that ends the n-th time its Err is asked for,
+// so that a sweep over n ends a call at each place it checks.
+type endingAfter struct {
+	context.Context
+	cancel context.CancelFunc
+	n      atomic.Int64
+}
+
+func (c *endingAfter) Err() error {
+	if c.n.Add(-1) < 0 {
+		c.cancel()
+	}
+	return c.Context.Err()
+}
+
+// TestOpenEndedWhileMigratingIsCanceled: a context that ends while a new
+// store's migrations run fails Open with store.canceled, not with the
+// store.internal of goose's commit of a transaction database/sql rolled
+// back when the context ended. database/sql rolls back as the context
+// ends, in a goroutine of its own, so the sweep is made three times.
+func TestOpenEndedWhileMigratingIsCanceled(t *testing.T) {
+	for range 3 {
+		for n := int64(0); ; n++ {
+			ctx, cancel := context.WithCancel(context.Background())
+			c := &endingAfter{Context: ctx, cancel: cancel}
+			c.n.Store(n)
+			db, err := Open(c, filepath.Join(t.TempDir(), "store.db"), Options{})
+			cancel()
+			if err == nil {
+				require.NoError(t, db.Close())
+				break
+			}
+			require.Equal(t, wserr.Canceled, wserr.CodeOf(err), "ended at check %d: %v", n, err)
+		}
+	}
 }
