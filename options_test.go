@@ -14,6 +14,7 @@ import (
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -129,4 +130,33 @@ func TestOpenCancelledLeavesNoDirectory(t *testing.T) {
 			assert.True(t, os.IsNotExist(err), "the store directory was left: %v", err)
 		})
 	}
+}
+
+// TestOpenRefusingATierRecordsNothing: an open refused because the
+// remote tier it names cannot be opened (a profile the shared AWS config
+// does not have) leaves the URL the store recorded as it was, so the
+// store opens as before without one.
+func TestOpenRefusingATierRecordsNothing(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	dir := t.TempDir()
+	// Opening a tier does not contact the object store.
+	st, err := wsstore.Open(ctx, dir, wsstore.Options{Blobs: "s3://bucket/pre/?endpoint=http://127.0.0.1:1"})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+
+	_, err = wsstore.Open(ctx, dir, wsstore.Options{Blobs: "s3://bucket/pre/?profile=nosuch"})
+	require.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%v", err)
+	st, err = wsstore.Open(ctx, dir, wsstore.Options{})
+	require.NoError(t, err, "the recorded URL is the one the store opened with")
+	assert.Equal(t, "s3://bucket/pre/?endpoint=http://127.0.0.1:1", remoteURL(t, st))
+	require.NoError(t, st.Close())
+}
+
+// remoteURL is the remote tier URL st recorded.
+func remoteURL(t *testing.T, st *wsstore.Store) string {
+	url, err := remote.Recorded(context.Background(), st.DB)
+	require.NoError(t, err)
+	return url
 }

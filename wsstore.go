@@ -254,7 +254,7 @@ func (opts Options) Validate(dir string) error {
 }
 
 // openTier opens the remote blob tier the store uses: the one opts.Blobs
-// names, recorded in the store (when it can write) so that later opens
+// names, recorded in the store (when it can write, and once it opens) so that later opens
 // need no URL, else the one the store recorded, else none. A URL of
 // another tier than the recorded one, or a store with objects on a tier
 // it recorded no URL of, fails with store.invalid_options. Opening does
@@ -278,11 +278,10 @@ func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*rem
 				"the store holds file contents of its own, so no remote blob tier can be given to it now: export it and import the archive into a new store opened with the tier's URL")
 		}
 	}
+	record := false
 	switch {
 	case url != "" && !opts.Index.ReadOnly:
-		if err := remote.Record(ctx, db, url); err != nil {
-			return nil, err
-		}
+		record = true // once the tier opens: a refused URL is not kept
 	case url != "" && recorded != "":
 		loc, err := remote.ParseURL(url)
 		if err != nil {
@@ -302,7 +301,16 @@ func openTier(ctx context.Context, db *index.DB, dir string, opts Options) (*rem
 	}
 	o := opts.Remote
 	o.Now = opts.Now
-	return remote.Open(ctx, url, o)
+	rem, err := remote.Open(ctx, url, o)
+	if err != nil {
+		return nil, err
+	}
+	if record {
+		if err := remote.Record(ctx, db, url); err != nil {
+			return nil, err
+		}
+	}
+	return rem, nil
 }
 
 // Close stops the background collection of gc candidates (a step under
