@@ -137,7 +137,8 @@ func (db *DB) Writes() uint64 { return db.writes.Load() }
 // with store.newer_format if the store was written by a newer build and
 // with store.invalid_options for bad options, and with store.not_found for
 // a missing file when ReadOnly, with store.invalid_options for a path no
-// file can have (below a file, say). A file on a read-only file
+// file can have (below a file, say) and, unless ReadOnly, for a symbolic
+// link to nothing. A file on a read-only file
 // system, or one this user may not write, fails with store.read_only
 // unless ReadOnly, which reads it as immutable.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
@@ -165,6 +166,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if errors.Is(statErr, fs.ErrNotExist) {
 		if opts.ReadOnly {
 			return nil, wserr.Wrap(wserr.NotFound, "open", abs, statErr)
+		}
+		if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			// create links the new store into place, which a link
+			// there, leading nowhere, stops.
+			return nil, wserr.New(wserr.InvalidOptions, "open", abs, "is a symbolic link to nothing: a store is not created through one; remove it, or make it lead to a store")
 		}
 		if err := create(ctx, abs, opts); err != nil {
 			return nil, err

@@ -194,3 +194,25 @@ func TestOpenRefusesAPathNoDatabaseCanHave(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenRefusesALinkToNothing: a symbolic link to nothing where the
+// database file should be is store.invalid_options for a writing open,
+// which would otherwise make a whole store it cannot put in place and
+// then blame the file system (store.read_only), and is left as it is.
+func TestOpenRefusesALinkToNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "store.db")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "nowhere.db"), path))
+	db, err := index.Open(ctx, path, index.Options{})
+	if err == nil {
+		db.Close()
+	}
+	requireCode(t, err, wserr.InvalidOptions)
+	assert.Contains(t, err.Error(), "symbolic link")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "only the link: %v", entries)
+	_, err = index.Open(ctx, path, index.Options{ReadOnly: true})
+	requireCode(t, err, wserr.NotFound)
+}
