@@ -325,8 +325,9 @@ func (r *chunkReader) seek(off, n int64) {
 	}
 	r.skip = off - r.refs[i].Off
 	r.refs, r.off = r.refs[i:], off
-	if n >= 0 {
-		// Drop the chunks past the range.
+	if n >= 0 && n < r.size-off {
+		// Drop the chunks past the range (one that reaches the end
+		// keeps them all: off+n may be past any int64).
 		j := 0
 		for j < len(r.refs) && r.refs[j].Off < off+n {
 			j++

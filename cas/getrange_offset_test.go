@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,6 +76,19 @@ func TestGetRangeFromOffsetReadsOnlyFromThere(t *testing.T) {
 		b, err := io.ReadAll(rc)
 		require.NoError(t, err)
 		assert.Equal(t, "world", string(b))
+	})
+	t.Run("OK/LengthPastEnd", func(t *testing.T) {
+		// A range past the end is cut at the end, however far past it
+		// its length reaches: off+n beyond any int64 included.
+		for _, n := range []int64{int64(len(data)), math.MaxInt64 - 10, math.MaxInt64} {
+			off := int64(len(data) - 1000)
+			rc, err := s.GetRange(ctx, h, off, n)
+			require.NoError(t, err)
+			b, err := io.ReadAll(rc)
+			rc.Close()
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(data[off:], b), "n %d: %d bytes", n, len(b))
+		}
 	})
 	t.Run("ErrNegative", func(t *testing.T) {
 		_, err := s.GetRange(ctx, h, -1, -1)
