@@ -85,7 +85,10 @@ func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCRepor
 	n = max(n, plan.roots/RootsPerStepObject)
 	total := GCReport{Reachable: plan.reachable, Kept: plan.keptCount}
 	all := order.len()
-	steps := (all + n - 1) / n
+	steps := all / n // rounded up below: all+n-1 may be past any int
+	if all%n != 0 {
+		steps++
+	}
 	for start, done := 0, 0; start < all; start += n {
 		garbage := w.newMap()
 		for i := start; i < min(start+n, all); i++ {

@@ -3,6 +3,7 @@ package maint_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +126,30 @@ func TestCollectStepsGrowWithRoots(t *testing.T) {
 	require.Greater(t, freed, 10)
 	assert.Less(t, steps, freed, "steps of more than one row: the roots set their size")
 	storetest.RequireSound(t, s)
+}
+
+// TestCollectStepsOfAnySizeCountTheirSteps: steps as large as an int
+// holds are one step, and Progress says so ("step" 1 of 1), where the
+// count of steps overflowed.
+func TestCollectStepsOfAnySizeCountTheirSteps(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.OpenStore(t)
+	createRun(t, s, "chat-1", "run_old")
+	for i := range 4 {
+		write(t, s, "run_old", fmt.Sprintf("output/f%d.md", i), fmt.Sprintf("file %d\n", i))
+	}
+	require.NoError(t, s.Runs.SetStatus(ctx, "run_old", runs.Cancelled, "test"))
+	require.NoError(t, s.Runs.DeleteRun(ctx, "run_old"))
+	var got [][2]int
+	rep, err := newMaintainer(s).CollectSteps(ctx, maint.StepOptions{Objects: math.MaxInt, GCOptions: maint.GCOptions{
+		Grace: -1,
+		Progress: func(phase string, done, total int) {
+			if phase == "step" {
+				got = append(got, [2]int{done, total})
+			}
+		},
+	}})
+	require.NoError(t, err)
+	assert.Positive(t, rep.Freed.Blobs+rep.Freed.Trees)
+	assert.Equal(t, [][2]int{{1, 1}}, got)
 }
