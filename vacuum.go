@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/wsstore/wsstore/index"
 )
 
 // VacuumOptions configure Vacuum. The zero value gives free pages back in
@@ -160,7 +162,7 @@ func (s *Store) vacuumSteps(ctx context.Context, opt VacuumOptions, rep *VacuumR
 		// the vacuum holds it.
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return index.Translate(ctx.Err())
 		case <-time.After(min(max(time.Since(start), time.Millisecond), vacuumPauseMax)):
 		}
 	}

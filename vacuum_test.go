@@ -3,6 +3,7 @@ package wsstore_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -133,5 +134,25 @@ func TestVacuumInSteps(t *testing.T) {
 		ok, err = s.DB.AutoVacuum(context.Background())
 		require.NoError(t, err)
 		assert.True(t, ok, "the rebuild switches incremental vacuum on")
+	})
+	t.Run("ErrCanceledBetweenSteps", func(t *testing.T) {
+		// A context that ends between two steps stops the vacuum with
+		// store.canceled, a *wserr.Error as everywhere else; the steps
+		// done stay done.
+		e := newEnv(t)
+		dropBig(e)
+		ctx, cancel := context.WithCancel(e.ctx)
+		defer cancel()
+		rep, err := e.s.VacuumWith(ctx, wsstore.VacuumOptions{Pages: 16, Progress: func(steps int, left int64) {
+			if steps == 2 {
+				cancel()
+			}
+		}})
+
+		_, coded := errors.AsType[*wserr.Error](err)
+		assert.True(t, coded, "%v", err)
+		assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
+		assert.True(t, errors.Is(err, context.Canceled), "the cause stays in the chain: %v", err)
+		assert.Equal(t, 2, rep.Steps)
 	})
 }
