@@ -30,7 +30,8 @@ func WithoutWaiting(ctx context.Context) context.Context {
 // whileBusy calls try until it returns something other than store.busy,
 // sleeping a jittered, growing delay (up to 20 ms) between calls, and
 // gives up with try's store.busy once the busy timeout has passed since
-// the first call (after the first call under WithoutWaiting).
+// the first call (after the first call under WithoutWaiting), or with
+// store.canceled once ctx ends.
 func (db *DB) whileBusy(ctx context.Context, try func() error) error {
 	deadline := time.Now().Add(db.opts.BusyTimeout)
 	if ctx.Value(noWait{}) != nil {
@@ -43,7 +44,7 @@ func (db *DB) whileBusy(ctx context.Context, try func() error) error {
 		}
 		select {
 		case <-ctx.Done():
-			return err
+			return Translate(ctx.Err())
 		case <-time.After(delay/2 + rand.N(delay)):
 		}
 	}

@@ -285,6 +285,32 @@ func TestTranslate(t *testing.T) {
 		require.NoError(t, err)
 		assert.NoError(t, other.Update(ctx, func(tx *index.Tx) error { return nil }))
 	})
+	t.Run("CanceledWhileWaiting", func(t *testing.T) {
+		// A write whose context ends while it waits for the write lock
+		// another connection holds, well within the busy timeout, was
+		// ended, not refused: store.canceled, not store.busy.
+		ctx := context.Background()
+		path := storetest.NewPath(t)
+		db := storetest.OpenDBAt(t, path, index.Options{BusyTimeout: time.Minute})
+
+		raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+		require.NoError(t, err)
+		defer raw.Close()
+		conn, err := raw.Conn(ctx)
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
+		require.NoError(t, err)
+
+		ended, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		err = db.Update(ended, func(tx *index.Tx) error { return nil })
+		requireCode(t, err, wserr.Canceled)
+		assert.True(t, errors.Is(err, context.DeadlineExceeded), "the cause stays in the chain: %v", err)
+
+		_, err = conn.ExecContext(ctx, `ROLLBACK`)
+		require.NoError(t, err)
+	})
 }
 
 // TestConcurrentUpdates runs read-modify-write transactions from many
