@@ -95,12 +95,19 @@ func TestUploadDownloadList(t *testing.T) {
 	t.Run("ErrPathIsDirectory", func(t *testing.T) {
 		_, _, err := s.Actors.Download(ctx, "alice", "reports")
 		assert.True(t, wserr.Is(err, wserr.PathIsDirectory), "%v", err)
-		_, err = s.Actors.Upload(ctx, "alice", "reports", strings.NewReader("x"))
+		// Refused before the content is read: none of it is.
+		r := strings.NewReader("x")
+		_, err = s.Actors.Upload(ctx, "alice", "reports", r)
 		assert.True(t, wserr.Is(err, wserr.PathIsDirectory), "%v", err)
+		assert.Equal(t, 1, r.Len(), "nothing of the content read")
 	})
 	t.Run("ErrNotADirectory", func(t *testing.T) {
-		_, err := s.Actors.Upload(ctx, "alice", "notes/meeting.md/x", strings.NewReader("x"))
-		assert.True(t, wserr.Is(err, wserr.NotADirectory), "%v", err)
+		for _, p := range []string{"notes/meeting.md/x", "notes/meeting.md/x/y"} {
+			r := strings.NewReader("x")
+			_, err := s.Actors.Upload(ctx, "alice", p, r)
+			assert.True(t, wserr.Is(err, wserr.NotADirectory), "%s: %v", p, err)
+			assert.Equal(t, 1, r.Len(), "%s: nothing of the content read", p)
+		}
 	})
 	t.Run("ErrUploadRoot", func(t *testing.T) {
 		_, err := s.Actors.Upload(ctx, "alice", ".", strings.NewReader("x"))

@@ -263,7 +263,8 @@ func (s *Spaces) nextTotals(ctx context.Context, tx *index.Tx, sp spaceRow, root
 // space, creating the directories above it, and records the change. The
 // content streams through the content store in chunks, so memory stays
 // bounded whatever its size; it is read to the end before the space
-// changes, so a failed read changes nothing. Uploading the content a file
+// changes, so a failed read changes nothing. A path that is a directory
+// or lies below a file is refused before anything is read. Uploading the content a file
 // already has records nothing (Seq 0). Errors: wserr.InvalidActor,
 // wserr.InvalidPath (path, or the root), wserr.NotADirectory when a file
 // is where a directory must go, wserr.PathIsDirectory when path is a
@@ -308,17 +309,20 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 	if r == nil {
 		return Change{}, wserr.New(wserr.InvalidArgument, "upload", p.String(), "nil reader")
 	}
-	// The guard before any of the content is read.
-	if opt.guards() {
-		if err := s.db.View(ctx, func(tx *index.Tx) error {
-			sp, _, err := findSpace(ctx, tx, actor)
-			if err != nil {
-				return err
-			}
-			return s.guard(ctx, tx, "upload", sp.Root, p, opt)
-		}); err != nil {
-			return Change{}, err
+	// What the change's transaction would refuse, refused before any of
+	// the content is read: the guard, and a path no file can be at.
+	if err := s.db.View(ctx, func(tx *index.Tx) error {
+		sp, _, err := findSpace(ctx, tx, actor)
+		if err != nil {
+			return err
 		}
+		if err := s.guard(ctx, tx, "upload", sp.Root, p, opt); err != nil {
+			return err
+		}
+		_, err = vfs.FileTarget("upload", p, func(q vfs.Path) (vfs.Entry, error) { return s.trees.Lookup(ctx, tx, sp.Root, q) })
+		return err
+	}); err != nil {
+		return Change{}, err
 	}
 	t := &cas.Tally{R: r}
 	src, release := io.Reader(t), func() {}

@@ -690,35 +690,14 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 }
 
 // checkTarget refuses, as the change's transaction would, a file change at
-// p in root that cannot apply: p is a directory
-// (workspace.path_is_directory), lies below a file
-// (workspace.not_a_directory), or its hash is not expected
+// p in root that cannot apply: p is a directory or lies below a file
+// (vfs.FileTarget), or its hash is not expected
 // (workspace.write_stale_file, when expected is set). WriteFrom checks it
 // before it reads the stream, so a refused stream is not read.
 func (w *Workspace) checkTarget(ctx context.Context, tx *index.Tx, root cas.Hash, op string, p vfs.Path, expected cas.Hash) error {
-	var cur cas.Hash
-	switch e, err := w.s.trees.Lookup(ctx, tx, root, p); {
-	case err == nil && e.Kind == vfs.KindDir:
-		return wserr.New(wserr.PathIsDirectory, op, p.String(), "is a directory")
-	case err == nil:
-		cur = e.Hash
-	case !wserr.Is(err, wserr.FileNotFound):
+	cur, err := vfs.FileTarget(op, p, func(q vfs.Path) (vfs.Entry, error) { return w.s.trees.Lookup(ctx, tx, root, q) })
+	if err != nil {
 		return err
-	default:
-		// The nearest of p's directories that exists must be one.
-		for q := p.Dir(); !q.IsRoot(); q = q.Dir() {
-			e, err := w.s.trees.Lookup(ctx, tx, root, q)
-			if wserr.Is(err, wserr.FileNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if e.Kind != vfs.KindDir {
-				return wserr.New(wserr.NotADirectory, op, p.String(), "%s is a file, not a directory", q)
-			}
-			break
-		}
 	}
 	if !expected.IsZero() && expected != cur {
 		return wserr.New(wserr.WriteStaleFile, op, p.String(), "file changed since it was read: its hash is %s, not %s", shortOrNone(cur), expected.Short())

@@ -847,3 +847,38 @@ func (c *treeCache) addLocked(h cas.Hash, n node) {
 	c.cur[h] = n
 	c.size += w
 }
+
+// FileTarget returns the hash of the file at p (zero when nothing is
+// there), looked up by lookup (Trees.Lookup in one tree), for a change
+// that would write a file at p, and refuses what Trees.Set would refuse
+// of it: p a directory (wserr.PathIsDirectory) or below a file
+// (wserr.NotADirectory). A change checks it before it reads content it
+// would then have to refuse.
+func FileTarget(op string, p Path, lookup func(Path) (Entry, error)) (cas.Hash, error) {
+	if p.IsRoot() {
+		return cas.Hash{}, wserr.New(wserr.PathIsDirectory, op, p.String(), "is the root; name a file below it")
+	}
+	switch e, err := lookup(p); {
+	case err == nil && e.Kind == KindDir:
+		return cas.Hash{}, wserr.New(wserr.PathIsDirectory, op, p.String(), "is a directory; remove it first to write a file there")
+	case err == nil:
+		return e.Hash, nil
+	case !wserr.Is(err, wserr.FileNotFound):
+		return cas.Hash{}, err
+	}
+	// Nothing there: the nearest of p's directories that exists must be
+	// one.
+	for q := p.Dir(); !q.IsRoot(); q = q.Dir() {
+		e, err := lookup(q)
+		switch {
+		case wserr.Is(err, wserr.FileNotFound):
+			continue
+		case err != nil:
+			return cas.Hash{}, err
+		case e.Kind != KindDir:
+			return cas.Hash{}, wserr.New(wserr.NotADirectory, op, p.String(), "%s is a file, not a directory", q)
+		}
+		break
+	}
+	return cas.Hash{}, nil
+}
