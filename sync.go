@@ -746,6 +746,9 @@ func (s *Store) freeForOtherRuns(ctx context.Context, conflicts []archive.Confli
 			continue
 		}
 		h, err := s.Remote.ReadHeader(ctx, seg)
+		if err == nil {
+			h.Tombstones, err = s.Remote.ReadTombstones(ctx, seg, h)
+		}
 		if wserr.CodeOf(err) == wserr.Corrupt || err == nil && remote.FollowsOn(seg, h, last[seg.Device]) != nil {
 			// Damaged or past a gap: its turn holds the device back.
 			gap[seg.Device] = true

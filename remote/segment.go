@@ -33,8 +33,9 @@ const (
 const SegmentFormat = "wsstore-sync-segment"
 
 // SegmentVersion is the segment format this build writes; it reads
-// version 1 too, whose object changes are lists in the header.
-const SegmentVersion = 2
+// versions 1 (whose object changes are lists in the header) and 2 (whose
+// tombstones are in the header) too.
+const SegmentVersion = 3
 
 // Tombstone is the deletion of a chat or run one device published: the
 // state of it the deleting device had last synced (Seq, the journal's
@@ -77,8 +78,10 @@ func (t Tombstone) Run() RunDetail {
 	return d
 }
 
-// SegmentHeader is a segment's first line: what it holds besides the
-// metadata archive that follows it.
+// SegmentHeader is what a segment holds besides the metadata archive
+// that follows it: in version 3 the JSON document after the segment's
+// first line (segmentPrefix), its tombstones in a section of their own
+// after it; in versions 1 and 2 the first line, tombstones included.
 type SegmentHeader struct {
 	Format  string    `json:"format"`
 	Version int       `json:"version"`
@@ -94,6 +97,8 @@ type SegmentHeader struct {
 	// none, nothing changed but deletions or objects).
 	Archive int64 `json:"archive"`
 	// Tombstones are the deletions since the device's previous segment.
+	// A version 3 segment carries them in the tombstone section after its
+	// header (tombSection), which ReadHeader leaves unread.
 	Tombstones []Tombstone `json:"tombstones"`
 	// DroppedObjects and AddedObjects count the records of the object
 	// section between the header and the archive, which change the
@@ -118,6 +123,37 @@ type SegmentHeader struct {
 	// v1 holds a version 1 header's object changes, which it lists
 	// itself ("KIND:HASH") instead of an object section.
 	v1 *v1Objects
+	// tombs is where a version 3 segment's tombstone section is, while
+	// Tombstones does not hold it yet (ReadHeader).
+	tombs *tombSection
+}
+
+// segmentPrefix is a version 3 segment's first line: the length of the
+// header after it and the header's hash, so that a reader fetches
+// exactly the header and checks it before it decodes it. Builds of
+// versions 1 and 2 read the line as a header and refuse its version.
+type segmentPrefix struct {
+	Format     string   `json:"format"`
+	Version    int      `json:"version"`
+	Header     int64    `json:"header"`
+	HeaderHash cas.Hash `json:"headerHash"`
+}
+
+// tombSection says where a version 3 segment's tombstones are: Count
+// lines of JSON, one tombstone each, Length bytes hashing to Hash, right
+// after the header.
+type tombSection struct {
+	Count  int64    `json:"count"`
+	Length int64    `json:"length"`
+	Hash   cas.Hash `json:"hash"`
+	off    int64    // where it starts in the segment
+}
+
+// header3 is a version 3 header as written: its tombstones field
+// describes the tombstone section, in place of SegmentHeader's list.
+type header3 struct {
+	SegmentHeader
+	Tombstones tombSection `json:"tombstones"`
 }
 
 type v1Objects struct {
@@ -168,21 +204,30 @@ func parseSegmentKey(key string) (Segment, bool) {
 	return Segment{Key: key, Device: dev, At: time.Unix(0, n).UTC(), Hash: h, Base: base}, true
 }
 
-// PublishSegment writes a segment of h.Device: the header, a newline,
-// the object section of objs and archive (the metadata archive), either
-// nil for none, under a new write-once key. The segment is put together in
-// a temporary file and uploaded from it, so neither is held in memory. A
-// failure to reach the store is store.busy.
+// PublishSegment writes a segment of h.Device under a new write-once key:
+// its first line (the header's length and hash), the header, the
+// tombstone section of h.Tombstones, the object section of objs and
+// archive (the metadata archive), either nil for none. The segment is put
+// together in temporary files, the tombstones encoded one at a time, and
+// uploaded from them, so no part of it is held in memory. A failure to
+// reach the store is store.busy.
 func (s *Storage) PublishSegment(ctx context.Context, h SegmentHeader, objs *ObjectList, archive *Spool) (Segment, error) {
 	h.Format, h.Version, h.Archive = SegmentFormat, SegmentVersion, archive.Size()
 	h.DroppedObjects, h.AddedObjects = 0, 0
 	if objs != nil {
 		h.DroppedObjects, h.AddedObjects = objs.dropped, objs.added
 	}
-	if h.Tombstones == nil {
-		h.Tombstones = []Tombstone{}
+	tombs, sec, err := spoolTombstones(h.Tombstones)
+	if err != nil {
+		return Segment{}, err
 	}
-	hb, err := json.Marshal(h)
+	defer tombs.Close()
+	hb, err := json.Marshal(header3{SegmentHeader: h, Tombstones: sec})
+	if err != nil {
+		return Segment{}, err
+	}
+	hb = append(hb, '\n')
+	pb, err := json.Marshal(segmentPrefix{Format: SegmentFormat, Version: SegmentVersion, Header: int64(len(hb)), HeaderHash: cas.Sum(hb)})
 	if err != nil {
 		return Segment{}, err
 	}
@@ -194,10 +239,10 @@ func (s *Storage) PublishSegment(ctx context.Context, h SegmentHeader, objs *Obj
 	sum := cas.NewHasher()
 	defer sum.Release()
 	w := io.MultiWriter(out, sum)
-	if _, err := w.Write(append(hb, '\n')); err != nil {
+	if _, err := w.Write(append(append(pb, '\n'), hb...)); err != nil {
 		return Segment{}, err
 	}
-	for _, part := range []*Spool{objs.spool(), archive} {
+	for _, part := range []*Spool{tombs, objs.spool(), archive} {
 		r, err := part.Reader()
 		if err != nil {
 			return Segment{}, err
@@ -221,6 +266,25 @@ func (s *Storage) PublishSegment(ctx context.Context, h SegmentHeader, objs *Obj
 		return Segment{}, fmt.Errorf("publish segment: %w", err)
 	}
 	return seg, nil
+}
+
+// spoolTombstones writes ts as a tombstone section into a temporary
+// file, one at a time, and returns it with what the header says of it.
+func spoolTombstones(ts []Tombstone) (*Spool, tombSection, error) {
+	sp, err := newSpool("publish segment", "wsstore-tombstones-*")
+	if err != nil {
+		return nil, tombSection{}, err
+	}
+	sum := cas.NewHasher()
+	defer sum.Release()
+	enc := json.NewEncoder(io.MultiWriter(sp, sum))
+	for _, t := range ts {
+		if err := enc.Encode(t); err != nil {
+			sp.Close()
+			return nil, tombSection{}, err
+		}
+	}
+	return sp, tombSection{Count: int64(len(ts)), Length: sp.Size(), Hash: sum.Sum()}, nil
 }
 
 // RegisterDevice writes the device's entry under devices/ (write-once; a
@@ -300,8 +364,9 @@ func FollowsOn(seg Segment, h SegmentHeader, after string) error {
 // store.corrupt (wrapping cas.ErrCorrupt), a missing object with
 // store.corrupt wrapping ErrMissing. The segment goes whole into a
 // temporary file and is checked there before its header is read, so a
-// damaged one costs a buffer of memory whatever it holds; the archive is
-// read from that file: Close it.
+// damaged one costs a buffer of memory whatever it holds; the header
+// comes with its tombstones, and the archive is read from that file:
+// Close it.
 func (s *Storage) FetchSegment(ctx context.Context, seg Segment) (h SegmentHeader, archive *Spool, err error) {
 	sp, h, off, err := s.verified(ctx, seg)
 	if err != nil {
@@ -325,13 +390,12 @@ func (s *Storage) FetchSegment(ctx context.Context, seg Segment) (h SegmentHeade
 }
 
 // verified reads seg whole into a temporary file through a check against
-// the hash its key names, then returns the file, the segment's header and
-// the length of its line with the newline. Nothing of the segment is
-// parsed before the check, so its header is held only once it is known
-// to be the bytes its device wrote. Other bytes fail with store.corrupt
-// wrapping cas.ErrCorrupt.
+// the hash its key names, then returns the file, the segment's header
+// with its tombstones, and where its object section starts. Nothing of
+// the segment is parsed before the check, so its header is held only
+// once it is known to be the bytes its device wrote. Other bytes fail
+// with store.corrupt wrapping cas.ErrCorrupt.
 func (s *Storage) verified(ctx context.Context, seg Segment) (sp *Spool, h SegmentHeader, off int64, err error) {
-	bad := func(msg string) error { return fmt.Errorf("%w: %w", corrupt(seg.Key, msg), cas.ErrCorrupt) }
 	rc, err := s.b.open(ctx, seg.Key, 0, -1)
 	if err != nil {
 		return nil, SegmentHeader{}, 0, err
@@ -352,23 +416,46 @@ func (s *Storage) verified(ctx context.Context, seg Segment) (sp *Spool, h Segme
 		return nil, SegmentHeader{}, 0, err
 	}
 	if sum.Sum() != seg.Hash {
-		return nil, SegmentHeader{}, 0, bad("the segment does not hash to its key")
+		return nil, SegmentHeader{}, 0, badSegment(seg, "the segment does not hash to its key")
 	}
 	r, err := sp.Reader()
 	if err != nil {
 		return nil, SegmentHeader{}, 0, err
 	}
-	hb, err := bufio.NewReaderSize(r, 64<<10).ReadBytes('\n')
+	br := bufio.NewReaderSize(r, 64<<10)
+	line, err := br.ReadBytes('\n')
 	switch {
 	case errors.Is(err, io.EOF):
-		return nil, SegmentHeader{}, 0, bad("the segment has no header")
+		return nil, SegmentHeader{}, 0, badSegment(seg, "the segment has no header")
 	case err != nil:
 		return nil, SegmentHeader{}, 0, err
 	}
-	if h, err = decodeHeader(seg, hb[:len(hb)-1]); err != nil {
+	line = line[:len(line)-1]
+	p, ok, err := parsePrefix(seg, line)
+	if err != nil {
 		return nil, SegmentHeader{}, 0, err
 	}
-	return sp, h, int64(len(hb)), nil
+	if !ok {
+		h, err := decodeHeader(seg, line)
+		return sp, h, int64(len(line)) + 1, err
+	}
+	// The segment hashes to its key: its parts are as long as it says.
+	start := int64(len(line)) + 1
+	hb, err := io.ReadAll(io.LimitReader(br, p.Header))
+	if err != nil {
+		return nil, SegmentHeader{}, 0, err
+	}
+	if int64(len(hb)) != p.Header || cas.Sum(hb) != p.HeaderHash {
+		return nil, SegmentHeader{}, 0, badSegment(seg, "the segment's header does not hash to what its first line says")
+	}
+	if h, off, err = decodeHeader3(seg, p, start, bytes.NewReader(hb)); err != nil {
+		return nil, SegmentHeader{}, 0, err
+	}
+	if h.Tombstones, err = decodeTombstones(seg, io.LimitReader(br, h.tombs.Length), *h.tombs); err != nil {
+		return nil, SegmentHeader{}, 0, err
+	}
+	h.tombs = nil
+	return sp, h, off, nil
 }
 
 // objectsSize is the length of the object section after the header.
@@ -376,23 +463,36 @@ func (h SegmentHeader) objectsSize() int64 {
 	return (h.DroppedObjects + h.AddedObjects) * int64(objectRecord)
 }
 
-// headerProbe is how much of a segment readHeader asks for first.
-const headerProbe = 64 << 10
+// prefixProbe is how much of a segment readHeader asks for first: a
+// version 3 segment's first line and, mostly, its header. headerProbe is
+// how much it asks for of an older segment whose header is longer.
+const (
+	prefixProbe = 4 << 10
+	headerProbe = 64 << 10
+)
 
-// readHeader returns seg's header and the length of its line with the
-// newline (where the object section starts), reading only as much of the
-// object as it takes. The hash of the whole is not checked (reclaim reads
-// headers only); a header that does not decode is store.corrupt.
+// readHeader returns seg's header, without a version 3 segment's
+// tombstones, and where its object section starts, reading only as much
+// of the object as it takes: a version 3 header is fetched exactly and
+// checked against the hash the segment's first line names (the hash of
+// the whole is not checked: reclaim reads headers only); a header that
+// does not decode is store.corrupt.
 func (s *Storage) readHeader(ctx context.Context, seg Segment) (SegmentHeader, int64, error) {
-	b, err := s.b.get(ctx, seg.Key, 0, headerProbe)
-	if err != nil {
-		return SegmentHeader{}, 0, err
+	var b, line []byte
+	var ok bool
+	for _, n := range []int{prefixProbe, headerProbe} {
+		var err error
+		if b, err = s.b.get(ctx, seg.Key, 0, int64(n)); err != nil {
+			return SegmentHeader{}, 0, err
+		}
+		if line, _, ok = bytes.Cut(b, []byte{'\n'}); ok || len(b) < n {
+			break
+		}
 	}
-	hb, _, ok := bytes.Cut(b, []byte{'\n'})
 	if !ok && len(b) == headerProbe {
-		// A header of many tombstones, or one that lost its newline:
-		// only a segment that hashes to its key is read past the probe,
-		// so a damaged one is never held (verified).
+		// A version 2 header of many tombstones, or one that lost its
+		// newline: only a segment that hashes to its key is read past
+		// the probe, so a damaged one is never held (verified).
 		sp, h, off, err := s.verified(ctx, seg)
 		if err != nil {
 			return SegmentHeader{}, 0, err
@@ -401,16 +501,121 @@ func (s *Storage) readHeader(ctx context.Context, seg Segment) (SegmentHeader, i
 		return h, off, nil
 	}
 	if !ok {
-		return SegmentHeader{}, 0, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment has no header"), cas.ErrCorrupt)
+		return SegmentHeader{}, 0, badSegment(seg, "the segment has no header")
 	}
-	h, err := decodeHeader(seg, hb)
-	return h, int64(len(hb)) + 1, err
+	start := int64(len(line)) + 1
+	p, ok, err := parsePrefix(seg, line)
+	if err != nil {
+		return SegmentHeader{}, 0, err
+	}
+	if !ok {
+		h, err := decodeHeader(seg, line)
+		return h, start, err
+	}
+	have := b[start:]
+	if p.Header <= int64(len(have)) {
+		hb := have[:p.Header]
+		if cas.Sum(hb) != p.HeaderHash {
+			return SegmentHeader{}, 0, badSegment(seg, "the segment's header does not hash to what its first line says")
+		}
+		return decodeHeader3(seg, p, start, bytes.NewReader(hb))
+	}
+	sp, err := s.fetchChecked(ctx, seg, start, p.Header, have, p.HeaderHash, "header")
+	if err != nil {
+		return SegmentHeader{}, 0, err
+	}
+	defer sp.Close()
+	r, err := sp.Reader()
+	if err != nil {
+		return SegmentHeader{}, 0, err
+	}
+	return decodeHeader3(seg, p, start, r)
 }
 
+// ReadTombstones returns the tombstones of seg, whose header h ReadHeader
+// returned. A version 3 segment's tombstone section is fetched with one
+// ranged GET into a temporary file and checked there against the hash
+// its header names before it is decoded: other bytes, or fewer, fail
+// with store.corrupt wrapping cas.ErrCorrupt. An older segment's are in
+// its header.
+func (s *Storage) ReadTombstones(ctx context.Context, seg Segment, h SegmentHeader) ([]Tombstone, error) {
+	if h.tombs == nil || h.tombs.Count == 0 {
+		return h.Tombstones, nil
+	}
+	sp, err := s.fetchChecked(ctx, seg, h.tombs.off, h.tombs.Length, nil, h.tombs.Hash, "tombstone section")
+	if err != nil {
+		return nil, fmt.Errorf("read segment tombstones: %w", err)
+	}
+	defer sp.Close()
+	r, err := sp.Reader()
+	if err != nil {
+		return nil, err
+	}
+	return decodeTombstones(seg, r, *h.tombs)
+}
+
+// fetchChecked returns n bytes of seg from off, the first of them have
+// (read already), in a temporary file they went into through a check
+// against want: bytes that do not hash to it, or fewer, fail with
+// store.corrupt wrapping cas.ErrCorrupt. So a damaged part of a segment
+// is never held in memory, whatever length its header gives.
+func (s *Storage) fetchChecked(ctx context.Context, seg Segment, off, n int64, have []byte, want cas.Hash, what string) (sp *Spool, err error) {
+	if sp, err = newSpool("fetch segment", "wsstore-segment-*"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			sp.Close()
+		}
+	}()
+	sum := cas.NewHasher()
+	defer sum.Release()
+	w := io.MultiWriter(sp, sum)
+	if _, err := w.Write(have); err != nil {
+		return nil, err
+	}
+	if rest := n - int64(len(have)); rest > 0 {
+		rc, err := s.b.open(ctx, seg.Key, off+int64(len(have)), rest)
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		if _, err := io.Copy(w, io.LimitReader(rc, rest)); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case sp.Size() != n:
+		return nil, badSegment(seg, "the segment is shorter than its header says")
+	case sum.Sum() != want:
+		return nil, badSegment(seg, fmt.Sprintf("the segment's %s does not hash to what its header says", what))
+	}
+	return sp, nil
+}
+
+// parsePrefix returns line as a version 3 segment's first line, false
+// when it is not one (an older segment's header). A first line giving a
+// header length below one or past any length is store.corrupt.
+func parsePrefix(seg Segment, line []byte) (segmentPrefix, bool, error) {
+	var p segmentPrefix
+	if json.Unmarshal(line, &p) != nil || p.Format != SegmentFormat || p.Version != 3 {
+		return segmentPrefix{}, false, nil
+	}
+	if p.Header < 1 || p.Header > math.MaxInt64/4 {
+		return segmentPrefix{}, false, badSegment(seg, "the segment's first line gives no length of its header")
+	}
+	return p, true, nil
+}
+
+func badSegment(seg Segment, msg string) error {
+	return fmt.Errorf("%w: %w", corrupt(seg.Key, msg), cas.ErrCorrupt)
+}
+
+// decodeHeader decodes a version 1 or 2 header, the segment's first line.
 func decodeHeader(seg Segment, hb []byte) (SegmentHeader, error) {
 	var h SegmentHeader
 	if err := json.Unmarshal(hb, &h); err != nil || h.Format != SegmentFormat {
-		return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "unreadable segment header"), cas.ErrCorrupt)
+		return SegmentHeader{}, badSegment(seg, "unreadable segment header")
 	}
 	switch h.Version {
 	case 1:
@@ -418,23 +623,84 @@ func decodeHeader(seg Segment, hb []byte) (SegmentHeader, error) {
 		h.v1 = &v1Objects{}
 		h.DroppedObjects, h.AddedObjects = 0, 0
 		if err := json.Unmarshal(hb, h.v1); err != nil {
-			return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "unreadable segment header"), cas.ErrCorrupt)
+			return SegmentHeader{}, badSegment(seg, "unreadable segment header")
 		}
-	case SegmentVersion:
-		const most = math.MaxInt64 / int64(objectRecord) // objects a section can hold
-		if h.DroppedObjects < 0 || h.AddedObjects < 0 || h.Archive < 0 || h.DroppedObjects > most-h.AddedObjects {
-			return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's header counts below zero or past any length"), cas.ErrCorrupt)
-		}
+	case 2:
 	default:
-		return SegmentHeader{}, wserr.New(wserr.Corrupt, "sync", seg.Key, "segment format version %d; this build reads versions 1 and %d", h.Version, SegmentVersion)
+		return SegmentHeader{}, wserr.New(wserr.Corrupt, "sync", seg.Key, "segment format version %d; this build reads versions 1 to %d", h.Version, SegmentVersion)
+	}
+	return h, checkHeader(seg, h)
+}
+
+// decodeHeader3 decodes the header of a version 3 segment from r, which
+// reads the bytes its first line p (start bytes long) gives, checked
+// against its hash, and returns it with where its object section starts.
+func decodeHeader3(seg Segment, p segmentPrefix, start int64, r io.Reader) (SegmentHeader, int64, error) {
+	var h3 header3
+	if err := json.NewDecoder(r).Decode(&h3); err != nil || h3.Format != SegmentFormat || h3.Version != 3 {
+		return SegmentHeader{}, 0, badSegment(seg, "unreadable segment header")
+	}
+	const most = math.MaxInt64 / 4 // a length past which no sum of them overflows
+	sec := h3.Tombstones
+	if sec.Count < 0 || sec.Length < 0 || sec.Length > most || sec.Count > sec.Length {
+		return SegmentHeader{}, 0, badSegment(seg, "the segment's header counts below zero or past any length")
+	}
+	h := h3.SegmentHeader
+	sec.off = start + p.Header
+	h.tombs = &sec
+	return h, sec.off + sec.Length, checkHeader(seg, h)
+}
+
+// checkHeader checks what a header of any version says against seg's key
+// and itself.
+func checkHeader(seg Segment, h SegmentHeader) error {
+	const most = math.MaxInt64 / 4 / int64(objectRecord) // objects a section can hold
+	if h.DroppedObjects < 0 || h.AddedObjects < 0 || h.Archive < 0 || h.DroppedObjects > most-h.AddedObjects {
+		return badSegment(seg, "the segment's header counts below zero or past any length")
 	}
 	if h.Device != seg.Device || h.Base != seg.Base {
-		return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's header does not match its key"), cas.ErrCorrupt)
+		return badSegment(seg, "the segment's header does not match its key")
 	}
 	if h.Prev != "" && (!strings.HasPrefix(h.Prev, syncDir+seg.Device+"/") || h.Prev >= seg.Key) {
-		return SegmentHeader{}, fmt.Errorf("%w: %w", corrupt(seg.Key, "the segment's previous segment is not one of its device before it"), cas.ErrCorrupt)
+		return badSegment(seg, "the segment's previous segment is not one of its device before it")
 	}
-	return h, nil
+	return nil
+}
+
+// decodeTombstones decodes a tombstone section, sec.Length bytes that r
+// reads, checked against sec's hash as they are decoded; a section that
+// does not read or does not hash to it is store.corrupt.
+func decodeTombstones(seg Segment, r io.Reader, sec tombSection) ([]Tombstone, error) {
+	sum := cas.NewHasher()
+	defer sum.Release()
+	counted := &countingWriter{w: sum}
+	dec := json.NewDecoder(io.TeeReader(r, counted))
+	out := make([]Tombstone, 0, sec.Count) // counted by the writer: the bytes hash to what it says
+	for range sec.Count {
+		var t Tombstone
+		if err := dec.Decode(&t); err != nil {
+			return nil, badSegment(seg, "a tombstone of the segment does not read")
+		}
+		out = append(out, t)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, badSegment(seg, "the segment's tombstone section holds more than its header counts")
+	}
+	if counted.n != sec.Length || sum.Sum() != sec.Hash {
+		return nil, badSegment(seg, "the segment's tombstone section does not hash to what its header says")
+	}
+	return out, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // eachObject calls fn with every object of seg's object set change, the

@@ -431,8 +431,11 @@ func (s *Storage) PendingIndexes(ctx context.Context, db *index.DB) ([]string, e
 }
 
 // ReadHeader returns the header of seg, reading only as much of the
-// object as it takes (the hash of the whole is not checked; a header that
-// does not decode is store.corrupt).
+// object as it takes: a version 3 header is fetched exactly (one ranged
+// GET, two when it is longer than the first read) and checked against
+// the hash the segment's first line names before it is decoded, and its
+// tombstones are left to ReadTombstones. The hash of the whole is not
+// checked; a header that does not decode or hash is store.corrupt.
 func (s *Storage) ReadHeader(ctx context.Context, seg Segment) (SegmentHeader, error) {
 	h, _, err := s.readHeader(ctx, seg)
 	if err != nil {
