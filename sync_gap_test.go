@@ -2,6 +2,7 @@ package wsstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -247,4 +248,78 @@ func TestPullSegmentDamaged(t *testing.T) {
 	require.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
 	assert.Contains(t, err.Error(), s1)
 	assert.Positive(t, st.Objects, "E's new objects are taken in")
+}
+
+// TestSyncSegmentPartDamaged: a segment whose header or tombstone section
+// is damaged holds back its device alone, in a sync as in a pull, as a
+// segment cut short does; the other devices' segments are taken in, and
+// a base of the damaged segment's device ends it. A pull does not read
+// tombstones, so a damaged tombstone section holds back nothing there.
+func TestSyncSegmentPartDamaged(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		at     func(first, header int) int
+		pulled bool
+	}{
+		{"Header", func(first, header int) int { return first + 30 }, false},
+		{"TombstoneSection", func(first, header int) int { return first + header + 30 }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv, open := fakeTier(t)
+			c, d, e := open(), open(), open()
+			smallRuns(t, c, "chat-c", "c0", 3)
+			syncOK(t, c)
+			smallRuns(t, e, "chat-e", "e0", 10)
+			syncOK(t, e)
+			syncOK(t, d)
+			_, err := d.PullRemote(ctx) // D reads the headers of segments after these
+			require.NoError(t, err)
+			_, err = c.Runs.CancelAndDeleteRun(ctx, "c0-01")
+			require.NoError(t, err)
+			smallRuns(t, c, "chat-c", "c4", 1)
+			s1 := syncOK(t, c)
+			require.Equal(t, []string{"run c0-01"}, s1.Tombstones)
+			b, ok := srv.Object("wsstore", "team/"+s1.Published)
+			require.True(t, ok)
+			line, _, _ := strings.Cut(string(b), "\n")
+			var prefix struct{ Header int }
+			require.NoError(t, json.Unmarshal([]byte(line), &prefix))
+			b = append([]byte(nil), b...)
+			b[tc.at(len(line)+1, prefix.Header)] ^= 1
+			srv.SetObject("wsstore", "team/"+s1.Published, b)
+			smallRuns(t, e, "chat-e", "ee", 1)
+			rep, err := e.Sync(ctx)
+			require.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+			require.NotEmpty(t, rep.Published, "E published its own")
+			require.False(t, rep.Base, "D reads E's segment's header")
+
+			st, err := d.PullRemote(ctx)
+			if tc.pulled {
+				require.NoError(t, err)
+			} else {
+				require.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+				assert.Contains(t, err.Error(), s1.Published)
+			}
+			assert.Positive(t, st.Objects, "E's new objects are taken in")
+			smallRuns(t, d, "chat-d", "dd", 1)
+			rep, err = d.Sync(ctx)
+			require.Equal(t, wserr.Corrupt, wserr.CodeOf(err), "%v", err)
+			assert.Contains(t, err.Error(), s1.Published)
+			assert.NotEmpty(t, rep.Published, "D published its own")
+			assert.Equal(t, []string{s1.Device}, rep.Held)
+			assert.Contains(t, runIDs(t, d), "ee-00", "E's run is taken in")
+			assert.Contains(t, runIDs(t, d), "c0-01", "nothing of C past the damage")
+			assert.NotContains(t, runIDs(t, d), "c4-00")
+
+			_, err = c.SyncWith(ctx, wsstore.SyncOptions{Base: true})
+			require.NoError(t, err)
+			syncOK(t, d)
+			syncOK(t, e)
+			syncOK(t, c)
+			assert.Equal(t, runIDs(t, c), runIDs(t, d))
+			assert.Equal(t, runIDs(t, c), runIDs(t, e))
+			assert.NotContains(t, runIDs(t, d), "c0-01", "the deletion reaches D with the base")
+		})
+	}
 }
