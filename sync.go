@@ -1268,10 +1268,15 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 		if objs, err = s.Remote.ObjectDelta(ctx, s.DB, true); err != nil {
 			return err
 		}
-		// Every tombstone of this device, the pending ones included.
-		if h.Tombstones, err = s.Remote.OwnTombstones(ctx, s.DB, dev); err != nil {
+		// Every tombstone of this device, the pending ones included, from
+		// a temporary file; its pending ones are what the base publishes
+		// anew (RecordPublished).
+		if h.Own, err = s.Remote.OwnTombstones(ctx, s.DB, dev); err != nil {
 			return err
 		}
+		defer h.Own.Close()
+		h.Tombstones = nil
+		tombs = slices.DeleteFunc(tombs, func(tb remote.Tombstone) bool { return tb.Device != dev })
 	}
 	replaced, err := s.replacements(ctx, changed, synced, dev, h.At)
 	if err != nil {
@@ -1314,7 +1319,7 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 		rep.Sent = append(rep.Sent, it.Name())
 	}
 	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Items: items,
-		Tombstones: h.Tombstones, Objects: objs, Indexes: idx, Claimed: claimed})
+		Tombstones: append(tombs, replaced...), Objects: objs, Indexes: idx, Claimed: claimed})
 }
 
 // replacements returns, for each run in changed that is new here (not

@@ -43,9 +43,11 @@ func ownTombstones(t *testing.T, st *wsstore.Store) []string {
 	require.NoError(t, err)
 	own, err := st.Remote.OwnTombstones(ctx, st.DB, dev)
 	require.NoError(t, err)
+	defer own.Close()
 	var names []string
-	for _, tb := range own {
+	require.NoError(t, own.Each(func(tb remote.Tombstone) error {
 		names = append(names, tb.Kind+" "+tb.ID)
-	}
+		return nil
+	}))
 	return names
 }

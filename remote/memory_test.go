@@ -221,20 +221,25 @@ func TestDamagedHeaderIsNotHeld(t *testing.T) {
 	}
 }
 
-// tombstoneGrowth publishes a base segment of tombs on bucket and
-// returns how much the heap grew while it was published, while its
-// header was read (a pull, reclaim) and while it was fetched (a sync,
-// which returns its tombstones), beyond the tombstones given.
+// tombstoneGrowth records tombs as a device's own deletions and returns
+// how much the heap grew while it published a base segment carrying them
+// (as a sync does: OwnTombstones, then PublishSegment), while the
+// segment's header was read (a pull, reclaim) and while the segment was
+// fetched (a sync, which returns its tombstones).
 func tombstoneGrowth(t *testing.T, m *s3fake.Moto, bucket string, tombs []remote.Tombstone) map[string]uint64 {
 	m.CreateBucket(bucket)
 	ctx := context.Background()
 	a := newDevice(t, m.URL, bucket, remote.Options{})
 	dev, n := tombs[0].Device, len(tombs)
+	require.NoError(t, a.st.RecordDeletions(ctx, a.db, tombs, nil, 0))
 	out := map[string]uint64{}
 	var seg remote.Segment
 	publish := func() {
-		var err error
-		seg, err = a.st.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: time.Now(), Base: true, Tombstones: tombs}, nil, nil)
+		own, err := a.st.OwnTombstones(ctx, a.db, dev)
+		require.NoError(t, err)
+		defer own.Close()
+		require.EqualValues(t, n, own.Len())
+		seg, err = a.st.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: time.Now(), Base: true, Own: own}, nil, nil)
 		require.NoError(t, err)
 	}
 	// Measured twice and the smaller growth kept: the garbage of the
@@ -256,8 +261,9 @@ func tombstoneGrowth(t *testing.T, m *s3fake.Moto, bucket string, tombs []remote
 
 // TestTombstonesAreNotHeld: publishing a base segment of 20,000
 // tombstones grows the heap no more than one of 2,000, beyond a small
-// constant (the tombstones go one by one into a section of their own),
-// and so does reading its header; fetching it grows the heap by what its
+// constant (the tombstones go one row at a time from the database into a
+// temporary file, and from there into a section of their own), and so
+// does reading its header; fetching it grows the heap by what its
 // tombstones take decoded, since it returns them, not by their JSON too.
 // The object store is moto, in a process of its own.
 func TestTombstonesAreNotHeld(t *testing.T) {

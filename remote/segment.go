@@ -101,10 +101,10 @@ type SegmentHeader struct {
 	// header (tombSection), which ReadHeader leaves unread.
 	Tombstones []Tombstone `json:"tombstones"`
 	// DroppedObjects and AddedObjects count the records of the object
-	// section between the header and the archive, which change the
-	// device's object set: the dropped first, then the added, 33 bytes
-	// each (the kind, 0 blob or 1 chunk, then the hash). A base adds
-	// every object the device records.
+	// section between the header (in version 3, the tombstone section)
+	// and the archive, which change the device's object set: the dropped
+	// first, then the added, 33 bytes each (the kind, 0 blob or 1 chunk,
+	// then the hash). A base adds every object the device records.
 	DroppedObjects int64 `json:"droppedObjects"`
 	AddedObjects   int64 `json:"addedObjects"`
 	// Indexes names the index objects ("index/HASH") the device pushed
@@ -120,6 +120,12 @@ type SegmentHeader struct {
 	// it, whose readers ignore it.
 	Prev string `json:"prev,omitempty"`
 
+	// Own are tombstones in a temporary file, carried before Tombstones:
+	// a base's every deletion its device published (OwnTombstones), which
+	// are never held in memory. PublishSegment writes them; a reader
+	// finds them in Tombstones.
+	Own *TombstoneList `json:"-"`
+
 	// v1 holds a version 1 header's object changes, which it lists
 	// itself ("KIND:HASH") instead of an object section.
 	v1 *v1Objects
@@ -130,8 +136,9 @@ type SegmentHeader struct {
 
 // segmentPrefix is a version 3 segment's first line: the length of the
 // header after it and the header's hash, so that a reader fetches
-// exactly the header and checks it before it decodes it. Builds of
-// versions 1 and 2 read the line as a header and refuse its version.
+// exactly the header and checks it before it decodes it. Builds that
+// write versions 1 and 2 read the line as a header and refuse its
+// version.
 type segmentPrefix struct {
 	Format     string   `json:"format"`
 	Version    int      `json:"version"`
@@ -206,7 +213,7 @@ func parseSegmentKey(key string) (Segment, bool) {
 
 // PublishSegment writes a segment of h.Device under a new write-once key:
 // its first line (the header's length and hash), the header, the
-// tombstone section of h.Tombstones, the object section of objs and
+// tombstone section of h.Own and h.Tombstones, the object section of objs and
 // archive (the metadata archive), either nil for none. The segment is put
 // together in temporary files, the tombstones encoded one at a time, and
 // uploaded from them, so no part of it is held in memory. A failure to
@@ -217,7 +224,7 @@ func (s *Storage) PublishSegment(ctx context.Context, h SegmentHeader, objs *Obj
 	if objs != nil {
 		h.DroppedObjects, h.AddedObjects = objs.dropped, objs.added
 	}
-	tombs, sec, err := spoolTombstones(h.Tombstones)
+	tombs, sec, err := spoolTombstones(h.Tombstones, h.Own)
 	if err != nil {
 		return Segment{}, err
 	}
@@ -268,23 +275,107 @@ func (s *Storage) PublishSegment(ctx context.Context, h SegmentHeader, objs *Obj
 	return seg, nil
 }
 
-// spoolTombstones writes ts as a tombstone section into a temporary
-// file, one at a time, and returns it with what the header says of it.
-func spoolTombstones(ts []Tombstone) (*Spool, tombSection, error) {
-	sp, err := newSpool("publish segment", "wsstore-tombstones-*")
+// spoolTombstones writes own, then ts, as a tombstone section into a
+// temporary file, one at a time, and returns it with what the header
+// says of it.
+func spoolTombstones(ts []Tombstone, own *TombstoneList) (sp *Spool, sec tombSection, err error) {
+	l, err := NewTombstoneList()
 	if err != nil {
 		return nil, tombSection{}, err
 	}
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
 	sum := cas.NewHasher()
 	defer sum.Release()
-	enc := json.NewEncoder(io.MultiWriter(sp, sum))
+	l.w = io.MultiWriter(l.sp, sum)
+	if own != nil {
+		r, err := own.sp.Reader()
+		if err != nil {
+			return nil, tombSection{}, err
+		}
+		if _, err := io.Copy(l.w, r); err != nil {
+			return nil, tombSection{}, err
+		}
+		l.n = own.n
+	}
 	for _, t := range ts {
-		if err := enc.Encode(t); err != nil {
-			sp.Close()
+		if err := l.Add(t); err != nil {
 			return nil, tombSection{}, err
 		}
 	}
-	return sp, tombSection{Count: int64(len(ts)), Length: sp.Size(), Hash: sum.Sum()}, nil
+	return l.sp, tombSection{Count: l.n, Length: l.sp.Size(), Hash: sum.Sum()}, nil
+}
+
+// TombstoneList is tombstones kept in a temporary file, a line of JSON
+// each, as a segment's tombstone section holds them. Close it.
+type TombstoneList struct {
+	sp *Spool
+	w  io.Writer
+	n  int64
+}
+
+// NewTombstoneList returns an empty TombstoneList.
+func NewTombstoneList() (*TombstoneList, error) {
+	sp, err := newSpool("tombstones", "wsstore-tombstones-*")
+	if err != nil {
+		return nil, err
+	}
+	return &TombstoneList{sp: sp, w: sp}, nil
+}
+
+// Add appends t.
+func (l *TombstoneList) Add(t Tombstone) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	if _, err := l.w.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	l.n++
+	return nil
+}
+
+// Len is how many tombstones l holds; 0 for a nil TombstoneList.
+func (l *TombstoneList) Len() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.n
+}
+
+// Each calls fn with every tombstone of l, in the order they were added,
+// one at a time.
+func (l *TombstoneList) Each(fn func(Tombstone) error) error {
+	if l == nil {
+		return nil
+	}
+	r, err := l.sp.Reader()
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(r)
+	for range l.n {
+		var t Tombstone
+		if err := dec.Decode(&t); err != nil {
+			return fmt.Errorf("tombstones: %w", err)
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close removes l's file; a nil TombstoneList is closed already.
+func (l *TombstoneList) Close() error {
+	if l == nil {
+		return nil
+	}
+	return l.sp.Close()
 }
 
 // RegisterDevice writes the device's entry under devices/ (write-once; a

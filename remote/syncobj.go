@@ -601,10 +601,35 @@ func (s *Storage) FindTombstones(ctx context.Context, db *index.DB, kind, id str
 }
 
 // OwnTombstones returns every tombstone device published, for a base
-// segment.
-func (s *Storage) OwnTombstones(ctx context.Context, db *index.DB, device string) ([]Tombstone, error) {
-	return s.tombstones(ctx, db, `SELECT kind, id, parent, seq, last, device, at, detail
-		FROM sync_tombstones WHERE remote = ? AND device = ? ORDER BY at, kind, id`, s.remoteKey(), device)
+// segment (SegmentHeader.Own), in a temporary file: they are read one row
+// at a time, so a base carries any number without holding them. Close it.
+func (s *Storage) OwnTombstones(ctx context.Context, db *index.DB, device string) (l *TombstoneList, err error) {
+	if l, err = NewTombstoneList(); err != nil {
+		return nil, err
+	}
+	err = db.View(ctx, func(tx *index.Tx) error {
+		rows, err := tx.QueryxContext(ctx, `SELECT kind, id, parent, seq, last, device, at, detail
+			FROM sync_tombstones WHERE remote = ? AND device = ? ORDER BY at, kind, id`, s.remoteKey(), device)
+		if err != nil {
+			return index.Translate(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r tombRow
+			if err := rows.StructScan(&r); err != nil {
+				return index.Translate(err)
+			}
+			if err := l.Add(r.tombstone()); err != nil {
+				return err
+			}
+		}
+		return index.Translate(rows.Err())
+	})
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
 }
 
 func (s *Storage) tombstones(ctx context.Context, db *index.DB, q string, args ...any) ([]Tombstone, error) {
