@@ -14,7 +14,10 @@
 // store, so no failure of the network loses an object; that a Push cut
 // short keeps what landed; and that Get never hands back a byte range
 // whose hash differs from its index's (the cas Store verifies content on
-// top); that a sync segment is read only when its bytes hash to its key;
+// top); that a sync segment is taken in only when its bytes hash to its
+// key, and a header or tombstone section read alone (a pull, reclaim) is
+// decoded only when it hashes to what the segment's first line or header
+// says (version 3);
 // and that Reclaim never runs while a sync holds its lock. Layout, format
 // and errors: docs/remote.md.
 package remote
