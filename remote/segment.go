@@ -766,7 +766,7 @@ func decodeTombstones(seg Segment, r io.Reader, sec tombSection) ([]Tombstone, e
 	defer sum.Release()
 	counted := &countingWriter{w: sum}
 	dec := json.NewDecoder(io.TeeReader(r, counted))
-	out := make([]Tombstone, 0, sec.Count) // counted by the writer: the bytes hash to what it says
+	out := make([]Tombstone, 0, min(sec.Count, 1024)) // a count grows the list only as its lines decode
 	for range sec.Count {
 		var t Tombstone
 		if err := dec.Decode(&t); err != nil {
