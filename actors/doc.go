@@ -27,5 +27,9 @@
 //     never rewritten, except that GC clears the root of the versions it
 //     prunes (the record of the change stays).
 //
+// Seen together the spaces are seed 004's workspace/ directory, a
+// directory per actor (WorkspacePage, StatsPage), read a page of spaces at
+// a time, never every space at once.
+//
 // actors knows nothing of runs, chats or checkpoints.
 package actors

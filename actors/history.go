@@ -169,29 +169,36 @@ func (s *Spaces) Stats(ctx context.Context, actor string) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	st := Stats{Actor: actor}
+	var st Stats
 	err = s.db.View(ctx, func(tx *index.Tx) error {
 		sp, _, err := findSpace(ctx, tx, actor)
 		if err != nil {
 			return err
 		}
-		st.Seq, st.Root = sp.Seq, sp.Root
-		if err := tx.GetContext(ctx, &st.Versions, `SELECT count(*) FROM actor_changes WHERE actor = ? AND root IS NOT NULL`, actor); err != nil {
-			return index.Translate(err)
+		st, err = s.stats(ctx, tx, sp)
+		return err
+	})
+	return st, err
+}
+
+// stats counts the space whose row is sp, in tx.
+func (s *Spaces) stats(ctx context.Context, tx *index.Tx, sp spaceRow) (Stats, error) {
+	st := Stats{Actor: sp.Actor, Seq: sp.Seq, Root: sp.Root}
+	if err := tx.GetContext(ctx, &st.Versions, `SELECT count(*) FROM actor_changes WHERE actor = ? AND root IS NOT NULL`, sp.Actor); err != nil {
+		return Stats{}, index.Translate(err)
+	}
+	if n, ok := sp.totals(); ok {
+		st.Files, st.Dirs, st.Bytes = n.Files, n.Dirs, n.Bytes
+		return st, nil
+	}
+	err := s.trees.Walk(ctx, tx, sp.Root, func(_ vfs.Path, e vfs.Entry) error {
+		if e.Kind == vfs.KindDir {
+			st.Dirs++
+		} else {
+			st.Files++
+			st.Bytes += e.Size
 		}
-		if n, ok := sp.totals(); ok {
-			st.Files, st.Dirs, st.Bytes = n.Files, n.Dirs, n.Bytes
-			return nil
-		}
-		return s.trees.Walk(ctx, tx, sp.Root, func(_ vfs.Path, e vfs.Entry) error {
-			if e.Kind == vfs.KindDir {
-				st.Dirs++
-			} else {
-				st.Files++
-				st.Bytes += e.Size
-			}
-			return nil
-		})
+		return nil
 	})
 	return st, err
 }
