@@ -25,6 +25,8 @@ type ActorSpaces interface {
 	DeleteWith(ctx context.Context, actor, path string, opt actors.ChangeOptions) (actors.Change, error)
 	DeleteByPrefix(ctx context.Context, actor, prefix string) (actors.Change, error)
 	Stats(ctx context.Context, actor string) (actors.Stats, error)
+	WorkspacePage(ctx context.Context, only []string, path string, depth int, cursor actors.WorkspaceCursor, limit int) ([]actors.WorkspaceEntry, bool, error)
+	StatsPage(ctx context.Context, only []string, after string, limit int) ([]actors.Stats, bool, error)
 	GC(ctx context.Context, opt actors.GCOptions) (actors.GCReport, error)
 	ActorsPage(ctx context.Context, after string, limit int) ([]actors.Space, bool, error)
 	Changes(ctx context.Context, actor string, afterSeq int64, limit int) ([]actors.Change, error)
@@ -41,11 +43,13 @@ const MaxActorDownload = 16 << 20
 var actorOps = []op{
 	{
 		name: "actor.ls", access: reads, request: []any{actorLsRequest{}}, handle: (*Session).actorLs,
-		help: `  actor.ls  {actor, path?, depth?, at?, after?, limit?}  -> {entries: [{path, name, kind, size, hash}], more}
+		help: `  actor.ls  {actor?, path?, depth?, at?, after?, limit?}  -> {entries: [{path, name, kind, size, hash}], more}
                                             an actor's files below path to depth levels,
                                             a page at a time as list; at: the version after
                                             that change (a seq of actor.changes; 0: the
-                                            empty space), store.not_found if gc pruned it`,
+                                            empty space), store.not_found if gc pruned it;
+                                            without actor: every space as one tree, a
+                                            directory per actor, paths starting with it`,
 	},
 	{
 		name: "actor.upload", access: writes, request: []any{actorUploadRequest{}}, handle: (*Session).actorUpload,
@@ -70,8 +74,11 @@ var actorOps = []op{
 		help: `  actor.rm-prefix  {actor, prefix}          -> the change; "temp/" removes temp/, "temp" also temp.md`,
 	},
 	{
-		name: "actor.stats", access: reads, request: []any{actorNameRequest{}}, handle: (*Session).actorStats,
-		help: `  actor.stats  {actor}                      -> {actor, files, dirs, bytes, seq, versions, root}`,
+		name: "actor.stats", access: reads, request: []any{actorStatsRequest{}}, handle: (*Session).actorStats,
+		help: `  actor.stats  {actor?, after?, limit?}    -> {actor, files, dirs, bytes, seq, versions, root}
+                                            without actor: {stats: [STATS, …], more}, one
+                                            per actor by name, limit default 100, at most
+                                            1000; more: ask again with after the last actor`,
 	},
 	{
 		name: "actor.gc", access: writes, request: []any{actorGCRequest{}}, handle: (*Session).actorGC,
@@ -127,9 +134,11 @@ type actorPathRequest struct {
 	Path  string `json:"path"`
 }
 
-type actorNameRequest struct {
+type actorStatsRequest struct {
 	base
 	Actor string `json:"actor"`
+	After string `json:"after"`
+	Limit int    `json:"limit"`
 }
 
 type actorUploadRequest struct {
@@ -201,15 +210,15 @@ func (s *Session) actorLs(ctx context.Context, r request) (any, error) {
 	if err := r.decode(&req); err != nil {
 		return nil, err
 	}
-	if err := required("actor", req.Actor); err != nil {
-		return nil, err
-	}
 	a, err := s.actors()
 	if err != nil {
 		return nil, err
 	}
 	if req.Depth < 0 {
 		return nil, wserr.New(wserr.InvalidArgument, "actor.ls", "", "depth must not be negative")
+	}
+	if req.Actor == "" {
+		return s.workspaceLs(ctx, a, req)
 	}
 	page, err := listPage(req.After, req.Limit)
 	if err != nil {
@@ -225,6 +234,27 @@ func (s *Session) actorLs(ctx context.Context, r request) (any, error) {
 	default:
 		ls, more, err = a.ListAtPage(ctx, req.Actor, *req.At, req.Path, req.Depth, page)
 	}
+	if err != nil {
+		return nil, err
+	}
+	return listedPage("entries", ls, more), nil
+}
+
+// workspaceLs answers actor.ls without an actor: the spaces the session
+// may reach, as one tree.
+func (s *Session) workspaceLs(ctx context.Context, a ActorSpaces, req actorLsRequest) (any, error) {
+	if req.At != nil {
+		return nil, invalidRequest("at names a version of one actor's space: give actor too")
+	}
+	page, err := listPage("", req.Limit)
+	if err != nil {
+		return nil, err
+	}
+	cursor, err := actors.ParseWorkspaceCursor(req.After)
+	if err != nil {
+		return nil, invalidRequest("%s", err.Error())
+	}
+	ls, more, err := a.WorkspacePage(ctx, s.backend.ActorScope, req.Path, req.Depth, cursor, page.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -347,18 +377,28 @@ func (s *Session) actorRmPrefix(ctx context.Context, r request) (any, error) {
 }
 
 func (s *Session) actorStats(ctx context.Context, r request) (any, error) {
-	var req actorNameRequest
+	var req actorStatsRequest
 	if err := r.decode(&req); err != nil {
 		return nil, err
 	}
-	if err := required("actor", req.Actor); err != nil {
-		return nil, err
+	if req.Actor != "" && (req.After != "" || req.Limit != 0) {
+		return nil, invalidRequest("after and limit page the stats of every actor: leave them out with actor")
+	}
+	if req.Limit < 0 || req.Limit > actors.MaxStatsLimit {
+		return nil, invalidRequest("limit must be in 0..%d (0: %d), not %d", actors.MaxStatsLimit, actors.DefaultStatsLimit, req.Limit)
 	}
 	a, err := s.actors()
 	if err != nil {
 		return nil, err
 	}
-	return a.Stats(ctx, req.Actor)
+	if req.Actor != "" {
+		return a.Stats(ctx, req.Actor)
+	}
+	st, more, err := a.StatsPage(ctx, s.backend.ActorScope, req.After, req.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return listedPage("stats", st, more), nil
 }
 
 func (s *Session) actorGC(ctx context.Context, r request) (any, error) {

@@ -148,3 +148,56 @@ func TestActorDownloadPastTheLimitNamesTheTransportsWay(t *testing.T) {
 		assert.Contains(t, r.Error.Message, tc.want)
 	}
 }
+
+// TestActorOpsWithoutActor: actor.ls without an actor lists the spaces as
+// one tree and actor.stats gives a page of every actor's stats, each over
+// the actors Backend.ActorScope names when it names any.
+func TestActorOpsWithoutActor(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	for _, a := range []string{"alice", "bob", "carol"} {
+		_, err := st.Actors.Upload(ctx, a, "docs/"+a+".md", storetest.Text(10))
+		require.NoError(t, err)
+	}
+	result := func(s *protocol.Session, l string) map[string]any {
+		t.Helper()
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%s: %+v", l, r.Error)
+		var a struct {
+			Result map[string]any `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line(t, r)), &a))
+		return a.Result
+	}
+	field := func(m map[string]any, key, name string) []string {
+		var out []string
+		for _, e := range m[key].([]any) {
+			out = append(out, e.(map[string]any)[name].(string))
+		}
+		return out
+	}
+	all := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors})
+	assert.Equal(t, []string{"alice", "alice/docs", "bob", "bob/docs", "carol", "carol/docs"},
+		field(result(all, `{"op":"actor.ls","depth":2}`), "entries", "path"))
+	assert.Equal(t, []string{"bob/docs/bob.md"}, field(result(all, `{"op":"actor.ls","path":"bob/docs"}`), "entries", "path"))
+	page := result(all, `{"op":"actor.stats","limit":2}`)
+	assert.Equal(t, []string{"alice", "bob"}, field(page, "stats", "actor"))
+	assert.Equal(t, true, page["more"])
+
+	scoped := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, ActorScope: []string{"carol", "bob"}})
+	assert.Equal(t, []string{"bob", "carol"}, field(result(scoped, `{"op":"actor.ls"}`), "entries", "path"))
+	assert.Equal(t, []string{"bob", "carol"}, field(result(scoped, `{"op":"actor.stats"}`), "stats", "actor"))
+	assert.Empty(t, result(scoped, `{"op":"actor.ls","path":"alice"}`)["entries"], "alice is absent")
+
+	for l, code := range map[string]wserr.Code{
+		`{"op":"actor.ls","at":1}`:                       protocol.CodeInvalidRequest,
+		`{"op":"actor.ls","after":"../x"}`:               protocol.CodeInvalidRequest,
+		`{"op":"actor.ls","path":"../x"}`:                wserr.InvalidPath,
+		`{"op":"actor.stats","limit":1001}`:              protocol.CodeInvalidRequest,
+		`{"op":"actor.stats","actor":"alice","limit":1}`: protocol.CodeInvalidRequest,
+	} {
+		r := all.Handle(ctx, []byte(l))
+		require.False(t, r.OK, l)
+		assert.Equal(t, code, r.Error.Code, "%s: %s", l, r.Error.Message)
+	}
+}

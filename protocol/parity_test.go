@@ -128,6 +128,8 @@ var goOps = map[string]string{
 	"Spaces.DeleteWith":       "actor.rm",
 	"Spaces.DeleteByPrefix":   "actor.rm-prefix",
 	"Spaces.Stats":            "actor.stats",
+	"Spaces.StatsPage":        "actor.stats",
+	"Spaces.WorkspacePage":    "actor.ls",
 	"Spaces.GC":               "actor.gc",
 	"Spaces.Changes":          "actor.changes",
 	"Spaces.Diff":             "actor.diff",

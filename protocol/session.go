@@ -56,6 +56,10 @@ type Backend struct {
 	Journal JournalPager
 	// Actors serves the actor.* ops; nil refuses them.
 	Actors ActorSpaces
+	// ActorScope, when not empty, is the actors whose spaces actor.ls and
+	// actor.stats without an actor reach (an HTTP token's); the others
+	// are absent. None: every actor.
+	ActorScope []string
 	// Retention serves prune, chat.delete and policy.set; nil refuses them.
 	Retention Retention
 	// Records serves the record ops (context.assembled, model.request,

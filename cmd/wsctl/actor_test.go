@@ -105,7 +105,8 @@ func TestActorBatchOps(t *testing.T) {
 	assert.Contains(t, lines[10], "workspace.invalid_actor")
 	assert.Contains(t, lines[11], "workspace.invalid_path")
 
-	// A field left out is the host's mistake (batch.invalid_request);
+	// A field left out, or one that does not fit the others, is the
+	// host's mistake (batch.invalid_request);
 	// a bad value above is the model's.
 	missing := []string{
 		`{"op":"actor.upload","path":"x","content":"a"}`,
@@ -113,8 +114,8 @@ func TestActorBatchOps(t *testing.T) {
 		`{"op":"actor.download","actor":"alice"}`,
 		`{"op":"actor.rm","actor":"alice"}`,
 		`{"op":"actor.rm-prefix","actor":"alice"}`,
-		`{"op":"actor.ls"}`,
-		`{"op":"actor.stats"}`,
+		`{"op":"actor.ls","actor":"alice","at":-1}`,
+		`{"op":"actor.stats","actor":"alice","limit":1}`,
 		`{"op":"chat.delete","chats":[{"kind":"character"}]}`,
 	}
 	out, errOut, code = c.run(strings.Join(missing, "\n")+"\n", "batch")
@@ -125,6 +126,15 @@ func TestActorBatchOps(t *testing.T) {
 		assert.Contains(t, l, `"code":"batch.invalid_request"`, missing[i])
 	}
 	assert.Equal(t, "# weekly", c.ok("actor", "download", "alice", "reports/weekly.md"), "nothing changed")
+
+	// Without an actor, actor.ls and actor.stats read across the spaces.
+	out, errOut, code = c.run(`{"op":"actor.ls","depth":2}`+"\n"+`{"op":"actor.stats"}`+"\n", "batch")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, "stdout %s stderr %s", out, errOut)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, lines[0], `{"path":"alice","name":"alice","kind":"dir"`)
+	assert.Contains(t, lines[0], `"path":"alice/reports"`)
+	assert.Contains(t, lines[1], `"stats":[{"actor":"alice"`)
 }
 
 // TestActorUploadRefusesCutBase64: contentBase64 that ends inside a group
