@@ -38,6 +38,8 @@ type ActorSpaces interface {
 	DeleteWith(ctx context.Context, actor, path string, opt actors.ChangeOptions) (actors.Change, error)
 	DeleteByPrefix(ctx context.Context, actor, prefix string) (actors.Change, error)
 	Stats(ctx context.Context, actor string) (actors.Stats, error)
+	WorkspacePage(ctx context.Context, only []string, path string, depth int, cursor actors.WorkspaceCursor, limit int) ([]actors.WorkspaceEntry, bool, error)
+	StatsPage(ctx context.Context, only []string, after string, limit int) ([]actors.Stats, bool, error)
 	GC(ctx context.Context, opt actors.GCOptions) (actors.GCReport, error)
 }
 

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/tokens"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -25,6 +26,12 @@ var hostFileOps = map[string]bool{"export": true, "import": true}
 // whole: each takes a transfer's turn (Options.MaxTransfers), as a
 // download does, however small its request.
 var contentOps = map[string]bool{"read": true, "host.read": true, "actor.download": true, "diff": true, "runs.diff": true}
+
+// spacesOps are the ops that, without an actor, read across the actor
+// spaces: a token limited to actors gets its actors' alone
+// (protocol.Backend.ActorScope), as GET /workspace/files and
+// /workspace/stats without actor= give.
+var spacesOps = map[string]bool{"actor.ls": true, "actor.stats": true}
 
 // opAccess is what the request line asks of its token. Only the top-level
 // "op" and "actor" are looked at; a line that does not decode asks the
@@ -55,6 +62,9 @@ func opAccess(line []byte) access {
 	if strings.HasPrefix(op, "actor.") {
 		if raw, ok := fields["actor"]; ok && json.Unmarshal(raw, &actor) == nil && actor != "" {
 			a.store, a.actor = false, actor
+		} else if spacesOps[op] && (!ok || string(raw) == `""`) {
+			// The spaces the token may reach (the session's ActorScope).
+			a.store, a.spaces = false, true
 		}
 	}
 	if op == "actor.upload" {
@@ -70,12 +80,14 @@ func opAccess(line []byte) access {
 	return a
 }
 
-// protocol is the backend of /v1/op's sessions: the store's, without
-// the host's file system (see also hostFileOps), whose errors name this
-// API's ways rather than commands of the server's host.
-func (h *Handler) protocol() protocol.Backend {
+// protocol is the backend of /v1/op's sessions for tok: the store's,
+// without the host's file system (see also hostFileOps), reaching across
+// the actor spaces only tok's actors', whose errors name this API's ways
+// rather than commands of the server's host.
+func (h *Handler) protocol(tok tokens.Token) protocol.Backend {
 	b := h.b.Protocol
 	b.NoHostPaths = true
+	b.ActorScope = tok.Actors
 	b.StreamDownload = "GET /workspace/file?actor=&path="
 	return b
 }
@@ -201,7 +213,7 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 		return err
 	}
 	_ = h.retry(r.Context(), func() error {
-		resp, sent, late = protocol.NewSession(h.protocol()).HandleTo(r.Context(), line, deliver)
+		resp, sent, late = protocol.NewSession(h.protocol(tok)).HandleTo(r.Context(), line, deliver)
 		if !sent && resp.Error != nil && resp.Error.Code == wserr.Busy {
 			return wserr.New(wserr.Busy, "", "", "busy")
 		}

@@ -16,25 +16,33 @@ import (
 	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/protocol"
+	"github.com/wsstore/wsstore/tokens"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// Seed 004's Workspace API. Every endpoint names its actor (?actor=);
-// the token must allow it.
+// Seed 004's Workspace API. Every endpoint that changes a space names its
+// actor (?actor=), and the token must allow it; the listing and the stats
+// without one read across the spaces the token may reach.
 
 // GET /workspace/files?actor=&path=&depth=&after=&limit=: the actor's
 // entries below path (default the root), depth levels down (default 1), a
-// page at a time (more: entries remain after the last).
+// page at a time (more: entries remain after the last). Without actor,
+// the spaces as one tree (wsTreeFiles).
 func (h *Handler) wsFiles(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	actor := q.Get("actor")
-	if _, ok := h.authorize(w, r, access{actor: actor}); !ok {
+	tok, ok := h.authorize(w, r, access{actor: actor, spaces: actor == ""})
+	if !ok {
 		return
 	}
 	depth, err := intParam(q.Get("depth"), "depth")
 	if err == nil && depth < 0 {
 		err = badRequest("depth must not be negative")
+	}
+	if err == nil && actor == "" {
+		h.wsTreeFiles(w, r, tok, depth)
+		return
 	}
 	var page vfs.ListPage
 	if err == nil {
@@ -58,6 +66,45 @@ func (h *Handler) wsFiles(w http.ResponseWriter, r *http.Request) {
 		ls = []vfs.Listed{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"actor": actor, "entries": ls, "more": more})
+}
+
+// wsTreeFiles answers GET /workspace/files without actor: the spaces tok
+// may reach as one tree, seed 004's workspace/ directory, whose root holds
+// a directory per actor; path and the entries' paths start with the actor
+// (actors.Spaces.WorkspacePage).
+func (h *Handler) wsTreeFiles(w http.ResponseWriter, r *http.Request, tok tokens.Token, depth int) {
+	q := r.URL.Query()
+	limit, err := intParam(q.Get("limit"), "limit")
+	var page vfs.ListPage
+	if err == nil {
+		if page, err = vfs.ParseListPage("", limit); err != nil {
+			err = badRequest("%s", err.Error())
+		}
+	}
+	var cursor actors.WorkspaceCursor
+	if err == nil {
+		if cursor, err = actors.ParseWorkspaceCursor(q.Get("after")); err != nil {
+			err = badRequest("%s", err.Error())
+		}
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var ls []actors.WorkspaceEntry
+	var more bool
+	err = h.retry(r.Context(), func() (err error) {
+		ls, more, err = h.b.Actors.WorkspacePage(r.Context(), tok.Actors, q.Get("path"), depth, cursor, page.Limit)
+		return err
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if ls == nil {
+		ls = []actors.WorkspaceEntry{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": ls, "more": more})
 }
 
 // GET /workspace/file?actor=&path=: the file's bytes, streamed, with its
@@ -347,9 +394,21 @@ func writeChangeError(w http.ResponseWriter, err error) {
 }
 
 // GET /workspace/stats?actor=: the actor's files, bytes and versions.
+// Without actor, a page of every actor's stats the token may reach
+// (wsStatsPage).
 func (h *Handler) wsStats(w http.ResponseWriter, r *http.Request) {
-	actor := r.URL.Query().Get("actor")
-	if _, ok := h.authorize(w, r, access{actor: actor}); !ok {
+	q := r.URL.Query()
+	actor := q.Get("actor")
+	tok, ok := h.authorize(w, r, access{actor: actor, spaces: actor == ""})
+	if !ok {
+		return
+	}
+	if actor == "" {
+		h.wsStatsPage(w, r, tok)
+		return
+	}
+	if q.Has("after") || q.Has("limit") {
+		writeError(w, badRequest("after= and limit= page the stats of every actor: leave them out with actor="))
 		return
 	}
 	var st actors.Stats
@@ -362,6 +421,35 @@ func (h *Handler) wsStats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// wsStatsPage answers GET /workspace/stats?after=&limit= without actor:
+// the stats of the actors with a space that tok may reach, by name, a
+// page at a time (actors.Spaces.StatsPage).
+func (h *Handler) wsStatsPage(w http.ResponseWriter, r *http.Request, tok tokens.Token) {
+	q := r.URL.Query()
+	limit, err := intParam(q.Get("limit"), "limit")
+	if err == nil && (limit < 0 || limit > actors.MaxStatsLimit) {
+		err = badRequest("limit must be in 0..%d (0: %d), not %d", actors.MaxStatsLimit, actors.DefaultStatsLimit, limit)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var st []actors.Stats
+	var more bool
+	err = h.retry(r.Context(), func() (err error) {
+		st, more, err = h.b.Actors.StatsPage(r.Context(), tok.Actors, q.Get("after"), limit)
+		return err
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if st == nil {
+		st = []actors.Stats{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"stats": st, "more": more})
 }
 
 // POST /workspace/gc?actor=&keepVersions=: prunes old versions (of one

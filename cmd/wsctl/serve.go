@@ -59,12 +59,15 @@ last entry's path (after=) or seq (afterSeq=) of one page to get the next.
 
   GET    /healthz                                 {"ok": true}, without a token
   GET    /workspace/files?actor=&path=&depth=&after=&limit=
-                                  a page of entries, and more
+                                  a page of entries, and more; without
+                                  actor=, every space as one tree: a
+                                  directory per actor (path=alice/x)
   GET    /workspace/file?actor=&path=             the file, streamed (Range, If-None-Match)
   POST   /workspace/upload?actor=&path=           the body (or a multipart file), streamed
                                   (If-Match, If-None-Match: *)
   DELETE /workspace/file?actor=&path=             (If-Match, If-None-Match: *)
-  GET    /workspace/stats?actor=
+  GET    /workspace/stats?actor=                  without actor=: a page of every
+                                  actor's (after=&limit=), and more
   POST   /workspace/gc?actor=&keepVersions=       prune versions, then gc the store
   DELETE /workspace/delete-by-prefix?actor=&prefix=
   POST   /v1/op                                   one batch request -> one response
