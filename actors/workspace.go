@@ -79,7 +79,7 @@ const (
 // The page holds at most limit entries (limit <= 0: vfs.DefaultListLimit)
 // after cursor, in List's order, and says whether more remain after it
 // (ask again with the last entry's path as the cursor). At the root a page
-// reads at most limit+1 spaces.
+// reads at most limit+2 spaces: the cursor's, and limit+1 after it.
 //
 // only, when not empty, limits the listing to those actors: the others
 // are absent from its root, and a path in one of their spaces reads as an
