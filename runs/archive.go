@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -167,23 +168,35 @@ func runIDsAfter(ctx context.Context, tx *index.Tx, chatID, after string, limit 
 }
 
 // EachCommitRow calls fn with each of run id's commit rows in tx, ordered
-// by seq, reading one at a time: a run's messages are never held together.
+// by seq, reading their seqs commitSeqPage at a time, each page after the
+// last seq of the one before, and the rows one at a time: a run's
+// messages are never held together, nor all of its seqs.
 func (s *Service) EachCommitRow(ctx context.Context, tx *index.Tx, runID string, fn func(CommitRow) error) error {
 	var seqs []int64
-	if err := tx.SelectContext(ctx, &seqs, `SELECT seq FROM commits WHERE run_id = ? ORDER BY seq`, runID); err != nil {
-		return fmt.Errorf("export commits %s: %w", runID, index.Translate(err))
-	}
-	for _, seq := range seqs {
-		var c CommitRow
-		if err := tx.GetContext(ctx, &c, `SELECT `+commitRowCols+` FROM commits WHERE run_id = ? AND seq = ?`, runID, seq); err != nil {
-			return fmt.Errorf("export commit %s#%d: %w", runID, seq, index.Translate(err))
+	for after := int64(math.MinInt64); ; {
+		seqs = seqs[:0]
+		if err := tx.SelectContext(ctx, &seqs, `SELECT seq FROM commits WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+			runID, after, commitSeqPage); err != nil {
+			return fmt.Errorf("export commits %s: %w", runID, index.Translate(err))
 		}
-		if err := fn(c); err != nil {
-			return err
+		for _, seq := range seqs {
+			var c CommitRow
+			if err := tx.GetContext(ctx, &c, `SELECT `+commitRowCols+` FROM commits WHERE run_id = ? AND seq = ?`, runID, seq); err != nil {
+				return fmt.Errorf("export commit %s#%d: %w", runID, seq, index.Translate(err))
+			}
+			if err := fn(c); err != nil {
+				return err
+			}
 		}
+		if len(seqs) < commitSeqPage {
+			return nil
+		}
+		after = seqs[len(seqs)-1]
 	}
-	return nil
 }
+
+// commitSeqPage is how many commit seqs EachCommitRow reads at a time.
+var commitSeqPage = 1000
 
 // ImportChat writes c in tx unless a chat workspace with its id exists. It
 // reports added when it wrote the row. An existing chat with the same

@@ -411,3 +411,45 @@ func TestEachRunRecordReadsRunIDsInPages(t *testing.T) {
 	assert.Contains(t, plan, "USING COVERING INDEX runs_chat_id (chat_id=? AND id>?)", "a page of the chat's runs, not the store's")
 	assert.NotContains(t, plan, "TEMP B-TREE", "no sort of every run of the chat")
 }
+
+// TestEachCommitRowReadsSeqsInPages: a walk of a run's commits (an
+// export, a sync) reads their seqs a page at a time (two here), each page
+// after the last seq of the one before, so it holds one page of seqs
+// however many commits the run has, and still reaches every commit once,
+// in seq order.
+func TestEachCommitRowReadsSeqsInPages(t *testing.T) {
+	defer runs.SetCommitSeqPage(2)()
+	ctx := context.Background()
+	var rec storetest.Statements
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace}})
+	r, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}})
+	require.NoError(t, err)
+	require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
+		for _, seq := range []int64{3, 1, 5, 2, 4} {
+			if err := st.Runs.ImportCommit(ctx, tx, runs.CommitRow{ID: fmt.Sprintf("commit_%d", seq), RunID: r.ID, Seq: seq,
+				Mode: "new", Kind: "commit", Status: runs.CommitCompleted, Message: "{}", Receipt: "{}"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+
+	var got []int64
+	pages := 0
+	for _, q := range rec.Record(func() {
+		require.NoError(t, st.DB.View(ctx, func(tx *index.Tx) error {
+			return st.Runs.EachCommitRow(ctx, tx, r.ID, func(c runs.CommitRow) error {
+				assert.Equal(t, fmt.Sprintf("commit_%d", c.Seq), c.ID)
+				got = append(got, c.Seq)
+				return nil
+			})
+		}))
+	}) {
+		if strings.HasPrefix(q, "SELECT seq FROM commits") {
+			assert.Contains(t, q, "LIMIT", "a page of seqs, not all of them")
+			pages++
+		}
+	}
+	assert.Equal(t, []int64{1, 2, 3, 4, 5}, got)
+	assert.Equal(t, 3, pages, "seqs 2, 2 and 1 at a time")
+}

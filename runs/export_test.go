@@ -24,6 +24,14 @@ func SetRunIDPage(n int) (restore func()) {
 	return func() { runIDPage = old }
 }
 
+// SetCommitSeqPage makes EachCommitRow read n commit seqs at a time, and
+// returns what puts the old size back.
+func SetCommitSeqPage(n int) (restore func()) {
+	old := commitSeqPage
+	commitSeqPage = n
+	return func() { commitSeqPage = old }
+}
+
 // SetPruneReportEntries makes a PruneReport list at most n entries of
 // each kind, and returns what puts the old bound back.
 func SetPruneReportEntries(n int) (restore func()) {
