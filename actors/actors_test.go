@@ -644,3 +644,35 @@ func TestGCOfOneActorReadsItsSpaceOnly(t *testing.T) {
 	t.Logf("pages of the space read by gc of one actor: %d among 10 spaces, %d among 2,000", small, large)
 	assert.LessOrEqual(t, large, small+2, "pages among 2,000 spaces")
 }
+
+// TestEachSpaceRecordReadsPages: a walk of every actor space (an export,
+// a sync) reads their rows a page at a time (two here), each page after
+// the last actor of the one before, so it holds one page of rows however
+// many spaces there are, and still reaches every space once, in actor
+// order.
+func TestEachSpaceRecordReadsPages(t *testing.T) {
+	defer actors.SetSpacePage(2)()
+	ctx := context.Background()
+	var rec storetest.Statements
+	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace}})
+	for _, a := range []string{"e", "b", "d", "a", "c"} {
+		upload(t, s, a, "notes.md", "from "+a)
+	}
+	var got []string
+	pages := 0
+	for _, q := range rec.Record(func() {
+		require.NoError(t, s.DB.View(ctx, func(tx *index.Tx) error {
+			return s.Actors.EachSpaceRecord(ctx, tx, func(r actors.SpaceRecord) error {
+				got = append(got, r.Actor)
+				return nil
+			})
+		}))
+	}) {
+		if strings.HasPrefix(q, "SELECT actor, root, seq, created, updated FROM actor_spaces") {
+			assert.Contains(t, q, "LIMIT", "a page of rows, not all of them")
+			pages++
+		}
+	}
+	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, got)
+	assert.Equal(t, 3, pages, "rows 2, 2 and 1 at a time")
+}

@@ -48,19 +48,31 @@ func (s *Spaces) ExportSpace(ctx context.Context, tx *index.Tx, actor string) (r
 }
 
 // EachSpaceRecord calls fn, in tx, with every actor space's row, ordered by
-// actor. The error is fn's or a failed read.
+// actor, reading spacePage rows at a time, each page after the last actor
+// of the one before: a pass over any number of spaces holds one page of
+// them. The error is fn's or a failed read.
 func (s *Spaces) EachSpaceRecord(ctx context.Context, tx *index.Tx, fn func(SpaceRecord) error) error {
 	var rows []spaceRow
-	if err := tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated FROM actor_spaces ORDER BY actor`); err != nil {
-		return fmt.Errorf("export actor spaces: %w", index.Translate(err))
-	}
-	for _, r := range rows {
-		if err := fn(r.record()); err != nil {
-			return err
+	for after := ""; ; {
+		rows = rows[:0]
+		if err := tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated FROM actor_spaces
+			WHERE actor > ? ORDER BY actor LIMIT ?`, after, spacePage); err != nil {
+			return fmt.Errorf("export actor spaces: %w", index.Translate(err))
 		}
+		for _, r := range rows {
+			if err := fn(r.record()); err != nil {
+				return err
+			}
+		}
+		if len(rows) < spacePage {
+			return nil
+		}
+		after = rows[len(rows)-1].Actor
 	}
-	return nil
 }
+
+// spacePage is how many actor spaces EachSpaceRecord reads at a time.
+var spacePage = 512
 
 // exportPage is how many journal rows EachExportChange reads at a time.
 const exportPage = 512

@@ -1,0 +1,9 @@
+package actors
+
+// SetSpacePage makes EachSpaceRecord read n actor spaces at a time, and
+// returns what puts the old size back.
+func SetSpacePage(n int) (restore func()) {
+	old := spacePage
+	spacePage = n
+	return func() { spacePage = old }
+}
