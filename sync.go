@@ -407,7 +407,7 @@ func (s *Store) lockAndRegister(ctx context.Context, dev string, rep *remote.Rep
 }
 
 // itemsOf returns the state now of the chats, runs and actor spaces
-// names names ("KIND ID"), as currentItems would, leaving out those that
+// names names ("KIND ID"), as eachItem would, leaving out those that
 // do not exist.
 func (s *Store) itemsOf(ctx context.Context, names []string) (map[string]remote.Item, error) {
 	out := map[string]remote.Item{}
@@ -455,15 +455,27 @@ func (s *Store) itemsOf(ctx context.Context, names []string) (map[string]remote.
 	return out, err
 }
 
-// currentItems returns the state now of every chat, run and actor space,
-// as remote.Item records it, by name.
-func (s *Store) currentItems(ctx context.Context) (map[string]remote.Item, error) {
-	out := map[string]remote.Item{}
-	err := s.DB.View(ctx, func(tx *index.Tx) error {
+// itemPage is how many synced items eachItem reads at a time.
+const itemPage = 512
+
+// eachItem calls fn with the state now of every chat, run and actor
+// space, as remote.Item records it (itemsOf), and with its synced state
+// (synced false for one never synced), chats, then runs, then actor
+// spaces, each in id order. Both are read a page at a time, the synced
+// states as a stream merged with the items', so a pass over any number of
+// items holds a page of each.
+func (s *Store) eachItem(ctx context.Context, fn func(it, old remote.Item, synced bool) error) error {
+	return s.DB.View(ctx, func(tx *index.Tx) error {
+		st := syncedStream{tier: s.Remote}
+		each := func(it remote.Item) error {
+			old, ok, err := st.find(ctx, tx, it.Kind, it.ID)
+			if err != nil {
+				return err
+			}
+			return fn(it, old, ok)
+		}
 		if err := s.Runs.EachChatRecord(ctx, tx, func(c runs.ChatRecord) error {
-			it := remote.Item{Kind: "chat", ID: c.ID, FP: fingerprint(c, 0)}
-			out[it.Name()] = it
-			return nil
+			return each(remote.Item{Kind: "chat", ID: c.ID, FP: fingerprint(c, 0)})
 		}); err != nil {
 			return err
 		}
@@ -472,19 +484,47 @@ func (s *Store) currentItems(ctx context.Context) (map[string]remote.Item, error
 			if err != nil {
 				return err
 			}
-			it := remote.Item{Kind: "run", ID: r.ID, Parent: r.ChatID, Seq: last, FP: fingerprint(r, last)}
-			out[it.Name()] = it
-			return nil
+			return each(remote.Item{Kind: "run", ID: r.ID, Parent: r.ChatID, Seq: last, FP: fingerprint(r, last)})
 		}); err != nil {
 			return err
 		}
 		return s.Actors.EachSpaceRecord(ctx, tx, func(a actors.SpaceRecord) error {
-			it := remote.Item{Kind: "actor", ID: a.Actor, Seq: a.Seq, FP: fingerprint(a, a.Seq)}
-			out[it.Name()] = it
-			return nil
+			return each(remote.Item{Kind: "actor", ID: a.Actor, Seq: a.Seq, FP: fingerprint(a, a.Seq)})
 		})
 	})
-	return out, err
+}
+
+// syncedStream reads the tier's synced items for ids asked in increasing
+// order within a kind, a page at a time (remote.Storage.ItemsFrom).
+type syncedStream struct {
+	tier *remote.Storage
+	kind string
+	page []remote.Item // the page's items from the last id asked on
+	end  bool          // nothing of kind after page
+}
+
+// find returns the synced item kind/id, if there is one, read in tx.
+func (st *syncedStream) find(ctx context.Context, tx *index.Tx, kind, id string) (remote.Item, bool, error) {
+	if kind != st.kind {
+		st.kind, st.page, st.end = kind, nil, false
+	}
+	for {
+		for len(st.page) > 0 && st.page[0].ID < id {
+			st.page = st.page[1:]
+		}
+		if len(st.page) > 0 {
+			return st.page[0], st.page[0].ID == id, nil
+		}
+		if st.end {
+			return remote.Item{}, false, nil
+		}
+		// From id on: ids synced and gone since are skipped, not read.
+		page, err := st.tier.ItemsFrom(ctx, tx, kind, id, itemPage)
+		if err != nil {
+			return remote.Item{}, false, err
+		}
+		st.page, st.end = page, len(page) < itemPage
+	}
 }
 
 // fingerprint is what a sync compares to find what changed: the row and
@@ -1168,26 +1208,35 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 	if err != nil {
 		return err
 	}
-	var cur, synced map[string]remote.Item
+	// synced holds the synced states of (at least) the changed items.
+	var changed []remote.Item
+	synced := map[string]remote.Item{}
 	if claimed.All {
-		if synced, err = s.Remote.Items(ctx, s.DB); err != nil {
-			return err
-		}
-		cur, err = s.currentItems(ctx)
+		err = s.eachItem(ctx, func(it, old remote.Item, ok bool) error {
+			if !ok || old.FP != it.FP {
+				changed = append(changed, it)
+				if ok {
+					synced[it.Name()] = old
+				}
+			}
+			return nil
+		})
 	} else {
+		var cur map[string]remote.Item
 		if synced, err = s.Remote.ItemsNamed(ctx, s.DB, claimed.Names); err != nil {
 			return err
 		}
-		cur, err = s.itemsOf(ctx, claimed.Names)
+		if cur, err = s.itemsOf(ctx, claimed.Names); err != nil {
+			return err
+		}
+		for name, it := range cur {
+			if old, ok := synced[name]; !ok || old.FP != it.FP {
+				changed = append(changed, it)
+			}
+		}
 	}
 	if err != nil {
 		return err
-	}
-	var changed []remote.Item
-	for name, it := range cur {
-		if old, ok := synced[name]; !ok || old.FP != it.FP {
-			changed = append(changed, it)
-		}
 	}
 	slices.SortFunc(changed, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
 	size, since, hasBase, err := remote.LastBase(ctx, s.DB)
@@ -1241,19 +1290,14 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 		// A base carries what this device sent last of each object:
 		// what it only took in is in the sending device's segments.
 		h.Base = true
-		if !claimed.All {
-			if synced, err = s.Remote.Items(ctx, s.DB); err != nil {
-				return err
-			}
-			if cur, err = s.currentItems(ctx); err != nil {
-				return err
-			}
-		}
-		all := make([]remote.Item, 0, len(cur))
-		for name, it := range cur {
-			if old, ok := synced[name]; !ok || old.FP != it.FP || old.Sent {
+		var all []remote.Item
+		if err := s.eachItem(ctx, func(it, old remote.Item, ok bool) error {
+			if !ok || old.FP != it.FP || old.Sent {
 				all = append(all, it)
 			}
+			return nil
+		}); err != nil {
+			return err
 		}
 		slices.SortFunc(all, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
 		delta.Close()

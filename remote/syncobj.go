@@ -229,20 +229,16 @@ type Item struct {
 // Name is "KIND ID", as archive summaries name objects.
 func (it Item) Name() string { return it.Kind + " " + it.ID }
 
-// Items returns every item of the tier's sync state, by Name.
-func (s *Storage) Items(ctx context.Context, db *index.DB) (map[string]Item, error) {
+// ItemsFrom returns, in tx, at most limit of the tier's synced items of
+// kind, in id order, from the id from on: a caller reads them a page at
+// a time, however many there are.
+func (s *Storage) ItemsFrom(ctx context.Context, tx *index.Tx, kind, from string, limit int) ([]Item, error) {
 	var rows []Item
-	err := db.View(ctx, func(tx *index.Tx) error {
-		return tx.SelectContext(ctx, &rows, `SELECT kind, id, parent, fp, seq, last, first, sent FROM sync_items WHERE remote = ?`, s.remoteKey())
-	})
-	if err != nil {
+	if err := tx.SelectContext(ctx, &rows, `SELECT kind, id, parent, fp, seq, last, first, sent FROM sync_items
+		WHERE remote = ? AND kind = ? AND id >= ? ORDER BY id LIMIT ?`, s.remoteKey(), kind, from, limit); err != nil {
 		return nil, index.Translate(err)
 	}
-	out := make(map[string]Item, len(rows))
-	for _, r := range rows {
-		out[r.Name()] = r
-	}
-	return out, nil
+	return rows, nil
 }
 
 // ItemsNamed returns the items of the tier's sync state that names
