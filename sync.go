@@ -959,13 +959,23 @@ func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, sy
 		}
 		return err == nil, err
 	case "chat":
+		// The first runs left are named, the others counted.
 		var left []string
+		n := 0
 		if err := s.DB.View(ctx, func(tx *index.Tx) error {
-			return s.Runs.EachRunRecord(ctx, tx, tb.ID, func(r runs.RunRecord) error { left = append(left, r.ID); return nil })
+			return s.Runs.EachRunRecord(ctx, tx, tb.ID, func(r runs.RunRecord) error {
+				if n++; len(left) < namedRuns {
+					left = append(left, r.ID)
+				}
+				return nil
+			})
 		}); err != nil {
 			return false, err
 		}
-		if len(left) > 0 {
+		if n > len(left) {
+			left = append(left, fmt.Sprintf("and %d more", n-len(left)))
+		}
+		if n > 0 {
 			return conflict("but here it holds runs the deletion did not: %s", strings.Join(left, ", "))
 		}
 		var det chatTombDetail
@@ -1000,6 +1010,10 @@ func (s *Store) applyTombstone(ctx context.Context, tb remote.Tombstone, cur, sy
 	}
 	return false, nil
 }
+
+// namedRuns is how many of the runs a chat tombstone did not delete its
+// conflict names.
+const namedRuns = 3
 
 // chatTombDetail is a chat tombstone's detail: the chat's key and, from
 // builds that record it, the persist/ layer the device deleted (a device

@@ -63,3 +63,28 @@ func TestSyncExaminingEveryItemHoldsAPage(t *testing.T) {
 	// some 10 MiB more at 20,000 runs.
 	assert.Less(t, int64(large)-int64(small), int64(3<<19), "the heap grows with the runs")
 }
+
+// TestSyncChatConflictNamesAFewRuns: a chat deleted on one device while
+// another started runs in it is a conflict that names the first three of
+// those runs and counts the others, however many there are.
+func TestSyncChatConflictNamesAFewRuns(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	chat := runs.ChatKey{Kind: "character", StableChatID: "chat-1"}
+	smallRuns(t, a, "chat-1", "s", 1)
+	syncOK(t, a)
+	syncOK(t, b)
+	_, err := a.Runs.DeleteChats(ctx, []runs.ChatKey{chat}, true)
+	require.NoError(t, err)
+	for i := range 5 {
+		_, err := b.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat, RunID: fmt.Sprintf("late-%02d", i)})
+		require.NoError(t, err)
+	}
+	dev := syncOK(t, a).Device
+	rb := syncOK(t, b)
+	require.Equal(t, []string{"chat " + runs.ChatWorkspaceID(chat)}, conflictNames(rb.Conflicts))
+	assert.Equal(t, "deleted on device "+dev+", but here it holds runs the deletion did not: late-00, late-01, late-02, and 2 more",
+		rb.Conflicts[0].Reason)
+	assert.Len(t, runIDs(t, b), 5, "b's runs stay")
+}
