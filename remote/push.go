@@ -145,7 +145,7 @@ func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st Push
 	// A pack is gathered across pages and classes; chunked blobs' lists go
 	// in groups of up to 1,000, each after the packs before it.
 	var cur, chunked []pending
-	pushed := map[cas.Hash]bool{} // bases found on the object store
+	pushed := seenBases{} // bases found on the object store
 	var size int64
 	flush := func(g []pending) error {
 		if len(g) == 0 {
@@ -213,7 +213,7 @@ func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st Push
 
 // pushGroup uploads one group and records it, skipping objects deleted
 // since Push listed them.
-func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, device string, pushed map[cas.Hash]bool) (int, int64, error) {
+func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, device string, pushed seenBases) (int, int64, error) {
 	chunked := g[0].Kind == cas.KindBlob && cas.Codec(g[0].Codec) == cas.CodecChunked
 	group := make(map[cas.Hash]bool, len(g))
 	for _, p := range g {
@@ -273,7 +273,7 @@ func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, devi
 // before what it needs; it waits for a later push, and no other device
 // learns of an object it cannot read. pushed remembers the bases found
 // on the object store.
-func ready(ctx context.Context, tx *index.Tx, p pending, group, pushed map[cas.Hash]bool) (bool, error) {
+func ready(ctx context.Context, tx *index.Tx, p pending, group map[cas.Hash]bool, pushed seenBases) (bool, error) {
 	if len(p.Base) == len(cas.Hash{}) {
 		base := cas.Hash(p.Base)
 		if !group[base] && !pushed[base] {
@@ -285,7 +285,7 @@ func ready(ctx context.Context, tx *index.Tx, p pending, group, pushed map[cas.H
 			if n > 0 {
 				return false, nil
 			}
-			pushed[base] = true
+			pushed.add(base)
 		}
 	}
 	if p.Kind == cas.KindBlob && cas.Codec(p.Codec) == cas.CodecChunked {
@@ -299,6 +299,23 @@ func ready(ctx context.Context, tx *index.Tx, p pending, group, pushed map[cas.H
 		}
 	}
 	return true, nil
+}
+
+// seenBases is a set of the delta bases (and dictionaries) a push found on
+// the object store, so that the objects compressed against one look it up
+// once. It is a cache: past maxSeenBases it forgets them all, so a first
+// push of a large store holds a bounded set, and a base forgotten costs
+// one lookup again.
+type seenBases map[cas.Hash]bool
+
+// maxSeenBases bounds a seenBases: about 3 MiB of entries.
+const maxSeenBases = 1 << 16
+
+func (s seenBases) add(h cas.Hash) {
+	if len(s) >= maxSeenBases {
+		clear(s)
+	}
+	s[h] = true
 }
 
 // Pending returns how many objects are recorded but not pushed.
