@@ -677,23 +677,15 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 	if err != nil {
 		return err
 	}
-	synced, err := s.Remote.ItemsNamed(ctx, s.DB, names)
-	if err != nil {
-		return err
-	}
 	t := remote.TakenIn{Segment: seg, Tombstones: h.Tombstones, Drop: early}
 	var items []remote.Item
 	for _, name := range brought {
 		if it, ok := cur[name]; ok {
 			items = append(items, it)
-			synced[name] = it
 		}
 	}
 	if err := s.withLast(ctx, items); err != nil {
 		return err
-	}
-	for _, it := range items {
-		synced[it.Name()] = it
 	}
 	t.Items = items
 	// This segment's tombstones, runs before chats; then the tombstones
@@ -724,6 +716,22 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 	slices.SortStableFunc(tombs, func(a, b remote.Tombstone) int {
 		return strings.Compare(b.Kind, a.Kind) // "run" before "chat"
 	})
+	// The synced states the tombstones are applied against: of what the
+	// segment brought, its state here now. Only the names the tombstones
+	// name are looked up, not every item a base brings.
+	tombNames := make(map[string]bool, len(tombs))
+	for _, tb := range tombs {
+		tombNames[tb.Kind+" "+tb.ID] = true
+	}
+	synced, err := s.Remote.ItemsNamed(ctx, s.DB, slices.Collect(maps.Keys(tombNames)))
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if tombNames[it.Name()] {
+			synced[it.Name()] = it
+		}
+	}
 	for _, tb := range tombs {
 		conflicts := len(rep.Conflicts)
 		var another bool

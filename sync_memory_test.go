@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,6 +14,7 @@ import (
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/s3fake"
 	"github.com/wsstore/wsstore/runs"
 )
@@ -87,4 +90,39 @@ func TestSyncChatConflictNamesAFewRuns(t *testing.T) {
 	assert.Equal(t, "deleted on device "+dev+", but here it holds runs the deletion did not: late-00, late-01, late-02, and 2 more",
 		rb.Conflicts[0].Reason)
 	assert.Len(t, runIDs(t, b), 5, "b's runs stay")
+}
+
+// TestSyncTakingInABaseLooksUpNoItemByName: a device reading another's
+// base looks up the synced state of what its tombstones name, not of
+// every item the base brought: its first sync runs no lookup of one item
+// in the synced items when the base carries no deletion.
+func TestSyncTakingInABaseLooksUpNoItemByName(t *testing.T) {
+	awsTestEnv(t)
+	srv := s3fake.New("wsstore")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	open := func(trace func(string)) *wsstore.Store {
+		st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{Blobs: "s3://wsstore/team?endpoint=" + srv.URL,
+			Index: index.Options{Trace: trace}, Remote: remote.Options{PackSize: 64 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
+		require.NoError(t, err)
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	a := open(nil)
+	for i := range 20 {
+		_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: fmt.Sprintf("r-%02d", i)})
+		require.NoError(t, err)
+	}
+	syncOK(t, a)
+	var rec storetest.Statements
+	b := open(rec.Trace)
+	var rep wsstore.SyncReport
+	lookups := 0
+	for _, q := range rec.Record(func() { rep = syncOK(t, b) }) {
+		if strings.Contains(q, "FROM sync_items WHERE remote = ? AND kind = ? AND id = ?") {
+			lookups++
+		}
+	}
+	assert.Len(t, rep.Added, 21, "the chat and its 20 runs")
+	assert.Zero(t, lookups, "lookups of one synced item")
 }
