@@ -367,6 +367,11 @@ func testSyncActorSpaces(t *testing.T, tr tier) {
 	ra := syncOK(t, a)
 	assert.Contains(t, ra.Updated, "actor alice", "and back")
 	assert.Equal(t, "three from B\n", read(a, "notes/three.md"))
+	for _, st := range []*wsstore.Store{a, b} {
+		stats, err := st.Actors.Stats(ctx, "alice")
+		require.NoError(t, err)
+		assert.EqualValues(t, 3, stats.Versions, "each device counts the versions a sync brought")
+	}
 
 	up(a, "notes/both.md", "A\n")
 	up(b, "notes/both.md", "B\n")
@@ -377,6 +382,11 @@ func testSyncActorSpaces(t *testing.T, tr tier) {
 	assert.Equal(t, []string{"actor alice"}, conflictNames(ra.Conflicts))
 	assert.Equal(t, "A\n", read(a, "notes/both.md"))
 	assert.Equal(t, "B\n", read(b, "notes/both.md"))
+	for _, st := range []*wsstore.Store{a, b} {
+		fr, err := st.Fsck(ctx, nil)
+		require.NoError(t, err)
+		assert.Empty(t, fr.Problems)
+	}
 }
 
 // TestSyncReclaimLocks: reclaim refuses while a device syncs, a sync

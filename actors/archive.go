@@ -10,8 +10,8 @@ import (
 )
 
 // SpaceRecord is an actor_spaces row as an archive carries it: every
-// column but the tree's totals, which the store that takes the row in
-// counts itself; times in Unix nanoseconds.
+// column but the tree's totals and the count of versions, which the store
+// that takes the row in counts itself; times in Unix nanoseconds.
 type SpaceRecord struct {
 	Actor   string   `json:"actor"`
 	Root    cas.Hash `json:"root"`
@@ -126,7 +126,8 @@ func (s *Spaces) ImportSpace(ctx context.Context, tx *index.Tx, r SpaceRecord) (
 	if err != nil {
 		return false, err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO actor_spaces (actor, root, seq, created, updated, files, dirs, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	// No versions yet: each ImportChange that brings one counts it.
+	_, err = tx.ExecContext(ctx, `INSERT INTO actor_spaces (actor, root, seq, created, updated, files, dirs, bytes, versions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)`,
 		r.Actor, r.Root, r.Seq, r.Created, r.Updated, files, dirs, bytes)
 	if err != nil {
 		return false, fmt.Errorf("%s %s: %w", op, r.Actor, index.Translate(err))
@@ -134,11 +135,13 @@ func (s *Spaces) ImportSpace(ctx context.Context, tx *index.Tx, r SpaceRecord) (
 	return true, nil
 }
 
-// ImportChange writes c in tx, for a space ImportSpace has just added. A
-// row that does not insert (a seq written already) fails with
-// store.corrupt; a failure of the store's own (its context ended, a full
-// disk, a busy file) keeps its code.
+// ImportChange writes c in tx, for a space ImportSpace has just added or
+// MergeSpace moved forward, and counts its version, if it holds one, on
+// the space's row. A row that does not insert (a seq written already)
+// fails with store.corrupt; a failure of the store's own (its context
+// ended, a full disk, a busy file) keeps its code.
 func (s *Spaces) ImportChange(ctx context.Context, tx *index.Tx, c ChangeRecord) error {
+	const op = "import actor change"
 	var root any
 	if !c.Root.IsZero() {
 		root = c.Root
@@ -146,7 +149,15 @@ func (s *Spaces) ImportChange(ctx context.Context, tx *index.Tx, c ChangeRecord)
 	_, err := tx.ExecContext(ctx, `INSERT INTO actor_changes (actor, seq, op, path, files, bytes, root, created)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, c.Actor, c.Seq, c.Op, c.Path, c.Files, c.Bytes, root, c.Created)
 	if err != nil {
-		return index.TranslateRow("import actor change", fmt.Sprintf("actor %s seq %d", c.Actor, c.Seq), err)
+		return index.TranslateRow(op, fmt.Sprintf("actor %s seq %d", c.Actor, c.Seq), err)
+	}
+	if root == nil {
+		return nil
+	}
+	// A row that keeps no count (NULL) keeps none: its next change counts
+	// the journal whole.
+	if _, err := tx.ExecContext(ctx, `UPDATE actor_spaces SET versions = versions + 1 WHERE actor = ?`, c.Actor); err != nil {
+		return fmt.Errorf("%s: actor %s seq %d: %w", op, c.Actor, c.Seq, index.Translate(err))
 	}
 	return nil
 }

@@ -26,6 +26,9 @@
 //   - The change journal of an actor is numbered from 1 without gaps and is
 //     never rewritten, except that GC clears the root of the versions it
 //     prunes (the record of the change stays).
+//   - A space's row keeps its tree's totals and the number of versions its
+//     journal holds, moved in the transaction of each change, prune and
+//     import, so Stats reads that row and no journal row.
 //
 // Seen together the spaces are seed 004's workspace/ directory, a
 // directory per actor (WorkspacePage, StatsPage), read a page of spaces at

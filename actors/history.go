@@ -159,10 +159,11 @@ type Stats struct {
 	Root     cas.Hash `json:"root"`
 }
 
-// Stats counts actor's space: one row read, the totals each change keeps
-// beside the space's root (a space not changed since the store was made
-// by an older build is walked, until its next change counts it). An
-// actor with no space has zero stats.
+// Stats counts actor's space: one row read, the totals and the count of
+// versions each change and prune keeps beside the space's root (a space
+// not changed since the store was made by an older build is walked, and
+// its versions counted in its journal, until its next change counts it).
+// An actor with no space has zero stats.
 // Errors: wserr.InvalidActor; wserr.Corrupt if a tree is missing.
 func (s *Spaces) Stats(ctx context.Context, actor string) (Stats, error) {
 	actor, err := ParseActor(actor)
@@ -184,9 +185,14 @@ func (s *Spaces) Stats(ctx context.Context, actor string) (Stats, error) {
 // stats counts the space whose row is sp, in tx.
 func (s *Spaces) stats(ctx context.Context, tx *index.Tx, sp spaceRow) (Stats, error) {
 	st := Stats{Actor: sp.Actor, Seq: sp.Seq, Root: sp.Root}
-	if err := tx.GetContext(ctx, &st.Versions, `SELECT count(*) FROM actor_changes WHERE actor = ? AND root IS NOT NULL`, sp.Actor); err != nil {
-		return Stats{}, index.Translate(err)
+	versions := sp.Versions
+	if !versions.Valid {
+		var err error
+		if versions, err = countVersions(ctx, tx, sp.Actor); err != nil {
+			return Stats{}, err
+		}
 	}
+	st.Versions = versions.Int64
 	if n, ok := sp.totals(); ok {
 		st.Files, st.Dirs, st.Bytes = n.Files, n.Dirs, n.Bytes
 		return st, nil
@@ -385,12 +391,13 @@ func (s *Spaces) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 		rep = GCReport{}
 		var rows []spaceRow
 		// With the totals: a gc change leaves the root, and so them, as
-		// they are (record would count a row without them whole). One
-		// actor's space is searched by its key, not matched in a scan of
-		// every space.
-		q, args := `SELECT actor, root, seq, created, updated, files, dirs, bytes FROM actor_spaces ORDER BY actor`, []any{}
+		// they are (record would count a row without them whole), and
+		// takes what it prunes off the count of versions. One actor's
+		// space is searched by its key, not matched in a scan of every
+		// space.
+		q, args := `SELECT actor, root, seq, created, updated, files, dirs, bytes, versions FROM actor_spaces ORDER BY actor`, []any{}
 		if opt.Actor != "" {
-			q, args = `SELECT actor, root, seq, created, updated, files, dirs, bytes FROM actor_spaces WHERE actor = ?`, []any{opt.Actor}
+			q, args = `SELECT actor, root, seq, created, updated, files, dirs, bytes, versions FROM actor_spaces WHERE actor = ?`, []any{opt.Actor}
 		}
 		if err := tx.SelectContext(ctx, &rows, q, args...); err != nil {
 			return index.Translate(err)
@@ -420,6 +427,7 @@ func (s *Spaces) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 			if n == 0 {
 				continue
 			}
+			sp.Versions.Int64 -= n
 			if _, err := s.record(ctx, tx, sp, true, sp.Root, Change{Op: OpGC, Files: n}); err != nil {
 				return err
 			}

@@ -137,12 +137,13 @@ type spaceRow struct {
 	Seq     int64    `db:"seq"`
 	Created int64    `db:"created"`
 	Updated int64    `db:"updated"`
-	// Files, Dirs and Bytes are the live tree's totals, NULL until
-	// counted (findSpace and GC read them; other queries leave them
-	// out).
-	Files sql.NullInt64 `db:"files"`
-	Dirs  sql.NullInt64 `db:"dirs"`
-	Bytes sql.NullInt64 `db:"bytes"`
+	// Files, Dirs and Bytes are the live tree's totals, and Versions the
+	// number of versions the journal holds, NULL until counted (findSpace,
+	// spacesAfter and GC read them; other queries leave them out).
+	Files    sql.NullInt64 `db:"files"`
+	Dirs     sql.NullInt64 `db:"dirs"`
+	Bytes    sql.NullInt64 `db:"bytes"`
+	Versions sql.NullInt64 `db:"versions"`
 }
 
 // record is the row as an archive carries it.
@@ -183,10 +184,10 @@ func (r changeRow) change() Change {
 // space at seq 0.
 func findSpace(ctx context.Context, tx *index.Tx, actor string) (spaceRow, bool, error) {
 	var r spaceRow
-	err := tx.GetContext(ctx, &r, `SELECT actor, root, seq, created, updated, files, dirs, bytes FROM actor_spaces WHERE actor = ?`, actor)
+	err := tx.GetContext(ctx, &r, `SELECT actor, root, seq, created, updated, files, dirs, bytes, versions FROM actor_spaces WHERE actor = ?`, actor)
 	if errors.Is(err, sql.ErrNoRows) {
 		zero := sql.NullInt64{Valid: true}
-		return spaceRow{Actor: actor, Root: vfs.EmptyTree, Files: zero, Dirs: zero, Bytes: zero}, false, nil
+		return spaceRow{Actor: actor, Root: vfs.EmptyTree, Files: zero, Dirs: zero, Bytes: zero, Versions: zero}, false, nil
 	}
 	if err != nil {
 		return spaceRow{}, false, fmt.Errorf("actor %s: %w", actor, index.Translate(err))
@@ -196,7 +197,10 @@ func findSpace(ctx context.Context, tx *index.Tx, actor string) (spaceRow, bool,
 
 // record moves actor's root to root and appends the change that did it,
 // in tx; a gc change leaves the root where it is. A change that leaves the root as it was records nothing and
-// returns a Change with Seq 0.
+// returns a Change with Seq 0. The row's count of versions is sp's, one
+// more for a change that is a version (a gc change is none: GC takes
+// what it pruned off sp's count before), or, when sp has none, the
+// journal's counted whole.
 func (s *Spaces) record(ctx context.Context, tx *index.Tx, sp spaceRow, exists bool, root cas.Hash, c Change) (Change, error) {
 	if root == sp.Root && c.Op != OpGC {
 		return Change{Actor: sp.Actor, Op: c.Op, Path: c.Path, Root: root}, nil
@@ -216,17 +220,36 @@ func (s *Spaces) record(ctx context.Context, tx *index.Tx, sp spaceRow, exists b
 	if err != nil {
 		return Change{}, err
 	}
+	versions := sp.Versions
+	if version != nil {
+		versions.Int64++
+	}
+	if !versions.Valid {
+		if versions, err = countVersions(ctx, tx, sp.Actor); err != nil {
+			return Change{}, err
+		}
+	}
 	if exists {
-		_, err = tx.ExecContext(ctx, `UPDATE actor_spaces SET root = ?, seq = ?, updated = ?, files = ?, dirs = ?, bytes = ? WHERE actor = ?`,
-			root, c.Seq, now, files, dirs, bytes, c.Actor)
+		_, err = tx.ExecContext(ctx, `UPDATE actor_spaces SET root = ?, seq = ?, updated = ?, files = ?, dirs = ?, bytes = ?, versions = ? WHERE actor = ?`,
+			root, c.Seq, now, files, dirs, bytes, versions, c.Actor)
 	} else {
-		_, err = tx.ExecContext(ctx, `INSERT INTO actor_spaces (actor, root, seq, created, updated, files, dirs, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.Actor, root, c.Seq, now, now, files, dirs, bytes)
+		_, err = tx.ExecContext(ctx, `INSERT INTO actor_spaces (actor, root, seq, created, updated, files, dirs, bytes, versions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.Actor, root, c.Seq, now, now, files, dirs, bytes, versions)
 	}
 	if err != nil {
 		return Change{}, fmt.Errorf("move actor %s root: %w", c.Actor, index.Translate(err))
 	}
 	return c, nil
+}
+
+// countVersions counts the versions actor's journal holds in tx, reading
+// each of its rows: for a row that keeps no count.
+func countVersions(ctx context.Context, tx *index.Tx, actor string) (sql.NullInt64, error) {
+	var n sql.NullInt64
+	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM actor_changes WHERE actor = ? AND root IS NOT NULL`, actor); err != nil {
+		return n, fmt.Errorf("count actor %s versions: %w", actor, index.Translate(err))
+	}
+	return n, nil
 }
 
 // totaler is the optional ability to count how two trees' totals differ

@@ -63,9 +63,9 @@ func (c WorkspaceCursor) within(actor string) (vfs.Path, bool) {
 }
 
 // DefaultStatsLimit is the page StatsPage reads when it is given none,
-// and MaxStatsLimit the largest it takes: each actor's stats count its
-// versions, and walk its tree when the space was last changed by a build
-// that kept no totals.
+// and MaxStatsLimit the largest it takes: each actor's stats walk its
+// tree, and count its versions in its journal, when the space was last
+// changed by a build that kept no totals.
 const (
 	DefaultStatsLimit = 100
 	MaxStatsLimit     = 1000
@@ -170,9 +170,9 @@ func (s *Spaces) WorkspacePage(ctx context.Context, only []string, path string, 
 // after after ("": from the first), one per actor as Stats counts them, at
 // most limit of them (limit <= 0: DefaultStatsLimit), and whether more
 // remain after them. only, when not empty, limits the page to those
-// actors. Each actor's stats are its row's totals and a count of its
-// versions, read through its journal's rows, or a walk of its tree for a
-// space not changed since an older build made it. Errors:
+// actors. Each actor's stats are its row's totals and count of versions,
+// so a page reads its rows and nothing else, or, for a space not changed
+// since an older build made it, a walk of its tree. Errors:
 // wserr.InvalidArgument for a limit past MaxStatsLimit; wserr.Corrupt if
 // a tree is missing.
 func (s *Spaces) StatsPage(ctx context.Context, only []string, after string, limit int) ([]Stats, bool, error) {
@@ -245,7 +245,7 @@ func visibleSpace(ctx context.Context, tx *index.Tx, only []string, actor string
 func spacesAfter(ctx context.Context, tx *index.Tx, only []string, after string, n int) ([]spaceRow, error) {
 	if len(only) == 0 {
 		var rows []spaceRow
-		err := tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated, files, dirs, bytes FROM actor_spaces
+		err := tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated, files, dirs, bytes, versions FROM actor_spaces
 			WHERE actor > ? ORDER BY actor LIMIT ?`, after, n)
 		return rows, index.Translate(err)
 	}
