@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/runs"
@@ -32,6 +34,15 @@ func (e *env) stat(runID, p string) vfs.FileInfo {
 	fi, err := e.s.Runs.Workspace(runID, runs.HostScope).Stat(e.ctx, vfs.MustPath(p))
 	require.NoError(e.t, err)
 	return fi
+}
+
+// actorVersions uploads n versions of a file to actor's space.
+func (e *env) actorVersions(actor string, n int) {
+	e.t.Helper()
+	for i := range n {
+		_, err := e.s.Actors.Upload(e.ctx, actor, "notes.md", strings.NewReader(fmt.Sprint("version ", i)))
+		require.NoError(e.t, err)
+	}
 }
 
 // alterBlob flips one byte of the stored form of the blob holding content.
@@ -187,6 +198,21 @@ func TestFsck(t *testing.T) {
 				{Kind: "checkpoint", Ref: "run_b#2", Detail: "names checkpoint 77"},
 				{Kind: "commit", Ref: c.ID, Detail: "names checkpoint 55"},
 			}
+		}},
+		{name: "OK/ActorSpaces", damage: func(e *env) []wsstore.Problem {
+			// Counts kept through changes and a prune, and a row that
+			// keeps none yet (NULL), are sound.
+			e.actorVersions("alice", 4)
+			e.actorVersions("bob", 2)
+			_, err := e.s.Actors.GC(e.ctx, actors.GCOptions{Actor: "alice", KeepVersions: 2})
+			require.NoError(e.t, err)
+			e.exec(`UPDATE actor_spaces SET versions = NULL WHERE actor = 'bob'`)
+			return nil
+		}},
+		{name: "Rows/ActorVersionsMiscounted", damage: func(e *env) []wsstore.Problem {
+			e.actorVersions("alice", 3)
+			e.exec(`UPDATE actor_spaces SET versions = 7 WHERE actor = 'alice'`)
+			return []wsstore.Problem{{Kind: "actor", Ref: "alice", Detail: "its row counts 7 versions, its journal holds 3"}}
 		}},
 		{name: "Many/AllReported", damage: func(e *env) []wsstore.Problem {
 			h := e.alterBlob(random(1, 3000))

@@ -28,7 +28,8 @@
 //     prunes (the record of the change stays).
 //   - A space's row keeps its tree's totals and the number of versions its
 //     journal holds, moved in the transaction of each change, prune and
-//     import, so Stats reads that row and no journal row.
+//     import, so Stats reads that row and no journal row (EachMiscounted
+//     lets fsck hold the count to the journal).
 //
 // Seen together the spaces are seed 004's workspace/ directory, a
 // directory per actor (WorkspacePage, StatsPage), read a page of spaces at

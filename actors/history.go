@@ -463,6 +463,34 @@ func (s *Spaces) EachActorRoot(ctx context.Context, tx *index.Tx, fn func(actor 
 	return index.Translate(rows.Err())
 }
 
+// EachMiscounted calls fn, in tx, for each space whose row's count
+// of versions is not the number of its journal's rows that hold one: kept
+// is the row's, counted the journal's. A row that keeps no count yet is
+// not miscounted. It reads every journal row, once, a space at a time;
+// fn's error stops it and is returned.
+func (s *Spaces) EachMiscounted(ctx context.Context, tx *index.Tx, fn func(actor string, kept, counted int64) error) error {
+	rows, err := tx.QueryxContext(ctx, `SELECT actor, versions, counted FROM (
+		SELECT s.actor, s.versions,
+			(SELECT count(*) FROM actor_changes c WHERE c.actor = s.actor AND c.root IS NOT NULL) AS counted
+		FROM actor_spaces s WHERE s.versions IS NOT NULL)
+		WHERE versions != counted ORDER BY actor`)
+	if err != nil {
+		return fmt.Errorf("actor versions: %w", index.Translate(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var actor string
+		var kept, counted int64
+		if err := rows.Scan(&actor, &kept, &counted); err != nil {
+			return fmt.Errorf("actor versions: %w", index.Translate(err))
+		}
+		if err := fn(actor, kept, counted); err != nil {
+			return err
+		}
+	}
+	return index.Translate(rows.Err())
+}
+
 // HoldsTree reports whether an actor space's live root or a version not
 // pruned is tree h, through the indexes on the root columns.
 func (s *Spaces) HoldsTree(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error) {

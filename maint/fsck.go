@@ -29,8 +29,9 @@ type Problem struct {
 	// journal payload that does not decode; Ref is run#seq), "run",
 	// "checkpoint" or "commit" (a run's head, a checkpoint's parent or a
 	// commit's checkpoint names no checkpoint of its run; Ref is the run
-	// id, run#seq or the commit id) or "sqlite" (SQLite's own checks, and
-	// a database that is not a store).
+	// id, run#seq or the commit id), "actor" (an actor space's row counts
+	// other versions than its journal holds; Ref is the actor) or
+	// "sqlite" (SQLite's own checks, and a database that is not a store).
 	Kind string `json:"kind"`
 	// Ref is the object's hash, for a missing object the missing hash, or
 	// the run id of rows that name a missing run.
@@ -74,7 +75,8 @@ func (r FsckReport) OK() bool { return len(r.Problems) == 0 }
 //     chunks and each delta blob's base are stored, and every checkpoint and
 //     event belongs to an existing run;
 //   - the size each file entry of a reachable tree records is its blob's
-//     plain size, the content's where the blob's row records another.
+//     plain size, the content's where the blob's row records another;
+//   - each actor space's row counts the versions its journal holds.
 //
 // Before anything it checks the database is a wsstore store; everything
 // after SQLite's checks is read in one snapshot, so a concurrent gc or
@@ -185,7 +187,8 @@ func (f *fsck) plainSize(h cas.Hash, recorded int64) (int64, bool) {
 
 // rows reports the references to checkpoints that no foreign key holds
 // and that name none of their run's: a run's head, a commit's checkpoint
-// (each looked up by key) and a checkpoint's parent.
+// (each looked up by key) and a checkpoint's parent; and the actor spaces
+// whose count of versions is not their journal's.
 func (f *fsck) rows(ctx context.Context, tx *index.Tx) error {
 	err := f.m.p.Runs.EachCheckpointRef(ctx, tx, func(kind, ref, runID string, seq int64) error {
 		ok, err := f.m.p.Checkpoints.Has(ctx, tx, runID, seq)
@@ -197,8 +200,19 @@ func (f *fsck) rows(ctx context.Context, tx *index.Tx) error {
 	if err != nil {
 		return err
 	}
-	return f.m.p.Checkpoints.EachDanglingParent(ctx, tx, func(runID string, seq, parent int64) error {
+	err = f.m.p.Checkpoints.EachDanglingParent(ctx, tx, func(runID string, seq, parent int64) error {
 		f.add("checkpoint", fmt.Sprintf("%s#%d", runID, seq), "names checkpoint %d, which its run does not hold", parent)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ac, ok := f.m.p.Actors.(ActorCounts)
+	if !ok {
+		return nil
+	}
+	return ac.EachMiscounted(ctx, tx, func(actor string, kept, counted int64) error {
+		f.add("actor", actor, "its row counts %d versions, its journal holds %d", kept, counted)
 		return nil
 	})
 }

@@ -53,6 +53,13 @@ type ActorRoots interface {
 	EachActorRoot(ctx context.Context, tx *index.Tx, fn func(actor string, seq int64, root cas.Hash) error) error
 }
 
+// ActorCounts is the optional ability of an ActorRoots to find the spaces
+// whose row's count of versions is not their journal's, for fsck;
+// *actors.Spaces has it.
+type ActorCounts interface {
+	EachMiscounted(ctx context.Context, tx *index.Tx, fn func(actor string, kept, counted int64) error) error
+}
+
 // EventRuns counts the journal's events by run, so fsck can find events of
 // runs that do not exist, and decodes every payload; *journal.Journal
 // implements it.
