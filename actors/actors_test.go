@@ -676,3 +676,47 @@ func TestEachSpaceRecordReadsPages(t *testing.T) {
 	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, got)
 	assert.Equal(t, 3, pages, "rows 2, 2 and 1 at a time")
 }
+
+// TestGCOfEverySpaceWorksAPageAtATime: GC of every space reads and prunes
+// the spaces a page at a time (two here), a write transaction each, and
+// prunes every space that has versions past the keep, once; a space
+// whose count of versions is within the keep costs no statement on its
+// journal.
+func TestGCOfEverySpaceWorksAPageAtATime(t *testing.T) {
+	defer actors.SetGCPage(2)()
+	ctx := context.Background()
+	var rec storetest.Statements
+	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace}})
+	for _, a := range []string{"e", "b", "d", "a", "c"} {
+		upload(t, s, a, "notes.md", "from "+a)
+	}
+	for _, a := range []string{"b", "e"} { // two versions each
+		upload(t, s, a, "notes.md", "again "+a)
+	}
+	var rep actors.GCReport
+	stmts := rec.Record(func() {
+		var err error
+		rep, err = s.Actors.GC(ctx, actors.GCOptions{})
+		require.NoError(t, err)
+	})
+	assert.Equal(t, actors.GCReport{Actors: 2, Pruned: 2}, rep)
+	pages, journal := 0, 0
+	for _, q := range stmts {
+		if strings.Contains(q, "FROM actor_spaces") && strings.Contains(q, "LIMIT") {
+			pages++
+		}
+		if strings.Contains(q, "FROM actor_changes") {
+			journal++
+		}
+	}
+	assert.Equal(t, 3, pages, "spaces 2, 2 and 1 at a time")
+	assert.Equal(t, 2*2, journal, "the journal read and pruned of b and e alone")
+	for _, a := range []string{"a", "b", "c", "d", "e"} {
+		st, err := s.Actors.Stats(ctx, a)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), st.Versions, a)
+	}
+	rep, err := s.Actors.GC(ctx, actors.GCOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, actors.GCReport{}, rep, "nothing left to prune")
+}

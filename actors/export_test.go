@@ -7,3 +7,11 @@ func SetSpacePage(n int) (restore func()) {
 	spacePage = n
 	return func() { spacePage = old }
 }
+
+// SetGCPage makes GC prune n spaces a transaction, and returns what puts
+// the old size back.
+func SetGCPage(n int) (restore func()) {
+	old := gcPage
+	gcPage = n
+	return func() { gcPage = old }
+}

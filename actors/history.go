@@ -372,8 +372,13 @@ type GCReport struct {
 // the files no other root shares. The journal keeps every change; a
 // pruned version lists and diffs as store.not_found. Each space that lost
 // versions records a gc change, which is not a version itself. GC deletes no blob or tree itself: that
-// is the store's gc, which sees the versions left as roots. Errors:
-// wserr.InvalidActor, wserr.InvalidArgument for a negative KeepVersions.
+// is the store's gc, which sees the versions left as roots. Every actor's
+// spaces are read gcPage at a time, each page pruned in a transaction of
+// its own (a space whose count of versions is within KeepVersions costs
+// no statement more), so memory and the write lock's hold stay bounded
+// however many spaces there are; a failure leaves the pages before it
+// pruned, which a GC again finds done. Errors: wserr.InvalidActor,
+// wserr.InvalidArgument for a negative KeepVersions.
 func (s *Spaces) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	if opt.KeepVersions < 0 {
 		return GCReport{}, wserr.New(wserr.InvalidArgument, "actor gc", "", "keepVersions %d is negative", opt.KeepVersions)
@@ -387,56 +392,82 @@ func (s *Spaces) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 		}
 	}
 	var rep GCReport
-	err := s.db.Update(ctx, func(tx *index.Tx) error {
-		rep = GCReport{}
+	for after := ""; ; {
+		var page GCReport
 		var rows []spaceRow
-		// With the totals: a gc change leaves the root, and so them, as
-		// they are (record would count a row without them whole), and
-		// takes what it prunes off the count of versions. One actor's
-		// space is searched by its key, not matched in a scan of every
-		// space.
-		q, args := `SELECT actor, root, seq, created, updated, files, dirs, bytes, versions FROM actor_spaces ORDER BY actor`, []any{}
-		if opt.Actor != "" {
-			q, args = `SELECT actor, root, seq, created, updated, files, dirs, bytes, versions FROM actor_spaces WHERE actor = ?`, []any{opt.Actor}
-		}
-		if err := tx.SelectContext(ctx, &rows, q, args...); err != nil {
-			return index.Translate(err)
-		}
-		for _, sp := range rows {
-			var pruned []cas.Hash
-			if err := tx.SelectContext(ctx, &pruned, `SELECT root FROM actor_changes
-				WHERE actor = ?1 AND root IS NOT NULL AND seq NOT IN (
-					SELECT seq FROM actor_changes WHERE actor = ?1 AND root IS NOT NULL ORDER BY seq DESC LIMIT ?2)`,
-				sp.Actor, opt.KeepVersions); err != nil {
+		err := s.db.Update(ctx, func(tx *index.Tx) error {
+			page, rows = GCReport{}, nil
+			// With the totals: a gc change leaves the root, and so them,
+			// as they are (record would count a row without them whole),
+			// and takes what it prunes off the count of versions. One
+			// actor's space is searched by its key.
+			q, args := `SELECT actor, root, seq, created, updated, files, dirs, bytes, versions FROM actor_spaces
+				WHERE actor > ? ORDER BY actor LIMIT ?`, []any{after, gcPage}
+			if opt.Actor != "" {
+				q, args = `SELECT actor, root, seq, created, updated, files, dirs, bytes, versions FROM actor_spaces WHERE actor = ?`, []any{opt.Actor}
+			}
+			if err := tx.SelectContext(ctx, &rows, q, args...); err != nil {
 				return index.Translate(err)
 			}
-			if err := s.trees.Orphaned(ctx, tx, pruned...); err != nil {
-				return err
+			for _, sp := range rows {
+				n, err := s.pruneVersions(ctx, tx, sp, opt.KeepVersions)
+				if err != nil {
+					return err
+				}
+				if n > 0 {
+					page.Actors++
+					page.Pruned += n
+				}
 			}
-			res, err := tx.ExecContext(ctx, `UPDATE actor_changes SET root = NULL
-				WHERE actor = ?1 AND root IS NOT NULL AND seq NOT IN (
-					SELECT seq FROM actor_changes WHERE actor = ?1 AND root IS NOT NULL ORDER BY seq DESC LIMIT ?2)`,
-				sp.Actor, opt.KeepVersions)
-			if err != nil {
-				return index.Translate(err)
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return index.Translate(err)
-			}
-			if n == 0 {
-				continue
-			}
-			sp.Versions.Int64 -= n
-			if _, err := s.record(ctx, tx, sp, true, sp.Root, Change{Op: OpGC, Files: n}); err != nil {
-				return err
-			}
-			rep.Actors++
-			rep.Pruned += n
+			return nil
+		})
+		if err != nil {
+			return rep, err
 		}
-		return nil
-	})
-	return rep, err
+		rep.Actors += page.Actors
+		rep.Pruned += page.Pruned
+		if opt.Actor != "" || len(rows) < gcPage {
+			return rep, nil
+		}
+		after = rows[len(rows)-1].Actor
+	}
+}
+
+// gcPage is how many spaces GC reads and prunes in a transaction.
+var gcPage = 256
+
+// pruneVersions prunes, in tx, every version of sp but the newest keep
+// and records the gc change, returning how many it pruned.
+func (s *Spaces) pruneVersions(ctx context.Context, tx *index.Tx, sp spaceRow, keep int) (int64, error) {
+	if sp.Versions.Valid && sp.Versions.Int64 <= int64(keep) {
+		return 0, nil
+	}
+	var pruned []cas.Hash
+	if err := tx.SelectContext(ctx, &pruned, `SELECT root FROM actor_changes
+		WHERE actor = ?1 AND root IS NOT NULL AND seq NOT IN (
+			SELECT seq FROM actor_changes WHERE actor = ?1 AND root IS NOT NULL ORDER BY seq DESC LIMIT ?2)`,
+		sp.Actor, keep); err != nil {
+		return 0, index.Translate(err)
+	}
+	if err := s.trees.Orphaned(ctx, tx, pruned...); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE actor_changes SET root = NULL
+		WHERE actor = ?1 AND root IS NOT NULL AND seq NOT IN (
+			SELECT seq FROM actor_changes WHERE actor = ?1 AND root IS NOT NULL ORDER BY seq DESC LIMIT ?2)`,
+		sp.Actor, keep)
+	if err != nil {
+		return 0, index.Translate(err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
+		return 0, index.Translate(err)
+	}
+	sp.Versions.Int64 -= n
+	if _, err := s.record(ctx, tx, sp, true, sp.Root, Change{Op: OpGC, Files: n}); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // EachActorRoot calls fn, in tx, for every tree actor spaces hold on to:
