@@ -146,7 +146,8 @@ func (s *Spaces) WorkspacePage(ctx context.Context, only []string, path string, 
 				return err
 			}
 			out = append(out, dir)
-			if depth == 1 {
+			if depth == 1 || len(out) >= want {
+				// A page's limit of 0 would read the space whole.
 				continue
 			}
 			ls, _, err := s.trees.ListPage(ctx, tx, sp.Root, vfs.Root(), depth-1, vfs.ListPage{Limit: want - len(out)})

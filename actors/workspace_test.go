@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/actors"
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -60,4 +63,45 @@ func TestStatsPageWalksOnlyUncountedSpaces(t *testing.T) {
 	assert.False(t, more)
 	require.Len(t, page, 1, "the actors named, after alice, that have a space")
 	assert.Equal(t, "carol", page[0].Actor)
+}
+
+// listCounter is the store's trees with the entries their pages read
+// counted.
+type listCounter struct {
+	*vfs.Trees
+	entries int
+}
+
+func (l *listCounter) ListPage(ctx context.Context, tx *index.Tx, root cas.Hash, p vfs.Path, depth int, page vfs.ListPage) ([]vfs.Listed, bool, error) {
+	ls, more, err := l.Trees.ListPage(ctx, tx, root, p, depth, page)
+	l.entries += len(ls)
+	return ls, more, err
+}
+
+// TestWorkspacePageReadsAPageOfEachSpace: a page of the spaces as one
+// tree reads no more of a space's entries than the page has room for,
+// however many the space holds, even when the space's directory fills
+// the page.
+func TestWorkspacePageReadsAPageOfEachSpace(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	l := &listCounter{Trees: st.Trees}
+	sp := actors.New(st.DB, st.Blobs, l, nil, time.Now)
+	_, err := sp.Upload(ctx, "alice", "a.md", strings.NewReader("a"))
+	require.NoError(t, err)
+	for i := range 50 {
+		_, err := sp.Upload(ctx, "bob", fmt.Sprintf("f%02d.md", i), strings.NewReader("b"))
+		require.NoError(t, err)
+	}
+
+	l.entries = 0
+	ls, more, err := sp.WorkspacePage(ctx, nil, "", 2, actors.WorkspaceCursor{}, 2)
+	require.NoError(t, err)
+	assert.True(t, more)
+	var got []string
+	for _, e := range ls {
+		got = append(got, e.Path)
+	}
+	assert.Equal(t, []string{"alice", "alice/a.md"}, got)
+	assert.LessOrEqual(t, l.entries, 3, "the entries of the spaces read for a page of 2")
 }
