@@ -630,7 +630,7 @@ func (s *Storage) readHeader(ctx context.Context, seg Segment) (SegmentHeader, i
 // with store.corrupt wrapping cas.ErrCorrupt. An older segment's are in
 // its header.
 func (s *Storage) ReadTombstones(ctx context.Context, seg Segment, h SegmentHeader) ([]Tombstone, error) {
-	if h.tombs == nil || h.tombs.Count == 0 {
+	if h.tombs == nil || h.tombs.Count == 0 && h.tombs.Length == 0 {
 		return h.Tombstones, nil
 	}
 	sp, err := s.fetchChecked(ctx, seg, h.tombs.off, h.tombs.Length, nil, h.tombs.Hash, "tombstone section")

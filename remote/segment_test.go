@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -443,6 +444,12 @@ func TestDamagedSegmentParts(t *testing.T) {
 		}, true, false},
 		{"TombstoneSection", func(b []byte, first, header int) []byte { b[first+header+20] ^= 1; return b }, false, true},
 		{"TombstoneSectionCut", func(b []byte, first, header int) []byte { return b[:first+header+100] }, false, true},
+		{"TombstoneCountZero", func(b []byte, first, header int) []byte {
+			return reheader(b, first, header, func(h string) string { return regexp.MustCompile(`"count":\d+`).ReplaceAllString(h, `"count":0`) }, "")
+		}, false, true},
+		{"PrefixHashUnreadable", func(b []byte, first, header int) []byte {
+			return reheader(b, first, header, func(h string) string { return h }, "not-a-hash")
+		}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := fakeBucket(t)
@@ -489,4 +496,16 @@ func TestDamagedSegmentParts(t *testing.T) {
 			assert.Equal(t, before, srv.Keys("bkt", "store/"), "nothing removed")
 		})
 	}
+}
+
+// reheader returns segment b (its first line first bytes long, its header
+// header bytes) with its header edited and its first line naming the
+// edited header's length and hash, or headerHash instead when not "".
+func reheader(b []byte, first, header int, edit func(string) string, headerHash string) []byte {
+	hb := edit(string(b[first : first+header]))
+	if headerHash == "" {
+		headerHash = cas.Sum([]byte(hb)).String()
+	}
+	prefix := fmt.Sprintf(`{"format":%q,"version":3,"header":%d,"headerHash":%q}`, remote.SegmentFormat, len(hb), headerHash)
+	return []byte(prefix + "\n" + hb + string(b[first+header:]))
 }
