@@ -685,12 +685,20 @@ func (s *Storage) fetchChecked(ctx context.Context, seg Segment, off, n int64, h
 }
 
 // parsePrefix returns line as a version 3 segment's first line, false
-// when it is not one (an older segment's header). A first line giving a
-// header length below one or past any length is store.corrupt.
+// when it is not one (an older segment's header). A first line of
+// version 3 that does not read, or gives a header length below one or
+// past any length, is store.corrupt.
 func parsePrefix(seg Segment, line []byte) (segmentPrefix, bool, error) {
-	var p segmentPrefix
-	if json.Unmarshal(line, &p) != nil || p.Format != SegmentFormat || p.Version != 3 {
+	var v struct {
+		Format  string `json:"format"`
+		Version int    `json:"version"`
+	}
+	if json.Unmarshal(line, &v) != nil || v.Format != SegmentFormat || v.Version != 3 {
 		return segmentPrefix{}, false, nil
+	}
+	var p segmentPrefix
+	if json.Unmarshal(line, &p) != nil {
+		return segmentPrefix{}, false, badSegment(seg, "the segment's first line does not read")
 	}
 	if p.Header < 1 || p.Header > math.MaxInt64/4 {
 		return segmentPrefix{}, false, badSegment(seg, "the segment's first line gives no length of its header")
