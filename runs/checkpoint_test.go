@@ -489,11 +489,15 @@ func TestWriteFromStreamsLargeFiles(t *testing.T) {
 		"ErrBelowAFileReadsNothing":      {"output/big.bin/x/y.bin", vfs.WriteOptions{}, wserr.NotADirectory},
 		"ErrStaleReadsNothing":           {"output/big.bin", vfs.WriteOptions{ExpectedHash: cas.Sum([]byte("other"))}, wserr.WriteStaleFile},
 		"ErrStaleNewFileReadsNothing":    {"output/new.bin", vfs.WriteOptions{ExpectedHash: cas.Sum([]byte("other"))}, wserr.WriteStaleFile},
+		// No file is where a hash is expected: stale, as Write says.
+		"ErrStaleBelowAFileReadsNothing": {"output/big.bin/x/y.bin", vfs.WriteOptions{ExpectedHash: cas.Sum([]byte("other"))}, wserr.WriteStaleFile},
 	} {
 		t.Run(name, func(t *testing.T) {
+			_, err := ws.Write(e.ctx, vfs.MustPath(c.path), []byte("small"), c.opt)
+			require.Equal(t, c.code, wserr.CodeOf(err), "Write: %v", err)
 			before := rowCounts(e)
 			src := &countingReader{r: bytes.NewReader(big)}
-			_, err := ws.WriteFrom(e.ctx, vfs.MustPath(c.path), src, c.opt)
+			_, err = ws.WriteFrom(e.ctx, vfs.MustPath(c.path), src, c.opt)
 			assert.Equal(t, c.code, wserr.CodeOf(err), "%v", err)
 			assert.Zero(t, src.n, "bytes read")
 			assert.Equal(t, before, rowCounts(e))

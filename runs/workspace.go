@@ -696,9 +696,11 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 // before it reads the stream, so a refused stream is not read.
 func (w *Workspace) checkTarget(ctx context.Context, tx *index.Tx, root cas.Hash, op string, p vfs.Path, expected cas.Hash) error {
 	cur, err := vfs.FileTarget(op, p, func(q vfs.Path) (vfs.Entry, error) { return w.s.trees.Lookup(ctx, tx, root, q) })
-	if err != nil {
+	if err != nil && (expected.IsZero() || !wserr.Is(err, wserr.NotADirectory)) {
 		return err
 	}
+	// Below a file no file is there: the transaction finds the expected
+	// hash stale before it finds where p lies.
 	if !expected.IsZero() && expected != cur {
 		return wserr.New(wserr.WriteStaleFile, op, p.String(), "file changed since it was read: its hash is %s, not %s", shortOrNone(cur), expected.Short())
 	}
