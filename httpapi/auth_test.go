@@ -258,3 +258,24 @@ func TestOpUnreadableBodyIsTheClientsMistake(t *testing.T) {
 	m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/files", "path", "output"), nil)
 	assert.NotContains(t, fmt.Sprint(m["entries"]), "output/x.md", "nothing written")
 }
+
+// TestNoActorIsTheClientsMistakeForEveryToken: an endpoint that must name
+// its actor, given none, is 422 workspace.invalid_actor for a token
+// limited to actors as for a full one, never 403 naming actor "";
+// nothing changes.
+func TestNoActorIsTheClientsMistakeForEveryToken(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	alice := s.token(tokens.Spec{Actors: []string{"alice"}})
+	for _, tok := range []string{s.full, alice} {
+		for _, req := range []struct{ method, path string }{
+			{http.MethodGet, "/workspace/file?path=a.md"},
+			{http.MethodPost, "/workspace/upload?path=a.md"},
+			{http.MethodDelete, "/workspace/file?path=a.md"},
+			{http.MethodDelete, "/workspace/delete-by-prefix?prefix=a"},
+		} {
+			resp, b := s.do(req.method, s.url(req.path), tok, strings.NewReader("x"))
+			assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s %s: %s", req.method, req.path, b)
+			assert.Equal(t, "workspace.invalid_actor", errCode(t, b), "%s %s", req.method, req.path)
+		}
+	}
+}
