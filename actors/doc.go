@@ -29,7 +29,8 @@
 //   - A space's row keeps its tree's totals and the number of versions its
 //     journal holds, moved in the transaction of each change, prune and
 //     import, so Stats reads that row and no journal row (EachMiscounted
-//     lets fsck hold the count to the journal).
+//     and EachSpaceTotals let fsck hold the count to the journal and the
+//     totals to the tree).
 //
 // Seen together the spaces are seed 004's workspace/ directory, a
 // directory per actor (WorkspacePage, StatsPage), read a page of spaces at

@@ -522,6 +522,33 @@ func (s *Spaces) EachMiscounted(ctx context.Context, tx *index.Tx, fn func(actor
 	return index.Translate(rows.Err())
 }
 
+// EachSpaceTotals calls fn, in tx, with each space whose row keeps its
+// live tree's totals (a space not counted yet keeps none): its actor, its
+// live root and the totals its row keeps, ordered by actor, reading
+// spacePage rows at a time, so fsck can hold them to the tree. fn's error
+// stops it and is returned.
+func (s *Spaces) EachSpaceTotals(ctx context.Context, tx *index.Tx, fn func(actor string, root cas.Hash, kept vfs.Totals) error) error {
+	var rows []spaceRow
+	for after := ""; ; {
+		rows = rows[:0]
+		if err := tx.SelectContext(ctx, &rows, `SELECT actor, root, files, dirs, bytes FROM actor_spaces
+			WHERE actor > ? ORDER BY actor LIMIT ?`, after, spacePage); err != nil {
+			return fmt.Errorf("actor totals: %w", index.Translate(err))
+		}
+		for _, r := range rows {
+			if t, ok := r.totals(); ok {
+				if err := fn(r.Actor, r.Root, t); err != nil {
+					return err
+				}
+			}
+		}
+		if len(rows) < spacePage {
+			return nil
+		}
+		after = rows[len(rows)-1].Actor
+	}
+}
+
 // HoldsTree reports whether an actor space's live root or a version not
 // pruned is tree h, through the indexes on the root columns.
 func (s *Spaces) HoldsTree(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error) {

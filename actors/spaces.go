@@ -139,7 +139,8 @@ type spaceRow struct {
 	Updated int64    `db:"updated"`
 	// Files, Dirs and Bytes are the live tree's totals, and Versions the
 	// number of versions the journal holds, NULL until counted (findSpace,
-	// spacesAfter and GC read them; other queries leave them out).
+	// spacesAfter and GC read them, EachSpaceTotals the totals; other
+	// queries leave them out).
 	Files    sql.NullInt64 `db:"files"`
 	Dirs     sql.NullInt64 `db:"dirs"`
 	Bytes    sql.NullInt64 `db:"bytes"`
