@@ -30,7 +30,9 @@ type Problem struct {
 	// "checkpoint" or "commit" (a run's head, a checkpoint's parent or a
 	// commit's checkpoint names no checkpoint of its run; Ref is the run
 	// id, run#seq or the commit id), "actor" (an actor space's row counts
-	// other versions than its journal holds; Ref is the actor) or
+	// other versions than its journal holds, or keeps totals of its live
+	// tree, files, directories and bytes, that are not the tree's; Ref is
+	// the actor) or
 	// "sqlite" (SQLite's own checks, and a database that is not a store).
 	Kind string `json:"kind"`
 	// Ref is the object's hash, for a missing object the missing hash, or
@@ -76,7 +78,11 @@ func (r FsckReport) OK() bool { return len(r.Problems) == 0 }
 //     event belongs to an existing run;
 //   - the size each file entry of a reachable tree records is its blob's
 //     plain size, the content's where the blob's row records another;
-//   - each actor space's row counts the versions its journal holds.
+//   - each actor space's row counts the versions its journal holds, and
+//     keeps its live tree's totals: the files, directories and bytes the
+//     tree's entries record below its root (a row that keeps none yet
+//     is not held to them), counted from the trees the references phase
+//     reads, reading none again.
 //
 // Before anything it checks the database is a wsstore store; everything
 // after SQLite's checks is read in one snapshot, so a concurrent gc or
@@ -173,6 +179,10 @@ type fsck struct {
 	// records another, -1 where the content does not verify. It holds no
 	// more than the problems the report lists.
 	plain map[cas.Hash]int64
+	// spaces totals the trees the walks from the actor spaces' roots
+	// follow, for the rows phase to hold the spaces' rows to; nil
+	// when the actor spaces keep no totals.
+	spaces *treeTotals
 }
 
 // plainSize returns the plain size of blob h, whose row records
@@ -188,7 +198,8 @@ func (f *fsck) plainSize(h cas.Hash, recorded int64) (int64, bool) {
 // rows reports the references to checkpoints that no foreign key holds
 // and that name none of their run's: a run's head, a commit's checkpoint
 // (each looked up by key) and a checkpoint's parent; and the actor spaces
-// whose count of versions is not their journal's.
+// whose count of versions is not their journal's, or whose totals are not
+// their live tree's.
 func (f *fsck) rows(ctx context.Context, tx *index.Tx) error {
 	err := f.m.p.Runs.EachCheckpointRef(ctx, tx, func(kind, ref, runID string, seq int64) error {
 		ok, err := f.m.p.Checkpoints.Has(ctx, tx, runID, seq)
@@ -211,10 +222,30 @@ func (f *fsck) rows(ctx context.Context, tx *index.Tx) error {
 	if !ok {
 		return nil
 	}
-	return ac.EachMiscounted(ctx, tx, func(actor string, kept, counted int64) error {
+	err = ac.EachMiscounted(ctx, tx, func(actor string, kept, counted int64) error {
 		f.add("actor", actor, "its row counts %d versions, its journal holds %d", kept, counted)
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	at, ok := f.m.p.Actors.(ActorTotals)
+	if !ok || f.spaces == nil {
+		return nil
+	}
+	return at.EachSpaceTotals(ctx, tx, func(actor string, root cas.Hash, kept vfs.Totals) error {
+		// A tree with something missing or damaged below it has no
+		// totals: that was reported already.
+		n, ok, err := f.spaces.get(root)
+		if err == nil && ok && n != kept {
+			f.add("actor", actor, "its row counts %s, its tree holds %s", totalsText(kept), totalsText(n))
+		}
+		return err
+	})
+}
+
+func totalsText(t vfs.Totals) string {
+	return fmt.Sprintf("%d files, %d directories and %d bytes", t.Files, t.Dirs, t.Bytes)
 }
 
 func (f *fsck) add(kind, ref, format string, args ...any) {
@@ -317,14 +348,24 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 		}
 		return err
 	}
+	// The walks from the actor spaces' roots total each tree they follow,
+	// for the rows phase. Those roots sort first (they have no chat or
+	// run), so every tree below a space is followed in them.
+	if _, ok := f.m.p.Actors.(ActorTotals); ok {
+		f.spaces = w.newTreeTotals()
+	}
 	progress("references", 0, len(rs.roots))
 	for i := range rs.roots {
+		g.treeDone = nil
+		if f.spaces != nil && rs.roots[i].Kind == "actor" {
+			g.treeDone = f.spaces.close
+		}
 		if err := g.walk([]step{rs.roots[i].step()}, visit, report); err != nil {
 			return err
 		}
 		progress("references", i+1, len(rs.roots))
 	}
-	g.leafBlobs, g.fileEntry = false, nil
+	g.leafBlobs, g.fileEntry, g.treeDone = false, nil, nil
 
 	// Chunk lists and delta bases of every blob, reachable or not: a blob
 	// that exists must be readable. What the pass finds is reported after
@@ -482,4 +523,62 @@ func (f *fsck) entrySizes(rs *rootSet, g *graph, w *work, bad, doubt *objMap) er
 		}
 	}
 	return nil
+}
+
+// treeTotals holds the totals (vfs.Totals) of trees a walk followed and
+// closed (graph.treeDone), each count in a work set of its own: the files
+// and directories below the tree and the bytes its file entries record.
+// A tree below which the walk did not follow something (missing, or not
+// decoding) has none.
+type treeTotals struct {
+	files, dirs, bytes *objMap
+}
+
+func (w *work) newTreeTotals() *treeTotals {
+	return &treeTotals{files: w.newMap(), dirs: w.newMap(), bytes: w.newMap()}
+}
+
+// close totals tree from its entries and the totals of the trees they
+// name, closed before it.
+func (t *treeTotals) close(tree object, es []vfs.Entry) error {
+	var n vfs.Totals
+	for _, e := range es {
+		if e.Kind != vfs.KindDir {
+			n.Files++
+			n.Bytes += e.Size
+			continue
+		}
+		sub, ok, err := t.get(e.Hash)
+		if err != nil || !ok {
+			return err
+		}
+		n.Dirs++
+		n = n.Plus(sub)
+	}
+	for _, c := range []struct {
+		m *objMap
+		v int64
+	}{{t.files, n.Files}, {t.dirs, n.Dirs}, {t.bytes, n.Bytes}} {
+		if _, err := c.m.add(tree, c.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// get returns the totals of tree h and whether it has them.
+func (t *treeTotals) get(h cas.Hash) (vfs.Totals, bool, error) {
+	o := object{objTree, h}
+	var n vfs.Totals
+	for _, c := range []struct {
+		m *objMap
+		v *int64
+	}{{t.files, &n.Files}, {t.dirs, &n.Dirs}, {t.bytes, &n.Bytes}} {
+		v, ok, err := c.m.get(o)
+		if err != nil || !ok {
+			return vfs.Totals{}, false, err
+		}
+		*c.v = v
+	}
+	return n, true, nil
 }

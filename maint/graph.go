@@ -246,6 +246,10 @@ type step struct {
 	// must stay, for its bytes, but what its entries name is not needed
 	// to read the patched tree.
 	asBase bool
+	// done marks the step that closes tree o once everything its
+	// entries (held here) lead to has been walked (graph.treeDone).
+	done    bool
+	entries []vfs.Entry
 }
 
 // graph reads what objects reference, inside one transaction, asking the
@@ -268,6 +272,13 @@ type graph struct {
 	// walk follows, and the tree, in place of visiting the entry's blob:
 	// fsck checks the size the entry records. Set it only with leafBlobs.
 	fileEntry func(tree object, e vfs.Entry) error
+	// treeDone, if set, is called with each tree a walk follows, and its
+	// entries, once the walk has followed everything they name: each tree
+	// an entry names was closed before, on this walk or an earlier one
+	// with treeDone set (trees are acyclic, so one visited before is
+	// closed already), unless it was not followed (missing, not wanted,
+	// or followed by a walk without treeDone).
+	treeDone func(tree object, es []vfs.Entry) error
 }
 
 // openGraph reads, in tx, what gc, fsck and du all start from: the roots,
@@ -367,7 +378,15 @@ func (g *graph) walk(starts []step, visit func(o object) (bool, error), bad func
 			}
 		}
 		st := stack[len(stack)-1]
+		// Cleared, so the array keeps no entries a done step held.
+		stack[len(stack)-1] = step{}
 		stack = stack[:len(stack)-1]
+		if st.done {
+			if err := g.treeDone(st.o, st.entries); err != nil {
+				return err
+			}
+			continue
+		}
 		first, err := visit(st.o)
 		if err != nil {
 			return err
@@ -403,6 +422,9 @@ func (g *graph) walk(starts []step, visit func(o object) (bool, error), bad func
 				break
 			}
 			delete(g.entriesDue, st.o.hash)
+			if g.treeDone != nil && ok {
+				stack = append(stack, step{o: st.o, done: true, entries: es})
+			}
 			if g.fileEntry != nil {
 				for _, e := range es {
 					if e.Kind == vfs.KindFile {

@@ -21,9 +21,10 @@ import (
 
 // manyObjects opens a store holding about n objects a root reaches (n
 // small files in n/100 directories of one run, written in one change and
-// checkpointed) and n/2 small blobs none does, all put in one transaction
-// each. Its tree cache is bounded at 512 entries, so at every size the
-// test builds the cache is full and what grows beyond it is measured.
+// checkpointed, whose tree an actor space holds too, its totals kept) and
+// n/2 small blobs none does, all put in one transaction each. Its tree
+// cache is bounded at 512 entries, so at every size the test builds the
+// cache is full and what grows beyond it is measured.
 func manyObjects(t *testing.T, n int) *wsstore.Store {
 	t.Helper()
 	s := storetest.OpenStoreWith(t, wsstore.Options{TreeCacheEntries: 512})
@@ -38,6 +39,18 @@ func manyObjects(t *testing.T, n int) *wsstore.Store {
 	}
 	_, err := s.Runs.Workspace("run_a", runs.HostScope).Apply(ctx, edits)
 	require.NoError(t, err)
+	// The space's row is written as an import would leave it: fsck holds
+	// its totals to the whole tree.
+	run, err := s.Runs.Run(ctx, "run_a")
+	require.NoError(t, err)
+	tot, err := s.Trees.TotalsDelta(ctx, nil, vfs.EmptyTree, run.Root)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, tot.Files, int64(n))
+	require.NoError(t, s.DB.Update(ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO actor_spaces (actor, root, seq, created, updated, files, dirs, bytes, versions)
+			VALUES ('alice', ?, 0, 0, 0, ?, ?, ?, 0)`, run.Root, tot.Files, tot.Dirs, tot.Bytes)
+		return err
+	}))
 	garbage(t, s, n/2, "first")
 	return s
 }

@@ -60,6 +60,13 @@ type ActorCounts interface {
 	EachMiscounted(ctx context.Context, tx *index.Tx, fn func(actor string, kept, counted int64) error) error
 }
 
+// ActorTotals is the optional ability of an ActorRoots to list the
+// totals each space's row keeps of its live tree (vfs.Totals), for fsck
+// to hold to the tree; *actors.Spaces has it.
+type ActorTotals interface {
+	EachSpaceTotals(ctx context.Context, tx *index.Tx, fn func(actor string, root cas.Hash, kept vfs.Totals) error) error
+}
+
 // EventRuns counts the journal's events by run, so fsck can find events of
 // runs that do not exist, and decodes every payload; *journal.Journal
 // implements it.

@@ -20,7 +20,10 @@ re-hashed, every tree decoded and re-hashed, every reference (run roots,
 checkpoints, tree entries, chunk lists, delta bases, events) resolved, and
 every size recorded for a blob or chunk (its plain and stored sizes, chunk
 offsets, the size a file entry records) compared with its content (problem
-"size"). It exits 0 when the store is sound and 6 when it found any problem.`,
+"size"), and each actor space's row (its count of versions, its totals of
+files, directories and bytes) compared with its journal and its tree
+(problem "actor"). It exits 0 when the store is sound and 6 when it found
+any problem.`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&g, func(ctx context.Context, args []string) error {
 			return runFsck(ctx, g, args)
