@@ -22,6 +22,19 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
+// putSegmentBytes puts data as device's segment written at at, under the
+// key a build gives it (its hash; .base.seg for a base).
+func putSegmentBytes(srv *s3fake.Server, device string, at time.Time, base bool, data []byte) remote.Segment {
+	ext := ".seg"
+	if base {
+		ext = ".base.seg"
+	}
+	key := fmt.Sprintf("sync/%s/%020d-%s%s", device, at.UnixNano(), cas.Sum(data), ext)
+	srv.SetObject("bkt", "store/"+key, data)
+	srv.SetModified("bkt", "store/"+key, at)
+	return remote.Segment{Key: key, Device: device, At: at.UTC(), Hash: cas.Sum(data), Base: base}
+}
+
 // putV1Segment writes a segment as a build of format version 1 wrote it:
 // the object changes listed in the header, the archive after it.
 func putV1Segment(t *testing.T, srv *s3fake.Server, device string, at time.Time, base bool, added, dropped []string, archive string) remote.Segment {
@@ -34,14 +47,7 @@ func putV1Segment(t *testing.T, srv *s3fake.Server, device string, at time.Time,
 	}
 	data := fmt.Appendf(nil, `{"format":"wsstore-sync-segment","version":1,"device":%q,"at":%q,"base":%t,"archive":%d,"tombstones":[],"added":%s,"dropped":%s}`+"\n%s",
 		device, at.UTC().Format(time.RFC3339Nano), base, len(archive), quote(added), quote(dropped), archive)
-	ext := ".seg"
-	if base {
-		ext = ".base.seg"
-	}
-	key := fmt.Sprintf("sync/%s/%020d-%s%s", device, at.UnixNano(), cas.Sum(data), ext)
-	srv.SetObject("bkt", "store/"+key, data)
-	srv.SetModified("bkt", "store/"+key, at)
-	return remote.Segment{Key: key, Device: device, At: at.UTC(), Hash: cas.Sum(data), Base: base}
+	return putSegmentBytes(srv, device, at, base, data)
 }
 
 // TestVersion1SegmentsAreRead: segments an older build wrote, which list
@@ -355,14 +361,7 @@ func putV2Segment(t *testing.T, srv *s3fake.Server, device string, at time.Time,
 		data = append(append(data, kind[0]-'0'), h[:]...)
 	}
 	data = append(data, archive...)
-	ext := ".seg"
-	if base {
-		ext = ".base.seg"
-	}
-	key := fmt.Sprintf("sync/%s/%020d-%s%s", device, at.UnixNano(), cas.Sum(data), ext)
-	srv.SetObject("bkt", "store/"+key, data)
-	srv.SetModified("bkt", "store/"+key, at)
-	return remote.Segment{Key: key, Device: device, At: at.UTC(), Hash: cas.Sum(data), Base: base}
+	return putSegmentBytes(srv, device, at, base, data)
 }
 
 // TestVersion2SegmentsAreRead: segments an older build wrote, whose
