@@ -348,11 +348,9 @@ type PullStats struct {
 func (s *Storage) Pull(ctx context.Context, db *index.DB) (PullStats, error) {
 	s.push.Lock()
 	defer s.push.Unlock()
-	var keys []string
-	if err := s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error { keys = append(keys, key); return nil }); err != nil {
-		return PullStats{}, fmt.Errorf("pull: %w", err)
-	}
-	return s.pullIndexes(ctx, db, keys)
+	return s.pullIndexes(ctx, db, func(fn func(key string) error) error {
+		return s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error { return fn(key) })
+	})
 }
 
 // PullIndexes takes in the index objects keys names ("index/HASH", as a
@@ -367,7 +365,14 @@ func (s *Storage) PullIndexes(ctx context.Context, db *index.DB, keys []string) 
 			return PullStats{}, fmt.Errorf("pull: %w", corrupt(k, "not the key of an index object"))
 		}
 	}
-	return s.pullIndexes(ctx, db, keys)
+	return s.pullIndexes(ctx, db, func(fn func(key string) error) error {
+		for _, k := range keys {
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func isHash(s string) bool {
@@ -375,96 +380,148 @@ func isHash(s string) bool {
 	return err == nil
 }
 
-func (s *Storage) pullIndexes(ctx context.Context, db *index.DB, keys []string) (PullStats, error) {
+// pullIndexes takes in the index objects each calls its function with
+// (a listing of index/, page by page, or a header's keys) that the store
+// has not read yet.
+//
+// An entry is recorded only once what it is read through is: its chunks,
+// and the base of a delta (or dictionary), which may be listed by a later
+// index object. So a pull cut off at any point leaves every recorded
+// object readable. The first sweep, made as the keys go by, records the
+// entries that stand alone (whole blobs and chunks), each later one those
+// whose chunks and base are recorded by then, taking in each index object
+// once all its entries are; a sweep that records nothing takes in the
+// rest as they are (an object no index lists stays missing, as it would
+// have). The keys left after a sweep wait in a scratch database, in key
+// order, and each sweep reads their index objects again, so neither the
+// keys nor the index objects are held in memory.
+func (s *Storage) pullIndexes(ctx context.Context, db *index.DB, each func(fn func(key string) error) error) (PullStats, error) {
 	var st PullStats
-	var todo []string
-	for _, key := range keys {
+	var sc *index.Scratch
+	defer func() { sc.Close() }()
+	// next returns the map of the keys the next sweep reads, made in sc
+	// (opened on first need: most pulls leave none).
+	next := func() (*index.ScratchMap, error) {
+		if sc == nil {
+			var err error
+			if sc, err = index.OpenScratch(ctx); err != nil {
+				return nil, err
+			}
+		}
+		return sc.NewMap(ctx)
+	}
+	var left *index.ScratchMap
+	var leftN int64
+	err := each(func(key string) error {
 		var seen int
 		err := db.View(ctx, func(tx *index.Tx) error {
 			return tx.GetContext(ctx, &seen, `SELECT count(*) FROM remote_cache WHERE kind = 2 AND hash = ?`, idxHash(key))
 		})
-		if err != nil {
-			return st, fmt.Errorf("pull: %w", index.Translate(err))
+		if err != nil || seen > 0 {
+			return index.Translate(err)
 		}
-		if seen == 0 {
-			todo = append(todo, key)
+		again, _, err := s.takeIn(ctx, db, &st, key, true, false)
+		if err != nil || !again {
+			return err
 		}
+		if left == nil {
+			if left, err = next(); err != nil {
+				return err
+			}
+		}
+		leftN++
+		_, err = left.Add(ctx, []byte(key), 0)
+		return err
+	})
+	if err != nil {
+		return st, fmt.Errorf("pull: %w", err)
 	}
-	// An entry is recorded only once what it is read through is: its
-	// chunks, and the base of a delta (or dictionary), which may be
-	// listed by a later index object. So a pull cut off at any point
-	// leaves every recorded object readable. The first sweep records the
-	// entries that stand alone (whole blobs and chunks), each later one
-	// those whose chunks and base are recorded by then, taking in each
-	// index object once all its entries are; a sweep that records nothing
-	// takes in the rest as they are (an object no index lists stays
-	// missing, as it would have). Each sweep reads the index objects left
-	// again, so none is held in memory.
-	first, last := true, false
-	for len(todo) > 0 {
-		var left []string
+	// After a later sweep that recorded nothing, the last takes in what
+	// is left.
+	last := false
+	for leftN > 0 {
+		todo := left
+		left, leftN = nil, 0
 		progress := false
-		for _, key := range todo {
-			b, err := s.b.get(ctx, key, 0, -1)
-			if errors.Is(err, ErrMissing) {
-				continue // reclaimed since it was listed or named: no device uses its objects
-			}
-			if err != nil {
-				return st, fmt.Errorf("pull: %w", err)
-			}
-			idx, err := decodeIndex(key, b)
-			if wserr.CodeOf(err) == wserr.Corrupt {
-				// Not taken in, nor read again in a later sweep.
-				st.Damaged = append(st.Damaged, key)
-				continue
-			}
-			if err != nil {
-				return st, fmt.Errorf("pull: %w", err)
-			}
-			now := nanos(s.opts.Now())
-			var added int
-			done := true
-			err = db.Update(ctx, func(tx *index.Tx) error {
-				for _, e := range idx.Objects {
-					ready, err := s.readable(ctx, tx, e, first, last)
-					if err != nil {
-						return err
-					}
-					if !ready {
-						done = false
-						continue
-					}
-					ok, err := recordEntry(ctx, tx, e, idx.Pack, now)
-					if err != nil {
-						return err
-					}
-					if ok {
-						added++
-					}
-				}
-				if !done {
-					return nil
-				}
-				return tookIn(ctx, tx, key)
-			})
-			if err != nil {
-				return st, fmt.Errorf("pull: %w", err)
-			}
-			st.Objects += added
+		err := todo.Each(ctx, func(k []byte, _ int64) error {
+			again, added, err := s.takeIn(ctx, db, &st, string(k), false, last)
 			progress = progress || added > 0
-			if done {
-				st.Indexes++
-			} else {
-				left = append(left, key)
+			if err != nil || !again {
+				return err
 			}
+			if left == nil {
+				if left, err = next(); err != nil {
+					return err
+				}
+			}
+			leftN++
+			_, err = left.Add(ctx, k, 0)
+			return err
+		})
+		if err != nil {
+			return st, fmt.Errorf("pull: %w", err)
 		}
-		// After a later sweep that recorded nothing, the last takes in
-		// what is left.
-		last = !first && !progress
-		first = false
-		todo = left
+		last = !progress
 	}
 	return st, nil
+}
+
+// takeIn reads the index object at key and records the entries a sweep
+// may (readable), taking the index object in once all of them are. It
+// reports whether a later sweep must read it again, and how many objects
+// it added; a damaged one is named in st.Damaged and not read again, one
+// gone (reclaimed since it was listed or named: no device uses its
+// objects) is passed over.
+func (s *Storage) takeIn(ctx context.Context, db *index.DB, st *PullStats, key string, first, last bool) (again bool, added int, err error) {
+	b, err := s.b.get(ctx, key, 0, -1)
+	if errors.Is(err, ErrMissing) {
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	idx, err := decodeIndex(key, b)
+	if wserr.CodeOf(err) == wserr.Corrupt {
+		// Not taken in, nor read again in a later sweep.
+		st.Damaged = append(st.Damaged, key)
+		return false, 0, nil
+	}
+	if err != nil {
+		return false, 0, err
+	}
+	now := nanos(s.opts.Now())
+	done := true
+	err = db.Update(ctx, func(tx *index.Tx) error {
+		for _, e := range idx.Objects {
+			ready, err := s.readable(ctx, tx, e, first, last)
+			if err != nil {
+				return err
+			}
+			if !ready {
+				done = false
+				continue
+			}
+			ok, err := recordEntry(ctx, tx, e, idx.Pack, now)
+			if err != nil {
+				return err
+			}
+			if ok {
+				added++
+			}
+		}
+		if !done {
+			return nil
+		}
+		return tookIn(ctx, tx, key)
+	})
+	if err != nil {
+		return false, 0, err
+	}
+	st.Objects += added
+	if done {
+		st.Indexes++
+	}
+	return !done, added, nil
 }
 
 // readable reports whether entry e may be recorded in a sweep: in the
@@ -511,39 +568,88 @@ func tookIn(ctx context.Context, tx *index.Tx, key string) error {
 // too, each by the copy of its index it ends with (packIndexes). It
 // returns how many it recorded; a blob found nowhere stays missing (a
 // chunked blob whose only chunk list was in such an index object among
-// them: a pack holds no chunk lists).
+// them: a pack holds no chunk lists). What is wanted and what is found
+// of it wait in a scratch database, not in memory, as do the packs the
+// index objects name.
 func (s *Storage) Recover(ctx context.Context, db *index.DB, want []cas.Hash) (int, error) {
 	s.push.Lock()
 	defer s.push.Unlock()
-	type found struct {
-		e    entry
-		pack string
+	n, err := s.recoverWanted(ctx, db, want)
+	if err != nil {
+		return 0, fmt.Errorf("recover: %w", err)
 	}
-	// Only what is wanted is kept while the index objects go by: the
-	// blobs in a first pass, then the chunks the chunked ones list.
-	blobs := make(map[cas.Hash]*found, len(want))
+	return n, nil
+}
+
+// foundEntry is an entry Recover found, with the pack that holds it.
+type foundEntry struct {
+	E    entry  `json:"e"`
+	Pack string `json:"pack"`
+}
+
+func (s *Storage) recoverWanted(ctx context.Context, db *index.DB, want []cas.Hash) (int, error) {
+	// What is wanted and what was found wait in a scratch database while
+	// the index objects go by: the blobs in a first pass, then the chunks
+	// the chunked ones list. A wanted object's value is 0 until it is
+	// found, then 1 + the place in found of its entry.
+	sc, err := index.OpenScratch(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer sc.Close()
+	found, err := sc.NewList(ctx)
+	if err != nil {
+		return 0, err
+	}
+	named, err := sc.NewMap(ctx) // packs an index object that reads names
+	if err != nil {
+		return 0, err
+	}
+	blobs, err := sc.NewMap(ctx)
+	if err != nil {
+		return 0, err
+	}
+	chunks, err := sc.NewMap(ctx)
+	if err != nil {
+		return 0, err
+	}
 	for _, h := range want {
-		blobs[h] = nil
+		if _, err := blobs.Add(ctx, h[:], 0); err != nil {
+			return 0, err
+		}
 	}
-	chunks := map[cas.Hash]*found{}
-	named := map[string]bool{} // packs an index object that reads names
-	take := func(kind cas.Kind, wanted map[cas.Hash]*found, idx packIndex) {
+	take := func(kind cas.Kind, wanted *index.ScratchMap, lacking *int64, idx packIndex) error {
 		for _, e := range idx.Objects {
-			if f, ok := wanted[e.Hash]; ok && f == nil && e.Kind == kind {
-				wanted[e.Hash] = &found{e, idx.Pack}
+			if e.Kind != kind {
+				continue
 			}
-		}
-	}
-	lacking := func(wanted map[cas.Hash]*found) bool {
-		for _, f := range wanted {
-			if f == nil {
-				return true
+			v, ok, err := wanted.Get(ctx, e.Hash[:])
+			if err != nil {
+				return err
 			}
+			if !ok || v != 0 {
+				continue
+			}
+			b, err := json.Marshal(foundEntry{e, idx.Pack})
+			if err != nil {
+				return err
+			}
+			if err := found.Push(ctx, b); err != nil {
+				return err
+			}
+			if err := wanted.Set(ctx, e.Hash[:], found.Len()); err != nil {
+				return err
+			}
+			*lacking--
 		}
-		return false
+		return nil
 	}
-	pass := func(kind cas.Kind, wanted map[cas.Hash]*found) error {
-		err := s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error {
+	pass := func(kind cas.Kind, wanted *index.ScratchMap) error {
+		lacking, err := wanted.Len(ctx)
+		if err != nil {
+			return err
+		}
+		err = s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error {
 			b, err := s.b.get(ctx, key, 0, -1)
 			if errors.Is(err, ErrMissing) {
 				return nil // reclaimed since it was listed
@@ -558,58 +664,82 @@ func (s *Storage) Recover(ctx context.Context, db *index.DB, want []cas.Hash) (i
 			if err != nil {
 				return err
 			}
-			named[idx.Pack] = true
-			take(kind, wanted, idx)
-			return nil
+			if _, err := named.Add(ctx, []byte(idx.Pack), 1); err != nil {
+				return err
+			}
+			return take(kind, wanted, &lacking, idx)
 		})
-		if err != nil || !lacking(wanted) {
+		if err != nil || lacking == 0 {
 			return err
 		}
 		return s.packIndexes(ctx, named, func(pack string, idx packIndex) error {
 			idx.Pack = pack
-			take(kind, wanted, idx)
-			return nil
+			return take(kind, wanted, &lacking, idx)
 		})
 	}
+	at := func(v int64) (foundEntry, error) {
+		var f foundEntry
+		b, err := found.At(ctx, v-1)
+		if err == nil {
+			err = json.Unmarshal(b, &f)
+		}
+		return f, err
+	}
 	if err := pass(cas.KindBlob, blobs); err != nil {
-		return 0, fmt.Errorf("recover: %w", err)
+		return 0, err
 	}
-	for _, f := range blobs {
-		if f == nil {
-			continue
+	if err := blobs.Each(ctx, func(_ []byte, v int64) error {
+		if v == 0 {
+			return nil
 		}
-		for _, c := range f.e.Chunks {
-			chunks[c.Hash] = nil
+		f, err := at(v)
+		if err != nil {
+			return err
 		}
-	}
-	if len(chunks) > 0 {
-		if err := pass(cas.KindChunk, chunks); err != nil {
-			return 0, fmt.Errorf("recover: %w", err)
-		}
-	}
-	var pick []*found
-	for _, h := range want {
-		f := blobs[h]
-		if f == nil {
-			continue
-		}
-		pick = append(pick, f)
-		for _, c := range f.e.Chunks {
-			if cf := chunks[c.Hash]; cf != nil {
-				pick = append(pick, cf)
+		for _, c := range f.E.Chunks {
+			if _, err := chunks.Add(ctx, c.Hash[:], 0); err != nil {
+				return err
 			}
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	if nc, err := chunks.Len(ctx); err != nil {
+		return 0, err
+	} else if nc > 0 {
+		if err := pass(cas.KindChunk, chunks); err != nil {
+			return 0, err
 		}
 	}
 	n := 0
 	now := nanos(s.opts.Now())
-	err := db.Update(ctx, func(tx *index.Tx) error {
-		for _, f := range pick {
-			added, err := recordEntry(ctx, tx, f.e, f.pack, now)
-			if err != nil {
+	// record records the entry found of what wanted names at h, if any.
+	record := func(tx *index.Tx, wanted *index.ScratchMap, h cas.Hash) (foundEntry, bool, error) {
+		v, _, err := wanted.Get(ctx, h[:])
+		if err != nil || v == 0 {
+			return foundEntry{}, false, err
+		}
+		f, err := at(v)
+		if err != nil {
+			return f, false, err
+		}
+		added, err := recordEntry(ctx, tx, f.E, f.Pack, now)
+		if added {
+			n++
+		}
+		return f, true, err
+	}
+	err = db.Update(ctx, func(tx *index.Tx) error {
+		for _, h := range want {
+			f, ok, err := record(tx, blobs, h)
+			if err != nil || !ok {
 				return err
 			}
-			if added {
-				n++
+			for _, c := range f.E.Chunks {
+				if _, _, err := record(tx, chunks, c.Hash); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -623,10 +753,13 @@ func (s *Storage) Recover(ctx context.Context, db *index.DB, want []cas.Hash) (i
 // whose index objects do not read. It costs a listing of data/ and two
 // ranged GETs a pack read; a pack whose end does not read as an index is
 // passed over.
-func (s *Storage) packIndexes(ctx context.Context, named map[string]bool, fn func(pack string, idx packIndex) error) error {
+func (s *Storage) packIndexes(ctx context.Context, named *index.ScratchMap, fn func(pack string, idx packIndex) error) error {
 	return s.b.sizes(ctx, dataDir, func(key string, size int64) error {
-		if named[key] || size < 4 {
+		if size < 4 {
 			return nil
+		}
+		if _, ok, err := named.Get(ctx, []byte(key)); err != nil || ok {
+			return err
 		}
 		b, err := s.b.get(ctx, key, size-4, 4)
 		if errors.Is(err, ErrMissing) || err == nil && len(b) != 4 {

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -231,44 +232,44 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		return err
 	}
 	budget := opts.Max
-	type old struct {
-		key string
-		mod time.Time
-	}
-	var idx []old
-	if err := s.b.list(ctx, indexDir, "", func(key string, mod time.Time) error {
-		idx = append(idx, old{key, mod})
-		return nil
-	}); err != nil {
-		return st, fmt.Errorf("reclaim: %w", err)
-	}
 	// Every index object is read, the young ones too: a pack goes only
 	// when every index object naming it may go (two devices that pushed
 	// the same pack, or one that pushed it again, each wrote their own).
-	type indexObject struct {
-		key, pack string
-		gone      bool // it may go
+	// They are read as the listing goes by; what the removals need waits
+	// in sc: each pack's group (in the order the listing first named it)
+	// and whether an index object keeps it, each group's pack, and the
+	// index objects that may go by group and place in the listing.
+	packs, err := sc.NewMap(ctx) // pack → group<<1, | 1 when kept
+	if err != nil {
+		return st, fmt.Errorf("reclaim: %w", err)
 	}
-	var all []indexObject
-	keep := map[string]bool{} // packs some index object keeps
-	for _, o := range idx {
+	groups, err := sc.NewList(ctx) // each group's pack, "" for an index of chunk lists alone
+	if err != nil {
+		return st, fmt.Errorf("reclaim: %w", err)
+	}
+	doomed, err := sc.NewMap(ctx) // group, place, key of each index object that may go
+	if err != nil {
+		return st, fmt.Errorf("reclaim: %w", err)
+	}
+	var place uint64
+	err = s.b.list(ctx, indexDir, "", func(key string, mod time.Time) error {
 		if err := ctx.Err(); err != nil {
-			return st, fmt.Errorf("reclaim: %w", err)
+			return err
 		}
 		if err := l.hold(ctx); err != nil {
-			return st, err
+			return err
 		}
-		b, err := s.b.get(ctx, o.key, 0, -1)
+		b, err := s.b.get(ctx, key, 0, -1)
 		if err != nil {
-			return st, fmt.Errorf("reclaim: %w", err)
+			return err
 		}
-		pi, err := decodeIndex(o.key, b)
+		pi, err := decodeIndex(key, b)
 		if err != nil {
 			// It may be what keeps a pack (its device has not published
 			// since): nothing goes while it is there.
-			return st, fmt.Errorf("reclaim: %w (nothing is removed while an index object does not read: remove it from the object store; what it lists stays readable from its pack)", err)
+			return fmt.Errorf("%w (nothing is removed while an index object does not read: remove it from the object store; what it lists stays readable from its pack)", err)
 		}
-		gone := len(waiting) == 0 && !o.mod.IsZero() && o.mod.Before(cutoff)
+		gone := len(waiting) == 0 && !mod.IsZero() && mod.Before(cutoff)
 		if gone {
 			if err := db.View(ctx, func(tx *index.Tx) error {
 				for _, e := range pi.Objects {
@@ -280,65 +281,111 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 				}
 				return nil
 			}); err != nil {
-				return st, fmt.Errorf("reclaim: %w", err)
+				return err
 			}
 		}
 		// The pushing device may record the objects and name them in its
 		// next segment; this store's own records were asked above.
-		if pi.Device != "" && pi.Device != device && unpublished(newest, pi.Device, o.mod.Add(margin)) {
+		if pi.Device != "" && pi.Device != device && unpublished(newest, pi.Device, mod.Add(margin)) {
 			gone = false
 		}
-		if !gone && pi.Pack != "" {
-			keep[pi.Pack] = true
+		group := groups.Len()
+		if pi.Pack != "" {
+			v, ok, err := packs.Get(ctx, []byte(pi.Pack))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				if err := groups.Push(ctx, []byte(pi.Pack)); err != nil {
+					return err
+				}
+				v = group << 1
+			}
+			if !ok || !gone && v&1 == 0 {
+				if !gone {
+					v |= 1
+				}
+				if err := packs.Set(ctx, []byte(pi.Pack), v); err != nil {
+					return err
+				}
+			}
+			group = v >> 1
+		} else if gone {
+			if err := groups.Push(ctx, []byte{}); err != nil {
+				return err
+			}
 		}
-		all = append(all, indexObject{key: o.key, pack: pi.Pack, gone: gone})
+		if !gone {
+			st.Kept++
+			return nil
+		}
+		place++
+		k := binary.BigEndian.AppendUint64(nil, uint64(group))
+		k = binary.BigEndian.AppendUint64(k, place)
+		_, err = doomed.Add(ctx, append(k, key...), 0)
+		return err
+	})
+	if err != nil {
+		return st, fmt.Errorf("reclaim: %w", err)
 	}
 	// The index objects of a pack go before it, so no device learns of a
 	// pack that is gone; a pack goes with all of them or waits. An index
 	// of chunk lists alone (no pack) goes by itself.
-	type doomed struct {
-		pack string
-		keys []string
-	}
-	var out []*doomed
-	byPack := map[string]*doomed{}
-	for _, ix := range all {
-		switch {
-		case !ix.gone || keep[ix.pack]:
-			st.Kept++
-		case ix.pack == "":
-			out = append(out, &doomed{keys: []string{ix.key}})
-		case byPack[ix.pack] != nil:
-			byPack[ix.pack].keys = append(byPack[ix.pack].keys, ix.key)
-		default:
-			d := &doomed{pack: ix.pack, keys: []string{ix.key}}
-			byPack[ix.pack] = d
-			out = append(out, d)
+	var keys []string // of the group at hand: a few, the index objects naming one pack
+	group, full := int64(-1), false
+	settle := func() error {
+		if len(keys) == 0 {
+			return nil
 		}
-	}
-	for _, d := range out {
-		need := len(d.keys)
-		if d.pack != "" {
+		pack, err := groups.At(ctx, group)
+		if err != nil {
+			return err
+		}
+		if len(pack) > 0 {
+			if v, _, err := packs.Get(ctx, pack); err != nil || v&1 != 0 {
+				st.Kept += len(keys)
+				return err
+			}
+		}
+		need := len(keys)
+		if len(pack) > 0 {
 			need++
 		}
-		if budget < need {
-			st.More = true
-			break
+		if full || budget < need {
+			st.More, full = true, true
+			return nil
 		}
-		for _, k := range d.keys {
+		for _, k := range keys {
 			if err := remove(k); err != nil {
-				return st, fmt.Errorf("reclaim: %w", err)
+				return err
 			}
 			st.Indexes++
 			budget--
 		}
-		if d.pack != "" {
-			if err := remove(d.pack); err != nil {
-				return st, fmt.Errorf("reclaim: %w", err)
+		if len(pack) > 0 {
+			if err := remove(string(pack)); err != nil {
+				return err
 			}
 			st.Packs++
 			budget--
 		}
+		return nil
+	}
+	err = doomed.Each(ctx, func(k []byte, _ int64) error {
+		if g := int64(binary.BigEndian.Uint64(k)); g != group {
+			if err := settle(); err != nil {
+				return err
+			}
+			keys, group = keys[:0], g
+		}
+		keys = append(keys, string(k[16:]))
+		return nil
+	})
+	if err == nil {
+		err = settle()
+	}
+	if err != nil {
+		return st, fmt.Errorf("reclaim: %w", err)
 	}
 	for _, seg := range superseded {
 		if !seg.At.Before(cutoff) {

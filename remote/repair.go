@@ -62,34 +62,59 @@ func (s *Storage) CheckPublished(ctx context.Context, db *index.DB, device strin
 
 // unpushGone marks unpushed the objects the store holds of the packs it
 // recorded that are gone from the object store, and counts those it does
-// not hold. It reads the recorded packs (a few per store: a pack holds up
-// to PackSize bytes) and lists data/ once.
+// not hold. It lists data/ once; the recorded packs wait in a scratch
+// database meanwhile, not in memory.
 func (s *Storage) unpushGone(ctx context.Context, db *index.DB) (repush, lost int, err error) {
-	var packs []string
+	sc, err := index.OpenScratch(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("check published: %w", err)
+	}
+	defer sc.Close()
+	recorded, err := sc.NewMap(ctx) // pack → 1 while not listed
+	if err != nil {
+		return 0, 0, fmt.Errorf("check published: %w", err)
+	}
 	if err := db.View(ctx, func(tx *index.Tx) error {
-		return index.Translate(tx.SelectContext(ctx, &packs,
-			`SELECT DISTINCT pack FROM remote_objects WHERE pack IS NOT NULL AND pack != ''`))
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT pack FROM remote_objects WHERE pack IS NOT NULL AND pack != ''`)
+		if err != nil {
+			return index.Translate(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p []byte
+			if err := rows.Scan(&p); err != nil {
+				return index.Translate(err)
+			}
+			if _, err := recorded.Add(ctx, p, 1); err != nil {
+				return err
+			}
+		}
+		return index.Translate(rows.Err())
 	}); err != nil {
 		return 0, 0, err
 	}
-	if len(packs) == 0 {
-		return 0, 0, nil
-	}
-	gone := make(map[string]bool, len(packs))
-	for _, p := range packs {
-		gone[p] = true
+	gone, err := recorded.Len(ctx)
+	if err != nil || gone == 0 {
+		return 0, 0, err
 	}
 	if err := s.b.list(ctx, dataDir, "", func(key string, _ time.Time) error {
-		delete(gone, key)
-		return nil
+		if v, _, err := recorded.Get(ctx, []byte(key)); err != nil || v != 1 {
+			return err
+		}
+		gone--
+		return recorded.Set(ctx, []byte(key), 0)
 	}); err != nil {
 		return 0, 0, fmt.Errorf("check published: %w", err)
 	}
-	if len(gone) == 0 {
+	if gone == 0 {
 		return 0, 0, nil
 	}
 	err = db.Update(ctx, func(tx *index.Tx) error {
-		for p := range gone {
+		err := recorded.Each(ctx, func(k []byte, v int64) error {
+			if v == 0 {
+				return nil
+			}
+			p := string(k)
 			res, err := tx.ExecContext(ctx, `UPDATE remote_objects SET pack = NULL, off = 0, sum = NULL WHERE pack = ?
 				AND EXISTS (SELECT 1 FROM remote_cache c WHERE c.kind = remote_objects.kind AND c.hash = remote_objects.hash)`, p)
 			if err != nil {
@@ -102,6 +127,10 @@ func (s *Storage) unpushGone(ctx context.Context, db *index.DB) (repush, lost in
 				return index.Translate(err)
 			}
 			lost += left
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		// A chunked blob's list is in an index object, gone with the
 		// packs: it goes again after its chunks.

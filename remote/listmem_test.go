@@ -1,0 +1,146 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/remote/s3fake"
+)
+
+// putIndexObjects writes n index objects under prefix in bucket, each
+// listing one small blob of a pack of its own that is not there (a pull
+// records them without reading a pack; a reclaim finds each of them
+// unused), a few requests at a time: many index objects, made cheaply.
+// Each pack's name is padded to some 780 bytes, as longPrefix pads the
+// keys. It returns the blobs' hashes.
+func putIndexObjects(t *testing.T, endpoint, bucket, prefix string, n int) []cas.Hash {
+	t.Helper()
+	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				h, sum := blobHash(i), cas.Sum(fmt.Appendf(nil, "stored %d", i))
+				pack := cas.Sum(fmt.Appendf(nil, "pack %d", i)).String()
+				b, err := json.Marshal(map[string]any{"version": 1, "pack": "data/" + pack[:2] + "/" + pack + "-" + strings.Repeat("q", 700),
+					"objects": []map[string]any{{"kind": 0, "hash": h, "size": 8, "codec": int(cas.CodecRaw), "off": 0, "len": 8, "sum": sum}}})
+				if err == nil {
+					_, err = cl.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket),
+						Key: aws.String(prefix + "/index/" + cas.Sum(b).String()), Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b)))})
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	require.NoError(t, <-errs)
+	hs := make([]cas.Hash, n)
+	for i := range hs {
+		hs[i] = blobHash(i)
+	}
+	return hs
+}
+
+func blobHash(i int) cas.Hash { return cas.Sum(fmt.Appendf(nil, "blob %d", i)) }
+
+// longPrefix is a location's prefix of 800 bytes: a key listed under it
+// is some 870 bytes, so a listing held in memory shows with a few
+// thousand index objects.
+var longPrefix = "store-" + strings.Repeat("p", 794)
+
+// indexListGrowth puts n index objects in bucket under longPrefix and
+// returns how much the heap grew while a new device pulled them all (Pull
+// lists index/), while it looked for the packs they name among those on
+// the object store (none), while another reclaimed (dry run), which reads
+// every index object, and while a third recovered every blob they list.
+func indexListGrowth(t *testing.T, m *s3fake.Moto, bucket string, n int) map[string]uint64 {
+	m.CreateBucket(bucket)
+	want := putIndexObjects(t, m.URL, bucket, longPrefix, n)
+	ctx := context.Background()
+	newDevice := func() *device {
+		return &device{db: openDB(t), st: openStorage(t, m.URL, bucket, longPrefix, remote.Options{})}
+	}
+	d := newDevice()
+	out := map[string]uint64{}
+	out["pull"] = storetest.HeapGrowth(func() {
+		st, err := d.st.Pull(ctx, d.db)
+		require.NoError(t, err)
+		require.Equal(t, n, st.Indexes)
+		require.Equal(t, n, st.Objects)
+	})
+	// The packs d recorded are not on the object store: each is gone, its
+	// object lost (d holds none of them).
+	out["unpush"] = storetest.HeapGrowth(func() {
+		repush, lost, err := d.st.UnpushGone(ctx, d.db)
+		require.NoError(t, err)
+		require.Zero(t, repush)
+		require.Equal(t, n, lost)
+	})
+	c := newDevice()
+	dev, err := remote.Device(ctx, c.db)
+	require.NoError(t, err)
+	// A dry run changes nothing, so it is measured twice and the smaller
+	// growth kept, as in TestObjectSetMemoryDoesNotGrowWithObjects.
+	reclaim := func() {
+		st, err := c.st.Reclaim(ctx, c.db, dev, remote.ReclaimOptions{Grace: -1, DryRun: true, Max: 1 << 30})
+		require.NoError(t, err)
+		require.Equal(t, n, st.Indexes, "no device names the packs")
+		require.Equal(t, n, st.Packs)
+	}
+	out["reclaim"] = min(storetest.HeapGrowth(reclaim), storetest.HeapGrowth(reclaim))
+	e := newDevice()
+	out["recover"] = storetest.HeapGrowth(func() {
+		got, err := e.st.Recover(ctx, e.db, want)
+		require.NoError(t, err)
+		require.Equal(t, n, got)
+	})
+	return out
+}
+
+// TestIndexListingIsNotHeld: a pull of every index object, the search for
+// the packs it recorded, a reclaim and a recovery of every blob listed
+// grow the heap for 4,000 index objects no more than for 1,000 (each a
+// listing of full pages), beyond a small constant: each index object is
+// read as the listing goes by, and what a later sweep, the removals or
+// the recovery need waits in a scratch database. Before, pull and reclaim held every key listed (about 870
+// bytes each under longPrefix, 90 under a short one), the search,
+// reclaim and recover every pack's name, and recover every entry found.
+// The object store is moto, in a process of its own.
+func TestIndexListingIsNotHeld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 5,000 index objects and reads them four times")
+	}
+	testEnv(t)
+	m := s3fake.StartMoto(t)
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
+	const n = 1000
+	small, large := indexListGrowth(t, m, "wsstore-idx-small", n), indexListGrowth(t, m, "wsstore-idx-large", 4*n)
+	for _, op := range []string{"pull", "unpush", "reclaim", "recover"} {
+		t.Logf("%s: heap grew by at most %.2f MiB at %d index objects, %.2f MiB at %d (%d bytes an index object more)", op,
+			float64(small[op])/(1<<20), n, float64(large[op])/(1<<20), 4*n, (int64(large[op])-int64(small[op]))/(3*n))
+		assert.Less(t, int64(large[op])-int64(small[op]), int64(3<<19), "%s: the heap grows with the index objects", op)
+	}
+}
