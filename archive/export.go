@@ -478,14 +478,32 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 		}
 	}
 
-	// Actor spaces, unless the workspace is skipped.
+	// Actor spaces, unless the workspace is skipped: with All every one
+	// as it is read, a page at a time, else those named (All names none).
 	if !scope.SkipWorkspace {
-		var spaces []actors.SpaceRecord
+		exportSpace := func(s actors.SpaceRecord) error {
+			if err := a.reach(ctx, tx, p, s.Root); err != nil {
+				return err
+			}
+			if err := put(Record{Space: &s}); err != nil {
+				return err
+			}
+			p.m.Actors = append(p.m.Actors, s.Actor)
+			return a.p.Actors.EachExportChange(ctx, tx, s.Actor, 0, func(c actors.ChangeRecord) error {
+				if !c.Root.IsZero() {
+					if err := a.reach(ctx, tx, p, c.Root); err != nil {
+						return err
+					}
+				}
+				return put(Record{Change: &c})
+			})
+		}
 		if scope.All {
-			if err := a.p.Actors.EachSpaceRecord(ctx, tx, func(s actors.SpaceRecord) error { spaces = append(spaces, s); return nil }); err != nil {
+			if err := a.p.Actors.EachSpaceRecord(ctx, tx, exportSpace); err != nil {
 				return err
 			}
 		}
+		var named []actors.SpaceRecord // once each
 		for _, name := range scope.Actors {
 			s, ok, err := a.p.Actors.ExportSpace(ctx, tx, name)
 			if err != nil {
@@ -494,26 +512,12 @@ func (a *Archiver) gather(ctx context.Context, tx *index.Tx, p *plan, scope Scop
 			if !ok {
 				return wserr.New(wserr.NotFound, "export", "", "actor %s has no workspace", name)
 			}
-			if !slices.ContainsFunc(spaces, func(x actors.SpaceRecord) bool { return x.Actor == s.Actor }) {
-				spaces = append(spaces, s)
+			if !slices.ContainsFunc(named, func(x actors.SpaceRecord) bool { return x.Actor == s.Actor }) {
+				named = append(named, s)
 			}
 		}
-		for _, s := range spaces {
-			if err := a.reach(ctx, tx, p, s.Root); err != nil {
-				return err
-			}
-			if err := put(Record{Space: &s}); err != nil {
-				return err
-			}
-			p.m.Actors = append(p.m.Actors, s.Actor)
-			if err := a.p.Actors.EachExportChange(ctx, tx, s.Actor, 0, func(c actors.ChangeRecord) error {
-				if !c.Root.IsZero() {
-					if err := a.reach(ctx, tx, p, c.Root); err != nil {
-						return err
-					}
-				}
-				return put(Record{Change: &c})
-			}); err != nil {
+		for _, s := range named {
+			if err := exportSpace(s); err != nil {
 				return err
 			}
 		}
