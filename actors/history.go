@@ -377,7 +377,8 @@ type GCReport struct {
 // its own (a space whose count of versions is within KeepVersions costs
 // no statement more), so memory and the write lock's hold stay bounded
 // however many spaces there are; a failure leaves the pages before it
-// pruned, which a GC again finds done. Errors: wserr.InvalidActor,
+// pruned, which a GC again finds done, and returns the report of them
+// with its error. Errors: wserr.InvalidActor,
 // wserr.InvalidArgument for a negative KeepVersions.
 func (s *Spaces) GC(ctx context.Context, opt GCOptions) (GCReport, error) {
 	if opt.KeepVersions < 0 {

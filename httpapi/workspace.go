@@ -469,10 +469,17 @@ func (h *Handler) wsGC(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// What an attempt that failed busy pruned stays pruned: the answer
+	// counts it with what the attempt after it pruned.
+	var pruned actors.GCReport
+	count := func(p actors.GCReport) {
+		pruned.Actors += p.Actors
+		pruned.Pruned += p.Pruned
+	}
 	if !tok.AllActors() {
-		var pruned actors.GCReport
-		err = h.retry(r.Context(), func() (err error) {
-			pruned, err = h.b.Actors.GC(r.Context(), actors.GCOptions{Actor: actor, KeepVersions: keep})
+		err = h.retry(r.Context(), func() error {
+			p, err := h.b.Actors.GC(r.Context(), actors.GCOptions{Actor: actor, KeepVersions: keep})
+			count(p)
 			return err
 		})
 		if err != nil {
@@ -482,10 +489,11 @@ func (h *Handler) wsGC(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"pruned": pruned})
 		return
 	}
-	var pruned actors.GCReport
 	var rep wsstore.GCReport
-	err = h.retry(r.Context(), func() (err error) {
-		pruned, rep, err = h.b.GC.ActorGC(r.Context(), actors.GCOptions{Actor: actor, KeepVersions: keep}, wsstore.GCOptions{})
+	err = h.retry(r.Context(), func() error {
+		p, gc, err := h.b.GC.ActorGC(r.Context(), actors.GCOptions{Actor: actor, KeepVersions: keep}, wsstore.GCOptions{})
+		count(p)
+		rep = gc
 		return err
 	})
 	if err != nil {
