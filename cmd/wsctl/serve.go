@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -164,7 +165,7 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 		SpoolDir: st.Dir,
 	})
 	ln, err := net.Listen("tcp", o.listen)
-	if errors.Is(err, syscall.EADDRINUSE) {
+	if addrInUse(err) {
 		// The address is right; another process holds it, as a non-empty
 		// directory refuses a checkout: a conflict with what is there.
 		return wserr.New(wserr.Conflict, "serve", "", "--listen %s: the address is in use by another process; stop it, or listen on another port (port 0 picks a free one)", o.listen)
@@ -224,4 +225,11 @@ func stallWindow(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// addrInUse reports whether err, a listen's, says another socket holds
+// the address: EADDRINUSE, which Windows gives as WSAEADDRINUSE (10048).
+func addrInUse(err error) bool {
+	var errno syscall.Errno
+	return errors.Is(err, syscall.EADDRINUSE) || runtime.GOOS == "windows" && errors.As(err, &errno) && errno == 10048
 }
