@@ -720,3 +720,43 @@ func TestGCOfEverySpaceWorksAPageAtATime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, actors.GCReport{}, rep, "nothing left to prune")
 }
+
+// TestGCPrunesAHistoryAChunkAtATime: the versions GC prunes of a space
+// are read a chunk at a time (two here), oldest first, so a space of any
+// history is pruned in bounded memory; every version before the newest
+// kept is pruned, once, and those kept still list.
+func TestGCPrunesAHistoryAChunkAtATime(t *testing.T) {
+	defer actors.SetPruneChunk(2)()
+	ctx := context.Background()
+	var rec storetest.Statements
+	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace}})
+	for i := range 7 {
+		upload(t, s, "alice", "notes.md", fmt.Sprint("version ", i))
+	}
+	var rep actors.GCReport
+	stmts := rec.Record(func() {
+		var err error
+		rep, err = s.Actors.GC(ctx, actors.GCOptions{Actor: "alice", KeepVersions: 2})
+		require.NoError(t, err)
+	})
+	assert.Equal(t, actors.GCReport{Actors: 1, Pruned: 5}, rep)
+	chunks := 0
+	for _, q := range stmts {
+		if strings.HasPrefix(strings.TrimSpace(q), "SELECT seq, root FROM actor_changes") {
+			assert.Contains(t, q, "LIMIT", "a chunk, not every version")
+			chunks++
+		}
+	}
+	assert.Equal(t, 3, chunks, "versions 1–2, 3–4 and 5")
+	for seq := int64(1); seq <= 7; seq++ {
+		_, err := s.Actors.ListAt(ctx, "alice", seq, "", 1)
+		if seq <= 5 {
+			assert.True(t, wserr.Is(err, wserr.NotFound), "version %d pruned: %v", seq, err)
+		} else {
+			assert.NoError(t, err, "version %d kept", seq)
+		}
+	}
+	st, err := s.Actors.Stats(ctx, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), st.Versions)
+}

@@ -15,3 +15,11 @@ func SetGCPage(n int) (restore func()) {
 	gcPage = n
 	return func() { gcPage = old }
 }
+
+// SetPruneChunk makes GC hand a space's pruned roots to the collection n
+// at a time, and returns what puts the old size back.
+func SetPruneChunk(n int) (restore func()) {
+	old := pruneChunk
+	pruneChunk = n
+	return func() { pruneChunk = old }
+}

@@ -443,20 +443,41 @@ func (s *Spaces) pruneVersions(ctx context.Context, tx *index.Tx, sp spaceRow, k
 	if sp.Versions.Valid && sp.Versions.Int64 <= int64(keep) {
 		return 0, nil
 	}
-	var pruned []cas.Hash
-	if err := tx.SelectContext(ctx, &pruned, `SELECT root FROM actor_changes
-		WHERE actor = ?1 AND root IS NOT NULL AND seq NOT IN (
-			SELECT seq FROM actor_changes WHERE actor = ?1 AND root IS NOT NULL ORDER BY seq DESC LIMIT ?2)`,
-		sp.Actor, keep); err != nil {
+	// The oldest version kept; those before it go, their roots handed to
+	// the collection pruneChunk at a time, so a space of any history is
+	// pruned in bounded memory.
+	var kept int64
+	err := tx.GetContext(ctx, &kept, `SELECT seq FROM actor_changes WHERE actor = ? AND root IS NOT NULL
+		ORDER BY seq DESC LIMIT 1 OFFSET ?`, sp.Actor, keep-1)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil // no more versions than it keeps
+	}
+	if err != nil {
 		return 0, index.Translate(err)
 	}
-	if err := s.trees.Orphaned(ctx, tx, pruned...); err != nil {
-		return 0, err
+	for after := int64(0); ; {
+		var chunk []struct {
+			Seq  int64    `db:"seq"`
+			Root cas.Hash `db:"root"`
+		}
+		if err := tx.SelectContext(ctx, &chunk, `SELECT seq, root FROM actor_changes
+			WHERE actor = ? AND root IS NOT NULL AND seq > ? AND seq < ? ORDER BY seq LIMIT ?`,
+			sp.Actor, after, kept, pruneChunk); err != nil {
+			return 0, index.Translate(err)
+		}
+		roots := make([]cas.Hash, len(chunk))
+		for k, c := range chunk {
+			roots[k] = c.Root
+		}
+		if err := s.trees.Orphaned(ctx, tx, roots...); err != nil {
+			return 0, err
+		}
+		if len(chunk) < pruneChunk {
+			break
+		}
+		after = chunk[len(chunk)-1].Seq
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE actor_changes SET root = NULL
-		WHERE actor = ?1 AND root IS NOT NULL AND seq NOT IN (
-			SELECT seq FROM actor_changes WHERE actor = ?1 AND root IS NOT NULL ORDER BY seq DESC LIMIT ?2)`,
-		sp.Actor, keep)
+	res, err := tx.ExecContext(ctx, `UPDATE actor_changes SET root = NULL WHERE actor = ? AND root IS NOT NULL AND seq < ?`, sp.Actor, kept)
 	if err != nil {
 		return 0, index.Translate(err)
 	}
@@ -470,6 +491,10 @@ func (s *Spaces) pruneVersions(ctx context.Context, tx *index.Tx, sp spaceRow, k
 	}
 	return n, nil
 }
+
+// pruneChunk is how many versions' roots pruneVersions hands to the
+// collection at a time.
+var pruneChunk = 1000
 
 // EachActorRoot calls fn, in tx, for every tree actor spaces hold on to:
 // each space's live root (seq is its last change) and each version not
