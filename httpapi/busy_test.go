@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -56,14 +55,7 @@ func TestBusyIsRetried(t *testing.T) {
 	_, err = other.Archive.Export(ctx, &arc, archive.Scope{Actors: []string{"carol"}}, archive.Options{})
 	require.NoError(t, err)
 
-	raw, err := sql.Open("sqlite", filepath.Join(st.Dir, wsstore.DBName)+"?_pragma=busy_timeout(5000)")
-	require.NoError(t, err)
-	defer raw.Close()
-	conn, err := raw.Conn(ctx)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
-	require.NoError(t, err)
+	release := storetest.HoldWriteLock(t, filepath.Join(st.Dir, wsstore.DBName))
 	released := make(chan struct{})
 
 	send := func(method, u string, body []byte) (int, string) {
@@ -102,8 +94,7 @@ func TestBusyIsRetried(t *testing.T) {
 		})
 	}
 	time.Sleep(300 * time.Millisecond)
-	_, err = conn.ExecContext(ctx, `ROLLBACK`)
-	require.NoError(t, err)
+	release()
 	close(released)
 	wg.Wait()
 

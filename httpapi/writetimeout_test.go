@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -140,15 +139,7 @@ func TestSlowAnswersOutlastTheWriteTimeout(t *testing.T) {
 
 	t.Run("Busy", func(t *testing.T) {
 		srv := timedServer(t, httpapi.FromStore(st), httpapi.Options{BusyDeadline: slowWork})
-		raw, err := sql.Open("sqlite", filepath.Join(st.Dir, wsstore.DBName)+"?_pragma=busy_timeout(5000)")
-		require.NoError(t, err)
-		defer raw.Close()
-		conn, err := raw.Conn(ctx)
-		require.NoError(t, err)
-		defer conn.Close()
-		_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
-		require.NoError(t, err)
-		defer conn.ExecContext(ctx, `ROLLBACK`) //nolint:errcheck
+		defer storetest.HoldWriteLock(t, filepath.Join(st.Dir, wsstore.DBName))()
 		status, body := send(t, srv, tok, http.MethodPost, "/v1/op", []byte(`{"op":"actor.upload","actor":"alice","path":"b.md","content":"b"}`))
 		assert.Equal(t, http.StatusServiceUnavailable, status, "%s", body)
 		assert.Contains(t, body, `"store.busy"`)

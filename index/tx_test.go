@@ -269,20 +269,12 @@ func TestTranslate(t *testing.T) {
 		storetest.OpenDBAt(t, path, index.Options{})
 		other := storetest.OpenDBAt(t, path, index.Options{BusyTimeout: time.Millisecond})
 
-		raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
-		require.NoError(t, err)
-		defer raw.Close()
-		conn, err := raw.Conn(ctx)
-		require.NoError(t, err)
-		defer conn.Close()
-		_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
-		require.NoError(t, err)
+		release := storetest.HoldWriteLock(t, path)
 
-		err = other.Update(ctx, func(tx *index.Tx) error { return nil })
+		err := other.Update(ctx, func(tx *index.Tx) error { return nil })
 		requireCode(t, err, wserr.Busy)
 
-		_, err = conn.ExecContext(ctx, `ROLLBACK`)
-		require.NoError(t, err)
+		release()
 		assert.NoError(t, other.Update(ctx, func(tx *index.Tx) error { return nil }))
 	})
 	t.Run("CanceledWhileWaiting", func(t *testing.T) {
@@ -293,23 +285,14 @@ func TestTranslate(t *testing.T) {
 		path := storetest.NewPath(t)
 		db := storetest.OpenDBAt(t, path, index.Options{BusyTimeout: time.Minute})
 
-		raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
-		require.NoError(t, err)
-		defer raw.Close()
-		conn, err := raw.Conn(ctx)
-		require.NoError(t, err)
-		defer conn.Close()
-		_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
-		require.NoError(t, err)
+		release := storetest.HoldWriteLock(t, path)
 
 		ended, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		defer cancel()
-		err = db.Update(ended, func(tx *index.Tx) error { return nil })
+		err := db.Update(ended, func(tx *index.Tx) error { return nil })
 		requireCode(t, err, wserr.Canceled)
 		assert.True(t, errors.Is(err, context.DeadlineExceeded), "the cause stays in the chain: %v", err)
-
-		_, err = conn.ExecContext(ctx, `ROLLBACK`)
-		require.NoError(t, err)
+		release()
 	})
 }
 
@@ -397,14 +380,7 @@ func TestWriterQueuesPastOneAttempt(t *testing.T) {
 	ctx := context.Background()
 	path := storetest.NewPath(t)
 	db := storetest.OpenDBAt(t, path, index.Options{})
-	raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
-	require.NoError(t, err)
-	defer raw.Close()
-	conn, err := raw.Conn(ctx)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
-	require.NoError(t, err)
+	release := storetest.HoldWriteLock(t, path)
 
 	attempts := 0
 	released := make(chan struct{})
@@ -412,9 +388,9 @@ func TestWriterQueuesPastOneAttempt(t *testing.T) {
 		defer close(released)
 		// Held across several attempts: each waits at most 50 ms.
 		time.Sleep(400 * time.Millisecond)
-		_, _ = conn.ExecContext(ctx, `ROLLBACK`)
+		release()
 	}()
-	err = db.Update(ctx, func(tx *index.Tx) error { attempts++; return nil })
+	err := db.Update(ctx, func(tx *index.Tx) error { attempts++; return nil })
 	<-released
 	require.NoError(t, err, "the writer queued until the lock was free")
 	assert.Equal(t, 1, attempts, "fn runs once, after the lock is taken")

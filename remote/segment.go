@@ -770,10 +770,9 @@ func checkHeader(seg Segment, h SegmentHeader) error {
 // reads, checked against sec's hash as they are decoded; a section that
 // does not read or does not hash to it is store.corrupt.
 func decodeTombstones(seg Segment, r io.Reader, sec tombSection) ([]Tombstone, error) {
-	sum := cas.NewHasher()
-	defer sum.Release()
-	counted := &countingWriter{w: sum}
-	dec := json.NewDecoder(io.TeeReader(r, counted))
+	read := &cas.Tally{R: r, Hash: cas.NewHasher()}
+	defer read.Hash.Release()
+	dec := json.NewDecoder(read)
 	out := make([]Tombstone, 0, min(sec.Count, 1024)) // a count grows the list only as its lines decode
 	for range sec.Count {
 		var t Tombstone
@@ -785,21 +784,10 @@ func decodeTombstones(seg Segment, r io.Reader, sec tombSection) ([]Tombstone, e
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, badSegment(seg, "the segment's tombstone section holds more than its header counts")
 	}
-	if counted.n != sec.Length || sum.Sum() != sec.Hash {
+	if read.N != sec.Length || read.Hash.Sum() != sec.Hash {
 		return nil, badSegment(seg, "the segment's tombstone section does not hash to what its header says")
 	}
 	return out, nil
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // eachObject calls fn with every object of seg's object set change, the

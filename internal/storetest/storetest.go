@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -58,4 +60,28 @@ func VerifyCAS(tb testing.TB, s *cas.Store) {
 	rep, err := s.Verify(context.Background(), nil)
 	require.NoError(tb, err, "cas verify")
 	require.Empty(tb, rep.Problems, "cas verify")
+}
+
+// HoldWriteLock takes the write lock of the database at path on a
+// connection of its own, as another process holding a write transaction
+// would, and returns what gives it back (a rollback; calling it again does
+// nothing). The lock is given back, and the connection closed, when the
+// test ends at the latest.
+func HoldWriteLock(tb testing.TB, path string) (release func()) {
+	tb.Helper()
+	ctx := context.Background()
+	raw, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	require.NoError(tb, err)
+	conn, err := raw.Conn(ctx)
+	require.NoError(tb, err)
+	_, err = conn.ExecContext(ctx, `BEGIN IMMEDIATE`)
+	require.NoError(tb, err)
+	var once sync.Once
+	release = func() { once.Do(func() { _, _ = conn.ExecContext(ctx, `ROLLBACK`) }) }
+	tb.Cleanup(func() {
+		release()
+		conn.Close()
+		raw.Close()
+	})
+	return release
 }
