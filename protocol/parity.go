@@ -107,8 +107,9 @@ var parityOps = []op{
 		name: "runs.list", access: reads, request: []any{runsListRequest{}}, handle: (*Session).runsList,
 		help: `  runs.list   {workspaceId?, status?, limit?, after?}  -> {runs: [RUN, …], more}   newest first;
               limit: default 1000, at most 10000; a page ends early to hold
-              about 4 MiB of chatRefs; after: the last run id of the page
-              before (run.not_found if it is gone); more: runs remain`,
+              about 4 MiB of chatRefs and profiles; after: the last run id
+              of the page before (run.not_found if it is gone); more: runs
+              remain`,
 	},
 	{
 		name: "run.show", access: reads, request: []any{base{}}, handle: (*Session).runShow,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/journal"
+	"github.com/wsstore/wsstore/runs"
 )
 
 // TestRunsListPages: runs.list with a limit says whether more runs follow
@@ -90,4 +91,37 @@ func TestEventsPageOfLargeEvents(t *testing.T) {
 		require.NotEmpty(t, evs)
 	}
 	assert.Equal(t, last, got)
+}
+
+// TestRunsListPageBoundsProfiles: a runs.list page ends before the run
+// whose profile, like its chatRef, would take the page's past about
+// 4 MiB, so a page of runs with large profiles is not held whole; the
+// pages together still list every run once.
+func TestRunsListPageBoundsProfiles(t *testing.T) {
+	e := newHostSession(t)
+	id := strings.Repeat("p", runs.MaxProfileBytes-1024)
+	for i := range 6 {
+		e.ok(fmt.Sprintf(`{"op":"run.create","chat":{"kind":"character","stableChatId":"a"},"runId":"r%d","profile":{"id":%q}}`, i, id))
+	}
+	var sizes []int
+	var seen []string
+	after := ""
+	for range 6 {
+		req := `{"op":"runs.list"}`
+		if after != "" {
+			req = fmt.Sprintf(`{"op":"runs.list","after":%q}`, after)
+		}
+		res := e.ok(req)
+		page := res["runs"].([]any)
+		sizes = append(sizes, len(page))
+		for _, r := range page {
+			seen = append(seen, r.(map[string]any)["runId"].(string))
+		}
+		if res["more"] == false {
+			break
+		}
+		after = seen[len(seen)-1]
+	}
+	assert.Equal(t, []int{4, 2}, sizes, "about 4 MiB of profiles a page")
+	assert.Equal(t, []string{"r5", "r4", "r3", "r2", "r1", "r0"}, seen)
 }

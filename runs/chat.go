@@ -245,7 +245,7 @@ func (s *Service) ChatsPage(ctx context.Context, q ChatQuery) (page []Chat, more
 		if err != nil {
 			return index.Translate(err)
 		}
-		more, err = readPage(rows, q.Limit, MaxChatPageRefBytes, func(r *chatRow) string { return r.ChatRef }, func(r *chatRow) error {
+		more, err = readPage(rows, q.Limit, MaxChatPageRefBytes, func(r *chatRow) int { return len(r.ChatRef) }, func(r *chatRow) error {
 			page = append(page, r.chat())
 			return nil
 		})

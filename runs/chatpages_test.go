@@ -292,7 +292,8 @@ func TestStoreWidePassesReadChatIDsInPages(t *testing.T) {
 
 // TestRunsPages: runs come in pages as chats do: without a limit a page
 // holds DefaultRunPage runs and says more follow; a page ends before the
-// run whose chatRef would take the page's past MaxRunPageRefBytes; a
+// run whose chatRef and profile would take the page's past
+// MaxRunPageRefBytes; a
 // limit past MaxRunPage is workspace.invalid_argument, an after that
 // names no run run.not_found. The pages together are Runs' list.
 func TestRunsPages(t *testing.T) {
@@ -309,8 +310,9 @@ func TestRunsPages(t *testing.T) {
 		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: fmt.Sprint("small-", i)}})
 		require.NoError(t, err)
 	}
-	// The newest six runs, cancelled, each with a chatRef of 1 MiB.
-	big := json.RawMessage(`"` + strings.Repeat("x", runs.MaxChatRefBytes-2) + `"`)
+	// The newest six runs, cancelled, each with a chatRef of almost
+	// 1 MiB: four of them and their profiles fit in a page.
+	big := json.RawMessage(`"` + strings.Repeat("x", runs.MaxChatRefBytes-4096) + `"`)
 	for i := range 6 {
 		id := fmt.Sprint("run_big_", i)
 		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "big"}, ChatRef: big, RunID: id})
@@ -333,7 +335,7 @@ func TestRunsPages(t *testing.T) {
 		}
 		q.After = page[len(page)-1].ID
 	}
-	assert.Equal(t, []int{4, 10}, sizes[:2], "4 MiB of chatRefs a page")
+	assert.Equal(t, []int{4, 10}, sizes[:2], "4 MiB of chatRefs and profiles a page")
 	all, err := st.Runs.Runs(ctx, runs.ListQuery{})
 	require.NoError(t, err)
 	require.Len(t, all, runs.DefaultRunPage+7)

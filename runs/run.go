@@ -426,15 +426,16 @@ func (s *Service) Runs(ctx context.Context, q ListQuery) ([]Run, error) {
 const (
 	DefaultRunPage = 1000
 	MaxRunPage     = 10000
-	// MaxRunPageRefBytes bounds the chat references a page holds: a page
-	// ends before the run that would take its chatRefs past it (a page
-	// holds one run at least, whose chatRef is at most MaxChatRefBytes).
+	// MaxRunPageRefBytes bounds the chat references and profiles a page
+	// holds: a page ends before the run that would take its chatRefs and
+	// profiles past it (a page holds one run at least, whose chatRef is
+	// at most MaxChatRefBytes and profile at most MaxProfileBytes).
 	MaxRunPageRefBytes = 4 << 20
 )
 
 // RunsPage lists runs as Runs does, a page at a time: up to q.Limit runs
-// (0: DefaultRunPage), fewer if their chat references would pass
-// MaxRunPageRefBytes; more says whether runs follow the page (ask again
+// (0: DefaultRunPage), fewer if their chat references and profiles would
+// pass MaxRunPageRefBytes; more says whether runs follow the page (ask again
 // with After the page's last run). A page reads the runs it returns, from
 // where the one before ended. It fails as Runs does, and with
 // workspace.invalid_argument for a Limit above MaxRunPage.
@@ -449,8 +450,8 @@ func (s *Service) RunsPage(ctx context.Context, q ListQuery) (page []Run, more b
 }
 
 // listRuns reads q's runs, at most limit (-1: every one), a row at a
-// time; with refBytes >= 0 the list ends before the run whose chatRef
-// would take the list's past refBytes (one run at least). more says
+// time; with refBytes >= 0 the list ends before the run whose chatRef and
+// profile would take the list's past refBytes (one run at least). more says
 // whether runs follow.
 func (s *Service) listRuns(ctx context.Context, q ListQuery, limit, refBytes int) (out []Run, more bool, err error) {
 	if q.Status != "" && !q.Status.Valid() {
@@ -503,7 +504,7 @@ func (s *Service) listRuns(ctx context.Context, q ListQuery, limit, refBytes int
 		if err != nil {
 			return err
 		}
-		more, err = readPage(rows, limit, refBytes, func(r *runRow) string { return r.ChatRef }, func(r *runRow) error {
+		more, err = readPage(rows, limit, refBytes, func(r *runRow) int { return len(r.ChatRef) + len(r.Profile) }, func(r *runRow) error {
 			run, err := r.run()
 			if err != nil {
 				return err
@@ -541,11 +542,12 @@ func pastRow(ctx context.Context, tx *index.Tx, table, prefix, id string) (cond 
 }
 
 // readPage reads rows of R one at a time, handing each to add, until
-// limit of them (-1: no limit) or the row whose chat reference would take
-// theirs past refBytes (-1: no bound; one row at least), and says whether
-// a row followed them (the query asks one past the page for it). A page
-// cut by its references' bytes holds no more than they.
-func readPage[R any](rows *sqlx.Rows, limit, refBytes int, chatRef func(*R) string, add func(*R) error) (more bool, err error) {
+// limit of them (-1: no limit) or the row whose variable-size fields
+// (size: a chat reference, a run's profile) would take theirs past
+// refBytes (-1: no bound; one row at least), and says whether a row
+// followed them (the query asks one past the page for it). A page cut by
+// those bytes holds no more than they.
+func readPage[R any](rows *sqlx.Rows, limit, refBytes int, size func(*R) int, add func(*R) error) (more bool, err error) {
 	defer rows.Close()
 	n, bytes := 0, 0
 	for rows.Next() {
@@ -553,7 +555,7 @@ func readPage[R any](rows *sqlx.Rows, limit, refBytes int, chatRef func(*R) stri
 		if err := rows.StructScan(&r); err != nil {
 			return false, err
 		}
-		ref := len(chatRef(&r))
+		ref := size(&r)
 		if n == limit || refBytes >= 0 && n > 0 && bytes+ref > refBytes {
 			return true, nil
 		}
