@@ -32,7 +32,7 @@ const (
 	// after it had deleted the run whose end started it (see Finish).
 	RetentionFailed = "retention_failed"
 	// ReclaimFailed records the collection after a deletion (DeleteChats,
-	// DeleteRun) failing once the deletion had committed: the deletion
+	// DeleteRun, Prune) failing once the deletion had committed: the deletion
 	// stands, its garbage waits for the next reclaim or gc, and the
 	// detail names the error and its code.
 	ReclaimFailed = "reclaim_failed"
@@ -154,19 +154,23 @@ func (s *Service) reclaimAfter(ctx context.Context, after int64, ids []int64, n 
 	return freed, s.logReclaim(context.WithoutCancel(ctx), ids, n, freed)
 }
 
-// reclaimAfterDeletion is reclaimAfter for a deletion that has
-// committed: a failure (the caller's context ending during the
-// collection, a busy or full disk) does not fail the call, which would
-// say the deletion did not happen. It is recorded in the deletion log as
-// a reclaim_failed entry of chatID and runID, written even when ctx has
-// ended; the garbage waits for the next reclaim or gc.
-func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string, after int64, ids []int64) int64 {
-	freed, err := s.reclaimAfter(ctx, after, ids, len(ids))
+// reclaimAfterDeletion is reclaimAfter for deletions that have
+// committed (n of them, the first of whose log entries ids names): a
+// failure (the caller's context ending during the collection, a busy or
+// full disk) does not fail the call, which would say the deletion did not
+// happen. It is recorded in the deletion log as a reclaim_failed entry of
+// chatID and runID, written even when ctx has ended; the garbage waits for
+// the next reclaim or gc.
+func (s *Service) reclaimAfterDeletion(ctx context.Context, chatID, runID string, after int64, ids []int64, n int) int64 {
+	freed, err := s.reclaimAfter(ctx, after, ids, n)
 	if err == nil || freed > 0 {
 		return freed // freed > 0: only the log of it failed
 	}
 	wctx := context.WithoutCancel(ctx)
 	detail := map[string]any{"deletions": ids, "code": string(wserr.CodeOf(err)), "error": err.Error()}
+	if n > len(ids) {
+		detail["deletionCount"] = n
+	}
 	_ = s.update(wctx, func(tx *index.Tx) error {
 		_, err := s.logDeletion(wctx, tx, ReclaimFailed, chatID, runID, "after deletions", detail, 0)
 		return err
@@ -380,7 +384,7 @@ func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (
 	if len(res.Chats) == 1 {
 		chatID = res.Chats[0].WorkspaceID
 	}
-	res.BytesFreed = s.reclaimAfterDeletion(ctx, chatID, "", after, ids)
+	res.BytesFreed = s.reclaimAfterDeletion(ctx, chatID, "", after, ids, len(ids))
 	return res, nil
 }
 
@@ -514,19 +518,40 @@ type HeldRun struct {
 // The report lists the first MaxPruneReportEntries runs, runs' checkpoints
 // and held runs, and counts every one; the reclaim's deletion-log entry
 // names the first MaxPruneReportEntries of the pass's entries and counts
-// every one.
+// every one. A reclaim that fails once the pass's deletions have
+// committed (the context ending during it included) does not fail Prune,
+// which would say nothing was deleted: the report has BytesFreed 0, the
+// failure is logged as a reclaim_failed entry and the space waits for the
+// next gc.
 func (s *Service) Prune(ctx context.Context, opt PruneOptions) (PruneReport, error) {
-	return s.prune(ctx, opt, s.candidatesEnd(ctx))
+	after := s.candidatesEnd(ctx)
+	rep, ids, n, err := s.prunePass(ctx, opt)
+	if err != nil {
+		return rep, err
+	}
+	rep.BytesFreed = s.reclaimAfterDeletion(ctx, opt.ChatID, "", after, ids, n)
+	return rep, nil
 }
 
-// prune is Prune, its reclaim taking the candidates recorded after place
-// after as its own.
+// prune is Prune for the automatic pass after a run's end, its reclaim
+// taking the candidates recorded after place after as its own; a reclaim
+// that fails is its error, which the run's journal records (afterFinal).
 func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (PruneReport, error) {
-	rep := PruneReport{DryRun: opt.DryRun, Runs: []PrunedRun{}, Checkpoints: []PrunedCheckpoints{}, Held: []HeldRun{}}
+	rep, ids, n, err := s.prunePass(ctx, opt)
+	if err != nil {
+		return rep, err
+	}
+	rep.BytesFreed, err = s.reclaimAfter(ctx, after, ids, n)
+	return rep, err
+}
+
+// prunePass deletes what the retention policy names (Prune) and returns
+// its report, the first of its deletion-log entries' ids and how many it
+// logged, for the reclaim after it.
+func (s *Service) prunePass(ctx context.Context, opt PruneOptions) (rep PruneReport, ids []int64, logged int, err error) {
+	rep = PruneReport{DryRun: opt.DryRun, Runs: []PrunedRun{}, Checkpoints: []PrunedCheckpoints{}, Held: []HeldRun{}}
 	// The pass's deletion-log entries, for the reclaim after it: how many,
 	// and the first of their ids, which its own entry names.
-	var ids []int64
-	logged := 0
 	noteLogged := func(id int64) {
 		logged++
 		if len(ids) < pruneReportEntries {
@@ -535,11 +560,11 @@ func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (Pru
 	}
 	for chatID, err := range s.pruneChats(ctx, opt.ChatID) {
 		if err != nil {
-			return rep, fmt.Errorf("prune: %w", index.Translate(err))
+			return rep, ids, logged, fmt.Errorf("prune: %w", index.Translate(err))
 		}
 		doomed, keep, held, err := s.pruneCandidates(ctx, chatID)
 		if err != nil {
-			return rep, err
+			return rep, ids, logged, err
 		}
 		if pruneGap != nil {
 			pruneGap()
@@ -579,7 +604,7 @@ func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (Pru
 					continue
 				}
 				if err != nil {
-					return rep, err
+					return rep, ids, logged, err
 				}
 				noteLogged(d.LogID)
 			}
@@ -609,7 +634,7 @@ func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (Pru
 			return nil
 		})
 		if err != nil {
-			return rep, err
+			return rep, ids, logged, err
 		}
 		for _, runID := range over {
 			var pc PrunedCheckpoints
@@ -637,16 +662,14 @@ func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (Pru
 				return err
 			})
 			if err != nil && err != errSkip {
-				return rep, err
+				return rep, ids, logged, err
 			}
 			if pc.RunID != "" {
 				rep.addCheckpoints(pc)
 			}
 		}
 	}
-	var err error
-	rep.BytesFreed, err = s.reclaimAfter(ctx, after, ids, logged)
-	return rep, err
+	return rep, ids, logged, nil
 }
 
 // pruneChats yields the chat chatID, if given (store.not_found if there is

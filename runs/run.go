@@ -725,7 +725,7 @@ func (s *Service) deleteRun(ctx context.Context, runID string, cancel bool) (can
 	// reclaim that fails, leaves the space to the next gc instead of
 	// failing the call.
 	if auto, perr := s.autoPrune(ctx); perr == nil && auto {
-		s.reclaimAfterDeletion(ctx, chatID, runID, after, []int64{logID})
+		s.reclaimAfterDeletion(ctx, chatID, runID, after, []int64{logID}, 1)
 	}
 	return cancelled, nil
 }
