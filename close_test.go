@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -331,5 +332,44 @@ func TestCallsEndedMidwayAreCoded(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestTreeFSAfterCloseIsCoded: a tree's fs.FS view fails with store.closed
+// once the store is closed, also for the trees and directories it read
+// before (which its cache of trees still holds).
+func TestTreeFSAfterCloseIsCoded(t *testing.T) {
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	run, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: "c1"}})
+	require.NoError(t, err)
+	ws := st.Runs.Workspace(run.ID, runs.ModelScope)
+	_, err = ws.Write(ctx, vfs.MustPath("output/main.md"), []byte("text\n"), vfs.WriteOptions{})
+	require.NoError(t, err)
+	run, err = st.Runs.Run(ctx, run.ID)
+	require.NoError(t, err)
+	fsys := st.Trees.FS(ctx, run.Root)
+	_, err = fs.ReadFile(fsys, "output/main.md")
+	require.NoError(t, err)
+	dir, err := fsys.Open("output")
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+
+	calls := map[string]func() error{
+		"Stat root": func() error { _, err := fs.Stat(fsys, "."); return err },
+		"Stat file": func() error { _, err := fs.Stat(fsys, "output/main.md"); return err },
+		"Open dir":  func() error { _, err := fsys.Open("output"); return err },
+		"Open file": func() error { _, err := fsys.Open("output/main.md"); return err },
+		"ReadDir":   func() error { _, err := fs.ReadDir(fsys, "output"); return err },
+		"ReadFile":  func() error { _, err := fs.ReadFile(fsys, "output/main.md"); return err },
+		"open dir's ReadDir": func() error {
+			_, err := dir.(fs.ReadDirFile).ReadDir(-1)
+			return err
+		},
+	}
+	for name, call := range calls {
+		err := call()
+		assert.Equal(t, wserr.Closed, wserr.CodeOf(err), "%s: %v", name, err)
 	}
 }

@@ -124,6 +124,16 @@ func errClosed(op string) error {
 	return wserr.New(wserr.Closed, op, "", "the store is closed")
 }
 
+// CheckOpen fails with store.closed, naming op, once Close has begun: a
+// read answered from memory (a cache) checks it, so that it fails after
+// Close as a read of the database does.
+func (db *DB) CheckOpen(op string) error {
+	if db.closed.Load() {
+		return errClosed(op)
+	}
+	return nil
+}
+
 // Writes returns how many write transactions this DB has begun since it
 // was opened, so background work can tell whether the store has been idle
 // (the count did not move) while it waited.

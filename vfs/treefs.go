@@ -20,7 +20,9 @@ import (
 //
 // Errors are *fs.PathError: fs.ErrNotExist for paths that name nothing
 // (including names no tree can hold), fs.ErrInvalid for names fs.ValidPath
-// refuses, and otherwise the store's error (a *wserr.Error) as the cause.
+// refuses, and otherwise the store's error (a *wserr.Error) as the cause:
+// once the store is closed every call fails with store.closed, even one
+// the cache of trees could answer.
 func (t *Trees) FS(ctx context.Context, root cas.Hash) fs.FS {
 	return &treeFS{ctx: ctx, t: t, root: root}
 }
@@ -224,6 +226,9 @@ func (d *treeDir) Close() error {
 func (d *treeDir) ReadDir(n int) ([]fs.DirEntry, error) {
 	if d.closed {
 		return nil, &fs.PathError{Op: "readdir", Path: d.name, Err: fs.ErrClosed}
+	}
+	if err := d.fs.t.db.CheckOpen("readdir"); err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: d.name, Err: err}
 	}
 	rest := d.entries[d.off:]
 	if n > 0 && len(rest) == 0 {

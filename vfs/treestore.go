@@ -343,6 +343,13 @@ func (t *Trees) load(ctx context.Context, tx *index.Tx, h cas.Hash) ([]Entry, er
 // the row's patch chain to a whole tree. A missing or damaged tree, on the
 // chain or at h, fails with wserr.Corrupt naming it.
 func (t *Trees) node(ctx context.Context, tx *index.Tx, h cas.Hash) (node, error) {
+	if tx == nil {
+		// The cache outlives the store's Close: a read outside a
+		// transaction fails after it, as one of the table does.
+		if err := t.db.CheckOpen("read tree"); err != nil {
+			return node{}, err
+		}
+	}
 	if h == EmptyTree {
 		return node{}, nil
 	}
