@@ -3,11 +3,13 @@ package wsstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/wsstore/wsstore/archive"
@@ -175,9 +177,9 @@ func writeInto(op, path string, fill func(w io.Writer) error) error {
 }
 
 // ImportFile imports the archive in the file at path on the host's file
-// system (Archive.Import). It fails as Import does, with store.not_found
-// if there is no file at path, and with workspace.invalid_argument for one
-// of the store's own database files (OwnsFile).
+// system (Archive.Import). It fails as Import does, as OpenArchiveFile
+// does when the file cannot be opened, and with workspace.invalid_argument
+// for one of the store's own database files (OwnsFile).
 func (s *Store) ImportFile(ctx context.Context, path string, opt archive.Options) (archive.Summary, error) {
 	if s.OwnsFile(path) {
 		// Closing it again would drop this process's locks on it.
@@ -191,18 +193,38 @@ func (s *Store) ImportFile(ctx context.Context, path string, opt archive.Options
 	return s.Archive.Import(ctx, f, opt)
 }
 
-// OpenArchiveFile opens the file at path to import it: store.not_found if
-// there is none, workspace.invalid_argument for a directory.
+// OpenArchiveFile opens the file at path to import it. It fails with
+// workspace.invalid_argument for an empty path, a directory or a path no
+// file can be at (a loop of symbolic links, a name too long), with
+// store.not_found if there is no file at path, and with store.read_only
+// if this user may not read it, as for a store's own files.
 func OpenArchiveFile(path string) (*os.File, error) {
+	const op = "import"
+	if path == "" {
+		return nil, wserr.New(wserr.InvalidArgument, op, "", "empty path")
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, wserr.Wrap(wserr.NotFound, "import", path, err)
+		return nil, archiveOpenError(op, path, err)
 	}
 	if fi, err := f.Stat(); err == nil && fi.IsDir() {
 		f.Close()
-		return nil, wserr.New(wserr.InvalidArgument, "import", path, "is a directory, not an archive")
+		return nil, wserr.New(wserr.InvalidArgument, op, path, "is a directory, not an archive")
 	}
 	return f, nil
+}
+
+// archiveOpenError codes err, the failure to open the archive at path.
+func archiveOpenError(op, path string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return wserr.Wrap(wserr.NotFound, op, path, err)
+	case errors.Is(err, fs.ErrPermission):
+		return wserr.Wrap(wserr.ReadOnly, op, path, fmt.Errorf("this user may not read it: %w", err))
+	case errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EINVAL):
+		return wserr.Wrap(wserr.InvalidArgument, op, path, fmt.Errorf("no archive can be at this path: %w", err))
+	}
+	return wserr.FromFS(op, path, err)
 }
 
 // OwnsFile reports whether path names one of the files the store keeps

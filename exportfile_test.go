@@ -164,3 +164,21 @@ func TestExportFileKeepsFilesThatOnlyLookLikeItsOwn(t *testing.T) {
 	require.NoError(t, err, "the export removed a file it did not write")
 	assert.Equal(t, "the user's own copy", string(b))
 }
+
+// TestOpenArchiveFileCodes: an empty path and a loop of symbolic links are
+// workspace.invalid_argument, only a missing file store.not_found.
+func TestOpenArchiveFileCodes(t *testing.T) {
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "loop")
+	require.NoError(t, os.Symlink(loop, loop))
+	for path, want := range map[string]wserr.Code{
+		"":                              wserr.InvalidArgument,
+		dir:                             wserr.InvalidArgument,
+		loop:                            wserr.InvalidArgument,
+		filepath.Join(dir, "none.wsar"): wserr.NotFound,
+	} {
+		f, err := wsstore.OpenArchiveFile(path)
+		assert.Nil(t, f)
+		assert.Equal(t, want, wserr.CodeOf(err), "%q: %v", path, err)
+	}
+}
