@@ -140,6 +140,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if !opts.Index.ReadOnly {
 		_, statErr := os.Stat(dir)
 		made = errors.Is(statErr, fs.ErrNotExist)
+		if errors.Is(statErr, syscall.ELOOP) || errors.Is(statErr, syscall.ENAMETOOLONG) {
+			return nil, wserr.Wrap(wserr.InvalidOptions, "open store", dir, fmt.Errorf("no store can be at this path: %w", statErr))
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			fault := wserr.FSFault("open store", dir, err)
 			switch {

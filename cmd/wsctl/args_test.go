@@ -267,6 +267,34 @@ func TestInit(t *testing.T) {
 	assert.Contains(t, c.fails(2, "init", file), "store.invalid_options")
 }
 
+// TestStoreThroughASymlinkLoop: a --store that is a loop of symbolic
+// links, or whose database file is one, is a bad --store (exit 2
+// store.invalid_options) for reading and creating commands alike, and
+// nothing is made there.
+func TestStoreThroughASymlinkLoop(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	parent := t.TempDir()
+	loop := filepath.Join(parent, "loop")
+	require.NoError(t, os.Symlink(loop, loop))
+	inner := filepath.Join(parent, "inner")
+	require.NoError(t, os.Mkdir(inner, 0o755))
+	db := filepath.Join(inner, wsstore.DBName)
+	require.NoError(t, os.Symlink(db, db))
+	for _, dir := range []string{loop, inner} {
+		for _, args := range [][]string{{"runs"}, {"stats"}, {"init"}, {"batch"}} {
+			out := c.fails(2, append([]string{"--store", dir}, args...)...)
+			assert.Contains(t, out, "store.invalid_options", "%s %v", dir, args)
+		}
+	}
+	entries, err := os.ReadDir(parent)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2)
+	entries, err = os.ReadDir(inner)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1)
+}
+
 // TestDemoStoreChoice: without --store demo leaves no store anywhere and
 // says how to keep one; with --store the run stays there and the default
 // store is untouched.

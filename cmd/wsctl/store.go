@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -128,8 +129,9 @@ func openServing(ctx context.Context, g globals) (*wsstore.Store, error) {
 }
 
 // checkStoreDir fails with store.invalid_options (exit status 2, a bad
-// --store) when dir is a file or lies below one: no command can open or
-// create a store there, whether it only reads or creates.
+// --store) when dir is a file, lies below one or leads through a loop of
+// symbolic links: no command can open or create a store there, whether it
+// only reads or creates.
 func checkStoreDir(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
@@ -137,8 +139,16 @@ func checkStoreDir(dir string) error {
 		return wserr.New(wserr.InvalidOptions, "open store", dir, "is a file: --store names the store's directory")
 	case errors.Is(err, syscall.ENOTDIR):
 		return wserr.New(wserr.InvalidOptions, "open store", dir, "a parent of the store directory is a file")
+	case err != nil && noPathThere(err):
+		return wserr.Wrap(wserr.InvalidOptions, "open store", dir, fmt.Errorf("no store can be at this path: %w", err))
 	}
 	return nil
+}
+
+// noPathThere reports whether err says no file can be at the path it
+// names: a loop of symbolic links, or a name too long.
+func noPathThere(err error) bool {
+	return errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENAMETOOLONG)
 }
 
 // storeExists fails with store.not_found unless dir holds a store, and
@@ -150,6 +160,9 @@ func storeExists(dir string) error {
 	_, err := os.Stat(filepath.Join(dir, wsstore.DBName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return wserr.New(wserr.NotFound, "open store", dir, "no store here: run \"wsctl init\" to create one (\"wsctl init DIR\" elsewhere), or pass --store DIR")
+	}
+	if err != nil && noPathThere(err) {
+		return wserr.Wrap(wserr.InvalidOptions, "open store", dir, fmt.Errorf("no store database can be in this directory: %w", err))
 	}
 	if err != nil {
 		return wserr.Wrap(wserr.Internal, "open store", dir, err)
