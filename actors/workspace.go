@@ -33,10 +33,11 @@ type WorkspaceCursor struct {
 }
 
 // ParseWorkspaceCursor reads a cursor as a host gives it, the last path
-// of the page before ("" or ".": from the start). The error says what is
+// of the page before (a spelling of the root, "", "." or "./": from the
+// start). The error says what is
 // wrong, for the caller to code as the host's mistake.
 func ParseWorkspaceCursor(after string) (WorkspaceCursor, error) {
-	if after == "" || after == "." {
+	if vfs.NamesRoot(after) {
 		return WorkspaceCursor{}, nil
 	}
 	actor, rest, _ := strings.Cut(after, "/")

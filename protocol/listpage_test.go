@@ -79,7 +79,8 @@ func TestListPages(t *testing.T) {
 
 // TestRootSpellings: where an op takes the root (list, host.list, stat,
 // search, actor.ls), "./" and "./." name it as "" and "." do, as
-// "./output" names output; ".." stays refused.
+// "./output" names output; ".." stays refused. So do they as a listing's
+// after, where the root is no cursor.
 func TestRootSpellings(t *testing.T) {
 	st := storetest.OpenStore(t)
 	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors})
@@ -105,6 +106,18 @@ func TestRootSpellings(t *testing.T) {
 		r := s.Handle(ctx, fmt.Appendf(nil, op, `,"path":"./.."`))
 		require.False(t, r.OK, op)
 		assert.Equal(t, "workspace.invalid_path", string(r.Error.Code), op)
+	}
+	// A cursor at the root is no cursor, however it is spelled.
+	for _, op := range []string{
+		`{"op":"list","depth":2%s}`, `{"op":"host.list"%s}`,
+		`{"op":"actor.ls","actor":"alice"%s}`, `{"op":"actor.ls","depth":2%s}`,
+	} {
+		want := line(t, s.Handle(ctx, fmt.Appendf(nil, op, `,"after":""`)))
+		require.Contains(t, want, `"ok":true`)
+		for _, root := range []string{".", "./", "./.", ".//"} {
+			l := fmt.Sprintf(op, fmt.Sprintf(`,"after":%q`, root))
+			assert.Equal(t, want, line(t, s.Handle(ctx, []byte(l))), l)
+		}
 	}
 }
 

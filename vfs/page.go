@@ -26,8 +26,8 @@ type ListPage struct {
 	Limit int
 }
 
-// ParseListPage reads a page as a host gives it: after, a path ("" or
-// ".": from the start), and limit (0: DefaultListLimit, at most
+// ParseListPage reads a page as a host gives it: after, a path (one that
+// names the root, "", "." or "./" (NamesRoot): from the start), and limit (0: DefaultListLimit, at most
 // MaxListLimit). The error says what is wrong, for the caller to code as
 // the host's mistake.
 func ParseListPage(after string, limit int) (ListPage, error) {
@@ -38,7 +38,7 @@ func ParseListPage(after string, limit int) (ListPage, error) {
 	case limit == 0:
 		page.Limit = DefaultListLimit
 	}
-	if after != "" && after != "." {
+	if !NamesRoot(after) {
 		// Only a cursor: a name stored before the rules about other
 		// platforms' special names is one a listing holds, and gives.
 		var err error
