@@ -140,6 +140,8 @@ const (
 // recorded and the error is run.invalid_transition. If recording the
 // outcome fails, the commit stays pending, the record carries the sink's
 // receipt and the error says what the sink did: ResolveCommit records it.
+// So it does, with workspace.invalid_argument, for a receipt past
+// MaxOutcomeBytes as JSON; a sink's error text past it is recorded cut.
 // While this Service saves another commit to the same chat, Commit fails
 // at once with store.busy and records nothing (see lockSaves).
 func (s *Service) Commit(ctx context.Context, runID string, sink ChatSink, opt CommitOptions) (CommitRecord, error) {
@@ -450,8 +452,10 @@ func (s *Service) assemble(ctx context.Context, tx *index.Tx, run Run, root cas.
 const MaxMessageBytes = 4 << 20
 
 // MaxOutcomeBytes bounds the receipt (as stored, JSON) and the error text
-// a host states for a commit with ResolveCommit: the commit's row holds
-// them beside its message, and an archive row holds at most 64 MiB.
+// of a commit, a host's ChatSink returns them or ResolveCommit states
+// them: the commit's row holds them beside its message, and an archive
+// row holds at most 64 MiB. A sink's longer error text is cut to it; a
+// sink's longer receipt leaves the commit pending (Commit).
 const MaxOutcomeBytes = 1 << 20
 
 func messageTooLarge(path string, n int64) error {
@@ -539,11 +543,20 @@ func (s *Service) deliver(ctx context.Context, sink ChatSink, pc pendingCommit) 
 	receipt = keptReceipt(receipt)
 	status, errText := CommitCompleted, ""
 	if sinkErr != nil {
-		status, errText = CommitFailed, sinkErr.Error()
+		status, errText = CommitFailed, cutOutcome(sinkErr.Error())
 	}
 	saved := "the chat sink saved the message"
 	if sinkErr != nil {
 		saved = "the chat sink failed"
+	}
+	if len(receipt) > MaxOutcomeBytes {
+		// The sink has acted, so the commit is not failed; its row cannot
+		// hold the receipt, so it is not recorded completed either: the
+		// host states the outcome, as for a delivery cut short.
+		rec.Receipt = receipt
+		e := wserr.New(wserr.InvalidArgument, "commit", "", "commit %s: %s, but its receipt is %d bytes as JSON, past the %d a commit holds; nothing is recorded, and the commit stays pending until ResolveCommit states its outcome with a smaller receipt", rec.ID, saved, len(receipt), MaxOutcomeBytes)
+		e.Err = sinkErr
+		return rec, e
 	}
 	// The outcome is recorded even if the caller's context ended meanwhile:
 	// the sink has acted, and the journal must say so.
@@ -571,6 +584,21 @@ func (s *Service) deliver(ctx context.Context, sink ChatSink, pc pendingCommit) 
 		return rec, wserr.Wrap(wserr.SinkFailed, "commit", "", sinkErr)
 	}
 	return rec, nil
+}
+
+// cutOutcome is a sink's error text as a commit's row holds it: at most
+// MaxOutcomeBytes, a longer text cut at a character's start and saying so
+// (the caller's error keeps the whole).
+func cutOutcome(text string) string {
+	if len(text) <= MaxOutcomeBytes {
+		return text
+	}
+	note := fmt.Sprintf(" … (cut: %d bytes in all)", len(text))
+	n := MaxOutcomeBytes - len(note)
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n] + note
 }
 
 // keptReceipt is how a sink's receipt is stored: JSON as it is, anything

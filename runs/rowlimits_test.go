@@ -1,10 +1,13 @@
 package runs_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -82,4 +85,46 @@ func TestResolveCommitFitsARow(t *testing.T) {
 		Receipt: json.RawMessage(`"` + strings.Repeat("r", runs.MaxOutcomeBytes-2) + `"`)})
 	require.NoError(t, err)
 	assert.Equal(t, runs.CommitCompleted, rec.Status)
+}
+
+// TestSinkOutcomeFitsARow: a sink's receipt and error text are held to
+// MaxOutcomeBytes as ResolveCommit's are: a receipt past it records
+// nothing and leaves the commit pending, with workspace.invalid_argument,
+// for the host to resolve; an error text past it is recorded cut.
+func TestSinkOutcomeFitsARow(t *testing.T) {
+	e := newLifecycleEnv(t)
+	e.create("c1", runs.CreateRequest{RunID: "run_x"})
+	e.write("run_x", "output/main.md", "hello")
+
+	big := json.RawMessage(`"` + strings.Repeat("r", runs.MaxOutcomeBytes) + `"`)
+	sink := runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) { return big, nil })
+	rec, err := e.svc.Commit(e.ctx, "run_x", sink, runs.CommitOptions{})
+	requireModelError(t, err, wserr.InvalidArgument)
+	assert.Equal(t, runs.CommitPending, rec.Status)
+	before := e.lastSeq("run_x")
+	cs, err := e.svc.Commits(e.ctx, "run_x")
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	assert.Equal(t, runs.CommitPending, cs[0].Status)
+	assert.JSONEq(t, `{}`, string(cs[0].Receipt))
+	rec, err = e.svc.ResolveCommit(e.ctx, "run_x", rec.ID, runs.CommitOutcome{Status: runs.CommitCompleted, Receipt: json.RawMessage(`{"saved":true}`)})
+	require.NoError(t, err)
+	assert.Equal(t, runs.CommitCompleted, rec.Status)
+	assert.Greater(t, e.lastSeq("run_x"), before)
+
+	long := strings.Repeat("é", runs.MaxOutcomeBytes) // two bytes each
+	failing := runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) { return nil, errors.New(long) })
+	rec, err = e.svc.Commit(e.ctx, "run_x", failing, runs.CommitOptions{})
+	require.Equal(t, wserr.SinkFailed, wserr.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), long, "the caller's error keeps the whole text")
+	cs, err = e.svc.Commits(e.ctx, "run_x")
+	require.NoError(t, err)
+	require.Len(t, cs, 2)
+	got := cs[1]
+	assert.Equal(t, runs.CommitFailed, got.Status)
+	assert.LessOrEqual(t, len(got.Error), runs.MaxOutcomeBytes)
+	assert.True(t, utf8.ValidString(got.Error))
+	assert.True(t, strings.HasPrefix(got.Error, strings.Repeat("é", 1000)))
+	assert.Contains(t, got.Error, fmt.Sprintf("(cut: %d bytes in all)", len(long)))
+	assert.Equal(t, got.Error, rec.Error)
 }
