@@ -12,10 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -34,6 +36,9 @@ func TestOpenRefusesBadOptionsFirst(t *testing.T) {
 		"ErrReadConns":        {Index: index.Options{ReadConns: -1}},
 		"ErrNegativeStoreCap": {Runs: runs.Options{MaxStoreBytes: -5}},
 		"ErrTreeCache":        {TreeCacheEntries: -1},
+		"ErrCASMaxPending":    {CAS: cas.Options{MaxPending: -1}},
+		"ErrRemotePackSize":   {Remote: remote.Options{PackSize: -1}},
+		"ErrRemoteAttempts":   {Remote: remote.Options{MaxAttempts: -1}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "store")
@@ -159,4 +164,48 @@ func remoteURL(t *testing.T, st *wsstore.Store) string {
 	url, err := remote.Recorded(context.Background(), st.DB)
 	require.NoError(t, err)
 	return url
+}
+
+// TestNegativeLimitsAreRefused: a negative limit or page size given from
+// Go is workspace.invalid_argument, as the ops refuse one, not the
+// default; zero still asks for the default.
+func TestNegativeLimitsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.Actors.Upload(ctx, "alice", "a.md", strings.NewReader("a"))
+	require.NoError(t, err)
+	rem, err := remote.Open(ctx, "s3://bucket/prefix", remote.Options{})
+	require.NoError(t, err)
+
+	for name, call := range map[string]func(limit int) error{
+		"Spaces.WorkspacePage": func(limit int) error {
+			_, _, err := st.Actors.WorkspacePage(ctx, nil, "", 1, actors.WorkspaceCursor{}, limit)
+			return err
+		},
+		"Spaces.StatsPage":  func(limit int) error { _, _, err := st.Actors.StatsPage(ctx, nil, "", limit); return err },
+		"Spaces.ActorsPage": func(limit int) error { _, _, err := st.Actors.ActorsPage(ctx, "", limit); return err },
+		"Spaces.Changes":    func(limit int) error { _, err := st.Actors.Changes(ctx, "alice", 0, limit); return err },
+		"Service.RunIDsWithPrefix": func(limit int) error {
+			_, _, err := st.Runs.RunIDsWithPrefix(ctx, "run", limit)
+			return err
+		},
+		"Trees.ListPage": func(limit int) error {
+			_, _, err := st.Trees.ListPage(ctx, nil, vfs.EmptyTree, vfs.Root(), 1, vfs.ListPage{Limit: limit})
+			return err
+		},
+		"cas.Store.Reencode": func(limit int) error { _, err := st.Blobs.Reencode(ctx, limit); return err },
+		"remote.Storage.Reclaim": func(limit int) error {
+			if limit == 0 {
+				return nil // it would reach the object store
+			}
+			_, err := rem.Reclaim(ctx, st.DB, "dev", remote.ReclaimOptions{Max: limit, DryRun: true})
+			return err
+		},
+	} {
+		assert.NoError(t, call(0), name)
+		err := call(-1)
+		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%s: %v", name, err)
+	}
 }

@@ -253,7 +253,7 @@ func (opts Options) Validate(dir string) error {
 			return err
 		}
 	}
-	return nil
+	return opts.Remote.Validate()
 }
 
 // openTier opens the remote blob tier the store uses: the one opts.Blobs

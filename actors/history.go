@@ -217,9 +217,13 @@ func (s *Spaces) Actors(ctx context.Context) ([]Space, error) {
 }
 
 // ActorsPage lists the actors with a space whose names sort after after
-// (byte order; "": from the first), at most limit of them (limit <= 0:
-// all), and whether more remain after them.
+// (byte order; "": from the first), at most limit of them (0: all), and
+// whether more remain after them. A negative limit is
+// wserr.InvalidArgument.
 func (s *Spaces) ActorsPage(ctx context.Context, after string, limit int) ([]Space, bool, error) {
+	if limit < 0 {
+		return nil, false, negativeLimit("actors", limit)
+	}
 	n := -1 // SQLite's "no limit"
 	if limit > 0 {
 		n = limit + 1 // one row more than the page says whether more remain
@@ -243,13 +247,17 @@ func (s *Spaces) ActorsPage(ctx context.Context, after string, limit int) ([]Spa
 }
 
 // Changes pages actor's journal: the changes after afterSeq in seq order,
-// at most limit of them (limit <= 0: all). Errors: wserr.InvalidActor.
+// at most limit of them (0: all). Errors: wserr.InvalidActor,
+// wserr.InvalidArgument for a negative limit.
 func (s *Spaces) Changes(ctx context.Context, actor string, afterSeq int64, limit int) ([]Change, error) {
 	actor, err := ParseActor(actor)
 	if err != nil {
 		return nil, err
 	}
-	if limit <= 0 {
+	if limit < 0 {
+		return nil, negativeLimit("actor changes", limit)
+	}
+	if limit == 0 {
 		limit = -1
 	}
 	var rows []changeRow
@@ -585,4 +593,10 @@ func (s *Spaces) HoldsTree(ctx context.Context, tx *index.Tx, h cas.Hash) (bool,
 		return false, fmt.Errorf("actor roots: %w", index.Translate(err))
 	}
 	return ok, nil
+}
+
+// negativeLimit is the error of a negative limit given to op: zero asks
+// for the default, and no negative one means anything.
+func negativeLimit(op string, limit int) error {
+	return wserr.New(wserr.InvalidArgument, op, "", "limit %d is negative (0: the default)", limit)
 }

@@ -77,7 +77,7 @@ const (
 // as directories, in name order; any other path starts with an actor's
 // name ("alice/reports" is alice's reports). depth counts from path, so
 // depth 2 at the root reaches each actor's top entries (depth <= 0: 1).
-// The page holds at most limit entries (limit <= 0: vfs.DefaultListLimit)
+// The page holds at most limit entries (0: vfs.DefaultListLimit)
 // after cursor, in List's order, and says whether more remain after it
 // (ask again with the last entry's path as the cursor). At the root a page
 // reads at most limit+2 spaces: the cursor's, and limit+1 after it.
@@ -86,8 +86,12 @@ const (
 // are absent from its root, and a path in one of their spaces reads as an
 // actor without a space does (an empty root; wserr.FileNotFound below
 // it). Errors: wserr.InvalidPath, wserr.InvalidActor (the path's first
-// segment), wserr.FileNotFound.
+// segment), wserr.FileNotFound, wserr.InvalidArgument for a negative
+// limit.
 func (s *Spaces) WorkspacePage(ctx context.Context, only []string, path string, depth int, cursor WorkspaceCursor, limit int) ([]WorkspaceEntry, bool, error) {
+	if limit < 0 {
+		return nil, false, negativeLimit("actor ls", limit)
+	}
 	actor, p, err := parseWorkspacePath(path)
 	if err != nil {
 		return nil, false, err
@@ -170,15 +174,15 @@ func (s *Spaces) WorkspacePage(ctx context.Context, only []string, path string, 
 
 // StatsPage returns the stats of the actors with a space whose names sort
 // after after ("": from the first), one per actor as Stats counts them, at
-// most limit of them (limit <= 0: DefaultStatsLimit), and whether more
+// most limit of them (0: DefaultStatsLimit), and whether more
 // remain after them. only, when not empty, limits the page to those
 // actors. Each actor's stats are its row's totals and count of versions,
 // so a page reads its rows and nothing else, or, for a space not changed
 // since an older build made it, a walk of its tree. Errors:
-// wserr.InvalidArgument for a limit past MaxStatsLimit; wserr.Corrupt if
-// a tree is missing.
+// wserr.InvalidArgument for a limit negative or past MaxStatsLimit;
+// wserr.Corrupt if a tree is missing.
 func (s *Spaces) StatsPage(ctx context.Context, only []string, after string, limit int) ([]Stats, bool, error) {
-	if limit > MaxStatsLimit {
+	if limit < 0 || limit > MaxStatsLimit {
 		return nil, false, wserr.New(wserr.InvalidArgument, "actor stats", "", "limit must be in 0..%d (0: %d), not %d", MaxStatsLimit, DefaultStatsLimit, limit)
 	}
 	if limit <= 0 {

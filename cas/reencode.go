@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // A write (PutVersion) stores its new version whole and leaves the
@@ -154,13 +155,16 @@ func (s *Store) PendingReencodes(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Reencode runs up to limit queued re-encodings (every one for limit 0 or
-// less), oldest first, each in a write transaction of its own, and
-// returns how many it ran. It stops early when ctx is done, and at a job
-// that would take the store past Options.Cap (queued still). A failed job
-// stays queued and its error is returned; errors are the storage's and
-// the index's.
+// Reencode runs up to limit queued re-encodings (every one for limit 0),
+// oldest first, each in a write transaction of its own, and returns how
+// many it ran. It stops early when ctx is done, and at a job that would
+// take the store past Options.Cap (queued still). A failed job stays
+// queued and its error is returned; errors are the storage's and the
+// index's, and workspace.invalid_argument for a negative limit.
 func (s *Store) Reencode(ctx context.Context, limit int) (int, error) {
+	if limit < 0 {
+		return 0, wserr.New(wserr.InvalidArgument, "reencode", "", "limit %d is negative (0: every queued job)", limit)
+	}
 	if s.hist == nil {
 		return 0, nil
 	}

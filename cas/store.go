@@ -91,7 +91,7 @@ type Options struct {
 	// stored uncompressed, does the oldest itself, so the queue, and what
 	// it keeps whole, stay bounded when writes outpace Reencode (the
 	// background re-encoder waits for the store to be idle). Default
-	// 1024; negative is the default.
+	// 1024 (0); negative is refused.
 	MaxPending int
 	// ReencodeIdle is how long the store must begin no write transaction
 	// before the background re-encoder (StartReencoder) takes a queued
@@ -212,7 +212,10 @@ func (opts Options) withDefaults() (Options, error) {
 	if opts.DeltaMax == 0 {
 		opts.DeltaMax = d.DeltaMax
 	}
-	if opts.MaxPending <= 0 {
+	if opts.MaxPending < 0 {
+		return opts, wserr.New(wserr.InvalidOptions, "cas", "", "max pending %d is negative (0: the default)", opts.MaxPending)
+	}
+	if opts.MaxPending == 0 {
 		opts.MaxPending = d.MaxPending
 	}
 	if opts.ReencodeIdle <= 0 {

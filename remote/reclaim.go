@@ -10,6 +10,7 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // parseObjectName reads a version 1 segment's name of an object,
@@ -124,8 +125,8 @@ type ReclaimOptions struct {
 	// default 7 days; negative means none (tests, and a bucket only this
 	// store uses).
 	Grace time.Duration
-	// Max bounds the objects one call removes, default 1000; the next
-	// call goes on.
+	// Max bounds the objects one call removes, default 1000 (0); the
+	// next call goes on. Negative is workspace.invalid_argument.
 	Max int
 	// DryRun counts what would be removed and removes nothing.
 	DryRun bool
@@ -180,7 +181,10 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 	case grace < 0:
 		grace = 0
 	}
-	if opts.Max <= 0 {
+	if opts.Max < 0 {
+		return st, wserr.New(wserr.InvalidArgument, "reclaim remote", "", "max %d is negative (0: 1000)", opts.Max)
+	}
+	if opts.Max == 0 {
 		opts.Max = 1000
 	}
 	l, err := s.lockReclaim(ctx, device)

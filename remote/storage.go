@@ -70,6 +70,16 @@ type Options struct {
 
 const defaultPackSize = 8 << 20
 
+// Validate refuses, with store.invalid_options, a negative PackSize or
+// MaxAttempts: zero asks for the default, and no negative one means
+// anything. Open checks it.
+func (o Options) Validate() error {
+	if o.PackSize < 0 || o.MaxAttempts < 0 {
+		return wserr.New(wserr.InvalidOptions, "remote", "", "pack size %d and max attempts %d must not be negative (0: the defaults)", o.PackSize, o.MaxAttempts)
+	}
+	return nil
+}
+
 func (o Options) withDefaults() Options {
 	if o.PackSize <= 0 {
 		o.PackSize = defaultPackSize
@@ -120,6 +130,9 @@ var _ cas.Storage = (*Storage)(nil)
 func Open(ctx context.Context, url string, opts Options) (*Storage, error) {
 	loc, err := ParseURL(url)
 	if err != nil {
+		return nil, err
+	}
+	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()

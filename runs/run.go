@@ -570,8 +570,12 @@ func readPage[R any](rows *sqlx.Rows, limit, refBytes int, size func(*R) int, ad
 // RunIDsWithPrefix returns, in id order, the ids of at most limit runs
 // whose id starts with prefix, and how many runs' ids do. It reads those
 // runs' entries of the id index, not every run: a caller that names a run
-// by a prefix of its id pays for the runs it matches.
+// by a prefix of its id pays for the runs it matches. A negative limit is
+// workspace.invalid_argument.
 func (s *Service) RunIDsWithPrefix(ctx context.Context, prefix string, limit int) (ids []string, n int, err error) {
+	if limit < 0 {
+		return nil, 0, wserr.New(wserr.InvalidArgument, "runs with prefix", "", "limit %d is negative", limit)
+	}
 	// A run id is ASCII letters, digits, '_', '.' and '-', all below
 	// 0x7f (runIDPattern): every id that starts with prefix sorts from
 	// prefix up to prefix+"\x7f".
