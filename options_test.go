@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,7 @@ import (
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/tokens"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -208,4 +210,59 @@ func TestNegativeLimitsAreRefused(t *testing.T) {
 		err := call(-1)
 		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%s: %v", name, err)
 	}
+}
+
+// TestClockOutOfRangeWritesNothing: while the store's clock reads a time
+// a store cannot hold (int64 nanoseconds since 1970 would wrap around),
+// every write fails with store.invalid_options and changes nothing; reads
+// go on, and writes do again once the clock is right.
+func TestClockOutOfRangeWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	var at atomic.Pointer[time.Time]
+	good := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at.Store(&good)
+	st, err := wsstore.Open(ctx, t.TempDir(), wsstore.Options{Now: func() time.Time { return *at.Load() }})
+	require.NoError(t, err)
+	defer st.Close()
+	chat := runs.ChatKey{Kind: "character", StableChatID: "c"}
+	_, err = st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat, RunID: "run_a"})
+	require.NoError(t, err)
+
+	for _, bad := range []time.Time{time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		at.Store(&bad)
+		before, err := st.Stats(ctx)
+		require.NoError(t, err)
+		for name, call := range map[string]func() error{
+			"CreateRun": func() error {
+				_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat, RunID: "run_b"})
+				return err
+			},
+			"Write": func() error {
+				ws := st.Runs.Workspace("run_a", runs.ModelScope)
+				_, err := ws.Write(ctx, vfs.MustPath("output/a.md"), []byte("a"), vfs.WriteOptions{})
+				return err
+			},
+			"Checkpoint": func() error { _, err := st.Runs.Checkpoint(ctx, "run_a", "late"); return err },
+			"Upload": func() error {
+				_, err := st.Actors.Upload(ctx, "alice", "a.md", strings.NewReader("a"))
+				return err
+			},
+			"Token": func() error { _, _, err := st.Tokens.Create(ctx, tokens.Spec{Name: "t", TTL: time.Hour}); return err },
+		} {
+			err := call()
+			assert.Equal(t, wserr.InvalidOptions, wserr.CodeOf(err), "%s at %v: %v", name, bad, err)
+		}
+		after, err := st.Stats(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, before, after, "nothing written at %v", bad)
+		_, err = st.Runs.Run(ctx, "run_a")
+		assert.NoError(t, err, "reads go on")
+	}
+
+	at.Store(&good)
+	_, err = st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat, RunID: "run_b"})
+	require.NoError(t, err)
+	list, err := st.Tokens.List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, list)
 }

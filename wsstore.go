@@ -42,6 +42,9 @@ type Options struct {
 	// it: blob and tree rows, runs, chats, checkpoints and journal events
 	// are stamped with it, and gc measures its grace on it, so rows are
 	// never judged by a clock other than the one that wrote them.
+	// While it reads a time a store cannot hold (before 1677-09-21 or
+	// after 2262-04-11: times are kept as int64 nanoseconds), every write
+	// fails with store.invalid_options and changes nothing.
 	Now func() time.Time
 	// Profile is "" (a desktop or server store) or ProfileMobile.
 	Profile string
@@ -160,6 +163,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
+	// A reading outside the times a store holds fails every write until
+	// the clock is right again, rather than stamp a time wrapped around.
+	clock := index.NewClock(now)
+	now = clock.Now
 	opts.Now, opts.CAS.Now, opts.Runs.Now = now, now, now
 	if opts.Runs.Virtual == nil {
 		opts.Runs.Virtual = vfs.NewVirtual()
@@ -171,6 +178,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		}
 		return nil, err
 	}
+	db.SetClock(clock)
 	rem, err := openTier(ctx, db, dir, opts)
 	if err != nil {
 		db.Close()

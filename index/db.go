@@ -111,6 +111,10 @@ type DB struct {
 	// each again, once, on every pool connection a transaction uses.
 	readStmts stmtCache
 
+	// clock, when set, is the store's clock: a write while its last
+	// reading is out of range fails (SetClock).
+	clock *Clock
+
 	// writes counts the write transactions begun (Writes).
 	writes atomic.Uint64
 

@@ -70,6 +70,16 @@ func (db *DB) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	if db.ckpt != nil {
 		before = db.ckpt.frames()
 	}
+	if c := db.clock; c != nil {
+		inner := fn
+		fn = func(tx *Tx) error {
+			if err := inner(tx); err != nil {
+				return err
+			}
+			// After fn: the times it stamped were read by now.
+			return c.Err()
+		}
+	}
 	err := run(ctx, db.write, &db.guard, &db.stmts, db.opts.Trace, fn, db.whileBusy)
 	// The connection is free again: compile what the transaction ran
 	// unprepared, for the next ones.
