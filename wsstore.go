@@ -129,7 +129,12 @@ type Store struct {
 // needed and applying pending migrations, and builds every part over it:
 // it is the one place they are made, so each part sees the same database
 // and the same clock. It fails with store.newer_format for a store written
-// by a newer build.
+// by a newer build. An Open that created the store and then fails (its
+// context ended, say) removes what it created, the directory too if it
+// made it, unless another opener may have begun to use the store
+// meanwhile: it is left when another connection, in this process or
+// another, has it open, or when it holds anything a new store does not
+// (index.DB.Discard).
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := opts.Validate(dir); err != nil {
 		return nil, err
@@ -179,9 +184,19 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	db.SetClock(clock)
+	// A store this call created and could not go on opening is removed
+	// again, unless another opener may have begun to use it
+	// (index.DB.Discard); then the directory, if this call made it and
+	// it is empty.
+	discard := func() {
+		db.Discard()
+		if made {
+			_ = os.Remove(dir)
+		}
+	}
 	rem, err := openTier(ctx, db, dir, opts)
 	if err != nil {
-		db.Close()
+		discard()
 		return nil, err
 	}
 	if rem != nil {
@@ -193,7 +208,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	opts.CAS.Cap = func(ctx context.Context, tx *index.Tx) (int64, error) { return svc.StoreCap(ctx, tx) }
 	blobs, err := cas.New(db, opts.CAS)
 	if err != nil {
-		db.Close()
+		discard()
 		return nil, err
 	}
 	trees := vfs.NewTreesCache(db, blobs, now, opts.TreeCacheEntries)
@@ -218,7 +233,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		// Before anything is deleted: a tombstone names its run by the
 		// first event its sync item records.
 		if err := remote.FillFirst(ctx, db, st.itemFirst); err != nil {
-			db.Close()
+			discard()
 			return nil, err
 		}
 		st.stopReencoder = blobs.StartReencoder()

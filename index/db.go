@@ -111,6 +111,9 @@ type DB struct {
 	// each again, once, on every pool connection a transaction uses.
 	readStmts stmtCache
 
+	// created holds the rows of each table (but meta) of the store this
+	// Open created, as create left them; nil when it found one (Discard).
+	created map[string]int64
 	// clock, when set, is the store's clock: a write while its last
 	// reading is out of range fails (SetClock).
 	clock *Clock
@@ -155,8 +158,8 @@ func (db *DB) Writes() uint64 { return db.writes.Load() }
 // link to nothing. A file on a read-only file
 // system, or one this user may not write, fails with store.read_only
 // unless ReadOnly, which reads it as immutable.
-func Open(ctx context.Context, path string, opts Options) (*DB, error) {
-	opts, err := opts.withDefaults()
+func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
+	opts, err = opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -186,8 +189,17 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			// there, leading nowhere, stops.
 			return nil, wserr.New(wserr.InvalidOptions, "open", abs, "is a symbolic link to nothing: a store is not created through one; remove it, or make it lead to a store")
 		}
-		if err := create(ctx, abs, opts); err != nil {
+		if db.created, err = create(ctx, abs, opts); err != nil {
 			return nil, err
+		}
+		if db.created != nil {
+			// Every failure from here on has closed db before it
+			// returns: the store this call made goes again.
+			defer func() {
+				if err != nil {
+					removeCreated(abs, db.created)
+				}
+			}()
 		}
 	}
 	if !writable(abs) {
@@ -370,6 +382,18 @@ func (db *DB) Path() string { return db.path }
 // not write), without locks or a write-ahead log index. Another
 // connection to the file must open it so too (SQLite's immutable=1).
 func (db *DB) Immutable() bool { return db.immutable }
+
+// Discard closes db and, if its Open created the store's database,
+// removes it again, with its log and index: for a caller that could not
+// go on opening the store it created. It is left if another opener may
+// have begun to use it meanwhile: when another connection, in this
+// process or another, has it open, or when any of its tables but meta
+// holds rows other than the new store's. Discard reports whether it
+// removed the database.
+func (db *DB) Discard() bool {
+	db.Close()
+	return db.created != nil && removeCreated(db.path, db.created)
+}
 
 // FilesOf are the files SQLite keeps the database file db in: it, its
 // write-ahead log, its shared-memory index and a rollback journal. A

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,18 +42,20 @@ func CheckNoLogLeft(op, path string) error {
 	return nil
 }
 
-// create makes a new store database at path. If another opener links
-// its own first, create returns nil and leaves that one in place. A log
+// create makes a new store database at path and returns the rows each of
+// its tables holds (but meta's), for removeCreated. If another opener
+// links its own first, create returns nil rows and no error and leaves
+// that one in place. A log
 // left beside path by a database no longer there (its -wal or -journal,
 // not empty) is refused with store.invalid_options and left as it is:
 // SQLite would apply it to the new database when it is first opened,
 // bringing the old one's pages back into it.
-func create(ctx context.Context, path string, opts Options) error {
+func create(ctx context.Context, path string, opts Options) (map[string]int64, error) {
 	// The log first, then the file: a store another opener links
 	// meanwhile has no log before it is linked.
 	if err := CheckNoLogLeft("create", path); err != nil {
 		if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
-			return err
+			return nil, err
 		}
 	}
 	var suffix [6]byte
@@ -65,12 +69,16 @@ func create(ctx context.Context, path string, opts Options) error {
 	db := &DB{path: tmp, fresh: true, opts: opts}
 	var err error
 	if db.write, err = sqlx.Open("sqlite", db.dsn(false)); err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
+		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	db.write.SetMaxOpenConns(1)
 	err = db.connect(ctx, db.write)
 	if err == nil {
 		err = db.migrate(ctx)
+	}
+	var rows map[string]int64
+	if err == nil {
+		rows, err = tableRows(ctx, db.write, nil)
 	}
 	if err == nil {
 		// A self-contained file: nothing of the new store is left in a
@@ -82,12 +90,88 @@ func create(ctx context.Context, path string, opts Options) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
+		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	if err := os.Link(tmp, path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("create %s: %w", path, translateOS(err))
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, nil // another opener's
+		}
+		return nil, fmt.Errorf("create %s: %w", path, translateOS(err))
 	}
-	return nil
+	return rows, nil
+}
+
+// tableRows counts the rows of every table of the database on conn but
+// meta (where opening a store notes settings), each up to its count in
+// upTo plus one when upTo is not nil.
+func tableRows(ctx context.Context, conn sqlx.QueryerContext, upTo map[string]int64) (map[string]int64, error) {
+	var names []string
+	if err := sqlx.SelectContext(ctx, conn, &names, `SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'meta'`); err != nil {
+		return nil, Translate(err)
+	}
+	rows := make(map[string]int64, len(names))
+	for _, name := range names {
+		limit := int64(-1)
+		if upTo != nil {
+			limit = upTo[name] + 1
+		}
+		// A name from the schema, not from a caller: quoted, it is safe.
+		q := `SELECT count(*) FROM (SELECT 1 FROM "` + strings.ReplaceAll(name, `"`, `""`) + `" LIMIT ?)`
+		var n int64
+		if err := sqlx.GetContext(ctx, conn, &n, q, limit); err != nil {
+			return nil, Translate(err)
+		}
+		rows[name] = n
+	}
+	return rows, nil
+}
+
+// removeCreated removes the store database at path, which this process
+// created (created holds the rows create left in it) and then failed to
+// open, with its log and its index, unless another opener may have begun
+// to use it: it is left if any other connection has it open (the
+// exclusive lock removeCreated takes first is refused), if any of its
+// tables but meta holds other rows than create left there, or if any
+// step fails. It reports whether it removed the file.
+func removeCreated(path string, created map[string]int64) bool {
+	ctx := context.Background()
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(0)")
+	q.Add("_pragma", "locking_mode(EXCLUSIVE)")
+	pool, err := sqlx.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return false
+	}
+	defer pool.Close()
+	pool.SetMaxOpenConns(1)
+	conn, err := pool.Connx(ctx)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	// The lock stays held once taken (locking_mode EXCLUSIVE), past the
+	// transaction, until the connection closes.
+	if _, err := conn.ExecContext(ctx, `BEGIN EXCLUSIVE`); err != nil {
+		return false
+	}
+	rows, err := tableRows(ctx, conn, created)
+	if _, rerr := conn.ExecContext(ctx, `ROLLBACK`); err != nil || rerr != nil || !maps.Equal(rows, created) {
+		return false
+	}
+	// Out of WAL mode, the log folded in and removed by SQLite while the
+	// file is still this one: closing the connection then removes
+	// nothing by name, where another opener may have made a new store.
+	var mode string
+	if err := conn.GetContext(ctx, &mode, `PRAGMA journal_mode=DELETE`); err != nil || mode != "delete" {
+		return false
+	}
+	files := FilesOf(path)
+	for _, f := range files[1:] {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return os.Remove(path) == nil
 }
 
 // staleCreation is the age past which a creation's temporary files are
