@@ -145,8 +145,8 @@ type Options struct {
 	SpoolDir string
 	// AccessLog receives one line per request; nil: none.
 	AccessLog io.Writer
-	// MaxTransfers bounds the uploads, downloads, imports and exports
-	// served at once, each of which holds a few MiB of buffers: one more
+	// MaxTransfers bounds the uploads, downloads, imports, exports and
+	// diffs served at once, each of which holds a few MiB: one more
 	// waits for a turn up to BusyDeadline, then is answered 503
 	// store.busy. The turn is taken once the request's token allows it:
 	// a refusal (401, 403) never waits. Default DefaultMaxTransfers;

@@ -240,7 +240,7 @@ func (h *Handler) sendRead(w http.ResponseWriter, r *http.Request, ws *runs.Work
 
 // GET /v1/runs/{run}/diff?from=&to=&maxBytes=&after=&limit=: what changed
 // between two checkpoints (to: default the live workspace), a page of
-// files at a time, as the diff op answers.
+// files at a time, as the diff op answers; a transfer (Options.MaxTransfers).
 func (h *Handler) runDiff(w http.ResponseWriter, r *http.Request) {
 	id, ok := h.readRun(w, r)
 	if !ok {
@@ -264,14 +264,23 @@ func (h *Handler) runDiff(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		page, err = pageParams(r)
 	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	// Its answer holds up to maxBytes of the files' text, read whole, as
+	// the diff op's does: it is served in turn, as a download is.
+	release, ok := h.turn(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	var changes []checkpoint.FileDiff
 	var more bool
-	if err == nil {
-		err = h.retry(r.Context(), func() (err error) {
-			changes, more, err = h.b.Runs.DiffPage(r.Context(), id, from, to, runs.DiffOptions{MaxBytes: maxBytes}, page)
-			return err
-		})
-	}
+	err = h.retry(r.Context(), func() (err error) {
+		changes, more, err = h.b.Runs.DiffPage(r.Context(), id, from, to, runs.DiffOptions{MaxBytes: maxBytes}, page)
+		return err
+	})
 	answer(w, map[string]any{"changes": changes, "more": more}, err)
 }
 
