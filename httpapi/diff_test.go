@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -75,4 +76,32 @@ func TestRunDiffIsATransfer(t *testing.T) {
 	changes, _ := m["changes"].([]any)
 	require.Len(t, changes, 1, "%v", m)
 	assert.Contains(t, changes[0].(map[string]any)["unified"], "+two")
+}
+
+// TestDiffMaxBytesIsBounded: a diff's page is held whole while it is
+// answered, so through this API its maxBytes may be at most MaxDiffBytes:
+// GET /v1/runs/{run}/diff and the diff and runs.diff ops refuse more with
+// 400 workspace.invalid_argument (the op's id echoed), and take that much.
+func TestDiffMaxBytesIsBounded(t *testing.T) {
+	s := newServer(t, httpapi.Options{})
+	s.mustOp(map[string]any{"op": "run.create", "runId": "r1", "chat": map[string]any{"kind": "c", "stableChatId": "c1"}})
+	s.mustOp(map[string]any{"op": "write", "runId": "r1", "path": "output/a.md", "content": "one\ntwo\n"})
+	most, over := strconv.Itoa(httpapi.MaxDiffBytes), strconv.Itoa(httpapi.MaxDiffBytes+1)
+
+	resp, b := s.do(http.MethodGet, s.url("/v1/runs/r1/diff", "from", "1", "maxBytes", over), s.full, nil)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
+	assert.Equal(t, "workspace.invalid_argument", errCode(t, b))
+	assert.Contains(t, string(b), "limit=")
+	m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/diff", "from", "1", "maxBytes", most), nil)
+	assert.Len(t, m["changes"], 1, "%v", m)
+
+	for _, op := range []string{"diff", "runs.diff"} {
+		status, m := s.op(s.full, map[string]any{"op": op, "id": 9, "runId": "r1", "from": 1, "maxBytes": httpapi.MaxDiffBytes + 1})
+		assert.Equal(t, http.StatusBadRequest, status, "%s: %v", op, m)
+		assert.Equal(t, float64(9), m["id"], op)
+		errBody, _ := m["error"].(map[string]any)
+		assert.Equal(t, "workspace.invalid_argument", errBody["code"], "%s: %v", op, m)
+		res := s.mustOp(map[string]any{"op": op, "runId": "r1", "from": 1, "maxBytes": httpapi.MaxDiffBytes})
+		assert.Len(t, res["changes"], 1, "%s: %v", op, res)
+	}
 }

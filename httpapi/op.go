@@ -80,6 +80,13 @@ func opAccess(line []byte) access {
 	return a
 }
 
+// MaxDiffBytes is the most unified text a diff's page may be asked to
+// hold (maxBytes) through this API, the ops' and GET /v1/runs/{run}/diff:
+// a page is held whole while it is answered, and a page of fewer files,
+// asked for in turn, reaches every file's text (a file with a side past
+// checkpoint.MaxDiffBytes has none).
+const MaxDiffBytes = 16 << 20
+
 // protocol is the backend of /v1/op's sessions for tok: the store's,
 // without the host's file system (see also hostFileOps), reaching across
 // the actor spaces only tok's actors', whose errors name this API's ways
@@ -89,6 +96,7 @@ func (h *Handler) protocol(tok tokens.Token) protocol.Backend {
 	b.NoHostPaths = true
 	b.ActorScope = tok.Actors
 	b.StreamDownload = "GET /workspace/file?actor=&path="
+	b.MaxDiffBytes = MaxDiffBytes
 	return b
 }
 

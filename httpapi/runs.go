@@ -260,6 +260,9 @@ func (h *Handler) runDiff(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		maxBytes, err = intParam(q.Get("maxBytes"), "maxBytes")
 	}
+	if err == nil && maxBytes > MaxDiffBytes {
+		err = badRequest("maxBytes %d is more text than this server puts in one answer (%d): page the diff with after= and limit= instead (a page of one file holds its whole text)", maxBytes, MaxDiffBytes)
+	}
 	var page vfs.ListPage
 	if err == nil {
 		page, err = pageParams(r)

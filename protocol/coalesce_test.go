@@ -84,6 +84,11 @@ func TestDiffMaxBytes(t *testing.T) {
 		r = s.Handle(ctx, []byte(`{"op":"`+op+`","from":`+cp+`,"maxBytes":-1}`))
 		require.False(t, r.OK, op)
 		assert.Equal(t, "workspace.invalid_argument", string(r.Error.Code), op)
+
+		// A session whose backend sets no MaxDiffBytes (wsctl batch)
+		// takes any cap.
+		r = s.Handle(ctx, []byte(`{"op":"`+op+`","from":`+cp+`,"maxBytes":1099511627776}`))
+		assert.True(t, r.OK, "%s: %+v", op, r.Error)
 	}
 }
 

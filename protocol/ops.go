@@ -153,7 +153,8 @@ var ops = []op{
               unified: the text wsctl diff prints, with git's headers
               ("--- /dev/null" for an added file, "+++ /dev/null" for a deleted one);
               none for a binary file (binary: true) or one with a side past 1 MiB (tooLarge: true)
-              maxBytes: cap on the unified text of the response (default 8 MiB); a file it cut
+              maxBytes: cap on the unified text of the response (default 8 MiB; through
+              wsctl serve at most 16 MiB, workspace.invalid_argument past it); a file it cut
               has truncated: true and omittedHunks: hunks left out (0: its whole text)
               a page of files in path order: after (the last path of the page before),
               limit (default 10000, at most 100000); more: files remain after it`,
@@ -780,6 +781,9 @@ func (s *Session) diff(ctx context.Context, r request) (any, error) {
 	if req.To != nil && !req.To.live {
 		to = req.To.seq
 	}
+	if err := s.diffBytes(req.MaxBytes); err != nil {
+		return nil, err
+	}
 	page, err := listPage(req.After, req.Limit)
 	if err != nil {
 		return nil, err
@@ -789,6 +793,14 @@ func (s *Session) diff(ctx context.Context, r request) (any, error) {
 		return nil, err
 	}
 	return listedPage("changes", changes, more), nil
+}
+
+// diffBytes checks a diff's maxBytes against Backend.MaxDiffBytes.
+func (s *Session) diffBytes(maxBytes int) error {
+	if limit := s.backend.MaxDiffBytes; limit > 0 && maxBytes > limit {
+		return wserr.New(wserr.InvalidArgument, "diff", "", "maxBytes %d is more text than this server puts in one answer (%d): page the diff with after and limit instead (a page of one file holds its whole text)", maxBytes, limit)
+	}
+	return nil
 }
 
 // ---- commit, finish, events, manifest.set, run.status

@@ -704,6 +704,9 @@ func (s *Session) runsDiff(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.diffBytes(req.MaxBytes); err != nil {
+		return nil, err
+	}
 	page, err := listPage(req.After, req.Limit)
 	if err != nil {
 		return nil, err

@@ -83,6 +83,12 @@ type Backend struct {
 	// past MaxActorDownload, the way this transport streams a file of any
 	// size; "": "wsctl actor download", the command beside wsctl batch.
 	StreamDownload string
+	// MaxDiffBytes, when not 0, is the most unified text a diff or
+	// runs.diff may ask an answer to hold (maxBytes): more is
+	// workspace.invalid_argument. A server whose clients share its memory
+	// sets it; a page of files asked for in turn reaches every file's
+	// text. 0: no bound.
+	MaxDiffBytes int
 }
 
 // Session is one conversation with a host: the store, and the run that
