@@ -62,8 +62,9 @@ func opAccess(line []byte) access {
 	if strings.HasPrefix(op, "actor.") {
 		if raw, ok := fields["actor"]; ok && json.Unmarshal(raw, &actor) == nil && actor != "" {
 			a.store, a.actor = false, actor
-		} else if spacesOps[op] && (!ok || string(raw) == `""`) {
-			// The spaces the token may reach (the session's ActorScope).
+		} else if spacesOps[op] && (!ok || string(raw) == `""` || string(raw) == "null") {
+			// The spaces the token may reach (the session's ActorScope);
+			// a null field is absent, as the session reads it.
 			a.store, a.spaces = false, true
 		}
 	}

@@ -145,6 +145,11 @@ func TestWorkspaceFilesWithoutActor(t *testing.T) {
 		status, m = s.op(ac, map[string]any{"op": "actor.ls", "path": "alice/reports", "after": "alice/reports/daily.md"})
 		require.Equal(t, http.StatusOK, status, "%v", m)
 		assert.Equal(t, []string{"alice/reports/weekly.md"}, paths(m["result"].(map[string]any), "entries", "path"))
+		// A null field counts as absent, for the token check as for the
+		// op.
+		status, m = s.op(ac, map[string]any{"op": "actor.ls", "actor": nil, "depth": 1})
+		require.Equal(t, http.StatusOK, status, "%v", m)
+		assert.Equal(t, []string{"alice", "carol"}, paths(m["result"].(map[string]any), "entries", "path"))
 		status, m = s.op(ac, map[string]any{"op": "actor.ls", "at": 1})
 		assert.Equal(t, http.StatusBadRequest, status, "at needs an actor: %v", m)
 		status, m = s.op(ac, map[string]any{"op": "actor.rm-prefix", "prefix": "x"})
@@ -183,6 +188,9 @@ func TestWorkspaceStatsWithoutActor(t *testing.T) {
 	status, res := s.op(ac, map[string]any{"op": "actor.stats", "after": "alice"})
 	require.Equal(t, http.StatusOK, status, "%v", res)
 	assert.Equal(t, []string{"carol"}, paths(res["result"].(map[string]any), "stats", "actor"))
+	status, res = s.op(ac, map[string]any{"op": "actor.stats", "actor": nil})
+	require.Equal(t, http.StatusOK, status, "a null actor is no actor: %v", res)
+	assert.Equal(t, []string{"alice", "carol"}, paths(res["result"].(map[string]any), "stats", "actor"))
 
 	for _, kv := range [][]string{{"limit", "1001"}, {"limit", "x"}, {"actor", "alice", "limit", "1"}} {
 		resp, b := s.do(http.MethodGet, s.url("/workspace/stats", kv...), s.full, nil)
