@@ -272,10 +272,19 @@ func TestNoActorIsTheClientsMistakeForEveryToken(t *testing.T) {
 			{http.MethodPost, "/workspace/upload?path=a.md"},
 			{http.MethodDelete, "/workspace/file?path=a.md"},
 			{http.MethodDelete, "/workspace/delete-by-prefix?prefix=a"},
+			{http.MethodGet, "/v1/export?actor="},
+			{http.MethodGet, "/v1/export?actor=&actor=alice"},
 		} {
 			resp, b := s.do(req.method, s.url(req.path), tok, strings.NewReader("x"))
 			assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s %s: %s", req.method, req.path, b)
 			assert.Equal(t, "workspace.invalid_actor", errCode(t, b), "%s %s", req.method, req.path)
 		}
+		req, err := http.NewRequest(http.MethodHead, s.url("/v1/export?actor="), nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := s.srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "HEAD /v1/export?actor=")
 	}
 }
