@@ -26,8 +26,11 @@ type opener func(off, n int64) (io.ReadCloser, error)
 // with only that range read; a range the file does not hold, 416; several
 // ranges, or an If-Range that names another version, the whole file. A
 // read error half-way (corrupt bytes) aborts the connection, so the client
-// sees a truncated response, never wrong bytes.
-func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, sum cas.Hash, size int64, open opener) {
+// sees a truncated response, never wrong bytes. With turn, the bytes are
+// read in a transfer's turn (Handler.turn), taken once the answer is
+// known to carry them: a HEAD, a 304 or a 416 reads nothing and waits
+// for none. Without it the caller holds one.
+func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, sum cas.Hash, size int64, open opener, turn bool) {
 	etag := `"` + sum.String() + `"`
 	hd := w.Header()
 	hd.Set("ETag", etag)
@@ -60,16 +63,30 @@ func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, 
 		w.WriteHeader(status)
 		return
 	}
+	fail := func(err error) {
+		for _, k := range []string{"Content-Range", "ETag", "X-Content-Hash", "Accept-Ranges"} {
+			hd.Del(k) // they describe a file the error body is not
+		}
+		writeError(w, err)
+	}
+	if turn {
+		release, err := h.waitTurn(r)
+		if wserr.Is(err, wserr.Busy) {
+			hd.Set("Retry-After", "1")
+			fail(err)
+		}
+		if err != nil {
+			return
+		}
+		defer release()
+	}
 	var rc io.ReadCloser
 	err := h.retry(r.Context(), func() (err error) {
 		rc, err = open(off, n)
 		return err
 	})
 	if err != nil {
-		for _, k := range []string{"Content-Range", "ETag", "X-Content-Hash", "Accept-Ranges"} {
-			hd.Del(k) // they describe a file the error body is not
-		}
-		writeError(w, err)
+		fail(err)
 		return
 	}
 	defer rc.Close()

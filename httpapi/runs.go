@@ -146,11 +146,6 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	release, ok := h.turn(w, r)
-	if !ok {
-		return
-	}
-	defer release()
 	ws, err := h.view(r, id)
 	var p vfs.Path
 	if err == nil {
@@ -171,6 +166,17 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stored := fi.Resource == vfs.ResourceMaterialized || fi.Resource == vfs.ResourceGenerated
+	if stored && !fi.Hash.IsZero() {
+		h.sendFile(w, r, p.String(), fi.Hash, fi.Size, h.blobRange(r, fi.Hash), true)
+		return
+	}
+	// The file is made or read before its headers can be answered: that
+	// is a transfer's work whatever the request asks of it.
+	release, ok := h.turn(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	if !stored && fi.Resource != vfs.ResourceHost && !fi.Hash.IsZero() {
 		// Made when read (the run's manifest, a checkpoint's record, a
 		// virtual resource): streamed as the workspace gives it (a
@@ -179,13 +185,9 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 		h.sendMade(w, r, ws, p)
 		return
 	}
-	if !stored || fi.Hash.IsZero() {
-		// Not stored, and its hash not known before its bytes are read
-		// (a file of a host directory): read on demand, whole.
-		h.sendRead(w, r, ws, p)
-		return
-	}
-	h.sendFile(w, r, p.String(), fi.Hash, fi.Size, h.blobRange(r, fi.Hash))
+	// Not stored, and its hash not known before its bytes are read (a
+	// file of a host directory): read on demand, whole.
+	h.sendRead(w, r, ws, p)
 }
 
 // sendMade answers a download of p, a file the workspace makes when it is
@@ -221,7 +223,7 @@ func (h *Handler) sendMade(w http.ResponseWriter, r *http.Request, ws *runs.Work
 			return nil, err
 		}
 		return src, nil
-	})
+	}, false)
 }
 
 // sendRead answers a download of p read whole (at most the 16 MiB a read
@@ -235,7 +237,7 @@ func (h *Handler) sendRead(w http.ResponseWriter, r *http.Request, ws *runs.Work
 	content := res.Content
 	h.sendFile(w, r, p.String(), cas.Sum(content), int64(len(content)), func(off, n int64) (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(content[off : off+n])), nil
-	})
+	}, false)
 }
 
 // GET /v1/runs/{run}/diff?from=&to=&maxBytes=&after=&limit=: what changed

@@ -102,6 +102,7 @@ func TestTransfersAreBounded(t *testing.T) {
 		s.h.ServeHTTP(rec, r)
 		return rec
 	}
+	s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", "a", "path", "f.txt"), strings.NewReader("f\n"))
 	var held []*heldBody
 	done := make(chan int, 2)
 	for i := range 2 {
@@ -119,7 +120,7 @@ func TestTransfersAreBounded(t *testing.T) {
 	assert.Equal(t, "store.busy", errCode(t, rec.Body.Bytes()))
 	assert.Equal(t, "1", rec.Header().Get("Retry-After"))
 	assert.Equal(t, 6, third.Len(), "nothing of it read")
-	rec = serve(http.MethodGet, "/workspace/file?actor=a&path=third.txt", nil)
+	rec = serve(http.MethodGet, "/workspace/file?actor=a&path=f.txt", nil)
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code, "a download is a transfer too: %s", rec.Body)
 	rec = serve(http.MethodPost, "/v1/op", strings.NewReader(`{"op":"actor.stats","actor":"a"}`))
 	assert.Equal(t, http.StatusOK, rec.Code, "a small op is served: %s", rec.Body)

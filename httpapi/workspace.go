@@ -115,11 +115,6 @@ func (h *Handler) wsDownload(w http.ResponseWriter, r *http.Request) {
 	if _, ok := h.authorize(w, r, access{actor: actor}); !ok {
 		return
 	}
-	release, ok := h.turn(w, r)
-	if !ok {
-		return
-	}
-	defer release()
 	var e vfs.Entry
 	err := h.retry(r.Context(), func() (err error) {
 		if e, err = h.b.Actors.Stat(r.Context(), actor, p); err == nil && e.Kind != vfs.KindFile {
@@ -147,7 +142,7 @@ func (h *Handler) wsDownload(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		return cas.GoneMeanwhile(rc, "download", p, e.Hash, now), nil
-	})
+	}, true)
 }
 
 // blobRange opens ranges of the stored content sum.
