@@ -79,10 +79,12 @@ func runDiff(ctx context.Context, g globals, args []string, maxBytes int) error 
 		return p.close()
 	}
 	bw := bufio.NewWriter(g.out)
-	if err := st.Runs.DiffFunc(ctx, runID, from, to, opts, func(d checkpoint.FileDiff) error {
+	err = st.Runs.DiffFunc(ctx, runID, from, to, opts, func(d checkpoint.FileDiff) error {
 		return writeUnified(bw, []checkpoint.FileDiff{d})
-	}); err != nil {
-		return err
+	})
+	// The files printed before a failure stay printed.
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
 	}
-	return bw.Flush()
+	return err
 }
