@@ -3,6 +3,8 @@ package runs
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
@@ -181,7 +183,10 @@ type DiffOptions struct {
 // within opts.MaxBytes. It holds every change; DiffPage and DiffFunc
 // answer a diff of any size in bounded memory. It fails with
 // checkpoint.not_found, run.not_found or, for a negative seq or
-// MaxBytes, workspace.invalid_argument.
+// MaxBytes, workspace.invalid_argument; with store.corrupt when a file's
+// content or a tree the diff reads is missing from the store, and with
+// store.conflict when the live workspace changed while it was read and a
+// gc collected what it had (diff again).
 func (s *Service) Diff(ctx context.Context, runID string, from, to int64, opts DiffOptions) ([]checkpoint.FileDiff, error) {
 	out, _, err := s.DiffPage(ctx, runID, from, to, opts, vfs.ListPage{})
 	return out, err
@@ -195,7 +200,11 @@ func (s *Service) DiffPage(ctx context.Context, runID string, from, to int64, op
 	if err != nil {
 		return nil, false, err
 	}
-	return s.checkpoints.DiffPage(ctx, a, b, checkpoint.DiffOptions{Text: true, MaxBytes: opts.MaxBytes}, page)
+	out, more, err := s.checkpoints.DiffPage(ctx, a, b, checkpoint.DiffOptions{Text: true, MaxBytes: opts.MaxBytes}, page)
+	if err != nil {
+		return nil, false, s.diffMissing(ctx, runID, from, to, a, b, err)
+	}
+	return out, more, nil
 }
 
 // DiffFunc calls fn with each of Diff's files in path order, holding none
@@ -207,7 +216,37 @@ func (s *Service) DiffFunc(ctx context.Context, runID string, from, to int64, op
 	if err != nil {
 		return err
 	}
-	return s.checkpoints.DiffFunc(ctx, a, b, checkpoint.DiffOptions{Text: true, MaxBytes: opts.MaxBytes}, vfs.Path{}, fn)
+	var fnErr error
+	err = s.checkpoints.DiffFunc(ctx, a, b, checkpoint.DiffOptions{Text: true, MaxBytes: opts.MaxBytes}, vfs.Path{}, func(d checkpoint.FileDiff) error {
+		fnErr = fn(d)
+		return fnErr
+	})
+	if err == nil || (fnErr != nil && errors.Is(err, fnErr)) {
+		return err
+	}
+	return s.diffMissing(ctx, runID, from, to, a, b, err)
+}
+
+// diffMissing judges err, from diffing trees a and b, the roots of run
+// runID's from and to: something not found in the store is lost from it
+// (store.corrupt) while from and to still have those roots; if the run or
+// a checkpoint went meanwhile, their own not-found error; if the live
+// workspace moved on (and a gc collected what it had), store.conflict.
+// Other errors are returned as they are.
+func (s *Service) diffMissing(ctx context.Context, runID string, from, to int64, a, b cas.Hash, err error) error {
+	if wserr.CodeOf(err) != wserr.NotFound {
+		return err
+	}
+	na, nb, rerr := s.diffRoots(context.WithoutCancel(ctx), runID, from, to)
+	switch {
+	case wserr.Is(rerr, wserr.RunNotFound) || wserr.Is(rerr, wserr.CheckpointNotFound):
+		return wserr.New(wserr.CodeOf(rerr), "diff", "", "%s, deleted while it was being diffed", wserr.MessageOf(rerr))
+	case rerr != nil:
+		return rerr
+	case na == a && nb == b:
+		return wserr.Wrap(wserr.Corrupt, "diff", "", fmt.Errorf("content the diff reads is missing from the store (wsctl fsck names each missing object): %w", err))
+	}
+	return wserr.New(wserr.Conflict, "diff", "", "the live workspace changed while it was being diffed, and a gc collected what it had: diff again")
 }
 
 // diffRoots returns the trees of run runID's checkpoints from and to

@@ -65,3 +65,21 @@ func TestDiffKeepsWhatItPrintedBeforeAFailure(t *testing.T) {
 	assert.Contains(t, out, "--- a/output/a.md\n+++ b/output/a.md\n@@ -1 +1 @@\n-one\n+two\n")
 	assert.NotContains(t, out, "output/b.md")
 }
+
+// TestDiffOfLostContentIsCorrupt: a diff that meets a file content lost
+// from the store fails with store.corrupt (exit status 6), as cat,
+// checkout and export do on the same store, not with store.not_found
+// (exit status 3), which says the user named something that is not
+// there.
+func TestDiffOfLostContentIsCorrupt(t *testing.T) {
+	c := damagedDiffStore(t)
+	for _, args := range [][]string{
+		{"diff", "r1", "3"},
+		{"diff", "r1", "3", "HEAD"},
+		{"diff", "r1", "3", "--json"},
+		{"cat", "r1", "output/b.md"},
+	} {
+		errOut := c.fails(6, args...)
+		assert.Contains(t, errOut, "store.corrupt", "%v", args)
+	}
+}
