@@ -40,6 +40,9 @@ commits through a chat sink that prints the message, and finishes the run.
 Then it prints the run's timeline (its journal) and the final diff.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := a.checkStoreFlag(cmd); err != nil {
+				return err
+			}
 			temp := a.storeFlag == ""
 			if temp {
 				dir, err := os.MkdirTemp("", "wsctl-demo-")

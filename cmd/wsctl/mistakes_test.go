@@ -190,3 +190,38 @@ func TestImportOfADirectoryIsAUsageError(t *testing.T) {
 	assert.Contains(t, errOut, "wsctl.invalid_argument")
 	assert.NotContains(t, errOut, "workspace.")
 }
+
+// TestEmptyStoreIsRefusedNotTheDefault: --store "" (a script's unset
+// variable) is a mistake, exit status 2 with nothing changed, never read
+// as --store left out: it named the default store ($WSSTORE_DIR, else the
+// user's data directory), so "wsctl --store "$DIR" rm RUN" deleted a run
+// of the user's own store, and init, demo and import created one there.
+func TestEmptyStoreIsRefusedNotTheDefault(t *testing.T) {
+	c := newCLI(t)
+	st := c.open()
+	c.seedRun(st, "r1")
+	require.NoError(t, st.Close())
+	c.env["WSSTORE_DIR"] = c.store
+	home := t.TempDir()
+	c.env["HOME"] = home
+	for _, args := range [][]string{
+		{"--store", "", "rm", "r1", "--force"},
+		{"--store=", "runs"},
+		{"--store", "", "init"},
+		{"--store", "", "demo"},
+		{"--store", "", "policy", "--set", "keepCompletedRuns=0"},
+	} {
+		errOut := c.fails(2, args...)
+		assert.Contains(t, errOut, "wsctl.invalid_argument", "%v", args)
+		assert.Contains(t, errOut, "--store", "%v", args)
+	}
+	assert.Contains(t, c.ok("runs"), "r1", "the run is still there")
+	var pol struct {
+		Policy map[string]any `json:"policy"`
+	}
+	c.jsonOut(&pol, "policy")
+	assert.Empty(t, pol.Policy, "the store's policy is as it was")
+	delete(c.env, "WSSTORE_DIR")
+	c.fails(2, "--store", "", "init")
+	assert.NoDirExists(t, filepath.Join(home, ".local", "share", "wsstore"))
+}

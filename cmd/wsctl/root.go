@@ -90,6 +90,9 @@ func (a *app) runWith(g *globals, run func(ctx context.Context, args []string) e
 
 // globals resolves the global flags for cmd.
 func (a *app) globals(cmd *cobra.Command) (globals, error) {
+	if err := a.checkStoreFlag(cmd); err != nil {
+		return globals{}, err
+	}
 	dir := a.storeFlag
 	if dir == "" {
 		var err error
@@ -101,6 +104,15 @@ func (a *app) globals(cmd *cobra.Command) (globals, error) {
 	return globals{storeDir: dir, json: a.jsonFlag, out: cmd.OutOrStdout(), errOut: errOut,
 		progress: a.isTerminal(errOut), now: a.now, maxStore: a.maxStore, profile: a.profile,
 		sync: index.Synchronous(strings.ToUpper(a.syncMode)), blobs: a.blobs}, nil
+}
+
+// checkStoreFlag refuses a --store given as "" (a script's unset
+// variable): read as --store left out, it would name the default store.
+func (a *app) checkStoreFlag(cmd *cobra.Command) error {
+	if f := cmd.Flag("store"); f != nil && f.Changed && a.storeFlag == "" {
+		return argError("store", "--store is empty: name the store's directory, or leave --store out for the default store")
+	}
+	return nil
 }
 
 // defaultStoreDir is $WSSTORE_DIR, else a "wsstore" folder in the user's
