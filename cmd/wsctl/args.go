@@ -342,6 +342,7 @@ func (a *app) runArgs(cpArgs ...int) cobra.CompletionFunc {
 // argument) with completion of that run's checkpoints.
 func (a *app) atFlag(cmd *cobra.Command, target *string, usage string) {
 	cmd.Flags().StringVar(target, "at", "", usage+" ("+checkpointRefHelp+")")
+	refuseEmpty(cmd, "at")
 	_ = cmd.RegisterFlagCompletionFunc("at", func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) == 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -357,4 +358,25 @@ func statusList() string {
 		s[i] = string(st)
 	}
 	return strings.Join(s, ", ")
+}
+
+// refuseEmpty makes cmd refuse, before it opens anything, each flag of
+// names given as "" (a script's unset variable): read as left out, it
+// would list more than was asked for, or read the live workspace instead
+// of a checkpoint. A later call adds to the flags an earlier one named.
+func refuseEmpty(cmd *cobra.Command, names ...string) {
+	prev := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if prev != nil {
+			if err := prev(c, args); err != nil {
+				return err
+			}
+		}
+		for _, n := range names {
+			if f := c.Flags().Lookup(n); f != nil && f.Changed && f.Value.String() == "" {
+				return argError(c.Name(), "--%s is empty: give a value, or leave --%s out", n, n)
+			}
+		}
+		return nil
+	}
 }

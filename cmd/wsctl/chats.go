@@ -33,6 +33,7 @@ kind with that id).`,
 	cmd.Flags().StringVar(&o.stable, "stable-chat", "", "only the chats of this `STABLE_CHAT_ID`")
 	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most `N` chats (0: all)")
 	cmd.Flags().StringVar(&o.after, "after", "", "start after this chat `WORKSPACE` id (the last of the page before)")
+	refuseEmpty(cmd, "stable-chat", "after")
 	return cmd
 }
 

@@ -225,3 +225,32 @@ func TestEmptyStoreIsRefusedNotTheDefault(t *testing.T) {
 	c.fails(2, "--store", "", "init")
 	assert.NoDirExists(t, filepath.Join(home, ".local", "share", "wsstore"))
 }
+
+// TestEmptyFiltersAreRefused: an empty --chat, --status, --after or
+// --stable-chat of a listing, or an empty --at (a script's unset
+// variable) is a mistake, exit status 2, never read as the flag left out:
+// runs --chat "" listed the runs of every chat, and cat, ls and checkout
+// --at "" read the live workspace instead of a checkpoint.
+func TestEmptyFiltersAreRefused(t *testing.T) {
+	c := newCLI(t)
+	st := c.open()
+	c.seedRun(st, "r1")
+	require.NoError(t, st.Close())
+	co := filepath.Join(t.TempDir(), "co")
+	for _, args := range [][]string{
+		{"runs", "--chat", ""},
+		{"runs", "--status="},
+		{"runs", "--after", ""},
+		{"chats", "--stable-chat", ""},
+		{"chats", "--after="},
+		{"cat", "r1", "output/a.md", "--at", ""},
+		{"ls", "r1", "--at="},
+		{"checkout", "r1", co, "--at", ""},
+	} {
+		errOut := c.fails(2, args...)
+		assert.Contains(t, errOut, "wsctl.invalid_argument", "%v", args)
+		assert.Contains(t, errOut, "is empty", "%v", args)
+	}
+	assert.NoDirExists(t, co)
+	assert.Equal(t, "one\ntwo\n", c.ok("cat", "r1", "output/a.md", "--at", "live"))
+}

@@ -47,6 +47,7 @@ awaiting_approval, paused, completed, failed, cancelled.`,
 	})
 	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most this many runs (0: all)")
 	cmd.Flags().StringVar(&o.after, "after", "", "start after this run id (the last of the page before)")
+	refuseEmpty(cmd, "chat", "status", "after")
 	return cmd
 }
 
