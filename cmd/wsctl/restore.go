@@ -132,11 +132,26 @@ func clearOldRestores(dir string) {
 	}
 }
 
+// restoreDirError codes a failure to make DIR, or a directory in it: a
+// full disk or a read-only file system is the host's state; otherwise (a
+// name no directory can have, a parent that cannot hold directories, one
+// the user may not write) DIR cannot hold a store, as --store naming it
+// could not.
+func restoreDirError(dir string, err error) error {
+	if fault := wserr.FSFault("restore", dir, err); fault != err {
+		return fault
+	}
+	return wserr.Wrap(wserr.InvalidOptions, "restore", dir, fmt.Errorf("cannot make the store's directory, or one in it: %w", err))
+}
+
 func runRestore(ctx context.Context, o restoreOptions, args []string) (err error) {
 	if o.from == "" {
 		return usageError{wserr.New(wserr.InvalidOptions, "restore", "", "needs --from s3://bucket/prefix")}
 	}
 	dir := args[0]
+	if dir == "" {
+		return argError("restore", "DIR is empty: name the directory to restore the store into")
+	}
 	if err := checkStoreDir(dir); err != nil {
 		return err
 	}
@@ -151,7 +166,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	_, statErr := os.Stat(dir)
 	madeDir := errors.Is(statErr, fs.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return wserr.FromFS("restore", dir, err)
+		return restoreDirError(dir, err)
 	}
 	// The replica is restored in a directory of its own inside DIR and
 	// made a device of its own there (ResetDevice); its database is then
@@ -165,7 +180,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 		if madeDir {
 			os.Remove(dir)
 		}
-		return wserr.FromFS("restore", dir, err)
+		return restoreDirError(dir, err)
 	}
 	tmp := filepath.Join(tmpDir, wsstore.DBName)
 	var st *wsstore.Store

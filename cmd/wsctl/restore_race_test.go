@@ -228,3 +228,27 @@ func TestRestoreVerifyReadsTheObjectStore(t *testing.T) {
 	restored := &cli{t: t, store: dir, env: map[string]string{}}
 	restored.ok("fsck") // its cache holds every object whole
 }
+
+// TestRestoreIntoADirItCannotMakeIsAMistake: a DIR restore cannot make or
+// write in (a name too long for the file system, no permission, or no
+// name at all) is the command
+// line's mistake, exit status 2, as --store naming such a directory is
+// for every other command; it was store.internal (exit status 1), an
+// error in wsctl. Nothing is read from --from, which need not answer.
+func TestRestoreIntoADirItCannotMakeIsAMistake(t *testing.T) {
+	c := newCLI(t)
+	from := "s3://wsstore/desk/meta?endpoint=http://127.0.0.1:1&region=us-east-1"
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", 300))
+	dirs := []string{long, ""}
+	if os.Geteuid() != 0 { // root writes whatever the permissions say
+		locked := filepath.Join(t.TempDir(), "locked")
+		require.NoError(t, os.Mkdir(locked, 0o555))
+		dirs = append(dirs, locked)
+	}
+	for _, dir := range dirs {
+		errOut := c.fails(2, "restore", "--from", from, dir)
+		assert.Regexp(t, `store\.invalid_options|wsctl\.invalid_argument`, errOut, "%q", dir)
+		assert.NotContains(t, errOut, "store.internal", "%q", dir)
+	}
+	assert.NoDirExists(t, c.store)
+}
