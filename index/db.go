@@ -155,7 +155,8 @@ func (db *DB) Writes() uint64 { return db.writes.Load() }
 // with store.invalid_options for bad options, and with store.not_found for
 // a missing file when ReadOnly, with store.invalid_options for a path no
 // file can have (below a file, say) and, unless ReadOnly, for a symbolic
-// link to nothing. A file on a read-only file
+// link to nothing, and for a file this user may not read (or one under a
+// directory the user may not enter). A file on a read-only file
 // system, or one this user may not write, fails with store.read_only
 // unless ReadOnly, which reads it as immutable.
 func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
@@ -179,6 +180,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		// A parent that is a file, a loop of symbolic links, a name too
 		// long: no database is there, and none can be made there.
 		return nil, wserr.Wrap(wserr.InvalidOptions, "open", abs, fmt.Errorf("no database file can be at this path: %w", statErr))
+	}
+	if errors.Is(statErr, fs.ErrPermission) || (statErr == nil && !readable(abs)) {
+		return nil, wserr.New(wserr.InvalidOptions, "open", abs, "this user may not read the store's database file, or a directory on its path: it can be neither read nor changed")
 	}
 	if errors.Is(statErr, fs.ErrNotExist) {
 		if opts.ReadOnly {

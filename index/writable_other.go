@@ -5,3 +5,7 @@ package index
 // writable reports true: where access(2) is missing, a read-only store is
 // found when SQLite refuses to write it.
 func writable(string) bool { return true }
+
+// readable reports true: where access(2) is missing, a store this user
+// may not read is found when SQLite cannot open it.
+func readable(string) bool { return true }

@@ -3,6 +3,8 @@
 package index
 
 import (
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"syscall"
 )
@@ -15,4 +17,13 @@ import (
 func writable(path string) bool {
 	const wOK = 2 // W_OK
 	return syscall.Access(path, wOK) == nil && syscall.Access(filepath.Dir(path), wOK) == nil
+}
+
+// readable reports whether this process may read the database file: false
+// for a file whose permissions refuse this user. It asks access(2) rather
+// than opening the file, since closing a descriptor of it would drop the
+// locks SQLite holds on it for this process's other connections.
+func readable(path string) bool {
+	const rOK = 4 // R_OK
+	return !errors.Is(syscall.Access(path, rOK), fs.ErrPermission)
 }

@@ -262,3 +262,35 @@ func TestBadGlobalFlagsBeforeTheStore(t *testing.T) {
 		c.fails(2, append(flags, "runs")...)
 	}
 }
+
+// TestStoreThisUserMayNotReadIsCoded: a store whose directory or database
+// file this user may not read is named as such, store.invalid_options
+// (exit status 2, as a --store that cannot hold a store), for reading and
+// writing commands alike; it was store.internal or an uncoded SQLite
+// error (exit status 1), and store.read_only ("it can be read") for a
+// writing one. Root reads whatever the permissions say, so this runs only
+// as another user.
+func TestStoreThisUserMayNotReadIsCoded(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads whatever the permissions say")
+	}
+	c := newCLI(t)
+	st := c.open()
+	c.seedRun(st, "r1")
+	require.NoError(t, st.Close())
+	db := filepath.Join(c.store, "wsstore.db")
+	for _, lock := range []struct {
+		path string
+		mode os.FileMode
+	}{{db, 0o644}, {c.store, 0o755}} {
+		require.NoError(t, os.Chmod(lock.path, 0))
+		t.Cleanup(func() { _ = os.Chmod(lock.path, lock.mode) })
+		for _, args := range [][]string{{"runs"}, {"cat", "r1", "output/a.md"}, {"fsck"}, {"init"}, {"rm", "r1", "--force"}} {
+			errOut := c.fails(2, args...)
+			assert.Contains(t, errOut, "store.invalid_options", "%s %v", lock.path, args)
+			assert.Contains(t, errOut, "may not read", "%s %v", lock.path, args)
+		}
+		require.NoError(t, os.Chmod(lock.path, lock.mode))
+	}
+	assert.Contains(t, c.ok("runs"), "r1", "the store is as it was")
+}

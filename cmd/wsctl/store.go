@@ -164,6 +164,9 @@ func storeExists(dir string) error {
 	if err != nil && noPathThere(err) {
 		return wserr.Wrap(wserr.InvalidOptions, "open store", dir, fmt.Errorf("no store database can be in this directory: %w", err))
 	}
+	if errors.Is(err, fs.ErrPermission) {
+		return wserr.New(wserr.InvalidOptions, "open store", dir, "this user may not read the store's directory, or a directory on its path")
+	}
 	if err != nil {
 		return wserr.Wrap(wserr.Internal, "open store", dir, err)
 	}
