@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -52,6 +53,9 @@ own database files are refused. "wsctl import" reads it.`,
 
 func runExport(ctx context.Context, o exportOptions, args []string) error {
 	defer streaming()()
+	if slices.Contains(o.scope.Chats, "") {
+		return argError("export", "--chat is empty: name a chat workspace (chat_…) or KIND:STABLE_CHAT_ID")
+	}
 	st, err := openStore(ctx, o.globals, readOnly)
 	if err != nil {
 		return err

@@ -254,3 +254,26 @@ func TestEmptyFiltersAreRefused(t *testing.T) {
 	assert.NoDirExists(t, co)
 	assert.Equal(t, "one\ntwo\n", c.ok("cat", "r1", "output/a.md", "--at", "live"))
 }
+
+// TestEmptyTargetsAreRefused: replicate --to "" (a script's unset
+// variable) is a mistake, exit status 2, never read as --to left out,
+// which replicates to the blob tier's default replica; export --chat ""
+// is one too, as export --run "" and --actor "" are, not a chat not
+// found (exit status 3).
+func TestEmptyTargetsAreRefused(t *testing.T) {
+	awsEnv(t)
+	c := newCLI(t)
+	c.ok("--blobs", "s3://wsstore/desk?endpoint=http://127.0.0.1:1&region=us-east-1", "demo")
+	archive := filepath.Join(t.TempDir(), "a.wsar")
+	for _, args := range [][]string{
+		{"replicate", "--to", "", "--once"},
+		{"replicate", "--to="},
+		{"export", "--chat", "", archive},
+		{"export", "--all", "--chat=", archive},
+	} {
+		errOut := c.fails(2, args...)
+		assert.Contains(t, errOut, "wsctl.invalid_argument", "%v", args)
+		assert.Contains(t, errOut, "empty", "%v", args)
+	}
+	assert.NoFileExists(t, archive)
+}

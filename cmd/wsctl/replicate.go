@@ -61,6 +61,7 @@ from then on.
 	cmd.Flags().DurationVar(&o.interval, "interval", 10*time.Second, "how often to push blobs and sync the replica")
 	cmd.Flags().BoolVar(&o.once, "once", false, "do one round and exit")
 	cmd.Flags().BoolVar(&o.takeOver, "take-over", false, "replicate to the URL though another store replicates there; that store is refused there from then on")
+	refuseEmpty(cmd, "to")
 	return cmd
 }
 
