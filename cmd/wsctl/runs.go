@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -75,11 +74,7 @@ func runRuns(ctx context.Context, o runsOptions, _ []string) error {
 		}}
 	q := runs.ListQuery{Status: runs.Status(o.status), After: o.after}
 	if o.chat != "" && !strings.HasPrefix(o.chat, "chat_") {
-		list, err := stableChatRuns(ctx, st, o.chat, q, o.limit)
-		if err != nil {
-			return err
-		}
-		if err := out.add(list); err != nil {
+		if err := stableChatRuns(ctx, st, o.chat, q, o.limit, out); err != nil {
 			return err
 		}
 		return out.close()
@@ -108,39 +103,67 @@ func runRuns(ctx context.Context, o runsOptions, _ []string) error {
 // runsPage is how many runs runs reads at a time.
 var runsPage = runs.DefaultRunPage
 
-// stableChatRuns lists the runs of the chats of every kind that share
-// stableChatID, newest first, at most limit (0: all): the chats are read
-// from their index, not from every chat, and each chat's runs at most
-// limit.
-func stableChatRuns(ctx context.Context, st *wsstore.Store, stableChatID string, q runs.ListQuery, limit int) ([]runs.Run, error) {
-	q.Limit = limit
-	list := []runs.Run{}
+// stableChatRuns prints into out the runs of the chats of every kind that
+// share stableChatID, newest first (the store's order: created_at
+// descending, then id), at most limit (0: all), those after q.After and in
+// q.Status only: it reads each chat's runs a page at a time and merges
+// them, holding a page of each chat's runs and a page to print. The chats
+// are read from their index, not from every chat.
+func stableChatRuns(ctx context.Context, st *wsstore.Store, stableChatID string, q runs.ListQuery, limit int, out *pages[runs.Run]) error {
+	type cursor struct {
+		q    runs.ListQuery
+		next []runs.Run // read, not yet printed
+		more bool       // runs follow next in the store
+	}
+	var cs []*cursor
 	cq := runs.ChatQuery{StableChatID: stableChatID}
 	for {
 		chats, more, err := st.Runs.ChatsPage(ctx, cq)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, c := range chats {
-			q.ChatID = c.ID
-			rs, err := st.Runs.Runs(ctx, q)
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, rs...)
+			cq := q
+			cq.ChatID, cq.Limit = c.ID, runsPage
+			cs = append(cs, &cursor{q: cq, more: true})
 		}
 		if !more {
 			break
 		}
 		cq.After = chats[len(chats)-1].ID
 	}
-	// Each chat's list is its newest; together they are newest first,
-	// as the store orders runs, and cut to the limit.
-	slices.SortStableFunc(list, func(a, b runs.Run) int {
-		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID))
-	})
-	if limit > 0 && len(list) > limit {
-		list = list[:limit]
+	newer := func(a, b runs.Run) bool {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID)) < 0
 	}
-	return list, nil
+	page := make([]runs.Run, 0, runsPage)
+	for n := 0; limit == 0 || n < limit; n++ {
+		var best *cursor
+		for _, c := range cs {
+			if len(c.next) == 0 && c.more {
+				rs, more, err := st.Runs.RunsPage(ctx, c.q)
+				if err != nil {
+					return err
+				}
+				c.next, c.more = rs, more && len(rs) > 0
+				if len(rs) > 0 {
+					c.q.After = rs[len(rs)-1].ID
+				}
+			}
+			if len(c.next) > 0 && (best == nil || newer(c.next[0], best.next[0])) {
+				best = c
+			}
+		}
+		if best == nil {
+			break
+		}
+		page = append(page, best.next[0])
+		best.next = best.next[1:]
+		if len(page) == cap(page) {
+			if err := out.add(page); err != nil {
+				return err
+			}
+			page = page[:0]
+		}
+	}
+	return out.add(page)
 }

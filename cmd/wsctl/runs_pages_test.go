@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"runtime/debug"
@@ -105,4 +106,77 @@ func TestRunsHoldsAPage(t *testing.T) {
 		t.Logf("heap growth of runs (json %v): %d bytes for 20 runs, %d for 20,000", json, small, large)
 		assert.Less(t, large, small+8<<20, "heap growth for 20,000 runs (json %v)", json)
 	}
+}
+
+// TestRunsOfAStableChatHoldAPage: runs --chat STABLE_CHAT_ID, which
+// merges the runs of the chats of every kind with that id, reads them a
+// page at a time too: the heap grows by a few pages' garbage for 20,000
+// runs (pages of 10 here), where it held every run of those chats.
+func TestRunsOfAStableChatHoldAPage(t *testing.T) {
+	defer func(n int) { runsPage = n }(runsPage)
+	runsPage = 10
+	defer debug.SetGCPercent(debug.SetGCPercent(1))
+	ctx := context.Background()
+	ref := json.RawMessage(`"` + strings.Repeat("r", 1000) + `"`)
+	growth := func(n int) uint64 {
+		c := newCLI(t)
+		st := c.open()
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "first"}, RunID: "run_first", ChatRef: ref})
+		require.NoError(t, err)
+		_, err = st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "group", StableChatID: "first"}, RunID: "run_group"})
+		require.NoError(t, err)
+		require.NoError(t, st.Close())
+		copyRuns(t, c, "run_first", n)
+		least := uint64(math.MaxUint64)
+		for range 3 {
+			var out countingWriter
+			g := storetest.HeapGrowth(func() {
+				require.NoError(t, runRuns(ctx, runsOptions{globals: globals{storeDir: c.store, json: true, out: &out, errOut: io.Discard}, chat: "first"}, nil))
+			})
+			require.Greater(t, int(out), n*1000, "the runs were printed")
+			least = min(least, g)
+		}
+		return least
+	}
+	small, large := growth(20), growth(20000)
+	t.Logf("heap growth of runs --chat: %d bytes for 20 runs, %d for 20,000", small, large)
+	assert.Less(t, large, small+8<<20, "heap growth for 20,000 runs")
+}
+
+// TestRunsOfAStableChatMerge: runs --chat STABLE_CHAT_ID lists the runs
+// of the chats of every kind with that id newest first, read a page at a
+// time from each chat (pages of two here), with --status, --limit and
+// --after as for one chat.
+func TestRunsOfAStableChatMerge(t *testing.T) {
+	defer func(n int) { runsPage = n }(runsPage)
+	runsPage = 2
+	c := newCLI(t)
+	st := c.open()
+	ctx := context.Background()
+	for i, kind := range []string{"character", "group", "character", "group", "group", "character", "other"} {
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: kind, StableChatID: "s"}, RunID: fmt.Sprintf("r%d_%s", i, kind)})
+		require.NoError(t, err)
+	}
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "another"}, RunID: "r_another"})
+	require.NoError(t, err)
+	_, err = st.Runs.Finish(ctx, "r3_group")
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	ids := func(args ...string) []string {
+		var list []runs.Run
+		c.jsonOut(&list, append([]string{"runs", "--chat", "s"}, args...)...)
+		out := []string{}
+		for _, r := range list {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	all := []string{"r6_other", "r5_character", "r4_group", "r3_group", "r2_character", "r1_group", "r0_character"}
+	assert.Equal(t, all, ids())
+	assert.Equal(t, all[:3], ids("--limit", "3"))
+	assert.Equal(t, all[4:6], ids("--after", "r3_group", "--limit", "2"))
+	assert.Equal(t, []string{"r3_group"}, ids("--status", "completed"))
+	text := c.ok("runs", "--chat", "s")
+	assert.Equal(t, 1, strings.Count(text, "RUN"), "one header:\n%s", text)
+	assert.Equal(t, 8, strings.Count(text, "\n"), "a header and seven runs:\n%s", text)
 }
