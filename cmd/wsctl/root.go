@@ -260,6 +260,28 @@ func initCompletionCmd(root *cobra.Command) {
 	}
 }
 
+// initHelpCmd adds cobra's help command to root with a usage error (exit
+// 2) for a topic that names no command, as "wsctl NAME" has, where cobra
+// prints the usage and succeeds.
+func initHelpCmd(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "help" || c.Run == nil {
+			continue
+		}
+		show := c.Run
+		c.Run = nil
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			target, rest, err := cmd.Root().Find(args)
+			if target == nil || err != nil || (len(rest) > 0 && target.HasSubCommands()) {
+				return usageError{wserr.New(protocol.CodeInvalidArgument, "help", "", "no help topic %q: \"wsctl help\" lists the commands", strings.Join(args, " "))}
+			}
+			show(cmd, args)
+			return nil
+		}
+	}
+}
+
 // rootHelpTemplate is cobra's help template, with the exit statuses after
 // the usage on the root command only.
 var rootHelpTemplate = `{{with (or .Long .Short)}}{{. | trimTrailingWhitespaces}}
@@ -301,6 +323,7 @@ func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	initCompletionCmd(root)
+	initHelpCmd(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0

@@ -294,3 +294,19 @@ func TestStoreThisUserMayNotReadIsCoded(t *testing.T) {
 	}
 	assert.Contains(t, c.ok("runs"), "r1", "the store is as it was")
 }
+
+// TestHelpOfAnUnknownTopic: "wsctl help NAME" for a NAME that is no
+// command fails as "wsctl NAME" does, wsctl.invalid_argument and exit
+// status 2, where it printed the usage and exited 0; help of a command
+// still prints its help.
+func TestHelpOfAnUnknownTopic(t *testing.T) {
+	c := newCLI(t)
+	for _, args := range [][]string{{"help", "frobnicate"}, {"help", "actor", "uplaod"}} {
+		errOut := c.fails(2, args...)
+		assert.Contains(t, errOut, "wsctl.invalid_argument", "%v", args)
+		assert.Contains(t, errOut, "no help topic", "%v", args)
+	}
+	assert.Contains(t, c.ok("help", "runs"), "runs lists the store's runs")
+	assert.Contains(t, c.ok("help", "actor", "upload"), "Usage:")
+	assert.Contains(t, c.ok("help"), "Available Commands:")
+}
