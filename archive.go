@@ -194,10 +194,10 @@ func (s *Store) ImportFile(ctx context.Context, path string, opt archive.Options
 }
 
 // OpenArchiveFile opens the file at path to import it. It fails with
-// workspace.invalid_argument for an empty path, a directory or a path no
-// file can be at (a loop of symbolic links, a name too long), with
-// store.not_found if there is no file at path, and with store.read_only
-// if this user may not read it, as for a store's own files.
+// workspace.invalid_argument for an empty path, a directory, a file this
+// user may not read or a path no file can be at (a loop of symbolic
+// links, a name too long), as ExportFile for a file it cannot write, and
+// with store.not_found if there is no file at path.
 func OpenArchiveFile(path string) (*os.File, error) {
 	const op = "import"
 	if path == "" {
@@ -220,7 +220,7 @@ func archiveOpenError(op, path string, err error) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return wserr.Wrap(wserr.NotFound, op, path, err)
 	case errors.Is(err, fs.ErrPermission):
-		return wserr.Wrap(wserr.ReadOnly, op, path, fmt.Errorf("this user may not read it: %w", err))
+		return wserr.Wrap(wserr.InvalidArgument, op, path, fmt.Errorf("this user may not read it: %w", err))
 	case errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EINVAL):
 		return wserr.Wrap(wserr.InvalidArgument, op, path, fmt.Errorf("no archive can be at this path: %w", err))
 	}

@@ -15,7 +15,6 @@ import (
 func TestArchiveOpenErrorCodes(t *testing.T) {
 	for want, errno := range map[wserr.Code]syscall.Errno{
 		wserr.NotFound:        syscall.ENOENT,
-		wserr.ReadOnly:        syscall.EACCES,
 		wserr.InvalidArgument: syscall.ELOOP,
 		wserr.DiskFull:        syscall.ENOSPC,
 		wserr.Internal:        syscall.EIO,

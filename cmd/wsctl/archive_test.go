@@ -177,3 +177,32 @@ func TestFailedImportLeavesNoNewStore(t *testing.T) {
 	_, errOut, status = c.run("", "show", "r")
 	assert.Equal(t, 0, status, "a store that was there stays: %s", errOut)
 }
+
+// TestImportOfAFileItCannotOpenIsNotNotFound: an archive named on the
+// command line that is there but cannot be opened (no permission to read
+// it, a name too long for the file system) or no name at all is the
+// command line's mistake, wsctl.invalid_argument (exit status 2), as
+// export and actor upload say of a file they cannot open; it was
+// store.not_found (exit status 3), which says the file is not there. A
+// file that is not there stays store.not_found. No store is made.
+func TestImportOfAFileItCannotOpenIsNotNotFound(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	cases := [][]string{
+		{"import", ""},
+		{"import", filepath.Join(dir, strings.Repeat("a", 300)+".wsar")},
+	}
+	if os.Geteuid() != 0 { // root reads whatever the permissions say
+		locked := filepath.Join(dir, "locked.wsar")
+		require.NoError(t, os.WriteFile(locked, []byte("x"), 0o000))
+		cases = append(cases, []string{"import", locked})
+	}
+	for _, args := range cases {
+		errOut := c.fails(2, args...)
+		assert.Contains(t, errOut, "wsctl.invalid_argument", "%q", args)
+		assert.NoDirExists(t, c.store, "%q", args)
+	}
+	errOut := c.fails(3, "import", filepath.Join(dir, "missing.wsar"))
+	assert.Contains(t, errOut, "store.not_found")
+	assert.NoDirExists(t, c.store)
+}
