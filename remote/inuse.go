@@ -16,7 +16,10 @@ func InUse(ctx context.Context, db *index.DB) (bool, error) {
 	var n int
 	var check []string
 	err := db.View(ctx, func(tx *index.Tx) error {
-		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM (SELECT 1 FROM remote_objects LIMIT 1)`); err != nil || n == 0 {
+		// stored is in no index: the table itself is read, not the
+		// smaller remote_objects_pack, which does not show a damaged
+		// page of it.
+		if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM (SELECT stored FROM remote_objects LIMIT 1)`); err != nil || n == 0 {
 			return err
 		}
 		// A store that records objects but no tier's URL is rare; a

@@ -322,7 +322,7 @@ func (s seenBases) add(h cas.Hash) {
 func (s *Storage) Pending(ctx context.Context, db *index.DB) (int, error) {
 	var n int
 	err := db.View(ctx, func(tx *index.Tx) error {
-		return index.Translate(tx.GetContext(ctx, &n, `SELECT count(*) FROM remote_objects WHERE pack IS NULL`))
+		return index.Translate(tx.GetContext(ctx, &n, `SELECT count(*) FROM remote_objects INDEXED BY remote_objects_pending WHERE pack IS NULL`))
 	})
 	return n, err
 }

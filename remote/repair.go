@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wsstore/wsstore/index"
@@ -60,10 +61,17 @@ func (s *Storage) CheckPublished(ctx context.Context, db *index.DB, device strin
 	return r, err
 }
 
+// goneBatch is how many gone packs unpushGone deals with in one round
+// of statements.
+const goneBatch = 256
+
 // unpushGone marks unpushed the objects the store holds of the packs it
 // recorded that are gone from the object store, and counts those it does
 // not hold. It lists data/ once; the recorded packs wait in a scratch
-// database meanwhile, not in memory.
+// database meanwhile, not in memory. The recorded packs are read a page
+// at a time, each by a seek in remote_objects_pack, and the gone packs
+// dealt with goneBatch at a time, so what it costs grows with the packs,
+// not with the objects the store records.
 func (s *Storage) unpushGone(ctx context.Context, db *index.DB) (repush, lost int, err error) {
 	sc, err := index.OpenScratch(ctx)
 	if err != nil {
@@ -75,21 +83,27 @@ func (s *Storage) unpushGone(ctx context.Context, db *index.DB) (repush, lost in
 		return 0, 0, fmt.Errorf("check published: %w", err)
 	}
 	if err := db.View(ctx, func(tx *index.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT pack FROM remote_objects WHERE pack IS NOT NULL AND pack != ''`)
-		if err != nil {
-			return index.Translate(err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var p []byte
-			if err := rows.Scan(&p); err != nil {
+		// '' (a chunked blob's list) and NULL (not pushed) are not > ''.
+		after := ""
+		for {
+			var page []string
+			if err := tx.SelectContext(ctx, &page, `WITH RECURSIVE p(pack, n) AS (
+					SELECT (SELECT min(pack) FROM remote_objects WHERE pack > ?), 1
+					UNION ALL
+					SELECT (SELECT min(pack) FROM remote_objects WHERE pack > p.pack), n + 1 FROM p WHERE p.pack IS NOT NULL AND n < ?)
+				SELECT pack FROM p WHERE pack IS NOT NULL`, after, goneBatch); err != nil {
 				return index.Translate(err)
 			}
-			if _, err := recorded.Add(ctx, p, 1); err != nil {
-				return err
+			for _, p := range page {
+				if _, err := recorded.Add(ctx, []byte(p), 1); err != nil {
+					return err
+				}
 			}
+			if len(page) < goneBatch {
+				return nil
+			}
+			after = page[len(page)-1]
 		}
-		return index.Translate(rows.Err())
 	}); err != nil {
 		return 0, 0, err
 	}
@@ -110,38 +124,50 @@ func (s *Storage) unpushGone(ctx context.Context, db *index.DB) (repush, lost in
 		return 0, 0, nil
 	}
 	err = db.Update(ctx, func(tx *index.Tx) error {
-		err := recorded.Each(ctx, func(k []byte, v int64) error {
-			if v == 0 {
+		var batch []any
+		flush := func() error {
+			if len(batch) == 0 {
 				return nil
 			}
-			p := string(k)
-			res, err := tx.ExecContext(ctx, `UPDATE remote_objects SET pack = NULL, off = 0, sum = NULL WHERE pack = ?
-				AND EXISTS (SELECT 1 FROM remote_cache c WHERE c.kind = remote_objects.kind AND c.hash = remote_objects.hash)`, p)
+			in := "?" + strings.Repeat(", ?", len(batch)-1)
+			// A chunked blob's list is in an index object, gone with the
+			// packs: it goes again after its chunks held here.
+			res, err := tx.ExecContext(ctx, `UPDATE remote_objects SET pack = NULL WHERE kind = 0 AND pack = '' AND hash IN (
+				SELECT c.blob FROM remote_objects o JOIN remote_chunks c ON c.chunk = o.hash
+				WHERE o.kind = 1 AND o.pack IN (`+in+`)
+				AND EXISTS (SELECT 1 FROM remote_cache k WHERE k.kind = o.kind AND k.hash = o.hash))`, batch...)
 			if err != nil {
 				return index.Translate(err)
 			}
 			n, _ := res.RowsAffected()
 			repush += int(n)
+			if res, err = tx.ExecContext(ctx, `UPDATE remote_objects SET pack = NULL, off = 0, sum = NULL WHERE pack IN (`+in+`)
+				AND EXISTS (SELECT 1 FROM remote_cache c WHERE c.kind = remote_objects.kind AND c.hash = remote_objects.hash)`, batch...); err != nil {
+				return index.Translate(err)
+			}
+			n, _ = res.RowsAffected()
+			repush += int(n)
 			var left int
-			if err := tx.GetContext(ctx, &left, `SELECT count(*) FROM remote_objects WHERE pack = ?`, p); err != nil {
+			if err := tx.GetContext(ctx, &left, `SELECT count(*) FROM remote_objects WHERE pack IN (`+in+`)`, batch...); err != nil {
 				return index.Translate(err)
 			}
 			lost += left
+			batch = batch[:0]
+			return nil
+		}
+		err := recorded.Each(ctx, func(k []byte, v int64) error {
+			if v == 0 {
+				return nil
+			}
+			if batch = append(batch, string(k)); len(batch) == goneBatch {
+				return flush()
+			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		// A chunked blob's list is in an index object, gone with the
-		// packs: it goes again after its chunks.
-		res, err := tx.ExecContext(ctx, `UPDATE remote_objects SET pack = NULL WHERE kind = 0 AND pack = ''
-			AND hash IN (SELECT c.blob FROM remote_chunks c JOIN remote_objects o ON o.kind = 1 AND o.hash = c.chunk WHERE o.pack IS NULL)`)
-		if err != nil {
-			return index.Translate(err)
-		}
-		n, _ := res.RowsAffected()
-		repush += int(n)
-		return nil
+		return flush()
 	})
 	return repush, lost, err
 }
