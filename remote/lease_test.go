@@ -377,3 +377,74 @@ func TestCanceledReclaimIsNotALostLease(t *testing.T) {
 	assert.NotErrorIs(t, err, remote.ErrLeaseLost, "%v", err)
 	assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
 }
+
+// refusing carries a device's requests to the object store, answering
+// with status, as S3 does, those refuse picks.
+type refusing struct {
+	refuse func(r *http.Request) bool
+	status int
+}
+
+func (f *refusing) RoundTrip(r *http.Request) (*http.Response, error) {
+	if f.refuse != nil && f.refuse(r) {
+		code := map[int]string{http.StatusForbidden: "AccessDenied"}[f.status]
+		if code == "" {
+			code = "ServiceUnavailable"
+		}
+		body := `<?xml version="1.0" encoding="UTF-8"?><Error><Code>` + code + `</Code><Message>` + http.StatusText(f.status) + `</Message></Error>`
+		return &http.Response{StatusCode: f.status, Status: http.StatusText(f.status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{"Content-Type": {"application/xml"}}, Body: io.NopCloser(strings.NewReader(body)),
+			ContentLength: int64(len(body)), Request: r}, nil
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestRenewalErrorsAreCoded: a renewal of the reclaim lease fails as any
+// other request does. Refused (credentials or permissions, 403), the
+// reclaim stops with store.invalid_options, as a refused put does: no
+// retry helps. Not answered, it stops with store.busy wrapping
+// ErrUnavailable. Either way it wraps ErrLeaseLost and removes nothing
+// more. Before, a refused renewal was store.busy, to be tried again.
+func TestRenewalErrorsAreCoded(t *testing.T) {
+	testEnv(t)
+	m := s3fake.StartMoto(t)
+	for _, tt := range []struct {
+		name        string
+		status      int
+		code        wserr.Code
+		unavailable bool
+	}{
+		{"Refused", http.StatusForbidden, wserr.InvalidOptions, false},
+		{"Unanswered", http.StatusServiceUnavailable, wserr.Busy, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newLeaseSetup(t, m, "wsstore-renewal-"+strings.ToLower(tt.name), 0)
+			ctx := context.Background()
+			leases, removed := 0, 0
+			tr := &refusing{status: tt.status}
+			tr.refuse = func(r *http.Request) bool {
+				if removal(r) {
+					removed++
+					s.clock.Advance(2 * time.Minute) // a renewal is due before the next removal
+				}
+				if renewal(r) {
+					leases++
+				}
+				return renewal(r) && leases > 1
+			}
+			s.rec = newDevice(t, s.m.URL, s.bucket, remote.Options{Now: s.clock.Now, HTTPClient: &http.Client{Transport: tr}})
+			var err error
+			s.recDev, err = remote.Device(ctx, s.rec.db)
+			require.NoError(t, err)
+			st, err := s.rec.st.Reclaim(ctx, s.rec.db, s.recDev, remote.ReclaimOptions{Grace: -1})
+			t.Logf("%v", err)
+			require.ErrorIs(t, err, remote.ErrLeaseLost)
+			assert.Equal(t, tt.code, wserr.CodeOf(err))
+			assert.Equal(t, tt.unavailable, errors.Is(err, remote.ErrUnavailable))
+			assert.Contains(t, err.Error(), "removed nothing more")
+			assert.Positive(t, removed, "it removed some first")
+			assert.Equal(t, removed, st.Packs+st.Indexes)
+			assert.Equal(t, s.objects-removed, len(s.keys(t, "store/data/"))+len(s.keys(t, "store/index/")), "nothing more went")
+		})
+	}
+}

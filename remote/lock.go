@@ -194,9 +194,11 @@ type lease struct {
 // hold keeps the lease: once a third of its time has passed since it was
 // written, it writes it again, to end LeaseTTL from now, so a step starts
 // with at least two thirds of it left. It fails with store.busy wrapping
-// ErrLeaseLost when the lease has ended, when the renewal fails, or when
-// the renewal was answered only after the lease ended: a device that
-// found it ended may have taken the lease, or started a sync, since. A
+// ErrLeaseLost when the lease has ended, when the renewal was not
+// answered, or when it was answered only after the lease ended: a device
+// that found it ended may have taken the lease, or started a sync, since;
+// a renewal refused (the credentials, their permissions, the bucket)
+// fails the same way coded store.invalid_options, as a refused put is. A
 // renewal that fails because ctx ended is ctx's error (store.canceled):
 // the lease is not lost then.
 func (l *lease) hold(ctx context.Context) error {
@@ -219,7 +221,10 @@ func (l *lease) hold(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return err // the caller's context ended: the lease is not lost
 		}
-		l.err = fmt.Errorf("%w: %w", l.lost("it could not be renewed"), err)
+		// Coded as the request's failure is: refused (the credentials,
+		// their permissions, the bucket) is a setup to fix, as a put's
+		// refusal is; not answered is store.busy.
+		l.err = fmt.Errorf("%w: %w", l.lostAs(wserr.CodeOf(err), "it could not be renewed"), err)
 		return l.err
 	}
 	if !l.s.opts.Now().Before(l.expires) {
@@ -257,8 +262,11 @@ func (l *lease) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, l.expires.Sub(l.s.opts.Now()))
 }
 
-func (l *lease) lost(why string) error {
-	return fmt.Errorf("%w: %w", wserr.New(wserr.Busy, "reclaim remote", l.key,
+func (l *lease) lost(why string) error { return l.lostAs(wserr.Busy, why) }
+
+// lostAs is lost coded code: a renewal's failure gives it its own.
+func (l *lease) lostAs(code wserr.Code, why string) error {
+	return fmt.Errorf("%w: %w", wserr.New(code, "reclaim remote", l.key,
 		"the reclaim lost its lease (%s; another device may hold it now) and removed nothing more; what it removed stays removed: run it again", why), ErrLeaseLost)
 }
 
