@@ -47,8 +47,8 @@ type bucket interface {
 	// ("" for all), in key order, and the time the object was written
 	// (zero when the store does not say).
 	list(ctx context.Context, prefix, after string, fn func(key string, mod time.Time) error) error
-	// sizes is list with each object's length instead of its time.
-	sizes(ctx context.Context, prefix string, fn func(key string, size int64) error) error
+	// sizes is list with each object's length as well as its time.
+	sizes(ctx context.Context, prefix string, fn func(key string, size int64, mod time.Time) error) error
 	// remove deletes the object at key; a missing one is success.
 	remove(ctx context.Context, key string) error
 	// present reports whether there is an object at key (a HEAD request).
@@ -324,9 +324,9 @@ func (b *s3Bucket) list(ctx context.Context, prefix, after string, fn func(key s
 	})
 }
 
-func (b *s3Bucket) sizes(ctx context.Context, prefix string, fn func(key string, size int64) error) error {
+func (b *s3Bucket) sizes(ctx context.Context, prefix string, fn func(key string, size int64, mod time.Time) error) error {
 	return b.listObjects(ctx, prefix, "", func(o types.Object) error {
-		return fn(strings.TrimPrefix(aws.ToString(o.Key), b.loc.Prefix), aws.ToInt64(o.Size))
+		return fn(strings.TrimPrefix(aws.ToString(o.Key), b.loc.Prefix), aws.ToInt64(o.Size), aws.ToTime(o.LastModified))
 	})
 }
 

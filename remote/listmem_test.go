@@ -3,6 +3,7 @@ package remote_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -67,6 +68,43 @@ func putIndexObjects(t *testing.T, endpoint, bucket, prefix string, n int) []cas
 
 func blobHash(i int) cas.Hash { return cas.Sum(fmt.Appendf(nil, "blob %d", i)) }
 
+// putUnnamedPacks writes n packs under prefix in bucket that no index
+// object names, each holding one small blob no device uses, its index at
+// its end: what a reclaim cut off between the index objects and their
+// packs leaves. Each key is padded to some 780 bytes, as putIndexObjects
+// pads the packs' names.
+func putUnnamedPacks(t *testing.T, endpoint, bucket, prefix string, n int) {
+	t.Helper()
+	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				data := fmt.Appendf(nil, "unnamed %08d", i)
+				idx, err := json.Marshal(map[string]any{"version": 1, "objects": []map[string]any{{"kind": 0, "hash": cas.Sum(data),
+					"size": len(data), "codec": int(cas.CodecRaw), "off": 0, "len": len(data), "sum": cas.Sum(data)}}})
+				b := binary.BigEndian.AppendUint32(append(data, idx...), uint32(len(idx)))
+				pack := cas.Sum(b).String()
+				if err == nil {
+					_, err = cl.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket),
+						Key: aws.String(prefix + "/data/" + pack[:2] + "/" + pack + "-" + strings.Repeat("u", 700)), Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b)))})
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	require.NoError(t, <-errs)
+}
+
 // longPrefix is a location's prefix of 800 bytes: a key listed under it
 // is some 870 bytes, so a listing held in memory shows with a few
 // thousand index objects.
@@ -76,10 +114,12 @@ var longPrefix = "store-" + strings.Repeat("p", 794)
 // returns how much the heap grew while a new device pulled them all (Pull
 // lists index/), while it looked for the packs they name among those on
 // the object store (none), while another reclaimed (dry run), which reads
-// every index object, and while a third recovered every blob they list.
+// every index object and looks at n packs no index object names, and
+// while a third recovered every blob they list.
 func indexListGrowth(t *testing.T, m *s3fake.Moto, bucket string, n int) map[string]uint64 {
 	m.CreateBucket(bucket)
 	want := putIndexObjects(t, m.URL, bucket, longPrefix, n)
+	putUnnamedPacks(t, m.URL, bucket, longPrefix, n)
 	ctx := context.Background()
 	newDevice := func() *device {
 		return &device{db: openDB(t), st: openStorage(t, m.URL, bucket, longPrefix, remote.Options{})}
@@ -109,7 +149,7 @@ func indexListGrowth(t *testing.T, m *s3fake.Moto, bucket string, n int) map[str
 		st, err := c.st.Reclaim(ctx, c.db, dev, remote.ReclaimOptions{Grace: -1, DryRun: true, Max: 1 << 30})
 		require.NoError(t, err)
 		require.Equal(t, n, st.Indexes, "no device names the packs")
-		require.Equal(t, n, st.Packs)
+		require.Equal(t, 2*n, st.Packs, "those the index objects name, and as many no index object names")
 	}
 	out["reclaim"] = min(storetest.HeapGrowth(reclaim), storetest.HeapGrowth(reclaim))
 	e := newDevice()
@@ -127,7 +167,9 @@ func indexListGrowth(t *testing.T, m *s3fake.Moto, bucket string, n int) map[str
 // with WSSTORE_CAMPAIGN_LONG=1), each a listing of full pages, beyond a
 // small constant: each index object is
 // read as the listing goes by, and what a later sweep, the removals or
-// the recovery need waits in a scratch database. Before, pull and reclaim held every key listed (about 870
+// the recovery need waits in a scratch database; the reclaim's listing of
+// data/, for the packs no index object names, is looked up in that
+// database as it goes by. Before, pull and reclaim held every key listed (about 870
 // bytes each under longPrefix, 90 under a short one), the search,
 // reclaim and recover every pack's name, and recover every entry found.
 // The object store is moto, in a process of its own.

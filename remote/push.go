@@ -672,7 +672,10 @@ func (s *Storage) recoverWanted(ctx context.Context, db *index.DB, want []cas.Ha
 		if err != nil || lacking == 0 {
 			return err
 		}
-		return s.packIndexes(ctx, named, func(pack string, idx packIndex) error {
+		return s.packIndexes(ctx, func(key string, _ time.Time) (bool, error) {
+			_, ok, err := named.Get(ctx, []byte(key))
+			return ok, err
+		}, func(pack string, idx packIndex) error {
 			idx.Pack = pack
 			return take(kind, wanted, &lacking, idx)
 		})
@@ -747,18 +750,19 @@ func (s *Storage) recoverWanted(ctx context.Context, db *index.DB, want []cas.Ha
 	return n, err
 }
 
-// packIndexes calls fn with the index each pack under data/ that named
-// does not name ends with (its objects, as its index object lists them,
-// without the pack's key, device and time): for the objects of a pack
-// whose index objects do not read. It costs a listing of data/ and two
-// ranged GETs a pack read; a pack whose end does not read as an index is
-// passed over.
-func (s *Storage) packIndexes(ctx context.Context, named *index.ScratchMap, fn func(pack string, idx packIndex) error) error {
-	return s.b.sizes(ctx, dataDir, func(key string, size int64) error {
+// packIndexes calls fn with the index each pack under data/ that skip
+// does not pass over ends with (its objects, as its index object lists
+// them, without the pack's key, device and time): for the objects of a
+// pack whose index objects do not read, or that no index object names.
+// skip is called with each pack's key and the time it was written as the
+// listing goes by. It costs a listing of data/ and two ranged GETs a pack
+// read; a pack whose end does not read as an index is passed over.
+func (s *Storage) packIndexes(ctx context.Context, skip func(key string, mod time.Time) (bool, error), fn func(pack string, idx packIndex) error) error {
+	return s.b.sizes(ctx, dataDir, func(key string, size int64, mod time.Time) error {
 		if size < 4 {
 			return nil
 		}
-		if _, ok, err := named.Get(ctx, []byte(key)); err != nil || ok {
+		if ok, err := skip(key, mod); err != nil || ok {
 			return err
 		}
 		b, err := s.b.get(ctx, key, size-4, 4)

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,7 +37,8 @@ func recordKey(kind cas.Kind, h cas.Hash) []byte {
 // objectSets returns (in sc, on disk: a base names every object its
 // device records) every object any device's segments from its newest base
 // on add, dropped since or not, with the segments older than each device's
-// newest base and each device's newest segment. A segment a device has
+// newest base and each registered device's newest segment (the zero
+// Segment for one that has written none). A segment a device has
 // yet to read may bring in a run whose objects its writer dropped after
 // it: those objects are kept until a base stands for the segment. It
 // holds the lease l as it goes.
@@ -54,6 +56,7 @@ func (s *Storage) objectSets(ctx context.Context, sc *index.Scratch, l *lease) (
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		newest[d] = Segment{} // none: a device that may record what no segment names
 		if len(segs) > 0 {
 			newest[d] = segs[len(segs)-1]
 		}
@@ -134,7 +137,8 @@ type ReclaimOptions struct {
 
 // ReclaimStats says what Reclaim removed (or, DryRun, would remove).
 type ReclaimStats struct {
-	// Packs counts the packs removed, Indexes their index objects (and
+	// Packs counts the packs removed (those no index object named
+	// among them), Indexes their index objects (and
 	// those of chunk lists), Segments the devices' superseded sync
 	// segments, Locks the expired sync and push
 	// locks.
@@ -158,7 +162,10 @@ type ReclaimStats struct {
 // its index, when its index is older than the grace and none of its
 // objects is in the object set of any device (folded from the device's
 // newest base segment through its newest segment: every object its store
-// records as of its last sync) or recorded by this store; a device's
+// records as of its last sync) or recorded by this store; a pack no index
+// object names (left by a reclaim or a push cut off between the two) goes
+// when older than the grace, none of the objects the index it ends with
+// lists is so used, and every device has published since; a device's
 // segments older than its newest base go once older than the grace, and
 // so do expired sync locks. While another device's last sync (or pull)
 // was cut off before it published its segment (its expired sync lock is
@@ -388,6 +395,33 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 	if err == nil {
 		err = settle()
 	}
+	if err == nil && len(waiting) == 0 {
+		err = s.unnamedPacks(ctx, db, packs, func(mod time.Time) bool {
+			if mod.IsZero() || !mod.Before(cutoff) {
+				return false
+			}
+			// The copy of the index a pack ends with names no device:
+			// any of them may have pushed it and record its objects
+			// without naming them yet.
+			for d := range newest {
+				if unpublished(newest, d, mod.Add(margin)) {
+					return false
+				}
+			}
+			return true
+		}, used, func(pack string) (bool, error) {
+			if budget < 1 {
+				st.More = true
+				return false, nil
+			}
+			if err := remove(pack); err != nil {
+				return false, err
+			}
+			st.Packs++
+			budget--
+			return true, nil
+		})
+	}
 	if err != nil {
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
@@ -419,4 +453,50 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		st.Locks++
 	}
 	return st, nil
+}
+
+// errEnough stops unnamedPacks' listing once no more may go.
+var errEnough = errors.New("enough")
+
+// unnamedPacks calls drop with each pack under data/ that no index object
+// names (named: the packs the index objects name, as Reclaim's listing of
+// index/ found them), that old says may go by the time it was written,
+// and none of whose objects, as the copy of its index it ends with lists
+// them, is used: a pack whose index objects a reclaim cut off removed
+// before it could remove the pack, or one a push cut off wrote before its
+// index object. drop removes it and reports whether another may go. A
+// pack whose end does not read as an index is kept. The listing goes by
+// page, each pack looked up in named, on disk: nothing of it is held.
+func (s *Storage) unnamedPacks(ctx context.Context, db *index.DB, named *index.ScratchMap, old func(mod time.Time) bool,
+	used func(tx *index.Tx, kind cas.Kind, h cas.Hash) (bool, error), drop func(pack string) (bool, error)) error {
+	err := s.packIndexes(ctx, func(key string, mod time.Time) (bool, error) {
+		if !old(mod) {
+			return true, nil
+		}
+		_, ok, err := named.Get(ctx, []byte(key))
+		return ok, err
+	}, func(pack string, idx packIndex) error {
+		keep := false
+		if err := db.View(ctx, func(tx *index.Tx) error {
+			for _, e := range idx.Objects {
+				u, err := used(tx, e.Kind, e.Hash)
+				if err != nil || u {
+					keep = true
+					return err
+				}
+			}
+			return nil
+		}); err != nil || keep {
+			return err
+		}
+		more, err := drop(pack)
+		if err == nil && !more {
+			err = errEnough
+		}
+		return err
+	})
+	if errors.Is(err, errEnough) {
+		return nil
+	}
+	return err
 }
