@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,9 +47,10 @@ func TestExportBytesAreStable(t *testing.T) {
 // populated returns a store populate filled, with 600 actor spaces more,
 // written in the reverse of their names' order, and a clock of its own.
 func populated(t *testing.T) *wsstore.Store {
-	// No collection while idle: it reads the store's clock, which dates
-	// the archives.
-	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, CAS: cas.Options{InlineMax: 64 << 10}, ReclaimIdle: -1})
+	// No collection and no re-encoding while idle: both read the store's
+	// clock, which dates the archives, and a pause in the test (a loaded
+	// machine) would let them read it between two of its writes.
+	s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, CAS: cas.Options{InlineMax: 64 << 10, ReencodeIdle: time.Hour}, ReclaimIdle: -1})
 	populate(t, s)
 	for i := range 600 {
 		_, err := s.Actors.Upload(t.Context(), fmt.Sprintf("actor-%03d", 599-i), "notes.md", strings.NewReader(fmt.Sprint("note ", i)))
