@@ -532,7 +532,8 @@ func TestImportRefusesARowPastItsCap(t *testing.T) {
 }
 
 // TestExportRefusesARowPastTheImportCap: a row no import would read back
-// (a commit whose sink's receipt is 65 MiB) fails the export with
+// (a commit whose receipt is 65 MiB, as a build that did not hold a sink's
+// receipt to runs.MaxOutcomeBytes stored it) fails the export with
 // workspace.size_limit_exceeded naming the row, and no file is left
 // where it was asked for.
 func TestExportRefusesARowPastTheImportCap(t *testing.T) {
@@ -542,11 +543,15 @@ func TestExportRefusesARowPastTheImportCap(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Runs.Workspace(run.ID, runs.ModelScope).Write(ctx, vfs.MustPath("output/main.md"), []byte("the answer\n"), vfs.WriteOptions{})
 	require.NoError(t, err)
-	receipt := json.RawMessage(`"` + strings.Repeat("r", 65<<20) + `"`)
 	_, err = s.Runs.Commit(ctx, run.ID, runs.SinkFunc(func(context.Context, runs.CommitRequest) (json.RawMessage, error) {
-		return receipt, nil
+		return json.RawMessage(`{}`), nil
 	}), runs.CommitOptions{})
 	require.NoError(t, err)
+	receipt := `"` + strings.Repeat("r", 65<<20) + `"`
+	require.NoError(t, s.DB.Update(ctx, func(tx *index.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE commits SET receipt = ? WHERE run_id = ?`, receipt, run.ID)
+		return err
+	}))
 
 	path := filepath.Join(t.TempDir(), "out.wsar")
 	_, err = s.ExportFile(ctx, path, archive.Scope{All: true}, archive.Options{})
