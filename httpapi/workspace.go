@@ -205,8 +205,18 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 		}
 		body = clientBody{part, "multipart body"}
 	}
-	c, err := h.upload(r, actor, p, body, opt)
+	// A body cut short also ends the request's context, which the upload
+	// may see before it reads the cut: the body's error is what the client
+	// is answered, looked for in what is left of a short body.
+	read := &bodyError{r: body}
+	c, err := h.upload(r, actor, p, read, opt)
 	if err != nil {
+		if read.err == nil && r.Context().Err() != nil {
+			io.Copy(io.Discard, io.LimitReader(read, cutTail))
+		}
+		if read.err != nil {
+			err = read.err
+		}
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			err = tooLarge(p, mbe.Limit)
@@ -216,6 +226,11 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, c)
 }
+
+// cutTail is how much of an upload's body is read after its request's
+// context ended, to tell a body cut short (answered 400) from a client
+// that went away: a form's closing boundary and little more.
+const cutTail = 64 << 10
 
 func tooLarge(path string, limit int64) error {
 	return wserr.New(wserr.SizeLimitExceeded, "upload", path, "the upload is larger than this server takes (%d bytes)", limit)
