@@ -198,6 +198,18 @@ func TestNegativeLimitsAreRefused(t *testing.T) {
 			return err
 		},
 		"cas.Store.Reencode": func(limit int) error { _, err := st.Blobs.Reencode(ctx, limit); return err },
+		"Store.VacuumWith": func(limit int) error {
+			_, err := st.VacuumWith(ctx, wsstore.VacuumOptions{Pages: limit})
+			return err
+		},
+		"Store.CollectSteps": func(limit int) error {
+			_, err := st.CollectSteps(ctx, wsstore.GCStepOptions{Objects: limit})
+			return err
+		},
+		"Store.CollectCandidates": func(limit int) error {
+			_, err := st.CollectCandidates(ctx, wsstore.GCStepOptions{Objects: limit})
+			return err
+		},
 		"remote.Storage.Reclaim": func(limit int) error {
 			if limit == 0 {
 				return nil // it would reach the object store

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // VacuumOptions configure Vacuum. The zero value gives free pages back in
@@ -21,7 +22,7 @@ type VacuumOptions struct {
 	// about its own size again in free disk space while it runs).
 	Full bool
 	// Pages is how many free pages one step gives back; 0 means
-	// DefaultVacuumPages.
+	// DefaultVacuumPages, negative is workspace.invalid_argument.
 	Pages int
 	// Progress, if not nil, is called after each step of an incremental
 	// vacuum has committed, with the steps done and the free pages left,
@@ -87,6 +88,9 @@ func (s *Store) Vacuum(ctx context.Context) (VacuumReport, error) {
 // busy timeout.
 func (s *Store) VacuumWith(ctx context.Context, opt VacuumOptions) (VacuumReport, error) {
 	rep := VacuumReport{Mode: VacuumIncremental}
+	if opt.Pages < 0 {
+		return rep, wserr.New(wserr.InvalidArgument, "vacuum", "", "pages %d is negative (0: %d)", opt.Pages, DefaultVacuumPages)
+	}
 	var err error
 	if rep.BeforeBytes, err = s.DB.FileBytes(); err != nil {
 		return rep, fmt.Errorf("vacuum: %w", err)

@@ -161,9 +161,9 @@ func (m *Maintainer) CollectStep(ctx context.Context, opt StepOptions) (rep Cand
 	if err != nil {
 		return rep, 0, false, err
 	}
-	n := opt.Objects
-	if n <= 0 {
-		n = DefaultStepObjects
+	n, err := stepObjects("gc step", opt)
+	if err != nil {
+		return rep, 0, false, err
 	}
 	now := m.clock(opt.Now)
 	// A read first: an idle store with nothing due takes no write lock.
@@ -233,9 +233,9 @@ func (m *Maintainer) collect(ctx context.Context, opt StepOptions, after *int64,
 	if err != nil {
 		return rep, err
 	}
-	n := opt.Objects
-	if n <= 0 {
-		n = DefaultStepObjects
+	n, err := stepObjects("gc candidates", opt)
+	if err != nil {
+		return rep, err
 	}
 	now, grace := m.clock(opt.Now), Grace(opt.Grace)
 	progress := orNoProgress(opt.Progress)

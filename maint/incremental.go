@@ -6,6 +6,7 @@ import (
 
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // DefaultStepObjects is how many rows one step of CollectSteps deletes
@@ -21,7 +22,8 @@ const RootsPerStepObject = 4
 type StepOptions struct {
 	GCOptions
 	// Objects is the most rows one step deletes, in one write
-	// transaction; 0 means DefaultStepObjects. A store with more than
+	// transaction; 0 means DefaultStepObjects, negative is
+	// workspace.invalid_argument. A store with more than
 	// RootsPerStepObject × Objects roots deletes up to one row per
 	// RootsPerStepObject roots a step instead.
 	Objects int
@@ -53,9 +55,9 @@ type StepOptions struct {
 // committed, outside any transaction: it may write (a host showing
 // progress, or a test writing between steps).
 func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCReport, error) {
-	n := opt.Objects
-	if n <= 0 {
-		n = DefaultStepObjects
+	n, err := stepObjects("gc", opt)
+	if err != nil {
+		return GCReport{}, err
 	}
 	now, grace := m.clock(opt.Now), Grace(opt.Grace)
 	cutoff := m.cutoff(now().UnixNano(), grace)
@@ -65,7 +67,7 @@ func (m *Maintainer) CollectSteps(ctx context.Context, opt StepOptions) (GCRepor
 	defer w.close()
 	var plan *gcPlan
 	var order *objList
-	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
+	err = m.p.DB.View(ctx, func(tx *index.Tx) error {
 		var err error
 		if plan, err = m.markGC(ctx, tx, w, cutoff, func(string, int, int) {}); err != nil {
 			return err
@@ -240,4 +242,16 @@ func (p *gcPlan) referrersFirst(ctx context.Context, m *Maintainer, tx *index.Tx
 		}
 	}
 	return order, nil
+}
+
+// stepObjects is opt.Objects, DefaultStepObjects for 0; a negative one is
+// workspace.invalid_argument.
+func stepObjects(op string, opt StepOptions) (int, error) {
+	switch {
+	case opt.Objects < 0:
+		return 0, wserr.New(wserr.InvalidArgument, op, "", "step objects %d is negative (0: %d)", opt.Objects, DefaultStepObjects)
+	case opt.Objects == 0:
+		return DefaultStepObjects, nil
+	}
+	return opt.Objects, nil
 }
