@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -107,8 +108,9 @@ var runsPage = runs.DefaultRunPage
 // share stableChatID, newest first (the store's order: created_at
 // descending, then id), at most limit (0: all), those after q.After and in
 // q.Status only: it reads each chat's runs a page at a time and merges
-// them, holding a page of each chat's runs and a page to print. The chats
-// are read from their index, not from every chat.
+// them, holding a page of each chat's runs and a page to print, which
+// ends as a page read from the store does (runs.MaxRunPageRefBytes). The
+// chats are read from their index, not from every chat.
 func stableChatRuns(ctx context.Context, st *wsstore.Store, stableChatID string, q runs.ListQuery, limit int, out *pages[runs.Run]) error {
 	type cursor struct {
 		q    runs.ListQuery
@@ -135,7 +137,11 @@ func stableChatRuns(ctx context.Context, st *wsstore.Store, stableChatID string,
 	newer := func(a, b runs.Run) bool {
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.ID, b.ID)) < 0
 	}
+	// The page printed ends, as one the store reads does, at runsPage
+	// runs or before the run whose chatRef and profile would take it past
+	// runs.MaxRunPageRefBytes.
 	page := make([]runs.Run, 0, runsPage)
+	pageBytes := 0
 	for n := 0; limit == 0 || n < limit; n++ {
 		var best *cursor
 		for _, c := range cs {
@@ -156,14 +162,35 @@ func stableChatRuns(ctx context.Context, st *wsstore.Store, stableChatID string,
 		if best == nil {
 			break
 		}
-		page = append(page, best.next[0])
+		r := best.next[0]
 		best.next = best.next[1:]
+		size, err := runBytes(r)
+		if err != nil {
+			return err
+		}
+		if len(page) > 0 && pageBytes+size > runs.MaxRunPageRefBytes {
+			if err := out.add(page); err != nil {
+				return err
+			}
+			page, pageBytes = page[:0], 0
+		}
+		page, pageBytes = append(page, r), pageBytes+size
 		if len(page) == cap(page) {
 			if err := out.add(page); err != nil {
 				return err
 			}
-			page = page[:0]
+			page, pageBytes = page[:0], 0
 		}
 	}
 	return out.add(page)
+}
+
+// runBytes is what a run's chatRef and profile take, as a page of runs
+// counts them (runs.MaxRunPageRefBytes).
+func runBytes(r runs.Run) (int, error) {
+	prof, err := json.Marshal(r.Profile)
+	if err != nil {
+		return 0, err
+	}
+	return len(r.ChatRef) + len(prof), nil
 }

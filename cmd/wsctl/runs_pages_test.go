@@ -180,3 +180,43 @@ func TestRunsOfAStableChatMerge(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(text, "RUN"), "one header:\n%s", text)
 	assert.Equal(t, 8, strings.Count(text, "\n"), "a header and seven runs:\n%s", text)
 }
+
+// largestWrite records the largest single write: a page of runs is
+// written at once.
+type largestWrite int
+
+func (w *largestWrite) Write(b []byte) (int, error) {
+	*w = max(*w, largestWrite(len(b)))
+	return len(b), nil
+}
+
+// TestRunsOfAStableChatPageBytes: runs --chat STABLE_CHAT_ID prints the
+// runs it merges in pages that end at about runs.MaxRunPageRefBytes of
+// chatRefs and profiles, as a page read from the store does, not in pages
+// of runsPage runs whatever their size: twelve runs with profiles of
+// 600 KiB never come as one page of 7 MB.
+func TestRunsOfAStableChatPageBytes(t *testing.T) {
+	ctx := context.Background()
+	c := newCLI(t)
+	st := c.open()
+	for _, kind := range []string{"character", "group"} {
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: kind, StableChatID: "big"}, RunID: "run_" + kind})
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Close())
+	db := rawDB(t, c)
+	prof, err := json.Marshal(runs.Profile{ID: strings.Repeat("p", 600<<10)})
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE runs SET profile = ?`, string(prof))
+	require.NoError(t, err)
+	copyRuns(t, c, "run_character", 5)
+	_, err = db.Exec(`UPDATE runs SET id = 'run_g' || substr(id, 9) WHERE id LIKE 'run_copy_%'`)
+	require.NoError(t, err)
+	copyRuns(t, c, "run_group", 5)
+
+	var out largestWrite
+	require.NoError(t, runRuns(ctx, runsOptions{globals: globals{storeDir: c.store, json: true, out: &out, errOut: io.Discard}, chat: "big"}, nil))
+	t.Logf("largest page written: %d bytes", int(out))
+	assert.Greater(t, int(out), 600<<10, "the runs were printed")
+	assert.LessOrEqual(t, int(out), runs.MaxRunPageRefBytes+runs.MaxProfileBytes, "a page of runs --chat ends at about MaxRunPageRefBytes")
+}
