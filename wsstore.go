@@ -133,8 +133,9 @@ type Store struct {
 // context ended, say) removes what it created, the directory too if it
 // made it, unless another opener may have begun to use the store
 // meanwhile: it is left when another connection, in this process or
-// another, has it open, or when it holds anything a new store does not
-// (index.DB.Discard).
+// another, has it open, or when any of its tables but the settings holds
+// rows a new store does not (index.DB.Discard): settings another opener
+// noted meanwhile go with it.
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := opts.Validate(dir); err != nil {
 		return nil, err
