@@ -32,6 +32,24 @@ import (
 // keys. It returns the blobs' hashes.
 func putIndexObjects(t *testing.T, endpoint, bucket, prefix string, n int) []cas.Hash {
 	t.Helper()
+	putObjects(t, endpoint, bucket, n, func(i int) (string, []byte, error) {
+		h, sum := blobHash(i), cas.Sum(fmt.Appendf(nil, "stored %d", i))
+		pack := cas.Sum(fmt.Appendf(nil, "pack %d", i)).String()
+		b, err := json.Marshal(map[string]any{"version": 1, "pack": "data/" + pack[:2] + "/" + pack + "-" + strings.Repeat("q", 700),
+			"objects": []map[string]any{{"kind": 0, "hash": h, "size": 8, "codec": int(cas.CodecRaw), "off": 0, "len": 8, "sum": sum}}})
+		return prefix + "/index/" + cas.Sum(b).String(), b, err
+	})
+	hs := make([]cas.Hash, n)
+	for i := range hs {
+		hs[i] = blobHash(i)
+	}
+	return hs
+}
+
+// putObjects puts the n objects object(i) makes into bucket, eight
+// requests at a time.
+func putObjects(t *testing.T, endpoint, bucket string, n int, object func(i int) (key string, body []byte, err error)) {
+	t.Helper()
 	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 	var wg sync.WaitGroup
@@ -41,13 +59,10 @@ func putIndexObjects(t *testing.T, endpoint, bucket, prefix string, n int) []cas
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += 8 {
-				h, sum := blobHash(i), cas.Sum(fmt.Appendf(nil, "stored %d", i))
-				pack := cas.Sum(fmt.Appendf(nil, "pack %d", i)).String()
-				b, err := json.Marshal(map[string]any{"version": 1, "pack": "data/" + pack[:2] + "/" + pack + "-" + strings.Repeat("q", 700),
-					"objects": []map[string]any{{"kind": 0, "hash": h, "size": 8, "codec": int(cas.CodecRaw), "off": 0, "len": 8, "sum": sum}}})
+				key, b, err := object(i)
 				if err == nil {
 					_, err = cl.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket),
-						Key: aws.String(prefix + "/index/" + cas.Sum(b).String()), Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b)))})
+						Key: aws.String(key), Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b)))})
 				}
 				if err != nil {
 					errs <- err
@@ -59,11 +74,6 @@ func putIndexObjects(t *testing.T, endpoint, bucket, prefix string, n int) []cas
 	wg.Wait()
 	close(errs)
 	require.NoError(t, <-errs)
-	hs := make([]cas.Hash, n)
-	for i := range hs {
-		hs[i] = blobHash(i)
-	}
-	return hs
 }
 
 func blobHash(i int) cas.Hash { return cas.Sum(fmt.Appendf(nil, "blob %d", i)) }
@@ -75,34 +85,14 @@ func blobHash(i int) cas.Hash { return cas.Sum(fmt.Appendf(nil, "blob %d", i)) }
 // pads the packs' names.
 func putUnnamedPacks(t *testing.T, endpoint, bucket, prefix string, n int) {
 	t.Helper()
-	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += 8 {
-				data := fmt.Appendf(nil, "unnamed %08d", i)
-				idx, err := json.Marshal(map[string]any{"version": 1, "objects": []map[string]any{{"kind": 0, "hash": cas.Sum(data),
-					"size": len(data), "codec": int(cas.CodecRaw), "off": 0, "len": len(data), "sum": cas.Sum(data)}}})
-				b := binary.BigEndian.AppendUint32(append(data, idx...), uint32(len(idx)))
-				pack := cas.Sum(b).String()
-				if err == nil {
-					_, err = cl.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket),
-						Key: aws.String(prefix + "/data/" + pack[:2] + "/" + pack + "-" + strings.Repeat("u", 700)), Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b)))})
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	require.NoError(t, <-errs)
+	putObjects(t, endpoint, bucket, n, func(i int) (string, []byte, error) {
+		data := fmt.Appendf(nil, "unnamed %08d", i)
+		idx, err := json.Marshal(map[string]any{"version": 1, "objects": []map[string]any{{"kind": 0, "hash": cas.Sum(data),
+			"size": len(data), "codec": int(cas.CodecRaw), "off": 0, "len": len(data), "sum": cas.Sum(data)}}})
+		b := binary.BigEndian.AppendUint32(append(data, idx...), uint32(len(idx)))
+		pack := cas.Sum(b).String()
+		return prefix + "/data/" + pack[:2] + "/" + pack + "-" + strings.Repeat("u", 700), b, err
+	})
 }
 
 // longPrefix is a location's prefix of 800 bytes: a key listed under it

@@ -222,13 +222,23 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
 	st.Waiting = waiting
-	// used reports whether some device's object set names the object or
-	// this store records it.
-	used := func(tx *index.Tx, kind cas.Kind, h cas.Hash) (bool, error) {
-		if _, ok, err := named.Get(ctx, recordKey(kind, h)); ok || err != nil {
-			return ok, err
-		}
-		return s.Has(ctx, tx, kind, h)
+	// used reports whether some device's object set names one of objects
+	// or this store records it.
+	used := func(objects []entry) (u bool, err error) {
+		err = db.View(ctx, func(tx *index.Tx) error {
+			for _, e := range objects {
+				if _, ok, err := named.Get(ctx, recordKey(e.Kind, e.Hash)); ok || err != nil {
+					u = ok
+					return err
+				}
+				if ok, err := s.Has(ctx, tx, e.Kind, e.Hash); ok || err != nil {
+					u = ok
+					return err
+				}
+			}
+			return nil
+		})
+		return u, err
 	}
 	remove := func(key string) error {
 		if err := l.hold(ctx); err != nil || opts.DryRun {
@@ -282,18 +292,11 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		}
 		gone := len(waiting) == 0 && !mod.IsZero() && mod.Before(cutoff)
 		if gone {
-			if err := db.View(ctx, func(tx *index.Tx) error {
-				for _, e := range pi.Objects {
-					u, err := used(tx, e.Kind, e.Hash)
-					if err != nil || u {
-						gone = false
-						return err
-					}
-				}
-				return nil
-			}); err != nil {
+			u, err := used(pi.Objects)
+			if err != nil {
 				return err
 			}
+			gone = !u
 		}
 		// The pushing device may record the objects and name them in its
 		// next segment; this store's own records were asked above.
@@ -396,7 +399,7 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		err = settle()
 	}
 	if err == nil && len(waiting) == 0 {
-		err = s.unnamedPacks(ctx, db, packs, func(mod time.Time) bool {
+		err = s.unnamedPacks(ctx, packs, func(mod time.Time) bool {
 			if mod.IsZero() || !mod.Before(cutoff) {
 				return false
 			}
@@ -467,8 +470,8 @@ var errEnough = errors.New("enough")
 // index object. drop removes it and reports whether another may go. A
 // pack whose end does not read as an index is kept. The listing goes by
 // page, each pack looked up in named, on disk: nothing of it is held.
-func (s *Storage) unnamedPacks(ctx context.Context, db *index.DB, named *index.ScratchMap, old func(mod time.Time) bool,
-	used func(tx *index.Tx, kind cas.Kind, h cas.Hash) (bool, error), drop func(pack string) (bool, error)) error {
+func (s *Storage) unnamedPacks(ctx context.Context, named *index.ScratchMap, old func(mod time.Time) bool,
+	used func(objects []entry) (bool, error), drop func(pack string) (bool, error)) error {
 	err := s.packIndexes(ctx, func(key string, mod time.Time) (bool, error) {
 		if !old(mod) {
 			return true, nil
@@ -476,17 +479,7 @@ func (s *Storage) unnamedPacks(ctx context.Context, db *index.DB, named *index.S
 		_, ok, err := named.Get(ctx, []byte(key))
 		return ok, err
 	}, func(pack string, idx packIndex) error {
-		keep := false
-		if err := db.View(ctx, func(tx *index.Tx) error {
-			for _, e := range idx.Objects {
-				u, err := used(tx, e.Kind, e.Hash)
-				if err != nil || u {
-					keep = true
-					return err
-				}
-			}
-			return nil
-		}); err != nil || keep {
+		if u, err := used(idx.Objects); err != nil || u {
 			return err
 		}
 		more, err := drop(pack)
