@@ -139,3 +139,57 @@ func TestReclaimKeepsAPackItsPushLeft(t *testing.T) {
 	require.NoError(t, err)
 	q.requireAll(t, hs, files[5:])
 }
+
+// TestReclaimReadsAnUnnamedPackOnce: a reclaim reads the index an unnamed
+// pack ends with in one ranged GET of its end, and in a second only when
+// that index is longer than the GET's range (a pack of some 600 objects
+// here). Before, every such pack took two: its index's length, then the
+// index.
+func TestReclaimReadsAnUnnamedPackOnce(t *testing.T) {
+	srv := fakeBucket(t)
+	ctx := context.Background()
+	a := newDevice(t, srv.URL, "bkt", remote.Options{PackSize: 1})
+	a.put(t, contents(8))
+	_, err := a.st.Push(ctx, a.db)
+	require.NoError(t, err)
+	small := srv.Keys("bkt", "store/data/")
+	b := newDevice(t, srv.URL, "bkt", remote.Options{})
+	b.putTiny(t, 600)
+	_, err = b.st.Push(ctx, b.db)
+	require.NoError(t, err)
+	packs := srv.Keys("bkt", "store/data/")
+	require.Len(t, packs, len(small)+1, "b's objects make one pack")
+	for _, d := range []*device{a, b} {
+		dev, err := remote.Device(ctx, d.db)
+		require.NoError(t, err)
+		require.NoError(t, d.st.RegisterDevice(ctx, dev))
+		_, err = d.st.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: time.Now(), Base: true}, nil, nil)
+		require.NoError(t, err)
+	}
+	// Every index object removed: no pack is named, each is read.
+	for _, k := range srv.Keys("bkt", "store/index/") {
+		req, err := http.NewRequest(http.MethodDelete, srv.URL+"/bkt/"+k, nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	for _, k := range packs {
+		srv.SetModified("bkt", k, old)
+	}
+	var gets atomic.Int64
+	srv.SetFault(func(r *http.Request) int {
+		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/bkt/store/data/") {
+			gets.Add(1)
+		}
+		return 0
+	})
+	c := newDevice(t, srv.URL, "bkt", remote.Options{})
+	devC, err := remote.Device(ctx, c.db)
+	require.NoError(t, err)
+	st, err := c.st.Reclaim(ctx, c.db, devC, remote.ReclaimOptions{DryRun: true})
+	require.NoError(t, err)
+	assert.Equal(t, len(packs), st.Packs, "every pack may go")
+	assert.Equal(t, int64(len(small)+2), gets.Load(), "one GET a small pack, two for the pack of 600 objects")
+}

@@ -750,13 +750,19 @@ func (s *Storage) recoverWanted(ctx context.Context, db *index.DB, want []cas.Ha
 	return n, err
 }
 
+// packTail is how many bytes of a pack's end packIndexes reads at once:
+// the index a pack of a few hundred objects ends with, and its length,
+// in one ranged GET.
+const packTail = 64 << 10
+
 // packIndexes calls fn with the index each pack under data/ that skip
 // does not pass over ends with (its objects, as its index object lists
 // them, without the pack's key, device and time): for the objects of a
 // pack whose index objects do not read, or that no index object names.
 // skip is called with each pack's key and the time it was written as the
-// listing goes by. It costs a listing of data/ and two ranged GETs a pack
-// read; a pack whose end does not read as an index is passed over.
+// listing goes by. It costs a listing of data/ and one ranged GET a pack
+// read (its last packTail bytes; a second for an index longer than
+// that); a pack whose end does not read as an index is passed over.
 func (s *Storage) packIndexes(ctx context.Context, skip func(key string, mod time.Time) (bool, error), fn func(pack string, idx packIndex) error) error {
 	return s.b.sizes(ctx, dataDir, func(key string, size int64, mod time.Time) error {
 		if size < 4 {
@@ -765,21 +771,26 @@ func (s *Storage) packIndexes(ctx context.Context, skip func(key string, mod tim
 		if ok, err := skip(key, mod); err != nil || ok {
 			return err
 		}
-		b, err := s.b.get(ctx, key, size-4, 4)
-		if errors.Is(err, ErrMissing) || err == nil && len(b) != 4 {
+		tail := min(size, packTail)
+		b, err := s.b.get(ctx, key, size-tail, tail)
+		if errors.Is(err, ErrMissing) || err == nil && int64(len(b)) != tail {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		n := int64(binary.BigEndian.Uint32(b))
-		if n == 0 || n > size-4 {
+		n := int64(binary.BigEndian.Uint32(b[len(b)-4:]))
+		switch {
+		case n == 0 || n > size-4:
 			return nil
-		}
-		if b, err = s.b.get(ctx, key, size-4-n, n); errors.Is(err, ErrMissing) {
-			return nil
-		} else if err != nil {
-			return err
+		case n <= tail-4:
+			b = b[tail-4-n : tail-4]
+		default:
+			if b, err = s.b.get(ctx, key, size-4-n, n); errors.Is(err, ErrMissing) {
+				return nil
+			} else if err != nil {
+				return err
+			}
 		}
 		var idx packIndex
 		if json.Unmarshal(b, &idx) != nil || idx.Version != indexVersion {
