@@ -105,8 +105,9 @@ var longPrefix = "store-" + strings.Repeat("p", 794)
 // lists index/), while it looked for the packs they name among those on
 // the object store (none), while another reclaimed (dry run), which reads
 // every index object and looks at n packs no index object names, and
-// while a third recovered every blob they list.
-func indexListGrowth(t *testing.T, m *s3fake.Moto, bucket string, n int) map[string]uint64 {
+// while a third recovered every blob they list. reclaim measures the
+// dry run's growth again.
+func indexListGrowth(t *testing.T, m *s3fake.Moto, bucket string, n int) (growth map[string]uint64, reclaim func() uint64) {
 	m.CreateBucket(bucket)
 	want := putIndexObjects(t, m.URL, bucket, longPrefix, n)
 	putUnnamedPacks(t, m.URL, bucket, longPrefix, n)
@@ -133,22 +134,22 @@ func indexListGrowth(t *testing.T, m *s3fake.Moto, bucket string, n int) map[str
 	c := newDevice()
 	dev, err := remote.Device(ctx, c.db)
 	require.NoError(t, err)
-	// A dry run changes nothing, so it is measured twice and the smaller
-	// growth kept, as in TestObjectSetMemoryDoesNotGrowWithObjects.
-	reclaim := func() {
-		st, err := c.st.Reclaim(ctx, c.db, dev, remote.ReclaimOptions{Grace: -1, DryRun: true, Max: 1 << 30})
-		require.NoError(t, err)
-		require.Equal(t, n, st.Indexes, "no device names the packs")
-		require.Equal(t, 2*n, st.Packs, "those the index objects name, and as many no index object names")
+	reclaim = func() uint64 {
+		return storetest.HeapGrowth(func() {
+			st, err := c.st.Reclaim(ctx, c.db, dev, remote.ReclaimOptions{Grace: -1, DryRun: true, Max: 1 << 30})
+			require.NoError(t, err)
+			require.Equal(t, n, st.Indexes, "no device names the packs")
+			require.Equal(t, 2*n, st.Packs, "those the index objects name, and as many no index object names")
+		})
 	}
-	out["reclaim"] = min(storetest.HeapGrowth(reclaim), storetest.HeapGrowth(reclaim))
+	out["reclaim"] = reclaim()
 	e := newDevice()
 	out["recover"] = storetest.HeapGrowth(func() {
 		got, err := e.st.Recover(ctx, e.db, want)
 		require.NoError(t, err)
 		require.Equal(t, n, got)
 	})
-	return out
+	return out, reclaim
 }
 
 // TestIndexListingIsNotHeld: a pull of every index object, the search for
@@ -176,7 +177,15 @@ func TestIndexListingIsNotHeld(t *testing.T) {
 	testEnv(t)
 	m := s3fake.StartMoto(t)
 	defer debug.SetGCPercent(debug.SetGCPercent(1))
-	small, large := indexListGrowth(t, m, "wsstore-idx-small", n), indexListGrowth(t, m, "wsstore-idx-large", more)
+	small, _ := indexListGrowth(t, m, "wsstore-idx-small", n)
+	large, reclaim := indexListGrowth(t, m, "wsstore-idx-large", more)
+	// A dry run changes nothing, so a growth past the bound is measured
+	// once more and the smaller kept, as in
+	// TestObjectSetMemoryDoesNotGrowWithObjects: a listing held shows in
+	// both.
+	if int64(large["reclaim"])-int64(small["reclaim"]) >= most {
+		large["reclaim"] = min(large["reclaim"], reclaim())
+	}
 	for _, op := range []string{"pull", "unpush", "reclaim", "recover"} {
 		t.Logf("%s: heap grew by at most %.2f MiB at %d index objects, %.2f MiB at %d (%d bytes an index object more)", op,
 			float64(small[op])/(1<<20), n, float64(large[op])/(1<<20), more, (int64(large[op])-int64(small[op]))/int64(more-n))
