@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/index"
@@ -117,13 +119,23 @@ func timeOf(n sql.NullInt64) *time.Time {
 
 const cols = `id, secret_hash, name, actors, read_only, created, expires, revoked`
 
+// MaxNameBytes is the longest name a token may have.
+const MaxNameBytes = 256
+
 // Create makes a token as spec says and returns its row and the token
 // itself ("wst_<id>_<secret>"), which is shown this once and never stored.
 // Errors: wserr.InvalidActor for an actor name that is not one;
-// wserr.InvalidArgument for a negative TTL.
+// wserr.InvalidArgument for a negative TTL, or a name longer than
+// MaxNameBytes or holding a control character or invalid UTF-8.
 func (s *Store) Create(ctx context.Context, spec Spec) (Token, string, error) {
 	if spec.TTL < 0 {
 		return Token{}, "", wserr.New(wserr.InvalidArgument, "create token", "", "the token's lifetime %s is negative", spec.TTL)
+	}
+	if len(spec.Name) > MaxNameBytes {
+		return Token{}, "", wserr.New(wserr.InvalidArgument, "create token", "", "the token's name is %d bytes, longer than %d", len(spec.Name), MaxNameBytes)
+	}
+	if !utf8.ValidString(spec.Name) || strings.IndexFunc(spec.Name, unicode.IsControl) >= 0 {
+		return Token{}, "", wserr.New(wserr.InvalidArgument, "create token", "", "the token's name %q holds a control character or is not UTF-8", spec.Name)
 	}
 	names := []string{}
 	for _, a := range spec.Actors {
@@ -188,11 +200,14 @@ func (s *Store) List(ctx context.Context) ([]Token, error) {
 }
 
 // Revoke revokes the token id (the id, or the whole token). Revoking a
-// revoked token changes nothing. Errors: wserr.NotFound when no token has
-// that id.
+// revoked token changes nothing. Errors: wserr.InvalidArgument for an
+// empty id; wserr.NotFound when no token has that id.
 func (s *Store) Revoke(ctx context.Context, id string) error {
 	if strings.HasPrefix(id, Prefix) {
 		id, _, _ = split(id)
+	}
+	if id == "" {
+		return wserr.New(wserr.InvalidArgument, "revoke token", "", "no token id given (wsctl token ls lists them)")
 	}
 	now := s.now().UnixNano()
 	return s.db.Update(ctx, func(tx *index.Tx) error {

@@ -101,3 +101,30 @@ func TestTokenExpires(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, ls, 2, "nothing created")
 }
+
+// TestTokenRefusesBadNamesAndIDs: a token's name longer than MaxNameBytes,
+// or holding a control character (a line break splits `wsctl token ls`'s
+// line) or invalid UTF-8, is refused as workspace.invalid_argument and no
+// token is made; revoking the empty id is the same code, not "no token".
+func TestTokenRefusesBadNamesAndIDs(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.OpenStore(t)
+	for name, bad := range map[string]string{
+		"TooLong": strings.Repeat("n", tokens.MaxNameBytes+1), "Newline": "ci\nadmin", "Tab": "a\tb",
+		"Escape": "a\x1b[2Jb", "NotUTF8": "a\xffb", "Delete": "a\x7fb",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := st.Tokens.Create(ctx, tokens.Spec{Name: bad})
+			assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%v", err)
+		})
+	}
+	ls, err := st.Tokens.List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, ls, "nothing was created")
+	_, _, err = st.Tokens.Create(ctx, tokens.Spec{Name: strings.Repeat("é", tokens.MaxNameBytes/2)})
+	require.NoError(t, err, "a name of MaxNameBytes is taken")
+	for _, id := range []string{"", tokens.Prefix} {
+		err = st.Tokens.Revoke(ctx, id)
+		assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%q: %v", id, err)
+	}
+}

@@ -53,7 +53,7 @@ revoked. A revoked or expired token is refused from the next request on.`,
 	})
 	create.Flags().StringArrayVar(&o.actors, "actor", nil, "limit the token to actor `A` (repeatable)")
 	create.Flags().BoolVar(&o.readOnly, "read-only", false, "refuse every change")
-	create.Flags().StringVar(&o.name, "name", "", "a label for the token")
+	create.Flags().StringVar(&o.name, "name", "", "a label for the token (at most 256 bytes of UTF-8, no control characters)")
 	create.Flags().StringVar(&o.expires, "expires", "", "how long the token is valid, `D`: a duration such as 90m, 12h or 30d (default: until revoked)")
 	ls := &cobra.Command{Use: "ls", Short: "List tokens, revoked ones included", Args: exactArgs(0)}
 	ls.RunE = a.runWith(&o.globals, func(ctx context.Context, args []string) error { return runTokenLs(ctx, o, args) })
