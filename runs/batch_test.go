@@ -141,6 +141,13 @@ func TestMaterializeVirtualResources(t *testing.T) {
 	_, err = svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"},
 		Materialize: []string{"chat/none.md"}})
 	assert.True(t, wserr.Is(err, wserr.FileNotFound), "%v", err)
+
+	// A run that is not there is named as such before any path is looked
+	// at, served or not.
+	for _, p := range []string{"chat/none.md", "chat/history.tail.md"} {
+		_, err = svc.Materialize(e.ctx, "run_missing", []vfs.Path{vfs.MustPath(p)})
+		assert.True(t, wserr.Is(err, wserr.RunNotFound), "%s: %v", p, err)
+	}
 }
 
 // TestUnreadableStoreCapRefusesWrites: a store cap that cannot be read (a

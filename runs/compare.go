@@ -78,6 +78,9 @@ func (s *Service) Materialize(ctx context.Context, runID string, paths []vfs.Pat
 	if len(paths) == 0 {
 		return nil, wserr.New(wserr.InvalidArgument, op, "", "no paths")
 	}
+	if _, err := s.Run(ctx, runID); err != nil {
+		return nil, err // the run is named before any path is served
+	}
 	inputs := make(map[vfs.Path][]byte, len(paths))
 	targets := make([]vfs.Path, 0, len(paths))
 	for _, v := range paths {
