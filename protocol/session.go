@@ -325,6 +325,9 @@ func refuse(t *tree, opNode int32, id json.RawMessage, fe *fieldError) Response 
 // syntaxMessage explains why line, valid UTF-8, is not JSON, in
 // encoding/json's words (the words hosts have always seen).
 func syntaxMessage(line []byte) string {
+	if bytes.HasPrefix(line, []byte("\ufeff")) {
+		return "the line starts with a byte order mark (U+FEFF): send JSON text without one"
+	}
 	var v json.RawMessage
 	if err := json.Unmarshal(line, &v); err != nil {
 		return strings.TrimPrefix(err.Error(), "json: ")

@@ -28,6 +28,7 @@ func TestHandleRefuses(t *testing.T) {
 	tests := []struct{ name, line, want string }{
 		{"ErrEmpty", " ", `{"op":"","ok":false,"error":{"code":"batch.invalid_json","message":"empty line: every line must hold one JSON request object"}}`},
 		{"ErrUTF8", "{\"op\":\"x\xff\"}", `{"op":"","ok":false,"error":{"code":"batch.invalid_json","message":"the line is not valid UTF-8 (at byte 8)"}}`},
+		{"ErrByteOrderMark", "\ufeff{\"op\":\"help\"}", `{"op":"","ok":false,"error":{"code":"batch.invalid_json","message":"the line starts with a byte order mark (U+FEFF): send JSON text without one"}}`},
 		{"ErrSyntax", `{"op":"write",`, `{"op":"","ok":false,"error":{"code":"batch.invalid_json","message":"unexpected end of JSON input"}}`},
 		{"ErrTrailing", `{"op":"write"} x`, `{"op":"","ok":false,"error":{"code":"batch.invalid_json","message":"invalid character 'x' after top-level value"}}`},
 		{"ErrSyntaxBeatsRepeatedKey", `{"a":1,"a":2,`, `{"op":"","ok":false,"error":{"code":"batch.invalid_json","message":"unexpected end of JSON input"}}`},
