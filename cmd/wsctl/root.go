@@ -100,10 +100,14 @@ func (a *app) globals(cmd *cobra.Command) (globals, error) {
 			return globals{}, err
 		}
 	}
+	sync := index.Synchronous(strings.ToUpper(a.syncMode))
+	if sync != index.SyncNormal && sync != index.SyncFull {
+		return globals{}, wserr.New(wserr.InvalidOptions, "open", "", "--synchronous must be normal or full, not %q", a.syncMode)
+	}
 	errOut := cmd.ErrOrStderr()
 	return globals{storeDir: dir, json: a.jsonFlag, out: cmd.OutOrStdout(), errOut: errOut,
 		progress: a.isTerminal(errOut), now: a.now, maxStore: a.maxStore, profile: a.profile,
-		sync: index.Synchronous(strings.ToUpper(a.syncMode)), blobs: a.blobs}, nil
+		sync: sync, blobs: a.blobs}, nil
 }
 
 // checkStoreFlag refuses a --store given as "" (a script's unset

@@ -257,6 +257,8 @@ func TestBadGlobalFlagsBeforeTheStore(t *testing.T) {
 		}
 	}
 	assert.Error(t, storeExists(c.store), "no store was created")
+	assert.Contains(t, c.fails(2, "--synchronous", "Bogus", "runs"), `--synchronous must be normal or full, not "Bogus"`,
+		"the value is named as it was given")
 	c.ok("init")
 	for _, flags := range bad {
 		c.fails(2, append(flags, "runs")...)
