@@ -2,6 +2,7 @@ package wsstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,4 +50,35 @@ func TestSyncReadsDeletionsInPages(t *testing.T) {
 	assert.ElementsMatch(t, want, syncOK(t, b).Deleted)
 	assert.Equal(t, []string{"r-02"}, runIDs(t, b))
 	assert.Empty(t, syncOK(t, a).Tombstones, "the log is read from where the last sync ended")
+}
+
+// TestSyncTombstonesEveryRunOfALargeChat: a chat of more runs than its
+// deletion-log entry names (runs.MaxChatDeletionRuns) has the others
+// logged as run entries of their own: a sync makes a tombstone of every
+// run and of the chat, and the other device deletes them all, with no
+// conflict over runs the chat's tombstone did not name.
+func TestSyncTombstonesEveryRunOfALargeChat(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	a, b := open(), open()
+	key := runs.ChatKey{Kind: "character", StableChatID: "large"}
+	n := runs.MaxChatDeletionRuns + 2
+	for i := range n {
+		_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: key, RunID: fmt.Sprintf("r-%04d", i)})
+		require.NoError(t, err)
+	}
+	smallRuns(t, a, "other", "q", 1)
+	syncOK(t, a)
+	syncOK(t, b)
+	require.Len(t, runIDs(t, b), n+1)
+
+	res, err := a.Runs.DeleteChats(ctx, []runs.ChatKey{key}, true)
+	require.NoError(t, err)
+	require.Len(t, res.Chats[0].Runs, runs.MaxChatDeletionRuns)
+	require.Equal(t, n, res.Chats[0].RunCount)
+	assert.Equal(t, n+1, len(syncOK(t, a).Tombstones), "a tombstone of each run and of the chat")
+	rep := syncOK(t, b)
+	assert.Equal(t, n+1, len(rep.Deleted))
+	assert.Empty(t, rep.Conflicts)
+	assert.Equal(t, []string{"q-00"}, runIDs(t, b))
 }

@@ -232,10 +232,13 @@ var ops = []op{
 	{
 		name: "chat.delete", access: writes, request: []any{chatDeleteRequest{}, runs.ChatKey{}}, handle: (*Session).chatDelete,
 		help: `  chat.delete {chats: [{kind, stableChatId}, …], force?}
-              -> {chats: [{chat, workspaceId, found, runs, cancelled, logId}], bytesFreed}
+              -> {chats: [{chat, workspaceId, found, runs, runCount, cancelled,
+              cancelledCount, logId}], bytesFreed}
               deletes each chat's workspace with its runs, persist/ and
               commits, all or none; while a run of them is active it fails
               with chat.active_run, unless force, which cancels them first.
+              runs and cancelled name the first 1,000, oldest first;
+              runCount and cancelledCount count every one.
               A chat with no workspace comes back with found false`,
 	},
 	{

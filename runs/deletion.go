@@ -275,15 +275,28 @@ func checkpointIDs(seqs []int64, limit int64) map[string]any {
 	return map[string]any{"checkpointIds": ids, "limit": limit}
 }
 
-// ChatDeletion says what DeleteChats did with one chat.
+// ChatDeletion says what DeleteChats did with one chat. Runs and Cancelled
+// name the first MaxChatDeletionRuns of them, oldest first; RunCount and
+// CancelledCount count every one.
 type ChatDeletion struct {
-	Chat        ChatKey  `json:"chat"`
-	WorkspaceID string   `json:"workspaceId"`
-	Found       bool     `json:"found"`
-	Runs        []string `json:"runs"`
-	Cancelled   []string `json:"cancelled"`
-	LogID       int64    `json:"logId,omitempty"`
+	Chat           ChatKey  `json:"chat"`
+	WorkspaceID    string   `json:"workspaceId"`
+	Found          bool     `json:"found"`
+	Runs           []string `json:"runs"`
+	RunCount       int      `json:"runCount"`
+	Cancelled      []string `json:"cancelled"`
+	CancelledCount int      `json:"cancelledCount"`
+	LogID          int64    `json:"logId,omitempty"`
 }
+
+// MaxChatDeletionRuns bounds the runs a ChatDeletion, and the chat's
+// entry in the deletion log, name: a chat of any number of runs answers
+// with its first runs and counts every one. Each run past them has a run
+// entry of its own in the log, before the chat's.
+const MaxChatDeletionRuns = 1000
+
+// chatDeletionRuns is MaxChatDeletionRuns, lowered by tests.
+var chatDeletionRuns = MaxChatDeletionRuns
 
 // DeleteChatsResult is what DeleteChats deleted and the bytes the reclaim
 // after it freed.
@@ -296,15 +309,17 @@ type DeleteChatsResult struct {
 // of a character or group being deleted) with all their runs, journals,
 // checkpoints, commits, persist layers and policies, in one transaction,
 // and records each in the deletion log; then the store reclaims the space
-// (Deps.Reclaim). A reclaim that fails once the deletion has committed
-// (the context ending during it included) does not fail the call: it is
-// logged as a reclaim_failed entry, BytesFreed is 0 and the space waits
-// for the next gc. A key with no workspace (an old chat the store never
-// saw) is reported as not found and is no error. While any run of those
-// chats is active the whole call fails with chat.active_run and changes
-// nothing, unless force: then those runs are cancelled first (journaled,
-// and named in the log entry) and deleted with the rest. It fails with
-// workspace.invalid_argument for an invalid key.
+// (Deps.Reclaim). Each chat's answer and log entry name its first
+// MaxChatDeletionRuns runs and count every one; the runs past them are
+// logged as run entries of their own. A reclaim that fails once the
+// deletion has committed (the context ending during it included) does not
+// fail the call: it is logged as a reclaim_failed entry, BytesFreed is 0
+// and the space waits for the next gc. A key with no workspace (an old
+// chat the store never saw) is reported as not found and is no error.
+// While any run of those chats is active the whole call fails with
+// chat.active_run and changes nothing, unless force: then those runs are
+// cancelled first (journaled, and named in the log entry) and deleted with
+// the rest. It fails with workspace.invalid_argument for an invalid key.
 func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (DeleteChatsResult, error) {
 	var res DeleteChatsResult
 	for _, k := range keys {
@@ -325,30 +340,8 @@ func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (
 				return err
 			}
 			d.Found = true
-			var rows []struct {
-				ID     string `db:"id"`
-				Status string `db:"status"`
-			}
-			if err := tx.SelectContext(ctx, &rows, `SELECT id, status FROM runs WHERE chat_id = ? ORDER BY created_at, id`, d.WorkspaceID); err != nil {
-				return index.Translate(err)
-			}
-			for _, r := range rows {
-				if Status(r.Status).Final() {
-					continue
-				}
-				if !force {
-					return wserr.New(wserr.ChatActiveRun, "delete chat", "", "chat %s has run %s %s: cancel it first, or force the deletion", d.WorkspaceID, r.ID, r.Status)
-				}
-				if err := s.setStatus(ctx, tx, r.ID, Status(r.Status), Cancelled, "chat deleted"); err != nil {
-					return err
-				}
-				d.Cancelled = append(d.Cancelled, r.ID)
-			}
-			for _, r := range rows {
-				if err := s.deleteRunTx(ctx, tx, r.ID); err != nil {
-					return err
-				}
-				d.Runs = append(d.Runs, r.ID)
+			if err := s.deleteChatRuns(ctx, tx, &d, force); err != nil {
+				return err
 			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM policies WHERE scope = ?`, d.WorkspaceID); err != nil {
 				return index.Translate(err)
@@ -362,11 +355,12 @@ func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (
 				return err
 			}
 			reason := "requested"
-			if len(d.Cancelled) > 0 {
+			if d.CancelledCount > 0 {
 				reason = "forced"
 			}
 			id, err := s.logDeletion(ctx, tx, DeletedChat, d.WorkspaceID, "", reason,
-				map[string]any{"kind": k.Kind, "stableChatId": k.StableChatID, "runs": d.Runs, "cancelled": d.Cancelled,
+				map[string]any{"kind": k.Kind, "stableChatId": k.StableChatID, "runs": d.Runs, "runCount": d.RunCount,
+					"cancelled": d.Cancelled, "cancelledCount": d.CancelledCount,
 					"persistRoot": persist, "persistVersion": version}, 0)
 			if err != nil {
 				return err
@@ -386,6 +380,64 @@ func (s *Service) DeleteChats(ctx context.Context, keys []ChatKey, force bool) (
 	}
 	res.BytesFreed = s.reclaimAfterDeletion(ctx, chatID, "", after, ids, len(ids))
 	return res, nil
+}
+
+// deleteChatRuns deletes the runs of chat d in tx, oldest first, reading
+// chatDeletionRuns of them at a time, cancelling the active ones when
+// force (else failing with chat.active_run before deleting any). d names
+// the first chatDeletionRuns runs and cancelled runs and counts all; each
+// run past the first chatDeletionRuns is logged as a run entry of its
+// own (reason "requested", "forced" for one cancelled), so the log names
+// every run deleted, a page of entries at a time.
+func (s *Service) deleteChatRuns(ctx context.Context, tx *index.Tx, d *ChatDeletion, force bool) error {
+	type runRow struct {
+		ID     string `db:"id"`
+		Status string `db:"status"`
+	}
+	if !force {
+		var active []runRow
+		if err := tx.SelectContext(ctx, &active, `SELECT id, status FROM runs WHERE chat_id = ? AND status NOT IN (?, ?, ?)
+			ORDER BY created_at, id LIMIT 1`, d.WorkspaceID, Completed, Failed, Cancelled); err != nil {
+			return index.Translate(err)
+		}
+		if len(active) > 0 {
+			r := active[0]
+			return wserr.New(wserr.ChatActiveRun, "delete chat", "", "chat %s has run %s %s: cancel it first, or force the deletion", d.WorkspaceID, r.ID, r.Status)
+		}
+	}
+	for {
+		// The page before is deleted: each read starts at the oldest run left.
+		var rows []runRow
+		if err := tx.SelectContext(ctx, &rows, `SELECT id, status FROM runs WHERE chat_id = ? ORDER BY created_at, id LIMIT ?`,
+			d.WorkspaceID, chatDeletionRuns); err != nil {
+			return index.Translate(err)
+		}
+		for _, r := range rows {
+			st, reason := Status(r.Status), "requested"
+			if !st.Final() {
+				if err := s.setStatus(ctx, tx, r.ID, st, Cancelled, "chat deleted"); err != nil {
+					return err
+				}
+				st, reason = Cancelled, "forced"
+				if d.CancelledCount++; len(d.Cancelled) < chatDeletionRuns {
+					d.Cancelled = append(d.Cancelled, r.ID)
+				}
+			}
+			if err := s.deleteRunTx(ctx, tx, r.ID); err != nil {
+				return err
+			}
+			if d.RunCount++; len(d.Runs) < chatDeletionRuns {
+				d.Runs = append(d.Runs, r.ID)
+				continue
+			}
+			if _, err := s.logDeletion(ctx, tx, DeletedRun, d.WorkspaceID, r.ID, reason, map[string]any{"status": st}, 0); err != nil {
+				return err
+			}
+		}
+		if len(rows) < chatDeletionRuns {
+			return nil
+		}
+	}
 }
 
 // deleteRunTx deletes a run's rows: checkpoints, journal, commits (by

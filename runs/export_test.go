@@ -39,3 +39,11 @@ func SetPruneReportEntries(n int) (restore func()) {
 	pruneReportEntries = n
 	return func() { pruneReportEntries = old }
 }
+
+// SetChatDeletionRuns makes DeleteChats name at most n runs of a chat,
+// and returns what puts the old bound back.
+func SetChatDeletionRuns(n int) (restore func()) {
+	old := chatDeletionRuns
+	chatDeletionRuns = n
+	return func() { chatDeletionRuns = old }
+}

@@ -148,7 +148,7 @@ func runRmChat(ctx context.Context, o rmChatOptions, args []string) error {
 			fmt.Fprintf(o.out, "no workspace for %s:%s\n", c.Chat.Kind, c.Chat.StableChatID)
 			continue
 		}
-		fmt.Fprintf(o.out, "deleted chat %s (%s:%s): %d runs, %d cancelled\n", c.WorkspaceID, c.Chat.Kind, c.Chat.StableChatID, len(c.Runs), len(c.Cancelled))
+		fmt.Fprintf(o.out, "deleted chat %s (%s:%s): %d runs, %d cancelled\n", c.WorkspaceID, c.Chat.Kind, c.Chat.StableChatID, c.RunCount, c.CancelledCount)
 	}
 	_, err = fmt.Fprintf(o.out, "%d bytes freed\n", res.BytesFreed)
 	return err
