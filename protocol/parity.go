@@ -164,8 +164,10 @@ var parityOps = []op{
 	{
 		name: "deletions", access: reads, request: []any{deletionsRequest{}}, handle: (*Session).deletions,
 		help: `  deletions   {afterId?, limit?}            -> {deletions: [...], more}   the deletion log, oldest first;
-              limit: default 1000, at most 10000; more: entries after the
-              page remain (ask again with afterId its last id)`,
+              limit: default 1000, at most 10000; a page also ends once its
+              entries' details reach about 4 MiB (one entry comes alone);
+              more: entries after the page remain (ask again with afterId
+              its last id)`,
 	},
 	{
 		name: "policy.get", access: reads, request: []any{policyGetRequest{}}, handle: (*Session).policyGet,

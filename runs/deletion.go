@@ -85,14 +85,19 @@ func (s *Service) logDeletion(ctx context.Context, tx *index.Tx, kind, chatID, r
 const (
 	DefaultDeletionPage = 1000
 	MaxDeletionPage     = 10000
+	// MaxDeletionPageBytes bounds the details and reasons a page holds: a
+	// page ends before the entry that would take them past it (a page
+	// holds one entry at least).
+	MaxDeletionPageBytes = 4 << 20
 )
 
 // Deletions lists the deletion log, oldest first, after entry afterID
 // (0: from the start), a page of at most limit entries (0:
-// DefaultDeletionPage); more says whether entries follow the page. A page
-// reads the entries it returns, from the log's id index. A negative
-// afterID or a limit outside 0..MaxDeletionPage is
-// workspace.invalid_argument.
+// DefaultDeletionPage), fewer if their details and reasons would pass
+// MaxDeletionPageBytes; more says whether entries follow the page (ask
+// again with afterID the page's last entry). A page reads the entries it
+// returns, a row at a time, from the log's id index. A negative afterID
+// or a limit outside 0..MaxDeletionPage is workspace.invalid_argument.
 func (s *Service) Deletions(ctx context.Context, afterID int64, limit int) (page []Deletion, more bool, err error) {
 	if limit == 0 {
 		limit = DefaultDeletionPage
@@ -100,22 +105,23 @@ func (s *Service) Deletions(ctx context.Context, afterID int64, limit int) (page
 	if afterID < 0 || limit < 1 || limit > MaxDeletionPage {
 		return nil, false, wserr.New(wserr.InvalidArgument, "list deletions", "", "afterId %d must not be negative and limit %d must be in 0..%d (0: %d)", afterID, limit, MaxDeletionPage, DefaultDeletionPage)
 	}
-	var rows []deletionRow
 	err = s.db.View(ctx, func(tx *index.Tx) error {
+		page, more = []Deletion{}, false
 		// One entry past the page says whether more follow.
-		return tx.SelectContext(ctx, &rows, `SELECT id, at, kind, chat_id, run_id, reason, detail, bytes_freed
+		rows, err := tx.QueryxContext(ctx, `SELECT id, at, kind, chat_id, run_id, reason, detail, bytes_freed
 			FROM deletions WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit+1)
+		if err != nil {
+			return err
+		}
+		more, err = readPage(rows, limit, MaxDeletionPageBytes, func(r *deletionRow) int { return len(r.Detail) + len(r.Reason) }, func(r *deletionRow) error {
+			page = append(page, Deletion{ID: r.ID, At: time.Unix(0, r.At).UTC(), Kind: r.Kind, ChatID: r.ChatID, RunID: r.RunID,
+				Reason: r.Reason, Detail: json.RawMessage(r.Detail), BytesFreed: r.Bytes})
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("list deletions: %w", index.Translate(err))
-	}
-	if more = len(rows) > limit; more {
-		rows = rows[:limit]
-	}
-	page = make([]Deletion, len(rows))
-	for i, r := range rows {
-		page[i] = Deletion{ID: r.ID, At: time.Unix(0, r.At).UTC(), Kind: r.Kind, ChatID: r.ChatID, RunID: r.RunID,
-			Reason: r.Reason, Detail: json.RawMessage(r.Detail), BytesFreed: r.Bytes}
 	}
 	return page, more, nil
 }
