@@ -519,7 +519,7 @@ func TestStressCloseInFlight(t *testing.T) {
 				return err
 			},
 			func(i int) error { _, err := st.Stats(ctx); return err },
-			func(i int) error { _, err := st.DU(ctx); return err },
+			func(i int) error { _, err := collectDU(ctx, st); return err },
 			func(i int) error {
 				_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "chat", StableChatID: fmt.Sprint(i)}})
 				return err

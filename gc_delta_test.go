@@ -351,7 +351,7 @@ func TestGCKeepsDeltaBasesOnEitherSideInHashOrder(t *testing.T) {
 	require.Positive(t, after, "some bases sort after their delta")
 
 	e.drop("run_b")
-	_, err := e.s.DU(e.ctx)
+	_, err := collectDU(e.ctx, e.s)
 	require.NoError(t, err)
 	dry := e.gc(wsstore.GCOptions{DryRun: true, Grace: -1, Now: e.later})
 	e.collect()

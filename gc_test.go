@@ -229,7 +229,7 @@ func TestGCFreesDeletedRunKeepsShared(t *testing.T) {
 	e := newEnv(t)
 	a, b := twoRuns(e)
 	e.collect()
-	du, err := e.s.DU(e.ctx)
+	du, err := collectDU(e.ctx, e.s)
 	require.NoError(t, err)
 	var uniqueB int64
 	for _, u := range du {

@@ -118,9 +118,10 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	return s.maint.Stats(ctx)
 }
 
-// DU reports space by chat workspace and run (maint.Maintainer.DU). It
-// fails with store.corrupt if a reachable object is missing or a tree
-// does not decode.
-func (s *Store) DU(ctx context.Context) ([]Usage, error) {
-	return s.maint.DU(ctx)
+// DU reports space by chat workspace and run, handing fn each row as it
+// is counted (maint.Maintainer.DU), so it holds no list of them. It fails
+// with store.corrupt if a reachable object is missing or a tree does not
+// decode, and with fn's error, which ends it.
+func (s *Store) DU(ctx context.Context, fn func(Usage) error) error {
+	return s.maint.DU(ctx, fn)
 }

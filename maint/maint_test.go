@@ -126,11 +126,16 @@ func TestMaintainerOverOwners(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.Equal(t, int64(1), got.Chats)
 
-	du, err := m.DU(ctx)
+	du, err := collectDU(ctx, m)
 	require.NoError(t, err)
 	require.Len(t, du, 3, "the chat's persist layer and two runs")
 	assert.Equal(t, "", du[0].RunID)
 	assert.Equal(t, []string{"run_a", "run_b"}, []string{du[1].RunID, du[2].RunID})
+	stop := errors.New("stop")
+	rows := 0
+	err = m.DU(ctx, func(maint.Usage) error { rows++; return stop })
+	assert.ErrorIs(t, err, stop, "fn's error ends DU and is its error")
+	assert.Equal(t, 1, rows)
 
 	dry, err := m.GC(ctx, maint.GCOptions{DryRun: true, Grace: -1})
 	require.NoError(t, err)
@@ -170,7 +175,7 @@ func TestConcurrentMaintenance(t *testing.T) {
 	}
 	loop(func() error { _, err := m.GC(ctx, maint.GCOptions{Grace: -1}); return err })
 	loop(func() error { _, err := m.Stats(ctx); return err })
-	loop(func() error { _, err := m.DU(ctx); return err })
+	loop(func() error { _, err := collectDU(ctx, m); return err })
 	for i := range writes {
 		write(t, s, "run_a", fmt.Sprintf("output/f%d.md", i%3), content(i))
 	}
@@ -185,4 +190,11 @@ func TestConcurrentMaintenance(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, content(i), string(res.Content))
 	}
+}
+
+// collectDU returns every row m.DU hands on.
+func collectDU(ctx context.Context, m *maint.Maintainer) ([]maint.Usage, error) {
+	var out []maint.Usage
+	err := m.DU(ctx, func(u maint.Usage) error { out = append(out, u); return nil })
+	return out, err
 }

@@ -98,7 +98,7 @@ func maintGrowth(t *testing.T, n int) map[string]uint64 {
 		require.NoError(t, err)
 	})
 	measure("du", func() {
-		_, err := m.DU(ctx)
+		_, err := collectDU(ctx, m)
 		require.NoError(t, err)
 	})
 	measure("fsck", func() {

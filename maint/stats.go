@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -173,22 +171,22 @@ type Usage struct {
 	UniqueStoredBytes int64 `json:"uniqueStoredBytes"`
 }
 
-// DU reports space by chat workspace and run: for each chat, ordered by
-// chat id, a row for its persist layer (RunID "") followed by one row per
-// run, ordered by run id. It walks every root's objects once or twice, so
-// it costs about as much as GC's mark. It fails with store.corrupt if a
-// reachable object is missing or a tree does not decode.
-func (m *Maintainer) DU(ctx context.Context) ([]Usage, error) {
-	var out []Usage
+// DU reports space by chat workspace and run, handing fn each row as it
+// is counted, in one read transaction: for each chat, ordered by chat id,
+// a row for its persist layer (RunID "") followed by one row per run,
+// ordered by run id. It holds no list of the rows, so a caller that prints
+// them as they come holds one. It walks every root's objects once or
+// twice, so it costs about as much as GC's mark. It fails with
+// store.corrupt if a reachable object is missing or a tree does not
+// decode, and with fn's error, which ends it.
+func (m *Maintainer) DU(ctx context.Context, fn func(Usage) error) error {
 	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
-		var err error
-		out, err = m.du(ctx, tx)
-		return err
+		return m.du(ctx, tx, fn)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("du: %w", err)
+		return fmt.Errorf("du: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 // shared marks an object reached from more than one owner in DU.
@@ -200,10 +198,10 @@ const shared = -1
 // correctness.
 const memoMax = 1 << 14
 
-func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
+func (m *Maintainer) du(ctx context.Context, tx *index.Tx, fn func(Usage) error) error {
 	rs, g, err := m.openGraph(ctx, tx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer g.close()
 	w := newWork(ctx)
@@ -260,7 +258,7 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 		cur := int64(ownerOf[i])
 		visit := func(o object) (bool, error) { return merge(o, cur) }
 		if err := g.walk([]step{roots[i].step()}, visit, badIsCorrupt("du")); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	g.leafBlobs = false
@@ -299,7 +297,7 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 		return spread(r.Hash, r.Base, r.Chunks, l)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	unique := make([]int64, len(keys)+1)
 	var stored ObjectCounts
@@ -314,11 +312,11 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// A labelled blob or chunk the rows did not hold is missing.
 	if stored.Blobs != labelled.Blobs || stored.Chunks != labelled.Chunks {
-		return nil, missingReachable(g, rs, "du")
+		return missingReachable(g, rs, "du")
 	}
 
 	// Files and size of each live root (a chat's persist root for its
@@ -351,7 +349,8 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 		files[h] = n
 		return n, nil
 	}
-	var out []Usage
+	// Roots come ordered by chat and run, and a chat's row has run "":
+	// the rows come in their order.
 	for i, r := range roots {
 		if r.Kind != "run" && r.Kind != "chat" {
 			continue
@@ -359,25 +358,17 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx) ([]Usage, error) {
 		u := Usage{ChatID: r.Chat, RunID: r.Run, Checkpoints: rs.checkpoints[r.Run], UniqueStoredBytes: unique[ownerOf[i]]}
 		es, _, _, err := g.entries(r.Hash)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, e := range es {
 			u.LogicalBytes += e.Size
 		}
 		if u.Files, err = count(r.Hash); err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, u)
-	}
-	// Roots came ordered by chat and run, and a chat's row has run "".
-	slices.SortStableFunc(out, func(a, b Usage) int {
-		if c := strings.Compare(a.ChatID, b.ChatID); c != 0 {
-			return c
+		if err := fn(u); err != nil {
+			return err
 		}
-		return strings.Compare(a.RunID, b.RunID)
-	})
-	if out == nil {
-		out = []Usage{}
 	}
-	return out, nil
+	return nil
 }

@@ -67,9 +67,9 @@ func TestMaintenanceOverStorage(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.Positive(t, got.DeltaSavedBytes, "the versions are delta encoded")
 
-	wantDU, err := sqlite.DU(ctx)
+	wantDU, err := collectDU(ctx, sqlite)
 	require.NoError(t, err)
-	gotDU, err := over.DU(ctx)
+	gotDU, err := collectDU(ctx, over)
 	require.NoError(t, err)
 	assert.Equal(t, wantDU, gotDU)
 

@@ -48,7 +48,7 @@ type Maintenance interface {
 	GC(ctx context.Context, opt wsstore.GCOptions) (wsstore.GCReport, error)
 	CollectSteps(ctx context.Context, opt wsstore.GCStepOptions) (wsstore.GCReport, error)
 	Fsck(ctx context.Context, progress func(phase string, done, total int)) (wsstore.FsckReport, error)
-	DU(ctx context.Context) ([]wsstore.Usage, error)
+	DU(ctx context.Context, fn func(wsstore.Usage) error) error
 	Reclaim(ctx context.Context) (wsstore.ReclaimReport, error)
 }
 
@@ -889,8 +889,8 @@ func (s *Session) du(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	u, err := m.DU(ctx)
-	if err != nil {
+	var u []wsstore.Usage
+	if err := m.DU(ctx, func(r wsstore.Usage) error { u = append(u, r); return nil }); err != nil {
 		return nil, err
 	}
 	return listed("usage", u), nil

@@ -31,23 +31,33 @@ func runDU(ctx context.Context, g globals, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	us, err := st.DU(ctx)
+	// A store may hold any number of runs: their rows are printed a page
+	// at a time as DU counts them, as runs prints a listing.
+	out := &pages[wsstore.Usage]{w: g.out, json: g.json, header: []string{"CHAT", "RUN", "FILES", "SIZE", "CHECKPOINTS", "UNIQUE"},
+		row: func(u wsstore.Usage) []string {
+			run := u.RunID
+			if run == "" {
+				run = "(persist)"
+			}
+			return []string{u.ChatID, run, fmt.Sprint(u.Files), humanBytes(u.LogicalBytes), fmt.Sprint(u.Checkpoints), humanBytes(u.UniqueStoredBytes)}
+		}}
+	page := make([]wsstore.Usage, 0, duPage)
+	err = st.DU(ctx, func(u wsstore.Usage) error {
+		if page = append(page, u); len(page) < duPage {
+			return nil
+		}
+		err := out.add(page)
+		page = page[:0]
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	if us == nil {
-		us = []wsstore.Usage{}
+	if err := out.add(page); err != nil {
+		return err
 	}
-	if g.json {
-		return writeJSON(g.out, us)
-	}
-	t := newTable(g.out, "CHAT", "RUN", "FILES", "SIZE", "CHECKPOINTS", "UNIQUE")
-	for _, u := range us {
-		run := u.RunID
-		if run == "" {
-			run = "(persist)"
-		}
-		t.row(u.ChatID, run, fmt.Sprint(u.Files), humanBytes(u.LogicalBytes), fmt.Sprint(u.Checkpoints), humanBytes(u.UniqueStoredBytes))
-	}
-	return t.flush()
+	return out.close()
 }
+
+// duPage is how many rows du prints at a time.
+var duPage = 1000
