@@ -28,6 +28,9 @@ type access struct {
 	id json.RawMessage
 	// fileBytes is the size of the file an actor.upload op carries.
 	fileBytes int64
+	// largeList: a listing op whose page may hold more than
+	// MaxListEntriesUnturned entries (listOps).
+	largeList bool
 	// unreadable: the /v1/op body is not a JSON object with a string op,
 	// so it names nothing that could run.
 	unreadable bool

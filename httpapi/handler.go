@@ -145,8 +145,9 @@ type Options struct {
 	SpoolDir string
 	// AccessLog receives one line per request; nil: none.
 	AccessLog io.Writer
-	// MaxTransfers bounds the uploads, downloads, imports, exports and
-	// diffs served at once, each of which holds a few MiB: one more
+	// MaxTransfers bounds the uploads, downloads, imports, exports,
+	// diffs and listing pages of more than MaxListEntriesUnturned entries
+	// served at once, each of which holds a few MiB: one more
 	// waits for a turn up to BusyDeadline, then is answered 503
 	// store.busy. The turn is taken once the request's token allows it:
 	// a refusal (401, 403) never waits. Default DefaultMaxTransfers;
@@ -236,6 +237,17 @@ func (h *Handler) turn(w http.ResponseWriter, r *http.Request) (release func(), 
 		return nil, false
 	}
 	return release, true
+}
+
+// listTurn is turn for a listing whose page holds up to limit entries
+// (0: the default): only a page that may hold more than
+// MaxListEntriesUnturned waits for a turn; a smaller one is served at once
+// (release then does nothing).
+func (h *Handler) listTurn(w http.ResponseWriter, r *http.Request, limit int) (release func(), ok bool) {
+	if !largeList(limit) {
+		return func() {}, true
+	}
+	return h.turn(w, r)
 }
 
 // waitTurn is turn that leaves the answer to its caller: it fails with

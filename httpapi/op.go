@@ -27,6 +27,25 @@ var hostFileOps = map[string]bool{"export": true, "import": true}
 // download does, however small its request.
 var contentOps = map[string]bool{"read": true, "host.read": true, "actor.download": true, "diff": true, "runs.diff": true}
 
+// listOps are the ops that answer a page of a listing, up to
+// vfs.MaxListLimit entries (tens of MiB of JSON): one whose page may hold
+// more than MaxListEntriesUnturned takes a transfer's turn, as a listing
+// through GET /workspace/files or /v1/runs/{run}/files does.
+var listOps = map[string]bool{"list": true, "host.list": true, "actor.ls": true, "actor.diff": true, "checkpoint.view": true, "actors.list": true}
+
+// MaxListEntriesUnturned is the most entries a listing page may be asked
+// for (its limit; none asks for vfs.DefaultListLimit) and be served at
+// once: a larger page takes a transfer's turn (Options.MaxTransfers), so
+// the memory that listings hold grows with the turns, not with how many
+// are asked for at once.
+const MaxListEntriesUnturned = 1000
+
+// largeList reports whether a listing page asked for with limit (0: the
+// default) may hold more than MaxListEntriesUnturned entries.
+func largeList(limit int) bool {
+	return limit == 0 || limit > MaxListEntriesUnturned
+}
+
 // spacesOps are the ops that, without an actor, read across the actor
 // spaces: a token limited to actors gets its actors' alone
 // (protocol.Backend.ActorScope), as GET /workspace/files and
@@ -67,6 +86,15 @@ func opAccess(line []byte) access {
 			// a null field is absent, as the session reads it.
 			a.store, a.spaces = false, true
 		}
+	}
+	if listOps[op] {
+		// A limit that is no integer is refused by the session; the
+		// turn it takes costs nothing more.
+		var limit int
+		if raw, ok := fields["limit"]; ok && string(raw) != "null" && json.Unmarshal(raw, &limit) != nil {
+			limit = -1
+		}
+		a.largeList = limit < 0 || largeList(limit)
 	}
 	if op == "actor.upload" {
 		var content string
@@ -191,9 +219,10 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 		writeResponse(w, protocol.ErrorResponse(a.op, a.id, tooLarge("", limit)))
 		return
 	}
-	if !turned && contentOps[a.op] {
+	if !turned && (contentOps[a.op] || a.largeList) {
 		// Its answer holds a file's content (up to 16 MiB, several
-		// times that while encoded): a download, served in turn.
+		// times that while encoded), or a listing's page of up to
+		// vfs.MaxListLimit entries: a download, served in turn.
 		release, err := h.waitTurn(r)
 		if err != nil {
 			if wserr.Is(err, wserr.Busy) {

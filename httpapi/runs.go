@@ -127,6 +127,11 @@ func (h *Handler) runFiles(w http.ResponseWriter, r *http.Request) {
 	var ls []vfs.FileInfo
 	var more bool
 	if err == nil {
+		release, ok := h.listTurn(w, r, page.Limit)
+		if !ok {
+			return
+		}
+		defer release()
 		err = h.retry(r.Context(), func() (err error) {
 			ls, more, err = ws.ListPage(r.Context(), p, depth, page)
 			return err

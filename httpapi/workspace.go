@@ -52,6 +52,11 @@ func (h *Handler) wsFiles(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	release, ok := h.listTurn(w, r, page.Limit)
+	if !ok {
+		return
+	}
+	defer release()
 	var ls []vfs.Listed
 	var more bool
 	err = h.retry(r.Context(), func() (err error) {
@@ -91,6 +96,11 @@ func (h *Handler) wsTreeFiles(w http.ResponseWriter, r *http.Request, tok tokens
 		writeError(w, err)
 		return
 	}
+	release, ok := h.listTurn(w, r, page.Limit)
+	if !ok {
+		return
+	}
+	defer release()
 	var ls []actors.WorkspaceEntry
 	var more bool
 	err = h.retry(r.Context(), func() (err error) {

@@ -113,7 +113,7 @@ With --json the startup line on standard output is JSON with the address.`,
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	f.DurationVar(&o.busyDeadline, "busy-deadline", httpapi.DefaultBusyDeadline, "how long a request retries a busy store")
-	f.IntVar(&o.maxTransfers, "max-transfers", httpapi.DefaultMaxTransfers, "uploads, downloads, imports, exports, diffs and large ops served at once (each holds a few MiB); one more waits up to --busy-deadline, then 503 (negative: no bound)")
+	f.IntVar(&o.maxTransfers, "max-transfers", httpapi.DefaultMaxTransfers, "uploads, downloads, imports, exports, diffs, listing pages of more than 1,000 entries and large ops served at once (each holds a few MiB); one more waits up to --busy-deadline, then 503 (negative: no bound)")
 	f.Int64Var(&o.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit in `BYTES` of the Go runtime's memory, so garbage is collected before the process grows (0: none; GOMEMLIMIT, if set, wins)")
 	return cmd
 }
