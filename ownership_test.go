@@ -78,6 +78,27 @@ func TestTableOwnership(t *testing.T) {
 	assert.Greater(t, checked, 50, "the checker found too few SQL strings: it is not reading the code")
 }
 
+// TestStorageDocNamesEachOwner: docs/storage.md's layout table has a row
+// for every package that owns a table, naming each table it owns, so the
+// page that says which package owns what cannot fall behind the owners.
+func TestStorageDocNamesEachOwner(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("docs", "storage.md"))
+	require.NoError(t, err)
+	rows := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z]+)/` \\|(.*)$").FindAllStringSubmatch(string(b), -1) {
+		rows[m[1]] = m[2]
+	}
+	for table, owner := range tableOwners {
+		row, ok := rows[owner]
+		if !assert.True(t, ok, "docs/storage.md's layout has no row for %s/, which owns %s", owner, table) {
+			continue
+		}
+		cells := strings.Split(row, "|")
+		require.GreaterOrEqual(t, len(cells), 3, "docs/storage.md's row for %s/", owner)
+		assert.Contains(t, cells[len(cells)-2], "`"+table+"`", "docs/storage.md's row for %s/ names its table %s", owner, table)
+	}
+}
+
 // TestTableOwnershipCatchesCrossPackageSQL shows the check at work: a
 // query in journal that names the runs table is reported, one that names
 // its own events table is not.

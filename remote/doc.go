@@ -5,8 +5,8 @@
 // and cache are the tables remote_objects, remote_chunks and remote_cache;
 // the state of sync through the tier (segments, tombstones, what each
 // device published and took in, locks on the object store) is in
-// remote_dropped, sync_items, sync_devices, sync_tombstones, sync_remotes
-// and sync_changes (filled by the index's triggers). It alone
+// remote_dropped, sync_items, sync_devices, sync_tombstones, sync_remotes,
+// sync_indexes and sync_changes (filled by the index's triggers). It alone
 // names these tables.
 //
 // It guarantees that a Put commits with the caller's transaction and
