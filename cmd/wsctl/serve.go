@@ -97,8 +97,8 @@ Errors are {"error": {"code", "message"}} with the status of the code
 no current run: op requests name their run ("runId").
 
 Each request is logged on standard error. SIGINT or SIGTERM stop accepting
-connections and let the requests in flight finish (--shutdown-timeout).
-With --json the startup line on standard output is JSON with the address.`,
+connections and let the requests in flight finish (--shutdown-timeout);
+serve then exits 0. With --json the startup line on standard output is JSON with the address.`,
 		Args: exactArgs(0),
 	}
 	cmd.RunE = a.runWith(&o.globals, func(ctx context.Context, args []string) error { return runServe(ctx, o, args) })
