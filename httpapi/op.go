@@ -125,6 +125,7 @@ func (h *Handler) protocol(tok tokens.Token) protocol.Backend {
 	b.NoHostPaths = true
 	b.ActorScope = tok.Actors
 	b.StreamDownload = "GET /workspace/file?actor=&path="
+	b.OneRequest = true
 	b.MaxDiffBytes = MaxDiffBytes
 	return b
 }

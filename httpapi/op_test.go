@@ -96,6 +96,26 @@ func TestOps(t *testing.T) {
 			})
 		}
 	})
+	t.Run("MessagesFitHTTP", func(t *testing.T) {
+		// Each request over HTTP stands alone: an error's advice must be
+		// one an HTTP client can follow, not a batch session's.
+		for _, tc := range []struct{ body, want, not string }{
+			{`{"op":"run.create","chat":{"kind":"chat","stableChatId":"c-alone"}}`, "", ""},
+			{`{"op":"read","path":"output/answer.md"}`, `"runId"`, "run.create first"},
+			{`{"op":"nope"}`, "GET /v1/ops", "batch --help"},
+		} {
+			_, b := s.do(http.MethodPost, s.url("/v1/op"), s.full, strings.NewReader(tc.body))
+			if tc.want == "" {
+				continue
+			}
+			var m struct {
+				Error struct{ Message string } `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(b, &m), "%s", b)
+			assert.Contains(t, m.Error.Message, tc.want, "%s", tc.body)
+			assert.NotContains(t, m.Error.Message, tc.not, "%s", tc.body)
+		}
+	})
 	t.Run("HostFileOpsRefused", func(t *testing.T) {
 		for _, op := range []string{"export", "import"} {
 			status, m := s.op(s.full, map[string]any{"op": op, "path": "/tmp/x.wsar", "all": true})

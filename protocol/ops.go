@@ -339,6 +339,9 @@ func (s *Session) run(req base) (string, error) {
 	if req.RunID != "" {
 		return req.RunID, nil
 	}
+	if s.backend.OneRequest {
+		return "", invalidRequest("no run: name it in \"runId\" (each request over HTTP stands alone, with no current run)")
+	}
 	if s.current == "" {
 		return "", invalidRequest("no run: send run.create first, or name \"runId\"")
 	}

@@ -83,6 +83,11 @@ type Backend struct {
 	// past MaxActorDownload, the way this transport streams a file of any
 	// size; "": "wsctl actor download", the command beside wsctl batch.
 	StreamDownload string
+	// OneRequest says each session answers one request, as each POST
+	// /v1/op is: no request sets a current run for another, so one that
+	// acts on a run must name it ("runId"), and an unknown op is pointed
+	// to GET /v1/ops rather than batch --help.
+	OneRequest bool
 	// MaxDiffBytes, when not 0, is the most unified text a diff or
 	// runs.diff may ask an answer to hold (maxBytes): more is
 	// workspace.invalid_argument. A server whose clients share its memory
@@ -228,7 +233,11 @@ func (s *Session) Handle(ctx context.Context, line []byte) (resp Response) {
 	op := string(t.text(t.nodes[opNode]))
 	o, ok := opsByName[op]
 	if !ok {
-		return ErrorResponse(op, id, wserr.New(CodeUnknownOp, "", "", "unknown op %q (batch --help lists them)", op))
+		where := "batch --help"
+		if s.backend.OneRequest {
+			where = "GET /v1/ops"
+		}
+		return ErrorResponse(op, id, wserr.New(CodeUnknownOp, "", "", "unknown op %q (%s lists them)", op, where))
 	}
 	// An empty run id is a host's mistake (an unset variable), never the
 	// session's current run: nothing a host sends is guessed at.
