@@ -57,6 +57,45 @@ func TestREADMELinksResolve(t *testing.T) {
 	}
 }
 
+// TestDocsNameTestsThatExist: every test, benchmark, fuzz target and
+// example that README or a page of docs/ names as proof (`TestServeRSS`,
+// `TestFsckBesideGC*` for a family) is a function of the module's tests,
+// so a renamed test cannot leave a claim without the test behind it.
+func TestDocsNameTestsThatExist(t *testing.T) {
+	funcs := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz|Example)[A-Za-z0-9_]*)\(`)
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllStringSubmatch(string(b), -1) {
+			funcs[m[1]] = true
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, funcs)
+
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	named := regexp.MustCompile("`(?:[a-z/]+ )?((?:Test|Benchmark|Fuzz|Example)[A-Z][A-Za-z0-9_]*)(\\*?)")
+	for _, doc := range append([]string{"README.md"}, docs...) {
+		for _, m := range named.FindAllStringSubmatch(readmeFile(t, doc), -1) {
+			found := funcs[m[1]]
+			if m[2] == "*" {
+				for f := range funcs {
+					found = found || strings.HasPrefix(f, m[1])
+				}
+			}
+			assert.True(t, found, "%s names %s%s, which no test declares", doc, m[1], m[2])
+		}
+	}
+}
+
 func readmeFile(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(name)
