@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,6 +95,58 @@ func TestDocsNameTestsThatExist(t *testing.T) {
 			assert.True(t, found, "%s names %s%s, which no test declares", doc, m[1], m[2])
 		}
 	}
+}
+
+// TestDocLinksNameSections: every link to a section (`README.md#retention`,
+// `#scripting`) of README, CHANGELOG or docs/ names a heading the linked
+// file has, as GitHub spells its anchor, so a renamed section cannot leave
+// a link that lands at the top of the page.
+func TestDocLinksNameSections(t *testing.T) {
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	files := append([]string{"README.md", "CHANGELOG.md"}, docs...)
+	anchors := map[string]map[string]bool{}
+	fence := regexp.MustCompile("(?s)```.*?```")
+	heading := regexp.MustCompile(`(?m)^#+ (.*)$`)
+	for _, f := range files {
+		anchors[filepath.Clean(f)] = map[string]bool{}
+		for _, m := range heading.FindAllStringSubmatch(fence.ReplaceAllString(readmeFile(t, f), ""), -1) {
+			anchors[filepath.Clean(f)][anchorOf(m[1])] = true
+		}
+	}
+	link := regexp.MustCompile(`\]\(([^)#:]*)#([^)]*)\)`)
+	checked := 0
+	for _, f := range files {
+		for _, m := range link.FindAllStringSubmatch(readmeFile(t, f), -1) {
+			target := filepath.Clean(f)
+			if m[1] != "" {
+				target = filepath.Clean(filepath.Join(filepath.Dir(f), m[1]))
+			}
+			names, ok := anchors[target]
+			if !ok {
+				continue // not a page of ours, or TestREADMELinksResolve reports it
+			}
+			assert.True(t, names[m[2]], "%s links to %s#%s, a section %s does not have", f, m[1], m[2], target)
+			checked++
+		}
+	}
+	assert.Greater(t, checked, 5, "the check found too few section links: it is not reading the pages")
+}
+
+// anchorOf is a heading's anchor as GitHub makes it: lower case, spaces
+// to hyphens, every other character but letters, digits, '-' and '_'
+// dropped.
+func anchorOf(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 func readmeFile(t *testing.T, name string) string {
