@@ -287,11 +287,23 @@ func writeResponse(w http.ResponseWriter, resp protocol.Response) error {
 	return err
 }
 
-// GET /v1/ops: the op table's help, as wsctl batch --help prints it.
+// opsHelpIntro opens GET /v1/ops: what follows is batch's reference,
+// which speaks of lines and of a session's current run.
+const opsHelpIntro = `Over HTTP, POST /v1/op takes one request object as its body and answers
+one response object, with the HTTP status of its code. Each request stands
+alone: there is no current run, so an op that acts on a run names it
+("runId"). The export and import ops, which name files on the server's
+host, are refused: GET /v1/export and POST /v1/import stream archives
+instead. The rest of wsctl batch's reference below holds for /v1/op.
+
+`
+
+// GET /v1/ops: the op table's help, as wsctl batch --help prints it, after
+// what differs over HTTP.
 func (h *Handler) opsHelp(w http.ResponseWriter, r *http.Request) {
 	if _, ok := h.authorize(w, r, access{anyToken: true}); !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = io.WriteString(w, protocol.Help())
+	_, _ = io.WriteString(w, opsHelpIntro+protocol.Help())
 }

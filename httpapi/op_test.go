@@ -195,6 +195,11 @@ func TestOps(t *testing.T) {
 		resp, b := s.do(http.MethodGet, s.url("/v1/ops"), s.full, nil)
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
 		assert.Contains(t, string(b), "run.create")
+		// The reference is batch's, which speaks of lines on stdin and a
+		// current run; it must open with what differs over HTTP.
+		first, _, _ := strings.Cut(string(b), "\n\n")
+		assert.Contains(t, first, "POST /v1/op", "the help opens with /v1/op:\n%s", first)
+		assert.Contains(t, first, "no current run", "the help opens with /v1/op:\n%s", first)
 	})
 }
 
