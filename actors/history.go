@@ -276,27 +276,50 @@ func (s *Spaces) Changes(ctx context.Context, actor string, afterSeq int64, limi
 }
 
 // version returns the root of actor's space after change seq: the empty
-// tree for seq 0, the live root for the last seq.
+// tree for seq 0, the live root for the last seq. A gc change moves no
+// file, so the version after it is the one before it: that of the last
+// change before it that is not a gc (the empty space if none is).
 func version(ctx context.Context, tx *index.Tx, actor string, seq int64) (cas.Hash, error) {
 	if seq == 0 {
 		return vfs.EmptyTree, nil
 	}
-	var root cas.Hash
-	err := tx.GetContext(ctx, &root, `SELECT root FROM actor_changes WHERE actor = ? AND seq = ?`, actor, seq)
+	var row struct {
+		Op   string   `db:"op"`
+		Root cas.Hash `db:"root"`
+	}
+	err := tx.GetContext(ctx, &row, `SELECT op, root FROM actor_changes WHERE actor = ? AND seq = ?`, actor, seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return cas.Hash{}, wserr.New(wserr.NotFound, "actor version", "", "actor %s has no change %d", actor, seq)
 	}
 	if err != nil {
 		return cas.Hash{}, index.Translate(err)
 	}
-	if root.IsZero() {
-		return cas.Hash{}, wserr.New(wserr.NotFound, "actor version", "", "actor %s's version %d was pruned by gc", actor, seq)
+	if row.Op != string(OpGC) {
+		if row.Root.IsZero() {
+			return cas.Hash{}, wserr.New(wserr.NotFound, "actor version", "", "actor %s's version %d was pruned by gc", actor, seq)
+		}
+		return row.Root, nil
 	}
-	return root, nil
+	var before struct {
+		Seq  int64    `db:"seq"`
+		Root cas.Hash `db:"root"`
+	}
+	err = tx.GetContext(ctx, &before, `SELECT seq, root FROM actor_changes WHERE actor = ? AND seq < ? AND op != ?
+		ORDER BY seq DESC LIMIT 1`, actor, seq, string(OpGC))
+	if errors.Is(err, sql.ErrNoRows) {
+		return vfs.EmptyTree, nil
+	}
+	if err != nil {
+		return cas.Hash{}, index.Translate(err)
+	}
+	if before.Root.IsZero() {
+		return cas.Hash{}, wserr.New(wserr.NotFound, "actor version", "", "actor %s's version %d, which gc change %d left as it was, was pruned by gc", actor, before.Seq, seq)
+	}
+	return before.Root, nil
 }
 
-// ListAt is List on the version after change seq (0: the empty space).
-// Errors: those of List, and wserr.NotFound for a change that does not
+// ListAt is List on the version after change seq (0: the empty space; a
+// gc change's is the version before it). Errors: those of List, and wserr.NotFound for a change that does not
 // exist or whose version GC pruned.
 func (s *Spaces) ListAt(ctx context.Context, actor string, seq int64, path string, depth int) ([]vfs.Listed, error) {
 	out, _, err := s.ListAtPage(ctx, actor, seq, path, depth, vfs.ListPage{})
@@ -327,7 +350,8 @@ func (s *Spaces) ListAtPage(ctx context.Context, actor string, seq int64, path s
 }
 
 // Diff returns the file changes from the version after change from to the
-// version after change to (0: the empty space), sorted by path. Errors:
+// version after change to (0: the empty space; a gc change's is the
+// version before it), sorted by path. Errors:
 // wserr.InvalidActor; wserr.NotFound for a change that does not exist or
 // whose version GC pruned.
 func (s *Spaces) Diff(ctx context.Context, actor string, from, to int64) ([]vfs.Change, error) {

@@ -47,7 +47,8 @@ var actorOps = []op{
                                             an actor's files below path to depth levels,
                                             a page at a time as list; at: the version after
                                             that change (a seq of actor.changes; 0: the
-                                            empty space), store.not_found if gc pruned it;
+                                            empty space; a gc change's: the one before it),
+                                            store.not_found if gc pruned it;
                                             without actor: every space as one tree, a
                                             directory per actor, paths starting with it`,
 	},
@@ -97,7 +98,8 @@ var actorOps = []op{
 		name: "actor.diff", access: reads, request: []any{actorDiffRequest{}}, handle: (*Session).actorDiff,
 		help: `  actor.diff  {actor, from, to, after?, limit?}  -> {changes: [{path, op, old?, new?}], more}
                                             the files that differ between the versions after
-                                            changes from and to (seqs; 0: the empty space);
+                                            changes from and to (seqs; 0: the empty space;
+                                            a gc change's: the one before it);
                                             store.not_found for a change that does not exist
                                             or whose version actor.gc pruned; a page in path
                                             order as diff's`,
