@@ -485,6 +485,11 @@ func (h *Handler) wsGC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	keep, err := intParam(q.Get("keepVersions"), "keepVersions")
+	if err == nil && q.Has("actor") && actor == "" {
+		// actor= given empty is a mistake, not every actor: that is
+		// actor= left out.
+		err = wserr.New(wserr.InvalidActor, "actor gc", "", "actor name is empty: name an actor, or leave actor= out to prune every actor's versions")
+	}
 	if err != nil {
 		writeError(w, err)
 		return

@@ -84,7 +84,8 @@ var actorOps = []op{
 	{
 		name: "actor.gc", access: writes, request: []any{actorGCRequest{}}, handle: (*Session).actorGC,
 		help: `  actor.gc  {actor?, keepVersions?}         -> {actors, pruned}   prunes old versions;
-                                            "wsctl gc" then frees what they held`,
+                                            "wsctl gc" then frees what they held; actor
+                                            left out: every actor's (empty: refused)`,
 	},
 	{
 		name: "actor.changes", access: reads, request: []any{actorChangesRequest{}}, handle: (*Session).actorChanges,
@@ -183,8 +184,8 @@ type actorDiffRequest struct {
 
 type actorGCRequest struct {
 	base
-	Actor        string `json:"actor"`
-	KeepVersions int    `json:"keepVersions"`
+	Actor        *string `json:"actor"`
+	KeepVersions int     `json:"keepVersions"`
 }
 
 // required refuses a request that leaves out one of the named fields
@@ -408,11 +409,20 @@ func (s *Session) actorGC(ctx context.Context, r request) (any, error) {
 	if err := r.decode(&req); err != nil {
 		return nil, err
 	}
+	// Left out, the actor is every actor; empty, it is a host's mistake
+	// that would prune every actor's versions.
+	var actor string
+	if req.Actor != nil {
+		if *req.Actor == "" {
+			return nil, invalidRequest("\"actor\" is empty: name an actor, or leave it out to prune every actor's versions")
+		}
+		actor = *req.Actor
+	}
 	a, err := s.actors()
 	if err != nil {
 		return nil, err
 	}
-	return a.GC(ctx, actors.GCOptions{Actor: req.Actor, KeepVersions: req.KeepVersions})
+	return a.GC(ctx, actors.GCOptions{Actor: actor, KeepVersions: req.KeepVersions})
 }
 
 func (s *Session) actorChanges(ctx context.Context, r request) (any, error) {
