@@ -207,7 +207,7 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 	if multipart {
 		part, err := firstFile(r, body)
 		if err != nil {
-			writeError(w, err)
+			writeError(w, h.overLimit(p, err))
 			return
 		}
 		if h.opts.MaxUploadBytes > 0 {
@@ -227,11 +227,7 @@ func (h *Handler) wsUpload(w http.ResponseWriter, r *http.Request) {
 		if read.err != nil {
 			err = read.err
 		}
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			err = tooLarge(p, mbe.Limit)
-		}
-		writeChangeError(w, err)
+		writeChangeError(w, h.overLimit(p, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
@@ -244,6 +240,20 @@ const cutTail = 64 << 10
 
 func tooLarge(path string, limit int64) error {
 	return wserr.New(wserr.SizeLimitExceeded, "upload", path, "the upload is larger than this server takes (%d bytes)", limit)
+}
+
+// overLimit is err, or, when err is an upload's body past a bound, the
+// refusal for its size: of the file (Options.MaxUploadBytes), or of a
+// multipart form, whose bound adds multipartSlack of form around it.
+func (h *Handler) overLimit(path string, err error) error {
+	var mbe *http.MaxBytesError
+	if !errors.As(err, &mbe) {
+		return err
+	}
+	if limit := h.opts.MaxUploadBytes; mbe.Limit != limit {
+		return wserr.New(wserr.SizeLimitExceeded, "upload", path, "the multipart form is larger than this server takes (a file of at most %d bytes, with at most %d bytes of form around it)", limit, multipartSlack)
+	}
+	return tooLarge(path, mbe.Limit)
 }
 
 // multipartSlack is what a multipart upload's form may take beside its
@@ -283,8 +293,19 @@ func firstFile(r *http.Request, body io.Reader) (io.Reader, error) {
 	}
 	for {
 		part, err := mr.NextPart()
-		if err != nil {
+		var mbe *http.MaxBytesError
+		var coded *wserr.Error
+		switch {
+		case err == io.EOF:
 			return nil, badRequest("the multipart body holds no file part")
+		case errors.As(err, &mbe), errors.As(err, &coded):
+			// Past the form's bound, or the body's own error (cut
+			// short, too slow): as for the file's bytes.
+			return nil, err
+		case errors.Is(err, io.EOF):
+			return nil, badRequest("the multipart body ends before its closing boundary, and before any file part: it was cut short")
+		case err != nil:
+			return nil, badRequest("multipart body: %v", err)
 		}
 		if part.FileName() != "" || part.FormName() == "file" {
 			return &wholeForm{part: part, mr: mr}, nil
