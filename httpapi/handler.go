@@ -330,7 +330,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(lw, err)
 		return
 	}
+	if err := checkEncoding(r); err != nil {
+		writeError(lw, err)
+		return
+	}
 	h.mux.ServeHTTP(lw, r)
+}
+
+// checkEncoding refuses a request body in a content coding (gzip, br, …):
+// the server decodes none, so an upload would store the encoded bytes as
+// the file, and an op or archive would not read. "identity" is no coding.
+func checkEncoding(r *http.Request) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	for _, v := range r.Header.Values("Content-Encoding") {
+		for _, c := range strings.Split(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return wserr.New(protocol.CodeUnsupportedEncoding, "http", "", "the body is sent with Content-Encoding %q, which this server does not decode: send it unencoded", c)
+			}
+		}
+	}
+	return nil
 }
 
 // changeParams are the query parameters each changing endpoint takes.

@@ -34,6 +34,10 @@ const (
 	// CodeNoEndpoint is an HTTP request whose path is no endpoint's (wsctl
 	// serve): a client's mistake, not a missing store object.
 	CodeNoEndpoint wserr.Code = "http.not_found"
+	// CodeUnsupportedEncoding is an HTTP request whose body is in a
+	// content coding (Content-Encoding: gzip, …) that wsctl serve does not
+	// decode.
+	CodeUnsupportedEncoding wserr.Code = "http.unsupported_encoding"
 
 	// CodeQueryLimit is a wsctl sql query stopped for going over its
 	// --max-memory or --timeout.
@@ -91,6 +95,7 @@ var HTTPStatuses = []Status{
 		[]wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.WriteStaleFile, wserr.ChatActiveRun}, nil},
 	{http.StatusMethodNotAllowed, "an endpoint asked with a method it does not take (Allow lists those it does)", []wserr.Code{CodeMethodNotAllowed}, nil},
 	{http.StatusRequestEntityTooLarge, "the request is too long", []wserr.Code{CodeLineTooLong}, nil},
+	{http.StatusUnsupportedMediaType, "a request body in a content coding (Content-Encoding) the server does not decode", []wserr.Code{CodeUnsupportedEncoding}, nil},
 	{http.StatusRequestedRangeNotSatisfiable, "a Range request for bytes the file does not hold", []wserr.Code{CodeRangeNotSatisfiable}, nil},
 	{http.StatusUnprocessableEntity, "model-correctable workspace error, an invalid manifest or missing artifact, or an archive that is corrupt or of an unsupported version",
 		[]wserr.Code{wserr.InvalidManifest, wserr.MissingArtifact, wserr.ArchiveCorrupt, wserr.ArchiveUnsupportedVersion}, []string{"workspace."}},
