@@ -506,6 +506,9 @@ func (h *Handler) wsGC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	keep, err := intParam(q.Get("keepVersions"), "keepVersions")
+	if err == nil {
+		err = unguarded(r)
+	}
 	if err == nil && q.Has("actor") && actor == "" {
 		// actor= given empty is a mistake, not every actor: that is
 		// actor= left out.
@@ -553,8 +556,23 @@ func (h *Handler) wsGC(w http.ResponseWriter, r *http.Request) {
 // change, every path that starts with prefix.
 func (h *Handler) wsDeletePrefix(w http.ResponseWriter, r *http.Request) {
 	h.actorChange(w, r, func(ctx context.Context, actor string, q url.Values) (actors.Change, error) {
+		if err := unguarded(r); err != nil {
+			return actors.Change{}, err
+		}
 		return h.b.Actors.DeleteByPrefix(ctx, actor, q.Get("prefix"))
 	})
+}
+
+// unguarded refuses the conditional headers of a write (If-Match,
+// If-None-Match) on an endpoint that changes a space without honouring
+// them, so that a change meant to be guarded is not made unguarded.
+func unguarded(r *http.Request) error {
+	for _, name := range []string{"If-Match", "If-None-Match"} {
+		if len(r.Header.Values(name)) > 0 {
+			return badRequest("%s %s does not honour %s (only an upload or a delete of a file does): leave it out", r.Method, r.URL.Path, name)
+		}
+	}
+	return nil
 }
 
 // actorChange answers a request that changes the space of the actor its
