@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -69,4 +70,21 @@ func parsePath(s string, allowRoot bool) (vfs.Path, error) {
 		return vfs.Root(), nil
 	}
 	return vfs.ParsePath(s)
+}
+
+// CheckActorCursor checks the cursor of a page of actors (StatsPage,
+// ActorsPage): "" or the last actor of the page before. A string that no
+// actor's name can be, under this build's rules or an earlier one's (a
+// separator, "." or "..", a NUL, bytes that are not UTF-8, past
+// MaxActorLen), would start the page at a place no actor holds, leaving
+// out the actors that sort before it; its error says why, for the caller
+// to code as the host's mistake.
+func CheckActorCursor(after string) error {
+	switch {
+	case after == "":
+		return nil
+	case len(after) > MaxActorLen, strings.ContainsAny(after, "/\\\x00"), after == "." || after == "..", !utf8.ValidString(after):
+		return fmt.Errorf("after must be the last actor of the page before, not %s", quote(after))
+	}
+	return nil
 }

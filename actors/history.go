@@ -218,11 +218,14 @@ func (s *Spaces) Actors(ctx context.Context) ([]Space, error) {
 
 // ActorsPage lists the actors with a space whose names sort after after
 // (byte order; "": from the first), at most limit of them (0: all), and
-// whether more remain after them. A negative limit is
-// wserr.InvalidArgument.
+// whether more remain after them. A negative limit, or an after no
+// actor can be (CheckActorCursor), is wserr.InvalidArgument.
 func (s *Spaces) ActorsPage(ctx context.Context, after string, limit int) ([]Space, bool, error) {
 	if limit < 0 {
 		return nil, false, negativeLimit("actors", limit)
+	}
+	if err := CheckActorCursor(after); err != nil {
+		return nil, false, wserr.New(wserr.InvalidArgument, "actors", "", "%s", err.Error())
 	}
 	n := -1 // SQLite's "no limit"
 	if limit > 0 {

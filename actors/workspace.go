@@ -179,11 +179,15 @@ func (s *Spaces) WorkspacePage(ctx context.Context, only []string, path string, 
 // actors. Each actor's stats are its row's totals and count of versions,
 // so a page reads its rows and nothing else, or, for a space not changed
 // since an older build made it, a walk of its tree. Errors:
-// wserr.InvalidArgument for a limit negative or past MaxStatsLimit;
+// wserr.InvalidArgument for a limit negative or past MaxStatsLimit, or an
+// after no actor can be (CheckActorCursor);
 // wserr.Corrupt if a tree is missing.
 func (s *Spaces) StatsPage(ctx context.Context, only []string, after string, limit int) ([]Stats, bool, error) {
 	if limit < 0 || limit > MaxStatsLimit {
 		return nil, false, wserr.New(wserr.InvalidArgument, "actor stats", "", "limit must be in 0..%d (0: %d), not %d", MaxStatsLimit, DefaultStatsLimit, limit)
+	}
+	if err := CheckActorCursor(after); err != nil {
+		return nil, false, wserr.New(wserr.InvalidArgument, "actor stats", "", "%s", err.Error())
 	}
 	if limit <= 0 {
 		limit = DefaultStatsLimit

@@ -473,6 +473,11 @@ func (h *Handler) wsStatsPage(w http.ResponseWriter, r *http.Request, tok tokens
 	if err == nil && (limit < 0 || limit > actors.MaxStatsLimit) {
 		err = badRequest("limit must be in 0..%d (0: %d), not %d", actors.MaxStatsLimit, actors.DefaultStatsLimit, limit)
 	}
+	if err == nil {
+		if cerr := actors.CheckActorCursor(q.Get("after")); cerr != nil {
+			err = badRequest("%s", cerr.Error())
+		}
+	}
 	if err != nil {
 		writeError(w, err)
 		return

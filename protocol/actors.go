@@ -390,6 +390,9 @@ func (s *Session) actorStats(ctx context.Context, r request) (any, error) {
 	if req.Limit < 0 || req.Limit > actors.MaxStatsLimit {
 		return nil, invalidRequest("limit must be in 0..%d (0: %d), not %d", actors.MaxStatsLimit, actors.DefaultStatsLimit, req.Limit)
 	}
+	if err := actors.CheckActorCursor(req.After); err != nil {
+		return nil, invalidRequest("%s", err.Error())
+	}
 	a, err := s.actors()
 	if err != nil {
 		return nil, err
@@ -492,6 +495,9 @@ func (s *Session) actorsList(ctx context.Context, r request) (any, error) {
 	}
 	if req.Limit < 0 || req.Limit > vfs.MaxListLimit {
 		return nil, invalidRequest("limit must be in 0..%d (0: %d), not %d", vfs.MaxListLimit, vfs.DefaultListLimit, req.Limit)
+	}
+	if err := actors.CheckActorCursor(req.After); err != nil {
+		return nil, invalidRequest("%s", err.Error())
 	}
 	a, err := s.actors()
 	if err != nil {
