@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -290,7 +291,8 @@ func (s *Spaces) nextTotals(ctx context.Context, tx *index.Tx, sp spaceRow, root
 // changes, so a failed read changes nothing. A path that is a directory
 // or lies below a file is refused before anything is read. Uploading the content a file
 // already has records nothing (Seq 0). Errors: wserr.InvalidActor,
-// wserr.InvalidPath (path, or the root), wserr.NotADirectory when a file
+// wserr.InvalidPath (path, the root, or a path ending in "/", which
+// names a directory), wserr.NotADirectory when a file
 // is where a directory must go, wserr.PathIsDirectory when path is a
 // directory; a read error of r is returned wrapped.
 func (s *Spaces) Upload(ctx context.Context, actor, path string, r io.Reader) (Change, error) {
@@ -329,6 +331,11 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 	p, err := parsePath(path, false)
 	if err != nil {
 		return Change{}, err
+	}
+	if strings.HasSuffix(path, "/") {
+		// ParsePath drops the slash; the file would take the
+		// directory's name.
+		return Change{}, wserr.New(wserr.InvalidPath, "upload", path, "the path ends in /, naming a directory: name the file below it (%s/NAME)", p)
 	}
 	if r == nil {
 		return Change{}, wserr.New(wserr.InvalidArgument, "upload", p.String(), "nil reader")
