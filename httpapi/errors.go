@@ -24,7 +24,17 @@ func writeError(w http.ResponseWriter, err error) {
 	if code == wserr.Unauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="wsstore"`)
 	}
+	retryAfter(w, code)
 	writeJSON(w, status, errorBody{Error: protocol.ErrorBody{Code: code, Message: wserr.MessageOf(err)}})
+}
+
+// retryAfter says when to try again (Retry-After) on a 503 store.busy:
+// the store another process kept busy past the busy deadline, or no
+// transfer's turn within it.
+func retryAfter(w http.ResponseWriter, code wserr.Code) {
+	if code == wserr.Busy {
+		w.Header().Set("Retry-After", "1")
+	}
 }
 
 // writeJSON answers v as JSON with status.

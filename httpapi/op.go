@@ -273,6 +273,7 @@ func writeResponse(w http.ResponseWriter, resp protocol.Response) error {
 	status := http.StatusOK
 	if resp.Error != nil {
 		status = protocol.HTTPStatus(resp.Error.Code)
+		retryAfter(w, resp.Error.Code)
 	}
 	var b bytes.Buffer
 	_ = protocol.WriteResponse(&b, resp)
