@@ -22,7 +22,7 @@ type opener func(off, n int64) (io.ReadCloser, error)
 // sendFile answers a download of a stored file of size bytes whose content
 // hashes to sum, read through open. The ETag is the content hash, so a
 // conditional request whose If-None-Match holds it gets 304 and no byte
-// is read. A single byte range (Range: bytes=a-b, a-, -n) is answered 206
+// is read, and one whose If-Match does not (nor "*") 412. A single byte range (Range: bytes=a-b, a-, -n) is answered 206
 // with only that range read; a range the file does not hold, 416; several
 // ranges, or an If-Range that names another version, the whole file. A
 // read error half-way (corrupt bytes) aborts the connection, so the client
@@ -32,6 +32,13 @@ type opener func(off, n int64) (io.ReadCloser, error)
 // for none. Without it the caller holds one.
 func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, sum cas.Hash, size int64, open opener, turn bool) {
 	etag := `"` + sum.String() + `"`
+	if list := strings.Join(r.Header.Values("If-Match"), ","); list != "" && !strongMatch(list, etag) {
+		// Another version than the client's (RFC 9110, 13.1.1): none of
+		// this one's bytes, so a resumed range is never stitched to
+		// another version's.
+		writeError(w, wserr.New(protocol.CodePreconditionFailed, "download", name, "If-Match names no version this file is at now (its ETag is %s): download it whole again", etag))
+		return
+	}
 	hd := w.Header()
 	hd.Set("ETag", etag)
 	hd.Set("X-Content-Hash", sum.String())
@@ -102,6 +109,17 @@ func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, 
 		}
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// strongMatch reports whether the If-Match header list names etag (or is
+// "*"), compared strongly: a weak tag matches nothing.
+func strongMatch(list, etag string) bool {
+	for _, t := range strings.Split(list, ",") {
+		if t = strings.TrimSpace(t); t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // etagMatch reports whether the If-None-Match header list names etag (or

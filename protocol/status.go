@@ -34,6 +34,9 @@ const (
 	// CodeNoEndpoint is an HTTP request whose path is no endpoint's (wsctl
 	// serve): a client's mistake, not a missing store object.
 	CodeNoEndpoint wserr.Code = "http.not_found"
+	// CodePreconditionFailed is an HTTP download whose If-Match names
+	// another version than the file is at (wsctl serve).
+	CodePreconditionFailed wserr.Code = "http.precondition_failed"
 	// CodeUnsupportedEncoding is an HTTP request whose body is in a
 	// content coding (Content-Encoding: gzip, …) that wsctl serve does not
 	// decode.
@@ -95,6 +98,7 @@ var HTTPStatuses = []Status{
 		[]wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.WriteStaleFile, wserr.ChatActiveRun}, nil},
 	{http.StatusMethodNotAllowed, "an endpoint asked with a method it does not take (Allow lists those it does)", []wserr.Code{CodeMethodNotAllowed}, nil},
 	{http.StatusRequestEntityTooLarge, "the request is too long", []wserr.Code{CodeLineTooLong}, nil},
+	{http.StatusPreconditionFailed, "a download whose If-Match names another version of the file", []wserr.Code{CodePreconditionFailed}, nil},
 	{http.StatusUnsupportedMediaType, "a request body in a content coding (Content-Encoding) the server does not decode", []wserr.Code{CodeUnsupportedEncoding}, nil},
 	{http.StatusRequestedRangeNotSatisfiable, "a Range request for bytes the file does not hold", []wserr.Code{CodeRangeNotSatisfiable}, nil},
 	{http.StatusUnprocessableEntity, "model-correctable workspace error, an invalid manifest or missing artifact, or an archive that is corrupt or of an unsupported version",
