@@ -464,7 +464,7 @@ func (s *Session) writeMode(ctx context.Context, r request, mode vfs.WriteMode) 
 	if err != nil {
 		return nil, err
 	}
-	p, err := requiredPath(req.Path)
+	p, err := filePath(req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +504,7 @@ func (s *Session) patch(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := requiredPath(req.Path)
+	p, err := filePath(req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -560,6 +560,17 @@ func requiredPath(s *string) (vfs.Path, error) {
 		return vfs.Path{}, invalidRequest("missing \"path\"")
 	}
 	return vfs.ParsePath(*s)
+}
+
+// filePath is requiredPath for an op that makes or changes a file: a path
+// ending in "/" names a directory, and ParsePath, which drops the slash,
+// would give the file the directory's name.
+func filePath(s *string) (vfs.Path, error) {
+	p, err := requiredPath(s)
+	if err == nil && strings.HasSuffix(*s, "/") {
+		err = wserr.New(wserr.InvalidPath, "", *s, "the path ends in /, naming a directory: name the file below it (%s/NAME)", p)
+	}
+	return p, err
 }
 
 func optionalHash(s string) (cas.Hash, error) {

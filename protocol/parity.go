@@ -290,7 +290,7 @@ func (s *Session) apply(ctx context.Context, r request) (any, error) {
 	}
 	edits := make([]runs.Edit, len(req.Edits))
 	for i, e := range req.Edits {
-		p, err := requiredPath(e.Path)
+		p, err := filePath(e.Path)
 		if err != nil {
 			return nil, err
 		}
