@@ -261,7 +261,7 @@ func Translate(err error) error {
 	case sqlite3.SQLITE_FULL:
 		return wserr.Wrap(wserr.DiskFull, "", "", err)
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-		return wserr.Wrap(wserr.Busy, "", "", err)
+		return &wserr.Error{Code: wserr.Busy, Msg: "another connection (this process's or another's) holds a lock on the store", Err: err}
 	case sqlite3.SQLITE_READONLY:
 		return wserr.Wrap(wserr.ReadOnly, "", "", err)
 	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:

@@ -273,6 +273,8 @@ func TestTranslate(t *testing.T) {
 
 		err := other.Update(ctx, func(tx *index.Tx) error { return nil })
 		requireCode(t, err, wserr.Busy)
+		assert.Contains(t, wserr.MessageOf(err), "another connection (this process's or another's) holds a lock on the store",
+			"the message says what the driver's \"database is locked (5)\" means")
 
 		release()
 		assert.NoError(t, other.Update(ctx, func(tx *index.Tx) error { return nil }))
