@@ -95,7 +95,13 @@ func (s *Store) WriteFile(op, path string, fill func(w io.Writer) error) error {
 		if ferr := wserr.FSFault(op, path, err); ferr != err {
 			return ferr
 		}
-		return wserr.Wrap(wserr.InvalidArgument, op, path, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return wserr.New(wserr.InvalidArgument, op, path, "its directory %s does not exist", filepath.Dir(path))
+		}
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			err = pe.Err // the name is of the file beside path, never seen
+		}
+		return wserr.New(wserr.InvalidArgument, op, path, "cannot write a file in %s: %v", filepath.Dir(path), err)
 	}
 	defer func() {
 		if tmp != nil {

@@ -36,7 +36,10 @@ func TestExportFileRefusesADirectory(t *testing.T) {
 	for _, path := range []string{dir, filepath.Join(parent, "none", "out.wsar")} {
 		_, err = st.ExportFile(ctx, path, archive.Scope{All: true}, archive.Options{})
 		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%s: %v", path, err)
+		assert.NotContains(t, err.Error(), ".wsstore-", "the error names the file asked for, not the one written beside it")
 	}
+	_, err = st.ExportFile(ctx, filepath.Join(parent, "none", "out.wsar"), archive.Scope{All: true}, archive.Options{})
+	assert.ErrorContains(t, err, filepath.Join(parent, "none")+" does not exist")
 	entries, err := os.ReadDir(parent)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "nothing written beside it")
