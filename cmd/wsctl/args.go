@@ -133,6 +133,49 @@ func runIDs(ctx context.Context, st *wsstore.Store) ([]string, error) {
 	return ids, nil
 }
 
+// chatRef is a chat named on the command line: its workspace id, with its
+// key when named by it, or a bare stableChatId where a command takes one.
+type chatRef struct {
+	id     string       // chat_ and 16 hex digits; empty for a bare stableChatId
+	key    runs.ChatKey // zero when named by its workspace id
+	stable string       // a bare stableChatId
+}
+
+// chatRefHelp says how a chat may be named, for --help and errors.
+const chatRefHelp = "a chat workspace id (chat_ and 16 hex digits), KIND:STABLE_CHAT_ID or KIND/STABLE_CHAT_ID"
+
+// parseChatRef parses a chat named on the command line, trying in turn: a
+// chat workspace id (chat_ and 16 lower-case hex digits), KIND:STABLE_CHAT_ID
+// split at the first ':', KIND/STABLE_CHAT_ID split at the first '/', and,
+// when bare, anything else as a stableChatId. The workspace id of a key is
+// derived from it, so nothing is looked up. Anything else fails with
+// wsctl.invalid_argument naming the forms.
+func parseChatRef(op, s string, bare bool) (chatRef, error) {
+	if isChatID(s) {
+		return chatRef{id: s}, nil
+	}
+	for _, sep := range []string{":", "/"} {
+		if kind, id, ok := strings.Cut(s, sep); ok {
+			if strings.TrimSpace(kind) == "" || strings.TrimSpace(id) == "" {
+				break
+			}
+			k := runs.ChatKey{Kind: kind, StableChatID: id}
+			return chatRef{id: runs.ChatWorkspaceID(k), key: k}, nil
+		}
+	}
+	if bare && strings.TrimSpace(s) != "" {
+		return chatRef{stable: s}, nil
+	}
+	return chatRef{}, argError(op, "%q is not a chat: name it by %s", s, chatRefHelp)
+}
+
+// isChatID reports whether s is a chat workspace id: chat_ and 16
+// lower-case hex digits.
+func isChatID(s string) bool {
+	h, ok := strings.CutPrefix(s, "chat_")
+	return ok && len(h) == 16 && strings.Trim(h, "0123456789abcdef") == ""
+}
+
 // cpRef is a parsed checkpoint reference: a sequence number (cp_000003,
 // 3), HEAD~back (HEAD is HEAD~0: the checkpoint the run is at), or the live
 // workspace.

@@ -23,8 +23,8 @@ func newChatsCmd(a *app) *cobra.Command {
 		Short: "List chat workspaces, newest first",
 		Long: `chats lists the store's chat workspaces, newest first (then by id), read
 and printed a page at a time. --after takes the id of the last chat of the
-page before (chat_…), --stable-chat a stableChatId (the chats of every
-kind with that id).`,
+page before (its workspace id, chat_…, or its KIND:ID or KIND/ID),
+--stable-chat a stableChatId (the chats of every kind with that id).`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runChats(ctx, o)
@@ -32,7 +32,7 @@ kind with that id).`,
 	}
 	cmd.Flags().StringVar(&o.stable, "stable-chat", "", "only the chats of this `STABLE_CHAT_ID`")
 	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most `N` chats (0: all)")
-	cmd.Flags().StringVar(&o.after, "after", "", "start after this chat `WORKSPACE` id (the last of the page before)")
+	cmd.Flags().StringVar(&o.after, "after", "", "start after this `CHAT` (the last of the page before)")
 	refuseEmpty(cmd, "stable-chat", "after")
 	return cmd
 }
@@ -40,6 +40,14 @@ kind with that id).`,
 func runChats(ctx context.Context, o chatsOptions) error {
 	if o.limit < 0 {
 		return argError("chats", "--limit must not be negative")
+	}
+	after := ""
+	if o.after != "" {
+		c, err := parseChatRef("chats", o.after, false)
+		if err != nil {
+			return err
+		}
+		after = c.id
 	}
 	st, err := openStore(ctx, o.globals, readOnly)
 	if err != nil {
@@ -50,7 +58,7 @@ func runChats(ctx context.Context, o chatsOptions) error {
 		row: func(c runs.Chat) []string {
 			return []string{c.ID, c.Kind, c.StableChatID, fmt.Sprint(c.PersistVersion), stamp(c.CreatedAt), stamp(c.UpdatedAt)}
 		}}
-	q, left := runs.ChatQuery{StableChatID: o.stable, After: o.after}, o.limit
+	q, left := runs.ChatQuery{StableChatID: o.stable, After: after}, o.limit
 	for {
 		q.Limit = chatsPage
 		if o.limit > 0 {

@@ -25,7 +25,7 @@ func newExportCmd(a *app) *cobra.Command {
 		Short: "Write runs, chats, actor spaces or the whole store to one archive file",
 		Long: `export writes an archive (docs/archive.md) of the runs (--run, with
 their chat workspace), chat workspaces (--chat, with all their runs; by
-workspace id, chat_…, or as rm-chat names them, KIND:STABLE_CHAT_ID), actor
+workspace id, chat_…, or as KIND:STABLE_CHAT_ID or KIND/STABLE_CHAT_ID), actor
 spaces (--actor) or the whole store (--all) to FILE, or to standard output
 with "-". The flags repeat and combine. An archive holds the rows, every
 checkpoint and journal event, and exactly the files and trees they reach;
@@ -44,7 +44,7 @@ own database files are refused. "wsctl import" reads it.`,
 		}),
 	}
 	cmd.Flags().StringArrayVar(&o.scope.Runs, "run", nil, "export this run (repeatable)")
-	cmd.Flags().StringArrayVar(&o.scope.Chats, "chat", nil, "export this chat workspace and its runs: its id (chat_…) or KIND:STABLE_CHAT_ID (repeatable)")
+	cmd.Flags().StringArrayVar(&o.scope.Chats, "chat", nil, "export this chat workspace and its runs: chat_…, KIND:ID or KIND/ID (repeatable)")
 	cmd.Flags().StringArrayVar(&o.scope.Actors, "actor", nil, "export this actor space (repeatable)")
 	cmd.Flags().BoolVar(&o.scope.All, "all", false, "export the whole store")
 	cmd.Flags().BoolVar(&o.scope.SkipWorkspace, "skip-workspace", false, "leave actor spaces out")
@@ -54,7 +54,14 @@ own database files are refused. "wsctl import" reads it.`,
 func runExport(ctx context.Context, o exportOptions, args []string) error {
 	defer streaming()()
 	if slices.Contains(o.scope.Chats, "") {
-		return argError("export", "--chat is empty: name a chat workspace (chat_…) or KIND:STABLE_CHAT_ID")
+		return argError("export", "--chat is empty: name a chat by %s", chatRefHelp)
+	}
+	for i, s := range o.scope.Chats {
+		c, err := parseChatRef("export", s, false)
+		if err != nil {
+			return err
+		}
+		o.scope.Chats[i] = c.id
 	}
 	st, err := openStore(ctx, o.globals, readOnly)
 	if err != nil {

@@ -126,12 +126,17 @@ func TestSQLOnlyOnAStore(t *testing.T) {
 
 // TestUnknownChatIsNotFound: policy and prune of a chat the store does not
 // hold fail with store.not_found (exit 3) instead of answering as if it
-// were empty.
+// were empty; a name that is no chat's is a usage error (exit 2).
 func TestUnknownChatIsNotFound(t *testing.T) {
 	c := newCLI(t)
 	c.ok("init")
+	for _, chat := range []string{"chat_0000000000000000", "character:nope"} {
+		for _, args := range [][]string{{"policy", "--chat", chat}, {"prune", "--chat", chat}, {"prune", "--chat", chat, "--dry-run"}} {
+			assert.Contains(t, c.fails(3, args...), "store.not_found", "%v", args)
+		}
+	}
 	for _, args := range [][]string{{"policy", "--chat", "nope"}, {"prune", "--chat", "nope"}, {"prune", "--chat", "nope", "--dry-run"}} {
-		assert.Contains(t, c.fails(3, args...), "store.not_found", "%v", args)
+		assert.Contains(t, c.fails(2, args...), "wsctl.invalid_argument", "%v", args)
 	}
 }
 

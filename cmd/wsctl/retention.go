@@ -28,9 +28,10 @@ func newPruneCmd(a *app) *cobra.Command {
 		Use:   "prune",
 		Short: "Apply the retention policy: delete the runs and checkpoints it names",
 		Long: `prune applies the retention policy ("wsctl policy") to every chat, or to
---chat's: finished runs past keepCompletedRuns, keepFailedRuns,
-maxRunWorkspacesPerChat or autoPruneAfterDays are deleted, and runs are held
-to maxCheckpointBytesPerRun. Active runs and checkpoints a commit refers to
+--chat's (chat_…, KIND:ID or KIND/ID, as "wsctl runs --help" says): finished
+runs past keepCompletedRuns, keepFailedRuns, maxRunWorkspacesPerChat or
+autoPruneAfterDays are deleted, and runs are held to
+maxCheckpointBytesPerRun. Active runs and checkpoints a commit refers to
 are never deleted; nor is a run with a commit still pending (its sink's
 outcome never recorded), which prune lists as kept until "wsctl
 resolve-commit" records that outcome. Each deletion is in the deletion log ("wsctl
@@ -43,13 +44,21 @@ bounded steps, without "wsctl gc" or "wsctl vacuum".`,
 		}),
 	}
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "report what would be deleted; delete nothing")
-	cmd.Flags().StringVar(&o.chat, "chat", "", "only this chat `WORKSPACE` id")
+	cmd.Flags().StringVar(&o.chat, "chat", "", "only this `CHAT` (chat_…, KIND:ID or KIND/ID)")
 	return cmd
 }
 
 func runPrune(ctx context.Context, o pruneOptions) error {
 	if o.chatSet && o.chat == "" {
-		return argError("prune", "--chat is empty: name a chat WORKSPACE id, or leave --chat out for every chat")
+		return argError("prune", "--chat is empty: name a chat, or leave --chat out for every chat")
+	}
+	chatID := ""
+	if o.chat != "" {
+		c, err := parseChatRef("prune", o.chat, false)
+		if err != nil {
+			return err
+		}
+		chatID = c.id
 	}
 	mode := readWrite
 	if o.dryRun {
@@ -62,7 +71,7 @@ func runPrune(ctx context.Context, o pruneOptions) error {
 	defer st.Close()
 	// A chat that does not exist is store.not_found: nothing to prune is
 	// not success.
-	rep, err := st.Runs.Prune(ctx, runs.PruneOptions{DryRun: o.dryRun, ChatID: o.chat})
+	rep, err := st.Runs.Prune(ctx, runs.PruneOptions{DryRun: o.dryRun, ChatID: chatID})
 	if err != nil {
 		return err
 	}
@@ -99,18 +108,20 @@ type rmChatOptions struct {
 func newRmChatCmd(a *app) *cobra.Command {
 	var o rmChatOptions
 	cmd := &cobra.Command{
-		Use:   "rm-chat KIND:STABLE_CHAT_ID...",
+		Use:   "rm-chat CHAT...",
 		Short: "Delete chat workspaces with their runs, persist layer and commits",
-		Long: `rm-chat deletes the workspace of each chat named by its stable key
-(kind:stableChatId, e.g. character:abc123), with all its runs, journals,
-checkpoints, commits and persist/ layer: all of them or none. A chat the
-store never saw is reported and is no error. While a run of them is active
-it fails with chat.active_run (status 5) and changes nothing, unless
---force, which cancels those runs first. Each deletion is in the deletion
-log; the space is reclaimed right after.`,
+		Long: `rm-chat deletes the workspace of each chat named, by its workspace id
+(chat_…), KIND:STABLE_CHAT_ID (e.g. character:abc123) or
+KIND/STABLE_CHAT_ID, with all its runs, journals, checkpoints, commits and
+persist/ layer: all of them or none. A chat named by its key that the
+store never saw is reported and is no error; a workspace id the store
+does not hold is store.not_found (status 3), and nothing is deleted.
+While a run of them is active it fails with chat.active_run (status 5)
+and changes nothing, unless --force, which cancels those runs first.
+Each deletion is in the deletion log; the space is reclaimed right after.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return wserr.New(protocol.CodeInvalidArgument, "rm-chat", "", "name at least one chat as KIND:STABLE_CHAT_ID")
+				return wserr.New(protocol.CodeInvalidArgument, "rm-chat", "", "name at least one chat by %s", chatRefHelp)
 			}
 			return nil
 		},
@@ -123,19 +134,32 @@ log; the space is reclaimed right after.`,
 }
 
 func runRmChat(ctx context.Context, o rmChatOptions, args []string) error {
-	keys := make([]runs.ChatKey, len(args))
+	refs := make([]chatRef, len(args))
 	for i, a := range args {
-		kind, id, ok := strings.Cut(a, ":")
-		if !ok || kind == "" || id == "" {
-			return wserr.New(protocol.CodeInvalidArgument, "rm-chat", "", "%q is not KIND:STABLE_CHAT_ID", a)
+		var err error
+		if refs[i], err = parseChatRef("rm-chat", a, false); err != nil {
+			return err
 		}
-		keys[i] = runs.ChatKey{Kind: kind, StableChatID: id}
 	}
 	st, err := openStore(ctx, o.globals, readWrite)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// Chats are deleted by key: a chat named by its workspace id must
+	// exist for its key to be known, and every one is looked up before
+	// anything is deleted.
+	keys := make([]runs.ChatKey, len(refs))
+	for i, r := range refs {
+		keys[i] = r.key
+		if r.key == (runs.ChatKey{}) {
+			c, err := st.Runs.Chat(ctx, r.id) // store.not_found
+			if err != nil {
+				return err
+			}
+			keys[i] = runs.ChatKey{Kind: c.Kind, StableChatID: c.StableChatID}
+		}
+	}
 	res, err := st.Runs.DeleteChats(ctx, keys, o.force)
 	if err != nil {
 		return err
@@ -232,7 +256,8 @@ func newPolicyCmd(a *app) *cobra.Command {
 		Use:   "policy [--set NAME=VALUE]...",
 		Short: "Show or set the retention policy and the store cap",
 		Long: `policy prints the retention policy of the store, or of --chat (its
-overrides and what applies), and with --set changes it: keepCompletedRuns,
+overrides and what applies; chat_…, KIND:ID or KIND/ID, as "wsctl runs
+--help" says), and with --set changes it: keepCompletedRuns,
 keepFailedRuns, maxRunWorkspacesPerChat, maxCheckpointBytesPerRun,
 autoPruneAfterDays, and for the store maxStoreBytes. A value "-" unsets the
 setting (a chat then inherits the store's). Setting nothing deletes
@@ -244,14 +269,22 @@ automatic, applies it.`,
 			return runPolicy(ctx, o)
 		}),
 	}
-	cmd.Flags().StringVar(&o.chat, "chat", "", "the chat `WORKSPACE` id (default: the store)")
+	cmd.Flags().StringVar(&o.chat, "chat", "", "this `CHAT`'s (chat_…, KIND:ID or KIND/ID; default: the store's)")
 	cmd.Flags().StringArrayVar(&o.set, "set", nil, "set `NAME=VALUE` (an integer, or - to unset)")
 	return cmd
 }
 
 func runPolicy(ctx context.Context, o policyOptions) error {
 	if o.chatSet && o.chat == "" {
-		return argError("policy", "--chat is empty: name a chat WORKSPACE id, or leave --chat out for the store's policy")
+		return argError("policy", "--chat is empty: name a chat, or leave --chat out for the store's policy")
+	}
+	chatID := ""
+	if o.chat != "" {
+		c, err := parseChatRef("policy", o.chat, false)
+		if err != nil {
+			return err
+		}
+		chatID = c.id
 	}
 	// Every --set is checked before the store is opened: a bad one is a
 	// usage error (exit 2) whatever the store's state, and opens nothing.
@@ -269,7 +302,7 @@ func runPolicy(ctx context.Context, o policyOptions) error {
 		return err
 	}
 	defer st.Close()
-	scope := o.chat
+	scope := chatID
 	if scope == "" {
 		scope = runs.StoreScope
 	}
@@ -288,7 +321,7 @@ func runPolicy(ctx context.Context, o policyOptions) error {
 			return asArgError("policy", err)
 		}
 	}
-	eff, err := st.Runs.EffectivePolicy(ctx, o.chat)
+	eff, err := st.Runs.EffectivePolicy(ctx, chatID)
 	if err != nil {
 		return err
 	}

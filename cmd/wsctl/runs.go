@@ -28,15 +28,20 @@ func newRunsCmd(a *app) *cobra.Command {
 		Short: "List runs, newest first",
 		Long: `runs lists the store's runs, newest first.
 
---chat takes a chat workspace id (chat_…) or a stableChatId (matching the
-chats of every kind with that id). --status takes one of created, running,
-awaiting_approval, paused, completed, failed, cancelled.`,
+--chat takes a chat as every command names one: its workspace id
+(chat_ and 16 hex digits, as chats prints it), KIND:STABLE_CHAT_ID (as
+rm-chat prints it) or KIND/STABLE_CHAT_ID (as runs and show print it);
+or a bare stableChatId, matching the chats of every kind with that id.
+They are tried in that order: a workspace id, then KIND:ID (split at the
+first ':'), then KIND/ID (at the first '/'), then a stableChatId.
+--status takes one of created, running, awaiting_approval, paused,
+completed, failed, cancelled.`,
 		Args: cobra.NoArgs,
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			return runRuns(ctx, o, args)
 		}),
 	}
-	cmd.Flags().StringVar(&o.chat, "chat", "", "only runs of this chat (workspace id or stableChatId)")
+	cmd.Flags().StringVar(&o.chat, "chat", "", "only runs of this `CHAT` (chat_…, KIND:ID, KIND/ID or a stableChatId)")
 	cmd.Flags().StringVar(&o.status, "status", "", "only runs in this status")
 	_ = cmd.RegisterFlagCompletionFunc("status", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		out := make([]cobra.Completion, len(runStatuses))
@@ -54,6 +59,13 @@ awaiting_approval, paused, completed, failed, cancelled.`,
 func runRuns(ctx context.Context, o runsOptions, _ []string) error {
 	if o.limit < 0 {
 		return argError("runs", "--limit must not be negative")
+	}
+	var chat chatRef
+	if o.chat != "" {
+		var err error
+		if chat, err = parseChatRef("runs", o.chat, true); err != nil {
+			return err
+		}
 	}
 	if o.status != "" && !runs.Status(o.status).Valid() {
 		return argError("runs", "--status %q is not a status: use one of %s", o.status, statusList())
@@ -74,13 +86,13 @@ func runRuns(ctx context.Context, o runsOptions, _ []string) error {
 			return []string{r.ID, string(r.Status), r.ChatID, r.Kind + "/" + r.StableChatID, r.Profile.ID, head, stamp(r.CreatedAt), stamp(r.UpdatedAt)}
 		}}
 	q := runs.ListQuery{Status: runs.Status(o.status), After: o.after}
-	if o.chat != "" && !strings.HasPrefix(o.chat, "chat_") {
-		if err := stableChatRuns(ctx, st, o.chat, q, o.limit, out); err != nil {
+	if chat.stable != "" {
+		if err := stableChatRuns(ctx, st, chat.stable, q, o.limit, out); err != nil {
 			return err
 		}
 		return out.close()
 	}
-	q.ChatID = o.chat
+	q.ChatID = chat.id
 	for left := o.limit; ; {
 		q.Limit = runsPage
 		if o.limit > 0 {
