@@ -8,7 +8,6 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
-	"github.com/wsstore/wsstore/journal"
 )
 
 // The byte cap reads a run's oldest and newest checkpoint and deletes one
@@ -125,8 +124,7 @@ func retained(ctx context.Context, tx *index.Tx, runID string) (int64, error) {
 
 // PruneBytes deletes the run's oldest checkpoints, in tx, while what they
 // keep beyond the newest (Retained) is more than maxBytes (0 or less: no
-// cap), and records the deletion in one checkpoints_pruned event. It
-// passes over a checkpoint pinned names (a commit refers to it), which
+// cap); the caller records the deletion, as for Prune. It passes over a checkpoint pinned names (a commit refers to it), which
 // stays, and what a pin keeps beyond the checkpoints after it is the
 // pin's, not counted against the cap: the cap then holds the checkpoints
 // from the oldest unpinned one on, so a run that commits early stays
@@ -138,9 +136,8 @@ func retained(ctx context.Context, tx *index.Tx, runID string) (int64, error) {
 // theirs, as with Prune.
 //
 // It returns the seqs deleted, oldest first, and the bytes their deletion
-// gives back by the measure of Retained; nil and 0, with no event, when
-// the run is within the cap. It fails with the errors of pinned and of the
-// journal.
+// gives back by the measure of Retained; nil and 0 when the run is within
+// the cap. It fails with the errors of pinned.
 func (s *Store) PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxBytes int64, keep int64, pinned Pinned) ([]int64, int64, error) {
 	if maxBytes <= 0 {
 		return nil, 0, nil
@@ -192,13 +189,6 @@ func (s *Store) PruneBytes(ctx context.Context, tx *index.Tx, runID string, maxB
 	}
 	if len(pruned) == 0 {
 		return nil, 0, nil
-	}
-	payload := journal.Pruned{CheckpointIDs: make([]string, len(pruned)), MaxCheckpointBytes: maxBytes, FreedBytes: freed}
-	for i, seq := range pruned {
-		payload.CheckpointIDs[i] = ID(seq)
-	}
-	if _, err := s.journal.Append(ctx, tx, runID, journal.CheckpointsPruned, journal.Info, payload); err != nil {
-		return nil, 0, fmt.Errorf("prune checkpoints: %w", err)
 	}
 	return pruned, freed, nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
-	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -32,17 +31,17 @@ const (
 )
 
 // Prune deletes the run's oldest checkpoints, in tx, until it holds at
-// most limit (0 or less: no cap, nothing is done), and records the
-// deletion in one checkpoints_pruned event naming every checkpoint it
-// deleted. Checkpoints off the line that leads to keep (the one just
+// most limit (0 or less: no cap, nothing is done); the caller records the
+// deletion (runs: one checkpoints_pruned event and a deletion-log entry).
+// Checkpoints off the line that leads to keep (the one just
 // created: its parent, the parent's parent, …) go first, oldest first,
 // then the oldest on that line: after a rollback, the abandoned branch
 // goes before the checkpoint the run went back to. The children of a
 // deleted checkpoint take its parent as theirs, so the line runs on past
 // it. It never deletes keep nor one that pinned names: when those alone
 // are more than limit, the run stays above its cap rather than lose one.
-// It returns the seqs deleted, oldest first; nil, and no event, when
-// nothing was over the cap.
+// It returns the seqs deleted, oldest first; nil when nothing was over the
+// cap.
 //
 // Only rows go: the checkpoint_created events of the deleted checkpoints
 // stay in the journal, which is append-only, and their trees become
@@ -54,7 +53,7 @@ const (
 // taken.
 //
 // It fails with workspace.invalid_argument for a negative limit, or with
-// the errors of pinned and of the journal.
+// the errors of pinned.
 func (s *Store) Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned Pinned) ([]int64, error) {
 	if limit < 0 {
 		return nil, wserr.New(wserr.InvalidArgument, "prune checkpoints", "", "the cap %d is negative", limit)
@@ -128,13 +127,6 @@ func (s *Store) Prune(ctx context.Context, tx *index.Tx, runID string, limit int
 				parent[c] = parent[seq]
 			}
 		}
-	}
-	payload := journal.Pruned{CheckpointIDs: make([]string, len(pruned)), MaxCheckpoints: limit}
-	for i, seq := range pruned {
-		payload.CheckpointIDs[i] = ID(seq)
-	}
-	if _, err := s.journal.Append(ctx, tx, runID, journal.CheckpointsPruned, journal.Info, payload); err != nil {
-		return nil, fmt.Errorf("prune checkpoints: %w", err)
 	}
 	return pruned, nil
 }

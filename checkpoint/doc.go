@@ -12,7 +12,7 @@
 // returns the bytes of that moment whatever happened to the live workspace
 // since. Checkpoints are never rewritten. They are deleted with their run,
 // or, oldest first, by a cap on how many a run keeps (Prune), in the
-// transaction of the checkpoint that crossed it and recorded by a
-// checkpoints_pruned event; a pruned checkpoint reads as checkpoint.not_found,
+// transaction of the checkpoint that crossed it, which the caller records
+// by a checkpoints_pruned event; a pruned checkpoint reads as checkpoint.not_found,
 // and its seq is never reused. Ids are cp_000001, cp_000002, … per run.
 package checkpoint

@@ -49,11 +49,14 @@ type CheckpointMade struct {
 }
 
 // Pruned is the payload of CheckpointsPruned: the checkpoints a run's cap
-// (its profile's maxCheckpoints) deleted, oldest first, right after the
+// (its profile's maxCheckpoints) deleted, right after the
 // checkpoint_created event of the checkpoint that took the run past it.
+// CheckpointIDs names the first 1,000 of them (runs.MaxPrunedCheckpointIDs),
+// oldest first, and CheckpointCount counts every one.
 type Pruned struct {
-	CheckpointIDs  []string `json:"checkpointIds"`
-	MaxCheckpoints int      `json:"maxCheckpoints,omitempty"`
+	CheckpointIDs   []string `json:"checkpointIds"`
+	CheckpointCount int      `json:"checkpointCount"`
+	MaxCheckpoints  int      `json:"maxCheckpoints,omitempty"`
 	// MaxCheckpointBytes and FreedBytes are set when the byte cap
 	// (maxCheckpointBytesPerRun) pruned: the cap and what the pruned
 	// checkpoints held beyond the ones kept.

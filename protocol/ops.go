@@ -217,7 +217,7 @@ var ops = []op{
 	{
 		name: "prune", access: writes, request: []any{pruneRequest{}}, handle: (*Session).prune,
 		help: `  prune       {dryRun?, workspaceId?}       -> {dryRun, runs: [{runId, workspaceId, status, reason, logId}], runCount,
-                                                checkpoints: [{runId, checkpointIds, bytes}], checkpointRuns,
+                                                checkpoints: [{runId, checkpointIds, checkpointCount, bytes}], checkpointRuns,
                                                 checkpointCount, checkpointBytes,
                                                 held: [{runId, workspaceId, status, reason, pendingCommits}], heldCount,
                                                 truncated, bytesFreed}
@@ -227,7 +227,9 @@ var ops = []op{
               held: runs a setting named, kept for their pending commits
               (commit.resolve). Each list holds its first 1,000 entries,
               the counts and checkpointBytes are of every one; truncated
-              says a list left some out`,
+              says a list left some out. A run's checkpointIds name its
+              first 1,000 checkpoints pruned, oldest first;
+              checkpointCount counts every one`,
 	},
 	{
 		name: "chat.delete", access: writes, request: []any{chatDeleteRequest{}, runs.ChatKey{}}, handle: (*Session).chatDelete,

@@ -140,7 +140,7 @@ func TestCheckpointCapPrunesOldest(t *testing.T) {
 					continue
 				}
 				require.Equal(t, []journal.Type{journal.WorkspaceFileWritten, journal.CheckpointCreated, journal.CheckpointsPruned}, types)
-				assert.Equal(t, journal.Pruned{CheckpointIDs: []string{checkpoint.ID(int64(i - limit))}, MaxCheckpoints: limit},
+				assert.Equal(t, journal.Pruned{CheckpointIDs: []string{checkpoint.ID(int64(i - limit))}, CheckpointCount: 1, MaxCheckpoints: limit},
 					prunedPayload(t, evs[2]))
 			}
 			head, err := e.svc.Run(e.ctx, r.ID)

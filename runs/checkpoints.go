@@ -58,8 +58,9 @@ func (s *Service) newCheckpoint(ctx context.Context, tx *index.Tx, runID string,
 // capCheckpoints holds the run to limit checkpoints (its profile's
 // MaxCheckpoints; 0: no cap) right after checkpoint keep was created in
 // tx: the oldest go, but never keep nor one a commit refers to, and a
-// checkpoints_pruned event, after keep's checkpoint_created, names them.
-// Every checkpoint a run takes, explicit or automatic, passes here.
+// checkpoints_pruned event, after keep's checkpoint_created, and a
+// deletion-log entry name them (the first MaxPrunedCheckpointIDs) and
+// count them. Every checkpoint a run takes, explicit or automatic, passes here.
 func (s *Service) capCheckpoints(ctx context.Context, tx *index.Tx, runID string, caps runCaps, keep int64) error {
 	limit := caps.profile.MaxCheckpoints
 	seqs, err := s.checkpoints.Prune(ctx, tx, runID, limit, keep, commitPins)
@@ -67,7 +68,7 @@ func (s *Service) capCheckpoints(ctx context.Context, tx *index.Tx, runID string
 		return err
 	}
 	if len(seqs) > 0 {
-		if _, err := s.logDeletion(ctx, tx, DeletedCheckpoints, caps.chatID, runID, "maxCheckpoints", checkpointIDs(seqs, int64(limit)), 0); err != nil {
+		if _, err := s.recordPruned(ctx, tx, caps.chatID, "maxCheckpoints", int64(limit), prunedCheckpoints(runID, seqs, 0)); err != nil {
 			return err
 		}
 	}
@@ -90,7 +91,8 @@ func commitPins(ctx context.Context, tx *index.Tx, runID string) ([]int64, error
 // checkpoint row and one checkpoint_created event, whatever the workspace's
 // size. If that takes the run past its profile's MaxCheckpoints, the
 // oldest checkpoints no commit refers to are deleted in the same
-// transaction and a checkpoints_pruned event names them. It fails with
+// transaction and a checkpoints_pruned event names them (the first
+// MaxPrunedCheckpointIDs) and counts them. It fails with
 // run.not_found, or run.invalid_transition for a run that has finished.
 func (s *Service) Checkpoint(ctx context.Context, runID, reason string) (checkpoint.Checkpoint, error) {
 	var cp checkpoint.Checkpoint

@@ -269,16 +269,49 @@ func (s *Service) capBytes(ctx context.Context, tx *index.Tx, runID string, caps
 	if err != nil || len(pruned) == 0 {
 		return err
 	}
-	_, err = s.logDeletion(ctx, tx, DeletedCheckpoints, chatID, runID, reason, checkpointIDs(pruned, limit), freed)
+	_, err = s.recordPruned(ctx, tx, chatID, reason, limit, prunedCheckpoints(runID, pruned, freed))
 	return err
 }
 
-func checkpointIDs(seqs []int64, limit int64) map[string]any {
-	ids := make([]string, len(seqs))
-	for i, q := range seqs {
-		ids[i] = checkpoint.ID(q)
+// MaxPrunedCheckpointIDs bounds the checkpoints a prune of one run's
+// checkpoints names, in its checkpoints_pruned event, its deletion-log
+// entry and a PruneReport: the first of them, oldest first, with a count
+// of every one, so a prune of any number of checkpoints is recorded and
+// answered in bounded bytes.
+const MaxPrunedCheckpointIDs = 1000
+
+// prunedCheckpointIDs is MaxPrunedCheckpointIDs, lowered by tests.
+var prunedCheckpointIDs = MaxPrunedCheckpointIDs
+
+// prunedCheckpoints names the first prunedCheckpointIDs of seqs, the
+// checkpoints of run runID a cap deleted (oldest first), and counts them
+// all.
+func prunedCheckpoints(runID string, seqs []int64, freed int64) PrunedCheckpoints {
+	ids := make([]string, min(len(seqs), prunedCheckpointIDs))
+	for i := range ids {
+		ids[i] = checkpoint.ID(seqs[i])
 	}
-	return map[string]any{"checkpointIds": ids, "limit": limit}
+	return PrunedCheckpoints{RunID: runID, CheckpointIDs: ids, CheckpointCount: len(seqs), Bytes: freed}
+}
+
+// recordPruned records, in tx, the checkpoints pc of run pc.RunID of chat
+// chatID that the cap setting reason, at limit (checkpoints for
+// "maxCheckpoints", else bytes), deleted: a checkpoints_pruned event, right
+// after the checkpoint_created event of the checkpoint that took the run
+// past the cap, and a deletion-log entry, whose id it returns. Both name
+// what pc names and count every one.
+func (s *Service) recordPruned(ctx context.Context, tx *index.Tx, chatID, reason string, limit int64, pc PrunedCheckpoints) (int64, error) {
+	ev := journal.Pruned{CheckpointIDs: pc.CheckpointIDs, CheckpointCount: pc.CheckpointCount}
+	if reason == "maxCheckpoints" {
+		ev.MaxCheckpoints = int(limit)
+	} else {
+		ev.MaxCheckpointBytes, ev.FreedBytes = limit, pc.Bytes
+	}
+	if _, err := s.journal.Append(ctx, tx, pc.RunID, journal.CheckpointsPruned, journal.Info, ev); err != nil {
+		return 0, fmt.Errorf("prune checkpoints: %w", err)
+	}
+	detail := map[string]any{"checkpointIds": pc.CheckpointIDs, "checkpointCount": pc.CheckpointCount, "limit": limit}
+	return s.logDeletion(ctx, tx, DeletedCheckpoints, chatID, pc.RunID, reason, detail, pc.Bytes)
 }
 
 // ChatDeletion says what DeleteChats did with one chat. Runs and Cancelled
@@ -481,11 +514,14 @@ type PrunedRun struct {
 	LogID  int64  `json:"logId,omitempty"`
 }
 
-// PrunedCheckpoints is the checkpoints of one run a pass deleted.
+// PrunedCheckpoints is the checkpoints of one run a pass deleted:
+// CheckpointIDs names the first MaxPrunedCheckpointIDs, oldest first, and
+// CheckpointCount counts every one.
 type PrunedCheckpoints struct {
-	RunID         string   `json:"runId"`
-	CheckpointIDs []string `json:"checkpointIds"`
-	Bytes         int64    `json:"bytes"`
+	RunID           string   `json:"runId"`
+	CheckpointIDs   []string `json:"checkpointIds"`
+	CheckpointCount int      `json:"checkpointCount"`
+	Bytes           int64    `json:"bytes"`
 }
 
 // MaxPruneReportEntries bounds each list of a PruneReport (Runs,
@@ -531,7 +567,7 @@ func (r *PruneReport) addRun(d PrunedRun) {
 
 func (r *PruneReport) addCheckpoints(c PrunedCheckpoints) {
 	r.CheckpointRuns++
-	r.CheckpointCount += len(c.CheckpointIDs)
+	r.CheckpointCount += c.CheckpointCount
 	r.CheckpointBytes += c.Bytes
 	r.Checkpoints = addEntry(r, r.Checkpoints, c)
 }
@@ -709,11 +745,11 @@ func (s *Service) prunePass(ctx context.Context, opt PruneOptions) (rep PruneRep
 				if err != nil || len(seqs) == 0 {
 					return err
 				}
-				pc = PrunedCheckpoints{RunID: runID, CheckpointIDs: checkpointIDs(seqs, limit)["checkpointIds"].([]string), Bytes: freed}
+				pc = prunedCheckpoints(runID, seqs, freed)
 				if opt.DryRun {
 					return errSkip // what the cap deletes, rolled back
 				}
-				id, err := s.logDeletion(ctx, tx, DeletedCheckpoints, chatID, runID, "maxCheckpointBytesPerRun", checkpointIDs(seqs, limit), freed)
+				id, err := s.recordPruned(ctx, tx, chatID, "maxCheckpointBytesPerRun", limit, pc)
 				if err == nil {
 					noteLogged(id)
 				}

@@ -47,3 +47,11 @@ func SetChatDeletionRuns(n int) (restore func()) {
 	chatDeletionRuns = n
 	return func() { chatDeletionRuns = old }
 }
+
+// SetPrunedCheckpointIDs makes a prune of a run's checkpoints name at
+// most n of them, and returns what puts the old bound back.
+func SetPrunedCheckpointIDs(n int) (restore func()) {
+	old := prunedCheckpointIDs
+	prunedCheckpointIDs = n
+	return func() { prunedCheckpointIDs = old }
+}

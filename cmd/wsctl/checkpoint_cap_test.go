@@ -50,3 +50,13 @@ func TestSummarizeByteCapPrune(t *testing.T) {
 	e.Payload = []byte(`{"checkpointIds":["cp_000001"],"maxCheckpoints":2}`)
 	assert.Equal(t, "cp_000001 (keeps at most 2)", summarize(e))
 }
+
+// TestSummarizeLargePrune: a prune of more checkpoints than its event
+// names is told by the ones named and how many more it deleted.
+func TestSummarizeLargePrune(t *testing.T) {
+	e := journal.Event{Type: journal.CheckpointsPruned,
+		Payload: []byte(`{"checkpointIds":["cp_000001","cp_000002"],"checkpointCount":5000,"maxCheckpoints":2}`)}
+	assert.Equal(t, "cp_000001, cp_000002 and 4998 more (keeps at most 2)", summarize(e))
+	e.Payload = []byte(`{"checkpointIds":["cp_000001"],"checkpointCount":1,"maxCheckpoints":2}`)
+	assert.Equal(t, "cp_000001 (keeps at most 2)", summarize(e))
+}

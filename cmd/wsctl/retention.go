@@ -86,7 +86,7 @@ func runPrune(ctx context.Context, o pruneOptions) error {
 		fmt.Fprintf(o.out, "%s run %s (%s, %s) by %s\n", verb, r.RunID, r.ChatID, r.Status, r.Reason)
 	}
 	for _, c := range rep.Checkpoints {
-		fmt.Fprintf(o.out, "%s %d checkpoints of run %s (%d bytes) by maxCheckpointBytesPerRun\n", verb, len(c.CheckpointIDs), c.RunID, c.Bytes)
+		fmt.Fprintf(o.out, "%s %d checkpoints of run %s (%d bytes) by maxCheckpointBytesPerRun\n", verb, c.CheckpointCount, c.RunID, c.Bytes)
 	}
 	for _, h := range rep.Held {
 		fmt.Fprintf(o.out, "kept run %s (%s, %s), named by %s, for its pending commits %s: resolve them with \"wsctl resolve-commit\"\n",

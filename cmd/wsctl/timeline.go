@@ -68,10 +68,15 @@ func summarize(e journal.Event) string {
 				}
 			}
 		}
+		// The event names the first ids of a large prune and counts all.
+		names := strings.Join(ids, ", ")
+		if more := num("checkpointCount") - int64(len(ids)); more > 0 {
+			names += fmt.Sprintf(" and %d more", more)
+		}
 		if capBytes := num("maxCheckpointBytes"); capBytes > 0 {
-			s = fmt.Sprintf("%s (keeps at most %s, freed %s)", strings.Join(ids, ", "), humanBytes(capBytes), humanBytes(num("freedBytes")))
+			s = fmt.Sprintf("%s (keeps at most %s, freed %s)", names, humanBytes(capBytes), humanBytes(num("freedBytes")))
 		} else {
-			s = fmt.Sprintf("%s (keeps at most %d)", strings.Join(ids, ", "), num("maxCheckpoints"))
+			s = fmt.Sprintf("%s (keeps at most %d)", names, num("maxCheckpoints"))
 		}
 	case journal.ScratchCollected:
 		n, c := num("files"), num("checkpoints")
