@@ -1,0 +1,44 @@
+package protocol_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/internal/storetest"
+	"github.com/wsstore/wsstore/protocol"
+)
+
+// TestFileChangeToADirectoryPath: a write, append, patch or apply edit
+// whose path ends in "/" names a directory, and is refused as
+// workspace.invalid_path with nothing changed; it made a file named as
+// the directory (output/dir), as an actor upload did.
+func TestFileChangeToADirectoryPath(t *testing.T) {
+	st := storetest.OpenStore(t)
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors})
+	ctx := context.Background()
+	for _, l := range []string{
+		`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"}}`,
+		`{"op":"write","path":"output/a.md","content":"one"}`,
+	} {
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%s: %+v", l, r.Error)
+	}
+	ls := `{"op":"list","path":"output","depth":3}`
+	before := line(t, s.Handle(ctx, []byte(ls)))
+	for _, l := range []string{
+		`{"op":"write","path":"output/dir/","content":"x"}`,
+		`{"op":"append","path":"output/dir/","content":"x"}`,
+		`{"op":"write","path":"output/a.md/","content":"x"}`,
+		`{"op":"patch","path":"output/a.md/","old":"one","new":"two"}`,
+		`{"op":"apply","edits":[{"path":"output/b.md","content":"b"},{"path":"output/dir/","content":"x"}]}`,
+	} {
+		r := s.Handle(ctx, []byte(l))
+		if assert.False(t, r.OK, l) {
+			assert.Equal(t, "workspace.invalid_path", string(r.Error.Code), l)
+		}
+	}
+	assert.Equal(t, before, line(t, s.Handle(ctx, []byte(ls))), "nothing changed")
+}
