@@ -77,6 +77,8 @@ func newS3Bucket(ctx context.Context, loc Location, opts Options) (*s3Bucket, er
 	}
 	if opts.HTTPClient != nil {
 		lo = append(lo, config.WithHTTPClient(opts.HTTPClient))
+	} else {
+		lo = append(lo, config.WithHTTPClient(idleClient(opts.IdleTimeout)))
 	}
 	lo = append(lo, config.WithRetryer(func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {

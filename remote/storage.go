@@ -52,6 +52,12 @@ type Options struct {
 	MaxBackoff time.Duration
 	// HTTPClient, when set, carries the requests (tests).
 	HTTPClient *http.Client
+	// IdleTimeout is how long a request may go without a byte moving on
+	// its connection, either way, before the attempt is given up and
+	// retried, so that a server that stops answering fails the request
+	// with ErrUnavailable (store.busy) instead of holding it for good;
+	// default 30 seconds. It does not apply to an HTTPClient given.
+	IdleTimeout time.Duration
 	// Now stamps objects Pull takes in and the locks on the object
 	// store; default time.Now.
 	Now func() time.Time
@@ -89,6 +95,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = defaultMaxBackoff
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = defaultIdleTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now

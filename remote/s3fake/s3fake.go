@@ -33,6 +33,7 @@ type Server struct {
 	bytes   map[string]int64
 	lists   map[string][2]int // by prefix: requests, keys returned
 	fault   func(r *http.Request) int
+	stall   func(r *http.Request) bool
 	// mods holds when each object was written, by bucket + "/" + key.
 	mods map[string]time.Time
 }
@@ -47,8 +48,11 @@ func New(bucket string) *Server {
 	return s
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
+// Close stops the server, cutting the connections of requests it stalls.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
 
 // CloseClientConnections drops every open connection, as a server that
 // dies mid-request does.
@@ -65,6 +69,16 @@ func (s *Server) SetFault(fn func(r *http.Request) int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fault = fn
+}
+
+// SetStall makes every request for which fn returns true go unanswered, as
+// a server that stopped (or a link that drops everything) leaves it: the
+// connection stays open and no byte comes back until the client gives up;
+// nil clears it.
+func (s *Server) SetStall(fn func(r *http.Request) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stall = fn
 }
 
 // Count returns how many requests of method (PUT, GET, …) succeeded.
@@ -168,8 +182,14 @@ func codeFor(status int) string {
 // ServeHTTP handles one path-style request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	fault := s.fault
+	fault, stall := s.fault, s.stall
 	s.mu.Unlock()
+	if stall != nil && stall(r) {
+		// The body read, the server notices the client leaving.
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+		return
+	}
 	if fault != nil {
 		if st := fault(r); st == Drop {
 			// Read part of the body, then cut the connection, as a
