@@ -117,7 +117,7 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 		if err != nil && tookIn {
 			return
 		}
-		if rerr := release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+		if rerr := release(ctx); rerr != nil && err == nil {
 			err = fmt.Errorf("sync: release the lock: %w", rerr)
 		}
 	}()
@@ -232,7 +232,7 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 		if err != nil && !published {
 			return
 		}
-		if rerr := release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+		if rerr := release(ctx); rerr != nil && err == nil {
 			err = fmt.Errorf("pull: release the lock: %w", rerr)
 		}
 	}()
@@ -400,7 +400,7 @@ func (s *Store) lockAndRegister(ctx context.Context, dev string, rep *remote.Rep
 		*rep, err = s.Remote.CheckPublished(ctx, s.DB, dev)
 	}
 	if err != nil {
-		_ = release(context.WithoutCancel(ctx))
+		_ = release(ctx)
 		return nil, err
 	}
 	return release, nil

@@ -167,7 +167,7 @@ func (s *Storage) sharedLock(ctx context.Context, op, key, device string) (relea
 	if _, err := s.b.put(ctx, key, body); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	release = func(ctx context.Context) error { return s.b.remove(ctx, key) }
+	release = func(ctx context.Context) error { return s.releaseLock(ctx, key) }
 	if err := check(); err != nil {
 		_ = release(ctx)
 		return nil, err
@@ -276,7 +276,30 @@ func (l *lease) release(ctx context.Context) error {
 		close(l.stop)
 		<-l.done
 	}
-	return l.s.b.remove(ctx, l.key)
+	return l.s.releaseLock(ctx, l.key)
+}
+
+// interruptedRelease bounds the removal of a lock object once the work it
+// guarded was interrupted (its context ended).
+var interruptedRelease = 5 * time.Second
+
+// releaseLock removes the lock object key once the work it guarded
+// ended. The removal goes on when ctx has ended (the command was
+// interrupted), but then for interruptedRelease at most: an object store
+// that stopped answering would hold the interrupted command for every
+// attempt of the request, and a lock left behind only expires. A removal
+// cut off so fails with store.busy wrapping ErrUnavailable.
+func (s *Storage) releaseLock(ctx context.Context, key string) error {
+	rctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if ctx.Err() != nil {
+		rctx, cancel = context.WithTimeout(rctx, interruptedRelease)
+	}
+	defer cancel()
+	err := s.b.remove(rctx, key)
+	if err != nil && rctx.Err() != nil && errors.Is(err, rctx.Err()) {
+		return fmt.Errorf("%w: %w", wserr.Wrap(wserr.Busy, "remote delete", key, err), ErrUnavailable)
+	}
+	return err
 }
 
 // lockReclaim takes the exclusive reclaim lease for device, for LeaseTTL.

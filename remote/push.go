@@ -137,7 +137,7 @@ func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st Push
 			return st, err
 		}
 		defer func() {
-			if rerr := release(context.WithoutCancel(ctx)); rerr != nil && err == nil {
+			if rerr := release(ctx); rerr != nil && err == nil {
 				err = fmt.Errorf("release the lock: %w", rerr)
 			}
 		}()

@@ -77,3 +77,39 @@ func TestStalledServerIsUnavailable(t *testing.T) {
 	srv.SetStall(nil)
 	b.requireAll(t, hs, files)
 }
+
+// TestInterruptedPushIsNotHeldByItsLock: a push interrupted while the
+// object store has stopped answering returns once its lock's removal has
+// had a few seconds, not after every attempt of that removal: the lock,
+// left behind, only expires. The next push, the server answering again,
+// uploads everything.
+func TestInterruptedPushIsNotHeldByItsLock(t *testing.T) {
+	srv := fakeBucket(t)
+	// Attempts that would each wait ten minutes for a byte.
+	a := newDevice(t, srv.URL, "bkt", remote.Options{IdleTimeout: 10 * time.Minute})
+	files := contents(5)
+	hs := a.put(t, files)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv.SetStall(func(r *http.Request) bool {
+		switch {
+		case strings.Contains(r.URL.Path, "/data/"):
+			cancel() // the command is interrupted while the pack is in flight
+			return true
+		case r.Method == http.MethodDelete:
+			return true
+		}
+		return false
+	})
+	err := within(t, "interrupted push", func() error { _, err := a.st.Push(ctx, a.db); return err })
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Len(t, srv.Keys("bkt", "store/locks/push/"), 1, "the lock is left to expire")
+
+	srv.SetStall(nil)
+	_, err = a.st.Push(context.Background(), a.db)
+	require.NoError(t, err)
+	b := newDevice(t, srv.URL, "bkt", remote.Options{})
+	_, err = b.st.Pull(context.Background(), b.db)
+	require.NoError(t, err)
+	b.requireAll(t, hs, files)
+}
