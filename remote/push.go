@@ -803,8 +803,14 @@ func (s *Storage) packIndexes(ctx context.Context, skip func(key string, mod tim
 	})
 }
 
+// lostPack starts the pack of a record whose pack is gone from the object
+// store while the store holds the object nowhere (unpushGone): such a
+// record reads as missing until a pull finds the object in another pack.
+const lostPack = "gone/"
+
 // recordEntry records one index entry as Pull does, unless the store has
-// a record of it; it reports whether it added one.
+// a record of it, one whose pack is gone aside (lostPack), which the entry
+// replaces; it reports whether it added or replaced one.
 func recordEntry(ctx context.Context, tx *index.Tx, e entry, pack string, now int64) (bool, error) {
 	var sum, base any
 	if e.Sum != nil {
@@ -814,8 +820,11 @@ func recordEntry(ctx context.Context, tx *index.Tx, e entry, pack string, now in
 		base = *e.Base
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO remote_objects (kind, hash, size, stored, codec, base, created, pack, off, sum)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		int(e.Kind), e.Hash, e.Size, e.Len, e.CodecN, base, now, pack, e.Off, sum)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kind, hash) DO UPDATE SET size = excluded.size,
+		stored = excluded.stored, codec = excluded.codec, base = excluded.base, pack = excluded.pack,
+		off = excluded.off, sum = excluded.sum
+		WHERE remote_objects.pack GLOB ? AND excluded.pack != ''`,
+		int(e.Kind), e.Hash, e.Size, e.Len, e.CodecN, base, now, pack, e.Off, sum, lostPack+"*")
 	if err != nil {
 		return false, index.Translate(err)
 	}

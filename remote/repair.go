@@ -152,6 +152,13 @@ func (s *Storage) unpushGone(ctx context.Context, db *index.DB) (repush, lost in
 				return index.Translate(err)
 			}
 			lost += left
+			// The records of objects held nowhere here name their pack as
+			// gone (lostPack), so that a pull takes the record of another
+			// device that pushes them again in their place (recordEntry).
+			if _, err := tx.ExecContext(ctx, `UPDATE remote_objects SET pack = ? || pack WHERE pack IN (`+in+`) AND pack NOT GLOB ?`,
+				append(append([]any{lostPack}, batch...), lostPack+"*")...); err != nil {
+				return index.Translate(err)
+			}
 			batch = batch[:0]
 			return nil
 		}
