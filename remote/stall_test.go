@@ -2,7 +2,11 @@ package remote_test
 
 import (
 	"context"
+	"encoding/pem"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/remote/s3fake"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -109,6 +114,30 @@ func TestInterruptedPushIsNotHeldByItsLock(t *testing.T) {
 	_, err = a.st.Push(context.Background(), a.db)
 	require.NoError(t, err)
 	b := newDevice(t, srv.URL, "bkt", remote.Options{})
+	_, err = b.st.Pull(context.Background(), b.db)
+	require.NoError(t, err)
+	b.requireAll(t, hs, files)
+}
+
+// TestCABundleIsTaken: the client that bounds each attempt still takes
+// the certificates AWS_CA_BUNDLE names, so a tier over TLS signed by
+// them is reached (before it was a plain client, every store opened with
+// a tier failed with store.invalid_options while AWS_CA_BUNDLE was set).
+func TestCABundleIsTaken(t *testing.T) {
+	testEnv(t)
+	fake := s3fake.New("bkt")
+	t.Cleanup(fake.Close)
+	ts := httptest.NewTLSServer(fake)
+	t.Cleanup(ts.Close)
+	bundle := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600))
+	t.Setenv("AWS_CA_BUNDLE", bundle)
+	a := newDevice(t, ts.URL, "bkt", remote.Options{})
+	files := contents(3)
+	hs := a.put(t, files)
+	_, err := a.st.Push(context.Background(), a.db)
+	require.NoError(t, err)
+	b := newDevice(t, ts.URL, "bkt", remote.Options{})
 	_, err = b.st.Pull(context.Background(), b.db)
 	require.NoError(t, err)
 	b.requireAll(t, hs, files)

@@ -52,11 +52,13 @@ type Options struct {
 	MaxBackoff time.Duration
 	// HTTPClient, when set, carries the requests (tests).
 	HTTPClient *http.Client
-	// IdleTimeout is how long a request may go without a byte moving on
-	// its connection, either way, before the attempt is given up and
-	// retried, so that a server that stops answering fails the request
-	// with ErrUnavailable (store.busy) instead of holding it for good;
-	// default 30 seconds. It does not apply to an HTTPClient given.
+	// IdleTimeout is how long a request, once sent, may wait for the
+	// first byte of its answer, and ten times it how long a connection
+	// may go without a byte read (an upload or download stalled part
+	// way), before the attempt is given up and retried, so that a server
+	// that stops answering fails the request with ErrUnavailable
+	// (store.busy) instead of holding it for good; default 30 seconds.
+	// It does not apply to an HTTPClient given.
 	IdleTimeout time.Duration
 	// Now stamps objects Pull takes in and the locks on the object
 	// store; default time.Now.
