@@ -177,18 +177,33 @@ func TestIndexListingIsNotHeld(t *testing.T) {
 	testEnv(t)
 	m := s3fake.StartMoto(t)
 	defer debug.SetGCPercent(debug.SetGCPercent(1))
-	small, _ := indexListGrowth(t, m, "wsstore-idx-small", n)
-	large, reclaim := indexListGrowth(t, m, "wsstore-idx-large", more)
-	// A dry run changes nothing, so a growth past the bound is measured
-	// once more and the smaller kept, as in
+	// A growth past the bound is measured once more, the pair of sizes
+	// afresh (the reclaim's dry run alone first, as it changes nothing),
+	// and the smaller difference kept, as in
 	// TestObjectSetMemoryDoesNotGrowWithObjects: a listing held shows in
-	// both.
-	if int64(large["reclaim"])-int64(small["reclaim"]) >= most {
-		large["reclaim"] = min(large["reclaim"], reclaim())
+	// both, a collection the machine's load put off in one.
+	grown := map[string]int64{}
+	for round := range 2 {
+		small, _ := indexListGrowth(t, m, fmt.Sprintf("wsstore-idx-small-%d", round), n)
+		large, reclaim := indexListGrowth(t, m, fmt.Sprintf("wsstore-idx-large-%d", round), more)
+		if int64(large["reclaim"])-int64(small["reclaim"]) >= most {
+			large["reclaim"] = min(large["reclaim"], reclaim())
+		}
+		within := true
+		for _, op := range []string{"pull", "unpush", "reclaim", "recover"} {
+			d := int64(large[op]) - int64(small[op])
+			t.Logf("%s: heap grew by at most %.2f MiB at %d index objects, %.2f MiB at %d (%d bytes an index object more)", op,
+				float64(small[op])/(1<<20), n, float64(large[op])/(1<<20), more, d/int64(more-n))
+			if g, ok := grown[op]; !ok || d < g {
+				grown[op] = d
+			}
+			within = within && grown[op] < most
+		}
+		if within {
+			break
+		}
 	}
-	for _, op := range []string{"pull", "unpush", "reclaim", "recover"} {
-		t.Logf("%s: heap grew by at most %.2f MiB at %d index objects, %.2f MiB at %d (%d bytes an index object more)", op,
-			float64(small[op])/(1<<20), n, float64(large[op])/(1<<20), more, (int64(large[op])-int64(small[op]))/int64(more-n))
-		assert.Less(t, int64(large[op])-int64(small[op]), most, "%s: the heap grows with the index objects", op)
+	for op, d := range grown {
+		assert.Less(t, d, most, "%s: the heap grows with the index objects", op)
 	}
 }
