@@ -760,3 +760,24 @@ func TestGCPrunesAHistoryAChunkAtATime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), st.Versions)
 }
+
+// TestDeleteOfAFileAsADirectory: a delete whose path ends in "/" names a
+// directory; given a file (reports/x.md/) it is workspace.not_a_directory
+// and the file stays, as a download of one is; it removed the file. A
+// directory so named is removed as without the slash.
+func TestDeleteOfAFileAsADirectory(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	for _, p := range []string{"reports/x.md", "old/y.md"} {
+		_, err := s.Actors.Upload(ctx, "alice", p, strings.NewReader("x"))
+		require.NoError(t, err)
+	}
+	_, err := s.Actors.Delete(ctx, "alice", "reports/x.md/")
+	assert.True(t, wserr.Is(err, wserr.NotADirectory), "%v", err)
+	_, _, err = s.Actors.Download(ctx, "alice", "reports/x.md")
+	assert.NoError(t, err, "the file stays")
+	_, err = s.Actors.Delete(ctx, "alice", "old/")
+	require.NoError(t, err)
+	_, _, err = s.Actors.Download(ctx, "alice", "old/y.md")
+	assert.True(t, wserr.Is(err, wserr.FileNotFound), "%v", err)
+}

@@ -614,7 +614,8 @@ func (s *Spaces) ListPage(ctx context.Context, actor, path string, depth int, pa
 // Delete removes the file or directory path (a whole subtree) from
 // actor's space and records the change. Errors: wserr.InvalidActor,
 // wserr.InvalidPath (also for the root: use DeleteByPrefix),
-// wserr.FileNotFound.
+// wserr.FileNotFound, wserr.NotADirectory for a file named by a path
+// ending in "/".
 func (s *Spaces) Delete(ctx context.Context, actor, path string) (Change, error) {
 	return s.DeleteWith(ctx, actor, path, ChangeOptions{})
 }
@@ -642,6 +643,9 @@ func (s *Spaces) DeleteWith(ctx context.Context, actor, path string, opt ChangeO
 		e, err := s.trees.Lookup(ctx, tx, sp.Root, p)
 		if err != nil {
 			return err
+		}
+		if e.Kind == vfs.KindFile && strings.HasSuffix(path, "/") {
+			return wserr.New(wserr.NotADirectory, "delete", path, "%s is a file; a path ending in / names a directory", p)
 		}
 		files, err := s.countFiles(ctx, tx, e)
 		if err != nil {
