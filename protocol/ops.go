@@ -534,7 +534,7 @@ func (s *Session) delete(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := requiredPath(req.Path)
+	p, err := filePath(req.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,12 @@ import (
 	"github.com/wsstore/wsstore/protocol"
 )
 
-// TestFileChangeToADirectoryPath: a write, append, patch or apply edit
-// whose path ends in "/" names a directory, and is refused as
+// TestFileChangeToADirectoryPath: a write, append, patch, delete or apply
+// edit (a removal too: delete and apply remove files only) whose path
+// ends in "/" names a directory, and is refused as
 // workspace.invalid_path with nothing changed; it made a file named as
-// the directory (output/dir), as an actor upload did.
+// the directory (output/dir), or deleted the file, as actor uploads and
+// deletes did.
 func TestFileChangeToADirectoryPath(t *testing.T) {
 	st := storetest.OpenStore(t)
 	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors})
@@ -34,6 +36,8 @@ func TestFileChangeToADirectoryPath(t *testing.T) {
 		`{"op":"write","path":"output/a.md/","content":"x"}`,
 		`{"op":"patch","path":"output/a.md/","old":"one","new":"two"}`,
 		`{"op":"apply","edits":[{"path":"output/b.md","content":"b"},{"path":"output/dir/","content":"x"}]}`,
+		`{"op":"apply","edits":[{"path":"output/a.md/","remove":true}]}`,
+		`{"op":"delete","path":"output/a.md/"}`,
 	} {
 		r := s.Handle(ctx, []byte(l))
 		if assert.False(t, r.OK, l) {
