@@ -32,7 +32,7 @@ type opener func(off, n int64) (io.ReadCloser, error)
 // for none. Without it the caller holds one.
 func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, sum cas.Hash, size int64, open opener, turn bool) {
 	etag := `"` + sum.String() + `"`
-	if list := strings.Join(r.Header.Values("If-Match"), ","); list != "" && !strongMatch(list, etag) {
+	if list := strings.Join(r.Header.Values("If-Match"), ","); list != "" && !etagMatch(list, etag, false) {
 		// Another version than the client's (RFC 9110, 13.1.1): none of
 		// this one's bytes, so a resumed range is never stitched to
 		// another version's.
@@ -43,7 +43,7 @@ func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, 
 	hd.Set("ETag", etag)
 	hd.Set("X-Content-Hash", sum.String())
 	hd.Set("Accept-Ranges", "bytes")
-	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+	if etagMatch(r.Header.Get("If-None-Match"), etag, true) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -111,25 +111,18 @@ func (h *Handler) sendFile(w http.ResponseWriter, r *http.Request, name string, 
 	}
 }
 
-// strongMatch reports whether the If-Match header list names etag (or is
-// "*"), compared strongly: a weak tag matches nothing.
-func strongMatch(list, etag string) bool {
-	for _, t := range strings.Split(list, ",") {
-		if t = strings.TrimSpace(t); t == "*" || t == etag {
-			return true
-		}
-	}
-	return false
-}
-
-// etagMatch reports whether the If-None-Match header list names etag (or
-// is "*"); weak tags compare by their opaque part.
-func etagMatch(list, etag string) bool {
+// etagMatch reports whether the header list of entity tags names etag
+// (or is "*"): weakly, a weak tag by its opaque part (If-None-Match), or
+// strongly, a weak tag matching nothing (If-Match).
+func etagMatch(list, etag string, weak bool) bool {
 	if list == "" {
 		return false
 	}
 	for _, t := range strings.Split(list, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		t = strings.TrimSpace(t)
+		if weak {
+			t = strings.TrimPrefix(t, "W/")
+		}
 		if t == "*" || t == etag {
 			return true
 		}

@@ -169,6 +169,16 @@ func parseChatRef(op, s string, bare bool) (chatRef, error) {
 	return chatRef{}, argError(op, "%q is not a chat: name it by %s", s, chatRefHelp)
 }
 
+// chatIDArg is the workspace id of the chat s names (parseChatRef, no
+// bare stableChatId), "" when s is empty.
+func chatIDArg(op, s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	c, err := parseChatRef(op, s, false)
+	return c.id, err
+}
+
 // isChatID reports whether s is a chat workspace id: chat_ and 16
 // lower-case hex digits.
 func isChatID(s string) bool {

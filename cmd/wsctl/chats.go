@@ -41,13 +41,9 @@ func runChats(ctx context.Context, o chatsOptions) error {
 	if o.limit < 0 {
 		return argError("chats", "--limit must not be negative")
 	}
-	after := ""
-	if o.after != "" {
-		c, err := parseChatRef("chats", o.after, false)
-		if err != nil {
-			return err
-		}
-		after = c.id
+	after, err := chatIDArg("chats", o.after)
+	if err != nil {
+		return err
 	}
 	st, err := openStore(ctx, o.globals, readOnly)
 	if err != nil {

@@ -57,11 +57,10 @@ func runExport(ctx context.Context, o exportOptions, args []string) error {
 		return argError("export", "--chat is empty: name a chat by %s", chatRefHelp)
 	}
 	for i, s := range o.scope.Chats {
-		c, err := parseChatRef("export", s, false)
-		if err != nil {
+		var err error
+		if o.scope.Chats[i], err = chatIDArg("export", s); err != nil {
 			return err
 		}
-		o.scope.Chats[i] = c.id
 	}
 	st, err := openStore(ctx, o.globals, readOnly)
 	if err != nil {

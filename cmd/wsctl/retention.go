@@ -52,13 +52,9 @@ func runPrune(ctx context.Context, o pruneOptions) error {
 	if o.chatSet && o.chat == "" {
 		return argError("prune", "--chat is empty: name a chat, or leave --chat out for every chat")
 	}
-	chatID := ""
-	if o.chat != "" {
-		c, err := parseChatRef("prune", o.chat, false)
-		if err != nil {
-			return err
-		}
-		chatID = c.id
+	chatID, err := chatIDArg("prune", o.chat)
+	if err != nil {
+		return err
 	}
 	mode := readWrite
 	if o.dryRun {
@@ -278,13 +274,9 @@ func runPolicy(ctx context.Context, o policyOptions) error {
 	if o.chatSet && o.chat == "" {
 		return argError("policy", "--chat is empty: name a chat, or leave --chat out for the store's policy")
 	}
-	chatID := ""
-	if o.chat != "" {
-		c, err := parseChatRef("policy", o.chat, false)
-		if err != nil {
-			return err
-		}
-		chatID = c.id
+	chatID, err := chatIDArg("policy", o.chat)
+	if err != nil {
+		return err
 	}
 	// Every --set is checked before the store is opened: a bad one is a
 	// usage error (exit 2) whatever the store's state, and opens nothing.
