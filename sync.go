@@ -117,7 +117,7 @@ func (s *Store) SyncWith(ctx context.Context, opt SyncOptions) (rep SyncReport, 
 		if err != nil && tookIn {
 			return
 		}
-		if rerr := release(ctx); rerr != nil && err == nil {
+		if rerr := release(ctx, err); rerr != nil && err == nil {
 			err = fmt.Errorf("sync: release the lock: %w", rerr)
 		}
 	}()
@@ -232,7 +232,7 @@ func (s *Store) PullRemote(ctx context.Context) (st remote.PullStats, err error)
 		if err != nil && !published {
 			return
 		}
-		if rerr := release(ctx); rerr != nil && err == nil {
+		if rerr := release(ctx, err); rerr != nil && err == nil {
 			err = fmt.Errorf("pull: release the lock: %w", rerr)
 		}
 	}()
@@ -385,7 +385,7 @@ func (s *Store) pullIndexes(ctx context.Context, dev string, st *remote.PullStat
 // lockAndRegister takes dev's sync lock on the object store and registers
 // the device on its first sync; on a later one it checks that what the
 // device published is still there, and repairs what is not (rep).
-func (s *Store) lockAndRegister(ctx context.Context, dev string, rep *remote.Repair) (func(context.Context) error, error) {
+func (s *Store) lockAndRegister(ctx context.Context, dev string, rep *remote.Repair) (func(context.Context, error) error, error) {
 	release, err := s.Remote.LockSync(ctx, dev)
 	if err != nil {
 		return nil, err
@@ -400,7 +400,7 @@ func (s *Store) lockAndRegister(ctx context.Context, dev string, rep *remote.Rep
 		*rep, err = s.Remote.CheckPublished(ctx, s.DB, dev)
 	}
 	if err != nil {
-		_ = release(ctx)
+		_ = release(ctx, err)
 		return nil, err
 	}
 	return release, nil

@@ -408,7 +408,7 @@ func TestSyncReclaimLocks(t *testing.T) {
 	assert.True(t, wserr.Is(err, wserr.Busy), "store.busy while B syncs: %v", err)
 	assert.ErrorIs(t, err, remote.ErrLocked)
 	assert.Empty(t, srv.Keys("wsstore", "team/locks/reclaim/"), "the lease is given back")
-	require.NoError(t, release(ctx))
+	require.NoError(t, release(ctx, nil))
 	_, err = a.ReclaimRemote(ctx, remote.ReclaimOptions{Grace: -1})
 	require.NoError(t, err)
 

@@ -51,6 +51,9 @@ type bucket interface {
 	sizes(ctx context.Context, prefix string, fn func(key string, size int64, mod time.Time) error) error
 	// remove deletes the object at key; a missing one is success.
 	remove(ctx context.Context, key string) error
+	// removeOnce is remove in one attempt, no retry: for an object that
+	// may be left (a lock, which expires).
+	removeOnce(ctx context.Context, key string) error
 	// present reports whether there is an object at key (a HEAD request).
 	present(ctx context.Context, key string) (bool, error)
 }
@@ -293,7 +296,15 @@ func (r *body) Read(p []byte) (int, error) {
 func (r *body) Close() error { return r.rc.Close() }
 
 func (b *s3Bucket) remove(ctx context.Context, key string) error {
-	_, err := b.cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.loc.Prefix + key)})
+	return b.delete(ctx, key)
+}
+
+func (b *s3Bucket) removeOnce(ctx context.Context, key string) error {
+	return b.delete(ctx, key, func(o *s3.Options) { o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1) })
+}
+
+func (b *s3Bucket) delete(ctx context.Context, key string, opts ...func(*s3.Options)) error {
+	_, err := b.cl.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.loc.Bucket), Key: aws.String(b.loc.Prefix + key)}, opts...)
 	switch {
 	case refused("remote delete", key, err) != nil:
 		return refused("remote delete", key, err)

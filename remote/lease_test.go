@@ -168,7 +168,7 @@ func TestKilledReclaimBlocksOnlyItsLease(t *testing.T) {
 	s.clock.Advance(2 * time.Minute)
 	release, err := s.syncer.st.LockSync(ctx, s.syncDev)
 	require.NoError(t, err, "six minutes on, the lease has ended")
-	require.NoError(t, release(ctx))
+	require.NoError(t, release(ctx, nil))
 	st, err := s.rec.st.Reclaim(ctx, s.rec.db, s.recDev, remote.ReclaimOptions{Grace: -1})
 	require.NoError(t, err)
 	assert.Equal(t, s.objects, st.Packs+st.Indexes)

@@ -108,19 +108,21 @@ func locked(op, device string, l lockObj) error {
 		l.body.Device, until), ErrLocked)
 }
 
-// LockSync takes device's shared sync lock and returns its release. It
-// fails with store.busy wrapping ErrLocked while a live reclaim lease is
-// on the object store, having removed its own lock again. The device's
-// earlier sync locks (of syncs that failed before they could remove
-// theirs) are removed: a device runs one sync at a time.
-func (s *Storage) LockSync(ctx context.Context, device string) (release func(context.Context) error, err error) {
+// LockSync takes device's shared sync lock and returns its release,
+// which takes the error the sync ended with (nil for success): after a
+// failure the lock's removal is tried once (releaseLock). It fails with
+// store.busy wrapping ErrLocked while a live reclaim lease is on the
+// object store, having removed its own lock again. The device's earlier
+// sync locks (of syncs that failed before they could remove theirs) are
+// removed: a device runs one sync at a time.
+func (s *Storage) LockSync(ctx context.Context, device string) (release func(ctx context.Context, failed error) error, err error) {
 	key := fmt.Sprintf("%s%s-%020d", syncLockDir, device, s.opts.Now().UnixNano())
 	if release, err = s.sharedLock(ctx, "sync", key, device); err != nil {
 		return nil, err
 	}
 	mine, err := s.readLocks(ctx, syncLockDir+device+"-")
 	if err != nil {
-		_ = release(ctx)
+		_ = release(ctx, err)
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	for _, l := range mine {
@@ -128,7 +130,7 @@ func (s *Storage) LockSync(ctx context.Context, device string) (release func(con
 		// they could remove them.
 		if l.key != key {
 			if err := s.b.remove(ctx, l.key); err != nil {
-				_ = release(ctx)
+				_ = release(ctx, err)
 				return nil, fmt.Errorf("lock: %w", err)
 			}
 		}
@@ -139,7 +141,7 @@ func (s *Storage) LockSync(ctx context.Context, device string) (release func(con
 // lockPush takes a push's shared lock for device. A device's earlier push
 // locks stay: another process of the device may be pushing; those of
 // pushes that failed expire, and a reclaim removes them.
-func (s *Storage) lockPush(ctx context.Context, device string) (release func(context.Context) error, err error) {
+func (s *Storage) lockPush(ctx context.Context, device string) (release func(ctx context.Context, failed error) error, err error) {
 	return s.sharedLock(ctx, "push", fmt.Sprintf("%s%s-%020d", pushLockDir, device, s.opts.Now().UnixNano()), device)
 }
 
@@ -147,7 +149,7 @@ func (s *Storage) lockPush(ctx context.Context, device string) (release func(con
 // there, then looks again, so that a reclaim whose lease it did not see
 // the first time sees the lock (lockReclaim writes its lease before it
 // looks for locks).
-func (s *Storage) sharedLock(ctx context.Context, op, key, device string) (release func(context.Context) error, err error) {
+func (s *Storage) sharedLock(ctx context.Context, op, key, device string) (release func(ctx context.Context, failed error) error, err error) {
 	check := func() error {
 		leases, err := s.readLocks(ctx, reclaimLockDir)
 		if err != nil {
@@ -167,9 +169,9 @@ func (s *Storage) sharedLock(ctx context.Context, op, key, device string) (relea
 	if _, err := s.b.put(ctx, key, body); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	release = func(ctx context.Context) error { return s.releaseLock(ctx, key) }
+	release = func(ctx context.Context, failed error) error { return s.releaseLock(ctx, key, failed) }
 	if err := check(); err != nil {
-		_ = release(ctx)
+		_ = release(ctx, err)
 		return nil, err
 	}
 	return release, nil
@@ -270,13 +272,14 @@ func (l *lease) lostAs(code wserr.Code, why string) error {
 		"the reclaim lost its lease (%s; another device may hold it now) and removed nothing more; what it removed stays removed: run it again", why), ErrLeaseLost)
 }
 
-// release stops the heartbeat and removes the lease.
-func (l *lease) release(ctx context.Context) error {
+// release stops the heartbeat and removes the lease, once the reclaim
+// ended with failed (nil for success), as releaseLock does.
+func (l *lease) release(ctx context.Context, failed error) error {
 	if l.stop != nil {
 		close(l.stop)
 		<-l.done
 	}
-	return l.s.releaseLock(ctx, l.key)
+	return l.s.releaseLock(ctx, l.key, failed)
 }
 
 // interruptedRelease bounds the removal of a lock object once the work it
@@ -284,12 +287,19 @@ func (l *lease) release(ctx context.Context) error {
 var interruptedRelease = 5 * time.Second
 
 // releaseLock removes the lock object key once the work it guarded
-// ended. The removal goes on when ctx has ended (the command was
-// interrupted), but then for interruptedRelease at most: an object store
-// that stopped answering would hold the interrupted command for every
-// attempt of the request, and a lock left behind only expires. A removal
-// cut off so fails with store.busy wrapping ErrUnavailable.
-func (s *Storage) releaseLock(ctx context.Context, key string) error {
+// ended, failed being the error it ended with (nil for success). After
+// success the removal has every attempt. When ctx has ended (the command
+// was interrupted) the removal goes on, but for interruptedRelease at
+// most; after any other failure it is tried once. An object store that
+// stopped answering would otherwise hold the command that already failed
+// for every attempt of the request, each waiting IdleTimeout, and a lock
+// left behind only expires (a device's next sync removes its earlier sync
+// locks at once). A removal cut off so fails with store.busy wrapping
+// ErrUnavailable.
+func (s *Storage) releaseLock(ctx context.Context, key string, failed error) error {
+	if ctx.Err() == nil && failed != nil {
+		return s.b.removeOnce(ctx, key)
+	}
 	rctx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
 	if ctx.Err() != nil {
 		rctx, cancel = context.WithTimeout(rctx, interruptedRelease)
@@ -333,32 +343,34 @@ func (s *Storage) lockReclaim(ctx context.Context, device string) (*lease, error
 	// taken another number: whoever sees the other's gives up.
 	again, err := s.readLocks(ctx, reclaimLockDir)
 	if err != nil {
-		_ = l.release(ctx)
+		_ = l.release(ctx, err)
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	for _, o := range again {
 		if o.key != l.key && s.live(o) {
-			_ = l.release(ctx)
-			return nil, locked("reclaim remote", device, o)
+			err := locked("reclaim remote", device, o)
+			_ = l.release(ctx, err)
+			return nil, err
 		}
 	}
 	for _, dir := range []string{syncLockDir, pushLockDir} {
 		shared, err := s.readLocks(ctx, dir)
 		if err != nil {
-			_ = l.release(ctx)
+			_ = l.release(ctx, err)
 			return nil, fmt.Errorf("lock: %w", err)
 		}
 		for _, o := range shared {
 			if s.live(o) {
-				_ = l.release(ctx)
-				return nil, locked("reclaim remote", device, o)
+				err := locked("reclaim remote", device, o)
+				_ = l.release(ctx, err)
+				return nil, err
 			}
 		}
 	}
 	// Leases before this one are expired: they go.
 	for _, o := range leases {
 		if err := s.b.remove(ctx, o.key); err != nil {
-			_ = l.release(ctx)
+			_ = l.release(ctx, err)
 			return nil, fmt.Errorf("lock: %w", err)
 		}
 	}

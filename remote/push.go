@@ -132,12 +132,12 @@ func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st Push
 		return st, err
 	}
 	if lock {
-		var release func(context.Context) error
+		var release func(context.Context, error) error
 		if release, err = s.lockPush(ctx, dev); err != nil {
 			return st, err
 		}
 		defer func() {
-			if rerr := release(ctx); rerr != nil && err == nil {
+			if rerr := release(ctx, err); rerr != nil && err == nil {
 				err = fmt.Errorf("release the lock: %w", rerr)
 			}
 		}()

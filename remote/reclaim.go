@@ -199,7 +199,7 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		return st, err
 	}
 	defer func() {
-		if rerr := l.release(ctx); rerr != nil && err == nil {
+		if rerr := l.release(ctx, err); rerr != nil && err == nil {
 			err = fmt.Errorf("reclaim: release the lease: %w", rerr)
 		}
 	}()
