@@ -7,9 +7,10 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 )
 
-// defaultIdleTimeout is how long a request, once sent, may wait for the
-// first byte of its answer before the attempt is given up (and retried).
-const defaultIdleTimeout = 30 * time.Second
+// DefaultIdleTimeout is how long a request, once sent, may wait for the
+// first byte of its answer before the attempt is given up (and retried):
+// Options.IdleTimeout's default.
+const DefaultIdleTimeout = 30 * time.Second
 
 // stalledReadFactor times the idle timeout is how long a read on a
 // connection may see no byte at all: an upload or download that stalled

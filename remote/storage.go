@@ -99,7 +99,7 @@ func (o Options) withDefaults() Options {
 		o.MaxBackoff = defaultMaxBackoff
 	}
 	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = defaultIdleTimeout
+		o.IdleTimeout = DefaultIdleTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now

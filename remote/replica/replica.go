@@ -62,6 +62,13 @@ type Options struct {
 	// TakeOver makes Start claim a replica whose owner object names
 	// another store: from then on that store is refused there.
 	TakeOver bool
+	// IdleTimeout bounds each call to the object store through
+	// Litestream's client as remote.Options.IdleTimeout bounds the blob
+	// tier's attempts: a request sent may wait this long for the first
+	// byte of its answer, and the call ten times this for any byte,
+	// before it fails with store.busy; default remote.DefaultIdleTimeout.
+	// A stalled call is not retried (idleClient).
+	IdleTimeout time.Duration
 }
 
 // Defaults of Options.
@@ -93,15 +100,19 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = remote.DefaultIdleTimeout
+	}
 	return o
 }
 
 // client builds Litestream's S3 client for an s3:// URL of the form
-// remote.ParseURL takes (s3://BUCKET/PREFIX?endpoint=…&region=…).
-// Credentials come from the environment or the shared AWS files. It fails
-// with store.invalid_options for a bad URL, or one naming a profile
+// remote.ParseURL takes (s3://BUCKET/PREFIX?endpoint=…&region=…), its
+// calls bounded by opts.IdleTimeout (idleClient). Credentials come from
+// the environment or the shared AWS files. It fails with
+// store.invalid_options for a bad URL, or one naming a profile
 // (Litestream's client reads AWS_PROFILE, not a URL parameter).
-func client(ctx context.Context, url string, log *slog.Logger) (*lss3.ReplicaClient, error) {
+func client(ctx context.Context, url string, opts Options) (*idleClient, error) {
 	loc, err := remote.ParseURL(url)
 	if err != nil {
 		return nil, err
@@ -128,8 +139,8 @@ func client(ctx context.Context, url string, log *slog.Logger) (*lss3.ReplicaCli
 			c.Region = lss3.DefaultRegion
 		}
 	}
-	c.SetLogger(log)
-	return c, nil
+	c.SetLogger(opts.Logger)
+	return &idleClient{ReplicaClient: c, idle: opts.IdleTimeout}, nil
 }
 
 // Replicator ships one database's transactions to a replica while it is
@@ -170,7 +181,7 @@ func Start(ctx context.Context, path, url string, opts Options) (*Replicator, er
 	if err := levels.Validate(); err != nil {
 		return nil, wserr.Wrap(wserr.InvalidOptions, "replicate", path, err)
 	}
-	c, err := client(ctx, url, opts.Logger)
+	c, err := client(ctx, url, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +295,7 @@ func Restore(ctx context.Context, url, path string, opts Options) error {
 	if _, err := os.Stat(path); err == nil {
 		return wserr.New(wserr.InvalidOptions, "restore", path, "a database is there already: restore into a new directory")
 	}
-	c, err := client(ctx, url, opts.Logger)
+	c, err := client(ctx, url, opts)
 	if err != nil {
 		return err
 	}
@@ -381,14 +392,15 @@ func syncError(path string, err error) error {
 
 // unreachable reports whether err is a request the object store did not
 // answer, or answered with a server error or a throttle, after the SDK's
-// retries.
+// retries, or a call given up because it stopped answering (idleClient).
 func unreachable(err error) bool {
 	var ne *net.OpError
 	var ue *url.Error
 	var re *smithyhttp.ResponseError
 	var oe *smithy.OperationError
+	var se *stalledError
 	switch {
-	case errors.As(err, &ne), errors.As(err, &ue):
+	case errors.As(err, &ne), errors.As(err, &ue), errors.As(err, &se):
 		return true
 	case errors.As(err, &re):
 		s := re.HTTPStatusCode()
