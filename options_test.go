@@ -187,7 +187,7 @@ func TestNegativeLimitsAreRefused(t *testing.T) {
 			return err
 		},
 		"Spaces.StatsPage":  func(limit int) error { _, _, err := st.Actors.StatsPage(ctx, nil, "", limit); return err },
-		"Spaces.ActorsPage": func(limit int) error { _, _, err := st.Actors.ActorsPage(ctx, "", limit); return err },
+		"Spaces.ActorsPage": func(limit int) error { _, _, err := st.Actors.ActorsPage(ctx, nil, "", limit); return err },
 		"Spaces.Changes":    func(limit int) error { _, err := st.Actors.Changes(ctx, "alice", 0, limit); return err },
 		"Service.RunIDsWithPrefix": func(limit int) error {
 			_, _, err := st.Runs.RunIDsWithPrefix(ctx, "run", limit)

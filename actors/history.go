@@ -212,15 +212,18 @@ func (s *Spaces) stats(ctx context.Context, tx *index.Tx, sp spaceRow) (Stats, e
 // Actors lists every actor that has a space, by name, held whole
 // (ActorsPage reads them a page at a time).
 func (s *Spaces) Actors(ctx context.Context) ([]Space, error) {
-	out, _, err := s.ActorsPage(ctx, "", 0)
+	out, _, err := s.ActorsPage(ctx, nil, "", 0)
 	return out, err
 }
 
 // ActorsPage lists the actors with a space whose names sort after after
-// (byte order; "": from the first), at most limit of them (0: all), and
-// whether more remain after them. A negative limit, or an after no
+// (byte order; "": from the first), of the actors only names when it
+// names any (a token's actors), at most limit of them (0: all), and
+// whether more remain after them. With only, each of its actors after
+// after is looked up in order until the page is full, so a page reads
+// the spaces it lists, not every space. A negative limit, or an after no
 // actor can be (CheckActorCursor), is wserr.InvalidArgument.
-func (s *Spaces) ActorsPage(ctx context.Context, after string, limit int) ([]Space, bool, error) {
+func (s *Spaces) ActorsPage(ctx context.Context, only []string, after string, limit int) ([]Space, bool, error) {
 	if limit < 0 {
 		return nil, false, negativeLimit("actors", limit)
 	}
@@ -232,8 +235,9 @@ func (s *Spaces) ActorsPage(ctx context.Context, after string, limit int) ([]Spa
 		n = limit + 1 // one row more than the page says whether more remain
 	}
 	var rows []spaceRow
-	err := s.db.View(ctx, func(tx *index.Tx) error {
-		return tx.SelectContext(ctx, &rows, `SELECT actor, root, seq, created, updated FROM actor_spaces WHERE actor > ? ORDER BY actor LIMIT ?`, after, n)
+	err := s.db.View(ctx, func(tx *index.Tx) (err error) {
+		rows, err = spacesAfter(ctx, tx, only, after, n)
+		return err
 	})
 	if err != nil {
 		return nil, false, index.Translate(err)

@@ -49,8 +49,8 @@ func largeList(limit int) bool {
 // spacesOps are the ops that, without an actor, read across the actor
 // spaces: a token limited to actors gets its actors' alone
 // (protocol.Backend.ActorScope), as GET /workspace/files and
-// /workspace/stats without actor= give.
-var spacesOps = map[string]bool{"actor.ls": true, "actor.stats": true}
+// /workspace/stats without actor= give. actors.list takes no actor.
+var spacesOps = map[string]bool{"actor.ls": true, "actor.stats": true, "actors.list": true}
 
 // opAccess is what the request line asks of its token. Only the top-level
 // "op" and "actor" are looked at; a line that does not decode asks the
@@ -78,7 +78,9 @@ func opAccess(line []byte) access {
 		return access{anyToken: true, op: op, id: id}
 	}
 	a := access{write: !protocol.ReadOnly(op), store: true, op: op, id: id}
-	if strings.HasPrefix(op, "actor.") {
+	if op == "actors.list" {
+		a.store, a.spaces = false, true
+	} else if strings.HasPrefix(op, "actor.") {
 		if raw, ok := fields["actor"]; ok && json.Unmarshal(raw, &actor) == nil && actor != "" {
 			a.store, a.actor = false, actor
 		} else if spacesOps[op] && (!ok || string(raw) == `""` || string(raw) == "null") {

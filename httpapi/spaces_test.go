@@ -251,3 +251,34 @@ func TestWorkspacePagesReadAPageOfActors(t *testing.T) {
 		assert.LessOrEqual(t, large.pages[i], small.pages[i]+1, "pages of the spaces read among 80")
 	}
 }
+
+// TestActorsListOfATokenLimitedToActors: actors.list through /v1/op lists
+// the spaces of a token's actors alone, paged as for any token, as
+// actor.stats without an actor does; it was 403 for such a token.
+func TestActorsListOfATokenLimitedToActors(t *testing.T) {
+	s := spacesServer(t)
+	ac := s.token(tokens.Spec{Actors: []string{"carol", "alice", "dave"}, ReadOnly: true})
+	list := func(token string, req map[string]any) ([]string, any) {
+		t.Helper()
+		req["op"] = "actors.list"
+		status, res := s.op(token, req)
+		require.Equal(t, http.StatusOK, status, "%v", res)
+		r := res["result"].(map[string]any)
+		return paths(r, "actors", "actor"), r["more"]
+	}
+	got, more := list(s.full, map[string]any{})
+	assert.Equal(t, []string{"alice", "bob", "carol"}, got)
+	assert.Equal(t, false, more)
+
+	got, more = list(ac, map[string]any{})
+	assert.Equal(t, []string{"alice", "carol"}, got, "its actors with a space, by name")
+	assert.Equal(t, false, more)
+	got, more = list(ac, map[string]any{"limit": 1})
+	assert.Equal(t, []string{"alice"}, got)
+	assert.Equal(t, true, more)
+	got, more = list(ac, map[string]any{"limit": 1, "after": "alice"})
+	assert.Equal(t, []string{"carol"}, got)
+	assert.Equal(t, false, more, "dave has no space")
+	got, _ = list(ac, map[string]any{"after": "carol"})
+	assert.Empty(t, got)
+}

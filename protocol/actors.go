@@ -28,7 +28,7 @@ type ActorSpaces interface {
 	WorkspacePage(ctx context.Context, only []string, path string, depth int, cursor actors.WorkspaceCursor, limit int) ([]actors.WorkspaceEntry, bool, error)
 	StatsPage(ctx context.Context, only []string, after string, limit int) ([]actors.Stats, bool, error)
 	GC(ctx context.Context, opt actors.GCOptions) (actors.GCReport, error)
-	ActorsPage(ctx context.Context, after string, limit int) ([]actors.Space, bool, error)
+	ActorsPage(ctx context.Context, only []string, after string, limit int) ([]actors.Space, bool, error)
 	Changes(ctx context.Context, actor string, afterSeq int64, limit int) ([]actors.Change, error)
 	DiffPage(ctx context.Context, actor string, from, to int64, page vfs.ListPage) ([]vfs.Change, bool, error)
 }
@@ -110,7 +110,8 @@ var actorOps = []op{
 		help: `  actors.list  {after?, limit?}            -> {actors: [{actor, root, seq, created, updated}], more}
                                             the actor spaces, by name, a page at a time:
                                             limit default 10000, at most 100000; more:
-                                            ask again with after the last actor`,
+                                            ask again with after the last actor; a token
+                                            limited to actors lists its actors alone`,
 	},
 }
 
@@ -503,7 +504,7 @@ func (s *Session) actorsList(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sps, more, err := a.ActorsPage(ctx, req.After, cmp.Or(req.Limit, vfs.DefaultListLimit))
+	sps, more, err := a.ActorsPage(ctx, s.backend.ActorScope, req.After, cmp.Or(req.Limit, vfs.DefaultListLimit))
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,7 @@ type Backend struct {
 	// Actors serves the actor.* ops; nil refuses them.
 	Actors ActorSpaces
 	// ActorScope, when not empty, is the actors whose spaces actor.ls and
-	// actor.stats without an actor reach (an HTTP token's); the others
+	// actor.stats without an actor, and actors.list, reach (an HTTP token's); the others
 	// are absent. None: every actor.
 	ActorScope []string
 	// Retention serves prune, chat.delete and policy.set; nil refuses them.
