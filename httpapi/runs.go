@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -56,7 +57,7 @@ func (h *Handler) checkpoints(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	q, err := eventQuery(r)
+	q, err := eventQuery(r, checkpoint.MaxPage)
 	if err == nil && q.BeforeSeq != 0 {
 		err = badRequest("beforeSeq is for events; checkpoints page with afterSeq")
 	}
@@ -115,7 +116,7 @@ func (h *Handler) runFiles(w http.ResponseWriter, r *http.Request) {
 	}
 	var depth int
 	if err == nil {
-		depth, err = intParam(r.URL.Query().Get("depth"), "depth")
+		depth, err = intParam(r.URL.Query().Get("depth"), "depth", math.MaxInt)
 	}
 	if err == nil && depth < 0 {
 		err = badRequest("depth must not be negative") // as the list op and /workspace/files
@@ -265,7 +266,7 @@ func (h *Handler) runDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	var maxBytes int
 	if err == nil {
-		maxBytes, err = intParam(q.Get("maxBytes"), "maxBytes")
+		maxBytes, err = intParam(q.Get("maxBytes"), "maxBytes", MaxDiffBytes)
 	}
 	if err == nil && maxBytes > MaxDiffBytes {
 		err = badRequest("maxBytes %d is more text than this server puts in one answer (%d): page the diff with after= and limit= instead (a page of one file holds its whole text)", maxBytes, MaxDiffBytes)
@@ -294,22 +295,21 @@ func (h *Handler) runDiff(w http.ResponseWriter, r *http.Request) {
 	answer(w, map[string]any{"changes": changes, "more": more}, err)
 }
 
-// eventQuery parses ?afterSeq=&beforeSeq=&limit=.
-func eventQuery(r *http.Request) (journal.PageQuery, error) {
+// eventQuery parses ?afterSeq=&beforeSeq=&limit=, limit taking
+// 0..maxLimit.
+func eventQuery(r *http.Request, maxLimit int) (journal.PageQuery, error) {
 	var q journal.PageQuery
 	var err error
 	for _, f := range []struct {
 		name string
 		dst  *int64
 	}{{"afterSeq", &q.AfterSeq}, {"beforeSeq", &q.BeforeSeq}} {
-		if s := r.URL.Query().Get(f.name); s != "" && err == nil {
-			if *f.dst, err = strconv.ParseInt(s, 10, 64); err != nil {
-				err = badRequest("%s must be an integer, not %q", f.name, s)
-			}
+		if err == nil {
+			*f.dst, err = int64Param(r.URL.Query().Get(f.name), f.name, math.MaxInt64)
 		}
 	}
 	if err == nil {
-		q.Limit, err = intParam(r.URL.Query().Get("limit"), "limit")
+		q.Limit, err = intParam(r.URL.Query().Get("limit"), "limit", maxLimit)
 	}
 	return q, err
 }
@@ -323,7 +323,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	q, err := eventQuery(r)
+	q, err := eventQuery(r, journal.MaxLimit)
 	var evs []journal.Event
 	if err == nil {
 		err = h.retry(r.Context(), func() (err error) {
@@ -365,7 +365,7 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	q, err := eventQuery(r)
+	q, err := eventQuery(r, journal.MaxLimit)
 	if err == nil && q.AfterSeq == 0 {
 		if s := r.Header.Get("Last-Event-ID"); s != "" {
 			if q.AfterSeq, err = strconv.ParseInt(s, 10, 64); err != nil {

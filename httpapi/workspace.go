@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -36,7 +37,7 @@ func (h *Handler) wsFiles(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	depth, err := intParam(q.Get("depth"), "depth")
+	depth, err := intParam(q.Get("depth"), "depth", math.MaxInt)
 	if err == nil && depth < 0 {
 		err = badRequest("depth must not be negative")
 	}
@@ -79,7 +80,7 @@ func (h *Handler) wsFiles(w http.ResponseWriter, r *http.Request) {
 // (actors.Spaces.WorkspacePage).
 func (h *Handler) wsTreeFiles(w http.ResponseWriter, r *http.Request, tok tokens.Token, depth int) {
 	q := r.URL.Query()
-	limit, err := intParam(q.Get("limit"), "limit")
+	limit, err := intParam(q.Get("limit"), "limit", vfs.MaxListLimit)
 	var page vfs.ListPage
 	if err == nil {
 		if page, err = vfs.ParseListPage("", limit); err != nil {
@@ -469,7 +470,7 @@ func (h *Handler) wsStats(w http.ResponseWriter, r *http.Request) {
 // page at a time (actors.Spaces.StatsPage).
 func (h *Handler) wsStatsPage(w http.ResponseWriter, r *http.Request, tok tokens.Token) {
 	q := r.URL.Query()
-	limit, err := intParam(q.Get("limit"), "limit")
+	limit, err := intParam(q.Get("limit"), "limit", actors.MaxStatsLimit)
 	if err == nil && (limit < 0 || limit > actors.MaxStatsLimit) {
 		err = badRequest("limit must be in 0..%d (0: %d), not %d", actors.MaxStatsLimit, actors.DefaultStatsLimit, limit)
 	}
@@ -510,7 +511,7 @@ func (h *Handler) wsGC(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	keep, err := intParam(q.Get("keepVersions"), "keepVersions")
+	keep, err := intParam(q.Get("keepVersions"), "keepVersions", math.MaxInt)
 	if err == nil {
 		err = unguarded(r)
 	}
@@ -605,7 +606,7 @@ func (h *Handler) actorChange(w http.ResponseWriter, r *http.Request, change fun
 // (vfs.ParseListPage).
 func pageParams(r *http.Request) (vfs.ListPage, error) {
 	q := r.URL.Query()
-	limit, err := intParam(q.Get("limit"), "limit")
+	limit, err := intParam(q.Get("limit"), "limit", vfs.MaxListLimit)
 	if err != nil {
 		return vfs.ListPage{}, err
 	}
@@ -616,14 +617,41 @@ func pageParams(r *http.Request) (vfs.ListPage, error) {
 	return page, nil
 }
 
-// intParam parses an integer query parameter; "" is 0.
-func intParam(s, name string) (int, error) {
+// intParam parses an integer query parameter that takes 0..hi; "" is 0.
+// A number past what an int holds (1e20, -1e20, twenty nines) is out of
+// range, naming 0..hi; the caller checks a value inside against its own
+// bounds.
+func intParam(s, name string, hi int) (int, error) {
+	n, err := parseIntParam(s, name, strconv.IntSize, int64(hi))
+	return int(n), err
+}
+
+// int64Param is intParam for a parameter held in an int64.
+func int64Param(s, name string, hi int64) (int64, error) {
+	return parseIntParam(s, name, 64, hi)
+}
+
+func parseIntParam(s, name string, bits int, hi int64) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, badRequest("%s must be an integer, not %q", name, s)
+	n, err := strconv.ParseInt(s, 10, bits)
+	if err == nil {
+		return n, nil
 	}
-	return n, nil
+	if errors.Is(err, strconv.ErrRange) || pastInt(s, bits) {
+		return 0, badRequest("%s %s is out of range: it takes an integer in 0..%d", name, s, hi)
+	}
+	return 0, badRequest("%s must be an integer, not %q", name, s)
+}
+
+// pastInt reports whether s is a JSON number (1e20, -2.5E19) that an
+// integer of bits bits cannot hold.
+func pastInt(s string, bits int) bool {
+	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) || !json.Valid([]byte(s)) {
+		return false
+	}
+	f, _ := strconv.ParseFloat(s, 64) // past float64 too: ±Inf
+	limit := math.Ldexp(1, bits-1)
+	return f >= limit || f < -limit
 }

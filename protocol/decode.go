@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -413,6 +414,10 @@ func (d *decoder) checkNumber(n string, t reflect.Type, want shape) error {
 	default:
 		_, err = strconv.ParseInt(n, 10, t.Bits())
 	}
+	if want == integerShape && (errors.Is(err, strconv.ErrRange) || err != nil && pastInt(n, t)) {
+		field := d.pathString()
+		return &fieldError{field, fmt.Sprintf("field %q: %s is out of range: it takes an integer in %s", field, n, intRange(t))}
+	}
 	if errors.Is(err, strconv.ErrRange) {
 		field := d.pathString()
 		return &fieldError{field, fmt.Sprintf("field %q: %s is out of range", field, n)}
@@ -421,6 +426,26 @@ func (d *decoder) checkNumber(n string, t reflect.Type, want shape) error {
 		return d.mismatch(want, n)
 	}
 	return nil
+}
+
+// pastInt reports whether number text n (1e20, -2.5E19, 1e400) is past
+// what the integer type t holds, rather than no integer (1.5).
+func pastInt(n string, t reflect.Type) bool {
+	f, _ := strconv.ParseFloat(n, 64) // past float64 too: ±Inf
+	if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
+		return f >= math.Ldexp(1, t.Bits())
+	}
+	limit := math.Ldexp(1, t.Bits()-1)
+	return f >= limit || f < -limit
+}
+
+// intRange names the values the integer type t holds, as lo..hi.
+func intRange(t reflect.Type) string {
+	if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
+		return fmt.Sprintf("0..%d", uint64(math.MaxUint64)>>(64-t.Bits()))
+	}
+	hi := int64(math.MaxInt64) >> (64 - t.Bits())
+	return fmt.Sprintf("%d..%d", -hi-1, hi)
 }
 
 // structFields are a struct type's JSON fields.

@@ -498,7 +498,7 @@ func TestBatchStrictRequests(t *testing.T) {
 		{"ErrRunIDNotString", `{"op":"write","runId":5,"path":"output/a.md","content":"x"}`, "write", "batch.invalid_request", `field "runId" must be a string, not a number`, ""},
 		{"ErrPathNotString", `{"op":"write","path":42,"content":"x"}`, "write", "batch.invalid_request", `field "path" must be a string, not a number`, ""},
 		{"ErrDepthNotInteger", `{"op":"list","depth":1.5}`, "list", "batch.invalid_request", `field "depth" must be an integer, not 1.5`, ""},
-		{"ErrDepthOutOfRange", `{"op":"list","depth":1e400}`, "list", "batch.invalid_request", `field "depth" must be an integer, not 1e400`, ""},
+		{"ErrDepthOutOfRange", `{"op":"list","depth":1e400}`, "list", "batch.invalid_request", `field "depth": 1e400 is out of range: it takes an integer in -9223372036854775808..9223372036854775807`, ""},
 		{"ErrStartLineString", `{"op":"read","path":"output/a.md","startLine":"one"}`, "read", "batch.invalid_request", `field "startLine" must be an integer, not a string`, ""},
 		{"ErrReplaceAllString", `{"op":"patch","path":"output/a.md","old":"o","new":"n","replaceAll":"yes"}`, "patch", "batch.invalid_request", `field "replaceAll" must be true or false, not a string`, ""},
 		{"ErrChatNotObject", `{"op":"run.create","chat":["k","s"]}`, "run.create", "batch.invalid_request", `field "chat" must be an object, not an array`, ""},
