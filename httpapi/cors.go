@@ -20,8 +20,8 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	hd.Set("Access-Control-Allow-Origin", origin)
 	hd.Add("Vary", "Origin")
 	// Retry-After says when to try a busy server again, Allow what a 405
-	// would take.
-	hd.Set("Access-Control-Expose-Headers", "ETag, X-Content-Hash, Content-Length, Content-Range, Accept-Ranges, Retry-After, Allow")
+	// would take, Content-Disposition an export's file name.
+	hd.Set("Access-Control-Expose-Headers", "ETag, X-Content-Hash, Content-Length, Content-Range, Accept-Ranges, Retry-After, Allow, Content-Disposition")
 	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 		hd.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, DELETE")
 		// Range and If-Range for ranged downloads (a suffix range is not

@@ -443,3 +443,29 @@ func TestSpoolFailureIsCoded(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "nothing stored")
 	s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "small.md"), strings.NewReader("fits in memory"))
 }
+
+// TestCORSExposesWhatAHostReads: each header a download or an export
+// carries for a host to read (the file's ETag and hash, its ranges, an
+// export's file name in Content-Disposition) is exposed to a page of an
+// allowed origin; Content-Disposition was not, so a page could not read
+// the file name.
+func TestCORSExposesWhatAHostReads(t *testing.T) {
+	s := newServer(t, httpapi.Options{CORSOrigins: []string{"http://app.example"}})
+	s.okJSON(http.MethodPost, s.url("/workspace/upload", "actor", "alice", "path", "a.md"), strings.NewReader("one"))
+	for _, c := range []struct {
+		path    string
+		kv      []string
+		headers []string
+	}{
+		{"/workspace/file", []string{"actor", "alice", "path", "a.md"}, []string{"ETag", "X-Content-Hash", "Accept-Ranges", "Content-Length"}},
+		{"/v1/export", []string{"actor", "alice"}, []string{"Content-Disposition"}},
+	} {
+		resp, b := s.do(http.MethodGet, s.url(c.path, c.kv...), s.full, nil, "Origin", "http://app.example")
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", c.path, b)
+		exposed := strings.Split(resp.Header.Get("Access-Control-Expose-Headers"), ", ")
+		for _, h := range c.headers {
+			require.NotEmpty(t, resp.Header.Get(h), "%s carries %s", c.path, h)
+			assert.Contains(t, exposed, h, "%s: a page may read %s", c.path, h)
+		}
+	}
+}
