@@ -359,7 +359,9 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 // (id: seq, event: type, data: the event), resumed after Last-Event-ID,
 // until the client goes or the server shuts down. Otherwise a long poll:
 // the events after afterSeq as soon as there is one, or none once wait
-// (default 30s, at most MaxWait) has passed.
+// (default 30s, at most MaxWait) has passed. A HEAD waits for nothing:
+// once its request is checked, it answers with the headers its GET would
+// send.
 func (h *Handler) follow(w http.ResponseWriter, r *http.Request) {
 	id, ok := h.readRun(w, r)
 	if !ok {
@@ -376,8 +378,25 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = h.retry(r.Context(), func() error { _, err := h.b.Runs.Run(r.Context(), id); return err })
 	}
+	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	wait := 30 * time.Second
+	if s := r.URL.Query().Get("wait"); err == nil && !sse && s != "" {
+		if wait, err = time.ParseDuration(s); err != nil || wait < 0 {
+			err = badRequest("wait must be a duration such as 30s, not %q", s)
+		}
+	}
 	if err != nil {
 		writeError(w, err)
+		return
+	}
+	if r.Method == http.MethodHead {
+		if sse {
+			streamHeaders(w.Header())
+		} else {
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+		}
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -389,16 +408,9 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 		}
 	}()
-	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+	if sse {
 		h.stream(ctx, w, id, q.AfterSeq)
 		return
-	}
-	wait := 30 * time.Second
-	if s := r.URL.Query().Get("wait"); s != "" {
-		if wait, err = time.ParseDuration(s); err != nil || wait < 0 {
-			writeError(w, badRequest("wait must be a duration such as 30s, not %q", s))
-			return
-		}
 	}
 	wait = min(wait, h.opts.MaxWait)
 	if q.Limit == 0 {
@@ -436,14 +448,18 @@ func (h *Handler) follow(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// streamHeaders sets the headers of a stream of server-sent events.
+func streamHeaders(hd http.Header) {
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+}
+
 // stream sends the run's events after afterSeq as server-sent events until
 // ctx ends, with a comment line every Heartbeat while nothing happens.
 func (h *Handler) stream(ctx context.Context, w http.ResponseWriter, id string, afterSeq int64) {
 	rc := http.NewResponseController(w)
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Accel-Buffering", "no")
+	streamHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 	extend := func() { _ = rc.SetWriteDeadline(time.Now().Add(h.opts.Heartbeat * 2)) }
 	extend()
