@@ -123,6 +123,9 @@ func WriteJSON(ctx context.Context, w io.Writer, v View, files func(fn func(File
 // array whose elements are indented by prefix, with HTML characters left
 // unescaped and no newline after it: the bytes a json.Encoder set to
 // SetIndent(prefix, "  ") and SetEscapeHTML(false) gives for v there.
+// When files or ctx fails once the element has begun, the element is
+// still ended, its files cut short, before the error is returned, so
+// what was written stays JSON the caller can end.
 func WriteJSONElement(ctx context.Context, w io.Writer, v View, files func(fn func(FileRef) error) error, prefix string) error {
 	return writeView(ctx, w, v, files, prefix, false)
 }
@@ -176,13 +179,12 @@ func writeView(ctx context.Context, w io.Writer, v View, files func(fn func(File
 		_, err = w.Write(b)
 		return err
 	})
-	if err != nil {
-		return err
-	}
 	tail := emptyTail
 	if n > 0 {
 		tail = "\n" + prefix + "  ]\n" + prefix + "}"
 	}
-	_, err = io.WriteString(w, tail)
+	if _, werr := io.WriteString(w, tail); err == nil {
+		err = werr
+	}
 	return err
 }

@@ -100,6 +100,7 @@ func runActorLs(ctx context.Context, o actorOptions, args []string) error {
 			}
 			return []string{l.Kind.String(), humanBytes(l.Size), name}
 		}}
+	defer out.abort()
 	return out.all(func(page vfs.ListPage) ([]vfs.Listed, bool, error) {
 		return st.Actors.ListPage(ctx, args[0], path, o.depth, page)
 	}, func(l vfs.Listed) vfs.Path { return l.Path })

@@ -54,6 +54,7 @@ func runChats(ctx context.Context, o chatsOptions) error {
 		row: func(c runs.Chat) []string {
 			return []string{c.ID, c.Kind, c.StableChatID, fmt.Sprint(c.PersistVersion), stamp(c.CreatedAt), stamp(c.UpdatedAt)}
 		}}
+	defer out.abort()
 	q, left := runs.ChatQuery{StableChatID: o.stable, After: after}, o.limit
 	for {
 		q.Limit = chatsPage

@@ -85,44 +85,55 @@ const checkpointPage = 256
 // walks them: what it holds is one page of rows and one file, however
 // many checkpoints and files the run has, and it stops between files when
 // ctx ends. A checkpoint pruned meanwhile (an active run's cap) is left
-// out.
+// out. When it fails once a view has begun, the array is ended after the
+// views written (the last one's files cut short, as WriteJSONElement
+// ends it), so that what it wrote is one JSON document; failing before,
+// it writes nothing.
 func writeCheckpointViews(ctx context.Context, w io.Writer, cps *checkpoint.Store, trees checkpoint.Walker, runID string) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("[")
 	n := 0
-	for after := int64(0); ; {
-		page, err := cps.Page(ctx, runID, after, checkpointPage)
-		if err != nil {
-			return err
-		}
-		for _, c := range page {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			cp, err := cps.Get(ctx, nil, runID, c.Seq)
-			if wserr.Is(err, wserr.CheckpointNotFound) {
-				continue // pruned by the run's cap since its page was read
-			}
+	err := func() error {
+		for after := int64(0); ; {
+			page, err := cps.Page(ctx, runID, after, checkpointPage)
 			if err != nil {
 				return err
 			}
-			if n > 0 {
-				bw.WriteString(",")
+			for _, c := range page {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				cp, err := cps.Get(ctx, nil, runID, c.Seq)
+				if wserr.Is(err, wserr.CheckpointNotFound) {
+					continue // pruned by the run's cap since its page was read
+				}
+				if err != nil {
+					return err
+				}
+				if n > 0 {
+					bw.WriteString(",")
+				}
+				n++
+				bw.WriteString("\n  ")
+				if err := checkpoint.WriteJSONElement(ctx, bw, checkpoint.ViewOf(cp), checkpoint.FilesOf(ctx, trees, nil, cp.Root), "  "); err != nil {
+					return err
+				}
 			}
-			n++
-			bw.WriteString("\n  ")
-			if err := checkpoint.WriteJSONElement(ctx, bw, checkpoint.ViewOf(cp), checkpoint.FilesOf(ctx, trees, nil, cp.Root), "  "); err != nil {
-				return err
+			if len(page) < checkpointPage {
+				return nil
 			}
+			after = page[len(page)-1].Seq
 		}
-		if len(page) < checkpointPage {
-			break
-		}
-		after = page[len(page)-1].Seq
+	}()
+	if err != nil && n == 0 {
+		return err // nothing went out: "[" is still in bw
 	}
 	if n > 0 {
 		bw.WriteString("\n")
 	}
 	bw.WriteString("]\n")
-	return bw.Flush()
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }

@@ -71,6 +71,7 @@ func runDiff(ctx context.Context, g globals, args []string, maxBytes int) error 
 	opts := runs.DiffOptions{MaxBytes: maxBytes}
 	if g.json {
 		p := &pages[checkpoint.FileDiff]{w: g.out, json: true}
+		defer p.abort()
 		if err := st.Runs.DiffFunc(ctx, runID, from, to, opts, func(d checkpoint.FileDiff) error {
 			return p.add([]checkpoint.FileDiff{d})
 		}); err != nil {

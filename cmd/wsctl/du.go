@@ -41,6 +41,7 @@ func runDU(ctx context.Context, g globals, _ []string) error {
 			}
 			return []string{u.ChatID, run, fmt.Sprint(u.Files), humanBytes(u.LogicalBytes), fmt.Sprint(u.Checkpoints), humanBytes(u.UniqueStoredBytes)}
 		}}
+	defer out.abort()
 	page := make([]wsstore.Usage, 0, duPage)
 	err = st.DU(ctx, func(u wsstore.Usage) error {
 		if page = append(page, u); len(page) < duPage {

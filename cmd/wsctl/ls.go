@@ -106,6 +106,7 @@ func runLs(ctx context.Context, o lsOptions, args []string) error {
 			}
 			return []string{fi.Kind.String(), humanBytes(fi.Size), hash, string(fi.Resource), w, path}
 		}}
+	defer out.abort()
 	ws := workspaceFor(st.Runs, runID, seq)
 	return out.all(func(page vfs.ListPage) ([]vfs.FileInfo, bool, error) {
 		return ws.ListPage(ctx, p, depth, page)

@@ -114,13 +114,14 @@ func ellipsize(s string, n int) string {
 // pages prints a listing read a page at a time, holding one page: with
 // --json one array, as writeJSON would print the whole listing; else a
 // table whose header comes once and whose columns are aligned within
-// each page.
+// each page. A listing that fails part way is ended with abort.
 type pages[T any] struct {
 	w      io.Writer
 	json   bool
 	header []string
 	row    func(T) []string
-	n      int // entries printed
+	n      int  // entries printed
+	open   bool // a JSON array begun and not ended
 }
 
 // all prints every page read gives, asking each time for the page after
@@ -162,6 +163,7 @@ func (p *pages[T]) add(xs []T) error {
 			p.n++
 		}
 		_, err := p.w.Write(buf.Bytes())
+		p.open = p.n > 0 // the array's "[" went out with its first page
 		return err
 	}
 	var t *table
@@ -187,10 +189,24 @@ func (p *pages[T]) close() error {
 		_, err := io.WriteString(p.w, "[]\n")
 		return err
 	case p.json:
+		p.open = false
 		_, err := io.WriteString(p.w, "\n]\n")
 		return err
 	case p.n == 0:
 		return newTable(p.w, p.header...).flush()
 	}
 	return nil
+}
+
+// abort ends a JSON array that a listing which failed part way had begun,
+// after its last whole entry, so that standard output holds one JSON
+// document (the error and the exit status say it is cut short); a
+// listing that printed nothing prints nothing. After close, or in a
+// table, it does nothing: the rows printed stay printed. The commands
+// defer it.
+func (p *pages[T]) abort() {
+	if p.open {
+		p.open = false
+		_, _ = io.WriteString(p.w, "\n]\n")
+	}
 }

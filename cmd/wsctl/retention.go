@@ -213,6 +213,7 @@ func runDeletions(ctx context.Context, o deletionsOptions) error {
 		row: func(d runs.Deletion) []string {
 			return []string{fmt.Sprint(d.ID), d.At.Format("2006-01-02T15:04:05Z"), d.Kind, d.ChatID, d.RunID, d.Reason, fmt.Sprint(d.BytesFreed)}
 		}}
+	defer out.abort()
 	after, left := o.after, o.limit
 	for {
 		n := deletionsPage

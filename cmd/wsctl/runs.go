@@ -85,6 +85,7 @@ func runRuns(ctx context.Context, o runsOptions, _ []string) error {
 			}
 			return []string{r.ID, string(r.Status), r.ChatID, r.Kind + "/" + r.StableChatID, r.Profile.ID, head, stamp(r.CreatedAt), stamp(r.UpdatedAt)}
 		}}
+	defer out.abort()
 	q := runs.ListQuery{Status: runs.Status(o.status), After: o.after}
 	if chat.stable != "" {
 		if err := stableChatRuns(ctx, st, chat.stable, q, o.limit, out); err != nil {

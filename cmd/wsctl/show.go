@@ -69,7 +69,8 @@ func eachCommit(ctx context.Context, svc *runs.Service, id string, fn func(runs.
 
 // writeDetailsJSON writes d as writeJSON would, its commits taken from
 // each as they are written: the messages of one page are held at a time,
-// not every one.
+// not every one. When each fails, the document is still ended, its
+// commits cut short, so that what it wrote is one JSON document.
 func writeDetailsJSON(w io.Writer, d runDetails, each func(func(runs.CommitRecord) error) error) error {
 	d.Commits = nil
 	var buf bytes.Buffer
@@ -101,14 +102,14 @@ func writeDetailsJSON(w io.Writer, d runDetails, each func(func(runs.CommitRecor
 		_, err := bw.Write(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
 		return err
 	})
-	if err != nil {
-		return err
-	}
 	if n > 0 {
 		bw.WriteString("\n  ")
 	}
 	bw.WriteString("]" + tail)
-	return bw.Flush()
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // lastRecords finds, paging the journal back from its end, the latest
