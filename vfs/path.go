@@ -55,7 +55,7 @@ type Path struct {
 // accepted, as
 // Linux keeps them apart; a checkout onto a case-insensitive file system
 // (macOS's and Windows's default) cannot hold both, and fails rather than
-// merge them, since it creates every file exclusively.
+// merge them, since it creates every file and directory exclusively.
 func ParsePath(s string) (Path, error) {
 	return parsePath("parse path", s)
 }

@@ -27,6 +27,9 @@ type checkoutOptions struct {
 	// wrapBlobs, if not nil, wraps the content store the files are read
 	// from (app.wrapBlobs).
 	wrapBlobs func(blobGetter) blobGetter
+	// wrapTarget, if not nil, wraps DIR as checkout makes its
+	// directories and files (app.wrapTarget).
+	wrapTarget func(checkoutTarget) checkoutTarget
 }
 
 func newCheckoutCmd(a *app) *cobra.Command {
@@ -40,7 +43,10 @@ overwrites anything. Files are written through an os.Root of DIR, so no
 stored name can reach outside it. The scratch domain (scratch/) is never
 checked out, nor are virtual resources or allowed host paths (host/). The
 profile's other visible roots are directories even when they hold no
-file, as ls lists them.`,
+file, as ls lists them. Every file and directory is made exclusively: on
+a file system that does not tell case apart (macOS's and Windows's
+default), two stored names that differ only in case are store.conflict,
+never merged, and DIR is left empty.`,
 		Args: exactArgs(2),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if len(args) == 1 {
@@ -49,7 +55,7 @@ file, as ls lists them.`,
 			return a.runArgs()(cmd, args, toComplete)
 		},
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
-			o.wrapBlobs = a.wrapBlobs
+			o.wrapBlobs, o.wrapTarget = a.wrapBlobs, a.wrapTarget
 			return runCheckout(ctx, o, args)
 		}),
 	}
@@ -147,6 +153,10 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 		return fmt.Errorf("checkout: %w", err)
 	}
 	defer root.Close()
+	var target checkoutTarget = root
+	if o.wrapTarget != nil {
+		target = o.wrapTarget(target)
+	}
 
 	res := checkoutResult{RunID: runID, Dir: dir}
 	if seq != runs.Live {
@@ -160,14 +170,17 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	defer bar.done()
 	err = each(func(fi vfs.FileInfo) error {
 		if fi.Kind == vfs.KindDir {
-			if err := root.MkdirAll(filepath.FromSlash(fi.Path.String()), 0o755); err != nil {
-				return fmt.Errorf("checkout: %w", wserr.FSFault("checkout", fi.Path.String(), err))
+			// Each directory is made once, after its parent (the walk is
+			// in pre-order), so one already there is another stored name
+			// the file system takes for this one: never merged into it.
+			if err := target.Mkdir(filepath.FromSlash(fi.Path.String()), 0o755); err != nil {
+				return checkoutFault(dir, fi.Path, err)
 			}
 			res.Dirs++
 			return nil
 		}
 		bar.update("checkout", res.Files, total)
-		n, err := checkoutFile(ctx, blobs, root, fi)
+		n, err := checkoutFile(ctx, blobs, dir, target, fi)
 		// Contents gone since the trees were read: the run or checkpoint
 		// deleted, the file changed and collected, or lost.
 		if err = ws.ContentMissing(ctx, "checkout", "checked out", fi.Path, fi.Hash, err); err != nil {
@@ -180,7 +193,7 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkoutEmptyRoots(ctx, ws, root, &res); err != nil {
+	if err := checkoutEmptyRoots(ctx, ws, target, &res); err != nil {
 		return err
 	}
 	bar.update("checkout", total, total)
@@ -201,7 +214,7 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 // (plan/, summaries/, … of a fresh run) as empty directories: every view
 // of the run lists them, though no tree stores them. scratch/, virtual
 // mounts and host/ are left out, as their files are.
-func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root *os.Root, res *checkoutResult) error {
+func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root checkoutTarget, res *checkoutResult) error {
 	page := vfs.ListPage{Limit: vfs.DefaultListLimit}
 	for {
 		ls, more, err := ws.ListPage(ctx, vfs.Root(), 1, page)
@@ -271,8 +284,28 @@ type blobGetter interface {
 	Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error)
 }
 
+// checkoutTarget is what checkout needs of DIR: an *os.Root of it.
+type checkoutTarget interface {
+	Mkdir(name string, perm fs.FileMode) error
+	OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error)
+}
+
+// checkoutFault codes a failure to make p in checkout's DIR. DIR was new
+// or empty and each stored name is made once, so a name already there
+// (or a file where p needs a directory) is another stored name that the
+// file system takes for p: names that differ only in case are one name
+// on a case-insensitive file system, as macOS's and Windows's are by
+// default. That is store.conflict, never a merge of the two; a full disk
+// or a read-only file system keeps its own code.
+func checkoutFault(dir string, p vfs.Path, err error) error {
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
+		return wserr.New(wserr.Conflict, "checkout", p.String(), "the file system of %s already holds a name it takes for this one: names that differ only in case (or Unicode form) are one name on a case-insensitive file system; check out onto a case-sensitive one", dir)
+	}
+	return fmt.Errorf("checkout: %w", wserr.FSFault("checkout", p.String(), err))
+}
+
 // checkoutFile streams one stored file into root, refusing to overwrite.
-func checkoutFile(ctx context.Context, blobs blobGetter, root *os.Root, fi vfs.FileInfo) (int64, error) {
+func checkoutFile(ctx context.Context, blobs blobGetter, dir string, root checkoutTarget, fi vfs.FileInfo) (int64, error) {
 	name := filepath.FromSlash(fi.Path.String())
 	r, err := blobs.Get(ctx, fi.Hash)
 	if err != nil {
@@ -281,7 +314,7 @@ func checkoutFile(ctx context.Context, blobs blobGetter, root *os.Root, fi vfs.F
 	defer r.Close()
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return 0, fmt.Errorf("checkout: %w", wserr.FSFault("checkout", fi.Path.String(), err))
+		return 0, checkoutFault(dir, fi.Path, err)
 	}
 	n, err := io.Copy(wserr.FSWriter("checkout", fi.Path.String(), f), r)
 	if cerr := f.Close(); err == nil {

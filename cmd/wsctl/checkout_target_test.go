@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// foldingTarget is a checkout directory on a file system that does not
+// tell case apart, as macOS's and Windows's are by default: every name is
+// kept in lower case, so two names that differ only in case are one.
+type foldingTarget struct{ checkoutTarget }
+
+func (f foldingTarget) Mkdir(name string, perm fs.FileMode) error {
+	return f.checkoutTarget.Mkdir(strings.ToLower(name), perm)
+}
+
+func (f foldingTarget) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	return f.checkoutTarget.OpenFile(strings.ToLower(name), flag, perm)
+}
+
+// checkoutInto runs wsctl checkout RUN DIR with the target wrapped by wrap
+// and returns the exit status and standard error.
+func checkoutInto(t *testing.T, c *cli, runID, dir string, wrap func(checkoutTarget) checkoutTarget) (int, string) {
+	t.Helper()
+	a := c.app()
+	a.wrapTarget = wrap
+	var out, errOut bytes.Buffer
+	code := execute(context.Background(), a, []string{"--store", c.store, "checkout", runID, dir}, strings.NewReader(""), &out, &errOut)
+	return code, errOut.String()
+}
+
+// TestCheckoutOntoAFileSystemThatFoldsCase: names that differ only in
+// case are two files on Linux, and one on a case-insensitive file system.
+// There a checkout neither merges two directories nor lets one file take
+// another's place: it is refused with store.conflict (exit 5) naming the
+// second, and DIR is left empty.
+func TestCheckoutOntoAFileSystemThatFoldsCase(t *testing.T) {
+	ctx := context.Background()
+	for name, files := range map[string][]string{
+		"Files":       {"output/A.md", "output/a.md"},
+		"Directories": {"output/Dir/x.md", "output/dir/y.md"},
+		"FileAndDir":  {"output/B", "output/b/c.md"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCLI(t)
+			st := c.open()
+			_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "case"}, RunID: "case"})
+			require.NoError(t, err)
+			edits := make([]runs.Edit, 0, len(files))
+			for _, f := range files {
+				edits = append(edits, runs.Edit{Path: vfs.MustPath(f), Content: []byte(f)})
+			}
+			_, err = st.Runs.Workspace("case", runs.HostScope).Apply(ctx, edits)
+			require.NoError(t, err)
+
+			// On this file system both names are kept.
+			plain := t.TempDir()
+			code, errOut := checkoutInto(t, c, "case", plain, nil)
+			require.Equal(t, 0, code, errOut)
+			for _, f := range files {
+				b, err := os.ReadFile(plain + "/" + f)
+				require.NoError(t, err)
+				assert.Equal(t, f, string(b))
+			}
+
+			dir := t.TempDir()
+			code, errOut = checkoutInto(t, c, "case", dir, func(r checkoutTarget) checkoutTarget { return foldingTarget{r} })
+			assert.Equal(t, 5, code, errOut)
+			assert.Contains(t, errOut, "store.conflict")
+			assert.Contains(t, errOut, "differ only in case")
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "nothing is left in DIR")
+		})
+	}
+}
