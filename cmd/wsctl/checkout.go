@@ -295,11 +295,16 @@ type checkoutTarget interface {
 // (or a file where p needs a directory) is another stored name that the
 // file system takes for p: names that differ only in case are one name
 // on a case-insensitive file system, as macOS's and Windows's are by
-// default. That is store.conflict, never a merge of the two; a full disk
-// or a read-only file system keeps its own code.
+// default. That is store.conflict, never a merge of the two. A DIR the
+// process may not write into is the command line's mistake, as one it may
+// not create is (dirError); a full disk or a read-only file system keeps
+// its own code.
 func checkoutFault(dir string, p vfs.Path, err error) error {
-	if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) {
+	switch {
+	case errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR):
 		return wserr.New(wserr.Conflict, "checkout", p.String(), "the file system of %s already holds a name it takes for this one: names that differ only in case (or Unicode form) are one name on a case-insensitive file system; check out onto a case-sensitive one", dir)
+	case errors.Is(err, fs.ErrPermission):
+		return wserr.Wrap(protocol.CodeInvalidArgument, "checkout", filepath.Join(dir, filepath.FromSlash(p.String())), err)
 	}
 	return fmt.Errorf("checkout: %w", wserr.FSFault("checkout", p.String(), err))
 }

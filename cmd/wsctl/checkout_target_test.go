@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,6 +27,17 @@ func (f foldingTarget) Mkdir(name string, perm fs.FileMode) error {
 
 func (f foldingTarget) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
 	return f.checkoutTarget.OpenFile(strings.ToLower(name), flag, perm)
+}
+
+// deniedTarget is a checkout directory the process may not write into.
+type deniedTarget struct{ checkoutTarget }
+
+func (deniedTarget) Mkdir(name string, _ fs.FileMode) error {
+	return &fs.PathError{Op: "mkdirat", Path: name, Err: syscall.EACCES}
+}
+
+func (deniedTarget) OpenFile(name string, _ int, _ fs.FileMode) (*os.File, error) {
+	return nil, &fs.PathError{Op: "openat", Path: name, Err: syscall.EACCES}
 }
 
 // checkoutInto runs wsctl checkout RUN DIR with the target wrapped by wrap
@@ -83,4 +95,21 @@ func TestCheckoutOntoAFileSystemThatFoldsCase(t *testing.T) {
 			assert.Empty(t, entries, "nothing is left in DIR")
 		})
 	}
+}
+
+// TestCheckoutIntoADirectoryItMayNotWrite: an existing empty DIR the
+// process may not write into is the command line's mistake, as a DIR it
+// may not create is: wsctl.invalid_argument (exit 2), naming the cause.
+func TestCheckoutIntoADirectoryItMayNotWrite(t *testing.T) {
+	c := newCLI(t)
+	st := c.open()
+	c.seedRun(st, "denied")
+	dir := t.TempDir()
+	code, errOut := checkoutInto(t, c, "denied", dir, func(r checkoutTarget) checkoutTarget { return deniedTarget{r} })
+	assert.Equal(t, 2, code, errOut)
+	assert.Contains(t, errOut, "wsctl.invalid_argument")
+	assert.Contains(t, errOut, "permission denied")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
 }
