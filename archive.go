@@ -47,7 +47,9 @@ func (s *Store) ExportFile(ctx context.Context, path string, scope archive.Scope
 // followed: the file it leads to is replaced, and the link stays. A path
 // that is not a regular file (a named pipe, a device, /dev/stdout) is
 // written into, as standard output is. It fails with
-// workspace.invalid_argument if path's directory cannot take the file,
+// workspace.invalid_argument if path's directory cannot take the file or
+// the file cannot be put in path's place (a directory made there
+// meanwhile, a file this user may not replace),
 // path is a directory or a link to nothing, or it is one of the store's
 // own files (OwnsFile), which it would destroy; with store.disk_full or
 // store.read_only when the disk fills or cannot be written; and with
@@ -124,10 +126,28 @@ func (s *Store) WriteFile(op, path string, fill func(w io.Writer) error) error {
 		return wserr.FromFS(op, path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return wserr.FromFS(op, path, err)
+		return renameFault(op, path, err)
 	}
 	tmp = nil
 	return nil
+}
+
+// renameFault codes a failure to put the file written beside path in its
+// place: a directory there now, or a file this user may not replace (in a
+// sticky directory, one another user owns), is path's own state, as a
+// directory that cannot take the file is (workspace.invalid_argument); a
+// full disk or a read-only file system keeps its code.
+func renameFault(op, path string, err error) error {
+	if ferr := wserr.FSFault(op, path, err); ferr != err {
+		return ferr
+	}
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ENOTEMPTY) {
+		if le, ok := errors.AsType[*os.LinkError](err); ok {
+			err = le.Err // the name beside path is never seen
+		}
+		return wserr.New(wserr.InvalidArgument, op, path, "cannot put the file in its place: %v", err)
+	}
+	return wserr.FromFS(op, path, err)
 }
 
 // staleWrite is how long a WriteFile's file beside path may go unwritten

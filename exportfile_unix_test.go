@@ -162,3 +162,29 @@ func TestWriteFileKeepsModesAndLeavesNothingOnFailure(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "after", string(b))
 }
+
+// TestWriteFileRefusedInPlaceIsCoded: a file that cannot be put in
+// path's place once written (a directory made there meanwhile; a file in
+// a sticky directory that another user owns) is refused with
+// workspace.invalid_argument naming path, as a directory that cannot take
+// the file is, not store.internal; nothing is left beside it.
+func TestWriteFileRefusedInPlaceIsCoded(t *testing.T) {
+	st := storetest.OpenStore(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.wsar")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
+	err := st.WriteFile("export", path, func(w io.Writer) error {
+		// Another program puts a directory in the file's place.
+		require.NoError(t, os.Remove(path))
+		require.NoError(t, os.MkdirAll(filepath.Join(path, "inside"), 0o755))
+		_, err := w.Write([]byte("new"))
+		return err
+	})
+	require.Error(t, err)
+	assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%v", err)
+	assert.Contains(t, err.Error(), path)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing beside path")
+	assert.True(t, entries[0].IsDir())
+}
