@@ -298,7 +298,7 @@ type checkoutTarget interface {
 // default. That is store.conflict, never a merge of the two. A DIR the
 // process may not write into is the command line's mistake, as one it may
 // not create is (dirError); a full disk or a read-only file system keeps
-// its own code.
+// its own code, and any other failure is store.internal naming its cause.
 func checkoutFault(dir string, p vfs.Path, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR):
@@ -306,7 +306,7 @@ func checkoutFault(dir string, p vfs.Path, err error) error {
 	case errors.Is(err, fs.ErrPermission):
 		return wserr.Wrap(protocol.CodeInvalidArgument, "checkout", filepath.Join(dir, filepath.FromSlash(p.String())), err)
 	}
-	return fmt.Errorf("checkout: %w", wserr.FSFault("checkout", p.String(), err))
+	return wserr.FromFS("checkout", p.String(), err)
 }
 
 // checkoutFile streams one stored file into root, refusing to overwrite.
@@ -321,15 +321,36 @@ func checkoutFile(ctx context.Context, blobs blobGetter, dir string, root checko
 	if err != nil {
 		return 0, checkoutFault(dir, fi.Path, err)
 	}
-	n, err := io.Copy(wserr.FSWriter("checkout", fi.Path.String(), f), r)
-	if cerr := f.Close(); err == nil {
-		err = wserr.FSFault("checkout", fi.Path.String(), cerr)
+	n, err := io.Copy(fileWriter{f}, r)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fileWriteError{cerr}
+	}
+	if fe, ok := errors.AsType[fileWriteError](err); ok {
+		return n, checkoutFault(dir, fi.Path, fe.err)
 	}
 	if err != nil {
 		return n, fmt.Errorf("checkout %s: %w", fi.Path, err)
 	}
 	return n, nil
 }
+
+// fileWriter is a file checkout writes, its write errors told apart from
+// the read errors of the content it copies (fileWriteError).
+type fileWriter struct{ f *os.File }
+
+func (w fileWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	if err != nil {
+		err = fileWriteError{err}
+	}
+	return n, err
+}
+
+// fileWriteError is a failure to write a file into checkout's DIR.
+type fileWriteError struct{ err error }
+
+func (e fileWriteError) Error() string { return e.err.Error() }
+func (e fileWriteError) Unwrap() error { return e.err }
 
 // clearDir removes what is in dir, leaving dir itself.
 func clearDir(dir string) {

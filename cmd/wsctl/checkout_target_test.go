@@ -113,3 +113,41 @@ func TestCheckoutIntoADirectoryItMayNotWrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, entries)
 }
+
+// failingTarget is a checkout directory whose file system fails: with
+// err as files are created, or, when err is nil, as they are written.
+type failingTarget struct {
+	checkoutTarget
+	err error
+}
+
+func (f failingTarget) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	if f.err != nil {
+		return nil, &fs.PathError{Op: "openat", Path: name, Err: f.err}
+	}
+	if _, err := f.checkoutTarget.OpenFile(name, flag, perm); err != nil {
+		return nil, err
+	}
+	// A file that takes no write: each write fails with EBADF.
+	return os.Open(os.DevNull)
+}
+
+// TestCheckoutFailuresCarryACode: a failure of DIR's file system that is
+// neither a name collision nor a permission is store.internal naming its
+// cause, whether a file is created or written, and DIR is left empty.
+func TestCheckoutFailuresCarryACode(t *testing.T) {
+	for name, fail := range map[string]error{"Create": syscall.EIO, "Write": nil} {
+		t.Run(name, func(t *testing.T) {
+			c := newCLI(t)
+			st := c.open()
+			c.seedRun(st, "failing")
+			dir := t.TempDir()
+			code, errOut := checkoutInto(t, c, "failing", dir, func(r checkoutTarget) checkoutTarget { return failingTarget{r, fail} })
+			assert.Equal(t, 1, code, errOut)
+			assert.Contains(t, errOut, "store.internal")
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Empty(t, entries)
+		})
+	}
+}
