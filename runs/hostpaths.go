@@ -172,15 +172,35 @@ func (p Profile) normalizeHost() (Profile, error) {
 	return p, nil
 }
 
-// sameDir says whether the directories a and b are one, their symlinks
-// resolved.
+// sameDir says whether the directories a and b are one: the same
+// directory on disk (os.SameFile), whatever names lead to it.
 func sameDir(a, b string) bool {
-	ra, err := filepath.EvalSymlinks(a)
+	fa, err := os.Stat(a)
 	if err != nil {
 		return false
 	}
-	rb, err := filepath.EvalSymlinks(b)
-	return err == nil && ra == rb
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// holdsDir says whether the directory outer is the resolved path inner or
+// one of its parents, compared as directories on disk (os.SameFile) rather
+// than by name: a directory has names no symlink resolves into each other,
+// another case of it on a case-insensitive file system (macOS's default)
+// or a bind mount, and within, which compares names, misses them.
+func holdsDir(outer, inner string) bool {
+	fo, err := os.Stat(outer)
+	if err != nil {
+		return false
+	}
+	for p := inner; ; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, fo) {
+			return true
+		}
+		if filepath.Dir(p) == p {
+			return false
+		}
+	}
 }
 
 // within says whether the resolved path a is b or lies below it.
@@ -221,7 +241,8 @@ func (s *Service) isStoreFile(fi fs.FileInfo) bool {
 
 // reachesStore fails with workspace.path_not_allowed if the allowed host
 // path h holds the store's directory or lies inside it, their symlinks
-// resolved: a run's write there could replace the store's database, and
+// resolved and compared as directories on disk (holdsDir), whatever name
+// h gives the directory: a run's write there could replace the store's database, and
 // even a read of one of its files, by any name, would drop the SQLite
 // locks the process holds on it when closed. A mount of any other
 // directory reaches the store only through a hard link to one of its
@@ -241,14 +262,14 @@ func (s *Service) reachesStore(op string, h HostPath) error {
 	if err != nil {
 		return wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q cannot be resolved: %v", h.Path, err)
 	}
-	if tmp, err := filepath.EvalSymlinks(os.TempDir()); err == nil && dir == tmp {
+	if tmp, err := filepath.EvalSymlinks(os.TempDir()); err == nil && (dir == tmp || sameDir(dir, tmp)) {
 		return wserr.New(wserr.PathNotAllowed, op, h.Path, "allowed host path %q leads to the system's temporary directory, which is not a place for a run's writes", h.Path)
 	}
 	store, err := s.storeDir()
 	if err != nil {
 		return nil // a store without a directory of its own (in memory)
 	}
-	if within(store, dir) || within(dir, store) {
+	if within(store, dir) || within(dir, store) || holdsDir(dir, store) || holdsDir(store, dir) {
 		return wserr.New(wserr.PathNotAllowed, op, h.Path, "allowed host path %q holds the store's directory %s or lies inside it: a run may reach neither the store's files nor anything beside them there; allow a directory that does not hold the store", h.Path, store)
 	}
 	return nil
