@@ -137,22 +137,29 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		if created {
+			_ = os.Remove(dir)
+		}
+		return dirError(dir, err)
+	}
+	defer root.Close()
+	// made lists the entries this checkout made directly in dir: a
+	// checkout that fails removes them, for half a workspace is worse than
+	// none, and leaves what another program put in dir meanwhile.
+	var made []string
 	done := false
 	defer func() {
 		if !done {
-			// dir was new or empty: what is in it now is this checkout's,
-			// and half a workspace is worse than none.
-			clearDir(dir)
+			for _, name := range made {
+				_ = root.RemoveAll(name)
+			}
 			if created {
-				_ = os.Remove(dir)
+				_ = os.Remove(dir) // only once empty
 			}
 		}
 	}()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return fmt.Errorf("checkout: %w", err)
-	}
-	defer root.Close()
 	var target checkoutTarget = root
 	if o.wrapTarget != nil {
 		target = o.wrapTarget(target)
@@ -176,11 +183,14 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 			if err := target.Mkdir(filepath.FromSlash(fi.Path.String()), 0o755); err != nil {
 				return checkoutFault(dir, fi.Path, err)
 			}
+			if fi.Path.Dir().IsRoot() {
+				made = append(made, fi.Path.String())
+			}
 			res.Dirs++
 			return nil
 		}
 		bar.update("checkout", res.Files, total)
-		n, err := checkoutFile(ctx, blobs, dir, target, fi)
+		n, err := checkoutFile(ctx, blobs, dir, target, fi, &made)
 		// Contents gone since the trees were read: the run or checkpoint
 		// deleted, the file changed and collected, or lost.
 		if err = ws.ContentMissing(ctx, "checkout", "checked out", fi.Path, fi.Hash, err); err != nil {
@@ -193,7 +203,7 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkoutEmptyRoots(ctx, ws, target, &res); err != nil {
+	if err := checkoutEmptyRoots(ctx, ws, target, &res, &made); err != nil {
 		return err
 	}
 	bar.update("checkout", total, total)
@@ -214,7 +224,7 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 // (plan/, summaries/, … of a fresh run) as empty directories: every view
 // of the run lists them, though no tree stores them. scratch/, virtual
 // mounts and host/ are left out, as their files are.
-func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root checkoutTarget, res *checkoutResult) error {
+func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root checkoutTarget, res *checkoutResult, made *[]string) error {
 	page := vfs.ListPage{Limit: vfs.DefaultListLimit}
 	for {
 		ls, more, err := ws.ListPage(ctx, vfs.Root(), 1, page)
@@ -232,6 +242,7 @@ func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root checkoutTa
 				}
 				return fmt.Errorf("checkout: %w", wserr.FSFault("checkout", fi.Path.String(), err))
 			}
+			*made = append(*made, fi.Path.String())
 			res.Dirs++
 		}
 		if !more || len(ls) == 0 {
@@ -309,8 +320,9 @@ func checkoutFault(dir string, p vfs.Path, err error) error {
 	return wserr.FromFS("checkout", p.String(), err)
 }
 
-// checkoutFile streams one stored file into root, refusing to overwrite.
-func checkoutFile(ctx context.Context, blobs blobGetter, dir string, root checkoutTarget, fi vfs.FileInfo) (int64, error) {
+// checkoutFile streams one stored file into root, refusing to overwrite,
+// and adds it to made when it lies directly in root.
+func checkoutFile(ctx context.Context, blobs blobGetter, dir string, root checkoutTarget, fi vfs.FileInfo, made *[]string) (int64, error) {
 	name := filepath.FromSlash(fi.Path.String())
 	r, err := blobs.Get(ctx, fi.Hash)
 	if err != nil {
@@ -320,6 +332,9 @@ func checkoutFile(ctx context.Context, blobs blobGetter, dir string, root checko
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return 0, checkoutFault(dir, fi.Path, err)
+	}
+	if fi.Path.Dir().IsRoot() {
+		*made = append(*made, fi.Path.String())
 	}
 	n, err := io.Copy(fileWriter{f}, r)
 	if cerr := f.Close(); err == nil && cerr != nil {
@@ -351,14 +366,6 @@ type fileWriteError struct{ err error }
 
 func (e fileWriteError) Error() string { return e.err.Error() }
 func (e fileWriteError) Unwrap() error { return e.err }
-
-// clearDir removes what is in dir, leaving dir itself.
-func clearDir(dir string) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
-	}
-}
 
 // newEmptyDir makes sure dir is a new or empty directory, creating it (and
 // its parents) if needed, and reports whether it created dir. Anything

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,8 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // foldingTarget is a checkout directory on a file system that does not
@@ -150,4 +154,46 @@ func TestCheckoutFailuresCarryACode(t *testing.T) {
 			assert.Empty(t, entries)
 		})
 	}
+}
+
+// otherProgramFirst is a content store whose first read has another
+// program write a file into DIR, and whose second fails.
+type otherProgramFirst struct {
+	blobGetter
+	dir string
+	n   int
+}
+
+func (o *otherProgramFirst) Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error) {
+	o.n++
+	switch o.n {
+	case 1:
+		if err := os.WriteFile(filepath.Join(o.dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+			return nil, err
+		}
+	case 2:
+		return nil, wserr.New(wserr.Internal, "get", h.Short(), "the disk failed")
+	}
+	return o.blobGetter.Get(ctx, h)
+}
+
+// TestCheckoutFailureLeavesWhatOthersWrote: a checkout that fails removes
+// what it made in DIR, and only that: a file another program saved there
+// meanwhile stays, and so does DIR, which holds it.
+func TestCheckoutFailureLeavesWhatOthersWrote(t *testing.T) {
+	c := newCLI(t)
+	st := c.open()
+	c.seedRun(st, "others")
+	dir := filepath.Join(t.TempDir(), "new")
+	a := c.app()
+	a.wrapBlobs = func(g blobGetter) blobGetter { return &otherProgramFirst{blobGetter: g, dir: dir} }
+	var out, errOut bytes.Buffer
+	code := execute(context.Background(), a, []string{"--store", c.store, "checkout", "others", dir}, strings.NewReader(""), &out, &errOut)
+	assert.Equal(t, 1, code, errOut.String())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "only the other program's file is left")
+	b, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "mine", string(b))
 }
