@@ -327,7 +327,7 @@ func translateOS(err error) error {
 		return wserr.Wrap(wserr.Corrupt, "", "", err)
 	case errors.Is(err, syscall.EROFS):
 		return wserr.Wrap(wserr.ReadOnly, "", "", err)
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EFBIG):
 		return wserr.Wrap(wserr.DiskFull, "", "", err)
 	}
 	return err

@@ -243,7 +243,7 @@ func hostError(op string, p Path, write bool, err error) error {
 		return wserr.Wrap(wserr.PathNotWritable, op, p.String(), err)
 	case errors.Is(err, fs.ErrPermission):
 		return wserr.Wrap(wserr.PathNotVisible, op, p.String(), err)
-	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS):
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EROFS):
 		return wserr.FSFault(op, p.String(), err)
 	}
 	return wserr.Wrap(wserr.Internal, op, p.String(), err)

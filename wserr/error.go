@@ -52,8 +52,10 @@ const (
 	// NotAStore: the store's database file exists but is empty, is not
 	// SQLite, or holds no wsstore store; it is refused and left untouched.
 	NotAStore Code = "store.not_a_store"
-	// DiskFull: a write met a full disk or quota; it changed nothing, and
-	// the store works again once space frees.
+	// DiskFull: a write met a full disk or quota, or a file the file
+	// system takes no larger (EFBIG: the process's file size limit, a FAT32
+	// volume's 4 GiB); it changed nothing, and the store works again once
+	// space frees.
 	DiskFull Code = "store.disk_full"
 	// Closed: the call came after the store (or the part of it called)
 	// was closed; it changed nothing.
@@ -141,12 +143,13 @@ func (f storeFull) Error() string { return f.e.Error() }
 func (f storeFull) Unwrap() error { return f.e }
 
 // FromFS codes err, a failure of the file system beside the store (a
-// temporary file, a spooled body): a full disk or quota is DiskFull and a
-// read-only file system ReadOnly, as the store's own writes report them;
-// anything else is Internal.
+// temporary file, a spooled body): a full disk or quota, or a file grown
+// past what the file system takes (EFBIG), is DiskFull and a read-only
+// file system ReadOnly, as the store's own writes report them; anything
+// else is Internal.
 func FromFS(op, path string, err error) *Error {
 	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EFBIG):
 		return Wrap(DiskFull, op, path, err)
 	case errors.Is(err, syscall.EROFS):
 		return Wrap(ReadOnly, op, path, err)
@@ -154,11 +157,12 @@ func FromFS(op, path string, err error) *Error {
 	return Wrap(Internal, op, path, err)
 }
 
-// FSFault codes err as FromFS does when it is a full disk, a quota or a
-// read-only file system, and returns it unchanged otherwise (nil for nil):
-// for a file the user named, where other failures keep their own meaning.
+// FSFault codes err as FromFS does when it is a full disk, a quota, a file
+// grown past what the file system takes or a read-only file system, and
+// returns it unchanged otherwise (nil for nil): for a file the user named,
+// where other failures keep their own meaning.
 func FSFault(op, path string, err error) error {
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS) {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EROFS) {
 		return FromFS(op, path, err)
 	}
 	return err

@@ -153,7 +153,8 @@ func runActorDownload(ctx context.Context, o actorOptions, args []string) (err e
 	}
 	defer rc.Close()
 	if len(args) < 3 || args[2] == "-" {
-		_, err = io.Copy(o.out, rc)
+		// Standard output redirected to a file may meet a full disk.
+		_, err = io.Copy(wserr.FSWriter("actor download", "-", o.out), rc)
 		return err
 	}
 	// Written beside FILE and renamed over it once whole, so a failed

@@ -8,6 +8,7 @@ import (
 
 	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/vfs"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 type catOptions struct {
@@ -71,6 +72,7 @@ func runCat(ctx context.Context, o catOptions, args []string) error {
 		return err
 	}
 	defer rc.Close()
-	_, err = io.Copy(o.out, rc)
+	// Standard output redirected to a file may meet a full disk.
+	_, err = io.Copy(wserr.FSWriter("cat", "-", o.out), rc)
 	return err
 }

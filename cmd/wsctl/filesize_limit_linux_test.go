@@ -1,0 +1,77 @@
+package main
+
+import (
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFilesPastTheFileSizeLimit: a file the file system takes no larger
+// (EFBIG: the process's file size limit, or a FAT32 volume's 4 GiB) is
+// met as a full disk is: export, checkout and actor download into a file,
+// and cat, actor download and export to standard output redirected to a
+// file, fail with store.disk_full (exit status 8), leaving no archive,
+// hidden file or checkout directory behind.
+func TestFilesPastTheFileSizeLimit(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to set the file size limit with")
+	}
+	bin := wsctlBinary(t)
+	c := binCLI{t: t, bin: bin, store: filepath.Join(t.TempDir(), "store")}
+	rng := rand.New(rand.NewPCG(5, 6))
+	big := make([]byte, 1<<20)
+	for i := range big {
+		big[i] = byte('a' + rng.IntN(26))
+	}
+	require.Equal(t, []string{"", ""}, c.batch(createLine, writeLine("r", "output/big.md", string(big))))
+	bigFile := filepath.Join(t.TempDir(), "big.md")
+	require.NoError(t, os.WriteFile(bigFile, big, 0o644))
+	_, errOut, status := c.run("", "actor", "upload", "alice", "big.md", bigFile)
+	require.Equal(t, 0, status, errOut)
+
+	dir := t.TempDir()
+	// limited runs wsctl with a file size limit of 256 KiB, its standard
+	// output the file named by stdout if not "".
+	limited := func(stdout string, args ...string) (string, int) {
+		t.Helper()
+		script := `ulimit -f 256 && exec "$@"`
+		if stdout != "" {
+			script = `ulimit -f 256 && exec "$@" > "$WSCTL_TEST_OUT"`
+		}
+		cmd := exec.Command(bash, append([]string{"-c", script, "bash", bin, "--store", c.store}, args...)...)
+		cmd.Env = append(os.Environ(), "WSCTL_TEST_OUT="+stdout)
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		status := exitStatusOf(cmd.Run())
+		return errOut.String(), status
+	}
+	for _, args := range [][]string{
+		{"export", "--all", filepath.Join(dir, "x.wsar")},
+		{"checkout", "r", filepath.Join(dir, "co")},
+		{"actor", "download", "alice", "big.md", filepath.Join(dir, "big.md")},
+	} {
+		errOut, status := limited("", args...)
+		assert.Equal(t, 8, status, "%v: %s", args, errOut)
+		assert.Contains(t, errOut, "store.disk_full", "%v", args)
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "%v leaves nothing", args)
+	}
+	// Standard output redirected to a file.
+	for _, args := range [][]string{
+		{"cat", "r", "output/big.md"},
+		{"actor", "download", "alice", "big.md", "-"},
+		{"export", "--all", "-"},
+	} {
+		errOut, status := limited(filepath.Join(t.TempDir(), "out"), args...)
+		assert.Equal(t, 8, status, "%v: %s", args, errOut)
+		assert.Contains(t, errOut, "store.disk_full", "%v", args)
+	}
+}
