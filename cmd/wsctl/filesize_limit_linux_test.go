@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -37,13 +38,13 @@ func TestFilesPastTheFileSizeLimit(t *testing.T) {
 	require.Equal(t, 0, status, errOut)
 
 	dir := t.TempDir()
-	// limited runs wsctl with a file size limit of 256 KiB, its standard
-	// output the file named by stdout if not "".
-	limited := func(stdout string, args ...string) (string, int) {
+	// limitedTo runs wsctl with a file size limit of kib KiB, its
+	// standard output the file named by stdout if not "".
+	limitedTo := func(kib int, stdout string, args ...string) (string, int) {
 		t.Helper()
-		script := `ulimit -f 256 && exec "$@"`
+		script := fmt.Sprintf(`ulimit -f %d && exec "$@"`, kib)
 		if stdout != "" {
-			script = `ulimit -f 256 && exec "$@" > "$WSCTL_TEST_OUT"`
+			script += ` > "$WSCTL_TEST_OUT"`
 		}
 		cmd := exec.Command(bash, append([]string{"-c", script, "bash", bin, "--store", c.store}, args...)...)
 		cmd.Env = append(os.Environ(), "WSCTL_TEST_OUT="+stdout)
@@ -51,6 +52,10 @@ func TestFilesPastTheFileSizeLimit(t *testing.T) {
 		cmd.Stderr = &errOut
 		status := exitStatusOf(cmd.Run())
 		return errOut.String(), status
+	}
+	limited := func(stdout string, args ...string) (string, int) {
+		t.Helper()
+		return limitedTo(256, stdout, args...)
 	}
 	for _, args := range [][]string{
 		{"export", "--all", filepath.Join(dir, "x.wsar")},
@@ -64,6 +69,16 @@ func TestFilesPastTheFileSizeLimit(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, entries, "%v leaves nothing", args)
 	}
+	// The store's own files: SQLite reports the limit met growing its
+	// log index as an I/O error, which no part codes; it prints with
+	// store.internal, the code of its exit status, and changes nothing.
+	errOut, status = limitedTo(16, "", "policy", "--set", "keepCompletedRuns=3")
+	assert.Equal(t, 1, status, errOut)
+	assert.Contains(t, errOut, "store.internal: ")
+	out, errOut, status := c.run("", "--json", "policy")
+	require.Equal(t, 0, status, errOut)
+	assert.Contains(t, out, `"policy": {}`)
+
 	// Standard output redirected to a file.
 	for _, args := range [][]string{
 		{"cat", "r", "output/big.md"},

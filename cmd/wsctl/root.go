@@ -351,6 +351,12 @@ func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout
 		// that says itself what the interrupt left keeps its words.
 		err = wserr.New(codeStopped, a.commandName(cmd), "", "interrupted")
 	}
+	if _, coded := errors.AsType[*wserr.Error](err); !coded && !errors.As(err, &ue) {
+		// A failure no part coded (an I/O error SQLite reports, say)
+		// prints with the code its exit status stands for, as every
+		// error does.
+		err = &wserr.Error{Code: wserr.CodeOf(err), Err: err}
+	}
 	fmt.Fprintf(stderr, "wsctl: %v\n", err)
 	if errors.As(err, &ue) && cmd != nil {
 		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
