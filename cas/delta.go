@@ -90,10 +90,30 @@ func (s *Store) PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev Has
 // to its address before it is stored, so they only cost the history its
 // deltas. b is hashed once and compressed at most once.
 func (s *Store) PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev Hash, prevBytes []byte) (Hash, error) {
+	h, _, err := s.PutVersionSized(ctx, tx, b, prev, prevBytes)
+	return h, err
+}
+
+// Sized is a blob's stored size as StoredBytes would read it in a
+// transaction; the zero Sized knows none.
+type Sized struct {
+	Hash  Hash
+	Bytes int64
+}
+
+// PutVersionSized is PutVersionFrom that also returns prev's stored size
+// after the write, when the write's own statements read it (else the zero
+// Sized): a caller that counts what the write replaced (a checkpoint's
+// dead bytes) passes it on rather than read prev's row again. It holds
+// until the next change to the store's blobs in tx.
+func (s *Store) PutVersionSized(ctx context.Context, tx *index.Tx, b []byte, prev Hash, prevBytes []byte) (Hash, Sized, error) {
 	if !s.versioned(len(b), prev) {
-		return s.PutBytes(ctx, tx, b)
+		h, err := s.PutBytes(ctx, tx, b)
+		return h, Sized{}, err
 	}
-	return s.putVersion(ctx, tx, b, s.sum(b), prev, prevBytes, nil)
+	var sized Sized
+	h, err := s.putVersion(ctx, tx, b, s.sum(b), prev, prevBytes, nil, &sized)
+	return h, sized, err
 }
 
 // versioned reports whether a write of n bytes over prev joins prev's
@@ -161,12 +181,13 @@ func (s *Store) PutPrepared(ctx context.Context, tx *index.Tx, p *Prepared, prev
 		}
 		return p.h, nil
 	}
-	return s.putVersion(ctx, tx, b, p.h, prev, nil, p.form)
+	return s.putVersion(ctx, tx, b, p.h, prev, nil, p.form, nil)
 }
 
 // putVersion is PutVersionFrom for content b of address h; pre, when not
-// nil, is b's whole stored form compressed already.
-func (s *Store) putVersion(ctx context.Context, tx *index.Tx, b []byte, h, prev Hash, prevBytes []byte, pre *storedForm) (Hash, error) {
+// nil, is b's whole stored form compressed already. prevSized, when not
+// nil, is set to prev's stored size if the queue's insert read it.
+func (s *Store) putVersion(ctx context.Context, tx *index.Tx, b []byte, h, prev Hash, prevBytes []byte, pre *storedForm, prevSized *Sized) (Hash, error) {
 	if prev == h {
 		if err := s.putHashed(ctx, tx, h, b, pre); err != nil {
 			return Hash{}, err
@@ -195,7 +216,7 @@ func (s *Store) putVersion(ctx context.Context, tx *index.Tx, b []byte, h, prev 
 			case s.small(len(b)):
 				s.countSmall()
 			}
-			return s.queueReencode(ctx, tx, h, prev, raw)
+			return s.queueReencode(ctx, tx, h, prev, raw, prevSized)
 		}
 		stored, err := s.hist.Touch(ctx, tx, KindBlob, h, s.clock())
 		if err != nil {
@@ -223,7 +244,7 @@ func (s *Store) putVersion(ctx context.Context, tx *index.Tx, b []byte, h, prev 
 			if fresh != nil && fresh.codec == CodecRaw {
 				raw = len(fresh.data)
 			}
-			return s.queueReencode(ctx, tx, h, prev, raw)
+			return s.queueReencode(ctx, tx, h, prev, raw, prevSized)
 		}
 		return s.extend(ctx, tx, s.hist, prev, prevBytes, h, b, fresh)
 	})

@@ -51,22 +51,28 @@ const maxPendingRaw = 64 << 20
 // queueReencode queues the re-encoding a write of h over prev leaves, in
 // the write's transaction (raw: the bytes it stored uncompressed), and
 // while the queue holds more than MaxPending jobs or maxPendingRaw raw
-// bytes runs the oldest jobs in it.
-func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, raw int) error {
+// bytes runs the oldest jobs in it. prevSized, when not nil, is set to
+// prev's stored size after all of that, if the insert read it and no job
+// ran after it.
+func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, raw int, prevSized *Sized) error {
 	// The queue's bounds come from its first and last rows: jobs leave it
 	// oldest first, so its ids have no holes, and upto sums raw. The
 	// insert returns both ends; each job run takes the first away and
-	// names the bound of the one after it.
+	// names the bound of the one after it. It also returns prev's stored
+	// size, which the write's checkpoint counts as dead bytes, unless prev
+	// is chunked (codec 2, CodecChunked), whose row leaves out its chunks.
 	var q struct {
-		ID     int64 `db:"id"`
-		Upto   int64 `db:"upto"`
-		First  int64 `db:"first"`
-		Before int64 `db:"before"`
+		ID         int64         `db:"id"`
+		Upto       int64         `db:"upto"`
+		First      int64         `db:"first"`
+		Before     int64         `db:"before"`
+		PrevStored sql.NullInt64 `db:"prev_stored"`
 	}
 	if err := tx.GetContext(ctx, &q, `INSERT INTO blob_reencodes (blob, prev, raw, upto)
 		VALUES (?1, ?2, ?3, ?3 + coalesce((SELECT upto FROM blob_reencodes WHERE id = (SELECT max(id) FROM blob_reencodes)), 0))
 		RETURNING id, upto, (SELECT min(id) FROM blob_reencodes) AS first,
-			(SELECT upto - raw FROM blob_reencodes WHERE id = (SELECT min(id) FROM blob_reencodes)) AS before`, h, prev, raw); err != nil {
+			(SELECT upto - raw FROM blob_reencodes WHERE id = (SELECT min(id) FROM blob_reencodes)) AS before,
+			(SELECT stored FROM blobs WHERE hash = ?2 AND codec != 2) AS prev_stored`, h, prev, raw); err != nil {
 		return index.Translate(err)
 	}
 	forced := false
@@ -88,6 +94,11 @@ func (s *Store) queueReencode(ctx context.Context, tx *index.Tx, h, prev Hash, r
 			return err
 		}
 	}
+	if _, ok := s.st.(storedSizer); ok && prevSized != nil && q.PrevStored.Valid && !forced {
+		// The jobs just run may have re-encoded prev; otherwise nothing
+		// changed its row since the insert read it.
+		*prevSized = Sized{Hash: prev, Bytes: q.PrevStored.Int64}
+	}
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -107,7 +118,7 @@ func (s *Store) QueueReencode(ctx context.Context, tx *index.Tx, h, prev Hash) e
 	if s.hist == nil || s.opts.DeltaMax < 0 || prev.IsZero() || h == prev {
 		return nil
 	}
-	return s.queueReencode(ctx, tx, h, prev, 0)
+	return s.queueReencode(ctx, tx, h, prev, 0, nil)
 }
 
 func firstJob(ctx context.Context, tx *index.Tx) (reencodeJob, bool, error) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -31,7 +32,7 @@ const (
 // new one, and they count here; diffing against the parent would never
 // count them, and a run that rolls back again and again would keep ever
 // more than its cap. A zero prev (the run's first checkpoint) counts
-// nothing.
+// nothing. A version's size in known is taken as it is.
 //
 // The sum of these over the run (Retained) is what the byte cap holds. It
 // never counts less than pruning every checkpoint but the newest would
@@ -43,7 +44,7 @@ const (
 // pruning frees nothing of it. Tree rows are not counted.
 // Erring high means the cap prunes early, never that a run keeps more
 // than its cap of file content.
-func (s *Store) deadBytes(ctx context.Context, tx *index.Tx, prev, root cas.Hash) (int64, error) {
+func (s *Store) deadBytes(ctx context.Context, tx *index.Tx, prev, root cas.Hash, known []cas.Sized) (int64, error) {
 	if prev.IsZero() || prev == root {
 		return 0, nil
 	}
@@ -65,6 +66,10 @@ func (s *Store) deadBytes(ctx context.Context, tx *index.Tx, prev, root cas.Hash
 			continue
 		}
 		seen[h] = true
+		if i := slices.IndexFunc(known, func(k cas.Sized) bool { return k.Hash == h }); i >= 0 {
+			dead += known[i].Bytes
+			continue
+		}
 		n, err := s.blobs.StoredBytes(ctx, tx, h)
 		switch {
 		case err == nil:

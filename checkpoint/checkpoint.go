@@ -95,8 +95,10 @@ const cols = `run_id, seq, root, parent_seq, reason, event_seq, created_at`
 // checkpoint parent (0: none), and appends its checkpoint_created event, in
 // tx. It writes exactly one checkpoint row and one event. The row also
 // records what the step from the run's newest checkpoint made dead (see
-// Retained), found by a diff of the two trees, which costs what changed.
-func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (Checkpoint, error) {
+// Retained), found by a diff of the two trees, which costs what changed;
+// known are stored sizes the caller read in tx since the blobs last
+// changed (cas.Store.PutVersionSized), which it does not read again.
+func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, known ...cas.Sized) (Checkpoint, error) {
 	if reason == "" {
 		reason = "manual"
 	}
@@ -117,7 +119,7 @@ func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", index.Translate(err))
 	}
-	dead, err := s.deadBytes(ctx, tx, last.Root, root)
+	dead, err := s.deadBytes(ctx, tx, last.Root, root, known)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
 	}

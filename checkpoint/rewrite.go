@@ -47,7 +47,7 @@ func (s *Store) RewriteRoots(ctx context.Context, tx *index.Tx, runID string, fn
 			cum = r.Cum
 		} else {
 			var err error
-			if dead, err = s.deadBytes(ctx, tx, prev, next); err != nil {
+			if dead, err = s.deadBytes(ctx, tx, prev, next, nil); err != nil {
 				return n, fmt.Errorf("rewrite checkpoints: %w", err)
 			}
 			cum += dead

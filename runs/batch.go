@@ -111,7 +111,7 @@ func (w *Workspace) Apply(ctx context.Context, edits []Edit) ([]vfs.FileInfo, er
 		if err != nil {
 			return err
 		}
-		cp, err := w.swapRoot(ctx, tx, run, caps, op, edits[0].Path, root, "after_workspace_batch", events...)
+		cp, err := w.swapRoot(ctx, tx, run, caps, op, edits[0].Path, root, "after_workspace_batch", nil, events...)
 		if err == nil {
 			err = room.settle(ctx, tx)
 		}

@@ -43,9 +43,10 @@ type runCaps struct {
 
 // newCheckpoint records root as the run's next checkpoint, descending
 // from parent, and holds the run to its caps (capCheckpoints). The caller
-// moves the run's head to it.
-func (s *Service) newCheckpoint(ctx context.Context, tx *index.Tx, runID string, caps runCaps, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error) {
-	cp, err := s.checkpoints.Create(ctx, tx, runID, root, parent, reason)
+// moves the run's head to it. known are stored sizes of versions read in
+// tx since the blobs last changed (checkpoint.Store.Create).
+func (s *Service) newCheckpoint(ctx context.Context, tx *index.Tx, runID string, caps runCaps, root cas.Hash, parent int64, reason string, known ...cas.Sized) (checkpoint.Checkpoint, error) {
+	cp, err := s.checkpoints.Create(ctx, tx, runID, root, parent, reason, known...)
 	if err != nil {
 		return checkpoint.Checkpoint{}, err
 	}

@@ -130,7 +130,7 @@ func (s *Service) Materialize(ctx context.Context, runID string, paths []vfs.Pat
 			infos = append(infos, vfs.FileInfo{Path: p, Kind: vfs.KindFile, Size: int64(len(b)), Hash: h, Resource: vfs.ResourceMaterialized})
 			events = append(events, event{journal.WorkspaceFileWritten, journal.FileWritten{Path: p.String(), Hash: h.String(), Bytes: int64(len(b)), Mode: "materialize"}})
 		}
-		cpID, err := w.swapRoot(ctx, tx, run, caps, op, targets[0], root, "after_materialize", events...)
+		cpID, err := w.swapRoot(ctx, tx, run, caps, op, targets[0], root, "after_materialize", nil, events...)
 		if err != nil {
 			return err
 		}

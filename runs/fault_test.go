@@ -108,11 +108,11 @@ type faultyCheckpoints struct {
 	f *faults
 }
 
-func (c faultyCheckpoints) Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error) {
+func (c faultyCheckpoints) Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, known ...cas.Sized) (checkpoint.Checkpoint, error) {
 	if err := c.f.check(createCheckpoint); err != nil {
 		return checkpoint.Checkpoint{}, err
 	}
-	return c.Checkpoints.Create(ctx, tx, runID, root, parent, reason)
+	return c.Checkpoints.Create(ctx, tx, runID, root, parent, reason, known...)
 }
 
 // faultyDeps returns d with its journal and checkpoint store failing as f

@@ -82,6 +82,7 @@ type Blobs interface {
 	PutBytes(ctx context.Context, tx *index.Tx, b []byte) (cas.Hash, error)
 	PutVersion(ctx context.Context, tx *index.Tx, b []byte, prev cas.Hash) (cas.Hash, error)
 	PutVersionFrom(ctx context.Context, tx *index.Tx, b []byte, prev cas.Hash, prevBytes []byte) (cas.Hash, error)
+	PutVersionSized(ctx context.Context, tx *index.Tx, b []byte, prev cas.Hash, prevBytes []byte) (cas.Hash, cas.Sized, error)
 	Prepare(b []byte, prev cas.Hash) *cas.Prepared
 	PutPrepared(ctx context.Context, tx *index.Tx, p *cas.Prepared, prev cas.Hash) (cas.Hash, error)
 	Touch(ctx context.Context, tx *index.Tx, h cas.Hash) (bool, error)
@@ -125,7 +126,7 @@ type Journal interface {
 // Checkpoints is the checkpoint store as runs uses it. A
 // *checkpoint.Store is one.
 type Checkpoints interface {
-	Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error)
+	Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, known ...cas.Sized) (checkpoint.Checkpoint, error)
 	Get(ctx context.Context, tx *index.Tx, runID string, seq int64) (checkpoint.Checkpoint, error)
 	Has(ctx context.Context, tx *index.Tx, runID string, seq int64) (bool, error)
 	Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned checkpoint.Pinned) ([]int64, error)

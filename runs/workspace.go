@@ -875,6 +875,7 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		}
 		var next *vfs.Entry
 		var h cas.Hash
+		var replaced cas.Sized // prev's stored size, when the store read it
 		switch {
 		case m.remove:
 		case m.stored != nil:
@@ -890,7 +891,7 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 			// same files round after round. The store hashes the content
 			// (once); rewriting identical content is still a recorded
 			// step, with nothing new stored.
-			if h, err = w.s.blobs.PutVersionFrom(ctx, tx, m.content, prev.Hash, loaded); err != nil {
+			if h, replaced, err = w.s.blobs.PutVersionSized(ctx, tx, m.content, prev.Hash, loaded); err != nil {
 				return err
 			}
 			next = &vfs.Entry{Kind: vfs.KindFile, Hash: h, Size: int64(len(m.content))}
@@ -904,7 +905,7 @@ func (w *Workspace) mutate(ctx context.Context, op string, p vfs.Path, expected 
 		} else {
 			fi = w.info(p, prev, run)
 		}
-		if fi.Checkpoint, err = w.swapRoot(ctx, tx, run, caps, op, p, root, m.reason, event{m.event, m.payload(prev.Hash, h)}); err != nil {
+		if fi.Checkpoint, err = w.swapRoot(ctx, tx, run, caps, op, p, root, m.reason, []cas.Sized{replaced}, event{m.event, m.payload(prev.Hash, h)}); err != nil {
 			return err
 		}
 		return room.settle(ctx, tx)
@@ -923,8 +924,9 @@ type event struct {
 // it enforces the size cap, makes root the run's live tree, journals the
 // events that record the change and takes the automatic checkpoint (held
 // to the profile's MaxCheckpoints), returning its id ("" if the profile
-// takes none). p names the change in errors.
-func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, caps runCaps, op string, p vfs.Path, root cas.Hash, reason string, events ...event) (string, error) {
+// takes none). p names the change in errors; known are stored sizes the
+// change read (newCheckpoint).
+func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, caps runCaps, op string, p vfs.Path, root cas.Hash, reason string, known []cas.Sized, events ...event) (string, error) {
 	if err := w.checkSize(ctx, tx, run, op, p, root); err != nil {
 		return "", err
 	}
@@ -938,7 +940,7 @@ func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, caps ru
 	// written again, an empty append) is journaled but takes no
 	// checkpoint: one would only push older ones out of a capped run.
 	if run.Profile.autoCheckpoint() && root != run.Root {
-		cp, err := w.s.newCheckpoint(ctx, tx, run.ID, caps, root, run.HeadCheckpoint, reason)
+		cp, err := w.s.newCheckpoint(ctx, tx, run.ID, caps, root, run.HeadCheckpoint, reason, known...)
 		if err != nil {
 			return "", err
 		}
