@@ -99,16 +99,42 @@ const cols = `run_id, seq, root, parent_seq, reason, event_seq, created_at`
 // known are stored sizes the caller read in tx since the blobs last
 // changed (cas.Store.PutVersionSized), which it does not read again.
 func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, known ...cas.Sized) (Checkpoint, error) {
+	p, err := s.Plan(ctx, tx, runID, root, parent, reason, known...)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	evs, err := s.journal.AppendEntries(ctx, tx, runID, p.Event)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	return s.Insert(ctx, tx, p, evs[0].Seq)
+}
+
+// Planned is a checkpoint Plan made ready: its row, but for the seq of
+// its event, and that checkpoint_created event.
+type Planned struct {
+	row       row
+	dead, cum int64
+	// Event is the checkpoint_created event, for the caller to append
+	// (journal.Journal.AppendEntries) before Insert.
+	Event journal.Entry
+}
+
+// Plan is the first half of Create, for a caller that appends the
+// checkpoint's event together with its change's own events (after them):
+// it reads and checks what Create does and prepares the event; Insert then
+// writes the row. Its errors are Create's.
+func (s *Store) Plan(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, known ...cas.Sized) (Planned, error) {
 	if reason == "" {
 		reason = "manual"
 	}
 	if len(reason) > 200 {
-		return Checkpoint{}, wserr.New(wserr.InvalidArgument, "checkpoint", "", "reason is longer than 200 bytes")
+		return Planned{}, wserr.New(wserr.InvalidArgument, "checkpoint", "", "reason is longer than 200 bytes")
 	}
 	if !utf8.ValidString(reason) {
 		// The row would keep the bytes, its event and an export another
 		// reading of them.
-		return Checkpoint{}, wserr.New(wserr.InvalidArgument, "checkpoint", "", "reason must be valid UTF-8")
+		return Planned{}, wserr.New(wserr.InvalidArgument, "checkpoint", "", "reason must be valid UTF-8")
 	}
 	var last struct {
 		Seq  int64    `db:"seq"`
@@ -117,24 +143,31 @@ func (s *Store) Create(ctx context.Context, tx *index.Tx, runID string, root cas
 	}
 	err := tx.GetContext(ctx, &last, lastSQL, runID)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return Checkpoint{}, fmt.Errorf("checkpoint: %w", index.Translate(err))
+		return Planned{}, fmt.Errorf("checkpoint: %w", index.Translate(err))
 	}
 	dead, err := s.deadBytes(ctx, tx, last.Root, root, known)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
+		return Planned{}, fmt.Errorf("checkpoint: %w", err)
 	}
 	r := row{RunID: runID, Seq: last.Seq + 1, Root: root, ParentSeq: parent, Reason: reason, CreatedAt: s.now().UnixNano()}
 	payload := journal.CheckpointMade{CheckpointID: ID(r.Seq), Seq: r.Seq, Root: root.String(), Reason: reason}
 	if parent > 0 {
 		payload.Parent = ID(parent)
 	}
-	ev, err := s.journal.Append(ctx, tx, runID, journal.CheckpointCreated, journal.Info, payload)
+	ev, err := s.journal.Prepare(journal.CheckpointCreated, journal.Info, payload)
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("checkpoint: %w", err)
+		return Planned{}, fmt.Errorf("checkpoint: %w", err)
 	}
-	r.EventSeq = ev.Seq
+	return Planned{row: r, dead: dead, cum: last.Cum + dead, Event: ev}, nil
+}
+
+// Insert writes the checkpoint p plans, in tx, its event appended as
+// eventSeq.
+func (s *Store) Insert(ctx context.Context, tx *index.Tx, p Planned, eventSeq int64) (Checkpoint, error) {
+	r := p.row
+	r.EventSeq = eventSeq
 	if _, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (`+cols+`, dead_bytes, cum_dead) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.RunID, r.Seq, r.Root, r.ParentSeq, r.Reason, r.EventSeq, r.CreatedAt, dead, last.Cum+dead); err != nil {
+		r.RunID, r.Seq, r.Root, r.ParentSeq, r.Reason, r.EventSeq, r.CreatedAt, p.dead, p.cum); err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: %w", index.Translate(err))
 	}
 	return r.checkpoint(), nil

@@ -1,8 +1,9 @@
 // Package journal implements the append-only event log of agent runs.
 //
 // It owns the events table: no other package reads or writes it, and
-// every other part reaches a run's events through Append, Page, Export and
-// Follow.
+// every other part reaches a run's events through Append (or Prepare and
+// AppendEntries, which write a change's events two to a statement), Page,
+// Export and Follow.
 //
 // Every run has its own sequence of events numbered from 1 without gaps.
 // An event is appended in the same write transaction as the change it

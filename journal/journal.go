@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/wsstore/wsstore/index"
@@ -57,18 +58,48 @@ func (j *Journal) Append(ctx context.Context, tx *index.Tx, runID string, typ Ty
 	if runID == "" {
 		return Event{}, wserr.New(wserr.InvalidArgument, op, "", "empty run id")
 	}
+	e, err := j.Prepare(typ, level, payload)
+	if err != nil {
+		return Event{}, err
+	}
+	evs, err := j.AppendEntries(ctx, tx, runID, e)
+	if err != nil {
+		return Event{}, err
+	}
+	return evs[0], nil
+}
+
+// Entry is an event made ready to append (Prepare): checked, its payload
+// encoded and its time read from the journal's clock.
+type Entry struct {
+	typ    Type
+	level  Level
+	at     time.Time
+	body   json.RawMessage
+	stored any // body as the row holds it
+}
+
+// Type is the entry's event type.
+func (e Entry) Type() Type { return e.typ }
+
+// Prepare checks and stamps an event as Append does, without writing it,
+// so that AppendEntries can write several in one statement: its time is
+// read from the clock now, in the order the change's steps happen. It
+// fails as Append does for typ, level and payload.
+func (j *Journal) Prepare(typ Type, level Level, payload any) (Entry, error) {
+	const op = "journal append"
 	if !typ.Valid() {
-		return Event{}, wserr.New(wserr.InvalidArgument, op, "", "unknown event type %q", typ)
+		return Entry{}, wserr.New(wserr.InvalidArgument, op, "", "unknown event type %q", typ)
 	}
 	if !level.Valid() {
-		return Event{}, wserr.New(wserr.InvalidArgument, op, "", "unknown level %q: want debug, info, warn or error", level)
+		return Entry{}, wserr.New(wserr.InvalidArgument, op, "", "unknown level %q: want debug, info, warn or error", level)
 	}
 	body, err := marshalPayload(payload)
 	if err != nil {
-		return Event{}, wserr.Wrap(wserr.InvalidArgument, op, "", err)
+		return Entry{}, wserr.Wrap(wserr.InvalidArgument, op, "", err)
 	}
 	if len(body) > MaxPayloadBytes {
-		return Event{}, wserr.New(wserr.SizeLimitExceeded, op, "", "a %s payload of %d bytes is over the %d an event may hold", typ, len(body), MaxPayloadBytes)
+		return Entry{}, wserr.New(wserr.SizeLimitExceeded, op, "", "a %s payload of %d bytes is over the %d an event may hold", typ, len(body), MaxPayloadBytes)
 	}
 	// Round through Unix nanoseconds so the returned event is exactly the
 	// one a later read returns (no monotonic reading, no zone).
@@ -80,24 +111,72 @@ func (j *Journal) Append(ctx context.Context, tx *index.Tx, runID string, typ Ty
 	if p, packed := encodePayload(body); packed {
 		stored = p
 	}
-	// One statement: the seq is read and the row written under the same
-	// write lock, and "ORDER BY seq DESC LIMIT 1" is a single seek to the
-	// end of the run's range of the primary key.
-	var seq int64
-	err = tx.GetContext(ctx, &seq, `INSERT INTO events (run_id, seq, type, level, at, payload)
-		VALUES (?1, coalesce((SELECT seq FROM events WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1), 0) + 1, ?2, ?3, ?4, ?5)
-		RETURNING seq`,
-		runID, string(typ), string(level), at.UnixNano(), stored)
-	if err != nil {
-		err = fmt.Errorf("run %s: %w", runID, index.Translate(err))
-		if ctx.Err() != nil || wserr.CodeOf(err) != wserr.Internal {
-			// The caller gave up, or the store said why (busy, read-only,
-			// corrupt): that is the error, not the journal.
-			return Event{}, fmt.Errorf("%s: %w", op, err)
-		}
-		return Event{}, wserr.Wrap(wserr.JournalFailed, op, "", err)
+	return Entry{typ: typ, level: level, at: at, body: body, stored: stored}, nil
+}
+
+// AppendEntries records es, prepared by Prepare, as runID's next events
+// in tx, in order, and returns them with their seqs: each as Append would
+// record it, two at a time in one statement. It fails as Append does.
+func (j *Journal) AppendEntries(ctx context.Context, tx *index.Tx, runID string, es ...Entry) ([]Event, error) {
+	const op = "journal append"
+	if err := checkWriteTx(op, tx); err != nil {
+		return nil, err
 	}
-	return Event{RunID: runID, Seq: seq, Type: typ, Level: level, At: at, Payload: body}, nil
+	if runID == "" {
+		return nil, wserr.New(wserr.InvalidArgument, op, "", "empty run id")
+	}
+	for _, e := range es {
+		if !e.typ.Valid() || !e.level.Valid() {
+			return nil, wserr.New(wserr.InvalidArgument, op, "", "an entry Prepare did not make")
+		}
+	}
+	out := make([]Event, 0, len(es))
+	for len(es) > 0 {
+		n := min(len(es), 2)
+		// One statement: the seq is read and the rows written under the
+		// same write lock, and "ORDER BY seq DESC LIMIT 1" is a single
+		// seek to the end of the run's range of the primary key. Two rows
+		// take their seqs from that one read: the rows to insert are
+		// read in full before any is written, as the statement reads
+		// the table it writes.
+		var seqs []int64
+		var err error
+		switch n {
+		case 1:
+			var seq int64
+			err = tx.GetContext(ctx, &seq, `INSERT INTO events (run_id, seq, type, level, at, payload)
+				VALUES (?1, coalesce((SELECT seq FROM events WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1), 0) + 1, ?2, ?3, ?4, ?5)
+				RETURNING seq`,
+				runID, string(es[0].typ), string(es[0].level), es[0].at.UnixNano(), es[0].stored)
+			seqs = []int64{seq}
+		default:
+			err = tx.SelectContext(ctx, &seqs, `INSERT INTO events (run_id, seq, type, level, at, payload)
+				SELECT ?1, l.seq + v.n, v.type, v.level, v.at, v.payload
+				FROM (SELECT coalesce((SELECT seq FROM events WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1), 0) AS seq) l,
+					(SELECT 1 AS n, ?2 AS type, ?3 AS level, ?4 AS at, ?5 AS payload UNION ALL SELECT 2, ?6, ?7, ?8, ?9) v
+				RETURNING seq`,
+				runID, string(es[0].typ), string(es[0].level), es[0].at.UnixNano(), es[0].stored,
+				string(es[1].typ), string(es[1].level), es[1].at.UnixNano(), es[1].stored)
+			if err == nil && len(seqs) != 2 {
+				err = fmt.Errorf("%d rows inserted for 2 events", len(seqs))
+			}
+			slices.Sort(seqs)
+		}
+		if err != nil {
+			err = fmt.Errorf("run %s: %w", runID, index.Translate(err))
+			if ctx.Err() != nil || wserr.CodeOf(err) != wserr.Internal {
+				// The caller gave up, or the store said why (busy, read-only,
+				// corrupt): that is the error, not the journal.
+				return nil, fmt.Errorf("%s: %w", op, err)
+			}
+			return nil, wserr.Wrap(wserr.JournalFailed, op, "", err)
+		}
+		for i, e := range es[:n] {
+			out = append(out, Event{RunID: runID, Seq: seqs[i], Type: e.typ, Level: e.level, At: e.at, Payload: e.body})
+		}
+		es = es[n:]
+	}
+	return out, nil
 }
 
 // marshalPayload encodes v as a compact JSON object.

@@ -18,7 +18,7 @@ import (
 // checkpoint, descending from parent, makes it the run's head, and holds
 // the run to limit, its profile's MaxCheckpoints (newCheckpoint).
 func (s *Service) checkpointTx(ctx context.Context, tx *index.Tx, runID string, caps runCaps, root cas.Hash, parent int64, reason string) (checkpoint.Checkpoint, error) {
-	cp, err := s.newCheckpoint(ctx, tx, runID, caps, root, parent, reason)
+	cp, err := s.newCheckpoint(ctx, tx, runID, caps, root, parent, reason, nil)
 	if err != nil {
 		return checkpoint.Checkpoint{}, err
 	}
@@ -44,9 +44,19 @@ type runCaps struct {
 // newCheckpoint records root as the run's next checkpoint, descending
 // from parent, and holds the run to its caps (capCheckpoints). The caller
 // moves the run's head to it. known are stored sizes of versions read in
-// tx since the blobs last changed (checkpoint.Store.Create).
-func (s *Service) newCheckpoint(ctx context.Context, tx *index.Tx, runID string, caps runCaps, root cas.Hash, parent int64, reason string, known ...cas.Sized) (checkpoint.Checkpoint, error) {
-	cp, err := s.checkpoints.Create(ctx, tx, runID, root, parent, reason, known...)
+// tx since the blobs last changed (checkpoint.Store.Create); before are
+// the change's own events, appended before the checkpoint's, two to a
+// statement.
+func (s *Service) newCheckpoint(ctx context.Context, tx *index.Tx, runID string, caps runCaps, root cas.Hash, parent int64, reason string, known []cas.Sized, before ...journal.Entry) (checkpoint.Checkpoint, error) {
+	p, err := s.checkpoints.Plan(ctx, tx, runID, root, parent, reason, known...)
+	if err != nil {
+		return checkpoint.Checkpoint{}, err
+	}
+	evs, err := s.journal.AppendEntries(ctx, tx, runID, append(before, p.Event)...)
+	if err != nil {
+		return checkpoint.Checkpoint{}, err
+	}
+	cp, err := s.checkpoints.Insert(ctx, tx, p, evs[len(evs)-1].Seq)
 	if err != nil {
 		return checkpoint.Checkpoint{}, err
 	}

@@ -22,8 +22,8 @@ import (
 
 var errInjected = errors.New("injected failure")
 
-// createCheckpoint names a checkpoint store's Create in a fault rule; an
-// event type names an Append of that type, anyAppend every Append.
+// createCheckpoint names the insert of a checkpoint's row in a fault rule; an
+// event type names an append of that type, anyAppend every append.
 const (
 	createCheckpoint = "checkpoint.create"
 	anyAppend        = "journal.append"
@@ -102,17 +102,27 @@ func (j faultyJournal) Append(ctx context.Context, tx *index.Tx, runID string, t
 	return j.Journal.Append(ctx, tx, runID, typ, level, payload)
 }
 
-// faultyCheckpoints is a checkpoint store whose creates f may fail.
+// AppendEntries fails as Append would for the first entry a rule names.
+func (j faultyJournal) AppendEntries(ctx context.Context, tx *index.Tx, runID string, es ...journal.Entry) ([]journal.Event, error) {
+	for _, e := range es {
+		if err := j.f.check(string(e.Type()), anyAppend); err != nil {
+			return nil, err
+		}
+	}
+	return j.Journal.AppendEntries(ctx, tx, runID, es...)
+}
+
+// faultyCheckpoints is a checkpoint store whose row inserts f may fail.
 type faultyCheckpoints struct {
 	runs.Checkpoints
 	f *faults
 }
 
-func (c faultyCheckpoints) Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, known ...cas.Sized) (checkpoint.Checkpoint, error) {
+func (c faultyCheckpoints) Insert(ctx context.Context, tx *index.Tx, p checkpoint.Planned, eventSeq int64) (checkpoint.Checkpoint, error) {
 	if err := c.f.check(createCheckpoint); err != nil {
 		return checkpoint.Checkpoint{}, err
 	}
-	return c.Checkpoints.Create(ctx, tx, runID, root, parent, reason, known...)
+	return c.Checkpoints.Insert(ctx, tx, p, eventSeq)
 }
 
 // faultyDeps returns d with its journal and checkpoint store failing as f
@@ -163,7 +173,8 @@ func TestFailureAfterEventsLeavesNothing(t *testing.T) {
 	faults.failOnce(createCheckpoint, errInjected) // after the events, before the root moves
 	_, err = e.svc.Workspace(r.ID, runs.ModelScope).Write(e.ctx, vfs.MustPath("output/main.md"), []byte(v2+" and a third"), vfs.WriteOptions{})
 	require.ErrorIs(t, err, errInjected)
-	assert.Equal(t, []string{string(journal.WorkspaceFileWritten), createCheckpoint}, faults.calls(), "the write's event was appended before the checkpoint failed")
+	assert.Equal(t, []string{string(journal.WorkspaceFileWritten), string(journal.CheckpointCreated), createCheckpoint}, faults.calls(),
+		"the write's event and its checkpoint's were appended before the checkpoint's row failed")
 
 	assert.Equal(t, before, rowCounts(e))
 	after, err := e.svc.Run(e.ctx, r.ID)

@@ -120,13 +120,18 @@ type Trees interface {
 // *journal.Journal is one.
 type Journal interface {
 	Append(ctx context.Context, tx *index.Tx, runID string, typ journal.Type, level journal.Level, payload any) (journal.Event, error)
+	// Prepare and AppendEntries append a change's events together (with
+	// its checkpoint's last), their times read as the change happens.
+	Prepare(typ journal.Type, level journal.Level, payload any) (journal.Entry, error)
+	AppendEntries(ctx context.Context, tx *index.Tx, runID string, es ...journal.Entry) ([]journal.Event, error)
 	DeleteRun(ctx context.Context, tx *index.Tx, runID string) (int64, error)
 }
 
 // Checkpoints is the checkpoint store as runs uses it. A
 // *checkpoint.Store is one.
 type Checkpoints interface {
-	Create(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, known ...cas.Sized) (checkpoint.Checkpoint, error)
+	Plan(ctx context.Context, tx *index.Tx, runID string, root cas.Hash, parent int64, reason string, known ...cas.Sized) (checkpoint.Planned, error)
+	Insert(ctx context.Context, tx *index.Tx, p checkpoint.Planned, eventSeq int64) (checkpoint.Checkpoint, error)
 	Get(ctx context.Context, tx *index.Tx, runID string, seq int64) (checkpoint.Checkpoint, error)
 	Has(ctx context.Context, tx *index.Tx, runID string, seq int64) (bool, error)
 	Prune(ctx context.Context, tx *index.Tx, runID string, limit int, keep int64, pinned checkpoint.Pinned) ([]int64, error)

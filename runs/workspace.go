@@ -930,21 +930,27 @@ func (w *Workspace) swapRoot(ctx context.Context, tx *index.Tx, run Run, caps ru
 	if err := w.checkSize(ctx, tx, run, op, p, root); err != nil {
 		return "", err
 	}
+	entries := make([]journal.Entry, 0, len(events)+1)
 	for _, ev := range events {
-		if _, err := w.s.journal.Append(ctx, tx, run.ID, ev.typ, journal.Info, ev.payload); err != nil {
+		e, err := w.s.journal.Prepare(ev.typ, journal.Info, ev.payload)
+		if err != nil {
 			return "", err
 		}
+		entries = append(entries, e)
 	}
 	head, cpID := run.HeadCheckpoint, ""
 	// A change that leaves the workspace as it was (the same bytes
 	// written again, an empty append) is journaled but takes no
 	// checkpoint: one would only push older ones out of a capped run.
 	if run.Profile.autoCheckpoint() && root != run.Root {
-		cp, err := w.s.newCheckpoint(ctx, tx, run.ID, caps, root, run.HeadCheckpoint, reason, known...)
+		// The change's events go in with the checkpoint's.
+		cp, err := w.s.newCheckpoint(ctx, tx, run.ID, caps, root, run.HeadCheckpoint, reason, known, entries...)
 		if err != nil {
 			return "", err
 		}
 		head, cpID = cp.Seq, cp.ID
+	} else if _, err := w.s.journal.AppendEntries(ctx, tx, run.ID, entries...); err != nil {
+		return "", err
 	}
 	// One update of the run's row: the new root and, with it, the
 	// checkpoint that now heads it.
