@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
@@ -28,7 +29,9 @@ func TestRunsPageDoesNotReadEveryRun(t *testing.T) {
 	ctx := context.Background()
 	pages := func(n int) map[string]int {
 		var rec storetest.Statements
-		st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace}})
+		st := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now, Index: index.Options{Trace: rec.Trace},
+			// the background re-encoder stays out of the count
+			CAS: cas.Options{ReencodeIdle: time.Hour}})
 		// n/4 chats of four runs each, two of them failed.
 		for i := range n {
 			r, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: fmt.Sprint("chat-", i%(n/4))}})
@@ -83,7 +86,9 @@ func TestRunsPagesFollowOneAnother(t *testing.T) {
 	ctx := context.Background()
 	var rec storetest.Statements
 	clock := storetest.NewClockAt(storetest.Epoch, 0)
-	st := storetest.OpenStoreWith(t, wsstore.Options{Now: clock.Now, Index: index.Options{Trace: rec.Trace}})
+	st := storetest.OpenStoreWith(t, wsstore.Options{Now: clock.Now, Index: index.Options{Trace: rec.Trace},
+		// the background re-encoder stays out of the count
+		CAS: cas.Options{ReencodeIdle: time.Hour}})
 	const n = 400
 	for i := range n {
 		if i%3 == 0 {
