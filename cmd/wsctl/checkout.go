@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -46,7 +50,16 @@ profile's other visible roots are directories even when they hold no
 file, as ls lists them. Every file and directory is made exclusively: on
 a file system that does not tell case apart (macOS's and Windows's
 default), two stored names that differ only in case are store.conflict,
-never merged, and DIR is left empty.`,
+never merged, and DIR is left empty.
+
+The files are written into a hidden directory (beside a new DIR, named
+.DIR.wsstore-checkout-NNN, or inside an empty one, .wsstore-checkout-NNN)
+that is put in place once complete, so a checkout killed midway leaves
+no half workspace under DIR's name; the next checkout to DIR removes the
+hidden directories nothing has changed in for an hour. A checkout that
+fails removes its hidden directory and leaves what another program saved
+in DIR meanwhile; a name another program made where the files go is
+store.conflict.`,
 		Args: exactArgs(2),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if len(args) == 1 {
@@ -133,34 +146,15 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	}); err != nil {
 		return err
 	}
-	created, err := newEmptyDir(dir)
+	stage, err := newCheckoutStage(dir)
 	if err != nil {
 		return err
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		if created {
-			_ = os.Remove(dir)
-		}
-		return dirError(dir, err)
-	}
-	defer root.Close()
-	// made lists the entries this checkout made directly in dir: a
-	// checkout that fails removes them, for half a workspace is worse than
-	// none, and leaves what another program put in dir meanwhile.
-	var made []string
-	done := false
-	defer func() {
-		if !done {
-			for _, name := range made {
-				_ = root.RemoveAll(name)
-			}
-			if created {
-				_ = os.Remove(dir) // only once empty
-			}
-		}
-	}()
-	var target checkoutTarget = root
+	// A checkout that fails removes its stage, for half a workspace is
+	// worse than none. The stage holds only what this checkout made: what
+	// another program saved in DIR meanwhile stays.
+	defer stage.end()
+	var target checkoutTarget = stage.root
 	if o.wrapTarget != nil {
 		target = o.wrapTarget(target)
 	}
@@ -183,14 +177,11 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 			if err := target.Mkdir(filepath.FromSlash(fi.Path.String()), 0o755); err != nil {
 				return checkoutFault(dir, fi.Path, err)
 			}
-			if fi.Path.Dir().IsRoot() {
-				made = append(made, fi.Path.String())
-			}
 			res.Dirs++
 			return nil
 		}
 		bar.update("checkout", res.Files, total)
-		n, err := checkoutFile(ctx, blobs, dir, target, fi, &made)
+		n, err := checkoutFile(ctx, blobs, dir, target, fi)
 		// Contents gone since the trees were read: the run or checkpoint
 		// deleted, the file changed and collected, or lost.
 		if err = ws.ContentMissing(ctx, "checkout", "checked out", fi.Path, fi.Hash, err); err != nil {
@@ -203,12 +194,14 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkoutEmptyRoots(ctx, ws, target, &res, &made); err != nil {
+	if err := checkoutEmptyRoots(ctx, ws, target, &res); err != nil {
+		return err
+	}
+	if err := stage.place(); err != nil {
 		return err
 	}
 	bar.update("checkout", total, total)
 	bar.done()
-	done = true
 	if o.json {
 		return writeJSON(o.out, res)
 	}
@@ -224,7 +217,7 @@ func runCheckout(ctx context.Context, o checkoutOptions, args []string) error {
 // (plan/, summaries/, … of a fresh run) as empty directories: every view
 // of the run lists them, though no tree stores them. scratch/, virtual
 // mounts and host/ are left out, as their files are.
-func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root checkoutTarget, res *checkoutResult, made *[]string) error {
+func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root checkoutTarget, res *checkoutResult) error {
 	page := vfs.ListPage{Limit: vfs.DefaultListLimit}
 	for {
 		ls, more, err := ws.ListPage(ctx, vfs.Root(), 1, page)
@@ -242,7 +235,6 @@ func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root checkoutTa
 				}
 				return fmt.Errorf("checkout: %w", wserr.FSFault("checkout", fi.Path.String(), err))
 			}
-			*made = append(*made, fi.Path.String())
 			res.Dirs++
 		}
 		if !more || len(ls) == 0 {
@@ -320,9 +312,8 @@ func checkoutFault(dir string, p vfs.Path, err error) error {
 	return wserr.FromFS("checkout", p.String(), err)
 }
 
-// checkoutFile streams one stored file into root, refusing to overwrite,
-// and adds it to made when it lies directly in root.
-func checkoutFile(ctx context.Context, blobs blobGetter, dir string, root checkoutTarget, fi vfs.FileInfo, made *[]string) (int64, error) {
+// checkoutFile streams one stored file into root, refusing to overwrite.
+func checkoutFile(ctx context.Context, blobs blobGetter, dir string, root checkoutTarget, fi vfs.FileInfo) (int64, error) {
 	name := filepath.FromSlash(fi.Path.String())
 	r, err := blobs.Get(ctx, fi.Hash)
 	if err != nil {
@@ -332,9 +323,6 @@ func checkoutFile(ctx context.Context, blobs blobGetter, dir string, root checko
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return 0, checkoutFault(dir, fi.Path, err)
-	}
-	if fi.Path.Dir().IsRoot() {
-		*made = append(*made, fi.Path.String())
 	}
 	n, err := io.Copy(fileWriter{f}, r)
 	if cerr := f.Close(); err == nil && cerr != nil {
@@ -367,27 +355,223 @@ type fileWriteError struct{ err error }
 func (e fileWriteError) Error() string { return e.err.Error() }
 func (e fileWriteError) Unwrap() error { return e.err }
 
-// newEmptyDir makes sure dir is a new or empty directory, creating it (and
-// its parents) if needed, and reports whether it created dir. Anything
-// else is store.conflict: checkout never writes into a directory that
-// holds files.
-func newEmptyDir(dir string) (created bool, err error) {
-	entries, err := os.ReadDir(dir)
+// stageMark is in the name of the hidden directory a checkout writes
+// into: ".DIR.wsstore-checkout-" and 12 hex digits beside a new DIR,
+// ".wsstore-checkout-" and 12 hex digits inside an empty one.
+const stageMark = ".wsstore-checkout-"
+
+// staleStage is how long a checkout's hidden directory may go unchanged
+// before a checkout to the same DIR takes it for one a killed process
+// left.
+const staleStage = time.Hour
+
+// checkoutStage is the hidden directory a checkout writes its files
+// into, so that a process killed midway (SIGKILL, a power loss) leaves no
+// half workspace under DIR's name. For a new DIR it is made beside DIR
+// and renamed onto it once complete. For an empty directory already
+// there it is made inside it, and its entries are moved up at the end:
+// renaming onto DIR would replace the directory a shell may sit in, and
+// fails on a mount point. Everything is done through parent, the
+// directory opened at the start, so a path replaced by a link meanwhile
+// is not followed.
+type checkoutStage struct {
+	dir    string   // DIR, as the errors name it
+	parent *os.Root // DIR's parent for a new DIR, DIR for an empty one
+	name   string   // the stage's name in parent
+	inside bool     // the stage is in DIR
+	root   *os.Root // the stage, which checkout writes into
+}
+
+// newCheckoutStage makes sure dir is new or an empty directory and makes
+// the hidden directory to write into. A dir holding anything but the
+// hidden directories of checkouts killed over staleStage ago is
+// store.conflict: checkout never writes into a directory that holds
+// files. Those old hidden directories are removed.
+func newCheckoutStage(dir string) (*checkoutStage, error) {
+	dir = filepath.Clean(dir)
+	s := &checkoutStage{dir: dir}
+	parent, err := os.OpenRoot(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return false, dirError(dir, err)
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return nil, dirError(dir, err)
 		}
-		return true, nil
+		if parent, err = os.OpenRoot(filepath.Dir(dir)); err != nil {
+			return nil, dirError(dir, err)
+		}
+		s.parent = parent
+		prefix := "." + filepath.Base(dir) + stageMark
+		clearOldStages(parent, prefix)
+		s.name, err = makeStage(parent, prefix)
 	case err != nil:
 		if fi, serr := os.Stat(dir); serr == nil && !fi.IsDir() {
-			return false, wserr.New(wserr.Conflict, "checkout", dir, "exists and is not a directory")
+			return nil, wserr.New(wserr.Conflict, "checkout", dir, "exists and is not a directory")
 		}
-		return false, dirError(dir, err)
-	case len(entries) > 0:
-		return false, wserr.New(wserr.Conflict, "checkout", dir, "directory is not empty: checkout only writes into a new or empty directory")
+		return nil, dirError(dir, err)
+	default:
+		s.parent, s.inside = parent, true
+		empty := true
+		if err := eachEntry(parent, func(e fs.DirEntry) bool {
+			empty = isOldStage(parent, e, stageMark)
+			return empty
+		}); err != nil {
+			parent.Close()
+			return nil, dirError(dir, err)
+		}
+		if !empty {
+			parent.Close()
+			return nil, wserr.New(wserr.Conflict, "checkout", dir, "directory is not empty: checkout only writes into a new or empty directory")
+		}
+		clearOldStages(parent, stageMark)
+		s.name, err = makeStage(parent, stageMark)
 	}
-	return false, nil
+	if err == nil {
+		s.root, err = s.parent.OpenRoot(s.name)
+	}
+	if err != nil {
+		s.end()
+		return nil, dirError(dir, err)
+	}
+	return s, nil
+}
+
+// makeStage makes a new directory in parent named prefix and 12 hex
+// digits, and returns its name.
+func makeStage(parent *os.Root, prefix string) (string, error) {
+	for {
+		var suffix [6]byte
+		_, _ = rand.Read(suffix[:])
+		name := prefix + hex.EncodeToString(suffix[:])
+		err := parent.Mkdir(name, 0o755)
+		if err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+}
+
+// place puts the files written into the stage under DIR's name. A name
+// another program made there meanwhile is store.conflict, and is left as
+// it is: the workspace's top-level entries are all directories, and a
+// directory is renamed onto neither a file nor a directory that holds
+// anything. Entries already moved up are removed again.
+func (s *checkoutStage) place() error {
+	_ = s.root.Close() // no directory is renamed while open
+	if !s.inside {
+		if err := s.parent.Rename(s.name, filepath.Base(s.dir)); err != nil {
+			return placeFault(s.dir, err)
+		}
+		s.name = ""
+		return nil
+	}
+	// The workspace's top-level directories: a few.
+	entries, err := readStage(s.parent, s.name)
+	if err != nil {
+		return placeFault(s.dir, err)
+	}
+	slices.Sort(entries)
+	for i, name := range entries {
+		if err := s.parent.Rename(filepath.Join(s.name, name), name); err != nil {
+			for _, moved := range entries[:i] {
+				_ = s.parent.RemoveAll(moved)
+			}
+			return placeFault(s.dir, err)
+		}
+	}
+	if err := s.parent.Remove(s.name); err != nil {
+		for _, moved := range entries {
+			_ = s.parent.RemoveAll(moved)
+		}
+		return placeFault(s.dir, err)
+	}
+	s.name = ""
+	return nil
+}
+
+// readStage returns the names in parent's directory name.
+func readStage(parent *os.Root, name string) ([]string, error) {
+	f, err := parent.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// end removes the stage, unless it was put in place, and closes what the
+// stage opened.
+func (s *checkoutStage) end() {
+	if s.root != nil {
+		_ = s.root.Close()
+	}
+	if s.name != "" {
+		_ = s.parent.RemoveAll(s.name)
+	}
+	_ = s.parent.Close()
+}
+
+// placeFault codes a failure to put the stage's entries under DIR's
+// name: a name another program made in DIR (or made DIR, for a new one)
+// while checkout wrote is store.conflict; the rest is coded as a failure
+// to make DIR is.
+func placeFault(dir string, err error) error {
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) {
+		return wserr.New(wserr.Conflict, "checkout", dir, "another program put files there while the checkout wrote its own: check out again into a new or empty directory")
+	}
+	return dirError(dir, err)
+}
+
+// eachEntry calls fn for each entry of root's directory, read a batch at
+// a time, until fn returns false.
+func eachEntry(root *os.Root, fn func(fs.DirEntry) bool) error {
+	f, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		entries, err := f.ReadDir(256)
+		for _, e := range entries {
+			if !fn(e) {
+				return nil
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// isOldStage reports whether e, an entry of root, is a stage named with
+// prefix that nothing has changed in for staleStage: a checkout killed
+// while it wrote leaves its stage, and one still writing keeps changing
+// it.
+func isOldStage(root *os.Root, e fs.DirEntry, prefix string) bool {
+	rest, ok := strings.CutPrefix(e.Name(), prefix)
+	if !ok || len(rest) != 12 || strings.Trim(rest, "0123456789abcdef") != "" || !e.IsDir() {
+		return false
+	}
+	fi, err := root.Lstat(e.Name())
+	// The wall clock, not the store's: it is compared with the file
+	// system's times.
+	return err == nil && fi.IsDir() && time.Since(fi.ModTime()) > staleStage
+}
+
+// clearOldStages removes the old stages named with prefix in root's
+// directory. One that cannot be removed stays: it keeps an empty DIR it
+// is in from counting as empty, and is harmless beside a new one.
+func clearOldStages(root *os.Root, prefix string) {
+	_ = eachEntry(root, func(e fs.DirEntry) bool {
+		if isOldStage(root, e, prefix) {
+			_ = root.RemoveAll(e.Name())
+		}
+		return true
+	})
 }
 
 // dirError codes a failure to make or read checkout's DIR: a path that

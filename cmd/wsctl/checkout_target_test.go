@@ -157,43 +157,104 @@ func TestCheckoutFailuresCarryACode(t *testing.T) {
 }
 
 // otherProgramFirst is a content store whose first read has another
-// program write a file into DIR, and whose second fails.
+// program save file (a path in DIR) there, making DIR if need be, and
+// whose second fails if fail is set.
 type otherProgramFirst struct {
 	blobGetter
-	dir string
-	n   int
+	dir, file string
+	fail      bool
+	n         int
 }
 
 func (o *otherProgramFirst) Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error) {
 	o.n++
-	switch o.n {
-	case 1:
-		if err := os.WriteFile(filepath.Join(o.dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+	switch {
+	case o.n == 1:
+		path := filepath.Join(o.dir, filepath.FromSlash(o.file))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, err
 		}
-	case 2:
+		if err := os.WriteFile(path, []byte("mine"), 0o644); err != nil {
+			return nil, err
+		}
+	case o.n == 2 && o.fail:
 		return nil, wserr.New(wserr.Internal, "get", h.Short(), "the disk failed")
 	}
 	return o.blobGetter.Get(ctx, h)
 }
 
-// TestCheckoutFailureLeavesWhatOthersWrote: a checkout that fails removes
-// what it made in DIR, and only that: a file another program saved there
-// meanwhile stays, and so does DIR, which holds it.
-func TestCheckoutFailureLeavesWhatOthersWrote(t *testing.T) {
+// checkoutBesideOtherProgram checks run "others" out into a new or an
+// empty DIR while another program saves file there, and returns DIR, the
+// exit status and standard error.
+func checkoutBesideOtherProgram(t *testing.T, existing bool, file string, fail bool) (string, int, string) {
+	t.Helper()
 	c := newCLI(t)
 	st := c.open()
 	c.seedRun(st, "others")
-	dir := filepath.Join(t.TempDir(), "new")
+	dir := filepath.Join(t.TempDir(), "co")
+	if existing {
+		require.NoError(t, os.Mkdir(dir, 0o755))
+	}
 	a := c.app()
-	a.wrapBlobs = func(g blobGetter) blobGetter { return &otherProgramFirst{blobGetter: g, dir: dir} }
+	a.wrapBlobs = func(g blobGetter) blobGetter {
+		return &otherProgramFirst{blobGetter: g, dir: dir, file: file, fail: fail}
+	}
 	var out, errOut bytes.Buffer
 	code := execute(context.Background(), a, []string{"--store", c.store, "checkout", "others", dir}, strings.NewReader(""), &out, &errOut)
-	assert.Equal(t, 1, code, errOut.String())
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	require.Len(t, entries, 1, "only the other program's file is left")
-	b, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
+	return dir, code, errOut.String()
+}
+
+// onlyOthersFile asserts that DIR holds only file, as the other program
+// saved it, and that no hidden directory of the checkout is left in DIR
+// or beside it.
+func onlyOthersFile(t *testing.T, dir, file string) {
+	t.Helper()
+	var left []string
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, path)
+			left = append(left, filepath.ToSlash(rel))
+		}
+		return err
+	}))
+	assert.Equal(t, []string{file}, left, "only the other program's file is left")
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(file)))
 	require.NoError(t, err)
 	assert.Equal(t, "mine", string(b))
+	siblings, err := os.ReadDir(filepath.Dir(dir))
+	require.NoError(t, err)
+	require.Len(t, siblings, 1)
+	assert.Equal(t, filepath.Base(dir), siblings[0].Name())
+}
+
+// TestCheckoutFailureLeavesWhatOthersWrote: a checkout that fails removes
+// what it made, and only that: a file another program saved in DIR
+// meanwhile stays, and so does DIR, which holds it.
+func TestCheckoutFailureLeavesWhatOthersWrote(t *testing.T) {
+	for name, existing := range map[string]bool{"NewDir": false, "EmptyDir": true} {
+		t.Run(name, func(t *testing.T) {
+			dir, code, errOut := checkoutBesideOtherProgram(t, existing, "notes.txt", true)
+			assert.Equal(t, 1, code, errOut)
+			onlyOthersFile(t, dir, "notes.txt")
+		})
+	}
+}
+
+// TestCheckoutLeavesWhatOthersMadeWhereItsFilesGo: another program makes
+// DIR, or in an empty DIR a directory the workspace has, and saves a
+// file there while the checkout writes: putting the checkout's files in
+// place would overwrite or merge with it, so the checkout is
+// store.conflict (exit 5), the other program's file stays, and of the
+// checkout nothing is left, not even the directories moved into DIR
+// before the one taken.
+func TestCheckoutLeavesWhatOthersMadeWhereItsFilesGo(t *testing.T) {
+	for name, existing := range map[string]bool{"NewDir": false, "EmptyDir": true} {
+		t.Run(name, func(t *testing.T) {
+			dir, code, errOut := checkoutBesideOtherProgram(t, existing, "output/notes.txt", false)
+			assert.Equal(t, 5, code, errOut)
+			assert.Contains(t, errOut, "store.conflict")
+			assert.Contains(t, errOut, "another program put files there")
+			onlyOthersFile(t, dir, "output/notes.txt")
+		})
+	}
 }
