@@ -294,7 +294,8 @@ func (s *Spaces) nextTotals(ctx context.Context, tx *index.Tx, sp spaceRow, root
 // wserr.InvalidPath (path, the root, or a path ending in "/", which
 // names a directory), wserr.NotADirectory when a file
 // is where a directory must go, wserr.PathIsDirectory when path is a
-// directory; a read error of r is returned wrapped.
+// directory; a read error of r is workspace.invalid_argument wrapping
+// r's own error (wserr.Source).
 func (s *Spaces) Upload(ctx context.Context, actor, path string, r io.Reader) (Change, error) {
 	return s.UploadWith(ctx, actor, path, r, ChangeOptions{})
 }
@@ -340,6 +341,7 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 	if r == nil {
 		return Change{}, wserr.New(wserr.InvalidArgument, "upload", p.String(), "nil reader")
 	}
+	r = wserr.Source(r, "upload", p.String())
 	// What the change's transaction would refuse, refused before any of
 	// the content is read: the guard, and a path no file can be at.
 	if err := s.db.View(ctx, func(tx *index.Tx) error {

@@ -596,7 +596,8 @@ func (w *Workspace) Write(ctx context.Context, p vfs.Path, content []byte, opt v
 // and the store's cap leave; one refused or cancelled while it is read
 // frees what it stored of its content (cas.Store.Put). A host file (host/<name>/…) is streamed into a temporary file
 // beside it, renamed into place (vfs.HostFS.WriteFrom). It fails as Write
-// does, and with r's own error if r fails; opt.Mode must be replace.
+// does, and with workspace.invalid_argument wrapping r's own error if r
+// fails (wserr.Source); opt.Mode must be replace.
 func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt vfs.WriteOptions) (vfs.FileInfo, error) {
 	if opt.Mode != "" && opt.Mode != vfs.Replace {
 		return vfs.FileInfo{}, wserr.New(wserr.InvalidArgument, "write", p.String(), "a streamed write replaces the file; mode must be replace")
@@ -604,6 +605,7 @@ func (w *Workspace) WriteFrom(ctx context.Context, p vfs.Path, r io.Reader, opt 
 	if r == nil {
 		return vfs.FileInfo{}, wserr.New(wserr.InvalidArgument, "write", p.String(), "nil reader")
 	}
+	r = wserr.Source(r, "write", p.String())
 	if t, ok, err := w.host(ctx, "write", p); ok {
 		if err != nil {
 			return vfs.FileInfo{}, err

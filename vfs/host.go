@@ -692,7 +692,8 @@ func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOpt
 // needed, as Write does in Replace mode, but streaming: the content goes
 // through a buffer into the temporary file that is renamed over p, so
 // memory does not grow with its size. It fails as Write does, and with
-// r's own error (or ctx's) if r fails; the file is then unchanged. The
+// workspace.invalid_argument wrapping r's own error (wserr.Source; ctx's
+// end is store.canceled) if r fails; the file is then unchanged. The
 // content is written to the temporary file before the directory's write
 // lock is taken (a slow stream holds no other writer up); the lock is
 // held from the check of opt.ExpectedHash to the rename.
@@ -710,6 +711,7 @@ func (h *HostFS) WriteFrom(ctx context.Context, p Path, r io.Reader, opt WriteOp
 	if r == nil {
 		return FileInfo{}, wserr.New(wserr.InvalidArgument, op, p.String(), "nil reader")
 	}
+	r = wserr.Source(r, op, p.String())
 	c, err := h.resolve(op, p, true)
 	if err != nil {
 		return FileInfo{}, err

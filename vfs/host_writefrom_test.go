@@ -113,6 +113,7 @@ func TestHostWriteFrom(t *testing.T) {
 	t.Run("ErrReaderFails", func(t *testing.T) {
 		_, err := h.WriteFrom(ctx, p, &failAfter{r: &patternReader{n: 1 << 20}, n: 200 << 10, err: errRead}, vfs.WriteOptions{})
 		assert.ErrorIs(t, err, errRead, "the reader's own error")
+		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err), "%v", err)
 		unchanged(t)
 	})
 	t.Run("ErrCanceled", func(t *testing.T) {

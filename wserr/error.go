@@ -182,6 +182,26 @@ func (f fsWriter) Write(b []byte) (int, error) {
 	return n, FSFault(f.op, f.path, err)
 }
 
+// Source is r, content a caller hands the store, with its read errors
+// coded as the caller's: InvalidArgument naming op and path, r's own error
+// still reachable (errors.Is, errors.As). io.EOF, a context's end and
+// errors that carry a code already pass as they are.
+func Source(r io.Reader, op, path string) io.Reader { return source{r, op, path} }
+
+type source struct {
+	r        io.Reader
+	op, path string
+}
+
+func (s source) Read(b []byte) (int, error) {
+	n, err := s.r.Read(b)
+	if err != nil && err != io.EOF && !errors.As(err, new(*Error)) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		err = &Error{Code: InvalidArgument, Op: s.op, Path: s.path, Msg: "reading the content", Err: err}
+	}
+	return n, err
+}
+
 // Error formats the error as "op path: code: message: cause".
 func (e *Error) Error() string {
 	var b strings.Builder
