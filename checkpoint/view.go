@@ -52,6 +52,9 @@ func (s *Store) View(ctx context.Context, runID string, seq int64) (View, error)
 // files lie in and those on the way to After, not the files before it.
 // It fails with checkpoint.not_found.
 func (s *Store) ViewPage(ctx context.Context, runID string, seq int64, page vfs.ListPage) (View, bool, error) {
+	if err := page.Check("checkpoint view", vfs.Root()); err != nil {
+		return View{}, false, err
+	}
 	cp, err := s.Get(ctx, nil, runID, seq)
 	if err != nil {
 		return View{}, false, err

@@ -393,6 +393,9 @@ func (w *Workspace) List(ctx context.Context, p vfs.Path, depth int) ([]vfs.File
 // reads the stored and host directories on the way to its cursor and
 // those it lists, not the subtrees before it.
 func (w *Workspace) ListPage(ctx context.Context, p vfs.Path, depth int, page vfs.ListPage) ([]vfs.FileInfo, bool, error) {
+	if err := page.Check("list", p); err != nil {
+		return nil, false, err
+	}
 	if t, ok, err := w.host(ctx, "list", p); ok {
 		if err != nil {
 			return nil, false, err

@@ -495,6 +495,9 @@ func (h *HostFS) List(ctx context.Context, p Path, depth int) ([]FileInfo, error
 // holds its names, not its entries' details).
 func (h *HostFS) ListPage(ctx context.Context, p Path, depth int, page ListPage) ([]FileInfo, bool, error) {
 	const op = "list"
+	if err := page.Check(op, p); err != nil {
+		return nil, false, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, false, canceled(op, p, err)
 	}

@@ -18,7 +18,7 @@ const (
 // ListPage asks for one page of a listing: the entries that come after
 // After in the listing's order (paths compared segment by segment; the
 // zero Path, the root, asks from the start), at most Limit of them (0: no
-// limit). A page is read in time that grows with the entries it answers
+// limit; a negative Limit is workspace.invalid_argument, Check). A page is read in time that grows with the entries it answers
 // and the depth of After, not with the entries before After: subtrees
 // that lie wholly before it are passed over unread.
 type ListPage struct {
@@ -47,6 +47,15 @@ func ParseListPage(after string, limit int) (ListPage, error) {
 		}
 	}
 	return page, nil
+}
+
+// Check refuses a negative Limit (workspace.invalid_argument naming op
+// and p): 0 is the one way to ask for no limit.
+func (pg ListPage) Check(op string, p Path) error {
+	if pg.Limit < 0 {
+		return wserr.New(wserr.InvalidArgument, op, p.String(), "limit %d is negative (0: no limit)", pg.Limit)
+	}
+	return nil
 }
 
 // cursor says where the entry at q stands to a page's After.

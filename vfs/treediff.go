@@ -48,6 +48,9 @@ func (t *Trees) Diff(ctx context.Context, tx *index.Tx, a, b cas.Hash) ([]Change
 // passed over unread, so a page costs what it answers and the depth of
 // After.
 func (t *Trees) DiffPage(ctx context.Context, tx *index.Tx, a, b cas.Hash, page ListPage) ([]Change, bool, error) {
+	if err := page.Check("diff", Root()); err != nil {
+		return nil, false, err
+	}
 	var out []Change
 	more := false
 	err := t.DiffFunc(ctx, tx, a, b, page.After, func(c Change) error {

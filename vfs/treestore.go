@@ -721,8 +721,8 @@ func (t *Trees) ListFunc(ctx context.Context, tx *index.Tx, root cas.Hash, p Pat
 // ListPage returns one page of List's entries, and whether entries
 // remain after it. A negative page.Limit is wserr.InvalidArgument.
 func (t *Trees) ListPage(ctx context.Context, tx *index.Tx, root cas.Hash, p Path, depth int, page ListPage) ([]Listed, bool, error) {
-	if page.Limit < 0 {
-		return nil, false, wserr.New(wserr.InvalidArgument, "list", p.String(), "limit %d is negative (0: no limit)", page.Limit)
+	if err := page.Check("list", p); err != nil {
+		return nil, false, err
 	}
 	var out []Listed
 	more := false
