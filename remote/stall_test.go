@@ -19,22 +19,6 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// within runs fn and returns its error, failing the test if fn has not
-// returned after a minute: a request the object store never answers must
-// end, not hold the command for good.
-func within(t *testing.T, what string, fn func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(time.Minute):
-		t.Fatalf("%s still waits on an object store that stopped answering", what)
-		return nil
-	}
-}
-
 // TestStalledServerIsUnavailable: an object store that takes the
 // connection and then answers nothing (stopped, or behind a link that
 // drops everything) fails a push, and a read, with store.busy wrapping
@@ -53,7 +37,7 @@ func TestStalledServerIsUnavailable(t *testing.T) {
 	require.Positive(t, pending)
 
 	srv.SetStall(func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/data/") })
-	err = within(t, "push", func() error { _, err := a.st.Push(ctx, a.db); return err })
+	err = s3fake.Within(t, "push", func() error { _, err := a.st.Push(ctx, a.db); return err })
 	require.Error(t, err)
 	assert.Equal(t, wserr.Busy, wserr.CodeOf(err), "%v", err)
 	assert.ErrorIs(t, err, remote.ErrUnavailable)
@@ -75,7 +59,7 @@ func TestStalledServerIsUnavailable(t *testing.T) {
 	srv.SetStall(func(r *http.Request) bool {
 		return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/data/")
 	})
-	err = within(t, "read", func() error { _, err := b.blobs.ReadAll(ctx, hs[0]); return err })
+	err = s3fake.Within(t, "read", func() error { _, err := b.blobs.ReadAll(ctx, hs[0]); return err })
 	require.Error(t, err)
 	assert.Equal(t, wserr.Busy, wserr.CodeOf(err), "%v", err)
 	assert.ErrorIs(t, err, remote.ErrUnavailable)
@@ -106,7 +90,7 @@ func TestInterruptedPushIsNotHeldByItsLock(t *testing.T) {
 		}
 		return false
 	})
-	err := within(t, "interrupted push", func() error { _, err := a.st.Push(ctx, a.db); return err })
+	err := s3fake.Within(t, "interrupted push", func() error { _, err := a.st.Push(ctx, a.db); return err })
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Len(t, srv.Keys("bkt", "store/locks/push/"), 1, "the lock is left to expire")
 

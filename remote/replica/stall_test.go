@@ -20,22 +20,6 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// within runs fn and returns its error, failing the test if fn has not
-// returned after a minute: a call the object store never answers must
-// end, not hold the command for good.
-func within(t *testing.T, what string, fn func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(time.Minute):
-		t.Fatalf("%s still waits on an object store that stopped answering", what)
-		return nil
-	}
-}
-
 // stalls makes srv leave unanswered every request for which fn returns
 // true, and returns how many it so left.
 func stalls(srv *s3fake.Server, fn func(r *http.Request) bool) func() int {
@@ -84,7 +68,7 @@ func TestStalledStoreIsUnavailable(t *testing.T) {
 	uploads := stalls(srv, func(r *http.Request) bool {
 		return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/meta/0000/")
 	})
-	err = within(t, "replication round", func() error { return rep.Sync(ctx) })
+	err = s3fake.Within(t, "replication round", func() error { return rep.Sync(ctx) })
 	require.Error(t, err)
 	assert.Equal(t, wserr.Busy, wserr.CodeOf(err), "%v", err)
 	assert.ErrorIs(t, err, remote.ErrUnavailable)
@@ -100,7 +84,7 @@ func TestStalledStoreIsUnavailable(t *testing.T) {
 	} {
 		out := filepath.Join(t.TempDir(), "restored.db")
 		n := stalls(srv, stalled)
-		err = within(t, "restore", func() error { return replica.Restore(ctx, url, out, opts) })
+		err = s3fake.Within(t, "restore", func() error { return replica.Restore(ctx, url, out, opts) })
 		require.Error(t, err, name)
 		assert.Equal(t, wserr.Busy, wserr.CodeOf(err), "%s: %v", name, err)
 		assert.ErrorIs(t, err, remote.ErrUnavailable, name)

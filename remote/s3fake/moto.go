@@ -93,3 +93,19 @@ func (m *Moto) CreateBucket(bucket string) {
 		m.t.Fatalf("create bucket %s: %v", bucket, err)
 	}
 }
+
+// Within runs fn and returns its error, failing t if fn has not returned
+// after a minute: a request the object store never answers (SetStall)
+// must end, not hold the command for good.
+func Within(t testing.TB, what string, fn func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("%s still waits on an object store that stopped answering", what)
+		return nil
+	}
+}
