@@ -639,19 +639,8 @@ func parseIntParam(s, name string, bits int, hi int64) (int64, error) {
 	if err == nil {
 		return n, nil
 	}
-	if errors.Is(err, strconv.ErrRange) || pastInt(s, bits) {
+	if errors.Is(err, strconv.ErrRange) || json.Valid([]byte(s)) && protocol.NumberPastInt(s, bits, false) {
 		return 0, badRequest("%s %s is out of range: it takes an integer in 0..%d", name, s, hi)
 	}
 	return 0, badRequest("%s must be an integer, not %q", name, s)
-}
-
-// pastInt reports whether s is a JSON number (1e20, -2.5E19) that an
-// integer of bits bits cannot hold.
-func pastInt(s string, bits int) bool {
-	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) || !json.Valid([]byte(s)) {
-		return false
-	}
-	f, _ := strconv.ParseFloat(s, 64) // past float64 too: ±Inf
-	limit := math.Ldexp(1, bits-1)
-	return f >= limit || f < -limit
 }

@@ -414,7 +414,8 @@ func (d *decoder) checkNumber(n string, t reflect.Type, want shape) error {
 	default:
 		_, err = strconv.ParseInt(n, 10, t.Bits())
 	}
-	if want == integerShape && (errors.Is(err, strconv.ErrRange) || err != nil && pastInt(n, t)) {
+	unsigned := t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64
+	if want == integerShape && (errors.Is(err, strconv.ErrRange) || err != nil && NumberPastInt(n, t.Bits(), unsigned)) {
 		field := d.pathString()
 		return &fieldError{field, fmt.Sprintf("field %q: %s is out of range: it takes an integer in %s", field, n, intRange(t))}
 	}
@@ -428,14 +429,15 @@ func (d *decoder) checkNumber(n string, t reflect.Type, want shape) error {
 	return nil
 }
 
-// pastInt reports whether number text n (1e20, -2.5E19, 1e400) is past
-// what the integer type t holds, rather than no integer (1.5).
-func pastInt(n string, t reflect.Type) bool {
+// NumberPastInt reports whether JSON number text n (1e20, -2.5E19,
+// 1e400) is past what an integer of bits bits holds (unsigned: from 0),
+// rather than no integer (1.5).
+func NumberPastInt(n string, bits int, unsigned bool) bool {
 	f, _ := strconv.ParseFloat(n, 64) // past float64 too: ±Inf
-	if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
-		return f >= math.Ldexp(1, t.Bits())
+	if unsigned {
+		return f >= math.Ldexp(1, bits)
 	}
-	limit := math.Ldexp(1, t.Bits()-1)
+	limit := math.Ldexp(1, bits-1)
 	return f >= limit || f < -limit
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,11 +25,7 @@ func TestFilesPastTheFileSizeLimit(t *testing.T) {
 	}
 	bin := wsctlBinary(t)
 	c := binCLI{t: t, bin: bin, store: filepath.Join(t.TempDir(), "store")}
-	rng := rand.New(rand.NewPCG(5, 6))
-	big := make([]byte, 1<<20)
-	for i := range big {
-		big[i] = byte('a' + rng.IntN(26))
-	}
+	big := randomLetters(5, 6, 1<<20)
 	require.Equal(t, []string{"", ""}, c.batch(createLine, writeLine("r", "output/big.md", string(big))))
 	bigFile := filepath.Join(t.TempDir(), "big.md")
 	require.NoError(t, os.WriteFile(bigFile, big, 0o644))

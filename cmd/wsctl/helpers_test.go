@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,4 +125,15 @@ func (c *cli) seedRun(st *wsstore.Store, runID string) runs.Run {
 		require.NoError(c.t, err)
 	}
 	return run
+}
+
+// randomLetters is n bytes of lowercase letters drawn from a generator
+// seeded with seed1 and seed2.
+func randomLetters(seed1, seed2 uint64, n int) []byte {
+	rng := rand.New(rand.NewPCG(seed1, seed2))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + rng.IntN(26))
+	}
+	return b
 }

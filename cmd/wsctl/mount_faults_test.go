@@ -155,11 +155,7 @@ func TestSpaceComesBackOnANearlyFullDisk(t *testing.T) {
 	bin := wsctlBinary(t)
 	base := mountTmpfs(t, 16<<20)
 	c := binCLI{t: t, bin: bin, store: filepath.Join(base, "store")}
-	rng := rand.New(rand.NewPCG(5, 6))
-	big := make([]byte, 6<<20)
-	for i := range big {
-		big[i] = byte('a' + rng.IntN(26))
-	}
+	big := randomLetters(5, 6, 6<<20)
 	require.Equal(t, []string{"", ""}, c.batch(createLine, writeLine("r", "output/big.md", string(big))))
 	_, errOut, status := c.run("", "rm", "--force", "r")
 	require.Equal(t, 0, status, errOut)
@@ -189,11 +185,7 @@ func TestSpaceComesBackOnANearlyFullDisk(t *testing.T) {
 func TestFilesOntoAFullOrReadOnlyFilesystem(t *testing.T) {
 	bin := wsctlBinary(t)
 	c := binCLI{t: t, bin: bin, store: filepath.Join(t.TempDir(), "store")}
-	rng := rand.New(rand.NewPCG(3, 4))
-	big := make([]byte, 1<<20)
-	for i := range big {
-		big[i] = byte('a' + rng.IntN(26))
-	}
+	big := randomLetters(3, 4, 1<<20)
 	require.Equal(t, []string{"", ""}, c.batch(createLine, writeLine("r", "output/big.md", string(big))))
 	arc := filepath.Join(t.TempDir(), "all.wsar")
 	_, errOut, status := c.run("", "export", "--all", arc)

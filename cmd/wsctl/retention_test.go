@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -195,11 +194,7 @@ func TestMaxStoreBytes(t *testing.T) {
 	used, err := st.DB.UsedBytes(context.Background())
 	require.NoError(t, err)
 	limit := used + 64<<10
-	rng := rand.New(rand.NewPCG(1, 1))
-	big := make([]byte, 256<<10)
-	for i := range big {
-		big[i] = byte('a' + rng.IntN(26))
-	}
+	big := randomLetters(1, 1, 256<<10)
 	lines := `{"op":"write","runId":"r1","path":"output/big.md","content":"` + string(big) + `"}` + "\n" +
 		`{"op":"write","runId":"r1","path":"output/small.md","content":"fits"}` + "\n"
 	check := func(args ...string) {
