@@ -10,6 +10,13 @@
 // Options.Now, so the times on rows and events and the grace gc measures
 // against them come from the same source.
 //
+// Store.Checkout writes a run's workspace, or a checkpoint, into a new or
+// empty directory on the host, as wsctl checkout does: every name is made
+// exclusively, and the files are put in place only once all are written,
+// so a failure leaves the directory as it was. The hidden directories it
+// writes into are judged by the file system's times, against the wall
+// clock rather than Options.Now.
+//
 // A store directory holds wsstore.db (with its -wal and -shm files while
 // open). Everything — blobs, trees, chats, runs, checkpoints, the journal —
 // lives in that one file, so copying a closed store directory copies the

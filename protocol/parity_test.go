@@ -117,6 +117,7 @@ var goOps = map[string]string{
 	"Service.UpdateInRoom":    "",
 	"Store.OwnsFile":          "",
 	"Store.WriteFile":         "",
+	"Store.Checkout":          "",
 	// *actors.Spaces
 	"Spaces.List":             "actor.ls",
 	"Spaces.ListPage":         "actor.ls",
@@ -191,6 +192,7 @@ var notOps = map[string]string{
 	"Store.Close":               "the session's end closes the store",
 	"Store.OwnsFile":            "a check export and the host's own file writes make: export refuses the store's files",
 	"Store.WriteFile":           "writes a file of the host's that the host names, as export and wsctl actor download do; a session's ops answer on their own channel",
+	"Store.Checkout":            "writes a host directory the host names, as wsctl checkout does; no op writes a host directory (export writes one archive file), and host.read and host.list read a run's files",
 	"Spaces.ExportSpace":        "archive rows, read in the export's own transaction; export is the op",
 	"Spaces.EachSpaceRecord":    "as ExportSpace",
 	"Spaces.EachExportChange":   "as ExportSpace",

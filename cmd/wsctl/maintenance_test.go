@@ -6,11 +6,9 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -331,74 +329,6 @@ func TestNewerFormatExits7(t *testing.T) {
 	for _, args := range [][]string{{"runs"}, {"gc"}, {"demo"}, {"fsck"}} {
 		assert.Contains(t, c.fails(7, args...), "store.newer_format", "%v", args)
 	}
-}
-
-// TestCheckoutBesideAChange changes the run between checkout's listing and
-// its first file, in another store handle, then collects with no grace:
-// a run deleted meanwhile is run.not_found (exit 3), a file rewritten
-// meanwhile store.conflict (exit 5), each naming what happened, and the
-// directory is left empty.
-func TestCheckoutBesideAChange(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	for _, tc := range []struct {
-		name   string
-		run    string
-		change func(st *wsstore.Store)
-		code   int
-		want   string
-	}{
-		{"RunDeleted", "run_a", func(st *wsstore.Store) {
-			_, err := st.Runs.CancelAndDeleteRun(ctx, "run_a")
-			require.NoError(t, err)
-		}, 3, `run\.not_found: .*deleted while it was being checked out`},
-		{"FileRewritten", "run_b", func(st *wsstore.Store) {
-			// No checkpoint holds the old contents: the run takes none.
-			_, err := st.Runs.Workspace("run_b", runs.ModelScope).Write(ctx, vfs.MustPath("output/draft.md"), []byte("second draft\n"), vfs.WriteOptions{})
-			require.NoError(t, err)
-		}, 5, `output/draft\.md: store\.conflict: the file changed while`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newCLI(t)
-			st := c.open()
-			c.seedRun(st, "run_a")
-			off := false
-			_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "chat-b"}, RunID: "run_b",
-				Profile: &runs.Profile{AutoCheckpoint: &off}})
-			require.NoError(t, err)
-			_, err = st.Runs.Workspace("run_b", runs.ModelScope).Write(ctx, vfs.MustPath("output/draft.md"), []byte("first draft\n"), vfs.WriteOptions{})
-			require.NoError(t, err)
-			a := c.app()
-			a.wrapBlobs = func(g blobGetter) blobGetter {
-				return &changeFirst{blobGetter: g, change: func() {
-					tc.change(st)
-					_, err := st.GC(ctx, wsstore.GCOptions{Grace: -1})
-					require.NoError(t, err)
-				}}
-			}
-			dir := t.TempDir()
-			var out, errOut bytes.Buffer
-			code := execute(ctx, a, []string{"--store", c.store, "checkout", tc.run, dir}, strings.NewReader(""), &out, &errOut)
-			assert.Equal(t, tc.code, code, errOut.String())
-			assert.Regexp(t, tc.want, errOut.String())
-			entries, err := os.ReadDir(dir)
-			require.NoError(t, err)
-			assert.Empty(t, entries)
-		})
-	}
-}
-
-// changeFirst runs change before the first Get: another process's change
-// between checkout's listing and its first file.
-type changeFirst struct {
-	blobGetter
-	change func()
-	once   sync.Once
-}
-
-func (c *changeFirst) Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error) {
-	c.once.Do(c.change)
-	return c.blobGetter.Get(ctx, h)
 }
 
 // TestDryRunsLeaveTheStoreAsItWas: gc --dry-run and prune --dry-run only

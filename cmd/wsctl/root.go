@@ -38,12 +38,6 @@ type app struct {
 	readBuildInfo func() (*debug.BuildInfo, bool)
 	// followPoll is how often log --follow polls; tests shorten it.
 	followPoll time.Duration
-	// wrapBlobs, if not nil, wraps the content store checkout reads the
-	// files from: tests inject what another process does meanwhile.
-	wrapBlobs func(blobGetter) blobGetter
-	// wrapTarget, if not nil, wraps the directory checkout writes into:
-	// tests stand in a file system that folds case, or refuses.
-	wrapTarget func(checkoutTarget) checkoutTarget
 
 	// started is set once a command's own code runs: errors before that
 	// (unknown commands, bad flags, wrong argument counts) are usage errors.
