@@ -51,9 +51,10 @@ type CheckoutResult struct {
 // The files are written into a hidden directory, beside a new dir
 // (".NAME.wsstore-checkout-" and 12 hex digits) or inside an empty one
 // (".wsstore-checkout-" and 12 hex digits), put in place once complete:
-// a process killed midway leaves no half workspace under dir's name, and
-// the next checkout to dir removes the hidden directories nothing has
-// changed in for an hour. A checkout that fails removes its hidden
+// a process killed midway leaves no half workspace under dir's name. A
+// checkout touches its hidden directory at least every minute as it
+// writes, and the next checkout to dir removes the hidden directories
+// untouched for an hour. A checkout that fails removes its hidden
 // directory, and only that: what another program saved in dir meanwhile
 // stays.
 //
@@ -78,8 +79,8 @@ type checkoutSeams struct {
 	// wrapDir, if not nil, wraps the hidden directory the files are
 	// written into.
 	wrapDir func(checkoutDir) checkoutDir
-	// now is the clock the hidden directories' times are judged
-	// against.
+	// now is the clock the hidden directories' times are set by and
+	// judged against.
 	now func() time.Time
 }
 
@@ -160,6 +161,7 @@ func (s *Store) checkout(ctx context.Context, runID string, seq int64, dir strin
 	var res CheckoutResult
 	ws := w.workspace()
 	err = w.each(ctx, func(fi vfs.FileInfo) error {
+		stage.keepFresh()
 		name := filepath.FromSlash(fi.Path.String())
 		if fi.Kind == vfs.KindDir {
 			// Each directory is made once, after its parent (the walk is
@@ -174,7 +176,7 @@ func (s *Store) checkout(ctx context.Context, runID string, seq int64, dir strin
 		if opt.Progress != nil {
 			opt.Progress(res.Files, total)
 		}
-		n, err := checkOutFile(ctx, seams.blobs, dir, target, fi)
+		n, err := checkOutFile(ctx, seams.blobs, dir, target, stage, fi)
 		// Contents gone since the trees were read: the run or checkpoint
 		// deleted, the file changed and collected, or lost.
 		if err = ws.ContentMissing(ctx, "checkout", "checked out", fi.Path, fi.Hash, err); err != nil {
@@ -326,7 +328,7 @@ func checkoutFault(dir string, p vfs.Path, err error) error {
 }
 
 // checkOutFile streams one stored file into root, refusing to overwrite.
-func checkOutFile(ctx context.Context, blobs checkoutBlobs, dir string, root checkoutDir, fi vfs.FileInfo) (int64, error) {
+func checkOutFile(ctx context.Context, blobs checkoutBlobs, dir string, root checkoutDir, stage *checkoutStage, fi vfs.FileInfo) (int64, error) {
 	name := filepath.FromSlash(fi.Path.String())
 	r, err := blobs.Get(ctx, fi.Hash)
 	if err != nil {
@@ -337,7 +339,7 @@ func checkOutFile(ctx context.Context, blobs checkoutBlobs, dir string, root che
 	if err != nil {
 		return 0, checkoutFault(dir, fi.Path, err)
 	}
-	n, err := io.Copy(fileWriter{f}, r)
+	n, err := io.Copy(fileWriter{f, stage}, r)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fileWriteError{cerr}
 	}
@@ -351,10 +353,15 @@ func checkOutFile(ctx context.Context, blobs checkoutBlobs, dir string, root che
 }
 
 // fileWriter is a file checkout writes, its write errors told apart from
-// the read errors of the content it copies (fileWriteError).
-type fileWriter struct{ f checkoutFile }
+// the read errors of the content it copies (fileWriteError). Each write
+// keeps the stage fresh, however long one file takes.
+type fileWriter struct {
+	f     checkoutFile
+	stage *checkoutStage
+}
 
 func (w fileWriter) Write(b []byte) (int, error) {
+	w.stage.keepFresh()
 	n, err := w.f.Write(b)
 	if err != nil {
 		err = fileWriteError{err}
@@ -373,10 +380,16 @@ func (e fileWriteError) Unwrap() error { return e.err }
 // ".wsstore-checkout-" and 12 hex digits inside an empty one.
 const stageMark = ".wsstore-checkout-"
 
-// staleStage is how long a checkout's hidden directory may go unchanged
+// staleStage is how long a checkout's hidden directory may go untouched
 // before a checkout to the same DIR takes it for one a killed process
 // left.
 const staleStage = time.Hour
+
+// touchStage is how often a checkout touches its hidden directory as it
+// writes: far less than staleStage, so a live checkout's is never taken
+// for a killed one's, whatever it writes (the directory's time changes
+// by itself only as entries are made right in it).
+const touchStage = time.Minute
 
 // checkoutStage is the hidden directory a checkout writes its files
 // into, so that a process killed midway (SIGKILL, a power loss) leaves no
@@ -388,12 +401,13 @@ const staleStage = time.Hour
 // directory opened at the start, so a path replaced by a link meanwhile
 // is not followed.
 type checkoutStage struct {
-	dir    string           // DIR, as the errors name it
-	parent *os.Root         // DIR's parent for a new DIR, DIR for an empty one
-	name   string           // the stage's name in parent
-	inside bool             // the stage is in DIR
-	root   *os.Root         // the stage, which checkout writes into
-	now    func() time.Time // the clock stages are judged by
+	dir     string           // DIR, as the errors name it
+	parent  *os.Root         // DIR's parent for a new DIR, DIR for an empty one
+	name    string           // the stage's name in parent
+	inside  bool             // the stage is in DIR
+	root    *os.Root         // the stage, which checkout writes into
+	now     func() time.Time // the clock stages are touched and judged by
+	touched time.Time        // when the stage was last touched
 }
 
 // newCheckoutStage makes sure dir is new or an empty directory and makes
@@ -446,7 +460,21 @@ func newCheckoutStage(dir string, now func() time.Time) (*checkoutStage, error) 
 		s.end()
 		return nil, dirError(dir, err)
 	}
+	s.keepFresh() // the stage's time is the clock's from the start
 	return s, nil
+}
+
+// keepFresh sets the stage's time to now if it was last set touchStage
+// ago or more, so that no checkout to the same DIR takes it for one a
+// killed process left while this one writes. A failure is let pass: the
+// stage was made by this process a moment ago.
+func (s *checkoutStage) keepFresh() {
+	now := s.now()
+	if !s.touched.IsZero() && now.Sub(s.touched) < touchStage {
+		return
+	}
+	s.touched = now
+	_ = s.parent.Chtimes(s.name, now, now)
 }
 
 // makeStage makes a new directory in parent named prefix and 12 hex
@@ -563,9 +591,8 @@ func eachEntry(root *os.Root, fn func(fs.DirEntry) bool) error {
 }
 
 // isOld reports whether e, an entry of the stage's parent, is a stage
-// named with prefix that nothing has changed in for staleStage: a
-// checkout killed while it wrote leaves its stage, and one still writing
-// keeps changing it.
+// named with prefix untouched for staleStage: a checkout killed while it
+// wrote leaves its stage, and one still writing keeps touching it.
 func (s *checkoutStage) isOld(e fs.DirEntry, prefix string) bool {
 	rest, ok := strings.CutPrefix(e.Name(), prefix)
 	if !ok || len(rest) != 12 || strings.Trim(rest, "0123456789abcdef") != "" || !e.IsDir() {

@@ -274,6 +274,58 @@ func TestCheckoutKilledMidwayShowsNoHalfWorkspace(t *testing.T) {
 	}
 }
 
+// onGet calls fn with the count of reads so far before each read of the
+// content store.
+type onGet struct {
+	checkoutBlobs
+	n  int
+	fn func(n int)
+}
+
+func (o *onGet) Get(ctx context.Context, h cas.Hash) (io.ReadCloser, error) {
+	o.n++
+	o.fn(o.n)
+	return o.checkoutBlobs.Get(ctx, h)
+}
+
+// TestCheckoutKeepsItsStageFresh: a checkout that has written for two
+// hours touches its hidden directory as it writes, so a second checkout
+// to the same DIR takes it for a live one's (an empty DIR holding it is
+// not empty), never for one a killed checkout left: the first checkout
+// completes. The clock both read is the test's.
+func TestCheckoutKeepsItsStageFresh(t *testing.T) {
+	ctx := context.Background()
+	st := openCheckoutStore(t)
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "long"}, RunID: "long"})
+	require.NoError(t, err)
+	// No directory made right in the hidden one after the clock moves:
+	// that would set its time by the file system's clock.
+	_, err = st.Runs.Workspace("long", runs.HostScope).Apply(ctx, []runs.Edit{
+		{Path: vfs.MustPath("output/f1.md"), Content: []byte("1")},
+		{Path: vfs.MustPath("output/f2.md"), Content: []byte("2")},
+		{Path: vfs.MustPath("output/f3.md"), Content: []byte("3")},
+	})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	clock := time.Now()
+	now := func() time.Time { return clock }
+	var second error
+	blobs := &onGet{checkoutBlobs: st.Blobs, fn: func(n int) {
+		switch n {
+		case 2: // output/f1.md, after input/persist_snapshot.json
+			clock = clock.Add(2 * time.Hour)
+		case 3:
+			_, second = st.checkout(ctx, "long", runs.Live, dir, CheckoutOptions{}, checkoutSeams{blobs: st.Blobs, now: now})
+		}
+	}}
+	res, err := st.checkout(ctx, "long", runs.Live, dir, CheckoutOptions{}, checkoutSeams{blobs: blobs, now: now})
+	require.NoError(t, err)
+	assert.Equal(t, 4, res.Files)
+	assert.Equal(t, wserr.Conflict, wserr.CodeOf(second), "%v", second)
+	assert.ErrorContains(t, second, "not empty")
+	assert.Equal(t, []string{"input", "input/persist_snapshot.json", "output", "output/f1.md", "output/f2.md", "output/f3.md", "persist", "plan", "summaries"}, treeOf(t, dir))
+}
+
 // foldingDir is a checkout directory on a file system that does not
 // tell case apart, as macOS's and Windows's are by default: every name is
 // kept in lower case, so two names that differ only in case are one.

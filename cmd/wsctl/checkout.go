@@ -35,8 +35,9 @@ never merged, and DIR is left empty.
 The files are written into a hidden directory (beside a new DIR, named
 .DIR.wsstore-checkout-NNN, or inside an empty one, .wsstore-checkout-NNN)
 that is put in place once complete, so a checkout killed midway leaves
-no half workspace under DIR's name; the next checkout to DIR removes the
-hidden directories nothing has changed in for an hour. A checkout that
+no half workspace under DIR's name. A checkout touches its hidden
+directory at least every minute as it writes; the next checkout to DIR
+removes the hidden directories untouched for an hour. A checkout that
 fails removes its hidden directory and leaves what another program saved
 in DIR meanwhile; a name another program made where the files go is
 store.conflict.`,
