@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,8 +23,16 @@ import (
 )
 
 // CheckoutOptions are the options of Store.Checkout; the zero value
-// reports no progress.
+// writes without syncing and reports no progress.
 type CheckoutOptions struct {
+	// Sync syncs every file and directory written to the disk before
+	// they are put in place under DIR's name, and the directory that
+	// takes them after, so that once Checkout returns a power loss leaves
+	// the whole workspace in DIR. Without it the files are as durable as
+	// the operating system makes them: a power loss in the minute or so
+	// after Checkout returns can leave DIR missing, or holding files that
+	// are empty or shorter than the stored ones.
+	Sync bool
 	// Progress, if not nil, is called with the files written so far and
 	// their total: before each file, and with done equal to total at the
 	// end. The total is counted by walking the trees once more first.
@@ -94,11 +103,14 @@ type checkoutBlobs interface {
 type checkoutDir interface {
 	Mkdir(name string, perm fs.FileMode) error
 	OpenFile(name string, flag int, perm fs.FileMode) (checkoutFile, error)
+	// SyncDir syncs directory name ("." the hidden directory itself).
+	SyncDir(name string) error
 }
 
 // checkoutFile is a file checkout writes.
 type checkoutFile interface {
 	io.Writer
+	Sync() error
 	Close() error
 }
 
@@ -113,6 +125,21 @@ func (r rootDir) OpenFile(name string, flag int, perm fs.FileMode) (checkoutFile
 		return nil, err // not a nil *os.File in an interface
 	}
 	return f, nil
+}
+
+func (r rootDir) SyncDir(name string) error { return syncDir(r.root, name) }
+
+// syncDir syncs directory name of root.
+func syncDir(root *os.Root, name string) error {
+	f, err := root.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // checkoutWalk is one checkout's walk: the run, live or at a checkpoint,
@@ -158,11 +185,30 @@ func (s *Store) checkout(ctx context.Context, runID string, seq int64, dir strin
 	if seams.wrapDir != nil {
 		target = seams.wrapDir(target)
 	}
+	// With opt.Sync, open holds the directories being filled, the stage
+	// first, so that each is synced once the walk leaves it: its entries
+	// are all made then. The walk is in pre-order, so an entry's parent
+	// is on it.
+	open := []string{"."}
+	leave := func(parent string) error {
+		for len(open) > 1 && open[len(open)-1] != parent {
+			if err := target.SyncDir(open[len(open)-1]); err != nil {
+				return wserr.FromFS("checkout", filepath.ToSlash(open[len(open)-1]), err)
+			}
+			open = open[:len(open)-1]
+		}
+		return nil
+	}
 	var res CheckoutResult
 	ws := w.workspace()
 	err = w.each(ctx, func(fi vfs.FileInfo) error {
 		stage.keepFresh()
 		name := filepath.FromSlash(fi.Path.String())
+		if opt.Sync {
+			if err := leave(filepath.FromSlash(path.Dir(fi.Path.String()))); err != nil {
+				return err
+			}
+		}
 		if fi.Kind == vfs.KindDir {
 			// Each directory is made once, after its parent (the walk is
 			// in pre-order), so one already there is another stored name
@@ -171,12 +217,15 @@ func (s *Store) checkout(ctx context.Context, runID string, seq int64, dir strin
 				return checkoutFault(dir, fi.Path, err)
 			}
 			res.Dirs++
+			if opt.Sync {
+				open = append(open, name)
+			}
 			return nil
 		}
 		if opt.Progress != nil {
 			opt.Progress(res.Files, total)
 		}
-		n, err := checkOutFile(ctx, seams.blobs, dir, target, stage, fi)
+		n, err := checkOutFile(ctx, seams.blobs, dir, target, stage, fi, opt.Sync)
 		// Contents gone since the trees were read: the run or checkpoint
 		// deleted, the file changed and collected, or lost.
 		if err = ws.ContentMissing(ctx, "checkout", "checked out", fi.Path, fi.Hash, err); err != nil {
@@ -189,10 +238,18 @@ func (s *Store) checkout(ctx context.Context, runID string, seq int64, dir strin
 	if err != nil {
 		return CheckoutResult{}, err
 	}
-	if err := checkoutEmptyRoots(ctx, ws, target, &res); err != nil {
+	if err := checkoutEmptyRoots(ctx, ws, target, opt.Sync, &res); err != nil {
 		return CheckoutResult{}, err
 	}
-	if err := stage.place(); err != nil {
+	if opt.Sync {
+		if err := leave("."); err != nil {
+			return CheckoutResult{}, err
+		}
+		if err := target.SyncDir("."); err != nil {
+			return CheckoutResult{}, wserr.FromFS("checkout", dir, err)
+		}
+	}
+	if err := stage.place(opt.Sync); err != nil {
 		return CheckoutResult{}, err
 	}
 	if opt.Progress != nil {
@@ -243,7 +300,7 @@ func (w *checkoutWalk) each(ctx context.Context, fn func(vfs.FileInfo) error) er
 // (plan/, summaries/, … of a fresh run) as empty directories: every view
 // of the run lists them, though no tree stores them. scratch/, virtual
 // mounts and host/ are left out, as their files are.
-func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root checkoutDir, res *CheckoutResult) error {
+func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root checkoutDir, sync bool, res *CheckoutResult) error {
 	page := vfs.ListPage{Limit: vfs.DefaultListLimit}
 	for {
 		ls, more, err := ws.ListPage(ctx, vfs.Root(), 1, page)
@@ -255,11 +312,17 @@ func checkoutEmptyRoots(ctx context.Context, ws *runs.Workspace, root checkoutDi
 			if fi.Kind != vfs.KindDir || fi.Hash != vfs.EmptyTree || !stored || fi.Path.Top() == runs.ScratchRoot {
 				continue
 			}
-			if err := root.Mkdir(filepath.FromSlash(fi.Path.String()), 0o755); err != nil {
+			name := filepath.FromSlash(fi.Path.String())
+			if err := root.Mkdir(name, 0o755); err != nil {
 				if errors.Is(err, fs.ErrExist) {
 					continue // it holds files now: written above, or after the listing began
 				}
 				return fmt.Errorf("checkout: %w", wserr.FSFault("checkout", fi.Path.String(), err))
+			}
+			if sync {
+				if err := root.SyncDir(name); err != nil {
+					return wserr.FromFS("checkout", fi.Path.String(), err)
+				}
 			}
 			res.Dirs++
 		}
@@ -327,8 +390,9 @@ func checkoutFault(dir string, p vfs.Path, err error) error {
 	return wserr.FromFS("checkout", p.String(), err)
 }
 
-// checkOutFile streams one stored file into root, refusing to overwrite.
-func checkOutFile(ctx context.Context, blobs checkoutBlobs, dir string, root checkoutDir, stage *checkoutStage, fi vfs.FileInfo) (int64, error) {
+// checkOutFile streams one stored file into root, refusing to overwrite,
+// and with sync syncs it.
+func checkOutFile(ctx context.Context, blobs checkoutBlobs, dir string, root checkoutDir, stage *checkoutStage, fi vfs.FileInfo, sync bool) (int64, error) {
 	name := filepath.FromSlash(fi.Path.String())
 	r, err := blobs.Get(ctx, fi.Hash)
 	if err != nil {
@@ -340,6 +404,11 @@ func checkOutFile(ctx context.Context, blobs checkoutBlobs, dir string, root che
 		return 0, checkoutFault(dir, fi.Path, err)
 	}
 	n, err := io.Copy(fileWriter{f, stage}, r)
+	if err == nil && sync {
+		if serr := f.Sync(); serr != nil {
+			err = fileWriteError{serr}
+		}
+	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fileWriteError{cerr}
 	}
@@ -494,18 +563,26 @@ func makeStage(parent *os.Root, prefix string) (string, error) {
 	}
 }
 
-// place puts the files written into the stage under DIR's name. A name
-// another program made there meanwhile is store.conflict, and is left as
-// it is: the workspace's top-level entries are all directories, and a
-// directory is renamed onto neither a file nor a directory that holds
-// anything. Entries already moved up are removed again.
-func (s *checkoutStage) place() error {
+// place puts the files written into the stage under DIR's name, and with
+// sync syncs the directory that takes them. A name another program made
+// there meanwhile is store.conflict, and is left as it is: the
+// workspace's top-level entries are all directories, and a directory is
+// renamed onto neither a file nor a directory that holds anything.
+// Entries already moved up are removed again.
+func (s *checkoutStage) place(sync bool) error {
 	_ = s.root.Close() // no directory is renamed while open
 	if !s.inside {
-		if err := s.parent.Rename(s.name, filepath.Base(s.dir)); err != nil {
+		base := filepath.Base(s.dir)
+		if err := s.parent.Rename(s.name, base); err != nil {
 			return placeFault(s.dir, err)
 		}
 		s.name = ""
+		if sync {
+			if err := syncDir(s.parent, "."); err != nil {
+				_ = s.parent.RemoveAll(base)
+				return dirError(s.dir, err)
+			}
+		}
 		return nil
 	}
 	// The workspace's top-level directories: a few.
@@ -530,6 +607,12 @@ func (s *checkoutStage) place() error {
 		return placeFault(s.dir, err)
 	}
 	s.name = ""
+	if sync {
+		if err := syncDir(s.parent, "."); err != nil {
+			removeMoved(entries)
+			return dirError(s.dir, err)
+		}
+	}
 	return nil
 }
 

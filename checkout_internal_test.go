@@ -326,6 +326,107 @@ func TestCheckoutKeepsItsStageFresh(t *testing.T) {
 	assert.Equal(t, []string{"input", "input/persist_snapshot.json", "output", "output/f1.md", "output/f2.md", "output/f3.md", "persist", "plan", "summaries"}, treeOf(t, dir))
 }
 
+// syncCounting counts the syncs of the files and directories checkout
+// makes in it; with fail set, a file's sync fails with EIO.
+type syncCounting struct {
+	checkoutDir
+	files, dirs int
+	fail        bool
+}
+
+func (s *syncCounting) OpenFile(name string, flag int, perm fs.FileMode) (checkoutFile, error) {
+	f, err := s.checkoutDir.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return countedFile{f, s}, nil
+}
+
+func (s *syncCounting) SyncDir(name string) error {
+	s.dirs++
+	return s.checkoutDir.SyncDir(name)
+}
+
+type countedFile struct {
+	checkoutFile
+	s *syncCounting
+}
+
+func (f countedFile) Sync() error {
+	f.s.files++
+	if f.s.fail {
+		return &fs.PathError{Op: "sync", Path: "f", Err: syscall.EIO}
+	}
+	return f.checkoutFile.Sync()
+}
+
+// TestCheckoutSyncs: with Sync every file is synced, and every
+// directory, the hidden one included, before the files are put in place;
+// without it none is.
+func TestCheckoutSyncs(t *testing.T) {
+	ctx := context.Background()
+	st := openCheckoutStore(t)
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "s"}, RunID: "s",
+		Profile: &runs.Profile{VisibleRoots: []string{"output", "plan"}}})
+	require.NoError(t, err)
+	_, err = st.Runs.Workspace("s", runs.HostScope).Apply(ctx, []runs.Edit{
+		{Path: vfs.MustPath("output/a/b/c.md"), Content: []byte("c")},
+		{Path: vfs.MustPath("output/a/d.md"), Content: []byte("d")},
+		{Path: vfs.MustPath("output/e.md"), Content: []byte("e")},
+	})
+	require.NoError(t, err)
+	for name, sync := range map[string]bool{"Sync": true, "NoSync": false} {
+		t.Run(name, func(t *testing.T) {
+			counted := &syncCounting{}
+			dir := filepath.Join(t.TempDir(), "co")
+			res, err := st.checkout(ctx, "s", runs.Live, dir, CheckoutOptions{Sync: sync}, seams(st, nil, func(d checkoutDir) checkoutDir {
+				counted.checkoutDir = d
+				return counted
+			}))
+			require.NoError(t, err)
+			// input, input/persist_snapshot.json, output, output/a,
+			// output/a/b and plan, which holds no file.
+			assert.Equal(t, CheckoutResult{Files: 4, Dirs: 5, Bytes: res.Bytes}, res)
+			if sync {
+				assert.Equal(t, res.Files, counted.files)
+				assert.Equal(t, res.Dirs+1, counted.dirs, "each directory and the hidden one")
+			} else {
+				assert.Zero(t, counted.files)
+				assert.Zero(t, counted.dirs)
+			}
+			assert.Equal(t, []string{"input", "input/persist_snapshot.json", "output", "output/a", "output/a/b", "output/a/b/c.md", "output/a/d.md", "output/e.md", "plan"}, treeOf(t, dir))
+		})
+	}
+}
+
+// TestCheckoutSyncFailureLeavesDirAsItWas: a file whose sync fails is
+// store.internal naming the cause, and the checkout leaves DIR as it was.
+func TestCheckoutSyncFailureLeavesDirAsItWas(t *testing.T) {
+	st := openCheckoutStore(t)
+	seedCheckoutRun(t, st, "run_a")
+	for name, existing := range map[string]bool{"NewDir": false, "EmptyDir": true} {
+		t.Run(name, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "co")
+			if existing {
+				require.NoError(t, os.Mkdir(dir, 0o755))
+			}
+			counted := &syncCounting{fail: true}
+			_, err := st.checkout(context.Background(), "run_a", runs.Live, dir, CheckoutOptions{Sync: true}, seams(st, nil, func(d checkoutDir) checkoutDir {
+				counted.checkoutDir = d
+				return counted
+			}))
+			assert.Equal(t, wserr.Internal, wserr.CodeOf(err), "%v", err)
+			assert.ErrorIs(t, err, syscall.EIO)
+			if existing {
+				assert.Equal(t, []string{"co"}, treeOf(t, parent))
+			} else {
+				assert.Empty(t, treeOf(t, parent))
+			}
+		})
+	}
+}
+
 // foldingDir is a checkout directory on a file system that does not
 // tell case apart, as macOS's and Windows's are by default: every name is
 // kept in lower case, so two names that differ only in case are one.

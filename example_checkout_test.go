@@ -13,7 +13,7 @@ import (
 )
 
 // ExampleStore_Checkout writes a run's live workspace into a new
-// directory on the host, as wsctl checkout does.
+// directory on the host, as wsctl checkout does, synced to the disk.
 func ExampleStore_Checkout() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "wsstore-example-")
@@ -38,7 +38,7 @@ func ExampleStore_Checkout() {
 	// runs.Live, or a checkpoint's seq. The directory must be new or
 	// empty; a failed checkout leaves it as it was.
 	out := filepath.Join(dir, "checkout")
-	res, err := st.Checkout(ctx, run.ID, runs.Live, out, wsstore.CheckoutOptions{})
+	res, err := st.Checkout(ctx, run.ID, runs.Live, out, wsstore.CheckoutOptions{Sync: true})
 	if err != nil {
 		log.Fatal(err)
 	}

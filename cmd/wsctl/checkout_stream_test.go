@@ -146,3 +146,16 @@ func TestCheckoutStreamsItsListing(t *testing.T) {
 	t.Logf("checkout peak RSS %.1f MiB at 3,000 files, %.1f MiB at 30,000", mib(small), mib(large))
 	assert.Less(t, large-small, int64(bound), "the peak grows with the files")
 }
+
+// TestCheckoutSyncFlag: checkout --sync writes the same workspace as
+// checkout does, synced to the disk before it is put in place.
+func TestCheckoutSyncFlag(t *testing.T) {
+	c := newCLI(t)
+	c.seedRun(c.open(), "run_a")
+	dir := filepath.Join(t.TempDir(), "co")
+	out := c.ok("checkout", "run_a", dir, "--sync")
+	assert.Contains(t, out, "checked out 3 files")
+	b, err := os.ReadFile(filepath.Join(dir, "output", "a.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "one\ntwo\n", string(b))
+}
