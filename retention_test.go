@@ -963,3 +963,49 @@ func TestStreamRefusedForTheStoreCapIsStoreFull(t *testing.T) {
 		assert.True(t, wserr.IsStoreFull(err), "%s: the store's cap refused it: %v", name, err)
 	}
 }
+
+// TestCheckpointByteCapCountsTheChunksAnEditReplaced: under the mobile
+// profile's 8 MiB of checkpoints per run, appends and a patch to a 12 MiB
+// file (stored in chunks, each edit's next version sharing every chunk it
+// did not reach) keep every checkpoint: each step counts the chunks it
+// replaced, not the whole file. A write of other content then replaces
+// every chunk, and the cap prunes the checkpoints before it.
+func TestCheckpointByteCapCountsTheChunksAnEditReplaced(t *testing.T) {
+	e := newRetEnv(t, wsstore.Options{Profile: wsstore.ProfileMobile})
+	r := e.run("c", "run_1", nil)
+	ws := e.s.Runs.Workspace(r.ID, runs.ModelScope)
+	p := vfs.MustPath("output/big.log")
+	body := letters(1, 1, 12<<20)
+	_, err := ws.WriteFrom(e.ctx, p, strings.NewReader(body), vfs.WriteOptions{})
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err := ws.Write(e.ctx, p, []byte(fmt.Sprintf("line %d\n", i)), vfs.WriteOptions{Mode: vfs.Append})
+		require.NoError(t, err)
+	}
+	_, err = ws.Patch(e.ctx, p, body[:40], strings.ToUpper(body[:40]), vfs.PatchOptions{})
+	require.NoError(t, err)
+
+	cps, err := e.s.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Len(t, cps, 6, "run.create's checkpoint, the write's, three appends' and the patch's")
+	for _, d := range e.deletions() {
+		assert.NotEqual(t, runs.DeletedCheckpoints, d.Kind, "nothing pruned: %s %d", d.Reason, d.BytesFreed)
+	}
+	ret, err := e.s.Checkpoints.Retained(e.ctx, nil, r.ID)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, ret, int64(4*(2<<20)), "four edits, each replacing a chunk or two of at most 2 MiB")
+
+	_, err = ws.WriteFrom(e.ctx, p, strings.NewReader(letters(2, 1, 12<<20)), vfs.WriteOptions{})
+	require.NoError(t, err)
+	cps, err = e.s.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Len(t, cps, 1, "other content replaces every chunk: only the newest checkpoint stays")
+	var freed int64
+	for _, d := range e.deletions() {
+		if d.Kind == runs.DeletedCheckpoints {
+			freed += d.BytesFreed
+		}
+	}
+	assert.GreaterOrEqual(t, freed, int64(12<<20), "the versions pruned held the first content's chunks")
+	storetest.RequireSound(t, e.s)
+}

@@ -195,15 +195,16 @@ func (r statRow) object(kind Kind, h Hash) Object {
 }
 
 // storedSizer is a Storage that reads a blob's stored size without the
-// rest of its row (StoredBytes); whole is false when the size leaves out
-// a chunked blob's chunks, which the caller then adds.
+// rest of its row (StoredBytes, StoredBytesApart); whole is false when the
+// size leaves out a chunked blob's chunks, which the caller then adds.
+// The chunks blob apart also lists are left out (a zero apart: none).
 type storedSizer interface {
-	storedSize(ctx context.Context, tx *index.Tx, h Hash) (n int64, whole bool, err error)
+	storedSize(ctx context.Context, tx *index.Tx, h, apart Hash) (n int64, whole bool, err error)
 }
 
 // storedSize reads only the columns before a blob row's data: reading
 // created, which follows it, walks every overflow page of a large row.
-func (*SQLiteStorage) storedSize(ctx context.Context, tx *index.Tx, h Hash) (int64, bool, error) {
+func (*SQLiteStorage) storedSize(ctx context.Context, tx *index.Tx, h, apart Hash) (int64, bool, error) {
 	var r struct {
 		Stored int64 `db:"stored"`
 		Codec  int   `db:"codec"`
@@ -222,8 +223,14 @@ func (*SQLiteStorage) storedSize(ctx context.Context, tx *index.Tx, h Hash) (int
 	// one counts nothing, as in chunkBytes), rather than a lookup a chunk:
 	// a 256 MiB file has hundreds.
 	var chunks int64
-	err = tx.GetContext(ctx, &chunks, `SELECT coalesce(sum(stored), 0) FROM chunks
-		WHERE hash IN (SELECT chunk FROM blob_chunks WHERE blob = ?)`, h)
+	if apart.IsZero() {
+		err = tx.GetContext(ctx, &chunks, `SELECT coalesce(sum(stored), 0) FROM chunks
+			WHERE hash IN (SELECT chunk FROM blob_chunks WHERE blob = ?)`, h)
+	} else {
+		err = tx.GetContext(ctx, &chunks, `SELECT coalesce(sum(stored), 0) FROM chunks
+			WHERE hash IN (SELECT chunk FROM blob_chunks WHERE blob = ?)
+			AND hash NOT IN (SELECT chunk FROM blob_chunks WHERE blob = ?)`, h, apart)
+	}
 	if err != nil {
 		return 0, false, index.Translate(err)
 	}

@@ -719,7 +719,7 @@ func (s *Store) Stat(ctx context.Context, h Hash) (Info, error) {
 		}
 		if info.Codec == CodecChunked {
 			info.Chunks = len(o.Chunks)
-			n, err := s.chunkBytes(ctx, tx, o.Chunks)
+			n, err := s.chunkBytes(ctx, tx, o.Chunks, nil)
 			if err != nil {
 				return err
 			}
@@ -761,8 +761,21 @@ func (s *Store) Size(ctx context.Context, h Hash) (int64, error) {
 // chunked blob, its distinct chunks'. Unlike Stat it does not walk a
 // delta's chain. It fails with ErrNotFound if there is no such blob.
 func (s *Store) StoredBytes(ctx context.Context, tx *index.Tx, h Hash) (int64, error) {
+	return s.StoredBytesApart(ctx, tx, h, Hash{})
+}
+
+// StoredBytesApart is StoredBytes less what blob next holds too: the
+// chunks of a chunked h that next also lists (a large file's next
+// version, appended to or patched, keeps every chunk the edit did not
+// reach) do not count, since dropping h frees none of them. A zero next,
+// or one that is not stored or not chunked, shares nothing. It fails with
+// ErrNotFound if there is no blob h.
+func (s *Store) StoredBytesApart(ctx context.Context, tx *index.Tx, h, next Hash) (int64, error) {
+	if next == h {
+		next = Hash{}
+	}
 	if ss, ok := s.st.(storedSizer); ok {
-		n, whole, err := ss.storedSize(ctx, tx, h)
+		n, whole, err := ss.storedSize(ctx, tx, h, next)
 		if errors.Is(err, ErrNotFound) {
 			return 0, notFound("stat", h)
 		}
@@ -782,7 +795,11 @@ func (s *Store) StoredBytes(ctx context.Context, tx *index.Tx, h Hash) (int64, e
 	}
 	n := o.Stored
 	if o.Codec == CodecChunked {
-		c, err := s.chunkBytes(ctx, tx, o.Chunks)
+		shared, err := s.chunksOf(ctx, tx, next)
+		if err != nil {
+			return 0, wrapOp("stat", h, err)
+		}
+		c, err := s.chunkBytes(ctx, tx, o.Chunks, shared)
 		if err != nil {
 			return 0, wrapOp("stat", h, err)
 		}
@@ -791,14 +808,34 @@ func (s *Store) StoredBytes(ctx context.Context, tx *index.Tx, h Hash) (int64, e
 	return n, nil
 }
 
-// chunkBytes sums the stored bytes of the distinct chunks of refs: a chunk
-// listed twice (repeated content) is held once. A missing chunk counts
-// nothing; Verify reports it.
-func (s *Store) chunkBytes(ctx context.Context, tx *index.Tx, refs []ChunkRef) (int64, error) {
+// chunksOf returns the set of chunks blob h lists: none for a zero h, a
+// blob not stored or one not chunked.
+func (s *Store) chunksOf(ctx context.Context, tx *index.Tx, h Hash) (map[Hash]bool, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	o, err := s.st.Stat(ctx, tx, KindBlob, h)
+	if errors.Is(err, ErrNotFound) || (err == nil && o.Codec != CodecChunked) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[Hash]bool, len(o.Chunks))
+	for _, ref := range o.Chunks {
+		set[ref.Hash] = true
+	}
+	return set, nil
+}
+
+// chunkBytes sums the stored bytes of the distinct chunks of refs but
+// those in skip: a chunk listed twice (repeated content) is held once. A
+// missing chunk counts nothing; Verify reports it.
+func (s *Store) chunkBytes(ctx context.Context, tx *index.Tx, refs []ChunkRef, skip map[Hash]bool) (int64, error) {
 	var n int64
 	seen := make(map[Hash]bool, len(refs))
 	for _, ref := range refs {
-		if seen[ref.Hash] {
+		if seen[ref.Hash] || skip[ref.Hash] {
 			continue
 		}
 		seen[ref.Hash] = true

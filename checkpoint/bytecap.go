@@ -26,7 +26,8 @@ const (
 // deadBytes returns the stored bytes of the file versions that prev, the
 // root of the run's newest checkpoint before this one, holds and root
 // does not (the old side of every change from one to the other, unless
-// the same content is still in root). The step is taken from the newest
+// the same content is still in root; of a version stored in chunks, the
+// chunks the path's new version does not list). The step is taken from the newest
 // checkpoint by seq, not from the parent: after a rollback, the versions
 // the abandoned branch wrote are in the newest checkpoint and not in the
 // new one, and they count here; diffing against the parent would never
@@ -41,7 +42,8 @@ const (
 // restored to an earlier content) counts each time it leaves; a version
 // another root also reaches (another run or chat, a commit, a persist
 // layer, a pinned checkpoint: content is stored once) counts though
-// pruning frees nothing of it. Tree rows are not counted.
+// pruning frees nothing of it, and so does a chunk that a version at
+// another path also lists. Tree rows are not counted.
 // Erring high means the cap prunes early, never that a run keeps more
 // than its cap of file content.
 func (s *Store) deadBytes(ctx context.Context, tx *index.Tx, prev, root cas.Hash, known []cas.Sized) (int64, error) {
@@ -70,7 +72,9 @@ func (s *Store) deadBytes(ctx context.Context, tx *index.Tx, prev, root cas.Hash
 			dead += known[i].Bytes
 			continue
 		}
-		n, err := s.blobs.StoredBytes(ctx, tx, h)
+		// A large file's next version shares the chunks the edit did not
+		// reach: only the others go with this one.
+		n, err := s.blobs.StoredBytesApart(ctx, tx, h, c.New.Hash)
 		switch {
 		case err == nil:
 			dead += n
