@@ -132,12 +132,32 @@ func runActorUpload(ctx context.Context, o actorOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
-	c, err := st.Actors.Upload(ctx, args[0], args[1], in)
+	c, err := st.Actors.UploadWith(ctx, args[0], args[1], in, actors.ChangeOptions{Size: knownSize(in)})
 	if err != nil {
 		failed()
 		return err
 	}
 	return printChange(o, c)
+}
+
+// knownSize returns the bytes left to read of in when it is a regular
+// file (FILE, or stdin redirected from one), else 0 (not known). Under a
+// store cap an upload of known size takes its room before it is read, so
+// one that does not fit is refused without storing any of it.
+func knownSize(in io.Reader) int64 {
+	f, ok := in.(*os.File)
+	if !ok {
+		return 0
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return 0
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0
+	}
+	return max(fi.Size()-off, 0)
 }
 
 func runActorDownload(ctx context.Context, o actorOptions, args []string) (err error) {
