@@ -1009,3 +1009,27 @@ func TestCheckpointByteCapCountsTheChunksAnEditReplaced(t *testing.T) {
 	assert.GreaterOrEqual(t, freed, int64(12<<20), "the versions pruned held the first content's chunks")
 	storetest.RequireSound(t, e.s)
 }
+
+// TestByteSettingsOfZeroAreNoCap: maxCheckpointBytesPerRun and
+// maxStoreBytes of 0 are no cap, unlike the run counts, where 0 keeps
+// none: under the mobile profile, 0 turns its 8 MiB of checkpoints per
+// run off, so versions keeping 9 MiB stay, and no write is refused.
+func TestByteSettingsOfZeroAreNoCap(t *testing.T) {
+	e := newRetEnv(t, wsstore.Options{Profile: wsstore.ProfileMobile})
+	require.NoError(t, e.s.Runs.SetPolicy(e.ctx, runs.StoreScope, runs.Policy{MaxCheckpointBytesPerRun: ptr(int64(0)), MaxStoreBytes: ptr(int64(0))}))
+	r := e.run("c", "run_1", nil)
+	for i := range 4 {
+		require.NoError(t, e.write(r.ID, "output/a.bin", letters(uint64(i), 3, 3<<20)))
+	}
+	ret, err := e.s.Checkpoints.Retained(e.ctx, nil, r.ID)
+	require.NoError(t, err)
+	assert.Greater(t, ret, int64(8<<20), "the versions replaced keep more than the mobile profile's cap")
+	cps, err := e.s.Checkpoints.List(e.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Len(t, cps, 5, "every checkpoint stays")
+	assert.Empty(t, e.deletions())
+	pol, err := e.s.Runs.EffectivePolicy(e.ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), *pol.MaxCheckpointBytesPerRun)
+	assert.Equal(t, 20, *pol.KeepCompletedRuns, "the other fields keep the mobile defaults")
+}

@@ -255,8 +255,11 @@ var ops = []op{
       policy       {keepCompletedRuns?, keepFailedRuns?, maxRunWorkspacesPerChat?,
                     maxCheckpointBytesPerRun?, autoPruneAfterDays?, maxStoreBytes?}
                    integers; a field left out inherits (a chat's from the
-                   store's; the store's: off), whatever it was set to before.
-                   maxStoreBytes is the store's cap on stored bytes, store only`,
+                   store's; the store's from runs.MobilePolicy under the
+                   mobile profile, else off), whatever it was set to before.
+                   maxStoreBytes is the store's cap on stored bytes, store
+                   only; 0 there or in maxCheckpointBytesPerRun is no cap
+                   (the way to turn the mobile profile's 8 MiB off)`,
 	},
 }
 

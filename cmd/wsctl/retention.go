@@ -257,7 +257,9 @@ overrides and what applies; chat_…, KIND:ID or KIND/ID, as "wsctl runs
 --help" says), and with --set changes it: keepCompletedRuns,
 keepFailedRuns, maxRunWorkspacesPerChat, maxCheckpointBytesPerRun,
 autoPruneAfterDays, and for the store maxStoreBytes. A value "-" unsets the
-setting (a chat then inherits the store's). Setting nothing deletes
+setting (a chat then inherits the store's, the store the mobile profile's
+defaults under --profile mobile); 0 in maxCheckpointBytesPerRun or
+maxStoreBytes is no cap. Setting nothing deletes
 nothing: "wsctl prune", or the next run to finish when pruning is
 automatic, applies it.`,
 		Args: exactArgs(0),
