@@ -100,7 +100,8 @@ type GCStepOptions = maint.StepOptions
 // short write transaction deleting at most opt.Objects rows, so writers
 // wait for a step, never for the whole sweep. Once the last step is done
 // it forgets the candidates its mark judged, as GC does. It fails as GC
-// does; the steps before a failed one stay done.
+// does; the steps before a failed one stay done, and the report of them is
+// returned with the error.
 func (s *Store) CollectSteps(ctx context.Context, opt GCStepOptions) (GCReport, error) {
 	return s.forgettingJudged(ctx, opt.GCOptions, func() (GCReport, error) { return s.maint.CollectSteps(ctx, opt) })
 }

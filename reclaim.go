@@ -157,13 +157,18 @@ func (r *reclaimer) ReclaimCandidates(ctx context.Context, after int64) (int64, 
 // and gives free pages back: always if vacuum, else only when the
 // collection freed something. It takes every candidate queued when after
 // is nil, else those after place *after and at most maint.DefaultBacklog
-// others.
-func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.Duration, mark, vacuum bool, after *int64) (ReclaimReport, error) {
-	var rep ReclaimReport
-	var err error
+// others. A failure returns, with the error, the report of the steps
+// that committed before it, FileBytesAfter the file's size then (0 if it
+// cannot be read).
+func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.Duration, mark, vacuum bool, after *int64) (rep ReclaimReport, err error) {
 	if rep.FileBytesBefore, err = db.FileBytes(); err != nil {
 		return rep, fmt.Errorf("reclaim: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			rep.FileBytesAfter, _ = db.FileBytes()
+		}
+	}()
 	opt := maint.StepOptions{GCOptions: maint.GCOptions{Grace: grace}}
 	var cr maint.CandidateReport
 	if after == nil {
@@ -231,7 +236,8 @@ func reclaim(ctx context.Context, db *index.DB, m *maint.Maintainer, grace time.
 // of them, or the store's background collection once it is idle
 // (Options.ReclaimIdle). A host calls it after deleting by other means, or as
 // maintenance. It fails as GC does, and with store.read_only on a store
-// opened read-only.
+// opened read-only; the steps before a failure stay done, and the report
+// of them is returned with the error.
 func (s *Store) Reclaim(ctx context.Context) (ReclaimReport, error) {
 	return reclaim(ctx, s.DB, s.maint, s.reclaimGrace, true, true, nil)
 }

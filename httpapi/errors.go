@@ -11,21 +11,29 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// errorBody is every error's body: {"error": {"code", "message"}}.
+// errorBody is every error's body: {"error": {"code", "message"}}, and
+// "partial" for a request whose steps committed in part before it failed
+// (POST /workspace/gc): what they did, in the shape of the answer.
 type errorBody struct {
-	Error protocol.ErrorBody `json:"error"`
+	Error   protocol.ErrorBody `json:"error"`
+	Partial any                `json:"partial,omitempty"`
 }
 
 // writeError answers err with its code's HTTP status (protocol.HTTPStatus)
 // and the error body.
 func writeError(w http.ResponseWriter, err error) {
+	writeErrorPartial(w, err, nil)
+}
+
+// writeErrorPartial is writeError with the body's partial (nil: none).
+func writeErrorPartial(w http.ResponseWriter, err error, partial any) {
 	code := wserr.CodeOf(err)
 	status := protocol.HTTPStatus(code)
 	if code == wserr.Unauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="wsstore"`)
 	}
 	retryAfter(w, code)
-	writeJSON(w, status, errorBody{Error: protocol.ErrorBody{Code: code, Message: wserr.MessageOf(err)}})
+	writeJSON(w, status, errorBody{Error: protocol.ErrorBody{Code: code, Message: wserr.MessageOf(err)}, Partial: partial})
 }
 
 // retryAfter says when to try again (Retry-After) on a 503 store.busy:

@@ -255,7 +255,10 @@ func (h *Handler) op(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = h.retry(r.Context(), func() error {
 		resp, sent, late = protocol.NewSession(h.protocol(tok)).HandleTo(r.Context(), line, deliver)
-		if !sent && resp.Error != nil && resp.Error.Code == wserr.Busy {
+		// An op that failed busy after some of its steps committed is
+		// answered with what they did (partial), not run again: the
+		// answer of another run would leave them out.
+		if !sent && resp.Error != nil && resp.Error.Code == wserr.Busy && resp.Partial == nil {
 			return wserr.New(wserr.Busy, "", "", "busy")
 		}
 		return nil

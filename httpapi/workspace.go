@@ -537,25 +537,42 @@ func (h *Handler) wsGC(w http.ResponseWriter, r *http.Request) {
 			count(p)
 			return err
 		})
-		if err != nil {
+		answer := map[string]any{"pruned": pruned}
+		switch {
+		case err == nil:
+			writeJSON(w, http.StatusOK, answer)
+		case pruned.Actors > 0:
+			writeErrorPartial(w, err, answer) // the pages pruned stay pruned
+		default:
 			writeError(w, err)
-			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"pruned": pruned})
 		return
 	}
+	// The collection's report is the last attempt's, with what the
+	// attempts before it freed.
 	var rep wsstore.GCReport
+	var freed wsstore.ObjectCounts
+	var freedBytes int64
 	err = h.retry(r.Context(), func() error {
 		p, gc, err := h.b.GC.ActorGC(r.Context(), actors.GCOptions{Actor: actor, KeepVersions: keep}, wsstore.GCOptions{})
 		count(p)
 		rep = gc
+		freed.Blobs += gc.Freed.Blobs
+		freed.Chunks += gc.Freed.Chunks
+		freed.Trees += gc.Freed.Trees
+		freedBytes += gc.FreedBytes
 		return err
 	})
-	if err != nil {
+	rep.Freed, rep.FreedBytes = freed, freedBytes
+	answer := map[string]any{"pruned": pruned, "gc": rep}
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, answer)
+	case pruned.Actors > 0 || freed != wsstore.ObjectCounts{}:
+		writeErrorPartial(w, err, answer)
+	default:
 		writeError(w, err)
-		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"pruned": pruned, "gc": rep})
 }
 
 // DELETE /workspace/delete-by-prefix?actor=&prefix=: removes, in one

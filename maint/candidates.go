@@ -128,7 +128,8 @@ func (m *Maintainer) candidateParts() (TreeCandidates, BlobReferrers, []TreeHold
 // A store created before the lists of what trees name has them filled in
 // first, in steps of opt.Objects trees (once). It fails with ErrNeedsMark
 // when a part cannot answer through an index, and as GC does otherwise; a
-// step that fails deletes nothing, and the steps before it stay done.
+// step that fails deletes nothing, and the steps before it stay done: the
+// report of them is returned with the error.
 func (m *Maintainer) CollectCandidates(ctx context.Context, opt StepOptions) (CandidateReport, error) {
 	return m.collect(ctx, opt, nil, 0)
 }
@@ -297,16 +298,17 @@ func (c *collector) steps(ctx context.Context, n, budget int, progress func(stri
 			}
 		}
 		more := false
+		done := c.rep
 		err := c.m.p.DB.Update(ctx, func(tx *index.Tx) error {
-			step := c.rep
+			c.rep = done
 			var err error
 			more, err = c.step(ctx, tx, now().UnixNano(), limit, take)
-			if err != nil {
-				c.rep = step // the step rolls back
-			}
 			return err
 		})
 		if err != nil {
+			// The step rolled back, whether it failed or its commit
+			// did: the report is of the steps before it.
+			c.rep = done
 			return false, fmt.Errorf("gc: collect candidates: %w", err)
 		}
 		if c.rep.Checked > 0 || more {

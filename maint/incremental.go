@@ -39,7 +39,8 @@ type StepOptions struct {
 // no row left names a deleted one and a writer that re-uses a row by its
 // hash finds all it needs. A row a step keeps protects what it references
 // in the steps after. The report sums the steps'. It fails as GC does; a
-// step that fails deletes nothing, and the steps before it stay done.
+// step that fails deletes nothing, and the steps before it stay done: the
+// report of them is returned with the error.
 //
 // Mark walks the whole graph once. Each step then reads the current roots
 // again (a writer may have added one that reaches a row of the step), but

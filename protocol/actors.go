@@ -426,7 +426,8 @@ func (s *Session) actorGC(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.GC(ctx, actors.GCOptions{Actor: actor, KeepVersions: req.KeepVersions})
+	rep, err := a.GC(ctx, actors.GCOptions{Actor: actor, KeepVersions: req.KeepVersions})
+	return rep, withPartial(rep, rep.Actors > 0, err)
 }
 
 func (s *Session) actorChanges(ctx context.Context, r request) (any, error) {

@@ -65,7 +65,12 @@ ok, and no further line is read.
 
 Request:   {"op": NAME, "runId"?: RUN, "id"?: ANY, ...fields}
 Responses: {"op": NAME, "id"?: ANY, "ok": true, "result": {...}}
-           {"op": NAME, "id"?: ANY, "ok": false, "error": {"code": CODE, "message": TEXT}}
+           {"op": NAME, "id"?: ANY, "ok": false, "error": {"code": CODE, "message": TEXT}, "partial"?: {...}}
+
+"partial" is on the error of gc, prune, reclaim or actor.gc when the op
+failed after some of its steps had committed (each is committed on its
+own): what they did, in the shape of the op's result. Without it, the
+failed op changed nothing.
 
 "id", if given, is echoed unchanged, unless the line is not JSON, is
 longer than the longest line batch reads, or the id itself is refused.

@@ -863,7 +863,13 @@ func (s *Session) gc(ctx context.Context, r request) (any, error) {
 		return m.GC(ctx, opt)
 	}
 	// In steps, as wsctl gc sweeps: writers wait for one step at a time.
-	return m.CollectSteps(ctx, wsstore.GCStepOptions{GCOptions: opt})
+	rep, err := m.CollectSteps(ctx, wsstore.GCStepOptions{GCOptions: opt})
+	return rep, withPartial(rep, freedAny(rep), err)
+}
+
+// freedAny reports whether a collection's steps deleted anything.
+func freedAny(rep wsstore.GCReport) bool {
+	return rep.Freed != wsstore.ObjectCounts{}
 }
 
 func (s *Session) fsck(ctx context.Context, r request) (any, error) {
@@ -904,5 +910,6 @@ func (s *Session) reclaim(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.Reclaim(ctx)
+	rep, err := m.Reclaim(ctx)
+	return rep, withPartial(rep, freedAny(rep.GC), err)
 }

@@ -80,7 +80,8 @@ func (s *Session) prune(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ret.Prune(ctx, runs.PruneOptions{DryRun: req.DryRun, ChatID: chatID})
+	rep, err := ret.Prune(ctx, runs.PruneOptions{DryRun: req.DryRun, ChatID: chatID})
+	return rep, withPartial(rep, !rep.DryRun && rep.RunCount+rep.CheckpointRuns > 0, err)
 }
 
 func (s *Session) chatDelete(ctx context.Context, r request) (any, error) {

@@ -151,6 +151,11 @@ type Response struct {
 	OK     bool            `json:"ok"`
 	Result any             `json:"result,omitempty"`
 	Error  *ErrorBody      `json:"error,omitempty"`
+	// Partial, on a failed response of an op that works in steps (gc,
+	// prune, reclaim, actor.gc), is what the steps that committed before
+	// the failure did, in the shape of the op's result; absent when they
+	// changed nothing.
+	Partial any `json:"partial,omitempty"`
 }
 
 // ErrorBody is a failed response's error: its code and a message for
@@ -259,12 +264,38 @@ func (s *Session) Handle(ctx context.Context, line []byte) (resp Response) {
 		if errors.As(err, &fe) && fe.inField("id") {
 			id = nil
 		}
+		var done any
+		if p, ok := errors.AsType[*partialError](err); ok {
+			done = p.done
+		}
 		if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 			err = Interrupted("the request was stopped before it was done")
 		}
-		return ErrorResponse(op, id, err)
+		resp := ErrorResponse(op, id, err)
+		resp.Partial = done
+		return resp
 	}
 	return Response{Op: op, ID: id, OK: true, Result: result}
+}
+
+// partialError is the error of an op that failed after some of its steps
+// had committed: done is what they did, in the shape of the op's result.
+type partialError struct {
+	done any
+	err  error
+}
+
+func (e *partialError) Error() string { return e.err.Error() }
+func (e *partialError) Unwrap() error { return e.err }
+
+// withPartial is err, carrying done as the failed response's partial when
+// changed says the steps that committed before the failure changed
+// something.
+func withPartial(done any, changed bool, err error) error {
+	if err == nil || !changed {
+		return err
+	}
+	return &partialError{done: done, err: err}
 }
 
 // HandleTo answers line as Handle does, for a transport that writes each

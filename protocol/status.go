@@ -78,7 +78,7 @@ var ExitStatuses = []Status{
 	{5, "conflict or invalid transition (active run, run exists, non-empty dir, a --listen address in use)", []wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.ChatActiveRun}, nil},
 	{6, "corruption: fsck found problems, the store is damaged, its database file is not a store (left untouched), or an archive is truncated or tampered with", []wserr.Code{wserr.Corrupt, wserr.NotAStore, wserr.ArchiveCorrupt}, nil},
 	{7, "format: a store written by a newer wsstore (upgrade wsctl), an older one a read-only open cannot upgrade, or an archive version this build does not read", []wserr.Code{wserr.NewerFormat, wserr.OlderFormat, wserr.ArchiveUnsupportedVersion}, nil},
-	{8, "store busy, read-only (sql refuses writes with this status) or on a full disk; nothing was changed but the pages a gc, prune, reclaim or actor gc finished before (run it again to go on)", []wserr.Code{wserr.Busy, wserr.ReadOnly, wserr.DiskFull}, nil},
+	{8, "store busy, read-only (sql refuses writes with this status) or on a full disk; nothing was changed but the pages a gc, prune, reclaim or actor gc finished before, which it prints (run it again to go on)", []wserr.Code{wserr.Busy, wserr.ReadOnly, wserr.DiskFull}, nil},
 	{9, "manifest invalid, required artifact missing, or chat sink failed", []wserr.Code{wserr.InvalidManifest, wserr.MissingArtifact, wserr.SinkFailed}, nil},
 	// 128 + SIGINT's number, as shells report a process SIGINT ended.
 	{130, "interrupted: stopped by SIGINT or SIGTERM, or the caller's context ended", []wserr.Code{CodeInterrupted, CodeStopped, wserr.Canceled}, nil},
@@ -105,7 +105,7 @@ var HTTPStatuses = []Status{
 		[]wserr.Code{wserr.InvalidManifest, wserr.MissingArtifact, wserr.ArchiveCorrupt, wserr.ArchiveUnsupportedVersion}, []string{"workspace."}},
 	{http.StatusInternalServerError, "internal error, corruption, a failed journal write, a database file that is not a store, or a store format this build cannot use",
 		[]wserr.Code{wserr.Internal, wserr.JournalFailed, wserr.Corrupt, wserr.NotAStore, wserr.NewerFormat, wserr.OlderFormat}, nil},
-	{http.StatusInsufficientStorage, "the disk under the store is full; nothing was changed but the pages a gc, prune, reclaim or actor gc finished before", []wserr.Code{wserr.DiskFull}, nil},
+	{http.StatusInsufficientStorage, "the disk under the store is full; nothing was changed but the pages a gc, prune, reclaim or actor gc finished before, which the answer's partial gives", []wserr.Code{wserr.DiskFull}, nil},
 	{http.StatusBadGateway, "the chat sink failed", []wserr.Code{wserr.SinkFailed}, nil},
 	{http.StatusServiceUnavailable, "the store is busy, or an interrupt or the request's end stopped it",
 		[]wserr.Code{wserr.Busy, CodeInterrupted, CodeStopped, wserr.Canceled}, nil},

@@ -612,7 +612,11 @@ type HeldRun struct {
 // The report lists the first MaxPruneReportEntries runs, runs' checkpoints
 // and held runs, and counts every one; the reclaim's deletion-log entry
 // names the first MaxPruneReportEntries of the pass's entries and counts
-// every one. A reclaim that fails once the pass's deletions have
+// every one. A pass that fails part way keeps the deletions that
+// committed before the failure (each run, and each run's checkpoints, is
+// one transaction) and returns the report of them with its error,
+// BytesFreed 0: their space waits for the next reclaim or gc. A reclaim
+// that fails once the pass's deletions have
 // committed (the context ending during it included) does not fail Prune,
 // which would say nothing was deleted: the report has BytesFreed 0, the
 // failure is logged as a reclaim_failed entry and the space waits for the

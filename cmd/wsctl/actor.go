@@ -279,13 +279,24 @@ func runActorGC(ctx context.Context, o actorOptions, args []string) error {
 	}
 	defer st.Close()
 	pruned, rep, err := st.ActorGC(ctx, opt, gc)
-	if err != nil {
+	if err != nil && pruned.Actors == 0 && rep.Freed == (wsstore.ObjectCounts{}) {
 		return err
 	}
+	// A gc that failed after some pages of spaces were pruned (or its
+	// collection deleted rows) prints what was done, then fails with its
+	// error.
+	var werr error
 	if o.json {
-		return writeJSON(o.out, actorGCResult{Pruned: pruned, GC: rep})
+		werr = writeJSON(o.out, actorGCResult{Pruned: pruned, GC: rep})
+	} else {
+		_, werr = fmt.Fprintf(o.out, "pruned %d versions of %d actors; freed %d blobs, %d chunks, %d trees (%s)\n",
+			pruned.Pruned, pruned.Actors, rep.Freed.Blobs, rep.Freed.Chunks, rep.Freed.Trees, humanBytes(rep.FreedBytes))
+		if werr == nil && err != nil {
+			_, werr = fmt.Fprintln(o.out, "stopped by an error after the above: run actor gc again to go on")
+		}
 	}
-	_, err = fmt.Fprintf(o.out, "pruned %d versions of %d actors; freed %d blobs, %d chunks, %d trees (%s)\n",
-		pruned.Pruned, pruned.Actors, rep.Freed.Blobs, rep.Freed.Chunks, rep.Freed.Trees, humanBytes(rep.FreedBytes))
+	if werr != nil || err == nil {
+		return werr
+	}
 	return err
 }

@@ -35,6 +35,9 @@ nothing else writes to the store.
 
 It sweeps in steps of at most 256 rows, each one short write, so writers
 in other processes wait for a step at a time, never for the whole sweep.
+A gc that fails after some steps (a busy store, a full disk) keeps them,
+prints what they freed and exits with the error's status: run it again
+to go on.
 gc frees pages inside the database file; closing the store gives them back
 to the file system in short steps on a store made with incremental
 auto-vacuum (every store this build creates), and "wsctl vacuum" rebuilds
@@ -85,9 +88,20 @@ func runGC(ctx context.Context, o gcOptions, _ []string) error {
 		rep, err = st.CollectSteps(ctx, wsstore.GCStepOptions{GCOptions: opts})
 	}
 	bar.done()
-	if err != nil {
+	if err != nil && rep.Freed == (wsstore.ObjectCounts{}) {
 		return err
 	}
+	// A collection that failed after some of its steps committed prints
+	// what they freed, then fails with its error.
+	if werr := printGC(o, rep, err != nil); werr != nil || err == nil {
+		return werr
+	}
+	return err
+}
+
+// printGC prints gc's report; stopped says a failure ended the collection
+// after the steps reported.
+func printGC(o gcOptions, rep wsstore.GCReport, stopped bool) error {
 	if o.json {
 		return writeJSON(o.out, rep)
 	}
@@ -105,7 +119,10 @@ func runGC(ctx context.Context, o gcOptions, _ []string) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
+	var err error
 	switch {
+	case stopped:
+		_, err = fmt.Fprintln(o.out, "stopped by an error after freeing the above: run gc again to go on")
 	case rep.DryRun:
 		_, err = fmt.Fprintln(o.out, "dry run: nothing deleted")
 	case rep.FreedBytes > 0:

@@ -36,7 +36,9 @@ are never deleted; nor is a run with a commit still pending (its sink's
 outcome never recorded), which prune lists as kept until "wsctl
 resolve-commit" records that outcome. Each deletion is in the deletion log ("wsctl
 deletions") with the setting that made it; the space is then reclaimed in
-bounded steps, without "wsctl gc" or "wsctl vacuum".`,
+bounded steps, without "wsctl gc" or "wsctl vacuum". Each run's deletion is
+a transaction of its own: a prune that fails part way keeps the runs it
+deleted, prints them and exits with the error's status.`,
 		Args: exactArgs(0),
 		RunE: a.runWith(&o.globals, func(ctx context.Context, args []string) error {
 			o.chatSet = cmd.Flags().Changed("chat")
@@ -68,9 +70,20 @@ func runPrune(ctx context.Context, o pruneOptions) error {
 	// A chat that does not exist is store.not_found: nothing to prune is
 	// not success.
 	rep, err := st.Runs.Prune(ctx, runs.PruneOptions{DryRun: o.dryRun, ChatID: chatID})
-	if err != nil {
+	if err != nil && (rep.DryRun || rep.RunCount+rep.CheckpointRuns == 0) {
 		return err
 	}
+	// A pass that failed after some of its deletions committed prints
+	// them, then fails with its error.
+	if werr := printPrune(o, rep, err != nil); werr != nil || err == nil {
+		return werr
+	}
+	return err
+}
+
+// printPrune prints prune's report; stopped says a failure ended the pass
+// after the deletions reported.
+func printPrune(o pruneOptions, rep runs.PruneReport, stopped bool) error {
 	if o.json {
 		return writeJSON(o.out, rep)
 	}
@@ -92,7 +105,11 @@ func runPrune(ctx context.Context, o pruneOptions) error {
 		fmt.Fprintf(o.out, "listed the first %d of %d runs, %d of %d runs' checkpoints and %d of %d kept runs\n",
 			len(rep.Runs), rep.RunCount, len(rep.Checkpoints), rep.CheckpointRuns, len(rep.Held), rep.HeldCount)
 	}
-	_, err = fmt.Fprintf(o.out, "%d runs, %d runs' checkpoints; %d bytes freed\n", rep.RunCount, rep.CheckpointRuns, rep.BytesFreed)
+	if stopped {
+		_, err := fmt.Fprintf(o.out, "%d runs, %d runs' checkpoints; stopped by an error after these: run prune again to go on\n", rep.RunCount, rep.CheckpointRuns)
+		return err
+	}
+	_, err := fmt.Fprintf(o.out, "%d runs, %d runs' checkpoints; %d bytes freed\n", rep.RunCount, rep.CheckpointRuns, rep.BytesFreed)
 	return err
 }
 
