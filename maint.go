@@ -16,6 +16,13 @@ import (
 // it when GCOptions.Grace is zero (maint.DefaultGCGrace).
 const DefaultGCGrace = maint.DefaultGCGrace
 
+// DefaultDUPage and MaxDUPage are the default and the largest limit of a
+// DUPage (maint.DefaultUsagePage, maint.MaxUsagePage).
+const (
+	DefaultDUPage = maint.DefaultUsagePage
+	MaxDUPage     = maint.MaxUsagePage
+)
+
 type (
 	// GCOptions configure GC; see maint.GCOptions.
 	GCOptions = maint.GCOptions
@@ -31,6 +38,8 @@ type (
 	Stats = maint.Stats
 	// Usage is the space one run, or one chat's persist layer, takes.
 	Usage = maint.Usage
+	// UsageKey names a row of DU; see maint.UsageKey.
+	UsageKey = maint.UsageKey
 	// StepOptions configure a collection in steps; see maint.StepOptions.
 	StepOptions = maint.StepOptions
 	// CandidateReport says what CollectCandidates did; see
@@ -125,4 +134,14 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 // decode, and with fn's error, which ends it.
 func (s *Store) DU(ctx context.Context, fn func(Usage) error) error {
 	return s.maint.DU(ctx, fn)
+}
+
+// DUPage is DU a page at a time (maint.Maintainer.DUPage): the first
+// limit rows (0: maint.DefaultUsagePage, at most maint.MaxUsagePage)
+// after the row after names (the zero UsageKey: from the first), and
+// whether rows follow them. Each page walks the store as DU does. It
+// fails as DU does, and with workspace.invalid_argument for a limit out
+// of range.
+func (s *Store) DUPage(ctx context.Context, after UsageKey, limit int) ([]Usage, bool, error) {
+	return s.maint.DUPage(ctx, after, limit)
 }

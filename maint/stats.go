@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -181,12 +182,59 @@ type Usage struct {
 // decode, and with fn's error, which ends it.
 func (m *Maintainer) DU(ctx context.Context, fn func(Usage) error) error {
 	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
-		return m.du(ctx, tx, fn)
+		_, err := m.du(ctx, tx, UsageKey{}, -1, fn)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("du: %w", err)
 	}
 	return nil
+}
+
+// UsageKey names a row of DU: its chat and run ("" for the chat's persist
+// row). Rows come in the order of their keys, by chat id, then run id.
+type UsageKey struct {
+	ChatID string `json:"workspaceId"`
+	RunID  string `json:"runId,omitempty"`
+}
+
+// DefaultUsagePage and MaxUsagePage are the default and the largest
+// limit of a DUPage, those of a page of runs.
+const (
+	DefaultUsagePage = 1000
+	MaxUsagePage     = 10000
+)
+
+// DUPage is DU a page at a time: the first limit rows (0:
+// DefaultUsagePage) whose key comes after after (the last row of the page
+// before; the zero UsageKey: from the first row), and whether rows follow
+// them. A key no row has any more (a run deleted since) is no error: the
+// page starts where it stood. Each page walks the store as DU does (its
+// unique bytes need every root), but counts files only for its own rows
+// and holds no more rows than it returns. It fails as DU does, and with
+// workspace.invalid_argument for a limit past MaxUsagePage or negative.
+func (m *Maintainer) DUPage(ctx context.Context, after UsageKey, limit int) ([]Usage, bool, error) {
+	if limit < 0 || limit > MaxUsagePage {
+		return nil, false, wserr.New(wserr.InvalidArgument, "du", "", "limit must be in 0..%d (0: %d), not %d", MaxUsagePage, DefaultUsagePage, limit)
+	}
+	if limit == 0 {
+		limit = DefaultUsagePage
+	}
+	page := make([]Usage, 0, min(limit, 64))
+	var more bool
+	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
+		page = page[:0]
+		var err error
+		more, err = m.du(ctx, tx, after, limit, func(u Usage) error {
+			page = append(page, u)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("du: %w", err)
+	}
+	return page, more, nil
 }
 
 // shared marks an object reached from more than one owner in DU.
@@ -198,10 +246,12 @@ const shared = -1
 // correctness.
 const memoMax = 1 << 14
 
-func (m *Maintainer) du(ctx context.Context, tx *index.Tx, fn func(Usage) error) error {
+// du hands fn the rows whose key comes after after, at most limit of them
+// (negative: every one), and reports whether rows follow those.
+func (m *Maintainer) du(ctx context.Context, tx *index.Tx, after UsageKey, limit int, fn func(Usage) error) (bool, error) {
 	rs, g, err := m.openGraph(ctx, tx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer g.close()
 	w := newWork(ctx)
@@ -258,7 +308,7 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx, fn func(Usage) error)
 		cur := int64(ownerOf[i])
 		visit := func(o object) (bool, error) { return merge(o, cur) }
 		if err := g.walk([]step{roots[i].step()}, visit, badIsCorrupt("du")); err != nil {
-			return err
+			return false, err
 		}
 	}
 	g.leafBlobs = false
@@ -297,7 +347,7 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx, fn func(Usage) error)
 		return spread(r.Hash, r.Base, r.Chunks, l)
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	unique := make([]int64, len(keys)+1)
 	var stored ObjectCounts
@@ -312,11 +362,11 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx, fn func(Usage) error)
 		return err
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	// A labelled blob or chunk the rows did not hold is missing.
 	if stored.Blobs != labelled.Blobs || stored.Chunks != labelled.Chunks {
-		return missingReachable(g, rs, "du")
+		return false, missingReachable(g, rs, "du")
 	}
 
 	// Files and size of each live root (a chat's persist root for its
@@ -350,25 +400,34 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx, fn func(Usage) error)
 		return n, nil
 	}
 	// Roots come ordered by chat and run, and a chat's row has run "":
-	// the rows come in their order.
+	// the rows come in their order, and those up to after are passed by
+	// uncounted.
+	n := 0
 	for i, r := range roots {
 		if r.Kind != "run" && r.Kind != "chat" {
 			continue
 		}
+		if c := strings.Compare(r.Chat, after.ChatID); c < 0 || c == 0 && r.Run <= after.RunID {
+			continue
+		}
+		if limit >= 0 && n == limit {
+			return true, nil
+		}
 		u := Usage{ChatID: r.Chat, RunID: r.Run, Checkpoints: rs.checkpoints[r.Run], UniqueStoredBytes: unique[ownerOf[i]]}
 		es, _, _, err := g.entries(r.Hash)
 		if err != nil {
-			return err
+			return false, err
 		}
 		for _, e := range es {
 			u.LogicalBytes += e.Size
 		}
 		if u.Files, err = count(r.Hash); err != nil {
-			return err
+			return false, err
 		}
 		if err := fn(u); err != nil {
-			return err
+			return false, err
 		}
+		n++
 	}
-	return nil
+	return false, nil
 }

@@ -48,7 +48,7 @@ type Maintenance interface {
 	GC(ctx context.Context, opt wsstore.GCOptions) (wsstore.GCReport, error)
 	CollectSteps(ctx context.Context, opt wsstore.GCStepOptions) (wsstore.GCReport, error)
 	Fsck(ctx context.Context, progress func(phase string, done, total int)) (wsstore.FsckReport, error)
-	DU(ctx context.Context, fn func(wsstore.Usage) error) error
+	DUPage(ctx context.Context, after wsstore.UsageKey, limit int) ([]wsstore.Usage, bool, error)
 	Reclaim(ctx context.Context) (wsstore.ReclaimReport, error)
 }
 
@@ -188,8 +188,13 @@ var parityOps = []op{
 		help: `  fsck        {}                            -> {ok, report}   report: as wsctl fsck --json`,
 	},
 	{
-		name: "du", access: reads, request: []any{base{}}, handle: (*Session).du,
-		help: `  du          {}                            -> {usage: [...]}   as wsctl du --json`,
+		name: "du", access: reads, request: []any{duRequest{}, duAfter{}}, handle: (*Session).du,
+		help: `  du          {after?: {workspaceId, runId?}, limit?}  -> {usage: [{workspaceId, runId?, files, logicalBytes, checkpoints, uniqueStoredBytes}], more}
+              a page of wsctl du's rows, by workspaceId then runId (a
+              chat's persist row has no runId and comes first); limit:
+              default 1000, at most 10000; after: the last row of the page
+              before (one gone since is no error); more: rows follow. Each
+              page walks the store, as gc's mark does`,
 	},
 	{
 		name: "reclaim", access: writes, request: []any{base{}}, handle: (*Session).reclaim,
@@ -887,19 +892,42 @@ func (s *Session) fsck(ctx context.Context, r request) (any, error) {
 	return map[string]any{"ok": rep.OK(), "report": rep}, nil
 }
 
+type duRequest struct {
+	base
+	After *duAfter `json:"after"`
+	Limit int      `json:"limit"`
+}
+
+// duAfter is the last row of the page before: its workspaceId and runId.
+type duAfter struct {
+	WorkspaceID string `json:"workspaceId"`
+	RunID       string `json:"runId"`
+}
+
 func (s *Session) du(ctx context.Context, r request) (any, error) {
-	if err := r.decode(&base{}); err != nil {
+	var req duRequest
+	if err := r.decode(&req); err != nil {
 		return nil, err
+	}
+	if req.Limit < 0 || req.Limit > wsstore.MaxDUPage {
+		return nil, invalidRequest("limit must be in 0..%d (0: %d), not %d", wsstore.MaxDUPage, wsstore.DefaultDUPage, req.Limit)
+	}
+	var after wsstore.UsageKey
+	if req.After != nil {
+		if req.After.WorkspaceID == "" {
+			return nil, invalidRequest("after.workspaceId is empty: give the last row's workspaceId (and runId), or leave after out for the first page")
+		}
+		after = wsstore.UsageKey{ChatID: req.After.WorkspaceID, RunID: req.After.RunID}
 	}
 	m, err := s.maintenance()
 	if err != nil {
 		return nil, err
 	}
-	var u []wsstore.Usage
-	if err := m.DU(ctx, func(r wsstore.Usage) error { u = append(u, r); return nil }); err != nil {
+	u, more, err := m.DUPage(ctx, after, req.Limit)
+	if err != nil {
 		return nil, err
 	}
-	return listed("usage", u), nil
+	return listedPage("usage", u, more), nil
 }
 
 func (s *Session) reclaim(ctx context.Context, r request) (any, error) {

@@ -98,6 +98,7 @@ var goOps = map[string]string{
 	"Store.CollectSteps":      "gc",
 	"Store.Fsck":              "fsck",
 	"Store.DU":                "du",
+	"Store.DUPage":            "du",
 	"Store.Reclaim":           "reclaim",
 	"Store.CollectCandidates": "",
 	"Store.ActorGC":           "actor.gc",

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -41,5 +43,51 @@ func TestDUPrintsPages(t *testing.T) {
 		require.NoError(t, runDU(ctx, globals{storeDir: c.store, json: json, out: &out, errOut: io.Discard}, nil))
 		t.Logf("largest write of du (json %v): %d bytes", json, int(out))
 		assert.Less(t, int(out), 20*200, "a write holds a page of rows (json %v)", json)
+	}
+}
+
+// TestBatchDUPages: the du op answers a page of rows (limit, after: the
+// page's last row, more), in the order wsctl du prints them; the pages
+// together are du's rows. A page's line holds its rows, not the store's.
+func TestBatchDUPages(t *testing.T) {
+	ctx := context.Background()
+	c := newCLI(t)
+	st := c.open()
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "first"}, RunID: "run_first"})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	copyRuns(t, c, "run_first", 199)
+	var whole []wsstore.Usage
+	c.jsonOut(&whole, "du")
+	require.Len(t, whole, 201)
+
+	var paged []wsstore.Usage
+	req := `{"op":"du","limit":50}`
+	for {
+		out, errOut, code := c.run(req+"\n", "batch")
+		require.Equal(t, 0, code, errOut)
+		assert.Less(t, len(out), 50*200, "the line holds a page of rows")
+		var r struct {
+			OK     bool `json:"ok"`
+			Result struct {
+				Usage []wsstore.Usage `json:"usage"`
+				More  bool            `json:"more"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+		require.True(t, r.OK, out)
+		require.LessOrEqual(t, len(r.Result.Usage), 50)
+		paged = append(paged, r.Result.Usage...)
+		if !r.Result.More {
+			break
+		}
+		last := r.Result.Usage[len(r.Result.Usage)-1]
+		req = fmt.Sprintf(`{"op":"du","limit":50,"after":{"workspaceId":%q,"runId":%q}}`, last.ChatID, last.RunID)
+	}
+	assert.Equal(t, whole, paged, "the pages are du's rows")
+	assert.Len(t, c.batch(`{"op":"du"}`)[0].Result["usage"], 201, "limit: 1000 by default")
+
+	for _, l := range []string{`{"op":"du","limit":10001}`, `{"op":"du","limit":-1}`, `{"op":"du","after":{"workspaceId":""}}`, `{"op":"du","after":{"runId":"x"}}`} {
+		assert.Equal(t, "batch.invalid_request", c.batch(l)[0].code(), l)
 	}
 }
