@@ -58,6 +58,35 @@ type bucket interface {
 	present(ctx context.Context, key string) (bool, error)
 }
 
+// maxSmallObject is the most a lock or the owner object is read to: each
+// is a line of JSON of a few hundred bytes, so a larger one is not one a
+// build wrote (a damaged object, or one anyone who can write to the
+// bucket put there), and is not held.
+const maxSmallObject = 64 << 10
+
+// errTooLarge is readSmall's error for an object past maxSmallObject.
+var errTooLarge = errors.New("larger than any object of its kind")
+
+// readSmall returns the object at key, which is a lock or the owner
+// object, when it holds at most maxSmallObject bytes; a larger one fails
+// with errTooLarge, no more of it read. A missing one fails with
+// ErrMissing.
+func readSmall(ctx context.Context, b bucket, key string) ([]byte, error) {
+	rc, err := b.open(ctx, key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxSmallObject+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxSmallObject {
+		return nil, errTooLarge
+	}
+	return data, nil
+}
+
 // s3Bucket is a bucket on an S3-compatible store through aws-sdk-go-v2.
 type s3Bucket struct {
 	cl     *s3.Client

@@ -68,15 +68,15 @@ func (s *Storage) readLocks(ctx context.Context, dir string) ([]lockObj, error) 
 	}
 	var out []lockObj
 	for _, k := range keys {
-		b, err := s.b.get(ctx, k, 0, -1)
+		b, err := readSmall(ctx, s.b, k)
 		if errors.Is(err, ErrMissing) {
 			continue // released meanwhile
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, errTooLarge) {
 			return nil, err
 		}
 		var lb lockBody
-		if json.Unmarshal(b, &lb) != nil {
+		if err != nil || json.Unmarshal(b, &lb) != nil {
 			lb = lockBody{} // unreadable: expired
 		}
 		out = append(out, lockObj{key: k, body: lb})

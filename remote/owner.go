@@ -170,15 +170,15 @@ func (c *Claim) Check(ctx context.Context) error {
 
 // owner reads the owner object, if there is one.
 func (c *Claim) owner(ctx context.Context) (ReplicaOwner, bool, error) {
-	data, err := c.b.get(ctx, OwnerKey, 0, -1)
+	data, err := readSmall(ctx, c.b, OwnerKey)
 	switch {
 	case errors.Is(err, ErrMissing):
 		return ReplicaOwner{}, false, nil
-	case err != nil:
+	case err != nil && !errors.Is(err, errTooLarge):
 		return ReplicaOwner{}, false, err
 	}
 	var o ownerObject
-	if err := json.Unmarshal(data, &o); err != nil || o.Version != 1 || o.Device == "" {
+	if err != nil || json.Unmarshal(data, &o) != nil || o.Version != 1 || o.Device == "" {
 		return ReplicaOwner{}, false, wserr.New(wserr.Corrupt, "replicate", c.url, "the owner object %s is not one this build reads: remove it if no other store replicates here", OwnerKey)
 	}
 	return o.ReplicaOwner, true, nil
