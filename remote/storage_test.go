@@ -20,7 +20,7 @@ import (
 // testEnv sets credentials the fake and moto accept, so no test reads the
 // machine's AWS files or takes its CA bundle (which a test's own
 // HTTPClient could not carry).
-func testEnv(t *testing.T) {
+func testEnv(t testing.TB) {
 	t.Setenv("AWS_CA_BUNDLE", "")
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
@@ -32,7 +32,7 @@ func testEnv(t *testing.T) {
 
 // fakeBucket starts the in-process object store with bucket "bkt", under
 // testEnv's credentials, and stops it when the test ends.
-func fakeBucket(t *testing.T) *s3fake.Server {
+func fakeBucket(t testing.TB) *s3fake.Server {
 	t.Helper()
 	testEnv(t)
 	srv := s3fake.New("bkt")
@@ -48,7 +48,7 @@ func openDB(t *testing.T) *index.DB {
 	return db
 }
 
-func openStorage(t *testing.T, endpoint, bucket, prefix string, opts remote.Options) *remote.Storage {
+func openStorage(t testing.TB, endpoint, bucket, prefix string, opts remote.Options) *remote.Storage {
 	t.Helper()
 	if opts.MaxAttempts == 0 {
 		opts.MaxAttempts = 2
