@@ -118,8 +118,32 @@ func decodeIndex(key string, b []byte) (packIndex, error) {
 	if idx.Version != indexVersion {
 		return packIndex{}, corrupt(key, fmt.Sprintf("index version %d (want %d)", idx.Version, indexVersion))
 	}
-	for i := range idx.Objects {
-		idx.Objects[i].Codec = cas.Codec(idx.Objects[i].CodecN)
+	if err := idx.check(); err != nil {
+		return packIndex{}, corrupt(key, "index object: "+err.Error())
 	}
 	return idx, nil
+}
+
+// check refuses an index listing an entry no build writes (a kind or
+// codec that is none, a size, length or offset below zero), which the
+// local index could not record, and fills in each entry's Codec.
+func (idx *packIndex) check() error {
+	for i := range idx.Objects {
+		e := &idx.Objects[i]
+		switch {
+		case e.Kind != cas.KindBlob && e.Kind != cas.KindChunk:
+			return fmt.Errorf("object %s of kind %d", e.Hash.Short(), e.Kind)
+		case e.CodecN < int(cas.CodecRaw) || e.CodecN > int(cas.CodecDelta):
+			return fmt.Errorf("object %s of codec %d", e.Hash.Short(), e.CodecN)
+		case e.Size < 0 || e.Len < 0 || e.Off < 0:
+			return fmt.Errorf("object %s of size %d at %d+%d", e.Hash.Short(), e.Size, e.Off, e.Len)
+		}
+		for _, c := range e.Chunks {
+			if c.Off < 0 {
+				return fmt.Errorf("object %s with a chunk at %d", e.Hash.Short(), c.Off)
+			}
+		}
+		e.Codec = cas.Codec(e.CodecN)
+	}
+	return nil
 }

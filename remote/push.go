@@ -793,11 +793,8 @@ func (s *Storage) packIndexes(ctx context.Context, skip func(key string, mod tim
 			}
 		}
 		var idx packIndex
-		if json.Unmarshal(b, &idx) != nil || idx.Version != indexVersion {
+		if json.Unmarshal(b, &idx) != nil || idx.Version != indexVersion || idx.check() != nil {
 			return nil
-		}
-		for i := range idx.Objects {
-			idx.Objects[i].Codec = cas.Codec(idx.Objects[i].CodecN)
 		}
 		return fn(key, idx)
 	})
