@@ -22,6 +22,8 @@ func TestIndexOfImpossibleEntriesIsDamaged(t *testing.T) {
 		{"UnknownKind", `{"kind":7,"hash":"` + h.String() + `","size":1,"codec":0,"off":0,"len":1}`},
 		{"NegativeSize", `{"kind":0,"hash":"` + h.String() + `","size":-1,"codec":0,"off":0,"len":1}`},
 		{"NegativeLength", `{"kind":0,"hash":"` + h.String() + `","size":1,"codec":0,"off":0,"len":-1}`},
+		{"NoAddress", `{"kind":0,"size":1,"codec":0,"off":0,"len":1}`},
+		{"ChunkWithoutAddress", `{"kind":0,"hash":"` + h.String() + `","size":1,"codec":2,"off":0,"len":0,"chunks":[{"off":0}]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := fakeBucket(t)

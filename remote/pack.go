@@ -3,6 +3,7 @@ package remote
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/wsstore/wsstore/cas"
@@ -124,13 +125,16 @@ func decodeIndex(key string, b []byte) (packIndex, error) {
 	return idx, nil
 }
 
-// check refuses an index listing an entry no build writes (a kind or
-// codec that is none, a size, length or offset below zero), which the
-// local index could not record, and fills in each entry's Codec.
+// check refuses an index listing an entry no build writes (no address, a
+// kind or codec that is none, a size, length or offset below zero, a
+// chunk without its address), which the local index could not record, and
+// fills in each entry's Codec.
 func (idx *packIndex) check() error {
 	for i := range idx.Objects {
 		e := &idx.Objects[i]
 		switch {
+		case e.Hash.IsZero():
+			return errors.New("an object without its address")
 		case e.Kind != cas.KindBlob && e.Kind != cas.KindChunk:
 			return fmt.Errorf("object %s of kind %d", e.Hash.Short(), e.Kind)
 		case e.CodecN < int(cas.CodecRaw) || e.CodecN > int(cas.CodecDelta):
@@ -139,8 +143,8 @@ func (idx *packIndex) check() error {
 			return fmt.Errorf("object %s of size %d at %d+%d", e.Hash.Short(), e.Size, e.Off, e.Len)
 		}
 		for _, c := range e.Chunks {
-			if c.Off < 0 {
-				return fmt.Errorf("object %s with a chunk at %d", e.Hash.Short(), c.Off)
+			if c.Off < 0 || c.Hash.IsZero() {
+				return fmt.Errorf("object %s with a chunk %s at %d", e.Hash.Short(), c.Hash.Short(), c.Off)
 			}
 		}
 		e.Codec = cas.Codec(e.CodecN)
