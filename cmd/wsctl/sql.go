@@ -54,7 +54,9 @@ own opened with mode=ro and query_only, inside a transaction that is always
 rolled back, under an authorizer that denies every write, DDL, ATTACH and
 writing PRAGMA; and wsctl refuses statements that do not start with one of
 the keywords above (VACUUM, ATTACH, INSERT, …) and scripts of more than one
-statement. A refused statement exits with status 8 (read-only).
+statement. A refused statement exits with status 8 (read-only). A query
+binds no values: one holding a parameter (?, :name, @name, $name) is
+wsctl.invalid_argument (status 2).
 
 The events table stores most payloads packed, as BLOBs; payload_json(payload)
 returns any payload as JSON text, for SQLite's JSON functions:

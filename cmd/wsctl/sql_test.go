@@ -210,3 +210,28 @@ func TestSQLPayloadJSON(t *testing.T) {
 	assert.Regexp(t, `"hash":"[0-9a-f]{64}"`, c.ok("sql", "SELECT payload_json(payload) FROM events WHERE type = 'workspace_file_written'"),
 		"hashes come back as hex")
 }
+
+// TestSQLParameters: sql binds no values, so a query with a parameter is
+// the caller's mistake, wsctl.invalid_argument (exit 2) naming it, not an
+// internal error; the same characters in quotes, comments and
+// identifiers are no parameter.
+func TestSQLParameters(t *testing.T) {
+	t.Parallel()
+	c := seededStore(t)
+	for q, param := range map[string]string{
+		"SELECT ?":                             "?",
+		"SELECT ?2":                            "?2",
+		"SELECT * FROM runs WHERE id = :id":    ":id",
+		"SELECT @a":                            "@a",
+		"SELECT $a":                            "$a",
+		"SELECT 'x?', -- ?\n :b /* @c */":      ":b",
+		"WITH r AS (SELECT $x(1)) SELECT 1 \n": "$x",
+	} {
+		errOut := c.fails(2, "sql", q)
+		assert.Contains(t, errOut, "wsctl.invalid_argument", q)
+		assert.Contains(t, errOut, "parameter, "+param+";", q)
+	}
+	out := c.ok("sql", "SELECT 'a?b:c' AS \"d@e\", [f$g] AS `h?`, f$g AS a$b FROM (SELECT 1 AS f$g) -- ?x\n/* :y */")
+	assert.Equal(t, "d@e    h?  a$b\na?b:c  1   1\n(1 row)\n", out)
+	assert.Contains(t, c.fails(8, "sql", "DELETE FROM events WHERE seq = ?"), "store.read_only", "a write is refused first")
+}

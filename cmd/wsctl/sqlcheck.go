@@ -21,7 +21,7 @@ var readKeywords = map[string]bool{"SELECT": true, "WITH": true, "VALUES": true,
 // keyword: VACUUM INTO, say, writes a new file even on a read-only
 // connection, and SQLite's authorizer never sees it.
 func checkReadOnlySQL(query string) error {
-	stmts := splitStatements(query)
+	stmts, param := scanSQL(query)
 	switch {
 	case len(stmts) == 0:
 		return argError("sql", "no statement given")
@@ -40,13 +40,26 @@ func checkReadOnlySQL(query string) error {
 		}
 		return wserr.New(wserr.ReadOnly, "sql", "", "refused: %s statements are not read-only; sql runs SELECT, WITH, VALUES, EXPLAIN or a read-only PRAGMA", kw)
 	}
+	if param != "" {
+		return argError("sql", "the query has a parameter, %s; sql binds none: write the value into the query", param)
+	}
 	return nil
 }
 
-// splitStatements scans query with SQLite's lexical rules (quotes '…', "…",
-// `…` with doubled quotes as escapes, […], -- and /* */ comments) and
-// returns the first word of every non-empty statement between ';'.
+// splitStatements returns the first word of every non-empty statement
+// of query between ';' (see scanSQL).
 func splitStatements(query string) []string {
+	stmts, _ := scanSQL(query)
+	return stmts
+}
+
+// scanSQL scans query with SQLite's lexical rules (quotes '…', "…", `…`
+// with doubled quotes as escapes, […], -- and /* */ comments) and returns
+// the first word of every non-empty statement between ';', and the first
+// parameter it holds outside quotes and comments (?, ?NNN, :name, @name,
+// $name, #name), or "". sql binds no values, and the driver would refuse
+// such a query only as it runs it.
+func scanSQL(query string) (stmts []string, param string) {
 	var out []string
 	inStmt := false
 	var word strings.Builder
@@ -76,8 +89,34 @@ func splitStatements(query string) []string {
 		}
 		return len(query)
 	}
+	isIDChar := func(c byte) bool {
+		return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+	}
+	// paramAt returns the parameter starting at query[i], or "": '?' and
+	// its digits, or one of :@$# that starts a token and an identifier
+	// after it ('$' inside an identifier, a$b, is part of it).
+	paramAt := func(i int) string {
+		c := query[i]
+		switch {
+		case c == '?':
+		case c == ':' || c == '@' || c == '#' || c == '$':
+			if i > 0 && isIDChar(query[i-1]) || i+1 >= len(query) || !isIDChar(query[i+1]) {
+				return ""
+			}
+		default:
+			return ""
+		}
+		j := i + 1
+		for j < len(query) && isIDChar(query[j]) {
+			j++
+		}
+		return query[i:j]
+	}
 	for i := 0; i < len(query); i++ {
 		c := query[i]
+		if param == "" {
+			param = paramAt(i)
+		}
 		switch {
 		case c == ';':
 			end()
@@ -120,7 +159,7 @@ func splitStatements(query string) []string {
 		}
 	}
 	end()
-	return out
+	return out, param
 }
 
 // sqlSyntaxError compiles query, without running it, on an empty
