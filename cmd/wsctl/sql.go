@@ -65,11 +65,12 @@ returns any payload as JSON text, for SQLite's JSON functions:
 
 A query runs under limits: --timeout (default 30s) stops it when it runs
 longer, and --max-memory (default 256 MiB) bounds what it holds: SQLite's
-page cache for the query takes at most a quarter of it and any one value
-(a string or BLOB it makes, such as randomblob(N)) a quarter, sorts spill
-to temporary files, and the rows wsctl holds to print take at most half
-(counted as printed, BLOBs as hex). A query over either limit stops and
-exits with status 2, code wsctl.query_limit.
+page cache for the query takes at most a quarter of it and a row a
+quarter, so that any one value (a string or BLOB it reads or makes, such
+as randomblob(N)) of a query of N columns takes at most a quarter over N,
+sorts spill to temporary files, and the rows wsctl holds to print take
+at most half (counted as printed, BLOBs as hex). A query over either
+limit stops and exits with status 2, code wsctl.query_limit.
 
 The tables are internal and may change between versions: use it to
 explore, not to build on.`,
@@ -186,18 +187,23 @@ func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, li
 	}); err != nil {
 		return sqlResult{}, fmt.Errorf("sql: %w", err)
 	}
-	// Any one string or BLOB the query makes: SQLite refuses a larger
-	// one (SQLITE_TOOBIG) before it allocates it.
-	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, int(min(lim.maxMemory/4, 1<<30))); err != nil {
-		return sqlResult{}, fmt.Errorf("sql: %w", err)
-	}
+	// The row SQLite makes, whatever its number of columns, and so any
+	// one string or BLOB the query makes, as a row's value, a part of one
+	// or a record of a sort, takes at most a quarter: a query of n
+	// columns may make values of a quarter over n each, and SQLite
+	// refuses a larger one (SQLITE_TOOBIG) before it allocates it.
+	valueMax := min(lim.maxMemory/4, 1<<30)
+	ncols := int64(1)
 	limitErr := func(err error) error {
 		if ctx.Err() == context.DeadlineExceeded {
 			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query ran longer than --timeout %s", lim.timeout)
 		}
 		var se *sqlite.Error
 		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_TOOBIG {
-			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query makes a value over %d bytes, a quarter of --max-memory %d", lim.maxMemory/4, lim.maxMemory)
+			if ncols > 1 {
+				return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query makes a value over %d bytes, a quarter of --max-memory %d shared by its %d columns", valueMax/ncols, lim.maxMemory, ncols)
+			}
+			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query makes a value over %d bytes, a quarter of --max-memory %d", valueMax, lim.maxMemory)
 		}
 		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOMEM {
 			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query ran out of memory (--max-memory %d)", lim.maxMemory)
@@ -212,6 +218,22 @@ func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, li
 
 	auth.setUser(true)
 	defer auth.setUser(false)
+	if err := conn.Raw(func(dc any) error {
+		ci, ok := dc.(interface {
+			ColumnInfo(query string) ([]sqlite.ColumnInfo, error)
+		})
+		if !ok {
+			return errors.New("the sqlite driver does not describe a query's columns")
+		}
+		info, err := ci.ColumnInfo(query)
+		ncols = max(int64(len(info)), 1)
+		return err
+	}); err != nil {
+		return sqlResult{}, limitErr(err)
+	}
+	if _, err := sqlite.Limit(conn, sqlite3.SQLITE_LIMIT_LENGTH, int(max(valueMax/ncols, 1))); err != nil {
+		return sqlResult{}, fmt.Errorf("sql: %w", err)
+	}
 	rows, err := tx.QueryContext(ctx, query)
 	if err != nil {
 		return sqlResult{}, limitErr(err)

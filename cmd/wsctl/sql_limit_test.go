@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -52,4 +53,26 @@ func TestSQLMemory(t *testing.T) {
 	assert.Contains(t, r.err, "wsctl.query_limit")
 	t.Logf("sql randomblob(900000000): peak RSS %.1f MiB", float64(r.hwm)/(1<<20))
 	assert.Less(t, r.hwm, int64(64<<20))
+}
+
+// TestSQLWideRowMemory: a row of many values, each under a quarter of
+// --max-memory, is held to a quarter as a whole: the query stops before
+// SQLite makes the row, in a wsctl process whose peak RSS stays small.
+func TestSQLWideRowMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs wsctl as a child")
+	}
+	c := seededStore(t)
+	query := "SELECT 1" + strings.Repeat(", randomblob(3000000)", 50)
+	errOut := c.fails(2, "sql", "--max-memory", "16777216", query)
+	assert.Contains(t, errOut, "wsctl.query_limit: the query makes a value over 82241 bytes, a quarter of --max-memory 16777216 shared by its 51 columns")
+
+	r := childRun(t, c.store, "", nil, "sql", "--max-memory", "16777216", query)
+	assert.Equal(t, 2, r.code, r.err)
+	assert.Contains(t, r.err, "wsctl.query_limit")
+	t.Logf("sql of 50 values of 3 MB under --max-memory 16 MiB: peak RSS %.1f MiB", float64(r.hwm)/(1<<20))
+	assert.Less(t, r.hwm, int64(64<<20))
+
+	out := c.ok("sql", "--max-memory", "16777216", "SELECT length(randomblob(2000000)), 2")
+	assert.Contains(t, out, "2000000", "a query of 2 columns makes values of up to an eighth")
 }
