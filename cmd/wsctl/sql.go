@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/url"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"modernc.org/sqlite"
@@ -84,10 +87,11 @@ explore, not to build on.`,
 	return cmd
 }
 
-// sqlResult is a query's columns and rows.
+// sqlResult is a query's columns and its rows as they print: each value
+// its table cell (sqlCell), or its JSON (sqlJSON).
 type sqlResult struct {
 	cols []string
-	rows [][]any
+	rows [][]string
 }
 
 func runSQL(ctx context.Context, g globals, lim sqlLimits, args []string) error {
@@ -118,38 +122,26 @@ func runSQL(ctx context.Context, g globals, lim sqlLimits, args []string) error 
 	if err != nil && !wserr.Is(err, wserr.OlderFormat) {
 		return err
 	}
-	res, err := queryReadOnly(ctx, filepath.Join(g.storeDir, wsstore.DBName), query, immutable, lim)
+	// What the query holds is counted against --max-memory; wsctl's heap
+	// is collected before it grows past it, rather than at twice what is
+	// live.
+	defer softMemoryLimit(lim.maxMemory)()
+	res, err := queryReadOnly(ctx, filepath.Join(g.storeDir, wsstore.DBName), query, immutable, lim, g.json)
 	if err != nil {
 		return err
 	}
 	if g.json {
-		out := make([]orderedRow, len(res.rows))
-		keys := uniqueKeys(res.cols)
-		for i, r := range res.rows {
-			out[i] = orderedRow{cols: keys, vals: r}
-		}
-		return writeJSON(g.out, out)
+		return writeSQLJSON(g.out, uniqueKeys(res.cols), res.rows)
 	}
-	t := newTable(g.out, res.cols...)
-	for _, r := range res.rows {
-		cells := make([]string, len(r))
-		for i, v := range r {
-			cells[i] = sqlText(v)
-		}
-		t.row(cells...)
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(g.out, "(%d row%s)\n", len(res.rows), plural(int64(len(res.rows))))
-	return err
+	return writeSQLTable(g.out, res.cols, res.rows)
 }
 
 // queryReadOnly runs query on a connection of its own: mode=ro and
 // query_only (and immutable=1 for a file nothing can write), a
 // transaction always rolled back, and an authorizer that lets the query
-// only read; under lim (see the command's help).
-func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, lim sqlLimits) (sqlResult, error) {
+// only read; under lim (see the command's help). Each value is turned into
+// its JSON when asJSON is set, else into its table cell, as it is read.
+func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, lim sqlLimits, asJSON bool) (sqlResult, error) {
 	if lim.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, lim.timeout)
@@ -244,22 +236,26 @@ func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, li
 		return sqlResult{}, limitErr(err)
 	}
 	held, budget := int64(0), lim.maxMemory/2
+	overErr := wserr.New(protocol.CodeQueryLimit, "sql", "", "the result is over %d bytes, half of --max-memory %d; select fewer rows or columns (LIMIT, length(x) for large values)", budget, lim.maxMemory)
+	vals := make([]printedValue, len(res.cols))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		vals[i] = printedValue{asJSON: asJSON, held: &held, budget: budget, overErr: overErr}
+		ptrs[i] = &vals[i]
+	}
 	for rows.Next() {
-		vals := make([]any, len(res.cols))
-		ptrs := make([]any, len(vals))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
+		held += 24 // the row's slice
 		if err := rows.Scan(ptrs...); err != nil {
+			if errors.Is(err, overErr) {
+				return sqlResult{}, overErr
+			}
 			return sqlResult{}, limitErr(err)
 		}
-		for _, v := range vals {
-			held += heldSize(v)
+		row := make([]string, len(vals))
+		for i := range vals {
+			row[i], vals[i].out = vals[i].out, ""
 		}
-		if held > budget {
-			return sqlResult{}, wserr.New(protocol.CodeQueryLimit, "sql", "", "the result is over %d bytes, half of --max-memory %d; select fewer rows or columns (LIMIT, length(x) for large values)", budget, lim.maxMemory)
-		}
-		res.rows = append(res.rows, vals)
+		res.rows = append(res.rows, row)
 	}
 	if err := rows.Err(); err != nil {
 		return sqlResult{}, limitErr(err)
@@ -267,16 +263,31 @@ func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, li
 	return res, nil
 }
 
-// heldSize is about what a value costs to hold and print: its printed
-// length, BLOBs as hex, and a value's own overhead.
-func heldSize(v any) int64 {
-	switch v := v.(type) {
-	case []byte:
-		return 16 + 3*int64(len(v)) // the bytes and their hex
-	case string:
-		return 16 + 2*int64(len(v))
+// printedValue is a Scan destination that turns a value into its printed
+// form as it is read, so that a large value is held once, as it prints,
+// rather than as the driver's copy, database/sql's copy and the text
+// made from them; it counts what it holds in *held, and fails with
+// overErr past budget.
+type printedValue struct {
+	asJSON  bool
+	out     string
+	held    *int64
+	budget  int64
+	overErr error
+}
+
+func (p *printedValue) Scan(src any) error {
+	if p.asJSON {
+		p.out = sqlJSON(src)
+	} else {
+		p.out = sqlCell(src)
 	}
-	return 32
+	*p.held += 16 + int64(len(p.out))
+	if *p.held > p.budget {
+		p.out = ""
+		return p.overErr
+	}
+	return nil
 }
 
 // readAuthorizer is the SQLite authorizer of sql's connection. While the
@@ -392,15 +403,16 @@ func sqlError(err error, auth *readAuthorizer) error {
 	return fmt.Errorf("sql: %w", err)
 }
 
-// sqlText renders a value for the table: NULL, hex for BLOBs.
-func sqlText(v any) string {
+// sqlCell renders a value for the table: NULL, hex for BLOBs, and text
+// made single-line (cell).
+func sqlCell(v any) string {
 	switch v := v.(type) {
 	case nil:
 		return "NULL"
 	case []byte:
-		return hex.EncodeToString(v)
+		return hexText(v, "")
 	case string:
-		return v
+		return cell(v)
 	case time.Time:
 		return v.UTC().Format(time.RFC3339Nano)
 	case int64:
@@ -408,24 +420,48 @@ func sqlText(v any) string {
 	case float64:
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
-	return fmt.Sprint(v)
+	return cell(fmt.Sprint(v))
 }
 
-// sqlJSON converts a value for JSON: BLOBs as hex strings, and the REALs
+// sqlJSON renders a value as JSON: BLOBs as hex strings, and the REALs
 // JSON has no number for (infinities, NaN) as the strings the table
 // prints, "+Inf", "-Inf" and "NaN".
-func sqlJSON(v any) any {
+func sqlJSON(v any) string {
 	switch v := v.(type) {
+	case nil:
+		return "null"
 	case []byte:
-		return hex.EncodeToString(v)
+		return hexText(v, `"`)
+	case int64:
+		return strconv.FormatInt(v, 10)
 	case time.Time:
-		return v.UTC().Format(time.RFC3339Nano)
+		return `"` + v.UTC().Format(time.RFC3339Nano) + `"`
 	case float64:
 		if math.IsInf(v, 0) || math.IsNaN(v) {
-			return strconv.FormatFloat(v, 'g', -1, 64)
+			return `"` + strconv.FormatFloat(v, 'g', -1, 64) + `"`
 		}
 	}
-	return v
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "null" // every value the driver gives marshals
+	}
+	return string(b)
+}
+
+// hexText returns b in hex between quote and quote, made in place: a
+// large BLOB costs its hex once.
+func hexText(b []byte, quote string) string {
+	var sb strings.Builder
+	sb.Grow(2*len(b) + 2*len(quote))
+	sb.WriteString(quote)
+	var buf [1024]byte
+	for len(b) > 0 {
+		n := hex.Encode(buf[:], b[:min(len(b), len(buf)/2)])
+		sb.Write(buf[:n])
+		b = b[n/2:]
+	}
+	sb.WriteString(quote)
+	return sb.String()
 }
 
 // uniqueKeys returns the column names as a row object's keys: a name
@@ -445,31 +481,92 @@ func uniqueKeys(cols []string) []string {
 	return out
 }
 
-// orderedRow is a row object whose keys keep the query's column order.
-type orderedRow struct {
-	cols []string
-	vals []any
+// writeSQLJSON prints rows of JSON values as an array of objects with
+// keys, indented as writeJSON indents, a row at a time: nothing but the
+// rows is held whole.
+func writeSQLJSON(w io.Writer, keys []string, rows [][]string) error {
+	bw := bufio.NewWriter(w)
+	if len(rows) == 0 {
+		bw.WriteString("[]\n")
+		return bw.Flush()
+	}
+	quoted := make([]string, len(keys))
+	for i, k := range keys {
+		b, err := json.Marshal(k)
+		if err != nil {
+			return err
+		}
+		quoted[i] = string(b)
+	}
+	bw.WriteString("[\n")
+	for i, r := range rows {
+		bw.WriteString("  {\n")
+		for j, v := range r {
+			bw.WriteString("    ")
+			bw.WriteString(quoted[j])
+			bw.WriteString(": ")
+			bw.WriteString(v)
+			if j < len(r)-1 {
+				bw.WriteByte(',')
+			}
+			bw.WriteByte('\n')
+		}
+		bw.WriteString("  }")
+		if i < len(rows)-1 {
+			bw.WriteByte(',')
+		}
+		bw.WriteByte('\n')
+		rows[i] = nil // printed: the collector may take it
+	}
+	bw.WriteString("]\n")
+	return bw.Flush()
 }
 
-func (r orderedRow) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, c := range r.cols {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := json.Marshal(c)
-		if err != nil {
-			return nil, err
-		}
-		v, err := json.Marshal(sqlJSON(r.vals[i]))
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
+// writeSQLTable prints the columns and rows of cells aligned as table
+// aligns them (two spaces between columns, a line's trailing spaces
+// dropped), then the row count, a line at a time: nothing but the rows
+// is held whole.
+func writeSQLTable(w io.Writer, cols []string, rows [][]string) error {
+	header := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = cell(c)
 	}
-	b.WriteByte('}')
-	return []byte(b.String()), nil
+	widths := make([]int, len(cols))
+	widen := func(r []string) {
+		for j := range len(r) - 1 {
+			widths[j] = max(widths[j], utf8.RuneCountInString(r[j]))
+		}
+	}
+	widen(header)
+	for _, r := range rows {
+		widen(r)
+	}
+	bw := bufio.NewWriter(w)
+	spaces := strings.Repeat(" ", 64)
+	// printLine writes a line's spaces only once text follows them, so
+	// that none ends it.
+	printLine := func(r []string) {
+		pending := 0
+		for j, c := range r {
+			if text := strings.TrimRight(c, " "); text != "" {
+				for ; pending > 0; pending -= min(pending, len(spaces)) {
+					bw.WriteString(spaces[:min(pending, len(spaces))])
+				}
+				bw.WriteString(text)
+			}
+			pending += len(c) - len(strings.TrimRight(c, " "))
+			if j < len(r)-1 {
+				pending += widths[j] + 2 - utf8.RuneCountInString(c)
+			}
+		}
+		bw.WriteByte('\n')
+	}
+	printLine(header)
+	n := len(rows)
+	for i, r := range rows {
+		printLine(r)
+		rows[i] = nil // printed: the collector may take it
+	}
+	fmt.Fprintf(bw, "(%d row%s)\n", n, plural(int64(n)))
+	return bw.Flush()
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestSQLLimits: a query that makes a huge value, returns a huge result or
@@ -75,4 +77,29 @@ func TestSQLWideRowMemory(t *testing.T) {
 
 	out := c.ok("sql", "--max-memory", "16777216", "SELECT length(randomblob(2000000)), 2")
 	assert.Contains(t, out, "2000000", "a query of 2 columns makes values of up to an eighth")
+}
+
+// TestSQLResultMemory: a result within --max-memory is printed, as a table
+// or as JSON, by a wsctl process whose peak RSS stays under
+// --max-memory: each value is held once, as it prints, and the output is
+// written a line at a time rather than built whole.
+func TestSQLResultMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs wsctl as a child")
+	}
+	c := seededStore(t)
+	const maxMemory = 64 << 20
+	query := "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 100) SELECT i, randomblob(100000) AS b FROM n"
+	for _, format := range []string{"table", "json"} {
+		args := []string{"sql", "--max-memory", strconv.Itoa(maxMemory), query}
+		if format == "json" {
+			args = append(args, "--json")
+		}
+		var out countingWriter
+		r := childRun(t, c.store, "", &out, args...)
+		require.Equal(t, 0, r.code, r.err)
+		assert.Greater(t, int64(out), int64(100*200000), "every row printed, BLOBs as hex")
+		t.Logf("sql %s of 100 BLOBs of 100 kB under --max-memory 64 MiB: peak RSS %.1f MiB", format, float64(r.hwm)/(1<<20))
+		assert.Less(t, r.hwm, int64(maxMemory), format)
+	}
 }
