@@ -67,7 +67,8 @@ returns any payload as JSON text, for SQLite's JSON functions:
   wsctl sql "SELECT seq, json_extract(payload_json(payload), '$.path') FROM events"
 
 A query runs under limits: --timeout (default 30s) stops it when it runs
-longer, and --max-memory (default 256 MiB) bounds what it holds: SQLite's
+longer, counted from the start, a wait for a lock another process holds
+included, and --max-memory (default 256 MiB) bounds what it holds: SQLite's
 page cache for the query takes at most a quarter of it and a row a
 quarter, so that any one value (a string or BLOB it reads or makes, such
 as randomblob(N)) of a query of N columns takes at most a quarter over N,
@@ -108,6 +109,27 @@ func runSQL(ctx context.Context, g globals, lim sqlLimits, args []string) error 
 	if err := storeExists(g.storeDir); err != nil {
 		return err
 	}
+	// --timeout bounds the whole command: a wait for a lock another
+	// process holds too, as the store is opened or the query starts.
+	if lim.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, lim.timeout)
+		defer cancel()
+	}
+	err := runSQLQuery(ctx, g, lim, query)
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		return queryTimeout(lim)
+	}
+	return err
+}
+
+// queryTimeout is the error of a query that ran longer than --timeout.
+func queryTimeout(lim sqlLimits) error {
+	return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query ran longer than --timeout %s", lim.timeout)
+}
+
+// runSQLQuery runs query on g's store, checked, and prints its rows.
+func runSQLQuery(ctx context.Context, g globals, lim sqlLimits, query string) error {
 	// A file that is not a store is refused (store.not_a_store) before
 	// the query reads it, as every command refuses it; the check writes
 	// nothing, and a store of an older format is queried as it is.
@@ -142,11 +164,6 @@ func runSQL(ctx context.Context, g globals, lim sqlLimits, args []string) error 
 // only read; under lim (see the command's help). Each value is turned into
 // its JSON when asJSON is set, else into its table cell, as it is read.
 func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, lim sqlLimits, asJSON bool) (sqlResult, error) {
-	if lim.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, lim.timeout)
-		defer cancel()
-	}
 	abs, err := filepath.Abs(dbPath)
 	if err != nil {
 		return sqlResult{}, err
@@ -188,7 +205,7 @@ func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, li
 	ncols := int64(1)
 	limitErr := func(err error) error {
 		if ctx.Err() == context.DeadlineExceeded {
-			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query ran longer than --timeout %s", lim.timeout)
+			return queryTimeout(lim)
 		}
 		var se *sqlite.Error
 		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_TOOBIG {
@@ -208,6 +225,13 @@ func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, li
 	}
 	defer tx.Rollback() // always: nothing a query does is kept
 
+	// The read starts here, under ctx, which ends a wait for a lock
+	// another process holds: describing the query's columns below loads
+	// the schema with no context to end it.
+	var tables int64
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&tables); err != nil {
+		return sqlResult{}, limitErr(err)
+	}
 	auth.setUser(true)
 	defer auth.setUser(false)
 	if err := conn.Raw(func(dc any) error {

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
+	"database/sql"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
 )
 
 // TestSQLLimits: a query that makes a huge value, returns a huge result or
@@ -102,4 +107,35 @@ func TestSQLResultMemory(t *testing.T) {
 		t.Logf("sql %s of 100 BLOBs of 100 kB under --max-memory 64 MiB: peak RSS %.1f MiB", format, float64(r.hwm)/(1<<20))
 		assert.Less(t, r.hwm, int64(maxMemory), format)
 	}
+}
+
+// TestSQLTimeoutBoundsLockWait: --timeout bounds the whole command, a wait
+// for a lock another process holds too, and a query past it is
+// wsctl.query_limit (exit 2), however early it ends: not store.busy once
+// the store's busy timeout has passed, nor store.canceled, the code of
+// an interrupt (exit 130).
+func TestSQLTimeoutBoundsLockWait(t *testing.T) {
+	t.Parallel()
+	c := seededStore(t)
+	assert.Contains(t, c.fails(2, "sql", "--timeout", "1ns", "SELECT 1"), "wsctl.query_limit: the query ran longer than --timeout 1ns")
+
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(c.store, wsstore.DBName))
+	require.NoError(t, err)
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	for _, stmt := range []string{"PRAGMA locking_mode = EXCLUSIVE", "BEGIN EXCLUSIVE", "UPDATE meta SET value = value"} {
+		_, err := conn.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	errOut := c.fails(2, "sql", "--timeout", "200ms", "SELECT count(*) FROM events")
+	assert.Contains(t, errOut, "wsctl.query_limit: the query ran longer than --timeout 200ms")
+
+	_, err = conn.ExecContext(ctx, "ROLLBACK")
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	require.NoError(t, db.Close())
+	assert.Contains(t, c.ok("sql", "--timeout", "10s", "SELECT count(*) AS n FROM events"), "9")
 }
