@@ -50,7 +50,16 @@ func newSQLCmd(a *app) *cobra.Command {
 as table_info) on the store's SQLite database and prints the rows as an
 aligned table, or with --json as an array of row objects (BLOBs as hex,
 infinite REALs as the strings "+Inf" and "-Inf"; a column name that
-came before gets ":1", ":2", … so no key repeats).
+came before gets ":1", ":2", … so no key repeats). Integers are JSON
+numbers, exact at any size: a reader that takes numbers as doubles
+(JavaScript's JSON.parse) rounds those past 2^53, such as events.at, so
+select cast(x AS TEXT) for it. Text that is not UTF-8 has each bad byte
+replaced by U+FFFD in JSON (the table prints it escaped, \xff): select
+hex(x) for its bytes.
+
+A query reads one snapshot of the store. Writers go on meanwhile, but the
+write-ahead log cannot be folded into the database past a running query,
+so it grows by what they write until the query ends.
 
 Nothing it runs can change the store. The query runs on a connection of its
 own opened with mode=ro and query_only, inside a transaction that is always

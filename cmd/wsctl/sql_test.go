@@ -46,6 +46,9 @@ func TestSQLQueries(t *testing.T) {
 	assert.Contains(t, out, "1        00ff     NULL     a\\tb     2.5")
 	out = c.ok("sql", "SELECT cast(x'ff41' AS text) AS a, 'b' AS b UNION ALL SELECT 'xxxxxxxx', 'yy'")
 	assert.Equal(t, "a         b\n\\xffA     b\nxxxxxxxx  yy\n(2 rows)\n", out, "a byte that is not UTF-8 is escaped, and the columns stay aligned")
+	out = c.ok("sql", "SELECT 9007199254740993 AS n, cast(x'ff41' AS text) AS t", "--json")
+	assert.Equal(t, "[\n  {\n    \"n\": 9007199254740993,\n    \"t\": \"\\ufffdA\"\n  }\n]\n", out,
+		"integers are exact past 2^53; a byte that is not UTF-8 is U+FFFD, as the help says")
 	out = c.ok("sql", "VALUES (1, x'00ff', NULL)", "--json")
 	assert.JSONEq(t, `[{"column1":1,"column2":"00ff","column3":null}]`, out)
 	// Columns of one name are told apart, as SQLite names them in a
