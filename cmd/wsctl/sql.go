@@ -83,7 +83,11 @@ quarter, so that any one value (a string or BLOB it reads or makes, such
 as randomblob(N)) of a query of N columns takes at most a quarter over N,
 sorts spill to temporary files, and the rows wsctl holds to print take
 at most half (counted as printed, BLOBs as hex). A query over either
-limit stops and exits with status 2, code wsctl.query_limit.
+limit stops and exits with status 2, code wsctl.query_limit. Not
+counted: each table a query materializes (for a WITH … AS MATERIALIZED
+or a DISTINCT, say) keeps a page cache of its own, of about 4 MiB, and
+the temporary files sorts and such tables spill to grow with the work
+until --timeout stops it.
 
 The tables are internal and may change between versions: use it to
 explore, not to build on.`,
