@@ -59,16 +59,16 @@ func objectSetGrowth(t *testing.T, m *s3fake.Moto, bucket string, n int) map[str
 	c := newDevice(t, m.URL, bucket, remote.Options{})
 	devC, err := remote.Device(ctx, c.db)
 	require.NoError(t, err)
-	// A dry run changes nothing, so it is measured twice and the smaller
-	// growth kept: garbage of the run's own, collected late on a loaded
-	// machine, moved a single figure by up to 1.6 MiB.
+	// A dry run changes nothing, so it is measured three times and the
+	// least growth kept: garbage of the run's own, collected late on a
+	// loaded machine, moved a single figure by up to 1.8 MiB.
 	reclaim := func() {
 		st, err := c.st.Reclaim(ctx, c.db, devC, remote.ReclaimOptions{Grace: -1, DryRun: true})
 		require.NoError(t, err)
 		require.Zero(t, st.Packs, "every pack is named")
 		require.Positive(t, st.Kept)
 	}
-	out["reclaim"] = min(storetest.HeapGrowth(reclaim), storetest.HeapGrowth(reclaim))
+	out["reclaim"] = storetest.LeastHeapGrowth(3, reclaim)
 	// What was published is listed: the next delta is empty.
 	objs, err := a.st.ObjectDelta(ctx, a.db, false)
 	require.NoError(t, err)
@@ -96,9 +96,9 @@ func TestObjectSetMemoryDoesNotGrowWithObjects(t *testing.T) {
 		t.Logf("%s: heap grew by at most %.2f MiB at %d objects, %.2f MiB at %d", op,
 			float64(small[op])/(1<<20), n, float64(large[op])/(1<<20), 8*n)
 		// The garbage an operation leaves between collections moves the
-		// figures by up to about a MiB; holding 35,000 objects more, in
+		// figures by up to about 2 MiB; holding 35,000 objects more, in
 		// the forms the lists had in memory, took 4 to 10 MiB.
-		assert.Less(t, int64(large[op])-int64(small[op]), int64(3<<19), "%s: the heap grows with the objects", op)
+		assert.Less(t, int64(large[op])-int64(small[op]), int64(5<<19), "%s: the heap grows with the objects", op)
 	}
 }
 
@@ -242,10 +242,10 @@ func tombstoneGrowth(t *testing.T, m *s3fake.Moto, bucket string, tombs []remote
 		seg, err = a.st.PublishSegment(ctx, remote.SegmentHeader{Device: dev, At: time.Now(), Base: true, Own: own}, nil, nil)
 		require.NoError(t, err)
 	}
-	// Measured twice and the smaller growth kept: the garbage of the
+	// Measured three times and the least growth kept: the garbage of the
 	// encoding, collected late on a loaded machine, moved a single figure
-	// by up to a MiB.
-	out["publish"] = min(storetest.HeapGrowth(publish), storetest.HeapGrowth(publish))
+	// by up to 2 MiB.
+	out["publish"] = storetest.LeastHeapGrowth(3, publish)
 	out["header"] = storetest.HeapGrowth(func() {
 		h, err := a.st.ReadHeader(ctx, seg)
 		require.NoError(t, err)
@@ -284,9 +284,9 @@ func TestTombstonesAreNotHeld(t *testing.T) {
 	}
 	// The JSON of the 18,000 tombstones more is 5 MiB; encoding them
 	// leaves some 400 bytes of garbage each, which the collector takes
-	// late enough on a loaded machine to move the figure by up to 1.4 MiB.
+	// late enough on a loaded machine to move the figure by up to 2 MiB.
 	// Before, publishing grew by 13 MiB more and reading the header by 6.
-	assert.Less(t, int64(large["publish"])-int64(small["publish"]), int64(2<<20), "publish: the heap grows with the tombstones")
+	assert.Less(t, int64(large["publish"])-int64(small["publish"]), int64(3<<20), "publish: the heap grows with the tombstones")
 	assert.Less(t, int64(large["header"])-int64(small["header"]), int64(1<<20), "header: the heap grows with the tombstones")
 }
 
