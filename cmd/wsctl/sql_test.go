@@ -229,6 +229,9 @@ func TestSQLParameters(t *testing.T) {
 		"SELECT $a":                            "$a",
 		"SELECT 'x?', -- ?\n :b /* @c */":      ":b",
 		"WITH r AS (SELECT $x(1)) SELECT 1 \n": "$x",
+		"SELECT@a":                             "@a",
+		"SELECT 1 LIMIT:n":                     ":n",
+		"SELECT 1 WHERE 1 IS#p":                "#p",
 	} {
 		errOut := c.fails(2, "sql", q)
 		assert.Contains(t, errOut, "wsctl.invalid_argument", q)

@@ -93,14 +93,15 @@ func scanSQL(query string) (stmts []string, param string) {
 		return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 	}
 	// paramAt returns the parameter starting at query[i], or "": '?' and
-	// its digits, or one of :@$# that starts a token and an identifier
-	// after it ('$' inside an identifier, a$b, is part of it).
+	// its digits, or one of :@$# and an identifier after it. '$' inside
+	// an identifier (a$b) is part of it; the others end a word, so a
+	// parameter may follow one with no space (LIMIT:n, SELECT@a).
 	paramAt := func(i int) string {
 		c := query[i]
 		switch {
 		case c == '?':
 		case c == ':' || c == '@' || c == '#' || c == '$':
-			if i > 0 && isIDChar(query[i-1]) || i+1 >= len(query) || !isIDChar(query[i+1]) {
+			if c == '$' && i > 0 && isIDChar(query[i-1]) || i+1 >= len(query) || !isIDChar(query[i+1]) {
 				return ""
 			}
 		default:
