@@ -81,7 +81,9 @@ included, and --max-memory (default 256 MiB) bounds what it holds: SQLite's
 page cache for the query takes at most a quarter of it and a row a
 quarter, so that any one value (a string or BLOB it reads or makes, such
 as randomblob(N)) of a query of N columns takes at most a quarter over N,
-sorts spill to temporary files, and the rows wsctl holds to print take
+as does a whole row the query sorts, groups or materializes (ORDER BY,
+GROUP BY, DISTINCT), which SQLite holds as one value, sorts spill to
+temporary files, and the rows wsctl holds to print take
 at most half (counted as printed, BLOBs as hex). A query over either
 limit stops and exits with status 2, code wsctl.query_limit. Not
 counted: each table a query materializes (for a WITH … AS MATERIALIZED
@@ -223,7 +225,7 @@ func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, li
 		var se *sqlite.Error
 		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_TOOBIG {
 			if ncols > 1 {
-				return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query makes a value over %d bytes, a quarter of --max-memory %d shared by its %d columns", valueMax/ncols, lim.maxMemory, ncols)
+				return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query makes a value over %d bytes, a quarter of --max-memory %d shared by its %d columns (a row it sorts, groups or materializes is one value)", valueMax/ncols, lim.maxMemory, ncols)
 			}
 			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query makes a value over %d bytes, a quarter of --max-memory %d", valueMax, lim.maxMemory)
 		}

@@ -82,6 +82,12 @@ func TestSQLWideRowMemory(t *testing.T) {
 
 	out := c.ok("sql", "--max-memory", "16777216", "SELECT length(randomblob(2000000)), 2")
 	assert.Contains(t, out, "2000000", "a query of 2 columns makes values of up to an eighth")
+
+	// A row SQLite sorts is one value to it, held to the same bound whole.
+	two := "SELECT length(a), length(b) FROM (SELECT randomblob(1200000) AS a, randomblob(1200000) AS b)"
+	assert.Contains(t, c.ok("sql", "--max-memory", "16777216", two), "1200000")
+	errOut = c.fails(2, "sql", "--max-memory", "16777216", "SELECT randomblob(1200000) AS a, randomblob(1200000) AS b FROM (VALUES (1)) ORDER BY random()")
+	assert.Contains(t, errOut, "wsctl.query_limit: the query makes a value over 2097152 bytes, a quarter of --max-memory 16777216 shared by its 2 columns (a row it sorts, groups or materializes is one value)")
 }
 
 // TestSQLResultMemory: a result within --max-memory is printed, as a table
