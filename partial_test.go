@@ -14,37 +14,8 @@ import (
 	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
-	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
-
-// deletedRunGarbage makes a store's run of files files and deletes it, so
-// that its blobs and trees, several steps' worth, are garbage; it returns
-// how many blob, chunk and tree rows the store holds then.
-func deletedRunGarbage(t *testing.T, st *wsstore.Store, files int) wsstore.ObjectCounts {
-	t.Helper()
-	ctx := context.Background()
-	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
-	require.NoError(t, err)
-	edits := make([]runs.Edit, files)
-	for i := range edits {
-		edits[i] = runs.Edit{Path: vfs.MustPath(fmt.Sprintf("output/d%02d/f%04d.md", i%40, i)), Content: fmt.Appendf(nil, "file %d\n", i)}
-	}
-	_, err = st.Runs.Workspace("r", runs.HostScope).Apply(ctx, edits)
-	require.NoError(t, err)
-	_, err = st.Runs.CancelAndDeleteRun(ctx, "r")
-	require.NoError(t, err)
-	return storedRows(t, st)
-}
-
-func storedRows(t *testing.T, st *wsstore.Store) wsstore.ObjectCounts {
-	t.Helper()
-	return wsstore.ObjectCounts{
-		Blobs:  storetest.CountRows(t, st.DB, "blobs"),
-		Chunks: storetest.CountRows(t, st.DB, "chunks"),
-		Trees:  storetest.CountRows(t, st.DB, "trees"),
-	}
-}
 
 func rowsGone(before, after wsstore.ObjectCounts) wsstore.ObjectCounts {
 	return wsstore.ObjectCounts{Blobs: before.Blobs - after.Blobs, Chunks: before.Chunks - after.Chunks, Trees: before.Trees - after.Trees}
@@ -63,7 +34,8 @@ func TestGCBusyAfterAStepAnswersWhatItFreed(t *testing.T) {
 		storetest.RequireSound(t, st)
 		require.NoError(t, st.Close())
 	}()
-	before := deletedRunGarbage(t, st, 800)
+	storetest.DeletedRunGarbage(t, st, 800)
+	before := storetest.ObjectRows(t, st)
 
 	var release func()
 	rep, err := st.CollectSteps(ctx, wsstore.GCStepOptions{GCOptions: wsstore.GCOptions{Grace: -1, Progress: func(phase string, done, _ int) {
@@ -75,7 +47,7 @@ func TestGCBusyAfterAStepAnswersWhatItFreed(t *testing.T) {
 	require.NotNil(t, release, "a step committed before the store was busy")
 	release()
 	assert.Equal(t, wserr.Busy, wserr.CodeOf(err), "%v", err)
-	mid := storedRows(t, st)
+	mid := storetest.ObjectRows(t, st)
 	assert.Equal(t, rowsGone(before, mid), rep.Freed, "the answer counts the rows its steps deleted")
 	assert.Positive(t, rep.Freed.Blobs+rep.Freed.Trees)
 	assert.Positive(t, rep.FreedBytes)
@@ -83,7 +55,7 @@ func TestGCBusyAfterAStepAnswersWhatItFreed(t *testing.T) {
 	rest, err := st.CollectSteps(ctx, wsstore.GCStepOptions{GCOptions: wsstore.GCOptions{Grace: -1}})
 	require.NoError(t, err)
 	assert.Positive(t, rest.Freed.Blobs, "what the first left is freed")
-	assert.Equal(t, rowsGone(mid, storedRows(t, st)), rest.Freed)
+	assert.Equal(t, rowsGone(mid, storetest.ObjectRows(t, st)), rest.Freed)
 }
 
 // TestReclaimFailingAfterAStepAnswersWhatItFreed: a reclaim whose later
@@ -92,13 +64,14 @@ func TestGCBusyAfterAStepAnswersWhatItFreed(t *testing.T) {
 // them is given.
 func TestReclaimFailingAfterAStepAnswersWhatItFreed(t *testing.T) {
 	st := storetest.OpenStoreWith(t, wsstore.Options{ReclaimGrace: -1})
-	before := deletedRunGarbage(t, st, 800)
+	storetest.DeletedRunGarbage(t, st, 800)
+	before := storetest.ObjectRows(t, st)
 	total := before.Blobs + before.Trees
 	storetest.RefuseDeletesAfter(t, st.DB, 300, "blobs", "chunks", "trees")
 
 	rep, err := st.Reclaim(context.Background())
 	require.Error(t, err)
-	after := storedRows(t, st)
+	after := storetest.ObjectRows(t, st)
 	assert.Equal(t, rowsGone(before, after), rep.GC.Freed, "the answer counts the rows its steps deleted")
 	gone := rep.GC.Freed.Blobs + rep.GC.Freed.Trees
 	assert.Positive(t, gone)

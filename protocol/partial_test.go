@@ -15,7 +15,6 @@ import (
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/runs"
-	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -35,25 +34,10 @@ func askPartial(t *testing.T, s *protocol.Session, l string) partialAnswer {
 	return out
 }
 
-// garbageRun makes a run of 800 files in a store and deletes it: its
-// blobs and trees are several steps' worth of garbage.
-func garbageRun(t *testing.T, st *wsstore.Store) {
-	t.Helper()
-	ctx := context.Background()
-	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
-	require.NoError(t, err)
-	edits := make([]runs.Edit, 800)
-	for i := range edits {
-		edits[i] = runs.Edit{Path: vfs.MustPath(fmt.Sprintf("output/d%02d/f%04d.md", i%40, i)), Content: fmt.Appendf(nil, "file %d\n", i)}
-	}
-	_, err = st.Runs.Workspace("r", runs.HostScope).Apply(ctx, edits)
-	require.NoError(t, err)
-	_, err = st.Runs.CancelAndDeleteRun(ctx, "r")
-	require.NoError(t, err)
-}
-
-func objectRows(t *testing.T, db *index.DB) int {
-	return storetest.CountRows(t, db, "blobs") + storetest.CountRows(t, db, "chunks") + storetest.CountRows(t, db, "trees")
+// objectRows counts the store's blob, chunk and tree rows together.
+func objectRows(t *testing.T, st *wsstore.Store) int {
+	n := storetest.ObjectRows(t, st)
+	return n.Blobs + n.Chunks + n.Trees
 }
 
 // TestStepsFailingPartWayAnswerWhatCommitted: gc, reclaim, prune and
@@ -64,8 +48,8 @@ func objectRows(t *testing.T, db *index.DB) int {
 func TestStepsFailingPartWayAnswerWhatCommitted(t *testing.T) {
 	t.Run("GC", func(t *testing.T) {
 		st := storetest.OpenStore(t)
-		garbageRun(t, st)
-		before := objectRows(t, st.DB)
+		storetest.DeletedRunGarbage(t, st, 800)
+		before := objectRows(t, st)
 		storetest.RefuseDeletesAfter(t, st.DB, 300, "blobs", "chunks", "trees")
 		s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Store: st})
 		out := askPartial(t, s, `{"op":"gc","graceSeconds":0}`)
@@ -75,13 +59,13 @@ func TestStepsFailingPartWayAnswerWhatCommitted(t *testing.T) {
 		require.NoError(t, json.Unmarshal(out.Partial, &rep), "partial: %s", out.Partial)
 		freed := rep.Freed.Blobs + rep.Freed.Chunks + rep.Freed.Trees
 		assert.Positive(t, freed)
-		assert.Equal(t, before-objectRows(t, st.DB), freed, "partial counts the rows gone")
+		assert.Equal(t, before-objectRows(t, st), freed, "partial counts the rows gone")
 		assert.LessOrEqual(t, freed, 300, "the steps before the refused delete")
 	})
 	t.Run("Reclaim", func(t *testing.T) {
 		st := storetest.OpenStoreWith(t, wsstore.Options{ReclaimGrace: -1})
-		garbageRun(t, st)
-		before := objectRows(t, st.DB)
+		storetest.DeletedRunGarbage(t, st, 800)
+		before := objectRows(t, st)
 		storetest.RefuseDeletesAfter(t, st.DB, 300, "blobs", "chunks", "trees")
 		s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Store: st})
 		out := askPartial(t, s, `{"op":"reclaim"}`)
@@ -90,7 +74,7 @@ func TestStepsFailingPartWayAnswerWhatCommitted(t *testing.T) {
 		require.NoError(t, json.Unmarshal(out.Partial, &rep), "partial: %s", out.Partial)
 		freed := rep.GC.Freed.Blobs + rep.GC.Freed.Chunks + rep.GC.Freed.Trees
 		assert.Positive(t, freed)
-		assert.Equal(t, before-objectRows(t, st.DB), freed, "partial counts the rows gone")
+		assert.Equal(t, before-objectRows(t, st), freed, "partial counts the rows gone")
 		assert.Positive(t, rep.FileBytesAfter)
 	})
 	t.Run("Prune", func(t *testing.T) {
@@ -158,7 +142,7 @@ func TestStepsFailingPartWayAnswerWhatCommitted(t *testing.T) {
 	})
 	t.Run("NothingCommitted", func(t *testing.T) {
 		st := storetest.OpenStore(t)
-		garbageRun(t, st)
+		storetest.DeletedRunGarbage(t, st, 800)
 		storetest.RefuseDeletesAfter(t, st.DB, 0, "blobs", "chunks", "trees")
 		s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Store: st})
 		out := askPartial(t, s, `{"op":"gc","graceSeconds":0}`)

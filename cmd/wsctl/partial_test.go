@@ -14,7 +14,6 @@ import (
 	"github.com/wsstore/wsstore/actors"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
-	"github.com/wsstore/wsstore/vfs"
 )
 
 // openQuiet opens the cli's store, creating it, without the background
@@ -27,46 +26,32 @@ func (c *cli) openQuiet() *wsstore.Store {
 	return st
 }
 
-func objectRows(t *testing.T, st *wsstore.Store) wsstore.ObjectCounts {
-	return wsstore.ObjectCounts{Blobs: storetest.CountRows(t, st.DB, "blobs"), Chunks: storetest.CountRows(t, st.DB, "chunks"), Trees: storetest.CountRows(t, st.DB, "trees")}
-}
-
 // TestGCFailingPartWayPrintsWhatItFreed: a gc whose later step fails
 // prints what the steps before it freed (the rows gone), as a table and
 // as --json, and exits with the error's status, the error on stderr.
 func TestGCFailingPartWayPrintsWhatItFreed(t *testing.T) {
-	ctx := context.Background()
 	c := newCLI(t)
 	st := c.openQuiet()
-	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
-	require.NoError(t, err)
-	edits := make([]runs.Edit, 800)
-	for i := range edits {
-		edits[i] = runs.Edit{Path: vfs.MustPath(fmt.Sprintf("output/d%02d/f%04d.md", i%40, i)), Content: fmt.Appendf(nil, "file %d\n", i)}
-	}
-	_, err = st.Runs.Workspace("r", runs.HostScope).Apply(ctx, edits)
-	require.NoError(t, err)
-	_, err = st.Runs.CancelAndDeleteRun(ctx, "r")
-	require.NoError(t, err)
+	storetest.DeletedRunGarbage(t, st, 800)
 	storetest.RefuseDeletesAfter(t, st.DB, 300, "blobs", "chunks", "trees")
 
-	before := objectRows(t, st)
+	before := storetest.ObjectRows(t, st)
 	out, errOut, code := c.run("", "gc", "--grace", "0", "--json")
 	assert.Equal(t, 1, code, "the error's status")
 	assert.Contains(t, errOut, "the test refuses this delete")
 	var rep wsstore.GCReport
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), "one JSON document: %s", out)
-	mid := objectRows(t, st)
+	mid := storetest.ObjectRows(t, st)
 	assert.Equal(t, before.Blobs-mid.Blobs, rep.Freed.Blobs, "the rows gone")
 	assert.Equal(t, before.Trees-mid.Trees, rep.Freed.Trees, "the rows gone")
 	assert.Positive(t, rep.Freed.Blobs+rep.Freed.Trees)
 
-	_, err = rawDB(t, c).Exec(`UPDATE test_refuse_deletes SET allowed = allowed + 300`)
+	_, err := rawDB(t, c).Exec(`UPDATE test_refuse_deletes SET allowed = allowed + 300`)
 	require.NoError(t, err)
 	out, errOut, code = c.run("", "gc", "--grace", "0")
 	assert.Equal(t, 1, code, "the error's status")
 	assert.Contains(t, errOut, "the test refuses this delete")
-	after := objectRows(t, st)
+	after := storetest.ObjectRows(t, st)
 	gone := (mid.Blobs - after.Blobs) + (mid.Trees - after.Trees)
 	assert.Positive(t, gone)
 	assert.Contains(t, out, "stopped by an error after freeing the above")

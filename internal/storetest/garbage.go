@@ -1,0 +1,38 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
+)
+
+// DeletedRunGarbage makes run r of files files, in 40 directories, and
+// deletes it, so that its blobs and trees are garbage: several steps'
+// worth of a collection for a few hundred files.
+func DeletedRunGarbage(tb testing.TB, st *wsstore.Store, files int) {
+	tb.Helper()
+	ctx := context.Background()
+	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(tb, err)
+	edits := make([]runs.Edit, files)
+	for i := range edits {
+		edits[i] = runs.Edit{Path: vfs.MustPath(fmt.Sprintf("output/d%02d/f%04d.md", i%40, i)), Content: fmt.Appendf(nil, "file %d\n", i)}
+	}
+	_, err = st.Runs.Workspace("r", runs.HostScope).Apply(ctx, edits)
+	require.NoError(tb, err)
+	_, err = st.Runs.CancelAndDeleteRun(ctx, "r")
+	require.NoError(tb, err)
+}
+
+// ObjectRows counts the store's blob, chunk and tree rows, read from the
+// last committed state.
+func ObjectRows(tb testing.TB, st *wsstore.Store) wsstore.ObjectCounts {
+	tb.Helper()
+	return wsstore.ObjectCounts{Blobs: CountRows(tb, st.DB, "blobs"), Chunks: CountRows(tb, st.DB, "chunks"), Trees: CountRows(tb, st.DB, "trees")}
+}
