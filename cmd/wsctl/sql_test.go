@@ -163,7 +163,8 @@ func TestSplitStatements(t *testing.T) {
 		{"PRAGMA x;DELETE FROM y", []string{"PRAGMA", "DELETE"}},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, splitStatements(tt.q), "%q", tt.q)
+		stmts, _ := scanSQL(tt.q)
+		assert.Equal(t, tt.want, stmts, "%q", tt.q)
 	}
 }
 

@@ -46,13 +46,6 @@ func checkReadOnlySQL(query string) error {
 	return nil
 }
 
-// splitStatements returns the first word of every non-empty statement
-// of query between ';' (see scanSQL).
-func splitStatements(query string) []string {
-	stmts, _ := scanSQL(query)
-	return stmts
-}
-
 // scanSQL scans query with SQLite's lexical rules (quotes '…', "…", `…`
 // with doubled quotes as escapes, […], -- and /* */ comments) and returns
 // the first word of every non-empty statement between ';', and the first
