@@ -27,7 +27,8 @@ import (
 type CheckoutOptions struct {
 	// Sync syncs every file and directory written to the disk before
 	// they are put in place under DIR's name, and the directory that
-	// takes them after, so that once Checkout returns a power loss leaves
+	// takes them after, with the directories holding the parents made
+	// for a new DIR, so that once Checkout returns a power loss leaves
 	// the whole workspace in DIR. Without it the files are as durable as
 	// the operating system makes them: a power loss in the minute or so
 	// after Checkout returns can leave DIR missing, or holding files that
@@ -91,6 +92,9 @@ type checkoutSeams struct {
 	// now is the clock the hidden directories' times are set by and
 	// judged against.
 	now func() time.Time
+	// syncPath, if not nil, syncs a directory outside the stage (the
+	// parents made for a new DIR); syncPathDir otherwise.
+	syncPath func(string) error
 }
 
 // checkoutBlobs is what checkout needs of the content store.
@@ -129,9 +133,14 @@ func (r rootDir) OpenFile(name string, flag int, perm fs.FileMode) (checkoutFile
 
 func (r rootDir) SyncDir(name string) error { return syncDir(r.root, name) }
 
+// syncPathDir syncs the directory at path p.
+func syncPathDir(p string) error { return syncOpened(os.Open(p)) }
+
 // syncDir syncs directory name of root.
-func syncDir(root *os.Root, name string) error {
-	f, err := root.Open(name)
+func syncDir(root *os.Root, name string) error { return syncOpened(root.Open(name)) }
+
+// syncOpened syncs and closes f, opened with err.
+func syncOpened(f *os.File, err error) error {
 	if err != nil {
 		return err
 	}
@@ -176,6 +185,10 @@ func (s *Store) checkout(ctx context.Context, runID string, seq int64, dir strin
 	stage, err := newCheckoutStage(dir, seams.now)
 	if err != nil {
 		return CheckoutResult{}, err
+	}
+	stage.syncPath = syncPathDir
+	if seams.syncPath != nil {
+		stage.syncPath = seams.syncPath
 	}
 	// A checkout that fails removes its stage, for half a workspace is
 	// worse than none. The stage holds only what this checkout made: what
@@ -477,6 +490,10 @@ type checkoutStage struct {
 	root    *os.Root         // the stage, which checkout writes into
 	now     func() time.Time // the clock stages are touched and judged by
 	touched time.Time        // when the stage was last touched
+	// made are the directories made for a new DIR's parent, outermost
+	// first, whose entries a sync syncs too.
+	made     []string
+	syncPath func(string) error // syncs a directory outside the stage
 }
 
 // newCheckoutStage makes sure dir is new or an empty directory and makes
@@ -490,6 +507,7 @@ func newCheckoutStage(dir string, now func() time.Time) (*checkoutStage, error) 
 	parent, err := os.OpenRoot(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		s.made = missingDirs(filepath.Dir(dir))
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 			return nil, dirError(dir, err)
 		}
@@ -578,7 +596,15 @@ func (s *checkoutStage) place(sync bool) error {
 		}
 		s.name = ""
 		if sync {
-			if err := syncDir(s.parent, "."); err != nil {
+			err := syncDir(s.parent, ".")
+			// Each directory made for DIR's parent is an entry of its own
+			// parent, which a power loss could lose as well.
+			for _, d := range s.made {
+				if err == nil {
+					err = s.syncPath(filepath.Dir(d))
+				}
+			}
+			if err != nil {
 				_ = s.parent.RemoveAll(base)
 				return dirError(s.dir, err)
 			}
@@ -614,6 +640,25 @@ func (s *checkoutStage) place(sync bool) error {
 		}
 	}
 	return nil
+}
+
+// missingDirs returns the directories of p and its parents that do not
+// exist, outermost first: those os.MkdirAll(p) would make.
+func missingDirs(p string) []string {
+	var missing []string
+	for {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append(missing, p)
+		up := filepath.Dir(p)
+		if up == p {
+			break
+		}
+		p = up
+	}
+	slices.Reverse(missing)
+	return missing
 }
 
 // readStage returns the names in parent's directory name.

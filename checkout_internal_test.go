@@ -427,6 +427,45 @@ func TestCheckoutSyncFailureLeavesDirAsItWas(t *testing.T) {
 	}
 }
 
+// TestCheckoutSyncsTheParentsItMade: a checkout into a new DIR whose
+// parents it had to make syncs the directory holding each of them, so a
+// power loss after it answers cannot lose DIR with a parent; one whose
+// sync fails leaves no DIR. Without Sync nothing is synced.
+func TestCheckoutSyncsTheParentsItMade(t *testing.T) {
+	st := openCheckoutStore(t)
+	seedCheckoutRun(t, st, "run_a")
+	for _, c := range []struct {
+		name       string
+		sync, fail bool
+	}{{"Sync", true, false}, {"NoSync", false, false}, {"SyncFails", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			top := t.TempDir()
+			dir := filepath.Join(top, "a", "b", "co")
+			var synced []string
+			s := seams(st, nil, nil)
+			s.syncPath = func(p string) error {
+				synced = append(synced, p)
+				if c.fail {
+					return syscall.EIO
+				}
+				return nil
+			}
+			_, err := st.checkout(context.Background(), "run_a", runs.Live, dir, CheckoutOptions{Sync: c.sync}, s)
+			switch {
+			case c.fail:
+				assert.ErrorIs(t, err, syscall.EIO)
+				assert.NoDirExists(t, dir)
+			case c.sync:
+				require.NoError(t, err)
+				assert.Equal(t, []string{top, filepath.Join(top, "a")}, synced)
+			default:
+				require.NoError(t, err)
+				assert.Empty(t, synced)
+			}
+		})
+	}
+}
+
 // foldingDir is a checkout directory on a file system that does not
 // tell case apart, as macOS's and Windows's are by default: every name is
 // kept in lower case, so two names that differ only in case are one.
