@@ -2,7 +2,6 @@ package wsstore_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -87,16 +86,7 @@ func TestReclaimFailingAfterAStepAnswersWhatItFreed(t *testing.T) {
 func TestPruneFailingAfterARunAnswersWhatItDeleted(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.OpenStore(t)
-	chat := runs.ChatKey{Kind: "character", StableChatID: "c"}
-	for i := range 5 {
-		id := fmt.Sprintf("r%d", i)
-		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: chat, RunID: id})
-		require.NoError(t, err)
-		_, err = st.Runs.Finish(ctx, id)
-		require.NoError(t, err)
-	}
-	keep := 1
-	require.NoError(t, st.Runs.SetPolicy(ctx, runs.StoreScope, runs.Policy{KeepCompletedRuns: &keep}))
+	storetest.PrunableRuns(t, st, 5)
 	storetest.RefuseDeletesAfter(t, st.DB, 2, "runs")
 
 	rep, err := st.Runs.Prune(ctx, runs.PruneOptions{})

@@ -79,16 +79,7 @@ func TestStepsFailingPartWayAnswerWhatCommitted(t *testing.T) {
 	})
 	t.Run("Prune", func(t *testing.T) {
 		st := storetest.OpenStore(t)
-		ctx := context.Background()
-		for i := range 5 {
-			id := fmt.Sprintf("r%d", i)
-			_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: id})
-			require.NoError(t, err)
-			_, err = st.Runs.Finish(ctx, id)
-			require.NoError(t, err)
-		}
-		keep := 1
-		require.NoError(t, st.Runs.SetPolicy(ctx, runs.StoreScope, runs.Policy{KeepCompletedRuns: &keep}))
+		storetest.PrunableRuns(t, st, 5)
 		storetest.RefuseDeletesAfter(t, st.DB, 2, "runs")
 		s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Retention: st.Runs})
 		out := askPartial(t, s, `{"op":"prune"}`)

@@ -62,18 +62,9 @@ func TestGCFailingPartWayPrintsWhatItFreed(t *testing.T) {
 // deletion fails prints the two runs it deleted, in text and --json, and
 // exits with the error's status.
 func TestPruneFailingPartWayPrintsWhatItDeleted(t *testing.T) {
-	ctx := context.Background()
 	c := newCLI(t)
 	st := c.openQuiet()
-	for i := range 5 {
-		id := fmt.Sprintf("r%d", i)
-		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: id})
-		require.NoError(t, err)
-		_, err = st.Runs.Finish(ctx, id)
-		require.NoError(t, err)
-	}
-	keep := 1
-	require.NoError(t, st.Runs.SetPolicy(ctx, runs.StoreScope, runs.Policy{KeepCompletedRuns: &keep}))
+	storetest.PrunableRuns(t, st, 5)
 	storetest.RefuseDeletesAfter(t, st.DB, 2, "runs")
 
 	out, errOut, code := c.run("", "prune", "--json")

@@ -36,3 +36,20 @@ func ObjectRows(tb testing.TB, st *wsstore.Store) wsstore.ObjectCounts {
 	tb.Helper()
 	return wsstore.ObjectCounts{Blobs: CountRows(tb, st.DB, "blobs"), Chunks: CountRows(tb, st.DB, "chunks"), Trees: CountRows(tb, st.DB, "trees")}
 }
+
+// PrunableRuns makes n finished runs, r0 to r(n-1), in one chat, under a
+// store policy keeping the newest completed run only, so that a prune
+// deletes the n-1 oldest.
+func PrunableRuns(tb testing.TB, st *wsstore.Store, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	for i := range n {
+		id := fmt.Sprintf("r%d", i)
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: id})
+		require.NoError(tb, err)
+		_, err = st.Runs.Finish(ctx, id)
+		require.NoError(tb, err)
+	}
+	keep := 1
+	require.NoError(tb, st.Runs.SetPolicy(ctx, runs.StoreScope, runs.Policy{KeepCompletedRuns: &keep}))
+}
