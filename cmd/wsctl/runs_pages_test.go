@@ -140,7 +140,11 @@ func TestRunsOfAStableChatHoldAPage(t *testing.T) {
 	}
 	small, large := growth(20), growth(20000)
 	t.Logf("heap growth of runs --chat: %d bytes for 20 runs, %d for 20,000", small, large)
-	assert.Less(t, large, small+8<<20, "heap growth for 20,000 runs")
+	// Reading every run before printing one grew the heap by 115 MB for
+	// these 20,000 runs with 1 KB references; a page at a time grows it by
+	// 1.5-2 MiB on a quiet machine, and garbage a loaded machine collects
+	// late added up to 7 MiB more.
+	assert.Less(t, large, small+12<<20, "heap growth for 20,000 runs")
 }
 
 // TestRunsOfAStableChatMerge: runs --chat STABLE_CHAT_ID lists the runs
