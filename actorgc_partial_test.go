@@ -2,8 +2,6 @@ package wsstore_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/actors"
-	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
 )
 
@@ -22,19 +19,7 @@ import (
 func TestActorGCFailingLaterPageAnswersWhatItPruned(t *testing.T) {
 	ctx := context.Background()
 	st := storetest.OpenStore(t)
-	const n = 300 // past a page of 256 spaces
-	for i := range n {
-		for _, v := range []string{"1", "2"} {
-			_, err := st.Actors.Upload(ctx, fmt.Sprintf("a%03d", i), "a.md", strings.NewReader(v))
-			require.NoError(t, err)
-		}
-	}
-	// The last space's prune fails.
-	require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
-		_, err := tx.ExecContext(ctx, fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE ON actor_changes WHEN old.actor = 'a%03d'
-			BEGIN SELECT RAISE(ABORT, 'refused'); END`, n-1))
-		return err
-	}))
+	storetest.ActorSpacesFailingLast(t, st, 300) // past a page of 256 spaces
 	pruned, _, err := st.ActorGC(ctx, actors.GCOptions{}, wsstore.GCOptions{})
 	require.Error(t, err)
 	assert.Positive(t, pruned.Actors, "the pages before the failure are pruned")

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
-	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/protocol"
 	"github.com/wsstore/wsstore/runs"
@@ -97,23 +95,7 @@ func TestStepsFailingPartWayAnswerWhatCommitted(t *testing.T) {
 		st := storetest.OpenStore(t)
 		ctx := context.Background()
 		const n = 300 // past a page of 256 spaces
-		for i := range n {
-			for _, v := range []string{"1", "2"} {
-				_, err := st.Actors.Upload(ctx, fmt.Sprintf("a%03d", i), "a.md", strings.NewReader(v))
-				require.NoError(t, err)
-			}
-		}
-		require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
-			_, err := tx.ExecContext(ctx, fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE ON actor_changes WHEN old.actor = 'a%03d'
-				BEGIN SELECT RAISE(ABORT, 'refused'); END`, n-1))
-			return err
-		}))
-		defer func() {
-			require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
-				_, err := tx.ExecContext(ctx, `DROP TRIGGER refuse`)
-				return err
-			}))
-		}()
+		storetest.ActorSpacesFailingLast(t, st, n)
 		s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors})
 		out := askPartial(t, s, `{"op":"actor.gc"}`)
 		assert.False(t, out.OK)

@@ -15,19 +15,26 @@ import (
 	"github.com/wsstore/wsstore/runs"
 )
 
-// TestDUPrintsPages: du prints its rows a page at a time as the store
-// counts them (pages of 10 here), in text and in JSON, the same rows as
-// one page would hold; it wrote every row at once.
-func TestDUPrintsPages(t *testing.T) {
-	ctx := context.Background()
+// duStore makes a store of one chat of 200 runs and returns it with
+// what du --json prints for it.
+func duStore(t *testing.T) (*cli, []wsstore.Usage) {
 	c := newCLI(t)
 	st := c.open()
-	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "first"}, RunID: "run_first"})
+	_, err := st.Runs.CreateRun(context.Background(), runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "first"}, RunID: "run_first"})
 	require.NoError(t, err)
 	require.NoError(t, st.Close())
 	copyRuns(t, c, "run_first", 199)
 	var whole []wsstore.Usage
 	c.jsonOut(&whole, "du")
+	return c, whole
+}
+
+// TestDUPrintsPages: du prints its rows a page at a time as the store
+// counts them (pages of 10 here), in text and in JSON, the same rows as
+// one page would hold; it wrote every row at once.
+func TestDUPrintsPages(t *testing.T) {
+	ctx := context.Background()
+	c, whole := duStore(t)
 	require.Len(t, whole, 201, "the chat's row and its 200 runs'")
 
 	defer func(n int) { duPage = n }(duPage)
@@ -50,15 +57,7 @@ func TestDUPrintsPages(t *testing.T) {
 // page's last row, more), in the order wsctl du prints them; the pages
 // together are du's rows. A page's line holds its rows, not the store's.
 func TestBatchDUPages(t *testing.T) {
-	ctx := context.Background()
-	c := newCLI(t)
-	st := c.open()
-	_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "first"}, RunID: "run_first"})
-	require.NoError(t, err)
-	require.NoError(t, st.Close())
-	copyRuns(t, c, "run_first", 199)
-	var whole []wsstore.Usage
-	c.jsonOut(&whole, "du")
+	c, whole := duStore(t)
 	require.Len(t, whole, 201)
 
 	var paged []wsstore.Usage

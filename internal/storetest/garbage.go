@@ -3,11 +3,13 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 )
@@ -52,4 +54,29 @@ func PrunableRuns(tb testing.TB, st *wsstore.Store, n int) {
 	}
 	keep := 1
 	require.NoError(tb, st.Runs.SetPolicy(ctx, runs.StoreScope, runs.Policy{KeepCompletedRuns: &keep}))
+}
+
+// ActorSpacesFailingLast makes n actor spaces, a000 onwards, each with two
+// versions of a.md, and makes the prune of the last one fail (an update of
+// its changes refused, SQLite's own error), so that a collection of every
+// space fails after the pages before it. The refusal is lifted when the
+// test ends.
+func ActorSpacesFailingLast(tb testing.TB, st *wsstore.Store, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	for i := range n {
+		for _, v := range []string{"1", "2"} {
+			_, err := st.Actors.Upload(ctx, fmt.Sprintf("a%03d", i), "a.md", strings.NewReader(v))
+			require.NoError(tb, err)
+		}
+	}
+	exec := func(q string) error {
+		return st.DB.Update(ctx, func(tx *index.Tx) error {
+			_, err := tx.ExecContext(ctx, q)
+			return err
+		})
+	}
+	require.NoError(tb, exec(fmt.Sprintf(`CREATE TRIGGER test_refuse_actor BEFORE UPDATE ON actor_changes WHEN old.actor = 'a%03d'
+		BEGIN SELECT RAISE(ABORT, 'the test refuses this prune'); END`, n-1)))
+	tb.Cleanup(func() { require.NoError(tb, exec(`DROP TRIGGER test_refuse_actor`)) })
 }
