@@ -3,7 +3,6 @@ package wsstore_test
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +54,6 @@ func TestSyncExaminingEveryItemHoldsAPage(t *testing.T) {
 	awsTestEnv(t)
 	m := s3fake.StartMoto(t)
 	m.CreateBucket("wsstore")
-	defer debug.SetGCPercent(debug.SetGCPercent(1))
 	const n = 2000
 	small := examineAllGrowth(t, tierOpener(t, m.URL, "small"), n)
 	large := examineAllGrowth(t, tierOpener(t, m.URL, "large"), 10*n)

@@ -2,7 +2,6 @@ package journal_test
 
 import (
 	"context"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -35,7 +34,6 @@ func TestPageHoldsAFewLargeEvents(t *testing.T) {
 		want = append(want, seqs(appendMany(t, db, j, "r1", 3))...)
 	}
 
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var page []journal.Event
 	grew := storetest.HeapGrowth(func() {
 		var err error

@@ -3,7 +3,6 @@ package maint_test
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -141,11 +140,6 @@ func TestMaintenanceMemoryDoesNotGrowWithObjects(t *testing.T) {
 		t.Skip("builds stores of 25,000 objects")
 	}
 	defer maint.SetSpillAfter(512)()
-	// The heap grows by what an operation holds plus the garbage it makes
-	// before the next collection, which the pacer lets grow with the live
-	// heap (the test's stores and caches); a low GC percent keeps that
-	// part small, so what is measured is what the operation holds.
-	defer debug.SetGCPercent(debug.SetGCPercent(1))
 	const n = 5000
 	small, large := maintGrowth(t, n), maintGrowth(t, 4*n)
 	for _, op := range []string{"stats", "du", "fsck", "gc dry run", "gc in steps", "gc"} {

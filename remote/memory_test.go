@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime/debug"
 	"testing"
 	"time"
 
@@ -89,7 +88,6 @@ func TestObjectSetMemoryDoesNotGrowWithObjects(t *testing.T) {
 	}
 	testEnv(t)
 	m := s3fake.StartMoto(t)
-	defer debug.SetGCPercent(debug.SetGCPercent(1))
 	const n = 5000
 	small, large := objectSetGrowth(t, m, "wsstore-small", n), objectSetGrowth(t, m, "wsstore-large", 8*n)
 	for _, op := range []string{"publish", "fetch", "reclaim"} {
@@ -272,7 +270,6 @@ func TestTombstonesAreNotHeld(t *testing.T) {
 	}
 	testEnv(t)
 	m := s3fake.StartMoto(t)
-	defer debug.SetGCPercent(debug.SetGCPercent(1))
 	const n = 2000
 	// Both runs hold all the tombstones, so the collector has the same
 	// live heap to mark.

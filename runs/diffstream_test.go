@@ -3,7 +3,6 @@ package runs_test
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,7 +24,6 @@ func TestDiffFuncHoldsNoDiff(t *testing.T) {
 		t.Skip("writes 44,000 files")
 	}
 	ctx := context.Background()
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	measure := func(files int) (streamed, held uint64) {
 		s := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
 		_, err := s.Runs.CreateRun(ctx, runs.CreateRequest{Chat: testChat, RunID: "wide"})

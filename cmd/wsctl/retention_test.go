@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"testing"
 
@@ -251,8 +250,6 @@ func TestPolicySetRefusedBeforeOpen(t *testing.T) {
 func TestDeletionsHoldsAPage(t *testing.T) {
 	defer func(n int) { deletionsPage = n }(deletionsPage)
 	deletionsPage = 10
-	// Garbage collected soon, so the heap counts what is held.
-	defer debug.SetGCPercent(debug.SetGCPercent(1))
 	ctx := context.Background()
 	growth := func(n int, json bool) uint64 {
 		c := newCLI(t)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -80,7 +79,6 @@ func TestRunsPages(t *testing.T) {
 func TestRunsHoldsAPage(t *testing.T) {
 	defer func(n int) { runsPage = n }(runsPage)
 	runsPage = 10
-	defer debug.SetGCPercent(debug.SetGCPercent(1))
 	ctx := context.Background()
 	ref := json.RawMessage(`"` + strings.Repeat("r", 1000) + `"`)
 	growth := func(n int, json bool) uint64 {
@@ -115,7 +113,6 @@ func TestRunsHoldsAPage(t *testing.T) {
 func TestRunsOfAStableChatHoldAPage(t *testing.T) {
 	defer func(n int) { runsPage = n }(runsPage)
 	runsPage = 10
-	defer debug.SetGCPercent(debug.SetGCPercent(1))
 	ctx := context.Background()
 	ref := json.RawMessage(`"` + strings.Repeat("r", 1000) + `"`)
 	growth := func(n int) uint64 {
