@@ -1,4 +1,4 @@
-package wsstore_test
+package synctests_test
 
 import (
 	"context"
