@@ -42,7 +42,7 @@ const MaxActorDownload = 16 << 20
 // actorOps are the ops on actor spaces (seed 004's Workspace API).
 var actorOps = []op{
 	{
-		name: "actor.ls", access: reads, request: []any{actorLsRequest{}}, handle: (*Session).actorLs,
+		name: "actor.ls", noRun: true, access: reads, request: []any{actorLsRequest{}}, handle: (*Session).actorLs,
 		help: `  actor.ls  {actor?, path?, depth?, at?, after?, limit?}  -> {entries: [{path, name, kind, size, hash}], more}
                                             an actor's files below path to depth levels,
                                             a page at a time as list; at: the version after
@@ -53,7 +53,7 @@ var actorOps = []op{
                                             directory per actor, paths starting with it`,
 	},
 	{
-		name: "actor.upload", access: writes, request: []any{actorUploadRequest{}}, handle: (*Session).actorUpload,
+		name: "actor.upload", noRun: true, access: writes, request: []any{actorUploadRequest{}}, handle: (*Session).actorUpload,
 		help: `  actor.upload  {actor, path, content?, contentBase64?, expectedHash?}
                                             -> {actor, seq, op, path, files, bytes, root, created}
                                             content is text; contentBase64 carries bytes;
@@ -61,34 +61,34 @@ var actorOps = []op{
                                             workspace.write_stale_file, nothing changed)`,
 	},
 	{
-		name: "actor.download", access: reads, request: []any{actorPathRequest{}}, handle: (*Session).actorDownload,
+		name: "actor.download", noRun: true, access: reads, request: []any{actorPathRequest{}}, handle: (*Session).actorDownload,
 		help: `  actor.download  {actor, path}             -> {size, hash, content | contentBase64}
                                             files up to 16 MiB; "wsctl actor download"
                                             (over HTTP GET /workspace/file) streams any size`,
 	},
 	{
-		name: "actor.rm", access: writes, request: []any{actorRmRequest{}}, handle: (*Session).actorRm,
+		name: "actor.rm", noRun: true, access: writes, request: []any{actorRmRequest{}}, handle: (*Session).actorRm,
 		help: `  actor.rm  {actor, path, expectedHash?}    -> the change, as actor.upload`,
 	},
 	{
-		name: "actor.rm-prefix", access: writes, request: []any{actorPrefixRequest{}}, handle: (*Session).actorRmPrefix,
+		name: "actor.rm-prefix", noRun: true, access: writes, request: []any{actorPrefixRequest{}}, handle: (*Session).actorRmPrefix,
 		help: `  actor.rm-prefix  {actor, prefix}          -> the change; "temp/" removes temp/, "temp" also temp.md`,
 	},
 	{
-		name: "actor.stats", access: reads, request: []any{actorStatsRequest{}}, handle: (*Session).actorStats,
+		name: "actor.stats", noRun: true, access: reads, request: []any{actorStatsRequest{}}, handle: (*Session).actorStats,
 		help: `  actor.stats  {actor?, after?, limit?}    -> {actor, files, dirs, bytes, seq, versions, root}
                                             without actor: {stats: [STATS, …], more}, one
                                             per actor by name, limit default 100, at most
                                             1000; more: ask again with after the last actor`,
 	},
 	{
-		name: "actor.gc", access: writes, request: []any{actorGCRequest{}}, handle: (*Session).actorGC,
+		name: "actor.gc", noRun: true, access: writes, request: []any{actorGCRequest{}}, handle: (*Session).actorGC,
 		help: `  actor.gc  {actor?, keepVersions?}         -> {actors, pruned}   prunes old versions;
                                             "wsctl gc" then frees what they held; actor
                                             left out: every actor's (empty: refused)`,
 	},
 	{
-		name: "actor.changes", access: reads, request: []any{actorChangesRequest{}}, handle: (*Session).actorChanges,
+		name: "actor.changes", noRun: true, access: reads, request: []any{actorChangesRequest{}}, handle: (*Session).actorChanges,
 		help: `  actor.changes  {actor, afterSeq?, limit?}  -> {changes: [CHANGE, …], more}
                                             the space's journal, oldest first: each change
                                             as actor.upload answers it (gc rows too); limit:
@@ -96,7 +96,7 @@ var actorOps = []op{
                                             (ask again with afterSeq the last seq)`,
 	},
 	{
-		name: "actor.diff", access: reads, request: []any{actorDiffRequest{}}, handle: (*Session).actorDiff,
+		name: "actor.diff", noRun: true, access: reads, request: []any{actorDiffRequest{}}, handle: (*Session).actorDiff,
 		help: `  actor.diff  {actor, from, to, after?, limit?}  -> {changes: [{path, op, old?, new?}], more}
                                             the files that differ between the versions after
                                             changes from and to (seqs; 0: the empty space;
@@ -106,7 +106,7 @@ var actorOps = []op{
                                             order as diff's`,
 	},
 	{
-		name: "actors.list", access: reads, request: []any{actorsListRequest{}}, handle: (*Session).actorsList,
+		name: "actors.list", noRun: true, access: reads, request: []any{actorsListRequest{}}, handle: (*Session).actorsList,
 		help: `  actors.list  {after?, limit?}            -> {actors: [{actor, root, seq, created, updated}], more}
                                             the actor spaces, by name, a page at a time:
                                             limit default 10000, at most 100000; more:

@@ -76,8 +76,12 @@ failed op changed nothing.
 longer than the longest line batch reads, or the id itself is refused.
 Operations act on the run the last run.create created, unless they name
 "runId" (which does not change that default; an empty "runId" is refused
-with batch.invalid_request, never read as absent). Paths are workspace
-paths ("output/main.md"). Checkpoints are "cp_000003" or 3.
+with batch.invalid_request, never read as absent). An op that acts on no
+run (export, import, prune, chat.delete, policy.set, policy.get,
+runs.list, chats.list, chat.show, deletions, stats, gc, fsck, du, reclaim
+and the actor ops) refuses a "runId" with batch.invalid_request, changing
+nothing. Paths are workspace paths ("output/main.md"). Checkpoints are
+"cp_000003" or 3.
 
 Requests are read strictly, so a typo cannot pass silently: field names are
 case-sensitive and unknown ones are refused, at every level; no object may

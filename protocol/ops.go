@@ -20,9 +20,12 @@ import (
 // (the request and the objects nested in it), its help, and its handler,
 // which decodes the request and returns the result object.
 type op struct {
-	name    string
-	access  access // reads or writes: every op declares which
-	request []any  // zero values of its request type and the object types nested in it
+	name   string
+	access access // reads or writes: every op declares which
+	// noRun: the op acts on no run, so a request naming one ("runId") is
+	// refused, never read as a scope the op does not have.
+	noRun   bool
+	request []any // zero values of its request type and the object types nested in it
 	handle  func(s *Session, ctx context.Context, r request) (any, error)
 	help    string // its lines in Help; a test checks that they name every field
 }
@@ -197,7 +200,7 @@ var ops = []op{
               artifact; run.show reports it too`,
 	},
 	{
-		name: "export", access: reads, request: []any{exportRequest{}}, handle: (*Session).export,
+		name: "export", noRun: true, access: reads, request: []any{exportRequest{}}, handle: (*Session).export,
 		help: `  export      {path, runs?, chats?, actors?, all?, skipWorkspace?}
               -> {objects, blobs, trees, bytes, archiveBytes, chats, runs, actors, events, seconds}
               writes an archive (docs/archive.md) of the runs, chat
@@ -208,14 +211,14 @@ var ops = []op{
               is its own standard input or output, for import too`,
 	},
 	{
-		name: "import", access: writes, request: []any{importRequest{}}, handle: (*Session).importArchive,
+		name: "import", noRun: true, access: writes, request: []any{importRequest{}}, handle: (*Session).importArchive,
 		help: `  import      {path}                        -> as export, with added, unchanged, conflicts: [{kind, id, reason}]
               verifies the whole archive before any row is visible: a
               damaged one fails with archive.corrupt, another version with
               archive.unsupported_version, and nothing is imported`,
 	},
 	{
-		name: "prune", access: writes, request: []any{pruneRequest{}}, handle: (*Session).prune,
+		name: "prune", noRun: true, access: writes, request: []any{pruneRequest{}}, handle: (*Session).prune,
 		help: `  prune       {dryRun?, workspaceId?}       -> {dryRun, runs: [{runId, workspaceId, status, reason, logId}], runCount,
                                                 checkpoints: [{runId, checkpointIds, checkpointCount, bytes}], checkpointRuns,
                                                 checkpointCount, checkpointBytes,
@@ -232,7 +235,7 @@ var ops = []op{
               checkpointCount counts every one`,
 	},
 	{
-		name: "chat.delete", access: writes, request: []any{chatDeleteRequest{}, runs.ChatKey{}}, handle: (*Session).chatDelete,
+		name: "chat.delete", noRun: true, access: writes, request: []any{chatDeleteRequest{}, runs.ChatKey{}}, handle: (*Session).chatDelete,
 		help: `  chat.delete {chats: [{kind, stableChatId}, …], force?}
               -> {chats: [{chat, workspaceId, found, runs, runCount, cancelled,
               cancelledCount, logId}], bytesFreed}
@@ -244,7 +247,7 @@ var ops = []op{
               A chat with no workspace comes back with found false`,
 	},
 	{
-		name: "policy.set", access: writes, request: []any{policyRequest{}, runs.Policy{}}, handle: (*Session).policySet,
+		name: "policy.set", noRun: true, access: writes, request: []any{policyRequest{}, runs.Policy{}}, handle: (*Session).policySet,
 		help: `  policy.set  {workspaceId?, policy}        -> {scope, policy}   workspaceId: that chat's
               overrides; default the store's (an empty workspaceId, here
               and in prune, policy.get, runs.list and chat.show, is

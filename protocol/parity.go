@@ -104,7 +104,7 @@ var parityOps = []op{
               failed`,
 	},
 	{
-		name: "runs.list", access: reads, request: []any{runsListRequest{}}, handle: (*Session).runsList,
+		name: "runs.list", noRun: true, access: reads, request: []any{runsListRequest{}}, handle: (*Session).runsList,
 		help: `  runs.list   {workspaceId?, status?, limit?, after?}  -> {runs: [RUN, …], more}   newest first;
               limit: default 1000, at most 10000; a page ends early to hold
               about 4 MiB of chatRefs and profiles; after: the last run id
@@ -122,7 +122,7 @@ var parityOps = []op{
               cancel is true, which cancels and deletes it in one step`,
 	},
 	{
-		name: "chats.list", access: reads, request: []any{chatsListRequest{}}, handle: (*Session).chatsList,
+		name: "chats.list", noRun: true, access: reads, request: []any{chatsListRequest{}}, handle: (*Session).chatsList,
 		help: `  chats.list  {stableChatId?, limit?, after?}  -> {chats: [{id, kind, stableChatId, persistRoot, persistVersion, …}], more}
               newest first; limit: default 1000, at most 10000; a page ends
               early to hold about 4 MiB of chatRefs; after: the last chat id
@@ -130,7 +130,7 @@ var parityOps = []op{
               chats after the page remain`,
 	},
 	{
-		name: "chat.show", access: reads, request: []any{chatShowRequest{}}, handle: (*Session).chatShow,
+		name: "chat.show", noRun: true, access: reads, request: []any{chatShowRequest{}}, handle: (*Session).chatShow,
 		help: `  chat.show   {workspaceId}                 -> {id, kind, stableChatId, …}`,
 	},
 	{
@@ -162,7 +162,7 @@ var parityOps = []op{
               the same path; an input that exists already is refused`,
 	},
 	{
-		name: "deletions", access: reads, request: []any{deletionsRequest{}}, handle: (*Session).deletions,
+		name: "deletions", noRun: true, access: reads, request: []any{deletionsRequest{}}, handle: (*Session).deletions,
 		help: `  deletions   {afterId?, limit?}            -> {deletions: [...], more}   the deletion log, oldest first;
               limit: default 1000, at most 10000; a page also ends once its
               entries' details reach about 4 MiB (one entry comes alone);
@@ -170,25 +170,25 @@ var parityOps = []op{
               its last id)`,
 	},
 	{
-		name: "policy.get", access: reads, request: []any{policyGetRequest{}}, handle: (*Session).policyGet,
+		name: "policy.get", noRun: true, access: reads, request: []any{policyGetRequest{}}, handle: (*Session).policyGet,
 		help: `  policy.get  {workspaceId?, effective?}    -> {policy}   the store's policy, or a chat's;
                                             effective: a chat's as it applies`,
 	},
 	{
-		name: "stats", access: reads, request: []any{base{}}, handle: (*Session).stats,
+		name: "stats", noRun: true, access: reads, request: []any{base{}}, handle: (*Session).stats,
 		help: `  stats       {}                            -> as wsctl stats --json`,
 	},
 	{
-		name: "gc", access: writes, request: []any{gcRequest{}}, handle: (*Session).gc,
+		name: "gc", noRun: true, access: writes, request: []any{gcRequest{}}, handle: (*Session).gc,
 		help: `  gc          {dryRun?, graceSeconds?}      -> as wsctl gc --json   graceSeconds:
                                             keep unreachable rows younger than this`,
 	},
 	{
-		name: "fsck", access: reads, request: []any{base{}}, handle: (*Session).fsck,
+		name: "fsck", noRun: true, access: reads, request: []any{base{}}, handle: (*Session).fsck,
 		help: `  fsck        {}                            -> {ok, report}   report: as wsctl fsck --json`,
 	},
 	{
-		name: "du", access: reads, request: []any{duRequest{}, duAfter{}}, handle: (*Session).du,
+		name: "du", noRun: true, access: reads, request: []any{duRequest{}, duAfter{}}, handle: (*Session).du,
 		help: `  du          {after?: {workspaceId, runId?}, limit?}  -> {usage: [{workspaceId, runId?, files, logicalBytes, checkpoints, uniqueStoredBytes}], more}
               a page of wsctl du's rows, by workspaceId then runId (a
               chat's persist row has no runId and comes first); limit:
@@ -197,7 +197,7 @@ var parityOps = []op{
               page walks the store, as gc's mark does`,
 	},
 	{
-		name: "reclaim", access: writes, request: []any{base{}}, handle: (*Session).reclaim,
+		name: "reclaim", noRun: true, access: writes, request: []any{base{}}, handle: (*Session).reclaim,
 		help: `  reclaim     {}                            -> {gc, fileBytesBefore, fileBytesAfter, ...}`,
 	},
 }
@@ -464,9 +464,6 @@ func (s *Session) runsList(ctx context.Context, r request) (any, error) {
 	var req runsListRequest
 	if err := r.decode(&req); err != nil {
 		return nil, err
-	}
-	if req.RunID != "" {
-		return nil, invalidRequest("runs.list lists runs; it takes no \"runId\"")
 	}
 	st, err := filter("status", req.Status)
 	if err != nil {

@@ -244,6 +244,11 @@ func (s *Session) Handle(ctx context.Context, line []byte) (resp Response) {
 		}
 		return ErrorResponse(op, id, wserr.New(CodeUnknownOp, "", "", "unknown op %q (%s lists them)", op, where))
 	}
+	// A run named to an op that acts on none would be ignored: a prune,
+	// a policy.set or a gc would act on the whole store.
+	if n := t.member(0, "runId"); o.noRun && n >= 0 && t.nodes[n].kind != kindNull {
+		return ErrorResponse(op, id, wserr.New(CodeInvalidRequest, "", "", "%s acts on no run: it takes no \"runId\"", op))
+	}
 	// An empty run id is a host's mistake (an unset variable), never the
 	// session's current run: nothing a host sends is guessed at.
 	for _, f := range []string{"runId", "fromRunId", "toRunId"} {
