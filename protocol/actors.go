@@ -50,7 +50,8 @@ var actorOps = []op{
                                             empty space; a gc change's: the one before it),
                                             store.not_found if gc pruned it;
                                             without actor: every space as one tree, a
-                                            directory per actor, paths starting with it`,
+                                            directory per actor, paths starting with it
+                                            (empty: refused)`,
 	},
 	{
 		name: "actor.upload", noRun: true, access: writes, request: []any{actorUploadRequest{}}, handle: (*Session).actorUpload,
@@ -79,7 +80,8 @@ var actorOps = []op{
 		help: `  actor.stats  {actor?, after?, limit?}    -> {actor, files, dirs, bytes, seq, versions, root}
                                             without actor: {stats: [STATS, …], more}, one
                                             per actor by name, limit default 100, at most
-                                            1000; more: ask again with after the last actor`,
+                                            1000; more: ask again with after the last actor
+                                            (an empty actor: refused)`,
 	},
 	{
 		name: "actor.gc", noRun: true, access: writes, request: []any{actorGCRequest{}}, handle: (*Session).actorGC,
@@ -124,12 +126,12 @@ func init() {
 
 type actorLsRequest struct {
 	base
-	Actor string `json:"actor"`
-	Path  string `json:"path"`
-	Depth int    `json:"depth"`
-	At    *int64 `json:"at"`
-	After string `json:"after"`
-	Limit int    `json:"limit"`
+	Actor *string `json:"actor"`
+	Path  string  `json:"path"`
+	Depth int     `json:"depth"`
+	At    *int64  `json:"at"`
+	After string  `json:"after"`
+	Limit int     `json:"limit"`
 }
 
 type actorPathRequest struct {
@@ -140,9 +142,9 @@ type actorPathRequest struct {
 
 type actorStatsRequest struct {
 	base
-	Actor string `json:"actor"`
-	After string `json:"after"`
-	Limit int    `json:"limit"`
+	Actor *string `json:"actor"`
+	After string  `json:"after"`
+	Limit int     `json:"limit"`
 }
 
 type actorUploadRequest struct {
@@ -202,6 +204,19 @@ func required(pairs ...string) error {
 	return nil
 }
 
+// actorOrEvery reads an optional actor: left out (or null), every actor
+// (every true); empty, a host's mistake (an unset variable) refused, never
+// read as every actor; to says what leaving it out does.
+func actorOrEvery(actor *string, to string) (name string, every bool, err error) {
+	switch {
+	case actor == nil:
+		return "", true, nil
+	case *actor == "":
+		return "", false, invalidRequest("\"actor\" is empty: name an actor, or leave it out to %s", to)
+	}
+	return *actor, false, nil
+}
+
 func (s *Session) actors() (ActorSpaces, error) {
 	if s.backend.Actors == nil {
 		return nil, wserr.New(wserr.Internal, "actor", "", "this session has no actor spaces")
@@ -221,7 +236,11 @@ func (s *Session) actorLs(ctx context.Context, r request) (any, error) {
 	if req.Depth < 0 {
 		return nil, wserr.New(wserr.InvalidArgument, "actor.ls", "", "depth must not be negative")
 	}
-	if req.Actor == "" {
+	actor, every, err := actorOrEvery(req.Actor, "list every actor's space")
+	if err != nil {
+		return nil, err
+	}
+	if every {
 		return s.workspaceLs(ctx, a, req)
 	}
 	page, err := listPage(req.After, req.Limit)
@@ -232,11 +251,11 @@ func (s *Session) actorLs(ctx context.Context, r request) (any, error) {
 	var more bool
 	switch {
 	case req.At == nil:
-		ls, more, err = a.ListPage(ctx, req.Actor, req.Path, req.Depth, page)
+		ls, more, err = a.ListPage(ctx, actor, req.Path, req.Depth, page)
 	case *req.At < 0:
 		return nil, invalidRequest("at must be a change seq (0: the empty space), not %d", *req.At)
 	default:
-		ls, more, err = a.ListAtPage(ctx, req.Actor, *req.At, req.Path, req.Depth, page)
+		ls, more, err = a.ListAtPage(ctx, actor, *req.At, req.Path, req.Depth, page)
 	}
 	if err != nil {
 		return nil, err
@@ -385,7 +404,11 @@ func (s *Session) actorStats(ctx context.Context, r request) (any, error) {
 	if err := r.decode(&req); err != nil {
 		return nil, err
 	}
-	if req.Actor != "" && (req.After != "" || req.Limit != 0) {
+	actor, every, err := actorOrEvery(req.Actor, "have every actor's stats")
+	if err != nil {
+		return nil, err
+	}
+	if !every && (req.After != "" || req.Limit != 0) {
 		return nil, invalidRequest("after and limit page the stats of every actor: leave them out with actor")
 	}
 	if req.Limit < 0 || req.Limit > actors.MaxStatsLimit {
@@ -398,8 +421,8 @@ func (s *Session) actorStats(ctx context.Context, r request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.Actor != "" {
-		return a.Stats(ctx, req.Actor)
+	if !every {
+		return a.Stats(ctx, actor)
 	}
 	st, more, err := a.StatsPage(ctx, s.backend.ActorScope, req.After, req.Limit)
 	if err != nil {
