@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 )
 
 // TestHelpGivesEveryField: each operation's help names every field its
@@ -67,4 +68,18 @@ func TestEveryOpDeclaresAccess(t *testing.T) {
 	assert.False(t, ReadOnly("write"))
 	assert.False(t, ReadOnly("nope"), "an unknown op is never read-only")
 	assert.Contains(t, Help(), "Read-only operations")
+}
+
+// TestListHelpGivesEveryEntryField: list's and stat's help name every
+// field of the entries they answer (a host file's modTime too); the
+// checkpoint a change took is on a change's answer, never on these.
+func TestListHelpGivesEveryEntryField(t *testing.T) {
+	for _, op := range []string{"list", "stat"} {
+		for _, name := range fieldsOf(reflect.TypeFor[vfs.FileInfo]()).names {
+			if name == "checkpoint" {
+				continue
+			}
+			assert.Regexp(t, `[^A-Za-z]`+regexp.QuoteMeta(name)+`[^A-Za-z]`, opsByName[op].help, "%s: field %s", op, name)
+		}
+	}
 }

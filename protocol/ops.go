@@ -132,15 +132,17 @@ var ops = []op{
 	},
 	{
 		name: "list", access: reads, request: []any{listRequest{}}, handle: (*Session).list,
-		help: `  list        {path?, depth?, at?, after?, limit?}  -> {entries: [{path, kind, size, hash, resource, writable}], more}
+		help: `  list        {path?, depth?, at?, after?, limit?}  -> {entries: [{path, kind, size, hash, resource, writable, modTime?}], more}
               path: default the root. depth: how many levels below path
               to list, an integer; default 1, the direct entries (0 is 1
               too); 2 adds their children, and so on. hash is left out
               for host files (host/…), so a listing reads no file; stat
-              gives it. A page: limit default 10000, at most 100000;
-              more says entries remain (ask again with after the last
-              entry's path). The profile's visible roots are always
-              directories, listed even when they hold no file`,
+              gives it. modTime: when the host last changed a file or
+              directory below host/NAME/ (RFC 3339); stored ones have
+              none. A page: limit default 10000, at most 100000; more
+              says entries remain (ask again with after the last entry's
+              path). The profile's visible roots are always directories,
+              listed even when they hold no file`,
 	},
 	{
 		name: "checkpoint", access: writes, request: []any{checkpointRequest{}}, handle: (*Session).checkpoint,

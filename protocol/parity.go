@@ -71,7 +71,8 @@ var parityOps = []op{
 	},
 	{
 		name: "stat", access: reads, request: []any{statRequest{}}, handle: (*Session).stat,
-		help: `  stat        {path, at?}                   -> {path, kind, size, hash, resource, writable}`,
+		help: `  stat        {path, at?}                   -> {path, kind, size, hash, resource, writable, modTime?}
+              modTime: as list gives it, below host/NAME/ only`,
 	},
 	{
 		name: "host.read", access: reads, request: []any{readRequest{}}, handle: (*Session).hostRead,
