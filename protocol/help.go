@@ -67,6 +67,9 @@ Request:   {"op": NAME, "runId"?: RUN, "id"?: ANY, ...fields}
 Responses: {"op": NAME, "id"?: ANY, "ok": true, "result": {...}}
            {"op": NAME, "id"?: ANY, "ok": false, "error": {"code": CODE, "message": TEXT}, "partial"?: {...}}
 
+"message" is for people, at most 16 KiB: one quoting a longer value the
+request held (a run id, an op of megabytes) is cut, ending in "…".
+
 "partial" is on the error of gc, prune, reclaim or actor.gc when the op
 failed after some of its steps had committed (each is committed on its
 own): what they did, in the shape of the op's result. Without it, the

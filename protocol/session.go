@@ -165,9 +165,27 @@ type ErrorBody struct {
 	Message string     `json:"message"`
 }
 
+// MaxMessageBytes bounds an error response's message: a longer one, which
+// quotes a long value the host sent (a run id, a path, an op of megabytes),
+// is cut to it, ending in "…".
+const MaxMessageBytes = 16 << 10
+
 // ErrorResponse answers op (id echoed) with err's code and message.
 func ErrorResponse(op string, id json.RawMessage, err error) Response {
-	return Response{Op: op, ID: id, OK: false, Error: &ErrorBody{Code: wserr.CodeOf(err), Message: wserr.MessageOf(err)}}
+	return Response{Op: op, ID: id, OK: false, Error: &ErrorBody{Code: wserr.CodeOf(err), Message: cutMessage(wserr.MessageOf(err))}}
+}
+
+// cutMessage returns m cut to MaxMessageBytes, between characters.
+func cutMessage(m string) string {
+	if len(m) <= MaxMessageBytes {
+		return m
+	}
+	const ellipsis = "…"
+	n := MaxMessageBytes - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(m[n]) {
+		n--
+	}
+	return m[:n] + ellipsis
 }
 
 // LineTooLong answers a line longer than max bytes, which the reader
