@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 )
@@ -81,5 +82,13 @@ func TestListHelpGivesEveryEntryField(t *testing.T) {
 			}
 			assert.Regexp(t, `[^A-Za-z]`+regexp.QuoteMeta(name)+`[^A-Za-z]`, opsByName[op].help, "%s: field %s", op, name)
 		}
+	}
+}
+
+// TestCheckpointsListHelpGivesEveryField: checkpoints.list's help names
+// every field of the checkpoints it answers.
+func TestCheckpointsListHelpGivesEveryField(t *testing.T) {
+	for _, name := range fieldsOf(reflect.TypeFor[checkpoint.Checkpoint]()).names {
+		assert.Regexp(t, `[^A-Za-z]`+regexp.QuoteMeta(name)+`[^A-Za-z]`, opsByName["checkpoints.list"].help, "field %s", name)
 	}
 }

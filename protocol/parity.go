@@ -140,7 +140,7 @@ var parityOps = []op{
 	},
 	{
 		name: "checkpoints.list", access: reads, request: []any{checkpointsListRequest{}}, handle: (*Session).checkpointsList,
-		help: `  checkpoints.list {afterSeq?, limit?}      -> {checkpoints: [{id, seq, root, parent?, reason, eventSeq, createdAt}], more}  oldest first; limit: default and at most 10000; more: checkpoints after the page remain (ask again with afterSeq its last seq)`,
+		help: `  checkpoints.list {afterSeq?, limit?}      -> {checkpoints: [{id, runId, seq, root, parent?, reason, eventSeq, createdAt}], more}  oldest first; limit: default and at most 10000; more: checkpoints after the page remain (ask again with afterSeq its last seq)`,
 	},
 	{
 		name: "checkpoint.view", access: reads, request: []any{checkpointViewRequest{}}, handle: (*Session).checkpointView,
