@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
@@ -90,5 +91,18 @@ func TestListHelpGivesEveryEntryField(t *testing.T) {
 func TestCheckpointsListHelpGivesEveryField(t *testing.T) {
 	for _, name := range fieldsOf(reflect.TypeFor[checkpoint.Checkpoint]()).names {
 		assert.Regexp(t, `[^A-Za-z]`+regexp.QuoteMeta(name)+`[^A-Za-z]`, opsByName["checkpoints.list"].help, "field %s", name)
+	}
+}
+
+// TestImportHelpGivesEveryField: import's help names every field of the
+// summary it answers (export's beside its own); updated is a merging
+// import's (sync), which the op never does.
+func TestImportHelpGivesEveryField(t *testing.T) {
+	help := opsByName["export"].help + opsByName["import"].help
+	for _, name := range fieldsOf(reflect.TypeFor[archive.Summary]()).names {
+		if name == "updated" {
+			continue
+		}
+		assert.Regexp(t, `[^A-Za-z]`+regexp.QuoteMeta(name)+`[^A-Za-z]`, help, "field %s", name)
 	}
 }

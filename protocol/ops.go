@@ -214,7 +214,8 @@ var ops = []op{
 	},
 	{
 		name: "import", noRun: true, access: writes, request: []any{importRequest{}}, handle: (*Session).importArchive,
-		help: `  import      {path}                        -> as export, with added, unchanged, conflicts: [{kind, id, reason}]
+		help: `  import      {path}                        -> as export, with added, unchanged, conflicts: [{kind, id, reason}], newObjects?
+              newObjects: the blobs the store did not hold (absent: none);
               verifies the whole archive before any row is visible: a
               damaged one fails with archive.corrupt, another version with
               archive.unsupported_version, and nothing is imported`,
