@@ -73,7 +73,9 @@ var actorOps = []op{
 	},
 	{
 		name: "actor.rm-prefix", noRun: true, access: writes, request: []any{actorPrefixRequest{}}, handle: (*Session).actorRmPrefix,
-		help: `  actor.rm-prefix  {actor, prefix}          -> the change; "temp/" removes temp/, "temp" also temp.md`,
+		help: `  actor.rm-prefix  {actor, prefix}          -> the change; "temp/" removes temp/, "temp" also temp.md
+                                            a prefix that matches nothing: seq 0 and no
+                                            created, nothing recorded`,
 	},
 	{
 		name: "actor.stats", noRun: true, access: reads, request: []any{actorStatsRequest{}}, handle: (*Session).actorStats,
