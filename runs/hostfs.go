@@ -59,7 +59,7 @@ func (w *Workspace) host(ctx context.Context, op string, p vfs.Path) (*hostTarge
 	if err := w.s.reachesStore(op, hp); err != nil {
 		return nil, true, err
 	}
-	if t.fs, err = vfs.OpenHostWith(hp.Path, vfs.HostOptions{Writable: hp.Writable, Forbidden: w.s.isStoreFile}); err != nil {
+	if t.fs, err = vfs.OpenHostWith(hp.Path, vfs.HostOptions{Writable: hp.Writable, Forbidden: w.s.isStoreFile, At: t.mount}); err != nil {
 		return nil, true, wserr.New(wserr.FileNotFound, op, p.String(), "allowed host path %s cannot be opened: %s", hp.Path, wserr.MessageOf(err))
 	}
 	return t, true, nil

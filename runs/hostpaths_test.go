@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -540,4 +541,48 @@ func TestHostPathBadNameSaysWhy(t *testing.T) {
 			assert.NotContains(t, err.Error(), "single path segment")
 		})
 	}
+}
+
+// TestHostPathTooLongToNameIsLeftOut lists and searches a host directory
+// holding a file whose path inside it the host takes, but whose workspace
+// path (host/NAME/…) would be over vfs.MaxPathLen: no tool could name it,
+// so it is left out, never answered under another path.
+func TestHostPathTooLongToNameIsLeftOut(t *testing.T) {
+	h := newHostEnv(t)
+	ws := h.ws()
+	root, err := os.OpenRoot(h.proj)
+	require.NoError(t, err)
+	defer root.Close()
+	var inner []string // 16 directories of 250 bytes, made through root: the absolute path is past PATH_MAX
+	for i := range 16 {
+		inner = append(inner, string(rune('a'+i))+strings.Repeat("x", 249))
+		require.NoError(t, root.Mkdir(filepath.Join(inner...), 0o755))
+	}
+	name := strings.Repeat("f", 80)
+	rel := strings.Join(append(inner, name), "/")
+	require.LessOrEqual(t, len(rel), vfs.MaxPathLen, "a path inside proj")
+	require.Greater(t, len("host/proj/"+rel), vfs.MaxPathLen, "too long as a workspace path")
+	wf, err := root.Create(filepath.Join(append(inner, name)...))
+	require.NoError(t, err)
+	_, err = wf.WriteString("needle\n")
+	require.NoError(t, err)
+	require.NoError(t, wf.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(h.proj, "top.txt"), []byte("needle\n"), 0o644))
+
+	ls, err := ws.List(h.ctx, vfs.MustPath("host/proj"), 64)
+	require.NoError(t, err)
+	var files []string
+	for _, fi := range ls {
+		require.True(t, fi.Path.HasPrefix(vfs.MustPath("host/proj")) && !fi.Path.Dir().IsRoot(), "listed %q", fi.Path)
+		if fi.Kind == vfs.KindFile {
+			files = append(files, fi.Path.String())
+		}
+	}
+	assert.Equal(t, []string{"host/proj/main.go", "host/proj/top.txt"}, files)
+	assert.Len(t, ls, 2+16, "the files and the directories")
+
+	hits, err := ws.Search(h.ctx, "needle", vfs.SearchOptions{Path: vfs.MustPath("host/proj")})
+	require.NoError(t, err)
+	require.Len(t, hits, 1)
+	assert.Equal(t, "host/proj/top.txt", hits[0].Path.String())
 }

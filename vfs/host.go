@@ -79,6 +79,7 @@ type HostFS struct {
 	root      *os.Root
 	writable  bool
 	forbidden func(fs.FileInfo) bool
+	atLen     int          // bytes At adds before a path of the mount ("host/name/")
 	dirReads  atomic.Int64 // directories a walk read, so tests can count them
 }
 
@@ -92,6 +93,11 @@ type HostOptions struct {
 	// the process's SQLite locks). Such a file is refused with
 	// workspace.path_not_allowed before it is opened.
 	Forbidden func(fs.FileInfo) bool
+	// At is the path the mount is reached by in a larger view
+	// (host/NAME in a run's workspace); the root by default. A name
+	// whose path there would be longer than MaxPathLen is left out of
+	// listings and searches, as any name no tool could name is.
+	At Path
 }
 
 var (
@@ -144,7 +150,11 @@ func OpenHostWith(dir string, opt HostOptions) (*HostFS, error) {
 		return nil, wserr.Wrap(wserr.InvalidOptions, op, dir, err)
 	}
 	captureRootEscape(root)
-	return &HostFS{root: root, writable: opt.Writable, forbidden: opt.Forbidden}, nil
+	h := &HostFS{root: root, writable: opt.Writable, forbidden: opt.Forbidden}
+	if !opt.At.IsRoot() {
+		h.atLen = len(opt.At.s) + 1
+	}
+	return h, nil
 }
 
 // openRegular opens name in r for reading once stat has found it a
@@ -482,8 +492,9 @@ func (s *hostStream) Close() error {
 // itself. Entries follow symlinks that stay inside the mount, but List does
 // not descend into a symlinked directory (a link to an ancestor would
 // never end); it leaves out symlinks that lead outside or nowhere, FIFOs
-// and devices, and names that are not valid workspace paths, since no tool
-// could name them. It fails like Stat.
+// and devices, and names that are not valid workspace paths (nor, below
+// HostOptions.At, short enough to be one), since no tool could name them.
+// It fails like Stat.
 func (h *HostFS) List(ctx context.Context, p Path, depth int) ([]FileInfo, error) {
 	out, _, err := h.ListPage(ctx, p, depth, ListPage{})
 	return out, err
@@ -565,7 +576,7 @@ func (h *HostFS) walkDir(ctx context.Context, op string, dir Path, depth int, to
 			continue // a write's temporary file, left by a killed process
 		}
 		child, err := dir.Join(e.Name())
-		if err != nil {
+		if err != nil || h.atLen+len(child.s) > MaxPathLen {
 			continue // not a name a workspace path can hold
 		}
 		at := cursorOf(child, after)
