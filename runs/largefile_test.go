@@ -196,3 +196,44 @@ func TestHeldContentKeepsTheReadLimit(t *testing.T) {
 	assert.Equal(t, fi.Hash, ofi.Hash)
 	assert.Less(t, int64(peak)-int64(base), fi.Size, "heap above the %d bytes held before, for a %d-byte checkpoint.json", base, fi.Size)
 }
+
+// TestSearchPassesOverLargeVirtualFiles: a virtual resource over
+// vfs.MaxSearchFile is passed over by a search, as a stored or host file
+// of that size is, whether the search reaches it from a stored directory
+// above its mount or is aimed inside the mount.
+func TestSearchPassesOverLargeVirtualFiles(t *testing.T) {
+	e := newLifecycleEnv(t)
+	big := append(numberedLines(vfs.MaxSearchFile), "dragon\n"...)
+	skills, err := vfs.NewStaticProvider(map[string][]byte{
+		"big.md":   big,
+		"small.md": []byte("a dragon sleeps\n"),
+	})
+	require.NoError(t, err)
+	v := vfs.NewVirtual()
+	require.NoError(t, v.Mount(vfs.MustPath("skills"), skills))
+	require.NoError(t, v.Mount(vfs.MustPath("chat/history.md"), vfs.FileProvider(func(context.Context) ([]byte, error) {
+		return big, nil
+	})))
+	svc := e.service(runs.Options{Virtual: v})
+	r, err := svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	ws := svc.Workspace(r.ID, runs.HostScope)
+
+	for _, at := range []string{"", "skills", "chat", "chat/history.md", "skills/big.md"} {
+		var p vfs.Path
+		if at != "" {
+			p = vfs.MustPath(at)
+		}
+		hits, err := ws.Search(e.ctx, "dragon", vfs.SearchOptions{Path: p})
+		require.NoError(t, err, "search %q", at)
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.Path.String())
+		}
+		want := []string(nil)
+		if at == "" || at == "skills" {
+			want = []string{"skills/small.md"}
+		}
+		assert.Equal(t, want, got, "search %q", at)
+	}
+}

@@ -1055,7 +1055,7 @@ func (w *Workspace) checkSize(ctx context.Context, tx *index.Tx, run Run, op str
 
 // Search scores the visible text files below opt.Path (and the virtual
 // resources mounted below it) against query and returns the best hits. Files over
-// vfs.MaxSearchFile are passed over, so a search's memory stays bounded
+// vfs.MaxSearchFile (stored, host or virtual) are passed over, so a search's memory stays bounded
 // whatever the workspace holds. It fails with
 // workspace.invalid_argument for a bad query or options, and like Stat
 // for opt.Path (workspace.file_not_found, workspace.path_not_visible).
@@ -1166,7 +1166,7 @@ func (w *Workspace) searchVirtual(ctx context.Context, sr *vfs.Searcher, dir vfs
 			}
 		}
 		for _, fi := range infos {
-			if fi.Kind != vfs.KindFile || sr.Full() {
+			if fi.Kind != vfs.KindFile || fi.Size > vfs.MaxSearchFile || sr.Full() {
 				continue
 			}
 			res, err := w.s.virtual.Read(ctx, fi.Path, vfs.ReadOptions{})

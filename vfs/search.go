@@ -375,10 +375,11 @@ func (s *Searcher) Options() SearchOptions { return s.opt }
 func (s *Searcher) Full() bool { return s.files >= s.opt.MaxFiles }
 
 // Add offers the file p with its content. Files outside the options' Path
-// are ignored without counting, files past MaxFiles are ignored, and files
-// that are not text count against MaxFiles but are not scored.
+// and files over MaxSearchFile are ignored without counting, files past
+// MaxFiles are ignored, and files that are not text count against
+// MaxFiles but are not scored.
 func (s *Searcher) Add(p Path, content []byte) {
-	if !p.HasPrefix(s.opt.Path) || s.Full() {
+	if !p.HasPrefix(s.opt.Path) || len(content) > MaxSearchFile || s.Full() {
 		return
 	}
 	s.files++

@@ -341,7 +341,8 @@ func (v *Virtual) Remove(ctx context.Context, p Path) error {
 }
 
 // Search scores the text files below opt.Path (or opt.Path itself if it is
-// a file) across all providers, reading them through List and Read. It
+// a file) across all providers, reading them through List and Read; files
+// over MaxSearchFile are passed over, as every search passes them. It
 // fails with wserr.InvalidArgument for a bad query or options,
 // wserr.FileNotFound if opt.Path does not exist, and with the first error
 // a provider returns.
@@ -377,7 +378,7 @@ func searchWalk(ctx context.Context, fsys FS, p Path, s *Searcher) error {
 			if err := searchWalk(ctx, fsys, info.Path, s); err != nil {
 				return err
 			}
-		case info.Kind == KindFile:
+		case info.Kind == KindFile && info.Size <= MaxSearchFile:
 			res, err := fsys.Read(ctx, info.Path, ReadOptions{})
 			if err != nil {
 				return err
