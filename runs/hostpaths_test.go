@@ -586,3 +586,24 @@ func TestHostPathTooLongToNameIsLeftOut(t *testing.T) {
 	require.Len(t, hits, 1)
 	assert.Equal(t, "host/proj/top.txt", hits[0].Path.String())
 }
+
+// TestHostPathRootListingDepthZeroIsOne: a listing of the root with depth
+// 0 lists the direct entries, as depth 1 does, in both scopes: host/
+// without the allowed paths below it.
+func TestHostPathRootListingDepthZeroIsOne(t *testing.T) {
+	h := newHostEnv(t)
+	for _, ws := range []*runs.Workspace{h.ws(), h.svc.Workspace(h.run.ID, runs.HostScope)} {
+		one, err := ws.List(h.ctx, vfs.Root(), 1)
+		require.NoError(t, err)
+		zero, err := ws.List(h.ctx, vfs.Root(), 0)
+		require.NoError(t, err)
+		assert.Equal(t, one, zero)
+		for _, fi := range zero {
+			assert.True(t, fi.Path.Dir().IsRoot(), "listed %s", fi.Path)
+		}
+		page, more, err := ws.ListPage(h.ctx, vfs.Root(), 0, vfs.ListPage{Limit: 100})
+		require.NoError(t, err)
+		assert.False(t, more)
+		assert.Equal(t, one, page)
+	}
+}

@@ -396,6 +396,9 @@ func (w *Workspace) ListPage(ctx context.Context, p vfs.Path, depth int, page vf
 	if err := page.Check("list", p); err != nil {
 		return nil, false, err
 	}
+	if depth <= 0 {
+		depth = 1 // as every listing below takes it; host/'s own entries too
+	}
 	if t, ok, err := w.host(ctx, "list", p); ok {
 		if err != nil {
 			return nil, false, err
