@@ -97,13 +97,40 @@ type scoreQuery struct {
 }
 
 func newScoreQuery(tokens []string) scoreQuery {
-	q := scoreQuery{index: make(map[string]int), pairs: make(map[[2]int]bool)}
-	prev := -1
+	q, add := buildScoreQuery()
 	for _, t := range tokens {
+		if !add(t) {
+			break
+		}
+	}
+	return *q
+}
+
+// parseScoreQuery is newScoreQuery of Tokenize(s), holding only the
+// distinct words: a query that repeats a word a million times costs no
+// more than one that says it once.
+func parseScoreQuery(s string) scoreQuery {
+	q, add := buildScoreQuery()
+	done := false
+	scanWords(s, func(w string, _ int) {
+		if !done {
+			done = !add(w)
+		}
+	})
+	return *q
+}
+
+// buildScoreQuery returns an empty query and the function that adds the
+// query's next word to it, which reports false once a word past
+// maxQueryTerms ends the query.
+func buildScoreQuery() (*scoreQuery, func(string) bool) {
+	q := &scoreQuery{index: make(map[string]int), pairs: make(map[[2]int]bool)}
+	prev := -1
+	return q, func(t string) bool {
 		i, ok := q.index[t]
 		if !ok {
 			if len(q.terms) == maxQueryTerms {
-				break
+				return false
 			}
 			i = len(q.terms)
 			q.index[t] = i
@@ -113,8 +140,8 @@ func newScoreQuery(tokens []string) scoreQuery {
 			q.pairs[[2]int{prev, i}] = true
 		}
 		prev = i
+		return true
 	}
-	return q
 }
 
 // lineMatch records the query words on one line of a file.
@@ -360,7 +387,7 @@ func NewSearcher(query string, opt SearchOptions) (*Searcher, error) {
 	if opt.MaxFiles == 0 {
 		opt.MaxFiles = defaultMaxFiles
 	}
-	q := newScoreQuery(Tokenize(query))
+	q := parseScoreQuery(query)
 	if len(q.terms) == 0 {
 		return nil, wserr.New(wserr.InvalidArgument, op, "", "query %s has no words to search for", quoteForError(query))
 	}

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -267,4 +268,25 @@ func BenchmarkScoreText(b *testing.B) {
 	for b.Loop() {
 		ScoreText(query, content)
 	}
+}
+
+// TestNewSearcherLongQueryMemory: a query of any length (a line of
+// wsctl batch may hold 64 MiB) costs memory for its distinct words, at most
+// maxQueryTerms of them, never for every word it repeats.
+func TestNewSearcherLongQueryMemory(t *testing.T) {
+	alloc := func(words int) uint64 {
+		query := "Dragon " + strings.Repeat("dragon keep ", words)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s, err := NewSearcher(query, SearchOptions{})
+		runtime.ReadMemStats(&after)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"dragon", "keep"}, s.q.terms)
+		assert.Equal(t, map[[2]int]bool{{0, 1}: true, {1, 0}: true}, s.q.pairs)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := alloc(1000), alloc(1<<20)
+	t.Logf("allocated %d B for 2,000 words, %d B for 2,097,152", small, large)
+	assert.Less(t, large, small+1<<20, "a query's memory does not grow with the words it repeats")
 }
