@@ -73,10 +73,14 @@ func (w *Workspace) ContentMissing(ctx context.Context, op, doing string, p vfs.
 // may fail with store.corrupt part way; with store.conflict if the run
 // was deleted or the file changed, and a gc collected the content, while
 // it streamed. A host file (host/<name>/…) streams from the host
-// (vfs.HostFS.Open). Open fails as Read does.
+// (vfs.HostFS.Open), and a virtual resource from what its provider gave,
+// over MaxReadBytes too. Open fails as Read does.
 func (w *Workspace) Open(ctx context.Context, p vfs.Path) (io.ReadCloser, vfs.FileInfo, error) {
 	whole := func() (io.ReadCloser, vfs.FileInfo, error) {
-		res, err := w.Read(ctx, p, vfs.ReadOptions{})
+		// A provider gives a resource whole, so it is streamed from
+		// what it gave, at any size: Read would refuse one over
+		// MaxReadBytes.
+		res, err := w.s.virtual.Read(ctx, p, vfs.ReadOptions{})
 		if err != nil {
 			return nil, vfs.FileInfo{}, err
 		}

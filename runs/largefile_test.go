@@ -237,3 +237,35 @@ func TestSearchPassesOverLargeVirtualFiles(t *testing.T) {
 		assert.Equal(t, want, got, "search %q", at)
 	}
 }
+
+// TestOpenStreamsLargeVirtual: Open streams a virtual resource of any
+// size, as it streams a stored or host file (a download of it through
+// GET /v1/runs/{run}/file goes through Open), while a whole Read of it
+// keeps the read limit.
+func TestOpenStreamsLargeVirtual(t *testing.T) {
+	e := newLifecycleEnv(t)
+	big := numberedLines(runs.MaxReadBytes + 1<<20)
+	v := vfs.NewVirtual()
+	require.NoError(t, v.Mount(vfs.MustPath("chat/history.md"), vfs.FileProvider(func(context.Context) ([]byte, error) {
+		return big, nil
+	})))
+	svc := e.service(runs.Options{Virtual: v})
+	r, err := svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
+	require.NoError(t, err)
+	p := vfs.MustPath("chat/history.md")
+	for _, ws := range []*runs.Workspace{svc.Workspace(r.ID, runs.ModelScope), svc.WorkspaceAt(r.ID, 1, runs.HostScope)} {
+		rc, fi, err := ws.Open(e.ctx, p)
+		require.NoError(t, err)
+		got, err := io.ReadAll(rc)
+		require.NoError(t, rc.Close())
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(big, got), "the whole resource")
+		assert.Equal(t, int64(len(big)), fi.Size)
+		assert.Equal(t, cas.Sum(big), fi.Hash)
+		assert.Equal(t, vfs.ResourceVirtual, fi.Resource)
+		assert.Equal(t, p, fi.Path)
+
+		_, err = ws.Read(e.ctx, p, vfs.ReadOptions{})
+		assert.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
+	}
+}
