@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
@@ -333,9 +332,9 @@ func (s *Spaces) UploadWith(ctx context.Context, actor, path string, r io.Reader
 	if err != nil {
 		return Change{}, err
 	}
-	if strings.HasSuffix(path, "/") {
-		// ParsePath drops the slash; the file would take the
-		// directory's name.
+	if vfs.EndsAsDirectory(path) {
+		// ParsePath drops the ending ("/", "/."); the file would take
+		// the directory's name.
 		return Change{}, wserr.New(wserr.InvalidPath, "upload", path, "the path ends in /, naming a directory: name the file below it (%s/NAME)", p)
 	}
 	if r == nil {
@@ -646,7 +645,7 @@ func (s *Spaces) DeleteWith(ctx context.Context, actor, path string, opt ChangeO
 		if err != nil {
 			return err
 		}
-		if e.Kind == vfs.KindFile && strings.HasSuffix(path, "/") {
+		if e.Kind == vfs.KindFile && vfs.EndsAsDirectory(path) {
 			return wserr.New(wserr.NotADirectory, "delete", path, "%s is a file; a path ending in / names a directory", p)
 		}
 		files, err := s.countFiles(ctx, tx, e)

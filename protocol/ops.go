@@ -574,11 +574,12 @@ func requiredPath(s *string) (vfs.Path, error) {
 }
 
 // filePath is requiredPath for an op that makes or changes a file: a path
-// ending in "/" names a directory, and ParsePath, which drops the slash,
-// would give the file the directory's name.
+// ending in "/" or "/." names a directory (vfs.EndsAsDirectory), and
+// ParsePath, which drops the ending, would give the file the directory's
+// name.
 func filePath(s *string) (vfs.Path, error) {
 	p, err := requiredPath(s)
-	if err == nil && strings.HasSuffix(*s, "/") {
+	if err == nil && vfs.EndsAsDirectory(*s) {
 		err = wserr.New(wserr.InvalidPath, "", *s, "the path ends in /, naming a directory: name the file below it (%s/NAME)", p)
 	}
 	return p, err

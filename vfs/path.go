@@ -93,6 +93,16 @@ func NamesRoot(s string) bool {
 	return true
 }
 
+// EndsAsDirectory reports whether s, a path as given, ends as only a
+// directory's name can: in "/" or in a "." segment ("output/dir/",
+// "output/dir/."). ParsePath drops both, so a caller that makes, changes
+// or deletes a file checks s itself: the file would otherwise take the
+// directory's name.
+func EndsAsDirectory(s string) bool {
+	i := strings.LastIndexByte(s, '/')
+	return i >= 0 && (s[i+1:] == "" || s[i+1:] == ".")
+}
+
 // String returns the clean path, or "." for the root.
 func (p Path) String() string {
 	if p.s == "" {

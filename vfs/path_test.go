@@ -409,3 +409,12 @@ func TestPathText(t *testing.T) {
 		assert.Error(t, json.Unmarshal([]byte(`{"p":1}`), &got))
 	})
 }
+
+func TestEndsAsDirectory(t *testing.T) {
+	for s, want := range map[string]bool{
+		"output/dir/": true, "output/dir/.": true, "output/dir//": true, "output/./": true, "a/": true,
+		"output/a.md": false, "output/.hidden": false, "output/a.": false, ".": false, "": false, "a": false, "./a": false,
+	} {
+		assert.Equal(t, want, EndsAsDirectory(s), "%q", s)
+	}
+}
