@@ -339,25 +339,50 @@ func hostTooLarge(op string, p Path, size int64) error {
 
 // hashFile returns the hash and length of the regular file p, read as it
 // streams.
-func (h *HostFS) hashFile(op string, p Path, write bool) (cas.Hash, int64, fs.FileInfo, error) {
+func (h *HostFS) hashFile(ctx context.Context, op string, p Path, write bool) (cas.Hash, int64, fs.FileInfo, error) {
 	f, fi, err := h.openFile(op, p, write)
 	if err != nil {
 		return cas.Hash{}, 0, nil, err
 	}
 	defer f.Close()
-	hash, n, err := hashOpen(op, p, f, write)
+	hash, n, err := hashOpen(ctx, op, p, f, write)
 	return hash, n, fi, err
 }
 
-// hashOpen returns the hash and length of what is left to read of f.
-func hashOpen(op string, p Path, f *os.File, write bool) (cas.Hash, int64, error) {
+// hashOpen returns the hash and length of what is left to read of f,
+// until ctx ends (store.canceled).
+func hashOpen(ctx context.Context, op string, p Path, f *os.File, write bool) (cas.Hash, int64, error) {
 	sum := cas.NewHasher()
 	defer sum.Release()
-	n, err := io.Copy(sum, f)
+	n, err := io.Copy(sum, ctxReader{ctx, f})
 	if err != nil {
-		return cas.Hash{}, 0, hostError(op, p, write, err)
+		return cas.Hash{}, 0, readError(ctx, op, p, write, err)
 	}
 	return sum.Sum(), n, nil
+}
+
+// ctxReader reads r until ctx ends, so that a read of a host file of any
+// size (for its hash, or a range and the rest) stops once its caller has
+// gone.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
+}
+
+// readError is the error of a read of p that failed with err: the end of
+// ctx as store.canceled, else as hostError.
+func readError(ctx context.Context, op string, p Path, write bool, err error) error {
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return canceled(op, p, err)
+	}
+	return hostError(op, p, write, err)
 }
 
 // Stat describes p; for a file it reads the content, as it streams, to
@@ -376,7 +401,7 @@ func (h *HostFS) Stat(ctx context.Context, p Path) (FileInfo, error) {
 	if fi.IsDir() {
 		return h.info(p, fi), nil
 	}
-	hash, n, fi, err := h.hashFile(op, p, false)
+	hash, n, fi, err := h.hashFile(ctx, op, p, false)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -401,7 +426,10 @@ func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult,
 	defer f.Close()
 	sum := cas.NewHasher()
 	defer sum.Release()
-	res, err := ReadRangeFrom(p, io.TeeReader(f, sum), fi.Size(), opt, MaxReadBytes)
+	res, err := ReadRangeFrom(p, io.TeeReader(ctxReader{ctx, f}, sum), fi.Size(), opt, MaxReadBytes)
+	if cerr := ctx.Err(); err != nil && cerr != nil && errors.Is(err, cerr) {
+		return ReadResult{}, canceled(op, p, err)
+	}
 	if err != nil {
 		return ReadResult{}, err
 	}
@@ -409,8 +437,8 @@ func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult,
 		// The hash is of the whole file, streamed past the range; a
 		// whole read has read to the end, and its hash and size are of
 		// the bytes it answers, whatever another program appends now.
-		if _, err := io.Copy(sum, f); err != nil {
-			return ReadResult{}, hostError(op, p, false, err)
+		if _, err := io.Copy(sum, ctxReader{ctx, f}); err != nil {
+			return ReadResult{}, readError(ctx, op, p, false, err)
 		}
 	}
 	res.Info = h.info(p, fi)
@@ -434,7 +462,7 @@ func (h *HostFS) Open(ctx context.Context, p Path) (io.ReadCloser, FileInfo, err
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
-	hash, n, err := hashOpen(op, p, f, false)
+	hash, n, err := hashOpen(ctx, op, p, f, false)
 	if err == nil {
 		if _, serr := f.Seek(0, io.SeekStart); serr != nil {
 			err = hostError(op, p, false, serr)
@@ -695,7 +723,7 @@ func (h *HostFS) Write(ctx context.Context, p Path, content []byte, opt WriteOpt
 			data = append(old[:len(old):len(old)], content...)
 		}
 	} else {
-		if err := c.checkReplaced(opt.ExpectedHash); err != nil {
+		if err := c.checkReplaced(ctx, opt.ExpectedHash); err != nil {
 			return FileInfo{}, err
 		}
 	}
@@ -741,7 +769,7 @@ func (h *HostFS) WriteFrom(ctx context.Context, p Path, r io.Reader, opt WriteOp
 	if err := c.lock(ctx); err != nil {
 		return FileInfo{}, err
 	}
-	if err := c.checkReplaced(opt.ExpectedHash); err != nil {
+	if err := c.checkReplaced(ctx, opt.ExpectedHash); err != nil {
 		return FileInfo{}, err
 	}
 	return c.commit(ctx, st)
@@ -965,27 +993,27 @@ func (c *hostChange) read() (content []byte, exists bool, err error) {
 
 // hash returns the hash and length of the file the change makes, if it
 // exists, with its own description.
-func (c *hostChange) hash(write bool) (hash cas.Hash, n int64, fi fs.FileInfo, exists bool, err error) {
+func (c *hostChange) hash(ctx context.Context, write bool) (hash cas.Hash, n int64, fi fs.FileInfo, exists bool, err error) {
 	f, fi, exists, err := c.open()
 	if err != nil || !exists {
 		return cas.Hash{}, 0, nil, false, err
 	}
 	defer f.Close()
-	hash, n, err = hashOpen(c.op, c.p, f, write)
+	hash, n, err = hashOpen(ctx, c.op, c.p, f, write)
 	return hash, n, fi, err == nil, err
 }
 
 // checkReplaced checks that the file the change replaces may be replaced
 // (it is not a directory), and that its hash is want if want is set:
 // what is there is read only for its hash.
-func (c *hostChange) checkReplaced(want cas.Hash) error {
+func (c *hostChange) checkReplaced(ctx context.Context, want cas.Hash) error {
 	var hash cas.Hash
 	var exists bool
 	var err error
 	if want.IsZero() {
 		_, exists, err = c.lstat()
 	} else {
-		hash, _, _, exists, err = c.hash(true)
+		hash, _, _, exists, err = c.hash(ctx, true)
 	}
 	if err != nil {
 		return err
@@ -1251,11 +1279,11 @@ func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 	case lfi.IsDir():
 		return FileInfo{}, isDirError(op, p)
 	case lfi.Mode()&fs.ModeSymlink != 0:
-		if info, err = c.describeLink(); err != nil {
+		if info, err = c.describeLink(ctx); err != nil {
 			return FileInfo{}, err
 		}
 	case lfi.Mode().IsRegular():
-		hash, n, fi, exists, err := c.hash(false)
+		hash, n, fi, exists, err := c.hash(ctx, false)
 		switch {
 		case err != nil:
 			return FileInfo{}, err
@@ -1276,17 +1304,17 @@ func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 // describeLink describes the file the symlink the change names leads to,
 // as Stat does: followed inside the change's directory, or from the
 // mount's root for a link that leads out of it.
-func (c *hostChange) describeLink() (FileInfo, error) {
+func (c *hostChange) describeLink(ctx context.Context) (FileInfo, error) {
 	if _, err := c.dir.Stat(c.base); err != nil && isRootEscape(err) {
-		return c.h.describe(c.h.root, hostName(c.p), c.op, c.p)
+		return c.h.describe(ctx, c.h.root, hostName(c.p), c.op, c.p)
 	}
-	return c.h.describe(c.dir, c.base, c.op, c.p)
+	return c.h.describe(ctx, c.dir, c.base, c.op, c.p)
 }
 
 // describe describes the file name leads to in r, as Stat does, for a
 // removal of p (op): a directory is wserr.PathIsDirectory, a FIFO, socket
 // or device wserr.InvalidPath.
-func (h *HostFS) describe(r *os.Root, name, op string, p Path) (FileInfo, error) {
+func (h *HostFS) describe(ctx context.Context, r *os.Root, name, op string, p Path) (FileInfo, error) {
 	fi, err := r.Stat(name)
 	switch {
 	case err != nil:
@@ -1301,7 +1329,7 @@ func (h *HostFS) describe(r *os.Root, name, op string, p Path) (FileInfo, error)
 		return FileInfo{}, err
 	}
 	defer f.Close()
-	hash, n, err := hashOpen(op, p, f, false)
+	hash, n, err := hashOpen(ctx, op, p, f, false)
 	if err != nil {
 		return FileInfo{}, err
 	}

@@ -698,3 +698,52 @@ func TestHostFSCanceled(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "b.txt"))
 	assert.True(t, os.IsNotExist(err))
 }
+
+// endsOnSecondLook is a context that ends once it has been looked at:
+// its first Err is nil, every later one context.Canceled, so a call that
+// checks it only before it starts runs to its end.
+type endsOnSecondLook struct {
+	context.Context
+	looks atomic.Int32
+}
+
+func (c *endsOnSecondLook) Err() error {
+	if c.looks.Add(1) > 1 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestHostFSCanceledWhileItReads: a call that reads a host file whole
+// (to answer it, or for its hash) stops when its context ends part way,
+// with store.canceled naming its path, rather than read a file of any
+// size to its end for a caller that has gone; and changes nothing.
+func TestHostFSCanceledWhileItReads(t *testing.T) {
+	dir := t.TempDir()
+	big := bytes.Repeat([]byte("a line of the log\n"), 1<<20) // 18 MiB
+	h := openHost(t, dir, true)
+	sum := cas.Sum(big)
+	calls := map[string]func(ctx context.Context, p vfs.Path) error{
+		"stat": func(ctx context.Context, p vfs.Path) error { _, err := h.Stat(ctx, p); return err },
+		"read a range": func(ctx context.Context, p vfs.Path) error {
+			_, err := h.Read(ctx, p, vfs.ReadOptions{StartLine: 1, EndLine: 1})
+			return err
+		},
+		"open": func(ctx context.Context, p vfs.Path) error { _, _, err := h.Open(ctx, p); return err },
+		"guarded write": func(ctx context.Context, p vfs.Path) error {
+			_, err := h.Write(ctx, p, []byte("b"), vfs.WriteOptions{ExpectedHash: sum})
+			return err
+		},
+		"remove": func(ctx context.Context, p vfs.Path) error { _, err := h.RemoveFile(ctx, p); return err },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			file := strings.ReplaceAll(name, " ", "-") + ".log"
+			require.NoError(t, os.WriteFile(filepath.Join(dir, file), big, 0o644))
+			hostCode(t, call(&endsOnSecondLook{Context: context.Background()}, vfs.MustPath(file)), wserr.Canceled, file)
+			got, err := os.ReadFile(filepath.Join(dir, file))
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(big, got), "unchanged")
+		})
+	}
+}
