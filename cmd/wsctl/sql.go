@@ -77,19 +77,18 @@ returns any payload as JSON text, for SQLite's JSON functions:
 
 A query runs under limits: --timeout (default 30s) stops it when it runs
 longer, counted from the start, a wait for a lock another process holds
-included, and --max-memory (default 256 MiB) bounds what it holds: SQLite's
-page cache for the query takes at most a quarter of it and a row a
-quarter, so that any one value (a string or BLOB it reads or makes, such
-as randomblob(N)) of a query of N columns takes at most a quarter over N,
-as does a whole row the query sorts, groups or materializes (ORDER BY,
-GROUP BY, DISTINCT), which SQLite holds as one value, sorts spill to
-temporary files, and the rows wsctl holds to print take
-at most half (counted as printed, BLOBs as hex). A query over either
-limit stops and exits with status 2, code wsctl.query_limit. Not
-counted: each table a query materializes (for a WITH … AS MATERIALIZED
-or a DISTINCT, say) keeps a page cache of its own, of about 4 MiB, and
-the temporary files sorts and such tables spill to grow with the work
-until --timeout stops it.
+included, and --max-memory (default 256 MiB) bounds what it holds: what
+SQLite holds for the query takes at most a quarter of it (at most
+512 MiB), as SQLite counts it: its page cache, the tables and indexes it
+materializes (WITH … AS MATERIALIZED, DISTINCT, IN (SELECT …)), its
+sorts (ORDER BY, GROUP BY) and the values it makes, all kept in memory:
+a query writes no temporary file. Any one value (a string or BLOB it
+reads or makes, such as randomblob(N)) of a query of N columns takes at
+most a quarter over N, as does a whole row the query sorts, groups or
+materializes, which SQLite holds as one value; and the rows wsctl holds
+to print take at most half (counted as printed, BLOBs as hex). A query
+over any of these limits stops and exits with status 2, code
+wsctl.query_limit.
 
 The tables are internal and may change between versions: use it to
 explore, not to build on.`,
@@ -183,9 +182,14 @@ func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, li
 	if err != nil {
 		return sqlResult{}, err
 	}
+	// Temporary tables and indexes are kept in memory (temp_store 2),
+	// and so are a sort's rows: a sort spills to a file only once it
+	// holds the page cache's size, set to all SQLite may hold. Nothing
+	// goes to disk, and SQLite's heap limit bounds it all.
+	heapMax := sqliteHeapMax(lim)
 	dsn := "file:" + (&url.URL{Path: filepath.ToSlash(abs)}).EscapedPath() +
-		"?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(10000)&_pragma=temp_store(1)" +
-		fmt.Sprintf("&_pragma=cache_size(-%d)", max(lim.maxMemory/4>>10, 1))
+		"?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(10000)&_pragma=temp_store(2)" +
+		fmt.Sprintf("&_pragma=cache_size(-%d)", heapMax>>10)
 	if immutable {
 		dsn += "&immutable=1"
 	}
@@ -230,10 +234,15 @@ func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, li
 			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query makes a value over %d bytes, a quarter of --max-memory %d", valueMax, lim.maxMemory)
 		}
 		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOMEM {
-			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query ran out of memory (--max-memory %d)", lim.maxMemory)
+			return wserr.New(protocol.CodeQueryLimit, "sql", "", "the query needs more than the %d bytes SQLite may hold for it under --max-memory %d (a quarter, at most 512 MiB: the tables it materializes, its sorts and its page cache, all in memory)", heapMax, lim.maxMemory)
 		}
 		return sqlError(err, auth)
 	}
+	restoreHeap, err := limitSQLiteHeap(heapMax/2, heapMax)
+	if err != nil {
+		return sqlResult{}, fmt.Errorf("sql: %w", err)
+	}
+	defer restoreHeap()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return sqlResult{}, fmt.Errorf("sql: %w", sqlError(err, nil))
@@ -300,6 +309,15 @@ func queryReadOnly(ctx context.Context, dbPath, query string, immutable bool, li
 		return sqlResult{}, limitErr(err)
 	}
 	return res, nil
+}
+
+// sqliteHeapMax is the most SQLite's heap may grow by for a query: a
+// quarter of --max-memory (its allocator may take up to twice what it
+// counts; the rows wsctl prints take half), and at most SQLite's largest
+// in-memory sort, so that a sort meets the limit before it would spill
+// to a temporary file.
+func sqliteHeapMax(lim sqlLimits) int64 {
+	return min(lim.maxMemory/4, sqlite3.SQLITE_MAX_PMASZ)
 }
 
 // printedValue is a Scan destination that turns a value into its printed

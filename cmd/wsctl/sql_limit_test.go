@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/wsstore/wsstore"
 )
@@ -144,4 +147,72 @@ func TestSQLTimeoutBoundsLockWait(t *testing.T) {
 	require.NoError(t, conn.Close())
 	require.NoError(t, db.Close())
 	assert.Contains(t, c.ok("sql", "--timeout", "10s", "SELECT count(*) AS n FROM events"), "9")
+}
+
+// materializedQuery is a query that materializes tables tables of rows
+// rows (each with a BLOB of 1,000 bytes) and sums their row counts, as n.
+func materializedQuery(tables, rows int) string {
+	ctes := make([]string, tables)
+	counts := make([]string, tables)
+	for i := range tables {
+		ctes[i] = fmt.Sprintf("t%d AS MATERIALIZED (SELECT i, randomblob(1000) AS b FROM n)", i)
+		counts[i] = fmt.Sprintf("(SELECT count(*) FROM t%d)", i)
+	}
+	return fmt.Sprintf("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < %d), %s SELECT %s AS n",
+		rows, strings.Join(ctes, ", "), strings.Join(counts, " + "))
+}
+
+// TestSQLMaterializedTablesMemory: the tables a query materializes are
+// held with the rest of what SQLite holds for it, to a quarter of
+// --max-memory: 60 tables of 3 MB under --max-memory 16 MiB stop with
+// wsctl.query_limit in a wsctl process whose peak RSS stays small (each
+// table kept a page cache of its own, and the process peaked at about
+// 250 MiB), and 60 tables of 200 kB under 64 MiB are counted.
+func TestSQLMaterializedTablesMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs wsctl as a child")
+	}
+	c := seededStore(t)
+	r := childRun(t, c.store, "", nil, "sql", "--max-memory", "16777216", materializedQuery(60, 3000))
+	assert.Equal(t, 2, r.code, r.err)
+	assert.Contains(t, r.err, "wsctl.query_limit: the query needs more than the 4194304 bytes SQLite may hold for it under --max-memory 16777216")
+	t.Logf("sql of 60 materialized tables of 3 MB under --max-memory 16 MiB: peak RSS %.1f MiB", mib(r.hwm))
+	assert.Less(t, r.hwm, int64(64<<20))
+
+	r = childRun(t, c.store, "", nil, "sql", "--max-memory", "67108864", materializedQuery(60, 200))
+	require.Equal(t, 0, r.code, r.err)
+	assert.Equal(t, "n\n12000\n(1 row)\n", string(r.out))
+	t.Logf("sql of 60 materialized tables of 200 kB under --max-memory 64 MiB: peak RSS %.1f MiB", mib(r.hwm))
+	assert.Less(t, r.hwm, int64(64<<20))
+}
+
+// TestSQLHeapLimit: what SQLite holds for a query, counted by SQLite
+// itself, grows to the quarter of --max-memory and no further, and the
+// process's SQLite is unbounded again once the query ends.
+func TestSQLHeapLimit(t *testing.T) {
+	c := seededStore(t)
+	used, _ := sqliteHeapUsed(true)
+	errOut := c.fails(2, "sql", "--max-memory", "16777216", materializedQuery(60, 3000))
+	assert.Contains(t, errOut, "wsctl.query_limit")
+	_, peak := sqliteHeapUsed(false)
+	t.Logf("SQLite's heap: %d bytes before the query, %d at its peak", used, peak)
+	assert.Greater(t, peak, used+3<<20, "the tables were held in memory, up to the bound")
+	assert.LessOrEqual(t, peak, used+4<<20+256<<10, "and no further (the connection itself holds some 130 kB)")
+
+	tls := libc.NewTLS()
+	defer tls.Close()
+	assert.Zero(t, sqlite3.Xsqlite3_hard_heap_limit64(tls, -1), "no hard limit left")
+	assert.Zero(t, sqlite3.Xsqlite3_soft_heap_limit64(tls, -1), "no soft limit left")
+}
+
+// sqliteHeapUsed returns the bytes SQLite's heap holds in this process
+// and the most it has held since the last call that reset it.
+func sqliteHeapUsed(reset bool) (used, highwater int64) {
+	tls := libc.NewTLS()
+	defer tls.Close()
+	r := int32(0)
+	if reset {
+		r = 1
+	}
+	return sqlite3.Xsqlite3_memory_used(tls), sqlite3.Xsqlite3_memory_highwater(tls, r)
 }

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"sync"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// memStatusErr is why SQLite does not count its heap in this process, or
+// nil. SQLite's heap limits act on that count, which the driver's build
+// leaves off by default; it can be turned on only before SQLite is first
+// used, so wsctl does it as it starts.
+var memStatusErr = enableMemStatus()
+
+func enableMemStatus() error {
+	tls := libc.NewTLS()
+	defer tls.Close()
+	va := libc.NewVaList(int32(1))
+	if va == 0 {
+		return fmt.Errorf("SQLite's memory statistics: out of memory")
+	}
+	defer libc.Xfree(tls, va)
+	if rc := sqlite3.Xsqlite3_config(tls, sqlite3.SQLITE_CONFIG_MEMSTATUS, va); rc != sqlite3.SQLITE_OK {
+		return fmt.Errorf("SQLite's memory statistics: sqlite3_config returned %d (SQLite was used before wsctl started)", rc)
+	}
+	return nil
+}
+
+// heapLimitMu is held while a query's heap limit is set: the limit is
+// the process's, so two queries in one process take turns.
+var heapLimitMu sync.Mutex
+
+// limitSQLiteHeap lets SQLite's heap, process-wide, grow by at most hard
+// bytes over what it holds now, an allocation past that failing with
+// SQLITE_NOMEM, and has its page caches give back unused pages once it
+// has grown by soft; it returns what restores the limits as they were.
+func limitSQLiteHeap(soft, hard int64) (restore func(), err error) {
+	if memStatusErr != nil {
+		return nil, memStatusErr
+	}
+	heapLimitMu.Lock()
+	tls := libc.NewTLS()
+	defer tls.Close()
+	used := sqlite3.Xsqlite3_memory_used(tls)
+	// The soft limit is read first, as setting the hard one lowers it to
+	// that; and set last, SQLite keeping it under the hard one.
+	oldSoft := sqlite3.Xsqlite3_soft_heap_limit64(tls, -1)
+	oldHard := sqlite3.Xsqlite3_hard_heap_limit64(tls, used+hard)
+	sqlite3.Xsqlite3_soft_heap_limit64(tls, used+soft)
+	return func() {
+		tls := libc.NewTLS()
+		defer tls.Close()
+		sqlite3.Xsqlite3_hard_heap_limit64(tls, oldHard)
+		sqlite3.Xsqlite3_soft_heap_limit64(tls, oldSoft)
+		heapLimitMu.Unlock()
+	}, nil
+}
