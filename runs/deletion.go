@@ -649,7 +649,8 @@ func (s *Service) prune(ctx context.Context, opt PruneOptions, after int64) (Pru
 func (s *Service) prunePass(ctx context.Context, opt PruneOptions) (rep PruneReport, ids []int64, logged int, err error) {
 	rep = PruneReport{DryRun: opt.DryRun, Runs: []PrunedRun{}, Checkpoints: []PrunedCheckpoints{}, Held: []HeldRun{}}
 	// The pass's deletion-log entries, for the reclaim after it: how many,
-	// and the first of their ids, which its own entry names.
+	// and the first of their ids, which its own entry names; each noted
+	// once its transaction has committed.
 	noteLogged := func(id int64) {
 		logged++
 		if len(ids) < pruneReportEntries {
@@ -736,7 +737,9 @@ func (s *Service) prunePass(ctx context.Context, opt PruneOptions) (rep PruneRep
 		}
 		for _, runID := range over {
 			var pc PrunedCheckpoints
+			var logID int64 // the entry's, noted once its transaction commits
 			err := s.update(ctx, func(tx *index.Tx) error {
+				pc, logID = PrunedCheckpoints{}, 0
 				run, err := findRun(ctx, tx, runID)
 				if err != nil {
 					return err
@@ -753,14 +756,14 @@ func (s *Service) prunePass(ctx context.Context, opt PruneOptions) (rep PruneRep
 				if opt.DryRun {
 					return errSkip // what the cap deletes, rolled back
 				}
-				id, err := s.recordPruned(ctx, tx, chatID, "maxCheckpointBytesPerRun", limit, pc)
-				if err == nil {
-					noteLogged(id)
-				}
+				logID, err = s.recordPruned(ctx, tx, chatID, "maxCheckpointBytesPerRun", limit, pc)
 				return err
 			})
 			if err != nil && err != errSkip {
 				return rep, ids, logged, err
+			}
+			if err == nil && logID != 0 {
+				noteLogged(logID)
 			}
 			if pc.RunID != "" {
 				rep.addCheckpoints(pc)

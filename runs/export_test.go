@@ -1,5 +1,7 @@
 package runs
 
+import "context"
+
 // SetPruneGap makes Prune call f between reading a chat's candidates and
 // deleting them, and returns what puts the old hook back.
 func SetPruneGap(f func()) (restore func()) {
@@ -54,4 +56,12 @@ func SetPrunedCheckpointIDs(n int) (restore func()) {
 	old := prunedCheckpointIDs
 	prunedCheckpointIDs = n
 	return func() { prunedCheckpointIDs = old }
+}
+
+// PrunePass runs Prune's deletions without the reclaim after them and
+// returns the ids of the deletion-log entries it hands the reclaim and
+// how many it logged.
+func PrunePass(ctx context.Context, s *Service, opt PruneOptions) (ids []int64, logged int, err error) {
+	_, ids, logged, err = s.prunePass(ctx, opt)
+	return ids, logged, err
 }
