@@ -236,10 +236,72 @@ func (r *Replicator) ready(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := r.align(ctx); err != nil {
+		return err
+	}
 	if err := r.store.Open(ctx); err != nil {
 		return wserr.Wrap(wserr.Internal, "replicate", r.db.Path(), err)
 	}
 	r.claim = claim
+	return nil
+}
+
+// markerName names the file in Litestream's local state directory that
+// says which replica (bucket and prefix) that state was shipped to.
+const markerName = "wsstore-replica"
+
+// align makes Litestream's local state one the replica can follow on
+// from, before Litestream starts. Litestream ships the local transactions
+// after the replica's last, by number, and prunes locally those merged on
+// the replica. So the state is dropped, and Litestream ships the whole
+// database again (as the first transaction of an empty replica, or above
+// the last of one it is behind), when it was shipped to another replica
+// (its transactions are numbered as that one's), and when the replica
+// ends before the first transaction it holds (a replica emptied:
+// Litestream would look for a transaction pruned long ago, every round).
+func (r *Replicator) align(ctx context.Context) error {
+	loc, err := remote.ParseURL(r.url)
+	if err != nil {
+		return err
+	}
+	here := loc.Bucket + "/" + strings.TrimSuffix(loc.Prefix, "/") + "\n"
+	marker := filepath.Join(r.db.MetaPath(), markerName)
+	reset := false
+	switch was, err := os.ReadFile(marker); {
+	case err == nil:
+		// A state of an earlier build has no marker: it is checked
+		// against the replica's end alone.
+		reset = string(was) != here
+	case !errors.Is(err, fs.ErrNotExist):
+		return wserr.FromFS("replicate", marker, err)
+	}
+	if !reset {
+		info, err := r.db.Replica.MaxLTXFileInfo(ctx, 0)
+		if err != nil {
+			return unavailable("replicate", r.url, err)
+		}
+		_, local, err := r.db.MaxLTX()
+		if err != nil {
+			return wserr.FromFS("replicate", r.db.Path(), err)
+		}
+		if local > info.MaxTXID {
+			next := r.db.LTXPath(0, info.MaxTXID+1, info.MaxTXID+1)
+			switch _, err := os.Stat(next); {
+			case errors.Is(err, fs.ErrNotExist):
+				reset = true
+			case err != nil:
+				return wserr.FromFS("replicate", next, err)
+			}
+		}
+	}
+	if reset {
+		if err := r.db.ResetLocalState(ctx); err != nil {
+			return wserr.FromFS("replicate", r.db.Path(), err)
+		}
+	}
+	if err := os.WriteFile(marker, []byte(here), 0o644); err != nil {
+		return wserr.FromFS("replicate", marker, err)
+	}
 	return nil
 }
 
