@@ -220,7 +220,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 			return err
 		}
 	}
-	rs, err := st.Runs.Runs(ctx, runs.ListQuery{})
+	restored, err := countRuns(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -268,7 +268,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 		for _, c := range synced.Conflicts {
 			fmt.Fprintf(o.errOut, "restore: conflict between other devices: %s %s: %s\n", c.Kind, c.ID, c.Reason)
 		}
-		if rs, err = st.Runs.Runs(ctx, runs.ListQuery{}); err != nil {
+		if restored, err = countRuns(ctx, st); err != nil {
 			return err
 		}
 	} else if st.Remote != nil {
@@ -304,16 +304,33 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 		}
 	}
 	if o.json {
-		if err := writeJSON(o.out, map[string]any{"dir": dir, "runs": len(rs), "pulledObjects": pulled, "verified": o.verify, "problems": problems}); err != nil {
+		if err := writeJSON(o.out, map[string]any{"dir": dir, "runs": restored, "pulledObjects": pulled, "verified": o.verify, "problems": problems}); err != nil {
 			return err
 		}
-	} else if _, err := fmt.Fprintf(o.out, "restore: %d runs into %s (%d objects pulled)\n", len(rs), dir, pulled); err != nil {
+	} else if _, err := fmt.Fprintf(o.out, "restore: %d runs into %s (%d objects pulled)\n", restored, dir, pulled); err != nil {
 		return err
 	}
 	if problems > 0 {
 		return wserr.New(wserr.Corrupt, "restore", dir, "%d problems found reading the restored store back", problems)
 	}
 	return nil
+}
+
+// countRuns counts the store's runs a page at a time, holding one page.
+func countRuns(ctx context.Context, st *wsstore.Store) (int, error) {
+	n := 0
+	q := runs.ListQuery{}
+	for {
+		page, more, err := st.Runs.RunsPage(ctx, q)
+		if err != nil {
+			return n, err
+		}
+		n += len(page)
+		if !more || len(page) == 0 {
+			return n, nil
+		}
+		q.After = page[len(page)-1].ID
+	}
 }
 
 // restoreReplica restores the Litestream replica at from into path, else
