@@ -2,6 +2,7 @@ package remote_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,7 +16,8 @@ import (
 // its key and reads as JSON, but lists an object no build writes (a kind
 // that is none, a size below zero), which anyone who can write to the
 // bucket could put there, is damaged: Pull names it and takes in nothing
-// of it, rather than fail.
+// of it, rather than fail. So is one whose address does not parse, or
+// with a value longer than any an index holds (1 KiB).
 func TestIndexOfImpossibleEntriesIsDamaged(t *testing.T) {
 	h := cas.Sum([]byte("x"))
 	for _, tc := range []struct{ name, entry string }{
@@ -24,6 +26,8 @@ func TestIndexOfImpossibleEntriesIsDamaged(t *testing.T) {
 		{"NegativeLength", `{"kind":0,"hash":"` + h.String() + `","size":1,"codec":0,"off":0,"len":-1}`},
 		{"NoAddress", `{"kind":0,"size":1,"codec":0,"off":0,"len":1}`},
 		{"ChunkWithoutAddress", `{"kind":0,"hash":"` + h.String() + `","size":1,"codec":2,"off":0,"len":0,"chunks":[{"off":0}]}`},
+		{"MalformedAddress", `{"kind":0,"hash":"` + h.String()[:60] + `","size":1,"codec":0,"off":0,"len":1}`},
+		{"TokenPastItsBound", `{"kind":0,"hash":"` + h.String() + `","size":1,"codec":0,"off":0,"len":1,"note":"` + strings.Repeat("n", 2<<10) + `"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := fakeBucket(t)

@@ -106,48 +106,28 @@ func encodeIndex(idx packIndex) ([]byte, string) {
 	return b, indexKey(cas.Sum(b))
 }
 
-// decodeIndex parses an index object, refusing one that does not hash to
-// its key or names an unknown version.
-func decodeIndex(key string, b []byte) (packIndex, error) {
-	if indexKey(cas.Sum(b)) != key {
-		return packIndex{}, corrupt(key, "index object does not hash to its key")
+// check refuses an entry no build writes (no address, a kind or codec
+// that is none, a size, length or offset below zero, a chunk without its
+// address, more chunks than maxEntryChunks), which the local index could
+// not record, and fills in its Codec.
+func (e *entry) check() error {
+	switch {
+	case e.Hash.IsZero():
+		return errors.New("an object without its address")
+	case e.Kind != cas.KindBlob && e.Kind != cas.KindChunk:
+		return fmt.Errorf("object %s of kind %d", e.Hash.Short(), e.Kind)
+	case e.CodecN < int(cas.CodecRaw) || e.CodecN > int(cas.CodecDelta):
+		return fmt.Errorf("object %s of codec %d", e.Hash.Short(), e.CodecN)
+	case e.Size < 0 || e.Len < 0 || e.Off < 0:
+		return fmt.Errorf("object %s of size %d at %d+%d", e.Hash.Short(), e.Size, e.Off, e.Len)
+	case len(e.Chunks) > maxEntryChunks:
+		return fmt.Errorf("object %s of %d chunks, more than %d", e.Hash.Short(), len(e.Chunks), maxEntryChunks)
 	}
-	var idx packIndex
-	if err := json.Unmarshal(b, &idx); err != nil {
-		return packIndex{}, corrupt(key, fmt.Sprintf("index object: %v", err))
-	}
-	if idx.Version != indexVersion {
-		return packIndex{}, corrupt(key, fmt.Sprintf("index version %d (want %d)", idx.Version, indexVersion))
-	}
-	if err := idx.check(); err != nil {
-		return packIndex{}, corrupt(key, "index object: "+err.Error())
-	}
-	return idx, nil
-}
-
-// check refuses an index listing an entry no build writes (no address, a
-// kind or codec that is none, a size, length or offset below zero, a
-// chunk without its address), which the local index could not record, and
-// fills in each entry's Codec.
-func (idx *packIndex) check() error {
-	for i := range idx.Objects {
-		e := &idx.Objects[i]
-		switch {
-		case e.Hash.IsZero():
-			return errors.New("an object without its address")
-		case e.Kind != cas.KindBlob && e.Kind != cas.KindChunk:
-			return fmt.Errorf("object %s of kind %d", e.Hash.Short(), e.Kind)
-		case e.CodecN < int(cas.CodecRaw) || e.CodecN > int(cas.CodecDelta):
-			return fmt.Errorf("object %s of codec %d", e.Hash.Short(), e.CodecN)
-		case e.Size < 0 || e.Len < 0 || e.Off < 0:
-			return fmt.Errorf("object %s of size %d at %d+%d", e.Hash.Short(), e.Size, e.Off, e.Len)
+	for _, c := range e.Chunks {
+		if c.Off < 0 || c.Hash.IsZero() {
+			return fmt.Errorf("object %s with a chunk %s at %d", e.Hash.Short(), c.Hash.Short(), c.Off)
 		}
-		for _, c := range e.Chunks {
-			if c.Off < 0 || c.Hash.IsZero() {
-				return fmt.Errorf("object %s with a chunk %s at %d", e.Hash.Short(), c.Hash.Short(), c.Off)
-			}
-		}
-		e.Codec = cas.Codec(e.CodecN)
 	}
+	e.Codec = cas.Codec(e.CodecN)
 	return nil
 }

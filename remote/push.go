@@ -1,11 +1,14 @@
 package remote
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -23,6 +26,9 @@ func (s *Storage) upload(ctx context.Context, objs []cas.Object, chunked bool, d
 	if chunked {
 		idx = packIndex{Version: indexVersion}
 		for _, o := range objs {
+			if err := tooManyChunks(o); err != nil {
+				return packIndex{}, err
+			}
 			idx.Objects = append(idx.Objects, newEntry(o))
 		}
 	} else {
@@ -38,6 +44,16 @@ func (s *Storage) upload(ctx context.Context, objs []cas.Object, chunked bool, d
 		return packIndex{}, err
 	}
 	return idx, nil
+}
+
+// tooManyChunks refuses a chunked blob of more chunks than an index entry
+// lists (workspace.size_limit_exceeded): no reader takes in a longer list.
+func tooManyChunks(o cas.Object) error {
+	if len(o.Chunks) <= maxEntryChunks {
+		return nil
+	}
+	return wserr.New(wserr.SizeLimitExceeded, "push", o.Hash.String(),
+		"a file of %d bytes in %d chunks, more than an index of the object store lists for one file (%d): it is not pushed", o.Size, len(o.Chunks), maxEntryChunks)
 }
 
 // PushStats says what a Push did.
@@ -146,15 +162,17 @@ func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st Push
 	// in groups of up to 1,000, each after the packs before it.
 	var cur, chunked []pending
 	pushed := seenBases{} // bases found on the object store
+	var refused error     // the first blob not pushed for its length
 	var size int64
 	flush := func(g []pending) error {
 		if len(g) == 0 {
 			return nil
 		}
-		n, bytes, err := s.pushGroup(ctx, db, g, dev, pushed)
+		n, bytes, tooLong, err := s.pushGroup(ctx, db, g, dev, pushed)
 		if err != nil {
 			return err
 		}
+		refused = cmp.Or(refused, tooLong)
 		if g[0].Kind == cas.KindBlob && cas.Codec(g[0].Codec) == cas.CodecChunked {
 			st.Chunked += n
 		} else if n > 0 {
@@ -208,12 +226,17 @@ func (s *Storage) pushAll(ctx context.Context, db *index.DB, lock bool) (st Push
 			after = page[len(page)-1].Hash[:]
 		}
 	}
-	return st, flushChunked()
+	if err := flushChunked(); err != nil {
+		return st, err
+	}
+	return st, refused
 }
 
 // pushGroup uploads one group and records it, skipping objects deleted
-// since Push listed them.
-func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, device string, pushed seenBases) (int, int64, error) {
+// since Push listed them. A chunked blob of more than maxEntryChunks
+// chunks is left out, and refused (workspace.size_limit_exceeded) names it:
+// no index object lists more.
+func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, device string, pushed seenBases) (n int, bytes int64, refused, err error) {
 	chunked := g[0].Kind == cas.KindBlob && cas.Codec(g[0].Codec) == cas.CodecChunked
 	group := make(map[cas.Hash]bool, len(g))
 	for _, p := range g {
@@ -222,7 +245,6 @@ func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, devi
 		}
 	}
 	var objs []cas.Object
-	var bytes int64
 	if err := db.View(ctx, func(tx *index.Tx) error {
 		for _, p := range g {
 			if ok, err := ready(ctx, tx, p, group, pushed); err != nil || !ok {
@@ -232,6 +254,10 @@ func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, devi
 				continue // a later push takes it, after what it needs
 			}
 			err := s.Get(ctx, tx, p.Kind, p.Hash, func(o cas.Object) error {
+				if err := tooManyChunks(o); err != nil {
+					refused = cmp.Or(refused, err)
+					return nil // left pending
+				}
 				o.Data = nonNil(append([]byte(nil), o.Data...))
 				objs = append(objs, o)
 				bytes += int64(len(o.Data))
@@ -243,17 +269,35 @@ func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, devi
 		}
 		return nil
 	}); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
-	if len(objs) == 0 {
-		return 0, 0, nil
+	// Chunked blobs' lists go in index objects of at most maxIndexChunks
+	// chunks.
+	for i := 0; i < len(objs); {
+		j, chunks := i+1, len(objs[i].Chunks)
+		for chunked && j < len(objs) && chunks+len(objs[j].Chunks) <= maxIndexChunks {
+			chunks += len(objs[j].Chunks)
+			j++
+		}
+		if !chunked {
+			j = len(objs)
+		}
+		if err := s.uploadGroup(ctx, db, objs[i:j], chunked, device); err != nil {
+			return 0, 0, nil, err
+		}
+		i = j
 	}
+	return len(objs), bytes, refused, nil
+}
+
+// uploadGroup uploads objs (upload) and records them as pushed.
+func (s *Storage) uploadGroup(ctx context.Context, db *index.DB, objs []cas.Object, chunked bool, device string) error {
 	idx, err := s.upload(ctx, objs, chunked, device)
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	_, ikey := encodeIndex(idx)
-	err = db.Update(ctx, func(tx *index.Tx) error {
+	return db.Update(ctx, func(tx *index.Tx) error {
 		for _, e := range idx.Objects {
 			if _, err := tx.ExecContext(ctx, `UPDATE remote_objects SET pack = ?, off = ?, sum = ? WHERE kind = ? AND hash = ? AND pack IS NULL`,
 				idx.Pack, e.Off, e.Sum, int(e.Kind), e.Hash); err != nil {
@@ -262,7 +306,6 @@ func (s *Storage) pushGroup(ctx context.Context, db *index.DB, g []pending, devi
 		}
 		return tookIn(ctx, tx, ikey)
 	})
-	return len(objs), bytes, err
 }
 
 // ready reports whether p may be pushed in a group of the blobs group: a
@@ -473,14 +516,10 @@ func (s *Storage) pullIndexes(ctx context.Context, db *index.DB, each func(fn fu
 // gone (reclaimed since it was listed or named: no device uses its
 // objects) is passed over.
 func (s *Storage) takeIn(ctx context.Context, db *index.DB, st *PullStats, key string, first, last bool) (again bool, added int, err error) {
-	b, err := s.b.get(ctx, key, 0, -1)
+	idx, err := s.fetchIndex(ctx, key)
 	if errors.Is(err, ErrMissing) {
 		return false, 0, nil
 	}
-	if err != nil {
-		return false, 0, err
-	}
-	idx, err := decodeIndex(key, b)
 	if wserr.CodeOf(err) == wserr.Corrupt {
 		// Not taken in, nor read again in a later sweep.
 		st.Damaged = append(st.Damaged, key)
@@ -489,28 +528,25 @@ func (s *Storage) takeIn(ctx context.Context, db *index.DB, st *PullStats, key s
 	if err != nil {
 		return false, 0, err
 	}
+	defer idx.Close()
 	now := nanos(s.opts.Now())
 	done := true
 	err = db.Update(ctx, func(tx *index.Tx) error {
-		for _, e := range idx.Objects {
+		added, done = 0, true
+		err := idx.each(func(e entry) error {
 			ready, err := s.readable(ctx, tx, e, first, last)
-			if err != nil {
+			if err != nil || !ready {
+				done = done && ready
 				return err
-			}
-			if !ready {
-				done = false
-				continue
 			}
 			ok, err := recordEntry(ctx, tx, e, idx.Pack, now)
-			if err != nil {
-				return err
-			}
 			if ok {
 				added++
 			}
-		}
-		if !done {
-			return nil
+			return err
+		})
+		if err != nil || !done {
+			return err
 		}
 		return tookIn(ctx, tx, key)
 	})
@@ -522,6 +558,17 @@ func (s *Storage) takeIn(ctx context.Context, db *index.DB, st *PullStats, key s
 		st.Indexes++
 	}
 	return !done, added, nil
+}
+
+// fetchIndex reads the index object at key (store.corrupt when it is
+// damaged, ErrMissing when it is gone), every entry checked.
+func (s *Storage) fetchIndex(ctx context.Context, key string) (*storedIndex, error) {
+	rc, err := s.b.open(ctx, key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return loadIndex(rc, key, true)
 }
 
 // readable reports whether entry e may be recorded in a sweep: in the
@@ -618,17 +665,14 @@ func (s *Storage) recoverWanted(ctx context.Context, db *index.DB, want []cas.Ha
 			return 0, err
 		}
 	}
-	take := func(kind cas.Kind, wanted *index.ScratchMap, lacking *int64, idx packIndex) error {
-		for _, e := range idx.Objects {
+	take := func(kind cas.Kind, wanted *index.ScratchMap, lacking *int64, idx *storedIndex) error {
+		return idx.each(func(e entry) error {
 			if e.Kind != kind {
-				continue
+				return nil
 			}
 			v, ok, err := wanted.Get(ctx, e.Hash[:])
-			if err != nil {
+			if err != nil || !ok || v != 0 {
 				return err
-			}
-			if !ok || v != 0 {
-				continue
 			}
 			b, err := json.Marshal(foundEntry{e, idx.Pack})
 			if err != nil {
@@ -641,8 +685,8 @@ func (s *Storage) recoverWanted(ctx context.Context, db *index.DB, want []cas.Ha
 				return err
 			}
 			*lacking--
-		}
-		return nil
+			return nil
+		})
 	}
 	pass := func(kind cas.Kind, wanted *index.ScratchMap) error {
 		lacking, err := wanted.Len(ctx)
@@ -650,20 +694,17 @@ func (s *Storage) recoverWanted(ctx context.Context, db *index.DB, want []cas.Ha
 			return err
 		}
 		err = s.b.list(ctx, indexDir, "", func(key string, _ time.Time) error {
-			b, err := s.b.get(ctx, key, 0, -1)
+			idx, err := s.fetchIndex(ctx, key)
 			if errors.Is(err, ErrMissing) {
 				return nil // reclaimed since it was listed
 			}
-			if err != nil {
-				return err
-			}
-			idx, err := decodeIndex(key, b)
 			if wserr.CodeOf(err) == wserr.Corrupt {
 				return nil
 			}
 			if err != nil {
 				return err
 			}
+			defer idx.Close()
 			if _, err := named.Add(ctx, []byte(idx.Pack), 1); err != nil {
 				return err
 			}
@@ -675,7 +716,7 @@ func (s *Storage) recoverWanted(ctx context.Context, db *index.DB, want []cas.Ha
 		return s.packIndexes(ctx, func(key string, _ time.Time) (bool, error) {
 			_, ok, err := named.Get(ctx, []byte(key))
 			return ok, err
-		}, func(pack string, idx packIndex) error {
+		}, func(pack string, idx *storedIndex) error {
 			idx.Pack = pack
 			return take(kind, wanted, &lacking, idx)
 		})
@@ -762,8 +803,9 @@ const packTail = 64 << 10
 // skip is called with each pack's key and the time it was written as the
 // listing goes by. It costs a listing of data/ and one ranged GET a pack
 // read (its last packTail bytes; a second for an index longer than
-// that); a pack whose end does not read as an index is passed over.
-func (s *Storage) packIndexes(ctx context.Context, skip func(key string, mod time.Time) (bool, error), fn func(pack string, idx packIndex) error) error {
+// that); a pack whose end does not read as an index, or gives a length
+// past maxIndexBytes, is passed over, read no further.
+func (s *Storage) packIndexes(ctx context.Context, skip func(key string, mod time.Time) (bool, error), fn func(pack string, idx *storedIndex) error) error {
 	return s.b.sizes(ctx, dataDir, func(key string, size int64, mod time.Time) error {
 		if size < 4 {
 			return nil
@@ -780,22 +822,29 @@ func (s *Storage) packIndexes(ctx context.Context, skip func(key string, mod tim
 			return err
 		}
 		n := int64(binary.BigEndian.Uint32(b[len(b)-4:]))
+		var idx *storedIndex
 		switch {
-		case n == 0 || n > size-4:
+		case n == 0 || n > size-4 || n > maxIndexBytes:
 			return nil
 		case n <= tail-4:
-			b = b[tail-4-n : tail-4]
+			idx, err = loadIndex(bytes.NewReader(b[tail-4-n:tail-4]), key, false)
 		default:
-			if b, err = s.b.get(ctx, key, size-4-n, n); errors.Is(err, ErrMissing) {
+			var rc io.ReadCloser
+			if rc, err = s.b.open(ctx, key, size-4-n, n); errors.Is(err, ErrMissing) {
 				return nil
 			} else if err != nil {
 				return err
 			}
+			idx, err = loadIndex(rc, key, false)
+			rc.Close()
 		}
-		var idx packIndex
-		if json.Unmarshal(b, &idx) != nil || idx.Version != indexVersion || idx.check() != nil {
+		if wserr.CodeOf(err) == wserr.Corrupt {
 			return nil
 		}
+		if err != nil {
+			return err
+		}
+		defer idx.Close()
 		return fn(key, idx)
 	})
 }

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -222,21 +223,25 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		return st, fmt.Errorf("reclaim: %w", err)
 	}
 	st.Waiting = waiting
-	// used reports whether some device's object set names one of objects
-	// or this store records it.
-	used := func(objects []entry) (u bool, err error) {
+	// used reports whether some device's object set names one of idx's
+	// objects or this store records it.
+	used := func(idx *storedIndex) (u bool, err error) {
 		err = db.View(ctx, func(tx *index.Tx) error {
-			for _, e := range objects {
+			err := idx.each(func(e entry) error {
 				if _, ok, err := named.Get(ctx, recordKey(e.Kind, e.Hash)); ok || err != nil {
 					u = ok
-					return err
+					return cmp.Or(err, errUsed)
 				}
 				if ok, err := s.Has(ctx, tx, e.Kind, e.Hash); ok || err != nil {
 					u = ok
-					return err
+					return cmp.Or(err, errUsed)
 				}
+				return nil
+			})
+			if errors.Is(err, errUsed) {
+				return nil
 			}
-			return nil
+			return err
 		})
 		return u, err
 	}
@@ -280,19 +285,19 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 		if err := l.hold(ctx); err != nil {
 			return err
 		}
-		b, err := s.b.get(ctx, key, 0, -1)
-		if err != nil {
-			return err
-		}
-		pi, err := decodeIndex(key, b)
-		if err != nil {
+		pi, err := s.fetchIndex(ctx, key)
+		if wserr.CodeOf(err) == wserr.Corrupt && !errors.Is(err, ErrMissing) {
 			// It may be what keeps a pack (its device has not published
 			// since): nothing goes while it is there.
 			return fmt.Errorf("%w (nothing is removed while an index object does not read: remove it from the object store; what it lists stays readable from its pack)", err)
 		}
+		if err != nil {
+			return err
+		}
+		defer pi.Close()
 		gone := len(waiting) == 0 && !mod.IsZero() && mod.Before(cutoff)
 		if gone {
-			u, err := used(pi.Objects)
+			u, err := used(pi)
 			if err != nil {
 				return err
 			}
@@ -458,6 +463,9 @@ func (s *Storage) Reclaim(ctx context.Context, db *index.DB, device string, opts
 	return st, nil
 }
 
+// errUsed stops going over an index at its first object in use.
+var errUsed = errors.New("in use")
+
 // errEnough stops unnamedPacks' listing once no more may go.
 var errEnough = errors.New("enough")
 
@@ -471,15 +479,15 @@ var errEnough = errors.New("enough")
 // pack whose end does not read as an index is kept. The listing goes by
 // page, each pack looked up in named, on disk: nothing of it is held.
 func (s *Storage) unnamedPacks(ctx context.Context, named *index.ScratchMap, old func(mod time.Time) bool,
-	used func(objects []entry) (bool, error), drop func(pack string) (bool, error)) error {
+	used func(idx *storedIndex) (bool, error), drop func(pack string) (bool, error)) error {
 	err := s.packIndexes(ctx, func(key string, mod time.Time) (bool, error) {
 		if !old(mod) {
 			return true, nil
 		}
 		_, ok, err := named.Get(ctx, []byte(key))
 		return ok, err
-	}, func(pack string, idx packIndex) error {
-		if u, err := used(idx.Objects); err != nil || u {
+	}, func(pack string, idx *storedIndex) error {
+		if u, err := used(idx); err != nil || u {
 			return err
 		}
 		more, err := drop(pack)
