@@ -141,6 +141,20 @@ func recordPath(op, dir, id string) (vfs.Path, error) {
 	return p, nil
 }
 
+// MaxRecordNameBytes is the longest name a record journals: a model, a
+// tool's name, a finish reason, a failed call's error code, a context
+// source, a tool call id a response names.
+const MaxRecordNameBytes = 1024
+
+// recordName fails with workspace.invalid_argument for a name of field
+// longer than MaxRecordNameBytes.
+func recordName(op, field, name string) error {
+	if len(name) > MaxRecordNameBytes {
+		return wserr.New(wserr.InvalidArgument, op, "", "%s of %d bytes: at most %d", field, len(name), MaxRecordNameBytes)
+	}
+	return nil
+}
+
 // jsonValue fails with workspace.invalid_argument unless b is one JSON
 // value.
 func jsonValue(op, field string, b json.RawMessage) error {
@@ -165,6 +179,9 @@ func (s *Service) RecordContext(ctx context.Context, runID string, c ContextReco
 		if src.Name == "" {
 			return Recorded{}, wserr.New(wserr.InvalidArgument, "record context", "", "a context source needs a name")
 		}
+		if err := recordName("record context", "a context source's name", src.Name); err != nil {
+			return Recorded{}, err
+		}
 		if src.Bytes < 0 || src.Tokens < 0 {
 			return Recorded{}, wserr.New(wserr.InvalidArgument, "record context", "", "source %q: bytes and tokens must not be negative", src.Name)
 		}
@@ -177,7 +194,7 @@ func (s *Service) RecordContext(ctx context.Context, runID string, c ContextReco
 // RecordToolCall stores the call's arguments at tool-args/<id>.json and
 // journals tool_call_requested, in one transaction, for an active run. It
 // fails with workspace.invalid_argument for a bad id, arguments that are
-// not JSON, or an id already recorded; run.not_found;
+// not JSON, a name over MaxRecordNameBytes, or an id already recorded; run.not_found;
 // run.invalid_transition for a run that is not active; and
 // workspace.size_limit_exceeded past the store's cap. A failure writes
 // nothing.
@@ -189,6 +206,9 @@ func (s *Service) RecordToolCall(ctx context.Context, runID string, c ToolCallRe
 	}
 	if c.Name == "" {
 		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "missing tool name")
+	}
+	if err := recordName(op, "the tool's name", c.Name); err != nil {
+		return Recorded{}, err
 	}
 	if c.Round < 0 {
 		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "round must be 1 or more (0: not given), not %d", c.Round)
@@ -222,6 +242,14 @@ func (s *Service) RecordToolResult(ctx context.Context, runID string, res ToolRe
 	if res.Error != nil && res.Error.Code == "" {
 		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "a failed tool call's error needs a code")
 	}
+	if err := recordName(op, "the tool's name", res.Name); err != nil {
+		return Recorded{}, err
+	}
+	if res.Error != nil {
+		if err := recordName(op, "the error's code", res.Error.Code); err != nil {
+			return Recorded{}, err
+		}
+	}
 	args, _ := recordPath(op, ToolArgsRoot, res.ID)
 	return s.record(ctx, runID, op, func(tx *index.Tx, r *recorder) error {
 		if ok, err := r.has(args); err != nil || !ok {
@@ -246,7 +274,8 @@ func (s *Service) RecordToolResult(ctx context.Context, runID string, res ToolRe
 
 // RecordModelRequest journals model_request_created for round req.Round
 // (from 1) of an active run. It fails with workspace.invalid_argument for
-// a round below 1, one already answered or a negative count, run.not_found and
+// a round below 1, one already answered, a negative count or a model named
+// in more than MaxRecordNameBytes, run.not_found and
 // run.invalid_transition.
 func (s *Service) RecordModelRequest(ctx context.Context, runID string, req ModelRequestRecord) (Recorded, error) {
 	const op = "record model request"
@@ -255,6 +284,9 @@ func (s *Service) RecordModelRequest(ctx context.Context, runID string, req Mode
 	}
 	if req.Messages < 0 || req.Tools < 0 {
 		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "messages and tools must not be negative")
+	}
+	if err := recordName(op, "the model", req.Model); err != nil {
+		return Recorded{}, err
 	}
 	return s.record(ctx, runID, op, func(tx *index.Tx, r *recorder) error {
 		if ok, err := r.has(RoundPath(req.Round)); err != nil || ok {
@@ -279,6 +311,14 @@ func (s *Service) RecordModelResponse(ctx context.Context, runID string, res Mod
 	}
 	if res.InputTokens < 0 || res.OutputTokens < 0 {
 		return Recorded{}, wserr.New(wserr.InvalidArgument, op, "", "token counts must not be negative")
+	}
+	if err := recordName(op, "the finish reason", res.FinishReason); err != nil {
+		return Recorded{}, err
+	}
+	for _, id := range res.ToolCallIDs {
+		if err := recordName(op, "a tool call id", id); err != nil {
+			return Recorded{}, err
+		}
 	}
 	if err := jsonValue(op, "response", res.Response); err != nil {
 		return Recorded{}, err

@@ -195,6 +195,61 @@ func TestRecordsRefuseNegativeCounts(t *testing.T) {
 	assert.Equal(t, before, rowCounts(e), "a refused record writes nothing")
 }
 
+// TestRecordNamesAreBounded: a name a record journals (the model, a
+// tool's name, a finish reason, an error's code, a context source, a tool
+// call id a response names) of more than MaxRecordNameBytes is refused,
+// writing nothing; one of that many bytes is recorded.
+func TestRecordNamesAreBounded(t *testing.T) {
+	e := newLifecycleEnv(t)
+	r := e.create("c1", runs.CreateRequest{})
+	long := strings.Repeat("m", runs.MaxRecordNameBytes+1)
+	fits := long[1:]
+	args := json.RawMessage(`{}`)
+	_, err := e.svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: "call_0", Name: "read", Args: args})
+	require.NoError(t, err)
+	before := rowCounts(e)
+	for what, record := range map[string]func(name string) error{
+		"model": func(name string) error {
+			_, err := e.svc.RecordModelRequest(e.ctx, r.ID, runs.ModelRequestRecord{Round: 1, Model: name})
+			return err
+		},
+		"tool name": func(name string) error {
+			_, err := e.svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: "call_1", Name: name, Args: args})
+			return err
+		},
+		"result's tool name": func(name string) error {
+			_, err := e.svc.RecordToolResult(e.ctx, r.ID, runs.ToolResultRecord{ID: "call_0", Name: name, Result: args})
+			return err
+		},
+		"error code": func(name string) error {
+			_, err := e.svc.RecordToolResult(e.ctx, r.ID, runs.ToolResultRecord{ID: "call_0", Result: args, Error: &runs.ToolError{Code: name}})
+			return err
+		},
+		"finish reason": func(name string) error {
+			_, err := e.svc.RecordModelResponse(e.ctx, r.ID, runs.ModelResponseRecord{Round: 1, Response: args, FinishReason: name})
+			return err
+		},
+		"tool call id": func(name string) error {
+			_, err := e.svc.RecordModelResponse(e.ctx, r.ID, runs.ModelResponseRecord{Round: 1, Response: args, ToolCallIDs: []string{"call_0", name}})
+			return err
+		},
+		"context source": func(name string) error {
+			_, err := e.svc.RecordContext(e.ctx, r.ID, runs.ContextRecord{Sources: []journal.ContextSource{{Name: name}}})
+			return err
+		},
+	} {
+		err := record(long)
+		assert.True(t, wserr.Is(err, wserr.InvalidArgument), "%s: %v", what, err)
+		assert.Equal(t, before, rowCounts(e), "%s: a refused record writes nothing", what)
+	}
+	_, err = e.svc.RecordModelRequest(e.ctx, r.ID, runs.ModelRequestRecord{Round: 1, Model: fits})
+	require.NoError(t, err, "a model of MaxRecordNameBytes")
+	_, err = e.svc.RecordModelResponse(e.ctx, r.ID, runs.ModelResponseRecord{Round: 1, Response: args, FinishReason: fits, ToolCallIDs: []string{fits}})
+	require.NoError(t, err, "a finish reason and an id of MaxRecordNameBytes")
+	_, err = e.svc.RecordToolResult(e.ctx, r.ID, runs.ToolResultRecord{ID: "call_0", Name: fits, Result: args, Error: &runs.ToolError{Code: fits}})
+	require.NoError(t, err, "a tool name and a code of MaxRecordNameBytes")
+}
+
 // TestToolCallIDsNameTheirRule: a tool call id of the allowed form whose
 // record no file may be called (a Windows device name) is refused saying
 // why, not with the form it has.
@@ -297,15 +352,18 @@ func TestToolResultNameAsGiven(t *testing.T) {
 }
 
 // TestRecordsAnArchiveCannotHoldAreRefused: a record whose event would
-// not fit the row an archive holds (64 MiB; a tool name of U+2028, which
+// not fit the row an archive holds (64 MiB; a failed call's error message of U+2028, which
 // JSON escapes in six bytes, doubles in the journal) is refused and
 // writes nothing, so the store stays exportable.
 func TestRecordsAnArchiveCannotHoldAreRefused(t *testing.T) {
 	e := newLifecycleEnv(t)
 	r := e.create("c1", runs.CreateRequest{})
+	_, err := e.svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: "call_1", Name: "read", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
 	before := rowCounts(e)
-	name := strings.Repeat("\u2028", journal.MaxPayloadBytes/6+1)
-	_, err := e.svc.RecordToolCall(e.ctx, r.ID, runs.ToolCallRecord{ID: "call_1", Name: name, Args: json.RawMessage(`{}`)})
+	message := strings.Repeat("\u2028", journal.MaxPayloadBytes/6+1)
+	_, err = e.svc.RecordToolResult(e.ctx, r.ID, runs.ToolResultRecord{ID: "call_1", Result: json.RawMessage(`{}`),
+		Error: &runs.ToolError{Code: "failed", Message: message}})
 	require.True(t, wserr.Is(err, wserr.SizeLimitExceeded), "%v", err)
 	assert.Equal(t, before, rowCounts(e), "a refused record writes nothing")
 }
