@@ -197,7 +197,7 @@ func TestStoreCapHoldsEveryAddition(t *testing.T) {
 	}
 	steps := map[string]func(svc *runs.Service, id string, i int) error{
 		"model request": func(svc *runs.Service, id string, i int) error {
-			_, err := svc.RecordModelRequest(e.ctx, id, runs.ModelRequestRecord{Round: i + 1, Model: fmt.Sprintf("%02000d", i)})
+			_, err := svc.RecordModelRequest(e.ctx, id, runs.ModelRequestRecord{Round: i + 1, Model: fmt.Sprintf("%01000d", i)})
 			return err
 		},
 		"checkpoint": func(svc *runs.Service, id string, _ int) error {
