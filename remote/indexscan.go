@@ -214,42 +214,27 @@ func scanIndex(r io.Reader, fn func(e entry) error) (packIndex, error) {
 	cr := &capReader{r: r}
 	d := &indexDecoder{cr: cr, dec: json.NewDecoder(cr)}
 	var idx packIndex
-	if err := d.delim('{'); err != nil {
-		return idx, err
-	}
 	listed := false
-	for d.more() {
-		t, err := d.token()
-		if err != nil {
-			return idx, err
-		}
-		var v any
-		switch k, _ := t.(string); strings.ToLower(k) {
+	err := d.object(func(key string) (any, error) {
+		switch key {
 		case "objects":
 			if listed {
-				return idx, errors.New("two lists of objects")
+				return nil, errors.New("two lists of objects")
 			}
 			listed = true
-			if err := d.entries(fn); err != nil {
-				return idx, err
-			}
-			continue
+			return nil, d.entries(fn)
 		case "version":
-			v = &idx.Version
+			return &idx.Version, nil
 		case "pack":
-			v = &idx.Pack
+			return &idx.Pack, nil
 		case "device":
-			v = &idx.Device
+			return &idx.Device, nil
 		case "pushed":
-			v = &idx.Pushed
-		default:
-			v = &json.RawMessage{}
+			return &idx.Pushed, nil
 		}
-		if err := d.value(v); err != nil {
-			return idx, err
-		}
-	}
-	if err := d.delim('}'); err != nil {
+		return &json.RawMessage{}, nil
+	})
+	if err != nil {
 		return idx, err
 	}
 	if _, err := d.token(); err != io.EOF {
@@ -287,50 +272,63 @@ func (d *indexDecoder) entries(fn func(e entry) error) error {
 // entry decodes one entry, its chunk list a chunk at a time.
 func (d *indexDecoder) entry() (entry, error) {
 	var e entry
-	if err := d.delim('{'); err != nil {
-		return e, err
-	}
 	listed := false
+	err := d.object(func(key string) (any, error) {
+		switch key {
+		case "chunks":
+			if listed {
+				return nil, errors.New("two chunk lists")
+			}
+			listed = true
+			return nil, d.chunks(&e)
+		case "kind":
+			return &e.Kind, nil
+		case "hash":
+			return &e.Hash, nil
+		case "size":
+			return &e.Size, nil
+		case "codec":
+			return &e.CodecN, nil
+		case "base":
+			return &e.Base, nil
+		case "off":
+			return &e.Off, nil
+		case "len":
+			return &e.Len, nil
+		case "sum":
+			return &e.Sum, nil
+		}
+		return &json.RawMessage{}, nil
+	})
+	return e, err
+}
+
+// object decodes a JSON object a member at a time: field, given each key
+// as json.Unmarshal matches keys (lower case), returns where its value
+// goes, or nil once it has decoded the value itself (a list, a token at a
+// time); a key it does not know goes to a json.RawMessage.
+func (d *indexDecoder) object(field func(key string) (any, error)) error {
+	if err := d.delim('{'); err != nil {
+		return err
+	}
 	for d.more() {
 		t, err := d.token()
 		if err != nil {
-			return e, err
+			return err
 		}
-		var v any
-		switch k, _ := t.(string); strings.ToLower(k) {
-		case "chunks":
-			if listed {
-				return e, errors.New("two chunk lists")
-			}
-			listed = true
-			if err := d.chunks(&e); err != nil {
-				return e, err
-			}
+		k, _ := t.(string)
+		v, err := field(strings.ToLower(k))
+		if err != nil {
+			return err
+		}
+		if v == nil {
 			continue
-		case "kind":
-			v = &e.Kind
-		case "hash":
-			v = &e.Hash
-		case "size":
-			v = &e.Size
-		case "codec":
-			v = &e.CodecN
-		case "base":
-			v = &e.Base
-		case "off":
-			v = &e.Off
-		case "len":
-			v = &e.Len
-		case "sum":
-			v = &e.Sum
-		default:
-			v = &json.RawMessage{}
 		}
 		if err := d.value(v); err != nil {
-			return e, err
+			return err
 		}
 	}
-	return e, d.delim('}')
+	return d.delim('}')
 }
 
 // chunks decodes an entry's chunk list (or null), refusing one longer

@@ -17,18 +17,8 @@ import (
 	"github.com/wsstore/wsstore/wserr"
 )
 
-// testEnv sets credentials the fake and moto accept, so no test reads the
-// machine's AWS files or takes its CA bundle (which a test's own
-// HTTPClient could not carry).
-func testEnv(t testing.TB) {
-	t.Setenv("AWS_CA_BUNDLE", "")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-}
+// testEnv points the AWS SDK at the test credentials (s3fake.TestEnv).
+func testEnv(t testing.TB) { s3fake.TestEnv(t) }
 
 // fakeBucket starts the in-process object store with bucket "bkt", under
 // testEnv's credentials, and stops it when the test ends.

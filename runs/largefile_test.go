@@ -118,12 +118,10 @@ func TestSearchPassesOverLargeFiles(t *testing.T) {
 	assert.Empty(t, hits)
 }
 
-// TestHeldContentKeepsTheReadLimit: a virtual resource and a derived
-// runtime file (a checkpoint.json) over MaxReadBytes are refused whole and
-// read by line range, cut to what fits, as a stored file of that size is.
-func TestHeldContentKeepsTheReadLimit(t *testing.T) {
-	e := newLifecycleEnv(t)
-	big := numberedLines(runs.MaxReadBytes + 1<<20)
+// bigVirtualRun returns a service whose runs see big as the virtual
+// resource chat/history.md, and a run of it.
+func bigVirtualRun(t *testing.T, e *lifecycleEnv, big []byte) (*runs.Service, runs.Run) {
+	t.Helper()
 	v := vfs.NewVirtual()
 	require.NoError(t, v.Mount(vfs.MustPath("chat/history.md"), vfs.FileProvider(func(context.Context) ([]byte, error) {
 		return big, nil
@@ -131,6 +129,16 @@ func TestHeldContentKeepsTheReadLimit(t *testing.T) {
 	svc := e.service(runs.Options{Virtual: v})
 	r, err := svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
 	require.NoError(t, err)
+	return svc, r
+}
+
+// TestHeldContentKeepsTheReadLimit: a virtual resource and a derived
+// runtime file (a checkpoint.json) over MaxReadBytes are refused whole and
+// read by line range, cut to what fits, as a stored file of that size is.
+func TestHeldContentKeepsTheReadLimit(t *testing.T) {
+	e := newLifecycleEnv(t)
+	big := numberedLines(runs.MaxReadBytes + 1<<20)
+	svc, r := bigVirtualRun(t, e, big)
 	ws := svc.Workspace(r.ID, runs.HostScope)
 
 	// Enough files that the checkpoint's checkpoint.json passes the limit.
@@ -245,13 +253,7 @@ func TestSearchPassesOverLargeVirtualFiles(t *testing.T) {
 func TestOpenStreamsLargeVirtual(t *testing.T) {
 	e := newLifecycleEnv(t)
 	big := numberedLines(runs.MaxReadBytes + 1<<20)
-	v := vfs.NewVirtual()
-	require.NoError(t, v.Mount(vfs.MustPath("chat/history.md"), vfs.FileProvider(func(context.Context) ([]byte, error) {
-		return big, nil
-	})))
-	svc := e.service(runs.Options{Virtual: v})
-	r, err := svc.CreateRun(e.ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: "r"})
-	require.NoError(t, err)
+	svc, r := bigVirtualRun(t, e, big)
 	p := vfs.MustPath("chat/history.md")
 	for _, ws := range []*runs.Workspace{svc.Workspace(r.ID, runs.ModelScope), svc.WorkspaceAt(r.ID, 1, runs.HostScope)} {
 		rc, fi, err := ws.Open(e.ctx, p)

@@ -20,8 +20,13 @@ var (
 	builtErr  error
 )
 
-// TestMain removes the binary wsctlBinary built once every test ran.
+// TestMain removes the binary wsctlBinary built once every test ran. It
+// turns SQLite's count of its heap on first, as the sql command does as
+// it starts: the tests run sql in process after others used SQLite.
 func TestMain(m *testing.M) {
+	if err := enableMemStatus(); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	if builtPath != "" {
 		os.RemoveAll(filepath.Dir(builtPath))

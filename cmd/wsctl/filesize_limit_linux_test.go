@@ -37,16 +37,8 @@ func TestFilesPastTheFileSizeLimit(t *testing.T) {
 	// standard output the file named by stdout if not "".
 	limitedTo := func(kib int, stdout string, args ...string) (string, int) {
 		t.Helper()
-		script := fmt.Sprintf(`ulimit -f %d && exec "$@"`, kib)
-		if stdout != "" {
-			script += ` > "$WSCTL_TEST_OUT"`
-		}
-		cmd := exec.Command(bash, append([]string{"-c", script, "bash", bin, "--store", c.store}, args...)...)
-		cmd.Env = append(os.Environ(), "WSCTL_TEST_OUT="+stdout)
-		var errOut strings.Builder
-		cmd.Stderr = &errOut
-		status := exitStatusOf(cmd.Run())
-		return errOut.String(), status
+		_, errOut, status := fileLimited(bash, kib, stdout, bin, append([]string{"--store", c.store}, args...)...)
+		return errOut, status
 	}
 	limited := func(stdout string, args ...string) (string, int) {
 		t.Helper()
@@ -84,4 +76,21 @@ func TestFilesPastTheFileSizeLimit(t *testing.T) {
 		assert.Equal(t, 8, status, "%v: %s", args, errOut)
 		assert.Contains(t, errOut, "store.disk_full", "%v", args)
 	}
+}
+
+// fileLimited runs bin with args under a file size limit of kib KiB
+// (through bash's ulimit), its standard output into the file stdout
+// names, or returned when stdout is "", and returns that output, its
+// standard error and its exit status.
+func fileLimited(bash string, kib int, stdout, bin string, args ...string) (string, string, int) {
+	script := fmt.Sprintf(`ulimit -f %d && exec "$@"`, kib)
+	if stdout != "" {
+		script += ` > "$WSCTL_TEST_OUT"`
+	}
+	cmd := exec.Command(bash, append([]string{"-c", script, "bash", bin}, args...)...)
+	cmd.Env = append(os.Environ(), "WSCTL_TEST_OUT="+stdout)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	status := exitStatusOf(cmd.Run())
+	return out.String(), errOut.String(), status
 }

@@ -110,6 +110,9 @@ type sqlResult struct {
 }
 
 func runSQL(ctx context.Context, g globals, lim sqlLimits, args []string) error {
+	// Before the store is opened: SQLite counts its heap only if told so
+	// before its first use (limitSQLiteHeap reports it if it was not).
+	_ = enableMemStatus()
 	query := args[0]
 	if lim.maxMemory < 1<<20 {
 		return argError("sql", "--max-memory %d is under 1 MiB", lim.maxMemory)

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,13 +27,9 @@ func TestSQLWritesNoTemporaryFiles(t *testing.T) {
 	require.Equal(t, 0, status, errOut)
 	limited := func(args ...string) (string, string, int) {
 		t.Helper()
-		cmd := exec.Command(bash, append([]string{"-c", `ulimit -f 256 && exec "$@"`, "bash", bin, "--store", store, "sql"}, args...)...)
-		cmd.Env = os.Environ()
-		var out, errOut strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		status := exitStatusOf(cmd.Run())
+		out, errOut, status := fileLimited(bash, 256, "", bin, append([]string{"--store", store, "sql"}, args...)...)
 		require.NotEqual(t, -1, status)
-		return out.String(), errOut.String(), status
+		return out, errOut, status
 	}
 	const n = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 100000) "
 	sorts := map[string]string{

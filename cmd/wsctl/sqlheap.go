@@ -8,13 +8,24 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// memStatusErr is why SQLite does not count its heap in this process, or
-// nil. SQLite's heap limits act on that count, which the driver's build
-// leaves off by default; it can be turned on only before SQLite is first
-// used, so wsctl does it as it starts.
-var memStatusErr = enableMemStatus()
+// memStatus is whether SQLite counts its heap in this process: its heap
+// limits act on that count, which the driver's build leaves off. It can
+// be turned on only before SQLite is first used, so the sql command does
+// it as it starts (enableMemStatus), and no other command pays for the
+// count on its writes.
+var memStatus struct {
+	once sync.Once
+	err  error // why SQLite does not count its heap, or nil
+}
 
+// enableMemStatus turns SQLite's count of its heap on, once, and returns
+// why it could not.
 func enableMemStatus() error {
+	memStatus.once.Do(func() { memStatus.err = configMemStatus() })
+	return memStatus.err
+}
+
+func configMemStatus() error {
 	tls := libc.NewTLS()
 	defer tls.Close()
 	va := libc.NewVaList(int32(1))
@@ -23,7 +34,7 @@ func enableMemStatus() error {
 	}
 	defer libc.Xfree(tls, va)
 	if rc := sqlite3.Xsqlite3_config(tls, sqlite3.SQLITE_CONFIG_MEMSTATUS, va); rc != sqlite3.SQLITE_OK {
-		return fmt.Errorf("SQLite's memory statistics: sqlite3_config returned %d (SQLite was used before wsctl started)", rc)
+		return fmt.Errorf("SQLite's memory statistics: sqlite3_config returned %d (SQLite was used in this process before)", rc)
 	}
 	return nil
 }
@@ -37,8 +48,8 @@ var heapLimitMu sync.Mutex
 // SQLITE_NOMEM, and has its page caches give back unused pages once it
 // has grown by soft; it returns what restores the limits as they were.
 func limitSQLiteHeap(soft, hard int64) (restore func(), err error) {
-	if memStatusErr != nil {
-		return nil, memStatusErr
+	if err := enableMemStatus(); err != nil {
+		return nil, err
 	}
 	heapLimitMu.Lock()
 	tls := libc.NewTLS()

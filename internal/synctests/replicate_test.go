@@ -21,18 +21,8 @@ import (
 	"github.com/wsstore/wsstore/vfs"
 )
 
-// awsTestEnv points the AWS SDK at test credentials and no shared files.
-func awsTestEnv(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	// Litestream's client brings its own http.Client, with which the SDK
-	// cannot load a CA bundle; the tests speak plain HTTP to loopback.
-	t.Setenv("AWS_CA_BUNDLE", "")
-}
+// awsTestEnv points the AWS SDK at the test credentials (s3fake.TestEnv).
+func awsTestEnv(t *testing.T) { s3fake.TestEnv(t) }
 
 // writeRuns writes n runs named prefix-NN in chat, each with a few
 // checkpointed edits; every tenth run also holds a file large enough to

@@ -3,7 +3,6 @@ package replica_test
 import (
 	"database/sql"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,21 +12,14 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/wsstore/wsstore/remote"
+	"github.com/wsstore/wsstore/remote/s3fake"
 )
 
 // testOwner is the store the tests' databases replicate as.
 var testOwner = remote.ReplicaOwner{Device: "0123456789abcdef"}
 
-// awsTestEnv points the AWS SDK at test credentials and no shared files.
-func awsTestEnv(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	t.Setenv("AWS_CA_BUNDLE", "")
-}
+// awsTestEnv points the AWS SDK at the test credentials (s3fake.TestEnv).
+func awsTestEnv(t *testing.T) { s3fake.TestEnv(t) }
 
 // s3Client is a client of the test's own for moto at url.
 func s3Client(url string) *s3.Client {

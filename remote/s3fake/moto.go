@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -92,6 +93,21 @@ func (m *Moto) CreateBucket(bucket string) {
 	if _, err := cl.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		m.t.Fatalf("create bucket %s: %v", bucket, err)
 	}
+}
+
+// TestEnv points the AWS SDK at the test credentials the fakes and moto
+// take, region us-east-1, no shared config or credentials files, no
+// instance metadata, and no CA bundle (the tests speak plain HTTP to
+// loopback; Litestream's client brings its own http.Client, with which
+// the SDK cannot load one), for t's duration.
+func TestEnv(t testing.TB) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CA_BUNDLE", "")
 }
 
 // Within runs fn and returns its error, failing t if fn has not returned
