@@ -65,9 +65,9 @@ wsctl.invalid_argument, status 2.`,
 		return c
 	}
 	ls := sub("ls ACTOR [PATH]", "List an actor's files", rangeArgs(1, 2), runActorLs)
-	ls.Flags().IntVar(&o.depth, "depth", 1, "levels to list below PATH")
+	intVar(ls.Flags(), &o.depth, "depth", 1, "levels to list below PATH")
 	gc := sub("gc [ACTOR]", "Prune old versions of actor spaces, then free what no root holds", rangeArgs(0, 1), runActorGC)
-	gc.Flags().IntVar(&o.keep, "keep", 1, "newest versions of each space to keep")
+	intVar(gc.Flags(), &o.keep, "keep", 1, "newest versions of each space to keep")
 	gc.Flags().StringVar(&o.grace, "grace", "", "keep unreachable rows younger than this (default 15m; 0: none)")
 	cmd.AddCommand(ls,
 		sub("upload ACTOR PATH [FILE|-]", "Upload FILE (or stdin) as PATH", rangeArgs(2, 3), runActorUpload),

@@ -31,7 +31,7 @@ page before (its workspace id, chat_…, or its KIND:ID or KIND/ID),
 		}),
 	}
 	cmd.Flags().StringVar(&o.stable, "stable-chat", "", "only the chats of this `STABLE_CHAT_ID`")
-	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most `N` chats (0: all)")
+	intVar(cmd.Flags(), &o.limit, "limit", 0, "at most `N` chats (0: all)")
 	cmd.Flags().StringVar(&o.after, "after", "", "start after this `CHAT` (the last of the page before)")
 	refuseEmpty(cmd, "stable-chat", "after")
 	return cmd

@@ -31,7 +31,7 @@ what it printed before the error, and exits with the error's status.`,
 			return runDiff(ctx, g, args, maxBytes)
 		}),
 	}
-	cmd.Flags().IntVar(&maxBytes, "max-bytes", 0, "cap on the diff text; hunks and files past it are left out and named (0: 8 MiB)")
+	intVar(cmd.Flags(), &maxBytes, "max-bytes", 0, "cap on the diff text; hunks and files past it are left out and named (0: 8 MiB)")
 	return cmd
 }
 

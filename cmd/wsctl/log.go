@@ -47,8 +47,8 @@ which is also what --follow streams.`,
 			return runLog(cmd.Context(), o, args)
 		},
 	}
-	cmd.Flags().Int64Var(&o.after, "after", 0, "only events after this seq")
-	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most this many events (0: all)")
+	int64Var(cmd.Flags(), &o.after, "after", 0, "only events after this seq")
+	intVar(cmd.Flags(), &o.limit, "limit", 0, "at most this many events (0: all)")
 	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "keep printing new events until the run ends")
 	return cmd
 }

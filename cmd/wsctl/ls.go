@@ -38,7 +38,7 @@ on; -R lists every level.`,
 			return runLs(ctx, o, args)
 		}),
 	}
-	cmd.Flags().IntVar(&o.depth, "depth", 1, "levels to list below PATH (0 is 1, as in batch list)")
+	intVar(cmd.Flags(), &o.depth, "depth", 1, "levels to list below PATH (0 is 1, as in batch list)")
 	cmd.Flags().BoolVarP(&o.all, "recursive", "R", false, "list every level below PATH")
 	a.atFlag(cmd, &o.at, "list at this checkpoint instead of the live workspace")
 	return cmd

@@ -37,7 +37,7 @@ Killed, it holds back every device's sync until its lease ends.`,
 		}),
 	}
 	cmd.Flags().DurationVar(&o.opts.Grace, "grace", 7*24*time.Hour, "keep what was written less than this long ago (0: none, as gc's)")
-	cmd.Flags().IntVar(&o.opts.Max, "max", 1000, "remove at most this many objects")
+	intVar(cmd.Flags(), &o.opts.Max, "max", 1000, "remove at most this many objects")
 	cmd.Flags().BoolVar(&o.opts.DryRun, "dry-run", false, "count what would be removed, remove nothing")
 	return cmd
 }

@@ -210,8 +210,8 @@ request), when, and the bytes freed. The log outlives what it names.`,
 			return runDeletions(ctx, o)
 		}),
 	}
-	cmd.Flags().Int64Var(&o.after, "after", 0, "only entries after this `ID`")
-	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most `N` entries (0: all)")
+	int64Var(cmd.Flags(), &o.after, "after", 0, "only entries after this `ID`")
+	intVar(cmd.Flags(), &o.limit, "limit", 0, "at most `N` entries (0: all)")
 	return cmd
 }
 

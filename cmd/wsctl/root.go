@@ -197,7 +197,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.PersistentFlags().StringVar(&a.storeFlag, "store", "", "`DIR` of the store (default $WSSTORE_DIR, else <user data dir>/wsstore)")
 	root.PersistentFlags().BoolVar(&a.jsonFlag, "json", false, "print JSON instead of text")
 	root.PersistentFlags().StringVar(&a.syncMode, "synchronous", "normal", "durability of each commit: \"normal\" (a power loss may lose the last commits, never consistency) or \"full\" (every acknowledged change survives a power loss; each commit waits for the disk)")
-	root.PersistentFlags().Int64Var(&a.maxStore, "max-store-bytes", 0, "cap the store's stored `BYTES` for this command (0: the store setting, see \"wsctl policy\")")
+	int64Var(root.PersistentFlags(), &a.maxStore, "max-store-bytes", 0, "cap the store's stored `BYTES` for this command (0: the store setting, see \"wsctl policy\")")
 	root.PersistentFlags().StringVar(&a.profile, "profile", "", "store profile: \"mobile\" prunes by the mobile retention defaults after every run")
 	root.PersistentFlags().StringVar(&a.blobs, "blobs", "", "keep blobs on an S3-compatible object store: `URL` s3://bucket/prefix?endpoint=…&region=… (the store records it, so later commands need no --blobs; another bucket or prefix is refused)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {

@@ -50,7 +50,7 @@ completed, failed, cancelled.`,
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	})
-	cmd.Flags().IntVar(&o.limit, "limit", 0, "at most this many runs (0: all)")
+	intVar(cmd.Flags(), &o.limit, "limit", 0, "at most this many runs (0: all)")
 	cmd.Flags().StringVar(&o.after, "after", "", "start after this run id (the last of the page before)")
 	refuseEmpty(cmd, "chat", "status", "after")
 	return cmd

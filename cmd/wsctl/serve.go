@@ -106,15 +106,15 @@ serve then exits 0. With --json the startup line on standard output is JSON with
 	f.StringVar(&o.listen, "listen", defaultListen, "`ADDR` to listen on (host:port; port 0 picks one)")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a --listen address that is not loopback")
 	f.StringArrayVar(&o.corsOrigins, "cors-origin", nil, "allow browser calls from `ORIGIN` (repeatable; \"*\": any); default none")
-	f.Int64Var(&o.maxRequest, "max-request-bytes", httpapi.DefaultMaxRequestBytes, "largest op request body")
-	f.Int64Var(&o.maxUpload, "max-upload-bytes", 0, "largest upload (0: no limit; uploads stream)")
+	int64Var(f, &o.maxRequest, "max-request-bytes", httpapi.DefaultMaxRequestBytes, "largest op request body")
+	int64Var(f, &o.maxUpload, "max-upload-bytes", 0, "largest upload (0: no limit; uploads stream)")
 	f.DurationVar(&o.readTimeout, "read-timeout", time.Minute, "time to read a request (uploads: extended while bytes flow)")
 	f.DurationVar(&o.writeTimeout, "write-timeout", 2*time.Minute, "time to write a response from when it starts, however long the work before it took (downloads and exports: extended while bytes flow)")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests in flight")
 	f.DurationVar(&o.busyDeadline, "busy-deadline", httpapi.DefaultBusyDeadline, "how long a request retries a busy store")
-	f.IntVar(&o.maxTransfers, "max-transfers", httpapi.DefaultMaxTransfers, "uploads, downloads, imports, exports, diffs, listing pages of more than 1,000 entries and large ops served at once (each holds a few MiB); one more waits up to --busy-deadline, then 503 (negative: no bound)")
-	f.Int64Var(&o.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit in `BYTES` of the Go runtime's memory, so garbage is collected before the process grows (0: none; GOMEMLIMIT, if set, wins)")
+	intVar(f, &o.maxTransfers, "max-transfers", httpapi.DefaultMaxTransfers, "uploads, downloads, imports, exports, diffs, listing pages of more than 1,000 entries and large ops served at once (each holds a few MiB); one more waits up to --busy-deadline, then 503 (negative: no bound)")
+	int64Var(f, &o.memoryLimit, "memory-limit", defaultMemoryLimit, "soft limit in `BYTES` of the Go runtime's memory, so garbage is collected before the process grows (0: none; GOMEMLIMIT, if set, wins)")
 	return cmd
 }
 

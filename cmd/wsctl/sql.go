@@ -97,7 +97,7 @@ explore, not to build on.`,
 			return runSQL(ctx, g, lim, args)
 		}),
 	}
-	cmd.Flags().Int64Var(&lim.maxMemory, "max-memory", lim.maxMemory, "bound the `BYTES` the query may hold (at least 1 MiB)")
+	int64Var(cmd.Flags(), &lim.maxMemory, "max-memory", lim.maxMemory, "bound the `BYTES` the query may hold (at least 1 MiB)")
 	cmd.Flags().DurationVar(&lim.timeout, "timeout", lim.timeout, "stop the query after this long (0: no limit)")
 	return cmd
 }
