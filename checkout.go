@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/internal/mkdirs"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -507,7 +508,7 @@ func newCheckoutStage(dir string, now func() time.Time) (*checkoutStage, error) 
 	parent, err := os.OpenRoot(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		s.made = missingDirs(filepath.Dir(dir))
+		s.made = mkdirs.Missing(filepath.Dir(dir))
 		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 			return nil, dirError(dir, err)
 		}
@@ -642,25 +643,6 @@ func (s *checkoutStage) place(sync bool) error {
 	return nil
 }
 
-// missingDirs returns the directories of p and its parents that do not
-// exist, outermost first: those os.MkdirAll(p) would make.
-func missingDirs(p string) []string {
-	var missing []string
-	for {
-		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		missing = append(missing, p)
-		up := filepath.Dir(p)
-		if up == p {
-			break
-		}
-		p = up
-	}
-	slices.Reverse(missing)
-	return missing
-}
-
 // readStage returns the names in parent's directory name.
 func readStage(parent *os.Root, name string) ([]string, error) {
 	f, err := parent.Open(name)
@@ -671,8 +653,8 @@ func readStage(parent *os.Root, name string) ([]string, error) {
 	return f.Readdirnames(-1)
 }
 
-// end removes the stage, unless it was put in place, and closes what the
-// stage opened.
+// end removes the stage, unless it was put in place, with the directories
+// made for a new DIR's parent, and closes what the stage opened.
 func (s *checkoutStage) end() {
 	if s.root != nil {
 		_ = s.root.Close()
@@ -681,6 +663,8 @@ func (s *checkoutStage) end() {
 		_ = s.parent.RemoveAll(s.name)
 	}
 	_ = s.parent.Close()
+	// A DIR put in place keeps the innermost of them from being removed.
+	mkdirs.RemoveEmpty(s.made)
 }
 
 // placeFault codes a failure to put the stage's entries under DIR's

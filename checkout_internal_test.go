@@ -454,7 +454,7 @@ func TestCheckoutSyncsTheParentsItMade(t *testing.T) {
 			switch {
 			case c.fail:
 				assert.ErrorIs(t, err, syscall.EIO)
-				assert.NoDirExists(t, dir)
+				assert.NoDirExists(t, filepath.Join(top, "a"), "the parents it made are removed")
 			case c.sync:
 				require.NoError(t, err)
 				assert.Equal(t, []string{top, filepath.Join(top, "a")}, synced)

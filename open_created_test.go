@@ -48,12 +48,16 @@ func (c *endsAfterCtx) Done() <-chan struct{} { return c.done }
 
 // TestOpenCancelledLeavesNothingItCreated: an Open that created the store
 // and then failed, at whichever point its context ended, leaves nothing
-// of it: no directory where there was none, an empty directory where
-// there was an empty one.
+// of it: no directory where there was none, nor the parents it made for
+// it, an empty directory where there was an empty one.
 func TestOpenCancelledLeavesNothingItCreated(t *testing.T) {
 	for _, premade := range []bool{false, true} {
 		for n := int64(1); ; n++ {
-			dir := filepath.Join(t.TempDir(), "store")
+			top := t.TempDir()
+			dir := filepath.Join(top, "store")
+			if !premade {
+				dir = filepath.Join(top, "a", "b", "store")
+			}
 			if premade {
 				require.NoError(t, os.Mkdir(dir, 0o755))
 			}
@@ -70,6 +74,9 @@ func TestOpenCancelledLeavesNothingItCreated(t *testing.T) {
 				assert.Empty(t, entries, "check %d: left in the directory", n)
 			} else {
 				assert.True(t, os.IsNotExist(err), "check %d: the store directory was left: %v", n, entries)
+				left, err := os.ReadDir(top)
+				require.NoError(t, err)
+				assert.Empty(t, left, "check %d: the parents it made were left", n)
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/mkdirs"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/maint"
 	"github.com/wsstore/wsstore/remote"
@@ -130,8 +131,8 @@ type Store struct {
 // it is the one place they are made, so each part sees the same database
 // and the same clock. It fails with store.newer_format for a store written
 // by a newer build. An Open that created the store and then fails (its
-// context ended, say) removes what it created, the directory too if it
-// made it, unless another opener may have begun to use the store
+// context ended, say) removes what it created, the directory and its parents
+// too if it made them, unless another opener may have begun to use the store
 // meanwhile: it is left when another connection, in this process or
 // another, has it open, or when any of its tables but the settings holds
 // rows a new store does not (index.DB.Discard): settings another opener
@@ -143,12 +144,14 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, index.Translate(err)
 	}
-	// A directory this call makes is removed again if no store could be
-	// opened in it.
-	made := false
+	// The directories this call makes (the store's and missing parents)
+	// are removed again if no store could be opened in them.
+	var made []string
 	if !opts.Index.ReadOnly {
 		_, statErr := os.Stat(dir)
-		made = errors.Is(statErr, fs.ErrNotExist)
+		if errors.Is(statErr, fs.ErrNotExist) {
+			made = mkdirs.Missing(filepath.Clean(dir))
+		}
 		if errors.Is(statErr, syscall.ELOOP) || errors.Is(statErr, syscall.ENAMETOOLONG) {
 			return nil, wserr.Wrap(wserr.InvalidOptions, "open store", dir, fmt.Errorf("no store can be at this path: %w", statErr))
 		}
@@ -179,21 +182,17 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	}
 	db, err := index.Open(ctx, filepath.Join(dir, DBName), opts.Index)
 	if err != nil {
-		if made {
-			_ = os.Remove(dir) // empty unless another process filled it meanwhile
-		}
+		mkdirs.RemoveEmpty(made) // empty unless another process filled them meanwhile
 		return nil, err
 	}
 	db.SetClock(clock)
 	// A store this call created and could not go on opening is removed
 	// again, unless another opener may have begun to use it
-	// (index.DB.Discard); then the directory, if this call made it and
-	// it is empty.
+	// (index.DB.Discard); then the directory and its parents, those this
+	// call made, while they are empty.
 	discard := func() {
 		db.Discard()
-		if made {
-			_ = os.Remove(dir)
-		}
+		mkdirs.RemoveEmpty(made)
 	}
 	rem, err := openTier(ctx, db, dir, opts)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/mkdirs"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/replica"
 	"github.com/wsstore/wsstore/runs"
@@ -163,8 +164,9 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	if err := index.CheckNoLogLeft("restore", path); err != nil {
 		return err
 	}
-	_, statErr := os.Stat(dir)
-	madeDir := errors.Is(statErr, fs.ErrNotExist)
+	// What restore makes of DIR and its parents it removes again if it
+	// fails, while they are empty.
+	made := mkdirs.Missing(filepath.Clean(dir))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return restoreDirError(dir, err)
 	}
@@ -177,9 +179,7 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 	clearOldRestores(dir)
 	tmpDir, err := os.MkdirTemp(dir, restoringPrefix)
 	if err != nil {
-		if madeDir {
-			os.Remove(dir)
-		}
+		mkdirs.RemoveEmpty(made)
 		return restoreDirError(dir, err)
 	}
 	tmp := filepath.Join(tmpDir, wsstore.DBName)
@@ -190,8 +190,8 @@ func runRestore(ctx context.Context, o restoreOptions, args []string) (err error
 			st.Close()
 		}
 		os.RemoveAll(tmpDir)
-		if err != nil && !placed && madeDir {
-			os.Remove(dir)
+		if err != nil && !placed {
+			mkdirs.RemoveEmpty(made)
 		}
 	}()
 	opts := wsstore.Options{Index: index.Options{Synchronous: o.sync}, Blobs: o.blobs}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wsstore/wsstore"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/mkdirs"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -101,13 +102,17 @@ func openCreating(ctx context.Context, g globals) (st *wsstore.Store, failed fun
 
 // newStoreUndo returns what removes the store a command is about to
 // create in dir, or nil when dir holds a database file already: the
-// directory if the command makes it, else the database's files.
+// directory, and the parents it makes while they are empty, if the
+// command makes it, else the database's files.
 func newStoreUndo(dir string) func() {
 	if _, err := os.Lstat(filepath.Join(dir, wsstore.DBName)); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		return func() { _ = os.RemoveAll(dir) }
+	if made := mkdirs.Missing(filepath.Clean(dir)); len(made) > 0 {
+		return func() {
+			_ = os.RemoveAll(dir)
+			mkdirs.RemoveEmpty(made)
+		}
 	}
 	return func() {
 		for _, f := range index.FilesOf(filepath.Join(dir, wsstore.DBName)) {
