@@ -324,6 +324,26 @@ func TestRunViews(t *testing.T) {
 		resp, b = s.do(http.MethodGet, s.url("/v1/runs/rhost/file", "path", "host/h/absent.txt"), s.full, nil)
 		assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", b)
 		assert.Empty(t, resp.Header.Get("ETag"), "an error has no file's headers")
+
+		// A host file past what a read returns streams whole, and by
+		// range, as a stored one does.
+		big := bytes.Repeat([]byte("0123456789abcdef"), vfs.MaxReadBytes/16+1)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o644))
+		resp, b = s.do(http.MethodGet, s.url("/v1/runs/rhost/file", "path", "host/h/big.bin"), s.full, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%.300s", b)
+		assert.True(t, bytes.Equal(big, b), "the whole file: %d bytes of %d", len(b), len(big))
+		assert.Equal(t, `"`+cas.Sum(big).String()+`"`, resp.Header.Get("ETag"))
+		req, err := http.NewRequest(http.MethodGet, s.url("/v1/runs/rhost/file", "path", "host/h/big.bin"), nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+s.full)
+		req.Header.Set("Range", "bytes=-20")
+		ranged, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		rb, err := io.ReadAll(ranged.Body)
+		ranged.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusPartialContent, ranged.StatusCode)
+		assert.Equal(t, string(big[len(big)-20:]), string(rb))
 	})
 	t.Run("Diff", func(t *testing.T) {
 		m := s.okJSON(http.MethodGet, s.url("/v1/runs/r1/diff", "from", "2", "to", "3"), nil)

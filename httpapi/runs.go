@@ -183,16 +183,16 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	if !stored && fi.Resource != vfs.ResourceHost && !fi.Hash.IsZero() {
+	if !stored && !fi.Hash.IsZero() {
 		// Made when read (the run's manifest, a checkpoint's record, a
-		// virtual resource): streamed as the workspace gives it (a
-		// checkpoint.json of any size is written from its tree as it is
-		// read).
+		// virtual resource) or read from the host (a file of a host
+		// directory, hashed as it is opened and checked as it streams):
+		// streamed as the workspace gives it, at any size (a
+		// checkpoint.json is written from its tree as it is read).
 		h.sendMade(w, r, ws, p)
 		return
 	}
-	// Not stored, and its hash not known before its bytes are read (a
-	// file of a host directory): read on demand, whole.
+	// Its hash not known before its bytes are read: read whole.
 	h.sendRead(w, r, ws, p)
 }
 

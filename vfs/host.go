@@ -449,10 +449,11 @@ func (h *HostFS) Read(ctx context.Context, p Path, opt ReadOptions) (ReadResult,
 // Open returns p's whole content as a stream, read with bounded memory
 // whatever the file's size (Read holds at most MaxReadBytes), and p's
 // info. The size and hash in the info are of the file as a first pass
-// read it, streamed; the stream yields at most that many bytes and, at
-// its end, fails with store.conflict if they are not those bytes (another
-// program changed the file meanwhile). The caller closes the stream. It
-// fails like Read.
+// read it, streamed; the stream yields at most that many bytes and fails
+// with store.conflict if they are not those bytes (another program
+// changed the file meanwhile), holding back the read that would complete
+// them: a reader that stops at the size it was given never gets the whole
+// of another version. The caller closes the stream. It fails like Read.
 func (h *HostFS) Open(ctx context.Context, p Path) (io.ReadCloser, FileInfo, error) {
 	const op = "read"
 	if err := ctx.Err(); err != nil {
@@ -474,14 +475,17 @@ func (h *HostFS) Open(ctx context.Context, p Path) (io.ReadCloser, FileInfo, err
 	}
 	info := h.info(p, fi)
 	info.Size, info.Hash = n, hash
-	return &hostStream{f: f, r: io.LimitReader(f, n), sum: cas.NewHasher(), want: hash, p: p}, info, nil
+	return &hostStream{f: f, r: io.LimitReader(f, n), left: n, sum: cas.NewHasher(), want: hash, p: p}, info, nil
 }
 
 // hostStream is HostFS.Open's stream: the file, up to the length its
-// first pass hashed, checked against that hash once read.
+// first pass hashed, checked against that hash by the read that reaches
+// that length (or the file's end, for a file cut short meanwhile), which
+// yields its bytes only if they match.
 type hostStream struct {
 	f    *os.File
 	r    io.Reader
+	left int64 // bytes still to come
 	sum  *cas.Hasher
 	want cas.Hash
 	p    Path
@@ -494,13 +498,16 @@ func (s *hostStream) Read(b []byte) (int, error) {
 	}
 	n, err := s.r.Read(b)
 	s.sum.Write(b[:n])
+	s.left -= int64(n)
 	switch {
-	case err == io.EOF && s.sum.Sum() != s.want:
-		s.err = wserr.New(wserr.Conflict, "read", s.p.String(), "the host file changed while it was being read: read it again")
-		return n, s.err
 	case err != nil && err != io.EOF:
 		s.err = hostError("read", s.p, false, err)
 		return n, s.err
+	case (s.left == 0 || err == io.EOF) && s.sum.Sum() != s.want:
+		s.err = wserr.New(wserr.Conflict, "read", s.p.String(), "the host file changed while it was being read: read it again")
+		return 0, s.err
+	case s.left == 0:
+		err = io.EOF // checked: nothing more is read
 	}
 	return n, err
 }

@@ -747,3 +747,48 @@ func TestHostFSCanceledWhileItReads(t *testing.T) {
 		})
 	}
 }
+
+// TestHostOpenNeverYieldsAnotherVersionWhole: a host file changed after
+// Open hashed it fails its stream with store.conflict, and the read that
+// would complete the size Open gave is held back, so a reader that stops
+// at that size (a download's Content-Length) never gets another
+// version's bytes whole. Unchanged, the stream yields the file and ends.
+func TestHostOpenNeverYieldsAnotherVersionWhole(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "a.bin")
+	content := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	require.NoError(t, os.WriteFile(name, content, 0o644))
+	h := openHost(t, dir, false)
+	ctx := context.Background()
+	a := vfs.MustPath("a.bin")
+
+	rc, fi, err := h.Open(ctx, a)
+	require.NoError(t, err)
+	got, err := io.ReadAll(io.LimitReader(rc, fi.Size))
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(content, got))
+	n, err := rc.Read(make([]byte, 1))
+	assert.Equal(t, 0, n)
+	assert.Equal(t, io.EOF, err)
+	require.NoError(t, rc.Close())
+
+	for shape, change := range map[string]func() error{
+		"SameSize": func() error {
+			changed := bytes.Clone(content)
+			changed[len(changed)/2] = 'X'
+			return os.WriteFile(name, changed, 0o644)
+		},
+		"CutShort": func() error { return os.Truncate(name, int64(len(content)/2)) },
+	} {
+		t.Run(shape, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(name, content, 0o644))
+			rc, fi, err := h.Open(ctx, a)
+			require.NoError(t, err)
+			defer rc.Close()
+			require.NoError(t, change())
+			got, err := io.ReadAll(io.LimitReader(rc, fi.Size))
+			assert.Equal(t, wserr.Conflict, wserr.CodeOf(err), "%v", err)
+			assert.Less(t, int64(len(got)), fi.Size, "the stream stops short of the size")
+		})
+	}
+}
