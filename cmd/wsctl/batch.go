@@ -134,6 +134,11 @@ func runBatch(ctx context.Context, o batchOptions, _ []string) error {
 // closes it at EOF. A line longer than max is drained and sent as tooLong.
 // A final line without "\n" is still a line; an input that ends right
 // after a "\n" has no extra empty line.
+//
+// A line is kept as the reader's fragments until it ends, then joined
+// once: a slice grown by append would leave each smaller array it
+// outgrew behind, several times the line in all. A line past max drops
+// what it kept and its rest streams through the reader's buffer.
 func readLines(r io.Reader, max int, out chan<- batchLine, done <-chan struct{}) {
 	defer close(out)
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -146,7 +151,8 @@ func readLines(r io.Reader, max int, out chan<- batchLine, done <-chan struct{})
 		}
 	}
 	for {
-		var buf []byte
+		var frags [][]byte
+		n := 0
 		tooLong, got := false, false
 		var err error
 		for {
@@ -154,10 +160,10 @@ func readLines(r io.Reader, max int, out chan<- batchLine, done <-chan struct{})
 			frag, err = br.ReadSlice('\n')
 			got = got || len(frag) > 0
 			if !tooLong {
-				if len(buf)+len(frag) > max+2 { // +2: the line ending
-					tooLong, buf = true, nil
-				} else {
-					buf = append(buf, frag...)
+				if n+len(frag) > max+2 { // +2: the line ending
+					tooLong, frags = true, nil
+				} else if len(frag) > 0 {
+					frags, n = append(frags, bytes.Clone(frag)), n+len(frag)
 				}
 			}
 			if errors.Is(err, bufio.ErrBufferFull) {
@@ -172,15 +178,42 @@ func readLines(r io.Reader, max int, out chan<- batchLine, done <-chan struct{})
 		if !got {
 			return // EOF right after the last line
 		}
+		if n-lineEnding(frags) > max { // a line within max+2 bytes, its ending not all of them
+			tooLong, frags = true, nil
+		}
+		var buf []byte
+		if len(frags) == 1 {
+			buf = frags[0]
+		} else if len(frags) > 1 {
+			buf = bytes.Join(frags, nil)
+		}
+		frags = nil
 		buf = bytes.TrimSuffix(buf, []byte("\n"))
 		buf = bytes.TrimSuffix(buf, []byte("\r"))
-		if len(buf) > max { // a line within max+2 bytes, its ending not all of them
-			tooLong, buf = true, nil
-		}
 		if !send(batchLine{data: buf, tooLong: tooLong}) || err != nil {
 			return
 		}
 	}
+}
+
+// lineEnding returns the length of the "\n" or "\r\n" that ends the line
+// held as frags, 0 for a final line without one.
+func lineEnding(frags [][]byte) int {
+	if len(frags) == 0 {
+		return 0
+	}
+	last := frags[len(frags)-1]
+	if !bytes.HasSuffix(last, []byte("\n")) {
+		return 0
+	}
+	before := last[:len(last)-1]
+	if len(before) == 0 && len(frags) > 1 {
+		before = frags[len(frags)-2]
+	}
+	if bytes.HasSuffix(before, []byte("\r")) {
+		return 2
+	}
+	return 1
 }
 
 // writeResponse writes one line and flushes it: the host may be waiting for

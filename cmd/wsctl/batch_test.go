@@ -630,6 +630,26 @@ func TestBatchLineLimitIsExact(t *testing.T) {
 	}
 }
 
+// TestBatchLineLimitAcrossReads: a line longer than the reader's 64 KiB
+// buffer, its "\r" at the end of one read and its "\n" at the start of
+// the next, is whole and within a limit of its length.
+func TestBatchLineLimitAcrossReads(t *testing.T) {
+	t.Parallel()
+	const max = 64<<10 - 1
+	in := strings.Repeat("a", max) + "\r\n" + strings.Repeat("b", 3*max) + "\r\n" + "c\r\n"
+	out := make(chan batchLine)
+	go readLines(strings.NewReader(in), max, out, nil)
+	var got []batchLine
+	for l := range out {
+		got = append(got, l)
+	}
+	require.Len(t, got, 3)
+	assert.False(t, got[0].tooLong)
+	assert.Equal(t, strings.Repeat("a", max), string(got[0].data))
+	assert.True(t, got[1].tooLong)
+	assert.Equal(t, "c", string(got[2].data))
+}
+
 // TestCommitsListPages: commits.list through wsctl batch answers a page of
 // commits with their messages and whether more remain, and afterSeq goes
 // on from the last; wsctl show --json lists every commit with its message

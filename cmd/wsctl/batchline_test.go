@@ -56,3 +56,24 @@ func TestBatchLineMemory(t *testing.T) {
 	assert.Contains(t, string(r.out), `"ok":false`)
 	t.Logf("a %d MiB line of %d keys: peak RSS %.1f MiB; answer %.200s", len(line)>>20, keys, float64(r.hwm)/(1<<20), r.out)
 }
+
+// TestBatchOverlongLineMemory: a line past the limit is answered
+// batch.line_too_long, the batch goes on, and wsctl holds no more of the
+// line than the limit (64 MiB) while it reads it: a reader that grew one
+// slice by append for it reached over 150 MiB.
+func TestBatchOverlongLineMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs wsctl as a child on a 65 MiB line")
+	}
+	c := seededStore(t)
+	in := `{"op":"stat","runId":"run_a","path":"output/a.md","x":"` + strings.Repeat("a", maxBatchLine+1<<20) + "\"}\n" +
+		`{"op":"stat","runId":"run_a","path":"output/a.md"}` + "\n"
+	r := childRun(t, c.store, in, nil, "batch")
+	require.Equal(t, 0, r.code, r.err)
+	rs := decodeResponses(t, string(r.out))
+	require.Len(t, rs, 2)
+	assert.Equal(t, "batch.line_too_long", rs[0].code())
+	assert.True(t, rs[1].OK, "the next line is answered")
+	t.Logf("a %d MiB line past the limit: peak RSS %.1f MiB", len(in)>>20, float64(r.hwm)/(1<<20))
+	assert.Less(t, r.hwm, int64(128<<20), "peak RSS")
+}
