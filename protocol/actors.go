@@ -318,11 +318,8 @@ func (s *Session) actorUpload(ctx context.Context, r request) (any, error) {
 	c, err := a.UploadWith(ctx, req.Actor, req.Path, body, actors.ChangeOptions{ExpectedHash: expected, Size: size})
 	if err != nil {
 		var ce base64.CorruptInputError
-		if errors.As(err, &ce) {
-			return nil, invalidRequest("contentBase64 is not standard base64: %v", ce)
-		}
-		if errors.Is(err, errBase64Cut) {
-			return nil, invalidRequest("contentBase64 is not standard base64: %v", errBase64Cut)
+		if errors.As(err, &ce) || errors.Is(err, errBase64Cut) {
+			return nil, badBase64("contentBase64", *req.ContentBase64)
 		}
 		return nil, err
 	}

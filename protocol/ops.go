@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -486,8 +485,8 @@ func (s *Session) writeMode(ctx context.Context, r request, mode vfs.WriteMode) 
 	case req.Content != nil:
 		content = []byte(*req.Content)
 	default:
-		if content, err = base64.StdEncoding.DecodeString(*req.ContentBase64); err != nil {
-			return nil, invalidRequest("contentBase64: %v", err)
+		if content, err = decodeBase64("contentBase64", *req.ContentBase64); err != nil {
+			return nil, err
 		}
 	}
 	expected, err := optionalHash(req.ExpectedHash)

@@ -2,8 +2,8 @@ package protocol
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 
@@ -314,8 +314,8 @@ func (s *Session) apply(ctx context.Context, r request) (any, error) {
 		case e.Content != nil:
 			edits[i].Content = []byte(*e.Content)
 		case e.ContentBase64 != nil:
-			if edits[i].Content, err = base64.StdEncoding.DecodeString(*e.ContentBase64); err != nil {
-				return nil, invalidRequest("edits[%d].contentBase64: %v", i, err)
+			if edits[i].Content, err = decodeBase64(fmt.Sprintf("edits[%d].contentBase64", i), *e.ContentBase64); err != nil {
+				return nil, err
 			}
 		}
 	}

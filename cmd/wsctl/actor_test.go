@@ -155,7 +155,7 @@ func TestActorUploadRefusesCutBase64(t *testing.T) {
 	require.Len(t, got, 5)
 	for _, l := range got[:4] {
 		assert.Contains(t, l, `"code":"batch.invalid_request"`, l)
-		assert.Contains(t, l, "contentBase64 is not standard base64", l)
+		assert.Contains(t, l, `field \"contentBase64\" is not standard base64: at byte offset`, l)
 	}
 	assert.NotContains(t, got[4], `"path":"f`, "no file was stored: %s", got[4])
 }
