@@ -52,7 +52,9 @@ var ops = []op{
                        plan, summaries, persist; input and the runtime names
                        (tool-args, tool-results, model-responses,
                        checkpoints, events.jsonl, manifest.json) are
-                       refused: the model never sees them
+                       refused: the model never sees them; so are host
+                       (allowPaths' place, in every profile), a root named
+                       twice, and two that differ only in case
         writableRoots  those of visibleRoots it may write; default all of
                        them but input, which is never writable
         autoCheckpoint true or false: a checkpoint after each change; default true
@@ -78,7 +80,8 @@ var ops = []op{
         allowPaths     host directories the run reaches as host/NAME/…:
                        [{path, name?, writable?}] or bare path strings;
                        path absolute and existing (the store creates no
-                       host directory), name default its last element,
+                       host directory), name default its last element
+                       (not "": leave it out), unique ignoring case,
                        writable default false. Boundaries only: no
                        symlink or .. leaves one; never checkpointed,
                        exported or collected

@@ -19,8 +19,8 @@ import (
 
 // HostRoot is the top-level directory below which a run reaches its
 // profile's allowed host directories: host/<name>/… is the file … of the
-// host directory the profile names <name>. It is reserved in a profile
-// that allows host paths.
+// host directory the profile names <name>. It is reserved in every
+// profile, one that allows no host paths too: never a stored root.
 const HostRoot = "host"
 
 // ArtifactRoot is the run's artifact space (seed 004's ArtifactDir): the
@@ -47,8 +47,9 @@ type HostPath struct {
 }
 
 // UnmarshalJSON accepts a HostPath object or a bare path string. An
-// object holds only the fields path (a string, required), name (a string)
-// and writable (true or false), spelled exactly so, as every object of
+// object holds only the fields path (a string, required), name (a
+// string, not empty: left out, it defaults) and writable (true or false),
+// spelled exactly so, as every object of
 // the host protocol does; null is refused, as the object and as any of
 // its fields.
 func (h *HostPath) UnmarshalJSON(b []byte) error {
@@ -84,6 +85,9 @@ func (h *HostPath) UnmarshalJSON(b []byte) error {
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
 			return err
+		}
+		if k == "name" && out.Name == "" {
+			return errors.New(`name of an allowed host path is empty: leave "name" out to name it after the last element of its path`)
 		}
 	}
 	if _, ok := fields["path"]; !ok {
@@ -128,17 +132,15 @@ type PrimaryRoot struct {
 
 // normalizeHost validates the host paths and the primary root: each
 // allowed path absolute, an existing directory, not the system's
-// temporary directory itself, with a unique valid name; host/ not a
-// stored root; the primary root inside AllowPaths or the artifact space.
+// temporary directory itself, with a valid name no other differs from
+// but in case; the primary root inside AllowPaths or the artifact space
+// (normalize keeps host/ from being a stored root).
 // It fails with workspace.invalid_argument, or workspace.path_not_allowed
 // for a path the Cell rules refuse.
 func (p Profile) normalizeHost() (Profile, error) {
 	const op = "profile"
-	if len(p.AllowPaths) > 0 && (slices.Contains(p.VisibleRoots, HostRoot) || slices.Contains(p.WritableRoots, HostRoot)) {
-		return p, wserr.New(wserr.InvalidArgument, op, HostRoot, "host/ holds the allowed host paths; it cannot also be a stored root")
-	}
 	p.AllowPaths = slices.Clone(p.AllowPaths)
-	names := map[string]bool{}
+	names := map[string]string{} // by the name in lower case
 	for i, h := range p.AllowPaths {
 		if !filepath.IsAbs(h.Path) {
 			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host path %q is not absolute", h.Path)
@@ -160,10 +162,13 @@ func (p Profile) normalizeHost() (Profile, error) {
 		if _, err := vfs.Root().Join(h.Name); err != nil {
 			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "host path name %q must be one valid path segment%s: %s", h.Name, hint, wserr.MessageOf(err))
 		}
-		if names[h.Name] {
+		switch twin, ok := names[strings.ToLower(h.Name)]; {
+		case ok && twin == h.Name:
 			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "two allowed host paths are named %q; name one with \"name\"", h.Name)
+		case ok:
+			return p, wserr.New(wserr.InvalidArgument, op, h.Path, "allowed host paths named %q and %q differ only in case, which a case-insensitive file system (macOS's, Windows's) takes for one directory; name one with \"name\"", twin, h.Name)
 		}
-		names[h.Name] = true
+		names[strings.ToLower(h.Name)] = h.Name
 		p.AllowPaths[i] = h
 	}
 	if _, err := p.Primary(); err != nil {

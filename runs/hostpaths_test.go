@@ -254,6 +254,19 @@ func TestHostPathProfileValidation(t *testing.T) {
 			p.AllowPaths = []runs.HostPath{{Path: dir}}
 			p.VisibleRoots = append(p.VisibleRoots, "host")
 		}, wserr.InvalidArgument},
+		// host/ is reserved in every profile, and no two top-level names
+		// of a profile differ only in case.
+		"ErrHostAsRootWithoutAllowPaths": {func(p *runs.Profile) { p.VisibleRoots = append(p.VisibleRoots, "host") }, wserr.InvalidArgument},
+		"ErrHostAsWritableRoot": {func(p *runs.Profile) {
+			p.VisibleRoots = []string{"output", "host"}
+			p.WritableRoots = []string{"host"}
+		}, wserr.InvalidArgument},
+		"ErrHostTwinAsRoot":  {func(p *runs.Profile) { p.VisibleRoots = append(p.VisibleRoots, "Host") }, wserr.InvalidArgument},
+		"ErrInputTwinAsRoot": {func(p *runs.Profile) { p.VisibleRoots = append(p.VisibleRoots, "Input") }, wserr.InvalidArgument},
+		"ErrCaseTwinRoots":   {func(p *runs.Profile) { p.VisibleRoots = append(p.VisibleRoots, "Output") }, wserr.InvalidArgument},
+		"ErrCaseTwinNames": {func(p *runs.Profile) {
+			p.AllowPaths = []runs.HostPath{{Path: dir, Name: "proj"}, {Path: other, Name: "Proj"}}
+		}, wserr.InvalidArgument},
 		"ErrPrimaryOut":   {func(p *runs.Profile) { p.AllowPaths = []runs.HostPath{{Path: dir}}; p.PrimaryRoot = other }, wserr.PathNotAllowed},
 		"ErrPrimaryPlan":  {func(p *runs.Profile) { p.PrimaryRoot = "plan/x" }, wserr.PathNotAllowed},
 		"ErrPrimaryHost":  {func(p *runs.Profile) { p.PrimaryRoot = "host/nope" }, wserr.PathNotAllowed},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -88,9 +89,11 @@ func DefaultProfile() Profile {
 }
 
 // normalize fills defaults and validates: roots are single valid path
-// segments, each named once, none of ReservedRoots, writable ⊆ visible, caps are not
-// negative. A bad profile fails with workspace.invalid_argument naming
-// the root.
+// segments, each named once, no two differing only in case (one directory
+// to a case-insensitive file system), none of ReservedRoots nor host (in
+// every profile, allowPaths or not) nor a case twin of one, writable ⊆
+// visible, caps are not negative. A bad profile fails with
+// workspace.invalid_argument naming the root.
 func (p Profile) normalize() (Profile, error) {
 	if p.ID == "" {
 		p.ID = "default"
@@ -108,22 +111,29 @@ func (p Profile) normalize() (Profile, error) {
 		}
 	}
 	visible := make(map[string]bool, len(p.VisibleRoots))
-	for _, r := range p.VisibleRoots {
-		if visible[r] {
-			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is named twice", r)
+	for _, roots := range [][]string{p.VisibleRoots, p.WritableRoots} {
+		folded := make(map[string]string, len(roots))
+		for _, r := range roots {
+			switch twin, ok := folded[strings.ToLower(r)]; {
+			case ok && twin == r:
+				return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is named twice", r)
+			case ok:
+				return p, wserr.New(wserr.InvalidArgument, "profile", r, "roots %q and %q differ only in case, which a case-insensitive file system (macOS's, Windows's) takes for one directory", twin, r)
+			}
+			folded[strings.ToLower(r)] = r
 		}
+	}
+	for _, r := range p.VisibleRoots {
 		visible[r] = true
 	}
-	writable := make(map[string]bool, len(p.WritableRoots))
-	for _, r := range p.WritableRoots {
-		if writable[r] {
-			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is named twice", r)
-		}
-		writable[r] = true
-	}
 	for _, r := range append(slices.Clone(p.VisibleRoots), p.WritableRoots...) {
-		if slices.Contains(ReservedRoots, r) {
-			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is reserved: the run's inputs and runtime records (%v) are hidden from the model, never visible or writable", r, ReservedRoots)
+		for _, res := range ReservedRoots {
+			if strings.EqualFold(r, res) {
+				return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is reserved: the run's inputs and runtime records (%v) are hidden from the model, never visible or writable, nor a root differing from one only in case", r, ReservedRoots)
+			}
+		}
+		if strings.EqualFold(r, HostRoot) {
+			return p, wserr.New(wserr.InvalidArgument, "profile", r, "root %q is reserved: host/ holds the run's allowed host paths (allowPaths), in every profile; it is never a stored root, nor is one differing from it only in case", r)
 		}
 	}
 	for _, w := range p.WritableRoots {
