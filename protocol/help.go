@@ -61,7 +61,11 @@ input; errors of single requests are reported in their responses only.
 An interrupt (SIGINT, SIGTERM) ends batch with exit status 130 and
 batch.interrupted on standard error; a request in flight that it stops
 before its change commits is answered with batch.interrupted instead of
-ok, and no further line is read.
+ok, and no further line is read. A response that cannot be written (the
+host closed its end of standard output) ends batch with exit status 2,
+printing nothing more, after closing the store; the request it answered
+stays committed (a commit is recorded failed, below), no further line is
+read.
 
 Request:   {"op": NAME, "runId"?: RUN, "id"?: ANY, ...fields}
 Responses: {"op": NAME, "id"?: ANY, "ok": true, "result": {...}}
@@ -113,7 +117,8 @@ commit has no chat to deliver to: its response delivers the assembled
 message ("message": {mes, extra, agent}) and the host saves it into its
 chat itself. The commit is recorded completed only once that response line
 is written: if it cannot be (the host's end is closed), the commit is
-recorded failed and batch ends with exit status 1; a batch killed between
+recorded failed and batch ends with exit status 2 (1 for a write that
+failed otherwise, the host still there); a batch killed between
 the two leaves it pending, for commit.resolve. commit.rollback likewise.
 
 Error codes are the store's (workspace.invalid_path, workspace.path_not_writable,

@@ -72,7 +72,7 @@ type Status struct {
 var ExitStatuses = []Status{
 	{0, "ok", nil, nil},
 	{1, "internal or unexpected error", []wserr.Code{wserr.Internal, wserr.JournalFailed}, nil},
-	{2, "usage: bad command line, invalid argument or --store; a sql query over its --max-memory or --timeout", []wserr.Code{wserr.InvalidArgument, wserr.InvalidOptions, CodeInvalidArgument, CodeQueryLimit}, nil},
+	{2, "usage: bad command line, invalid argument or --store; a sql query over its --max-memory or --timeout; a batch whose host closed its end of the output (nothing printed)", []wserr.Code{wserr.InvalidArgument, wserr.InvalidOptions, CodeInvalidArgument, CodeQueryLimit}, nil},
 	{3, "not found: store, run, checkpoint or file", []wserr.Code{wserr.NotFound, wserr.RunNotFound, wserr.CheckpointNotFound, wserr.FileNotFound}, nil},
 	{4, "model-correctable workspace error: bad path, not visible or writable, patch mismatch, …", nil, []string{"workspace."}},
 	{5, "conflict or invalid transition (active run, run exists, non-empty dir, a --listen address in use)", []wserr.Code{wserr.InvalidState, wserr.RunExists, wserr.Conflict, wserr.PersistentWorkspaceConflict, wserr.ChatActiveRun}, nil},

@@ -113,12 +113,12 @@ func runBatch(ctx context.Context, o batchOptions, _ []string) error {
 			case errors.As(err, &late):
 				fmt.Fprintf(o.errOut, "wsctl: batch: %v\n", err)
 			case err != nil:
-				return fmt.Errorf("batch: write: %w", err)
+				return writeFailed(err)
 			}
 		}
 		if !sent {
 			if err := writeResponse(w, resp); err != nil {
-				return fmt.Errorf("batch: write: %w", err)
+				return writeFailed(err)
 			}
 		}
 		if ctx.Err() != nil {
@@ -214,6 +214,16 @@ func lineEnding(frags [][]byte) int {
 		return 2
 	}
 	return 1
+}
+
+// writeFailed is batch's error for a response it could not write: a
+// hostGoneError when the host closed its end of the output.
+func writeFailed(err error) error {
+	err = fmt.Errorf("batch: write: %w", err)
+	if pipeClosed(err) {
+		return hostGoneError{err}
+	}
+	return err
 }
 
 // writeResponse writes one line and flushes it: the host may be waiting for

@@ -13,14 +13,24 @@ import (
 // the protocol's; the help text is generated from it.
 var exitStatuses = protocol.ExitStatuses
 
-// exitCode maps err to its exit status: 2 for a usage error, else through
-// exitStatuses.
+// hostGoneError is a write to the host that failed because the host
+// closed its end of the pipe (batch's standard output): no failure of
+// the store, and there is no one left to tell, so wsctl prints nothing
+// and exits with status 2.
+type hostGoneError struct{ err error }
+
+func (e hostGoneError) Error() string { return e.err.Error() }
+func (e hostGoneError) Unwrap() error { return e.err }
+
+// exitCode maps err to its exit status: 2 for a usage error or a host
+// gone, else through exitStatuses.
 func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}
 	var ue usageError
-	if errors.As(err, &ue) {
+	var hg hostGoneError
+	if errors.As(err, &ue) || errors.As(err, &hg) {
 		return 2
 	}
 	return protocol.ExitStatus(wserr.CodeOf(err))

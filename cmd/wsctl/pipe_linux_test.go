@@ -98,12 +98,50 @@ func TestBatchGrowsItsPipes(t *testing.T) {
 // TestBatchCommitToAHostThatWentAway: the host reads two answers, then
 // closes its end of batch's output (it crashed) and sends a commit. The
 // commit's answer, which delivers its message, cannot be written: batch
-// ends with a write error, not killed by SIGPIPE, after closing the store,
-// and the commit is failed, not completed, so the host commits again
-// when it comes back.
+// ends quietly with exit status 2 (the host's stream, not the store),
+// not killed by SIGPIPE, after closing the store, and the commit is
+// failed, not completed, so the host commits again when it comes back.
 func TestBatchCommitToAHostThatWentAway(t *testing.T) {
 	bin := wsctlBinary(t)
 	store := t.TempDir()
+	errOut := batchToAHostThatWentAway(t, bin, store, `{"op":"commit"}`)
+	assert.Empty(t, errOut, "nothing printed: no one is left to read it")
+
+	c := binCLI{t: t, bin: bin, store: store}
+	listed, stderr, status := c.run("", "--json", "show", "r")
+	require.Equal(t, 0, status, stderr)
+	assert.Contains(t, listed, `"status": "failed"`)
+	assert.NotContains(t, listed, `"completed"`)
+	_, stderr, status = c.run("", "fsck")
+	assert.Equal(t, 0, status, stderr)
+}
+
+// TestBatchWriteToAHostThatWentAway: a write whose answer cannot be
+// written, the host's end closed, stays committed, and batch ends as
+// for a commit: exit status 2, nothing printed, the store sound.
+func TestBatchWriteToAHostThatWentAway(t *testing.T) {
+	bin := wsctlBinary(t)
+	store := t.TempDir()
+	errOut := batchToAHostThatWentAway(t, bin, store,
+		`{"op":"write","path":"output/late.md","content":"written"}`,
+		`{"op":"write","path":"output/later.md","content":"never read"}`)
+	assert.Empty(t, errOut, "nothing printed: no one is left to read it")
+
+	c := binCLI{t: t, bin: bin, store: store}
+	got, stderr, status := c.run("", "cat", "r", "output/late.md")
+	require.Equal(t, 0, status, stderr)
+	assert.Equal(t, "written", got, "the write whose answer was lost is committed")
+	_, _, status = c.run("", "cat", "r", "output/later.md")
+	assert.Equal(t, 3, status, "the line after it is not read")
+	_, stderr, status = c.run("", "fsck")
+	assert.Equal(t, 0, status, stderr)
+}
+
+// batchToAHostThatWentAway runs wsctl batch on store, reads the answers
+// to a run.create and a write, closes its end of batch's output and sends
+// lines. It requires batch to exit with status 2 and returns its stderr.
+func batchToAHostThatWentAway(t *testing.T, bin, store string, lines ...string) string {
+	t.Helper()
 	cmd := exec.Command(bin, "--store", store, "batch")
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
@@ -123,18 +161,10 @@ func TestBatchCommitToAHostThatWentAway(t *testing.T) {
 		require.Contains(t, resp, `"ok":true`)
 	}
 	require.NoError(t, out.(*os.File).Close())
-	_, err = io.WriteString(in, `{"op":"commit"}`+"\n")
+	_, err = io.WriteString(in, strings.Join(lines, "\n")+"\n")
 	require.NoError(t, err)
 	require.NoError(t, in.Close())
 	err = cmd.Wait()
-	assert.Equal(t, 1, exitStatusOf(err), "%v: %s", err, errOut.String())
-	assert.Contains(t, errOut.String(), "broken pipe")
-
-	c := binCLI{t: t, bin: bin, store: store}
-	listed, stderr, status := c.run("", "--json", "show", "r")
-	require.Equal(t, 0, status, stderr)
-	assert.Contains(t, listed, `"status": "failed"`)
-	assert.NotContains(t, listed, `"completed"`)
-	_, stderr, status = c.run("", "fsck")
-	assert.Equal(t, 0, status, stderr)
+	require.Equal(t, 2, exitStatusOf(err), "%v: %s", err, errOut.String())
+	return errOut.String()
 }

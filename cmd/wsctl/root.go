@@ -337,6 +337,9 @@ func execute(ctx context.Context, a *app, args []string, stdin io.Reader, stdout
 		}
 		err = usageError{err}
 	}
+	if _, gone := errors.AsType[hostGoneError](err); gone {
+		return exitCode(err) // no one is left to read a message
+	}
 	var ue usageError
 	if ctx.Err() != nil && !errors.As(err, &ue) && !wserr.Is(err, codeInterrupted) && !wserr.Is(err, codeStopped) {
 		// SIGINT or SIGTERM stopped the command midway, and whatever it
