@@ -75,7 +75,9 @@ func TestRunsPages(t *testing.T) {
 // TestRunsHoldsAPage: runs reads and prints the runs a page at a time,
 // so the heap grows by a few pages' garbage for 20,000 runs (pages of 10
 // here, the collector at 1 %), in text and in JSON, where holding every
-// run would grow it by their rows.
+// run would grow it by their rows (115 MB for these 20,000 runs with 1 KB
+// references; a page at a time grows it by about 2 MiB on a quiet
+// machine, and by up to 9 MiB where a loaded machine collects late).
 func TestRunsHoldsAPage(t *testing.T) {
 	defer func(n int) { runsPage = n }(runsPage)
 	runsPage = 10
@@ -102,7 +104,7 @@ func TestRunsHoldsAPage(t *testing.T) {
 	for _, json := range []bool{false, true} {
 		small, large := growth(20, json), growth(20000, json)
 		t.Logf("heap growth of runs (json %v): %d bytes for 20 runs, %d for 20,000", json, small, large)
-		assert.Less(t, large, small+8<<20, "heap growth for 20,000 runs (json %v)", json)
+		assert.Less(t, large, small+24<<20, "heap growth for 20,000 runs (json %v)", json)
 	}
 }
 
