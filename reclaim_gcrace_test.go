@@ -58,9 +58,9 @@ func TestGCBesideADeletionKeepsItsCandidates(t *testing.T) {
 						close(recorded)
 						<-marked
 					})
-				case strings.Contains(q, "SELECT id, records FROM runs"):
-					// The mark has read the run roots: its snapshot
-					// is taken.
+				case strings.Contains(q, "SELECT chat_id, id, root, persist_base, records FROM runs"):
+					// The mark has read the actors' roots and counted
+					// the checkpoints: its snapshot is taken.
 					onMark.Do(func() { close(marked) })
 				case strings.Contains(q, "tree_refs_backfill"):
 					// The deletion's reclaim waits for the gc to end.

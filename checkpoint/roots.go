@@ -10,23 +10,44 @@ import (
 	"github.com/wsstore/wsstore/index"
 )
 
-// EachRoot calls fn, in tx, with the run, seq and root tree of every
-// checkpoint, ordered by run and seq: the roots gc keeps and fsck checks.
-// It reads checkpoints whose run is gone too, since they still hold their
-// trees. The error is fn's or a failed read.
-func (s *Store) EachRoot(ctx context.Context, tx *index.Tx, fn func(runID string, seq int64, root cas.Hash) error) error {
-	rows, err := tx.QueryxContext(ctx, `SELECT run_id, seq, root FROM checkpoints ORDER BY run_id, seq`)
+// EachRunCount calls fn, in tx, with every run that has checkpoints and
+// how many, ordered by run id, runs that are gone too. It reads every row
+// of the table itself, not an index of it (count(root)), holding nothing
+// across runs: a row a damaged page lets through whose values do not scan
+// fails it with store.corrupt, as any full read would. The error is fn's
+// or a failed read.
+func (s *Store) EachRunCount(ctx context.Context, tx *index.Tx, fn func(runID string, n int64) error) error {
+	rows, err := tx.QueryxContext(ctx, `SELECT run_id, count(root) FROM checkpoints GROUP BY run_id ORDER BY run_id`)
+	if err != nil {
+		return fmt.Errorf("count checkpoints: %w", index.Translate(err))
+	}
+	return eachRow(rows, func(rows *sqlx.Rows) error {
+		var runID string
+		var n int64
+		if err := rows.Scan(&runID, &n); err != nil {
+			return index.TranslateRow("read", "a checkpoint's run", err) // a value of the wrong type: damage
+		}
+		return fn(runID, n)
+	})
+}
+
+// EachRootOf calls fn, in tx, with the seq and root tree of every
+// checkpoint of run runID, whether or not the run is still there, ordered
+// by seq: roots gc keeps and fsck checks. The rows are read as fn takes
+// them, so nothing is held across them; fn may read through tx. The error
+// is fn's or a failed read.
+func (s *Store) EachRootOf(ctx context.Context, tx *index.Tx, runID string, fn func(seq int64, root cas.Hash) error) error {
+	rows, err := tx.QueryxContext(ctx, `SELECT seq, root FROM checkpoints WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return fmt.Errorf("read checkpoint roots: %w", index.Translate(err))
 	}
 	return eachRow(rows, func(rows *sqlx.Rows) error {
-		var runID string
 		var seq int64
 		var root cas.Hash
-		if err := rows.Scan(&runID, &seq, &root); err != nil {
+		if err := rows.Scan(&seq, &root); err != nil {
 			return index.TranslateRow("read", "a checkpoint root", err) // a value of the wrong type: damage
 		}
-		return fn(runID, seq, root)
+		return fn(seq, root)
 	})
 }
 

@@ -33,7 +33,9 @@
 //     its owner as a walk reaches it; the sets a walk keeps (marks, labels,
 //     the garbage and its order) hold up to 262,144 objects each in memory and
 //     the rest in a scratch database on disk (index.Scratch), which the
-//     operation deletes when it ends. What stays in memory grows with the
-//     roots (about 120 bytes a checkpoint) and, bounded, with memos of
-//     decoded trees.
+//     operation deletes when it ends. Nor do the roots stay: each is read
+//     from its owner as the walk reaches it, in chat and run order, so
+//     memory does not grow with the runs, checkpoints or actor versions
+//     either. What stays beside the sets is bounded memos of decoded
+//     trees.
 package maint

@@ -1,11 +1,9 @@
 package maint
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
@@ -299,7 +297,11 @@ func (f *fsck) trees(ctx context.Context, tx *index.Tx, w *work, progress func(s
 // object resolves, and that checkpoints and events name existing runs.
 // Trees in bad were reported already and are not followed.
 func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMap, progress func(string, int, int)) error {
-	rs, g, err := f.m.openGraph(ctx, tx)
+	count, err := f.m.countRoots(ctx, tx)
+	if err != nil {
+		return err
+	}
+	g, err := f.m.newGraph(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -354,16 +356,22 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 	if _, ok := f.m.p.Actors.(ActorTotals); ok {
 		f.spaces = w.newTreeTotals()
 	}
-	progress("references", 0, len(rs.roots))
-	for i := range rs.roots {
+	progress("references", 0, count.roots)
+	done := 0
+	err = f.m.eachRoot(ctx, tx, func(r *rootRef) error {
 		g.treeDone = nil
-		if f.spaces != nil && rs.roots[i].Kind == "actor" {
+		if f.spaces != nil && r.Kind == "actor" {
 			g.treeDone = f.spaces.close
 		}
-		if err := g.walk([]step{rs.roots[i].step()}, visit, report); err != nil {
+		if err := g.walk([]step{r.step()}, visit, report); err != nil {
 			return err
 		}
-		progress("references", i+1, len(rs.roots))
+		done++
+		progress("references", done, count.roots)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	g.leafBlobs, g.fileEntry, g.treeDone = false, nil, nil
 
@@ -438,10 +446,11 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 			}
 			return again.addNew(o)
 		}
-		for i := range rs.roots {
-			if err := g.walk([]step{rs.roots[i].step()}, visit, report); err != nil {
-				return err
-			}
+		err := f.m.eachRoot(ctx, tx, func(r *rootRef) error {
+			return g.walk([]step{r.step()}, visit, report)
+		})
+		if err != nil {
+			return err
 		}
 	}
 	for _, m := range later {
@@ -450,42 +459,34 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 		}
 	}
 	if doubt.added.Blobs > 0 {
-		if err := f.entrySizes(rs, g, w, bad, doubt); err != nil {
+		if err := f.entrySizes(ctx, tx, g, w, bad, doubt); err != nil {
 			return err
 		}
 	}
 	// Rows of runs that do not exist: checkpoints first, then events, each
 	// by run id.
-	type orphan struct {
-		runID string
-		n     int64
-	}
-	var cps, events []orphan
-	for runID, n := range rs.checkpoints {
-		if _, ok := rs.runChat[runID]; !ok {
-			cps = append(cps, orphan{runID, n})
+	gone := func(what string) func(runID string, n int64) error {
+		return func(runID string, n int64) error {
+			f.add("reference", runID, "%d %s belong to run %s, which does not exist", n, what, runID)
+			return nil
 		}
 	}
+	if _, err := f.m.eachGoneRun(ctx, tx, gone("checkpoints")); err != nil {
+		return err
+	}
+	goneEvents := gone("events")
 	err = f.m.p.Events.EachRunEvents(ctx, tx, func(runID string, n int64) error {
-		if _, ok := rs.runChat[runID]; !ok {
-			events = append(events, orphan{runID, n})
+		ok, err := f.m.p.Runs.HasRun(ctx, tx, runID)
+		if err != nil || ok {
+			return err
 		}
-		return nil
+		return goneEvents(runID, n)
 	})
 	if err != nil {
 		return err
 	}
-	byRun := func(a, b orphan) int { return cmp.Compare(a.runID, b.runID) }
-	slices.SortFunc(cps, byRun)
-	slices.SortFunc(events, byRun)
-	for _, o := range cps {
-		f.add("reference", o.runID, "%d %s belong to run %s, which does not exist", o.n, "checkpoints", o.runID)
-	}
-	for _, o := range events {
-		f.add("reference", o.runID, "%d %s belong to run %s, which does not exist", o.n, "events", o.runID)
-	}
-	f.rep.Runs = len(rs.runChat)
-	f.rep.Checkpoints = int(rs.checkpointCount())
+	f.rep.Runs = count.runs
+	f.rep.Checkpoints = int(count.checkpoints)
 	return nil
 }
 
@@ -493,7 +494,7 @@ func (f *fsck) references(ctx context.Context, tx *index.Tx, w *work, bad *objMa
 // reports each file entry that names a blob in doubt and records a size
 // that is not the blob's. It runs only when the first walk and the pass
 // over the blob rows found a size in doubt, as a store's damage does.
-func (f *fsck) entrySizes(rs *rootSet, g *graph, w *work, bad, doubt *objMap) error {
+func (f *fsck) entrySizes(ctx context.Context, tx *index.Tx, g *graph, w *work, bad, doubt *objMap) error {
 	again := w.newMap()
 	visit := func(o object) (bool, error) {
 		if isBad, err := bad.has(o); err != nil || isBad {
@@ -516,13 +517,10 @@ func (f *fsck) entrySizes(rs *rootSet, g *graph, w *work, bad, doubt *objMap) er
 		return nil
 	}
 	defer func() { g.leafBlobs, g.fileEntry = false, nil }()
-	for i := range rs.roots {
-		// What the walk cannot reach was reported by the first one.
-		if err := g.walk([]step{rs.roots[i].step()}, visit, skipBad); err != nil {
-			return err
-		}
-	}
-	return nil
+	// What the walk cannot reach was reported by the first one.
+	return f.m.eachRoot(ctx, tx, func(r *rootRef) error {
+		return g.walk([]step{r.step()}, visit, skipBad)
+	})
 }
 
 // treeTotals holds the totals (vfs.Totals) of trees a walk followed and

@@ -179,22 +179,32 @@ type gcPlan struct {
 }
 
 func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, w *work, cutoff int64, progress func(string, int, int)) (*gcPlan, error) {
-	rs, g, err := m.openGraph(ctx, tx)
+	count, err := m.countRoots(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	g, err := m.newGraph(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
 	defer g.close()
 
-	p := &gcPlan{w: w, cutoff: cutoff, marked: w.newMap(), kept: w.newMap(), garbage: w.newMap(), roots: len(rs.roots)}
+	p := &gcPlan{w: w, cutoff: cutoff, marked: w.newMap(), kept: w.newMap(), garbage: w.newMap(), roots: count.roots}
 	// Trees are read as the walk reaches them; blobs only in the pass
 	// over their rows below, which follows the delta bases and chunks of
 	// those marked.
 	g.leafBlobs = true
-	for i := range rs.roots {
-		if err := g.walk([]step{rs.roots[i].step()}, p.marked.addNew, badIsCorrupt("gc")); err != nil {
-			return nil, err
+	done := 0
+	err = m.eachRoot(ctx, tx, func(r *rootRef) error {
+		if err := g.walk([]step{r.step()}, p.marked.addNew, badIsCorrupt("gc")); err != nil {
+			return err
 		}
-		progress("mark", i+1, len(rs.roots))
+		done++
+		progress("mark", done, count.roots)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	g.leafBlobs = false
 
@@ -273,7 +283,7 @@ func (m *Maintainer) markGC(ctx context.Context, tx *index.Tx, w *work, cutoff i
 	// A marked blob or chunk the rows do not hold is missing: walk again,
 	// reading every blob, to name it.
 	if p.marked.added.Blobs != p.reachable.Blobs || p.marked.added.Chunks != p.reachable.Chunks {
-		return nil, missingReachable(g, rs, "gc")
+		return nil, m.missingReachable(ctx, tx, g, "gc")
 	}
 	return p, nil
 }
@@ -322,14 +332,11 @@ func (m *Maintainer) sweep(ctx context.Context, tx *index.Tx, p *gcPlan, garbage
 			return set.addNew(o)
 		}
 	}
-	rs, err := m.loadRoots(ctx, tx)
+	err = m.eachRoot(ctx, tx, func(r *rootRef) error {
+		return g.walk([]step{r.step()}, protect(reached), badIsCorrupt("gc"))
+	})
 	if err != nil {
 		return rep, err
-	}
-	for i := range rs.roots {
-		if err := g.walk([]step{rs.roots[i].step()}, protect(reached), badIsCorrupt("gc")); err != nil {
-			return rep, err
-		}
 	}
 
 	// A row re-used since the snapshot is young again: keep it and what it

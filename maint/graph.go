@@ -2,12 +2,10 @@ package maint
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/checkpoint"
@@ -81,8 +79,21 @@ type rootRef struct {
 	Run   string // run id ("" for a chat's persist root)
 	Seq   int64  // checkpoint seq
 	Hash  cas.Hash
-	index int // position in the list, for owners in DU
+	// owner numbers what DU counts the root's objects to: a run (its
+	// live root, persist base, records and checkpoints), a chat's persist
+	// layer, the checkpoints of a run that is gone, or the actor spaces
+	// and dictionaries together.
+	owner int64
 }
+
+// Owner numbers (rootRef.owner): the actor spaces' and dictionaries',
+// then a run's that is gone, one each from spacesOwner+1, then from
+// workspaceOwners the chats' and runs', one each in the order
+// eachWorkspace hands them on.
+const (
+	spacesOwner     = 1
+	workspaceOwners = 1 << 40
+)
 
 func (r rootRef) String() string {
 	switch r.Kind {
@@ -111,111 +122,162 @@ func (r *rootRef) step() step {
 	return step{o: object{objTree, r.Hash}, ref: ref{root: r}}
 }
 
-// rootSet is every root, ordered by chat, run, kind and seq, with what
-// the owners said on the way about runs and checkpoints.
-type rootSet struct {
-	roots []rootRef
-	// runChat maps each run to its chat.
-	runChat map[string]string
-	chats   int
-	// checkpoints counts checkpoints by run, runs that are gone too.
-	checkpoints map[string]int64
-}
-
-func (rs *rootSet) checkpointCount() int64 {
-	var n int64
-	for _, c := range rs.checkpoints {
-		n += c
-	}
-	return n
-}
-
-// loadRoots lists every root in tx. The chat of a checkpoint is its run's.
-// The roots are held in memory, about 120 bytes each: they grow with the
-// checkpoints, not with the objects they reach.
-func (m *Maintainer) loadRoots(ctx context.Context, tx *index.Tx) (*rootSet, error) {
-	rs := &rootSet{runChat: map[string]string{}, checkpoints: map[string]int64{}}
-	// A run's id comes with each of its checkpoints: one copy serves all.
-	ids := map[string]string{}
-	intern := func(s string) string {
-		if v, ok := ids[s]; ok {
-			return v
-		}
-		ids[s] = s
-		return s
-	}
-	err := m.p.Runs.EachRunRoot(ctx, tx, func(runID, chatID string, root, base cas.Hash) error {
-		runID, chatID = intern(runID), intern(chatID)
-		rs.runChat[runID] = chatID
-		rs.roots = append(rs.roots,
-			rootRef{Kind: "run", Chat: chatID, Run: runID, Hash: root},
-			rootRef{Kind: "base", Chat: chatID, Run: runID, Hash: base})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read roots: %w", err)
-	}
-	err = m.p.Runs.EachRecordsRoot(ctx, tx, func(runID string, root cas.Hash) error {
-		rs.roots = append(rs.roots, rootRef{Kind: "records", Chat: rs.runChat[runID], Run: runID, Hash: root})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read roots: %w", err)
-	}
-	err = m.p.Checkpoints.EachRoot(ctx, tx, func(runID string, seq int64, root cas.Hash) error {
-		runID = intern(runID)
-		rs.checkpoints[runID]++
-		rs.roots = append(rs.roots, rootRef{Kind: "checkpoint", Chat: rs.runChat[runID], Run: runID, Seq: seq, Hash: root})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read roots: %w", err)
-	}
-	err = m.p.Runs.EachChatRoot(ctx, tx, func(chatID string, root cas.Hash) error {
-		rs.chats++
-		rs.roots = append(rs.roots, rootRef{Kind: "chat", Chat: chatID, Hash: root})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read roots: %w", err)
-	}
+// eachRoot calls fn with every root in tx, in the order gc, fsck and du
+// walk them (by chat, run, kind and seq): the actor spaces' roots (by
+// actor and seq) and the dictionaries (by id); the checkpoints of runs
+// that are gone (by run and seq); then each chat by id, its persist root
+// first, then each of its runs by id: the run's persist base, its
+// checkpoints by seq, its records and its live root. The chat of a
+// checkpoint is its run's. Each root is read from its owner as fn takes
+// it, so nothing is held across roots: memory does not grow with them.
+// fn may read through tx; its error stops the pass and is returned.
+func (m *Maintainer) eachRoot(ctx context.Context, tx *index.Tx, fn func(r *rootRef) error) error {
 	if m.p.Actors != nil {
-		err = m.p.Actors.EachActorRoot(ctx, tx, func(actor string, seq int64, root cas.Hash) error {
-			rs.roots = append(rs.roots, rootRef{Kind: "actor", Actor: actor, Seq: seq, Hash: root})
-			return nil
+		err := m.p.Actors.EachActorRoot(ctx, tx, func(actor string, seq int64, root cas.Hash) error {
+			return fn(&rootRef{Kind: "actor", Actor: actor, Seq: seq, Hash: root, owner: spacesOwner})
 		})
 		if err != nil {
-			return nil, fmt.Errorf("read roots: %w", err)
+			return err
 		}
 	}
 	if d, ok := m.p.Blobs.(DictRoots); ok {
-		err = d.EachDict(ctx, tx, func(di cas.DictInfo) error {
-			rs.roots = append(rs.roots, rootRef{Kind: "dict", Seq: di.ID, Hash: di.Hash})
+		err := d.EachDict(ctx, tx, func(di cas.DictInfo) error {
+			return fn(&rootRef{Kind: "dict", Seq: di.ID, Hash: di.Hash, owner: spacesOwner})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// The checkpoints are read a run at a time, in their run's place;
+	// the count read from the whole table first says none was missed (a
+	// damaged index or page can hide rows from a read by run): a collection
+	// that missed a root would delete what it holds.
+	var found int64
+	checkpoints := func(chatID, runID string, owner int64) error {
+		return m.p.Checkpoints.EachRootOf(ctx, tx, runID, func(seq int64, root cas.Hash) error {
+			found++
+			return fn(&rootRef{Kind: "checkpoint", Chat: chatID, Run: runID, Seq: seq, Hash: root, owner: owner})
+		})
+	}
+	owner := int64(spacesOwner)
+	listed, err := m.eachGoneRun(ctx, tx, func(runID string, _ int64) error {
+		owner++
+		return checkpoints("", runID, owner)
+	})
+	if err != nil {
+		return err
+	}
+	err = m.eachWorkspace(ctx, tx, func(w workspace) error {
+		if w.run == "" {
+			return fn(&rootRef{Kind: "chat", Chat: w.chat, Hash: w.root, owner: w.owner})
+		}
+		if err := fn(&rootRef{Kind: "base", Chat: w.chat, Run: w.run, Hash: w.base, owner: w.owner}); err != nil {
+			return err
+		}
+		if err := checkpoints(w.chat, w.run, w.owner); err != nil {
+			return err
+		}
+		if !w.records.IsZero() {
+			if err := fn(&rootRef{Kind: "records", Chat: w.chat, Run: w.run, Hash: w.records, owner: w.owner}); err != nil {
+				return err
+			}
+		}
+		return fn(&rootRef{Kind: "run", Chat: w.chat, Run: w.run, Hash: w.root, owner: w.owner})
+	})
+	if err != nil {
+		return err
+	}
+	if found != listed {
+		return wserr.New(wserr.Corrupt, "read roots", "", "the checkpoints table holds %d rows, its runs' reads found %d: run fsck", listed, found)
+	}
+	return nil
+}
+
+// eachGoneRun calls fn, by run id, with each run that has checkpoints but
+// does not exist, and how many; it returns how many checkpoints there
+// are, of every run.
+func (m *Maintainer) eachGoneRun(ctx context.Context, tx *index.Tx, fn func(runID string, n int64) error) (int64, error) {
+	var total int64
+	err := m.p.Checkpoints.EachRunCount(ctx, tx, func(runID string, n int64) error {
+		total += n
+		ok, err := m.p.Runs.HasRun(ctx, tx, runID)
+		if err != nil || ok {
+			return err
+		}
+		return fn(runID, n)
+	})
+	return total, err
+}
+
+// workspace is a chat workspace's own row (run "", root its persist
+// root) or a run's, with its owner number (rootRef.owner).
+type workspace struct {
+	chat, run           string
+	root, base, records cas.Hash
+	owner               int64
+}
+
+// eachWorkspace calls fn with each chat and run, by chat id then run id,
+// a chat before its runs.
+func (m *Maintainer) eachWorkspace(ctx context.Context, tx *index.Tx, fn func(w workspace) error) error {
+	owner := int64(workspaceOwners)
+	return m.p.Runs.EachWorkspaceRoot(ctx, tx, func(chatID, runID string, root, base, records cas.Hash) error {
+		w := workspace{chat: chatID, run: runID, root: root, base: base, records: records, owner: owner}
+		owner++
+		return fn(w)
+	})
+}
+
+// rootCount counts the roots, and the rows that hold them.
+type rootCount struct {
+	roots       int
+	chats, runs int
+	// checkpoints counts runs that are gone too.
+	checkpoints int64
+}
+
+// countRoots counts the roots in tx, reading them as eachRoot does, but
+// only counting the checkpoints: for progress, and for the reports'
+// counts.
+func (m *Maintainer) countRoots(ctx context.Context, tx *index.Tx) (rootCount, error) {
+	var c rootCount
+	if m.p.Actors != nil {
+		err := m.p.Actors.EachActorRoot(ctx, tx, func(string, int64, cas.Hash) error {
+			c.roots++
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("read roots: %w", err)
+			return c, err
 		}
 	}
-	slices.SortStableFunc(rs.roots, func(a, b rootRef) int {
-		if c := strings.Compare(a.Chat, b.Chat); c != 0 {
-			return c
+	if d, ok := m.p.Blobs.(DictRoots); ok {
+		if err := d.EachDict(ctx, tx, func(cas.DictInfo) error { c.roots++; return nil }); err != nil {
+			return c, err
 		}
-		if c := strings.Compare(a.Run, b.Run); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Actor, b.Actor); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Seq, b.Seq)
+	}
+	err := m.p.Checkpoints.EachRunCount(ctx, tx, func(_ string, n int64) error {
+		c.checkpoints += n
+		c.roots += int(n)
+		return nil
 	})
-	for i := range rs.roots {
-		rs.roots[i].index = i
+	if err != nil {
+		return c, err
 	}
-	return rs, nil
+	err = m.eachWorkspace(ctx, tx, func(w workspace) error {
+		switch {
+		case w.run == "":
+			c.chats++
+			c.roots++
+		default:
+			c.runs++
+			c.roots += 2
+			if !w.records.IsZero() {
+				c.roots++
+			}
+		}
+		return nil
+	})
+	return c, err
 }
 
 // ref says what refers to an object, for messages: a root, or an object
@@ -279,20 +341,6 @@ type graph struct {
 	// closed already), unless it was not followed (missing, not wanted,
 	// or followed by a walk without treeDone).
 	treeDone func(tree object, es []vfs.Entry) error
-}
-
-// openGraph reads, in tx, what gc, fsck and du all start from: the roots,
-// and a graph to walk from them. The caller closes the graph.
-func (m *Maintainer) openGraph(ctx context.Context, tx *index.Tx) (*rootSet, *graph, error) {
-	roots, err := m.loadRoots(ctx, tx)
-	if err != nil {
-		return nil, nil, err
-	}
-	g, err := m.newGraph(ctx, tx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return roots, g, nil
 }
 
 func (m *Maintainer) newGraph(ctx context.Context, tx *index.Tx) (*graph, error) {
@@ -517,18 +565,19 @@ func followBlob(g *graph, rec *cas.BlobRecord, visit func(o object) (bool, error
 	return g.walk([]step{{o: base, ref: ref{from: from, name: name}}}, visit, bad)
 }
 
-// missingReachable walks from every root again, reading every object, and
-// returns the store.corrupt error for the first reachable object that is
-// missing: called when a walk that left blobs as leaves marked more blobs
-// or chunks than the rows hold.
-func missingReachable(g *graph, rs *rootSet, op string) error {
+// missingReachable walks from every root in tx again, reading every
+// object, and returns the store.corrupt error for the first reachable
+// object that is missing: called when a walk that left blobs as leaves
+// marked more blobs or chunks than the rows hold.
+func (m *Maintainer) missingReachable(ctx context.Context, tx *index.Tx, g *graph, op string) error {
 	w := newWork(g.ctx)
 	defer w.close()
 	seen := w.newMap()
-	for i := range rs.roots {
-		if err := g.walk([]step{rs.roots[i].step()}, seen.addNew, badIsCorrupt(op)); err != nil {
-			return err
-		}
+	err := m.eachRoot(ctx, tx, func(r *rootRef) error {
+		return g.walk([]step{r.step()}, seen.addNew, badIsCorrupt(op))
+	})
+	if err != nil {
+		return err
 	}
 	return wserr.New(wserr.Corrupt, op, "", "a reachable blob or chunk is missing; run fsck")
 }

@@ -23,23 +23,25 @@ type DB interface {
 	FileBytes() (int64, error)
 }
 
-// RunRoots lists the trees runs and chat workspaces hold on to: each run's
-// live root, persist base and records tree, each chat's persist root;
-// *runs.Service implements it.
+// RunRoots lists the trees runs and chat workspaces hold on to: each
+// chat's persist root, each run's live root, persist base and records
+// tree, in chat and run order; *runs.Service implements it.
 type RunRoots interface {
-	EachRunRoot(ctx context.Context, tx *index.Tx, fn func(runID, chatID string, root, persistBase cas.Hash) error) error
-	EachRecordsRoot(ctx context.Context, tx *index.Tx, fn func(runID string, records cas.Hash) error) error
-	EachChatRoot(ctx context.Context, tx *index.Tx, fn func(chatID string, persistRoot cas.Hash) error) error
+	EachWorkspaceRoot(ctx context.Context, tx *index.Tx, fn func(chatID, runID string, root, persistBase, records cas.Hash) error) error
+	// HasRun finds the runs checkpoints and events name.
+	HasRun(ctx context.Context, tx *index.Tx, runID string) (bool, error)
 	// EachCheckpointRef lists each run's head checkpoint (kind "run") and
 	// each commit's (kind "commit"), for fsck to look up.
 	EachCheckpointRef(ctx context.Context, tx *index.Tx, fn func(kind, ref, runID string, seq int64) error) error
 }
 
-// CheckpointRoots lists each checkpoint's root tree with its run, and
-// finds checkpoints;
+// CheckpointRoots lists the root trees of a run's checkpoints, counts
+// checkpoints by run (runs that are gone too), and finds checkpoints;
 // *checkpoint.Store implements it.
 type CheckpointRoots interface {
-	EachRoot(ctx context.Context, tx *index.Tx, fn func(runID string, seq int64, root cas.Hash) error) error
+	EachRootOf(ctx context.Context, tx *index.Tx, runID string, fn func(seq int64, root cas.Hash) error) error
+	EachRunCount(ctx context.Context, tx *index.Tx, fn func(runID string, n int64) error) error
+	Count(ctx context.Context, tx *index.Tx, runID string) (int64, error)
 	// Has and EachDanglingParent let fsck check the references to
 	// checkpoints: from runs and commits, and from checkpoints to their
 	// parents.

@@ -3,7 +3,10 @@ package maint
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wsstore/wsstore/cas"
@@ -66,11 +69,7 @@ type Stats struct {
 func (m *Maintainer) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{ByCodec: map[string]int64{}}
 	err := m.p.DB.View(ctx, func(tx *index.Tx) error {
-		rs, err := m.loadRoots(ctx, tx)
-		if err != nil {
-			return err
-		}
-		st.Chats, st.Runs, st.Checkpoints = int64(rs.chats), int64(len(rs.runChat)), rs.checkpointCount()
+		var err error
 		if st.UsedBytes, err = tx.UsedBytes(ctx); err != nil {
 			return err
 		}
@@ -111,34 +110,58 @@ func (m *Maintainer) Stats(ctx context.Context) (Stats, error) {
 		defer g.close()
 		sizes := map[cas.Hash]int64{}
 		// Every root a view of files reads: checkpoints, live runs, their
-		// records, chats' persist trees, actor space versions.
-		var roots []cas.Hash
-		for _, kind := range []string{"checkpoint", "run", "records", "chat", "actor"} {
-			for _, r := range rs.roots {
-				if r.Kind == kind {
-					roots = append(roots, r.Hash)
-				}
+		// records, chats' persist trees, actor space versions. The error
+		// is for the first of them, in that order of kinds, that is
+		// missing or does not decode: one kept for each kind as the roots
+		// come.
+		kinds := []string{"checkpoint", "run", "records", "chat", "actor"}
+		failed := make([]error, len(kinds))
+		err = m.eachRoot(ctx, tx, func(r *rootRef) error {
+			switch r.Kind {
+			case "chat":
+				st.Chats++
+			case "run":
+				st.Runs++
+			case "checkpoint":
+				st.Checkpoints++
 			}
-		}
-		for _, h := range roots {
-			n, ok := sizes[h]
+			k := slices.Index(kinds, r.Kind)
+			if k < 0 {
+				return nil
+			}
+			n, ok := sizes[r.Hash]
 			if !ok {
 				if len(sizes) >= memoMax {
 					clear(sizes) // a memo, bounded: a re-read costs a row
 				}
-				es, _, found, err := g.entries(h)
+				es, _, found, err := g.entries(r.Hash)
+				if err == nil && !found {
+					err = wserr.New(wserr.Corrupt, "stats", "", "root tree %s is missing: run fsck", r.Hash)
+				}
+				if wserr.Is(err, wserr.Corrupt) {
+					if failed[k] == nil {
+						failed[k] = err
+					}
+					return nil
+				}
 				if err != nil {
 					return err
-				}
-				if !found {
-					return wserr.New(wserr.Corrupt, "stats", "", "root tree %s is missing: run fsck", h)
 				}
 				for _, e := range es {
 					n += e.Size
 				}
-				sizes[h] = n
+				sizes[r.Hash] = n
 			}
 			st.ReferencedBytes += n
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, err := range failed {
+			if err != nil {
+				return err
+			}
 		}
 		if st.BlobLogicalBytes > 0 {
 			st.DedupRatio = float64(st.ReferencedBytes) / float64(st.BlobLogicalBytes)
@@ -249,36 +272,16 @@ const memoMax = 1 << 14
 // du hands fn the rows whose key comes after after, at most limit of them
 // (negative: every one), and reports whether rows follow those.
 func (m *Maintainer) du(ctx context.Context, tx *index.Tx, after UsageKey, limit int, fn func(Usage) error) (bool, error) {
-	rs, g, err := m.openGraph(ctx, tx)
+	g, err := m.newGraph(ctx, tx)
 	if err != nil {
 		return false, err
 	}
 	defer g.close()
 	w := newWork(ctx)
 	defer w.close()
-	roots := rs.roots
 
 	// An owner is a run (its live root, checkpoints and persist base) or
-	// a chat's persist layer; owners are numbered from 1 in root order,
-	// which groups each owner's roots together.
-	type ownerKey struct{ chat, run string }
-	owners := map[ownerKey]int{}
-	var keys []ownerKey
-	ownerOf := make([]int, len(roots))
-	for i, r := range roots {
-		k := ownerKey{r.Chat, r.Run}
-		if r.Kind == "checkpoint" && r.Chat == "" {
-			k.chat = "\x00orphan" // a checkpoint whose run is gone still holds its objects
-		}
-		id, ok := owners[k]
-		if !ok {
-			keys = append(keys, k)
-			id = len(keys)
-			owners[k] = id
-		}
-		ownerOf[i] = id
-	}
-
+	// a chat's persist layer, numbered as the roots come (rootRef.owner).
 	// Each object ends labelled with its only owner or with shared. A walk
 	// stops at an object already labelled with its own owner or shared,
 	// and goes on through one labelled with another owner, relabelling it
@@ -304,12 +307,12 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx, after UsageKey, limit
 	// their rows below, which hands each blob's label to its delta base
 	// and chunks.
 	g.leafBlobs = true
-	for i := range roots {
-		cur := int64(ownerOf[i])
-		visit := func(o object) (bool, error) { return merge(o, cur) }
-		if err := g.walk([]step{roots[i].step()}, visit, badIsCorrupt("du")); err != nil {
-			return false, err
-		}
+	err = m.eachRoot(ctx, tx, func(r *rootRef) error {
+		visit := func(o object) (bool, error) { return merge(o, r.owner) }
+		return g.walk([]step{r.step()}, visit, badIsCorrupt("du"))
+	})
+	if err != nil {
+		return false, err
 	}
 	g.leafBlobs = false
 	// spread hands blob h's label l to what it references; a base of a
@@ -349,24 +352,30 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx, after UsageKey, limit
 	if err != nil {
 		return false, err
 	}
-	unique := make([]int64, len(keys)+1)
+	// unique holds the stored bytes only one owner reaches, by owner.
+	unique := w.sets.NewMap()
 	var stored ObjectCounts
 	err = m.eachRow(ctx, tx, func(o object, r rowMeta, _ *cas.BlobRecord) error {
 		l, ok, err := label.get(o)
-		if ok {
-			stored.add(o.kind)
-			if l != shared {
-				unique[l] += r.stored
-			}
+		if err != nil || !ok {
+			return err
 		}
-		return err
+		stored.add(o.kind)
+		if l == shared {
+			return nil
+		}
+		n, _, err := unique.Get(ownerKey(l))
+		if err != nil {
+			return err
+		}
+		return unique.Set(ownerKey(l), n+r.stored)
 	})
 	if err != nil {
 		return false, err
 	}
 	// A labelled blob or chunk the rows did not hold is missing.
 	if stored.Blobs != labelled.Blobs || stored.Chunks != labelled.Chunks {
-		return false, missingReachable(g, rs, "du")
+		return false, m.missingReachable(ctx, tx, g, "du")
 	}
 
 	// Files and size of each live root (a chat's persist root for its
@@ -399,35 +408,53 @@ func (m *Maintainer) du(ctx context.Context, tx *index.Tx, after UsageKey, limit
 		files[h] = n
 		return n, nil
 	}
-	// Roots come ordered by chat and run, and a chat's row has run "":
-	// the rows come in their order, and those up to after are passed by
-	// uncounted.
-	n := 0
-	for i, r := range roots {
-		if r.Kind != "run" && r.Kind != "chat" {
-			continue
-		}
-		if c := strings.Compare(r.Chat, after.ChatID); c < 0 || c == 0 && r.Run <= after.RunID {
-			continue
+	// Workspaces come ordered by chat and run, and a chat's row has run
+	// "": the rows come in their order, and those up to after are passed
+	// by uncounted.
+	n, more := 0, false
+	err = m.eachWorkspace(ctx, tx, func(ws workspace) error {
+		if c := strings.Compare(ws.chat, after.ChatID); c < 0 || c == 0 && ws.run <= after.RunID {
+			return nil
 		}
 		if limit >= 0 && n == limit {
-			return true, nil
+			more = true
+			return errPageFull
 		}
-		u := Usage{ChatID: r.Chat, RunID: r.Run, Checkpoints: rs.checkpoints[r.Run], UniqueStoredBytes: unique[ownerOf[i]]}
-		es, _, _, err := g.entries(r.Hash)
+		u := Usage{ChatID: ws.chat, RunID: ws.run}
+		var err error
+		if ws.run != "" {
+			if u.Checkpoints, err = m.p.Checkpoints.Count(ctx, tx, ws.run); err != nil {
+				return err
+			}
+		}
+		if u.UniqueStoredBytes, _, err = unique.Get(ownerKey(ws.owner)); err != nil {
+			return err
+		}
+		es, _, _, err := g.entries(ws.root)
 		if err != nil {
-			return false, err
+			return err
 		}
 		for _, e := range es {
 			u.LogicalBytes += e.Size
 		}
-		if u.Files, err = count(r.Hash); err != nil {
-			return false, err
+		if u.Files, err = count(ws.root); err != nil {
+			return err
 		}
 		if err := fn(u); err != nil {
-			return false, err
+			return err
 		}
 		n++
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPageFull) {
+		return false, err
 	}
-	return false, nil
+	return more, nil
 }
+
+// errPageFull ends a pass over the workspaces once a page of DU holds
+// its rows.
+var errPageFull = errors.New("page full")
+
+// ownerKey is owner l as a key of a work set.
+func ownerKey(l int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(l)) }

@@ -8,70 +8,44 @@ import (
 	"github.com/wsstore/wsstore/index"
 )
 
-// EachRunRoot calls fn, in tx, with every run's id, chat, live root and
-// persist base, ordered by run id: roots gc keeps and fsck checks. The
+// EachWorkspaceRoot calls fn, in tx, with the trees every chat workspace
+// and every run hold on to, ordered by chat id, then run id: a chat's own
+// row first (runID "", root its persist root, base and records zero),
+// then each run of the chat (its live root, persist base and records
+// tree, zero while it has none). A run whose chat row is missing still
+// comes, in its chat's place. These are the roots gc keeps and fsck
+// checks. The rows are read as fn takes them, from the indexes in that
+// order, so nothing is held across them; fn may read through tx. The
 // error is fn's or a failed read.
-func (s *Service) EachRunRoot(ctx context.Context, tx *index.Tx, fn func(runID, chatID string, root, persistBase cas.Hash) error) error {
-	rows, err := tx.QueryxContext(ctx, `SELECT id, chat_id, root, persist_base FROM runs ORDER BY id`)
+func (s *Service) EachWorkspaceRoot(ctx context.Context, tx *index.Tx, fn func(chatID, runID string, root, persistBase, records cas.Hash) error) error {
+	rows, err := tx.QueryxContext(ctx, `SELECT id, '', persist_root, NULL, NULL FROM chats
+		UNION ALL SELECT chat_id, id, root, persist_base, records FROM runs ORDER BY 1, 2`)
 	if err != nil {
-		return fmt.Errorf("read run roots: %w", index.Translate(err))
+		return fmt.Errorf("read workspace roots: %w", index.Translate(err))
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, chat string
-		var root, base cas.Hash
-		if err := rows.Scan(&id, &chat, &root, &base); err != nil {
-			return fmt.Errorf("read run roots: %w", index.Translate(err))
+		var chat, run string
+		var root, base, records cas.Hash
+		if err := rows.Scan(&chat, &run, &root, &base, &records); err != nil {
+			return fmt.Errorf("read workspace roots: %w", index.Translate(err))
 		}
-		if err := fn(id, chat, root, base); err != nil {
+		if err := fn(chat, run, root, base, records); err != nil {
 			return err
 		}
 	}
 	return index.Translate(rows.Err())
 }
 
-// EachChatRoot calls fn, in tx, with every chat workspace's id and persist
-// root, ordered by chat id. The error is fn's or a failed read.
-func (s *Service) EachChatRoot(ctx context.Context, tx *index.Tx, fn func(chatID string, persistRoot cas.Hash) error) error {
-	rows, err := tx.QueryxContext(ctx, `SELECT id, persist_root FROM chats ORDER BY id`)
-	if err != nil {
-		return fmt.Errorf("read chat roots: %w", index.Translate(err))
+// HasRun reports, in tx, whether run runID exists: what fsck asks of the
+// runs that checkpoints and events name, and gc and du of the runs of
+// checkpoints, to find those whose run is gone.
+func (s *Service) HasRun(ctx context.Context, tx *index.Tx, runID string) (bool, error) {
+	var ok bool
+	if err := tx.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = ?)`, runID); err != nil {
+		return false, fmt.Errorf("find run: %w", index.Translate(err))
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var root cas.Hash
-		if err := rows.Scan(&id, &root); err != nil {
-			return fmt.Errorf("read chat roots: %w", index.Translate(err))
-		}
-		if err := fn(id, root); err != nil {
-			return err
-		}
-	}
-	return index.Translate(rows.Err())
-}
-
-// EachRecordsRoot calls fn, in tx, with the records tree of every run
-// that has one (tool-args/, tool-results/, model-responses/), ordered by
-// run id: roots gc keeps and fsck checks beside the live roots. The error
-// is fn's or a failed read.
-func (s *Service) EachRecordsRoot(ctx context.Context, tx *index.Tx, fn func(runID string, records cas.Hash) error) error {
-	rows, err := tx.QueryxContext(ctx, `SELECT id, records FROM runs WHERE records IS NOT NULL ORDER BY id`)
-	if err != nil {
-		return fmt.Errorf("read records roots: %w", index.Translate(err))
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var root cas.Hash
-		if err := rows.Scan(&id, &root); err != nil {
-			return fmt.Errorf("read records roots: %w", index.Translate(err))
-		}
-		if err := fn(id, root); err != nil {
-			return err
-		}
-	}
-	return index.Translate(rows.Err())
+	return ok, nil
 }
 
 // HoldsTree reports whether a run (its live root, persist base or records)
