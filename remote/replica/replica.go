@@ -153,8 +153,14 @@ type Replicator struct {
 	url      string
 	owner    remote.ReplicaOwner
 	takeOver bool
+	interval time.Duration
+	logger   *slog.Logger
 	mu       sync.Mutex
 	claim    *remote.Claim // nil until the replica is claimed and store opened
+	synced   bool          // Litestream's first sync is made (firstSync)
+
+	stop chan struct{} // closed at Close: watch returns
+	done chan struct{} // closed when watch has returned
 }
 
 // Start starts replicating the SQLite database at path to the replica at
@@ -202,7 +208,9 @@ func Start(ctx context.Context, path, url string, opts Options) (*Replicator, er
 	case held:
 		return nil, wserr.New(wserr.Busy, "replicate", path, "another replicator (wsctl replicate) is shipping this database: stop it first")
 	}
-	db.MonitorInterval = opts.Interval
+	// Litestream's own monitor syncs without the write lock its first
+	// sync needs (firstSync): watch syncs instead.
+	db.MonitorInterval = 0
 	r := litestream.NewReplicaWithClient(db, c)
 	r.SyncInterval = opts.Interval
 	db.Replica = r
@@ -216,8 +224,11 @@ func Start(ctx context.Context, path, url string, opts Options) (*Replicator, er
 	s.SnapshotRetention = opts.SnapshotRetention
 	s.SetL0Retention(opts.L0Retention)
 	s.L0RetentionCheckInterval = min(opts.Levels[0], litestream.DefaultL0RetentionCheckInterval)
-	rep := &Replicator{store: s, db: db, unlock: unlock, url: url, owner: opts.Owner, takeOver: opts.TakeOver}
-	if err := rep.ready(ctx); err != nil && !errors.Is(err, remote.ErrUnavailable) {
+	rep := &Replicator{store: s, db: db, unlock: unlock, url: url, owner: opts.Owner, takeOver: opts.TakeOver,
+		interval: opts.Interval, logger: opts.Logger, stop: make(chan struct{}), done: make(chan struct{})}
+	// Once Litestream is started, a failure of its first sync is the
+	// next Sync's to report (and retry).
+	if err := rep.ready(ctx); err != nil && !errors.Is(err, remote.ErrUnavailable) && rep.claim == nil {
 		unlock()
 		return nil, err
 	}
@@ -225,12 +236,16 @@ func Start(ctx context.Context, path, url string, opts Options) (*Replicator, er
 }
 
 // ready claims the replica and starts Litestream on it, if that is not
-// done yet; else it checks that the replica is still the store's.
+// done yet; else it checks that the replica is still the store's. Then
+// it makes Litestream's first sync, if that is not done yet (firstSync).
 func (r *Replicator) ready(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.claim != nil {
-		return r.claim.Check(ctx)
+		if err := r.claim.Check(ctx); err != nil {
+			return err
+		}
+		return r.firstSync(ctx)
 	}
 	claim, err := remote.ClaimReplica(ctx, r.url, r.owner, r.takeOver)
 	if err != nil {
@@ -243,7 +258,39 @@ func (r *Replicator) ready(ctx context.Context) error {
 		return wserr.Wrap(wserr.Internal, "replicate", r.db.Path(), err)
 	}
 	r.claim = claim
-	return nil
+	go r.watch()
+	return r.firstSync(ctx)
+}
+
+// watch reads the write-ahead log into Litestream's local state every
+// interval, as Litestream's own monitor would, until Close; Litestream
+// ships what it read in the background. Its failures are logged: the
+// next turn, or the next Sync, tries again.
+func (r *Replicator) watch() {
+	defer close(r.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-r.stop
+		cancel()
+	}()
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		err := r.firstSync(ctx)
+		if err == nil {
+			err = r.db.Sync(ctx)
+		}
+		r.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			r.logger.Warn("sync", "path", r.db.Path(), "error", err)
+		}
+	}
 }
 
 // markerName names the file in Litestream's local state directory that
@@ -332,12 +379,17 @@ func (r *Replicator) Sync(ctx context.Context) error {
 func (r *Replicator) Close(ctx context.Context) error {
 	defer r.unlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.claim == nil {
+	started := r.claim != nil
+	r.mu.Unlock()
+	if !started {
 		// Never started: the object store did not answer, or another
 		// store holds the replica.
 		return nil
 	}
+	close(r.stop)
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if err := r.store.Close(ctx); err != nil {
 		return syncError(r.db.Path(), err)
 	}

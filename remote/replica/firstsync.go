@@ -1,0 +1,354 @@
+package replica
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/benbjohnson/litestream"
+	"github.com/superfly/ltx"
+
+	"github.com/wsstore/wsstore/wserr"
+)
+
+// Litestream (v0.5.18) reads the database's write-ahead log by itself
+// only while it can trust what it finds there; two things it cannot see
+// made a replica that no longer restored ("Page N: never used"):
+//
+//   - A Litestream process goes on from the log offset its last file
+//     ends at when the frame before that offset is still the one it
+//     shipped, even when the log started over since. A store's process
+//     starts the log over whenever every frame of it is in the database
+//     file, so frames written after that offset while no replicator ran
+//     (one was killed, or stopped between two --once rounds), and whole
+//     generations of the log folded back meanwhile, were never shipped,
+//     and the transactions shipped after them stood on pages the replica
+//     never had. So when the log's salts are not those of the last file
+//     Litestream wrote (or it has none the replica's last file follows
+//     from), the Replicator writes the whole database as the next file
+//     itself (rebase), and Litestream goes on from there.
+//   - Litestream's read transaction, which it keeps open to hold
+//     checkpoints back, reads the database file only when it begins with
+//     every frame of the log in it (SQLite's read mark 0), and such a
+//     reader does not keep a writer from starting the log over. Then
+//     the frames Litestream has mapped may be overwritten by another
+//     transaction's before it reads them: a file of pages from the wrong
+//     transactions. No writer can while the write lock is held; and once
+//     a write lands after Litestream's read transaction began, the log
+//     cannot start over until Litestream ends it, at its own checkpoints
+//     (which write before they let go of the log).
+//
+// So the first time a process's Litestream looks at the log (it opens
+// the database, begins its read transaction and ships what the log holds)
+// it does so while the Replicator holds the database's write lock, after
+// a rebase if one is due, and the Replicator commits a write of its own
+// before it lets the lock go. The store's writers wait meanwhile, as for
+// any other writer (index.Options.BusyTimeout).
+
+// holdBusyTimeout is how long the Replicator waits for the write lock.
+const holdBusyTimeout = 30 * time.Second
+
+// writeHold is a write transaction held open on a connection of its own.
+type writeHold struct {
+	db   *sql.DB
+	conn *sql.Conn
+	open bool
+}
+
+// holdWrites begins a write transaction on the database at path, with a
+// log that has a header (Litestream's start writes one otherwise, which
+// it could not while the lock is held); the tables Litestream creates at
+// its start are created first for the same reason.
+func holdWrites(ctx context.Context, path string) (*writeHold, error) {
+	db, err := sql.Open("sqlite", fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)", path, holdBusyTimeout.Milliseconds()))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	h := &writeHold{db: db}
+	if h.conn, err = db.Conn(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	for _, q := range []string{
+		`PRAGMA journal_mode = wal`,
+		`CREATE TABLE IF NOT EXISTS _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER)`,
+		`CREATE TABLE IF NOT EXISTS _litestream_lock (id INTEGER)`,
+	} {
+		if _, err := h.conn.ExecContext(ctx, q); err != nil {
+			h.release()
+			return nil, err
+		}
+	}
+	for range 10 {
+		if _, err := h.conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+			h.release()
+			return nil, err
+		}
+		h.open = true
+		if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() >= litestream.WALHeaderSize {
+			return h, nil
+		}
+		// Another process emptied the log (a checkpoint at its close):
+		// a write gives it a header again.
+		if err := h.commit(ctx); err != nil {
+			h.release()
+			return nil, err
+		}
+	}
+	h.release()
+	return nil, errors.New("the write-ahead log kept being emptied")
+}
+
+// commit writes to Litestream's own table and commits: the log then
+// holds a frame Litestream's read transaction does not see, which keeps
+// the log from starting over until that transaction ends.
+func (h *writeHold) commit(ctx context.Context) error {
+	if !h.open {
+		return nil
+	}
+	if _, err := h.conn.ExecContext(ctx, `INSERT INTO _litestream_seq (id, seq) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET seq = seq + 1`); err != nil {
+		return err
+	}
+	if _, err := h.conn.ExecContext(ctx, `COMMIT`); err != nil {
+		return err
+	}
+	h.open = false
+	return nil
+}
+
+// release rolls back what is still open and closes the connection.
+func (h *writeHold) release() {
+	if h.open {
+		_, _ = h.conn.ExecContext(context.WithoutCancel(context.Background()), `ROLLBACK`)
+		h.open = false
+	}
+	h.conn.Close()
+	h.db.Close()
+}
+
+// firstSync makes Litestream's first sync in this process under the
+// write lock, after a rebase if one is due (see the top of this file).
+// Litestream's own monitor is off (Start): a sync before this one would
+// read the log without the lock.
+func (r *Replicator) firstSync(ctx context.Context) error {
+	if r.synced {
+		return nil
+	}
+	remote, err := r.db.Replica.MaxLTXFileInfo(ctx, 0)
+	if err != nil {
+		return unavailable("replicate", r.url, err)
+	}
+	h, err := holdWrites(ctx, r.db.Path())
+	if err != nil {
+		return wserr.Wrap(wserr.Busy, "replicate", r.db.Path(), err)
+	}
+	defer h.release()
+	if err := r.rebase(ctx, h, remote.MaxTXID); err != nil {
+		return err
+	}
+	// Litestream's checkpoints would wait for the write lock held here,
+	// and its forced one fail: they are left to its next sync (every
+	// call of DB.Sync is made under r.mu, so none reads these meanwhile).
+	minPages, truncPages, every := r.db.MinCheckpointPageN, r.db.TruncatePageN, r.db.CheckpointInterval
+	r.db.MinCheckpointPageN, r.db.TruncatePageN, r.db.CheckpointInterval = math.MaxInt32, math.MaxInt32, 0
+	err = r.db.Sync(ctx)
+	r.db.MinCheckpointPageN, r.db.TruncatePageN, r.db.CheckpointInterval = minPages, truncPages, every
+	if cerr := h.commit(ctx); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return syncError(r.db.Path(), err)
+	}
+	r.synced = true
+	return nil
+}
+
+// rebase writes the whole database as the next file of Litestream's
+// local state, which the replica's last file is remoteMax, unless
+// Litestream's last file was cut from the log as it is now (the same
+// salts), or neither it nor the replica has any file (Litestream's first
+// file is then the whole database). h holds the write lock.
+func (r *Replicator) rebase(ctx context.Context, h *writeHold, remoteMax ltx.TXID) error {
+	lmin, lmax, err := r.db.MaxLTX()
+	if err != nil {
+		return wserr.FromFS("replicate", r.db.Path(), err)
+	}
+	if lmax == 0 && remoteMax == 0 {
+		return nil
+	}
+	salts, err := walSalts(r.db.WALPath())
+	if err != nil {
+		return wserr.FromFS("replicate", r.db.WALPath(), err)
+	}
+	if lmax >= remoteMax {
+		switch was, err := ltxSalts(r.db.LTXPath(0, lmin, lmax)); {
+		case err == nil && was == salts:
+			return nil
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return wserr.FromFS("replicate", r.db.Path(), err)
+		}
+	}
+	// Litestream's files the replica does not hold yet are in the whole
+	// database too; the state goes, so that none of Litestream's caches
+	// names them.
+	if err := r.db.ResetLocalState(ctx); err != nil {
+		return wserr.FromFS("replicate", r.db.Path(), err)
+	}
+	if err := writeWhole(ctx, h.conn, r.db.WALPath(), r.db.LTXPath(0, remoteMax+1, remoteMax+1), remoteMax+1, salts); err != nil {
+		return syncError(r.db.Path(), err)
+	}
+	return nil
+}
+
+// walSalts reads the salts in the header of the log at path.
+func walSalts(path string) ([2]uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return [2]uint32{}, err
+	}
+	defer f.Close()
+	var hdr [litestream.WALHeaderSize]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return [2]uint32{}, err
+	}
+	return [2]uint32{binary.BigEndian.Uint32(hdr[16:]), binary.BigEndian.Uint32(hdr[20:])}, nil
+}
+
+// ltxSalts reads the log salts in the header of the LTX file at path.
+func ltxSalts(path string) ([2]uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return [2]uint32{}, err
+	}
+	defer f.Close()
+	dec := ltx.NewDecoder(f)
+	if err := dec.DecodeHeader(); err != nil {
+		return [2]uint32{}, err
+	}
+	return [2]uint32{dec.Header().WALSalt1, dec.Header().WALSalt2}, nil
+}
+
+// writeWhole writes every page of the database, as conn's transaction
+// (which holds the write lock) reads it, to an LTX file at path for
+// transaction txid. Its header ends at the end of the log's last
+// transaction, with the log's salts: Litestream goes on from there, and
+// finds the last frame before it among the file's pages. The pages are
+// read through SQLite (sqlite_dbpage), one at a time: the database file
+// is never opened beside SQLite's connections, whose locks a close of
+// another descriptor of it would drop.
+func writeWhole(ctx context.Context, conn *sql.Conn, walPath, path string, txid ltx.TXID, salts [2]uint32) (err error) {
+	var pageSize, pageN uint32
+	if err := conn.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
+		return err
+	}
+	if err := conn.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pageN); err != nil {
+		return err
+	}
+	walOffset, walSize, err := walEnd(ctx, walPath, pageSize)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		f.Close()
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	enc, err := ltx.NewEncoder(f)
+	if err != nil {
+		return err
+	}
+	if err := enc.EncodeHeader(ltx.Header{
+		Version:   ltx.Version,
+		Flags:     ltx.HeaderFlagNoChecksum,
+		PageSize:  pageSize,
+		Commit:    pageN,
+		MinTXID:   txid,
+		MaxTXID:   txid,
+		Timestamp: time.Now().UnixMilli(),
+		WALOffset: walOffset,
+		WALSize:   walSize,
+		WALSalt1:  salts[0],
+		WALSalt2:  salts[1],
+	}); err != nil {
+		return err
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT pgno, data FROM sqlite_dbpage WHERE pgno <= ?`, pageN)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	lock := ltx.LockPgno(pageSize)
+	var data []byte
+	for rows.Next() {
+		var pgno uint32
+		if err := rows.Scan(&pgno, &data); err != nil {
+			return err
+		}
+		if pgno == lock {
+			continue
+		}
+		if err := enc.EncodePage(ltx.PageHeader{Pgno: pgno}, data); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// walEnd returns the range an LTX file records for the log at path: its
+// last committed frame (the log's header alone when it holds none), as
+// Litestream's reader of the log finds it.
+func walEnd(ctx context.Context, path string, pageSize uint32) (offset, size int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	rd, err := litestream.NewWALReader(f, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return 0, 0, err
+	}
+	_, end, _, err := rd.PageMap(ctx)
+	if err != nil || end == 0 {
+		return litestream.WALHeaderSize, 0, err
+	}
+	frame := int64(litestream.WALFrameHeaderSize) + int64(pageSize)
+	return end - frame, frame, nil
+}

@@ -1,0 +1,269 @@
+package replica_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wsstore/wsstore/remote/replica"
+	"github.com/wsstore/wsstore/remote/s3fake"
+)
+
+// TestMain runs replicateChild when the test binary is started as a
+// replicator to be killed (killedReplicator).
+func TestMain(m *testing.M) {
+	if path := os.Getenv("WSSTORE_REPLICA_CHILD"); path != "" {
+		os.Exit(replicateChild(path, os.Getenv("WSSTORE_REPLICA_URL")))
+	}
+	os.Exit(m.Run())
+}
+
+// replicateChild ships the database at path to url, says so on standard
+// output and waits to be killed.
+func replicateChild(path, url string) int {
+	ctx := context.Background()
+	rep, err := replica.Start(ctx, path, url, snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner}))
+	if err == nil {
+		err = rep.Sync(ctx)
+	}
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Println("shipped")
+	select {}
+}
+
+// killedReplicator ships the database at path to url from a process of
+// its own, which it SIGKILLs once that has shipped and written a snapshot
+// to srv.
+func killedReplicator(t *testing.T, srv *s3fake.Server, path, url string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "WSSTORE_REPLICA_CHILD="+path, "WSSTORE_REPLICA_URL="+url)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line == "shipped\n" {
+		// Litestream writes a snapshot soon after it starts; a newer one
+		// than a day old is not written again (snapshotDaily).
+		for len(srv.Keys("wsb", "meta/0009/")) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.Equal(t, "shipped\n", line)
+}
+
+// snapshotDaily is opts with a snapshot a day: a replicator started
+// after killedReplicator writes none, which would hide a replica's
+// missing transactions from a restore.
+func snapshotDaily(opts replica.Options) replica.Options {
+	opts.SnapshotInterval = 24 * time.Hour
+	return opts
+}
+
+// checkpoint copies every frame of the log into the database file: the
+// next write starts the log over.
+func checkpoint(t *testing.T, db *sql.DB) {
+	t.Helper()
+	var busy, frames, copied int
+	require.NoError(t, db.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied))
+	require.Equal(t, frames, copied, "every frame copied")
+}
+
+// logSalt1 is the first salt in the header of the log of the database at
+// path, which SQLite raises by one each time the log starts over.
+func logSalt1(t *testing.T, path string) uint32 {
+	t.Helper()
+	b, err := os.ReadFile(path + "-wal")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(b), 32)
+	return uint32(b[16])<<24 | uint32(b[17])<<16 | uint32(b[18])<<8 | uint32(b[19])
+}
+
+// assertRestores restores the replica at url and requires SQLite's
+// integrity check to pass and every row of db to be there, the same.
+func assertRestores(t *testing.T, url string, db *sql.DB) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "restored.db")
+	require.NoError(t, replica.Restore(context.Background(), url, out, replica.Options{}))
+	r := openDB(t, out)
+	var check string
+	require.NoError(t, r.QueryRow(`PRAGMA integrity_check`).Scan(&check))
+	assert.Equal(t, "ok", check)
+	want, got := rowSums(t, db), rowSums(t, r)
+	assert.Equal(t, len(want), len(got), "rows")
+	differ := 0
+	for id, sum := range want {
+		if got[id] != sum {
+			differ++
+		}
+	}
+	assert.Zero(t, differ, "rows missing or different in the restored database, of %d", len(want))
+}
+
+// rowSums maps each row of table t to a digest of its value.
+func rowSums(t *testing.T, db *sql.DB) map[int64]string {
+	t.Helper()
+	rows, err := db.Query(`SELECT id, hex(substr(v, 1, 16)) || length(v) FROM t`)
+	require.NoError(t, err)
+	defer rows.Close()
+	m := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var sum string
+		require.NoError(t, rows.Scan(&id, &sum))
+		m[id] = sum
+	}
+	require.NoError(t, rows.Err())
+	return m
+}
+
+// TestLogStartedOverWhileNoReplicatorRan: a replicator is killed after it
+// shipped; the store writes on (the database grows), folds the log back
+// and starts it over three times, with no replicator running; then a
+// replicator starts. Litestream alone went on from the offset where the
+// killed one stopped, whose frame the shorter logs since had not
+// overwritten, and shipped only the last log: the replica lacked every
+// row written meanwhile. The replica restores to the source, sound.
+func TestLogStartedOverWhileNoReplicatorRan(t *testing.T) {
+	awsTestEnv(t)
+	srv := s3fake.New("wsb")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
+	path := filepath.Join(t.TempDir(), "wsstore.db")
+	db := openDB(t, path)
+	rnd := rand.NewChaCha8([32]byte{3})
+	for id := range 64 {
+		rewrite(t, db, rnd, id)
+	}
+	killedReplicator(t, srv, path, url)
+
+	salt := logSalt1(t, path)
+	for id := range 32 {
+		rewrite(t, db, rnd, id) // past the offset the killed one shipped
+	}
+	for i := range 3 {
+		// Each log longer than the one before: the last one overwrites
+		// every frame of the others.
+		checkpoint(t, db)
+		for k := range 1 + 2*i {
+			rewrite(t, db, rnd, 40+10*i+k)
+		}
+	}
+	require.Equal(t, salt+3, logSalt1(t, path), "the log started over three times")
+
+	rep, err := replica.Start(ctx, path, url, snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner}))
+	require.NoError(t, err)
+	require.NoError(t, rep.Sync(ctx))
+	rewrite(t, db, rnd, 300)
+	require.NoError(t, rep.Sync(ctx))
+	require.NoError(t, rep.Close(ctx))
+	assertRestores(t, url, db)
+}
+
+// hook calls fn at the first record Litestream logs with message msg.
+type hook struct {
+	msg  string
+	once sync.Once
+	fn   func()
+}
+
+func (h *hook) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *hook) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(h.fn)
+	}
+	return nil
+}
+
+func (h *hook) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *hook) WithGroup(string) slog.Handler      { return h }
+
+// TestLogStartedOverDuringFirstSync: every frame of the log is in the
+// database file when a replicator starts, so Litestream's read
+// transaction reads the database file only, which does not keep a writer
+// from starting the log over. A writer does so after Litestream mapped
+// the frames it is to ship and before it read them (the hook, at
+// Litestream's "encode header", between the two), and overwrites them:
+// Litestream shipped pages of the writer's transactions under other
+// page numbers, and the replica failed SQLite's integrity check. The
+// writer must wait for Litestream's first sync instead.
+func TestLogStartedOverDuringFirstSync(t *testing.T) {
+	awsTestEnv(t)
+	srv := s3fake.New("wsb")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
+	path := filepath.Join(t.TempDir(), "wsstore.db")
+	db := openDB(t, path)
+	rnd := rand.NewChaCha8([32]byte{2})
+	for id := range 64 {
+		rewrite(t, db, rnd, id)
+	}
+	rep, err := replica.Start(ctx, path, url, replica.Options{Interval: time.Hour, Owner: testOwner})
+	require.NoError(t, err)
+	require.NoError(t, rep.Sync(ctx))
+	require.NoError(t, rep.Close(ctx))
+	for id := range 32 {
+		rewrite(t, db, rnd, id) // the frames the next replicator ships
+	}
+	checkpoint(t, db)
+
+	// The writer: a connection that tries the write lock once, and waits
+	// for it only if that fails.
+	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	require.NoError(t, err)
+	t.Cleanup(func() { writer.Close() })
+	writer.SetMaxOpenConns(1)
+	wrnd := rand.NewChaCha8([32]byte{4})
+	waited := make(chan error, 1)
+	writes := func() error {
+		// About as many frames as the replicator is to ship: the log
+		// starts over and its first frames are overwritten.
+		for id := range 75 {
+			v := make([]byte, 4096)
+			_, _ = wrnd.Read(v)
+			if _, err := writer.Exec(`INSERT INTO t (id, v) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET v = excluded.v`, 200+id, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	h := &hook{msg: "encode header", fn: func() {
+		if _, err := writer.Exec(`BEGIN IMMEDIATE`); err != nil {
+			// The lock is held: write once it is let go.
+			_, err := writer.Exec(`PRAGMA busy_timeout = 60000`)
+			require.NoError(t, err)
+			go func() { waited <- writes() }()
+			return
+		}
+		_, err := writer.Exec(`COMMIT`)
+		require.NoError(t, err)
+		waited <- writes()
+	}}
+	rep, err = replica.Start(ctx, path, url, replica.Options{Interval: time.Hour, Owner: testOwner, Logger: slog.New(h)})
+	require.NoError(t, err)
+	require.NoError(t, rep.Sync(ctx))
+	require.NoError(t, <-waited)
+	require.NoError(t, rep.Sync(ctx))
+	require.NoError(t, rep.Close(ctx))
+	assertRestores(t, url, db)
+}
