@@ -161,7 +161,7 @@ func (r *Replicator) firstSync(ctx context.Context) error {
 	// call of DB.Sync is made under r.mu, so none reads these meanwhile).
 	minPages, truncPages, every := r.db.MinCheckpointPageN, r.db.TruncatePageN, r.db.CheckpointInterval
 	r.db.MinCheckpointPageN, r.db.TruncatePageN, r.db.CheckpointInterval = math.MaxInt32, math.MaxInt32, 0
-	err = r.db.Sync(ctx)
+	err = r.db.Sync(context.WithoutCancel(ctx)) // see watch
 	r.db.MinCheckpointPageN, r.db.TruncatePageN, r.db.CheckpointInterval = minPages, truncPages, every
 	if cerr := h.commit(ctx); err == nil && cerr != nil {
 		err = cerr

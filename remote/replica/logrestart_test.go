@@ -267,3 +267,87 @@ func TestLogStartedOverDuringFirstSync(t *testing.T) {
 	require.NoError(t, rep.Close(ctx))
 	assertRestores(t, url, db)
 }
+
+// cancelAtCheckpoint is a handler that calls cancel once Litestream's
+// checkpoint has sealed the log (the second of its syncs marked chkpt,
+// under its write barrier, found nothing new) and is about to let go of
+// its read transaction for the checkpoint.
+type cancelAtCheckpoint struct {
+	mu     sync.Mutex
+	seals  int
+	cancel context.CancelFunc
+}
+
+func (h *cancelAtCheckpoint) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *cancelAtCheckpoint) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case r.Message == "sync":
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "chkpt" {
+				h.seals++
+			}
+			return true
+		})
+	case r.Message == "sync: skip" && h.seals == 2 && h.cancel != nil:
+		h.cancel()
+		h.cancel = nil
+	}
+	return nil
+}
+
+func (h *cancelAtCheckpoint) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *cancelAtCheckpoint) WithGroup(string) slog.Handler      { return h }
+
+// TestSyncCancelledInACheckpoint: a Sync whose context ends while
+// Litestream checkpoints (a signal stopping wsctl replicate) made
+// Litestream let go of its read transaction and not take it again, and
+// it went on without it: the store then folded the log back and started
+// it over behind it, and the frames written before that, after its last
+// sync, never reached the replica. Reading the log is never cut short.
+func TestSyncCancelledInACheckpoint(t *testing.T) {
+	awsTestEnv(t)
+	srv := s3fake.New("wsb")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
+	path := filepath.Join(t.TempDir(), "wsstore.db")
+	db := openDB(t, path)
+	rnd := rand.NewChaCha8([32]byte{5})
+	for id := range 64 {
+		rewrite(t, db, rnd, id)
+	}
+	h := &cancelAtCheckpoint{}
+	rep, err := replica.Start(ctx, path, url, snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner, Logger: slog.New(h)}))
+	require.NoError(t, err)
+	require.NoError(t, rep.Sync(ctx))
+	// Enough frames for Litestream to checkpoint at its next sync (1,000).
+	for i := range 400 {
+		rewrite(t, db, rnd, i%64)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	h.mu.Lock()
+	h.seals, h.cancel = 0, cancel
+	h.mu.Unlock()
+	_ = rep.Sync(cctx) // its upload may fail: cancelled
+	h.mu.Lock()
+	require.Nil(t, h.cancel, "cancelled in the checkpoint")
+	h.mu.Unlock()
+
+	for id := range 32 {
+		rewrite(t, db, rnd, id) // after Litestream's last sync
+	}
+	// Folds the log back, unless Litestream's read transaction holds it,
+	// and starts it over with a longer log, which overwrites every frame
+	// of the one before.
+	_, err = db.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+	require.NoError(t, err)
+	for id := range 40 {
+		rewrite(t, db, rnd, 32+id%32)
+	}
+	require.NoError(t, rep.Sync(ctx))
+	require.NoError(t, rep.Close(ctx))
+	assertRestores(t, url, db)
+}

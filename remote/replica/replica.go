@@ -266,13 +266,16 @@ func (r *Replicator) ready(ctx context.Context) error {
 // interval, as Litestream's own monitor would, until Close; Litestream
 // ships what it read in the background. Its failures are logged: the
 // next turn, or the next Sync, tries again.
+//
+// A read of the log is never cancelled midway (Close waits for it, and
+// Sync reads it whatever its context): Litestream's checkpoint lets go of
+// its read transaction and takes a new one after it, and cancelled in
+// between it went on without one, through its last sync at Close too.
+// Then nothing kept the store's writers from starting the log over
+// behind it, which it then misread as above (firstsync.go).
 func (r *Replicator) watch() {
 	defer close(r.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-r.stop
-		cancel()
-	}()
+	ctx := context.Background()
 	t := time.NewTicker(r.interval)
 	defer t.Stop()
 	for {
@@ -287,7 +290,7 @@ func (r *Replicator) watch() {
 			err = r.db.Sync(ctx)
 		}
 		r.mu.Unlock()
-		if err != nil && ctx.Err() == nil {
+		if err != nil {
 			r.logger.Warn("sync", "path", r.db.Path(), "error", err)
 		}
 	}
@@ -364,7 +367,13 @@ func (r *Replicator) Sync(ctx context.Context) error {
 	if err := r.ready(ctx); err != nil {
 		return err
 	}
-	if err := r.db.SyncAndWait(ctx); err != nil {
+	r.mu.Lock()
+	err := r.db.Sync(context.WithoutCancel(ctx)) // see watch
+	r.mu.Unlock()
+	if err == nil {
+		err = r.db.Replica.Sync(ctx)
+	}
+	if err != nil {
 		return syncError(r.db.Path(), err)
 	}
 	return nil
