@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -144,7 +143,7 @@ func (r *Replicator) firstSync(ctx context.Context) error {
 	if r.synced {
 		return nil
 	}
-	remote, err := r.db.Replica.MaxLTXFileInfo(ctx, 0)
+	last, err := r.db.Replica.MaxLTXFileInfo(ctx, 0)
 	if err != nil {
 		return unavailable("replicate", r.url, err)
 	}
@@ -153,7 +152,7 @@ func (r *Replicator) firstSync(ctx context.Context) error {
 		return wserr.Wrap(wserr.Busy, "replicate", r.db.Path(), err)
 	}
 	defer h.release()
-	if err := r.rebase(ctx, h, remote.MaxTXID); err != nil {
+	if err := r.rebase(ctx, h, last.MaxTXID); err != nil {
 		return err
 	}
 	// Litestream's checkpoints would wait for the write lock held here,
@@ -163,7 +162,7 @@ func (r *Replicator) firstSync(ctx context.Context) error {
 	r.db.MinCheckpointPageN, r.db.TruncatePageN, r.db.CheckpointInterval = math.MaxInt32, math.MaxInt32, 0
 	err = r.db.Sync(context.WithoutCancel(ctx)) // see watch
 	r.db.MinCheckpointPageN, r.db.TruncatePageN, r.db.CheckpointInterval = minPages, truncPages, every
-	if cerr := h.commit(ctx); err == nil && cerr != nil {
+	if cerr := h.commit(context.WithoutCancel(ctx)); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
@@ -191,11 +190,10 @@ func (r *Replicator) rebase(ctx context.Context, h *writeHold, remoteMax ltx.TXI
 		return wserr.FromFS("replicate", r.db.WALPath(), err)
 	}
 	if lmax >= remoteMax {
-		switch was, err := ltxSalts(r.db.LTXPath(0, lmin, lmax)); {
-		case err == nil && was == salts:
+		// A file that cannot be read is no more to go on from than one
+		// cut from another log.
+		if was, err := ltxSalts(r.db.LTXPath(0, lmin, lmax)); err == nil && was == salts {
 			return nil
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return wserr.FromFS("replicate", r.db.Path(), err)
 		}
 	}
 	// Litestream's files the replica does not hold yet are in the whole
