@@ -147,12 +147,16 @@ func (r *Replicator) firstSync(ctx context.Context) error {
 	if err != nil {
 		return unavailable("replicate", r.url, err)
 	}
+	snapshots, err := listLTX(ctx, r.db.Replica.Client, litestream.SnapshotLevel)
+	if err != nil {
+		return unavailable("replicate", r.url, err)
+	}
 	h, err := holdWrites(ctx, r.db.Path())
 	if err != nil {
 		return wserr.Wrap(wserr.Busy, "replicate", r.db.Path(), err)
 	}
 	defer h.release()
-	if err := r.rebase(ctx, h, last.MaxTXID); err != nil {
+	if err := r.rebase(ctx, h, last.MaxTXID, snapshots); err != nil {
 		return err
 	}
 	// Litestream's checkpoints would wait for the write lock held here,
@@ -173,11 +177,21 @@ func (r *Replicator) firstSync(ctx context.Context) error {
 }
 
 // rebase writes the whole database as the next file of Litestream's
-// local state, which the replica's last file is remoteMax, unless
-// Litestream's last file was cut from the log as it is now (the same
-// salts), or neither it nor the replica has any file (Litestream's first
-// file is then the whole database). h holds the write lock.
-func (r *Replicator) rebase(ctx context.Context, h *writeHold, remoteMax ltx.TXID) error {
+// local state, unless Litestream's last file was cut from the log as it
+// is now (the same salts), or neither it nor the replica has any file
+// (Litestream's first file is then the whole database). h holds the
+// write lock; remoteMax is the replica's last transaction (level 0) and
+// snapshots its snapshots.
+//
+// The file follows Litestream's last one, and Litestream ships the ones
+// the replica lacks before it, when the replica's last transaction is
+// among them (a replicator killed before it shipped them) and Litestream
+// has not started in this process. Otherwise Litestream's files go (it
+// may hold its position from them) and the file follows the replica's
+// last transaction; a snapshot past that one, which a killed replicator
+// wrote of transactions it never shipped, goes too: a restore would start
+// from it and apply to it the transactions shipped from here on.
+func (r *Replicator) rebase(ctx context.Context, h *writeHold, remoteMax ltx.TXID, snapshots []*ltx.FileInfo) error {
 	lmin, lmax, err := r.db.MaxLTX()
 	if err != nil {
 		return wserr.FromFS("replicate", r.db.Path(), err)
@@ -196,16 +210,45 @@ func (r *Replicator) rebase(ctx context.Context, h *writeHold, remoteMax ltx.TXI
 			return nil
 		}
 	}
-	// Litestream's files the replica does not hold yet are in the whole
-	// database too; the state goes, so that none of Litestream's caches
-	// names them.
-	if err := r.db.ResetLocalState(ctx); err != nil {
-		return wserr.FromFS("replicate", r.db.Path(), err)
+	next := lmax + 1
+	reset := lmax < remoteMax || r.db.PageSize() != 0
+	if reset {
+		next = remoteMax + 1
 	}
-	if err := writeWhole(ctx, h.conn, r.db.WALPath(), r.db.LTXPath(0, remoteMax+1, remoteMax+1), remoteMax+1, salts); err != nil {
+	var ahead []*ltx.FileInfo
+	for _, s := range snapshots {
+		if s.MaxTXID >= next {
+			ahead = append(ahead, s)
+		}
+	}
+	if len(ahead) > 0 {
+		if err := r.db.Replica.Client.DeleteLTXFiles(ctx, ahead); err != nil {
+			return unavailable("replicate", r.url, err)
+		}
+	}
+	if reset {
+		if err := r.db.ResetLocalState(ctx); err != nil {
+			return wserr.FromFS("replicate", r.db.Path(), err)
+		}
+	}
+	if err := writeWhole(ctx, h.conn, r.db.WALPath(), r.db.LTXPath(0, next, next), next, salts); err != nil {
 		return syncError(r.db.Path(), err)
 	}
 	return nil
+}
+
+// listLTX lists the files of one level of the replica c.
+func listLTX(ctx context.Context, c litestream.ReplicaClient, level int) ([]*ltx.FileInfo, error) {
+	itr, err := c.LTXFiles(ctx, level, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	var infos []*ltx.FileInfo
+	for itr.Next() {
+		info := *itr.Item()
+		infos = append(infos, &info)
+	}
+	return infos, itr.Close()
 }
 
 // walSalts reads the salts in the header of the log at path.

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +33,9 @@ func TestMain(m *testing.M) {
 }
 
 // replicateChild ships the database at path to url, says so on standard
-// output and waits to be killed.
+// output and waits to be killed. Given a line on standard input first, it
+// then syncs (whether or not the object store takes what it ships) and
+// writes a snapshot, and says so.
 func replicateChild(path, url string) int {
 	ctx := context.Background()
 	rep, err := replica.Start(ctx, path, url, snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner}))
@@ -43,6 +47,14 @@ func replicateChild(path, url string) int {
 		return 1
 	}
 	fmt.Println("shipped")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err == nil {
+		_ = rep.Sync(ctx)
+		if err := replica.SnapshotNow(ctx, rep); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Println("snapshot")
+	}
 	select {}
 }
 
@@ -350,4 +362,77 @@ func TestSyncCancelledInACheckpoint(t *testing.T) {
 	require.NoError(t, rep.Sync(ctx))
 	require.NoError(t, rep.Close(ctx))
 	assertRestores(t, url, db)
+}
+
+// TestSnapshotOfTransactionsNeverShipped: a replicator is killed after it
+// read transactions into its local state and wrote a snapshot of them,
+// but before it shipped them (the object store refused them); the store
+// writes on and starts the log over; a replicator starts. It shipped the
+// whole database after the replica's last transaction, under the number
+// the killed one had given one of its own, and its later transactions
+// were restored on top of the killed one's snapshot, which lacked what
+// was written meanwhile. The replica restores to the source, sound,
+// whether the killed replicator's local state is still there or not.
+func TestSnapshotOfTransactionsNeverShipped(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("LocalStateLost=%v", lost), func(t *testing.T) {
+			awsTestEnv(t)
+			srv := s3fake.New("wsb")
+			t.Cleanup(srv.Close)
+			ctx := context.Background()
+			url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
+			path := filepath.Join(t.TempDir(), "wsstore.db")
+			db := openDB(t, path)
+			rnd := rand.NewChaCha8([32]byte{6})
+			for id := range 64 {
+				rewrite(t, db, rnd, id)
+			}
+
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "WSSTORE_REPLICA_CHILD="+path, "WSSTORE_REPLICA_URL="+url)
+			in, err := cmd.StdinPipe()
+			require.NoError(t, err)
+			stdout, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			out := bufio.NewReader(stdout)
+			require.NoError(t, cmd.Start())
+			line, _ := out.ReadString('\n')
+			require.Equal(t, "shipped\n", line)
+			shipped := len(srv.Keys("wsb", "meta/0000/"))
+			srv.SetFault(func(r *http.Request) int {
+				if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/meta/0000/") {
+					return http.StatusForbidden
+				}
+				return 0
+			})
+			for id := range 16 {
+				rewrite(t, db, rnd, id)
+			}
+			_, err = in.Write([]byte("go\n"))
+			require.NoError(t, err)
+			line, _ = out.ReadString('\n')
+			require.NoError(t, cmd.Process.Kill())
+			_ = cmd.Wait()
+			require.Equal(t, "snapshot\n", line)
+			srv.SetFault(nil)
+			require.Len(t, srv.Keys("wsb", "meta/0000/"), shipped, "the transactions after the fault not shipped")
+			require.Len(t, srv.Keys("wsb", "meta/0009/"), 1, "the snapshot written")
+			if lost {
+				require.NoError(t, os.RemoveAll(filepath.Join(filepath.Dir(path), ".wsstore.db-litestream", "ltx")))
+			}
+
+			for id := range 32 {
+				rewrite(t, db, rnd, 16+id)
+			}
+			checkpoint(t, db)
+			rewrite(t, db, rnd, 60) // starts the log over
+			rep, err := replica.Start(ctx, path, url, snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner}))
+			require.NoError(t, err)
+			require.NoError(t, rep.Sync(ctx))
+			rewrite(t, db, rnd, 61)
+			require.NoError(t, rep.Sync(ctx))
+			require.NoError(t, rep.Close(ctx))
+			assertRestores(t, url, db)
+		})
+	}
 }

@@ -1,7 +1,7 @@
 // Package s3fake is an in-process S3-compatible object store for tests:
 // path-style buckets with PutObject (honouring If-None-Match: *),
-// GetObject (with a byte Range), HeadObject, DeleteObject, CreateBucket
-// and ListObjectsV2 (with each object's LastModified) — what the remote
+// GetObject (with a byte Range), HeadObject, DeleteObject, DeleteObjects,
+// CreateBucket and ListObjectsV2 (with each object's LastModified) — what the remote
 // tier calls. It keeps objects in memory, counts the requests of each
 // method and the bytes they carry, and lets a test inject faults: a status
 // for chosen requests, a lost or altered object, an object's age.
@@ -279,6 +279,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		delete(objs, key)
 		delete(s.mods, bucket+"/"+key)
 		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodPost && key == "" && r.URL.Query().Has("delete"):
+		var req struct {
+			Objects []struct {
+				Key string `xml:"Key"`
+			} `xml:"Object"`
+		}
+		if err := xml.NewDecoder(r.Body).Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, "MalformedXML")
+			return
+		}
+		var res struct {
+			XMLName xml.Name `xml:"DeleteResult"`
+			Deleted []struct {
+				Key string `xml:"Key"`
+			} `xml:"Deleted"`
+		}
+		for _, o := range req.Objects {
+			delete(objs, o.Key)
+			delete(s.mods, bucket+"/"+o.Key)
+			res.Deleted = append(res.Deleted, struct {
+				Key string `xml:"Key"`
+			}{o.Key})
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		_ = xml.NewEncoder(w).Encode(res)
 	default:
 		ok = false
 		writeError(w, http.StatusNotImplemented, "NotImplemented")
