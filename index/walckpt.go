@@ -139,6 +139,19 @@ func acquireShm(dbPath string) *shmFile {
 	return s
 }
 
+// HoldShm keeps the process's descriptor of the -shm file of the database
+// file at dbPath open until release is called, as an open DB does, for
+// connections to the database this package did not open (Litestream's):
+// the close of the descriptor, once the last DB on the store closed,
+// dropped every lock they held on the file, and another process could
+// then fold the log back and start it over under them. Call release once
+// those connections are closed.
+func HoldShm(dbPath string) (release func()) {
+	s := acquireShm(dbPath)
+	var once sync.Once
+	return func() { once.Do(func() { releaseShm(s) }) }
+}
+
 // releaseShm drops a user of s, closing the descriptor when none is left:
 // the caller has closed every connection it had on the store.
 func releaseShm(s *shmFile) {

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/remote/replica"
 	"github.com/wsstore/wsstore/remote/s3fake"
 )
@@ -28,6 +29,9 @@ import (
 func TestMain(m *testing.M) {
 	if path := os.Getenv("WSSTORE_REPLICA_CHILD"); path != "" {
 		os.Exit(replicateChild(path, os.Getenv("WSSTORE_REPLICA_URL")))
+	}
+	if path := os.Getenv("WSSTORE_REPLICA_WRITER"); path != "" {
+		os.Exit(writerChild(path))
 	}
 	os.Exit(m.Run())
 }
@@ -435,4 +439,86 @@ func TestSnapshotOfTransactionsNeverShipped(t *testing.T) {
 			assertRestores(t, url, db)
 		})
 	}
+}
+
+// writerChild is another process writing to the database at path: 32
+// rows rewritten, a checkpoint, 40 rows rewritten (which start the log
+// over if the checkpoint folded every frame back).
+func writerChild(path string) int {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	rnd := rand.NewChaCha8([32]byte{8})
+	write := func(id int) error {
+		v := make([]byte, 4096)
+		_, _ = rnd.Read(v)
+		_, err := db.Exec(`INSERT INTO t (id, v) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET v = excluded.v`, id, v)
+		return err
+	}
+	for id := range 32 {
+		if err := write(id); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	for id := range 40 {
+		if err := write(32 + id%32); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// TestStoreClosedBeforeReplicator: wsctl replicate closes the store before
+// the replicator. The store's close of its descriptor of the -shm file
+// dropped every lock the process held on it, Litestream's read lock too,
+// and another process then folded the log back and started it over
+// behind Litestream's last sync: what it wrote before that never reached
+// the replica. The descriptor stays open until the replicator is closed.
+func TestStoreClosedBeforeReplicator(t *testing.T) {
+	awsTestEnv(t)
+	srv := s3fake.New("wsb")
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
+	path := filepath.Join(t.TempDir(), "wsstore.db")
+	// The store: its writes read the log's index through its descriptor.
+	st, err := index.Open(ctx, path, index.Options{})
+	require.NoError(t, err)
+	rnd := rand.NewChaCha8([32]byte{7})
+	require.NoError(t, st.Update(ctx, func(tx *index.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+			return err
+		}
+		for id := range 64 {
+			v := make([]byte, 4096)
+			_, _ = rnd.Read(v)
+			if _, err := tx.ExecContext(ctx, `INSERT INTO t (id, v) VALUES (?, ?)`, id, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	rep, err := replica.Start(ctx, path, url, snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner}))
+	require.NoError(t, err)
+	require.NoError(t, rep.Sync(ctx))
+	require.NoError(t, st.Close())
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "WSSTORE_REPLICA_WRITER="+path)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	require.NoError(t, rep.Sync(ctx))
+	require.NoError(t, rep.Close(ctx))
+	assertRestores(t, url, openDB(t, path))
 }

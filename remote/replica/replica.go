@@ -22,6 +22,7 @@ import (
 	"github.com/benbjohnson/litestream"
 	lss3 "github.com/benbjohnson/litestream/s3"
 
+	"github.com/wsstore/wsstore/index"
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/wserr"
 )
@@ -201,12 +202,22 @@ func Start(ctx context.Context, path, url string, opts Options) (*Replicator, er
 	if err := os.MkdirAll(db.MetaPath(), 0o755); err != nil {
 		return nil, wserr.FromFS("replicate", path, err)
 	}
-	unlock, held, err := lockMeta(db.MetaPath())
+	unlockMeta, held, err := lockMeta(db.MetaPath())
 	switch {
 	case err != nil:
 		return nil, wserr.FromFS("replicate", path, err)
 	case held:
 		return nil, wserr.New(wserr.Busy, "replicate", path, "another replicator (wsctl replicate) is shipping this database: stop it first")
+	}
+	// The store's own descriptor of the -shm file stays open until
+	// Litestream has closed the database (Close): closed before, when the
+	// store was (wsctl replicate closes it first), it dropped Litestream's
+	// read lock, and the store's other processes folded the log back and
+	// started it over behind Litestream's last sync.
+	releaseShm := index.HoldShm(path)
+	unlock := func() {
+		releaseShm()
+		unlockMeta()
 	}
 	// Litestream's own monitor syncs without the write lock its first
 	// sync needs (firstSync): watch syncs instead.
