@@ -378,8 +378,12 @@ func TestSyncCancelledInACheckpoint(t *testing.T) {
 // was written meanwhile. The replica restores to the source, sound,
 // whether the killed replicator's local state is still there or not.
 func TestSnapshotOfTransactionsNeverShipped(t *testing.T) {
-	for _, lost := range []bool{false, true} {
-		t.Run(fmt.Sprintf("LocalStateLost=%v", lost), func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lost bool
+	}{{"LocalStateKept", false}, {"LocalStateLost", true}} {
+		lost := tc.lost
+		t.Run(tc.name, func(t *testing.T) {
 			awsTestEnv(t)
 			srv := s3fake.New("wsb")
 			t.Cleanup(srv.Close)
