@@ -55,6 +55,17 @@ func twoRuns(t *testing.T) *wsstore.Store {
 	return s
 }
 
+// twoRunsOneGone is twoRuns with run_b cancelled and deleted: its own
+// file is garbage for gc.
+func twoRunsOneGone(t *testing.T) *wsstore.Store {
+	t.Helper()
+	s := twoRuns(t)
+	ctx := context.Background()
+	require.NoError(t, s.Runs.SetStatus(ctx, "run_b", runs.Cancelled, "test"))
+	require.NoError(t, s.Runs.DeleteRun(ctx, "run_b"))
+	return s
+}
+
 // failingTreeSweep is a tree store whose sweep fails after deleting what
 // it was given, as an I/O error at the end of a sweep would.
 type failingTreeSweep struct{ maint.Trees }
@@ -71,10 +82,8 @@ func (f failingTreeSweep) SweepTrees(ctx context.Context, tx *index.Tx, hs []cas
 // TestGCSweepAllOrNothing: a sweep that fails part way deletes nothing,
 // blobs swept before the failure included.
 func TestGCSweepAllOrNothing(t *testing.T) {
-	s := twoRuns(t)
+	s := twoRunsOneGone(t)
 	ctx := context.Background()
-	require.NoError(t, s.Runs.SetStatus(ctx, "run_b", runs.Cancelled, "test"))
-	require.NoError(t, s.Runs.DeleteRun(ctx, "run_b"))
 	p := parts(s)
 	p.Trees = failingTreeSweep{p.Trees}
 	m := maint.New(p)

@@ -27,13 +27,8 @@ import (
 // left is a replica as it stands before its first compaction.
 func damagedReplica(t *testing.T) (*s3fake.Server, string, []string) {
 	t.Helper()
-	awsTestEnv(t)
-	srv := s3fake.New("wsb")
-	t.Cleanup(srv.Close)
+	srv, url, path, db := newSource(t)
 	ctx := context.Background()
-	url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
-	path := filepath.Join(t.TempDir(), "wsstore.db")
-	db := openDB(t, path)
 	rnd := rand.NewChaCha8([32]byte{2})
 	for id := range 16 {
 		rewrite(t, db, rnd, id)

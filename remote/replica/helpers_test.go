@@ -3,6 +3,7 @@ package replica_test
 import (
 	"database/sql"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,6 +21,26 @@ var testOwner = remote.ReplicaOwner{Device: "0123456789abcdef"}
 
 // awsTestEnv points the AWS SDK at the test credentials (s3fake.TestEnv).
 func awsTestEnv(t *testing.T) { s3fake.TestEnv(t) }
+
+// fakeReplica starts an object store of the test's own (bucket wsb) and
+// returns it with the replica URL its prefix meta names.
+func fakeReplica(t *testing.T) (*s3fake.Server, string) {
+	t.Helper()
+	awsTestEnv(t)
+	srv := s3fake.New("wsb")
+	t.Cleanup(srv.Close)
+	return srv, "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
+}
+
+// newSource is fakeReplica with a new database to replicate there
+// (openDB): the store, the replica URL, the database's path and a
+// connection to it.
+func newSource(t *testing.T) (srv *s3fake.Server, url, path string, db *sql.DB) {
+	t.Helper()
+	srv, url = fakeReplica(t)
+	path = filepath.Join(t.TempDir(), "wsstore.db")
+	return srv, url, path, openDB(t, path)
+}
 
 // s3Client is a client of the test's own for moto at url.
 func s3Client(url string) *s3.Client {

@@ -158,13 +158,8 @@ func rowSums(t *testing.T, db *sql.DB) map[int64]string {
 // overwritten, and shipped only the last log: the replica lacked every
 // row written meanwhile. The replica restores to the source, sound.
 func TestLogStartedOverWhileNoReplicatorRan(t *testing.T) {
-	awsTestEnv(t)
-	srv := s3fake.New("wsb")
-	t.Cleanup(srv.Close)
+	srv, url, path, db := newSource(t)
 	ctx := context.Background()
-	url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
-	path := filepath.Join(t.TempDir(), "wsstore.db")
-	db := openDB(t, path)
 	rnd := rand.NewChaCha8([32]byte{3})
 	for id := range 64 {
 		rewrite(t, db, rnd, id)
@@ -223,13 +218,8 @@ func (h *hook) WithGroup(string) slog.Handler      { return h }
 // page numbers, and the replica failed SQLite's integrity check. The
 // writer must wait for Litestream's first sync instead.
 func TestLogStartedOverDuringFirstSync(t *testing.T) {
-	awsTestEnv(t)
-	srv := s3fake.New("wsb")
-	t.Cleanup(srv.Close)
+	_, url, path, db := newSource(t)
 	ctx := context.Background()
-	url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
-	path := filepath.Join(t.TempDir(), "wsstore.db")
-	db := openDB(t, path)
 	rnd := rand.NewChaCha8([32]byte{2})
 	for id := range 64 {
 		rewrite(t, db, rnd, id)
@@ -324,13 +314,8 @@ func (h *cancelAtCheckpoint) WithGroup(string) slog.Handler      { return h }
 // it over behind it, and the frames written before that, after its last
 // sync, never reached the replica. Reading the log is never cut short.
 func TestSyncCancelledInACheckpoint(t *testing.T) {
-	awsTestEnv(t)
-	srv := s3fake.New("wsb")
-	t.Cleanup(srv.Close)
+	_, url, path, db := newSource(t)
 	ctx := context.Background()
-	url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
-	path := filepath.Join(t.TempDir(), "wsstore.db")
-	db := openDB(t, path)
 	rnd := rand.NewChaCha8([32]byte{5})
 	for id := range 64 {
 		rewrite(t, db, rnd, id)
@@ -384,13 +369,8 @@ func TestSnapshotOfTransactionsNeverShipped(t *testing.T) {
 	}{{"LocalStateKept", false}, {"LocalStateLost", true}} {
 		lost := tc.lost
 		t.Run(tc.name, func(t *testing.T) {
-			awsTestEnv(t)
-			srv := s3fake.New("wsb")
-			t.Cleanup(srv.Close)
+			srv, url, path, db := newSource(t)
 			ctx := context.Background()
-			url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
-			path := filepath.Join(t.TempDir(), "wsstore.db")
-			db := openDB(t, path)
 			rnd := rand.NewChaCha8([32]byte{6})
 			for id := range 64 {
 				rewrite(t, db, rnd, id)
@@ -489,11 +469,8 @@ func writerChild(path string) int {
 // behind Litestream's last sync: what it wrote before that never reached
 // the replica. The descriptor stays open until the replicator is closed.
 func TestStoreClosedBeforeReplicator(t *testing.T) {
-	awsTestEnv(t)
-	srv := s3fake.New("wsb")
-	t.Cleanup(srv.Close)
+	_, url := fakeReplica(t)
 	ctx := context.Background()
-	url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
 	path := filepath.Join(t.TempDir(), "wsstore.db")
 	// The store: its writes read the log's index through its descriptor.
 	st, err := index.Open(ctx, path, index.Options{})

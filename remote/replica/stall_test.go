@@ -50,14 +50,9 @@ func stalls(srv *s3fake.Server, fn func(r *http.Request) bool) func() int {
 // again, ships the transaction; the failed restore leaves no database, and
 // the next restores every transaction.
 func TestStalledStoreIsUnavailable(t *testing.T) {
-	awsTestEnv(t)
-	srv := s3fake.New("wsb")
-	t.Cleanup(srv.Close)
+	srv, url, path, db := newSource(t)
 	ctx := context.Background()
-	url := "s3://wsb/meta?endpoint=" + srv.URL + "&region=us-east-1"
 	opts := replica.Options{Interval: time.Hour, Owner: testOwner, IdleTimeout: 100 * time.Millisecond}
-	path := filepath.Join(t.TempDir(), "wsstore.db")
-	db := openDB(t, path)
 	rnd := rand.NewChaCha8([32]byte{3})
 	rewrite(t, db, rnd, 1)
 	rep, err := replica.Start(ctx, path, url, opts)
