@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -65,7 +64,7 @@ Then it prints the run's timeline (its journal) and the final diff.`,
 				return err
 			}
 			err = runDemo(cmd.Context(), g, temp)
-			if temp && errors.Is(err, syscall.EPIPE) {
+			if temp && pipeClosed(err) {
 				return nil // the reader went away: nothing more to show
 			}
 			return err
