@@ -116,7 +116,7 @@ var ops = []op{
 	},
 	{
 		name: "delete", access: writes, request: []any{pathRequest{}}, handle: (*Session).delete,
-		help: `  delete      {path}                        -> {path, hash, checkpointId?}   hash: the removed content`,
+		help: `  delete      {path}                        -> {path, hash?, checkpointId?}   hash: the removed content (none for a host symlink leading to no file)`,
 	},
 	{
 		name: "read", access: reads, request: []any{readRequest{}}, handle: (*Session).read,

@@ -160,6 +160,35 @@ func TestHostPathEscapesRefused(t *testing.T) {
 	assert.Equal(t, outside, snapshot(t, h.outside), "nothing outside changed")
 }
 
+// TestHostPathDeleteLinkLeadingNowhere: a link out of the allowed path,
+// a dangling one and a loop are deleted themselves through the store;
+// what they name stays, and writes through them stay refused.
+func TestHostPathDeleteLinkLeadingNowhere(t *testing.T) {
+	h := newHostEnv(t)
+	ws := h.ws()
+	outside := snapshot(t, h.outside)
+	require.NoError(t, os.Symlink("missing.txt", filepath.Join(h.proj, "dangling")))
+	require.NoError(t, os.Symlink("loop", filepath.Join(h.proj, "loop")))
+
+	for _, name := range []string{"escape", "dangling", "loop"} {
+		p := vfs.MustPath("host/proj/" + name)
+		_, err := ws.Patch(h.ctx, p, "a", "b", vfs.PatchOptions{})
+		assert.Error(t, err, "a patch through %s is refused", name)
+		if name != "dangling" { // a write through a dangling link inside creates its target
+			_, err = ws.Write(h.ctx, p, []byte("pwned"), vfs.WriteOptions{})
+			assert.True(t, wserr.Is(err, wserr.InvalidPath), "%s: %v", name, err)
+		}
+		fi, err := ws.Delete(h.ctx, p)
+		require.NoError(t, err, name)
+		assert.Equal(t, p, fi.Path)
+		assert.True(t, fi.Hash.IsZero())
+		_, err = os.Lstat(filepath.Join(h.proj, name))
+		assert.True(t, os.IsNotExist(err), "%s is gone", name)
+	}
+	assert.NoFileExists(t, filepath.Join(h.proj, "missing.txt"))
+	assert.Equal(t, outside, snapshot(t, h.outside), "nothing outside changed")
+}
+
 // TestHostPathCreatesNoDirectory: neither a run's creation nor a write
 // makes a host directory.
 func TestHostPathCreatesNoDirectory(t *testing.T) {

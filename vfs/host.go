@@ -1242,13 +1242,15 @@ func (h *HostFS) linkTarget(name string) (string, error) {
 	return filepath.Join(done...), nil
 }
 
-// Remove deletes the file p (a symlink itself, not its target). It fails
+// Remove deletes the file p (a symlink itself, not its target: a link
+// that is dangling, loops, or leads out of the mount is removed too, and
+// nothing it names is touched). It fails
 // with wserr.PathNotWritable on a read-only mount, wserr.FileNotFound,
-// wserr.PathIsDirectory for a directory (directories are the host's to
-// manage), wserr.InvalidPath for the root, a path leading out of the
-// mount, or a FIFO, socket or device (or a link to one), which the store
-// neither reads nor writes, and wserr.Busy when another writer held the
-// directory's write lock for 30 seconds.
+// wserr.PathIsDirectory for a directory or a link to one (directories are
+// the host's to manage), wserr.InvalidPath for the root, a path whose
+// directory lies out of the mount, or a FIFO, socket or device (or a link
+// to one), which the store neither reads nor writes, and wserr.Busy when
+// another writer held the directory's write lock for 30 seconds.
 func (h *HostFS) Remove(ctx context.Context, p Path) error {
 	_, err := h.RemoveFile(ctx, p)
 	return err
@@ -1260,7 +1262,9 @@ func (h *HostFS) Remove(ctx context.Context, p Path) error {
 // change the file between the two. A symlink is described by the file it
 // leads to as seen from the locked directory; one that leads out of that
 // directory is described by the file its path leads to from the mount's
-// root, which a program moving directories meanwhile may change.
+// root, which a program moving directories meanwhile may change. A link
+// that leads to no file of the mount is described as itself, with zero
+// size and hash.
 func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 	const op = "remove"
 	if err := ctx.Err(); err != nil {
@@ -1286,7 +1290,7 @@ func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 	case lfi.IsDir():
 		return FileInfo{}, isDirError(op, p)
 	case lfi.Mode()&fs.ModeSymlink != 0:
-		if info, err = c.describeLink(ctx); err != nil {
+		if info, err = c.describeLink(ctx, lfi); err != nil {
 			return FileInfo{}, err
 		}
 	case lfi.Mode().IsRegular():
@@ -1310,12 +1314,31 @@ func (h *HostFS) RemoveFile(ctx context.Context, p Path) (FileInfo, error) {
 
 // describeLink describes the file the symlink the change names leads to,
 // as Stat does: followed inside the change's directory, or from the
-// mount's root for a link that leads out of it.
-func (c *hostChange) describeLink(ctx context.Context) (FileInfo, error) {
-	if _, err := c.dir.Stat(c.base); err != nil && isRootEscape(err) {
-		return c.h.describe(ctx, c.h.root, hostName(c.p), c.op, c.p)
+// mount's root for a link that leads out of it. A link that leads to no
+// file (dangling, a loop, or out of the mount) is described as itself,
+// with no content (zero size and hash): removing it removes only the link.
+// lfi is the link's own description.
+func (c *hostChange) describeLink(ctx context.Context, lfi fs.FileInfo) (FileInfo, error) {
+	r, name := c.dir, c.base
+	_, err := r.Stat(name)
+	if err != nil && isRootEscape(err) {
+		r, name = c.h.root, hostName(c.p)
+		_, err = r.Stat(name)
 	}
-	return c.h.describe(ctx, c.dir, c.base, c.op, c.p)
+	if err != nil && leadsNowhere(err) {
+		info := c.h.info(c.p, lfi)
+		info.Size = 0
+		return info, nil
+	}
+	return c.h.describe(ctx, r, name, c.op, c.p)
+}
+
+// leadsNowhere reports whether err, a stat's through a symlink, says the
+// link reaches no file of the mount: its target is missing, a file is in
+// the way of its path, it loops, or it leads out of the mount.
+func leadsNowhere(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) ||
+		errors.Is(err, syscall.ELOOP) || isRootEscape(err)
 }
 
 // describe describes the file name leads to in r, as Stat does, for a

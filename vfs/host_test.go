@@ -266,7 +266,11 @@ func TestHostSymlinkEscape(t *testing.T) {
 			hostCode(t, err, wserr.InvalidPath, p)
 			_, err = h.Patch(ctx, path, "secret", "pwned", vfs.PatchOptions{})
 			hostCode(t, err, wserr.InvalidPath, p)
-			hostCode(t, h.Remove(ctx, path), wserr.InvalidPath, p)
+			if strings.HasPrefix(p, "outdir/") {
+				// The link is a directory of the path, not the file
+				// removed: nothing out there may be removed.
+				hostCode(t, h.Remove(ctx, path), wserr.InvalidPath, p)
+			}
 		})
 	}
 
@@ -329,6 +333,56 @@ func TestHostSymlinkEscape(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(root, "missing"))
 		require.NoError(t, err)
 		assert.Equal(t, "now here", string(b))
+	})
+}
+
+// TestHostRemoveLinkLeadingNowhere: a link that is dangling, loops or
+// leads out of the mount is removed itself, described with no content,
+// and what it names (outside the mount or not) stays as it was.
+func TestHostRemoveLinkLeadingNowhere(t *testing.T) {
+	root, secret := escapeTree(t)
+	h := openHost(t, root, true)
+	ctx := t.Context()
+	for _, p := range []string{"dangling", "loop-a", "rel", "abs", "sub/up", "chain", "dangling-out", "outdir"} {
+		t.Run("OK/"+p, func(t *testing.T) {
+			fi, err := h.RemoveFile(ctx, vfs.MustPath(p))
+			require.NoError(t, err)
+			assert.Equal(t, p, fi.Path.String())
+			assert.Equal(t, vfs.KindFile, fi.Kind)
+			assert.Zero(t, fi.Size)
+			assert.True(t, fi.Hash.IsZero(), "no content was read")
+			_, err = os.Lstat(filepath.Join(root, filepath.FromSlash(p)))
+			assert.True(t, os.IsNotExist(err), "the link is gone")
+		})
+	}
+	t.Run("OKLoopsOtherHalf", func(t *testing.T) {
+		require.NoError(t, h.Remove(ctx, vfs.MustPath("loop-b")))
+	})
+
+	b, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	assert.Equal(t, "secret", string(b), "the target outside the mount stays")
+	b, err = os.ReadFile(filepath.Join(filepath.Dir(root), "outside", "x.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "outside", string(b), "the directory a removed link led to stays whole")
+	for _, name := range []string{"missing", "../created-outside.txt"} {
+		_, err = os.Lstat(filepath.Join(root, filepath.FromSlash(name)))
+		assert.True(t, os.IsNotExist(err), "nothing created where a link pointed: %s", name)
+	}
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"inside.txt", "ok-link", "sub"}, names)
+
+	t.Run("ErrReadOnly", func(t *testing.T) {
+		ro := openHost(t, root, false)
+		symlinkOrSkip(t, "missing", filepath.Join(root, "dangling"))
+		hostCode(t, ro.Remove(ctx, vfs.MustPath("dangling")), wserr.PathNotWritable, "dangling")
+		_, err := os.Lstat(filepath.Join(root, "dangling"))
+		assert.NoError(t, err, "the link stays")
 	})
 }
 
