@@ -160,7 +160,9 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 	var fi vfs.FileInfo
 	if err == nil {
 		err = h.retry(r.Context(), func() (err error) {
-			fi, err = ws.Stat(r.Context(), p)
+			// A host file is not read here: Open hashes it as it opens
+			// it, then streams it checked against that hash.
+			fi, err = ws.StatNoRead(r.Context(), p)
 			return err
 		})
 	}
@@ -183,7 +185,7 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	if !stored && !fi.Hash.IsZero() {
+	if fi.Resource == vfs.ResourceHost || !stored && !fi.Hash.IsZero() {
 		// Made when read (the run's manifest, a checkpoint's record, a
 		// virtual resource) or read from the host (a file of a host
 		// directory, hashed as it is opened and checked as it streams):

@@ -78,6 +78,7 @@ var goOps = map[string]string{
 	"Service.EachCheckpointRef":   "",
 	// *runs.Workspace
 	"Workspace.Stat":           "stat",
+	"Workspace.StatNoRead":     "",
 	"Workspace.Read":           "read",
 	"Workspace.Open":           "",
 	"Workspace.ContentMissing": "",
@@ -156,6 +157,7 @@ var notOps = map[string]string{
 	"Service.Workspace":         "a view: its methods are the ops (read, write, …; host.read and host.list for the host scope)",
 	"Service.DiffFunc":          "a stream of any length, which a batch line cannot carry; diff answers it a page at a time, wsctl diff streams it",
 	"Service.WorkspaceAt":       "a view at a checkpoint: read, list and stat take \"at\"",
+	"Workspace.StatNoRead":      "stat without a host file's hash, for a download that hashes the file as it opens it (GET /v1/runs/{run}/file); stat is the op",
 	"Workspace.Open":            "a stream of any size, which a batch line cannot carry; read takes line ranges, wsctl cat streams",
 	"Workspace.ContentMissing":  "explains an error a stream of a listed file met (wsctl checkout); read and the ops that stream answer with it",
 	"Service.EachWorkspaceRoot": "maintenance reads roots inside its own transaction; gc, fsck and du are the ops",

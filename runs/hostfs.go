@@ -116,6 +116,18 @@ func (t *hostTarget) stat(ctx context.Context) (vfs.FileInfo, error) {
 	return t.info(fi), nil
 }
 
+// statNoRead is stat reading no host file (vfs.HostFS.StatNoRead).
+func (t *hostTarget) statNoRead(ctx context.Context) (vfs.FileInfo, error) {
+	if t.fs == nil {
+		return hostDirs(t.run.Profile, 1)[0], nil
+	}
+	fi, err := t.fs.StatNoRead(ctx, t.rel)
+	if err != nil {
+		return vfs.FileInfo{}, t.err(err)
+	}
+	return t.info(fi), nil
+}
+
 func (t *hostTarget) read(ctx context.Context, opt vfs.ReadOptions) (vfs.ReadResult, error) {
 	if t.fs == nil {
 		return vfs.ReadResult{}, wserr.New(wserr.PathIsDirectory, "read", HostRoot, "is a directory; list it instead")

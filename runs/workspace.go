@@ -203,6 +203,22 @@ func (w *Workspace) Stat(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) 
 	return fi, err
 }
 
+// StatNoRead is Stat reading no host file: a file of a host path has a
+// zero Hash (its Size is what the host reports), for a caller that reads
+// the file next, as a download does (Open hashes a host file as it opens
+// it). Every other path is described as Stat describes it. It fails like
+// Stat.
+func (w *Workspace) StatNoRead(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) {
+	if t, ok, err := w.host(ctx, "stat", p); ok {
+		if err != nil {
+			return vfs.FileInfo{}, err
+		}
+		defer t.close()
+		return t.statNoRead(ctx)
+	}
+	return w.Stat(ctx, p)
+}
+
 // visibleRoot makes fi, the stored root's, describe the root the model
 // scope sees: the roots it may not see (input/) are not counted, and the
 // stored root's address, which names them, is not given. It reads the

@@ -410,6 +410,26 @@ func (h *HostFS) Stat(ctx context.Context, p Path) (FileInfo, error) {
 	return info, nil
 }
 
+// StatNoRead is Stat without the hash: it reads no file's content, so a
+// file's Hash is zero and its Size is what the host reports. It is for a
+// caller that reads the file next (Open hashes it as it opens it). It
+// fails like Stat, and with wserr.PathNotAllowed for a file the mount may
+// never open (HostOptions.Forbidden).
+func (h *HostFS) StatNoRead(ctx context.Context, p Path) (FileInfo, error) {
+	const op = "stat"
+	if err := ctx.Err(); err != nil {
+		return FileInfo{}, canceled(op, p, err)
+	}
+	fi, err := h.stat(op, p, false)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	if err := h.allowed(op, p, fi); err != nil {
+		return FileInfo{}, err
+	}
+	return h.info(p, fi), nil
+}
+
 // Read reads p as ReadRangeFrom does, streaming the file: a file over
 // MaxReadBytes is read by line or char range only, up to the range's end,
 // and its hash is computed as the rest streams by. It fails like Stat, with

@@ -116,3 +116,33 @@ func TestMayWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestStatNoRead: StatNoRead describes a file without its hash, and
+// refuses what Stat refuses: a FIFO, a missing file, a file the mount's
+// Forbidden names (before anything opens it).
+func TestStatNoRead(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plain"), []byte("plain"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "db"), []byte("db"), 0o644))
+	db, err := os.Stat(filepath.Join(dir, "db"))
+	require.NoError(t, err)
+	h, err := OpenHostWith(dir, HostOptions{Forbidden: func(fi fs.FileInfo) bool { return os.SameFile(fi, db) }})
+	require.NoError(t, err)
+	defer h.Close()
+	ctx := t.Context()
+
+	fi, err := h.StatNoRead(ctx, MustPath("plain"))
+	require.NoError(t, err)
+	assert.Equal(t, KindFile, fi.Kind)
+	assert.Equal(t, int64(5), fi.Size)
+	assert.True(t, fi.Hash.IsZero(), "not read, not hashed")
+	assert.Equal(t, ResourceHost, fi.Resource)
+	fi, err = h.StatNoRead(ctx, Root())
+	require.NoError(t, err)
+	assert.Equal(t, KindDir, fi.Kind)
+	for name, code := range map[string]wserr.Code{"pipe": wserr.InvalidPath, "gone": wserr.FileNotFound, "db": wserr.PathNotAllowed} {
+		_, err := h.StatNoRead(ctx, MustPath(name))
+		assert.Equal(t, code, wserr.CodeOf(err), "%s: %v", name, err)
+	}
+}
