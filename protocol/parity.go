@@ -57,9 +57,10 @@ type Maintenance interface {
 var parityOps = []op{
 	{
 		name: "search", access: reads, request: []any{searchRequest{}}, handle: (*Session).search,
-		help: `  search      {query, path?, limit?}        -> {hits: [{path, score, startLine, endLine, snippet}]}
+		help: `  search      {query, path?, limit?}        -> {hits: [{path, score, startLine, endLine, snippet}], skipped?: [{path, code, message}]}
               the agent's search over the text files it may see; limit:
-              default 20, at most 200 (else batch.invalid_request)`,
+              default 20, at most 200 (else batch.invalid_request);
+              skipped: virtual mounts below path whose provider failed`,
 	},
 	{
 		name: "apply", access: writes, request: []any{applyRequest{}, applyEdit{}}, handle: (*Session).apply,
@@ -267,11 +268,15 @@ func (s *Session) search(ctx context.Context, r request) (any, error) {
 			return nil, err
 		}
 	}
-	hits, err := s.backend.Runs.Workspace(runID, runs.ModelScope).Search(ctx, *req.Query, opt)
+	res, err := s.backend.Runs.Workspace(runID, runs.ModelScope).Search(ctx, *req.Query, opt)
 	if err != nil {
 		return nil, err
 	}
-	return listed("hits", hits), nil
+	out := listed("hits", res.Hits)
+	if len(res.Skipped) > 0 {
+		out["skipped"] = res.Skipped
+	}
+	return out, nil
 }
 
 type applyRequest struct {

@@ -99,7 +99,7 @@ func TestEmptyRoots(t *testing.T) {
 				require.NoError(t, err, "list %s", root)
 				assert.Empty(t, ls)
 				assert.False(t, more)
-				hits, err := ws.Search(ctx, "anything", vfs.SearchOptions{Path: p})
+				hits, err := hitsOf(ws.Search(ctx, "anything", vfs.SearchOptions{Path: p}))
 				require.NoError(t, err, "search %s", root)
 				assert.Empty(t, hits)
 				_, err = ws.Read(ctx, p, vfs.ReadOptions{})
@@ -114,7 +114,7 @@ func TestEmptyRoots(t *testing.T) {
 				requireModelError(t, err, wserr.FileNotFound)
 				_, err = ws.List(ctx, vfs.MustPath(miss), 1)
 				requireModelError(t, err, wserr.FileNotFound)
-				_, err = ws.Search(ctx, "anything", vfs.SearchOptions{Path: vfs.MustPath(miss)})
+				_, err = hitsOf(ws.Search(ctx, "anything", vfs.SearchOptions{Path: vfs.MustPath(miss)}))
 				requireModelError(t, err, wserr.FileNotFound)
 			}
 			_, err = ws.Stat(ctx, vfs.MustPath("input"))

@@ -262,19 +262,19 @@ func (t *hostTarget) remove(ctx context.Context, p vfs.Path) (vfs.FileInfo, erro
 	return t.info(fi), nil
 }
 
-func (t *hostTarget) search(ctx context.Context, query string, opt vfs.SearchOptions) ([]vfs.Hit, error) {
+func (t *hostTarget) search(ctx context.Context, query string, opt vfs.SearchOptions) (vfs.SearchResult, error) {
 	if t.fs == nil {
-		return nil, wserr.New(wserr.InvalidArgument, "search", HostRoot, "search below host/<name>/, one allowed host path at a time")
+		return vfs.SearchResult{}, wserr.New(wserr.InvalidArgument, "search", HostRoot, "search below host/<name>/, one allowed host path at a time")
 	}
 	opt.Path = t.rel
-	hits, err := t.fs.Search(ctx, query, opt)
+	res, err := t.fs.Search(ctx, query, opt)
 	if err != nil {
-		return nil, t.err(err)
+		return vfs.SearchResult{}, t.err(err)
 	}
-	for i := range hits {
-		hits[i].Path = joinPath(t.mount, hits[i].Path)
+	for i := range res.Hits {
+		res.Hits[i].Path = joinPath(t.mount, res.Hits[i].Path)
 	}
-	return hits, nil
+	return res, nil
 }
 
 // HostPath maps an absolute host path to the workspace path the run

@@ -69,7 +69,7 @@ func TestHostPathHardLinkToTheStore(t *testing.T) {
 		_, err = ws.Write(h.ctx, p, []byte("x"), vfs.WriteOptions{Mode: vfs.Append})
 		assert.Equal(t, wserr.PathNotAllowed, wserr.CodeOf(err), "append %s: %v", name, err)
 	}
-	hits, err := ws.Search(h.ctx, "SQLite", vfs.SearchOptions{Path: vfs.MustPath("host/proj")})
+	hits, err := hitsOf(ws.Search(h.ctx, "SQLite", vfs.SearchOptions{Path: vfs.MustPath("host/proj")}))
 	require.NoError(t, err)
 	assert.Empty(t, hits, "the links are passed over")
 	if runtime.GOOS == "linux" && locks > 0 {

@@ -420,7 +420,7 @@ func TestHostPathReachingTheStore(t *testing.T) {
 	db := vfs.MustPath("host/st/" + filepath.Base(dst.DB.Path()))
 	_, err = ws.Read(ctx, db, vfs.ReadOptions{})
 	assert.Equal(t, wserr.PathNotAllowed, wserr.CodeOf(err), "%v", err)
-	_, err = ws.Search(ctx, "SQLite", vfs.SearchOptions{Path: vfs.MustPath("host/st")})
+	_, err = hitsOf(ws.Search(ctx, "SQLite", vfs.SearchOptions{Path: vfs.MustPath("host/st")}))
 	assert.Equal(t, wserr.PathNotAllowed, wserr.CodeOf(err), "%v", err)
 	_, err = ws.Write(ctx, db, []byte("garbage"), vfs.WriteOptions{})
 	assert.Equal(t, wserr.PathNotAllowed, wserr.CodeOf(err), "%v", err)
@@ -623,7 +623,7 @@ func TestHostPathTooLongToNameIsLeftOut(t *testing.T) {
 	assert.Equal(t, []string{"host/proj/main.go", "host/proj/top.txt"}, files)
 	assert.Len(t, ls, 2+16, "the files and the directories")
 
-	hits, err := ws.Search(h.ctx, "needle", vfs.SearchOptions{Path: vfs.MustPath("host/proj")})
+	hits, err := hitsOf(ws.Search(h.ctx, "needle", vfs.SearchOptions{Path: vfs.MustPath("host/proj")}))
 	require.NoError(t, err)
 	require.Len(t, hits, 1)
 	assert.Equal(t, "host/proj/top.txt", hits[0].Path.String())

@@ -107,13 +107,13 @@ func TestSearchPassesOverLargeFiles(t *testing.T) {
 
 	var hits []vfs.Hit
 	grew := storetest.HeapGrowth(func() {
-		hits, err = ws.Search(ctx, "some words longer", vfs.SearchOptions{Path: vfs.MustPath("output")})
+		hits, err = hitsOf(ws.Search(ctx, "some words longer", vfs.SearchOptions{Path: vfs.MustPath("output")}))
 	})
 	require.NoError(t, err)
 	require.Len(t, hits, 1)
 	assert.Equal(t, "output/notes.md", hits[0].Path.String())
 	assert.Less(t, grew, uint64(16<<20), "the 32 MiB file is not read")
-	hits, err = ws.Search(ctx, "some words", vfs.SearchOptions{Path: big})
+	hits, err = hitsOf(ws.Search(ctx, "some words", vfs.SearchOptions{Path: big}))
 	require.NoError(t, err)
 	assert.Empty(t, hits)
 }
@@ -232,7 +232,7 @@ func TestSearchPassesOverLargeVirtualFiles(t *testing.T) {
 		if at != "" {
 			p = vfs.MustPath(at)
 		}
-		hits, err := ws.Search(e.ctx, "dragon", vfs.SearchOptions{Path: p})
+		hits, err := hitsOf(ws.Search(e.ctx, "dragon", vfs.SearchOptions{Path: p}))
 		require.NoError(t, err, "search %q", at)
 		var got []string
 		for _, h := range hits {

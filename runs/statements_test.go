@@ -176,7 +176,7 @@ func TestSearchStopsAtMaxFiles(t *testing.T) {
 
 	var hits []vfs.Hit
 	stmts := rec.Record(func() {
-		hits, err = ws.Search(ctx, "lamp", vfs.SearchOptions{MaxFiles: 3})
+		hits, err = hitsOf(ws.Search(ctx, "lamp", vfs.SearchOptions{MaxFiles: 3}))
 		require.NoError(t, err)
 	})
 	assert.Len(t, hits, 3)

@@ -1075,17 +1075,20 @@ func (w *Workspace) checkSize(ctx context.Context, tx *index.Tx, run Run, op str
 // Search scores the visible text files below opt.Path (and the virtual
 // resources mounted below it) against query and returns the best hits. Files over
 // vfs.MaxSearchFile (stored, host or virtual) are passed over, so a search's memory stays bounded
-// whatever the workspace holds. It fails with
-// workspace.invalid_argument for a bad query or options, and like Stat
-// for opt.Path (workspace.file_not_found, workspace.path_not_visible).
-func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOptions) ([]vfs.Hit, error) {
+// whatever the workspace holds. A virtual mount below opt.Path whose
+// provider fails is passed over and named in the result's Skipped, with
+// its error. It fails with
+// workspace.invalid_argument for a bad query or options, like Stat
+// for opt.Path (workspace.file_not_found, workspace.path_not_visible), and
+// with the provider's error for a path at or inside a virtual mount.
+func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOptions) (vfs.SearchResult, error) {
 	sr, err := vfs.NewSearcher(query, opt)
 	if err != nil {
-		return nil, err
+		return vfs.SearchResult{}, err
 	}
 	if t, ok, err := w.host(ctx, "search", opt.Path); ok {
 		if err != nil {
-			return nil, err
+			return vfs.SearchResult{}, err
 		}
 		defer t.close()
 		return t.search(ctx, query, opt)
@@ -1143,19 +1146,19 @@ func (w *Workspace) Search(ctx context.Context, query string, opt vfs.SearchOpti
 		return w.s.virtual.Search(ctx, query, opt)
 	}
 	if err != nil {
-		return nil, err
+		return vfs.SearchResult{}, err
 	}
 	for _, f := range files {
 		b, err := w.s.blobs.ReadAll(ctx, f.h)
 		if err != nil {
-			return nil, err
+			return vfs.SearchResult{}, err
 		}
 		sr.Add(f.p, b)
 	}
-	if err := w.searchVirtual(ctx, sr, opt.Path); err != nil {
-		return nil, err
+	if err := w.s.virtual.SearchBelow(ctx, sr, opt.Path); err != nil {
+		return vfs.SearchResult{}, err
 	}
-	return sr.Hits(), nil
+	return sr.Result(), nil
 }
 
 // mountsBelow returns the virtual prefixes strictly below p (every one
@@ -1169,33 +1172,6 @@ func (w *Workspace) mountsBelow(p vfs.Path) []vfs.Path {
 		}
 	}
 	return out
-}
-
-// searchVirtual feeds the text files of the virtual resources below dir
-// to sr.
-func (w *Workspace) searchVirtual(ctx context.Context, sr *vfs.Searcher, dir vfs.Path) error {
-	for _, prefix := range w.mountsBelow(dir) {
-		infos, err := w.s.virtual.List(ctx, prefix, 64)
-		if err != nil {
-			return err
-		}
-		if len(infos) == 0 {
-			if fi, err := w.s.virtual.Stat(ctx, prefix); err == nil && fi.Kind == vfs.KindFile {
-				infos = append(infos, fi)
-			}
-		}
-		for _, fi := range infos {
-			if fi.Kind != vfs.KindFile || fi.Size > vfs.MaxSearchFile || sr.Full() {
-				continue
-			}
-			res, err := w.s.virtual.Read(ctx, fi.Path, vfs.ReadOptions{})
-			if err != nil {
-				return err
-			}
-			sr.Add(fi.Path, res.Content)
-		}
-	}
-	return nil
 }
 
 // joinPath appends rel's segments to dir; both are already valid, so the

@@ -252,7 +252,7 @@ func TestWorkspaceErrors(t *testing.T) {
 			return err
 		}},
 		{name: "ErrPathNotVisible/searchInput", code: wserr.PathNotVisible, op: func() error {
-			_, err := model.Search(ctx, "messages", vfs.SearchOptions{Path: P("input")})
+			_, err := hitsOf(model.Search(ctx, "messages", vfs.SearchOptions{Path: P("input")}))
 			return err
 		}},
 		{name: "ErrPathNotVisible/writeInput", code: wserr.PathNotVisible, op: func() error {
@@ -435,7 +435,7 @@ func TestWorkspaceErrors(t *testing.T) {
 			return err
 		}},
 		{name: "ErrInvalidArgument/emptyQuery", code: wserr.InvalidArgument, op: func() error {
-			_, err := model.Search(ctx, " ,.; ", vfs.SearchOptions{})
+			_, err := hitsOf(model.Search(ctx, " ,.; ", vfs.SearchOptions{}))
 			return err
 		}},
 	}...)
@@ -781,7 +781,7 @@ func TestWorkspaceResourceKinds(t *testing.T) {
 		ls, err := model.List(ctx, P("skills"), 2)
 		require.NoError(t, err)
 		assert.Len(t, ls, 5, "skills/ lists its two directories and three files")
-		hits, err := model.Search(ctx, "dragons pass", vfs.SearchOptions{})
+		hits, err := hitsOf(model.Search(ctx, "dragons pass", vfs.SearchOptions{}))
 		require.NoError(t, err)
 		require.NotEmpty(t, hits)
 		assert.Equal(t, "skills/lore/SKILL.md", hits[0].Path.String())
@@ -982,51 +982,51 @@ func TestWorkspaceSearch(t *testing.T) {
 	}
 
 	t.Run("VisibleOnly", func(t *testing.T) {
-		hits, err := model.Search(ctx, "wyvern", vfs.SearchOptions{})
+		hits, err := hitsOf(model.Search(ctx, "wyvern", vfs.SearchOptions{}))
 		require.NoError(t, err)
 		assert.Equal(t, []string{"output/main.md"}, paths(hits), "input/ and binary files are not searched for the model")
 		require.Len(t, hits, 1)
 		assert.Equal(t, 2, hits[0].StartLine)
 		assert.Contains(t, hits[0].Snippet, "wyvern")
 
-		hits, err = host.Search(ctx, "wyvern", vfs.SearchOptions{})
+		hits, err = hitsOf(host.Search(ctx, "wyvern", vfs.SearchOptions{}))
 		require.NoError(t, err)
 		assert.ElementsMatch(t, []string{"output/main.md", "input/world/activated.md"}, paths(hits), "the host sees input/")
 	})
 
 	t.Run("CJK", func(t *testing.T) {
-		hits, err := model.Search(ctx, "巨龙", vfs.SearchOptions{})
+		hits, err := hitsOf(model.Search(ctx, "巨龙", vfs.SearchOptions{}))
 		require.NoError(t, err)
 		require.NotEmpty(t, hits)
 		assert.Equal(t, "scratch/cjk.md", hits[0].Path.String())
 		assert.Equal(t, 2, hits[0].StartLine)
-		hits, err = model.Search(ctx, "笑", vfs.SearchOptions{})
+		hits, err = hitsOf(model.Search(ctx, "笑", vfs.SearchOptions{}))
 		require.NoError(t, err)
 		assert.Equal(t, []string{"skills/romance/example.md"}, paths(hits), "CJK in virtual files too")
 	})
 
 	t.Run("Bounded", func(t *testing.T) {
-		hits, err := model.Search(ctx, "sword", vfs.SearchOptions{})
+		hits, err := hitsOf(model.Search(ctx, "sword", vfs.SearchOptions{}))
 		require.NoError(t, err)
 		assert.Len(t, hits, 20, "the default bound")
-		hits, err = model.Search(ctx, "sword", vfs.SearchOptions{MaxHits: 5})
+		hits, err = hitsOf(model.Search(ctx, "sword", vfs.SearchOptions{MaxHits: 5}))
 		require.NoError(t, err)
 		assert.Len(t, hits, 5)
 		for i := 1; i < len(hits); i++ {
 			assert.GreaterOrEqual(t, hits[i-1].Score, hits[i].Score, "best first")
 		}
-		_, err = model.Search(ctx, "sword", vfs.SearchOptions{MaxHits: 201})
+		_, err = hitsOf(model.Search(ctx, "sword", vfs.SearchOptions{MaxHits: 201}))
 		requireModelError(t, err, wserr.InvalidArgument)
 	})
 
 	t.Run("BelowPath", func(t *testing.T) {
-		hits, err := model.Search(ctx, "sword", vfs.SearchOptions{Path: P("output")})
+		hits, err := hitsOf(model.Search(ctx, "sword", vfs.SearchOptions{Path: P("output")}))
 		require.NoError(t, err)
 		assert.Empty(t, hits)
-		hits, err = model.Search(ctx, "dragons", vfs.SearchOptions{Path: P("skills")})
+		hits, err = hitsOf(model.Search(ctx, "dragons", vfs.SearchOptions{Path: P("skills")}))
 		require.NoError(t, err)
 		assert.ElementsMatch(t, []string{"skills/lore/SKILL.md", "skills/romance/SKILL.md"}, paths(hits), "search below a virtual mount")
-		_, err = model.Search(ctx, "sword", vfs.SearchOptions{Path: P("output/nothing-here")})
+		_, err = hitsOf(model.Search(ctx, "sword", vfs.SearchOptions{Path: P("output/nothing-here")}))
 		requireModelError(t, err, wserr.FileNotFound)
 	})
 }
@@ -1079,13 +1079,76 @@ func TestVirtualBelowStoredDirectory(t *testing.T) {
 	assert.False(t, more)
 	assert.Equal(t, []string{"chat/notes.md"}, paths(page))
 
-	hits, err := model.Search(ctx, "hello", vfs.SearchOptions{Path: P("chat")})
+	hits, err := hitsOf(model.Search(ctx, "hello", vfs.SearchOptions{Path: P("chat")}))
 	require.NoError(t, err)
 	var got []string
 	for _, h := range hits {
 		got = append(got, h.Path.String())
 	}
 	assert.ElementsMatch(t, []string{"chat/history.tail.md", "chat/notes.md"}, got)
+}
+
+// brokenProvider is a virtual directory whose backend is down: every call
+// fails.
+type brokenProvider struct{}
+
+func (brokenProvider) Stat(context.Context, vfs.Path) (vfs.FileInfo, error) {
+	return vfs.FileInfo{}, errors.New("backend down")
+}
+
+func (brokenProvider) Read(context.Context, vfs.Path, vfs.ReadOptions) (vfs.ReadResult, error) {
+	return vfs.ReadResult{}, errors.New("backend down")
+}
+
+func (brokenProvider) List(context.Context, vfs.Path, int) ([]vfs.FileInfo, error) {
+	return nil, errors.New("backend down")
+}
+
+// TestSearchSkipsFailingMount: a search of the root, or of a stored
+// directory a mount lies below, goes on past a virtual mount whose
+// provider fails and names it in Skipped; a search of the mount itself
+// fails with the provider's error.
+func TestSearchSkipsFailingMount(t *testing.T) {
+	var reads atomic.Int64
+	v := mountTestVirtual(t, &reads)
+	require.NoError(t, v.Mount(vfs.MustPath("docs"), brokenProvider{}))
+	require.NoError(t, v.Mount(vfs.MustPath("chat/broken.md"), vfs.FileProvider(func(context.Context) ([]byte, error) {
+		return nil, errors.New("history service down")
+	})))
+	e := newWSEnv(t, runs.Options{Virtual: v})
+	ctx := e.ctx
+	P := vfs.MustPath
+	e.newRun("run_a", runs.CreateRequest{Profile: &runs.Profile{VisibleRoots: []string{"output", "chat", "skills", "docs"}, WritableRoots: []string{"output", "chat"}}})
+	e.write("run_a", "output/dragons.md", "Dragons sleep in the northern pass.\n")
+	e.write("run_a", "chat/notes.md", "The dragons said hello.\n")
+	model := e.model("run_a")
+	paths := func(hits []vfs.Hit) []string {
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.Path.String())
+		}
+		return out
+	}
+	broken := vfs.SkippedMount{Path: P("chat/broken.md"), Code: wserr.Internal, Message: "chat/broken.md: history service down"}
+
+	res, err := model.Search(ctx, "dragons", vfs.SearchOptions{})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"output/dragons.md", "chat/notes.md", "skills/lore/SKILL.md", "skills/romance/SKILL.md"}, paths(res.Hits))
+	assert.Equal(t, []vfs.SkippedMount{broken, {Path: P("docs"), Code: wserr.Internal, Message: "docs: backend down"}}, res.Skipped)
+
+	res, err = model.Search(ctx, "dragons", vfs.SearchOptions{Path: P("chat")})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"chat/notes.md"}, paths(res.Hits))
+	assert.Equal(t, []vfs.SkippedMount{broken}, res.Skipped)
+
+	res, err = model.Search(ctx, "dragons", vfs.SearchOptions{Path: P("output")})
+	require.NoError(t, err)
+	assert.Empty(t, res.Skipped, "no mount below output/")
+
+	for _, p := range []string{"docs", "chat/broken.md"} {
+		_, err = model.Search(ctx, "dragons", vfs.SearchOptions{Path: P(p)})
+		assert.Equal(t, wserr.Internal, wserr.CodeOf(err), "%s: %v", p, err)
+	}
 }
 
 // TestModelRootStatCountsWhatTheModelSees: the root as the model sees it
@@ -1124,3 +1187,6 @@ func TestModelRootStatCountsWhatTheModelSees(t *testing.T) {
 	assert.Greater(t, hfi.Size, fi.Size, "the host's root counts input/")
 	assert.False(t, hfi.Hash.IsZero())
 }
+
+// hitsOf is a search's hits, for tests that look at nothing else.
+func hitsOf(res vfs.SearchResult, err error) ([]vfs.Hit, error) { return res.Hits, err }

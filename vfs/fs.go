@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wsstore/wsstore/cas"
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // Kind tells files from directories.
@@ -124,6 +125,26 @@ type Hit struct {
 	Snippet   string  `json:"snippet"`
 }
 
+// SearchResult is what a search returns: the hits, and the virtual
+// mounts it passed over.
+type SearchResult struct {
+	Hits []Hit `json:"hits"`
+	// Skipped lists, in path order, the virtual mounts below the
+	// searched directory whose provider failed, each with its error: the
+	// search went on without them (files a provider gave before it
+	// failed may be among the hits). A search of a path at or inside a
+	// mount fails with its provider's error instead.
+	Skipped []SkippedMount `json:"skipped,omitempty"`
+}
+
+// SkippedMount is a virtual mount a search passed over, and why: the code
+// and message of its provider's error.
+type SkippedMount struct {
+	Path    Path       `json:"path"`
+	Code    wserr.Code `json:"code"`
+	Message string     `json:"message"`
+}
+
 // FS is the read side every resource kind implements. Paths are relative to
 // the FS's own root. Errors are *wserr.Error with the workspace codes
 // (file_not_found, path_is_directory, invalid_line_range, …).
@@ -145,7 +166,7 @@ type WriteFS interface {
 
 // SearchFS is implemented by resources that can be searched.
 type SearchFS interface {
-	Search(ctx context.Context, query string, opt SearchOptions) ([]Hit, error)
+	Search(ctx context.Context, query string, opt SearchOptions) (SearchResult, error)
 }
 
 // UnmarshalText decodes "file" or "dir".

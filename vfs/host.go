@@ -1394,15 +1394,15 @@ func (h *HostFS) describe(ctx context.Context, r *os.Root, name, op string, p Pa
 // wserr.InvalidArgument for a bad query or options and like Stat for
 // opt.Path; files that vanish or cannot be read during the walk are
 // skipped.
-func (h *HostFS) Search(ctx context.Context, query string, opt SearchOptions) ([]Hit, error) {
+func (h *HostFS) Search(ctx context.Context, query string, opt SearchOptions) (SearchResult, error) {
 	const op = "search"
 	s, err := NewSearcher(query, opt)
 	if err != nil {
-		return nil, err
+		return SearchResult{}, err
 	}
 	fi, err := h.stat(op, opt.Path, false)
 	if err != nil {
-		return nil, err
+		return SearchResult{}, err
 	}
 	add := func(p Path, size int64) {
 		if size > MaxSearchFile {
@@ -1414,7 +1414,7 @@ func (h *HostFS) Search(ctx context.Context, query string, opt SearchOptions) ([
 	}
 	if !fi.IsDir() {
 		add(opt.Path, fi.Size())
-		return s.Hits(), nil
+		return s.Result(), nil
 	}
 	err = h.walk(ctx, op, opt.Path, -1, func(info FileInfo, _ bool) error {
 		if s.Full() {
@@ -1430,7 +1430,7 @@ func (h *HostFS) Search(ctx context.Context, query string, opt SearchOptions) ([
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.SkipAll) {
-		return nil, err
+		return SearchResult{}, err
 	}
-	return s.Hits(), nil
+	return s.Result(), nil
 }

@@ -421,7 +421,7 @@ func TestHostSearch(t *testing.T) {
 	ctx := t.Context()
 
 	t.Run("OKRanked", func(t *testing.T) {
-		hits, err := h.Search(ctx, "dragon sword", vfs.SearchOptions{})
+		hits, err := hitsOf(h.Search(ctx, "dragon sword", vfs.SearchOptions{}))
 		require.NoError(t, err)
 		var paths []string
 		for _, hit := range hits {
@@ -433,7 +433,7 @@ func TestHostSearch(t *testing.T) {
 	})
 
 	t.Run("OKChinese", func(t *testing.T) {
-		hits, err := h.Search(ctx, "世界书", vfs.SearchOptions{Path: vfs.MustPath("notes")})
+		hits, err := hitsOf(h.Search(ctx, "世界书", vfs.SearchOptions{Path: vfs.MustPath("notes")}))
 		require.NoError(t, err)
 		require.Len(t, hits, 1)
 		assert.Equal(t, "notes/世界书.md", hits[0].Path.String())
@@ -441,24 +441,24 @@ func TestHostSearch(t *testing.T) {
 
 	t.Run("OKSymlinkLoopEndsWalk", func(t *testing.T) {
 		symlinkOrSkip(t, "..", filepath.Join(dir, "notes", "parent"))
-		hits, err := h.Search(ctx, "dragon", vfs.SearchOptions{Path: vfs.MustPath("notes")})
+		hits, err := hitsOf(h.Search(ctx, "dragon", vfs.SearchOptions{Path: vfs.MustPath("notes")}))
 		require.NoError(t, err)
 		assert.Len(t, hits, 2)
 	})
 
 	t.Run("OKPathIsFile", func(t *testing.T) {
-		hits, err := h.Search(ctx, "dragon", vfs.SearchOptions{Path: vfs.MustPath("notes/other.md")})
+		hits, err := hitsOf(h.Search(ctx, "dragon", vfs.SearchOptions{Path: vfs.MustPath("notes/other.md")}))
 		require.NoError(t, err)
 		require.Len(t, hits, 1)
 	})
 
 	t.Run("ErrFileNotFound", func(t *testing.T) {
-		_, err := h.Search(ctx, "dragon", vfs.SearchOptions{Path: vfs.MustPath("nowhere")})
+		_, err := hitsOf(h.Search(ctx, "dragon", vfs.SearchOptions{Path: vfs.MustPath("nowhere")}))
 		hostCode(t, err, wserr.FileNotFound, "nowhere")
 	})
 
 	t.Run("ErrInvalidArgument", func(t *testing.T) {
-		_, err := h.Search(ctx, "dragon", vfs.SearchOptions{MaxHits: 1000})
+		_, err := hitsOf(h.Search(ctx, "dragon", vfs.SearchOptions{MaxHits: 1000}))
 		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err))
 	})
 }
@@ -683,7 +683,7 @@ func TestHostFSAfterClose(t *testing.T) {
 		},
 		"patch":  func() error { _, err := h.Patch(ctx, a, "a", "c", vfs.PatchOptions{}); return err },
 		"remove": func() error { _, err := h.RemoveFile(ctx, a); return err },
-		"search": func() error { _, err := h.Search(ctx, "a", vfs.SearchOptions{}); return err },
+		"search": func() error { _, err := hitsOf(h.Search(ctx, "a", vfs.SearchOptions{})); return err },
 	}
 	for name, call := range calls {
 		assert.Equal(t, wserr.Closed, wserr.CodeOf(call()), name)

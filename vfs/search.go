@@ -361,6 +361,7 @@ type Searcher struct {
 	texts int   // text files scored: the corpus size for idf
 	df    []int // text files containing each query word
 	cands []searchCandidate
+	skip  []SkippedMount
 }
 
 type searchCandidate struct {
@@ -473,6 +474,17 @@ func (s *Searcher) Hits() []Hit {
 		hits = hits[:s.opt.MaxHits]
 	}
 	return hits
+}
+
+// Skip records that the search passed over the virtual mount at prefix,
+// whose provider failed with err.
+func (s *Searcher) Skip(prefix Path, err error) {
+	s.skip = append(s.skip, SkippedMount{Path: prefix, Code: wserr.CodeOf(err), Message: wserr.MessageOf(err)})
+}
+
+// Result returns Hits and the mounts Skip recorded.
+func (s *Searcher) Result() SearchResult {
+	return SearchResult{Hits: s.Hits(), Skipped: s.skip}
 }
 
 // comparePathSegments orders paths segment by segment, the order List

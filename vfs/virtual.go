@@ -342,19 +342,49 @@ func (v *Virtual) Remove(ctx context.Context, p Path) error {
 
 // Search scores the text files below opt.Path (or opt.Path itself if it is
 // a file) across all providers, reading them through List and Read; files
-// over MaxSearchFile are passed over, as every search passes them. It
-// fails with wserr.InvalidArgument for a bad query or options,
-// wserr.FileNotFound if opt.Path does not exist, and with the first error
-// a provider returns.
-func (v *Virtual) Search(ctx context.Context, query string, opt SearchOptions) ([]Hit, error) {
+// over MaxSearchFile are passed over, as every search passes them. From a
+// directory above the prefixes, a mount whose provider fails is passed
+// over and named in the result's Skipped (SearchBelow). It fails with
+// wserr.InvalidArgument for a bad query or options, wserr.FileNotFound if
+// opt.Path does not exist, and, for a path at or inside a prefix, with the
+// first error its provider returns.
+func (v *Virtual) Search(ctx context.Context, query string, opt SearchOptions) (SearchResult, error) {
 	s, err := NewSearcher(query, opt)
 	if err != nil {
-		return nil, err
+		return SearchResult{}, err
 	}
-	if err := searchWalk(ctx, v, opt.Path, s); err != nil {
-		return nil, err
+	if _, _, _, ok := v.Match(opt.Path); ok || !v.isAbovePrefix(opt.Path) {
+		err = searchWalk(ctx, v, opt.Path, s)
+	} else {
+		err = v.SearchBelow(ctx, s, opt.Path)
 	}
-	return s.Hits(), nil
+	if err != nil {
+		return SearchResult{}, err
+	}
+	return s.Result(), nil
+}
+
+// SearchBelow offers s the text files of the mounts strictly below dir
+// (every mount for the root), in path order, until s is full. A mount
+// whose provider fails is recorded with s.Skip and the search goes on
+// with the next; only the end of ctx (store.canceled) fails it.
+func (v *Virtual) SearchBelow(ctx context.Context, s *Searcher, dir Path) error {
+	for _, q := range v.Prefixes() {
+		if q == dir || !q.HasPrefix(dir) {
+			continue
+		}
+		if s.Full() {
+			return nil
+		}
+		err := searchWalk(ctx, v, q, s)
+		if cerr := ctx.Err(); cerr != nil {
+			return canceled("search", q, cerr)
+		}
+		if err != nil {
+			s.Skip(q, err)
+		}
+	}
+	return nil
 }
 
 // searchWalk offers the files at and below p in fsys to s, one directory

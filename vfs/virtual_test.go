@@ -278,14 +278,14 @@ func TestVirtualSearch(t *testing.T) {
 	ctx := t.Context()
 
 	t.Run("OKAcrossProviders", func(t *testing.T) {
-		hits, err := v.Search(ctx, "hello there", vfs.SearchOptions{})
+		hits, err := hitsOf(v.Search(ctx, "hello there", vfs.SearchOptions{}))
 		require.NoError(t, err)
 		require.NotEmpty(t, hits)
 		assert.Equal(t, "chat/history.tail.md", hits[0].Path.String())
 	})
 
 	t.Run("OKChinese", func(t *testing.T) {
-		hits, err := v.Search(ctx, "世界书", vfs.SearchOptions{})
+		hits, err := hitsOf(v.Search(ctx, "世界书", vfs.SearchOptions{}))
 		require.NoError(t, err)
 		require.Len(t, hits, 1)
 		assert.Equal(t, "skills/long-form/notes/世界书.md", hits[0].Path.String())
@@ -293,26 +293,96 @@ func TestVirtualSearch(t *testing.T) {
 	})
 
 	t.Run("OKBelowPath", func(t *testing.T) {
-		hits, err := v.Search(ctx, "skills index voice", vfs.SearchOptions{Path: vfs.MustPath("skills/long-form")})
+		hits, err := hitsOf(v.Search(ctx, "skills index voice", vfs.SearchOptions{Path: vfs.MustPath("skills/long-form")}))
 		require.NoError(t, err)
 		require.Len(t, hits, 1)
 		assert.Equal(t, "skills/long-form/SKILL.md", hits[0].Path.String())
 	})
 
 	t.Run("OKPathIsFile", func(t *testing.T) {
-		hits, err := v.Search(ctx, "hello", vfs.SearchOptions{Path: vfs.MustPath("chat/history.tail.md")})
+		hits, err := hitsOf(v.Search(ctx, "hello", vfs.SearchOptions{Path: vfs.MustPath("chat/history.tail.md")}))
 		require.NoError(t, err)
 		require.Len(t, hits, 1)
 	})
 
 	t.Run("ErrFileNotFound", func(t *testing.T) {
-		_, err := v.Search(ctx, "hello", vfs.SearchOptions{Path: vfs.MustPath("nowhere")})
+		_, err := hitsOf(v.Search(ctx, "hello", vfs.SearchOptions{Path: vfs.MustPath("nowhere")}))
 		virtualCode(t, err, wserr.FileNotFound, "nowhere")
 	})
 
 	t.Run("ErrInvalidArgument", func(t *testing.T) {
-		_, err := v.Search(ctx, "  ", vfs.SearchOptions{})
+		_, err := hitsOf(v.Search(ctx, "  ", vfs.SearchOptions{}))
 		assert.Equal(t, wserr.InvalidArgument, wserr.CodeOf(err))
+	})
+}
+
+// failingProvider is a directory provider whose every call fails, as a
+// provider whose backend is down does.
+type failingProvider struct{}
+
+var errBackendDown = errors.New("backend down")
+
+func (failingProvider) Stat(context.Context, vfs.Path) (vfs.FileInfo, error) {
+	return vfs.FileInfo{}, errBackendDown
+}
+
+func (failingProvider) Read(context.Context, vfs.Path, vfs.ReadOptions) (vfs.ReadResult, error) {
+	return vfs.ReadResult{}, errBackendDown
+}
+
+func (failingProvider) List(context.Context, vfs.Path, int) ([]vfs.FileInfo, error) {
+	return nil, errBackendDown
+}
+
+// TestVirtualSearchSkipsFailingMount: a search from above the prefixes
+// goes on past a mount whose provider fails, a directory's or a file's,
+// and names it in Skipped with its error; a search at or inside that
+// mount fails with the provider's error.
+func TestVirtualSearchSkipsFailingMount(t *testing.T) {
+	v, _ := newTestVirtual(t)
+	ctx := t.Context()
+	require.NoError(t, v.Mount(vfs.MustPath("docs"), failingProvider{}))
+	require.NoError(t, v.Mount(vfs.MustPath("chat/broken.md"), vfs.FileProvider(func(context.Context) ([]byte, error) {
+		return nil, wserr.New(wserr.Busy, "", "", "the history service does not answer")
+	})))
+
+	for _, root := range []string{"", "chat"} {
+		opt := vfs.SearchOptions{}
+		if root != "" {
+			opt.Path = vfs.MustPath(root)
+		}
+		res, err := v.Search(ctx, "hello there", opt)
+		require.NoError(t, err, "from %q", root)
+		require.NotEmpty(t, res.Hits)
+		assert.Equal(t, "chat/history.tail.md", res.Hits[0].Path.String())
+		want := []vfs.SkippedMount{{Path: vfs.MustPath("chat/broken.md"), Code: wserr.Busy, Message: "chat/broken.md: the history service does not answer"}}
+		if root == "" {
+			want = append(want, vfs.SkippedMount{Path: vfs.MustPath("docs"), Code: wserr.Internal, Message: "docs: backend down"})
+		}
+		assert.Equal(t, want, res.Skipped, "from %q", root)
+	}
+
+	t.Run("OKWithinMaxFiles", func(t *testing.T) {
+		res, err := v.Search(ctx, "hello skills", vfs.SearchOptions{MaxFiles: 1})
+		require.NoError(t, err)
+		require.Len(t, res.Hits, 1, "one file scanned, a skipped mount counting none")
+		assert.Equal(t, "chat/history.tail.md", res.Hits[0].Path.String())
+	})
+
+	t.Run("ErrAtTheMount", func(t *testing.T) {
+		_, err := v.Search(ctx, "hello", vfs.SearchOptions{Path: vfs.MustPath("docs")})
+		virtualCode(t, err, wserr.Internal, "docs")
+		_, err = v.Search(ctx, "hello", vfs.SearchOptions{Path: vfs.MustPath("docs/inside")})
+		assert.Equal(t, wserr.Internal, wserr.CodeOf(err), "%v", err)
+		_, err = v.Search(ctx, "hello", vfs.SearchOptions{Path: vfs.MustPath("chat/broken.md")})
+		virtualCode(t, err, wserr.Busy, "chat/broken.md")
+	})
+
+	t.Run("ErrCanceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := v.Search(ctx, "hello", vfs.SearchOptions{})
+		assert.Equal(t, wserr.Canceled, wserr.CodeOf(err), "%v", err)
 	})
 }
 
@@ -353,3 +423,6 @@ func TestVirtualCanceled(t *testing.T) {
 	_, err = v.List(ctx, vfs.MustPath("skills"), 2)
 	virtualCode(t, err, wserr.Canceled, "skills")
 }
+
+// hitsOf is a search's hits, for tests that look at nothing else.
+func hitsOf(res vfs.SearchResult, err error) ([]vfs.Hit, error) { return res.Hits, err }
