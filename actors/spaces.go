@@ -528,7 +528,8 @@ func (s *Spaces) guard(ctx context.Context, tx *index.Tx, op string, root cas.Ha
 }
 
 // Stat returns the entry at path in actor's space ("" or "." for the
-// root). Errors: wserr.InvalidActor, wserr.InvalidPath,
+// root). Errors: wserr.InvalidActor, wserr.InvalidPath (also for a file
+// named with an ending "/" or "/.", which names a directory),
 // wserr.FileNotFound.
 func (s *Spaces) Stat(ctx context.Context, actor, path string) (vfs.Entry, error) {
 	actor, err := ParseActor(actor)
@@ -548,6 +549,9 @@ func (s *Spaces) Stat(ctx context.Context, actor, path string) (vfs.Entry, error
 		e, err = s.trees.Lookup(ctx, tx, sp.Root, p)
 		return err
 	})
+	if err == nil {
+		err = vfs.CheckFileSpelling("stat", path, p, e.Kind)
+	}
 	return e, err
 }
 

@@ -166,6 +166,9 @@ func (h *Handler) runFile(w http.ResponseWriter, r *http.Request) {
 			return err
 		})
 	}
+	if err == nil {
+		err = vfs.CheckFileSpelling("read", r.URL.Query().Get("path"), p, fi.Kind)
+	}
 	if err == nil && fi.Kind != vfs.KindFile {
 		_, err = ws.Read(r.Context(), p, vfs.ReadOptions{}) // the error a directory gets
 	}

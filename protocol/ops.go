@@ -667,7 +667,19 @@ func (s *Session) readIn(ctx context.Context, r request, scope runs.Scope) (any,
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.view(runID, req.At, scope).Read(ctx, p, vfs.ReadOptions{StartLine: req.StartLine, EndLine: req.EndLine})
+	ws := s.view(runID, req.At, scope)
+	if vfs.EndsAsDirectory(*req.Path) {
+		// A file named as a directory is refused before it is read; a
+		// directory is refused by the read, as without the ending.
+		fi, err := ws.StatNoRead(ctx, p)
+		if err == nil {
+			err = vfs.CheckFileSpelling("read", *req.Path, p, fi.Kind)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	res, err := ws.Read(ctx, p, vfs.ReadOptions{StartLine: req.StartLine, EndLine: req.EndLine})
 	if err != nil {
 		return nil, err
 	}

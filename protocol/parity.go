@@ -363,7 +363,14 @@ func (s *Session) stat(ctx context.Context, r request) (any, error) {
 			return nil, err
 		}
 	}
-	return s.modelView(runID, req.At).Stat(ctx, p)
+	fi, err := s.modelView(runID, req.At).Stat(ctx, p)
+	if err == nil {
+		err = vfs.CheckFileSpelling("stat", *req.Path, p, fi.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return fi, nil
 }
 
 func (s *Session) hostRead(ctx context.Context, r request) (any, error) {

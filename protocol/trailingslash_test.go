@@ -81,3 +81,55 @@ func TestActorFileChangeToADirectoryPath(t *testing.T) {
 	}
 	assert.Equal(t, before, line(t, s.Handle(ctx, []byte(ls))), "nothing changed")
 }
+
+// TestFileReadOfADirectoryPath: a read, host.read, stat or actor.download
+// whose path ends in "/" or in a "." segment but names a file is refused
+// as workspace.invalid_path, as a change of it is; it answered the file.
+// A directory named so answers as before: stat and list describe it, a
+// read is workspace.path_is_directory.
+func TestFileReadOfADirectoryPath(t *testing.T) {
+	st := storetest.OpenStore(t)
+	s := protocol.NewSession(protocol.Backend{Runs: st.Runs, Journal: st.Journal, Actors: st.Actors, Host: st.Runs})
+	ctx := context.Background()
+	for _, l := range []string{
+		`{"op":"run.create","runId":"r","chat":{"kind":"k","stableChatId":"s"}}`,
+		`{"op":"write","path":"output/a.md","content":"one"}`,
+		`{"op":"write","path":"output/sub/b.md","content":"two"}`,
+		`{"op":"actor.upload","actor":"alice","path":"a.md","content":"one"}`,
+		`{"op":"actor.upload","actor":"alice","path":"dir/b.md","content":"two"}`,
+	} {
+		r := s.Handle(ctx, []byte(l))
+		require.True(t, r.OK, "%s: %+v", l, r.Error)
+	}
+	for l, code := range map[string]string{
+		`{"op":"read","path":"output/a.md/"}`:                           "workspace.invalid_path",
+		`{"op":"read","path":"output/a.md/."}`:                          "workspace.invalid_path",
+		`{"op":"read","path":"output/a.md/","startLine":1,"endLine":1}`: "workspace.invalid_path",
+		`{"op":"host.read","runId":"r","path":"output/a.md/"}`:          "workspace.invalid_path",
+		`{"op":"stat","path":"output/a.md/"}`:                           "workspace.invalid_path",
+		`{"op":"stat","path":"output/a.md/."}`:                          "workspace.invalid_path",
+		`{"op":"actor.download","actor":"alice","path":"a.md/"}`:        "workspace.invalid_path",
+		`{"op":"actor.download","actor":"alice","path":"a.md/."}`:       "workspace.invalid_path",
+		`{"op":"read","path":"output/sub/"}`:                            "workspace.path_is_directory",
+		`{"op":"read","path":"output/missing.md/"}`:                     "workspace.file_not_found",
+		`{"op":"actor.download","actor":"alice","path":"dir/"}`:         "workspace.path_is_directory",
+	} {
+		r := s.Handle(ctx, []byte(l))
+		if assert.False(t, r.OK, l) {
+			assert.Equal(t, code, string(r.Error.Code), l)
+		}
+	}
+	for _, l := range []string{
+		`{"op":"read","path":"output/a.md"}`,
+		`{"op":"stat","path":"output/sub/"}`,
+		`{"op":"stat","path":"output/sub/."}`,
+		`{"op":"stat","path":"./"}`,
+		`{"op":"list","path":"output/sub/"}`,
+		`{"op":"host.list","runId":"r","path":"output/sub/"}`,
+		`{"op":"actor.ls","actor":"alice","path":"dir/"}`,
+		`{"op":"actor.download","actor":"alice","path":"a.md"}`,
+	} {
+		r := s.Handle(ctx, []byte(l))
+		assert.True(t, r.OK, "%s: %+v", l, r.Error)
+	}
+}

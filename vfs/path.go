@@ -103,6 +103,18 @@ func EndsAsDirectory(s string) bool {
 	return i >= 0 && (s[i+1:] == "" || s[i+1:] == ".")
 }
 
+// CheckFileSpelling fails with wserr.InvalidPath if s, the path p was
+// parsed from, ends as only a directory's name can (EndsAsDirectory)
+// while kind says p is a file: ParsePath drops the ending, so a read of
+// "output/a.md/" would answer the file output/a.md, which a change of it,
+// and the system, refuse. A directory spelled so is p, and passes.
+func CheckFileSpelling(op, s string, p Path, kind Kind) error {
+	if kind != KindFile || !EndsAsDirectory(s) {
+		return nil
+	}
+	return wserr.New(wserr.InvalidPath, op, s, "the path ends in /, naming a directory, but %s is a file: name it without the ending /", p)
+}
+
 // String returns the clean path, or "." for the root.
 func (p Path) String() string {
 	if p.s == "" {

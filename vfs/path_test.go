@@ -418,3 +418,19 @@ func TestEndsAsDirectory(t *testing.T) {
 		assert.Equal(t, want, EndsAsDirectory(s), "%q", s)
 	}
 }
+
+// TestCheckFileSpelling: a file named with a directory's ending is
+// invalid_path, naming the spelling given; a directory, or a file named
+// plainly, passes.
+func TestCheckFileSpelling(t *testing.T) {
+	for _, s := range []string{"output/a.md/", "output/a.md/.", "output/a.md//"} {
+		err := CheckFileSpelling("read", s, MustPath(s), KindFile)
+		var we *wserr.Error
+		require.ErrorAs(t, err, &we, s)
+		assert.Equal(t, wserr.InvalidPath, we.Code)
+		assert.Equal(t, s, we.Path)
+		assert.Contains(t, we.Error(), "output/a.md is a file")
+	}
+	assert.NoError(t, CheckFileSpelling("stat", "output/dir/", MustPath("output/dir"), KindDir))
+	assert.NoError(t, CheckFileSpelling("read", "output/a.md", MustPath("output/a.md"), KindFile))
+}

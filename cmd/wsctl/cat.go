@@ -60,6 +60,15 @@ func runCat(ctx context.Context, o catOptions, args []string) error {
 		return err
 	}
 	ws := workspaceFor(st.Runs, runID, seq)
+	if vfs.EndsAsDirectory(args[1]) {
+		fi, err := ws.StatNoRead(ctx, p)
+		if err == nil {
+			err = vfs.CheckFileSpelling("cat", args[1], p, fi.Kind)
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if o.json {
 		res, err := ws.Read(ctx, p, vfs.ReadOptions{})
 		if err != nil {
