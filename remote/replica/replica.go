@@ -54,7 +54,8 @@ type Options struct {
 	// L0Retention is how long a shipped transaction's own file is kept
 	// once it is merged into level 1, default 1m.
 	L0Retention time.Duration
-	// Logger receives Litestream's log; nil discards it.
+	// Logger receives Litestream's log and the Replicator's own (its
+	// loop's "sync failed" and "sync resumed"); nil discards them.
 	Logger *slog.Logger
 	// Owner is the store replicating (remote.ReplicaOwnerOf), which the
 	// replica's owner object must name or come to name
@@ -159,6 +160,9 @@ type Replicator struct {
 	mu       sync.Mutex
 	claim    *remote.Claim // nil until the replica is claimed and store opened
 	synced   bool          // Litestream's first sync is made (firstSync)
+	failed   int           // watch's failed tries in a row
+	wait     time.Duration // watch's wait after its last failed try
+	retryAt  time.Time     // when watch tries again after a failure
 
 	stop chan struct{} // closed at Close: watch returns
 	done chan struct{} // closed when watch has returned
@@ -273,10 +277,20 @@ func (r *Replicator) ready(ctx context.Context) error {
 	return r.firstSync(ctx)
 }
 
+// maxBackoff is the longest watch waits between two tries while they
+// fail (an interval longer than it is waited for as it is).
+const maxBackoff = time.Minute
+
 // watch reads the write-ahead log into Litestream's local state every
 // interval, as Litestream's own monitor would, until Close; Litestream
-// ships what it read in the background. Its failures are logged: the
-// next turn, or the next Sync, tries again.
+// ships what it read in the background. While its tries fail (the
+// object store does not answer, or refuses the credentials), it backs
+// off as Litestream's monitor does: it waits the interval after the
+// first failure and twice as long after each next one, up to
+// maxBackoff; a Sync that succeeds makes it try at its next turn. Each
+// failed try is logged (a warning, with the count of failed tries so
+// far), so at the backoff's pace, and the try that succeeds after them
+// too.
 //
 // A read of the log is never cancelled midway (Close waits for it, and
 // Sync reads it whatever its context): Litestream's checkpoint lets go of
@@ -296,14 +310,32 @@ func (r *Replicator) watch() {
 		case <-t.C:
 		}
 		r.mu.Lock()
-		err := r.firstSync(ctx)
-		if err == nil {
-			err = r.db.Sync(ctx)
+		if r.failed == 0 || !time.Now().Before(r.retryAt) {
+			r.try(ctx)
 		}
 		r.mu.Unlock()
-		if err != nil {
-			r.logger.Warn("sync", "path", r.db.Path(), "error", err)
+	}
+}
+
+// try is one turn of watch; r.mu is held.
+func (r *Replicator) try(ctx context.Context) {
+	err := r.firstSync(ctx)
+	if err == nil {
+		err = r.db.Sync(ctx)
+	}
+	switch {
+	case err != nil:
+		r.failed++
+		if r.wait == 0 {
+			r.wait = r.interval
+		} else {
+			r.wait = min(2*r.wait, max(maxBackoff, r.interval))
 		}
+		r.retryAt = time.Now().Add(r.wait)
+		r.logger.Warn("sync failed", "path", r.db.Path(), "tries", r.failed, "retry_in", r.wait, "error", err)
+	case r.failed > 0:
+		r.logger.Info("sync resumed", "path", r.db.Path(), "failed_tries", r.failed)
+		r.failed, r.wait = 0, 0
 	}
 }
 
@@ -380,6 +412,9 @@ func (r *Replicator) Sync(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	err := r.db.Sync(context.WithoutCancel(ctx)) // see watch
+	if err == nil {
+		r.retryAt = time.Time{} // watch tries at its next turn
+	}
 	r.mu.Unlock()
 	if err == nil {
 		err = r.db.Replica.Sync(ctx)
