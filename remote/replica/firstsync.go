@@ -41,41 +41,66 @@ import (
 //     reader does not keep a writer from starting the log over. Then
 //     the frames Litestream has mapped may be overwritten by another
 //     transaction's before it reads them: a file of pages from the wrong
-//     transactions. No writer can while the write lock is held; and once
-//     a write lands after Litestream's read transaction began, the log
+//     transactions. No writer can while the log is held still (below);
+//     and once a write lands after Litestream's read transaction began, the log
 //     cannot start over until Litestream ends it, at its own checkpoints
 //     (which write before they let go of the log).
 //
 // So the first time a process's Litestream looks at the log (it opens
 // the database, begins its read transaction and ships what the log holds)
-// it does so while the Replicator holds the database's write lock, after
-// a rebase if one is due, and the Replicator commits a write of its own
-// before it lets the lock go. The store's writers wait meanwhile, as for
-// any other writer (index.Options.BusyTimeout).
+// it does so while the Replicator holds the log still (pinLog): a read
+// transaction of its own, begun under the write lock, with a write of the
+// Replicator's committed after it. While that transaction is open the log
+// cannot start over: it holds a read mark on the log's frames (which no
+// writer starts over while a reader uses), or it reads the database file
+// only, and then no checkpoint can fold the Replicator's frame back, nor
+// any frame after it, which a writer starting the log over needs. The
+// whole database, when a rebase is due, is read through that transaction,
+// at the log's end when it began; the store's writers go on meanwhile.
+// Once Litestream has begun its own read transaction and read the log,
+// the Replicator commits another write, so the log cannot start over
+// until Litestream ends that transaction either, at its own checkpoints
+// (which write before they let go of the log), and lets its own go. The
+// write lock is held only to begin the transaction and for the two
+// writes; the store's writers wait for those as for any other writer
+// (index.Options.BusyTimeout).
 
 // holdBusyTimeout is how long the Replicator waits for the write lock.
 const holdBusyTimeout = 30 * time.Second
 
-// writeHold is a write transaction held open on a connection of its own.
-type writeHold struct {
-	db   *sql.DB
-	conn *sql.Conn
-	open bool
+// logPin is a read transaction under which the log cannot start over,
+// on a connection of its own, with the end of the log it reads at.
+type logPin struct {
+	db      *sql.DB
+	read    *sql.Conn // in the read transaction until release
+	write   *sql.Conn
+	writing bool // write holds the write lock
+
+	salts              [2]uint32 // of the log
+	walOffset, walSize int64     // its last committed frame when read began (walEnd)
 }
 
-// holdWrites begins a write transaction on the database at path, with a
-// log that has a header (Litestream's start writes one otherwise, which
-// it could not while the lock is held); the tables Litestream creates at
-// its start are created first for the same reason.
-func holdWrites(ctx context.Context, path string) (*writeHold, error) {
+// pinLog begins a logPin on the database at path. The log is given a
+// header first (Litestream's start writes one otherwise), and the tables
+// Litestream creates at its start are created (writes it need not make
+// then). Under the write lock it reads the log's end and begins the read
+// transaction; a write of its own then commits after it. Should that
+// write start the log over (every frame of it was in the database file,
+// and no reader held a mark on it), the read transaction, which read the
+// database file alone, is at the start of a log it did not see begin: it
+// begins again, at that write's frame this time.
+func pinLog(ctx context.Context, path string) (*logPin, error) {
 	db, err := sql.Open("sqlite", fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)", path, holdBusyTimeout.Milliseconds()))
 	if err != nil {
 		return nil, err
 	}
-	db.SetMaxOpenConns(1)
-	h := &writeHold{db: db}
-	if h.conn, err = db.Conn(ctx); err != nil {
-		db.Close()
+	db.SetMaxOpenConns(2)
+	p := &logPin{db: db}
+	if p.write, err = db.Conn(ctx); err == nil {
+		p.read, err = db.Conn(ctx)
+	}
+	if err != nil {
+		p.release()
 		return nil, err
 	}
 	for _, q := range []string{
@@ -83,62 +108,114 @@ func holdWrites(ctx context.Context, path string) (*writeHold, error) {
 		`CREATE TABLE IF NOT EXISTS _litestream_seq (id INTEGER PRIMARY KEY, seq INTEGER)`,
 		`CREATE TABLE IF NOT EXISTS _litestream_lock (id INTEGER)`,
 	} {
-		if _, err := h.conn.ExecContext(ctx, q); err != nil {
-			h.release()
+		if _, err := p.write.ExecContext(ctx, q); err != nil {
+			p.release()
 			return nil, err
 		}
 	}
+	var pageSize uint32
+	if err := p.write.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
+		p.release()
+		return nil, err
+	}
+	walPath := path + "-wal"
 	for range 10 {
-		if _, err := h.conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
-			h.release()
+		if err := p.begin(ctx); err != nil {
+			p.release()
 			return nil, err
 		}
-		h.open = true
-		if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() >= litestream.WALHeaderSize {
-			return h, nil
+		if fi, err := os.Stat(walPath); err != nil || fi.Size() < litestream.WALHeaderSize {
+			// Another process emptied the log (a checkpoint at its
+			// close): a write gives it a header again.
+			if err := p.commit(ctx); err != nil {
+				p.release()
+				return nil, err
+			}
+			continue
 		}
-		// Another process emptied the log (a checkpoint at its close):
-		// a write gives it a header again.
-		if err := h.commit(ctx); err != nil {
-			h.release()
+		salts, err := walSalts(walPath)
+		if err == nil {
+			p.walOffset, p.walSize, err = walEnd(ctx, walPath, pageSize)
+		}
+		if err == nil {
+			_, err = p.read.ExecContext(ctx, `BEGIN`)
+		}
+		if err == nil {
+			_, err = p.read.ExecContext(ctx, `SELECT COUNT(1) FROM _litestream_seq`)
+		}
+		if err == nil {
+			err = p.commit(ctx)
+		}
+		var now [2]uint32
+		if err == nil {
+			now, err = walSalts(walPath)
+		}
+		if err != nil {
+			p.release()
+			return nil, err
+		}
+		if now == salts {
+			p.salts = salts
+			return p, nil
+		}
+		if _, err := p.read.ExecContext(ctx, `ROLLBACK`); err != nil {
+			p.release()
 			return nil, err
 		}
 	}
-	h.release()
-	return nil, errors.New("the write-ahead log kept being emptied")
+	p.release()
+	return nil, errors.New("the write-ahead log kept starting over")
 }
 
-// commit writes to Litestream's own table and commits: the log then
-// holds a frame Litestream's read transaction does not see, which keeps
-// the log from starting over until that transaction ends.
-func (h *writeHold) commit(ctx context.Context) error {
-	if !h.open {
-		return nil
-	}
-	if _, err := h.conn.ExecContext(ctx, `INSERT INTO _litestream_seq (id, seq) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET seq = seq + 1`); err != nil {
+// begin takes the write lock.
+func (p *logPin) begin(ctx context.Context) error {
+	if _, err := p.write.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		return err
 	}
-	if _, err := h.conn.ExecContext(ctx, `COMMIT`); err != nil {
-		return err
-	}
-	h.open = false
+	p.writing = true
 	return nil
 }
 
-// release rolls back what is still open and closes the connection.
-func (h *writeHold) release() {
-	if h.open {
-		_, _ = h.conn.ExecContext(context.WithoutCancel(context.Background()), `ROLLBACK`)
-		h.open = false
+// commit writes to Litestream's own table and commits, taking the write
+// lock first if it is not held: the log then holds a frame the read
+// transactions begun before do not see.
+func (p *logPin) commit(ctx context.Context) error {
+	if !p.writing {
+		if err := p.begin(ctx); err != nil {
+			return err
+		}
 	}
-	h.conn.Close()
-	h.db.Close()
+	if _, err := p.write.ExecContext(ctx, `INSERT INTO _litestream_seq (id, seq) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET seq = seq + 1`); err != nil {
+		return err
+	}
+	if _, err := p.write.ExecContext(ctx, `COMMIT`); err != nil {
+		return err
+	}
+	p.writing = false
+	return nil
 }
 
-// firstSync makes Litestream's first sync in this process under the
-// write lock, after a rebase if one is due (see the top of this file).
+// release ends the transactions still open and closes the connections.
+func (p *logPin) release() {
+	ctx := context.WithoutCancel(context.Background())
+	if p.read != nil {
+		_, _ = p.read.ExecContext(ctx, `ROLLBACK`) // none open: an error, ignored
+		p.read.Close()
+	}
+	if p.write != nil {
+		if p.writing {
+			_, _ = p.write.ExecContext(ctx, `ROLLBACK`)
+			p.writing = false
+		}
+		p.write.Close()
+	}
+	p.db.Close()
+}
+
+// firstSync makes Litestream's first sync in this process with the log
+// pinned, after a rebase if one is due (see the top of this file).
 // Litestream's own monitor is off (Start): a sync before this one would
-// read the log without the lock.
+// read the log unpinned.
 func (r *Replicator) firstSync(ctx context.Context) error {
 	if r.synced {
 		return nil
@@ -151,23 +228,24 @@ func (r *Replicator) firstSync(ctx context.Context) error {
 	if err != nil {
 		return unavailable("replicate", r.url, err)
 	}
-	h, err := holdWrites(ctx, r.db.Path())
+	p, err := pinLog(ctx, r.db.Path())
 	if err != nil {
 		return wserr.Wrap(wserr.Busy, "replicate", r.db.Path(), err)
 	}
-	defer h.release()
-	if err := r.rebase(ctx, h, last.MaxTXID, snapshots); err != nil {
+	defer p.release()
+	if err := r.rebase(ctx, p, last.MaxTXID, snapshots); err != nil {
 		return err
 	}
-	// Litestream's checkpoints would wait for the write lock held here,
-	// and its forced one fail: they are left to its next sync (every
-	// call of DB.Sync is made under r.mu, so none reads these meanwhile).
+	// Litestream's checkpoints could fold back nothing past the pin, and
+	// its forced one would wait for it and fail: they are left to its next
+	// sync (every call of DB.Sync is made under r.mu, so none reads these
+	// meanwhile).
 	minPages, truncPages, every := r.db.MinCheckpointPageN, r.db.TruncatePageN, r.db.CheckpointInterval
 	r.db.MinCheckpointPageN, r.db.TruncatePageN, r.db.CheckpointInterval = math.MaxInt32, math.MaxInt32, 0
 	err = r.db.Sync(context.WithoutCancel(ctx)) // see watch
 	r.db.MinCheckpointPageN, r.db.TruncatePageN, r.db.CheckpointInterval = minPages, truncPages, every
-	if cerr := h.commit(context.WithoutCancel(ctx)); err == nil && cerr != nil {
-		err = cerr
+	if err == nil {
+		err = p.commit(context.WithoutCancel(ctx))
 	}
 	if err != nil {
 		return syncError(r.db.Path(), err)
@@ -179,8 +257,8 @@ func (r *Replicator) firstSync(ctx context.Context) error {
 // rebase writes the whole database as the next file of Litestream's
 // local state, unless Litestream's last file was cut from the log as it
 // is now (the same salts), or neither it nor the replica has any file
-// (Litestream's first file is then the whole database). h holds the
-// write lock; remoteMax is the replica's last transaction (level 0) and
+// (Litestream's first file is then the whole database). p pins the log
+// and the file holds the database as p reads it; remoteMax is the replica's last transaction (level 0) and
 // snapshots its snapshots.
 //
 // The file follows Litestream's last one, and Litestream ships the ones
@@ -191,7 +269,7 @@ func (r *Replicator) firstSync(ctx context.Context) error {
 // last transaction; a snapshot past that one, which a killed replicator
 // wrote of transactions it never shipped, goes too: a restore would start
 // from it and apply to it the transactions shipped from here on.
-func (r *Replicator) rebase(ctx context.Context, h *writeHold, remoteMax ltx.TXID, snapshots []*ltx.FileInfo) error {
+func (r *Replicator) rebase(ctx context.Context, p *logPin, remoteMax ltx.TXID, snapshots []*ltx.FileInfo) error {
 	lmin, lmax, err := r.db.MaxLTX()
 	if err != nil {
 		return wserr.FromFS("replicate", r.db.Path(), err)
@@ -199,10 +277,7 @@ func (r *Replicator) rebase(ctx context.Context, h *writeHold, remoteMax ltx.TXI
 	if lmax == 0 && remoteMax == 0 {
 		return nil
 	}
-	salts, err := walSalts(r.db.WALPath())
-	if err != nil {
-		return wserr.FromFS("replicate", r.db.WALPath(), err)
-	}
+	salts := p.salts
 	if lmax >= remoteMax {
 		// A file that cannot be read is no more to go on from than one
 		// cut from another log.
@@ -231,7 +306,8 @@ func (r *Replicator) rebase(ctx context.Context, h *writeHold, remoteMax ltx.TXI
 			return wserr.FromFS("replicate", r.db.Path(), err)
 		}
 	}
-	if err := writeWhole(ctx, h.conn, r.db.WALPath(), r.db.LTXPath(0, next, next), next, salts); err != nil {
+	r.logger.Info("shipping the whole database", "path", r.db.Path(), "txid", next.String())
+	if err := writeWhole(ctx, p, r.db.LTXPath(0, next, next), next); err != nil {
 		return syncError(r.db.Path(), err)
 	}
 	return nil
@@ -279,24 +355,21 @@ func ltxSalts(path string) ([2]uint32, error) {
 	return [2]uint32{dec.Header().WALSalt1, dec.Header().WALSalt2}, nil
 }
 
-// writeWhole writes every page of the database, as conn's transaction
-// (which holds the write lock) reads it, to an LTX file at path for
-// transaction txid. Its header ends at the end of the log's last
-// transaction, with the log's salts: Litestream goes on from there, and
-// finds the last frame before it among the file's pages. The pages are
-// read through SQLite (sqlite_dbpage), one at a time: the database file
-// is never opened beside SQLite's connections, whose locks a close of
-// another descriptor of it would drop.
-func writeWhole(ctx context.Context, conn *sql.Conn, walPath, path string, txid ltx.TXID, salts [2]uint32) (err error) {
+// writeWhole writes every page of the database, as p's read transaction
+// reads it, to an LTX file at path for transaction txid. Its header ends
+// where the log ended when that transaction began (p), with the log's
+// salts: Litestream goes on from there, and finds the last frame before
+// it among the file's pages. The pages are read through SQLite
+// (sqlite_dbpage), one at a time: the database file is never opened
+// beside SQLite's connections, whose locks a close of another descriptor
+// of it would drop.
+func writeWhole(ctx context.Context, p *logPin, path string, txid ltx.TXID) (err error) {
+	conn := p.read
 	var pageSize, pageN uint32
 	if err := conn.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&pageSize); err != nil {
 		return err
 	}
 	if err := conn.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pageN); err != nil {
-		return err
-	}
-	walOffset, walSize, err := walEnd(ctx, walPath, pageSize)
-	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -325,10 +398,10 @@ func writeWhole(ctx context.Context, conn *sql.Conn, walPath, path string, txid 
 		MinTXID:   txid,
 		MaxTXID:   txid,
 		Timestamp: time.Now().UnixMilli(),
-		WALOffset: walOffset,
-		WALSize:   walSize,
-		WALSalt1:  salts[0],
-		WALSalt2:  salts[1],
+		WALOffset: p.walOffset,
+		WALSize:   p.walSize,
+		WALSalt1:  p.salts[0],
+		WALSalt2:  p.salts[1],
 	}); err != nil {
 		return err
 	}

@@ -216,7 +216,8 @@ func (h *hook) WithGroup(string) slog.Handler      { return h }
 // Litestream's "encode header", between the two), and overwrites them:
 // Litestream shipped pages of the writer's transactions under other
 // page numbers, and the replica failed SQLite's integrity check. The
-// writer must wait for Litestream's first sync instead.
+// writer writes on, but must not start the log over before Litestream's
+// first sync has read it.
 func TestLogStartedOverDuringFirstSync(t *testing.T) {
 	_, url, path, db := newSource(t)
 	ctx := context.Background()
@@ -502,4 +503,81 @@ func TestStoreClosedBeforeReplicator(t *testing.T) {
 	require.NoError(t, rep.Sync(ctx))
 	require.NoError(t, rep.Close(ctx))
 	assertRestores(t, url, openDB(t, path))
+}
+
+// TestWritersGoOnWhileTheWholeDatabaseIsShipped: a replicator starts
+// after the log started over, so its first sync ships the whole database.
+// That was read under the write lock, and the store's writers waited for
+// it all (about 1 s per 70 MB; past their busy timeout they failed). Now
+// it is read through a read transaction the log cannot start over under:
+// a writer that never waits commits while it is read, folds the log back
+// and writes on (which would start the log over, were it not held), and
+// the replica restores to the source, sound.
+func TestWritersGoOnWhileTheWholeDatabaseIsShipped(t *testing.T) {
+	_, url, path, db := newSource(t)
+	ctx := context.Background()
+	rnd := rand.NewChaCha8([32]byte{11})
+	for id := range 64 {
+		rewrite(t, db, rnd, id)
+	}
+	opts := snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner})
+	rep, err := replica.Start(ctx, path, url, opts)
+	require.NoError(t, err)
+	require.NoError(t, rep.Sync(ctx))
+	require.NoError(t, rep.Close(ctx))
+	for id := range 32 {
+		rewrite(t, db, rnd, id)
+	}
+	checkpoint(t, db)
+	rewrite(t, db, rnd, 40) // starts the log over
+
+	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	require.NoError(t, err)
+	t.Cleanup(func() { writer.Close() })
+	writer.SetMaxOpenConns(1)
+	wrnd := rand.NewChaCha8([32]byte{12})
+	write := func(id int) error {
+		v := make([]byte, 4096)
+		_, _ = wrnd.Read(v)
+		_, err := writer.Exec(`INSERT INTO t (id, v) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET v = excluded.v`, id, v)
+		return err
+	}
+	var salt, saltAfter uint32
+	wrote := make(chan error, 1)
+	h := &hook{msg: "shipping the whole database", fn: func() {
+		salt = logSalt1(t, path)
+		for id := range 32 {
+			if err := write(100 + id); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		if _, err := writer.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
+			wrote <- err
+			return
+		}
+		for id := range 40 {
+			if err := write(200 + id); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		saltAfter = logSalt1(t, path)
+		wrote <- nil
+	}}
+	opts.Logger = slog.New(h)
+	rep, err = replica.Start(ctx, path, url, opts)
+	require.NoError(t, err)
+	require.NoError(t, rep.Sync(ctx))
+	select {
+	case err := <-wrote:
+		require.NoError(t, err, "the writer commits while the whole database is read")
+	default:
+		t.Fatal("the whole database was not shipped")
+	}
+	assert.Equal(t, salt, saltAfter, "the log did not start over while it was read")
+	rewrite(t, db, rnd, 41)
+	require.NoError(t, rep.Sync(ctx))
+	require.NoError(t, rep.Close(ctx))
+	assertRestores(t, url, db)
 }

@@ -223,8 +223,8 @@ func Start(ctx context.Context, path, url string, opts Options) (*Replicator, er
 		releaseShm()
 		unlockMeta()
 	}
-	// Litestream's own monitor syncs without the write lock its first
-	// sync needs (firstSync): watch syncs instead.
+	// Litestream's own monitor syncs without the log held still, which
+	// its first sync needs (firstSync): watch syncs instead.
 	db.MonitorInterval = 0
 	r := litestream.NewReplicaWithClient(db, c)
 	r.SyncInterval = opts.Interval
