@@ -22,10 +22,10 @@ import (
 // TestRestoreHoldsAPageOfRuns: restore counts the runs it restored a
 // page at a time, so restoring 20,000 runs grows the live heap by about
 // what restoring 20 does, where listing them whole held every run's row,
-// its chat reference of 1,000 bytes included (47 MB for 20,001 runs).
-// Counting a page at a time grows it by 4–5 MB (the database's page index
-// and what opening it reads), up to 6.5 MB while other tests load both
-// cores: the bound, 16 MiB, sits between.
+// its chat reference of 1,000 bytes included (40 MB for 20,001 runs).
+// Counting a page at a time grows it by 2.5–5 MB (the database's page
+// index and what opening it reads), other tests loading both cores or
+// not: the bound, 16 MiB, sits between.
 func TestRestoreHoldsAPageOfRuns(t *testing.T) {
 	awsEnv(t)
 	srv := s3fake.New("wsstore")
