@@ -84,7 +84,7 @@ func TestChats(t *testing.T) {
 // so the live heap grows by a few pages for 20,000 chats (pages of 10
 // here), in text and in JSON: 0.5–1.4 MB, other tests loading both cores
 // or not, where holding every chat grows it by their rows (15 MB in text,
-// 11 MB in JSON). The bound, 4 MiB, sits between.
+// 11 MB in JSON). The bound, 5 MiB, sits between, with room for a machine loaded past that.
 func TestChatsHoldsAPage(t *testing.T) {
 	defer func(n int) { chatsPage = n }(chatsPage)
 	chatsPage = 10
@@ -115,6 +115,6 @@ func TestChatsHoldsAPage(t *testing.T) {
 	for _, json := range []bool{false, true} {
 		small, large := growth(20, json), growth(20000, json)
 		t.Logf("heap growth of chats (json %v): %d bytes for 20 chats, %d for 20,000", json, small, large)
-		assert.Less(t, large, small+4<<20, "heap growth for 20,000 chats (json %v)", json)
+		assert.Less(t, large, small+5<<20, "heap growth for 20,000 chats (json %v)", json)
 	}
 }

@@ -246,7 +246,7 @@ func TestPolicySetRefusedBeforeOpen(t *testing.T) {
 // time, so the live heap grows by a few pages for a log of 20,000 entries
 // (pages of 10 here): 0.8–1.4 MB, other tests loading both cores or not,
 // where holding the whole log grows it by 11.5 MB in text, 8.7 MB in
-// JSON. The bound, 4 MiB, sits between.
+// JSON. The bound, 5 MiB, sits between, with room for a machine loaded past that.
 func TestDeletionsHoldsAPage(t *testing.T) {
 	defer func(n int) { deletionsPage = n }(deletionsPage)
 	deletionsPage = 10
@@ -278,7 +278,7 @@ func TestDeletionsHoldsAPage(t *testing.T) {
 	for _, json := range []bool{false, true} {
 		small, large := growth(20, json), growth(20000, json)
 		t.Logf("heap growth of deletions (json %v): %d bytes for 20 entries, %d for 20,000", json, small, large)
-		assert.Less(t, large, small+4<<20, "heap growth for 20,000 entries (json %v)", json)
+		assert.Less(t, large, small+5<<20, "heap growth for 20,000 entries (json %v)", json)
 	}
 }
 
