@@ -268,7 +268,18 @@ func (s *Session) search(ctx context.Context, r request) (any, error) {
 			return nil, err
 		}
 	}
-	res, err := s.backend.Runs.Workspace(runID, runs.ModelScope).Search(ctx, *req.Query, opt)
+	ws := s.backend.Runs.Workspace(runID, runs.ModelScope)
+	if req.Path != nil && vfs.EndsAsDirectory(*req.Path) {
+		// A file named as a directory is refused, as a read of it is.
+		fi, err := ws.StatNoRead(ctx, opt.Path)
+		if err == nil {
+			err = vfs.CheckFileSpelling("search", *req.Path, opt.Path, fi.Kind)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	res, err := ws.Search(ctx, *req.Query, opt)
 	if err != nil {
 		return nil, err
 	}

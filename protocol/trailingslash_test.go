@@ -82,8 +82,8 @@ func TestActorFileChangeToADirectoryPath(t *testing.T) {
 	assert.Equal(t, before, line(t, s.Handle(ctx, []byte(ls))), "nothing changed")
 }
 
-// TestFileReadOfADirectoryPath: a read, host.read, stat or actor.download
-// whose path ends in "/" or in a "." segment but names a file is refused
+// TestFileReadOfADirectoryPath: a read, host.read, stat, search or
+// actor.download whose path ends in "/" or in a "." segment but names a file is refused
 // as workspace.invalid_path, as a change of it is; it answered the file.
 // A directory named so answers as before: stat and list describe it, a
 // read is workspace.path_is_directory.
@@ -110,6 +110,7 @@ func TestFileReadOfADirectoryPath(t *testing.T) {
 		`{"op":"stat","path":"output/a.md/."}`:                          "workspace.invalid_path",
 		`{"op":"actor.download","actor":"alice","path":"a.md/"}`:        "workspace.invalid_path",
 		`{"op":"actor.download","actor":"alice","path":"a.md/."}`:       "workspace.invalid_path",
+		`{"op":"search","query":"one","path":"output/a.md/"}`:           "workspace.invalid_path",
 		`{"op":"read","path":"output/sub/"}`:                            "workspace.path_is_directory",
 		`{"op":"read","path":"output/missing.md/"}`:                     "workspace.file_not_found",
 		`{"op":"actor.download","actor":"alice","path":"dir/"}`:         "workspace.path_is_directory",
@@ -125,6 +126,8 @@ func TestFileReadOfADirectoryPath(t *testing.T) {
 		`{"op":"stat","path":"output/sub/."}`,
 		`{"op":"stat","path":"./"}`,
 		`{"op":"list","path":"output/sub/"}`,
+		`{"op":"search","query":"two","path":"output/sub/"}`,
+		`{"op":"search","query":"two","path":"./"}`,
 		`{"op":"host.list","runId":"r","path":"output/sub/"}`,
 		`{"op":"actor.ls","actor":"alice","path":"dir/"}`,
 		`{"op":"actor.download","actor":"alice","path":"a.md"}`,
