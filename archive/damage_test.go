@@ -25,6 +25,7 @@ import (
 	"github.com/wsstore/wsstore/archive"
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/index"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
 	"github.com/wsstore/wsstore/wserr"
@@ -446,6 +447,10 @@ func TestImportRefusesDataAfterTheEnd(t *testing.T) {
 	}
 }
 
+// TestManifestPaddingIsNotHeld: 96 MiB of white space after the manifest
+// imports with the live heap growing by 8 MiB, other tests loading both
+// cores or not, where holding the archive took 104 MiB; anything else
+// after the manifest is archive.corrupt.
 func TestManifestPaddingIsNotHeld(t *testing.T) {
 	src := open(t)
 	populate(t, src)
@@ -478,18 +483,20 @@ func importFromFile(t *testing.T, dst *wsstore.Store, arc []byte) (uint64, error
 	path := filepath.Join(t.TempDir(), "archive.wsar")
 	require.NoError(t, os.WriteFile(path, arc, 0o644))
 	var err error
-	grew := heapPeak(t, func() {
+	grew := storetest.HeapGrowth(func() {
 		_, err = importFile(t, dst, path, archive.Options{})
 	})
-	t.Logf("heap grew %d MiB at most", grew>>20)
+	t.Logf("heap grew %.1f MiB at most", float64(grew)/(1<<20))
 	return grew, err
 }
 
 // TestImportRefusesARowPastItsCap: a row of records.jsonl longer than the
 // importer reads whole (a commit's message edited to carry 200 MiB, the
-// archive signed again) is archive.corrupt, refused with the heap growing
-// by far less than the row; two rows on one line, or anything but white
-// space after a row, are corrupt too.
+// archive signed again) is archive.corrupt, refused with the live heap
+// growing by far less than the row (83–85 MiB, reading up to the cap, other
+// tests loading both cores or not; holding the archive took 290 MiB); two
+// rows on one line, or anything but white space after a row, are corrupt
+// too.
 func TestImportRefusesARowPastItsCap(t *testing.T) {
 	src := open(t)
 	populate(t, src)
@@ -515,7 +522,7 @@ func TestImportRefusesARowPastItsCap(t *testing.T) {
 		return strings.Replace(l, `"message":"`, `"message":"`+strings.Repeat("x", 200<<20), 1)
 	}))
 	assert.Equal(t, wserr.ArchiveCorrupt, wserr.CodeOf(err), "%v", err)
-	assert.Less(t, grew, uint64(320<<20), "the row is not read whole")
+	assert.Less(t, grew, uint64(192<<20), "the row is not read whole")
 	assertEmpty(t, dst)
 
 	for _, after := range []string{"", "}", "]]", " x"} {

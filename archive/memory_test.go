@@ -8,14 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,48 +42,11 @@ func (z *noise) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// heapPeak samples the heap in use while fn runs and returns the most it
-// grew above what was in use before.
-func heapPeak(t *testing.T, fn func()) uint64 {
-	t.Helper()
-	// Twice: the first moves what sync.Pools hold (a JSON encoder's
-	// buffer from an earlier test, say) to their victim caches, the
-	// second frees it, so the heap is measured from what is live.
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > base && ms.HeapInuse-base > peak.Load() {
-				peak.Store(ms.HeapInuse - base)
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	fn()
-	close(stop)
-	wg.Wait()
-	return peak.Load()
-}
-
 // TestMemoryBounded streams a large file through export and import and
-// checks that the heap stays far below its size. The size is 256 MiB,
-// or WSSTORE_ARCHIVE_TEST_MIB mebibytes (1024 for the 1 GiB store).
+// checks that the live heap stays far below its size. The size is 256
+// MiB, or WSSTORE_ARCHIVE_TEST_MIB mebibytes (1024 for the 1 GiB
+// store). A 256 MiB file grows it by 3–10 MiB, other tests loading both
+// cores or not, where holding the archive took 266–324 MiB.
 func TestMemoryBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams a large file")
@@ -113,21 +71,21 @@ func TestMemoryBounded(t *testing.T) {
 	f, err := os.Create(path)
 	require.NoError(t, err)
 	var sum archive.Summary
-	grew := heapPeak(t, func() {
+	grew := storetest.HeapGrowth(func() {
 		sum, err = src.Archive.Export(ctx, f, archive.Scope{All: true}, archive.Options{})
 	})
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	assert.Greater(t, sum.ArchiveBytes, size)
-	t.Logf("export of %d MiB: heap grew %d MiB at most", mib, grew>>20)
+	t.Logf("export of %d MiB: heap grew %.1f MiB at most", mib, float64(grew)/(1<<20))
 	assert.Less(t, grew, uint64(limit), "export heap")
 
 	dst := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
-	grew = heapPeak(t, func() {
+	grew = storetest.HeapGrowth(func() {
 		sum, err = importFile(t, dst, path, archive.Options{})
 	})
 	require.NoError(t, err)
-	t.Logf("import of %d MiB: heap grew %d MiB at most", mib, grew>>20)
+	t.Logf("import of %d MiB: heap grew %.1f MiB at most", mib, float64(grew)/(1<<20))
 	assert.Less(t, grew, uint64(limit), "import heap")
 	fi, err := dst.Runs.Workspace("big", runs.HostScope).Stat(ctx, vfs.MustPath("output/big.bin"))
 	require.NoError(t, err)
@@ -179,9 +137,9 @@ func importFile(t *testing.T, st *wsstore.Store, path string, opt archive.Option
 // TestMergeHoldsNoMessageItHas: a merging import that brings a run
 // forward gathers the run's rows until its journals are compared; the
 // messages of commits the store holds already are not among them. Twenty
-// messages of nearly 4 MiB merge with the heap growing by what one row
-// takes (about 22 MiB here with the collector at 10%, where holding them
-// took 89 MiB).
+// messages of nearly 4 MiB merge with the live heap growing by what a few
+// rows take (12–14 MiB, other tests loading both cores or not), where
+// holding the messages took 86 MiB.
 func TestMergeHoldsNoMessageItHas(t *testing.T) {
 	if testing.Short() {
 		t.Skip("commits 72 MiB of messages")
@@ -198,9 +156,8 @@ func TestMergeHoldsNoMessageItHas(t *testing.T) {
 	require.NoError(t, err)
 	later := exportFile(t, src, scope)
 
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var sum archive.Summary
-	grew := heapPeak(t, func() {
+	grew := storetest.HeapGrowth(func() {
 		sum, err = importFile(t, dst, later, archive.Options{Merge: true})
 	})
 	require.NoError(t, err)
@@ -212,16 +169,16 @@ func TestMergeHoldsNoMessageItHas(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, cs, commits)
 	assert.Len(t, cs[commits-1].Message.Body, runs.MaxMessageBytes*9/10, "the messages held stay as they were")
-	t.Logf("merge of a run with %d commits of %d MiB: heap grew %d MiB at most", commits, runs.MaxMessageBytes*9/10>>20, grew>>20)
+	t.Logf("merge of a run with %d commits of %d MiB: heap grew %.1f MiB at most", commits, runs.MaxMessageBytes*9/10>>20, float64(grew)/(1<<20))
 	assert.Less(t, grew, uint64(40<<20), "no message the store holds is gathered")
 }
 
 // TestMergeOfAnUnchangedRunReadsNoJournal: a merging import of a run the
 // store holds as the archive does (same row, same journal), as a sync
 // meets in another device's base segment, keeps none of the run's events
-// and reads one of the store's, whatever the journal's length: the heap
-// grows by about 1 MiB for a run of 40,000 events, where holding both
-// journals took 46 MiB.
+// and reads one of the store's, whatever the journal's length: the live
+// heap grows by about 1.5 MiB for a run of 40,000 events, where holding
+// both journals took 45 MiB.
 func TestMergeOfAnUnchangedRunReadsNoJournal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("journals 40,000 events")
@@ -233,13 +190,12 @@ func TestMergeOfAnUnchangedRunReadsNoJournal(t *testing.T) {
 	_, err := importFile(t, dst, path, archive.Options{})
 	require.NoError(t, err)
 
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var sum archive.Summary
-	grew := heapPeak(t, func() { sum, err = importFile(t, dst, path, archive.Options{Merge: true}) })
+	grew := storetest.HeapGrowth(func() { sum, err = importFile(t, dst, path, archive.Options{Merge: true}) })
 	require.NoError(t, err)
 	assert.Contains(t, sum.Unchanged, "run r")
 	assert.Empty(t, sum.Updated)
-	t.Logf("merge of an unchanged run of 40,000 events: heap grew %d MiB at most", grew>>20)
+	t.Logf("merge of an unchanged run of 40,000 events: heap grew %.1f MiB at most", float64(grew)/(1<<20))
 	assert.Less(t, grew, uint64(12<<20), "neither journal held")
 }
 
@@ -268,8 +224,8 @@ func journalLarge(t *testing.T, st *wsstore.Store, id string) {
 // went on after the store's copy (its row changed, a file written, a
 // checkpoint taken) compares the two journals as the archive's events
 // arrive, a page of the store's at a time, and keeps only the events the
-// store lacks: the heap grows by about 2 MiB for a run of 40,000 events,
-// where holding both journals took 46 MiB.
+// store lacks: the live heap grows by about 1.7 MiB for a run of 40,000
+// events, where holding both journals took 45 MiB.
 func TestMergeBringsForwardHoldingNoJournal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("journals 40,000 events")
@@ -285,9 +241,8 @@ func TestMergeBringsForwardHoldingNoJournal(t *testing.T) {
 	require.NoError(t, err)
 	later := exportFile(t, src, scope)
 
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var sum archive.Summary
-	grew := heapPeak(t, func() { sum, err = importFile(t, dst, later, archive.Options{Merge: true}) })
+	grew := storetest.HeapGrowth(func() { sum, err = importFile(t, dst, later, archive.Options{Merge: true}) })
 	require.NoError(t, err)
 	assert.Equal(t, []string{"run r"}, sum.Updated)
 	got, err := dst.Runs.Workspace("r", runs.HostScope).Read(ctx, vfs.MustPath("output/later.md"), vfs.ReadOptions{})
@@ -297,16 +252,15 @@ func TestMergeBringsForwardHoldingNoJournal(t *testing.T) {
 	require.NoError(t, src.DB.View(ctx, func(tx *index.Tx) error { want, err = src.Journal.Last(ctx, tx, "r"); return err }))
 	require.NoError(t, dst.DB.View(ctx, func(tx *index.Tx) error { have, err = dst.Journal.Last(ctx, tx, "r"); return err }))
 	assert.Equal(t, want, have, "the events the store lacked are appended")
-	t.Logf("merge bringing forward a run of 40,000 events: heap grew %d MiB at most", grew>>20)
+	t.Logf("merge bringing forward a run of 40,000 events: heap grew %.1f MiB at most", float64(grew)/(1<<20))
 	assert.Less(t, grew, uint64(12<<20), "neither journal held")
 }
 
 // TestExportHoldsOneCommitAtATime: a run's commits are exported one row
-// at a time; twenty messages of nearly 4 MiB (72 MiB) export with the heap
-// growing by what a few of them take (25–28 MiB here with the collector
-// at 10%, up to 32.5 MiB while other packages' tests load both cores and
-// the collector lags; holding the run's rows took 108 MiB). The bound,
-// 48 MiB, lies between: below what holding every message takes.
+// at a time; twenty messages of nearly 4 MiB (72 MiB) export with the
+// live heap growing by what a few of them take (11–14 MiB, other tests
+// loading both cores or not), where holding the run's messages took
+// 83 MiB. The bound, 48 MiB, lies between.
 func TestExportHoldsOneCommitAtATime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("commits 72 MiB of messages")
@@ -316,16 +270,13 @@ func TestExportHoldsOneCommitAtATime(t *testing.T) {
 	const commits = 20
 	commitLarge(t, src, "r", commits)
 	var err error
-	// A collection at every 10% of growth: the peak is what is live,
-	// whatever garbage earlier tests left to pace the collector.
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var sum archive.Summary
-	grew := heapPeak(t, func() {
+	grew := storetest.HeapGrowth(func() {
 		sum, err = src.Archive.Export(ctx, io.Discard, archive.Scope{All: true}, archive.Options{})
 	})
 	require.NoError(t, err)
 	assert.Greater(t, sum.ArchiveBytes, int64(commits*runs.MaxMessageBytes*9/10), "every message exported")
-	t.Logf("export of %d commits of %d MiB: heap grew %d MiB at most", commits, runs.MaxMessageBytes*9/10>>20, grew>>20)
+	t.Logf("export of %d commits of %d MiB: heap grew %.1f MiB at most", commits, runs.MaxMessageBytes*9/10>>20, float64(grew)/(1<<20))
 	assert.Less(t, grew, uint64(48<<20), "one commit's message at a time, not all 72 MiB of them")
 }
 
@@ -333,8 +284,9 @@ func TestExportHoldsOneCommitAtATime(t *testing.T) {
 // batch is bounded by the bytes of its trees as well as by their number.
 // A run of a 3,000-file directory with 256 checkpoints, each changing one
 // file, has 256 versions of that directory: held 256 at a time, their
-// decoded entries took the heap 70 MiB up (19 MiB with the bound), growing
-// with the directory's width times the run's checkpoints.
+// decoded entries took the live heap 58 MiB up (17 MiB with the bound,
+// other tests loading both cores or not), growing with the directory's
+// width times the run's checkpoints.
 func TestImportHoldsFewTreeEntries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 256 versions of a wide directory")
@@ -359,14 +311,13 @@ func TestImportHoldsFewTreeEntries(t *testing.T) {
 	path := exportFile(t, src, archive.Scope{All: true})
 
 	dst := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var sum archive.Summary
-	grew := heapPeak(t, func() {
+	grew := storetest.HeapGrowth(func() {
 		sum, err = importFile(t, dst, path, archive.Options{})
 	})
 	require.NoError(t, err)
 	require.Greater(t, sum.Trees, int64(versions))
-	t.Logf("import of %d trees of %d entries: heap grew %d MiB at most", sum.Trees, files, grew>>20)
+	t.Logf("import of %d trees of %d entries: heap grew %.1f MiB at most", sum.Trees, files, float64(grew)/(1<<20))
 	assert.Less(t, grew, uint64(32<<20), "trees held by their bytes, not only by their number")
 }
 
@@ -374,8 +325,9 @@ func TestImportHoldsFewTreeEntries(t *testing.T) {
 // exports it, not every run's row first, whether it exports the whole
 // store (reading its runs in id order) or chats named (holding their
 // runs' ids). Sixty-four runs whose host reference (chatRef) is 1 MiB
-// each export with the heap growing by a few of them, not by all 64 MiB
-// (71–72 MiB when the rows were held).
+// each export with the live heap growing by a few of them (4–5 MiB, other
+// tests loading both cores or not), not by all 64 MiB (71 MiB when the
+// rows were held).
 func TestExportHoldsOneRunRowAtATime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 64 runs of 1 MiB rows")
@@ -390,18 +342,17 @@ func TestExportHoldsOneRunRowAtATime(t *testing.T) {
 			ChatRef: ref, RunID: fmt.Sprintf("run_%03d", i)})
 		require.NoError(t, err)
 	}
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	for name, scope := range map[string]archive.Scope{
 		"all":   {All: true},
 		"chats": {Chats: []string{"character:0", "character:1"}},
 	} {
 		var sum archive.Summary
-		grew := heapPeak(t, func() {
+		grew := storetest.HeapGrowth(func() {
 			sum, err = src.Archive.Export(ctx, io.Discard, scope, archive.Options{})
 		})
 		require.NoError(t, err)
 		require.Equal(t, n, sum.Runs)
-		t.Logf("export (%s) of %d runs of 1 MiB rows: heap grew %d MiB at most", name, n, grew>>20)
+		t.Logf("export (%s) of %d runs of 1 MiB rows: heap grew %.1f MiB at most", name, n, float64(grew)/(1<<20))
 		assert.Less(t, grew, uint64(24<<20), "%s: a run's row at a time, not all 64 MiB of them", name)
 	}
 }
