@@ -42,11 +42,13 @@ type SyncReport struct {
 	// Published is the key of the segment this store wrote ("" when it
 	// had nothing new to say), Base whether it was a base segment, and
 	// SegmentBytes its size; Sent names what it carried, as "run ID",
-	// and Tombstones the deletions.
+	// the first MaxSentNames in name order, and SentCount counts all of
+	// it; Tombstones names the deletions.
 	Published    string   `json:"published"`
 	Base         bool     `json:"base,omitempty"`
 	SegmentBytes int64    `json:"segmentBytes"`
 	Sent         []string `json:"sent"`
+	SentCount    int      `json:"sentCount"`
 	Tombstones   []string `json:"tombstones"`
 	// Repaired says what of this store's own the sync found gone from
 	// the object store and published again (remote.Storage.CheckPublished).
@@ -58,6 +60,10 @@ type SyncReport struct {
 	// devices' and publishing its own.
 	Held []string `json:"held,omitempty"`
 }
+
+// MaxSentNames bounds the names in SyncReport.Sent, so that a report of a
+// base segment does not grow with the store; SentCount counts them all.
+const MaxSentNames = 1000
 
 // Sync reconciles the store with every other store that syncs through its
 // remote blob tier (docs/remote.md, "Sync"), holding a sync lock on the
@@ -1382,7 +1388,10 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 	rep.Published, rep.Base = seg.Key, seg.Base
 	rep.SegmentBytes = seg.Size
 	for _, it := range changed {
-		rep.Sent = append(rep.Sent, it.Name())
+		rep.SentCount++
+		if len(rep.Sent) < MaxSentNames {
+			rep.Sent = append(rep.Sent, it.Name())
+		}
 	}
 	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Items: items,
 		Tombstones: append(tombs, replaced...), Objects: objs, Indexes: idx, Claimed: claimed})

@@ -68,7 +68,7 @@ func runSync(ctx context.Context, g globals, opt wsstore.SyncOptions) error {
 		}
 	} else if _, err := fmt.Fprintf(g.out, "sync: device %s; pushed %d objects, pulled %d; took in %d segments: %d added, %d updated, %d unchanged, %d deleted, %d conflicts; sent %d changes and %d deletions (%d bytes%s)\n",
 		rep.Device, rep.Pushed.Objects, rep.Pulled.Objects, len(rep.TookIn), len(rep.Added), len(rep.Updated), rep.Unchanged, len(rep.Deleted), len(rep.Conflicts),
-		len(rep.Sent), len(rep.Tombstones), rep.SegmentBytes, map[bool]string{true: ", a base", false: ""}[rep.Base]); err != nil {
+		rep.SentCount, len(rep.Tombstones), rep.SegmentBytes, map[bool]string{true: ", a base", false: ""}[rep.Base]); err != nil {
 		return err
 	}
 	if r := rep.Repaired; len(r.Gone) > 0 && !g.json {

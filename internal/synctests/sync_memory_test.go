@@ -124,3 +124,27 @@ func TestSyncTakingInABaseLooksUpNoItemByName(t *testing.T) {
 	assert.Len(t, rep.Added, 21, "the chat and its 20 runs")
 	assert.Zero(t, lookups, "lookups of one synced item")
 }
+
+// TestSyncReportNamesAThousandSent: a sync that sends more than
+// wsstore.MaxSentNames items names the first of them, in name order, and
+// counts them all.
+func TestSyncReportNamesAThousandSent(t *testing.T) {
+	_, open := fakeTier(t)
+	ctx := context.Background()
+	st := open()
+	n := wsstore.MaxSentNames + 5
+	for i := range n {
+		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"},
+			RunID: fmt.Sprintf("r-%06d", i)})
+		require.NoError(t, err)
+	}
+	rep := syncOK(t, st)
+	assert.Equal(t, n+1, rep.SentCount, "the chat and its runs")
+	require.Len(t, rep.Sent, wsstore.MaxSentNames)
+	assert.True(t, strings.HasPrefix(rep.Sent[0], "chat "), rep.Sent[0])
+	assert.Equal(t, "run r-000000", rep.Sent[1])
+	assert.Equal(t, fmt.Sprintf("run r-%06d", wsstore.MaxSentNames-2), rep.Sent[wsstore.MaxSentNames-1])
+	rep = syncOK(t, st)
+	assert.Zero(t, rep.SentCount, "nothing changed since")
+	assert.Empty(t, rep.Sent)
+}
