@@ -467,10 +467,11 @@ const itemPage = 512
 // eachItem calls fn with the state now of every chat, run and actor
 // space, as remote.Item records it (itemsOf), and with its synced state
 // (synced false for one never synced), chats, then runs, then actor
-// spaces, each in id order. Both are read a page at a time, the synced
-// states as a stream merged with the items', so a pass over any number of
-// items holds a page of each.
-func (s *Store) eachItem(ctx context.Context, fn func(it, old remote.Item, synced bool) error) error {
+// spaces, each in id order, and with the read transaction tx, in which fn
+// may read more. Both are read a page at a time, the synced states as a
+// stream merged with the items', so a pass over any number of items holds
+// a page of each.
+func (s *Store) eachItem(ctx context.Context, fn func(tx *index.Tx, it, old remote.Item, synced bool) error) error {
 	return s.DB.View(ctx, func(tx *index.Tx) error {
 		st := syncedStream{tier: s.Remote}
 		each := func(it remote.Item) error {
@@ -478,7 +479,7 @@ func (s *Store) eachItem(ctx context.Context, fn func(it, old remote.Item, synce
 			if err != nil {
 				return err
 			}
-			return fn(it, old, ok)
+			return fn(tx, it, old, ok)
 		}
 		if err := s.Runs.EachChatRecord(ctx, tx, func(c runs.ChatRecord) error {
 			return each(remote.Item{Kind: "chat", ID: c.ID, FP: fingerprint(c, 0)})
@@ -570,18 +571,26 @@ func (s *Store) lastEvent(ctx context.Context, tx *index.Tx, id string) (int64, 
 // withLast fills in the run items' Last and First.
 func (s *Store) withLast(ctx context.Context, items []remote.Item) error {
 	return s.DB.View(ctx, func(tx *index.Tx) error {
-		for i, it := range items {
-			if it.Kind != "run" {
-				continue
-			}
-			seq, h, first, err := s.runEnds(ctx, tx, it.ID)
-			if err != nil {
+		for i := range items {
+			if err := s.withEnds(ctx, tx, &items[i]); err != nil {
 				return err
 			}
-			items[i].Seq, items[i].Last, items[i].First = seq, h, first
 		}
 		return nil
 	})
+}
+
+// withEnds fills in it's Seq, Last and First, read in tx, if it is a run.
+func (s *Store) withEnds(ctx context.Context, tx *index.Tx, it *remote.Item) error {
+	if it.Kind != "run" {
+		return nil
+	}
+	seq, h, first, err := s.runEnds(ctx, tx, it.ID)
+	if err != nil {
+		return err
+	}
+	it.Seq, it.Last, it.First = seq, h, first
+	return nil
 }
 
 // runEnds returns run id's journal length and the hashes of its last and
@@ -1236,53 +1245,65 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 	if err != nil {
 		return err
 	}
-	// synced holds the synced states of (at least) the changed items.
-	var changed []remote.Item
-	synced := map[string]remote.Item{}
+	// changed holds the items changed since the last sync, from disk
+	// beyond a page (itemList); a run this device sent last goes from the
+	// event the tier has on (from): whoever took in its segments holds the
+	// run up to there. Each run's state is read before it is exported, so
+	// what is recorded as synced is the segment's or an earlier state of
+	// it, never a later one written meanwhile, which the next tail would
+	// start from.
+	changed := newItemList(ctx)
+	defer func() { changed.Close() }()
+	from := map[string]int64{}
+	add := func(it, old remote.Item, ok bool) {
+		if ok && it.Kind == "run" && old.Sent && old.Seq > 0 && it.Seq >= old.Seq {
+			from[it.ID] = old.Seq
+		}
+	}
 	if claimed.All {
-		err = s.eachItem(ctx, func(it, old remote.Item, ok bool) error {
-			if !ok || old.FP != it.FP {
-				changed = append(changed, it)
-				if ok {
-					synced[it.Name()] = old
-				}
+		err = s.eachItem(ctx, func(tx *index.Tx, it, old remote.Item, ok bool) error {
+			if ok && old.FP == it.FP {
+				return nil
 			}
-			return nil
+			add(it, old, ok)
+			if err := s.withEnds(ctx, tx, &it); err != nil {
+				return err
+			}
+			it.Sent = true
+			return changed.push(it, !ok)
 		})
 	} else {
-		var cur map[string]remote.Item
+		var synced, cur map[string]remote.Item
 		if synced, err = s.Remote.ItemsNamed(ctx, s.DB, claimed.Names); err != nil {
 			return err
 		}
 		if cur, err = s.itemsOf(ctx, claimed.Names); err != nil {
 			return err
 		}
+		var list []remote.Item
 		for name, it := range cur {
 			if old, ok := synced[name]; !ok || old.FP != it.FP {
-				changed = append(changed, it)
+				add(it, old, ok)
+				list = append(list, it)
+			}
+		}
+		slices.SortFunc(list, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
+		if err = s.withLast(ctx, list); err != nil {
+			return err
+		}
+		for _, it := range list {
+			_, ok := synced[it.Name()]
+			it.Sent = true
+			if err = changed.push(it, !ok); err != nil {
+				return err
 			}
 		}
 	}
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(changed, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
 	size, since, hasBase, err := remote.LastBase(ctx, s.DB)
 	if err != nil {
-		return err
-	}
-	// A run this device sent last goes from the event the tier has on:
-	// whoever took in its segments holds the run up to there.
-	from := map[string]int64{}
-	for _, it := range changed {
-		if old, ok := synced[it.Name()]; ok && it.Kind == "run" && old.Sent && old.Seq > 0 && it.Seq >= old.Seq {
-			from[it.ID] = old.Seq
-		}
-	}
-	// Each run's state is read before it is exported, so what is
-	// recorded as synced is the segment's or an earlier state of it, never
-	// a later one written meanwhile, which the next tail would start from.
-	if err := s.withLast(ctx, changed); err != nil {
 		return err
 	}
 	delta, err := s.exportItems(ctx, changed, from)
@@ -1318,20 +1339,21 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 		// A base carries what this device sent last of each object:
 		// what it only took in is in the sending device's segments.
 		h.Base = true
-		var all []remote.Item
-		if err := s.eachItem(ctx, func(it, old remote.Item, ok bool) error {
-			if !ok || old.FP != it.FP || old.Sent {
-				all = append(all, it)
+		all := newItemList(ctx)
+		defer all.Close()
+		if err := s.eachItem(ctx, func(tx *index.Tx, it, old remote.Item, ok bool) error {
+			if ok && old.FP == it.FP && !old.Sent {
+				return nil
 			}
-			return nil
+			if err := s.withEnds(ctx, tx, &it); err != nil {
+				return err
+			}
+			it.Sent = true
+			return all.push(it, !ok)
 		}); err != nil {
 			return err
 		}
-		slices.SortFunc(all, func(a, b remote.Item) int { return strings.Compare(a.Name(), b.Name()) })
 		delta.Close()
-		if err := s.withLast(ctx, all); err != nil {
-			return err
-		}
 		if delta, err = s.exportItems(ctx, all, nil); err != nil {
 			return err
 		}
@@ -1350,14 +1372,11 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 		h.Tombstones = nil
 		tombs = slices.DeleteFunc(tombs, func(tb remote.Tombstone) bool { return tb.Device != dev })
 	}
-	replaced, err := s.replacements(ctx, changed, synced, dev, h.At)
+	replaced, err := s.replacements(ctx, changed, dev, h.At)
 	if err != nil {
 		return err
 	}
 	h.Tombstones = append(h.Tombstones, replaced...)
-	for i := range items {
-		items[i].Sent = true
-	}
 	// Blobs written since the first push, which the archive may name.
 	more, err := s.Remote.PushInSync(ctx, s.DB)
 	if err != nil {
@@ -1387,13 +1406,16 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 	}
 	rep.Published, rep.Base = seg.Key, seg.Base
 	rep.SegmentBytes = seg.Size
-	for _, it := range changed {
+	if err := changed.eachItem(func(it remote.Item) error {
 		rep.SentCount++
 		if len(rep.Sent) < MaxSentNames {
 			rep.Sent = append(rep.Sent, it.Name())
 		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, Items: items,
+	return s.Remote.RecordPublished(ctx, s.DB, remote.Published{Segment: seg, Bytes: seg.Size, EachItem: items.eachItem,
 		Tombstones: append(tombs, replaced...), Objects: objs, Indexes: idx, Claimed: claimed})
 }
 
@@ -1404,22 +1426,19 @@ func (s *Store) publish(ctx context.Context, dev string, forceBase bool, rep *Sy
 // the new run in its place instead of naming a conflict. The device's own
 // deletions of a run it created again before publishing them name their
 // successor already (collectDeletions).
-func (s *Store) replacements(ctx context.Context, changed []remote.Item, synced map[string]remote.Item, dev string, at time.Time) ([]remote.Tombstone, error) {
+func (s *Store) replacements(ctx context.Context, changed *itemList, dev string, at time.Time) ([]remote.Tombstone, error) {
 	var out []remote.Tombstone
-	for _, it := range changed {
-		if _, ok := synced[it.Name()]; ok || it.Kind != "run" {
-			continue
+	err := changed.each(func(it remote.Item, isNew bool) error {
+		if !isNew || it.Kind != "run" {
+			return nil
 		}
 		known, err := s.Remote.FindTombstones(ctx, s.DB, "run", it.ID)
 		if err != nil || len(known) == 0 {
-			if err != nil {
-				return nil, err
-			}
-			continue
+			return err
 		}
 		first, err := s.runFirst(ctx, it.ID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, tb := range known {
 			d := tb.Run()
@@ -1430,30 +1449,37 @@ func (s *Store) replacements(ctx context.Context, changed []remote.Item, synced 
 			tb.Detail, _ = json.Marshal(remote.RunDetail{First: d.First, Successor: first})
 			out = append(out, tb)
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // exportItems writes a metadata archive (blobs elsewhere) of items: runs
 // with their chats (those in from from that journal seq on), chats no run
 // of which changed, actor spaces, into a temporary file. None gives no
 // archive (nil).
-func (s *Store) exportItems(ctx context.Context, items []remote.Item, from map[string]int64) (*remote.Spool, error) {
+func (s *Store) exportItems(ctx context.Context, items *itemList, from map[string]int64) (*remote.Spool, error) {
 	scope := archive.Scope{From: from}
 	runChats := map[string]bool{}
-	for _, it := range items {
+	if err := items.eachItem(func(it remote.Item) error {
 		if it.Kind == "run" {
 			scope.Runs = append(scope.Runs, it.ID)
 			runChats[it.Parent] = true
 		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	for _, it := range items {
+	if err := items.eachItem(func(it remote.Item) error {
 		switch {
 		case it.Kind == "chat" && !runChats[it.ID]:
 			scope.Chats = append(scope.Chats, it.ID)
 		case it.Kind == "actor":
 			scope.Actors = append(scope.Actors, it.ID)
 		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	if len(scope.Runs)+len(scope.Chats)+len(scope.Actors) == 0 {
 		return nil, nil

@@ -447,12 +447,20 @@ func (s *Storage) putItems(ctx context.Context, tx *index.Tx, items, drop []Item
 		}
 	}
 	for _, it := range items {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sync_items (remote, kind, id, parent, fp, seq, last, first, sent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (remote, kind, id) DO UPDATE SET parent = excluded.parent, fp = excluded.fp, seq = excluded.seq,
-			last = excluded.last, first = excluded.first, sent = excluded.sent`,
-			s.remoteKey(), it.Kind, it.ID, it.Parent, it.FP, it.Seq, baseArg(it.Last), baseArg(it.First), it.Sent); err != nil {
-			return index.Translate(err)
+		if err := s.putItem(ctx, tx, it); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// putItem records it as synced.
+func (s *Storage) putItem(ctx context.Context, tx *index.Tx, it Item) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sync_items (remote, kind, id, parent, fp, seq, last, first, sent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (remote, kind, id) DO UPDATE SET parent = excluded.parent, fp = excluded.fp, seq = excluded.seq,
+		last = excluded.last, first = excluded.first, sent = excluded.sent`,
+		s.remoteKey(), it.Kind, it.ID, it.Parent, it.FP, it.Seq, baseArg(it.Last), baseArg(it.First), it.Sent); err != nil {
+		return index.Translate(err)
 	}
 	return nil
 }
@@ -712,8 +720,12 @@ type Published struct {
 	Segment Segment
 	// Bytes is the segment's size; a base restarts the count of delta
 	// bytes, a delta adds to it.
-	Bytes      int64
+	Bytes int64
+	// Items are the states the segment carried, now synced, and EachItem,
+	// if set, calls its function with more of them, one at a time (a base
+	// lists them from disk).
 	Items      []Item
+	EachItem   func(fn func(Item) error) error
 	Drop       []Item
 	Tombstones []Tombstone
 	// Objects are the segment's object changes, now listed (nil: none).
@@ -742,6 +754,11 @@ func (s *Storage) RecordPublished(ctx context.Context, db *index.DB, p Published
 		}
 		if err := s.putItems(ctx, tx, p.Items, p.Drop); err != nil {
 			return err
+		}
+		if p.EachItem != nil {
+			if err := p.EachItem(func(it Item) error { return s.putItem(ctx, tx, it) }); err != nil {
+				return err
+			}
 		}
 		if err := s.settleChanges(ctx, tx, p.Claimed); err != nil {
 			return err
