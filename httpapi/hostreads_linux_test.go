@@ -1,15 +1,12 @@
 package httpapi_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,30 +14,9 @@ import (
 
 	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/httpapi"
+	"github.com/wsstore/wsstore/internal/storetest"
 	"github.com/wsstore/wsstore/runs"
 )
-
-// readBytes is what the process has read so far through read(2) and its
-// kin (rchar in /proc/self/io): every byte of a host file it reads counts,
-// whichever goroutine reads it.
-func readBytes(t *testing.T) int64 {
-	t.Helper()
-	f, err := os.Open("/proc/self/io")
-	if err != nil {
-		t.Skipf("no /proc/self/io: %v", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "rchar: "); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Skip("no rchar in /proc/self/io")
-	return 0
-}
 
 // TestHostFileDownloadReadsTwice: a download of a host file reads it
 // twice, once to hash it for the ETag and once as it streams (checked
@@ -64,9 +40,9 @@ func TestHostFileDownloadReadsTwice(t *testing.T) {
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
 		rec := httptest.NewRecorder()
-		before := readBytes(t)
+		before := storetest.ProcIO(t, "rchar")
 		s.h.ServeHTTP(rec, req)
-		return rec, readBytes(t) - before
+		return rec, storetest.ProcIO(t, "rchar") - before
 	}
 
 	rec, n := get()

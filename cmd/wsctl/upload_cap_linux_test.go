@@ -1,38 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// writtenBytes is this process's wchar from /proc/self/io: the bytes it
-// has handed to write calls, the store's included.
-func writtenBytes(t *testing.T) int64 {
-	t.Helper()
-	f, err := os.Open("/proc/self/io")
-	if err != nil {
-		t.Skipf("no /proc/self/io: %v", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "wchar: "); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	t.Skip("/proc/self/io has no wchar")
-	return 0
-}
+	"github.com/wsstore/wsstore/internal/storetest"
+)
 
 // TestUploadOfAFileTheCapRefusesStoresNothing: actor upload of a file (or
 // of stdin redirected from one) gives its size, so a file larger than the
@@ -53,9 +32,9 @@ func TestUploadOfAFileTheCapRefusesStoresNothing(t *testing.T) {
 		if !stdin {
 			args = append(args, src)
 		}
-		before := writtenBytes(t)
+		before := storetest.ProcIO(t, "wchar")
 		_, errOut, code := c.runCtx(t.Context(), f, args...)
-		written := writtenBytes(t) - before
+		written := storetest.ProcIO(t, "wchar") - before
 		require.NoError(t, f.Close())
 		assert.Equal(t, 4, code, "stdin %v: %s", stdin, errOut)
 		assert.Contains(t, errOut, "workspace.size_limit_exceeded")

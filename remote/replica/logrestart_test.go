@@ -95,6 +95,24 @@ func snapshotDaily(opts replica.Options) replica.Options {
 
 // checkpoint copies every frame of the log into the database file: the
 // next write starts the log over.
+// shipThenStartLogOver ships the source at path once (a replicator
+// started, synced and closed), then rewrites rows, checkpoints and writes
+// again, which starts the log over: the next first sync ships the whole
+// database.
+func shipThenStartLogOver(t *testing.T, path, url string, db *sql.DB, rnd *rand.ChaCha8) {
+	t.Helper()
+	ctx := context.Background()
+	rep, err := replica.Start(ctx, path, url, snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner}))
+	require.NoError(t, err)
+	require.NoError(t, rep.Sync(ctx))
+	require.NoError(t, rep.Close(ctx))
+	for id := range 32 {
+		rewrite(t, db, rnd, id)
+	}
+	checkpoint(t, db)
+	rewrite(t, db, rnd, 40)
+}
+
 func checkpoint(t *testing.T, db *sql.DB) {
 	t.Helper()
 	var busy, frames, copied int
@@ -520,16 +538,7 @@ func TestWritersGoOnWhileTheWholeDatabaseIsShipped(t *testing.T) {
 	for id := range 64 {
 		rewrite(t, db, rnd, id)
 	}
-	opts := snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner})
-	rep, err := replica.Start(ctx, path, url, opts)
-	require.NoError(t, err)
-	require.NoError(t, rep.Sync(ctx))
-	require.NoError(t, rep.Close(ctx))
-	for id := range 32 {
-		rewrite(t, db, rnd, id)
-	}
-	checkpoint(t, db)
-	rewrite(t, db, rnd, 40) // starts the log over
+	shipThenStartLogOver(t, path, url, db, rnd)
 
 	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
 	require.NoError(t, err)
@@ -565,8 +574,8 @@ func TestWritersGoOnWhileTheWholeDatabaseIsShipped(t *testing.T) {
 		saltAfter = logSalt1(t, path)
 		wrote <- nil
 	}}
-	opts.Logger = slog.New(h)
-	rep, err = replica.Start(ctx, path, url, opts)
+	opts := snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner, Logger: slog.New(h)})
+	rep, err := replica.Start(ctx, path, url, opts)
 	require.NoError(t, err)
 	require.NoError(t, rep.Sync(ctx))
 	select {

@@ -44,16 +44,7 @@ func TestFirstSyncWriterWait(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, tx.Commit())
-	opts := snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner})
-	rep, err := replica.Start(ctx, path, url, opts)
-	require.NoError(t, err)
-	require.NoError(t, rep.Sync(ctx))
-	require.NoError(t, rep.Close(ctx))
-	for id := range 32 {
-		rewrite(t, db, rnd, id)
-	}
-	checkpoint(t, db)
-	rewrite(t, db, rnd, 40) // starts the log over: the next first sync ships the whole database
+	shipThenStartLogOver(t, path, url, db, rnd)
 
 	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(60000)")
 	require.NoError(t, err)
@@ -89,7 +80,7 @@ func TestFirstSyncWriterWait(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond)
 	began := time.Now()
-	rep, err = replica.Start(ctx, path, url, opts)
+	rep, err := replica.Start(ctx, path, url, snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner}))
 	require.NoError(t, err)
 	require.NoError(t, rep.Sync(ctx))
 	took := time.Since(began)
