@@ -18,11 +18,8 @@ import (
 	"github.com/wsstore/wsstore/runs"
 )
 
-// examineAllGrowth makes a store of n runs in one chat, syncs it, has its
-// next sync examine every item (as the first sync after the upgrade that
-// brought the change marks does) and returns how much the heap grew
-// during that sync, which finds nothing to send.
-func examineAllGrowth(t *testing.T, open func() *wsstore.Store, n int) uint64 {
+// storeOfRuns opens a store and makes n runs in one chat in it.
+func storeOfRuns(t *testing.T, open func() *wsstore.Store, n int) *wsstore.Store {
 	ctx := context.Background()
 	st := open()
 	for i := range n {
@@ -30,6 +27,16 @@ func examineAllGrowth(t *testing.T, open func() *wsstore.Store, n int) uint64 {
 			RunID: fmt.Sprintf("r-%06d", i)})
 		require.NoError(t, err)
 	}
+	return st
+}
+
+// examineAllGrowth makes a store of n runs in one chat, syncs it, has its
+// next sync examine every item (as the first sync after the upgrade that
+// brought the change marks does) and returns how much the heap grew
+// during that sync, which finds nothing to send.
+func examineAllGrowth(t *testing.T, open func() *wsstore.Store, n int) uint64 {
+	ctx := context.Background()
+	st := storeOfRuns(t, open, n)
 	syncOK(t, st)
 	require.NoError(t, st.DB.Update(ctx, func(tx *index.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE sync_remotes SET full = 1`)
@@ -130,14 +137,8 @@ func TestSyncTakingInABaseLooksUpNoItemByName(t *testing.T) {
 // counts them all.
 func TestSyncReportNamesAThousandSent(t *testing.T) {
 	_, open := fakeTier(t)
-	ctx := context.Background()
-	st := open()
 	n := wsstore.MaxSentNames + 5
-	for i := range n {
-		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"},
-			RunID: fmt.Sprintf("r-%06d", i)})
-		require.NoError(t, err)
-	}
+	st := storeOfRuns(t, open, n)
 	rep := syncOK(t, st)
 	assert.Equal(t, n+1, rep.SentCount, "the chat and its runs")
 	require.Len(t, rep.Sent, wsstore.MaxSentNames)
@@ -153,13 +154,7 @@ func TestSyncReportNamesAThousandSent(t *testing.T) {
 // much the heap grew during its first sync, which publishes a base of
 // every run.
 func firstSyncGrowth(t *testing.T, open func() *wsstore.Store, n int) uint64 {
-	ctx := context.Background()
-	st := open()
-	for i := range n {
-		_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"},
-			RunID: fmt.Sprintf("r-%06d", i)})
-		require.NoError(t, err)
-	}
+	st := storeOfRuns(t, open, n)
 	var rep wsstore.SyncReport
 	grew := storetest.HeapGrowth(func() { rep = syncOK(t, st) })
 	require.True(t, rep.Base)

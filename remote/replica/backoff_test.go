@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -67,10 +66,7 @@ func (h *records) count(msg string) int {
 func TestWatchBacksOff(t *testing.T) {
 	srv, url, path, db := newSource(t)
 	ctx := context.Background()
-	rnd := rand.NewChaCha8([32]byte{9})
-	for id := range 8 {
-		rewrite(t, db, rnd, id)
-	}
+	rnd := rewriteRows(t, db, 9, 8)
 	began := time.Now()
 	var mu sync.Mutex
 	refused, down := 0, true

@@ -2,7 +2,6 @@ package replica_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,10 +73,7 @@ func TestReplicaStaysBounded(t *testing.T) {
 	url := "s3://wsb/meta?endpoint=" + m.URL
 	path := filepath.Join(t.TempDir(), "wsstore.db")
 	db := openDB(t, path)
-	rnd := rand.NewChaCha8([32]byte{1})
-	for id := range 64 {
-		rewrite(t, db, rnd, id)
-	}
+	rnd := rewriteRows(t, db, 1, 64)
 	opts := replica.Options{
 		Interval:          time.Hour, // only Sync ships
 		Levels:            []time.Duration{500 * time.Millisecond},

@@ -2,7 +2,6 @@ package replica_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -29,10 +28,7 @@ func damagedReplica(t *testing.T) (*s3fake.Server, string, []string) {
 	t.Helper()
 	srv, url, path, db := newSource(t)
 	ctx := context.Background()
-	rnd := rand.NewChaCha8([32]byte{2})
-	for id := range 16 {
-		rewrite(t, db, rnd, id)
-	}
+	rnd := rewriteRows(t, db, 2, 16)
 	rep, err := replica.Start(ctx, path, url, replica.Options{Interval: time.Hour, Owner: testOwner})
 	require.NoError(t, err)
 	for i := range 6 {

@@ -42,6 +42,18 @@ func newSource(t *testing.T) (srv *s3fake.Server, url, path string, db *sql.DB) 
 	return srv, url, path, openDB(t, path)
 }
 
+// rewriteRows rewrites rows 0 to n-1 of db with bytes from a generator
+// seeded with seed, and returns the generator for the test's later
+// writes.
+func rewriteRows(t *testing.T, db *sql.DB, seed byte, n int) *rand.ChaCha8 {
+	t.Helper()
+	rnd := rand.NewChaCha8([32]byte{seed})
+	for id := range n {
+		rewrite(t, db, rnd, id)
+	}
+	return rnd
+}
+
 // s3Client is a client of the test's own for moto at url.
 func s3Client(url string) *s3.Client {
 	return s3.New(s3.Options{

@@ -178,10 +178,7 @@ func rowSums(t *testing.T, db *sql.DB) map[int64]string {
 func TestLogStartedOverWhileNoReplicatorRan(t *testing.T) {
 	srv, url, path, db := newSource(t)
 	ctx := context.Background()
-	rnd := rand.NewChaCha8([32]byte{3})
-	for id := range 64 {
-		rewrite(t, db, rnd, id)
-	}
+	rnd := rewriteRows(t, db, 3, 64)
 	killedReplicator(t, srv, path, url)
 
 	salt := logSalt1(t, path)
@@ -239,10 +236,7 @@ func (h *hook) WithGroup(string) slog.Handler      { return h }
 func TestLogStartedOverDuringFirstSync(t *testing.T) {
 	_, url, path, db := newSource(t)
 	ctx := context.Background()
-	rnd := rand.NewChaCha8([32]byte{2})
-	for id := range 64 {
-		rewrite(t, db, rnd, id)
-	}
+	rnd := rewriteRows(t, db, 2, 64)
 	rep, err := replica.Start(ctx, path, url, replica.Options{Interval: time.Hour, Owner: testOwner})
 	require.NoError(t, err)
 	require.NoError(t, rep.Sync(ctx))
@@ -335,10 +329,7 @@ func (h *cancelAtCheckpoint) WithGroup(string) slog.Handler      { return h }
 func TestSyncCancelledInACheckpoint(t *testing.T) {
 	_, url, path, db := newSource(t)
 	ctx := context.Background()
-	rnd := rand.NewChaCha8([32]byte{5})
-	for id := range 64 {
-		rewrite(t, db, rnd, id)
-	}
+	rnd := rewriteRows(t, db, 5, 64)
 	h := &cancelAtCheckpoint{}
 	rep, err := replica.Start(ctx, path, url, snapshotDaily(replica.Options{Interval: time.Hour, Owner: testOwner, Logger: slog.New(h)}))
 	require.NoError(t, err)
@@ -390,10 +381,7 @@ func TestSnapshotOfTransactionsNeverShipped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, url, path, db := newSource(t)
 			ctx := context.Background()
-			rnd := rand.NewChaCha8([32]byte{6})
-			for id := range 64 {
-				rewrite(t, db, rnd, id)
-			}
+			rnd := rewriteRows(t, db, 6, 64)
 
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), "WSSTORE_REPLICA_CHILD="+path, "WSSTORE_REPLICA_URL="+url)
@@ -534,10 +522,7 @@ func TestStoreClosedBeforeReplicator(t *testing.T) {
 func TestWritersGoOnWhileTheWholeDatabaseIsShipped(t *testing.T) {
 	_, url, path, db := newSource(t)
 	ctx := context.Background()
-	rnd := rand.NewChaCha8([32]byte{11})
-	for id := range 64 {
-		rewrite(t, db, rnd, id)
-	}
+	rnd := rewriteRows(t, db, 11, 64)
 	shipThenStartLogOver(t, path, url, db, rnd)
 
 	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")

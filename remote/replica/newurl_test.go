@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,10 +90,7 @@ func TestReplicateToAnotherURL(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "wsstore.db")
 	cl := s3Client(m.URL)
 	db := openDB(t, path)
-	rnd := rand.NewChaCha8([32]byte{7})
-	for id := range 8 {
-		rewrite(t, db, rnd, id)
-	}
+	rnd := rewriteRows(t, db, 7, 8)
 	pruning := replica.Options{
 		Interval:    time.Hour, // only Sync ships
 		Levels:      []time.Duration{200 * time.Millisecond},
