@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore"
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/journal"
 	"github.com/wsstore/wsstore/runs"
 	"github.com/wsstore/wsstore/vfs"
@@ -189,7 +192,9 @@ func TestUnreadableStoreCapRefusesWrites(t *testing.T) {
 // and batched writes. Each kind is refused once the store would pass its
 // cap, never leaving it past; removals and rollbacks still run.
 func TestStoreCapHoldsEveryAddition(t *testing.T) {
-	e := newLifecycleEnv(t)
+	// No background re-encoding: compressing the raw versions between
+	// a refusal and its retry would make room for the retry.
+	e := newLifecycleEnvWith(t, wsstore.Options{CAS: cas.Options{ReencodeIdle: time.Hour}})
 	used := func() int64 {
 		n, err := e.st.DB.UsedBytes(e.ctx)
 		require.NoError(t, err)

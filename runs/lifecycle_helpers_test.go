@@ -41,13 +41,20 @@ type lifecycleEnv struct {
 
 func newLifecycleEnv(t *testing.T) *lifecycleEnv { return newLifecycleEnvB(t) }
 
-func newLifecycleEnvB(t testing.TB) *lifecycleEnv {
+func newLifecycleEnvB(t testing.TB) *lifecycleEnv { return newLifecycleEnvWith(t, wsstore.Options{}) }
+
+// newLifecycleEnvWith is newLifecycleEnv on a store opened with opts
+// (its clock and run ids are the env's).
+func newLifecycleEnvWith(t testing.TB, opts wsstore.Options) *lifecycleEnv {
 	t.Helper()
 	n := 0
-	st, clock := openStore(t, runs.Options{NewRunID: func() string {
+	clock := storetest.NewClock()
+	opts.Now = clock.Now
+	opts.Runs.NewRunID = func() string {
 		n++
 		return "run_" + string(rune('a'+n-1))
-	}})
+	}
+	st := storetest.OpenStoreWith(t, opts)
 	return &lifecycleEnv{t: t, ctx: context.Background(), st: st, clock: clock, svc: st.Runs}
 }
 
