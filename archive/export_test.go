@@ -8,3 +8,12 @@ func SetSpillAfter(n int) (restore func()) {
 	spillAfter, mergeSpillAfter = n, n
 	return func() { spillAfter, mergeSpillAfter = old, oldMerge }
 }
+
+// SetTreeBatch makes an import store its trees n at a time or bytes of
+// them at a time, whichever comes first, and returns what puts the
+// limits back.
+func SetTreeBatch(n, bytes int) (restore func()) {
+	old, oldBytes := treeBatch, treeBatchBytes
+	treeBatch, treeBatchBytes = n, bytes
+	return func() { treeBatch, treeBatchBytes = old, oldBytes }
+}

@@ -26,7 +26,8 @@ import (
 // and treeBatchBytes how many bytes of encoded trees: a batch ends at
 // whichever comes first, so the decoded entries it holds stay bounded
 // (a small multiple of its encoded bytes) however wide the directories are.
-const (
+// Tests lower them.
+var (
 	treeBatch      = 256
 	treeBatchBytes = 4 << 20
 )
