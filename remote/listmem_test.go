@@ -23,15 +23,15 @@ import (
 	"github.com/wsstore/wsstore/remote/s3fake"
 )
 
-// putIndexObjects writes n index objects under prefix in bucket, each
-// listing one small blob of a pack of its own that is not there (a pull
-// records them without reading a pack; a reclaim finds each of them
-// unused), a few requests at a time: many index objects, made cheaply.
-// Each pack's name is padded to some 780 bytes, as longPrefix pads the
-// keys. It returns the blobs' hashes.
-func putIndexObjects(t *testing.T, endpoint, bucket, prefix string, n int) []cas.Hash {
+// putIndexObjects writes index objects number from to n-1 under prefix
+// in bucket, each listing one small blob of a pack of its own that is not
+// there (a pull records them without reading a pack; a reclaim finds
+// each of them unused), a few requests at a time: many index objects,
+// made cheaply. Each pack's name is padded to some 780 bytes, as
+// longPrefix pads the keys. It returns the hashes of the blobs of all n.
+func putIndexObjects(t *testing.T, endpoint, bucket, prefix string, from, n int) []cas.Hash {
 	t.Helper()
-	putObjects(t, endpoint, bucket, n, func(i int) (string, []byte, error) {
+	putObjects(t, endpoint, bucket, from, n, func(i int) (string, []byte, error) {
 		h, sum := blobHash(i), cas.Sum(fmt.Appendf(nil, "stored %d", i))
 		pack := cas.Sum(fmt.Appendf(nil, "pack %d", i)).String()
 		b, err := json.Marshal(map[string]any{"version": 1, "pack": "data/" + pack[:2] + "/" + pack + "-" + strings.Repeat("q", 700),
@@ -45,9 +45,9 @@ func putIndexObjects(t *testing.T, endpoint, bucket, prefix string, n int) []cas
 	return hs
 }
 
-// putObjects puts the n objects object(i) makes into bucket, eight
-// requests at a time.
-func putObjects(t *testing.T, endpoint, bucket string, n int, object func(i int) (key string, body []byte, err error)) {
+// putObjects puts the objects object(i) makes for i from from to n-1
+// into bucket, eight requests at a time.
+func putObjects(t *testing.T, endpoint, bucket string, from, n int, object func(i int) (key string, body []byte, err error)) {
 	t.Helper()
 	cl := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
@@ -57,7 +57,7 @@ func putObjects(t *testing.T, endpoint, bucket string, n int, object func(i int)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < n; i += 8 {
+			for i := from + w; i < n; i += 8 {
 				key, b, err := object(i)
 				if err == nil {
 					_, err = cl.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket),
@@ -77,14 +77,14 @@ func putObjects(t *testing.T, endpoint, bucket string, n int, object func(i int)
 
 func blobHash(i int) cas.Hash { return cas.Sum(fmt.Appendf(nil, "blob %d", i)) }
 
-// putUnnamedPacks writes n packs under prefix in bucket that no index
-// object names, each holding one small blob no device uses, its index at
-// its end: what a reclaim cut off between the index objects and their
-// packs leaves. Each key is padded to some 780 bytes, as putIndexObjects
+// putUnnamedPacks writes packs number from to n-1 under prefix in
+// bucket that no index object names, each holding one small blob no
+// device uses, its index at its end: what a reclaim cut off between the
+// index objects and their packs leaves. Each key is padded to some 780 bytes, as putIndexObjects
 // pads the packs' names.
-func putUnnamedPacks(t *testing.T, endpoint, bucket, prefix string, n int) {
+func putUnnamedPacks(t *testing.T, endpoint, bucket, prefix string, from, n int) {
 	t.Helper()
-	putObjects(t, endpoint, bucket, n, func(i int) (string, []byte, error) {
+	putObjects(t, endpoint, bucket, from, n, func(i int) (string, []byte, error) {
 		data := fmt.Appendf(nil, "unnamed %08d", i)
 		idx, err := json.Marshal(map[string]any{"version": 1, "objects": []map[string]any{{"kind": 0, "hash": cas.Sum(data),
 			"size": len(data), "codec": int(cas.CodecRaw), "off": 0, "len": len(data), "sum": cas.Sum(data)}}})
@@ -99,17 +99,21 @@ func putUnnamedPacks(t *testing.T, endpoint, bucket, prefix string, n int) {
 // thousand index objects.
 var longPrefix = "store-" + strings.Repeat("p", 794)
 
-// indexListGrowth puts n index objects in bucket under longPrefix and
-// returns how much the heap grew while a new device pulled them all (Pull
-// lists index/), while it looked for the packs they name among those on
-// the object store (none), while another reclaimed (dry run), which reads
-// every index object and looks at n packs no index object names, and
-// while a third recovered every blob they list. reclaim measures the
-// dry run's growth again.
-func indexListGrowth(t *testing.T, m *s3fake.Moto, bucket string, n int) (growth map[string]uint64, reclaim func() uint64) {
-	m.CreateBucket(bucket)
-	want := putIndexObjects(t, m.URL, bucket, longPrefix, n)
-	putUnnamedPacks(t, m.URL, bucket, longPrefix, n)
+// indexListGrowth makes n index objects in bucket under longPrefix, and
+// n packs no index object names, of which the first from of each are
+// there already (and the bucket with them), and returns how much the
+// heap grew while a new device pulled them all (Pull lists index/),
+// while it looked for the packs they name among those on the object
+// store (none), while another reclaimed (dry run), which reads every
+// index object and looks at the n packs no index object names, and while
+// a third recovered every blob they list. reclaim measures the dry run's
+// growth again.
+func indexListGrowth(t *testing.T, m *s3fake.Moto, bucket string, from, n int) (growth map[string]uint64, reclaim func() uint64) {
+	if from == 0 {
+		m.CreateBucket(bucket)
+	}
+	want := putIndexObjects(t, m.URL, bucket, longPrefix, from, n)
+	putUnnamedPacks(t, m.URL, bucket, longPrefix, from, n)
 	ctx := context.Background()
 	newDevice := func() *device {
 		return &device{db: openDB(t), st: openStorage(t, m.URL, bucket, longPrefix, remote.Options{})}
@@ -185,8 +189,11 @@ func TestIndexListingIsNotHeld(t *testing.T) {
 	// both, a collection the machine's load put off in one.
 	grown := map[string]int64{}
 	for round := range 3 {
-		small, _ := indexListGrowth(t, m, fmt.Sprintf("wsstore-idx-small-%d", round), n)
-		large, reclaim := indexListGrowth(t, m, fmt.Sprintf("wsstore-idx-large-%d", round), more)
+		// The larger listing is the smaller one and more objects: what
+		// the smaller one's devices did reads or lists, and writes nothing.
+		bucket := fmt.Sprintf("wsstore-idx-%d", round)
+		small, _ := indexListGrowth(t, m, bucket, 0, n)
+		large, reclaim := indexListGrowth(t, m, bucket, n, more)
 		if int64(large["reclaim"])-int64(small["reclaim"]) >= most {
 			large["reclaim"] = min(large["reclaim"], reclaim())
 		}
