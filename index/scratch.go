@@ -5,7 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/wsstore/wsstore/wserr"
 )
 
 // scratchCacheKiB is the page cache of a Scratch: what it holds in memory
@@ -22,10 +27,18 @@ const scratchPage = 1024
 // of any store and survives no process. Nothing in it is durable: it runs
 // without a journal or syncs, in one transaction never committed. A
 // Scratch is not safe for concurrent use.
+//
+// Its errors carry the store's codes: a full disk or quota under its file
+// is store.disk_full and a read-only one store.read_only, as for the
+// store's own writes; a Scratch never reports store.corrupt, its file
+// being no part of the store. Once a statement fails, every later use
+// fails with that first error: without a journal, what SQLite would say
+// of the half-written file is no cause of anything.
 type Scratch struct {
 	db   *sql.DB
 	conn *sql.Conn
 	maps int
+	err  error // the first failure, coded
 }
 
 // OpenScratch opens a new, empty Scratch. Close it when done.
@@ -34,13 +47,13 @@ func OpenScratch(ctx context.Context) (*Scratch, error) {
 	// connection has its own, so the Scratch keeps to one.
 	db, err := sql.Open("sqlite", "")
 	if err != nil {
-		return nil, fmt.Errorf("open scratch: %w", err)
+		return nil, fmt.Errorf("open scratch: %w", scratchError(err))
 	}
 	db.SetMaxOpenConns(1)
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open scratch: %w", Translate(err))
+		return nil, fmt.Errorf("open scratch: %w", scratchError(err))
 	}
 	s := &Scratch{db: db, conn: conn}
 	for _, q := range []string{
@@ -49,10 +62,61 @@ func OpenScratch(ctx context.Context) (*Scratch, error) {
 	} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("open scratch: %w", Translate(err))
+			return nil, fmt.Errorf("open scratch: %w", scratchError(err))
 		}
 	}
 	return s, nil
+}
+
+// fail keeps err as the Scratch's first failure, unless one came before,
+// and returns the first failure prefixed with op.
+func (s *Scratch) fail(op string, err error) error {
+	if s.err == nil {
+		s.err = scratchError(err)
+	}
+	return fmt.Errorf("%s: %w", op, s.err)
+}
+
+// failed returns the Scratch's first failure prefixed with op, or nil.
+func (s *Scratch) failed(op string) error {
+	if s.err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", op, s.err)
+}
+
+// scratchError codes err, a Scratch's failure. SQLite reports a file it
+// could not create or write as SQLITE_CANTOPEN or SQLITE_IOERR without the
+// system's error, so then a page is written to a new file beside its
+// temporary files: the file system's refusal, a full disk, a quota or a
+// read-only file system, is the code. A damaged file is the Scratch's
+// own, never the store's: uncoded, so store.internal.
+func scratchError(err error) error {
+	switch sqliteCode(err) {
+	case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+		return err
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR:
+		if perr := probeDir(sqliteTempDir()); perr != nil {
+			return fmt.Errorf("%w (%v)", perr, err)
+		}
+		return err
+	}
+	return Translate(err)
+}
+
+// probeDir writes a page to a new file in dir, removes it, and returns the
+// file system's refusal coded (wserr.FSFault) if it is a full disk, a
+// quota or a read-only file system, or nil.
+func probeDir(dir string) error {
+	f, err := os.CreateTemp(dir, "wsstore-probe-*")
+	if err == nil {
+		_, err = f.Write(make([]byte, 4096))
+		err = errors.Join(err, f.Close(), os.Remove(f.Name()))
+	}
+	if coded, ok := wserr.FSFault("scratch", dir, err).(*wserr.Error); ok {
+		return coded
+	}
+	return nil
 }
 
 // Close releases the Scratch and deletes its file.
@@ -62,7 +126,7 @@ func (s *Scratch) Close() error {
 	}
 	err := errors.Join(s.conn.Close(), s.db.Close())
 	s.db = nil
-	return err
+	return scratchError(err)
 }
 
 // ScratchMap maps byte keys to integers in a Scratch, kept in key order.
@@ -75,10 +139,13 @@ type ScratchMap struct {
 
 // NewMap returns a new, empty map in s.
 func (s *Scratch) NewMap(ctx context.Context) (*ScratchMap, error) {
+	if err := s.failed("scratch map"); err != nil {
+		return nil, err
+	}
 	s.maps++
 	name := "m" + strconv.Itoa(s.maps)
 	if _, err := s.conn.ExecContext(ctx, `CREATE TABLE `+name+` (k BLOB PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID`); err != nil {
-		return nil, fmt.Errorf("scratch map: %w", Translate(err))
+		return nil, s.fail("scratch map", err)
 	}
 	m := &ScratchMap{s: s}
 	for _, p := range []struct {
@@ -93,7 +160,7 @@ func (s *Scratch) NewMap(ctx context.Context) (*ScratchMap, error) {
 	} {
 		st, err := s.conn.PrepareContext(ctx, p.q)
 		if err != nil {
-			return nil, fmt.Errorf("scratch map: %w", Translate(err))
+			return nil, s.fail("scratch map", err)
 		}
 		*p.dst = st
 	}
@@ -103,13 +170,16 @@ func (s *Scratch) NewMap(ctx context.Context) (*ScratchMap, error) {
 // Add stores v under key unless key is there already, and reports whether
 // it was added.
 func (m *ScratchMap) Add(ctx context.Context, key []byte, v int64) (bool, error) {
+	if err := m.s.failed("scratch add"); err != nil {
+		return false, err
+	}
 	res, err := m.add.ExecContext(ctx, key, v)
 	if err != nil {
-		return false, fmt.Errorf("scratch add: %w", Translate(err))
+		return false, m.s.fail("scratch add", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return false, fmt.Errorf("scratch add: %w", Translate(err))
+		return false, m.s.fail("scratch add", err)
 	}
 	m.len += n
 	return n > 0, nil
@@ -117,30 +187,39 @@ func (m *ScratchMap) Add(ctx context.Context, key []byte, v int64) (bool, error)
 
 // Set stores v under key, replacing what was there.
 func (m *ScratchMap) Set(ctx context.Context, key []byte, v int64) error {
+	if err := m.s.failed("scratch set"); err != nil {
+		return err
+	}
 	if _, err := m.set.ExecContext(ctx, key, v); err != nil {
-		return fmt.Errorf("scratch set: %w", Translate(err))
+		return m.s.fail("scratch set", err)
 	}
 	return nil
 }
 
 // Get returns the value under key and whether there is one.
 func (m *ScratchMap) Get(ctx context.Context, key []byte) (int64, bool, error) {
+	if err := m.s.failed("scratch get"); err != nil {
+		return 0, false, err
+	}
 	var v int64
 	err := m.get.QueryRowContext(ctx, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("scratch get: %w", Translate(err))
+		return 0, false, m.s.fail("scratch get", err)
 	}
 	return v, true, nil
 }
 
 // Len returns how many keys the map holds.
 func (m *ScratchMap) Len(ctx context.Context) (int64, error) {
+	if err := m.s.failed("scratch len"); err != nil {
+		return 0, err
+	}
 	var n int64
 	if err := m.n.QueryRowContext(ctx).Scan(&n); err != nil {
-		return 0, fmt.Errorf("scratch len: %w", Translate(err))
+		return 0, m.s.fail("scratch len", err)
 	}
 	return n, nil
 }
@@ -157,21 +236,24 @@ func (m *ScratchMap) Each(ctx context.Context, fn func(key []byte, v int64) erro
 	page := make([]row, 0, scratchPage)
 	after := []byte{}
 	for {
+		if err := m.s.failed("scratch each"); err != nil {
+			return err
+		}
 		page = page[:0]
 		rows, err := m.page.QueryContext(ctx, after)
 		if err != nil {
-			return fmt.Errorf("scratch each: %w", Translate(err))
+			return m.s.fail("scratch each", err)
 		}
 		for rows.Next() {
 			var r row
 			if err := rows.Scan(&r.k, &r.v); err != nil {
 				rows.Close()
-				return fmt.Errorf("scratch each: %w", Translate(err))
+				return m.s.fail("scratch each", err)
 			}
 			page = append(page, r)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return fmt.Errorf("scratch each: %w", Translate(err))
+			return m.s.fail("scratch each", err)
 		}
 		for _, r := range page {
 			if err := fn(r.k, r.v); err != nil {
@@ -188,32 +270,39 @@ func (m *ScratchMap) Each(ctx context.Context, fn func(key []byte, v int64) erro
 // ScratchList is a list of byte strings in a Scratch, in the order they
 // were pushed.
 type ScratchList struct {
+	s        *Scratch
 	push, at *sql.Stmt
 	len      int64
 }
 
 // NewList returns a new, empty list in s.
 func (s *Scratch) NewList(ctx context.Context) (*ScratchList, error) {
+	if err := s.failed("scratch list"); err != nil {
+		return nil, err
+	}
 	s.maps++
 	name := "l" + strconv.Itoa(s.maps)
 	if _, err := s.conn.ExecContext(ctx, `CREATE TABLE `+name+` (i INTEGER PRIMARY KEY, b BLOB NOT NULL)`); err != nil {
-		return nil, fmt.Errorf("scratch list: %w", Translate(err))
+		return nil, s.fail("scratch list", err)
 	}
-	l := &ScratchList{}
+	l := &ScratchList{s: s}
 	var err error
 	if l.push, err = s.conn.PrepareContext(ctx, `INSERT INTO `+name+` (i, b) VALUES (?, ?)`); err != nil {
-		return nil, fmt.Errorf("scratch list: %w", Translate(err))
+		return nil, s.fail("scratch list", err)
 	}
 	if l.at, err = s.conn.PrepareContext(ctx, `SELECT b FROM `+name+` WHERE i = ?`); err != nil {
-		return nil, fmt.Errorf("scratch list: %w", Translate(err))
+		return nil, s.fail("scratch list", err)
 	}
 	return l, nil
 }
 
 // Push appends b.
 func (l *ScratchList) Push(ctx context.Context, b []byte) error {
+	if err := l.s.failed("scratch push"); err != nil {
+		return err
+	}
 	if _, err := l.push.ExecContext(ctx, l.len, b); err != nil {
-		return fmt.Errorf("scratch push: %w", Translate(err))
+		return l.s.fail("scratch push", err)
 	}
 	l.len++
 	return nil
@@ -225,9 +314,12 @@ func (l *ScratchList) Len() int64 { return l.len }
 // At returns the string at position i, counted from 0; it fails past the
 // end.
 func (l *ScratchList) At(ctx context.Context, i int64) ([]byte, error) {
+	if err := l.s.failed("scratch at"); err != nil {
+		return nil, err
+	}
 	var b []byte
 	if err := l.at.QueryRowContext(ctx, i).Scan(&b); err != nil {
-		return nil, fmt.Errorf("scratch at %d: %w", i, Translate(err))
+		return nil, l.s.fail(fmt.Sprintf("scratch at %d", i), err)
 	}
 	return b, nil
 }

@@ -5,6 +5,7 @@ package index
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
 )
@@ -26,4 +27,17 @@ func writable(path string) bool {
 func readable(path string) bool {
 	const rOK = 4 // R_OK
 	return !errors.Is(syscall.Access(path, rOK), fs.ErrPermission)
+}
+
+// sqliteTempDir returns the directory SQLite keeps its temporary files
+// in: the first of $SQLITE_TMPDIR, $TMPDIR, /var/tmp, /usr/tmp and /tmp
+// that is a directory this process may write, else the working directory.
+func sqliteTempDir() string {
+	const wxOK = 3 // W_OK | X_OK
+	for _, d := range []string{os.Getenv("SQLITE_TMPDIR"), os.Getenv("TMPDIR"), "/var/tmp", "/usr/tmp", "/tmp"} {
+		if fi, err := os.Stat(d); d != "" && err == nil && fi.IsDir() && syscall.Access(d, wxOK) == nil {
+			return d
+		}
+	}
+	return "."
 }
