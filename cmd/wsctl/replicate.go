@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,8 +37,13 @@ SIGTERM, then ships what is left and exits 0. Each --interval (default
 10s) it also pushes the blobs not yet on the store's remote tier, so a
 restored copy reads its files from there; while another device runs
 reclaim-remote the push waits for a later round. A round the object store
-does not answer, the first one too, prints one line and the next round
-ships what it did not; the round after a signal reports its failure. --once does one round and
+does not answer, the first one too, is tried again, backing off while
+they fail: an interval after the first failure, twice as long after each
+next one, up to a minute. Each failed try prints one line on stderr
+("round failed", with the tries so far), as does the replicator's own
+reading of the log ("sync failed"), and the first success after them
+("round resumed", "sync resumed"); the round after a signal reports its
+failure. --once does one round and
 exits (store.busy, exit 8, if a reclaim kept it from pushing or the object
 store did not answer). A second replicate on a store one is replicating
 is refused (store.busy, exit 8).
@@ -106,7 +114,8 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := replica.Start(steady, st.DB.Path(), to, replica.Options{Interval: min(o.interval, time.Second), Owner: owner, TakeOver: o.takeOver})
+	logger := slog.New(&replicateLog{w: o.errOut})
+	rep, err := replica.Start(steady, st.DB.Path(), to, replica.Options{Interval: min(o.interval, time.Second), Owner: owner, TakeOver: o.takeOver, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -127,13 +136,15 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 		return nil
 	}
 	// An object store that does not answer fails this round only, the
-	// first one too: what it did not ship, the next one does.
+	// first one too: what it did not ship, the next one does. The rounds
+	// back off while they fail, as the replicator's own loop does.
+	tries := replica.Backoff{What: "round", Interval: o.interval, Logger: logger}
 	riddenOut := func(err error) error {
-		if errors.Is(err, remote.ErrUnavailable) && ctx.Err() == nil {
-			fmt.Fprintf(o.errOut, "wsctl: %v (trying again in %s)\n", err, o.interval)
-			return nil
+		if err != nil && (!errors.Is(err, remote.ErrUnavailable) || ctx.Err() != nil) {
+			return err
 		}
-		return err
+		tries.Done(time.Now(), err)
+		return nil
 	}
 	err = round(steady)
 	if !o.once {
@@ -145,7 +156,9 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 			select {
 			case <-ctx.Done():
 			case <-t.C:
-				err = riddenOut(round(ctx))
+				if tries.Due(time.Now()) {
+					err = riddenOut(round(ctx))
+				}
 				continue
 			}
 			break
@@ -175,3 +188,54 @@ func runReplicate(ctx context.Context, o replicateOptions) error {
 	_, err = fmt.Fprintf(o.out, "replicate: %d rounds to %s\n", rounds, to)
 	return err
 }
+
+// replicateLog prints the lines of the replicator's loop and of the
+// rounds' (replica.Backoff: a try failed, tries resumed) on stderr, one
+// line each in wsctl's style:
+//
+//	wsctl: replicate: round failed (tries 3, trying again in 40s): store.busy: …
+//
+// Litestream's own lines (its compactions and monitors starting and
+// failing) are left out: their failures are the loops' too, which print
+// them at the backoff's pace.
+type replicateLog struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (h *replicateLog) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *replicateLog) Handle(_ context.Context, r slog.Record) error {
+	var tries, failedTries int64
+	var retryIn time.Duration
+	var cause any
+	r.Attrs(func(a slog.Attr) bool {
+		switch k := a.Value.Kind(); {
+		case a.Key == "tries" && k == slog.KindInt64:
+			tries = a.Value.Int64()
+		case a.Key == "failed_tries" && k == slog.KindInt64:
+			failedTries = a.Value.Int64()
+		case a.Key == "retry_in" && k == slog.KindDuration:
+			retryIn = a.Value.Duration()
+		case a.Key == "error":
+			cause = a.Value.Any()
+		}
+		return true
+	})
+	var line string
+	switch {
+	case tries > 0:
+		line = fmt.Sprintf("wsctl: replicate: %s (tries %d, trying again in %s): %v\n", r.Message, tries, retryIn, cause)
+	case failedTries > 0:
+		line = fmt.Sprintf("wsctl: replicate: %s after %d failed tries\n", r.Message, failedTries)
+	default:
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := io.WriteString(h.w, line)
+	return err
+}
+
+func (h *replicateLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *replicateLog) WithGroup(string) slog.Handler      { return h }

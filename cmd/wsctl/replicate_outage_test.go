@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -95,11 +98,17 @@ type replicateResult struct {
 // startReplicate runs wsctl replicate on c's store, a round every 200 ms,
 // until stop or the test's end.
 func startReplicate(t *testing.T, c *cli) *replicating {
+	return startReplicateEvery(t, c, 200*time.Millisecond)
+}
+
+// startReplicateEvery runs wsctl replicate on c's store, a round every
+// interval, until stop or the test's end.
+func startReplicateEvery(t *testing.T, c *cli, interval time.Duration) *replicating {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	r := &replicating{t: t, errOut: &storetest.Buffer{}, cancel: cancel, done: make(chan replicateResult, 1)}
 	go func() {
-		code := execute(ctx, c.app(), []string{"--store", c.store, "replicate", "--interval", "200ms"}, strings.NewReader(""), io.Discard, r.errOut)
+		code := execute(ctx, c.app(), []string{"--store", c.store, "replicate", "--interval", interval.String()}, strings.NewReader(""), io.Discard, r.errOut)
 		r.done <- replicateResult{r.errOut.String(), code}
 	}()
 	return r
@@ -123,4 +132,53 @@ func (r *replicating) waitFor(what string, cond func() bool) {
 func (r *replicating) stop() replicateResult {
 	r.cancel()
 	return <-r.done
+}
+
+// TestReplicateBacksOffInAnOutage: during an outage replicate's rounds
+// back off as the replicator's own loop does: each failed round prints
+// one line, counting the tries, its wait doubling from the interval; over
+// the outage there are at most about log2(outage / interval) of them, not
+// one a round. Once the object store answers a round says so, the store
+// is shipped, and replicate exits 0 at the signal.
+func TestReplicateBacksOffInAnOutage(t *testing.T) {
+	srv, _, desk := demoDesk(t)
+	// 501: a server error the SDK does not retry, so each round fails
+	// at once and they come at the pace replicate sets.
+	var rounds atomic.Int64
+	srv.SetFault(func(r *http.Request) int {
+		if strings.HasSuffix(r.URL.Query().Get("prefix"), "locks/reclaim/") {
+			rounds.Add(1) // each round's push lists the reclaim locks first
+		}
+		return http.StatusNotImplemented
+	})
+
+	const interval = 20 * time.Millisecond
+	rep := startReplicateEvery(t, desk, interval)
+	began := time.Now()
+	failed := regexp.MustCompile(`(?m)^wsctl: replicate: round failed \(tries (\d+), trying again in (\S+)\): .*store\.busy`)
+	rep.waitFor("rounds to fail a while", func() bool {
+		return rounds.Load() >= 4 && time.Since(began) > 3*time.Second
+	})
+	srv.SetFault(nil)
+	window, tried := time.Since(began), rounds.Load()
+	// The first round, then one at least 1, 2, 4, … intervals after the
+	// one before: within the window at most 2 + log2(window / interval)
+	// start, and one more may have begun as the outage ended.
+	bound := 3 + int(math.Log2(float64(window)/float64(interval)))
+	assert.LessOrEqual(t, int(tried), bound, "rounds tried in %s at an interval of %s", window, interval)
+	rep.waitFor("a round to succeed", func() bool { return strings.Contains(rep.errOut.String(), "wsctl: replicate: round resumed after") })
+	rep.waitFor("the store to be shipped", func() bool { return len(srv.Keys("wsstore", "desk/meta/")) > 0 })
+	r := rep.stop()
+	assert.Equal(t, 0, r.code, "stderr: %s", r.errOut)
+
+	lines := failed.FindAllStringSubmatch(r.errOut, -1)
+	assert.LessOrEqual(t, len(lines), bound, "failed rounds printed in %s at an interval of %s: %s", window, interval, r.errOut)
+	wait := interval
+	for i, l := range lines {
+		assert.Equal(t, strconv.Itoa(i+1), l[1], "each line counts the tries")
+		assert.Equal(t, wait.String(), l[2], "the wait doubles")
+		wait = min(2*wait, time.Minute)
+	}
+	assert.Equal(t, 1, strings.Count(r.errOut, "round resumed"))
+	t.Logf("%d rounds tried and %d failures printed over %s at an interval of %s (bound %d)", tried, len(lines), window.Round(time.Millisecond), interval, bound)
 }

@@ -160,9 +160,7 @@ type Replicator struct {
 	mu       sync.Mutex
 	claim    *remote.Claim // nil until the replica is claimed and store opened
 	synced   bool          // Litestream's first sync is made (firstSync)
-	failed   int           // watch's failed tries in a row
-	wait     time.Duration // watch's wait after its last failed try
-	retryAt  time.Time     // when watch tries again after a failure
+	tries    Backoff       // watch's
 
 	stop chan struct{} // closed at Close: watch returns
 	done chan struct{} // closed when watch has returned
@@ -240,7 +238,8 @@ func Start(ctx context.Context, path, url string, opts Options) (*Replicator, er
 	s.SetL0Retention(opts.L0Retention)
 	s.L0RetentionCheckInterval = min(opts.Levels[0], litestream.DefaultL0RetentionCheckInterval)
 	rep := &Replicator{store: s, db: db, unlock: unlock, url: url, owner: opts.Owner, takeOver: opts.TakeOver,
-		interval: opts.Interval, logger: opts.Logger, stop: make(chan struct{}), done: make(chan struct{})}
+		interval: opts.Interval, logger: opts.Logger, stop: make(chan struct{}), done: make(chan struct{}),
+		tries: Backoff{What: "sync", Interval: opts.Interval, Logger: opts.Logger}}
 	// Once Litestream is started, a failure of its first sync is the
 	// next Sync's to report (and retry).
 	if err := rep.ready(ctx); err != nil && !errors.Is(err, remote.ErrUnavailable) && rep.claim == nil {
@@ -277,20 +276,15 @@ func (r *Replicator) ready(ctx context.Context) error {
 	return r.firstSync(ctx)
 }
 
-// maxBackoff is the longest watch waits between two tries while they
-// fail (an interval longer than it is waited for as it is).
-const maxBackoff = time.Minute
-
 // watch reads the write-ahead log into Litestream's local state every
 // interval, as Litestream's own monitor would, until Close; Litestream
 // ships what it read in the background. While its tries fail (the
 // object store does not answer, or refuses the credentials), it backs
-// off as Litestream's monitor does: it waits the interval after the
-// first failure and twice as long after each next one, up to
-// maxBackoff; a Sync that succeeds makes it try at its next turn. Each
-// failed try is logged (a warning, with the count of failed tries so
-// far), so at the backoff's pace, and the try that succeeds after them
-// too.
+// off (Backoff "sync"): it waits the interval after the first failure
+// and twice as long after each next one, up to maxBackoff; a Sync that
+// succeeds makes it try at its next turn. Each failed try is logged (a
+// warning, with the count of failed tries so far), so at the backoff's
+// pace, and the try that succeeds after them too.
 //
 // A read of the log is never cancelled midway (Close waits for it, and
 // Sync reads it whatever its context): Litestream's checkpoint lets go of
@@ -310,7 +304,7 @@ func (r *Replicator) watch() {
 		case <-t.C:
 		}
 		r.mu.Lock()
-		if r.failed == 0 || !time.Now().Before(r.retryAt) {
+		if r.tries.Due(time.Now()) {
 			r.try(ctx)
 		}
 		r.mu.Unlock()
@@ -323,20 +317,7 @@ func (r *Replicator) try(ctx context.Context) {
 	if err == nil {
 		err = r.db.Sync(ctx)
 	}
-	switch {
-	case err != nil:
-		r.failed++
-		if r.wait == 0 {
-			r.wait = r.interval
-		} else {
-			r.wait = min(2*r.wait, max(maxBackoff, r.interval))
-		}
-		r.retryAt = time.Now().Add(r.wait)
-		r.logger.Warn("sync failed", "path", r.db.Path(), "tries", r.failed, "retry_in", r.wait, "error", err)
-	case r.failed > 0:
-		r.logger.Info("sync resumed", "path", r.db.Path(), "failed_tries", r.failed)
-		r.failed, r.wait = 0, 0
-	}
+	r.tries.Done(time.Now(), err, "path", r.db.Path())
 }
 
 // markerName names the file in Litestream's local state directory that
@@ -413,7 +394,7 @@ func (r *Replicator) Sync(ctx context.Context) error {
 	r.mu.Lock()
 	err := r.db.Sync(context.WithoutCancel(ctx)) // see watch
 	if err == nil {
-		r.retryAt = time.Time{} // watch tries at its next turn
+		r.tries.Hurry() // watch tries at its next turn
 	}
 	r.mu.Unlock()
 	if err == nil {
