@@ -105,23 +105,13 @@ func hostDirs(prof Profile, depth int) []vfs.FileInfo {
 	return out
 }
 
-func (t *hostTarget) stat(ctx context.Context) (vfs.FileInfo, error) {
+// stat describes the target with stat, (*vfs.HostFS).Stat or, reading no
+// host file, (*vfs.HostFS).StatNoRead.
+func (t *hostTarget) stat(ctx context.Context, stat func(*vfs.HostFS, context.Context, vfs.Path) (vfs.FileInfo, error)) (vfs.FileInfo, error) {
 	if t.fs == nil {
 		return hostDirs(t.run.Profile, 1)[0], nil
 	}
-	fi, err := t.fs.Stat(ctx, t.rel)
-	if err != nil {
-		return vfs.FileInfo{}, t.err(err)
-	}
-	return t.info(fi), nil
-}
-
-// statNoRead is stat reading no host file (vfs.HostFS.StatNoRead).
-func (t *hostTarget) statNoRead(ctx context.Context) (vfs.FileInfo, error) {
-	if t.fs == nil {
-		return hostDirs(t.run.Profile, 1)[0], nil
-	}
-	fi, err := t.fs.StatNoRead(ctx, t.rel)
+	fi, err := stat(t.fs, ctx, t.rel)
 	if err != nil {
 		return vfs.FileInfo{}, t.err(err)
 	}

@@ -166,7 +166,7 @@ func (w *Workspace) Stat(ctx context.Context, p vfs.Path) (vfs.FileInfo, error) 
 			return vfs.FileInfo{}, err
 		}
 		defer t.close()
-		return t.stat(ctx)
+		return t.stat(ctx, (*vfs.HostFS).Stat)
 	}
 	if _, _, _, ok := w.s.virtual.Match(p); ok {
 		return w.s.virtual.Stat(ctx, p)
@@ -214,7 +214,7 @@ func (w *Workspace) StatNoRead(ctx context.Context, p vfs.Path) (vfs.FileInfo, e
 			return vfs.FileInfo{}, err
 		}
 		defer t.close()
-		return t.statNoRead(ctx)
+		return t.stat(ctx, (*vfs.HostFS).StatNoRead)
 	}
 	return w.Stat(ctx, p)
 }

@@ -386,26 +386,23 @@ func readError(ctx context.Context, op string, p Path, write bool, err error) er
 }
 
 // Stat describes p; for a file it reads the content, as it streams, to
-// give its hash. It fails with wserr.FileNotFound, wserr.InvalidPath (a
-// symlink leading out of the mount, a symlink loop, a FIFO or device) or
-// wserr.PathNotVisible (the host refuses access).
+// give its hash: it is StatNoRead and the hash. It fails with
+// wserr.FileNotFound, wserr.InvalidPath (a symlink leading out of the
+// mount, a symlink loop, a FIFO or device), wserr.PathNotVisible (the host
+// refuses access) or wserr.PathNotAllowed (a file the mount may never
+// open, HostOptions.Forbidden).
 func (h *HostFS) Stat(ctx context.Context, p Path) (FileInfo, error) {
-	const op = "stat"
-	if err := ctx.Err(); err != nil {
-		return FileInfo{}, canceled(op, p, err)
+	info, err := h.StatNoRead(ctx, p)
+	if err != nil || info.Kind == KindDir {
+		return info, err
 	}
-	fi, err := h.stat(op, p, false)
+	// The open checks again what StatNoRead found: the file may have
+	// been replaced since.
+	hash, n, fi, err := h.hashFile(ctx, "stat", p, false)
 	if err != nil {
 		return FileInfo{}, err
 	}
-	if fi.IsDir() {
-		return h.info(p, fi), nil
-	}
-	hash, n, fi, err := h.hashFile(ctx, op, p, false)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	info := h.info(p, fi)
+	info = h.info(p, fi)
 	info.Size, info.Hash = n, hash
 	return info, nil
 }
@@ -413,8 +410,7 @@ func (h *HostFS) Stat(ctx context.Context, p Path) (FileInfo, error) {
 // StatNoRead is Stat without the hash: it reads no file's content, so a
 // file's Hash is zero and its Size is what the host reports. It is for a
 // caller that reads the file next (Open hashes it as it opens it). It
-// fails like Stat, and with wserr.PathNotAllowed for a file the mount may
-// never open (HostOptions.Forbidden).
+// fails like Stat.
 func (h *HostFS) StatNoRead(ctx context.Context, p Path) (FileInfo, error) {
 	const op = "stat"
 	if err := ctx.Err(); err != nil {

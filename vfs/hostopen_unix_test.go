@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wsstore/wsstore/cas"
 	"github.com/wsstore/wsstore/wserr"
 )
 
@@ -144,5 +145,46 @@ func TestStatNoRead(t *testing.T) {
 	for name, code := range map[string]wserr.Code{"pipe": wserr.InvalidPath, "gone": wserr.FileNotFound, "db": wserr.PathNotAllowed} {
 		_, err := h.StatNoRead(ctx, MustPath(name))
 		assert.Equal(t, code, wserr.CodeOf(err), "%s: %v", name, err)
+	}
+}
+
+// TestStatIsStatNoReadAndTheHash: Stat describes every path as StatNoRead
+// does, with a file's hash and the length read, and refuses what
+// StatNoRead refuses with the same error: a FIFO, a missing file, a link
+// out of the mount, a file the mount's Forbidden names.
+func TestStatIsStatNoReadAndTheHash(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "plain"), []byte("plain"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "db"), []byte("db"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	require.NoError(t, os.Symlink("..", filepath.Join(dir, "out")))
+	db, err := os.Stat(filepath.Join(dir, "db"))
+	require.NoError(t, err)
+	h, err := OpenHostWith(dir, HostOptions{Forbidden: func(fi fs.FileInfo) bool { return os.SameFile(fi, db) }})
+	require.NoError(t, err)
+	defer h.Close()
+	ctx := t.Context()
+
+	for _, name := range []string{".", "sub", "plain", "pipe", "gone", "db", "out/x"} {
+		t.Run(name, func(t *testing.T) {
+			p := Root()
+			if name != "." {
+				p = MustPath(name)
+			}
+			got, err := h.Stat(ctx, p)
+			want, werr := h.StatNoRead(ctx, p)
+			if werr != nil {
+				require.Error(t, err)
+				assert.Equal(t, wserr.CodeOf(werr), wserr.CodeOf(err))
+				assert.Equal(t, werr.Error(), err.Error())
+				return
+			}
+			require.NoError(t, err)
+			if want.Kind == KindFile {
+				want.Hash = cas.Sum([]byte(name))
+			}
+			assert.Equal(t, want, got)
+		})
 	}
 }
