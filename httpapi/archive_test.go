@@ -230,7 +230,7 @@ func TestHeadExport(t *testing.T) {
 	b := httpapi.FromStore(st)
 	counting := &countingArchiver{Archiver: b.Archive}
 	b.Archive = counting
-	h := httpapi.New(b, httpapi.Options{})
+	h := mustNew(t, b, httpapi.Options{})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); srv.Close() })
 	s := &server{t: t, st: st, h: h, srv: srv}

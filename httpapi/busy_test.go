@@ -44,7 +44,7 @@ func TestBusyIsRetried(t *testing.T) {
 	st := storetest.OpenStoreWith(t, wsstore.Options{Index: index.Options{BusyTimeout: 5 * time.Millisecond}})
 	_, tok, err := st.Tokens.Create(ctx, tokens.Spec{})
 	require.NoError(t, err)
-	srv := httptest.NewServer(httpapi.New(httpapi.FromStore(st), httpapi.Options{SpoolDir: t.TempDir()}))
+	srv := httptest.NewServer(mustNew(t, httpapi.FromStore(st), httpapi.Options{SpoolDir: t.TempDir()}))
 	defer srv.Close()
 
 	// An archive of 3 MiB from another store, for the import.

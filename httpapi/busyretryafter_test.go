@@ -28,7 +28,7 @@ func TestBusyPastTheDeadlineSaysWhenToRetry(t *testing.T) {
 	st := storetest.OpenStoreWith(t, wsstore.Options{Index: index.Options{BusyTimeout: 5 * time.Millisecond}})
 	_, tok, err := st.Tokens.Create(ctx, tokens.Spec{})
 	require.NoError(t, err)
-	srv := httptest.NewServer(httpapi.New(httpapi.FromStore(st), httpapi.Options{BusyDeadline: 50 * time.Millisecond, SpoolDir: t.TempDir()}))
+	srv := httptest.NewServer(mustNew(t, httpapi.FromStore(st), httpapi.Options{BusyDeadline: 50 * time.Millisecond, SpoolDir: t.TempDir()}))
 	defer srv.Close()
 	release := storetest.HoldWriteLock(t, filepath.Join(st.Dir, wsstore.DBName))
 	defer release()

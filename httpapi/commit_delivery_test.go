@@ -60,7 +60,7 @@ func (w *actsOnFlush) start() {
 // store.busy, which /v1/op retries, and the finish goes through.
 func TestFinishRightAfterAnHTTPCommit(t *testing.T) {
 	st := storetest.OpenStore(t)
-	h := httpapi.New(httpapi.FromStore(st), httpapi.Options{})
+	h := mustNew(t, httpapi.FromStore(st), httpapi.Options{})
 	_, tok, err := st.Tokens.Create(context.Background(), tokens.Spec{Name: "full"})
 	require.NoError(t, err)
 	var srv *httptest.Server
@@ -141,7 +141,7 @@ func TestHTTPCommitToAClientThatWentAway(t *testing.T) {
 	for _, buffered := range []bool{false, true} {
 		t.Run(map[bool]string{false: "WriteFails", true: "FlushFails"}[buffered], func(t *testing.T) {
 			st := storetest.OpenStore(t)
-			h := httpapi.New(httpapi.FromStore(st), httpapi.Options{})
+			h := mustNew(t, httpapi.FromStore(st), httpapi.Options{})
 			_, tok, err := st.Tokens.Create(context.Background(), tokens.Spec{Name: "full"})
 			require.NoError(t, err)
 			op := func(req string, gone bool) int {

@@ -96,7 +96,7 @@ func FuzzRequest(f *testing.F) {
 	require.NoError(f, err)
 	_, tok, err := st.Tokens.Create(ctx, tokens.Spec{Name: "full"})
 	require.NoError(f, err)
-	h := httpapi.New(httpapi.FromStore(st), httpapi.Options{MaxWait: 10 * time.Millisecond, Heartbeat: 5 * time.Millisecond,
+	h := mustNew(f, httpapi.FromStore(st), httpapi.Options{MaxWait: 10 * time.Millisecond, Heartbeat: 5 * time.Millisecond,
 		FollowPoll: time.Millisecond, IOTimeout: -1, SpoolDir: f.TempDir()})
 	f.Cleanup(h.Close)
 	var arc bytes.Buffer

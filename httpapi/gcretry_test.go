@@ -51,7 +51,7 @@ func TestWorkspaceGCRetriedCountsWhatItPruned(t *testing.T) {
 	calls := 0
 	b := httpapi.FromStore(st)
 	b.GC = busyOnceCollector{b.GC, &calls}
-	h := httpapi.New(b, httpapi.Options{})
+	h := mustNew(t, b, httpapi.Options{})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); srv.Close() })
 

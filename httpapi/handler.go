@@ -102,7 +102,8 @@ func FromStore(st *wsstore.Store) Backend {
 	}
 }
 
-// Options configure the handler. The zero value means the defaults.
+// Options configure the handler. The zero value means the defaults; a
+// negative limit where none has a meaning is refused (Validate).
 type Options struct {
 	// MaxRequestBytes bounds a JSON request body (an op request);
 	// default DefaultMaxRequestBytes, batch's longest line.
@@ -209,14 +210,44 @@ type Handler struct {
 	transfers chan struct{}
 }
 
-// New returns the handler over b.
-func New(b Backend, opts Options) *Handler {
+// Validate refuses, with store.invalid_options naming the field, a
+// negative MaxRequestBytes, MaxUploadBytes, BusyDeadline, FollowPoll,
+// MaxWait or Heartbeat: zero asks for the default (for MaxUploadBytes, no
+// bound), and no negative one means anything. (A negative IOTimeout,
+// ReadIOTimeout, WriteIOTimeout or MaxTransfers has a meaning of its own.)
+// New checks it.
+func (o Options) Validate() error {
+	for _, f := range []struct {
+		name string
+		neg  bool
+		v    any
+	}{
+		{"MaxRequestBytes", o.MaxRequestBytes < 0, o.MaxRequestBytes},
+		{"MaxUploadBytes", o.MaxUploadBytes < 0, o.MaxUploadBytes},
+		{"BusyDeadline", o.BusyDeadline < 0, o.BusyDeadline},
+		{"FollowPoll", o.FollowPoll < 0, o.FollowPoll},
+		{"MaxWait", o.MaxWait < 0, o.MaxWait},
+		{"Heartbeat", o.Heartbeat < 0, o.Heartbeat},
+	} {
+		if f.neg {
+			return wserr.New(wserr.InvalidOptions, "httpapi", "", "Options.%s is %v: it must not be negative (0: the default)", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// New returns the handler over b. It fails with store.invalid_options for
+// options Validate refuses.
+func New(b Backend, opts Options) (*Handler, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	h := &Handler{b: b, opts: opts.withDefaults(), mux: http.NewServeMux(), closing: make(chan struct{})}
 	if h.opts.MaxTransfers > 0 {
 		h.transfers = make(chan struct{}, h.opts.MaxTransfers)
 	}
 	h.routes()
-	return h
+	return h, nil
 }
 
 // turn waits for a turn to serve a transfer (a stream of a file or an

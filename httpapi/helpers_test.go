@@ -35,7 +35,7 @@ func newServer(t *testing.T, opts httpapi.Options) *server {
 	if opts.FollowPoll == 0 {
 		opts.FollowPoll = 5 * time.Millisecond
 	}
-	h := httpapi.New(httpapi.FromStore(st), opts)
+	h := mustNew(t, httpapi.FromStore(st), opts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); srv.Close() })
 	s := &server{t: t, st: st, h: h, srv: srv}
@@ -150,4 +150,12 @@ func (w *compareWriter) Write(b []byte) (int, error) {
 	}
 	w.n += int64(len(b))
 	return len(b), nil
+}
+
+// mustNew is httpapi.New for options the test knows are valid.
+func mustNew(tb testing.TB, b httpapi.Backend, opts httpapi.Options) *httpapi.Handler {
+	tb.Helper()
+	h, err := httpapi.New(b, opts)
+	require.NoError(tb, err)
+	return h
 }

@@ -62,7 +62,7 @@ func TestLargeListingsTakeTurns(t *testing.T) {
 	spaces := &gatedSpaces{Spaces: st.Actors, gate: make(chan struct{})}
 	b := httpapi.FromStore(st)
 	b.Actors, b.Protocol.Actors = spaces, spaces
-	h := httpapi.New(b, httpapi.Options{MaxTransfers: 2, BusyDeadline: 200 * time.Millisecond})
+	h := mustNew(t, b, httpapi.Options{MaxTransfers: 2, BusyDeadline: 200 * time.Millisecond})
 	t.Cleanup(h.Close)
 	_, tok, err := st.Tokens.Create(context.Background(), tokens.Spec{Name: "full"})
 	require.NoError(t, err)

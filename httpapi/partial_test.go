@@ -104,7 +104,7 @@ func TestWorkspaceGCFailingAfterThePruneSaysWhatItPruned(t *testing.T) {
 // serverOver serves b, over st, as newServer serves a store.
 func serverOver(t *testing.T, st *wsstore.Store, b httpapi.Backend, opts httpapi.Options) *server {
 	t.Helper()
-	h := httpapi.New(b, opts)
+	h := mustNew(t, b, opts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { h.Close(); srv.Close() })
 	return &server{t: t, st: st, h: h, srv: srv}

@@ -55,7 +55,7 @@ func TestRange(t *testing.T) {
 	b := httpapi.FromStore(st)
 	blobs := &countingBlobs{Blobs: b.Blobs}
 	b.Blobs = blobs
-	srv := httptest.NewServer(httpapi.New(b, httpapi.Options{}))
+	srv := httptest.NewServer(mustNew(t, b, httpapi.Options{}))
 	defer srv.Close()
 	_, tok, err := st.Tokens.Create(context.Background(), tokens.Spec{})
 	require.NoError(t, err)

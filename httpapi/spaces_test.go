@@ -213,7 +213,7 @@ func TestWorkspacePagesReadAPageOfActors(t *testing.T) {
 	measure := func(n int) cost {
 		var rec storetest.Statements
 		st := storetest.OpenStoreWith(t, wsstore.Options{Index: index.Options{Trace: rec.Trace}})
-		h := httpapi.New(httpapi.FromStore(st), httpapi.Options{})
+		h := mustNew(t, httpapi.FromStore(st), httpapi.Options{})
 		srv := httptest.NewServer(h)
 		t.Cleanup(func() { h.Close(); srv.Close() })
 		s := &server{t: t, st: st, h: h, srv: srv}

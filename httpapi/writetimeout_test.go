@@ -72,7 +72,7 @@ func (a slowArchiver) Export(ctx context.Context, w io.Writer, scope archive.Sco
 func timedServer(t *testing.T, b httpapi.Backend, opts httpapi.Options) *httptest.Server {
 	t.Helper()
 	opts.ReadIOTimeout, opts.WriteIOTimeout = writeTimeout, writeTimeout
-	h := httpapi.New(b, opts)
+	h := mustNew(t, b, opts)
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ReadTimeout, srv.Config.WriteTimeout = writeTimeout, writeTimeout
 	srv.Start()

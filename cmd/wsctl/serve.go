@@ -155,7 +155,7 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	h := httpapi.New(httpapi.FromStore(st), httpapi.Options{
+	h, err := httpapi.New(httpapi.FromStore(st), httpapi.Options{
 		MaxRequestBytes: o.maxRequest, MaxUploadBytes: o.maxUpload, BusyDeadline: o.busyDeadline, MaxTransfers: o.maxTransfers,
 		CORSOrigins: o.corsOrigins, AccessLog: o.errOut,
 		// A transfer may stall as long as the flags let a request be read
@@ -164,6 +164,9 @@ func runServe(ctx context.Context, o serveOptions, _ []string) error {
 		// Beside the store, on the disk that takes the upload anyway.
 		SpoolDir: st.Dir,
 	})
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if addrInUse(err) {
 		// The address is right; another process holds it, as a non-empty
