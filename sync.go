@@ -29,16 +29,20 @@ type SyncReport struct {
 	// Pushed and Pulled are the blob tier's push and pull.
 	Pushed remote.PushStats `json:"pushed"`
 	Pulled remote.PullStats `json:"pulled"`
-	// TookIn names the other devices' segments read; Added, Updated and
-	// Unchanged the chats, runs and actor spaces they brought, as
-	// "run ID"; Deleted what their tombstones deleted here; Conflicts
-	// what was left as it was, by name.
-	TookIn    []string           `json:"tookIn"`
-	Added     []string           `json:"added"`
-	Updated   []string           `json:"updated"`
-	Unchanged int                `json:"unchanged"`
-	Deleted   []string           `json:"deleted"`
-	Conflicts []archive.Conflict `json:"conflicts"`
+	// TookIn names the other devices' segments read; Added and Updated
+	// name the chats, runs and actor spaces they brought, as "run ID",
+	// the first MaxTakenNames of each in the order they were taken in,
+	// and AddedCount and UpdatedCount count them all; Unchanged counts
+	// those held already; Deleted names what their tombstones deleted
+	// here; Conflicts what was left as it was, by name.
+	TookIn       []string           `json:"tookIn"`
+	Added        []string           `json:"added"`
+	AddedCount   int                `json:"addedCount"`
+	Updated      []string           `json:"updated"`
+	UpdatedCount int                `json:"updatedCount"`
+	Unchanged    int                `json:"unchanged"`
+	Deleted      []string           `json:"deleted"`
+	Conflicts    []archive.Conflict `json:"conflicts"`
 	// Published is the key of the segment this store wrote ("" when it
 	// had nothing new to say), Base whether it was a base segment, and
 	// SegmentBytes its size; Sent names what it carried, as "run ID",
@@ -64,6 +68,11 @@ type SyncReport struct {
 // MaxSentNames bounds the names in SyncReport.Sent, so that a report of a
 // base segment does not grow with the store; SentCount counts them all.
 const MaxSentNames = 1000
+
+// MaxTakenNames bounds the names in SyncReport.Added and Updated, so that
+// the report of taking in a base does not grow with the store;
+// AddedCount and UpdatedCount count them all.
+const MaxTakenNames = 1000
 
 // Sync reconciles the store with every other store that syncs through its
 // remote blob tier (docs/remote.md, "Sync"), holding a sync lock on the
@@ -632,12 +641,16 @@ func (s *Store) firstEvent(ctx context.Context, tx *index.Tx, id string) (cas.Ha
 
 // takeIn reads one segment of another device and takes in its archive
 // and its tombstones; later are the segments the sync reads after it.
+// What the archive brought is listed on disk beyond a page (broughtList)
+// and read back a page at a time, so taking in a base of any size holds
+// a page of its items.
 func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.SegmentHeader, arch *remote.Spool, rep *SyncReport, later []remote.Segment, read map[string]string) error {
 	early, err := s.deleteReplaced(ctx, h.Tombstones, rep)
 	if err != nil {
 		return err
 	}
-	var brought []string
+	brought := newBroughtList(ctx)
+	defer brought.Close()
 	if arch.Size() > 0 {
 		r, err := arch.Reader()
 		if err != nil {
@@ -646,14 +659,29 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 		if err := s.recoverBlobs(ctx, r); err != nil {
 			return err
 		}
+		// The conflicts of the last import, and what the first held
+		// already.
+		var conflicts []archive.Conflict
+		unchanged := 0
+		opt := archive.Options{Merge: true, Taken: func(o archive.Outcome, name string, c archive.Conflict) error {
+			switch o {
+			case archive.Added, archive.Updated:
+				return brought.push(name, o == archive.Added)
+			case archive.Unchanged:
+				unchanged++
+			case archive.Conflicted:
+				conflicts = append(conflicts, c)
+			}
+			return nil
+		}}
 		if r, err = arch.Reader(); err != nil {
 			return err
 		}
-		sum, err := s.Archive.Import(ctx, r, archive.Options{Merge: true})
-		if err != nil {
+		if _, err := s.Archive.Import(ctx, r, opt); err != nil {
 			return err
 		}
-		freed, err := s.freeForOtherRuns(ctx, sum.Conflicts, later, read, rep)
+		rep.Unchanged += unchanged
+		freed, err := s.freeForOtherRuns(ctx, conflicts, later, read, rep)
 		if err != nil {
 			return err
 		}
@@ -664,53 +692,38 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 			if r, err = arch.Reader(); err != nil {
 				return err
 			}
-			again, err := s.Archive.Import(ctx, r, archive.Options{Merge: true})
-			if err != nil {
+			conflicts, unchanged = nil, 0
+			if _, err := s.Archive.Import(ctx, r, opt); err != nil {
 				return err
 			}
-			sum.Added = append(sum.Added, again.Added...)
-			sum.Updated = append(sum.Updated, again.Updated...)
-			sum.Conflicts = again.Conflicts
 		}
-		rep.Added = append(rep.Added, sum.Added...)
-		rep.Updated = append(rep.Updated, sum.Updated...)
-		rep.Unchanged += len(sum.Unchanged)
-		settled, err := s.tailsOfDeleted(ctx, sum.Conflicts, h.Tombstones, rep.Device)
+		if err := brought.eachName(func(name string, added bool) error {
+			list, n := &rep.Updated, &rep.UpdatedCount
+			if added {
+				list, n = &rep.Added, &rep.AddedCount
+			}
+			if *n++; len(*list) < MaxTakenNames {
+				*list = append(*list, name)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		settled, err := s.tailsOfDeleted(ctx, conflicts, h.Tombstones, rep.Device)
 		if err != nil {
 			return err
 		}
-		rep.Conflicts = append(rep.Conflicts, slices.DeleteFunc(sum.Conflicts, settled)...)
-		brought = append(append(brought, sum.Added...), sum.Updated...)
+		rep.Conflicts = append(rep.Conflicts, slices.DeleteFunc(conflicts, settled)...)
 	}
-	// Only what the segment names is looked at: taking in costs what
-	// the segment holds.
-	names := slices.Clone(brought)
-	for _, tb := range h.Tombstones {
-		names = append(names, tb.Kind+" "+tb.ID)
-	}
-	cur, err := s.itemsOf(ctx, names)
-	if err != nil {
-		return err
-	}
-	t := remote.TakenIn{Segment: seg, Tombstones: h.Tombstones, Drop: early}
-	var items []remote.Item
-	for _, name := range brought {
-		if it, ok := cur[name]; ok {
-			items = append(items, it)
-		}
-	}
-	if err := s.withLast(ctx, items); err != nil {
-		return err
-	}
-	t.Items = items
 	// This segment's tombstones, runs before chats; then the tombstones
 	// known before of what the segment brought back, one per run its id
-	// named (the later deletion of each).
+	// named (the later deletion of each). Only what the segment names is
+	// looked at: taking in costs what the segment holds.
 	tombs := slices.Clone(h.Tombstones)
-	for _, name := range brought {
+	if err := brought.eachName(func(name string, _ bool) error {
 		kind, id, _ := strings.Cut(name, " ")
 		if kind != "run" && kind != "chat" {
-			continue
+			return nil
 		}
 		known, err := s.Remote.FindTombstones(ctx, s.DB, kind, id)
 		if err != nil {
@@ -727,30 +740,68 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 				tombs[i] = old
 			}
 		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	slices.SortStableFunc(tombs, func(a, b remote.Tombstone) int {
 		return strings.Compare(b.Kind, a.Kind) // "run" before "chat"
 	})
-	// The synced states the tombstones are applied against: of what the
-	// segment brought, its state here now. Only the names the tombstones
-	// name are looked up, not every item a base brings.
 	tombNames := make(map[string]bool, len(tombs))
 	for _, tb := range tombs {
 		tombNames[tb.Kind+" "+tb.ID] = true
+	}
+	// The state now of what the segment brought, a page at a time, listed
+	// to be recorded as synced; of what the tombstones name, the synced
+	// state they are applied against.
+	broughtStates := map[string]remote.Item{}
+	broughtTombs := map[string]bool{} // of what the tombstones name
+	if err := brought.eachPage(func(names []string) error {
+		cur, err := s.itemsOf(ctx, names)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if tombNames[name] {
+				broughtTombs[name] = true
+			}
+		}
+		var items []remote.Item
+		for _, name := range names {
+			if it, ok := cur[name]; ok {
+				items = append(items, it)
+			}
+		}
+		if err := s.withLast(ctx, items); err != nil {
+			return err
+		}
+		for _, it := range items {
+			if tombNames[it.Name()] {
+				broughtStates[it.Name()] = it
+			}
+			if err := brought.pushItem(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	cur, err := s.itemsOf(ctx, slices.Collect(maps.Keys(tombNames)))
+	if err != nil {
+		return err
 	}
 	synced, err := s.Remote.ItemsNamed(ctx, s.DB, slices.Collect(maps.Keys(tombNames)))
 	if err != nil {
 		return err
 	}
-	for _, it := range items {
-		if tombNames[it.Name()] {
-			synced[it.Name()] = it
-		}
-	}
+	maps.Copy(synced, broughtStates)
+	t := remote.TakenIn{Segment: seg, Tombstones: h.Tombstones, Drop: early}
+	gone := map[string]bool{}
 	for _, tb := range tombs {
 		conflicts := len(rep.Conflicts)
 		var another bool
-		gone, err := s.applyTombstone(ctx, tb, cur, synced, rep, &another)
+		deleted, err := s.applyTombstone(ctx, tb, cur, synced, rep, &another)
 		if err != nil {
 			return err
 		}
@@ -760,7 +811,7 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 		// under the same id, which a device may have held and refused
 		// this one for: either way the next segment sends it whole.
 		resend := len(rep.Conflicts) > conflicts || another
-		if it, ok := cur[name]; ok && tb.Kind == "run" && resend && !slices.Contains(brought, name) {
+		if it, ok := cur[name]; ok && tb.Kind == "run" && resend && !broughtTombs[name] {
 			one := []remote.Item{it}
 			if err := s.withLast(ctx, one); err != nil {
 				return err
@@ -769,12 +820,21 @@ func (s *Store) takeIn(ctx context.Context, seg remote.Segment, h remote.Segment
 			it.FP, it.Sent = remote.Resend, false
 			t.Items = append(slices.DeleteFunc(t.Items, func(x remote.Item) bool { return x.Name() == name }), it)
 		}
-		if gone {
+		if deleted {
 			rep.Deleted = append(rep.Deleted, name)
 			t.Drop = append(t.Drop, remote.Item{Kind: tb.Kind, ID: tb.ID})
 			t.Items = slices.DeleteFunc(t.Items, func(it remote.Item) bool { return it.Name() == name })
+			gone[name] = true
 			delete(cur, name)
 		}
+	}
+	t.EachItem = func(fn func(remote.Item) error) error {
+		return brought.eachItem(func(it remote.Item) error {
+			if gone[it.Name()] {
+				return nil
+			}
+			return fn(it)
+		})
 	}
 	return s.Remote.RecordTakenIn(ctx, s.DB, t)
 }

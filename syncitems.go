@@ -108,3 +108,105 @@ func (l *itemList) eachItem(fn func(it remote.Item) error) error {
 
 // Close removes the scratch database, if the list spilled to one.
 func (l *itemList) Close() error { return l.spill.Close() }
+
+// newBroughtBytes returns an empty list of sp for a broughtList. Tests
+// wrap it to inject failures.
+var newBroughtBytes = func(sp *index.Spill) byteList { return sp.NewList() }
+
+// broughtList holds what the archive of a segment taken in brought: the
+// names of what it added and of what it brought forward, in the order
+// the import settled them, and then their states here, in memory up to
+// itemSpillAfter of each and in a scratch database beyond (index.Spill),
+// so that taking in a base holds a page of its items however many it
+// brings. Close it when done.
+type broughtList struct {
+	spill                 *index.Spill
+	added, updated, items byteList
+}
+
+func newBroughtList(ctx context.Context) *broughtList {
+	sp := index.NewSpill(ctx, itemSpillAfter)
+	return &broughtList{spill: sp, added: newBroughtBytes(sp), updated: newBroughtBytes(sp), items: newBroughtBytes(sp)}
+}
+
+// push appends name to the names added (added) or brought forward.
+func (l *broughtList) push(name string, added bool) error {
+	list := l.updated
+	if added {
+		list = l.added
+	}
+	if err := list.Push([]byte(name)); err != nil {
+		return fmt.Errorf("sync: list what a segment brought: %w", err)
+	}
+	return nil
+}
+
+// eachName calls fn with every name pushed, those added first, and
+// whether it was added.
+func (l *broughtList) eachName(fn func(name string, added bool) error) error {
+	for _, list := range []byteList{l.added, l.updated} {
+		for i := range list.Len() {
+			b, err := list.At(i)
+			if err != nil {
+				return fmt.Errorf("sync: list what a segment brought: %w", err)
+			}
+			if err := fn(string(b), list == l.added); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// eachPage calls fn with the names pushed, itemPage at a time, in
+// eachName's order.
+func (l *broughtList) eachPage(fn func(names []string) error) error {
+	page := make([]string, 0, itemPage)
+	if err := l.eachName(func(name string, _ bool) error {
+		if page = append(page, name); len(page) < itemPage {
+			return nil
+		}
+		err := fn(page)
+		page = page[:0]
+		return err
+	}); err != nil {
+		return err
+	}
+	if len(page) == 0 {
+		return nil
+	}
+	return fn(page)
+}
+
+// pushItem appends it to the states.
+func (l *broughtList) pushItem(it remote.Item) error {
+	b, err := json.Marshal(it)
+	if err != nil {
+		return err
+	}
+	if err := l.items.Push(b); err != nil {
+		return fmt.Errorf("sync: list what a segment brought: %w", err)
+	}
+	return nil
+}
+
+// eachItem calls fn with every state pushed, in order.
+func (l *broughtList) eachItem(fn func(it remote.Item) error) error {
+	for i := range l.items.Len() {
+		b, err := l.items.At(i)
+		if err != nil {
+			return fmt.Errorf("sync: list what a segment brought: %w", err)
+		}
+		var it remote.Item
+		if err := json.Unmarshal(b, &it); err != nil {
+			return fmt.Errorf("sync: list what a segment brought: %w", err)
+		}
+		if err := fn(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close removes the scratch database, if the list spilled to one.
+func (l *broughtList) Close() error { return l.spill.Close() }

@@ -120,3 +120,74 @@ func TestSyncItemListFailing(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncTakeInListFailing: a sync whose list of what another device's
+// segment brought fails, at each of its reads in turn (while it reports
+// them, looks up their tombstones, reads their states and records them
+// as synced), records nothing of the segment as taken in: the next sync
+// takes it in again, and no run is lost on any device.
+func TestSyncTakeInListFailing(t *testing.T) {
+	s3fake.TestEnv(t)
+	ctx := context.Background()
+	ids := []string{"r-0", "r-1", "r-2", "r-3"}
+	done := false
+	for n := 1; !done; n++ {
+		t.Run(fmt.Sprintf("Read%d", n), func(t *testing.T) {
+			srv := s3fake.New("wsstore")
+			t.Cleanup(srv.Close)
+			open := func() *Store {
+				st, err := Open(ctx, t.TempDir(), Options{Blobs: "s3://wsstore/team?endpoint=" + srv.URL,
+					Remote: remote.Options{PackSize: 64 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
+				require.NoError(t, err)
+				t.Cleanup(func() { st.Close() })
+				return st
+			}
+			runIDs := func(st *Store) []string {
+				rs, err := st.Runs.Runs(ctx, runs.ListQuery{})
+				require.NoError(t, err)
+				var out []string
+				for _, r := range rs {
+					out = append(out, r.ID)
+				}
+				return out
+			}
+			a := open()
+			for _, id := range ids {
+				_, err := a.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: id})
+				require.NoError(t, err)
+			}
+			sent, err := a.Sync(ctx)
+			require.NoError(t, err)
+
+			lowItemSpill(t, 1)
+			b := open()
+			reads := 0
+			old := newBroughtBytes
+			newBroughtBytes = func(sp *index.Spill) byteList { return failingList{old(sp), &reads, n} }
+			rep, err := b.Sync(ctx)
+			newBroughtBytes = old
+			if done = err == nil; done {
+				require.Greater(t, n, 15, "the sync reads what the segment brought")
+				require.Less(t, reads, n, "a sync that succeeds met no failed read")
+				assert.Equal(t, 5, rep.AddedCount, "the chat and its runs")
+				return
+			}
+			require.ErrorContains(t, err, "injected read failure")
+			applied, err := b.Remote.Applied(ctx, b.DB)
+			require.NoError(t, err)
+			assert.Empty(t, applied[sent.Device], "the segment is not recorded as taken in")
+
+			rep, err = b.Sync(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, []string{sent.Published}, rep.TookIn, "taken in again")
+			assert.ElementsMatch(t, ids, runIDs(b))
+			_, err = a.Sync(ctx)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, ids, runIDs(a))
+			c := open()
+			_, err = c.Sync(ctx)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, ids, runIDs(c))
+		})
+	}
+}

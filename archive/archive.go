@@ -196,7 +196,36 @@ type Options struct {
 	// POST /v1/import) must not give itself a run that reaches the host's
 	// directories.
 	NoHostPaths bool
+	// Taken (import), if set, is called with each chat, run and actor
+	// space as the import settles it, whatever Summary's lists have room
+	// for: what became of it, its name ("run ID") and, for Conflicted,
+	// the conflict. It is called from inside the import's write
+	// transaction, as Progress is, and must not write to the store; its
+	// error fails the import, which then imports nothing.
+	Taken func(o Outcome, name string, c Conflict) error
 }
+
+// Outcome is what an import did with one chat, run or actor space.
+type Outcome string
+
+// The outcomes of an import, each a list of Summary's.
+const (
+	Added      Outcome = "added"
+	Unchanged  Outcome = "unchanged"
+	Updated    Outcome = "updated"
+	Conflicted Outcome = "conflicts"
+)
+
+// MaxNames bounds each of an import's Summary.Added, Unchanged and
+// Updated, and MaxConflicts its Conflicts, so that a summary does not grow
+// with the archive: each names the first of its objects in the order the
+// import settled them, and AddedCount, UnchangedCount, UpdatedCount and
+// ConflictCount count them all. A conflict, which someone must settle, is
+// named ten times as far.
+const (
+	MaxNames     = 1000
+	MaxConflicts = 10 * MaxNames
+)
 
 // Conflict is one object an import left as it was because the store holds
 // another version of it.
@@ -228,14 +257,24 @@ type Summary struct {
 	Events       int64 `json:"events"`
 	// On import: NewObjects counts the blobs new to the store; Added,
 	// Unchanged and Conflicts name each chat, run and actor space as new,
-	// held already, or held otherwise (left as it was). An import's three
-	// lists are never nil, so its JSON always carries them (an export's
-	// never does).
-	NewObjects int64      `json:"newObjects,omitempty"`
-	Added      []string   `json:"added,omitzero"`
-	Unchanged  []string   `json:"unchanged,omitzero"`
-	Updated    []string   `json:"updated,omitempty"`
-	Conflicts  []Conflict `json:"conflicts,omitzero"`
+	// held already, or held otherwise (left as it was), and Updated
+	// (Options.Merge) what was brought forward: the first MaxNames of
+	// each (MaxConflicts conflicts) in the order the import settled them,
+	// the archive's (chats, runs by id, actor spaces by name) but for the
+	// chats a merge reconciles, which come last. AddedCount,
+	// UnchangedCount, UpdatedCount and ConflictCount count them all. An
+	// import's Added, Unchanged and Conflicts are never nil, so its JSON
+	// always carries them (an export's never does); a count of none is
+	// left out.
+	NewObjects     int64      `json:"newObjects,omitempty"`
+	Added          []string   `json:"added,omitzero"`
+	Unchanged      []string   `json:"unchanged,omitzero"`
+	Updated        []string   `json:"updated,omitempty"`
+	Conflicts      []Conflict `json:"conflicts,omitzero"`
+	AddedCount     int        `json:"addedCount,omitempty"`
+	UnchangedCount int        `json:"unchangedCount,omitempty"`
+	UpdatedCount   int        `json:"updatedCount,omitempty"`
+	ConflictCount  int        `json:"conflictCount,omitempty"`
 	// Seconds is the wall time the work took, by the archiver's clock.
 	Seconds float64 `json:"seconds"`
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -478,5 +479,78 @@ func TestCheckExportAgreesWithExport(t *testing.T) {
 			assert.Equal(t, wserr.CodeOf(exported), wserr.CodeOf(checked), "export: %v; check: %v", exported, checked)
 			assert.Equal(t, strings.HasPrefix(tc.name, "Err"), checked != nil, "%v", checked)
 		})
+	}
+}
+
+// TestImportNamesAThousand: an import's summary names the first
+// archive.MaxNames of what it added, and of what it held already, in the
+// archive's order, and counts them all; Options.Taken sees every one.
+func TestImportNamesAThousand(t *testing.T) {
+	ctx := context.Background()
+	src := open(t)
+	n := archive.MaxNames + 5
+	for i := range n {
+		_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"},
+			RunID: fmt.Sprintf("r-%06d", i)})
+		require.NoError(t, err)
+	}
+	arc, _ := export(t, src, archive.Scope{All: true})
+	dst := open(t)
+	var taken []string
+	opt := archive.Options{Taken: func(o archive.Outcome, name string, _ archive.Conflict) error {
+		taken = append(taken, string(o)+" "+name)
+		return nil
+	}}
+	sum, err := dst.Archive.Import(ctx, bytes.NewReader(arc), opt)
+	require.NoError(t, err)
+	assert.Equal(t, n+1, sum.AddedCount, "the chat and its runs")
+	require.Len(t, sum.Added, archive.MaxNames)
+	assert.True(t, strings.HasPrefix(sum.Added[0], "chat "), sum.Added[0])
+	assert.Equal(t, "run r-000000", sum.Added[1])
+	assert.Equal(t, fmt.Sprintf("run r-%06d", archive.MaxNames-2), sum.Added[archive.MaxNames-1])
+	require.Len(t, taken, n+1)
+	assert.Equal(t, "added "+sum.Added[0], taken[0])
+	assert.Equal(t, fmt.Sprintf("added run r-%06d", n-1), taken[n])
+	assert.Zero(t, sum.UnchangedCount)
+
+	taken = nil
+	opt.Merge = true
+	sum, err = dst.Archive.Import(ctx, bytes.NewReader(arc), opt)
+	require.NoError(t, err)
+	assert.Equal(t, n+1, sum.UnchangedCount)
+	require.Len(t, sum.Unchanged, archive.MaxNames)
+	assert.Empty(t, sum.Added)
+	assert.Zero(t, sum.AddedCount)
+	require.Len(t, taken, n+1)
+	assert.Equal(t, fmt.Sprintf("unchanged run r-%06d", n-1), taken[n])
+	b, err := json.Marshal(sum)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), fmt.Sprintf(`"unchangedCount":%d`, n+1))
+	assert.NotContains(t, string(b), `"addedCount"`, "a count of none is left out")
+}
+
+// TestImportTakenFailing: an import whose Options.Taken fails, at each of
+// its calls in turn, fails with that error and imports nothing.
+func TestImportTakenFailing(t *testing.T) {
+	ctx := context.Background()
+	src := open(t)
+	populate(t, src)
+	arc, exported := export(t, src, archive.Scope{All: true})
+	total := exported.Chats + exported.Runs + exported.Actors
+	for k := 1; k <= total; k++ {
+		dst := open(t)
+		calls := 0
+		injected := errors.New("injected failure")
+		_, err := dst.Archive.Import(ctx, bytes.NewReader(arc), archive.Options{Taken: func(archive.Outcome, string, archive.Conflict) error {
+			if calls++; calls == k {
+				return injected
+			}
+			return nil
+		}})
+		require.ErrorIs(t, err, injected, "call %d", k)
+		assert.Equal(t, view(t, open(t)), view(t, dst), "call %d: nothing imported", k)
+		sum, err := dst.Archive.Import(ctx, bytes.NewReader(arc), archive.Options{})
+		require.NoError(t, err)
+		assert.Equal(t, total, sum.AddedCount, "call %d: all of it imported after", k)
 	}
 }

@@ -1061,7 +1061,9 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				_, err := im.a.p.Runs.ExportRun(ctx, tx, r.ID)
 				if wserr.Is(err, wserr.RunNotFound) {
 					err = wserr.New(wserr.Conflict, "merge run", "", "run %s: the archive holds it from event %d on, and this store does not hold it", r.ID, t.From)
-					im.sum.Conflicts = append(im.sum.Conflicts, Conflict{Kind: "run", ID: r.ID, Reason: wserr.MessageOf(err), NotHeld: true})
+					if err := im.note(Conflicted, "run "+r.ID, Conflict{Kind: "run", ID: r.ID, Reason: wserr.MessageOf(err), NotHeld: true}); err != nil {
+						return err
+					}
 					continue
 				} else if err == nil {
 					im.merge.run = im.newMergeRun(ctx, tx, r, t, 0)
@@ -1262,17 +1264,44 @@ func (im *importer) outcome(kind, id string, added bool, err error) error {
 	name := kind + " " + id
 	switch {
 	case err == nil && added:
-		im.sum.Added = append(im.sum.Added, name)
+		return im.note(Added, name, Conflict{})
 	case err == nil:
-		im.sum.Unchanged = append(im.sum.Unchanged, name)
+		return im.note(Unchanged, name, Conflict{})
 	case wserr.Is(err, wserr.Conflict):
-		im.sum.Conflicts = append(im.sum.Conflicts, Conflict{Kind: kind, ID: id, Reason: wserr.MessageOf(err)})
+		return im.note(Conflicted, name, Conflict{Kind: kind, ID: id, Reason: wserr.MessageOf(err)})
 	case wserr.Is(err, wserr.Corrupt):
 		return wserr.Wrap(wserr.ArchiveCorrupt, "import", "", err)
 	default:
 		return err
 	}
-	return nil
+}
+
+// note files what the import did with the chat, run or actor space name:
+// counted, named in the summary while its list has room (MaxNames), and
+// passed to Options.Taken.
+func (im *importer) note(o Outcome, name string, c Conflict) error {
+	s := &im.sum
+	add := func(list *[]string, n *int) {
+		if *n++; len(*list) < MaxNames {
+			*list = append(*list, name)
+		}
+	}
+	switch o {
+	case Added:
+		add(&s.Added, &s.AddedCount)
+	case Unchanged:
+		add(&s.Unchanged, &s.UnchangedCount)
+	case Updated:
+		add(&s.Updated, &s.UpdatedCount)
+	case Conflicted:
+		if s.ConflictCount++; len(s.Conflicts) < MaxConflicts {
+			s.Conflicts = append(s.Conflicts, c)
+		}
+	}
+	if im.opt.Taken == nil {
+		return nil
+	}
+	return im.opt.Taken(o, name, c)
 }
 
 // end checks the end entry against the digest and that nothing follows.

@@ -279,8 +279,7 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 		err := wserr.New(wserr.Conflict, "merge run", "",
 			"run %s was written on two devices: the journals part at event %d", id, mr.off+ev.parted+1)
 		if mr.off+ev.parted == 0 {
-			im.sum.Conflicts = append(im.sum.Conflicts, Conflict{Kind: "run", ID: id, Reason: wserr.MessageOf(err), OtherRun: true})
-			return nil
+			return im.note(Conflicted, "run "+id, Conflict{Kind: "run", ID: id, Reason: wserr.MessageOf(err), OtherRun: true})
 		}
 		return im.outcome("run", id, false, err)
 	}
@@ -368,8 +367,7 @@ func (im *importer) flushRun(ctx context.Context, tx *index.Tx) error {
 	}); err != nil {
 		return err
 	}
-	im.sum.Updated = append(im.sum.Updated, "run "+id)
-	return nil
+	return im.note(Updated, "run "+id, Conflict{})
 }
 
 // flushChats settles the chats whose persist layers differ. The archive's
@@ -394,7 +392,9 @@ func (im *importer) flushChats(ctx context.Context, tx *index.Tx) error {
 				break
 			}
 			if err = im.a.p.Runs.MergePersist(ctx, tx, local, c); err == nil {
-				im.sum.Updated = append(im.sum.Updated, "chat "+c.ID)
+				if err := im.note(Updated, "chat "+c.ID, Conflict{}); err != nil {
+					return err
+				}
 				continue
 			}
 		case c.PersistVersion < local.PersistVersion:
@@ -453,6 +453,5 @@ func (im *importer) flushSpace(ctx context.Context, tx *index.Tx) error {
 	}); err != nil {
 		return err
 	}
-	im.sum.Updated = append(im.sum.Updated, "actor "+actor)
-	return nil
+	return im.note(Updated, "actor "+actor, Conflict{})
 }

@@ -195,8 +195,8 @@ func (h *Handler) importArchive(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if len(sum.Conflicts) > 0 {
-		err := wserr.New(wserr.Conflict, "import", "", "%d objects conflict with the store and were left as they are", len(sum.Conflicts))
+	if sum.ConflictCount > 0 {
+		err := wserr.New(wserr.Conflict, "import", "", "%d objects conflict with the store and were left as they are", sum.ConflictCount)
 		writeJSON(w, http.StatusConflict, map[string]any{"error": map[string]any{"code": wserr.CodeOf(err), "message": wserr.MessageOf(err)}, "result": sum})
 		return
 	}

@@ -216,7 +216,10 @@ var ops = []op{
 	},
 	{
 		name: "import", noRun: true, access: writes, request: []any{importRequest{}}, handle: (*Session).importArchive,
-		help: `  import      {path}                        -> as export, with added, unchanged, conflicts: [{kind, id, reason}], newObjects?
+		help: `  import      {path}                        -> as export, with added, unchanged, conflicts: [{kind, id, reason}],
+                                                addedCount?, unchangedCount?, conflictCount?, newObjects?
+              each list names its first 1,000 (conflicts 10,000) in the
+              archive's order; the counts count all (absent: none);
               newObjects: the blobs the store did not hold (absent: none);
               verifies the whole archive before any row is visible: a
               damaged one fails with archive.corrupt, another version with

@@ -351,8 +351,12 @@ func (s *Storage) Applied(ctx context.Context, db *index.DB) (map[string]string,
 // TakenIn is what the store records after it took in one segment: the
 // segment, the items it brought (their state now), and its tombstones.
 type TakenIn struct {
-	Segment    Segment
+	Segment Segment
+	// Items are states the segment brought, and EachItem, if set, calls
+	// its function with more of them, one at a time (a base's, listed
+	// on disk); its error fails the record, which then records nothing.
 	Items      []Item
+	EachItem   func(fn func(Item) error) error
 	Drop       []Item // items deleted here by the segment's tombstones
 	Tombstones []Tombstone
 }
@@ -365,6 +369,16 @@ func (s *Storage) RecordTakenIn(ctx context.Context, db *index.DB, t TakenIn) er
 		}
 		if err := s.markChanged(ctx, tx, t.Items); err != nil {
 			return err
+		}
+		if t.EachItem != nil {
+			if err := t.EachItem(func(it Item) error {
+				if err := s.putItem(ctx, tx, it); err != nil {
+					return err
+				}
+				return s.markChanged(ctx, tx, []Item{it})
+			}); err != nil {
+				return err
+			}
 		}
 		if err := s.putTombstones(ctx, tx, t.Tombstones, false); err != nil {
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,4 +206,27 @@ func TestImportOfAFileItCannotOpenIsNotNotFound(t *testing.T) {
 	errOut := c.fails(3, "import", filepath.Join(dir, "missing.wsar"))
 	assert.Contains(t, errOut, "store.not_found")
 	assert.NoDirExists(t, c.store)
+}
+
+// TestImportPrintsCounts: wsctl import prints how many objects it added,
+// however many its summary names: the first archive.MaxNames.
+func TestImportPrintsCounts(t *testing.T) {
+	desk := newCLI(t)
+	st := desk.open()
+	n := archive.MaxNames + 2
+	for i := range n {
+		_, err := st.Runs.CreateRun(context.Background(), runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"},
+			RunID: fmt.Sprintf("r-%06d", i)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Close())
+	file := filepath.Join(t.TempDir(), "store.wsar")
+	desk.ok("export", "--all", file)
+
+	phone := newCLI(t)
+	assert.Contains(t, phone.ok("import", file), fmt.Sprintf("added %d, unchanged 0, conflicts 0", n+1))
+	var imp archive.Summary
+	phone.jsonOut(&imp, "import", file)
+	assert.Equal(t, n+1, imp.UnchangedCount)
+	assert.Len(t, imp.Unchanged, archive.MaxNames)
 }

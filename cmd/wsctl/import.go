@@ -85,17 +85,20 @@ func runImport(ctx context.Context, o importOptions, args []string) error {
 	}
 	if !o.json {
 		// The counts above are what the archive held; this is what it did.
-		if _, err := fmt.Fprintf(o.out, "added %d, unchanged %d, conflicts %d\n", len(sum.Added), len(sum.Unchanged), len(sum.Conflicts)); err != nil {
+		if _, err := fmt.Fprintf(o.out, "added %d, unchanged %d, conflicts %d\n", sum.AddedCount, sum.UnchangedCount, sum.ConflictCount); err != nil {
 			return err
 		}
 	}
-	if len(sum.Conflicts) > 0 {
+	if sum.ConflictCount > 0 {
 		if !o.json {
 			for _, c := range sum.Conflicts {
 				fmt.Fprintf(o.errOut, "conflict: %s %s: %s\n", c.Kind, c.ID, c.Reason)
 			}
+			if more := sum.ConflictCount - len(sum.Conflicts); more > 0 {
+				fmt.Fprintf(o.errOut, "conflict: and %d more\n", more)
+			}
 		}
-		return wserr.New(wserr.Conflict, "import", "", "%d objects conflict with the store and were left as they are", len(sum.Conflicts))
+		return wserr.New(wserr.Conflict, "import", "", "%d objects conflict with the store and were left as they are", sum.ConflictCount)
 	}
 	return nil
 }

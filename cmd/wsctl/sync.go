@@ -67,7 +67,7 @@ func runSync(ctx context.Context, g globals, opt wsstore.SyncOptions) error {
 			return err
 		}
 	} else if _, err := fmt.Fprintf(g.out, "sync: device %s; pushed %d objects, pulled %d; took in %d segments: %d added, %d updated, %d unchanged, %d deleted, %d conflicts; sent %d changes and %d deletions (%d bytes%s)\n",
-		rep.Device, rep.Pushed.Objects, rep.Pulled.Objects, len(rep.TookIn), len(rep.Added), len(rep.Updated), rep.Unchanged, len(rep.Deleted), len(rep.Conflicts),
+		rep.Device, rep.Pushed.Objects, rep.Pulled.Objects, len(rep.TookIn), rep.AddedCount, rep.UpdatedCount, rep.Unchanged, len(rep.Deleted), len(rep.Conflicts),
 		rep.SentCount, len(rep.Tombstones), rep.SegmentBytes, map[bool]string{true: ", a base", false: ""}[rep.Base]); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -348,4 +349,25 @@ func TestFirstSyncFailedOnTheTierKeepsItsStore(t *testing.T) {
 	}
 	desk.jsonOut(&rep, "reclaim-remote", "--dry-run")
 	assert.Empty(t, rep.Waiting, "no device is waited for")
+}
+
+// TestSyncPrintsCounts: wsctl sync prints how many items it took in,
+// however many its report names: the first wsstore.MaxTakenNames.
+func TestSyncPrintsCounts(t *testing.T) {
+	_, url := fakeTier(t, "team")
+	desk := newCLI(t)
+	desk.ok("--blobs", url, "demo")
+	st := desk.open()
+	for i := range wsstore.MaxTakenNames {
+		_, err := st.Runs.CreateRun(context.Background(), runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"},
+			RunID: fmt.Sprintf("r-%06d", i)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Close())
+	desk.ok("sync")
+	var rep wsstore.SyncReport
+	newCLI(t).jsonOut(&rep, "--blobs", url, "sync")
+	require.Greater(t, rep.AddedCount, wsstore.MaxTakenNames)
+	assert.Len(t, rep.Added, wsstore.MaxTakenNames)
+	assert.Contains(t, newCLI(t).ok("--blobs", url, "sync"), fmt.Sprintf("segments: %d added, 0 updated", rep.AddedCount))
 }

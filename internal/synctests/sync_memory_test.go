@@ -16,6 +16,7 @@ import (
 	"github.com/wsstore/wsstore/remote"
 	"github.com/wsstore/wsstore/remote/s3fake"
 	"github.com/wsstore/wsstore/runs"
+	"github.com/wsstore/wsstore/vfs"
 )
 
 // storeOfRuns opens a store and makes n runs in one chat in it.
@@ -108,12 +109,49 @@ func TestSyncReportNamesAThousandSent(t *testing.T) {
 	assert.Empty(t, rep.Sent)
 }
 
+// TestSyncReportNamesAThousandTakenIn: a sync that takes in more than
+// wsstore.MaxTakenNames items names the first of them, in the order they
+// were taken in, and counts them all.
+func TestSyncReportNamesAThousandTakenIn(t *testing.T) {
+	_, open := fakeTier(t)
+	n := wsstore.MaxTakenNames + 5
+	a := storeOfRuns(t, open, n)
+	syncOK(t, a)
+	b := open()
+	rep := syncOK(t, b)
+	assert.Equal(t, n+1, rep.AddedCount, "the chat and its runs")
+	require.Len(t, rep.Added, wsstore.MaxTakenNames)
+	assert.True(t, strings.HasPrefix(rep.Added[0], "chat "), rep.Added[0])
+	assert.Equal(t, "run r-000000", rep.Added[1])
+	assert.Equal(t, fmt.Sprintf("run r-%06d", wsstore.MaxTakenNames-2), rep.Added[wsstore.MaxTakenNames-1])
+	assert.Zero(t, rep.UpdatedCount)
+	rb, err := b.Runs.Runs(context.Background(), runs.ListQuery{})
+	require.NoError(t, err)
+	assert.Len(t, rb, n, "every run taken in")
+
+	// Every run written on a is brought forward on b.
+	for i := range n {
+		_, err := a.Runs.Workspace(fmt.Sprintf("r-%06d", i), runs.ModelScope).Write(context.Background(),
+			vfs.MustPath("output/a.md"), []byte("a"), vfs.WriteOptions{})
+		require.NoError(t, err)
+	}
+	syncOK(t, a)
+	rep = syncOK(t, b)
+	assert.Equal(t, n, rep.UpdatedCount)
+	require.Len(t, rep.Updated, wsstore.MaxTakenNames)
+	assert.Equal(t, "run r-000000", rep.Updated[0])
+	assert.Zero(t, rep.AddedCount)
+	assert.Empty(t, rep.Added)
+	assert.Empty(t, syncOK(t, b).TookIn, "nothing more to take in")
+}
+
 // syncGrowth makes a store of n runs in one chat and returns how much
 // the heap grew during its first sync, which publishes a base of every
-// run, and during a next sync that examines every item (as the first
-// sync after the upgrade that brought the change marks does) and finds
-// nothing to send.
-func syncGrowth(t *testing.T, open func() *wsstore.Store, n int) (first, examine uint64) {
+// run; during a next sync that examines every item (as the first sync
+// after the upgrade that brought the change marks does) and finds
+// nothing to send; and during a new device's first sync, which takes in
+// that base.
+func syncGrowth(t *testing.T, open func() *wsstore.Store, n int) (first, examine, takeIn uint64) {
 	ctx := context.Background()
 	st := storeOfRuns(t, open, n)
 	var rep wsstore.SyncReport
@@ -126,7 +164,11 @@ func syncGrowth(t *testing.T, open func() *wsstore.Store, n int) (first, examine
 	examine = storetest.HeapGrowth(func() { rep = syncOK(t, st) })
 	assert.Empty(t, rep.Sent, "nothing changed since the last sync")
 	assert.Empty(t, rep.Published)
-	return first, examine
+	b := open()
+	takeIn = storetest.HeapGrowth(func() { rep = syncOK(t, b) })
+	require.Len(t, rep.TookIn, 1)
+	require.Equal(t, n+1, rep.AddedCount)
+	return first, examine, takeIn
 }
 
 // TestSyncHoldsAPageOfItems: a first sync, which publishes a base of
@@ -134,7 +176,8 @@ func syncGrowth(t *testing.T, open func() *wsstore.Store, n int) (first, examine
 // them; a sync that examines every item (the first through a remote, the
 // first after restore or after the upgrade that brought the change marks)
 // compares the items with their synced states as two streams in name
-// order. The heap of each grows as much over 10,000 runs as over 1,000
+// order; a device taking in another's base holds a page of the items it
+// brought. The heap of each grows as much over 10,000 runs as over 1,000
 // (two pages of each kind or more), beyond the archive's list of run ids
 // and a small constant.
 func TestSyncHoldsAPageOfItems(t *testing.T) {
@@ -145,10 +188,11 @@ func TestSyncHoldsAPageOfItems(t *testing.T) {
 	m := s3fake.StartMoto(t)
 	m.CreateBucket("wsstore")
 	const n = 1000
-	firstSmall, examineSmall := syncGrowth(t, tierOpener(t, m.URL, "small"), n)
-	firstLarge, examineLarge := syncGrowth(t, tierOpener(t, m.URL, "large"), 10*n)
+	firstSmall, examineSmall, takeInSmall := syncGrowth(t, tierOpener(t, m.URL, "small"), n)
+	firstLarge, examineLarge, takeInLarge := syncGrowth(t, tierOpener(t, m.URL, "large"), 10*n)
 	t.Logf("a first sync: heap grew by %.2f MiB at %d runs, %.2f MiB at %d", float64(firstSmall)/(1<<20), n, float64(firstLarge)/(1<<20), 10*n)
 	t.Logf("a sync examining every item: heap grew by %.2f MiB at %d runs, %.2f MiB at %d", float64(examineSmall)/(1<<20), n, float64(examineLarge)/(1<<20), 10*n)
+	t.Logf("taking in a base: heap grew by %.2f MiB at %d runs, %.2f MiB at %d", float64(takeInSmall)/(1<<20), n, float64(takeInLarge)/(1<<20), 10*n)
 	// The items a first sync carries are listed on disk beyond a page:
 	// what still grows is the archive's list of run ids, some 75 bytes a
 	// run, and the garbage between collections, up to about a MiB (1.1
@@ -160,4 +204,10 @@ func TestSyncHoldsAPageOfItems(t *testing.T) {
 	// page took 3.3 MiB more, the two maps of every item it held before
 	// more still.
 	assert.Less(t, int64(examineLarge)-int64(examineSmall), int64(3<<19), "examining every item: the heap grows with the runs")
+	// What a base brought is listed on disk beyond a page: what still
+	// grows is the manifest's list of run ids and the import's map of
+	// them, some 75 bytes a run, and the garbage between collections, up
+	// to about a MiB. The names and states held in memory took some 4
+	// MiB more at 10,000 runs.
+	assert.Less(t, int64(takeInLarge)-int64(takeInSmall), int64(5<<19), "taking in a base: the heap grows with the runs")
 }
