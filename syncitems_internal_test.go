@@ -65,6 +65,18 @@ func (l failingList) At(i int64) ([]byte, error) {
 	return l.byteList.At(i)
 }
 
+// opener returns what opens a new store, closed when t ends, whose remote
+// tier is the s3fake server at url, retrying little.
+func opener(t *testing.T, url string) func() *Store {
+	return func() *Store {
+		st, err := Open(context.Background(), t.TempDir(), Options{Blobs: "s3://wsstore/team?endpoint=" + url,
+			Remote: remote.Options{PackSize: 64 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
+		require.NoError(t, err)
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+}
+
 // TestSyncItemListFailing: a sync whose list of the items it carries
 // fails, at each of its reads in turn (while it exports them, looks for
 // runs created again, reports and records them), records none of them as
@@ -79,13 +91,7 @@ func TestSyncItemListFailing(t *testing.T) {
 		t.Run(fmt.Sprintf("Read%d", n), func(t *testing.T) {
 			srv := s3fake.New("wsstore")
 			t.Cleanup(srv.Close)
-			open := func() *Store {
-				st, err := Open(ctx, t.TempDir(), Options{Blobs: "s3://wsstore/team?endpoint=" + srv.URL,
-					Remote: remote.Options{PackSize: 64 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
-				require.NoError(t, err)
-				t.Cleanup(func() { st.Close() })
-				return st
-			}
+			open := opener(t, srv.URL)
 			create := func(st *Store, ids ...string) {
 				for _, id := range ids {
 					_, err := st.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"}, RunID: id})
@@ -135,13 +141,7 @@ func TestSyncTakeInListFailing(t *testing.T) {
 		t.Run(fmt.Sprintf("Read%d", n), func(t *testing.T) {
 			srv := s3fake.New("wsstore")
 			t.Cleanup(srv.Close)
-			open := func() *Store {
-				st, err := Open(ctx, t.TempDir(), Options{Blobs: "s3://wsstore/team?endpoint=" + srv.URL,
-					Remote: remote.Options{PackSize: 64 << 10, MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond}})
-				require.NoError(t, err)
-				t.Cleanup(func() { st.Close() })
-				return st
-			}
+			open := opener(t, srv.URL)
 			runIDs := func(st *Store) []string {
 				rs, err := st.Runs.Runs(ctx, runs.ListQuery{})
 				require.NoError(t, err)
