@@ -73,12 +73,17 @@ type importer struct {
 	reusedSince time.Time
 	sum         Summary
 	hdr         *tar.Header // the entry read ahead, nil at the end
-	chats       map[string]bool
-	runIDs      map[string]bool
-	actors      map[string]bool
-	merge       mergeState
-	mergeRows   *index.Spill // the rows merges keep (merge.go), nil until one does
-	lin         *lineage     // the added run whose versions are being queued
+	// chats, runIDs and actors are the ids the manifest lists, each 0
+	// until its row arrives, then 1: in memory up to spillAfter, then on
+	// disk, so an archive of any number of runs holds a bounded set.
+	chats  idSet
+	runIDs idSet
+	actors idSet
+	// keepIDs also keeps the manifest's ids in m's lists (ReadManifest).
+	keepIDs   bool
+	merge     mergeState
+	mergeRows *index.Spill // the rows merges keep (merge.go), nil until one does
+	lin       *lineage     // the added run whose versions are being queued
 	// capAt is the stored bytes the store's cap allows, as room measured
 	// it before anything was written (0: no cap is checked).
 	capAt int64
@@ -170,7 +175,7 @@ func newImporter(ctx context.Context, r io.Reader) *importer {
 	sets := index.NewSpill(ctx, spillAfter)
 	return &importer{src: r, tr: tar.NewReader(r), d: newDigest(),
 		sets: sets, blobs: sets.NewMap(), trees: sets.NewMap(), gotB: sets.NewMap(), gotT: sets.NewMap(),
-		chats: map[string]bool{}, runIDs: map[string]bool{}, actors: map[string]bool{}}
+		chats: idSet{sets.NewMap()}, runIDs: idSet{sets.NewMap()}, actors: idSet{sets.NewMap()}}
 }
 
 // room refuses, before anything is written, an archive whose blobs the
@@ -377,15 +382,6 @@ func (im *importer) manifest(ctx context.Context, blob func(BlobRef) error) erro
 	if im.m.CreatedAt.IsZero() || !im.hdr.ModTime.Equal(im.m.CreatedAt) {
 		return corrupt("entry %q: header time changed", im.hdr.Name)
 	}
-	for _, id := range im.m.Chats {
-		im.chats[id] = false
-	}
-	for _, id := range im.m.Runs {
-		im.runIDs[id] = false
-	}
-	for _, id := range im.m.Actors {
-		im.actors[id] = false
-	}
 	return im.next(ctx)
 }
 
@@ -456,11 +452,11 @@ func (im *importer) parseManifest(dec *json.Decoder, blob func(BlobRef) error) e
 		case "scope":
 			err = dec.Decode(&m.Scope)
 		case "chats":
-			err = stringElements(dec, &m.Chats)
+			err = im.listIDs(dec, im.chats, &m.Chats)
 		case "runs":
-			err = stringElements(dec, &m.Runs)
+			err = im.listIDs(dec, im.runIDs, &m.Runs)
 		case "actors":
-			err = stringElements(dec, &m.Actors)
+			err = im.listIDs(dec, im.actors, &m.Actors)
 		case "bytes":
 			err = dec.Decode(&m.Bytes)
 		case "blobsElsewhere":
@@ -540,16 +536,64 @@ func delim(dec *json.Decoder, d json.Delim) error {
 	return nil
 }
 
-// stringElements decodes the list of strings that comes next into *dst,
-// an element at a time.
-func stringElements(dec *json.Decoder, dst *[]string) error {
-	*dst = []string{}
+// listIDs decodes the list of ids that comes next an element at a time
+// into set, and into *dst too if im.keepIDs.
+func (im *importer) listIDs(dec *json.Decoder, set idSet, dst *[]string) error {
+	if im.keepIDs {
+		*dst = []string{}
+	}
 	return elements(dec, func() error {
 		var s string
-		err := dec.Decode(&s)
-		*dst = append(*dst, s)
-		return err
+		if err := dec.Decode(&s); err != nil {
+			return err
+		}
+		if im.keepIDs {
+			*dst = append(*dst, s)
+		}
+		if _, err := set.m.Add([]byte(s), 0); err != nil {
+			return passed{err}
+		}
+		return nil
 	})
+}
+
+// idSet is a set of the manifest's ids of one kind, each marked when its
+// row arrives.
+type idSet struct{ m *index.SpillMap }
+
+// arrive marks id's row arrived and reports whether the manifest lists id
+// and whether its row arrived before.
+func (s idSet) arrive(id string) (listed, again bool, err error) {
+	v, listed, err := s.m.Get([]byte(id))
+	if err != nil || !listed || v == 1 {
+		return listed, listed, err
+	}
+	return true, false, s.m.Set([]byte(id), 1)
+}
+
+// arrived reports whether id's row arrived.
+func (s idSet) arrived(id string) (bool, error) {
+	v, _, err := s.m.Get([]byte(id))
+	return v == 1, err
+}
+
+// missing returns the first id, in id order, whose row did not arrive, and
+// whether there is one.
+func (s idSet) missing() (string, bool, error) {
+	var first string
+	found := false
+	stop := errors.New("found")
+	err := s.m.Each(func(k []byte, v int64) error {
+		if v == 0 {
+			first, found = string(k), true
+			return stop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, stop) {
+		return "", false, err
+	}
+	return first, found, nil
 }
 
 // elements calls fn to decode each element of the list that comes next
@@ -993,11 +1037,13 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 			if kindDone > 0 {
 				return corrupt("records: chat %s out of order", c.ID)
 			}
-			seen, listed := im.chats[c.ID]
-			if !listed || seen {
+			listed, again, err := im.chats.arrive(c.ID)
+			if err != nil {
+				return err
+			}
+			if !listed || again {
 				return corrupt("records: chat %s is not in the manifest, or there twice", c.ID)
 			}
-			im.chats[c.ID] = true
 			if err := im.tree("chat "+c.ID, c.PersistRoot); err != nil {
 				return err
 			}
@@ -1025,15 +1071,23 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				return corrupt("records: run %s out of order", r.ID)
 			}
 			kindDone = 1
-			seen, listed := im.runIDs[r.ID]
-			if !listed || seen || r.ID <= lastRun {
+			if r.ID <= lastRun {
 				return corrupt("records: run %s is not in the manifest, out of order or there twice", r.ID)
 			}
-			im.runIDs[r.ID], lastRun = true, r.ID
+			listed, again, err := im.runIDs.arrive(r.ID)
+			if err != nil {
+				return err
+			}
+			if !listed || again {
+				return corrupt("records: run %s is not in the manifest, out of order or there twice", r.ID)
+			}
+			lastRun = r.ID
 			if im.opt.NoHostPaths && r.ReachesHost() {
 				return wserr.New(wserr.Forbidden, "import", "", "run %s reaches host directories (profile.allowPaths), which this import may not bring in", r.ID)
 			}
-			if seen := im.chats[r.ChatID]; !seen {
+			if held, err := im.chats.arrived(r.ChatID); err != nil {
+				return err
+			} else if !held {
 				return corrupt("records: run %s belongs to chat %s, which the archive does not hold", r.ID, r.ChatID)
 			}
 			if err := im.tree("run "+r.ID, r.Root); err != nil {
@@ -1170,11 +1224,14 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 				return err
 			}
 			kindDone = 2
-			seen, listed := im.actors[s.Actor]
-			if !listed || seen {
+			listed, again, err := im.actors.arrive(s.Actor)
+			if err != nil {
+				return err
+			}
+			if !listed || again {
 				return corrupt("records: actor %s is not in the manifest, or there twice", s.Actor)
 			}
-			im.actors[s.Actor], lastAct = true, s.Actor
+			lastAct = s.Actor
 			if err := im.tree("actor "+s.Actor, s.Root); err != nil {
 				return err
 			}
@@ -1237,11 +1294,16 @@ func (im *importer) records(ctx context.Context, tx *index.Tx) error {
 	if _, err := io.Copy(io.Discard, im.body()); err != nil {
 		return reading(ctx, recordsName, err)
 	}
-	for kind, set := range map[string]map[string]bool{"chat": im.chats, "run": im.runIDs, "actor": im.actors} {
-		for id, seen := range set {
-			if !seen {
-				return corrupt("%s %s of the manifest has no row", kind, id)
-			}
+	for _, k := range []struct {
+		kind string
+		set  idSet
+	}{{"chat", im.chats}, {"run", im.runIDs}, {"actor", im.actors}} {
+		id, ok, err := k.set.missing()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return corrupt("%s %s of the manifest has no row", k.kind, id)
 		}
 	}
 	return im.end(ctx)
@@ -1377,6 +1439,7 @@ func (im *importer) nothingAfter(ctx context.Context) error {
 func ReadManifest(ctx context.Context, r io.Reader, blob func(BlobRef) error) (Manifest, error) {
 	im := newImporter(ctx, r)
 	defer im.close()
+	im.keepIDs = true
 	if err := im.manifest(ctx, blob); err != nil {
 		return Manifest{}, err
 	}

@@ -394,3 +394,36 @@ func TestExportReadsAPageOfSpacesAtATime(t *testing.T) {
 	require.GreaterOrEqual(t, journal, 0, "a space's journal read")
 	assert.Less(t, journal, pages[1], "the first page's spaces exported before the second page is read")
 }
+
+// TestImportHoldsAPageOfIDs: an import keeps the ids the manifest lists,
+// to check that each one's row arrives, in a set that moves to disk past
+// spillAfter (64 here), so importing 6,000 runs grows the live heap as
+// much as importing 600. Run ids of 120 bytes make holding them show:
+// the manifest's list and a map of them took about 1.8 MiB more for the
+// 5,400 runs more (2.4 MiB for 7,200).
+func TestImportHoldsAPageOfIDs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 6,600 runs")
+	}
+	defer archive.SetSpillAfter(64)()
+	ctx := context.Background()
+	growth := func(n int) uint64 {
+		src := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+		for i := range n {
+			_, err := src.Runs.CreateRun(ctx, runs.CreateRequest{Chat: runs.ChatKey{Kind: "character", StableChatID: "c"},
+				RunID: fmt.Sprintf("r-%0118d", i)})
+			require.NoError(t, err)
+		}
+		path := exportFile(t, src, archive.Scope{All: true})
+		dst := storetest.OpenStoreWith(t, wsstore.Options{Now: storetest.NewClock().Now})
+		var sum archive.Summary
+		var err error
+		grew := storetest.HeapGrowth(func() { sum, err = importFile(t, dst, path, archive.Options{}) })
+		require.NoError(t, err)
+		require.Equal(t, n, sum.Runs)
+		return grew
+	}
+	small, large := growth(600), growth(6000)
+	t.Logf("import: heap grew by %.2f MiB at 600 runs, %.2f MiB at 6,000", float64(small)/(1<<20), float64(large)/(1<<20))
+	assert.Less(t, int64(large)-int64(small), int64(1<<20), "the heap grows with the runs")
+}
