@@ -125,12 +125,7 @@ func TestStatNoRead(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "plain"), []byte("plain"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "db"), []byte("db"), 0o644))
-	db, err := os.Stat(filepath.Join(dir, "db"))
-	require.NoError(t, err)
-	h, err := OpenHostWith(dir, HostOptions{Forbidden: func(fi fs.FileInfo) bool { return os.SameFile(fi, db) }})
-	require.NoError(t, err)
-	defer h.Close()
+	h := openWithForbiddenDB(t, dir)
 	ctx := t.Context()
 
 	fi, err := h.StatNoRead(ctx, MustPath("plain"))
@@ -156,14 +151,9 @@ func TestStatIsStatNoReadAndTheHash(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "plain"), []byte("plain"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "db"), []byte("db"), 0o644))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
 	require.NoError(t, os.Symlink("..", filepath.Join(dir, "out")))
-	db, err := os.Stat(filepath.Join(dir, "db"))
-	require.NoError(t, err)
-	h, err := OpenHostWith(dir, HostOptions{Forbidden: func(fi fs.FileInfo) bool { return os.SameFile(fi, db) }})
-	require.NoError(t, err)
-	defer h.Close()
+	h := openWithForbiddenDB(t, dir)
 	ctx := t.Context()
 
 	for _, name := range []string{".", "sub", "plain", "pipe", "gone", "db", "out/x"} {
@@ -187,4 +177,17 @@ func TestStatIsStatNoReadAndTheHash(t *testing.T) {
 			assert.Equal(t, want, got)
 		})
 	}
+}
+
+// openWithForbiddenDB writes a file "db" in dir and mounts dir with that
+// file Forbidden (as a store's own database is), closed when t ends.
+func openWithForbiddenDB(t *testing.T, dir string) *HostFS {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "db"), []byte("db"), 0o644))
+	db, err := os.Stat(filepath.Join(dir, "db"))
+	require.NoError(t, err)
+	h, err := OpenHostWith(dir, HostOptions{Forbidden: func(fi fs.FileInfo) bool { return os.SameFile(fi, db) }})
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close() })
+	return h
 }
