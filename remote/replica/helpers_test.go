@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"database/sql"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
@@ -81,8 +82,25 @@ func openDB(t *testing.T, path string) *sql.DB {
 // transaction of its own.
 func rewrite(t *testing.T, db *sql.DB, rnd *rand.ChaCha8, id int) {
 	t.Helper()
+	require.NoError(t, writeRow(db, rnd, id))
+}
+
+// openWriter opens a second connection to the database at path, one at a
+// time, waiting busyMS milliseconds for the write lock (0: one attempt),
+// closed when t ends.
+func openWriter(t *testing.T, path string, busyMS int) *sql.DB {
+	t.Helper()
+	writer, err := sql.Open("sqlite", fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)", path, busyMS))
+	require.NoError(t, err)
+	t.Cleanup(func() { writer.Close() })
+	writer.SetMaxOpenConns(1)
+	return writer
+}
+
+// writeRow writes row id of db's table t with 4 KiB from rnd.
+func writeRow(db *sql.DB, rnd *rand.ChaCha8, id int) error {
 	v := make([]byte, 4096)
 	_, _ = rnd.Read(v)
 	_, err := db.Exec(`INSERT INTO t (id, v) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET v = excluded.v`, id, v)
-	require.NoError(t, err)
+	return err
 }

@@ -248,19 +248,14 @@ func TestLogStartedOverDuringFirstSync(t *testing.T) {
 
 	// The writer: a connection that tries the write lock once, and waits
 	// for it only if that fails.
-	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
-	require.NoError(t, err)
-	t.Cleanup(func() { writer.Close() })
-	writer.SetMaxOpenConns(1)
+	writer := openWriter(t, path, 0)
 	wrnd := rand.NewChaCha8([32]byte{4})
 	waited := make(chan error, 1)
 	writes := func() error {
 		// About as many frames as the replicator is to ship: the log
 		// starts over and its first frames are overwritten.
 		for id := range 75 {
-			v := make([]byte, 4096)
-			_, _ = wrnd.Read(v)
-			if _, err := writer.Exec(`INSERT INTO t (id, v) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET v = excluded.v`, 200+id, v); err != nil {
+			if err := writeRow(writer, wrnd, 200+id); err != nil {
 				return err
 			}
 		}
@@ -444,12 +439,7 @@ func writerChild(path string) int {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	rnd := rand.NewChaCha8([32]byte{8})
-	write := func(id int) error {
-		v := make([]byte, 4096)
-		_, _ = rnd.Read(v)
-		_, err := db.Exec(`INSERT INTO t (id, v) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET v = excluded.v`, id, v)
-		return err
-	}
+	write := func(id int) error { return writeRow(db, rnd, id) }
 	for id := range 32 {
 		if err := write(id); err != nil {
 			fmt.Println(err)
@@ -525,17 +515,9 @@ func TestWritersGoOnWhileTheWholeDatabaseIsShipped(t *testing.T) {
 	rnd := rewriteRows(t, db, 11, 64)
 	shipThenStartLogOver(t, path, url, db, rnd)
 
-	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
-	require.NoError(t, err)
-	t.Cleanup(func() { writer.Close() })
-	writer.SetMaxOpenConns(1)
+	writer := openWriter(t, path, 0)
 	wrnd := rand.NewChaCha8([32]byte{12})
-	write := func(id int) error {
-		v := make([]byte, 4096)
-		_, _ = wrnd.Read(v)
-		_, err := writer.Exec(`INSERT INTO t (id, v) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET v = excluded.v`, id, v)
-		return err
-	}
+	write := func(id int) error { return writeRow(writer, wrnd, id) }
 	var salt, saltAfter uint32
 	wrote := make(chan error, 1)
 	h := &hook{msg: "shipping the whole database", fn: func() {

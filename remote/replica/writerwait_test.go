@@ -2,7 +2,6 @@ package replica_test
 
 import (
 	"context"
-	"database/sql"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -46,10 +45,7 @@ func TestFirstSyncWriterWait(t *testing.T) {
 	require.NoError(t, tx.Commit())
 	shipThenStartLogOver(t, path, url, db, rnd)
 
-	writer, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(60000)")
-	require.NoError(t, err)
-	t.Cleanup(func() { writer.Close() })
-	writer.SetMaxOpenConns(1)
+	writer := openWriter(t, path, 60000)
 	_, err = writer.Exec(`CREATE TABLE IF NOT EXISTS lat (id INTEGER PRIMARY KEY, at INTEGER)`)
 	require.NoError(t, err)
 	stop := make(chan struct{})
